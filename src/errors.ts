@@ -1,0 +1,50 @@
+/** Exit codes of the CLI (SPEC §6). */
+export const ExitCode = {
+  Finished: 0,
+  Failed: 1,
+  BadInput: 2,
+  Paused: 3,
+  Interrupted: 130,
+} as const;
+export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
+
+/**
+ * An error meant for the user: a one-line message that says what to fix, and the exit code.
+ * The CLI prints `message` alone, never a stack trace.
+ */
+export class LoopgraphError extends Error {
+  constructor(
+    message: string,
+    readonly exitCode: ExitCode = ExitCode.Failed,
+  ) {
+    super(message);
+    this.name = "LoopgraphError";
+  }
+}
+
+/** Bad input or configuration (exit code 2). */
+export class ConfigError extends LoopgraphError {
+  constructor(message: string) {
+    super(message, ExitCode.BadInput);
+    this.name = "ConfigError";
+  }
+}
+
+/** A graph file problem, reported as `file:line:col: message`. */
+export class GraphValidationError extends ConfigError {
+  constructor(readonly issues: { file: string; line: number; col: number; message: string }[]) {
+    super(issues.map((i) => `${i.file}:${i.line}:${i.col}: ${i.message}`).join("\n"));
+    this.name = "GraphValidationError";
+  }
+}
+
+/** Model failures: auth errors stop at once; others surface after retries. */
+export class ModelError extends LoopgraphError {
+  constructor(
+    message: string,
+    readonly kind: "auth" | "rate_limit" | "timeout" | "server" | "bad_request" | "exhausted" | "network",
+  ) {
+    super(message, ExitCode.Failed);
+    this.name = "ModelError";
+  }
+}

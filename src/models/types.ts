@@ -1,0 +1,42 @@
+import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+
+/** A tool the model may call, described with a JSON Schema of its arguments. */
+export interface ToolSpec {
+  name: string;
+  description: string;
+  parameters: Record<string, unknown>;
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface ModelCallOptions {
+  /** Graph node making the call: scripted responses may be restricted to a node. */
+  node: string;
+  tools?: ToolSpec[];
+  /**
+   * Indices of scripted responses already consumed in this run (from the graph state).
+   * Ignored by network providers.
+   */
+  consumed?: readonly number[];
+  /** Streamed text as it arrives. */
+  onToken?: (text: string) => void;
+  signal?: AbortSignal;
+}
+
+export interface ModelCallResult {
+  /** The model's answer, with any tool calls in `tool_calls`. */
+  message: AIMessage;
+  usage: TokenUsage;
+  /** For the scripted model: the index of the response consumed by this call. */
+  scriptedIndex?: number;
+}
+
+/** A configured model: every provider (scripted, openai and presets) implements this. */
+export interface ChatModel {
+  /** The spec it was created from, e.g. `openai:gpt-4o-mini` or `scripted:/abs/file.yaml`. */
+  readonly spec: string;
+  call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult>;
+}
