@@ -40,3 +40,37 @@ export function parseModelSpec(spec: string): ModelSpec {
   }
   return { provider, model };
 }
+
+/** Where and how to reach an OpenAI-compatible provider. */
+export interface ProviderEndpoint {
+  baseURL: string;
+  apiKey: string;
+  /** The variable the key came from, named in auth error messages; undefined when none is needed. */
+  apiKeyEnv?: string;
+}
+
+const OPENAI_ENDPOINT: ProviderPreset = { baseURL: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_API_KEY" };
+
+/** The OpenAI client refuses an empty key even for services that ignore it (ollama). */
+const UNUSED_API_KEY = "unused";
+
+export const OFFLINE_MODEL_HINT = "--model scripted:examples/example-review.script.yaml";
+
+/**
+ * Base URL and key of `openai` or a preset, from `env` only: `<NAME>_BASE_URL` overrides the base URL.
+ * A missing key is a one-line ConfigError naming the variable to set.
+ */
+export function resolveProviderEndpoint(spec: ModelSpec, env: NodeJS.ProcessEnv): ProviderEndpoint {
+  const preset = spec.provider === "openai" ? OPENAI_ENDPOINT : PROVIDER_PRESETS[spec.provider];
+  if (!preset) throw new ConfigError(`"${spec.provider}" is not an OpenAI-compatible provider`);
+  const baseURL = env[`${spec.provider.toUpperCase()}_BASE_URL`]?.trim() || preset.baseURL;
+  if (!preset.apiKeyEnv) return { baseURL, apiKey: UNUSED_API_KEY };
+  const apiKey = env[preset.apiKeyEnv]?.trim();
+  if (!apiKey) {
+    throw new ConfigError(
+      `${preset.apiKeyEnv} is not set: export ${preset.apiKeyEnv}=<your key> to use ${spec.provider}:${spec.model}, ` +
+        `or try offline with ${OFFLINE_MODEL_HINT}`,
+    );
+  }
+  return { baseURL, apiKey, apiKeyEnv: preset.apiKeyEnv };
+}

@@ -1,4 +1,5 @@
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import type { ModelError } from "../errors.js";
 
 /** A tool the model may call, described with a JSON Schema of its arguments. */
 export interface ToolSpec {
@@ -23,7 +24,21 @@ export interface ModelCallOptions {
   consumed?: readonly number[];
   /** Streamed text as it arrives. */
   onToken?: (text: string) => void;
+  /**
+   * A failed attempt is about to be retried. Text already streamed by the failed attempt will
+   * be streamed again from the start, so a display should mark the break.
+   */
+  onRetry?: (notice: RetryNotice) => void;
   signal?: AbortSignal;
+}
+
+export interface RetryNotice {
+  /** The attempt that failed, from 1. */
+  attempt: number;
+  maxAttempts: number;
+  /** Wait before the next attempt. */
+  delayMs: number;
+  error: ModelError;
 }
 
 export interface ModelCallResult {

@@ -1,0 +1,292 @@
+import type Database from "better-sqlite3";
+import { frameItems, unframeItems } from "./item-framing.js";
+import type { ListRow } from "./list-history.js";
+import { prepareDatabase } from "./schema.js";
+
+/** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
+export interface ThreadNamespace {
+  readonly threadId: string;
+  readonly ns: string;
+}
+
+export interface CheckpointRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  checkpoint_type: string;
+  /** The checkpoint without channel_values and channel_versions. */
+  checkpoint: Uint8Array;
+  /** JSON: versions are plain strings or numbers, and reads need them before any async decoding. */
+  channel_versions: string;
+  metadata_type: string;
+  metadata: Uint8Array;
+}
+
+export type BlobRecord =
+  | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
+  /** The channel had a new version but no value (it was cleared). */
+  | { readonly kind: "empty" }
+  | ListRow;
+
+export interface BlobWrite {
+  readonly channel: string;
+  readonly version: string;
+  readonly record: BlobRecord;
+  /** Stored instead of `record` when its base version is gone (its thread was deleted meanwhile). */
+  readonly fallback?: BlobRecord;
+}
+
+export interface WriteRow {
+  task_id: string;
+  task_path: string;
+  idx: number;
+  channel: string;
+  type: string;
+  value: Uint8Array;
+}
+
+export interface ListQuery {
+  threadId?: string;
+  ns?: string;
+  /** Only checkpoints with a smaller id. */
+  beforeId?: string;
+  limit: number;
+}
+
+/** Position after the last row of a page, in the list order (id, thread, namespace, descending). */
+export type ListCursor = Pick<CheckpointRow, "checkpoint_id" | "thread_id" | "checkpoint_ns">;
+
+interface BlobKey {
+  threadId: string;
+  ns: string;
+  channel: string;
+  version: string;
+}
+
+interface BlobColumns {
+  version: string;
+  kind: string;
+  type: string | null;
+  data: Uint8Array | null;
+  base_version: string | null;
+  keep: number | null;
+}
+
+const CHECKPOINT_COLUMNS =
+  "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, metadata_type, metadata";
+
+/** Synchronous SQL access for the saver; statements are prepared once. */
+export class CheckpointStore {
+  private readonly insertCheckpointStatement;
+  private readonly latestCheckpointStatement;
+  private readonly checkpointByIdStatement;
+  private readonly insertBlobStatement;
+  private readonly blobExistsStatement;
+  private readonly blobChainStatement;
+  private readonly keepWriteStatement;
+  private readonly replaceWriteStatement;
+  private readonly writesStatement;
+  private readonly channelWritesStatement;
+  private readonly deleteStatements;
+  private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
+
+  constructor(private readonly db: Database.Database) {
+    prepareDatabase(db);
+    this.insertCheckpointStatement = db.prepare<CheckpointRow>(
+      `INSERT OR REPLACE INTO loopgraph_checkpoints (${CHECKPOINT_COLUMNS})
+       VALUES (@thread_id, @checkpoint_ns, @checkpoint_id, @parent_checkpoint_id, @checkpoint_type, @checkpoint,
+               @channel_versions, @metadata_type, @metadata)`,
+    );
+    this.latestCheckpointStatement = db.prepare<[string, string], CheckpointRow>(
+      `SELECT ${CHECKPOINT_COLUMNS} FROM loopgraph_checkpoints
+       WHERE thread_id = ? AND checkpoint_ns = ? ORDER BY checkpoint_id DESC LIMIT 1`,
+    );
+    this.checkpointByIdStatement = db.prepare<[string, string, string], CheckpointRow>(
+      `SELECT ${CHECKPOINT_COLUMNS} FROM loopgraph_checkpoints
+       WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ?`,
+    );
+    this.insertBlobStatement = db.prepare<[string, string, string, string, ...BlobColumnValues]>(
+      `INSERT OR IGNORE INTO loopgraph_checkpoint_blobs
+       (thread_id, checkpoint_ns, channel, version, kind, type, data, base_version, keep)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+    );
+    this.blobExistsStatement = db
+      .prepare<[string, string, string, string], number>(
+        `SELECT 1 FROM loopgraph_checkpoint_blobs
+         WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`,
+      )
+      .pluck();
+    // One statement walks a list version's base chain down to its snapshot. The walk carries keys
+    // only (carrying the data would copy every blob into SQLite's queue); rows are fetched after.
+    this.blobChainStatement = db.prepare<[BlobKey], BlobColumns & { hop: number }>(
+      `WITH RECURSIVE chain(hop, version, base_version) AS (
+         SELECT 0, version, base_version FROM loopgraph_checkpoint_blobs
+         WHERE thread_id = @threadId AND checkpoint_ns = @ns AND channel = @channel AND version = @version
+         UNION ALL
+         SELECT chain.hop + 1, b.version, b.base_version
+         FROM chain CROSS JOIN loopgraph_checkpoint_blobs AS b
+           ON b.thread_id = @threadId AND b.checkpoint_ns = @ns AND b.channel = @channel
+          AND b.version = chain.base_version
+       )
+       SELECT chain.hop, b.version, b.kind, b.type, b.data, b.base_version, b.keep
+       FROM chain CROSS JOIN loopgraph_checkpoint_blobs AS b
+         ON b.thread_id = @threadId AND b.checkpoint_ns = @ns AND b.channel = @channel AND b.version = chain.version`,
+    );
+    const writeColumns = `(thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
+       VALUES (@thread_id, @checkpoint_ns, @checkpoint_id, @task_id, @task_path, @idx, @channel, @type, @value)`;
+    this.keepWriteStatement = db.prepare<StoredWrite>(`INSERT OR IGNORE INTO loopgraph_checkpoint_writes ${writeColumns}`);
+    this.replaceWriteStatement = db.prepare<StoredWrite>(`INSERT OR REPLACE INTO loopgraph_checkpoint_writes ${writeColumns}`);
+    // BINARY collation compares UTF-8 bytes, i.e. code points: the order `compareWritesSortKeys` defines.
+    this.writesStatement = db.prepare<[string, string, string], WriteRow>(
+      `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
+       WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? ORDER BY task_path, task_id, idx`,
+    );
+    this.channelWritesStatement = db.prepare<[string, string, string, string], WriteRow>(
+      `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
+       WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx`,
+    );
+    this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_writes"].map(
+      (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
+    );
+  }
+
+  /** Runs `work` in a write transaction taken up front, so it waits for other writers instead of failing. */
+  writeTransaction<T>(work: () => T): T {
+    return this.db.transaction(work).immediate();
+  }
+
+  /** Runs `work` on one consistent snapshot of the database. */
+  readTransaction<T>(work: () => T): T {
+    return this.db.transaction(work).deferred();
+  }
+
+  insertCheckpoint(row: CheckpointRow): void {
+    this.insertCheckpointStatement.run(row);
+  }
+
+  checkpoint(at: ThreadNamespace, checkpointId?: string): CheckpointRow | undefined {
+    return checkpointId
+      ? this.checkpointByIdStatement.get(at.threadId, at.ns, checkpointId)
+      : this.latestCheckpointStatement.get(at.threadId, at.ns);
+  }
+
+  /** Checkpoints newest first, `limit` at a time from `after` (exclusive). */
+  listCheckpoints(query: ListQuery, after?: ListCursor): CheckpointRow[] {
+    const conditions: string[] = [];
+    const params: unknown[] = [];
+    if (query.threadId !== undefined) {
+      conditions.push("thread_id = ?");
+      params.push(query.threadId);
+    }
+    if (query.ns !== undefined) {
+      conditions.push("checkpoint_ns = ?");
+      params.push(query.ns);
+    }
+    if (query.beforeId !== undefined) {
+      conditions.push("checkpoint_id < ?");
+      params.push(query.beforeId);
+    }
+    if (after) {
+      conditions.push("(checkpoint_id, thread_id, checkpoint_ns) < (?, ?, ?)");
+      params.push(after.checkpoint_id, after.thread_id, after.checkpoint_ns);
+    }
+    params.push(query.limit);
+    const where = conditions.length > 0 ? `WHERE ${conditions.join(" AND ")}` : "";
+    const sql = `SELECT ${CHECKPOINT_COLUMNS} FROM loopgraph_checkpoints ${where}
+       ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT ?`;
+    let statement = this.listStatements.get(sql);
+    if (!statement) {
+      statement = this.db.prepare<unknown[], CheckpointRow>(sql);
+      this.listStatements.set(sql, statement);
+    }
+    return statement.all(...params);
+  }
+
+  /** Inserts the blob unless that channel version is already stored; returns what was stored, if anything. */
+  insertBlob(at: ThreadNamespace, blob: BlobWrite): BlobRecord | undefined {
+    let record = blob.record;
+    if ("baseVersion" in record && !this.blobExistsStatement.get(at.threadId, at.ns, blob.channel, record.baseVersion)) {
+      if (!blob.fallback) throw new Error(`Base version ${record.baseVersion} of channel ${blob.channel} is missing`);
+      record = blob.fallback;
+    }
+    const result = this.insertBlobStatement.run(at.threadId, at.ns, blob.channel, blob.version, ...blobColumnValues(record));
+    return result.changes > 0 ? record : undefined;
+  }
+
+  /** The channel version's row, then its base's, down to a snapshot (a single row for non-list values). */
+  blobChain(at: ThreadNamespace, channel: string, version: string): BlobLink[] {
+    const rows = this.blobChainStatement.all({ threadId: at.threadId, ns: at.ns, channel, version });
+    return rows.sort((a, b) => a.hop - b.hop).map(toBlobLink);
+  }
+
+  insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {
+    const statement = replaceExisting ? this.replaceWriteStatement : this.keepWriteStatement;
+    for (const row of rows) statement.run(row);
+  }
+
+  /** A checkpoint's pending writes in `writesSortKey` order, optionally of one channel only. */
+  writes(at: ThreadNamespace, checkpointId: string, channel?: string): WriteRow[] {
+    return channel === undefined
+      ? this.writesStatement.all(at.threadId, at.ns, checkpointId)
+      : this.channelWritesStatement.all(at.threadId, at.ns, checkpointId, channel);
+  }
+
+  deleteThread(threadId: string): void {
+    for (const statement of this.deleteStatements) statement.run(threadId);
+  }
+}
+
+export interface StoredWrite extends WriteRow {
+  thread_id: string;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+}
+
+export interface BlobLink {
+  readonly version: string;
+  readonly record: BlobRecord;
+}
+
+type BlobColumnValues = [
+  kind: string,
+  type: string | null,
+  data: Uint8Array | null,
+  base_version: string | null,
+  keep: number | null,
+];
+
+function blobColumnValues(record: BlobRecord): BlobColumnValues {
+  switch (record.kind) {
+    case "value":
+      return [record.kind, record.type, record.data, null, null];
+    case "empty":
+      return [record.kind, null, null, null, null];
+    case "snapshot":
+      return [record.kind, null, frameItems(record.items), null, null];
+    case "delta":
+    case "rollup":
+      return [record.kind, null, frameItems(record.items), record.baseVersion, record.keep];
+  }
+}
+
+function toBlobLink(columns: BlobColumns): BlobLink {
+  const { version, kind, type, data, base_version, keep } = columns;
+  switch (kind) {
+    case "value":
+      return { version, record: { kind, type: type ?? "json", data: data ?? new Uint8Array() } };
+    case "empty":
+      return { version, record: { kind } };
+    case "snapshot":
+      return { version, record: { kind, items: unframeItems(data ?? new Uint8Array()) } };
+    case "delta":
+    case "rollup":
+      if (base_version === null || keep === null) throw new Error(`Corrupt ${kind} row for version ${version}`);
+      return {
+        version,
+        record: { kind, baseVersion: base_version, keep, items: unframeItems(data ?? new Uint8Array()) },
+      };
+    default:
+      throw new Error(`Unknown checkpoint blob kind "${kind}" for version ${version}`);
+  }
+}

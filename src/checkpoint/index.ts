@@ -1,0 +1,1 @@
+export { SqliteCheckpointSaver } from "./sqlite-saver.js";

@@ -1,0 +1,54 @@
+import type Database from "better-sqlite3";
+
+/**
+ * Tables of the checkpoint saver. A checkpoint row holds the checkpoint without its channel
+ * values (its channel versions in a JSON column of their own); each channel value is stored once per version in the blobs table (list channels as
+ * snapshots, deltas and rollups, see list-history.ts); writes are the tasks' pending writes.
+ */
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS loopgraph_checkpoints (
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  checkpoint_id TEXT NOT NULL,
+  parent_checkpoint_id TEXT,
+  checkpoint_type TEXT NOT NULL,
+  checkpoint BLOB NOT NULL,
+  channel_versions TEXT NOT NULL,
+  metadata_type TEXT NOT NULL,
+  metadata BLOB NOT NULL,
+  PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+);
+CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_blobs (
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  channel TEXT NOT NULL,
+  version TEXT NOT NULL,
+  kind TEXT NOT NULL,
+  type TEXT,
+  data BLOB,
+  base_version TEXT,
+  keep INTEGER,
+  PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+);
+CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  checkpoint_id TEXT NOT NULL,
+  task_id TEXT NOT NULL,
+  task_path TEXT NOT NULL DEFAULT '',
+  idx INTEGER NOT NULL,
+  channel TEXT NOT NULL,
+  type TEXT NOT NULL,
+  value BLOB NOT NULL,
+  PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+);
+`;
+
+const BUSY_TIMEOUT_MS = 5000;
+
+/** WAL lets an `inspect` read while a run writes; the busy timeout lets two writers take turns. */
+export function prepareDatabase(db: Database.Database): void {
+  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  db.pragma("journal_mode = WAL");
+  db.exec(SCHEMA);
+}

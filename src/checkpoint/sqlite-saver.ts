@@ -1,0 +1,389 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import { isDeepStrictEqual } from "node:util";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  getCheckpointId,
+  maxChannelVersion,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import Database from "better-sqlite3";
+import { nextChannelVersion } from "./channel-versions.js";
+import {
+  CheckpointStore,
+  type BlobWrite,
+  type CheckpointRow,
+  type ListCursor,
+  type StoredWrite,
+  type ThreadNamespace,
+  type WriteRow,
+} from "./checkpoint-store.js";
+import type { EncodedItem } from "./item-framing.js";
+import {
+  chooseListWrite,
+  encodeList,
+  isListRow,
+  materializeList,
+  snapshotWrite,
+  type ChainLink,
+  type ListWrite,
+  type StoredList,
+} from "./list-history.js";
+import { LruMap } from "./lru-map.js";
+
+/** A channel value as stored, before the serde decodes it. */
+type StoredValue =
+  | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
+  | { readonly kind: "list"; readonly items: readonly EncodedItem[] };
+
+/** Everything one checkpoint tuple needs, read in one transaction. */
+interface StoredTuple {
+  readonly row: CheckpointRow;
+  readonly channelVersions: ChannelVersions;
+  readonly values: ReadonlyMap<string, StoredValue>;
+  readonly writes: readonly WriteRow[];
+  /** Sends pending on the parent, for checkpoints older than format v4 that kept them there. */
+  readonly parentSends: readonly WriteRow[];
+}
+
+interface ListWriteChoice {
+  readonly cacheKey: string;
+  readonly preferred: ListWrite;
+  readonly fallback: ListWrite;
+}
+
+const LIST_PAGE_SIZE = 100;
+/** Threads × namespaces × list channels whose last written version is kept for diffing. */
+const REMEMBERED_LISTS = 64;
+
+/**
+ * LangGraph checkpoint saver on SQLite (better-sqlite3).
+ *
+ * Channel values live apart from checkpoints, once per channel version; list channels (such as
+ * `messages`) are stored as deltas of the previous version, so a thread's storage grows linearly
+ * with its history rather than quadratically. See list-history.ts for the delta scheme.
+ */
+export class SqliteCheckpointSaver extends BaseCheckpointSaver {
+  private readonly db: Database.Database;
+  private readonly ownsDatabase: boolean;
+  private readonly store: CheckpointStore;
+  private readonly lastWrittenLists = new LruMap<string, StoredList>(REMEMBERED_LISTS);
+  /**
+   * The serialized form of list items this saver has written or read, so the unchanged part of
+   * a list is neither re-serialized nor re-compared item by item. This treats items as immutable
+   * once checkpointed; LangGraph's reducers replace items (messages by id), never edit them.
+   */
+  private readonly itemEncodings = new WeakMap<object, EncodedItem>();
+
+  /** Opens (creating its directory) the database file at a path, or uses an open database, which the caller then closes. */
+  constructor(database: string | Database.Database, serde?: SerializerProtocol) {
+    super(serde);
+    if (typeof database === "string") {
+      mkdirSync(dirname(resolve(database)), { recursive: true });
+      this.db = new Database(database);
+      this.ownsDatabase = true;
+    } else {
+      this.db = database;
+      this.ownsDatabase = false;
+    }
+    this.store = new CheckpointStore(this.db);
+  }
+
+  /** Closes the database if this saver opened it. */
+  close(): void {
+    if (this.ownsDatabase) this.db.close();
+  }
+
+  override getNextVersion(current: number | undefined): number {
+    return nextChannelVersion(current);
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const at = threadNamespaceOf(config);
+    if (!at) return undefined;
+    const checkpointId = getCheckpointId(config) || undefined;
+    const stored = this.store.readTransaction(() => {
+      const row = this.store.checkpoint(at, checkpointId);
+      return row && this.readStoredTuple(row, new Map());
+    });
+    return stored && this.decodeTuple(stored);
+  }
+
+  async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
+    const { limit, before, filter } = options;
+    const wanted = Object.entries(filter ?? {}).filter(([, value]) => value !== undefined);
+    let remaining = limit ?? Number.POSITIVE_INFINITY;
+    const pageSize = wanted.length === 0 && limit !== undefined ? limit : LIST_PAGE_SIZE;
+    const query = {
+      threadId: config.configurable?.thread_id as string | undefined,
+      ns: config.configurable?.checkpoint_ns as string | undefined,
+      beforeId: before?.configurable?.checkpoint_id as string | undefined,
+      limit: pageSize,
+    };
+    const valuesRead = new Map<string, StoredValue | undefined>();
+    let cursor: ListCursor | undefined;
+    while (remaining > 0) {
+      const page = this.store.readTransaction(() => this.store.listCheckpoints(query, cursor));
+      for (const listed of page) {
+        const metadata = (await this.serde.loadsTyped(listed.metadata_type, listed.metadata)) as Record<string, unknown>;
+        if (!wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value))) continue;
+        const stored = this.store.readTransaction(() => {
+          const row = this.store.checkpoint({ threadId: listed.thread_id, ns: listed.checkpoint_ns }, listed.checkpoint_id);
+          return row && this.readStoredTuple(row, valuesRead);
+        });
+        if (!stored) continue;
+        yield await this.decodeTuple(stored);
+        remaining -= 1;
+        if (remaining <= 0) return;
+      }
+      if (page.length < pageSize) return;
+      cursor = page[page.length - 1];
+    }
+  }
+
+  async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
+    if (!config.configurable) throw new Error("Empty configuration supplied.");
+    const at = threadNamespaceOf(config);
+    if (!at) throw new Error(`Missing "thread_id" field in passed "config.configurable".`);
+    const parentId = getCheckpointId(config) || undefined;
+    const { channel_values: values, channel_versions: versions, ...rest } = checkpoint;
+
+    const blobs: BlobWrite[] = [];
+    const listWrites: ListWriteChoice[] = [];
+    const parentVersions = lazy(() => this.channelVersionsOf(at, parentId));
+    for (const [channel, newVersion] of Object.entries(newVersions)) {
+      const version = String(newVersion);
+      if (!Object.prototype.hasOwnProperty.call(values, channel)) {
+        blobs.push({ channel, version, record: { kind: "empty" } });
+        continue;
+      }
+      const value: unknown = values[channel];
+      if (Array.isArray(value)) {
+        const cacheKey = listCacheKey(at, channel);
+        const previous = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
+        const list = await encodeList(value, previous, (item) => this.encodeItem(item));
+        const choice = { cacheKey, preferred: chooseListWrite(previous, version, list), fallback: snapshotWrite(version, list) };
+        listWrites.push(choice);
+        blobs.push({ channel, version, record: choice.preferred.record, fallback: choice.fallback.record });
+      } else {
+        const [type, data] = await this.serde.dumpsTyped(value);
+        blobs.push({ channel, version, record: { kind: "value", type, data } });
+      }
+    }
+    const [[checkpointType, checkpointBytes], [metadataType, metadataBytes]] = await Promise.all([
+      this.serde.dumpsTyped(rest),
+      this.serde.dumpsTyped(metadata),
+    ]);
+
+    const storedRecords = this.store.writeTransaction(() => {
+      const stored = blobs.map((blob) => this.store.insertBlob(at, blob));
+      this.store.insertCheckpoint({
+        thread_id: at.threadId,
+        checkpoint_ns: at.ns,
+        checkpoint_id: checkpoint.id,
+        parent_checkpoint_id: parentId ?? null,
+        checkpoint_type: checkpointType,
+        checkpoint: checkpointBytes,
+        channel_versions: JSON.stringify(versions),
+        metadata_type: metadataType,
+        metadata: metadataBytes,
+      });
+      return new Set(stored);
+    });
+    for (const { cacheKey, preferred, fallback } of listWrites) {
+      const written = [preferred, fallback].find((candidate) => storedRecords.has(candidate.record));
+      if (written) this.lastWrittenLists.set(cacheKey, written.stored);
+      else this.lastWrittenLists.delete(cacheKey);
+    }
+    return { configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id: checkpoint.id } };
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ""): Promise<void> {
+    if (!config.configurable) throw new Error("Empty configuration supplied.");
+    const at = threadNamespaceOf(config);
+    if (!at) throw new Error("Missing thread_id field in config.configurable.");
+    const checkpointId = getCheckpointId(config);
+    if (!checkpointId) throw new Error("Missing checkpoint_id field in config.configurable.");
+    const rows = await Promise.all(
+      writes.map(async ([channel, value], index): Promise<StoredWrite> => {
+        const [type, bytes] = await this.serde.dumpsTyped(value);
+        return {
+          thread_id: at.threadId,
+          checkpoint_ns: at.ns,
+          checkpoint_id: checkpointId,
+          task_id: taskId,
+          task_path: taskPath,
+          idx: WRITES_IDX_MAP[channel] ?? index,
+          channel,
+          type,
+          value: bytes,
+        };
+      }),
+    );
+    // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
+    const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
+    this.store.writeTransaction(() => this.store.insertWrites(rows, replaceExisting));
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    this.store.writeTransaction(() => this.store.deleteThread(threadId));
+    this.lastWrittenLists.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
+  }
+
+  private encodeItem(item: unknown): EncodedItem | Promise<EncodedItem> {
+    return (isObject(item) && this.itemEncodings.get(item)) || this.serializeItem(item);
+  }
+
+  private async serializeItem(item: unknown): Promise<EncodedItem> {
+    const [type, bytes] = await this.serde.dumpsTyped(item);
+    const encoded = { type, bytes };
+    this.rememberEncoding(item, encoded);
+    return encoded;
+  }
+
+  private rememberEncoding(item: unknown, encoded: EncodedItem): void {
+    if (isObject(item)) this.itemEncodings.set(item, encoded);
+  }
+
+  private channelVersionsOf(at: ThreadNamespace, checkpointId: string | undefined): ChannelVersions {
+    const row = checkpointId === undefined ? undefined : this.store.checkpoint(at, checkpointId);
+    return row ? (JSON.parse(row.channel_versions) as ChannelVersions) : {};
+  }
+
+  /** A stored list version, for diffing against when this saver has not written the channel itself. */
+  private readListVersion(
+    at: ThreadNamespace,
+    channel: string,
+    version: string | number | undefined,
+  ): StoredList | undefined {
+    if (version === undefined) return undefined;
+    const chain = this.store.blobChain(at, channel, String(version));
+    return chain.length > 0 && isListRow(chain[0]!.record) ? materializeList(asListChain(chain)) : undefined;
+  }
+
+  private readStoredTuple(row: CheckpointRow, valuesRead: Map<string, StoredValue | undefined>): StoredTuple {
+    const at = { threadId: row.thread_id, ns: row.checkpoint_ns };
+    const channelVersions = JSON.parse(row.channel_versions) as ChannelVersions;
+    const values = new Map<string, StoredValue>();
+    for (const [channel, version] of Object.entries(channelVersions)) {
+      const readKey = `${listCacheKey(at, channel)}\u0000${version}`;
+      const value = valuesRead.has(readKey) ? valuesRead.get(readKey) : this.readValue(at, channel, String(version));
+      valuesRead.set(readKey, value);
+      if (value) values.set(channel, value);
+    }
+    const parentId = row.parent_checkpoint_id;
+    return {
+      row,
+      channelVersions,
+      values,
+      writes: this.store.writes(at, row.checkpoint_id),
+      parentSends: parentId === null ? [] : this.store.writes(at, parentId, TASKS),
+    };
+  }
+
+  private readValue(at: ThreadNamespace, channel: string, version: string): StoredValue | undefined {
+    const chain = this.store.blobChain(at, channel, version);
+    const record = chain[0]?.record;
+    if (!record || record.kind === "empty") return undefined;
+    if (record.kind === "value") return record;
+    return { kind: "list", items: materializeList(asListChain(chain)).encoded };
+  }
+
+  private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
+    const { row } = stored;
+    const [header, metadata, pendingWrites] = await Promise.all([
+      this.serde.loadsTyped(row.checkpoint_type, row.checkpoint) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
+      this.serde.loadsTyped(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
+      this.decodeWrites(stored.writes),
+    ]);
+    const channelValues: Record<string, unknown> = {};
+    await Promise.all(
+      [...stored.values].map(async ([channel, value]) => {
+        channelValues[channel] = await this.decodeValue(value);
+      }),
+    );
+    const checkpoint: Checkpoint = { ...header, channel_values: channelValues, channel_versions: { ...stored.channelVersions } };
+    if (checkpoint.v < 4 && row.parent_checkpoint_id !== null) await this.migratePendingSends(checkpoint, stored.parentSends);
+    const config = (checkpoint_id: string) => ({
+      configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id },
+    });
+    return {
+      config: config(row.checkpoint_id),
+      checkpoint,
+      metadata,
+      parentConfig: row.parent_checkpoint_id === null ? undefined : config(row.parent_checkpoint_id),
+      pendingWrites,
+    };
+  }
+
+  private async decodeValue(value: StoredValue): Promise<unknown> {
+    if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
+    return Promise.all(
+      value.items.map(async (encoded) => {
+        const item: unknown = await this.serde.loadsTyped(encoded.type, encoded.bytes);
+        this.rememberEncoding(item, encoded);
+        return item;
+      }),
+    );
+  }
+
+  private decodeWrites(writes: readonly WriteRow[]): Promise<CheckpointPendingWrite[]> {
+    return Promise.all(
+      writes.map(async (write): Promise<CheckpointPendingWrite> => [
+        write.task_id,
+        write.channel,
+        await this.serde.loadsTyped(write.type, write.value),
+      ]),
+    );
+  }
+
+  /** Checkpoints before format v4 kept pending sends as writes of their parent; v4 has them as a channel. */
+  private async migratePendingSends(checkpoint: Checkpoint, parentSends: readonly WriteRow[]): Promise<void> {
+    checkpoint.channel_values[TASKS] = await Promise.all(
+      parentSends.map((send) => this.serde.loadsTyped(send.type, send.value)),
+    );
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
+  }
+}
+
+function threadNamespaceOf(config: RunnableConfig): ThreadNamespace | undefined {
+  const threadId: unknown = config.configurable?.thread_id;
+  if (threadId === undefined || threadId === null || threadId === "") return undefined;
+  return { threadId: String(threadId), ns: (config.configurable?.checkpoint_ns as string | undefined) ?? "" };
+}
+
+function listCacheKey(at: ThreadNamespace, channel: string): string {
+  return `${at.threadId}\u0000${at.ns}\u0000${channel}`;
+}
+
+function asListChain(chain: readonly { version: string; record: { kind: string } }[]): ChainLink[] {
+  return chain.map((link) => {
+    if (!isListRow(link.record)) throw new Error(`List history of version ${link.version} holds a ${link.record.kind} row`);
+    return { version: link.version, record: link.record };
+  });
+}
+
+function isObject(value: unknown): value is object {
+  return typeof value === "object" && value !== null;
+}
+
+function lazy<T>(compute: () => T): () => T {
+  let computed: { value: T } | undefined;
+  return () => (computed ??= { value: compute() }).value;
+}

@@ -1,0 +1,77 @@
+import pc from "picocolors";
+import { checkpointState, listThreads, threadHistory, type CheckpointSummary, type StateChange } from "../engine/inspect.js";
+import type { GlobalOptions } from "./run-commands.js";
+
+export interface InspectCommandOptions extends GlobalOptions {
+  checkpoint?: string;
+  json?: boolean;
+}
+
+const print = (text: string): void => void process.stdout.write(`${text}\n`);
+const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
+const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+function table(rows: string[][]): string {
+  const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
+  return rows.map((row) => row.map((cell, col) => cell.padEnd(widths[col]!)).join("  ").trimEnd()).join("\n");
+}
+
+function renderChange(change: StateChange): string {
+  const sign = change.kind === "added" ? pc.green("+") : change.kind === "removed" ? pc.red("-") : pc.yellow("~");
+  const shown = change.kind === "removed" ? change.before : change.value;
+  return `      ${sign} ${change.path}: ${clip(JSON.stringify(shown) ?? "undefined", 120)}`;
+}
+
+function renderHistoryRow(index: number, checkpoint: CheckpointSummary): string[] {
+  const tokens = checkpoint.tokens.inputTokens + checkpoint.tokens.outputTokens;
+  return [
+    String(index),
+    String(checkpoint.step),
+    checkpoint.nodes.join(",") || "-",
+    checkpoint.createdAt.replace("T", " ").replace(/\.\d+Z$/, "Z"),
+    tokens ? `${checkpoint.tokens.inputTokens}→${checkpoint.tokens.outputTokens}` : "-",
+    checkpoint.status,
+    checkpoint.checkpointId,
+  ];
+}
+
+export async function inspectCommand(threadId: string | undefined, options: InspectCommandOptions): Promise<number> {
+  const store = { db: options.db };
+  if (!threadId) {
+    const threads = await listThreads(store);
+    if (options.json) return printJson(threads), 0;
+    if (threads.length === 0) return print("no threads yet: start one with `loopgraph run <graph>`"), 0;
+    print(
+      table([
+        ["THREAD", "GRAPH", "STATUS", "CHECKPOINTS", "UPDATED", "TASK"],
+        ...threads.map((t) => [t.threadId, t.graphName, t.status, String(t.checkpoints), t.updatedAt, clip(t.task, 50)]),
+      ]),
+    );
+    return 0;
+  }
+  if (options.checkpoint) {
+    const state = await checkpointState(threadId, options.checkpoint, store);
+    if (options.json) return printJson(state), 0;
+    print(pc.bold(`thread ${state.threadId}  checkpoint ${state.checkpointId}  step ${state.step}  ${state.createdAt}`));
+    return printJson(state.values), 0;
+  }
+  const history = await threadHistory(threadId, store);
+  if (options.json) return printJson(history), 0;
+  const { thread } = history;
+  print(pc.bold(`thread ${thread.threadId}`) + pc.dim(`  graph ${thread.graphName}  status ${thread.status}`));
+  if (thread.task) print(pc.dim(`task: ${clip(thread.task, 200)}`));
+  if (thread.error) print(pc.red(`error: ${thread.error}`));
+  if (thread.pause) {
+    const where = thread.pause.node ? ` ${thread.pause.when ?? "at"} ${thread.pause.node}` : "";
+    const question = thread.pause.value !== undefined ? `: ${clip(JSON.stringify(thread.pause.value), 200)}` : "";
+    print(pc.yellow(`paused (${thread.pause.reason})${where}${question}`));
+  }
+  const header = ["#", "STEP", "NODE", "TIME", "TOKENS", "STATUS", "CHECKPOINT"];
+  const rows = table([header, ...history.checkpoints.map((c, i) => renderHistoryRow(i, c))]).split("\n");
+  print(rows[0]!);
+  history.checkpoints.forEach((checkpoint, index) => {
+    print(rows[index + 1]!);
+    for (const change of checkpoint.changes) print(renderChange(change));
+  });
+  return 0;
+}

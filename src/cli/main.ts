@@ -1,0 +1,88 @@
+#!/usr/bin/env node
+import { Command, CommanderError } from "commander";
+import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
+import { graphsDrawCommand, graphsListCommand, graphsValidateCommand } from "./graphs-command.js";
+import { inspectCommand } from "./inspect-command.js";
+import { resumeCommand, runCommand } from "./run-commands.js";
+
+function buildProgram(setExitCode: (code: number) => void): Command {
+  const program = new Command("loopgraph")
+    .description("Durable, inspectable, replayable agent workflows declared as YAML graphs.")
+    .version("0.1.0")
+    .option("--db <file>", "checkpoint database (default: $LOOPGRAPH_DB or .loopgraph/loopgraph.db)")
+    .showHelpAfterError()
+    .exitOverride();
+
+  const withGlobals = <T extends object>(options: T): T & { db?: string } => ({ ...program.opts<{ db?: string }>(), ...options });
+
+  program
+    .command("run <graph>")
+    .description("start a run of a graph (a name in ./graphs or the built-in graphs, or a path)")
+    .option("--task <text>", "the task given to the graph")
+    .option("--thread <id>", "thread id (default: generated)")
+    .option("--workspace <dir>", "directory the nodes work in (default: current directory)")
+    .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL)")
+    .option("--json", "print newline-delimited JSON events")
+    .action(async (graph: string, options) => setExitCode(await runCommand(graph, withGlobals(options))));
+
+  program
+    .command("resume <thread>")
+    .description("continue a paused, interrupted, failed or crashed run from its last checkpoint")
+    .option("--model <provider:model>", "use this model instead of the one recorded with the run")
+    .option("--answer <text>", "answer to the question the run is waiting on")
+    .option("--json", "print newline-delimited JSON events")
+    .action(async (thread: string, options) => setExitCode(await resumeCommand(thread, withGlobals(options))));
+
+  program
+    .command("inspect [thread]")
+    .description("list threads; with a thread, its checkpoint history and state diffs")
+    .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
+    .option("--json", "print JSON")
+    .action(async (thread: string | undefined, options) => setExitCode(await inspectCommand(thread, withGlobals(options))));
+
+  const graphs = program.command("graphs").description("list, validate and draw graph files");
+  graphs
+    .command("list")
+    .option("--json", "print JSON")
+    .description("graphs in ./graphs and the built-in ones")
+    .action(async (options) => setExitCode(await graphsListCommand(options)));
+  graphs
+    .command("validate <file...>")
+    .description("check graph files; errors as file:line:col: message")
+    .action(async (files: string[]) => setExitCode(await graphsValidateCommand(files)));
+  graphs
+    .command("draw <file>")
+    .description("print the graph as a Mermaid flowchart")
+    .action(async (file: string) => setExitCode(await graphsDrawCommand(file)));
+  return program;
+}
+
+async function main(argv: string[]): Promise<number> {
+  let exitCode: number = ExitCode.Finished;
+  const program = buildProgram((code) => (exitCode = code));
+  try {
+    await program.parseAsync(argv);
+    return exitCode;
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      const benign = error.code === "commander.helpDisplayed" || error.code === "commander.version" || error.code === "commander.help";
+      return benign ? ExitCode.Finished : ExitCode.BadInput;
+    }
+    if (error instanceof GraphValidationError) {
+      process.stderr.write(`${error.message}\n`);
+      return error.exitCode;
+    }
+    if (error instanceof LoopgraphError) {
+      process.stderr.write(`${error.message.split("\n").map((line) => `loopgraph: ${line}`).join("\n")}\n`);
+      return error.exitCode;
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`loopgraph: internal error: ${message.split("\n")[0]}\n`);
+    if (process.env.LOOPGRAPH_DEBUG && error instanceof Error) process.stderr.write(`${error.stack}\n`);
+    return ExitCode.Failed;
+  }
+}
+
+const exitCode = await main(process.argv);
+// Exit explicitly once output is flushed: idle HTTP keep-alive sockets must not hold the process open.
+process.stdout.write("", () => process.exit(exitCode));

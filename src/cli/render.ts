@@ -1,0 +1,69 @@
+import pc from "picocolors";
+import type { EventSink, RunEvent } from "../engine/events.js";
+
+/** `--json`: one JSON object per line on stdout. */
+export function jsonRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {
+  return (event) => out.write(`${JSON.stringify(event)}\n`);
+}
+
+const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** Live progress for a person: nodes as they start and finish, streamed text, tool calls. */
+export function humanRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {
+  let streaming = false;
+  let streamedThisNode = false;
+  const endStream = (): void => {
+    if (streaming) out.write("\n");
+    streaming = false;
+  };
+  const line = (text: string): void => {
+    endStream();
+    out.write(`${text}\n`);
+  };
+  return (event: RunEvent) => {
+    switch (event.type) {
+      case "run_started":
+        line(`${pc.bold(event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`);
+        if (event.task && !event.resumed) line(pc.dim(`  task: ${truncate(event.task, 200)}`));
+        break;
+      case "node_started":
+        streamedThisNode = false;
+        line(`${pc.blue("●")} ${pc.bold(event.node)}${event.visit > 1 ? pc.dim(` (visit ${event.visit})`) : ""}`);
+        break;
+      case "message":
+        if (event.delta !== undefined) {
+          if (!streaming) out.write("  ");
+          out.write(pc.dim(event.delta.replace(/\n/g, "\n  ")));
+          streaming = true;
+          streamedThisNode = true;
+        } else if (event.content !== undefined && !streamedThisNode) {
+          line(pc.dim(`  ${event.content.replace(/\n/g, "\n  ")}`));
+        }
+        break;
+      case "node_finished": {
+        const tokens = event.usage ? `, ${event.usage.inputTokens}→${event.usage.outputTokens} tokens` : "";
+        line(`${pc.green("✓")} ${event.node} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`);
+        break;
+      }
+      case "tool_call":
+        line(`  ${pc.yellow("⚙")} ${event.name} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
+        break;
+      case "tool_result":
+        line(`  ${event.ok ? pc.green("↳") : pc.red("↳")} ${pc.dim(truncate(event.result.replace(/\s+/g, " "), 160))}`);
+        break;
+      case "interrupt":
+        line(
+          event.reason === "breakpoint"
+            ? `${pc.yellow("⏸")} paused at breakpoint ${event.when ?? ""} ${event.node ?? ""}`.trimEnd()
+            : `${pc.yellow("⏸")} waiting for input${event.node ? ` in ${event.node}` : ""}: ${truncate(JSON.stringify(event.value), 300)}`,
+        );
+        break;
+      case "error":
+        line(`${pc.red("✖")} ${event.message}`);
+        break;
+      case "run_finished":
+        endStream();
+        break;
+    }
+  };
+}

@@ -1,0 +1,108 @@
+import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { evaluateCondition } from "../graph/condition.js";
+import { END_NODE, START_NODE, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../graph/types.js";
+import { createAgentNode } from "../nodes/agent.js";
+import { createFunctionNode, loadUserFunction } from "../nodes/function.js";
+import { instrumentNode } from "../nodes/instrument.js";
+import type { NodeFunction } from "../nodes/types.js";
+import { GraphState, type GraphStateValue } from "../state/graph-state.js";
+import type { RunContext } from "./context.js";
+
+export type CompiledGraph = Awaited<ReturnType<typeof compileGraph>>;
+
+/** Builds the node function for one node of a graph file, by kind. */
+async function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunContext): Promise<NodeFunction> {
+  switch (node.kind) {
+    case "agent":
+      return createAgentNode(node, graph, ctx);
+    case "function":
+      return createFunctionNode(node, await loadUserFunction(node), ctx);
+    case "subgraph": {
+      // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
+      const subgraph = await compileGraph(node.graph, ctx);
+      return async (state, config) => (await subgraph.invoke(state, config)) as GraphStateValue;
+    }
+  }
+}
+
+const toLangGraphTarget = (target: string): string => (target === END_NODE ? END : target);
+
+/**
+ * Where an edge into `target` really goes: a node whose `max_visits` is used up hands over to
+ * its `on_limit` target (END by default), which may itself be exhausted.
+ */
+function applyVisitLimits(target: string, graph: GraphDefinition, state: GraphStateValue): string {
+  const seen = new Set<string>();
+  let current = target;
+  while (current !== END_NODE && !seen.has(current)) {
+    seen.add(current);
+    const node = graph.nodes[current];
+    if (!node?.maxVisits || (state.visits[current] ?? 0) < node.maxVisits) return current;
+    current = node.onLimit ?? END_NODE;
+  }
+  return END_NODE;
+}
+
+function chooseTarget(edge: EdgeDefinition, state: GraphStateValue): string {
+  if (edge.kind === "static") return edge.to;
+  for (const branch of edge.branches) {
+    if (!branch.when || evaluateCondition(branch.when, state)) return branch.to;
+  }
+  return END_NODE;
+}
+
+/** Every node an edge can lead to, counting visit-limit fallbacks (LangGraph needs them for routing). */
+function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): string[] {
+  const direct = edge.kind === "static" ? [edge.to] : edge.branches.map((b) => b.to);
+  const all = new Set<string>();
+  const visit = (target: string): void => {
+    if (all.has(target)) return;
+    all.add(target);
+    const node = graph.nodes[target];
+    if (node?.maxVisits) visit(node.onLimit ?? END_NODE);
+  };
+  direct.forEach(visit);
+  return [...all];
+}
+
+export async function compileGraph(graph: GraphDefinition, ctx: RunContext, checkpointer?: BaseCheckpointSaver) {
+  // Node names are only known at run time, so the builder is used through its untyped surface.
+  const builder = new StateGraph(GraphState) as unknown as UntypedBuilder;
+  for (const node of Object.values(graph.nodes)) {
+    builder.addNode(node.id, instrumentNode(node.id, await buildNode(node, graph, ctx), ctx));
+  }
+  for (const edge of graph.edges) {
+    const from = edge.from === START_NODE ? START : edge.from;
+    const targets = possibleTargets(edge, graph);
+    if (edge.kind === "static" && targets.length === 1) {
+      builder.addEdge(from, toLangGraphTarget(edge.to));
+      continue;
+    }
+    builder.addConditionalEdges(
+      from,
+      (state: GraphStateValue) => toLangGraphTarget(applyVisitLimits(chooseTarget(edge, state), graph, state)),
+      targets.map(toLangGraphTarget),
+    );
+  }
+  return builder.compile({
+    checkpointer,
+    interruptBefore: graph.breakpoints.before,
+    interruptAfter: graph.breakpoints.after,
+    name: graph.name,
+  }) as unknown as RunnableGraph;
+}
+
+interface UntypedBuilder {
+  addNode(id: string, fn: NodeFunction): void;
+  addEdge(from: string, to: string): void;
+  addConditionalEdges(from: string, route: (state: GraphStateValue) => string, targets: string[]): void;
+  compile(options: {
+    checkpointer?: BaseCheckpointSaver;
+    interruptBefore: string[];
+    interruptAfter: string[];
+    name: string;
+  }): unknown;
+}
+
+/** The part of LangGraph's compiled graph the engine uses. */
+export type RunnableGraph = ReturnType<StateGraph<typeof GraphState.spec>["compile"]>;

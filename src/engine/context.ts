@@ -1,0 +1,43 @@
+import { ConfigError } from "../errors.js";
+import { createModel } from "../models/index.js";
+import type { ChatModel } from "../models/types.js";
+import type { EventSink } from "./events.js";
+
+/**
+ * Per-process services a run's nodes use. Nothing here is checkpointed: what must survive a
+ * crash lives in the graph state.
+ */
+export interface RunContext {
+  threadId: string;
+  /** Directory the nodes work in (`--workspace`). */
+  workspace: string;
+  /** Run-level model (`--model` or LOOPGRAPH_MODEL, or the one recorded with the thread). */
+  runModel?: string;
+  emit: EventSink;
+  /** Returns the model for a spec, created once per process. */
+  model(spec: string): ChatModel;
+  signal: AbortSignal;
+}
+
+export const NO_MODEL_MESSAGE =
+  "no model configured: pass --model provider:model or set LOOPGRAPH_MODEL (e.g. openai:gpt-4o-mini with OPENAI_API_KEY); " +
+  "to try offline: --model scripted:examples/example-review.script.yaml";
+
+export function createModelCache(cwd: string, env: NodeJS.ProcessEnv): (spec: string) => ChatModel {
+  const models = new Map<string, ChatModel>();
+  return (spec) => {
+    let model = models.get(spec);
+    if (!model) {
+      model = createModel(spec, { cwd, env });
+      models.set(spec, model);
+    }
+    return model;
+  };
+}
+
+/** The model for a node: the node's own, else the run's, else the graph's default. */
+export function pickModelSpec(nodeModel: string | undefined, runModel: string | undefined, graphModel: string | undefined): string {
+  const spec = nodeModel ?? runModel ?? graphModel;
+  if (!spec) throw new ConfigError(NO_MODEL_MESSAGE);
+  return spec;
+}

@@ -1,0 +1,17 @@
+import type { NodeUsage } from "../state/graph-state.js";
+
+/** Events of a run, printed live by the CLI and as NDJSON with `--json` (SPEC §6). */
+export type RunEvent =
+  | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean }
+  | { type: "node_started"; threadId: string; node: string; visit: number }
+  | { type: "node_finished"; threadId: string; node: string; usage?: NodeUsage; durationMs: number }
+  | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
+  | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }
+  | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string }
+  | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
+  | { type: "run_finished"; threadId: string; status: RunStatus; exitCode: number; message?: string }
+  | { type: "error"; threadId: string; node?: string; message: string };
+
+export type RunStatus = "finished" | "paused" | "interrupted" | "failed";
+
+export type EventSink = (event: RunEvent) => void;

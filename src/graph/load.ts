@@ -1,0 +1,266 @@
+import { readFileSync, statSync } from "node:fs";
+import { readFile } from "node:fs/promises";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+import { LineCounter, parseDocument, visit, type Document } from "yaml";
+import { ConfigError, GraphValidationError } from "../errors.js";
+import { SourceLocator, type DataPath, type PathIssue } from "./positions.js";
+import { COMPARISON_OPERATORS, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
+import {
+  END_NODE,
+  type Condition,
+  type EdgeDefinition,
+  type GraphDefinition,
+  type NodeDefinition,
+  type StateFieldDefinition,
+} from "./types.js";
+import { checkSemantics, checkShape } from "./validate.js";
+
+type PositionedIssue = GraphValidationError["issues"][number];
+
+/**
+ * Reads, validates and resolves a graph file (subgraphs included). Throws GraphValidationError
+ * listing every problem as `file:line:col: message`, or ConfigError if the file cannot be read.
+ */
+export async function loadGraph(file: string): Promise<GraphDefinition> {
+  return loadGraphFile(path.resolve(file), []);
+}
+
+/** `includedBy`: the files whose subgraphs led here, outermost first (to detect include cycles). */
+async function loadGraphFile(file: string, includedBy: string[]): Promise<GraphDefinition> {
+  const parsed = parseGraphYaml(file, await readGraphSource(file));
+  if ("issues" in parsed) throw new GraphValidationError(parsed.issues);
+  const locator = new SourceLocator(parsed.doc, parsed.lineCounter);
+  const fail = (issues: PathIssue[], nested: PositionedIssue[] = []): never => {
+    const own = issues.map((issue) => ({ file: displayPath(file), ...locator.locate(issue.path, issue.at), message: issue.message }));
+    throw new GraphValidationError([...sortByPosition(own), ...nested]);
+  };
+
+  const shape = checkShape(parsed.data);
+  if (!shape.ok) return fail(shape.issues);
+  const resolver = new NodeResolver(file, [...includedBy, file]);
+  const nodes = await resolver.resolveAll(shape.graph.nodes);
+  const issues = [...checkSemantics(shape.graph), ...resolver.issues];
+  if (issues.length > 0 || resolver.nestedIssues.length > 0) return fail(issues, resolver.nestedIssues);
+  return buildDefinition(file, shape.graph, nodes);
+}
+
+async function readGraphSource(file: string): Promise<string> {
+  try {
+    return await readFile(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    const reason = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : (error as Error).message;
+    throw new ConfigError(`cannot read graph file ${displayPath(file)}: ${reason}`);
+  }
+}
+
+type ParsedYaml = { doc: Document; lineCounter: LineCounter; data: unknown } | { issues: PositionedIssue[] };
+
+function parseGraphYaml(file: string, source: string): ParsedYaml {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(source, { lineCounter, prettyErrors: false });
+  const at = (offset: number, message: string): PositionedIssue => ({
+    file: displayPath(file),
+    ...lineCounter.linePos(offset),
+    message,
+  });
+  const issues = doc.errors.map((error) => at(error.pos[0], `YAML syntax error: ${error.message}`));
+  visit(doc, {
+    Alias(_, alias) {
+      if (!alias.resolve(doc)) {
+        issues.push(at(alias.range?.[0] ?? 0, `unknown alias *${alias.source}: define the anchor &${alias.source} before using it`));
+      }
+    },
+  });
+  if (issues.length > 0) return { issues: sortByPosition(issues) };
+  if (doc.contents === null) {
+    return { issues: [at(0, "the graph file is empty: it needs version, name, nodes and edges")] };
+  }
+  try {
+    return { doc, lineCounter, data: doc.toJS() };
+  } catch (error) {
+    return { issues: [at(doc.contents.range?.[0] ?? 0, `YAML error: ${(error as Error).message}`)] };
+  }
+}
+
+function sortByPosition(issues: PositionedIssue[]): PositionedIssue[] {
+  return [...issues].sort((a, b) => a.line - b.line || a.col - b.col);
+}
+
+/** Paths inside the current directory are shown relative to it, as compilers do. */
+function displayPath(file: string): string {
+  const relative = path.relative(process.cwd(), file);
+  return relative && !relative.startsWith("..") && !path.isAbsolute(relative) ? relative : file;
+}
+
+function isFile(file: string): boolean {
+  return statSync(file, { throwIfNoEntry: false })?.isFile() ?? false;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Nodes: resolving each kind's file references
+
+class NodeResolver {
+  readonly issues: PathIssue[] = [];
+  /** Problems inside subgraph files, already positioned in those files. */
+  readonly nestedIssues: PositionedIssue[] = [];
+
+  /** `includeChain`: this file and the files that included it, outermost first. */
+  constructor(
+    private readonly file: string,
+    private readonly includeChain: string[],
+  ) {}
+
+  async resolveAll(nodes: Record<string, RawNode>): Promise<Record<string, NodeDefinition>> {
+    const resolved: Record<string, NodeDefinition> = {};
+    for (const [id, raw] of Object.entries(nodes)) {
+      const node = await this.resolve(id, raw);
+      if (node) resolved[id] = node;
+    }
+    return resolved;
+  }
+
+  /** To add a node kind: a case here and a schema in ./schema.ts. */
+  private async resolve(id: string, raw: RawNode): Promise<NodeDefinition | undefined> {
+    const common = {
+      id,
+      description: raw.description,
+      model: raw.model,
+      maxVisits: raw.max_visits,
+      onLimit: raw.max_visits === undefined ? undefined : (raw.on_limit ?? END_NODE),
+    };
+    switch (raw.kind) {
+      case "agent": {
+        const promptFile = this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
+        return promptFile === undefined
+          ? undefined
+          : { ...common, kind: "agent", promptFile, schema: raw.schema, history: raw.history };
+      }
+      case "function": {
+        const module = this.existingFile(raw.module, ["nodes", id, "module"], "function module");
+        return module === undefined ? undefined : { ...common, kind: "function", module, exportName: raw.export };
+      }
+      case "subgraph": {
+        const graph = await this.loadSubgraph(raw.graph, ["nodes", id, "graph"]);
+        return graph && { ...common, kind: "subgraph", graph };
+      }
+    }
+  }
+
+  /** The absolute path of `relative` (to the graph file) if it is an existing file; else an issue. */
+  private existingFile(relative: string, at: DataPath, what: string): string | undefined {
+    const absolute = path.resolve(path.dirname(this.file), relative);
+    if (isFile(absolute)) return absolute;
+    this.issues.push({ path: at, message: `${what} not found: ${relative} (looked for ${displayPath(absolute)})` });
+    return undefined;
+  }
+
+  private async loadSubgraph(relative: string, at: DataPath): Promise<GraphDefinition | undefined> {
+    const file = this.existingFile(relative, at, "subgraph file");
+    if (!file) return undefined;
+    const cycleStart = this.includeChain.indexOf(file);
+    if (cycleStart >= 0) {
+      const base = path.dirname(file);
+      const cycle = [...this.includeChain.slice(cycleStart), file].map((f) => path.relative(base, f)).join(" → ");
+      this.issues.push({ path: at, message: `subgraph include cycle: ${cycle}` });
+      return undefined;
+    }
+    try {
+      return await loadGraphFile(file, this.includeChain);
+    } catch (error) {
+      if (error instanceof GraphValidationError) this.nestedIssues.push(...error.issues);
+      else if (error instanceof ConfigError) this.issues.push({ path: at, message: error.message });
+      else throw error;
+      return undefined;
+    }
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+// The resolved definition (camelCase, absolute paths, defaults filled in)
+
+const DEFAULT_VALUES: Record<StateFieldType, () => unknown> = {
+  string: () => "",
+  number: () => 0,
+  boolean: () => false,
+  object: () => ({}),
+  array: () => [],
+};
+
+function buildDefinition(file: string, graph: GraphFile, nodes: Record<string, NodeDefinition>): GraphDefinition {
+  const state: Record<string, StateFieldDefinition> = {};
+  for (const [name, field] of Object.entries(graph.state)) {
+    state[name] = { ...field, default: field.default ?? DEFAULT_VALUES[field.type]() };
+  }
+  return {
+    version: graph.version,
+    name: graph.name,
+    description: graph.description,
+    file,
+    model: graph.model,
+    state,
+    nodes,
+    edges: graph.edges.map(toEdgeDefinition),
+    breakpoints: graph.breakpoints,
+    limits: { maxSteps: graph.limits.max_steps },
+  };
+}
+
+function toEdgeDefinition(edge: RawEdge): EdgeDefinition {
+  if (edge.to !== undefined) return { kind: "static", from: edge.from, to: edge.to };
+  const branches = (edge.branches ?? []).map(({ when, to }) => (when ? { when: toCondition(when), to } : { to }));
+  return { kind: "conditional", from: edge.from, branches };
+}
+
+function toCondition(raw: RawCondition): Condition {
+  if (raw.all) return { all: raw.all.map(toCondition) };
+  if (raw.any) return { any: raw.any.map(toCondition) };
+  if (raw.not) return { not: toCondition(raw.not) };
+  const op = COMPARISON_OPERATORS.find((operator) => operator in raw);
+  if (op === undefined || raw.path === undefined) throw new Error("internal: condition passed validation without path or operator");
+  return { path: raw.path, op, value: raw[op] };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Finding graph files by name
+
+/** The loopgraph package's own `graphs/` directory (shipped graphs), if the package root is found. */
+export function packageGraphsDir(): string | undefined {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (isLoopgraphPackage(dir)) return path.join(dir, "graphs");
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+function isLoopgraphPackage(dir: string): boolean {
+  try {
+    return (JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: unknown }).name === "loopgraph";
+  } catch {
+    return false;
+  }
+}
+
+const GRAPH_EXTENSIONS = [".yaml", ".yml"];
+
+/**
+ * A graph given as a path (with or without .yaml/.yml) or as a name: `<cwd>/graphs/<name>.yaml`,
+ * then the package's shipped `graphs/`. Throws ConfigError listing the places tried.
+ */
+export function resolveGraphPath(nameOrPath: string, cwd: string, packageGraphs = packageGraphsDir()): string {
+  const asPath = path.resolve(cwd, nameOrPath);
+  const candidates = [asPath, ...GRAPH_EXTENSIONS.map((extension) => asPath + extension)];
+  if (!/[\\/]/.test(nameOrPath)) {
+    const name = nameOrPath.replace(/\.ya?ml$/, "");
+    for (const dir of [path.join(cwd, "graphs"), packageGraphs]) {
+      if (dir) candidates.push(...GRAPH_EXTENSIONS.map((extension) => path.join(dir, name + extension)));
+    }
+  }
+  const found = candidates.find(isFile);
+  if (found) return found;
+  const tried = [...new Set(candidates)].join(", ");
+  throw new ConfigError(`graph "${nameOrPath}" not found (tried ${tried}): run "loopgraph graphs list" to see the available graphs`);
+}

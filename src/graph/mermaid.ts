@@ -1,0 +1,136 @@
+import { END_NODE, START_NODE, type Condition, type GraphDefinition, type NodeDefinition } from "./types.js";
+
+/**
+ * A Mermaid `flowchart TD` of a graph: conditional edges labelled with their condition, loop
+ * limits and breakpoints in the node labels, subgraphs as nested `subgraph` blocks.
+ */
+export function drawMermaid(graph: GraphDefinition): string {
+  const drawing = new Drawing();
+  drawing.drawGraph(graph, "", "  ");
+  return drawing.toString();
+}
+
+const MAX_LABEL = 48;
+/** Words Mermaid's flowchart parser treats as keywords; a node with such an id breaks the chart. */
+const RESERVED_IDS = /^(end|graph|flowchart|subgraph|direction|style|class|classdef|click|linkstyle|default)$/i;
+
+class Drawing {
+  private readonly lines = ["flowchart TD"];
+  private readonly breakpointNodes: string[] = [];
+  private readonly usedIds = new Set<string>();
+
+  toString(): string {
+    const tail = this.breakpointNodes.length
+      ? [`  classDef breakpoint stroke-dasharray: 5 5`, `  class ${this.breakpointNodes.join(",")} breakpoint`]
+      : [];
+    return [...this.lines, ...tail].join("\n");
+  }
+
+  /** Draws `graph` with its Mermaid ids prefixed by `scope` (empty at the top level). */
+  drawGraph(graph: GraphDefinition, scope: string, indent: string): void {
+    const ids = new Map<string, string>([
+      [START_NODE, this.allocate(`${scope}__start__`)],
+      [END_NODE, this.allocate(`${scope}__end__`)],
+    ]);
+    for (const id of Object.keys(graph.nodes)) ids.set(id, this.allocate(scope + id.replace(/[^A-Za-z0-9_]/g, "_")));
+    const idOf = (name: string): string => ids.get(name) ?? name;
+
+    this.lines.push(`${indent}${idOf(START_NODE)}([START])`);
+    for (const node of Object.values(graph.nodes)) {
+      const breakpoints = breakpointsOf(graph, node.id);
+      const label = nodeLabel(node, breakpoints);
+      if (breakpoints.length) this.breakpointNodes.push(idOf(node.id));
+      if (node.kind === "subgraph") {
+        this.lines.push(`${indent}subgraph ${idOf(node.id)}["${label}"]`, `${indent}  direction TB`);
+        this.drawGraph(node.graph, `${idOf(node.id)}_`, `${indent}  `);
+        this.lines.push(`${indent}end`);
+      } else {
+        const [open, close] = node.kind === "function" ? ["[[", "]]"] : ["[", "]"];
+        this.lines.push(`${indent}${idOf(node.id)}${open}"${label}"${close}`);
+      }
+    }
+    this.lines.push(`${indent}${idOf(END_NODE)}([END])`);
+
+    for (const edge of graph.edges) {
+      if (edge.kind === "static") {
+        this.lines.push(`${indent}${idOf(edge.from)} --> ${idOf(edge.to)}`);
+        continue;
+      }
+      for (const branch of edge.branches) {
+        const label = escapeLabel(branch.when ? truncate(describeCondition(branch.when)) : "else");
+        this.lines.push(`${indent}${idOf(edge.from)} -->|"${label}"| ${idOf(branch.to)}`);
+      }
+    }
+    const hasOutgoing = new Set(graph.edges.map((edge) => edge.from));
+    for (const node of Object.values(graph.nodes)) {
+      if (node.maxVisits !== undefined) {
+        const label = escapeLabel(`after ${node.maxVisits} visits`);
+        this.lines.push(`${indent}${idOf(node.id)} -.->|"${label}"| ${idOf(node.onLimit ?? END_NODE)}`);
+      }
+      // A node without outgoing edges ends the run.
+      if (!hasOutgoing.has(node.id)) this.lines.push(`${indent}${idOf(node.id)} -.-> ${idOf(END_NODE)}`);
+    }
+  }
+
+  private allocate(wanted: string): string {
+    let id = RESERVED_IDS.test(wanted) ? `${wanted}_` : wanted;
+    for (let n = 2; this.usedIds.has(id); n++) id = `${wanted}_${n}`;
+    this.usedIds.add(id);
+    return id;
+  }
+}
+
+function breakpointsOf(graph: GraphDefinition, id: string): string[] {
+  return (["before", "after"] as const).filter((when) => graph.breakpoints[when].includes(id));
+}
+
+function nodeLabel(node: NodeDefinition, breakpoints: string[]): string {
+  const lines = [node.id];
+  if (node.kind === "subgraph") lines.push(`graph: ${node.graph.name}`);
+  if (node.maxVisits !== undefined) lines.push(`max_visits: ${node.maxVisits}`);
+  if (breakpoints.length) lines.push(`breakpoint: ${breakpoints.join(", ")}`);
+  return lines.map(escapeLabel).join("<br/>");
+}
+
+const OPERATOR_SYMBOLS: Record<string, string> = {
+  eq: "==",
+  ne: "!=",
+  gt: ">",
+  gte: ">=",
+  lt: "<",
+  lte: "<=",
+  in: "in",
+  not_in: "not in",
+  contains: "contains",
+  matches: "matches",
+};
+
+/** A short human rendering of a condition: `verdict == approve`, `score >= 8 and not (…)`. */
+export function describeCondition(condition: Condition): string {
+  const nested = (c: Condition) => ("all" in c || "any" in c ? `(${describeCondition(c)})` : describeCondition(c));
+  if ("all" in condition) return condition.all.map(nested).join(" and ");
+  if ("any" in condition) return condition.any.map(nested).join(" or ");
+  if ("not" in condition) return `not (${describeCondition(condition.not)})`;
+  // `outputs.<node>.<field>` reads best as just the field, the node being the edge's source.
+  const path = condition.path.replace(/^outputs\.[^.]+\.(.+)$/, "$1");
+  if (condition.op === "exists") return `${path} ${condition.value ? "exists" : "is missing"}`;
+  const value = condition.op === "matches" ? `/${String(condition.value)}/` : describeValue(condition.value);
+  return `${path} ${OPERATOR_SYMBOLS[condition.op] ?? condition.op} ${value}`;
+}
+
+function describeValue(value: unknown): string {
+  if (typeof value === "string") return value;
+  if (Array.isArray(value)) return `[${value.map(describeValue).join(", ")}]`;
+  return JSON.stringify(value);
+}
+
+function truncate(text: string): string {
+  return text.length > MAX_LABEL ? `${text.slice(0, MAX_LABEL - 1)}…` : text;
+}
+
+const LABEL_ESCAPES: Record<string, string> = { "#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;" };
+
+/** Mermaid entity codes for the characters that would end or reinterpret a quoted label. */
+export function escapeLabel(text: string): string {
+  return text.replace(/[#"<>`]/g, (char) => LABEL_ESCAPES[char] ?? char).replace(/\s+/g, " ");
+}

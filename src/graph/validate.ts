@@ -1,0 +1,507 @@
+/**
+ * Checks parsed graph data: its shape against the zod schema (issues reworded to say what to
+ * fix), then the cross-references the schema cannot see: edges, condition paths, breakpoints,
+ * reachability and loop limits. Files on disk are checked by ./load.ts.
+ */
+import { z } from "zod";
+import type { DataPath, PathIssue } from "./positions.js";
+import {
+  COMBINATORS,
+  COMPARISON_OPERATORS,
+  NODE_KINDS,
+  conditionSchema,
+  graphFileSchema,
+  type GraphFile,
+  type RawCondition,
+  type RawEdge,
+} from "./schema.js";
+import { END_NODE, START_NODE } from "./types.js";
+
+// ---------------------------------------------------------------------------------------------
+// "Did you mean"
+
+/** The candidate closest to `name` by edit distance, if it is close enough to be a likely typo. */
+export function closestName(name: string, candidates: readonly string[]): string | undefined {
+  const allowed = Math.max(1, Math.floor(name.length / 3));
+  let best: { candidate: string; distance: number } | undefined;
+  for (const candidate of candidates) {
+    const distance = editDistance(name.toLowerCase(), candidate.toLowerCase());
+    if (distance <= allowed && (!best || distance < best.distance)) best = { candidate, distance };
+  }
+  return best?.candidate;
+}
+
+/** Edit distance counting insertions, deletions, substitutions and swaps of adjacent letters. */
+function editDistance(a: string, b: string): number {
+  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
+    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
+  );
+  const at = (i: number, j: number) => rows[i]?.[j] ?? Infinity;
+  for (let i = 1; i <= a.length; i++) {
+    for (let j = 1; j <= b.length; j++) {
+      const row = rows[i] ?? [];
+      row[j] = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
+      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(at(i, j), at(i - 2, j - 2) + 1);
+    }
+  }
+  return at(a.length, b.length);
+}
+
+/** `unknown node "critque": did you mean "critique"?`, or the list of valid names when none is close. */
+function unknownName(noun: string, name: string, candidates: readonly string[], where = ""): string {
+  const suggestion = closestName(name, candidates);
+  const subject = `unknown ${noun} "${name}"${where && ` in ${where}`}`;
+  return suggestion === undefined
+    ? `${subject}: use one of ${candidates.join(", ")}`
+    : `${subject}: did you mean "${suggestion}"?`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shape
+
+export type ShapeCheck = { ok: true; graph: GraphFile } | { ok: false; issues: PathIssue[] };
+
+export function checkShape(data: unknown): ShapeCheck {
+  const result = graphFileSchema.safeParse(data, { reportInput: true });
+  if (result.success) return { ok: true, graph: result.data };
+  const issues = withoutFollowOnIssues(result.error.issues, data);
+  return { ok: false, issues: issues.flatMap((issue) => describeZodIssue(issue, data)) };
+}
+
+type ZodIssue = z.core.$ZodIssue;
+
+/**
+ * Drops issues caused by an unknown key in the same mapping: the object-level checks of that
+ * mapping (`{path: x, equals: 1}` has "no operator" only because of the typo), and a missing
+ * required key that the unknown key is a typo of (`promt` for `prompt`).
+ */
+function withoutFollowOnIssues(issues: ZodIssue[], data: unknown): ZodIssue[] {
+  const typoTargets = new Map<string, Set<string>>();
+  for (const issue of issues) {
+    if (issue.code !== "unrecognized_keys") continue;
+    const known = knownKeysAt(data, pathOf(issue));
+    const targets = issue.keys.map((key) => closestName(key, known)).filter((key) => key !== undefined);
+    typoTargets.set(pathKey(pathOf(issue)), new Set(targets));
+  }
+  return issues.filter((issue) => {
+    const path = pathOf(issue);
+    if (issue.code === "custom" && typoTargets.has(pathKey(path))) return false;
+    if ((issue.code === "invalid_type" || issue.code === "invalid_value") && isMissing(data, path)) {
+      const last = String(path.at(-1));
+      return !typoTargets.get(pathKey(path.slice(0, -1)))?.has(last);
+    }
+    return true;
+  });
+}
+
+function describeZodIssue(issue: ZodIssue, data: unknown): PathIssue[] {
+  const path = pathOf(issue);
+  const subject = subjectOf(path);
+  switch (issue.code) {
+    case "unrecognized_keys": {
+      const inCondition = objectSchemaAt(data, path) === conditionSchema;
+      const [noun, known] = inCondition
+        ? ["operator", [...COMPARISON_OPERATORS, ...COMBINATORS]]
+        : ["key", knownKeysAt(data, path)];
+      return issue.keys.map((key) => ({ path: [...path, key], at: "key", message: unknownName(noun, key, known) }));
+    }
+    case "invalid_type":
+    case "invalid_value":
+      if (isMissing(data, path)) {
+        const key = String(path.at(-1));
+        const message = key === "version" ? 'missing "version": add version: 1' : `missing required key "${key}"`;
+        return [{ path, message }];
+      }
+      if (issue.code === "invalid_value") return [{ path, message: describeInvalidValue(issue, path) }];
+      return [{ path, message: `${subject} must be ${describeExpected(issue.expected)}, got ${describeValue(issue.input)}` }];
+    case "invalid_union": {
+      if (issue.discriminator === undefined) {
+        return [{ path, message: `${subject} has an unsupported value ${describeValue(issue.input)}` }];
+      }
+      const kind = (issue.input as Record<string, unknown> | undefined)?.[issue.discriminator];
+      return [
+        {
+          path,
+          message:
+            kind === undefined
+              ? `missing "kind": use one of ${NODE_KINDS.join(", ")}`
+              : `unknown node kind ${describeValue(kind)}: use one of ${NODE_KINDS.join(", ")}`,
+        },
+      ];
+    }
+    case "invalid_key":
+      return issue.issues.map((inner) => ({ path, at: "key", message: inner.message }));
+    case "too_small":
+      return [{ path, message: `${subject} ${describeMinimum(issue)}` }];
+    case "custom":
+      return [{ path, at: issue.params?.at === "key" ? "key" : "value", message: issue.message }];
+    default:
+      // invalid_format and the rest carry the message written in ./schema.ts.
+      return [{ path, message: issue.message }];
+  }
+}
+
+function describeInvalidValue(issue: z.core.$ZodIssueInvalidValue, path: DataPath): string {
+  if (pathKey(path) === "version") return `unsupported version ${describeValue(issue.input)}: use version: 1`;
+  return unknownName(subjectOf(path), String(issue.input), issue.values.map(String));
+}
+
+function pathOf(issue: ZodIssue): DataPath {
+  return issue.path.map((segment) => (typeof segment === "number" ? segment : String(segment)));
+}
+
+function pathKey(path: DataPath): string {
+  return path.join(".");
+}
+
+/** How a message names the offending item: its key, with list indexes (`before[1]`). */
+function subjectOf(path: DataPath): string {
+  const lastKey = path.findLastIndex((segment) => typeof segment === "string");
+  if (lastKey < 0) return "the graph file";
+  return path.slice(lastKey + 1).reduce<string>((subject, index) => `${subject}[${index}]`, String(path[lastKey]));
+}
+
+function valueAt(data: unknown, path: DataPath): unknown {
+  let current = data;
+  for (const segment of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<string | number, unknown>)[segment];
+  }
+  return current;
+}
+
+function isMissing(data: unknown, path: DataPath): boolean {
+  const parent = valueAt(data, path.slice(0, -1));
+  return typeof parent === "object" && parent !== null && !Array.isArray(parent) && !Object.hasOwn(parent, String(path.at(-1)));
+}
+
+const EXPECTED: Record<string, string> = {
+  string: "a string",
+  number: "a number",
+  int: "an integer",
+  boolean: "true or false",
+  object: "a mapping (key: value)",
+  record: "a mapping (key: value)",
+  array: "a list",
+};
+
+function describeExpected(expected: string): string {
+  return EXPECTED[expected] ?? expected;
+}
+
+function describeValue(value: unknown): string {
+  if (value === null || value === undefined) return "nothing";
+  if (Array.isArray(value)) return "a list";
+  if (typeof value === "object") return "a mapping";
+  if (typeof value === "string") return JSON.stringify(value.length > 40 ? `${value.slice(0, 40)}…` : value);
+  return String(value);
+}
+
+function describeMinimum(issue: z.core.$ZodIssueTooSmall): string {
+  if (issue.origin === "array") return "must not be empty";
+  if (issue.origin === "string") return "must not be empty";
+  return `must be ${issue.inclusive ? "at least" : "greater than"} ${issue.minimum}, got ${describeValue(issue.input)}`;
+}
+
+/** The keys allowed in the mapping at `path`. */
+function knownKeysAt(data: unknown, path: DataPath): string[] {
+  const schema = objectSchemaAt(data, path);
+  return schema ? Object.keys(schema.shape) : [];
+}
+
+/** The object schema that checks the mapping at `path`, found by walking the schema along the data. */
+function objectSchemaAt(data: unknown, path: DataPath): z.ZodObject | undefined {
+  let schema = unwrapFor(graphFileSchema, data);
+  let value = data;
+  for (const segment of path) {
+    value = valueAt(value, [segment]);
+    let next: z.core.$ZodType | undefined;
+    if (schema instanceof z.ZodObject) next = schema.shape[segment];
+    else if (schema instanceof z.ZodRecord) next = schema.valueType;
+    else if (schema instanceof z.ZodArray) next = schema.element;
+    if (!next) return undefined;
+    schema = unwrapFor(next, value);
+  }
+  return schema instanceof z.ZodObject ? schema : undefined;
+}
+
+/** Sees through optional/default wrappers, and picks the option of a discriminated union `value` selects. */
+function unwrapFor(schema: z.core.$ZodType, value: unknown): z.core.$ZodType {
+  if (schema instanceof z.ZodOptional || schema instanceof z.ZodDefault) return unwrapFor(schema.unwrap(), value);
+  if (schema instanceof z.ZodDiscriminatedUnion) {
+    const discriminator = schema.def.discriminator;
+    const selected = valueAt(value, [discriminator]);
+    const option = schema.options.find(
+      (candidate) => candidate instanceof z.ZodObject && valueAt(candidate.shape, [discriminator, "value"]) === selected,
+    );
+    return option ? unwrapFor(option, value) : schema;
+  }
+  return schema;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Cross-references and flow
+
+/** Checks what the schema cannot: references between parts of the graph, reachability, loop limits. */
+export function checkSemantics(graph: GraphFile): PathIssue[] {
+  return [...checkNodeReferences(graph), ...checkEdges(graph), ...checkFlow(graph)];
+}
+
+function checkNodeReferences(graph: GraphFile): PathIssue[] {
+  const issues: PathIssue[] = [];
+  const nodeIds = Object.keys(graph.nodes);
+  for (const [id, node] of Object.entries(graph.nodes)) {
+    if (node.on_limit === undefined) continue;
+    const path = ["nodes", id, "on_limit"];
+    if (node.max_visits === undefined) {
+      issues.push({ path, at: "key", message: "on_limit has no effect without max_visits: set max_visits or remove on_limit" });
+    } else if (node.on_limit !== END_NODE && !nodeIds.includes(node.on_limit)) {
+      issues.push({ path, message: unknownName("node", node.on_limit, [...nodeIds, END_NODE]) });
+    }
+  }
+  for (const when of ["before", "after"] as const) {
+    graph.breakpoints[when].forEach((id, index) => {
+      if (!nodeIds.includes(id)) {
+        issues.push({ path: ["breakpoints", when, index], message: unknownName("node", id, nodeIds) });
+      }
+    });
+  }
+  return issues;
+}
+
+function checkEdges(graph: GraphFile): PathIssue[] {
+  const issues: PathIssue[] = [];
+  const nodeIds = Object.keys(graph.nodes);
+  const outgoing = new Map<string, RawEdge>();
+  graph.edges.forEach((edge, index) => {
+    const edgePath = ["edges", index];
+    if (edge.from === END_NODE) {
+      issues.push({ path: [...edgePath, "from"], message: "edge out of END: a run stops at END, so nothing can follow it" });
+    } else if (edge.from !== START_NODE && !nodeIds.includes(edge.from)) {
+      issues.push({ path: [...edgePath, "from"], message: unknownName("node", edge.from, [START_NODE, ...nodeIds]) });
+    }
+    const earlier = outgoing.get(edge.from);
+    if (earlier) issues.push({ path: [...edgePath, "from"], message: ambiguityMessage(edge.from, earlier, edge) });
+    else outgoing.set(edge.from, edge);
+
+    if (edge.to !== undefined) issues.push(...checkTarget(edge.to, [...edgePath, "to"], nodeIds));
+    edge.branches?.forEach((branch, k) => {
+      const branchPath = [...edgePath, "branches", k];
+      const isLast = k === (edge.branches?.length ?? 0) - 1;
+      issues.push(...checkTarget(branch.to, [...branchPath, "to"], nodeIds));
+      if (branch.when) issues.push(...checkCondition(branch.when, [...branchPath, "when"], graph));
+      if (isLast && branch.when) {
+        issues.push({
+          path: [...branchPath, "when"],
+          at: "key",
+          message: 'the last branch must be the default: remove its "when", or add a final branch with only "to"',
+        });
+      } else if (!isLast && !branch.when) {
+        issues.push({
+          path: branchPath,
+          message: 'only the last branch may omit "when": the branches after this default would never be taken',
+        });
+      }
+    });
+  });
+  return issues;
+}
+
+function checkTarget(to: string, path: DataPath, nodeIds: string[]): PathIssue[] {
+  if (to === START_NODE) return [{ path, message: "edge into START: START is where a run begins and has no incoming edges" }];
+  if (to === END_NODE || nodeIds.includes(to)) return [];
+  return [{ path, message: unknownName("node", to, [...nodeIds, END_NODE]) }];
+}
+
+function ambiguityMessage(from: string, earlier: RawEdge, later: RawEdge): string {
+  const staticEdges = [earlier, later].filter((edge) => edge.to !== undefined).length;
+  if (staticEdges === 2) {
+    return `ambiguous: "${from}" has two static edges: keep one, or use one edge with branches to choose the target`;
+  }
+  if (staticEdges === 1) {
+    return `ambiguous: "${from}" has both a static and a conditional edge: merge them into one edge with branches`;
+  }
+  return `ambiguous: "${from}" has two conditional edges: merge their branches into one edge`;
+}
+
+const PATH_ROOTS = ["task", "outputs", "vars", "visits", "messages"];
+
+function checkCondition(condition: RawCondition, path: DataPath, graph: GraphFile): PathIssue[] {
+  const nested = [
+    ...(condition.all ?? []).map((c, i) => checkCondition(c, [...path, "all", i], graph)),
+    ...(condition.any ?? []).map((c, i) => checkCondition(c, [...path, "any", i], graph)),
+    ...(condition.not ? [checkCondition(condition.not, [...path, "not"], graph)] : []),
+  ].flat();
+  const problem = condition.path === undefined ? undefined : statePathProblem(condition.path, graph);
+  return problem ? [...nested, { path: [...path, "path"], message: problem }] : nested;
+}
+
+/** Why a condition's state path can never name a value, if it cannot. */
+function statePathProblem(statePath: string, graph: GraphFile): string | undefined {
+  const segments = statePath.split(".");
+  const [root = "", name, ...rest] = segments;
+  const where = `path "${statePath}"`;
+  const nodeIds = Object.keys(graph.nodes);
+  if (segments.includes("")) return `malformed ${where}: remove the empty segment`;
+  switch (root) {
+    case "task":
+      return name === undefined ? undefined : `"task" is a string and has no fields: use path: task`;
+    case "messages":
+      return undefined;
+    case "outputs":
+    case "visits":
+      if (name === undefined) return `${where} needs a node id: ${root}.<node>`;
+      if (!nodeIds.includes(name)) return unknownName("node", name, nodeIds, where);
+      return root === "visits" && rest.length > 0 ? `visits.${name} is a number and has no fields` : undefined;
+    case "vars": {
+      const fields = Object.keys(graph.state);
+      if (name === undefined) return `${where} needs a field: vars.<field>`;
+      if (fields.includes(name)) return undefined;
+      return fields.length === 0
+        ? `unknown state field "${name}" in ${where}: declare it under state:`
+        : unknownName("state field", name, fields, where);
+    }
+    default:
+      return unknownName("path root", root, PATH_ROOTS, where);
+  }
+}
+
+/**
+ * For each node (and START), the nodes it can lead to. A target reached only as the on_limit
+ * fallback of an exhausted node maps to that node; a direct target maps to undefined.
+ * END and unknown names are left out.
+ */
+type Flow = Map<string, Map<string, string | undefined>>;
+
+function flowOf(graph: GraphFile): Flow {
+  const known = new Set([START_NODE, ...Object.keys(graph.nodes)]);
+  const flow: Flow = new Map([...known].map((id) => [id, new Map()]));
+  const addTarget = (from: string, to: string, via?: string, seen = new Set<string>()): void => {
+    if (!known.has(to) || to === START_NODE || seen.has(to)) return;
+    seen.add(to);
+    const targets = flow.get(from);
+    if (targets && (!targets.has(to) || via === undefined)) targets.set(to, via);
+    const node = graph.nodes[to];
+    if (node?.max_visits !== undefined) addTarget(from, node.on_limit ?? END_NODE, to, seen);
+  };
+  for (const edge of graph.edges) {
+    if (known.has(edge.from)) targetsOf(edge).forEach((to) => addTarget(edge.from, to));
+  }
+  return flow;
+}
+
+function targetsOf(edge: RawEdge): string[] {
+  return edge.to !== undefined ? [edge.to] : (edge.branches ?? []).map((branch) => branch.to);
+}
+
+function checkFlow(graph: GraphFile): PathIssue[] {
+  const nodeIds = Object.keys(graph.nodes);
+  if (!graph.edges.some((edge) => edge.from === START_NODE)) {
+    return [{ path: ["edges"], at: "key", message: `no edge from START: add - { from: START, to: ${nodeIds[0] ?? "<node>"} }` }];
+  }
+  const flow = flowOf(graph);
+  const reachable = new Set<string>([START_NODE]);
+  const queue = [START_NODE];
+  for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+    for (const next of flow.get(id)?.keys() ?? []) {
+      if (reachable.has(next)) continue;
+      reachable.add(next);
+      queue.push(next);
+    }
+  }
+  // A node unreachable only because an edge misspells its name is covered by that edge's error.
+  const misspelled = new Set(
+    graph.edges
+      .flatMap(targetsOf)
+      .filter((to) => to !== END_NODE && !nodeIds.includes(to))
+      .map((to) => closestName(to, nodeIds)),
+  );
+  const unreachable: PathIssue[] = nodeIds
+    .filter((id) => !reachable.has(id) && !misspelled.has(id))
+    .map((id) => ({
+      path: ["nodes", id],
+      at: "key",
+      message: `node "${id}" is unreachable from START: add an edge into it or remove it`,
+    }));
+  return [...unreachable, ...checkLoopLimits(graph, flow)];
+}
+
+/**
+ * Every cycle must pass through a node with max_visits. Equivalently: once the bounded nodes are
+ * removed, no cycle may remain; each remaining strongly connected component is one unbounded loop.
+ */
+function checkLoopLimits(graph: GraphFile, flow: Flow): PathIssue[] {
+  const unbounded = Object.keys(graph.nodes).filter((id) => graph.nodes[id]?.max_visits === undefined);
+  const inScope = new Set(unbounded);
+  const next = (id: string) => [...(flow.get(id)?.keys() ?? [])].filter((to) => inScope.has(to));
+  return stronglyConnectedComponents(unbounded, next)
+    .filter((component) => component.length > 1 || next(component[0] ?? "").includes(component[0] ?? ""))
+    .map((component) => {
+      const start = unbounded.find((id) => component.includes(id)) ?? "";
+      const loop = cycleThrough(start, new Set(component), next);
+      const fallbacks = loop.slice(1).flatMap((to, i) => {
+        const from = loop[i] ?? "";
+        const via = flow.get(from)?.get(to);
+        return via === undefined ? [] : [`${from} reaches ${to} through the on_limit of ${via}`];
+      });
+      const note = fallbacks.length ? ` (${fallbacks.join("; ")})` : "";
+      return {
+        path: ["nodes", start],
+        at: "key",
+        message: `loop ${loop.join(" → ")} has no limit${note}: set max_visits on one of its nodes`,
+      };
+    });
+}
+
+/** Tarjan's algorithm. */
+function stronglyConnectedComponents(ids: string[], next: (id: string) => string[]): string[][] {
+  const visited = new Map<string, { index: number; lowLink: number }>();
+  const stack: string[] = [];
+  const onStack = new Set<string>();
+  const components: string[][] = [];
+  const visit = (id: string): void => {
+    const mark = { index: visited.size, lowLink: visited.size };
+    visited.set(id, mark);
+    stack.push(id);
+    onStack.add(id);
+    for (const to of next(id)) {
+      const seen = visited.get(to);
+      if (!seen) {
+        visit(to);
+        mark.lowLink = Math.min(mark.lowLink, visited.get(to)?.lowLink ?? mark.lowLink);
+      } else if (onStack.has(to)) {
+        mark.lowLink = Math.min(mark.lowLink, seen.index);
+      }
+    }
+    if (mark.lowLink !== mark.index) return;
+    const component: string[] = [];
+    for (let member = stack.pop(); member !== undefined; member = stack.pop()) {
+      onStack.delete(member);
+      component.push(member);
+      if (member === id) break;
+    }
+    components.push(component);
+  };
+  for (const id of ids) if (!visited.has(id)) visit(id);
+  return components;
+}
+
+/** The shortest cycle from `start` back to itself within `members`, as `[start, …, start]`. */
+function cycleThrough(start: string, members: Set<string>, next: (id: string) => string[]): string[] {
+  const cameFrom = new Map<string, string>();
+  const queue = [start];
+  for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+    for (const to of next(id)) {
+      if (to === start) {
+        const path = [id];
+        for (let step = cameFrom.get(id); step !== undefined; step = cameFrom.get(step)) path.unshift(step);
+        return [...path, start];
+      }
+      if (members.has(to) && !cameFrom.has(to)) {
+        cameFrom.set(to, id);
+        queue.push(to);
+      }
+    }
+  }
+  return [start, start]; // unreachable for a start inside a strongly connected component
+}

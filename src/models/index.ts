@@ -1,0 +1,37 @@
+import type { RetryPolicy } from "./retry.js";
+import { createOpenAIModel } from "./openai.js";
+import { loadScriptedModel } from "./scripted.js";
+import { parseModelSpec, resolveProviderEndpoint } from "./spec.js";
+import type { ChatModel } from "./types.js";
+
+export interface CreateModelOptions {
+  /** Directory that a relative `scripted:<file>` path is resolved against. */
+  cwd: string;
+  /** Where API keys and `<NAME>_BASE_URL` overrides are read; defaults to process.env. */
+  env?: NodeJS.ProcessEnv;
+  /** Network providers: retry policy overrides (tests shorten the delays). */
+  retry?: Partial<RetryPolicy>;
+  /** Network providers: abandon (and retry) an attempt that receives no data for this long. */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * A model from `provider:model`. Fails fast with a ConfigError on a bad spec, a missing API key
+ * or an invalid script file; makes no network request.
+ */
+export function createModel(spec: string, opts: CreateModelOptions): ChatModel {
+  const parsed = parseModelSpec(spec);
+  if (parsed.provider === "scripted") return loadScriptedModel(parsed.model, opts.cwd);
+  const endpoint = resolveProviderEndpoint(parsed, opts.env ?? process.env);
+  return createOpenAIModel(parsed, endpoint, { retry: opts.retry, idleTimeoutMs: opts.idleTimeoutMs });
+}
+
+export type { ChatModel, ModelCallOptions, ModelCallResult, RetryNotice, TokenUsage, ToolSpec } from "./types.js";
+export { parseModelSpec, resolveProviderEndpoint, PROVIDER_PRESETS, PROVIDERS } from "./spec.js";
+export type { ModelSpec, ProviderEndpoint, ProviderPreset } from "./spec.js";
+export { formatScript, parseScript, responseFromMessage } from "./scripted.js";
+export type { ScriptedResponse } from "./scripted.js";
+export { DEFAULT_RETRY_POLICY } from "./retry.js";
+export type { RetryPolicy } from "./retry.js";
+export { DEFAULT_IDLE_TIMEOUT_MS } from "./openai.js";
+export { countInputTokens, countOutputTokens, countTokens } from "./tokens.js";

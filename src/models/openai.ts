@@ -1,0 +1,190 @@
+import { AIMessage, type AIMessageChunk, type BaseMessage } from "@langchain/core/messages";
+import { ChatOpenAI, OpenAIClient } from "@langchain/openai";
+import { ModelError } from "../errors.js";
+import {
+  classifyHttpFailure,
+  DEFAULT_RETRY_POLICY,
+  withRetries,
+  type ClassifiedFailure,
+  type EndpointContext,
+  type RetryPolicy,
+} from "./retry.js";
+import type { ModelSpec, ProviderEndpoint } from "./spec.js";
+import { countInputTokens, countOutputTokens } from "./tokens.js";
+import type { ChatModel, ModelCallOptions, ModelCallResult, TokenUsage, ToolSpec } from "./types.js";
+
+export interface OpenAIModelOptions {
+  retry?: Partial<RetryPolicy>;
+  /** An attempt that receives no data for this long is abandoned as a timeout (and retried). */
+  idleTimeoutMs?: number;
+}
+
+/** Generous enough for reasoning models that think for minutes before their first token. */
+export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+
+/** A model behind an OpenAI-compatible chat-completions endpoint: `openai:` and the presets. */
+export function createOpenAIModel(
+  spec: ModelSpec,
+  endpoint: ProviderEndpoint,
+  options: OpenAIModelOptions = {},
+): ChatModel {
+  return new OpenAICompatibleModel(spec, endpoint, options);
+}
+
+class OpenAICompatibleModel implements ChatModel {
+  readonly spec: string;
+  private readonly chat: ChatOpenAI;
+  private readonly policy: RetryPolicy;
+  private readonly idleTimeoutMs: number;
+  private readonly context: EndpointContext;
+
+  constructor(spec: ModelSpec, endpoint: ProviderEndpoint, options: OpenAIModelOptions) {
+    this.spec = `${spec.provider}:${spec.model}`;
+    this.policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
+    this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
+    this.context = { endpoint: endpoint.baseURL, model: spec.model, apiKeyEnv: endpoint.apiKeyEnv };
+    this.chat = new ChatOpenAI({
+      model: spec.model,
+      apiKey: endpoint.apiKey,
+      // withRetries is the only retry layer: LangChain's caller and the SDK's client retry nothing.
+      maxRetries: 0,
+      streamUsage: true,
+      configuration: {
+        // Explicit values, so that neither LangChain nor the SDK falls back to process.env.
+        baseURL: endpoint.baseURL,
+        organization: null,
+        project: null,
+        // Failures reach the caller as errors; the SDK must not also log them to the console.
+        logLevel: "off",
+      },
+    });
+  }
+
+  async call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult> {
+    const reply = await withRetries(() => this.streamReply(messages, options), {
+      policy: this.policy,
+      classify: (error) => classifyCallFailure(error, this.context),
+      signal: options.signal,
+      onRetry: options.onRetry,
+    });
+    return toCallResult(reply, messages, options.tools);
+  }
+
+  /**
+   * One attempt. Streams with `.stream()`, never `.invoke()`: LangChain's streaming `invoke` path
+   * estimates tokens with getNumTokens, which downloads encodings from the internet.
+   */
+  private async streamReply(messages: BaseMessage[], options: ModelCallOptions): Promise<AIMessageChunk> {
+    const attempt = new AbortController();
+    const forwardAbort = () => attempt.abort(options.signal?.reason);
+    options.signal?.addEventListener("abort", forwardAbort, { once: true });
+    const idleTimeout = new ModelError(
+      `no data from ${this.context.endpoint} for ${Math.round(this.idleTimeoutMs / 1000)} s`,
+      "timeout",
+    );
+    let idleTimer: NodeJS.Timeout | undefined;
+    const restartIdleTimer = () => {
+      clearTimeout(idleTimer);
+      idleTimer = setTimeout(() => attempt.abort(idleTimeout), this.idleTimeoutMs);
+    };
+
+    try {
+      restartIdleTimer();
+      const model = options.tools?.length ? this.chat.bindTools(options.tools.map(toOpenAITool)) : this.chat;
+      const stream = await model.stream(messages, { signal: attempt.signal });
+      let reply: AIMessageChunk | undefined;
+      for await (const chunk of stream) {
+        restartIdleTimer();
+        if (chunk.text) options.onToken?.(chunk.text);
+        reply = reply ? reply.concat(chunk) : chunk;
+      }
+      attempt.signal.throwIfAborted();
+      if (!reply) throw new ModelError(`${this.context.endpoint} sent an empty response`, "network");
+      return reply;
+    } catch (error) {
+      // Whatever shape the SDK gave the aborted request, report why it was aborted.
+      if (attempt.signal.aborted) throw attempt.signal.reason;
+      throw error;
+    } finally {
+      clearTimeout(idleTimer);
+      options.signal?.removeEventListener("abort", forwardAbort);
+    }
+  }
+}
+
+function toOpenAITool(tool: ToolSpec) {
+  return {
+    type: "function" as const,
+    function: { name: tool.name, description: tool.description, parameters: tool.parameters },
+  };
+}
+
+/** The final message; usage from the server, or counted locally when the server sent none. */
+function toCallResult(reply: AIMessageChunk, messages: BaseMessage[], tools?: ToolSpec[]): ModelCallResult {
+  const message = new AIMessage({
+    id: reply.id,
+    content: reply.content,
+    tool_calls: reply.tool_calls,
+    invalid_tool_calls: reply.invalid_tool_calls,
+    response_metadata: reply.response_metadata,
+  });
+  const usage: TokenUsage = reply.usage_metadata
+    ? { inputTokens: reply.usage_metadata.input_tokens, outputTokens: reply.usage_metadata.output_tokens }
+    : { inputTokens: countInputTokens(messages, tools), outputTokens: countOutputTokens(message) };
+  message.usage_metadata = {
+    input_tokens: usage.inputTokens,
+    output_tokens: usage.outputTokens,
+    total_tokens: usage.inputTokens + usage.outputTokens,
+  };
+  return { message, usage };
+}
+
+const NETWORK_ERROR_CODE = /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|UND_ERR_)/;
+
+function classifyCallFailure(error: unknown, context: EndpointContext): ClassifiedFailure {
+  if (error instanceof ModelError) {
+    return error.kind === "timeout" || error.kind === "network" ? { retryable: true, error } : { retryable: false, error };
+  }
+  if (error instanceof OpenAIClient.APIError && error.status !== undefined) {
+    return classifyHttpFailure(
+      { status: error.status, headers: error.headers, serverMessage: serverMessageOf(error), code: error.code ?? undefined },
+      context,
+    );
+  }
+  // LangChain turns the SDK's connection timeout into a plain Error named TimeoutError.
+  if (error instanceof Error && error.name === "TimeoutError") {
+    return { retryable: true, error: new ModelError(`${context.endpoint} timed out`, "timeout") };
+  }
+  const causes = causeChain(error);
+  if (causes.some(isNetworkFailure)) {
+    const detail = causes.at(-1)?.message ?? "connection failed";
+    return { retryable: true, error: new ModelError(`network error talking to ${context.endpoint}: ${detail}`, "network") };
+  }
+  // An `error` event inside an otherwise successful stream: the server failed mid-answer.
+  if (error instanceof OpenAIClient.APIError && !(error instanceof OpenAIClient.APIUserAbortError)) {
+    const message = `${context.endpoint} failed mid-response: ${serverMessageOf(error) ?? error.message}`;
+    return { retryable: true, error: new ModelError(message, "server") };
+  }
+  return { retryable: false, error };
+}
+
+function isNetworkFailure(error: Error): boolean {
+  const code = (error as { code?: unknown }).code;
+  return (
+    error instanceof OpenAIClient.APIConnectionError ||
+    (error instanceof TypeError && /fetch failed|terminated/.test(error.message)) ||
+    (typeof code === "string" && NETWORK_ERROR_CODE.test(code))
+  );
+}
+
+function causeChain(error: unknown): Error[] {
+  const chain: Error[] = [];
+  for (let current = error; current instanceof Error && chain.length < 10; current = current.cause) chain.push(current);
+  return chain;
+}
+
+/** The body's own message: the SDK's `message` carries a status prefix and LangChain appends a URL. */
+function serverMessageOf(error: InstanceType<typeof OpenAIClient.APIError>): string | undefined {
+  const body = error.error as { message?: unknown } | undefined;
+  return typeof body?.message === "string" && body.message ? body.message : undefined;
+}

@@ -1,0 +1,224 @@
+import { readFileSync } from "node:fs";
+import { resolve } from "node:path";
+import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import { isMap, isNode, isScalar, LineCounter, parseDocument, stringify, type Document } from "yaml";
+import { z } from "zod";
+import { ConfigError, ModelError } from "../errors.js";
+import { sleep } from "./retry.js";
+import { countInputTokens, countOutputTokens } from "./tokens.js";
+import type { ChatModel, ModelCallOptions, ModelCallResult } from "./types.js";
+
+const ScriptedToolCallSchema = z.strictObject({
+  name: z.string().min(1),
+  args: z.record(z.string(), z.unknown()).default({}),
+});
+
+const ScriptedResponseSchema = z.strictObject({
+  node: z.string().min(1).optional(),
+  delay_ms: z.number().int().nonnegative().optional(),
+  content: z.string().default(""),
+  tool_calls: z.array(ScriptedToolCallSchema).optional(),
+});
+
+const ScriptSchema = z.strictObject({ responses: z.array(ScriptedResponseSchema) });
+
+/** One scripted answer, as in the file (SPEC §5). */
+export type ScriptedResponse = z.input<typeof ScriptedResponseSchema>;
+type ParsedResponse = z.output<typeof ScriptedResponseSchema>;
+
+/** Loads `file` (relative to `cwd`) now, so a broken script fails before the run starts. */
+export function loadScriptedModel(file: string, cwd: string): ChatModel {
+  const path = resolve(cwd, file);
+  let text: string;
+  try {
+    text = readFileSync(path, "utf8");
+  } catch (error) {
+    const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
+    throw new ConfigError(`cannot read scripted model file ${file}: ${reason} (looked for ${path})`);
+  }
+  return new ScriptedModel(`scripted:${path}`, file, parseScript(text, file));
+}
+
+/** Parses and validates a script; problems are one-line ConfigErrors `file:line:col: where: what`. */
+export function parseScript(text: string, file: string): ParsedResponse[] {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter });
+  const syntaxError = doc.errors[0];
+  if (syntaxError) {
+    const position = syntaxError.linePos?.[0];
+    const where = position ? `${file}:${position.line}:${position.col}` : file;
+    const message = syntaxError.message.split("\n")[0]!.replace(/ at line \d+, column \d+:?$/, "");
+    throw new ConfigError(`${where}: ${message}`);
+  }
+  const result = ScriptSchema.safeParse(doc.toJS(), { reportInput: true });
+  if (result.success) return result.data.responses;
+
+  // A misspelt key also makes the real one "required": the unknown-key message is the more telling.
+  const [first, ...others] = result.error.issues.toSorted(
+    (a, b) => Number(b.code === "unrecognized_keys") - Number(a.code === "unrecognized_keys"),
+  );
+  const problem = describeIssue(first!);
+  const position = locate(doc, lineCounter, problem);
+  const more = others.length > 0 ? ` (and ${others.length} more problem${others.length > 1 ? "s" : ""})` : "";
+  throw new ConfigError(`${file}${position}: ${problem.text}${more}`);
+}
+
+/** Writes responses in the scripted file format; `parseScript` reads them back unchanged. */
+export function formatScript(responses: readonly ScriptedResponse[]): string {
+  const entries = responses.map(({ node, delay_ms, content, tool_calls }) => ({
+    ...(node !== undefined && { node }),
+    ...(delay_ms !== undefined && { delay_ms }),
+    ...((content || !tool_calls?.length) && { content: content ?? "" }),
+    ...(tool_calls && tool_calls.length > 0 && { tool_calls: tool_calls.map(({ name, args }) => ({ name, args: args ?? {} })) }),
+  }));
+  const header =
+    "# loopgraph scripted model: responses are consumed in order; `node` restricts which node may take one.\n";
+  return header + stringify({ responses: entries }, { lineWidth: 0 });
+}
+
+/** A recorded model answer as a scripted response for `node`. */
+export function responseFromMessage(node: string, message: AIMessage): ScriptedResponse {
+  const toolCalls = message.tool_calls ?? [];
+  return {
+    node,
+    content: message.text,
+    ...(toolCalls.length > 0 && { tool_calls: toolCalls.map(({ name, args }) => ({ name, args })) }),
+  };
+}
+
+/**
+ * Answers from the script. Stateless: which responses are used is the caller's state
+ * (`options.consumed`), so a resumed run continues with the next unused one.
+ */
+class ScriptedModel implements ChatModel {
+  constructor(
+    readonly spec: string,
+    private readonly file: string,
+    private readonly responses: readonly ParsedResponse[],
+  ) {}
+
+  async call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult> {
+    options.signal?.throwIfAborted();
+    const consumed = new Set(options.consumed ?? []);
+    const index = this.responses.findIndex(
+      (response, i) => !consumed.has(i) && (response.node === undefined || response.node === options.node),
+    );
+    const response = this.responses[index];
+    if (!response) {
+      const used = this.responses.filter((_, i) => consumed.has(i)).length;
+      throw new ModelError(
+        `scripted model exhausted: no response left for node "${options.node}" in ${this.file} ` +
+          `(${used} of ${this.responses.length} used)`,
+        "exhausted",
+      );
+    }
+
+    if (response.delay_ms) await sleep(response.delay_ms, options.signal);
+    for (const piece of streamPieces(response.content)) options.onToken?.(piece);
+
+    const message = new AIMessage({
+      id: `scripted-${index}`,
+      content: response.content,
+      tool_calls: (response.tool_calls ?? []).map(({ name, args }, j) => ({
+        id: `call_${index}_${j}`,
+        name,
+        args,
+        type: "tool_call" as const,
+      })),
+    });
+    const usage = { inputTokens: countInputTokens(messages, options.tools), outputTokens: countOutputTokens(message) };
+    message.usage_metadata = {
+      input_tokens: usage.inputTokens,
+      output_tokens: usage.outputTokens,
+      total_tokens: usage.inputTokens + usage.outputTokens,
+    };
+    return { message, usage, scriptedIndex: index };
+  }
+}
+
+/** Splits text into a few word-aligned pieces that join back to it exactly. */
+function streamPieces(text: string, wordsPerPiece = 4): string[] {
+  const words = text.split(/(?<=\s)(?=\S)/);
+  const pieces: string[] = [];
+  for (let i = 0; i < words.length; i += wordsPerPiece) pieces.push(words.slice(i, i + wordsPerPiece).join(""));
+  return pieces.filter((piece) => piece.length > 0);
+}
+
+type Path = readonly PropertyKey[];
+
+/** Keys allowed at each depth of the file, for "unknown key" messages. */
+const KEYS_BY_DEPTH: Record<number, string[]> = {
+  0: Object.keys(ScriptSchema.shape),
+  2: Object.keys(ScriptedResponseSchema.shape),
+  4: Object.keys(ScriptedToolCallSchema.shape),
+};
+
+const TYPE_NAMES: Record<string, string> = {
+  array: "a list",
+  object: "a mapping",
+  record: "a mapping",
+  string: "a string",
+  number: "a number",
+  int: "a whole number",
+};
+
+interface Problem {
+  text: string;
+  /** Where in the document: the node at `at`, or the key `key` of the mapping at `at`. */
+  at: Path;
+  key?: string;
+}
+
+function describeIssue(issue: z.core.$ZodIssue): Problem {
+  const { path } = issue;
+  const subject = subjectOf(path);
+  if (issue.code === "invalid_type") {
+    if (path.length === 0) return { at: path, text: 'expected a mapping with a "responses" list' };
+    if (issue.input === undefined) return { at: path.slice(0, -1), text: `${subject} is required` };
+    const expected = TYPE_NAMES[issue.expected] ?? issue.expected;
+    return { at: path, text: `${subject} must be ${expected} (got ${describeValue(issue.input)})` };
+  }
+  if (issue.code === "unrecognized_keys") {
+    const names = issue.keys.map((k) => `"${k}"`).join(", ");
+    const allowed = KEYS_BY_DEPTH[path.length];
+    const text = `unknown key${issue.keys.length > 1 ? "s" : ""} ${names}${allowed ? ` (allowed: ${allowed.join(", ")})` : ""}`;
+    return { at: path, key: issue.keys[0], text: path.length > 0 ? `${formatPath(path)}: ${text}` : text };
+  }
+  if (issue.code === "too_small" && issue.origin === "string") return { at: path, text: `${subject} must not be empty` };
+  if (issue.code === "too_small") return { at: path, text: `${subject} must be at least ${issue.minimum}` };
+  return { at: path, text: `${subject}: ${issue.message}` };
+}
+
+/** `responses[2].tool_calls[0]: name` for a key, `responses[2]` for a list item. */
+function subjectOf(path: Path): string {
+  const key = path.at(-1);
+  const parent = path.slice(0, -1);
+  if (typeof key === "number" || parent.length === 0) return formatPath(path);
+  return `${formatPath(parent)}: ${String(key)}`;
+}
+
+function formatPath(path: Path): string {
+  return path.map((part, i) => (typeof part === "number" ? `[${part}]` : i === 0 ? String(part) : `.${String(part)}`)).join("");
+}
+
+function describeValue(value: unknown): string {
+  if (value === null) return "null";
+  if (Array.isArray(value)) return "a list";
+  return typeof value === "object" ? "a mapping" : typeof value;
+}
+
+/** `:line:col` of the problem's key, or else of the deepest node on its path that exists. */
+function locate(doc: Document, lineCounter: LineCounter, { at, key }: Problem): string {
+  const position = (offset: number) => {
+    const { line, col } = lineCounter.linePos(offset);
+    return `:${line}:${col}`;
+  };
+  const container: unknown = doc.getIn(at, true);
+  const keyNode = isMap(container) ? container.items.find((pair) => isScalar(pair.key) && pair.key.value === key)?.key : undefined;
+  if (isScalar(keyNode) && keyNode.range) return position(keyNode.range[0]);
+  for (let length = at.length; length >= 0; length--) {
+    const node: unknown = doc.getIn(at.slice(0, length), true);
+    if (isNode(node) && node.range) return position(node.range[0]);
+  }
+  return "";
+}

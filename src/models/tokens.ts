@@ -1,0 +1,48 @@
+import type { AIMessage, BaseMessage } from "@langchain/core/messages";
+import { Tiktoken } from "js-tiktoken/lite";
+import o200kBase from "js-tiktoken/ranks/o200k_base";
+import type { ToolSpec } from "./types.js";
+
+// Local token counting with the encoding bundled in js-tiktoken: never LangChain's
+// getNumTokens, which downloads encodings at run time (and prints a stack trace offline).
+// o200k_base is the encoding of current OpenAI models; for other providers it is an estimate.
+
+/** Framing tokens per message and for priming the reply (OpenAI's published counting recipe). */
+const TOKENS_PER_MESSAGE = 3;
+const TOKENS_PER_NAME = 1;
+const REPLY_PRIMING_TOKENS = 3;
+
+let encoder: Tiktoken | undefined;
+
+/** Built on first use: building the o200k tables takes a fraction of a second. */
+function getEncoder(): Tiktoken {
+  encoder ??= new Tiktoken(o200kBase);
+  return encoder;
+}
+
+export function countTokens(text: string): number {
+  if (!text) return 0;
+  // Special-token markers in user text are counted as ordinary text instead of throwing.
+  return getEncoder().encode(text, [], []).length;
+}
+
+function countToolCalls(message: BaseMessage): number {
+  const toolCalls = "tool_calls" in message ? (message as AIMessage).tool_calls ?? [] : [];
+  return toolCalls.reduce((sum, call) => sum + countTokens(call.name) + countTokens(JSON.stringify(call.args)), 0);
+}
+
+/** Prompt tokens: the messages with their framing, plus the tool definitions offered. */
+export function countInputTokens(messages: readonly BaseMessage[], tools: readonly ToolSpec[] = []): number {
+  let total = REPLY_PRIMING_TOKENS;
+  for (const message of messages) {
+    total += TOKENS_PER_MESSAGE + countTokens(message.getType()) + countTokens(message.text) + countToolCalls(message);
+    if (message.name) total += TOKENS_PER_NAME + countTokens(message.name);
+  }
+  if (tools.length > 0) total += countTokens(JSON.stringify(tools));
+  return total;
+}
+
+/** Completion tokens: the answer's text and its tool calls. */
+export function countOutputTokens(message: AIMessage): number {
+  return countTokens(message.text) + countToolCalls(message);
+}

@@ -1,0 +1,159 @@
+import { mkdirSync } from "node:fs";
+import { dirname, resolve } from "node:path";
+import Database from "better-sqlite3";
+import type { RunStatus } from "../engine/events.js";
+
+/** A run's own record, beside its checkpoints: what it ran, with which settings, and how it ended. */
+export interface ThreadRecord {
+  threadId: string;
+  graphFile: string;
+  graphName: string;
+  task: string;
+  /** Run-level model spec (never a key); undefined when every node names its own. */
+  model?: string;
+  workspace: string;
+  status: RunStatus | "running";
+  /** Process running it while status is "running". */
+  pid?: number;
+  error?: string;
+  /** Why a paused run waits: the breakpoint or the pending question. */
+  pause?: { reason: string; node?: string; when?: string; value?: unknown };
+  createdAt: string;
+  updatedAt: string;
+}
+
+interface ThreadRow {
+  thread_id: string;
+  graph_file: string;
+  graph_name: string;
+  task: string;
+  model: string | null;
+  workspace: string;
+  status: ThreadRecord["status"];
+  pid: number | null;
+  error: string | null;
+  pause: string | null;
+  created_at: string;
+  updated_at: string;
+}
+
+/** `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. */
+export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
+  return resolve(cwd, db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db");
+}
+
+export function openDatabase(path: string): Database.Database {
+  mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma("journal_mode = WAL");
+  db.pragma("busy_timeout = 5000");
+  return db;
+}
+
+export class ThreadRegistry {
+  private readonly insertStatement;
+  private readonly updateStatement;
+  private readonly getStatement;
+  private readonly listStatement;
+
+  constructor(private readonly db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_threads (
+      thread_id TEXT PRIMARY KEY,
+      graph_file TEXT NOT NULL,
+      graph_name TEXT NOT NULL,
+      task TEXT NOT NULL,
+      model TEXT,
+      workspace TEXT NOT NULL,
+      status TEXT NOT NULL,
+      pid INTEGER,
+      error TEXT,
+      pause TEXT,
+      created_at TEXT NOT NULL,
+      updated_at TEXT NOT NULL
+    )`);
+    this.insertStatement = db.prepare(
+      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_name, task, model, workspace, status, pid, created_at, updated_at)
+       VALUES (@thread_id, @graph_file, @graph_name, @task, @model, @workspace, 'running', @pid, @now, @now)`,
+    );
+    this.updateStatement = db.prepare(
+      `UPDATE loopgraph_threads SET status = @status, pid = @pid, error = @error, pause = @pause, model = COALESCE(@model, model), updated_at = @now
+       WHERE thread_id = @thread_id`,
+    );
+    this.getStatement = db.prepare(`SELECT * FROM loopgraph_threads WHERE thread_id = ?`);
+    this.listStatement = db.prepare(`SELECT * FROM loopgraph_threads ORDER BY created_at DESC, thread_id`);
+  }
+
+  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphName" | "task" | "model" | "workspace">): void {
+    this.insertStatement.run({
+      thread_id: record.threadId,
+      graph_file: record.graphFile,
+      graph_name: record.graphName,
+      task: record.task,
+      model: record.model ?? null,
+      workspace: record.workspace,
+      pid: process.pid,
+      now: new Date().toISOString(),
+    });
+  }
+
+  /** Marks the thread as running in this process (a resume), optionally switching its model. */
+  markRunning(threadId: string, model?: string): void {
+    this.update(threadId, { status: "running", pid: process.pid, model });
+  }
+
+  markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): void {
+    this.update(threadId, { status, error, pause });
+  }
+
+  get(threadId: string): ThreadRecord | undefined {
+    const row = this.getStatement.get(threadId) as ThreadRow | undefined;
+    return row && fromRow(row);
+  }
+
+  list(): ThreadRecord[] {
+    return (this.listStatement.all() as ThreadRow[]).map(fromRow);
+  }
+
+  private update(
+    threadId: string,
+    change: { status: ThreadRecord["status"]; pid?: number; error?: string; model?: string; pause?: ThreadRecord["pause"] },
+  ): void {
+    this.updateStatement.run({
+      thread_id: threadId,
+      status: change.status,
+      pid: change.pid ?? null,
+      error: change.error ?? null,
+      pause: change.pause ? JSON.stringify(change.pause) : null,
+      model: change.model ?? null,
+      now: new Date().toISOString(),
+    });
+  }
+}
+
+function fromRow(row: ThreadRow): ThreadRecord {
+  return {
+    threadId: row.thread_id,
+    graphFile: row.graph_file,
+    graphName: row.graph_name,
+    task: row.task,
+    model: row.model ?? undefined,
+    workspace: row.workspace,
+    status: row.status,
+    pid: row.pid ?? undefined,
+    error: row.error ?? undefined,
+    pause: row.pause ? (JSON.parse(row.pause) as ThreadRecord["pause"]) : undefined,
+    createdAt: row.created_at,
+    updatedAt: row.updated_at,
+  };
+}
+
+/** True when a thread marked running is really running in a live process (not one killed mid-run). */
+export function isRunningElsewhere(record: ThreadRecord): boolean {
+  if (record.status !== "running" || !record.pid || record.pid === process.pid) return false;
+  try {
+    process.kill(record.pid, 0);
+    return true;
+  } catch {
+    return false;
+  }
+}

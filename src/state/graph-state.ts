@@ -1,0 +1,46 @@
+import { Annotation, messagesStateReducer } from "@langchain/langgraph";
+import type { BaseMessage } from "@langchain/core/messages";
+
+export interface NodeUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/**
+ * Every reducer here is an idempotent merge (keyed overwrite, union, or merge-by-id), so a
+ * subgraph that hands back its whole state, or a replayed write, never double-counts.
+ * Nodes therefore write absolute values (e.g. `visits: {draft: 3}`), not increments.
+ */
+const mergeRecords = <T>(left: Record<string, T>, right: Record<string, T>): Record<string, T> => ({
+  ...left,
+  ...right,
+});
+
+const unionSorted = (left: number[], right: number[]): number[] =>
+  [...new Set([...left, ...right])].sort((a, b) => a - b);
+
+const mergeConsumed = (
+  left: Record<string, number[]>,
+  right: Record<string, number[]>,
+): Record<string, number[]> => {
+  const merged = { ...left };
+  for (const [model, indices] of Object.entries(right)) merged[model] = unionSorted(merged[model] ?? [], indices);
+  return merged;
+};
+
+export const GraphState = Annotation.Root({
+  task: Annotation<string>({ reducer: (_, next) => next, default: () => "" }),
+  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  /** Each node's latest output: text, or the parsed structured output. */
+  outputs: Annotation<Record<string, unknown>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** User-declared fields (the graph file's `state:`). */
+  vars: Annotation<Record<string, unknown>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** How many times each node has run in this thread. */
+  visits: Annotation<Record<string, number>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** Cumulative token usage per node. */
+  usage: Annotation<Record<string, NodeUsage>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** Scripted responses consumed, per model spec: part of the state so a resumed run never replays one. */
+  scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
+});
+
+export type GraphStateValue = typeof GraphState.State;

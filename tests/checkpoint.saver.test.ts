@@ -1,0 +1,221 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
+import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import Database from "better-sqlite3";
+import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+
+let directory: string;
+let files = 0;
+
+beforeAll(() => {
+  directory = mkdtempSync(join(tmpdir(), "loopgraph-saver-"));
+});
+
+afterAll(() => {
+  rmSync(directory, { recursive: true, force: true });
+});
+
+/** A fresh database path; its parent directory does not exist yet, so the saver must create it. */
+function newDatabasePath(): string {
+  files += 1;
+  return join(directory, `case-${files}`, "checkpoints.db");
+}
+
+/** Every turn: the user's message in, one reply out. Three checkpoints per turn. */
+function buildChat(saver: SqliteCheckpointSaver) {
+  return new StateGraph(MessagesAnnotation)
+    .addNode("reply", (state) => {
+      const last = state.messages[state.messages.length - 1];
+      return { messages: [new AIMessage(`reply to: ${String(last?.content).slice(0, 40)}`)] };
+    })
+    .addEdge(START, "reply")
+    .addEdge("reply", END)
+    .compile({ checkpointer: saver });
+}
+
+type Chat = ReturnType<typeof buildChat>;
+
+function userMessage(turn: number): HumanMessage {
+  return new HumanMessage(`turn ${turn}: ${"lorem ipsum dolor sit amet ".repeat(10)}`);
+}
+
+async function chat(graph: Chat, threadId: string, turns: number, firstTurn = 0): Promise<BaseMessage[]> {
+  let messages: BaseMessage[] = [];
+  for (let turn = firstTurn; turn < firstTurn + turns; turn += 1) {
+    ({ messages } = await graph.invoke({ messages: [userMessage(turn)] }, { configurable: { thread_id: threadId } }));
+  }
+  return messages;
+}
+
+/** Compares messages by their full serialized form (class, id, content and every other field). */
+function serialized(messages: readonly BaseMessage[]): string[] {
+  return messages.map((message) => JSON.stringify(message));
+}
+
+async function storedMessages(path: string, threadId: string, checkpointId?: string): Promise<BaseMessage[]> {
+  const saver = new SqliteCheckpointSaver(path);
+  try {
+    const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_id: checkpointId } });
+    return tuple?.checkpoint.channel_values.messages as BaseMessage[];
+  } finally {
+    saver.close();
+  }
+}
+
+interface MessageStorage {
+  rows: Record<string, number>;
+  bytes: number;
+}
+
+function messageStorage(path: string, threadId: string): MessageStorage {
+  const db = new Database(path, { readonly: true });
+  try {
+    const groups = db
+      .prepare<[string], { kind: string; count: number; bytes: number }>(
+        `SELECT kind, count(*) AS count, coalesce(sum(length(data)), 0) AS bytes FROM loopgraph_checkpoint_blobs
+         WHERE thread_id = ? AND channel = 'messages' GROUP BY kind`,
+      )
+      .all(threadId);
+    return {
+      rows: Object.fromEntries(groups.map((group) => [group.kind, group.count])),
+      bytes: groups.reduce((total, group) => total + group.bytes, 0),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+describe("SqliteCheckpointSaver with a messages graph", () => {
+  it("reads back the state the graph returned after the file is reopened", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(saver), "reopen", 60);
+    saver.close();
+
+    expect(returned).toHaveLength(120);
+    expect(serialized(await storedMessages(path, "reopen"))).toEqual(serialized(returned));
+
+    const reopened = new SqliteCheckpointSaver(path);
+    const state = await buildChat(reopened).getState({ configurable: { thread_id: "reopen" } });
+    reopened.close();
+    expect(serialized(state.values.messages)).toEqual(serialized(returned));
+  });
+
+  it("stores message history as deltas, growing linearly with the number of turns", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const graph = buildChat(saver);
+    const shortRun = await chat(graph, "100 turns", 100);
+    const longRun = await chat(graph, "200 turns", 200);
+    saver.close();
+
+    const short = messageStorage(path, "100 turns");
+    const long = messageStorage(path, "200 turns");
+    expect(long.rows).toMatchObject({ snapshot: 1 });
+    expect(long.rows.delta).toBeGreaterThan(300);
+    expect(long.rows.rollup).toBeGreaterThan(5);
+    // Whole-state storage would grow ~4x for twice the turns; ours about 2x.
+    expect(long.bytes).toBeLessThan(2.5 * short.bytes);
+    // Every message is stored about twice (in a delta and in a rollup), not once per version.
+    const finalListBytes = serialized(longRun).join("").length;
+    expect(long.bytes).toBeLessThan(3 * finalListBytes);
+    expect(shortRun).toHaveLength(200);
+  });
+
+  it("keeps writing deltas after another saver instance resumes the thread", async () => {
+    const path = newDatabasePath();
+    const first = new SqliteCheckpointSaver(path);
+    await chat(buildChat(first), "resumed", 10);
+    first.close();
+
+    const second = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(second), "resumed", 10, 10);
+    second.close();
+
+    expect(messageStorage(path, "resumed").rows.snapshot).toBe(1);
+    expect(serialized(await storedMessages(path, "resumed"))).toEqual(serialized(returned));
+  });
+
+  it("reads back exactly after messages are replaced by id or removed", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const graph = buildChat(saver);
+    const config = { configurable: { thread_id: "edits" } };
+    const history = await chat(graph, "edits", 40);
+
+    const replaced = history[50]!;
+    await graph.updateState(config, { messages: [new HumanMessage({ id: replaced.id, content: "edited in place" })] });
+    await graph.updateState(config, { messages: [new RemoveMessage({ id: history[20]!.id! })] });
+    await graph.updateState(config, { messages: [new RemoveMessage({ id: history[79]!.id! })] });
+    const returned = await chat(graph, "edits", 5, 40);
+    saver.close();
+
+    const contents = returned.map((message) => message.content);
+    expect(returned).toHaveLength(80 - 2 + 10);
+    expect(contents).toContain("edited in place");
+    expect(returned.map((message) => message.id)).not.toContain(history[20]!.id);
+    expect(returned.map((message) => message.id)).not.toContain(history[79]!.id);
+    expect(serialized(await storedMessages(path, "edits"))).toEqual(serialized(returned));
+  });
+
+  it("returns each older checkpoint's own list when travelling back through the history", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const graph = buildChat(saver);
+    const config = { configurable: { thread_id: "history" } };
+    const returned = await chat(graph, "history", 40);
+
+    const snapshots = [];
+    for await (const snapshot of graph.getStateHistory(config)) snapshots.push(snapshot);
+    expect(snapshots).toHaveLength(40 * 3);
+    for (const snapshot of snapshots) {
+      // Turn t writes checkpoints at steps 3t-1 (input), 3t (user message added), 3t+1 (reply added).
+      const step = snapshot.metadata?.step ?? Number.NaN;
+      const turn = Math.floor((step + 1) / 3);
+      const length = 2 * turn + ((step + 1) % 3);
+      expect(serialized(snapshot.values.messages ?? [])).toEqual(serialized(returned.slice(0, length)));
+    }
+
+    const old = snapshots.find((snapshot) => snapshot.metadata?.step === 3 * 17 + 1)!;
+    const oldId = old.config.configurable?.checkpoint_id as string;
+    expect(serialized(await storedMessages(path, "history", oldId))).toEqual(serialized(returned.slice(0, 36)));
+
+    // Continuing from the old checkpoint forks the thread; both branches keep their own lists.
+    const forked = await graph.invoke({ messages: [userMessage(99)] }, old.config);
+    const newestId = snapshots[0]!.config.configurable?.checkpoint_id as string;
+    saver.close();
+    expect(forked.messages).toHaveLength(38);
+    expect(serialized(forked.messages.slice(0, 36))).toEqual(serialized(returned.slice(0, 36)));
+    expect(serialized(await storedMessages(path, "history"))).toEqual(serialized(forked.messages));
+    expect(serialized(await storedMessages(path, "history", newestId))).toEqual(serialized(returned));
+  });
+
+  it("shares the file with a second connection while the first keeps writing", async () => {
+    const path = newDatabasePath();
+    const writer = new SqliteCheckpointSaver(path);
+    const secondConnection = new Database(path);
+    const reader = new SqliteCheckpointSaver(secondConnection);
+    const writerGraph = buildChat(writer);
+    const readerGraph = buildChat(reader);
+    const config = { configurable: { thread_id: "shared" } };
+
+    let returned: BaseMessage[] = [];
+    for (let turn = 0; turn < 5; turn += 1) {
+      returned = await chat(writerGraph, "shared", 1, turn);
+      const seen = await readerGraph.getState(config);
+      expect(serialized(seen.values.messages)).toEqual(serialized(returned));
+    }
+    // The second connection writes too: another thread, interleaved with the first.
+    await Promise.all([chat(writerGraph, "shared", 3, 5), chat(readerGraph, "other", 3)]);
+
+    const listed = [];
+    for await (const tuple of reader.list({ configurable: { thread_id: "shared" } }, { limit: 2 })) listed.push(tuple);
+    expect(listed).toHaveLength(2);
+    expect(listed[0]!.checkpoint.channel_values.messages).toHaveLength(16);
+    expect((await writer.getTuple({ configurable: { thread_id: "other" } }))?.checkpoint.channel_values.messages).toHaveLength(6);
+    writer.close();
+    secondConnection.close();
+  });
+});

@@ -1,0 +1,141 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { collect, hasStackTrace, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+
+const FIXTURES = join(ROOT, "tests/fixtures/engine");
+const DURABLE = join(FIXTURES, "durable.yaml");
+const DURABLE_SCRIPT = `scripted:${join(FIXTURES, "durable.script.yaml")}`;
+
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  cleanups.forEach((cleanup) => cleanup());
+  cleanups = [];
+});
+
+function workspace(): { dir: string; db: string } {
+  const temp = tempDir();
+  cleanups.push(temp.cleanup);
+  return { dir: temp.path, db: join(temp.path, "store.db") };
+}
+
+interface HistoryJson {
+  thread: { status: string };
+  checkpoints: Array<{ checkpointId: string; step: number; nodes: string[]; tokens: { inputTokens: number; outputTokens: number } }>;
+}
+
+async function history(db: string, thread: string): Promise<HistoryJson> {
+  const result = await runCli(["inspect", thread, "--json", "--db", db]);
+  expect(result.code, result.stderr).toBe(0);
+  return JSON.parse(result.stdout) as HistoryJson;
+}
+
+async function finalState(db: string, thread: string): Promise<Record<string, unknown>> {
+  const { checkpoints } = await history(db, thread);
+  const last = checkpoints.at(-1)!;
+  const result = await runCli(["inspect", thread, "--checkpoint", last.checkpointId, "--json", "--db", db]);
+  expect(result.code, result.stderr).toBe(0);
+  return (JSON.parse(result.stdout) as { values: Record<string, unknown> }).values;
+}
+
+const durableArgs = (ws: { dir: string; db: string }, thread: string): string[] => [
+  "run", DURABLE, "--task", "prove durability", "--thread", thread,
+  "--workspace", ws.dir, "--model", DURABLE_SCRIPT, "--db", ws.db, "--json",
+];
+
+describe("loopgraph run (scripted)", () => {
+  it("finishes the example graph with exit 0, and inspect lists its checkpoints in order with nodes and tokens", async () => {
+    const ws = workspace();
+    const run = await runCli([
+      "run", "example-review", "--task", "Explain loopgraph", "--thread", "t1",
+      "--model", "scripted:examples/example-review.script.yaml", "--db", ws.db, "--json",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const events = parseEvents(run.stdout);
+    expect(events[0]).toMatchObject({ type: "run_started", threadId: "t1" });
+    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "finished", exitCode: 0 });
+    expect(events.filter((e) => e.type === "message" && typeof e.delta === "string").length).toBeGreaterThan(0);
+
+    const { thread, checkpoints } = await history(ws.db, "t1");
+    expect(thread.status).toBe("finished");
+    const steps = checkpoints.map((c) => c.step);
+    expect(steps).toEqual([...steps].sort((a, b) => a - b));
+    expect(checkpoints.map((c) => c.nodes)).toEqual([
+      ["input"], [], ["draft"], ["critique"], ["revise"], ["critique"], ["stats"],
+    ].filter((nodes) => nodes.length > 0 || steps[0] === -1).slice(0, checkpoints.length));
+    const draft = checkpoints.find((c) => c.nodes.includes("draft"))!;
+    expect(draft.tokens.inputTokens).toBeGreaterThan(0);
+    expect(draft.tokens.outputTokens).toBeGreaterThan(0);
+
+    const state = await finalState(ws.db, "t1");
+    expect((state.outputs as Record<string, unknown>).stats).toMatchObject({ revised: true });
+  });
+
+  it("without a model exits 2 and says what to set and how to try offline", async () => {
+    const ws = workspace();
+    const run = await runCli(["run", "example-review", "--task", "x", "--db", ws.db]);
+    expect(run.code).toBe(2);
+    expect(run.stderr).toContain("LOOPGRAPH_MODEL");
+    expect(run.stderr).toContain("--model scripted:");
+    expect(hasStackTrace(run.stderr)).toBe(false);
+  });
+
+  it("a breakpoint pauses with exit 3 and resume completes the run", async () => {
+    const ws = workspace();
+    const args = ["--db", ws.db];
+    const run = await runCli([
+      "run", join(FIXTURES, "breakpoint.yaml"), "--task", "t", "--thread", "bp", "--workspace", ws.dir,
+      "--model", `scripted:${join(FIXTURES, "breakpoint.script.yaml")}`, ...args,
+    ]);
+    expect(run.code, run.stderr).toBe(3);
+    expect(run.stdout).toContain("loopgraph resume bp");
+    const resumed = await runCli(["resume", "bp", ...args]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect((await history(ws.db, "bp")).thread.status).toBe("finished");
+    expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
+  });
+});
+
+describe("durability", () => {
+  it("kill -9 during a slow step, then resume: same final state as an uninterrupted run, no completed step re-run", async () => {
+    const reference = workspace();
+    const uninterrupted = await runCli(durableArgs(reference, "ref"));
+    expect(uninterrupted.code, uninterrupted.stderr).toBe(0);
+
+    const ws = workspace();
+    const child = spawnCli(durableArgs(ws, "crash"));
+    const done = collect(child);
+    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"slow"'));
+    child.kill("SIGKILL");
+    const killed = await done;
+    expect(killed.signal).toBe("SIGKILL");
+    expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
+
+    const resumed = await runCli(["resume", "crash", "--db", ws.db, "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const started = parseEvents(resumed.stdout).filter((e) => e.type === "node_started").map((e) => e.node);
+    expect(started).toEqual(["slow", "second", "last"]);
+    expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
+
+    const normalise = (state: Record<string, unknown>) => JSON.parse(JSON.stringify(state).replaceAll(reference.dir, "WS").replaceAll(ws.dir, "WS"));
+    expect(normalise(await finalState(ws.db, "crash"))).toEqual(normalise(await finalState(reference.db, "ref")));
+  });
+
+  it("SIGINT stops at the next step boundary with exit 130, and resume completes the run", async () => {
+    const ws = workspace();
+    const child = spawnCli(durableArgs(ws, "sigint"));
+    const done = collect(child);
+    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"slow"'));
+    child.kill("SIGINT");
+    const interrupted = await done;
+    expect(interrupted.code).toBe(130);
+    expect(parseEvents(interrupted.stdout).at(-1)).toMatchObject({ type: "run_finished", status: "interrupted" });
+
+    const resumed = await runCli(["resume", "sigint", "--db", ws.db, "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const started = parseEvents(resumed.stdout).filter((e) => e.type === "node_started").map((e) => e.node);
+    expect(started).not.toContain("first");
+    expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
+    expect((await history(ws.db, "sigint")).thread.status).toBe("finished");
+  });
+});

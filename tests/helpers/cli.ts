@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, resolve } from "node:path";
+
+export const ROOT = resolve(import.meta.dirname, "../..");
+export const CLI = join(ROOT, "dist/src/cli/main.js");
+
+export interface CliResult {
+  code: number | null;
+  signal: NodeJS.Signals | null;
+  stdout: string;
+  stderr: string;
+}
+
+export interface CliOptions {
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+/** Environment for a test run: no real keys or model leak in from the developer's shell. */
+export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  for (const key of Object.keys(env)) {
+    if (/^(OPENAI_|LOOPGRAPH_)|_API_KEY$|_BASE_URL$/.test(key)) delete env[key];
+  }
+  return { ...env, NO_COLOR: "1", ...extra };
+}
+
+/** Starts the built CLI as a real process. */
+export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
+  return spawn(process.execPath, [CLI, ...args], {
+    cwd: options.cwd ?? ROOT,
+    env: options.env ?? cleanEnv(),
+    stdio: ["ignore", "pipe", "pipe"],
+  });
+}
+
+export function collect(child: ChildProcess): Promise<CliResult> {
+  let stdout = "";
+  let stderr = "";
+  child.stdout?.on("data", (chunk: Buffer) => (stdout += chunk.toString()));
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  return new Promise((resolvePromise) => {
+    child.on("close", (code, signal) => resolvePromise({ code, signal, stdout, stderr }));
+  });
+}
+
+export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
+  return collect(spawnCli(args, options));
+}
+
+/** Resolves once a line of the child's stdout satisfies `match` (e.g. a `--json` event). */
+export function waitForLine(child: ChildProcess, match: (line: string) => boolean, timeoutMs = 20_000): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    let buffer = "";
+    const timer = setTimeout(() => reject(new Error(`no matching line within ${timeoutMs} ms; got:\n${buffer}`)), timeoutMs);
+    child.stdout?.on("data", (chunk: Buffer) => {
+      buffer += chunk.toString();
+      const found = buffer.split("\n").find(match);
+      if (found !== undefined) {
+        clearTimeout(timer);
+        resolvePromise(found);
+      }
+    });
+  });
+}
+
+export function parseEvents(stdout: string): Array<Record<string, unknown>> {
+  return stdout
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
+}
+
+/** A fresh temporary directory, removed by the returned cleanup. */
+export function tempDir(prefix = "loopgraph-test-"): { path: string; cleanup: () => void } {
+  const path = mkdtempSync(join(tmpdir(), prefix));
+  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
+}
+
+export function hasStackTrace(text: string): boolean {
+  return /^\s+at .+\(.+:\d+:\d+\)$/m.test(text) || /^\s+at .+:\d+:\d+$/m.test(text);
+}

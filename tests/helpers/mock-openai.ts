@@ -1,0 +1,285 @@
+import { createServer, type IncomingHttpHeaders, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+
+/**
+ * A local OpenAI-compatible chat-completions server for tests (127.0.0.1, random port).
+ *
+ *   const srv = await startMockOpenAI();
+ *   srv.enqueue({ text: "Hello" }, { status: 429, headers: { "retry-after": "1" } });
+ *   // point the client at srv.url (http://127.0.0.1:PORT/v1)
+ *   srv.requests; // every request received, in order
+ *   await srv.close();
+ *
+ * Each POST /v1/chat/completions takes the next queued behaviour; with the queue empty it
+ * answers 400 (not retried by clients) so a test that sends too many requests fails fast.
+ */
+
+export interface MockToolCall {
+  name: string;
+  /** Arguments as an object (sent as JSON) or as the raw argument string. */
+  args: Record<string, unknown> | string;
+  /** Defaults to `call_mock_<request>_<index>`. */
+  id?: string;
+}
+
+export interface MockUsage {
+  prompt_tokens: number;
+  completion_tokens: number;
+}
+
+export interface MockBehaviour {
+  /** Wait before answering (the request stays open; a client abort ends the wait). */
+  delayMs?: number;
+  /** Answer with this error status and a JSON error body instead of a completion. */
+  status?: number;
+  /** Extra response headers, e.g. `retry-after`. */
+  headers?: Record<string, string>;
+  /** The error body's `error` object for a status answer. */
+  error?: { message?: string; type?: string; code?: string };
+  /** Assistant text, streamed in several chunks. */
+  text?: string;
+  /** Tool calls, each streamed as a name chunk followed by several argument fragments. */
+  toolCalls?: MockToolCall[];
+  /**
+   * Usage sent in a final chunk when the client asks for it (`stream_options.include_usage`).
+   * Defaults to a deterministic estimate; `false` never sends usage, like some compatible servers.
+   */
+  usage?: MockUsage | false;
+  /** Pause between streamed chunks. */
+  chunkDelayMs?: number;
+  /** Destroy the connection after the first text chunk, leaving the stream unfinished. */
+  dropMidStream?: boolean;
+}
+
+export interface RecordedRequest {
+  method: string;
+  /** Path with query, e.g. `/v1/chat/completions`. */
+  path: string;
+  headers: IncomingHttpHeaders;
+  /** Parsed JSON body, or the raw text when it is not JSON. */
+  body: any;
+}
+
+export interface MockOpenAIServer {
+  /** Base URL including `/v1`, ready for `OPENAI_BASE_URL`. */
+  readonly url: string;
+  readonly requests: RecordedRequest[];
+  /** Behaviours for the next chat-completion requests, in order. */
+  enqueue(...behaviours: MockBehaviour[]): void;
+  /** Behaviours not yet used. */
+  readonly pending: number;
+  close(): Promise<void>;
+}
+
+const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+
+export async function startMockOpenAI(): Promise<MockOpenAIServer> {
+  const queue: MockBehaviour[] = [];
+  const requests: RecordedRequest[] = [];
+
+  const server = createServer(async (req, res) => {
+    const raw = await readBody(req);
+    const request: RecordedRequest = {
+      method: req.method ?? "",
+      path: req.url ?? "",
+      headers: req.headers,
+      body: parseJson(raw),
+    };
+    requests.push(request);
+    const requestNumber = requests.length;
+
+    if (req.method !== "POST" || request.path !== CHAT_COMPLETIONS_PATH) {
+      return sendJson(res, 404, { error: { message: `mock-openai: no route for ${req.method} ${request.path}` } });
+    }
+    const behaviour = queue.shift();
+    if (!behaviour) {
+      const message = `mock-openai: no behaviour queued for request #${requestNumber}`;
+      return sendJson(res, 400, { error: { message, type: "invalid_request_error" } });
+    }
+
+    const closed = new Promise<void>((resolve) => res.once("close", resolve));
+    if (behaviour.delayMs && (await waitOrClose(behaviour.delayMs, closed)) === "closed") return;
+
+    if (behaviour.status !== undefined && behaviour.status >= 400) {
+      const error = { message: `mock error ${behaviour.status}`, type: "mock_error", ...behaviour.error };
+      return sendJson(res, behaviour.status, { error }, behaviour.headers);
+    }
+    const completion = buildCompletion(behaviour, request.body, requestNumber);
+    if (request.body?.stream) await streamCompletion(res, completion, behaviour, request.body, closed);
+    else sendJson(res, 200, completionJson(completion), behaviour.headers);
+  });
+
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", reject);
+    server.listen(0, "127.0.0.1", resolve);
+  });
+  const { port } = server.address() as AddressInfo;
+
+  return {
+    url: `http://127.0.0.1:${port}/v1`,
+    requests,
+    enqueue: (...behaviours) => void queue.push(...behaviours),
+    get pending() {
+      return queue.length;
+    },
+    close: () =>
+      new Promise<void>((resolve, reject) => {
+        server.closeAllConnections();
+        server.close((error) => (error ? reject(error) : resolve()));
+      }),
+  };
+}
+
+interface Completion {
+  id: string;
+  model: string;
+  text: string;
+  toolCalls: { id: string; name: string; arguments: string }[];
+  usage?: MockUsage;
+}
+
+function buildCompletion(behaviour: MockBehaviour, body: any, requestNumber: number): Completion {
+  const text = behaviour.text ?? "";
+  const toolCalls = (behaviour.toolCalls ?? []).map((call, index) => ({
+    id: call.id ?? `call_mock_${requestNumber}_${index}`,
+    name: call.name,
+    arguments: typeof call.args === "string" ? call.args : JSON.stringify(call.args),
+  }));
+  const estimatedUsage = {
+    prompt_tokens: Math.ceil(JSON.stringify(body?.messages ?? []).length / 4),
+    completion_tokens: Math.ceil((text.length + toolCalls.reduce((n, c) => n + c.arguments.length, 0)) / 4),
+  };
+  return {
+    id: `chatcmpl-mock-${requestNumber}`,
+    model: typeof body?.model === "string" ? body.model : "mock-model",
+    text,
+    toolCalls,
+    usage: behaviour.usage === false ? undefined : (behaviour.usage ?? estimatedUsage),
+  };
+}
+
+function finishReason(completion: Completion): string {
+  return completion.toolCalls.length > 0 ? "tool_calls" : "stop";
+}
+
+function usageJson(usage: MockUsage) {
+  return { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens };
+}
+
+function completionJson(completion: Completion) {
+  const toolCalls = completion.toolCalls.map((call) => ({
+    id: call.id,
+    type: "function",
+    function: { name: call.name, arguments: call.arguments },
+  }));
+  return {
+    id: completion.id,
+    object: "chat.completion",
+    created: Math.floor(Date.now() / 1000),
+    model: completion.model,
+    choices: [
+      {
+        index: 0,
+        message: { role: "assistant", content: completion.text, ...(toolCalls.length > 0 && { tool_calls: toolCalls }) },
+        finish_reason: finishReason(completion),
+      },
+    ],
+    ...(completion.usage && { usage: usageJson(completion.usage) }),
+  };
+}
+
+/** The SSE chunks of a streamed completion, with text and tool-call arguments split across chunks. */
+function completionChunks(completion: Completion, includeUsage: boolean): object[] {
+  const chunk = (delta: object, finish: string | null = null) => ({
+    id: completion.id,
+    object: "chat.completion.chunk",
+    created: Math.floor(Date.now() / 1000),
+    model: completion.model,
+    choices: [{ index: 0, delta, finish_reason: finish }],
+  });
+  const chunks: object[] = [chunk({ role: "assistant", content: "" })];
+  for (const piece of splitInto(completion.text, 4)) chunks.push(chunk({ content: piece }));
+  completion.toolCalls.forEach((call, index) => {
+    chunks.push(chunk({ tool_calls: [{ index, id: call.id, type: "function", function: { name: call.name, arguments: "" } }] }));
+    for (const piece of splitInto(call.arguments, 3)) {
+      chunks.push(chunk({ tool_calls: [{ index, function: { arguments: piece } }] }));
+    }
+  });
+  chunks.push(chunk({}, finishReason(completion)));
+  if (includeUsage && completion.usage) {
+    chunks.push({
+      id: completion.id,
+      object: "chat.completion.chunk",
+      created: Math.floor(Date.now() / 1000),
+      model: completion.model,
+      choices: [],
+      usage: usageJson(completion.usage),
+    });
+  }
+  return chunks;
+}
+
+async function streamCompletion(
+  res: ServerResponse,
+  completion: Completion,
+  behaviour: MockBehaviour,
+  body: any,
+  closed: Promise<void>,
+): Promise<void> {
+  res.writeHead(200, {
+    "content-type": "text/event-stream",
+    "cache-control": "no-cache",
+    ...behaviour.headers,
+  });
+  const chunks = completionChunks(completion, body?.stream_options?.include_usage === true);
+  for (const [index, chunk] of chunks.entries()) {
+    if (behaviour.chunkDelayMs && (await waitOrClose(behaviour.chunkDelayMs, closed)) === "closed") return;
+    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    if (behaviour.dropMidStream && index === 1) {
+      // Let the written chunks reach the client before the connection breaks.
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      res.socket?.destroy();
+      return;
+    }
+  }
+  res.end("data: [DONE]\n\n");
+}
+
+/** Splits text into `parts` pieces (fewer for short text) that join back to it. */
+function splitInto(text: string, parts: number): string[] {
+  if (!text) return [];
+  const size = Math.ceil(text.length / parts);
+  const pieces: string[] = [];
+  for (let i = 0; i < text.length; i += size) pieces.push(text.slice(i, i + size));
+  return pieces;
+}
+
+function waitOrClose(ms: number, closed: Promise<void>): Promise<"waited" | "closed"> {
+  let timer: NodeJS.Timeout | undefined;
+  const waited = new Promise<"waited">((resolve) => {
+    timer = setTimeout(() => resolve("waited"), ms);
+  });
+  return Promise.race([waited, closed.then(() => "closed" as const)]).finally(() => clearTimeout(timer));
+}
+
+function sendJson(res: ServerResponse, status: number, body: unknown, headers: Record<string, string> = {}): void {
+  res.writeHead(status, { "content-type": "application/json", ...headers });
+  res.end(JSON.stringify(body));
+}
+
+function readBody(req: NodeJS.ReadableStream): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const parts: Buffer[] = [];
+    req.on("data", (part: Buffer) => parts.push(part));
+    req.on("end", () => resolve(Buffer.concat(parts).toString("utf8")));
+    req.on("error", reject);
+  });
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return text ? JSON.parse(text) : undefined;
+  } catch {
+    return text;
+  }
+}
