@@ -65,7 +65,7 @@ function messageText(turn: number): string {
   return line.repeat(Math.ceil(MESSAGE_BYTES / line.length)).slice(0, MESSAGE_BYTES);
 }
 
-/** The database file with its WAL and shared-memory files, whichever exist. */
+/** The database file with its WAL and shared-memory files, whichever exist (measured after closing). */
 function databaseBytes(path: string): number {
   return [path, `${path}-wal`, `${path}-shm`]
     .filter((file) => existsSync(file))
@@ -93,28 +93,31 @@ async function run(contender: Contender, path: string, turns: number): Promise<M
   return { bytes: databaseBytes(path), milliseconds, checkpoints };
 }
 
-function describe(name: string, measurement: Measurement): string {
+function summaryLine(name: string, measurement: Measurement): string {
   const megabytes = (measurement.bytes / 1e6).toFixed(2);
   const seconds = (measurement.milliseconds / 1000).toFixed(2);
   return `${name.padEnd(22)} ${megabytes.padStart(8)} MB ${seconds.padStart(7)} s  ${measurement.checkpoints} checkpoints`;
 }
 
+async function measure(contender: Contender, directory: string): Promise<Measurement> {
+  const measurement = await run(contender, join(directory, `measured-${contender.name}.db`), TURNS);
+  const expected = TURNS * CHECKPOINTS_PER_TURN;
+  if (measurement.checkpoints !== expected) {
+    throw new Error(`${contender.name} wrote ${measurement.checkpoints} checkpoints, expected ${expected}`);
+  }
+  console.log(summaryLine(contender.name, measurement));
+  return measurement;
+}
+
 async function main(): Promise<void> {
   const directory = mkdtempSync(join(tmpdir(), "checkpoint-bench-"));
-  const fileFor = (contender: Contender, label: string) => join(directory, `${label}-${contender.name}.db`);
   try {
-    for (const contender of [stock, ours]) await run(contender, fileFor(contender, "warm-up"), WARM_UP_TURNS);
-    const measured = new Map<Contender, Measurement>();
+    // Both warm up (JIT, module loading) on files of their own; then stock runs first, ours second.
     for (const contender of [stock, ours]) {
-      const measurement = await run(contender, fileFor(contender, "measured"), TURNS);
-      if (measurement.checkpoints !== TURNS * CHECKPOINTS_PER_TURN) {
-        throw new Error(`${contender.name} wrote ${measurement.checkpoints} checkpoints, expected ${TURNS * CHECKPOINTS_PER_TURN}`);
-      }
-      measured.set(contender, measurement);
-      console.log(describe(contender.name, measurement));
+      await run(contender, join(directory, `warm-up-${contender.name}.db`), WARM_UP_TURNS);
     }
-    const stockResult = measured.get(stock)!;
-    const ourResult = measured.get(ours)!;
+    const stockResult = await measure(stock, directory);
+    const ourResult = await measure(ours, directory);
     const bytesRatio = ourResult.bytes / stockResult.bytes;
     const timeRatio = ourResult.milliseconds / stockResult.milliseconds;
     console.log(`checkpoint-bench: bytes_ratio=${bytesRatio.toFixed(4)} time_ratio=${timeRatio.toFixed(2)}`);

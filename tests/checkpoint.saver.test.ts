@@ -122,7 +122,7 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     const finalListBytes = serialized(longRun).join("").length;
     expect(long.bytes).toBeLessThan(3 * finalListBytes);
     expect(shortRun).toHaveLength(200);
-  });
+  }, 60_000);
 
   it("keeps writing deltas after another saver instance resumes the thread", async () => {
     const path = newDatabasePath();

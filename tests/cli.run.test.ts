@@ -61,8 +61,8 @@ describe("loopgraph run (scripted)", () => {
     const steps = checkpoints.map((c) => c.step);
     expect(steps).toEqual([...steps].sort((a, b) => a - b));
     expect(checkpoints.map((c) => c.nodes)).toEqual([
-      ["input"], [], ["draft"], ["critique"], ["revise"], ["critique"], ["stats"],
-    ].filter((nodes) => nodes.length > 0 || steps[0] === -1).slice(0, checkpoints.length));
+      ["input"], ["start"], ["draft"], ["critique"], ["revise"], ["critique"], ["stats"],
+    ]);
     const draft = checkpoints.find((c) => c.nodes.includes("draft"))!;
     expect(draft.tokens.inputTokens).toBeGreaterThan(0);
     expect(draft.tokens.outputTokens).toBeGreaterThan(0);
@@ -89,10 +89,45 @@ describe("loopgraph run (scripted)", () => {
     ]);
     expect(run.code, run.stderr).toBe(3);
     expect(run.stdout).toContain("loopgraph resume bp");
+    const answered = await runCli(["resume", "bp", "--answer", "yes", ...args]);
+    expect(answered.code).toBe(2);
+    expect(answered.stderr).toContain("not waiting for an answer");
     const resumed = await runCli(["resume", "bp", ...args]);
     expect(resumed.code, resumed.stderr).toBe(0);
     expect((await history(ws.db, "bp")).thread.status).toBe("finished");
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
+
+    const again = await runCli(["resume", "bp", ...args]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain("has finished");
+  });
+
+  it("a breakpoint after a node pauses once that node has run", async () => {
+    const ws = workspace();
+    const run = await runCli(["run", join(FIXTURES, "breakpoint-after.yaml"), "--thread", "bpa", "--workspace", ws.dir, "--db", ws.db, "--json"]);
+    expect(run.code, run.stderr).toBe(3);
+    expect(parseEvents(run.stdout).find((e) => e.type === "interrupt")).toMatchObject({ reason: "breakpoint", when: "after", node: "first" });
+    expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
+    const resumed = await runCli(["resume", "bpa", "--db", ws.db]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
+  });
+
+  it("rejects unknown threads, reused thread ids and hostile thread ids with exit 2", async () => {
+    const ws = workspace();
+    const unknown = await runCli(["resume", "nope", "--db", ws.db]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('no thread "nope"');
+    const graph = join(FIXTURES, "breakpoint-after.yaml");
+    const first = await runCli(["run", graph, "--thread", "same", "--workspace", ws.dir, "--db", ws.db]);
+    expect(first.code).toBe(3);
+    const reused = await runCli(["run", graph, "--thread", "same", "--workspace", ws.dir, "--db", ws.db]);
+    expect(reused.code).toBe(2);
+    expect(reused.stderr).toContain("loopgraph resume same");
+    const hostile = await runCli(["run", graph, "--thread", "../../etc/passwd", "--db", ws.db]);
+    expect(hostile.code).toBe(2);
+    expect(hostile.stderr).toContain("invalid thread id");
+    expect(hasStackTrace(unknown.stderr + reused.stderr + hostile.stderr)).toBe(false);
   });
 });
 

@@ -49,6 +49,7 @@ export interface WriteRow {
 export interface ListQuery {
   threadId?: string;
   ns?: string;
+  checkpointId?: string;
   /** Only checkpoints with a smaller id. */
   beforeId?: string;
   limit: number;
@@ -182,6 +183,10 @@ export class CheckpointStore {
     if (query.ns !== undefined) {
       conditions.push("checkpoint_ns = ?");
       params.push(query.ns);
+    }
+    if (query.checkpointId !== undefined) {
+      conditions.push("checkpoint_id = ?");
+      params.push(query.checkpointId);
     }
     if (query.beforeId !== undefined) {
       conditions.push("checkpoint_id < ?");

@@ -9,6 +9,9 @@ import { sameEncoding, type EncodedItem } from "./item-framing.js";
  *   everything since. Written instead of a delta once ROLLUP_INTERVAL versions chain since
  *   the anchor, so a read walks at most that many deltas, then one rollup per interval.
  *
+ * Keeping fewer items than the base had is how items replaced (a message with the same id) or
+ * removed are stored; a version sharing no prefix with its base is a new snapshot.
+ *
  * Each item lands in about two rows (its delta and one rollup), so storage grows linearly
  * with history. Periodic full snapshots would not: they copy the whole list every K
  * versions, which is quadratic.
@@ -22,7 +25,7 @@ export type ListRow =
       readonly items: readonly EncodedItem[];
     };
 
-export const ROLLUP_INTERVAL = 32;
+const ROLLUP_INTERVAL = 32;
 
 /** What the writer knows about a stored version of a list channel, to diff the next one against. */
 export interface StoredList {
@@ -40,6 +43,7 @@ export interface EncodedList {
   readonly sharedPrefix: number;
 }
 
+/** Encodes a list channel's new value and counts the leading items it shares with `previous`. */
 export async function encodeList(
   values: readonly unknown[],
   previous: StoredList | undefined,
@@ -125,7 +129,7 @@ export function materializeList(chain: readonly ChainLink[]): StoredList {
   let items: readonly EncodedItem[] = root.record.items;
   for (let i = chain.length - 2; i >= 0; i -= 1) {
     const record = chain[i]!.record;
-    items = record.kind === "snapshot" ? record.items : items.concat(record.items);
+    items = record.kind === "snapshot" ? record.items : items.slice(0, record.keep).concat(record.items);
   }
   let deltasSinceAnchor = 0;
   let sharedWithAnchor = items.length;

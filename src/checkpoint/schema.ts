@@ -1,9 +1,11 @@
 import type Database from "better-sqlite3";
 
 /**
- * Tables of the checkpoint saver. A checkpoint row holds the checkpoint without its channel
- * values (its channel versions in a JSON column of their own); each channel value is stored once per version in the blobs table (list channels as
- * snapshots, deltas and rollups, see list-history.ts); writes are the tasks' pending writes.
+ * Tables of the checkpoint saver:
+ * - checkpoints: the checkpoint without its channel values, its channel versions as JSON;
+ * - blobs: each channel value once per version (lists as snapshots, deltas and rollups, see
+ *   list-history.ts);
+ * - writes: the tasks' pending writes.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoints (

@@ -21,6 +21,7 @@ import Database from "better-sqlite3";
 import { nextChannelVersion } from "./channel-versions.js";
 import {
   CheckpointStore,
+  type BlobLink,
   type BlobWrite,
   type CheckpointRow,
   type ListCursor,
@@ -44,7 +45,7 @@ import { LruMap } from "./lru-map.js";
 /** A channel value as stored, before the serde decodes it. */
 type StoredValue =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
-  | { readonly kind: "list"; readonly items: readonly EncodedItem[] };
+  | { readonly kind: "list"; readonly list: StoredList };
 
 /** Everything one checkpoint tuple needs, read in one transaction. */
 interface StoredTuple {
@@ -127,6 +128,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const query = {
       threadId: config.configurable?.thread_id as string | undefined,
       ns: config.configurable?.checkpoint_ns as string | undefined,
+      checkpointId: getCheckpointId(config) || undefined,
       beforeId: before?.configurable?.checkpoint_id as string | undefined,
       limit: pageSize,
     };
@@ -135,8 +137,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     while (remaining > 0) {
       const page = this.store.readTransaction(() => this.store.listCheckpoints(query, cursor));
       for (const listed of page) {
-        const metadata = (await this.serde.loadsTyped(listed.metadata_type, listed.metadata)) as Record<string, unknown>;
-        if (!wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value))) continue;
+        if (wanted.length > 0 && !(await this.metadataMatches(listed, wanted))) continue;
         const stored = this.store.readTransaction(() => {
           const row = this.store.checkpoint({ threadId: listed.thread_id, ns: listed.checkpoint_ns }, listed.checkpoint_id);
           return row && this.readStoredTuple(row, valuesRead);
@@ -174,10 +175,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       }
       const value: unknown = values[channel];
       if (Array.isArray(value)) {
-        const cacheKey = listCacheKey(at, channel);
-        const previous = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
-        const list = await encodeList(value, previous, (item) => this.encodeItem(item));
-        const choice = { cacheKey, preferred: chooseListWrite(previous, version, list), fallback: snapshotWrite(version, list) };
+        const choice = await this.planListWrite(at, channel, version, value, parentVersions);
         listWrites.push(choice);
         blobs.push({ channel, version, record: choice.preferred.record, fallback: choice.fallback.record });
       } else {
@@ -206,6 +204,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       return new Set(stored);
     });
     for (const { cacheKey, preferred, fallback } of listWrites) {
+      // Neither stored means the version already existed: what it holds is unknown here.
       const written = [preferred, fallback].find((candidate) => storedRecords.has(candidate.record));
       if (written) this.lastWrittenLists.set(cacheKey, written.stored);
       else this.lastWrittenLists.delete(cacheKey);
@@ -245,6 +244,20 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     this.lastWrittenLists.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
   }
 
+  /** Diffs a list channel's new value against the version last written (or its parent's). */
+  private async planListWrite(
+    at: ThreadNamespace,
+    channel: string,
+    version: string,
+    value: readonly unknown[],
+    parentVersions: () => ChannelVersions,
+  ): Promise<ListWriteChoice> {
+    const cacheKey = channelKey(at, channel);
+    const previous = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
+    const list = await encodeList(value, previous, (item) => this.encodeItem(item));
+    return { cacheKey, preferred: chooseListWrite(previous, version, list), fallback: snapshotWrite(version, list) };
+  }
+
   private encodeItem(item: unknown): EncodedItem | Promise<EncodedItem> {
     return (isObject(item) && this.itemEncodings.get(item)) || this.serializeItem(item);
   }
@@ -260,6 +273,11 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (isObject(item)) this.itemEncodings.set(item, encoded);
   }
 
+  private async metadataMatches(row: CheckpointRow, wanted: readonly [string, unknown][]): Promise<boolean> {
+    const metadata = (await this.serde.loadsTyped(row.metadata_type, row.metadata)) as Record<string, unknown>;
+    return wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value));
+  }
+
   private channelVersionsOf(at: ThreadNamespace, checkpointId: string | undefined): ChannelVersions {
     const row = checkpointId === undefined ? undefined : this.store.checkpoint(at, checkpointId);
     return row ? (JSON.parse(row.channel_versions) as ChannelVersions) : {};
@@ -271,9 +289,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     channel: string,
     version: string | number | undefined,
   ): StoredList | undefined {
-    if (version === undefined) return undefined;
-    const chain = this.store.blobChain(at, channel, String(version));
-    return chain.length > 0 && isListRow(chain[0]!.record) ? materializeList(asListChain(chain)) : undefined;
+    const value = version === undefined ? undefined : this.readValue(at, channel, String(version));
+    return value?.kind === "list" ? value.list : undefined;
   }
 
   private readStoredTuple(row: CheckpointRow, valuesRead: Map<string, StoredValue | undefined>): StoredTuple {
@@ -281,7 +298,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const channelVersions = JSON.parse(row.channel_versions) as ChannelVersions;
     const values = new Map<string, StoredValue>();
     for (const [channel, version] of Object.entries(channelVersions)) {
-      const readKey = `${listCacheKey(at, channel)}\u0000${version}`;
+      const readKey = `${channelKey(at, channel)}\u0000${version}`;
       const value = valuesRead.has(readKey) ? valuesRead.get(readKey) : this.readValue(at, channel, String(version));
       valuesRead.set(readKey, value);
       if (value) values.set(channel, value);
@@ -301,7 +318,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const record = chain[0]?.record;
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value") return record;
-    return { kind: "list", items: materializeList(asListChain(chain)).encoded };
+    return { kind: "list", list: materializeList(asListChain(chain)) };
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
@@ -334,7 +351,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   private async decodeValue(value: StoredValue): Promise<unknown> {
     if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
     return Promise.all(
-      value.items.map(async (encoded) => {
+      value.list.encoded.map(async (encoded) => {
         const item: unknown = await this.serde.loadsTyped(encoded.type, encoded.bytes);
         this.rememberEncoding(item, encoded);
         return item;
@@ -368,11 +385,11 @@ function threadNamespaceOf(config: RunnableConfig): ThreadNamespace | undefined 
   return { threadId: String(threadId), ns: (config.configurable?.checkpoint_ns as string | undefined) ?? "" };
 }
 
-function listCacheKey(at: ThreadNamespace, channel: string): string {
+function channelKey(at: ThreadNamespace, channel: string): string {
   return `${at.threadId}\u0000${at.ns}\u0000${channel}`;
 }
 
-function asListChain(chain: readonly { version: string; record: { kind: string } }[]): ChainLink[] {
+function asListChain(chain: readonly BlobLink[]): ChainLink[] {
   return chain.map((link) => {
     if (!isListRow(link.record)) throw new Error(`List history of version ${link.version} holds a ${link.record.kind} row`);
     return { version: link.version, record: link.record };

@@ -1,9 +1,14 @@
 #!/usr/bin/env node
 import { Command, CommanderError } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
-import { graphsDrawCommand, graphsListCommand, graphsValidateCommand } from "./graphs-command.js";
-import { inspectCommand } from "./inspect-command.js";
-import { resumeCommand, runCommand } from "./run-commands.js";
+
+// Command modules load LangGraph and the model SDKs: import them only when a command runs, so
+// `--help` and bad-argument errors answer at once.
+const commands = {
+  run: () => import("./run-commands.js"),
+  inspect: () => import("./inspect-command.js"),
+  graphs: () => import("./graphs-command.js"),
+};
 
 function buildProgram(setExitCode: (code: number) => void): Command {
   const program = new Command("loopgraph")
@@ -23,7 +28,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--workspace <dir>", "directory the nodes work in (default: current directory)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL)")
     .option("--json", "print newline-delimited JSON events")
-    .action(async (graph: string, options) => setExitCode(await runCommand(graph, withGlobals(options))));
+    .action(async (graph: string, options) => setExitCode(await (await commands.run()).runCommand(graph, withGlobals(options))));
 
   program
     .command("resume <thread>")
@@ -31,29 +36,29 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .option("--answer <text>", "answer to the question the run is waiting on")
     .option("--json", "print newline-delimited JSON events")
-    .action(async (thread: string, options) => setExitCode(await resumeCommand(thread, withGlobals(options))));
+    .action(async (thread: string, options) => setExitCode(await (await commands.run()).resumeCommand(thread, withGlobals(options))));
 
   program
     .command("inspect [thread]")
     .description("list threads; with a thread, its checkpoint history and state diffs")
     .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
     .option("--json", "print JSON")
-    .action(async (thread: string | undefined, options) => setExitCode(await inspectCommand(thread, withGlobals(options))));
+    .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
 
   const graphs = program.command("graphs").description("list, validate and draw graph files");
   graphs
     .command("list")
     .option("--json", "print JSON")
     .description("graphs in ./graphs and the built-in ones")
-    .action(async (options) => setExitCode(await graphsListCommand(options)));
+    .action(async (options) => setExitCode(await (await commands.graphs()).graphsListCommand(options)));
   graphs
     .command("validate <file...>")
     .description("check graph files; errors as file:line:col: message")
-    .action(async (files: string[]) => setExitCode(await graphsValidateCommand(files)));
+    .action(async (files: string[]) => setExitCode(await (await commands.graphs()).graphsValidateCommand(files)));
   graphs
     .command("draw <file>")
     .description("print the graph as a Mermaid flowchart")
-    .action(async (file: string) => setExitCode(await graphsDrawCommand(file)));
+    .action(async (file: string) => setExitCode(await (await commands.graphs()).graphsDrawCommand(file)));
   return program;
 }
 

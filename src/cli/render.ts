@@ -45,6 +45,9 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
         line(`${pc.green("✓")} ${event.node} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`);
         break;
       }
+      case "retry":
+        line(pc.yellow(`  ↻ ${event.message}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`));
+        break;
       case "tool_call":
         line(`  ${pc.yellow("⚙")} ${event.name} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
         break;

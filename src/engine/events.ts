@@ -6,6 +6,7 @@ export type RunEvent =
   | { type: "node_started"; threadId: string; node: string; visit: number }
   | { type: "node_finished"; threadId: string; node: string; usage?: NodeUsage; durationMs: number }
   | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
+  | { type: "retry"; threadId: string; node: string; attempt: number; maxAttempts: number; delayMs: number; message: string }
   | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }
   | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }

@@ -28,7 +28,7 @@ export interface CheckpointSummary {
   parentId?: string;
   step: number;
   source: string;
-  /** The nodes whose work this checkpoint records ("input" for the run's input). */
+  /** The nodes whose work this checkpoint records ("input" for the run's input, "start" where it enters the state). */
   nodes: string[];
   createdAt: string;
   tokens: NodeUsage;
@@ -146,7 +146,7 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
     parentId: tuple.parentConfig?.configurable?.checkpoint_id as string | undefined,
     step,
     source: tuple.metadata?.source ?? "",
-    nodes: step < 0 ? ["input"] : nodes,
+    nodes: step < 0 ? ["input"] : nodes.length > 0 ? nodes : ["start"],
     createdAt: tuple.checkpoint.ts,
     tokens,
     status: failed ? "error" : step < 0 ? "input" : "done",

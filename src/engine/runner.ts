@@ -141,6 +141,9 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     if (isRunningElsewhere(record)) {
       throw new ConfigError(`thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
     }
+    if (options.answer !== undefined && record.pause?.reason !== "input") {
+      throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
+    }
     const graph = await loadGraph(record.graphFile);
     const runModel = absoluteModelSpec(options.model, cwd) ?? record.model;
     const ctx = makeContext(record.threadId, record.workspace, runModel, options);

@@ -19,49 +19,59 @@ import { checkSemantics, checkShape } from "./validate.js";
 type PositionedIssue = GraphValidationError["issues"][number];
 
 /**
+ * A file and how messages name it: as the caller wrote it, and files it refers to as joined onto
+ * that, so errors read like the command line that caused them.
+ */
+interface FileRef {
+  absolute: string;
+  shown: string;
+}
+
+/**
  * Reads, validates and resolves a graph file (subgraphs included). Throws GraphValidationError
  * listing every problem as `file:line:col: message`, or ConfigError if the file cannot be read.
  */
 export async function loadGraph(file: string): Promise<GraphDefinition> {
-  return loadGraphFile(path.resolve(file), []);
+  return loadGraphFile({ absolute: path.resolve(file), shown: file }, []);
 }
 
 /** `includedBy`: the files whose subgraphs led here, outermost first (to detect include cycles). */
-async function loadGraphFile(file: string, includedBy: string[]): Promise<GraphDefinition> {
-  const parsed = parseGraphYaml(file, await readGraphSource(file));
+async function loadGraphFile(file: FileRef, includedBy: string[]): Promise<GraphDefinition> {
+  const parsed = parseGraphYaml(file.shown, await readGraphSource(file));
   if ("issues" in parsed) throw new GraphValidationError(parsed.issues);
   const locator = new SourceLocator(parsed.doc, parsed.lineCounter);
   const fail = (issues: PathIssue[], nested: PositionedIssue[] = []): never => {
-    const own = issues.map((issue) => ({ file: displayPath(file), ...locator.locate(issue.path, issue.at), message: issue.message }));
+    const own = issues.map((issue) => ({ file: file.shown, ...locator.locate(issue.path, issue.at), message: issue.message }));
     throw new GraphValidationError([...sortByPosition(own), ...nested]);
   };
 
   const shape = checkShape(parsed.data);
   if (!shape.ok) return fail(shape.issues);
-  const resolver = new NodeResolver(file, [...includedBy, file]);
+  const resolver = new NodeResolver(file, [...includedBy, file.absolute]);
   const nodes = await resolver.resolveAll(shape.graph.nodes);
   const issues = [...checkSemantics(shape.graph), ...resolver.issues];
   if (issues.length > 0 || resolver.nestedIssues.length > 0) return fail(issues, resolver.nestedIssues);
-  return buildDefinition(file, shape.graph, nodes);
+  return buildDefinition(file.absolute, shape.graph, nodes);
 }
 
-async function readGraphSource(file: string): Promise<string> {
+async function readGraphSource(file: FileRef): Promise<string> {
   try {
-    return await readFile(file, "utf8");
+    return await readFile(file.absolute, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : (error as Error).message;
-    throw new ConfigError(`cannot read graph file ${displayPath(file)}: ${reason}`);
+    throw new ConfigError(`cannot read graph file ${file.shown}: ${reason}`);
   }
 }
 
 type ParsedYaml = { doc: Document; lineCounter: LineCounter; data: unknown } | { issues: PositionedIssue[] };
 
-function parseGraphYaml(file: string, source: string): ParsedYaml {
+function parseGraphYaml(shownFile: string, source: string): ParsedYaml {
   const lineCounter = new LineCounter();
-  const doc = parseDocument(source, { lineCounter, prettyErrors: false });
+  // `merge`: `<<: *defaults` lets nodes share settings through an anchor.
+  const doc = parseDocument(source, { lineCounter, prettyErrors: false, merge: true });
   const at = (offset: number, message: string): PositionedIssue => ({
-    file: displayPath(file),
+    file: shownFile,
     ...lineCounter.linePos(offset),
     message,
   });
@@ -88,12 +98,6 @@ function sortByPosition(issues: PositionedIssue[]): PositionedIssue[] {
   return [...issues].sort((a, b) => a.line - b.line || a.col - b.col);
 }
 
-/** Paths inside the current directory are shown relative to it, as compilers do. */
-function displayPath(file: string): string {
-  const relative = path.relative(process.cwd(), file);
-  return relative && !relative.startsWith("..") && !path.isAbsolute(relative) ? relative : file;
-}
-
 function isFile(file: string): boolean {
   return statSync(file, { throwIfNoEntry: false })?.isFile() ?? false;
 }
@@ -106,9 +110,9 @@ class NodeResolver {
   /** Problems inside subgraph files, already positioned in those files. */
   readonly nestedIssues: PositionedIssue[] = [];
 
-  /** `includeChain`: this file and the files that included it, outermost first. */
+  /** `includeChain`: this file and the files that included it, outermost first (absolute paths). */
   constructor(
-    private readonly file: string,
+    private readonly file: FileRef,
     private readonly includeChain: string[],
   ) {}
 
@@ -132,14 +136,16 @@ class NodeResolver {
     };
     switch (raw.kind) {
       case "agent": {
-        const promptFile = this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
-        return promptFile === undefined
+        const prompt = this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
+        return prompt === undefined
           ? undefined
-          : { ...common, kind: "agent", promptFile, schema: raw.schema, history: raw.history };
+          : { ...common, kind: "agent", promptFile: prompt.absolute, schema: raw.schema, history: raw.history };
       }
       case "function": {
         const module = this.existingFile(raw.module, ["nodes", id, "module"], "function module");
-        return module === undefined ? undefined : { ...common, kind: "function", module, exportName: raw.export };
+        return module === undefined
+          ? undefined
+          : { ...common, kind: "function", module: module.absolute, exportName: raw.export };
       }
       case "subgraph": {
         const graph = await this.loadSubgraph(raw.graph, ["nodes", id, "graph"]);
@@ -148,21 +154,24 @@ class NodeResolver {
     }
   }
 
-  /** The absolute path of `relative` (to the graph file) if it is an existing file; else an issue. */
-  private existingFile(relative: string, at: DataPath, what: string): string | undefined {
-    const absolute = path.resolve(path.dirname(this.file), relative);
-    if (isFile(absolute)) return absolute;
-    this.issues.push({ path: at, message: `${what} not found: ${relative} (looked for ${displayPath(absolute)})` });
+  /** `relative` (to the graph file) if it is an existing file; else an issue. */
+  private existingFile(relative: string, at: DataPath, what: string): FileRef | undefined {
+    const file = {
+      absolute: path.resolve(path.dirname(this.file.absolute), relative),
+      shown: path.join(path.dirname(this.file.shown), relative),
+    };
+    if (isFile(file.absolute)) return file;
+    this.issues.push({ path: at, message: `${what} not found: ${relative} (looked for ${file.shown})` });
     return undefined;
   }
 
   private async loadSubgraph(relative: string, at: DataPath): Promise<GraphDefinition | undefined> {
     const file = this.existingFile(relative, at, "subgraph file");
     if (!file) return undefined;
-    const cycleStart = this.includeChain.indexOf(file);
+    const cycleStart = this.includeChain.indexOf(file.absolute);
     if (cycleStart >= 0) {
-      const base = path.dirname(file);
-      const cycle = [...this.includeChain.slice(cycleStart), file].map((f) => path.relative(base, f)).join(" → ");
+      const base = path.dirname(file.absolute);
+      const cycle = [...this.includeChain.slice(cycleStart), file.absolute].map((f) => path.relative(base, f)).join(" → ");
       this.issues.push({ path: at, message: `subgraph include cycle: ${cycle}` });
       return undefined;
     }

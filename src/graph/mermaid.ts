@@ -130,7 +130,7 @@ function truncate(text: string): string {
 
 const LABEL_ESCAPES: Record<string, string> = { "#": "#35;", '"': "#quot;", "<": "#lt;", ">": "#gt;", "`": "#96;" };
 
-/** Mermaid entity codes for the characters that would end or reinterpret a quoted label. */
+/** Mermaid entity codes for the characters that would end or reinterpret a quoted label; one line. */
 export function escapeLabel(text: string): string {
   return text.replace(/[#"<>`]/g, (char) => LABEL_ESCAPES[char] ?? char).replace(/\s+/g, " ");
 }

@@ -8,8 +8,8 @@ import { ConfigError } from "../errors.js";
 import { parseModelSpec } from "../models/spec.js";
 import type { ComparisonOperator, OutputSchema } from "./types.js";
 
-export const NODE_ID_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
-export const RESERVED_NODE_IDS: readonly string[] = ["START", "END"];
+const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
+const RESERVED_NODE_IDS: readonly string[] = ["START", "END"];
 
 export const COMPARISON_OPERATORS = [
   "eq",
@@ -51,7 +51,7 @@ const nodeId = z
         : `invalid node id "${String(issue.input)}": use letters, digits, _ and -, starting with a letter or _`,
   });
 
-const fieldName = z.string().regex(NODE_ID_PATTERN, {
+const fieldName = z.string().regex(NAME_PATTERN, {
   error: (issue) =>
     `invalid state field name "${String(issue.input)}": use letters, digits, _ and -, starting with a letter or _`,
 });
@@ -74,34 +74,24 @@ const regexSource = z.string().superRefine((source, ctx) => {
   }
 });
 
-const operatorValues = {
-  eq: z.unknown(),
-  ne: z.unknown(),
-  in: z.array(z.unknown()),
-  not_in: z.array(z.unknown()),
-  gt: z.number(),
-  gte: z.number(),
-  lt: z.number(),
-  lte: z.number(),
-  exists: z.boolean(),
-  contains: z.unknown(),
-  matches: regexSource,
+const operatorShape = {
+  eq: z.unknown().optional(),
+  ne: z.unknown().optional(),
+  in: z.array(z.unknown()).optional(),
+  not_in: z.array(z.unknown()).optional(),
+  gt: z.number().optional(),
+  gte: z.number().optional(),
+  lt: z.number().optional(),
+  lte: z.number().optional(),
+  exists: z.boolean().optional(),
+  contains: z.unknown().optional(),
+  matches: regexSource.optional(),
 } satisfies Record<ComparisonOperator, z.ZodType>;
 
 export const conditionSchema: z.ZodType<RawCondition> = z
   .strictObject({
     path: z.string().describe("State path: task, outputs.<node>…, vars.<field>…, visits.<node> or messages…").optional(),
-    eq: operatorValues.eq.optional(),
-    ne: operatorValues.ne.optional(),
-    in: operatorValues.in.optional(),
-    not_in: operatorValues.not_in.optional(),
-    gt: operatorValues.gt.optional(),
-    gte: operatorValues.gte.optional(),
-    lt: operatorValues.lt.optional(),
-    lte: operatorValues.lte.optional(),
-    exists: operatorValues.exists.optional(),
-    contains: operatorValues.contains.optional(),
-    matches: operatorValues.matches.optional(),
+    ...operatorShape,
     get all() {
       return z.array(conditionSchema).min(1).optional();
     },

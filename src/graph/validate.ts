@@ -21,7 +21,7 @@ import { END_NODE, START_NODE } from "./types.js";
 // "Did you mean"
 
 /** The candidate closest to `name` by edit distance, if it is close enough to be a likely typo. */
-export function closestName(name: string, candidates: readonly string[]): string | undefined {
+function closestName(name: string, candidates: readonly string[]): string | undefined {
   const allowed = Math.max(1, Math.floor(name.length / 3));
   let best: { candidate: string; distance: number } | undefined;
   for (const candidate of candidates) {
@@ -31,17 +31,20 @@ export function closestName(name: string, candidates: readonly string[]): string
   return best?.candidate;
 }
 
-/** Edit distance counting insertions, deletions, substitutions and swaps of adjacent letters. */
+/**
+ * Edit distance counting insertions, deletions, substitutions and swaps of adjacent letters
+ * (optimal string alignment). `d[i][j]` is the distance between the first i letters of `a`
+ * and the first j letters of `b`.
+ */
 function editDistance(a: string, b: string): number {
-  const rows = Array.from({ length: a.length + 1 }, (_, i) =>
-    Array.from({ length: b.length + 1 }, (_, j) => (i === 0 ? j : j === 0 ? i : 0)),
-  );
-  const at = (i: number, j: number) => rows[i]?.[j] ?? Infinity;
+  const d = Array.from({ length: a.length + 1 }, (_, i) => Array.from({ length: b.length + 1 }, (_, j) => i + j));
+  const at = (i: number, j: number): number => d[i]?.[j] ?? Infinity;
   for (let i = 1; i <= a.length; i++) {
+    const row = d[i] ?? [];
     for (let j = 1; j <= b.length; j++) {
-      const row = rows[i] ?? [];
-      row[j] = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1));
-      if (i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1]) row[j] = Math.min(at(i, j), at(i - 2, j - 2) + 1);
+      const substitution = at(i - 1, j - 1) + (a[i - 1] === b[j - 1] ? 0 : 1);
+      const swap = i > 1 && j > 1 && a[i - 1] === b[j - 2] && a[i - 2] === b[j - 1] ? at(i - 2, j - 2) + 1 : Infinity;
+      row[j] = Math.min(at(i - 1, j) + 1, at(i, j - 1) + 1, substitution, swap);
     }
   }
   return at(a.length, b.length);
@@ -198,8 +201,7 @@ function describeValue(value: unknown): string {
 }
 
 function describeMinimum(issue: z.core.$ZodIssueTooSmall): string {
-  if (issue.origin === "array") return "must not be empty";
-  if (issue.origin === "string") return "must not be empty";
+  if (issue.origin === "array" || issue.origin === "string") return "must not be empty";
   return `must be ${issue.inclusive ? "at least" : "greater than"} ${issue.minimum}, got ${describeValue(issue.input)}`;
 }
 

@@ -35,6 +35,8 @@ export function createAgentNode(def: AgentNodeDefinition, graph: GraphDefinition
         consumed,
         signal: ctx.signal,
         onToken: (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, delta }),
+        onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
+          ctx.emit({ type: "retry", threadId: ctx.threadId, node: def.id, attempt, maxAttempts, delayMs, message: error.message }),
       });
       if (result.scriptedIndex !== undefined) consumed.push(result.scriptedIndex);
       usage.inputTokens += result.usage.inputTokens;

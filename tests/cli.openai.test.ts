@@ -1,0 +1,52 @@
+import { join } from "node:path";
+import { afterEach, beforeEach, describe, expect, it } from "vitest";
+import { cleanEnv, hasStackTrace, parseEvents, runCli, tempDir } from "./helpers/cli.js";
+import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
+
+let server: MockOpenAIServer;
+let temp: { path: string; cleanup: () => void };
+
+beforeEach(async () => {
+  server = await startMockOpenAI();
+  temp = tempDir();
+});
+afterEach(async () => {
+  await server.close();
+  temp.cleanup();
+});
+
+const env = () => cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url });
+const run = (thread: string) =>
+  runCli(["run", "example-review", "--task", "Explain loopgraph", "--thread", thread, "--model", "openai:gpt-test", "--db", join(temp.path, "db"), "--json"], {
+    env: env(),
+  });
+
+describe("loopgraph run against an OpenAI-compatible server on 127.0.0.1", () => {
+  it("streams, retries a 429 and a 500, and finishes with token usage from the server", async () => {
+    server.enqueue(
+      { status: 429, headers: { "retry-after-ms": "50" } },
+      { text: "A first draft." },
+      { status: 500 },
+      { text: '{"verdict": "approve", "notes": "fine"}', usage: { prompt_tokens: 40, completion_tokens: 9 } },
+    );
+    const result = await run("oa1");
+    expect(result.code, result.stderr).toBe(0);
+    const events = parseEvents(result.stdout);
+    expect(events.filter((e) => e.type === "retry")).toHaveLength(2);
+    expect(events.filter((e) => e.type === "message" && e.delta).length).toBeGreaterThan(1);
+    const critique = events.find((e) => e.type === "node_finished" && e.node === "critique");
+    expect(critique?.usage).toEqual({ inputTokens: 40, outputTokens: 9 });
+    expect(server.requests).toHaveLength(4);
+    expect(server.requests.every((r) => r.headers.authorization === "Bearer sk-test")).toBe(true);
+  });
+
+  it("stops at once on 401 with a clear one-line message, exit 1", async () => {
+    server.enqueue({ status: 401, error: { message: "Incorrect API key provided" } });
+    const result = await run("oa2");
+    expect(result.code).toBe(1);
+    expect(server.requests).toHaveLength(1);
+    const error = parseEvents(result.stdout).find((e) => e.type === "error");
+    expect(error?.message).toMatch(/authentication failed.*OPENAI_API_KEY/);
+    expect(hasStackTrace(result.stderr + result.stdout)).toBe(false);
+  });
+});
