@@ -14,7 +14,8 @@ import {
   type NodeDefinition,
   type StateFieldDefinition,
 } from "./types.js";
-import { checkSemantics, checkShape } from "./validate.js";
+import { checkSemantics } from "./semantics.js";
+import { checkShape } from "./shape.js";
 
 type PositionedIssue = GraphValidationError["issues"][number];
 

@@ -56,7 +56,7 @@ export class ThreadRegistry {
   private readonly getStatement;
   private readonly listStatement;
 
-  constructor(private readonly db: Database.Database) {
+  constructor(db: Database.Database) {
     db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_threads (
       thread_id TEXT PRIMARY KEY,
       graph_file TEXT NOT NULL,
