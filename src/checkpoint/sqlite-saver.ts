@@ -75,7 +75,8 @@ const REMEMBERED_LISTS = 64;
  * with its history rather than quadratically. See list-history.ts for the delta scheme.
  */
 export class SqliteCheckpointSaver extends BaseCheckpointSaver {
-  private readonly db: Database.Database;
+  /** The open database; other tables of the application may share it. */
+  readonly db: Database.Database;
   private readonly ownsDatabase: boolean;
   private readonly store: CheckpointStore;
   private readonly lastWrittenLists = new LruMap<string, StoredList>(REMEMBERED_LISTS);

@@ -1,24 +1,27 @@
-import type Database from "better-sqlite3";
+import { resolve } from "node:path";
 import { SqliteCheckpointSaver } from "../checkpoint/index.js";
-import { openDatabase, resolveDbPath, ThreadRegistry } from "./thread-registry.js";
+import { ThreadRegistry } from "./thread-registry.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
 export interface Store {
   path: string;
-  db: Database.Database;
   saver: SqliteCheckpointSaver;
   threads: ThreadRegistry;
   close(): void;
 }
 
+/** `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. */
+function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
+  return resolve(cwd, db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db");
+}
+
 export function openStore(options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Store {
   const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
-  const db = openDatabase(path);
+  const saver = new SqliteCheckpointSaver(path);
   return {
     path,
-    db,
-    saver: new SqliteCheckpointSaver(db),
-    threads: new ThreadRegistry(db),
-    close: () => db.close(),
+    saver,
+    threads: new ThreadRegistry(saver.db),
+    close: () => saver.close(),
   };
 }

@@ -1,6 +1,4 @@
-import { mkdirSync } from "node:fs";
-import { dirname, resolve } from "node:path";
-import Database from "better-sqlite3";
+import type Database from "better-sqlite3";
 import type { RunStatus } from "../engine/events.js";
 
 /** A run's own record, beside its checkpoints: what it ran, with which settings, and how it ended. */
@@ -35,19 +33,6 @@ interface ThreadRow {
   pause: string | null;
   created_at: string;
   updated_at: string;
-}
-
-/** `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. */
-export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
-  return resolve(cwd, db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db");
-}
-
-export function openDatabase(path: string): Database.Database {
-  mkdirSync(dirname(path), { recursive: true });
-  const db = new Database(path);
-  db.pragma("journal_mode = WAL");
-  db.pragma("busy_timeout = 5000");
-  return db;
 }
 
 export class ThreadRegistry {
