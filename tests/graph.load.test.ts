@@ -31,6 +31,7 @@ describe("loadGraph on good graphs", () => {
       edges: [{ kind: "static", from: "START", to: "summarise" }],
       breakpoints: { before: [], after: [] },
       limits: { maxSteps: 100 },
+      policy: [],
     };
     const expected: GraphDefinition = {
       version: 1,
@@ -97,6 +98,7 @@ describe("loadGraph on good graphs", () => {
       ],
       breakpoints: { before: ["revise"], after: [] },
       limits: { maxSteps: 50 },
+      policy: [],
     };
     expect(await loadGraph(good("example-review.yaml"))).toEqual(expected);
   });

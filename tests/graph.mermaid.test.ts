@@ -4,7 +4,7 @@ import { describeCondition, drawMermaid, escapeLabel } from "../src/graph/mermai
 import { loadGraph } from "../src/graph/index.js";
 import type { GraphDefinition } from "../src/graph/types.js";
 
-const base = { version: 1, file: "/g.yaml", state: {}, limits: { maxSteps: 100 } } as const;
+const base = { version: 1 as const, file: "/g.yaml", state: {}, limits: { maxSteps: 100 }, policy: [] };
 
 const review: GraphDefinition = {
   ...base,

@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, CommanderError } from "commander";
+import { Command, CommanderError, Option } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
@@ -9,6 +9,11 @@ const commands = {
   inspect: () => import("./inspect-command.js"),
   graphs: () => import("./graphs-command.js"),
 };
+
+const approvalOption = () =>
+  new Option("--approval <mode>", "tool calls: ask (edits and shell ask), auto-edit (shell asks), auto (only denied rules stop), deny (never ask)")
+    .choices(["ask", "auto-edit", "auto", "deny"])
+    .default("ask");
 
 function buildProgram(setExitCode: (code: number) => void): Command {
   const program = new Command("loopgraph")
@@ -27,6 +32,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--thread <id>", "thread id (default: generated)")
     .option("--workspace <dir>", "directory the nodes work in (default: current directory)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL)")
+    .addOption(approvalOption())
     .option("--json", "print newline-delimited JSON events")
     .action(async (graph: string, options) => setExitCode(await (await commands.run()).runCommand(graph, withGlobals(options))));
 
@@ -34,6 +40,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .command("resume <thread>")
     .description("continue a paused, interrupted, failed or crashed run from its last checkpoint")
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
+    .addOption(approvalOption().default(undefined, "the run's"))
+    .option("--approve", "approve the tool call the run is waiting on")
+    .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
     .option("--answer <text>", "answer to the question the run is waiting on")
     .option("--json", "print newline-delimited JSON events")
     .action(async (thread: string, options) => setExitCode(await (await commands.run()).resumeCommand(thread, withGlobals(options))));

@@ -1,8 +1,11 @@
 import { RunControl } from "@langchain/langgraph";
 import pc from "picocolors";
-import { ExitCode } from "../errors.js";
+import { ConfigError, ExitCode } from "../errors.js";
 import type { EventSink } from "../engine/events.js";
 import { resumeRun, runGraph, type RunOutcome } from "../engine/runner.js";
+import type { ApprovalAnswer } from "../coder/types.js";
+import type { ApprovalMode } from "../policy/types.js";
+import { promptForApproval } from "./approval-prompt.js";
 import { humanRenderer, jsonRenderer } from "./render.js";
 
 export interface GlobalOptions {
@@ -14,13 +17,28 @@ export interface RunCommandOptions extends GlobalOptions {
   thread?: string;
   workspace?: string;
   model?: string;
+  approval?: ApprovalMode;
   json?: boolean;
 }
 
 export interface ResumeCommandOptions extends GlobalOptions {
   model?: string;
+  approval?: ApprovalMode;
+  approve?: boolean;
+  /** `--reject` alone is `true`; `--reject "why"` carries the reason. */
+  reject?: string | boolean;
   answer?: string;
   json?: boolean;
+}
+
+/** Terminal prompts for approvals when a person is at the terminal; otherwise the run pauses (exit 3). */
+const interactiveApprovals = (json: boolean) => (!json && process.stdin.isTTY && process.stderr.isTTY ? promptForApproval : undefined);
+
+function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | undefined {
+  if (options.approve && options.reject !== undefined) throw new ConfigError("use either --approve or --reject, not both");
+  if (options.approve) return { decision: "approve" };
+  if (options.reject !== undefined) return typeof options.reject === "string" ? { decision: "reject", reason: options.reject } : { decision: "reject" };
+  return options.answer;
 }
 
 /**
@@ -50,7 +68,11 @@ function report(outcome: RunOutcome, db: string | undefined, json: boolean): voi
       process.stdout.write(`${pc.green("✔ finished")}  thread ${outcome.threadId}\n`);
       break;
     case "paused":
-      process.stdout.write(`${pc.yellow("⏸ paused")}  thread ${outcome.threadId}\nContinue with: ${resume}\n`);
+      process.stdout.write(
+        outcome.pause?.reason === "input"
+          ? `${pc.yellow("⏸ waiting for approval")}  thread ${outcome.threadId}\nApprove with: ${resume} --approve\nReject with:  ${resume} --reject "why"\n`
+          : `${pc.yellow("⏸ paused")}  thread ${outcome.threadId}\nContinue with: ${resume}\n`,
+      );
       break;
     case "interrupted":
       process.stdout.write(`${pc.yellow("■ interrupted")}  thread ${outcome.threadId} (checkpoint saved)\nContinue with: ${resume}\n`);
@@ -81,6 +103,8 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
       threadId: options.thread,
       workspace: options.workspace,
       model: options.model,
+      approval: options.approval,
+      askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
       onEvent,
       control,
@@ -90,6 +114,15 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
 
 export function resumeCommand(threadId: string, options: ResumeCommandOptions): Promise<number> {
   return withRunUi(Boolean(options.json), options.db, (onEvent, control) =>
-    resumeRun({ threadId, model: options.model, answer: options.answer, db: options.db, onEvent, control }),
+    resumeRun({
+      threadId,
+      model: options.model,
+      approval: options.approval,
+      answer: answerOf(options),
+      askApproval: interactiveApprovals(Boolean(options.json)),
+      db: options.db,
+      onEvent,
+      control,
+    }),
   );
 }

@@ -2,6 +2,7 @@ import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/lan
 import { evaluateCondition } from "../graph/condition.js";
 import { END_NODE, START_NODE, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../graph/types.js";
 import { createAgentNode } from "../nodes/agent.js";
+import { createCoderNode } from "../nodes/coder.js";
 import { createFunctionNode, loadUserFunction } from "../nodes/function.js";
 import { instrumentNode } from "../nodes/instrument.js";
 import type { NodeFunction } from "../nodes/types.js";
@@ -17,6 +18,8 @@ async function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunC
       return createAgentNode(node, graph, ctx);
     case "function":
       return createFunctionNode(node, await loadUserFunction(node), ctx);
+    case "coder":
+      return createCoderNode(node, graph, ctx);
     case "subgraph": {
       // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
       const subgraph = await compileGraph(node.graph, ctx);

@@ -1,6 +1,7 @@
 import { ConfigError } from "../errors.js";
 import { createModel } from "../models/index.js";
 import type { ChatModel } from "../models/types.js";
+import type { ApprovalMode, PolicyRule } from "../policy/types.js";
 import type { EventSink } from "./events.js";
 
 /**
@@ -13,6 +14,10 @@ export interface RunContext {
   workspace: string;
   /** Run-level model (`--model` or LOOPGRAPH_MODEL, or the one recorded with the thread). */
   runModel?: string;
+  /** How tool calls that the policy does not settle are decided (`--approval`). */
+  approvalMode: ApprovalMode;
+  /** The user's policy rules (`.loopgraph/policy.yaml`). */
+  userRules: PolicyRule[];
   emit: EventSink;
   /** Returns the model for a spec, created once per process. */
   model(spec: string): ChatModel;

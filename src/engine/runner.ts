@@ -8,6 +8,9 @@ import type { GraphDefinition } from "../graph/types.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
 import { openStore, type Store } from "../runs/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
+import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "../coder/types.js";
+import { loadUserRules } from "../policy/index.js";
+import type { ApprovalMode } from "../policy/types.js";
 import { compileGraph, type RunnableGraph } from "./compile.js";
 import { createModelCache, pickModelSpec, type RunContext } from "./context.js";
 import type { EventSink, RunEvent, RunStatus } from "./events.js";
@@ -20,6 +23,13 @@ export interface CommonRunOptions {
   /** Run-level model (`--model`); default LOOPGRAPH_MODEL, or for a resume the one recorded. */
   model?: string;
   onEvent?: EventSink;
+  /** How tool calls that no rule settles are decided (`--approval`); a resume reuses the recorded mode unless given. */
+  approval?: ApprovalMode;
+  /**
+   * Answers approval requests in this process (a terminal prompt). Without it, or when it
+   * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`.
+   */
+  askApproval?: (request: ApprovalRequest) => Promise<ApprovalAnswer | undefined>;
   /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */
   control?: RunControl;
   signal?: AbortSignal;
@@ -70,25 +80,27 @@ export function absoluteModelSpec(spec: string | undefined, cwd: string): string
 /** Fails fast (exit 2) when a node has no model or a model cannot be configured (e.g. a missing key). */
 function checkModels(graph: GraphDefinition, ctx: RunContext): void {
   for (const node of Object.values(graph.nodes)) {
-    if (node.kind === "agent") ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
+    if (node.kind === "agent" || node.kind === "coder") ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
     if (node.kind === "subgraph") checkModels(node.graph, ctx);
   }
 }
 
 function initialVars(graph: GraphDefinition): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(graph.state).map(([name, field]) => [name, field.default ?? defaultFor(field.type)]));
+  return Object.fromEntries(Object.entries(graph.state).map(([name, field]) => [name, field.default]));
 }
 
-function defaultFor(type: string): unknown {
-  return { string: "", number: 0, boolean: false, object: {}, array: [] }[type];
-}
-
-function makeContext(threadId: string, workspace: string, runModel: string | undefined, options: CommonRunOptions): RunContext {
+function makeContext(
+  threadId: string,
+  workspace: string,
+  settings: { runModel?: string; approvalMode: ApprovalMode },
+  options: CommonRunOptions,
+): RunContext {
   const cwd = options.cwd ?? process.cwd();
   return {
     threadId,
     workspace,
-    runModel,
+    ...settings,
+    userRules: loadUserRules(workspace, options.env ?? process.env),
     emit: options.onEvent ?? (() => undefined),
     model: createModelCache(cwd, options.env ?? process.env),
     signal: options.signal ?? new AbortController().signal,
@@ -106,7 +118,8 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   const threadId = options.threadId ?? newThreadId(graph.name);
   const workspace = resolve(cwd, options.workspace ?? ".");
   const runModel = absoluteModelSpec(options.model ?? env.LOOPGRAPH_MODEL, cwd);
-  const ctx = makeContext(threadId, workspace, runModel, options);
+  const approvalMode = options.approval ?? "ask";
+  const ctx = makeContext(threadId, workspace, { runModel, approvalMode }, options);
   checkModels(graph, ctx);
 
   const store = openStore({ db: options.db, cwd, env });
@@ -115,7 +128,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
       throw new ConfigError(`thread "${threadId}" already exists: continue it with \`loopgraph resume ${threadId}\``);
     }
     const task = options.task ?? "";
-    store.threads.create({ threadId, graphFile: graph.file, graphName: graph.name, task, model: runModel, workspace });
+    store.threads.create({ threadId, graphFile: graph.file, graphName: graph.name, task, model: runModel, approval: approvalMode, workspace });
     ctx.emit({ type: "run_started", threadId, graph: graph.name, task, resumed: false });
     const input = {
       task,
@@ -146,9 +159,10 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     }
     const graph = await loadGraph(record.graphFile);
     const runModel = absoluteModelSpec(options.model, cwd) ?? record.model;
-    const ctx = makeContext(record.threadId, record.workspace, runModel, options);
+    const approvalMode = options.approval ?? record.approval;
+    const ctx = makeContext(record.threadId, record.workspace, { runModel, approvalMode }, options);
     checkModels(graph, ctx);
-    store.threads.markRunning(record.threadId, runModel);
+    store.threads.markRunning(record.threadId, { model: runModel, approval: approvalMode });
     ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true });
     const input = options.answer === undefined ? null : new Command({ resume: options.answer });
     return await execute(graph, input, ctx, store, options);
@@ -171,14 +185,22 @@ async function execute(
     ...(options.control ? { control: options.control } : {}),
   };
   let outcome: Omit<RunOutcome, "state">;
-  try {
-    const stream = await compiled.stream(input as never, { ...config, streamMode: "updates" });
-    for await (const _update of stream) {
-      // Progress is reported by the nodes themselves; draining the stream drives the run.
+  let next = input;
+  for (;;) {
+    try {
+      const stream = await compiled.stream(next as never, { ...config, streamMode: "updates" });
+      for await (const _update of stream) {
+        // Progress is reported by the nodes themselves; draining the stream drives the run.
+      }
+      outcome = await settledOutcome(compiled, config, graph, ctx.threadId);
+    } catch (error) {
+      outcome = failureOutcome(error, graph, ctx.threadId);
     }
-    outcome = await settledOutcome(compiled, config, graph, ctx.threadId);
-  } catch (error) {
-    outcome = failureOutcome(error, graph, ctx.threadId);
+    const request = outcome.pause?.value;
+    if (!options.askApproval || !isApprovalRequest(request)) break;
+    const answer = await options.askApproval(request);
+    if (!answer) break;
+    next = new Command({ resume: answer });
   }
   const state = (await compiled.getState(config)).values as GraphStateValue;
   store.threads.markEnded(ctx.threadId, outcome.status, outcome.error, outcome.pause);

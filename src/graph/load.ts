@@ -4,6 +4,9 @@ import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { LineCounter, parseDocument, visit, type Document } from "yaml";
 import { ConfigError, GraphValidationError } from "../errors.js";
+import { toLoopDetectionOptions } from "../coder/loop-detection.js";
+import { toPolicyRules } from "../policy/rule-file.js";
+import { TOOL_NAMES } from "../tools/types.js";
 import { SourceLocator, type DataPath, type PathIssue } from "./positions.js";
 import { COMPARISON_OPERATORS, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
 import {
@@ -152,6 +155,21 @@ class NodeResolver {
         const graph = await this.loadSubgraph(raw.graph, ["nodes", id, "graph"]);
         return graph && { ...common, kind: "subgraph", graph };
       }
+      case "coder": {
+        const prompt = raw.prompt === undefined ? defaultPrompt("coder.md") : this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
+        return prompt === undefined
+          ? undefined
+          : {
+              ...common,
+              kind: "coder",
+              promptFile: prompt.absolute,
+              maxSteps: raw.max_steps,
+              tools: raw.tools ?? [...TOOL_NAMES],
+              loopDetection: toLoopDetectionOptions(raw.loop_detection),
+              compression: { budgetTokens: raw.compression.budget_tokens, keepRecentTurns: raw.compression.keep_recent_turns },
+              resultBudgetChars: raw.result_budget_chars,
+            };
+      }
     }
   }
 
@@ -187,6 +205,12 @@ class NodeResolver {
   }
 }
 
+/** A prompt shipped with the package (`prompts/<name>`), for nodes whose graph names none. */
+function defaultPrompt(name: string): FileRef {
+  const absolute = path.join(packageRoot() ?? ".", "prompts", name);
+  return { absolute, shown: absolute };
+}
+
 // ---------------------------------------------------------------------------------------------
 // The resolved definition (camelCase, absolute paths, defaults filled in)
 
@@ -214,6 +238,7 @@ function buildDefinition(file: string, graph: GraphFile, nodes: Record<string, N
     edges: graph.edges.map(toEdgeDefinition),
     breakpoints: graph.breakpoints,
     limits: { maxSteps: graph.limits.max_steps },
+    policy: graph.policy ? toPolicyRules(graph.policy, "graph", file) : [],
   };
 }
 
@@ -236,14 +261,20 @@ function toCondition(raw: RawCondition): Condition {
 // Finding graph files by name
 
 /** The loopgraph package's own `graphs/` directory (shipped graphs), if the package root is found. */
-export function packageGraphsDir(): string | undefined {
+/** The installed loopgraph package's root (where its graphs/ and prompts/ are). */
+export function packageRoot(): string | undefined {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
-    if (isLoopgraphPackage(dir)) return path.join(dir, "graphs");
+    if (isLoopgraphPackage(dir)) return dir;
     const parent = path.dirname(dir);
     if (parent === dir) return undefined;
     dir = parent;
   }
+}
+
+export function packageGraphsDir(): string | undefined {
+  const root = packageRoot();
+  return root && path.join(root, "graphs");
 }
 
 function isLoopgraphPackage(dir: string): boolean {

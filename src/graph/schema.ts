@@ -6,6 +6,9 @@
 import { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { parseModelSpec } from "../models/spec.js";
+import { loopDetectionConfigSchema } from "../coder/loop-detection.js";
+import { policyRulesSchema } from "../policy/rule-file.js";
+import { TOOL_NAMES } from "../tools/types.js";
 import type { ComparisonOperator, OutputSchema } from "./types.js";
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
@@ -267,7 +270,29 @@ const subgraphNode = z.strictObject({
   graph: z.string().describe("Graph file relative to this one"),
 });
 
-const nodeSchema = z.discriminatedUnion("kind", [agentNode, functionNode, subgraphNode]);
+const coderNode = z.strictObject({
+  kind: z.literal("coder"),
+  ...nodeCommon,
+  prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/coder.md)").optional(),
+  max_steps: positiveInt.describe("Model calls per Coder turn before it stops with a step-limit failure (default 25)").default(25),
+  tools: z
+    .array(z.enum(TOOL_NAMES))
+    .min(1)
+    .describe("Tools the Coder may use (default: all)")
+    .optional(),
+  loop_detection: loopDetectionConfigSchema.describe("Repeated tool calls: warn, then fail").default(loopDetectionConfigSchema.parse({})),
+  compression: z
+    .strictObject({
+      budget_tokens: positiveInt.describe("Summarise older turns once the history passes this many tokens (default 60000)").default(60_000),
+      keep_recent_turns: positiveInt.describe("Latest turns always kept verbatim (default 3)").default(3),
+    })
+    .default({ budget_tokens: 60_000, keep_recent_turns: 3 }),
+  result_budget_chars: positiveInt
+    .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
+    .default(30_000),
+});
+
+const nodeSchema = z.discriminatedUnion("kind", [agentNode, functionNode, subgraphNode, coderNode]);
 export type RawNode = z.output<typeof nodeSchema>;
 export type NodeKind = RawNode["kind"];
 export const NODE_KINDS: readonly NodeKind[] = nodeSchema.options.map((option) => option.shape.kind.value);
@@ -329,6 +354,7 @@ export const graphFileSchema = z.strictObject({
       after: z.array(z.string()).describe("Interrupt after these nodes").default([]),
     })
     .default({ before: [], after: [] }),
+  policy: policyRulesSchema.describe("Policy rules for the tool calls of this graph's nodes").optional(),
   limits: z
     .strictObject({
       max_steps: positiveInt.describe(`Supersteps per run (default ${DEFAULT_MAX_STEPS})`).default(DEFAULT_MAX_STEPS),

@@ -4,6 +4,9 @@
  * All paths here are absolute.
  */
 
+import type { LoopDetectionOptions } from "../coder/loop-detection.js";
+import type { PolicyRule } from "../policy/types.js";
+
 /** A serialisable condition over graph state, used by conditional edges. */
 export type Condition =
   | { all: Condition[] }
@@ -86,10 +89,26 @@ export interface SubgraphNodeDefinition extends NodeCommon {
   graph: GraphDefinition;
 }
 
+/** A tool-using coding agent: a model ⇄ tools loop checkpointed at every step. */
+export interface CoderNodeDefinition extends NodeCommon {
+  kind: "coder";
+  /** Absolute path of the Markdown system prompt (default: the package's prompts/coder.md). */
+  promptFile: string;
+  /** Model calls per turn before the Coder stops with a step-limit failure (default 25). */
+  maxSteps: number;
+  /** Tool names the Coder may use (default: all built-in tools). */
+  tools: string[];
+  loopDetection: LoopDetectionOptions;
+  compression: { budgetTokens: number; keepRecentTurns: number };
+  /** Tool results longer than this (characters) are cut to head and tail; the full text goes to an artifact. */
+  resultBudgetChars: number;
+}
+
 export type NodeDefinition =
   | AgentNodeDefinition
   | FunctionNodeDefinition
-  | SubgraphNodeDefinition;
+  | SubgraphNodeDefinition
+  | CoderNodeDefinition;
 
 export interface StateFieldDefinition {
   type: "string" | "number" | "boolean" | "object" | "array";
@@ -116,6 +135,8 @@ export interface GraphDefinition {
   edges: EdgeDefinition[];
   breakpoints: { before: string[]; after: string[] };
   limits: GraphLimits;
+  /** Policy rules of this graph file (`policy.rules`), for tool-using nodes. */
+  policy: PolicyRule[];
 }
 
 export const END_NODE = "END";

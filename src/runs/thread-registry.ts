@@ -1,5 +1,6 @@
 import type Database from "better-sqlite3";
 import type { RunStatus } from "../engine/events.js";
+import type { ApprovalMode } from "../policy/types.js";
 
 /** A run's own record, beside its checkpoints: what it ran, with which settings, and how it ended. */
 export interface ThreadRecord {
@@ -9,6 +10,8 @@ export interface ThreadRecord {
   task: string;
   /** Run-level model spec (never a key); undefined when every node names its own. */
   model?: string;
+  /** Approval mode of the run (`--approval`). */
+  approval: ApprovalMode;
   workspace: string;
   status: RunStatus | "running";
   /** Process running it while status is "running". */
@@ -26,6 +29,7 @@ interface ThreadRow {
   graph_name: string;
   task: string;
   model: string | null;
+  approval: ApprovalMode;
   workspace: string;
   status: ThreadRecord["status"];
   pid: number | null;
@@ -48,6 +52,7 @@ export class ThreadRegistry {
       graph_name TEXT NOT NULL,
       task TEXT NOT NULL,
       model TEXT,
+      approval TEXT NOT NULL,
       workspace TEXT NOT NULL,
       status TEXT NOT NULL,
       pid INTEGER,
@@ -57,33 +62,34 @@ export class ThreadRegistry {
       updated_at TEXT NOT NULL
     )`);
     this.insertStatement = db.prepare(
-      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_name, task, model, workspace, status, pid, created_at, updated_at)
-       VALUES (@thread_id, @graph_file, @graph_name, @task, @model, @workspace, 'running', @pid, @now, @now)`,
+      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_name, task, model, approval, workspace, status, pid, created_at, updated_at)
+       VALUES (@thread_id, @graph_file, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @now, @now)`,
     );
     this.updateStatement = db.prepare(
-      `UPDATE loopgraph_threads SET status = @status, pid = @pid, error = @error, pause = @pause, model = COALESCE(@model, model), updated_at = @now
+      `UPDATE loopgraph_threads SET status = @status, pid = @pid, error = @error, pause = @pause, model = COALESCE(@model, model), approval = COALESCE(@approval, approval), updated_at = @now
        WHERE thread_id = @thread_id`,
     );
     this.getStatement = db.prepare(`SELECT * FROM loopgraph_threads WHERE thread_id = ?`);
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_threads ORDER BY created_at DESC, thread_id`);
   }
 
-  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphName" | "task" | "model" | "workspace">): void {
+  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphName" | "task" | "model" | "approval" | "workspace">): void {
     this.insertStatement.run({
       thread_id: record.threadId,
       graph_file: record.graphFile,
       graph_name: record.graphName,
       task: record.task,
       model: record.model ?? null,
+      approval: record.approval,
       workspace: record.workspace,
       pid: process.pid,
       now: new Date().toISOString(),
     });
   }
 
-  /** Marks the thread as running in this process (a resume), optionally switching its model. */
-  markRunning(threadId: string, model?: string): void {
-    this.update(threadId, { status: "running", pid: process.pid, model });
+  /** Marks the thread as running in this process (a resume), with the settings it now runs with. */
+  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): void {
+    this.update(threadId, { status: "running", pid: process.pid, ...settings });
   }
 
   markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): void {
@@ -101,7 +107,14 @@ export class ThreadRegistry {
 
   private update(
     threadId: string,
-    change: { status: ThreadRecord["status"]; pid?: number; error?: string; model?: string; pause?: ThreadRecord["pause"] },
+    change: {
+      status: ThreadRecord["status"];
+      pid?: number;
+      error?: string;
+      model?: string;
+      approval?: ApprovalMode;
+      pause?: ThreadRecord["pause"];
+    },
   ): void {
     this.updateStatement.run({
       thread_id: threadId,
@@ -110,6 +123,7 @@ export class ThreadRegistry {
       error: change.error ?? null,
       pause: change.pause ? JSON.stringify(change.pause) : null,
       model: change.model ?? null,
+      approval: change.approval ?? null,
       now: new Date().toISOString(),
     });
   }
@@ -122,6 +136,7 @@ function fromRow(row: ThreadRow): ThreadRecord {
     graphName: row.graph_name,
     task: row.task,
     model: row.model ?? undefined,
+    approval: row.approval,
     workspace: row.workspace,
     status: row.status,
     pid: row.pid ?? undefined,

@@ -1,5 +1,6 @@
 import { Annotation, messagesStateReducer } from "@langchain/langgraph";
 import type { BaseMessage } from "@langchain/core/messages";
+import type { PolicyRule } from "../policy/types.js";
 
 export interface NodeUsage {
   inputTokens: number;
@@ -19,13 +20,19 @@ const mergeRecords = <T>(left: Record<string, T>, right: Record<string, T>): Rec
 const unionSorted = (left: number[], right: number[]): number[] =>
   [...new Set([...left, ...right])].sort((a, b) => a - b);
 
-const mergeConsumed = (
+export const mergeConsumed = (
   left: Record<string, number[]>,
   right: Record<string, number[]>,
 ): Record<string, number[]> => {
   const merged = { ...left };
   for (const [model, indices] of Object.entries(right)) merged[model] = unionSorted(merged[model] ?? [], indices);
   return merged;
+};
+
+/** Rules are compared whole, so adding the same "always" rule twice keeps one. */
+export const mergeRules = (left: PolicyRule[], right: PolicyRule[]): PolicyRule[] => {
+  const known = new Set(left.map((rule) => JSON.stringify(rule)));
+  return [...left, ...right.filter((rule) => !known.has(JSON.stringify(rule)))];
 };
 
 export const GraphState = Annotation.Root({
@@ -41,6 +48,8 @@ export const GraphState = Annotation.Root({
   usage: Annotation<Record<string, NodeUsage>>({ reducer: mergeRecords, default: () => ({}) }),
   /** Scripted responses consumed, per model spec: part of the state so a resumed run never replays one. */
   scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
+  /** Policy rules the user added by answering "always" to an approval: they hold for the whole thread. */
+  sessionRules: Annotation<PolicyRule[]>({ reducer: mergeRules, default: () => [] }),
 });
 
 export type GraphStateValue = typeof GraphState.State;

@@ -1,0 +1,32 @@
+import { createInterface } from "node:readline/promises";
+import pc from "picocolors";
+import type { ApprovalAnswer, ApprovalRequest } from "../coder/types.js";
+
+function describeCall(request: ApprovalRequest): string {
+  const args = request.args as Record<string, unknown> | undefined;
+  if (request.tool === "shell" && typeof args?.command === "string") return `shell: ${args.command}`;
+  if (typeof args?.path === "string") return `${request.tool}: ${args.path}`;
+  return `${request.tool} ${JSON.stringify(request.args)}`;
+}
+
+/** Asks at the terminal whether a tool call may run: approve, reject (with an optional reason), or always. */
+export async function promptForApproval(request: ApprovalRequest): Promise<ApprovalAnswer | undefined> {
+  const rl = createInterface({ input: process.stdin, output: process.stderr });
+  try {
+    process.stderr.write(`\n${pc.yellow("?")} ${pc.bold(request.node)} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(request.reason)}\n`);
+    for (;;) {
+      const choice = (await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways: `)).trim().toLowerCase();
+      if (choice === "y" || choice === "yes") return { decision: "approve" };
+      if (choice === "a" || choice === "always") return { decision: "always" };
+      if (choice === "n" || choice === "no") {
+        const reason = (await rl.question("  Reason for the agent (optional): ")).trim();
+        return reason ? { decision: "reject", reason } : { decision: "reject" };
+      }
+    }
+  } catch {
+    // Input closed (Ctrl-D): leave the run paused; it can be resumed later.
+    return undefined;
+  } finally {
+    rl.close();
+  }
+}

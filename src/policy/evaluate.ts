@@ -1,0 +1,240 @@
+/**
+ * Decides one tool call: allow, deny or ask. Each subject of the call (each simple command of a
+ * shell command, or a file tool's path) is decided on its own by the rules, or by the approval
+ * mode when no rule matches; the strictest decision wins. Paths outside the workspace are denied
+ * before any rule is consulted.
+ */
+import { homedir } from "node:os";
+import { isAbsolute, resolve } from "node:path";
+import picomatch from "picomatch";
+import { isInside, realPathOf, resolveInWorkspace, workspaceRelative } from "../tools/workspace-paths.js";
+import { ToolError, type ToolEffect } from "../tools/types.js";
+import { BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
+import { decidingRule, stricter } from "./match.js";
+import { commandWords, normalisedText, parseShellCommand, writeTargetsOf, type ShellPart } from "./shell-parts.js";
+import type { ApprovalMode, PolicyCause, PolicyDecision, PolicyRule, PolicyVerdict } from "./types.js";
+
+export interface PolicyCall {
+  name: string;
+  args: unknown;
+}
+
+export interface PolicyOptions {
+  /** Graph, user and session rules. The built-in rules always apply on top of these. */
+  rules: readonly PolicyRule[];
+  mode: ApprovalMode;
+  workspace: string;
+}
+
+/** Effects of the built-in tools; any other tool is treated as `execute`. */
+const TOOL_EFFECTS: Readonly<Record<string, ToolEffect>> = {
+  read_file: "read",
+  list_dir: "read",
+  glob: "read",
+  grep: "read",
+  write_file: "edit",
+  edit_file: "edit",
+  shell: "execute",
+  todo_write: "state",
+};
+
+/** File tools: the argument holding the path, and its default. `glob`'s pattern is a path too. */
+const PATH_ARGUMENTS: Readonly<Record<string, { key: string; fallback?: string }>> = {
+  read_file: { key: "path" },
+  write_file: { key: "path" },
+  edit_file: { key: "path" },
+  list_dir: { key: "path", fallback: "." },
+  grep: { key: "path", fallback: "." },
+  glob: { key: "pattern" },
+};
+
+/** What each approval mode decides when no rule matches (`deny` mode: `ask`'s, then ask → deny). */
+const MODE_DEFAULTS: Readonly<Record<ApprovalMode, Readonly<Record<ToolEffect, PolicyDecision>>>> = {
+  ask: { read: "allow", edit: "ask", execute: "ask", state: "allow" },
+  "auto-edit": { read: "allow", edit: "allow", execute: "ask", state: "allow" },
+  auto: { read: "allow", edit: "allow", execute: "allow", state: "allow" },
+  deny: { read: "allow", edit: "ask", execute: "ask", state: "allow" },
+};
+
+const EFFECT_NOUNS: Readonly<Record<ToolEffect, string>> = {
+  read: "reads",
+  edit: "file edits",
+  execute: "commands",
+  state: "plan updates",
+};
+
+interface Finding extends PolicyCause {
+  decision: PolicyDecision;
+}
+
+export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): PolicyVerdict {
+  const root = realPathOf(resolve(options.workspace));
+  const effect = TOOL_EFFECTS[call.name] ?? "execute";
+  const rules = [...BUILTIN_RULES, ...options.rules];
+  /** Decides one subject, written in the forms patterns are tested against (the first is shown). */
+  const decide = (forms: string[]): Finding => {
+    const rule = decidingRule(rules, call.name, forms);
+    return rule ? ruleFinding(rule, call.name, forms[0]!, options.mode) : defaultFinding(forms[0]!, effect, options.mode);
+  };
+
+  if (call.name === "shell") {
+    const command = stringArgument(call.args, "command") ?? "";
+    const parsed = parseShellCommand(command);
+    const findings = parsed.parts.map((part) => decide(unique([part.text, normalisedText(part)])));
+    // A whole script can add an ask or a deny (`curl … | sh` spans parts) but never allows.
+    for (const script of parsed.scripts) {
+      const rule = decidingRule(rules, call.name, [script]);
+      if (rule && rule.decision !== "allow") findings.push(ruleFinding(rule, call.name, script, options.mode));
+    }
+    findings.push(...outsideWrites(parsed.parts, root));
+    for (const script of parsed.tooDeep) {
+      findings.push({ subject: script, rule: TOO_DEEP_TO_CHECK, decision: "deny", reason: `\`${script}\`: ${TOO_DEEP_TO_CHECK.reason}` });
+    }
+    return verdictOf(findings.length > 0 ? findings : [defaultFinding(command, effect, options.mode)]);
+  }
+
+  const pathArgument = PATH_ARGUMENTS[call.name];
+  const path = pathArgument && (stringArgument(call.args, pathArgument.key) ?? pathArgument.fallback);
+  if (path !== undefined) {
+    const located = call.name === "glob" ? globForms(root, path) : pathForms(root, path);
+    return verdictOf(["outside" in located ? confinementFinding(path, located.outside) : decide(located.forms)]);
+  }
+  return verdictOf([decide([JSON.stringify(call.args ?? {})])]);
+}
+
+/** The strictest decision among the findings; the first finding of each subject with it is a cause. */
+function verdictOf(findings: readonly Finding[]): PolicyVerdict {
+  const decision = findings.map((finding) => finding.decision).reduce(stricter);
+  const causes: Finding[] = [];
+  for (const finding of findings) {
+    if (finding.decision === decision && !causes.some((cause) => cause.subject === finding.subject)) causes.push(finding);
+  }
+  // A rule's reason says more than the mode's default: it leads.
+  causes.sort((a, b) => Number(a.rule === undefined) - Number(b.rule === undefined));
+  const [first] = causes as [Finding, ...Finding[]];
+  const more = causes.length > 1 ? ` (and ${causes.length - 1} more)` : "";
+  return {
+    decision,
+    ...(first.rule && { rule: first.rule }),
+    reason: first.reason + more,
+    subject: first.subject,
+    causes: causes.map(({ subject, rule, reason }) => ({ subject, ...(rule && { rule }), reason })),
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Decisions and their reasons
+
+function defaultFinding(subject: string, effect: ToolEffect, mode: ApprovalMode): Finding {
+  const decision = MODE_DEFAULTS[mode][effect];
+  const noun = EFFECT_NOUNS[effect];
+  if (decision === "allow") return { subject, decision, reason: `${noun} are allowed in approval mode "${mode}"` };
+  if (mode === "deny") return { subject, decision: "deny", reason: `${noun} are denied in approval mode "deny" (it never asks)` };
+  return { subject, decision, reason: `${noun} need approval in approval mode "${mode}"` };
+}
+
+/** A rule's decision after the mode: `auto` turns `ask` into `allow`, `deny` turns it into `deny`. */
+function ruleFinding(rule: PolicyRule, toolName: string, subject: string, mode: ApprovalMode): Finding {
+  const because = rule.reason ?? `${rule.source} rule ${rule.origin ?? `${rule.tool}${rule.pattern ? ` /${rule.pattern}/` : ""}`}`;
+  const reason = toolName === "shell" ? `\`${subject}\`: ${because}` : `${subject}: ${because}`;
+  if (rule.decision === "ask" && mode === "auto") {
+    return { subject, rule, decision: "allow", reason: `${reason} (allowed: approval mode "auto")` };
+  }
+  if (rule.decision === "ask" && mode === "deny") {
+    return { subject, rule, decision: "deny", reason: `${reason} (denied: approval mode "deny" never asks)` };
+  }
+  return { subject, rule, decision: rule.decision, reason };
+}
+
+function confinementFinding(subject: string, reason: string): Finding {
+  return { subject, rule: WORKSPACE_CONFINEMENT, decision: "deny", reason };
+}
+
+// ---------------------------------------------------------------------------------------------
+// File tools: the path, workspace-relative and as its real absolute path
+
+function pathForms(root: string, path: string): { forms: string[] } | { outside: string } {
+  const home = homeReference(path);
+  if (home) return { outside: home };
+  let real: string;
+  try {
+    real = resolveInWorkspace(root, path);
+  } catch (error) {
+    // Also an unresolvable path (a symlink loop, no permission): where it leads cannot be checked.
+    return { outside: error instanceof ToolError ? error.message : `${path}: cannot resolve it (${(error as Error).message})` };
+  }
+  return { forms: unique([workspaceRelative(root, resolve(root, path)), real]) };
+}
+
+/** A glob is confined by its literal leading directories (as the glob tool reads them), and may not climb out after them. */
+function globForms(root: string, pattern: string): { forms: string[] } | { outside: string } {
+  const { base, glob } = picomatch.scan(pattern);
+  if (glob.split("/").includes("..")) return { outside: `${pattern}: ".." after a wildcard can leave the workspace` };
+  const located = pathForms(root, base || ".");
+  if ("outside" in located) return located;
+  return { forms: unique([pattern.replace(/^\.\//, ""), isAbsolute(pattern) ? pattern : `${root}/${pattern}`]) };
+}
+
+/** Tools do not expand `~` or `$HOME` (they would create a directory named `~`): the model meant home. */
+function homeReference(path: string): string | undefined {
+  if (/^(?:~|\$HOME(?:\/|$)|\$\{HOME\})/.test(path)) {
+    return `${path}: ~ and $HOME are your home directory, outside the workspace; tools take workspace-relative paths`;
+  }
+  return undefined;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Shell: writes whose target is visibly outside the workspace. A net for obvious cases, not a
+// sandbox: paths built at run time (variables, scripts, interpreters) cannot be seen by parsing.
+
+function outsideWrites(parts: readonly ShellPart[], root: string): Finding[] {
+  const findings: Finding[] = [];
+  let cwd: string | undefined = root;
+  for (const part of parts) {
+    const [name, ...args] = commandWords(part.words);
+    if (name === "cd" || name === "pushd" || name === "popd") {
+      const destination = name === "popd" ? undefined : (args.find((arg) => !arg.startsWith("-")) ?? "~");
+      cwd = destination === undefined ? undefined : locate(destination, cwd);
+      continue;
+    }
+    for (const target of writeTargetsOf(part)) {
+      if (OUTPUT_SINKS.test(target)) continue;
+      const location = locate(target, cwd);
+      if (location !== undefined && !isInside(root, location)) {
+        const shown = target === location ? target : `${target} → ${location}`;
+        findings.push(confinementFinding(part.text, `\`${part.text}\` writes outside the workspace (${shown})`));
+      }
+    }
+  }
+  return findings;
+}
+
+const OUTPUT_SINKS = /^\/dev\/(?:null|stdout|stderr|tty|fd\/\d+)$|^\/proc\/self\/fd\/\d+$/;
+
+/** The real absolute path a shell word names, or undefined when it depends on run-time values. */
+function locate(word: string, cwd: string | undefined): string | undefined {
+  const home = /^(?:~|\$HOME|\$\{HOME\})(?=\/|$)/.exec(word);
+  const here = /^(?:\$PWD|\$\{PWD\}|\$\(pwd\)|`pwd`)(?=\/|$)/.exec(word);
+  const expanded = home ? homedir() + word.slice(home[0].length) : here && cwd ? cwd + word.slice(here[0].length) : word;
+  if (/^~[^/]/.test(expanded)) return resolve("/home", expanded.slice(1));
+  if (/[$`]/.test(expanded)) return undefined;
+  if (!isAbsolute(expanded) && cwd === undefined) return undefined;
+  const absolute = resolve(cwd ?? "/", expanded);
+  try {
+    return realPathOf(absolute);
+  } catch {
+    return absolute; // a symlink loop or no permission: judge the path as written
+  }
+}
+
+// ---------------------------------------------------------------------------------------------
+
+function stringArgument(args: unknown, key: string): string | undefined {
+  if (typeof args !== "object" || args === null) return undefined;
+  const value = (args as Record<string, unknown>)[key];
+  return typeof value === "string" ? value : undefined;
+}
+
+function unique(forms: string[]): string[] {
+  return [...new Set(forms)];
+}

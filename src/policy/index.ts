@@ -1,0 +1,16 @@
+export { BUILTIN_ASK_PRIORITY, BUILTIN_DENY_PRIORITY, BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
+export { evaluatePolicy, type PolicyCall, type PolicyOptions } from "./evaluate.js";
+export { decideToolCall, sessionRuleFor, type GateDecision } from "./gate.js";
+export {
+  MAX_RULE_PRIORITY,
+  loadPolicyFile,
+  loadUserRules,
+  parsePolicyFile,
+  policyRuleSchema,
+  policyRulesSchema,
+  toPolicyRules,
+  userPolicyFiles,
+  type PolicyRulesSection,
+} from "./rule-file.js";
+export { parseShellCommand, type ParsedShellCommand, type ShellPart } from "./shell-parts.js";
+export type { ApprovalMode, PolicyCause, PolicyDecision, PolicyRule, PolicyVerdict, RuleSource } from "./types.js";

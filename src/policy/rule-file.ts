@@ -1,0 +1,225 @@
+/**
+ * Policy rules written in YAML: the user files and a graph file's `policy:` section.
+ *
+ *     rules:
+ *       - { tool: shell, pattern: '^npm (test|run lint)$', decision: allow, reason: safe checks }
+ *       - { tool: write_file, pattern: '^migrations/', decision: deny, priority: 500 }
+ *
+ * Priority bands (higher wins; a tie goes to the stricter decision, deny > ask > allow):
+ *   1000     built-in denies (destructive commands, credentials outside the workspace) and the
+ *            workspace confinement: above every priority a file may write, so none can lift them;
+ *   0–999    graph and user rules, as written (default 0);
+ *   100      within that band, the built-in asks (sensitive files, history-rewriting git): a
+ *            written rule at 101 or more overrides them;
+ *   session  "always" approvals: one above the rule that asked, or 0 when the mode's default asked.
+ * Any matching rule beats the approval mode's default, which decides only when no rule matches.
+ *
+ * Graph files and the workspace's `.loopgraph/policy.yaml` come with the repository: review them
+ * like its Makefile or npm scripts, which an allowed `make`/`npm test` runs anyway.
+ */
+import { readFileSync } from "node:fs";
+import { homedir } from "node:os";
+import { join, resolve } from "node:path";
+import { LineCounter, parseDocument } from "yaml";
+import { z } from "zod";
+import { ConfigError } from "../errors.js";
+import { SourceLocator, type DataPath } from "../graph/positions.js";
+import { closestName } from "../graph/suggest.js";
+import type { PolicyRule, RuleSource } from "./types.js";
+
+export const MAX_RULE_PRIORITY = 999;
+
+const DECISIONS = ["allow", "deny", "ask"] as const;
+const RULE_KEYS = ["tool", "pattern", "decision", "priority", "reason"];
+
+const POLICY_KEYS = ["rules"];
+
+const missingOr = (key: string, wrongType: string) => (issue: { input?: unknown }) =>
+  issue.input === undefined ? `missing "${key}"` : wrongType;
+
+function unknownKey(key: string, known: readonly string[]): string {
+  const suggestion = closestName(key, known);
+  return suggestion === undefined
+    ? `unknown key "${key}": ${known === RULE_KEYS ? `a rule has ${known.join(", ")}` : 'a policy has only "rules"'}`
+    : `unknown key "${key}": did you mean "${suggestion}"?`;
+}
+
+export const policyRuleSchema = z
+  .strictObject(
+    {
+      tool: z
+        .string({ error: missingOr("tool", "tool must be a tool name (wildcards * and ?), e.g. shell or *_file") })
+        .regex(/^\S+$/, { error: "tool must be a tool name without spaces (wildcards * and ?), e.g. shell or *_file" })
+        .describe("Tool name, with * and ? wildcards: shell, write_file, *_file, *"),
+      pattern: z
+        .string({ error: "pattern must be a regular expression, written as a string" })
+        .superRefine((pattern, ctx) => {
+          try {
+            new RegExp(pattern);
+          } catch (error) {
+            ctx.addIssue({ code: "custom", message: `invalid regular expression /${pattern}/: ${(error as Error).message}` });
+          }
+        })
+        .describe(
+          "Regular expression over the subject: each simple command of a shell command, a file tool's path " +
+            "(workspace-relative and real absolute), or the JSON arguments of other tools. Absent: every call",
+        )
+        .optional(),
+      decision: z.enum(DECISIONS, {
+        error: missingOr("decision", "decision must be allow, deny or ask"),
+      }),
+      priority: z
+        .int({ error: `priority must be a whole number from 0 to ${MAX_RULE_PRIORITY}` })
+        .min(0, { error: `priority must be a whole number from 0 to ${MAX_RULE_PRIORITY}` })
+        .max(MAX_RULE_PRIORITY, {
+          error: `priority above ${MAX_RULE_PRIORITY}: 1000 and up belong to the built-in denies, which no rule can override`,
+        })
+        .describe(`Higher wins (0–${MAX_RULE_PRIORITY}, default 0); built-in asks have 100, built-in denies 1000`)
+        .default(0),
+      reason: z.string({ error: "reason must be a string" }).min(1).describe("Shown to the model and the user").optional(),
+    },
+    {
+      error: (issue) =>
+        issue.code === "unrecognized_keys"
+          ? issue.keys.map((key) => unknownKey(key, RULE_KEYS)).join("; ")
+          : "a rule must be a mapping: { tool, pattern?, decision, priority?, reason? }",
+    },
+  )
+  .meta({ id: "policyRule", description: "A policy rule: allow, deny or ask for matching tool calls" });
+
+/** A `policy:` section of a graph file, and the whole of a user policy file. */
+export const policyRulesSchema = z
+  .strictObject(
+    { rules: z.array(policyRuleSchema, { error: "rules must be a list of rules" }).default([]) },
+    {
+      error: (issue) =>
+        issue.code === "unrecognized_keys"
+          ? issue.keys.map((key) => unknownKey(key, POLICY_KEYS)).join("; ")
+          : "a policy must be a mapping with a rules: list",
+    },
+  )
+  .meta({ id: "policy", description: "Policy rules for tool calls" });
+
+export type PolicyRulesSection = z.output<typeof policyRulesSchema>;
+
+/** Validated rules as PolicyRules; `origin` names where they were written (a file). */
+export function toPolicyRules(section: PolicyRulesSection, source: RuleSource, origin: string): PolicyRule[] {
+  return section.rules.map((rule, index) => ({
+    tool: rule.tool,
+    ...(rule.pattern !== undefined && { pattern: rule.pattern }),
+    decision: rule.decision,
+    priority: rule.priority,
+    ...(rule.reason !== undefined && { reason: rule.reason }),
+    source,
+    origin: `${origin} rules[${index}]`,
+  }));
+}
+
+/**
+ * Parses a policy file's text. Throws ConfigError listing every problem as
+ * `file:line:col: rules[2].pattern: …`.
+ */
+export function parsePolicyFile(text: string, file: string, source: RuleSource = "user"): PolicyRule[] {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      doc.errors
+        .map((error) => {
+          const { line, col } = lineCounter.linePos(error.pos[0]);
+          return `${file}:${line}:${col}: YAML syntax error: ${error.message.split("\n")[0]}`;
+        })
+        .join("\n"),
+    );
+  }
+  const data: unknown = doc.toJS() ?? {};
+  const result = policyRulesSchema.safeParse(data);
+  if (result.success) return toPolicyRules(result.data, source, file);
+  const locator = new SourceLocator(doc, lineCounter);
+  const problems = describeIssues(result.error.issues, data).map((problem) => {
+    const owner = problem.at === "key" ? problem.path.slice(0, -1) : problem.path;
+    const where = owner.length > 0 ? `${dataPathText(owner)}: ` : "";
+    return { ...locator.locate(problem.path, problem.at), text: where + problem.message };
+  });
+  problems.sort((a, b) => a.line - b.line || a.col - b.col);
+  throw new ConfigError(problems.map((problem) => `${file}:${problem.line}:${problem.col}: ${problem.text}`).join("\n"));
+}
+
+interface Problem {
+  path: DataPath;
+  /** Whether the problem is the key itself (an unknown key) or its value. */
+  at: "key" | "value";
+  message: string;
+}
+
+/**
+ * One problem per unknown key; a missing key is not reported when an unknown key next to it is
+ * its typo (`decison` for `decision`).
+ */
+function describeIssues(issues: readonly z.core.$ZodIssue[], data: unknown): Problem[] {
+  const located = issues.map((issue) => ({
+    issue,
+    path: issue.path.map((segment) => (typeof segment === "number" ? segment : String(segment))),
+  }));
+  const problems: Problem[] = [];
+  const typoTargets = new Set<string>();
+  for (const { issue, path } of located) {
+    if (issue.code !== "unrecognized_keys") continue;
+    const known = path.length === 0 ? POLICY_KEYS : RULE_KEYS;
+    for (const key of issue.keys) {
+      problems.push({ path: [...path, key], at: "key", message: unknownKey(key, known) });
+      const target = closestName(key, known);
+      if (target) typoTargets.add(dataPathText([...path, target]));
+    }
+  }
+  for (const { issue, path } of located) {
+    if (issue.code === "unrecognized_keys") continue;
+    if (valueAt(data, path) === undefined && typoTargets.has(dataPathText(path))) continue;
+    problems.push({ path, at: "value", message: issue.message });
+  }
+  return problems;
+}
+
+function valueAt(data: unknown, path: DataPath): unknown {
+  let current = data;
+  for (const segment of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<string | number, unknown>)[segment];
+  }
+  return current;
+}
+
+/** Rules of one policy file; a missing file has none. */
+export function loadPolicyFile(file: string, source: RuleSource = "user"): PolicyRule[] {
+  let text: string;
+  try {
+    text = readFileSync(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return [];
+    const reason = code === "EISDIR" ? "it is a directory" : (error as Error).message;
+    throw new ConfigError(`cannot read policy file ${file}: ${reason}`);
+  }
+  return parsePolicyFile(text, file, source);
+}
+
+/**
+ * The user's policy files, in load order: `$XDG_CONFIG_HOME/loopgraph/policy.yaml` (default
+ * `~/.config/…`), for every project, then `.loopgraph/policy.yaml` in the workspace.
+ */
+export function userPolicyFiles(workspace: string, env: NodeJS.ProcessEnv = process.env): string[] {
+  const configHome = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config");
+  return [join(configHome, "loopgraph", "policy.yaml"), join(resolve(workspace), ".loopgraph", "policy.yaml")];
+}
+
+/** The rules of both user policy files (source `user`). Throws ConfigError for a bad file. */
+export function loadUserRules(workspace: string, env: NodeJS.ProcessEnv = process.env): PolicyRule[] {
+  return userPolicyFiles(workspace, env).flatMap((file) => loadPolicyFile(file));
+}
+
+function dataPathText(path: DataPath): string {
+  return path.reduce<string>(
+    (text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment),
+    "",
+  );
+}

@@ -1,0 +1,13 @@
+export * from "./types.js";
+export { isInside, realPathOf, resolveInWorkspace, statInWorkspace, workspaceRelative, type ExistingPath } from "./workspace-paths.js";
+export { ALWAYS_SKIPPED_NAMES, listVisibleEntries, walkFiles, type VisibleEntries, type WalkedFile } from "./ignore-rules.js";
+export { DEFAULT_RESULT_BUDGET_CHARS, fitToBudget, newArtifactPath, type FittedResult } from "./truncate.js";
+export { readFileTool } from "./read-file.js";
+export { writeFileTool } from "./write-file.js";
+export { editFileTool } from "./edit-file.js";
+export { listDirTool } from "./list-dir.js";
+export { globTool } from "./glob.js";
+export { compileRegex, createGrepTool, findRipgrep, grepTool, type GrepToolOptions } from "./grep.js";
+export { createShellTool, shellTool, type ShellToolOptions } from "./shell.js";
+export { todoWriteTool } from "./todo-write.js";
+export { BUILTIN_TOOLS, executeToolCall, toolSpecs, type ToolSpec } from "./registry.js";

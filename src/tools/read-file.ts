@@ -1,0 +1,145 @@
+import { createReadStream } from "node:fs";
+import { z } from "zod";
+import { ToolError, type ToolDefinition } from "./types.js";
+import { statInWorkspace, type ExistingPath } from "./workspace-paths.js";
+
+const DEFAULT_LINE_LIMIT = 2000;
+/** Larger files must be read in windows (offset/limit). */
+const WHOLE_FILE_MAX_BYTES = 1024 * 1024;
+const MAX_LINE_CHARS = 2000;
+/** Bytes of one line kept for display; the rest of a longer line is skipped unread into memory. */
+const MAX_LINE_BYTES_KEPT = 4 * MAX_LINE_CHARS;
+/** As git does: a NUL byte among the first 8000 bytes marks a binary file. */
+const BINARY_SNIFF_BYTES = 8000;
+
+export function isBinary(start: Buffer): boolean {
+  return start.subarray(0, BINARY_SNIFF_BYTES).includes(0);
+}
+
+/** Lines as read_file numbers them: split on LF, a final LF does not start another line. */
+export function countLines(text: string): number {
+  return text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
+}
+
+/** A file the text tools may read: it exists and is not a directory (else a clear ToolError). */
+export async function existingFile(workspace: string, path: string): Promise<ExistingPath> {
+  const file = await statInWorkspace(workspace, path);
+  if (file.stats.isDirectory()) throw new ToolError("invalid_arguments", `${file.relative} is a directory, not a file: use list_dir`);
+  return file;
+}
+
+export function binaryFileError(relativePath: string): ToolError {
+  return new ToolError("failed", `${relativePath} is a binary file (it contains NUL bytes); inspect it with shell instead`);
+}
+
+/** `cat -n` style: the line number right-aligned in 6 columns, a tab, the line (a CR before its LF is not shown). */
+export function numberLines(lines: readonly string[], firstLineNumber: number): string {
+  return lines
+    .map((line, index) => {
+      const text = line.endsWith("\r") ? line.slice(0, -1) : line;
+      const shown = text.length > MAX_LINE_CHARS ? `${text.slice(0, MAX_LINE_CHARS)}... [line cut at ${MAX_LINE_CHARS} characters]` : text;
+      return `${String(firstLineNumber + index).padStart(6)}\t${shown}`;
+    })
+    .join("\n");
+}
+
+interface LineWindow {
+  lines: string[];
+  /** Lines in the file, when it was read to the end. */
+  total?: number;
+}
+
+/**
+ * Lines `first` .. `first + count - 1` (1-based) of a file, streamed so that a window of a huge
+ * file costs only the bytes up to it. Lines are split on LF only. With `readToEnd` the rest of
+ * the file is scanned to count its lines.
+ */
+async function readLineWindow(file: ExistingPath, first: number, count: number, readToEnd: boolean): Promise<LineWindow> {
+  const last = first + count - 1;
+  const lines: string[] = [];
+  let lineNumber = 0;
+  let pending: Buffer[] = [];
+  let pendingBytes = 0;
+  let sniffed = false;
+  const keep = (part: Buffer) => {
+    if (lineNumber + 1 < first || lineNumber + 1 > last || pendingBytes >= MAX_LINE_BYTES_KEPT) return;
+    pending.push(part);
+    pendingBytes += part.length;
+  };
+  const endLine = () => {
+    lineNumber++;
+    if (lineNumber >= first && lineNumber <= last) lines.push(Buffer.concat(pending).toString("utf8"));
+    pending = [];
+    pendingBytes = 0;
+  };
+
+  const stream = createReadStream(file.absolute);
+  try {
+    let trailing = false;
+    let chunkOffset = 0;
+    for await (const chunk of stream as AsyncIterable<Buffer>) {
+      if (!sniffed && isBinary(chunk)) throw binaryFileError(file.relative);
+      sniffed = true;
+      let start = 0;
+      for (let newline = chunk.indexOf(0x0a); newline !== -1; newline = chunk.indexOf(0x0a, start)) {
+        keep(chunk.subarray(start, newline));
+        endLine();
+        start = newline + 1;
+        if (lineNumber === last && !readToEnd) {
+          return chunkOffset + start < file.stats.size ? { lines } : { lines, total: lineNumber };
+        }
+      }
+      chunkOffset += chunk.length;
+      trailing = start < chunk.length;
+      if (trailing) keep(chunk.subarray(start));
+    }
+    if (trailing) endLine();
+    return { lines, total: lineNumber };
+  } finally {
+    stream.destroy();
+  }
+}
+
+const schema = z.strictObject({
+  path: z.string().min(1).describe("File path, relative to the workspace root"),
+  offset: z.number().int().min(1).optional().describe("1-based line number to start at (default 1)"),
+  limit: z.number().int().min(1).optional().describe(`Number of lines to read (default ${DEFAULT_LINE_LIMIT})`),
+});
+
+export const readFileTool: ToolDefinition<z.infer<typeof schema>> = {
+  name: "read_file",
+  description:
+    `Read a text file of the workspace. Returns its lines numbered like \`cat -n\` (line number, tab, line); ` +
+    `the numbers are not part of the file. Reads up to ${DEFAULT_LINE_LIMIT} lines from the start unless offset/limit ` +
+    `say otherwise; files over 1 MiB must be read in parts with offset and limit. Also reads saved tool outputs ` +
+    `(.loopgraph/artifacts/...) that other results point to.`,
+  effect: "read",
+  schema,
+  async run({ path, offset, limit }, ctx) {
+    const file = await existingFile(ctx.workspace, path);
+    const wholeFile = file.stats.size <= WHOLE_FILE_MAX_BYTES;
+    if (!wholeFile && offset === undefined && limit === undefined) {
+      const mib = (file.stats.size / (1024 * 1024)).toFixed(1);
+      throw new ToolError(
+        "invalid_arguments",
+        `${file.relative} is ${mib} MiB; files over 1 MiB must be read in parts: pass offset and limit (e.g. offset 1, limit ${DEFAULT_LINE_LIMIT})`,
+      );
+    }
+    const first = offset ?? 1;
+    const window = await readLineWindow(file, first, limit ?? DEFAULT_LINE_LIMIT, wholeFile);
+    if (window.total === 0) return { content: `(${file.relative} is empty)` };
+    if (window.lines.length === 0) {
+      throw new ToolError("invalid_arguments", `offset ${first} is past the end of ${file.relative} (${window.total} lines)`);
+    }
+    const lastShown = first + window.lines.length - 1;
+    const body = numberLines(window.lines, first);
+    if (window.total === undefined) {
+      return { content: `${body}\n(lines ${first}-${lastShown}; the file continues: read on with offset ${lastShown + 1})` };
+    }
+    if (first > 1 || lastShown < window.total) {
+      const more = lastShown < window.total ? `; read on with offset ${lastShown + 1}` : "";
+      return { content: `${body}\n(lines ${first}-${lastShown} of ${window.total}${more})` };
+    }
+    return { content: body };
+  },
+};

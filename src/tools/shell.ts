@@ -1,0 +1,294 @@
+import { spawn } from "node:child_process";
+import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { open, rm, type FileHandle } from "node:fs/promises";
+import { join } from "node:path";
+import type { Readable } from "node:stream";
+import { finished } from "node:stream/promises";
+import { z } from "zod";
+import { artifactFileName, newArtifactPath } from "./truncate.js";
+import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
+
+const DEFAULT_TIMEOUT_MS = 120_000;
+const MAX_TIMEOUT_MS = 600_000;
+const DEFAULT_KILL_GRACE_MS = 2_000;
+/** After the command exits, how long background processes it left may keep its stdout/stderr open. */
+const DRAIN_AFTER_EXIT_MS = 500;
+/** Per stream: up to this much output stays in memory; beyond it, all of it goes to a spool file. */
+const MEMORY_LIMIT_BYTES = 4 * 1024 * 1024;
+/** Per stream, once spooled: what stays in memory for the model's view. */
+const VIEW_HEAD_BYTES = 1024 * 1024;
+const VIEW_TAIL_BYTES = 1024 * 1024;
+
+/** Process groups still running, killed if loopgraph itself exits (they are detached, so nothing else would). */
+const liveGroups = new Set<number>();
+process.on("exit", () => {
+  for (const pgid of liveGroups) signalGroup(pgid, "SIGKILL");
+});
+
+function signalGroup(pgid: number, signal: NodeJS.Signals): void {
+  try {
+    process.kill(-pgid, signal);
+  } catch {
+    // ESRCH: the group is gone already.
+  }
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
+
+/**
+ * One output stream of the command: kept in memory up to MEMORY_LIMIT_BYTES; beyond that the
+ * whole stream is written to a spool file and only its head and tail stay in memory.
+ */
+class OutputCapture {
+  total = 0;
+  private lastByte = 0x0a;
+  private memory: Buffer[] = [];
+  private tail: Buffer[] = [];
+  private tailBytes = 0;
+  private spool?: { path: string; stream: WriteStream };
+  /** A failed spool write (disk full ...), reported when the command is done. */
+  private spoolError?: Error;
+
+  constructor(
+    private readonly spoolDir: string,
+    private readonly label: string,
+  ) {}
+
+  get endsWithNewline(): boolean {
+    return this.lastByte === 0x0a;
+  }
+
+  get spooled(): boolean {
+    return this.spool !== undefined;
+  }
+
+  /** Takes a chunk; false asks the producer to pause until `onDrain`. */
+  add(chunk: Buffer): boolean {
+    this.total += chunk.length;
+    this.lastByte = chunk[chunk.length - 1] ?? this.lastByte;
+    if (!this.spool && this.total <= MEMORY_LIMIT_BYTES) {
+      this.memory.push(chunk);
+      return true;
+    }
+    const spool = this.spool ?? this.startSpool();
+    this.keepTail(chunk);
+    return spool.stream.write(chunk);
+  }
+
+  onDrain(resume: () => void): void {
+    this.spool?.stream.once("drain", resume);
+  }
+
+  private startSpool() {
+    mkdirSync(this.spoolDir, { recursive: true });
+    const path = join(this.spoolDir, artifactFileName(this.label));
+    const kept = Buffer.concat(this.memory);
+    this.spool = { path, stream: createWriteStream(path) };
+    this.spool.stream.on("error", (error) => (this.spoolError = error));
+    this.spool.stream.write(kept);
+    this.memory = [kept.subarray(0, VIEW_HEAD_BYTES)];
+    this.keepTail(kept.subarray(VIEW_HEAD_BYTES));
+    return this.spool;
+  }
+
+  private keepTail(chunk: Buffer): void {
+    this.tail.push(chunk);
+    this.tailBytes += chunk.length;
+    while (this.tail.length > 1 && this.tailBytes - this.tail[0]!.length >= VIEW_TAIL_BYTES) {
+      this.tailBytes -= this.tail.shift()!.length;
+    }
+  }
+
+  async finish(): Promise<void> {
+    if (this.spool) {
+      this.spool.stream.end();
+      await finished(this.spool.stream).catch(() => undefined);
+    }
+    if (this.spoolError) throw new ToolError("failed", `could not save the command's output: ${this.spoolError.message}`);
+  }
+
+  /** The text for the model: all of it, or head and tail around a note of what only the spool holds. */
+  view(): string {
+    const head = Buffer.concat(this.memory);
+    if (!this.spool) return head.toString("utf8");
+    const tail = Buffer.concat(this.tail).subarray(-VIEW_TAIL_BYTES);
+    const dropped = this.total - head.length - tail.length;
+    return `${head.toString("utf8")}\n[... ${dropped} bytes of this stream not kept in memory ...]\n${tail.toString("utf8")}`;
+  }
+
+  /** Appends the complete stream, byte for byte, to `out`. */
+  async appendTo(out: FileHandle): Promise<void> {
+    if (!this.spool) {
+      await out.write(Buffer.concat(this.memory));
+      return;
+    }
+    for await (const chunk of createReadStream(this.spool.path) as AsyncIterable<Buffer>) await out.write(chunk);
+  }
+
+  async dispose(): Promise<void> {
+    if (this.spool) await rm(this.spool.path, { force: true });
+  }
+}
+
+function pump(stream: Readable, capture: OutputCapture): void {
+  stream.on("data", (chunk: Buffer) => {
+    if (!capture.add(chunk)) {
+      stream.pause();
+      capture.onDrain(() => stream.resume());
+    }
+  });
+}
+
+type Ending =
+  | { kind: "exited"; code: number | null; signal: NodeJS.Signals | null; lingering: boolean }
+  | { kind: "timeout"; after: number }
+  | { kind: "cancelled" };
+
+function statusLine(ending: Ending): string {
+  switch (ending.kind) {
+    case "exited": {
+      const status = ending.code !== null ? `exit code: ${ending.code}` : `killed by signal ${ending.signal}`;
+      const note = ending.lingering
+        ? "\nnote: background processes still hold stdout/stderr; what they print after the command exited is not shown " +
+          "(redirect their output to a file)"
+        : "";
+      return status + note;
+    }
+    case "timeout":
+      return `timed out after ${ending.after} ms: the command and every process it started were killed. Output until then:`;
+    case "cancelled":
+      return "cancelled: the command and every process it started were killed. Output until then:";
+  }
+}
+
+/** The result text, as parts: literal text and captured streams. */
+function layout(ending: Ending, stdout: OutputCapture, stderr: OutputCapture): (string | OutputCapture)[] {
+  const parts: (string | OutputCapture)[] = [`${statusLine(ending)}\n`];
+  for (const [label, capture] of [
+    ["stdout", stdout],
+    ["stderr", stderr],
+  ] as const) {
+    if (capture.total === 0) continue;
+    parts.push(`--- ${label} ---\n`, capture);
+    if (!capture.endsWithNewline) parts.push("\n");
+  }
+  if (stdout.total === 0 && stderr.total === 0) parts.push("(no output)\n");
+  return parts;
+}
+
+/** Writes the complete result (every byte of both streams) to a new artifact. */
+async function writeFullOutput(parts: (string | OutputCapture)[], artifactsDir: string): Promise<string> {
+  const path = await newArtifactPath(artifactsDir, "shell");
+  const out = await open(path, "w");
+  try {
+    for (const part of parts) {
+      if (typeof part === "string") await out.write(part);
+      else await part.appendTo(out);
+    }
+  } finally {
+    await out.close();
+  }
+  return path;
+}
+
+interface RunOptions {
+  timeoutMs: number;
+  killGraceMs: number;
+}
+
+/** Runs `command` to its end, a timeout or cancellation, capturing its output into `stdout` and `stderr`. */
+async function runCommand(command: string, ctx: ToolContext, options: RunOptions, stdout: OutputCapture, stderr: OutputCapture): Promise<Ending> {
+  const child = spawn("bash", ["-c", command], { cwd: ctx.workspace, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  pump(child.stdout, stdout);
+  pump(child.stderr, stderr);
+  const closed = new Promise<boolean>((resolve) => child.once("close", () => resolve(true)));
+  const waitClosed = (ms: number) => Promise.race([closed, sleep(ms).then(() => false)]);
+  const stopReading = () => {
+    child.stdout.destroy();
+    child.stderr.destroy();
+  };
+
+  const pgid = await new Promise<number>((resolve, reject) => {
+    child.once("spawn", () => resolve(child.pid!));
+    child.once("error", reject);
+  });
+  liveGroups.add(pgid);
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  try {
+    const ending = await Promise.race<Ending>([
+      new Promise((resolve) => child.once("exit", (code, signal) => resolve({ kind: "exited", code, signal, lingering: false }))),
+      new Promise((resolve) => (timer = setTimeout(() => resolve({ kind: "timeout", after: options.timeoutMs }), options.timeoutMs))),
+      new Promise((resolve) => {
+        onAbort = () => resolve({ kind: "cancelled" });
+        if (ctx.signal?.aborted) onAbort();
+        else ctx.signal?.addEventListener("abort", onAbort, { once: true });
+      }),
+    ]);
+    if (ending.kind === "exited") {
+      // Background processes that redirected their output may keep running, as in a terminal.
+      if (!(await waitClosed(DRAIN_AFTER_EXIT_MS))) {
+        ending.lingering = true;
+        stopReading();
+      }
+    } else {
+      signalGroup(pgid, "SIGTERM");
+      await waitClosed(options.killGraceMs);
+      // Also reaches processes that ignore SIGTERM or do not hold our pipes.
+      signalGroup(pgid, "SIGKILL");
+      if (!(await waitClosed(options.killGraceMs))) stopReading();
+    }
+    await Promise.all([stdout.finish(), stderr.finish()]);
+    return ending;
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) ctx.signal?.removeEventListener("abort", onAbort);
+    liveGroups.delete(pgid);
+  }
+}
+
+const schema = z.strictObject({
+  command: z.string().min(1).describe("Bash command line, run with `bash -c` in the workspace root"),
+  timeout_ms: z
+    .number()
+    .int()
+    .min(1)
+    .max(MAX_TIMEOUT_MS)
+    .optional()
+    .describe(`Kill the command after this many milliseconds (default ${DEFAULT_TIMEOUT_MS}, at most ${MAX_TIMEOUT_MS})`),
+});
+
+export interface ShellToolOptions {
+  /** Between SIGTERM and SIGKILL when a command is stopped. */
+  killGraceMs?: number;
+}
+
+export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<z.infer<typeof schema>> {
+  return {
+    name: "shell",
+    description:
+      "Run a bash command in the workspace root (no terminal, stdin is empty: use non-interactive flags). Returns the exit " +
+      "code, stdout and stderr; a non-zero exit code is reported, not an error. On timeout the command and every process it " +
+      `started are killed. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s, at most ${MAX_TIMEOUT_MS / 1000} s. Long output is ` +
+      "cut to its head and tail, with the full text saved to a file you can read_file.",
+    effect: "execute",
+    schema,
+    async run({ command, timeout_ms = DEFAULT_TIMEOUT_MS }, ctx) {
+      const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout");
+      const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr");
+      try {
+        const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
+        const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs }, stdout, stderr);
+        const parts = layout(ending, stdout, stderr);
+        const view = parts.map((part) => (typeof part === "string" ? part : part.view())).join("");
+        const fullOutputFile = stdout.spooled || stderr.spooled ? await writeFullOutput(parts, ctx.artifactsDir) : undefined;
+        if (ending.kind === "exited") return { content: view, ...(fullOutputFile ? { fullOutputFile } : {}) };
+        throw new ToolError(ending.kind === "timeout" ? "timeout" : "failed", view, fullOutputFile);
+      } finally {
+        await Promise.all([stdout.dispose(), stderr.dispose()]);
+      }
+    },
+  };
+}
+
+export const shellTool = createShellTool();

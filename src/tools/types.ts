@@ -1,0 +1,96 @@
+import type { z } from "zod";
+
+/** The built-in tools of the Coder (SPEC §2). */
+export const TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell", "todo_write"] as const;
+export type ToolName = (typeof TOOL_NAMES)[number];
+
+/** Typed failures of a tool call (SPEC §2 Coder); each goes back to the model as a tool result. */
+export type ToolErrorKind =
+  | "tool_not_found"
+  | "invalid_arguments"
+  | "blocked"
+  | "timeout"
+  | "file_not_found"
+  | "outside_workspace"
+  | "not_unique"
+  | "not_found"
+  | "rejected"
+  | "failed";
+
+export class ToolError extends Error {
+  constructor(
+    readonly kind: ToolErrorKind,
+    message: string,
+    /** Absolute path of a file holding the complete text when `message` is only a view of it (see ToolOutput). */
+    readonly fullOutputFile?: string,
+  ) {
+    super(message);
+    this.name = "ToolError";
+  }
+}
+
+/** Throws a `failed` ToolError when the call was cancelled; long-running tools call it between steps. */
+export function throwIfCancelled(signal: AbortSignal | undefined): void {
+  if (signal?.aborted) throw new ToolError("failed", "cancelled before it finished");
+}
+
+/** How a tool affects the workspace: approval modes decide by this (read < edit < execute). */
+export type ToolEffect = "read" | "edit" | "execute" | "state";
+
+export interface TodoItem {
+  content: string;
+  status: "pending" | "in_progress" | "completed";
+}
+
+export interface ToolContext {
+  /** Absolute, symlink-resolved workspace root. Every path a tool touches must stay inside it. */
+  workspace: string;
+  /** Where oversized results are saved: `.loopgraph/artifacts/<thread>/` (absolute). */
+  artifactsDir: string;
+  signal?: AbortSignal;
+  /** Results longer than this (characters) are cut to head and tail; default 30 000. */
+  resultBudgetChars?: number;
+}
+
+/** What a tool returns on success. */
+export interface ToolOutput {
+  /** Text for the model. */
+  content: string;
+  /** Workspace-relative paths the call created, changed or deleted (for the Coder result). */
+  filesChanged?: string[];
+  /** todo_write: the new plan. */
+  todos?: TodoItem[];
+  /**
+   * Absolute path of a file already holding the complete text when `content` is only a view of it
+   * (shell output beyond its in-memory cap): truncation points the model there instead of saving
+   * `content` again.
+   */
+  fullOutputFile?: string;
+}
+
+export interface ToolDefinition<Args = unknown> {
+  name: string;
+  description: string;
+  effect: ToolEffect;
+  schema: z.ZodType<Args>;
+  run(args: Args, ctx: ToolContext): Promise<ToolOutput>;
+}
+
+/** The outcome of one call, as recorded in the state and shown to the model. */
+export interface ToolResult {
+  ok: boolean;
+  /** Set when ok is false. */
+  errorKind?: ToolErrorKind;
+  /** What the model sees: the output (possibly cut to head and tail) or the error message. */
+  content: string;
+  /** Absolute path of the full output when `content` was cut. */
+  artifact?: string;
+  filesChanged?: string[];
+  todos?: TodoItem[];
+}
+
+export interface ToolCallRequest {
+  id: string;
+  name: string;
+  args: unknown;
+}

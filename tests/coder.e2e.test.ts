@@ -1,0 +1,140 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { collect, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+
+const SCRIPTS = join(ROOT, "tests/fixtures/coder");
+
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  cleanups.forEach((cleanup) => cleanup());
+  cleanups = [];
+});
+
+/** A real git repository with one commit, and a database beside it. */
+function repo(): { dir: string; db: string } {
+  const temp = tempDir();
+  cleanups.push(temp.cleanup);
+  const dir = join(temp.path, "repo");
+  execFileSync("git", ["init", "-q", dir]);
+  writeFileSync(join(dir, "README.md"), "# demo\n");
+  writeFileSync(join(dir, "important.txt"), "keep me\n");
+  execFileSync("git", ["-C", dir, "add", "."]);
+  execFileSync("git", ["-C", dir, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
+  return { dir, db: join(temp.path, "store.db") };
+}
+
+const coderArgs = (ws: { dir: string; db: string }, thread: string, script: string, ...extra: string[]) => [
+  "run", "coder", "--task", "do the task", "--thread", thread, "--workspace", ws.dir,
+  "--model", `scripted:${join(SCRIPTS, script)}`, "--db", ws.db, "--json", ...extra,
+];
+
+interface CoderOutput {
+  status: string;
+  summary: string;
+  filesChanged: string[];
+  failureKind?: string;
+  failureReason?: string;
+  toolCalls: Array<{ name: string; ok: boolean; errorKind?: string; preview: string; artifact?: string }>;
+  todos: Array<{ content: string; status: string }>;
+}
+
+async function coderOutput(db: string, thread: string): Promise<CoderOutput> {
+  const history = await runCli(["inspect", thread, "--json", "--db", db]);
+  const last = (JSON.parse(history.stdout) as { checkpoints: Array<{ checkpointId: string }> }).checkpoints.at(-1)!;
+  const state = await runCli(["inspect", thread, "--checkpoint", last.checkpointId, "--json", "--db", db]);
+  return (JSON.parse(state.stdout) as { values: { outputs: { coder: CoderOutput } } }).values.outputs.coder;
+}
+
+describe("the coder graph (scripted model, real workspace)", () => {
+  it("uses every tool on real files and reports a structured result", async () => {
+    const ws = repo();
+    const run = await runCli(coderArgs(ws, "happy", "happy.script.yaml", "--approval", "auto"));
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(readFileSync(join(ws.dir, "src/hello.js"), "utf8")).toBe("console.log('hello');\n");
+    expect(readFileSync(join(ws.dir, "out.txt"), "utf8")).toBe("hello\n");
+    const events = parseEvents(run.stdout);
+    expect(events.filter((e) => e.type === "tool_call").map((e) => e.name)).toEqual([
+      "todo_write", "write_file", "edit_file", "read_file", "shell", "grep", "glob", "list_dir",
+    ]);
+    expect(events.filter((e) => e.type === "tool_result").every((e) => e.ok === true)).toBe(true);
+    const output = await coderOutput(ws.db, "happy");
+    expect(output.status).toBe("success");
+    expect(output.summary).toContain("verified");
+    expect(output.filesChanged).toContain("src/hello.js");
+    expect(output.todos.map((t) => t.content)).toEqual(["create hello.js", "run it"]);
+  });
+
+  it("pauses for approval without a terminal (exit 3); --approve runs the call, --reject reaches the model", async () => {
+    const ws = repo();
+    const first = await runCli(coderArgs(ws, "ask", "approvals.script.yaml"));
+    expect(first.code, first.stderr).toBe(3);
+    const interrupt = parseEvents(first.stdout).find((e) => e.type === "interrupt");
+    expect(interrupt).toMatchObject({ reason: "input", value: { kind: "approval", tool: "shell" } });
+    expect(existsSync(join(ws.dir, "approved.txt"))).toBe(false);
+
+    const approved = await runCli(["resume", "ask", "--approve", "--db", ws.db, "--json"]);
+    expect(approved.code, approved.stderr).toBe(3);
+    expect(readFileSync(join(ws.dir, "approved.txt"), "utf8")).toBe("approved\n");
+
+    const rejected = await runCli(["resume", "ask", "--reject", "use a temp dir", "--db", ws.db, "--json"]);
+    expect(rejected.code, rejected.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "important.txt"), "utf8")).toBe("keep me\n");
+    const output = await coderOutput(ws.db, "ask");
+    const refusal = output.toolCalls.find((call) => call.errorKind === "rejected");
+    expect(refusal?.preview).toContain("use a temp dir");
+    expect(output.status).toBe("success");
+  });
+
+  it("deny mode never pauses: a sensitive write is blocked and reported to the model", async () => {
+    const ws = repo();
+    const run = await runCli(coderArgs(ws, "deny", "deny-env.script.yaml", "--approval", "deny"));
+    expect(run.code, run.stderr).toBe(0);
+    expect(parseEvents(run.stdout).some((e) => e.type === "interrupt")).toBe(false);
+    expect(existsSync(join(ws.dir, ".env"))).toBe(false);
+    const output = await coderOutput(ws.db, "deny");
+    expect(output.toolCalls[0]).toMatchObject({ name: "write_file", ok: false, errorKind: "blocked" });
+  });
+
+  it("kill -9 during the third tool step, then resume: continues from the last finished tool step", async () => {
+    const ws = repo();
+    const child = spawnCli(coderArgs(ws, "crash", "crash.script.yaml", "--approval", "auto"));
+    const done = collect(child);
+    await waitForLine(child, (line) => line.includes('"tool_call"') && line.includes("three"));
+    child.kill("SIGKILL");
+    await done;
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\n");
+
+    const resumed = await runCli(["resume", "crash", "--db", ws.db, "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
+    const calls = parseEvents(resumed.stdout).filter((e) => e.type === "tool_call");
+    expect(calls).toHaveLength(1);
+  });
+
+  it("six identical read_file calls trigger the step-back warning, then a Coder failure", async () => {
+    const ws = repo();
+    const run = await runCli(coderArgs(ws, "loop", "loop.script.yaml", "--approval", "auto"));
+    expect(run.code, run.stderr).toBe(0);
+    const output = await coderOutput(ws.db, "loop");
+    expect(output.status).toBe("failure");
+    expect(output.failureKind).toBe("loop_detected");
+    expect(output.failureReason).toMatch(/read_file.*6 times/);
+    expect(output.toolCalls).toHaveLength(5);
+  });
+
+  it("a 5 MB shell output is cut for the model and saved whole as an artifact", async () => {
+    const ws = repo();
+    const run = await runCli(coderArgs(ws, "big", "big-output.script.yaml", "--approval", "auto"));
+    expect(run.code, run.stderr).toBe(0);
+    const output = await coderOutput(ws.db, "big");
+    const [shell] = output.toolCalls;
+    expect(shell?.artifact).toBeDefined();
+    const artifact = readFileSync(shell!.artifact!, "utf8");
+    expect(artifact).toContain(`${"x".repeat(5_000_000)}\nEND-MARKER`);
+    const result = parseEvents(run.stdout).find((e) => e.type === "tool_result") as { result: string };
+    expect(result.result.length).toBeLessThan(40_000);
+    expect(result.result).toContain("END-MARKER");
+  });
+});

@@ -1,0 +1,133 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { z } from "zod";
+import { ConfigError } from "../src/errors.js";
+import { loadPolicyFile, loadUserRules, parsePolicyFile, policyRulesSchema, toPolicyRules, userPolicyFiles } from "../src/policy/rule-file.js";
+
+const fixtures = join(import.meta.dirname, "fixtures", "policy");
+
+let dir: string;
+beforeAll(() => {
+  dir = mkdtempSync(join(tmpdir(), "loopgraph-policy-files-"));
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+const errorOf = (text: string, file = "policy.yaml"): string => {
+  try {
+    parsePolicyFile(text, file);
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as ConfigError).message;
+  }
+  throw new Error("expected a ConfigError");
+};
+
+describe("parsing a policy file", () => {
+  it("turns a valid file into rules with source, default priority and origin", () => {
+    const rules = loadPolicyFile(join(fixtures, "good.yaml"));
+    expect(rules).toHaveLength(3);
+    expect(rules[0]).toEqual({
+      tool: "shell",
+      pattern: "^npm (test|run (lint|build))$",
+      decision: "allow",
+      priority: 0,
+      reason: "the project's checks are safe to run",
+      source: "user",
+      origin: `${join(fixtures, "good.yaml")} rules[0]`,
+    });
+    expect(rules[1]).toMatchObject({ tool: "*_file", decision: "deny", priority: 500 });
+    expect(rules[2]).not.toHaveProperty("reason");
+  });
+
+  it("reads an empty file, or one without rules, as no rules", () => {
+    expect(parsePolicyFile("", "p.yaml")).toEqual([]);
+    expect(parsePolicyFile("# nothing yet\n", "p.yaml")).toEqual([]);
+    expect(parsePolicyFile("rules: []\n", "p.yaml")).toEqual([]);
+  });
+
+  it("reports every problem of a file with file:line:col and the rule's index", () => {
+    const message = errorOf(
+      `rules:
+  - tool: shell
+    pattern: 'rm -rf ('
+    decision: deny
+  - tool: write_file
+    decison: deny
+  - tool: shell
+    decision: allow
+    priority: 1500
+`,
+      "tests/bad.yaml",
+    );
+    expect(message.split("\n")).toEqual([
+      expect.stringMatching(/^tests\/bad\.yaml:3:14: rules\[0\]\.pattern: invalid regular expression \/rm -rf \(\/: .+/),
+      'tests/bad.yaml:6:5: rules[1]: unknown key "decison": did you mean "decision"?',
+      "tests/bad.yaml:9:15: rules[2].priority: priority above 999: 1000 and up belong to the built-in denies, which no rule can override",
+    ]);
+  });
+
+  it("reports the fixture's problems the same way", () => {
+    expect(() => loadPolicyFile(join(fixtures, "bad.yaml"))).toThrow(/bad\.yaml:6:14: rules\[1\]\.pattern: invalid regular expression/);
+  });
+
+  it.each([
+    ["rules:\n  - tool: shell\n    decision: maybe\n", "policy.yaml:3:15: rules[0].decision: decision must be allow, deny or ask"],
+    ["rules:\n  - decision: deny\n", 'policy.yaml:2:5: rules[0].tool: missing "tool"'],
+    ["rules:\n  - tool: read file\n    decision: deny\n", "policy.yaml:2:11: rules[0].tool: tool must be a tool name without spaces"],
+    ["rules:\n  - tool: shell\n    decision: deny\n    priority: 1.5\n", "policy.yaml:4:15: rules[0].priority: priority must be a whole number from 0 to 999"],
+    ["rules:\n  - tool: shell\n    decision: deny\n    priority: -1\n", "policy.yaml:4:15: rules[0].priority: priority must be a whole number from 0 to 999"],
+    ["rules:\n  - tool: shell\n    decision: deny\n    pattern: 42\n", "policy.yaml:4:14: rules[0].pattern: pattern must be a regular expression, written as a string"],
+    ["rules:\n  - shell\n", "policy.yaml:2:5: rules[0]: a rule must be a mapping"],
+    ["rules: shell\n", "policy.yaml:1:8: rules: rules must be a list of rules"],
+    ["rule:\n  - tool: shell\n", 'policy.yaml:1:1: unknown key "rule": did you mean "rules"?'],
+    ["allow:\n  - tool: shell\n", 'policy.yaml:1:1: unknown key "allow": a policy has only "rules"'],
+    ["- tool: shell\n", "policy.yaml:1:1: a policy must be a mapping with a rules: list"],
+    ["rules:\n  - tool: shell\n    decision: deny\n    colour: red\n", 'policy.yaml:4:5: rules[0]: unknown key "colour": a rule has tool, pattern, decision, priority, reason'],
+    ["rules:\n  - tool: shell\n    decision: deny\n    decision: ask\n", "policy.yaml:4:5: YAML syntax error: Map keys must be unique"],
+    ["rules:\n  - tool: shell\n   decision: deny\n", "policy.yaml:3:1: YAML syntax error"],
+  ])("rejects %j", (text, expected) => {
+    expect(errorOf(text)).toContain(expected);
+  });
+});
+
+describe("loading the user's files", () => {
+  it("a missing file has no rules; a directory is an error", () => {
+    expect(loadPolicyFile(join(dir, "missing.yaml"))).toEqual([]);
+    expect(() => loadPolicyFile(dir)).toThrow(`cannot read policy file ${dir}: it is a directory`);
+  });
+
+  it("reads the config-home file, then the workspace's .loopgraph/policy.yaml", () => {
+    const configHome = join(dir, "config");
+    const workspace = join(dir, "ws");
+    mkdirSync(join(configHome, "loopgraph"), { recursive: true });
+    mkdirSync(join(workspace, ".loopgraph"), { recursive: true });
+    writeFileSync(join(configHome, "loopgraph", "policy.yaml"), "rules:\n  - { tool: shell, pattern: '^ls', decision: allow }\n");
+    writeFileSync(join(workspace, ".loopgraph", "policy.yaml"), "rules:\n  - { tool: write_file, decision: deny, priority: 3 }\n");
+    const env = { XDG_CONFIG_HOME: configHome };
+    expect(userPolicyFiles(workspace, env)).toEqual([join(configHome, "loopgraph", "policy.yaml"), join(workspace, ".loopgraph", "policy.yaml")]);
+    const rules = loadUserRules(workspace, env);
+    expect(rules.map((rule) => [rule.tool, rule.origin])).toEqual([
+      ["shell", `${join(configHome, "loopgraph", "policy.yaml")} rules[0]`],
+      ["write_file", `${join(workspace, ".loopgraph", "policy.yaml")} rules[0]`],
+    ]);
+  });
+
+  it("falls back to ~/.config when XDG_CONFIG_HOME is not set", () => {
+    expect(userPolicyFiles("/w", { HOME: "/home/me" })[0]).toBe("/home/me/.config/loopgraph/policy.yaml");
+  });
+});
+
+describe("embedding in a graph file", () => {
+  it("validates a policy: section inside another schema and converts it with the graph as source", () => {
+    const graphSchema = z.strictObject({ name: z.string(), policy: policyRulesSchema.optional() });
+    const parsed = graphSchema.parse({ name: "g", policy: { rules: [{ tool: "shell", pattern: "^make$", decision: "allow" }] } });
+    expect(toPolicyRules(parsed.policy!, "graph", "graphs/g.yaml")).toEqual([
+      { tool: "shell", pattern: "^make$", decision: "allow", priority: 0, source: "graph", origin: "graphs/g.yaml rules[0]" },
+    ]);
+    const bad = graphSchema.safeParse({ name: "g", policy: { rules: [{ tool: "shell", decision: "allow", pattern: "(" }] } });
+    expect(bad.success).toBe(false);
+    expect(bad.error?.issues[0]).toMatchObject({ path: ["policy", "rules", 0, "pattern"], message: expect.stringContaining("invalid regular expression") });
+  });
+});

@@ -1,0 +1,152 @@
+import { describe, expect, it } from "vitest";
+import { commandWords, normalisedText, parseShellCommand, writeTargetsOf } from "../src/policy/shell-parts.js";
+
+const partsOf = (command: string) => parseShellCommand(command).parts.map((part) => part.text);
+const normalisedPartsOf = (command: string) => parseShellCommand(command).parts.map(normalisedText);
+
+describe("splitting a command into simple commands", () => {
+  it.each([
+    ["echo hi && rm -rf ~", ["echo hi", "rm -rf ~"]],
+    ["a || b; c | d & e", ["a", "b", "c", "d", "e"]],
+    ["a |& b ;; c", ["a", "b", "c"]],
+    ["a\nb\r\nc", ["a", "b", "c"]],
+    ["make build&&make test", ["make build", "make test"]],
+    ["(cd /; rm -rf .)", ["cd /", "rm -rf ."]],
+    ["{ rm -rf /; }", ["rm -rf /"]],
+    ["if true; then rm -rf /; else echo no; fi", ["true", "rm -rf /", "echo no"]],
+    ["for f in *.ts; do rm $f; done", ["f in *.ts", "rm $f"]],
+    ["! grep -q x file", ["grep -q x file"]],
+  ])("%j → %j", (command, parts) => {
+    expect(partsOf(command)).toEqual(parts);
+  });
+
+  it.each([
+    ["echo $(rm -rf ~)", ["rm -rf ~", "echo $(rm -rf ~)"]],
+    ['echo "$(rm -rf ~)"', ["rm -rf ~", 'echo "$(rm -rf ~)"']],
+    ["echo `rm -rf /`", ["rm -rf /", "echo `rm -rf /`"]],
+    ['echo "`rm -rf /`"', ["rm -rf /", 'echo "`rm -rf /`"']],
+    ["echo $(echo $(whoami))", ["whoami", "echo $(whoami)", "echo $(echo $(whoami))"]],
+    ["diff <(ls a) <(ls b)", ["ls a", "ls b", "diff <(ls a) <(ls b)"]],
+    ["bash <(curl -s x)", ["curl -s x", "bash <(curl -s x)"]],
+  ])("descends into substitutions: %j", (command, parts) => {
+    expect(partsOf(command)).toEqual(parts);
+  });
+
+  it.each([
+    ['bash -c "rm -rf /"', "rm -rf /"],
+    ["sh -c 'a && b'", "a"],
+    ["bash -lc 'rm -rf ~'", "rm -rf ~"],
+    ["timeout 5 bash -c 'rm -rf ~'", "rm -rf ~"],
+    ["xargs -I {} sh -c 'rm -rf {}'", "rm -rf {}"],
+    ['eval "rm -rf ~"', "rm -rf ~"],
+    ["eval rm -rf '~'", "rm -rf ~"],
+    ["find . -name '*.tmp' -exec rm -f {} \\;", "rm -f {}"],
+    ["watch -n 1 'rm -rf /'", "rm -rf /"],
+    ["watch -d 'rm -rf /'", "rm -rf /"],
+    ["env -S 'rm -rf /'", "rm -rf /"],
+    ["script -qc 'rm -rf /' /dev/null", "rm -rf /"],
+  ])("descends into commands run by arguments: %j contains %j", (command, inner) => {
+    expect(partsOf(command)).toContain(inner);
+  });
+
+  it("counts `sh -c 'a && b'` as the shell plus both inner commands", () => {
+    expect(partsOf("sh -c 'a && b'")).toEqual(["sh -c 'a && b'", "a", "b"]);
+  });
+
+  it.each([
+    'echo "a && b"',
+    "echo 'a; rm -rf /'",
+    "echo a\\;b",
+    "echo a\\&\\&b",
+    "git commit -m 'fix: a | b'",
+    "grep -E 'a|b' file",
+    "echo '$(rm -rf /)'",
+    "echo '`rm -rf /`'",
+    "echo \\`rm -rf /\\`",
+    'echo "\\$(rm -rf /)"',
+    "echo a#b",
+    "echo hi # && rm -rf /",
+  ])("does not split or descend into quoted or escaped text: %j", (command) => {
+    expect(parseShellCommand(command).parts).toHaveLength(1);
+  });
+
+  it("keeps only the commands of a heredoc whose body expands", () => {
+    expect(partsOf("cat > notes.md <<EOF\nrm -rf / is a bad idea\nEOF\necho done")).toEqual(["cat > notes.md <<EOF", "echo done"]);
+    expect(partsOf("cat <<EOF\nuser: $(whoami)\nEOF")).toEqual(["cat <<EOF", "whoami"]);
+    expect(partsOf("cat <<'EOF'\n$(rm -rf /)\nEOF")).toEqual(["cat <<'EOF'"]);
+    expect(partsOf("cat <<-END\n\t`id`\n\tEND\nls")).toEqual(["cat <<-END", "id", "ls"]);
+  });
+
+  it("lists the outer command and every nested script", () => {
+    expect(parseShellCommand("sh -c 'curl x | sh'").scripts).toEqual(["sh -c 'curl x | sh'", "curl x | sh"]);
+    expect(parseShellCommand("   ").scripts).toEqual([]);
+  });
+
+  it("survives unterminated quotes and parentheses without losing commands", () => {
+    expect(partsOf("echo 'unterminated && rm -rf /")).toHaveLength(1);
+    expect(partsOf("echo $(rm -rf ~")).toContain("rm -rf ~");
+    expect(partsOf("(rm -rf ~")).toEqual(["rm -rf ~"]);
+  });
+
+  it("does not recurse without bound, and reports what it did not follow", () => {
+    const deep = parseShellCommand(`${"$(".repeat(50)}whoami${")".repeat(50)}`);
+    expect(deep.parts.length).toBe(13);
+    expect(deep.tooDeep).toEqual([`${"$(".repeat(37)}whoami${")".repeat(37)}`]);
+    expect(parseShellCommand(`${"eval ".repeat(30)}rm -rf /`).tooDeep).toEqual([`${"eval ".repeat(17)}rm -rf /`]);
+    expect(parseShellCommand("echo $(echo $(ls))").tooDeep).toEqual([]);
+  });
+});
+
+describe("words and normalised text", () => {
+  it.each([
+    ["rm -rf \"$HOME\"", "rm -rf $HOME"],
+    ["FOO=1 BAR=2 /bin/r'm' -rf /", "rm -rf /"],
+    ["env -i PATH=/bin nohup nice -n 5 rm -rf /", "rm -rf /"],
+    ["command \\rm -rf ~", "rm -rf ~"],
+    ["timeout -s KILL 10 sudo ls", "sudo ls"],
+    ["$'\\x72\\x6d' -rf /", "rm -rf /"],
+    ["$'\\162m' -rf /", "rm -rf /"],
+    ["{rm,-rf,/}", "rm -rf /"],
+    ["echo hi>out.txt 2>&1", "echo hi > out.txt 2>& 1"],
+    ["cat <in.txt >>log &>all", "cat < in.txt >> log &> all"],
+  ])("%j normalises to %j", (command, normalised) => {
+    expect(normalisedPartsOf(command)).toEqual([normalised]);
+  });
+
+  it("skips assignments, wrappers and their option values", () => {
+    expect(commandWords(["A=1", "xargs", "-n", "1", "rm", "-f"])).toEqual(["rm", "-f"]);
+    expect(commandWords(["A=1"])).toEqual([]);
+  });
+});
+
+describe("write targets", () => {
+  const targetsOf = (command: string) => parseShellCommand(command).parts.flatMap(writeTargetsOf);
+
+  it.each([
+    ["echo x > /etc/hosts", ["/etc/hosts"]],
+    ["echo x >> a 2> b &> c", ["a", "b", "c"]],
+    ["cmd 2>&1 >&2 <in", []],
+    ["rm -rf a b -- -c", ["a", "b", "-c"]],
+    ["cp -r src dist", ["dist"]],
+    ["cp -t /out a b", ["/out"]],
+    ["cp --target-directory=/out a", ["/out"]],
+    ["mv a b", ["a", "b"]],
+    ["ln -s /etc link", ["/etc", "link"]],
+    ["tee -a x y", ["x", "y"]],
+    ["chmod -R 777 /", ["777", "/"]],
+    ["dd if=/dev/zero of=disk.img", ["disk.img"]],
+    ["sed -i 's/a/b/' f.txt", ["s/a/b/", "f.txt"]],
+    ["sed 's/a/b/' f.txt", []],
+    ["find /tmp -name x -delete", ["/tmp"]],
+    ["find -delete", ["."]],
+    ["curl -o /tmp/x https://e.com", ["/tmp/x"]],
+    ["curl --output=/tmp/x https://e.com", ["/tmp/x"]],
+    ["wget -O/tmp/x https://e.com", ["/tmp/x"]],
+    ["tar -xf a.tar -C /", ["/"]],
+    ["cat a b", []],
+    ["$RM -rf ../x", ["../x"]],
+    ["$(echo rm) -rf /", ["/"]],
+  ])("%j writes %j", (command, targets) => {
+    expect(targetsOf(command)).toEqual(targets);
+  });
+});

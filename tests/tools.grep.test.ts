@@ -1,0 +1,159 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createGrepTool, findRipgrep } from "../src/tools/grep.js";
+import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
+
+afterAll(removeWorkspaces);
+
+const ripgrep = findRipgrep();
+const SKIP_REASON = "ripgrep (rg) is not on the PATH, so only the in-process engine is tested (install it: apt-get install ripgrep)";
+if (!ripgrep) console.warn(`[tools.grep] ${SKIP_REASON}`);
+
+const inProcess = [createGrepTool({ ripgrep: null })];
+const withRipgrep = ripgrep ? [createGrepTool({ ripgrep })] : [];
+
+/** A git repository with ignored files, nested folders, a dotfile, binary files, CRLF and non-ASCII text. */
+function fixtureTree(): TestWorkspace {
+  const lateNul = Buffer.concat([Buffer.from("needle at the start\n"), Buffer.alloc(70_000, 0x61), Buffer.from([0]), Buffer.from("\n")]);
+  return makeWorkspace(
+    {
+      ".gitignore": "*.log\nbuild/\n",
+      ".hidden/config": "needle in a dotfile\n",
+      "a.txt": "first needle\nno match here\nneedle needle twice on one line\n",
+      "a/b.txt": "needle comes before a.txt in walk order\n",
+      "src/main.ts": 'export const needle = "NEEDLE";\n// Needle 42\n',
+      "src/docs/readme.md": "a needle in markdown\n",
+      "src/.gitignore": "generated.ts\n",
+      "src/generated.ts": "needle ignored by the nested .gitignore\n",
+      "debug.log": "needle ignored by *.log\n",
+      "build/out.js": "needle in an ignored directory\n",
+      "node_modules/dep/index.js": "needle in a dependency\n",
+      "image.png": Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x00, 0x6e, 0x65, 0x65, 0x64, 0x6c, 0x65, 0x0a]),
+      "late-nul.bin": lateNul,
+      "windows.txt": "needle with CRLF\r\nsecond line\r\n",
+      "unicode.txt": "héllo wörld needle\nHÉLLO\n",
+      "long.min.js": `${"x".repeat(600)}needle${"y".repeat(600)}\n`,
+      "dashes.txt": "a-b needle-with-dash\n",
+      "no-newline.txt": "needle at the end without newline",
+      "many/lines.txt": Array.from({ length: 600 }, (_, i) => `match line ${i + 1}`).join("\n") + "\n",
+    },
+    { git: true },
+  );
+}
+
+/** Queries both engines must answer identically. */
+const QUERIES: Record<string, Record<string, unknown>> = {
+  plain: { pattern: "needle" },
+  "case-insensitive": { pattern: "NEEDLE", case_insensitive: true },
+  "inline (?i)": { pattern: "(?i)needle \\d+" },
+  regex: { pattern: "ne+dle\\s+(in|at)\\b" },
+  "named group": { pattern: "(?P<word>need)le in" },
+  anchors: { pattern: "^needle" },
+  "end anchor on CRLF lines": { pattern: "CRLF$" },
+  "escaped punctuation": { pattern: "needle\\-with" },
+  unicode: { pattern: "h.llo w.rld" },
+  "unicode case-insensitive": { pattern: "héllo", case_insensitive: true },
+  "glob by name": { pattern: "needle", glob: "*.ts" },
+  "glob by path": { pattern: "needle", glob: "src/**/*.md" },
+  "glob negative effect": { pattern: "needle", glob: "*.nothing" },
+  "path to a directory": { pattern: "needle", path: "src" },
+  "path to a file": { pattern: "needle", path: "a.txt" },
+  "path to an ignored directory": { pattern: "needle", path: "build" },
+  "path into node_modules": { pattern: "needle", path: "node_modules/dep" },
+  "capped at 500 lines": { pattern: "match line" },
+  "no match": { pattern: "haystack" },
+  "empty pattern": { pattern: "", path: "a.txt" },
+};
+
+describe("grep: ripgrep and the in-process engine give identical results", () => {
+  let ws: TestWorkspace;
+  beforeAll(() => {
+    ws = fixtureTree();
+  });
+
+  for (const [label, args] of Object.entries(QUERIES)) {
+    it.skipIf(!ripgrep)(ripgrep ? label : `${label} (skipped: ${SKIP_REASON})`, async () => {
+      const [viaRipgrep, viaProcess] = [await ws.call("grep", args, withRipgrep), await ws.call("grep", args, inProcess)];
+      expect(viaProcess).toEqual(viaRipgrep);
+    });
+  }
+
+  it.skipIf(!ripgrep)(ripgrep ? "an invalid pattern is invalid_arguments in both" : `invalid pattern (skipped: ${SKIP_REASON})`, async () => {
+    for (const tools of [withRipgrep, inProcess]) {
+      expect(await ws.call("grep", { pattern: "a(" }, tools)).toMatchObject({ ok: false, errorKind: "invalid_arguments" });
+    }
+  });
+
+  it.skipIf(!ripgrep)(ripgrep ? "documented dialect difference: POSIX classes work in ripgrep only" : `dialects (skipped: ${SKIP_REASON})`, async () => {
+    const viaRipgrep = await ws.call("grep", { pattern: "[[:digit:]]{2}", path: "src" }, withRipgrep);
+    expect(viaRipgrep.content).toBe("1 matching line in 1 file\nsrc/main.ts:2:// Needle 42");
+    const viaProcess = await ws.call("grep", { pattern: "[[:digit:]]{2}", path: "src" }, inProcess);
+    expect(viaProcess.content).not.toContain("Needle 42");
+  });
+});
+
+describe("grep (in-process engine)", () => {
+  let ws: TestWorkspace;
+  beforeAll(() => {
+    ws = fixtureTree();
+  });
+
+  it("lists path:line:text in walk order, dotfiles included, ignored, skipped and binary files left out", async () => {
+    const result = await ws.call("grep", { pattern: "needle" }, inProcess);
+    expect(result.content.split("\n")).toEqual([
+      "11 matching lines in 10 files",
+      ".hidden/config:1:needle in a dotfile",
+      "a/b.txt:1:needle comes before a.txt in walk order",
+      "a.txt:1:first needle",
+      "a.txt:3:needle needle twice on one line",
+      "dashes.txt:1:a-b needle-with-dash",
+      `long.min.js:1:${"x".repeat(500)}... [706 more characters]`,
+      "no-newline.txt:1:needle at the end without newline",
+      "src/docs/readme.md:1:a needle in markdown",
+      "src/main.ts:1:export const needle = \"NEEDLE\";",
+      "unicode.txt:1:héllo wörld needle",
+      "windows.txt:1:needle with CRLF",
+    ]);
+  });
+
+  it("treats CRLF as a line ending, so `$` matches before it", async () => {
+    expect((await ws.call("grep", { pattern: "CRLF$" }, inProcess)).content).toBe("1 matching line in 1 file\nwindows.txt:1:needle with CRLF");
+  });
+
+  it("searches an ignored directory it is pointed at", async () => {
+    expect((await ws.call("grep", { pattern: "needle", path: "build" }, inProcess)).content).toBe(
+      "1 matching line in 1 file\nbuild/out.js:1:needle in an ignored directory",
+    );
+  });
+
+  it("says when it is capped, and when nothing matches", async () => {
+    const capped = await ws.call("grep", { pattern: "match line" }, inProcess);
+    const lines = capped.content.split("\n");
+    expect(lines[0]).toBe("Showing the first 500 matching lines (in 1 files); there are more: narrow the pattern, path or glob");
+    expect(lines).toHaveLength(501);
+    expect(lines[500]).toBe("many/lines.txt:500:match line 500");
+    expect((await ws.call("grep", { pattern: "haystack", glob: "*.md" }, inProcess)).content).toBe(
+      'No matches for "haystack" in . (files matching *.md)',
+    );
+  });
+
+  it("reports invalid patterns and missing paths", async () => {
+    expect(await ws.call("grep", { pattern: "a(" }, inProcess)).toMatchObject({ ok: false, errorKind: "invalid_arguments" });
+    expect(await ws.call("grep", { pattern: "x", path: "nope" }, inProcess)).toMatchObject({ ok: false, errorKind: "file_not_found" });
+  });
+
+  it("leaves out files over 10 MiB and says so", async () => {
+    const big = makeWorkspace({ "huge.txt": "needle\n".repeat(1_600_000), "small.txt": "needle\n" });
+    expect((await big.call("grep", { pattern: "needle" }, inProcess)).content).toBe(
+      "1 matching line in 1 file\nsmall.txt:1:needle\n(not searched, over 10 MiB: huge.txt)",
+    );
+  });
+});
+
+describe("findRipgrep", () => {
+  it("honours LOOPGRAPH_RG (a path, or off) and otherwise searches the PATH", () => {
+    expect(findRipgrep({ LOOPGRAPH_RG: "off", PATH: process.env.PATH })).toBeUndefined();
+    expect(findRipgrep({ LOOPGRAPH_RG: "/opt/rg", PATH: "" })).toBe("/opt/rg");
+    expect(findRipgrep({ PATH: "/nonexistent-dir" })).toBeUndefined();
+    if (ripgrep) expect(findRipgrep({ PATH: `/nonexistent-dir:${ripgrep.replace(/\/rg$/, "")}` })).toBe(ripgrep);
+  });
+});

@@ -1,0 +1,142 @@
+import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { executeToolCall } from "../src/tools/registry.js";
+import { createShellTool } from "../src/tools/shell.js";
+import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
+
+const started: number[] = [];
+afterAll(() => {
+  for (const pid of started) {
+    try {
+      process.kill(pid, "SIGKILL");
+    } catch {
+      // already gone
+    }
+  }
+  removeWorkspaces();
+});
+
+/** State and process group of a process from /proc, or undefined when it is gone. */
+function procStat(pid: number | string): { state: string; pgid: number } | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "utf8");
+    const [state, , group] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    return { state: state!, pgid: Number(group) };
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Whether a process still runs. Zombies do not count: killed orphans wait there until the
+ * container's PID 1 reaps them, which some do late or never.
+ */
+function isRunning(pid: number): boolean {
+  const stat = procStat(pid);
+  return stat !== undefined && stat.state !== "Z";
+}
+
+/** Running processes of group `pgid`. */
+function liveMembers(pgid: number): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name) && isRunning(Number(name)) && procStat(name)?.pgid === pgid)
+    .map(Number);
+}
+
+function readPid(ws: TestWorkspace, file: string): number {
+  return Number(readFileSync(join(ws.root, file), "utf8").trim());
+}
+
+/** The process-group checks read /proc. */
+const hasProc = existsSync("/proc/self/stat");
+const needsProc = (name: string) => (hasProc ? name : `${name} (skipped: no /proc to watch process groups)`);
+
+describe("shell", () => {
+  it("runs bash in the workspace and reports exit code, stdout and stderr; a failing command is not an error", async () => {
+    const ws = makeWorkspace();
+    const result = await ws.call("shell", { command: "pwd; echo oops >&2; printf 'no newline'; exit 3" });
+    expect(result).toEqual({ ok: true, content: `exit code: 3\n--- stdout ---\n${ws.root}\nno newline\n--- stderr ---\noops\n` });
+  });
+
+  it("gives the command an empty stdin and says when there is no output", async () => {
+    const ws = makeWorkspace();
+    expect(await ws.call("shell", { command: "cat" })).toEqual({ ok: true, content: "exit code: 0\n(no output)\n" });
+  });
+
+  it.skipIf(!hasProc)(needsProc("kills the whole process group on timeout and returns the output so far"), async () => {
+    const ws = makeWorkspace();
+    const begin = Date.now();
+    const result = await ws.call("shell", {
+      command: "echo $$ > pgid; sleep 60 & echo $! > child.pid; (sleep 60 &); echo waiting; wait",
+      timeout_ms: 500,
+    });
+    expect(Date.now() - begin).toBeLessThan(5_000);
+    expect(result).toMatchObject({ ok: false, errorKind: "timeout" });
+    expect(result.content).toBe(
+      "timed out after 500 ms: the command and every process it started were killed. Output until then:\n--- stdout ---\nwaiting\n",
+    );
+    expect(liveMembers(readPid(ws, "pgid"))).toEqual([]);
+    expect(isRunning(readPid(ws, "child.pid"))).toBe(false);
+  });
+
+  it.skipIf(!hasProc)(needsProc("follows SIGTERM with SIGKILL for processes that ignore it"), async () => {
+    const ws = makeWorkspace();
+    const tools = [createShellTool({ killGraceMs: 200 })];
+    const result = await ws.call("shell", { command: "trap '' TERM; echo $$ > pgid; sleep 60; sleep 60", timeout_ms: 300 }, tools);
+    expect(result.errorKind).toBe("timeout");
+    expect(liveMembers(readPid(ws, "pgid"))).toEqual([]);
+  });
+
+  it.skipIf(!hasProc)(needsProc("is cancelled through the context's AbortSignal, killing the group"), async () => {
+    const ws = makeWorkspace();
+    const controller = new AbortController();
+    setTimeout(() => controller.abort(), 300);
+    const result = await executeToolCall(
+      { id: "c1", name: "shell", args: { command: "echo $$ > pgid; (sleep 60 &); sleep 60" } },
+      { ...ws.ctx, signal: controller.signal },
+    );
+    expect(result).toMatchObject({ ok: false, errorKind: "failed" });
+    expect(result.content).toMatch(/^cancelled: the command and every process it started were killed/);
+    expect(liveMembers(readPid(ws, "pgid"))).toEqual([]);
+  });
+
+  it("returns when the command exits even if a background process keeps running", async () => {
+    const ws = makeWorkspace();
+    const begin = Date.now();
+    const quiet = await ws.call("shell", { command: "sleep 30 > /dev/null 2>&1 & echo $!" });
+    started.push(Number(/\n(\d+)\n/.exec(quiet.content)![1]));
+    const holding = await ws.call("shell", { command: "sleep 30 & echo $!" });
+    started.push(Number(/\n(\d+)\n/.exec(holding.content)![1]));
+    expect(Date.now() - begin).toBeLessThan(4_000);
+    expect(quiet.content).toMatch(/^exit code: 0\n--- stdout ---\n\d+\n$/);
+    expect(holding.content).toMatch(/^exit code: 0\nnote: background processes still hold stdout\/stderr/);
+  });
+
+  it("saves a 5 MB output complete in the artifact and shows the model its head and tail", async () => {
+    const ws = makeWorkspace();
+    const result = await ws.call("shell", { command: "yes abcdefghi | head -n 500000; echo done >&2" });
+    expect(result.ok).toBe(true);
+    expect(result.content.length).toBeLessThan(31_000);
+    expect(result.content.startsWith("exit code: 0\n--- stdout ---\nabcdefghi\n")).toBe(true);
+    expect(result.content.endsWith("abcdefghi\n--- stderr ---\ndone\n")).toBe(true);
+    const artifact = result.artifact!;
+    expect(artifact.startsWith(ws.ctx.artifactsDir)).toBe(true);
+    const expected = Buffer.from(`exit code: 0\n--- stdout ---\n${"abcdefghi\n".repeat(500_000)}--- stderr ---\ndone\n`);
+    expect(readFileSync(artifact).equals(expected)).toBe(true);
+    expect(readdirSync(ws.ctx.artifactsDir)).toEqual([artifact.slice(ws.ctx.artifactsDir.length + 1)]);
+
+    const relative = artifact.slice(ws.root.length + 1);
+    const marker = result.content.split("\n").find((line) => line.startsWith("[... "))!;
+    expect(marker).toMatch(new RegExp(`^\\[\\.\\.\\. \\d+ bytes cut here \\(lines (\\d+)-(\\d+) of 500004\\); the full output is saved in ${relative.replace(/\./g, "\\.")}: read it with read_file, e\\.g\\. offset \\1 \\.\\.\\.\\]$`));
+    const firstCut = Number(/lines (\d+)-/.exec(marker)![1]);
+    const read = await ws.call("read_file", { path: relative, offset: firstCut, limit: 1 });
+    expect(read.content.startsWith(`${String(firstCut).padStart(6)}\tabcdefghi\n`)).toBe(true);
+  });
+
+  it("rejects timeouts out of range", async () => {
+    const ws = makeWorkspace();
+    expect(await ws.call("shell", { command: "true", timeout_ms: 0 })).toMatchObject({ errorKind: "invalid_arguments" });
+    expect(await ws.call("shell", { command: "true", timeout_ms: 600_001 })).toMatchObject({ errorKind: "invalid_arguments" });
+  });
+});
