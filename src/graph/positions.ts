@@ -3,6 +3,16 @@ import { isAlias, isMap, isScalar, isSeq, type Document, type LineCounter, type 
 /** A location inside the parsed data: keys of mappings and indexes of lists. */
 export type DataPath = readonly (string | number)[];
 
+/** The value at a data path of parsed YAML, or undefined where the path leads nowhere. */
+export function valueAt(data: unknown, path: DataPath): unknown {
+  let current = data;
+  for (const segment of path) {
+    if (current === null || typeof current !== "object") return undefined;
+    current = (current as Record<string | number, unknown>)[segment];
+  }
+  return current;
+}
+
 /** A problem found in a graph file, located by data path; turned into `line:col` by `SourceLocator`. */
 export interface PathIssue {
   path: DataPath;

@@ -1,6 +1,6 @@
 /** Checks parsed graph data against the zod schema, rewording its issues to say what to fix. */
 import { z } from "zod";
-import type { DataPath, PathIssue } from "./positions.js";
+import { valueAt, type DataPath, type PathIssue } from "./positions.js";
 import { COMBINATORS, COMPARISON_OPERATORS, NODE_KINDS, conditionSchema, graphFileSchema, type GraphFile } from "./schema.js";
 import { closestName, unknownName } from "./suggest.js";
 
@@ -104,15 +104,6 @@ function subjectOf(path: DataPath): string {
   const lastKey = path.findLastIndex((segment) => typeof segment === "string");
   if (lastKey < 0) return "the graph file";
   return path.slice(lastKey + 1).reduce<string>((subject, index) => `${subject}[${index}]`, String(path[lastKey]));
-}
-
-function valueAt(data: unknown, path: DataPath): unknown {
-  let current = data;
-  for (const segment of path) {
-    if (current === null || typeof current !== "object") return undefined;
-    current = (current as Record<string | number, unknown>)[segment];
-  }
-  return current;
 }
 
 function isMissing(data: unknown, path: DataPath): boolean {

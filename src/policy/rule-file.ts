@@ -23,7 +23,7 @@ import { join, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../errors.js";
-import { SourceLocator, type DataPath } from "../graph/positions.js";
+import { SourceLocator, valueAt, type DataPath } from "../graph/positions.js";
 import { closestName } from "../graph/suggest.js";
 import type { PolicyRule, RuleSource } from "./types.js";
 
@@ -178,15 +178,6 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], data: unknown): Pro
     problems.push({ path, at: "value", message: issue.message });
   }
   return problems;
-}
-
-function valueAt(data: unknown, path: DataPath): unknown {
-  let current = data;
-  for (const segment of path) {
-    if (current === null || typeof current !== "object") return undefined;
-    current = (current as Record<string | number, unknown>)[segment];
-  }
-  return current;
 }
 
 /** Rules of one policy file; a missing file has none. */
