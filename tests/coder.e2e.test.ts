@@ -113,6 +113,23 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(calls).toHaveLength(1);
   });
 
+  it("Ctrl-C in the middle of a Coder turn stops after the tool step in flight (exit 130); resume finishes it", async () => {
+    const ws = repo();
+    const child = spawnCli(coderArgs(ws, "sigint", "crash.script.yaml", "--approval", "auto"));
+    const done = collect(child);
+    await waitForLine(child, (line) => line.includes('"tool_call"') && line.includes("three"));
+    child.kill("SIGINT");
+    const interrupted = await done;
+    expect(interrupted.code).toBe(130);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
+
+    const resumed = await runCli(["resume", "sigint", "--db", ws.db, "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(parseEvents(resumed.stdout).filter((e) => e.type === "tool_call")).toHaveLength(0);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
+    expect((await coderOutput(ws.db, "sigint")).status).toBe("success");
+  });
+
   it("six identical read_file calls trigger the step-back warning, then a Coder failure", async () => {
     const ws = repo();
     const run = await runCli(coderArgs(ws, "loop", "loop.script.yaml", "--approval", "auto"));

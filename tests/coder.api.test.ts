@@ -1,0 +1,106 @@
+import { execFileSync } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import type { ApprovalRequest } from "../src/coder/types.js";
+import type { CoderResult } from "../src/coder/types.js";
+import { runGraph } from "../src/index.js";
+import { cleanEnv, ROOT, tempDir } from "./helpers/cli.js";
+import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
+
+const FIXTURES = join(ROOT, "tests/fixtures/coder");
+let cleanups: Array<() => void | Promise<void>> = [];
+afterEach(async () => {
+  for (const cleanup of cleanups) await cleanup();
+  cleanups = [];
+});
+
+function workspace(): { dir: string; db: string } {
+  const temp = tempDir();
+  cleanups.push(temp.cleanup);
+  const dir = join(temp.path, "ws");
+  execFileSync("git", ["init", "-q", dir]);
+  writeFileSync(join(dir, "README.md"), "# demo\n");
+  return { dir, db: join(temp.path, "db") };
+}
+
+async function mockServer(): Promise<MockOpenAIServer> {
+  const server = await startMockOpenAI();
+  cleanups.push(() => server.close());
+  return server;
+}
+
+/** The text of every message of a recorded chat-completion request. */
+const requestText = (body: { messages: Array<{ content: unknown }> }): string => body.messages.map((m) => JSON.stringify(m.content)).join("\n");
+
+describe("coder node (in-process API)", () => {
+  it("compresses older turns when the history passes the token budget, and loads AGENTS.md into the prompt", async () => {
+    const ws = workspace();
+    writeFileSync(join(ws.dir, "AGENTS.md"), "Always run the tests. RULE-MARKER\n");
+    writeFileSync(join(ws.dir, "a.txt"), `${"alpha-content ".repeat(150)}\n`);
+    writeFileSync(join(ws.dir, "b.txt"), "bravo-content\n");
+    const server = await mockServer();
+    server.enqueue(
+      { toolCalls: [{ name: "read_file", args: { path: "a.txt" } }] },
+      { toolCalls: [{ name: "read_file", args: { path: "b.txt" } }] },
+      { text: "SUMMARY-TEXT: read a.txt, it repeats alpha-content." },
+      { text: "done" },
+    );
+    const outcome = await runGraph({
+      graph: join(FIXTURES, "compress.yaml"), task: "read the files", workspace: ws.dir, db: ws.db,
+      model: "openai:gpt-test", approval: "auto", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+    });
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(server.requests).toHaveLength(4);
+    const [first, , summarise, last] = server.requests.map((r) => r.body as { messages: Array<{ role: string; content: unknown }> });
+    expect(first!.messages[0]!.role).toBe("system");
+    expect(JSON.stringify(first!.messages[0]!.content)).toContain("RULE-MARKER");
+    expect(requestText(summarise!)).toContain("alpha-content");
+    const finalText = requestText(last!);
+    expect(finalText).toContain("[Summary of earlier work]");
+    expect(finalText).toContain("SUMMARY-TEXT");
+    expect(finalText).not.toContain("alpha-content alpha-content");
+    expect(finalText).toContain("bravo-content");
+    expect(finalText).toContain("read the files");
+    expect((outcome.state.outputs.coder as CoderResult).status).toBe("success");
+  });
+
+  it("an 'always' answer adds a rule for the thread: the next matching call does not ask", async () => {
+    const ws = workspace();
+    const asked: ApprovalRequest[] = [];
+    const outcome = await runGraph({
+      graph: "coder", task: "log twice", workspace: ws.dir, db: ws.db, env: {},
+      model: `scripted:${join(FIXTURES, "always.script.yaml")}`,
+      askApproval: async (request) => {
+        asked.push(request);
+        return { decision: "always" };
+      },
+    });
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(asked.map((r) => (r.args as { command: string }).command)).toEqual(["echo first >> log.txt"]);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("first\nsecond\n");
+    expect(outcome.state.sessionRules).toHaveLength(1);
+  });
+
+  it("stops with a step-limit failure after max_steps model calls", async () => {
+    const ws = workspace();
+    const outcome = await runGraph({
+      graph: join(FIXTURES, "step-limit.yaml"), task: "t", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
+      model: `scripted:${join(FIXTURES, "step-limit.script.yaml")}`,
+    });
+    expect(outcome.status).toBe("finished");
+    const result = outcome.state.outputs.coder as CoderResult;
+    expect(result).toMatchObject({ status: "failure", failureKind: "step_limit", steps: 2 });
+    expect(result.toolCalls.map((call) => call.name)).toEqual(["list_dir", "read_file"]);
+  });
+
+  it("a missing scripted response ends the Coder with a typed failure, not a crash", async () => {
+    const ws = workspace();
+    const outcome = await runGraph({
+      graph: "coder", task: "t", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
+      model: `scripted:${join(ROOT, "tests/fixtures/engine/durable.script.yaml")}`,
+    });
+    expect(outcome.status).toBe("finished");
+    expect(outcome.state.outputs.coder).toMatchObject({ status: "failure", failureKind: "model_exhausted" });
+  });
+});
