@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-import { Command, CommanderError, Option } from "commander";
+import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
@@ -8,7 +8,14 @@ const commands = {
   run: () => import("./run-commands.js"),
   inspect: () => import("./inspect-command.js"),
   graphs: () => import("./graphs-command.js"),
+  thread: () => import("./thread-commands.js"),
 };
+
+function parsePositiveInt(value: string): number {
+  const parsed = Number(value);
+  if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
+  return parsed;
+}
 
 const approvalOption = () =>
   new Option("--approval <mode>", "tool calls: ask (edits and shell ask), auto-edit (shell asks), auto (only denied rules stop), deny (never ask)")
@@ -33,6 +40,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--workspace <dir>", "directory the nodes work in (default: current directory)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL)")
     .addOption(approvalOption())
+    .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
     .option("--json", "print newline-delimited JSON events")
     .action(async (graph: string, options) => setExitCode(await (await commands.run()).runCommand(graph, withGlobals(options))));
 
@@ -46,6 +54,22 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--answer <text>", "answer to the question the run is waiting on")
     .option("--json", "print newline-delimited JSON events")
     .action(async (thread: string, options) => setExitCode(await (await commands.run()).resumeCommand(thread, withGlobals(options))));
+
+  program
+    .command("send <thread> <message...>")
+    .description('send a command to a thread\'s loop from any terminal: stop, status, "add: <task>", "start: <task>" or JSON')
+    .action(async (thread: string, words: string[]) => setExitCode(await (await commands.thread()).sendCommandCli(thread, words, withGlobals({}))));
+
+  program
+    .command("stop <thread>")
+    .description("stop a thread's loop after the node in progress")
+    .action(async (thread: string) => setExitCode(await (await commands.thread()).sendCommandCli(thread, ["stop"], withGlobals({}))));
+
+  program
+    .command("status <thread>")
+    .description("the Looper status block of a thread (no model call)")
+    .option("--json", "print JSON")
+    .action(async (thread: string, options) => setExitCode(await (await commands.thread()).statusCommand(thread, withGlobals(options))));
 
   program
     .command("inspect [thread]")

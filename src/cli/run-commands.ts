@@ -18,6 +18,7 @@ export interface RunCommandOptions extends GlobalOptions {
   workspace?: string;
   model?: string;
   approval?: ApprovalMode;
+  maxRounds?: number;
   json?: boolean;
 }
 
@@ -104,6 +105,7 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
       workspace: options.workspace,
       model: options.model,
       approval: options.approval,
+      maxRounds: options.maxRounds,
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
       onEvent,

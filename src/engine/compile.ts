@@ -3,6 +3,9 @@ import { evaluateCondition } from "../graph/condition.js";
 import { END_NODE, START_NODE, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../graph/types.js";
 import { createAgentNode } from "../nodes/agent.js";
 import { createCoderNode } from "../nodes/coder.js";
+import { createJudgeNode } from "../nodes/judge.js";
+import { createLooperNode } from "../nodes/looper.js";
+import { createReviewNode } from "../nodes/review.js";
 import { createFunctionNode, loadUserFunction } from "../nodes/function.js";
 import { instrumentNode } from "../nodes/instrument.js";
 import type { NodeFunction } from "../nodes/types.js";
@@ -20,6 +23,12 @@ async function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunC
       return createFunctionNode(node, await loadUserFunction(node), ctx);
     case "coder":
       return createCoderNode(node, graph, ctx);
+    case "looper":
+      return createLooperNode(node, ctx);
+    case "review":
+      return createReviewNode(node, graph, ctx);
+    case "judge":
+      return createJudgeNode(node, graph, ctx);
     case "subgraph": {
       // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
       const subgraph = await compileGraph(node.graph, ctx);

@@ -2,6 +2,7 @@ import { ConfigError } from "../errors.js";
 import { createModel } from "../models/index.js";
 import type { ChatModel } from "../models/types.js";
 import type { ApprovalMode, PolicyRule } from "../policy/types.js";
+import type { InboxEntry } from "../runs/inbox.js";
 import type { EventSink } from "./events.js";
 
 /**
@@ -18,6 +19,10 @@ export interface RunContext {
   approvalMode: ApprovalMode;
   /** The user's policy rules (`.loopgraph/policy.yaml`). */
   userRules: PolicyRule[];
+  /** `--max-rounds`: overrides the looper node's round limit when a loop starts. */
+  maxRounds?: number;
+  /** Commands sent to this thread after the given inbox id (from `loopgraph send/stop`). */
+  readInbox(cursor: number): InboxEntry[];
   emit: EventSink;
   /** Returns the model for a spec, created once per process. */
   model(spec: string): ChatModel;

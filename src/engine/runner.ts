@@ -30,6 +30,8 @@ export interface CommonRunOptions {
    * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`.
    */
   askApproval?: (request: ApprovalRequest) => Promise<ApprovalAnswer | undefined>;
+  /** `--max-rounds`: the round limit of a loop started by this run (overrides the looper node's). */
+  maxRounds?: number;
   /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */
   control?: RunControl;
   signal?: AbortSignal;
@@ -80,7 +82,7 @@ export function absoluteModelSpec(spec: string | undefined, cwd: string): string
 /** Fails fast (exit 2) when a node has no model or a model cannot be configured (e.g. a missing key). */
 function checkModels(graph: GraphDefinition, ctx: RunContext): void {
   for (const node of Object.values(graph.nodes)) {
-    if (node.kind === "agent" || node.kind === "coder") ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
+    if (node.kind === "agent" || node.kind === "coder" || node.kind === "review" || node.kind === "judge") ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
     if (node.kind === "subgraph") checkModels(node.graph, ctx);
   }
 }
@@ -94,12 +96,15 @@ function makeContext(
   workspace: string,
   settings: { runModel?: string; approvalMode: ApprovalMode },
   options: CommonRunOptions,
+  store: Store,
 ): RunContext {
   const cwd = options.cwd ?? process.cwd();
   return {
     threadId,
     workspace,
     ...settings,
+    maxRounds: options.maxRounds,
+    readInbox: (cursor) => store.inbox.after(threadId, cursor),
     userRules: loadUserRules(workspace, options.env ?? process.env),
     emit: options.onEvent ?? (() => undefined),
     model: createModelCache(cwd, options.env ?? process.env),
@@ -119,11 +124,10 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   const workspace = resolve(cwd, options.workspace ?? ".");
   const runModel = absoluteModelSpec(options.model ?? env.LOOPGRAPH_MODEL, cwd);
   const approvalMode = options.approval ?? "ask";
-  const ctx = makeContext(threadId, workspace, { runModel, approvalMode }, options);
-  checkModels(graph, ctx);
-
   const store = openStore({ db: options.db, cwd, env });
   try {
+    const ctx = makeContext(threadId, workspace, { runModel, approvalMode }, options, store);
+    checkModels(graph, ctx);
     if (store.threads.get(threadId)) {
       throw new ConfigError(`thread "${threadId}" already exists: continue it with \`loopgraph resume ${threadId}\``);
     }
@@ -148,7 +152,9 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   try {
     const record = store.threads.get(options.threadId);
     if (!record) throw new ConfigError(`no thread "${options.threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
-    if (record.status === "finished") {
+    // A finished thread runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
+    const restart = record.status === "finished" && (await hasUnconsumedCommands(store, record.threadId));
+    if (record.status === "finished" && !restart) {
       throw new ConfigError(`nothing to resume: thread "${record.threadId}" has finished (see \`loopgraph inspect ${record.threadId}\`)`);
     }
     if (isRunningElsewhere(record)) {
@@ -160,15 +166,22 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     const graph = await loadGraph(record.graphFile);
     const runModel = absoluteModelSpec(options.model, cwd) ?? record.model;
     const approvalMode = options.approval ?? record.approval;
-    const ctx = makeContext(record.threadId, record.workspace, { runModel, approvalMode }, options);
+    const ctx = makeContext(record.threadId, record.workspace, { runModel, approvalMode }, options, store);
     checkModels(graph, ctx);
     store.threads.markRunning(record.threadId, { model: runModel, approval: approvalMode });
     ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true });
-    const input = options.answer === undefined ? null : new Command({ resume: options.answer });
+    const input = restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
     return await execute(graph, input, ctx, store, options);
   } finally {
     store.close();
   }
+}
+
+/** Commands in the thread's inbox after the cursor of its latest checkpoint. */
+export async function hasUnconsumedCommands(store: Store, threadId: string): Promise<boolean> {
+  const latest = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+  const cursor = (latest?.checkpoint.channel_values.inboxCursor as number | undefined) ?? 0;
+  return store.inbox.after(threadId, cursor).length > 0;
 }
 
 async function execute(

@@ -6,6 +6,7 @@ import { LineCounter, parseDocument, visit, type Document } from "yaml";
 import { ConfigError, GraphValidationError } from "../errors.js";
 import { toLoopDetectionOptions } from "../coder/loop-detection.js";
 import { toPolicyRules } from "../policy/rule-file.js";
+import { resolveReviewNode } from "../review/schema.js";
 import { TOOL_NAMES } from "../tools/types.js";
 import { SourceLocator, type DataPath, type PathIssue } from "./positions.js";
 import { COMPARISON_OPERATORS, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
@@ -155,6 +156,16 @@ class NodeResolver {
         const graph = await this.loadSubgraph(raw.graph, ["nodes", id, "graph"]);
         return graph && { ...common, kind: "subgraph", graph };
       }
+      case "judge": {
+        const prompt = raw.prompt === undefined ? defaultPrompt("judge.md") : this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
+        return prompt === undefined ? undefined : { ...common, kind: "judge", promptFile: prompt.absolute, coder: raw.coder, review: raw.review };
+      }
+      case "review":
+        return resolveReviewNode(raw, common, (key, relative, defaultName) =>
+          relative === undefined ? defaultPrompt(defaultName).absolute : this.existingFile(relative, ["nodes", id, key], "prompt file")?.absolute,
+        );
+      case "looper":
+        return { ...common, kind: "looper", maxRounds: raw.max_rounds, coder: raw.coder, review: raw.review, judge: raw.judge };
       case "coder": {
         const prompt = raw.prompt === undefined ? defaultPrompt("coder.md") : this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
         return prompt === undefined

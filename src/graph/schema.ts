@@ -7,7 +7,9 @@ import { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { parseModelSpec } from "../models/spec.js";
 import { loopDetectionConfigSchema } from "../coder/loop-detection.js";
+import { judgeNodeKeys } from "../judge/schema.js";
 import { policyRulesSchema } from "../policy/rule-file.js";
+import { reviewNodeSchema } from "../review/schema.js";
 import { TOOL_NAMES } from "../tools/types.js";
 import type { ComparisonOperator, OutputSchema } from "./types.js";
 
@@ -292,7 +294,20 @@ const coderNode = z.strictObject({
     .default(30_000),
 });
 
-const nodeSchema = z.discriminatedUnion("kind", [agentNode, functionNode, subgraphNode, coderNode]);
+const looperNode = z.strictObject({
+  kind: z.literal("looper"),
+  ...nodeCommon,
+  max_rounds: positiveInt.describe("Rounds before the loop ends with \"round limit\" (default 5)").default(5),
+  coder: z.string().describe('Node id of the Coder phase (default "coder")').default("coder"),
+  review: z.string().describe('Node id of the Review phase (default "review")').default("review"),
+  judge: z.string().describe('Node id of the Judge phase (default "judge")').default("judge"),
+});
+
+const judgeNode = z.strictObject({ kind: z.literal("judge"), ...nodeCommon, ...judgeNodeKeys });
+
+const reviewNode = z.strictObject({ kind: z.literal("review"), ...nodeCommon, ...reviewNodeSchema.shape });
+
+const nodeSchema = z.discriminatedUnion("kind", [agentNode, functionNode, subgraphNode, coderNode, looperNode, reviewNode, judgeNode]);
 export type RawNode = z.output<typeof nodeSchema>;
 export type NodeKind = RawNode["kind"];
 export const NODE_KINDS: readonly NodeKind[] = nodeSchema.options.map((option) => option.shape.kind.value);

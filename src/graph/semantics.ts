@@ -5,6 +5,7 @@
 import type { DataPath, PathIssue } from "./positions.js";
 import type { GraphFile, RawCondition, RawEdge } from "./schema.js";
 import { closestName, unknownName } from "./suggest.js";
+import { STATE_CHANNELS } from "../state/graph-state.js";
 import { END_NODE, START_NODE } from "./types.js";
 
 /** Checks what the schema cannot: references between parts of the graph, reachability, loop limits. */
@@ -12,9 +13,24 @@ export function checkSemantics(graph: GraphFile): PathIssue[] {
   return [...checkNodeReferences(graph), ...checkEdges(graph), ...checkFlow(graph)];
 }
 
+/** Phase references of nodes that drive other nodes (looper → coder/review/judge; review/judge → coder …). */
+const PHASE_KEYS = ["coder", "review", "judge"] as const;
+
 function checkNodeReferences(graph: GraphFile): PathIssue[] {
   const issues: PathIssue[] = [];
   const nodeIds = Object.keys(graph.nodes);
+  for (const [id, node] of Object.entries(graph.nodes)) {
+    // LangGraph shares one namespace between nodes and state channels.
+    if (STATE_CHANNELS.includes(id)) {
+      issues.push({ path: ["nodes", id], at: "key", message: `node id "${id}" is the name of a state channel: rename the node` });
+    }
+    for (const key of PHASE_KEYS) {
+      const target = (node as Partial<Record<(typeof PHASE_KEYS)[number], string>>)[key];
+      if (target !== undefined && !nodeIds.includes(target)) {
+        issues.push({ path: ["nodes", id, key], message: unknownName("node", target, nodeIds) });
+      }
+    }
+  }
   for (const [id, node] of Object.entries(graph.nodes)) {
     if (node.on_limit === undefined) continue;
     const path = ["nodes", id, "on_limit"];
@@ -192,11 +208,12 @@ function checkFlow(graph: GraphFile): PathIssue[] {
 }
 
 /**
- * Every cycle must pass through a node with max_visits. Equivalently: once the bounded nodes are
+ * Every cycle must pass through a node with max_visits (or a looper, bounded by max_rounds). Equivalently: once the bounded nodes are
  * removed, no cycle may remain; each remaining strongly connected component is one unbounded loop.
  */
 function checkLoopLimits(graph: GraphFile, flow: Flow): PathIssue[] {
-  const unbounded = Object.keys(graph.nodes).filter((id) => graph.nodes[id]?.max_visits === undefined);
+  // A looper bounds every loop through it with its round limit (max_rounds).
+  const unbounded = Object.keys(graph.nodes).filter((id) => graph.nodes[id]?.max_visits === undefined && graph.nodes[id]?.kind !== "looper");
   const inScope = new Set(unbounded);
   const next = (id: string) => [...(flow.get(id)?.keys() ?? [])].filter((to) => inScope.has(to));
   return stronglyConnectedComponents(unbounded, next)

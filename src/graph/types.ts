@@ -6,6 +6,7 @@
 
 import type { LoopDetectionOptions } from "../coder/loop-detection.js";
 import type { PolicyRule } from "../policy/types.js";
+import type { ReviewNodeDefinition } from "../review/schema.js";
 
 /** A serialisable condition over graph state, used by conditional edges. */
 export type Condition =
@@ -104,11 +105,36 @@ export interface CoderNodeDefinition extends NodeCommon {
   resultBudgetChars: number;
 }
 
+/** The Looper: hand-written round logic (no model) between the Coder, Review and Judge phases. */
+export interface LooperNodeDefinition extends NodeCommon {
+  kind: "looper";
+  /** Rounds before the loop ends with "round limit" (default 5; `--max-rounds` overrides). */
+  maxRounds: number;
+  /** Node ids of the phases. */
+  coder: string;
+  review: string;
+  judge: string;
+}
+
+/** The Judge: decides after each round whether to continue (with which task) or terminate. */
+export interface JudgeNodeDefinition extends NodeCommon {
+  kind: "judge";
+  /** Node whose output is the Coder result (default "coder"). */
+  coder: string;
+  /** Node whose output is the Review result (default "review"). */
+  review: string;
+  /** Absolute path of the Markdown system prompt (default: the package's prompts/judge.md). */
+  promptFile: string;
+}
+
 export type NodeDefinition =
   | AgentNodeDefinition
   | FunctionNodeDefinition
   | SubgraphNodeDefinition
-  | CoderNodeDefinition;
+  | CoderNodeDefinition
+  | LooperNodeDefinition
+  | ReviewNodeDefinition
+  | JudgeNodeDefinition;
 
 export interface StateFieldDefinition {
   type: "string" | "number" | "boolean" | "object" | "array";

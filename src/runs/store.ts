@@ -1,5 +1,6 @@
 import { resolve } from "node:path";
 import { SqliteCheckpointSaver } from "../checkpoint/index.js";
+import { Inbox } from "./inbox.js";
 import { ThreadRegistry } from "./thread-registry.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
@@ -7,11 +8,12 @@ export interface Store {
   path: string;
   saver: SqliteCheckpointSaver;
   threads: ThreadRegistry;
+  inbox: Inbox;
   close(): void;
 }
 
 /** `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. */
-function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
+export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
   return resolve(cwd, db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db");
 }
 
@@ -22,6 +24,7 @@ export function openStore(options: { db?: string; cwd?: string; env?: NodeJS.Pro
     path,
     saver,
     threads: new ThreadRegistry(saver.db),
+    inbox: new Inbox(saver.db),
     close: () => saver.close(),
   };
 }

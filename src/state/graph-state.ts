@@ -1,5 +1,6 @@
 import { Annotation, messagesStateReducer } from "@langchain/langgraph";
 import type { BaseMessage } from "@langchain/core/messages";
+import type { LooperSnapshot } from "../looper/types.js";
 import type { PolicyRule } from "../policy/types.js";
 
 export interface NodeUsage {
@@ -50,6 +51,15 @@ export const GraphState = Annotation.Root({
   scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Policy rules the user added by answering "always" to an approval: they hold for the whole thread. */
   sessionRules: Annotation<PolicyRule[]>({ reducer: mergeRules, default: () => [] }),
+  /** The Looper's lifecycle machine (state value and context), advanced by the looper node. */
+  loopState: Annotation<LooperSnapshot | undefined>({ reducer: (_, next) => next, default: () => undefined }),
+  /** Id of the last inbox command consumed: written in the same checkpoint as the command's effect. */
+  inboxCursor: Annotation<number>({ reducer: (left, right) => Math.max(left, right), default: () => 0 }),
+  /** Workspace snapshot taken when the current round began: the Review diffs against it. */
+  roundBaseline: Annotation<string | undefined>({ reducer: (_, next) => next, default: () => undefined }),
 });
 
 export type GraphStateValue = typeof GraphState.State;
+
+/** The state's channel names: LangGraph forbids node ids equal to them. */
+export const STATE_CHANNELS: readonly string[] = Object.keys(GraphState.spec);

@@ -1,0 +1,68 @@
+import { ConfigError } from "../errors.js";
+import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } from "../looper/index.js";
+import type { LooperCommand, LooperSnapshot } from "../looper/types.js";
+import { openStore, type Store } from "../runs/store.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
+import type { StoreOptions } from "./inspect.js";
+
+export interface SentCommand {
+  id: number;
+  command: LooperCommand;
+  /** The thread's run status when the command was queued. */
+  threadStatus: ThreadRecord["status"];
+}
+
+export interface LooperStatus {
+  text: string;
+  json: ReturnType<typeof statusJson> & { threadId: string; threadStatus: ThreadRecord["status"] };
+}
+
+function withStore<T>(options: StoreOptions, use: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(options);
+  return use(store).finally(() => store.close());
+}
+
+function requireThread(store: Store, threadId: string): ThreadRecord {
+  const thread = store.threads.get(threadId);
+  if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
+  return thread;
+}
+
+/** The thread's latest root checkpoint: its Looper snapshot and inbox cursor. */
+async function latestLoopState(store: Store, threadId: string): Promise<{ looper?: LooperSnapshot; cursor: number }> {
+  const tuple = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+  const values = (tuple?.checkpoint.channel_values ?? {}) as { loopState?: LooperSnapshot; inboxCursor?: number };
+  return { looper: values.loopState, cursor: values.inboxCursor ?? 0 };
+}
+
+/**
+ * Queues a command for a thread's Looper, from any process: plain words (`stop`, `add: …`) or
+ * JSON. The loop applies it at its next step, exactly once. `status` is answered here instead.
+ */
+export async function sendCommand(threadId: string, text: string, options: StoreOptions = {}): Promise<SentCommand> {
+  const command = parseLooperCommand(text);
+  if (!command) {
+    throw new ConfigError(`not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`);
+  }
+  return withStore(options, async (store) => {
+    const thread = requireThread(store, threadId);
+    const id = command.command === "status" ? 0 : store.inbox.post(threadId, text, command);
+    return { id, command, threadStatus: thread.status };
+  });
+}
+
+/** The Looper status block of a thread, read from its store: no model call, whether it runs or not. */
+export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
+  return withStore(options, async (store) => {
+    const thread = requireThread(store, threadId);
+    const { looper, cursor } = await latestLoopState(store, threadId);
+    const queued = store.inbox
+      .after(threadId, cursor)
+      .flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
+    const snapshot = looper ?? initialLooperSnapshot();
+    return {
+      text: formatStatus(snapshot, { queued }),
+      json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued }) },
+    };
+  });
+}

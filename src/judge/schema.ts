@@ -1,0 +1,14 @@
+import { z } from "zod";
+
+/**
+ * A `judge` node's own keys in a graph file (snake_case). The graph schema joins them with
+ * `kind: judge` and the keys every node has, in a strict object.
+ */
+export const judgeNodeKeys = {
+  prompt: z
+    .string()
+    .describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/judge.md)")
+    .optional(),
+  coder: z.string().min(1).describe('Node whose output is the Coder result the Judge reads (default "coder")').default("coder"),
+  review: z.string().min(1).describe('Node whose output is the Review result the Judge reads (default "review")').default("review"),
+};

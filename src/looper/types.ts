@@ -1,0 +1,73 @@
+/** The Looper's lifecycle (SPEC §2 Looper), shared by the machine, the looper node and `status`. */
+
+export type LooperSubState = "WAITING_CODER" | "WAITING_REVIEW" | "JUDGE";
+
+/** `IDLE`, or `{ RUNNING: <sub-state> }`: XState's state value of the lifecycle machine. */
+export type LooperStateValue = "IDLE" | { RUNNING: LooperSubState };
+
+export interface LooperContext {
+  /** The task of the current round (the Judge's `nextTask` from round 2 on). */
+  task: string;
+  /** The task the loop was started with. */
+  originalTask: string;
+  /** Current round, from 1; 0 before the first start. */
+  round: number;
+  maxRounds: number;
+  /** Queued tasks, drained in one go at JUDGE. */
+  pending: string[];
+  shouldStop: boolean;
+  /** Why the last loop ended: "stopped by user", "round limit", or the Judge's reason. */
+  endReason?: string;
+}
+
+/** What the graph state stores: plain JSON, restored into the machine with `resolveState`. */
+export interface LooperSnapshot {
+  value: LooperStateValue;
+  context: LooperContext;
+}
+
+/** Commands from the user (any terminal) or the Mediator. */
+export type LooperCommand =
+  | { command: "start"; task: string }
+  | { command: "stop" }
+  | { command: "status" }
+  | { command: "add_pending"; task: string };
+
+/** Outcomes the looper node feeds into the machine after each phase. */
+export type LooperEvent =
+  | { type: "START"; task: string; maxRounds: number }
+  | { type: "ADD_PENDING"; task: string; maxRounds: number }
+  | { type: "STOP" }
+  | { type: "STATUS" }
+  | { type: "CODER_DONE"; ok: boolean }
+  | { type: "REVIEW_DONE" }
+  | { type: "JUDGE_CONTINUE"; nextTask: string; consumedPending: number }
+  | { type: "JUDGE_TERMINATE"; reason: string; consumedPending: number };
+
+/** The Review node's result, written to `outputs.<review node>`. */
+export interface ReviewResult {
+  rating: "normal" | "warning" | "critical";
+  comments: string[];
+  checks: Record<"specs_breakdown" | "task_log" | "git_diff", ReviewCheckResult>;
+}
+
+export interface ReviewCheckResult {
+  ok: boolean;
+  rating?: ReviewResult["rating"];
+  comments: string[];
+  /** Why the check itself failed (it did not sink the others). */
+  error?: string;
+}
+
+/** The Judge node's result, written to `outputs.<judge node>`. */
+export type JudgeResult = (
+  | { decision: "continue"; nextTask: string }
+  | { decision: "terminate"; reason: string }
+) & {
+  /** How many pending messages (from the front of the queue) the decision took in. */
+  consumedPending: number;
+  /** "model": valid model output; "rule": a guard overrode the model; "fallback": invalid output twice. */
+  source: "model" | "rule" | "fallback";
+  /** What happened on the way (repair retry, fallback, guard), for the message log. */
+  notes: string[];
+};

@@ -1,0 +1,76 @@
+import { HumanMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
+import type { z } from "zod";
+import type { RunContext } from "../engine/context.js";
+import type { NodeUsage } from "../state/graph-state.js";
+import { parseStructuredOutput } from "./structured-output.js";
+
+export function messageText(message: BaseMessage): string {
+  if (typeof message.content === "string") return message.content;
+  return message.content.map((part) => ("text" in part && typeof part.text === "string" ? part.text : "")).join("");
+}
+
+/** A node's model calls: each call adds to the scripted responses consumed and to the token usage. */
+export interface ModelSession {
+  ask(messages: BaseMessage[]): Promise<AIMessage>;
+  /** The scripted responses consumed in the run so far, this session's calls included. */
+  readonly consumed: number[];
+  /** `startUsage` plus the tokens of this session's calls. */
+  readonly usage: NodeUsage;
+}
+
+export interface ModelSessionOptions {
+  /** Model spec, e.g. `openai:gpt-4o-mini`. */
+  spec: string;
+  /** The caller's name: scripted responses are matched on it, events carry it. */
+  node: string;
+  /** Scripted responses already consumed (the state's `scripted[spec]`). */
+  consumed?: readonly number[];
+  startUsage?: NodeUsage;
+  /** Stream the answer's text as `message` deltas (off where parallel callers would interleave). */
+  streamTokens?: boolean;
+}
+
+export function startModelSession(ctx: RunContext, options: ModelSessionOptions): ModelSession {
+  const { spec, node } = options;
+  const model = ctx.model(spec);
+  const consumed = [...(options.consumed ?? [])];
+  const usage: NodeUsage = { inputTokens: 0, outputTokens: 0, ...options.startUsage };
+  const ask = async (messages: BaseMessage[]): Promise<AIMessage> => {
+    const result = await model.call(messages, {
+      node,
+      consumed,
+      signal: ctx.signal,
+      onToken: options.streamTokens === false ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
+      onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
+        ctx.emit({ type: "retry", threadId: ctx.threadId, node, attempt, maxAttempts, delayMs, message: error.message }),
+    });
+    if (result.scriptedIndex !== undefined) consumed.push(result.scriptedIndex);
+    usage.inputTokens += result.usage.inputTokens;
+    usage.outputTokens += result.usage.outputTokens;
+    return result.message;
+  };
+  return { ask, consumed, usage };
+}
+
+export type StructuredAnswer =
+  | { ok: true; value: unknown; answer: AIMessage }
+  | { ok: false; error: string; answer: AIMessage };
+
+/**
+ * Asks for JSON matching `schema`; an invalid answer is retried once with the validation error.
+ * `prompt` must already tell the model the expected format.
+ */
+export async function askStructured(
+  ask: ModelSession["ask"],
+  prompt: BaseMessage[],
+  schema: z.ZodType,
+): Promise<StructuredAnswer> {
+  const first = await ask(prompt);
+  const parsed = parseStructuredOutput(messageText(first), schema);
+  if (parsed.ok) return { ok: true, value: parsed.value, answer: first };
+
+  const repair = new HumanMessage(`Your answer could not be used: ${parsed.error}. Answer again with the JSON only.`);
+  const second = await ask([...prompt, first, repair]);
+  const reparsed = parseStructuredOutput(messageText(second), schema);
+  return reparsed.ok ? { ok: true, value: reparsed.value, answer: second } : { ok: false, error: reparsed.error, answer: second };
+}

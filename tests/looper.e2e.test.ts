@@ -1,0 +1,156 @@
+import { execFileSync } from "node:child_process";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { collect, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+
+const SCRIPTS = join(ROOT, "tests/fixtures/looper");
+
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  cleanups.forEach((cleanup) => cleanup());
+  cleanups = [];
+});
+
+function repo(): { dir: string; db: string } {
+  const temp = tempDir();
+  cleanups.push(temp.cleanup);
+  const dir = join(temp.path, "repo");
+  execFileSync("git", ["init", "-q", dir]);
+  writeFileSync(join(dir, "notes.txt"), "start\n");
+  execFileSync("git", ["-C", dir, "add", "."]);
+  execFileSync("git", ["-C", dir, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
+  return { dir, db: join(temp.path, "store.db") };
+}
+
+const loopArgs = (ws: { dir: string; db: string }, thread: string, script: string, ...extra: string[]) => [
+  "run", "coder-review", "--task", "write add() in app.js", "--thread", thread, "--workspace", ws.dir,
+  "--model", `scripted:${join(SCRIPTS, script)}`, "--approval", "auto", "--db", ws.db, "--json", ...extra,
+];
+
+interface FinalState {
+  outputs: Record<string, { endReason?: string; round?: number; decision?: string; source?: string; notes?: string[] }>;
+  visits: Record<string, number>;
+  loopState: { value: unknown; context: { pending: string[]; task: string; originalTask: string; round: number; endReason?: string } };
+  messages: Array<{ name?: string; content: string }>;
+}
+
+async function finalState(db: string, thread: string): Promise<FinalState> {
+  const history = await runCli(["inspect", thread, "--json", "--db", db]);
+  const last = (JSON.parse(history.stdout) as { checkpoints: Array<{ checkpointId: string }> }).checkpoints.at(-1)!;
+  const state = await runCli(["inspect", thread, "--checkpoint", last.checkpointId, "--json", "--db", db]);
+  return (JSON.parse(state.stdout) as { values: FinalState }).values;
+}
+
+const autoLines = (state: FinalState): string[] =>
+  state.messages.filter((m) => typeof m.content === "string" && m.content.startsWith("[AUTO]")).map((m) => m.content);
+
+const waitForNode = (child: ReturnType<typeof spawnCli>, node: string, event = "node_started") =>
+  waitForLine(child, (line) => line.includes(`"${event}"`) && line.includes(`"node":"${node}"`));
+
+describe("the Looper (coder-review), end to end", () => {
+  it("runs two rounds: a critical review makes the Judge continue, a passing one lets it terminate", async () => {
+    const ws = repo();
+    const run = await runCli(loopArgs(ws, "two", "two-rounds.script.yaml"));
+    expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
+    expect(existsSync(join(ws.dir, "app.js"))).toBe(true);
+    expect(existsSync(join(ws.dir, "app.test.js"))).toBe(true);
+    const state = await finalState(ws.db, "two");
+    expect(state.visits).toMatchObject({ coder: 2, review: 2, judge: 2 });
+    expect(state.loopState.value).toBe("IDLE");
+    expect(state.loopState.context.endReason).toBe("the task is done and tested");
+    const auto = autoLines(state).join("\n");
+    expect(auto).toMatch(/round 2/);
+    expect(parseEvents(run.stdout).some((e) => e.type === "message" && String(e.content).startsWith("[AUTO]"))).toBe(true);
+  });
+
+  it("status from another process shows RUNNING, the round and WAITING_CODER while the Coder works; add: is queued, drained at JUDGE exactly once across kill -9", async () => {
+    const ws = repo();
+    const child = spawnCli(loopArgs(ws, "busy", "slow-coder.script.yaml"));
+    const done = collect(child);
+    await waitForNode(child, "coder");
+
+    const status = await runCli(["status", "busy", "--db", ws.db]);
+    expect(status.code, status.stderr).toBe(0);
+    expect(status.stdout).toContain("[Looper status]");
+    expect(status.stdout).toContain("state: RUNNING");
+    expect(status.stdout).toContain("round: 1/5");
+    expect(status.stdout).toContain("sub-state: WAITING_CODER");
+
+    const sent = await runCli(["send", "busy", "add: write a README", "--db", ws.db]);
+    expect(sent.code, sent.stderr).toBe(0);
+    const queued = await runCli(["status", "busy", "--json", "--db", ws.db]);
+    expect(JSON.parse(queued.stdout)).toMatchObject({ pending: ["write a README"] });
+
+    // Right after JUDGE (the next looper step has started, so the Judge's checkpoint is saved): kill -9.
+    await waitForNode(child, "judge", "node_finished");
+    await waitForNode(child, "looper");
+    child.kill("SIGKILL");
+    await done;
+
+    const resumed = await runCli(["resume", "busy", "--db", ws.db, "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "README.md"), "utf8")).toBe("# demo\n");
+    const state = await finalState(ws.db, "busy");
+    expect(state.loopState.context.pending).toEqual([]);
+    expect(state.outputs.judge).toBeDefined();
+    const judgeMessages = state.messages.filter((m) => m.name === "judge").map((m) => m.content);
+    expect(judgeMessages[0]).toContain("write a README");
+    expect(autoLines(state).filter((line) => line.includes("write a README") && line.includes("queued"))).toHaveLength(1);
+  });
+
+  it("stop during round 1 ends the loop after the current node: reason 'stopped by user', exit 0", async () => {
+    const ws = repo();
+    const child = spawnCli(loopArgs(ws, "halt", "slow-coder.script.yaml"));
+    const done = collect(child);
+    await waitForNode(child, "coder");
+    const stop = await runCli(["stop", "halt", "--db", ws.db]);
+    expect(stop.code, stop.stderr).toBe(0);
+    const run = await done;
+    expect(run.code, run.stderr).toBe(0);
+    const state = await finalState(ws.db, "halt");
+    expect(state.loopState.context.endReason).toBe("stopped by user");
+    expect(state.visits.coder).toBe(1);
+    expect(state.visits.review).toBeUndefined();
+  });
+
+  it("with --max-rounds 2 and a Judge that always continues, the loop ends after round 2: 'round limit'", async () => {
+    const ws = repo();
+    const run = await runCli(loopArgs(ws, "limit", "always-continue.script.yaml", "--max-rounds", "2"));
+    expect(run.code, run.stderr).toBe(0);
+    const state = await finalState(ws.db, "limit");
+    expect(state.loopState.context.endReason).toBe("round limit");
+    expect(state.visits.coder).toBe(2);
+  });
+
+  it("invalid Judge output twice: the repair retry, then the fallback, both in the message log", async () => {
+    const ws = repo();
+    const run = await runCli(loopArgs(ws, "fallback", "invalid-judge.script.yaml"));
+    expect(run.code, run.stderr).toBe(0);
+    const state = await finalState(ws.db, "fallback");
+    expect(state.outputs.judge).toMatchObject({ source: "fallback" });
+    const judgeLog = state.messages.filter((m) => m.name === "judge").map((m) => m.content).join("\n");
+    expect(judgeLog).toMatch(/asked once more with the validation error/);
+    expect(judgeLog).toMatch(/fallback/i);
+  });
+
+  it("start while RUNNING is ignored with a message; add while IDLE starts the loop", async () => {
+    const ws = repo();
+    const child = spawnCli(loopArgs(ws, "cmds", "slow-coder.script.yaml"));
+    const done = collect(child);
+    await waitForNode(child, "coder");
+    expect((await runCli(["send", "cmds", "start: something else", "--db", ws.db])).code).toBe(0);
+    expect((await runCli(["stop", "cmds", "--db", ws.db])).code).toBe(0);
+    expect((await done).code).toBe(0);
+    const stopped = await finalState(ws.db, "cmds");
+    expect(autoLines(stopped).join("\n")).toMatch(/already running/);
+
+    const sent = await runCli(["send", "cmds", "add: write a README", "--db", ws.db]);
+    expect(sent.stdout).toContain("loopgraph resume cmds");
+    const resumed = await runCli(["resume", "cmds", "--db", ws.db, "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const restarted = await finalState(ws.db, "cmds");
+    expect(restarted.loopState.context.originalTask).toBe("write a README");
+    expect(restarted.visits.coder).toBeGreaterThan(1);
+  });
+});
