@@ -123,6 +123,38 @@ describe("the Looper (coder-review), end to end", () => {
     expect(state.visits.coder).toBe(2);
   });
 
+  it("a Coder failure (step limit) and a Review failure (a check that fails) both reach the Judge; the run does not crash", async () => {
+    const ws = repo();
+    const run = await runCli([
+      "run", join(SCRIPTS, "failures.yaml"), "--task", "list the files", "--thread", "fail", "--workspace", ws.dir,
+      "--model", `scripted:${join(SCRIPTS, "failures.script.yaml")}`, "--approval", "auto", "--db", ws.db, "--json",
+    ]);
+    expect(run.code, run.stderr).toBe(0);
+    const state = await finalState(ws.db, "fail");
+    expect(state.visits).toMatchObject({ coder: 2, review: 1, judge: 2 });
+    const judged = state.messages.filter((m) => m.name === "judge").map((m) => m.content);
+    expect(judged[0]).toContain("continue");
+    const review = state.outputs.review as unknown as { checks: { task_log: { ok: boolean; error?: string } } };
+    expect(review.checks.task_log.ok).toBe(false);
+    expect(state.loopState.context.endReason).toBe("done");
+    expect(autoLines(state).join("\n")).toMatch(/coder failed/);
+  });
+
+  it("resuming after kill -9 restores the machine's exact sub-state (WAITING_CODER, round 1)", async () => {
+    const ws = repo();
+    const child = spawnCli(loopArgs(ws, "restore", "slow-coder.script.yaml"));
+    const done = collect(child);
+    await waitForNode(child, "coder");
+    child.kill("SIGKILL");
+    await done;
+    const status = await runCli(["status", "restore", "--json", "--db", ws.db]);
+    expect(JSON.parse(status.stdout)).toMatchObject({ state: "RUNNING", subState: "WAITING_CODER", round: 1 });
+    const resumed = await runCli(["resume", "restore", "--db", ws.db, "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(parseEvents(resumed.stdout).find((e) => e.type === "node_started")).toMatchObject({ node: "coder" });
+    expect((await finalState(ws.db, "restore")).loopState.value).toBe("IDLE");
+  });
+
   it("invalid Judge output twice: the repair retry, then the fallback, both in the message log", async () => {
     const ws = repo();
     const run = await runCli(loopArgs(ws, "fallback", "invalid-judge.script.yaml"));

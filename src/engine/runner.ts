@@ -195,6 +195,8 @@ async function execute(
   const config = {
     configurable: { thread_id: ctx.threadId },
     recursionLimit: graph.limits.maxSteps,
+    // Each step's checkpoint is written before the next step starts: a crash loses at most the step in flight.
+    durability: "sync" as const,
     ...(options.control ? { control: options.control } : {}),
   };
   let outcome: Omit<RunOutcome, "state">;
