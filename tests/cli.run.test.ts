@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { collect, hasStackTrace, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+import { collect, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/engine");
 const DURABLE = join(FIXTURES, "durable.yaml");
@@ -30,13 +30,7 @@ async function history(db: string, thread: string): Promise<HistoryJson> {
   return JSON.parse(result.stdout) as HistoryJson;
 }
 
-async function finalState(db: string, thread: string): Promise<Record<string, unknown>> {
-  const { checkpoints } = await history(db, thread);
-  const last = checkpoints.at(-1)!;
-  const result = await runCli(["inspect", thread, "--checkpoint", last.checkpointId, "--json", "--db", db]);
-  expect(result.code, result.stderr).toBe(0);
-  return (JSON.parse(result.stdout) as { values: Record<string, unknown> }).values;
-}
+const finalState = (db: string, thread: string) => lastCheckpointState(db, thread);
 
 const durableArgs = (ws: { dir: string; db: string }, thread: string): string[] => [
   "run", DURABLE, "--task", "prove durability", "--thread", thread,

@@ -1,8 +1,7 @@
-import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { collect, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+import { collect, gitRepo, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, waitForLine } from "./helpers/cli.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/coder");
 
@@ -12,17 +11,10 @@ afterEach(() => {
   cleanups = [];
 });
 
-/** A real git repository with one commit, and a database beside it. */
 function repo(): { dir: string; db: string } {
-  const temp = tempDir();
-  cleanups.push(temp.cleanup);
-  const dir = join(temp.path, "repo");
-  execFileSync("git", ["init", "-q", dir]);
-  writeFileSync(join(dir, "README.md"), "# demo\n");
-  writeFileSync(join(dir, "important.txt"), "keep me\n");
-  execFileSync("git", ["-C", dir, "add", "."]);
-  execFileSync("git", ["-C", dir, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
-  return { dir, db: join(temp.path, "store.db") };
+  const created = gitRepo({ "README.md": "# demo\n", "important.txt": "keep me\n" });
+  cleanups.push(created.cleanup);
+  return created;
 }
 
 const coderArgs = (ws: { dir: string; db: string }, thread: string, script: string, ...extra: string[]) => [
@@ -41,10 +33,7 @@ interface CoderOutput {
 }
 
 async function coderOutput(db: string, thread: string): Promise<CoderOutput> {
-  const history = await runCli(["inspect", thread, "--json", "--db", db]);
-  const last = (JSON.parse(history.stdout) as { checkpoints: Array<{ checkpointId: string }> }).checkpoints.at(-1)!;
-  const state = await runCli(["inspect", thread, "--checkpoint", last.checkpointId, "--json", "--db", db]);
-  return (JSON.parse(state.stdout) as { values: { outputs: { coder: CoderOutput } } }).values.outputs.coder;
+  return (await lastCheckpointState<{ outputs: { coder: CoderOutput } }>(db, thread)).outputs.coder;
 }
 
 describe("the coder graph (scripted model, real workspace)", () => {

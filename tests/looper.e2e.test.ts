@@ -1,8 +1,7 @@
-import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { collect, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+import { collect, gitRepo, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, waitForLine } from "./helpers/cli.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/looper");
 
@@ -13,14 +12,9 @@ afterEach(() => {
 });
 
 function repo(): { dir: string; db: string } {
-  const temp = tempDir();
-  cleanups.push(temp.cleanup);
-  const dir = join(temp.path, "repo");
-  execFileSync("git", ["init", "-q", dir]);
-  writeFileSync(join(dir, "notes.txt"), "start\n");
-  execFileSync("git", ["-C", dir, "add", "."]);
-  execFileSync("git", ["-C", dir, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
-  return { dir, db: join(temp.path, "store.db") };
+  const created = gitRepo({ "notes.txt": "start\n" });
+  cleanups.push(created.cleanup);
+  return created;
 }
 
 const loopArgs = (ws: { dir: string; db: string }, thread: string, script: string, ...extra: string[]) => [
@@ -35,12 +29,7 @@ interface FinalState {
   messages: Array<{ name?: string; content: string }>;
 }
 
-async function finalState(db: string, thread: string): Promise<FinalState> {
-  const history = await runCli(["inspect", thread, "--json", "--db", db]);
-  const last = (JSON.parse(history.stdout) as { checkpoints: Array<{ checkpointId: string }> }).checkpoints.at(-1)!;
-  const state = await runCli(["inspect", thread, "--checkpoint", last.checkpointId, "--json", "--db", db]);
-  return (JSON.parse(state.stdout) as { values: FinalState }).values;
-}
+const finalState = (db: string, thread: string) => lastCheckpointState<FinalState>(db, thread);
 
 const autoLines = (state: FinalState): string[] =>
   state.messages.filter((m) => typeof m.content === "string" && m.content.startsWith("[AUTO]")).map((m) => m.content);

@@ -1,5 +1,5 @@
-import { spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync } from "node:fs";
+import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
@@ -81,4 +81,25 @@ export function tempDir(prefix = "loopgraph-test-"): { path: string; cleanup: ()
 
 export function hasStackTrace(text: string): boolean {
   return /^\s+at .+\(.+:\d+:\d+\)$/m.test(text) || /^\s+at .+:\d+:\d+$/m.test(text);
+}
+
+/** The full state at a thread's last checkpoint, read through `loopgraph inspect --json`. */
+export async function lastCheckpointState<T = Record<string, unknown>>(db: string, thread: string): Promise<T> {
+  const history = await runCli(["inspect", thread, "--json", "--db", db]);
+  if (history.code !== 0) throw new Error(`inspect ${thread} failed: ${history.stderr}`);
+  const last = (JSON.parse(history.stdout) as { checkpoints: Array<{ checkpointId: string }> }).checkpoints.at(-1)!;
+  const state = await runCli(["inspect", thread, "--checkpoint", last.checkpointId, "--json", "--db", db]);
+  if (state.code !== 0) throw new Error(`inspect ${thread} --checkpoint failed: ${state.stderr}`);
+  return (JSON.parse(state.stdout) as { values: T }).values;
+}
+
+/** A real git repository with `files` in one commit, and a database path beside it (both in a temp dir). */
+export function gitRepo(files: Record<string, string>): { dir: string; db: string; cleanup: () => void } {
+  const temp = tempDir();
+  const dir = join(temp.path, "repo");
+  execFileSync("git", ["init", "-q", dir]);
+  for (const [name, contents] of Object.entries(files)) writeFileSync(join(dir, name), contents);
+  execFileSync("git", ["-C", dir, "add", "."]);
+  execFileSync("git", ["-C", dir, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
+  return { dir, db: join(temp.path, "store.db"), cleanup: temp.cleanup };
 }
