@@ -1,11 +1,19 @@
-// The offline demo: runs graphs/example-review.yaml with the scripted model (no API key),
-// then shows the run's checkpoint history. `npm run demo`.
-import { spawnSync } from "node:child_process";
+// The offline demo (`npm run demo`): the Looper drives two rounds of Coder → Review → Judge in
+// a fresh git repository, with the scripted model (no API key); then the thread's status and
+// checkpoint history.
+import { execFileSync, spawnSync } from "node:child_process";
+import { mkdtempSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 const cli = fileURLToPath(new URL("../dist/src/cli/main.js", import.meta.url));
 const thread = `demo-${new Date().toISOString().replace(/[-:T]/g, "").slice(0, 14)}`;
+
+const workspace = mkdtempSync(join(tmpdir(), "loopgraph-demo-"));
+execFileSync("git", ["init", "-q", workspace]);
+writeFileSync(join(workspace, "package.json"), '{ "type": "module" }\n');
 
 function loopgraph(...args) {
   console.log(`\n$ loopgraph ${args.map((a) => (/\s/.test(a) ? JSON.stringify(a) : a)).join(" ")}`);
@@ -13,11 +21,15 @@ function loopgraph(...args) {
   return status ?? 1;
 }
 
+console.log(`Workspace: ${workspace}`);
 const status = loopgraph(
-  "run", "example-review",
-  "--model", "scripted:examples/example-review.script.yaml",
-  "--task", "Explain in a few sentences what loopgraph does for a developer.",
+  "run", "coder-review",
+  "--task", "Add isPalindrome(text) in palindrome.js, with a test.",
+  "--workspace", workspace,
+  "--model", "scripted:examples/coder-review.script.yaml",
+  "--approval", "auto",
   "--thread", thread,
 );
 if (status !== 0) process.exit(status);
+loopgraph("status", thread);
 process.exit(loopgraph("inspect", thread));

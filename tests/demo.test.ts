@@ -1,0 +1,24 @@
+import { spawnSync } from "node:child_process";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { cleanEnv, ROOT, tempDir } from "./helpers/cli.js";
+
+let cleanup: (() => void) | undefined;
+afterEach(() => cleanup?.());
+
+describe("npm run demo", () => {
+  it("runs the Looper offline for two rounds, then shows the status and the history", () => {
+    const temp = tempDir();
+    cleanup = temp.cleanup;
+    const demo = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs")], {
+      env: cleanEnv({ LOOPGRAPH_DB: join(temp.path, "demo.db") }),
+      encoding: "utf8",
+    });
+    expect(demo.status, demo.stderr).toBe(0);
+    expect(demo.stdout).toContain("round 2/5 started");
+    expect(demo.stdout).toContain("loop ended: the function and its test are done");
+    expect(demo.stdout).toContain("palindrome tests passed");
+    expect(demo.stdout).toContain("[Looper status]");
+    expect(demo.stdout).toMatch(/#\s+STEP\s+NODE/);
+  });
+});
