@@ -50,6 +50,8 @@ describe("parseLooperCommand: plain words", () => {
     ["add_pending: add sign-up", { command: "add_pending", task: "add sign-up" }],
     ["/add add sign-up", { command: "add_pending", task: "add sign-up" }],
     ["add: first line\nsecond line", { command: "add_pending", task: "first line\nsecond line" }],
+    ["also write a README", { command: "add_pending", task: "write a README" }],
+    ["Also: add sign-up", { command: "add_pending", task: "add sign-up" }],
   ])("reads %j", (text, command) => {
     expect(parseLooperCommand(text)).toEqual(command);
   });
@@ -67,6 +69,8 @@ describe("parseLooperCommand: plain words", () => {
     ["stop.", "punctuation after a bare keyword"],
     ["restart: x", "an unknown keyword"],
     ["what does the Looper do?", "a question"],
+    ["also, why is the build slow?", "also followed by punctuation"],
+    ["also", "also without a task"],
     ["constructor", "an object property name"],
     ["__proto__: x", "an object property name with a task"],
   ])("leaves %j to the Mediator (%s)", (text) => {

@@ -23,7 +23,11 @@ const TASK_KEYWORDS = new Map<string, TaskCommandName>([
   ["add", "add_pending"],
   ["pending", "add_pending"],
   ["add_pending", "add_pending"],
+  ["also", "add_pending"],
 ]);
+
+/** Task keywords that read as a command without a colon: "also write a README" (SPEC §2). */
+const COLON_OPTIONAL = new Set(["also"]);
 
 /** An optional `/`, a keyword, an optional `:`, then the rest (which may span lines). */
 const PLAIN_COMMAND = /^(\/?)([a-z_]+)(\s*:)?\s*([\s\S]*)$/i;
@@ -34,7 +38,7 @@ const PLAIN_COMMAND = /^(\/?)([a-z_]+)(\s*:)?\s*([\s\S]*)$/i;
  *
  * - JSON matching {@link looperCommandSchema}: `{"command": "stop"}`, `{"command": "start", "task": "…"}`.
  * - `stop`, `status` alone (or `/stop`, `/status`).
- * - `start: <task>`; `add: <task>`, `pending: <task>`, `add_pending: <task>` (add_pending);
+ * - `start: <task>`; `add: <task>`, `also <task>`, `pending: <task>`, `add_pending: <task>` (add_pending);
  *   with a leading slash the colon may be left out: `/start <task>`, `/add <task>`.
  *
  * A task keyword needs the colon or the slash: "start by reading the README" or "add a comment
@@ -64,7 +68,10 @@ function parsePlainCommand(text: string): LooperCommand | undefined {
   const bare = BARE_KEYWORDS.get(keyword);
   if (bare) return colon === undefined && rest === "" ? { ...bare } : undefined;
   const command = TASK_KEYWORDS.get(keyword);
-  if (!command || (colon === undefined && slash === "")) return undefined;
+  if (!command) return undefined;
+  // "also, what about …" is a sentence: without a colon the task must start with a word.
+  const plainWords = COLON_OPTIONAL.has(keyword) && /^[\p{L}\p{N}]/u.test(rest);
+  if (colon === undefined && slash === "" && !plainWords) return undefined;
   const task = rest.trim();
   return task ? { command, task } : undefined;
 }

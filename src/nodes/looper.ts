@@ -3,7 +3,7 @@ import type { CoderResult } from "../coder/types.js";
 import type { RunContext } from "../engine/context.js";
 import type { LooperNodeDefinition } from "../graph/types.js";
 import { applyLooperEvent, commandToEvent, initialLooperSnapshot, subStateOf } from "../looper/index.js";
-import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState } from "../looper/types.js";
+import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../looper/types.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "./types.js";
@@ -52,7 +52,10 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const commands = ctx.readInbox(state.inboxCursor);
     for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     const outcome = phaseOutcome(state, def);
-    if (outcome) apply(outcome);
+    if (outcome) {
+      log.push(outcome.summary);
+      apply(outcome.event);
+    }
 
     const subState = subStateOf(snapshot);
     const update: NodeUpdate = { loopState: snapshot };
@@ -93,22 +96,42 @@ async function baselineOrNote(workspace: string, log: string[]): Promise<string 
   }
 }
 
-/** The machine event for the phase dispatched last, once that phase has run; undefined before. */
-function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): LooperEvent | undefined {
+const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/**
+ * The machine event for the phase dispatched last, once that phase has run, with a line for the
+ * log (coder status, review rating, judge decision and its reason); undefined before.
+ */
+function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { event: LooperEvent; summary: string } | undefined {
   const previous = state.outputs[def.id] as LooperOutput | undefined;
   const dispatched = previous?.dispatched;
   if (!dispatched || (state.visits[dispatched.node] ?? 0) <= dispatched.visits) return undefined;
   const result = state.outputs[dispatched.node];
   switch (dispatched.node) {
-    case def.coder:
-      return { type: "CODER_DONE", ok: (result as CoderResult | undefined)?.status === "success" };
-    case def.review:
-      return { type: "REVIEW_DONE" };
+    case def.coder: {
+      const coder = result as CoderResult | undefined;
+      const ok = coder?.status === "success";
+      const summary = ok
+        ? `coder succeeded: ${coder.filesChanged.length} file(s) changed`
+        : `coder failed${coder?.failureKind ? ` (${coder.failureKind})` : ""}: ${clip(coder?.failureReason ?? "no result")}`;
+      return { event: { type: "CODER_DONE", ok }, summary };
+    }
+    case def.review: {
+      const review = result as ReviewResult | undefined;
+      const comments = review?.comments.length ? `: ${clip(review.comments.join("; "))}` : "";
+      return { event: { type: "REVIEW_DONE" }, summary: `review rating: ${review?.rating ?? "none"}${comments}` };
+    }
     case def.judge: {
       const judged = result as JudgeResult;
       return judged.decision === "continue"
-        ? { type: "JUDGE_CONTINUE", nextTask: judged.nextTask, consumedPending: judged.consumedPending }
-        : { type: "JUDGE_TERMINATE", reason: judged.reason, consumedPending: judged.consumedPending };
+        ? {
+            event: { type: "JUDGE_CONTINUE", nextTask: judged.nextTask, consumedPending: judged.consumedPending },
+            summary: `judge: continue (${judged.source}): ${clip(judged.nextTask)}`,
+          }
+        : {
+            event: { type: "JUDGE_TERMINATE", reason: judged.reason, consumedPending: judged.consumedPending },
+            summary: `judge: terminate (${judged.source}): ${clip(judged.reason)}`,
+          };
     }
     default:
       return undefined;
