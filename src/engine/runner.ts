@@ -13,7 +13,9 @@ import { loadUserRules } from "../policy/index.js";
 import type { ApprovalMode } from "../policy/types.js";
 import { compileGraph, type RunnableGraph } from "./compile.js";
 import { createModelCache, pickModelSpec, type RunContext } from "./context.js";
+import { eventBus } from "./event-bus.js";
 import type { EventSink, RunEvent, RunStatus } from "./events.js";
+import { AUTO_PREFIX } from "../nodes/looper.js";
 
 export interface CommonRunOptions {
   /** Database file (`--db`); default LOOPGRAPH_DB or `.loopgraph/loopgraph.db`. */
@@ -105,10 +107,26 @@ function makeContext(
     ...settings,
     maxRounds: options.maxRounds,
     readInbox: (cursor) => store.inbox.after(threadId, cursor),
+    emit: publishingMessages(options.onEvent),
     userRules: loadUserRules(workspace, options.env ?? process.env),
-    emit: options.onEvent ?? (() => undefined),
     model: createModelCache(cwd, options.env ?? process.env),
     signal: options.signal ?? new AbortController().signal,
+  };
+}
+
+/** Passes every event on, and publishes complete messages on the bus topic `message:<thread>`. */
+function publishingMessages(onEvent: EventSink | undefined): EventSink {
+  return (event) => {
+    onEvent?.(event);
+    if (event.type === "message" && event.content !== undefined) {
+      eventBus.publish({
+        threadId: event.threadId,
+        node: event.node,
+        content: event.content,
+        auto: event.content.startsWith(AUTO_PREFIX),
+        at: new Date().toISOString(),
+      });
+    }
   };
 }
 

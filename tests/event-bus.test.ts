@@ -1,0 +1,36 @@
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { eventBus, messageTopic, runGraph, type ThreadMessage } from "../src/index.js";
+import { gitRepo, ROOT } from "./helpers/cli.js";
+
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  cleanups.forEach((cleanup) => cleanup());
+  cleanups = [];
+});
+
+describe("event bus", () => {
+  it("publishes a thread's messages on message:<thread>, in the order of its message log, and nothing on other threads' topics", async () => {
+    const repo = gitRepo({ "notes.txt": "start\n" });
+    cleanups.push(repo.cleanup);
+    const received: ThreadMessage[] = [];
+    const elsewhere: ThreadMessage[] = [];
+    cleanups.push(eventBus.subscribe(messageTopic("bus"), (message) => received.push(message)));
+    cleanups.push(eventBus.subscribe(messageTopic("other"), (message) => elsewhere.push(message)));
+
+    const outcome = await runGraph({
+      graph: "coder-review", task: "write add()", threadId: "bus", workspace: repo.dir, db: repo.db, approval: "auto", env: {},
+      model: `scripted:${join(ROOT, "examples/coder-review.script.yaml")}`,
+    });
+    expect(outcome.status, outcome.error).toBe("finished");
+
+    const logged = outcome.state.messages
+      .map((message) => (typeof message.content === "string" ? message.content : ""))
+      .filter((content) => content.startsWith("[AUTO]"));
+    const published = received.filter((message) => message.auto);
+    expect(published.map((message) => message.content)).toEqual(logged);
+    expect(published.every((message) => message.threadId === "bus" && message.node === "looper")).toBe(true);
+    expect(received.some((message) => message.node === "judge")).toBe(true);
+    expect(elsewhere).toEqual([]);
+  });
+});
