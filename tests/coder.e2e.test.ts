@@ -1,3 +1,4 @@
+import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -139,6 +140,8 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(shell?.artifact).toBeDefined();
     const artifact = readFileSync(shell!.artifact!, "utf8");
     expect(artifact).toContain(`${"x".repeat(5_000_000)}\nEND-MARKER`);
+    // The artifact lives in the workspace's .loopgraph folder, which hides itself from git.
+    expect(execFileSync("git", ["-C", ws.dir, "status", "--porcelain"], { encoding: "utf8" })).toBe("");
     const result = parseEvents(run.stdout).find((e) => e.type === "tool_result") as { result: string };
     expect(result.result.length).toBeLessThan(40_000);
     expect(result.result).toContain("END-MARKER");

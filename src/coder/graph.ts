@@ -7,6 +7,7 @@ import type { CoderNodeDefinition, GraphDefinition } from "../graph/types.js";
 import { pickModelSpec, type RunContext } from "../engine/context.js";
 import { messageText } from "../nodes/agent.js";
 import { decideToolCall, sessionRuleFor } from "../policy/index.js";
+import { STATE_DIR } from "../runs/state-dir.js";
 import { BUILTIN_TOOLS, executeToolCall, toolSpecs } from "../tools/index.js";
 import type { ToolCallRequest, ToolDefinition, ToolResult } from "../tools/types.js";
 import { compressHistory, compressionUpdate } from "./compression.js";
@@ -86,7 +87,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const template = readFileSync(def.promptFile, "utf8");
   const tools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name));
   const specs = toolSpecs(tools);
-  const artifactsDir = join(ctx.workspace, ".loopgraph", "artifacts", ctx.threadId);
+  const artifactsDir = join(ctx.workspace, STATE_DIR, "artifacts", ctx.threadId);
   const emit = ctx.emit;
   const threadId = ctx.threadId;
 

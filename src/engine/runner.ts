@@ -1,11 +1,12 @@
 import { randomBytes } from "node:crypto";
-import { resolve } from "node:path";
+import { join, resolve } from "node:path";
 import { HumanMessage } from "@langchain/core/messages";
 import { Command, GraphRecursionError, isGraphDrained, type RunControl } from "@langchain/langgraph";
 import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import type { GraphDefinition } from "../graph/types.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
+import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import { openStore, type Store } from "../runs/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "../coder/types.js";
@@ -101,6 +102,7 @@ function makeContext(
   store: Store,
 ): RunContext {
   const cwd = options.cwd ?? process.cwd();
+  ensureStateDir(join(workspace, STATE_DIR));
   return {
     threadId,
     workspace,

@@ -26,6 +26,7 @@ import { ConfigError } from "../errors.js";
 import { SourceLocator, valueAt, type DataPath } from "../graph/positions.js";
 import { closestName } from "../graph/suggest.js";
 import type { PolicyRule, RuleSource } from "./types.js";
+import { STATE_DIR } from "../runs/state-dir.js";
 
 export const MAX_RULE_PRIORITY = 999;
 
@@ -200,7 +201,7 @@ export function loadPolicyFile(file: string, source: RuleSource = "user"): Polic
  */
 export function userPolicyFiles(workspace: string, env: NodeJS.ProcessEnv = process.env): string[] {
   const configHome = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config");
-  return [join(configHome, "loopgraph", "policy.yaml"), join(resolve(workspace), ".loopgraph", "policy.yaml")];
+  return [join(configHome, "loopgraph", "policy.yaml"), join(resolve(workspace), STATE_DIR, "policy.yaml")];
 }
 
 /** The rules of both user policy files (source `user`). Throws ConfigError for a bad file. */

@@ -16,11 +16,11 @@ import { copyFile, mkdir, mkdtemp, rename, rm, stat, writeFile } from "node:fs/p
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { LoopgraphError } from "../errors.js";
+import { STATE_DIR } from "../runs/state-dir.js";
 
-const OWN_STATE_DIR = ".loopgraph";
-const SHADOW_GIT_DIR = join(OWN_STATE_DIR, "shadow.git");
+const SHADOW_GIT_DIR = join(STATE_DIR, "shadow.git");
 /** Left out of shadow snapshots: our own state, and dependencies, which a workspace without git rarely ignores. */
-const SHADOW_EXCLUDES = [`/${OWN_STATE_DIR}/`, "node_modules/"];
+const SHADOW_EXCLUDES = [`/${STATE_DIR}/`, "node_modules/"];
 const MAX_GIT_OUTPUT_BYTES = 256 * 1024 * 1024;
 
 /** Variables that would point git at another repository, index or work tree than the workspace's. */
@@ -79,7 +79,7 @@ export async function changesSinceBaseline(workspace: string, baseline: string):
   const { kind, tree } = parseBaseline(baseline);
   const store = await openStore(workspace, kind);
   const current = await writeTree(store);
-  const range = [tree, current, "--", ".", `:(exclude)${OWN_STATE_DIR}`];
+  const range = [tree, current, "--", ".", `:(exclude)${STATE_DIR}`];
   const [patch, numstat] = await Promise.all([
     // Explicit prefixes: a user's diff.noprefix or diff.mnemonicPrefix would change the headers.
     store.run(["diff", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/", "--relative", ...range]),
@@ -153,11 +153,11 @@ async function writeTree(store: SnapshotStore): Promise<string> {
       if (error.code !== "ENOENT") throw error;
     });
     // Naming an ignored directory in a pathspec, even to exclude it, makes `git add` fail.
-    const ownStateIgnored = await store.run(["check-ignore", "-q", "--no-index", OWN_STATE_DIR], index).then(
+    const ownStateIgnored = await store.run(["check-ignore", "-q", "--no-index", STATE_DIR], index).then(
       () => true,
       () => false,
     );
-    await store.run(["add", "--all", "--", ".", ...(ownStateIgnored ? [] : [`:(exclude)${OWN_STATE_DIR}`])], index);
+    await store.run(["add", "--all", "--", ".", ...(ownStateIgnored ? [] : [`:(exclude)${STATE_DIR}`])], index);
     const tree = (await store.run(["write-tree"], index)).trim();
     if (store.kind === "shadow") await replaceFile(index, store.seedIndex);
     return tree;

@@ -1,6 +1,7 @@
-import { resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import { SqliteCheckpointSaver } from "../checkpoint/index.js";
 import { Inbox } from "./inbox.js";
+import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry } from "./thread-registry.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
@@ -19,6 +20,7 @@ export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cw
 
 export function openStore(options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Store {
   const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
+  if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
   const saver = new SqliteCheckpointSaver(path);
   return {
     path,
