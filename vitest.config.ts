@@ -5,7 +5,7 @@ export default defineConfig({
     // The checkpoint conformance suite registers its tests through vitest globals.
     globals: true,
     include: ["tests/**/*.test.ts"],
-    testTimeout: 30_000,
+    testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: "forks",
   },

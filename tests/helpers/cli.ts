@@ -51,7 +51,7 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
 }
 
 /** Resolves once a line of the child's stdout satisfies `match` (e.g. a `--json` event). */
-export function waitForLine(child: ChildProcess, match: (line: string) => boolean, timeoutMs = 20_000): Promise<string> {
+export function waitForLine(child: ChildProcess, match: (line: string) => boolean, timeoutMs = 40_000): Promise<string> {
   return new Promise((resolvePromise, reject) => {
     let buffer = "";
     const timer = setTimeout(() => reject(new Error(`no matching line within ${timeoutMs} ms; got:\n${buffer}`)), timeoutMs);
