@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { collect, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
@@ -118,6 +118,10 @@ describe("loopgraph run (scripted)", () => {
     const reused = await runCli(["run", graph, "--thread", "same", "--workspace", ws.dir, "--db", ws.db]);
     expect(reused.code).toBe(2);
     expect(reused.stderr).toContain("loopgraph resume same");
+    const missing = await runCli(["run", graph, "--workspace", join(ws.dir, "nope"), "--db", ws.db]);
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("is not a directory");
+    expect(existsSync(join(ws.dir, "nope"))).toBe(false);
     const hostile = await runCli(["run", graph, "--thread", "../../etc/passwd", "--db", ws.db]);
     expect(hostile.code).toBe(2);
     expect(hostile.stderr).toContain("invalid thread id");

@@ -1,4 +1,5 @@
 import { randomBytes } from "node:crypto";
+import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { HumanMessage } from "@langchain/core/messages";
 import { Command, GraphRecursionError, isGraphDrained, type RunControl } from "@langchain/langgraph";
@@ -142,6 +143,9 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   }
   const threadId = options.threadId ?? newThreadId(graph.name);
   const workspace = resolve(cwd, options.workspace ?? ".");
+  if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+    throw new ConfigError(`workspace ${workspace} is not a directory: create it or pass --workspace DIR`);
+  }
   const runModel = absoluteModelSpec(options.model ?? env.LOOPGRAPH_MODEL, cwd);
   const approvalMode = options.approval ?? "ask";
   const store = openStore({ db: options.db, cwd, env });
