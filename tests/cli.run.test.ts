@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { appendFileSync, cpSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { collect, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
@@ -94,6 +94,31 @@ describe("loopgraph run (scripted)", () => {
     const again = await runCli(["resume", "bp", ...args]);
     expect(again.code).toBe(2);
     expect(again.stderr).toContain("has finished");
+  });
+
+  it("resume warns when the graph's files changed since the run started, and only then", async () => {
+    const ws = workspace();
+    const graphDir = join(ws.dir, "graph");
+    cpSync(FIXTURES, graphDir, { recursive: true });
+    const start = (thread: string) =>
+      runCli([
+        "run", join(graphDir, "breakpoint.yaml"), "--task", "t", "--thread", thread, "--workspace", ws.dir,
+        "--model", `scripted:${join(graphDir, "breakpoint.script.yaml")}`, "--db", ws.db, "--json",
+      ]);
+    const resume = (thread: string) => runCli(["resume", thread, "--db", ws.db, "--json"]);
+    const warnings = (stdout: string) => parseEvents(stdout).filter((e) => e.type === "warning");
+
+    expect((await start("same")).code).toBe(3);
+    const unchanged = await resume("same");
+    expect(unchanged.code, unchanged.stderr).toBe(0);
+    expect(warnings(unchanged.stdout)).toEqual([]);
+
+    expect((await start("edited")).code).toBe(3);
+    appendFileSync(join(graphDir, "prompts/step.md"), "Be brief.\n");
+    const edited = await resume("edited");
+    expect(edited.code, edited.stderr).toBe(0);
+    expect(warnings(edited.stdout)).toHaveLength(1);
+    expect(warnings(edited.stdout)[0]!.message).toContain("changed since this run started");
   });
 
   it("a breakpoint after a node pauses once that node has run", async () => {

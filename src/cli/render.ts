@@ -64,6 +64,9 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
       case "error":
         line(`${pc.red("✖")} ${event.message}`);
         break;
+      case "warning":
+        line(`${pc.yellow("⚠")} ${event.message}`);
+        break;
       case "run_finished":
         endStream();
         break;

@@ -11,7 +11,8 @@ export type RunEvent =
   | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
   | { type: "run_finished"; threadId: string; status: RunStatus; exitCode: number; message?: string }
-  | { type: "error"; threadId: string; node?: string; message: string };
+  | { type: "error"; threadId: string; node?: string; message: string }
+  | { type: "warning"; threadId: string; message: string };
 
 export type RunStatus = "finished" | "paused" | "interrupted" | "failed";
 

@@ -4,6 +4,7 @@ import { join, resolve } from "node:path";
 import { HumanMessage } from "@langchain/core/messages";
 import { Command, GraphRecursionError, isGraphDrained, type RunControl } from "@langchain/langgraph";
 import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
+import { graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import type { GraphDefinition } from "../graph/types.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
@@ -156,7 +157,16 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
       throw new ConfigError(`thread "${threadId}" already exists: continue it with \`loopgraph resume ${threadId}\``);
     }
     const task = options.task ?? "";
-    store.threads.create({ threadId, graphFile: graph.file, graphName: graph.name, task, model: runModel, approval: approvalMode, workspace });
+    store.threads.create({
+      threadId,
+      graphFile: graph.file,
+      graphHash: graphFingerprint(graph),
+      graphName: graph.name,
+      task,
+      model: runModel,
+      approval: approvalMode,
+      workspace,
+    });
     ctx.emit({ type: "run_started", threadId, graph: graph.name, task, resumed: false });
     const input = {
       task,
@@ -194,6 +204,13 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     checkModels(graph, ctx);
     store.threads.markRunning(record.threadId, { model: runModel, approval: approvalMode });
     ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true });
+    if (record.graphHash && record.graphHash !== graphFingerprint(graph)) {
+      ctx.emit({
+        type: "warning",
+        threadId: record.threadId,
+        message: `the graph's files (${graph.file}, its prompts, modules or subgraphs) changed since this run started: the rest of the run follows the new version`,
+      });
+    }
     const input = restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
     return await execute(graph, input, ctx, store, options);
   } finally {

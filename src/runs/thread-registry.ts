@@ -7,6 +7,8 @@ export interface ThreadRecord {
   threadId: string;
   graphFile: string;
   graphName: string;
+  /** Fingerprint of the graph's files when the run started (see graphFingerprint). */
+  graphHash?: string;
   task: string;
   /** Run-level model spec (never a key); undefined when every node names its own. */
   model?: string;
@@ -27,6 +29,7 @@ interface ThreadRow {
   thread_id: string;
   graph_file: string;
   graph_name: string;
+  graph_hash: string | null;
   task: string;
   model: string | null;
   approval: ApprovalMode;
@@ -49,6 +52,7 @@ export class ThreadRegistry {
     db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_threads (
       thread_id TEXT PRIMARY KEY,
       graph_file TEXT NOT NULL,
+      graph_hash TEXT,
       graph_name TEXT NOT NULL,
       task TEXT NOT NULL,
       model TEXT,
@@ -63,8 +67,8 @@ export class ThreadRegistry {
     )`);
     addMissingColumns(db);
     this.insertStatement = db.prepare(
-      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_name, task, model, approval, workspace, status, pid, created_at, updated_at)
-       VALUES (@thread_id, @graph_file, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @now, @now)`,
+      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, created_at, updated_at)
+       VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @now, @now)`,
     );
     this.updateStatement = db.prepare(
       `UPDATE loopgraph_threads SET status = @status, pid = @pid, error = @error, pause = @pause, model = COALESCE(@model, model), approval = COALESCE(@approval, approval), updated_at = @now
@@ -74,10 +78,11 @@ export class ThreadRegistry {
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_threads ORDER BY created_at DESC, thread_id`);
   }
 
-  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphName" | "task" | "model" | "approval" | "workspace">): void {
+  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "workspace">): void {
     this.insertStatement.run({
       thread_id: record.threadId,
       graph_file: record.graphFile,
+      graph_hash: record.graphHash ?? null,
       graph_name: record.graphName,
       task: record.task,
       model: record.model ?? null,
@@ -134,6 +139,7 @@ export class ThreadRegistry {
 const ADDED_COLUMNS: Record<string, string> = {
   approval: "TEXT NOT NULL DEFAULT 'ask'",
   pause: "TEXT",
+  graph_hash: "TEXT",
 };
 
 function addMissingColumns(db: Database.Database): void {
@@ -147,6 +153,7 @@ function fromRow(row: ThreadRow): ThreadRecord {
   return {
     threadId: row.thread_id,
     graphFile: row.graph_file,
+    graphHash: row.graph_hash ?? undefined,
     graphName: row.graph_name,
     task: row.task,
     model: row.model ?? undefined,
