@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { cleanEnv, hasStackTrace, parseEvents, runCli, tempDir } from "./helpers/cli.js";
@@ -38,6 +39,23 @@ describe("loopgraph run against an OpenAI-compatible server on 127.0.0.1", () =>
     expect(critique?.usage).toEqual({ inputTokens: 40, outputTokens: 9 });
     expect(server.requests).toHaveLength(4);
     expect(server.requests.every((r) => r.headers.authorization === "Bearer sk-test")).toBe(true);
+  });
+
+  it("never writes the API key or the Authorization header into the store", async () => {
+    const secret = "sk-test-SECRET-4f9a2c";
+    server.enqueue({ text: "A draft." }, { text: '{"verdict": "approve", "notes": "fine"}' });
+    const db = join(temp.path, "secret.db");
+    const result = await runCli(
+      ["run", "example-review", "--task", "t", "--thread", "key", "--model", "openai:gpt-test", "--db", db, "--json"],
+      { env: cleanEnv({ OPENAI_API_KEY: secret, OPENAI_BASE_URL: server.url }) },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(server.requests[0]!.headers.authorization).toBe(`Bearer ${secret}`);
+    for (const file of readdirSync(temp.path)) {
+      const bytes = readFileSync(join(temp.path, file));
+      expect(bytes.includes(secret), file).toBe(false);
+      expect(bytes.includes("Bearer "), file).toBe(false);
+    }
   });
 
   it("stops at once on 401 with a clear one-line message, exit 1", async () => {
