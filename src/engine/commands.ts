@@ -1,9 +1,8 @@
 import { ConfigError } from "../errors.js";
 import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } from "../looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../looper/types.js";
-import { openStore, type Store } from "../runs/store.js";
+import { latestValues, requireThread, withStore, type StoreOptions } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
-import type { StoreOptions } from "./inspect.js";
 
 export interface SentCommand {
   id: number;
@@ -15,24 +14,6 @@ export interface SentCommand {
 export interface LooperStatus {
   text: string;
   json: ReturnType<typeof statusJson> & { threadId: string; threadStatus: ThreadRecord["status"] };
-}
-
-function withStore<T>(options: StoreOptions, use: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(options);
-  return use(store).finally(() => store.close());
-}
-
-function requireThread(store: Store, threadId: string): ThreadRecord {
-  const thread = store.threads.get(threadId);
-  if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
-  return thread;
-}
-
-/** The thread's latest root checkpoint: its Looper snapshot and inbox cursor. */
-async function latestLoopState(store: Store, threadId: string): Promise<{ looper?: LooperSnapshot; cursor: number }> {
-  const tuple = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
-  const values = (tuple?.checkpoint.channel_values ?? {}) as { loopState?: LooperSnapshot; inboxCursor?: number };
-  return { looper: values.loopState, cursor: values.inboxCursor ?? 0 };
 }
 
 /**
@@ -55,11 +36,14 @@ export async function sendCommand(threadId: string, text: string, options: Store
 export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
   return withStore(options, async (store) => {
     const thread = requireThread(store, threadId);
-    const { looper, cursor } = await latestLoopState(store, threadId);
+    const { loopState, inboxCursor: cursor = 0 } = (await latestValues(store, threadId)) as {
+      loopState?: LooperSnapshot;
+      inboxCursor?: number;
+    };
     const queued = store.inbox
       .after(threadId, cursor)
       .flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
-    const snapshot = looper ?? initialLooperSnapshot();
+    const snapshot = loopState ?? initialLooperSnapshot();
     return {
       text: formatStatus(snapshot, { queued }),
       json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued }) },

@@ -3,14 +3,9 @@ import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
-import { openStore, type Store } from "../runs/store.js";
+import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { NodeUsage } from "../state/graph-state.js";
 
-export interface StoreOptions {
-  db?: string;
-  cwd?: string;
-  env?: NodeJS.ProcessEnv;
-}
 
 export interface ThreadSummary extends ThreadRecord {
   checkpoints: number;
@@ -85,21 +80,6 @@ export function toPlainValues(values: Record<string, unknown>): Record<string, u
       .filter(([channel]) => !channel.startsWith("__") && !channel.startsWith("branch:"))
       .map(([channel, value]) => [channel, plain(value)]),
   );
-}
-
-async function withStore<T>(options: StoreOptions, use: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(options);
-  try {
-    return await use(store);
-  } finally {
-    store.close();
-  }
-}
-
-function requireThread(store: Store, threadId: string): ThreadRecord {
-  const thread = store.threads.get(threadId);
-  if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
-  return thread;
 }
 
 /** The thread's root-graph checkpoints, oldest first. */

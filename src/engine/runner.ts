@@ -9,7 +9,7 @@ import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import type { GraphDefinition } from "../graph/types.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
-import { openStore, type Store } from "../runs/store.js";
+import { latestValues, openStore, requireThread, type Store } from "../runs/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "../coder/types.js";
 import { loadUserRules } from "../policy/index.js";
@@ -184,8 +184,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
   const store = openStore({ db: options.db, cwd, env: options.env });
   try {
-    const record = store.threads.get(options.threadId);
-    if (!record) throw new ConfigError(`no thread "${options.threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
+    const record = requireThread(store, options.threadId);
     // A finished thread runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
     const restart = record.status === "finished" && (await hasUnconsumedCommands(store, record.threadId));
     if (record.status === "finished" && !restart) {
@@ -220,8 +219,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
 
 /** Commands in the thread's inbox after the cursor of its latest checkpoint. */
 export async function hasUnconsumedCommands(store: Store, threadId: string): Promise<boolean> {
-  const latest = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
-  const cursor = (latest?.checkpoint.channel_values.inboxCursor as number | undefined) ?? 0;
+  const cursor = ((await latestValues(store, threadId)).inboxCursor as number | undefined) ?? 0;
   return store.inbox.after(threadId, cursor).length > 0;
 }
 

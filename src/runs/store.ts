@@ -1,8 +1,9 @@
 import { basename, dirname, resolve } from "node:path";
 import { SqliteCheckpointSaver } from "../checkpoint/index.js";
+import { ConfigError } from "../errors.js";
 import { Inbox } from "./inbox.js";
 import { ensureStateDir, STATE_DIR } from "./state-dir.js";
-import { ThreadRegistry } from "./thread-registry.js";
+import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
 export interface Store {
@@ -18,7 +19,14 @@ export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cw
   return resolve(cwd, db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db");
 }
 
-export function openStore(options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv } = {}): Store {
+/** Where the store is: `--db`, the environment (LOOPGRAPH_DB) and the directory it is resolved from. */
+export interface StoreOptions {
+  db?: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+}
+
+export function openStore(options: StoreOptions = {}): Store {
   const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
   if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
   const saver = new SqliteCheckpointSaver(path);
@@ -29,4 +37,27 @@ export function openStore(options: { db?: string; cwd?: string; env?: NodeJS.Pro
     inbox: new Inbox(saver.db),
     close: () => saver.close(),
   };
+}
+
+/** Opens the store for one piece of work and closes it afterwards, whatever happens. */
+export async function withStore<T>(options: StoreOptions, use: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(options);
+  try {
+    return await use(store);
+  } finally {
+    store.close();
+  }
+}
+
+/** The thread's record, or a one-line error (exit 2) saying how to list the threads. */
+export function requireThread(store: Store, threadId: string): ThreadRecord {
+  const thread = store.threads.get(threadId);
+  if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
+  return thread;
+}
+
+/** The channel values of the thread's latest root checkpoint (empty before its first one). */
+export async function latestValues(store: Store, threadId: string): Promise<Record<string, unknown>> {
+  const tuple = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "" } });
+  return (tuple?.checkpoint.channel_values ?? {}) as Record<string, unknown>;
 }
