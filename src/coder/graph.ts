@@ -5,7 +5,7 @@ import { END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { ModelError } from "../errors.js";
 import type { CoderNodeDefinition, GraphDefinition } from "../graph/types.js";
 import { pickModelSpec, type RunContext } from "../engine/context.js";
-import { messageText } from "../nodes/agent.js";
+import { messageText, startModelSession } from "../nodes/structured-call.js";
 import { decideToolCall, sessionRuleFor } from "../policy/index.js";
 import { STATE_DIR } from "../runs/state-dir.js";
 import { BUILTIN_TOOLS, executeToolCall, toolSpecs } from "../tools/index.js";
@@ -91,29 +91,22 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const emit = ctx.emit;
   const threadId = ctx.threadId;
 
-  const callModel = async (state: CoderStateValue, messages: BaseMessage[]) => {
-    const spec = pickModelSpec(def.model, ctx.runModel, graph.model);
-    const consumed = [...(state.scripted[spec] ?? [])];
-    const result = await ctx.model(spec).call([new SystemMessage(coderSystemPrompt(template, ctx.workspace)), ...messages], {
-      node: def.id,
-      tools: specs,
-      consumed,
-      signal: ctx.signal,
-      onToken: (delta) => emit({ type: "message", threadId, node: def.id, delta }),
-      onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
-        emit({ type: "retry", threadId, node: def.id, attempt, maxAttempts, delayMs, message: error.message }),
-    });
-    const scripted = result.scriptedIndex === undefined ? {} : { [spec]: [...consumed, result.scriptedIndex] };
-    return { result, scripted };
-  };
-
   const modelStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
     if (state.steps >= def.maxSteps) {
       return { result: failure(state, "step_limit", `reached the step limit of ${def.maxSteps} model calls without finishing`) };
     }
-    const update: CoderUpdate = {};
+    const spec = pickModelSpec(def.model, ctx.runModel, graph.model);
+    // One session for the summary (if any) and the answer: both count as consumption and usage.
+    const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
+    const system = new SystemMessage(coderSystemPrompt(template, ctx.workspace));
+    const bookkeeping = (): CoderUpdate => ({
+      usage: { ...session.usage },
+      ...(session.consumed.length > 0 ? { scripted: { [spec]: [...session.consumed] } } : {}),
+    });
+
+    const written: BaseMessage[] = [];
     let messages = state.messages.length > 0 ? state.messages : [new HumanMessage({ content: state.task, id: "coder-task" })];
-    if (state.messages.length === 0) update.messages = messages;
+    if (state.messages.length === 0) written.push(...messages);
     const compressed = await compressHistory(messages, {
       budgetTokens: def.compression.budgetTokens,
       keepRecentTurns: def.compression.keepRecentTurns,
@@ -123,38 +116,27 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
           "Summarise the work above for your own later reference: what was done, what was found, what failed, what remains. Be concise and concrete; keep file names and commands.",
         );
         const task = new HumanMessage(`Task: ${state.task}`);
-        const { result, scripted } = await callModel(state, [task, ...older, request]);
-        Object.assign(update, { scripted: { ...update.scripted, ...scripted } });
-        return messageText(result.message);
+        return messageText(await session.ask([system, task, ...older, request]));
       },
     });
     if (compressed.compressed) {
       messages = compressed.messages;
-      update.messages = [...(update.messages ?? []), ...compressionUpdate(compressed.messages)];
+      written.push(...compressionUpdate(compressed.messages));
     }
 
     try {
-      const { result, scripted } = await callModel({ ...state, scripted: { ...state.scripted, ...update.scripted } }, messages);
+      const reply = await session.ask([system, ...messages]);
       const answer = new AIMessage({
-        content: messageText(result.message),
-        id: result.message.id ?? `coder-${def.id}-${state.steps}`,
-        tool_calls: result.message.tool_calls,
+        content: messageText(reply),
+        id: reply.id ?? `coder-${def.id}-${state.steps}`,
+        tool_calls: reply.tool_calls,
       });
       if (messageText(answer)) emit({ type: "message", threadId, node: def.id, content: messageText(answer) });
-      return {
-        ...update,
-        messages: [...(update.messages ?? []), answer],
-        steps: state.steps + 1,
-        usage: {
-          inputTokens: state.usage.inputTokens + result.usage.inputTokens,
-          outputTokens: state.usage.outputTokens + result.usage.outputTokens,
-        },
-        scripted: { ...update.scripted, ...scripted },
-      };
+      return { ...bookkeeping(), messages: [...written, answer], steps: state.steps + 1 };
     } catch (error) {
       if (!(error instanceof ModelError) || error.kind === "auth") throw error;
       const kind = MODEL_FAILURES[error.kind] ?? "model_server";
-      return { ...update, result: failure(state, kind, error.message) };
+      return { ...bookkeeping(), ...(written.length > 0 ? { messages: written } : {}), result: failure(state, kind, error.message) };
     }
   };
 

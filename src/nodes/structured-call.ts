@@ -1,6 +1,7 @@
 import { HumanMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { z } from "zod";
 import type { RunContext } from "../engine/context.js";
+import type { ToolSpec } from "../models/types.js";
 import type { NodeUsage } from "../state/graph-state.js";
 import { parseStructuredOutput } from "./structured-output.js";
 
@@ -28,6 +29,8 @@ export interface ModelSessionOptions {
   startUsage?: NodeUsage;
   /** Stream the answer's text as `message` deltas (off where parallel callers would interleave). */
   streamTokens?: boolean;
+  /** Tools the model may call. */
+  tools?: ToolSpec[];
 }
 
 export function startModelSession(ctx: RunContext, options: ModelSessionOptions): ModelSession {
@@ -38,6 +41,7 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
   const ask = async (messages: BaseMessage[]): Promise<AIMessage> => {
     const result = await model.call(messages, {
       node,
+      tools: options.tools,
       consumed,
       signal: ctx.signal,
       onToken: options.streamTokens === false ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
