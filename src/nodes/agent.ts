@@ -9,7 +9,6 @@ import { askStructured, messageText, startModelSession } from "./structured-call
 import { structuredOutputInstruction, toZod } from "./structured-output.js";
 import type { NodeFunction, NodeUpdate } from "./types.js";
 
-export { messageText } from "./structured-call.js";
 
 /**
  * An LLM node: system prompt (rendered from the state) + conversation → one answer, written to
