@@ -2,7 +2,7 @@ import { createInterface } from "node:readline/promises";
 import pc from "picocolors";
 import type { ApprovalAnswer, ApprovalRequest } from "../coder/types.js";
 
-function describeCall(request: ApprovalRequest): string {
+export function describeCall(request: ApprovalRequest): string {
   const args = request.args as Record<string, unknown> | undefined;
   if (request.tool === "shell" && typeof args?.command === "string") return `shell: ${args.command}`;
   if (typeof args?.path === "string") return `${request.tool}: ${args.path}`;

@@ -9,6 +9,7 @@ const commands = {
   inspect: () => import("./inspect-command.js"),
   graphs: () => import("./graphs-command.js"),
   thread: () => import("./thread-commands.js"),
+  chat: () => import("./chat-command.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -43,6 +44,17 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
     .option("--json", "print newline-delimited JSON events")
     .action(async (graph: string, options) => setExitCode(await (await commands.run()).runCommand(graph, withGlobals(options))));
+
+  program
+    .command("chat")
+    .description("talk with the Mediator; it hands real work to the Looper, which runs in the background while you keep talking")
+    .option("--graph <graph>", "graph of a new chat; it needs a mediator node", "monitor")
+    .option("--thread <id>", "continue this chat (history, settings and its loop), or start one with this id")
+    .option("--workspace <dir>", "directory the loop works in (default: current directory)")
+    .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, or the chat's)")
+    .addOption(approvalOption().default(undefined, "ask, or the chat's"))
+    .option("--max-rounds <n>", "round limit of the loops started in this chat (default: the graph's, 5)", parsePositiveInt)
+    .action(async (options) => setExitCode(await (await commands.chat()).chatCommand(withGlobals(options))));
 
   program
     .command("resume <thread>")

@@ -6,10 +6,10 @@ export async function sendCommandCli(threadId: string, words: string[], options:
   const text = words.join(" ");
   const sent = await sendCommand(threadId, text, { db: options.db });
   if (sent.command.command === "status") return statusCommand(threadId, options);
-  process.stdout.write(`queued for thread ${threadId}: ${JSON.stringify(sent.command)} (#${sent.id})\n`);
+  process.stdout.write(`queued for thread ${sent.threadId}: ${JSON.stringify(sent.command)} (#${sent.id})\n`);
   if (sent.threadStatus !== "running") {
     const db = options.db ? ` --db ${JSON.stringify(options.db)}` : "";
-    process.stdout.write(pc.dim(`the thread is ${sent.threadStatus}: it takes the command when it continues (loopgraph resume ${threadId}${db})\n`));
+    process.stdout.write(pc.dim(`the thread is ${sent.threadStatus}: it takes the command when it continues (loopgraph resume ${sent.threadId}${db})\n`));
   }
   return 0;
 }

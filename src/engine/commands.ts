@@ -1,10 +1,12 @@
 import { ConfigError } from "../errors.js";
 import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } from "../looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../looper/types.js";
-import { latestValues, requireThread, withStore, type StoreOptions } from "../runs/store.js";
+import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 
 export interface SentCommand {
+  /** The thread the command went to: the given one, or the loop of a Mediator thread. */
+  threadId: string;
   id: number;
   command: LooperCommand;
   /** The thread's run status when the command was queued. */
@@ -14,6 +16,15 @@ export interface SentCommand {
 export interface LooperStatus {
   text: string;
   json: ReturnType<typeof statusJson> & { threadId: string; threadStatus: ThreadRecord["status"] };
+}
+
+/** The thread a Mediator thread's loop runs in. */
+export const loopThreadOf = (mediatorThreadId: string): string => `${mediatorThreadId}.loop`;
+
+/** Where commands for a thread go: a Mediator thread's (chat's) commands go to the loop it started. */
+function commandTarget(store: Store, threadId: string): ThreadRecord {
+  const thread = requireThread(store, threadId);
+  return store.threads.get(loopThreadOf(threadId)) ?? thread;
 }
 
 /**
@@ -26,16 +37,17 @@ export async function sendCommand(threadId: string, text: string, options: Store
     throw new ConfigError(`not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`);
   }
   return withStore(options, async (store) => {
-    const thread = requireThread(store, threadId);
-    const id = command.command === "status" ? 0 : store.inbox.post(threadId, text, command);
-    return { id, command, threadStatus: thread.status };
+    const thread = commandTarget(store, threadId);
+    const id = command.command === "status" ? 0 : store.inbox.post(thread.threadId, text, command);
+    return { threadId: thread.threadId, id, command, threadStatus: thread.status };
   });
 }
 
 /** The Looper status block of a thread, read from its store: no model call, whether it runs or not. */
 export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
   return withStore(options, async (store) => {
-    const thread = requireThread(store, threadId);
+    const thread = commandTarget(store, threadId);
+    threadId = thread.threadId;
     const { loopState, inboxCursor: cursor = 0 } = (await latestValues(store, threadId)) as {
       loopState?: LooperSnapshot;
       inboxCursor?: number;
@@ -49,4 +61,10 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
       json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued }) },
     };
   });
+}
+
+/** Commands in the thread's inbox after the cursor of its latest checkpoint. */
+export async function hasUnconsumedCommands(store: Store, threadId: string): Promise<boolean> {
+  const cursor = ((await latestValues(store, threadId)).inboxCursor as number | undefined) ?? 0;
+  return store.inbox.after(threadId, cursor).length > 0;
 }

@@ -5,6 +5,7 @@ import { createAgentNode } from "../nodes/agent.js";
 import { createCoderNode } from "../nodes/coder.js";
 import { createJudgeNode } from "../nodes/judge.js";
 import { createLooperNode } from "../nodes/looper.js";
+import { createMediatorNode } from "../nodes/mediator.js";
 import { createReviewNode } from "../nodes/review.js";
 import { createFunctionNode, loadUserFunction } from "../nodes/function.js";
 import { instrumentNode } from "../nodes/instrument.js";
@@ -29,6 +30,8 @@ async function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunC
       return createReviewNode(node, graph, ctx);
     case "judge":
       return createJudgeNode(node, graph, ctx);
+    case "mediator":
+      return createMediatorNode(node, graph, ctx);
     case "subgraph": {
       // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
       const subgraph = await compileGraph(node.graph, ctx);

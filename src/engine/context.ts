@@ -4,6 +4,7 @@ import type { ChatModel } from "../models/types.js";
 import type { ApprovalMode, PolicyRule } from "../policy/types.js";
 import type { InboxEntry } from "../runs/inbox.js";
 import type { EventSink } from "./events.js";
+import type { LoopSupervisor } from "./loop-supervisor.js";
 
 /**
  * Per-process services a run's nodes use. Nothing here is checkpointed: what must survive a
@@ -27,6 +28,8 @@ export interface RunContext {
   /** Returns the model for a spec, created once per process. */
   model(spec: string): ChatModel;
   signal: AbortSignal;
+  /** The Looper of a graph with a mediator node: its loop runs as the linked thread `<thread>.loop`. */
+  looper?: LoopSupervisor;
 }
 
 export const NO_MODEL_MESSAGE =

@@ -1,4 +1,4 @@
-import { randomBytes } from "node:crypto";
+import { randomBytes, randomUUID } from "node:crypto";
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { HumanMessage } from "@langchain/core/messages";
@@ -6,16 +6,18 @@ import { Command, GraphRecursionError, isGraphDrained, type RunControl } from "@
 import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
 import { graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
-import type { GraphDefinition } from "../graph/types.js";
+import type { GraphDefinition, MediatorNodeDefinition, NodeDefinition } from "../graph/types.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
-import { latestValues, openStore, requireThread, type Store } from "../runs/store.js";
+import { openStore, requireThread, type Store } from "../runs/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "../coder/types.js";
 import { loadUserRules } from "../policy/index.js";
 import type { ApprovalMode } from "../policy/types.js";
 import { compileGraph, type RunnableGraph } from "./compile.js";
 import { createModelCache, pickModelSpec, type RunContext } from "./context.js";
+import { hasUnconsumedCommands } from "./commands.js";
+import { LoopSupervisor } from "./loop-supervisor.js";
 import { eventBus } from "./event-bus.js";
 import type { EventSink, RunEvent, RunStatus } from "./events.js";
 import { AUTO_PREFIX } from "../nodes/looper.js";
@@ -40,6 +42,8 @@ export interface CommonRunOptions {
   /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */
   control?: RunControl;
   signal?: AbortSignal;
+  /** The Looper of a mediator graph, when the caller keeps one across runs (`chat`); else one is made per run. */
+  looper?: LoopSupervisor;
 }
 
 export interface RunOptions extends CommonRunOptions {
@@ -84,27 +88,37 @@ export function absoluteModelSpec(spec: string | undefined, cwd: string): string
   return `scripted:${resolve(cwd, spec.slice("scripted:".length))}`;
 }
 
+const MODEL_KINDS = new Set<NodeDefinition["kind"]>(["agent", "coder", "review", "judge", "mediator"]);
+
 /** Fails fast (exit 2) when a node has no model or a model cannot be configured (e.g. a missing key). */
-function checkModels(graph: GraphDefinition, ctx: RunContext): void {
+export function checkModels(graph: GraphDefinition, ctx: RunContext): void {
   for (const node of Object.values(graph.nodes)) {
-    if (node.kind === "agent" || node.kind === "coder" || node.kind === "review" || node.kind === "judge") ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
+    if (MODEL_KINDS.has(node.kind)) ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
     if (node.kind === "subgraph") checkModels(node.graph, ctx);
+    if (node.kind === "mediator") checkModels(node.loop, ctx);
   }
 }
 
-function initialVars(graph: GraphDefinition): Record<string, unknown> {
+export function initialVars(graph: GraphDefinition): Record<string, unknown> {
   return Object.fromEntries(Object.entries(graph.state).map(([name, field]) => [name, field.default]));
 }
 
-function makeContext(
+export interface RunSettings {
+  runModel?: string;
+  approvalMode: ApprovalMode;
+}
+
+export function makeContext(
+  graph: GraphDefinition,
   threadId: string,
   workspace: string,
-  settings: { runModel?: string; approvalMode: ApprovalMode },
+  settings: RunSettings,
   options: CommonRunOptions,
   store: Store,
 ): RunContext {
   const cwd = options.cwd ?? process.cwd();
   ensureStateDir(join(workspace, STATE_DIR));
+  const mediator = mediatorNodeOf(graph);
   return {
     threadId,
     workspace,
@@ -115,7 +129,35 @@ function makeContext(
     userRules: loadUserRules(workspace, options.env ?? process.env),
     model: createModelCache(cwd, options.env ?? process.env),
     signal: options.signal ?? new AbortController().signal,
+    ...(mediator ? { looper: options.looper ?? createLoopSupervisor(mediator, threadId, workspace, settings, options, store) } : {}),
   };
+}
+
+export function mediatorNodeOf(graph: GraphDefinition): MediatorNodeDefinition | undefined {
+  return Object.values(graph.nodes).find((node): node is MediatorNodeDefinition => node.kind === "mediator");
+}
+
+/** The Looper of a Mediator thread; its loop runs in this process with the thread's settings and store. */
+export function createLoopSupervisor(
+  mediator: MediatorNodeDefinition,
+  threadId: string,
+  workspace: string,
+  settings: RunSettings,
+  options: CommonRunOptions,
+  store: Store,
+): LoopSupervisor {
+  return new LoopSupervisor({
+    mediatorThreadId: threadId,
+    graphFile: mediator.loop.file,
+    workspace,
+    ...settings,
+    maxRounds: options.maxRounds,
+    store: { db: store.path, cwd: options.cwd, env: options.env },
+    onEvent: options.onEvent,
+    control: options.control,
+    run: runGraph,
+    resume: resumeRun,
+  });
 }
 
 /** Passes every event on, and publishes complete messages on the bus topic `message:<thread>`. */
@@ -134,49 +176,101 @@ function publishingMessages(onEvent: EventSink | undefined): EventSink {
   };
 }
 
-/** Starts a new thread: loads and validates the graph, records the thread, runs until it ends or pauses. */
-export async function runGraph(options: RunOptions): Promise<RunOutcome> {
+export interface NewThread {
+  threadId: string;
+  workspace: string;
+  settings: RunSettings;
+}
+
+/** Checks the id, workspace and settings of a thread about to start (nothing is written yet). */
+export function prepareNewThread(graph: GraphDefinition, options: Pick<RunOptions, "threadId" | "workspace" | "model" | "approval" | "cwd" | "env">): NewThread {
   const cwd = options.cwd ?? process.cwd();
-  const env = options.env ?? process.env;
-  const graph = await loadGraph(resolveGraphPath(options.graph, cwd));
   if (options.threadId !== undefined && !THREAD_ID.test(options.threadId)) {
     throw new ConfigError(`invalid thread id "${options.threadId}": use letters, digits, ".", "_" or "-" (at most 128)`);
   }
-  const threadId = options.threadId ?? newThreadId(graph.name);
   const workspace = resolve(cwd, options.workspace ?? ".");
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
     throw new ConfigError(`workspace ${workspace} is not a directory: create it or pass --workspace DIR`);
   }
-  const runModel = absoluteModelSpec(options.model ?? env.LOOPGRAPH_MODEL, cwd);
-  const approvalMode = options.approval ?? "ask";
-  const store = openStore({ db: options.db, cwd, env });
+  return {
+    threadId: options.threadId ?? newThreadId(graph.name),
+    workspace,
+    settings: {
+      runModel: absoluteModelSpec(options.model ?? (options.env ?? process.env).LOOPGRAPH_MODEL, cwd),
+      approvalMode: options.approval ?? "ask",
+    },
+  };
+}
+
+/** Records a new thread in the store; an existing id is an error that says how to continue it. */
+export function recordNewThread(store: Store, graph: GraphDefinition, thread: NewThread, task: string): void {
+  if (store.threads.get(thread.threadId)) {
+    throw new ConfigError(`thread "${thread.threadId}" already exists: continue it with \`loopgraph resume ${thread.threadId}\``);
+  }
+  store.threads.create({
+    threadId: thread.threadId,
+    graphFile: graph.file,
+    graphHash: graphFingerprint(graph),
+    graphName: graph.name,
+    task,
+    model: thread.settings.runModel,
+    approval: thread.settings.approvalMode,
+    workspace: thread.workspace,
+  });
+}
+
+/**
+ * Starts a new thread: loads and validates the graph, records the thread, runs until it ends or
+ * pauses. For a mediator graph, a loop the Mediator started runs to its end, then the Mediator
+ * sums up.
+ */
+export async function runGraph(options: RunOptions): Promise<RunOutcome> {
+  const cwd = options.cwd ?? process.cwd();
+  const graph = await loadGraph(resolveGraphPath(options.graph, cwd));
+  const thread = prepareNewThread(graph, options);
+  const { threadId } = thread;
+  const store = openStore({ db: options.db, cwd, env: options.env });
   try {
-    const ctx = makeContext(threadId, workspace, { runModel, approvalMode }, options, store);
+    const ctx = makeContext(graph, threadId, thread.workspace, thread.settings, options, store);
     checkModels(graph, ctx);
-    if (store.threads.get(threadId)) {
-      throw new ConfigError(`thread "${threadId}" already exists: continue it with \`loopgraph resume ${threadId}\``);
-    }
     const task = options.task ?? "";
-    store.threads.create({
-      threadId,
-      graphFile: graph.file,
-      graphHash: graphFingerprint(graph),
-      graphName: graph.name,
-      task,
-      model: runModel,
-      approval: approvalMode,
-      workspace,
-    });
+    recordNewThread(store, graph, thread, task);
     ctx.emit({ type: "run_started", threadId, graph: graph.name, task, resumed: false });
     const input = {
       task,
       messages: task ? [new HumanMessage({ content: task, id: "task" })] : [],
       vars: initialVars(graph),
     };
-    return await execute(graph, input, ctx, store, options);
+    return await followLoop(graph, ctx, store, options, await execute(graph, input, ctx, store, options));
   } finally {
     store.close();
   }
+}
+
+/**
+ * `run`/`resume` of a mediator graph: once the Mediator's turn is over, the loop it started runs
+ * to its end here, and the Mediator is asked for a summary. A loop that pauses or is interrupted
+ * is reported as such (its thread is the one to resume); a failed loop is summarised, then reported.
+ */
+async function followLoop(graph: GraphDefinition, ctx: RunContext, store: Store, options: CommonRunOptions, outcome: RunOutcome): Promise<RunOutcome> {
+  const looper = ctx.looper;
+  if (!looper?.running || outcome.status !== "finished") return outcome;
+  const loop = await looper.wait();
+  if (!loop || loop.status === "paused" || loop.status === "interrupted") return loop ?? outcome;
+  const ending = loop.status === "failed" ? `the loop failed: ${loop.error ?? "unknown error"}.` : `the loop ended: ${loopEndReason(loop.state)}.`;
+  const request = new HumanMessage({ id: randomUUID(), name: "looper", content: `${AUTO_PREFIX} ${ending} Summarise the outcome for the user.` });
+  store.threads.markRunning(ctx.threadId, { model: ctx.runModel, approval: ctx.approvalMode });
+  const summarised = await execute(graph, { messages: [request] }, ctx, store, options);
+  return loop.status === "failed" ? loop : summarised;
+}
+
+async function unfinishedThread(store: Store, threadId: string): Promise<boolean> {
+  const record = store.threads.get(threadId);
+  return record !== undefined && (record.status !== "finished" || (await hasUnconsumedCommands(store, threadId)));
+}
+
+function loopEndReason(state: GraphStateValue): string {
+  return (state.loopState as { context?: { endReason?: string } } | undefined)?.context?.endReason ?? "finished";
 }
 
 /** Continues a paused, interrupted, failed or crashed thread from its last checkpoint. */
@@ -185,21 +279,28 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const store = openStore({ db: options.db, cwd, env: options.env });
   try {
     const record = requireThread(store, options.threadId);
-    // A finished thread runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
-    const restart = record.status === "finished" && (await hasUnconsumedCommands(store, record.threadId));
-    if (record.status === "finished" && !restart) {
-      throw new ConfigError(`nothing to resume: thread "${record.threadId}" has finished (see \`loopgraph inspect ${record.threadId}\`)`);
-    }
     if (isRunningElsewhere(record)) {
       throw new ConfigError(`thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
+    }
+    // A finished thread runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
+    const restart = record.status === "finished" && (await hasUnconsumedCommands(store, record.threadId));
+    const graph = await loadGraph(record.graphFile);
+    const runModel = absoluteModelSpec(options.model, cwd) ?? record.model;
+    const approvalMode = options.approval ?? record.approval;
+    const ctx = makeContext(graph, record.threadId, record.workspace, { runModel, approvalMode }, options, store);
+    if (record.status === "finished" && !restart) {
+      // A Mediator thread is done after each turn; resuming it continues the loop it started.
+      if (ctx.looper && (await unfinishedThread(store, ctx.looper.threadId))) {
+        checkModels(graph, ctx);
+        const resumed = await ctx.looper.resume(options.answer as ApprovalAnswer | undefined);
+        if (!ctx.looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
+        return await followLoop(graph, ctx, store, options, { threadId: record.threadId, status: "finished", exitCode: ExitCode.Finished, state: {} as GraphStateValue });
+      }
+      throw new ConfigError(`nothing to resume: thread "${record.threadId}" has finished (see \`loopgraph inspect ${record.threadId}\`)`);
     }
     if (options.answer !== undefined && record.pause?.reason !== "input") {
       throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
     }
-    const graph = await loadGraph(record.graphFile);
-    const runModel = absoluteModelSpec(options.model, cwd) ?? record.model;
-    const approvalMode = options.approval ?? record.approval;
-    const ctx = makeContext(record.threadId, record.workspace, { runModel, approvalMode }, options, store);
     checkModels(graph, ctx);
     store.threads.markRunning(record.threadId, { model: runModel, approval: approvalMode });
     ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true });
@@ -211,19 +312,13 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
       });
     }
     const input = restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
-    return await execute(graph, input, ctx, store, options);
+    return await followLoop(graph, ctx, store, options, await execute(graph, input, ctx, store, options));
   } finally {
     store.close();
   }
 }
 
-/** Commands in the thread's inbox after the cursor of its latest checkpoint. */
-export async function hasUnconsumedCommands(store: Store, threadId: string): Promise<boolean> {
-  const cursor = ((await latestValues(store, threadId)).inboxCursor as number | undefined) ?? 0;
-  return store.inbox.after(threadId, cursor).length > 0;
-}
-
-async function execute(
+export async function execute(
   graph: GraphDefinition,
   input: unknown,
   ctx: RunContext,

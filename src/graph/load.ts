@@ -164,6 +164,15 @@ class NodeResolver {
         return resolveReviewNode(raw, common, (key, relative, defaultName) =>
           relative === undefined ? defaultPrompt(defaultName).absolute : this.existingFile(relative, ["nodes", id, key], "prompt file")?.absolute,
         );
+      case "mediator": {
+        const prompt = raw.prompt === undefined ? defaultPrompt("mediator.md") : this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
+        const loop = await this.loadSubgraph(raw.loop, ["nodes", id, "loop"], "loop graph file");
+        if (loop && !Object.values(loop.nodes).some((node) => node.kind === "looper")) {
+          this.issues.push({ path: ["nodes", id, "loop"], message: `the loop graph ${raw.loop} has no looper node: point loop at a graph like coder-review.yaml` });
+          return undefined;
+        }
+        return prompt && loop && { ...common, kind: "mediator", promptFile: prompt.absolute, loop };
+      }
       case "looper":
         return { ...common, kind: "looper", maxRounds: raw.max_rounds, coder: raw.coder, review: raw.review, judge: raw.judge };
       case "coder": {
@@ -195,8 +204,8 @@ class NodeResolver {
     return undefined;
   }
 
-  private async loadSubgraph(relative: string, at: DataPath): Promise<GraphDefinition | undefined> {
-    const file = this.existingFile(relative, at, "subgraph file");
+  private async loadSubgraph(relative: string, at: DataPath, what = "subgraph file"): Promise<GraphDefinition | undefined> {
+    const file = this.existingFile(relative, at, what);
     if (!file) return undefined;
     const cycleStart = this.includeChain.indexOf(file.absolute);
     if (cycleStart >= 0) {

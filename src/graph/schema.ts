@@ -303,11 +303,20 @@ const looperNode = z.strictObject({
   judge: z.string().describe('Node id of the Judge phase (default "judge")').default("judge"),
 });
 
+const mediatorNode = z.strictObject({
+  kind: z.literal("mediator"),
+  ...nodeCommon,
+  prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/mediator.md)").optional(),
+  loop: z
+    .string()
+    .describe("Graph file the Looper runs (it must have a looper node), relative to this one; it runs as the linked thread <thread>.loop"),
+});
+
 const judgeNode = z.strictObject({ kind: z.literal("judge"), ...nodeCommon, ...judgeNodeKeys });
 
 const reviewNode = z.strictObject({ kind: z.literal("review"), ...nodeCommon, ...reviewNodeSchema.shape });
 
-const nodeSchema = z.discriminatedUnion("kind", [agentNode, functionNode, subgraphNode, coderNode, looperNode, reviewNode, judgeNode]);
+const nodeSchema = z.discriminatedUnion("kind", [agentNode, functionNode, subgraphNode, coderNode, looperNode, reviewNode, judgeNode, mediatorNode]);
 export type RawNode = z.output<typeof nodeSchema>;
 export type NodeKind = RawNode["kind"];
 export const NODE_KINDS: readonly NodeKind[] = nodeSchema.options.map((option) => option.shape.kind.value);

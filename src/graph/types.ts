@@ -127,6 +127,15 @@ export interface JudgeNodeDefinition extends NodeCommon {
   promptFile: string;
 }
 
+/** The Mediator: talks with the user and drives a Looper that runs `loop` as the linked thread `<thread>.loop`. */
+export interface MediatorNodeDefinition extends NodeCommon {
+  kind: "mediator";
+  /** Absolute path of the Markdown system prompt (default: the package's prompts/mediator.md). */
+  promptFile: string;
+  /** The graph the Looper runs (it has a looper node), already loaded and validated. */
+  loop: GraphDefinition;
+}
+
 export type NodeDefinition =
   | AgentNodeDefinition
   | FunctionNodeDefinition
@@ -134,7 +143,8 @@ export type NodeDefinition =
   | CoderNodeDefinition
   | LooperNodeDefinition
   | ReviewNodeDefinition
-  | JudgeNodeDefinition;
+  | JudgeNodeDefinition
+  | MediatorNodeDefinition;
 
 export interface StateFieldDefinition {
   type: "string" | "number" | "boolean" | "object" | "array";

@@ -1,0 +1,302 @@
+import type { BaseMessage } from "@langchain/core/messages";
+import pc from "picocolors";
+import { isApprovalRequest } from "../coder/types.js";
+import { ExitCode } from "../errors.js";
+import { openChat, type ChatSession } from "../engine/chat.js";
+import { eventBus, messageTopic } from "../engine/event-bus.js";
+import type { RunEvent } from "../engine/events.js";
+import type { RunOutcome } from "../engine/runner.js";
+import { parseLooperCommand } from "../looper/index.js";
+import { messageText } from "../nodes/structured-call.js";
+import type { ApprovalMode } from "../policy/types.js";
+import { describeCall } from "./approval-prompt.js";
+import { ChatScreen } from "./chat-screen.js";
+import { inspectCommand } from "./inspect-command.js";
+import type { GlobalOptions } from "./run-commands.js";
+
+export interface ChatCommandOptions extends GlobalOptions {
+  graph?: string;
+  thread?: string;
+  workspace?: string;
+  model?: string;
+  approval?: ApprovalMode;
+  maxRounds?: number;
+}
+
+const HELP = [
+  "Talk in plain words: the Mediator answers, and hands real work to the Looper, which runs in the background.",
+  "  /status            the loop's status (no model call)",
+  "  /stop              stop the loop after the step in progress",
+  "  add: <task>        add a task to the running loop (start: <task> starts one)",
+  "  /inspect           the loop's checkpoint history",
+  "  /resume            continue an interrupted loop",
+  "  /approve, /reject [why]   answer the loop's pending approval",
+  "  /help, /quit       this help; leave (also Ctrl-D, or Ctrl-C twice)",
+].join("\n");
+
+const HISTORY_SHOWN = 20;
+
+/** `loopgraph chat`: an interactive session with a Mediator thread; its Looper runs in the background. */
+export async function chatCommand(options: ChatCommandOptions): Promise<number> {
+  const session = await openChat({
+    graph: options.graph,
+    threadId: options.thread,
+    workspace: options.workspace,
+    model: options.model,
+    approval: options.approval,
+    maxRounds: options.maxRounds,
+    db: options.db,
+  });
+  return new ChatController(session, new ChatScreen(), options.db).run();
+}
+
+class ChatController {
+  private readonly queue: string[] = [];
+  private busy = false;
+  private turn?: AbortController;
+  /** A Ctrl-C since the last line typed: another one leaves. */
+  private armed = false;
+  private leaving = false;
+  private inputEnded = false;
+  private finish!: (code: number) => void;
+  private readonly done = new Promise<number>((resolve) => (this.finish = resolve));
+
+  constructor(
+    private readonly session: ChatSession,
+    private readonly screen: ChatScreen,
+    private readonly db: string | undefined,
+  ) {}
+
+  async run(): Promise<number> {
+    const { session, screen } = this;
+    const unsubscribe = eventBus.subscribe(messageTopic(session.looper.threadId), (message) => {
+      if (message.auto) screen.print(pc.dim(message.content));
+    });
+    const unsettled = session.looper.onSettled((outcome) => this.loopSettled(outcome));
+    await this.greet();
+    screen.rl.on("line", (line) => {
+      this.armed = false;
+      this.queue.push(line);
+      void this.drainQueue();
+    });
+    screen.rl.on("close", () => {
+      this.inputEnded = true;
+      // Ctrl-D in a terminal leaves now; the end of piped input first lets the loop finish.
+      void this.drainQueue();
+    });
+    screen.rl.on("SIGINT", () => this.interrupt());
+    if (!screen.interactive) process.on("SIGINT", () => this.interrupt());
+    screen.prompt();
+    const code = await this.done;
+    unsubscribe();
+    unsettled();
+    return code;
+  }
+
+  private async greet(): Promise<void> {
+    const { session, screen } = this;
+    screen.print(pc.bold(`loopgraph chat`) + pc.dim(`  thread ${session.threadId}  workspace ${session.workspace}`));
+    if (!session.created) {
+      const history = await session.history();
+      if (history.length > HISTORY_SHOWN) screen.print(pc.dim(`… ${history.length - HISTORY_SHOWN} earlier messages (loopgraph inspect ${session.threadId})`));
+      for (const message of history.slice(-HISTORY_SHOWN)) {
+        const shown = renderHistoryMessage(message);
+        if (shown) screen.print(shown);
+      }
+      screen.print(await session.looper.status());
+    }
+    screen.print(pc.dim("Type /help for commands; Ctrl-D leaves."));
+  }
+
+  private async drainQueue(): Promise<void> {
+    if (this.busy) return;
+    this.busy = true;
+    try {
+      while (this.queue.length > 0 && !this.leaving) await this.handle(this.queue.shift()!.trim());
+    } finally {
+      this.busy = false;
+    }
+    if (this.inputEnded && !this.leaving && this.queue.length === 0) {
+      if (this.screen.interactive) await this.leave(ExitCode.Finished);
+      else await this.leaveAfterLoop();
+    }
+  }
+
+  private async handle(line: string): Promise<void> {
+    if (!line) return this.screen.prompt();
+    if (!this.screen.interactive) this.screen.print(`${pc.bold("you›")} ${line}`);
+    this.screen.beginAnswer();
+    try {
+      if (!(await this.runShortcut(line))) await this.ask(line);
+    } finally {
+      this.screen.endAnswer();
+    }
+  }
+
+  /** Chat commands and plain Looper commands (`stop`, `status`, `add: …`) are answered without the Mediator. */
+  private async runShortcut(line: string): Promise<boolean> {
+    const { looper } = this.session;
+    const [word, ...rest] = line.split(/\s+/);
+    const argument = rest.join(" ").trim();
+    switch (word?.toLowerCase()) {
+      case "/help":
+        this.screen.line(HELP);
+        return true;
+      case "/quit":
+      case "/exit":
+        void this.leave(ExitCode.Finished);
+        return true;
+      case "/inspect":
+        await inspectCommand(looper.threadId, { db: this.db }).catch((error: unknown) => this.screen.line(pc.red(String((error as Error).message ?? error))));
+        return true;
+      case "/resume":
+        this.screen.line(await looper.resume());
+        return true;
+      case "/approve":
+        this.screen.line(await looper.resume({ decision: "approve" }));
+        return true;
+      case "/reject":
+        this.screen.line(await looper.resume(argument ? { decision: "reject", reason: argument } : { decision: "reject" }));
+        return true;
+    }
+    const command = parseLooperCommand(line);
+    if (!command) {
+      if (line.startsWith("/")) this.screen.line(pc.yellow(`unknown command ${word}: try /help`));
+      return line.startsWith("/");
+    }
+    switch (command.command) {
+      case "status":
+        this.screen.line(await looper.status());
+        break;
+      case "stop":
+        this.screen.line(await looper.stop());
+        break;
+      case "start":
+        this.screen.line(await looper.start(command.task));
+        break;
+      case "add_pending":
+        this.screen.line(await looper.addPending(command.task));
+        break;
+    }
+    return true;
+  }
+
+  /** One Mediator turn, streamed; Ctrl-C cancels it. */
+  private async ask(text: string): Promise<void> {
+    const turn = new AbortController();
+    this.turn = turn;
+    let streamed = false;
+    let labelled = false;
+    const label = (): void => {
+      if (!labelled) this.screen.stream(`${pc.cyan("◆")} `);
+      labelled = true;
+    };
+    const onEvent = (event: RunEvent): void => {
+      if (event.threadId !== this.session.threadId) return;
+      switch (event.type) {
+        case "message":
+          if (event.delta !== undefined) {
+            label();
+            this.screen.stream(event.delta);
+            streamed = true;
+          } else if (event.content !== undefined && !streamed) {
+            label();
+            this.screen.stream(event.content);
+          }
+          break;
+        case "tool_call":
+          this.screen.line(pc.dim(`  → ${event.name} ${JSON.stringify(event.args)}`));
+          labelled = false;
+          break;
+        case "tool_result":
+          this.screen.line(pc.dim(`  ↳ ${event.result.split("\n")[0]}`));
+          streamed = false;
+          break;
+        case "error":
+          if (!turn.signal.aborted) this.screen.line(pc.red(`✖ ${event.message}`));
+          break;
+      }
+    };
+    try {
+      await this.session.say(text, { signal: turn.signal, onEvent });
+      if (turn.signal.aborted) this.screen.line(pc.yellow("(answer cancelled)"));
+    } finally {
+      this.turn = undefined;
+    }
+  }
+
+  private interrupt(): void {
+    if (this.armed || this.leaving) {
+      void this.leave(ExitCode.Interrupted);
+      return;
+    }
+    this.armed = true;
+    if (this.turn) {
+      this.turn.abort(new Error("cancelled by the user"));
+      return;
+    }
+    this.screen.print(pc.dim("(Ctrl-C again or Ctrl-D to leave)"));
+  }
+
+  private loopSettled(outcome: RunOutcome): void {
+    if (this.leaving) return;
+    const thread = outcome.threadId;
+    switch (outcome.status) {
+      case "finished":
+        this.screen.print(pc.green(`■ the loop has ended (thread ${thread}); /status shows how`));
+        break;
+      case "paused": {
+        const request = outcome.pause?.value;
+        this.screen.print(
+          isApprovalRequest(request)
+            ? pc.yellow(`⏸ the loop waits for your approval: ${request.node} wants to run ${describeCall(request)} (${request.reason}): /approve or /reject [why]`)
+            : pc.yellow(`⏸ the loop paused (thread ${thread}): /resume continues it`),
+        );
+        break;
+      }
+      case "interrupted":
+        this.screen.print(pc.yellow(`■ the loop was interrupted (thread ${thread}): /resume continues it`));
+        break;
+      case "failed":
+        this.screen.print(pc.red(`✖ the loop failed: ${outcome.error ?? "unknown error"} (/resume retries the failed step)`));
+        break;
+    }
+  }
+
+  /** Piped input ended: the running loop goes on to its end (its `[AUTO]` lines still print), then the chat ends. */
+  private async leaveAfterLoop(): Promise<void> {
+    const outcome = await this.session.looper.wait();
+    await this.leave(outcome && outcome.status !== "finished" ? outcome.exitCode : ExitCode.Finished);
+  }
+
+  private async leave(code: number): Promise<void> {
+    if (this.leaving) {
+      // A second request while the loop is being stopped: quit now (the step in flight re-runs on resume).
+      if (code === ExitCode.Interrupted) this.finish(code);
+      return;
+    }
+    this.leaving = true;
+    this.turn?.abort(new Error("the chat ended"));
+    const { looper, threadId } = this.session;
+    if (looper.running) {
+      this.screen.endAnswer();
+      this.screen.print(pc.yellow("Stopping the loop at the next step boundary (Ctrl-C again to quit now)…"));
+      await looper.drain();
+      this.screen.print(`The loop's state is saved. Continue with: loopgraph chat --thread ${threadId}  (or loopgraph resume ${looper.threadId})`);
+    }
+    this.screen.close();
+    this.finish(code);
+  }
+}
+
+function renderHistoryMessage(message: BaseMessage): string | undefined {
+  const text = messageText(message).trim();
+  switch (message.getType()) {
+    case "human":
+      return message.name === "looper" ? pc.dim(text) : `${pc.bold("you›")} ${text}`;
+    case "ai":
+      return text ? `${pc.cyan("◆")} ${text}` : undefined;
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,242 @@
+import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
+import { RunControl } from "@langchain/langgraph";
+import type { ApprovalAnswer } from "../coder/types.js";
+import { formatStatus, initialLooperSnapshot } from "../looper/index.js";
+import type { LooperCommand } from "../looper/types.js";
+import { AUTO_PREFIX } from "../nodes/looper.js";
+import type { ApprovalMode } from "../policy/types.js";
+import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
+import { latestValues, withStore, type StoreOptions } from "../runs/store.js";
+import { hasUnconsumedCommands, looperStatus, loopThreadOf } from "./commands.js";
+import type { EventSink } from "./events.js";
+import type { ResumeOptions, RunOptions, RunOutcome } from "./runner.js";
+
+export interface LoopSupervisorOptions {
+  /** The Mediator's thread; the loop runs in `<thread>.loop`. */
+  mediatorThreadId: string;
+  /** Graph file of the loop (it has a looper node). */
+  graphFile: string;
+  workspace: string;
+  runModel?: string;
+  approvalMode: ApprovalMode;
+  maxRounds?: number;
+  /** The store of the Mediator's thread; the loop's thread lives in the same one. */
+  store: StoreOptions;
+  /** Events of the loop's runs (the `run` command prints them; `chat` follows the message bus instead). */
+  onEvent?: EventSink;
+  /** Drains the loop's runs (Ctrl-C of `run`); by default the supervisor's own, see {@link LoopSupervisor.drain}. */
+  control?: RunControl;
+  // The runner's entry points, passed in so that the runner and the supervisor do not import each other.
+  run: (options: RunOptions) => Promise<RunOutcome>;
+  resume: (options: ResumeOptions) => Promise<RunOutcome>;
+}
+
+export interface LoopProgress {
+  /** `[AUTO]` lines of the loop's message log after the first `since`. */
+  lines: string[];
+  /** How many `[AUTO]` lines the log has in all. */
+  total: number;
+}
+
+/**
+ * Runs a Mediator's Looper in the background of this process, as the linked thread
+ * `<thread>.loop`: that thread has its own checkpoints, so it stays inspectable and resumable
+ * on its own (`loopgraph resume <thread>.loop`). One loop runs per thread at a time. Commands
+ * for a running loop go through the thread's inbox, as from `loopgraph send`, so they are
+ * applied exactly once whichever process runs the loop.
+ */
+export class LoopSupervisor {
+  readonly threadId: string;
+  private active?: Promise<RunOutcome>;
+  private lastOutcome?: RunOutcome;
+  private readonly control: RunControl;
+  private readonly settledHandlers = new Set<(outcome: RunOutcome) => void>();
+
+  constructor(private readonly options: LoopSupervisorOptions) {
+    this.threadId = loopThreadOf(options.mediatorThreadId);
+    this.control = options.control ?? new RunControl();
+  }
+
+  /** Whether a run of the loop is in progress in this process. */
+  get running(): boolean {
+    return this.active !== undefined;
+  }
+
+  /** How the loop's last run in this process ended. */
+  get outcome(): RunOutcome | undefined {
+    return this.lastOutcome;
+  }
+
+  /** Calls `handler` each time a run of the loop ends (finished, paused, interrupted or failed). */
+  onSettled(handler: (outcome: RunOutcome) => void): () => void {
+    this.settledHandlers.add(handler);
+    return () => this.settledHandlers.delete(handler);
+  }
+
+  /** Starts a loop on `task`; returns at once with what happened, for the Mediator to tell. */
+  async start(task: string): Promise<string> {
+    if (this.active) return `already running: a loop runs in this thread; its task is unchanged.\n${await this.status()}`;
+    const record = await this.record();
+    if (!record) {
+      await this.launch(() => this.options.run({ ...this.runSettings(), graph: this.options.graphFile, task, threadId: this.threadId }));
+      return this.started(task);
+    }
+    if (isRunningElsewhere(record)) return `already running in process ${record.pid}: ${await this.status()}`;
+    if (await this.isLoopRunning()) {
+      void this.resumeLoop();
+      return `already running: the loop of thread ${this.threadId} was interrupted and is resumed now; its task is unchanged.\n${await this.status()}`;
+    }
+    await this.post({ command: "start", task });
+    await this.resumeLoop();
+    return this.started(task);
+  }
+
+  /** What `start` answers: the run may already have failed (e.g. a bad model setting). */
+  private started(task: string): string {
+    if (!this.active && this.lastOutcome?.status === "failed") return `the loop could not start: ${this.lastOutcome.error ?? "unknown error"}`;
+    return `started: the loop runs in the background (thread ${this.threadId}) on: ${task}`;
+  }
+
+  /** Adds a task for after the current round; with no loop running, starts one (SPEC §2). */
+  async addPending(task: string): Promise<string> {
+    if (!this.active && !(await this.isLoopRunning())) return this.start(task);
+    await this.post({ command: "add_pending", task });
+    const record = await this.record();
+    if (!this.active && record && !isRunningElsewhere(record)) void this.resumeLoop();
+    return `queued: "${task}" is taken up at the loop's next Judge.`;
+  }
+
+  /** Asks the loop to stop after the step in progress. */
+  async stop(): Promise<string> {
+    if (!this.active && !(await this.isLoopRunning())) return "no loop is running: nothing to stop.";
+    await this.post({ command: "stop" });
+    return this.active || isRunningElsewhere((await this.record())!)
+      ? "stopping: the loop ends after the step in progress."
+      : `stop queued: the loop of thread ${this.threadId} is not running now; it stops as soon as it is resumed.`;
+  }
+
+  /** The status block, read from the store: no model call. */
+  async status(): Promise<string> {
+    const record = await this.record();
+    if (!record) return formatStatus(initialLooperSnapshot());
+    const { text } = await looperStatus(this.threadId, this.options.store);
+    return `${text}\n${describeRun(record, this.active !== undefined)}`;
+  }
+
+  /** The loop's `[AUTO]` progress lines after the first `since`, from its message log. */
+  async progress(since: number): Promise<LoopProgress> {
+    const values = await withStore(this.options.store, (store) => latestValues(store, this.threadId));
+    const messages = (values.messages ?? []) as { content: unknown }[];
+    const auto = messages.flatMap((message) =>
+      typeof message.content === "string" && message.content.startsWith(AUTO_PREFIX) ? [message.content] : [],
+    );
+    return { lines: auto.slice(since), total: auto.length };
+  }
+
+  /** Continues the loop's thread in the background (after a crash, Ctrl-C or a pause), optionally answering its approval. */
+  async resume(answer?: ApprovalAnswer): Promise<string> {
+    if (this.active) return "the loop is already running.";
+    const record = await this.record();
+    if (!record) return "no loop has been started in this thread yet.";
+    if (isRunningElsewhere(record)) return `the loop runs in process ${record.pid}.`;
+    if (answer !== undefined && record.pause?.reason !== "input") return "the loop is not waiting for an approval.";
+    if (answer === undefined && record.status === "finished" && !(await this.hasQueuedCommands())) return "the loop has finished: nothing to resume.";
+    void this.resumeLoop(answer);
+    return `resumed: the loop of thread ${this.threadId} runs in the background.`;
+  }
+
+  /** Resolves when the loop's run in this process (and any restart it needed) ends; at once when none runs. */
+  async wait(): Promise<RunOutcome | undefined> {
+    while (this.active) await this.active;
+    return this.lastOutcome;
+  }
+
+  /** Stops the loop's run at the next step boundary, checkpointed, and waits for it (leaving `chat`). */
+  async drain(): Promise<RunOutcome | undefined> {
+    if (!this.active) return this.lastOutcome;
+    this.control.requestDrain("the chat ended");
+    return this.wait();
+  }
+
+  private runSettings() {
+    const { workspace, runModel, approvalMode, maxRounds, store } = this.options;
+    return { workspace, model: runModel, approval: approvalMode, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control };
+  }
+
+  private resumeLoop(answer?: ApprovalAnswer): Promise<void> {
+    const { approvalMode, maxRounds, store } = this.options;
+    return this.launch(() =>
+      this.options.resume({ threadId: this.threadId, approval: approvalMode, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control, answer }),
+    );
+  }
+
+  private firstStepDone?: () => void;
+
+  private readonly onLoopEvent: EventSink = (event) => {
+    this.options.onEvent?.(event);
+    if (event.type === "node_finished") this.firstStepDone?.();
+  };
+
+  /** Starts a run of the loop; resolves once its first step is done (or it has ended), so a status right after reflects it. */
+  private launch(start: () => Promise<RunOutcome>): Promise<void> {
+    const firstStep = new Promise<void>((resolve) => (this.firstStepDone = resolve));
+    // Started from inside the Mediator's run, the loop would inherit its LangGraph context (and
+    // checkpointer) through async local storage: it runs detached, as a run of its own.
+    const run = AsyncLocalStorageProviderSingleton.getInstance()
+      .run(undefined, start)
+      .catch((error: unknown): RunOutcome => {
+        if (process.env.LOOPGRAPH_DEBUG) console.error(error);
+        const message = error instanceof Error ? error.message : String(error);
+        return { threadId: this.threadId, status: "failed", exitCode: 1, error: message.split("\n")[0], state: {} as RunOutcome["state"] };
+      })
+      .then(async (outcome) => {
+        this.lastOutcome = outcome;
+        this.active = undefined;
+        // A command posted while the run was ending is still waiting: the loop goes on with it.
+        if (outcome.status === "finished" && !this.control.drainRequested && (await this.hasQueuedCommands())) {
+          void this.resumeLoop();
+        } else {
+          for (const handler of this.settledHandlers) handler(outcome);
+        }
+        return outcome;
+      });
+    this.active = run;
+    return Promise.race([firstStep, run.then(() => undefined)]).finally(() => (this.firstStepDone = undefined));
+  }
+
+  private async record(): Promise<ThreadRecord | undefined> {
+    return withStore(this.options.store, async (store) => store.threads.get(this.threadId));
+  }
+
+  /** Whether the loop's lifecycle is RUNNING (it may be running, interrupted or crashed). */
+  private async isLoopRunning(): Promise<boolean> {
+    if (!(await this.record())) return false;
+    const { json } = await looperStatus(this.threadId, this.options.store);
+    return json.state === "RUNNING";
+  }
+
+  private async hasQueuedCommands(): Promise<boolean> {
+    return withStore(this.options.store, (store) => hasUnconsumedCommands(store, this.threadId));
+  }
+
+  private async post(command: Exclude<LooperCommand, { command: "status" }>): Promise<void> {
+    await withStore(this.options.store, async (store) => void store.inbox.post(this.threadId, JSON.stringify(command), command));
+  }
+}
+
+function describeRun(record: ThreadRecord, activeHere: boolean): string {
+  if (activeHere) return `run: running in the background (thread ${record.threadId})`;
+  if (isRunningElsewhere(record)) return `run: running in process ${record.pid} (thread ${record.threadId})`;
+  switch (record.status) {
+    case "finished":
+      return `run: finished (thread ${record.threadId})`;
+    case "paused":
+      return record.pause?.reason === "input"
+        ? `run: waiting for approval (thread ${record.threadId}): /approve or /reject in chat, or loopgraph resume ${record.threadId} --approve`
+        : `run: paused (thread ${record.threadId}): loopgraph resume ${record.threadId}`;
+    case "failed":
+      return `run: failed (thread ${record.threadId}): ${record.error ?? "unknown error"}`;
+    default:
+      return `run: interrupted (thread ${record.threadId}): /resume in chat, or loopgraph resume ${record.threadId}`;
+  }
+}
