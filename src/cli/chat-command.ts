@@ -51,7 +51,8 @@ export async function chatCommand(options: ChatCommandOptions): Promise<number> 
 }
 
 class ChatController {
-  private readonly queue: string[] = [];
+  /** Lines typed, in order; `shown` once the terminal echoed them (not when typed while an answer streamed). */
+  private readonly queue: Array<{ text: string; shown: boolean }> = [];
   private busy = false;
   private turn?: AbortController;
   /** A Ctrl-C since the last line typed: another one leaves. */
@@ -76,7 +77,7 @@ class ChatController {
     await this.greet();
     screen.rl.on("line", (line) => {
       this.armed = false;
-      this.queue.push(line);
+      this.queue.push({ text: line, shown: screen.interactive && !screen.answering });
       void this.drainQueue();
     });
     screen.rl.on("close", () => {
@@ -112,7 +113,7 @@ class ChatController {
     if (this.busy) return;
     this.busy = true;
     try {
-      while (this.queue.length > 0 && !this.leaving) await this.handle(this.queue.shift()!.trim());
+      while (this.queue.length > 0 && !this.leaving) await this.handle(this.queue.shift()!);
     } finally {
       this.busy = false;
     }
@@ -122,9 +123,10 @@ class ChatController {
     }
   }
 
-  private async handle(line: string): Promise<void> {
+  private async handle(typed: { text: string; shown: boolean }): Promise<void> {
+    const line = typed.text.trim();
     if (!line) return this.screen.prompt();
-    if (!this.screen.interactive) this.screen.print(`${pc.bold("you›")} ${line}`);
+    if (!typed.shown) this.screen.print(`${pc.bold("you›")} ${line}`);
     this.screen.beginAnswer();
     try {
       if (!(await this.runShortcut(line))) await this.ask(line);

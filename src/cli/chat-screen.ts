@@ -13,7 +13,7 @@ export class ChatScreen {
   readonly rl: Interface;
   readonly interactive: boolean;
   private readonly echo: MutableOutput;
-  private answering = false;
+  private answeringNow = false;
   private streaming = false;
   private held: string[] = [];
 
@@ -27,14 +27,19 @@ export class ChatScreen {
     this.rl = createInterface({ input, output: this.echo, terminal: this.interactive, prompt: promptText, historySize: 200 });
   }
 
+  /** Whether an answer is in progress (typing is not echoed meanwhile). */
+  get answering(): boolean {
+    return this.answeringNow;
+  }
+
   /** Shows the prompt (in a terminal), keeping what was typed so far. */
   prompt(): void {
-    if (this.interactive && !this.answering) this.rl.prompt(true);
+    if (this.interactive && !this.answeringNow) this.rl.prompt(true);
   }
 
   /** Prints whole lines now, above the prompt; while an answer streams they wait for its end. */
   print(text: string): void {
-    if (this.answering) {
+    if (this.answeringNow) {
       this.held.push(text);
       return;
     }
@@ -50,12 +55,12 @@ export class ChatScreen {
 
   /** An answer (or a command's output) begins: the prompt is taken down and typing is not echoed until {@link endAnswer}. */
   beginAnswer(): void {
-    if (this.answering) return;
+    if (this.answeringNow) return;
     if (this.interactive) {
       cursorTo(this.out, 0);
       clearLine(this.out, 0);
     }
-    this.answering = true;
+    this.answeringNow = true;
     this.echo.muted = true;
   }
 
@@ -78,9 +83,9 @@ export class ChatScreen {
 
   /** The answer is over: lines that arrived meanwhile are printed, then the prompt with any typed-ahead text. */
   endAnswer(): void {
-    if (!this.answering) return;
+    if (!this.answeringNow) return;
     this.endStream();
-    this.answering = false;
+    this.answeringNow = false;
     this.echo.muted = false;
     const held = this.held;
     this.held = [];

@@ -1,0 +1,227 @@
+import { spawn, type ChildProcess } from "node:child_process";
+import { existsSync, readFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { CLI, cleanEnv, collect, gitRepo, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
+
+const SCRIPTS = join(ROOT, "tests/fixtures/mediator");
+
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  cleanups.forEach((cleanup) => cleanup());
+  cleanups = [];
+});
+
+function repo(): { dir: string; db: string } {
+  const created = gitRepo({ "notes.txt": "start\n" });
+  cleanups.push(created.cleanup);
+  return created;
+}
+
+/** `loopgraph chat` with its stdin a pipe: lines are written as a user would type them. */
+class PipedChat {
+  readonly child: ChildProcess;
+  readonly done: Promise<CliResult>;
+  output = "";
+
+  constructor(args: string[], cwd: string) {
+    this.child = spawn(process.execPath, [CLI, "chat", ...args], { cwd, env: cleanEnv(), stdio: ["pipe", "pipe", "pipe"] });
+    this.child.stdout!.on("data", (chunk: Buffer) => (this.output += chunk.toString()));
+    this.done = collect(this.child);
+  }
+
+  say(line: string): void {
+    this.child.stdin!.write(`${line}\n`);
+  }
+
+  end(): void {
+    this.child.stdin!.end();
+  }
+
+  /** Resolves with the index of `text` in the output once it appears at or after `from`. */
+  until(text: string, from = 0, timeoutMs = 40_000): Promise<number> {
+    return new Promise((resolve, reject) => {
+      const started = Date.now();
+      const poll = (): void => {
+        const at = this.output.indexOf(text, from);
+        if (at >= 0) return resolve(at);
+        if (Date.now() - started > timeoutMs) return reject(new Error(`"${text}" not in chat output within ${timeoutMs} ms:\n${this.output}`));
+        setTimeout(poll, 25);
+      };
+      poll();
+    });
+  }
+}
+
+const chatArgs = (ws: { dir: string; db: string }, thread: string, script: string): string[] => [
+  "--thread", thread, "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(SCRIPTS, script)}`, "--approval", "auto",
+];
+
+interface LoopState {
+  loopState: { value: unknown; context: { task: string; round: number; pending: string[]; endReason?: string } };
+  messages: Array<{ type: string; name?: string; content: unknown; tool_calls?: Array<{ name: string }> }>;
+}
+
+const autoLines = (state: LoopState): string[] =>
+  state.messages.flatMap((m) => (typeof m.content === "string" && m.content.startsWith("[AUTO]") ? [m.content] : []));
+
+async function threadIds(db: string): Promise<string[]> {
+  const listed = await runCli(["inspect", "--json", "--db", db]);
+  return (JSON.parse(listed.stdout) as Array<{ threadId: string }>).map((t) => t.threadId);
+}
+
+describe("the Mediator and `loopgraph chat`", () => {
+  it("answers a simple question itself; starts a loop, answers while it runs, reports status and takes an added task at the next Judge", async () => {
+    const ws = repo();
+    const chat = new PipedChat(chatArgs(ws, "talk", "chat-add.script.yaml"), ws.dir);
+
+    chat.say("what does this repo do?");
+    await chat.until("there is no code yet");
+    expect(await threadIds(ws.db)).toEqual(["talk"]);
+
+    chat.say("please write a.txt containing A");
+    const forwarded = await chat.until("Forwarded to the Looper");
+    expect(chat.output).toContain("send_to_looper");
+    expect(await threadIds(ws.db)).toContain("talk.loop");
+
+    // A second message while the Coder works (it takes 4 s): the answer comes before the Coder is done.
+    chat.say("how is it going?");
+    const answered = await chat.until("Round 1 is under way", forwarded);
+    expect(chat.output.slice(0, answered)).not.toContain("coder succeeded");
+    expect(chat.output).toContain("query_looper_status");
+
+    // Status directly, from another process (the chat's thread leads to its loop) and in the chat.
+    const status = await runCli(["status", "talk", "--db", ws.db]);
+    expect(status.stdout).toContain("state: RUNNING");
+    expect(status.stdout).toContain("round: 1/5");
+    expect(status.stdout).toContain("sub-state: WAITING_CODER");
+    chat.say("/status");
+    await chat.until("run: running in the background", answered);
+
+    chat.say("could you also write b.txt?");
+    const added = await chat.until("b.txt comes after this round", answered);
+    expect(chat.output.slice(0, added)).not.toContain("coder succeeded");
+    const queued = JSON.parse((await runCli(["status", "talk.loop", "--json", "--db", ws.db])).stdout) as { pending: string[] };
+    expect(queued.pending).toEqual(["Write b.txt containing B."]);
+
+    await chat.until("[AUTO] loop ended");
+    chat.end();
+    const result = await chat.done;
+    expect(result.code, result.stderr + chat.output).toBe(0);
+    expect(hasStackTrace(result.stderr)).toBe(false);
+    expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("A\n");
+    expect(readFileSync(join(ws.dir, "b.txt"), "utf8")).toBe("B\n");
+
+    // The added task was taken up at the first Judge and became round 2's task.
+    const loop = await lastCheckpointState<LoopState>(ws.db, "talk.loop");
+    const auto = autoLines(loop).join("\n");
+    expect(auto).toContain("judge: continue (model): Write b.txt containing B.");
+    expect(auto).toContain("round 2/5 started: Write b.txt containing B.");
+    expect(loop.loopState.context.pending).toEqual([]);
+    expect(loop.loopState.context.endReason).toBe("a.txt and b.txt are written");
+    // [AUTO] lines were shown in the chat as they came.
+    expect(chat.output).toContain("[AUTO] round 1/5 started: Write a.txt containing A.");
+    expect(chat.output).toContain("[AUTO] round 2/5 started");
+
+    // The Mediator's thread keeps the conversation and the tool calls; its later turns relayed the loop's progress.
+    const mediator = await lastCheckpointState<LoopState>(ws.db, "talk");
+    const toolCalls = mediator.messages.flatMap((m) => m.tool_calls?.map((c) => c.name) ?? []);
+    expect(toolCalls).toEqual(["send_to_looper", "query_looper_status", "send_to_looper"]);
+    expect(mediator.messages.some((m) => m.name === "looper" && String(m.content).includes("[AUTO] round 1/5 started"))).toBe(true);
+  });
+
+  it("stops a running loop through the Mediator", async () => {
+    const ws = repo();
+    const chat = new PipedChat(chatArgs(ws, "halt", "chat-stop.script.yaml"), ws.dir);
+    chat.say("write a.txt");
+    await chat.until("Started.");
+    chat.say("actually, stop it");
+    const stopping = await chat.until("Stopping the loop.");
+    expect(chat.output.slice(0, stopping)).toContain("stopping: the loop ends after the step in progress");
+    await chat.until("[AUTO] loop ended");
+    chat.end();
+    const result = await chat.done;
+    expect(result.code, result.stderr + chat.output).toBe(0);
+    const loop = await lastCheckpointState<LoopState>(ws.db, "halt.loop");
+    expect(loop.loopState.value).toBe("IDLE");
+    expect(loop.loopState.context.endReason).toBe("stopped by user");
+  });
+
+  it("`run monitor --task` forwards the task, waits for the loop, then prints the Mediator's summary; [AUTO] lines show in the output and in inspect", async () => {
+    const ws = repo();
+    const run = await runCli(
+      ["run", "monitor", "--task", "Add isPalindrome(text) in palindrome.js, with a test.", "--thread", "mon", "--workspace", ws.dir,
+        "--db", ws.db, "--model", `scripted:${join(ROOT, "examples/monitor.script.yaml")}`, "--approval", "auto"],
+      { cwd: ws.dir },
+    );
+    expect(run.code, run.stderr + run.stdout).toBe(0);
+    expect(run.stdout).toContain("[AUTO] round 2/5 started");
+    const summary = run.stdout.indexOf("Done: palindrome.js has isPalindrome");
+    expect(summary).toBeGreaterThan(run.stdout.indexOf("[AUTO] loop ended"));
+    expect(run.stdout).toContain("finished");
+    expect(existsSync(join(ws.dir, "palindrome.test.js"))).toBe(true);
+
+    const inspected = await runCli(["inspect", "mon.loop", "--db", ws.db]);
+    expect(inspected.stdout).toContain("[AUTO] round 1/5 started");
+    const mediator = await lastCheckpointState<LoopState>(ws.db, "mon");
+    expect(mediator.messages.some((m) => m.name === "looper" && String(m.content).includes("[AUTO] loop ended"))).toBe(true);
+    expect(String(mediator.messages.at(-1)!.content)).toContain("Done: palindrome.js");
+  });
+
+  it("`run monitor --json` prints the events of both threads, each with its thread id", async () => {
+    const ws = repo();
+    const run = await runCli(
+      ["run", "monitor", "--task", "t", "--thread", "js", "--workspace", ws.dir, "--db", ws.db,
+        "--model", `scripted:${join(ROOT, "examples/monitor.script.yaml")}`, "--approval", "auto", "--json"],
+      { cwd: ws.dir },
+    );
+    expect(run.code, run.stderr).toBe(0);
+    const events = parseEvents(run.stdout);
+    expect(events.some((e) => e.threadId === "js" && e.type === "tool_call" && e.name === "send_to_looper")).toBe(true);
+    expect(events.some((e) => e.threadId === "js.loop" && e.type === "message" && String(e.content).startsWith("[AUTO]"))).toBe(true);
+    expect(events.at(-1)).toMatchObject({ type: "run_finished", threadId: "js", status: "finished", exitCode: 0 });
+  });
+
+  it("after kill -9 of the chat while the loop runs, `chat --thread` shows the history and the loop's state, and `resume` finishes the loop", async () => {
+    const ws = repo();
+    const chat = new PipedChat(chatArgs(ws, "crash", "chat-slow.script.yaml"), ws.dir);
+    chat.say("write a.txt");
+    await chat.until("Forwarded to the Looper.");
+    await chat.until("[AUTO] round 1/5 started");
+    chat.child.kill("SIGKILL");
+    await chat.done;
+
+    const reopened = new PipedChat(chatArgs(ws, "crash", "chat-slow.script.yaml"), ws.dir);
+    reopened.say("/status");
+    reopened.end();
+    const shown = await reopened.done;
+    expect(shown.code, shown.stderr + reopened.output).toBe(0);
+    expect(reopened.output).toContain("you› write a.txt");
+    expect(reopened.output).toContain("◆ Forwarded to the Looper.");
+    expect(reopened.output).toContain("state: RUNNING");
+    expect(reopened.output).toContain("sub-state: WAITING_CODER");
+    expect(reopened.output).toContain("run: interrupted");
+
+    // Resuming the chat's thread continues its loop to the end, then the Mediator sums up.
+    const resumed = await runCli(["resume", "crash", "--db", ws.db]);
+    expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
+    expect(resumed.stdout).toContain("[AUTO] loop ended: a.txt is written");
+    expect(resumed.stdout).toContain("It is going well.");
+    expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("A\n");
+    const loop = await lastCheckpointState<LoopState>(ws.db, "crash.loop");
+    expect(loop.loopState.value).toBe("IDLE");
+    const again = await runCli(["resume", "crash", "--db", ws.db]);
+    expect(again.code).toBe(2);
+    expect(again.stderr).toContain("nothing to resume");
+  });
+
+  it("rejects a chat on a graph without a mediator, and a bad thread id, in one line with exit 2", async () => {
+    const ws = repo();
+    const noMediator = await runCli(["chat", "--graph", "coder-review", "--workspace", ws.dir, "--db", ws.db], { cwd: ws.dir });
+    expect(noMediator.code).toBe(2);
+    expect(noMediator.stderr.trim()).toBe("loopgraph: graph coder-review has no mediator node: chat needs a graph like monitor");
+    const badId = await runCli(["chat", "--thread", "../x", "--workspace", ws.dir, "--db", ws.db, "--model", "scripted:x.yaml"], { cwd: ws.dir });
+    expect(badId.code).toBe(2);
+    expect(hasStackTrace(badId.stderr)).toBe(false);
+  });
+});
