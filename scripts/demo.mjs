@@ -1,6 +1,6 @@
-// The offline demo (`npm run demo`): the Looper drives two rounds of Coder → Review → Judge in
-// a fresh git repository, with the scripted model (no API key); then the thread's status and
-// checkpoint history.
+// The offline demo (`npm run demo`): the Mediator hands a task to the Looper, which drives two
+// rounds of Coder → Review → Judge in a fresh git repository with the scripted model (no API
+// key); the Mediator then sums up. Then the loop's status and checkpoint history.
 import { execFileSync, spawnSync } from "node:child_process";
 import { mkdtempSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -23,13 +23,13 @@ function loopgraph(...args) {
 
 console.log(`Workspace: ${workspace}`);
 const status = loopgraph(
-  "run", "coder-review",
+  "run", "monitor",
   "--task", "Add isPalindrome(text) in palindrome.js, with a test.",
   "--workspace", workspace,
-  "--model", "scripted:examples/coder-review.script.yaml",
+  "--model", "scripted:examples/monitor.script.yaml",
   "--approval", "auto",
   "--thread", thread,
 );
 if (status !== 0) process.exit(status);
 loopgraph("status", thread);
-process.exit(loopgraph("inspect", thread));
+process.exit(loopgraph("inspect", `${thread}.loop`));

@@ -4,6 +4,8 @@ export type { GraphDefinition, NodeDefinition, EdgeDefinition, Condition } from 
 export { runGraph, resumeRun } from "./engine/runner.js";
 export type { RunOptions, ResumeOptions, RunOutcome, PauseInfo } from "./engine/runner.js";
 export type { RunEvent, RunStatus, EventSink } from "./engine/events.js";
+export { openChat, ChatSession, type ChatOptions, type TurnOptions } from "./engine/chat.js";
+export { LoopSupervisor } from "./engine/loop-supervisor.js";
 export { listThreads, threadHistory, checkpointState } from "./engine/inspect.js";
 export { looperStatus, sendCommand } from "./engine/commands.js";
 export { eventBus, messageTopic, type EventBus, type ThreadMessage } from "./engine/event-bus.js";

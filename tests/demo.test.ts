@@ -7,7 +7,7 @@ let cleanup: (() => void) | undefined;
 afterEach(() => cleanup?.());
 
 describe("npm run demo", () => {
-  it("runs the Looper offline for two rounds, then shows the status and the history", () => {
+  it("runs the Mediator and its Looper offline for two rounds, then shows the summary, the status and the history", () => {
     const temp = tempDir();
     cleanup = temp.cleanup;
     const demo = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs")], {
@@ -18,6 +18,8 @@ describe("npm run demo", () => {
     expect(demo.stdout).toContain("round 2/5 started");
     expect(demo.stdout).toContain("loop ended: the function and its test are done");
     expect(demo.stdout).toContain("palindrome tests passed");
+    expect(demo.stdout).toContain("send_to_looper");
+    expect(demo.stdout).toContain("Done: palindrome.js has isPalindrome");
     expect(demo.stdout).toContain("[Looper status]");
     expect(demo.stdout).toMatch(/#\s+STEP\s+NODE/);
   });
