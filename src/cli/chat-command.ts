@@ -3,7 +3,6 @@ import pc from "picocolors";
 import { isApprovalRequest } from "../coder/types.js";
 import { ExitCode } from "../errors.js";
 import { openChat, type ChatSession } from "../engine/chat.js";
-import { eventBus, messageTopic } from "../engine/event-bus.js";
 import type { RunEvent } from "../engine/events.js";
 import type { RunOutcome } from "../engine/runner.js";
 import { parseLooperCommand } from "../looper/index.js";
@@ -70,7 +69,7 @@ class ChatController {
 
   async run(): Promise<number> {
     const { session, screen } = this;
-    const unsubscribe = eventBus.subscribe(messageTopic(session.looper.threadId), (message) => {
+    const unsubscribe = session.looper.onMessage((message) => {
       if (message.auto) screen.print(pc.dim(message.content));
     });
     const unsettled = session.looper.onSettled((outcome) => this.loopSettled(outcome));

@@ -8,6 +8,7 @@ import type { ApprovalMode } from "../policy/types.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { latestValues, withStore, type StoreOptions } from "../runs/store.js";
 import { hasUnconsumedCommands, looperStatus, loopThreadOf } from "./commands.js";
+import { eventBus, messageTopic, type ThreadMessage } from "./event-bus.js";
 import type { EventSink } from "./events.js";
 import type { ResumeOptions, RunOptions, RunOutcome } from "./runner.js";
 
@@ -65,6 +66,11 @@ export class LoopSupervisor {
   /** How the loop's last run in this process ended. */
   get outcome(): RunOutcome | undefined {
     return this.lastOutcome;
+  }
+
+  /** Follows the loop's message log as it is written (the event bus topic `message:<loop thread>`), `[AUTO]` progress included. */
+  onMessage(handler: (message: ThreadMessage) => void): () => void {
+    return eventBus.subscribe(messageTopic(this.threadId), handler);
   }
 
   /** Calls `handler` each time a run of the loop ends (finished, paused, interrupted or failed). */
@@ -171,14 +177,17 @@ export class LoopSupervisor {
   }
 
   private firstStepDone?: () => void;
+  private nodesStarted = 0;
 
   private readonly onLoopEvent: EventSink = (event) => {
     this.options.onEvent?.(event);
-    if (event.type === "node_finished") this.firstStepDone?.();
+    // The second node starts once the first one's checkpoint is written (durability "sync").
+    if (event.type === "node_started" && ++this.nodesStarted === 2) this.firstStepDone?.();
   };
 
-  /** Starts a run of the loop; resolves once its first step is done (or it has ended), so a status right after reflects it. */
+  /** Starts a run of the loop; resolves once its first step is saved (or it has ended), so a status right after reflects it. */
   private launch(start: () => Promise<RunOutcome>): Promise<void> {
+    this.nodesStarted = 0;
     const firstStep = new Promise<void>((resolve) => (this.firstStepDone = resolve));
     // Started from inside the Mediator's run, the loop would inherit its LangGraph context (and
     // checkpointer) through async local storage: it runs detached, as a run of its own.
