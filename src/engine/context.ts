@@ -3,6 +3,7 @@ import { createModel } from "../models/index.js";
 import type { ChatModel } from "../models/types.js";
 import type { ApprovalMode, PolicyRule } from "../policy/types.js";
 import type { InboxEntry } from "../runs/inbox.js";
+import type { ToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import type { EventSink } from "./events.js";
 
 /**
@@ -27,6 +28,8 @@ export interface RunContext {
   /** Returns the model for a spec, created once per process. */
   model(spec: string): ChatModel;
   signal: AbortSignal;
+  /** Workspace snapshots around file-changing tool steps, for `loopgraph rewind` (none when absent). */
+  snapshots?: ToolStepSnapshots;
 }
 
 export const NO_MODEL_MESSAGE =
