@@ -7,8 +7,9 @@ import type { Store } from "../runs/store.js";
  * Where checkpoints stand relative to each other in a thread: a root checkpoint or a
  * subgraph's (a Coder tool step's) is located by the checkpoint of each enclosing graph
  * (LangGraph's `checkpoint_map`). A step is at or after checkpoint N when, at the deepest graph
- * they share, it ran from N or from a descendant of N: forks (branches) that do not descend
- * from N are not after it, even if they ran later.
+ * they share, it ran from N or from a descendant of N: branches that do not descend from N are
+ * not after it, even if they ran later. (Inside a subgraph run, a step of a branch forked from
+ * the root checkpoint that run started from counts as after it.)
  */
 
 /** Checkpoint id → parent id, per namespace of one thread. */

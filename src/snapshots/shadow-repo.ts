@@ -15,7 +15,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitError } from "../git/run.js";
 import { shadowTreeStore, writeTree, type TreeStore } from "../git/tree-store.js";
-import { STATE_DIR } from "../runs/state-dir.js";
+import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 
 export const SNAPSHOTS_GIT_DIR = `${STATE_DIR}/snapshots.git`;
 
@@ -59,6 +59,8 @@ export interface SnapshotRepository {
 export async function openSnapshotRepository(workspace: string, { create = true } = {}): Promise<SnapshotRepository> {
   const gitDir = join(workspace, SNAPSHOTS_GIT_DIR);
   if (!create && !existsSync(join(gitDir, "HEAD"))) throw new GitError(`no snapshot repository at ${gitDir}`);
+  // Its own .gitignore keeps the folder out of the user's `git status`.
+  ensureStateDir(join(workspace, STATE_DIR));
   const store = await shadowTreeStore(workspace, { gitDir, excludes: EXCLUDES, attributes: ATTRIBUTES, config: CONFIG });
   return {
     workspace,
