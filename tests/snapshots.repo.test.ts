@@ -113,6 +113,27 @@ describe("the snapshot repository", () => {
     expect(existsSync(join(dir, "new"))).toBe(false);
   });
 
+  it("turns a folder the agent made back into the file it replaced, but never clears a folder holding other files", async () => {
+    const dir = workspace();
+    writeFileSync(join(dir, "thing"), "a file\n");
+    const repo = await openSnapshotRepository(dir);
+    const tree = await repo.capture();
+    rmSync(join(dir, "thing"));
+    mkdirSync(join(dir, "thing/deep"), { recursive: true });
+    writeFileSync(join(dir, "thing/deep/agent.txt"), "agent\n");
+    const plan = [
+      { action: "restore" as const, path: "thing" },
+      { action: "delete" as const, path: "thing/deep/agent.txt" },
+    ];
+    writeFileSync(join(dir, "thing/mine.txt"), "the user's\n");
+    await expect(applyRewind(repo, tree, plan)).rejects.toThrow(/cannot restore thing: .*did not write/);
+    expect(readFileSync(join(dir, "thing/deep/agent.txt"), "utf8")).toBe("agent\n");
+
+    rmSync(join(dir, "thing/mine.txt"));
+    await applyRewind(repo, tree, plan);
+    expect(readFileSync(join(dir, "thing"), "utf8")).toBe("a file\n");
+  });
+
   it("never touches the user's repository: HEAD, index, config, refs and objects stay as they were", async () => {
     const dir = workspace();
     git(dir, "init", "-q");
