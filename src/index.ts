@@ -8,6 +8,8 @@ export { openChat, ChatSession, type ChatOptions, type TurnOptions } from "./eng
 export { LoopSupervisor } from "./engine/loop-supervisor.js";
 export { listThreads, threadHistory, checkpointState } from "./engine/inspect.js";
 export { looperStatus, sendCommand } from "./engine/commands.js";
+export { listSnapshotPoints, restoreWorkspace } from "./snapshots/index.js";
+export type { RestoreOptions, RestoreResult, RewindChange, SnapshotPoint } from "./snapshots/index.js";
 export { eventBus, messageTopic, type EventBus, type ThreadMessage } from "./engine/event-bus.js";
 export type { ThreadSummary, ThreadHistory, CheckpointSummary, CheckpointState, StateChange } from "./engine/inspect.js";
 export { SqliteCheckpointSaver } from "./checkpoint/index.js";

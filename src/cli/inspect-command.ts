@@ -9,9 +9,9 @@ export interface InspectCommandOptions extends GlobalOptions {
 
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
 const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
-const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
-function table(rows: string[][]): string {
+export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
   return rows.map((row) => row.map((cell, col) => cell.padEnd(widths[col]!)).join("  ").trimEnd()).join("\n");
 }

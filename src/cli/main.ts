@@ -10,6 +10,7 @@ const commands = {
   graphs: () => import("./graphs-command.js"),
   thread: () => import("./thread-commands.js"),
   chat: () => import("./chat-command.js"),
+  rewind: () => import("./rewind-command.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -89,6 +90,16 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
+
+  program
+    .command("rewind <thread> [checkpoint]")
+    .description("put back the files the agent changed after a checkpoint (root or Coder tool step), as they were then")
+    .option("--dry-run", "list what would change (restore, delete, recreate), change nothing")
+    .option("--list", "list the snapshot points: the checkpoint each file-changing tool step started from")
+    .option("--json", "print JSON")
+    .action(async (thread: string, checkpoint: string | undefined, options) =>
+      setExitCode(await (await commands.rewind()).rewindCommand(thread, checkpoint, withGlobals(options))),
+    );
 
   const graphs = program.command("graphs").description("list, validate and draw graph files");
   graphs

@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
 import { END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { ModelError } from "../errors.js";
 import type { CoderNodeDefinition, GraphDefinition } from "../graph/types.js";
@@ -140,7 +141,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     }
   };
 
-  const toolStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
+  const toolStep = async (state: CoderStateValue, config?: RunnableConfig): Promise<CoderUpdate> => {
     const [call] = unansweredToolCalls(state.messages);
     if (!call) return {};
     const loop = checkToolCalls(state.loop ?? EMPTY_LOOP_DETECTOR_STATE, [{ name: call.name, args: call.args }], def.loopDetection);
@@ -170,7 +171,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       }
       if (approved) {
         emit({ type: "tool_call", threadId, node: def.id, id: call.id, name: call.name, args: call.args });
-        result = await executeToolCall(call, { workspace: ctx.workspace, artifactsDir, signal: ctx.signal, resultBudgetChars: def.resultBudgetChars }, tools);
+        const execute = () => executeToolCall(call, { workspace: ctx.workspace, artifactsDir, signal: ctx.signal, resultBudgetChars: def.resultBudgetChars }, tools);
+        const step = { node: def.id, tool: call.name, toolCallId: call.id, config };
+        result = await (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute());
       }
     }
     result = result!;

@@ -3,6 +3,7 @@ import { createModel } from "../models/index.js";
 import type { ChatModel } from "../models/types.js";
 import type { ApprovalMode, PolicyRule } from "../policy/types.js";
 import type { InboxEntry } from "../runs/inbox.js";
+import type { ToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import type { EventSink } from "./events.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 
@@ -30,6 +31,8 @@ export interface RunContext {
   signal: AbortSignal;
   /** The Looper of a graph with a mediator node: its loop runs as the linked thread `<thread>.loop`. */
   looper?: LoopSupervisor;
+  /** Workspace snapshots around file-changing tool steps, for `loopgraph rewind` (none when absent). */
+  snapshots?: ToolStepSnapshots;
 }
 
 export const NO_MODEL_MESSAGE =

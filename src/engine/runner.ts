@@ -21,6 +21,7 @@ import { LoopSupervisor } from "./loop-supervisor.js";
 import { eventBus } from "./event-bus.js";
 import type { EventSink, RunEvent, RunStatus } from "./events.js";
 import { AUTO_PREFIX } from "../nodes/looper.js";
+import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 
 export interface CommonRunOptions {
   /** Database file (`--db`); default LOOPGRAPH_DB or `.loopgraph/loopgraph.db`. */
@@ -119,13 +120,15 @@ export function makeContext(
   const cwd = options.cwd ?? process.cwd();
   ensureStateDir(join(workspace, STATE_DIR));
   const mediator = mediatorNodeOf(graph);
+  const emit = publishingMessages(options.onEvent);
   return {
     threadId,
     workspace,
     ...settings,
     maxRounds: options.maxRounds,
     readInbox: (cursor) => store.inbox.after(threadId, cursor),
-    emit: publishingMessages(options.onEvent),
+    emit,
+    snapshots: createToolStepSnapshots({ threadId, workspace, log: store.snapshots, warn: (message) => emit({ type: "warning", threadId, message }) }),
     userRules: loadUserRules(workspace, options.env ?? process.env),
     model: createModelCache(cwd, options.env ?? process.env),
     signal: options.signal ?? new AbortController().signal,

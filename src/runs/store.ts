@@ -2,6 +2,7 @@ import { basename, dirname, resolve } from "node:path";
 import { SqliteCheckpointSaver } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import { Inbox } from "./inbox.js";
+import { SnapshotLog } from "./snapshot-log.js";
 import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 
@@ -11,6 +12,8 @@ export interface Store {
   saver: SqliteCheckpointSaver;
   threads: ThreadRegistry;
   inbox: Inbox;
+  /** Workspace snapshots around the Coder's file-changing tool steps. */
+  snapshots: SnapshotLog;
   close(): void;
 }
 
@@ -35,6 +38,7 @@ export function openStore(options: StoreOptions = {}): Store {
     saver,
     threads: new ThreadRegistry(saver.db),
     inbox: new Inbox(saver.db),
+    snapshots: new SnapshotLog(saver.db),
     close: () => saver.close(),
   };
 }

@@ -1,0 +1,119 @@
+import type Database from "better-sqlite3";
+
+/**
+ * Where a tool step started: the checkpoint it ran from (its namespace and id) and the
+ * checkpoints its enclosing graphs ran from (LangGraph's `checkpoint_map`: namespace → id,
+ * the root graph under "").
+ */
+export interface StepCheckpoint {
+  ns: string;
+  id: string;
+  map: Record<string, string>;
+}
+
+/** One file-changing tool step and the workspace around it, as git trees of the shadow repository. */
+export interface SnapshotRecord {
+  threadId: string;
+  /** 1, 2, 3 … in the order the steps ran in this thread. */
+  seq: number;
+  checkpoint: StepCheckpoint;
+  node: string;
+  tool: string;
+  toolCallId: string;
+  treeBefore: string;
+  /** Undefined while the step runs, and for ever if its process died in the middle of it. */
+  treeAfter?: string;
+  /** Workspace paths that differ between the two trees: what the step changed. */
+  paths?: string[];
+  createdAt: string;
+}
+
+interface SnapshotRow {
+  thread_id: string;
+  seq: number;
+  checkpoint_ns: string;
+  checkpoint_id: string;
+  checkpoint_map: string;
+  node: string;
+  tool: string;
+  tool_call_id: string;
+  tree_before: string;
+  tree_after: string | null;
+  paths: string | null;
+  created_at: string;
+}
+
+/** The workspace snapshots taken around file-changing tool steps, in the run store. */
+export class SnapshotLog {
+  private readonly openStatement;
+  private readonly closeStatement;
+  private readonly listStatement;
+
+  constructor(db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_snapshots (
+      thread_id TEXT NOT NULL,
+      seq INTEGER NOT NULL,
+      checkpoint_ns TEXT NOT NULL,
+      checkpoint_id TEXT NOT NULL,
+      checkpoint_map TEXT NOT NULL,
+      node TEXT NOT NULL,
+      tool TEXT NOT NULL,
+      tool_call_id TEXT NOT NULL,
+      tree_before TEXT NOT NULL,
+      tree_after TEXT,
+      paths TEXT,
+      created_at TEXT NOT NULL,
+      PRIMARY KEY (thread_id, seq)
+    )`);
+    // One statement, so two steps running at once in one thread never take the same number.
+    this.openStatement = db.prepare(
+      `INSERT INTO loopgraph_snapshots (thread_id, seq, checkpoint_ns, checkpoint_id, checkpoint_map, node, tool, tool_call_id, tree_before, created_at)
+       SELECT @thread_id, COALESCE(MAX(seq), 0) + 1, @checkpoint_ns, @checkpoint_id, @checkpoint_map, @node, @tool, @tool_call_id, @tree_before, @now
+       FROM loopgraph_snapshots WHERE thread_id = @thread_id
+       RETURNING seq`,
+    );
+    this.closeStatement = db.prepare(`UPDATE loopgraph_snapshots SET tree_after = ?, paths = ? WHERE thread_id = ? AND seq = ?`);
+    this.listStatement = db.prepare(`SELECT * FROM loopgraph_snapshots WHERE thread_id = ? ORDER BY seq`);
+  }
+
+  /** Records the workspace before a step; returns the step's number, for `close`. */
+  open(step: Pick<SnapshotRecord, "threadId" | "checkpoint" | "node" | "tool" | "toolCallId" | "treeBefore">): number {
+    const row = this.openStatement.get({
+      thread_id: step.threadId,
+      checkpoint_ns: step.checkpoint.ns,
+      checkpoint_id: step.checkpoint.id,
+      checkpoint_map: JSON.stringify(step.checkpoint.map),
+      node: step.node,
+      tool: step.tool,
+      tool_call_id: step.toolCallId,
+      tree_before: step.treeBefore,
+      now: new Date().toISOString(),
+    }) as { seq: number };
+    return row.seq;
+  }
+
+  /** Records the workspace after the step, and the paths it changed. */
+  close(threadId: string, seq: number, treeAfter: string, paths: string[]): void {
+    this.closeStatement.run(treeAfter, JSON.stringify(paths), threadId, seq);
+  }
+
+  /** A thread's snapshots, in the order their steps ran. */
+  list(threadId: string): SnapshotRecord[] {
+    return (this.listStatement.all(threadId) as SnapshotRow[]).map(fromRow);
+  }
+}
+
+function fromRow(row: SnapshotRow): SnapshotRecord {
+  return {
+    threadId: row.thread_id,
+    seq: row.seq,
+    checkpoint: { ns: row.checkpoint_ns, id: row.checkpoint_id, map: JSON.parse(row.checkpoint_map) as Record<string, string> },
+    node: row.node,
+    tool: row.tool,
+    toolCallId: row.tool_call_id,
+    treeBefore: row.tree_before,
+    ...(row.tree_after !== null ? { treeAfter: row.tree_after } : {}),
+    ...(row.paths !== null ? { paths: JSON.parse(row.paths) as string[] } : {}),
+    createdAt: row.created_at,
+  };
+}

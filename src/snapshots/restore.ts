@@ -1,0 +1,132 @@
+import { existsSync, statSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError } from "../errors.js";
+import { allCheckpointIds } from "../runs/checkpoint-ids.js";
+import type { SnapshotRecord } from "../runs/snapshot-log.js";
+import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import { isRunningElsewhere } from "../runs/thread-registry.js";
+import { applyRewind } from "./apply-rewind.js";
+import { parentLookup, resolveCheckpoint } from "./checkpoint-order.js";
+import { planRewind, type RewindChange } from "./rewind-plan.js";
+import { openSnapshotRepository, SNAPSHOTS_GIT_DIR, type SnapshotRepository } from "./shadow-repo.js";
+
+export interface RestoreOptions {
+  /** List what would change, change nothing. */
+  dryRun?: boolean;
+}
+
+export interface RestoreResult {
+  threadId: string;
+  /** The checkpoint's full id. */
+  checkpointId: string;
+  workspace: string;
+  dryRun: boolean;
+  /** What was (or, for a dry run, would be) changed. Empty: nothing to do. */
+  changes: RewindChange[];
+  /** The first file-changing step at or after the checkpoint; undefined when none ran after it. */
+  since?: { seq: number; node: string; tool: string; toolCallId: string };
+  /** Commit of the snapshot repository holding the workspace as it was before this rewind. */
+  savedCommit?: string;
+}
+
+/** A step the workspace can be rewound to: the checkpoint it started from, and what it changed. */
+export interface SnapshotPoint {
+  seq: number;
+  checkpointId: string;
+  /** The shortest prefix that names the checkpoint in this thread (at least 8 characters). */
+  checkpointPrefix: string;
+  checkpointNs: string;
+  node: string;
+  tool: string;
+  toolCallId: string;
+  /** Undefined when the step's process died before it finished. */
+  paths?: string[];
+  createdAt: string;
+}
+
+/**
+ * Puts the files of a thread's workspace back as they were at a checkpoint (root or Coder tool
+ * step; an id or a unique prefix). Only paths the agent's file-changing steps changed after it
+ * are touched; `dryRun` only lists them.
+ */
+export async function restoreWorkspace(threadId: string, checkpointId: string, options: RestoreOptions & StoreOptions = {}): Promise<RestoreResult> {
+  return withStore(options, (store) => restoreWorkspaceInStore(store, threadId, checkpointId, options));
+}
+
+/** `restoreWorkspace` with a store already open (e.g. by `replay`). */
+export async function restoreWorkspaceInStore(store: Store, threadId: string, checkpointId: string, options: RestoreOptions = {}): Promise<RestoreResult> {
+  const dryRun = options.dryRun ?? false;
+  const thread = requireThread(store, threadId);
+  if (!dryRun && isRunningElsewhere(thread)) {
+    throw new ConfigError(`thread "${threadId}" is running in process ${thread.pid}: stop it first, then rewind`);
+  }
+  const snapshots = requireSnapshots(store, threadId);
+  const target = await resolveCheckpoint(store, threadId, checkpointId);
+  const repo = await openRepository(thread.workspace);
+  const plan = await planRewind(repo, snapshots, target, parentLookup(store, threadId));
+  const result: RestoreResult = { threadId, checkpointId: target.id, workspace: thread.workspace, dryRun, changes: plan.changes };
+  if (plan.since) {
+    const { seq, node, tool, toolCallId } = plan.since;
+    result.since = { seq, node, tool, toolCallId };
+  }
+  if (dryRun || !plan.tree || !plan.current || plan.changes.length === 0) return result;
+  result.savedCommit = await repo.keep([plan.current], `${threadId}: the workspace before a rewind to ${target.id}`);
+  await applyRewind(repo, plan.tree, plan.changes);
+  return result;
+}
+
+/** The steps a thread's workspace can be rewound to, in the order they ran. */
+export async function listSnapshotPoints(threadId: string, options: StoreOptions = {}): Promise<SnapshotPoint[]> {
+  return withStore(options, async (store) => {
+    requireThread(store, threadId);
+    const snapshots = requireSnapshots(store, threadId);
+    const prefixes = uniquePrefixes(allCheckpointIds(store.saver.db, threadId));
+    return snapshots.map((snapshot) => ({
+      seq: snapshot.seq,
+      checkpointId: snapshot.checkpoint.id,
+      checkpointPrefix: prefixes.get(snapshot.checkpoint.id) ?? snapshot.checkpoint.id,
+      checkpointNs: snapshot.checkpoint.ns,
+      node: snapshot.node,
+      tool: snapshot.tool,
+      toolCallId: snapshot.toolCallId,
+      ...(snapshot.paths ? { paths: snapshot.paths } : {}),
+      createdAt: snapshot.createdAt,
+    }));
+  });
+}
+
+function requireSnapshots(store: Store, threadId: string): SnapshotRecord[] {
+  const snapshots = store.snapshots.list(threadId);
+  if (snapshots.length === 0) {
+    throw new ConfigError(
+      `thread "${threadId}" has no workspace snapshots: it changed no files through its tools, it ran before loopgraph took snapshots, or git was missing (see the warnings of its run)`,
+    );
+  }
+  return snapshots;
+}
+
+async function openRepository(workspace: string): Promise<SnapshotRepository> {
+  if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new ConfigError(`the thread's workspace ${workspace} is gone`);
+  if (!existsSync(join(workspace, SNAPSHOTS_GIT_DIR, "HEAD"))) {
+    throw new ConfigError(`the snapshot repository ${SNAPSHOTS_GIT_DIR} is missing in ${workspace}: was .loopgraph/ deleted?`);
+  }
+  return openSnapshotRepository(workspace, { create: false });
+}
+
+const MIN_PREFIX = 8;
+
+/** Each id's shortest prefix (at least MIN_PREFIX characters) that no other id starts with. */
+export function uniquePrefixes(ids: string[]): Map<string, string> {
+  const sorted = [...new Set(ids)].sort();
+  const common = (a: string | undefined, b: string): number => {
+    let n = 0;
+    while (a !== undefined && n < a.length && n < b.length && a[n] === b[n]) n++;
+    return n;
+  };
+  return new Map(
+    sorted.map((id, i) => {
+      const length = Math.max(MIN_PREFIX, common(sorted[i - 1], id) + 1, common(sorted[i + 1], id) + 1);
+      return [id, id.slice(0, length)];
+    }),
+  );
+}

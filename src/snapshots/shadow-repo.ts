@@ -1,0 +1,109 @@
+/**
+ * The snapshot repository of a workspace: a bare git repository at
+ * `<workspace>/.loopgraph/snapshots.git`, used with the workspace as its work tree and its own
+ * index, so the user's `.git` (index, HEAD, refs, config, objects) is never read or written and
+ * the workspace needs no repository at all.
+ *
+ * What a snapshot holds: every file git would add, so `.gitignore` files in the workspace and
+ * the user's global excludes are respected; `.loopgraph/`, `.git/` and `node_modules/` are
+ * always left out. Files are stored byte for byte (no end-of-line conversion or filters) with
+ * their executable bit, and symlinks as symlinks.
+ */
+import { existsSync } from "node:fs";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { GitError } from "../git/run.js";
+import { shadowTreeStore, writeTree, type TreeStore } from "../git/tree-store.js";
+import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
+
+export const SNAPSHOTS_GIT_DIR = `${STATE_DIR}/snapshots.git`;
+
+const EXCLUDES = [`/${STATE_DIR}/`, ".git/", "node_modules/"];
+/** `info/attributes` wins over the workspace's `.gitattributes`: no conversion, no filter (LFS …). */
+const ATTRIBUTES = ["* -text -eol -filter -ident -working-tree-encoding"];
+/** Nothing ever prunes a snapshot; no daemon watches the workspace for us. */
+const CONFIG = { "gc.auto": "0", "core.autocrlf": "false", "core.fsmonitor": "false" };
+/** Commits need an author and a committer, whatever the user's git identity. */
+const IDENTITY = {
+  GIT_AUTHOR_NAME: "loopgraph",
+  GIT_AUTHOR_EMAIL: "loopgraph@localhost",
+  GIT_COMMITTER_NAME: "loopgraph",
+  GIT_COMMITTER_EMAIL: "loopgraph@localhost",
+};
+const GITLINK_MODE = "160000";
+
+/** A path whose content or mode differs between two trees (nested repositories left out). */
+export interface TreeChange {
+  path: string;
+  /** A: only in the second tree; D: only in the first; M: changed (content, mode or type). */
+  status: "A" | "D" | "M";
+}
+
+export interface SnapshotRepository {
+  workspace: string;
+  /** The workspace as it is now, as a tree id. */
+  capture(): Promise<string>;
+  /** Paths that differ from tree `from` to tree `to`. */
+  diff(from: string, to: string): Promise<TreeChange[]>;
+  /** Records the trees as commits under a ref, so they stay reachable; returns the last commit. */
+  keep(trees: string[], message: string): Promise<string>;
+  /** Writes `paths` into the workspace as they are in `tree` (content, executable bit, symlinks). */
+  checkout(tree: string, paths: string[]): Promise<void>;
+}
+
+/**
+ * The workspace's snapshot repository, created on first use unless `create` is false (then a
+ * missing one is a GitError).
+ */
+export async function openSnapshotRepository(workspace: string, { create = true } = {}): Promise<SnapshotRepository> {
+  const gitDir = join(workspace, SNAPSHOTS_GIT_DIR);
+  if (!create && !existsSync(join(gitDir, "HEAD"))) throw new GitError(`no snapshot repository at ${gitDir}`);
+  // Its own .gitignore keeps the folder out of the user's `git status`.
+  ensureStateDir(join(workspace, STATE_DIR));
+  const store = await shadowTreeStore(workspace, { gitDir, excludes: EXCLUDES, attributes: ATTRIBUTES, config: CONFIG });
+  return {
+    workspace,
+    capture: () => writeTree(store),
+    diff: async (from, to) => parseRawDiff(await store.run(["diff-tree", "-r", "-z", "--no-renames", from, to])),
+    keep: (trees, message) => keep(store, trees, message),
+    checkout: (tree, paths) => checkout(store, tree, paths),
+  };
+}
+
+/** `:<old mode> <new mode> <old id> <new id> <status>\0<path>\0` records of `git diff-tree -z`. */
+function parseRawDiff(output: string): TreeChange[] {
+  const fields = output.split("\0");
+  const changes: TreeChange[] = [];
+  for (let i = 0; i + 1 < fields.length; i += 2) {
+    const [oldMode, newMode, , , status] = fields[i]!.slice(1).split(" ");
+    const path = fields[i + 1]!;
+    if (oldMode === GITLINK_MODE || newMode === GITLINK_MODE) continue;
+    // A type change (T) of a path, file ↔ symlink, restores like any other change.
+    changes.push({ path, status: status === "A" || status === "D" ? status : "M" });
+  }
+  return changes;
+}
+
+async function keep(store: TreeStore, trees: string[], message: string): Promise<string> {
+  let parent: string | undefined;
+  for (const tree of trees) {
+    const args = ["commit-tree", "--no-gpg-sign", "-m", message, ...(parent ? ["-p", parent] : []), tree];
+    parent = (await store.run(args, undefined, { env: IDENTITY })).trim();
+  }
+  if (!parent) throw new GitError("no tree to keep");
+  await store.run(["update-ref", `refs/loopgraph/keep/${parent}`, parent]);
+  return parent;
+}
+
+async function checkout(store: TreeStore, tree: string, paths: string[]): Promise<void> {
+  if (paths.length === 0) return;
+  const scratch = await mkdtemp(join(tmpdir(), "loopgraph-restore-"));
+  const index = join(scratch, "index");
+  try {
+    await store.run(["read-tree", tree], index);
+    await store.run(["checkout-index", "--force", "-z", "--stdin"], index, { input: paths.map((path) => `${path}\0`).join("") });
+  } finally {
+    await rm(scratch, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,76 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import type { SnapshotLog } from "../runs/snapshot-log.js";
+import { BUILTIN_TOOLS } from "../tools/registry.js";
+import { openSnapshotRepository, type SnapshotRepository } from "./shadow-repo.js";
+import { stepCheckpoint } from "./step-checkpoint.js";
+
+/** A tool call about to run in a node. */
+export interface ToolStep {
+  node: string;
+  tool: string;
+  toolCallId: string;
+  /** The config LangGraph passed to the node: it tells which checkpoint the step started from. */
+  config?: RunnableConfig;
+}
+
+/** Workspace snapshots around tool steps, for `loopgraph rewind` (see RunContext.snapshots). */
+export interface ToolStepSnapshots {
+  /** Runs the step; when its tool can change files, snapshots the workspace before and after it. */
+  around<T>(step: ToolStep, run: () => Promise<T>): Promise<T>;
+}
+
+/** Tools that can change files: those that edit, and the shell. */
+const FILE_CHANGING = new Set(BUILTIN_TOOLS.filter((tool) => tool.effect === "edit" || tool.effect === "execute").map((tool) => tool.name));
+
+export interface ToolStepSnapshotsOptions {
+  threadId: string;
+  workspace: string;
+  log: SnapshotLog;
+  /** Told once, when snapshots fail (git missing …): the run goes on without them. */
+  warn(message: string): void;
+}
+
+/** Snapshots for one run: the first failure turns them off for the rest of the run, with a warning. */
+export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): ToolStepSnapshots {
+  const { threadId, workspace, log } = options;
+  let repository: Promise<SnapshotRepository> | undefined;
+  let off = false;
+  const turnOff = (error: unknown): void => {
+    if (off) return;
+    off = true;
+    const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
+    options.warn(`workspace snapshots are off for the rest of this run (${reason}): \`loopgraph rewind\` cannot restore the files it changes`);
+  };
+
+  return {
+    async around(step, run) {
+      const checkpoint = stepCheckpoint(step.config);
+      if (off || !checkpoint || !FILE_CHANGING.has(step.tool)) return run();
+      let opened: { seq: number; before: string; repo: SnapshotRepository } | undefined;
+      try {
+        repository ??= openSnapshotRepository(workspace);
+        const repo = await repository;
+        const before = await repo.capture();
+        const seq = log.open({ threadId, checkpoint, node: step.node, tool: step.tool, toolCallId: step.toolCallId, treeBefore: before });
+        opened = { seq, before, repo };
+      } catch (error) {
+        turnOff(error);
+      }
+      try {
+        return await run();
+      } finally {
+        if (opened && !off) {
+          const { seq, before, repo } = opened;
+          try {
+            const after = await repo.capture();
+            const paths = (await repo.diff(before, after)).map((change) => change.path);
+            await repo.keep([before, after], `${threadId} #${seq} ${step.tool} ${step.toolCallId}`);
+            log.close(threadId, seq, after, paths);
+          } catch (error) {
+            turnOff(error);
+          }
+        }
+      }
+    },
+  };
+}
