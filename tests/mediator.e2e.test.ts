@@ -193,6 +193,7 @@ describe("the Mediator and `loopgraph chat`", () => {
 
     const reopened = new PipedChat(chatArgs(ws, "crash", "chat-slow.script.yaml"), ws.dir);
     reopened.say("/status");
+    reopened.say("/inspect");
     reopened.end();
     const shown = await reopened.done;
     expect(shown.code, shown.stderr + reopened.output).toBe(0);
@@ -201,6 +202,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(reopened.output).toContain("state: RUNNING");
     expect(reopened.output).toContain("sub-state: WAITING_CODER");
     expect(reopened.output).toContain("run: interrupted");
+    expect(reopened.output).toMatch(/thread crash\.loop[\s\S]*#\s+STEP\s+NODE/);
 
     // Resuming the chat's thread continues its loop to the end, then the Mediator sums up.
     const resumed = await runCli(["resume", "crash", "--db", ws.db]);
