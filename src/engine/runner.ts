@@ -4,10 +4,10 @@ import { join, resolve } from "node:path";
 import { HumanMessage } from "@langchain/core/messages";
 import { Command, GraphRecursionError, isGraphDrained, type RunControl } from "@langchain/langgraph";
 import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
-import { graphFingerprint } from "../graph/fingerprint.js";
+import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import type { GraphDefinition } from "../graph/types.js";
-import { isRunningElsewhere } from "../runs/thread-registry.js";
+import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import { latestValues, openStore, requireThread, type Store } from "../runs/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
@@ -71,6 +71,9 @@ export interface RunOutcome {
   pause?: PauseInfo;
   error?: string;
 }
+
+/** Id of the message that gives a run its task (`--task`), first in the message history. */
+export const TASK_MESSAGE_ID = "task";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -170,7 +173,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
     ctx.emit({ type: "run_started", threadId, graph: graph.name, task, resumed: false });
     const input = {
       task,
-      messages: task ? [new HumanMessage({ content: task, id: "task" })] : [],
+      messages: task ? [new HumanMessage({ content: task, id: TASK_MESSAGE_ID })] : [],
       vars: initialVars(graph),
     };
     return await execute(graph, input, ctx, store, options);
@@ -190,31 +193,54 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     if (record.status === "finished" && !restart) {
       throw new ConfigError(`nothing to resume: thread "${record.threadId}" has finished (see \`loopgraph inspect ${record.threadId}\`)`);
     }
-    if (isRunningElsewhere(record)) {
-      throw new ConfigError(`thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
-    }
     if (options.answer !== undefined && record.pause?.reason !== "input") {
       throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
     }
-    const graph = await loadGraph(record.graphFile);
-    const runModel = absoluteModelSpec(options.model, cwd) ?? record.model;
-    const approvalMode = options.approval ?? record.approval;
-    const ctx = makeContext(record.threadId, record.workspace, { runModel, approvalMode }, options, store);
-    checkModels(graph, ctx);
-    store.threads.markRunning(record.threadId, { model: runModel, approval: approvalMode });
-    ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true });
-    if (record.graphHash && record.graphHash !== graphFingerprint(graph)) {
-      ctx.emit({
-        type: "warning",
-        threadId: record.threadId,
-        message: `the graph's files (${graph.file}, its prompts, modules or subgraphs) changed since this run started: the rest of the run follows the new version`,
-      });
-    }
+    const continuation = await prepareContinuation(store, record, options);
+    startContinuation(store, record, continuation);
+    const { graph, ctx } = continuation;
     const input = restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
     return await execute(graph, input, ctx, store, options);
   } finally {
     store.close();
   }
+}
+
+/** An existing thread about to run again (resume, fork): its graph as the files are now, and its context. */
+export interface Continuation {
+  graph: GraphDefinition;
+  ctx: RunContext;
+  settings: { model?: string; approval: ApprovalMode };
+}
+
+/**
+ * Loads the thread's graph and checks its models, with the run's recorded model and approval mode
+ * unless `--model` / `--approval` override them. Writes nothing: a bad input leaves the thread as it was.
+ */
+export async function prepareContinuation(store: Store, record: ThreadRecord, options: CommonRunOptions): Promise<Continuation> {
+  if (isRunningElsewhere(record)) {
+    throw new ConfigError(`thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
+  }
+  const graph = await loadGraph(record.graphFile);
+  const runModel = absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? record.model;
+  const approvalMode = options.approval ?? record.approval;
+  const ctx = makeContext(record.threadId, record.workspace, { runModel, approvalMode }, options, store);
+  checkModels(graph, ctx);
+  return { graph, ctx, settings: { model: runModel, approval: approvalMode } };
+}
+
+/** Marks the thread running in this process and announces it (with a warning when its graph files changed). */
+export function startContinuation(
+  store: Store,
+  record: ThreadRecord,
+  { graph, ctx, settings }: Continuation,
+  started: { forkedFrom?: string; changedConsequence?: string } = {},
+): void {
+  store.threads.markRunning(record.threadId, settings);
+  const forked = started.forkedFrom === undefined ? {} : { forkedFrom: started.forkedFrom };
+  ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true, ...forked });
+  const changed = graphChangedWarning(record.graphHash, graph, started.changedConsequence);
+  if (changed) ctx.emit({ type: "warning", threadId: record.threadId, message: changed });
 }
 
 /** Commands in the thread's inbox after the cursor of its latest checkpoint. */
@@ -223,7 +249,7 @@ export async function hasUnconsumedCommands(store: Store, threadId: string): Pro
   return store.inbox.after(threadId, cursor).length > 0;
 }
 
-async function execute(
+export async function execute(
   graph: GraphDefinition,
   input: unknown,
   ctx: RunContext,
