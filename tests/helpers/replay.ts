@@ -1,6 +1,7 @@
 import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
 import { expect } from "vitest";
+import type { CheckpointSummary, ThreadHistory } from "../../src/engine/inspect.js";
 import { ROOT, runCli, tempDir, type CliResult } from "./cli.js";
 
 /** A copy of the example graph (graphs/example-review.yaml with its prompts, function and script) in a temp dir. */
@@ -35,23 +36,9 @@ export function runExample(copy: ExampleCopy, thread: string, script = copy.scri
   );
 }
 
-export interface CheckpointJson {
-  checkpointId: string;
-  parentId?: string;
-  branch: number;
-  head?: true;
-  step: number;
-  source: string;
-  nodes: string[];
-  changes: Array<{ path: string; kind: string; value?: unknown }>;
-}
-
-export interface HistoryJson {
-  thread: { status: string };
-  checkpoints: CheckpointJson[];
-  branches: Array<{ branch: number; forkedFrom?: string; first: string; tip: string }>;
-  head?: string;
-}
+/** `inspect <thread> --json`, as the engine types it. */
+export type HistoryJson = ThreadHistory;
+export type CheckpointJson = CheckpointSummary;
 
 export async function historyOf(db: string, thread: string): Promise<HistoryJson> {
   const result = await runCli(["inspect", thread, "--json", "--db", db]);
