@@ -5,6 +5,8 @@ export { runGraph, resumeRun } from "./engine/runner.js";
 export type { RunOptions, ResumeOptions, RunOutcome, PauseInfo } from "./engine/runner.js";
 export type { RunEvent, RunStatus, EventSink } from "./engine/events.js";
 export { listThreads, threadHistory, checkpointState } from "./engine/inspect.js";
+export { forkRun, type ForkOptions } from "./replay/fork.js";
+export { verifyRun, type VerifyOptions, type VerifyResult, type Divergence } from "./replay/verify.js";
 export { looperStatus, sendCommand } from "./engine/commands.js";
 export { eventBus, messageTopic, type EventBus, type ThreadMessage } from "./engine/event-bus.js";
 export type { ThreadSummary, ThreadHistory, CheckpointSummary, CheckpointState, StateChange } from "./engine/inspect.js";

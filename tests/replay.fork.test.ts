@@ -1,7 +1,7 @@
-import { appendFileSync, cpSync } from "node:fs";
+import { appendFileSync, cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { gitRepo, hasStackTrace, parseEvents, ROOT, runCli, tempDir } from "./helpers/cli.js";
+import { collect, gitRepo, hasStackTrace, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
 import { exampleCopy, historyOf, runExample, stateAt, type CheckpointJson, type ExampleCopy } from "./helpers/replay.js";
 
 let cleanups: Array<() => void> = [];
@@ -176,6 +176,22 @@ describe("replay --from (live fork)", () => {
     ]);
     const human = await fork(ws, "w", "--from", critique.checkpointId);
     expect(human.stdout).toMatch(/⚠ the graph's files .* changed since this run started/);
+  });
+
+  it("refuses to fork a thread that is running in another process", async () => {
+    const ws = copy();
+    const slow = join(ws.dir, "slow.script.yaml");
+    writeFileSync(slow, 'responses:\n  - { node: draft, delay_ms: 20000, content: "slow draft" }\n');
+    const child = spawnCli(["run", ws.graph, "--task", "t", "--thread", "busy", "--workspace", ws.dir, "--model", `scripted:${slow}`, "--db", ws.db, "--json"], { cwd: ws.dir });
+    const done = collect(child);
+    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"draft"'));
+    const input = (await historyOf(ws.db, "busy")).checkpoints[0]!;
+    const refused = await fork(ws, "busy", "--from", input.checkpointId);
+    child.kill("SIGKILL");
+    await done;
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/thread "busy" is running in process \d+/);
+    expect((await historyOf(ws.db, "busy")).branches).toHaveLength(1);
   });
 
   it("bad input: unknown thread or checkpoint, bad --set: one line, exit 2, no stack trace, nothing written", async () => {
