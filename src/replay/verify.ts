@@ -112,7 +112,9 @@ function compareStep(
   const routes = sources.map((node) => routeFrom(node, graph, step.values as GraphStateValue));
   const expected = [...new Set(routes.map((r) => r.target).filter((t) => t !== END_NODE))].sort();
   if (isDeepStrictEqual(expected, step.scheduled)) return undefined;
-  const wrong = routes.find((r) => r.target === END_NODE ? step.scheduled.length > 0 : !step.scheduled.includes(r.target)) ?? routes[0]!;
+  // The route the record contradicts (with several nodes in one step, the first of them).
+  const contradicted = (route: Route): boolean => (route.target === END_NODE ? step.scheduled.length > 0 : !step.scheduled.includes(route.target));
+  const wrong = routes.find(contradicted) ?? routes[0]!;
   const shownExpected = expected.length > 0 ? expected : [END_NODE];
   return {
     ...at,
