@@ -62,7 +62,7 @@ export function chooseBranch(branches: readonly Branch[], state: GraphStateValue
 }
 
 /** Where an edge leads for this state, before visit limits. */
-export function chooseTarget(edge: EdgeDefinition, state: GraphStateValue): string {
+function chooseTarget(edge: EdgeDefinition, state: GraphStateValue): string {
   if (edge.kind === "static") return edge.to;
   const index = chooseBranch(edge.branches, state);
   return index === undefined ? END_NODE : edge.branches[index]!.to;

@@ -133,7 +133,7 @@ export function nodesRun(before: Record<string, unknown>, after: Record<string, 
 }
 
 /** What a checkpoint records: the nodes that ran, or what else made it (input, start, a fork's update). */
-export function checkpointNodes(tuple: CheckpointTuple, ran: string[]): string[] {
+function checkpointNodes(tuple: CheckpointTuple, ran: string[]): string[] {
   const step = tuple.metadata?.step ?? 0;
   if (step < 0) return ["input"];
   if (ran.length > 0) return ran;
