@@ -7,6 +7,8 @@ export type { RunEvent, RunStatus, EventSink } from "./engine/events.js";
 export { openChat, ChatSession, type ChatOptions, type TurnOptions } from "./engine/chat.js";
 export { LoopSupervisor } from "./engine/loop-supervisor.js";
 export { listThreads, threadHistory, checkpointState } from "./engine/inspect.js";
+export { forkRun, type ForkOptions } from "./replay/fork.js";
+export { verifyRun, type VerifyOptions, type VerifyResult, type Divergence } from "./replay/verify.js";
 export { looperStatus, sendCommand } from "./engine/commands.js";
 export { listSnapshotPoints, restoreWorkspace } from "./snapshots/index.js";
 export type { RestoreOptions, RestoreResult, RewindChange, SnapshotPoint } from "./snapshots/index.js";

@@ -1,5 +1,6 @@
 import pc from "picocolors";
-import { checkpointState, listThreads, threadHistory, type CheckpointSummary, type StateChange } from "../engine/inspect.js";
+import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
+import { checkpointState, listThreads, threadHistory, type CheckpointSummary, type StateChange, type ThreadHistory } from "../engine/inspect.js";
 import type { GlobalOptions } from "./run-commands.js";
 
 export interface InspectCommandOptions extends GlobalOptions {
@@ -22,17 +23,27 @@ function renderChange(change: StateChange): string {
   return `      ${sign} ${change.path}: ${clip(JSON.stringify(shown) ?? "undefined", 120)}`;
 }
 
-function renderHistoryRow(index: number, checkpoint: CheckpointSummary): string[] {
+function renderHistoryRow(index: number, checkpoint: CheckpointSummary, guide: string, markHead: boolean): string[] {
   const tokens = checkpoint.tokens.inputTokens + checkpoint.tokens.outputTokens;
   return [
     String(index),
     String(checkpoint.step),
-    checkpoint.nodes.join(",") || "-",
+    guide + (checkpoint.nodes.join(",") || "-"),
     checkpoint.createdAt.replace("T", " ").replace(/\.\d+Z$/, "Z"),
     tokens ? `${checkpoint.tokens.inputTokens}→${checkpoint.tokens.outputTokens}` : "-",
     checkpoint.status,
-    checkpoint.checkpointId,
+    checkpoint.checkpointId + (markHead && checkpoint.head ? "  ← head" : ""),
   ];
+}
+
+/** The checkpoints in tree order (forks indented under the checkpoint they start from), with their list index. */
+function inTreeOrder(history: ThreadHistory): Array<{ index: number; checkpoint: CheckpointSummary; guide: string }> {
+  const indexOf = new Map(history.checkpoints.map((checkpoint, index) => [checkpoint.checkpointId, index]));
+  const tree = checkpointTree(history.checkpoints.map((c) => ({ id: c.checkpointId, parentId: c.parentId })));
+  return treeRows(tree).map(({ id, guide }) => {
+    const index = indexOf.get(id)!;
+    return { index, checkpoint: history.checkpoints[index]!, guide };
+  });
 }
 
 export async function inspectCommand(threadId: string | undefined, options: InspectCommandOptions): Promise<number> {
@@ -66,11 +77,17 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     const question = thread.pause.value !== undefined ? `: ${clip(JSON.stringify(thread.pause.value), 200)}` : "";
     print(pc.yellow(`paused (${thread.pause.reason})${where}${question}`));
   }
+  const forked = history.branches.length > 1;
+  if (forked) {
+    const newest = history.checkpoints.find((c) => c.head)?.branch ?? 0;
+    print(pc.dim(`${history.branches.length} branches (forks of \`replay --from\`); resume continues the newest, branch ${newest}`));
+  }
+  const ordered = inTreeOrder(history);
   const header = ["#", "STEP", "NODE", "TIME", "TOKENS", "STATUS", "CHECKPOINT"];
-  const rows = table([header, ...history.checkpoints.map((c, i) => renderHistoryRow(i, c))]).split("\n");
+  const rows = table([header, ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked))]).split("\n");
   print(rows[0]!);
-  history.checkpoints.forEach((checkpoint, index) => {
-    print(rows[index + 1]!);
+  ordered.forEach(({ checkpoint }, row) => {
+    print(rows[row + 1]!);
     for (const change of checkpoint.changes) print(renderChange(change));
   });
   return 0;

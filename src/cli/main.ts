@@ -11,6 +11,7 @@ const commands = {
   thread: () => import("./thread-commands.js"),
   chat: () => import("./chat-command.js"),
   rewind: () => import("./rewind-command.js"),
+  replay: () => import("./replay-fork-command.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -100,6 +101,17 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .action(async (thread: string, checkpoint: string | undefined, options) =>
       setExitCode(await (await commands.rewind()).rewindCommand(thread, checkpoint, withGlobals(options))),
     );
+
+  program
+    .command("replay <thread>")
+    .description("fork a run from a checkpoint and run the new branch (--from), or check the recorded run against the current graph (--verify)")
+    .option("--from <checkpoint>", "start a new branch of the thread at this checkpoint (an id or a unique prefix); the models are called again")
+    .option("--set <path=value...>", "edit the state at that checkpoint first, e.g. task=\"…\" or vars.retries=3 (JSON values, else text)")
+    .option("--verify", "re-evaluate the routing of the current graph file on the recorded run, running nothing: exit 0 if consistent, 1 at the first divergence")
+    .option("--model <provider:model>", "use this model instead of the one recorded with the run")
+    .addOption(approvalOption().default(undefined, "the run's"))
+    .option("--json", "print newline-delimited JSON events (with --verify: the result as JSON)")
+    .action(async (thread: string, options) => setExitCode(await (await commands.replay()).replayCommand(thread, withGlobals(options))));
 
   const graphs = program.command("graphs").description("list, validate and draw graph files");
   graphs

@@ -1,10 +1,12 @@
 import pc from "picocolors";
-import type { EventSink, RunEvent } from "../engine/events.js";
+import type { EventSink, RerunNode, RunEvent } from "../engine/events.js";
 
 /** `--json`: one JSON object per line on stdout. */
 export function jsonRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {
   return (event) => out.write(`${JSON.stringify(event)}\n`);
 }
+
+const describeRerun = ({ node, effects }: RerunNode): string => (effects.length > 0 ? `${node} (${effects.join(", ")})` : node);
 
 const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
@@ -23,8 +25,12 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
   return (event: RunEvent) => {
     switch (event.type) {
       case "run_started":
-        line(`${pc.bold(event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`);
+        line(`${pc.bold(event.forkedFrom ? "⑂ forking" : event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`);
         if (event.task && !event.resumed) line(pc.dim(`  task: ${truncate(event.task, 200)}`));
+        break;
+      case "fork":
+        line(`  new branch from checkpoint ${event.from} (starts at ${event.checkpointId})`);
+        line(pc.yellow(`  will re-run: ${event.rerun.length > 0 ? event.rerun.map(describeRerun).join(", ") : "nothing (the run ended at that checkpoint)"}`));
         break;
       case "node_started":
         streamedThisNode = false;

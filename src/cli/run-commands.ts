@@ -33,7 +33,7 @@ export interface ResumeCommandOptions extends GlobalOptions {
 }
 
 /** Terminal prompts for approvals when a person is at the terminal; otherwise the run pauses (exit 3). */
-const interactiveApprovals = (json: boolean) => (!json && process.stdin.isTTY && process.stderr.isTTY ? promptForApproval : undefined);
+export const interactiveApprovals = (json: boolean) => (!json && process.stdin.isTTY && process.stderr.isTTY ? promptForApproval : undefined);
 
 function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | undefined {
   if (options.approve && options.reject !== undefined) throw new ConfigError("use either --approve or --reject, not both");
@@ -84,7 +84,7 @@ function report(outcome: RunOutcome, db: string | undefined, json: boolean): voi
   }
 }
 
-async function withRunUi(json: boolean, db: string | undefined, run: (sink: EventSink, control: RunControl) => Promise<RunOutcome>): Promise<number> {
+export async function withRunUi(json: boolean, db: string | undefined, run: (sink: EventSink, control: RunControl) => Promise<RunOutcome>): Promise<number> {
   const sink = json ? jsonRenderer() : humanRenderer();
   const { control, dispose } = drainOnInterrupt(json);
   try {

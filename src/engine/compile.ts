@@ -1,6 +1,6 @@
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { evaluateCondition } from "../graph/condition.js";
-import { END_NODE, START_NODE, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../graph/types.js";
+import { END_NODE, START_NODE, type Branch, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../graph/types.js";
 import { createAgentNode } from "../nodes/agent.js";
 import { createCoderNode } from "../nodes/coder.js";
 import { createJudgeNode } from "../nodes/judge.js";
@@ -46,7 +46,7 @@ const toLangGraphTarget = (target: string): string => (target === END_NODE ? END
  * Where an edge into `target` really goes: a node whose `max_visits` is used up hands over to
  * its `on_limit` target (END by default), which may itself be exhausted.
  */
-function applyVisitLimits(target: string, graph: GraphDefinition, state: GraphStateValue): string {
+export function applyVisitLimits(target: string, graph: GraphDefinition, state: GraphStateValue): string {
   const seen = new Set<string>();
   let current = target;
   while (current !== END_NODE && !seen.has(current)) {
@@ -58,16 +58,21 @@ function applyVisitLimits(target: string, graph: GraphDefinition, state: GraphSt
   return END_NODE;
 }
 
+/** Index of the first branch of a conditional edge whose `when` holds (undefined: none, the run ends). */
+export function chooseBranch(branches: readonly Branch[], state: GraphStateValue): number | undefined {
+  const index = branches.findIndex((branch) => !branch.when || evaluateCondition(branch.when, state));
+  return index < 0 ? undefined : index;
+}
+
+/** Where an edge leads for this state, before visit limits. */
 function chooseTarget(edge: EdgeDefinition, state: GraphStateValue): string {
   if (edge.kind === "static") return edge.to;
-  for (const branch of edge.branches) {
-    if (!branch.when || evaluateCondition(branch.when, state)) return branch.to;
-  }
-  return END_NODE;
+  const index = chooseBranch(edge.branches, state);
+  return index === undefined ? END_NODE : edge.branches[index]!.to;
 }
 
 /** Every node an edge can lead to, counting visit-limit fallbacks (LangGraph needs them for routing). */
-function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): string[] {
+export function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): string[] {
   const direct = edge.kind === "static" ? [edge.to] : edge.branches.map((b) => b.to);
   const all = new Set<string>();
   const visit = (target: string): void => {

@@ -2,7 +2,9 @@ import type { NodeUsage } from "../state/graph-state.js";
 
 /** Events of a run, printed live by the CLI and as NDJSON with `--json` (SPEC §6). */
 export type RunEvent =
-  | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean }
+  | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean; forkedFrom?: string }
+  /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */
+  | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[] }
   | { type: "node_started"; threadId: string; node: string; visit: number }
   | { type: "node_finished"; threadId: string; node: string; usage?: NodeUsage; durationMs: number }
   | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
@@ -13,6 +15,12 @@ export type RunEvent =
   | { type: "run_finished"; threadId: string; status: RunStatus; exitCode: number; message?: string }
   | { type: "error"; threadId: string; node?: string; message: string }
   | { type: "warning"; threadId: string; message: string };
+
+/** A node a fork may run again; `effects` lists what it does beyond calling a model (empty: nothing). */
+export interface RerunNode {
+  node: string;
+  effects: string[];
+}
 
 export type RunStatus = "finished" | "paused" | "interrupted" | "failed";
 

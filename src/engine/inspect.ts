@@ -5,6 +5,7 @@ import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { NodeUsage } from "../state/graph-state.js";
+import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
 
 
 export interface ThreadSummary extends ThreadRecord {
@@ -21,9 +22,16 @@ export interface StateChange {
 export interface CheckpointSummary {
   checkpointId: string;
   parentId?: string;
+  /** The branch the checkpoint is on: 0 for the run's original line, 1, 2 … for forks (`replay --from`). */
+  branch: number;
+  /** Set on the thread's newest checkpoint, where `resume` continues. */
+  head?: true;
   step: number;
   source: string;
-  /** The nodes whose work this checkpoint records ("input" for the run's input, "start" where it enters the state). */
+  /**
+   * The nodes whose work this checkpoint records ("input" for the run's input, "start" where it
+   * enters the state, "update" where a fork edited the state).
+   */
   nodes: string[];
   createdAt: string;
   tokens: NodeUsage;
@@ -33,7 +41,12 @@ export interface CheckpointSummary {
 
 export interface ThreadHistory {
   thread: ThreadRecord;
+  /** Every root checkpoint of the thread, oldest first, on whichever branch. */
   checkpoints: CheckpointSummary[];
+  /** The branches: 0 is the original run, the others forks, each with the checkpoint it grew from. */
+  branches: BranchInfo[];
+  /** The newest checkpoint (`resume` continues its branch). */
+  head?: string;
 }
 
 export interface CheckpointState {
@@ -82,8 +95,8 @@ export function toPlainValues(values: Record<string, unknown>): Record<string, u
   );
 }
 
-/** The thread's root-graph checkpoints, oldest first. */
-async function rootCheckpoints(store: Store, threadId: string): Promise<CheckpointTuple[]> {
+/** The thread's root-graph checkpoints (every branch), oldest first. */
+export async function rootCheckpoints(store: Store, threadId: string): Promise<CheckpointTuple[]> {
   const tuples: CheckpointTuple[] = [];
   for await (const tuple of store.saver.list({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) {
     if ((tuple.config.configurable?.checkpoint_ns ?? "") === "") tuples.push(tuple);
@@ -108,11 +121,28 @@ function valuesOf(tuple: CheckpointTuple): Record<string, unknown> {
   return toPlainValues(tuple.checkpoint.channel_values as Record<string, unknown>);
 }
 
-function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, current: Record<string, unknown>): CheckpointSummary {
+export function parentIdOf(tuple: CheckpointTuple): string | undefined {
+  return tuple.parentConfig?.configurable?.checkpoint_id as string | undefined;
+}
+
+/** The nodes that ran in a step: those whose visit count rose between two states' `visits` channels. */
+export function nodesRun(before: Record<string, unknown>, after: Record<string, unknown>): string[] {
+  const visitsBefore = (before.visits ?? {}) as Record<string, number>;
+  const visitsNow = (after.visits ?? {}) as Record<string, number>;
+  return Object.keys(visitsNow).filter((node) => (visitsNow[node] ?? 0) > (visitsBefore[node] ?? 0));
+}
+
+/** What a checkpoint records: the nodes that ran, or what else made it (input, start, a fork's update). */
+function checkpointNodes(tuple: CheckpointTuple, ran: string[]): string[] {
   const step = tuple.metadata?.step ?? 0;
-  const visitsBefore = (previous.visits ?? {}) as Record<string, number>;
-  const visitsNow = (current.visits ?? {}) as Record<string, number>;
-  const nodes = Object.keys(visitsNow).filter((node) => (visitsNow[node] ?? 0) > (visitsBefore[node] ?? 0));
+  if (step < 0) return ["input"];
+  if (ran.length > 0) return ran;
+  const source = tuple.metadata?.source;
+  return source === "update" || source === "fork" ? [source] : ["start"];
+}
+
+function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, current: Record<string, unknown>): Omit<CheckpointSummary, "branch"> {
+  const step = tuple.metadata?.step ?? 0;
   const usageBefore = (previous.usage ?? {}) as Record<string, NodeUsage>;
   const usageNow = (current.usage ?? {}) as Record<string, NodeUsage>;
   const tokens = zeroUsage();
@@ -123,10 +153,10 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
   const failed = (tuple.pendingWrites ?? []).some(([, channel]) => channel === "__error__");
   return {
     checkpointId: tuple.checkpoint.id,
-    parentId: tuple.parentConfig?.configurable?.checkpoint_id as string | undefined,
+    parentId: parentIdOf(tuple),
     step,
     source: tuple.metadata?.source ?? "",
-    nodes: step < 0 ? ["input"] : nodes.length > 0 ? nodes : ["start"],
+    nodes: checkpointNodes(tuple, nodesRun(previous, current)),
     createdAt: tuple.checkpoint.ts,
     tokens,
     status: failed ? "error" : step < 0 ? "input" : "done",
@@ -139,31 +169,40 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
   };
 }
 
-/** A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step. */
+/** A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step (against its parent). */
 export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
   return withStore(options, async (store) => {
     const thread = requireThread(store, threadId);
-    let previous: Record<string, unknown> = {};
-    const checkpoints = (await rootCheckpoints(store, threadId)).map((tuple) => {
+    const tuples = await rootCheckpoints(store, threadId);
+    const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
+    const valuesById = new Map<string, Record<string, unknown>>();
+    const checkpoints = tuples.map((tuple): CheckpointSummary => {
       const current = valuesOf(tuple);
-      const summary = summarise(tuple, previous, current);
-      previous = current;
-      return summary;
+      valuesById.set(tuple.checkpoint.id, current);
+      const parentId = parentIdOf(tuple);
+      const summary = summarise(tuple, (parentId !== undefined && valuesById.get(parentId)) || {}, current);
+      const head = tree.head === tuple.checkpoint.id ? { head: true as const } : {};
+      return { ...summary, branch: tree.branchOf.get(tuple.checkpoint.id) ?? 0, ...head };
     });
-    return { thread, checkpoints };
+    return { thread, checkpoints, branches: [...tree.branches], ...(tree.head ? { head: tree.head } : {}) };
   });
+}
+
+/** One of the thread's root checkpoints, by id or a unique prefix of one; else a one-line error (exit 2). */
+export async function findCheckpoint(store: Store, threadId: string, idOrPrefix: string): Promise<CheckpointTuple> {
+  const matches = (await rootCheckpoints(store, threadId)).filter((t) => t.checkpoint.id.startsWith(idOrPrefix));
+  if (matches.length !== 1) {
+    const problem = matches.length === 0 ? "no checkpoint" : "more than one checkpoint";
+    throw new ConfigError(`${problem} of thread "${threadId}" matches "${idOrPrefix}": see \`loopgraph inspect ${threadId}\``);
+  }
+  return matches[0]!;
 }
 
 /** The full state at one checkpoint (an id, or a unique prefix of one). */
 export async function checkpointState(threadId: string, checkpointId: string, options: StoreOptions = {}): Promise<CheckpointState> {
   return withStore(options, async (store) => {
     requireThread(store, threadId);
-    const matches = (await rootCheckpoints(store, threadId)).filter((t) => t.checkpoint.id.startsWith(checkpointId));
-    if (matches.length !== 1) {
-      const problem = matches.length === 0 ? "no checkpoint" : "more than one checkpoint";
-      throw new ConfigError(`${problem} of thread "${threadId}" matches "${checkpointId}": see \`loopgraph inspect ${threadId}\``);
-    }
-    const tuple = matches[0]!;
+    const tuple = await findCheckpoint(store, threadId, checkpointId);
     return {
       threadId,
       checkpointId: tuple.checkpoint.id,

@@ -4,10 +4,10 @@ import { join, resolve } from "node:path";
 import { HumanMessage } from "@langchain/core/messages";
 import { Command, GraphRecursionError, isGraphDrained, type RunControl } from "@langchain/langgraph";
 import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
-import { graphFingerprint } from "../graph/fingerprint.js";
+import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import type { GraphDefinition, MediatorNodeDefinition, NodeDefinition } from "../graph/types.js";
-import { isRunningElsewhere } from "../runs/thread-registry.js";
+import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
@@ -76,6 +76,9 @@ export interface RunOutcome {
   pause?: PauseInfo;
   error?: string;
 }
+
+/** Id of the message that gives a run its task (`--task`), first in the message history. */
+export const TASK_MESSAGE_ID = "task";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -241,7 +244,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
     ctx.emit({ type: "run_started", threadId, graph: graph.name, task, resumed: false });
     const input = {
       task,
-      messages: task ? [new HumanMessage({ content: task, id: "task" })] : [],
+      messages: task ? [new HumanMessage({ content: task, id: TASK_MESSAGE_ID })] : [],
       vars: initialVars(graph),
     };
     return await followLoop(graph, ctx, store, options, await execute(graph, input, ctx, store, options));
@@ -282,19 +285,13 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const store = openStore({ db: options.db, cwd, env: options.env });
   try {
     const record = requireThread(store, options.threadId);
-    if (isRunningElsewhere(record)) {
-      throw new ConfigError(`thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
-    }
     // A finished thread runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
     const restart = record.status === "finished" && (await hasUnconsumedCommands(store, record.threadId));
-    const graph = await loadGraph(record.graphFile);
-    const runModel = absoluteModelSpec(options.model, cwd) ?? record.model;
-    const approvalMode = options.approval ?? record.approval;
-    const ctx = makeContext(graph, record.threadId, record.workspace, { runModel, approvalMode }, options, store);
+    const continuation = await prepareContinuation(store, record, options);
+    const { graph, ctx } = continuation;
     if (record.status === "finished" && !restart) {
       // A Mediator thread is done after each turn; resuming it continues the loop it started.
       if (ctx.looper && (await unfinishedThread(store, ctx.looper.threadId))) {
-        checkModels(graph, ctx);
         const resumed = await ctx.looper.resume(options.answer as ApprovalAnswer | undefined);
         if (!ctx.looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
         return await followLoop(graph, ctx, store, options, { threadId: record.threadId, status: "finished", exitCode: ExitCode.Finished, state: {} as GraphStateValue });
@@ -304,21 +301,49 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     if (options.answer !== undefined && record.pause?.reason !== "input") {
       throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
     }
-    checkModels(graph, ctx);
-    store.threads.markRunning(record.threadId, { model: runModel, approval: approvalMode });
-    ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true });
-    if (record.graphHash && record.graphHash !== graphFingerprint(graph)) {
-      ctx.emit({
-        type: "warning",
-        threadId: record.threadId,
-        message: `the graph's files (${graph.file}, its prompts, modules or subgraphs) changed since this run started: the rest of the run follows the new version`,
-      });
-    }
+    startContinuation(store, record, continuation);
     const input = restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
     return await followLoop(graph, ctx, store, options, await execute(graph, input, ctx, store, options));
   } finally {
     store.close();
   }
+}
+
+/** An existing thread about to run again (resume, fork): its graph as the files are now, and its context. */
+export interface Continuation {
+  graph: GraphDefinition;
+  ctx: RunContext;
+  settings: { model?: string; approval: ApprovalMode };
+}
+
+/**
+ * Loads the thread's graph and checks its models, with the run's recorded model and approval mode
+ * unless `--model` / `--approval` override them. Writes nothing: a bad input leaves the thread as it was.
+ */
+export async function prepareContinuation(store: Store, record: ThreadRecord, options: CommonRunOptions): Promise<Continuation> {
+  if (isRunningElsewhere(record)) {
+    throw new ConfigError(`thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
+  }
+  const graph = await loadGraph(record.graphFile);
+  const runModel = absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? record.model;
+  const approvalMode = options.approval ?? record.approval;
+  const ctx = makeContext(graph, record.threadId, record.workspace, { runModel, approvalMode }, options, store);
+  checkModels(graph, ctx);
+  return { graph, ctx, settings: { model: runModel, approval: approvalMode } };
+}
+
+/** Marks the thread running in this process and announces it (with a warning when its graph files changed). */
+export function startContinuation(
+  store: Store,
+  record: ThreadRecord,
+  { graph, ctx, settings }: Continuation,
+  started: { forkedFrom?: string; changedConsequence?: string } = {},
+): void {
+  store.threads.markRunning(record.threadId, settings);
+  const forked = started.forkedFrom === undefined ? {} : { forkedFrom: started.forkedFrom };
+  ctx.emit({ type: "run_started", threadId: record.threadId, graph: graph.name, task: record.task, resumed: true, ...forked });
+  const changed = graphChangedWarning(record.graphHash, graph, started.changedConsequence);
+  if (changed) ctx.emit({ type: "warning", threadId: record.threadId, message: changed });
 }
 
 export async function execute(

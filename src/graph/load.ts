@@ -59,6 +59,16 @@ async function loadGraphFile(file: FileRef, includedBy: string[]): Promise<Graph
   return buildDefinition(file.absolute, shape.graph, nodes);
 }
 
+/**
+ * Positions in a graph file by data path (e.g. `["edges", 2, "branches", 0]`), for reports that
+ * point at a part of a graph loaded with `loadGraph` (its edges keep the file's order).
+ */
+export async function graphSourceLocator(file: string): Promise<SourceLocator> {
+  const parsed = parseGraphYaml(file, await readGraphSource({ absolute: path.resolve(file), shown: file }));
+  if ("issues" in parsed) throw new GraphValidationError(parsed.issues);
+  return new SourceLocator(parsed.doc, parsed.lineCounter);
+}
+
 async function readGraphSource(file: FileRef): Promise<string> {
   try {
     return await readFile(file.absolute, "utf8");

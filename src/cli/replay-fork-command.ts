@@ -1,0 +1,73 @@
+import pc from "picocolors";
+import { ConfigError, ExitCode } from "../errors.js";
+import type { ApprovalMode } from "../policy/types.js";
+import { forkRun } from "../replay/fork.js";
+import { verifyRun, type VerifyResult } from "../replay/verify.js";
+import { interactiveApprovals, withRunUi, type GlobalOptions } from "./run-commands.js";
+
+export interface ReplayCommandOptions extends GlobalOptions {
+  from?: string;
+  set?: string[];
+  verify?: boolean;
+  model?: string;
+  approval?: ApprovalMode;
+  json?: boolean;
+}
+
+/** `replay <thread> --from <checkpoint> [--set path=value …]` (live fork) or `replay <thread> --verify`. */
+export function replayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
+  if (options.verify) {
+    if (options.from !== undefined || options.set !== undefined) {
+      throw new ConfigError("--verify checks the whole recorded run against the graph: use it without --from and --set");
+    }
+    return verifyCommand(threadId, options);
+  }
+  if (options.from === undefined) {
+    throw new ConfigError(`replay needs --from <checkpoint> to fork (see \`loopgraph inspect ${threadId}\` for checkpoint ids) or --verify`);
+  }
+  return forkCommand(threadId, options.from, options);
+}
+
+function forkCommand(threadId: string, from: string, options: ReplayCommandOptions): Promise<number> {
+  return withRunUi(Boolean(options.json), options.db, (onEvent, control) =>
+    forkRun({
+      threadId,
+      from,
+      set: options.set,
+      model: options.model,
+      approval: options.approval,
+      askApproval: interactiveApprovals(Boolean(options.json)),
+      db: options.db,
+      onEvent,
+      control,
+    }),
+  );
+}
+
+async function verifyCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
+  const result = await verifyRun({ threadId, db: options.db });
+  const exitCode = result.consistent ? ExitCode.Finished : ExitCode.Failed;
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify(result)}\n`);
+    return exitCode;
+  }
+  process.stdout.write(renderVerify(result));
+  return exitCode;
+}
+
+function renderVerify(result: VerifyResult): string {
+  const lines: string[] = [];
+  if (result.graphChanged) lines.push(pc.dim(`note: ${result.graphChanged}`));
+  if (result.missingNodes.length > 0) {
+    lines.push(pc.yellow(`nodes in the record that the graph no longer has: ${result.missingNodes.join(", ")}`));
+  }
+  const { divergence } = result;
+  if (!divergence) {
+    lines.push(`${pc.green("consistent")}: ${result.checked} routing decisions of thread ${result.threadId} match ${result.graphFile}`);
+  } else {
+    lines.push(`${pc.red("divergence")} at ${divergence.message}`);
+    const { location } = divergence;
+    if (location) lines.push(`  ${location.file}:${location.line}:${location.col}: ${location.what}`);
+  }
+  return `${lines.join("\n")}\n`;
+}

@@ -1,0 +1,88 @@
+import { Overwrite, START } from "@langchain/langgraph";
+import { ConfigError } from "../errors.js";
+import { compileGraph } from "../engine/compile.js";
+import { findCheckpoint } from "../engine/inspect.js";
+import { execute, prepareContinuation, startContinuation, type CommonRunOptions, type RunOutcome } from "../engine/runner.js";
+import { START_NODE, type GraphDefinition } from "../graph/types.js";
+import { openStore, requireThread } from "../runs/store.js";
+import { isInputStep, readRunRecord, routingSources, type RecordedStep, type RunRecord } from "./record.js";
+import { rerunPlan } from "./rerun-plan.js";
+import { applyEdits, checkDeclaredVars, parseStateEdit, withTaskMessage, type StateEdit } from "./state-edits.js";
+
+export interface ForkOptions extends CommonRunOptions {
+  threadId: string;
+  /** The checkpoint to fork from: an id or a unique prefix of one. */
+  from: string;
+  /** `path=value` edits of the state at that checkpoint. */
+  set?: string[];
+}
+
+/** The state update that starts the branch, attributed to the node(s) whose routing then decides what runs. */
+interface BranchStart {
+  values: Record<string, unknown>;
+  asNodes: string[];
+}
+
+/**
+ * A live fork: a new branch of the thread from one of its checkpoints, optionally with edited
+ * state, run with the models called again. The branch starts with a LangGraph state update on
+ * that checkpoint (`updateState`, as the node that made it, so its outgoing edges route again on
+ * the edited state); the checkpoints of the original branch stay as they were. The new branch
+ * holds the thread's newest checkpoint, so `resume` continues it.
+ */
+export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
+  const edits = (options.set ?? []).map(parseStateEdit);
+  const store = openStore({ db: options.db, cwd: options.cwd, env: options.env });
+  try {
+    const record = requireThread(store, options.threadId);
+    const from = await findCheckpoint(store, record.threadId, options.from);
+    const run = await readRunRecord(store, record.threadId);
+    const continuation = await prepareContinuation(store, record, options);
+    const { graph, ctx } = continuation;
+    checkDeclaredVars(edits, graph);
+    const start = branchStart(run, run.steps.get(from.checkpoint.id)!, edits, graph);
+
+    const compiled = await compileGraph(graph, ctx, store.saver);
+    const fromConfig = { configurable: { thread_id: record.threadId, checkpoint_ns: "", checkpoint_id: from.checkpoint.id } };
+    const branchConfig =
+      start.asNodes.length === 1
+        ? await compiled.updateState(fromConfig, start.values, start.asNodes[0])
+        : await compiled.bulkUpdateState(fromConfig, [{ updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) }]);
+    const next = (await compiled.getState(branchConfig)).next;
+
+    startContinuation(store, record, continuation, {
+      forkedFrom: from.checkpoint.id,
+      changedConsequence: "the new branch follows the new version",
+    });
+    ctx.emit({
+      type: "fork",
+      threadId: record.threadId,
+      from: from.checkpoint.id,
+      checkpointId: String(branchConfig.configurable?.checkpoint_id),
+      rerun: rerunPlan(graph, next),
+    });
+    // The branch's first checkpoint is now the thread's newest: the run continues from it.
+    return await execute(graph, null, ctx, store, options);
+  } finally {
+    store.close();
+  }
+}
+
+function branchStart(run: RunRecord, step: RecordedStep, edits: readonly StateEdit[], graph: GraphDefinition): BranchStart {
+  if (isInputStep(step)) {
+    // The input is not in the state yet: edit it and enter it again, as the run's start did.
+    const input = (step.values[START] ?? {}) as Record<string, unknown>;
+    return { values: { ...input, ...withTaskMessage(input, applyEdits(input, edits)) }, asNodes: [START] };
+  }
+  const sources = routingSources(run, step)!;
+  const missing = sources.filter((node) => node !== START_NODE && !graph.nodes[node]);
+  if (missing.length > 0) {
+    throw new ConfigError(
+      `cannot fork from checkpoint ${step.id}: node ${missing.map((n) => `"${n}"`).join(", ")} that made it is no longer in ${graph.file}`,
+    );
+  }
+  // Overwrite: the edited value replaces the channel's, whatever its reducer would merge.
+  const changed = withTaskMessage(step.values, applyEdits(step.values, edits));
+  const values = Object.fromEntries(Object.entries(changed).map(([channel, value]) => [channel, new Overwrite(value)]));
+  return { values, asNodes: sources.map((node) => (node === START_NODE ? START : node)) };
+}

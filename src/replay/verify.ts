@@ -1,0 +1,155 @@
+import { isDeepStrictEqual } from "node:util";
+import { relative, isAbsolute } from "node:path";
+import { applyVisitLimits, chooseBranch } from "../engine/compile.js";
+import { graphChangedWarning } from "../graph/fingerprint.js";
+import { graphSourceLocator, loadGraph } from "../graph/load.js";
+import type { DataPath } from "../graph/positions.js";
+import { END_NODE, START_NODE, type GraphDefinition } from "../graph/types.js";
+import { requireThread, withStore, type StoreOptions } from "../runs/store.js";
+import type { GraphStateValue } from "../state/graph-state.js";
+import { headLineage, readRunRecord, routingSources, type RecordedStep } from "./record.js";
+
+export interface VerifyOptions extends StoreOptions {
+  threadId: string;
+}
+
+/** Where in the graph file a routing decision comes from. */
+export interface GraphLocation {
+  file: string;
+  line: number;
+  col: number;
+  /** The edge, branch or visit limit, in words. */
+  what: string;
+}
+
+export interface Divergence {
+  step: number;
+  checkpointId: string;
+  kind: "routing" | "missing_node";
+  /** The nodes whose outgoing edges decide (START after the input). */
+  after: string[];
+  /** Where the recorded run went next ("END" where it ended). */
+  recorded: string[];
+  /** Where the current graph goes instead. */
+  expected: string[];
+  location?: GraphLocation;
+  message: string;
+}
+
+export interface VerifyResult {
+  threadId: string;
+  /** The graph file checked (relative to the current directory when inside it). */
+  graphFile: string;
+  /** Set when the graph's files changed since the run started (the usual case for a check). */
+  graphChanged?: string;
+  consistent: boolean;
+  /** Routing decisions compared (one per checkpoint after the input). */
+  checked: number;
+  /** Nodes in the record that the current graph no longer has. */
+  missingNodes: string[];
+  divergence?: Divergence;
+}
+
+/** Where one node's outgoing edge leads on a state, and the part of the file that decides it. */
+interface Route {
+  target: string;
+  path: DataPath;
+  what: string;
+}
+
+/**
+ * Checks a recorded run against the current graph files without running anything: at every
+ * checkpoint of the branch `resume` continues, the current graph's edges out of the node(s) that
+ * ran are evaluated on the recorded state (conditions, visit limits) and compared with where the
+ * run went next. Returns the first divergence, with the file position of the edge involved.
+ */
+export async function verifyRun(options: VerifyOptions): Promise<VerifyResult> {
+  return withStore(options, async (store) => {
+    const thread = requireThread(store, options.threadId);
+    const graph = await loadGraph(thread.graphFile);
+    const locator = await graphSourceLocator(graph.file);
+    const record = await readRunRecord(store, thread.threadId);
+    const steps = headLineage(record);
+    const shown = shownPath(graph.file, options.cwd ?? process.cwd());
+    const changed = graphChangedWarning(thread.graphHash, graph, "checking the recorded run against the current version");
+    const result: VerifyResult = {
+      threadId: thread.threadId,
+      graphFile: shown,
+      ...(changed ? { graphChanged: changed } : {}),
+      consistent: true,
+      checked: 0,
+      missingNodes: [...new Set(steps.flatMap((s) => [...s.ran, ...s.scheduled]))].filter((node) => !graph.nodes[node]),
+    };
+    for (const step of steps) {
+      const sources = routingSources(record, step);
+      if (!sources) continue;
+      result.checked += 1;
+      const divergence = compareStep(step, sources, graph, (route) => ({ ...locator.locate(route.path), file: shown, what: route.what }));
+      if (divergence) return { ...result, consistent: false, divergence };
+    }
+    return result;
+  });
+}
+
+function compareStep(
+  step: RecordedStep,
+  sources: string[],
+  graph: GraphDefinition,
+  locate: (route: Route) => GraphLocation,
+): Divergence | undefined {
+  const at = { step: step.step, checkpointId: step.id, after: sources };
+  const recorded = step.scheduled.length > 0 ? step.scheduled : [END_NODE];
+  const gone = sources.find((node) => node !== START_NODE && !graph.nodes[node]);
+  if (gone !== undefined) {
+    return {
+      ...at,
+      kind: "missing_node",
+      recorded,
+      expected: [],
+      message: `step ${step.step} (checkpoint ${step.id}): node "${gone}" ran here but is no longer in the graph`,
+    };
+  }
+  const routes = sources.map((node) => routeFrom(node, graph, step.values as GraphStateValue));
+  const expected = [...new Set(routes.map((r) => r.target).filter((t) => t !== END_NODE))].sort();
+  if (isDeepStrictEqual(expected, step.scheduled)) return undefined;
+  // The route the record contradicts (with several nodes in one step, the first of them).
+  const contradicted = (route: Route): boolean => (route.target === END_NODE ? step.scheduled.length > 0 : !step.scheduled.includes(route.target));
+  const wrong = routes.find(contradicted) ?? routes[0]!;
+  const shownExpected = expected.length > 0 ? expected : [END_NODE];
+  return {
+    ...at,
+    kind: "routing",
+    recorded,
+    expected: shownExpected,
+    location: locate(wrong),
+    message:
+      `step ${step.step} (checkpoint ${step.id}): after ${sources.join(", ")} the current graph goes to ${shownExpected.join(", ")}, ` +
+      `the recorded run went to ${recorded.join(", ")}`,
+  };
+}
+
+/** Where the current graph goes from `node` on `state`: its edge (or branch), then visit limits, as the compiled graph routes. */
+function routeFrom(node: string, graph: GraphDefinition, state: GraphStateValue): Route {
+  const index = graph.edges.findIndex((edge) => edge.from === node);
+  const edge = graph.edges[index];
+  let chosen: Route;
+  if (!edge) {
+    chosen = { target: END_NODE, path: ["nodes", node], what: `node ${node} has no outgoing edge (the run ends after it)` };
+  } else if (edge.kind === "static") {
+    chosen = { target: edge.to, path: ["edges", index, "to"], what: `edge ${node} → ${edge.to}` };
+  } else {
+    const branch = chooseBranch(edge.branches, state);
+    chosen =
+      branch === undefined
+        ? { target: END_NODE, path: ["edges", index, "branches"], what: `no branch of the edge from ${node} matches (the run ends)` }
+        : { target: edge.branches[branch]!.to, path: ["edges", index, "branches", branch, "to"], what: `branch ${branch + 1} of the edge from ${node} → ${edge.branches[branch]!.to}` };
+  }
+  const target = chosen.target === END_NODE ? END_NODE : applyVisitLimits(chosen.target, graph, state);
+  if (target === chosen.target) return chosen;
+  return { target, path: ["nodes", chosen.target, "max_visits"], what: `max_visits of ${chosen.target} is used up: on_limit → ${target}` };
+}
+
+function shownPath(file: string, cwd: string): string {
+  const fromCwd = relative(cwd, file);
+  return fromCwd.startsWith("..") || isAbsolute(fromCwd) ? file : fromCwd;
+}
