@@ -5,6 +5,7 @@ import { END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { ModelError } from "../errors.js";
 import type { CoderNodeDefinition, GraphDefinition } from "../graph/types.js";
 import { pickModelSpec, type RunContext } from "../engine/context.js";
+import { performEffect } from "../engine/effects.js";
 import { messageText, startModelSession } from "../nodes/structured-call.js";
 import { decideToolCall, sessionRuleFor } from "../policy/index.js";
 import { STATE_DIR } from "../runs/state-dir.js";
@@ -164,13 +165,15 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       if (gate.kind === "ask") {
         const request: ApprovalRequest = { kind: "approval", node: def.id, tool: call.name, args: call.args, reason: gate.verdict.reason };
         const answer = interrupt<ApprovalRequest, ApprovalAnswer>(request);
+        ctx.record?.({ kind: "approval", node: def.id, name: call.name, args: call.args, answer });
         if (answer.decision === "always") update.sessionRules = [sessionRuleFor({ name: call.name, args: call.args }, gate.verdict)];
         approved = answer.decision !== "reject";
         result = rejection(answer);
       }
       if (approved) {
         emit({ type: "tool_call", threadId, node: def.id, id: call.id, name: call.name, args: call.args });
-        result = await executeToolCall(call, { workspace: ctx.workspace, artifactsDir, signal: ctx.signal, resultBudgetChars: def.resultBudgetChars }, tools);
+        const tool = { kind: "tool" as const, node: def.id, name: call.name, args: call.args };
+        result = await performEffect(ctx, tool, () => executeToolCall(call, { workspace: ctx.workspace, artifactsDir, signal: ctx.signal, resultBudgetChars: def.resultBudgetChars }, tools));
       }
     }
     result = result!;

@@ -17,6 +17,7 @@ import type { ApprovalMode } from "../policy/types.js";
 import { compileGraph, type RunnableGraph } from "./compile.js";
 import { createModelCache, pickModelSpec, type RunContext } from "./context.js";
 import { eventBus } from "./event-bus.js";
+import { createRecorder } from "./recorder.js";
 import type { EventSink, RunEvent, RunStatus } from "./events.js";
 import { AUTO_PREFIX } from "../nodes/looper.js";
 
@@ -96,7 +97,7 @@ function initialVars(graph: GraphDefinition): Record<string, unknown> {
   return Object.fromEntries(Object.entries(graph.state).map(([name, field]) => [name, field.default]));
 }
 
-function makeContext(
+export function makeContext(
   threadId: string,
   workspace: string,
   settings: { runModel?: string; approvalMode: ApprovalMode },
@@ -115,6 +116,7 @@ function makeContext(
     userRules: loadUserRules(workspace, options.env ?? process.env),
     model: createModelCache(cwd, options.env ?? process.env),
     signal: options.signal ?? new AbortController().signal,
+    record: createRecorder(store.recordings, threadId, options.env ?? process.env),
   };
 }
 
@@ -223,7 +225,7 @@ export async function hasUnconsumedCommands(store: Store, threadId: string): Pro
   return store.inbox.after(threadId, cursor).length > 0;
 }
 
-async function execute(
+export async function execute(
   graph: GraphDefinition,
   input: unknown,
   ctx: RunContext,
