@@ -9,6 +9,7 @@ const commands = {
   inspect: () => import("./inspect-command.js"),
   graphs: () => import("./graphs-command.js"),
   thread: () => import("./thread-commands.js"),
+  replay: () => import("./replay-command.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -77,6 +78,14 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
+
+  program
+    .command("replay <thread>")
+    .description("re-run a thread from a checkpoint into a new thread; --recorded: with the recorded model answers and tool results, no model, no side effects")
+    .option("--from <checkpoint>", "start at this checkpoint (an id or a unique prefix; default: the thread's beginning)")
+    .option("--recorded", "use the recorded model answers and tool results; report where the run departs from the record (exit 1)")
+    .option("--json", "print newline-delimited JSON events, then the replay's result")
+    .action(async (thread: string, options) => setExitCode(await (await commands.replay()).replayCommand(thread, withGlobals(options))));
 
   const graphs = program.command("graphs").description("list, validate and draw graph files");
   graphs

@@ -28,3 +28,17 @@ export function graphFingerprint(graph: GraphDefinition): string {
   }
   return hash.digest("hex");
 }
+
+/**
+ * The warning for a run whose graph files changed since it started (`recordedHash` is the
+ * fingerprint recorded with the run), or undefined when they did not or nothing was recorded.
+ * `consequence` says what the change means for the command at hand.
+ */
+export function graphChangedWarning(
+  recordedHash: string | undefined,
+  graph: GraphDefinition,
+  consequence = "the rest of the run follows the new version",
+): string | undefined {
+  if (!recordedHash || recordedHash === graphFingerprint(graph)) return undefined;
+  return `the graph's files (${graph.file}, its prompts, modules or subgraphs) changed since this run started: ${consequence}`;
+}
