@@ -76,6 +76,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .command("inspect [thread]")
     .description("list threads; with a thread, its checkpoint history and state diffs")
     .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
+    .option("--export-script <file>", "write the thread's recorded model answers as a scripted-model file (replay it with --model scripted:<file>)")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
 
