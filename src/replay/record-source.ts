@@ -28,8 +28,8 @@ export interface RecordSourceOptions {
 }
 
 /**
- * A run's record, answering a recorded replay: model calls, effects (tools, git and inbox reads)
- * and approvals are matched per node, in the order they were recorded, and must come at the same
+ * A run's record, answering a recorded replay: model calls, effects (tools, git and inbox reads,
+ * function nodes) and approvals are matched per node, in the order they were recorded, and must come at the same
  * root step. The first mismatch is logged as a divergence and stops the replay.
  */
 export class RecordSource {
@@ -46,7 +46,9 @@ export class RecordSource {
   ) {
     for (const record of records) {
       const key = queueKey(categoryOf(record), record.node);
-      this.queues.set(key, [...(this.queues.get(key) ?? []), record]);
+      const queue = this.queues.get(key);
+      if (queue) queue.push(record);
+      else this.queues.set(key, [record]);
     }
     this.model = { spec: "recorded", call: (_messages, callOptions) => this.answerModel(callOptions) };
   }

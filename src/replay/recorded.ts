@@ -1,18 +1,20 @@
 import type { RunControl } from "@langchain/langgraph";
 import { checkpointState, threadHistory, type CheckpointSummary } from "../engine/inspect.js";
+import type { EffectRequest } from "../engine/effects.js";
 import type { EventSink } from "../engine/events.js";
 import { execute, makeContext, type CommonRunOptions } from "../engine/runner.js";
 import { ConfigError, ExitCode } from "../errors.js";
-import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
+import { graphChangedWarning } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
 import type { GraphDefinition } from "../graph/types.js";
 import type { LooperSnapshot } from "../looper/types.js";
 import { latestValues, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import type { Recording } from "../runs/recordings.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { outcomeDivergence, routingDivergence, stepNodes, unusedRecordsDivergence, type Ending } from "./compare.js";
 import { byStep, type Divergence } from "./divergence.js";
 import { RecordSource, type StepRecording } from "./record-source.js";
-import { copyRootCheckpoint, nextReplayThreadId } from "./scratch-thread.js";
+import { createReplayThread } from "./scratch-thread.js";
 
 export interface RecordedReplayOptions extends StoreOptions {
   threadId: string;
@@ -61,10 +63,11 @@ const RECORDED_EXIT_CODES: Record<ThreadRecord["status"], number> = {
 /**
  * `loopgraph replay <thread> --recorded [--from <checkpoint>]`: re-executes the thread's graph (its
  * files as they are now) into a new scratch thread `<thread>.replay-<n>`, starting from a copy of the
- * checkpoint, with every model answer, tool result, git read of the workspace, inbox read and
- * approval answer taken from the record: no model is configured, nothing goes to the network, no
- * tool runs and git is not called, so the workspace is left exactly as it is. Breakpoints do not
- * pause it (the record says what came after them). Reports where the replay departs from the record.
+ * checkpoint, with every model answer, tool result, git read of the workspace, inbox read,
+ * function node result and approval answer taken from the record: no model is configured, nothing
+ * goes to the network, no tool or function runs and git is not called, so the workspace is left
+ * exactly as it is. Breakpoints do not pause it (the record says what came after them). Reports
+ * where the replay departs from the record.
  */
 export async function replayRecorded(options: RecordedReplayOptions): Promise<RecordedReplayResult> {
   const storeOptions: StoreOptions = { db: options.db, cwd: options.cwd, env: options.env };
@@ -76,18 +79,12 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   const complete = original.status === "finished" || original.status === "failed";
 
   return withStore(storeOptions, async (store) => {
-    const records = recordsAfter(store, original.threadId, history.checkpoints, start.step);
-    const replayThreadId = nextReplayThreadId(store, original.threadId);
-    store.threads.create({
-      threadId: replayThreadId,
-      graphFile: graph.file,
-      graphHash: graphFingerprint(graph),
-      graphName: graph.name,
-      task: original.task,
-      approval: original.approval,
-      workspace: original.workspace,
-    });
-    await copyRootCheckpoint(store, { threadId: original.threadId, checkpointId: start.checkpointId }, replayThreadId);
+    const recordings = store.recordings.list(original.threadId);
+    if (recordings.length === 0 && history.checkpoints.some((checkpoint) => checkpoint.step > 0)) {
+      throw new ConfigError(`thread "${original.threadId}" has no record to replay: it ran before loopgraph recorded runs`);
+    }
+    const records = recordsAfter(recordings, history.checkpoints, start.step);
+    const replayThreadId = await createReplayThread(store, original, graph, start.checkpointId);
     const begun: ReplayStart = {
       threadId: original.threadId,
       replayThreadId,
@@ -111,7 +108,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
     const ctx = {
       ...makeContext(replayThreadId, original.workspace, { runModel: original.model, approvalMode: original.approval }, runOptions, store),
       model: () => source.model,
-      replayEffect: (request: Parameters<RecordSource["effect"]>[0]) => source.effect(request),
+      replayEffect: (request: EffectRequest) => source.effect(request),
     };
     ctx.emit({ type: "run_started", threadId: replayThreadId, graph: graph.name, task: original.task, resumed: false });
     const changed = graphChangedWarning(original.graphHash, graph, "the replay follows the new version, so it may depart from the record");
@@ -143,10 +140,10 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   });
 }
 
-/** The thread's records of the steps after `step`, each with its step. */
-function recordsAfter(store: Store, threadId: string, checkpoints: readonly CheckpointSummary[], step: number): StepRecording[] {
+/** The records of the steps after `step`, each with its step (a record's step starts from one of the thread's checkpoints). */
+function recordsAfter(recordings: readonly Recording[], checkpoints: readonly CheckpointSummary[], step: number): StepRecording[] {
   const stepOf = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.step + 1]));
-  return store.recordings.list(threadId).flatMap((record) => {
+  return recordings.flatMap((record) => {
     const recordStep = stepOf.get(record.checkpointId);
     return recordStep !== undefined && recordStep > step ? [{ ...record, step: recordStep }] : [];
   });

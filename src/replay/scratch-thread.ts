@@ -1,5 +1,27 @@
 import { ConfigError } from "../errors.js";
+import { graphFingerprint } from "../graph/fingerprint.js";
+import type { GraphDefinition } from "../graph/types.js";
 import type { Store } from "../runs/store.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
+
+/**
+ * A new thread `<thread>.replay-<n>` in the registry (the thread's task, workspace and approval
+ * mode, the graph as it is now), whose first checkpoint is a copy of the thread's `checkpointId`.
+ */
+export async function createReplayThread(store: Store, thread: ThreadRecord, graph: GraphDefinition, checkpointId: string): Promise<string> {
+  const replayThreadId = nextReplayThreadId(store, thread.threadId);
+  store.threads.create({
+    threadId: replayThreadId,
+    graphFile: graph.file,
+    graphHash: graphFingerprint(graph),
+    graphName: graph.name,
+    task: thread.task,
+    approval: thread.approval,
+    workspace: thread.workspace,
+  });
+  await copyRootCheckpoint(store, { threadId: thread.threadId, checkpointId }, replayThreadId);
+  return replayThreadId;
+}
 
 /** `<thread>.replay-<n>`, with n one more than the thread's replays so far. */
 export function nextReplayThreadId(store: Store, threadId: string): string {
