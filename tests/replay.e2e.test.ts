@@ -4,7 +4,7 @@ import { copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from
 import { join, relative } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { gitRepo, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, tempDir } from "./helpers/cli.js";
+import { collect, gitRepo, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
 
 const LOOPER = join(ROOT, "tests/fixtures/looper");
 const INITIAL_FILES = { "package.json": '{ "type": "module" }\n' };
@@ -71,6 +71,7 @@ const replayResult = (stdout: string) => parseEvents(stdout).find((e) => e.type 
   divergences: Array<{ kind: string; step?: number; node?: string; message: string }>;
   reproduced: boolean;
   exitCode: number;
+  endOfRecord: boolean;
   recorded: { status: string; error?: string };
   replayed: { status: string; error?: string };
 };
@@ -244,7 +245,7 @@ describe("recorded replay of runs that went wrong", () => {
     expect(result.divergences.map((d) => d.kind)).toContain("unused_records");
   });
 
-  it("an unknown thread or checkpoint is an input error", async () => {
+  it("an unknown thread or checkpoint, or a thread without a record, is an input error", async () => {
     const ws = repo();
     expect((await runCli(["replay", "nope", "--recorded", "--db", ws.db])).code).toBe(2);
     const run = await runLoop(ws, "one", `scripted:${join(LOOPER, "invalid-judge.script.yaml")}`);
@@ -252,5 +253,26 @@ describe("recorded replay of runs that went wrong", () => {
     const bad = await runCli(["replay", "one", "--recorded", "--from", "zzzz", "--db", ws.db]);
     expect(bad.code).toBe(2);
     expect(bad.stderr).toMatch(/no checkpoint of thread "one" matches "zzzz"/);
+
+    const sqlite = new Database(ws.db);
+    sqlite.prepare(`DELETE FROM loopgraph_recordings WHERE thread_id = 'one'`).run();
+    sqlite.close();
+    const unrecorded = await runCli(["replay", "one", "--recorded", "--db", ws.db]);
+    expect(unrecorded.code).toBe(2);
+    expect(unrecorded.stderr).toMatch(/thread "one" has no record to replay/);
+  });
+
+  it("a run killed mid-step is replayed to the end of its record, where it stops", async () => {
+    const ws = repo({ "notes.txt": "start\n" });
+    const child = spawnCli(["run", "coder-review", "--task", "t", "--thread", "killed", "--workspace", ws.dir, "--model", `scripted:${join(LOOPER, "slow-coder.script.yaml")}`, "--approval", "auto", "--db", ws.db, "--json"]);
+    const done = collect(child);
+    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"node":"coder"'));
+    child.kill("SIGKILL");
+    await done;
+    const replay = await runCli(["replay", "killed", "--recorded", "--db", ws.db, "--json"]);
+    expect(replay.code, replay.stderr).toBe(1);
+    expect(replayResult(replay.stdout)).toMatchObject({ divergences: [], endOfRecord: true, recorded: { status: "running" } });
+    const human = await runCli(["replay", "killed", "--recorded", "--db", ws.db]);
+    expect(human.stdout).toMatch(/✔ consistent up to the end of the record: the recorded run stopped without an end \(crashed or killed\) there/);
   });
 });
