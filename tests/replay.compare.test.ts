@@ -1,6 +1,8 @@
 import { describe, expect, it } from "vitest";
 import { outcomeDivergence, routingDivergence, type StepNodes } from "../src/replay/compare.js";
 import { byStep, describeCallDifference } from "../src/replay/divergence.js";
+import { lineage } from "../src/replay/lineage.js";
+import type { CheckpointSummary } from "../src/engine/inspect.js";
 
 const steps = (...nodes: string[]): StepNodes[] => nodes.map((node, index) => ({ step: index + 1, nodes: [node] }));
 const complete = { recordComplete: true, ranToEnd: true };
@@ -51,5 +53,20 @@ describe("divergence reports", () => {
       { kind: "tool_args", step: 4, message: "t" },
     ]);
     expect(ordered.map((d) => d.message)).toEqual(["t", "r", "o"]);
+  });
+});
+
+describe("the lineage a replay follows", () => {
+  const checkpoint = (checkpointId: string, parentId?: string): CheckpointSummary =>
+    ({ checkpointId, ...(parentId ? { parentId } : {}), step: 0, source: "loop", nodes: [], createdAt: "", tokens: { inputTokens: 0, outputTokens: 0 }, status: "done", changes: [] });
+  // a ← b ← c, and a branch b ← d (newer).
+  const tree = [checkpoint("a"), checkpoint("b", "a"), checkpoint("c", "b"), checkpoint("d", "b")];
+  const ids = (chain: CheckpointSummary[]) => chain.map((c) => c.checkpointId);
+
+  it("is the newest checkpoint's chain of parents, or the newest chain through a given checkpoint", () => {
+    expect(ids(lineage(tree))).toEqual(["a", "b", "d"]);
+    expect(ids(lineage(tree, "c"))).toEqual(["a", "b", "c"]);
+    expect(ids(lineage(tree, "b"))).toEqual(["a", "b", "d"]);
+    expect(lineage(tree, "zz")).toEqual([]);
   });
 });

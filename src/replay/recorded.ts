@@ -14,6 +14,7 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
 import { outcomeDivergence, routingDivergence, stepNodes, unusedRecordsDivergence, type Ending } from "./compare.js";
 import { byStep, type Divergence } from "./divergence.js";
 import { RecordSource, type StepRecording } from "./record-source.js";
+import { lineage } from "./lineage.js";
 import { createReplayThread } from "./scratch-thread.js";
 
 export interface RecordedReplayOptions extends StoreOptions {
@@ -73,17 +74,19 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   const storeOptions: StoreOptions = { db: options.db, cwd: options.cwd, env: options.env };
   const history = await threadHistory(options.threadId, storeOptions);
   const original = history.thread;
-  const start = options.from ? await checkpointState(original.threadId, options.from, storeOptions) : history.checkpoints[0];
+  const from = options.from ? (await checkpointState(original.threadId, options.from, storeOptions)).checkpointId : undefined;
+  const line = lineage(history.checkpoints, from);
+  const start = line.find((checkpoint) => checkpoint.checkpointId === from) ?? line[0];
   if (!start) throw new ConfigError(`thread "${original.threadId}" has no checkpoint to replay from`);
   const graph = await loadGraph(original.graphFile);
   const complete = original.status === "finished" || original.status === "failed";
 
   return withStore(storeOptions, async (store) => {
     const recordings = store.recordings.list(original.threadId);
-    if (recordings.length === 0 && history.checkpoints.some((checkpoint) => checkpoint.step > 0)) {
+    if (recordings.length === 0 && line.some((checkpoint) => checkpoint.step > 0)) {
       throw new ConfigError(`thread "${original.threadId}" has no record to replay: it ran before loopgraph recorded runs`);
     }
-    const records = recordsAfter(recordings, history.checkpoints, start.step);
+    const records = recordsAfter(recordings, line, start.step);
     const replayThreadId = await createReplayThread(store, original, graph, start.checkpointId);
     const begun: ReplayStart = {
       threadId: original.threadId,
@@ -122,7 +125,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
       source,
       recorded,
       replayed,
-      recordedSteps: stepNodes(history.checkpoints, start.step),
+      recordedSteps: stepNodes(line, start.step),
       replayedSteps: stepNodes(replayHistory.checkpoints, start.step),
       complete,
     });
@@ -140,7 +143,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   });
 }
 
-/** The records of the steps after `step`, each with its step (a record's step starts from one of the thread's checkpoints). */
+/** The records of the lineage's steps after `step`, each with its step (the step after the checkpoint it started from). */
 function recordsAfter(recordings: readonly Recording[], checkpoints: readonly CheckpointSummary[], step: number): StepRecording[] {
   const stepOf = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.step + 1]));
   return recordings.flatMap((record) => {
