@@ -79,7 +79,8 @@ interface RecordingRow {
  * task; the first call of an execution (index 0) deletes whatever an earlier execution of the same
  * task path recorded. The rows of a task path are always those of its latest execution, and ids
  * (insertion order) give the order the calls were made in along the thread's checkpoint lineage.
- * The root checkpoint a step started from is kept too, so a replay can start at any checkpoint.
+ * The root checkpoint a step started from is kept too: a replay takes the records of the steps
+ * after its starting checkpoint, on the lineage it follows (a thread with forks has several).
  *
  * Everything stored passes through redactSecrets: no API key or Authorization value is written.
  */
