@@ -1,11 +1,13 @@
 import pc from "picocolors";
 import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
 import { checkpointState, listThreads, threadHistory, type CheckpointSummary, type StateChange, type ThreadHistory } from "../engine/inspect.js";
+import { exportScriptCommand } from "./export-script-command.js";
 import type { GlobalOptions } from "./run-commands.js";
 
 export interface InspectCommandOptions extends GlobalOptions {
   checkpoint?: string;
   json?: boolean;
+  exportScript?: string;
 }
 
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
@@ -48,6 +50,7 @@ function inTreeOrder(history: ThreadHistory): Array<{ index: number; checkpoint:
 
 export async function inspectCommand(threadId: string | undefined, options: InspectCommandOptions): Promise<number> {
   const store = { db: options.db };
+  if (options.exportScript !== undefined) return exportScriptCommand(threadId, options.exportScript, options);
   if (!threadId) {
     const threads = await listThreads(store);
     if (options.json) return printJson(threads), 0;

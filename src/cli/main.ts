@@ -11,7 +11,7 @@ const commands = {
   thread: () => import("./thread-commands.js"),
   chat: () => import("./chat-command.js"),
   rewind: () => import("./rewind-command.js"),
-  replay: () => import("./replay-fork-command.js"),
+  replay: () => import("./replay-command.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -89,6 +89,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .command("inspect [thread]")
     .description("list threads; with a thread, its checkpoint history and state diffs")
     .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
+    .option("--export-script <file>", "write the thread's recorded model answers as a scripted-model file (replay it with --model scripted:<file>)")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
 
@@ -104,13 +105,16 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   program
     .command("replay <thread>")
-    .description("fork a run from a checkpoint and run the new branch (--from), or check the recorded run against the current graph (--verify)")
-    .option("--from <checkpoint>", "start a new branch of the thread at this checkpoint (an id or a unique prefix); the models are called again")
+    .description(
+      "re-run a thread: fork a new branch from a checkpoint (--from), re-execute it from its record with no model and no side effects (--recorded), or check the record against the current graph (--verify)",
+    )
+    .option("--from <checkpoint>", "start at this checkpoint (an id or a unique prefix): a new branch that calls the models again, or with --recorded where the re-execution starts")
+    .option("--recorded", "re-execute into a scratch thread with the recorded model answers and tool results; report where it departs from the record (exit 1)")
     .option("--set <path=value...>", "edit the state at that checkpoint first, e.g. task=\"…\" or vars.retries=3 (JSON values, else text)")
     .option("--verify", "re-evaluate the routing of the current graph file on the recorded run, running nothing: exit 0 if consistent, 1 at the first divergence")
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .addOption(approvalOption().default(undefined, "the run's"))
-    .option("--json", "print newline-delimited JSON events (with --verify: the result as JSON)")
+    .option("--json", "print newline-delimited JSON events (with --verify: the result as JSON; with --recorded: then the replay's result)")
     .action(async (thread: string, options) => setExitCode(await (await commands.replay()).replayCommand(thread, withGlobals(options))));
 
   const graphs = program.command("graphs").description("list, validate and draw graph files");

@@ -15,7 +15,7 @@ export interface ReplayCommandOptions extends GlobalOptions {
 }
 
 /** `replay <thread> --from <checkpoint> [--set path=value …]` (live fork) or `replay <thread> --verify`. */
-export function replayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
+export function forkOrVerifyCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
   if (options.verify) {
     if (options.from !== undefined || options.set !== undefined) {
       throw new ConfigError("--verify checks the whole recorded run against the graph: use it without --from and --set");
@@ -23,7 +23,7 @@ export function replayCommand(threadId: string, options: ReplayCommandOptions): 
     return verifyCommand(threadId, options);
   }
   if (options.from === undefined) {
-    throw new ConfigError(`replay needs --from <checkpoint> to fork (see \`loopgraph inspect ${threadId}\` for checkpoint ids) or --verify`);
+    throw new ConfigError(`replay needs --from <checkpoint> to fork (see \`loopgraph inspect ${threadId}\` for checkpoint ids), --recorded or --verify`);
   }
   return forkCommand(threadId, options.from, options);
 }

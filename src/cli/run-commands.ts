@@ -46,7 +46,7 @@ function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | unde
  * Ctrl-C asks the run to drain: it stops at the next step boundary with its checkpoint saved.
  * A second Ctrl-C quits at once; the step in flight is lost and re-runs on resume.
  */
-function drainOnInterrupt(json: boolean): { control: RunControl; dispose: () => void } {
+export function drainOnInterrupt(json: boolean): { control: RunControl; dispose: () => void } {
   const control = new RunControl();
   const onSigint = (): void => {
     if (control.drainRequested) process.exit(ExitCode.Interrupted);

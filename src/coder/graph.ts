@@ -6,6 +6,7 @@ import { END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { ModelError } from "../errors.js";
 import type { CoderNodeDefinition, GraphDefinition } from "../graph/types.js";
 import { pickModelSpec, type RunContext } from "../engine/context.js";
+import { performEffect } from "../engine/effects.js";
 import { messageText, startModelSession } from "../nodes/structured-call.js";
 import { decideToolCall, sessionRuleFor } from "../policy/index.js";
 import { STATE_DIR } from "../runs/state-dir.js";
@@ -165,6 +166,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       if (gate.kind === "ask") {
         const request: ApprovalRequest = { kind: "approval", node: def.id, tool: call.name, args: call.args, reason: gate.verdict.reason };
         const answer = interrupt<ApprovalRequest, ApprovalAnswer>(request);
+        ctx.record?.({ kind: "approval", node: def.id, name: call.name, args: call.args, answer });
         if (answer.decision === "always") update.sessionRules = [sessionRuleFor({ name: call.name, args: call.args }, gate.verdict)];
         approved = answer.decision !== "reject";
         result = rejection(answer);
@@ -173,7 +175,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
         emit({ type: "tool_call", threadId, node: def.id, id: call.id, name: call.name, args: call.args });
         const execute = () => executeToolCall(call, { workspace: ctx.workspace, artifactsDir, signal: ctx.signal, resultBudgetChars: def.resultBudgetChars }, tools);
         const step = { node: def.id, tool: call.name, toolCallId: call.id, config };
-        result = await (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute());
+        const tool = { kind: "tool" as const, node: def.id, name: call.name, args: call.args };
+        // A recorded replay answers from the record: no tool runs, and no snapshot is taken.
+        result = await performEffect(ctx, tool, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
       }
     }
     result = result!;

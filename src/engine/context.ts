@@ -1,5 +1,7 @@
 import { ConfigError } from "../errors.js";
 import { createModel } from "../models/index.js";
+import type { Recorder } from "../runs/recordings.js";
+import type { EffectRequest } from "./effects.js";
 import type { ChatModel } from "../models/types.js";
 import type { ApprovalMode, PolicyRule } from "../policy/types.js";
 import type { InboxEntry } from "../runs/inbox.js";
@@ -25,6 +27,10 @@ export interface RunContext {
   maxRounds?: number;
   /** Commands sent to this thread after the given inbox id (from `loopgraph send/stop`). */
   readInbox(cursor: number): InboxEntry[];
+  /** Stores model outputs and effect results with the run (src/runs/recordings.ts); unset, nothing is recorded. */
+  record?: Recorder;
+  /** Recorded replay only: answers an effect (tool call, git read, inbox read) from the record instead of performing it. */
+  replayEffect?: (request: EffectRequest) => Promise<unknown>;
   emit: EventSink;
   /** Returns the model for a spec, created once per process. */
   model(spec: string): ChatModel;

@@ -19,6 +19,7 @@ import { createModelCache, pickModelSpec, type RunContext } from "./context.js";
 import { hasUnconsumedCommands } from "./commands.js";
 import { LoopSupervisor } from "./loop-supervisor.js";
 import { eventBus } from "./event-bus.js";
+import { createRecorder } from "./recorder.js";
 import type { EventSink, RunEvent, RunStatus } from "./events.js";
 import { AUTO_PREFIX } from "../nodes/looper.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
@@ -135,6 +136,7 @@ export function makeContext(
     userRules: loadUserRules(workspace, options.env ?? process.env),
     model: createModelCache(cwd, options.env ?? process.env),
     signal: options.signal ?? new AbortController().signal,
+    record: createRecorder(store.recordings, threadId, options.env ?? process.env),
     ...(mediator ? { looper: options.looper ?? createLoopSupervisor(mediator, threadId, workspace, settings, options, store) } : {}),
   };
 }

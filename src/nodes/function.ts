@@ -2,6 +2,7 @@ import { pathToFileURL } from "node:url";
 import { ConfigError } from "../errors.js";
 import type { FunctionNodeDefinition } from "../graph/types.js";
 import type { RunContext } from "../engine/context.js";
+import { performEffect } from "../engine/effects.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { NodeFunction } from "./types.js";
 
@@ -39,9 +40,22 @@ export async function loadUserFunction(def: FunctionNodeDefinition): Promise<Use
   return fn as UserFunction;
 }
 
+/**
+ * A function may touch the workspace, so its call is an effect: its result (or error) is recorded,
+ * and a recorded replay takes it from the record instead of calling the function.
+ */
 export function createFunctionNode(def: FunctionNodeDefinition, fn: UserFunction, ctx: RunContext): NodeFunction {
   return async (state) => {
-    const result = await fn(state, { node: def.id, threadId: ctx.threadId, workspace: ctx.workspace });
+    const request = { kind: "function" as const, node: def.id, name: def.exportName, args: {} };
+    const called = await performEffect(ctx, request, async (): Promise<{ result?: FunctionNodeResult; error?: string }> => {
+      try {
+        return { result: (await fn(state, { node: def.id, threadId: ctx.threadId, workspace: ctx.workspace })) ?? undefined };
+      } catch (error) {
+        return { error: error instanceof Error ? error.message : String(error) };
+      }
+    });
+    if (called.error !== undefined) throw new Error(called.error);
+    const result = called.result;
     if (result === undefined) return {};
     if (typeof result !== "object" || result === null || Object.keys(result).some((k) => k !== "output" && k !== "vars")) {
       throw new Error(`the function must return { output?, vars? } or nothing`);

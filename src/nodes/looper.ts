@@ -1,6 +1,7 @@
 import { AIMessage } from "@langchain/core/messages";
 import type { CoderResult } from "../coder/types.js";
 import type { RunContext } from "../engine/context.js";
+import { performEffect } from "../engine/effects.js";
 import type { LooperNodeDefinition } from "../graph/types.js";
 import { applyLooperEvent, commandToEvent, initialLooperSnapshot, subStateOf } from "../looper/index.js";
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../looper/types.js";
@@ -49,7 +50,9 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const wasRunning = subStateOf(snapshot) !== undefined;
 
     if (!state.loopState && state.task) apply({ type: "START", task: state.task, maxRounds });
-    const commands = ctx.readInbox(state.inboxCursor);
+    const cursor = state.inboxCursor;
+    const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
+    const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
     for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     const outcome = phaseOutcome(state, def);
     if (outcome) {
@@ -62,7 +65,7 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     if (commands.length > 0) update.inboxCursor = commands.at(-1)!.id;
     if (subState === "WAITING_CODER" && (snapshot.context.round !== roundBefore || !wasRunning)) {
       update.task = snapshot.context.task;
-      update.roundBaseline = await baselineOrNote(ctx.workspace, log);
+      update.roundBaseline = await baselineOrNote(ctx, def.id, log);
     }
 
     const next = subState ? phaseNode[subState] : "END";
@@ -85,15 +88,22 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
   };
 }
 
-/** A snapshot of the workspace for the round's Review; if git fails, the Review goes without (and warns). */
-async function baselineOrNote(workspace: string, log: string[]): Promise<string | undefined> {
-  try {
-    return await captureBaseline(workspace);
-  } catch (error) {
-    if (!(error instanceof GitError)) throw error;
-    log.push(`no workspace snapshot for this round (${error.message}): the review cannot diff it`);
-    return undefined;
-  }
+/**
+ * A snapshot of the workspace for the round's Review; if git fails, the Review goes without (and
+ * warns). Taking it is an effect: recorded, and read from the record in a recorded replay.
+ */
+async function baselineOrNote(ctx: RunContext, node: string, log: string[]): Promise<string | undefined> {
+  const request = { kind: "git" as const, node, name: "git_baseline", args: {} };
+  const taken = await performEffect(ctx, request, async (): Promise<{ baseline?: string; error?: string }> => {
+    try {
+      return { baseline: await captureBaseline(ctx.workspace) };
+    } catch (error) {
+      if (!(error instanceof GitError)) throw error;
+      return { error: error.message };
+    }
+  });
+  if (taken.error !== undefined) log.push(`no workspace snapshot for this round (${taken.error}): the review cannot diff it`);
+  return taken.baseline;
 }
 
 const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

@@ -1,6 +1,8 @@
 import { HumanMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { z } from "zod";
 import type { RunContext } from "../engine/context.js";
+import { ModelError } from "../errors.js";
+import { recordedOutput } from "../models/recorded.js";
 import type { ToolSpec } from "../models/types.js";
 import type { NodeUsage } from "../state/graph-state.js";
 import { parseStructuredOutput } from "./structured-output.js";
@@ -39,15 +41,22 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
   const consumed = [...(options.consumed ?? [])];
   const usage: NodeUsage = { inputTokens: 0, outputTokens: 0, ...options.startUsage };
   const ask = async (messages: BaseMessage[]): Promise<AIMessage> => {
-    const result = await model.call(messages, {
-      node,
-      tools: options.tools,
-      consumed,
-      signal: ctx.signal,
-      onToken: options.streamTokens === false ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
-      onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
-        ctx.emit({ type: "retry", threadId: ctx.threadId, node, attempt, maxAttempts, delayMs, message: error.message }),
-    });
+    const result = await model
+      .call(messages, {
+        node,
+        tools: options.tools,
+        consumed,
+        signal: ctx.signal,
+        onToken: options.streamTokens === false ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
+        onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
+          ctx.emit({ type: "retry", threadId: ctx.threadId, node, attempt, maxAttempts, delayMs, message: error.message }),
+      })
+      .catch((error: unknown) => {
+        // A model's failure is part of the record (a replay reproduces it); a cancelled call is not.
+        if (error instanceof ModelError) ctx.record?.({ kind: "model", node, error: { kind: error.kind, message: error.message } });
+        throw error;
+      });
+    ctx.record?.({ kind: "model", node, output: recordedOutput(result.message, result.usage) });
     if (result.scriptedIndex !== undefined) consumed.push(result.scriptedIndex);
     usage.inputTokens += result.usage.inputTokens;
     usage.outputTokens += result.usage.outputTokens;

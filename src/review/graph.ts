@@ -3,6 +3,7 @@ import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import type { CoderResult } from "../coder/types.js";
 import { pickModelSpec, type RunContext } from "../engine/context.js";
+import { performEffect } from "../engine/effects.js";
 import { ModelError } from "../errors.js";
 import type { GraphDefinition } from "../graph/types.js";
 import type { ReviewCheckResult, ReviewResult } from "../looper/types.js";
@@ -91,16 +92,18 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
   };
 
   const readDiff = async (state: ReviewStateValue): Promise<ReviewUpdate> => {
-    let diff: DiffReading;
-    try {
-      diff =
-        state.baseline === undefined
+    const read = async (): Promise<DiffReading> => {
+      try {
+        return state.baseline === undefined
           ? { status: "no_baseline", baselineTaken: await captureBaseline(ctx.workspace) }
           : { status: "read", facts: summariseChanges(await changesSinceBaseline(ctx.workspace, state.baseline), def.maxDiffChars) };
-    } catch (error) {
-      diff = { status: "failed", error: error instanceof Error ? error.message : String(error) };
-    }
-    return { diff };
+      } catch (error) {
+        return { status: "failed", error: error instanceof Error ? error.message : String(error) };
+      }
+    };
+    // The diff is an outside input: recorded with the run, read from the record in a recorded replay.
+    const request = { kind: "git" as const, node: def.id, name: "git_diff", args: { baseline: state.baseline ?? null } };
+    return { diff: await performEffect(ctx, request, read) };
   };
 
   const specsBreakdown = (state: ReviewStateValue) => askModel("specs_breakdown", state, specsInput(state.task, state.coder, state.diff!));

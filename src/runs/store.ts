@@ -5,11 +5,14 @@ import { Inbox } from "./inbox.js";
 import { SnapshotLog } from "./snapshot-log.js";
 import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
+import { Recordings } from "./recordings.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
 export interface Store {
   path: string;
   saver: SqliteCheckpointSaver;
+  /** Model outputs and effect results of runs, for recorded replay and --export-script. */
+  recordings: Recordings;
   threads: ThreadRegistry;
   inbox: Inbox;
   /** Workspace snapshots around the Coder's file-changing tool steps. */
@@ -36,6 +39,7 @@ export function openStore(options: StoreOptions = {}): Store {
   return {
     path,
     saver,
+    recordings: new Recordings(saver.db),
     threads: new ThreadRegistry(saver.db),
     inbox: new Inbox(saver.db),
     snapshots: new SnapshotLog(saver.db),

@@ -1,0 +1,44 @@
+import { getConfig } from "@langchain/langgraph";
+
+/** The LangGraph task a call is made in. */
+export interface TaskSite {
+  /** The task path (checkpoint namespace), e.g. `coder:<task id>|model:<task id>`. */
+  taskPath: string;
+  /** The root checkpoint the root step started from. */
+  checkpointId: string;
+  /** The innermost task's node name (`model` in the path above). */
+  taskName: string;
+}
+
+export interface CallSite extends TaskSite {
+  /** Order of the call within this execution of the task, from 0. */
+  callIndex: number;
+}
+
+/** LangGraph's per-execution scratchpad of a task: a new object each time the task runs (or re-runs after an interrupt). */
+const SCRATCHPAD = "__pregel_scratchpad";
+const callCounts = new WeakMap<object, number>();
+
+/** The task the caller runs in (read from LangGraph's async-local config), or undefined outside a graph task. */
+export function currentTask(): TaskSite | undefined {
+  return taskOf(getConfig()?.configurable);
+}
+
+/** The current task and the index of this call within the task's current execution (each call counts one). */
+export function nextCallSite(): CallSite | undefined {
+  const configurable = getConfig()?.configurable;
+  const task = taskOf(configurable);
+  const execution: unknown = configurable?.[SCRATCHPAD];
+  if (!task || typeof execution !== "object" || execution === null) return undefined;
+  const callIndex = callCounts.get(execution) ?? 0;
+  callCounts.set(execution, callIndex + 1);
+  return { ...task, callIndex };
+}
+
+function taskOf(configurable: Record<string, unknown> | undefined): TaskSite | undefined {
+  const taskPath = configurable?.checkpoint_ns;
+  const checkpointId = (configurable?.checkpoint_map as Record<string, unknown> | undefined)?.[""];
+  if (typeof taskPath !== "string" || taskPath === "" || typeof checkpointId !== "string") return undefined;
+  const innermost = taskPath.split("|").at(-1)!;
+  return { taskPath, checkpointId, taskName: innermost.slice(0, innermost.lastIndexOf(":")) || innermost };
+}

@@ -1,0 +1,213 @@
+import type { RunControl } from "@langchain/langgraph";
+import { checkpointState, threadHistory, type CheckpointSummary } from "../engine/inspect.js";
+import type { EffectRequest } from "../engine/effects.js";
+import type { EventSink } from "../engine/events.js";
+import { execute, makeContext, type CommonRunOptions } from "../engine/runner.js";
+import { ConfigError, ExitCode } from "../errors.js";
+import { graphChangedWarning } from "../graph/fingerprint.js";
+import { loadGraph } from "../graph/load.js";
+import type { GraphDefinition } from "../graph/types.js";
+import type { LooperSnapshot } from "../looper/types.js";
+import { latestValues, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import type { Recording } from "../runs/recordings.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
+import { outcomeDivergence, routingDivergence, stepNodes, unusedRecordsDivergence, type Ending } from "./compare.js";
+import { byStep, type Divergence } from "./divergence.js";
+import { RecordSource, type StepRecording } from "./record-source.js";
+import { lineage } from "./lineage.js";
+import { createReplayThread } from "./scratch-thread.js";
+
+export interface RecordedReplayOptions extends StoreOptions {
+  threadId: string;
+  /** A root checkpoint of the thread (an id or a unique prefix); default: the thread's first. */
+  from?: string;
+  onEvent?: EventSink;
+  /** Called once the scratch thread exists, before the replay runs. */
+  onStart?: (start: ReplayStart) => void;
+  /** Ctrl-C: `control.requestDrain()` stops the replay at the next step boundary. */
+  control?: RunControl;
+}
+
+export interface ReplayStart {
+  threadId: string;
+  replayThreadId: string;
+  fromCheckpoint: string;
+  /** The step of that checkpoint: the replay runs the steps after it. */
+  fromStep: number;
+  /** Records of the steps after it. */
+  records: number;
+}
+
+export interface RecordedReplayResult extends ReplayStart {
+  recorded: Ending & { exitCode: number };
+  replayed: Ending;
+  /** In the order they happened; the first is where the replay left the record. */
+  divergences: Divergence[];
+  /** The record ends before the run did (it was interrupted, paused or crashed) and the replay stopped there. */
+  endOfRecord: boolean;
+  /** The recorded run failed and the replay failed the same way, with no divergence. */
+  reproduced: boolean;
+  recordsUsed: number;
+  /** 1 on a divergence; otherwise the recorded run's own exit code (0 finished, 1 failed, 3 paused, 130 interrupted). */
+  exitCode: number;
+}
+
+/** The exit code a thread's recorded run ended with; a run that never ended (crashed, killed) counts as failed. */
+const RECORDED_EXIT_CODES: Record<ThreadRecord["status"], number> = {
+  finished: ExitCode.Finished,
+  failed: ExitCode.Failed,
+  paused: ExitCode.Paused,
+  interrupted: ExitCode.Interrupted,
+  running: ExitCode.Failed,
+};
+
+/**
+ * `loopgraph replay <thread> --recorded [--from <checkpoint>]`: re-executes the thread's graph (its
+ * files as they are now) into a new scratch thread `<thread>.replay-<n>`, starting from a copy of the
+ * checkpoint, with every model answer, tool result, git read of the workspace, inbox read,
+ * function node result and approval answer taken from the record: no model is configured, nothing
+ * goes to the network, no tool or function runs and git is not called, so the workspace is left
+ * exactly as it is. Breakpoints do not pause it (the record says what came after them). Reports
+ * where the replay departs from the record.
+ */
+export async function replayRecorded(options: RecordedReplayOptions): Promise<RecordedReplayResult> {
+  const storeOptions: StoreOptions = { db: options.db, cwd: options.cwd, env: options.env };
+  const history = await threadHistory(options.threadId, storeOptions);
+  const original = history.thread;
+  const from = options.from ? (await checkpointState(original.threadId, options.from, storeOptions)).checkpointId : undefined;
+  const line = lineage(history.checkpoints, from);
+  const start = line.find((checkpoint) => checkpoint.checkpointId === from) ?? line[0];
+  if (!start) throw new ConfigError(`thread "${original.threadId}" has no checkpoint to replay from`);
+  const graph = await loadGraph(original.graphFile);
+  const complete = original.status === "finished" || original.status === "failed";
+
+  return withStore(storeOptions, async (store) => {
+    const recordings = store.recordings.list(original.threadId);
+    if (recordings.length === 0 && line.some((checkpoint) => checkpoint.step > 0)) {
+      throw new ConfigError(`thread "${original.threadId}" has no record to replay: it ran before loopgraph recorded runs`);
+    }
+    const records = recordsAfter(recordings, line, start.step);
+    const replayThreadId = await createReplayThread(store, original, graph, start.checkpointId);
+    const begun: ReplayStart = {
+      threadId: original.threadId,
+      replayThreadId,
+      fromCheckpoint: start.checkpointId,
+      fromStep: start.step,
+      records: records.length,
+    };
+    options.onStart?.(begun);
+
+    const abort = new AbortController();
+    const source = new RecordSource(records, { complete, abort, stepOf: rootStepOf(store, replayThreadId) });
+    const runOptions: CommonRunOptions = {
+      ...storeOptions,
+      // A replay stopped at a divergence fails its node: the summary says why, not an error line.
+      onEvent: (event) => (event.type === "error" && abort.signal.aborted ? undefined : options.onEvent?.(event)),
+      control: options.control,
+      signal: abort.signal,
+      maxRounds: await recordedMaxRounds(store, original.threadId),
+      askApproval: async (request) => source.approval(request),
+    };
+    const ctx = {
+      ...makeContext(graph, replayThreadId, original.workspace, { runModel: original.model, approvalMode: original.approval }, runOptions, store),
+      model: () => source.model,
+      replayEffect: (request: EffectRequest) => source.effect(request),
+    };
+    ctx.emit({ type: "run_started", threadId: replayThreadId, graph: graph.name, task: original.task, resumed: false });
+    const changed = graphChangedWarning(original.graphHash, graph, "the replay follows the new version, so it may depart from the record");
+    if (changed) ctx.emit({ type: "warning", threadId: replayThreadId, message: changed });
+    const outcome = await execute(withoutBreakpoints(graph), null, ctx, store, runOptions);
+
+    const recorded: Ending = { status: original.status, ...(original.error ? { error: original.error } : {}) };
+    const replayed: Ending = { status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) };
+    const replayHistory = await threadHistory(replayThreadId, storeOptions);
+    const divergences = compareWithRecord({
+      source,
+      recorded,
+      replayed,
+      recordedSteps: stepNodes(line, start.step),
+      replayedSteps: stepNodes(replayHistory.checkpoints, start.step),
+      complete,
+    });
+    const endOfRecord = source.endOfRecord !== undefined && divergences.length === 0;
+    return {
+      ...begun,
+      recorded: { ...recorded, exitCode: RECORDED_EXIT_CODES[original.status] },
+      replayed,
+      divergences,
+      endOfRecord,
+      reproduced: divergences.length === 0 && original.status === "failed",
+      recordsUsed: source.usedCount,
+      exitCode: divergences.length > 0 ? ExitCode.Failed : RECORDED_EXIT_CODES[original.status],
+    };
+  });
+}
+
+/** The records of the lineage's steps after `step`, each with its step (the step after the checkpoint it started from). */
+function recordsAfter(recordings: readonly Recording[], checkpoints: readonly CheckpointSummary[], step: number): StepRecording[] {
+  const stepOf = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.step + 1]));
+  return recordings.flatMap((record) => {
+    const recordStep = stepOf.get(record.checkpointId);
+    return recordStep !== undefined && recordStep > step ? [{ ...record, step: recordStep }] : [];
+  });
+}
+
+/** The root step that starts from a checkpoint of the replay's thread (its step + 1), read once per checkpoint. */
+function rootStepOf(store: Store, threadId: string): (checkpointId: string) => Promise<number> {
+  const steps = new Map<string, number>();
+  return async (checkpointId) => {
+    let step = steps.get(checkpointId);
+    if (step === undefined) {
+      const tuple = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpointId } });
+      step = (tuple?.metadata?.step ?? -1) + 1;
+      steps.set(checkpointId, step);
+    }
+    return step;
+  };
+}
+
+/**
+ * The round limit the recorded run's loop started with: `--max-rounds` is a run setting the
+ * thread registry does not keep, and a replayed Looper must start its loop with the same limit.
+ */
+async function recordedMaxRounds(store: Store, threadId: string): Promise<number | undefined> {
+  const loopState = (await latestValues(store, threadId)).loopState as LooperSnapshot | undefined;
+  return loopState?.context.maxRounds;
+}
+
+function withoutBreakpoints(graph: GraphDefinition): GraphDefinition {
+  const nodes = Object.fromEntries(
+    Object.entries(graph.nodes).map(([id, node]) => [id, node.kind === "subgraph" ? { ...node, graph: withoutBreakpoints(node.graph) } : node]),
+  );
+  return { ...graph, nodes, breakpoints: { before: [], after: [] } };
+}
+
+interface Comparison {
+  source: RecordSource;
+  recorded: Ending;
+  replayed: Ending;
+  recordedSteps: ReturnType<typeof stepNodes>;
+  replayedSteps: ReturnType<typeof stepNodes>;
+  complete: boolean;
+}
+
+/**
+ * Every divergence, in the order they happened. A replay stopped at a divergence or at the end of
+ * the record is compared up to where it stopped; one that ran to its end is also compared on
+ * where it ended, the records it left unused and its outcome.
+ */
+function compareWithRecord({ source, recorded, replayed, recordedSteps, replayedSteps, complete }: Comparison): Divergence[] {
+  const divergences = [...source.divergences];
+  const routing = routingDivergence(recordedSteps, replayedSteps, { recordComplete: complete, ranToEnd: !source.stopped });
+  if (routing) divergences.push(routing);
+  if (!source.stopped) {
+    const unused = unusedRecordsDivergence(source.remaining());
+    if (unused) divergences.push(unused);
+    // Past the end of an incomplete record the replay may end any way, except by failing.
+    if (complete || replayed.status === "failed") {
+      const outcome = outcomeDivergence(recorded, replayed);
+      if (outcome) divergences.push(outcome);
+    }
+  }
+  return byStep(divergences);
+}

@@ -1,0 +1,148 @@
+import type Database from "better-sqlite3";
+import type { ModelError } from "../errors.js";
+import type { TokenUsage } from "../models/types.js";
+import { redactSecrets } from "./redact.js";
+
+/** A tool call of a recorded model answer. */
+export interface RecordedToolCall {
+  id?: string;
+  name: string;
+  args: Record<string, unknown>;
+}
+
+/** A model's answer as the graph used it: no headers, no provider metadata. */
+export interface RecordedModelOutput {
+  id?: string;
+  /** The message content: text, or the provider's content parts. */
+  content: unknown;
+  toolCalls: RecordedToolCall[];
+  usage: TokenUsage;
+}
+
+export interface RecordedModelError {
+  kind: ModelError["kind"];
+  message: string;
+}
+
+/** Effects on the world outside the graph state: Coder tools, git reads of the workspace, the thread's inbox, `function` nodes. */
+export type EffectKind = "tool" | "git" | "inbox" | "function";
+
+/** What one record holds: a model call's answer or failure, an effect's result, or a user's answer to an approval. */
+export type RecordData =
+  | { kind: "model"; output: RecordedModelOutput; error?: undefined }
+  | { kind: "model"; error: RecordedModelError; output?: undefined }
+  | { kind: EffectKind; name: string; args: unknown; result: unknown }
+  | { kind: "approval"; name: string; args: unknown; answer: unknown };
+
+/** Where a record was made. */
+export interface RecordKey {
+  threadId: string;
+  /** The root checkpoint the step started from (its step is that checkpoint's step + 1). */
+  checkpointId: string;
+  /** The LangGraph task path (checkpoint namespace), e.g. `coder:<task id>|model:<task id>`. */
+  taskPath: string;
+  /** Order of the call within one execution of the task, from 0. */
+  callIndex: number;
+  /** The caller: the node (or Review check, e.g. `review.task_log`) that scripted responses name. */
+  node: string;
+}
+
+export type Recording = RecordKey & RecordData & { id: number; createdAt: string };
+
+/** A record as a node hands it over; the recorder adds where it was made (`node` defaults to the task's name). */
+export type RecordInput = RecordData & { node?: string };
+
+/** Stores one record with the run (RunContext.record). */
+export type Recorder = (input: RecordInput) => void;
+
+interface RecordingRow {
+  id: number;
+  thread_id: string;
+  checkpoint_id: string;
+  task_path: string;
+  call_index: number;
+  node: string;
+  data: string;
+  created_at: string;
+}
+
+/**
+ * The recordings of runs, in the run store: every model answer (or model failure), every effect's
+ * result (tool calls, git reads of the workspace, inbox reads) and every approval answer, so a run
+ * can be replayed without a model and without side effects, or exported as a scripted model.
+ *
+ * Keying rule. Side effects of nodes are at-least-once: a step interrupted by a crash, a failure or
+ * an approval question runs again from the same checkpoint. LangGraph derives a task's id from the
+ * checkpoint it starts from, its step and its node, so the re-run has the same task path (and a
+ * subgraph's inner steps that had finished are not re-run at all). A record is therefore keyed by
+ * (thread, task path, call index), where the call index counts the calls of one execution of the
+ * task; the first call of an execution (index 0) deletes whatever an earlier execution of the same
+ * task path recorded. The rows of a task path are always those of its latest execution, and ids
+ * (insertion order) give the order the calls were made in along the thread's checkpoint lineage.
+ * The root checkpoint a step started from is kept too: a replay takes the records of the steps
+ * after its starting checkpoint, on the lineage it follows (a thread with forks has several).
+ *
+ * Everything stored passes through redactSecrets: no API key or Authorization value is written.
+ */
+export class Recordings {
+  private readonly deleteTaskStatement;
+  private readonly insertStatement;
+  private readonly listStatement;
+  private readonly putInTransaction;
+
+  constructor(db: Database.Database) {
+    db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_recordings (
+      id INTEGER PRIMARY KEY AUTOINCREMENT,
+      thread_id TEXT NOT NULL,
+      checkpoint_id TEXT NOT NULL,
+      task_path TEXT NOT NULL,
+      call_index INTEGER NOT NULL,
+      node TEXT NOT NULL,
+      kind TEXT NOT NULL,
+      name TEXT,
+      data TEXT NOT NULL,
+      created_at TEXT NOT NULL,
+      UNIQUE (thread_id, task_path, call_index)
+    );
+    CREATE INDEX IF NOT EXISTS loopgraph_recordings_thread ON loopgraph_recordings (thread_id, id);`);
+    this.deleteTaskStatement = db.prepare(`DELETE FROM loopgraph_recordings WHERE thread_id = ? AND task_path = ?`);
+    this.insertStatement = db.prepare(
+      `INSERT OR REPLACE INTO loopgraph_recordings (thread_id, checkpoint_id, task_path, call_index, node, kind, name, data, created_at)
+       VALUES (@thread_id, @checkpoint_id, @task_path, @call_index, @node, @kind, @name, @data, @created_at)`,
+    );
+    this.listStatement = db.prepare(`SELECT * FROM loopgraph_recordings WHERE thread_id = ? ORDER BY id`);
+    this.putInTransaction = db.transaction((key: RecordKey, data: RecordData, secrets: readonly string[]) => {
+      if (key.callIndex === 0) this.deleteTaskStatement.run(key.threadId, key.taskPath);
+      this.insertStatement.run({
+        thread_id: key.threadId,
+        checkpoint_id: key.checkpointId,
+        task_path: key.taskPath,
+        call_index: key.callIndex,
+        node: key.node,
+        kind: data.kind,
+        name: "name" in data ? data.name : null,
+        data: redactSecrets(JSON.stringify(data), secrets),
+        created_at: new Date().toISOString(),
+      });
+    });
+  }
+
+  /** Stores a record; `secrets` (values of credentials) are replaced by `[redacted]`. */
+  put(key: RecordKey, data: RecordData, secrets: readonly string[] = []): void {
+    this.putInTransaction(key, data, secrets);
+  }
+
+  /** A thread's records, in the order the calls were made. */
+  list(threadId: string): Recording[] {
+    return (this.listStatement.all(threadId) as RecordingRow[]).map((row) => ({
+      ...(JSON.parse(row.data) as RecordData),
+      id: row.id,
+      threadId: row.thread_id,
+      checkpointId: row.checkpoint_id,
+      taskPath: row.task_path,
+      callIndex: row.call_index,
+      node: row.node,
+      createdAt: row.created_at,
+    }));
+  }
+}

@@ -1,0 +1,133 @@
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
+import { afterEach, describe, expect, it } from "vitest";
+import { createRecorder } from "../src/engine/recorder.js";
+import type { RecordData, RecordKey } from "../src/runs/recordings.js";
+import { redactSecrets, secretValues } from "../src/runs/redact.js";
+import { openStore, type Store } from "../src/runs/store.js";
+import { tempDir } from "./helpers/cli.js";
+
+let cleanups: Array<() => void> = [];
+afterEach(() => {
+  cleanups.forEach((cleanup) => cleanup());
+  cleanups = [];
+});
+
+function store(): Store {
+  const temp = tempDir();
+  const opened = openStore({ db: join(temp.path, "store.db") });
+  cleanups.push(() => {
+    opened.close();
+    temp.cleanup();
+  });
+  return opened;
+}
+
+const key = (taskPath: string, callIndex: number, threadId = "t1"): RecordKey => ({ threadId, checkpointId: "cp-1", taskPath, callIndex, node: "coder" });
+const tool = (content: string): RecordData => ({ kind: "tool", name: "shell", args: { command: "ls" }, result: { ok: true, content } });
+const contents = (s: Store, threadId = "t1") => s.recordings.list(threadId).map((r) => (r.kind === "tool" ? (r.result as { content: string }).content : r.kind));
+
+describe("the recordings table", () => {
+  it("reads a thread's records back in the order they were made, with where they were made", () => {
+    const s = store();
+    s.recordings.put(key("coder:a|model:b", 0), { kind: "model", output: { content: "hi", toolCalls: [{ id: "c1", name: "shell", args: { command: "ls" } }], usage: { inputTokens: 3, outputTokens: 1 } } });
+    s.recordings.put(key("coder:a|tools:c", 0), tool("file.txt"));
+    s.recordings.put(key("judge:d", 0), { kind: "model", error: { kind: "exhausted", message: "scripted model exhausted" } });
+    const records = s.recordings.list("t1");
+    expect(records.map((r) => [r.kind, r.taskPath, r.callIndex])).toEqual([
+      ["model", "coder:a|model:b", 0],
+      ["tool", "coder:a|tools:c", 0],
+      ["model", "judge:d", 0],
+    ]);
+    expect(records[0]).toMatchObject({ threadId: "t1", checkpointId: "cp-1", node: "coder", output: { content: "hi", toolCalls: [{ name: "shell" }] } });
+    expect(records[2]).toMatchObject({ error: { kind: "exhausted" } });
+    expect(s.recordings.list("other")).toEqual([]);
+  });
+
+  it("keeps only the latest execution of a task: its first call deletes what an earlier execution of the same task path recorded", () => {
+    const s = store();
+    s.recordings.put(key("coder:a|tools:x", 0), tool("first run, call 0"));
+    s.recordings.put(key("coder:a|tools:x", 1), tool("first run, call 1"));
+    s.recordings.put(key("coder:a|tools:x", 2), tool("first run, call 2"));
+    s.recordings.put(key("coder:a|tools:y", 0), tool("another task"));
+    s.recordings.put(key("coder:a|tools:x", 0, "t2"), tool("another thread"));
+    s.recordings.put(key("coder:a|tools:x", 0), tool("second run, call 0"));
+    s.recordings.put(key("coder:a|tools:x", 1), tool("second run, call 1"));
+    expect(contents(s)).toEqual(["another task", "second run, call 0", "second run, call 1"]);
+    expect(contents(s, "t2")).toEqual(["another thread"]);
+  });
+
+  it("never stores a credential: secret values (also JSON-escaped) and Authorization header values are redacted", () => {
+    const s = store();
+    const secret = "sk-test-SECRET-4f9a2c";
+    s.recordings.put(key("coder:a", 0), tool(`key=${secret}\nAuthorization: Bearer abcdefgh12345678\n"${secret}"`), [secret]);
+    const [record] = s.recordings.list("t1");
+    expect((record as { result: { content: string } }).result.content).toBe("key=[redacted]\nAuthorization: Bearer [redacted]\n\"[redacted]\"");
+    s.close();
+    const bytes = readFileSync(s.path);
+    expect(bytes.includes(secret)).toBe(false);
+    expect(bytes.includes("abcdefgh12345678")).toBe(false);
+  });
+});
+
+describe("credentials", () => {
+  it("are the model providers' keys and variables named like keys, tokens or secrets, when long enough to be one", () => {
+    const values = secretValues({ OPENAI_API_KEY: "sk-openai-123", GROQ_API_KEY: "gsk_987654321", GITHUB_TOKEN: "ghp_abcdefgh", SHORT_TOKEN: "x", HOME: "/home/someone-long", EDITOR: "vim" });
+    expect(values.sort()).toEqual(["ghp_abcdefgh", "gsk_987654321", "sk-openai-123"]);
+  });
+
+  it("are redacted whole, the longest first", () => {
+    expect(redactSecrets("a sk-long-secret-value b", ["sk-long-secret", "sk-long-secret-value"])).toBe("a [redacted] b");
+  });
+});
+
+describe("the recorder in a LangGraph run", () => {
+  const State = Annotation.Root({ n: Annotation<number>({ reducer: (_, next) => next, default: () => 0 }) });
+
+  it("keys records by task path and call index, with the root checkpoint the step started from; a task re-run after an interrupt replaces its records", async () => {
+    const s = store();
+    const record = createRecorder(s.recordings, "lg", { OPENAI_API_KEY: "sk-test-SECRET-4f9a2c" });
+    let executions = 0;
+    const inner = new StateGraph(State)
+      .addNode("model", async (state) => {
+        record({ kind: "tool", name: "inner", args: {}, result: "inner call" });
+        return { n: state.n + 1 };
+      })
+      .addEdge(START, "model")
+      .addEdge("model", END)
+      .compile({ name: "sub" });
+    const graph = new StateGraph(State)
+      .addNode("ask", async (state) => {
+        executions += 1;
+        record({ kind: "tool", name: "shell", args: {}, result: `execution ${executions}, call 0, key sk-test-SECRET-4f9a2c` });
+        if (executions === 1) record({ kind: "tool", name: "shell", args: {}, result: "execution 1, call 1" });
+        const answer = interrupt<string, string>("go on?");
+        record({ node: "asker", kind: "approval", name: "shell", args: {}, answer });
+        return { n: state.n + 1 };
+      })
+      .addNode("sub", async (state, config) => inner.invoke(state, config))
+      .addEdge(START, "ask")
+      .addEdge("ask", "sub")
+      .addEdge("sub", END)
+      .compile({ checkpointer: s.saver });
+    const config = { configurable: { thread_id: "lg" } };
+    await graph.invoke({ n: 0 }, config);
+    expect(s.recordings.list("lg").map((r) => r.callIndex)).toEqual([0, 1]);
+    await graph.invoke(new Command({ resume: "yes" }), config);
+
+    const records = s.recordings.list("lg");
+    expect(records.map((r) => [r.node, r.kind, r.callIndex, r.kind === "approval" ? r.answer : r.kind === "tool" ? r.result : undefined])).toEqual([
+      ["ask", "tool", 0, "execution 2, call 0, key [redacted]"],
+      ["asker", "approval", 1, "yes"],
+      ["model", "tool", 0, "inner call"],
+    ]);
+    expect(records[0]!.taskPath).toMatch(/^ask:[0-9a-f-]+$/);
+    expect(records[2]!.taskPath).toMatch(/^sub:[0-9a-f-]+\|model:[0-9a-f-]+$/);
+    const roots = [];
+    for await (const tuple of s.saver.list({ configurable: { thread_id: "lg", checkpoint_ns: "" } })) roots.push(tuple);
+    const stepOf = new Map(roots.map((tuple) => [tuple.checkpoint.id, tuple.metadata?.step]));
+    // `ask` runs at step 1 (from the checkpoint of step 0), `sub` at step 2.
+    expect(records.map((r) => stepOf.get(r.checkpointId))).toEqual([0, 0, 1]);
+  });
+});
