@@ -58,7 +58,7 @@ describe("divergence reports", () => {
 
 describe("the lineage a replay follows", () => {
   const checkpoint = (checkpointId: string, parentId?: string): CheckpointSummary =>
-    ({ checkpointId, ...(parentId ? { parentId } : {}), step: 0, source: "loop", nodes: [], createdAt: "", tokens: { inputTokens: 0, outputTokens: 0 }, status: "done", changes: [] });
+    ({ checkpointId, ...(parentId ? { parentId } : {}), step: 0, source: "loop", nodes: [], createdAt: "", tokens: { inputTokens: 0, outputTokens: 0 }, status: "done", changes: [], branch: 0 });
   // a ← b ← c, and a branch b ← d (newer).
   const tree = [checkpoint("a"), checkpoint("b", "a"), checkpoint("c", "b"), checkpoint("d", "b")];
   const ids = (chain: CheckpointSummary[]) => chain.map((c) => c.checkpointId);

@@ -30,6 +30,10 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
         break;
       case "fork":
         line(`  new branch from checkpoint ${event.from} (starts at ${event.checkpointId})`);
+        if (event.restored) {
+          const files = event.restored.map((change) => `${change.action} ${change.path}`).join(", ");
+          line(`  workspace restored to that checkpoint: ${event.restored.length === 0 ? "nothing to change" : truncate(files, 300)}`);
+        }
         line(pc.yellow(`  will re-run: ${event.rerun.length > 0 ? event.rerun.map(describeRerun).join(", ") : "nothing (the run ended at that checkpoint)"}`));
         break;
       case "node_started":

@@ -15,9 +15,9 @@ const out = (text: string): void => void process.stdout.write(`${text}\n`);
 /** `loopgraph replay <thread>`: `--recorded [--from]` here; a live fork (`--from [--set]`) or `--verify` in ./replay-fork-command.ts. */
 export async function replayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
   if (!options.recorded) return forkOrVerifyCommand(threadId, options);
-  const misplaced = (["set", "verify", "model", "approval"] as const).filter((key) => options[key] !== undefined);
+  const misplaced = (["set", "verify", "model", "approval", "restoreFiles"] as const).filter((key) => options[key] !== undefined);
   if (misplaced.length > 0) {
-    throw new ConfigError(`--recorded replays the record with no model: use it without ${misplaced.map((key) => `--${key}`).join(", ")}`);
+    throw new ConfigError(`--recorded replays the record with no model: use it without ${misplaced.map((key) => `--${key === "restoreFiles" ? "restore-files" : key}`).join(", ")}`);
   }
   return recordedReplayCommand(threadId, options);
 }

@@ -8,6 +8,7 @@ import { interactiveApprovals, withRunUi, type GlobalOptions } from "./run-comma
 export interface ReplayCommandOptions extends GlobalOptions {
   from?: string;
   set?: string[];
+  restoreFiles?: boolean;
   verify?: boolean;
   model?: string;
   approval?: ApprovalMode;
@@ -17,8 +18,8 @@ export interface ReplayCommandOptions extends GlobalOptions {
 /** `replay <thread> --from <checkpoint> [--set path=value …]` (live fork) or `replay <thread> --verify`. */
 export function forkOrVerifyCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
   if (options.verify) {
-    if (options.from !== undefined || options.set !== undefined) {
-      throw new ConfigError("--verify checks the whole recorded run against the graph: use it without --from and --set");
+    if (options.from !== undefined || options.set !== undefined || options.restoreFiles) {
+      throw new ConfigError("--verify checks the whole recorded run against the graph: use it without --from, --set and --restore-files");
     }
     return verifyCommand(threadId, options);
   }
@@ -34,6 +35,7 @@ function forkCommand(threadId: string, from: string, options: ReplayCommandOptio
       threadId,
       from,
       set: options.set,
+      restoreFiles: options.restoreFiles,
       model: options.model,
       approval: options.approval,
       askApproval: interactiveApprovals(Boolean(options.json)),

@@ -4,7 +4,7 @@ import type { NodeUsage } from "../state/graph-state.js";
 export type RunEvent =
   | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean; forkedFrom?: string }
   /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */
-  | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[] }
+  | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[]; restored?: Array<{ action: "restore" | "delete" | "recreate"; path: string }> }
   | { type: "node_started"; threadId: string; node: string; visit: number }
   | { type: "node_finished"; threadId: string; node: string; usage?: NodeUsage; durationMs: number }
   | { type: "message"; threadId: string; node: string; delta?: string; content?: string }

@@ -5,6 +5,7 @@ import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage }
 import { LoopgraphError } from "../errors.js";
 import type { GraphDefinition, MediatorNodeDefinition } from "../graph/types.js";
 import { pickModelSpec, type RunContext } from "../engine/context.js";
+import { performEffect } from "../engine/effects.js";
 import { MEDIATOR_TOOLS, runMediatorTool } from "../mediator/tools.js";
 import { renderPrompt } from "./prompt.js";
 import { messageText, startModelSession } from "./structured-call.js";
@@ -49,7 +50,9 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
     });
     const previous = state.outputs[def.id] as MediatorOutput | undefined;
     const turn = (state.visits[def.id] ?? 0) + 1;
-    const progress = await looper.progress(previous?.relayed ?? 0);
+    // The loop's log and the tools act outside this thread: recorded, and answered from the record in a recorded replay.
+    const since = previous?.relayed ?? 0;
+    const progress = await performEffect(ctx, { kind: "inbox", node: def.id, name: "read_loop_log", args: { since } }, () => looper.progress(since));
 
     const written: BaseMessage[] = [];
     if (progress.lines.length > 0) {
@@ -69,7 +72,8 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
       for (const toolCall of toolCalls) {
         const id = toolCall.id ?? randomUUID();
         ctx.emit({ type: "tool_call", threadId: ctx.threadId, node: def.id, id, name: toolCall.name, args: toolCall.args });
-        const result = await runMediatorTool(toolCall.name, toolCall.args, looper);
+        const tool = { kind: "tool" as const, node: def.id, name: toolCall.name, args: toolCall.args };
+        const result = await performEffect(ctx, tool, () => runMediatorTool(toolCall.name, toolCall.args, looper));
         ctx.emit({ type: "tool_result", threadId: ctx.threadId, node: def.id, id, name: toolCall.name, ok: result.ok, result: result.content });
         if (toolCall.name === "send_to_looper" && result.ok) forwarded.push(String((toolCall.args as { command?: unknown }).command));
         toolResults.push(result.content);

@@ -1,5 +1,6 @@
 import { Overwrite, START } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
+import { restoreWorkspaceInStore } from "../snapshots/index.js";
 import { compileGraph } from "../engine/compile.js";
 import { findCheckpoint } from "../engine/inspect.js";
 import { execute, prepareContinuation, startContinuation, type CommonRunOptions, type RunOutcome } from "../engine/runner.js";
@@ -15,6 +16,8 @@ export interface ForkOptions extends CommonRunOptions {
   from: string;
   /** `path=value` edits of the state at that checkpoint. */
   set?: string[];
+  /** `--restore-files`: put the files the agent changed since that checkpoint back as they were then (see `rewind`). */
+  restoreFiles?: boolean;
 }
 
 /** The state update that starts the branch, attributed to the node(s) whose routing then decides what runs. */
@@ -42,6 +45,9 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
     checkDeclaredVars(edits, graph);
     const start = branchStart(run, run.steps.get(from.checkpoint.id)!, edits, graph);
 
+    // The workspace as it was at that checkpoint (only the files the agent changed since), before the branch runs.
+    const restored = options.restoreFiles ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id)).changes : undefined;
+
     const compiled = await compileGraph(graph, ctx, store.saver);
     const fromConfig = { configurable: { thread_id: record.threadId, checkpoint_ns: "", checkpoint_id: from.checkpoint.id } };
     const branchConfig =
@@ -60,6 +66,7 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
       from: from.checkpoint.id,
       checkpointId: String(branchConfig.configurable?.checkpoint_id),
       rerun: rerunPlan(graph, next),
+      ...(restored ? { restored } : {}),
     });
     // The branch's first checkpoint is now the thread's newest: the run continues from it.
     return await execute(graph, null, ctx, store, options);

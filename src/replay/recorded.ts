@@ -116,7 +116,13 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
     ctx.emit({ type: "run_started", threadId: replayThreadId, graph: graph.name, task: original.task, resumed: false });
     const changed = graphChangedWarning(original.graphHash, graph, "the replay follows the new version, so it may depart from the record");
     if (changed) ctx.emit({ type: "warning", threadId: replayThreadId, message: changed });
-    const outcome = await execute(withoutBreakpoints(graph), null, ctx, store, runOptions);
+    const replayable = withoutBreakpoints(graph);
+    let outcome = await execute(replayable, null, ctx, store, runOptions);
+    // A thread of several runs (a chat's turns, a restart by a command) is replayed run by run, with each later run's recorded input.
+    for (const input of await laterInputs(store, original.threadId, line, start.step)) {
+      if (outcome.status !== "finished" || abort.signal.aborted) break;
+      outcome = await execute(replayable, input, ctx, store, runOptions);
+    }
 
     const recorded: Ending = { status: original.status, ...(original.error ? { error: original.error } : {}) };
     const replayed: Ending = { status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) };
@@ -210,4 +216,16 @@ function compareWithRecord({ source, recorded, replayed, recordedSteps, replayed
     }
   }
   return byStep(divergences);
+}
+
+/** The inputs of the runs that followed the first on the lineage (their `input` checkpoints), in order. */
+async function laterInputs(store: Store, threadId: string, line: CheckpointSummary[], fromStep: number): Promise<unknown[]> {
+  const inputs: unknown[] = [];
+  for (const checkpoint of line) {
+    if (checkpoint.source !== "input" || checkpoint.step <= fromStep) continue;
+    const tuple = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpoint.checkpointId } });
+    const input = tuple?.checkpoint.channel_values.__start__;
+    if (input !== undefined) inputs.push(input);
+  }
+  return inputs;
 }
