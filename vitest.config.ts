@@ -8,5 +8,7 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: "forks",
+    // Most tests wait on the CLI processes they start: more workers than cores keep both cores busy.
+    maxWorkers: 3,
   },
 });

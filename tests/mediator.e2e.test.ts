@@ -28,6 +28,8 @@ class PipedChat {
     this.child = spawn(process.execPath, [CLI, "chat", ...args], { cwd, env: cleanEnv(), stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout!.on("data", (chunk: Buffer) => (this.output += chunk.toString()));
     this.done = collect(this.child);
+    // Stopped before the temp directories are removed, also when a test fails midway.
+    cleanups.unshift(() => this.child.kill("SIGKILL"));
   }
 
   say(line: string): void {
@@ -84,7 +86,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(chat.output).toContain("send_to_looper");
     expect(await threadIds(ws.db)).toContain("talk.loop");
 
-    // A second message while the Coder works (it takes 4 s): the answer comes before the Coder is done.
+    // A second message while the Coder works (it takes 8 s): the answer comes before the Coder is done.
     chat.say("how is it going?");
     const answered = await chat.until("Round 1 is under way", forwarded);
     expect(chat.output.slice(0, answered)).not.toContain("coder succeeded");

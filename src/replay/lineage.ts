@@ -1,3 +1,4 @@
+import { lineage as chainTo } from "../engine/checkpoint-tree.js";
 import type { CheckpointSummary } from "../engine/inspect.js";
 
 /**
@@ -7,14 +8,10 @@ import type { CheckpointSummary } from "../engine/inspect.js";
  */
 export function lineage(checkpoints: readonly CheckpointSummary[], through?: string): CheckpointSummary[] {
   const byId = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
-  const chainOf = (leaf: CheckpointSummary): CheckpointSummary[] => {
-    const chain: CheckpointSummary[] = [];
-    for (let at: CheckpointSummary | undefined = leaf; at; at = at.parentId === undefined ? undefined : byId.get(at.parentId)) chain.push(at);
-    return chain.reverse();
-  };
+  const items = checkpoints.map((checkpoint) => ({ id: checkpoint.checkpointId, parentId: checkpoint.parentId }));
   for (const leaf of [...checkpoints].reverse()) {
-    const chain = chainOf(leaf);
-    if (through === undefined || chain.some((checkpoint) => checkpoint.checkpointId === through)) return chain;
+    const chain = chainTo(items, leaf.checkpointId);
+    if (through === undefined || chain.includes(through)) return chain.map((id) => byId.get(id)!);
   }
   return [];
 }
