@@ -170,7 +170,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(String(mediator.messages.at(-1)!.content)).toContain("Done: palindrome.js");
   });
 
-  it("`run monitor --json` prints the events of both threads, each with its thread id", async () => {
+  it("`run monitor --json` prints the events of both threads, each with its thread id; both replay from their records", async () => {
     const ws = repo();
     const run = await runCli(
       ["run", "monitor", "--task", "t", "--thread", "js", "--workspace", ws.dir, "--db", ws.db,
@@ -182,6 +182,14 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(events.some((e) => e.threadId === "js" && e.type === "tool_call" && e.name === "send_to_looper")).toBe(true);
     expect(events.some((e) => e.threadId === "js.loop" && e.type === "message" && String(e.content).startsWith("[AUTO]"))).toBe(true);
     expect(events.at(-1)).toMatchObject({ type: "run_finished", threadId: "js", status: "finished", exitCode: 0 });
+
+    // Both threads replay from their records: the chat's two runs (the task, then the summary) with their inputs, starting no loop.
+    for (const thread of ["js", "js.loop"]) {
+      const replay = await runCli(["replay", thread, "--recorded", "--db", ws.db], { cwd: ws.dir });
+      expect(replay.code, replay.stderr + replay.stdout).toBe(0);
+      expect(replay.stdout).toContain("consistent");
+    }
+    expect((await threadIds(ws.db)).filter((id) => id.endsWith(".loop"))).toEqual(["js.loop"]);
   });
 
   it("after kill -9 of the chat while the loop runs, `chat --thread` shows the history and the loop's state, and `resume` finishes the loop", async () => {
