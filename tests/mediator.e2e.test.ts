@@ -227,11 +227,16 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(again.stderr).toContain("nothing to resume");
   });
 
-  it("rejects a chat on a graph without a mediator, and a bad thread id, in one line with exit 2", async () => {
+  it("rejects a chat on a graph without a mediator, without a model (naming the offline script) or with a bad thread id, in one line with exit 2", async () => {
     const ws = repo();
     const noMediator = await runCli(["chat", "--graph", "coder-review", "--workspace", ws.dir, "--db", ws.db], { cwd: ws.dir });
     expect(noMediator.code).toBe(2);
     expect(noMediator.stderr.trim()).toBe("loopgraph: graph coder-review has no mediator node: chat needs a graph like monitor");
+    const noModel = await runCli(["chat", "--workspace", ws.dir, "--db", ws.db], { cwd: ws.dir });
+    expect(noModel.code).toBe(2);
+    expect(noModel.stderr.trim()).toBe(
+      `loopgraph: no model configured: pass --model provider:model or set LOOPGRAPH_MODEL (e.g. openai:gpt-4o-mini with OPENAI_API_KEY); to try offline: --model scripted:${join(ROOT, "examples/monitor.script.yaml")}`,
+    );
     const badId = await runCli(["chat", "--thread", "../x", "--workspace", ws.dir, "--db", ws.db, "--model", "scripted:x.yaml"], { cwd: ws.dir });
     expect(badId.code).toBe(2);
     expect(hasStackTrace(badId.stderr)).toBe(false);

@@ -1,4 +1,7 @@
+import { existsSync } from "node:fs";
+import { join, relative } from "node:path";
 import { ConfigError } from "../errors.js";
+import { packageRoot } from "../graph/load.js";
 import { createModel } from "../models/index.js";
 import type { Recorder } from "../runs/recordings.js";
 import type { EffectRequest } from "./effects.js";
@@ -44,6 +47,15 @@ export interface RunContext {
 export const NO_MODEL_MESSAGE =
   "no model configured: pass --model provider:model or set LOOPGRAPH_MODEL (e.g. openai:gpt-4o-mini with OPENAI_API_KEY); " +
   "to try offline: --model scripted:examples/example-review.script.yaml";
+
+/** The no-model message for a graph: its offline hint names the scripted file shipped for that graph, when there is one. */
+export function noModelMessage(graphName: string, cwd: string): string {
+  const root = packageRoot();
+  const script = root === undefined ? undefined : join(root, "examples", `${graphName}.script.yaml`);
+  if (script === undefined || !existsSync(script)) return NO_MODEL_MESSAGE;
+  const shown = relative(cwd, script);
+  return NO_MODEL_MESSAGE.replace("scripted:examples/example-review.script.yaml", `scripted:${shown.startsWith("..") ? script : shown}`);
+}
 
 export function createModelCache(cwd: string, env: NodeJS.ProcessEnv): (spec: string) => ChatModel {
   const models = new Map<string, ChatModel>();

@@ -15,7 +15,7 @@ import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "..
 import { loadUserRules } from "../policy/index.js";
 import type { ApprovalMode } from "../policy/types.js";
 import { compileGraph, type RunnableGraph } from "./compile.js";
-import { createModelCache, pickModelSpec, type RunContext } from "./context.js";
+import { createModelCache, noModelMessage, pickModelSpec, type RunContext } from "./context.js";
 import { hasUnconsumedCommands } from "./commands.js";
 import { LoopSupervisor } from "./loop-supervisor.js";
 import { eventBus } from "./event-bus.js";
@@ -96,11 +96,14 @@ export function absoluteModelSpec(spec: string | undefined, cwd: string): string
 const MODEL_KINDS = new Set<NodeDefinition["kind"]>(["agent", "coder", "review", "judge", "mediator"]);
 
 /** Fails fast (exit 2) when a node has no model or a model cannot be configured (e.g. a missing key). */
-export function checkModels(graph: GraphDefinition, ctx: RunContext): void {
+export function checkModels(graph: GraphDefinition, ctx: RunContext, root: GraphDefinition = graph): void {
   for (const node of Object.values(graph.nodes)) {
-    if (MODEL_KINDS.has(node.kind)) ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
-    if (node.kind === "subgraph") checkModels(node.graph, ctx);
-    if (node.kind === "mediator") checkModels(node.loop, ctx);
+    if (MODEL_KINDS.has(node.kind)) {
+      if (!(node.model ?? ctx.runModel ?? graph.model)) throw new ConfigError(noModelMessage(root.name, process.cwd()));
+      ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
+    }
+    if (node.kind === "subgraph") checkModels(node.graph, ctx, root);
+    if (node.kind === "mediator") checkModels(node.loop, ctx, root);
   }
 }
 
