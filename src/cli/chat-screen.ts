@@ -84,18 +84,23 @@ export class ChatScreen {
   /** The answer is over: lines that arrived meanwhile are printed, then the prompt with any typed-ahead text. */
   endAnswer(): void {
     if (!this.answeringNow) return;
+    this.finishAnswer();
+    this.prompt();
+  }
+
+  /** Leaves: what is pending is printed, and no prompt comes back. */
+  close(): void {
+    if (this.answeringNow) this.finishAnswer();
+    this.rl.close();
+  }
+
+  private finishAnswer(): void {
     this.endStream();
     this.answeringNow = false;
     this.echo.muted = false;
     const held = this.held;
     this.held = [];
     for (const text of held) this.out.write(`${text}\n`);
-    this.prompt();
-  }
-
-  close(): void {
-    this.endAnswer();
-    this.rl.close();
   }
 }
 
