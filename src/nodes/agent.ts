@@ -3,11 +3,11 @@ import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { LoopgraphError } from "../errors.js";
 import type { AgentNodeDefinition, GraphDefinition } from "../graph/types.js";
-import { pickModelSpec, type RunContext } from "../engine/context.js";
+import type { RunContext } from "../engine/context.js";
 import { renderPrompt } from "./prompt.js";
-import { askStructured, messageText, startModelSession } from "./structured-call.js";
+import { askStructured, messageText, startNodeSession } from "./structured-call.js";
 import { structuredOutputInstruction, toZod } from "./structured-output.js";
-import type { NodeFunction, NodeUpdate } from "./types.js";
+import type { NodeFunction } from "./types.js";
 
 
 /**
@@ -20,8 +20,7 @@ export function createAgentNode(def: AgentNodeDefinition, graph: GraphDefinition
   const schema = def.schema ? toZod(def.schema) : undefined;
 
   return async (state) => {
-    const spec = pickModelSpec(def.model, ctx.runModel, graph.model);
-    const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage[def.id] });
+    const session = startNodeSession(ctx, def, graph, state);
 
     let system = renderPrompt(template, state);
     if (def.schema) system += `\n\n${structuredOutputInstruction(def.schema)}`;
@@ -44,12 +43,10 @@ export function createAgentNode(def: AgentNodeDefinition, graph: GraphDefinition
 
     const text = messageText(answer);
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
-    const update: NodeUpdate = {
+    return {
       messages: [new AIMessage({ content: text, id: answer.id ?? randomUUID(), name: def.id })],
       outputs: { [def.id]: output },
-      usage: { [def.id]: session.usage },
+      ...session.bookkeeping(),
     };
-    if (session.consumed.length > 0) update.scripted = { [spec]: session.consumed };
-    return update;
   };
 }

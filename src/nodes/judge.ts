@@ -1,13 +1,13 @@
 import { readFileSync } from "node:fs";
 import { AIMessage } from "@langchain/core/messages";
-import { pickModelSpec, type RunContext } from "../engine/context.js";
+import type { RunContext } from "../engine/context.js";
 import type { GraphDefinition, JudgeNodeDefinition } from "../graph/types.js";
 import { decide } from "../judge/decide.js";
 import { readJudgeInput } from "../judge/input.js";
 import type { JudgeResult } from "../looper/types.js";
 import { renderPrompt } from "./prompt.js";
-import { startModelSession } from "./structured-call.js";
-import type { NodeFunction, NodeUpdate } from "./types.js";
+import { startNodeSession } from "./structured-call.js";
+import type { NodeFunction } from "./types.js";
 
 /** The Judge of a Looper's round (SPEC §2): the model decides under rules, with a rule-based fallback. */
 /**
@@ -19,15 +19,8 @@ export function createJudgeNode(def: JudgeNodeDefinition, graph: GraphDefinition
   const template = readFileSync(def.promptFile, "utf8");
 
   return async (state) => {
-    const spec = pickModelSpec(def.model, ctx.runModel, graph.model);
     // No token streaming: the model's raw JSON is not the decision once the guards have run.
-    const session = startModelSession(ctx, {
-      spec,
-      node: def.id,
-      consumed: state.scripted[spec],
-      startUsage: state.usage[def.id],
-      streamTokens: false,
-    });
+    const session = startNodeSession(ctx, def, graph, state, { streamTokens: false });
 
     const input = readJudgeInput(state, { judge: def.id, coder: def.coder, review: def.review });
     const result = await decide(input, renderPrompt(template, state), session.ask);
@@ -35,13 +28,11 @@ export function createJudgeNode(def: JudgeNodeDefinition, graph: GraphDefinition
     const text = describeJudgeResult(result);
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
     const visit = (state.visits[def.id] ?? 0) + 1;
-    const update: NodeUpdate = {
+    return {
       messages: [new AIMessage({ id: `${def.id}-decision-${visit}`, name: def.id, content: text })],
       outputs: { [def.id]: result },
-      usage: { [def.id]: session.usage },
+      ...session.bookkeeping(),
     };
-    if (session.consumed.length > 0) update.scripted = { [spec]: session.consumed };
-    return update;
   };
 }
 

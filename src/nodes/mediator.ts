@@ -4,12 +4,12 @@ import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { LoopgraphError } from "../errors.js";
 import type { GraphDefinition, MediatorNodeDefinition } from "../graph/types.js";
-import { pickModelSpec, type RunContext } from "../engine/context.js";
+import type { RunContext } from "../engine/context.js";
 import { performEffect } from "../engine/effects.js";
 import { MEDIATOR_TOOLS, runMediatorTool } from "../mediator/tools.js";
 import { renderPrompt } from "./prompt.js";
-import { messageText, startModelSession } from "./structured-call.js";
-import type { NodeFunction, NodeUpdate } from "./types.js";
+import { messageText, startNodeSession } from "./structured-call.js";
+import type { NodeFunction } from "./types.js";
 
 /** What the mediator node writes to `outputs.<node>`. */
 export interface MediatorOutput {
@@ -40,14 +40,7 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
   return async (state) => {
     const looper = ctx.looper;
     if (!looper) throw new LoopgraphError(`node "${def.id}": a mediator needs a Looper: run it through loopgraph run or chat`);
-    const spec = pickModelSpec(def.model, ctx.runModel, graph.model);
-    const session = startModelSession(ctx, {
-      spec,
-      node: def.id,
-      consumed: state.scripted[spec],
-      startUsage: state.usage[def.id],
-      tools: MEDIATOR_TOOLS,
-    });
+    const session = startNodeSession(ctx, def, graph, state, { tools: MEDIATOR_TOOLS });
     const previous = state.outputs[def.id] as MediatorOutput | undefined;
     const turn = (state.visits[def.id] ?? 0) + 1;
     // The loop's log and the tools act outside this thread: recorded, and answered from the record in a recorded replay.
@@ -85,9 +78,7 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
     if (answer && text !== messageText(answer)) written[written.length - 1] = new AIMessage({ content: text, id: answer.id, name: def.id });
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
     const output: MediatorOutput = { answer: text, loopThread: looper.threadId, relayed: progress.total, forwarded };
-    const update: NodeUpdate = { messages: written, outputs: { [def.id]: output }, usage: { [def.id]: session.usage } };
-    if (session.consumed.length > 0) update.scripted = { [spec]: session.consumed };
-    return update;
+    return { messages: written, outputs: { [def.id]: output }, ...session.bookkeeping() };
   };
 }
 

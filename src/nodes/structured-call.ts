@@ -1,6 +1,9 @@
 import { HumanMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { z } from "zod";
-import type { RunContext } from "../engine/context.js";
+import { pickModelSpec, type RunContext } from "../engine/context.js";
+import type { GraphDefinition } from "../graph/types.js";
+import type { GraphStateValue } from "../state/graph-state.js";
+import type { NodeUpdate } from "./types.js";
 import { ModelError } from "../errors.js";
 import { recordedOutput } from "../models/recorded.js";
 import type { ToolSpec } from "../models/types.js";
@@ -63,6 +66,34 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
     return result.message;
   };
   return { ask, consumed, usage };
+}
+
+/** A graph node's model session, with the state writes that keep its bookkeeping. */
+export interface NodeModelSession extends ModelSession {
+  /** `usage` of the node, and `scripted` when scripted responses were consumed. */
+  bookkeeping(): NodeUpdate;
+}
+
+/**
+ * The model session of a node of the graph state: its model (the node's, else the run's, else
+ * the graph's), the run's scripted consumption so far, and the node's token usage so far.
+ */
+export function startNodeSession(
+  ctx: RunContext,
+  node: { id: string; model?: string },
+  graph: GraphDefinition,
+  state: GraphStateValue,
+  options: Pick<ModelSessionOptions, "streamTokens" | "tools"> = {},
+): NodeModelSession {
+  const spec = pickModelSpec(node.model, ctx.runModel, graph.model);
+  const session = startModelSession(ctx, { spec, node: node.id, consumed: state.scripted[spec], startUsage: state.usage[node.id], ...options });
+  return {
+    ...session,
+    bookkeeping: () => ({
+      usage: { [node.id]: session.usage },
+      ...(session.consumed.length > 0 ? { scripted: { [spec]: session.consumed } } : {}),
+    }),
+  };
 }
 
 export type StructuredAnswer =
