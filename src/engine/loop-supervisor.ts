@@ -88,7 +88,7 @@ export class LoopSupervisor {
       return this.started(task);
     }
     if (isRunningElsewhere(record)) return `already running in process ${record.pid}: ${await this.status()}`;
-    if (await this.isLoopRunning()) {
+    if (await this.isLoopRunning(record)) {
       void this.resumeLoop();
       return `already running: the loop of thread ${this.threadId} was interrupted and is resumed now; its task is unchanged.\n${await this.status()}`;
     }
@@ -105,18 +105,19 @@ export class LoopSupervisor {
 
   /** Adds a task for after the current round; with no loop running, starts one (SPEC §2). */
   async addPending(task: string): Promise<string> {
-    if (!this.active && !(await this.isLoopRunning())) return this.start(task);
+    const record = this.active ? undefined : await this.record();
+    if (!this.active && !(await this.isLoopRunning(record))) return this.start(task);
     await this.post({ command: "add_pending", task });
-    const record = await this.record();
     if (!this.active && record && !isRunningElsewhere(record)) void this.resumeLoop();
     return `queued: "${task}" is taken up at the loop's next Judge.`;
   }
 
   /** Asks the loop to stop after the step in progress. */
   async stop(): Promise<string> {
-    if (!this.active && !(await this.isLoopRunning())) return "no loop is running: nothing to stop.";
+    const record = this.active ? undefined : await this.record();
+    if (!this.active && !(await this.isLoopRunning(record))) return "no loop is running: nothing to stop.";
     await this.post({ command: "stop" });
-    return this.active || isRunningElsewhere((await this.record())!)
+    return this.active || isRunningElsewhere(record!)
       ? "stopping: the loop ends after the step in progress."
       : `stop queued: the loop of thread ${this.threadId} is not running now; it stops as soon as it is resumed.`;
   }
@@ -217,9 +218,9 @@ export class LoopSupervisor {
     return withStore(this.options.store, async (store) => store.threads.get(this.threadId));
   }
 
-  /** Whether the loop's lifecycle is RUNNING (it may be running, interrupted or crashed). */
-  private async isLoopRunning(): Promise<boolean> {
-    if (!(await this.record())) return false;
+  /** Whether the loop's lifecycle (of its thread's `record`) is RUNNING: it may be running, interrupted or crashed. */
+  private async isLoopRunning(record: ThreadRecord | undefined): Promise<boolean> {
+    if (!record) return false;
     const { json } = await looperStatus(this.threadId, this.options.store);
     return json.state === "RUNNING";
   }
