@@ -12,13 +12,14 @@ export interface ReplayCommandOptions extends ForkOrVerifyOptions {
 
 const out = (text: string): void => void process.stdout.write(`${text}\n`);
 
+/** Options of a live fork or of --verify, and their flags. */
+const NOT_WITH_RECORDED = { set: "--set", verify: "--verify", model: "--model", approval: "--approval", restoreFiles: "--restore-files" } as const;
+
 /** `loopgraph replay <thread>`: `--recorded [--from]` here; a live fork (`--from [--set]`) or `--verify` in ./replay-fork-command.ts. */
 export async function replayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
   if (!options.recorded) return forkOrVerifyCommand(threadId, options);
-  const misplaced = (["set", "verify", "model", "approval", "restoreFiles"] as const).filter((key) => options[key] !== undefined);
-  if (misplaced.length > 0) {
-    throw new ConfigError(`--recorded replays the record with no model: use it without ${misplaced.map((key) => `--${key === "restoreFiles" ? "restore-files" : key}`).join(", ")}`);
-  }
+  const misplaced = Object.entries(NOT_WITH_RECORDED).flatMap(([key, flag]) => (options[key as keyof typeof NOT_WITH_RECORDED] !== undefined ? [flag] : []));
+  if (misplaced.length > 0) throw new ConfigError(`--recorded replays the record with no model: use it without ${misplaced.join(", ")}`);
   return recordedReplayCommand(threadId, options);
 }
 
