@@ -3,6 +3,7 @@ import { join, relative } from "node:path";
 import { ConfigError } from "../errors.js";
 import { packageRoot } from "../graph/load.js";
 import { createModel } from "../models/index.js";
+import { OFFLINE_MODEL_HINT } from "../models/spec.js";
 import type { Recorder } from "../runs/recordings.js";
 import type { EffectRequest } from "./effects.js";
 import type { ChatModel } from "../models/types.js";
@@ -44,9 +45,11 @@ export interface RunContext {
   snapshots?: ToolStepSnapshots;
 }
 
-export const NO_MODEL_MESSAGE =
+const noModel = (offlineHint: string): string =>
   "no model configured: pass --model provider:model or set LOOPGRAPH_MODEL (e.g. openai:gpt-4o-mini with OPENAI_API_KEY); " +
-  "to try offline: --model scripted:examples/example-review.script.yaml";
+  `to try offline: ${offlineHint}`;
+
+export const NO_MODEL_MESSAGE = noModel(OFFLINE_MODEL_HINT);
 
 /** The no-model message for a graph: its offline hint names the scripted file shipped for that graph, when there is one. */
 export function noModelMessage(graphName: string, cwd: string): string {
@@ -54,7 +57,7 @@ export function noModelMessage(graphName: string, cwd: string): string {
   const script = root === undefined ? undefined : join(root, "examples", `${graphName}.script.yaml`);
   if (script === undefined || !existsSync(script)) return NO_MODEL_MESSAGE;
   const shown = relative(cwd, script);
-  return NO_MODEL_MESSAGE.replace("scripted:examples/example-review.script.yaml", `scripted:${shown.startsWith("..") ? script : shown}`);
+  return noModel(`--model scripted:${shown.startsWith("..") ? script : shown}`);
 }
 
 export function createModelCache(cwd: string, env: NodeJS.ProcessEnv): (spec: string) => ChatModel {
@@ -69,9 +72,14 @@ export function createModelCache(cwd: string, env: NodeJS.ProcessEnv): (spec: st
   };
 }
 
-/** The model for a node: the node's own, else the run's, else the graph's default. */
-export function pickModelSpec(nodeModel: string | undefined, runModel: string | undefined, graphModel: string | undefined): string {
+/** The model for a node: the node's own, else the run's, else the graph's default; none is an error with `missing` as its message. */
+export function pickModelSpec(
+  nodeModel: string | undefined,
+  runModel: string | undefined,
+  graphModel: string | undefined,
+  missing: string = NO_MODEL_MESSAGE,
+): string {
   const spec = nodeModel ?? runModel ?? graphModel;
-  if (!spec) throw new ConfigError(NO_MODEL_MESSAGE);
+  if (!spec) throw new ConfigError(missing);
   return spec;
 }

@@ -96,14 +96,15 @@ export function absoluteModelSpec(spec: string | undefined, cwd: string): string
 const MODEL_KINDS = new Set<NodeDefinition["kind"]>(["agent", "coder", "review", "judge", "mediator"]);
 
 /** Fails fast (exit 2) when a node has no model or a model cannot be configured (e.g. a missing key). */
-export function checkModels(graph: GraphDefinition, ctx: RunContext, root: GraphDefinition = graph): void {
+export function checkModels(graph: GraphDefinition, ctx: RunContext): void {
+  checkNodeModels(graph, ctx, noModelMessage(graph.name, process.cwd()));
+}
+
+function checkNodeModels(graph: GraphDefinition, ctx: RunContext, missing: string): void {
   for (const node of Object.values(graph.nodes)) {
-    if (MODEL_KINDS.has(node.kind)) {
-      if (!(node.model ?? ctx.runModel ?? graph.model)) throw new ConfigError(noModelMessage(root.name, process.cwd()));
-      ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model));
-    }
-    if (node.kind === "subgraph") checkModels(node.graph, ctx, root);
-    if (node.kind === "mediator") checkModels(node.loop, ctx, root);
+    if (MODEL_KINDS.has(node.kind)) ctx.model(pickModelSpec(node.model, ctx.runModel, graph.model, missing));
+    if (node.kind === "subgraph") checkNodeModels(node.graph, ctx, missing);
+    if (node.kind === "mediator") checkNodeModels(node.loop, ctx, missing);
   }
 }
 
@@ -258,16 +259,19 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   }
 }
 
+/** `run`/`resume` of a mediator graph: once the Mediator's turn is over, a loop it started runs to its end here (see summariseLoop). */
+function followLoop(graph: GraphDefinition, ctx: RunContext, store: Store, options: CommonRunOptions, outcome: RunOutcome): Promise<RunOutcome> | RunOutcome {
+  return outcome.status === "finished" && ctx.looper?.running ? summariseLoop(graph, ctx, ctx.looper, store, options) : outcome;
+}
+
 /**
- * `run`/`resume` of a mediator graph: once the Mediator's turn is over, the loop it started runs
- * to its end here, and the Mediator is asked for a summary. A loop that pauses or is interrupted
- * is reported as such (its thread is the one to resume); a failed loop is summarised, then reported.
+ * Waits for the running loop to end, then asks the Mediator for a summary. A loop that pauses or
+ * is interrupted is reported as such (its thread is the one to resume); a failed loop is
+ * summarised, then reported.
  */
-async function followLoop(graph: GraphDefinition, ctx: RunContext, store: Store, options: CommonRunOptions, outcome: RunOutcome): Promise<RunOutcome> {
-  const looper = ctx.looper;
-  if (!looper?.running || outcome.status !== "finished") return outcome;
-  const loop = await looper.wait();
-  if (!loop || loop.status === "paused" || loop.status === "interrupted") return loop ?? outcome;
+async function summariseLoop(graph: GraphDefinition, ctx: RunContext, looper: LoopSupervisor, store: Store, options: CommonRunOptions): Promise<RunOutcome> {
+  const loop = (await looper.wait())!;
+  if (loop.status === "paused" || loop.status === "interrupted") return loop;
   const ending = loop.status === "failed" ? `the loop failed: ${loop.error ?? "unknown error"}.` : `the loop ended: ${loopEndReason(loop.state)}.`;
   const request = new HumanMessage({ id: randomUUID(), name: "looper", content: `${AUTO_PREFIX} ${ending} Summarise the outcome for the user.` });
   store.threads.markRunning(ctx.threadId, { model: ctx.runModel, approval: ctx.approvalMode });
@@ -299,7 +303,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
       if (ctx.looper && (await unfinishedThread(store, ctx.looper.threadId))) {
         const resumed = await ctx.looper.resume(options.answer as ApprovalAnswer | undefined);
         if (!ctx.looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
-        return await followLoop(graph, ctx, store, options, { threadId: record.threadId, status: "finished", exitCode: ExitCode.Finished, state: {} as GraphStateValue });
+        return await summariseLoop(graph, ctx, ctx.looper, store, options);
       }
       throw new ConfigError(`nothing to resume: thread "${record.threadId}" has finished (see \`loopgraph inspect ${record.threadId}\`)`);
     }
