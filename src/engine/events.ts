@@ -1,10 +1,11 @@
+import type { RewindChange } from "../snapshots/rewind-plan.js";
 import type { NodeUsage } from "../state/graph-state.js";
 
 /** Events of a run, printed live by the CLI and as NDJSON with `--json` (SPEC §6). */
 export type RunEvent =
   | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean; forkedFrom?: string }
   /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */
-  | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[]; restored?: Array<{ action: "restore" | "delete" | "recreate"; path: string }> }
+  | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[]; restored?: RewindChange[] }
   | { type: "node_started"; threadId: string; node: string; visit: number }
   | { type: "node_finished"; threadId: string; node: string; usage?: NodeUsage; durationMs: number }
   | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
