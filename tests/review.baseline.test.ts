@@ -1,10 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { createHash } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { captureBaseline, changesSinceBaseline, diffSinceBaseline } from "../src/review/baseline.js";
-import { tempDir } from "./helpers/cli.js";
+import { git, tempDir } from "./helpers/cli.js";
 
 let cleanups: Array<() => void> = [];
 afterEach(() => {
@@ -18,13 +17,6 @@ function scratch(): string {
   return temp.path;
 }
 
-// GIT_OPTIONAL_LOCKS=0: the test's own `git status` must not refresh the index it compares.
-const git = (cwd: string, ...args: string[]): string =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" },
-  });
 
 /** A repository with one commit: tracked.txt, doomed.txt, .gitignore (ignoring *.log). */
 function repository(): string {

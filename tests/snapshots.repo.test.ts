@@ -1,10 +1,9 @@
-import { execFileSync } from "node:child_process";
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { applyRewind } from "../src/snapshots/apply-rewind.js";
 import { openSnapshotRepository, SNAPSHOTS_GIT_DIR } from "../src/snapshots/shadow-repo.js";
-import { tempDir } from "./helpers/cli.js";
+import { git, tempDir } from "./helpers/cli.js";
 import { fingerprint } from "./helpers/fingerprint.js";
 
 let cleanups: Array<() => void> = [];
@@ -19,12 +18,6 @@ function workspace(): string {
   return temp.path;
 }
 
-const git = (cwd: string, ...args: string[]): string =>
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], {
-    cwd,
-    encoding: "utf8",
-    env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" },
-  });
 
 const isExecutable = (path: string): boolean => (statSync(path).mode & 0o100) !== 0;
 

@@ -1,8 +1,7 @@
-import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { collect, gitRepo, hasStackTrace, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine, cleanEnv } from "./helpers/cli.js";
+import { collect, git, gitRepo, hasStackTrace, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine, cleanEnv } from "./helpers/cli.js";
 import { fingerprint } from "./helpers/fingerprint.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/snapshots");
@@ -12,10 +11,6 @@ afterEach(() => {
   cleanups.forEach((cleanup) => cleanup());
   cleanups = [];
 });
-
-// GIT_OPTIONAL_LOCKS=0: the test's own `git status` must not refresh the index it compares.
-const git = (dir: string, ...args: string[]): string =>
-  execFileSync("git", ["-C", dir, ...args], { encoding: "utf8", env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" } });
 
 /** A repository with c.txt and a non-executable run.sh committed, and an untracked notes.txt. */
 function repo(): { dir: string; db: string } {

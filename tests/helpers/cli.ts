@@ -93,6 +93,18 @@ export async function lastCheckpointState<T = Record<string, unknown>>(db: strin
   return (JSON.parse(state.stdout) as { values: T }).values;
 }
 
+/**
+ * Runs git in `cwd` with a test identity. GIT_OPTIONAL_LOCKS=0: the test's own `git status` must
+ * not refresh the index it compares.
+ */
+export function git(cwd: string, ...args: string[]): string {
+  return execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@example.com", ...args], {
+    cwd,
+    encoding: "utf8",
+    env: { ...process.env, GIT_OPTIONAL_LOCKS: "0" },
+  });
+}
+
 /** A real git repository with `files` in one commit, and a database path beside it (both in a temp dir). */
 export function gitRepo(files: Record<string, string>): { dir: string; db: string; cleanup: () => void } {
   const temp = tempDir();
