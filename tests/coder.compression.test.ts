@@ -6,7 +6,7 @@ import {
   compressHistory,
   compressionUpdate,
   type CompressionOptions,
-} from "../src/coder/compression.js";
+} from "../src/nodes/coder/compression.js";
 import { countInputTokens } from "../src/models/tokens.js";
 
 const TASK = "Add a --verbose flag to the CLI and test it";

@@ -10,7 +10,7 @@ import {
   type LoopDetectorState,
   type LoopVerdict,
   type ToolCallLike,
-} from "../src/coder/loop-detection.js";
+} from "../src/tools/loop-detection.js";
 
 const readFile = (path: string, extra: Record<string, unknown> = {}): ToolCallLike => ({
   name: "read_file",

@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
-import { evaluateCondition, getPath } from "../src/graph/condition.js";
-import type { ComparisonOperator, Condition } from "../src/graph/types.js";
+import { evaluateCondition, getPath } from "../src/format/condition.js";
+import type { ComparisonOperator, Condition } from "../src/format/types.js";
 
 const state = {
   task: "Write a haiku",

@@ -5,7 +5,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ConfigError, GraphValidationError } from "../src/errors.js";
 import { loadGraph } from "../src/graph/index.js";
-import type { GraphDefinition } from "../src/graph/types.js";
+import type { GraphDefinition } from "../src/format/types.js";
 
 const goodDir = fileURLToPath(new URL("./fixtures/good-graphs/", import.meta.url));
 const supportDir = fileURLToPath(new URL("./fixtures/bad-graphs/support/", import.meta.url));

@@ -2,7 +2,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { describeCondition, drawMermaid, escapeLabel } from "../src/graph/mermaid.js";
 import { loadGraph } from "../src/graph/index.js";
-import type { GraphDefinition } from "../src/graph/types.js";
+import type { GraphDefinition } from "../src/format/types.js";
 
 const base = { version: 1 as const, file: "/g.yaml", state: {}, limits: { maxSteps: 100 }, policy: [] };
 

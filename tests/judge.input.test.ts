@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { z } from "zod";
-import { formatJudgeInput, readJudgeInput } from "../src/judge/input.js";
-import { judgeNodeKeys } from "../src/judge/schema.js";
+import { formatJudgeInput, readJudgeInput } from "../src/nodes/judge/input.js";
+import { judgeNodeKeys } from "../src/nodes/judge/schema.js";
 import type { GraphStateValue } from "../src/state/graph-state.js";
 import { coderFailure, coderSuccess, judgeState, review, TASK } from "./fixtures/judge/factories.js";
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import type { CoderFailureKind } from "../src/coder/types.js";
-import { readJudgeInput, type JudgeInput } from "../src/judge/input.js";
-import { guardDecision, ruleDecision, type JudgeDecision } from "../src/judge/rules.js";
+import type { CoderFailureKind } from "../src/nodes/coder/types.js";
+import { readJudgeInput, type JudgeInput } from "../src/nodes/judge/input.js";
+import { guardDecision, ruleDecision, type JudgeDecision } from "../src/nodes/judge/rules.js";
 import { coderFailure, coderSuccess, judgeState, review, TASK, type JudgeStateParts } from "./fixtures/judge/factories.js";
 
 const input = (parts: JudgeStateParts): JudgeInput => readJudgeInput(judgeState(parts), { judge: "judge", coder: "coder", review: "review" });

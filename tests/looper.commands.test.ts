@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { commandToEvent, looperCommandSchema, parseLooperCommand } from "../src/looper/commands.js";
-import { applyLooperEvent, initialLooperSnapshot } from "../src/looper/machine.js";
-import type { LooperCommand } from "../src/looper/types.js";
+import { commandToEvent, looperCommandSchema, parseLooperCommand } from "../src/nodes/looper/commands.js";
+import { applyLooperEvent, initialLooperSnapshot } from "../src/nodes/looper/machine.js";
+import type { LooperCommand } from "../src/state/looper.js";
 
 describe("parseLooperCommand: JSON", () => {
   it.each<[string, LooperCommand]>([

@@ -11,8 +11,8 @@ import {
   subStateOf,
   toLooperSnapshot,
   type LooperMachineSnapshot,
-} from "../src/looper/machine.js";
-import type { LooperEvent, LooperSnapshot } from "../src/looper/types.js";
+} from "../src/nodes/looper/machine.js";
+import type { LooperEvent, LooperSnapshot } from "../src/state/looper.js";
 
 const MAX_ROUNDS = 2;
 const QUEUED_TASK = "p";

@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
-import { applyLooperEvent, initialLooperSnapshot } from "../src/looper/machine.js";
-import { formatStatus, statusJson } from "../src/looper/status.js";
-import type { LooperEvent, LooperSnapshot } from "../src/looper/types.js";
+import { applyLooperEvent, initialLooperSnapshot } from "../src/nodes/looper/machine.js";
+import { formatStatus, statusJson } from "../src/nodes/looper/status.js";
+import type { LooperEvent, LooperSnapshot } from "../src/state/looper.js";
 
 function run(events: LooperEvent[]): LooperSnapshot {
   return events.reduce((snapshot, event) => applyLooperEvent(snapshot, event).snapshot, initialLooperSnapshot());

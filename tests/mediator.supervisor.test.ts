@@ -2,7 +2,7 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openChat } from "../src/engine/chat.js";
-import { runMediatorTool, type LooperHandle } from "../src/mediator/tools.js";
+import { runMediatorTool, type LooperHandle } from "../src/nodes/mediator/tools.js";
 import { cleanEnv, gitRepo } from "./helpers/cli.js";
 
 let cleanups: Array<() => void> = [];

@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BUILTIN_DENY_PRIORITY, WORKSPACE_CONFINEMENT } from "../src/policy/builtin-rules.js";
 import { evaluatePolicy } from "../src/policy/evaluate.js";
-import type { ApprovalMode, PolicyRule } from "../src/policy/types.js";
+import type { PolicyRule } from "../src/state/rules.js";
+import type { ApprovalMode } from "../src/state/thread.js";
 
 let base: string;
 let workspace: string;

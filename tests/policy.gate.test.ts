@@ -4,7 +4,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { decideToolCall, sessionRuleFor } from "../src/policy/gate.js";
 import type { PolicyCall } from "../src/policy/evaluate.js";
-import type { ApprovalMode, PolicyRule } from "../src/policy/types.js";
+import type { PolicyRule } from "../src/state/rules.js";
+import type { ApprovalMode } from "../src/state/thread.js";
 
 let workspace: string;
 beforeAll(() => {

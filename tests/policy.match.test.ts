@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { compilePattern, decidingRule, escapeRegExp, ruleMatches, stricter, toolMatches } from "../src/policy/match.js";
-import type { PolicyRule } from "../src/policy/types.js";
+import type { PolicyRule } from "../src/state/rules.js";
 
 const rule = (overrides: Partial<PolicyRule>): PolicyRule => ({
   tool: "*",

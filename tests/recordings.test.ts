@@ -2,9 +2,10 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { afterEach, describe, expect, it } from "vitest";
-import { createRecorder } from "../src/engine/recorder.js";
+import { createRecorder } from "../src/runtime/recorder.js";
 import type { RecordData, RecordKey } from "../src/runs/recordings.js";
 import { redactSecrets, secretValues } from "../src/runs/redact.js";
+import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
 import { openStore, type Store } from "../src/runs/store.js";
 import { tempDir } from "./helpers/cli.js";
 
@@ -73,7 +74,7 @@ describe("the recordings table", () => {
 
 describe("credentials", () => {
   it("are the model providers' keys and variables named like keys, tokens or secrets, when long enough to be one", () => {
-    const values = secretValues({ OPENAI_API_KEY: "sk-openai-123", GROQ_API_KEY: "gsk_987654321", GITHUB_TOKEN: "ghp_abcdefgh", SHORT_TOKEN: "x", HOME: "/home/someone-long", EDITOR: "vim" });
+    const values = secretValues({ OPENAI_API_KEY: "sk-openai-123", GROQ_API_KEY: "gsk_987654321", GITHUB_TOKEN: "ghp_abcdefgh", SHORT_TOKEN: "x", HOME: "/home/someone-long", EDITOR: "vim" }, MODEL_KEY_VARIABLES);
     expect(values.sort()).toEqual(["ghp_abcdefgh", "gsk_987654321", "sk-openai-123"]);
   });
 

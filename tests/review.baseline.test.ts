@@ -2,7 +2,7 @@ import { createHash } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import { captureBaseline, changesSinceBaseline, diffSinceBaseline } from "../src/review/baseline.js";
+import { captureBaseline, changesSinceBaseline, diffSinceBaseline } from "../src/nodes/review/baseline.js";
 import { git, tempDir } from "./helpers/cli.js";
 
 let cleanups: Array<() => void> = [];

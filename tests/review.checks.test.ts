@@ -1,10 +1,10 @@
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import type { CoderResult } from "../src/coder/types.js";
-import type { ReviewCheckResult } from "../src/looper/types.js";
-import { cutMiddle, mergeReview, rateDiff, summariseChanges, type DiffReading } from "../src/review/checks.js";
-import { DEFAULT_REVIEW_PROMPTS, resolveReviewNode, reviewNodeSchema } from "../src/review/schema.js";
+import type { CoderResult } from "../src/nodes/coder/types.js";
+import type { ReviewCheckResult } from "../src/state/looper.js";
+import { cutMiddle, mergeReview, rateDiff, summariseChanges, type DiffReading } from "../src/nodes/review/checks.js";
+import { DEFAULT_REVIEW_PROMPTS, resolveReviewNode, reviewNodeSchema } from "../src/nodes/review/schema.js";
 import { ROOT } from "./helpers/cli.js";
 
 const CODER: CoderResult = { status: "success", summary: "done", filesChanged: [], steps: 1, toolCalls: [], todos: [] };

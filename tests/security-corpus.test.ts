@@ -14,9 +14,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { decideToolCall } from "../src/policy/gate.js";
-import type { ApprovalMode, PolicyRule } from "../src/policy/types.js";
 import { executeToolCall } from "../src/tools/registry.js";
 import type { ToolContext, ToolResult } from "../src/tools/types.js";
+import type { PolicyRule } from "../src/state/rules.js";
+import type { ApprovalMode } from "../src/state/thread.js";
 
 interface Attempt {
   name: string;

@@ -1,17 +1,17 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import pc from "picocolors";
-import { isApprovalRequest } from "../coder/types.js";
+import { isApprovalRequest } from "../nodes/coder/types.js";
 import { ExitCode } from "../errors.js";
 import { openChat, type ChatSession } from "../engine/chat.js";
-import type { RunEvent } from "../engine/events.js";
+import type { RunEvent } from "../runtime/events.js";
 import type { RunOutcome } from "../engine/runner.js";
-import { parseLooperCommand } from "../looper/index.js";
-import { messageText } from "../nodes/structured-call.js";
-import type { ApprovalMode } from "../policy/types.js";
+import { parseLooperCommand } from "../nodes/looper/index.js";
+import { messageText } from "../runtime/model-session.js";
 import { describeCall } from "./approval-prompt.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
 import type { GlobalOptions } from "./run-commands.js";
+import type { ApprovalMode } from "../state/thread.js";
 
 export interface ChatCommandOptions extends GlobalOptions {
   graph?: string;

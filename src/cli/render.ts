@@ -1,5 +1,5 @@
 import pc from "picocolors";
-import type { EventSink, RerunNode, RunEvent } from "../engine/events.js";
+import type { EventSink, RerunNode, RunEvent } from "../runtime/events.js";
 
 /** `--json`: one JSON object per line on stdout. */
 export function jsonRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {

@@ -1,9 +1,9 @@
 import pc from "picocolors";
 import { ConfigError, ExitCode } from "../errors.js";
-import type { ApprovalMode } from "../policy/types.js";
 import { forkRun } from "../replay/fork.js";
 import { verifyRun, type VerifyResult } from "../replay/verify.js";
 import { interactiveApprovals, withRunUi, type GlobalOptions } from "./run-commands.js";
+import type { ApprovalMode } from "../state/thread.js";
 
 export interface ReplayCommandOptions extends GlobalOptions {
   from?: string;

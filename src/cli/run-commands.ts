@@ -1,12 +1,12 @@
 import { RunControl } from "@langchain/langgraph";
 import pc from "picocolors";
 import { ConfigError, ExitCode } from "../errors.js";
-import type { EventSink } from "../engine/events.js";
+import type { EventSink } from "../runtime/events.js";
 import { resumeRun, runGraph, type RunOutcome } from "../engine/runner.js";
-import type { ApprovalAnswer } from "../coder/types.js";
-import type { ApprovalMode } from "../policy/types.js";
+import type { ApprovalAnswer } from "../nodes/coder/types.js";
 import { promptForApproval } from "./approval-prompt.js";
 import { humanRenderer, jsonRenderer } from "./render.js";
+import type { ApprovalMode } from "../state/thread.js";
 
 export interface GlobalOptions {
   db?: string;

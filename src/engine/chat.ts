@@ -2,10 +2,10 @@ import { randomUUID } from "node:crypto";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { ConfigError } from "../errors.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
-import type { GraphDefinition } from "../graph/types.js";
+import type { GraphDefinition } from "../format/types.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
 import { latestValues, openStore, withStore, type Store } from "../runs/store.js";
-import type { EventSink } from "./events.js";
+import type { EventSink } from "../runtime/events.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import {
   absoluteModelSpec,

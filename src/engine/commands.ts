@@ -1,6 +1,6 @@
 import { ConfigError } from "../errors.js";
-import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } from "../looper/index.js";
-import type { LooperCommand, LooperSnapshot } from "../looper/types.js";
+import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } from "../nodes/looper/index.js";
+import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
 import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 

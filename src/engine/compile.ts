@@ -1,17 +1,17 @@
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
-import { evaluateCondition } from "../graph/condition.js";
-import { END_NODE, START_NODE, type Branch, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../graph/types.js";
-import { createAgentNode } from "../nodes/agent.js";
-import { createCoderNode } from "../nodes/coder.js";
-import { createJudgeNode } from "../nodes/judge.js";
-import { createLooperNode } from "../nodes/looper.js";
-import { createMediatorNode } from "../nodes/mediator.js";
-import { createReviewNode } from "../nodes/review.js";
-import { createFunctionNode, loadUserFunction } from "../nodes/function.js";
-import { instrumentNode } from "../nodes/instrument.js";
-import type { NodeFunction } from "../nodes/types.js";
+import { evaluateCondition } from "../format/condition.js";
+import { END_NODE, START_NODE, type Branch, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
+import { createAgentNode } from "../nodes/agent/node.js";
+import { createCoderNode } from "../nodes/coder/node.js";
+import { createJudgeNode } from "../nodes/judge/node.js";
+import { createLooperNode } from "../nodes/looper/node.js";
+import { createMediatorNode } from "../nodes/mediator/node.js";
+import { createReviewNode } from "../nodes/review/node.js";
+import { createFunctionNode, loadUserFunction } from "../nodes/function/node.js";
+import { instrumentNode } from "../runtime/instrument.js";
+import type { NodeFunction } from "../runtime/node-function.js";
 import { GraphState, type GraphStateValue } from "../state/graph-state.js";
-import type { RunContext } from "./context.js";
+import type { RunContext } from "../runtime/context.js";
 
 export type CompiledGraph = Awaited<ReturnType<typeof compileGraph>>;
 

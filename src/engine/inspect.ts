@@ -4,7 +4,7 @@ import diff from "microdiff";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
-import type { NodeUsage } from "../state/graph-state.js";
+import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
 
 
@@ -34,7 +34,7 @@ export interface CheckpointSummary {
    */
   nodes: string[];
   createdAt: string;
-  tokens: NodeUsage;
+  tokens: TokenUsage;
   status: "input" | "done" | "error";
   changes: StateChange[];
 }
@@ -115,7 +115,7 @@ export async function listThreads(options: StoreOptions = {}): Promise<ThreadSum
   });
 }
 
-const zeroUsage = (): NodeUsage => ({ inputTokens: 0, outputTokens: 0 });
+const zeroUsage = (): TokenUsage => ({ inputTokens: 0, outputTokens: 0 });
 
 function valuesOf(tuple: CheckpointTuple): Record<string, unknown> {
   return toPlainValues(tuple.checkpoint.channel_values as Record<string, unknown>);
@@ -143,8 +143,8 @@ function checkpointNodes(tuple: CheckpointTuple, ran: string[]): string[] {
 
 function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, current: Record<string, unknown>): Omit<CheckpointSummary, "branch"> {
   const step = tuple.metadata?.step ?? 0;
-  const usageBefore = (previous.usage ?? {}) as Record<string, NodeUsage>;
-  const usageNow = (current.usage ?? {}) as Record<string, NodeUsage>;
+  const usageBefore = (previous.usage ?? {}) as Record<string, TokenUsage>;
+  const usageNow = (current.usage ?? {}) as Record<string, TokenUsage>;
   const tokens = zeroUsage();
   for (const [node, usage] of Object.entries(usageNow)) {
     tokens.inputTokens += usage.inputTokens - (usageBefore[node]?.inputTokens ?? 0);

@@ -1,16 +1,16 @@
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { RunControl } from "@langchain/langgraph";
-import type { ApprovalAnswer } from "../coder/types.js";
-import { formatStatus, initialLooperSnapshot } from "../looper/index.js";
-import type { LooperCommand } from "../looper/types.js";
-import { AUTO_PREFIX } from "../nodes/looper.js";
-import type { ApprovalMode } from "../policy/types.js";
+import type { ApprovalAnswer } from "../nodes/coder/types.js";
+import { formatStatus, initialLooperSnapshot } from "../nodes/looper/index.js";
+import type { LooperCommand } from "../state/looper.js";
+import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { latestValues, withStore, type StoreOptions } from "../runs/store.js";
 import { hasUnconsumedCommands, looperStatus, loopThreadOf } from "./commands.js";
-import { eventBus, messageTopic, type ThreadMessage } from "./event-bus.js";
-import type { EventSink } from "./events.js";
+import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
+import type { EventSink } from "../runtime/events.js";
 import type { ResumeOptions, RunOptions, RunOutcome } from "./runner.js";
+import type { ApprovalMode } from "../state/thread.js";
 
 export interface LoopSupervisorOptions {
   /** The Mediator's thread; the loop runs in `<thread>.loop`. */

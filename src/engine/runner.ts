@@ -6,23 +6,24 @@ import { Command, GraphRecursionError, isGraphDrained, type RunControl } from "@
 import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
-import type { GraphDefinition, MediatorNodeDefinition, NodeDefinition } from "../graph/types.js";
+import type { GraphDefinition, MediatorNodeDefinition, NodeDefinition } from "../format/types.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
-import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "../coder/types.js";
+import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "../nodes/coder/types.js";
 import { loadUserRules } from "../policy/index.js";
-import type { ApprovalMode } from "../policy/types.js";
 import { compileGraph, type RunnableGraph } from "./compile.js";
-import { createModelCache, noModelMessage, pickModelSpec, type RunContext } from "./context.js";
+import { createModelCache, noModelMessage, pickModelSpec, type RunContext } from "../runtime/context.js";
 import { hasUnconsumedCommands } from "./commands.js";
 import { LoopSupervisor } from "./loop-supervisor.js";
-import { eventBus } from "./event-bus.js";
-import { createRecorder } from "./recorder.js";
-import type { EventSink, RunEvent, RunStatus } from "./events.js";
-import { AUTO_PREFIX } from "../nodes/looper.js";
+import { eventBus } from "../runtime/event-bus.js";
+import { createRecorder } from "../runtime/recorder.js";
+import type { EventSink, RunEvent } from "../runtime/events.js";
+import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
+import type { ApprovalMode } from "../state/thread.js";
+import type { RunStatus } from "../state/thread.js";
 
 export interface CommonRunOptions {
   /** Database file (`--db`); default LOOPGRAPH_DB or `.loopgraph/loopgraph.db`. */

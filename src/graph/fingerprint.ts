@@ -1,6 +1,6 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
-import type { GraphDefinition } from "./types.js";
+import type { GraphDefinition } from "../format/types.js";
 
 /** Every file a run of the graph reads: the graph file, its subgraphs, prompts and function modules. */
 function filesOf(graph: GraphDefinition, files = new Set<string>()): Set<string> {

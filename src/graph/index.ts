@@ -1,7 +1,8 @@
-export { evaluateCondition, getPath } from "./condition.js";
+export { evaluateCondition, getPath } from "../format/condition.js";
 export { graphJsonSchema, renderGraphJsonSchema } from "./json-schema.js";
 export { listGraphs, type GraphListing } from "./list.js";
-export { loadGraph, packageGraphsDir, resolveGraphPath } from "./load.js";
+export { loadGraph, resolveGraphPath } from "./load.js";
 export { describeCondition, drawMermaid } from "./mermaid.js";
 export { NODE_KINDS } from "./schema.js";
-export * from "./types.js";
+export * from "../format/types.js";
+export { packageGraphsDir } from "../package.js";

@@ -1,7 +1,7 @@
 import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
-import { packageGraphsDir } from "./load.js";
+import { packageGraphsDir } from "../package.js";
 
 export interface GraphListing {
   /** What `loopgraph run <name>` accepts: the file name without extension. */

@@ -1,14 +1,14 @@
-import { readFileSync, statSync } from "node:fs";
+import { statSync } from "node:fs";
 import { readFile } from "node:fs/promises";
 import path from "node:path";
-import { fileURLToPath } from "node:url";
 import { LineCounter, parseDocument, visit, type Document } from "yaml";
 import { ConfigError, GraphValidationError } from "../errors.js";
-import { toLoopDetectionOptions } from "../coder/loop-detection.js";
+import { packageGraphsDir, packageRoot } from "../package.js";
+import { toLoopDetectionOptions } from "../tools/loop-detection.js";
 import { toPolicyRules } from "../policy/rule-file.js";
-import { resolveReviewNode } from "../review/schema.js";
+import { resolveReviewNode } from "../nodes/review/schema.js";
 import { TOOL_NAMES } from "../tools/types.js";
-import { SourceLocator, type DataPath, type PathIssue } from "./positions.js";
+import { SourceLocator, type DataPath, type PathIssue } from "../diagnostics/positions.js";
 import { COMPARISON_OPERATORS, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
 import {
   END_NODE,
@@ -17,7 +17,7 @@ import {
   type GraphDefinition,
   type NodeDefinition,
   type StateFieldDefinition,
-} from "./types.js";
+} from "../format/types.js";
 import { checkSemantics } from "./semantics.js";
 import { checkShape } from "./shape.js";
 
@@ -289,31 +289,6 @@ function toCondition(raw: RawCondition): Condition {
 
 // ---------------------------------------------------------------------------------------------
 // Finding graph files by name
-
-/** The loopgraph package's own `graphs/` directory (shipped graphs), if the package root is found. */
-/** The installed loopgraph package's root (where its graphs/ and prompts/ are). */
-export function packageRoot(): string | undefined {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    if (isLoopgraphPackage(dir)) return dir;
-    const parent = path.dirname(dir);
-    if (parent === dir) return undefined;
-    dir = parent;
-  }
-}
-
-export function packageGraphsDir(): string | undefined {
-  const root = packageRoot();
-  return root && path.join(root, "graphs");
-}
-
-function isLoopgraphPackage(dir: string): boolean {
-  try {
-    return (JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: unknown }).name === "loopgraph";
-  } catch {
-    return false;
-  }
-}
 
 const GRAPH_EXTENSIONS = [".yaml", ".yml"];
 

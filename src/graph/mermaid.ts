@@ -1,4 +1,4 @@
-import { END_NODE, START_NODE, type Condition, type GraphDefinition, type NodeDefinition } from "./types.js";
+import { END_NODE, START_NODE, type Condition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
 
 /**
  * A Mermaid `flowchart TD` of a graph: conditional edges labelled with their condition, loop

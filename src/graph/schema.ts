@@ -6,12 +6,12 @@
 import { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { parseModelSpec } from "../models/spec.js";
-import { loopDetectionConfigSchema } from "../coder/loop-detection.js";
-import { judgeNodeKeys } from "../judge/schema.js";
+import { loopDetectionConfigSchema } from "../tools/loop-detection.js";
+import { judgeNodeKeys } from "../nodes/judge/schema.js";
 import { policyRulesSchema } from "../policy/rule-file.js";
-import { reviewNodeSchema } from "../review/schema.js";
+import { reviewNodeSchema } from "../nodes/review/schema.js";
 import { TOOL_NAMES } from "../tools/types.js";
-import type { ComparisonOperator, OutputSchema } from "./types.js";
+import type { ComparisonOperator, OutputSchema } from "../format/types.js";
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const RESERVED_NODE_IDS: readonly string[] = ["START", "END"];

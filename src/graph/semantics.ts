@@ -2,11 +2,11 @@
  * The cross-references the schema cannot see: edges, condition paths, breakpoints,
  * reachability and loop limits. Files on disk are checked by ./load.ts.
  */
-import type { DataPath, PathIssue } from "./positions.js";
+import type { DataPath, PathIssue } from "../diagnostics/positions.js";
 import type { GraphFile, RawCondition, RawEdge } from "./schema.js";
-import { closestName, unknownName } from "./suggest.js";
+import { closestName, unknownName } from "../diagnostics/suggest.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
-import { END_NODE, START_NODE } from "./types.js";
+import { END_NODE, START_NODE } from "../format/types.js";
 
 /** Checks what the schema cannot: references between parts of the graph, reachability, loop limits. */
 export function checkSemantics(graph: GraphFile): PathIssue[] {

@@ -1,8 +1,8 @@
 /** Checks parsed graph data against the zod schema, rewording its issues to say what to fix. */
 import { z } from "zod";
-import { valueAt, type DataPath, type PathIssue } from "./positions.js";
+import { valueAt, type DataPath, type PathIssue } from "../diagnostics/positions.js";
 import { COMBINATORS, COMPARISON_OPERATORS, NODE_KINDS, conditionSchema, graphFileSchema, type GraphFile } from "./schema.js";
-import { closestName, unknownName } from "./suggest.js";
+import { closestName, unknownName } from "../diagnostics/suggest.js";
 
 export type ShapeCheck = { ok: true; graph: GraphFile } | { ok: false; issues: PathIssue[] };
 

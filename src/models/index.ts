@@ -26,7 +26,7 @@ export function createModel(spec: string, opts: CreateModelOptions): ChatModel {
   return createOpenAIModel(parsed, endpoint, { retry: opts.retry, idleTimeoutMs: opts.idleTimeoutMs });
 }
 
-export type { ChatModel, ModelCallOptions, ModelCallResult, RetryNotice, TokenUsage, ToolSpec } from "./types.js";
+export type { ChatModel, ModelCallOptions, ModelCallResult, RetryNotice, ToolSpec } from "./types.js";
 export { parseModelSpec, resolveProviderEndpoint, PROVIDER_PRESETS, PROVIDERS } from "./spec.js";
 export type { ModelSpec, ProviderEndpoint, ProviderPreset } from "./spec.js";
 export { formatScript, parseScript, responseFromMessage } from "./scripted.js";
@@ -35,3 +35,4 @@ export { DEFAULT_RETRY_POLICY } from "./retry.js";
 export type { RetryPolicy } from "./retry.js";
 export { DEFAULT_IDLE_TIMEOUT_MS } from "./openai.js";
 export { countInputTokens, countOutputTokens, countTokens } from "./tokens.js";
+export type { TokenUsage } from "../state/graph-state.js";

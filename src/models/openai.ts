@@ -11,7 +11,8 @@ import {
 } from "./retry.js";
 import type { ModelSpec, ProviderEndpoint } from "./spec.js";
 import { countInputTokens, countOutputTokens } from "./tokens.js";
-import type { ChatModel, ModelCallOptions, ModelCallResult, TokenUsage, ToolSpec } from "./types.js";
+import type { ChatModel, ModelCallOptions, ModelCallResult, ToolSpec } from "./types.js";
+import type { TokenUsage } from "../state/graph-state.js";
 
 export interface OpenAIModelOptions {
   retry?: Partial<RetryPolicy>;

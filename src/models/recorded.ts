@@ -1,6 +1,6 @@
 import { AIMessage, type MessageContent } from "@langchain/core/messages";
 import type { RecordedModelOutput } from "../runs/recordings.js";
-import type { TokenUsage } from "./types.js";
+import type { TokenUsage } from "../state/graph-state.js";
 
 /** What is recorded of a model's answer: content, tool calls and usage; never headers or provider metadata. */
 export function recordedOutput(message: AIMessage, usage: TokenUsage): RecordedModelOutput {

@@ -1,16 +1,12 @@
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import type { ModelError } from "../errors.js";
+import type { TokenUsage } from "../state/graph-state.js";
 
 /** A tool the model may call, described with a JSON Schema of its arguments. */
 export interface ToolSpec {
   name: string;
   description: string;
   parameters: Record<string, unknown>;
-}
-
-export interface TokenUsage {
-  inputTokens: number;
-  outputTokens: number;
 }
 
 export interface ModelCallOptions {

@@ -10,7 +10,7 @@
  */
 import { homedir } from "node:os";
 import { escapeRegExp } from "./match.js";
-import type { PolicyRule } from "./types.js";
+import type { PolicyRule } from "../state/rules.js";
 
 export const BUILTIN_DENY_PRIORITY = 1000;
 export const BUILTIN_ASK_PRIORITY = 100;

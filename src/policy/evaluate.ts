@@ -12,7 +12,9 @@ import { ToolError, type ToolEffect } from "../tools/types.js";
 import { BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
 import { decidingRule, stricter } from "./match.js";
 import { commandWords, normalisedText, parseShellCommand, writeTargetsOf, type ShellPart } from "./shell-parts.js";
-import type { ApprovalMode, PolicyCause, PolicyDecision, PolicyRule, PolicyVerdict } from "./types.js";
+import type { PolicyCause, PolicyVerdict } from "./types.js";
+import type { PolicyDecision, PolicyRule } from "../state/rules.js";
+import type { ApprovalMode } from "../state/thread.js";
 
 export interface PolicyCall {
   name: string;

@@ -6,7 +6,8 @@ import type { ToolResult } from "../tools/types.js";
 import { evaluatePolicy, type PolicyCall, type PolicyOptions } from "./evaluate.js";
 import { escapeRegExp } from "./match.js";
 import { commandWords, parseShellCommand } from "./shell-parts.js";
-import type { PolicyCause, PolicyRule, PolicyVerdict } from "./types.js";
+import type { PolicyCause, PolicyVerdict } from "./types.js";
+import type { PolicyRule } from "../state/rules.js";
 
 export type GateDecision =
   | { kind: "run"; verdict: PolicyVerdict }

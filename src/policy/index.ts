@@ -13,4 +13,6 @@ export {
   type PolicyRulesSection,
 } from "./rule-file.js";
 export { parseShellCommand, type ParsedShellCommand, type ShellPart } from "./shell-parts.js";
-export type { ApprovalMode, PolicyCause, PolicyDecision, PolicyRule, PolicyVerdict, RuleSource } from "./types.js";
+export type { PolicyCause, PolicyVerdict } from "./types.js";
+export type { PolicyDecision, PolicyRule, RuleSource } from "../state/rules.js";
+export type { ApprovalMode } from "../state/thread.js";

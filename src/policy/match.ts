@@ -1,5 +1,5 @@
+import type { PolicyDecision, PolicyRule } from "../state/rules.js";
 /** Which rules apply to a subject, and which one of them decides. */
-import type { PolicyDecision, PolicyRule } from "./types.js";
 
 const STRICTNESS: Record<PolicyDecision, number> = { allow: 0, ask: 1, deny: 2 };
 

@@ -23,10 +23,10 @@ import { join, resolve } from "node:path";
 import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
 import { ConfigError } from "../errors.js";
-import { SourceLocator, valueAt, type DataPath } from "../graph/positions.js";
-import { closestName } from "../graph/suggest.js";
-import type { PolicyRule, RuleSource } from "./types.js";
+import { SourceLocator, valueAt, type DataPath } from "../diagnostics/positions.js";
+import { closestName } from "../diagnostics/suggest.js";
 import { STATE_DIR } from "../runs/state-dir.js";
+import type { PolicyRule, RuleSource } from "../state/rules.js";
 
 export const MAX_RULE_PRIORITY = 999;
 

@@ -1,31 +1,4 @@
-export type PolicyDecision = "allow" | "deny" | "ask";
-
-/** `ask` (default): reads allowed, edits and shell ask; `auto-edit`: edits allowed, shell asks;
- * `auto`: everything allowed except what a rule denies; `deny`: never ask, an `ask` becomes `deny`. */
-export type ApprovalMode = "ask" | "auto-edit" | "auto" | "deny";
-
-export type RuleSource = "builtin" | "graph" | "user" | "session";
-
-export interface PolicyRule {
-  /** Tool name, with `*` and `?` wildcards (e.g. `shell`, `*_file`, `*`). */
-  tool: string;
-  /**
-   * Regular expression tested against the call's subject: each part of a shell command
-   * (split on `&&`, `||`, `;`, `|`, …, nested ones included; as written and normalised), or the
-   * path for file tools (workspace-relative and real absolute), or the JSON arguments otherwise.
-   * A whole shell command is a subject too, but only for `ask` and `deny` rules.
-   * Absent: the rule matches every call of the tool.
-   */
-  pattern?: string;
-  decision: PolicyDecision;
-  /** Higher wins; ties go to the stricter decision (deny > ask > allow). */
-  priority: number;
-  /** Said to the model and the user when the rule decides. */
-  reason?: string;
-  source: RuleSource;
-  /** Where the rule was written, for messages: e.g. `.loopgraph/policy.yaml rules[2]`. */
-  origin?: string;
-}
+import type { PolicyDecision, PolicyRule } from "../state/rules.js";
 
 export interface PolicyVerdict {
   decision: PolicyDecision;

@@ -1,7 +1,7 @@
 import type { CheckpointSummary } from "../engine/inspect.js";
-import type { RunStatus } from "../engine/events.js";
 import type { Divergence } from "./divergence.js";
 import type { StepRecording } from "./record-source.js";
+import type { RunStatus } from "../state/thread.js";
 
 /** The nodes that ran at each root step, as `inspect` shows them. */
 export interface StepNodes {

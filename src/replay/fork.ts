@@ -4,7 +4,7 @@ import { restoreWorkspaceInStore } from "../snapshots/index.js";
 import { compileGraph } from "../engine/compile.js";
 import { findCheckpoint } from "../engine/inspect.js";
 import { execute, prepareContinuation, startContinuation, type CommonRunOptions, type RunOutcome } from "../engine/runner.js";
-import { START_NODE, type GraphDefinition } from "../graph/types.js";
+import { START_NODE, type GraphDefinition } from "../format/types.js";
 import { openStore, requireThread } from "../runs/store.js";
 import { isInputStep, readRunRecord, routingSources, type RecordedStep, type RunRecord } from "./record.js";
 import { rerunPlan } from "./rerun-plan.js";

@@ -1,7 +1,7 @@
 import { isDeepStrictEqual } from "node:util";
-import type { ApprovalAnswer, ApprovalRequest } from "../coder/types.js";
-import { currentTask } from "../engine/call-site.js";
-import type { EffectRequest } from "../engine/effects.js";
+import type { ApprovalAnswer, ApprovalRequest } from "../nodes/coder/types.js";
+import { currentTask } from "../runtime/call-site.js";
+import type { EffectRequest } from "../runtime/effects.js";
 import { ModelError } from "../errors.js";
 import { messageFromRecord } from "../models/recorded.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult } from "../models/types.js";

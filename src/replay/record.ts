@@ -1,7 +1,7 @@
 import { checkpointTree, lineage, type TreeItem } from "../engine/checkpoint-tree.js";
 import { nodesRun, parentIdOf, rootCheckpoints } from "../engine/inspect.js";
 import type { Store } from "../runs/store.js";
-import { START_NODE } from "../graph/types.js";
+import { START_NODE } from "../format/types.js";
 
 /** LangGraph marks the node(s) scheduled to run next with a `branch:to:<node>` channel in the checkpoint. */
 const SCHEDULED_PREFIX = "branch:to:";

@@ -1,13 +1,13 @@
 import type { RunControl } from "@langchain/langgraph";
 import { checkpointState, threadHistory, type CheckpointSummary } from "../engine/inspect.js";
-import type { EffectRequest } from "../engine/effects.js";
-import type { EventSink } from "../engine/events.js";
+import type { EffectRequest } from "../runtime/effects.js";
+import type { EventSink } from "../runtime/events.js";
 import { execute, makeContext, type CommonRunOptions } from "../engine/runner.js";
 import { ConfigError, ExitCode } from "../errors.js";
 import { graphChangedWarning } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
-import type { GraphDefinition } from "../graph/types.js";
-import type { LooperSnapshot } from "../looper/types.js";
+import type { GraphDefinition } from "../format/types.js";
+import type { LooperSnapshot } from "../state/looper.js";
 import { latestValues, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { Recording } from "../runs/recordings.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";

@@ -1,7 +1,7 @@
 import { basename } from "node:path";
-import type { RerunNode } from "../engine/events.js";
+import type { RerunNode } from "../runtime/events.js";
 import { possibleTargets } from "../engine/compile.js";
-import { END_NODE, type GraphDefinition, type NodeDefinition } from "../graph/types.js";
+import { END_NODE, type GraphDefinition, type NodeDefinition } from "../format/types.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
 import type { ToolEffect } from "../tools/types.js";
 

@@ -1,6 +1,6 @@
 import { ConfigError } from "../errors.js";
 import { graphFingerprint } from "../graph/fingerprint.js";
-import type { GraphDefinition } from "../graph/types.js";
+import type { GraphDefinition } from "../format/types.js";
 import type { Store } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 

@@ -1,6 +1,6 @@
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { ConfigError } from "../errors.js";
-import type { GraphDefinition } from "../graph/types.js";
+import type { GraphDefinition } from "../format/types.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
 import { TASK_MESSAGE_ID } from "../engine/runner.js";
 

@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import type { LooperCommand } from "../looper/types.js";
+import type { LooperCommand } from "../state/looper.js";
 
 /** A command sent to a thread from any process (`loopgraph send/stop`), waiting for its loop. */
 export interface InboxEntry {

@@ -1,7 +1,7 @@
 import type Database from "better-sqlite3";
 import type { ModelError } from "../errors.js";
-import type { TokenUsage } from "../models/types.js";
 import { redactSecrets } from "./redact.js";
+import type { TokenUsage } from "../state/graph-state.js";
 
 /** A tool call of a recorded model answer. */
 export interface RecordedToolCall {

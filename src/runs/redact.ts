@@ -1,8 +1,5 @@
-import { MODEL_KEY_VARIABLES } from "../models/spec.js";
-
 /** Variables whose values are credentials: the model providers' keys, and anything named like a key or token. */
 const SECRET_NAME = /(API_KEY|_TOKEN|_SECRET|PASSWORD)$/i;
-const PROVIDER_KEYS = new Set(MODEL_KEY_VARIABLES);
 /** Shorter values are too likely to occur by chance (e.g. "unused", "1"): they are not secrets worth a redaction. */
 const MIN_SECRET_LENGTH = 8;
 /** An Authorization header's value, whatever the key is. */
@@ -10,10 +7,11 @@ const AUTHORIZATION = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 
 export const REDACTED = "[redacted]";
 
-/** The credential values set in `env`. */
-export function secretValues(env: NodeJS.ProcessEnv): string[] {
+/** The credential values set in `env`: those of `keyVariables` (the model providers' keys), and of variables named like a secret. */
+export function secretValues(env: NodeJS.ProcessEnv, keyVariables: readonly string[]): string[] {
+  const known = new Set(keyVariables);
   const values = Object.entries(env)
-    .filter(([name, value]) => (PROVIDER_KEYS.has(name) || SECRET_NAME.test(name)) && value !== undefined && value.trim().length >= MIN_SECRET_LENGTH)
+    .filter(([name, value]) => (known.has(name) || SECRET_NAME.test(name)) && value !== undefined && value.trim().length >= MIN_SECRET_LENGTH)
     .map(([, value]) => value!.trim());
   return [...new Set(values)];
 }

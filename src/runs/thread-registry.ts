@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
-import type { RunStatus } from "../engine/events.js";
-import type { ApprovalMode } from "../policy/types.js";
+import type { ApprovalMode } from "../state/thread.js";
+import type { RunStatus } from "../state/thread.js";
 
 /** A run's own record, beside its checkpoints: what it ran, with which settings, and how it ended. */
 export interface ThreadRecord {

@@ -1,9 +1,10 @@
 import { Annotation, messagesStateReducer } from "@langchain/langgraph";
 import type { BaseMessage } from "@langchain/core/messages";
-import type { LooperSnapshot } from "../looper/types.js";
-import type { PolicyRule } from "../policy/types.js";
+import type { LooperSnapshot } from "./looper.js";
+import type { PolicyRule } from "./rules.js";
 
-export interface NodeUsage {
+/** Tokens in and out, of a model call or summed per node. */
+export interface TokenUsage {
   inputTokens: number;
   outputTokens: number;
 }
@@ -46,7 +47,7 @@ export const GraphState = Annotation.Root({
   /** How many times each node has run in this thread. */
   visits: Annotation<Record<string, number>>({ reducer: mergeRecords, default: () => ({}) }),
   /** Cumulative token usage per node. */
-  usage: Annotation<Record<string, NodeUsage>>({ reducer: mergeRecords, default: () => ({}) }),
+  usage: Annotation<Record<string, TokenUsage>>({ reducer: mergeRecords, default: () => ({}) }),
   /** Scripted responses consumed, per model spec: part of the state so a resumed run never replays one. */
   scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Policy rules the user added by answering "always" to an approval: they hold for the whole thread. */

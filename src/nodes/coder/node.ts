@@ -1,0 +1,38 @@
+import { AIMessage } from "@langchain/core/messages";
+import { buildCoderGraph } from "./graph.js";
+import type { CoderStateValue } from "./state.js";
+import type { CoderNodeDefinition, GraphDefinition } from "../../format/types.js";
+import type { RunContext } from "../../runtime/context.js";
+import type { NodeFunction } from "../../runtime/node-function.js";
+
+/**
+ * The `coder` node kind: runs the Coder subgraph on the thread's task. The subgraph inherits the
+ * run's checkpointer under its own namespace, so a resumed run continues the Coder at its last
+ * finished step. The structured result lands in `outputs.<node>`.
+ */
+export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
+  const coder = buildCoderGraph(def, graph, ctx);
+  return async (state, config) => {
+    const visit = (state.visits[def.id] ?? 0) + 1;
+    const input: Partial<CoderStateValue> = {
+      task: state.task,
+      scripted: state.scripted,
+      sessionRules: state.sessionRules,
+    };
+    const final = (await coder.invoke(input, config)) as CoderStateValue;
+    const result = final.result!;
+    const previous = state.usage[def.id] ?? { inputTokens: 0, outputTokens: 0 };
+    return {
+      outputs: { [def.id]: result },
+      messages: [new AIMessage({ id: `${def.id}-result-${visit}`, name: def.id, content: result.summary || result.failureReason || "" })],
+      usage: {
+        [def.id]: {
+          inputTokens: previous.inputTokens + final.usage.inputTokens,
+          outputTokens: previous.outputTokens + final.usage.outputTokens,
+        },
+      },
+      scripted: final.scripted,
+      sessionRules: final.sessionRules,
+    };
+  };
+}

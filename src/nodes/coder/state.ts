@@ -1,0 +1,37 @@
+import { Annotation, messagesStateReducer } from "@langchain/langgraph";
+import type { BaseMessage } from "@langchain/core/messages";
+import type { TokenUsage } from "../../state/graph-state.js";
+import { mergeConsumed, mergeRules } from "../../state/graph-state.js";
+import type { TodoItem } from "../../tools/types.js";
+import type { LoopDetectorState } from "../../tools/loop-detection.js";
+import type { CoderResult, ToolLogEntry } from "./types.js";
+import type { PolicyRule } from "../../state/rules.js";
+
+const lastValue = <T>(_: T, next: T): T => next;
+const unionStrings = (left: string[], right: string[]): string[] => [...new Set([...left, ...right])];
+/** Tool log entries are keyed by call id, so a re-applied write never duplicates one. */
+const mergeToolLog = (left: ToolLogEntry[], right: ToolLogEntry[]): ToolLogEntry[] => {
+  const known = new Set(left.map((entry) => entry.id));
+  return [...left, ...right.filter((entry) => !known.has(entry.id))];
+};
+/**
+ * The Coder's own state, checkpointed after every model call and every tool call (each is one
+ * superstep of the Coder subgraph), so a crash loses at most the step in flight.
+ */
+export const CoderState = Annotation.Root({
+  task: Annotation<string>({ reducer: lastValue, default: () => "" }),
+  /** The Coder's conversation (the system prompt is rebuilt at each call, not stored). */
+  messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
+  steps: Annotation<number>({ reducer: lastValue, default: () => 0 }),
+  toolLog: Annotation<ToolLogEntry[]>({ reducer: mergeToolLog, default: () => [] }),
+  filesChanged: Annotation<string[]>({ reducer: unionStrings, default: () => [] }),
+  todos: Annotation<TodoItem[]>({ reducer: lastValue, default: () => [] }),
+  loop: Annotation<LoopDetectorState | undefined>({ reducer: lastValue, default: () => undefined }),
+  usage: Annotation<TokenUsage>({ reducer: lastValue, default: () => ({ inputTokens: 0, outputTokens: 0 }) }),
+  scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
+  /** Rules the user added by answering "always"; they hold for the rest of the thread. */
+  sessionRules: Annotation<PolicyRule[]>({ reducer: mergeRules, default: () => [] }),
+  result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
+});
+
+export type CoderStateValue = typeof CoderState.State;

@@ -1,0 +1,60 @@
+import type { TodoItem, ToolErrorKind } from "../../tools/types.js";
+
+/** Why a Coder turn failed (SPEC §2 typed errors that end the turn rather than go back to the model). */
+export type CoderFailureKind =
+  | "step_limit"
+  | "loop_detected"
+  | "cancelled"
+  | "model_rate_limit"
+  | "model_timeout"
+  | "model_server"
+  | "model_network"
+  | "model_bad_request"
+  | "model_exhausted";
+
+/** One tool call of the turn, as the Review and `inspect` see it. */
+export interface ToolLogEntry {
+  id: string;
+  name: string;
+  args: unknown;
+  ok: boolean;
+  errorKind?: ToolErrorKind;
+  /** The start of what the model was shown. */
+  preview: string;
+  artifact?: string;
+}
+
+/** The structured result of a Coder turn, written to `outputs.<node>`. */
+export interface CoderResult {
+  status: "success" | "failure";
+  /** The Coder's closing answer (or its last words before failing). */
+  summary: string;
+  /** Workspace-relative paths created, changed or deleted. */
+  filesChanged: string[];
+  failureKind?: CoderFailureKind;
+  failureReason?: string;
+  /** Model calls made. */
+  steps: number;
+  toolCalls: ToolLogEntry[];
+  todos: TodoItem[];
+}
+
+/** The value of the LangGraph interrupt raised when a tool call needs the user's approval. */
+export interface ApprovalRequest {
+  kind: "approval";
+  node: string;
+  tool: string;
+  args: unknown;
+  /** Why the policy asks. */
+  reason: string;
+}
+
+export interface ApprovalAnswer {
+  decision: "approve" | "reject" | "always";
+  /** With reject: said to the model. */
+  reason?: string;
+}
+
+export function isApprovalRequest(value: unknown): value is ApprovalRequest {
+  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "approval";
+}

@@ -1,0 +1,68 @@
+import { pathToFileURL } from "node:url";
+import { ConfigError } from "../../errors.js";
+import type { FunctionNodeDefinition } from "../../format/types.js";
+import type { RunContext } from "../../runtime/context.js";
+import { performEffect } from "../../runtime/effects.js";
+import type { GraphStateValue } from "../../state/graph-state.js";
+import type { NodeFunction } from "../../runtime/node-function.js";
+
+/** What a `function` node's export receives besides the state. */
+export interface FunctionNodeContext {
+  node: string;
+  threadId: string;
+  workspace: string;
+}
+
+/** What a `function` node's export returns: its output and/or updates to declared vars. */
+export interface FunctionNodeResult {
+  output?: unknown;
+  vars?: Record<string, unknown>;
+}
+
+export type UserFunction = (
+  state: GraphStateValue,
+  context: FunctionNodeContext,
+) => FunctionNodeResult | void | Promise<FunctionNodeResult | void>;
+
+export async function loadUserFunction(def: FunctionNodeDefinition): Promise<UserFunction> {
+  let module: Record<string, unknown>;
+  try {
+    module = /\.(c|m)?ts$/.test(def.module)
+      ? ((await (await import("tsx/esm/api")).tsImport(def.module, import.meta.url)) as Record<string, unknown>)
+      : ((await import(pathToFileURL(def.module).href)) as Record<string, unknown>);
+  } catch (error) {
+    throw new ConfigError(`node "${def.id}": cannot load ${def.module}: ${(error as Error).message.split("\n")[0]}`);
+  }
+  const fn = module[def.exportName];
+  if (typeof fn !== "function") {
+    throw new ConfigError(`node "${def.id}": ${def.module} has no exported function "${def.exportName}"`);
+  }
+  return fn as UserFunction;
+}
+
+/**
+ * A function may touch the workspace, so its call is an effect: its result (or error) is recorded,
+ * and a recorded replay takes it from the record instead of calling the function.
+ */
+export function createFunctionNode(def: FunctionNodeDefinition, fn: UserFunction, ctx: RunContext): NodeFunction {
+  return async (state) => {
+    const request = { kind: "function" as const, node: def.id, name: def.exportName, args: {} };
+    const called = await performEffect(ctx, request, async (): Promise<{ result?: FunctionNodeResult; error?: string }> => {
+      try {
+        return { result: (await fn(state, { node: def.id, threadId: ctx.threadId, workspace: ctx.workspace })) ?? undefined };
+      } catch (error) {
+        return { error: error instanceof Error ? error.message : String(error) };
+      }
+    });
+    if (called.error !== undefined) throw new Error(called.error);
+    const result = called.result;
+    if (result === undefined) return {};
+    if (typeof result !== "object" || result === null || Object.keys(result).some((k) => k !== "output" && k !== "vars")) {
+      throw new Error(`the function must return { output?, vars? } or nothing`);
+    }
+    return {
+      ...(result.output !== undefined ? { outputs: { [def.id]: result.output } } : {}),
+      ...(result.vars ? { vars: result.vars } : {}),
+    };
+  };
+}

@@ -1,0 +1,227 @@
+import { assign, initialTransition, setup, transition, type SnapshotFrom } from "xstate";
+import type { LooperContext, LooperEvent, LooperSnapshot, LooperSubState } from "../../state/looper.js";
+
+/** The round limit when neither the graph nor `--max-rounds` sets one (SPEC §2 Looper). */
+export const DEFAULT_MAX_ROUNDS = 5;
+
+export const STOPPED_BY_USER = "stopped by user";
+export const ROUND_LIMIT = "round limit";
+
+export interface LooperInput {
+  maxRounds?: number;
+}
+
+/**
+ * The Looper's lifecycle (SPEC §2): `IDLE → RUNNING{WAITING_CODER → WAITING_REVIEW → JUDGE} → IDLE`.
+ * Events a state does not accept change nothing. A STOP only sets `shouldStop`; the eventless
+ * transition on RUNNING then ends the loop in the same step, whatever the sub-state.
+ */
+export const looperMachine = setup({
+  types: {
+    context: {} as LooperContext,
+    events: {} as LooperEvent,
+    input: {} as LooperInput,
+  },
+  guards: {
+    stopRequested: ({ context }) => context.shouldStop,
+    roundLimitReached: ({ context }) => context.round >= context.maxRounds,
+    coderSucceeded: ({ event }) => event.type === "CODER_DONE" && event.ok,
+  },
+  actions: {
+    startLoop: assign((_, params: { task: string; maxRounds: number }) => ({
+      task: params.task,
+      originalTask: params.task,
+      round: 1,
+      maxRounds: params.maxRounds,
+      pending: [],
+      shouldStop: false,
+      endReason: undefined,
+    })),
+    queuePending: assign(({ context }, params: { task: string }) => ({ pending: [...context.pending, params.task] })),
+    requestStop: assign({ shouldStop: true }),
+    dropConsumedPending: assign(({ context }, params: { consumed: number }) => ({
+      pending: params.consumed > 0 ? context.pending.slice(params.consumed) : context.pending,
+    })),
+    beginNextRound: assign(({ context }, params: { task: string }) => ({ round: context.round + 1, task: params.task })),
+    endLoop: assign((_, params: { reason: string }) => ({ shouldStop: false, endReason: params.reason })),
+  },
+}).createMachine({
+  id: "looper",
+  initial: "IDLE",
+  context: ({ input }) => ({
+    task: "",
+    originalTask: "",
+    round: 0,
+    maxRounds: input.maxRounds ?? DEFAULT_MAX_ROUNDS,
+    pending: [],
+    shouldStop: false,
+  }),
+  on: {
+    STATUS: { description: "Answered with the status block; changes nothing." },
+  },
+  states: {
+    IDLE: {
+      on: {
+        START: {
+          target: "RUNNING",
+          actions: { type: "startLoop", params: ({ event }) => ({ task: event.task, maxRounds: event.maxRounds }) },
+        },
+        ADD_PENDING: {
+          description: "Nothing to queue behind: the task starts the loop.",
+          target: "RUNNING",
+          actions: { type: "startLoop", params: ({ event }) => ({ task: event.task, maxRounds: event.maxRounds }) },
+        },
+      },
+    },
+    RUNNING: {
+      initial: "WAITING_CODER",
+      always: {
+        guard: "stopRequested",
+        target: "IDLE",
+        actions: { type: "endLoop", params: { reason: STOPPED_BY_USER } },
+      },
+      on: {
+        ADD_PENDING: { actions: { type: "queuePending", params: ({ event }) => ({ task: event.task }) } },
+        STOP: { actions: "requestStop" },
+      },
+      states: {
+        WAITING_CODER: {
+          on: {
+            CODER_DONE: [
+              { guard: "coderSucceeded", target: "WAITING_REVIEW" },
+              { description: "A failed Coder goes straight to the Judge.", target: "JUDGE" },
+            ],
+          },
+        },
+        WAITING_REVIEW: {
+          on: { REVIEW_DONE: { description: "Also after a failed review: the Judge sees it.", target: "JUDGE" } },
+        },
+        JUDGE: {
+          on: {
+            JUDGE_CONTINUE: [
+              {
+                guard: "roundLimitReached",
+                target: "#looper.IDLE",
+                actions: [
+                  { type: "dropConsumedPending", params: ({ event }) => ({ consumed: event.consumedPending }) },
+                  { type: "endLoop", params: { reason: ROUND_LIMIT } },
+                ],
+              },
+              {
+                target: "WAITING_CODER",
+                actions: [
+                  { type: "dropConsumedPending", params: ({ event }) => ({ consumed: event.consumedPending }) },
+                  { type: "beginNextRound", params: ({ event }) => ({ task: event.nextTask }) },
+                ],
+              },
+            ],
+            JUDGE_TERMINATE: {
+              target: "#looper.IDLE",
+              actions: [
+                { type: "dropConsumedPending", params: ({ event }) => ({ consumed: event.consumedPending }) },
+                { type: "endLoop", params: ({ event }) => ({ reason: event.reason }) },
+              ],
+            },
+          },
+        },
+      },
+    },
+  },
+});
+
+export type LooperMachineSnapshot = SnapshotFrom<typeof looperMachine>;
+
+export interface LooperOutcome {
+  snapshot: LooperSnapshot;
+  /** Whether the current state handles the event; an ignored event leaves the snapshot as it was. */
+  accepted: boolean;
+  /** One line for the `[AUTO]` log and command replies. */
+  message: string;
+}
+
+export function initialLooperSnapshot(maxRounds = DEFAULT_MAX_ROUNDS): LooperSnapshot {
+  const [snapshot] = initialTransition(looperMachine, { maxRounds });
+  return toLooperSnapshot(snapshot);
+}
+
+/** Restores a stored snapshot into the machine (sub-state and context included). */
+export function resolveLooperSnapshot(snapshot: LooperSnapshot): LooperMachineSnapshot {
+  return looperMachine.resolveState(snapshot);
+}
+
+/** The plain-JSON form the graph state stores: a fresh copy, without `endReason` when it is unset. */
+export function toLooperSnapshot(snapshot: LooperMachineSnapshot): LooperSnapshot {
+  const { endReason, ...context } = snapshot.context;
+  return structuredClone({
+    value: snapshot.value,
+    context: endReason === undefined ? context : { ...context, endReason },
+  });
+}
+
+/** Feeds one event to the machine, purely: no actor, no side effects, the input is not modified. */
+export function applyLooperEvent(snapshot: LooperSnapshot, event: LooperEvent): LooperOutcome {
+  const current = resolveLooperSnapshot(snapshot);
+  const accepted = looperMachine.getTransitionData(current, event).length > 0;
+  const [next] = transition(looperMachine, current, event);
+  const nextSnapshot = toLooperSnapshot(next);
+  return { snapshot: nextSnapshot, accepted, message: describeOutcome(snapshot, nextSnapshot, event, accepted) };
+}
+
+export function isRunning(snapshot: LooperSnapshot): boolean {
+  return snapshot.value !== "IDLE";
+}
+
+export function subStateOf(snapshot: LooperSnapshot): LooperSubState | undefined {
+  return snapshot.value === "IDLE" ? undefined : snapshot.value.RUNNING;
+}
+
+/** "round 2/5, WAITING_REVIEW" while running; "idle" otherwise. */
+export function describePosition(snapshot: LooperSnapshot): string {
+  const subState = subStateOf(snapshot);
+  return subState ? `${roundOf(snapshot)}, ${subState}` : "idle";
+}
+
+function roundOf({ context }: LooperSnapshot): string {
+  return `round ${context.round}/${context.maxRounds}`;
+}
+
+function describeOutcome(before: LooperSnapshot, after: LooperSnapshot, event: LooperEvent, accepted: boolean): string {
+  // Every accepted STOP and JUDGE_TERMINATE, and the round limit, end here.
+  if (isRunning(before) && !isRunning(after)) return describeEnd(after);
+  switch (event.type) {
+    case "START":
+      return accepted ? describeRoundStart(after) : `already running: ${describePosition(before)}`;
+    case "ADD_PENDING":
+      return isRunning(before)
+        ? `queued: ${event.task} (${after.context.pending.length} pending)`
+        : `${describeRoundStart(after)} (add_pending while idle starts the loop)`;
+    case "STOP":
+      return "nothing to stop: the loop is idle";
+    case "STATUS":
+      return `status: ${describePosition(after)}, ${after.context.pending.length} pending`;
+    case "CODER_DONE":
+      if (!accepted) break;
+      return event.ok
+        ? `${roundOf(after)}: coder done, reviewing`
+        : `${roundOf(after)}: coder failed, the judge decides`;
+    case "REVIEW_DONE":
+      if (!accepted) break;
+      return `${roundOf(after)}: review done, judging`;
+    case "JUDGE_CONTINUE":
+      if (!accepted) break;
+      return describeRoundStart(after);
+    case "JUDGE_TERMINATE":
+      break;
+  }
+  return `ignored ${event.type} (${describePosition(before)})`;
+}
+
+function describeRoundStart(snapshot: LooperSnapshot): string {
+  return `${roundOf(snapshot)} started: ${snapshot.context.task}`;
+}
+
+function describeEnd(snapshot: LooperSnapshot): string {
+  const leftOver = snapshot.context.pending.length;
+  const note = leftOver > 0 ? `; ${leftOver} pending not taken in` : "";
+  return `loop ended: ${snapshot.context.endReason} (after ${roundOf(snapshot)})${note}`;
+}

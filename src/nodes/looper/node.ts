@@ -1,0 +1,149 @@
+import { AIMessage } from "@langchain/core/messages";
+import type { CoderResult } from "../coder/types.js";
+import type { RunContext } from "../../runtime/context.js";
+import { performEffect } from "../../runtime/effects.js";
+import type { LooperNodeDefinition } from "../../format/types.js";
+import { applyLooperEvent, commandToEvent, initialLooperSnapshot, subStateOf } from "./index.js";
+import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
+import { captureBaseline, GitError } from "../review/baseline.js";
+import type { GraphStateValue } from "../../state/graph-state.js";
+import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
+
+/** What the looper node writes to `outputs.<looper>`: the edges route on `next`. */
+export interface LooperOutput {
+  /** The phase node to run next, or "END" once the loop is idle. */
+  next: string;
+  state: "IDLE" | "RUNNING";
+  subState?: LooperSubState;
+  round: number;
+  maxRounds: number;
+  /** The phase node dispatched last, and how many times it had run then: its outcome is due when that count rises. */
+  dispatched?: { node: string; visits: number };
+  endReason?: string;
+}
+
+export const AUTO_PREFIX = "[AUTO]";
+
+/**
+ * The Looper (SPEC §2): hand-written logic, no model. It runs between every phase: it applies
+ * the commands sent to the thread (inbox), then the outcome of the phase that just ran, to the
+ * lifecycle machine, starts rounds (with a workspace baseline for the Review), and routes to the
+ * next phase. Each change is logged as an `[AUTO]` message.
+ */
+export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): NodeFunction {
+  const phaseNode: Record<LooperSubState, string> = {
+    WAITING_CODER: def.coder,
+    WAITING_REVIEW: def.review,
+    JUDGE: def.judge,
+  };
+  const maxRounds = ctx.maxRounds ?? def.maxRounds;
+
+  return async (state) => {
+    let snapshot: LooperSnapshot = state.loopState ?? initialLooperSnapshot(maxRounds);
+    const log: string[] = [];
+    const apply = (event: LooperEvent): void => {
+      const applied = applyLooperEvent(snapshot, event);
+      snapshot = applied.snapshot;
+      if (applied.message) log.push(applied.message);
+    };
+    const roundBefore = snapshot.context.round;
+    const wasRunning = subStateOf(snapshot) !== undefined;
+
+    if (!state.loopState && state.task) apply({ type: "START", task: state.task, maxRounds });
+    const cursor = state.inboxCursor;
+    const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
+    const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
+    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
+    const outcome = phaseOutcome(state, def);
+    if (outcome) {
+      log.push(outcome.summary);
+      apply(outcome.event);
+    }
+
+    const subState = subStateOf(snapshot);
+    const update: NodeUpdate = { loopState: snapshot };
+    if (commands.length > 0) update.inboxCursor = commands.at(-1)!.id;
+    if (subState === "WAITING_CODER" && (snapshot.context.round !== roundBefore || !wasRunning)) {
+      update.task = snapshot.context.task;
+      update.roundBaseline = await baselineOrNote(ctx, def.id, log);
+    }
+
+    const next = subState ? phaseNode[subState] : "END";
+    const output: LooperOutput = {
+      next,
+      state: subState ? "RUNNING" : "IDLE",
+      ...(subState ? { subState } : {}),
+      round: snapshot.context.round,
+      maxRounds: snapshot.context.maxRounds,
+      ...(subState ? { dispatched: { node: next, visits: state.visits[next] ?? 0 } } : {}),
+      ...(snapshot.context.endReason ? { endReason: snapshot.context.endReason } : {}),
+    };
+    update.outputs = { [def.id]: output };
+    update.messages = log.map(
+      (line, index) =>
+        new AIMessage({ id: `${def.id}-${(state.visits[def.id] ?? 0) + 1}-${index}`, name: def.id, content: `${AUTO_PREFIX} ${line}` }),
+    );
+    for (const line of log) ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: `${AUTO_PREFIX} ${line}` });
+    return update;
+  };
+}
+
+/**
+ * A snapshot of the workspace for the round's Review; if git fails, the Review goes without (and
+ * warns). Taking it is an effect: recorded, and read from the record in a recorded replay.
+ */
+async function baselineOrNote(ctx: RunContext, node: string, log: string[]): Promise<string | undefined> {
+  const request = { kind: "git" as const, node, name: "git_baseline", args: {} };
+  const taken = await performEffect(ctx, request, async (): Promise<{ baseline?: string; error?: string }> => {
+    try {
+      return { baseline: await captureBaseline(ctx.workspace) };
+    } catch (error) {
+      if (!(error instanceof GitError)) throw error;
+      return { error: error.message };
+    }
+  });
+  if (taken.error !== undefined) log.push(`no workspace snapshot for this round (${taken.error}): the review cannot diff it`);
+  return taken.baseline;
+}
+
+const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/**
+ * The machine event for the phase dispatched last, once that phase has run, with a line for the
+ * log (coder status, review rating, judge decision and its reason); undefined before.
+ */
+function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { event: LooperEvent; summary: string } | undefined {
+  const previous = state.outputs[def.id] as LooperOutput | undefined;
+  const dispatched = previous?.dispatched;
+  if (!dispatched || (state.visits[dispatched.node] ?? 0) <= dispatched.visits) return undefined;
+  const result = state.outputs[dispatched.node];
+  switch (dispatched.node) {
+    case def.coder: {
+      const coder = result as CoderResult | undefined;
+      const ok = coder?.status === "success";
+      const summary = ok
+        ? `coder succeeded: ${coder.filesChanged.length} file(s) changed`
+        : `coder failed${coder?.failureKind ? ` (${coder.failureKind})` : ""}: ${clip(coder?.failureReason ?? "no result")}`;
+      return { event: { type: "CODER_DONE", ok }, summary };
+    }
+    case def.review: {
+      const review = result as ReviewResult | undefined;
+      const comments = review?.comments.length ? `: ${clip(review.comments.join("; "))}` : "";
+      return { event: { type: "REVIEW_DONE" }, summary: `review rating: ${review?.rating ?? "none"}${comments}` };
+    }
+    case def.judge: {
+      const judged = result as JudgeResult;
+      return judged.decision === "continue"
+        ? {
+            event: { type: "JUDGE_CONTINUE", nextTask: judged.nextTask, consumedPending: judged.consumedPending },
+            summary: `judge: continue (${judged.source}): ${clip(judged.nextTask)}`,
+          }
+        : {
+            event: { type: "JUDGE_TERMINATE", reason: judged.reason, consumedPending: judged.consumedPending },
+            summary: `judge: terminate (${judged.source}): ${clip(judged.reason)}`,
+          };
+    }
+    default:
+      return undefined;
+  }
+}

@@ -1,0 +1,94 @@
+import { isRunning, subStateOf } from "./machine.js";
+import type { LooperSnapshot, LooperSubState } from "../../state/looper.js";
+
+export interface StatusOptions {
+  /**
+   * `add_pending` tasks sent from other processes that the loop has not consumed yet. They
+   * count as pending: the loop takes them in, in this order, at its next step.
+   */
+  queued?: string[];
+}
+
+/** `loopgraph status --json`. */
+export interface LooperStatusJson {
+  state: "IDLE" | "RUNNING";
+  /** The current round's task; while idle, the last loop's. */
+  task: string;
+  /** The task the (last) loop was started with. */
+  originalTask: string;
+  round: number;
+  maxRounds: number;
+  subState: LooperSubState | null;
+  /** The loop's pending queue, then the queued tasks. */
+  pending: string[];
+  shouldStop: boolean;
+  endReason?: string;
+}
+
+/**
+ * The status block of SPEC §2, e.g. while running:
+ *
+ * ```
+ * [Looper status]
+ * state: RUNNING
+ * task: optimise the landing page
+ * round: 2/5
+ * sub-state: WAITING_REVIEW
+ * pending: 2 ("add login", "add sign-up")
+ * ```
+ *
+ * While idle: `state: IDLE`, then, once a loop has run, `last task: …` and
+ * `last: ended after round 2/5: round limit`, then `pending: …`. Pending counts the queued tasks
+ * too; one line per field (tasks are put on one line, pending tasks quoted as JSON strings).
+ */
+export function formatStatus(snapshot: LooperSnapshot, options: StatusOptions = {}): string {
+  const { context } = snapshot;
+  const subState = subStateOf(snapshot);
+  const lines = ["[Looper status]"];
+  if (subState) {
+    lines.push(
+      "state: RUNNING",
+      `task: ${oneLine(context.task)}`,
+      `round: ${context.round}/${context.maxRounds}`,
+      `sub-state: ${subState}`,
+    );
+  } else {
+    lines.push("state: IDLE");
+    if (context.round > 0) {
+      lines.push(
+        `last task: ${oneLine(context.task)}`,
+        `last: ended after round ${context.round}/${context.maxRounds}: ${context.endReason ?? "unknown reason"}`,
+      );
+    }
+  }
+  lines.push(`pending: ${describePending(allPending(snapshot, options))}`);
+  return lines.join("\n");
+}
+
+export function statusJson(snapshot: LooperSnapshot, options: StatusOptions = {}): LooperStatusJson {
+  const { context } = snapshot;
+  return {
+    state: isRunning(snapshot) ? "RUNNING" : "IDLE",
+    task: context.task,
+    originalTask: context.originalTask,
+    round: context.round,
+    maxRounds: context.maxRounds,
+    subState: subStateOf(snapshot) ?? null,
+    pending: allPending(snapshot, options),
+    shouldStop: context.shouldStop,
+    ...(context.endReason === undefined ? {} : { endReason: context.endReason }),
+  };
+}
+
+function allPending(snapshot: LooperSnapshot, options: StatusOptions): string[] {
+  return [...snapshot.context.pending, ...(options.queued ?? [])];
+}
+
+function describePending(pending: string[]): string {
+  if (pending.length === 0) return "0";
+  return `${pending.length} (${pending.map((task) => JSON.stringify(task)).join(", ")})`;
+}
+
+function oneLine(text: string): string {
+  return text.replace(/\s+/g, " ").trim();
+}

@@ -1,0 +1,105 @@
+/**
+ * Workspace snapshots for the Review: a baseline taken when a round begins, and the real
+ * `git diff` of the workspace since then (new untracked files and deletions included,
+ * `.gitignore` respected).
+ *
+ * A snapshot is a git tree written through a throwaway index (see git/tree-store.ts), so the
+ * user's index, HEAD, branches, stash and working tree are never touched; only unreferenced
+ * objects are added to the object store (git's gc prunes them). A workspace that is not in a
+ * git repository gets a shadow repository at `.loopgraph/shadow.git`. `.loopgraph/` is never
+ * part of a snapshot.
+ */
+import { stat } from "node:fs/promises";
+import { join, resolve } from "node:path";
+import { git, GitError } from "../../git/run.js";
+import { shadowTreeStore, writeTree, type TreeStore, type TreeStoreKind } from "../../git/tree-store.js";
+import { STATE_DIR } from "../../runs/state-dir.js";
+
+export { GitError };
+
+const SHADOW_GIT_DIR = join(STATE_DIR, "shadow.git");
+/** Left out of shadow snapshots: our own state, and dependencies, which a workspace without git rarely ignores. */
+const SHADOW_EXCLUDES = [`/${STATE_DIR}/`, "node_modules/"];
+
+/** One file of a diff, from `git diff --numstat`; binary files have no line counts. */
+export interface FileChange {
+  path: string;
+  added?: number;
+  removed?: number;
+}
+
+export interface WorkspaceChanges {
+  /** `git diff` output: the patch, paths relative to the workspace. */
+  patch: string;
+  files: FileChange[];
+}
+
+/** A snapshot of the workspace as it is now, as an opaque id (`git:<tree>` or `shadow:<tree>`). */
+export async function captureBaseline(workspace: string): Promise<string> {
+  const store = await openStore(workspace);
+  return `${store.kind}:${await writeTree(store)}`;
+}
+
+/** The `git diff` of the workspace since `baseline` (a `captureBaseline` id). */
+export async function diffSinceBaseline(workspace: string, baseline: string): Promise<string> {
+  return (await changesSinceBaseline(workspace, baseline)).patch;
+}
+
+/** The diff since `baseline`, with the changed files and their line counts. */
+export async function changesSinceBaseline(workspace: string, baseline: string): Promise<WorkspaceChanges> {
+  const { kind, tree } = parseBaseline(baseline);
+  const store = await openStore(workspace, kind);
+  const current = await writeTree(store);
+  const range = [tree, current, "--", ".", `:(exclude)${STATE_DIR}`];
+  const [patch, numstat] = await Promise.all([
+    // Explicit prefixes: a user's diff.noprefix or diff.mnemonicPrefix would change the headers.
+    store.run(["diff", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/", "--relative", ...range]),
+    store.run(["diff", "--numstat", "-z", "--no-renames", "--relative", ...range]),
+  ]);
+  return { patch, files: parseNumstat(numstat) };
+}
+
+function parseBaseline(baseline: string): { kind: TreeStoreKind; tree: string } {
+  const match = /^(git|shadow):([0-9a-f]{40,64})$/.exec(baseline);
+  if (!match) throw new GitError(`invalid workspace baseline "${baseline}" (expected git:<tree> or shadow:<tree>)`);
+  return { kind: match[1] as TreeStoreKind, tree: match[2]! };
+}
+
+/** `added\tremoved\tpath\0` records; `-` counts mean binary. */
+function parseNumstat(output: string): FileChange[] {
+  return output
+    .split("\0")
+    .filter((record) => record.length > 0)
+    .map((record) => {
+      const [added = "-", removed = "-", ...path] = record.split("\t");
+      return added === "-" ? { path: path.join("\t") } : { path: path.join("\t"), added: Number(added), removed: Number(removed) };
+    });
+}
+
+/**
+ * The workspace's store: `kind` forces one (a baseline is read where it was written, even if the
+ * workspace became a repository since); otherwise its repository, else the shadow one.
+ */
+async function openStore(workspace: string, kind?: TreeStoreKind): Promise<TreeStore> {
+  const info = await stat(workspace).catch(() => undefined);
+  if (!info?.isDirectory()) throw new GitError(`workspace not found: ${workspace}`);
+  const inRepository = kind === undefined ? await isInsideWorkTree(workspace) : kind === "git";
+  return inRepository ? repositoryStore(workspace) : shadowStore(workspace);
+}
+
+async function isInsideWorkTree(workspace: string): Promise<boolean> {
+  try {
+    return (await git(["rev-parse", "--is-inside-work-tree"], { cwd: workspace })).trim() === "true";
+  } catch {
+    return false;
+  }
+}
+
+async function repositoryStore(workspace: string): Promise<TreeStore> {
+  const index = (await git(["rev-parse", "--git-path", "index"], { cwd: workspace })).trim();
+  return { kind: "git", seedIndex: resolve(workspace, index), run: (args, indexFile) => git(args, { cwd: workspace, indexFile }) };
+}
+
+function shadowStore(workspace: string): Promise<TreeStore> {
+  return shadowTreeStore(workspace, { gitDir: join(workspace, SHADOW_GIT_DIR), excludes: SHADOW_EXCLUDES });
+}

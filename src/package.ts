@@ -1,0 +1,33 @@
+import { readFileSync } from "node:fs";
+import path from "node:path";
+import { fileURLToPath } from "node:url";
+
+/** The installed loopgraph package's root (where its graphs/, prompts/ and examples/ are), if found. */
+export function packageRoot(): string | undefined {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    if (isLoopgraphPackage(dir)) return dir;
+    const parent = path.dirname(dir);
+    if (parent === dir) return undefined;
+    dir = parent;
+  }
+}
+
+/** The package's own `graphs/` directory (shipped graphs), if the package root is found. */
+export function packageGraphsDir(): string | undefined {
+  const root = packageRoot();
+  return root && path.join(root, "graphs");
+}
+
+/** A prompt shipped with the package (`prompts/<name>`), for nodes whose graph names none. */
+export function packagePrompt(name: string): string {
+  return path.join(packageRoot() ?? ".", "prompts", name);
+}
+
+function isLoopgraphPackage(dir: string): boolean {
+  try {
+    return (JSON.parse(readFileSync(path.join(dir, "package.json"), "utf8")) as { name?: unknown }).name === "loopgraph";
+  } catch {
+    return false;
+  }
+}

@@ -1,0 +1,28 @@
+import type { RunStatus } from "../state/thread.js";
+import type { RewindChange } from "../snapshots/rewind-plan.js";
+import type { TokenUsage } from "../state/graph-state.js";
+
+/** Events of a run, printed live by the CLI and as NDJSON with `--json` (SPEC §6). */
+export type RunEvent =
+  | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean; forkedFrom?: string }
+  /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */
+  | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[]; restored?: RewindChange[] }
+  | { type: "node_started"; threadId: string; node: string; visit: number }
+  | { type: "node_finished"; threadId: string; node: string; usage?: TokenUsage; durationMs: number }
+  | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
+  | { type: "retry"; threadId: string; node: string; attempt: number; maxAttempts: number; delayMs: number; message: string }
+  | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }
+  | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string }
+  | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
+  | { type: "run_finished"; threadId: string; status: RunStatus; exitCode: number; message?: string }
+  | { type: "error"; threadId: string; node?: string; message: string }
+  | { type: "warning"; threadId: string; message: string };
+
+/** A node a fork may run again; `effects` lists what it does beyond calling a model (empty: nothing). */
+export interface RerunNode {
+  node: string;
+  effects: string[];
+}
+
+
+export type EventSink = (event: RunEvent) => void;

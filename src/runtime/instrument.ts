@@ -1,0 +1,41 @@
+import { isGraphBubbleUp } from "@langchain/langgraph";
+import { LoopgraphError } from "../errors.js";
+import type { RunContext } from "./context.js";
+import type { TokenUsage } from "../state/graph-state.js";
+import type { NodeFunction } from "./node-function.js";
+
+/**
+ * Wraps a node kind's function: counts the visit (the loop bound and `inspect` read it),
+ * emits node_started / node_finished, and turns unexpected failures into one-line errors.
+ */
+export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): NodeFunction {
+  return async (state, config) => {
+    const visit = (state.visits[id] ?? 0) + 1;
+    ctx.emit({ type: "node_started", threadId: ctx.threadId, node: id, visit });
+    const startedAt = performance.now();
+    try {
+      const update = await run(state, config);
+      ctx.emit({
+        type: "node_finished",
+        threadId: ctx.threadId,
+        node: id,
+        usage: usageDelta(state.usage[id], update.usage?.[id]),
+        durationMs: Math.round(performance.now() - startedAt),
+      });
+      return { ...update, visits: { ...update.visits, [id]: visit } };
+    } catch (error) {
+      if (isGraphBubbleUp(error)) throw error;
+      const message = error instanceof Error ? error.message : String(error);
+      const prefixed = message.startsWith(`node "${id}"`) ? message : `node "${id}" failed: ${message}`;
+      throw new LoopgraphError(prefixed);
+    }
+  };
+}
+
+function usageDelta(before: TokenUsage | undefined, after: TokenUsage | undefined): TokenUsage | undefined {
+  if (!after) return undefined;
+  return {
+    inputTokens: after.inputTokens - (before?.inputTokens ?? 0),
+    outputTokens: after.outputTokens - (before?.outputTokens ?? 0),
+  };
+}

@@ -1,0 +1,18 @@
+import type { Recorder, Recordings } from "../runs/recordings.js";
+import { MODEL_KEY_VARIABLES } from "../models/spec.js";
+import { secretValues } from "../runs/redact.js";
+import { nextCallSite } from "./call-site.js";
+
+/**
+ * The recorder of a run (RunContext.record): stores each record under the task it is made in
+ * (see Recordings for the keying rule). Calls made outside a graph task are not recorded: they
+ * have no place in the run's checkpoint lineage.
+ */
+export function createRecorder(recordings: Recordings, threadId: string, env: NodeJS.ProcessEnv): Recorder {
+  const secrets = secretValues(env, MODEL_KEY_VARIABLES);
+  return ({ node, ...data }) => {
+    const site = nextCallSite();
+    if (!site) return;
+    recordings.put({ threadId, checkpointId: site.checkpointId, taskPath: site.taskPath, callIndex: site.callIndex, node: node ?? site.taskName }, data, secrets);
+  };
+}

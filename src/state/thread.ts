@@ -1,0 +1,17 @@
+/** How a run ended (the thread record keeps "running" besides, while a process runs it). */
+export type RunStatus = "finished" | "paused" | "interrupted" | "failed";
+
+/** `ask` (default): reads allowed, edits and shell ask; `auto-edit`: edits allowed, shell asks;
+ * `auto`: everything allowed except what a rule denies; `deny`: never ask, an `ask` becomes `deny`. */
+export type ApprovalMode = "ask" | "auto-edit" | "auto" | "deny";
+
+/**
+ * A thread's run settings, recorded with the thread and reused by `resume`, `chat --thread` and
+ * forks unless overridden: the one name for them everywhere.
+ */
+export interface ThreadSettings {
+  /** Run-level model spec (`--model` or LOOPGRAPH_MODEL), never a key; undefined when every node names its own. */
+  model?: string;
+  /** How tool calls that no rule settles are decided (`--approval`). */
+  approval: ApprovalMode;
+}
