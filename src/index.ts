@@ -2,7 +2,6 @@
 export { loadGraph, resolveGraphPath, drawMermaid, listGraphs } from "./graph/index.js";
 export type { GraphDefinition, NodeDefinition, EdgeDefinition, Condition } from "./format/types.js";
 export { runGraph, resumeRun } from "./engine/runner.js";
-export type { RunOptions, ResumeOptions, RunOutcome, PauseInfo } from "./engine/runner.js";
 export type { RunEvent, EventSink } from "./runtime/events.js";
 export { openChat, ChatSession, type ChatOptions, type TurnOptions } from "./engine/chat.js";
 export { LoopSupervisor } from "./engine/loop-supervisor.js";
@@ -21,3 +20,7 @@ export type { FunctionNodeContext, FunctionNodeResult } from "./nodes/function/n
 export { GraphState } from "./state/graph-state.js";
 export { ExitCode, LoopgraphError, ConfigError, GraphValidationError, ModelError } from "./errors.js";
 export type { RunStatus } from "./state/thread.js";
+export type { RunOutcome } from "./engine/run-types.js";
+export type { RunOptions } from "./engine/run-types.js";
+export type { ResumeOptions } from "./engine/run-types.js";
+export type { PauseInfo } from "./engine/run-types.js";

@@ -2,11 +2,11 @@ import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
-import type { ApprovalRequest } from "../src/nodes/coder/types.js";
 import type { CoderResult } from "../src/nodes/coder/types.js";
 import { runGraph } from "../src/index.js";
 import { cleanEnv, ROOT, tempDir } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
+import type { ApprovalRequest } from "../src/runtime/approval.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/coder");
 let cleanups: Array<() => void | Promise<void>> = [];

@@ -6,6 +6,7 @@ import { describe, expect, it } from "vitest";
 import { ConfigError, GraphValidationError } from "../src/errors.js";
 import { loadGraph } from "../src/graph/index.js";
 import type { GraphDefinition } from "../src/format/types.js";
+import type { BuiltinNodeDefinition } from "../src/nodes/registry.js";
 
 const goodDir = fileURLToPath(new URL("./fixtures/good-graphs/", import.meta.url));
 const supportDir = fileURLToPath(new URL("./fixtures/bad-graphs/support/", import.meta.url));
@@ -20,7 +21,7 @@ async function loadError(file: string): Promise<unknown> {
 
 describe("loadGraph on good graphs", () => {
   it("resolves the example graph: camelCase keys, absolute paths, defaults, conditions, subgraphs", async () => {
-    const summary: GraphDefinition = {
+    const summary: GraphDefinition<BuiltinNodeDefinition> = {
       version: 1,
       name: "summary",
       file: good("summary.yaml"),
@@ -33,7 +34,7 @@ describe("loadGraph on good graphs", () => {
       limits: { maxSteps: 100 },
       policy: [],
     };
-    const expected: GraphDefinition = {
+    const expected: GraphDefinition<BuiltinNodeDefinition> = {
       version: 1,
       name: "example-review",
       description: "Draft, critique and revise until the critic approves.",

@@ -3,10 +3,11 @@ import { describe, expect, it } from "vitest";
 import { describeCondition, drawMermaid, escapeLabel } from "../src/graph/mermaid.js";
 import { loadGraph } from "../src/graph/index.js";
 import type { GraphDefinition } from "../src/format/types.js";
+import type { BuiltinNodeDefinition } from "../src/nodes/registry.js";
 
 const base = { version: 1 as const, file: "/g.yaml", state: {}, limits: { maxSteps: 100 }, policy: [] };
 
-const review: GraphDefinition = {
+const review: GraphDefinition<BuiltinNodeDefinition> = {
   ...base,
   name: "review",
   nodes: {
@@ -73,7 +74,7 @@ describe("drawMermaid", () => {
   });
 
   it("gives nodes named like Mermaid keywords a safe id", () => {
-    const graph: GraphDefinition = {
+    const graph: GraphDefinition<BuiltinNodeDefinition> = {
       ...base,
       name: "keywords",
       nodes: { end: { id: "end", kind: "agent", promptFile: "/e.md", history: true } },
@@ -86,7 +87,7 @@ describe("drawMermaid", () => {
 
   it("escapes label text that would break the chart", () => {
     expect(escapeLabel('say "hi" <b>#1</b> `x`')).toBe("say #quot;hi#quot; #lt;b#gt;#35;1#lt;/b#gt; #96;x#96;");
-    const graph: GraphDefinition = {
+    const graph: GraphDefinition<BuiltinNodeDefinition> = {
       ...review,
       edges: [
         { kind: "static", from: "START", to: "draft" },

@@ -9,11 +9,11 @@ import { formatJudgeInput, readJudgeInput } from "../src/nodes/judge/input.js";
 import type { JudgeResult } from "../src/state/looper.js";
 import type { ChatModel } from "../src/models/types.js";
 import { createJudgeNode } from "../src/nodes/judge/node.js";
-import type { JudgeNodeDefinition } from "../src/format/types.js";
 import type { NodeUpdate } from "../src/runtime/node-function.js";
 import type { GraphStateValue } from "../src/state/graph-state.js";
 import { ROOT } from "./helpers/cli.js";
 import { coderFailure, coderSuccess, judgeState, review, TASK, type JudgeStateParts } from "./fixtures/judge/factories.js";
+import type { JudgeNodeDefinition } from "../src/nodes/judge/schema.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/judge");
 const scripted = (file: string): string => `scripted:${join(FIXTURES, file)}`;
@@ -46,7 +46,7 @@ function harness(model?: ChatModel, signal = new AbortController().signal): Harn
   const ctx: RunContext = {
     threadId: "judge-test",
     workspace: ROOT,
-    approvalMode: "deny",
+    settings: { approval: "deny" },
     userRules: [],
     readInbox: () => [],
     emit: (event) => events.push(event),

@@ -2,7 +2,8 @@ import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { openChat } from "../src/engine/chat.js";
-import { runMediatorTool, type LooperHandle } from "../src/nodes/mediator/tools.js";
+import { runMediatorTool } from "../src/nodes/mediator/tools.js";
+import type { LooperCommands } from "../src/runtime/context.js";
 import { cleanEnv, gitRepo } from "./helpers/cli.js";
 
 let cleanups: Array<() => void> = [];
@@ -70,7 +71,7 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
 
 describe("the Mediator's tools", () => {
   const calls: string[] = [];
-  const looper: LooperHandle = {
+  const looper: LooperCommands = {
     start: async (task) => (calls.push(`start ${task}`), "started"),
     addPending: async (task) => (calls.push(`add ${task}`), "queued"),
     stop: async () => (calls.push("stop"), "stopping"),

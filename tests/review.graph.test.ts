@@ -90,8 +90,7 @@ function context(workspace: string, script: string, events: RunEvent[], calls: M
   return {
     threadId: "review-thread",
     workspace,
-    runModel: `scripted:${join(FIXTURES, script)}`,
-    approvalMode: "auto",
+    settings: { model: `scripted:${join(FIXTURES, script)}`, approval: "auto" },
     userRules: [],
     readInbox: () => [],
     emit: (event) => events.push(event),

@@ -1,6 +1,6 @@
 import { createInterface } from "node:readline/promises";
 import pc from "picocolors";
-import type { ApprovalAnswer, ApprovalRequest } from "../nodes/coder/types.js";
+import type { ApprovalAnswer, ApprovalRequest } from "../runtime/approval.js";
 
 export function describeCall(request: ApprovalRequest): string {
   const args = request.args as Record<string, unknown> | undefined;

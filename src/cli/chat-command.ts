@@ -1,17 +1,17 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import pc from "picocolors";
-import { isApprovalRequest } from "../nodes/coder/types.js";
 import { ExitCode } from "../errors.js";
 import { openChat, type ChatSession } from "../engine/chat.js";
 import type { RunEvent } from "../runtime/events.js";
-import type { RunOutcome } from "../engine/runner.js";
-import { parseLooperCommand } from "../nodes/looper/index.js";
+import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
 import { messageText } from "../runtime/model-session.js";
 import { describeCall } from "./approval-prompt.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
 import type { GlobalOptions } from "./run-commands.js";
 import type { ApprovalMode } from "../state/thread.js";
+import { isApprovalRequest } from "../runtime/approval.js";
+import type { RunOutcome } from "../engine/run-types.js";
 
 export interface ChatCommandOptions extends GlobalOptions {
   graph?: string;
@@ -165,20 +165,7 @@ class ChatController {
       if (line.startsWith("/")) this.screen.line(pc.yellow(`unknown command ${word}: try /help`));
       return line.startsWith("/");
     }
-    switch (command.command) {
-      case "status":
-        this.screen.line(await looper.status());
-        break;
-      case "stop":
-        this.screen.line(await looper.stop());
-        break;
-      case "start":
-        this.screen.line(await looper.start(command.task));
-        break;
-      case "add_pending":
-        this.screen.line(await looper.addPending(command.task));
-        break;
-    }
+    this.screen.line(await dispatchLooperCommand(command, looper));
     return true;
   }
 

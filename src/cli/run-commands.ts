@@ -2,11 +2,12 @@ import { RunControl } from "@langchain/langgraph";
 import pc from "picocolors";
 import { ConfigError, ExitCode } from "../errors.js";
 import type { EventSink } from "../runtime/events.js";
-import { resumeRun, runGraph, type RunOutcome } from "../engine/runner.js";
-import type { ApprovalAnswer } from "../nodes/coder/types.js";
+import { resumeRun, runGraph } from "../engine/runner.js";
 import { promptForApproval } from "./approval-prompt.js";
 import { humanRenderer, jsonRenderer } from "./render.js";
 import type { ApprovalMode } from "../state/thread.js";
+import type { ApprovalAnswer } from "../runtime/approval.js";
+import { type RunOutcome } from "../engine/run-types.js";
 
 export interface GlobalOptions {
   db?: string;

@@ -1,26 +1,14 @@
 import { randomUUID } from "node:crypto";
 import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { ConfigError } from "../errors.js";
-import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import type { GraphDefinition } from "../format/types.js";
-import { isRunningElsewhere } from "../runs/thread-registry.js";
-import { latestValues, openStore, withStore, type Store } from "../runs/store.js";
+import { loadGraph, resolveGraphPath } from "../graph/load.js";
+import { latestValues, openStore } from "../runs/store.js";
 import type { EventSink } from "../runtime/events.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
-import {
-  absoluteModelSpec,
-  checkModels,
-  createLoopSupervisor,
-  execute,
-  initialVars,
-  makeContext,
-  mediatorNodeOf,
-  prepareNewThread,
-  recordNewThread,
-  type CommonRunOptions,
-  type RunOutcome,
-  type RunSettings,
-} from "./runner.js";
+import { createLoopSupervisor } from "./runner.js";
+import type { CommonRunOptions, RunOutcome } from "./run-types.js";
+import { initialVars, mediatorNodeOf, Thread } from "./thread.js";
 
 export interface ChatOptions extends Omit<CommonRunOptions, "onEvent" | "signal" | "looper" | "askApproval"> {
   /** Graph of a new chat (default `monitor`); it must have a mediator node. */
@@ -42,39 +30,42 @@ export interface TurnOptions {
  * outlives the turns.
  */
 export class ChatSession {
+  readonly threadId: string;
+  readonly graph: GraphDefinition;
+  readonly workspace: string;
+  readonly looper: LoopSupervisor;
+
   constructor(
-    readonly threadId: string,
-    readonly graph: GraphDefinition,
-    readonly workspace: string,
-    readonly looper: LoopSupervisor,
+    /** The chat's thread; its store stays open for the session's turns (see `close`). */
+    private readonly thread: Thread,
     /** Whether the thread was created by this session (else it continues an earlier chat). */
     readonly created: boolean,
-    private readonly settings: RunSettings,
-    private readonly options: ChatOptions,
-  ) {}
+  ) {
+    this.threadId = thread.threadId;
+    this.graph = thread.graph;
+    this.workspace = thread.workspace;
+    this.looper = thread.looper!;
+  }
 
   /** One turn: the Mediator answers `text` (streamed through `onEvent`); returns once it has. */
   async say(text: string, turn: TurnOptions = {}): Promise<RunOutcome> {
-    return this.withStore(async (store) => {
-      const first = Object.keys(await latestValues(store, this.threadId)).length === 0;
-      const runOptions: CommonRunOptions = { ...this.options, onEvent: turn.onEvent, signal: turn.signal, looper: this.looper };
-      const ctx = makeContext(this.graph, this.threadId, this.workspace, this.settings, runOptions, store);
-      store.threads.markRunning(this.threadId, { model: this.settings.runModel, approval: this.settings.approvalMode });
-      const input = {
-        messages: [new HumanMessage({ content: text, id: randomUUID() })],
-        ...(first ? { task: text, vars: initialVars(this.graph) } : {}),
-      };
-      return execute(this.graph, input, ctx, store, runOptions);
-    });
+    const first = Object.keys(await latestValues(this.thread.store, this.threadId)).length === 0;
+    this.thread.markRunning();
+    const input = {
+      messages: [new HumanMessage({ content: text, id: randomUUID() })],
+      ...(first ? { task: text, vars: initialVars(this.graph) } : {}),
+    };
+    return this.thread.execute(input, this.thread.context({ onEvent: turn.onEvent, signal: turn.signal }));
   }
 
   /** The thread's message log so far (the user's messages, the Mediator's answers, relayed progress). */
   async history(): Promise<BaseMessage[]> {
-    return this.withStore(async (store) => ((await latestValues(store, this.threadId)).messages ?? []) as BaseMessage[]);
+    return ((await latestValues(this.thread.store, this.threadId)).messages ?? []) as BaseMessage[];
   }
 
-  private withStore<T>(use: (store: Store) => Promise<T>): Promise<T> {
-    return withStore({ db: this.options.db, cwd: this.options.cwd, env: this.options.env }, use);
+  /** Closes the session's store (its loop's runs have stores of their own). */
+  close(): void {
+    this.thread.store.close();
   }
 }
 
@@ -85,33 +76,24 @@ export async function openChat(options: ChatOptions): Promise<ChatSession> {
   try {
     const record = options.threadId === undefined ? undefined : store.threads.get(options.threadId);
     const graph = await loadGraph(record ? record.graphFile : resolveGraphPath(options.graph ?? "monitor", cwd));
-    const mediator = mediatorNodeOf(graph);
-    if (!mediator) {
+    if (!mediatorNodeOf(graph)) {
       throw new ConfigError(
         record
           ? `thread "${record.threadId}" runs graph ${graph.name}, which has no mediator node: continue it with \`loopgraph resume ${record.threadId}\``
           : `graph ${graph.name} has no mediator node: chat needs a graph like monitor`,
       );
     }
-    if (record && isRunningElsewhere(record)) {
-      throw new ConfigError(`thread "${record.threadId}" is in use by process ${record.pid}: leave that chat first`);
-    }
+    const extra = { looper: createLoopSupervisor };
     const thread = record
-      ? {
-          threadId: record.threadId,
-          workspace: record.workspace,
-          settings: { runModel: absoluteModelSpec(options.model, cwd) ?? record.model, approvalMode: options.approval ?? record.approval },
-        }
-      : prepareNewThread(graph, options);
-    const looper = createLoopSupervisor(mediator, thread.threadId, thread.workspace, thread.settings, options, store);
-    const ctx = makeContext(graph, thread.threadId, thread.workspace, thread.settings, { ...options, looper }, store);
-    checkModels(graph, ctx);
+      ? await Thread.open(store, record, options, { ...extra, graph, inUse: (r) => `thread "${r.threadId}" is in use by process ${r.pid}: leave that chat first` })
+      : Thread.prepare(store, graph, Thread.newThread(graph, options), options, extra);
     if (!record) {
-      recordNewThread(store, graph, thread, "");
+      thread.record("");
       store.threads.markEnded(thread.threadId, "finished");
     }
-    return new ChatSession(thread.threadId, graph, thread.workspace, looper, !record, thread.settings, options);
-  } finally {
+    return new ChatSession(thread, !record);
+  } catch (error) {
     store.close();
+    throw error;
   }
 }

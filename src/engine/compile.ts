@@ -1,13 +1,7 @@
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { evaluateCondition } from "../format/condition.js";
 import { END_NODE, START_NODE, type Branch, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
-import { createAgentNode } from "../nodes/agent/node.js";
-import { createCoderNode } from "../nodes/coder/node.js";
-import { createJudgeNode } from "../nodes/judge/node.js";
-import { createLooperNode } from "../nodes/looper/node.js";
-import { createMediatorNode } from "../nodes/mediator/node.js";
-import { createReviewNode } from "../nodes/review/node.js";
-import { createFunctionNode, loadUserFunction } from "../nodes/function/node.js";
+import { nodeKinds } from "../nodes/registry.js";
 import { instrumentNode } from "../runtime/instrument.js";
 import type { NodeFunction } from "../runtime/node-function.js";
 import { GraphState, type GraphStateValue } from "../state/graph-state.js";
@@ -15,29 +9,21 @@ import type { RunContext } from "../runtime/context.js";
 
 export type CompiledGraph = Awaited<ReturnType<typeof compileGraph>>;
 
-/** Builds the node function for one node of a graph file, by kind. */
-async function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunContext): Promise<NodeFunction> {
-  switch (node.kind) {
-    case "agent":
-      return createAgentNode(node, graph, ctx);
-    case "function":
-      return createFunctionNode(node, await loadUserFunction(node), ctx);
-    case "coder":
-      return createCoderNode(node, graph, ctx);
-    case "looper":
-      return createLooperNode(node, ctx);
-    case "review":
-      return createReviewNode(node, graph, ctx);
-    case "judge":
-      return createJudgeNode(node, graph, ctx);
-    case "mediator":
-      return createMediatorNode(node, graph, ctx);
-    case "subgraph": {
+/** How a graph is compiled. */
+export interface CompileOptions {
+  /** Compile the graph's breakpoints, and its subgraphs' (default true); a recorded replay runs without them. */
+  breakpoints?: boolean;
+}
+
+/** Builds the node function for one node of a graph file, by its kind. */
+function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunContext, options: CompileOptions): Promise<NodeFunction> | NodeFunction {
+  return nodeKinds.of(node).create(node, graph, ctx, {
+    async compileInline(inner) {
       // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
-      const subgraph = await compileGraph(node.graph, ctx);
+      const subgraph = await compileGraph(inner, ctx, undefined, options);
       return async (state, config) => (await subgraph.invoke(state, config)) as GraphStateValue;
-    }
-  }
+    },
+  });
 }
 
 const toLangGraphTarget = (target: string): string => (target === END_NODE ? END : target);
@@ -85,11 +71,11 @@ export function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): s
   return [...all];
 }
 
-export async function compileGraph(graph: GraphDefinition, ctx: RunContext, checkpointer?: BaseCheckpointSaver) {
+export async function compileGraph(graph: GraphDefinition, ctx: RunContext, checkpointer?: BaseCheckpointSaver, options: CompileOptions = {}) {
   // Node names are only known at run time, so the builder is used through its untyped surface.
   const builder = new StateGraph(GraphState) as unknown as UntypedBuilder;
   for (const node of Object.values(graph.nodes)) {
-    builder.addNode(node.id, instrumentNode(node.id, await buildNode(node, graph, ctx), ctx));
+    builder.addNode(node.id, instrumentNode(node.id, await buildNode(node, graph, ctx, options), ctx));
   }
   for (const edge of graph.edges) {
     const from = edge.from === START_NODE ? START : edge.from;
@@ -106,8 +92,8 @@ export async function compileGraph(graph: GraphDefinition, ctx: RunContext, chec
   }
   return builder.compile({
     checkpointer,
-    interruptBefore: graph.breakpoints.before,
-    interruptAfter: graph.breakpoints.after,
+    interruptBefore: options.breakpoints === false ? [] : graph.breakpoints.before,
+    interruptAfter: options.breakpoints === false ? [] : graph.breakpoints.after,
     name: graph.name,
   }) as unknown as RunnableGraph;
 }

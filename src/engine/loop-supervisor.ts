@@ -1,6 +1,5 @@
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { RunControl } from "@langchain/langgraph";
-import type { ApprovalAnswer } from "../nodes/coder/types.js";
 import { formatStatus, initialLooperSnapshot } from "../nodes/looper/index.js";
 import type { LooperCommand } from "../state/looper.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
@@ -9,8 +8,10 @@ import { latestValues, withStore, type StoreOptions } from "../runs/store.js";
 import { hasUnconsumedCommands, looperStatus, loopThreadOf } from "./commands.js";
 import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
 import type { EventSink } from "../runtime/events.js";
-import type { ResumeOptions, RunOptions, RunOutcome } from "./runner.js";
-import type { ApprovalMode } from "../state/thread.js";
+import type { ResumeOptions, RunOptions, RunOutcome } from "./run-types.js";
+import type { ThreadSettings } from "../state/thread.js";
+import type { LoopProgress, LooperHandle } from "../runtime/context.js";
+import type { ApprovalAnswer } from "../runtime/approval.js";
 
 export interface LoopSupervisorOptions {
   /** The Mediator's thread; the loop runs in `<thread>.loop`. */
@@ -18,8 +19,7 @@ export interface LoopSupervisorOptions {
   /** Graph file of the loop (it has a looper node). */
   graphFile: string;
   workspace: string;
-  runModel?: string;
-  approvalMode: ApprovalMode;
+  settings: ThreadSettings;
   maxRounds?: number;
   /** The store of the Mediator's thread; the loop's thread lives in the same one. */
   store: StoreOptions;
@@ -32,13 +32,6 @@ export interface LoopSupervisorOptions {
   resume: (options: ResumeOptions) => Promise<RunOutcome>;
 }
 
-export interface LoopProgress {
-  /** `[AUTO]` lines of the loop's message log after the first `since`. */
-  lines: string[];
-  /** How many `[AUTO]` lines the log has in all. */
-  total: number;
-}
-
 /**
  * Runs a Mediator's Looper in the background of this process, as the linked thread
  * `<thread>.loop`: that thread has its own checkpoints, so it stays inspectable and resumable
@@ -46,7 +39,7 @@ export interface LoopProgress {
  * for a running loop go through the thread's inbox, as from `loopgraph send`, so they are
  * applied exactly once whichever process runs the loop.
  */
-export class LoopSupervisor {
+export class LoopSupervisor implements LooperHandle {
   readonly threadId: string;
   private active?: Promise<RunOutcome>;
   private lastOutcome?: RunOutcome;
@@ -166,14 +159,14 @@ export class LoopSupervisor {
   }
 
   private runSettings() {
-    const { workspace, runModel, approvalMode, maxRounds, store } = this.options;
-    return { workspace, model: runModel, approval: approvalMode, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control };
+    const { workspace, settings, maxRounds, store } = this.options;
+    return { workspace, ...settings, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control };
   }
 
   private resumeLoop(answer?: ApprovalAnswer): Promise<void> {
-    const { approvalMode, maxRounds, store } = this.options;
+    const { settings, maxRounds, store } = this.options;
     return this.launch(() =>
-      this.options.resume({ threadId: this.threadId, approval: approvalMode, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control, answer }),
+      this.options.resume({ threadId: this.threadId, approval: settings.approval, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control, answer }),
     );
   }
 

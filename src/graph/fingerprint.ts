@@ -1,15 +1,15 @@
 import { createHash } from "node:crypto";
 import { readFileSync } from "node:fs";
 import type { GraphDefinition } from "../format/types.js";
+import { nodeKinds } from "../nodes/registry.js";
 
 /** Every file a run of the graph reads: the graph file, its subgraphs, prompts and function modules. */
 function filesOf(graph: GraphDefinition, files = new Set<string>()): Set<string> {
   files.add(graph.file);
   for (const node of Object.values(graph.nodes)) {
-    if (node.kind === "subgraph") filesOf(node.graph, files);
-    else if (node.kind === "function") files.add(node.module);
-    else if (node.kind === "review") files.add(node.specsPrompt).add(node.taskLogPrompt);
-    else if ("promptFile" in node) files.add(node.promptFile);
+    const kind = nodeKinds.of(node);
+    for (const file of kind.files?.(node) ?? []) files.add(file);
+    if (kind.inlineGraph) filesOf(kind.inlineGraph(node), files);
   }
   return files;
 }

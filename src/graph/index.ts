@@ -3,6 +3,6 @@ export { graphJsonSchema, renderGraphJsonSchema } from "./json-schema.js";
 export { listGraphs, type GraphListing } from "./list.js";
 export { loadGraph, resolveGraphPath } from "./load.js";
 export { describeCondition, drawMermaid } from "./mermaid.js";
-export { NODE_KINDS } from "./schema.js";
+export { nodeKindNames } from "./schema.js";
 export * from "../format/types.js";
 export { packageGraphsDir } from "../package.js";

@@ -3,7 +3,7 @@ import { graphFileSchema } from "./schema.js";
 
 /** The JSON Schema of graph files, for editor completion (`# yaml-language-server: $schema=…`). */
 export function graphJsonSchema(): Record<string, unknown> {
-  const schema = z.toJSONSchema(graphFileSchema, {
+  const schema = z.toJSONSchema(graphFileSchema(), {
     // Draft 7 has the widest editor support; "input" because defaulted keys are optional to write.
     target: "draft-7",
     io: "input",

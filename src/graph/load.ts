@@ -3,11 +3,10 @@ import { readFile } from "node:fs/promises";
 import path from "node:path";
 import { LineCounter, parseDocument, visit, type Document } from "yaml";
 import { ConfigError, GraphValidationError } from "../errors.js";
-import { packageGraphsDir, packageRoot } from "../package.js";
-import { toLoopDetectionOptions } from "../tools/loop-detection.js";
+import { packageGraphsDir, packagePrompt } from "../package.js";
+import { nodeKinds } from "../nodes/registry.js";
+import type { NodeFiles } from "../runtime/node-kind.js";
 import { toPolicyRules } from "../policy/rule-file.js";
-import { resolveReviewNode } from "../nodes/review/schema.js";
-import { TOOL_NAMES } from "../tools/types.js";
 import { SourceLocator, type DataPath, type PathIssue } from "../diagnostics/positions.js";
 import { COMPARISON_OPERATORS, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
 import {
@@ -140,7 +139,7 @@ class NodeResolver {
     return resolved;
   }
 
-  /** To add a node kind: a case here and a schema in ./schema.ts. */
+  /** The node's definition, from its kind's resolver (src/nodes/<kind>/kind.ts). */
   private async resolve(id: string, raw: RawNode): Promise<NodeDefinition | undefined> {
     const common = {
       id,
@@ -149,58 +148,18 @@ class NodeResolver {
       maxVisits: raw.max_visits,
       onLimit: raw.max_visits === undefined ? undefined : (raw.on_limit ?? END_NODE),
     };
-    switch (raw.kind) {
-      case "agent": {
-        const prompt = this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
-        return prompt === undefined
-          ? undefined
-          : { ...common, kind: "agent", promptFile: prompt.absolute, schema: raw.schema, history: raw.history };
-      }
-      case "function": {
-        const module = this.existingFile(raw.module, ["nodes", id, "module"], "function module");
-        return module === undefined
-          ? undefined
-          : { ...common, kind: "function", module: module.absolute, exportName: raw.export };
-      }
-      case "subgraph": {
-        const graph = await this.loadSubgraph(raw.graph, ["nodes", id, "graph"]);
-        return graph && { ...common, kind: "subgraph", graph };
-      }
-      case "judge": {
-        const prompt = raw.prompt === undefined ? defaultPrompt("judge.md") : this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
-        return prompt === undefined ? undefined : { ...common, kind: "judge", promptFile: prompt.absolute, coder: raw.coder, review: raw.review };
-      }
-      case "review":
-        return resolveReviewNode(raw, common, (key, relative, defaultName) =>
-          relative === undefined ? defaultPrompt(defaultName).absolute : this.existingFile(relative, ["nodes", id, key], "prompt file")?.absolute,
-        );
-      case "mediator": {
-        const prompt = raw.prompt === undefined ? defaultPrompt("mediator.md") : this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
-        const loop = await this.loadSubgraph(raw.loop, ["nodes", id, "loop"], "loop graph file");
-        if (loop && !Object.values(loop.nodes).some((node) => node.kind === "looper")) {
-          this.issues.push({ path: ["nodes", id, "loop"], message: `the loop graph ${raw.loop} has no looper node: point loop at a graph like coder-review.yaml` });
-          return undefined;
-        }
-        return prompt && loop && { ...common, kind: "mediator", promptFile: prompt.absolute, loop };
-      }
-      case "looper":
-        return { ...common, kind: "looper", maxRounds: raw.max_rounds, coder: raw.coder, review: raw.review, judge: raw.judge };
-      case "coder": {
-        const prompt = raw.prompt === undefined ? defaultPrompt("coder.md") : this.existingFile(raw.prompt, ["nodes", id, "prompt"], "prompt file");
-        return prompt === undefined
-          ? undefined
-          : {
-              ...common,
-              kind: "coder",
-              promptFile: prompt.absolute,
-              maxSteps: raw.max_steps,
-              tools: raw.tools ?? [...TOOL_NAMES],
-              loopDetection: toLoopDetectionOptions(raw.loop_detection),
-              compression: { budgetTokens: raw.compression.budget_tokens, keepRecentTurns: raw.compression.keep_recent_turns },
-              resultBudgetChars: raw.result_budget_chars,
-            };
-      }
-    }
+    const at = (key: string): DataPath => ["nodes", id, key];
+    const files: NodeFiles = {
+      file: (relative, key, what) => this.existingFile(relative, at(key), what)?.absolute,
+      prompt: (relative, key, defaultName) =>
+        relative === undefined ? packagePrompt(defaultName) : this.existingFile(relative, at(key), "prompt file")?.absolute,
+      graph: (relative, key, what) => this.loadSubgraph(relative, at(key), what),
+      issue: (key, message) => void this.issues.push({ path: at(key), message }),
+    };
+    // The shape check let only registered kinds through.
+    const kind = nodeKinds.get(raw.kind);
+    if (!kind) throw new Error(`internal: node "${id}" of unregistered kind "${raw.kind}" passed the shape check`);
+    return kind.resolve(raw, common, files);
   }
 
   /** `relative` (to the graph file) if it is an existing file; else an issue. */
@@ -214,7 +173,7 @@ class NodeResolver {
     return undefined;
   }
 
-  private async loadSubgraph(relative: string, at: DataPath, what = "subgraph file"): Promise<GraphDefinition | undefined> {
+  private async loadSubgraph(relative: string, at: DataPath, what: string): Promise<GraphDefinition | undefined> {
     const file = this.existingFile(relative, at, what);
     if (!file) return undefined;
     const cycleStart = this.includeChain.indexOf(file.absolute);
@@ -233,12 +192,6 @@ class NodeResolver {
       return undefined;
     }
   }
-}
-
-/** A prompt shipped with the package (`prompts/<name>`), for nodes whose graph names none. */
-function defaultPrompt(name: string): FileRef {
-  const absolute = path.join(packageRoot() ?? ".", "prompts", name);
-  return { absolute, shown: absolute };
 }
 
 // ---------------------------------------------------------------------------------------------

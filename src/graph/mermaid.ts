@@ -1,4 +1,5 @@
 import { END_NODE, START_NODE, type Condition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
+import { nodeKinds } from "../nodes/registry.js";
 
 /**
  * A Mermaid `flowchart TD` of a graph: conditional edges labelled with their condition, loop
@@ -40,12 +41,13 @@ class Drawing {
       const breakpoints = breakpointsOf(graph, node.id);
       const label = nodeLabel(node, breakpoints);
       if (breakpoints.length) this.breakpointNodes.push(idOf(node.id));
-      if (node.kind === "subgraph") {
+      const kind = nodeKinds.of(node);
+      if (kind.inlineGraph) {
         this.lines.push(`${indent}subgraph ${idOf(node.id)}["${label}"]`, `${indent}  direction TB`);
-        this.drawGraph(node.graph, `${idOf(node.id)}_`, `${indent}  `);
+        this.drawGraph(kind.inlineGraph(node), `${idOf(node.id)}_`, `${indent}  `);
         this.lines.push(`${indent}end`);
       } else {
-        const [open, close] = node.kind === "function" ? ["[[", "]]"] : ["[", "]"];
+        const [open, close] = kind.drawnAsSubroutine ? ["[[", "]]"] : ["[", "]"];
         this.lines.push(`${indent}${idOf(node.id)}${open}"${label}"${close}`);
       }
     }
@@ -86,7 +88,8 @@ function breakpointsOf(graph: GraphDefinition, id: string): string[] {
 
 function nodeLabel(node: NodeDefinition, breakpoints: string[]): string {
   const lines = [node.id];
-  if (node.kind === "subgraph") lines.push(`graph: ${node.graph.name}`);
+  const inline = nodeKinds.of(node).inlineGraph?.(node);
+  if (inline) lines.push(`graph: ${inline.name}`);
   if (node.maxVisits !== undefined) lines.push(`max_visits: ${node.maxVisits}`);
   if (breakpoints.length) lines.push(`breakpoint: ${breakpoints.join(", ")}`);
   return lines.map(escapeLabel).join("<br/>");

@@ -1,17 +1,14 @@
 /**
  * The zod schema of the graph file format (version 1), as written in YAML (snake_case keys).
  * It checks shape and local rules; cross-references (edges, paths, loops) are checked by
- * ./validate.ts, files by ./load.ts. The JSON Schema for editors is generated from it.
+ * ./semantics.ts, files by ./load.ts. The JSON Schema for editors is generated from it.
+ * The nodes' schemas come from the registered node kinds (src/nodes/registry.ts).
  */
 import { z } from "zod";
-import { ConfigError } from "../errors.js";
-import { parseModelSpec } from "../models/spec.js";
-import { loopDetectionConfigSchema } from "../tools/loop-detection.js";
-import { judgeNodeKeys } from "../nodes/judge/schema.js";
+import { modelSpec, positiveInt } from "../format/node-schema.js";
+import type { ComparisonOperator } from "../format/types.js";
+import { nodeKinds } from "../nodes/registry.js";
 import { policyRulesSchema } from "../policy/rule-file.js";
-import { reviewNodeSchema } from "../nodes/review/schema.js";
-import { TOOL_NAMES } from "../tools/types.js";
-import type { ComparisonOperator, OutputSchema } from "../format/types.js";
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const RESERVED_NODE_IDS: readonly string[] = ["START", "END"];
@@ -31,20 +28,6 @@ export const COMPARISON_OPERATORS = [
 ] as const satisfies readonly ComparisonOperator[];
 
 export const COMBINATORS = ["all", "any", "not"] as const;
-
-const positiveInt = z.int().positive();
-
-const modelSpec = z
-  .string()
-  .describe("provider:model, e.g. openai:gpt-4o-mini or scripted:examples/demo.script.yaml")
-  .superRefine((spec, ctx) => {
-    try {
-      parseModelSpec(spec);
-    } catch (error) {
-      if (!(error instanceof ConfigError)) throw error;
-      ctx.addIssue({ code: "custom", message: error.message });
-    }
-  });
 
 const nodeId = z
   .string()
@@ -152,47 +135,6 @@ function checkConditionForm(condition: RawCondition, ctx: z.RefinementCtx): void
 }
 
 // ---------------------------------------------------------------------------------------------
-// Structured output schema of agent nodes (a JSON-Schema subset)
-
-const OUTPUT_SCHEMA_TYPES = ["object", "string", "number", "integer", "boolean", "array"] as const;
-
-const outputSchema: z.ZodType<OutputSchema> = z
-  .strictObject({
-    type: z.enum(OUTPUT_SCHEMA_TYPES),
-    get properties() {
-      return outputSchemaProperties;
-    },
-    required: z.array(z.string()).optional(),
-    get items() {
-      return outputSchema.optional();
-    },
-    enum: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional(),
-    description: z.string().optional(),
-  })
-  .superRefine((schema, ctx) => {
-    const misplaced = (key: string, type: string) =>
-      ctx.addIssue({ code: "custom", path: [key], params: { at: "key" }, message: `"${key}" only applies to type ${type}` });
-    if (schema.type !== "object") {
-      if (schema.properties) misplaced("properties", "object");
-      if (schema.required) misplaced("required", "object");
-    }
-    if (schema.type !== "array" && schema.items) misplaced("items", "array");
-    schema.required?.forEach((name, index) => {
-      if (!schema.properties || !(name in schema.properties)) {
-        ctx.addIssue({
-          code: "custom",
-          path: ["required", index],
-          message: `required lists "${name}", which is not declared under properties`,
-        });
-      }
-    });
-  })
-  .meta({ id: "outputSchema", description: "A JSON-Schema subset: type, properties, required, items, enum, description" });
-
-// One instance (not built inside the getter), so the JSON Schema can name it.
-const outputSchemaProperties = z.record(z.string(), outputSchema).optional().meta({ id: "outputSchemaProperties" });
-
-// ---------------------------------------------------------------------------------------------
 // State fields
 
 export const STATE_FIELD_TYPES = ["string", "number", "boolean", "object", "array"] as const;
@@ -235,93 +177,6 @@ const stateField = z
   });
 
 // ---------------------------------------------------------------------------------------------
-// Nodes: one schema per kind, joined in a discriminated union on `kind`.
-// To add a kind: add its schema to `nodeSchema` and its resolver in ./load.ts.
-
-const nodeCommon = {
-  description: z.string().optional(),
-  model: modelSpec.optional(),
-  max_visits: positiveInt.describe("Loop bound: the node runs at most this many times per run").optional(),
-  on_limit: z
-    .string()
-    .describe("Where edges into this node go once max_visits is used up: a node id or END (default END)")
-    .optional(),
-};
-
-const agentNode = z.strictObject({
-  kind: z.literal("agent"),
-  ...nodeCommon,
-  prompt: z.string().describe("Markdown system prompt, relative to the graph file"),
-  schema: outputSchema.describe("Structured output: the model answers with JSON matching this schema").optional(),
-  history: z.boolean().describe("Send the thread's message history to the model (default true)").default(true),
-});
-
-const functionNode = z.strictObject({
-  kind: z.literal("function"),
-  ...nodeCommon,
-  module: z
-    .string()
-    .regex(/\.(ts|js|mjs)$/, { error: "function module must be a .ts, .js or .mjs file" })
-    .describe("Module relative to the graph file"),
-  export: z.string().describe('Exported function name (default "default")').default("default"),
-});
-
-const subgraphNode = z.strictObject({
-  kind: z.literal("subgraph"),
-  ...nodeCommon,
-  graph: z.string().describe("Graph file relative to this one"),
-});
-
-const coderNode = z.strictObject({
-  kind: z.literal("coder"),
-  ...nodeCommon,
-  prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/coder.md)").optional(),
-  max_steps: positiveInt.describe("Model calls per Coder turn before it stops with a step-limit failure (default 25)").default(25),
-  tools: z
-    .array(z.enum(TOOL_NAMES))
-    .min(1)
-    .describe("Tools the Coder may use (default: all)")
-    .optional(),
-  loop_detection: loopDetectionConfigSchema.describe("Repeated tool calls: warn, then fail").default(loopDetectionConfigSchema.parse({})),
-  compression: z
-    .strictObject({
-      budget_tokens: positiveInt.describe("Summarise older turns once the history passes this many tokens (default 60000)").default(60_000),
-      keep_recent_turns: positiveInt.describe("Latest turns always kept verbatim (default 3)").default(3),
-    })
-    .default({ budget_tokens: 60_000, keep_recent_turns: 3 }),
-  result_budget_chars: positiveInt
-    .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
-    .default(30_000),
-});
-
-const looperNode = z.strictObject({
-  kind: z.literal("looper"),
-  ...nodeCommon,
-  max_rounds: positiveInt.describe("Rounds before the loop ends with \"round limit\" (default 5)").default(5),
-  coder: z.string().describe('Node id of the Coder phase (default "coder")').default("coder"),
-  review: z.string().describe('Node id of the Review phase (default "review")').default("review"),
-  judge: z.string().describe('Node id of the Judge phase (default "judge")').default("judge"),
-});
-
-const mediatorNode = z.strictObject({
-  kind: z.literal("mediator"),
-  ...nodeCommon,
-  prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/mediator.md)").optional(),
-  loop: z
-    .string()
-    .describe("Graph file the Looper runs (it must have a looper node), relative to this one; it runs as the linked thread <thread>.loop"),
-});
-
-const judgeNode = z.strictObject({ kind: z.literal("judge"), ...nodeCommon, ...judgeNodeKeys });
-
-const reviewNode = z.strictObject({ kind: z.literal("review"), ...nodeCommon, ...reviewNodeSchema.shape });
-
-const nodeSchema = z.discriminatedUnion("kind", [agentNode, functionNode, subgraphNode, coderNode, looperNode, reviewNode, judgeNode, mediatorNode]);
-export type RawNode = z.output<typeof nodeSchema>;
-export type NodeKind = RawNode["kind"];
-export const NODE_KINDS: readonly NodeKind[] = nodeSchema.options.map((option) => option.shape.kind.value);
-
-// ---------------------------------------------------------------------------------------------
 // Edges
 
 const branchSchema = z.strictObject({
@@ -359,31 +214,58 @@ export type RawEdge = z.output<typeof edgeSchema>;
 
 export const DEFAULT_MAX_STEPS = 100;
 
-export const graphFileSchema = z.strictObject({
-  version: z.literal(1).describe("Format version; always 1"),
-  name: z.string().min(1).describe("Graph name, shown by `loopgraph graphs list`"),
-  description: z.string().describe("One line on what the graph does").optional(),
-  model: modelSpec.describe("Default model of the agent nodes, provider:model").optional(),
-  state: z
-    .record(fieldName, stateField)
-    .describe("User fields, stored under `vars` in the state")
-    .default({}),
-  nodes: z.record(nodeId, nodeSchema).refine((nodes) => Object.keys(nodes).length > 0, {
-    error: "nodes is empty: declare at least one node",
-  }),
-  edges: z.array(edgeSchema),
-  breakpoints: z
-    .strictObject({
-      before: z.array(z.string()).describe("Interrupt before these nodes").default([]),
-      after: z.array(z.string()).describe("Interrupt after these nodes").default([]),
-    })
-    .default({ before: [], after: [] }),
-  policy: policyRulesSchema.describe("Policy rules for the tool calls of this graph's nodes").optional(),
-  limits: z
-    .strictObject({
-      max_steps: positiveInt.describe(`Supersteps per run (default ${DEFAULT_MAX_STEPS})`).default(DEFAULT_MAX_STEPS),
-    })
-    .default({ max_steps: DEFAULT_MAX_STEPS }),
-});
+// ---------------------------------------------------------------------------------------------
+// Nodes: one schema per registered kind, joined in a discriminated union on `kind`.
 
-export type GraphFile = z.output<typeof graphFileSchema>;
+/** A node as written in YAML: `kind` and the keys every node has; the rest depends on the kind. */
+export type RawNode = { kind: string; description?: string; model?: string; max_visits?: number; on_limit?: string } & Record<string, unknown>;
+
+function nodeSchema() {
+  const [first, ...rest] = nodeKinds.all().map((kind) => kind.schema);
+  if (!first) throw new Error("internal: no node kinds are registered");
+  return z.discriminatedUnion("kind", [first, ...rest]);
+}
+
+/** The registered kinds' names, in the order of the schema. */
+export function nodeKindNames(): string[] {
+  return nodeKinds.names();
+}
+
+const buildGraphFileSchema = () =>
+  z.strictObject({
+    version: z.literal(1).describe("Format version; always 1"),
+    name: z.string().min(1).describe("Graph name, shown by `loopgraph graphs list`"),
+    description: z.string().describe("One line on what the graph does").optional(),
+    model: modelSpec.describe("Default model of the agent nodes, provider:model").optional(),
+    state: z
+      .record(fieldName, stateField)
+      .describe("User fields, stored under `vars` in the state")
+      .default({}),
+    nodes: z.record(nodeId, nodeSchema()).refine((nodes) => Object.keys(nodes).length > 0, {
+      error: "nodes is empty: declare at least one node",
+    }),
+    edges: z.array(edgeSchema),
+    breakpoints: z
+      .strictObject({
+        before: z.array(z.string()).describe("Interrupt before these nodes").default([]),
+        after: z.array(z.string()).describe("Interrupt after these nodes").default([]),
+      })
+      .default({ before: [], after: [] }),
+    policy: policyRulesSchema.describe("Policy rules for the tool calls of this graph's nodes").optional(),
+    limits: z
+      .strictObject({
+        max_steps: positiveInt.describe(`Supersteps per run (default ${DEFAULT_MAX_STEPS})`).default(DEFAULT_MAX_STEPS),
+      })
+      .default({ max_steps: DEFAULT_MAX_STEPS }),
+  });
+
+export type GraphFile = Omit<z.output<ReturnType<typeof buildGraphFileSchema>>, "nodes"> & { nodes: Record<string, RawNode> };
+
+let built: { version: number; schema: ReturnType<typeof buildGraphFileSchema> } | undefined;
+
+/** The schema of a whole graph file, for the node kinds registered now. */
+export function graphFileSchema(): ReturnType<typeof buildGraphFileSchema> {
+  if (built?.version !== nodeKinds.version) built = { version: nodeKinds.version, schema: buildGraphFileSchema() };
+  return built.schema;
+}
+

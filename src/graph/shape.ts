@@ -1,14 +1,14 @@
 /** Checks parsed graph data against the zod schema, rewording its issues to say what to fix. */
 import { z } from "zod";
 import { valueAt, type DataPath, type PathIssue } from "../diagnostics/positions.js";
-import { COMBINATORS, COMPARISON_OPERATORS, NODE_KINDS, conditionSchema, graphFileSchema, type GraphFile } from "./schema.js";
+import { COMBINATORS, COMPARISON_OPERATORS, conditionSchema, graphFileSchema, nodeKindNames, type GraphFile } from "./schema.js";
 import { closestName, unknownName } from "../diagnostics/suggest.js";
 
 export type ShapeCheck = { ok: true; graph: GraphFile } | { ok: false; issues: PathIssue[] };
 
 export function checkShape(data: unknown): ShapeCheck {
-  const result = graphFileSchema.safeParse(data, { reportInput: true });
-  if (result.success) return { ok: true, graph: result.data };
+  const result = graphFileSchema().safeParse(data, { reportInput: true });
+  if (result.success) return { ok: true, graph: result.data as GraphFile };
   const issues = withoutFollowOnIssues(result.error.issues, data);
   return { ok: false, issues: issues.flatMap((issue) => describeZodIssue(issue, data)) };
 }
@@ -69,8 +69,8 @@ function describeZodIssue(issue: ZodIssue, data: unknown): PathIssue[] {
           path,
           message:
             kind === undefined
-              ? `missing "kind": use one of ${NODE_KINDS.join(", ")}`
-              : `unknown node kind ${describeValue(kind)}: use one of ${NODE_KINDS.join(", ")}`,
+              ? `missing "kind": use one of ${nodeKindNames().join(", ")}`
+              : `unknown node kind ${describeValue(kind)}: use one of ${nodeKindNames().join(", ")}`,
         },
       ];
     }
@@ -146,7 +146,7 @@ function knownKeysAt(data: unknown, path: DataPath): string[] {
 
 /** The object schema that checks the mapping at `path`, found by walking the schema along the data. */
 function objectSchemaAt(data: unknown, path: DataPath): z.ZodObject | undefined {
-  let schema = unwrapFor(graphFileSchema, data);
+  let schema = unwrapFor(graphFileSchema(), data);
   let value = data;
   for (const segment of path) {
     value = valueAt(value, [segment]);

@@ -8,7 +8,8 @@ import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import picomatch from "picomatch";
 import { isInside, realPathOf, resolveInWorkspace, workspaceRelative } from "../tools/workspace-paths.js";
-import { ToolError, type ToolEffect } from "../tools/types.js";
+import { BUILTIN_TOOLS } from "../tools/registry.js";
+import { ToolError, type PolicySubject, type ToolEffect } from "../tools/types.js";
 import { BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
 import { decidingRule, stricter } from "./match.js";
 import { commandWords, normalisedText, parseShellCommand, writeTargetsOf, type ShellPart } from "./shell-parts.js";
@@ -28,27 +29,11 @@ export interface PolicyOptions {
   workspace: string;
 }
 
-/** Effects of the built-in tools; any other tool is treated as `execute`. */
-const TOOL_EFFECTS: Readonly<Record<string, ToolEffect>> = {
-  read_file: "read",
-  list_dir: "read",
-  glob: "read",
-  grep: "read",
-  write_file: "edit",
-  edit_file: "edit",
-  shell: "execute",
-  todo_write: "state",
-};
-
-/** File tools: the argument holding the path, and its default. `glob`'s pattern is a path too. */
-const PATH_ARGUMENTS: Readonly<Record<string, { key: string; fallback?: string }>> = {
-  read_file: { key: "path" },
-  write_file: { key: "path" },
-  edit_file: { key: "path" },
-  list_dir: { key: "path", fallback: "." },
-  grep: { key: "path", fallback: "." },
-  glob: { key: "pattern" },
-};
+/** A tool's facts, as it declares them (src/tools/); an unknown tool is treated as `execute`, decided on its arguments. */
+export function toolFacts(name: string): { effect: ToolEffect; subject?: PolicySubject } {
+  const tool = BUILTIN_TOOLS.find((candidate) => candidate.name === name);
+  return tool ? { effect: tool.effect, ...(tool.subject ? { subject: tool.subject } : {}) } : { effect: "execute" };
+}
 
 /** What each approval mode decides when no rule matches (`deny` mode: `ask`'s, then ask → deny). */
 const MODE_DEFAULTS: Readonly<Record<ApprovalMode, Readonly<Record<ToolEffect, PolicyDecision>>>> = {
@@ -71,22 +56,23 @@ interface Finding extends PolicyCause {
 
 export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): PolicyVerdict {
   const root = realPathOf(resolve(options.workspace));
-  const effect = TOOL_EFFECTS[call.name] ?? "execute";
+  const { effect, subject } = toolFacts(call.name);
+  const isCommand = subject !== undefined && "command" in subject;
   const rules = [...BUILTIN_RULES, ...options.rules];
   /** Decides one subject, written in the forms patterns are tested against (the first is shown). */
   const decide = (forms: string[]): Finding => {
     const rule = decidingRule(rules, call.name, forms);
-    return rule ? ruleFinding(rule, call.name, forms[0]!, options.mode) : defaultFinding(forms[0]!, effect, options.mode);
+    return rule ? ruleFinding(rule, isCommand, forms[0]!, options.mode) : defaultFinding(forms[0]!, effect, options.mode);
   };
 
-  if (call.name === "shell") {
-    const command = stringArgument(call.args, "command") ?? "";
+  if (subject && "command" in subject) {
+    const command = stringArgument(call.args, subject.command) ?? "";
     const parsed = parseShellCommand(command);
     const findings = parsed.parts.map((part) => decide(unique([part.text, normalisedText(part)])));
     // A whole script can add an ask or a deny (`curl … | sh` spans parts) but never allows.
     for (const script of parsed.scripts) {
       const rule = decidingRule(rules, call.name, [script]);
-      if (rule && rule.decision !== "allow") findings.push(ruleFinding(rule, call.name, script, options.mode));
+      if (rule && rule.decision !== "allow") findings.push(ruleFinding(rule, true, script, options.mode));
     }
     findings.push(...outsideWrites(parsed.parts, root));
     for (const script of parsed.tooDeep) {
@@ -95,10 +81,9 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
     return verdictOf(findings.length > 0 ? findings : [defaultFinding(command, effect, options.mode)]);
   }
 
-  const pathArgument = PATH_ARGUMENTS[call.name];
-  const path = pathArgument && (stringArgument(call.args, pathArgument.key) ?? pathArgument.fallback);
-  if (path !== undefined) {
-    const located = call.name === "glob" ? globForms(root, path) : pathForms(root, path);
+  const path = subject && "path" in subject ? (stringArgument(call.args, subject.path) ?? subject.fallback) : undefined;
+  if (subject && "path" in subject && path !== undefined) {
+    const located = subject.glob ? globForms(root, path) : pathForms(root, path);
     return verdictOf(["outside" in located ? confinementFinding(path, located.outside) : decide(located.forms)]);
   }
   return verdictOf([decide([JSON.stringify(call.args ?? {})])]);
@@ -136,9 +121,9 @@ function defaultFinding(subject: string, effect: ToolEffect, mode: ApprovalMode)
 }
 
 /** A rule's decision after the mode: `auto` turns `ask` into `allow`, `deny` turns it into `deny`. */
-function ruleFinding(rule: PolicyRule, toolName: string, subject: string, mode: ApprovalMode): Finding {
+function ruleFinding(rule: PolicyRule, isCommand: boolean, subject: string, mode: ApprovalMode): Finding {
   const because = rule.reason ?? `${rule.source} rule ${rule.origin ?? `${rule.tool}${rule.pattern ? ` /${rule.pattern}/` : ""}`}`;
-  const reason = toolName === "shell" ? `\`${subject}\`: ${because}` : `${subject}: ${because}`;
+  const reason = isCommand ? `\`${subject}\`: ${because}` : `${subject}: ${because}`;
   if (rule.decision === "ask" && mode === "auto") {
     return { subject, rule, decision: "allow", reason: `${reason} (allowed: approval mode "auto")` };
   }

@@ -3,7 +3,7 @@
  * result, or ask the user; and the rule an "always" answer adds for the rest of the session.
  */
 import type { ToolResult } from "../tools/types.js";
-import { evaluatePolicy, type PolicyCall, type PolicyOptions } from "./evaluate.js";
+import { evaluatePolicy, toolFacts, type PolicyCall, type PolicyOptions } from "./evaluate.js";
 import { escapeRegExp } from "./match.js";
 import { commandWords, parseShellCommand } from "./shell-parts.js";
 import type { PolicyCause, PolicyVerdict } from "./types.js";
@@ -48,7 +48,8 @@ export function sessionRuleFor(call: PolicyCall, verdict: PolicyVerdict): Policy
     const priority = Math.max(...askingRules.map((rule) => rule.priority)) + 1;
     return { ...base, pattern: alternatives(causes.map((cause) => `${escapeRegExp(cause.subject)}$`)), priority };
   }
-  if (call.name !== "shell") return { ...base, priority: 0 };
+  const { subject } = toolFacts(call.name);
+  if (!subject || !("command" in subject)) return { ...base, priority: 0 };
   return { ...base, pattern: alternatives(causes.map((cause) => commandScope(cause.subject))), priority: 0 };
 }
 

@@ -1,14 +1,16 @@
 import { Overwrite, START } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
 import { restoreWorkspaceInStore } from "../snapshots/index.js";
-import { compileGraph } from "../engine/compile.js";
 import { findCheckpoint } from "../engine/inspect.js";
-import { execute, prepareContinuation, startContinuation, type CommonRunOptions, type RunOutcome } from "../engine/runner.js";
+import { createLoopSupervisor } from "../engine/runner.js";
+import { Thread } from "../engine/thread.js";
 import { START_NODE, type GraphDefinition } from "../format/types.js";
 import { openStore, requireThread } from "../runs/store.js";
 import { isInputStep, readRunRecord, routingSources, type RecordedStep, type RunRecord } from "./record.js";
 import { rerunPlan } from "./rerun-plan.js";
 import { applyEdits, checkDeclaredVars, parseStateEdit, withTaskMessage, type StateEdit } from "./state-edits.js";
+import { type RunOutcome } from "../engine/run-types.js";
+import { type CommonRunOptions } from "../engine/run-types.js";
 
 export interface ForkOptions extends CommonRunOptions {
   threadId: string;
@@ -40,15 +42,16 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
     const record = requireThread(store, options.threadId);
     const from = await findCheckpoint(store, record.threadId, options.from);
     const run = await readRunRecord(store, record.threadId);
-    const continuation = await prepareContinuation(store, record, options);
-    const { graph, ctx } = continuation;
+    const thread = await Thread.open(store, record, options, { looper: createLoopSupervisor });
+    const { graph } = thread;
     checkDeclaredVars(edits, graph);
     const start = branchStart(run, run.steps.get(from.checkpoint.id)!, edits, graph);
 
     // The workspace as it was at that checkpoint (only the files the agent changed since), before the branch runs.
     const restored = options.restoreFiles ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id)).changes : undefined;
 
-    const compiled = await compileGraph(graph, ctx, store.saver);
+    const ctx = thread.context();
+    const compiled = await thread.compile(ctx);
     const fromConfig = { configurable: { thread_id: record.threadId, checkpoint_ns: "", checkpoint_id: from.checkpoint.id } };
     const branchConfig =
       start.asNodes.length === 1
@@ -56,9 +59,12 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
         : await compiled.bulkUpdateState(fromConfig, [{ updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) }]);
     const next = (await compiled.getState(branchConfig)).next;
 
-    startContinuation(store, record, continuation, {
+    thread.markRunning();
+    thread.announce(ctx, {
+      task: record.task,
+      resumed: true,
       forkedFrom: from.checkpoint.id,
-      changedConsequence: "the new branch follows the new version",
+      changed: { recordedHash: record.graphHash, consequence: "the new branch follows the new version" },
     });
     ctx.emit({
       type: "fork",
@@ -69,7 +75,7 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
       ...(restored ? { restored } : {}),
     });
     // The branch's first checkpoint is now the thread's newest: the run continues from it.
-    return await execute(graph, null, ctx, store, options);
+    return await thread.execute(null, ctx);
   } finally {
     store.close();
   }

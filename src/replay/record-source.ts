@@ -1,12 +1,12 @@
 import { isDeepStrictEqual } from "node:util";
-import type { ApprovalAnswer, ApprovalRequest } from "../nodes/coder/types.js";
 import { currentTask } from "../runtime/call-site.js";
-import type { EffectRequest } from "../runtime/effects.js";
 import { ModelError } from "../errors.js";
 import { messageFromRecord } from "../models/recorded.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult } from "../models/types.js";
 import type { Recording } from "../runs/recordings.js";
 import { describeCallDifference, ReplayStop, type Divergence } from "./divergence.js";
+import type { EffectRequest } from "../runtime/context.js";
+import type { ApprovalAnswer, ApprovalRequest } from "../runtime/approval.js";
 
 /** A record with the root step it was made in. */
 export type StepRecording = Recording & { step: number };

@@ -1,14 +1,12 @@
 import type { RunControl } from "@langchain/langgraph";
 import { checkpointState, threadHistory, type CheckpointSummary } from "../engine/inspect.js";
-import type { EffectRequest } from "../runtime/effects.js";
 import type { EventSink } from "../runtime/events.js";
-import { execute, makeContext, type CommonRunOptions } from "../engine/runner.js";
+import { createLoopSupervisor } from "../engine/runner.js";
+import { Thread } from "../engine/thread.js";
 import { ConfigError, ExitCode } from "../errors.js";
-import { graphChangedWarning } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
-import type { GraphDefinition } from "../format/types.js";
 import type { LooperSnapshot } from "../state/looper.js";
-import { latestValues, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { Recording } from "../runs/recordings.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { outcomeDivergence, routingDivergence, stepNodes, unusedRecordsDivergence, type Ending } from "./compare.js";
@@ -16,6 +14,7 @@ import { byStep, type Divergence } from "./divergence.js";
 import { RecordSource, type StepRecording } from "./record-source.js";
 import { lineage } from "./lineage.js";
 import { createReplayThread } from "./scratch-thread.js";
+import { type CommonRunOptions } from "../engine/run-types.js";
 
 export interface RecordedReplayOptions extends StoreOptions {
   threadId: string;
@@ -107,21 +106,28 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
       signal: abort.signal,
       maxRounds: await recordedMaxRounds(store, original.threadId),
       askApproval: async (request) => source.approval(request),
+      // The recorded run's settings: its model spec keys the scripted responses it consumed.
+      model: original.model,
+      approval: original.approval,
     };
-    const ctx = {
-      ...makeContext(graph, replayThreadId, original.workspace, { runModel: original.model, approvalMode: original.approval }, runOptions, store),
-      model: () => source.model,
-      replayEffect: (request: EffectRequest) => source.effect(request),
-    };
-    ctx.emit({ type: "run_started", threadId: replayThreadId, graph: graph.name, task: original.task, resumed: false });
-    const changed = graphChangedWarning(original.graphHash, graph, "the replay follows the new version, so it may depart from the record");
-    if (changed) ctx.emit({ type: "warning", threadId: replayThreadId, message: changed });
-    const replayable = withoutBreakpoints(graph);
-    let outcome = await execute(replayable, null, ctx, store, runOptions);
+    const thread = await Thread.open(store, requireThread(store, replayThreadId), runOptions, {
+      graph,
+      looper: createLoopSupervisor,
+      replay: { model: source.model, effect: (request) => source.effect(request) },
+    });
+    const ctx = thread.context();
+    thread.announce(ctx, {
+      task: original.task,
+      resumed: false,
+      changed: { recordedHash: original.graphHash, consequence: "the replay follows the new version, so it may depart from the record" },
+    });
+    // Breakpoints do not pause a replay, neither the graph's nor its subgraphs'.
+    const noBreakpoints = { breakpoints: false };
+    let outcome = await thread.execute(null, ctx, noBreakpoints);
     // A thread of several runs (a chat's turns, a restart by a command) is replayed run by run, with each later run's recorded input.
     for (const input of await laterInputs(store, original.threadId, line, start.step)) {
       if (outcome.status !== "finished" || abort.signal.aborted) break;
-      outcome = await execute(replayable, input, ctx, store, runOptions);
+      outcome = await thread.execute(input, ctx, noBreakpoints);
     }
 
     const recorded: Ending = { status: original.status, ...(original.error ? { error: original.error } : {}) };
@@ -179,13 +185,6 @@ function rootStepOf(store: Store, threadId: string): (checkpointId: string) => P
 async function recordedMaxRounds(store: Store, threadId: string): Promise<number | undefined> {
   const loopState = (await latestValues(store, threadId)).loopState as LooperSnapshot | undefined;
   return loopState?.context.maxRounds;
-}
-
-function withoutBreakpoints(graph: GraphDefinition): GraphDefinition {
-  const nodes = Object.fromEntries(
-    Object.entries(graph.nodes).map(([id, node]) => [id, node.kind === "subgraph" ? { ...node, graph: withoutBreakpoints(node.graph) } : node]),
-  );
-  return { ...graph, nodes, breakpoints: { before: [], after: [] } };
 }
 
 interface Comparison {

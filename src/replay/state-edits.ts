@@ -2,7 +2,7 @@ import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { ConfigError } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
-import { TASK_MESSAGE_ID } from "../engine/runner.js";
+import { TASK_MESSAGE_ID } from "../engine/run-types.js";
 
 /** One `--set path=value` of a fork: the value replaces what is at the path. */
 export interface StateEdit {

@@ -4,15 +4,48 @@ import { ConfigError } from "../errors.js";
 import { createModel } from "../models/index.js";
 import { OFFLINE_MODEL_HINT } from "../models/spec.js";
 import type { Recorder } from "../runs/recordings.js";
-import type { EffectRequest } from "./effects.js";
+import type { EffectKind } from "../runs/recordings.js";
 import type { ChatModel } from "../models/types.js";
 import type { InboxEntry } from "../runs/inbox.js";
 import type { ToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import type { EventSink } from "./events.js";
-import type { LoopSupervisor } from "../engine/loop-supervisor.js";
 import type { PolicyRule } from "../state/rules.js";
-import type { ApprovalMode } from "../state/thread.js";
+import type { ThreadSettings } from "../state/thread.js";
 import { packageRoot } from "../package.js";
+
+/** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
+export interface EffectRequest {
+  kind: EffectKind;
+  /** The node it is made for (the Coder's, the Review's, the Looper's id). */
+  node: string;
+  /** The tool's name, or the effect's (`git_baseline`, `git_diff`, `read_inbox`), or a function node's export. */
+  name: string;
+  /** JSON arguments: a replay compares them with the record's. */
+  args: unknown;
+}
+
+/** What a loop's progress log holds after a point. */
+export interface LoopProgress {
+  /** `[AUTO]` lines of the loop's message log after the first `since`. */
+  lines: string[];
+  /** How many `[AUTO]` lines the log has in all. */
+  total: number;
+}
+
+/** The Looper's commands, each answered with a line for the user (the Mediator's tools and the chat's shortcuts give them). */
+export interface LooperCommands {
+  start(task: string): Promise<string>;
+  addPending(task: string): Promise<string>;
+  stop(): Promise<string>;
+  status(): Promise<string>;
+}
+
+/** The Looper a Mediator drives (the engine's LoopSupervisor): its loop runs as the linked thread `threadId`. */
+export interface LooperHandle extends LooperCommands {
+  readonly threadId: string;
+  /** The loop's `[AUTO]` progress lines after the first `since`, from its message log. */
+  progress(since: number): Promise<LoopProgress>;
+}
 
 /**
  * Per-process services a run's nodes use. Nothing here is checkpointed: what must survive a
@@ -22,10 +55,8 @@ export interface RunContext {
   threadId: string;
   /** Directory the nodes work in (`--workspace`). */
   workspace: string;
-  /** Run-level model (`--model` or LOOPGRAPH_MODEL, or the one recorded with the thread). */
-  runModel?: string;
-  /** How tool calls that the policy does not settle are decided (`--approval`). */
-  approvalMode: ApprovalMode;
+  /** The thread's run-level model and approval mode (`--model`, `--approval`, or those recorded with the thread). */
+  settings: ThreadSettings;
   /** The user's policy rules (`.loopgraph/policy.yaml`). */
   userRules: PolicyRule[];
   /** `--max-rounds`: overrides the looper node's round limit when a loop starts. */
@@ -41,7 +72,7 @@ export interface RunContext {
   model(spec: string): ChatModel;
   signal: AbortSignal;
   /** The Looper of a graph with a mediator node: its loop runs as the linked thread `<thread>.loop`. */
-  looper?: LoopSupervisor;
+  looper?: LooperHandle;
   /** Workspace snapshots around file-changing tool steps, for `loopgraph rewind` (none when absent). */
   snapshots?: ToolStepSnapshots;
 }
@@ -73,14 +104,17 @@ export function createModelCache(cwd: string, env: NodeJS.ProcessEnv): (spec: st
   };
 }
 
-/** The model for a node: the node's own, else the run's, else the graph's default; none is an error with `missing` as its message. */
-export function pickModelSpec(
-  nodeModel: string | undefined,
-  runModel: string | undefined,
-  graphModel: string | undefined,
+/**
+ * The model a node runs with, decided here and nowhere else: the node's own, else the run's, else
+ * the default of the graph the node is in; none is an error with `missing` as its message.
+ */
+export function nodeModelSpec(
+  node: { model?: string },
+  graph: { model?: string },
+  settings: ThreadSettings,
   missing: string = NO_MODEL_MESSAGE,
 ): string {
-  const spec = nodeModel ?? runModel ?? graphModel;
+  const spec = node.model ?? settings.model ?? graph.model;
   if (!spec) throw new ConfigError(missing);
   return spec;
 }

@@ -1,6 +1,6 @@
 import { HumanMessage, type AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { z } from "zod";
-import { pickModelSpec, type RunContext } from "./context.js";
+import { nodeModelSpec, type RunContext } from "./context.js";
 import type { GraphDefinition } from "../format/types.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { NodeUpdate } from "./node-function.js";
@@ -85,7 +85,7 @@ export function startNodeSession(
   state: GraphStateValue,
   options: Pick<ModelSessionOptions, "streamTokens" | "tools"> = {},
 ): NodeModelSession {
-  const spec = pickModelSpec(node.model, ctx.runModel, graph.model);
+  const spec = nodeModelSpec(node, graph, ctx.settings);
   const session = startModelSession(ctx, { spec, node: node.id, consumed: state.scripted[spec], startUsage: state.usage[node.id], ...options });
   return {
     ...session,

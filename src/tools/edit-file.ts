@@ -75,6 +75,7 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
     "included, without read_file's line numbers) and occur exactly once, unless replace_all is true. Include enough " +
     "surrounding lines to make it unique.",
   effect: "edit",
+  subject: { path: "path" },
   schema,
   async run(args, ctx) {
     if (args.old_string === args.new_string) {

@@ -33,6 +33,7 @@ export const globTool: ToolDefinition<z.infer<typeof schema>> = {
     `Respects .gitignore and skips ${[...ALWAYS_SKIPPED_NAMES].join(", ")}, except inside a directory the pattern names ` +
     "literally (e.g. node_modules/zod/**/*.d.ts).",
   effect: "read",
+  subject: { path: "pattern", glob: true },
   schema,
   async run({ pattern }, ctx) {
     const { root, matcher } = planSearch(ctx.workspace, pattern);

@@ -264,6 +264,7 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
       `at most ${MAX_MATCHES} lines. Searches the files glob would list: .gitignore is respected, dotfiles are searched, ` +
       "binary files are skipped.",
     effect: "read",
+    subject: { path: "path", fallback: "." },
     schema,
     async run({ pattern, path = ".", glob, case_insensitive = false }, ctx) {
       const root = await statInWorkspace(ctx.workspace, path);

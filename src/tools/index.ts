@@ -10,4 +10,4 @@ export { globTool } from "./glob.js";
 export { compileRegex, createGrepTool, findRipgrep, grepTool, type GrepToolOptions } from "./grep.js";
 export { createShellTool, shellTool, type ShellToolOptions } from "./shell.js";
 export { todoWriteTool } from "./todo-write.js";
-export { BUILTIN_TOOLS, executeToolCall, toolSpecs, type ToolSpec } from "./registry.js";
+export { BUILTIN_TOOLS, executeToolCall, toolSpecs } from "./registry.js";

@@ -32,6 +32,7 @@ export const listDirTool: ToolDefinition<z.infer<typeof schema>> = {
     "List one directory of the workspace: each entry's type (dir, file, symlink), size in bytes and name, sorted by name. " +
     `Leaves out ${[...ALWAYS_SKIPPED_NAMES].join(", ")} and what .gitignore (or .ignore) files exclude.`,
   effect: "read",
+  subject: { path: "path", fallback: "." },
   schema,
   async run({ path = "." }, ctx) {
     const dir = await statInWorkspace(ctx.workspace, path);

@@ -114,6 +114,7 @@ export const readFileTool: ToolDefinition<z.infer<typeof schema>> = {
     `say otherwise; files over 1 MiB must be read in parts with offset and limit. Also reads saved tool outputs ` +
     `(.loopgraph/artifacts/...) that other results point to.`,
   effect: "read",
+  subject: { path: "path" },
   schema,
   async run({ path, offset, limit }, ctx) {
     const file = await existingFile(ctx.workspace, path);

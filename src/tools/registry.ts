@@ -1,4 +1,6 @@
-import { z } from "zod";
+import type { z } from "zod";
+import { toolSpec } from "../models/tool-spec.js";
+import type { ToolSpec } from "../models/types.js";
 import { editFileTool } from "./edit-file.js";
 import { globTool } from "./glob.js";
 import { grepTool } from "./grep.js";
@@ -21,19 +23,9 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   todoWriteTool,
 ];
 
-export interface ToolSpec {
-  name: string;
-  description: string;
-  /** JSON Schema of the arguments. */
-  parameters: Record<string, unknown>;
-}
-
 /** What the model is told about each tool. */
 export function toolSpecs(tools: readonly ToolDefinition[]): ToolSpec[] {
-  return tools.map((tool) => {
-    const { $schema: _, ...parameters } = z.toJSONSchema(tool.schema, { io: "input" });
-    return { name: tool.name, description: tool.description, parameters };
-  });
+  return tools.map((tool) => toolSpec(tool.name, tool.description, tool.schema));
 }
 
 function firstLine(text: string): string {

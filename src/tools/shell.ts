@@ -275,6 +275,7 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
       `started are killed. Default timeout ${DEFAULT_TIMEOUT_MS / 1000} s, at most ${MAX_TIMEOUT_MS / 1000} s. Long output is ` +
       "cut to its head and tail, with the full text saved to a file you can read_file.",
     effect: "execute",
+    subject: { command: "command" },
     schema,
     async run({ command, timeout_ms = DEFAULT_TIMEOUT_MS }, ctx) {
       const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout");

@@ -1,10 +1,10 @@
 import type { z } from "zod";
 
-/** The built-in tools of the Coder (SPEC §2). */
+/** The built-in tools of the Coder. */
 export const TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell", "todo_write"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
-/** Typed failures of a tool call (SPEC §2 Coder); each goes back to the model as a tool result. */
+/** Typed failures of a tool call; each goes back to the model as a tool result. */
 export type ToolErrorKind =
   | "tool_not_found"
   | "invalid_arguments"
@@ -68,10 +68,20 @@ export interface ToolOutput {
   fullOutputFile?: string;
 }
 
+/**
+ * What the policy decides a call on: the argument holding the path it touches (checked against the
+ * workspace first; `glob`: a pattern, whose fixed prefix is the path), or the argument holding a
+ * shell command (each of its parts decided on its own). A tool with neither is decided on its
+ * JSON arguments.
+ */
+export type PolicySubject = { path: string; fallback?: string; glob?: boolean } | { command: string };
+
 export interface ToolDefinition<Args = unknown> {
   name: string;
   description: string;
+  /** What the call does to the workspace: approval modes decide by it. */
   effect: ToolEffect;
+  subject?: PolicySubject;
   schema: z.ZodType<Args>;
   run(args: Args, ctx: ToolContext): Promise<ToolOutput>;
 }

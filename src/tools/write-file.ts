@@ -26,6 +26,7 @@ export const writeFileTool: ToolDefinition<z.infer<typeof schema>> = {
     "Create a file or replace all of its contents. Parent directories are created. " +
     "To change part of an existing file, prefer edit_file.",
   effect: "edit",
+  subject: { path: "path" },
   schema,
   async run({ path, contents }, ctx) {
     const absolute = resolveInWorkspace(ctx.workspace, path);

@@ -2,12 +2,13 @@ import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { LoopgraphError } from "../../errors.js";
-import type { AgentNodeDefinition, GraphDefinition } from "../../format/types.js";
+import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import { renderPrompt } from "../../runtime/prompt.js";
 import { askStructured, messageText, startNodeSession } from "../../runtime/model-session.js";
 import { structuredOutputInstruction, toZod } from "../../runtime/structured-output.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
+import type { AgentNodeDefinition } from "./definition.js";
 
 
 /**

@@ -2,21 +2,21 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { END, START, StateGraph, interrupt } from "@langchain/langgraph";
+import { END, START, StateGraph } from "@langchain/langgraph";
 import { ModelError } from "../../errors.js";
-import type { CoderNodeDefinition, GraphDefinition } from "../../format/types.js";
-import { pickModelSpec, type RunContext } from "../../runtime/context.js";
-import { performEffect } from "../../runtime/effects.js";
+import type { GraphDefinition } from "../../format/types.js";
+import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
-import { decideToolCall, sessionRuleFor } from "../../policy/index.js";
 import { STATE_DIR } from "../../runs/state-dir.js";
-import { BUILTIN_TOOLS, executeToolCall, toolSpecs } from "../../tools/index.js";
+import { BUILTIN_TOOLS, toolSpecs } from "../../tools/index.js";
 import type { ToolCallRequest, ToolDefinition, ToolResult } from "../../tools/types.js";
 import { compressHistory, compressionUpdate } from "./compression.js";
-import { checkToolCalls, EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
+import { EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
 import { CoderState, type CoderStateValue } from "./state.js";
 import { coderSystemPrompt } from "./system-prompt.js";
-import type { ApprovalAnswer, ApprovalRequest, CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
+import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
+import type { CoderNodeDefinition } from "./definition.js";
+import { runToolCall } from "../../runtime/tool-call.js";
 
 type CoderUpdate = Partial<CoderStateValue>;
 
@@ -76,11 +76,6 @@ function toolMessage(call: ToolCallRequest, result: ToolResult, note?: string): 
   });
 }
 
-function rejection(answer: ApprovalAnswer): ToolResult {
-  const why = answer.reason ? `: ${answer.reason}` : "";
-  return { ok: false, errorKind: "rejected", content: `the user rejected this call${why}. Do not retry it as is.` };
-}
-
 /**
  * The Coder as a LangGraph subgraph: `model` ⇄ `tools`, one tool call per step, so every
  * finished tool call is checkpointed; `finish` writes the structured result.
@@ -97,7 +92,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     if (state.steps >= def.maxSteps) {
       return { result: failure(state, "step_limit", `reached the step limit of ${def.maxSteps} model calls without finishing`) };
     }
-    const spec = pickModelSpec(def.model, ctx.runModel, graph.model);
+    const spec = nodeModelSpec(def, graph, ctx.settings);
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
     const system = new SystemMessage(coderSystemPrompt(template, ctx.workspace));
@@ -145,43 +140,20 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const toolStep = async (state: CoderStateValue, config?: RunnableConfig): Promise<CoderUpdate> => {
     const [call] = unansweredToolCalls(state.messages);
     if (!call) return {};
-    const loop = checkToolCalls(state.loop ?? EMPTY_LOOP_DETECTOR_STATE, [{ name: call.name, args: call.args }], def.loopDetection);
-    if (loop.verdict.status === "fail") {
-      const blocked: ToolResult = { ok: false, errorKind: "blocked", content: loop.verdict.reason };
-      return {
-        messages: [toolMessage(call, blocked)],
-        loop: loop.state,
-        result: failure(state, "loop_detected", loop.verdict.reason),
-      };
+    const outcome = await runToolCall(call, {
+      ctx,
+      node: def.id,
+      tools,
+      rules: [...graph.policy, ...ctx.userRules, ...state.sessionRules],
+      loop: { state: state.loop ?? EMPTY_LOOP_DETECTOR_STATE, options: def.loopDetection },
+      artifactsDir,
+      resultBudgetChars: def.resultBudgetChars,
+      config,
+    });
+    const { result } = outcome;
+    if (outcome.loopFailure !== undefined) {
+      return { messages: [toolMessage(call, result)], loop: outcome.loop, result: failure(state, "loop_detected", outcome.loopFailure) };
     }
-
-    const rules = [...graph.policy, ...ctx.userRules, ...state.sessionRules];
-    const gate = decideToolCall({ name: call.name, args: call.args }, { rules, mode: ctx.approvalMode, workspace: ctx.workspace });
-    const update: CoderUpdate = { loop: loop.state };
-    let result: ToolResult;
-    if (gate.kind === "blocked") {
-      result = gate.result;
-    } else {
-      let approved = gate.kind === "run";
-      if (gate.kind === "ask") {
-        const request: ApprovalRequest = { kind: "approval", node: def.id, tool: call.name, args: call.args, reason: gate.verdict.reason };
-        const answer = interrupt<ApprovalRequest, ApprovalAnswer>(request);
-        ctx.record?.({ kind: "approval", node: def.id, name: call.name, args: call.args, answer });
-        if (answer.decision === "always") update.sessionRules = [sessionRuleFor({ name: call.name, args: call.args }, gate.verdict)];
-        approved = answer.decision !== "reject";
-        result = rejection(answer);
-      }
-      if (approved) {
-        emit({ type: "tool_call", threadId, node: def.id, id: call.id, name: call.name, args: call.args });
-        const execute = () => executeToolCall(call, { workspace: ctx.workspace, artifactsDir, signal: ctx.signal, resultBudgetChars: def.resultBudgetChars }, tools);
-        const step = { node: def.id, tool: call.name, toolCallId: call.id, config };
-        const tool = { kind: "tool" as const, node: def.id, name: call.name, args: call.args };
-        // A recorded replay answers from the record: no tool runs, and no snapshot is taken.
-        result = await performEffect(ctx, tool, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
-      }
-    }
-    result = result!;
-    emit({ type: "tool_result", threadId, node: def.id, id: call.id, name: call.name, ok: result.ok, result: result.content });
     const entry: ToolLogEntry = {
       id: call.id,
       name: call.name,
@@ -192,8 +164,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       ...(result.artifact ? { artifact: result.artifact } : {}),
     };
     return {
-      ...update,
-      messages: [toolMessage(call, result, loop.verdict.status === "warn" ? loop.verdict.message : undefined)],
+      loop: outcome.loop,
+      ...(outcome.sessionRule ? { sessionRules: [outcome.sessionRule] } : {}),
+      messages: [toolMessage(call, result, outcome.loopWarning)],
       toolLog: [entry],
       ...(result.filesChanged ? { filesChanged: result.filesChanged } : {}),
       ...(result.todos ? { todos: result.todos } : {}),

@@ -1,9 +1,10 @@
 import { AIMessage } from "@langchain/core/messages";
 import { buildCoderGraph } from "./graph.js";
 import type { CoderStateValue } from "./state.js";
-import type { CoderNodeDefinition, GraphDefinition } from "../../format/types.js";
+import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
+import type { CoderNodeDefinition } from "./definition.js";
 
 /**
  * The `coder` node kind: runs the Coder subgraph on the thread's task. The subgraph inherits the

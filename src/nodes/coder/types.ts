@@ -38,23 +38,3 @@ export interface CoderResult {
   toolCalls: ToolLogEntry[];
   todos: TodoItem[];
 }
-
-/** The value of the LangGraph interrupt raised when a tool call needs the user's approval. */
-export interface ApprovalRequest {
-  kind: "approval";
-  node: string;
-  tool: string;
-  args: unknown;
-  /** Why the policy asks. */
-  reason: string;
-}
-
-export interface ApprovalAnswer {
-  decision: "approve" | "reject" | "always";
-  /** With reject: said to the model. */
-  reason?: string;
-}
-
-export function isApprovalRequest(value: unknown): value is ApprovalRequest {
-  return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "approval";
-}

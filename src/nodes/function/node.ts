@@ -1,10 +1,10 @@
 import { pathToFileURL } from "node:url";
 import { ConfigError } from "../../errors.js";
-import type { FunctionNodeDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
+import type { FunctionNodeDefinition } from "./definition.js";
 
 /** What a `function` node's export receives besides the state. */
 export interface FunctionNodeContext {

@@ -1,13 +1,14 @@
 import { readFileSync } from "node:fs";
 import { AIMessage } from "@langchain/core/messages";
 import type { RunContext } from "../../runtime/context.js";
-import type { GraphDefinition, JudgeNodeDefinition } from "../../format/types.js";
+import type { GraphDefinition } from "../../format/types.js";
 import { decide } from "./decide.js";
 import { readJudgeInput } from "./input.js";
 import type { JudgeResult } from "../../state/looper.js";
 import { renderPrompt } from "../../runtime/prompt.js";
 import { startNodeSession } from "../../runtime/model-session.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
+import type { JudgeNodeDefinition } from "./schema.js";
 
 /** The Judge of a Looper's round (SPEC §2): the model decides under rules, with a rule-based fallback. */
 /**

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import type { LooperCommands } from "../../runtime/context.js";
 import type { LooperCommand, LooperEvent } from "../../state/looper.js";
 
 const taskSchema = z.string().trim().min(1);
@@ -87,5 +88,19 @@ export function commandToEvent(command: LooperCommand, maxRounds: number): Loope
       return { type: "STOP" };
     case "status":
       return { type: "STATUS" };
+  }
+}
+
+/** Gives a command to a Looper (the Mediator's `send_to_looper`, the chat's shortcuts): its answer is a line for the user. */
+export function dispatchLooperCommand(command: LooperCommand, looper: LooperCommands): Promise<string> {
+  switch (command.command) {
+    case "start":
+      return looper.start(command.task);
+    case "add_pending":
+      return looper.addPending(command.task);
+    case "stop":
+      return looper.stop();
+    case "status":
+      return looper.status();
   }
 }

@@ -1,4 +1,4 @@
-export { commandToEvent, looperCommandSchema, parseLooperCommand } from "./commands.js";
+export { commandToEvent, dispatchLooperCommand, looperCommandSchema, parseLooperCommand } from "./commands.js";
 export {
   DEFAULT_MAX_ROUNDS,
   ROUND_LIMIT,

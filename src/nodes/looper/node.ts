@@ -2,12 +2,12 @@ import { AIMessage } from "@langchain/core/messages";
 import type { CoderResult } from "../coder/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
-import type { LooperNodeDefinition } from "../../format/types.js";
 import { applyLooperEvent, commandToEvent, initialLooperSnapshot, subStateOf } from "./index.js";
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
+import type { LooperNodeDefinition } from "./definition.js";
 
 /** What the looper node writes to `outputs.<looper>`: the edges route on `next`. */
 export interface LooperOutput {

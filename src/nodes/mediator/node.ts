@@ -3,13 +3,14 @@ import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { LoopgraphError } from "../../errors.js";
-import type { GraphDefinition, MediatorNodeDefinition } from "../../format/types.js";
+import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import { MEDIATOR_TOOLS, runMediatorTool } from "./tools.js";
 import { renderPrompt } from "../../runtime/prompt.js";
 import { messageText, startNodeSession } from "../../runtime/model-session.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
+import type { MediatorNodeDefinition } from "./definition.js";
 
 /** What the mediator node writes to `outputs.<node>`. */
 export interface MediatorOutput {

@@ -1,13 +1,8 @@
 import { z } from "zod";
+import { toolSpec } from "../../models/tool-spec.js";
 import type { ToolSpec } from "../../models/types.js";
-
-/** What a Mediator's tools act on: its Looper (see LoopSupervisor). */
-export interface LooperHandle {
-  start(task: string): Promise<string>;
-  addPending(task: string): Promise<string>;
-  stop(): Promise<string>;
-  status(): Promise<string>;
-}
+import type { LooperCommands } from "../../runtime/context.js";
+import { dispatchLooperCommand } from "../looper/commands.js";
 
 const task = z.string().trim().min(1).describe("The work, complete and self-contained: the Coder sees only this text");
 
@@ -26,24 +21,18 @@ const sendToLooperParameters = z.strictObject({
 
 const noArgs = z.strictObject({});
 
-const jsonSchema = (schema: z.ZodType): Record<string, unknown> => {
-  const { $schema: _, ...parameters } = z.toJSONSchema(schema, { io: "input" });
-  return parameters;
-};
-
 export const MEDIATOR_TOOLS: ToolSpec[] = [
-  {
-    name: "send_to_looper",
-    description:
-      "Hand work to the Looper, which runs rounds of Coder → Review → Judge in the background. Returns at once. " +
+  toolSpec(
+    "send_to_looper",
+    "Hand work to the Looper, which runs rounds of Coder → Review → Judge in the background. Returns at once. " +
       "start {task}: start a loop; add_pending {task}: add work for after the current round; stop: stop the loop; status: the status block.",
-    parameters: jsonSchema(sendToLooperParameters),
-  },
-  {
-    name: "query_looper_status",
-    description: "The Looper's status block (state, task, round, sub-state, pending tasks). No cost: call it whenever asked how it is going.",
-    parameters: jsonSchema(noArgs),
-  },
+    sendToLooperParameters,
+  ),
+  toolSpec(
+    "query_looper_status",
+    "The Looper's status block (state, task, round, sub-state, pending tasks). No cost: call it whenever asked how it is going.",
+    noArgs,
+  ),
 ];
 
 export interface MediatorToolResult {
@@ -52,7 +41,7 @@ export interface MediatorToolResult {
 }
 
 /** Runs one tool call of the Mediator; bad arguments come back as an error result for the model, never as a throw. */
-export async function runMediatorTool(name: string, args: unknown, looper: LooperHandle): Promise<MediatorToolResult> {
+export async function runMediatorTool(name: string, args: unknown, looper: LooperCommands): Promise<MediatorToolResult> {
   if (name === "query_looper_status") return { ok: true, content: await looper.status() };
   if (name !== "send_to_looper") {
     return { ok: false, content: `unknown tool "${name}": use send_to_looper or query_looper_status` };
@@ -62,15 +51,5 @@ export async function runMediatorTool(name: string, args: unknown, looper: Loope
     const issues = parsed.error.issues.map((issue) => (issue.path.length ? `${issue.path.join(".")}: ${issue.message}` : issue.message));
     return { ok: false, content: `invalid arguments for send_to_looper: ${issues.join("; ")} (start and add_pending need a task)` };
   }
-  const command = parsed.data;
-  switch (command.command) {
-    case "start":
-      return { ok: true, content: await looper.start(command.task) };
-    case "add_pending":
-      return { ok: true, content: await looper.addPending(command.task) };
-    case "stop":
-      return { ok: true, content: await looper.stop() };
-    case "status":
-      return { ok: true, content: await looper.status() };
-  }
+  return { ok: true, content: await dispatchLooperCommand(parsed.data, looper) };
 }

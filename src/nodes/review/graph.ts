@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import type { CoderResult } from "../coder/types.js";
-import { pickModelSpec, type RunContext } from "../../runtime/context.js";
+import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import { ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
@@ -66,7 +66,7 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
   const verdictSchema = toZod(CHECK_VERDICT_SCHEMA);
 
   const askModel = async (check: ModelCheckName, state: ReviewStateValue, input: string): Promise<ReviewUpdate> => {
-    const spec = pickModelSpec(def.model, ctx.runModel, graph.model);
+    const spec = nodeModelSpec(def, graph, ctx.settings);
     const session = startModelSession(ctx, {
       spec,
       node: checkCallerName(def.id, check),

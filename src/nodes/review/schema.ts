@@ -1,5 +1,5 @@
 import { z } from "zod";
-import type { AgentNodeDefinition } from "../../format/types.js";
+import type { NodeCommon, NodeDefinition } from "../../format/types.js";
 
 export const DEFAULT_MAX_DIFF_CHARS = 40_000;
 
@@ -34,10 +34,9 @@ export const reviewNodeSchema = z.strictObject({
 
 export type RawReviewNode = z.output<typeof reviewNodeSchema>;
 
-type NodeCommon = Pick<AgentNodeDefinition, "id" | "description" | "model" | "maxVisits" | "onLimit">;
 
 /** A Review: three checks in parallel over the Coder's result and the workspace's real diff. */
-export interface ReviewNodeDefinition extends NodeCommon {
+export interface ReviewNodeDefinition extends NodeDefinition {
   kind: "review";
   /** Node id whose CoderResult (`outputs.<coder>`) is reviewed. */
   coder: string;

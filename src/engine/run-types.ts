@@ -1,0 +1,62 @@
+import type { RunControl } from "@langchain/langgraph";
+import type { ApprovalAnswer, ApprovalRequest } from "../runtime/approval.js";
+import type { EventSink } from "../runtime/events.js";
+import type { GraphStateValue } from "../state/graph-state.js";
+import type { ApprovalMode, RunStatus } from "../state/thread.js";
+import type { GraphDefinition } from "../format/types.js";
+
+/** What every way of running a thread (run, resume, chat, fork, replay) takes. */
+export interface CommonRunOptions {
+  /** Database file (`--db`); default LOOPGRAPH_DB or `.loopgraph/loopgraph.db`. */
+  db?: string;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  /** Run-level model (`--model`); default LOOPGRAPH_MODEL, or for a resume the one recorded. */
+  model?: string;
+  onEvent?: EventSink;
+  /** How tool calls that no rule settles are decided (`--approval`); a resume reuses the recorded mode unless given. */
+  approval?: ApprovalMode;
+  /**
+   * Answers approval requests in this process (a terminal prompt). Without it, or when it
+   * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`.
+   */
+  askApproval?: (request: ApprovalRequest) => Promise<ApprovalAnswer | undefined>;
+  /** `--max-rounds`: the round limit of a loop started by this run (overrides the looper node's). */
+  maxRounds?: number;
+  /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */
+  control?: RunControl;
+  signal?: AbortSignal;
+}
+
+export interface RunOptions extends CommonRunOptions {
+  /** Graph name (looked up in ./graphs, then the package's graphs) or path, or a graph already loaded with `loadGraph`. */
+  graph: string | GraphDefinition;
+  task?: string;
+  threadId?: string;
+  workspace?: string;
+}
+
+export interface ResumeOptions extends CommonRunOptions {
+  threadId: string;
+  /** Answer to a pending `interrupt()` (approvals, questions). */
+  answer?: unknown;
+}
+
+export interface PauseInfo {
+  reason: "breakpoint" | "input";
+  node?: string;
+  when?: "before" | "after";
+  value?: unknown;
+}
+
+export interface RunOutcome {
+  threadId: string;
+  status: RunStatus;
+  exitCode: number;
+  state: GraphStateValue;
+  pause?: PauseInfo;
+  error?: string;
+}
+
+/** Id of the message that gives a run its task (`--task`), first in the message history. */
+export const TASK_MESSAGE_ID = "task";

@@ -1,0 +1,335 @@
+import { randomBytes } from "node:crypto";
+import { statSync } from "node:fs";
+import { join, resolve } from "node:path";
+import { Command, GraphRecursionError, isGraphDrained } from "@langchain/langgraph";
+import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
+import type { GraphDefinition } from "../format/types.js";
+import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
+import { loadGraph } from "../graph/load.js";
+import type { ChatModel } from "../models/types.js";
+import { mediatorKind } from "../nodes/mediator/kind.js";
+import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
+import { AUTO_PREFIX } from "../nodes/looper/node.js";
+import { nodeKinds } from "../nodes/registry.js";
+import { loadUserRules } from "../policy/index.js";
+import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
+import type { Store } from "../runs/store.js";
+import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
+import { isApprovalRequest } from "../runtime/approval.js";
+import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";
+import { eventBus } from "../runtime/event-bus.js";
+import type { EventSink, RunEvent } from "../runtime/events.js";
+import { nodesOfKind } from "../runtime/node-kind.js";
+import { createRecorder } from "../runtime/recorder.js";
+import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
+import type { GraphStateValue } from "../state/graph-state.js";
+import type { PolicyRule } from "../state/rules.js";
+import type { ThreadSettings } from "../state/thread.js";
+import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
+import type { LoopSupervisor } from "./loop-supervisor.js";
+import type { CommonRunOptions, RunOutcome } from "./run-types.js";
+
+const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
+
+/** Makes the Looper that runs a mediator graph's loop as the linked thread `<thread>.loop` (see runner.ts). */
+export type LooperFactory = (thread: Thread, mediator: MediatorNodeDefinition) => LoopSupervisor;
+
+export interface NewThreadOptions extends CommonRunOptions {
+  /** The new thread's id (default `<graph>-<time>-<random>`). */
+  threadId?: string;
+  /** Directory the nodes work in (default the current one). */
+  workspace?: string;
+}
+
+/** A new thread's id, workspace and settings, checked. */
+export interface NewThread {
+  threadId: string;
+  workspace: string;
+  settings: ThreadSettings;
+}
+
+export interface ThreadOptions {
+  /** The Looper of a mediator graph (every caller that may run one passes it). */
+  looper?: LooperFactory;
+  /**
+   * A recorded replay: the model and the effects (tool calls, git and inbox reads, function
+   * results) answer from the record; no model is configured or checked.
+   */
+  replay?: { model: ChatModel; effect: (request: EffectRequest) => Promise<unknown> };
+}
+
+export interface OpenOptions extends ThreadOptions {
+  /** The graph, when the caller has loaded it already; default: the thread's graph file as it is now. */
+  graph?: GraphDefinition;
+  /** The message when another process runs the thread (default: stop it first). */
+  inUse?: (record: ThreadRecord) => string;
+}
+
+/** How a run of the thread is announced: `run_started`, and a warning when the graph's files changed since the thread began. */
+export interface StartAnnouncement {
+  task: string;
+  resumed: boolean;
+  forkedFrom?: string;
+  /** The fingerprint recorded with the thread, and what a change means for this run. */
+  changed?: { recordedHash?: string; consequence?: string };
+}
+
+/** Overrides of one execution (a chat turn has its own event sink and cancel signal). */
+export type TurnOverrides = Pick<CommonRunOptions, "onEvent" | "signal">;
+
+/** Scripted model files are recorded with absolute paths, so a resume works from any directory. */
+export function absoluteModelSpec(spec: string | undefined, cwd: string): string | undefined {
+  if (!spec?.startsWith("scripted:")) return spec;
+  return `scripted:${resolve(cwd, spec.slice("scripted:".length))}`;
+}
+
+/** The user's declared fields with their defaults: the `vars` of a thread's first input. */
+export function initialVars(graph: GraphDefinition): Record<string, unknown> {
+  return Object.fromEntries(Object.entries(graph.state).map(([name, field]) => [name, field.default]));
+}
+
+/** The mediator node of a graph, if it has one. */
+export function mediatorNodeOf(graph: GraphDefinition): MediatorNodeDefinition | undefined {
+  return nodesOfKind(graph, mediatorKind)[0];
+}
+
+function newThreadId(graphName: string): string {
+  return `${graphName}-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
+}
+
+/**
+ * A thread: its graph, workspace and settings, the per-process services its nodes use, and how it
+ * runs. Every way of running one (run, resume, chat, fork, recorded replay) opens or creates a
+ * Thread, optionally edits its state, then executes it.
+ */
+export class Thread {
+  readonly looper?: LoopSupervisor;
+  private readonly cwd: string;
+  private readonly env: NodeJS.ProcessEnv;
+  private readonly userRules: PolicyRule[];
+  private readonly models: (spec: string) => ChatModel;
+
+  private constructor(
+    readonly store: Store,
+    readonly graph: GraphDefinition,
+    readonly threadId: string,
+    readonly workspace: string,
+    readonly settings: ThreadSettings,
+    readonly options: CommonRunOptions,
+    private readonly extra: ThreadOptions,
+  ) {
+    this.cwd = options.cwd ?? process.cwd();
+    this.env = options.env ?? process.env;
+    ensureStateDir(join(workspace, STATE_DIR));
+    this.userRules = loadUserRules(workspace, this.env);
+    this.models = createModelCache(this.cwd, this.env);
+    const mediator = mediatorNodeOf(graph);
+    if (mediator && extra.looper) this.looper = extra.looper(this, mediator);
+    if (!extra.replay) this.checkModels(graph, noModelMessage(graph.name, process.cwd()));
+  }
+
+  /**
+   * The id, workspace and settings of a new thread of `graph`, checked (before anything is opened
+   * or written: a bad input leaves no trace).
+   */
+  static newThread(graph: GraphDefinition, options: NewThreadOptions): NewThread {
+    const cwd = options.cwd ?? process.cwd();
+    if (options.threadId !== undefined && !THREAD_ID.test(options.threadId)) {
+      throw new ConfigError(`invalid thread id "${options.threadId}": use letters, digits, ".", "_" or "-" (at most 128)`);
+    }
+    const workspace = resolve(cwd, options.workspace ?? ".");
+    if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+      throw new ConfigError(`workspace ${workspace} is not a directory: create it or pass --workspace DIR`);
+    }
+    return {
+      threadId: options.threadId ?? newThreadId(graph.name),
+      workspace,
+      settings: {
+        model: absoluteModelSpec(options.model ?? (options.env ?? process.env).LOOPGRAPH_MODEL, cwd),
+        approval: options.approval ?? "ask",
+      },
+    };
+  }
+
+  /** A new thread of `graph` (see `newThread`), its models checked; nothing is written until `record`. */
+  static prepare(store: Store, graph: GraphDefinition, thread: NewThread, options: CommonRunOptions, extra: ThreadOptions = {}): Thread {
+    return new Thread(store, graph, thread.threadId, thread.workspace, thread.settings, options, extra);
+  }
+
+  /**
+   * An existing thread, about to run again: its graph as the files are now, with the recorded model
+   * and approval mode unless `--model` / `--approval` override them. Writes nothing.
+   */
+  static async open(store: Store, record: ThreadRecord, options: CommonRunOptions, extra: OpenOptions = {}): Promise<Thread> {
+    if (isRunningElsewhere(record)) {
+      throw new ConfigError(extra.inUse?.(record) ?? `thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
+    }
+    const graph = extra.graph ?? (await loadGraph(record.graphFile));
+    const settings: ThreadSettings = {
+      model: absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? record.model,
+      approval: options.approval ?? record.approval,
+    };
+    return new Thread(store, graph, record.threadId, record.workspace, settings, options, extra);
+  }
+
+  /** Records the new thread in the store; an existing id is an error that says how to continue it. */
+  record(task: string): void {
+    if (this.store.threads.get(this.threadId)) {
+      throw new ConfigError(`thread "${this.threadId}" already exists: continue it with \`loopgraph resume ${this.threadId}\``);
+    }
+    this.store.threads.create({
+      threadId: this.threadId,
+      graphFile: this.graph.file,
+      graphHash: graphFingerprint(this.graph),
+      graphName: this.graph.name,
+      task,
+      model: this.settings.model,
+      approval: this.settings.approval,
+      workspace: this.workspace,
+    });
+  }
+
+  /** Marks the thread running in this process, with its settings. */
+  markRunning(): void {
+    this.store.threads.markRunning(this.threadId, this.settings);
+  }
+
+  /** The services of one execution: the thread's long-lived ones, with the turn's event sink and cancel signal. */
+  context(turn: TurnOverrides = {}): RunContext {
+    const emit = publishingMessages(turn.onEvent ?? this.options.onEvent);
+    const { threadId, workspace } = this;
+    return {
+      threadId,
+      workspace,
+      settings: this.settings,
+      maxRounds: this.options.maxRounds,
+      readInbox: (cursor) => this.store.inbox.after(threadId, cursor),
+      emit,
+      snapshots: createToolStepSnapshots({ threadId, workspace, log: this.store.snapshots, warn: (message) => emit({ type: "warning", threadId, message }) }),
+      userRules: this.userRules,
+      model: this.extra.replay ? () => this.extra.replay!.model : this.models,
+      signal: turn.signal ?? this.options.signal ?? new AbortController().signal,
+      record: createRecorder(this.store.recordings, threadId, this.env),
+      ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
+      ...(this.looper ? { looper: this.looper } : {}),
+    };
+  }
+
+  /** Emits `run_started`, and a warning when the graph's files changed since the thread began. */
+  announce(ctx: RunContext, start: StartAnnouncement): void {
+    const forked = start.forkedFrom === undefined ? {} : { forkedFrom: start.forkedFrom };
+    ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked });
+    if (!start.changed) return;
+    const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);
+    if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });
+  }
+
+  /** Compiles the graph with the thread's checkpointer. */
+  compile(ctx: RunContext, options: CompileOptions = {}): Promise<RunnableGraph> {
+    return compileGraph(this.graph, ctx, this.store.saver, options);
+  }
+
+  /**
+   * Runs the graph from `input` (null: on from the thread's newest checkpoint) until it ends or
+   * pauses; approvals are answered in this process when the options say how. Records how it ended.
+   */
+  async execute(input: unknown, ctx: RunContext = this.context(), compile: CompileOptions = {}): Promise<RunOutcome> {
+    const { graph, threadId, options } = this;
+    const compiled = await this.compile(ctx, compile);
+    const config = {
+      configurable: { thread_id: threadId },
+      recursionLimit: graph.limits.maxSteps,
+      // Each step's checkpoint is written before the next step starts: a crash loses at most the step in flight.
+      durability: "sync" as const,
+      ...(options.control ? { control: options.control } : {}),
+    };
+    let outcome: Omit<RunOutcome, "state">;
+    let next = input;
+    for (;;) {
+      try {
+        const stream = await compiled.stream(next as never, { ...config, streamMode: "updates" });
+        for await (const _update of stream) {
+          // Progress is reported by the nodes themselves; draining the stream drives the run.
+        }
+        outcome = await settledOutcome(compiled, config, graph, threadId);
+      } catch (error) {
+        outcome = failureOutcome(error, graph, threadId);
+      }
+      const request = outcome.pause?.value;
+      if (!options.askApproval || !isApprovalRequest(request)) break;
+      const answer = await options.askApproval(request);
+      if (!answer) break;
+      next = new Command({ resume: answer });
+    }
+    const state = (await compiled.getState(config)).values as GraphStateValue;
+    this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
+    if (outcome.error) ctx.emit({ type: "error", threadId, message: outcome.error });
+    if (outcome.pause) ctx.emit({ type: "interrupt", threadId, ...outcome.pause });
+    const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, exitCode: outcome.exitCode };
+    ctx.emit(outcome.error ? { ...finished, message: outcome.error } : finished);
+    return { ...outcome, state };
+  }
+
+  /** Fails fast (exit 2) when a node has no model or a model cannot be configured (e.g. a missing key). */
+  private checkModels(graph: GraphDefinition, missing: string): void {
+    for (const node of Object.values(graph.nodes)) {
+      const kind = nodeKinds.of(node);
+      if (kind.usesModel) this.models(nodeModelSpec(node, graph, this.settings, missing));
+      const nested = [...(kind.inlineGraph ? [kind.inlineGraph(node)] : []), ...(kind.linkedGraphs?.(node) ?? [])];
+      for (const inner of nested) this.checkModels(inner, missing);
+    }
+  }
+}
+
+/** Passes every event on, and publishes complete messages on the bus topic `message:<thread>`. */
+function publishingMessages(onEvent: EventSink | undefined): EventSink {
+  return (event) => {
+    onEvent?.(event);
+    if (event.type === "message" && event.content !== undefined) {
+      eventBus.publish({
+        threadId: event.threadId,
+        node: event.node,
+        content: event.content,
+        auto: event.content.startsWith(AUTO_PREFIX),
+        at: new Date().toISOString(),
+      });
+    }
+  };
+}
+
+type Config = Parameters<RunnableGraph["getState"]>[0];
+
+async function settledOutcome(compiled: RunnableGraph, config: Config, graph: GraphDefinition, threadId: string) {
+  const snapshot = await compiled.getState(config);
+  if (snapshot.next.length === 0) return { threadId, status: "finished" as const, exitCode: ExitCode.Finished };
+  const pending = snapshot.tasks.flatMap((task) => task.interrupts ?? []);
+  if (pending.length > 0) {
+    const task = snapshot.tasks.find((t) => (t.interrupts ?? []).length > 0);
+    return { threadId, status: "paused" as const, exitCode: ExitCode.Paused, pause: { reason: "input" as const, node: task?.name, value: pending[0]?.value } };
+  }
+  const before = snapshot.next.find((node) => graph.breakpoints.before.includes(node));
+  if (before) return { threadId, status: "paused" as const, exitCode: ExitCode.Paused, pause: { reason: "breakpoint" as const, node: before, when: "before" as const } };
+  // Paused after a node: the breakpoint node is the one whose visit count rose in the last step.
+  const visitsNow = (snapshot.values as GraphStateValue).visits;
+  const parent = snapshot.parentConfig ? await compiled.getState(snapshot.parentConfig) : undefined;
+  const visitsBefore = (parent?.values as GraphStateValue | undefined)?.visits ?? {};
+  const after = graph.breakpoints.after.find((node) => (visitsNow[node] ?? 0) > (visitsBefore[node] ?? 0));
+  return { threadId, status: "paused" as const, exitCode: ExitCode.Paused, pause: { reason: "breakpoint" as const, node: after, when: "after" as const } };
+}
+
+function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string): Omit<RunOutcome, "state"> {
+  if (isGraphDrained(error)) {
+    return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted };
+  }
+  if (error instanceof GraphRecursionError) {
+    return {
+      threadId,
+      status: "failed",
+      exitCode: ExitCode.Failed,
+      error: `the run reached limits.max_steps (${graph.limits.maxSteps}) of ${graph.file}: raise it or bound the loop with max_visits`,
+    };
+  }
+  const message = error instanceof Error ? error.message : String(error);
+  const exitCode = error instanceof LoopgraphError ? error.exitCode : ExitCode.Failed;
+  return { threadId, status: "failed", exitCode, error: message.split("\n")[0] };
+}

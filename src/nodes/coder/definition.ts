@@ -1,0 +1,17 @@
+import type { NodeDefinition } from "../../format/types.js";
+import type { LoopDetectionOptions } from "../../tools/loop-detection.js";
+
+/** A tool-using coding agent: a model ⇄ tools loop checkpointed at every step. */
+export interface CoderNodeDefinition extends NodeDefinition {
+  kind: "coder";
+  /** Absolute path of the Markdown system prompt (default: the package's prompts/coder.md). */
+  promptFile: string;
+  /** Model calls per turn before the Coder stops with a step-limit failure (default 25). */
+  maxSteps: number;
+  /** Tool names the Coder may use (default: all built-in tools). */
+  tools: string[];
+  loopDetection: LoopDetectionOptions;
+  compression: { budgetTokens: number; keepRecentTurns: number };
+  /** Tool results longer than this (characters) are cut to head and tail; the full text goes to an artifact. */
+  resultBudgetChars: number;
+}

@@ -1,0 +1,61 @@
+import { z } from "zod";
+import { nodeCommon, positiveInt } from "../../format/node-schema.js";
+import type { CoderNodeDefinition } from "./definition.js";
+import { defineNodeKind } from "../../runtime/node-kind.js";
+import { loopDetectionConfigSchema, toLoopDetectionOptions } from "../../tools/loop-detection.js";
+import { BUILTIN_TOOLS } from "../../tools/registry.js";
+import { TOOL_NAMES, type ToolEffect } from "../../tools/types.js";
+import { createCoderNode } from "./node.js";
+
+const coderNode = z.strictObject({
+  kind: z.literal("coder"),
+  ...nodeCommon,
+  prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/coder.md)").optional(),
+  max_steps: positiveInt.describe("Model calls per Coder turn before it stops with a step-limit failure (default 25)").default(25),
+  tools: z
+    .array(z.enum(TOOL_NAMES))
+    .min(1)
+    .describe("Tools the Coder may use (default: all)")
+    .optional(),
+  loop_detection: loopDetectionConfigSchema.describe("Repeated tool calls: warn, then fail").default(loopDetectionConfigSchema.parse({})),
+  compression: z
+    .strictObject({
+      budget_tokens: positiveInt.describe("Summarise older turns once the history passes this many tokens (default 60000)").default(60_000),
+      keep_recent_turns: positiveInt.describe("Latest turns always kept verbatim (default 3)").default(3),
+    })
+    .default({ budget_tokens: 60_000, keep_recent_turns: 3 }),
+  result_budget_chars: positiveInt
+    .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
+    .default(30_000),
+});
+
+/** What the Coder's tools do, as `replay --from` announces it. */
+const TOOL_EFFECTS: Partial<Record<ToolEffect, string>> = { edit: "writes files", execute: "runs shell" };
+
+/** The Coder: a model with the built-in tools, confined to the workspace, every tool step checkpointed. */
+export const coderKind = defineNodeKind({
+  kind: "coder",
+  schema: coderNode,
+  usesModel: true,
+  resolve(raw, common, files): CoderNodeDefinition | undefined {
+    const promptFile = files.prompt(raw.prompt, "prompt", "coder.md");
+    return promptFile === undefined
+      ? undefined
+      : {
+          ...common,
+          kind: "coder",
+          promptFile,
+          maxSteps: raw.max_steps,
+          tools: raw.tools ?? [...TOOL_NAMES],
+          loopDetection: toLoopDetectionOptions(raw.loop_detection),
+          compression: { budgetTokens: raw.compression.budget_tokens, keepRecentTurns: raw.compression.keep_recent_turns },
+          resultBudgetChars: raw.result_budget_chars,
+        };
+  },
+  files: (def) => [def.promptFile],
+  sideEffects(def) {
+    const effects = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name)).map((tool) => TOOL_EFFECTS[tool.effect]);
+    return [...new Set(effects.filter((effect) => effect !== undefined))];
+  },
+  create: (def, graph, ctx) => createCoderNode(def, graph, ctx),
+});

@@ -1,0 +1,12 @@
+import type { NodeDefinition } from "../../format/types.js";
+
+/** The Looper: hand-written round logic (no model) between the Coder, Review and Judge phases. */
+export interface LooperNodeDefinition extends NodeDefinition {
+  kind: "looper";
+  /** Rounds before the loop ends with "round limit" (default 5; `--max-rounds` overrides). */
+  maxRounds: number;
+  /** Node ids of the phases. */
+  coder: string;
+  review: string;
+  judge: string;
+}

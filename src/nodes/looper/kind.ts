@@ -1,0 +1,32 @@
+import { z } from "zod";
+import { nodeCommon, positiveInt } from "../../format/node-schema.js";
+import type { LooperNodeDefinition } from "./definition.js";
+import { defineNodeKind } from "../../runtime/node-kind.js";
+import { createLooperNode } from "./node.js";
+
+const looperNode = z.strictObject({
+  kind: z.literal("looper"),
+  ...nodeCommon,
+  max_rounds: positiveInt.describe("Rounds before the loop ends with \"round limit\" (default 5)").default(5),
+  coder: z.string().describe('Node id of the Coder phase (default "coder")').default("coder"),
+  review: z.string().describe('Node id of the Review phase (default "review")').default("review"),
+  judge: z.string().describe('Node id of the Judge phase (default "judge")').default("judge"),
+});
+
+/** The Looper: routes a round's phases, applies commands, bounds the loop with its round limit. */
+export const looperKind = defineNodeKind({
+  kind: "looper",
+  schema: looperNode,
+  usesModel: false,
+  // A looper bounds every loop through it with its round limit (max_rounds).
+  boundsLoops: true,
+  resolve: (raw, common): LooperNodeDefinition => ({
+    ...common,
+    kind: "looper",
+    maxRounds: raw.max_rounds,
+    coder: raw.coder,
+    review: raw.review,
+    judge: raw.judge,
+  }),
+  create: (def, _graph, ctx) => createLooperNode(def, ctx),
+});

@@ -1,0 +1,83 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { interrupt } from "@langchain/langgraph";
+import { decideToolCall, sessionRuleFor } from "../policy/index.js";
+import type { PolicyRule } from "../state/rules.js";
+import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
+import { executeToolCall } from "../tools/registry.js";
+import type { ToolCallRequest, ToolDefinition, ToolResult } from "../tools/types.js";
+import type { ApprovalAnswer, ApprovalRequest } from "./approval.js";
+import type { RunContext } from "./context.js";
+import { performEffect } from "./effects.js";
+
+export interface ToolCallOptions {
+  ctx: RunContext;
+  /** The node making the call: approvals, records, events and snapshots name it. */
+  node: string;
+  /** The tools the node may call. */
+  tools: readonly ToolDefinition[];
+  /** The graph's, the user's and the session's rules (the built-in rules apply on top). */
+  rules: readonly PolicyRule[];
+  /** The node's loop detector so far, and its thresholds. */
+  loop: { state: LoopDetectorState; options: LoopDetectionOptions };
+  /** Where oversized results are saved (absolute). */
+  artifactsDir: string;
+  /** Results longer than this (characters) are cut to head and tail, the full text saved as an artifact. */
+  resultBudgetChars: number;
+  /** The LangGraph config of the step the call runs in: its workspace snapshots are keyed on its checkpoint. */
+  config?: RunnableConfig;
+}
+
+export interface ToolCallOutcome {
+  /** What the model is shown (a blocked, rejected or failed call included). */
+  result: ToolResult;
+  /** The loop detector after this call. */
+  loop: LoopDetectorState;
+  /** The call repeats earlier ones: said to the model after the result. */
+  loopWarning?: string;
+  /** The call repeated earlier ones past the limit: it did not run, and the turn must end with this reason. */
+  loopFailure?: string;
+  /** The rule the user's "always" answer added, for the rest of the thread. */
+  sessionRule?: PolicyRule;
+}
+
+/**
+ * One tool call, through every check in order: loop detection → the policy gate → the user's
+ * approval (a LangGraph interrupt: the run pauses until answered) → a workspace snapshot around
+ * it → execution → the record. Never throws for the call's own failures: each becomes a result.
+ * A recorded replay answers from the record: no tool runs, and no snapshot is taken.
+ */
+export async function runToolCall(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome> {
+  const { ctx, node } = options;
+  const { threadId } = ctx;
+  const loop = checkToolCalls(options.loop.state, [{ name: call.name, args: call.args }], options.loop.options);
+  if (loop.verdict.status === "fail") {
+    return { result: { ok: false, errorKind: "blocked", content: loop.verdict.reason }, loop: loop.state, loopFailure: loop.verdict.reason };
+  }
+  const outcome: Omit<ToolCallOutcome, "result"> = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
+
+  const policyCall = { name: call.name, args: call.args };
+  const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace });
+  let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;
+  if (gate.kind === "ask") {
+    const request: ApprovalRequest = { kind: "approval", node, tool: call.name, args: call.args, reason: gate.verdict.reason };
+    const answer = interrupt<ApprovalRequest, ApprovalAnswer>(request);
+    ctx.record?.({ kind: "approval", node, name: call.name, args: call.args, answer });
+    if (answer.decision === "always") outcome.sessionRule = sessionRuleFor(policyCall, gate.verdict);
+    if (answer.decision === "reject") result = rejection(answer);
+  }
+  if (!result) {
+    ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
+    const execute = () =>
+      executeToolCall(call, { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars }, options.tools);
+    const step = { node, tool: call.name, toolCallId: call.id, config: options.config };
+    const request = { kind: "tool" as const, node, name: call.name, args: call.args };
+    result = await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
+  }
+  ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content });
+  return { ...outcome, result };
+}
+
+function rejection(answer: ApprovalAnswer): ToolResult {
+  const why = answer.reason ? `: ${answer.reason}` : "";
+  return { ok: false, errorKind: "rejected", content: `the user rejected this call${why}. Do not retry it as is.` };
+}
