@@ -1,4 +1,4 @@
-/** Exit codes of the CLI (SPEC §6). */
+/** Exit codes of the CLI (docs/exit-codes.md). */
 export const ExitCode = {
   Finished: 0,
   Failed: 1,

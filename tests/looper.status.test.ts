@@ -15,11 +15,11 @@ const firstRound: LooperEvent[] = [
   { type: "REVIEW_DONE" },
   { type: "JUDGE_CONTINUE", nextTask: task, consumedPending: 0 },
 ];
-/** SPEC §2's example: round 2 of 5, waiting for the review, two tasks pending. */
+/** A loop in round 2 of 5, waiting for the review, two tasks pending. */
 const reviewingRound2 = run([...firstRound, { type: "CODER_DONE", ok: true }, queue("add login"), queue("add sign-up")]);
 
 describe("formatStatus", () => {
-  it("prints SPEC's block while running", () => {
+  it("prints the block while running", () => {
     expect(formatStatus(reviewingRound2)).toBe(
       [
         "[Looper status]",

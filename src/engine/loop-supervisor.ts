@@ -96,7 +96,7 @@ export class LoopSupervisor implements LooperHandle {
     return `started: the loop runs in the background (thread ${this.threadId}) on: ${task}`;
   }
 
-  /** Adds a task for after the current round; with no loop running, starts one (SPEC §2). */
+  /** Adds a task for after the current round; with no loop running, starts one. */
   async addPending(task: string): Promise<string> {
     const record = this.active ? undefined : await this.record();
     if (!this.active && !(await this.isLoopRunning(record))) return this.start(task);

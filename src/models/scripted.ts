@@ -22,7 +22,7 @@ const ScriptedResponseSchema = z.strictObject({
 
 const ScriptSchema = z.strictObject({ responses: z.array(ScriptedResponseSchema) });
 
-/** One scripted answer, as in the file (SPEC §5). */
+/** One scripted answer, as in the file (docs/scripted-model.md). */
 export type ScriptedResponse = z.input<typeof ScriptedResponseSchema>;
 type ParsedResponse = z.output<typeof ScriptedResponseSchema>;
 

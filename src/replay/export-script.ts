@@ -15,7 +15,7 @@ export interface ScriptExport {
 
 /**
  * `loopgraph inspect <thread> --export-script FILE`: the thread's recorded model answers, in the
- * order they were made, as a scripted-model file (SPEC §5). Each response names its node, so a
+ * order they were made, as a scripted-model file (docs/scripted-model.md). Each response names its node, so a
  * run with `--model scripted:FILE` gives every node the answers it had, whatever the order of
  * parallel calls.
  */

@@ -2,7 +2,7 @@ import type { RunStatus } from "../state/thread.js";
 import type { RewindChange } from "../snapshots/rewind-plan.js";
 import type { TokenUsage } from "../state/graph-state.js";
 
-/** Events of a run, printed live by the CLI and as NDJSON with `--json` (SPEC §6). */
+/** Events of a run, printed live by the CLI and as NDJSON with `--json` (docs/events.md). */
 export type RunEvent =
   | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean; forkedFrom?: string }
   /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */

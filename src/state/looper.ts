@@ -1,4 +1,4 @@
-/** The Looper's lifecycle (SPEC §2 Looper), shared by the machine, the looper node and `status`. */
+/** The Looper's lifecycle, shared by the machine, the looper node and `status`. */
 
 export type LooperSubState = "WAITING_CODER" | "WAITING_REVIEW" | "JUDGE";
 

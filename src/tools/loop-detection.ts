@@ -1,5 +1,5 @@
 /**
- * Loop detection for the Coder (SPEC §2): the same tool call repeated, or a window of calls that
+ * Loop detection for the Coder: the same tool call repeated, or a window of calls that
  * repeats the previous window, gets a warning injected; if the loop persists the Coder fails.
  *
  * Pure functions over serialisable data: the detector's memory is a `LoopDetectorState` that the

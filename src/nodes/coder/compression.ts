@@ -1,5 +1,5 @@
 /**
- * History compression for the Coder (SPEC §2): once the conversation is estimated above the
+ * History compression for the Coder: once the conversation is estimated above the
  * model's budget, the older turns are replaced by one summary message.
  *
  * Kept verbatim: system messages, everything up to the first human message (the task), and the

@@ -1,6 +1,6 @@
 import type { TodoItem, ToolErrorKind } from "../../tools/types.js";
 
-/** Why a Coder turn failed (SPEC §2 typed errors that end the turn rather than go back to the model). */
+/** Why a Coder turn failed: the typed errors that end the turn rather than go back to the model. */
 export type CoderFailureKind =
   | "step_limit"
   | "loop_detected"

@@ -10,7 +10,6 @@ import { startNodeSession } from "../../runtime/model-session.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { JudgeNodeDefinition } from "./schema.js";
 
-/** The Judge of a Looper's round (SPEC §2): the model decides under rules, with a rule-based fallback. */
 /**
  * Reads the round's task, Coder and Review results and drains every pending message, asks the
  * model for `continue {nextTask}` or `terminate {reason}`, and writes the guarded decision

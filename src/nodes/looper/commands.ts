@@ -27,7 +27,7 @@ const TASK_KEYWORDS = new Map<string, TaskCommandName>([
   ["also", "add_pending"],
 ]);
 
-/** Task keywords that read as a command without a colon: "also write a README" (SPEC §2). */
+/** Task keywords that read as a command without a colon: "also write a README". */
 const COLON_OPTIONAL = new Set(["also"]);
 
 /** An optional `/`, a keyword, an optional `:`, then the rest (which may span lines). */

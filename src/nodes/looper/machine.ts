@@ -1,7 +1,7 @@
 import { assign, initialTransition, setup, transition, type SnapshotFrom } from "xstate";
 import type { LooperContext, LooperEvent, LooperSnapshot, LooperSubState } from "../../state/looper.js";
 
-/** The round limit when neither the graph nor `--max-rounds` sets one (SPEC §2 Looper). */
+/** The round limit when neither the graph nor `--max-rounds` sets one. */
 export const DEFAULT_MAX_ROUNDS = 5;
 
 export const STOPPED_BY_USER = "stopped by user";
@@ -12,7 +12,7 @@ export interface LooperInput {
 }
 
 /**
- * The Looper's lifecycle (SPEC §2): `IDLE → RUNNING{WAITING_CODER → WAITING_REVIEW → JUDGE} → IDLE`.
+ * The Looper's lifecycle: `IDLE → RUNNING{WAITING_CODER → WAITING_REVIEW → JUDGE} → IDLE`.
  * Events a state does not accept change nothing. A STOP only sets `shouldStop`; the eventless
  * transition on RUNNING then ends the loop in the same step, whatever the sub-state.
  */

@@ -25,7 +25,7 @@ export interface LooperOutput {
 export const AUTO_PREFIX = "[AUTO]";
 
 /**
- * The Looper (SPEC §2): hand-written logic, no model. It runs between every phase: it applies
+ * The Looper: hand-written logic, no model. It runs between every phase: it applies
  * the commands sent to the thread (inbox), then the outcome of the phase that just ran, to the
  * lifecycle machine, starts rounds (with a workspace baseline for the Review), and routes to the
  * next phase. Each change is logged as an `[AUTO]` message.

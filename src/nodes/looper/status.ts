@@ -26,7 +26,7 @@ export interface LooperStatusJson {
 }
 
 /**
- * The status block of SPEC §2, e.g. while running:
+ * The status block, e.g. while running:
  *
  * ```
  * [Looper status]

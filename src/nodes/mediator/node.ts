@@ -30,7 +30,7 @@ const MAX_MODEL_CALLS = 8;
 const MAX_RELAYED_LINES = 40;
 
 /**
- * The Mediator (SPEC §2): answers the user, forwards real work to its Looper with
+ * The Mediator: answers the user, forwards real work to its Looper with
  * `send_to_looper`, and reads the loop's state with `query_looper_status`. Each turn first
  * relays the Looper's new `[AUTO]` progress lines into the thread's log, so the model can tell
  * the user how things went, and a resumed chat shows them in the history.
