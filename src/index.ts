@@ -19,8 +19,8 @@ export type { ChatModel, ModelCallOptions, ModelCallResult } from "./models/type
 export type { FunctionNodeContext, FunctionNodeResult } from "./nodes/function/node.js";
 export { GraphState } from "./state/graph-state.js";
 export { ExitCode, LoopgraphError, ConfigError, GraphValidationError, ModelError } from "./errors.js";
-export type { RunStatus } from "./state/thread.js";
-export type { RunOutcome } from "./engine/run-types.js";
-export type { RunOptions } from "./engine/run-types.js";
-export type { ResumeOptions } from "./engine/run-types.js";
-export type { PauseInfo } from "./engine/run-types.js";
+export type { ApprovalMode, RunStatus, ThreadSettings } from "./state/thread.js";
+export type { PauseInfo, ResumeOptions, RunOptions, RunOutcome } from "./engine/run-types.js";
+export { nodeKinds, type BuiltinNodeDefinition } from "./nodes/registry.js";
+export { defineNodeKind, type NodeKind, type NodeFiles, type NodeBuild } from "./runtime/node-kind.js";
+export { nodeCommon } from "./format/node-schema.js";
