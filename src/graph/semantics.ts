@@ -7,14 +7,12 @@ import type { GraphFile, RawCondition, RawEdge } from "./schema.js";
 import { closestName, unknownName } from "../diagnostics/suggest.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
 import { END_NODE, START_NODE } from "../format/types.js";
+import { nodeKinds } from "../nodes/registry.js";
 
 /** Checks what the schema cannot: references between parts of the graph, reachability, loop limits. */
 export function checkSemantics(graph: GraphFile): PathIssue[] {
   return [...checkNodeReferences(graph), ...checkEdges(graph), ...checkFlow(graph)];
 }
-
-/** Phase references of nodes that drive other nodes (looper → coder/review/judge; review/judge → coder …). */
-const PHASE_KEYS = ["coder", "review", "judge"] as const;
 
 function checkNodeReferences(graph: GraphFile): PathIssue[] {
   const issues: PathIssue[] = [];
@@ -24,9 +22,10 @@ function checkNodeReferences(graph: GraphFile): PathIssue[] {
     if (STATE_CHANNELS.includes(id)) {
       issues.push({ path: ["nodes", id], at: "key", message: `node id "${id}" is the name of a state channel: rename the node` });
     }
-    for (const key of PHASE_KEYS) {
-      const target = (node as Partial<Record<(typeof PHASE_KEYS)[number], string>>)[key];
-      if (target !== undefined && !nodeIds.includes(target)) {
+    // Keys that name other nodes, as the node's kind declares them (looper → coder/review/judge …).
+    for (const key of nodeKinds.get(node.kind)?.nodeReferences ?? []) {
+      const target = node[key];
+      if (typeof target === "string" && !nodeIds.includes(target)) {
         issues.push({ path: ["nodes", id, key], message: unknownName("node", target, nodeIds) });
       }
     }
@@ -213,7 +212,8 @@ function checkFlow(graph: GraphFile): PathIssue[] {
  */
 function checkLoopLimits(graph: GraphFile, flow: Flow): PathIssue[] {
   // A looper bounds every loop through it with its round limit (max_rounds).
-  const unbounded = Object.keys(graph.nodes).filter((id) => graph.nodes[id]?.max_visits === undefined && graph.nodes[id]?.kind !== "looper");
+  const boundsLoops = (id: string): boolean => nodeKinds.get(graph.nodes[id]?.kind ?? "")?.boundsLoops === true;
+  const unbounded = Object.keys(graph.nodes).filter((id) => graph.nodes[id]?.max_visits === undefined && !boundsLoops(id));
   const inScope = new Set(unbounded);
   const next = (id: string) => [...(flow.get(id)?.keys() ?? [])].filter((to) => inScope.has(to));
   return stronglyConnectedComponents(unbounded, next)

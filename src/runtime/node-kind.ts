@@ -43,6 +43,8 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   readonly usesModel: boolean;
   /** Loops through the node are bounded by the node itself (the Looper's round limit), so it needs no `max_visits`. */
   readonly boundsLoops?: boolean;
+  /** YAML keys whose values are ids of other nodes of the graph (checked to exist). */
+  readonly nodeReferences?: readonly string[];
   /** Drawn as a subroutine (`[[…]]`) rather than a box. */
   readonly drawnAsSubroutine?: boolean;
   /** The graph that runs inside the node, in the same thread: drawn, fingerprinted and checked with it. */

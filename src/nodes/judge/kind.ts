@@ -11,6 +11,7 @@ const judgeNode = z.strictObject({ kind: z.literal("judge"), ...nodeCommon, ...j
 export const judgeKind = defineNodeKind({
   kind: "judge",
   schema: judgeNode,
+  nodeReferences: ["coder", "review"],
   usesModel: true,
   resolve(raw, common, files): JudgeNodeDefinition | undefined {
     const promptFile = files.prompt(raw.prompt, "prompt", "judge.md");

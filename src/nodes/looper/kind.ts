@@ -17,6 +17,7 @@ const looperNode = z.strictObject({
 export const looperKind = defineNodeKind({
   kind: "looper",
   schema: looperNode,
+  nodeReferences: ["coder", "review", "judge"],
   usesModel: false,
   // A looper bounds every loop through it with its round limit (max_rounds).
   boundsLoops: true,

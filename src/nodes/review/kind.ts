@@ -10,6 +10,7 @@ const reviewNode = z.strictObject({ kind: z.literal("review"), ...nodeCommon, ..
 export const reviewKind = defineNodeKind({
   kind: "review",
   schema: reviewNode,
+  nodeReferences: ["coder"],
   usesModel: true,
   resolve: (raw, common, files) => resolveReviewNode(raw, common, (key, relative, defaultName) => files.prompt(relative, key, defaultName)),
   files: (def) => [def.specsPrompt, def.taskLogPrompt],
