@@ -1,5 +1,5 @@
 import { AIMessage, type AIMessageChunk, type BaseMessage } from "@langchain/core/messages";
-import { ChatOpenAI, OpenAIClient } from "@langchain/openai";
+import type { ChatOpenAI } from "@langchain/openai";
 import { ModelError } from "../errors.js";
 import {
   classifyHttpFailure,
@@ -23,6 +23,13 @@ export interface OpenAIModelOptions {
 /** Generous enough for reasoning models that think for minutes before their first token. */
 export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
 
+type OpenAIModule = typeof import("@langchain/openai");
+type OpenAISdk = OpenAIModule["OpenAIClient"];
+
+let openAIModule: Promise<OpenAIModule> | undefined;
+/** LangChain's OpenAI module (and the SDK under it) loads on the first call: a run on another model never pays for it. */
+const loadOpenAIModule = (): Promise<OpenAIModule> => (openAIModule ??= import("@langchain/openai"));
+
 /** A model behind an OpenAI-compatible chat-completions endpoint: `openai:` and the presets. */
 export function createOpenAIModel(
   spec: ModelSpec,
@@ -34,7 +41,9 @@ export function createOpenAIModel(
 
 class OpenAICompatibleModel implements ChatModel {
   readonly spec: string;
-  private readonly chat: ChatOpenAI;
+  private chat?: ChatOpenAI;
+  private readonly endpoint: ProviderEndpoint;
+  private readonly model: string;
   private readonly policy: RetryPolicy;
   private readonly idleTimeoutMs: number;
   private readonly context: EndpointContext;
@@ -44,27 +53,35 @@ class OpenAICompatibleModel implements ChatModel {
     this.policy = { ...DEFAULT_RETRY_POLICY, ...options.retry };
     this.idleTimeoutMs = options.idleTimeoutMs ?? DEFAULT_IDLE_TIMEOUT_MS;
     this.context = { endpoint: endpoint.baseURL, model: spec.model, apiKeyEnv: endpoint.apiKeyEnv };
-    this.chat = new ChatOpenAI({
-      model: spec.model,
-      apiKey: endpoint.apiKey,
+    this.endpoint = endpoint;
+    this.model = spec.model;
+  }
+
+  private chatOf({ ChatOpenAI }: OpenAIModule): ChatOpenAI {
+    this.chat ??= new ChatOpenAI({
+      model: this.model,
+      apiKey: this.endpoint.apiKey,
       // withRetries is the only retry layer: LangChain's caller and the SDK's client retry nothing.
       maxRetries: 0,
       streamUsage: true,
       configuration: {
         // Explicit values, so that neither LangChain nor the SDK falls back to process.env.
-        baseURL: endpoint.baseURL,
+        baseURL: this.endpoint.baseURL,
         organization: null,
         project: null,
         // Failures reach the caller as errors; the SDK must not also log them to the console.
         logLevel: "off",
       },
     });
+    return this.chat;
   }
 
   async call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult> {
-    const reply = await withRetries(() => this.streamReply(messages, options), {
+    const module = await loadOpenAIModule();
+    const chat = this.chatOf(module);
+    const reply = await withRetries(() => this.streamReply(chat, messages, options), {
       policy: this.policy,
-      classify: (error) => classifyCallFailure(error, this.context),
+      classify: (error) => classifyCallFailure(error, this.context, module.OpenAIClient),
       signal: options.signal,
       onRetry: options.onRetry,
     });
@@ -75,7 +92,7 @@ class OpenAICompatibleModel implements ChatModel {
    * One attempt. Streams with `.stream()`, never `.invoke()`: LangChain's streaming `invoke` path
    * estimates tokens with getNumTokens, which downloads encodings from the internet.
    */
-  private async streamReply(messages: BaseMessage[], options: ModelCallOptions): Promise<AIMessageChunk> {
+  private async streamReply(chat: ChatOpenAI, messages: BaseMessage[], options: ModelCallOptions): Promise<AIMessageChunk> {
     const attempt = new AbortController();
     const forwardAbort = () => attempt.abort(options.signal?.reason);
     options.signal?.addEventListener("abort", forwardAbort, { once: true });
@@ -91,7 +108,7 @@ class OpenAICompatibleModel implements ChatModel {
 
     try {
       restartIdleTimer();
-      const model = options.tools?.length ? this.chat.bindTools(options.tools.map(toOpenAITool)) : this.chat;
+      const model = options.tools?.length ? chat.bindTools(options.tools.map(toOpenAITool)) : chat;
       const stream = await model.stream(messages, { signal: attempt.signal });
       let reply: AIMessageChunk | undefined;
       for await (const chunk of stream) {
@@ -142,7 +159,7 @@ function toCallResult(reply: AIMessageChunk, messages: BaseMessage[], tools?: To
 
 const NETWORK_ERROR_CODE = /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|UND_ERR_)/;
 
-function classifyCallFailure(error: unknown, context: EndpointContext): ClassifiedFailure {
+function classifyCallFailure(error: unknown, context: EndpointContext, OpenAIClient: OpenAISdk): ClassifiedFailure {
   if (error instanceof ModelError) {
     return error.kind === "timeout" || error.kind === "network" ? { retryable: true, error } : { retryable: false, error };
   }
@@ -157,7 +174,7 @@ function classifyCallFailure(error: unknown, context: EndpointContext): Classifi
     return { retryable: true, error: new ModelError(`${context.endpoint} timed out`, "timeout") };
   }
   const causes = causeChain(error);
-  if (causes.some(isNetworkFailure)) {
+  if (causes.some((cause) => isNetworkFailure(cause, OpenAIClient))) {
     const detail = causes.at(-1)?.message ?? "connection failed";
     return { retryable: true, error: new ModelError(`network error talking to ${context.endpoint}: ${detail}`, "network") };
   }
@@ -169,7 +186,7 @@ function classifyCallFailure(error: unknown, context: EndpointContext): Classifi
   return { retryable: false, error };
 }
 
-function isNetworkFailure(error: Error): boolean {
+function isNetworkFailure(error: Error, OpenAIClient: OpenAISdk): boolean {
   const code = (error as { code?: unknown }).code;
   return (
     error instanceof OpenAIClient.APIConnectionError ||
@@ -185,7 +202,7 @@ function causeChain(error: unknown): Error[] {
 }
 
 /** The body's own message: the SDK's `message` carries a status prefix and LangChain appends a URL. */
-function serverMessageOf(error: InstanceType<typeof OpenAIClient.APIError>): string | undefined {
+function serverMessageOf(error: InstanceType<OpenAISdk["APIError"]>): string | undefined {
   const body = error.error as { message?: unknown } | undefined;
   return typeof body?.message === "string" && body.message ? body.message : undefined;
 }
