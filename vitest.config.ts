@@ -1,14 +1,47 @@
 import { defineConfig } from "vitest/config";
 
+/**
+ * End-to-end test files: they start the CLI or other processes (tmux, `script`, the demo), send
+ * signals or kill process groups. Most of their time is spent waiting on those processes.
+ * Every other test file is a unit test. `spawnCli` (tests/helpers/cli.ts) refuses to run outside
+ * the e2e project, so a file that starts the CLI must be listed here.
+ */
+const E2E = [
+  "tests/chat.tty.test.ts",
+  "tests/cli.*.test.ts",
+  "tests/coder.e2e.test.ts",
+  "tests/demo.test.ts",
+  "tests/looper.e2e.test.ts",
+  "tests/mediator.e2e.test.ts",
+  "tests/recording.security.test.ts",
+  "tests/replay.e2e.test.ts",
+  "tests/replay.fork.test.ts",
+  "tests/replay.restore-files.test.ts",
+  "tests/replay.verify.test.ts",
+  "tests/snapshots.rewind.e2e.test.ts",
+  "tests/tools.shell.test.ts",
+];
+
 export default defineConfig({
   test: {
     // The checkpoint conformance suite registers its tests through vitest globals.
     globals: true,
-    include: ["tests/**/*.test.ts"],
     testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: "forks",
-    // Most tests wait on the CLI processes they start: more workers than cores keep both cores busy.
-    maxWorkers: 3,
+    // Both projects share one pool (projects with different worker counts would run one after the
+    // other): the slow e2e files start first and the unit files fill the gaps. Most e2e time is
+    // spent waiting on child processes, so more workers than the 2 cores keep both busy.
+    maxWorkers: 4,
+    projects: [
+      {
+        extends: true,
+        test: { name: "unit", include: ["tests/**/*.test.ts"], exclude: E2E },
+      },
+      {
+        extends: true,
+        test: { name: "e2e", include: E2E, env: { TESTS_PROJECT: "e2e" } },
+      },
+    ],
   },
 });

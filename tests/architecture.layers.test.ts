@@ -1,17 +1,17 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it, onTestFinished } from "vitest";
-import { ROOT, tempDir } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { ROOT } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 import { checkLayers, LAYERS } from "./helpers/layers.js";
 
 const SRC = join(ROOT, "src");
 
 /** A copy of src/ to break on purpose. */
 function copyOfSource(): string {
-  const dir = tempDir("loopgraph-layers-");
-  onTestFinished(dir.cleanup);
-  cpSync(SRC, join(dir.path, "src"), { recursive: true });
-  return join(dir.path, "src");
+  const copy = join(tempWorkspace({ prefix: "loopgraph-layers-" }).root, "src");
+  cpSync(SRC, copy, { recursive: true });
+  return copy;
 }
 
 function prepend(file: string, line: string): void {

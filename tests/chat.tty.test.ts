@@ -1,8 +1,10 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CLI, cleanEnv, gitRepo, lastCheckpointState, ROOT } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { CLI, cleanEnv, eventually, ROOT } from "./helpers/cli.js";
+import { finalState, threadsOf } from "./helpers/e2e.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 /** tmux runs the chat in a real pseudo-terminal and renders it: `capture-pane` is the screen the user sees. */
 const hasTmux = (() => {
@@ -59,12 +61,6 @@ class TmuxChat {
   }
 }
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
-
 /** What the chat exited with (the tmux command writes it to a file), or undefined while it runs. */
 const exitCode = (file: string): string | undefined => (existsSync(file) ? readFileSync(file, "utf8").trim() : undefined);
 
@@ -73,15 +69,14 @@ const showing = (text: string) => (screen: string[]) => screen.some((line) => li
 
 describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)", () => {
   it("an [AUTO] message arriving while the user types goes above the prompt; the typed line stays intact and is sent whole", async () => {
-    const ws = gitRepo({ "notes.txt": "start\n" });
-    cleanups.push(ws.cleanup);
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const exitFile = join(ws.dir, "..", "exit-code");
     const chat = new TmuxChat(
       ["--thread", "tty", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(ROOT, "tests/fixtures/mediator/chat-slow.script.yaml")}`, "--approval", "auto"],
       ws.dir,
       exitFile,
     );
-    cleanups.push(() => chat.kill());
+    onCleanup(() => chat.kill());
 
     await chat.until((screen) => lastLine(screen).startsWith("you›"), "the prompt");
     chat.type("please write a.txt");
@@ -101,7 +96,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     chat.type("ing?");
     chat.key("Enter");
     await chat.until(showing("It is going well."), "the answer to the typed line");
-    const mediator = await lastCheckpointState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "tty");
+    const mediator = await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "tty");
     expect(mediator.messages.filter((m) => m.type === "human").map((m) => m.content)).toContain("how is it going?");
 
     // Ctrl-D leaves; the loop's state is kept.
@@ -111,8 +106,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
   });
 
   it("Ctrl-C cancels the answer in progress; Ctrl-C again leaves (exit 130), stopping the running loop with its state saved", async () => {
-    const ws = gitRepo({ "notes.txt": "start\n" });
-    cleanups.push(ws.cleanup);
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const script = join(ws.dir, "..", "slow-answer.script.yaml");
     writeFileSync(
       script,
@@ -133,7 +127,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     );
     const exitFile = join(ws.dir, "..", "exit-code");
     const chat = new TmuxChat(["--thread", "cc", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${script}`], ws.dir, exitFile);
-    cleanups.push(() => chat.kill());
+    onCleanup(() => chat.kill());
 
     await chat.until((screen) => lastLine(screen).startsWith("you›"), "the prompt");
     chat.type("write a.txt");
@@ -143,7 +137,9 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
 
     chat.type("hello?");
     chat.key("Enter");
-    await new Promise((resolve) => setTimeout(resolve, 500));
+    // Ctrl-C once the Mediator's turn is under way: its input checkpoint holds the new line (its answer takes 30 s).
+    const asked = async () => (await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "cc")).messages.some((m) => m.type === "human" && m.content === "hello?");
+    expect(await eventually(asked, (yes) => yes, 40_000)).toBe(true);
     chat.key("C-c");
     await chat.until(showing("(answer cancelled)"), "the cancelled answer");
     await chat.until((screen) => lastLine(screen) === "you›", "the prompt after cancelling");
@@ -154,7 +150,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     await chat.until(() => exitCode(exitFile) === "130", "exit code 130");
     const status = execFileSync(process.execPath, [CLI, "status", "cc", "--db", ws.db], { env: cleanEnv(), encoding: "utf8" });
     expect(status).toContain("state: RUNNING");
-    const threads = JSON.parse(execFileSync(process.execPath, [CLI, "inspect", "--json", "--db", ws.db], { env: cleanEnv(), encoding: "utf8" })) as Array<{ threadId: string; status: string }>;
+    const threads = await threadsOf(ws.db);
     expect(threads.find((t) => t.threadId === "cc.loop")?.status).toBe("interrupted");
   });
 });

@@ -12,6 +12,13 @@ function corpusFiles(dir: string): string[] {
     .filter((file) => /^# expect: \d+:\d+/.test(readFileSync(file, "utf8")));
 }
 
+const escape = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, "\\$&");
+
+/**
+ * The CLI side of graph validation. Every case of the bad-graph corpus is checked in-process by
+ * tests/graph.bad-corpus.test.ts (exit code, positions, messages, the printed lines); here the
+ * process itself: exit codes, what reaches stderr, no stack traces.
+ */
 describe("loopgraph graphs", () => {
   const files = corpusFiles(CORPUS);
 
@@ -19,16 +26,33 @@ describe("loopgraph graphs", () => {
     expect(files.length).toBeGreaterThanOrEqual(25);
   });
 
-  it.each(files.map((file) => [file.slice(CORPUS.length + 1), file]))(
-    "validate %s: file:line:col error, exit 2, no stack trace",
-    async (_name, file) => {
+  it.each(["edge-unknown-to.yaml", "yaml-syntax.yaml", "missing-prompt-file.yaml"])(
+    "validate %s: one line, file:line:col error, exit 2, no stack trace",
+    async (name) => {
+      const file = join(CORPUS, name);
       const [, position] = /^# expect: (\d+:\d+)/.exec(readFileSync(file, "utf8"))!;
       const result = await runCli(["graphs", "validate", file]);
       expect(result.code).toBe(2);
-      expect(result.stderr.split("\n")[0]).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:${position}: \\S`));
+      expect(result.stderr.trimEnd().split("\n")).toHaveLength(1);
+      expect(result.stderr).toMatch(new RegExp(`^${escape(file)}:${position}: \\S`));
       expect(hasStackTrace(result.stderr)).toBe(false);
     },
   );
+
+  it("validate of the whole corpus at once: exit 2, each file's errors as file:line:col lines in order, no stack trace", async () => {
+    const result = await runCli(["graphs", "validate", ...files]);
+    expect(result.code).toBe(2);
+    expect(hasStackTrace(result.stderr)).toBe(false);
+    const lines = result.stderr.trimEnd().split("\n");
+    const expected = files.flatMap((file) =>
+      [...readFileSync(file, "utf8").matchAll(/^# expect: (\d+:\d+) /gm)].map(([, position]) => ({ file, position: position! })),
+    );
+    expect(lines).toHaveLength(expected.length);
+    lines.forEach((line, index) => {
+      const { file, position } = expected[index]!;
+      expect(line).toMatch(new RegExp(`^${escape(file)}:${position}: \\S`));
+    });
+  });
 
   it("validates the shipped graphs", async () => {
     const shipped = readdirSync(join(ROOT, "graphs")).map((name) => join(ROOT, "graphs", name));

@@ -1,19 +1,18 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cleanEnv, hasStackTrace, parseEvents, runCli, tempDir } from "./helpers/cli.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { cleanEnv, hasStackTrace, parseEvents, runCli } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 let server: MockOpenAIServer;
-let temp: { path: string; cleanup: () => void };
+/** The test's folder: its stores, and nothing else. */
+let temp: { path: string };
 
 beforeEach(async () => {
+  temp = { path: tempWorkspace().dir };
   server = await startMockOpenAI();
-  temp = tempDir();
-});
-afterEach(async () => {
-  await server.close();
-  temp.cleanup();
+  onCleanup(() => server.close());
 });
 
 const env = () => cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url });

@@ -1,41 +1,27 @@
 import { appendFileSync, cpSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { collect, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { finalState, historyOf, resume, run, startRun, type RunSpec } from "./helpers/e2e.js";
+import { tempWorkspace as workspace } from "./helpers/workspace.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/engine");
 const DURABLE = join(FIXTURES, "durable.yaml");
-const DURABLE_SCRIPT = `scripted:${join(FIXTURES, "durable.script.yaml")}`;
-
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
-
-function workspace(): { dir: string; db: string } {
-  const temp = tempDir();
-  cleanups.push(temp.cleanup);
-  return { dir: temp.path, db: join(temp.path, "store.db") };
-}
+const DURABLE_SCRIPT = join(FIXTURES, "durable.script.yaml");
 
 interface HistoryJson {
   thread: { status: string };
   checkpoints: Array<{ checkpointId: string; step: number; nodes: string[]; tokens: { inputTokens: number; outputTokens: number } }>;
 }
 
+/** `loopgraph inspect <thread> --json`, through the CLI: this file tests the commands themselves. */
 async function history(db: string, thread: string): Promise<HistoryJson> {
   const result = await runCli(["inspect", thread, "--json", "--db", db]);
   expect(result.code, result.stderr).toBe(0);
   return JSON.parse(result.stdout) as HistoryJson;
 }
 
-const finalState = (db: string, thread: string) => lastCheckpointState(db, thread);
-
-const durableArgs = (ws: { dir: string; db: string }, thread: string): string[] => [
-  "run", DURABLE, "--task", "prove durability", "--thread", thread,
-  "--workspace", ws.dir, "--model", DURABLE_SCRIPT, "--db", ws.db, "--json",
-];
+const durable = (thread: string): RunSpec => ({ graph: DURABLE, task: "prove durability", thread, script: DURABLE_SCRIPT });
 
 describe("loopgraph run (scripted)", () => {
   it("finishes the example graph with exit 0, and inspect lists its checkpoints in order with nodes and tokens", async () => {
@@ -61,7 +47,7 @@ describe("loopgraph run (scripted)", () => {
     expect(draft.tokens.inputTokens).toBeGreaterThan(0);
     expect(draft.tokens.outputTokens).toBeGreaterThan(0);
 
-    const state = await finalState(ws.db, "t1");
+    const state = await lastCheckpointState(ws.db, "t1");
     expect((state.outputs as Record<string, unknown>).stats).toMatchObject({ revised: true });
   });
 
@@ -157,19 +143,18 @@ describe("loopgraph run (scripted)", () => {
 describe("durability", () => {
   it("kill -9 during a slow step, then resume: same final state as an uninterrupted run, no completed step re-run", async () => {
     const reference = workspace();
-    const uninterrupted = await runCli(durableArgs(reference, "ref"));
-    expect(uninterrupted.code, uninterrupted.stderr).toBe(0);
-
     const ws = workspace();
-    const child = spawnCli(durableArgs(ws, "crash"));
-    const done = collect(child);
-    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"slow"'));
-    child.kill("SIGKILL");
-    const killed = await done;
+    // The uninterrupted reference run and the run to kill go side by side.
+    const uninterrupted = run(reference, durable("ref"));
+    const crashing = startRun(ws, durable("crash"));
+    await crashing.waitForNode("slow");
+    const killed = await crashing.kill("SIGKILL");
     expect(killed.signal).toBe("SIGKILL");
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
+    const finished = await uninterrupted;
+    expect(finished.code, finished.stderr).toBe(0);
 
-    const resumed = await runCli(["resume", "crash", "--db", ws.db, "--json"]);
+    const resumed = await resume(ws, "crash", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     const started = parseEvents(resumed.stdout).filter((e) => e.type === "node_started").map((e) => e.node);
     expect(started).toEqual(["slow", "second", "last"]);
@@ -181,19 +166,17 @@ describe("durability", () => {
 
   it("SIGINT stops at the next step boundary with exit 130, and resume completes the run", async () => {
     const ws = workspace();
-    const child = spawnCli(durableArgs(ws, "sigint"));
-    const done = collect(child);
-    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"slow"'));
-    child.kill("SIGINT");
-    const interrupted = await done;
+    const running = startRun(ws, durable("sigint"));
+    await running.waitForNode("slow");
+    const interrupted = await running.kill("SIGINT");
     expect(interrupted.code).toBe(130);
     expect(parseEvents(interrupted.stdout).at(-1)).toMatchObject({ type: "run_finished", status: "interrupted" });
 
-    const resumed = await runCli(["resume", "sigint", "--db", ws.db, "--json"]);
+    const resumed = await resume(ws, "sigint", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     const started = parseEvents(resumed.stdout).filter((e) => e.type === "node_started").map((e) => e.node);
     expect(started).not.toContain("first");
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
-    expect((await history(ws.db, "sigint")).thread.status).toBe("finished");
+    expect((await historyOf(ws.db, "sigint")).thread.status).toBe("finished");
   });
 });

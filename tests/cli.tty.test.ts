@@ -1,8 +1,9 @@
 import { execFileSync, spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CLI, cleanEnv, ROOT, tempDir } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { CLI, cleanEnv, ROOT } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 /** util-linux `script` runs a command in a pseudo-terminal: the CLI then sees a TTY. */
 const hasScript = (() => {
@@ -14,20 +15,13 @@ const hasScript = (() => {
   }
 })();
 
-let cleanup: (() => void) | undefined;
-afterEach(() => cleanup?.());
-
 const quote = (arg: string): string => `'${arg.replace(/'/g, "'\\''")}'`;
 
 describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `script`)", () => {
   it("prompts approve / reject / always; a rejection with a reason reaches the model, an approval runs the call", async () => {
-    const temp = tempDir();
-    cleanup = temp.cleanup;
-    const ws = join(temp.path, "ws");
-    execFileSync("git", ["init", "-q", ws]);
-    writeFileSync(join(ws, "important.txt"), "keep me\n");
+    const { dir: ws, db } = tempWorkspace({ git: "init", files: { "important.txt": "keep me\n" } });
     const command = [
-      process.execPath, CLI, "run", "coder", "--task", "t", "--workspace", ws, "--db", join(temp.path, "db"),
+      process.execPath, CLI, "run", "coder", "--task", "t", "--workspace", ws, "--db", db,
       "--model", `scripted:${join(ROOT, "tests/fixtures/coder/approvals.script.yaml")}`,
     ].map(quote).join(" ");
     const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb" }), stdio: ["pipe", "pipe", "pipe"] });

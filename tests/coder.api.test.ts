@@ -1,32 +1,20 @@
-import { execFileSync } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CoderResult } from "../src/nodes/coder/types.js";
 import { runGraph } from "../src/index.js";
-import { cleanEnv, ROOT, tempDir } from "./helpers/cli.js";
+import { cleanEnv, ROOT } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
 import type { ApprovalRequest } from "../src/runtime/approval.js";
+import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/coder");
-let cleanups: Array<() => void | Promise<void>> = [];
-afterEach(async () => {
-  for (const cleanup of cleanups) await cleanup();
-  cleanups = [];
-});
-
-function workspace(): { dir: string; db: string } {
-  const temp = tempDir();
-  cleanups.push(temp.cleanup);
-  const dir = join(temp.path, "ws");
-  execFileSync("git", ["init", "-q", dir]);
-  writeFileSync(join(dir, "README.md"), "# demo\n");
-  return { dir, db: join(temp.path, "db") };
-}
+/** A git repository (nothing committed) with an untracked README.md. */
+const workspace = (): Workspace => tempWorkspace({ git: "init", files: { "README.md": "# demo\n" } });
 
 async function mockServer(): Promise<MockOpenAIServer> {
   const server = await startMockOpenAI();
-  cleanups.push(() => server.close());
+  onCleanup(() => server.close());
   return server;
 }
 

@@ -1,27 +1,19 @@
 import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { collect, gitRepo, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, waitForLine } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { parseEvents, ROOT } from "./helpers/cli.js";
+import { finalState, resume, run, startRun, type RunPlace, type RunSpec } from "./helpers/e2e.js";
+import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/coder");
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
+const repo = (): Workspace => tempWorkspace({ git: true, files: { "README.md": "# demo\n", "important.txt": "keep me\n" } });
+
+const coder = (thread: string, script: string, approval?: RunSpec["approval"]): RunSpec => ({
+  graph: "coder", task: "do the task", thread, script: join(SCRIPTS, script), approval,
 });
-
-function repo(): { dir: string; db: string } {
-  const created = gitRepo({ "README.md": "# demo\n", "important.txt": "keep me\n" });
-  cleanups.push(created.cleanup);
-  return created;
-}
-
-const coderArgs = (ws: { dir: string; db: string }, thread: string, script: string, ...extra: string[]) => [
-  "run", "coder", "--task", "do the task", "--thread", thread, "--workspace", ws.dir,
-  "--model", `scripted:${join(SCRIPTS, script)}`, "--db", ws.db, "--json", ...extra,
-];
+const runCoder = (ws: RunPlace, ...spec: Parameters<typeof coder>) => run(ws, coder(...spec));
 
 interface CoderOutput {
   status: string;
@@ -34,13 +26,13 @@ interface CoderOutput {
 }
 
 async function coderOutput(db: string, thread: string): Promise<CoderOutput> {
-  return (await lastCheckpointState<{ outputs: { coder: CoderOutput } }>(db, thread)).outputs.coder;
+  return (await finalState<{ outputs: { coder: CoderOutput } }>(db, thread)).outputs.coder;
 }
 
 describe("the coder graph (scripted model, real workspace)", () => {
   it("uses every tool on real files and reports a structured result", async () => {
     const ws = repo();
-    const run = await runCli(coderArgs(ws, "happy", "happy.script.yaml", "--approval", "auto"));
+    const run = await runCoder(ws, "happy", "happy.script.yaml", "auto");
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(readFileSync(join(ws.dir, "src/hello.js"), "utf8")).toBe("console.log('hello');\n");
     expect(readFileSync(join(ws.dir, "out.txt"), "utf8")).toBe("hello\n");
@@ -58,17 +50,17 @@ describe("the coder graph (scripted model, real workspace)", () => {
 
   it("pauses for approval without a terminal (exit 3); --approve runs the call, --reject reaches the model", async () => {
     const ws = repo();
-    const first = await runCli(coderArgs(ws, "ask", "approvals.script.yaml"));
+    const first = await runCoder(ws, "ask", "approvals.script.yaml");
     expect(first.code, first.stderr).toBe(3);
     const interrupt = parseEvents(first.stdout).find((e) => e.type === "interrupt");
     expect(interrupt).toMatchObject({ reason: "input", value: { kind: "approval", tool: "shell" } });
     expect(existsSync(join(ws.dir, "approved.txt"))).toBe(false);
 
-    const approved = await runCli(["resume", "ask", "--approve", "--db", ws.db, "--json"]);
+    const approved = await resume(ws, "ask", "--approve", "--json");
     expect(approved.code, approved.stderr).toBe(3);
     expect(readFileSync(join(ws.dir, "approved.txt"), "utf8")).toBe("approved\n");
 
-    const rejected = await runCli(["resume", "ask", "--reject", "use a temp dir", "--db", ws.db, "--json"]);
+    const rejected = await resume(ws, "ask", "--reject", "use a temp dir", "--json");
     expect(rejected.code, rejected.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "important.txt"), "utf8")).toBe("keep me\n");
     const output = await coderOutput(ws.db, "ask");
@@ -79,7 +71,7 @@ describe("the coder graph (scripted model, real workspace)", () => {
 
   it("deny mode never pauses: a sensitive write is blocked and reported to the model", async () => {
     const ws = repo();
-    const run = await runCli(coderArgs(ws, "deny", "deny-env.script.yaml", "--approval", "deny"));
+    const run = await runCoder(ws, "deny", "deny-env.script.yaml", "deny");
     expect(run.code, run.stderr).toBe(0);
     expect(parseEvents(run.stdout).some((e) => e.type === "interrupt")).toBe(false);
     expect(existsSync(join(ws.dir, ".env"))).toBe(false);
@@ -89,14 +81,12 @@ describe("the coder graph (scripted model, real workspace)", () => {
 
   it("kill -9 during the third tool step, then resume: continues from the last finished tool step", async () => {
     const ws = repo();
-    const child = spawnCli(coderArgs(ws, "crash", "crash.script.yaml", "--approval", "auto"));
-    const done = collect(child);
-    await waitForLine(child, (line) => line.includes('"tool_call"') && line.includes("three"));
-    child.kill("SIGKILL");
-    await done;
+    const running = startRun(ws, coder("crash", "crash.script.yaml", "auto"));
+    await running.waitForEvent("tool_call", (line) => line.includes("three"));
+    await running.kill("SIGKILL");
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\n");
 
-    const resumed = await runCli(["resume", "crash", "--db", ws.db, "--json"]);
+    const resumed = await resume(ws, "crash", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
     const calls = parseEvents(resumed.stdout).filter((e) => e.type === "tool_call");
@@ -105,15 +95,13 @@ describe("the coder graph (scripted model, real workspace)", () => {
 
   it("Ctrl-C in the middle of a Coder turn stops after the tool step in flight (exit 130); resume finishes it", async () => {
     const ws = repo();
-    const child = spawnCli(coderArgs(ws, "sigint", "crash.script.yaml", "--approval", "auto"));
-    const done = collect(child);
-    await waitForLine(child, (line) => line.includes('"tool_call"') && line.includes("three"));
-    child.kill("SIGINT");
-    const interrupted = await done;
+    const running = startRun(ws, coder("sigint", "crash.script.yaml", "auto"));
+    await running.waitForEvent("tool_call", (line) => line.includes("three"));
+    const interrupted = await running.kill("SIGINT");
     expect(interrupted.code).toBe(130);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
 
-    const resumed = await runCli(["resume", "sigint", "--db", ws.db, "--json"]);
+    const resumed = await resume(ws, "sigint", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(parseEvents(resumed.stdout).filter((e) => e.type === "tool_call")).toHaveLength(0);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
@@ -122,7 +110,7 @@ describe("the coder graph (scripted model, real workspace)", () => {
 
   it("six identical read_file calls trigger the step-back warning, then a Coder failure", async () => {
     const ws = repo();
-    const run = await runCli(coderArgs(ws, "loop", "loop.script.yaml", "--approval", "auto"));
+    const run = await runCoder(ws, "loop", "loop.script.yaml", "auto");
     expect(run.code, run.stderr).toBe(0);
     const output = await coderOutput(ws.db, "loop");
     expect(output.status).toBe("failure");
@@ -133,7 +121,7 @@ describe("the coder graph (scripted model, real workspace)", () => {
 
   it("a 5 MB shell output is cut for the model and saved whole as an artifact", async () => {
     const ws = repo();
-    const run = await runCli(coderArgs(ws, "big", "big-output.script.yaml", "--approval", "auto"));
+    const run = await runCoder(ws, "big", "big-output.script.yaml", "auto");
     expect(run.code, run.stderr).toBe(0);
     const output = await coderOutput(ws.db, "big");
     const [shell] = output.toolCalls;

@@ -1,17 +1,13 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { cleanEnv, ROOT, tempDir } from "./helpers/cli.js";
-
-let cleanup: (() => void) | undefined;
-afterEach(() => cleanup?.());
+import { describe, expect, it } from "vitest";
+import { cleanEnv, ROOT } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 describe("npm run demo", () => {
   it("runs the Mediator and its Looper offline for two rounds, then shows the summary, the status and the history", () => {
-    const temp = tempDir();
-    cleanup = temp.cleanup;
     const demo = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs")], {
-      env: cleanEnv({ LOOPGRAPH_DB: join(temp.path, "demo.db") }),
+      env: cleanEnv({ LOOPGRAPH_DB: join(tempWorkspace().root, "demo.db") }),
       encoding: "utf8",
     });
     expect(demo.status, demo.stderr).toBe(0);

@@ -1,23 +1,15 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { runGraph, threadHistory, listThreads, checkpointState } from "../src/index.js";
 import type { RunEvent } from "../src/index.js";
-import { ROOT, tempDir } from "./helpers/cli.js";
+import { ROOT } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/engine");
 const scripted = (name: string) => `scripted:${join(FIXTURES, name)}`;
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
-function temp(): string {
-  const dir = tempDir();
-  cleanups.push(dir.cleanup);
-  return dir.path;
-}
+const temp = (): string => tempWorkspace().dir;
 
 describe("library API", () => {
   it("runs a subgraph node inside the parent thread and counts its nodes' visits", async () => {

@@ -1,22 +1,16 @@
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { eventBus, messageTopic, runGraph, type ThreadMessage } from "../src/index.js";
-import { gitRepo, ROOT } from "./helpers/cli.js";
-
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
+import { ROOT } from "./helpers/cli.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 describe("event bus", () => {
   it("publishes a thread's messages on message:<thread>, in the order of its message log, and nothing on other threads' topics", async () => {
-    const repo = gitRepo({ "notes.txt": "start\n" });
-    cleanups.push(repo.cleanup);
+    const repo = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const received: ThreadMessage[] = [];
     const elsewhere: ThreadMessage[] = [];
-    cleanups.push(eventBus.subscribe(messageTopic("bus"), (message) => received.push(message)));
-    cleanups.push(eventBus.subscribe(messageTopic("other"), (message) => elsewhere.push(message)));
+    onCleanup(eventBus.subscribe(messageTopic("bus"), (message) => received.push(message)));
+    onCleanup(eventBus.subscribe(messageTopic("other"), (message) => elsewhere.push(message)));
 
     const outcome = await runGraph({
       graph: "coder-review", task: "write add()", threadId: "bus", workspace: repo.dir, db: repo.db, approval: "auto", env: {},

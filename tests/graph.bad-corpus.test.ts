@@ -4,6 +4,7 @@ import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { ExitCode, GraphValidationError } from "../src/errors.js";
 import { loadGraph } from "../src/graph/index.js";
+import { hasStackTrace } from "./helpers/cli.js";
 
 const corpusDir = fileURLToPath(new URL("./fixtures/bad-graphs/", import.meta.url));
 const cases = readdirSync(corpusDir)
@@ -48,5 +49,8 @@ describe("bad graph corpus", () => {
     expect(message.split("\n")).toEqual(
       issues.map((issue) => `${issue.file}:${issue.line}:${issue.col}: ${issue.message}`),
     );
+    // What `loopgraph graphs validate <file>` prints first (tests/cli.graphs.test.ts runs the CLI on the corpus).
+    expect(message.split("\n")[0]).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:${expected[0]!.position}: \\S`));
+    expect(hasStackTrace(message)).toBe(false);
   });
 });

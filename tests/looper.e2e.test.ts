@@ -1,26 +1,17 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { collect, gitRepo, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, waitForLine } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { finalState as stateOf, resume, run, startRun, type RunSpec } from "./helpers/e2e.js";
+import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/looper");
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
+const repo = (): Workspace => tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+
+const loop = (thread: string, script: string, ...extra: string[]): RunSpec => ({
+  graph: "coder-review", task: "write add() in app.js", thread, script: join(SCRIPTS, script), approval: "auto", extra,
 });
-
-function repo(): { dir: string; db: string } {
-  const created = gitRepo({ "notes.txt": "start\n" });
-  cleanups.push(created.cleanup);
-  return created;
-}
-
-const loopArgs = (ws: { dir: string; db: string }, thread: string, script: string, ...extra: string[]) => [
-  "run", "coder-review", "--task", "write add() in app.js", "--thread", thread, "--workspace", ws.dir,
-  "--model", `scripted:${join(SCRIPTS, script)}`, "--approval", "auto", "--db", ws.db, "--json", ...extra,
-];
 
 interface FinalState {
   outputs: Record<string, { endReason?: string; round?: number; decision?: string; source?: string; notes?: string[] }>;
@@ -29,19 +20,16 @@ interface FinalState {
   messages: Array<{ name?: string; content: string }>;
 }
 
-const finalState = (db: string, thread: string) => lastCheckpointState<FinalState>(db, thread);
+const finalState = (db: string, thread: string) => stateOf<FinalState>(db, thread);
 
 const autoLines = (state: FinalState): string[] =>
   state.messages.filter((m) => typeof m.content === "string" && m.content.startsWith("[AUTO]")).map((m) => m.content);
 
-const waitForNode = (child: ReturnType<typeof spawnCli>, node: string, event = "node_started") =>
-  waitForLine(child, (line) => line.includes(`"${event}"`) && line.includes(`"node":"${node}"`));
-
 describe("the Looper (coder-review), end to end", () => {
   it("runs two rounds: a critical review makes the Judge continue, a passing one lets it terminate", async () => {
     const ws = repo();
-    const run = await runCli(loopArgs(ws, "two", "two-rounds.script.yaml"));
-    expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
+    const result = await run(ws, loop("two", "two-rounds.script.yaml"));
+    expect(result.code, result.stderr + result.stdout.slice(-2000)).toBe(0);
     expect(existsSync(join(ws.dir, "app.js"))).toBe(true);
     expect(existsSync(join(ws.dir, "app.test.js"))).toBe(true);
     const state = await finalState(ws.db, "two");
@@ -50,14 +38,13 @@ describe("the Looper (coder-review), end to end", () => {
     expect(state.loopState.context.endReason).toBe("the task is done and tested");
     const auto = autoLines(state).join("\n");
     expect(auto).toMatch(/round 2/);
-    expect(parseEvents(run.stdout).some((e) => e.type === "message" && String(e.content).startsWith("[AUTO]"))).toBe(true);
+    expect(parseEvents(result.stdout).some((e) => e.type === "message" && String(e.content).startsWith("[AUTO]"))).toBe(true);
   });
 
   it("status from another process shows RUNNING, the round and WAITING_CODER while the Coder works; add: is queued, drained at JUDGE exactly once across kill -9", async () => {
     const ws = repo();
-    const child = spawnCli(loopArgs(ws, "busy", "slow-coder.script.yaml"));
-    const done = collect(child);
-    await waitForNode(child, "coder");
+    const running = startRun(ws, loop("busy", "slow-coder.script.yaml"));
+    await running.waitForNode("coder");
 
     const status = await runCli(["status", "busy", "--db", ws.db]);
     expect(status.code, status.stderr).toBe(0);
@@ -72,12 +59,11 @@ describe("the Looper (coder-review), end to end", () => {
     expect(JSON.parse(queued.stdout)).toMatchObject({ pending: ["write a README"] });
 
     // Right after JUDGE (the next looper step has started, so the Judge's checkpoint is saved): kill -9.
-    await waitForNode(child, "judge", "node_finished");
-    await waitForNode(child, "looper");
-    child.kill("SIGKILL");
-    await done;
+    const judged = await running.waitForNode("judge", "node_finished");
+    await running.waitForNode("looper", "node_started", { after: judged });
+    await running.kill("SIGKILL");
 
-    const resumed = await runCli(["resume", "busy", "--db", ws.db, "--json"]);
+    const resumed = await resume(ws, "busy", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "README.md"), "utf8")).toBe("# demo\n");
     const state = await finalState(ws.db, "busy");
@@ -90,13 +76,12 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("stop during round 1 ends the loop after the current node: reason 'stopped by user', exit 0", async () => {
     const ws = repo();
-    const child = spawnCli(loopArgs(ws, "halt", "slow-coder.script.yaml"));
-    const done = collect(child);
-    await waitForNode(child, "coder");
+    const running = startRun(ws, loop("halt", "slow-coder.script.yaml"));
+    await running.waitForNode("coder");
     const stop = await runCli(["stop", "halt", "--db", ws.db]);
     expect(stop.code, stop.stderr).toBe(0);
-    const run = await done;
-    expect(run.code, run.stderr).toBe(0);
+    const result = await running.done;
+    expect(result.code, result.stderr).toBe(0);
     const state = await finalState(ws.db, "halt");
     expect(state.loopState.context.endReason).toBe("stopped by user");
     expect(state.visits.coder).toBe(1);
@@ -105,8 +90,8 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("with --max-rounds 2 and a Judge that always continues, the loop ends after round 2: 'round limit'", async () => {
     const ws = repo();
-    const run = await runCli(loopArgs(ws, "limit", "always-continue.script.yaml", "--max-rounds", "2"));
-    expect(run.code, run.stderr).toBe(0);
+    const result = await run(ws, loop("limit", "always-continue.script.yaml", "--max-rounds", "2"));
+    expect(result.code, result.stderr).toBe(0);
     const state = await finalState(ws.db, "limit");
     expect(state.loopState.context.endReason).toBe("round limit");
     expect(state.visits.coder).toBe(2);
@@ -114,11 +99,10 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("a Coder failure (step limit) and a Review failure (a check that fails) both reach the Judge; the run does not crash", async () => {
     const ws = repo();
-    const run = await runCli([
-      "run", join(SCRIPTS, "failures.yaml"), "--task", "list the files", "--thread", "fail", "--workspace", ws.dir,
-      "--model", `scripted:${join(SCRIPTS, "failures.script.yaml")}`, "--approval", "auto", "--db", ws.db, "--json",
-    ]);
-    expect(run.code, run.stderr).toBe(0);
+    const result = await run(ws, {
+      graph: join(SCRIPTS, "failures.yaml"), task: "list the files", thread: "fail", script: join(SCRIPTS, "failures.script.yaml"), approval: "auto",
+    });
+    expect(result.code, result.stderr).toBe(0);
     const state = await finalState(ws.db, "fail");
     expect(state.visits).toMatchObject({ coder: 2, review: 1, judge: 2 });
     const judged = state.messages.filter((m) => m.name === "judge").map((m) => m.content);
@@ -131,14 +115,12 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("resuming after kill -9 restores the machine's exact sub-state (WAITING_CODER, round 1)", async () => {
     const ws = repo();
-    const child = spawnCli(loopArgs(ws, "restore", "slow-coder.script.yaml"));
-    const done = collect(child);
-    await waitForNode(child, "coder");
-    child.kill("SIGKILL");
-    await done;
+    const running = startRun(ws, loop("restore", "slow-coder.script.yaml"));
+    await running.waitForNode("coder");
+    await running.kill("SIGKILL");
     const status = await runCli(["status", "restore", "--json", "--db", ws.db]);
     expect(JSON.parse(status.stdout)).toMatchObject({ state: "RUNNING", subState: "WAITING_CODER", round: 1 });
-    const resumed = await runCli(["resume", "restore", "--db", ws.db, "--json"]);
+    const resumed = await resume(ws, "restore", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(parseEvents(resumed.stdout).find((e) => e.type === "node_started")).toMatchObject({ node: "coder" });
     expect((await finalState(ws.db, "restore")).loopState.value).toBe("IDLE");
@@ -146,8 +128,8 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("invalid Judge output twice: the repair retry, then the fallback, both in the message log", async () => {
     const ws = repo();
-    const run = await runCli(loopArgs(ws, "fallback", "invalid-judge.script.yaml"));
-    expect(run.code, run.stderr).toBe(0);
+    const result = await run(ws, loop("fallback", "invalid-judge.script.yaml"));
+    expect(result.code, result.stderr).toBe(0);
     const state = await finalState(ws.db, "fallback");
     expect(state.outputs.judge).toMatchObject({ source: "fallback" });
     const judgeLog = state.messages.filter((m) => m.name === "judge").map((m) => m.content).join("\n");
@@ -157,18 +139,17 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("start while RUNNING is ignored with a message; add while IDLE starts the loop", async () => {
     const ws = repo();
-    const child = spawnCli(loopArgs(ws, "cmds", "slow-coder.script.yaml"));
-    const done = collect(child);
-    await waitForNode(child, "coder");
+    const running = startRun(ws, loop("cmds", "slow-coder.script.yaml"));
+    await running.waitForNode("coder");
     expect((await runCli(["send", "cmds", "start: something else", "--db", ws.db])).code).toBe(0);
     expect((await runCli(["stop", "cmds", "--db", ws.db])).code).toBe(0);
-    expect((await done).code).toBe(0);
+    expect((await running.done).code).toBe(0);
     const stopped = await finalState(ws.db, "cmds");
     expect(autoLines(stopped).join("\n")).toMatch(/already running/);
 
     const sent = await runCli(["send", "cmds", "add: write a README", "--db", ws.db]);
     expect(sent.stdout).toContain("loopgraph resume cmds");
-    const resumed = await runCli(["resume", "cmds", "--db", ws.db, "--json"]);
+    const resumed = await resume(ws, "cmds", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     const restarted = await finalState(ws.db, "cmds");
     expect(restarted.loopState.context.originalTask).toBe("write a README");

@@ -1,22 +1,14 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { CLI, cleanEnv, collect, gitRepo, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { CLI, cleanEnv, collect, hasStackTrace, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
+import { finalState, threadsOf } from "./helpers/e2e.js";
+import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/mediator");
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
-
-function repo(): { dir: string; db: string } {
-  const created = gitRepo({ "notes.txt": "start\n" });
-  cleanups.push(created.cleanup);
-  return created;
-}
+const repo = (): Workspace => tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
 
 /** `loopgraph chat` with its stdin a pipe: lines are written as a user would type them. */
 class PipedChat {
@@ -28,8 +20,8 @@ class PipedChat {
     this.child = spawn(process.execPath, [CLI, "chat", ...args], { cwd, env: cleanEnv(), stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout!.on("data", (chunk: Buffer) => (this.output += chunk.toString()));
     this.done = collect(this.child);
-    // Stopped before the temp directories are removed, also when a test fails midway.
-    cleanups.unshift(() => this.child.kill("SIGKILL"));
+    // Stopped before the temp directories are removed (clean-ups run last first), also when a test fails midway.
+    onCleanup(() => void this.child.kill("SIGKILL"));
   }
 
   say(line: string): void {
@@ -68,8 +60,7 @@ const autoLines = (state: LoopState): string[] =>
   state.messages.flatMap((m) => (typeof m.content === "string" && m.content.startsWith("[AUTO]") ? [m.content] : []));
 
 async function threadIds(db: string): Promise<string[]> {
-  const listed = await runCli(["inspect", "--json", "--db", db]);
-  return (JSON.parse(listed.stdout) as Array<{ threadId: string }>).map((t) => t.threadId);
+  return (await threadsOf(db)).map((t) => t.threadId);
 }
 
 describe("the Mediator and `loopgraph chat`", () => {
@@ -115,7 +106,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(readFileSync(join(ws.dir, "b.txt"), "utf8")).toBe("B\n");
 
     // The added task was taken up at the first Judge and became round 2's task.
-    const loop = await lastCheckpointState<LoopState>(ws.db, "talk.loop");
+    const loop = await finalState<LoopState>(ws.db, "talk.loop");
     const auto = autoLines(loop).join("\n");
     expect(auto).toContain("judge: continue (model): Write b.txt containing B.");
     expect(auto).toContain("round 2/5 started: Write b.txt containing B.");
@@ -126,7 +117,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(chat.output).toContain("[AUTO] round 2/5 started");
 
     // The Mediator's thread keeps the conversation and the tool calls; its later turns relayed the loop's progress.
-    const mediator = await lastCheckpointState<LoopState>(ws.db, "talk");
+    const mediator = await finalState<LoopState>(ws.db, "talk");
     const toolCalls = mediator.messages.flatMap((m) => m.tool_calls?.map((c) => c.name) ?? []);
     expect(toolCalls).toEqual(["send_to_looper", "query_looper_status", "send_to_looper"]);
     expect(mediator.messages.some((m) => m.name === "looper" && String(m.content).includes("[AUTO] round 1/5 started"))).toBe(true);
@@ -144,7 +135,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     chat.end();
     const result = await chat.done;
     expect(result.code, result.stderr + chat.output).toBe(0);
-    const loop = await lastCheckpointState<LoopState>(ws.db, "halt.loop");
+    const loop = await finalState<LoopState>(ws.db, "halt.loop");
     expect(loop.loopState.value).toBe("IDLE");
     expect(loop.loopState.context.endReason).toBe("stopped by user");
   });
@@ -165,7 +156,7 @@ describe("the Mediator and `loopgraph chat`", () => {
 
     const inspected = await runCli(["inspect", "mon.loop", "--db", ws.db]);
     expect(inspected.stdout).toContain("[AUTO] round 1/5 started");
-    const mediator = await lastCheckpointState<LoopState>(ws.db, "mon");
+    const mediator = await finalState<LoopState>(ws.db, "mon");
     expect(mediator.messages.some((m) => m.name === "looper" && String(m.content).includes("[AUTO] loop ended"))).toBe(true);
     expect(String(mediator.messages.at(-1)!.content)).toContain("Done: palindrome.js");
   });
@@ -220,7 +211,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(resumed.stdout).toContain("[AUTO] loop ended: a.txt is written");
     expect(resumed.stdout).toContain("It is going well.");
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("A\n");
-    const loop = await lastCheckpointState<LoopState>(ws.db, "crash.loop");
+    const loop = await finalState<LoopState>(ws.db, "crash.loop");
     expect(loop.loopState.value).toBe("IDLE");
     const again = await runCli(["resume", "crash", "--db", ws.db]);
     expect(again.code).toBe(2);

@@ -1,16 +1,11 @@
 import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { openChat } from "../src/engine/chat.js";
 import { runMediatorTool } from "../src/nodes/mediator/tools.js";
 import type { LooperCommands } from "../src/runtime/context.js";
-import { cleanEnv, gitRepo } from "./helpers/cli.js";
-
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
+import { cleanEnv } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 function scriptFile(dir: string, lines: string[]): string {
   const file = join(dir, "..", "script.yaml");
@@ -29,8 +24,7 @@ const SLOW_LOOP = [
 
 describe("the Mediator's Looper (LoopSupervisor, through the library API)", () => {
   it("runs one loop per thread: a second start is 'already running'; stop and add_pending follow the lifecycle", async () => {
-    const ws = gitRepo({ "notes.txt": "start\n" });
-    cleanups.push(ws.cleanup);
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const model = `scripted:${scriptFile(ws.dir, SLOW_LOOP)}`;
     const chat = await openChat({ threadId: "sup", workspace: ws.dir, db: ws.db, model, approval: "auto", env: cleanEnv(), cwd: ws.dir });
     const { looper } = chat;
@@ -58,8 +52,7 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
   });
 
   it("a loop that cannot start is reported to the Mediator, not thrown", async () => {
-    const ws = gitRepo({ "notes.txt": "start\n" });
-    cleanups.push(ws.cleanup);
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const model = `scripted:${scriptFile(ws.dir, SLOW_LOOP)}`;
     const chat = await openChat({ threadId: "bad", workspace: ws.dir, db: ws.db, model, approval: "auto", env: cleanEnv(), cwd: ws.dir });
     rmSync(ws.dir, { recursive: true });

@@ -1,6 +1,6 @@
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it, onTestFinished } from "vitest";
+import { describe, expect, it } from "vitest";
 import { GraphValidationError } from "../src/errors.js";
 import { runGraph } from "../src/engine/runner.js";
 import { graphFingerprint } from "../src/graph/fingerprint.js";
@@ -9,14 +9,15 @@ import { loadGraph } from "../src/graph/load.js";
 import { drawMermaid } from "../src/graph/mermaid.js";
 import { nodeKinds } from "../src/nodes/registry.js";
 import { sideEffects } from "../src/replay/rerun-plan.js";
-import { ROOT, cleanEnv, tempDir } from "./helpers/cli.js";
+import { ROOT, cleanEnv } from "./helpers/cli.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 import { shoutKind } from "./fixtures/nodes/shout/kind.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/nodes");
 
 function registerShout(): void {
   nodeKinds.register(shoutKind);
-  onTestFinished(() => nodeKinds.unregister(shoutKind.kind));
+  onCleanup(() => nodeKinds.unregister(shoutKind.kind));
 }
 
 describe("the node kind registry", () => {
@@ -35,9 +36,8 @@ describe("the node kind registry", () => {
     expect(drawMermaid(graph)).toMatch(/loud\["loud"\]/);
     expect(sideEffects(graph.nodes.loud!)).toEqual(["shouts"]);
 
-    const ws = tempDir();
-    onTestFinished(ws.cleanup);
-    const outcome = await runGraph({ graph, workspace: ws.path, db: join(ws.path, "store.db"), cwd: ws.path, env: cleanEnv() });
+    const ws = tempWorkspace();
+    const outcome = await runGraph({ graph, workspace: ws.dir, db: ws.db, cwd: ws.dir, env: cleanEnv() });
     expect(outcome.status).toBe("finished");
     expect(outcome.state.outputs.loud).toBe("HELLO THERE!!!");
     expect(outcome.state.visits.loud).toBe(1);
@@ -45,13 +45,12 @@ describe("the node kind registry", () => {
 
   it("a file the kind reads is part of the graph's fingerprint", async () => {
     registerShout();
-    const ws = tempDir();
-    onTestFinished(ws.cleanup);
-    const graphFile = join(ws.path, "shout.yaml");
+    const ws = tempWorkspace();
+    const graphFile = join(ws.dir, "shout.yaml");
     writeFileSync(graphFile, "version: 1\nname: s\nnodes:\n  loud: { kind: shout, text_file: words.txt }\nedges:\n  - { from: START, to: loud }\n");
-    writeFileSync(join(ws.path, "words.txt"), "one");
+    writeFileSync(join(ws.dir, "words.txt"), "one");
     const before = graphFingerprint(await loadGraph(graphFile));
-    writeFileSync(join(ws.path, "words.txt"), "two");
+    writeFileSync(join(ws.dir, "words.txt"), "two");
     expect(graphFingerprint(await loadGraph(graphFile))).not.toBe(before);
   });
 

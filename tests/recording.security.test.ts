@@ -1,20 +1,18 @@
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, beforeEach, describe, expect, it } from "vitest";
-import { cleanEnv, gitRepo, parseEvents, runCli } from "./helpers/cli.js";
+import { beforeEach, describe, expect, it } from "vitest";
+import { cleanEnv, parseEvents, runCli } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
+import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 let server: MockOpenAIServer;
-let ws: { dir: string; db: string; cleanup: () => void };
+let ws: Workspace;
 
 beforeEach(async () => {
+  ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
   server = await startMockOpenAI();
-  ws = gitRepo({ "README.md": "# demo\n" });
-});
-afterEach(async () => {
-  await server.close();
-  ws.cleanup();
+  onCleanup(() => server.close());
 });
 
 /** Every file below `dir`, recursively. */

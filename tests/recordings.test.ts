@@ -1,27 +1,16 @@
 import { readFileSync } from "node:fs";
-import { join } from "node:path";
 import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createRecorder } from "../src/runtime/recorder.js";
 import type { RecordData, RecordKey } from "../src/runs/recordings.js";
 import { redactSecrets, secretValues } from "../src/runs/redact.js";
 import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
 import { openStore, type Store } from "../src/runs/store.js";
-import { tempDir } from "./helpers/cli.js";
-
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 function store(): Store {
-  const temp = tempDir();
-  const opened = openStore({ db: join(temp.path, "store.db") });
-  cleanups.push(() => {
-    opened.close();
-    temp.cleanup();
-  });
+  const opened = openStore({ db: tempWorkspace().db });
+  onCleanup(() => opened.close());
   return opened;
 }
 

@@ -3,26 +3,18 @@ import { createHash } from "node:crypto";
 import { copyFileSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
-import { collect, gitRepo, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { finalState as stateOf, historyOf, run, startRun, threadsOf, type RunPlace } from "./helpers/e2e.js";
+import { sharedWorkspace, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const LOOPER = join(ROOT, "tests/fixtures/looper");
 const INITIAL_FILES = { "package.json": '{ "type": "module" }\n' };
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
+const repo = (files: Record<string, string> = INITIAL_FILES): Workspace => tempWorkspace({ git: true, files });
 
-function repo(files: Record<string, string> = INITIAL_FILES): { dir: string; db: string } {
-  const created = gitRepo(files);
-  cleanups.push(created.cleanup);
-  return created;
-}
-
-const runLoop = (ws: { dir: string; db: string }, thread: string, model: string, graph = "coder-review") =>
-  runCli(["run", graph, "--task", "Add isPalindrome(text) in palindrome.js, with a test.", "--thread", thread, "--workspace", ws.dir, "--model", model, "--approval", "auto", "--db", ws.db, "--json"]);
+const runLoop = (ws: RunPlace, thread: string, model: string, graph = "coder-review") =>
+  run(ws, { graph, task: "Add isPalindrome(text) in palindrome.js, with a test.", thread, model, approval: "auto" });
 
 /** Every file of the workspace (its .git included, loopgraph's own .loopgraph folder not): path, bytes and modification time. */
 function treeDigest(dir: string): string[] {
@@ -58,7 +50,7 @@ const withoutIds = (value: unknown): unknown =>
 
 /** outputs, loopState and the messages' content: ids (of messages, tool calls) and timestamps aside. */
 async function finalState(db: string, thread: string) {
-  const state = await lastCheckpointState<State>(db, thread);
+  const state = await stateOf<State>(db, thread);
   return {
     outputs: withoutIds(state.outputs),
     loopState: withoutIds(state.loopState),
@@ -77,18 +69,14 @@ const replayResult = (stdout: string) => parseEvents(stdout).find((e) => e.type 
 };
 
 describe("a recorded two-round coder-review run", () => {
-  let ws: { dir: string; db: string; cleanup: () => void };
+  const ws = sharedWorkspace({ git: true, files: INITIAL_FILES });
   beforeAll(async () => {
-    ws = gitRepo(INITIAL_FILES);
-    const run = await runLoop(ws, "orig", `scripted:${join(ROOT, "examples/coder-review.script.yaml")}`);
-    expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
+    const recorded = await runLoop(ws, "orig", `scripted:${join(ROOT, "examples/coder-review.script.yaml")}`);
+    expect(recorded.code, recorded.stderr + recorded.stdout.slice(-2000)).toBe(0);
   }, 120_000);
-  afterAll(() => ws.cleanup());
 
   it("is exported with --export-script; the script, run on a fresh copy of the workspace, reproduces the final state and the files", async () => {
-    const out = tempDir();
-    cleanups.push(out.cleanup);
-    const script = join(out.path, "exported.script.yaml");
+    const script = join(tempWorkspace().dir, "exported.script.yaml");
     const exported = await runCli(["inspect", "orig", "--export-script", script, "--db", ws.db]);
     expect(exported.code, exported.stderr).toBe(0);
     expect(exported.stdout).toContain("wrote 12 recorded model answer(s)");
@@ -124,8 +112,7 @@ describe("a recorded two-round coder-review run", () => {
     expect(execFileSync("git", ["-C", ws.dir, "status", "--porcelain"], { encoding: "utf8" })).toBe(gitStatus);
     expect(await finalState(ws.db, "orig.replay-1")).toEqual(await finalState(ws.db, "orig"));
 
-    const threads = await runCli(["inspect", "--json", "--db", ws.db]);
-    expect((JSON.parse(threads.stdout) as Array<{ threadId: string; status: string }>).find((t) => t.threadId === "orig.replay-1")).toMatchObject({ status: "finished" });
+    expect((await threadsOf(ws.db)).find((t) => t.threadId === "orig.replay-1")).toMatchObject({ status: "finished" });
     const human = await runCli(["replay", "orig", "--recorded", "--db", ws.db]);
     expect(human.code, human.stderr).toBe(0);
     expect(human.stdout).toMatch(/recorded replay of orig from its beginning into thread orig\.replay-2/);
@@ -133,7 +120,7 @@ describe("a recorded two-round coder-review run", () => {
   });
 
   it("replays --from a checkpoint of round 2: the scratch thread starts at that checkpoint and follows the record to the end", async () => {
-    const history = JSON.parse((await runCli(["inspect", "orig", "--json", "--db", ws.db])).stdout) as { checkpoints: Array<{ checkpointId: string; nodes: string[] }> };
+    const history = await historyOf(ws.db, "orig");
     const judges = history.checkpoints.filter((c) => c.nodes.includes("judge"));
     const from = judges[0]!.checkpointId;
     const replay = await runCli(["replay", "orig", "--recorded", "--from", from.slice(0, 20), "--db", ws.db, "--json"]);
@@ -146,15 +133,13 @@ describe("a recorded two-round coder-review run", () => {
     expect(parseEvents(replay.stdout).filter((e) => e.type === "node_started").map((e) => e.node)).toEqual([
       "looper", "coder", "looper", "review", "looper", "judge", "looper",
     ]);
-    const scratch = JSON.parse((await runCli(["inspect", result.replayThreadId, "--json", "--db", ws.db])).stdout) as { checkpoints: Array<{ checkpointId: string }> };
+    const scratch = await historyOf(ws.db, result.replayThreadId);
     expect(scratch.checkpoints[0]!.checkpointId).toBe(from);
     expect(await finalState(ws.db, result.replayThreadId)).toEqual(await finalState(ws.db, "orig"));
   });
 
   it("reports where a replay departs from a tampered record: the first divergence on stderr, all of them with --json, exit 1", async () => {
-    const copy = tempDir();
-    cleanups.push(copy.cleanup);
-    const db = join(copy.path, "tampered.db");
+    const db = join(tempWorkspace().root, "tampered.db");
     copyFileSync(ws.db, db);
     const sqlite = new Database(db);
     const row = sqlite.prepare(`SELECT id, data FROM loopgraph_recordings WHERE thread_id = 'orig' AND name = 'write_file' ORDER BY id DESC LIMIT 1`).get() as { id: number; data: string };
@@ -184,8 +169,8 @@ describe("recorded replay of runs that went wrong", () => {
     const replay = await runCli(["replay", "fallback", "--recorded", "--db", ws.db]);
     expect(replay.code, replay.stderr + replay.stdout).toBe(0);
     expect(replay.stdout).toMatch(/✔ consistent/);
-    const state = await lastCheckpointState<{ outputs: { judge: { source: string; notes: string[] } } }>(ws.db, "fallback.replay-1");
-    const original = await lastCheckpointState<{ outputs: { judge: { source: string; notes: string[] } } }>(ws.db, "fallback");
+    const state = await stateOf<{ outputs: { judge: { source: string; notes: string[] } } }>(ws.db, "fallback.replay-1");
+    const original = await stateOf<{ outputs: { judge: { source: string; notes: string[] } } }>(ws.db, "fallback");
     expect(state.outputs.judge.source).toBe("fallback");
     expect(state.outputs.judge).toEqual(original.outputs.judge);
   });
@@ -221,15 +206,13 @@ describe("recorded replay of runs that went wrong", () => {
     expect(replay.code, replay.stderr + replay.stdout.slice(-2000)).toBe(0);
     expect(replayResult(replay.stdout)).toMatchObject({ divergences: [], replayed: { status: "finished" } });
     expect(treeDigest(ws.dir)).toEqual(before);
-    const output = (db: string, thread: string) => lastCheckpointState<{ outputs: { coder: unknown } }>(db, thread).then((s) => withoutIds(s.outputs.coder));
+    const output = (db: string, thread: string) => stateOf<{ outputs: { coder: unknown } }>(db, thread).then((s) => withoutIds(s.outputs.coder));
     expect(await output(ws.db, "ask.replay-2")).toEqual(await output(ws.db, "ask"));
   });
 
   it("after an edge is redirected in the graph file, the replay warns that the graph changed and reports the routing divergence", async () => {
     const ws = repo({ "notes.txt": "start\n" });
-    const graphDir = tempDir();
-    cleanups.push(graphDir.cleanup);
-    const graph = join(graphDir.path, "loop.yaml");
+    const graph = join(tempWorkspace().dir, "loop.yaml");
     writeFileSync(graph, readFileSync(join(ROOT, "graphs/coder-review.yaml"), "utf8"));
     const run = await runLoop(ws, "edited", `scripted:${join(LOOPER, "invalid-judge.script.yaml")}`, graph);
     expect(run.code, run.stderr).toBe(0);
@@ -264,11 +247,9 @@ describe("recorded replay of runs that went wrong", () => {
 
   it("a run killed mid-step is replayed to the end of its record, where it stops", async () => {
     const ws = repo({ "notes.txt": "start\n" });
-    const child = spawnCli(["run", "coder-review", "--task", "t", "--thread", "killed", "--workspace", ws.dir, "--model", `scripted:${join(LOOPER, "slow-coder.script.yaml")}`, "--approval", "auto", "--db", ws.db, "--json"]);
-    const done = collect(child);
-    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"node":"coder"'));
-    child.kill("SIGKILL");
-    await done;
+    const running = startRun(ws, { graph: "coder-review", task: "t", thread: "killed", script: join(LOOPER, "slow-coder.script.yaml"), approval: "auto" });
+    await running.waitForNode("coder");
+    await running.kill("SIGKILL");
     const replay = await runCli(["replay", "killed", "--recorded", "--db", ws.db, "--json"]);
     expect(replay.code, replay.stderr).toBe(1);
     expect(replayResult(replay.stdout)).toMatchObject({ divergences: [], endOfRecord: true, recorded: { status: "running" } });

@@ -1,20 +1,10 @@
 import { appendFileSync, cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { collect, gitRepo, hasStackTrace, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine } from "./helpers/cli.js";
-import { exampleCopy, historyOf, runExample, stateAt, type CheckpointJson, type ExampleCopy } from "./helpers/replay.js";
-
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
-
-function copy(): ExampleCopy {
-  const created = exampleCopy();
-  cleanups.push(created.cleanup);
-  return created;
-}
+import { describe, expect, it } from "vitest";
+import { hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { historyOf, run, startRun, stateAt } from "./helpers/e2e.js";
+import { exampleCopy as copy, runExample, type CheckpointJson, type ExampleCopy } from "./helpers/replay.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 interface ExampleState {
   task: string;
@@ -114,14 +104,10 @@ describe("replay --from (live fork)", () => {
   });
 
   it("says beforehand that the Coder will re-run with its side effects (coder-review)", async () => {
-    const repo = gitRepo({ "notes.txt": "start\n" });
-    cleanups.push(repo.cleanup);
-    const script = `scripted:${join(ROOT, "tests/fixtures/looper/two-rounds.script.yaml")}`;
-    const run = await runCli([
-      "run", "coder-review", "--task", "write add() in app.js", "--thread", "cr", "--workspace", repo.dir,
-      "--model", script, "--approval", "auto", "--db", repo.db, "--json",
-    ]);
-    expect(run.code, run.stderr).toBe(0);
+    const repo = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const script = join(ROOT, "tests/fixtures/looper/two-rounds.script.yaml");
+    const recorded = await run(repo, { graph: "coder-review", task: "write add() in app.js", thread: "cr", script, approval: "auto" });
+    expect(recorded.code, recorded.stderr).toBe(0);
     const start = (await historyOf(repo.db, "cr")).checkpoints.find((c) => c.nodes.includes("start"))!;
 
     const forked = await runCli(["replay", "cr", "--from", start.checkpointId, "--set", "task=write add() and sub() in app.js", "--db", repo.db]);
@@ -132,15 +118,11 @@ describe("replay --from (live fork)", () => {
   });
 
   it("resume continues the newest branch: a fork that pauses at a breakpoint is resumed on its own branch", async () => {
-    const temp = tempDir();
-    cleanups.push(temp.cleanup);
-    cpSync(join(ROOT, "tests/fixtures/engine"), temp.path, { recursive: true });
-    const db = join(temp.path, "store.db");
+    const temp = tempWorkspace();
+    cpSync(join(ROOT, "tests/fixtures/engine"), temp.dir, { recursive: true });
+    const db = temp.db;
     const args = ["--db", db];
-    const first = await runCli([
-      "run", join(temp.path, "breakpoint.yaml"), "--task", "t", "--thread", "bp", "--workspace", temp.path,
-      "--model", `scripted:${join(temp.path, "breakpoint.script.yaml")}`, ...args,
-    ]);
+    const first = await run(temp, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "bp", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
     expect(first.code, first.stderr).toBe(3);
     expect((await runCli(["resume", "bp", ...args])).code).toBe(0);
     const original = await historyOf(db, "bp");
@@ -182,13 +164,11 @@ describe("replay --from (live fork)", () => {
     const ws = copy();
     const slow = join(ws.dir, "slow.script.yaml");
     writeFileSync(slow, 'responses:\n  - { node: draft, delay_ms: 20000, content: "slow draft" }\n');
-    const child = spawnCli(["run", ws.graph, "--task", "t", "--thread", "busy", "--workspace", ws.dir, "--model", `scripted:${slow}`, "--db", ws.db, "--json"], { cwd: ws.dir });
-    const done = collect(child);
-    await waitForLine(child, (line) => line.includes('"node_started"') && line.includes('"draft"'));
+    const running = startRun(ws, { graph: ws.graph, task: "t", thread: "busy", script: slow }, { cwd: ws.dir });
+    await running.waitForNode("draft");
     const input = (await historyOf(ws.db, "busy")).checkpoints[0]!;
     const refused = await fork(ws, "busy", "--from", input.checkpointId);
-    child.kill("SIGKILL");
-    await done;
+    await running.kill("SIGKILL");
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/thread "busy" is running in process \d+/);
     expect((await historyOf(ws.db, "busy")).branches).toHaveLength(1);

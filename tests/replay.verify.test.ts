@@ -1,22 +1,12 @@
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { hasStackTrace, ROOT, runCli, tempDir } from "./helpers/cli.js";
-import { exampleCopy, historyOf, runExample, type ExampleCopy } from "./helpers/replay.js";
+import { describe, expect, it } from "vitest";
+import { hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
+import { historyOf, run } from "./helpers/e2e.js";
+import { exampleCopy as copy, runExample, type ExampleCopy } from "./helpers/replay.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 const ALWAYS_REVISE = join(ROOT, "tests/fixtures/engine/always-revise.script.yaml");
-
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
-
-function copy(): ExampleCopy {
-  const created = exampleCopy();
-  cleanups.push(created.cleanup);
-  return created;
-}
 
 const verify = (ws: ExampleCopy, thread: string, ...args: string[]) => runCli(["replay", thread, "--verify", "--db", ws.db, ...args], { cwd: ws.dir });
 
@@ -155,21 +145,17 @@ describe("replay --verify", () => {
   });
 
   it("works on a paused run, and an unknown thread or broken graph is a one-line error (exit 2)", async () => {
-    const temp = tempDir();
-    cleanups.push(temp.cleanup);
-    cpSync(join(ROOT, "tests/fixtures/engine"), temp.path, { recursive: true });
-    const db = join(temp.path, "store.db");
-    const paused = await runCli([
-      "run", join(temp.path, "breakpoint.yaml"), "--task", "t", "--thread", "bp", "--workspace", temp.path,
-      "--model", `scripted:${join(temp.path, "breakpoint.script.yaml")}`, "--db", db,
-    ]);
+    const temp = tempWorkspace();
+    cpSync(join(ROOT, "tests/fixtures/engine"), temp.dir, { recursive: true });
+    const db = temp.db;
+    const paused = await run(temp, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "bp", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
     expect(paused.code).toBe(3);
     const checked = await runCli(["replay", "bp", "--verify", "--db", db]);
     expect(checked.code, checked.stderr).toBe(0);
     expect(checked.stdout).toContain("consistent: 2 routing decisions");
 
     // The paused run waits before `last`: a graph with a node between first and last diverges there.
-    const graph = join(temp.path, "breakpoint.yaml");
+    const graph = join(temp.dir, "breakpoint.yaml");
     const original = readFileSync(graph, "utf8");
     writeFileSync(
       graph,

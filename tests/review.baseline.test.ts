@@ -1,35 +1,17 @@
 import { createHash } from "node:crypto";
 import { appendFileSync, existsSync, mkdirSync, readFileSync, rmSync, unlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { captureBaseline, changesSinceBaseline, diffSinceBaseline } from "../src/nodes/review/baseline.js";
-import { git, tempDir } from "./helpers/cli.js";
+import { git } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const cleanup of cleanups) cleanup();
-  cleanups = [];
-});
-
-function scratch(): string {
-  const temp = tempDir("loopgraph-review-");
-  cleanups.push(temp.cleanup);
-  return temp.path;
-}
-
+/** An empty directory, not a repository. */
+const scratch = (): string => tempWorkspace({ prefix: "loopgraph-review-" }).dir;
 
 /** A repository with one commit: tracked.txt, doomed.txt, .gitignore (ignoring *.log). */
-function repository(): string {
-  const dir = join(scratch(), "repo");
-  mkdirSync(dir);
-  git(dir, "init", "-q");
-  writeFileSync(join(dir, "tracked.txt"), "one\n");
-  writeFileSync(join(dir, "doomed.txt"), "bye\n");
-  writeFileSync(join(dir, ".gitignore"), "*.log\n");
-  git(dir, "add", "-A");
-  git(dir, "commit", "-qm", "initial");
-  return dir;
-}
+const repository = (): string =>
+  tempWorkspace({ prefix: "loopgraph-review-", git: true, files: { "tracked.txt": "one\n", "doomed.txt": "bye\n", ".gitignore": "*.log\n" } }).dir;
 
 /** Everything of the user's repository the snapshots must leave alone. */
 function repositoryView(dir: string) {

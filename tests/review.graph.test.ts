@@ -1,9 +1,8 @@
-import { execFileSync } from "node:child_process";
-import { mkdirSync, rmSync, writeFileSync } from "node:fs";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { BaseMessage } from "@langchain/core/messages";
 import { END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { CoderResult } from "../src/nodes/coder/types.js";
 import { createModelCache, type RunContext } from "../src/runtime/context.js";
 import type { RunEvent } from "../src/runtime/events.js";
@@ -15,16 +14,11 @@ import { createReviewNode, type ReviewNodeDefinition } from "../src/nodes/review
 import { captureBaseline } from "../src/nodes/review/baseline.js";
 import { buildReviewGraph } from "../src/nodes/review/graph.js";
 import { GraphState, type GraphStateValue } from "../src/state/graph-state.js";
-import { ROOT, tempDir } from "./helpers/cli.js";
+import { ROOT } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/review");
 const TASK = "Add hello.js that prints hello";
-
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const cleanup of cleanups) cleanup();
-  cleanups = [];
-});
 
 const DEFINITION: ReviewNodeDefinition = {
   kind: "review",
@@ -62,12 +56,7 @@ const CODER_RESULT: CoderResult = {
 
 /** A repository with a committed README, a baseline, then the Coder's change: hello.js. */
 async function changedWorkspace(): Promise<{ dir: string; baseline: string }> {
-  const temp = tempDir("loopgraph-review-");
-  cleanups.push(temp.cleanup);
-  const dir = join(temp.path, "ws");
-  mkdirSync(dir);
-  execFileSync("git", ["init", "-q"], { cwd: dir });
-  writeFileSync(join(dir, "README.md"), "# demo\n");
+  const { dir } = tempWorkspace({ prefix: "loopgraph-review-", git: "init", files: { "README.md": "# demo\n" } });
   const baseline = await captureBaseline(dir);
   writeFileSync(join(dir, "hello.js"), "console.log('hello');\n");
   return { dir, baseline };

@@ -1,23 +1,13 @@
 import { chmodSync, existsSync, lstatSync, mkdirSync, readFileSync, rmSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { applyRewind } from "../src/snapshots/apply-rewind.js";
 import { openSnapshotRepository, SNAPSHOTS_GIT_DIR } from "../src/snapshots/shadow-repo.js";
-import { git, tempDir } from "./helpers/cli.js";
+import { git } from "./helpers/cli.js";
 import { fingerprint } from "./helpers/fingerprint.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const cleanup of cleanups) cleanup();
-  cleanups = [];
-});
-
-function workspace(): string {
-  const temp = tempDir("loopgraph-snap-");
-  cleanups.push(temp.cleanup);
-  return temp.path;
-}
-
+const workspace = (): string => tempWorkspace({ prefix: "loopgraph-snap-" }).dir;
 
 const isExecutable = (path: string): boolean => (statSync(path).mode & 0o100) !== 0;
 

@@ -1,30 +1,22 @@
-import { existsSync, mkdirSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, statSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
-import { collect, git, gitRepo, hasStackTrace, parseEvents, ROOT, runCli, spawnCli, tempDir, waitForLine, cleanEnv } from "./helpers/cli.js";
+import { describe, expect, it } from "vitest";
+import { cleanEnv, git, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { historyOf, run, startRun, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { fingerprint } from "./helpers/fingerprint.js";
+import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/snapshots");
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  cleanups.forEach((cleanup) => cleanup());
-  cleanups = [];
-});
-
 /** A repository with c.txt and a non-executable run.sh committed, and an untracked notes.txt. */
-function repo(): { dir: string; db: string } {
-  const created = gitRepo({ "c.txt": "committed\r\nwith CRLF\r\n", "run.sh": "#!/bin/sh\necho hi\n", ".gitignore": "*.log\n" });
-  cleanups.push(created.cleanup);
+function repo(): Workspace {
+  const created = tempWorkspace({ git: true, files: { "c.txt": "committed\r\nwith CRLF\r\n", "run.sh": "#!/bin/sh\necho hi\n", ".gitignore": "*.log\n" } });
   writeFileSync(join(created.dir, "notes.txt"), "untracked, mine\n");
   return created;
 }
 
-const runCoder = (ws: { dir: string; db: string }, thread: string, script: string, env?: NodeJS.ProcessEnv) =>
-  runCli(
-    ["run", "coder", "--task", "edit files", "--thread", thread, "--workspace", ws.dir, "--model", `scripted:${join(SCRIPTS, script)}`, "--db", ws.db, "--approval", "auto", "--json"],
-    env ? { env } : {},
-  );
+const coder = (thread: string, script: string): RunSpec => ({ graph: "coder", task: "edit files", thread, script: join(SCRIPTS, script), approval: "auto" });
+const runCoder = (ws: RunPlace, thread: string, script: string, env?: NodeJS.ProcessEnv) => run(ws, coder(thread, script), env ? { env } : {});
 
 const rewind = (ws: { db: string }, ...args: string[]) => runCli(["rewind", ...args, "--db", ws.db]);
 
@@ -105,8 +97,7 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
     const ws = repo();
     const run = await runCoder(ws, "dry", "edits.script.yaml");
     expect(run.code, run.stderr).toBe(0);
-    const history = await runCli(["inspect", "dry", "--json", "--db", ws.db]);
-    const roots = (JSON.parse(history.stdout) as { checkpoints: Array<{ checkpointId: string }> }).checkpoints;
+    const roots = (await historyOf(ws.db, "dry")).checkpoints;
     const first = roots[0]!.checkpointId;
     const last = roots.at(-1)!.checkpointId;
 
@@ -146,7 +137,7 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
     expect(lines[0]).toMatch(/^#\s+CHECKPOINT\s+NODE\s+TOOL\s+CHANGED$/);
     expect(lines[4]).toMatch(/^4\s+\S+\s+coder\s+shell\s+c\.txt, run\.sh$/);
 
-    const history = JSON.parse((await runCli(["inspect", "errs", "--json", "--db", ws.db])).stdout) as { checkpoints: Array<{ checkpointId: string }> };
+    const history = await historyOf(ws.db, "errs");
     const cases: Array<[string[], RegExp]> = [
       [["nope", "--list"], /no thread "nope"/],
       [["nope", "abc"], /no thread "nope"/],
@@ -164,12 +155,7 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
   });
 
   it("snapshots a workspace that is not a git repository, without creating a .git in it", async () => {
-    const temp = tempDir();
-    cleanups.push(temp.cleanup);
-    const ws = { dir: join(temp.path, "plain"), db: join(temp.path, "store.db") };
-    mkdirSync(ws.dir);
-    writeFileSync(join(ws.dir, "c.txt"), "committed\r\nwith CRLF\r\n");
-    writeFileSync(join(ws.dir, "run.sh"), "#!/bin/sh\necho hi\n");
+    const ws = tempWorkspace({ files: { "c.txt": "committed\r\nwith CRLF\r\n", "run.sh": "#!/bin/sh\necho hi\n" } });
     symlinkSync("c.txt", join(ws.dir, "link-to-c"));
     const before = files(ws.dir);
     const run = await runCoder(ws, "plain", "edits.script.yaml");
@@ -183,9 +169,8 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
 
   it("a run without git on PATH still finishes, with one warning, and rewind says why it cannot help", async () => {
     const ws = repo();
-    const bin = tempDir("loopgraph-nogit-");
-    cleanups.push(bin.cleanup);
-    const run = await runCoder(ws, "nogit", "one-write.script.yaml", cleanEnv({ PATH: bin.path }));
+    const bin = tempWorkspace({ prefix: "loopgraph-nogit-" }).dir;
+    const run = await runCoder(ws, "nogit", "one-write.script.yaml", cleanEnv({ PATH: bin }));
     expect(run.code, run.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("written by the agent\n");
     const warnings = parseEvents(run.stdout).filter((e) => e.type === "warning");
@@ -200,9 +185,8 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
 
   it("refuses to rewind a thread while it runs in another process (a dry run is fine)", async () => {
     const ws = repo();
-    const child = spawnCli(["run", "coder", "--task", "t", "--thread", "busy", "--workspace", ws.dir, "--model", `scripted:${join(SCRIPTS, "slow.script.yaml")}`, "--db", ws.db, "--approval", "auto", "--json"]);
-    const done = collect(child);
-    await waitForLine(child, (line) => line.includes('"tool_result"'));
+    const running = startRun(ws, { ...coder("busy", "slow.script.yaml"), task: "t" });
+    await running.waitForEvent("tool_result");
     const [first] = await points(ws, "busy");
     const refused = await rewind(ws, "busy", first!.checkpointId);
     expect(refused.code).toBe(2);
@@ -211,7 +195,7 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
     const dry = await rewind(ws, "busy", first!.checkpointId, "--dry-run");
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain("delete a.txt");
-    expect((await done).code).toBe(0);
+    expect((await running.done).code).toBe(0);
     const after = await rewind(ws, "busy", first!.checkpointId);
     expect(after.code, after.stderr).toBe(0);
     expect(existsSync(join(ws.dir, "a.txt"))).toBe(false);

@@ -1,7 +1,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { SnapshotLog, type StepCheckpoint } from "../src/runs/snapshot-log.js";
 import { isAtOrAfter, type ParentLookup } from "../src/snapshots/checkpoint-order.js";
 import { uniquePrefixes } from "../src/snapshots/restore.js";
@@ -9,19 +9,9 @@ import { planRewind } from "../src/snapshots/rewind-plan.js";
 import { openSnapshotRepository } from "../src/snapshots/shadow-repo.js";
 import { stepCheckpoint } from "../src/snapshots/step-checkpoint.js";
 import { createToolStepSnapshots } from "../src/snapshots/tool-step-hook.js";
-import { tempDir } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
-let cleanups: Array<() => void> = [];
-afterEach(() => {
-  for (const cleanup of cleanups) cleanup();
-  cleanups = [];
-});
-
-function workspace(): string {
-  const temp = tempDir("loopgraph-steps-");
-  cleanups.push(temp.cleanup);
-  return temp.path;
-}
+const workspace = (): string => tempWorkspace({ prefix: "loopgraph-steps-" }).dir;
 
 /** The config LangGraph gives the Coder's `tools` node: its task namespace and the checkpoints it ran from. */
 const coderConfig = (coderCheckpoint: string, root = "r1", task = "coder:a") => ({

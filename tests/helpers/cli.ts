@@ -1,6 +1,4 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -27,8 +25,11 @@ export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, NO_COLOR: "1", ...extra };
 }
 
-/** Starts the built CLI as a real process. */
+/** Starts the built CLI as a real process. Only in the e2e project (see vitest.config.ts). */
 export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
+  if (process.env.VITEST && process.env.TESTS_PROJECT !== "e2e") {
+    throw new Error("this test file starts the CLI: list it in the e2e project of vitest.config.ts");
+  }
   return spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd ?? ROOT,
     env: options.env ?? cleanEnv(),
@@ -73,12 +74,6 @@ export function parseEvents(stdout: string): Array<Record<string, unknown>> {
     .map((line) => JSON.parse(line) as Record<string, unknown>);
 }
 
-/** A fresh temporary directory, removed by the returned cleanup. */
-export function tempDir(prefix = "loopgraph-test-"): { path: string; cleanup: () => void } {
-  const path = mkdtempSync(join(tmpdir(), prefix));
-  return { path, cleanup: () => rmSync(path, { recursive: true, force: true }) };
-}
-
 export function hasStackTrace(text: string): boolean {
   return /^\s+at .+\(.+:\d+:\d+\)$/m.test(text) || /^\s+at .+:\d+:\d+$/m.test(text);
 }
@@ -105,13 +100,16 @@ export function git(cwd: string, ...args: string[]): string {
   });
 }
 
-/** A real git repository with `files` in one commit, and a database path beside it (both in a temp dir). */
-export function gitRepo(files: Record<string, string>): { dir: string; db: string; cleanup: () => void } {
-  const temp = tempDir();
-  const dir = join(temp.path, "repo");
-  execFileSync("git", ["init", "-q", dir]);
-  for (const [name, contents] of Object.entries(files)) writeFileSync(join(dir, name), contents);
-  execFileSync("git", ["-C", dir, "add", "."]);
-  execFileSync("git", ["-C", dir, "-c", "user.email=t@t", "-c", "user.name=t", "commit", "-qm", "init"]);
-  return { dir, db: join(temp.path, "store.db"), cleanup: temp.cleanup };
+/**
+ * Polls `read` until `done` accepts its value, and returns that value, or the last one read after
+ * `timeoutMs`, for the test to assert on. For conditions that take a moment to come true (a
+ * killed process to die, a process to reach a state), instead of a fixed sleep.
+ */
+export async function eventually<T>(read: () => T | Promise<T>, done: (value: T) => boolean, timeoutMs = 15_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const value = await read();
+    if (done(value) || Date.now() > deadline) return value;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
 }

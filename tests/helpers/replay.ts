@@ -1,53 +1,34 @@
 import { cpSync, mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { expect } from "vitest";
 import type { CheckpointSummary, ThreadHistory } from "../../src/engine/inspect.js";
-import { ROOT, runCli, tempDir, type CliResult } from "./cli.js";
+import { ROOT } from "./cli.js";
+import { run } from "./e2e.js";
+import { tempWorkspace } from "./workspace.js";
+import type { CliResult } from "./cli.js";
 
-/** A copy of the example graph (graphs/example-review.yaml with its prompts, function and script) in a temp dir. */
+/** A copy of the example graph (graphs/example-review.yaml with its prompts, function and script) in a temp workspace. */
 export interface ExampleCopy {
   dir: string;
   db: string;
   graph: string;
   script: string;
-  cleanup: () => void;
 }
 
+/** Makes the copy in a workspace removed when the test finishes. */
 export function exampleCopy(): ExampleCopy {
-  const temp = tempDir("loopgraph-replay-");
+  const { dir, db } = tempWorkspace({ prefix: "loopgraph-replay-" });
   for (const part of ["graphs/example-review.yaml", "prompts/example", "examples/functions", "examples/example-review.script.yaml"]) {
-    mkdirSync(join(temp.path, part, ".."), { recursive: true });
-    cpSync(join(ROOT, part), join(temp.path, part), { recursive: true });
+    mkdirSync(join(dir, part, ".."), { recursive: true });
+    cpSync(join(ROOT, part), join(dir, part), { recursive: true });
   }
-  return {
-    dir: temp.path,
-    db: join(temp.path, "store.db"),
-    graph: join(temp.path, "graphs/example-review.yaml"),
-    script: join(temp.path, "examples/example-review.script.yaml"),
-    cleanup: temp.cleanup,
-  };
+  return { dir, db, graph: join(dir, "graphs/example-review.yaml"), script: join(dir, "examples/example-review.script.yaml") };
 }
 
 /** `loopgraph run` of the copy's graph, with its scripted model (or another script). */
 export function runExample(copy: ExampleCopy, thread: string, script = copy.script, task = "Explain loopgraph"): Promise<CliResult> {
-  return runCli(
-    ["run", copy.graph, "--task", task, "--thread", thread, "--workspace", copy.dir, "--model", `scripted:${script}`, "--db", copy.db, "--json"],
-    { cwd: copy.dir },
-  );
+  return run(copy, { graph: copy.graph, task, thread, script }, { cwd: copy.dir });
 }
 
 /** `inspect <thread> --json`, as the engine types it. */
 export type HistoryJson = ThreadHistory;
 export type CheckpointJson = CheckpointSummary;
-
-export async function historyOf(db: string, thread: string): Promise<HistoryJson> {
-  const result = await runCli(["inspect", thread, "--json", "--db", db]);
-  expect(result.code, result.stderr).toBe(0);
-  return JSON.parse(result.stdout) as HistoryJson;
-}
-
-export async function stateAt<T = Record<string, unknown>>(db: string, thread: string, checkpointId: string): Promise<T> {
-  const result = await runCli(["inspect", thread, "--checkpoint", checkpointId, "--json", "--db", db]);
-  expect(result.code, result.stderr).toBe(0);
-  return (JSON.parse(result.stdout) as { values: T }).values;
-}
