@@ -22,6 +22,13 @@ const E2E = [
   "tests/tools.shell.test.ts",
 ];
 
+/**
+ * Unit test files that replace modules (`vi.mock`) or globals: each runs in a fresh module graph.
+ * The other unit files share their worker's modules (no isolation): each would otherwise load the
+ * engine and LangChain again, which is most of a unit file's time.
+ */
+const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai.test.ts"];
+
 export default defineConfig({
   test: {
     // The checkpoint conformance suite registers its tests through vitest globals.
@@ -36,7 +43,11 @@ export default defineConfig({
     projects: [
       {
         extends: true,
-        test: { name: "unit", include: ["tests/**/*.test.ts"], exclude: E2E },
+        test: { name: "unit", include: ["tests/**/*.test.ts"], exclude: [...E2E, ...ISOLATED_UNITS], isolate: false },
+      },
+      {
+        extends: true,
+        test: { name: "unit-isolated", include: ISOLATED_UNITS },
       },
       {
         extends: true,

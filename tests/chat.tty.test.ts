@@ -2,21 +2,12 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI, cleanEnv, eventually, ROOT } from "./helpers/cli.js";
+import { CLI, cleanEnv, eventually, hasCommand, ROOT, shellQuote as quote } from "./helpers/cli.js";
 import { finalState, threadsOf } from "./helpers/e2e.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 /** tmux runs the chat in a real pseudo-terminal and renders it: `capture-pane` is the screen the user sees. */
-const hasTmux = (() => {
-  try {
-    execFileSync("tmux", ["-V"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-const quote = (arg: string): string => `'${arg.replace(/'/g, "'\\''")}'`;
+const hasTmux = hasCommand("tmux", "-V");
 
 class TmuxChat {
   private readonly socket = `loopgraph-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;

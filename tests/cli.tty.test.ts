@@ -1,21 +1,12 @@
-import { execFileSync, spawn } from "node:child_process";
+import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI, cleanEnv, ROOT } from "./helpers/cli.js";
+import { CLI, cleanEnv, hasCommand, ROOT, shellQuote as quote } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 /** util-linux `script` runs a command in a pseudo-terminal: the CLI then sees a TTY. */
-const hasScript = (() => {
-  try {
-    execFileSync("script", ["--version"], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
-})();
-
-const quote = (arg: string): string => `'${arg.replace(/'/g, "'\\''")}'`;
+const hasScript = hasCommand("script", "--version");
 
 describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `script`)", () => {
   it("prompts approve / reject / always; a rejection with a reason reaches the model, an approval runs the call", async () => {

@@ -113,3 +113,16 @@ export async function eventually<T>(read: () => T | Promise<T>, done: (value: T)
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
 }
+
+/** Whether `command args…` runs (e.g. `tmux -V`): tests that need the tool skip without it. */
+export function hasCommand(command: string, ...args: string[]): boolean {
+  try {
+    execFileSync(command, args, { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** `arg` quoted for a POSIX shell command line. */
+export const shellQuote = (arg: string): string => `'${arg.replace(/'/g, "'\\''")}'`;
