@@ -10,7 +10,7 @@ import { createLoopSupervisor } from "./runner.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { initialVars, mediatorNodeOf, Thread } from "./thread.js";
 
-export interface ChatOptions extends Omit<CommonRunOptions, "onEvent" | "signal" | "looper" | "askApproval"> {
+export interface ChatOptions extends Omit<CommonRunOptions, "onEvent" | "signal" | "askApproval"> {
   /** Graph of a new chat (default `monitor`); it must have a mediator node. */
   graph?: string;
   /** Continue this chat thread, or start a new one with this id. */
