@@ -1,8 +1,7 @@
-import { readFile } from "node:fs/promises";
 import { z } from "zod";
 import { binaryFileError, countLines, existingFile, isBinary, numberLines } from "./read-file.js";
+import { readChecked, writeChecked } from "./checked-file.js";
 import { ToolError, type ToolDefinition } from "./types.js";
-import { writeVerified } from "./write-file.js";
 
 const SNIPPET_CONTEXT_LINES = 3;
 const SNIPPET_MAX_LINES = 30;
@@ -82,7 +81,7 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
       throw new ToolError("invalid_arguments", "old_string and new_string are identical: there is nothing to change");
     }
     const file = await existingFile(ctx.workspace, args.path);
-    const bytes = await readFile(file.absolute);
+    const bytes = await readChecked(file.absolute, file.relative);
     if (isBinary(bytes)) throw binaryFileError(file.relative);
     const text = bytes.toString("utf8");
     if (!Buffer.from(text, "utf8").equals(bytes)) {
@@ -95,7 +94,7 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
     if (positions.length > 1 && !args.replace_all) throw notUniqueError(text, positions, file.relative);
 
     const updated = text.split(oldString).join(newString);
-    await writeVerified(file.absolute, updated, file.relative);
+    await writeChecked(file.absolute, file.relative, updated);
     const summary = `Edited ${file.relative}: replaced ${positions.length} occurrence${positions.length === 1 ? "" : "s"}${note}.`;
     const shown = positions.length === 1 ? snippet(updated, positions[0]!, newString.length) : "";
     return { content: summary + shown, filesChanged: [file.relative] };

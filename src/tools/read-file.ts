@@ -1,5 +1,5 @@
-import { createReadStream } from "node:fs";
 import { z } from "zod";
+import { checkRegularFile, openForReading } from "./checked-file.js";
 import { ToolError, type ToolDefinition } from "./types.js";
 import { statInWorkspace, type ExistingPath } from "./workspace-paths.js";
 
@@ -21,10 +21,11 @@ export function countLines(text: string): number {
   return text === "" ? 0 : text.split("\n").length - (text.endsWith("\n") ? 1 : 0);
 }
 
-/** A file the text tools may read: it exists and is not a directory (else a clear ToolError). */
+/** A file the text tools may read: it exists, and is a regular file with one link (else a clear ToolError). */
 export async function existingFile(workspace: string, path: string): Promise<ExistingPath> {
   const file = await statInWorkspace(workspace, path);
   if (file.stats.isDirectory()) throw new ToolError("invalid_arguments", `${file.relative} is a directory, not a file: use list_dir`);
+  checkRegularFile(file.stats, file.relative);
   return file;
 }
 
@@ -73,7 +74,8 @@ async function readLineWindow(file: ExistingPath, first: number, count: number, 
     pendingBytes = 0;
   };
 
-  const stream = createReadStream(file.absolute);
+  const { handle } = await openForReading(file.absolute, file.relative);
+  const stream = handle.createReadStream();
   try {
     let trailing = false;
     let chunkOffset = 0;

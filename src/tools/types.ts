@@ -15,6 +15,8 @@ export type ToolErrorKind =
   | "not_unique"
   | "not_found"
   | "rejected"
+  | "protected_path"
+  | "special_file"
   | "failed";
 
 export class ToolError extends Error {

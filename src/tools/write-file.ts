@@ -1,19 +1,9 @@
-import { mkdir, readFile, stat, writeFile } from "node:fs/promises";
-import { dirname } from "node:path";
+import { stat } from "node:fs/promises";
 import { z } from "zod";
+import { writeChecked } from "./checked-file.js";
 import { countLines } from "./read-file.js";
 import { ToolError, type ToolDefinition } from "./types.js";
 import { resolveInWorkspace, workspaceRelative } from "./workspace-paths.js";
-
-/** Writes `text` (UTF-8) to `absolute`, creating parent directories, and reads it back to check. */
-export async function writeVerified(absolute: string, text: string, relativePath: string): Promise<void> {
-  await mkdir(dirname(absolute), { recursive: true });
-  const expected = Buffer.from(text, "utf8");
-  await writeFile(absolute, expected);
-  if (!(await readFile(absolute)).equals(expected)) {
-    throw new ToolError("failed", `${relativePath} was written but reading it back gave different contents (is another process writing it?)`);
-  }
-}
 
 const schema = z.strictObject({
   path: z.string().min(1).describe("File path, relative to the workspace root; missing parent directories are created"),
@@ -33,7 +23,7 @@ export const writeFileTool: ToolDefinition<z.infer<typeof schema>> = {
     const relativePath = workspaceRelative(ctx.workspace, absolute);
     const existing = await stat(absolute).catch(() => undefined);
     if (existing?.isDirectory()) throw new ToolError("invalid_arguments", `${relativePath} is a directory; give a file path`);
-    await writeVerified(absolute, contents, relativePath);
+    await writeChecked(absolute, relativePath, contents);
     const bytes = Buffer.byteLength(contents);
     return {
       content: `${existing ? "Overwrote" : "Created"} ${relativePath} (${countLines(contents)} lines, ${bytes} bytes)`,

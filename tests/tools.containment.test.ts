@@ -1,0 +1,111 @@
+/**
+ * The file tools use what they checked: protected folders are never written, only regular files
+ * with one link are read or written (a FIFO never hangs the run, a hard link never reaches a file
+ * outside), and the project rules files pass the same checks before they reach the model.
+ */
+import { execFileSync } from "node:child_process";
+import { linkSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { coderSystemPrompt, readRulesFiles, RULES_FILE_MAX_BYTES } from "../src/nodes/coder/system-prompt.js";
+import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+
+afterAll(removeWorkspaces);
+
+const mkfifo = (path: string): void => void execFileSync("mkfifo", [path]);
+
+describe("protected paths", () => {
+  it("write_file and edit_file never write .git/ or .loopgraph/, at any depth and in any case, and leave the file as it was", async () => {
+    const ws = makeWorkspace({}, { git: true });
+    ws.write(".loopgraph/policy.yaml", "rules: []\n");
+    ws.write("sub/.git/hooks/keep", "x\n");
+    const config = readFileSync(join(ws.root, ".git/config"), "utf8");
+    for (const path of [".git/config", ".git/hooks/pre-commit", ".loopgraph/policy.yaml", ".loopgraph/loopgraph.db", "sub/.git/hooks/keep", ".GIT/config", "./x/../.git/config"]) {
+      const written = await ws.call("write_file", { path, contents: "[core]\n\tfsmonitor = \"env > key.txt\"\n" });
+      expect(written, path).toMatchObject({ ok: false, errorKind: "protected_path" });
+    }
+    const edited = await ws.call("edit_file", { path: ".git/config", old_string: "[core]", new_string: "[core]\n\tfsmonitor = evil" });
+    expect(edited).toMatchObject({ ok: false, errorKind: "protected_path" });
+    expect(edited.content).toContain(".git/config is inside .git/");
+    expect(readFileSync(join(ws.root, ".git/config"), "utf8")).toBe(config);
+    expect(readFileSync(join(ws.root, ".loopgraph/policy.yaml"), "utf8")).toBe("rules: []\n");
+  });
+
+  it("a symlink into a protected folder is judged by where it leads", async () => {
+    const ws = makeWorkspace({}, { git: true });
+    ws.symlink("innocent.cfg", ".git/config");
+    expect(await ws.call("write_file", { path: "innocent.cfg", contents: "x" })).toMatchObject({ ok: false, errorKind: "protected_path" });
+  });
+
+  it("reading them is allowed, and so are names that only look alike", async () => {
+    const ws = makeWorkspace({ ".gitignore": "dist/\n" }, { git: true });
+    expect(await ws.call("read_file", { path: ".git/HEAD" })).toMatchObject({ ok: true });
+    expect(await ws.call("write_file", { path: ".gitignore", contents: "node_modules/\n" })).toMatchObject({ ok: true });
+    expect(await ws.call("write_file", { path: "docs/.github/workflow.yml", contents: "on: push\n" })).toMatchObject({ ok: true });
+  });
+});
+
+describe("special files", () => {
+  it("read_file, edit_file and write_file refuse a FIFO at once instead of hanging", async () => {
+    const ws = makeWorkspace();
+    mkfifo(join(ws.root, "pipe"));
+    for (const [tool, args] of [
+      ["read_file", { path: "pipe" }],
+      ["edit_file", { path: "pipe", old_string: "a", new_string: "b" }],
+      ["write_file", { path: "pipe", contents: "x" }],
+    ] as const) {
+      const result = await ws.call(tool, args);
+      expect(result, tool).toMatchObject({ ok: false, errorKind: "special_file" });
+      expect(result.content).toContain("named pipe");
+    }
+  }, 10_000);
+
+  it("a file hard-linked to one outside the workspace is neither read nor written", async () => {
+    const ws = makeWorkspace();
+    const secret = join(ws.outside, "secret.txt");
+    linkSync(secret, join(ws.root, "hl.txt"));
+    const read = await ws.call("read_file", { path: "hl.txt" });
+    expect(read).toMatchObject({ ok: false, errorKind: "special_file" });
+    expect(read.content).not.toContain("top secret");
+    expect(await ws.call("write_file", { path: "hl.txt", contents: "overwritten" })).toMatchObject({ ok: false, errorKind: "special_file" });
+    expect(await ws.call("edit_file", { path: "hl.txt", old_string: "top", new_string: "bottom" })).toMatchObject({ ok: false, errorKind: "special_file" });
+    expect(readFileSync(secret, "utf8")).toBe("top secret\n");
+  });
+
+  it("ordinary files are still read, created, overwritten and edited", async () => {
+    const ws = makeWorkspace({ "a.txt": "one\n" });
+    expect(await ws.call("write_file", { path: "new/b.txt", contents: "two\n" })).toMatchObject({ ok: true });
+    expect(await ws.call("edit_file", { path: "a.txt", old_string: "one", new_string: "uno" })).toMatchObject({ ok: true });
+    expect((await ws.call("read_file", { path: "a.txt" })).content).toBe("     1\tuno");
+    expect(readFileSync(join(ws.root, "new/b.txt"), "utf8")).toBe("two\n");
+  });
+});
+
+describe("project rules files", () => {
+  it("a rules file that leads outside the workspace never reaches the prompt", () => {
+    const ws = makeWorkspace();
+    symlinkSync(join(ws.outside, "secret.txt"), join(ws.root, "AGENTS.md"));
+    symlinkSync("/proc/self/environ", join(ws.root, "CLAUDE.md"));
+    const prompt = coderSystemPrompt("You are the Coder.", ws.root);
+    expect(prompt).not.toContain("top secret");
+    expect(prompt).not.toContain("PATH=");
+    expect(readRulesFiles(ws.root)).toEqual([]);
+  });
+
+  it("a FIFO or a hard link is skipped without waiting; a symlink inside the workspace is followed", () => {
+    const ws = makeWorkspace({ "docs/rules.md": "Use tabs.\n" });
+    mkfifo(join(ws.root, "AGENTS.md"));
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, ".cursorrules"));
+    symlinkSync("docs/rules.md", join(ws.root, "CLAUDE.md"));
+    expect(readRulesFiles(ws.root)).toEqual([{ file: "CLAUDE.md", text: "Use tabs." }]);
+  });
+
+  it("a long rules file is cut at the cap, and says so", () => {
+    const ws = makeWorkspace();
+    writeFileSync(join(ws.root, "AGENTS.md"), "x".repeat(RULES_FILE_MAX_BYTES + 500));
+    const [rules] = readRulesFiles(ws.root);
+    expect(rules?.text.startsWith("x".repeat(RULES_FILE_MAX_BYTES))).toBe(true);
+    expect(rules?.text).toContain(`[AGENTS.md cut at ${RULES_FILE_MAX_BYTES} bytes]`);
+    expect(rules!.text.length).toBeLessThan(RULES_FILE_MAX_BYTES + 100);
+  });
+});
