@@ -54,13 +54,6 @@ const OPENAI_ENDPOINT: ProviderPreset = { baseURL: "https://api.openai.com/v1", 
 /** The variables the model providers' API keys are read from. */
 export const MODEL_KEY_VARIABLES: readonly string[] = [OPENAI_ENDPOINT, ...Object.values(PROVIDER_PRESETS)].flatMap((preset) => preset.apiKeyEnv ?? []);
 
-/** `env` without the model providers' API keys: what the agent's own commands see. */
-export function withoutModelKeys(env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
-  const rest = { ...env };
-  for (const name of MODEL_KEY_VARIABLES) delete rest[name];
-  return rest;
-}
-
 /** The OpenAI client refuses an empty key even for services that ignore it (ollama). */
 const UNUSED_API_KEY = "unused";
 

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { z } from "zod";
-import { withoutModelKeys } from "../models/spec.js";
+import { agentEnvironment } from "./environment.js";
 import { artifactFileName, newArtifactPath } from "./truncate.js";
 import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 
@@ -199,8 +199,8 @@ interface RunOptions {
 
 /** Runs `command` to its end, a timeout or cancellation, capturing its output into `stdout` and `stderr`. */
 async function runCommand(command: string, ctx: ToolContext, options: RunOptions, stdout: OutputCapture, stderr: OutputCapture): Promise<Ending> {
-  // The model providers' keys are loopgraph's, not the agent's: a command printing them would put them in the run's state and artifacts.
-  const env = withoutModelKeys(process.env);
+  // Credentials are loopgraph's, not the agent's: a command printing them would put them in the run's state and artifacts.
+  const env = agentEnvironment(process.env);
   const child = spawn("bash", ["-c", command], { cwd: ctx.workspace, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   pump(child.stdout, stdout);
   pump(child.stderr, stderr);

@@ -1,0 +1,65 @@
+/** What the agent's commands see of loopgraph's environment: everything but the credentials. */
+import { afterAll, describe, expect, it } from "vitest";
+import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
+import { secretValues } from "../src/runs/redact.js";
+import { agentEnvironment, environmentPolicyOf } from "../src/tools/environment.js";
+import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { onCleanup } from "./helpers/workspace.js";
+
+afterAll(removeWorkspaces);
+
+const SECRETS = {
+  OPENAI_API_KEY: "sk-openai-0123456789",
+  GITHUB_TOKEN: "ghp_0123456789abcdef",
+  AWS_SECRET_ACCESS_KEY: "aws-secret-0123456789",
+  LANGSMITH_API_KEY: "lsv2-0123456789",
+  DATABASE_URL: "postgres://app:hunter2-password@db.internal:5432/app",
+  SMTP_PASSWORD: "mail-password-0123",
+  NPM_CONFIG_CREDENTIALS: "npm-credentials-0123",
+  SIGNING_PASSPHRASE: "passphrase-0123456",
+};
+const ORDINARY = {
+  PATH: "/usr/bin:/bin",
+  HOME: "/home/dev",
+  LANG: "C.UTF-8",
+  GIT_AUTHOR_NAME: "Dev",
+  DATABASE_HOST: "db.internal",
+  REDIS_URL: "redis://localhost:6379/0",
+  AWS_REGION: "eu-west-1",
+};
+
+describe("the agent's environment", () => {
+  it("keeps ordinary variables and drops every credential: by name, by a URL with a password, and the model keys", () => {
+    const env = agentEnvironment({ ...SECRETS, ...ORDINARY }, { include: [], exclude: [] });
+    expect(env).toEqual(ORDINARY);
+  });
+
+  it("LOOPGRAPH_SHELL_ENV_INCLUDE keeps a named credential (never a model key); LOOPGRAPH_SHELL_ENV_EXCLUDE drops more", () => {
+    const policy = environmentPolicyOf({ LOOPGRAPH_SHELL_ENV_INCLUDE: "GITHUB_TOKEN, OPENAI_API_KEY", LOOPGRAPH_SHELL_ENV_EXCLUDE: "AWS_*" });
+    expect(policy).toEqual({ include: ["GITHUB_TOKEN", "OPENAI_API_KEY"], exclude: ["AWS_*"] });
+    const env = agentEnvironment({ ...SECRETS, ...ORDINARY }, policy);
+    expect(env.GITHUB_TOKEN).toBe(SECRETS.GITHUB_TOKEN);
+    expect(env.OPENAI_API_KEY).toBeUndefined();
+    expect(env.AWS_REGION).toBeUndefined();
+    expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined();
+    expect(env.PATH).toBe(ORDINARY.PATH);
+  });
+
+  it("the shell tool's commands do not see loopgraph's credentials", async () => {
+    const saved = { ...process.env };
+    onCleanup(() => {
+      for (const name of Object.keys(SECRETS)) delete process.env[name];
+      Object.assign(process.env, saved);
+    });
+    Object.assign(process.env, SECRETS);
+    const ws = makeWorkspace();
+    const printed = await ws.call("shell", { command: "env; cat /proc/self/environ | tr '\\0' '\\n'" });
+    expect(printed.ok).toBe(true);
+    for (const value of Object.values(SECRETS)) expect(printed.content).not.toContain(value);
+    expect(printed.content).toContain("PATH=");
+  });
+
+  it("what is kept from the agent is also redacted from what loopgraph records", () => {
+    expect(secretValues({ ...SECRETS, ...ORDINARY }, MODEL_KEY_VARIABLES).sort()).toEqual(Object.values(SECRETS).sort());
+  });
+});
