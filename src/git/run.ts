@@ -1,22 +1,29 @@
 /**
  * Runs git for loopgraph's own use (workspace baselines, snapshots): never through the
  * caller's GIT_DIR/GIT_INDEX_FILE, always with fixed output settings, failures as GitError.
+ *
+ * The agent can write to the workspace, and so to a repository's config: git must not run
+ * anything it planted there with loopgraph's rights. So git gets a minimal environment (no
+ * credential reaches it), reads no user or system config, and runs no hooks and no fsmonitor
+ * whatever a repository's config says (command-line settings override it).
  */
 import { execFile } from "node:child_process";
 import { LoopgraphError } from "../errors.js";
 
 const MAX_GIT_OUTPUT_BYTES = 256 * 1024 * 1024;
 
-/** Variables that would point git at another repository, index or work tree than the one meant. */
-const REPOSITORY_ENV = [
-  "GIT_DIR",
-  "GIT_WORK_TREE",
-  "GIT_INDEX_FILE",
-  "GIT_COMMON_DIR",
-  "GIT_OBJECT_DIRECTORY",
-  "GIT_ALTERNATE_OBJECT_DIRECTORIES",
-  "GIT_NAMESPACE",
-  "GIT_PREFIX",
+/** The variables of loopgraph's environment that git sees: where to find programs, and the locale. */
+const INHERITED_ENV = ["PATH", "HOME", "LANG", "LC_ALL", "LC_CTYPE", "TZ", "TMPDIR", "SYSTEMROOT"];
+
+/** Settings that override a repository's own: they would run a program of the agent's choosing. */
+const OVERRIDES = [
+  "core.fsmonitor=false",
+  "core.hooksPath=/dev/null",
+  "core.sshCommand=false",
+  "core.askPass=false",
+  "credential.helper=",
+  "commit.gpgSign=false",
+  "tag.gpgSign=false",
 ];
 
 /** git is missing, or could not snapshot, diff or restore the workspace. */
@@ -35,12 +42,36 @@ export interface GitOptions {
   input?: string;
 }
 
-export function git(args: string[], { cwd, indexFile, repository = [], env: extra = {}, input }: GitOptions): Promise<string> {
-  const env: NodeJS.ProcessEnv = { ...process.env, GIT_OPTIONAL_LOCKS: "0" };
-  for (const name of REPOSITORY_ENV) delete env[name];
-  Object.assign(env, extra);
+/** Commands that read no workspace file: no content filter can run. Any other may (even `write-tree` refreshes the index). */
+const UNFILTERED_COMMANDS = new Set(["config", "init", "rev-parse"]);
+
+/**
+ * Settings that switch off every content filter a repository's config defines: an empty command
+ * is no filter. `.gitattributes` in the workspace may assign any of them to any file.
+ */
+async function filterOverrides(options: GitOptions): Promise<string[]> {
+  const listed = await runGit(["config", "--get-regexp", String.raw`^filter\..*\.(clean|smudge|process)$`], options).catch(() => "");
+  const names = new Set(listed.split("\n").flatMap((line) => /^filter\.(.+)\.(?:clean|smudge|process) /.exec(line)?.[1] ?? []));
+  return [...names].flatMap((name) => ["clean", "smudge", "process"].flatMap((key) => ["-c", `filter.${name}.${key}=`]).concat(["-c", `filter.${name}.required=false`]));
+}
+
+export async function git(args: string[], options: GitOptions): Promise<string> {
+  const filters = UNFILTERED_COMMANDS.has(args[0] ?? "") ? [] : await filterOverrides(options);
+  return runGit(args, options, filters);
+}
+
+/** `settings`: more `-c` options, before the command (not shown in its error message). */
+function runGit(args: string[], { cwd, indexFile, repository = [], env: extra = {}, input }: GitOptions, settings: string[] = []): Promise<string> {
+  const env: NodeJS.ProcessEnv = {
+    ...Object.fromEntries(INHERITED_ENV.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]]))),
+    GIT_OPTIONAL_LOCKS: "0",
+    GIT_CONFIG_NOSYSTEM: "1",
+    GIT_CONFIG_GLOBAL: "/dev/null",
+    GIT_TERMINAL_PROMPT: "0",
+    ...extra,
+  };
   if (indexFile) env.GIT_INDEX_FILE = indexFile;
-  const command = ["-c", "core.quotepath=off", ...repository, ...args];
+  const command = ["-c", "core.quotepath=off", ...OVERRIDES.flatMap((setting) => ["-c", setting]), ...settings, ...repository, ...args];
   return new Promise((resolveOutput, reject) => {
     const child = execFile("git", command, { cwd, env, encoding: "utf8", maxBuffer: MAX_GIT_OUTPUT_BYTES }, (error, stdout, stderr) => {
       if (!error) return resolveOutput(stdout);

@@ -53,8 +53,8 @@ export async function changesSinceBaseline(workspace: string, baseline: string):
   const range = [tree, current, "--", ".", `:(exclude)${STATE_DIR}`];
   const [patch, numstat] = await Promise.all([
     // Explicit prefixes: a user's diff.noprefix or diff.mnemonicPrefix would change the headers.
-    store.run(["diff", "--no-color", "--no-ext-diff", "--src-prefix=a/", "--dst-prefix=b/", "--relative", ...range]),
-    store.run(["diff", "--numstat", "-z", "--no-renames", "--relative", ...range]),
+    store.run(["diff", "--no-color", "--no-ext-diff", "--no-textconv", "--src-prefix=a/", "--dst-prefix=b/", "--relative", ...range]),
+    store.run(["diff", "--numstat", "-z", "--no-renames", "--no-ext-diff", "--no-textconv", "--relative", ...range]),
   ]);
   return { patch, files: parseNumstat(numstat) };
 }
