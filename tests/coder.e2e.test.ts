@@ -69,6 +69,27 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(output.status).toBe("success");
   });
 
+  it("an answer binds to the call it was asked about: a rejection stays one under --approval auto, and an answer that is not an approval rejects", async () => {
+    const ws = repo();
+    expect((await runCoder(ws, "bound", "approvals.script.yaml")).code).toBe(3);
+    // The policy would now allow the call; the user's rejection still decides it.
+    const rejected = await resume(ws, "bound", "--reject", "not that", "--approval", "auto", "--json");
+    expect(rejected.code, rejected.stderr).toBe(0);
+    expect(existsSync(join(ws.dir, "approved.txt"))).toBe(false);
+    const output = await coderOutput(ws.db, "bound");
+    expect(output.toolCalls[0]).toMatchObject({ name: "shell", ok: false, errorKind: "rejected" });
+    expect(output.toolCalls[0]?.preview).toContain("not that");
+
+    const other = repo();
+    expect((await runCoder(other, "text", "approvals.script.yaml")).code).toBe(3);
+    const answered = await resume(other, "text", "--answer", "please do not", "--json");
+    expect(answered.code, answered.stderr).toBe(3);
+    expect(existsSync(join(other.dir, "approved.txt"))).toBe(false);
+    const interrupt = parseEvents(answered.stdout).find((e) => e.type === "interrupt");
+    expect(interrupt).toMatchObject({ value: { kind: "approval", tool: "shell", args: { command: "rm -f important.txt" } } });
+    expect(readFileSync(join(other.dir, "important.txt"), "utf8")).toBe("keep me\n");
+  });
+
   it("deny mode never pauses: a sensitive write is blocked and reported to the model", async () => {
     const ws = repo();
     const run = await runCoder(ws, "deny", "deny-env.script.yaml", "deny");

@@ -5,7 +5,7 @@ import { ConfigError } from "../errors.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
-import type { ApprovalAnswer } from "../runtime/approval.js";
+import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import { hasUnconsumedCommands } from "./commands.js";
 import { LoopSupervisor } from "./loop-supervisor.js";
@@ -110,6 +110,8 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     }
     thread.markRunning();
     const ctx = thread.context();
+    // An answer to an approval binds to the call it was asked about (see runToolCall).
+    if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;
     thread.announce(ctx, { task: record.task, resumed: true, changed: { recordedHash: record.graphHash } });
     const input = restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
     return await followLoop(thread, await thread.execute(input, ctx));

@@ -259,6 +259,8 @@ export class Thread {
       if (!options.askApproval || !isApprovalRequest(request)) break;
       const answer = await options.askApproval(request);
       if (!answer) break;
+      // The answer is for this request's call, whatever the policy says when the step runs again.
+      ctx.answering = request;
       next = new Command({ resume: answer });
     }
     const state = (await compiled.getState(config)).values as GraphStateValue;

@@ -10,6 +10,8 @@ export interface ApprovalRequest {
   node: string;
   tool: string;
   args: unknown;
+  /** The model's id of the tool call asked about: the answer applies to this call and no other. */
+  callId?: string;
   /** Why the policy asks. */
   reason: string;
 }
@@ -22,4 +24,22 @@ export interface ApprovalAnswer {
 
 export function isApprovalRequest(value: unknown): value is ApprovalRequest {
   return typeof value === "object" && value !== null && (value as { kind?: unknown }).kind === "approval";
+}
+
+const DECISIONS: readonly string[] = ["approve", "reject", "always"];
+
+export function isApprovalAnswer(value: unknown): value is ApprovalAnswer {
+  const answer = value as Partial<ApprovalAnswer> | null;
+  return (
+    typeof answer === "object" &&
+    answer !== null &&
+    DECISIONS.includes(String(answer.decision)) &&
+    (answer.reason === undefined || typeof answer.reason === "string")
+  );
+}
+
+/** Whether `request` asked about this call of `node` (by the call's id when the request has one). */
+export function asksAbout(request: ApprovalRequest, node: string, call: { id: string; name: string; args: unknown }): boolean {
+  if (request.node !== node || request.tool !== call.name) return false;
+  return request.callId !== undefined ? request.callId === call.id : JSON.stringify(request.args) === JSON.stringify(call.args);
 }

@@ -10,6 +10,7 @@ import type { ToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import type { EventSink } from "./events.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
+import type { ApprovalRequest } from "./approval.js";
 import { packageRoot } from "../package.js";
 
 /** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
@@ -72,6 +73,12 @@ export interface RunContext {
   signal: AbortSignal;
   /** The Looper of a graph with a mediator node: its loop runs as the linked thread `<thread>.loop`. */
   looper?: LooperHandle;
+  /**
+   * The approval this execution carries an answer for (a resume with --approve/--reject, or a
+   * terminal's answer): the call it asked about takes the answer, whatever the policy says now.
+   * Set by the engine before it resumes.
+   */
+  answering?: ApprovalRequest;
   /** Workspace snapshots around file-changing tool steps, for `loopgraph rewind` (none when absent). */
   snapshots?: ToolStepSnapshots;
 }

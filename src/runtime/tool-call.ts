@@ -5,7 +5,7 @@ import type { PolicyRule } from "../state/rules.js";
 import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
 import { executeToolCall } from "../tools/registry.js";
 import type { ToolCallRequest, ToolDefinition, ToolResult } from "../tools/types.js";
-import type { ApprovalAnswer, ApprovalRequest } from "./approval.js";
+import { asksAbout, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
 import type { RunContext } from "./context.js";
 import { performEffect } from "./effects.js";
 
@@ -58,12 +58,17 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   const policyCall = { name: call.name, args: call.args };
   const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace });
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;
-  if (gate.kind === "ask") {
-    const request: ApprovalRequest = { kind: "approval", node, tool: call.name, args: call.args, reason: gate.verdict.reason };
-    const answer = interrupt<ApprovalRequest, ApprovalAnswer>(request);
+  // A call the user answered takes the answer, even if the policy would now let it run: a rejection stays a rejection.
+  const answered = ctx.answering !== undefined && asksAbout(ctx.answering, node, call);
+  if (gate.kind === "ask" || answered) {
+    const reason = gate.kind === "run" ? "the user was asked about this call" : gate.verdict.reason;
+    const request: ApprovalRequest = { kind: "approval", node, tool: call.name, args: call.args, callId: call.id, reason };
+    const given = interrupt<ApprovalRequest, unknown>(request);
+    // Anything but an approval answer (e.g. `resume --answer TEXT`) rejects: only an explicit yes runs a call.
+    const answer: ApprovalAnswer = isApprovalAnswer(given) ? given : { decision: "reject", reason: "the answer given was not an approval" };
     ctx.record?.({ kind: "approval", node, name: call.name, args: call.args, answer });
-    if (answer.decision === "always") outcome.sessionRule = sessionRuleFor(policyCall, gate.verdict);
     if (answer.decision === "reject") result = rejection(answer);
+    else if (answer.decision === "always" && gate.kind !== "blocked") outcome.sessionRule = sessionRuleFor(policyCall, gate.verdict);
   }
   if (!result) {
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
