@@ -1,19 +1,21 @@
 import { createInterface } from "node:readline/promises";
 import pc from "picocolors";
 import type { ApprovalAnswer, ApprovalRequest } from "../runtime/approval.js";
+import { printable } from "./terminal-text.js";
 
+/** The call asked about, whole and printable: the shell command, a file tool's path, or the arguments. */
 export function describeCall(request: ApprovalRequest): string {
   const args = request.args as Record<string, unknown> | undefined;
-  if (request.tool === "shell" && typeof args?.command === "string") return `shell: ${args.command}`;
-  if (typeof args?.path === "string") return `${request.tool}: ${args.path}`;
-  return `${request.tool} ${JSON.stringify(request.args)}`;
+  if (request.tool === "shell" && typeof args?.command === "string") return printable(`shell: ${args.command}`);
+  if (typeof args?.path === "string") return printable(`${request.tool}: ${args.path}`);
+  return printable(`${request.tool} ${JSON.stringify(request.args)}`);
 }
 
 /** Asks at the terminal whether a tool call may run: approve, reject (with an optional reason), or always. */
 export async function promptForApproval(request: ApprovalRequest): Promise<ApprovalAnswer | undefined> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
-    process.stderr.write(`\n${pc.yellow("?")} ${pc.bold(request.node)} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(request.reason)}\n`);
+    process.stderr.write(`\n${pc.yellow("?")} ${pc.bold(printable(request.node))} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(printable(request.reason))}\n`);
     for (;;) {
       const choice = (await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways: `)).trim().toLowerCase();
       if (choice === "y" || choice === "yes") return { decision: "approve" };

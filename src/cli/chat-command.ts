@@ -6,6 +6,7 @@ import type { RunEvent } from "../runtime/events.js";
 import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
 import { messageText } from "../runtime/model-session.js";
 import { describeCall } from "./approval-prompt.js";
+import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
 import type { GlobalOptions } from "./run-commands.js";
@@ -70,7 +71,7 @@ class ChatController {
   async run(): Promise<number> {
     const { session, screen } = this;
     const unsubscribe = session.looper.onMessage((message) => {
-      if (message.auto) screen.print(pc.dim(message.content));
+      if (message.auto) screen.print(pc.dim(printable(message.content)));
     });
     const unsettled = session.looper.onSettled((outcome) => this.loopSettled(outcome));
     await this.greet();
@@ -185,23 +186,23 @@ class ChatController {
         case "message":
           if (event.delta !== undefined) {
             label();
-            this.screen.stream(event.delta);
+            this.screen.stream(printable(event.delta));
             streamed = true;
           } else if (event.content !== undefined && !streamed) {
             label();
-            this.screen.stream(event.content);
+            this.screen.stream(printable(event.content));
           }
           break;
         case "tool_call":
-          this.screen.line(pc.dim(`  → ${event.name} ${JSON.stringify(event.args)}`));
+          this.screen.line(pc.dim(printable(`  → ${event.name} ${JSON.stringify(event.args)}`)));
           labelled = false;
           break;
         case "tool_result":
-          this.screen.line(pc.dim(`  ↳ ${event.result.split("\n")[0]}`));
+          this.screen.line(pc.dim(printable(`  ↳ ${event.result.split("\n")[0]}`)));
           streamed = false;
           break;
         case "error":
-          if (!turn.signal.aborted) this.screen.line(pc.red(`✖ ${event.message}`));
+          if (!turn.signal.aborted) this.screen.line(pc.red(`✖ ${printable(event.message)}`));
           break;
       }
     };
@@ -237,7 +238,7 @@ class ChatController {
         const request = outcome.pause?.value;
         this.screen.print(
           isApprovalRequest(request)
-            ? pc.yellow(`⏸ the loop waits for your approval: ${request.node} wants to run ${describeCall(request)} (${request.reason}): /approve or /reject [why]`)
+            ? pc.yellow(`⏸ the loop waits for your approval: ${request.node} wants to run ${describeCall(request)} (${printable(request.reason)}): /approve or /reject [why]`)
             : pc.yellow(`⏸ the loop paused (thread ${thread}): /resume continues it`),
         );
         break;
@@ -278,7 +279,7 @@ class ChatController {
 }
 
 function renderHistoryMessage(message: BaseMessage): string | undefined {
-  const text = messageText(message).trim();
+  const text = printable(messageText(message).trim());
   switch (message.getType()) {
     case "human":
       return message.name === "looper" ? pc.dim(text) : `${pc.bold("you›")} ${text}`;

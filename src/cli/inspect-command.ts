@@ -2,6 +2,7 @@ import pc from "picocolors";
 import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
 import { checkpointState, listThreads, threadHistory, type CheckpointSummary, type StateChange, type ThreadHistory } from "../engine/inspect.js";
 import { exportScriptCommand } from "./export-script-command.js";
+import { printable, printableJson } from "./terminal-text.js";
 import type { GlobalOptions } from "./run-commands.js";
 
 export interface InspectCommandOptions extends GlobalOptions {
@@ -11,7 +12,7 @@ export interface InspectCommandOptions extends GlobalOptions {
 }
 
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
-const printJson = (value: unknown): void => print(JSON.stringify(value, null, 2));
+const printJson = (value: unknown): void => print(printableJson(JSON.stringify(value, null, 2)));
 export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 export function table(rows: string[][]): string {
@@ -22,7 +23,7 @@ export function table(rows: string[][]): string {
 function renderChange(change: StateChange): string {
   const sign = change.kind === "added" ? pc.green("+") : change.kind === "removed" ? pc.red("-") : pc.yellow("~");
   const shown = change.kind === "removed" ? change.before : change.value;
-  return `      ${sign} ${change.path}: ${clip(JSON.stringify(shown) ?? "undefined", 120)}`;
+  return `      ${sign} ${printable(change.path)}: ${printable(clip(JSON.stringify(shown) ?? "undefined", 120))}`;
 }
 
 function renderHistoryRow(index: number, checkpoint: CheckpointSummary, guide: string, markHead: boolean): string[] {
@@ -58,7 +59,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     print(
       table([
         ["THREAD", "GRAPH", "STATUS", "CHECKPOINTS", "UPDATED", "TASK"],
-        ...threads.map((t) => [t.threadId, t.graphName, t.status, String(t.checkpoints), t.updatedAt, clip(t.task, 50)]),
+        ...threads.map((t) => [t.threadId, t.graphName, t.status, String(t.checkpoints), t.updatedAt, printable(clip(t.task, 50))]),
       ]),
     );
     return 0;
@@ -73,11 +74,11 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   if (options.json) return printJson(history), 0;
   const { thread } = history;
   print(pc.bold(`thread ${thread.threadId}`) + pc.dim(`  graph ${thread.graphName}  status ${thread.status}`));
-  if (thread.task) print(pc.dim(`task: ${clip(thread.task, 200)}`));
-  if (thread.error) print(pc.red(`error: ${thread.error}`));
+  if (thread.task) print(pc.dim(`task: ${printable(clip(thread.task, 200))}`));
+  if (thread.error) print(pc.red(`error: ${printable(thread.error)}`));
   if (thread.pause) {
     const where = thread.pause.node ? ` ${thread.pause.when ?? "at"} ${thread.pause.node}` : "";
-    const question = thread.pause.value !== undefined ? `: ${clip(JSON.stringify(thread.pause.value), 200)}` : "";
+    const question = thread.pause.value !== undefined ? `: ${printable(clip(JSON.stringify(thread.pause.value), 200))}` : "";
     print(pc.yellow(`paused (${thread.pause.reason})${where}${question}`));
   }
   const forked = history.branches.length > 1;

@@ -1,14 +1,16 @@
 import pc from "picocolors";
 import type { EventSink, RerunNode, RunEvent } from "../runtime/events.js";
+import { printable, printableJson } from "./terminal-text.js";
 
 /** `--json`: one JSON object per line on stdout. */
 export function jsonRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {
-  return (event) => out.write(`${JSON.stringify(event)}\n`);
+  return (event) => out.write(`${printableJson(JSON.stringify(event))}\n`);
 }
 
 const describeRerun = ({ node, effects }: RerunNode): string => (effects.length > 0 ? `${node} (${effects.join(", ")})` : node);
 
-const truncate = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+/** `text` cut to `max` characters, made printable (see terminal-text.ts). */
+const truncate = (text: string, max: number): string => printable(text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
 /** Live progress for a person: nodes as they start and finish, streamed text, tool calls. */
 export function humanRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {
@@ -43,11 +45,11 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
       case "message":
         if (event.delta !== undefined) {
           if (!streaming) out.write("  ");
-          out.write(pc.dim(event.delta.replace(/\n/g, "\n  ")));
+          out.write(pc.dim(printable(event.delta).replace(/\n/g, "\n  ")));
           streaming = true;
           streamedThisNode = true;
         } else if (event.content !== undefined && !streamedThisNode) {
-          line(pc.dim(`  ${event.content.replace(/\n/g, "\n  ")}`));
+          line(pc.dim(`  ${printable(event.content).replace(/\n/g, "\n  ")}`));
         }
         break;
       case "node_finished": {
@@ -56,7 +58,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
         break;
       }
       case "retry":
-        line(pc.yellow(`  ↻ ${event.message}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`));
+        line(pc.yellow(`  ↻ ${printable(event.message)}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`));
         break;
       case "tool_call":
         line(`  ${pc.yellow("⚙")} ${event.name} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
@@ -72,10 +74,10 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
         );
         break;
       case "error":
-        line(`${pc.red("✖")} ${event.message}`);
+        line(`${pc.red("✖")} ${printable(event.message)}`);
         break;
       case "warning":
-        line(`${pc.yellow("⚠")} ${event.message}`);
+        line(`${pc.yellow("⚠")} ${printable(event.message)}`);
         break;
       case "run_finished":
         endStream();
