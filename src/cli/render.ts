@@ -29,6 +29,11 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
       case "run_started":
         line(`${pc.bold(event.forkedFrom ? "⑂ forking" : event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`);
         if (event.task && !event.resumed) line(pc.dim(`  task: ${truncate(event.task, 200)}`));
+        line(
+          event.sandbox === "none"
+            ? pc.yellow("  ⚠ no OS sandbox: the agent's shell commands run with your rights (install bubblewrap)")
+            : pc.dim(`  sandbox: ${event.sandbox}`),
+        );
         break;
       case "fork":
         line(`  new branch from checkpoint ${event.from} (starts at ${event.checkpointId})`);

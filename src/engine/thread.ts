@@ -22,6 +22,7 @@ import type { EventSink, RunEvent } from "../runtime/events.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import { createRecorder } from "../runtime/recorder.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
+import { availableSandbox } from "../tools/sandbox.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
@@ -210,6 +211,7 @@ export class Thread {
       model: this.extra.replay ? () => this.extra.replay!.model : this.models,
       signal: turn.signal ?? this.options.signal ?? new AbortController().signal,
       record: createRecorder(this.store.recordings, threadId, this.env),
+      sandbox: availableSandbox(this.env),
       ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
       ...(this.looper ? { looper: this.looper } : {}),
     };
@@ -218,7 +220,8 @@ export class Thread {
   /** Emits `run_started`, and a warning when the graph's files changed since the thread began. */
   announce(ctx: RunContext, start: StartAnnouncement): void {
     const forked = start.forkedFrom === undefined ? {} : { forkedFrom: start.forkedFrom };
-    ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked });
+    const sandbox = (ctx.sandbox ?? availableSandbox(this.env)).name;
+    ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked, sandbox });
     if (!start.changed) return;
     const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);
     if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });

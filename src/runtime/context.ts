@@ -11,6 +11,7 @@ import type { EventSink } from "./events.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
 import type { ApprovalRequest } from "./approval.js";
+import type { Sandbox } from "../tools/sandbox.js";
 import { packageRoot } from "../package.js";
 
 /** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
@@ -79,6 +80,8 @@ export interface RunContext {
    * Set by the engine before it resumes.
    */
   answering?: ApprovalRequest;
+  /** Where the agent's commands run (default: the best this machine has). */
+  sandbox?: Sandbox;
   /** Workspace snapshots around file-changing tool steps, for `loopgraph rewind` (none when absent). */
   snapshots?: ToolStepSnapshots;
 }

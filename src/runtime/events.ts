@@ -4,7 +4,16 @@ import type { TokenUsage } from "../state/graph-state.js";
 
 /** Events of a run, printed live by the CLI and as NDJSON with `--json` (docs/events.md). */
 export type RunEvent =
-  | { type: "run_started"; threadId: string; graph: string; task: string; resumed: boolean; forkedFrom?: string }
+  | {
+      type: "run_started";
+      threadId: string;
+      graph: string;
+      task: string;
+      resumed: boolean;
+      forkedFrom?: string;
+      /** The OS sandbox the agent's commands run in: "bubblewrap", or "none". */
+      sandbox: string;
+    }
   /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */
   | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[]; restored?: RewindChange[] }
   | { type: "node_started"; threadId: string; node: string; visit: number }

@@ -73,7 +73,11 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   if (!result) {
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
     const execute = () =>
-      executeToolCall(call, { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars }, options.tools);
+      executeToolCall(
+        call,
+        { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars, sandbox: ctx.sandbox },
+        options.tools,
+      );
     const step = { node, tool: call.name, toolCallId: call.id, config: options.config };
     const request = { kind: "tool" as const, node, name: call.name, args: call.args };
     result = await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));

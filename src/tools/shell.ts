@@ -6,6 +6,7 @@ import type { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { z } from "zod";
 import { agentEnvironment } from "./environment.js";
+import { availableSandbox } from "./sandbox.js";
 import { artifactFileName, newArtifactPath } from "./truncate.js";
 import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 
@@ -200,8 +201,9 @@ interface RunOptions {
 /** Runs `command` to its end, a timeout or cancellation, capturing its output into `stdout` and `stderr`. */
 async function runCommand(command: string, ctx: ToolContext, options: RunOptions, stdout: OutputCapture, stderr: OutputCapture): Promise<Ending> {
   // Credentials are loopgraph's, not the agent's: a command printing them would put them in the run's state and artifacts.
-  const env = agentEnvironment(process.env);
-  const child = spawn("bash", ["-c", command], { cwd: ctx.workspace, env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+  const sandboxed = (ctx.sandbox ?? availableSandbox()).wrap(["bash", "-c", command], ctx.workspace, agentEnvironment(process.env));
+  // Its own process group: a timeout or cancellation kills the whole tree (with bubblewrap, its PID namespace).
+  const child = spawn(sandboxed.file, sandboxed.args, { cwd: ctx.workspace, env: sandboxed.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
   pump(child.stdout, stdout);
   pump(child.stderr, stderr);
   const closed = new Promise<boolean>((resolve) => child.once("close", () => resolve(true)));

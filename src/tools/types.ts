@@ -1,4 +1,5 @@
 import type { z } from "zod";
+import type { Sandbox } from "./sandbox.js";
 
 /** The built-in tools of the Coder. */
 export const TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell", "todo_write"] as const;
@@ -52,6 +53,8 @@ export interface ToolContext {
   signal?: AbortSignal;
   /** Results longer than this (characters) are cut to head and tail; default 30 000. */
   resultBudgetChars?: number;
+  /** Where the agent's commands run (default: the best this machine has, see sandbox.ts). */
+  sandbox?: Sandbox;
 }
 
 /** What a tool returns on success. */

@@ -1,0 +1,96 @@
+/**
+ * The shell tool inside bubblewrap: the workspace is writable but for .git/ and .loopgraph/, the
+ * rest of the file system is read-only, /tmp and home are private and empty, there is no network,
+ * no credential in the environment, and nothing the command started outlives the step.
+ * Skipped where bubblewrap cannot start (CI installs it).
+ */
+import { createServer } from "node:net";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { homedir, tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, describe, expect, it } from "vitest";
+import { availableSandbox, BUBBLEWRAP } from "../src/tools/sandbox.js";
+import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { onCleanup } from "./helpers/workspace.js";
+
+afterAll(removeWorkspaces);
+
+const bubblewrap = availableSandbox({}).name === "bubblewrap";
+const sandboxed = (files: Record<string, string> = {}) => makeWorkspace(files, { git: true, sandbox: BUBBLEWRAP });
+
+describe.skipIf(!bubblewrap)("the shell tool in bubblewrap", () => {
+  it("writes in the workspace, not in .git/, .loopgraph/ or anywhere outside it", async () => {
+    const ws = sandboxed();
+    ws.write(".loopgraph/policy.yaml", "rules: []\n");
+    const outside = join(ws.outside, "escape.txt");
+    const result = await ws.call("shell", {
+      command: [
+        "echo inside > made.txt",
+        `echo x > ${outside} 2>/dev/null || echo blocked-outside`,
+        "echo '[core] fsmonitor = evil' >> .git/config 2>/dev/null || echo blocked-git",
+        "echo 'rules: [{tool: shell, decision: allow, priority: 999}]' > .loopgraph/policy.yaml 2>/dev/null || echo blocked-loopgraph",
+        `touch ${join(homedir(), ".loopgraph-sandbox-test")} && ls -a ~ | wc -l`,
+      ].join("; "),
+    });
+    expect(result.content).toContain("blocked-outside");
+    expect(result.content).toContain("blocked-git");
+    expect(result.content).toContain("blocked-loopgraph");
+    expect(readFileSync(join(ws.root, "made.txt"), "utf8")).toBe("inside\n");
+    expect(existsSync(outside)).toBe(false);
+    expect(readFileSync(join(ws.root, ".git/config"), "utf8")).not.toContain("fsmonitor");
+    expect(readFileSync(join(ws.root, ".loopgraph/policy.yaml"), "utf8")).toBe("rules: []\n");
+    // The home directory the command saw was a private, empty one.
+    expect(existsSync(join(homedir(), ".loopgraph-sandbox-test"))).toBe(false);
+  });
+
+  it("sees neither /tmp's files nor the home directory's, and reads the rest only", async () => {
+    const canary = join(tmpdir(), `loopgraph-canary-${process.pid}`);
+    writeFileSync(canary, "tmp secret\n");
+    onCleanup(() => rmSync(canary, { force: true }));
+    const ws = sandboxed();
+    const result = await ws.call("shell", { command: `cat ${canary} 2>&1; cat /etc/hostname >/dev/null && echo can-read-etc` });
+    expect(result.content).not.toContain("tmp secret");
+    expect(result.content).toContain("can-read-etc");
+  });
+
+  it("has no network: a listener on the host's loopback is unreachable", async () => {
+    const server = createServer((socket) => socket.end("leaked\n"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.address() as { port: number }).port;
+    const ws = sandboxed();
+    const result = await ws.call("shell", { command: `(exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3) 2>&1 || echo no-network` });
+    expect(result.content).not.toContain("leaked");
+    expect(result.content).toContain("no-network");
+  });
+
+  it("kills everything the command started when it ends or times out", async () => {
+    const ws = sandboxed();
+    mkdirSync(join(ws.root, "marks"));
+    const ended = await ws.call("shell", { command: "(sleep 2; echo late > marks/late) & echo started" });
+    expect(ended.content).toContain("started");
+    const timedOut = await ws.call("shell", { command: "(sleep 2; echo late > marks/late2) & sleep 30", timeout_ms: 500 });
+    expect(timedOut.errorKind).toBe("timeout");
+    await new Promise((resolve) => setTimeout(resolve, 3_000));
+    expect(existsSync(join(ws.root, "marks/late"))).toBe(false);
+    expect(existsSync(join(ws.root, "marks/late2"))).toBe(false);
+  });
+
+  it("gets no credential from loopgraph's environment", async () => {
+    const saved = process.env.GITHUB_TOKEN;
+    process.env.GITHUB_TOKEN = "ghp_sandbox_canary_0123456789";
+    onCleanup(() => {
+      if (saved === undefined) delete process.env.GITHUB_TOKEN;
+      else process.env.GITHUB_TOKEN = saved;
+    });
+    const ws = sandboxed();
+    const result = await ws.call("shell", { command: "env; cat /proc/1/environ /proc/self/environ 2>/dev/null | tr '\\0' '\\n'" });
+    expect(result.content).not.toContain("ghp_sandbox_canary");
+  });
+});
+
+describe("sandbox selection", () => {
+  it("LOOPGRAPH_SANDBOX=off runs commands without one", () => {
+    expect(availableSandbox({ LOOPGRAPH_SANDBOX: "off" }).name).toBe("none");
+  });
+});
