@@ -40,17 +40,19 @@ function describeSpecial(stats: Stats): string {
   return "not a regular file";
 }
 
-/** A `special_file` error for anything but a regular file with a single link; directories are the caller's business. */
-export function checkRegularFile(stats: Stats, relative: string): void {
-  if (!stats.isFile()) {
-    throw new ToolError("special_file", `${relative} is ${describeSpecial(stats)}: the file tools only read and write regular files`);
-  }
+/** Why the file tools refuse a file: anything but a regular file with a single link; undefined when they accept it. */
+function refusal(stats: Stats, relative: string): string | undefined {
+  if (!stats.isFile()) return `${relative} is ${describeSpecial(stats)}: the file tools only read and write regular files`;
   if (stats.nlink > 1) {
-    throw new ToolError(
-      "special_file",
-      `${relative} has ${stats.nlink} hard links: the file tools refuse it, since another link may be a file outside the workspace`,
-    );
+    return `${relative} has ${stats.nlink} hard links: the file tools refuse it, since another link may be a file outside the workspace`;
   }
+  return undefined;
+}
+
+/** A `special_file` error for a file the tools refuse (see `refusal`); directories are the caller's business. */
+export function checkRegularFile(stats: Stats, relative: string): void {
+  const refused = refusal(stats, relative);
+  if (refused !== undefined) throw new ToolError("special_file", refused);
 }
 
 function openFailure(error: unknown, relative: string): ToolError | unknown {
@@ -122,7 +124,7 @@ export function readRegularFileSync(absolute: string, maxBytes: number): { bytes
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile() || stats.nlink > 1) return undefined;
+    if (refusal(stats, absolute) !== undefined) return undefined;
     const bytes = Buffer.alloc(Math.min(stats.size, maxBytes));
     let read = 0;
     while (read < bytes.length) {
