@@ -5,7 +5,7 @@
  * repository of loopgraph's, used through `--git-dir`/`--work-tree`, so no `.git` is created.
  */
 import { randomUUID } from "node:crypto";
-import { copyFile, mkdir, mkdtemp, rename, rm, stat, writeFile } from "node:fs/promises";
+import { copyFile, mkdir, mkdtemp, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STATE_DIR } from "../runs/state-dir.js";
@@ -59,7 +59,7 @@ export async function writeTree(store: TreeStore): Promise<string> {
   const scratch = await mkdtemp(join(tmpdir(), "loopgraph-index-"));
   const index = join(scratch, "index");
   try {
-    await copyFile(store.seedIndex, index).catch((error: NodeJS.ErrnoException) => {
+    await copyIndex(store.seedIndex, index).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== "ENOENT") throw error;
     });
     // Naming an ignored directory in a pathspec, even to exclude it, makes `git add` fail.
@@ -79,6 +79,18 @@ export async function writeTree(store: TreeStore): Promise<string> {
 /** Only a shadow repository's own index is kept up to date, atomically (snapshots may run in parallel). */
 async function replaceFile(source: string, target: string): Promise<void> {
   const temporary = `${target}.${randomUUID()}.tmp`;
-  await copyFile(source, temporary);
+  await copyIndex(source, temporary);
   await rename(temporary, target);
+}
+
+/**
+ * Copies an index file with its modification time. git trusts an entry whose file is older than
+ * the index and compares the content of one that is not ("racy git"): a copy stamped with the
+ * time of copying would make a file changed in the same clock tick as its entry, to the same size,
+ * look unchanged.
+ */
+export async function copyIndex(source: string, target: string): Promise<void> {
+  const { atime, mtime } = await stat(source);
+  await copyFile(source, target);
+  await utimes(target, atime, mtime);
 }
