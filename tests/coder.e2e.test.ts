@@ -2,7 +2,7 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { parseEvents, ROOT } from "./helpers/cli.js";
+import { cleanEnv, parseEvents, ROOT } from "./helpers/cli.js";
 import { finalState, resume, run, startRun, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
@@ -88,6 +88,24 @@ describe("the coder graph (scripted model, real workspace)", () => {
     const interrupt = parseEvents(answered.stdout).find((e) => e.type === "interrupt");
     expect(interrupt).toMatchObject({ value: { kind: "approval", tool: "shell", args: { command: "rm -f important.txt" } } });
     expect(readFileSync(join(other.dir, "important.txt"), "utf8")).toBe("keep me\n");
+  });
+
+  it("where no OS sandbox can start, --approval auto asks before a shell command; --no-sandbox runs it unconfined, by choice", async () => {
+    const noBubblewrap = cleanEnv({ LOOPGRAPH_BWRAP: "/nonexistent/bwrap" });
+    const ws = repo();
+    const asked = await run(ws, coder("unsandboxed", "approvals.script.yaml", "auto"), { env: noBubblewrap });
+    expect(asked.code, asked.stderr).toBe(3);
+    const events = parseEvents(asked.stdout);
+    expect(events.find((e) => e.type === "run_started")).toMatchObject({ sandbox: "none" });
+    expect(events.find((e) => e.type === "interrupt")).toMatchObject({ value: { kind: "approval", tool: "shell" } });
+    expect(String((events.find((e) => e.type === "interrupt") as { value: { reason: string } }).value.reason)).toContain("no OS sandbox");
+    expect(existsSync(join(ws.dir, "approved.txt"))).toBe(false);
+
+    const other = repo();
+    const waived = await run(other, { ...coder("waived", "approvals.script.yaml", "auto"), extra: ["--no-sandbox"] }, { env: noBubblewrap });
+    expect(waived.code, waived.stderr).toBe(0);
+    expect(parseEvents(waived.stdout).find((e) => e.type === "run_started")).toMatchObject({ sandbox: "off" });
+    expect(readFileSync(join(other.dir, "approved.txt"), "utf8")).toBe("approved\n");
   });
 
   it("deny mode never pauses: a sensitive write is blocked and reported to the model", async () => {

@@ -67,6 +67,31 @@ describe("approval modes, when no rule matches", () => {
   });
 });
 
+describe("approval mode auto without an OS sandbox", () => {
+  const unsandboxed = (name: string, args: unknown, sandbox: "bubblewrap" | "none" | "off", rules: PolicyRule[] = []) =>
+    evaluatePolicy({ name, args }, { rules, mode: "auto", workspace, sandbox });
+
+  it("asks for commands, and says why, where no sandbox can start", () => {
+    const verdict = unsandboxed("shell", { command: "ls" }, "none");
+    expect(verdict.decision).toBe("ask");
+    expect(verdict.reason).toContain("no OS sandbox can start here");
+    expect(verdict.reason).toContain("--no-sandbox");
+    // A rule's ask that auto would have lifted asks too; file edits and reads are not commands.
+    const askRule = userRule({ tool: "shell", pattern: "^make", decision: "ask", reason: "make runs anything" });
+    expect(unsandboxed("shell", { command: "make" }, "none", [askRule])).toMatchObject({ decision: "ask" });
+    expect(unsandboxed("shell", { command: "make" }, "none", [askRule]).reason).toContain("make runs anything (asks: no OS sandbox");
+    expect(unsandboxed("write_file", { path: "src/a.ts", contents: "" }, "none").decision).toBe("allow");
+    // A written allow still allows, and a deny still denies.
+    expect(unsandboxed("shell", { command: "npm test" }, "none", [userRule({ tool: "shell", pattern: "^npm test$" })]).decision).toBe("allow");
+    expect(unsandboxed("shell", { command: "rm -rf /" }, "none").decision).toBe("deny");
+  });
+
+  it("runs commands unasked inside the sandbox, or without one when the user chose so (--no-sandbox)", () => {
+    expect(unsandboxed("shell", { command: "ls" }, "bubblewrap").decision).toBe("allow");
+    expect(unsandboxed("shell", { command: "ls" }, "off").decision).toBe("allow");
+  });
+});
+
 describe("priorities across sources", () => {
   it("a written allow above 100 lifts a built-in ask; one below does not", () => {
     const low = userRule({ tool: "read_file", pattern: String.raw`\.env$`, priority: 100 });

@@ -4,7 +4,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError } from "../src/errors.js";
-import { loadPolicyFile, loadUserRules, parsePolicyFile, policyRulesSchema, toPolicyRules, userPolicyFiles } from "../src/policy/rule-file.js";
+import { loadPolicyFile, loadUserPolicy, loadUserRules, parsePolicyFile, policyRulesSchema, toPolicyRules, userPolicyFiles } from "../src/policy/rule-file.js";
 
 const fixtures = join(import.meta.dirname, "fixtures", "policy");
 
@@ -112,6 +112,26 @@ describe("loading the user's files", () => {
       ["shell", `${join(configHome, "loopgraph", "policy.yaml")} rules[0]`],
       ["write_file", `${join(workspace, ".loopgraph", "policy.yaml")} rules[0]`],
     ]);
+  });
+
+  it("lets only the user's own file open the sandbox's network; a workspace file that tries is an error", () => {
+    const configHome = join(dir, "net-config");
+    const workspace = join(dir, "net-ws");
+    mkdirSync(join(configHome, "loopgraph"), { recursive: true });
+    mkdirSync(join(workspace, ".loopgraph"), { recursive: true });
+    const env = { XDG_CONFIG_HOME: configHome };
+    expect(loadUserPolicy(workspace, env)).toEqual({ rules: [], network: false });
+    const own = join(configHome, "loopgraph", "policy.yaml");
+    writeFileSync(own, "sandbox: { network: allow }\n");
+    expect(loadUserPolicy(workspace, env).network).toBe(true);
+    writeFileSync(own, "sandbox: { netwrok: allow }\n");
+    expect(() => loadUserPolicy(workspace, env)).toThrow(`${own}:1:12: sandbox: unknown key "netwrok": did you mean "network"?`);
+    writeFileSync(own, "sandbox: { network: yes }\n");
+    expect(() => loadUserPolicy(workspace, env)).toThrow(`${own}:1:21: sandbox.network: network must be allow or deny`);
+    writeFileSync(own, "rules: []\n");
+    const project = join(workspace, ".loopgraph", "policy.yaml");
+    writeFileSync(project, "sandbox: { network: allow }\n");
+    expect(() => loadUserPolicy(workspace, env)).toThrow(`${project}:1:1: unknown key "sandbox": a policy has only "rules"`);
   });
 
   it("falls back to ~/.config when XDG_CONFIG_HOME is not set", () => {

@@ -64,6 +64,17 @@ describe.skipIf(!bubblewrap)("the shell tool in bubblewrap", () => {
     expect(result.content).toContain("no-network");
   });
 
+  it("reaches the network only where the user's policy allows it", async () => {
+    const server = createServer((socket) => socket.end("reached\n"));
+    await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+    onCleanup(() => new Promise<void>((resolve) => server.close(() => resolve())));
+    const port = (server.address() as { port: number }).port;
+    const ws = makeWorkspace({}, { git: true, sandbox: availableSandbox({}, { network: true }) });
+    const result = await ws.call("shell", { command: `(exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3) 2>&1 || echo no-network` });
+    expect(result.content).toContain("reached");
+    expect(BUBBLEWRAP.wrap(["true"], ws.root, {}).args).not.toContain("--share-net");
+  });
+
   it("kills everything the command started when it ends or times out", async () => {
     const ws = sandboxed();
     mkdirSync(join(ws.root, "marks"));
@@ -91,6 +102,8 @@ describe.skipIf(!bubblewrap)("the shell tool in bubblewrap", () => {
 
 describe("sandbox selection", () => {
   it("LOOPGRAPH_SANDBOX=off runs commands without one", () => {
-    expect(availableSandbox({ LOOPGRAPH_SANDBOX: "off" }).name).toBe("none");
+    expect(availableSandbox({ LOOPGRAPH_SANDBOX: "off" }).name).toBe("off");
+    expect(availableSandbox({}, { noSandbox: true }).name).toBe("off");
+    expect(availableSandbox({ LOOPGRAPH_BWRAP: "/nonexistent/bwrap" }).name).toBe("none");
   });
 });

@@ -9,12 +9,12 @@ import { describeCall } from "./approval-prompt.js";
 import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
-import type { GlobalOptions } from "./run-commands.js";
+import type { GlobalOptions, SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode } from "../state/thread.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import type { RunOutcome } from "../engine/run-types.js";
 
-export interface ChatCommandOptions extends GlobalOptions {
+export interface ChatCommandOptions extends GlobalOptions, SandboxFlag {
   graph?: string;
   thread?: string;
   workspace?: string;
@@ -44,6 +44,7 @@ export async function chatCommand(options: ChatCommandOptions): Promise<number> 
     workspace: options.workspace,
     model: options.model,
     approval: options.approval,
+    noSandbox: options.sandbox === false,
     maxRounds: options.maxRounds,
     db: options.db,
   });

@@ -20,6 +20,9 @@ function parsePositiveInt(value: string): number {
   return parsed;
 }
 
+const noSandboxOption = () =>
+  new Option("--no-sandbox", "run the agent's shell commands without the OS sandbox (with your rights; in --approval auto they then run unasked)");
+
 const approvalOption = () =>
   new Option("--approval <mode>", "tool calls: ask (edits and shell ask), auto-edit (shell asks), auto (only denied rules stop), deny (never ask)")
     .choices(["ask", "auto-edit", "auto", "deny"])
@@ -43,6 +46,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--workspace <dir>", "directory the nodes work in (default: current directory)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL)")
     .addOption(approvalOption())
+    .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
     .option("--json", "print newline-delimited JSON events")
     .action(async (graph: string, options) => setExitCode(await (await commands.run()).runCommand(graph, withGlobals(options))));
@@ -55,6 +59,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--workspace <dir>", "directory the loop works in (default: current directory)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, or the chat's)")
     .addOption(approvalOption().default(undefined, "ask, or the chat's"))
+    .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the loops started in this chat (default: the graph's, 5)", parsePositiveInt)
     .action(async (options) => setExitCode(await (await commands.chat()).chatCommand(withGlobals(options))));
 
@@ -63,6 +68,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("continue a paused, interrupted, failed or crashed run from its last checkpoint")
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .addOption(approvalOption().default(undefined, "the run's"))
+    .addOption(noSandboxOption())
     .option("--approve", "approve the tool call the run is waiting on")
     .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
     .option("--answer <text>", "answer to the question the run is waiting on")
@@ -115,6 +121,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--verify", "re-evaluate the routing of the current graph file on the recorded run, running nothing: exit 0 if consistent, 1 at the first divergence")
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .addOption(approvalOption().default(undefined, "the run's"))
+    .addOption(noSandboxOption())
     .option("--json", "print newline-delimited JSON events (with --verify: the result as JSON; with --recorded: then the replay's result)")
     .action(async (thread: string, options) => setExitCode(await (await commands.replay()).replayCommand(thread, withGlobals(options))));
 

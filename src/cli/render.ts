@@ -31,8 +31,10 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
         if (event.task && !event.resumed) line(pc.dim(`  task: ${truncate(event.task, 200)}`));
         line(
           event.sandbox === "none"
-            ? pc.yellow("  ⚠ no OS sandbox: the agent's shell commands run with your rights (install bubblewrap)")
-            : pc.dim(`  sandbox: ${event.sandbox}`),
+            ? pc.yellow("  ⚠ no OS sandbox can start here: shell commands would run with your rights, so they ask even in --approval auto (install bubblewrap, or pass --no-sandbox)")
+            : event.sandbox === "off"
+              ? pc.yellow("  ⚠ OS sandbox off (--no-sandbox): the agent's shell commands run with your rights")
+              : pc.dim(`  sandbox: ${event.sandbox}`),
         );
         break;
       case "fork":

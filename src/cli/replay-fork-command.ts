@@ -2,10 +2,10 @@ import pc from "picocolors";
 import { ConfigError, ExitCode } from "../errors.js";
 import { forkRun } from "../replay/fork.js";
 import { verifyRun, type VerifyResult } from "../replay/verify.js";
-import { interactiveApprovals, withRunUi, type GlobalOptions } from "./run-commands.js";
+import { interactiveApprovals, withRunUi, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode } from "../state/thread.js";
 
-export interface ReplayCommandOptions extends GlobalOptions {
+export interface ReplayCommandOptions extends GlobalOptions, SandboxFlag {
   from?: string;
   set?: string[];
   restoreFiles?: boolean;
@@ -38,6 +38,7 @@ function forkCommand(threadId: string, from: string, options: ReplayCommandOptio
       restoreFiles: options.restoreFiles,
       model: options.model,
       approval: options.approval,
+      noSandbox: options.sandbox === false,
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
       onEvent,

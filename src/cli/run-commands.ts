@@ -13,7 +13,12 @@ export interface GlobalOptions {
   db?: string;
 }
 
-export interface RunCommandOptions extends GlobalOptions {
+/** `--no-sandbox` (commander sets `sandbox: false`). */
+export interface SandboxFlag {
+  sandbox?: boolean;
+}
+
+export interface RunCommandOptions extends GlobalOptions, SandboxFlag {
   task?: string;
   thread?: string;
   workspace?: string;
@@ -23,7 +28,7 @@ export interface RunCommandOptions extends GlobalOptions {
   json?: boolean;
 }
 
-export interface ResumeCommandOptions extends GlobalOptions {
+export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
   model?: string;
   approval?: ApprovalMode;
   approve?: boolean;
@@ -106,6 +111,7 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
       workspace: options.workspace,
       model: options.model,
       approval: options.approval,
+      noSandbox: options.sandbox === false,
       maxRounds: options.maxRounds,
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
@@ -121,6 +127,7 @@ export function resumeCommand(threadId: string, options: ResumeCommandOptions): 
       threadId,
       model: options.model,
       approval: options.approval,
+      noSandbox: options.sandbox === false,
       answer: answerOf(options),
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,

@@ -21,6 +21,8 @@ export interface LoopSupervisorOptions {
   workspace: string;
   settings: ThreadSettings;
   maxRounds?: number;
+  /** `--no-sandbox` of the chat or run that owns the loop. */
+  noSandbox?: boolean;
   /** The store of the Mediator's thread; the loop's thread lives in the same one. */
   store: StoreOptions;
   /** Events of the loop's runs (the `run` command prints them; `chat` follows the message bus instead). */
@@ -159,14 +161,14 @@ export class LoopSupervisor implements LooperHandle {
   }
 
   private runSettings() {
-    const { workspace, settings, maxRounds, store } = this.options;
-    return { workspace, ...settings, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control };
+    const { workspace, settings, maxRounds, noSandbox, store } = this.options;
+    return { workspace, ...settings, maxRounds, noSandbox, ...store, onEvent: this.onLoopEvent, control: this.control };
   }
 
   private resumeLoop(answer?: ApprovalAnswer): Promise<void> {
-    const { settings, maxRounds, store } = this.options;
+    const { settings, maxRounds, noSandbox, store } = this.options;
     return this.launch(() =>
-      this.options.resume({ threadId: this.threadId, approval: settings.approval, maxRounds, ...store, onEvent: this.onLoopEvent, control: this.control, answer }),
+      this.options.resume({ threadId: this.threadId, approval: settings.approval, maxRounds, noSandbox, ...store, onEvent: this.onLoopEvent, control: this.control, answer }),
     );
   }
 

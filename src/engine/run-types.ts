@@ -21,6 +21,12 @@ export interface CommonRunOptions {
    * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`.
    */
   askApproval?: (request: ApprovalRequest) => Promise<ApprovalAnswer | undefined>;
+  /**
+   * `--no-sandbox`: the agent's commands run without the OS sandbox, by the user's choice (in
+   * approval mode `auto` they then run unasked; where no sandbox can start and this is not set,
+   * `auto` asks for commands).
+   */
+  noSandbox?: boolean;
   /** `--max-rounds`: the round limit of a loop started by this run (overrides the looper node's). */
   maxRounds?: number;
   /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */

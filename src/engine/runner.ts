@@ -23,6 +23,7 @@ export const createLoopSupervisor: LooperFactory = (thread, mediator) =>
     workspace: thread.workspace,
     settings: thread.settings,
     maxRounds: thread.options.maxRounds,
+    noSandbox: thread.options.noSandbox,
     store: { db: thread.store.path, cwd: thread.options.cwd, env: thread.options.env },
     onEvent: thread.options.onEvent,
     control: thread.options.control,

@@ -11,7 +11,7 @@ import { mediatorKind } from "../nodes/mediator/kind.js";
 import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { loadUserRules } from "../policy/index.js";
+import { loadUserPolicy } from "../policy/index.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import type { Store } from "../runs/store.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
@@ -22,7 +22,7 @@ import type { EventSink, RunEvent } from "../runtime/events.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import { createRecorder } from "../runtime/recorder.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
-import { availableSandbox } from "../tools/sandbox.js";
+import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
@@ -108,6 +108,8 @@ export class Thread {
   private readonly cwd: string;
   private readonly env: NodeJS.ProcessEnv;
   private readonly userRules: PolicyRule[];
+  /** Where the agent's commands run: chosen once per thread and process. */
+  private readonly sandbox: Sandbox;
   private readonly models: (spec: string) => ChatModel;
 
   private constructor(
@@ -122,7 +124,9 @@ export class Thread {
     this.cwd = options.cwd ?? process.cwd();
     this.env = options.env ?? process.env;
     ensureStateDir(join(workspace, STATE_DIR));
-    this.userRules = loadUserRules(workspace, this.env);
+    const policy = loadUserPolicy(workspace, this.env);
+    this.userRules = policy.rules;
+    this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
     this.models = createModelCache(this.cwd, this.env);
     const mediator = mediatorNodeOf(graph);
     if (mediator && extra.looper) this.looper = extra.looper(this, mediator);
@@ -211,7 +215,7 @@ export class Thread {
       model: this.extra.replay ? () => this.extra.replay!.model : this.models,
       signal: turn.signal ?? this.options.signal ?? new AbortController().signal,
       record: createRecorder(this.store.recordings, threadId, this.env),
-      sandbox: availableSandbox(this.env),
+      sandbox: this.sandbox,
       ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
       ...(this.looper ? { looper: this.looper } : {}),
     };
@@ -220,7 +224,7 @@ export class Thread {
   /** Emits `run_started`, and a warning when the graph's files changed since the thread began. */
   announce(ctx: RunContext, start: StartAnnouncement): void {
     const forked = start.forkedFrom === undefined ? {} : { forkedFrom: start.forkedFrom };
-    const sandbox = (ctx.sandbox ?? availableSandbox(this.env)).name;
+    const sandbox = (ctx.sandbox ?? this.sandbox).name;
     ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked, sandbox });
     if (!start.changed) return;
     const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);

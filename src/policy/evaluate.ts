@@ -9,6 +9,7 @@ import { isAbsolute, resolve } from "node:path";
 import picomatch from "picomatch";
 import { isInside, realPathOf, resolveInWorkspace, workspaceRelative } from "../tools/workspace-paths.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
+import type { Sandbox } from "../tools/sandbox.js";
 import { ToolError, type PolicySubject, type ToolEffect } from "../tools/types.js";
 import { BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
 import { decidingRule, stricter } from "./match.js";
@@ -27,6 +28,12 @@ export interface PolicyOptions {
   rules: readonly PolicyRule[];
   mode: ApprovalMode;
   workspace: string;
+  /**
+   * Where commands would run (the sandbox's name): in an OS sandbox (the default), without one
+   * because none can start here (`none`: `auto` then asks for commands, as `auto-edit` does), or
+   * without one by the user's choice (`off`, `--no-sandbox`).
+   */
+  sandbox?: Sandbox["name"];
 }
 
 /** A tool's facts, as it declares them (src/tools/); an unknown tool is treated as `execute`, decided on its arguments. */
@@ -59,11 +66,17 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   const { effect, subject } = toolFacts(call.name);
   const isCommand = subject !== undefined && "command" in subject;
   const rules = [...BUILTIN_RULES, ...options.rules];
+  const mode = effectiveMode(options, effect);
   /** Decides one subject, written in the forms patterns are tested against (the first is shown). */
   const decide = (forms: string[]): Finding => {
     const rule = decidingRule(rules, call.name, forms);
-    return rule ? ruleFinding(rule, isCommand, forms[0]!, options.mode) : defaultFinding(forms[0]!, effect, options.mode);
+    return explained(rule ? ruleFinding(rule, isCommand, forms[0]!, mode) : defaultFinding(forms[0]!, effect, mode));
   };
+  /** An ask that only the missing sandbox caused says so. */
+  const explained = (finding: Finding): Finding =>
+    mode === options.mode || finding.decision !== "ask"
+      ? finding
+      : { ...finding, reason: finding.rule ? `${finding.reason} (asks: ${UNSANDBOXED})` : `commands need approval: ${UNSANDBOXED}` };
 
   if (subject && "command" in subject) {
     const command = stringArgument(call.args, subject.command) ?? "";
@@ -72,13 +85,13 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
     // A whole script can add an ask or a deny (`curl … | sh` spans parts) but never allows.
     for (const script of parsed.scripts) {
       const rule = decidingRule(rules, call.name, [script]);
-      if (rule && rule.decision !== "allow") findings.push(ruleFinding(rule, true, script, options.mode));
+      if (rule && rule.decision !== "allow") findings.push(explained(ruleFinding(rule, true, script, mode)));
     }
     findings.push(...outsideWrites(parsed.parts, root));
     for (const script of parsed.tooDeep) {
       findings.push({ subject: script, rule: TOO_DEEP_TO_CHECK, decision: "deny", reason: `\`${script}\`: ${TOO_DEEP_TO_CHECK.reason}` });
     }
-    return verdictOf(findings.length > 0 ? findings : [defaultFinding(command, effect, options.mode)]);
+    return verdictOf(findings.length > 0 ? findings : [explained(defaultFinding(command, effect, mode))]);
   }
 
   const path = subject && "path" in subject ? (stringArgument(call.args, subject.path) ?? subject.fallback) : undefined;
@@ -111,6 +124,18 @@ function verdictOf(findings: readonly Finding[]): PolicyVerdict {
 
 // ---------------------------------------------------------------------------------------------
 // Decisions and their reasons
+
+const UNSANDBOXED =
+  'no OS sandbox can start here, so approval mode "auto" asks for commands (install bubblewrap, or pass --no-sandbox to run them unconfined)';
+
+/**
+ * The approval mode a call is decided in: `auto` lets commands run unasked only inside an OS
+ * sandbox, or where the user chose to run without one; otherwise they ask, as in `auto-edit`.
+ */
+function effectiveMode(options: PolicyOptions, effect: ToolEffect): ApprovalMode {
+  const unconfined = options.sandbox === "none" && effect === "execute";
+  return options.mode === "auto" && unconfined ? "auto-edit" : options.mode;
+}
 
 function defaultFinding(subject: string, effect: ToolEffect, mode: ApprovalMode): Finding {
   const decision = MODE_DEFAULTS[mode][effect];

@@ -4,12 +4,14 @@ export { decideToolCall, sessionRuleFor, type GateDecision } from "./gate.js";
 export {
   MAX_RULE_PRIORITY,
   loadPolicyFile,
+  loadUserPolicy,
   loadUserRules,
   parsePolicyFile,
   policyRuleSchema,
   policyRulesSchema,
   toPolicyRules,
   userPolicyFiles,
+  type PolicyFile,
   type PolicyRulesSection,
 } from "./rule-file.js";
 export { parseShellCommand, type ParsedShellCommand, type ShellPart } from "./shell-parts.js";

@@ -34,14 +34,17 @@ const DECISIONS = ["allow", "deny", "ask"] as const;
 const RULE_KEYS = ["tool", "pattern", "decision", "priority", "reason"];
 
 const POLICY_KEYS = ["rules"];
+/** The user's own policy file (in the config home) may also set the sandbox's network. */
+const USER_POLICY_KEYS = ["rules", "sandbox"];
 
 const missingOr = (key: string, wrongType: string) => (issue: { input?: unknown }) =>
   issue.input === undefined ? `missing "${key}"` : wrongType;
 
 function unknownKey(key: string, known: readonly string[]): string {
   const suggestion = closestName(key, known);
+  const has = known.length === 1 ? `only "${known[0]}"` : known.join(", ");
   return suggestion === undefined
-    ? `unknown key "${key}": ${known === RULE_KEYS ? `a rule has ${known.join(", ")}` : 'a policy has only "rules"'}`
+    ? `unknown key "${key}": ${known === RULE_KEYS ? `a rule has ${has}` : known === SANDBOX_KEYS ? `sandbox has ${has}` : `a policy has ${has}`}`
     : `unknown key "${key}": did you mean "${suggestion}"?`;
 }
 
@@ -103,6 +106,43 @@ export const policyRulesSchema = z
 
 export type PolicyRulesSection = z.output<typeof policyRulesSchema>;
 
+const SANDBOX_KEYS = ["network"];
+
+/** The user's own policy file: rules, and the OS sandbox's settings. */
+const userPolicySchema = z.strictObject(
+  {
+    rules: policyRulesSchema.shape.rules,
+    sandbox: z
+      .strictObject(
+        {
+          network: z
+            .enum(["allow", "deny"], { error: "network must be allow or deny" })
+            .describe("Whether the agent's commands may reach the network from the OS sandbox (default deny)")
+            .default("deny"),
+        },
+        {
+          error: (issue) =>
+            issue.code === "unrecognized_keys"
+              ? issue.keys.map((key) => unknownKey(key, SANDBOX_KEYS)).join("; ")
+              : "sandbox must be a mapping: { network: allow | deny }",
+        },
+      )
+      .optional(),
+  },
+  {
+    error: (issue) =>
+      issue.code === "unrecognized_keys"
+        ? issue.keys.map((key) => unknownKey(key, USER_POLICY_KEYS)).join("; ")
+        : "a policy must be a mapping with a rules: list",
+  },
+);
+
+/** What a policy file says: its rules, and (the user's own file only) whether the sandbox lets commands reach the network. */
+export interface PolicyFile {
+  rules: PolicyRule[];
+  network?: boolean;
+}
+
 /** Validated rules as PolicyRules; `origin` names where they were written (a file). */
 export function toPolicyRules(section: PolicyRulesSection, source: RuleSource, origin: string): PolicyRule[] {
   return section.rules.map((rule, index) => ({
@@ -121,6 +161,14 @@ export function toPolicyRules(section: PolicyRulesSection, source: RuleSource, o
  * `file:line:col: rules[2].pattern: …`.
  */
 export function parsePolicyFile(text: string, file: string, source: RuleSource = "user"): PolicyRule[] {
+  return parsePolicy(text, file, source, false).rules;
+}
+
+/**
+ * Parses a policy file's text; `sandboxSettings` accepts the `sandbox:` key (only the user's own
+ * file in the config home: a repository must not open the network for its own agent).
+ */
+function parsePolicy(text: string, file: string, source: RuleSource, sandboxSettings: boolean): PolicyFile {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
   if (doc.errors.length > 0) {
@@ -134,10 +182,14 @@ export function parsePolicyFile(text: string, file: string, source: RuleSource =
     );
   }
   const data: unknown = doc.toJS() ?? {};
-  const result = policyRulesSchema.safeParse(data);
-  if (result.success) return toPolicyRules(result.data, source, file);
+  const result = (sandboxSettings ? userPolicySchema : policyRulesSchema).safeParse(data);
+  if (result.success) {
+    const { sandbox } = result.data as Partial<z.output<typeof userPolicySchema>>;
+    const network = sandbox ? { network: sandbox.network === "allow" } : {};
+    return { rules: toPolicyRules(result.data, source, file), ...network };
+  }
   const locator = new SourceLocator(doc, lineCounter);
-  const problems = describeIssues(result.error.issues, data).map((problem) => {
+  const problems = describeIssues(result.error.issues, data, sandboxSettings).map((problem) => {
     const owner = problem.at === "key" ? problem.path.slice(0, -1) : problem.path;
     const where = owner.length > 0 ? `${dataPathText(owner)}: ` : "";
     return { ...locator.locate(problem.path, problem.at), text: where + problem.message };
@@ -157,7 +209,7 @@ interface Problem {
  * One problem per unknown key; a missing key is not reported when an unknown key next to it is
  * its typo (`decison` for `decision`).
  */
-function describeIssues(issues: readonly z.core.$ZodIssue[], data: unknown): Problem[] {
+function describeIssues(issues: readonly z.core.$ZodIssue[], data: unknown, sandboxSettings: boolean): Problem[] {
   const located = issues.map((issue) => ({
     issue,
     path: issue.path.map((segment) => (typeof segment === "number" ? segment : String(segment))),
@@ -166,7 +218,7 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], data: unknown): Pro
   const typoTargets = new Set<string>();
   for (const { issue, path } of located) {
     if (issue.code !== "unrecognized_keys") continue;
-    const known = path.length === 0 ? POLICY_KEYS : RULE_KEYS;
+    const known = path.length === 0 ? (sandboxSettings ? USER_POLICY_KEYS : POLICY_KEYS) : path[0] === "sandbox" ? SANDBOX_KEYS : RULE_KEYS;
     for (const key of issue.keys) {
       problems.push({ path: [...path, key], at: "key", message: unknownKey(key, known) });
       const target = closestName(key, known);
@@ -183,16 +235,20 @@ function describeIssues(issues: readonly z.core.$ZodIssue[], data: unknown): Pro
 
 /** Rules of one policy file; a missing file has none. */
 export function loadPolicyFile(file: string, source: RuleSource = "user"): PolicyRule[] {
+  return readPolicy(file, source, false).rules;
+}
+
+function readPolicy(file: string, source: RuleSource, sandboxSettings: boolean): PolicyFile {
   let text: string;
   try {
     text = readFileSync(file, "utf8");
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return [];
+    if (code === "ENOENT") return { rules: [] };
     const reason = code === "EISDIR" ? "it is a directory" : (error as Error).message;
     throw new ConfigError(`cannot read policy file ${file}: ${reason}`);
   }
-  return parsePolicyFile(text, file, source);
+  return parsePolicy(text, file, source, sandboxSettings);
 }
 
 /**
@@ -206,7 +262,17 @@ export function userPolicyFiles(workspace: string, env: NodeJS.ProcessEnv = proc
 
 /** The rules of both user policy files (source `user`). Throws ConfigError for a bad file. */
 export function loadUserRules(workspace: string, env: NodeJS.ProcessEnv = process.env): PolicyRule[] {
-  return userPolicyFiles(workspace, env).flatMap((file) => loadPolicyFile(file));
+  return loadUserPolicy(workspace, env).rules;
+}
+
+/**
+ * Both user policy files (source `user`): their rules, and whether the sandbox lets commands reach
+ * the network, which only the file in the config home may allow. Throws ConfigError for a bad file.
+ */
+export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv = process.env): Required<PolicyFile> {
+  const [own, project] = userPolicyFiles(workspace, env) as [string, string];
+  const mine = readPolicy(own, "user", true);
+  return { rules: [...mine.rules, ...readPolicy(project, "user", false).rules], network: mine.network ?? false };
 }
 
 function dataPathText(path: DataPath): string {

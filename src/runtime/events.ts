@@ -11,7 +11,7 @@ export type RunEvent =
       task: string;
       resumed: boolean;
       forkedFrom?: string;
-      /** The OS sandbox the agent's commands run in: "bubblewrap", or "none". */
+      /** The OS sandbox the agent's commands run in: "bubblewrap"; "none" where none can start; "off" by the user's choice (--no-sandbox). */
       sandbox: string;
     }
   /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */

@@ -4,6 +4,7 @@ import { decideToolCall, sessionRuleFor } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
 import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
 import { executeToolCall } from "../tools/registry.js";
+import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolDefinition, ToolResult } from "../tools/types.js";
 import { asksAbout, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
 import type { RunContext } from "./context.js";
@@ -56,7 +57,8 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   const outcome: Omit<ToolCallOutcome, "result"> = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
 
   const policyCall = { name: call.name, args: call.args };
-  const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace });
+  const sandbox = ctx.sandbox ?? availableSandbox();
+  const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;
   // A call the user answered takes the answer, even if the policy would now let it run: a rejection stays a rejection.
   const answered = ctx.answering !== undefined && asksAbout(ctx.answering, node, call);
@@ -75,7 +77,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     const execute = () =>
       executeToolCall(
         call,
-        { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars, sandbox: ctx.sandbox },
+        { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars, sandbox },
         options.tools,
       );
     const step = { node, tool: call.name, toolCallId: call.id, config: options.config };

@@ -2,69 +2,103 @@
  * The OS sandbox for the commands the agent runs (the shell tool): bubblewrap, where it can start.
  * Inside it the workspace is writable except its `.git/` and `.loopgraph/` (read-only), the rest
  * of the file system is read-only, `/tmp` and the home directory are empty and private, there is
- * no network (only a private loopback), and the whole process tree dies with the step (a PID
- * namespace whose first process dies with bubblewrap). `LOOPGRAPH_SANDBOX=off` runs commands
- * without it.
+ * no network (only a private loopback) unless the user's policy allows it, and the whole process
+ * tree dies with the step (a PID namespace whose first process dies with bubblewrap).
+ *
+ * `--no-sandbox` (or `LOOPGRAPH_SANDBOX=off`) runs commands without it, by the user's choice.
+ * `LOOPGRAPH_BWRAP` names the bubblewrap program (default `bwrap` on the PATH).
  */
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 
+export interface SandboxOptions {
+  /** Let commands reach the network (the user's policy `sandbox: { network: allow }`). */
+  network?: boolean;
+}
+
 export interface Sandbox {
-  /** Shown in the run's header. */
-  readonly name: "bubblewrap" | "none";
+  /**
+   * Shown in the run's header: `bubblewrap`; `none` where no sandbox can start; `off` where the
+   * user chose to run commands without one.
+   */
+  readonly name: "bubblewrap" | "none" | "off";
   /** The program and arguments that run `argv` in the sandbox, in `workspace` (absolute, real path). */
   wrap(argv: readonly string[], workspace: string, env: NodeJS.ProcessEnv): { file: string; args: string[]; env: NodeJS.ProcessEnv };
 }
 
-/** No confinement: the command runs as loopgraph's own child. */
-export const NO_SANDBOX: Sandbox = {
-  name: "none",
+const unconfined = (name: "none" | "off"): Sandbox => ({
+  name,
   wrap: ([file, ...args], _workspace, env) => ({ file: file!, args, env }),
-};
+});
+
+/** No confinement, because none can start: the command runs as loopgraph's own child. */
+export const NO_SANDBOX: Sandbox = unconfined("none");
+/** No confinement, by the user's choice (`--no-sandbox`). */
+export const SANDBOX_OFF: Sandbox = unconfined("off");
 
 /** Workspace folders the agent's commands may read but not change. */
 const READ_ONLY_IN_WORKSPACE = [".git", ".loopgraph"];
 
-export const BUBBLEWRAP: Sandbox = {
-  name: "bubblewrap",
-  wrap(argv, workspace, env) {
-    const home = env.HOME && env.HOME !== "/" ? [env.HOME] : [];
-    const args = [
-      "--ro-bind", "/", "/",
-      "--dev", "/dev",
-      "--proc", "/proc",
-      // Private, empty /tmp and home, mounted before the workspace (which may be under either).
-      "--tmpfs", "/tmp",
-      ...home.flatMap((dir) => (existsSync(dir) ? ["--tmpfs", dir] : [])),
-      "--bind", workspace, workspace,
-      ...READ_ONLY_IN_WORKSPACE.flatMap((name) => {
-        const path = join(workspace, name);
-        return existsSync(path) ? ["--ro-bind", path, path] : [];
-      }),
-      "--unshare-all",
-      "--die-with-parent",
-      "--new-session",
-      "--chdir", workspace,
-      "--",
-      ...argv,
-    ];
-    return { file: "bwrap", args, env: { ...env, TMPDIR: "/tmp" } };
-  },
-};
+/** Bubblewrap run as `program`. */
+export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): Sandbox {
+  return {
+    name: "bubblewrap",
+    wrap(argv, workspace, env) {
+      const home = env.HOME && env.HOME !== "/" ? [env.HOME] : [];
+      const args = [
+        "--ro-bind", "/", "/",
+        "--dev", "/dev",
+        "--proc", "/proc",
+        // Private, empty /tmp and home, mounted before the workspace (which may be under either).
+        "--tmpfs", "/tmp",
+        ...home.flatMap((dir) => (existsSync(dir) ? ["--tmpfs", dir] : [])),
+        "--bind", workspace, workspace,
+        ...READ_ONLY_IN_WORKSPACE.flatMap((name) => {
+          const path = join(workspace, name);
+          return existsSync(path) ? ["--ro-bind", path, path] : [];
+        }),
+        "--unshare-all",
+        ...(options.network ? ["--share-net"] : []),
+        "--die-with-parent",
+        "--new-session",
+        "--chdir", workspace,
+        "--",
+        ...argv,
+      ];
+      return { file: program, args, env: { ...env, TMPDIR: "/tmp" } };
+    },
+  };
+}
 
-let detected: Sandbox | undefined;
+export const BUBBLEWRAP: Sandbox = bubblewrap();
 
-/** The sandbox this machine can give (tried once per process), unless `LOOPGRAPH_SANDBOX=off`. */
-export function availableSandbox(env: NodeJS.ProcessEnv = process.env): Sandbox {
-  if (env.LOOPGRAPH_SANDBOX === "off") return NO_SANDBOX;
-  detected ??= bubblewrapWorks() ? BUBBLEWRAP : NO_SANDBOX;
-  return detected;
+/** Whether the user chose to run commands without a sandbox (`--no-sandbox`, or `LOOPGRAPH_SANDBOX=off`). */
+export function sandboxWaived(env: NodeJS.ProcessEnv, noSandbox = false): boolean {
+  return noSandbox || env.LOOPGRAPH_SANDBOX === "off";
+}
+
+const works = new Map<string, boolean>();
+
+/**
+ * The sandbox for this run: bubblewrap where it can start (tried once per program and process),
+ * `off` when the user waived it, else `none`.
+ */
+export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: SandboxOptions & { noSandbox?: boolean } = {}): Sandbox {
+  if (sandboxWaived(env, options.noSandbox)) return SANDBOX_OFF;
+  const program = env.LOOPGRAPH_BWRAP || "bwrap";
+  let usable = works.get(program);
+  if (usable === undefined) {
+    usable = bubblewrapWorks(program);
+    works.set(program, usable);
+  }
+  if (!usable) return NO_SANDBOX;
+  return options.network ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
 }
 
 /** Whether bubblewrap is installed and may create namespaces here (user namespaces can be disabled). */
-function bubblewrapWorks(): boolean {
-  const trial = spawnSync("bwrap", ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", "true"], {
+function bubblewrapWorks(program: string): boolean {
+  const trial = spawnSync(program, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", "true"], {
     stdio: "ignore",
     timeout: 5_000,
   });
