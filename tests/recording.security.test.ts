@@ -1,4 +1,5 @@
-import { readdirSync, readFileSync } from "node:fs";
+import { execFileSync } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { beforeEach, describe, expect, it } from "vitest";
@@ -58,5 +59,35 @@ describe("recordings and artifacts of a run with an API key in the environment",
       expect(bytes.includes(secret), file).toBe(false);
       expect(bytes.includes("Bearer "), file).toBe(false);
     }
+  });
+
+  it("a secret's value found in the repository reaches neither the model nor anything loopgraph writes: checkpoints, records, artifacts, snapshots, exported scripts", async () => {
+    const token = "ghp_repo_canary_5be1d0c4a9";
+    writeFileSync(join(ws.dir, "config.txt"), `github_token=${token}\n`);
+    execFileSync("git", ["add", "config.txt"], { cwd: ws.dir });
+    server.enqueue(
+      { text: "Reading.", toolCalls: [{ name: "read_file", args: { path: "config.txt" } }] },
+      { text: "Copying.", toolCalls: [{ name: "shell", args: { command: "cat config.txt; cp config.txt copy.txt; yes \"$(cat config.txt)\" | head -n 200000" } }] },
+      { text: "Editing.", toolCalls: [{ name: "write_file", args: { path: "notes.txt", contents: "noted\n" } }] },
+      { text: "Done." },
+    );
+    const run = await runCli(
+      ["run", "coder", "--task", "look", "--thread", "repo-secret", "--workspace", ws.dir, "--model", "openai:gpt-test", "--approval", "auto", "--db", ws.db, "--json"],
+      { env: cleanEnv({ OPENAI_API_KEY: "sk-test-key-0000", OPENAI_BASE_URL: server.url, GITHUB_TOKEN: token }) },
+    );
+    expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
+    // The copy in the workspace is the user's (their file, copied); what loopgraph keeps and sends is redacted.
+    expect(readFileSync(join(ws.dir, "copy.txt"), "utf8")).toContain(token);
+    expect(JSON.stringify(server.requests.map((request) => request.body))).not.toContain(token);
+    expect(JSON.stringify(server.requests.map((request) => request.body))).toContain("github_token=[redacted]");
+    expect(run.stdout).not.toContain(token);
+    const script = join(ws.dir, "exported.script.yaml");
+    expect((await runCli(["inspect", "repo-secret", "--export-script", script, "--db", ws.db], { env: cleanEnv() })).code).toBe(0);
+    const kept = [...filesBelow(join(ws.dir, ".loopgraph")), script];
+    expect(kept.some((file) => file.includes("artifacts"))).toBe(true);
+    for (const file of kept) expect(readFileSync(file).includes(token), file).toBe(false);
+    const objects = execFileSync("git", ["--git-dir", join(ws.dir, ".loopgraph", "snapshots.git"), "cat-file", "--batch-all-objects", "--batch"], { maxBuffer: 1 << 28 });
+    expect(objects.includes("github_token=[redacted]")).toBe(true);
+    expect(objects.includes(token)).toBe(false);
   });
 });

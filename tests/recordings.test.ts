@@ -77,7 +77,7 @@ describe("the recorder in a LangGraph run", () => {
 
   it("keys records by task path and call index, with the root checkpoint the step started from; a task re-run after an interrupt replaces its records", async () => {
     const s = store();
-    const record = createRecorder(s.recordings, "lg", { OPENAI_API_KEY: "sk-test-SECRET-4f9a2c" });
+    const record = createRecorder(s.recordings, "lg", secretValues({ OPENAI_API_KEY: "sk-test-SECRET-4f9a2c" }, MODEL_KEY_VARIABLES));
     let executions = 0;
     const inner = new StateGraph(State)
       .addNode("model", async (state) => {

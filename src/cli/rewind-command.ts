@@ -3,6 +3,7 @@ import { ConfigError } from "../errors.js";
 import { listSnapshotPoints, restoreWorkspace, type RestoreResult, type SnapshotPoint } from "../snapshots/index.js";
 import type { RewindAction } from "../snapshots/index.js";
 import { clip, table } from "./inspect-command.js";
+import { printable } from "./terminal-text.js";
 import type { GlobalOptions } from "./run-commands.js";
 
 export interface RewindCommandOptions extends GlobalOptions {
@@ -43,11 +44,16 @@ function renderPoints(threadId: string, points: SnapshotPoint[]): string {
 function renderResult(result: RestoreResult): string {
   const at = `checkpoint ${result.checkpointId}`;
   if (!result.since) return `nothing to rewind: no file-changing tool step ran at or after ${at}`;
-  if (result.changes.length === 0) return `nothing to rewind: the files the agent changed since ${at} are as they were then`;
+  const withheld = result.withheld.map((path) =>
+    pc.yellow(`left as it is: ${printable(path)} (at that checkpoint it held a secret's value, which snapshots never keep)`),
+  );
+  if (result.changes.length === 0) {
+    return [...withheld, `nothing ${withheld.length > 0 ? "else " : ""}to rewind: the files the agent changed since ${at} are as they were then`].join("\n");
+  }
   const lines = result.changes.map((change) => `${result.dryRun ? change.action : PAST[change.action]} ${change.path}`);
   const files = `${result.changes.length} file${result.changes.length === 1 ? "" : "s"}`;
   const summary = result.dryRun
     ? pc.dim(`dry run: ${files} would change to rewind the workspace to ${at}; nothing was changed`)
     : pc.dim(`rewound ${files} of ${result.workspace} to ${at}; their previous contents are kept as commit ${result.savedCommit} in .loopgraph/snapshots.git`);
-  return `${lines.join("\n")}\n${summary}`;
+  return [...lines, ...withheld, summary].join("\n");
 }

@@ -12,6 +12,8 @@ import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { loadUserPolicy } from "../policy/index.js";
+import { MODEL_KEY_VARIABLES } from "../models/spec.js";
+import { secretValues } from "../runs/redact.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import type { Store } from "../runs/store.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
@@ -110,6 +112,8 @@ export class Thread {
   private readonly userRules: PolicyRule[];
   /** Where the agent's commands run: chosen once per thread and process. */
   private readonly sandbox: Sandbox;
+  /** The values of the secrets in the environment, redacted from everything the run writes. */
+  private readonly secrets: readonly string[];
   private readonly models: (spec: string) => ChatModel;
 
   private constructor(
@@ -126,6 +130,7 @@ export class Thread {
     ensureStateDir(join(workspace, STATE_DIR));
     const policy = loadUserPolicy(workspace, this.env);
     this.userRules = policy.rules;
+    this.secrets = secretValues(this.env, MODEL_KEY_VARIABLES);
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
     this.models = createModelCache(this.cwd, this.env);
     const mediator = mediatorNodeOf(graph);
@@ -210,12 +215,19 @@ export class Thread {
       maxRounds: this.options.maxRounds,
       readInbox: (cursor) => this.store.inbox.after(threadId, cursor),
       emit,
-      snapshots: createToolStepSnapshots({ threadId, workspace, log: this.store.snapshots, warn: (message) => emit({ type: "warning", threadId, message }) }),
+      snapshots: createToolStepSnapshots({
+        threadId,
+        workspace,
+        log: this.store.snapshots,
+        warn: (message) => emit({ type: "warning", threadId, message }),
+        secrets: this.secrets,
+      }),
       userRules: this.userRules,
       model: this.extra.replay ? () => this.extra.replay!.model : this.models,
       signal: turn.signal ?? this.options.signal ?? new AbortController().signal,
-      record: createRecorder(this.store.recordings, threadId, this.env),
+      record: createRecorder(this.store.recordings, threadId, this.secrets),
       sandbox: this.sandbox,
+      secrets: this.secrets,
       ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
       ...(this.looper ? { looper: this.looper } : {}),
     };

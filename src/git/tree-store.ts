@@ -9,6 +9,7 @@ import { copyFile, mkdir, mkdtemp, rename, rm, stat, utimes, writeFile } from "n
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STATE_DIR } from "../runs/state-dir.js";
+import { openQuarantine } from "./quarantine.js";
 import { git, type GitOptions } from "./run.js";
 
 export type TreeStoreKind = "git" | "shadow";
@@ -18,6 +19,8 @@ export interface TreeStore {
   kind: TreeStoreKind;
   /** The index a throwaway index starts from, so unchanged files are not hashed again. */
   seedIndex: string;
+  /** The repository's object directory (absolute). */
+  objects: string;
   run(args: string[], indexFile?: string, options?: Pick<GitOptions, "env" | "input">): Promise<string>;
 }
 
@@ -50,14 +53,28 @@ export async function shadowTreeStore(workspace: string, options: ShadowReposito
   return {
     kind: "shadow",
     seedIndex: join(gitDir, "index"),
+    objects: join(gitDir, "objects"),
     run: (args, indexFile, extra) => git(args, { cwd: workspace, indexFile, repository, ...extra }),
   };
 }
 
-/** Writes the workspace's current content as a tree, through a throwaway copy of the seed index. */
-export async function writeTree(store: TreeStore): Promise<string> {
+/** A tree written by `writeTree`, and the blobs it holds in place of files that held a secret. */
+export interface WrittenTree {
+  tree: string;
+  /** Stand-ins (ids) of files whose content held a secret's value: that content with the values redacted. */
+  redacted: string[];
+}
+
+/**
+ * Writes the workspace's current content as a tree, through a throwaway copy of the seed index.
+ * With `secrets`, no object written holds one of their values: a file that does is stored with
+ * them redacted (see quarantine.ts).
+ */
+export async function writeTree(store: TreeStore, secrets: readonly string[] = []): Promise<WrittenTree> {
   const scratch = await mkdtemp(join(tmpdir(), "loopgraph-index-"));
   const index = join(scratch, "index");
+  const quarantine = secrets.length > 0 ? await openQuarantine(store.objects) : undefined;
+  const env = quarantine?.env;
   try {
     await copyIndex(store.seedIndex, index).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== "ENOENT") throw error;
@@ -67,13 +84,31 @@ export async function writeTree(store: TreeStore): Promise<string> {
       () => true,
       () => false,
     );
-    await store.run(["add", "--all", "--", ".", ...(ownStateIgnored ? [] : [`:(exclude)${STATE_DIR}`])], index);
-    const tree = (await store.run(["write-tree"], index)).trim();
+    await store.run(["add", "--all", "--", ".", ...(ownStateIgnored ? [] : [`:(exclude)${STATE_DIR}`])], index, { env });
+    const standIns = quarantine ? await quarantine.redactBlobs(secrets) : new Map<string, string>();
+    if (standIns.size > 0) await pointIndexAt(store, index, standIns, env);
+    const tree = (await store.run(["write-tree"], index, { env })).trim();
+    await quarantine?.release();
+    // The seed keeps the stand-ins too: the originals are in no object store.
     if (store.kind === "shadow") await replaceFile(index, store.seedIndex);
-    return tree;
+    return { tree, redacted: [...standIns.values()] };
   } finally {
+    await quarantine?.discard();
     await rm(scratch, { recursive: true, force: true });
   }
+}
+
+/** Points the index entries of the original blobs at their stand-ins. */
+async function pointIndexAt(store: TreeStore, index: string, standIns: Map<string, string>, env?: Record<string, string>): Promise<void> {
+  const entries = (await store.run(["ls-files", "-s", "-z"], index, { env })).split("\0").filter(Boolean);
+  const updates: string[] = [];
+  for (const entry of entries) {
+    const [info = "", path = ""] = entry.split("\t");
+    const [mode, id] = info.split(" ");
+    const standIn = id === undefined ? undefined : standIns.get(id);
+    if (standIn) updates.push(`${mode} ${standIn}\t${path}`);
+  }
+  await store.run(["update-index", "-z", "--index-info"], index, { env, input: updates.map((line) => `${line}\0`).join("") });
 }
 
 /** Only a shadow repository's own index is kept up to date, atomically (snapshots may run in parallel). */

@@ -1,7 +1,23 @@
+import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import picomatch from "picomatch";
+
 /** Names of variables that hold credentials: any name containing one of these words. */
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL/i;
 /** A URL with a password in it (`postgres://user:password@host/db`): a connection string, whatever its name. */
 const URL_WITH_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^\s/@:]*:[^\s/@]+@/i;
+
+/** A comma-separated list of variable names (`*` wildcards), as `LOOPGRAPH_SHELL_ENV_INCLUDE`/`_EXCLUDE` give them. */
+export function variableNames(list: string | undefined): string[] {
+  return (list ?? "")
+    .split(",")
+    .map((name) => name.trim())
+    .filter(Boolean);
+}
+
+/** Whether a name matches one of `globs`. */
+export function nameMatcher(globs: readonly string[]): (name: string) => boolean {
+  return globs.length > 0 ? picomatch([...globs]) : () => false;
+}
 
 /**
  * Whether an environment variable holds a credential: one of `keyVariables` (the model providers'
@@ -19,23 +35,117 @@ const AUTHORIZATION = /\b(Bearer|Basic|Token)\s+[A-Za-z0-9._~+/=-]{8,}/g;
 
 export const REDACTED = "[redacted]";
 
-/** The credential values set in `env`: those of `keyVariables` (the model providers' keys), and of variables named like a secret. */
+/**
+ * The credential values set in `env`: those of `keyVariables` (the model providers' keys), of
+ * variables named like a secret or holding a URL with a password, and of those the user removes
+ * from the agent's environment (`LOOPGRAPH_SHELL_ENV_EXCLUDE`). Every one is redacted from what
+ * loopgraph writes.
+ */
 export function secretValues(env: NodeJS.ProcessEnv, keyVariables: readonly string[]): string[] {
+  const excluded = nameMatcher(variableNames(env.LOOPGRAPH_SHELL_ENV_EXCLUDE));
   const values = Object.entries(env)
-    .filter(([name, value]) => isSecretVariable(name, value, keyVariables) && value !== undefined && value.trim().length >= MIN_SECRET_LENGTH)
+    .filter(([name, value]) => (isSecretVariable(name, value, keyVariables) || excluded(name)) && value !== undefined && value.trim().length >= MIN_SECRET_LENGTH)
     .map(([, value]) => value!.trim());
   return [...new Set(values)];
 }
 
+/** The forms a secret takes in text: as is, and JSON-escaped (so JSON stays valid); the longest secrets first. */
+function secretForms(secrets: readonly string[]): string[] {
+  const forms = secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]);
+  return [...new Set(forms)].sort((a, b) => b.length - a.length);
+}
+
+/** `text` with every secret value replaced by `[redacted]`, also in its JSON-escaped form; one that contains another is redacted whole. */
+export function redactValues(text: string, secrets: readonly string[]): string {
+  let redacted = text;
+  for (const form of secretForms(secrets)) if (redacted.includes(form)) redacted = redacted.split(form).join(REDACTED);
+  return redacted;
+}
+
 /**
  * `text` (JSON or plain) with every secret value and Authorization header value replaced by
- * `[redacted]`. A secret is also matched in its JSON-escaped form, so JSON stays valid; the longest
- * secrets go first, so one that contains another is redacted whole.
+ * `[redacted]`: for records of what went to and came from a model provider.
  */
 export function redactSecrets(text: string, secrets: readonly string[]): string {
-  let redacted = text;
-  for (const secret of [...secrets].sort((a, b) => b.length - a.length)) {
-    for (const form of new Set([secret, JSON.stringify(secret).slice(1, -1)])) redacted = redacted.split(form).join(REDACTED);
+  return redactValues(text, secrets).replace(AUTHORIZATION, `$1 ${REDACTED}`);
+}
+
+/** A JSON value with every secret value in its strings (and keys) redacted; the value itself when there is none. */
+export function redactJson<T>(value: T, secrets: readonly string[]): T {
+  if (secrets.length === 0 || value === undefined) return value;
+  const text = JSON.stringify(value);
+  if (text === undefined) return value;
+  const redacted = redactValues(text, secrets);
+  return redacted === text ? value : (JSON.parse(redacted) as T);
+}
+
+/**
+ * Redacts secret values from a byte stream written in chunks: a secret split across two chunks
+ * is still found, because the last bytes of each chunk (one less than the longest secret) wait
+ * for the next one. `end()` gives what is left.
+ */
+export class StreamRedactor {
+  private readonly forms: Buffer[];
+  private readonly replacement = Buffer.from(REDACTED);
+  private readonly holdBack: number;
+  private carry: Buffer = Buffer.alloc(0);
+
+  constructor(secrets: readonly string[]) {
+    this.forms = secretForms(secrets).map((form) => Buffer.from(form));
+    this.holdBack = Math.max(0, ...this.forms.map((form) => form.length - 1));
   }
-  return redacted.replace(AUTHORIZATION, `$1 ${REDACTED}`);
+
+  /** The bytes of `chunk` that can be passed on now, redacted. */
+  write(chunk: Buffer): Buffer {
+    if (this.forms.length === 0) return chunk;
+    const text = this.redact(this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk);
+    const cut = Math.max(0, text.length - this.holdBack);
+    this.carry = text.subarray(cut);
+    return text.subarray(0, cut);
+  }
+
+  /** The bytes held back, redacted. */
+  end(): Buffer {
+    const rest = this.redact(this.carry);
+    this.carry = Buffer.alloc(0);
+    return rest;
+  }
+
+  private redact(bytes: Buffer): Buffer {
+    let current = bytes;
+    for (const form of this.forms) {
+      let at = current.indexOf(form);
+      if (at < 0) continue;
+      const parts: Buffer[] = [];
+      let from = 0;
+      while (at >= 0) {
+        parts.push(current.subarray(from, at), this.replacement);
+        from = at + form.length;
+        at = current.indexOf(form, from);
+      }
+      parts.push(current.subarray(from));
+      current = Buffer.concat(parts);
+    }
+    return current;
+  }
+}
+
+/**
+ * A checkpoint serializer that redacts the secrets' values from what it writes (JSON, as text),
+ * so no checkpoint or pending write holds one, whatever a node put in the state.
+ */
+export function redactingSerializer(inner: SerializerProtocol, secrets: readonly string[]): SerializerProtocol {
+  if (secrets.length === 0) return inner;
+  const decoder = new TextDecoder();
+  const encoder = new TextEncoder();
+  return {
+    async dumpsTyped(data: unknown): Promise<[string, Uint8Array]> {
+      const [type, bytes] = await inner.dumpsTyped(data);
+      if (type !== "json") return [type, bytes];
+      const text = decoder.decode(bytes);
+      const redacted = redactValues(text, secrets);
+      return [type, redacted === text ? bytes : encoder.encode(redacted)];
+    },
+    loadsTyped: (type, data) => inner.loadsTyped(type, data),
+  };
 }

@@ -1,4 +1,5 @@
 import { basename, dirname, resolve } from "node:path";
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { SqliteCheckpointSaver } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import { Inbox } from "./inbox.js";
@@ -6,6 +7,7 @@ import { SnapshotLog } from "./snapshot-log.js";
 import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 import { Recordings } from "./recordings.js";
+import { redactingSerializer, secretValues } from "./redact.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
 export interface Store {
@@ -35,7 +37,8 @@ export interface StoreOptions {
 export function openStore(options: StoreOptions = {}): Store {
   const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
   if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
-  const saver = new SqliteCheckpointSaver(path);
+  // Model keys are named like secrets (…_API_KEY), so the name rules alone find them here.
+  const saver = new SqliteCheckpointSaver(path, redactingSerializer(new JsonPlusSerializer(), secretValues(options.env ?? process.env, [])));
   return {
     path,
     saver,

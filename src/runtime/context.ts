@@ -82,6 +82,11 @@ export interface RunContext {
   answering?: ApprovalRequest;
   /** Where the agent's commands run (default: the best this machine has). */
   sandbox?: Sandbox;
+  /**
+   * The values of the secrets in loopgraph's environment (model keys, credentials kept from the
+   * agent): redacted from effect results and tool artifacts, so no model, state or file gets them.
+   */
+  secrets?: readonly string[];
   /** Workspace snapshots around file-changing tool steps, for `loopgraph rewind` (none when absent). */
   snapshots?: ToolStepSnapshots;
 }

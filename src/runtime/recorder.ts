@@ -1,6 +1,4 @@
 import type { Recorder, Recordings } from "../runs/recordings.js";
-import { MODEL_KEY_VARIABLES } from "../models/spec.js";
-import { secretValues } from "../runs/redact.js";
 import { nextCallSite } from "./call-site.js";
 
 /**
@@ -8,8 +6,7 @@ import { nextCallSite } from "./call-site.js";
  * (see Recordings for the keying rule). Calls made outside a graph task are not recorded: they
  * have no place in the run's checkpoint lineage.
  */
-export function createRecorder(recordings: Recordings, threadId: string, env: NodeJS.ProcessEnv): Recorder {
-  const secrets = secretValues(env, MODEL_KEY_VARIABLES);
+export function createRecorder(recordings: Recordings, threadId: string, secrets: readonly string[]): Recorder {
   return ({ node, ...data }) => {
     const site = nextCallSite();
     if (!site) return;

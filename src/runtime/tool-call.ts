@@ -77,7 +77,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     const execute = () =>
       executeToolCall(
         call,
-        { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars, sandbox },
+        { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars, sandbox, secrets: ctx.secrets },
         options.tools,
       );
     const step = { node, tool: call.name, toolCallId: call.id, config: options.config };

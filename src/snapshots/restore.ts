@@ -3,6 +3,7 @@ import { join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { allCheckpointIds } from "../runs/checkpoint-ids.js";
 import type { SnapshotRecord } from "../runs/snapshot-log.js";
+import { secretValues } from "../runs/redact.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
 import { applyRewind } from "./apply-rewind.js";
@@ -13,6 +14,8 @@ import { openSnapshotRepository, SNAPSHOTS_GIT_DIR, type SnapshotRepository } fr
 export interface RestoreOptions {
   /** List what would change, change nothing. */
   dryRun?: boolean;
+  /** Values the snapshot of the workspace taken now may not hold (default: the secrets in the environment). */
+  secrets?: readonly string[];
 }
 
 export interface RestoreResult {
@@ -23,6 +26,8 @@ export interface RestoreResult {
   dryRun: boolean;
   /** What was (or, for a dry run, would be) changed. Empty: nothing to do. */
   changes: RewindChange[];
+  /** Paths the agent changed that are left as they are: at the checkpoint they held a secret's value, which snapshots never keep. */
+  withheld: string[];
   /** The first file-changing step at or after the checkpoint; undefined when none ran after it. */
   since?: { seq: number; node: string; tool: string; toolCallId: string };
   /** Commit of the snapshot repository holding the workspace as it was before this rewind. */
@@ -50,7 +55,8 @@ export interface SnapshotPoint {
  * are touched; `dryRun` only lists them.
  */
 export async function restoreWorkspace(threadId: string, checkpointId: string, options: RestoreOptions & StoreOptions = {}): Promise<RestoreResult> {
-  return withStore(options, (store) => restoreWorkspaceInStore(store, threadId, checkpointId, options));
+  const secrets = options.secrets ?? secretValues(options.env ?? process.env, []);
+  return withStore(options, (store) => restoreWorkspaceInStore(store, threadId, checkpointId, { ...options, secrets }));
 }
 
 /** `restoreWorkspace` with a store already open (e.g. by `replay`). */
@@ -62,9 +68,9 @@ export async function restoreWorkspaceInStore(store: Store, threadId: string, ch
   }
   const snapshots = requireSnapshots(store, threadId);
   const target = await resolveCheckpoint(store, threadId, checkpointId);
-  const repo = await openRepository(thread.workspace);
+  const repo = await openRepository(thread.workspace, options.secrets ?? secretValues(process.env, []));
   const plan = await planRewind(repo, snapshots, target, parentLookup(store, threadId));
-  const result: RestoreResult = { threadId, checkpointId: target.id, workspace: thread.workspace, dryRun, changes: plan.changes };
+  const result: RestoreResult = { threadId, checkpointId: target.id, workspace: thread.workspace, dryRun, changes: plan.changes, withheld: plan.withheld };
   if (plan.since) {
     const { seq, node, tool, toolCallId } = plan.since;
     result.since = { seq, node, tool, toolCallId };
@@ -105,12 +111,12 @@ function requireSnapshots(store: Store, threadId: string): SnapshotRecord[] {
   return snapshots;
 }
 
-async function openRepository(workspace: string): Promise<SnapshotRepository> {
+async function openRepository(workspace: string, secrets: readonly string[]): Promise<SnapshotRepository> {
   if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) throw new ConfigError(`the thread's workspace ${workspace} is gone`);
   if (!existsSync(join(workspace, SNAPSHOTS_GIT_DIR, "HEAD"))) {
     throw new ConfigError(`the snapshot repository ${SNAPSHOTS_GIT_DIR} is missing in ${workspace}: was .loopgraph/ deleted?`);
   }
-  return openSnapshotRepository(workspace, { create: false });
+  return openSnapshotRepository(workspace, { create: false, secrets });
 }
 
 const MIN_PREFIX = 8;

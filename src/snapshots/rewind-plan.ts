@@ -21,6 +21,8 @@ export interface RewindPlan {
   current?: string;
   /** What putting the agent's files back takes, by path. */
   changes: RewindChange[];
+  /** Paths left as they are: their content at the checkpoint held a secret's value, which snapshots never keep. */
+  withheld: string[];
 }
 
 /**
@@ -36,13 +38,15 @@ export async function planRewind(
   parents: ParentLookup,
 ): Promise<RewindPlan> {
   const since = snapshots.find((snapshot) => isAtOrAfter(snapshot.checkpoint, target, parents));
-  if (!since) return { changes: [] };
+  if (!since) return { changes: [], withheld: [] };
   const current = await repo.capture();
   const steps = snapshots.filter((snapshot) => snapshot.seq >= since.seq);
   const touched = await touchedPaths(repo, steps, current);
   const differences = (await repo.diff(since.treeBefore, current)).filter((change) => touched.has(change.path));
-  const changes = await Promise.all(differences.map((change) => toRewindChange(repo.workspace, change)));
-  return { since, tree: since.treeBefore, current, changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)) };
+  const planned = await Promise.all(differences.map((change) => toRewindChange(repo.workspace, change)));
+  const withheld = await repo.withheld(since.treeBefore, planned.filter((change) => change.action !== "delete").map((change) => change.path));
+  const changes = planned.filter((change) => !withheld.includes(change.path));
+  return { since, tree: since.treeBefore, current, changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), withheld: withheld.sort() };
 }
 
 /**

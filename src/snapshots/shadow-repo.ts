@@ -7,10 +7,12 @@
  * What a snapshot holds: every file git would add, so `.gitignore` files in the workspace and
  * the user's global excludes are respected; `.loopgraph/`, `.git/` and `node_modules/` are
  * always left out. Files are stored byte for byte (no end-of-line conversion or filters) with
- * their executable bit, and symlinks as symlinks.
+ * their executable bit, and symlinks as symlinks, except that a file holding a secret's value is
+ * stored with the value redacted (its stand-in's id is listed in `redacted-blobs`): a rewind
+ * leaves such a file as it is rather than write the stand-in back.
  */
 import { existsSync } from "node:fs";
-import { mkdtemp, rm } from "node:fs/promises";
+import { appendFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitError } from "../git/run.js";
@@ -18,6 +20,8 @@ import { shadowTreeStore, writeTree, type TreeStore } from "../git/tree-store.js
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 
 export const SNAPSHOTS_GIT_DIR = `${STATE_DIR}/snapshots.git`;
+/** Ids of the stand-ins of files that held a secret, one a line, in the snapshot repository. */
+const REDACTED_LIST = "redacted-blobs";
 
 const EXCLUDES = [`/${STATE_DIR}/`, ".git/", "node_modules/"];
 /** `info/attributes` wins over the workspace's `.gitattributes`: no conversion, no filter (LFS …). */
@@ -50,21 +54,45 @@ export interface SnapshotRepository {
   keep(trees: string[], message: string): Promise<string>;
   /** Writes `paths` into the workspace as they are in `tree` (content, executable bit, symlinks). */
   checkout(tree: string, paths: string[]): Promise<void>;
+  /** Those of `paths` that `tree` holds only as a redacted stand-in (their content held a secret). */
+  withheld(tree: string, paths: string[]): Promise<string[]>;
+}
+
+export interface SnapshotRepositoryOptions {
+  /** Create the repository on first use (default); otherwise a missing one is a GitError. */
+  create?: boolean;
+  /** Values no snapshot may hold (the run's secrets). */
+  secrets?: readonly string[];
 }
 
 /**
  * The workspace's snapshot repository, created on first use unless `create` is false (then a
  * missing one is a GitError).
  */
-export async function openSnapshotRepository(workspace: string, { create = true } = {}): Promise<SnapshotRepository> {
+export async function openSnapshotRepository(workspace: string, { create = true, secrets = [] }: SnapshotRepositoryOptions = {}): Promise<SnapshotRepository> {
   const gitDir = join(workspace, SNAPSHOTS_GIT_DIR);
   if (!create && !existsSync(join(gitDir, "HEAD"))) throw new GitError(`no snapshot repository at ${gitDir}`);
   // Its own .gitignore keeps the folder out of the user's `git status`.
   ensureStateDir(join(workspace, STATE_DIR));
   const store = await shadowTreeStore(workspace, { gitDir, excludes: EXCLUDES, attributes: ATTRIBUTES, config: CONFIG });
+  const redactedList = join(gitDir, REDACTED_LIST);
   return {
     workspace,
-    capture: () => writeTree(store),
+    capture: async () => {
+      const { tree, redacted } = await writeTree(store, secrets);
+      if (redacted.length > 0) await appendFile(redactedList, redacted.map((id) => `${id}\n`).join(""));
+      return tree;
+    },
+    withheld: async (tree, paths) => {
+      const standIns = new Set((await readFile(redactedList, "utf8").catch(() => "")).split("\n").filter(Boolean));
+      if (standIns.size === 0 || paths.length === 0) return [];
+      const listed = await store.run(["ls-tree", "-r", "-z", tree, "--", ...paths], undefined, { env: { GIT_LITERAL_PATHSPECS: "1" } });
+      const entries = listed.split("\0").filter(Boolean);
+      return entries.flatMap((entry) => {
+        const [info = "", path = ""] = entry.split("\t");
+        return standIns.has(info.split(" ")[2] ?? "") ? [path] : [];
+      });
+    },
     diff: async (from, to) => parseRawDiff(await store.run(["diff-tree", "-r", "-z", "--no-renames", from, to])),
     keep: (trees, message) => keep(store, trees, message),
     checkout: (tree, paths) => checkout(store, tree, paths),

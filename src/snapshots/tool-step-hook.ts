@@ -28,6 +28,8 @@ export interface ToolStepSnapshotsOptions {
   log: SnapshotLog;
   /** Told once, when snapshots fail (git missing …): the run goes on without them. */
   warn(message: string): void;
+  /** Values no snapshot may hold (the run's secrets). */
+  secrets?: readonly string[];
 }
 
 /** Snapshots for one run: the first failure turns them off for the rest of the run, with a warning. */
@@ -48,7 +50,7 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
       if (off || !checkpoint || !FILE_CHANGING.has(step.tool)) return run();
       let opened: { seq: number; before: string; repo: SnapshotRepository } | undefined;
       try {
-        repository ??= openSnapshotRepository(workspace);
+        repository ??= openSnapshotRepository(workspace, { secrets: options.secrets ?? [] });
         const repo = await repository;
         const before = await repo.capture();
         const seq = log.open({ threadId, checkpoint, node: step.node, tool: step.tool, toolCallId: step.toolCallId, treeBefore: before });

@@ -9,9 +9,8 @@
  *   like credentials, e.g. `NPM_CONFIG_TOKEN` for a test run that needs it (never a model key);
  * - `LOOPGRAPH_SHELL_ENV_EXCLUDE`: names removed besides, e.g. `AWS_*`.
  */
-import picomatch from "picomatch";
 import { MODEL_KEY_VARIABLES } from "../models/spec.js";
-import { isSecretVariable } from "../runs/redact.js";
+import { isSecretVariable, nameMatcher, variableNames } from "../runs/redact.js";
 
 export interface EnvironmentPolicy {
   /** Names (globs) kept although they look like credentials; never the model providers' keys. */
@@ -20,23 +19,15 @@ export interface EnvironmentPolicy {
   exclude: readonly string[];
 }
 
-const namesOf = (list: string | undefined): string[] =>
-  (list ?? "")
-    .split(",")
-    .map((name) => name.trim())
-    .filter(Boolean);
-
-const matcher = (globs: readonly string[]): ((name: string) => boolean) => (globs.length > 0 ? picomatch([...globs]) : () => false);
-
 /** The policy set in loopgraph's own environment. */
 export function environmentPolicyOf(env: NodeJS.ProcessEnv): EnvironmentPolicy {
-  return { include: namesOf(env.LOOPGRAPH_SHELL_ENV_INCLUDE), exclude: namesOf(env.LOOPGRAPH_SHELL_ENV_EXCLUDE) };
+  return { include: variableNames(env.LOOPGRAPH_SHELL_ENV_INCLUDE), exclude: variableNames(env.LOOPGRAPH_SHELL_ENV_EXCLUDE) };
 }
 
 /** `env` as the agent's commands see it, under `policy` (default: the one `env` sets). */
 export function agentEnvironment(env: NodeJS.ProcessEnv, policy: EnvironmentPolicy = environmentPolicyOf(env)): NodeJS.ProcessEnv {
-  const included = matcher(policy.include);
-  const excluded = matcher(policy.exclude);
+  const included = nameMatcher(policy.include);
+  const excluded = nameMatcher(policy.exclude);
   const kept: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
     if (MODEL_KEY_VARIABLES.includes(name) || excluded(name)) continue;

@@ -5,6 +5,7 @@ import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { z } from "zod";
+import { StreamRedactor } from "../runs/redact.js";
 import { agentEnvironment } from "./environment.js";
 import { availableSandbox } from "./sandbox.js";
 import { artifactFileName, newArtifactPath } from "./truncate.js";
@@ -38,8 +39,9 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
 /**
- * One output stream of the command: kept in memory up to MEMORY_LIMIT_BYTES; beyond that the
- * whole stream is written to a spool file and only its head and tail stay in memory.
+ * One output stream of the command, with the run's secrets redacted as it arrives: kept in
+ * memory up to MEMORY_LIMIT_BYTES; beyond that the whole stream is written to a spool file and
+ * only its head and tail stay in memory.
  */
 class OutputCapture {
   total = 0;
@@ -51,10 +53,15 @@ class OutputCapture {
   /** A failed spool write (disk full ...), reported when the command is done. */
   private spoolError?: Error;
 
+  private readonly redactor: StreamRedactor;
+
   constructor(
     private readonly spoolDir: string,
     private readonly label: string,
-  ) {}
+    secrets: readonly string[] = [],
+  ) {
+    this.redactor = new StreamRedactor(secrets);
+  }
 
   get endsWithNewline(): boolean {
     return this.lastByte === 0x0a;
@@ -65,7 +72,12 @@ class OutputCapture {
   }
 
   /** Takes a chunk; false asks the producer to pause until `onDrain`. */
-  add(chunk: Buffer): boolean {
+  add(received: Buffer): boolean {
+    return this.keep(this.redactor.write(received));
+  }
+
+  private keep(chunk: Buffer): boolean {
+    if (chunk.length === 0) return true;
     this.total += chunk.length;
     this.lastByte = chunk[chunk.length - 1] ?? this.lastByte;
     if (!this.spool && this.total <= MEMORY_LIMIT_BYTES) {
@@ -102,6 +114,7 @@ class OutputCapture {
   }
 
   async finish(): Promise<void> {
+    this.keep(this.redactor.end());
     if (this.spool) {
       this.spool.stream.end();
       await finished(this.spool.stream).catch(() => undefined);
@@ -280,8 +293,8 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
     subject: { command: "command" },
     schema,
     async run({ command, timeout_ms = DEFAULT_TIMEOUT_MS }, ctx) {
-      const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout");
-      const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr");
+      const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout", ctx.secrets);
+      const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr", ctx.secrets);
       try {
         const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
         const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs }, stdout, stderr);

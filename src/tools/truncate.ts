@@ -2,6 +2,7 @@ import { randomBytes } from "node:crypto";
 import { createReadStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
+import { redactValues } from "../runs/redact.js";
 import type { ToolContext } from "./types.js";
 import { isInside, workspaceRelative } from "./workspace-paths.js";
 
@@ -92,7 +93,9 @@ function cutMarker(head: string, tail: string, tailStartsLine: boolean, total: T
  * read_file accepts). `fullOutputFile`, when given, already holds the complete text, of which
  * `text` is only a view; it is then the artifact and nothing is written.
  */
-export async function fitToBudget(text: string, ctx: ToolContext, label: string, fullOutputFile?: string): Promise<FittedResult> {
+export async function fitToBudget(result: string, ctx: ToolContext, label: string, fullOutputFile?: string): Promise<FittedResult> {
+  // Neither the model nor the artifact gets a secret's value (a workspace file may hold one).
+  const text = redactValues(result, ctx.secrets ?? []);
   const budget = ctx.resultBudgetChars ?? DEFAULT_RESULT_BUDGET_CHARS;
   if (fullOutputFile === undefined && text.length <= budget) return { content: text };
 

@@ -55,6 +55,8 @@ export interface ToolContext {
   resultBudgetChars?: number;
   /** Where the agent's commands run (default: the best this machine has, see sandbox.ts). */
   sandbox?: Sandbox;
+  /** Values redacted from what the tool saves (artifacts) and returns: the run's secrets. */
+  secrets?: readonly string[];
 }
 
 /** What a tool returns on success. */

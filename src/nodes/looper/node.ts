@@ -96,7 +96,7 @@ async function baselineOrNote(ctx: RunContext, node: string, log: string[]): Pro
   const request = { kind: "git" as const, node, name: "git_baseline", args: {} };
   const taken = await performEffect(ctx, request, async (): Promise<{ baseline?: string; error?: string }> => {
     try {
-      return { baseline: await captureBaseline(ctx.workspace) };
+      return { baseline: await captureBaseline(ctx.workspace, ctx.secrets) };
     } catch (error) {
       if (!(error instanceof GitError)) throw error;
       return { error: error.message };

@@ -34,22 +34,25 @@ export interface WorkspaceChanges {
   files: FileChange[];
 }
 
-/** A snapshot of the workspace as it is now, as an opaque id (`git:<tree>` or `shadow:<tree>`). */
-export async function captureBaseline(workspace: string): Promise<string> {
+/**
+ * A snapshot of the workspace as it is now, as an opaque id (`git:<tree>` or `shadow:<tree>`).
+ * No object written holds a value of `secrets` (a file that does is stored with them redacted).
+ */
+export async function captureBaseline(workspace: string, secrets: readonly string[] = []): Promise<string> {
   const store = await openStore(workspace);
-  return `${store.kind}:${await writeTree(store)}`;
+  return `${store.kind}:${(await writeTree(store, secrets)).tree}`;
 }
 
 /** The `git diff` of the workspace since `baseline` (a `captureBaseline` id). */
-export async function diffSinceBaseline(workspace: string, baseline: string): Promise<string> {
-  return (await changesSinceBaseline(workspace, baseline)).patch;
+export async function diffSinceBaseline(workspace: string, baseline: string, secrets: readonly string[] = []): Promise<string> {
+  return (await changesSinceBaseline(workspace, baseline, secrets)).patch;
 }
 
-/** The diff since `baseline`, with the changed files and their line counts. */
-export async function changesSinceBaseline(workspace: string, baseline: string): Promise<WorkspaceChanges> {
+/** The diff since `baseline`, with the changed files and their line counts; `secrets`' values are redacted from it. */
+export async function changesSinceBaseline(workspace: string, baseline: string, secrets: readonly string[] = []): Promise<WorkspaceChanges> {
   const { kind, tree } = parseBaseline(baseline);
   const store = await openStore(workspace, kind);
-  const current = await writeTree(store);
+  const current = (await writeTree(store, secrets)).tree;
   const range = [tree, current, "--", ".", `:(exclude)${STATE_DIR}`];
   const [patch, numstat] = await Promise.all([
     // Explicit prefixes: a user's diff.noprefix or diff.mnemonicPrefix would change the headers.
@@ -96,8 +99,13 @@ async function isInsideWorkTree(workspace: string): Promise<boolean> {
 }
 
 async function repositoryStore(workspace: string): Promise<TreeStore> {
-  const index = (await git(["rev-parse", "--git-path", "index"], { cwd: workspace })).trim();
-  return { kind: "git", seedIndex: resolve(workspace, index), run: (args, indexFile) => git(args, { cwd: workspace, indexFile }) };
+  const [index = "", objects = ""] = (await git(["rev-parse", "--git-path", "index", "--git-path", "objects"], { cwd: workspace })).trim().split("\n");
+  return {
+    kind: "git",
+    seedIndex: resolve(workspace, index),
+    objects: resolve(workspace, objects),
+    run: (args, indexFile, extra) => git(args, { cwd: workspace, indexFile, ...extra }),
+  };
 }
 
 function shadowStore(workspace: string): Promise<TreeStore> {

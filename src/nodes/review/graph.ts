@@ -95,8 +95,8 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
     const read = async (): Promise<DiffReading> => {
       try {
         return state.baseline === undefined
-          ? { status: "no_baseline", baselineTaken: await captureBaseline(ctx.workspace) }
-          : { status: "read", facts: summariseChanges(await changesSinceBaseline(ctx.workspace, state.baseline), def.maxDiffChars) };
+          ? { status: "no_baseline", baselineTaken: await captureBaseline(ctx.workspace, ctx.secrets) }
+          : { status: "read", facts: summariseChanges(await changesSinceBaseline(ctx.workspace, state.baseline, ctx.secrets), def.maxDiffChars) };
       } catch (error) {
         return { status: "failed", error: error instanceof Error ? error.message : String(error) };
       }

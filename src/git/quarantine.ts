@@ -1,0 +1,88 @@
+/**
+ * New git objects held apart until they are known to hold no secret: git writes what `git add`
+ * and `write-tree` create into a quarantine directory (GIT_OBJECT_DIRECTORY, the repository's
+ * own objects as an alternate, as git's receive-pack does), where every new blob is read; one
+ * that holds a secret's value is replaced, in the index, by a stand-in with the values redacted.
+ * Only then do the objects move into the repository, the original never: no object store of
+ * ours, nor the user's repository, ever holds a secret that loopgraph wrote there.
+ */
+import { createHash } from "node:crypto";
+import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
+import { join } from "node:path";
+import { deflateSync, inflateSync } from "node:zlib";
+import { StreamRedactor } from "../runs/redact.js";
+
+export interface Quarantine {
+  /** The environment of the git commands whose objects it holds. */
+  env: Record<string, string>;
+  /**
+   * Reads every new blob; those that hold a secret get a redacted stand-in, returned as
+   * original id → stand-in id (the caller points the index at the stand-ins).
+   */
+  redactBlobs(secrets: readonly string[]): Promise<Map<string, string>>;
+  /** Moves the objects into the repository, except the originals of redacted blobs, and removes the quarantine. */
+  release(): Promise<void>;
+  /** Removes the quarantine and what it holds. */
+  discard(): Promise<void>;
+}
+
+const OBJECT_FOLDER = /^[0-9a-f]{2}$/;
+
+export async function openQuarantine(objects: string): Promise<Quarantine> {
+  const dir = await mkdtemp(join(objects, "incoming-"));
+  const withheld = new Set<string>();
+  const looseObjects = async (): Promise<{ id: string; path: string }[]> => {
+    const found: { id: string; path: string }[] = [];
+    for (const folder of await readdir(dir)) {
+      if (!OBJECT_FOLDER.test(folder)) continue;
+      for (const file of await readdir(join(dir, folder))) found.push({ id: folder + file, path: join(dir, folder, file) });
+    }
+    return found;
+  };
+
+  const discard = () => rm(dir, { recursive: true, force: true });
+  return {
+    env: { GIT_OBJECT_DIRECTORY: dir, GIT_ALTERNATE_OBJECT_DIRECTORIES: objects },
+    async redactBlobs(secrets) {
+      const standIns = new Map<string, string>();
+      for (const { id, path } of await looseObjects()) {
+        const object = inflateSync(await readFile(path));
+        const headerEnd = object.indexOf(0);
+        if (!object.subarray(0, headerEnd).toString("latin1").startsWith("blob ")) continue;
+        const content = object.subarray(headerEnd + 1);
+        const redactor = new StreamRedactor(secrets);
+        const redacted = Buffer.concat([redactor.write(content), redactor.end()]);
+        if (redacted.equals(content)) continue;
+        withheld.add(id);
+        standIns.set(id, await writeBlob(dir, redacted, id.length === 64 ? "sha256" : "sha1"));
+      }
+      return standIns;
+    },
+    async release() {
+      for (const { id, path } of await looseObjects()) {
+        if (withheld.has(id)) continue;
+        const target = join(objects, id.slice(0, 2), id.slice(2));
+        if (await stat(target).then(() => true, () => false)) continue;
+        await mkdir(join(objects, id.slice(0, 2)), { recursive: true });
+        await rename(path, target);
+      }
+      // Files larger than core.bigFileThreshold go straight into a pack: kept as they are.
+      const packs = join(dir, "pack");
+      for (const file of await readdir(packs).catch(() => [] as string[])) {
+        await mkdir(join(objects, "pack"), { recursive: true });
+        await rename(join(packs, file), join(objects, "pack", file));
+      }
+      await discard();
+    },
+    discard,
+  };
+}
+
+/** Writes a loose blob object; returns its id. */
+async function writeBlob(dir: string, content: Buffer, hash: "sha1" | "sha256"): Promise<string> {
+  const object = Buffer.concat([Buffer.from(`blob ${content.length}\0`, "latin1"), content]);
+  const id = createHash(hash).update(object).digest("hex");
+  await mkdir(join(dir, id.slice(0, 2)), { recursive: true });
+  await writeFile(join(dir, id.slice(0, 2), id.slice(2)), deflateSync(object), { flag: "w" });
+  return id;
+}
