@@ -69,6 +69,15 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(output.status).toBe("success");
   });
 
+  it("an approval of a file edit carries the diff of what it would change", async () => {
+    const ws = repo();
+    const paused = await runCoder(ws, "diffed", "happy.script.yaml");
+    expect(paused.code, paused.stderr).toBe(3);
+    const interrupt = parseEvents(paused.stdout).find((e) => e.type === "interrupt") as { value: { tool: string; diff?: string } };
+    expect(interrupt.value.tool).toBe("write_file");
+    expect(interrupt.value.diff).toBe(["--- /dev/null", "+++ b/src/hello.js", "@@ -0,0 +1,1 @@", "+console.log('hi');"].join("\n"));
+  });
+
   it("an answer binds to the call it was asked about: a rejection stays one under --approval auto, and an answer that is not an approval rejects", async () => {
     const ws = repo();
     expect((await runCoder(ws, "bound", "approvals.script.yaml")).code).toBe(3);

@@ -11,11 +11,26 @@ export function describeCall(request: ApprovalRequest): string {
   return printable(`${request.tool} ${JSON.stringify(request.args)}`);
 }
 
+/** A file edit's diff as the user reads it: each line printable, additions green, removals red. */
+export function renderDiff(diff: string): string {
+  return diff
+    .split("\n")
+    .map((line) => {
+      const shown = `    ${printable(line)}`;
+      if (line.startsWith("+++") || line.startsWith("---")) return pc.bold(shown);
+      if (line.startsWith("+")) return pc.green(shown);
+      if (line.startsWith("-")) return pc.red(shown);
+      return line.startsWith("@@") ? pc.cyan(shown) : shown;
+    })
+    .join("\n");
+}
+
 /** Asks at the terminal whether a tool call may run: approve, reject (with an optional reason), or always. */
 export async function promptForApproval(request: ApprovalRequest): Promise<ApprovalAnswer | undefined> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
     process.stderr.write(`\n${pc.yellow("?")} ${pc.bold(printable(request.node))} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(printable(request.reason))}\n`);
+    if (request.diff) process.stderr.write(`${renderDiff(request.diff)}\n`);
     for (;;) {
       const choice = (await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways: `)).trim().toLowerCase();
       if (choice === "y" || choice === "yes") return { decision: "approve" };

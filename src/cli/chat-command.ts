@@ -5,7 +5,7 @@ import { openChat, type ChatSession } from "../engine/chat.js";
 import type { RunEvent } from "../runtime/events.js";
 import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
 import { messageText } from "../runtime/model-session.js";
-import { describeCall } from "./approval-prompt.js";
+import { describeCall, renderDiff } from "./approval-prompt.js";
 import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
@@ -242,6 +242,7 @@ class ChatController {
             ? pc.yellow(`⏸ the loop waits for your approval: ${request.node} wants to run ${describeCall(request)} (${printable(request.reason)}): /approve or /reject [why]`)
             : pc.yellow(`⏸ the loop paused (thread ${thread}): /resume continues it`),
         );
+        if (isApprovalRequest(request) && request.diff) this.screen.print(renderDiff(request.diff));
         break;
       }
       case "interrupted":

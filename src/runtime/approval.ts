@@ -14,6 +14,8 @@ export interface ApprovalRequest {
   callId?: string;
   /** Why the policy asks. */
   reason: string;
+  /** For a file edit: the unified diff of what it would change (secrets redacted). */
+  diff?: string;
 }
 
 export interface ApprovalAnswer {

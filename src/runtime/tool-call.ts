@@ -3,9 +3,9 @@ import { interrupt } from "@langchain/langgraph";
 import { decideToolCall, sessionRuleFor } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
 import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
-import { executeToolCall } from "../tools/registry.js";
+import { executeToolCall, previewChange } from "../tools/registry.js";
 import { availableSandbox } from "../tools/sandbox.js";
-import type { ToolCallRequest, ToolDefinition, ToolResult } from "../tools/types.js";
+import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
 import { asksAbout, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
 import type { RunContext } from "./context.js";
 import { performEffect } from "./effects.js";
@@ -58,13 +58,23 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
 
   const policyCall = { name: call.name, args: call.args };
   const sandbox = ctx.sandbox ?? availableSandbox();
+  const toolContext = (): ToolContext => ({
+    workspace: ctx.workspace,
+    artifactsDir: options.artifactsDir,
+    signal: ctx.signal,
+    resultBudgetChars: options.resultBudgetChars,
+    sandbox,
+    secrets: ctx.secrets,
+  });
   const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;
   // A call the user answered takes the answer, even if the policy would now let it run: a rejection stays a rejection.
   const answered = ctx.answering !== undefined && asksAbout(ctx.answering, node, call);
   if (gate.kind === "ask" || answered) {
     const reason = gate.kind === "run" ? "the user was asked about this call" : gate.verdict.reason;
-    const request: ApprovalRequest = { kind: "approval", node, tool: call.name, args: call.args, callId: call.id, reason };
+    // The user sees what an edit would change, not only where.
+    const diff = ctx.replayEffect ? undefined : await previewChange(call, toolContext(), options.tools);
+    const request: ApprovalRequest = { kind: "approval", node, tool: call.name, args: call.args, callId: call.id, reason, ...(diff ? { diff } : {}) };
     const given = interrupt<ApprovalRequest, unknown>(request);
     // Anything but an approval answer (e.g. `resume --answer TEXT`) rejects: only an explicit yes runs a call.
     const answer: ApprovalAnswer = isApprovalAnswer(given) ? given : { decision: "reject", reason: "the answer given was not an approval" };
@@ -74,12 +84,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   }
   if (!result) {
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    const execute = () =>
-      executeToolCall(
-        call,
-        { workspace: ctx.workspace, artifactsDir: options.artifactsDir, signal: ctx.signal, resultBudgetChars: options.resultBudgetChars, sandbox, secrets: ctx.secrets },
-        options.tools,
-      );
+    const execute = () => executeToolCall(call, toolContext(), options.tools);
     const step = { node, tool: call.name, toolCallId: call.id, config: options.config };
     const request = { kind: "tool" as const, node, name: call.name, args: call.args };
     result = await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { binaryFileError, countLines, existingFile, isBinary, numberLines } from "./read-file.js";
 import { readChecked, writeChecked } from "./checked-file.js";
-import { ToolError, type ToolDefinition } from "./types.js";
+import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 
 const SNIPPET_CONTEXT_LINES = 3;
 const SNIPPET_MAX_LINES = 30;
@@ -77,26 +77,36 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
   subject: { path: "path" },
   schema,
   async run(args, ctx) {
-    if (args.old_string === args.new_string) {
-      throw new ToolError("invalid_arguments", "old_string and new_string are identical: there is nothing to change");
-    }
-    const file = await existingFile(ctx.workspace, args.path);
-    const bytes = await readChecked(file.absolute, file.relative);
-    if (isBinary(bytes)) throw binaryFileError(file.relative);
-    const text = bytes.toString("utf8");
-    if (!Buffer.from(text, "utf8").equals(bytes)) {
-      throw new ToolError("failed", `${file.relative} is not valid UTF-8 text; editing it here would corrupt it, use shell instead`);
-    }
-
-    const { oldString, newString, note } = adaptToLineEndings(text, args.old_string, args.new_string);
-    const positions = occurrences(text, oldString);
-    if (positions.length === 0) throw notFoundError(text, oldString, file.relative);
-    if (positions.length > 1 && !args.replace_all) throw notUniqueError(text, positions, file.relative);
-
-    const updated = text.split(oldString).join(newString);
+    const { file, updated, positions, newString, note } = await planEdit(args, ctx);
     await writeChecked(file.absolute, file.relative, updated);
     const summary = `Edited ${file.relative}: replaced ${positions.length} occurrence${positions.length === 1 ? "" : "s"}${note}.`;
     const shown = positions.length === 1 ? snippet(updated, positions[0]!, newString.length) : "";
     return { content: summary + shown, filesChanged: [file.relative] };
   },
+  async preview(args, ctx) {
+    const { file, text, updated } = await planEdit(args, ctx);
+    return { path: file.relative, before: text, after: updated };
+  },
 };
+
+/** The edit the call asks for, checked against the file as it is now; nothing is written. */
+async function planEdit(args: z.infer<typeof schema>, ctx: ToolContext) {
+  if (args.old_string === args.new_string) {
+    throw new ToolError("invalid_arguments", "old_string and new_string are identical: there is nothing to change");
+  }
+  const file = await existingFile(ctx.workspace, args.path);
+  const bytes = await readChecked(file.absolute, file.relative);
+  if (isBinary(bytes)) throw binaryFileError(file.relative);
+  const text = bytes.toString("utf8");
+  if (!Buffer.from(text, "utf8").equals(bytes)) {
+    throw new ToolError("failed", `${file.relative} is not valid UTF-8 text; editing it here would corrupt it, use shell instead`);
+  }
+
+  const { oldString, newString, note } = adaptToLineEndings(text, args.old_string, args.new_string);
+  const positions = occurrences(text, oldString);
+  if (positions.length === 0) throw notFoundError(text, oldString, file.relative);
+  if (positions.length > 1 && !args.replace_all) throw notUniqueError(text, positions, file.relative);
+
+  const updated = text.split(oldString).join(newString);
+  return { file, text, updated, positions, newString, note };
+}

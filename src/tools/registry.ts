@@ -1,4 +1,6 @@
+import { createTwoFilesPatch } from "diff";
 import type { z } from "zod";
+import { redactValues } from "../runs/redact.js";
 import { toolSpec } from "../models/tool-spec.js";
 import type { ToolSpec } from "../models/types.js";
 import { editFileTool } from "./edit-file.js";
@@ -69,5 +71,29 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
       return { ok: false, errorKind: error.kind, ...fitted };
     }
     return { ok: false, errorKind: "failed", content: `${tool.name} failed: ${firstLine(error instanceof Error ? error.message : String(error))}` };
+  }
+}
+
+/** Lines of a diff shown to the user asked about an edit; a longer one is cut, saying so. */
+const DIFF_MAX_LINES = 400;
+
+/**
+ * The unified diff of what a file-editing call would change, for the user asked to approve it,
+ * with the run's secrets redacted; undefined for other tools, or when the call would fail anyway
+ * (its own error then reaches the model).
+ */
+export async function previewChange(call: ToolCallRequest, ctx: ToolContext, tools: readonly ToolDefinition[] = BUILTIN_TOOLS): Promise<string | undefined> {
+  const tool = tools.find((candidate) => candidate.name === call.name);
+  const parsed = tool?.preview ? tool.schema.safeParse(call.args) : undefined;
+  if (!tool?.preview || !parsed?.success) return undefined;
+  try {
+    const change = await tool.preview(parsed.data, ctx);
+    const before = change.before === undefined ? "/dev/null" : `a/${change.path}`;
+    const patch = createTwoFilesPatch(before, `b/${change.path}`, change.before ?? "", change.after, undefined, undefined, { context: 3 });
+    const lines = redactValues(patch, ctx.secrets ?? []).split("\n").filter((line, index) => index > 0 || !line.startsWith("====="));
+    const cut = lines.length > DIFF_MAX_LINES ? [...lines.slice(0, DIFF_MAX_LINES), `[... ${lines.length - DIFF_MAX_LINES} more lines of the diff]`] : lines;
+    return cut.join("\n").trimEnd();
+  } catch {
+    return undefined;
   }
 }

@@ -91,6 +91,16 @@ export interface ToolDefinition<Args = unknown> {
   subject?: PolicySubject;
   schema: z.ZodType<Args>;
   run(args: Args, ctx: ToolContext): Promise<ToolOutput>;
+  /** A file-editing tool: the file's content now (undefined: no such file) and what the call would make it, changing nothing. */
+  preview?(args: Args, ctx: ToolContext): Promise<FileChangePreview>;
+}
+
+/** What a file edit would do, for the user asked to approve it. */
+export interface FileChangePreview {
+  /** Workspace-relative. */
+  path: string;
+  before?: string;
+  after: string;
 }
 
 /** The outcome of one call, as recorded in the state and shown to the model. */

@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import { z } from "zod";
-import { writeChecked } from "./checked-file.js";
+import { readChecked, writeChecked } from "./checked-file.js";
 import { countLines } from "./read-file.js";
 import { ToolError, type ToolDefinition } from "./types.js";
 import { resolveInWorkspace, workspaceRelative } from "./workspace-paths.js";
@@ -18,6 +18,14 @@ export const writeFileTool: ToolDefinition<z.infer<typeof schema>> = {
   effect: "edit",
   subject: { path: "path" },
   schema,
+  async preview({ path, contents }, ctx) {
+    const absolute = resolveInWorkspace(ctx.workspace, path);
+    const relativePath = workspaceRelative(ctx.workspace, absolute);
+    const existing = await stat(absolute).catch(() => undefined);
+    if (existing?.isDirectory()) throw new ToolError("invalid_arguments", `${relativePath} is a directory; give a file path`);
+    const before = existing ? (await readChecked(absolute, relativePath)).toString("utf8") : undefined;
+    return { path: relativePath, ...(before !== undefined ? { before } : {}), after: contents };
+  },
   async run({ path, contents }, ctx) {
     const absolute = resolveInWorkspace(ctx.workspace, path);
     const relativePath = workspaceRelative(ctx.workspace, absolute);
