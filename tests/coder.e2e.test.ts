@@ -1,8 +1,10 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { stringify } from "yaml";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, parseEvents, ROOT } from "./helpers/cli.js";
+import { availableSandbox } from "../src/tools/sandbox.js";
 import { finalState, resume, run, startRun, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
@@ -67,6 +69,27 @@ describe("the coder graph (scripted model, real workspace)", () => {
     const refusal = output.toolCalls.find((call) => call.errorKind === "rejected");
     expect(refusal?.preview).toContain("use a temp dir");
     expect(output.status).toBe("success");
+  });
+
+  it.skipIf(availableSandbox({}).name !== "bubblewrap")("kill -9 of loopgraph kills the sandboxed command it was running, and everything that command started", async () => {
+    const ws = repo();
+    // A command that starts a background child and sleeps, marked so that only this test's processes are looked for.
+    const marker = `loopgraph-orphan-canary-${process.pid}-${Date.now()}`;
+    const script = join(ws.dir, "..", "long-shell.script.yaml");
+    writeFileSync(script, stringify({ responses: [{ node: "coder", tool_calls: [{ name: "shell", args: { command: `(sleep 300 # ${marker}\n) & sleep 299 # ${marker}` } }] }, { node: "coder", content: "done" }] }));
+    const running = startRun(ws, { ...coder("orphan", "happy.script.yaml", "auto"), script });
+    await running.waitForEvent("tool_call");
+    const cmdline = (pid: string): string => {
+      try {
+        return readFileSync(`/proc/${pid}/cmdline`, "latin1");
+      } catch {
+        return ""; // gone meanwhile
+      }
+    };
+    const canaries = () => readdirSync("/proc").filter((pid) => /^\d+$/.test(pid) && cmdline(pid).includes(marker));
+    await expect.poll(() => canaries().length, { timeout: 10_000 }).toBeGreaterThan(0);
+    await running.kill("SIGKILL");
+    await expect.poll(() => canaries(), { timeout: 10_000, interval: 200 }).toEqual([]);
   });
 
   it("an approval of a file edit carries the diff of what it would change", async () => {
