@@ -115,3 +115,12 @@ describe("lookalikes that stay allowed in auto mode", () => {
     expect(verdict.decision, verdict.reason).toBe("allow");
   });
 });
+
+describe("cost", () => {
+  it("a long word does not make the fork-bomb rule backtrack once per character", () => {
+    const started = performance.now();
+    expect(shell(`echo ${"x".repeat(20_000)} | bash`, "auto").decision).toBe("allow");
+    // Quadratic before: seconds for this word (minutes for 200 000 characters); now milliseconds.
+    expect(performance.now() - started).toBeLessThan(2_000);
+  });
+});

@@ -108,8 +108,9 @@ const DESTRUCTIVE_COMMANDS: PolicyRule[] = [
   denyCommand(String.raw`^dd\s(?:.*\s)?of=/dev/(?!(?:null|zero|stdout|stderr)${WORD_END})`, "dd onto a device overwrites a disk"),
   denyCommand(String.raw`(?:>\|?\s*|^tee\s(?:.*\s)?)${DISK_DEVICE}`, "writes onto a raw disk device"),
   // A function that calls itself in the background or through a pipe: `:(){ :|:& };:`, `f(){ f & f; }`.
+  // The name starts a word (the lookbehind), so a long word costs one attempt, not one per character.
   denyCommand(
-    String.raw`(?:function\s+)?(${FUNCTION_NAME})\s*(?:\(\s*\))?\s*(?:\{[^}]*?|\([^)]*?)` +
+    String.raw`(?<![^\s;&|(){}])(?:function\s+)?(${FUNCTION_NAME})\s*(?:\(\s*\))?\s*(?:\{[^}]*?|\([^)]*?)` +
       String.raw`(?:(?<![^\s;&|{(])\1\s*(?:&(?!&)|\|(?!\|))|\|&?\s*\1(?=$|[\s;&|)}]))`,
     FORK_BOMB,
   ),

@@ -74,8 +74,18 @@ function matchPrefix(glob: readonly string[], g: number, path: readonly (string 
 const SEGMENT_OPTIONS = { dot: false, nobrace: true, noextglob: true, nonegate: true, noglobstar: true, posix: true } as const;
 
 function segmentMatches(glob: string, name: string): boolean {
-  return glob === "" || name === "" ? glob === name : picomatch.isMatch(name, glob, SEGMENT_OPTIONS);
+  if (glob === "" || name === "") return glob === name;
+  let matcher = matchers.get(glob);
+  if (matcher === undefined) {
+    if (matchers.size >= 1000) matchers.clear();
+    matcher = picomatch(glob, SEGMENT_OPTIONS);
+    matchers.set(glob, matcher);
+  }
+  return matcher(name);
 }
+
+/** Compiled segment globs: each is tried against every sensitive path. */
+const matchers = new Map<string, (name: string) => boolean>();
 
 function unescape(segment: string): string {
   return segment.replace(/\\(.)/g, "$1");
