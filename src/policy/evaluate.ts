@@ -60,16 +60,16 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   const { effect, subject } = toolFacts(call.name);
   const isCommand = subject !== undefined && "command" in subject;
   const rules = [...BUILTIN_RULES, ...options.rules];
-  /** Decides one subject, written in the forms patterns are tested against (the first is shown). */
-  const decide = (forms: string[]): Finding => {
-    const rule = decidingRule(rules, call.name, forms);
+  /** Decides one subject, written in the forms patterns are tested against (the first is shown); a shell command's `part` for command scopes. */
+  const decide = (forms: string[], part?: ShellPart): Finding => {
+    const rule = decidingRule(rules, call.name, forms, part);
     return rule ? ruleFinding(rule, isCommand, forms[0]!, options.mode) : defaultFinding(forms[0]!, effect, options.mode);
   };
 
   if (subject && "command" in subject) {
     const command = stringArgument(call.args, subject.command) ?? "";
     const parsed = parseShellCommand(command);
-    const findings = parsed.parts.map((part) => decide(unique([part.text, normalisedText(part)])));
+    const findings = parsed.parts.map((part) => decide(unique([part.text, normalisedText(part)]), part));
     // Forms that can add an ask or a deny but never allow: a whole script or pipeline (`curl … | sh`
     // spans parts), and a part with its globs matched to sensitive paths (`cat /e?c/shadow`).
     const riskForms = [...parsed.scripts, ...parsed.pipelines].map((script) => ({ subject: script, forms: [script] }));

@@ -14,6 +14,8 @@ export interface ApprovalRequest {
   callId?: string;
   /** Why the policy asks. */
   reason: string;
+  /** What answering "always" would allow from then on, in words (e.g. `` `git status` with read-only options, for the rest of this thread ``). */
+  always?: string;
 }
 
 export interface ApprovalAnswer {
