@@ -19,7 +19,7 @@ describe("the table of read-only options", () => {
     // program, then commands it covers, then commands it does not
     ["echo", ["echo", "echo -n a b", "echo -e 'a\\tb'"], ["echo --x", "echo $HOME", "echo `id`", "echo > f"]],
     ["printf", ["printf '%s\\n' a b", "printf -- x"], ["printf -v v x"]],
-    ["cat", ["cat a b", "cat -n -- -weird", "cat - < in"], ["cat -x a", "cat a > b", "cat <<< x"]],
+    ["cat", ["cat a b", "cat -n -- -weird", "cat - < in"], ["cat -x a", "cat a > b", "cat <<< x", "cat < <(id)", "cat < $F"]],
     ["head", ["head -n 5 a", "head -n5 a", "head --lines=5 a", "head -5 a", "head -c 10 -q a b"], ["head -x a", "head --verbose=1 a"]],
     ["tail", ["tail -f log", "tail -n +5 a", "tail --follow=name a", "tail -20 a"], ["tail -o a"]],
     ["wc", ["wc -l a", "wc --total=never -w a"], ["wc -x"]],

@@ -300,7 +300,7 @@ export function describeScope(scope: CommandScope): string {
 /** Reads a file (not a device such as bash's `/dev/tcp/…`), or writes to `/dev/null` or another descriptor (`2>&1`). */
 function readsOrDiscards(redirect: Redirect): boolean {
   const { op, target } = redirect;
-  if (/[$`]/.test(target)) return false;
+  if (/[$`]|[<>]\(/.test(target)) return false;
   if (/^\d*<$/.test(op)) return !target.startsWith("/dev/") || target === "/dev/null";
   if (/^\d*[<>]&$/.test(op) && /^(?:\d+-?|-)$/.test(target)) return true;
   return /^(?:\d*>>?|&>>?|\d*>\||\d*>&)$/.test(op) && target === "/dev/null";
