@@ -46,7 +46,7 @@ describe("decideToolCall", () => {
   });
 });
 
-describe("sessionRuleFor: what an 'always' approval allows from then on", () => {
+describe("alwaysAnswerFor: what an 'always' approval allows from then on", () => {
   it("a file edit asked by the mode allows that tool everywhere in the workspace, at priority 0", () => {
     const { rule, description, later } = approveAlways({ name: "write_file", args: { path: "src/a.ts", contents: "" } });
     expect(rule).toEqual({ tool: "write_file", decision: "allow", priority: 0, source: "session", reason: 'approved with "always" in this session' });
