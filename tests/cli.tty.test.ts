@@ -39,6 +39,7 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
     expect(code, screen).toBe(0);
     expect(answered).toBe(3);
     expect(screen).toContain("wants to run");
+    expect(screen).toContain("always: exactly `rm -f important.txt`, for the rest of this thread");
     expect(screen).toContain("the user rejected this call: use a temp dir");
     expect(existsSync(join(ws, "approved.txt"))).toBe(false);
     expect(existsSync(join(ws, "important.txt"))).toBe(false);

@@ -53,7 +53,7 @@ describe("coder node (in-process API)", () => {
     expect((outcome.state.outputs.coder as CoderResult).status).toBe("success");
   });
 
-  it("an 'always' answer adds a rule for the thread: the next matching call does not ask", async () => {
+  it("an 'always' answer adds a rule for the thread: the next call it covers does not ask, and the prompt said what it covers", async () => {
     const ws = workspace();
     const asked: ApprovalRequest[] = [];
     const outcome = await runGraph({
@@ -65,9 +65,14 @@ describe("coder node (in-process API)", () => {
       },
     });
     expect(outcome.status, outcome.error).toBe("finished");
-    expect(asked.map((r) => (r.args as { command: string }).command)).toEqual(["echo first >> log.txt"]);
-    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("first\nsecond\n");
-    expect(outcome.state.sessionRules).toHaveLength(1);
+    // A command that writes (here by redirection) is allowed again only exactly; `ls` with any read-only options.
+    expect(asked.map((r) => [(r.args as { command: string }).command, r.always])).toEqual([
+      ["echo first >> log.txt", "exactly `echo first >> log.txt`, for the rest of this thread"],
+      ["echo second >> log.txt", "exactly `echo second >> log.txt`, for the rest of this thread"],
+      ["ls -a", "`ls` with read-only options, for the rest of this thread"],
+    ]);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("first\nfirst\nsecond\n");
+    expect(outcome.state.sessionRules).toHaveLength(3);
   });
 
   it("stops with a step-limit failure after max_steps model calls", async () => {

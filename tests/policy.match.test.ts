@@ -1,5 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { compilePattern, decidingRule, escapeRegExp, ruleMatches, stricter, toolMatches } from "../src/policy/match.js";
+import { parseShellCommand } from "../src/policy/shell-parts.js";
 import type { PolicyRule } from "../src/state/rules.js";
 
 const rule = (overrides: Partial<PolicyRule>): PolicyRule => ({
@@ -37,6 +38,17 @@ describe("rule matching", () => {
     const byAbsolutePath = rule({ tool: "read_file", pattern: "^/srv/data/" });
     expect(ruleMatches(byAbsolutePath, "read_file", ["data/x.csv", "/srv/data/x.csv"])).toBe(true);
     expect(ruleMatches(byAbsolutePath, "read_file", ["data/x.csv", "/home/data/x.csv"])).toBe(false);
+  });
+
+  it("matches a shell command one of its command scopes covers, or its pattern matches", () => {
+    const part = (command: string) => parseShellCommand(command).parts[0]!;
+    const scoped = rule({ tool: "shell", pattern: "^make lint$", commands: [{ name: "git", subcommand: "status", readOnly: true }] });
+    expect(ruleMatches(scoped, "shell", ["git status -s"], part("git status -s"))).toBe(true);
+    expect(ruleMatches(scoped, "shell", ["make lint"], part("make lint"))).toBe(true);
+    expect(ruleMatches(scoped, "shell", ["git status > x"], part("git status > x"))).toBe(false);
+    // Without the parsed command (a whole script), only the pattern can match.
+    expect(ruleMatches(scoped, "shell", ["git status -s"])).toBe(false);
+    expect(decidingRule([scoped], "shell", ["git log"], part("git log"))).toBeUndefined();
   });
 
   it("reports an invalid pattern by name", () => {

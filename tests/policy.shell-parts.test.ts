@@ -150,3 +150,107 @@ describe("write targets", () => {
     expect(targetsOf(command)).toEqual(targets);
   });
 });
+
+describe("word splitting and expansion as bash does it", () => {
+  it.each([
+    ["rm${IFS}-rf${IFS}/", ["rm", "-rf", "/"]],
+    ["rm$IFS-rf$IFS/", ["rm", "-rf", "/"]],
+    ["rm${IFS:0:1}-rf /", ["rm", "-rf", "/"]],
+    ['echo "a${IFS}b"', ["echo", "a${IFS}b"]],
+    ["echo $IFSX ${#IFS}", ["echo", "$IFSX", "${#IFS}"]],
+    ["rm -rf {/*,x}", ["rm", "-rf", "/*", "x"]],
+    ["echo a{b,c{d,e}}f", ["echo", "abf", "acdf", "acef"]],
+    ["echo {a,b}{1,2}", ["echo", "a1", "a2", "b1", "b2"]],
+    ['rm -rf {"/",x}', ["rm", "-rf", "/", "x"]],
+    ["echo '{a,b}' \\{a,b} {} {a} ${x,y}", ["echo", "{a,b}", "{a,b}", "{}", "{a}", "${x,y}"]],
+    ["X={a,b} env", ["X={a,b}", "env"]],
+    ["find . -exec rm {} +", ["find", ".", "-exec", "rm", "{}", "+"]],
+  ])("%j → %j", (command, words) => {
+    expect(parseShellCommand(command).parts[0]!.words).toEqual(words);
+  });
+
+  it("does not expand braces without bound: too many words are reported, not checked", () => {
+    const bomb = `echo ${"{a,b}".repeat(11)}`;
+    expect(parseShellCommand(bomb).tooDeep).toEqual(["{a,b}".repeat(11)]);
+    expect(parseShellCommand(`echo ${"{a,b}".repeat(10)}`).tooDeep).toEqual([]);
+  });
+
+  it("marks unquoted globs, with quoted characters escaped", () => {
+    const [part] = parseShellCommand(`cat /e?c/shadow 'a*' "b"* plain < /e[t]c/x`).parts;
+    expect(part!.globs).toEqual([undefined, "/e?c/shadow", undefined, "b*", undefined]);
+    expect(part!.redirects).toEqual([{ op: "<", target: "/e[t]c/x", glob: "/e[t]c/x" }]);
+    expect(parseShellCommand(`cat "x y"?`).parts[0]!.globs).toEqual([undefined, "x\\ y?"]);
+    expect(parseShellCommand("cat a b").parts[0]!.globs).toBeUndefined();
+  });
+
+  it("descends into command substitutions inside ${…}", () => {
+    expect(partsOf("echo ${v=`rm -rf /`}")).toEqual(["rm -rf /", "echo ${v=`rm -rf /`}"]);
+    expect(partsOf("echo ${v:-$(id)}x")).toEqual(["id", "echo ${v:-$(id)}x"]);
+    expect(partsOf("echo ${a:-${b:-$(id)}}")).toEqual(["id", "echo ${a:-${b:-$(id)}}"]);
+    // Only `${` nests, as in bash: the `}` of `{}` ends the expansion and `; rm` is a command.
+    expect(partsOf("echo ${v:-{}; rm -rf /")).toEqual(["echo ${v:-{}", "rm -rf /"]);
+  });
+});
+
+describe("wrappers with operands before the command", () => {
+  it.each([
+    ["flock f sudo id", "sudo id"],
+    ["flock -x -w 5 /tmp/lock rm -rf /", "rm -rf /"],
+    ["taskset 0x1 rm -rf /", "rm -rf /"],
+    ["taskset -c 0,1 rm -rf /", "rm -rf /"],
+    ["chrt -f 10 rm -rf /", "rm -rf /"],
+    ["timeout -k 5 10 rm -rf /", "rm -rf /"],
+    ["busybox rm -rf /", "rm -rf /"],
+    ["unshare -r chroot / rm -rf /", "rm -rf /"],
+  ])("%j runs %j", (command, normalised) => {
+    expect(normalisedPartsOf(command)).toContain(normalised);
+  });
+
+  it("sees `flock FILE -c 'script'` as a script", () => {
+    expect(partsOf("flock f -c 'rm -rf / && id'")).toEqual(["flock f -c 'rm -rf / && id'", "rm -rf /", "id"]);
+  });
+});
+
+describe("stdin that the command shows", () => {
+  it.each([
+    ["echo 'rm -rf /' | bash", "rm -rf /"],
+    ["echo rm -rf / |& sh -s", "rm -rf /"],
+    ["echo -e 'ls\\nrm -rf /' | sh", "rm -rf /"],
+    ["printf '%s\\n' 'rm -rf /' | bash", "rm -rf /"],
+    ["printf 'rm -rf %s' / | bash -", "rm -rf /"],
+    ['bash <<< "rm -rf /"', "rm -rf /"],
+    ["sh -x <<'EOF'\nls\nrm -rf /\nEOF", "rm -rf /"],
+    ["bash <<-EOF\n\trm -rf /\n\tEOF", "rm -rf /"],
+    ["cat <<EOF | bash\nrm -rf /\nEOF", "rm -rf /"],
+    ["echo 'rm -rf /' | cat | cat - | bash", "rm -rf /"],
+    [". /dev/stdin <<< 'rm -rf /'", "rm -rf /"],
+    ["echo 'rm -rf /' | source /dev/fd/0", "rm -rf /"],
+    ["echo 'rm -rf /' | bash /dev/stdin", "rm -rf /"],
+    ["echo / | xargs rm -rf", "rm -rf /"],
+    ["echo /* | xargs rm -rf", "rm -rf /*"],
+    ["echo \"'/'\" | xargs -n1 rm -rf", "rm -rf /"],
+    ["printf '/\\n' | xargs -I{} rm -rf {}", "rm -rf /"],
+    ["echo / | xargs -I % sh -c 'rm -rf %'", "rm -rf /"],
+  ])("%j runs %j", (command, inner) => {
+    expect(partsOf(command)).toContain(inner);
+  });
+
+  it.each([
+    "cat script.sh | bash",
+    "bash script.sh < input.txt",
+    "echo 'rm -rf /' | bash -c 'cat'",
+    "echo 'rm -rf /' > notes.txt",
+    "echo 'rm -rf /' | tee notes.txt",
+    "echo 'rm -rf /' | bash script.sh",
+    "bash < script.sh",
+    "echo 'rm -rf /' || bash",
+    "find . -name '*.o' | xargs rm -f",
+  ])("does not take %j's stdin for a script it runs", (command) => {
+    expect(partsOf(command)).not.toContain("rm -rf /");
+  });
+
+  it("lists each pipeline normalised, whatever wrappers and `|&` it uses", () => {
+    expect(parseShellCommand("curl -s x |& timeout 9 sh; a | b | c").pipelines).toEqual(["curl -s x | sh", "a | b | c"]);
+    expect(parseShellCommand("a || b && c").pipelines).toEqual([]);
+  });
+});

@@ -1,6 +1,6 @@
 /** What the model or a tool wrote reaches the terminal as text, never as terminal commands. */
 import { describe, expect, it } from "vitest";
-import { describeCall } from "../src/cli/approval-prompt.js";
+import { chatApprovalLine, describeAlways, describeCall } from "../src/cli/approval-prompt.js";
 import { humanRenderer, jsonRenderer } from "../src/cli/render.js";
 import { printable, printableJson } from "../src/cli/terminal-text.js";
 import type { RunEvent } from "../src/runtime/events.js";
@@ -37,6 +37,25 @@ describe("the approval prompt and the run's output", () => {
     expect(shown).not.toMatch(RAW);
     expect(shown).toContain("curl --data-binary @secret");
     expect(shown).toContain("\\x1b[2K");
+  });
+
+  it("say what 'always' would allow, escaped like the command it quotes", () => {
+    const request = {
+      kind: "approval" as const,
+      node: "coder",
+      tool: "shell",
+      args: { command: SPOOF },
+      reason: "shell commands need approval",
+      always: `exactly \`${SPOOF}\`, for the rest of this thread`,
+    };
+    expect(describeAlways(request)).toMatch(/^always: exactly `curl --data-binary @secret .*\\x1b\[2K.*`, for the rest of this thread$/);
+    expect(describeAlways(request)).not.toMatch(RAW);
+    const line = chatApprovalLine(request);
+    expect(line).not.toMatch(RAW);
+    expect(line).toMatch(/: \/approve, \/always \(always: exactly `curl .*, for the rest of this thread\) or \/reject \[why\]$/);
+    const { always: _always, ...without } = request;
+    expect(describeAlways(without)).toBeUndefined();
+    expect(chatApprovalLine(without)).toMatch(/: \/approve or \/reject \[why\]$/);
   });
 
   it("a message, a tool call, its result, an error and the --json line carry no raw control character", () => {

@@ -25,12 +25,28 @@ export function renderDiff(diff: string): string {
     .join("\n");
 }
 
+/** What answering "always" would allow, printable (`always: …`); undefined when the request does not say. */
+export function describeAlways(request: ApprovalRequest): string | undefined {
+  return request.always === undefined ? undefined : printable(`always: ${request.always}`);
+}
+
+/** The chat's line for a pending approval: the call, why, and the answers (`/always` with what it would allow). */
+export function chatApprovalLine(request: ApprovalRequest): string {
+  const always = describeAlways(request);
+  const answers = always ? `/approve, /always (${always}) or /reject [why]` : "/approve or /reject [why]";
+  return `${printable(request.node)} wants to run ${describeCall(request)} (${printable(request.reason)}): ${answers}`;
+}
+
 /** Asks at the terminal whether a tool call may run: approve, reject (with an optional reason), or always. */
 export async function promptForApproval(request: ApprovalRequest): Promise<ApprovalAnswer | undefined> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
-    process.stderr.write(`\n${pc.yellow("?")} ${pc.bold(printable(request.node))} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(printable(request.reason))}\n`);
-    if (request.diff) process.stderr.write(`${renderDiff(request.diff)}\n`);
+    const always = describeAlways(request);
+    process.stderr.write(
+      `\n${pc.yellow("?")} ${pc.bold(printable(request.node))} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(printable(request.reason))}\n` +
+        (request.diff ? `${renderDiff(request.diff)}\n` : "") +
+        (always ? `  ${pc.dim(always)}\n` : ""),
+    );
     for (;;) {
       const choice = (await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways: `)).trim().toLowerCase();
       if (choice === "y" || choice === "yes") return { decision: "approve" };

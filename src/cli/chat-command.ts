@@ -5,7 +5,7 @@ import { openChat, type ChatSession } from "../engine/chat.js";
 import type { RunEvent } from "../runtime/events.js";
 import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
 import { messageText } from "../runtime/model-session.js";
-import { describeCall, renderDiff } from "./approval-prompt.js";
+import { chatApprovalLine, renderDiff } from "./approval-prompt.js";
 import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
@@ -30,7 +30,7 @@ const HELP = [
   "  add: <task>        add a task to the running loop (start: <task> starts one)",
   "  /inspect           the loop's checkpoint history",
   "  /resume            continue an interrupted loop",
-  "  /approve, /reject [why]   answer the loop's pending approval",
+  "  /approve, /always, /reject [why]   answer the loop's pending approval",
   "  /help, /quit       this help; leave (also Ctrl-D, or Ctrl-C twice)",
 ].join("\n");
 
@@ -158,6 +158,9 @@ class ChatController {
       case "/approve":
         this.screen.line(await looper.resume({ decision: "approve" }));
         return true;
+      case "/always":
+        this.screen.line(await looper.resume({ decision: "always" }));
+        return true;
       case "/reject":
         this.screen.line(await looper.resume(argument ? { decision: "reject", reason: argument } : { decision: "reject" }));
         return true;
@@ -239,7 +242,7 @@ class ChatController {
         const request = outcome.pause?.value;
         this.screen.print(
           isApprovalRequest(request)
-            ? pc.yellow(`⏸ the loop waits for your approval: ${request.node} wants to run ${describeCall(request)} (${printable(request.reason)}): /approve or /reject [why]`)
+            ? pc.yellow(`⏸ the loop waits for your approval: ${chatApprovalLine(request)}`)
             : pc.yellow(`⏸ the loop paused (thread ${thread}): /resume continues it`),
         );
         if (isApprovalRequest(request) && request.diff) this.screen.print(renderDiff(request.diff));

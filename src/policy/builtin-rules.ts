@@ -45,12 +45,37 @@ const NAME_CHAR = String.raw`[^\s/;|&()<>'"]`;
 const WORD_END = String.raw`(?=$|\s)`;
 
 const HOME = homedir();
-const HOME_FORMS = [String.raw`~`, String.raw`\$HOME`, String.raw`\$\{HOME\}`, ...(HOME.length > 1 ? [escapeRegExp(HOME)] : [])];
+/** `~user`: that user's home (`~root`). */
+const TILDE_USER = String.raw`~[A-Za-z_][A-Za-z0-9_.-]*`;
+const HOME_FORMS = [String.raw`~`, TILDE_USER, String.raw`\$HOME`, String.raw`\$\{HOME\}`, ...(HOME.length > 1 ? [escapeRegExp(HOME)] : [])];
 /** `/`, `/*`, `~`, `~/`, `$HOME/*`, the home directory's path … */
 const ROOT_OR_HOME = String.raw`(?:/+[.*]?|(?:${HOME_FORMS.join("|")})/*\*?)`;
 const ANY_HOME = String.raw`(?:${HOME_FORMS.join("|")}|/root|/home/[^/\s]+|/Users/[^/\s]+)`;
 const INTERPRETER = String.raw`(?:(?:ba|z|da|k|mk|fi)?sh|python[0-9.]*|perl|ruby|node|php|bun|deno)`;
+/** What runs a script from its stdin: an interpreter (also `busybox sh`), or `. /dev/stdin`. */
+const RUNS_STDIN = String.raw`(?:(?:busybox\s+)?['"]?(?:\S*/)?${INTERPRETER}['"]?|(?:source|\.)\s+(?:/dev/stdin|/dev/fd/0|/proc/self/fd/0))${END}`;
+/** A function name in a definition (`f()`, `function f`), for fork bombs. */
+const FUNCTION_NAME = String.raw`[^\s(){}|;&<>'"]+`;
 const DISK_DEVICE = String.raw`/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|md\d|dm-|loop\d)`;
+
+/** Credential stores under any home directory, and the system's password and sudo files: denied. */
+const HOME_CREDENTIALS = [".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".config/gcloud", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass"];
+const SYSTEM_CREDENTIALS = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
+
+/** A path segment that stands for any name (a user's directory in `/home/<name>`): matched against a glob segment as written. */
+const ANY_NAME = /^(?!\.\.?$)[^/]+$/;
+
+/**
+ * The credential paths of the deny rule, as path segments: what a glob in a shell word is matched
+ * against (`/e?c/shadow`, `~/.ss?`), see glob-forms.ts. A RegExp segment is any segment it
+ * matches as written (`/home/*`, `~root`).
+ */
+export const CREDENTIAL_PATHS: readonly (readonly (string | RegExp)[])[] = [
+  ...[["~"], [new RegExp(`^${TILDE_USER}$`)], ["$HOME"], ["${HOME}"], ...(HOME.length > 1 ? [HOME.split("/")] : []), ["", "root"], ["", "home", ANY_NAME], ["", "Users", ANY_NAME]].flatMap(
+    (home) => HOME_CREDENTIALS.map((credential) => [...home, ...credential.split("/")]),
+  ),
+  ...SYSTEM_CREDENTIALS.map((path) => path.split("/")),
+];
 
 const denyCommand = (pattern: string, reason: string): PolicyRule => ({
   tool: "shell",
@@ -82,18 +107,32 @@ const DESTRUCTIVE_COMMANDS: PolicyRule[] = [
   ),
   denyCommand(String.raw`^dd\s(?:.*\s)?of=/dev/(?!(?:null|zero|stdout|stderr)${WORD_END})`, "dd onto a device overwrites a disk"),
   denyCommand(String.raw`(?:>\|?\s*|^tee\s(?:.*\s)?)${DISK_DEVICE}`, "writes onto a raw disk device"),
-  denyCommand(String.raw`(?:function\s+)?([^\s(){}|;&<>]+)\s*(?:\(\s*\))?\s*\{[^}]*\1\s*[|&]\s*\1\s*&`, FORK_BOMB),
+  // A function that calls itself in the background or through a pipe: `:(){ :|:& };:`, `f(){ f & f; }`.
+  // The name starts a word (the lookbehind), so a long word costs one attempt, not one per character.
+  denyCommand(
+    String.raw`(?<![^\s;&|(){}])(?:function\s+)?(${FUNCTION_NAME})\s*(?:\(\s*\))?\s*(?:\{[^}]*?|\([^)]*?)` +
+      String.raw`(?:(?<![^\s;&|{(])\1\s*(?:&(?!&)|\|(?!\|))|\|&?\s*\1(?=$|[\s;&|)}]))`,
+    FORK_BOMB,
+  ),
   denyCommand(String.raw`fork\s*(?:\(\s*\))?\s*while\s*fork|while\s*\(?\s*(?:1|true|True)\s*\)?\s*:?\s*(?:os\.)?fork\(\)`, FORK_BOMB),
   denyCommand(
-    String.raw`^(?:sudo|su|doas|pkexec|run0)${WORD_END}`,
+    [
+      String.raw`^(?:sudo|sudoedit|su|doas|pkexec|run0|runuser|setpriv|newgrp|ksu|calife)${WORD_END}`,
+      // `sg GROUP cmd`, but not ast-grep, which is also called `sg` (`sg run`, `sg -p …`).
+      String.raw`^sg\s+(?!(?:run|scan|test|new|lsp|completions|help)${WORD_END}|-[\w-])`,
+    ].join("|"),
     "runs commands as root or another user: the agent must not escalate privileges",
   ),
   denyCommand(
-    String.raw`\b(?:curl|wget|fetch|aria2c)\b[^;&\n]*\|\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?['"]?(?:\S*/)?${INTERPRETER}['"]?${END}`,
+    String.raw`\b(?:curl|wget|fetch|aria2c)\b[^;&\n]*\|&?\s*(?:sudo\s+(?:-\S+\s+)*)?(?:env\s+(?:\S+=\S*\s+)*)?${RUNS_STDIN}`,
     "pipes a download into an interpreter: it runs unreviewed code from the network",
   ),
   denyCommand(String.raw`(?:^|[\s;|&(])(?:${INTERPRETER}|source|\.)\s+(?:-\S+\s+)*<\(\s*(?:curl|wget)\b`, RUNS_DOWNLOAD),
-  denyCommand(String.raw`(?:\beval|\b${INTERPRETER}\s+-[A-Za-z]*[ce])\s+["']?(?:\$\(|\x60)\s*(?:curl|wget)\b`, RUNS_DOWNLOAD),
+  denyCommand(
+    String.raw`(?:\beval\s+|\b${INTERPRETER}\s+-[A-Za-z]*[ce]\s+|(?:^|[\s;|&(])(?:${INTERPRETER}|source|\.)(?:\s+-\S+)*\s*<<<\s*)` +
+      String.raw`["']?(?:\$\(|\x60)\s*(?:curl|wget)\b`,
+    RUNS_DOWNLOAD,
+  ),
   denyCommand(
     String.raw`^ch(?:mod|own|grp)\s(?:.*\s)?${ROOT_OR_HOME}${WORD_END}`,
     "changes permissions or owner of the whole file system or your home",
@@ -110,8 +149,8 @@ const DESTRUCTIVE_COMMANDS: PolicyRule[] = [
   denyCommand(String.raw`^crontab\s(?:.*\s)?-[A-Za-z]*r`, "crontab -r deletes all your cron jobs without confirmation"),
   denyCommand(String.raw`^kill\s(?:.*\s)?-1(?=$|\s+\d*[<>&])|^killall5${WORD_END}`, "signals every process you own"),
   denyCommand(
-    String.raw`${ANY_HOME}/\.(?:ssh|aws|gnupg|kube|docker|azure|config/gcloud|netrc|git-credentials|npmrc|pypirc|pgpass)(?=$|[/\s;|&)<>'"])` +
-      String.raw`|/etc/(?:shadow|gshadow|sudoers)${END}`,
+    String.raw`${ANY_HOME}/(?:${HOME_CREDENTIALS.map(escapeRegExp).join("|")})(?=$|[/\s;|&)<>'"])` +
+      String.raw`|(?:${SYSTEM_CREDENTIALS.map(escapeRegExp).join("|")})${END}`,
     "touches your credentials outside the workspace (~/.ssh, ~/.aws, ~/.gnupg …)",
   ),
 ];
@@ -155,6 +194,28 @@ const SENSITIVE_FILES: { pattern: string; reason: string }[] = [
     pattern: String.raw`${START}credentials(?:\.(?:json|ya?ml|toml|ini|txt|csv|xml|conf|cfg|env))?${END}`,
     reason: "a credentials file",
   },
+];
+
+/**
+ * Names the rules above ask for, as examples a glob in a shell word is matched against
+ * (`cat .en?`, `cat id_*`), see glob-forms.ts.
+ */
+export const SENSITIVE_NAMES: readonly string[] = [
+  ".env",
+  ".env.local",
+  "id_rsa",
+  "id_dsa",
+  "id_ecdsa",
+  "id_ed25519",
+  ".ssh",
+  ".npmrc",
+  ".pypirc",
+  ".netrc",
+  ".git-credentials",
+  ".pgpass",
+  ".htpasswd",
+  "credentials",
+  "credentials.json",
 ];
 
 const SENSITIVE_FILE_TOOLS = ["*_file", "grep", "shell"];

@@ -12,6 +12,7 @@ import { BUILTIN_TOOLS } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
 import { ToolError, type PolicySubject, type ToolEffect } from "../tools/types.js";
 import { BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
+import { sensitiveGlobForms } from "./glob-forms.js";
 import { decidingRule, stricter } from "./match.js";
 import { commandWords, normalisedText, parseShellCommand, writeTargetsOf, type ShellPart } from "./shell-parts.js";
 import type { PolicyCause, PolicyVerdict } from "./types.js";
@@ -67,9 +68,9 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   const isCommand = subject !== undefined && "command" in subject;
   const rules = [...BUILTIN_RULES, ...options.rules];
   const mode = effectiveMode(options, effect);
-  /** Decides one subject, written in the forms patterns are tested against (the first is shown). */
-  const decide = (forms: string[]): Finding => {
-    const rule = decidingRule(rules, call.name, forms);
+  /** Decides one subject, written in the forms patterns are tested against (the first is shown); a shell command's `part` for command scopes. */
+  const decide = (forms: string[], part?: ShellPart): Finding => {
+    const rule = decidingRule(rules, call.name, forms, part);
     return explained(rule ? ruleFinding(rule, isCommand, forms[0]!, mode) : defaultFinding(forms[0]!, effect, mode));
   };
   /** An ask that only the missing sandbox caused says so. */
@@ -81,11 +82,14 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   if (subject && "command" in subject) {
     const command = stringArgument(call.args, subject.command) ?? "";
     const parsed = parseShellCommand(command);
-    const findings = parsed.parts.map((part) => decide(unique([part.text, normalisedText(part)])));
-    // A whole script can add an ask or a deny (`curl … | sh` spans parts) but never allows.
-    for (const script of parsed.scripts) {
-      const rule = decidingRule(rules, call.name, [script]);
-      if (rule && rule.decision !== "allow") findings.push(explained(ruleFinding(rule, true, script, mode)));
+    const findings = parsed.parts.map((part) => decide(unique([part.text, normalisedText(part)]), part));
+    // Forms that can add an ask or a deny but never allow: a whole script or pipeline (`curl … | sh`
+    // spans parts), and a part with its globs matched to sensitive paths (`cat /e?c/shadow`).
+    const riskForms = [...parsed.scripts, ...parsed.pipelines].map((script) => ({ subject: script, forms: [script] }));
+    for (const part of parsed.parts) riskForms.push({ subject: part.text, forms: sensitiveGlobForms(part) });
+    for (const { subject, forms } of riskForms) {
+      const rule = decidingRule(rules, call.name, forms);
+      if (rule && rule.decision !== "allow") findings.push(explained(ruleFinding(rule, true, subject, mode)));
     }
     findings.push(...outsideWrites(parsed.parts, root));
     for (const script of parsed.tooDeep) {
@@ -102,12 +106,16 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   return verdictOf([decide([JSON.stringify(call.args ?? {})])]);
 }
 
-/** The strictest decision among the findings; the first finding of each subject with it is a cause. */
+/** The strictest decision among the findings; the first finding of each subject with it (one by a rule, if any) is a cause. */
 function verdictOf(findings: readonly Finding[]): PolicyVerdict {
   const decision = findings.map((finding) => finding.decision).reduce(stricter);
   const causes: Finding[] = [];
   for (const finding of findings) {
-    if (finding.decision === decision && !causes.some((cause) => cause.subject === finding.subject)) causes.push(finding);
+    if (finding.decision !== decision) continue;
+    const same = causes.findIndex((cause) => cause.subject === finding.subject);
+    if (same < 0) causes.push(finding);
+    // A stricter rule found later for the same subject (by a glob's forms) names the real reason.
+    else if (saysMore(finding, causes[same]!)) causes[same] = finding;
   }
   // A rule's reason says more than the mode's default: it leads.
   causes.sort((a, b) => Number(a.rule === undefined) - Number(b.rule === undefined));
@@ -120,6 +128,12 @@ function verdictOf(findings: readonly Finding[]): PolicyVerdict {
     subject: first.subject,
     causes: causes.map(({ subject, rule, reason }) => ({ subject, ...(rule && { rule }), reason })),
   };
+}
+
+/** Whether `finding` explains its decision better than `cause`: by a rule rather than the mode, or by a stricter rule (a deny over an ask the mode denied). */
+function saysMore(finding: Finding, cause: Finding): boolean {
+  if (finding.rule === undefined) return false;
+  return cause.rule === undefined || stricter(cause.rule.decision, finding.rule.decision) !== cause.rule.decision;
 }
 
 // ---------------------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 export { BUILTIN_ASK_PRIORITY, BUILTIN_DENY_PRIORITY, BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
 export { evaluatePolicy, type PolicyCall, type PolicyOptions } from "./evaluate.js";
-export { decideToolCall, sessionRuleFor, type GateDecision } from "./gate.js";
+export { alwaysAnswerFor, decideToolCall, type AlwaysAnswer, type GateDecision } from "./gate.js";
 export {
   MAX_RULE_PRIORITY,
   loadPolicyFile,
@@ -16,5 +16,5 @@ export {
 } from "./rule-file.js";
 export { parseShellCommand, type ParsedShellCommand, type ShellPart } from "./shell-parts.js";
 export type { PolicyCause, PolicyVerdict } from "./types.js";
-export type { PolicyDecision, PolicyRule, RuleSource } from "../state/rules.js";
+export type { CommandScope, PolicyDecision, PolicyRule, RuleSource } from "../state/rules.js";
 export type { ApprovalMode } from "../state/thread.js";

@@ -1,4 +1,6 @@
 import type { PolicyDecision, PolicyRule } from "../state/rules.js";
+import { coversReadOnly } from "./read-only-options.js";
+import type { ShellPart } from "./shell-parts.js";
 /** Which rules apply to a subject, and which one of them decides. */
 
 const STRICTNESS: Record<PolicyDecision, number> = { allow: 0, ask: 1, deny: 2 };
@@ -15,13 +17,18 @@ export function toolMatches(toolGlob: string, name: string): boolean {
 
 /**
  * Whether `rule` applies to a call of `toolName` whose subject is written in `forms` (e.g. a
- * path as workspace-relative and as real absolute path): its pattern has to match one of them.
+ * path as workspace-relative and as real absolute path): its pattern has to match one of them,
+ * or, for a simple shell command given as `part`, one of its `commands` has to cover it.
  */
-export function ruleMatches(rule: PolicyRule, toolName: string, forms: readonly string[]): boolean {
+export function ruleMatches(rule: PolicyRule, toolName: string, forms: readonly string[], part?: ShellPart): boolean {
   if (!toolMatches(rule.tool, toolName)) return false;
-  if (rule.pattern === undefined) return true;
-  const pattern = compilePattern(rule.pattern);
-  return forms.some((form) => pattern.test(form));
+  if (rule.pattern === undefined && rule.commands === undefined) return true;
+  if (rule.pattern !== undefined) {
+    const pattern = compilePattern(rule.pattern);
+    if (forms.some((form) => pattern.test(form))) return true;
+  }
+  // Command scopes need the parsed command: a whole script or a glob's form is never covered by one.
+  return part !== undefined && (rule.commands ?? []).some((scope) => coversReadOnly(scope, part));
 }
 
 /** The matching rule with the highest priority; on a tie, the stricter decision; else the first. */
@@ -29,10 +36,11 @@ export function decidingRule(
   rules: readonly PolicyRule[],
   toolName: string,
   forms: readonly string[],
+  part?: ShellPart,
 ): PolicyRule | undefined {
   let best: PolicyRule | undefined;
   for (const rule of rules) {
-    if (!ruleMatches(rule, toolName, forms)) continue;
+    if (!ruleMatches(rule, toolName, forms, part)) continue;
     if (
       best === undefined ||
       rule.priority > best.priority ||

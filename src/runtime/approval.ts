@@ -16,6 +16,8 @@ export interface ApprovalRequest {
   reason: string;
   /** For a file edit: the unified diff of what it would change (secrets redacted). */
   diff?: string;
+  /** What answering "always" would allow from then on, in words (e.g. `` `git status` with read-only options, for the rest of this thread ``). */
+  always?: string;
 }
 
 export interface ApprovalAnswer {

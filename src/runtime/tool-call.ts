@@ -1,6 +1,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { interrupt } from "@langchain/langgraph";
-import { decideToolCall, sessionRuleFor } from "../policy/index.js";
+import { alwaysAnswerFor, decideToolCall } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
 import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
 import { executeToolCall, previewChange } from "../tools/registry.js";
@@ -72,15 +72,25 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   const answered = ctx.answering !== undefined && asksAbout(ctx.answering, node, call);
   if (gate.kind === "ask" || answered) {
     const reason = gate.kind === "run" ? "the user was asked about this call" : gate.verdict.reason;
-    // The user sees what an edit would change, not only where.
+    // The user sees what an edit would change, not only where, and what "always" would allow.
     const diff = ctx.replayEffect ? undefined : await previewChange(call, toolContext(), options.tools);
-    const request: ApprovalRequest = { kind: "approval", node, tool: call.name, args: call.args, callId: call.id, reason, ...(diff ? { diff } : {}) };
+    const always = gate.kind === "blocked" ? undefined : alwaysAnswerFor(policyCall, gate.verdict);
+    const request: ApprovalRequest = {
+      kind: "approval",
+      node,
+      tool: call.name,
+      args: call.args,
+      callId: call.id,
+      reason,
+      ...(always && { always: always.description }),
+      ...(diff ? { diff } : {}),
+    };
     const given = interrupt<ApprovalRequest, unknown>(request);
     // Anything but an approval answer (e.g. `resume --answer TEXT`) rejects: only an explicit yes runs a call.
     const answer: ApprovalAnswer = isApprovalAnswer(given) ? given : { decision: "reject", reason: "the answer given was not an approval" };
     ctx.record?.({ kind: "approval", node, name: call.name, args: call.args, answer });
     if (answer.decision === "reject") result = rejection(answer);
-    else if (answer.decision === "always" && gate.kind !== "blocked") outcome.sessionRule = sessionRuleFor(policyCall, gate.verdict);
+    else if (answer.decision === "always" && always) outcome.sessionRule = always.rule;
   }
   if (!result) {
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });

@@ -4,6 +4,15 @@ export type PolicyDecision = "allow" | "deny" | "ask";
 
 export type RuleSource = "builtin" | "graph" | "user" | "session";
 
+/** A program (and subcommand) run with options that neither write nor execute: `git status -s`, `ls -la src`. */
+export interface CommandScope {
+  /** The program, as the first word of the command (`git`; not `/usr/bin/git` or `env git`). */
+  name: string;
+  /** Its subcommand, for programs whose options depend on it (`git status`). */
+  subcommand?: string;
+  readOnly: true;
+}
+
 export interface PolicyRule {
   /** Tool name, with `*` and `?` wildcards (e.g. `shell`, `*_file`, `*`). */
   tool: string;
@@ -12,9 +21,15 @@ export interface PolicyRule {
    * (split on `&&`, `||`, `;`, `|`, …, nested ones included; as written and normalised), or the
    * path for file tools (workspace-relative and real absolute), or the JSON arguments otherwise.
    * A whole shell command is a subject too, but only for `ask` and `deny` rules.
-   * Absent: the rule matches every call of the tool.
+   * Absent (and no `commands`): the rule matches every call of the tool.
    */
   pattern?: string;
+  /**
+   * For shell commands (set by "always" answers): simple commands the rule matches besides its
+   * `pattern`, each the program (and subcommand) run with read-only options only
+   * (src/policy/read-only-options.ts). A rule with `pattern` and `commands` matches what either matches.
+   */
+  commands?: CommandScope[];
   decision: PolicyDecision;
   /** Higher wins; ties go to the stricter decision (deny > ask > allow). */
   priority: number;
