@@ -156,9 +156,11 @@ describe("shell commands are decided part by part", () => {
     expect(verdict.causes?.map((cause) => cause.subject)).toEqual(["rm -rf ~", "sudo ls"]);
   });
 
-  it("denies a command nested too deeply to check", () => {
+  it("denies a command nested too deeply, or with a word that expands to too many, to check", () => {
     const verdict = shell(`${"eval ".repeat(30)}rm -rf build`, "auto");
-    expect(verdict).toMatchObject({ decision: "deny", reason: expect.stringContaining("nests commands too deeply to check") });
+    expect(verdict).toMatchObject({ decision: "deny", reason: expect.stringContaining("it nests commands too deeply") });
+    const expanding = shell(`echo ${"{a,b}".repeat(11)}`, "auto");
+    expect(expanding).toMatchObject({ decision: "deny", reason: expect.stringContaining("a word expands to too many") });
   });
 
   it("an empty command gets the mode's default", () => {

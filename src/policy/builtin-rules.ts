@@ -33,7 +33,7 @@ export const TOO_DEEP_TO_CHECK: PolicyRule = {
   tool: "shell",
   decision: "deny",
   priority: BUILTIN_DENY_PRIORITY,
-  reason: "nests commands too deeply to check",
+  reason: "is too complex to check: it nests commands too deeply, or a word expands to too many",
   source: "builtin",
   origin: "shell scanner",
 };
