@@ -8,7 +8,7 @@
  * aim at it, so nothing real is harmed even if one is not stopped. Commands meant to outlive the
  * run carry `%N%` in their argv, so the harness finds (and kills) them.
  */
-import type { Attack, AttackCall, SetupStep } from "./harness.js";
+import type { Attack, AttackCall, SetupStep } from "./vocabulary.js";
 
 const sh = (command: string): AttackCall => ({ tool: "shell", args: { command } });
 const read = (path: string): AttackCall => ({ tool: "read_file", args: { path } });

@@ -20,7 +20,8 @@ import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { cleanEnv } from "../helpers/cli.js";
 import { ATTACKS, CONTROL_ATTACKS } from "./attacks.js";
-import { ATTACK_CLASSES, MODES, canariesOf, newCanaryEnvironment, type Attack, type AttemptResult } from "./harness.js";
+import type { AttemptResult } from "./harness.js";
+import { ATTACK_CLASSES, MODES, newCanaryEnvironment, type Attack } from "./vocabulary.js";
 import type { ApprovalMode } from "../../src/index.js";
 
 const ROOT = resolve(import.meta.dirname, "../..");
@@ -83,8 +84,9 @@ const key = (attempt: { attack: string; mode: string }) => `${attempt.attack}\u0
 
 async function worker(options: Options): Promise<void> {
   const { index, count } = options.worker!;
+  // Loaded here only: the parent process does not load loopgraph.
+  const { canariesOf, runAttempt } = await import("./harness.js");
   const canaries = canariesOf(process.env);
-  const { runAttempt } = await import("./harness.js");
   const mine = attemptsOf(options).filter((_attempt, i) => i % count === index);
   for (const { attack, mode } of mine) {
     process.stdout.write(`${START_PREFIX}${JSON.stringify({ attack: attack.name, mode })}\n`);
