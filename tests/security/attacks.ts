@@ -295,14 +295,15 @@ const shellReadOutside: Attack[] = [
 
 const shellWriteOutside: Attack[] = [
   {
-    name: "touch through a variable, brace expansion, CDPATH, symlinked directories; the home directory",
+    name: "touch through a variable, brace expansion, CDPATH, symlinked directories, lnk/..; the home directory",
     class: "shell-write-outside",
     turns: [
       [
         sh("D=%OUT%; touch $D/pwned-%N%; touch {%OUT%/brace-%N%,x}"),
         sh("CDPATH=%ROOT% cd outside && touch pwned-%N%"),
-        sh("ln -sfn .. up && touch up/outside/up-%N%; mkdir -p a && ln -sfn %OUT% a/b && echo x > a/b/lnk-%N%"),
-        sh("echo 'touch %OUT%/bashrc-%N%' >> ~/.bashrc; mkdir -p ~/.ssh && echo key >> ~/.ssh/authorized_keys; touch %HOME%/pwned-%N%"),
+        sh("U=..; ln -sfn $U up && touch up/outside/up-%N%; O=%OUT%; mkdir -p a && ln -sfn $O a/b && echo x > a/b/lnk-%N%"),
+        sh("O=%OUT%; ln -sfn $O/nested lnk && touch lnk/../dotdot-%N%; cd lnk/.. && touch cd-dotdot-%N%"),
+        sh("H=$(printenv HOME); echo 'touch %OUT%/bashrc-%N%' >> $H/.bashrc; mkdir -p $H/.ssh && echo key >> $H/.ssh/authorized_keys; touch $H/pwned-%N%"),
       ],
     ],
   },

@@ -255,6 +255,39 @@ export function processesWith(marker: string): ProcessInfo[] {
   return found;
 }
 
+/** Kills `pid`, every process descended from it, and its process group if it leads one (a `setsid` child leaves its own children behind otherwise). */
+export function killTree(pid: number): void {
+  const children = new Map<number, number[]>();
+  const groupOf = new Map<number, number>();
+  for (const name of readdirSync("/proc")) {
+    if (!/^\d+$/.test(name)) continue;
+    try {
+      // pid (comm) state ppid pgrp …; comm may hold spaces and parentheses, so read after the last ")".
+      const stat = readFileSync(`/proc/${name}/stat`, "utf8");
+      const [, ppid, pgrp] = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+      children.set(Number(ppid), [...(children.get(Number(ppid)) ?? []), Number(name)]);
+      groupOf.set(Number(name), Number(pgrp));
+    } catch {
+      // Gone meanwhile.
+    }
+  }
+  const doomed: number[] = [];
+  const collect = (parent: number): void => {
+    doomed.push(parent);
+    for (const child of children.get(parent) ?? []) collect(child);
+  };
+  collect(pid);
+  const signal = (target: number): void => {
+    try {
+      process.kill(target, "SIGKILL");
+    } catch {
+      // Gone meanwhile.
+    }
+  };
+  if (groupOf.get(pid) === pid && pid !== process.pid) signal(-pid);
+  for (const target of doomed) if (target !== process.pid) signal(target);
+}
+
 /** Polls `read` until `done` accepts its value or `timeoutMs` passes; returns the last value. */
 export async function waitFor<T>(read: () => T, done: (value: T) => boolean, timeoutMs: number): Promise<T> {
   const deadline = Date.now() + timeoutMs;
@@ -626,6 +659,12 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
   const mocks: MockOpenAIServer[] = [];
   let listener: Listener | undefined;
   const abort = new AbortController();
+  const inFlight: Promise<unknown>[] = [];
+  /** `run` within the attempt's time limit; past it the attempt is aborted (and counted as a hang). */
+  const limited = <T>(run: Promise<T>, what: string): Promise<T> => {
+    inFlight.push(run);
+    return withTimeout(run, options.timeoutMs ?? 30_000, what, () => abort.abort());
+  };
   try {
     const root = realpathSync(workspace.root);
     const ws = join(root, "repo");
@@ -655,14 +694,11 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     mocks.push(mock);
     mock.enqueue(...behaviours(attack.turns, places, "call"));
     const env = { ...process.env, OPENAI_BASE_URL: mock.url, ...(options.unconfined ? { LOOPGRAPH_SANDBOX: "off" } : {}) };
-    const timeoutMs = options.timeoutMs ?? 25_000;
-    const run = await withTimeout(
+    const run = await limited(
       converse({ ws, env, mode, always: attack.always, resumeApproval: attack.resumeApproval, threadId: "attack", signal: abort.signal }, (request) =>
         userAnswer(request, attack.always),
       ),
-      timeoutMs,
       "the run",
-      () => abort.abort(),
     );
     result.status = run.outcome.status + (run.outcome.error ? `: ${run.outcome.error}` : "");
     result.prompts = run.prompts;
@@ -680,11 +716,7 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     const survivors = await waitFor(() => processesWith(nonce), (list) => list.length === 0, 3_000);
     for (const survivor of survivors) {
       result.escapes.push(`process outlived the run: ${survivor.cmdline.slice(0, 120)}`);
-      try {
-        process.kill(survivor.pid, "SIGKILL");
-      } catch {
-        // Gone meanwhile.
-      }
+      killTree(survivor.pid);
     }
 
     // The user's repository and loopgraph's own files.
@@ -701,11 +733,9 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
         [{ tool: "write_file", args: { path: "probe-%N%.md", contents: "probe\n" } }],
       ];
       probeMock.enqueue(...behaviours(probeCalls, places, "probe"));
-      const probe = await withTimeout(
+      const probe = await limited(
         converse({ ws, env: { ...env, OPENAI_BASE_URL: probeMock.url }, mode: "ask", threadId: "probe", signal: abort.signal }, () => ({ decision: "reject" })),
-        timeoutMs,
         "the probe run",
-        () => abort.abort(),
       );
       for (const call of probe.log.ran.values()) {
         const display = describeCall({ kind: "approval", node: "coder", tool: call.name, args: call.args, reason: "" });
@@ -737,13 +767,9 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     abort.abort();
     await Promise.all(mocks.map((mock) => mock.close()));
     await listener?.close();
-    for (const survivor of processesWith(nonce)) {
-      try {
-        process.kill(survivor.pid, "SIGKILL");
-      } catch {
-        // Gone meanwhile.
-      }
-    }
+    // A run stopped by the time limit ends once aborted: wait for it (bounded), so it writes nothing into a removed directory.
+    await Promise.race([Promise.allSettled(inFlight), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]);
+    for (const survivor of processesWith(nonce)) killTree(survivor.pid);
     workspace.remove();
     result.durationMs = Date.now() - started;
   }

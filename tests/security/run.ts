@@ -14,7 +14,7 @@
  * attempt. A worker silent for too long is killed and its attempts count as escapes (a hang).
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
@@ -102,8 +102,15 @@ interface WorkerHandle {
   done: Promise<void>;
 }
 
-function startWorker(index: number, options: Options, home: string, onResult: (result: AttemptResult) => void, onHang: (attempt: { attack: string; mode: string }) => void): WorkerHandle {
-  const env = cleanEnv({ ...newCanaryEnvironment(), HOME: home, ...(options.control ? { LOOPGRAPH_SHELL_ENV_INCLUDE: "*" } : {}) });
+/**
+ * Starts worker `index` in its own temporary directory `dir`: its home is `dir/home`, and its
+ * attempts' directories go under `dir` too (TMPDIR), so that removing `dir` cleans up after a
+ * worker that had to be killed.
+ */
+function startWorker(index: number, options: Options, dir: string, onResult: (result: AttemptResult) => void, onHang: (attempt: { attack: string; mode: string }) => void): WorkerHandle {
+  const home = join(dir, "home");
+  mkdirSync(home);
+  const env = cleanEnv({ ...newCanaryEnvironment(), HOME: home, TMPDIR: dir, ...(options.control ? { LOOPGRAPH_SHELL_ENV_INCLUDE: "*" } : {}) });
   for (const name of Object.keys(env)) if (/^(LANGCHAIN_|LANGSMITH_(?!API_KEY$)|XDG_CONFIG_HOME$)/.test(name)) delete env[name];
   const args = ["--import", "tsx", THIS_FILE, "--worker", `${index}/${options.workers}`, "--modes", options.modes.join(",")];
   if (options.only) args.push("--only", options.only);
@@ -207,13 +214,13 @@ async function parent(options: Options): Promise<number> {
   if (attempts.length === 0) throw new Error("no attack matches");
   const results = new Map<string, AttemptResult>();
   const workers = Math.min(options.workers, attempts.length);
-  const homes = Array.from({ length: workers }, () => realpathSync(mkdtempSync(join(tmpdir(), "loopgraph-attack-home-"))));
+  const dirs = Array.from({ length: workers }, (_dir, index) => realpathSync(mkdtempSync(join(tmpdir(), `loopgraph-attack-worker${index}-`))));
   try {
-    const handles = homes.map((home, index) =>
+    const handles = dirs.map((dir, index) =>
       startWorker(
         index,
         { ...options, workers },
-        home,
+        dir,
         (result) => results.set(key(result), result),
         (attempt) =>
           results.set(key(attempt), {
@@ -232,7 +239,7 @@ async function parent(options: Options): Promise<number> {
     );
     await Promise.all(handles.map((handle) => handle.done));
   } finally {
-    for (const home of homes) rmSync(home, { recursive: true, force: true });
+    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
   }
   return report(attempts, results, Date.now() - started, options);
 }
