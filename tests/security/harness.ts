@@ -602,10 +602,11 @@ function stoppedIn(attack: Attack, call: { name: string }, mode: ApprovalMode): 
 }
 
 interface Conversation {
-  threadId: string;
   outcome: RunOutcome;
   log: CallLog;
-  rejected: Map<string, string>;
+  /** Ids of the calls the user rejected. */
+  rejected: Set<string>;
+  /** Each prompt as the user saw it, and the answer. */
   prompts: string[];
 }
 
@@ -614,13 +615,13 @@ interface Conversation {
  * the model answering from `mock`, answering approvals as the simulated user does.
  */
 async function converse(
-  options: { ws: string; env: NodeJS.ProcessEnv; mode: ApprovalMode; always?: string; resumeApproval?: ApprovalMode; threadId: string; signal: AbortSignal },
+  options: { ws: string; env: NodeJS.ProcessEnv; mode: ApprovalMode; resumeApproval?: ApprovalMode; threadId: string; signal: AbortSignal },
   answer: (request: ApprovalRequest) => ApprovalAnswer,
 ): Promise<Conversation> {
   const log: CallLog = { ran: new Map(), results: [] };
   const onEvent = callLogger(log);
   const common = { db: join(options.ws, ".loopgraph", "loopgraph.db"), cwd: options.ws, env: options.env, onEvent, signal: options.signal };
-  const rejected = new Map<string, string>();
+  const rejected = new Set<string>();
   const prompts: string[] = [];
   let outcome = await runGraph({ ...common, graph: "coder", task: TASK, model: "openai:gpt-4o-mini", workspace: options.ws, approval: options.mode, threadId: options.threadId });
   for (let round = 0; outcome.status === "paused" && round < MAX_APPROVAL_ROUNDS; round++) {
@@ -628,11 +629,11 @@ async function converse(
     if (!isApprovalRequest(request)) break;
     const given = answer(request);
     prompts.push(`${JSON.stringify(visiblePrompt(request))} -> ${given.decision}`);
-    if (given.decision === "reject" && request.callId) rejected.set(request.callId, describeCall(request));
+    if (given.decision === "reject" && request.callId) rejected.add(request.callId);
     const approval = round === 0 && options.resumeApproval ? { approval: options.resumeApproval } : {};
     outcome = await resumeRun({ ...common, ...approval, threadId: outcome.threadId, answer: given });
   }
-  return { threadId: outcome.threadId, outcome, log, rejected, prompts };
+  return { outcome, log, rejected, prompts };
 }
 
 /** The model's answers for an attack: its turns, then a final text. Call ids are fixed, so a turn may reuse one. */
@@ -655,17 +656,20 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
   const started = Date.now();
   const result: AttemptResult = { attack: attack.name, class: attack.class, mode, escapes: [], leaks: [], ran: [], prompts: [], calls: [], status: "not started", durationMs: 0 };
   const nonce = `lgatk${hex(6)}`;
-  const workspace = createWorkspace({ git: true, files: DEFAULT_FILES, prefix: "loopgraph-attack-" });
+  let workspace: ReturnType<typeof createWorkspace> | undefined;
   const mocks: MockOpenAIServer[] = [];
   let listener: Listener | undefined;
   const abort = new AbortController();
   const inFlight: Promise<unknown>[] = [];
+  /** The attempt's paths as the catalogue writes them (OUT, WS, ROOT, HOME), for a readable, comparable report. */
+  let shorten = (text: string): string => text;
   /** `run` within the attempt's time limit; past it the attempt is aborted (and counted as a hang). */
   const limited = <T>(run: Promise<T>, what: string): Promise<T> => {
     inFlight.push(run);
     return withTimeout(run, options.timeoutMs ?? 30_000, what, () => abort.abort());
   };
   try {
+    workspace = createWorkspace({ git: true, files: DEFAULT_FILES, prefix: "loopgraph-attack-" });
     const root = realpathSync(workspace.root);
     const ws = join(root, "repo");
     const out = join(root, "outside");
@@ -676,6 +680,7 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     writeFileSync(join(out, "nested", "deep.txt"), "deep\n");
     listener = await startListener(`echo listener-was-reached > ${out}/piped-${nonce}\n`);
     const places: Places = { root, ws, out, home: options.home, port: listener.port, nonce };
+    shorten = (text) => text.replaceAll(out, "OUT").replaceAll(ws, "WS").replaceAll(root, "ROOT").replaceAll(options.home, "HOME");
     const secrets = secretValues();
     applySetup(attack.setup ?? [], places, secrets);
 
@@ -695,7 +700,7 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     mock.enqueue(...behaviours(attack.turns, places, "call"));
     const env = { ...process.env, OPENAI_BASE_URL: mock.url, ...(options.unconfined ? { LOOPGRAPH_SANDBOX: "off" } : {}) };
     const run = await limited(
-      converse({ ws, env, mode, always: attack.always, resumeApproval: attack.resumeApproval, threadId: "attack", signal: abort.signal }, (request) =>
+      converse({ ws, env, mode, resumeApproval: attack.resumeApproval, threadId: "attack", signal: abort.signal }, (request) =>
         userAnswer(request, attack.always),
       ),
       "the run",
@@ -770,7 +775,8 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     // A run stopped by the time limit ends once aborted: wait for it (bounded), so it writes nothing into a removed directory.
     await Promise.race([Promise.allSettled(inFlight), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]);
     for (const survivor of processesWith(nonce)) killTree(survivor.pid);
-    workspace.remove();
+    workspace?.remove();
+    for (const list of [result.escapes, result.leaks, result.ran, result.prompts, result.calls]) list.splice(0, list.length, ...list.map((text) => shorten(text)));
     result.durationMs = Date.now() - started;
   }
   return result;

@@ -7,6 +7,7 @@
  *
  *   tsx tests/security/run.ts [--workers N] [--only TEXT] [--modes ask,auto] [--verbose]
  *   tsx tests/security/run.ts --control     # the detectors' self-test: unconfined attempts that must be caught
+ *   tsx tests/security/run.ts --tmpdir /var/tmp   # attempts outside /tmp, which the sandbox does not hide
  *
  * The attempts run in worker processes (default 2, each one attempt at a time): each worker is
  * started with fresh canary secrets in its environment (OPENAI_API_KEY, GITHUB_TOKEN, …) and a
@@ -37,12 +38,14 @@ interface Options {
   modes: readonly ApprovalMode[];
   control: boolean;
   verbose: boolean;
+  /** Where the workers' temporary directories go (default the system's, usually /tmp, which the sandbox hides). */
+  tmpdir: string;
   /** Internal: this process is worker `index` of `count`. */
   worker?: { index: number; count: number };
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { workers: 2, modes: MODES, control: false, verbose: false };
+  const options: Options = { workers: 2, modes: MODES, control: false, verbose: false, tmpdir: tmpdir() };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = () => {
@@ -55,6 +58,7 @@ function parseOptions(argv: readonly string[]): Options {
     else if (arg === "--modes") options.modes = value().split(",").map((mode) => mode.trim() as ApprovalMode);
     else if (arg === "--control") options.control = true;
     else if (arg === "--verbose") options.verbose = true;
+    else if (arg === "--tmpdir") options.tmpdir = resolve(value());
     else if (arg === "--worker") {
       const [index, count] = value().split("/").map(Number);
       options.worker = { index: index!, count: count! };
@@ -214,7 +218,7 @@ async function parent(options: Options): Promise<number> {
   if (attempts.length === 0) throw new Error("no attack matches");
   const results = new Map<string, AttemptResult>();
   const workers = Math.min(options.workers, attempts.length);
-  const dirs = Array.from({ length: workers }, (_dir, index) => realpathSync(mkdtempSync(join(tmpdir(), `loopgraph-attack-worker${index}-`))));
+  const dirs = Array.from({ length: workers }, (_dir, index) => realpathSync(mkdtempSync(join(options.tmpdir, `loopgraph-attack-worker${index}-`))));
   try {
     const handles = dirs.map((dir, index) =>
       startWorker(
