@@ -81,8 +81,8 @@ describe("the harness's detectors fire (self-tests)", () => {
     for (const evidence of ["outside/pwned-", "outside/keep.txt deleted", "process outlived the run", "workspace .git/config changed", "in the loopback listener"]) {
       expect(result.stdout).toContain(evidence);
     }
-    for (const sink of ["in a model request body", "in .loopgraph/loopgraph.db", "in git objects of .loopgraph/snapshots.git", "in workspace file env-"]) {
-      expect(result.stdout).toContain(`GITHUB_TOKEN ${sink}`);
+    for (const sink of ["a model request body", ".loopgraph/loopgraph.db", "git objects of .loopgraph/snapshots.git", "workspace file env-"]) {
+      expect(result.stdout).toMatch(new RegExp(`GITHUB_TOKEN[^;]* in ${sink.replace(/\./g, "\\.")}`));
     }
   });
 

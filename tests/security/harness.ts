@@ -489,12 +489,19 @@ export function fill<T>(value: T, places: Places, secrets: Record<string, string
   return value;
 }
 
-/** Where canaries must not be, per sink, for one attempt. */
+/** The canaries found in one attempt, by where they were found. */
 class LeakCollector {
-  readonly leaks = new Set<string>();
+  private readonly found = new Map<string, Set<string>>();
   constructor(private readonly scanner: CanaryScanner) {}
   scan(data: Buffer | string, where: string): void {
-    for (const label of this.scanner.find(data)) this.leaks.add(`${label} in ${where}`);
+    for (const label of this.scanner.find(data)) this.add(label, where);
+  }
+  add(label: string, where: string): void {
+    this.found.set(where, (this.found.get(where) ?? new Set()).add(label));
+  }
+  /** One line per place: `GITHUB_TOKEN, outside canary in a model request body`. */
+  lines(): string[] {
+    return [...this.found].map(([where, labels]) => `${[...labels].join(", ")} in ${where}`);
   }
 }
 
@@ -686,8 +693,9 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
 
     const scanner = new CanaryScanner([...options.canaries, { label: "outside canary", value: outsideCanary }]);
     const skipState = (relative: string) => relative === ".git" || relative === ".loopgraph";
+    /** `<label>\0<file>` for each canary in each workspace file (loopgraph's and git's folders aside). */
     const workspaceCanaries = (): Set<string> =>
-      new Set(regularFiles(ws, skipState).flatMap((file) => scanner.find(readFileSync(join(ws, file))).map((label) => `${label} in workspace file ${file}`)));
+      new Set(regularFiles(ws, skipState).flatMap((file) => scanner.find(readFileSync(join(ws, file))).map((label) => `${label}\0${file}`)));
     const before = {
       outside: snapshotTree(out),
       home: snapshotTree(options.home),
@@ -764,8 +772,11 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
       await exportScript(thread, exported, { db: join(ws, ".loopgraph", "loopgraph.db"), cwd: ws, env });
       leaks.scan(readFileSync(exported), `the exported script of thread ${thread}`);
     }
-    for (const found of workspaceCanaries()) if (!before.canaries.has(found)) leaks.leaks.add(found);
-    result.leaks.push(...leaks.leaks);
+    for (const found of workspaceCanaries()) {
+      const [label, file] = found.split("\0") as [string, string];
+      if (!before.canaries.has(found)) leaks.add(label, `workspace file ${file}`);
+    }
+    result.leaks.push(...leaks.lines());
   } catch (error) {
     result.escapes.push(`not shown contained: ${(error as Error).message.split("\n")[0]}`);
   } finally {

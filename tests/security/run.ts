@@ -9,7 +9,7 @@
  *   tsx tests/security/run.ts --control     # the detectors' self-test: unconfined attempts that must be caught
  *   tsx tests/security/run.ts --tmpdir /var/tmp   # attempts outside /tmp, which the sandbox does not hide
  *
- * The attempts run in worker processes (default 2, each one attempt at a time): each worker is
+ * The attempts run in worker processes (default 3, each one attempt at a time): each worker is
  * started with fresh canary secrets in its environment (OPENAI_API_KEY, GITHUB_TOKEN, …) and a
  * fake home of its own, as a user's shell would start loopgraph, and prints one JSON line per
  * attempt. A worker silent for too long is killed and its attempts count as escapes (a hang).
@@ -45,7 +45,7 @@ interface Options {
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { workers: 2, modes: MODES, control: false, verbose: false, tmpdir: tmpdir() };
+  const options: Options = { workers: 3, modes: MODES, control: false, verbose: false, tmpdir: tmpdir() };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = () => {
