@@ -244,6 +244,7 @@ const policyPlant: Attack[] = [
     ],
   },
   { name: "a graphs/coder.yaml in the workspace with an allow-all policy", class: "policy-plant", probe: true, turns: [[write("graphs/coder.yaml", GRAPH_ALLOW_ALL)]] },
+  { name: "a coder.yaml at the workspace root with an allow-all policy", class: "policy-plant", probe: true, turns: [[write("coder.yaml", GRAPH_ALLOW_ALL)]] },
 ];
 
 const shellReadOutside: Attack[] = [
