@@ -77,9 +77,20 @@ describe("the harness's detectors fire (self-tests)", () => {
       const kind = attack.expect === "escape" ? "ESCAPE" : "LEAK  ";
       expect(result.stdout, `${attack.name} was not caught`).toContain(`${kind} ${attack.class} | auto | ${attack.name}:`);
     }
-    // The detectors behind them: outside changes, a surviving process, the user's .git, the listener, the workspace, the model, the store.
-    for (const evidence of ["outside/pwned-", "outside/keep.txt deleted", "process outlived the run", "workspace .git/config changed", "in the loopback listener"]) {
-      expect(result.stdout).toContain(evidence);
+    // The detectors behind them: outside changes, a surviving process, the user's .git, a planted policy and the later run that
+    // honours it, a planted store table, the listener; and for the leak, the model, the store, the snapshots and the workspace.
+    const evidence = [
+      "outside/pwned-",
+      "outside/keep.txt deleted",
+      "process outlived the run",
+      "workspace .git/config changed",
+      ".loopgraph/policy.yaml was planted",
+      "a later run in ask mode ran shell: echo probe",
+      "holds a planted table pwned",
+      "in the loopback listener",
+    ];
+    for (const text of evidence) {
+      expect(result.stdout).toContain(text);
     }
     for (const sink of ["a model request body", ".loopgraph/loopgraph.db", "git objects of .loopgraph/snapshots.git", "workspace file env-"]) {
       expect(result.stdout).toMatch(new RegExp(`GITHUB_TOKEN[^;]* in ${sink.replace(/\./g, "\\.")}`));
