@@ -18,6 +18,7 @@ const E2E = [
   "tests/replay.fork.test.ts",
   "tests/replay.restore-files.test.ts",
   "tests/replay.verify.test.ts",
+  "tests/security/attack.test.ts",
   "tests/snapshots.rewind.e2e.test.ts",
   "tests/tools.shell.test.ts",
 ];
