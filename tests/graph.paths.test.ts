@@ -48,9 +48,17 @@ describe("resolveGraphPath", () => {
   it("names every place it tried when nothing is found", () => {
     const attempt = () => resolveGraphPath("nope", project, shipped);
     expect(attempt).toThrow(ConfigError);
-    expect(attempt).toThrow(path.join(project, "nope.yaml"));
     expect(attempt).toThrow(path.join(project, "graphs", "nope.yaml"));
     expect(attempt).toThrow(path.join(shipped, "nope.yaml"));
+    expect(() => resolveGraphPath("nope.yaml", project, shipped)).toThrow(path.join(project, "nope.yaml"));
+  });
+
+  it("never takes a file beside the current directory for a bare name: an agent could have written it", () => {
+    write(path.join(project, "monitor.yaml"), "version: 1\nname: planted\n");
+    write(path.join(project, "monitor"), "version: 1\nname: planted\n");
+    expect(resolveGraphPath("monitor", project, shipped)).toBe(path.join(shipped, "monitor.yaml"));
+    // Named with its extension, the file is a path the user chose.
+    expect(resolveGraphPath("monitor.yaml", project, shipped)).toBe(path.join(project, "monitor.yaml"));
   });
 
   it("does not look up paths with a directory part as names", () => {

@@ -11,7 +11,7 @@ import { mediatorKind } from "../nodes/mediator/kind.js";
 import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { loadUserPolicy } from "../policy/index.js";
+import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { MODEL_KEY_VARIABLES } from "../models/spec.js";
 import { secretValues } from "../runs/redact.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
@@ -238,6 +238,7 @@ export class Thread {
     const forked = start.forkedFrom === undefined ? {} : { forkedFrom: start.forkedFrom };
     const sandbox = (ctx.sandbox ?? this.sandbox).name;
     ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked, sandbox });
+    for (const warning of droppedGraphAllows(this.graph, this.workspace)) ctx.emit({ type: "warning", threadId: this.threadId, message: warning });
     if (!start.changed) return;
     const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);
     if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });
@@ -300,6 +301,25 @@ export class Thread {
       for (const inner of nested) this.checkModels(inner, missing);
     }
   }
+}
+
+/** A warning for each graph file (the graph's and its nested ones') inside the workspace whose allow rules are not applied. */
+function droppedGraphAllows(graph: GraphDefinition, workspace: string, seen = new Set<string>()): string[] {
+  if (seen.has(graph.file)) return [];
+  seen.add(graph.file);
+  const { dropped } = applicableGraphRules(graph.file, graph.policy, workspace);
+  const own =
+    dropped.length === 0
+      ? []
+      : [
+          `${graph.file} is inside the workspace, where the agent can change it: its ${dropped.length} allow rule${dropped.length === 1 ? " is" : "s are"} ` +
+            "not applied (put allow rules in .loopgraph/policy.yaml or ~/.config/loopgraph/policy.yaml, which the agent cannot write)",
+        ];
+  const nested = Object.values(graph.nodes).flatMap((node) => {
+    const kind = nodeKinds.of(node);
+    return [...(kind.inlineGraph ? [kind.inlineGraph(node)] : []), ...(kind.linkedGraphs?.(node) ?? [])];
+  });
+  return [...own, ...nested.flatMap((inner) => droppedGraphAllows(inner, workspace, seen))];
 }
 
 /** Passes every event on, and publishes complete messages on the bus topic `message:<thread>`. */

@@ -247,12 +247,16 @@ const GRAPH_EXTENSIONS = [".yaml", ".yml"];
 
 /**
  * A graph given as a path (with or without .yaml/.yml) or as a name: `<cwd>/graphs/<name>.yaml`,
- * then the package's shipped `graphs/`. Throws ConfigError listing the places tried.
+ * then the package's shipped `graphs/`. A bare name (no folder, no extension) is only a name:
+ * a file `coder` or `coder.yaml` that appears beside you (an agent can write one) never stands in
+ * for the graph `coder`. Throws ConfigError listing the places tried.
  */
 export function resolveGraphPath(nameOrPath: string, cwd: string, packageGraphs = packageGraphsDir()): string {
   const asPath = path.resolve(cwd, nameOrPath);
-  const candidates = [asPath, ...GRAPH_EXTENSIONS.map((extension) => asPath + extension)];
-  if (!/[\\/]/.test(nameOrPath)) {
+  const isName = !/[\\/]/.test(nameOrPath);
+  const bareName = isName && !/\.ya?ml$/.test(nameOrPath);
+  const candidates = bareName ? [] : [asPath, ...GRAPH_EXTENSIONS.map((extension) => asPath + extension)];
+  if (isName) {
     const name = nameOrPath.replace(/\.ya?ml$/, "");
     for (const dir of [path.join(cwd, "graphs"), packageGraphs]) {
       if (dir) candidates.push(...GRAPH_EXTENSIONS.map((extension) => path.join(dir, name + extension)));

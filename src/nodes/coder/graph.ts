@@ -17,6 +17,7 @@ import { coderSystemPrompt } from "./system-prompt.js";
 import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { runToolCall } from "../../runtime/tool-call.js";
+import { applicableGraphRules } from "../../policy/index.js";
 
 type CoderUpdate = Partial<CoderStateValue>;
 
@@ -85,6 +86,8 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const tools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name));
   const specs = toolSpecs(tools);
   const artifactsDir = join(ctx.workspace, STATE_DIR, "artifacts", ctx.threadId);
+  // A graph file the agent can change (inside the workspace) may not widen what the agent may do.
+  const graphRules = applicableGraphRules(graph.file, graph.policy, ctx.workspace).rules;
   const emit = ctx.emit;
   const threadId = ctx.threadId;
 
@@ -144,7 +147,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       ctx,
       node: def.id,
       tools,
-      rules: [...graph.policy, ...ctx.userRules, ...state.sessionRules],
+      rules: [...graphRules, ...ctx.userRules, ...state.sessionRules],
       loop: { state: state.loop ?? EMPTY_LOOP_DETECTOR_STATE, options: def.loopDetection },
       artifactsDir,
       resultBudgetChars: def.resultBudgetChars,
