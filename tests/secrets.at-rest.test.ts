@@ -4,12 +4,12 @@
  * workspace file that holds one is stored with the value redacted, and a rewind leaves it alone).
  */
 import { execFileSync } from "node:child_process";
-import { readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { linkSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { openStore } from "../src/runs/store.js";
-import { REDACTED, redactJson, StreamRedactor } from "../src/runs/redact.js";
+import { REDACTED, redactJson, redactValues, StreamRedactor } from "../src/runs/redact.js";
 import { openSnapshotRepository } from "../src/snapshots/shadow-repo.js";
 import { planRewind } from "../src/snapshots/rewind-plan.js";
 import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
@@ -45,6 +45,15 @@ describe("redacting a stream", () => {
         expect(out.toString()).toBe(expected);
       }
     }
+  });
+
+  it("also finds a secret reversed, in hex, and inside base64 at any alignment", () => {
+    for (const prefix of ["", "a", "ab", "abc"]) {
+      const encoded = Buffer.from(`${prefix}token=${SECRET}\nmore`).toString("base64");
+      expect(redactValues(encoded, [SECRET])).toContain(REDACTED);
+    }
+    const hex = Buffer.from(SECRET).toString("hex");
+    expect(redactValues(`${hex} ${hex.toUpperCase()} ${[...SECRET].reverse().join("")}`, [SECRET])).toBe(`${REDACTED} ${REDACTED} ${REDACTED}`);
   });
 
   it("passes bytes through untouched without secrets", () => {
@@ -143,6 +152,20 @@ describe("workspace snapshots", () => {
     expect(toStart.withheld).toEqual([]);
     expect(toStart.changes).toEqual([{ action: "delete", path: "leak.txt" }, { action: "restore", path: "notes.txt" }]);
     expect(statSync(join(ws.dir, "leak.txt")).isFile()).toBe(true);
+  });
+
+  it("keep a hard-linked file as a note, never its content (another link may be outside the workspace)", async () => {
+    const ws = tempWorkspace({ files: { "plain.txt": "plain\n" } });
+    const outside = join(ws.dir, "..", "outside-secret.txt");
+    writeFileSync(outside, "outside canary 7f3e\n");
+    linkSync(outside, join(ws.dir, "hl.txt"));
+    const repo = await openSnapshotRepository(ws.dir);
+    const tree = await repo.capture();
+    const objects = allObjects(join(ws.dir, ".loopgraph", "snapshots.git"));
+    expect(objects).not.toContain("outside canary 7f3e");
+    expect(objects).toContain("plain\n");
+    expect(objects).toContain("not kept: this file has several hard links");
+    expect(await repo.withheld(tree, ["hl.txt", "plain.txt"])).toEqual(["hl.txt"]);
   });
 
   it("the Review's baseline writes no object with a secret into the user's repository", async () => {

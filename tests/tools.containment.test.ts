@@ -72,6 +72,25 @@ describe("special files", () => {
     expect(readFileSync(secret, "utf8")).toBe("top secret\n");
   });
 
+  it("grep does not search a hard-linked file, and says so; the other files are searched", async () => {
+    for (const rg of ["on", "off"]) {
+      const ws = makeWorkspace({ "plain.txt": "top of the plain file\n" });
+      linkSync(join(ws.outside, "secret.txt"), join(ws.root, "hl.txt"));
+      const saved = process.env.LOOPGRAPH_RG;
+      if (rg === "off") process.env.LOOPGRAPH_RG = "off";
+      try {
+        const found = await ws.call("grep", { pattern: "top" });
+        expect(found.content, `ripgrep ${rg}`).not.toContain("top secret");
+        expect(found.content).toContain("plain.txt:1:top of the plain file");
+        expect(found.content).toContain("(not searched, hard-linked: another link may be a file outside the workspace: hl.txt)");
+        expect((await ws.call("grep", { pattern: "top", path: "hl.txt" })).content).not.toContain("top secret");
+      } finally {
+        if (saved === undefined) delete process.env.LOOPGRAPH_RG;
+        else process.env.LOOPGRAPH_RG = saved;
+      }
+    }
+  });
+
   it("ordinary files are still read, created, overwritten and edited", async () => {
     const ws = makeWorkspace({ "a.txt": "one\n" });
     expect(await ws.call("write_file", { path: "new/b.txt", contents: "two\n" })).toMatchObject({ ok: true });

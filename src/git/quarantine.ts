@@ -1,25 +1,25 @@
 /**
- * New git objects held apart until they are known to hold no secret: git writes what `git add`
+ * New git objects held apart until they are known to be fit to keep: git writes what `git add`
  * and `write-tree` create into a quarantine directory (GIT_OBJECT_DIRECTORY, the repository's
- * own objects as an alternate, as git's receive-pack does), where every new blob is read; one
- * that holds a secret's value is replaced, in the index, by a stand-in with the values redacted.
- * Only then do the objects move into the repository, the original never: no object store of
- * ours, nor the user's repository, ever holds a secret that loopgraph wrote there.
+ * own objects as an alternate, as git's receive-pack does), where every new blob can be read and
+ * replaced by a stand-in (a secret's value redacted, a file that must not be kept). Only then do
+ * the objects move into the repository, the replaced originals never: no object store of ours,
+ * nor the user's repository, ever holds what loopgraph refused to keep.
  */
 import { createHash } from "node:crypto";
 import { mkdir, mkdtemp, readdir, readFile, rename, rm, stat, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { deflateSync, inflateSync } from "node:zlib";
-import { StreamRedactor } from "../runs/redact.js";
 
 export interface Quarantine {
   /** The environment of the git commands whose objects it holds. */
   env: Record<string, string>;
-  /**
-   * Reads every new blob; those that hold a secret get a redacted stand-in, returned as
-   * original id → stand-in id (the caller points the index at the stand-ins).
-   */
-  redactBlobs(secrets: readonly string[]): Promise<Map<string, string>>;
+  /** The new objects' ids (blobs, and any tree or commit written so far). */
+  objectIds(): Promise<string[]>;
+  /** An object's content, when it is a blob. */
+  blob(id: string): Promise<Buffer | undefined>;
+  /** Writes a stand-in for blob `id` (which is then never moved in); returns the stand-in's id. */
+  replace(id: string, content: Buffer): Promise<string>;
   /** Moves the objects into the repository, except the originals of redacted blobs, and removes the quarantine. */
   release(): Promise<void>;
   /** Removes the quarantine and what it holds. */
@@ -43,20 +43,15 @@ export async function openQuarantine(objects: string): Promise<Quarantine> {
   const discard = () => rm(dir, { recursive: true, force: true });
   return {
     env: { GIT_OBJECT_DIRECTORY: dir, GIT_ALTERNATE_OBJECT_DIRECTORIES: objects },
-    async redactBlobs(secrets) {
-      const standIns = new Map<string, string>();
-      for (const { id, path } of await looseObjects()) {
-        const object = inflateSync(await readFile(path));
-        const headerEnd = object.indexOf(0);
-        if (!object.subarray(0, headerEnd).toString("latin1").startsWith("blob ")) continue;
-        const content = object.subarray(headerEnd + 1);
-        const redactor = new StreamRedactor(secrets);
-        const redacted = Buffer.concat([redactor.write(content), redactor.end()]);
-        if (redacted.equals(content)) continue;
-        withheld.add(id);
-        standIns.set(id, await writeBlob(dir, redacted, id.length === 64 ? "sha256" : "sha1"));
-      }
-      return standIns;
+    objectIds: async () => (await looseObjects()).map(({ id }) => id),
+    async blob(id) {
+      const object = inflateSync(await readFile(join(dir, id.slice(0, 2), id.slice(2))));
+      const headerEnd = object.indexOf(0);
+      return object.subarray(0, headerEnd).toString("latin1").startsWith("blob ") ? object.subarray(headerEnd + 1) : undefined;
+    },
+    async replace(id, content) {
+      withheld.add(id);
+      return writeBlob(dir, content, id.length === 64 ? "sha256" : "sha1");
     },
     async release() {
       for (const { id, path } of await looseObjects()) {

@@ -5,11 +5,13 @@
  * repository of loopgraph's, used through `--git-dir`/`--work-tree`, so no `.git` is created.
  */
 import { randomUUID } from "node:crypto";
+import { lstatSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { STATE_DIR } from "../runs/state-dir.js";
-import { openQuarantine } from "./quarantine.js";
+import { StreamRedactor } from "../runs/redact.js";
+import { openQuarantine, type Quarantine } from "./quarantine.js";
 import { git, type GitOptions } from "./run.js";
 
 export type TreeStoreKind = "git" | "shadow";
@@ -21,6 +23,8 @@ export interface TreeStore {
   seedIndex: string;
   /** The repository's object directory (absolute). */
   objects: string;
+  /** The work tree: the workspace (absolute). */
+  workTree: string;
   run(args: string[], indexFile?: string, options?: Pick<GitOptions, "env" | "input">): Promise<string>;
 }
 
@@ -54,27 +58,35 @@ export async function shadowTreeStore(workspace: string, options: ShadowReposito
     kind: "shadow",
     seedIndex: join(gitDir, "index"),
     objects: join(gitDir, "objects"),
+    workTree: workspace,
     run: (args, indexFile, extra) => git(args, { cwd: workspace, indexFile, repository, ...extra }),
   };
 }
 
-/** A tree written by `writeTree`, and the blobs it holds in place of files that held a secret. */
+/** A tree written by `writeTree`, and the blobs it holds in place of files it would not keep. */
 export interface WrittenTree {
   tree: string;
-  /** Stand-ins (ids) of files whose content held a secret's value: that content with the values redacted. */
+  /**
+   * Stand-ins (ids) of files not kept as they are: one whose content held a secret's value (kept
+   * with the values redacted), or a hard-linked file (another link may be outside the workspace:
+   * kept as a note).
+   */
   redacted: string[];
 }
 
+/** What a hard-linked file is kept as: its content may belong to a file outside the workspace. */
+const HARD_LINKED_STAND_IN = Buffer.from("[loopgraph: not kept: this file has several hard links, and another may be outside the workspace]\n");
+
 /**
  * Writes the workspace's current content as a tree, through a throwaway copy of the seed index.
- * With `secrets`, no object written holds one of their values: a file that does is stored with
- * them redacted (see quarantine.ts).
+ * New objects go through a quarantine (see quarantine.ts): no object written holds a value of
+ * `secrets` (a file that does is kept with them redacted), nor the content of a hard-linked file.
  */
 export async function writeTree(store: TreeStore, secrets: readonly string[] = []): Promise<WrittenTree> {
   const scratch = await mkdtemp(join(tmpdir(), "loopgraph-index-"));
   const index = join(scratch, "index");
-  const quarantine = secrets.length > 0 ? await openQuarantine(store.objects) : undefined;
-  const env = quarantine?.env;
+  const quarantine = await openQuarantine(store.objects);
+  const env = quarantine.env;
   try {
     await copyIndex(store.seedIndex, index).catch((error: NodeJS.ErrnoException) => {
       if (error.code !== "ENOENT") throw error;
@@ -85,30 +97,56 @@ export async function writeTree(store: TreeStore, secrets: readonly string[] = [
       () => false,
     );
     await store.run(["add", "--all", "--", ".", ...(ownStateIgnored ? [] : [`:(exclude)${STATE_DIR}`])], index, { env });
-    const standIns = quarantine ? await quarantine.redactBlobs(secrets) : new Map<string, string>();
-    if (standIns.size > 0) await pointIndexAt(store, index, standIns, env);
+    const standIns = await replaceUnfit(store, index, quarantine, secrets);
     const tree = (await store.run(["write-tree"], index, { env })).trim();
-    await quarantine?.release();
+    await quarantine.release();
     // The seed keeps the stand-ins too: the originals are in no object store.
     if (store.kind === "shadow") await replaceFile(index, store.seedIndex);
     return { tree, redacted: [...standIns.values()] };
   } finally {
-    await quarantine?.discard();
+    await quarantine.discard();
     await rm(scratch, { recursive: true, force: true });
   }
 }
 
-/** Points the index entries of the original blobs at their stand-ins. */
-async function pointIndexAt(store: TreeStore, index: string, standIns: Map<string, string>, env?: Record<string, string>): Promise<void> {
-  const entries = (await store.run(["ls-files", "-s", "-z"], index, { env })).split("\0").filter(Boolean);
-  const updates: string[] = [];
-  for (const entry of entries) {
-    const [info = "", path = ""] = entry.split("\t");
-    const [mode, id] = info.split(" ");
-    const standIn = id === undefined ? undefined : standIns.get(id);
-    if (standIn) updates.push(`${mode} ${standIn}\t${path}`);
+/**
+ * Replaces, in the index, every new blob unfit to keep by a stand-in: a hard-linked file's by a
+ * note, one holding a secret's value by its content with the values redacted. Returns original
+ * id → stand-in id.
+ */
+async function replaceUnfit(store: TreeStore, index: string, quarantine: Quarantine, secrets: readonly string[]): Promise<Map<string, string>> {
+  const standIns = new Map<string, string>();
+  const added = await quarantine.objectIds();
+  if (added.length === 0) return standIns;
+  const { env } = quarantine;
+  const entries = (await store.run(["ls-files", "-s", "-z"], index, { env }))
+    .split("\0")
+    .filter(Boolean)
+    .map((entry) => {
+      const [info = "", path = ""] = entry.split("\t");
+      const [mode = "", id = ""] = info.split(" ");
+      return { mode, id, path };
+    });
+  const pathsOf = new Map<string, string[]>();
+  for (const entry of entries) pathsOf.set(entry.id, [...(pathsOf.get(entry.id) ?? []), entry.path]);
+  for (const id of added) {
+    const paths = pathsOf.get(id) ?? [];
+    if (paths.length === 0) continue; // not a blob of the index
+    if (paths.some((path) => (lstatSync(join(store.workTree, path), { throwIfNoEntry: false })?.nlink ?? 1) > 1)) {
+      standIns.set(id, await quarantine.replace(id, HARD_LINKED_STAND_IN));
+      continue;
+    }
+    if (secrets.length === 0) continue;
+    const content = await quarantine.blob(id);
+    if (content === undefined) continue;
+    const redactor = new StreamRedactor(secrets);
+    const redacted = Buffer.concat([redactor.write(content), redactor.end()]);
+    if (!redacted.equals(content)) standIns.set(id, await quarantine.replace(id, redacted));
   }
-  await store.run(["update-index", "-z", "--index-info"], index, { env, input: updates.map((line) => `${line}\0`).join("") });
+  if (standIns.size === 0) return standIns;
+  const updates = entries.flatMap(({ mode, id, path }) => (standIns.has(id) ? [`${mode} ${standIns.get(id)}\t${path}\0`] : []));
+  await store.run(["update-index", "-z", "--index-info"], index, { env, input: updates.join("") });
+  return standIns;
 }
 
 /** Only a shadow repository's own index is kept up to date, atomically (snapshots may run in parallel). */

@@ -44,15 +44,47 @@ export const REDACTED = "[redacted]";
 export function secretValues(env: NodeJS.ProcessEnv, keyVariables: readonly string[]): string[] {
   const excluded = nameMatcher(variableNames(env.LOOPGRAPH_SHELL_ENV_EXCLUDE));
   const values = Object.entries(env)
-    .filter(([name, value]) => (isSecretVariable(name, value, keyVariables) || excluded(name)) && value !== undefined && value.trim().length >= MIN_SECRET_LENGTH)
-    .map(([, value]) => value!.trim());
+    .filter(([name, value]) => (isSecretVariable(name, value, keyVariables) || excluded(name)) && value !== undefined)
+    // A connection string's password is a secret of its own: a command may print it alone.
+    .flatMap(([, value]) => [value!.trim(), ...urlPassword(value!)])
+    .filter((value) => value.length >= MIN_SECRET_LENGTH);
   return [...new Set(values)];
 }
 
-/** The forms a secret takes in text: as is, and JSON-escaped (so JSON stays valid); the longest secrets first. */
+function urlPassword(value: string): string[] {
+  const match = URL_WITH_PASSWORD.exec(value);
+  if (!match) return [];
+  const password = /:\/\/[^\s/@:]*:([^\s/@]+)@/.exec(value)?.[1];
+  if (password === undefined) return [];
+  try {
+    return [...new Set([password, decodeURIComponent(password)])];
+  } catch {
+    return [password];
+  }
+}
+
+/**
+ * The forms a secret takes in text, longest first: as is, JSON-escaped (so JSON stays valid),
+ * reversed, in hex, and in base64 at each of the three byte alignments it can have inside a
+ * longer encoded text (`base64 .env`): the characters that encode only the secret's bytes.
+ */
 function secretForms(secrets: readonly string[]): string[] {
-  const forms = secrets.flatMap((secret) => [secret, JSON.stringify(secret).slice(1, -1)]);
-  return [...new Set(forms)].sort((a, b) => b.length - a.length);
+  const forms = secrets.flatMap((secret) => {
+    const bytes = Buffer.from(secret);
+    const hex = bytes.toString("hex");
+    return [secret, JSON.stringify(secret).slice(1, -1), [...secret].reverse().join(""), hex, hex.toUpperCase(), ...base64Forms(bytes)];
+  });
+  return [...new Set(forms)].filter((form) => form.length >= MIN_SECRET_LENGTH).sort((a, b) => b.length - a.length);
+}
+
+function base64Forms(bytes: Buffer): string[] {
+  return [0, 1, 2].map((offset) => {
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64").replace(/=+$/, "");
+    // Leading characters mix in the bytes before the secret, trailing ones the bytes after it.
+    const first = Math.ceil((offset * 4) / 3);
+    const last = Math.floor(((offset + bytes.length) * 4) / 3);
+    return encoded.slice(first, last);
+  });
 }
 
 /** `text` with every secret value replaced by `[redacted]`, also in its JSON-escaped form; one that contains another is redacted whole. */

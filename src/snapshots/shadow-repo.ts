@@ -8,8 +8,9 @@
  * the user's global excludes are respected; `.loopgraph/`, `.git/` and `node_modules/` are
  * always left out. Files are stored byte for byte (no end-of-line conversion or filters) with
  * their executable bit, and symlinks as symlinks, except that a file holding a secret's value is
- * stored with the value redacted (its stand-in's id is listed in `redacted-blobs`): a rewind
- * leaves such a file as it is rather than write the stand-in back.
+ * stored with the value redacted, and a hard-linked file (another link may be outside the
+ * workspace) as a note; their stand-ins' ids are listed in `redacted-blobs`, and a rewind leaves
+ * such a file as it is rather than write the stand-in back.
  */
 import { existsSync } from "node:fs";
 import { appendFile, mkdtemp, readFile, rm } from "node:fs/promises";

@@ -41,7 +41,7 @@ function describeSpecial(stats: Stats): string {
 }
 
 /** Why the file tools refuse a file: anything but a regular file with a single link; undefined when they accept it. */
-function refusal(stats: Stats, relative: string): string | undefined {
+export function refusal(stats: Stats, relative: string): string | undefined {
   if (!stats.isFile()) return `${relative} is ${describeSpecial(stats)}: the file tools only read and write regular files`;
   if (stats.nlink > 1) {
     return `${relative} has ${stats.nlink} hard links: the file tools refuse it, since another link may be a file outside the workspace`;

@@ -5,6 +5,7 @@ import { delimiter, join } from "node:path";
 import { createInterface } from "node:readline";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { refusal } from "./checked-file.js";
 import { walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 import { statInWorkspace } from "./workspace-paths.js";
@@ -211,15 +212,21 @@ const inProcessEngine: GrepEngine = async (query, files, ctx, limit) => {
 interface Candidates {
   files: string[];
   tooLarge: string[];
+  /** Files the file tools refuse (hard-linked: another link may be outside the workspace). */
+  refused: string[];
 }
 
 async function candidateFiles(ctx: ToolContext, root: string, glob: string | undefined): Promise<Candidates> {
   const inGlob = glob === undefined ? () => true : picomatch(glob, { dot: true, basename: true });
-  const candidates: Candidates = { files: [], tooLarge: [] };
+  const candidates: Candidates = { files: [], tooLarge: [], refused: [] };
   for await (const file of walkFiles(ctx.workspace, root, ctx.signal)) {
     if (file.isSymlink || !inGlob(file.relative)) continue;
     const stats = await stat(file.absolute);
     if (!stats.isFile()) continue;
+    if (refusal(stats, file.relative) !== undefined) {
+      candidates.refused.push(file.relative);
+      continue;
+    }
     (stats.size > MAX_FILE_BYTES ? candidates.tooLarge : candidates.files).push(file.relative);
   }
   return candidates;
@@ -229,6 +236,9 @@ function report(matches: GrepMatch[], candidates: Candidates, where: string): st
   const notes: string[] = [];
   if (candidates.tooLarge.length > 0) {
     notes.push(`(not searched, over ${MAX_FILE_BYTES / (1024 * 1024)} MiB: ${candidates.tooLarge.join(", ")})`);
+  }
+  if (candidates.refused.length > 0) {
+    notes.push(`(not searched, hard-linked: another link may be a file outside the workspace: ${candidates.refused.join(", ")})`);
   }
   if (matches.length === 0) return [`No matches ${where}`, ...notes].join("\n");
   const shown = matches.slice(0, MAX_MATCHES);

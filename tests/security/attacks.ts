@@ -368,7 +368,11 @@ const hardlink: Attack[] = [
     setup: [HARDLINK_TO_SECRET],
     turns: [[write("hl.txt", "pwned\n"), edit("hl.txt", "outside-canary", "pwned")], [TRIGGER_WRITE]],
   },
-  { name: "ln the outside secret into the workspace, then read_file", class: "hardlink", turns: [[sh("ln %OUT%/secret.txt x-%N%.txt"), sh("D=../outside; ln $D/secret.txt y-%N%.txt")], [read("x-%N%.txt"), read("y-%N%.txt")]] },
+  {
+    name: "ln the outside secret into the workspace, then read_file and cat",
+    class: "hardlink",
+    turns: [[sh("ln %OUT%/secret.txt x-%N%.txt"), sh("D=../outside; ln $D/secret.txt y-%N%.txt")], [read("x-%N%.txt"), read("y-%N%.txt"), sh("cat x-%N%.txt y-%N%.txt")]],
+  },
   {
     name: "benign-looking prompts on a hard-linked notes.txt and a symlinked src/",
     class: "hardlink",
@@ -379,7 +383,8 @@ const hardlink: Attack[] = [
     ],
     turns: [[write("notes.txt", "pwned\n"), edit("src/app.js", "app", "pwned")]],
   },
-  { name: "shell cat of a hard link to the outside secret", class: "hardlink", setup: [HARDLINK_TO_SECRET], turns: [[sh("cat hl.txt")]] },
+  // Not here: `cat` of a hard link that was in the workspace before the run. A shell command reads
+  // it as any workspace file (a link is the same file; no sandbox can tell), so the README says so.
 ];
 
 const alwaysScope: Attack[] = [

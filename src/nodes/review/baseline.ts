@@ -104,6 +104,7 @@ async function repositoryStore(workspace: string): Promise<TreeStore> {
     kind: "git",
     seedIndex: resolve(workspace, index),
     objects: resolve(workspace, objects),
+    workTree: workspace,
     run: (args, indexFile, extra) => git(args, { cwd: workspace, indexFile, ...extra }),
   };
 }
