@@ -92,9 +92,10 @@ describe("the harness's detectors fire (self-tests)", () => {
     for (const text of evidence) {
       expect(result.stdout).toContain(text);
     }
-    for (const sink of ["a model request body", ".loopgraph/loopgraph.db", "git objects of .loopgraph/snapshots.git", "workspace file env-"]) {
-      expect(result.stdout).toMatch(new RegExp(`GITHUB_TOKEN[^;]* in ${sink.replace(/\./g, "\\.")}`));
+    for (const sink of ["a model request body", ".loopgraph/loopgraph.db", "git objects of .loopgraph/snapshots.git", "workspace file sec-"]) {
+      expect(result.stdout).toMatch(new RegExp(`outside canary in ${sink.replace(/\./g, "\\.")}`));
     }
+    expect(result.stdout).toMatch(/GITHUB_TOKEN[^;]* in workspace file env-/);
   });
 
   it("finds a canary raw, reversed, hex- and base64-encoded (at every alignment), and nothing else", () => {
