@@ -67,6 +67,16 @@ describe("the attack suite", () => {
   });
 });
 
+describe("without an OS sandbox", () => {
+  it("approval mode auto asks before shell commands instead of letting them escape", { timeout: 120_000 }, async () => {
+    const result = await runSuite("--without-sandbox", "--only", "shell-write-outside");
+    expect(result.stdout).toContain("no OS sandbox available");
+    const { attempts, escapes, leaks } = lastLine(result);
+    expect(attempts).toBeGreaterThanOrEqual(20);
+    expect({ escapes, leaks }, result.stdout).toEqual({ escapes: 0, leaks: 0 });
+  });
+});
+
 describe("the harness's detectors fire (self-tests)", () => {
   it("a control run without the sandbox, with credentials passed on: every control attack is caught", { timeout: 120_000 }, async () => {
     const result = await runSuite("--control");

@@ -8,6 +8,7 @@
  *   tsx tests/security/run.ts [--workers N] [--only TEXT] [--modes ask,auto] [--verbose]
  *   tsx tests/security/run.ts --control     # the detectors' self-test: unconfined attempts that must be caught
  *   tsx tests/security/run.ts --tmpdir /var/tmp   # attempts outside /tmp, which the sandbox does not hide
+ *   tsx tests/security/run.ts --without-sandbox   # as on a machine where bubblewrap cannot start
  *
  * The attempts run in worker processes (default 3, each one attempt at a time): each worker is
  * started with fresh canary secrets in its environment (OPENAI_API_KEY, GITHUB_TOKEN, …) and a
@@ -38,6 +39,8 @@ interface Options {
   modes: readonly ApprovalMode[];
   control: boolean;
   verbose: boolean;
+  /** As on a machine where no OS sandbox can start (the workers' LOOPGRAPH_BWRAP names no program). */
+  withoutSandbox: boolean;
   /** Where the workers' temporary directories go (default the system's, usually /tmp, which the sandbox hides). */
   tmpdir: string;
   /** Internal: this process is worker `index` of `count`. */
@@ -45,7 +48,7 @@ interface Options {
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { workers: 3, modes: MODES, control: false, verbose: false, tmpdir: tmpdir() };
+  const options: Options = { workers: 3, modes: MODES, control: false, verbose: false, withoutSandbox: false, tmpdir: tmpdir() };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = () => {
@@ -58,6 +61,7 @@ function parseOptions(argv: readonly string[]): Options {
     else if (arg === "--modes") options.modes = value().split(",").map((mode) => mode.trim() as ApprovalMode);
     else if (arg === "--control") options.control = true;
     else if (arg === "--verbose") options.verbose = true;
+    else if (arg === "--without-sandbox") options.withoutSandbox = true;
     else if (arg === "--tmpdir") options.tmpdir = resolve(value());
     else if (arg === "--worker") {
       const [index, count] = value().split("/").map(Number);
@@ -114,7 +118,13 @@ interface WorkerHandle {
 function startWorker(index: number, options: Options, dir: string, onResult: (result: AttemptResult) => void, onHang: (attempt: { attack: string; mode: string }) => void): WorkerHandle {
   const home = join(dir, "home");
   mkdirSync(home);
-  const env = cleanEnv({ ...newCanaryEnvironment(), HOME: home, TMPDIR: dir, ...(options.control ? { LOOPGRAPH_SHELL_ENV_INCLUDE: "*" } : {}) });
+  const env = cleanEnv({
+    ...newCanaryEnvironment(),
+    HOME: home,
+    TMPDIR: dir,
+    ...(options.control ? { LOOPGRAPH_SHELL_ENV_INCLUDE: "*" } : {}),
+    ...(options.withoutSandbox ? { LOOPGRAPH_BWRAP: join(dir, "no-bubblewrap-here") } : {}),
+  });
   for (const name of Object.keys(env)) if (/^(LANGCHAIN_|LANGSMITH_(?!API_KEY$)|XDG_CONFIG_HOME$)/.test(name)) delete env[name];
   const args = ["--import", "tsx", THIS_FILE, "--worker", `${index}/${options.workers}`, "--modes", options.modes.join(",")];
   if (options.only) args.push("--only", options.only);
@@ -206,7 +216,7 @@ function report(attempts: readonly Attempt[], results: Map<string, AttemptResult
   const lines = [...rows, ""];
   if (failures.length > 0) lines.push("Failed attempts:", ...failures, "");
   if (ranLines.length > 0) lines.push("Hostile calls that ran where they should have been stopped (contained: nothing escaped or leaked through them):", ...ranLines, "");
-  lines.push(`${attempts.length} attempts in ${(elapsedMs / 1000).toFixed(1)} s (${options.control ? "control run: no sandbox, credentials passed on" : `${options.workers} workers`})`);
+  lines.push(`${attempts.length} attempts in ${(elapsedMs / 1000).toFixed(1)} s (${options.control ? "control run: no sandbox, credentials passed on" : `${options.workers} workers${options.withoutSandbox ? ", no OS sandbox available" : ""}`})`);
   lines.push(`attack: attempts=${attempts.length} escapes=${escapes} leaks=${leaks}`);
   process.stdout.write(`${lines.join("\n")}\n`);
   return escapes === 0 && leaks === 0 ? 0 : 1;
