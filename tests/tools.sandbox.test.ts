@@ -4,6 +4,7 @@
  * no credential in the environment, and nothing the command started outlives the step.
  * Skipped where bubblewrap cannot start (CI installs it).
  */
+import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -51,6 +52,14 @@ describe.skipIf(!bubblewrap)("the shell tool in bubblewrap", () => {
     const result = await ws.call("shell", { command: `cat ${canary} 2>&1; cat /etc/hostname >/dev/null && echo can-read-etc` });
     expect(result.content).not.toContain("tmp secret");
     expect(result.content).toContain("can-read-etc");
+  });
+
+  it("hides every home directory, not only the user's own", () => {
+    const ws = sandboxed();
+    const wrapped = BUBBLEWRAP.wrap(["bash", "-c", "ls -A /root /home 2>/dev/null | grep -v '^/' | grep -c . || true"], ws.root, { PATH: process.env.PATH, HOME: "/nonexistent-home" });
+    const listed = spawnSync(wrapped.file, wrapped.args, { env: wrapped.env, encoding: "utf8" });
+    expect(listed.status, listed.stderr).toBe(0);
+    expect(listed.stdout.trim()).toBe("0");
   });
 
   it("has no network: a listener on the host's loopback is unreachable", async () => {

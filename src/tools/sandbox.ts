@@ -1,7 +1,7 @@
 /**
  * The OS sandbox for the commands the agent runs (the shell tool): bubblewrap, where it can start.
  * Inside it the workspace is writable except its `.git/` and `.loopgraph/` (read-only), the rest
- * of the file system is read-only, `/tmp` and the home directory are empty and private, there is
+ * of the file system is read-only, `/tmp` and the home directories are empty and private, there is
  * no network (only a private loopback) unless the user's policy allows it, and the whole process
  * tree dies with the step (a PID namespace whose first process dies with bubblewrap).
  *
@@ -45,7 +45,8 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
   return {
     name: "bubblewrap",
     wrap(argv, workspace, env) {
-      const home = env.HOME && env.HOME !== "/" ? [env.HOME] : [];
+      // Every home directory, the user's own wherever it is: other users' files are not the agent's business either.
+      const home = [...new Set([...(env.HOME && env.HOME !== "/" ? [env.HOME] : []), "/home", "/root"])];
       const args = [
         "--ro-bind", "/", "/",
         "--dev", "/dev",
