@@ -698,10 +698,8 @@ class ShellScanner {
     let i = open;
     while (i < this.src.length) {
       const c = this.src[i]!;
-      if (c === "\\") i += 2;
-      else if (c === "'") i = this.after("'", i + 1);
-      else if (c === '"') i = this.afterDoubleQuoted(i + 1);
-      else if (c === "`") i = this.after("`", i + 1);
+      const quotedEnd = this.quotedEnd(i);
+      if (quotedEnd !== undefined) i = quotedEnd;
       else if (c === "$" && this.src[i + 1] === "(") i = this.balancedFrom(i + 1).end;
       else if (c === "$" && this.src[i + 1] === "{") {
         depth += 1;
@@ -751,16 +749,30 @@ class ShellScanner {
     this.pos = substitution.end;
   }
 
+  /** Where the escape or quoted text at `i` (`\\x`, `'…'`, `"…"`, `` `…` ``) ends; undefined when none starts there. */
+  private quotedEnd(i: number): number | undefined {
+    switch (this.src[i]) {
+      case "\\":
+        return i + 2;
+      case "'":
+        return this.after("'", i + 1);
+      case '"':
+        return this.afterDoubleQuoted(i + 1);
+      case "`":
+        return this.after("`", i + 1);
+      default:
+        return undefined;
+    }
+  }
+
   /** The text inside the parenthesis at `open` and the position after its match (or the end). */
   private balancedFrom(open: number): { inner: string; end: number } {
     let depth = 0;
     let i = open;
     while (i < this.src.length) {
       const c = this.src[i]!;
-      if (c === "\\") i += 2;
-      else if (c === "'") i = this.after("'", i + 1);
-      else if (c === '"') i = this.afterDoubleQuoted(i + 1);
-      else if (c === "`") i = this.after("`", i + 1);
+      const quotedEnd = this.quotedEnd(i);
+      if (quotedEnd !== undefined) i = quotedEnd;
       else {
         if (c === "(") depth += 1;
         if (c === ")" && --depth === 0) return { inner: this.src.slice(open + 1, i), end: i + 1 };
