@@ -69,6 +69,18 @@ function urlPassword(value: string): string[] {
  * longer encoded text (`base64 .env`): the characters that encode only the secret's bytes.
  */
 function secretForms(secrets: readonly string[]): string[] {
+  let forms = formsOf.get(secrets);
+  if (forms === undefined) {
+    forms = computeForms(secrets);
+    formsOf.set(secrets, forms);
+  }
+  return forms;
+}
+
+/** The forms of each list of secrets, computed once: a run redacts with the same list all along. */
+const formsOf = new WeakMap<readonly string[], string[]>();
+
+function computeForms(secrets: readonly string[]): string[] {
   const forms = secrets.flatMap((secret) => {
     const bytes = Buffer.from(secret);
     const hex = bytes.toString("hex");
