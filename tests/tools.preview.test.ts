@@ -36,6 +36,9 @@ describe("previewChange", () => {
     expect(await previewChange(call("edit_file", { path: "a.txt", old_string: "nope", new_string: "y" }), ws.ctx)).toBeUndefined();
     expect(await previewChange(call("edit_file", { path: "../outside/secret.txt", old_string: "top", new_string: "y" }), ws.ctx)).toBeUndefined();
     expect(await previewChange(call("shell", { command: "ls" }), ws.ctx)).toBeUndefined();
+    expect(await previewChange(call("write_file", { path: "huge.txt", contents: "x\n".repeat(1_500_000) }), ws.ctx)).toBe(
+      "[no diff shown: huge.txt would go from 0 to 3000000 characters]",
+    );
   });
 
   it("is shown as text: a control character in a diff line cannot redraw the terminal", () => {

@@ -76,6 +76,8 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
 
 /** Lines of a diff shown to the user asked about an edit; a longer one is cut, saying so. */
 const DIFF_MAX_LINES = 400;
+/** Texts longer than this (before and after together) are not diffed. */
+const DIFF_MAX_INPUT_CHARS = 2_000_000;
 
 /**
  * The unified diff of what a file-editing call would change, for the user asked to approve it,
@@ -88,6 +90,9 @@ export async function previewChange(call: ToolCallRequest, ctx: ToolContext, too
   if (!tool?.preview || !parsed?.success) return undefined;
   try {
     const change = await tool.preview(parsed.data, ctx);
+    const size = (change.before?.length ?? 0) + change.after.length;
+    // A line diff of large texts can take long (its cost grows with size times differences).
+    if (size > DIFF_MAX_INPUT_CHARS) return `[no diff shown: ${change.path} would go from ${change.before?.length ?? 0} to ${change.after.length} characters]`;
     const before = change.before === undefined ? "/dev/null" : `a/${change.path}`;
     const patch = createTwoFilesPatch(before, `b/${change.path}`, change.before ?? "", change.after, undefined, undefined, { context: 3 });
     const lines = redactValues(patch, ctx.secrets ?? []).split("\n").filter((line, index) => index > 0 || !line.startsWith("====="));
