@@ -187,6 +187,10 @@ function describeIssue(issue: z.core.$ZodIssue): Problem {
     const text = `unknown key${issue.keys.length > 1 ? "s" : ""} ${names}${allowed ? ` (allowed: ${allowed.join(", ")})` : ""}`;
     return { at: path, key: issue.keys[0], text: path.length > 0 ? `${formatPath(path)}: ${text}` : text };
   }
+  // Only tool call args are a union: a mapping, or the raw argument text.
+  if (issue.code === "invalid_union") {
+    return { at: path, text: `${subject} must be a mapping or a string (got ${describeValue(issue.input)})` };
+  }
   if (issue.code === "too_small" && issue.origin === "string") return { at: path, text: `${subject} must not be empty` };
   if (issue.code === "too_small") return { at: path, text: `${subject} must be at least ${issue.minimum}` };
   return { at: path, text: `${subject}: ${issue.message}` };
