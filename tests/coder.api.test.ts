@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import type { CoderResult } from "../src/nodes/coder/types.js";
@@ -6,6 +6,7 @@ import { runGraph } from "../src/index.js";
 import { cleanEnv, ROOT } from "./helpers/cli.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
 import type { ApprovalRequest } from "../src/runtime/approval.js";
+import type { RunEvent } from "../src/runtime/events.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/coder");
@@ -85,6 +86,42 @@ describe("coder node (in-process API)", () => {
     const result = outcome.state.outputs.coder as CoderResult;
     expect(result).toMatchObject({ status: "failure", failureKind: "step_limit", steps: 2 });
     expect(result.toolCalls.map((call) => call.name)).toEqual(["list_dir", "read_file"]);
+  });
+
+  it.each([
+    ["truncated JSON", '{"path":"a.txt","contents":"hello wor', /not valid JSON: .+; send them again as one JSON object/],
+    ["text that is not JSON", "path=a.txt contents=hello", /not valid JSON: .+; send them again as one JSON object/],
+    ["a JSON array", '["a.txt","hello world"]', /not valid JSON: they are an array, not an object; send them again/],
+  ])("tool call arguments that are %s never run: the model is answered with invalid_arguments", async (_, args, said) => {
+    const ws = workspace();
+    const server = await mockServer();
+    server.enqueue(
+      { text: "Writing.", toolCalls: [{ id: "call_bad", name: "write_file", args }] },
+      { text: "I could not write a.txt: my arguments were not valid JSON." },
+    );
+    const events: RunEvent[] = [];
+    const outcome = await runGraph({
+      graph: "coder", task: "write a.txt", workspace: ws.dir, db: ws.db, approval: "auto",
+      model: "openai:gpt-test", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+      onEvent: (event) => events.push(event),
+    });
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(existsSync(join(ws.dir, "a.txt"))).toBe(false);
+    expect(server.requests).toHaveLength(2);
+    // The next request answers the call: the assistant message names it, and a tool message carries the error.
+    const messages = (server.requests[1]!.body as { messages: Array<Record<string, any>> }).messages;
+    const assistant = messages.find((m) => m.role === "assistant");
+    expect(assistant?.tool_calls).toEqual([{ id: "call_bad", type: "function", function: { name: "write_file", arguments: "{}" } }]);
+    const answer = messages.find((m) => m.role === "tool");
+    expect(answer?.tool_call_id).toBe("call_bad");
+    expect(answer?.content).toMatch(/^Error \(invalid_arguments\): the arguments of write_file are not valid JSON: /);
+    expect(answer?.content).toMatch(said);
+    // Shown and logged like any other call; the Coder reports what the model said, not a write.
+    expect(events.filter((e) => e.type === "tool_call")).toMatchObject([{ id: "call_bad", name: "write_file", args }]);
+    expect(events.filter((e) => e.type === "tool_result")).toMatchObject([{ id: "call_bad", ok: false }]);
+    const result = outcome.state.outputs.coder as CoderResult;
+    expect(result.toolCalls).toMatchObject([{ id: "call_bad", name: "write_file", ok: false, errorKind: "invalid_arguments" }]);
+    expect(result.filesChanged).toEqual([]);
   });
 
   it("a missing scripted response ends the Coder with a typed failure, not a crash", async () => {

@@ -12,6 +12,7 @@ import {
   responseFromMessage,
   type ScriptedResponse,
 } from "../src/models/index.js";
+import { messageFromRecord, recordedOutput } from "../src/models/recorded.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-scripted-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -126,7 +127,7 @@ describe("scripted model: invalid files", () => {
     [
       "args not a mapping",
       "responses:\n  - tool_calls: [{ name: t, args: [1] }]\n",
-      "bad.yaml:2:35: responses[0].tool_calls[0]: args must be a mapping (got a list)",
+      "bad.yaml:2:35: responses[0].tool_calls[0]: args must be a mapping or a string (got a list)",
     ],
     [
       "fractional delay",
@@ -199,5 +200,34 @@ describe("formatScript", () => {
       { node: "judge", content: "ok" },
     ]);
     expect(parseScript(formatScript(recorded), "x.yaml")).toEqual(recorded);
+  });
+
+  it("keeps a call whose arguments are not one JSON object as the same invalid call, through the record and an exported script", async () => {
+    const model = scriptedModel(
+      "invalid-args.yaml",
+      `responses:
+  - tool_calls:
+      - { name: write_file, args: '{"path":"a.txt","contents":"hello wor' }
+      - { name: read_file, args: '{"path":"a.txt"}' }
+      - { name: grep, args: '["x"]' }
+`,
+    );
+    const { message } = await model.call([new HumanMessage("go")], { node: "coder" });
+    expect(message.tool_calls).toMatchObject([{ id: "call_0_1", name: "read_file", args: { path: "a.txt" } }]);
+    expect(message.invalid_tool_calls).toMatchObject([
+      { id: "call_0_0", name: "write_file", args: '{"path":"a.txt","contents":"hello wor', error: expect.any(String) },
+      { id: "call_0_2", name: "grep", args: '["x"]', error: "they are an array, not an object" },
+    ]);
+
+    // A recorded replay answers with the same calls; --export-script writes a script that makes them again.
+    const replayed = messageFromRecord(JSON.parse(JSON.stringify(recordedOutput(message, { inputTokens: 1, outputTokens: 1 }))));
+    expect(replayed.tool_calls).toEqual(message.tool_calls);
+    expect(replayed.invalid_tool_calls).toEqual(message.invalid_tool_calls);
+    const exported = scriptedModel("invalid-args-exported.yaml", formatScript([responseFromMessage("coder", replayed)]));
+    const again = (await exported.call([new HumanMessage("go")], { node: "coder" })).message;
+    expect(again.tool_calls?.map(({ name, args }) => ({ name, args }))).toEqual([{ name: "read_file", args: { path: "a.txt" } }]);
+    expect(again.invalid_tool_calls?.map(({ name, args, error }) => ({ name, args, error }))).toEqual(
+      message.invalid_tool_calls!.map(({ name, args, error }) => ({ name, args, error })),
+    );
   });
 });

@@ -11,6 +11,7 @@ import {
 } from "./retry.js";
 import type { ModelSpec, ProviderEndpoint } from "./spec.js";
 import { countInputTokens, countOutputTokens } from "./tokens.js";
+import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult, ToolSpec } from "./types.js";
 import type { TokenUsage } from "../state/graph-state.js";
 
@@ -109,7 +110,7 @@ class OpenAICompatibleModel implements ChatModel {
     try {
       restartIdleTimer();
       const model = options.tools?.length ? chat.bindTools(options.tools.map(toOpenAITool)) : chat;
-      const stream = await model.stream(messages, { signal: attempt.signal });
+      const stream = await model.stream(messages.map(withInvalidCallsAnswerable), { signal: attempt.signal });
       let reply: AIMessageChunk | undefined;
       for await (const chunk of stream) {
         restartIdleTimer();
@@ -137,13 +138,24 @@ function toOpenAITool(tool: ToolSpec) {
   };
 }
 
-/** The final message; usage from the server, or counted locally when the server sent none. */
+/**
+ * The final message; usage from the server, or counted locally when the server sent none.
+ * The streamed argument text of each tool call is authoritative: LangChain reads it with a
+ * partial-JSON parser that completes a truncated object (and executing that would write half a
+ * file), so each call is read again strictly. A call whose text is not one JSON object goes to
+ * `invalid_tool_calls` with its raw text and the reason; none is dropped, and a call the server
+ * sent without an id gets `call_<index>`.
+ */
 function toCallResult(reply: AIMessageChunk, messages: BaseMessage[], tools?: ToolSpec[]): ModelCallResult {
+  const chunks = reply.tool_call_chunks ?? [];
+  const calls =
+    chunks.length > 0
+      ? toolCallsFromRaw(chunks.map((chunk, i) => ({ id: chunk.id ?? `call_${chunk.index ?? i}`, name: chunk.name ?? "", args: chunk.args ?? "" })))
+      : { tool_calls: reply.tool_calls, invalid_tool_calls: reply.invalid_tool_calls };
   const message = new AIMessage({
     id: reply.id,
     content: reply.content,
-    tool_calls: reply.tool_calls,
-    invalid_tool_calls: reply.invalid_tool_calls,
+    ...calls,
     response_metadata: reply.response_metadata,
   });
   const usage: TokenUsage = reply.usage_metadata
@@ -155,6 +167,27 @@ function toCallResult(reply: AIMessageChunk, messages: BaseMessage[], tools?: To
     total_tokens: usage.inputTokens + usage.outputTokens,
   };
   return { message, usage };
+}
+
+/**
+ * An earlier answer with invalid tool calls, as the server must see it: LangChain sends only
+ * `tool_calls`, so the invalid ones are added there, with `{}` as arguments (some servers parse
+ * the arguments of the history and would refuse the raw text). Each is answered by its
+ * `invalid_arguments` tool result, which says what was wrong.
+ */
+function withInvalidCallsAnswerable(message: BaseMessage): BaseMessage {
+  if (!AIMessage.isInstance(message) || !message.invalid_tool_calls?.length) return message;
+  return new AIMessage({
+    id: message.id,
+    name: message.name,
+    content: message.content,
+    additional_kwargs: message.additional_kwargs,
+    response_metadata: message.response_metadata,
+    tool_calls: [
+      ...(message.tool_calls ?? []),
+      ...message.invalid_tool_calls.map((call, i) => ({ id: call.id ?? `call_invalid_${i}`, name: call.name ?? "", args: {}, type: "tool_call" as const })),
+    ],
+  });
 }
 
 const NETWORK_ERROR_CODE = /^(ECONNRESET|ECONNREFUSED|ECONNABORTED|EPIPE|ENOTFOUND|EAI_AGAIN|EHOSTUNREACH|ENETUNREACH|ETIMEDOUT|UND_ERR_)/;

@@ -8,6 +8,14 @@ export function recordedOutput(message: AIMessage, usage: TokenUsage): RecordedM
     ...(message.id ? { id: message.id } : {}),
     content: message.content,
     toolCalls: (message.tool_calls ?? []).map(({ id, name, args }) => ({ ...(id ? { id } : {}), name, args })),
+    ...(message.invalid_tool_calls?.length && {
+      invalidToolCalls: message.invalid_tool_calls.map(({ id, name, args, error }) => ({
+        ...(id ? { id } : {}),
+        name: name ?? "",
+        args: args ?? "",
+        error: error ?? "",
+      })),
+    }),
     usage: { inputTokens: usage.inputTokens, outputTokens: usage.outputTokens },
   };
 }
@@ -18,6 +26,7 @@ export function messageFromRecord(output: RecordedModelOutput): AIMessage {
     ...(output.id ? { id: output.id } : {}),
     content: output.content as MessageContent,
     tool_calls: output.toolCalls.map(({ id, name, args }) => ({ id, name, args, type: "tool_call" as const })),
+    invalid_tool_calls: (output.invalidToolCalls ?? []).map(({ id, name, args, error }) => ({ id, name, args, error, type: "invalid_tool_call" as const })),
   });
   message.usage_metadata = {
     input_tokens: output.usage.inputTokens,

@@ -6,11 +6,13 @@ import { z } from "zod";
 import { ConfigError, ModelError } from "../errors.js";
 import { sleep } from "./retry.js";
 import { countInputTokens, countOutputTokens } from "./tokens.js";
+import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult } from "./types.js";
 
 const ScriptedToolCallSchema = z.strictObject({
   name: z.string().min(1),
-  args: z.record(z.string(), z.unknown()).default({}),
+  /** A mapping, or the raw argument text as a model would send it (which may not be valid JSON). */
+  args: z.union([z.record(z.string(), z.unknown()), z.string()]).default({}),
 });
 
 const ScriptedResponseSchema = z.strictObject({
@@ -78,11 +80,15 @@ export function formatScript(responses: readonly ScriptedResponse[]): string {
 
 /** A recorded model answer as a scripted response for `node`. */
 export function responseFromMessage(node: string, message: AIMessage): ScriptedResponse {
-  const toolCalls = message.tool_calls ?? [];
+  const toolCalls = [
+    ...(message.tool_calls ?? []).map(({ name, args }) => ({ name, args })),
+    // An invalid call keeps its raw text, so the script makes the same invalid call.
+    ...(message.invalid_tool_calls ?? []).map(({ name, args }) => ({ name: name ?? "", args: args ?? "" })),
+  ];
   return {
     node,
     content: message.text,
-    ...(toolCalls.length > 0 && { tool_calls: toolCalls.map(({ name, args }) => ({ name, args })) }),
+    ...(toolCalls.length > 0 && { tool_calls: toolCalls }),
   };
 }
 
@@ -116,16 +122,13 @@ class ScriptedModel implements ChatModel {
     if (response.delay_ms) await sleep(response.delay_ms, options.signal);
     for (const piece of streamPieces(response.content)) options.onToken?.(piece);
 
-    const message = new AIMessage({
-      id: `scripted-${index}`,
-      content: response.content,
-      tool_calls: (response.tool_calls ?? []).map(({ name, args }, j) => ({
-        id: `call_${index}_${j}`,
-        name,
-        args,
-        type: "tool_call" as const,
-      })),
-    });
+    // Arguments given as text are read as a model's would be: text that is not one JSON object makes an invalid call.
+    const calls = (response.tool_calls ?? []).map(({ name, args }, j) => ({
+      id: `call_${index}_${j}`,
+      name,
+      args: typeof args === "string" ? args : JSON.stringify(args),
+    }));
+    const message = new AIMessage({ id: `scripted-${index}`, content: response.content, ...toolCallsFromRaw(calls) });
     const usage = { inputTokens: countInputTokens(messages, options.tools), outputTokens: countOutputTokens(message) };
     message.usage_metadata = {
       input_tokens: usage.inputTokens,
@@ -183,6 +186,10 @@ function describeIssue(issue: z.core.$ZodIssue): Problem {
     const allowed = KEYS_BY_DEPTH[path.length];
     const text = `unknown key${issue.keys.length > 1 ? "s" : ""} ${names}${allowed ? ` (allowed: ${allowed.join(", ")})` : ""}`;
     return { at: path, key: issue.keys[0], text: path.length > 0 ? `${formatPath(path)}: ${text}` : text };
+  }
+  // Only tool call args are a union: a mapping, or the raw argument text.
+  if (issue.code === "invalid_union") {
+    return { at: path, text: `${subject} must be a mapping or a string (got ${describeValue(issue.input)})` };
   }
   if (issue.code === "too_small" && issue.origin === "string") return { at: path, text: `${subject} must not be empty` };
   if (issue.code === "too_small") return { at: path, text: `${subject} must be at least ${issue.minimum}` };

@@ -10,12 +10,22 @@ export interface RecordedToolCall {
   args: Record<string, unknown>;
 }
 
+/** A tool call whose argument text was not one JSON object: the raw text, and why. */
+export interface RecordedInvalidToolCall {
+  id?: string;
+  name: string;
+  args: string;
+  error: string;
+}
+
 /** A model's answer as the graph used it: no headers, no provider metadata. */
 export interface RecordedModelOutput {
   id?: string;
   /** The message content: text, or the provider's content parts. */
   content: unknown;
   toolCalls: RecordedToolCall[];
+  /** Absent when there were none (and in records written before it existed). */
+  invalidToolCalls?: RecordedInvalidToolCall[];
   usage: TokenUsage;
 }
 

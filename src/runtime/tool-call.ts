@@ -55,6 +55,13 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     return { result: { ok: false, errorKind: "blocked", content: loop.verdict.reason }, loop: loop.state, loopFailure: loop.verdict.reason };
   }
   const outcome: Omit<ToolCallOutcome, "result"> = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
+  if (call.invalidArguments !== undefined) {
+    // Nothing to decide on and nothing to run: the model is told, and sends the call again.
+    const result = invalidArgumentsResult(call.name, call.invalidArguments);
+    ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content });
+    return { ...outcome, result };
+  }
 
   const policyCall = { name: call.name, args: call.args };
   const sandbox = ctx.sandbox ?? availableSandbox();
@@ -101,6 +108,15 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   }
   ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content });
   return { ...outcome, result };
+}
+
+/** The result of a call whose argument text is not one JSON object (`reason` says why). */
+export function invalidArgumentsResult(tool: string, reason: string): ToolResult {
+  return {
+    ok: false,
+    errorKind: "invalid_arguments",
+    content: `the arguments of ${tool || "the tool call"} are not valid JSON: ${reason}; send them again as one JSON object`,
+  };
 }
 
 function rejection(answer: ApprovalAnswer): ToolResult {

@@ -119,5 +119,8 @@ export interface ToolResult {
 export interface ToolCallRequest {
   id: string;
   name: string;
+  /** The arguments; for a call with `invalidArguments`, the raw text the model sent. */
   args: unknown;
+  /** Set when the model's argument text is not one JSON object: why. Such a call never runs. */
+  invalidArguments?: string;
 }

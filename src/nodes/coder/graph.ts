@@ -31,16 +31,27 @@ function lastAiMessage(messages: BaseMessage[]): AIMessage | undefined {
   return undefined;
 }
 
-/** Tool calls of the latest model answer that have no result yet, in the order the model made them. */
+/**
+ * Tool calls of the latest model answer that have no result yet, in the order the model made
+ * them; then its invalid calls (arguments that are not one JSON object), which are answered
+ * with an `invalid_arguments` result and never run.
+ */
 export function unansweredToolCalls(messages: BaseMessage[]): ToolCallRequest[] {
   const answer = lastAiMessage(messages);
-  if (!answer?.tool_calls?.length) return [];
+  if (!answer?.tool_calls?.length && !answer?.invalid_tool_calls?.length) return [];
   const answered = new Set(
     messages.filter((m) => m.getType() === "tool").map((m) => (m as ToolMessage).tool_call_id),
   );
-  return answer.tool_calls
-    .filter((call) => call.id !== undefined && !answered.has(call.id))
-    .map((call) => ({ id: call.id!, name: call.name, args: call.args }));
+  const calls: ToolCallRequest[] = [
+    ...(answer.tool_calls ?? []).map((call) => ({ id: call.id!, name: call.name, args: call.args })),
+    ...(answer.invalid_tool_calls ?? []).map((call) => ({
+      id: call.id!,
+      name: call.name ?? "",
+      args: call.args ?? "",
+      invalidArguments: call.error ?? "not a JSON object",
+    })),
+  ];
+  return calls.filter((call) => call.id !== undefined && !answered.has(call.id));
 }
 
 function failure(state: CoderStateValue, kind: CoderFailureKind, reason: string): CoderResult {
@@ -130,6 +141,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
         content: messageText(reply),
         id: reply.id ?? `coder-${def.id}-${state.steps}`,
         tool_calls: reply.tool_calls,
+        invalid_tool_calls: reply.invalid_tool_calls,
       });
       if (messageText(answer)) emit({ type: "message", threadId, node: def.id, content: messageText(answer) });
       return { ...bookkeeping(), messages: [...written, answer], steps: state.steps + 1 };

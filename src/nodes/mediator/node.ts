@@ -6,6 +6,7 @@ import { LoopgraphError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
+import { invalidArgumentsResult } from "../../runtime/tool-call.js";
 import { MEDIATOR_TOOLS, runMediatorTool } from "./tools.js";
 import { renderPrompt } from "../../runtime/prompt.js";
 import { messageText, startNodeSession } from "../../runtime/model-session.js";
@@ -59,10 +60,27 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
     for (let call = 0; call < MAX_MODEL_CALLS; call++) {
       const reply = await session.ask([system, ...state.messages, ...written]);
       // On the last call, tool calls are not run: the answer stands without them.
-      const toolCalls = call < MAX_MODEL_CALLS - 1 ? (reply.tool_calls ?? []) : [];
-      answer = new AIMessage({ content: messageText(reply), id: reply.id ?? randomUUID(), name: def.id, tool_calls: toolCalls });
+      const last = call === MAX_MODEL_CALLS - 1;
+      const toolCalls = last ? [] : (reply.tool_calls ?? []);
+      const invalidCalls = last ? [] : (reply.invalid_tool_calls ?? []).map((c) => ({ ...c, id: c.id ?? randomUUID() }));
+      answer = new AIMessage({
+        content: messageText(reply),
+        id: reply.id ?? randomUUID(),
+        name: def.id,
+        tool_calls: toolCalls,
+        invalid_tool_calls: invalidCalls,
+      });
       written.push(answer);
-      if (toolCalls.length === 0) break;
+      if (toolCalls.length === 0 && invalidCalls.length === 0) break;
+      // Arguments that are not one JSON object: the call never runs, the model is told why.
+      for (const invalid of invalidCalls) {
+        const name = invalid.name ?? "";
+        const result = invalidArgumentsResult(name, invalid.error ?? "not a JSON object");
+        ctx.emit({ type: "tool_call", threadId: ctx.threadId, node: def.id, id: invalid.id, name, args: invalid.args });
+        ctx.emit({ type: "tool_result", threadId: ctx.threadId, node: def.id, id: invalid.id, name, ok: false, result: result.content });
+        toolResults.push(result.content);
+        written.push(new ToolMessage({ id: `${def.id}-${turn}-${invalid.id}`, tool_call_id: invalid.id, name, content: result.content, status: "error" }));
+      }
       for (const toolCall of toolCalls) {
         const id = toolCall.id ?? randomUUID();
         ctx.emit({ type: "tool_call", threadId: ctx.threadId, node: def.id, id, name: toolCall.name, args: toolCall.args });
