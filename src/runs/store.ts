@@ -90,8 +90,12 @@ function openDatabase(path: string, access: StoreAccess): Database.Database {
   if (file?.isDirectory()) throw new ConfigError(`${path} is a directory, not a store: give the store's file with --db`);
   if (!file) {
     if (access !== "create") throw new ConfigError(`no store at ${path}: run a graph first, or give the store with --db (or LOOPGRAPH_DB)`);
-    if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
-    else mkdirSync(dirname(path), { recursive: true });
+    try {
+      if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
+      else mkdirSync(dirname(path), { recursive: true });
+    } catch (error) {
+      throw new ConfigError(`cannot create the store ${path}: ${(error as Error).message}`);
+    }
   } else if (access !== "read" && !writable(path)) {
     throw readOnly(path);
   }
