@@ -9,7 +9,7 @@ import { openStore, type Store } from "../src/runs/store.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 function store(): Store {
-  const opened = openStore({ db: tempWorkspace().db });
+  const opened = openStore({ db: tempWorkspace().db }, "create");
   onCleanup(() => opened.close());
   return opened;
 }

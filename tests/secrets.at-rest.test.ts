@@ -100,7 +100,7 @@ describe("checkpoints and pending writes", () => {
   it("the store never holds a secret from the environment, whatever a node puts in the state", async () => {
     const ws = tempWorkspace();
     const db = join(ws.dir, "store.db");
-    const store = openStore({ db, env: { GITHUB_TOKEN: SECRET, DATABASE_URL: `postgres://u:${QUOTED}@h/db` } });
+    const store = openStore({ db, env: { GITHUB_TOKEN: SECRET, DATABASE_URL: `postgres://u:${QUOTED}@h/db` } }, "create");
     const State = Annotation.Root({ notes: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
     const graph = new StateGraph(State)
       .addNode("leak", async () => ({ notes: [`token ${SECRET}`, `url postgres://u:${QUOTED}@h/db`] }))

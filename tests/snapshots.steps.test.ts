@@ -2,6 +2,7 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
+import { migrate } from "../src/runs/schema.js";
 import { SnapshotLog, type StepCheckpoint } from "../src/runs/snapshot-log.js";
 import { isAtOrAfter, type ParentLookup } from "../src/snapshots/checkpoint-order.js";
 import { uniquePrefixes } from "../src/snapshots/restore.js";
@@ -20,6 +21,13 @@ const coderConfig = (coderCheckpoint: string, root = "r1", task = "coder:a") => 
 
 const noParents: ParentLookup = () => new Map();
 
+/** A snapshot log in an in-memory database with the store's schema. */
+function memoryLog(): SnapshotLog {
+  const db = new Database(":memory:");
+  migrate(db);
+  return new SnapshotLog(db);
+}
+
 describe("snapshots around tool steps", () => {
   it("reads the checkpoint a step started from out of LangGraph's config", () => {
     expect(stepCheckpoint(coderConfig("c7"))).toEqual({ ns: "coder:a", id: "c7", map: { "": "r1", "coder:a": "c7" } });
@@ -31,7 +39,7 @@ describe("snapshots around tool steps", () => {
   it("records file-changing steps with their trees and changed paths, and skips the others", async () => {
     const dir = workspace();
     writeFileSync(join(dir, "a.txt"), "a\n");
-    const log = new SnapshotLog(new Database(":memory:"));
+    const log = memoryLog();
     const warnings: string[] = [];
     const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: (m) => warnings.push(m) });
 
@@ -58,7 +66,7 @@ describe("snapshots around tool steps", () => {
 
   it("without git, warns once and still runs every step", async () => {
     const dir = workspace();
-    const log = new SnapshotLog(new Database(":memory:"));
+    const log = memoryLog();
     const warnings: string[] = [];
     const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: (m) => warnings.push(m) });
     const path = process.env.PATH;
@@ -79,7 +87,7 @@ describe("snapshots around tool steps", () => {
   it("a step whose process died before its second snapshot counts until the next step", async () => {
     const dir = workspace();
     writeFileSync(join(dir, "a.txt"), "a\n");
-    const log = new SnapshotLog(new Database(":memory:"));
+    const log = memoryLog();
     const repo = await openSnapshotRepository(dir);
     // Step 1 started, changed a.txt and c.txt, and its process was killed: no "after" snapshot.
     log.open({ threadId: "t", checkpoint: stepCheckpoint(coderConfig("c1"))!, node: "coder", tool: "shell", toolCallId: "1", treeBefore: await repo.capture() });
@@ -105,7 +113,7 @@ describe("snapshots around tool steps", () => {
     writeFileSync(join(dir, "user.txt"), "v1\n");
     mkdirSync(join(dir, "gone"));
     writeFileSync(join(dir, "gone/x.txt"), "x\n");
-    const log = new SnapshotLog(new Database(":memory:"));
+    const log = memoryLog();
     const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => {} });
     await hook.around({ node: "coder", tool: "edit_file", toolCallId: "1", config: coderConfig("c1") }, async () => writeFileSync(join(dir, "agent.txt"), "v2\n"));
     writeFileSync(join(dir, "user.txt"), "edited by hand between steps\n");

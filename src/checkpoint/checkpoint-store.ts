@@ -1,7 +1,6 @@
 import type Database from "better-sqlite3";
 import { frameItems, unframeItems } from "./item-framing.js";
 import type { ListRow } from "./list-history.js";
-import { prepareDatabase } from "./schema.js";
 
 /** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
 export interface ThreadNamespace {
@@ -93,7 +92,6 @@ export class CheckpointStore {
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
-    prepareDatabase(db);
     this.insertCheckpointStatement = db.prepare<CheckpointRow>(
       `INSERT OR REPLACE INTO loopgraph_checkpoints (${CHECKPOINT_COLUMNS})
        VALUES (@thread_id, @checkpoint_ns, @checkpoint_id, @parent_checkpoint_id, @checkpoint_type, @checkpoint,

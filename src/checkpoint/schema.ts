@@ -46,11 +46,17 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (
 );
 `;
 
-const BUSY_TIMEOUT_MS = 5000;
+/** How long a statement waits for another connection's lock before it fails with SQLITE_BUSY. */
+export const BUSY_TIMEOUT_MS = 5000;
+
+/** Creates the saver's tables where they are missing (the run store's first migration runs this). */
+export function createCheckpointTables(db: Database.Database): void {
+  db.exec(SCHEMA);
+}
 
 /** WAL lets an `inspect` read while a run writes; the busy timeout lets two writers take turns. */
 export function prepareDatabase(db: Database.Database): void {
   db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
   db.pragma("journal_mode = WAL");
-  db.exec(SCHEMA);
+  createCheckpointTables(db);
 }

@@ -41,6 +41,7 @@ import {
   type StoredList,
 } from "./list-history.js";
 import { LruMap } from "./lru-map.js";
+import { prepareDatabase } from "./schema.js";
 
 /** A channel value as stored, before the serde decodes it. */
 type StoredValue =
@@ -87,8 +88,12 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    */
   private readonly itemEncodings = new WeakMap<object, EncodedItem>();
 
-  /** Opens (creating its directory) the database file at a path, or uses an open database, which the caller then closes. */
-  constructor(database: string | Database.Database, serde?: SerializerProtocol) {
+  /**
+   * Opens (creating its directory) the database file at a path, or uses an open database, which
+   * the caller then closes. The database is prepared (WAL, busy timeout, the saver's tables)
+   * unless `prepare` is false: the run store prepares its own, and opens some read-only.
+   */
+  constructor(database: string | Database.Database, serde?: SerializerProtocol, options: { prepare?: boolean } = {}) {
     super(serde);
     if (typeof database === "string") {
       mkdirSync(dirname(resolve(database)), { recursive: true });
@@ -98,6 +103,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.db = database;
       this.ownsDatabase = false;
     }
+    if (options.prepare !== false) prepareDatabase(this.db);
     this.store = new CheckpointStore(this.db);
   }
 

@@ -72,7 +72,7 @@ export class ChatSession {
 /** Starts a chat thread, or reopens one (`--thread ID`) with the settings it was started with. */
 export async function openChat(options: ChatOptions): Promise<ChatSession> {
   const cwd = options.cwd ?? process.cwd();
-  const store = openStore({ db: options.db, cwd, env: options.env });
+  const store = openStore({ db: options.db, cwd, env: options.env }, "create");
   try {
     const record = options.threadId === undefined ? undefined : store.threads.get(options.threadId);
     const graph = await loadGraph(record ? record.graphFile : resolveGraphPath(options.graph ?? "monitor", cwd));

@@ -36,7 +36,7 @@ export async function sendCommand(threadId: string, text: string, options: Store
   if (!command) {
     throw new ConfigError(`not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`);
   }
-  return withStore(options, async (store) => {
+  return withStore(options, command.command === "status" ? "read" : "write", async (store) => {
     const thread = commandTarget(store, threadId);
     const id = command.command === "status" ? 0 : store.inbox.post(thread.threadId, text, command);
     return { threadId: thread.threadId, id, command, threadStatus: thread.status };
@@ -45,7 +45,7 @@ export async function sendCommand(threadId: string, text: string, options: Store
 
 /** The Looper status block of a thread, read from its store: no model call, whether it runs or not. */
 export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
-  return withStore(options, async (store) => {
+  return withStore(options, "read", async (store) => {
     const thread = commandTarget(store, threadId);
     threadId = thread.threadId;
     const { loopState, inboxCursor: cursor = 0 } = (await latestValues(store, threadId)) as {

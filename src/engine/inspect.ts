@@ -105,7 +105,7 @@ export async function rootCheckpoints(store: Store, threadId: string): Promise<C
 }
 
 export async function listThreads(options: StoreOptions = {}): Promise<ThreadSummary[]> {
-  return withStore(options, async (store) => {
+  return withStore(options, "read", async (store) => {
     const threads = store.threads.list();
     const summaries: ThreadSummary[] = [];
     for (const thread of threads) {
@@ -171,7 +171,7 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
 
 /** A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step (against its parent). */
 export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
-  return withStore(options, async (store) => {
+  return withStore(options, "read", async (store) => {
     const thread = requireThread(store, threadId);
     const tuples = await rootCheckpoints(store, threadId);
     const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
@@ -200,7 +200,7 @@ export async function findCheckpoint(store: Store, threadId: string, idOrPrefix:
 
 /** The full state at one checkpoint (an id, or a unique prefix of one). */
 export async function checkpointState(threadId: string, checkpointId: string, options: StoreOptions = {}): Promise<CheckpointState> {
-  return withStore(options, async (store) => {
+  return withStore(options, "read", async (store) => {
     requireThread(store, threadId);
     const tuple = await findCheckpoint(store, threadId, checkpointId);
     return {

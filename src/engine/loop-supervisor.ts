@@ -127,7 +127,7 @@ export class LoopSupervisor implements LooperHandle {
 
   /** The loop's `[AUTO]` progress lines after the first `since`, from its message log. */
   async progress(since: number): Promise<LoopProgress> {
-    const values = await withStore(this.options.store, (store) => latestValues(store, this.threadId));
+    const values = await withStore(this.options.store, "read", (store) => latestValues(store, this.threadId));
     const messages = (values.messages ?? []) as { content: unknown }[];
     const auto = messages.flatMap((message) =>
       typeof message.content === "string" && message.content.startsWith(AUTO_PREFIX) ? [message.content] : [],
@@ -210,7 +210,7 @@ export class LoopSupervisor implements LooperHandle {
   }
 
   private async record(): Promise<ThreadRecord | undefined> {
-    return withStore(this.options.store, async (store) => store.threads.get(this.threadId));
+    return withStore(this.options.store, "read", async (store) => store.threads.get(this.threadId));
   }
 
   /** Whether the loop's lifecycle (of its thread's `record`) is RUNNING: it may be running, interrupted or crashed. */
@@ -221,11 +221,11 @@ export class LoopSupervisor implements LooperHandle {
   }
 
   private async hasQueuedCommands(): Promise<boolean> {
-    return withStore(this.options.store, (store) => hasUnconsumedCommands(store, this.threadId));
+    return withStore(this.options.store, "read", (store) => hasUnconsumedCommands(store, this.threadId));
   }
 
   private async post(command: Exclude<LooperCommand, { command: "status" }>): Promise<void> {
-    await withStore(this.options.store, async (store) => void store.inbox.post(this.threadId, JSON.stringify(command), command));
+    await withStore(this.options.store, "write", async (store) => void store.inbox.post(this.threadId, JSON.stringify(command), command));
   }
 }
 

@@ -40,7 +40,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
   const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd)) : options.graph;
   const spec = Thread.newThread(graph, options);
-  const store = openStore({ db: options.db, cwd, env: options.env });
+  const store = openStore({ db: options.db, cwd, env: options.env }, "create");
   try {
     const thread = Thread.prepare(store, graph, spec, options, { looper: createLoopSupervisor });
     const task = options.task ?? "";
@@ -90,7 +90,7 @@ function loopEndReason(state: GraphStateValue): string {
 /** Continues a paused, interrupted, failed or crashed thread from its last checkpoint. */
 export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
-  const store = openStore({ db: options.db, cwd, env: options.env });
+  const store = openStore({ db: options.db, cwd, env: options.env }, "write");
   try {
     const record = requireThread(store, options.threadId);
     // A finished thread runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).

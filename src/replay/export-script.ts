@@ -20,7 +20,7 @@ export interface ScriptExport {
  * parallel calls.
  */
 export async function exportScript(threadId: string, file: string, options: StoreOptions = {}): Promise<ScriptExport> {
-  return withStore(options, async (store) => {
+  return withStore(options, "read", async (store) => {
     requireThread(store, threadId);
     const responses: ScriptedResponse[] = [];
     const failedCalls: ScriptExport["failedCalls"] = [];

@@ -38,7 +38,7 @@ interface BranchStart {
  */
 export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
   const edits = (options.set ?? []).map(parseStateEdit);
-  const store = openStore({ db: options.db, cwd: options.cwd, env: options.env });
+  const store = openStore({ db: options.db, cwd: options.cwd, env: options.env }, "write");
   try {
     const record = requireThread(store, options.threadId);
     const from = await findCheckpoint(store, record.threadId, options.from);

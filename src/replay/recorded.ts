@@ -80,7 +80,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   const graph = await loadGraph(original.graphFile);
   const complete = original.status === "finished" || original.status === "failed";
 
-  return withStore(storeOptions, async (store) => {
+  return withStore(storeOptions, "write", async (store) => {
     const recordings = store.recordings.list(original.threadId);
     if (recordings.length === 0 && line.some((checkpoint) => checkpoint.step > 0)) {
       throw new ConfigError(`thread "${original.threadId}" has no record to replay: it ran before loopgraph recorded runs`);

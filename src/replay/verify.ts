@@ -64,7 +64,7 @@ interface Route {
  * run went next. Returns the first divergence, with the file position of the edge involved.
  */
 export async function verifyRun(options: VerifyOptions): Promise<VerifyResult> {
-  return withStore(options, async (store) => {
+  return withStore(options, "read", async (store) => {
     const thread = requireThread(store, options.threadId);
     const graph = await loadGraph(thread.graphFile);
     const locator = await graphSourceLocator(graph.file);

@@ -29,14 +29,6 @@ export class Inbox {
   private readonly afterStatement;
 
   constructor(db: Database.Database) {
-    db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_inbox (
-      id INTEGER PRIMARY KEY AUTOINCREMENT,
-      thread_id TEXT NOT NULL,
-      text TEXT NOT NULL,
-      command TEXT NOT NULL,
-      created_at TEXT NOT NULL
-    );
-    CREATE INDEX IF NOT EXISTS loopgraph_inbox_thread ON loopgraph_inbox (thread_id, id);`);
     this.insertStatement = db.prepare(
       `INSERT INTO loopgraph_inbox (thread_id, text, command, created_at) VALUES (?, ?, ?, ?)`,
     );

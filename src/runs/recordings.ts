@@ -101,20 +101,6 @@ export class Recordings {
   private readonly putInTransaction;
 
   constructor(db: Database.Database) {
-    db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_recordings (
-      id INTEGER PRIMARY KEY AUTOINCREMENT,
-      thread_id TEXT NOT NULL,
-      checkpoint_id TEXT NOT NULL,
-      task_path TEXT NOT NULL,
-      call_index INTEGER NOT NULL,
-      node TEXT NOT NULL,
-      kind TEXT NOT NULL,
-      name TEXT,
-      data TEXT NOT NULL,
-      created_at TEXT NOT NULL,
-      UNIQUE (thread_id, task_path, call_index)
-    );
-    CREATE INDEX IF NOT EXISTS loopgraph_recordings_thread ON loopgraph_recordings (thread_id, id);`);
     this.deleteTaskStatement = db.prepare(`DELETE FROM loopgraph_recordings WHERE thread_id = ? AND task_path = ?`);
     this.insertStatement = db.prepare(
       `INSERT OR REPLACE INTO loopgraph_recordings (thread_id, checkpoint_id, task_path, call_index, node, kind, name, data, created_at)

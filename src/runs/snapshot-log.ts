@@ -50,21 +50,6 @@ export class SnapshotLog {
   private readonly listStatement;
 
   constructor(db: Database.Database) {
-    db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_snapshots (
-      thread_id TEXT NOT NULL,
-      seq INTEGER NOT NULL,
-      checkpoint_ns TEXT NOT NULL,
-      checkpoint_id TEXT NOT NULL,
-      checkpoint_map TEXT NOT NULL,
-      node TEXT NOT NULL,
-      tool TEXT NOT NULL,
-      tool_call_id TEXT NOT NULL,
-      tree_before TEXT NOT NULL,
-      tree_after TEXT,
-      paths TEXT,
-      created_at TEXT NOT NULL,
-      PRIMARY KEY (thread_id, seq)
-    )`);
     // One statement, so two steps running at once in one thread never take the same number.
     this.openStatement = db.prepare(
       `INSERT INTO loopgraph_snapshots (thread_id, seq, checkpoint_ns, checkpoint_id, checkpoint_map, node, tool, tool_call_id, tree_before, created_at)

@@ -1,6 +1,8 @@
+import { accessSync, constants, mkdirSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
-import { SqliteCheckpointSaver } from "../checkpoint/index.js";
+import Database from "better-sqlite3";
+import { BUSY_TIMEOUT_MS, SqliteCheckpointSaver } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import { Inbox } from "./inbox.js";
 import { SnapshotLog } from "./snapshot-log.js";
@@ -8,6 +10,7 @@ import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 import { Recordings } from "./recordings.js";
 import { redactingSerializer, secretValues } from "./redact.js";
+import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
 export interface Store {
@@ -34,29 +37,147 @@ export interface StoreOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-export function openStore(options: StoreOptions = {}): Store {
+/**
+ * How a command uses the store:
+ * - `read`: opened read-only; nothing is created or changed (a missing store is an error);
+ * - `write`: the store must exist (a thread is needed anyway); it is migrated and written;
+ * - `create`: like `write`, but a missing store is created (with its `.loopgraph` folder).
+ */
+export type StoreAccess = "read" | "write" | "create";
+
+export function openStore(options: StoreOptions, access: StoreAccess): Store {
   const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
-  if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
-  // Model keys are named like secrets (…_API_KEY), so the name rules alone find them here.
-  const saver = new SqliteCheckpointSaver(path, redactingSerializer(new JsonPlusSerializer(), secretValues(options.env ?? process.env, [])));
-  return {
-    path,
-    saver,
-    recordings: new Recordings(saver.db),
-    threads: new ThreadRegistry(saver.db),
-    inbox: new Inbox(saver.db),
-    snapshots: new SnapshotLog(saver.db),
-    close: () => saver.close(),
-  };
+  const db = openDatabase(path, access);
+  try {
+    // Model keys are named like secrets (…_API_KEY), so the name rules alone find them here.
+    const serde = redactingSerializer(new JsonPlusSerializer(), secretValues(options.env ?? process.env, []));
+    const saver = new SqliteCheckpointSaver(db, serde, { prepare: false });
+    return {
+      path,
+      saver,
+      recordings: new Recordings(db),
+      threads: new ThreadRegistry(db),
+      inbox: new Inbox(db),
+      snapshots: new SnapshotLog(db),
+      close: () => db.close(),
+    };
+  } catch (error) {
+    db.close();
+    throw storeError(path, error);
+  }
 }
 
 /** Opens the store for one piece of work and closes it afterwards, whatever happens. */
-export async function withStore<T>(options: StoreOptions, use: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(options);
+export async function withStore<T>(options: StoreOptions, access: StoreAccess, use: (store: Store) => Promise<T>): Promise<T> {
+  const store = openStore(options, access);
   try {
     return await use(store);
+  } catch (error) {
+    throw storeError(store.path, error);
   } finally {
     store.close();
+  }
+}
+
+/**
+ * Opens the SQLite file of a store, checked: it is a file, a SQLite database, loopgraph's (or
+ * empty), of a schema version this loopgraph understands. A writer switches it to WAL and
+ * migrates it; a reader changes nothing, and reads an older store through a migrated copy in
+ * memory.
+ */
+function openDatabase(path: string, access: StoreAccess): Database.Database {
+  const file = statOrUndefined(path);
+  if (file?.isDirectory()) throw new ConfigError(`${path} is a directory, not a store: give the store's file with --db`);
+  if (!file) {
+    if (access !== "create") throw new ConfigError(`no store at ${path}: run a graph first, or give the store with --db (or LOOPGRAPH_DB)`);
+    try {
+      if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
+      else mkdirSync(dirname(path), { recursive: true });
+    } catch (error) {
+      throw new ConfigError(`cannot create the store ${path}: ${(error as Error).message}`);
+    }
+  } else if (access !== "read" && !writable(path)) {
+    throw readOnly(path);
+  }
+  let db: Database.Database | undefined;
+  try {
+    db = new Database(path, { readonly: access === "read", fileMustExist: access !== "create" });
+    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    checkSchema(path, db);
+    if (access === "read") {
+      if (schemaVersion(db) === STORE_VERSION) return db;
+      const copy = new Database(db.serialize());
+      db.close();
+      db = copy;
+      migrate(copy);
+      return copy;
+    }
+    db.pragma("journal_mode = WAL");
+    const database = db;
+    database
+      .transaction(() => {
+        checkSchema(path, database);
+        migrate(database);
+      })
+      .immediate();
+    return db;
+  } catch (error) {
+    db?.close();
+    throw storeError(path, error);
+  }
+}
+
+function checkSchema(path: string, db: Database.Database): void {
+  const { ours, others } = schemaObjects(db);
+  if (ours === 0 && others.length > 0) {
+    throw new ConfigError(`${path} is not a loopgraph store (it has other tables): give the store's file with --db (or LOOPGRAPH_DB)`);
+  }
+  const version = schemaVersion(db);
+  if (version > STORE_VERSION) {
+    throw new ConfigError(`${path} has store schema version ${version}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`);
+  }
+}
+
+/**
+ * The one-line error (exit 2) for a SQLite failure of the store at `path`, saying what to do;
+ * other errors as they are.
+ */
+export function storeError(path: string, error: unknown): unknown {
+  const code = (error as { code?: unknown } | undefined)?.code;
+  if (error instanceof ConfigError || typeof code !== "string" || !code.startsWith("SQLITE_")) return error;
+  if (code === "SQLITE_NOTADB") return new ConfigError(`${path} is not a SQLite database: give the store's file with --db (or LOOPGRAPH_DB)`);
+  if (code.startsWith("SQLITE_CORRUPT")) {
+    return new ConfigError(`${path} is damaged (malformed database): restore it from a backup, or move it away to start a new store`);
+  }
+  if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
+  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
+    return new ConfigError(`${path} is locked by another program (waited ${BUSY_TIMEOUT_MS / 1000} s): try again once it is done`);
+  }
+  if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_IOERR")) {
+    return new ConfigError(`${path} cannot be opened or read (${(error as Error).message}): check the file and its folder`);
+  }
+  return error;
+}
+
+function readOnly(path: string): ConfigError {
+  return new ConfigError(`${path} is read-only: make it (and its folder) writable, or give another store with --db`);
+}
+
+function writable(path: string): boolean {
+  try {
+    accessSync(path, constants.W_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+function statOrUndefined(path: string): Stats | undefined {
+  try {
+    return statSync(path);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
+    throw error;
   }
 }
 

@@ -49,23 +49,6 @@ export class ThreadRegistry {
   private readonly listStatement;
 
   constructor(db: Database.Database) {
-    db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_threads (
-      thread_id TEXT PRIMARY KEY,
-      graph_file TEXT NOT NULL,
-      graph_hash TEXT,
-      graph_name TEXT NOT NULL,
-      task TEXT NOT NULL,
-      model TEXT,
-      approval TEXT NOT NULL,
-      workspace TEXT NOT NULL,
-      status TEXT NOT NULL,
-      pid INTEGER,
-      error TEXT,
-      pause TEXT,
-      created_at TEXT NOT NULL,
-      updated_at TEXT NOT NULL
-    )`);
-    addMissingColumns(db);
     this.insertStatement = db.prepare(
       `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, created_at, updated_at)
        VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @now, @now)`,
@@ -132,20 +115,6 @@ export class ThreadRegistry {
       approval: change.approval ?? null,
       now: new Date().toISOString(),
     });
-  }
-}
-
-/** Columns added after the table's first version, for stores created by older loopgraph versions. */
-const ADDED_COLUMNS: Record<string, string> = {
-  approval: "TEXT NOT NULL DEFAULT 'ask'",
-  pause: "TEXT",
-  graph_hash: "TEXT",
-};
-
-function addMissingColumns(db: Database.Database): void {
-  const existing = new Set((db.prepare("PRAGMA table_info(loopgraph_threads)").all() as { name: string }[]).map((c) => c.name));
-  for (const [column, definition] of Object.entries(ADDED_COLUMNS)) {
-    if (!existing.has(column)) db.exec(`ALTER TABLE loopgraph_threads ADD COLUMN ${column} ${definition}`);
   }
 }
 

@@ -56,7 +56,7 @@ export interface SnapshotPoint {
  */
 export async function restoreWorkspace(threadId: string, checkpointId: string, options: RestoreOptions & StoreOptions = {}): Promise<RestoreResult> {
   const secrets = options.secrets ?? secretValues(options.env ?? process.env, []);
-  return withStore(options, (store) => restoreWorkspaceInStore(store, threadId, checkpointId, { ...options, secrets }));
+  return withStore(options, "read", (store) => restoreWorkspaceInStore(store, threadId, checkpointId, { ...options, secrets }));
 }
 
 /** `restoreWorkspace` with a store already open (e.g. by `replay`). */
@@ -83,7 +83,7 @@ export async function restoreWorkspaceInStore(store: Store, threadId: string, ch
 
 /** The steps a thread's workspace can be rewound to, in the order they ran. */
 export async function listSnapshotPoints(threadId: string, options: StoreOptions = {}): Promise<SnapshotPoint[]> {
-  return withStore(options, async (store) => {
+  return withStore(options, "read", async (store) => {
     requireThread(store, threadId);
     const snapshots = requireSnapshots(store, threadId);
     const prefixes = uniquePrefixes(allCheckpointIds(store.saver.db, threadId));

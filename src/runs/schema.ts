@@ -1,0 +1,115 @@
+import type Database from "better-sqlite3";
+import { createCheckpointTables } from "../checkpoint/index.js";
+
+/**
+ * The run store's schema, as migrations. The store's version is SQLite's `user_version`: 0 for a
+ * new file and for stores written before the store was versioned, then the version of the last
+ * migration applied. A store opened for writing runs the migrations above its version, in order,
+ * in one transaction; a store newer than the last one here is refused.
+ *
+ * A change of the schema is one more entry at the end of MIGRATIONS; entries already released
+ * never change.
+ */
+export interface Migration {
+  readonly version: number;
+  readonly describe: string;
+  up(db: Database.Database): void;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    describe: "checkpoints, threads, inbox, recordings and snapshots (completes the unversioned stores of earlier releases)",
+    up(db) {
+      createCheckpointTables(db);
+      db.exec(`CREATE TABLE IF NOT EXISTS loopgraph_threads (
+        thread_id TEXT PRIMARY KEY,
+        graph_file TEXT NOT NULL,
+        graph_hash TEXT,
+        graph_name TEXT NOT NULL,
+        task TEXT NOT NULL,
+        model TEXT,
+        approval TEXT NOT NULL,
+        workspace TEXT NOT NULL,
+        status TEXT NOT NULL,
+        pid INTEGER,
+        error TEXT,
+        pause TEXT,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE IF NOT EXISTS loopgraph_inbox (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread_id TEXT NOT NULL,
+        text TEXT NOT NULL,
+        command TEXT NOT NULL,
+        created_at TEXT NOT NULL
+      );
+      CREATE INDEX IF NOT EXISTS loopgraph_inbox_thread ON loopgraph_inbox (thread_id, id);
+      CREATE TABLE IF NOT EXISTS loopgraph_recordings (
+        id INTEGER PRIMARY KEY AUTOINCREMENT,
+        thread_id TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_path TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT,
+        data TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (thread_id, task_path, call_index)
+      );
+      CREATE INDEX IF NOT EXISTS loopgraph_recordings_thread ON loopgraph_recordings (thread_id, id);
+      CREATE TABLE IF NOT EXISTS loopgraph_snapshots (
+        thread_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        checkpoint_ns TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        checkpoint_map TEXT NOT NULL,
+        node TEXT NOT NULL,
+        tool TEXT NOT NULL,
+        tool_call_id TEXT NOT NULL,
+        tree_before TEXT NOT NULL,
+        tree_after TEXT,
+        paths TEXT,
+        created_at TEXT NOT NULL,
+        PRIMARY KEY (thread_id, seq)
+      );`);
+      // Columns the unversioned stores gained over time.
+      addMissingColumns(db, "loopgraph_threads", { approval: "TEXT NOT NULL DEFAULT 'ask'", pause: "TEXT", graph_hash: "TEXT" });
+    },
+  },
+];
+
+/** The schema version this loopgraph writes and understands. */
+export const STORE_VERSION = MIGRATIONS[MIGRATIONS.length - 1]!.version;
+
+function addMissingColumns(db: Database.Database, table: string, columns: Record<string, string>): void {
+  const existing = new Set((db.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((c) => c.name));
+  for (const [column, definition] of Object.entries(columns)) {
+    if (!existing.has(column)) db.exec(`ALTER TABLE ${table} ADD COLUMN ${column} ${definition}`);
+  }
+}
+
+export function schemaVersion(db: Database.Database): number {
+  return db.pragma("user_version", { simple: true }) as number;
+}
+
+/** Runs the migrations above the database's version, each followed by its version, in order. Call in a transaction. */
+export function migrate(db: Database.Database): void {
+  const from = schemaVersion(db);
+  for (const migration of MIGRATIONS) {
+    if (migration.version <= from) continue;
+    migration.up(db);
+    db.pragma(`user_version = ${migration.version}`);
+  }
+}
+
+/** What the database holds: loopgraph's tables, and whether it has others (another program's). */
+export function schemaObjects(db: Database.Database): { ours: number; others: string[] } {
+  const names = (db.prepare(`SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'`).all() as { name: string }[]).map(
+    (row) => row.name,
+  );
+  const ours = names.filter((name) => name.startsWith("loopgraph_"));
+  return { ours: ours.length, others: names.filter((name) => !name.startsWith("loopgraph_")) };
+}

@@ -1,0 +1,197 @@
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { dirname, join } from "node:path";
+import Database from "better-sqlite3";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../src/errors.js";
+import { MIGRATIONS, STORE_VERSION } from "../src/runs/schema.js";
+import { openStore, storeError, type StoreAccess } from "../src/runs/store.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+/** The error `openStore` throws, which must be a one-line ConfigError (exit 2). */
+function openError(db: string, access: StoreAccess): ConfigError {
+  let thrown: unknown;
+  try {
+    openStore({ db }, access).close();
+  } catch (error) {
+    thrown = error;
+  }
+  expect(thrown).toBeInstanceOf(ConfigError);
+  const error = thrown as ConfigError;
+  expect(error.message).not.toContain("\n");
+  expect(error.message).toContain(db);
+  return error;
+}
+
+/** A store with one thread, closed. */
+function storeWithThread(db: string): void {
+  const store = openStore({ db }, "create");
+  store.threads.create({ threadId: "t1", graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" });
+  store.close();
+}
+
+/** Another program's database: one table of its own, the default rollback journal. */
+function otherAppDatabase(path: string): void {
+  const db = new Database(path);
+  db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')");
+  db.close();
+}
+
+describe("the store's file", () => {
+  it("refuses a text file for reads and writes and leaves it as it was", () => {
+    const { db } = tempWorkspace();
+    writeFileSync(db, "not a database\n".repeat(100));
+    for (const access of ["read", "write", "create"] as const) expect(openError(db, access).message).toMatch(/is not a SQLite database/);
+    expect(readFileSync(db, "utf8")).toBe("not a database\n".repeat(100));
+  });
+
+  it("refuses a damaged store: truncated or garbled", () => {
+    const { root, db } = tempWorkspace();
+    storeWithThread(db);
+    const bytes = readFileSync(db);
+    const truncated = join(root, "truncated.db");
+    writeFileSync(truncated, bytes.subarray(0, 1500));
+    const garbled = join(root, "garbled.db");
+    const noise = Buffer.from(bytes);
+    for (let i = 100; i < noise.length; i++) noise[i] = (i * 7) & 255;
+    writeFileSync(garbled, noise);
+    for (const path of [truncated, garbled]) {
+      for (const access of ["read", "write"] as const) expect(openError(path, access).message).toMatch(/is damaged \(malformed database\)/);
+    }
+  });
+
+  it("refuses a directory", () => {
+    const { root } = tempWorkspace();
+    const dir = join(root, "store.db");
+    mkdirSync(dir);
+    for (const access of ["read", "write", "create"] as const) expect(openError(dir, access).message).toMatch(/is a directory, not a store/);
+  });
+
+  it("refuses another program's database, reading or writing, and changes none of its bytes nor its journal mode", () => {
+    const { root } = tempWorkspace();
+    const path = join(root, "other-app.db");
+    otherAppDatabase(path);
+    const before = readFileSync(path);
+    for (const access of ["read", "write", "create"] as const) {
+      expect(openError(path, access).message).toMatch(/is not a loopgraph store \(it has other tables\)/);
+    }
+    expect(readFileSync(path).equals(before)).toBe(true);
+    expect(readdirSync(root).filter((name) => name.startsWith("other-app"))).toEqual(["other-app.db"]);
+    const db = new Database(path, { readonly: true });
+    expect(db.pragma("journal_mode", { simple: true })).toBe("delete");
+    db.close();
+  });
+
+  it("a missing store is an error for reads and writes, and nothing is created; only `create` makes one", () => {
+    const { root } = tempWorkspace();
+    const typo = join(root, "typo", "x.db");
+    for (const access of ["read", "write"] as const) expect(openError(typo, access).message).toMatch(/^no store at /);
+    expect(existsSync(dirname(typo))).toBe(false);
+    openStore({ db: typo }, "create").close();
+    expect(existsSync(typo)).toBe(true);
+  });
+
+  it("an empty file becomes a store for a writer", () => {
+    const { db } = tempWorkspace();
+    writeFileSync(db, "");
+    const store = openStore({ db }, "write");
+    expect(store.threads.list()).toEqual([]);
+    expect(store.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    store.close();
+  });
+
+  it("reads a store read-only: a reader cannot write, and the file keeps its bytes", () => {
+    const { db } = tempWorkspace();
+    storeWithThread(db);
+    const before = readFileSync(db);
+    const store = openStore({ db }, "read");
+    expect(store.threads.get("t1")?.task).toBe("task");
+    expect(() => store.inbox.post("t1", "stop", { command: "stop" })).toThrow(/readonly/);
+    store.close();
+    expect(readFileSync(db).equals(before)).toBe(true);
+  });
+
+  it.skipIf(process.getuid?.() === 0)("refuses a read-only file to a command that writes (not as root, whom chmod does not stop)", () => {
+    const { db } = tempWorkspace();
+    storeWithThread(db);
+    chmodSync(db, 0o444);
+    expect(openError(db, "write").message).toMatch(/is read-only/);
+    expect(openStore({ db }, "read").threads.get("t1")).toBeDefined();
+  });
+
+  it("says what to do when SQLite refuses a write to a read-only store or waits beyond the busy timeout", () => {
+    const { db } = tempWorkspace();
+    storeWithThread(db);
+    const reader = new Database(db, { readonly: true });
+    let readOnly: unknown;
+    try {
+      reader.exec("DELETE FROM loopgraph_threads");
+    } catch (error) {
+      readOnly = error;
+    }
+    reader.close();
+    expect((readOnly as { code?: string }).code).toBe("SQLITE_READONLY");
+    expect((storeError(db, readOnly) as Error).message).toBe(`${db} is read-only: make it (and its folder) writable, or give another store with --db`);
+    const other = new Error("something else");
+    expect(storeError(db, other)).toBe(other);
+  });
+
+  it("a store locked by another program beyond the busy timeout is a one-line error", () => {
+    const { db } = tempWorkspace();
+    storeWithThread(db);
+    const holder = new Database(db);
+    holder.exec("BEGIN EXCLUSIVE");
+    try {
+      expect(openError(db, "write").message).toMatch(/is locked by another program \(waited 5 s\): try again once it is done/);
+    } finally {
+      holder.exec("ROLLBACK");
+      holder.close();
+    }
+  });
+});
+
+describe("the store's schema version", () => {
+  it("a new store has the current version, and the migrations are numbered 1, 2, … in order", () => {
+    const { db } = tempWorkspace();
+    storeWithThread(db);
+    const raw = new Database(db, { readonly: true });
+    expect(raw.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    raw.close();
+    expect(MIGRATIONS.map((migration) => migration.version)).toEqual(MIGRATIONS.map((_, index) => index + 1));
+  });
+
+  it("refuses a store newer than this loopgraph understands, for reads and writes", () => {
+    const { db } = tempWorkspace();
+    storeWithThread(db);
+    const raw = new Database(db);
+    raw.pragma(`user_version = ${STORE_VERSION + 1}`);
+    raw.close();
+    for (const access of ["read", "write"] as const) {
+      expect(openError(db, access).message).toBe(
+        `${db} has store schema version ${STORE_VERSION + 1}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`,
+      );
+    }
+  });
+
+  it("an unversioned store of an earlier release is read as it is (unchanged) and migrated by the first writer", () => {
+    const { db } = tempWorkspace();
+    const old = new Database(db);
+    // The threads table before `approval`, `pause` and `graph_hash`, and no other table yet.
+    old.exec(`CREATE TABLE loopgraph_threads (thread_id TEXT PRIMARY KEY, graph_file TEXT NOT NULL, graph_name TEXT NOT NULL, task TEXT NOT NULL,
+      model TEXT, workspace TEXT NOT NULL, status TEXT NOT NULL, pid INTEGER, error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+      INSERT INTO loopgraph_threads VALUES ('old', 'g.yaml', 'g', 'an old task', NULL, '/w', 'finished', NULL, NULL, '2024-01-01', '2024-01-01');`);
+    old.close();
+    const before = readFileSync(db);
+
+    const reader = openStore({ db }, "read");
+    expect(reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
+    expect(reader.inbox.after("old", 0)).toEqual([]);
+    reader.close();
+    expect(readFileSync(db).equals(before)).toBe(true);
+
+    const writer = openStore({ db }, "write");
+    writer.inbox.post("old", "stop", { command: "stop" });
+    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    writer.close();
+    expect(openStore({ db }, "read").threads.get("old")?.approval).toBe("ask");
+  });
+});
