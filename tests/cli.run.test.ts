@@ -120,12 +120,16 @@ describe("loopgraph run (scripted)", () => {
 
   it("rejects unknown threads, reused thread ids and hostile thread ids with exit 2", async () => {
     const ws = workspace();
-    const unknown = await runCli(["resume", "nope", "--db", ws.db]);
-    expect(unknown.code).toBe(2);
-    expect(unknown.stderr).toContain('no thread "nope"');
+    const noStore = await runCli(["resume", "nope", "--db", ws.db]);
+    expect(noStore.code).toBe(2);
+    expect(noStore.stderr).toContain(`no store at ${ws.db}`);
+    expect(existsSync(ws.db)).toBe(false);
     const graph = join(FIXTURES, "breakpoint-after.yaml");
     const first = await runCli(["run", graph, "--thread", "same", "--workspace", ws.dir, "--db", ws.db]);
     expect(first.code).toBe(3);
+    const unknown = await runCli(["resume", "nope", "--db", ws.db]);
+    expect(unknown.code).toBe(2);
+    expect(unknown.stderr).toContain('no thread "nope"');
     const reused = await runCli(["run", graph, "--thread", "same", "--workspace", ws.dir, "--db", ws.db]);
     expect(reused.code).toBe(2);
     expect(reused.stderr).toContain("loopgraph resume same");
