@@ -51,6 +51,8 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   inlineGraph?(def: Def): GraphDefinition;
   /** Graphs the node runs as linked threads of their own: their models are checked before the run starts. */
   linkedGraphs?(def: Def): GraphDefinition[];
+  /** Prompt files filled from the state (`renderPrompt`): their placeholders are checked when the graph loads. */
+  templates?(def: Def): string[];
   /** Files the node reads besides the graph file (prompts, modules): changing one changes the graph's fingerprint. */
   files?(def: Def): string[];
   /** What the node does beyond calling a model (`replay --from` prints it before re-running): "writes files", "runs shell"… */

@@ -17,6 +17,7 @@ export const judgeKind = defineNodeKind({
     const promptFile = files.prompt(raw.prompt, "prompt", "judge.md");
     return promptFile === undefined ? undefined : { ...common, kind: "judge", promptFile, coder: raw.coder, review: raw.review };
   },
+  templates: (def) => [def.promptFile],
   files: (def) => [def.promptFile],
   create: (def, graph, ctx) => createJudgeNode(def, graph, ctx),
 });
