@@ -206,4 +206,15 @@ describe("loadGraph errors", () => {
       `${prompt}:3:59: unknown placeholder {{outputs.nobody}}: use {{task}}, {{outputs.<node>}} (nodes: checker, writer), {{vars.<field>}} (fields: audience), {{visits.<node>}} or {{messages}}`,
     ]);
   });
+
+  it("a file that is not a graph prints at most 5 lines: the first problems, then how many more", async () => {
+    const readme = fileURLToPath(new URL("../README.md", import.meta.url));
+    const error = (await loadError(readme)) as GraphValidationError;
+    expect(error).toBeInstanceOf(GraphValidationError);
+    expect(error.issues.length).toBeGreaterThan(5);
+    const lines = error.message.split("\n");
+    expect(lines).toHaveLength(5);
+    expect(lines.slice(0, 4)).toEqual(error.issues.slice(0, 4).map((i) => `${i.file}:${i.line}:${i.col}: ${i.message}`));
+    expect(lines[4]).toBe(`… and ${error.issues.length - 4} more problems`);
+  });
 });
