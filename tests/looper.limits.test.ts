@@ -2,6 +2,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadGraph, resolveGraphPath, runGraph } from "../src/index.js";
 import { stepLimit } from "../src/engine/thread.js";
+import { ConfigError } from "../src/errors.js";
 import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
@@ -24,5 +25,18 @@ describe("the step limit follows the round limit", () => {
     });
     expect(outcome.status, outcome.error).toBe("finished");
     expect(outcome.state.outputs.looper).toMatchObject({ endReason: "round limit", round: 2 });
+  });
+});
+
+describe("a graph that works on a task needs one", () => {
+  it("coder-review without a task stops before the run (exit 2) with one line saying to pass --task", async () => {
+    const ws = tempWorkspace({ git: true });
+    const error = await runGraph({ graph: "coder-review", workspace: ws.dir, db: ws.db, model: `scripted:${SCRIPT}`, env: {} }).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(ConfigError);
+    expect((error as ConfigError).exitCode).toBe(2);
+    expect((error as ConfigError).message).toBe('graph "coder-review" works on a task and none was given: pass --task "<what to do>"');
   });
 });

@@ -62,10 +62,12 @@ export function checkPlaceholders(
   return issues;
 }
 
-/** Whether any node fills `{{task}}` (or a path under it) in its prompt. */
-export function templatesUseTask(graph: GraphDefinition): boolean {
-  return allNodes(graph.nodes).some((node) =>
-    templatesOf(node).some((file) => placeholdersIn(readFileSync(file, "utf8")).some(({ path }) => path.split(".")[0] === "task")),
+/** Whether a run of the graph needs a task: a node works on it (its kind's `readsTask`) or fills `{{task}}` in its prompt. */
+export function needsTask(graph: GraphDefinition): boolean {
+  return allNodes(graph.nodes).some(
+    (node) =>
+      nodeKinds.get(node.kind)?.readsTask === true ||
+      templatesOf(node).some((file) => placeholdersIn(readFileSync(file, "utf8")).some(({ path }) => path.split(".")[0] === "task")),
   );
 }
 

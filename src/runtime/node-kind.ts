@@ -39,6 +39,8 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   readonly schema: z.ZodObject;
   /** The validated YAML node → its definition: files resolved to absolute paths, camelCase, defaults filled in. */
   resolve(raw: Raw, common: NodeCommon, files: NodeFiles): Def | undefined | Promise<Def | undefined>;
+  /** The node works on the state's `task` (besides `{{task}}` in its prompt): a run of its graph needs one. */
+  readonly readsTask?: boolean;
   /** The node calls a model: its model is resolved (and a missing one reported) before a run starts. */
   readonly usesModel: boolean;
   /** Loops through the node are bounded by the node itself (the Looper's round limit), so it needs no `max_visits`. */

@@ -13,6 +13,7 @@ export const judgeKind = defineNodeKind({
   schema: judgeNode,
   nodeReferences: ["coder", "review"],
   usesModel: true,
+  readsTask: true,
   resolve(raw, common, files): JudgeNodeDefinition | undefined {
     const promptFile = files.prompt(raw.prompt, "prompt", "judge.md");
     return promptFile === undefined ? undefined : { ...common, kind: "judge", promptFile, coder: raw.coder, review: raw.review };
