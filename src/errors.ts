@@ -31,9 +31,15 @@ export class ConfigError extends LoopgraphError {
 }
 
 /** A graph file problem, reported as `file:line:col: message`. */
+/** The most lines a graph's problems print as: a file that is not a graph at all must not flood the terminal. */
+export const MAX_PROBLEM_LINES = 5;
+
 export class GraphValidationError extends ConfigError {
+  /** `issues` holds every problem; the message shows the first ones, then `… and N more problems`. */
   constructor(readonly issues: { file: string; line: number; col: number; message: string }[]) {
-    super(issues.map((i) => `${i.file}:${i.line}:${i.col}: ${i.message}`).join("\n"));
+    const lines = issues.map((i) => `${i.file}:${i.line}:${i.col}: ${i.message}`);
+    const shown = lines.length > MAX_PROBLEM_LINES ? [...lines.slice(0, MAX_PROBLEM_LINES - 1), `… and ${lines.length - MAX_PROBLEM_LINES + 1} more problems`] : lines;
+    super(shown.join("\n"));
     this.name = "GraphValidationError";
   }
 }

@@ -7,6 +7,7 @@ import { ConfigError, GraphValidationError } from "../src/errors.js";
 import { loadGraph } from "../src/graph/index.js";
 import type { GraphDefinition } from "../src/format/types.js";
 import type { BuiltinNodeDefinition } from "../src/nodes/registry.js";
+import { tempWorkspace } from "./helpers/workspace.js";
 
 const goodDir = fileURLToPath(new URL("./fixtures/good-graphs/", import.meta.url));
 const supportDir = fileURLToPath(new URL("./fixtures/bad-graphs/support/", import.meta.url));
@@ -109,7 +110,7 @@ describe("loadGraph on good graphs", () => {
     expect(graph.nodes.ask).toEqual({
       id: "ask",
       kind: "agent",
-      promptFile: good("prompts/draft.md"),
+      promptFile: good("prompts/ask.md"),
       history: true,
       maxVisits: 2,
       onLimit: "END",
@@ -175,5 +176,45 @@ describe("loadGraph errors", () => {
     const relative = path.relative(process.cwd(), path.join(supportDir, "includes-bad-child.yaml"));
     const nested = (await loadError(relative)) as GraphValidationError;
     expect(nested.issues.map((issue) => issue.file)).toEqual([relative, path.join(path.dirname(relative), "bad-child.yaml")]);
+  });
+
+  it("checks every {{…}} placeholder of a prompt against the graph: file:line:col in the prompt, with did you mean", async () => {
+    const ws = tempWorkspace({
+      files: {
+        "g.yaml": [
+          "version: 1",
+          "name: placeholders",
+          "state: { audience: { type: string } }",
+          "nodes:",
+          "  checker: { kind: agent, prompt: p/check.md }",
+          "  writer: { kind: agent, prompt: p/write.md }",
+          "edges:",
+          "  - { from: START, to: checker }",
+          "  - { from: checker, to: writer }",
+        ].join("\n"),
+        "p/check.md": "Check {{ task }} for {{vars.audience}}; {{visits.writer}} {{messages.0.content}} {{outputs}}\n",
+        "p/write.md": "Write it.\nTask: {{taks}}\nNotes: {{outputs.chekcer.notes}} and {{ vars.audiense }}, {{outputs.nobody}}\n",
+      },
+    });
+    const error = (await loadError(path.join(ws.dir, "g.yaml"))) as GraphValidationError;
+    expect(error).toBeInstanceOf(GraphValidationError);
+    const prompt = path.join(ws.dir, "p/write.md");
+    expect(error.message.split("\n")).toEqual([
+      `${prompt}:2:7: unknown placeholder {{taks}}: did you mean {{task}}?`,
+      `${prompt}:3:8: unknown placeholder {{outputs.chekcer.notes}}: did you mean {{outputs.checker.notes}}?`,
+      `${prompt}:3:38: unknown placeholder {{vars.audiense}}: did you mean {{vars.audience}}?`,
+      `${prompt}:3:59: unknown placeholder {{outputs.nobody}}: use {{task}}, {{outputs.<node>}} (nodes: checker, writer), {{vars.<field>}} (fields: audience), {{visits.<node>}} or {{messages}}`,
+    ]);
+  });
+
+  it("a file that is not a graph prints at most 5 lines: the first problems, then how many more", async () => {
+    const readme = fileURLToPath(new URL("../README.md", import.meta.url));
+    const error = (await loadError(readme)) as GraphValidationError;
+    expect(error).toBeInstanceOf(GraphValidationError);
+    expect(error.issues.length).toBeGreaterThan(5);
+    const lines = error.message.split("\n");
+    expect(lines).toHaveLength(5);
+    expect(lines.slice(0, 4)).toEqual(error.issues.slice(0, 4).map((i) => `${i.file}:${i.line}:${i.col}: ${i.message}`));
+    expect(lines[4]).toBe(`… and ${error.issues.length - 4} more problems`);
   });
 });

@@ -16,7 +16,8 @@ const loop = (thread: string, script: string, ...extra: string[]): RunSpec => ({
 interface FinalState {
   outputs: Record<string, { endReason?: string; round?: number; decision?: string; source?: string; notes?: string[] }>;
   visits: Record<string, number>;
-  loopState: { value: unknown; context: { pending: string[]; task: string; originalTask: string; round: number; endReason?: string } };
+  task: string;
+  loopState: { value: unknown; context: { pending: string[]; round: number; endReason?: string } };
   messages: Array<{ name?: string; content: string }>;
 }
 
@@ -152,7 +153,7 @@ describe("the Looper (coder-review), end to end", () => {
     const resumed = await resume(ws, "cmds", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     const restarted = await finalState(ws.db, "cmds");
-    expect(restarted.loopState.context.originalTask).toBe("write a README");
+    expect(restarted.task).toBe("write a README");
     expect(restarted.visits.coder).toBeGreaterThan(1);
   });
 });

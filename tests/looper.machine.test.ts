@@ -75,7 +75,6 @@ function expectInvariants(snapshot: LooperSnapshot): void {
   if (isRunning(snapshot)) {
     expect(context.round).toBeGreaterThanOrEqual(1);
     expect(context.endReason).toBeUndefined();
-    expect(context.originalTask).not.toBe("");
   } else if (context.round === 0) {
     expect(context).toStrictEqual(initialLooperSnapshot(MAX_ROUNDS).context);
   } else {
@@ -134,7 +133,7 @@ describe("model-based: shortest paths to every reachable state", () => {
     );
     expect(snapshots.some((snapshot) => isRunning(snapshot) && snapshot.context.round === MAX_ROUNDS)).toBe(true);
     expect(snapshots.some((snapshot) => snapshot.context.pending.length === 2)).toBe(true);
-    expect(shortestPaths.length).toBeGreaterThan(50);
+    expect(shortestPaths.length).toBeGreaterThan(30);
   });
 
   it("hold the invariants in every state on every path", () => {
@@ -211,7 +210,7 @@ describe("looper lifecycle rules", () => {
     const snapshot = initialLooperSnapshot();
     expect(snapshot).toStrictEqual({
       value: "IDLE",
-      context: { task: "", originalTask: "", round: 0, maxRounds: DEFAULT_MAX_ROUNDS, pending: [], shouldStop: false },
+      context: { round: 0, maxRounds: DEFAULT_MAX_ROUNDS, pending: [], shouldStop: false },
     });
     expect(viaJson(snapshot)).toStrictEqual(snapshot);
     expect(isRunning(snapshot)).toBe(false);
@@ -224,9 +223,10 @@ describe("looper lifecycle rules", () => {
     const outcome = applyLooperEvent(ended, { type: "START", task: "fix the tests", maxRounds: 3 });
     expect(outcome.accepted).toBe(true);
     expect(outcome.message).toBe("round 1/3 started: fix the tests");
+    expect(outcome.roundTask).toBe("fix the tests");
     expect(outcome.snapshot).toStrictEqual({
       value: { RUNNING: "WAITING_CODER" },
-      context: { task: "fix the tests", originalTask: "fix the tests", round: 1, maxRounds: 3, pending: [], shouldStop: false },
+      context: { round: 1, maxRounds: 3, pending: [], shouldStop: false },
     });
     expect(isRunning(outcome.snapshot)).toBe(true);
     expect(subStateOf(outcome.snapshot)).toBe("WAITING_CODER");
@@ -321,9 +321,9 @@ describe("looper lifecycle rules", () => {
     const outcome = applyLooperEvent(atJudge, { type: "JUDGE_CONTINUE", nextTask: "fix the typos", consumedPending: 0 });
     expect(outcome.snapshot).toStrictEqual({
       value: { RUNNING: "WAITING_CODER" },
-      context: { ...atJudge.context, task: "fix the typos", round: 2 },
+      context: { ...atJudge.context, round: 2 },
     });
-    expect(outcome.snapshot.context.originalTask).toBe("write a README");
+    expect(outcome.roundTask).toBe("fix the typos");
     expect(outcome.message).toBe("round 2/5 started: fix the typos");
   });
 

@@ -20,7 +20,7 @@ const reviewingRound2 = run([...firstRound, { type: "CODER_DONE", ok: true }, qu
 
 describe("formatStatus", () => {
   it("prints the block while running", () => {
-    expect(formatStatus(reviewingRound2)).toBe(
+    expect(formatStatus(reviewingRound2, { task })).toBe(
       [
         "[Looper status]",
         "state: RUNNING",
@@ -34,7 +34,7 @@ describe("formatStatus", () => {
 
   it("counts queued add_pending commands as pending, after the loop's own", () => {
     const onePending = run([...firstRound, { type: "CODER_DONE", ok: true }, queue("add login")]);
-    expect(formatStatus(onePending, { queued: ["add sign-up"] })).toBe(formatStatus(reviewingRound2));
+    expect(formatStatus(onePending, { queued: ["add sign-up"], task })).toBe(formatStatus(reviewingRound2, { task }));
   });
 
   it("prints an idle Looper that never ran", () => {
@@ -46,7 +46,7 @@ describe("formatStatus", () => {
 
   it("prints how the last loop ended while idle", () => {
     const ended = applyLooperEvent(reviewingRound2, { type: "STOP" }).snapshot;
-    expect(formatStatus(ended)).toBe(
+    expect(formatStatus(ended, { task })).toBe(
       [
         "[Looper status]",
         "state: IDLE",
@@ -62,7 +62,7 @@ describe("formatStatus", () => {
       { type: "START", task: "fix the\n  parser", maxRounds: 3 },
       queue('say "hi"\nand leave'),
     ]);
-    expect(formatStatus(running).split("\n")).toEqual([
+    expect(formatStatus(running, { task: "fix the\n  parser" }).split("\n")).toEqual([
       "[Looper status]",
       "state: RUNNING",
       "task: fix the parser",
@@ -75,10 +75,9 @@ describe("formatStatus", () => {
 
 describe("statusJson", () => {
   it("describes a running loop, queued tasks included", () => {
-    expect(statusJson(reviewingRound2, { queued: ["add tests"] })).toStrictEqual({
+    expect(statusJson(reviewingRound2, { queued: ["add tests"], task })).toStrictEqual({
       state: "RUNNING",
       task,
-      originalTask: "optimise the landing pag",
       round: 2,
       maxRounds: 5,
       subState: "WAITING_REVIEW",
@@ -91,7 +90,6 @@ describe("statusJson", () => {
     expect(statusJson(initialLooperSnapshot(3))).toStrictEqual({
       state: "IDLE",
       task: "",
-      originalTask: "",
       round: 0,
       maxRounds: 3,
       subState: null,

@@ -52,7 +52,7 @@ const chatArgs = (ws: { dir: string; db: string }, thread: string, script: strin
 ];
 
 interface LoopState {
-  loopState: { value: unknown; context: { task: string; round: number; pending: string[]; endReason?: string } };
+  loopState: { value: unknown; context: { round: number; pending: string[]; endReason?: string } };
   messages: Array<{ type: string; name?: string; content: unknown; tool_calls?: Array<{ name: string }> }>;
 }
 

@@ -48,17 +48,18 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
   return withStore(options, "read", async (store) => {
     const thread = commandTarget(store, threadId);
     threadId = thread.threadId;
-    const { loopState, inboxCursor: cursor = 0 } = (await latestValues(store, threadId)) as {
+    const { loopState, inboxCursor: cursor = 0, task = "" } = (await latestValues(store, threadId)) as {
       loopState?: LooperSnapshot;
       inboxCursor?: number;
+      task?: string;
     };
     const queued = store.inbox
       .after(threadId, cursor)
       .flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
     const snapshot = loopState ?? initialLooperSnapshot();
     return {
-      text: formatStatus(snapshot, { queued }),
-      json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued }) },
+      text: formatStatus(snapshot, { queued, task }),
+      json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued, task }) },
     };
   });
 }

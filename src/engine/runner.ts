@@ -3,6 +3,7 @@ import { HumanMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
+import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
@@ -39,6 +40,9 @@ export const createLoopSupervisor: LooperFactory = (thread, mediator) =>
 export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
   const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd)) : options.graph;
+  if (!options.task?.trim() && needsTask(graph)) {
+    throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
+  }
   const spec = Thread.newThread(graph, options);
   const store = openStore({ db: options.db, cwd, env: options.env }, "create");
   try {

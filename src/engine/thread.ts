@@ -9,6 +9,7 @@ import { loadGraph } from "../graph/load.js";
 import type { ChatModel } from "../models/types.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
+import { looperKind } from "../nodes/looper/kind.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
@@ -258,7 +259,7 @@ export class Thread {
     const compiled = await this.compile(ctx, compile);
     const config = {
       configurable: { thread_id: threadId },
-      recursionLimit: graph.limits.maxSteps,
+      recursionLimit: stepLimit(graph, options.maxRounds),
       // Each step's checkpoint is written before the next step starts: a crash loses at most the step in flight.
       durability: "sync" as const,
       ...(options.control ? { control: options.control } : {}),
@@ -273,7 +274,7 @@ export class Thread {
         }
         outcome = await settledOutcome(compiled, config, graph, threadId);
       } catch (error) {
-        outcome = failureOutcome(error, graph, threadId);
+        outcome = failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds));
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -358,7 +359,20 @@ async function settledOutcome(compiled: RunnableGraph, config: Config, graph: Gr
   return { threadId, status: "paused" as const, exitCode: ExitCode.Paused, pause: { reason: "breakpoint" as const, node: after, when: "after" as const } };
 }
 
-function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string): Omit<RunOutcome, "state"> {
+/** Supersteps a Looper round takes: each phase (Coder, Review, Judge), each followed by the looper. */
+const STEPS_PER_ROUND = 6;
+
+/**
+ * The run's step limit: `limits.max_steps`, raised when a looper's round limit (`--max-rounds`, else
+ * its `max_rounds`) needs more, to 6 steps per round plus one per node of the graph.
+ */
+export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
+  const rounds = Math.max(0, ...nodesOfKind(graph, looperKind).map((looper) => maxRounds ?? looper.maxRounds));
+  const needed = rounds > 0 ? rounds * STEPS_PER_ROUND + Object.keys(graph.nodes).length : 0;
+  return Math.max(graph.limits.maxSteps, needed);
+}
+
+function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number): Omit<RunOutcome, "state"> {
   if (isGraphDrained(error)) {
     return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted };
   }
@@ -367,7 +381,10 @@ function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string
       threadId,
       status: "failed",
       exitCode: ExitCode.Failed,
-      error: `the run reached limits.max_steps (${graph.limits.maxSteps}) of ${graph.file}: raise it or bound the loop with max_visits`,
+      error:
+        limit > graph.limits.maxSteps
+          ? `the run reached its step limit (${limit}, raised from limits.max_steps for the round limit) of ${graph.file}: raise limits.max_steps or bound the loop with max_visits`
+          : `the run reached limits.max_steps (${graph.limits.maxSteps}) of ${graph.file}: raise it or bound the loop with max_visits`,
     };
   }
   const message = error instanceof Error ? error.message : String(error);

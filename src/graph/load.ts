@@ -17,6 +17,7 @@ import {
   type NodeDefinition,
   type StateFieldDefinition,
 } from "../format/types.js";
+import { checkPlaceholders, type PlaceholderNames } from "./placeholders.js";
 import { checkSemantics } from "./semantics.js";
 import { checkShape } from "./shape.js";
 
@@ -36,11 +37,14 @@ interface FileRef {
  * listing every problem as `file:line:col: message`, or ConfigError if the file cannot be read.
  */
 export async function loadGraph(file: string): Promise<GraphDefinition> {
-  return loadGraphFile({ absolute: path.resolve(file), shown: file }, []);
+  return loadGraphFile({ absolute: path.resolve(file), shown: file }, [], { nodeIds: [], fields: [] });
 }
 
-/** `includedBy`: the files whose subgraphs led here, outermost first (to detect include cycles). */
-async function loadGraphFile(file: FileRef, includedBy: string[]): Promise<GraphDefinition> {
+/**
+ * `includedBy`: the files whose subgraphs led here, outermost first (to detect include cycles).
+ * `outer`: the node ids and state fields of those files, which this file's prompts may name too.
+ */
+async function loadGraphFile(file: FileRef, includedBy: string[], outer: PlaceholderNames): Promise<GraphDefinition> {
   const parsed = parseGraphYaml(file.shown, await readGraphSource(file));
   if ("issues" in parsed) throw new GraphValidationError(parsed.issues);
   const locator = new SourceLocator(parsed.doc, parsed.lineCounter);
@@ -51,10 +55,16 @@ async function loadGraphFile(file: FileRef, includedBy: string[]): Promise<Graph
 
   const shape = checkShape(parsed.data);
   if (!shape.ok) return fail(shape.issues);
-  const resolver = new NodeResolver(file, [...includedBy, file.absolute]);
+  const names: PlaceholderNames = {
+    nodeIds: [...outer.nodeIds, ...Object.keys(shape.graph.nodes)],
+    fields: [...outer.fields, ...Object.keys(shape.graph.state)],
+  };
+  const resolver = new NodeResolver(file, [...includedBy, file.absolute], names);
   const nodes = await resolver.resolveAll(shape.graph.nodes);
   const issues = [...checkSemantics(shape.graph), ...resolver.issues];
   if (issues.length > 0 || resolver.nestedIssues.length > 0) return fail(issues, resolver.nestedIssues);
+  const placeholders = checkPlaceholders(nodes, names, (absolute) => shownPath(file, absolute));
+  if (placeholders.length > 0) return fail([], placeholders);
   return buildDefinition(file.absolute, shape.graph, nodes);
 }
 
@@ -108,6 +118,11 @@ function parseGraphYaml(shownFile: string, source: string): ParsedYaml {
   }
 }
 
+/** A file the graph refers to, named as joined onto the graph file's name as shown (like `existingFile`). */
+function shownPath(graph: FileRef, absolute: string): string {
+  return path.join(path.dirname(graph.shown), path.relative(path.dirname(graph.absolute), absolute));
+}
+
 function sortByPosition(issues: PositionedIssue[]): PositionedIssue[] {
   return [...issues].sort((a, b) => a.line - b.line || a.col - b.col);
 }
@@ -128,6 +143,7 @@ class NodeResolver {
   constructor(
     private readonly file: FileRef,
     private readonly includeChain: string[],
+    private readonly names: PlaceholderNames,
   ) {}
 
   async resolveAll(nodes: Record<string, RawNode>): Promise<Record<string, NodeDefinition>> {
@@ -184,7 +200,7 @@ class NodeResolver {
       return undefined;
     }
     try {
-      return await loadGraphFile(file, this.includeChain);
+      return await loadGraphFile(file, this.includeChain, this.names);
     } catch (error) {
       if (error instanceof GraphValidationError) this.nestedIssues.push(...error.issues);
       else if (error instanceof ConfigError) this.issues.push({ path: at, message: error.message });

@@ -39,6 +39,8 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   readonly schema: z.ZodObject;
   /** The validated YAML node → its definition: files resolved to absolute paths, camelCase, defaults filled in. */
   resolve(raw: Raw, common: NodeCommon, files: NodeFiles): Def | undefined | Promise<Def | undefined>;
+  /** The node works on the state's `task` (besides `{{task}}` in its prompt): a run of its graph needs one. */
+  readonly readsTask?: boolean;
   /** The node calls a model: its model is resolved (and a missing one reported) before a run starts. */
   readonly usesModel: boolean;
   /** Loops through the node are bounded by the node itself (the Looper's round limit), so it needs no `max_visits`. */
@@ -51,6 +53,8 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   inlineGraph?(def: Def): GraphDefinition;
   /** Graphs the node runs as linked threads of their own: their models are checked before the run starts. */
   linkedGraphs?(def: Def): GraphDefinition[];
+  /** Prompt files filled from the state (`renderPrompt`): their placeholders are checked when the graph loads. */
+  templates?(def: Def): string[];
   /** Files the node reads besides the graph file (prompts, modules): changing one changes the graph's fingerprint. */
   files?(def: Def): string[];
   /** What the node does beyond calling a model (`replay --from` prints it before re-running): "writes files", "runs shell"… */

@@ -5,11 +5,12 @@ export type LooperSubState = "WAITING_CODER" | "WAITING_REVIEW" | "JUDGE";
 /** `IDLE`, or `{ RUNNING: <sub-state> }`: XState's state value of the lifecycle machine. */
 export type LooperStateValue = "IDLE" | { RUNNING: LooperSubState };
 
+/**
+ * The machine's context. It holds no task: the current round's task is the graph state's `task`
+ * channel (the looper node writes it when a round begins), so a large task is stored once, not at
+ * every step.
+ */
 export interface LooperContext {
-  /** The task of the current round (the Judge's `nextTask` from round 2 on). */
-  task: string;
-  /** The task the loop was started with. */
-  originalTask: string;
   /** Current round, from 1; 0 before the first start. */
   round: number;
   maxRounds: number;

@@ -21,6 +21,7 @@ export const agentKind = defineNodeKind({
     const promptFile = files.file(raw.prompt, "prompt", "prompt file");
     return promptFile === undefined ? undefined : { ...common, kind: "agent", promptFile, schema: raw.schema, history: raw.history };
   },
+  templates: (def) => [def.promptFile],
   files: (def) => [def.promptFile],
   create: (def, graph, ctx) => createAgentNode(def, graph, ctx),
 });

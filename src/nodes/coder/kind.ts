@@ -37,6 +37,7 @@ export const coderKind = defineNodeKind({
   kind: "coder",
   schema: coderNode,
   usesModel: true,
+  readsTask: true,
   resolve(raw, common, files): CoderNodeDefinition | undefined {
     const promptFile = files.prompt(raw.prompt, "prompt", "coder.md");
     return promptFile === undefined

@@ -31,7 +31,7 @@ const PREVIEW_MAX_CHARS = 200;
 export function readJudgeInput(state: GraphStateValue, sources: JudgeSources): JudgeInput {
   const looper = state.loopState?.context;
   return {
-    task: looper?.task || state.task,
+    task: state.task,
     // Outside a Looper the Judge's own visit count is the round.
     round: looper?.round ?? (state.visits[sources.judge] ?? 0) + 1,
     ...(looper && { maxRounds: looper.maxRounds }),

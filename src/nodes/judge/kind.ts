@@ -13,10 +13,12 @@ export const judgeKind = defineNodeKind({
   schema: judgeNode,
   nodeReferences: ["coder", "review"],
   usesModel: true,
+  readsTask: true,
   resolve(raw, common, files): JudgeNodeDefinition | undefined {
     const promptFile = files.prompt(raw.prompt, "prompt", "judge.md");
     return promptFile === undefined ? undefined : { ...common, kind: "judge", promptFile, coder: raw.coder, review: raw.review };
   },
+  templates: (def) => [def.promptFile],
   files: (def) => [def.promptFile],
   create: (def, graph, ctx) => createJudgeNode(def, graph, ctx),
 });

@@ -19,6 +19,7 @@ export const looperKind = defineNodeKind({
   schema: looperNode,
   nodeReferences: ["coder", "review", "judge"],
   usesModel: false,
+  readsTask: true,
   // A looper bounds every loop through it with its round limit (max_rounds).
   boundsLoops: true,
   resolve: (raw, common): LooperNodeDefinition => ({

@@ -28,9 +28,7 @@ export const looperMachine = setup({
     coderSucceeded: ({ event }) => event.type === "CODER_DONE" && event.ok,
   },
   actions: {
-    startLoop: assign((_, params: { task: string; maxRounds: number }) => ({
-      task: params.task,
-      originalTask: params.task,
+    startLoop: assign((_, params: { maxRounds: number }) => ({
       round: 1,
       maxRounds: params.maxRounds,
       pending: [],
@@ -42,15 +40,13 @@ export const looperMachine = setup({
     dropConsumedPending: assign(({ context }, params: { consumed: number }) => ({
       pending: params.consumed > 0 ? context.pending.slice(params.consumed) : context.pending,
     })),
-    beginNextRound: assign(({ context }, params: { task: string }) => ({ round: context.round + 1, task: params.task })),
+    beginNextRound: assign(({ context }) => ({ round: context.round + 1 })),
     endLoop: assign((_, params: { reason: string }) => ({ shouldStop: false, endReason: params.reason })),
   },
 }).createMachine({
   id: "looper",
   initial: "IDLE",
   context: ({ input }) => ({
-    task: "",
-    originalTask: "",
     round: 0,
     maxRounds: input.maxRounds ?? DEFAULT_MAX_ROUNDS,
     pending: [],
@@ -64,12 +60,12 @@ export const looperMachine = setup({
       on: {
         START: {
           target: "RUNNING",
-          actions: { type: "startLoop", params: ({ event }) => ({ task: event.task, maxRounds: event.maxRounds }) },
+          actions: { type: "startLoop", params: ({ event }) => ({ maxRounds: event.maxRounds }) },
         },
         ADD_PENDING: {
           description: "Nothing to queue behind: the task starts the loop.",
           target: "RUNNING",
-          actions: { type: "startLoop", params: ({ event }) => ({ task: event.task, maxRounds: event.maxRounds }) },
+          actions: { type: "startLoop", params: ({ event }) => ({ maxRounds: event.maxRounds }) },
         },
       },
     },
@@ -111,7 +107,7 @@ export const looperMachine = setup({
                 target: "WAITING_CODER",
                 actions: [
                   { type: "dropConsumedPending", params: ({ event }) => ({ consumed: event.consumedPending }) },
-                  { type: "beginNextRound", params: ({ event }) => ({ task: event.nextTask }) },
+                  "beginNextRound",
                 ],
               },
             ],
@@ -137,6 +133,11 @@ export interface LooperOutcome {
   accepted: boolean;
   /** One line for the `[AUTO]` log and command replies. */
   message: string;
+  /**
+   * The task of the round the event began (the loop's first, or the Judge's `nextTask`), when it
+   * began one. The machine does not keep tasks: the graph state's `task` channel holds the current one.
+   */
+  roundTask?: string;
 }
 
 export function initialLooperSnapshot(maxRounds = DEFAULT_MAX_ROUNDS): LooperSnapshot {
@@ -151,7 +152,9 @@ export function resolveLooperSnapshot(snapshot: LooperSnapshot): LooperMachineSn
 
 /** The plain-JSON form the graph state stores: a fresh copy, without `endReason` when it is unset. */
 export function toLooperSnapshot(snapshot: LooperMachineSnapshot): LooperSnapshot {
-  const { endReason, ...context } = snapshot.context;
+  // Listed field by field: a snapshot stored by an older version may still carry its tasks.
+  const { round, maxRounds, pending, shouldStop, endReason } = snapshot.context;
+  const context: LooperContext = { round, maxRounds, pending, shouldStop };
   return structuredClone({
     value: snapshot.value,
     context: endReason === undefined ? context : { ...context, endReason },
@@ -164,7 +167,30 @@ export function applyLooperEvent(snapshot: LooperSnapshot, event: LooperEvent): 
   const accepted = looperMachine.getTransitionData(current, event).length > 0;
   const [next] = transition(looperMachine, current, event);
   const nextSnapshot = toLooperSnapshot(next);
-  return { snapshot: nextSnapshot, accepted, message: describeOutcome(snapshot, nextSnapshot, event, accepted) };
+  const roundTask = beganRound(snapshot, nextSnapshot) ? taskOf(event) : undefined;
+  return {
+    snapshot: nextSnapshot,
+    accepted,
+    message: describeOutcome(snapshot, nextSnapshot, event, accepted, roundTask ?? ""),
+    ...(roundTask !== undefined ? { roundTask } : {}),
+  };
+}
+
+/** A round began: the loop started, or went on to its next round. */
+function beganRound(before: LooperSnapshot, after: LooperSnapshot): boolean {
+  return isRunning(after) && (!isRunning(before) || after.context.round !== before.context.round);
+}
+
+function taskOf(event: LooperEvent): string | undefined {
+  switch (event.type) {
+    case "START":
+    case "ADD_PENDING":
+      return event.task;
+    case "JUDGE_CONTINUE":
+      return event.nextTask;
+    default:
+      return undefined;
+  }
 }
 
 export function isRunning(snapshot: LooperSnapshot): boolean {
@@ -185,16 +211,16 @@ function roundOf({ context }: LooperSnapshot): string {
   return `round ${context.round}/${context.maxRounds}`;
 }
 
-function describeOutcome(before: LooperSnapshot, after: LooperSnapshot, event: LooperEvent, accepted: boolean): string {
+function describeOutcome(before: LooperSnapshot, after: LooperSnapshot, event: LooperEvent, accepted: boolean, roundTask: string): string {
   // Every accepted STOP and JUDGE_TERMINATE, and the round limit, end here.
   if (isRunning(before) && !isRunning(after)) return describeEnd(after);
   switch (event.type) {
     case "START":
-      return accepted ? describeRoundStart(after) : `already running: ${describePosition(before)}`;
+      return accepted ? describeRoundStart(after, roundTask) : `already running: ${describePosition(before)}`;
     case "ADD_PENDING":
       return isRunning(before)
         ? `queued: ${event.task} (${after.context.pending.length} pending)`
-        : `${describeRoundStart(after)} (add_pending while idle starts the loop)`;
+        : `${describeRoundStart(after, roundTask)} (add_pending while idle starts the loop)`;
     case "STOP":
       return "nothing to stop: the loop is idle";
     case "STATUS":
@@ -209,15 +235,19 @@ function describeOutcome(before: LooperSnapshot, after: LooperSnapshot, event: L
       return `${roundOf(after)}: review done, judging`;
     case "JUDGE_CONTINUE":
       if (!accepted) break;
-      return describeRoundStart(after);
+      return describeRoundStart(after, roundTask);
     case "JUDGE_TERMINATE":
       break;
   }
   return `ignored ${event.type} (${describePosition(before)})`;
 }
 
-function describeRoundStart(snapshot: LooperSnapshot): string {
-  return `${roundOf(snapshot)} started: ${snapshot.context.task}`;
+/** The longest task a log line repeats: the task itself is kept in the state's `task` channel. */
+const LOGGED_TASK_MAX_CHARS = 2_000;
+
+function describeRoundStart(snapshot: LooperSnapshot, task: string): string {
+  const shown = task.length > LOGGED_TASK_MAX_CHARS ? `${task.slice(0, LOGGED_TASK_MAX_CHARS)}… (cut, ${task.length - LOGGED_TASK_MAX_CHARS} more characters)` : task;
+  return `${roundOf(snapshot)} started: ${shown}`;
 }
 
 function describeEnd(snapshot: LooperSnapshot): string {

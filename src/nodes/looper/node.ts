@@ -41,13 +41,14 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
   return async (state) => {
     let snapshot: LooperSnapshot = state.loopState ?? initialLooperSnapshot(maxRounds);
     const log: string[] = [];
+    // The task of a round begun in this step (the last one, should several begin).
+    let roundTask: string | undefined;
     const apply = (event: LooperEvent): void => {
       const applied = applyLooperEvent(snapshot, event);
       snapshot = applied.snapshot;
+      if (applied.roundTask !== undefined) roundTask = applied.roundTask;
       if (applied.message) log.push(applied.message);
     };
-    const roundBefore = snapshot.context.round;
-    const wasRunning = subStateOf(snapshot) !== undefined;
 
     if (!state.loopState && state.task) apply({ type: "START", task: state.task, maxRounds });
     const cursor = state.inboxCursor;
@@ -63,8 +64,9 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const subState = subStateOf(snapshot);
     const update: NodeUpdate = { loopState: snapshot };
     if (commands.length > 0) update.inboxCursor = commands.at(-1)!.id;
-    if (subState === "WAITING_CODER" && (snapshot.context.round !== roundBefore || !wasRunning)) {
-      update.task = snapshot.context.task;
+    if (subState === "WAITING_CODER" && roundTask !== undefined) {
+      // The one copy of the round's task: the state's `task` channel (the machine keeps none).
+      if (roundTask !== state.task) update.task = roundTask;
       update.roundBaseline = await baselineOrNote(ctx, def.id, log);
     }
 

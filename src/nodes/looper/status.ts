@@ -2,6 +2,8 @@ import { isRunning, subStateOf } from "./machine.js";
 import type { LooperSnapshot, LooperSubState } from "../../state/looper.js";
 
 export interface StatusOptions {
+  /** The current (or last) round's task: the graph state's `task` channel; the snapshot keeps none. */
+  task?: string;
   /**
    * `add_pending` tasks sent from other processes that the loop has not consumed yet. They
    * count as pending: the loop takes them in, in this order, at its next step.
@@ -14,8 +16,6 @@ export interface LooperStatusJson {
   state: "IDLE" | "RUNNING";
   /** The current round's task; while idle, the last loop's. */
   task: string;
-  /** The task the (last) loop was started with. */
-  originalTask: string;
   round: number;
   maxRounds: number;
   subState: LooperSubState | null;
@@ -43,12 +43,13 @@ export interface LooperStatusJson {
  */
 export function formatStatus(snapshot: LooperSnapshot, options: StatusOptions = {}): string {
   const { context } = snapshot;
+  const task = options.task ?? "";
   const subState = subStateOf(snapshot);
   const lines = ["[Looper status]"];
   if (subState) {
     lines.push(
       "state: RUNNING",
-      `task: ${oneLine(context.task)}`,
+      `task: ${oneLine(task)}`,
       `round: ${context.round}/${context.maxRounds}`,
       `sub-state: ${subState}`,
     );
@@ -56,7 +57,7 @@ export function formatStatus(snapshot: LooperSnapshot, options: StatusOptions = 
     lines.push("state: IDLE");
     if (context.round > 0) {
       lines.push(
-        `last task: ${oneLine(context.task)}`,
+        `last task: ${oneLine(task)}`,
         `last: ended after round ${context.round}/${context.maxRounds}: ${context.endReason ?? "unknown reason"}`,
       );
     }
@@ -69,8 +70,7 @@ export function statusJson(snapshot: LooperSnapshot, options: StatusOptions = {}
   const { context } = snapshot;
   return {
     state: isRunning(snapshot) ? "RUNNING" : "IDLE",
-    task: context.task,
-    originalTask: context.originalTask,
+    task: options.task ?? "",
     round: context.round,
     maxRounds: context.maxRounds,
     subState: subStateOf(snapshot) ?? null,

@@ -29,6 +29,7 @@ export const mediatorKind = defineNodeKind({
     return promptFile === undefined || loop === undefined ? undefined : { ...common, kind: "mediator", promptFile, loop };
   },
   linkedGraphs: (def) => [def.loop],
+  templates: (def) => [def.promptFile],
   files: (def) => [def.promptFile],
   create: (def, graph, ctx) => createMediatorNode(def, graph, ctx),
 });

@@ -12,6 +12,7 @@ export const reviewKind = defineNodeKind({
   schema: reviewNode,
   nodeReferences: ["coder"],
   usesModel: true,
+  readsTask: true,
   resolve: (raw, common, files) => resolveReviewNode(raw, common, (key, relative, defaultName) => files.prompt(relative, key, defaultName)),
   files: (def) => [def.specsPrompt, def.taskLogPrompt],
   create: (def, graph, ctx) => createReviewNode(def, graph, ctx),
