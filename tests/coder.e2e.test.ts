@@ -71,13 +71,17 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(output.status).toBe("success");
   });
 
-  it.skipIf(availableSandbox({}).name !== "bubblewrap")("kill -9 of loopgraph kills the sandboxed command it was running, and everything that command started", async () => {
+  it.each([
+    { how: "in the sandbox", extra: [] as string[] },
+    { how: "without a sandbox (--no-sandbox)", extra: ["--no-sandbox"] },
+  ])("kill -9 of loopgraph kills the command it was running $how, and everything that command started", async ({ extra }) => {
+    if (extra.length === 0 && availableSandbox({}).name !== "bubblewrap") return;
     const ws = repo();
     // A command that starts a background child and sleeps, marked so that only this test's processes are looked for.
     const marker = `loopgraph-orphan-canary-${process.pid}-${Date.now()}`;
     const script = join(ws.dir, "..", "long-shell.script.yaml");
     writeFileSync(script, stringify({ responses: [{ node: "coder", tool_calls: [{ name: "shell", args: { command: `(sleep 300 # ${marker}\n) & sleep 299 # ${marker}` } }] }, { node: "coder", content: "done" }] }));
-    const running = startRun(ws, { ...coder("orphan", "happy.script.yaml", "auto"), script });
+    const running = startRun(ws, { ...coder("orphan", "happy.script.yaml", "auto"), script, extra });
     await running.waitForEvent("tool_call");
     const cmdline = (pid: string): string => {
       try {

@@ -17,18 +17,34 @@ export interface SandboxOptions {
   network?: boolean;
 }
 
+/**
+ * `bash -c COMMAND`, watched so that it dies with loopgraph, even by SIGKILL: descriptor 3 is a
+ * pipe whose other end only loopgraph holds; a watcher reads it, and at end-of-file kills
+ * everything in the sandbox's PID namespace (`kill -1` there), or, without a sandbox, the
+ * command's process group (`kill 0`). The command itself gets neither descriptor.
+ */
+export function watchedBash(command: string, scope: "namespace" | "group"): string[] {
+  const watch = 'exec 4<&3 3<&-; ( read -r _ <&4; kill -KILL ' + (scope === "namespace" ? "-1" : "0") + " ) </dev/null >/dev/null 2>&1 &";
+  // In a namespace the watcher dies with it when the command ends; in a group it is stopped by hand.
+  const run = scope === "namespace" ? 'exec 4<&-; exec bash -c "$1"' : 'w=$!; exec 4<&-; bash -c "$1"; s=$?; kill $w 2>/dev/null; exit $s';
+  return ["bash", "-c", `${watch} ${run}`, "bash", command];
+}
+
 export interface Sandbox {
   /**
    * Shown in the run's header: `bubblewrap`; `none` where no sandbox can start; `off` where the
    * user chose to run commands without one.
    */
   readonly name: "bubblewrap" | "none" | "off";
+  /** How a command is watched so that it dies with loopgraph (see `watchedBash`). */
+  readonly scope: "namespace" | "group";
   /** The program and arguments that run `argv` in the sandbox, in `workspace` (absolute, real path). */
   wrap(argv: readonly string[], workspace: string, env: NodeJS.ProcessEnv): { file: string; args: string[]; env: NodeJS.ProcessEnv };
 }
 
 const unconfined = (name: "none" | "off"): Sandbox => ({
   name,
+  scope: "group",
   wrap: ([file, ...args], _workspace, env) => ({ file: file!, args, env }),
 });
 
@@ -44,6 +60,7 @@ const READ_ONLY_IN_WORKSPACE = [".git", ".loopgraph"];
 export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): Sandbox {
   return {
     name: "bubblewrap",
+    scope: "namespace",
     wrap(argv, workspace, env) {
       // Every home directory, the user's own wherever it is: other users' files are not the agent's business either.
       const home = [...new Set([...(env.HOME && env.HOME !== "/" ? [env.HOME] : []), "/home", "/root"])];

@@ -7,7 +7,7 @@ import { finished } from "node:stream/promises";
 import { z } from "zod";
 import { StreamRedactor } from "../runs/redact.js";
 import { agentEnvironment } from "./environment.js";
-import { availableSandbox } from "./sandbox.js";
+import { availableSandbox, watchedBash } from "./sandbox.js";
 import { artifactFileName, newArtifactPath } from "./truncate.js";
 import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 
@@ -214,16 +214,21 @@ interface RunOptions {
 /** Runs `command` to its end, a timeout or cancellation, capturing its output into `stdout` and `stderr`. */
 async function runCommand(command: string, ctx: ToolContext, options: RunOptions, stdout: OutputCapture, stderr: OutputCapture): Promise<Ending> {
   // Credentials are loopgraph's, not the agent's: a command printing them would put them in the run's state and artifacts.
-  const sandboxed = (ctx.sandbox ?? availableSandbox()).wrap(["bash", "-c", command], ctx.workspace, agentEnvironment(process.env));
+  const sandbox = ctx.sandbox ?? availableSandbox();
+  const sandboxed = sandbox.wrap(watchedBash(command, sandbox.scope), ctx.workspace, agentEnvironment(process.env));
   // Its own process group: a timeout or cancellation kills the whole tree (with bubblewrap, its PID namespace).
-  const child = spawn(sandboxed.file, sandboxed.args, { cwd: ctx.workspace, env: sandboxed.env, detached: true, stdio: ["ignore", "pipe", "pipe"] });
-  pump(child.stdout, stdout);
-  pump(child.stderr, stderr);
+  // Descriptor 3 is the watcher's lifeline: closed when loopgraph dies, or when it stops the command.
+  const child = spawn(sandboxed.file, sandboxed.args, { cwd: ctx.workspace, env: sandboxed.env, detached: true, stdio: ["ignore", "pipe", "pipe", "pipe"] });
+  const [, out, err, lifeline] = child.stdio as unknown as [null, Readable, Readable, Readable];
+  lifeline.on("error", () => {});
+  pump(out, stdout);
+  pump(err, stderr);
   const closed = new Promise<boolean>((resolve) => child.once("close", () => resolve(true)));
   const waitClosed = (ms: number) => Promise.race([closed, sleep(ms).then(() => false)]);
   const stopReading = () => {
-    child.stdout.destroy();
-    child.stderr.destroy();
+    out.destroy();
+    err.destroy();
+    lifeline.destroy();
   };
 
   const pgid = await new Promise<number>((resolve, reject) => {
@@ -250,6 +255,7 @@ async function runCommand(command: string, ctx: ToolContext, options: RunOptions
         stopReading();
       }
     } else {
+      lifeline.destroy();
       signalGroup(pgid, "SIGTERM");
       await waitClosed(options.killGraceMs);
       // Also reaches processes that ignore SIGTERM or do not hold our pipes.
