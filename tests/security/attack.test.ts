@@ -57,10 +57,15 @@ describe("the attack suite", () => {
     for (const attack of ATTACKS) if (attack.always) expect(BENIGN_DISPLAYS, attack.name).toContain(attack.always);
   });
 
-  it("every attack in every approval mode: nothing escapes the workspace, no secret leaks", { timeout: 300_000 }, async () => {
-    const result = await runSuite();
+  // `npm run attack` runs all of them in all four modes; here each attack runs in two modes, in
+  // turn, so that every class still meets every mode at half the time.
+  it("every attack, every class in every approval mode: nothing escapes the workspace, no secret leaks", { timeout: 300_000 }, async () => {
+    const result = await runSuite("--half");
     const { attempts, escapes, leaks } = lastLine(result);
-    expect(attempts).toBeGreaterThanOrEqual(150);
+    expect(attempts).toBe(ATTACKS.length * 2);
+    for (const attackClass of ATTACK_CLASSES) {
+      for (const mode of MODES) expect(result.stdout, `${attackClass} in ${mode}`).toMatch(new RegExp(`^${attackClass} +${mode} +[1-9]`, "m"));
+    }
     // The failure message is the runner's report: which attack, in which mode, what escaped or leaked.
     expect({ escapes, leaks }, result.stdout).toEqual({ escapes: 0, leaks: 0 });
     expect(result.code).toBe(0);
