@@ -4,7 +4,7 @@
  * workspace file that holds one is stored with the value redacted, and a rewind leaves it alone).
  */
 import { execFileSync } from "node:child_process";
-import { linkSync, readdirSync, readFileSync, statSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
@@ -152,6 +152,22 @@ describe("workspace snapshots", () => {
     expect(toStart.withheld).toEqual([]);
     expect(toStart.changes).toEqual([{ action: "delete", path: "leak.txt" }, { action: "restore", path: "notes.txt" }]);
     expect(statSync(join(ws.dir, "leak.txt")).isFile()).toBe(true);
+  });
+
+  it("remove a quarantine left by a process killed in the middle of a snapshot, and only a stale one", async () => {
+    const ws = tempWorkspace({ files: { "a.txt": "a\n" } });
+    const repo = await openSnapshotRepository(ws.dir, { secrets: [SECRET] });
+    await repo.capture();
+    const objects = join(ws.dir, ".loopgraph", "snapshots.git", "objects");
+    for (const name of ["incoming-stale", "incoming-fresh"]) {
+      mkdirSync(join(objects, name, "ab"), { recursive: true });
+      writeFileSync(join(objects, name, "ab", "cdef"), `unredacted ${SECRET}`);
+    }
+    const old = new Date(Date.now() - 60 * 60_000);
+    utimesSync(join(objects, "incoming-stale"), old, old);
+    writeFileSync(join(ws.dir, "a.txt"), "b\n");
+    await repo.capture();
+    expect(readdirSync(objects).filter((name) => name.startsWith("incoming-"))).toEqual(["incoming-fresh"]);
   });
 
   it("keep a hard-linked file as a note, never its content (another link may be outside the workspace)", async () => {

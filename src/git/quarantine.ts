@@ -27,9 +27,13 @@ export interface Quarantine {
 }
 
 const OBJECT_FOLDER = /^[0-9a-f]{2}$/;
+const PREFIX = "incoming-";
+/** A quarantine this old was left by a process that died in the middle of a snapshot (no snapshot takes this long). */
+const STALE_MS = 10 * 60_000;
 
 export async function openQuarantine(objects: string): Promise<Quarantine> {
-  const dir = await mkdtemp(join(objects, "incoming-"));
+  await removeStale(objects);
+  const dir = await mkdtemp(join(objects, PREFIX));
   const withheld = new Set<string>();
   const looseObjects = async (): Promise<{ id: string; path: string }[]> => {
     const found: { id: string; path: string }[] = [];
@@ -71,6 +75,17 @@ export async function openQuarantine(objects: string): Promise<Quarantine> {
     },
     discard,
   };
+}
+
+/** Removes quarantines left by processes that died in the middle of a snapshot: they may hold what was not to be kept. */
+async function removeStale(objects: string): Promise<void> {
+  const now = Date.now();
+  for (const name of await readdir(objects).catch(() => [] as string[])) {
+    if (!name.startsWith(PREFIX)) continue;
+    const path = join(objects, name);
+    const changed = await stat(path).then((info) => info.mtimeMs, () => now);
+    if (now - changed > STALE_MS) await rm(path, { recursive: true, force: true });
+  }
 }
 
 /** Writes a loose blob object; returns its id. */
