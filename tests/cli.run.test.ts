@@ -158,6 +158,14 @@ describe("durability", () => {
     const finished = await uninterrupted;
     expect(finished.code, finished.stderr).toBe(0);
 
+    // Its process is gone: readers say interrupted, not running, and a command waits for a resume.
+    const listed = JSON.parse((await runCli(["inspect", "--json", "--db", ws.db])).stdout) as Array<{ threadId: string; status: string; error?: string }>;
+    expect(listed.find((t) => t.threadId === "crash")).toMatchObject({ status: "interrupted", error: `process ${crashing.child.pid}, which ran it, is gone` });
+    const status = await runCli(["status", "crash", "--db", ws.db]);
+    expect(status.stdout).toContain(`(interrupted: process ${crashing.child.pid}, which ran it, is gone; \`loopgraph resume crash\` continues it)`);
+    const sent = await runCli(["send", "crash", "stop", "--db", ws.db]);
+    expect(sent.stdout).toContain("the thread is interrupted: it takes the command when it continues");
+
     const resumed = await resume(ws, "crash", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     const started = parseEvents(resumed.stdout).filter((e) => e.type === "node_started").map((e) => e.node);

@@ -2,7 +2,7 @@ import { ConfigError } from "../errors.js";
 import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
 import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
-import type { ThreadRecord } from "../runs/thread-registry.js";
+import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 
 export interface SentCommand {
   /** The thread the command went to: the given one, or the loop of a Mediator thread. */
@@ -24,7 +24,7 @@ export const loopThreadOf = (mediatorThreadId: string): string => `${mediatorThr
 /** Where commands for a thread go: a Mediator thread's (chat's) commands go to the loop it started. */
 function commandTarget(store: Store, threadId: string): ThreadRecord {
   const thread = requireThread(store, threadId);
-  return store.threads.get(loopThreadOf(threadId)) ?? thread;
+  return asSeen(store.threads.get(loopThreadOf(threadId)) ?? thread);
 }
 
 /**
@@ -57,8 +57,9 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
       .after(threadId, cursor)
       .flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
     const snapshot = loopState ?? initialLooperSnapshot();
+    const gone = thread.goneOwner === undefined ? "" : `\n(interrupted: process ${thread.goneOwner}, which ran it, is gone; \`loopgraph resume ${threadId}\` continues it)`;
     return {
-      text: formatStatus(snapshot, { queued, task }),
+      text: formatStatus(snapshot, { queued, task }) + gone,
       json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued, task }) },
     };
   });

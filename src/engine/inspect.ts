@@ -2,7 +2,7 @@ import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
 import { ConfigError } from "../errors.js";
-import type { ThreadRecord } from "../runs/thread-registry.js";
+import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
@@ -109,7 +109,7 @@ export async function listThreads(options: StoreOptions = {}): Promise<ThreadSum
     const threads = store.threads.list();
     const summaries: ThreadSummary[] = [];
     for (const thread of threads) {
-      summaries.push({ ...thread, checkpoints: (await rootCheckpoints(store, thread.threadId)).length });
+      summaries.push({ ...asSeen(thread), checkpoints: (await rootCheckpoints(store, thread.threadId)).length });
     }
     return summaries;
   });
@@ -172,7 +172,7 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
 /** A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step (against its parent). */
 export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
-    const thread = requireThread(store, threadId);
+    const thread = asSeen(requireThread(store, threadId));
     const tuples = await rootCheckpoints(store, threadId);
     const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
     const valuesById = new Map<string, Record<string, unknown>>();

@@ -18,6 +18,8 @@ export interface ThreadRecord {
   status: RunStatus | "running";
   /** Process running it while status is "running". */
   pid?: number;
+  /** Set by `asSeen`: the thread was marked running by this process, which is gone. */
+  goneOwner?: number;
   error?: string;
   /** Why a paused run waits: the breakpoint or the pending question. */
   pause?: { reason: string; node?: string; when?: string; value?: unknown };
@@ -139,11 +141,30 @@ function fromRow(row: ThreadRow): ThreadRecord {
 
 /** True when a thread marked running is really running in a live process (not one killed mid-run). */
 export function isRunningElsewhere(record: ThreadRecord): boolean {
-  if (record.status !== "running" || !record.pid || record.pid === process.pid) return false;
+  return record.status === "running" && record.pid !== undefined && record.pid !== process.pid && isAlive(record.pid);
+}
+
+/** The process a thread marked running was running in, when that process is gone (killed, crashed). */
+export function goneOwner(record: ThreadRecord): number | undefined {
+  if (record.status !== "running" || record.pid === undefined || record.pid === process.pid) return undefined;
+  return isAlive(record.pid) ? undefined : record.pid;
+}
+
+/**
+ * The record as a reader in another process should see it (`inspect`, `status`, `send`): a thread
+ * marked running whose process is gone is interrupted, and says so.
+ */
+export function asSeen(record: ThreadRecord): ThreadRecord {
+  const gone = goneOwner(record);
+  return gone === undefined ? record : { ...record, status: "interrupted", error: `process ${gone}, which ran it, is gone`, goneOwner: gone };
+}
+
+function isAlive(pid: number): boolean {
   try {
-    process.kill(record.pid, 0);
+    process.kill(pid, 0);
     return true;
-  } catch {
-    return false;
+  } catch (error) {
+    // EPERM: the process exists, under another user.
+    return (error as NodeJS.ErrnoException).code === "EPERM";
   }
 }
