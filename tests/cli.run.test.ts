@@ -161,6 +161,7 @@ describe("durability", () => {
     // Its process is gone: readers say interrupted, not running, and a command waits for a resume.
     const listed = JSON.parse((await runCli(["inspect", "--json", "--db", ws.db])).stdout) as Array<{ threadId: string; status: string; error?: string }>;
     expect(listed.find((t) => t.threadId === "crash")).toMatchObject({ status: "interrupted", error: `process ${crashing.child.pid}, which ran it, is gone` });
+    expect((await runCli(["inspect", "crash", "--db", ws.db])).stdout).toContain("status interrupted");
     const status = await runCli(["status", "crash", "--db", ws.db]);
     expect(status.stdout).toContain(`(interrupted: process ${crashing.child.pid}, which ran it, is gone; \`loopgraph resume crash\` continues it)`);
     const sent = await runCli(["send", "crash", "stop", "--db", ws.db]);

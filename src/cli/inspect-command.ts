@@ -1,6 +1,7 @@
 import pc from "picocolors";
 import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
 import { checkpointState, listThreads, threadHistory, type CheckpointSummary, type StateChange, type ThreadHistory } from "../engine/inspect.js";
+import { asSeen } from "../runs/thread-registry.js";
 import { exportScriptCommand } from "./export-script-command.js";
 import { printable, printableJson } from "./terminal-text.js";
 import type { GlobalOptions } from "./run-commands.js";
@@ -71,8 +72,9 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     return printJson(state.values), 0;
   }
   const history = await threadHistory(threadId, store);
-  if (options.json) return printJson(history), 0;
-  const { thread } = history;
+  // A thread whose process is gone is shown interrupted, not running.
+  const thread = asSeen(history.thread);
+  if (options.json) return printJson({ ...history, thread }), 0;
   print(pc.bold(`thread ${thread.threadId}`) + pc.dim(`  graph ${thread.graphName}  status ${thread.status}`));
   if (thread.task) print(pc.dim(`task: ${printable(clip(thread.task, 200))}`));
   if (thread.error) print(pc.red(`error: ${printable(thread.error)}`));

@@ -172,7 +172,7 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
 /** A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step (against its parent). */
 export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
-    const thread = asSeen(requireThread(store, threadId));
+    const thread = requireThread(store, threadId);
     const tuples = await rootCheckpoints(store, threadId);
     const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
     const valuesById = new Map<string, Record<string, unknown>>();
