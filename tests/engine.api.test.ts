@@ -1,7 +1,10 @@
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runGraph, threadHistory, listThreads, checkpointState } from "../src/index.js";
+import { runGraph, resumeRun, threadHistory, listThreads, checkpointState } from "../src/index.js";
+import { loadGraph } from "../src/graph/load.js";
+import { Thread } from "../src/engine/thread.js";
+import { openStore } from "../src/runs/store.js";
 import type { RunEvent } from "../src/index.js";
 import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -86,5 +89,24 @@ describe("library API", () => {
     const state = await checkpointState(outcome.threadId, revise.checkpointId.slice(0, 30), { db });
     expect((state.values.visits as Record<string, number>).revise).toBe(1);
     expect(state.values.outputs).not.toHaveProperty("stats");
+  });
+});
+
+describe("resume of a thread killed before its first checkpoint", () => {
+  it("starts from the recorded input and finishes, instead of failing on an empty history", async () => {
+    const dir = temp();
+    const db = join(dir, "db");
+    const graph = await loadGraph(join(FIXTURES, "durable.yaml"));
+    // What a kill between recording the thread and its first checkpoint leaves: the record alone.
+    const store = openStore({ db, env: {} }, "create");
+    const spec = Thread.newThread(graph, { threadId: "early", workspace: dir, model: scripted("durable.script.yaml"), env: {} });
+    Thread.prepare(store, graph, spec, { env: {} }).record("prove durability");
+    store.close();
+    expect((await threadHistory("early", { db })).checkpoints).toHaveLength(0);
+
+    const outcome = await resumeRun({ threadId: "early", db, env: {} });
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.state.task).toBe("prove durability");
+    expect(readFileSync(join(dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
   });
 });

@@ -2,6 +2,7 @@ import { randomUUID } from "node:crypto";
 import { HumanMessage } from "@langchain/core/messages";
 import { Command } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
+import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
@@ -51,15 +52,19 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
     thread.record(task);
     const ctx = thread.context();
     thread.announce(ctx, { task, resumed: false });
-    const input = {
-      task,
-      messages: task ? [new HumanMessage({ content: task, id: TASK_MESSAGE_ID })] : [],
-      vars: initialVars(graph),
-    };
-    return await followLoop(thread, await thread.execute(input, ctx));
+    return await followLoop(thread, await thread.execute(firstInput(graph, task), ctx));
   } finally {
     store.close();
   }
+}
+
+/** What a thread's first execution starts from: its task, as the first message too, and the declared fields' defaults. */
+function firstInput(graph: GraphDefinition, task: string) {
+  return {
+    task,
+    messages: task ? [new HumanMessage({ content: task, id: TASK_MESSAGE_ID })] : [],
+    vars: initialVars(graph),
+  };
 }
 
 /** `run`/`resume` of a mediator graph: once the Mediator's turn is over, a loop it started runs to its end here (see summariseLoop). */
@@ -118,7 +123,9 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     // An answer to an approval binds to the call it was asked about (see runToolCall).
     if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;
     thread.announce(ctx, { task: record.task, resumed: true, changed: { recordedHash: record.graphHash } });
-    const input = restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
+    // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
+    const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
+    const input = !started ? firstInput(thread.graph, record.task) : restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
     return await followLoop(thread, await thread.execute(input, ctx));
   } finally {
     store.close();
