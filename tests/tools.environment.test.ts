@@ -1,7 +1,7 @@
 /** What the agent's commands see of loopgraph's environment: everything but the credentials. */
 import { afterAll, describe, expect, it } from "vitest";
 import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
-import { secretValues } from "../src/runs/redact.js";
+import { isSecretVariable, secretValues } from "../src/runs/redact.js";
 import { agentEnvironment, environmentPolicyOf } from "../src/tools/environment.js";
 import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
 import { onCleanup } from "./helpers/workspace.js";
@@ -57,6 +57,11 @@ describe("the agent's environment", () => {
     expect(printed.ok).toBe(true);
     for (const value of Object.values(SECRETS)) expect(printed.content).not.toContain(value);
     expect(printed.content).toContain("PATH=");
+  });
+
+  it("every model provider's key is a secret by its name alone (the store finds secrets by name)", () => {
+    expect(MODEL_KEY_VARIABLES.length).toBeGreaterThan(0);
+    for (const name of MODEL_KEY_VARIABLES) expect(isSecretVariable(name, undefined, []), name).toBe(true);
   });
 
   it("what is kept from the agent is also redacted from what loopgraph records", () => {

@@ -13,8 +13,6 @@ import { looperKind } from "../nodes/looper/kind.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
-import { MODEL_KEY_VARIABLES } from "../models/spec.js";
-import { secretValues } from "../runs/redact.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import type { Store } from "../runs/store.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
@@ -113,8 +111,6 @@ export class Thread {
   private readonly userRules: PolicyRule[];
   /** Where the agent's commands run: chosen once per thread and process. */
   private readonly sandbox: Sandbox;
-  /** The values of the secrets in the environment, redacted from everything the run writes. */
-  private readonly secrets: readonly string[];
   private readonly models: (spec: string) => ChatModel;
 
   private constructor(
@@ -131,7 +127,6 @@ export class Thread {
     ensureStateDir(join(workspace, STATE_DIR));
     const policy = loadUserPolicy(workspace, this.env);
     this.userRules = policy.rules;
-    this.secrets = secretValues(this.env, MODEL_KEY_VARIABLES);
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
     this.models = createModelCache(this.cwd, this.env);
     const mediator = mediatorNodeOf(graph);
@@ -221,14 +216,14 @@ export class Thread {
         workspace,
         log: this.store.snapshots,
         warn: (message) => emit({ type: "warning", threadId, message }),
-        secrets: this.secrets,
+        secrets: this.store.secrets,
       }),
       userRules: this.userRules,
       model: this.extra.replay ? () => this.extra.replay!.model : this.models,
       signal: turn.signal ?? this.options.signal ?? new AbortController().signal,
-      record: createRecorder(this.store.recordings, threadId, this.secrets),
+      record: createRecorder(this.store.recordings, threadId, this.store.secrets),
       sandbox: this.sandbox,
-      secrets: this.secrets,
+      secrets: this.store.secrets,
       ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
       ...(this.looper ? { looper: this.looper } : {}),
     };

@@ -5,7 +5,6 @@ import { findCheckpoint } from "../engine/inspect.js";
 import { createLoopSupervisor } from "../engine/runner.js";
 import { Thread } from "../engine/thread.js";
 import { START_NODE, type GraphDefinition } from "../format/types.js";
-import { secretValues } from "../runs/redact.js";
 import { openStore, requireThread } from "../runs/store.js";
 import { isInputStep, readRunRecord, routingSources, type RecordedStep, type RunRecord } from "./record.js";
 import { rerunPlan } from "./rerun-plan.js";
@@ -49,7 +48,7 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
     const start = branchStart(run, run.steps.get(from.checkpoint.id)!, edits, graph);
 
     // The workspace as it was at that checkpoint (only the files the agent changed since), before the branch runs.
-    const restored = options.restoreFiles ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id, { secrets: secretValues(options.env ?? process.env, []) })).changes : undefined;
+    const restored = options.restoreFiles ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id)).changes : undefined;
 
     const ctx = thread.context();
     const compiled = await thread.compile(ctx);

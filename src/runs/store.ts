@@ -15,6 +15,11 @@ import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.j
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
 export interface Store {
   path: string;
+  /**
+   * The values of the secrets in the environment the store was opened with (model keys are named
+   * like secrets, …_API_KEY, so the name rules find them): redacted from everything written.
+   */
+  secrets: readonly string[];
   saver: SqliteCheckpointSaver;
   /** Model outputs and effect results of runs, for recorded replay and --export-script. */
   recordings: Recordings;
@@ -49,11 +54,11 @@ export function openStore(options: StoreOptions, access: StoreAccess): Store {
   const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
   const db = openDatabase(path, access);
   try {
-    // Model keys are named like secrets (…_API_KEY), so the name rules alone find them here.
-    const serde = redactingSerializer(new JsonPlusSerializer(), secretValues(options.env ?? process.env, []));
-    const saver = new SqliteCheckpointSaver(db, serde, { prepare: false });
+    const secrets = secretValues(options.env ?? process.env, []);
+    const saver = new SqliteCheckpointSaver(db, redactingSerializer(new JsonPlusSerializer(), secrets), { prepare: false });
     return {
       path,
+      secrets,
       saver,
       recordings: new Recordings(db),
       threads: new ThreadRegistry(db),

@@ -3,7 +3,6 @@ import { join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { allCheckpointIds } from "../runs/checkpoint-ids.js";
 import type { SnapshotRecord } from "../runs/snapshot-log.js";
-import { secretValues } from "../runs/redact.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
 import { applyRewind } from "./apply-rewind.js";
@@ -14,8 +13,6 @@ import { openSnapshotRepository, SNAPSHOTS_GIT_DIR, type SnapshotRepository } fr
 export interface RestoreOptions {
   /** List what would change, change nothing. */
   dryRun?: boolean;
-  /** Values the snapshot of the workspace taken now may not hold (default: the secrets in the environment). */
-  secrets?: readonly string[];
 }
 
 export interface RestoreResult {
@@ -55,8 +52,7 @@ export interface SnapshotPoint {
  * are touched; `dryRun` only lists them.
  */
 export async function restoreWorkspace(threadId: string, checkpointId: string, options: RestoreOptions & StoreOptions = {}): Promise<RestoreResult> {
-  const secrets = options.secrets ?? secretValues(options.env ?? process.env, []);
-  return withStore(options, "read", (store) => restoreWorkspaceInStore(store, threadId, checkpointId, { ...options, secrets }));
+  return withStore(options, "read", (store) => restoreWorkspaceInStore(store, threadId, checkpointId, options));
 }
 
 /** `restoreWorkspace` with a store already open (e.g. by `replay`). */
@@ -68,7 +64,8 @@ export async function restoreWorkspaceInStore(store: Store, threadId: string, ch
   }
   const snapshots = requireSnapshots(store, threadId);
   const target = await resolveCheckpoint(store, threadId, checkpointId);
-  const repo = await openRepository(thread.workspace, options.secrets ?? secretValues(process.env, []));
+  // The snapshot of the workspace taken now holds none of the secrets the store redacts.
+  const repo = await openRepository(thread.workspace, store.secrets);
   const plan = await planRewind(repo, snapshots, target, parentLookup(store, threadId));
   const result: RestoreResult = { threadId, checkpointId: target.id, workspace: thread.workspace, dryRun, changes: plan.changes, withheld: plan.withheld };
   if (plan.since) {
