@@ -15,6 +15,7 @@ const E2E = [
   "tests/mediator.e2e.test.ts",
   "tests/recording.security.test.ts",
   "tests/replay.e2e.test.ts",
+  "tests/run.outcomes.test.ts",
   "tests/replay.fork.test.ts",
   "tests/replay.restore-files.test.ts",
   "tests/replay.verify.test.ts",

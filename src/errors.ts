@@ -4,6 +4,8 @@ export const ExitCode = {
   Failed: 1,
   BadInput: 2,
   Paused: 3,
+  /** Ended by a limit (round limit, `max_visits`, a step limit) before the work was judged done. */
+  Limit: 4,
   Interrupted: 130,
 } as const;
 export type ExitCode = (typeof ExitCode)[keyof typeof ExitCode];
@@ -27,6 +29,17 @@ export class ConfigError extends LoopgraphError {
   constructor(message: string) {
     super(message, ExitCode.BadInput);
     this.name = "ConfigError";
+  }
+}
+
+/**
+ * A limit ended the work before it was judged done (a Coder's `max_steps`, the graph's step
+ * limit): the run ends `limited`, exit code 4, with which limit in the message.
+ */
+export class LimitError extends LoopgraphError {
+  constructor(message: string) {
+    super(message, ExitCode.Limit);
+    this.name = "LimitError";
   }
 }
 

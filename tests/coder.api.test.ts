@@ -76,16 +76,30 @@ describe("coder node (in-process API)", () => {
     expect(outcome.state.sessionRules).toHaveLength(3);
   });
 
-  it("stops with a step-limit failure after max_steps model calls", async () => {
+  it("a Coder alone that reaches max_steps ends the run by that limit (exit 4), not as finished", async () => {
     const ws = workspace();
+    const events: RunEvent[] = [];
     const outcome = await runGraph({
       graph: join(FIXTURES, "step-limit.yaml"), task: "t", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
       model: `scripted:${join(FIXTURES, "step-limit.script.yaml")}`,
+      onEvent: (event) => events.push(event),
     });
-    expect(outcome.status).toBe("finished");
-    const result = outcome.state.outputs.coder as CoderResult;
-    expect(result).toMatchObject({ status: "failure", failureKind: "step_limit", steps: 2 });
-    expect(result.toolCalls.map((call) => call.name)).toEqual(["list_dir", "read_file"]);
+    expect(outcome).toMatchObject({ status: "limited", exitCode: 4 });
+    expect(outcome.error).toMatch(/the Coder reached its step limit \(max_steps 2 of node "coder"\) before finishing: raise it in .*step-limit\.yaml/);
+    expect(events.filter((e) => e.type === "tool_call").map((e) => (e as { name: string }).name)).toEqual(["list_dir", "read_file"]);
+    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "limited", outcome: "limited", exitCode: 4, reason: outcome.error });
+    expect(outcome.state.outputs.coder).toBeUndefined();
+  });
+
+  it("a Coder inside a loop that reaches max_steps hands a step-limit failure to the Judge instead", async () => {
+    const ws = workspace();
+    const outcome = await runGraph({
+      graph: join(ROOT, "tests/fixtures/looper/failures.yaml"), task: "list the files", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
+      model: `scripted:${join(ROOT, "tests/fixtures/looper/failures.script.yaml")}`,
+    });
+    expect(outcome.status, outcome.error).toBe("finished");
+    const log = outcome.state.messages.map((m) => String(m.content)).join("\n");
+    expect(log).toMatch(/coder failed \(step_limit\)/);
   });
 
   it.each([
@@ -124,13 +138,13 @@ describe("coder node (in-process API)", () => {
     expect(result.filesChanged).toEqual([]);
   });
 
-  it("a missing scripted response ends the Coder with a typed failure, not a crash", async () => {
+  it("a Coder alone whose scripted model runs out fails the run (exit 1) with the reason, not a crash and not 'finished'", async () => {
     const ws = workspace();
     const outcome = await runGraph({
       graph: "coder", task: "t", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
       model: `scripted:${join(ROOT, "tests/fixtures/engine/durable.script.yaml")}`,
     });
-    expect(outcome.status).toBe("finished");
-    expect(outcome.state.outputs.coder).toMatchObject({ status: "failure", failureKind: "model_exhausted" });
+    expect(outcome).toMatchObject({ status: "failed", exitCode: 1 });
+    expect(outcome.error).toMatch(/^node "coder" failed: scripted model exhausted: no response left for node "coder"/);
   });
 });

@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, parseEvents, ROOT } from "./helpers/cli.js";
 import { availableSandbox } from "../src/tools/sandbox.js";
-import { finalState, resume, run, startRun, type RunPlace, type RunSpec } from "./helpers/e2e.js";
+import { finalState, resume, run, startRun, threadsOf, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/coder");
@@ -183,15 +183,18 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect((await coderOutput(ws.db, "sigint")).status).toBe("success");
   });
 
-  it("six identical read_file calls trigger the step-back warning, then a Coder failure", async () => {
+  it("six identical read_file calls trigger the step-back warning, then a Coder failure, which fails a run of the coder alone", async () => {
     const ws = repo();
     const run = await runCoder(ws, "loop", "loop.script.yaml", "auto");
-    expect(run.code, run.stderr).toBe(0);
-    const output = await coderOutput(ws.db, "loop");
-    expect(output.status).toBe("failure");
-    expect(output.failureKind).toBe("loop_detected");
-    expect(output.failureReason).toMatch(/read_file.*6 times/);
-    expect(output.toolCalls).toHaveLength(5);
+    // No node of the `coder` graph takes up the Coder's failure: the run fails (exit 1) and says why.
+    expect(run.code, run.stderr).toBe(1);
+    const events = parseEvents(run.stdout);
+    expect(events.filter((e) => e.type === "tool_result")).toHaveLength(6);
+    const finished = events.at(-1) as { type: string; outcome: string; reason: string };
+    expect(finished).toMatchObject({ type: "run_finished", status: "failed", outcome: "failed", exitCode: 1 });
+    expect(finished.reason).toMatch(/the Coder failed \(loop_detected\): .*read_file.*6 times/);
+    const [thread] = (await threadsOf(ws.db)).filter((t) => t.threadId === "loop");
+    expect(thread).toMatchObject({ status: "failed" });
   });
 
   it("a 5 MB shell output is cut for the model and saved whole as an artifact", async () => {

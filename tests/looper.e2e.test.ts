@@ -75,24 +75,24 @@ describe("the Looper (coder-review), end to end", () => {
     expect(autoLines(state).filter((line) => line.includes("write a README") && line.includes("queued"))).toHaveLength(1);
   });
 
-  it("stop during round 1 ends the loop after the current node: reason 'stopped by user', exit 0", async () => {
+  it("stop during round 1 ends the loop after the current node: reason 'stopped by user', exit 130 (the user interrupted the work)", async () => {
     const ws = repo();
     const running = startRun(ws, loop("halt", "slow-coder.script.yaml"));
     await running.waitForNode("coder");
     const stop = await runCli(["stop", "halt", "--db", ws.db]);
     expect(stop.code, stop.stderr).toBe(0);
     const result = await running.done;
-    expect(result.code, result.stderr).toBe(0);
+    expect(result.code, result.stderr).toBe(130);
     const state = await finalState(ws.db, "halt");
     expect(state.loopState.context.endReason).toBe("stopped by user");
     expect(state.visits.coder).toBe(1);
     expect(state.visits.review).toBeUndefined();
   });
 
-  it("with --max-rounds 2 and a Judge that always continues, the loop ends after round 2: 'round limit'", async () => {
+  it("with --max-rounds 2 and a Judge that always continues, the loop ends after round 2: 'round limit', exit 4", async () => {
     const ws = repo();
     const result = await run(ws, loop("limit", "always-continue.script.yaml", "--max-rounds", "2"));
-    expect(result.code, result.stderr).toBe(0);
+    expect(result.code, result.stderr).toBe(4);
     const state = await finalState(ws.db, "limit");
     expect(state.loopState.context.endReason).toBe("round limit");
     expect(state.visits.coder).toBe(2);
@@ -144,7 +144,7 @@ describe("the Looper (coder-review), end to end", () => {
     await running.waitForNode("coder");
     expect((await runCli(["send", "cmds", "start: something else", "--db", ws.db])).code).toBe(0);
     expect((await runCli(["stop", "cmds", "--db", ws.db])).code).toBe(0);
-    expect((await running.done).code).toBe(0);
+    expect((await running.done).code).toBe(130);
     const stopped = await finalState(ws.db, "cmds");
     expect(autoLines(stopped).join("\n")).toMatch(/already running/);
 

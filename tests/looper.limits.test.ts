@@ -1,7 +1,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { loadGraph, resolveGraphPath, runGraph } from "../src/index.js";
-import { stepLimit } from "../src/engine/thread.js";
+import { stepLimit } from "../src/engine/outcome.js";
 import { ConfigError } from "../src/errors.js";
 import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -16,14 +16,16 @@ describe("the step limit follows the round limit", () => {
     expect(stepLimit(graph, 2)).toBe(graph.limits.maxSteps);
   });
 
-  it("a loop of 2 rounds (13 steps) finishes under limits.max_steps 10", async () => {
+  it("a loop of 2 rounds (13 steps) runs to its round limit under limits.max_steps 10, and the run ends by that limit (exit 4)", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const graph = await loadGraph(resolveGraphPath("coder-review", ROOT));
     const outcome = await runGraph({
       graph: { ...graph, limits: { maxSteps: 10 } }, task: "write notes", workspace: ws.dir, db: ws.db,
       model: `scripted:${SCRIPT}`, approval: "auto", maxRounds: 2, env: {},
     });
-    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.status, outcome.error).toBe("limited");
+    expect(outcome.exitCode).toBe(4);
+    expect(outcome.error).toBe("the loop reached its round limit (2 of 2 rounds) before the Judge judged the work done");
     expect(outcome.state.outputs.looper).toMatchObject({ endReason: "round limit", round: 2 });
   });
 });

@@ -30,7 +30,7 @@ describe("the Looper's snapshot keeps no task", () => {
       graph: "coder-review", task, workspace: ws.dir, db: ws.db, threadId: "big",
       model: `scripted:${SCRIPT}`, approval: "auto", maxRounds: 2, env: {},
     });
-    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.status, outcome.error).toBe("limited");
     expect(outcome.state.visits.looper).toBe(7);
     // What the run keeps whatever the step count: the input, the `task` channel, the task's
     // message, and the Coder's and the Review's subgraph inputs (about 14 copies here).

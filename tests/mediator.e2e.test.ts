@@ -134,7 +134,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     await chat.until("[AUTO] loop ended");
     chat.end();
     const result = await chat.done;
-    expect(result.code, result.stderr + chat.output).toBe(0);
+    // Piped input ended after the loop was stopped by the user: the loop's code, interrupted.
+    expect(result.code, result.stderr + chat.output).toBe(130);
+    expect(chat.output).toContain("■ the loop ended: the loop was stopped by the user (stop command)");
     const loop = await finalState<LoopState>(ws.db, "halt.loop");
     expect(loop.loopState.value).toBe("IDLE");
     expect(loop.loopState.context.endReason).toBe("stopped by user");

@@ -41,8 +41,10 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
     expect(await looper.addPending("more work")).toBe('queued: "more work" is taken up at the loop\'s next Judge.');
     expect(await looper.status()).toContain('pending: 1 ("more work")');
 
+    // The script runs out in round 2: the Coder fails (model_exhausted), the Judge ends the loop, and the loop's run fails: its work was not done.
     const outcome = await looper.wait();
-    expect(outcome?.status).toBe("finished");
+    expect(outcome?.status).toBe("failed");
+    expect(outcome?.error).toMatch(/^the Judge ended the loop after the Coder failed: /);
     expect(looper.running).toBe(false);
     const progress = await looper.progress(0);
     // The added task went to the Judge, which took it into round 2; the script then runs out and the loop ends.

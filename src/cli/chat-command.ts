@@ -249,7 +249,12 @@ class ChatController {
         break;
       }
       case "interrupted":
-        this.screen.print(pc.yellow(`■ the loop was interrupted (thread ${thread}): /resume continues it`));
+        this.screen.print(
+          pc.yellow(outcome.ended ? `■ the loop ended: ${outcome.error ?? "stopped"} (thread ${thread})` : `■ the loop was interrupted (thread ${thread}): /resume continues it`),
+        );
+        break;
+      case "limited":
+        this.screen.print(pc.yellow(`■ the loop ended by a limit: ${outcome.error ?? "a limit"} (thread ${thread})`));
         break;
       case "failed":
         this.screen.print(pc.red(`✖ the loop failed: ${outcome.error ?? "unknown error"} (/resume retries the failed step)`));

@@ -77,7 +77,8 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   if (options.json) return printJson({ ...history, thread }), 0;
   print(pc.bold(`thread ${thread.threadId}`) + pc.dim(`  graph ${thread.graphName}  status ${thread.status}`));
   if (thread.task) print(pc.dim(`task: ${printable(clip(thread.task, 200))}`));
-  if (thread.error) print(pc.red(`error: ${printable(thread.error)}`));
+  // The outcome's reason: the error of a failed run, the limit of a limited one, who stopped an interrupted one.
+  if (thread.error) print(thread.status === "failed" ? pc.red(`error: ${printable(thread.error)}`) : pc.yellow(`reason: ${printable(thread.error)}`));
   if (thread.pause) {
     const where = thread.pause.node ? ` ${thread.pause.when ?? "at"} ${thread.pause.node}` : "";
     const question = thread.pause.value !== undefined ? `: ${printable(clip(JSON.stringify(thread.pause.value), 200))}` : "";

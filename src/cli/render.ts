@@ -81,7 +81,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout): Even
         );
         break;
       case "error":
-        line(`${pc.red("✖")} ${printable(event.message)}`);
+        // The run's error is its outcome's reason: the command prints it last (see run-commands.ts `report`).
         break;
       case "warning":
         line(`${pc.yellow("⚠")} ${printable(event.message)}`);

@@ -5,6 +5,7 @@ import type { EventSink } from "../runtime/events.js";
 import { resumeRun, runGraph } from "../engine/runner.js";
 import { promptForApproval } from "./approval-prompt.js";
 import { humanRenderer, jsonRenderer } from "./render.js";
+import { printable } from "./terminal-text.js";
 import type { ApprovalMode } from "../state/thread.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
 import { type RunOutcome } from "../engine/run-types.js";
@@ -67,25 +68,35 @@ function resumeHint(threadId: string, db: string | undefined): string {
   return `loopgraph resume ${threadId}${db ? ` --db ${JSON.stringify(db)}` : ""}`;
 }
 
+/** The run's outcome for a person, its reason on the last line, with how to go on. */
 function report(outcome: RunOutcome, db: string | undefined, json: boolean): void {
   if (json) return;
   const resume = resumeHint(outcome.threadId, db);
+  const thread = `thread ${outcome.threadId}`;
+  const reason = outcome.error ? `: ${printable(outcome.error)}` : "";
   switch (outcome.status) {
     case "finished":
-      process.stdout.write(`${pc.green("✔ finished")}  thread ${outcome.threadId}\n`);
+      process.stdout.write(`${pc.green("✔ finished")}  ${thread}\n`);
       break;
     case "paused":
       process.stdout.write(
         outcome.pause?.reason === "input"
-          ? `${pc.yellow("⏸ waiting for approval")}  thread ${outcome.threadId}\nApprove with: ${resume} --approve\nReject with:  ${resume} --reject "why"\n`
-          : `${pc.yellow("⏸ paused")}  thread ${outcome.threadId}\nContinue with: ${resume}\n`,
+          ? `${pc.yellow("⏸ waiting for approval")}  ${thread}\nApprove with: ${resume} --approve\nReject with:  ${resume} --reject "why"\n`
+          : `${pc.yellow("⏸ paused")}  ${thread}\nContinue with: ${resume}\n`,
       );
       break;
     case "interrupted":
-      process.stdout.write(`${pc.yellow("■ interrupted")}  thread ${outcome.threadId} (checkpoint saved)\nContinue with: ${resume}\n`);
+      process.stdout.write(
+        outcome.ended
+          ? `${pc.yellow("■ interrupted")}  ${thread}${reason}\n`
+          : `Continue with: ${resume}\n${pc.yellow("■ interrupted")}  ${thread} (checkpoint saved)${reason}\n`,
+      );
+      break;
+    case "limited":
+      process.stderr.write(`${outcome.ended ? "" : `Continue with: ${resume}\n`}${pc.yellow("■ ended by a limit")}  ${thread}${reason}\n`);
       break;
     case "failed":
-      process.stderr.write(`${pc.red("✖ failed")}  thread ${outcome.threadId}\nRetry the failed step with: ${resume}\n`);
+      process.stderr.write(`${outcome.ended ? "" : `Retry the failed step with: ${resume}\n`}${pc.red("✖ failed")}  ${thread}${reason}\n`);
       break;
   }
 }

@@ -1,6 +1,6 @@
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { evaluateCondition } from "../format/condition.js";
-import { END_NODE, START_NODE, type Branch, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
+import { END_NODE, START_NODE, type Branch, type Condition, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { instrumentNode } from "../runtime/instrument.js";
 import type { NodeFunction } from "../runtime/node-function.js";
@@ -18,12 +18,28 @@ export interface CompileOptions {
 /** Builds the node function for one node of a graph file, by its kind. */
 function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunContext, options: CompileOptions): Promise<NodeFunction> | NodeFunction {
   return nodeKinds.of(node).create(node, graph, ctx, {
+    failureRouted: failureRouted(graph, node.id),
     async compileInline(inner) {
       // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
       const subgraph = await compileGraph(inner, ctx, undefined, options);
       return async (state, config) => (await subgraph.invoke(state, config)) as GraphStateValue;
     },
   });
+}
+
+/**
+ * Whether a failure result of node `id` is taken up by the graph: another node reads it (a
+ * looper, review or judge that names the node) or a conditional edge out of the node looks at
+ * `outputs.<id>`. Otherwise a failure of the node fails the run.
+ */
+export function failureRouted(graph: GraphDefinition, id: string): boolean {
+  const named = Object.values(graph.nodes).some(
+    (node) => node.id !== id && (nodeKinds.of(node).nodeReferences ?? []).some((key) => (node as unknown as Record<string, unknown>)[key] === id),
+  );
+  const output = `outputs.${id}`;
+  const read = (condition: Condition): boolean =>
+    "all" in condition ? condition.all.some(read) : "any" in condition ? condition.any.some(read) : "not" in condition ? read(condition.not) : condition.path === output || condition.path.startsWith(`${output}.`);
+  return named || graph.edges.some((edge) => edge.from === id && edge.kind === "conditional" && edge.branches.some((branch) => branch.when !== undefined && read(branch.when)));
 }
 
 const toLangGraphTarget = (target: string): string => (target === END_NODE ? END : target);
@@ -33,15 +49,25 @@ const toLangGraphTarget = (target: string): string => (target === END_NODE ? END
  * its `on_limit` target (END by default), which may itself be exhausted.
  */
 export function applyVisitLimits(target: string, graph: GraphDefinition, state: GraphStateValue): string {
+  return followVisitLimits(target, graph, state).to;
+}
+
+/**
+ * `applyVisitLimits`, and the node whose used-up `max_visits` sent the edge to END, if one did
+ * (the run then ends by that limit).
+ */
+export function followVisitLimits(target: string, graph: GraphDefinition, state: GraphStateValue): { to: string; exhausted?: string } {
   const seen = new Set<string>();
   let current = target;
+  let exhausted: string | undefined;
   while (current !== END_NODE && !seen.has(current)) {
     seen.add(current);
     const node = graph.nodes[current];
-    if (!node?.maxVisits || (state.visits[current] ?? 0) < node.maxVisits) return current;
+    if (!node?.maxVisits || (state.visits[current] ?? 0) < node.maxVisits) return { to: current };
+    exhausted = current;
     current = node.onLimit ?? END_NODE;
   }
-  return END_NODE;
+  return { to: END_NODE, ...(exhausted !== undefined ? { exhausted } : {}) };
 }
 
 /** Index of the first branch of a conditional edge whose `when` holds (undefined: none, the run ends). */
@@ -51,7 +77,7 @@ export function chooseBranch(branches: readonly Branch[], state: GraphStateValue
 }
 
 /** Where an edge leads for this state, before visit limits. */
-function chooseTarget(edge: EdgeDefinition, state: GraphStateValue): string {
+export function chooseTarget(edge: EdgeDefinition, state: GraphStateValue): string {
   if (edge.kind === "static") return edge.to;
   const index = chooseBranch(edge.branches, state);
   return index === undefined ? END_NODE : edge.branches[index]!.to;

@@ -142,7 +142,11 @@ export class LoopSupervisor implements LooperHandle {
     if (!record) return "no loop has been started in this thread yet.";
     if (isRunningElsewhere(record)) return `the loop runs in process ${record.pid}.`;
     if (answer !== undefined && record.pause?.reason !== "input") return "the loop is not waiting for an approval.";
-    if (answer === undefined && record.status === "finished" && !(await this.hasQueuedCommands())) return "the loop has finished: nothing to resume.";
+    // A loop that went idle (finished, stopped, at its round limit) has nothing to resume, unless a command waits for it.
+    const ended = record.status !== "running" && record.status !== "paused" && !(await this.isLoopRunning(record));
+    if (answer === undefined && ended && !(await this.hasQueuedCommands())) {
+      return record.status === "finished" ? "the loop has finished: nothing to resume." : `the loop has ended (${record.status}: ${record.error ?? "no reason"}): nothing to resume.`;
+    }
     void this.resumeLoop(answer);
     return `resumed: the loop of thread ${this.threadId} runs in the background.`;
   }
@@ -241,6 +245,8 @@ function describeRun(record: ThreadRecord, activeHere: boolean): string {
         : `run: paused (thread ${record.threadId}): loopgraph resume ${record.threadId}`;
     case "failed":
       return `run: failed (thread ${record.threadId}): ${record.error ?? "unknown error"}`;
+    case "limited":
+      return `run: ended by a limit (thread ${record.threadId}): ${record.error ?? "a limit"}`;
     default:
       return `run: interrupted (thread ${record.threadId}): /resume in chat, or loopgraph resume ${record.threadId}`;
   }

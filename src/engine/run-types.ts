@@ -61,7 +61,10 @@ export interface RunOutcome {
   exitCode: number;
   state: GraphStateValue;
   pause?: PauseInfo;
+  /** Why the run did not finish its work: the error of a failed run, the limit that ended it, who stopped it. */
   error?: string;
+  /** The graph reached its end: a resume has nothing to continue (a failed or limited run that ended so is not retried). */
+  ended?: boolean;
 }
 
 /** Id of the message that gives a run its task (`--task`), first in the message history. */

@@ -7,6 +7,7 @@ import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import { hasUnconsumedCommands } from "./commands.js";
@@ -74,17 +75,24 @@ function followLoop(thread: Thread, outcome: RunOutcome): Promise<RunOutcome> | 
 
 /**
  * Waits for the running loop to end, then asks the Mediator for a summary. A loop that pauses or
- * is interrupted is reported as such (its thread is the one to resume); a failed loop is
- * summarised, then reported.
+ * is interrupted mid-way is reported as such (its thread is the one to resume); a loop that
+ * ended without finishing its work (failed, ended by a limit, stopped) is summarised, then
+ * reported with its own outcome.
  */
 async function summariseLoop(thread: Thread, looper: LoopSupervisor): Promise<RunOutcome> {
   const loop = (await looper.wait())!;
-  if (loop.status === "paused" || loop.status === "interrupted") return loop;
-  const ending = loop.status === "failed" ? `the loop failed: ${loop.error ?? "unknown error"}.` : `the loop ended: ${loopEndReason(loop.state)}.`;
+  if (loop.status === "paused" || (loop.status === "interrupted" && !loop.ended)) return loop;
+  const ending =
+    loop.status === "failed"
+      ? `the loop failed: ${loop.error ?? "unknown error"}.`
+      : loop.status === "finished"
+        ? `the loop ended: ${loopEndReason(loop.state)}.`
+        : `the loop ended without finishing the work: ${loop.error ?? loopEndReason(loop.state)}.`;
   const request = new HumanMessage({ id: randomUUID(), name: "looper", content: `${AUTO_PREFIX} ${ending} Summarise the outcome for the user.` });
   thread.markRunning();
   const summarised = await thread.execute({ messages: [request] });
-  return loop.status === "failed" ? loop : summarised;
+  // The loop's outcome stands when it did not finish its work (failed, ended by a limit, stopped), unless the summary itself failed.
+  return loop.status !== "finished" && summarised.status === "finished" ? loop : summarised;
 }
 
 async function unfinishedThread(store: Store, threadId: string): Promise<boolean> {
@@ -96,24 +104,34 @@ function loopEndReason(state: GraphStateValue): string {
   return (state.loopState as { context?: { endReason?: string } } | undefined)?.context?.endReason ?? "finished";
 }
 
+/** How a thread whose graph has ended ended, for "nothing to resume", with what to do instead. */
+function endedThread(record: ThreadRecord): string {
+  const how = record.status === "finished" ? "has finished" : `ended (${record.status}${record.error ? `: ${record.error}` : ""})`;
+  const more = record.status !== "finished" ? "; to go on, start a new run" : "";
+  return `thread "${record.threadId}" ${how}${more} (see \`loopgraph inspect ${record.threadId}\`)`;
+}
+
 /** Continues a paused, interrupted, failed or crashed thread from its last checkpoint. */
 export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
   const store = openStore({ db: options.db, cwd, env: options.env }, "write");
   try {
     const record = requireThread(store, options.threadId);
-    // A finished thread runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
-    const restart = record.status === "finished" && (await hasUnconsumedCommands(store, record.threadId));
     const thread = await Thread.open(store, record, options, { looper: createLoopSupervisor });
     const { looper } = thread;
-    if (record.status === "finished" && !restart) {
+    // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
+    const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
+    // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
+    const ended = started && record.status !== "running" && (await thread.ended());
+    const restart = ended && (await hasUnconsumedCommands(store, record.threadId));
+    if (ended && !restart) {
       // A Mediator thread is done after each turn; resuming it continues the loop it started.
       if (looper && (await unfinishedThread(store, looper.threadId))) {
         const resumed = await looper.resume(options.answer as ApprovalAnswer | undefined);
         if (!looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
         return await summariseLoop(thread, looper);
       }
-      throw new ConfigError(`nothing to resume: thread "${record.threadId}" has finished (see \`loopgraph inspect ${record.threadId}\`)`);
+      throw new ConfigError(`nothing to resume: ${endedThread(record)}`);
     }
     if (options.answer !== undefined && record.pause?.reason !== "input") {
       throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
@@ -123,8 +141,6 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     // An answer to an approval binds to the call it was asked about (see runToolCall).
     if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;
     thread.announce(ctx, { task: record.task, resumed: true, changed: { recordedHash: record.graphHash } });
-    // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
-    const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
     const input = !started ? firstInput(thread.graph, record.task) : restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
     return await followLoop(thread, await thread.execute(input, ctx));
   } finally {

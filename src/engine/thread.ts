@@ -1,15 +1,14 @@
 import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Command, GraphRecursionError, isGraphDrained } from "@langchain/langgraph";
-import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
+import { Command } from "@langchain/langgraph";
+import { ConfigError } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
 import type { ChatModel } from "../models/types.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
-import { looperKind } from "../nodes/looper/kind.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
@@ -29,6 +28,7 @@ import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
+import { failureOutcome, settledOutcome, stepLimit } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -240,6 +240,13 @@ export class Thread {
     if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });
   }
 
+  /** Whether the thread's graph has reached its end (its latest checkpoint has nothing left to run). */
+  async ended(): Promise<boolean> {
+    const compiled = await this.compile(this.context());
+    const snapshot = await compiled.getState({ configurable: { thread_id: this.threadId } });
+    return snapshot.next.length === 0;
+  }
+
   /** Compiles the graph with the thread's checkpointer. */
   compile(ctx: RunContext, options: CompileOptions = {}): Promise<RunnableGraph> {
     return compileGraph(this.graph, ctx, this.store.saver, options);
@@ -281,10 +288,10 @@ export class Thread {
     }
     const state = (await compiled.getState(config)).values as GraphStateValue;
     this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
-    if (outcome.error) ctx.emit({ type: "error", threadId, message: outcome.error });
+    if (outcome.status === "failed" && outcome.error) ctx.emit({ type: "error", threadId, message: outcome.error });
     if (outcome.pause) ctx.emit({ type: "interrupt", threadId, ...outcome.pause });
-    const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, exitCode: outcome.exitCode };
-    ctx.emit(outcome.error ? { ...finished, message: outcome.error } : finished);
+    const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, outcome: outcome.status, exitCode: outcome.exitCode };
+    ctx.emit(outcome.error ? { ...finished, reason: outcome.error } : finished);
     return { ...outcome, state };
   }
 
@@ -332,57 +339,4 @@ function publishingMessages(onEvent: EventSink | undefined): EventSink {
       });
     }
   };
-}
-
-type Config = Parameters<RunnableGraph["getState"]>[0];
-
-async function settledOutcome(compiled: RunnableGraph, config: Config, graph: GraphDefinition, threadId: string) {
-  const snapshot = await compiled.getState(config);
-  if (snapshot.next.length === 0) return { threadId, status: "finished" as const, exitCode: ExitCode.Finished };
-  const pending = snapshot.tasks.flatMap((task) => task.interrupts ?? []);
-  if (pending.length > 0) {
-    const task = snapshot.tasks.find((t) => (t.interrupts ?? []).length > 0);
-    return { threadId, status: "paused" as const, exitCode: ExitCode.Paused, pause: { reason: "input" as const, node: task?.name, value: pending[0]?.value } };
-  }
-  const before = snapshot.next.find((node) => graph.breakpoints.before.includes(node));
-  if (before) return { threadId, status: "paused" as const, exitCode: ExitCode.Paused, pause: { reason: "breakpoint" as const, node: before, when: "before" as const } };
-  // Paused after a node: the breakpoint node is the one whose visit count rose in the last step.
-  const visitsNow = (snapshot.values as GraphStateValue).visits;
-  const parent = snapshot.parentConfig ? await compiled.getState(snapshot.parentConfig) : undefined;
-  const visitsBefore = (parent?.values as GraphStateValue | undefined)?.visits ?? {};
-  const after = graph.breakpoints.after.find((node) => (visitsNow[node] ?? 0) > (visitsBefore[node] ?? 0));
-  return { threadId, status: "paused" as const, exitCode: ExitCode.Paused, pause: { reason: "breakpoint" as const, node: after, when: "after" as const } };
-}
-
-/** Supersteps a Looper round takes: each phase (Coder, Review, Judge), each followed by the looper. */
-const STEPS_PER_ROUND = 6;
-
-/**
- * The run's step limit: `limits.max_steps`, raised when a looper's round limit (`--max-rounds`, else
- * its `max_rounds`) needs more, to 6 steps per round plus one per node of the graph.
- */
-export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
-  const rounds = Math.max(0, ...nodesOfKind(graph, looperKind).map((looper) => maxRounds ?? looper.maxRounds));
-  const needed = rounds > 0 ? rounds * STEPS_PER_ROUND + Object.keys(graph.nodes).length : 0;
-  return Math.max(graph.limits.maxSteps, needed);
-}
-
-function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number): Omit<RunOutcome, "state"> {
-  if (isGraphDrained(error)) {
-    return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted };
-  }
-  if (error instanceof GraphRecursionError) {
-    return {
-      threadId,
-      status: "failed",
-      exitCode: ExitCode.Failed,
-      error:
-        limit > graph.limits.maxSteps
-          ? `the run reached its step limit (${limit}, raised from limits.max_steps for the round limit) of ${graph.file}: raise limits.max_steps or bound the loop with max_visits`
-          : `the run reached limits.max_steps (${graph.limits.maxSteps}) of ${graph.file}: raise it or bound the loop with max_visits`,
-    };
-  }
-  const message = error instanceof Error ? error.message : String(error);
-  const exitCode = error instanceof LoopgraphError ? error.exitCode : ExitCode.Failed;
-  return { threadId, status: "failed", exitCode, error: message.split("\n")[0] };
 }

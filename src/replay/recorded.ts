@@ -1,3 +1,4 @@
+import { EXIT_CODES } from "../engine/outcome.js";
 import type { RunControl } from "@langchain/langgraph";
 import { checkpointState, threadHistory, type CheckpointSummary } from "../engine/inspect.js";
 import type { EventSink } from "../runtime/events.js";
@@ -44,21 +45,15 @@ export interface RecordedReplayResult extends ReplayStart {
   divergences: Divergence[];
   /** The record ends before the run did (it was interrupted, paused or crashed) and the replay stopped there. */
   endOfRecord: boolean;
-  /** The recorded run failed and the replay failed the same way, with no divergence. */
+  /** The recorded run failed (or ended by a limit) and the replay ended the same way, with no divergence. */
   reproduced: boolean;
   recordsUsed: number;
-  /** 1 on a divergence; otherwise the recorded run's own exit code (0 finished, 1 failed, 3 paused, 130 interrupted). */
+  /** 1 on a divergence; otherwise the recorded run's own exit code (0 finished, 1 failed, 3 paused, 4 limited, 130 interrupted). */
   exitCode: number;
 }
 
 /** The exit code a thread's recorded run ended with; a run that never ended (crashed, killed) counts as failed. */
-const RECORDED_EXIT_CODES: Record<ThreadRecord["status"], number> = {
-  finished: ExitCode.Finished,
-  failed: ExitCode.Failed,
-  paused: ExitCode.Paused,
-  interrupted: ExitCode.Interrupted,
-  running: ExitCode.Failed,
-};
+const RECORDED_EXIT_CODES: Record<ThreadRecord["status"], number> = { ...EXIT_CODES, running: ExitCode.Failed };
 
 /**
  * `loopgraph replay <thread> --recorded [--from <checkpoint>]`: re-executes the thread's graph (its
@@ -78,7 +73,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   const start = line.find((checkpoint) => checkpoint.checkpointId === from) ?? line[0];
   if (!start) throw new ConfigError(`thread "${original.threadId}" has no checkpoint to replay from`);
   const graph = await loadGraph(original.graphFile);
-  const complete = original.status === "finished" || original.status === "failed";
+  const complete = original.status === "finished" || original.status === "failed" || original.status === "limited";
 
   return withStore(storeOptions, "write", async (store) => {
     const recordings = store.recordings.list(original.threadId);
@@ -148,7 +143,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
       replayed,
       divergences,
       endOfRecord,
-      reproduced: divergences.length === 0 && original.status === "failed",
+      reproduced: divergences.length === 0 && (original.status === "failed" || original.status === "limited"),
       recordsUsed: source.usedCount,
       exitCode: divergences.length > 0 ? ExitCode.Failed : RECORDED_EXIT_CODES[original.status],
     };

@@ -23,7 +23,8 @@ export type RunEvent =
   | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }
   | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
-  | { type: "run_finished"; threadId: string; status: RunStatus; exitCode: number; message?: string }
+  /** `outcome` repeats `status`; `reason` says why a run did not finish (failed, limited, interrupted by a stop). */
+  | { type: "run_finished"; threadId: string; status: RunStatus; outcome: RunStatus; exitCode: number; reason?: string }
   | { type: "error"; threadId: string; node?: string; message: string }
   | { type: "warning"; threadId: string; message: string };
 

@@ -2,6 +2,7 @@ import type { z } from "zod";
 import type { GraphDefinition, NodeCommon, NodeDefinition } from "../format/types.js";
 import type { RunContext } from "./context.js";
 import type { NodeFunction } from "./node-function.js";
+import type { GraphStateValue } from "../state/graph-state.js";
 
 /**
  * How a node kind's resolver reaches the files its YAML keys name, relative to the graph file.
@@ -20,6 +21,11 @@ export interface NodeFiles {
 
 /** What the engine lends a node kind while compiling. */
 export interface NodeBuild {
+  /**
+   * Whether the graph takes up a failure result of the node (another node names it, or an edge out
+   * of it reads its output). When not, a node that fails (a Coder's failure result) fails the run.
+   */
+  failureRouted: boolean;
   /** A graph run inside the node, in the same thread: it inherits the run's checkpointer under the node's namespace. */
   compileInline(graph: GraphDefinition): Promise<NodeFunction>;
 }
@@ -45,7 +51,7 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   readonly usesModel: boolean;
   /** Loops through the node are bounded by the node itself (the Looper's round limit), so it needs no `max_visits`. */
   readonly boundsLoops?: boolean;
-  /** YAML keys whose values are ids of other nodes of the graph (checked to exist). */
+  /** YAML keys whose values are ids of other nodes of the graph (checked to exist); the definition has the same fields. */
   readonly nodeReferences?: readonly string[];
   /** Drawn as a subroutine (`[[…]]`) rather than a box. */
   readonly drawnAsSubroutine?: boolean;
@@ -59,8 +65,20 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   files?(def: Def): string[];
   /** What the node does beyond calling a model (`replay --from` prints it before re-running): "writes files", "runs shell"… */
   sideEffects?(def: Def): string[];
+  /**
+   * How the run ended when the graph ended right after this node ran: undefined when it finished
+   * its work; else failed, limited (a limit ended it before the work was judged done) or
+   * interrupted (the user stopped it), with the reason. E.g. the Looper at its round limit.
+   */
+  ending?(def: Def, state: GraphStateValue): RunEnding | undefined;
   /** The node's LangGraph function for a run. */
   create(def: Def, graph: GraphDefinition, ctx: RunContext, build: NodeBuild): NodeFunction | Promise<NodeFunction>;
+}
+
+/** A run that ended other than by finishing its work, and why (see `NodeKind.ending`). */
+export interface RunEnding {
+  status: "failed" | "limited" | "interrupted";
+  reason: string;
 }
 
 /** A node kind with its YAML type inferred from its schema. */

@@ -1,5 +1,9 @@
-/** How a run ended (the thread record keeps "running" besides, while a process runs it). */
-export type RunStatus = "finished" | "paused" | "interrupted" | "failed";
+/**
+ * How a run ended (the thread record keeps "running" besides, while a process runs it):
+ * finished (exit 0), failed with a reason (1), paused (3), ended by a limit before the work was
+ * judged done (`limited`, 4), interrupted by the user (130).
+ */
+export type RunStatus = "finished" | "paused" | "interrupted" | "failed" | "limited";
 
 /** `ask` (default): reads allowed, edits and shell ask; `auto-edit`: edits allowed, shell asks;
  * `auto`: everything allowed except what a rule denies; `deny`: never ask, an `ask` becomes `deny`. */

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { END, START, StateGraph } from "@langchain/langgraph";
-import { ModelError } from "../../errors.js";
+import { LimitError, ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
@@ -90,9 +90,11 @@ function toolMessage(call: ToolCallRequest, result: ToolResult, note?: string): 
 
 /**
  * The Coder as a LangGraph subgraph: `model` ⇄ `tools`, one tool call per step, so every
- * finished tool call is checkpointed; `finish` writes the structured result.
+ * finished tool call is checkpointed; `finish` writes the structured result. When no node takes
+ * up a failure result (`failureRouted` false), a model error and the step limit throw instead,
+ * before the step is stored, so the run fails (or ends by the limit) and a resume retries.
  */
-export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext) {
+export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean) {
   const template = readFileSync(def.promptFile, "utf8");
   const tools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name));
   const specs = toolSpecs(tools);
@@ -104,6 +106,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
 
   const modelStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
     if (state.steps >= def.maxSteps) {
+      if (!failureRouted) {
+        throw new LimitError(`the Coder reached its step limit (max_steps ${def.maxSteps} of node "${def.id}") before finishing: raise it in ${graph.file}`);
+      }
       return { result: failure(state, "step_limit", `reached the step limit of ${def.maxSteps} model calls without finishing`) };
     }
     const spec = nodeModelSpec(def, graph, ctx.settings);
@@ -146,7 +151,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       if (messageText(answer)) emit({ type: "message", threadId, node: def.id, content: messageText(answer) });
       return { ...bookkeeping(), messages: [...written, answer], steps: state.steps + 1 };
     } catch (error) {
-      if (!(error instanceof ModelError) || error.kind === "auth") throw error;
+      // Without a node to take up the failure, the model's error fails the run; the step is not
+      // stored, so a resume retries the call.
+      if (!(error instanceof ModelError) || error.kind === "auth" || !failureRouted) throw error;
       const kind = MODEL_FAILURES[error.kind] ?? "model_server";
       return { ...bookkeeping(), ...(written.length > 0 ? { messages: written } : {}), result: failure(state, kind, error.message) };
     }

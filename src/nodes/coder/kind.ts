@@ -58,5 +58,5 @@ export const coderKind = defineNodeKind({
     const effects = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name)).map((tool) => TOOL_EFFECTS[tool.effect]);
     return [...new Set(effects.filter((effect) => effect !== undefined))];
   },
-  create: (def, graph, ctx) => createCoderNode(def, graph, ctx),
+  create: (def, graph, ctx, build) => createCoderNode(def, graph, ctx, build.failureRouted),
 });

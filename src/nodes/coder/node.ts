@@ -1,5 +1,6 @@
 import { AIMessage } from "@langchain/core/messages";
 import { buildCoderGraph } from "./graph.js";
+import { LoopgraphError } from "../../errors.js";
 import type { CoderStateValue } from "./state.js";
 import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
@@ -9,10 +10,12 @@ import type { CoderNodeDefinition } from "./definition.js";
 /**
  * The `coder` node kind: runs the Coder subgraph on the thread's task. The subgraph inherits the
  * run's checkpointer under its own namespace, so a resumed run continues the Coder at its last
- * finished step. The structured result lands in `outputs.<node>`.
+ * finished step. The structured result lands in `outputs.<node>`. A failure that no other node
+ * takes up (`failureRouted`: a looper, review or judge naming the node, or an edge reading its
+ * output) fails the run instead.
  */
-export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
-  const coder = buildCoderGraph(def, graph, ctx);
+export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean): NodeFunction {
+  const coder = buildCoderGraph(def, graph, ctx, failureRouted);
   return async (state, config) => {
     const visit = (state.visits[def.id] ?? 0) + 1;
     const input: Partial<CoderStateValue> = {
@@ -22,6 +25,10 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
     };
     const final = (await coder.invoke(input, config)) as CoderStateValue;
     const result = final.result!;
+    // No node of the graph takes up the failure: it fails the run (model errors and the step limit already threw, see buildCoderGraph).
+    if (!failureRouted && result.status !== "success") {
+      throw new LoopgraphError(`the Coder failed (${result.failureKind ?? "unknown"}): ${result.failureReason ?? "no reason given"}`);
+    }
     const previous = state.usage[def.id] ?? { inputTokens: 0, outputTokens: 0 };
     return {
       outputs: { [def.id]: result },

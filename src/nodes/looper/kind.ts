@@ -2,7 +2,7 @@ import { z } from "zod";
 import { nodeCommon, positiveInt } from "../../format/node-schema.js";
 import type { LooperNodeDefinition } from "./definition.js";
 import { defineNodeKind } from "../../runtime/node-kind.js";
-import { createLooperNode } from "./node.js";
+import { createLooperNode, looperEnding } from "./node.js";
 
 const looperNode = z.strictObject({
   kind: z.literal("looper"),
@@ -30,5 +30,6 @@ export const looperKind = defineNodeKind({
     review: raw.review,
     judge: raw.judge,
   }),
+  ending: looperEnding,
   create: (def, _graph, ctx) => createLooperNode(def, ctx),
 });

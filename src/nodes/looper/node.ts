@@ -2,11 +2,12 @@ import { AIMessage } from "@langchain/core/messages";
 import type { CoderResult } from "../coder/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
-import { applyLooperEvent, commandToEvent, initialLooperSnapshot, subStateOf } from "./index.js";
+import { applyLooperEvent, commandToEvent, initialLooperSnapshot, ROUND_LIMIT, STOPPED_BY_USER, subStateOf } from "./index.js";
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
+import type { RunEnding } from "../../runtime/node-kind.js";
 import type { LooperNodeDefinition } from "./definition.js";
 
 /** What the looper node writes to `outputs.<looper>`: the edges route on `next`. */
@@ -148,4 +149,22 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
     default:
       return undefined;
   }
+}
+
+/**
+ * How a run ends when the graph ended after the looper (its loop went idle): by the round limit
+ * (limited), by a stop from the user (interrupted), or by the Judge after a round whose Coder
+ * failed (failed: the work was not done); undefined when the Judge ended it after a Coder that
+ * succeeded, or no loop ran.
+ */
+export function looperEnding(def: LooperNodeDefinition, state: GraphStateValue): RunEnding | undefined {
+  const output = state.outputs[def.id] as LooperOutput | undefined;
+  if (output?.state !== "IDLE" || output.endReason === undefined) return undefined;
+  if (output.endReason === ROUND_LIMIT) {
+    return { status: "limited", reason: `the loop reached its round limit (${output.round} of ${output.maxRounds} rounds) before the Judge judged the work done` };
+  }
+  if (output.endReason === STOPPED_BY_USER) return { status: "interrupted", reason: "the loop was stopped by the user (stop command)" };
+  const coder = state.outputs[def.coder] as CoderResult | undefined;
+  if (coder && coder.status !== "success") return { status: "failed", reason: `the Judge ended the loop after the Coder failed: ${output.endReason}` };
+  return undefined;
 }

@@ -1,0 +1,122 @@
+import { GraphRecursionError, isGraphDrained } from "@langchain/langgraph";
+import { ExitCode, LimitError, LoopgraphError } from "../errors.js";
+import { END_NODE, type GraphDefinition } from "../format/types.js";
+import { looperKind } from "../nodes/looper/kind.js";
+import { nodeKinds } from "../nodes/registry.js";
+import type { RunEnding } from "../runtime/node-kind.js";
+import { nodesOfKind } from "../runtime/node-kind.js";
+import type { GraphStateValue } from "../state/graph-state.js";
+import type { RunStatus } from "../state/thread.js";
+import { chooseTarget, followVisitLimits, type RunnableGraph } from "./compile.js";
+import type { RunOutcome } from "./run-types.js";
+
+/** The exit code of each way a run ends (docs/exit-codes.md). */
+export const EXIT_CODES: Record<RunStatus, number> = {
+  finished: ExitCode.Finished,
+  failed: ExitCode.Failed,
+  paused: ExitCode.Paused,
+  limited: ExitCode.Limit,
+  interrupted: ExitCode.Interrupted,
+};
+
+type Config = Parameters<RunnableGraph["getState"]>[0];
+type Settled = Omit<RunOutcome, "state">;
+
+/**
+ * How a run that stopped without an error stands: paused (an approval, a breakpoint), or, when
+ * the graph has ended, finished unless the node that ran last says the work was not done (see
+ * `runEnding`).
+ */
+export async function settledOutcome(compiled: RunnableGraph, config: Config, graph: GraphDefinition, threadId: string): Promise<Settled> {
+  const snapshot = await compiled.getState(config);
+  const visitsNow = (snapshot.values as GraphStateValue).visits ?? {};
+  const visitsBefore = async (): Promise<Record<string, number>> => {
+    const parent = snapshot.parentConfig ? await compiled.getState(snapshot.parentConfig) : undefined;
+    return (parent?.values as GraphStateValue | undefined)?.visits ?? {};
+  };
+  if (snapshot.next.length === 0) {
+    const ending = runEnding(graph, snapshot.values as GraphStateValue, ranLast(visitsNow, await visitsBefore()));
+    if (!ending) return { threadId, status: "finished", exitCode: ExitCode.Finished, ended: true };
+    return { threadId, status: ending.status, exitCode: EXIT_CODES[ending.status], error: ending.reason, ended: true };
+  }
+  const pending = snapshot.tasks.flatMap((task) => task.interrupts ?? []);
+  if (pending.length > 0) {
+    const task = snapshot.tasks.find((t) => (t.interrupts ?? []).length > 0);
+    return { threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "input", node: task?.name, value: pending[0]?.value } };
+  }
+  const before = snapshot.next.find((node) => graph.breakpoints.before.includes(node));
+  if (before) return { threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: before, when: "before" } };
+  // Paused after a node: the breakpoint node is the one whose visit count rose in the last step.
+  const ran = ranLast(visitsNow, await visitsBefore());
+  const after = graph.breakpoints.after.find((node) => ran.includes(node));
+  return { threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: after, when: "after" } };
+}
+
+/** The nodes that ran in a step: those whose visit count rose. */
+function ranLast(now: Record<string, number>, before: Record<string, number>): string[] {
+  return Object.keys(now).filter((node) => (now[node] ?? 0) > (before[node] ?? 0));
+}
+
+/**
+ * Why a graph that ended after `ran` did not finish its work, if it did not: the last node says
+ * so (`NodeKind.ending`: the Looper's round limit, a stop, a Judge that ended the loop after a
+ * failed Coder), or an edge out of it led to END only because a node's `max_visits` was used up.
+ */
+export function runEnding(graph: GraphDefinition, state: GraphStateValue, ran: readonly string[]): RunEnding | undefined {
+  for (const id of ran) {
+    const node = graph.nodes[id];
+    const ending = node && nodeKinds.of(node).ending?.(node as never, state);
+    if (ending) return ending;
+  }
+  for (const id of ran) {
+    for (const edge of graph.edges.filter((e) => e.from === id)) {
+      const target = chooseTarget(edge, state);
+      if (target === END_NODE) continue;
+      const { exhausted } = followVisitLimits(target, graph, state);
+      if (exhausted === undefined) continue;
+      const limit = graph.nodes[exhausted]!.maxVisits;
+      return {
+        status: "limited",
+        reason: `node "${exhausted}" reached its max_visits (${limit}) and the run ended before the work was judged done: raise max_visits in ${graph.file}, or give on_limit a node that handles it`,
+      };
+    }
+  }
+  return undefined;
+}
+
+/** Supersteps a Looper round takes: each phase (Coder, Review, Judge), each followed by the looper. */
+const STEPS_PER_ROUND = 6;
+
+/**
+ * The run's step limit: `limits.max_steps`, raised when a looper's round limit (`--max-rounds`, else
+ * its `max_rounds`) needs more, to 6 steps per round plus one per node of the graph.
+ */
+export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
+  const rounds = Math.max(0, ...nodesOfKind(graph, looperKind).map((looper) => maxRounds ?? looper.maxRounds));
+  const needed = rounds > 0 ? rounds * STEPS_PER_ROUND + Object.keys(graph.nodes).length : 0;
+  return Math.max(graph.limits.maxSteps, needed);
+}
+
+/** How a run that threw ends: interrupted (drained), limited (a step limit), else failed with the error's first line. */
+export function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number): Settled {
+  if (isGraphDrained(error)) {
+    return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted };
+  }
+  if (error instanceof GraphRecursionError) {
+    return {
+      threadId,
+      status: "limited",
+      exitCode: ExitCode.Limit,
+      error:
+        limit > graph.limits.maxSteps
+          ? `the run reached its step limit (${limit}, raised from limits.max_steps for the round limit) of ${graph.file}: resume it for ${limit} more steps, or raise limits.max_steps`
+          : `the run reached limits.max_steps (${graph.limits.maxSteps}) of ${graph.file}: resume it for ${limit} more steps, raise limits.max_steps, or bound the loop with max_visits`,
+    };
+  }
+  const message = (error instanceof Error ? error.message : String(error)).split("\n")[0];
+  if (error instanceof LimitError || (error instanceof LoopgraphError && error.exitCode === ExitCode.Limit)) {
+    return { threadId, status: "limited", exitCode: ExitCode.Limit, error: message };
+  }
+  const exitCode = error instanceof LoopgraphError ? error.exitCode : ExitCode.Failed;
+  return { threadId, status: "failed", exitCode, error: message };
+}
