@@ -59,6 +59,17 @@ describe("a run's outcome tells the truth", () => {
     expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "failed", outcome: "failed", exitCode: 1, reason: expect.stringMatching(/gave up after 5 attempts/) });
   });
 
+  it("run coder against a 429 that asks to wait beyond the retry limit fails (exit 1) with that reason, not 'finished'", async () => {
+    const server = await startMockOpenAI();
+    onCleanup(() => server.close());
+    const ws = tempWorkspace({ git: "init" });
+    const env = cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url });
+    server.enqueue({ status: 429, headers: { "retry-after": "120" }, error: { message: "slow down" } });
+    const failed = await run(ws, { graph: "coder", thread: "wait", model: "openai:gpt-test", task: "t", approval: "auto", json: false }, { env });
+    expect(failed.code, failed.stdout + failed.stderr).toBe(1);
+    expect(lastLine(failed.stderr)).toMatch(/^✖ failed {2}thread wait: node "coder" failed: .*retry after 120 s, longer than the 60 s retry limit\)$/);
+  });
+
   it("a node whose max_visits is used up ends the run by that limit: exit 4, which limit, and nothing to resume", async () => {
     const ws = tempWorkspace();
     const result = await run(ws, { graph: join(FIXTURES, "visits.yaml"), thread: "v", script: join(FIXTURES, "visits.script.yaml"), task: "t" });
