@@ -70,13 +70,29 @@ describe("merging the checks", () => {
   it("rates the worst successful check and prefixes comments with their check", () => {
     const review = mergeReview({ specs_breakdown: ok("warning", "a.ts: no test"), task_log: failed, git_diff: ok("normal", "1 file changed") }, CODER);
     expect(review.rating).toBe("warning");
-    expect(review.comments).toEqual(["specs_breakdown: a.ts: no test", "task_log: the check failed: model timed out", "git_diff: 1 file changed"]);
+    expect(review.comments).toEqual([
+      "specs_breakdown: a.ts: no test",
+      "task_log: the check failed: model timed out",
+      "git_diff: 1 file changed",
+      "review incomplete: the task_log check failed, so the change is only partly verified",
+    ]);
   });
 
-  it("a check that did not run counts as failed", () => {
+  it("a check that did not run counts as failed, and the review is incomplete: at least a warning, never a pass", () => {
     const review = mergeReview({ specs_breakdown: ok("normal"), git_diff: ok("normal") }, CODER);
     expect(review.checks.task_log).toEqual({ ok: false, comments: [], error: "the check did not run" });
-    expect(review.rating).toBe("normal");
+    expect(review.rating).toBe("warning");
+    expect(review.comments.at(-1)).toBe("review incomplete: the task_log check failed, so the change is only partly verified");
+  });
+
+  it("both model checks failed: the diff check alone does not make the review pass; a multi-line error is cut to its first line", () => {
+    const dump: ReviewCheckResult = { ok: false, comments: [], error: `invalid output: ${"x".repeat(300)}\n  at path rating: expected one of …\n  at path comments: required` };
+    const review = mergeReview({ specs_breakdown: dump, task_log: failed, git_diff: ok("normal", "1 file changed (+1 −0 lines)") }, CODER);
+    expect(review.rating).toBe("warning");
+    expect(review.comments).toContain("review incomplete: the specs_breakdown and task_log checks failed, so the change is only partly verified");
+    const specs = review.comments.find((comment) => comment.startsWith("specs_breakdown:"))!;
+    expect(specs).not.toContain("\n");
+    expect(specs.length).toBeLessThan(260);
   });
 });
 

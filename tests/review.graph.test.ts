@@ -191,8 +191,8 @@ describe("review node", () => {
     expect(review.checks.git_diff).toEqual({ ok: false, comments: [], error: expect.stringMatching(/workspace not found/) });
     expect(review.checks.specs_breakdown).toEqual({ ok: true, rating: "normal", comments: [] });
     expect(review.checks.task_log).toEqual({ ok: true, rating: "normal", comments: [] });
-    expect(review.rating).toBe("normal");
-    expect(review.comments).toEqual([expect.stringMatching(/^git_diff: the check failed: workspace not found/)]);
+    expect(review.rating).toBe("warning");
+    expect(review.comments).toEqual([expect.stringMatching(/^git_diff: the check failed: workspace not found/), "review incomplete: the git_diff check failed, so the change is only partly verified"]);
     expect(promptOf(calls, "review.specs_breakdown")).toContain("Unknown: the diff could not be read");
   });
 
@@ -240,7 +240,7 @@ describe("review node", () => {
     expect(review.checks.task_log).toEqual({ ok: false, comments: [], error: "no Coder result at outputs.coder" });
     expect(calls.map((call) => call.node)).toEqual(["review.specs_breakdown"]);
     expect(promptOf(calls, "review.specs_breakdown")).toContain("None: the Coder left no result.");
-    expect(review.rating).toBe("normal");
+    expect(review.rating).toBe("warning");
   });
 
   it("a model auth error stops the review instead of failing one check", async () => {

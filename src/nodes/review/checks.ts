@@ -141,13 +141,18 @@ export function mergeReview(checks: Partial<Record<CheckName, ReviewCheckResult>
   ) as Record<CheckName, ReviewCheckResult>;
   const comments = CHECK_NAMES.flatMap((name) => {
     const result = results[name];
-    return result.ok ? result.comments.map((comment) => `${name}: ${comment}`) : [`${name}: the check failed: ${result.error}`];
+    return result.ok ? result.comments.map((comment) => `${name}: ${comment}`) : [`${name}: the check failed: ${firstLineClipped(result.error ?? "no reason given")}`];
   });
   const ratings = CHECK_NAMES.flatMap((name) => (results[name].ok ? (results[name].rating ?? []) : []));
   let rating = ratings.reduce<Rating>((worst, next) => (RATINGS.indexOf(next) > RATINGS.indexOf(worst) ? next : worst), "normal");
+  const failed = CHECK_NAMES.filter((name) => !results[name].ok);
   if (ratings.length === 0) {
     rating = "critical";
     comments.push("review: every check failed, so nothing was verified");
+  } else if (failed.length > 0) {
+    // A review that could not judge is not a pass: what the failed checks would have said is unknown.
+    if (RATINGS.indexOf(rating) < RATINGS.indexOf("warning")) rating = "warning";
+    comments.push(`review incomplete: the ${failed.join(" and ")} check${failed.length > 1 ? "s" : ""} failed, so the change is only partly verified`);
   }
   if (coder?.status === "failure") {
     rating = "critical";
@@ -260,4 +265,10 @@ export function cutMiddle(text: string, maxChars: number, what: string): string 
     `[... ${cut.length} of ${text.length} characters of the ${what} (${lines} lines) cut here: only the head and tail are shown ...]\n` +
     text.slice(tailStart)
   );
+}
+
+/** The first line of a check's error, at most 200 characters: a validation dump must not flood the review. */
+function firstLineClipped(text: string): string {
+  const line = text.split("\n")[0]!.trim();
+  return line.length > 200 ? `${line.slice(0, 199)}…` : line;
 }
