@@ -106,7 +106,7 @@ describe("commandToEvent", () => {
       "round 1/5 started: write a README (add_pending while idle starts the loop)",
       "already running: round 1/5, WAITING_CODER",
       "queued: add a licence (1 pending)",
-      "loop ended: stopped by user (after round 1/5); 1 pending not taken in",
+      'loop ended: stopped by user (after round 1/5); 1 queued task not done, kept for the next start: "add a licence"',
       "nothing to stop: the loop is idle",
     ]);
   });

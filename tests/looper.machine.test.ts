@@ -92,6 +92,8 @@ function expectedPending(before: LooperSnapshot, event: LooperEvent, accepted: b
     case "ADD_PENDING":
       return isRunning(before) ? [...pending, event.task] : [];
     case "JUDGE_CONTINUE":
+      // At the round limit the next round does not run: what the Judge took into it stays queued.
+      return before.context.round >= before.context.maxRounds ? pending : pending.slice(event.consumedPending);
     case "JUDGE_TERMINATE":
       return pending.slice(event.consumedPending);
     default:
@@ -217,13 +219,13 @@ describe("looper lifecycle rules", () => {
     expect(subStateOf(snapshot)).toBeUndefined();
   });
 
-  it("START while idle begins round 1 and forgets the last loop", () => {
+  it("START while idle begins round 1, forgets the last loop, and takes up the tasks it left queued", () => {
     const ended = run([start, { type: "ADD_PENDING", task: "x", maxRounds: 5 }, { type: "STOP" }]);
     expect(ended.context).toMatchObject({ pending: ["x"], endReason: "stopped by user" });
     const outcome = applyLooperEvent(ended, { type: "START", task: "fix the tests", maxRounds: 3 });
     expect(outcome.accepted).toBe(true);
-    expect(outcome.message).toBe("round 1/3 started: fix the tests");
-    expect(outcome.roundTask).toBe("fix the tests");
+    expect(outcome.message).toBe('round 1/3 started: fix the tests (and 1 task queued before: "x")');
+    expect(outcome.roundTask).toBe("fix the tests\n\nAlso queued before this start:\n- x");
     expect(outcome.snapshot).toStrictEqual({
       value: { RUNNING: "WAITING_CODER" },
       context: { round: 1, maxRounds: 3, pending: [], shouldStop: false },
@@ -347,7 +349,28 @@ describe("looper lifecycle rules", () => {
       value: "IDLE",
       context: { ...atJudge.context, pending: ["b"], endReason: "the README is done" },
     });
-    expect(outcome.message).toBe("loop ended: the README is done (after round 1/5); 1 pending not taken in");
+    expect(outcome.message).toBe('loop ended: the README is done (after round 1/5); 1 queued task not done, kept for the next start: "b"');
+  });
+
+  it("no queued task is lost: one the last Judge took in stays queued at the round limit, and the next START takes it up", () => {
+    const queue = (task: string): LooperEvent => ({ type: "ADD_PENDING", task, maxRounds: 1 });
+    const atJudge = run([{ type: "START", task: "write a README", maxRounds: 1 }, queue("add a licence"), { type: "CODER_DONE", ok: true }, { type: "REVIEW_DONE" }]);
+    const ended = applyLooperEvent(atJudge, { type: "JUDGE_CONTINUE", nextTask: "fix the README\n\nAlso requested by the user:\n- add a licence", consumedPending: 1 });
+    expect(ended.snapshot.context).toMatchObject({ pending: ["add a licence"], endReason: "round limit" });
+    expect(ended.message).toBe('loop ended: round limit (after round 1/1); 1 queued task not done, kept for the next start: "add a licence"');
+    const restarted = applyLooperEvent(ended.snapshot, { type: "START", task: "go on", maxRounds: 3 });
+    expect(restarted.roundTask).toBe("go on\n\nAlso queued before this start:\n- add a licence");
+    expect(restarted.snapshot.context.pending).toEqual([]);
+  });
+
+  it("no queued task is lost: one that arrives while the Judge runs survives its terminate, and ADD_PENDING on the idle loop takes it up too", () => {
+    const atJudge = run([start, { type: "CODER_DONE", ok: true }, { type: "REVIEW_DONE" }]);
+    const late = applyLooperEvent(atJudge, { type: "ADD_PENDING", task: "add a licence", maxRounds: 5 }).snapshot;
+    const ended = applyLooperEvent(late, { type: "JUDGE_TERMINATE", reason: "done", consumedPending: 0 });
+    expect(ended.snapshot.context.pending).toEqual(["add a licence"]);
+    const next = applyLooperEvent(ended.snapshot, { type: "ADD_PENDING", task: "write docs", maxRounds: 5 });
+    expect(next.roundTask).toBe("write docs\n\nAlso queued before this start:\n- add a licence");
+    expect(next.message).toBe('round 1/5 started: write docs (and 1 task queued before: "add a licence") (add_pending while idle starts the loop)');
   });
 
   it("drains pending only by the Judge's consumedPending, from the front", () => {

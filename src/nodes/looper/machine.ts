@@ -98,10 +98,8 @@ export const looperMachine = setup({
               {
                 guard: "roundLimitReached",
                 target: "#looper.IDLE",
-                actions: [
-                  { type: "dropConsumedPending", params: ({ event }) => ({ consumed: event.consumedPending }) },
-                  { type: "endLoop", params: { reason: ROUND_LIMIT } },
-                ],
+                description: "The next round will not run: the queued tasks the Judge took into it stay queued, for the next start.",
+                actions: [{ type: "endLoop", params: { reason: ROUND_LIMIT } }],
               },
               {
                 target: "WAITING_CODER",
@@ -167,13 +165,32 @@ export function applyLooperEvent(snapshot: LooperSnapshot, event: LooperEvent): 
   const accepted = looperMachine.getTransitionData(current, event).length > 0;
   const [next] = transition(looperMachine, current, event);
   const nextSnapshot = toLooperSnapshot(next);
-  const roundTask = beganRound(snapshot, nextSnapshot) ? taskOf(event) : undefined;
+  const roundTask = beganRound(snapshot, nextSnapshot) ? roundTaskOf(snapshot, event) : undefined;
   return {
     snapshot: nextSnapshot,
     accepted,
-    message: describeOutcome(snapshot, nextSnapshot, event, accepted, roundTask ?? ""),
+    message: describeOutcome(snapshot, nextSnapshot, event, accepted, roundTask === undefined ? "" : shownRoundTask(snapshot, event, roundTask)),
     ...(roundTask !== undefined ? { roundTask } : {}),
   };
+}
+
+/**
+ * The task of the round an event began: the event's own (START, ADD_PENDING, the Judge's next
+ * task); a loop that starts takes up the tasks queued before it (left by the last loop), listed
+ * after its own.
+ */
+function roundTaskOf(before: LooperSnapshot, event: LooperEvent): string | undefined {
+  const task = taskOf(event);
+  if (task === undefined || isRunning(before) || before.context.pending.length === 0) return task;
+  return `${task}\n\nAlso queued before this start:\n${before.context.pending.map((queued) => `- ${queued}`).join("\n")}`;
+}
+
+/** A round's task as one log line: a start that takes up queued tasks names them instead of listing them. */
+function shownRoundTask(before: LooperSnapshot, event: LooperEvent, roundTask: string): string {
+  const own = taskOf(event) ?? roundTask;
+  if (own === roundTask) return roundTask;
+  const { pending } = before.context;
+  return `${own} (and ${pending.length} task${pending.length > 1 ? "s" : ""} queued before: ${pending.map((task) => JSON.stringify(clipTask(task))).join(", ")})`;
 }
 
 /** A round began: the loop started, or went on to its next round. */
@@ -251,7 +268,12 @@ function describeRoundStart(snapshot: LooperSnapshot, task: string): string {
 }
 
 function describeEnd(snapshot: LooperSnapshot): string {
-  const leftOver = snapshot.context.pending.length;
-  const note = leftOver > 0 ? `; ${leftOver} pending not taken in` : "";
+  const { pending } = snapshot.context;
+  const note =
+    pending.length > 0
+      ? `; ${pending.length} queued task${pending.length > 1 ? "s" : ""} not done, kept for the next start: ${pending.map((task) => JSON.stringify(clipTask(task))).join(", ")}`
+      : "";
   return `loop ended: ${snapshot.context.endReason} (after ${roundOf(snapshot)})${note}`;
 }
+
+const clipTask = (task: string): string => (task.length > 200 ? `${task.slice(0, 199)}…` : task);
