@@ -1,10 +1,14 @@
-import { readFileSync, writeFileSync } from "node:fs";
+import { spawn, spawnSync } from "node:child_process";
+import { readdirSync, readFileSync, writeFileSync } from "node:fs";
+import Database from "better-sqlite3";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { hasStackTrace, ROOT, runCli, type CliResult } from "./helpers/cli.js";
+import { openStore } from "../src/runs/store.js";
+import { processStart } from "../src/runs/thread-registry.js";
+import { eventually, hasStackTrace, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
 import { historyOf, run, startCli, startRun, threadsOf, type RunPlace, type RunSpec } from "./helpers/e2e.js";
-import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
+import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 /** Three shell appends, the third after `sleep 3`: a run is busy in it (see tests/coder.e2e.test.ts). */
 const CRASH = join(ROOT, "tests/fixtures/coder/crash.script.yaml");
@@ -122,4 +126,104 @@ describe("one owner per thread", () => {
     expect(done.code, done.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
   });
+
+  it("kill -9 of loopgraph with the command's watcher killed too: resume kills what the command left before the step runs again", async () => {
+    const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
+    const marker = `loopgraph-leftover-${process.pid}-${Date.now()}`;
+    const script = join(ws.root, "leftover.script.yaml");
+    writeFileSync(
+      script,
+      stringify({
+        responses: [
+          { node: "coder", tool_calls: [{ name: "shell", args: { command: `sleep 5; echo late >> log.txt # ${marker}` } }] },
+          { node: "coder", content: "done" },
+        ],
+      }),
+    );
+    const spec = { ...coder("leftover", script), approval: "auto" as const, extra: ["--no-sandbox"] };
+    const running = startRun(ws, spec);
+    await running.waitForEvent("tool_call");
+    // The command's group: its leader runs the watcher script; the watcher is the leader's copy in the group.
+    const leader = await eventually(() => marked(marker).find((pid) => stat(pid)?.pgrp === pid), (pid) => pid !== undefined);
+    expect(leader, "the command's process group").toBeDefined();
+    const watcher = marked(marker).find((pid) => pid !== leader && stat(pid)?.pgrp === leader && cmdline(pid) === cmdline(leader!));
+    expect(watcher, "the command's watcher").toBeDefined();
+    // loopgraph has recorded the group with the thread.
+    const recorded = await eventually(async () => (await historyOf(ws.db, "leftover")).thread.commandGroups, (groups) => groups !== undefined);
+    expect(recorded).toEqual([{ pgid: leader, start: processStart(leader!) }]);
+    process.kill(watcher!, "SIGKILL");
+    await running.kill("SIGKILL");
+    // Nothing killed the command: it would append its line once more while the step runs again.
+    expect(groupMembers(leader!).length).toBeGreaterThan(0);
+
+    const resumed = await runCli(["resume", "leftover", "--db", ws.db, "--no-sandbox", "--json"]);
+    expect(resumed.code, resumed.stderr).toBe(0);
+    const warning = parseEvents(resumed.stdout).find((event) => event.type === "warning" && String(event.message).startsWith("killed"));
+    expect(warning?.message).toBe(`killed what the commands of process ${running.child.pid}, which ran the thread and is gone, left running (process group ${leader})`);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("late\n");
+    expect(groupMembers(leader!)).toEqual([]);
+    expect((await historyOf(ws.db, "leftover")).thread.commandGroups).toBeUndefined();
+  });
+
+  it("a takeover kills a recorded process group only while its id names the same group (its leader's start time)", async () => {
+    const { db } = tempWorkspace();
+    const store = openStore({ db }, "create");
+    store.threads.create({ threadId: "t", graphFile: "g.yaml", graphName: "g", task: "", approval: "ask", workspace: "/w" });
+    const group = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
+    onCleanup(() => void group.kill("SIGKILL"));
+    const pgid = group.pid!;
+    const exited = new Promise((resolve) => group.once("exit", resolve));
+    const deadOwner = spawnSync("true").pid!;
+    const ownedByDead = (start: number) => {
+      const raw = new Database(db);
+      raw.prepare(`UPDATE loopgraph_threads SET status = 'running', pid = ?, command_groups = ? WHERE thread_id = 't'`).run(deadOwner, JSON.stringify([{ pgid, start }]));
+      raw.close();
+    };
+    // Another start time: the id was given to another group since; it is left alone.
+    ownedByDead(processStart(pgid)! + 1);
+    expect(store.threads.claim("t")).toMatchObject({ claimed: true, killed: [] });
+    expect(groupMembers(pgid)).toEqual([pgid]);
+    ownedByDead(processStart(pgid)!);
+    expect(store.threads.claim("t")).toMatchObject({ claimed: true, killed: [pgid] });
+    await exited;
+    expect(store.threads.get("t")?.commandGroups).toBeUndefined();
+    store.close();
+  });
 });
+
+/** The processes whose command line holds `marker`. */
+function marked(marker: string): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => cmdline(pid).includes(marker));
+}
+
+/** The processes of process group `pgid` (zombies left out). */
+function groupMembers(pgid: number): number[] {
+  return readdirSync("/proc")
+    .filter((name) => /^\d+$/.test(name))
+    .map(Number)
+    .filter((pid) => {
+      const s = stat(pid);
+      return s?.pgrp === pgid && s.state !== "Z";
+    });
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, "latin1");
+  } catch {
+    return ""; // gone meanwhile
+  }
+}
+
+function stat(pid: number): { state: string; pgrp: number } | undefined {
+  try {
+    const text = readFileSync(`/proc/${pid}/stat`, "latin1");
+    const fields = text.slice(text.lastIndexOf(")") + 2).split(" ");
+    return { state: fields[0]!, pgrp: Number(fields[2]) };
+  } catch {
+    return undefined;
+  }
+}

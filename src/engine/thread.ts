@@ -117,6 +117,8 @@ export class Thread {
   /** Where the agent's commands run: chosen once per thread and process. */
   private readonly sandbox: Sandbox;
   private readonly models: (spec: string) => ChatModel;
+  /** The process groups the dead owner's commands left, killed by the claim (`open`): `announce` says so. */
+  private leftovers: number[] = [];
 
   private constructor(
     readonly store: Store,
@@ -187,7 +189,9 @@ export class Thread {
         model: absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? before.model,
         approval: options.approval ?? before.approval,
       };
-      return new Thread(store, graph, before.threadId, before.workspace, settings, options, extra, before);
+      const thread = new Thread(store, graph, before.threadId, before.workspace, settings, options, extra, before);
+      thread.leftovers = claim.killed;
+      return thread;
     } catch (error) {
       store.threads.release(before.threadId, before);
       throw error;
@@ -248,6 +252,10 @@ export class Thread {
       record: createRecorder(this.store.recordings, threadId, this.store.secrets),
       sandbox: this.sandbox,
       secrets: this.store.secrets,
+      commandGroups: {
+        started: (pgid) => this.store.threads.commandStarted(threadId, pgid),
+        ended: (pgid) => this.store.threads.commandEnded(threadId, pgid),
+      },
       ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
       ...(this.looper ? { looper: this.looper } : {}),
     };
@@ -259,6 +267,12 @@ export class Thread {
     const sandbox = (ctx.sandbox ?? this.sandbox).name;
     ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked, sandbox });
     for (const warning of droppedGraphAllows(this.graph, this.workspace)) ctx.emit({ type: "warning", threadId: this.threadId, message: warning });
+    if (this.leftovers.length > 0) {
+      const groups = this.leftovers.join(", ");
+      const owner = this.claimedFrom?.pid;
+      ctx.emit({ type: "warning", threadId: this.threadId, message: `killed what the commands of process ${owner}, which ran the thread and is gone, left running (process group ${groups})` });
+      this.leftovers = [];
+    }
     if (!start.changed) return;
     const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);
     if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });

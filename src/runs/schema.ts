@@ -81,9 +81,9 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-    describe: "the owner of a running thread: its host, its start time (with the pid, one process) and its heartbeat",
+    describe: "the owner of a running thread: its host, its start time (with the pid, one process), its heartbeat and its commands' process groups",
     up(db) {
-      addMissingColumns(db, "loopgraph_threads", { owner_host: "TEXT", owner_start: "INTEGER", heartbeat_at: "TEXT" });
+      addMissingColumns(db, "loopgraph_threads", { owner_host: "TEXT", owner_start: "INTEGER", heartbeat_at: "TEXT", command_groups: "TEXT" });
     },
   },
 ];

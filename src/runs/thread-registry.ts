@@ -26,6 +26,8 @@ export interface ThreadRecord {
   ownerStart?: number;
   /** When that process last said it still runs the thread (see HEARTBEAT_MS). */
   heartbeatAt?: string;
+  /** The process groups of the shell commands that process is running for the thread (see `commandStarted`). */
+  commandGroups?: CommandGroup[];
   /** Set by `asSeen`: the thread was marked running by this process, which is gone. */
   goneOwner?: number;
   error?: string;
@@ -49,6 +51,7 @@ interface ThreadRow {
   owner_host: string | null;
   owner_start: number | null;
   heartbeat_at: string | null;
+  command_groups: string | null;
   error: string | null;
   pause: string | null;
   created_at: string;
@@ -71,8 +74,17 @@ export interface ThreadOwner {
 /** This process, as the owner of the threads it runs. */
 export const THIS_PROCESS: ThreadOwner = { pid: process.pid, host: hostname(), start: processStart(process.pid) };
 
-/** What a claim found: the thread's record as it was before this process took it, or the record of the live process that holds it. */
-export type Claim = { claimed: true; before: ThreadRecord } | { claimed: false; holder: ThreadRecord };
+/** A command's process group: its id, and when its leader started (see `processStart`), to tell it from a later group given the same id. */
+export interface CommandGroup {
+  pgid: number;
+  start?: number;
+}
+
+/**
+ * What a claim found: the thread's record as it was before this process took it (and the process
+ * groups the dead owner's commands left, killed), or the record of the live process that holds it.
+ */
+export type Claim = { claimed: true; before: ThreadRecord; killed: number[] } | { claimed: false; holder: ThreadRecord };
 
 export class ThreadRegistry {
   private readonly db: Database.Database;
@@ -81,6 +93,7 @@ export class ThreadRegistry {
   private readonly claimStatement;
   private readonly releaseStatement;
   private readonly heartbeatStatement;
+  private readonly groupsStatement;
   private readonly getStatement;
   private readonly listStatement;
   /** Heartbeat timers of the threads this process runs through this registry. */
@@ -108,6 +121,7 @@ export class ThreadRegistry {
     this.heartbeatStatement = db.prepare(
       `UPDATE loopgraph_threads SET heartbeat_at = @now WHERE thread_id = @thread_id AND status = 'running' AND pid = @pid AND owner_host = @host`,
     );
+    this.groupsStatement = db.prepare(`UPDATE loopgraph_threads SET command_groups = @groups WHERE thread_id = @thread_id`);
     this.getStatement = db.prepare(`SELECT * FROM loopgraph_threads WHERE thread_id = ?`);
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_threads ORDER BY created_at DESC, thread_id`);
   }
@@ -153,12 +167,35 @@ export class ThreadRegistry {
         const before = this.get(threadId);
         if (!before) return undefined;
         if (isRunningElsewhere(before)) return { claimed: false, holder: before };
+        // Taking over from a dead owner: what its commands left running goes first (only on this host can it be reached).
+        const takeover = before.status === "running" && !ownedHere(before);
+        const killed = takeover && sameHost(before) ? (before.commandGroups ?? []).filter(killLeftover).map((group) => group.pgid) : [];
+        if (takeover) this.groupsStatement.run({ thread_id: threadId, groups: null });
         this.claimStatement.run({ thread_id: threadId, ...ownerParams(), model: settings.model ?? null, approval: settings.approval ?? null, now: new Date().toISOString() });
-        return { claimed: true, before };
+        return { claimed: true, before, killed };
       })
       .immediate();
     if (claim?.claimed) this.beat(threadId);
     return claim;
+  }
+
+  /** Records the process group of a command this process runs for the thread, until `commandEnded`. */
+  commandStarted(threadId: string, pgid: number): void {
+    this.changeGroups(threadId, (groups) => [...groups.filter((group) => group.pgid !== pgid), { pgid, start: processStart(pgid) }]);
+  }
+
+  /** The command of that process group has ended (its group is not to be killed any more). */
+  commandEnded(threadId: string, pgid: number): void {
+    this.changeGroups(threadId, (groups) => groups.filter((group) => group.pgid !== pgid));
+  }
+
+  private changeGroups(threadId: string, change: (groups: CommandGroup[]) => CommandGroup[]): void {
+    this.db
+      .transaction(() => {
+        const groups = change(this.get(threadId)?.commandGroups ?? []);
+        this.groupsStatement.run({ thread_id: threadId, groups: groups.length > 0 ? JSON.stringify(groups) : null });
+      })
+      .immediate();
   }
 
   /** Gives back a thread this process claimed and did not run: its status, error and pause as they were `before`. */
@@ -263,11 +300,36 @@ function fromRow(row: ThreadRow): ThreadRecord {
     host: row.owner_host ?? undefined,
     ownerStart: row.owner_start ?? undefined,
     heartbeatAt: row.heartbeat_at ?? undefined,
+    commandGroups: row.command_groups ? (JSON.parse(row.command_groups) as CommandGroup[]) : undefined,
     error: row.error ?? undefined,
     pause: row.pause ? (JSON.parse(row.pause) as ThreadRecord["pause"]) : undefined,
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
+}
+
+/** Whether the thread's owner was on this host (a record without host, of an earlier release, was). */
+function sameHost(record: ThreadRecord): boolean {
+  return record.host === undefined || record.host === THIS_PROCESS.host;
+}
+
+/**
+ * Kills what is left of a dead owner's command: its process group, unless the group's id is now
+ * another's (its leader runs with another start time: the group ended and the id was given
+ * again; while a group has members, the system gives its id to no new process). Without /proc
+ * (no start time recorded) nothing is killed. True when the group was signalled.
+ */
+function killLeftover(group: CommandGroup): boolean {
+  if (group.start === undefined) return false;
+  const leader = processStart(group.pgid);
+  if (leader !== undefined && leader !== group.start) return false;
+  try {
+    process.kill(-group.pgid, "SIGKILL");
+    return true;
+  } catch {
+    // ESRCH: nothing is left of it.
+    return false;
+  }
 }
 
 /** Whether the thread's record names this process as its owner. */
@@ -288,7 +350,7 @@ export function ownedHere(record: ThreadRecord): boolean {
  */
 export function ownerAlive(record: ThreadRecord, now = Date.now()): boolean {
   if (record.pid === undefined) return false;
-  if (record.host !== undefined && record.host !== THIS_PROCESS.host) {
+  if (!sameHost(record)) {
     const beat = Date.parse(record.heartbeatAt ?? record.updatedAt);
     return Number.isFinite(beat) && now - beat < HEARTBEAT_EXPIRY_MS;
   }
