@@ -144,9 +144,18 @@ describe("one owner per thread", () => {
     const running = startRun(ws, spec);
     await running.waitForEvent("tool_call");
     // The command's group: its leader runs the watcher script; the watcher is the leader's copy in the group.
-    const leader = await eventually(() => marked(marker).find((pid) => stat(pid)?.pgrp === pid), (pid) => pid !== undefined);
+    const found = await eventually(
+      () => {
+        const pids = marked(marker);
+        const leader = pids.find((pid) => stat(pid)?.pgrp === pid);
+        const watcher = pids.find((pid) => leader !== undefined && pid !== leader && stat(pid)?.pgrp === leader && cmdline(pid) === cmdline(leader));
+        return { leader, watcher };
+      },
+      ({ leader, watcher }) => leader !== undefined && watcher !== undefined,
+    );
+    const leader = found.leader;
     expect(leader, "the command's process group").toBeDefined();
-    const watcher = marked(marker).find((pid) => pid !== leader && stat(pid)?.pgrp === leader && cmdline(pid) === cmdline(leader!));
+    const watcher = found.watcher;
     expect(watcher, "the command's watcher").toBeDefined();
     // loopgraph has recorded the group with the thread.
     const recorded = await eventually(async () => (await historyOf(ws.db, "leftover")).thread.commandGroups, (groups) => groups !== undefined);
