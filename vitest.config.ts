@@ -21,6 +21,7 @@ const E2E = [
   "tests/replay.verify.test.ts",
   "tests/security/attack.test.ts",
   "tests/snapshots.rewind.e2e.test.ts",
+  "tests/thread.ownership.test.ts",
   "tests/tools.shell.test.ts",
 ];
 

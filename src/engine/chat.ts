@@ -4,6 +4,7 @@ import { ConfigError } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { latestValues, openStore } from "../runs/store.js";
+import { ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import type { EventSink } from "../runtime/events.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import { createLoopSupervisor } from "./runner.js";
@@ -50,7 +51,7 @@ export class ChatSession {
   /** One turn: the Mediator answers `text` (streamed through `onEvent`); returns once it has. */
   async say(text: string, turn: TurnOptions = {}): Promise<RunOutcome> {
     const first = Object.keys(await latestValues(this.thread.store, this.threadId)).length === 0;
-    this.thread.markRunning();
+    this.thread.markRunning(inUseByChat);
     const input = {
       messages: [new HumanMessage({ content: text, id: randomUUID() })],
       ...(first ? { task: text, vars: initialVars(this.graph) } : {}),
@@ -69,6 +70,11 @@ export class ChatSession {
   }
 }
 
+/** The refusal of a chat thread another live process runs (another chat, or a resume). */
+function inUseByChat(record: ThreadRecord): string {
+  return `thread "${record.threadId}" is in use by ${ownerText(record)}: leave that chat first`;
+}
+
 /** Starts a chat thread, or reopens one (`--thread ID`) with the settings it was started with. */
 export async function openChat(options: ChatOptions): Promise<ChatSession> {
   const cwd = options.cwd ?? process.cwd();
@@ -85,8 +91,10 @@ export async function openChat(options: ChatOptions): Promise<ChatSession> {
     }
     const extra = { looper: createLoopSupervisor };
     const thread = record
-      ? await Thread.open(store, record, options, { ...extra, graph, inUse: (r) => `thread "${r.threadId}" is in use by process ${r.pid}: leave that chat first` })
+      ? await Thread.open(store, record, options, { ...extra, graph, inUse: inUseByChat })
       : Thread.prepare(store, graph, Thread.newThread(graph, options), options, extra);
+    // Between turns the chat does not hold its thread: each turn claims it (`say`).
+    thread.release();
     if (!record) {
       thread.record("");
       store.threads.markEnded(thread.threadId, "finished");

@@ -81,7 +81,11 @@ function followLoop(thread: Thread, outcome: RunOutcome): Promise<RunOutcome> | 
  */
 async function summariseLoop(thread: Thread, looper: LoopSupervisor): Promise<RunOutcome> {
   const loop = (await looper.wait())!;
-  if (loop.status === "paused" || (loop.status === "interrupted" && !loop.ended)) return loop;
+  if (loop.status === "paused" || (loop.status === "interrupted" && !loop.ended)) {
+    // The Mediator's thread does not run again: a resume gives it back as it was.
+    thread.release();
+    return loop;
+  }
   const ending =
     loop.status === "failed"
       ? `the loop failed: ${loop.error ?? "unknown error"}.`
@@ -116,34 +120,45 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
   const store = openStore({ db: options.db, cwd, env: options.env }, "write");
   try {
-    const record = requireThread(store, options.threadId);
-    const thread = await Thread.open(store, record, options, { looper: createLoopSupervisor });
-    const { looper } = thread;
-    // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
-    const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
-    // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
-    const ended = started && record.status !== "running" && (await thread.ended());
-    const restart = ended && (await hasUnconsumedCommands(store, record.threadId));
-    if (ended && !restart) {
-      // A Mediator thread is done after each turn; resuming it continues the loop it started.
-      if (looper && (await unfinishedThread(store, looper.threadId))) {
-        const resumed = await looper.resume(options.answer as ApprovalAnswer | undefined);
-        if (!looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
-        return await summariseLoop(thread, looper);
-      }
-      throw new ConfigError(`nothing to resume: ${endedThread(record)}`);
+    // The claim comes first: what the thread holds is read as it was when this process took it.
+    const thread = await Thread.open(store, requireThread(store, options.threadId), options, { looper: createLoopSupervisor });
+    const record = thread.claimedFrom!;
+    try {
+      return await resumeClaimed(store, thread, record, options);
+    } catch (error) {
+      thread.release();
+      throw error;
     }
-    if (options.answer !== undefined && record.pause?.reason !== "input") {
-      throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
-    }
-    thread.markRunning();
-    const ctx = thread.context();
-    // An answer to an approval binds to the call it was asked about (see runToolCall).
-    if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;
-    thread.announce(ctx, { task: record.task, resumed: true, changed: { recordedHash: record.graphHash } });
-    const input = !started ? firstInput(thread.graph, record.task) : restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
-    return await followLoop(thread, await thread.execute(input, ctx));
   } finally {
     store.close();
   }
+}
+
+/** `resumeRun` once the thread is claimed (`record`: as it was then). */
+async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord, options: ResumeOptions): Promise<RunOutcome> {
+  const { looper } = thread;
+  // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
+  const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
+  // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
+  const ended = started && record.status !== "running" && (await thread.ended());
+  const restart = ended && (await hasUnconsumedCommands(store, record.threadId));
+  if (ended && !restart) {
+    // A Mediator thread is done after each turn; resuming it continues the loop it started.
+    if (looper && (await unfinishedThread(store, looper.threadId))) {
+      const resumed = await looper.resume(options.answer as ApprovalAnswer | undefined);
+      if (!looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
+      return await summariseLoop(thread, looper);
+    }
+    throw new ConfigError(`nothing to resume: ${endedThread(record)}`);
+  }
+  if (options.answer !== undefined && record.pause?.reason !== "input") {
+    throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
+  }
+  thread.markRunning();
+  const ctx = thread.context();
+  // An answer to an approval binds to the call it was asked about (see runToolCall).
+  if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;
+  thread.announce(ctx, { task: record.task, resumed: true, changed: { recordedHash: record.graphHash } });
+  const input = !started ? firstInput(thread.graph, record.task) : restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
+  return await followLoop(thread, await thread.execute(input, ctx));
 }

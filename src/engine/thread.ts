@@ -14,7 +14,7 @@ import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import type { Store } from "../runs/store.js";
-import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
+import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";
 import { eventBus } from "../runtime/event-bus.js";
@@ -95,6 +95,11 @@ export function mediatorNodeOf(graph: GraphDefinition): MediatorNodeDefinition |
   return nodesOfKind(graph, mediatorKind)[0];
 }
 
+/** The one-line refusal (exit 2) of a thread another live process runs. */
+export function runningMessage(record: ThreadRecord): string {
+  return `thread "${record.threadId}" is running in ${ownerText(record)}: stop it first with Ctrl-C`;
+}
+
 function newThreadId(graphName: string): string {
   return `${graphName}-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
 }
@@ -112,6 +117,8 @@ export class Thread {
   /** Where the agent's commands run: chosen once per thread and process. */
   private readonly sandbox: Sandbox;
   private readonly models: (spec: string) => ChatModel;
+  /** The process groups the dead owner's commands left, killed by the claim (`open`): `announce` says so. */
+  private leftovers: number[] = [];
 
   private constructor(
     readonly store: Store,
@@ -121,6 +128,8 @@ export class Thread {
     readonly settings: ThreadSettings,
     readonly options: CommonRunOptions,
     private readonly extra: ThreadOptions,
+    /** The thread's record as it was when this process claimed it (`open`); undefined for a new thread. */
+    readonly claimedFrom?: ThreadRecord,
   ) {
     this.cwd = options.cwd ?? process.cwd();
     this.env = options.env ?? process.env;
@@ -163,27 +172,35 @@ export class Thread {
   }
 
   /**
-   * An existing thread, about to run again: its graph as the files are now, with the recorded model
-   * and approval mode unless `--model` / `--approval` override them. Writes nothing.
+   * An existing thread, about to run again: claimed for this process first (one transaction with
+   * the check that no other live process runs it; else a one-line error, exit 2), then its graph
+   * as the files are now, with the recorded model and approval mode unless `--model` /
+   * `--approval` override them. The record as it was when claimed is `claimedFrom`; a caller that
+   * then does not run the thread gives it back with `release`.
    */
   static async open(store: Store, record: ThreadRecord, options: CommonRunOptions, extra: OpenOptions = {}): Promise<Thread> {
-    if (isRunningElsewhere(record)) {
-      throw new ConfigError(extra.inUse?.(record) ?? `thread "${record.threadId}" is running in process ${record.pid}: stop it first with Ctrl-C`);
+    const claim = store.threads.claim(record.threadId);
+    if (!claim) throw new ConfigError(`no thread "${record.threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
+    if (!claim.claimed) throw new ConfigError(extra.inUse?.(claim.holder) ?? runningMessage(claim.holder));
+    const before = claim.before;
+    try {
+      const graph = extra.graph ?? (await loadGraph(before.graphFile));
+      const settings: ThreadSettings = {
+        model: absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? before.model,
+        approval: options.approval ?? before.approval,
+      };
+      const thread = new Thread(store, graph, before.threadId, before.workspace, settings, options, extra, before);
+      thread.leftovers = claim.killed;
+      return thread;
+    } catch (error) {
+      store.threads.release(before.threadId, before);
+      throw error;
     }
-    const graph = extra.graph ?? (await loadGraph(record.graphFile));
-    const settings: ThreadSettings = {
-      model: absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? record.model,
-      approval: options.approval ?? record.approval,
-    };
-    return new Thread(store, graph, record.threadId, record.workspace, settings, options, extra);
   }
 
-  /** Records the new thread in the store; an existing id is an error that says how to continue it. */
+  /** Records the new thread in the store, running in this process; an existing id is an error that says how to continue it. */
   record(task: string): void {
-    if (this.store.threads.get(this.threadId)) {
-      throw new ConfigError(`thread "${this.threadId}" already exists: continue it with \`loopgraph resume ${this.threadId}\``);
-    }
-    this.store.threads.create({
+    const existing = this.store.threads.create({
       threadId: this.threadId,
       graphFile: this.graph.file,
       graphHash: graphFingerprint(this.graph),
@@ -193,11 +210,22 @@ export class Thread {
       approval: this.settings.approval,
       workspace: this.workspace,
     });
+    if (existing) {
+      throw new ConfigError(
+        isRunningElsewhere(existing) ? runningMessage(existing) : `thread "${this.threadId}" already exists: continue it with \`loopgraph resume ${this.threadId}\``,
+      );
+    }
   }
 
-  /** Marks the thread running in this process, with its settings. */
-  markRunning(): void {
-    this.store.threads.markRunning(this.threadId, this.settings);
+  /** Marks the thread running in this process, with its settings: a claim, refused (exit 2) when another live process runs it. */
+  markRunning(inUse: (record: ThreadRecord) => string = runningMessage): void {
+    const claim = this.store.threads.markRunning(this.threadId, this.settings);
+    if (claim && !claim.claimed) throw new ConfigError(inUse(claim.holder));
+  }
+
+  /** Gives back the thread claimed by `open` without running it: its record as it was then (if this process still holds it). */
+  release(): void {
+    if (this.claimedFrom) this.store.threads.release(this.threadId, this.claimedFrom);
   }
 
   /** The services of one execution: the thread's long-lived ones, with the turn's event sink and cancel signal. */
@@ -224,6 +252,10 @@ export class Thread {
       record: createRecorder(this.store.recordings, threadId, this.store.secrets),
       sandbox: this.sandbox,
       secrets: this.store.secrets,
+      commandGroups: {
+        started: (pgid) => this.store.threads.commandStarted(threadId, pgid),
+        ended: (pgid) => this.store.threads.commandEnded(threadId, pgid),
+      },
       ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
       ...(this.looper ? { looper: this.looper } : {}),
     };
@@ -235,6 +267,12 @@ export class Thread {
     const sandbox = (ctx.sandbox ?? this.sandbox).name;
     ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked, sandbox });
     for (const warning of droppedGraphAllows(this.graph, this.workspace)) ctx.emit({ type: "warning", threadId: this.threadId, message: warning });
+    if (this.leftovers.length > 0) {
+      const groups = this.leftovers.join(", ");
+      const owner = this.claimedFrom?.pid;
+      ctx.emit({ type: "warning", threadId: this.threadId, message: `killed what the commands of process ${owner}, which ran the thread and is gone, left running (process group ${groups})` });
+      this.leftovers = [];
+    }
     if (!start.changed) return;
     const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);
     if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });

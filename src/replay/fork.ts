@@ -43,39 +43,45 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
     const from = await findCheckpoint(store, record.threadId, options.from);
     const run = await readRunRecord(store, record.threadId);
     const thread = await Thread.open(store, record, options, { looper: createLoopSupervisor });
-    const { graph } = thread;
-    checkDeclaredVars(edits, graph);
-    const start = branchStart(run, run.steps.get(from.checkpoint.id)!, edits, graph);
+    try {
+      const { graph } = thread;
+      checkDeclaredVars(edits, graph);
+      const start = branchStart(run, run.steps.get(from.checkpoint.id)!, edits, graph);
 
-    // The workspace as it was at that checkpoint (only the files the agent changed since), before the branch runs.
-    const restored = options.restoreFiles ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id)).changes : undefined;
+      // The workspace as it was at that checkpoint (only the files the agent changed since), before the branch runs.
+      const restored = options.restoreFiles ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id)).changes : undefined;
 
-    const ctx = thread.context();
-    const compiled = await thread.compile(ctx);
-    const fromConfig = { configurable: { thread_id: record.threadId, checkpoint_ns: "", checkpoint_id: from.checkpoint.id } };
-    const branchConfig =
-      start.asNodes.length === 1
-        ? await compiled.updateState(fromConfig, start.values, start.asNodes[0])
-        : await compiled.bulkUpdateState(fromConfig, [{ updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) }]);
-    const next = (await compiled.getState(branchConfig)).next;
+      const ctx = thread.context();
+      const compiled = await thread.compile(ctx);
+      const fromConfig = { configurable: { thread_id: record.threadId, checkpoint_ns: "", checkpoint_id: from.checkpoint.id } };
+      const branchConfig =
+        start.asNodes.length === 1
+          ? await compiled.updateState(fromConfig, start.values, start.asNodes[0])
+          : await compiled.bulkUpdateState(fromConfig, [{ updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) }]);
+      const next = (await compiled.getState(branchConfig)).next;
 
-    thread.markRunning();
-    thread.announce(ctx, {
-      task: record.task,
-      resumed: true,
-      forkedFrom: from.checkpoint.id,
-      changed: { recordedHash: record.graphHash, consequence: "the new branch follows the new version" },
-    });
-    ctx.emit({
-      type: "fork",
-      threadId: record.threadId,
-      from: from.checkpoint.id,
-      checkpointId: String(branchConfig.configurable?.checkpoint_id),
-      rerun: rerunPlan(graph, next),
-      ...(restored ? { restored } : {}),
-    });
-    // The branch's first checkpoint is now the thread's newest: the run continues from it.
-    return await thread.execute(null, ctx);
+      thread.markRunning();
+      thread.announce(ctx, {
+        task: record.task,
+        resumed: true,
+        forkedFrom: from.checkpoint.id,
+        changed: { recordedHash: record.graphHash, consequence: "the new branch follows the new version" },
+      });
+      ctx.emit({
+        type: "fork",
+        threadId: record.threadId,
+        from: from.checkpoint.id,
+        checkpointId: String(branchConfig.configurable?.checkpoint_id),
+        rerun: rerunPlan(graph, next),
+        ...(restored ? { restored } : {}),
+      });
+      // The branch's first checkpoint is now the thread's newest: the run continues from it.
+      return await thread.execute(null, ctx);
+    } catch (error) {
+      // Not run (a bad edit, a node gone): the thread is given back as it was.
+      thread.release();
+      throw error;
+    }
   } finally {
     store.close();
   }

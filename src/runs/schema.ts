@@ -79,6 +79,13 @@ export const MIGRATIONS: readonly Migration[] = [
       addMissingColumns(db, "loopgraph_threads", { approval: "TEXT NOT NULL DEFAULT 'ask'", pause: "TEXT", graph_hash: "TEXT" });
     },
   },
+  {
+    version: 2,
+    describe: "the owner of a running thread: its host, its start time (with the pid, one process), its heartbeat and its commands' process groups",
+    up(db) {
+      addMissingColumns(db, "loopgraph_threads", { owner_host: "TEXT", owner_start: "INTEGER", heartbeat_at: "TEXT", command_groups: "TEXT" });
+    },
+  },
 ];
 
 /** The schema version this loopgraph writes and understands. */

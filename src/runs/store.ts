@@ -56,15 +56,19 @@ export function openStore(options: StoreOptions, access: StoreAccess): Store {
   try {
     const secrets = secretValues(options.env ?? process.env, []);
     const saver = new SqliteCheckpointSaver(db, redactingSerializer(new JsonPlusSerializer(), secrets), { prepare: false });
+    const threads = new ThreadRegistry(db);
     return {
       path,
       secrets,
       saver,
       recordings: new Recordings(db),
-      threads: new ThreadRegistry(db),
+      threads,
       inbox: new Inbox(db),
       snapshots: new SnapshotLog(db),
-      close: () => db.close(),
+      close: () => {
+        threads.close();
+        db.close();
+      },
     };
   } catch (error) {
     db.close();

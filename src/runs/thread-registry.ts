@@ -1,3 +1,5 @@
+import { readFileSync } from "node:fs";
+import { hostname } from "node:os";
 import type Database from "better-sqlite3";
 import type { ApprovalMode } from "../state/thread.js";
 import type { RunStatus } from "../state/thread.js";
@@ -16,8 +18,16 @@ export interface ThreadRecord {
   approval: ApprovalMode;
   workspace: string;
   status: RunStatus | "running";
-  /** Process running it while status is "running". */
+  /** Process running it while status is "running" (after that, the last one that ran it). */
   pid?: number;
+  /** Host of that process (unset in records of releases before owners were recorded). */
+  host?: string;
+  /** Start time of that process (see `processStart`): tells it from a later process given the same pid. */
+  ownerStart?: number;
+  /** When that process last said it still runs the thread (see HEARTBEAT_MS). */
+  heartbeatAt?: string;
+  /** The process groups of the shell commands that process is running for the thread (see `commandStarted`). */
+  commandGroups?: CommandGroup[];
   /** Set by `asSeen`: the thread was marked running by this process, which is gone. */
   goneOwner?: number;
   error?: string;
@@ -38,52 +48,179 @@ interface ThreadRow {
   workspace: string;
   status: ThreadRecord["status"];
   pid: number | null;
+  owner_host: string | null;
+  owner_start: number | null;
+  heartbeat_at: string | null;
+  command_groups: string | null;
   error: string | null;
   pause: string | null;
   created_at: string;
   updated_at: string;
 }
 
+/** How often a process running a thread writes its heartbeat. */
+export const HEARTBEAT_MS = 10_000;
+/** A thread's owner on another host is taken for dead once its heartbeat is this old. */
+export const HEARTBEAT_EXPIRY_MS = 30_000;
+
+/** A process that runs threads: its pid, host and start time. */
+export interface ThreadOwner {
+  pid: number;
+  host: string;
+  /** See `processStart`; undefined where the system does not tell it. */
+  start?: number;
+}
+
+/** This process, as the owner of the threads it runs. */
+export const THIS_PROCESS: ThreadOwner = { pid: process.pid, host: hostname(), start: processStart(process.pid) };
+
+/** A command's process group: its id, and when its leader started (see `processStart`), to tell it from a later group given the same id. */
+export interface CommandGroup {
+  pgid: number;
+  start?: number;
+}
+
+/**
+ * What a claim found: the thread's record as it was before this process took it (and the process
+ * groups the dead owner's commands left, killed), or the record of the live process that holds it.
+ */
+export type Claim = { claimed: true; before: ThreadRecord; killed: number[] } | { claimed: false; holder: ThreadRecord };
+
 export class ThreadRegistry {
+  private readonly db: Database.Database;
   private readonly insertStatement;
   private readonly updateStatement;
+  private readonly claimStatement;
+  private readonly releaseStatement;
+  private readonly heartbeatStatement;
+  private readonly groupsStatement;
   private readonly getStatement;
   private readonly listStatement;
+  /** Heartbeat timers of the threads this process runs through this registry. */
+  private readonly heartbeats = new Map<string, NodeJS.Timeout>();
 
   constructor(db: Database.Database) {
+    this.db = db;
     this.insertStatement = db.prepare(
-      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, created_at, updated_at)
-       VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @now, @now)`,
+      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at)
+       VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @host, @start, @now, @now, @now)`,
     );
     this.updateStatement = db.prepare(
-      `UPDATE loopgraph_threads SET status = @status, pid = @pid, error = @error, pause = @pause, model = COALESCE(@model, model), approval = COALESCE(@approval, approval), updated_at = @now
+      `UPDATE loopgraph_threads SET status = @status, error = @error, pause = @pause, model = COALESCE(@model, model), approval = COALESCE(@approval, approval), updated_at = @now
        WHERE thread_id = @thread_id`,
     );
+    this.claimStatement = db.prepare(
+      `UPDATE loopgraph_threads SET status = 'running', pid = @pid, owner_host = @host, owner_start = @start, heartbeat_at = @now, error = NULL, pause = NULL,
+       model = COALESCE(@model, model), approval = COALESCE(@approval, approval), updated_at = @now
+       WHERE thread_id = @thread_id`,
+    );
+    this.releaseStatement = db.prepare(
+      `UPDATE loopgraph_threads SET status = @status, error = @error, pause = @pause, updated_at = @now
+       WHERE thread_id = @thread_id AND status = 'running' AND pid = @pid AND owner_host = @host`,
+    );
+    this.heartbeatStatement = db.prepare(
+      `UPDATE loopgraph_threads SET heartbeat_at = @now WHERE thread_id = @thread_id AND status = 'running' AND pid = @pid AND owner_host = @host`,
+    );
+    this.groupsStatement = db.prepare(`UPDATE loopgraph_threads SET command_groups = @groups WHERE thread_id = @thread_id`);
     this.getStatement = db.prepare(`SELECT * FROM loopgraph_threads WHERE thread_id = ?`);
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_threads ORDER BY created_at DESC, thread_id`);
   }
 
-  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "workspace">): void {
-    this.insertStatement.run({
-      thread_id: record.threadId,
-      graph_file: record.graphFile,
-      graph_hash: record.graphHash ?? null,
-      graph_name: record.graphName,
-      task: record.task,
-      model: record.model ?? null,
-      approval: record.approval,
-      workspace: record.workspace,
-      pid: process.pid,
+  /**
+   * Records a new thread, running in this process, in one write transaction with the check that
+   * its id is free. Returns the record that holds the id when it is taken (nothing is written).
+   */
+  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "workspace">): ThreadRecord | undefined {
+    const existing = this.db
+      .transaction(() => {
+        const taken = this.get(record.threadId);
+        if (taken) return taken;
+        this.insertStatement.run({
+          thread_id: record.threadId,
+          graph_file: record.graphFile,
+          graph_hash: record.graphHash ?? null,
+          graph_name: record.graphName,
+          task: record.task,
+          model: record.model ?? null,
+          approval: record.approval,
+          workspace: record.workspace,
+          ...ownerParams(),
+          now: new Date().toISOString(),
+        });
+        return undefined;
+      })
+      .immediate();
+    if (!existing) this.beat(record.threadId);
+    return existing;
+  }
+
+  /**
+   * Takes the thread for this process, in one write transaction with the check of who holds it:
+   * the claim succeeds when no live process runs the thread (see `ownerAlive`), or this one does.
+   * The thread is then marked running here, with `settings` when given, and this process writes
+   * its heartbeat until the thread ends (`markEnded`) or is given back (`release`). Undefined: no
+   * such thread.
+   */
+  claim(threadId: string, settings: { model?: string; approval?: ApprovalMode } = {}): Claim | undefined {
+    const claim = this.db
+      .transaction((): Claim | undefined => {
+        const before = this.get(threadId);
+        if (!before) return undefined;
+        if (isRunningElsewhere(before)) return { claimed: false, holder: before };
+        // Taking over from a dead owner: what its commands left running goes first (only on this host can it be reached).
+        const takeover = before.status === "running" && !ownedHere(before);
+        const killed = takeover && sameHost(before) ? (before.commandGroups ?? []).filter(killLeftover).map((group) => group.pgid) : [];
+        if (takeover) this.groupsStatement.run({ thread_id: threadId, groups: null });
+        this.claimStatement.run({ thread_id: threadId, ...ownerParams(), model: settings.model ?? null, approval: settings.approval ?? null, now: new Date().toISOString() });
+        return { claimed: true, before, killed };
+      })
+      .immediate();
+    if (claim?.claimed) this.beat(threadId);
+    return claim;
+  }
+
+  /** Records the process group of a command this process runs for the thread, until `commandEnded`. */
+  commandStarted(threadId: string, pgid: number): void {
+    this.changeGroups(threadId, (groups) => [...groups.filter((group) => group.pgid !== pgid), { pgid, start: processStart(pgid) }]);
+  }
+
+  /** The command of that process group has ended (its group is not to be killed any more). */
+  commandEnded(threadId: string, pgid: number): void {
+    this.changeGroups(threadId, (groups) => groups.filter((group) => group.pgid !== pgid));
+  }
+
+  private changeGroups(threadId: string, change: (groups: CommandGroup[]) => CommandGroup[]): void {
+    this.db
+      .transaction(() => {
+        const groups = change(this.get(threadId)?.commandGroups ?? []);
+        this.groupsStatement.run({ thread_id: threadId, groups: groups.length > 0 ? JSON.stringify(groups) : null });
+      })
+      .immediate();
+  }
+
+  /** Gives back a thread this process claimed and did not run: its status, error and pause as they were `before`. */
+  release(threadId: string, before: ThreadRecord): void {
+    this.stopBeating(threadId);
+    const status = before.status === "running" ? "interrupted" : before.status;
+    this.releaseStatement.run({
+      thread_id: threadId,
+      status,
+      error: before.error ?? null,
+      pause: before.pause ? JSON.stringify(before.pause) : null,
+      pid: THIS_PROCESS.pid,
+      host: THIS_PROCESS.host,
       now: new Date().toISOString(),
     });
   }
 
-  /** Marks the thread as running in this process (a resume), with the settings it now runs with. */
-  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): void {
-    this.update(threadId, { status: "running", pid: process.pid, ...settings });
+  /** Marks the thread as running in this process (a resume), with the settings it now runs with; see `claim`. */
+  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Claim | undefined {
+    return this.claim(threadId, settings);
   }
 
+  /** Records how a run ended; a status other than running ends this process's hold on the thread (its pid stays, as who ran it last). */
   markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): void {
+    this.stopBeating(threadId);
     this.update(threadId, { status, error, pause });
   }
 
@@ -96,11 +233,36 @@ export class ThreadRegistry {
     return (this.listStatement.all() as ThreadRow[]).map(fromRow);
   }
 
+  /** Stops this registry's heartbeats (the store closes): the threads' owners then age on other hosts' clocks. */
+  close(): void {
+    for (const threadId of [...this.heartbeats.keys()]) this.stopBeating(threadId);
+  }
+
+  /** Writes the thread's heartbeat every HEARTBEAT_MS while this process runs it (the timer keeps no process alive). */
+  private beat(threadId: string): void {
+    if (this.heartbeats.has(threadId)) return;
+    const timer = setInterval(() => {
+      try {
+        const { changes } = this.heartbeatStatement.run({ thread_id: threadId, pid: THIS_PROCESS.pid, host: THIS_PROCESS.host, now: new Date().toISOString() });
+        // Not ours any more (ended through another connection, or taken over): stop.
+        if (changes === 0) this.stopBeating(threadId);
+      } catch {
+        // A busy or closed store: the next beat tries again (the store's close stops the timer).
+      }
+    }, HEARTBEAT_MS);
+    timer.unref();
+    this.heartbeats.set(threadId, timer);
+  }
+
+  private stopBeating(threadId: string): void {
+    clearInterval(this.heartbeats.get(threadId));
+    this.heartbeats.delete(threadId);
+  }
+
   private update(
     threadId: string,
     change: {
       status: ThreadRecord["status"];
-      pid?: number;
       error?: string;
       model?: string;
       approval?: ApprovalMode;
@@ -110,7 +272,6 @@ export class ThreadRegistry {
     this.updateStatement.run({
       thread_id: threadId,
       status: change.status,
-      pid: change.pid ?? null,
       error: change.error ?? null,
       pause: change.pause ? JSON.stringify(change.pause) : null,
       model: change.model ?? null,
@@ -118,6 +279,10 @@ export class ThreadRegistry {
       now: new Date().toISOString(),
     });
   }
+}
+
+function ownerParams() {
+  return { pid: THIS_PROCESS.pid, host: THIS_PROCESS.host, start: THIS_PROCESS.start ?? null };
 }
 
 function fromRow(row: ThreadRow): ThreadRecord {
@@ -132,6 +297,10 @@ function fromRow(row: ThreadRow): ThreadRecord {
     workspace: row.workspace,
     status: row.status,
     pid: row.pid ?? undefined,
+    host: row.owner_host ?? undefined,
+    ownerStart: row.owner_start ?? undefined,
+    heartbeatAt: row.heartbeat_at ?? undefined,
+    commandGroups: row.command_groups ? (JSON.parse(row.command_groups) as CommandGroup[]) : undefined,
     error: row.error ?? undefined,
     pause: row.pause ? (JSON.parse(row.pause) as ThreadRecord["pause"]) : undefined,
     createdAt: row.created_at,
@@ -139,15 +308,67 @@ function fromRow(row: ThreadRow): ThreadRecord {
   };
 }
 
-/** True when a thread marked running is really running in a live process (not one killed mid-run). */
+/** Whether the thread's owner was on this host (a record without host, of an earlier release, was). */
+function sameHost(record: ThreadRecord): boolean {
+  return record.host === undefined || record.host === THIS_PROCESS.host;
+}
+
+/**
+ * Kills what is left of a dead owner's command: its process group, unless the group's id is now
+ * another's (its leader runs with another start time: the group ended and the id was given
+ * again; while a group has members, the system gives its id to no new process). Without /proc
+ * (no start time recorded) nothing is killed. True when the group was signalled.
+ */
+function killLeftover(group: CommandGroup): boolean {
+  if (group.start === undefined) return false;
+  const leader = processStart(group.pgid);
+  if (leader !== undefined && leader !== group.start) return false;
+  try {
+    process.kill(-group.pgid, "SIGKILL");
+    return true;
+  } catch {
+    // ESRCH: nothing is left of it.
+    return false;
+  }
+}
+
+/** Whether the thread's record names this process as its owner. */
+export function ownedHere(record: ThreadRecord): boolean {
+  return (
+    record.pid === THIS_PROCESS.pid &&
+    (record.host === undefined || record.host === THIS_PROCESS.host) &&
+    (record.ownerStart === undefined || THIS_PROCESS.start === undefined || record.ownerStart === THIS_PROCESS.start)
+  );
+}
+
+/**
+ * Whether the process recorded with the thread is alive: the one rule of who holds a thread,
+ * used by the claim and by every reader (inspect, status, send, the Looper). On this host: its
+ * pid runs, and with the start time recorded (else the pid was given to a later process). On
+ * another host, where the pid cannot be asked: its heartbeat is younger than HEARTBEAT_EXPIRY_MS.
+ * A record without host (an earlier release's) is of this host.
+ */
+export function ownerAlive(record: ThreadRecord, now = Date.now()): boolean {
+  if (record.pid === undefined) return false;
+  if (!sameHost(record)) {
+    const beat = Date.parse(record.heartbeatAt ?? record.updatedAt);
+    return Number.isFinite(beat) && now - beat < HEARTBEAT_EXPIRY_MS;
+  }
+  if (!isAlive(record.pid)) return false;
+  if (record.ownerStart === undefined) return true;
+  const start = processStart(record.pid);
+  return start === undefined || start === record.ownerStart;
+}
+
+/** True when a thread marked running is really running in another live process (not one killed mid-run). */
 export function isRunningElsewhere(record: ThreadRecord): boolean {
-  return record.status === "running" && record.pid !== undefined && record.pid !== process.pid && isAlive(record.pid);
+  return record.status === "running" && !ownedHere(record) && ownerAlive(record);
 }
 
 /** The process a thread marked running was running in, when that process is gone (killed, crashed). */
 export function goneOwner(record: ThreadRecord): number | undefined {
-  if (record.status !== "running" || record.pid === undefined || record.pid === process.pid) return undefined;
-  return isAlive(record.pid) ? undefined : record.pid;
+  if (record.status !== "running" || record.pid === undefined || ownedHere(record)) return undefined;
+  return ownerAlive(record) ? undefined : record.pid;
 }
 
 /**
@@ -156,7 +377,32 @@ export function goneOwner(record: ThreadRecord): number | undefined {
  */
 export function asSeen(record: ThreadRecord): ThreadRecord {
   const gone = goneOwner(record);
-  return gone === undefined ? record : { ...record, status: "interrupted", error: `process ${gone}, which ran it, is gone`, goneOwner: gone };
+  if (gone === undefined) return record;
+  const where = record.host !== undefined && record.host !== THIS_PROCESS.host ? ` on ${record.host}` : "";
+  const why = where ? `, which ran it, has not been heard of since ${record.heartbeatAt ?? record.updatedAt}` : ", which ran it, is gone";
+  return { ...record, status: "interrupted", error: `process ${gone}${where}${why}`, goneOwner: gone };
+}
+
+/** Where the thread runs, for messages: `process N` and, when known, `on HOST`. */
+export function ownerText(record: ThreadRecord): string {
+  return `process ${record.pid}${record.host ? ` on ${record.host}` : ""}`;
+}
+
+/**
+ * When the process `pid` started, in clock ticks since boot (field 22 of /proc/PID/stat): with the
+ * pid, it names one process, not a later one given the same pid. Undefined without /proc, or
+ * when no such process runs.
+ */
+export function processStart(pid: number): number | undefined {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, "latin1");
+    // The command name (field 2) is in parentheses and may hold spaces: count fields after it.
+    const fields = stat.slice(stat.lastIndexOf(")") + 2).split(" ");
+    const start = Number(fields[19]);
+    return Number.isSafeInteger(start) ? start : undefined;
+  } catch {
+    return undefined;
+  }
 }
 
 function isAlive(pid: number): boolean {

@@ -12,6 +12,7 @@ import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
 import type { ApprovalRequest } from "./approval.js";
 import type { Sandbox } from "../tools/sandbox.js";
+import type { CommandGroups } from "../tools/types.js";
 import { packageRoot } from "../package.js";
 
 /** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
@@ -89,6 +90,8 @@ export interface RunContext {
   secrets?: readonly string[];
   /** Workspace snapshots around file-changing tool steps, for `loopgraph rewind` (none when absent). */
   snapshots?: ToolStepSnapshots;
+  /** Where the shell tool records its commands' process groups with the thread while they run. */
+  commandGroups?: CommandGroups;
 }
 
 const noModel = (offlineHint: string): string =>

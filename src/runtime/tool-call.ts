@@ -72,6 +72,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     resultBudgetChars: options.resultBudgetChars,
     sandbox,
     secrets: ctx.secrets,
+    ...(ctx.commandGroups ? { commandGroups: ctx.commandGroups } : {}),
   });
   const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;

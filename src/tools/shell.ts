@@ -236,6 +236,7 @@ async function runCommand(command: string, ctx: ToolContext, options: RunOptions
     child.once("error", reject);
   });
   liveGroups.add(pgid);
+  recordGroup(() => ctx.commandGroups?.started(pgid));
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
   try {
@@ -268,6 +269,16 @@ async function runCommand(command: string, ctx: ToolContext, options: RunOptions
     clearTimeout(timer);
     if (onAbort) ctx.signal?.removeEventListener("abort", onAbort);
     liveGroups.delete(pgid);
+    recordGroup(() => ctx.commandGroups?.ended(pgid));
+  }
+}
+
+/** Records a command's group with its thread; a record that cannot be written (a busy store) does not stop the command. */
+function recordGroup(write: () => void): void {
+  try {
+    write();
+  } catch {
+    // The group then dies with loopgraph through its watcher only.
   }
 }
 

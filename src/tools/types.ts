@@ -57,6 +57,18 @@ export interface ToolContext {
   sandbox?: Sandbox;
   /** Values redacted from what the tool saves (artifacts) and returns: the run's secrets. */
   secrets?: readonly string[];
+  /** Where the shell tool records the process group of each command while it runs (see `CommandGroups`). */
+  commandGroups?: CommandGroups;
+}
+
+/**
+ * The process groups of the commands a thread runs, recorded with the thread while they run: if
+ * loopgraph is killed and the command outlives it, the process that takes the thread over kills
+ * what is left of the group before the step runs again.
+ */
+export interface CommandGroups {
+  started(pgid: number): void;
+  ended(pgid: number): void;
 }
 
 /** What a tool returns on success. */
