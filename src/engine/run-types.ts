@@ -31,7 +31,13 @@ export interface CommonRunOptions {
   maxRounds?: number;
   /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */
   control?: RunControl;
+  /**
+   * Ctrl-C: aborting it ends the step in flight at once (a model request, its retry wait, a shell
+   * command), without a result: the run's outcome is `interrupted` and the step re-runs on resume.
+   */
   signal?: AbortSignal;
+  /** `--model-timeout` in milliseconds: a model attempt that receives no data this long is retried (default LOOPGRAPH_MODEL_TIMEOUT, else 120 s). */
+  modelTimeoutMs?: number;
 }
 
 export interface RunOptions extends CommonRunOptions {

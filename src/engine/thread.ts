@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command, GraphRecursionError, isGraphDrained } from "@langchain/langgraph";
-import { ConfigError, ExitCode, LoopgraphError } from "../errors.js";
+import { CancelledError, cancelledByUser, ConfigError, ExitCode, LoopgraphError } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
@@ -28,6 +28,7 @@ import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
+import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 
@@ -128,7 +129,7 @@ export class Thread {
     const policy = loadUserPolicy(workspace, this.env);
     this.userRules = policy.rules;
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
-    this.models = createModelCache(this.cwd, this.env);
+    this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     const mediator = mediatorNodeOf(graph);
     if (mediator && extra.looper) this.looper = extra.looper(this, mediator);
     if (!extra.replay) this.checkModels(graph, noModelMessage(graph.name, process.cwd()));
@@ -248,8 +249,25 @@ export class Thread {
   /**
    * Runs the graph from `input` (null: on from the thread's newest checkpoint) until it ends or
    * pauses; approvals are answered in this process when the options say how. Records how it ended.
+   * An abort of the run's signal (Ctrl-C) ends the step in flight without a result: `interrupted`.
    */
   async execute(input: unknown, ctx: RunContext = this.context(), compile: CompileOptions = {}): Promise<RunOutcome> {
+    const { threadId } = this;
+    const untrack = trackActiveRun({
+      threadId,
+      interrupt: (reason) => {
+        this.store.threads.markEnded(threadId, "interrupted", reason);
+        ctx.emit({ type: "run_finished", threadId, status: "interrupted", exitCode: ExitCode.Interrupted, message: reason });
+      },
+    });
+    try {
+      return await this.executeTracked(input, ctx, compile);
+    } finally {
+      untrack();
+    }
+  }
+
+  private async executeTracked(input: unknown, ctx: RunContext, compile: CompileOptions): Promise<RunOutcome> {
     const { graph, threadId, options } = this;
     const compiled = await this.compile(ctx, compile);
     const config = {
@@ -269,7 +287,7 @@ export class Thread {
         }
         outcome = await settledOutcome(compiled, config, graph, threadId);
       } catch (error) {
-        outcome = failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds));
+        outcome = failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -367,8 +385,20 @@ export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
   return Math.max(graph.limits.maxSteps, needed);
 }
 
-function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number): Omit<RunOutcome, "state"> {
-  if (isGraphDrained(error)) {
+/** Whether `error`, or an error it wraps, is the user's cancellation. */
+function isCancellation(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 10; current = current.cause, depth++) {
+    if (current instanceof CancelledError) return true;
+  }
+  return false;
+}
+
+/**
+ * How a run that threw ended. A drained run, and one whose step in flight the user aborted
+ * (`signal`, however the error reached here: LangGraph and the nodes may wrap it), is interrupted.
+ */
+function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number, signal?: AbortSignal): Omit<RunOutcome, "state"> {
+  if (isGraphDrained(error) || cancelledByUser(signal) || isCancellation(error)) {
     return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted };
   }
   if (error instanceof GraphRecursionError) {

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { END, START, StateGraph } from "@langchain/langgraph";
-import { ModelError } from "../../errors.js";
+import { cancelledByUser, ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
@@ -146,7 +146,8 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       if (messageText(answer)) emit({ type: "message", threadId, node: def.id, content: messageText(answer) });
       return { ...bookkeeping(), messages: [...written, answer], steps: state.steps + 1 };
     } catch (error) {
-      if (!(error instanceof ModelError) || error.kind === "auth") throw error;
+      // A cancelled call (Ctrl-C) is no failure of the model: the step ends without a result and re-runs on resume.
+      if (cancelledByUser(ctx.signal) || !(error instanceof ModelError) || error.kind === "auth") throw error;
       const kind = MODEL_FAILURES[error.kind] ?? "model_server";
       return { ...bookkeeping(), ...(written.length > 0 ? { messages: written } : {}), result: failure(state, kind, error.message) };
     }
