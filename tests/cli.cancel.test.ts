@@ -4,11 +4,10 @@
  * resume command printed; the step in flight re-runs on resume. A second Ctrl-C quits at once and
  * still leaves the thread interrupted. `--model-timeout` bounds a model request that hangs.
  */
-import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { beforeEach, describe, expect, it } from "vitest";
-import { cleanEnv, eventually, hasStackTrace, parseEvents, runCli } from "./helpers/cli.js";
+import { cleanEnv, eventually, hasStackTrace, parseEvents, processAlive, runCli } from "./helpers/cli.js";
 import { finalState, recordedStatus, resumeWith, runArgs, startRun, type RunSpec } from "./helpers/e2e.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
@@ -41,16 +40,6 @@ function shellScript(ws: Workspace, command: string): string {
     ["responses:", "  - node: coder", "    tool_calls:", "      - name: shell", `        args: { command: ${JSON.stringify(command)} }`, "  - node: coder", '    content: "Done."'].join("\n"),
   );
   return file;
-}
-
-/** Whether a process whose command line starts with `command` is running (not the shell that runs it; pgrep exits 1 when none is). */
-function processAlive(command: string): boolean {
-  try {
-    execFileSync("pgrep", ["-f", `^${command}`], { stdio: "ignore" });
-    return true;
-  } catch {
-    return false;
-  }
 }
 
 interface CoderOutput {
@@ -86,6 +75,17 @@ describe("one Ctrl-C stops a run at once; the step in flight re-runs on resume",
     const output = await coderOutput(ws.db, "hang");
     expect(output).toMatchObject({ status: "success", summary: "Nothing to change: the task is done." });
     expect(await recordedStatus(ws.db, "hang")).toBe("finished");
+  });
+
+  it("SIGTERM stops a run as Ctrl-C does", async () => {
+    const ws = repo();
+    server.enqueue(HANGS);
+    const running = startRun(ws, coderOnServer("term", { json: false }), { env: modelEnv() });
+    await eventually(() => server.requests.length, (n) => n === 1, 30_000);
+    const stopped = await running.kill("SIGTERM");
+    expect(stopped.code, stopped.stderr).toBe(130);
+    expect(stopped.stdout).toContain("Continue with: loopgraph resume term");
+    expect(await recordedStatus(ws.db, "term")).toBe("interrupted");
   });
 
   it("a long shell command: exit 130 at once, the command's processes are dead, resume runs the command again", async () => {
