@@ -76,9 +76,9 @@ export function drainOnInterrupt(json: boolean, db?: string): { control: RunCont
 }
 
 /** Exits 130 at once, after recording the threads still running as interrupted and saying how to resume them. */
-export function quitNow(json: boolean, db: string | undefined, resumeCommand: (threadId: string) => string = (threadId) => resumeHint(threadId, db)): never {
+function quitNow(json: boolean, db: string | undefined): never {
   const threads = interruptActiveRuns("interrupted by the user before the step in flight ended (it re-runs on resume)");
-  const lines = threads.map((threadId) => `${json ? "" : `${pc.yellow("■ interrupted")}  thread ${threadId}\n`}Continue with: ${resumeCommand(threadId)}\n`);
+  const lines = threads.map((threadId) => `${json ? "" : `${pc.yellow("■ interrupted")}  thread ${threadId}\n`}Continue with: ${resumeHint(threadId, db)}\n`);
   // With --json, stdout holds events only; the hint goes to stderr.
   (json ? process.stderr : process.stdout).write(lines.join(""));
   process.exit(ExitCode.Interrupted);

@@ -18,9 +18,10 @@ export interface CommonRunOptions {
   approval?: ApprovalMode;
   /**
    * Answers approval requests in this process (a terminal prompt). Without it, or when it
-   * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`.
+   * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`. The
+   * run's signal is passed on: once it is aborted (SIGTERM), the question goes unanswered.
    */
-  askApproval?: (request: ApprovalRequest) => Promise<ApprovalAnswer | undefined>;
+  askApproval?: (request: ApprovalRequest, signal?: AbortSignal) => Promise<ApprovalAnswer | undefined>;
   /**
    * `--no-sandbox`: the agent's commands run without the OS sandbox, by the user's choice (in
    * approval mode `auto` they then run unasked; where no sandbox can start and this is not set,

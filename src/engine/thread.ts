@@ -291,7 +291,7 @@ export class Thread {
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
-      const answer = await options.askApproval(request);
+      const answer = await options.askApproval(request, ctx.signal);
       if (!answer) break;
       // The answer is for this request's call, whatever the policy says when the step runs again.
       ctx.answering = request;
