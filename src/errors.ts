@@ -67,3 +67,19 @@ export class ModelError extends LoopgraphError {
     this.name = "ModelError";
   }
 }
+
+/**
+ * The user stopped the run (Ctrl-C, SIGTERM): the reason a run's signal is aborted with. The
+ * step in flight ends without a result and re-runs on resume; the run's outcome is `interrupted`.
+ */
+export class CancelledError extends LoopgraphError {
+  constructor(message = "interrupted by the user") {
+    super(message, ExitCode.Interrupted);
+    this.name = "CancelledError";
+  }
+}
+
+/** Whether `signal` was aborted by the user (Ctrl-C): its reason is a CancelledError. */
+export function cancelledByUser(signal: AbortSignal | undefined): boolean {
+  return signal?.aborted === true && signal.reason instanceof CancelledError;
+}

@@ -136,7 +136,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     await chat.until((screen) => lastLine(screen) === "you›", "the prompt after cancelling");
 
     chat.key("C-c");
-    await chat.until(showing("Stopping the loop at the next step boundary"), "the loop being stopped");
+    await chat.until(showing("Stopping the loop now"), "the loop being stopped");
     await chat.until(showing("The loop's state is saved"), "the saved loop");
     await chat.until(() => exitCode(exitFile) === "130", "exit code 130");
     const status = execFileSync(process.execPath, [CLI, "status", "cc", "--db", ws.db], { env: cleanEnv(), encoding: "utf8" });

@@ -3,39 +3,51 @@ import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLI, cleanEnv, hasCommand, ROOT, shellQuote as quote } from "./helpers/cli.js";
+import { recordedStatus } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 /** util-linux `script` runs a command in a pseudo-terminal: the CLI then sees a TTY. */
 const hasScript = hasCommand("script", "--version");
 
+/** What the user types at each prompt: `send` once `after` shows (after the previous one). */
+interface Answer {
+  after: string;
+  send: string;
+}
+
+/** `loopgraph run coder` with the approvals script in a pseudo-terminal, answering its prompts; resolves with its exit code and screen. */
+async function runAtTerminal(ws: string, db: string, answers: Answer[]): Promise<{ code: number | null; screen: string; answered: number }> {
+  const command = [
+    process.execPath, CLI, "run", "coder", "--task", "t", "--thread", "tty", "--workspace", ws, "--db", db,
+    "--model", `scripted:${join(ROOT, "tests/fixtures/coder/approvals.script.yaml")}`,
+  ].map(quote).join(" ");
+  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb" }), stdio: ["pipe", "pipe", "pipe"] });
+  let screen = "";
+  let answered = 0;
+  let seen = 0;
+  child.stdout.on("data", (chunk: Buffer) => {
+    screen += chunk.toString();
+    const next = answers[answered];
+    if (!next) return;
+    const at = screen.indexOf(next.after, seen);
+    if (at >= 0) {
+      seen = at + next.after.length;
+      answered += 1;
+      child.stdin.write(next.send);
+    }
+  });
+  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+  return { code, screen, answered };
+}
+
 describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `script`)", () => {
   it("prompts approve / reject / always; a rejection with a reason reaches the model, an approval runs the call", async () => {
     const { dir: ws, db } = tempWorkspace({ git: "init", files: { "important.txt": "keep me\n" } });
-    const command = [
-      process.execPath, CLI, "run", "coder", "--task", "t", "--workspace", ws, "--db", db,
-      "--model", `scripted:${join(ROOT, "tests/fixtures/coder/approvals.script.yaml")}`,
-    ].map(quote).join(" ");
-    const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb" }), stdio: ["pipe", "pipe", "pipe"] });
-    let screen = "";
-    const answers = [
+    const { code, screen, answered } = await runAtTerminal(ws, db, [
       { after: "Allow?", send: "n\n" },
       { after: "Reason for the agent", send: "use a temp dir\n" },
       { after: "Allow?", send: "y\n" },
-    ];
-    let answered = 0;
-    let seen = 0;
-    child.stdout.on("data", (chunk: Buffer) => {
-      screen += chunk.toString();
-      const next = answers[answered];
-      if (!next) return;
-      const at = screen.indexOf(next.after, seen);
-      if (at >= 0) {
-        seen = at + next.after.length;
-        answered += 1;
-        child.stdin.write(next.send);
-      }
-    });
-    const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
+    ]);
     expect(code, screen).toBe(0);
     expect(answered).toBe(3);
     expect(screen).toContain("wants to run");
@@ -44,5 +56,15 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
     expect(existsSync(join(ws, "approved.txt"))).toBe(false);
     expect(existsSync(join(ws, "important.txt"))).toBe(false);
     expect(screen).toContain("finished");
+  });
+
+  it("Ctrl-C at the prompt leaves the run paused at that approval (exit 3), with the commands that answer it", async () => {
+    const { dir: ws, db } = tempWorkspace({ git: "init", files: { "important.txt": "keep me\n" } });
+    const { code, screen } = await runAtTerminal(ws, db, [{ after: "Allow?", send: "\x03" }]);
+    expect(code, screen).toBe(3);
+    expect(screen).toContain("waiting for approval");
+    expect(screen).toContain("Approve with: loopgraph resume tty");
+    expect(await recordedStatus(db, "tty")).toBe("paused");
+    expect(existsSync(join(ws, "important.txt"))).toBe(true);
   });
 });

@@ -2,8 +2,8 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI, cleanEnv, collect, hasStackTrace, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
-import { finalState, threadsOf } from "./helpers/e2e.js";
+import { CLI, cleanEnv, collect, eventually, hasStackTrace, parseEvents, processAlive, ROOT, runCli, type CliResult } from "./helpers/cli.js";
+import { finalState, recordedStatus, threadsOf } from "./helpers/e2e.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/mediator");
@@ -183,6 +183,26 @@ describe("the Mediator and `loopgraph chat`", () => {
       expect(replay.stdout).toContain("consistent");
     }
     expect((await threadIds(ws.db)).filter((id) => id.endsWith(".loop"))).toEqual(["js.loop"]);
+  });
+
+  it("Ctrl-C again while leaving quits at once: the loop's thread is recorded interrupted, not left running", async () => {
+    const ws = repo();
+    const chat = new PipedChat([...chatArgs(ws, "quit", "chat-quit.script.yaml"), "--no-sandbox"], ws.dir);
+    chat.say("wait for a while");
+    await chat.until("Started.");
+    // The loop's Coder runs a command that ignores SIGTERM: stopping it takes the 2 s before it is killed.
+    expect(await eventually(() => processAlive("sleep 29.8764"), (alive) => alive, 40_000)).toBe(true);
+
+    chat.child.kill("SIGINT");
+    await chat.until("Ctrl-C again or Ctrl-D to leave");
+    chat.child.kill("SIGINT");
+    await chat.until("Stopping the loop now");
+    chat.child.kill("SIGINT");
+    const left = await chat.done;
+    expect(left.code, left.stderr).toBe(130);
+    expect(chat.output).toContain("The loop was interrupted. Continue with: loopgraph chat --thread quit  (or loopgraph resume quit.loop)");
+    expect(await recordedStatus(ws.db, "quit.loop")).toBe("interrupted");
+    expect(await eventually(() => processAlive("sleep 29.8764"), (alive) => !alive)).toBe(false);
   });
 
   it("after kill -9 of the chat while the loop runs, `chat --thread` shows the history and the loop's state, and `resume` finishes the loop", async () => {

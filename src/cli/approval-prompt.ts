@@ -37,8 +37,11 @@ export function chatApprovalLine(request: ApprovalRequest): string {
   return `${printable(request.node)} wants to run ${describeCall(request)} (${printable(request.reason)}): ${answers}`;
 }
 
-/** Asks at the terminal whether a tool call may run: approve, reject (with an optional reason), or always. */
-export async function promptForApproval(request: ApprovalRequest): Promise<ApprovalAnswer | undefined> {
+/**
+ * Asks at the terminal whether a tool call may run: approve, reject (with an optional reason), or
+ * always. Ctrl-D, Ctrl-C or an abort of `signal` (SIGTERM) leaves it unanswered: the run pauses.
+ */
+export async function promptForApproval(request: ApprovalRequest, signal?: AbortSignal): Promise<ApprovalAnswer | undefined> {
   const rl = createInterface({ input: process.stdin, output: process.stderr });
   try {
     const always = describeAlways(request);
@@ -48,16 +51,16 @@ export async function promptForApproval(request: ApprovalRequest): Promise<Appro
         (always ? `  ${pc.dim(always)}\n` : ""),
     );
     for (;;) {
-      const choice = (await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways: `)).trim().toLowerCase();
+      const choice = (await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways: `, { signal })).trim().toLowerCase();
       if (choice === "y" || choice === "yes") return { decision: "approve" };
       if (choice === "a" || choice === "always") return { decision: "always" };
       if (choice === "n" || choice === "no") {
-        const reason = (await rl.question("  Reason for the agent (optional): ")).trim();
+        const reason = (await rl.question("  Reason for the agent (optional): ", { signal })).trim();
         return reason ? { decision: "reject", reason } : { decision: "reject" };
       }
     }
   } catch {
-    // Input closed (Ctrl-D): leave the run paused; it can be resumed later.
+    // Input closed (Ctrl-D), Ctrl-C, or the run stopped: leave the run paused at the approval; it can be resumed later.
     return undefined;
   } finally {
     rl.close();

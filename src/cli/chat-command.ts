@@ -1,6 +1,7 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import pc from "picocolors";
-import { ExitCode } from "../errors.js";
+import { CancelledError, ExitCode } from "../errors.js";
+import { interruptActiveRuns } from "../engine/active-runs.js";
 import { openChat, type ChatSession } from "../engine/chat.js";
 import type { RunEvent } from "../runtime/events.js";
 import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
@@ -21,6 +22,8 @@ export interface ChatCommandOptions extends GlobalOptions, SandboxFlag {
   model?: string;
   approval?: ApprovalMode;
   maxRounds?: number;
+  /** `--model-timeout` (milliseconds, parsed by main.ts). */
+  modelTimeout?: number;
 }
 
 const HELP = [
@@ -46,6 +49,7 @@ export async function chatCommand(options: ChatCommandOptions): Promise<number> 
     approval: options.approval,
     noSandbox: options.sandbox === false,
     maxRounds: options.maxRounds,
+    modelTimeoutMs: options.modelTimeout,
     db: options.db,
   });
   return new ChatController(session, new ChatScreen(), options.db).run();
@@ -88,6 +92,8 @@ class ChatController {
     });
     screen.rl.on("SIGINT", () => this.interrupt());
     if (!screen.interactive) process.on("SIGINT", () => this.interrupt());
+    // `kill`: leave as with /quit, the loop stopped; a second one quits at once.
+    process.on("SIGTERM", () => void this.leave(ExitCode.Interrupted));
     screen.prompt();
     const code = await this.done;
     unsubscribe();
@@ -225,7 +231,7 @@ class ChatController {
     }
     this.armed = true;
     if (this.turn) {
-      this.turn.abort(new Error("cancelled by the user"));
+      this.turn.abort(new CancelledError("the answer was cancelled"));
       return;
     }
     this.screen.print(pc.dim("(Ctrl-C again or Ctrl-D to leave)"));
@@ -271,20 +277,41 @@ class ChatController {
   private async leave(code: number): Promise<void> {
     if (this.leaving) {
       // A second request while the loop is being stopped: quit now (the step in flight re-runs on resume).
-      if (code === ExitCode.Interrupted) this.finish(code);
+      if (code === ExitCode.Interrupted) this.quitNow(code);
       return;
     }
     this.leaving = true;
-    this.turn?.abort(new Error("the chat ended"));
-    const { looper, threadId } = this.session;
+    this.turn?.abort(new CancelledError("the chat ended"));
+    const { looper } = this.session;
     if (looper.running) {
       this.screen.endAnswer();
-      this.screen.print(pc.yellow("Stopping the loop at the next step boundary (Ctrl-C again to quit now)…"));
+      this.screen.print(pc.yellow("Stopping the loop now: its step in flight re-runs on resume (Ctrl-C again to quit at once)…"));
       await looper.drain();
-      this.screen.print(`The loop's state is saved. Continue with: loopgraph chat --thread ${threadId}  (or loopgraph resume ${looper.threadId})`);
+      if (this.quit) return;
+      this.screen.print(`The loop's state is saved. ${this.continueWith()}`);
     }
+    this.quitNow(code);
+  }
+
+  /** Set once the chat is ending now: nothing more is printed. */
+  private quit = false;
+
+  /**
+   * Ends the chat now. A run still in progress here (the Mediator's cancelled turn, a loop not yet
+   * stopped) is first recorded as interrupted, never left marked running.
+   */
+  private quitNow(code: number): void {
+    if (this.quit) return;
+    this.quit = true;
+    const interrupted = interruptActiveRuns("the chat ended before the step in flight did (it re-runs on resume)");
+    if (interrupted.includes(this.session.looper.threadId)) this.screen.print(pc.yellow(`The loop was interrupted. ${this.continueWith()}`));
     this.screen.close();
     this.finish(code);
+  }
+
+  private continueWith(): string {
+    const { threadId, looper } = this.session;
+    return `Continue with: loopgraph chat --thread ${threadId}  (or loopgraph resume ${looper.threadId})`;
   }
 }
 

@@ -1,6 +1,7 @@
 #!/usr/bin/env node
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
+import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
 // `--help` and bad-argument errors answer at once.
@@ -19,6 +20,19 @@ function parsePositiveInt(value: string): number {
   if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
   return parsed;
 }
+
+/** `--model-timeout <seconds>`, as milliseconds. */
+function parseModelTimeout(value: string): number {
+  const ms = parseModelTimeoutSeconds(value);
+  if (ms === undefined) throw new InvalidArgumentError(`expected ${MODEL_TIMEOUT_EXPECTED}`);
+  return ms;
+}
+
+const modelTimeoutOption = () =>
+  new Option(
+    "--model-timeout <seconds>",
+    "abandon and retry a model request that receives no data for this long (default: $LOOPGRAPH_MODEL_TIMEOUT, else 120)",
+  ).argParser(parseModelTimeout);
 
 const noSandboxOption = () =>
   new Option("--no-sandbox", "run the agent's shell commands without the OS sandbox (with your rights; in --approval auto they then run unasked)");
@@ -48,6 +62,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(approvalOption())
     .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
+    .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
     .action(async (graph: string, options) => setExitCode(await (await commands.run()).runCommand(graph, withGlobals(options))));
 
@@ -61,6 +76,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(approvalOption().default(undefined, "ask, or the chat's"))
     .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the loops started in this chat (default: the graph's, 5)", parsePositiveInt)
+    .addOption(modelTimeoutOption())
     .action(async (options) => setExitCode(await (await commands.chat()).chatCommand(withGlobals(options))));
 
   program
@@ -72,6 +88,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--approve", "approve the tool call the run is waiting on")
     .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
     .option("--answer <text>", "answer to the question the run is waiting on")
+    .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
     .action(async (thread: string, options) => setExitCode(await (await commands.run()).resumeCommand(thread, withGlobals(options))));
 
@@ -122,6 +139,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .addOption(approvalOption().default(undefined, "the run's"))
     .addOption(noSandboxOption())
+    .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events (with --verify: the result as JSON; with --recorded: then the replay's result)")
     .action(async (thread: string, options) => setExitCode(await (await commands.replay()).replayCommand(thread, withGlobals(options))));
 

@@ -13,7 +13,14 @@ export interface ReplayCommandOptions extends ForkOrVerifyOptions {
 const out = (text: string): void => void process.stdout.write(`${text}\n`);
 
 /** Options of a live fork or of --verify, and their flags. */
-const NOT_WITH_RECORDED = { set: "--set", verify: "--verify", model: "--model", approval: "--approval", restoreFiles: "--restore-files" } as const;
+const NOT_WITH_RECORDED = {
+  set: "--set",
+  verify: "--verify",
+  model: "--model",
+  approval: "--approval",
+  restoreFiles: "--restore-files",
+  modelTimeout: "--model-timeout",
+} as const;
 
 /** `loopgraph replay <thread>`: `--recorded [--from]` here; a live fork (`--from [--set]`) or `--verify` in ./replay-fork-command.ts. */
 export async function replayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
@@ -31,7 +38,8 @@ export async function replayCommand(threadId: string, options: ReplayCommandOpti
 export async function recordedReplayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
   const json = Boolean(options.json);
   const sink = json ? jsonRenderer() : humanRenderer();
-  const { control, dispose } = drainOnInterrupt(json);
+  // Nothing of a recorded replay waits on the world (no model, no tool): draining stops it at once.
+  const { control, dispose } = drainOnInterrupt(json, options.db);
   try {
     const result = await replayRecorded({
       threadId,

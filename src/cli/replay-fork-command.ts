@@ -12,6 +12,8 @@ export interface ReplayCommandOptions extends GlobalOptions, SandboxFlag {
   verify?: boolean;
   model?: string;
   approval?: ApprovalMode;
+  /** `--model-timeout` (milliseconds, parsed by main.ts). */
+  modelTimeout?: number;
   json?: boolean;
 }
 
@@ -30,7 +32,7 @@ export function forkOrVerifyCommand(threadId: string, options: ReplayCommandOpti
 }
 
 function forkCommand(threadId: string, from: string, options: ReplayCommandOptions): Promise<number> {
-  return withRunUi(Boolean(options.json), options.db, (onEvent, control) =>
+  return withRunUi(Boolean(options.json), options.db, (ui) =>
     forkRun({
       threadId,
       from,
@@ -39,10 +41,10 @@ function forkCommand(threadId: string, from: string, options: ReplayCommandOptio
       model: options.model,
       approval: options.approval,
       noSandbox: options.sandbox === false,
+      modelTimeoutMs: options.modelTimeout,
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
-      onEvent,
-      control,
+      ...ui,
     }),
   );
 }

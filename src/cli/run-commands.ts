@@ -1,6 +1,6 @@
 import { RunControl } from "@langchain/langgraph";
 import pc from "picocolors";
-import { ConfigError, ExitCode } from "../errors.js";
+import { CancelledError, ConfigError, ExitCode } from "../errors.js";
 import type { EventSink } from "../runtime/events.js";
 import { resumeRun, runGraph } from "../engine/runner.js";
 import { promptForApproval } from "./approval-prompt.js";
@@ -9,6 +9,7 @@ import { printable } from "./terminal-text.js";
 import type { ApprovalMode } from "../state/thread.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
 import { type RunOutcome } from "../engine/run-types.js";
+import { interruptActiveRuns } from "../engine/active-runs.js";
 
 export interface GlobalOptions {
   db?: string;
@@ -26,6 +27,8 @@ export interface RunCommandOptions extends GlobalOptions, SandboxFlag {
   model?: string;
   approval?: ApprovalMode;
   maxRounds?: number;
+  /** `--model-timeout` (milliseconds, parsed by main.ts). */
+  modelTimeout?: number;
   json?: boolean;
 }
 
@@ -36,6 +39,8 @@ export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
   /** `--reject` alone is `true`; `--reject "why"` carries the reason. */
   reject?: string | boolean;
   answer?: string;
+  /** `--model-timeout` (milliseconds, parsed by main.ts). */
+  modelTimeout?: number;
   json?: boolean;
 }
 
@@ -49,19 +54,35 @@ function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | unde
   return options.answer;
 }
 
+/** The signals that stop a run: Ctrl-C, and `kill`'s default. */
+const STOP_SIGNALS = ["SIGINT", "SIGTERM"] as const;
+
 /**
- * Ctrl-C asks the run to drain: it stops at the next step boundary with its checkpoint saved.
- * A second Ctrl-C quits at once; the step in flight is lost and re-runs on resume.
+ * Ctrl-C (or SIGTERM) stops the run now: it is drained, and its signal aborts the step in flight
+ * (a model request, a retry wait, a shell command), which ends without a result and re-runs on
+ * resume; the run ends `interrupted` (130) with its last checkpoint. A second one quits at once:
+ * the threads still running are first recorded as interrupted, with the command that resumes them.
  */
-export function drainOnInterrupt(json: boolean): { control: RunControl; dispose: () => void } {
+export function drainOnInterrupt(json: boolean, db?: string): { control: RunControl; signal: AbortSignal; dispose: () => void } {
   const control = new RunControl();
-  const onSigint = (): void => {
-    if (control.drainRequested) process.exit(ExitCode.Interrupted);
+  const cancel = new AbortController();
+  const onSignal = (): void => {
+    if (control.drainRequested) quitNow(json, db);
     control.requestDrain("interrupted by user");
-    if (!json) process.stderr.write(pc.yellow("\nStopping at the next step boundary (Ctrl-C again to quit now)…\n"));
+    cancel.abort(new CancelledError());
+    if (!json) process.stderr.write(pc.yellow("\nStopping now: the step in flight re-runs on resume (Ctrl-C again to quit at once)…\n"));
   };
-  process.on("SIGINT", onSigint);
-  return { control, dispose: () => process.off("SIGINT", onSigint) };
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
+  return { control, signal: cancel.signal, dispose: () => STOP_SIGNALS.forEach((name) => process.off(name, onSignal)) };
+}
+
+/** Exits 130 at once, after recording the threads still running as interrupted and saying how to resume them. */
+function quitNow(json: boolean, db: string | undefined): never {
+  const threads = interruptActiveRuns("interrupted by the user before the step in flight ended (it re-runs on resume)");
+  const lines = threads.map((threadId) => `${json ? "" : `${pc.yellow("■ interrupted")}  thread ${threadId}\n`}Continue with: ${resumeHint(threadId, db)}\n`);
+  // With --json, stdout holds events only; the hint goes to stderr.
+  (json ? process.stderr : process.stdout).write(lines.join(""));
+  process.exit(ExitCode.Interrupted);
 }
 
 function resumeHint(threadId: string, db: string | undefined): string {
@@ -101,11 +122,18 @@ function report(outcome: RunOutcome, db: string | undefined, json: boolean): voi
   }
 }
 
-export async function withRunUi(json: boolean, db: string | undefined, run: (sink: EventSink, control: RunControl) => Promise<RunOutcome>): Promise<number> {
-  const sink = json ? jsonRenderer() : humanRenderer();
-  const { control, dispose } = drainOnInterrupt(json);
+/** What a command's run takes from the UI: its event sink, and the Ctrl-C handling (see drainOnInterrupt). */
+export interface RunUi {
+  onEvent: EventSink;
+  control: RunControl;
+  signal: AbortSignal;
+}
+
+export async function withRunUi(json: boolean, db: string | undefined, run: (ui: RunUi) => Promise<RunOutcome>): Promise<number> {
+  const onEvent = json ? jsonRenderer() : humanRenderer();
+  const { control, signal, dispose } = drainOnInterrupt(json, db);
   try {
-    const outcome = await run(sink, control);
+    const outcome = await run({ onEvent, control, signal });
     report(outcome, db, json);
     return outcome.exitCode;
   } finally {
@@ -114,7 +142,7 @@ export async function withRunUi(json: boolean, db: string | undefined, run: (sin
 }
 
 export function runCommand(graph: string, options: RunCommandOptions): Promise<number> {
-  return withRunUi(Boolean(options.json), options.db, (onEvent, control) =>
+  return withRunUi(Boolean(options.json), options.db, (ui) =>
     runGraph({
       graph,
       task: options.task,
@@ -124,26 +152,26 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
       approval: options.approval,
       noSandbox: options.sandbox === false,
       maxRounds: options.maxRounds,
+      modelTimeoutMs: options.modelTimeout,
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
-      onEvent,
-      control,
+      ...ui,
     }),
   );
 }
 
 export function resumeCommand(threadId: string, options: ResumeCommandOptions): Promise<number> {
-  return withRunUi(Boolean(options.json), options.db, (onEvent, control) =>
+  return withRunUi(Boolean(options.json), options.db, (ui) =>
     resumeRun({
       threadId,
       model: options.model,
       approval: options.approval,
       noSandbox: options.sandbox === false,
       answer: answerOf(options),
+      modelTimeoutMs: options.modelTimeout,
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
-      onEvent,
-      control,
+      ...ui,
     }),
   );
 }

@@ -1,5 +1,6 @@
 import { AsyncLocalStorageProviderSingleton } from "@langchain/core/singletons";
 import { RunControl } from "@langchain/langgraph";
+import { CancelledError } from "../errors.js";
 import { formatStatus, initialLooperSnapshot } from "../nodes/looper/index.js";
 import type { LooperCommand } from "../state/looper.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
@@ -29,6 +30,10 @@ export interface LoopSupervisorOptions {
   onEvent?: EventSink;
   /** Drains the loop's runs (Ctrl-C of `run`); by default the supervisor's own, see {@link LoopSupervisor.drain}. */
   control?: RunControl;
+  /** Cancels the loop's step in flight (Ctrl-C of `run`); by default the supervisor's own, see {@link LoopSupervisor.drain}. */
+  signal?: AbortSignal;
+  /** `--model-timeout` of the chat or run that owns the loop (milliseconds). */
+  modelTimeoutMs?: number;
   // The runner's entry points, passed in so that the runner and the supervisor do not import each other.
   run: (options: RunOptions) => Promise<RunOutcome>;
   resume: (options: ResumeOptions) => Promise<RunOutcome>;
@@ -46,11 +51,15 @@ export class LoopSupervisor implements LooperHandle {
   private active?: Promise<RunOutcome>;
   private lastOutcome?: RunOutcome;
   private readonly control: RunControl;
+  /** Aborts the loop's step in flight when the supervisor owns the signal (see `drain`). */
+  private readonly cancel = new AbortController();
+  private readonly signal: AbortSignal;
   private readonly settledHandlers = new Set<(outcome: RunOutcome) => void>();
 
   constructor(private readonly options: LoopSupervisorOptions) {
     this.threadId = loopThreadOf(options.mediatorThreadId);
     this.control = options.control ?? new RunControl();
+    this.signal = options.signal ?? this.cancel.signal;
   }
 
   /** Whether a run of the loop is in progress in this process. */
@@ -157,22 +166,37 @@ export class LoopSupervisor implements LooperHandle {
     return this.lastOutcome;
   }
 
-  /** Stops the loop's run at the next step boundary, checkpointed, and waits for it (leaving `chat`). */
+  /**
+   * Stops the loop's run now, and waits for it (leaving `chat`): the step in flight ends without a
+   * result (it re-runs on resume), the thread is recorded as interrupted with its last checkpoint.
+   */
   async drain(): Promise<RunOutcome | undefined> {
     if (!this.active) return this.lastOutcome;
     this.control.requestDrain("the chat ended");
+    this.cancel.abort(new CancelledError("the chat ended"));
     return this.wait();
   }
 
   private runSettings() {
-    const { workspace, settings, maxRounds, noSandbox, store } = this.options;
-    return { workspace, ...settings, maxRounds, noSandbox, ...store, onEvent: this.onLoopEvent, control: this.control };
+    const { workspace, settings, maxRounds, noSandbox, store, modelTimeoutMs } = this.options;
+    return { workspace, ...settings, maxRounds, noSandbox, modelTimeoutMs, ...store, onEvent: this.onLoopEvent, control: this.control, signal: this.signal };
   }
 
   private resumeLoop(answer?: ApprovalAnswer): Promise<void> {
-    const { settings, maxRounds, noSandbox, store } = this.options;
+    const { settings, maxRounds, noSandbox, store, modelTimeoutMs } = this.options;
     return this.launch(() =>
-      this.options.resume({ threadId: this.threadId, approval: settings.approval, maxRounds, noSandbox, ...store, onEvent: this.onLoopEvent, control: this.control, answer }),
+      this.options.resume({
+        threadId: this.threadId,
+        approval: settings.approval,
+        maxRounds,
+        noSandbox,
+        modelTimeoutMs,
+        ...store,
+        onEvent: this.onLoopEvent,
+        control: this.control,
+        signal: this.signal,
+        answer,
+      }),
     );
   }
 

@@ -1,5 +1,5 @@
 import { GraphRecursionError, isGraphDrained } from "@langchain/langgraph";
-import { ExitCode, LimitError, LoopgraphError } from "../errors.js";
+import { CancelledError, cancelledByUser, ExitCode, LimitError, LoopgraphError } from "../errors.js";
 import { END_NODE, type GraphDefinition } from "../format/types.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodeKinds } from "../nodes/registry.js";
@@ -97,9 +97,21 @@ export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
   return Math.max(graph.limits.maxSteps, needed);
 }
 
-/** How a run that threw ends: interrupted (drained), limited (a step limit), else failed with the error's first line. */
-export function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number): Settled {
-  if (isGraphDrained(error)) {
+/** Whether `error`, or an error it wraps, is the user's cancellation. */
+function isCancellation(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 10; current = current.cause, depth++) {
+    if (current instanceof CancelledError) return true;
+  }
+  return false;
+}
+
+/**
+ * How a run that threw ends: interrupted when drained, or when the user aborted its step in
+ * flight (`signal`, however the error reached here: LangGraph and the nodes may wrap it);
+ * limited by a step limit; else failed with the error's first line.
+ */
+export function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number, signal?: AbortSignal): Settled {
+  if (isGraphDrained(error) || cancelledByUser(signal) || isCancellation(error)) {
     return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted };
   }
   if (error instanceof GraphRecursionError) {

@@ -18,9 +18,10 @@ export interface CommonRunOptions {
   approval?: ApprovalMode;
   /**
    * Answers approval requests in this process (a terminal prompt). Without it, or when it
-   * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`.
+   * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`. The
+   * run's signal is passed on: once it is aborted (SIGTERM), the question goes unanswered.
    */
-  askApproval?: (request: ApprovalRequest) => Promise<ApprovalAnswer | undefined>;
+  askApproval?: (request: ApprovalRequest, signal?: AbortSignal) => Promise<ApprovalAnswer | undefined>;
   /**
    * `--no-sandbox`: the agent's commands run without the OS sandbox, by the user's choice (in
    * approval mode `auto` they then run unasked; where no sandbox can start and this is not set,
@@ -31,7 +32,13 @@ export interface CommonRunOptions {
   maxRounds?: number;
   /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */
   control?: RunControl;
+  /**
+   * Ctrl-C: aborting it ends the step in flight at once (a model request, its retry wait, a shell
+   * command), without a result: the run's outcome is `interrupted` and the step re-runs on resume.
+   */
   signal?: AbortSignal;
+  /** `--model-timeout` in milliseconds: a model attempt that receives no data this long is retried (default LOOPGRAPH_MODEL_TIMEOUT, else 120 s). */
+  modelTimeoutMs?: number;
 }
 
 export interface RunOptions extends CommonRunOptions {

@@ -30,6 +30,8 @@ export const createLoopSupervisor: LooperFactory = (thread, mediator) =>
     store: { db: thread.store.path, cwd: thread.options.cwd, env: thread.options.env },
     onEvent: thread.options.onEvent,
     control: thread.options.control,
+    signal: thread.options.signal,
+    modelTimeoutMs: thread.options.modelTimeoutMs,
     run: runGraph,
     resume: resumeRun,
   });

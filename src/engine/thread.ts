@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command } from "@langchain/langgraph";
-import { ConfigError } from "../errors.js";
+import { ConfigError, ExitCode } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
@@ -27,6 +27,7 @@ import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
+import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import { failureOutcome, settledOutcome, stepLimit } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
@@ -137,7 +138,7 @@ export class Thread {
     const policy = loadUserPolicy(workspace, this.env);
     this.userRules = policy.rules;
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
-    this.models = createModelCache(this.cwd, this.env);
+    this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     const mediator = mediatorNodeOf(graph);
     if (mediator && extra.looper) this.looper = extra.looper(this, mediator);
     if (!extra.replay) this.checkModels(graph, noModelMessage(graph.name, process.cwd()));
@@ -293,8 +294,25 @@ export class Thread {
   /**
    * Runs the graph from `input` (null: on from the thread's newest checkpoint) until it ends or
    * pauses; approvals are answered in this process when the options say how. Records how it ended.
+   * An abort of the run's signal (Ctrl-C) ends the step in flight without a result: `interrupted`.
    */
   async execute(input: unknown, ctx: RunContext = this.context(), compile: CompileOptions = {}): Promise<RunOutcome> {
+    const { threadId } = this;
+    const untrack = trackActiveRun({
+      threadId,
+      interrupt: (reason) => {
+        this.store.threads.markEnded(threadId, "interrupted", reason);
+        ctx.emit({ type: "run_finished", threadId, status: "interrupted", outcome: "interrupted", exitCode: ExitCode.Interrupted, reason });
+      },
+    });
+    try {
+      return await this.executeTracked(input, ctx, compile);
+    } finally {
+      untrack();
+    }
+  }
+
+  private async executeTracked(input: unknown, ctx: RunContext, compile: CompileOptions): Promise<RunOutcome> {
     const { graph, threadId, options } = this;
     const compiled = await this.compile(ctx, compile);
     const config = {
@@ -314,11 +332,11 @@ export class Thread {
         }
         outcome = await settledOutcome(compiled, config, graph, threadId);
       } catch (error) {
-        outcome = failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds));
+        outcome = failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
-      const answer = await options.askApproval(request);
+      const answer = await options.askApproval(request, ctx.signal);
       if (!answer) break;
       // The answer is for this request's call, whatever the policy says when the step runs again.
       ctx.answering = request;

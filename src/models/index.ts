@@ -34,5 +34,6 @@ export type { ScriptedResponse } from "./scripted.js";
 export { DEFAULT_RETRY_POLICY } from "./retry.js";
 export type { RetryPolicy } from "./retry.js";
 export { DEFAULT_IDLE_TIMEOUT_MS } from "./openai.js";
+export { MODEL_TIMEOUT_EXPECTED, modelTimeoutFromEnv, parseModelTimeoutSeconds } from "./timeout.js";
 export { countInputTokens, countOutputTokens, countTokens } from "./tokens.js";
 export type { TokenUsage } from "../state/graph-state.js";

@@ -21,8 +21,11 @@ export interface OpenAIModelOptions {
   idleTimeoutMs?: number;
 }
 
-/** Generous enough for reasoning models that think for minutes before their first token. */
-export const DEFAULT_IDLE_TIMEOUT_MS = 300_000;
+/**
+ * Two minutes without a byte: enough for reasoning models that think long before their first
+ * token, short enough that a hung server is noticed (`--model-timeout`, LOOPGRAPH_MODEL_TIMEOUT).
+ */
+export const DEFAULT_IDLE_TIMEOUT_MS = 120_000;
 
 type OpenAIModule = typeof import("@langchain/openai");
 type OpenAISdk = OpenAIModule["OpenAIClient"];
@@ -98,7 +101,7 @@ class OpenAICompatibleModel implements ChatModel {
     const forwardAbort = () => attempt.abort(options.signal?.reason);
     options.signal?.addEventListener("abort", forwardAbort, { once: true });
     const idleTimeout = new ModelError(
-      `no data from ${this.context.endpoint} for ${Math.round(this.idleTimeoutMs / 1000)} s`,
+      `no data from ${this.context.endpoint} for ${Math.round(this.idleTimeoutMs / 100) / 10} s (--model-timeout)`,
       "timeout",
     );
     let idleTimer: NodeJS.Timeout | undefined;

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, relative } from "node:path";
 import { ConfigError } from "../errors.js";
-import { createModel } from "../models/index.js";
+import { createModel, modelTimeoutFromEnv } from "../models/index.js";
 import { OFFLINE_MODEL_HINT } from "../models/spec.js";
 import type { EffectKind, Recorder } from "../runs/recordings.js";
 import type { ChatModel } from "../models/types.js";
@@ -109,12 +109,23 @@ export function noModelMessage(graphName: string, cwd: string): string {
   return noModel(`--model scripted:${shown.startsWith("..") ? script : shown}`);
 }
 
-export function createModelCache(cwd: string, env: NodeJS.ProcessEnv): (spec: string) => ChatModel {
+/** Options of the models a run creates. */
+export interface ModelCacheOptions {
+  /** Network models: an attempt that receives no data for this long is abandoned and retried (default LOOPGRAPH_MODEL_TIMEOUT, else 120 s). */
+  idleTimeoutMs?: number;
+}
+
+/**
+ * Creates each model once per process. A bad LOOPGRAPH_MODEL_TIMEOUT is a ConfigError here,
+ * before anything runs.
+ */
+export function createModelCache(cwd: string, env: NodeJS.ProcessEnv, options: ModelCacheOptions = {}): (spec: string) => ChatModel {
   const models = new Map<string, ChatModel>();
+  const idleTimeoutMs = options.idleTimeoutMs ?? modelTimeoutFromEnv(env);
   return (spec) => {
     let model = models.get(spec);
     if (!model) {
-      model = createModel(spec, { cwd, env });
+      model = createModel(spec, { cwd, env, idleTimeoutMs });
       models.set(spec, model);
     }
     return model;

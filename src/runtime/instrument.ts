@@ -1,5 +1,5 @@
 import { isGraphBubbleUp } from "@langchain/langgraph";
-import { LimitError, LoopgraphError } from "../errors.js";
+import { CancelledError, cancelledByUser, LimitError, LoopgraphError } from "../errors.js";
 import type { RunContext } from "./context.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import type { NodeFunction } from "./node-function.js";
@@ -24,8 +24,9 @@ export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): 
       });
       return { ...update, visits: { ...update.visits, [id]: visit } };
     } catch (error) {
-      // A limit (it names its node) stays a limit: the run ends `limited`, not failed.
-      if (isGraphBubbleUp(error) || error instanceof LimitError) throw error;
+      // A limit (it names its node) stays a limit: the run ends `limited`, not failed; the user's
+      // cancellation passes as it is (the engine tells it from a failure, see failureOutcome).
+      if (isGraphBubbleUp(error) || error instanceof LimitError || error instanceof CancelledError || cancelledByUser(ctx.signal)) throw error;
       const message = error instanceof Error ? error.message : String(error);
       const prefixed = message.startsWith(`node "${id}"`) ? message : `node "${id}" failed: ${message}`;
       throw new LoopgraphError(prefixed);

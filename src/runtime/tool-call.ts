@@ -1,5 +1,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { interrupt } from "@langchain/langgraph";
+import { cancelledByUser } from "../errors.js";
 import { alwaysAnswerFor, decideToolCall } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
 import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
@@ -102,7 +103,12 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   }
   if (!result) {
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    const execute = () => executeToolCall(call, toolContext(), options.tools);
+    const execute = async () => {
+      const executed = await executeToolCall(call, toolContext(), options.tools);
+      // Stopped by the user (Ctrl-C): no result is recorded or checkpointed, so a resume runs the call again.
+      if (cancelledByUser(ctx.signal)) throw ctx.signal.reason;
+      return executed;
+    };
     const step = { node, tool: call.name, toolCallId: call.id, config: options.config };
     const request = { kind: "tool" as const, node, name: call.name, args: call.args };
     result = await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));

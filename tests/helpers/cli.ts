@@ -126,3 +126,13 @@ export function hasCommand(command: string, ...args: string[]): boolean {
 
 /** `arg` quoted for a POSIX shell command line. */
 export const shellQuote = (arg: string): string => `'${arg.replace(/'/g, "'\\''")}'`;
+
+/** Whether a process whose command line starts with `command` is running (not the shell that runs it; pgrep exits 1 when none is). */
+export function processAlive(command: string): boolean {
+  try {
+    execFileSync("pgrep", ["-f", `^${command}`], { stdio: "ignore" });
+    return true;
+  } catch {
+    return false;
+  }
+}

@@ -16,6 +16,8 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { checkpointState, listThreads, threadHistory, type ThreadHistory, type ThreadSummary } from "../../src/index.js";
+import { withStore } from "../../src/runs/store.js";
+import type { ThreadRecord } from "../../src/runs/thread-registry.js";
 import { collect, runCli, spawnCli, type CliOptions, type CliResult } from "./cli.js";
 import { onCleanup } from "./workspace.js";
 
@@ -64,7 +66,12 @@ export function run(ws: RunPlace, spec: RunSpec, options: CliOptions = {}): Prom
 
 /** `loopgraph resume <thread> --db <ws.db> [...extra]` to its end. */
 export function resume(ws: { db: string }, thread: string, ...extra: string[]): Promise<CliResult> {
-  return runCli(["resume", thread, "--db", ws.db, ...extra]);
+  return resumeWith({}, ws, thread, ...extra);
+}
+
+/** `resume` as above, with CLI options (e.g. the environment of a model server). */
+export function resumeWith(options: CliOptions, ws: { db: string }, thread: string, ...extra: string[]): Promise<CliResult> {
+  return runCli(["resume", thread, "--db", ws.db, ...extra], options);
 }
 
 /** Where to look for a line: after the line of index `after` (from `lines`), within `timeoutMs`. */
@@ -178,6 +185,15 @@ export async function finalState<T = Record<string, unknown>>(db: string, thread
   const last = (await historyOf(db, thread)).checkpoints.at(-1);
   if (!last) throw new Error(`thread ${thread} has no checkpoint in ${db}`);
   return stateAt<T>(db, thread, last.checkpointId);
+}
+
+/**
+ * The thread's status as its record holds it, not as readers show it: `inspect` and `status`
+ * show a thread marked running whose process is gone as interrupted, which would hide a run that
+ * exited without recording its end.
+ */
+export async function recordedStatus(db: string, thread: string): Promise<ThreadRecord["status"] | undefined> {
+  return withStore({ db }, "read", async (store) => store.threads.get(thread)?.status);
 }
 
 /** What `loopgraph inspect --json` prints: every thread of the store. */

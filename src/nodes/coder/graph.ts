@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { END, START, StateGraph } from "@langchain/langgraph";
-import { LimitError, ModelError } from "../../errors.js";
+import { cancelledByUser, LimitError, ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
@@ -151,9 +151,10 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       if (messageText(answer)) emit({ type: "message", threadId, node: def.id, content: messageText(answer) });
       return { ...bookkeeping(), messages: [...written, answer], steps: state.steps + 1 };
     } catch (error) {
+      // A cancelled call (Ctrl-C) is no failure of the model: the step ends without a result and re-runs on resume.
       // Without a node to take up the failure, the model's error fails the run; the step is not
       // stored, so a resume retries the call.
-      if (!(error instanceof ModelError) || error.kind === "auth" || !failureRouted) throw error;
+      if (cancelledByUser(ctx.signal) || !(error instanceof ModelError) || error.kind === "auth" || !failureRouted) throw error;
       const kind = MODEL_FAILURES[error.kind] ?? "model_server";
       return { ...bookkeeping(), ...(written.length > 0 ? { messages: written } : {}), result: failure(state, kind, error.message) };
     }
