@@ -44,6 +44,10 @@ export function rngFor(seed: number, label: string): Rng {
 
 /** What every trial shares: the uninterrupted run it is compared with. */
 export interface Reference {
+  /** The scripted model's file the trials run. */
+  script: string;
+  /** How many shell steps it has. */
+  steps: number;
   lines: string[];
   /** Its wall time: kills land at random within it. */
   ms: number;
@@ -150,16 +154,17 @@ async function driveToEnd(
 }
 
 /** The uninterrupted run every trial is compared with. */
-export async function referenceRun(): Promise<Reference> {
+export async function referenceRun(script: string): Promise<Reference> {
   const ws = newPlace("reference");
   try {
     const started = Date.now();
-    const cli = startRun(ws, specOf(THREAD, STEPS_SCRIPT), { standalone: true });
+    const cli = startRun(ws, specOf(THREAD, script), { standalone: true });
     const result = await ended(cli);
     const ms = Date.now() - started;
     const stuck = stuckReason("the reference run", result);
     if (stuck) throw new Error(`${stuck}\n${result.stderr}`);
-    return { lines: logLines(join(ws.dir, "log.txt")), ms };
+    const lines = logLines(join(ws.dir, "log.txt"));
+    return { script, steps: lines.filter((line) => line.endsWith(">")).length, lines, ms };
   } finally {
     ws.remove();
   }
@@ -172,7 +177,7 @@ export async function referenceRun(): Promise<Reference> {
 export async function killTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
   const ws = newPlace("kill");
   try {
-    const spec = specOf(THREAD, STEPS_SCRIPT);
+    const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
     const { killed, result } = await killAfter(startRun(ws, spec, { standalone: true }), rng() * reference.ms);
     let stuck = killed ? undefined : stuckReason("run", result);
@@ -191,7 +196,7 @@ export async function killTrial(name: string, rng: Rng, reference: Reference): P
 export async function earlyKillTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
   const ws = newPlace("early");
   try {
-    const spec = specOf(THREAD, STEPS_SCRIPT);
+    const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
     const cli = startRun(ws, spec, { standalone: true });
     let stuck: string | undefined;
@@ -215,7 +220,7 @@ export async function earlyKillTrial(name: string, index: number, rng: Rng, refe
 const ranSteps = (cli: RunningCli) => cli.lines.some((line) => line.startsWith("{") && line.includes(`"type":"node_started"`));
 
 /**
- * (b) A run killed during one of its first four shell steps (at a random moment of the 150 ms
+ * (b) A run killed during one of its shell steps but the last (at a random moment of the 150 ms
  * after its `tool_call` event), then two `resume`s of it started at the same moment. A double
  * owner: both resumes ran nodes, or a step ran again although stored, or the thread's history
  * split into two branches.
@@ -223,10 +228,10 @@ const ranSteps = (cli: RunningCli) => cli.lines.some((line) => line.startsWith("
 export async function raceTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
   const ws = newPlace("race");
   try {
-    const spec = specOf(THREAD, STEPS_SCRIPT);
+    const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
     const cli = startRun(ws, spec, { standalone: true });
-    const nth = Math.floor(rng() * 4);
+    const nth = Math.floor(rng() * Math.max(1, reference.steps - 1));
     let stuck: string | undefined;
     try {
       let after = -1;
