@@ -14,7 +14,7 @@ import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
-import type { Store } from "../runs/store.js";
+import { isStoreLocked, lockedBeyondTimeout, type Store } from "../runs/store.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";
@@ -269,7 +269,9 @@ export class Thread {
         }
         outcome = await settledOutcome(compiled, config, graph, threadId);
       } catch (error) {
-        outcome = failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds));
+        outcome = isStoreLocked(error)
+          ? lockedOutcome(this.store.path, threadId, this.env)
+          : failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds));
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -280,7 +282,14 @@ export class Thread {
       next = new Command({ resume: answer });
     }
     const state = (await compiled.getState(config)).values as GraphStateValue;
-    this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
+    try {
+      this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
+    } catch (error) {
+      // The lock is still held: the record keeps "running" with this process, which readers see
+      // as interrupted once it is gone; the message says how to continue either way.
+      if (!isStoreLocked(error)) throw error;
+      if (outcome.status !== "interrupted") outcome = lockedOutcome(this.store.path, threadId, this.env);
+    }
     if (outcome.error) ctx.emit({ type: "error", threadId, message: outcome.error });
     if (outcome.pause) ctx.emit({ type: "interrupt", threadId, ...outcome.pause });
     const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, exitCode: outcome.exitCode };
@@ -365,6 +374,20 @@ export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
   const rounds = Math.max(0, ...nodesOfKind(graph, looperKind).map((looper) => maxRounds ?? looper.maxRounds));
   const needed = rounds > 0 ? rounds * STEPS_PER_ROUND + Object.keys(graph.nodes).length : 0;
   return Math.max(graph.limits.maxSteps, needed);
+}
+
+/**
+ * A run whose store stayed locked by another program beyond the busy timeout (a checkpoint, a
+ * recording or the snapshot log could not be written): it stops, interrupted, at its last
+ * checkpoint, and `resume` continues from there once the other program is done.
+ */
+function lockedOutcome(path: string, threadId: string, env: NodeJS.ProcessEnv): Omit<RunOutcome, "state"> {
+  return {
+    threadId,
+    status: "interrupted",
+    exitCode: ExitCode.Interrupted,
+    error: `${lockedBeyondTimeout(path, env)}: the run stopped at its last checkpoint; continue it with \`loopgraph resume ${threadId}\` once the other program is done`,
+  };
 }
 
 function failureOutcome(error: unknown, graph: GraphDefinition, threadId: string, limit: number): Omit<RunOutcome, "state"> {
