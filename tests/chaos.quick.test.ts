@@ -60,12 +60,12 @@ describe("the chaos suite, short", () => {
 describe("the chaos suite's judge of a log", () => {
   const reference = ["A>", "A<", "B>", "B<"];
   it("an in-flight step run again after a kill, its result not stored, is an in-flight re-run; the log is identical", () => {
-    const verdict = judgeLog(["A>", "A<", "B>", "B>", "B<"], reference, [{ logLines: 3, stored: new Set(["A"]) }]);
+    const verdict = judgeLog(["A>", "A<", "B>", "B>", "B<"], reference, [{ logLines: 3, stored: new Set(["A"]), checkpoints: 1 }]);
     expect(verdict).toMatchObject({ identical: true, inflightReruns: 1, doubled: 0 });
   });
 
   it("a step run again although its result was stored at the kill is doubled", () => {
-    const verdict = judgeLog(["A>", "A<", "A>", "A<", "B>", "B<"], reference, [{ logLines: 2, stored: new Set(["A"]) }]);
+    const verdict = judgeLog(["A>", "A<", "A>", "A<", "B>", "B<"], reference, [{ logLines: 2, stored: new Set(["A"]), checkpoints: 1 }]);
     expect(verdict).toMatchObject({ identical: true, inflightReruns: 0, doubled: 1 });
   });
 

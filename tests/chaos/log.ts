@@ -23,6 +23,8 @@ import Database from "better-sqlite3";
 export interface KillMark {
   logLines: number;
   stored: ReadonlySet<string>;
+  /** The thread's checkpoints in the store (0: killed before its first). */
+  checkpoints: number;
 }
 
 export interface LogVerdict {
@@ -67,6 +69,21 @@ export function storedSteps(db: string, thread: string): Set<string> {
     store?.close();
   }
   return found;
+}
+
+/** How many checkpoints (of any namespace) `db` holds for `thread`. */
+export function checkpointCount(db: string, thread: string): number {
+  if (!existsSync(db)) return 0;
+  let store: Database.Database | undefined;
+  try {
+    store = new Database(db, { readonly: true, fileMustExist: true, timeout: 10_000 });
+    return (store.prepare(`SELECT count(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ?`).get(thread) as { n: number }).n;
+  } catch (error) {
+    if (/no such table|not a database/.test(String(error))) return 0;
+    throw error;
+  } finally {
+    store?.close();
+  }
 }
 
 /** The status on `thread`'s record in `db` (as stored: "running" also for a killed owner), or undefined when it has none. */

@@ -143,7 +143,7 @@ async function main(options: Options): Promise<number> {
   const doubleOwners = of("b").filter((trial) => trial.doubleOwner).length;
   const busy = concurrent?.busyErrors.length ?? 0;
   const line = (part: TrialResult[]) =>
-    `${part.length} trials, ${sum(part, (trial) => trial.kills)} kills, identical ${part.filter((trial) => trial.verdict.identical).length}, in-flight re-runs ${sum(part, (trial) => trial.verdict.inflightReruns)}, doubled ${sum(part, (trial) => trial.verdict.doubled)}, stuck ${part.filter((trial) => trial.stuck).length}`;
+    `${part.length} trials, ${sum(part, (trial) => trial.kills)} kills (${sum(part, (trial) => trial.beforeFirstCheckpoint)} before the first checkpoint), identical ${part.filter((trial) => trial.verdict.identical).length}, in-flight re-runs ${sum(part, (trial) => trial.verdict.inflightReruns)}, doubled ${sum(part, (trial) => trial.verdict.doubled)}, stuck ${part.filter((trial) => trial.stuck).length}`;
   out(`(a) kill -9 at random moments, then resume: ${line(of("a"))}`);
   out(`(b) two resumes of a killed thread at once: ${of("b").length} races, double owners ${doubleOwners}, stuck ${of("b").filter((trial) => trial.stuck).length}`);
   if (concurrent) {

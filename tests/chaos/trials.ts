@@ -7,7 +7,7 @@ import { join, resolve } from "node:path";
 import { historyOf, runArgs, startCli, startRun, type RunningCli, type RunPlace, type RunSpec } from "../helpers/e2e.js";
 import { runCli, type CliResult } from "../helpers/cli.js";
 import { createWorkspace } from "../helpers/workspace.js";
-import { judgeLog, logLines, recordStatus, storedSteps, type KillMark, type LogVerdict } from "./log.js";
+import { checkpointCount, judgeLog, logLines, recordStatus, storedSteps, type KillMark, type LogVerdict } from "./log.js";
 
 const FIXTURES = resolve(import.meta.dirname, "../fixtures/chaos");
 /** Two rounds of coder-review, five shell steps (see the file). */
@@ -56,6 +56,8 @@ export interface Reference {
 export interface TrialResult {
   name: string;
   kills: number;
+  /** Kills that landed before the thread's first checkpoint. */
+  beforeFirstCheckpoint: number;
   verdict: LogVerdict;
   stuck?: string;
   /** Races only: both resumes ran the thread, or it was doubled, or its history split. */
@@ -108,7 +110,7 @@ async function markKill(ws: RunPlace, thread: string): Promise<KillMark> {
     still = now === length ? still + 1 : 0;
     length = now;
   }
-  return { logLines: length, stored: storedSteps(ws.db, thread) };
+  return { logLines: length, stored: storedSteps(ws.db, thread), checkpoints: checkpointCount(ws.db, thread) };
 }
 
 /** The end of a process the suite did not kill, as a stuck reason unless it finished (0). */
@@ -183,7 +185,7 @@ export async function killTrial(name: string, rng: Rng, reference: Reference): P
     let stuck = killed ? undefined : stuckReason("run", result);
     if (killed) kills.push(await markKill(ws, THREAD));
     stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0.35, maxReKills: 2, withinMs: reference.ms });
-    return { name, kills: kills.length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
+    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
   } finally {
     ws.remove();
   }
@@ -211,7 +213,7 @@ export async function earlyKillTrial(name: string, index: number, rng: Rng, refe
       await cli.done;
     }
     stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
-    return { name, kills: kills.length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
+    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
   } finally {
     ws.remove();
   }
@@ -262,7 +264,7 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
       const branches = (await historyOf(ws.db, THREAD)).branches.length;
       if (branches > 1) doubleOwner ??= `the history split into ${branches} branches`;
     }
-    return { name, kills: kills.length, verdict, stuck, doubleOwner };
+    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict, stuck, doubleOwner };
   } finally {
     ws.remove();
   }
