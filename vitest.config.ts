@@ -7,6 +7,7 @@ import { defineConfig } from "vitest/config";
  * the e2e project, so a file that starts the CLI must be listed here.
  */
 const E2E = [
+  "tests/chaos.quick.test.ts",
   "tests/chat.tty.test.ts",
   "tests/cli.*.test.ts",
   "tests/coder.e2e.test.ts",

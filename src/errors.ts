@@ -18,8 +18,9 @@ export class LoopgraphError extends Error {
   constructor(
     message: string,
     readonly exitCode: ExitCode = ExitCode.Failed,
+    options?: ErrorOptions,
   ) {
-    super(message);
+    super(message, options);
     this.name = "LoopgraphError";
   }
 }

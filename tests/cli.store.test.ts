@@ -2,7 +2,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.js";
+import { cleanEnv, hasStackTrace, parseEvents, runCli } from "./helpers/cli.js";
+import { finalState, resume, startRun } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 /** The command failed with exit 2 and one `loopgraph:` line naming the store, no stack trace. */
@@ -58,5 +59,86 @@ describe("the CLI and a store that is not one", () => {
     db.pragma("user_version = 99");
     db.close();
     expectStoreError(await runCli(["status", "t1", "--db", future]), future, /has store schema version 99, newer than this loopgraph understands/);
+  });
+});
+
+describe("a store locked by another program during a run", () => {
+  // The Coder's first answer comes after DELAY: the lock is taken while it waits, so the write of
+  // that answer's record meets it.
+  const scriptOf = (delayMs: number) => [
+    "responses:",
+    "  - node: coder",
+    `    delay_ms: ${delayMs}`,
+    "    tool_calls:",
+    "      - { name: shell, args: { command: \"echo one >> log.txt\" } }",
+    "  - { node: coder, content: \"wrote one line\" }",
+  ].join("\n");
+  const lockedMessage = (db: string, waited: string) =>
+    `${db} is locked by another program (waited ${waited} s): the run stopped at its last checkpoint; continue it with \`loopgraph resume locked\` once the other program is done`;
+
+  it("beyond the busy timeout, the run stops interrupted (130) with one line naming the store and how to resume; resume continues once the lock is gone", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const script = join(ws.root, "locked.script.yaml");
+    writeFileSync(script, `${scriptOf(1500)}\n`);
+    const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "300" });
+    const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
+    await run.waitForNode("coder");
+    const holder = new Database(ws.db);
+    let result;
+    try {
+      holder.exec("BEGIN EXCLUSIVE");
+      result = await run.done;
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+    }
+    expect(result.code, result.stderr).toBe(130);
+    const message = lockedMessage(ws.db, "0.3");
+    const events = parseEvents(result.stdout);
+    expect(events.filter((event) => event.type === "error").map((event) => event.message)).toEqual([message]);
+    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "interrupted", exitCode: 130, message });
+    expect(result.stderr).not.toMatch(/internal error/);
+    expect(hasStackTrace(result.stdout + result.stderr)).toBe(false);
+    expect(existsSync(join(ws.dir, "log.txt"))).toBe(false);
+
+    // The lock was still held when the run ended, so its record could not say so: the process is
+    // gone, and readers see the thread interrupted.
+    const status = await runCli(["status", "locked", "--db", ws.db]);
+    expect(status.stdout).toMatch(/interrupted/);
+    expect(status.stdout).toMatch(/which ran it, is gone/);
+
+    const resumed = await resume(ws, "locked", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\n");
+    expect((await finalState<{ outputs: Record<string, unknown> }>(ws.db, "locked")).outputs.coder).toBeDefined();
+  });
+
+  it("when the lock is gone before the run's end is written, the thread's record says it stopped on the lock", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const script = join(ws.root, "locked.script.yaml");
+    writeFileSync(script, `${scriptOf(300)}\n`);
+    // The write after the lock is taken comes within ~0.3 s (the answer's delay) and fails 2 s
+    // later; the lock is let go 4 s after it was taken: before the record's write gives up.
+    const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "2000" });
+    const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
+    await run.waitForNode("coder");
+    const holder = new Database(ws.db);
+    let result;
+    try {
+      holder.exec("BEGIN EXCLUSIVE");
+      await new Promise((resolveHold) => setTimeout(resolveHold, 4000));
+      holder.exec("ROLLBACK");
+      result = await run.done;
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+    }
+    expect(result.code, result.stdout + result.stderr).toBe(130);
+    const inspected = await runCli(["inspect", "locked", "--json", "--db", ws.db]);
+    expect(JSON.parse(inspected.stdout).thread).toMatchObject({ status: "interrupted", error: lockedMessage(ws.db, "2") });
+
+    const resumed = await resume(ws, "locked", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\n");
   });
 });

@@ -1,2 +1,2 @@
 export { SqliteCheckpointSaver } from "./sqlite-saver.js";
-export { BUSY_TIMEOUT_MS, createCheckpointTables } from "./schema.js";
+export { BUSY_TIMEOUT_MS, busyTimeoutMs, createCheckpointTables } from "./schema.js";

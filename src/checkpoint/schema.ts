@@ -49,6 +49,15 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (
 /** How long a statement waits for another connection's lock before it fails with SQLITE_BUSY. */
 export const BUSY_TIMEOUT_MS = 5000;
 
+/**
+ * The busy timeout in use: BUSY_TIMEOUT_MS, or LOOPGRAPH_BUSY_TIMEOUT_MS (milliseconds, a whole
+ * number) when set, so that a test of a lock held beyond the timeout need not wait 5 s.
+ */
+export function busyTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+  const value = env.LOOPGRAPH_BUSY_TIMEOUT_MS;
+  return value !== undefined && /^\d+$/.test(value.trim()) ? Number(value) : BUSY_TIMEOUT_MS;
+}
+
 /** Creates the saver's tables where they are missing (the run store's first migration runs this). */
 export function createCheckpointTables(db: Database.Database): void {
   db.exec(SCHEMA);
@@ -56,7 +65,7 @@ export function createCheckpointTables(db: Database.Database): void {
 
 /** WAL lets an `inspect` read while a run writes; the busy timeout lets two writers take turns. */
 export function prepareDatabase(db: Database.Database): void {
-  db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+  db.pragma(`busy_timeout = ${busyTimeoutMs()}`);
   db.pragma("journal_mode = WAL");
   createCheckpointTables(db);
 }

@@ -3,6 +3,7 @@ import { CancelledError, cancelledByUser, ExitCode, LimitError, LoopgraphError }
 import { END_NODE, type GraphDefinition } from "../format/types.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodeKinds } from "../nodes/registry.js";
+import { lockedBeyondTimeout } from "../runs/store.js";
 import type { RunEnding } from "../runtime/node-kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import type { GraphStateValue } from "../state/graph-state.js";
@@ -95,6 +96,20 @@ export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
   const rounds = Math.max(0, ...nodesOfKind(graph, looperKind).map((looper) => maxRounds ?? looper.maxRounds));
   const needed = rounds > 0 ? rounds * STEPS_PER_ROUND + Object.keys(graph.nodes).length : 0;
   return Math.max(graph.limits.maxSteps, needed);
+}
+
+/**
+ * A run whose store stayed locked by another program beyond the busy timeout (a checkpoint, a
+ * recording or the snapshot log could not be written): it stops, interrupted, at its last
+ * checkpoint, and `resume` continues from there once the other program is done.
+ */
+export function lockedOutcome(path: string, threadId: string, env: NodeJS.ProcessEnv): Settled {
+  return {
+    threadId,
+    status: "interrupted",
+    exitCode: ExitCode.Interrupted,
+    error: `${lockedBeyondTimeout(path, env)}: the run stopped at its last checkpoint; continue it with \`loopgraph resume ${threadId}\` once the other program is done`,
+  };
 }
 
 /** Whether `error`, or an error it wraps, is the user's cancellation. */

@@ -13,7 +13,7 @@ import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
-import type { Store } from "../runs/store.js";
+import { isStoreLocked, type Store } from "../runs/store.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";
@@ -29,7 +29,7 @@ import type { ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
-import { failureOutcome, settledOutcome, stepLimit } from "./outcome.js";
+import { failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -332,7 +332,9 @@ export class Thread {
         }
         outcome = await settledOutcome(compiled, config, graph, threadId);
       } catch (error) {
-        outcome = failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
+        outcome = isStoreLocked(error)
+          ? lockedOutcome(this.store.path, threadId, this.env)
+          : failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -343,7 +345,14 @@ export class Thread {
       next = new Command({ resume: answer });
     }
     const state = (await compiled.getState(config)).values as GraphStateValue;
-    this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
+    try {
+      this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
+    } catch (error) {
+      // The lock is still held: the record keeps "running" with this process, which readers see
+      // as interrupted once it is gone; the message says how to continue either way.
+      if (!isStoreLocked(error)) throw error;
+      if (outcome.status !== "interrupted") outcome = lockedOutcome(this.store.path, threadId, this.env);
+    }
     if (outcome.status === "failed" && outcome.error) ctx.emit({ type: "error", threadId, message: outcome.error });
     if (outcome.pause) ctx.emit({ type: "interrupt", threadId, ...outcome.pause });
     const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, outcome: outcome.status, exitCode: outcome.exitCode };

@@ -2,7 +2,7 @@ import { accessSync, constants, mkdirSync, statSync, type Stats } from "node:fs"
 import { basename, dirname, resolve } from "node:path";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
-import { BUSY_TIMEOUT_MS, SqliteCheckpointSaver } from "../checkpoint/index.js";
+import { busyTimeoutMs, SqliteCheckpointSaver } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import { Inbox } from "./inbox.js";
 import { SnapshotLog } from "./snapshot-log.js";
@@ -52,7 +52,7 @@ export type StoreAccess = "read" | "write" | "create";
 
 export function openStore(options: StoreOptions, access: StoreAccess): Store {
   const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
-  const db = openDatabase(path, access);
+  const db = openDatabase(path, access, options.env ?? process.env);
   try {
     const secrets = secretValues(options.env ?? process.env, []);
     const saver = new SqliteCheckpointSaver(db, redactingSerializer(new JsonPlusSerializer(), secrets), { prepare: false });
@@ -94,7 +94,7 @@ export async function withStore<T>(options: StoreOptions, access: StoreAccess, u
  * migrates it; a reader changes nothing, and reads an older store through a migrated copy in
  * memory.
  */
-function openDatabase(path: string, access: StoreAccess): Database.Database {
+function openDatabase(path: string, access: StoreAccess, env: NodeJS.ProcessEnv): Database.Database {
   const file = statOrUndefined(path);
   if (file?.isDirectory()) throw new ConfigError(`${path} is a directory, not a store: give the store's file with --db`);
   if (!file) {
@@ -111,7 +111,7 @@ function openDatabase(path: string, access: StoreAccess): Database.Database {
   let db: Database.Database | undefined;
   try {
     db = new Database(path, { readonly: access === "read", fileMustExist: access !== "create" });
-    db.pragma(`busy_timeout = ${BUSY_TIMEOUT_MS}`);
+    db.pragma(`busy_timeout = ${busyTimeoutMs(env)}`);
     checkSchema(path, db);
     if (access === "read") {
       if (schemaVersion(db) === STORE_VERSION) return db;
@@ -159,13 +159,46 @@ export function storeError(path: string, error: unknown): unknown {
     return new ConfigError(`${path} is damaged (malformed database): restore it from a backup, or move it away to start a new store`);
   }
   if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
-  if (code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED")) {
-    return new ConfigError(`${path} is locked by another program (waited ${BUSY_TIMEOUT_MS / 1000} s): try again once it is done`);
-  }
+  if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path)}: try again once it is done`);
   if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_IOERR")) {
     return new ConfigError(`${path} cannot be opened or read (${(error as Error).message}): check the file and its folder`);
   }
   return error;
+}
+
+/**
+ * The store stayed locked by another program beyond the busy timeout (exit 2 outside a run; a run
+ * that meets it stops, interrupted: see `Thread.execute`).
+ */
+export class StoreLockedError extends ConfigError {
+  constructor(
+    readonly path: string,
+    message: string,
+  ) {
+    super(message);
+    this.name = "StoreLockedError";
+  }
+}
+
+const isLockCode = (code: string): boolean => code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
+
+/** `PATH is locked by another program (waited N s)`: the start of every message about a lock. */
+export function lockedBeyondTimeout(path: string, env: NodeJS.ProcessEnv = process.env): string {
+  return `${path} is locked by another program (waited ${busyTimeoutMs(env) / 1000} s)`;
+}
+
+/**
+ * Whether `error` (or an error it wraps, as `cause`) is a store lock held beyond the busy timeout:
+ * SQLITE_BUSY or SQLITE_LOCKED from SQLite, or the StoreLockedError made of one.
+ */
+export function isStoreLocked(error: unknown): boolean {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 10; depth++) {
+    if (current instanceof StoreLockedError) return true;
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && isLockCode(code)) return true;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return false;
 }
 
 function readOnly(path: string): ConfigError {

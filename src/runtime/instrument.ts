@@ -29,7 +29,8 @@ export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): 
       if (isGraphBubbleUp(error) || error instanceof LimitError || error instanceof CancelledError || cancelledByUser(ctx.signal)) throw error;
       const message = error instanceof Error ? error.message : String(error);
       const prefixed = message.startsWith(`node "${id}"`) ? message : `node "${id}" failed: ${message}`;
-      throw new LoopgraphError(prefixed);
+      // The cause stays with it: a store lock, for one, ends the run interrupted, not failed.
+      throw new LoopgraphError(prefixed, undefined, { cause: error });
     }
   };
 }

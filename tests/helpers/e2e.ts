@@ -97,21 +97,32 @@ export interface RunningCli {
   kill(signal?: NodeJS.Signals): Promise<CliResult>;
 }
 
+/** How `startCli` starts a process. */
+export interface StartOptions extends CliOptions {
+  /**
+   * Outside a vitest test (the chaos runner, tests/chaos/run.ts): no clean-up is registered with
+   * the test, so the caller must wait for the process or kill it itself.
+   */
+  standalone?: boolean;
+}
+
 /**
  * Starts a CLI process with `args` (see `startRun` for a `run`). It is killed (SIGKILL) when the
  * test finishes, if still running, so that a failing test leaves no process behind.
  */
-export function startCli(args: string[], options: CliOptions = {}): RunningCli {
+export function startCli(args: string[], options: StartOptions = {}): RunningCli {
   const child = spawnCli(args, options);
   const done = collect(child);
   let ended = false;
   void done.then(() => (ended = true));
-  onCleanup(async () => {
-    if (!ended) {
-      child.kill("SIGKILL");
-      await done;
-    }
-  });
+  if (!options.standalone) {
+    onCleanup(async () => {
+      if (!ended) {
+        child.kill("SIGKILL");
+        await done;
+      }
+    });
+  }
 
   const lines: string[] = [];
   let partial = "";
@@ -166,7 +177,7 @@ export function startCli(args: string[], options: CliOptions = {}): RunningCli {
 }
 
 /** Starts `loopgraph run` for `spec` in `ws` as a process the test can wait on and kill. */
-export function startRun(ws: RunPlace, spec: RunSpec, options: CliOptions = {}): RunningCli {
+export function startRun(ws: RunPlace, spec: RunSpec, options: StartOptions = {}): RunningCli {
   return startCli(runArgs(ws, spec), options);
 }
 

@@ -1,0 +1,340 @@
+/**
+ * The chaos suite's trials (tests/chaos/run.ts runs them): real `loopgraph` processes of the built
+ * CLI, started through the end-to-end harness (tests/helpers/e2e.ts), killed with SIGKILL and
+ * resumed, racing, or sharing one store. Each trial has a workspace of its own, removed at its end.
+ */
+import { join, resolve } from "node:path";
+import { historyOf, runArgs, startCli, startRun, type RunningCli, type RunPlace, type RunSpec } from "../helpers/e2e.js";
+import { runCli, type CliResult } from "../helpers/cli.js";
+import { createWorkspace } from "../helpers/workspace.js";
+import { checkpointCount, judgeLog, logLines, recordStatus, storedSteps, type KillMark, type LogVerdict } from "./log.js";
+
+const FIXTURES = resolve(import.meta.dirname, "../fixtures/chaos");
+/** Two rounds of coder-review, five shell steps (see the file). */
+export const STEPS_SCRIPT = join(FIXTURES, "steps.script.yaml");
+/** One round, two shell steps: the concurrent runs of part (c). */
+export const SHORT_SCRIPT = join(FIXTURES, "short.script.yaml");
+/** A process the suite did not kill that runs longer than this is stuck. */
+const PROCESS_TIMEOUT_MS = 90_000;
+/** Resumes after which a thread that has not finished is stuck (it loops). */
+const MAX_RESUMES = 8;
+/** Output that means a store lock reached the user, or an unexpected error. */
+export const BUSY_PATTERN = /database is locked|SQLITE_BUSY|is locked by another program|internal error/i;
+
+/** A deterministic PRNG (mulberry32). */
+export type Rng = () => number;
+
+export function mulberry32(seed: number): Rng {
+  let state = seed >>> 0;
+  return () => {
+    state = (state + 0x6d2b79f5) >>> 0;
+    let t = state;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+/** The PRNG of one trial: its own stream from the suite's seed and the trial's name, whatever order trials run in. */
+export function rngFor(seed: number, label: string): Rng {
+  let hash = 2166136261;
+  for (const char of label) hash = Math.imul(hash ^ char.charCodeAt(0), 16777619);
+  return mulberry32((seed ^ hash) >>> 0);
+}
+
+/** What every trial shares: the uninterrupted run it is compared with. */
+export interface Reference {
+  /** The scripted model's file the trials run. */
+  script: string;
+  /** How many shell steps it has. */
+  steps: number;
+  lines: string[];
+  /** Its wall time: kills land at random within it. */
+  ms: number;
+}
+
+export interface TrialResult {
+  name: string;
+  kills: number;
+  /** Kills that landed before the thread's first checkpoint. */
+  beforeFirstCheckpoint: number;
+  verdict: LogVerdict;
+  stuck?: string;
+  /** Races only: both resumes ran the thread, or it was doubled, or its history split. */
+  doubleOwner?: string;
+}
+
+const THREAD = "chaos";
+const TASK = "append the lines of the script to log.txt";
+
+const specOf = (thread: string, script: string): RunSpec => ({ graph: "coder-review", thread, script, task: TASK, approval: "auto" });
+
+const newPlace = (label: string) => createWorkspace({ git: true, files: { "notes.txt": "start\n" }, prefix: `loopgraph-chaos-${label}-` });
+
+const delay = (ms: number) => new Promise<void>((resolveDelay) => setTimeout(resolveDelay, ms));
+
+const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
+
+/** Waits for `cli` to end; one that runs beyond the timeout is killed and reported as hung. */
+async function ended(cli: RunningCli): Promise<CliResult & { hung?: boolean }> {
+  let timer: NodeJS.Timeout | undefined;
+  const hung = new Promise<"hung">((resolveHung) => (timer = setTimeout(() => resolveHung("hung"), PROCESS_TIMEOUT_MS)));
+  const first = await Promise.race([cli.done, hung]);
+  clearTimeout(timer);
+  if (first !== "hung") return first;
+  return { ...(await cli.kill("SIGKILL")), hung: true };
+}
+
+/** Kills `cli` with SIGKILL after `ms`, unless it ends first; says whether the kill landed. */
+async function killAfter(cli: RunningCli, ms: number): Promise<{ killed: boolean; result: CliResult & { hung?: boolean } }> {
+  let timer: NodeJS.Timeout | undefined;
+  const time = new Promise<"time">((resolveTime) => (timer = setTimeout(() => resolveTime("time"), ms)));
+  const first = await Promise.race([cli.done.then(() => "ended" as const), time]);
+  clearTimeout(timer);
+  if (first === "ended") return { killed: false, result: await cli.done };
+  const result = await cli.kill("SIGKILL");
+  return { killed: result.signal === "SIGKILL", result };
+}
+
+/**
+ * What the suite notes after a kill: the log's length and the steps the store holds. A killed
+ * process's sandboxed shell dies with it (bubblewrap's --die-with-parent), a moment later: the
+ * log is read once it stopped growing.
+ */
+async function markKill(ws: RunPlace, thread: string): Promise<KillMark> {
+  const log = join(ws.dir, "log.txt");
+  let length = logLines(log).length;
+  for (let still = 0; still < 3; ) {
+    await delay(30);
+    const now = logLines(log).length;
+    still = now === length ? still + 1 : 0;
+    length = now;
+  }
+  return { logLines: length, stored: storedSteps(ws.db, thread), checkpoints: checkpointCount(ws.db, thread) };
+}
+
+/** The end of a process the suite did not kill, as a stuck reason unless it finished (0). */
+function stuckReason(what: string, result: CliResult & { hung?: boolean }): string | undefined {
+  if (result.hung) return `${what} hung (no end within ${PROCESS_TIMEOUT_MS / 1000} s)`;
+  if (result.code === 0) return undefined;
+  return `${what} ended with ${result.code ?? result.signal}: ${lastLine(result.stderr) || lastLine(result.stdout)}`;
+}
+
+/**
+ * Resumes `thread` until it finishes, as a user would: `resume` while it has a record (`run`
+ * again when a kill came before the record was written), each time killed again with
+ * probability `reKill` (at most `maxReKills` times, at a random moment within `withinMs`).
+ */
+async function driveToEnd(
+  ws: RunPlace,
+  spec: RunSpec,
+  kills: KillMark[],
+  rng: Rng,
+  options: { reKill: number; maxReKills: number; withinMs: number },
+): Promise<string | undefined> {
+  let reKills = 0;
+  for (let attempt = 0; attempt < MAX_RESUMES; attempt++) {
+    const status = recordStatus(ws.db, spec.thread);
+    if (status === "finished") return undefined;
+    const what = status === undefined ? "run (again: no record)" : "resume";
+    const cli = status === undefined ? startRun(ws, spec, { standalone: true }) : startCli(["resume", spec.thread, "--db", ws.db, "--json"], { standalone: true });
+    if (reKills < options.maxReKills && rng() < options.reKill) {
+      reKills++;
+      const { killed, result } = await killAfter(cli, rng() * options.withinMs);
+      if (killed) {
+        kills.push(await markKill(ws, spec.thread));
+        continue;
+      }
+      const stuck = stuckReason(what, result);
+      if (stuck) return stuck;
+    } else {
+      const stuck = stuckReason(what, await ended(cli));
+      if (stuck) return stuck;
+    }
+  }
+  return recordStatus(ws.db, spec.thread) === "finished" ? undefined : `not finished after ${MAX_RESUMES} resumes (status ${recordStatus(ws.db, spec.thread)})`;
+}
+
+/** The uninterrupted run every trial is compared with. */
+export async function referenceRun(script: string): Promise<Reference> {
+  const ws = newPlace("reference");
+  try {
+    const started = Date.now();
+    const cli = startRun(ws, specOf(THREAD, script), { standalone: true });
+    const result = await ended(cli);
+    const ms = Date.now() - started;
+    const stuck = stuckReason("the reference run", result);
+    if (stuck) throw new Error(`${stuck}\n${result.stderr}`);
+    const lines = logLines(join(ws.dir, "log.txt"));
+    return { script, steps: lines.filter((line) => line.endsWith(">")).length, lines, ms };
+  } finally {
+    ws.remove();
+  }
+}
+
+/**
+ * (a) A run killed at a random moment of its length, then resumed (and killed again during a
+ * resume with probability 0.35, at most twice) until it finishes.
+ */
+export async function killTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
+  const ws = newPlace("kill");
+  try {
+    const spec = specOf(THREAD, reference.script);
+    const kills: KillMark[] = [];
+    const { killed, result } = await killAfter(startRun(ws, spec, { standalone: true }), rng() * reference.ms);
+    let stuck = killed ? undefined : stuckReason("run", result);
+    if (killed) kills.push(await markKill(ws, THREAD));
+    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0.35, maxReKills: 2, withinMs: reference.ms });
+    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
+  } finally {
+    ws.remove();
+  }
+}
+
+/**
+ * (d) A run killed before its first checkpoint: right at its `run_started` event (even trials), or
+ * at a random moment of the 100 ms after it (odd ones); then resumed to its end.
+ */
+export async function earlyKillTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
+  const ws = newPlace("early");
+  try {
+    const spec = specOf(THREAD, reference.script);
+    const kills: KillMark[] = [];
+    const cli = startRun(ws, spec, { standalone: true });
+    let stuck: string | undefined;
+    try {
+      await cli.waitForEvent("run_started", undefined, { timeoutMs: PROCESS_TIMEOUT_MS });
+      const { killed, result } = await killAfter(cli, index % 2 === 0 ? 0 : rng() * 100);
+      if (killed) kills.push(await markKill(ws, THREAD));
+      else stuck = stuckReason("run", result);
+    } catch (error) {
+      cli.child.kill("SIGKILL");
+      stuck = `run: ${(error as Error).message.split("\n")[0]}`;
+      await cli.done;
+    }
+    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
+    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
+  } finally {
+    ws.remove();
+  }
+}
+
+const ranSteps = (cli: RunningCli) => cli.lines.some((line) => line.startsWith("{") && line.includes(`"type":"node_started"`));
+
+/**
+ * (b) A run killed during one of its shell steps but the last (at a random moment of the 150 ms
+ * after its `tool_call` event), then two `resume`s of it started at the same moment. A double
+ * owner: both resumes ran nodes, or a step ran again although stored, or the thread's history
+ * split into two branches.
+ */
+export async function raceTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
+  const ws = newPlace("race");
+  try {
+    const spec = specOf(THREAD, reference.script);
+    const kills: KillMark[] = [];
+    const cli = startRun(ws, spec, { standalone: true });
+    const nth = Math.floor(rng() * Math.max(1, reference.steps - 1));
+    let stuck: string | undefined;
+    try {
+      let after = -1;
+      for (let i = 0; i <= nth; i++) after = await cli.waitForEvent("tool_call", undefined, { after, timeoutMs: PROCESS_TIMEOUT_MS });
+      const { killed, result } = await killAfter(cli, rng() * 150);
+      if (killed) kills.push(await markKill(ws, THREAD));
+      else stuck = stuckReason("run", result);
+    } catch (error) {
+      cli.child.kill("SIGKILL");
+      stuck = `run: ${(error as Error).message.split("\n")[0]}`;
+      await cli.done;
+    }
+    let doubleOwner: string | undefined;
+    if (!stuck && kills.length > 0) {
+      const args = ["resume", THREAD, "--db", ws.db, "--json"];
+      const racers = [startCli(args, { standalone: true }), startCli(args, { standalone: true })];
+      const results = await Promise.all(racers.map(ended));
+      const ran = racers.map(ranSteps);
+      if (ran[0] && ran[1]) doubleOwner = `both resumes ran nodes (exit codes ${results.map((result) => result.code ?? result.signal).join(", ")})`;
+      if (results.every((result) => result.code !== 0)) {
+        stuck = `neither resume finished: ${results.map((result) => stuckReason("resume", result)).join("; ")}`;
+      }
+      stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
+    }
+    const verdict = judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills);
+    if (verdict.doubled > 0) doubleOwner ??= `a stored step ran again (${verdict.notes.find((note) => note.startsWith("doubled"))})`;
+    if (recordStatus(ws.db, THREAD) !== undefined) {
+      const branches = (await historyOf(ws.db, THREAD)).branches.length;
+      if (branches > 1) doubleOwner ??= `the history split into ${branches} branches`;
+    }
+    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict, stuck, doubleOwner };
+  } finally {
+    ws.remove();
+  }
+}
+
+export interface ConcurrencyResult {
+  commands: number;
+  busyErrors: string[];
+  /** Runs that did not finish (exit code other than 0), for the report. */
+  otherEnds: string[];
+}
+
+type Role = "run" | "status" | "send" | "stop" | "inspect" | "list";
+
+/** The roles of `processes` concurrent workers: runs first, then the commands that read and write beside them. */
+export function rolesFor(processes: number): Role[] {
+  const all: Role[] = ["run", "status", "send", "inspect", "run", "stop", "list", "run"];
+  return Array.from({ length: processes }, (_role, i) => all[i % all.length]!);
+}
+
+/**
+ * (c) `processes` workers on one store for `durationMs`: runs of coder-review (each in a workspace
+ * of its own, one after the other), and loops of `status`, `send`, `stop`, `inspect <thread>` and
+ * `inspect` on the threads the runs made. Every output is searched for a lock that reached the
+ * user (BUSY_PATTERN).
+ */
+export async function concurrency(processes: number, durationMs: number, rng: Rng): Promise<ConcurrencyResult> {
+  const root = newPlace("concurrent");
+  const places: Array<ReturnType<typeof newPlace>> = [];
+  const threads: string[] = [];
+  const result: ConcurrencyResult = { commands: 0, busyErrors: [], otherEnds: [] };
+  const deadline = Date.now() + durationMs;
+  const check = (what: string, outcome: CliResult) => {
+    result.commands++;
+    for (const line of `${outcome.stdout}\n${outcome.stderr}`.split("\n")) {
+      if (BUSY_PATTERN.test(line)) result.busyErrors.push(`${what}: ${line.trim()}`);
+    }
+  };
+  const someThread = () => threads[Math.floor(rng() * threads.length)] ?? "c0-0";
+  const worker = async (role: Role, index: number) => {
+    for (let n = 0; Date.now() < deadline; n++) {
+      if (role === "run") {
+        const ws = newPlace(`c${index}`);
+        places.push(ws);
+        const thread = `c${index}-${n}`;
+        threads.push(thread);
+        const outcome = await runCli(runArgs({ dir: ws.dir, db: root.db }, specOf(thread, SHORT_SCRIPT)));
+        check(`run ${thread}`, outcome);
+        if (outcome.code !== 0) result.otherEnds.push(`run ${thread}: ${outcome.code ?? outcome.signal} ${lastLine(outcome.stderr)}`);
+        continue;
+      }
+      const thread = someThread();
+      const args: Record<Exclude<Role, "run">, string[]> = {
+        status: ["status", thread],
+        send: ["send", thread, "add: one more line"],
+        stop: ["stop", thread],
+        inspect: ["inspect", thread, "--json"],
+        list: ["inspect"],
+      };
+      const outcome = await runCli([...args[role], "--db", root.db]);
+      check(args[role].join(" "), outcome);
+      // The command loops are paced so that the runs get the CPU too.
+      await delay(100 + rng() * 200);
+    }
+  };
+  try {
+    await Promise.all(rolesFor(processes).map(worker));
+  } finally {
+    for (const ws of places) ws.remove();
+    root.remove();
+  }
+  return result;
+}
