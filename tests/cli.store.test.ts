@@ -95,8 +95,9 @@ describe("a store locked by another program during a run", () => {
     expect(result.code, result.stderr).toBe(130);
     const message = lockedMessage(ws.db, "0.3");
     const events = parseEvents(result.stdout);
-    expect(events.filter((event) => event.type === "error").map((event) => event.message)).toEqual([message]);
-    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "interrupted", exitCode: 130, message });
+    // Not a failure (no `error` event): the run stopped, and run_finished says why and how to go on.
+    expect(events.filter((event) => event.type === "error")).toEqual([]);
+    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "interrupted", outcome: "interrupted", exitCode: 130, reason: message });
     expect(result.stderr).not.toMatch(/internal error/);
     expect(hasStackTrace(result.stdout + result.stderr)).toBe(false);
     expect(existsSync(join(ws.dir, "log.txt"))).toBe(false);

@@ -1,24 +1,20 @@
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
-import { Tiktoken } from "js-tiktoken/lite";
-import o200kBase from "js-tiktoken/ranks/o200k_base";
+import { encode } from "gpt-tokenizer/encoding/o200k_base";
 import type { ToolSpec } from "./types.js";
 
-// Local token counting with the encoding bundled in js-tiktoken: never LangChain's
+// Local token counting with the encoding bundled in gpt-tokenizer: never LangChain's
 // getNumTokens, which downloads encodings at run time (and prints a stack trace offline).
 // o200k_base is the encoding of current OpenAI models; for other providers it is an estimate.
+// gpt-tokenizer builds its o200k tables in about a fifth of the time js-tiktoken takes (0.14 s
+// against 0.68 s here), which every run that counts tokens (each scripted run) paid at start.
 
 /** Framing tokens per message and for priming the reply (OpenAI's published counting recipe). */
 const TOKENS_PER_MESSAGE = 3;
 const TOKENS_PER_NAME = 1;
 const REPLY_PRIMING_TOKENS = 3;
 
-let encoder: Tiktoken | undefined;
-
-/** Built on first use: building the o200k tables takes a fraction of a second. */
-function getEncoder(): Tiktoken {
-  encoder ??= new Tiktoken(o200kBase);
-  return encoder;
-}
+/** Special-token markers in user text (`<|endoftext|>`) are counted as ordinary text instead of throwing. */
+const AS_TEXT = { disallowedSpecial: new Set<string>() };
 
 /**
  * BPE merging is quadratic in the length of one pre-token: a long run without white space (a
@@ -35,8 +31,7 @@ export function countTokens(text: string): number {
     estimated += Math.ceil(run.length / CHARS_PER_TOKEN_ESTIMATE);
     return "";
   });
-  // Special-token markers in user text are counted as ordinary text instead of throwing.
-  return estimated + getEncoder().encode(ordinary, [], []).length;
+  return estimated + encode(ordinary, AS_TEXT).length;
 }
 
 function countToolCalls(message: BaseMessage): number {

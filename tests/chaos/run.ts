@@ -54,11 +54,11 @@ function parseOptions(argv: readonly string[]): Options {
     quick,
     workers: 2,
     verbose: false,
-    kills: quick ? 6 : 50,
-    races: quick ? 3 : 20,
+    kills: quick ? 4 : 50,
+    races: quick ? 2 : 20,
     processes: quick ? 4 : 8,
     seconds: quick ? 3 : 12,
-    early: quick ? 2 : 8,
+    early: quick ? 1 : 8,
   };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
