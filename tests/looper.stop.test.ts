@@ -13,6 +13,7 @@ interface StoppedState {
   loopState: { value: unknown; context: { endReason?: string } };
   outputs: { coder: { status: string; failureKind?: string; toolCalls: unknown[] } };
   visits: Record<string, number>;
+  messages: Array<{ content: unknown }>;
 }
 
 describe("stop takes effect at the Coder's next step (issue 13)", () => {
@@ -47,6 +48,11 @@ describe("stop takes effect at the Coder's next step (issue 13)", () => {
     expect(state.outputs.coder).toMatchObject({ status: "failure", failureKind: "stopped" });
     expect(state.visits.review).toBeUndefined();
     expect(state.visits.judge).toBeUndefined();
+    const auto = state.messages.flatMap((m) => (typeof m.content === "string" && m.content.startsWith("[AUTO]") ? [m.content] : []));
+    expect(auto.slice(-2)).toEqual([
+      "[AUTO] coder stopped by the stop command before its next step",
+      "[AUTO] loop ended: stopped by user (after round 1/5)",
+    ]);
 
     // The loop is idle now: a stop has nothing to stop, and nothing is queued.
     for (const args of [["stop", "halt"], ["send", "halt", "stop"]]) {

@@ -55,12 +55,15 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const cursor = state.inboxCursor;
     const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
     const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
-    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     const outcome = phaseOutcome(state, def);
+    // A Coder that ended at a stop command: logged before the command ends the loop.
+    const coderStopped = outcome?.event.type === "STOP";
+    if (coderStopped) log.push(outcome.summary);
+    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     if (outcome) {
-      log.push(outcome.summary);
-      // A Coder stopped by a stop command: the command (applied above) has already ended the loop.
-      if (outcome.event.type !== "STOP" || isRunning(snapshot)) apply(outcome.event);
+      if (!coderStopped) log.push(outcome.summary);
+      // The stop command (applied above) has already ended the loop; without it, the stopped Coder's STOP does.
+      if (!coderStopped || isRunning(snapshot)) apply(outcome.event);
     }
 
     const subState = subStateOf(snapshot);
