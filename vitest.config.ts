@@ -13,6 +13,7 @@ const E2E = [
   "tests/coder.e2e.test.ts",
   "tests/demo.test.ts",
   "tests/looper.e2e.test.ts",
+  "tests/looper.stop.test.ts",
   "tests/mediator.e2e.test.ts",
   "tests/recording.security.test.ts",
   "tests/replay.e2e.test.ts",
