@@ -14,6 +14,7 @@ const E2E = [
   "tests/demo.test.ts",
   "tests/looper.e2e.test.ts",
   "tests/mediator.e2e.test.ts",
+  "tests/mediator.route.e2e.test.ts",
   "tests/recording.security.test.ts",
   "tests/replay.e2e.test.ts",
   "tests/run.outcomes.test.ts",

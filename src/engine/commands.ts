@@ -1,16 +1,29 @@
 import { ConfigError } from "../errors.js";
+import { loadGraph } from "../graph/load.js";
 import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
 import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
+import { mediatorNodeOf } from "./thread.js";
 
 export interface SentCommand {
+  kind: "command";
   /** The thread the command went to: the given one, or the loop of a Mediator thread. */
   threadId: string;
+  /** The inbox id; 0 when nothing was queued (`status`, or `stop` for a chat with no loop). */
   id: number;
   command: LooperCommand;
-  /** The thread's run status when the command was queued. */
-  threadStatus: ThreadRecord["status"];
+  /** The thread's run status when the command was queued; "none" for a chat's loop not started yet. */
+  threadStatus: ThreadRecord["status"] | "none";
+  /** Set when the command went to the loop of this Mediator (chat) thread. */
+  chat?: string;
+}
+
+/** Free text sent to a Mediator (chat) thread: the chat answers it (now if open, else when it next opens). */
+export interface SentMessage {
+  kind: "message";
+  threadId: string;
+  id: number;
 }
 
 export interface LooperStatus {
@@ -27,19 +40,44 @@ function commandTarget(store: Store, threadId: string): ThreadRecord {
   return asSeen(store.threads.get(loopThreadOf(threadId)) ?? thread);
 }
 
+/** Whether a thread runs a graph with a mediator node (a chat's thread, or `run monitor`'s). */
+async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
+  try {
+    return mediatorNodeOf(await loadGraph(record.graphFile)) !== undefined;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Queues a command for a thread's Looper, from any process: plain words (`stop`, `add: …`) or
- * JSON. The loop applies it at its next step, exactly once. `status` is answered here instead.
+ * Sends what the user typed to a thread, from any process. A Looper command (plain words like
+ * `stop`, `add: …`, or JSON) is queued for the thread's Looper, applied at its next step,
+ * exactly once; `status` is answered here instead. Given a Mediator (chat) thread, commands go
+ * to its loop `<thread>.loop`, queued even before that loop exists (the chat starts it), and
+ * free text goes to the Mediator, which answers it in the chat.
  */
-export async function sendCommand(threadId: string, text: string, options: StoreOptions = {}): Promise<SentCommand> {
+export async function sendCommand(threadId: string, text: string, options: StoreOptions = {}): Promise<SentCommand | SentMessage> {
   const command = parseLooperCommand(text);
-  if (!command) {
+  const mediator = await withStore(options, "read", async (store) => {
+    const record = requireThread(store, threadId);
+    return store.threads.get(loopThreadOf(threadId)) !== undefined || (await isMediatorThread(record));
+  });
+  if (!command && !mediator) {
     throw new ConfigError(`not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`);
   }
-  return withStore(options, command.command === "status" ? "read" : "write", async (store) => {
+  return withStore(options, command?.command === "status" ? "read" : "write", async (store): Promise<SentCommand | SentMessage> => {
+    if (!command) return { kind: "message", threadId, id: store.inbox.postMessage(threadId, text.trim()) };
+    if (mediator) {
+      const loop = store.threads.get(loopThreadOf(threadId));
+      const loopId = loopThreadOf(threadId);
+      // No loop yet: a start or a task waits in its inbox for the chat; there is nothing to stop.
+      const queue = command.command !== "status" && (loop !== undefined || command.command !== "stop");
+      const id = queue ? store.inbox.post(loopId, text, command) : 0;
+      return { kind: "command", threadId: loopId, id, command, threadStatus: loop ? asSeen(loop).status : "none", chat: threadId };
+    }
     const thread = commandTarget(store, threadId);
     const id = command.command === "status" ? 0 : store.inbox.post(thread.threadId, text, command);
-    return { threadId: thread.threadId, id, command, threadStatus: thread.status };
+    return { kind: "command", threadId: thread.threadId, id, command, threadStatus: thread.status };
   });
 }
 
@@ -63,6 +101,12 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
       json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued, task }) },
     };
   });
+}
+
+/** Free text sent to a Mediator thread and not answered yet (after the cursor of its latest checkpoint). */
+export async function unansweredMessages(store: Store, threadId: string): Promise<{ id: number; text: string }[]> {
+  const cursor = ((await latestValues(store, threadId)).inboxCursor as number | undefined) ?? 0;
+  return store.inbox.messagesAfter(threadId, cursor);
 }
 
 /** Commands in the thread's inbox after the cursor of its latest checkpoint. */
