@@ -54,7 +54,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     const queued = JSON.parse((await runCli(["status", "talk.loop", "--json", "--db", ws.db])).stdout) as { pending: string[] };
     expect(queued.pending).toEqual(["Write b.txt containing B."]);
 
-    await chat.until("[AUTO] loop ended");
+    // The loop's end is summed up by the Mediator, unasked.
+    const ended = await chat.until("[AUTO] loop ended");
+    await chat.until("◆ Summary: a.txt and b.txt are written", ended);
     chat.end();
     const result = await chat.done;
     expect(result.code, result.stderr + chat.output).toBe(0);
@@ -94,6 +96,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     // Piped input ended after the loop was stopped by the user: the loop's code, interrupted.
     expect(result.code, result.stderr + chat.output).toBe(130);
     expect(chat.output).toContain("■ the loop ended: the loop was stopped by the user (stop command)");
+    // The summary turn runs outside the Mediator turn that started the loop: it takes the next scripted answer.
+    expect(chat.output.indexOf("◆ Summary: the loop was stopped by you")).toBeGreaterThan(chat.output.indexOf("■ the loop ended"));
+    expect(chat.output.match(/send_to_looper \{"command":"start"/g)).toHaveLength(1);
     const loop = await finalState<LoopState>(ws.db, "halt.loop");
     expect(loop.loopState.value).toBe("IDLE");
     expect(loop.loopState.context.endReason).toBe("stopped by user");

@@ -256,7 +256,9 @@ export class LoopSupervisor implements LooperHandle {
         if (goOn) {
           void this.resumeLoop();
         } else {
-          for (const handler of this.settledHandlers) handler(outcome);
+          // Outside the LangGraph context the loop was started from (a Mediator's turn): a handler may run a turn of its own.
+          const detached = AsyncLocalStorageProviderSingleton.getInstance();
+          for (const handler of this.settledHandlers) detached.run(undefined, () => handler(outcome));
         }
         return outcome;
       });
