@@ -85,14 +85,15 @@ export async function sendCommand(threadId: string, text: string, options: Store
 export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
   return withStore(options, "read", async (store) => {
     const thread = commandTarget(store, threadId);
+    // A chat whose loop is not started yet: tasks sent to it (`send <chat> "start: …"`) wait in the loop's inbox.
+    const waiting = thread.threadId === threadId ? store.inbox.after(loopThreadOf(threadId), 0) : [];
     threadId = thread.threadId;
     const { loopState, inboxCursor: cursor = 0, task = "" } = (await latestValues(store, threadId)) as {
       loopState?: LooperSnapshot;
       inboxCursor?: number;
       task?: string;
     };
-    const queued = store.inbox
-      .after(threadId, cursor)
+    const queued = [...waiting, ...store.inbox.after(threadId, cursor)]
       .flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
     const snapshot = loopState ?? initialLooperSnapshot();
     const gone = thread.goneOwner === undefined ? "" : `\n(interrupted: process ${thread.goneOwner}, which ran it, is gone; \`loopgraph resume ${threadId}\` continues it)`;
