@@ -108,4 +108,20 @@ describe("chat routing: what reaches the Mediator, what the loop; the Mediator s
     expect(again.output).not.toContain("(sent from another terminal)");
     expect(again.output).not.toContain("taking up");
   });
+
+  it("`loopgraph resume <chat>` starts the loop on a task sent to the chat before it had one, then the Mediator sums up", async () => {
+    const ws = repo();
+    const first = new PipedChat(chatArgs(ws, "res", "chat-send.script.yaml"), ws.dir);
+    first.end();
+    expect((await first.done).code).toBe(0);
+    expect((await runCli(["send", "res", "start: write a.txt", "--db", ws.db])).code).toBe(0);
+    const resumed = await runCli(["resume", "res", "--db", ws.db]);
+    expect(resumed.code, resumed.stderr + resumed.stdout).toBe(0);
+    expect(resumed.stdout).toContain("[AUTO] loop ended: a.txt is written");
+    expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("A\n");
+    // No empty Mediator turn before the loop: the Mediator's one turn (its first scripted answer) comes after it.
+    expect(resumed.stdout.indexOf("Hello from the Mediator.")).toBeGreaterThan(resumed.stdout.indexOf("[AUTO] loop ended"));
+    // Taken up once: nothing is left to resume.
+    expect((await runCli(["resume", "res", "--db", ws.db])).code).toBe(2);
+  });
 });

@@ -154,7 +154,8 @@ export class LoopSupervisor implements LooperHandle {
     if (this.active) return undefined;
     const record = await this.record();
     if (record) {
-      if (isRunningElsewhere(record) || record.status === "paused" || !(await this.hasQueuedCommands()) || this.active) return undefined;
+      // A lone `stop` for a loop that does not run is no reason to run it.
+      if (isRunningElsewhere(record) || record.status === "paused" || !(await this.hasQueuedTask()) || this.active) return undefined;
       void this.resumeLoop();
       return `taking up the commands sent to the loop: it runs in the background (thread ${this.threadId}).`;
     }
@@ -275,6 +276,14 @@ export class LoopSupervisor implements LooperHandle {
     if (!record) return false;
     const { json } = await looperStatus(this.threadId, this.options.store);
     return json.state === "RUNNING";
+  }
+
+  /** Whether a `start` or `add_pending` waits in the loop's inbox. */
+  private async hasQueuedTask(): Promise<boolean> {
+    return withStore(this.options.store, "read", async (store) => {
+      const cursor = ((await latestValues(store, this.threadId)).inboxCursor as number | undefined) ?? 0;
+      return store.inbox.after(this.threadId, cursor).some((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
+    });
   }
 
   private async hasQueuedCommands(): Promise<boolean> {

@@ -131,13 +131,18 @@ async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord,
   // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
   const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
   // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
-  const ended = started && record.status !== "running" && (await thread.ended());
+  // A chat's thread opened but never talked to has no checkpoint and no task: it has no turn to run either.
+  const ended = (started && record.status !== "running" && (await thread.ended())) || (looper !== undefined && !started && !record.task);
   const restart = ended && (await hasUnconsumedCommands(store, record.threadId));
   if (ended && !restart) {
     // A Mediator thread is done after each turn; resuming it continues the loop it started.
     if (looper && (await unfinishedThread(store, looper.threadId))) {
       const resumed = await looper.resume(options.answer as ApprovalAnswer | undefined);
       if (!looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
+      return await summariseLoop(thread, looper);
+    }
+    // A loop not started yet, with a task sent to it (`loopgraph send <chat> "start: …"`): it starts now.
+    if (looper && options.answer === undefined && (await looper.takeUpQueued()) !== undefined && looper.running) {
       return await summariseLoop(thread, looper);
     }
     throw new ConfigError(`nothing to resume: ${endedThread(record)}`);
