@@ -4,7 +4,8 @@ import { formatStatus, initialLooperSnapshot, parseLooperCommand, statusJson } f
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
 import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
-import { mediatorNodeOf } from "./thread.js";
+import { mediatorKind } from "../nodes/mediator/kind.js";
+import { nodesOfKind } from "../runtime/node-kind.js";
 
 export interface SentCommand {
   kind: "command";
@@ -43,7 +44,7 @@ function commandTarget(store: Store, threadId: string): ThreadRecord {
 /** Whether a thread runs a graph with a mediator node (a chat's thread, or `run monitor`'s). */
 async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
   try {
-    return mediatorNodeOf(await loadGraph(record.graphFile)) !== undefined;
+    return nodesOfKind(await loadGraph(record.graphFile), mediatorKind).length > 0;
   } catch {
     return false;
   }
