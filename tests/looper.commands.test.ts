@@ -50,7 +50,6 @@ describe("parseLooperCommand: plain words", () => {
     ["add_pending: add sign-up", { command: "add_pending", task: "add sign-up" }],
     ["/add add sign-up", { command: "add_pending", task: "add sign-up" }],
     ["add: first line\nsecond line", { command: "add_pending", task: "first line\nsecond line" }],
-    ["also write a README", { command: "add_pending", task: "write a README" }],
     ["Also: add sign-up", { command: "add_pending", task: "add sign-up" }],
   ])("reads %j", (text, command) => {
     expect(parseLooperCommand(text)).toEqual(command);
@@ -71,6 +70,8 @@ describe("parseLooperCommand: plain words", () => {
     ["what does the Looper do?", "a question"],
     ["also, why is the build slow?", "also followed by punctuation"],
     ["also", "also without a task"],
+    ["also write a README", "also without a colon"],
+    ["Also what does git rebase do?", "a sentence that begins with also"],
     ["constructor", "an object property name"],
     ["__proto__: x", "an object property name with a task"],
   ])("leaves %j to the Mediator (%s)", (text) => {

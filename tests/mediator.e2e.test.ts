@@ -1,55 +1,12 @@
-import { spawn, type ChildProcess } from "node:child_process";
 import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI, cleanEnv, collect, eventually, hasStackTrace, parseEvents, processAlive, ROOT, runCli, type CliResult } from "./helpers/cli.js";
+import { eventually, hasStackTrace, parseEvents, processAlive, ROOT, runCli } from "./helpers/cli.js";
+import { chatArgs, PipedChat } from "./helpers/piped-chat.js";
 import { finalState, recordedStatus, threadsOf } from "./helpers/e2e.js";
-import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
-
-const SCRIPTS = join(ROOT, "tests/fixtures/mediator");
+import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const repo = (): Workspace => tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
-
-/** `loopgraph chat` with its stdin a pipe: lines are written as a user would type them. */
-class PipedChat {
-  readonly child: ChildProcess;
-  readonly done: Promise<CliResult>;
-  output = "";
-
-  constructor(args: string[], cwd: string) {
-    this.child = spawn(process.execPath, [CLI, "chat", ...args], { cwd, env: cleanEnv(), stdio: ["pipe", "pipe", "pipe"] });
-    this.child.stdout!.on("data", (chunk: Buffer) => (this.output += chunk.toString()));
-    this.done = collect(this.child);
-    // Stopped before the temp directories are removed (clean-ups run last first), also when a test fails midway.
-    onCleanup(() => void this.child.kill("SIGKILL"));
-  }
-
-  say(line: string): void {
-    this.child.stdin!.write(`${line}\n`);
-  }
-
-  end(): void {
-    this.child.stdin!.end();
-  }
-
-  /** Resolves with the index of `text` in the output once it appears at or after `from`. */
-  until(text: string, from = 0, timeoutMs = 40_000): Promise<number> {
-    return new Promise((resolve, reject) => {
-      const started = Date.now();
-      const poll = (): void => {
-        const at = this.output.indexOf(text, from);
-        if (at >= 0) return resolve(at);
-        if (Date.now() - started > timeoutMs) return reject(new Error(`"${text}" not in chat output within ${timeoutMs} ms:\n${this.output}`));
-        setTimeout(poll, 25);
-      };
-      poll();
-    });
-  }
-}
-
-const chatArgs = (ws: { dir: string; db: string }, thread: string, script: string): string[] => [
-  "--thread", thread, "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(SCRIPTS, script)}`, "--approval", "auto",
-];
 
 interface LoopState {
   loopState: { value: unknown; context: { round: number; pending: string[]; endReason?: string } };
@@ -97,7 +54,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     const queued = JSON.parse((await runCli(["status", "talk.loop", "--json", "--db", ws.db])).stdout) as { pending: string[] };
     expect(queued.pending).toEqual(["Write b.txt containing B."]);
 
-    await chat.until("[AUTO] loop ended");
+    // The loop's end is summed up by the Mediator, unasked.
+    const ended = await chat.until("[AUTO] loop ended");
+    await chat.until("◆ Summary: a.txt and b.txt are written", ended);
     chat.end();
     const result = await chat.done;
     expect(result.code, result.stderr + chat.output).toBe(0);
@@ -137,6 +96,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     // Piped input ended after the loop was stopped by the user: the loop's code, interrupted.
     expect(result.code, result.stderr + chat.output).toBe(130);
     expect(chat.output).toContain("■ the loop ended: the loop was stopped by the user (stop command)");
+    // The summary turn runs outside the Mediator turn that started the loop: it takes the next scripted answer.
+    expect(chat.output.indexOf("◆ Summary: the loop was stopped by you")).toBeGreaterThan(chat.output.indexOf("■ the loop ended"));
+    expect(chat.output.match(/send_to_looper \{"command":"start"/g)).toHaveLength(1);
     const loop = await finalState<LoopState>(ws.db, "halt.loop");
     expect(loop.loopState.value).toBe("IDLE");
     expect(loop.loopState.context.endReason).toBe("stopped by user");

@@ -2,7 +2,7 @@ import type { BaseMessage } from "@langchain/core/messages";
 import pc from "picocolors";
 import { CancelledError, ExitCode } from "../errors.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
-import { openChat, type ChatSession } from "../engine/chat.js";
+import { openChat, type ChatSession, type TurnOptions } from "../engine/chat.js";
 import type { RunEvent } from "../runtime/events.js";
 import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
 import { messageText } from "../runtime/model-session.js";
@@ -39,6 +39,18 @@ const HELP = [
 
 const HISTORY_SHOWN = 20;
 
+/** How often an open chat looks for what other processes sent it (`loopgraph send <thread> …`). */
+const INBOX_POLL_MS = 300;
+
+/** A line for the chat to handle: typed, sent from another process (`inboxId`), or the Mediator's summary of an ended loop. */
+interface QueuedLine {
+  text: string;
+  /** The terminal echoed it already. */
+  shown: boolean;
+  inboxId?: number;
+  summary?: RunOutcome;
+}
+
 /** `loopgraph chat`: an interactive session with a Mediator thread; its Looper runs in the background. */
 export async function chatCommand(options: ChatCommandOptions): Promise<number> {
   const session = await openChat({
@@ -57,7 +69,11 @@ export async function chatCommand(options: ChatCommandOptions): Promise<number> 
 
 class ChatController {
   /** Lines typed, in order; `shown` once the terminal echoed them (not when typed while an answer streamed). */
-  private readonly queue: Array<{ text: string; shown: boolean }> = [];
+  private readonly queue: QueuedLine[] = [];
+  /** The last message sent from another process that is queued here. */
+  private lastInboxId = 0;
+  private polling = false;
+  private poller?: NodeJS.Timeout;
   private busy = false;
   private turn?: AbortController;
   /** A Ctrl-C since the last line typed: another one leaves. */
@@ -80,6 +96,9 @@ class ChatController {
     });
     const unsettled = session.looper.onSettled((outcome) => this.loopSettled(outcome));
     await this.greet();
+    // What other processes sent while no chat was open is taken up first, then as it comes.
+    await this.pollInbox();
+    this.poller = setInterval(() => void this.pollInbox(), INBOX_POLL_MS);
     screen.rl.on("line", (line) => {
       this.armed = false;
       this.queue.push({ text: line, shown: screen.interactive && !screen.answering });
@@ -96,6 +115,7 @@ class ChatController {
     process.on("SIGTERM", () => void this.leave(ExitCode.Interrupted));
     screen.prompt();
     const code = await this.done;
+    clearInterval(this.poller);
     unsubscribe();
     unsettled();
     return code;
@@ -116,6 +136,32 @@ class ChatController {
     screen.print(pc.dim("Type /help for commands; Ctrl-D leaves."));
   }
 
+  /**
+   * Takes up what other processes sent this chat: free text for the Mediator is answered like a
+   * typed line; commands for the loop start or continue it (see LoopSupervisor.takeUpQueued).
+   */
+  private async pollInbox(): Promise<void> {
+    if (this.polling || this.busy || this.leaving) return;
+    this.polling = true;
+    try {
+      for (const message of await this.session.unanswered()) {
+        if (message.id <= this.lastInboxId) continue;
+        this.lastInboxId = message.id;
+        this.queue.push({ text: message.text, shown: false, inboxId: message.id });
+      }
+      if (!this.session.looper.running && !this.busy && !this.leaving) {
+        const line = await this.session.looper.takeUpQueued();
+        if (line) this.screen.print(pc.dim(line));
+      }
+    } catch (error) {
+      // A store busy for a moment: the next poll tries again.
+      if (process.env.LOOPGRAPH_DEBUG) console.error(error);
+    } finally {
+      this.polling = false;
+    }
+    if (this.queue.length > 0) void this.drainQueue();
+  }
+
   private async drainQueue(): Promise<void> {
     if (this.busy) return;
     this.busy = true;
@@ -130,13 +176,25 @@ class ChatController {
     }
   }
 
-  private async handle(typed: { text: string; shown: boolean }): Promise<void> {
+  private async handle(typed: QueuedLine): Promise<void> {
     const line = typed.text.trim();
+    if (typed.summary) {
+      this.screen.beginAnswer();
+      try {
+        await this.ask((turn) => this.session.summarise(typed.summary!, turn));
+      } finally {
+        this.screen.endAnswer();
+      }
+      return;
+    }
     if (!line) return this.screen.prompt();
-    if (!typed.shown) this.screen.print(`${pc.bold("you›")} ${line}`);
+    if (typed.inboxId !== undefined) this.screen.print(`${pc.bold("you›")} ${line} ${pc.dim("(sent from another terminal)")}`);
+    else if (!typed.shown) this.screen.print(`${pc.bold("you›")} ${line}`);
     this.screen.beginAnswer();
     try {
-      if (!(await this.runShortcut(line))) await this.ask(line);
+      const inboxId = typed.inboxId;
+      if (inboxId !== undefined) await this.ask((turn) => this.session.say(line, { ...turn, inboxId }));
+      else if (!(await this.runShortcut(line))) await this.ask((turn) => this.session.say(line, turn));
     } finally {
       this.screen.endAnswer();
     }
@@ -180,8 +238,8 @@ class ChatController {
     return true;
   }
 
-  /** One Mediator turn, streamed; Ctrl-C cancels it. */
-  private async ask(text: string): Promise<void> {
+  /** One Mediator turn (`say`, or the summary), streamed; Ctrl-C cancels it. */
+  private async ask(run: (turn: TurnOptions) => Promise<RunOutcome>): Promise<void> {
     const turn = new AbortController();
     this.turn = turn;
     let streamed = false;
@@ -217,7 +275,7 @@ class ChatController {
       }
     };
     try {
-      await this.session.say(text, { signal: turn.signal, onEvent });
+      await run({ signal: turn.signal, onEvent });
       if (turn.signal.aborted) this.screen.line(pc.yellow("(answer cancelled)"));
     } finally {
       this.turn = undefined;
@@ -239,6 +297,15 @@ class ChatController {
 
   private loopSettled(outcome: RunOutcome): void {
     if (this.leaving) return;
+    this.printSettled(outcome);
+    // A loop that ended (not paused, not interrupted mid-way) is summed up by the Mediator, after the turn in progress if any.
+    if (outcome.status !== "paused" && !(outcome.status === "interrupted" && !outcome.ended)) {
+      this.queue.push({ text: "", shown: true, summary: outcome });
+      void this.drainQueue();
+    }
+  }
+
+  private printSettled(outcome: RunOutcome): void {
     const thread = outcome.threadId;
     switch (outcome.status) {
       case "finished":
@@ -271,6 +338,8 @@ class ChatController {
   /** Piped input ended: the running loop goes on to its end (its `[AUTO]` lines still print), then the chat ends. */
   private async leaveAfterLoop(): Promise<void> {
     const outcome = await this.session.looper.wait();
+    // The loop's end queued the Mediator's summary: the chat ends once it is given (drainQueue comes back here).
+    if (this.busy || this.queue.length > 0) return void this.drainQueue();
     await this.leave(outcome && outcome.status !== "finished" ? outcome.exitCode : ExitCode.Finished);
   }
 

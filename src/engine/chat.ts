@@ -6,7 +6,11 @@ import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { latestValues, openStore } from "../runs/store.js";
 import { ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import type { EventSink } from "../runtime/events.js";
-import type { LoopSupervisor } from "./loop-supervisor.js";
+import { AUTO_PREFIX } from "../nodes/looper/node.js";
+import type { InboxMessage } from "../runs/inbox.js";
+import { messageText } from "../runtime/model-session.js";
+import { unansweredMessages } from "./commands.js";
+import { loopEnding, type LoopSupervisor } from "./loop-supervisor.js";
 import { createLoopSupervisor } from "./runner.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { initialVars, mediatorNodeOf, Thread } from "./thread.js";
@@ -23,6 +27,8 @@ export interface TurnOptions {
   /** Aborting it cancels the answer in progress (Ctrl-C). */
   signal?: AbortSignal;
   onEvent?: EventSink;
+  /** The text is the message with this inbox id, sent from another process: the turn marks it answered. */
+  inboxId?: number;
 }
 
 /**
@@ -50,11 +56,31 @@ export class ChatSession {
 
   /** One turn: the Mediator answers `text` (streamed through `onEvent`); returns once it has. */
   async say(text: string, turn: TurnOptions = {}): Promise<RunOutcome> {
+    return this.turn(new HumanMessage({ content: text, id: randomUUID() }), turn);
+  }
+
+  /**
+   * The Mediator's summary once the loop has ended (`loop`: how its run ended), unprompted: one
+   * turn on an `[AUTO]` message from the Looper, as `run monitor` ends with.
+   */
+  async summarise(loop: RunOutcome, turn: TurnOptions = {}): Promise<RunOutcome> {
+    const status = await this.looper.status();
+    const content = `${AUTO_PREFIX} ${loopEnding(loop)} Its status now:\n${status}\nSum up for the user in two or three short sentences: what was done, how it ended, what is still queued.`;
+    return this.turn(new HumanMessage({ id: randomUUID(), name: "looper", content }), turn);
+  }
+
+  /** Free text sent to this chat from another process (`loopgraph send <thread> "…"`) and not answered yet. */
+  async unanswered(): Promise<InboxMessage[]> {
+    return unansweredMessages(this.thread.store, this.threadId);
+  }
+
+  private async turn(message: HumanMessage, turn: TurnOptions): Promise<RunOutcome> {
     const first = Object.keys(await latestValues(this.thread.store, this.threadId)).length === 0;
     this.thread.markRunning(inUseByChat);
     const input = {
-      messages: [new HumanMessage({ content: text, id: randomUUID() })],
-      ...(first ? { task: text, vars: initialVars(this.graph) } : {}),
+      messages: [message],
+      ...(first ? { task: messageText(message), vars: initialVars(this.graph) } : {}),
+      ...(turn.inboxId !== undefined ? { inboxCursor: turn.inboxId } : {}),
     };
     return this.thread.execute(input, this.thread.context({ onEvent: turn.onEvent, signal: turn.signal }));
   }

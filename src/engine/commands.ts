@@ -1,22 +1,36 @@
 import { ConfigError } from "../errors.js";
+import { loadGraph } from "../graph/load.js";
 import { formatStatus, initialLooperSnapshot, isRunning, parseLooperCommand, statusJson } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
 import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
+import { mediatorKind } from "../nodes/mediator/kind.js";
+import { nodesOfKind } from "../runtime/node-kind.js";
 
 export interface SentCommand {
+  kind: "command";
   /** The thread the command went to: the given one, or the loop of a Mediator thread. */
   threadId: string;
+  /** The inbox id; 0 when nothing was queued (`status`, or `stop` for a chat with no loop). */
   id: number;
   command: LooperCommand;
-  /** The thread's run status when the command was queued. */
-  threadStatus: ThreadRecord["status"];
+  /** The thread's run status when the command was queued; "none" for a chat's loop not started yet. */
+  threadStatus: ThreadRecord["status"] | "none";
+  /** Set when the command went to the loop of this Mediator (chat) thread. */
+  chat?: string;
   /** A stop for a loop that is not running: nothing was queued (`id` is 0). */
   nothingToStop?: boolean;
 }
 
 /** What a stop for a loop that is not running answers (the CLI and the chat's LoopSupervisor). */
 export const NOTHING_TO_STOP = "no loop is running: nothing to stop.";
+
+/** Free text sent to a Mediator (chat) thread: the chat answers it (now if open, else when it next opens). */
+export interface SentMessage {
+  kind: "message";
+  threadId: string;
+  id: number;
+}
 
 export interface LooperStatus {
   text: string;
@@ -32,18 +46,44 @@ function commandTarget(store: Store, threadId: string): ThreadRecord {
   return asSeen(store.threads.get(loopThreadOf(threadId)) ?? thread);
 }
 
+/** Whether a thread runs a graph with a mediator node (a chat's thread, or `run monitor`'s). */
+async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
+  try {
+    return nodesOfKind(await loadGraph(record.graphFile), mediatorKind).length > 0;
+  } catch {
+    return false;
+  }
+}
+
 /**
- * Queues a command for a thread's Looper, from any process: plain words (`stop`, `add: …`) or
- * JSON. The loop applies it at its next step, exactly once. `status` is answered here instead.
+ * Sends what the user typed to a thread, from any process. A Looper command (plain words like
+ * `stop`, `add: …`, or JSON) is queued for the thread's Looper, applied at its next step,
+ * exactly once; `status` is answered here instead. Given a Mediator (chat) thread, commands go
+ * to its loop `<thread>.loop`, queued even before that loop exists (the chat starts it), and
+ * free text goes to the Mediator, which answers it in the chat.
  */
-export async function sendCommand(threadId: string, text: string, options: StoreOptions = {}): Promise<SentCommand> {
+export async function sendCommand(threadId: string, text: string, options: StoreOptions = {}): Promise<SentCommand | SentMessage> {
   const command = parseLooperCommand(text);
-  if (!command) {
+  const mediator = await withStore(options, "read", async (store) => {
+    const record = requireThread(store, threadId);
+    return store.threads.get(loopThreadOf(threadId)) !== undefined || (await isMediatorThread(record));
+  });
+  if (!command && !mediator) {
     throw new ConfigError(`not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`);
   }
-  return withStore(options, command.command === "status" ? "read" : "write", async (store) => {
+  return withStore(options, command?.command === "status" ? "read" : "write", async (store): Promise<SentCommand | SentMessage> => {
+    if (!command) return { kind: "message", threadId, id: store.inbox.postMessage(threadId, text.trim()) };
+    if (mediator) {
+      const loop = store.threads.get(loopThreadOf(threadId));
+      const loopId = loopThreadOf(threadId);
+      const base = { kind: "command" as const, threadId: loopId, command, threadStatus: loop ? asSeen(loop).status : ("none" as const), chat: threadId };
+      if (command.command === "status") return { ...base, id: 0 };
+      // No loop yet, or an idle one: there is nothing to stop. A start or a task waits in its inbox for the chat.
+      if (command.command === "stop" && !(loop && (await loopMayRun(store, asSeen(loop))))) return { ...base, id: 0, nothingToStop: true };
+      return { ...base, id: store.inbox.post(loopId, text, command) };
+    }
     const thread = commandTarget(store, threadId);
-    const base = { threadId: thread.threadId, command, threadStatus: thread.status };
+    const base = { kind: "command" as const, threadId: thread.threadId, command, threadStatus: thread.status };
     if (command.command === "status") return { ...base, id: 0 };
     if (command.command === "stop" && !(await loopMayRun(store, thread))) return { ...base, id: 0, nothingToStop: true };
     return { ...base, id: store.inbox.post(thread.threadId, text, command) };
@@ -65,16 +105,17 @@ async function loopMayRun(store: Store, thread: ThreadRecord): Promise<boolean> 
 export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
   return withStore(options, "read", async (store) => {
     const thread = commandTarget(store, threadId);
+    // A chat whose loop is not started yet: tasks sent to it (`send <chat> "start: …"`) wait in the loop's inbox.
+    const waiting = thread.threadId === threadId ? store.inbox.after(loopThreadOf(threadId), 0) : [];
     threadId = thread.threadId;
     const { loopState, inboxCursor: cursor = 0, task = "" } = (await latestValues(store, threadId)) as {
       loopState?: LooperSnapshot;
       inboxCursor?: number;
       task?: string;
     };
-    const waiting = store.inbox.after(threadId, cursor);
-    const queued = waiting.flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
+    const queued = [...waiting, ...store.inbox.after(threadId, cursor)].flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
     // A stop accepted and not yet consumed: the loop is stopping (its Coder ends at its next step).
-    const stopping = waiting.some((entry) => entry.command.command === "stop");
+    const stopping = store.inbox.after(threadId, cursor).some((entry) => entry.command.command === "stop");
     const snapshot = loopState ?? initialLooperSnapshot();
     const gone = thread.goneOwner === undefined ? "" : `\n(interrupted: process ${thread.goneOwner}, which ran it, is gone; \`loopgraph resume ${threadId}\` continues it)`;
     return {
@@ -82,6 +123,12 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
       json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued, task, stopping }) },
     };
   });
+}
+
+/** Free text sent to a Mediator thread and not answered yet (after the cursor of its latest checkpoint). */
+export async function unansweredMessages(store: Store, threadId: string): Promise<{ id: number; text: string }[]> {
+  const cursor = ((await latestValues(store, threadId)).inboxCursor as number | undefined) ?? 0;
+  return store.inbox.messagesAfter(threadId, cursor);
 }
 
 /** Commands in the thread's inbox after the cursor of its latest checkpoint. */

@@ -144,6 +144,32 @@ export class LoopSupervisor implements LooperHandle {
     return { lines: auto.slice(since), total: auto.length };
   }
 
+  /**
+   * Takes up commands sent to the loop from another process (`loopgraph send <chat> "start: …"`)
+   * while it does not run here: a loop not started yet starts on the first task sent (the chat
+   * took it from the inbox); an existing one is continued, and reads them from its inbox.
+   * Returns a line for the user, or undefined when there is nothing to take up.
+   */
+  async takeUpQueued(): Promise<string | undefined> {
+    if (this.active) return undefined;
+    const record = await this.record();
+    if (record) {
+      // A lone `stop` for a loop that does not run is no reason to run it.
+      if (isRunningElsewhere(record) || record.status === "paused" || !(await this.hasQueuedTask()) || this.active) return undefined;
+      void this.resumeLoop();
+      return `taking up the commands sent to the loop: it runs in the background (thread ${this.threadId}).`;
+    }
+    const first = await withStore(this.options.store, "write", async (store) => {
+      const entries = store.inbox.after(this.threadId, 0);
+      const at = entries.findIndex((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
+      // A stop sent before any start has nothing to stop; the first task is taken from the inbox to start the loop on.
+      for (const entry of entries.slice(0, at < 0 ? entries.length : at + 1)) store.inbox.remove(entry.id);
+      return at < 0 ? undefined : entries[at]!.command;
+    });
+    if (!first || !("task" in first) || this.active) return undefined;
+    return this.start(first.task);
+  }
+
   /** Continues the loop's thread in the background (after a crash, Ctrl-C or a pause), optionally answering its approval. */
   async resume(answer?: ApprovalAnswer): Promise<string> {
     if (this.active) return "the loop is already running.";
@@ -224,12 +250,16 @@ export class LoopSupervisor implements LooperHandle {
       })
       .then(async (outcome) => {
         this.lastOutcome = outcome;
-        this.active = undefined;
         // A command posted while the run was ending is still waiting: the loop goes on with it.
-        if (outcome.status === "finished" && !this.control.drainRequested && (await this.hasQueuedCommands())) {
+        // (The run counts as active until then, so that `takeUpQueued` does not start it twice.)
+        const goOn = outcome.status === "finished" && !this.control.drainRequested && (await this.hasQueuedCommands());
+        this.active = undefined;
+        if (goOn) {
           void this.resumeLoop();
         } else {
-          for (const handler of this.settledHandlers) handler(outcome);
+          // Outside the LangGraph context the loop was started from (a Mediator's turn): a handler may run a turn of its own.
+          const detached = AsyncLocalStorageProviderSingleton.getInstance();
+          for (const handler of this.settledHandlers) detached.run(undefined, () => handler(outcome));
         }
         return outcome;
       });
@@ -248,6 +278,14 @@ export class LoopSupervisor implements LooperHandle {
     return json.state === "RUNNING";
   }
 
+  /** Whether a `start` or `add_pending` waits in the loop's inbox. */
+  private async hasQueuedTask(): Promise<boolean> {
+    return withStore(this.options.store, "read", async (store) => {
+      const cursor = ((await latestValues(store, this.threadId)).inboxCursor as number | undefined) ?? 0;
+      return store.inbox.after(this.threadId, cursor).some((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
+    });
+  }
+
   private async hasQueuedCommands(): Promise<boolean> {
     return withStore(this.options.store, "read", (store) => hasUnconsumedCommands(store, this.threadId));
   }
@@ -255,6 +293,16 @@ export class LoopSupervisor implements LooperHandle {
   private async post(command: Exclude<LooperCommand, { command: "status" }>): Promise<void> {
     await withStore(this.options.store, "write", async (store) => void store.inbox.post(this.threadId, JSON.stringify(command), command));
   }
+}
+
+/** How a loop's run ended, in words for the Mediator (its summary after the loop). */
+export function loopEnding(loop: RunOutcome): string {
+  const reason = (loop.state?.loopState as { context?: { endReason?: string } } | undefined)?.context?.endReason ?? "finished";
+  return loop.status === "failed"
+    ? `the loop failed: ${loop.error ?? "unknown error"}.`
+    : loop.status === "finished"
+      ? `the loop ended: ${reason}.`
+      : `the loop ended without finishing the work: ${loop.error ?? reason}.`;
 }
 
 function describeRun(record: ThreadRecord, activeHere: boolean): string {

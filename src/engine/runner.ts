@@ -9,9 +9,8 @@ import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
-import type { GraphStateValue } from "../state/graph-state.js";
 import { hasUnconsumedCommands } from "./commands.js";
-import { LoopSupervisor } from "./loop-supervisor.js";
+import { loopEnding, LoopSupervisor } from "./loop-supervisor.js";
 import { TASK_MESSAGE_ID, type ResumeOptions, type RunOptions, type RunOutcome } from "./run-types.js";
 import { initialVars, Thread, type LooperFactory } from "./thread.js";
 
@@ -88,13 +87,7 @@ async function summariseLoop(thread: Thread, looper: LoopSupervisor): Promise<Ru
     thread.release();
     return loop;
   }
-  const ending =
-    loop.status === "failed"
-      ? `the loop failed: ${loop.error ?? "unknown error"}.`
-      : loop.status === "finished"
-        ? `the loop ended: ${loopEndReason(loop.state)}.`
-        : `the loop ended without finishing the work: ${loop.error ?? loopEndReason(loop.state)}.`;
-  const request = new HumanMessage({ id: randomUUID(), name: "looper", content: `${AUTO_PREFIX} ${ending} Summarise the outcome for the user.` });
+  const request = new HumanMessage({ id: randomUUID(), name: "looper", content: `${AUTO_PREFIX} ${loopEnding(loop)} Summarise the outcome for the user.` });
   thread.markRunning();
   const summarised = await thread.execute({ messages: [request] });
   // The loop's outcome stands when it did not finish its work (failed, ended by a limit, stopped), unless the summary itself failed.
@@ -104,10 +97,6 @@ async function summariseLoop(thread: Thread, looper: LoopSupervisor): Promise<Ru
 async function unfinishedThread(store: Store, threadId: string): Promise<boolean> {
   const record = store.threads.get(threadId);
   return record !== undefined && (record.status !== "finished" || (await hasUnconsumedCommands(store, threadId)));
-}
-
-function loopEndReason(state: GraphStateValue): string {
-  return (state.loopState as { context?: { endReason?: string } } | undefined)?.context?.endReason ?? "finished";
 }
 
 /** How a thread whose graph has ended ended, for "nothing to resume", with what to do instead. */
@@ -142,13 +131,18 @@ async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord,
   // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
   const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
   // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
-  const ended = started && record.status !== "running" && (await thread.ended());
+  // A chat's thread opened but never talked to has no checkpoint and no task: it has no turn to run either.
+  const ended = (started && record.status !== "running" && (await thread.ended())) || (looper !== undefined && !started && !record.task);
   const restart = ended && (await hasUnconsumedCommands(store, record.threadId));
   if (ended && !restart) {
     // A Mediator thread is done after each turn; resuming it continues the loop it started.
     if (looper && (await unfinishedThread(store, looper.threadId))) {
       const resumed = await looper.resume(options.answer as ApprovalAnswer | undefined);
       if (!looper.running) throw new ConfigError(`cannot continue the loop of thread "${record.threadId}": ${resumed}`);
+      return await summariseLoop(thread, looper);
+    }
+    // A loop not started yet, with a task sent to it (`loopgraph send <chat> "start: …"`): it starts now.
+    if (looper && options.answer === undefined && (await looper.takeUpQueued()) !== undefined && looper.running) {
       return await summariseLoop(thread, looper);
     }
     throw new ConfigError(`nothing to resume: ${endedThread(record)}`);

@@ -11,6 +11,15 @@ export interface InboxEntry {
   createdAt: string;
 }
 
+/** Free text sent to a Mediator (chat) thread from another process, waiting for the chat to answer it. */
+export interface InboxMessage {
+  id: number;
+  text: string;
+}
+
+/** How a message for a Mediator is stored in the inbox's `command` column (Looper commands never read so). */
+const MESSAGE = JSON.stringify({ command: "message" });
+
 interface InboxRow {
   id: number;
   thread_id: string;
@@ -27,12 +36,16 @@ interface InboxRow {
 export class Inbox {
   private readonly insertStatement;
   private readonly afterStatement;
+  private readonly messagesStatement;
+  private readonly removeStatement;
 
   constructor(db: Database.Database) {
     this.insertStatement = db.prepare(
       `INSERT INTO loopgraph_inbox (thread_id, text, command, created_at) VALUES (?, ?, ?, ?)`,
     );
-    this.afterStatement = db.prepare(`SELECT * FROM loopgraph_inbox WHERE thread_id = ? AND id > ? ORDER BY id`);
+    this.afterStatement = db.prepare(`SELECT * FROM loopgraph_inbox WHERE thread_id = ? AND id > ? AND command != ? ORDER BY id`);
+    this.removeStatement = db.prepare(`DELETE FROM loopgraph_inbox WHERE id = ?`);
+    this.messagesStatement = db.prepare(`SELECT id, text FROM loopgraph_inbox WHERE thread_id = ? AND id > ? AND command = ? ORDER BY id`);
   }
 
   post(threadId: string, text: string, command: LooperCommand): number {
@@ -40,9 +53,24 @@ export class Inbox {
     return Number(result.lastInsertRowid);
   }
 
-  /** Commands of a thread after `cursor` (the last consumed id), oldest first. */
+  /** Takes a command out before any thread consumed it (a chat's loop starts on the task it carries). */
+  remove(id: number): void {
+    this.removeStatement.run(id);
+  }
+
+  /** Posts free text for a Mediator thread (`loopgraph send <chat> "hello"`); the chat answers it (see `messagesAfter`). */
+  postMessage(threadId: string, text: string): number {
+    return Number(this.insertStatement.run(threadId, text, MESSAGE, new Date().toISOString()).lastInsertRowid);
+  }
+
+  /** Messages for a Mediator thread after `cursor` (the last one answered), oldest first. */
+  messagesAfter(threadId: string, cursor: number): InboxMessage[] {
+    return this.messagesStatement.all(threadId, cursor, MESSAGE) as InboxMessage[];
+  }
+
+  /** Commands of a thread after `cursor` (the last consumed id), oldest first; messages for a Mediator are not commands. */
   after(threadId: string, cursor: number): InboxEntry[] {
-    return (this.afterStatement.all(threadId, cursor) as InboxRow[]).map((row) => ({
+    return (this.afterStatement.all(threadId, cursor, MESSAGE) as InboxRow[]).map((row) => ({
       id: row.id,
       threadId: row.thread_id,
       text: row.text,

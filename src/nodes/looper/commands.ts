@@ -27,9 +27,6 @@ const TASK_KEYWORDS = new Map<string, TaskCommandName>([
   ["also", "add_pending"],
 ]);
 
-/** Task keywords that read as a command without a colon: "also write a README". */
-const COLON_OPTIONAL = new Set(["also"]);
-
 /** An optional `/`, a keyword, an optional `:`, then the rest (which may span lines). */
 const PLAIN_COMMAND = /^(\/?)([a-z_]+)(\s*:)?\s*([\s\S]*)$/i;
 
@@ -39,11 +36,12 @@ const PLAIN_COMMAND = /^(\/?)([a-z_]+)(\s*:)?\s*([\s\S]*)$/i;
  *
  * - JSON matching {@link looperCommandSchema}: `{"command": "stop"}`, `{"command": "start", "task": "…"}`.
  * - `stop`, `status` alone (or `/stop`, `/status`).
- * - `start: <task>`; `add: <task>`, `also <task>`, `pending: <task>`, `add_pending: <task>` (add_pending);
+ * - `start: <task>`; `add: <task>`, `also: <task>`, `pending: <task>`, `add_pending: <task>` (add_pending);
  *   with a leading slash the colon may be left out: `/start <task>`, `/add <task>`.
  *
- * A task keyword needs the colon or the slash: "start by reading the README" or "add a comment
- * here?" are sentences for the Mediator, which forwards real work itself. An empty task is no command.
+ * A task keyword needs the colon or the slash: "start by reading the README", "add a comment
+ * here?" or "Also what does git rebase do?" are sentences for the Mediator, which forwards real
+ * work itself. An empty task is no command.
  */
 export function parseLooperCommand(text: string): LooperCommand | undefined {
   const trimmed = text.trim();
@@ -70,9 +68,7 @@ function parsePlainCommand(text: string): LooperCommand | undefined {
   if (bare) return colon === undefined && rest === "" ? { ...bare } : undefined;
   const command = TASK_KEYWORDS.get(keyword);
   if (!command) return undefined;
-  // "also, what about …" is a sentence: without a colon the task must start with a word.
-  const plainWords = COLON_OPTIONAL.has(keyword) && /^[\p{L}\p{N}]/u.test(rest);
-  if (colon === undefined && slash === "" && !plainWords) return undefined;
+  if (colon === undefined && slash === "") return undefined;
   const task = rest.trim();
   return task ? { command, task } : undefined;
 }
