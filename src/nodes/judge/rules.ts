@@ -1,6 +1,7 @@
 import type { CoderFailureKind } from "../coder/types.js";
 import type { ReviewResult } from "../../state/looper.js";
 import type { JudgeInput } from "./input.js";
+import { leadOf, withTaskContext } from "./next-task.js";
 
 /** What the Judge decides, from the model or from the rules. */
 export type JudgeDecision = { decision: "continue"; nextTask: string } | { decision: "terminate"; reason: string };
@@ -34,12 +35,11 @@ export function guardDecision(input: JudgeInput, proposed: JudgeDecision): Guard
     };
   }
   if (proposed.decision === "continue") {
+    // The model's task comes first; the context (the queued messages included) follows it.
+    const decision: JudgeDecision = { decision: "continue", nextTask: composeNextTask(input, proposed.nextTask) };
     const missing = input.pending.filter((message) => !mentions(proposed.nextTask, message));
-    if (missing.length === 0) return { decision: proposed, notes: [] };
-    return {
-      decision: { decision: "continue", nextTask: `${proposed.nextTask}\n\n${bulleted("Also requested by the user:", missing)}` },
-      notes: [`guard: the model's next task left out ${count(missing.length, "pending message")}, appended verbatim`],
-    };
+    if (missing.length === 0) return { decision, notes: [] };
+    return { decision, notes: [`guard: the model's next task left out ${count(missing.length, "pending message")}, listed verbatim after it`] };
   }
   if (input.pending.length === 0) return { decision: proposed, notes: [] };
   return {
@@ -52,7 +52,7 @@ export function guardDecision(input: JudgeInput, proposed: JudgeDecision): Guard
 export function ruleDecision(input: JudgeInput): RuleDecision {
   const imposed = imposedDecision(input);
   if (imposed) return imposed;
-  const { coder, review, pending, task } = input;
+  const { coder, pending, task } = input;
   if (coder?.status !== "success") {
     const failure = coder ? `${coder.failureKind ?? "unknown"}${coder.failureReason ? `: ${coder.failureReason}` : ""}` : "no result";
     if (coder?.failureKind && UNFIXABLE_FAILURES.has(coder.failureKind)) {
@@ -61,9 +61,9 @@ export function ruleDecision(input: JudgeInput): RuleDecision {
         why: `the Coder failed with ${coder.failureKind}, which a retry cannot fix`,
       };
     }
-    const retryTask = `${task}\n\nThe previous round failed (${failure}). Pick up from the current state of the workspace and change the approach where it failed.`;
+    const retryTask = `${leadOf(task)}\n\nThe previous round failed (${failure}). Pick up from the current state of the workspace and change the approach where it failed.`;
     return {
-      decision: { decision: "continue", nextTask: composeNextTask({ task: retryTask, comments: review?.comments ?? [], pending }) },
+      decision: { decision: "continue", nextTask: composeNextTask(input, retryTask) },
       why: `the Coder failed (${coder?.failureKind ?? "no result"}), which a new round may fix`,
     };
   }
@@ -81,13 +81,14 @@ export function ruleDecision(input: JudgeInput): RuleDecision {
 function imposedDecision(input: JudgeInput): RuleDecision | undefined {
   const { coder, review, pending, task } = input;
   if (coder?.status !== "success") return undefined;
-  const comments = review?.comments ?? [];
   if (review?.rating === "critical") {
-    return { decision: { decision: "continue", nextTask: composeNextTask({ task, comments, pending }) }, why: "the review rated the work critical" };
+    // The round's own task again (without the context it carried), with this round's context.
+    return { decision: { decision: "continue", nextTask: composeNextTask(input, leadOf(task)) }, why: "the review rated the work critical" };
   }
   if (pending.length > 0) {
+    const lead = pending.length === 1 ? pending[0]! : bulleted("Requested by the user:", pending);
     return {
-      decision: { decision: "continue", nextTask: composeNextTask({ comments, pending }) },
+      decision: { decision: "continue", nextTask: composeNextTask(input, lead, { queuedInLead: true }) },
       why: `the Coder succeeded and ${count(pending.length, "pending message")} ${pending.length === 1 ? "waits" : "wait"}`,
     };
   }
@@ -100,13 +101,20 @@ function imposedDecision(input: JudgeInput): RuleDecision | undefined {
   return undefined;
 }
 
-/** A next task that carries the review's comments and every pending message verbatim. */
-export function composeNextTask({ task, comments, pending }: { task?: string; comments: readonly string[]; pending: readonly string[] }): string {
-  if (!task && comments.length === 0 && pending.length === 1) return pending[0]!;
-  const parts = task ? [task] : [];
-  if (comments.length > 0) parts.push(bulleted("Review comments to address:", comments));
-  if (pending.length > 0) parts.push(bulleted(parts.length > 0 ? "Also requested by the user:" : "Requested by the user:", pending));
-  return parts.join("\n\n");
+/**
+ * A next task as one readable text: `lead` first (the model's next task, or the rules'), then the
+ * context the Coder needs under its headings: the loop's original task, what the round just judged
+ * did, the review's substantive comments (not the diff stat), and every queued message verbatim
+ * (unless the lead is made of them).
+ */
+export function composeNextTask(input: JudgeInput, lead: string, { queuedInLead = false }: { queuedInLead?: boolean } = {}): string {
+  return withTaskContext(lead, {
+    ...(input.originalTask !== undefined && { originalTask: input.originalTask }),
+    round: input.round,
+    ...(input.coder && { coder: input.coder }),
+    ...(input.review && { review: input.review }),
+    queued: queuedInLead ? [] : input.pending,
+  });
 }
 
 function doneReason(review: ReviewResult): string {
