@@ -97,6 +97,39 @@ describe("judge rules", () => {
     });
   });
 
+  describe("review incomplete (a check failed) → not a pass: the model decides (issue 13, deliverable 4)", () => {
+    const incompleteReview = (): ReturnType<typeof review> => {
+      const result = review("warning", [
+        "specs_breakdown: the check failed: the answer is not JSON",
+        "task_log: the check failed: the answer is not JSON",
+        "review incomplete: the specs_breakdown and task_log checks failed, so the change is only partly verified",
+      ]);
+      const failed = { ok: false, comments: [], error: "the answer is not JSON" };
+      return { ...result, checks: { ...result.checks, specs_breakdown: failed, task_log: failed } };
+    };
+    const incomplete = input({ coder: coderSuccess(), review: incompleteReview() });
+
+    it("no rule imposes 'done': a model's continue or terminate stands", () => {
+      expect(guardDecision(incomplete, TERMINATE)).toEqual({ decision: TERMINATE, notes: [] });
+      const guarded = guardDecision(incomplete, CONTINUE);
+      expect(guarded.notes).toEqual([]);
+      expect(nextTaskOf(guarded.decision)).toContain("- review incomplete: the specs_breakdown and task_log checks failed");
+    });
+
+    it("the fallback ends the loop as partly verified, not 'done: the review passed'", () => {
+      const { decision, why } = ruleDecision(incomplete);
+      expect(decision).toEqual({
+        decision: "terminate",
+        reason: "the Coder finished but the review was incomplete (specs_breakdown and task_log failed): the work is only partly verified",
+      });
+      expect(why).toBe("the Coder succeeded, the review is incomplete and nothing is pending");
+    });
+
+    it("pending messages still start the next round", () => {
+      expect(ruleDecision(input({ coder: coderSuccess(), review: incompleteReview(), pending: ["add login"] })).decision.decision).toBe("continue");
+    });
+  });
+
   describe("Coder failed → the model decides whether a retry is worth it", () => {
     it("no guard overrides the model, even when the review of the failed turn is critical", () => {
       const failed = input({ coder: coderFailure("step_limit"), review: review("critical", ["nothing works"]) });

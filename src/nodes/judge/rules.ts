@@ -52,7 +52,7 @@ export function guardDecision(input: JudgeInput, proposed: JudgeDecision): Guard
 export function ruleDecision(input: JudgeInput): RuleDecision {
   const imposed = imposedDecision(input);
   if (imposed) return imposed;
-  const { coder, pending, task } = input;
+  const { coder, review, pending, task } = input;
   if (coder?.status !== "success") {
     const failure = coder ? `${coder.failureKind ?? "unknown"}${coder.failureReason ? `: ${coder.failureReason}` : ""}` : "no result";
     if (coder?.failureKind && UNFIXABLE_FAILURES.has(coder.failureKind)) {
@@ -67,10 +67,24 @@ export function ruleDecision(input: JudgeInput): RuleDecision {
       why: `the Coder failed (${coder?.failureKind ?? "no result"}), which a new round may fix`,
     };
   }
+  if (review) {
+    // Only an incomplete review gets here: a complete one imposes its decision.
+    return {
+      decision: { decision: "terminate", reason: `the Coder finished but the review was incomplete (${failedChecks(review).join(" and ")} failed): the work is only partly verified` },
+      why: "the Coder succeeded, the review is incomplete and nothing is pending",
+    };
+  }
   return {
     decision: { decision: "terminate", reason: "the Coder finished but the Review left no result: the work is unverified" },
     why: "the Coder succeeded, no review result is available and nothing is pending",
   };
+}
+
+/** The checks of a review that failed (did not judge); a review with any is incomplete, not a pass. */
+function failedChecks(review: ReviewResult): string[] {
+  return Object.entries(review.checks)
+    .filter(([, check]) => !check.ok)
+    .map(([name]) => name);
 }
 
 /**
@@ -92,7 +106,8 @@ function imposedDecision(input: JudgeInput): RuleDecision | undefined {
       why: `the Coder succeeded and ${count(pending.length, "pending message")} ${pending.length === 1 ? "waits" : "wait"}`,
     };
   }
-  if (review) {
+  // A review whose check failed could not judge: it is no pass, the model weighs it (issue 13).
+  if (review && failedChecks(review).length === 0) {
     return {
       decision: { decision: "terminate", reason: doneReason(review) },
       why: `the review passed (${review.rating}) and nothing is pending`,
