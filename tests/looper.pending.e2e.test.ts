@@ -8,7 +8,7 @@
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT, runCli } from "./helpers/cli.js";
-import { finalState, resume, startRun } from "./helpers/e2e.js";
+import { finalState, resume, startCli, startRun } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const SCRIPT = join(ROOT, "tests/fixtures/looper/pending-moments.script.yaml");
@@ -32,7 +32,7 @@ const autoLines = (state: State): string[] =>
   state.messages.map((m) => m.content).filter((content) => typeof content === "string" && content.startsWith("[AUTO]"));
 
 describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
-  it("a task added while WAITING_CODER, WAITING_REVIEW, JUDGE or during the last Judge is taken into the next round or kept, listed, and taken up by the next start", async () => {
+  it("a task added while WAITING_CODER, WAITING_REVIEW, JUDGE or during the last Judge (round limit or terminate) is taken into the next round or kept, listed, and taken up by the next start or add:", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const status = async (): Promise<StatusJson> => {
       const shown = await runCli(["status", "q", "--json", "--db", ws.db]);
@@ -76,12 +76,26 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     // The next start takes them up: its round-1 task lists them after its own (resumed without --max-rounds: the default 5 rounds).
     const started = await runCli(["send", "q", "start: task-S", "--db", ws.db]);
     expect(started.code, started.stderr).toBe(0);
-    const resumed = await resume(ws, "q", "--json");
-    expect(resumed.code, resumed.stderr + resumed.stdout.slice(-2000)).toBe(0);
+    const resumed = startCli(["resume", "q", "--db", ws.db, "--json"]);
+    await resumed.waitForNode("judge");
+    // E arrives while the Judge that ends this loop runs: kept, and listed in the end line.
+    expect(await add("task-E")).toMatchObject({ round: 1, subState: "JUDGE", pending: ["task-E"] });
+    const resumedEnd = await resumed.done;
+    expect(resumedEnd.code, resumedEnd.stderr + resumedEnd.stdout.slice(-2000)).toBe(0);
     const next = await finalState<State>(ws.db, "q");
     expect(next.loopTask).toBe("task-S\n\nAlso queued before this start:\n- task-C\n- task-D");
-    expect(next.loopState.context).toMatchObject({ round: 1, pending: [], endReason: "all done" });
     expect(autoLines(next)).toContain('[AUTO] round 1/5 started: task-S (and 2 tasks queued before: "task-C", "task-D")');
+    expect(next.loopState.context).toMatchObject({ round: 1, pending: ["task-E"], endReason: "all done" });
+    expect(autoLines(next).at(-1)).toBe('[AUTO] loop ended: all done (after round 1/5); 1 queued task not done, kept for the next start: "task-E"');
+    expect(await status()).toMatchObject({ state: "IDLE", pending: ["task-E"] });
+
+    // After the loop ended, `add:` to the idle loop starts the next one, which takes E up too.
+    expect(await add("task-F")).toMatchObject({ state: "IDLE", pending: ["task-E", "task-F"] });
+    const last = await resume(ws, "q", "--json");
+    expect(last.code, last.stderr + last.stdout.slice(-2000)).toBe(0);
+    const final = await finalState<State>(ws.db, "q");
+    expect(final.loopTask).toBe("task-F\n\nAlso queued before this start:\n- task-E");
+    expect(final.loopState.context).toMatchObject({ pending: [], endReason: "all done again" });
     expect(await status()).toMatchObject({ state: "IDLE", pending: [] });
   });
 });
