@@ -254,5 +254,12 @@ describe("judge rules", () => {
       );
       expect(briefTask("fix the typos")).toBe("fix the typos");
     });
+
+    it("a multi-line queued message stays one bullet, its lines indented under it, and counts once", () => {
+      const guarded = guardDecision(input({ coder: coderSuccess(), review: review("normal"), pending: ["add login:\n- a form\n- a route", "add sign-up"] }), CONTINUE);
+      const nextTask = nextTaskOf(guarded.decision);
+      expect(nextTask.endsWith("## Queued by the user\n- add login:\n  - a form\n  - a route\n- add sign-up")).toBe(true);
+      expect(briefTask(nextTask)).toBe("Polish the CSS. (with context: original task, what was done, 2 queued)");
+    });
   });
 });

@@ -119,7 +119,8 @@ function clipOriginal(task: string): string {
 
 const section = (title: string, body: string): string => `## ${title}\n${body}`;
 
-const bullets = (items: readonly string[]): string => items.map((item) => `- ${item}`).join("\n");
+/** One bullet per item; an item's further lines are indented under its bullet. */
+const bullets = (items: readonly string[]): string => items.map((item) => `- ${item.trim().replace(/\n/g, "\n  ")}`).join("\n");
 
 function oneLine(text: string, max: number): string {
   const flat = text.replace(/\s+/g, " ").trim();
