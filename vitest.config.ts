@@ -15,6 +15,7 @@ const E2E = [
   "tests/looper.context.e2e.test.ts",
   "tests/looper.e2e.test.ts",
   "tests/looper.pending.e2e.test.ts",
+  "tests/looper.stop.test.ts",
   "tests/mediator.e2e.test.ts",
   "tests/recording.security.test.ts",
   "tests/replay.e2e.test.ts",

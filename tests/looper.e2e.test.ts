@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { parseEvents, ROOT, runCli } from "./helpers/cli.js";
@@ -44,8 +44,8 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("status from another process shows RUNNING, the round and WAITING_CODER while the Coder works; add: is queued, drained at JUDGE exactly once across kill -9", async () => {
     const ws = repo();
-    const running = startRun(ws, loop("busy", "slow-coder.script.yaml"));
-    await running.waitForNode("coder");
+    const running = startRun(ws, loop("busy", "gated-coder.script.yaml"));
+    await running.waitForEvent("tool_call", (line) => line.includes("while"));
 
     const status = await runCli(["status", "busy", "--db", ws.db]);
     expect(status.code, status.stderr).toBe(0);
@@ -58,6 +58,8 @@ describe("the Looper (coder-review), end to end", () => {
     expect(sent.code, sent.stderr).toBe(0);
     const queued = await runCli(["status", "busy", "--json", "--db", ws.db]);
     expect(JSON.parse(queued.stdout)).toMatchObject({ pending: ["write a README"] });
+    // The Coder's command in flight ends now.
+    writeFileSync(join(ws.dir, "go"), "");
 
     // Right after JUDGE (the next looper step has started, so the Judge's checkpoint is saved): kill -9.
     const judged = await running.waitForNode("judge", "node_finished");

@@ -37,6 +37,13 @@ describe("formatStatus", () => {
     expect(formatStatus(onePending, { queued: ["add sign-up"], task })).toBe(formatStatus(reviewingRound2, { task }));
   });
 
+  it("shows a running loop with a stop queued and not yet consumed as stopping; an idle one is not", () => {
+    expect(formatStatus(reviewingRound2, { task, stopping: true })).toContain("state: RUNNING (stopping)\n");
+    expect(statusJson(reviewingRound2, { task, stopping: true })).toMatchObject({ state: "RUNNING", shouldStop: true });
+    expect(statusJson(reviewingRound2, { task })).toMatchObject({ shouldStop: false });
+    expect(statusJson(initialLooperSnapshot(), { stopping: true })).toMatchObject({ state: "IDLE", shouldStop: false });
+  });
+
   it("prints an idle Looper that never ran", () => {
     expect(formatStatus(initialLooperSnapshot())).toBe("[Looper status]\nstate: IDLE\npending: 0");
     expect(formatStatus(initialLooperSnapshot(), { queued: ["add login"] })).toBe(

@@ -123,7 +123,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(mediator.messages.some((m) => m.name === "looper" && String(m.content).includes("[AUTO] round 1/5 started"))).toBe(true);
   });
 
-  it("stops a running loop through the Mediator", async () => {
+  it("stops a running loop through the Mediator: the Coder's call in flight finishes, its tool call never runs", async () => {
     const ws = repo();
     const chat = new PipedChat(chatArgs(ws, "halt", "chat-stop.script.yaml"), ws.dir);
     chat.say("write a.txt");
@@ -140,6 +140,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     const loop = await finalState<LoopState>(ws.db, "halt.loop");
     expect(loop.loopState.value).toBe("IDLE");
     expect(loop.loopState.context.endReason).toBe("stopped by user");
+    // The stop came during the Coder's model call (3 s): the write_file it answered with never ran.
+    expect(existsSync(join(ws.dir, "a.txt"))).toBe(false);
+    expect(autoLines(loop)).toContain("[AUTO] coder stopped by the stop command before its next step");
   });
 
   it("`run monitor --task` forwards the task, waits for the loop, then prints the Mediator's summary; [AUTO] lines show in the output and in inspect", async () => {

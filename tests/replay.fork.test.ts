@@ -201,5 +201,6 @@ describe("replay --from (live fork)", () => {
     expect(unknown.code).toBe(2);
     expect(unknown.stderr).toMatch(/no thread "nosuch"/);
     expect((await historyOf(ws.db, "bad")).checkpoints).toEqual(before.checkpoints);
-  });
+    // Eleven CLI runs one after the other (each claims the thread, so they cannot overlap).
+  }, 150_000);
 });

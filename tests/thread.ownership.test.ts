@@ -122,13 +122,20 @@ describe("one owner per thread", () => {
 
   it("a resume while the owner runs: exit 2, it is running in process N on HOST; the owner finishes undisturbed", async () => {
     const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
-    const running = startRun(ws, { ...coder("busy", CRASH), approval: "auto" });
+    // The owner's command waits until the test creates `go`: it is running, however slow the machine.
+    const gated = join(ws.root, "gated.script.yaml");
+    writeFileSync(gated, stringify({ responses: [
+      { node: "coder", tool_calls: [{ name: "shell", args: { command: "while [ ! -e go ]; do sleep 0.1; done; echo three >> log.txt" } }] },
+      { node: "coder", content: "Wrote one line." },
+    ] }));
+    const running = startRun(ws, { ...coder("busy", gated), approval: "auto" });
     await running.waitForEvent("tool_call", (line) => line.includes("three"));
     const refused = await runCli(["resume", "busy", "--db", ws.db]);
     expectRefused(refused, new RegExp(`thread "busy" is running in process ${running.child.pid} on \\S+: stop it first with Ctrl-C`));
+    writeFileSync(join(ws.dir, "go"), "");
     const done = await running.done;
     expect(done.code, done.stderr).toBe(0);
-    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("three\n");
   });
 
   it("kill -9 of loopgraph with the command's watcher killed too: resume kills what the command left before the step runs again", async () => {

@@ -99,7 +99,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   program
     .command("stop <thread>")
-    .description("stop a thread's loop after the node in progress")
+    .description("stop a thread's loop at its next step: the Coder finishes the tool call in flight, nothing more runs")
     .action(async (thread: string) => setExitCode(await (await commands.thread()).sendCommandCli(thread, ["stop"], withGlobals({}))));
 
   program

@@ -6,7 +6,7 @@ import type { LooperCommand } from "../state/looper.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { latestValues, withStore, type StoreOptions } from "../runs/store.js";
-import { hasUnconsumedCommands, looperStatus, loopThreadOf } from "./commands.js";
+import { hasUnconsumedCommands, looperStatus, loopThreadOf, NOTHING_TO_STOP } from "./commands.js";
 import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
 import type { EventSink } from "../runtime/events.js";
 import type { ResumeOptions, RunOptions, RunOutcome } from "./run-types.js";
@@ -119,7 +119,7 @@ export class LoopSupervisor implements LooperHandle {
   /** Asks the loop to stop after the step in progress. */
   async stop(): Promise<string> {
     const record = this.active ? undefined : await this.record();
-    if (!this.active && !(await this.isLoopRunning(record))) return "no loop is running: nothing to stop.";
+    if (!this.active && !(await this.isLoopRunning(record))) return NOTHING_TO_STOP;
     await this.post({ command: "stop" });
     return this.active || isRunningElsewhere(record!)
       ? "stopping: the loop ends after the step in progress."

@@ -20,7 +20,7 @@ export interface EffectRequest {
   kind: EffectKind;
   /** The node it is made for (the Coder's, the Review's, the Looper's id). */
   node: string;
-  /** The tool's name, or the effect's (`git_baseline`, `git_diff`, `read_inbox`), or a function node's export. */
+  /** The tool's name, or the effect's (`git_baseline`, `git_diff`, `read_inbox`, `check_stop`), or a function node's export. */
   name: string;
   /** JSON arguments: a replay compares them with the record's. */
   args: unknown;

@@ -17,6 +17,7 @@ import { coderSystemPrompt } from "./system-prompt.js";
 import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { runToolCall } from "../../runtime/tool-call.js";
+import { performEffect } from "../../runtime/effects.js";
 import { applicableGraphRules } from "../../policy/index.js";
 
 type CoderUpdate = Partial<CoderStateValue>;
@@ -90,7 +91,9 @@ function toolMessage(call: ToolCallRequest, result: ToolResult, note?: string): 
 
 /**
  * The Coder as a LangGraph subgraph: `model` ⇄ `tools`, one tool call per step, so every
- * finished tool call is checkpointed; `finish` writes the structured result. When no node takes
+ * finished tool call is checkpointed; `finish` writes the structured result. In a loop
+ * (`failureRouted`), a stop command sent to the thread ends the turn before the next model or
+ * tool call, with a `stopped` failure. When no node takes
  * up a failure result (`failureRouted` false), a model error and the step limit throw instead,
  * before the step is stored, so the run fails (or ends by the limit) and a resume retries.
  */
@@ -104,7 +107,22 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const emit = ctx.emit;
   const threadId = ctx.threadId;
 
+  /**
+   * Between steps of a Coder whose failure a loop takes up: whether a stop command waits in the
+   * thread's inbox after the loop's cursor (the looper consumes it next, and ends the loop). An
+   * effect, recorded, so a recorded replay sees the same answer at the same step.
+   */
+  const stopRequested = async (state: CoderStateValue): Promise<boolean> => {
+    if (!failureRouted) return false;
+    const request = { kind: "inbox" as const, node: def.id, name: "check_stop", args: { cursor: state.inboxCursor } };
+    return performEffect(ctx, request, async () => ctx.readInbox(state.inboxCursor).some((entry) => entry.command.command === "stop"));
+  };
+  const stopped = (state: CoderStateValue, before: string): CoderUpdate => ({
+    result: failure(state, "stopped", `stopped by user: the loop's stop command arrived, so the Coder ended before its next ${before}`),
+  });
+
   const modelStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
+    if (await stopRequested(state)) return stopped(state, "model call");
     if (state.steps >= def.maxSteps) {
       if (!failureRouted) {
         throw new LimitError(`the Coder reached its step limit (max_steps ${def.maxSteps} of node "${def.id}") before finishing: raise it in ${graph.file}`);
@@ -163,6 +181,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const toolStep = async (state: CoderStateValue, config?: RunnableConfig): Promise<CoderUpdate> => {
     const [call] = unansweredToolCalls(state.messages);
     if (!call) return {};
+    if (await stopRequested(state)) return stopped(state, "tool call");
     const outcome = await runToolCall(call, {
       ctx,
       node: def.id,

@@ -22,6 +22,7 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
       task: state.task,
       scripted: state.scripted,
       sessionRules: state.sessionRules,
+      inboxCursor: state.inboxCursor,
     };
     const final = (await coder.invoke(input, config)) as CoderStateValue;
     const result = final.result!;

@@ -31,6 +31,11 @@ export const CoderState = Annotation.Root({
   scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Rules the user added by answering "always"; they hold for the rest of the thread. */
   sessionRules: Annotation<PolicyRule[]>({ reducer: mergeRules, default: () => [] }),
+  /**
+   * The loop's inbox cursor when the turn began (the parent's `inboxCursor`): a stop command
+   * after it, not yet consumed by the looper, ends the turn at the next step boundary.
+   */
+  inboxCursor: Annotation<number>({ reducer: lastValue, default: () => 0 }),
   result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
 });
 

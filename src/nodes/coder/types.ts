@@ -5,6 +5,8 @@ export type CoderFailureKind =
   | "step_limit"
   | "loop_detected"
   | "cancelled"
+  /** A stop command reached the thread's loop during the turn: the Coder ended at the next step boundary. */
+  | "stopped"
   | "model_rate_limit"
   | "model_timeout"
   | "model_server"

@@ -23,7 +23,7 @@ export interface GuardedDecision {
  * model has nothing left to answer with, or the user cancelled the turn. Everything else
  * (rate limit, timeout, server, network, step limit, loop detected) may go better next time.
  */
-const UNFIXABLE_FAILURES: ReadonlySet<CoderFailureKind> = new Set(["model_bad_request", "model_exhausted", "cancelled"]);
+const UNFIXABLE_FAILURES: ReadonlySet<CoderFailureKind> = new Set(["model_bad_request", "model_exhausted", "cancelled", "stopped"]);
 
 /** The model's decision under the rules: overridden where a rule imposes one, and never dropping a pending message. */
 export function guardDecision(input: JudgeInput, proposed: JudgeDecision): GuardedDecision {

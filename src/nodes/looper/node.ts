@@ -2,7 +2,7 @@ import { AIMessage } from "@langchain/core/messages";
 import type { CoderResult } from "../coder/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
-import { applyLooperEvent, commandToEvent, initialLooperSnapshot, ROUND_LIMIT, STOPPED_BY_USER, subStateOf } from "./index.js";
+import { applyLooperEvent, commandToEvent, initialLooperSnapshot, isRunning, ROUND_LIMIT, STOPPED_BY_USER, subStateOf } from "./index.js";
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
 import { briefTask } from "../judge/next-task.js";
@@ -56,11 +56,15 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const cursor = state.inboxCursor;
     const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
     const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
-    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     const outcome = phaseOutcome(state, def);
+    // A Coder that ended at a stop command: logged before the command ends the loop.
+    const coderStopped = outcome?.event.type === "STOP";
+    if (coderStopped) log.push(outcome.summary);
+    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     if (outcome) {
-      log.push(outcome.summary);
-      apply(outcome.event);
+      if (!coderStopped) log.push(outcome.summary);
+      // The stop command (applied above) has already ended the loop; without it, the stopped Coder's STOP does.
+      if (!coderStopped || isRunning(snapshot)) apply(outcome.event);
     }
 
     const subState = subStateOf(snapshot);
@@ -126,6 +130,8 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
   switch (dispatched.node) {
     case def.coder: {
       const coder = result as CoderResult | undefined;
+      // The Coder saw a stop command between its steps: the loop ends now, with no Judge.
+      if (coder?.failureKind === "stopped") return { event: { type: "STOP" }, summary: "coder stopped by the stop command before its next step" };
       const ok = coder?.status === "success";
       const summary = ok
         ? `coder succeeded: ${coder.filesChanged.length} file(s) changed`

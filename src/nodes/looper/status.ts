@@ -10,6 +10,8 @@ export interface StatusOptions {
    * count as pending: the loop takes them in, in this order, at its next step.
    */
   queued?: string[];
+  /** A stop command waits in the inbox, not consumed yet: a running loop shows as stopping. */
+  stopping?: boolean;
 }
 
 /** `loopgraph status --json`. */
@@ -22,6 +24,7 @@ export interface LooperStatusJson {
   subState: LooperSubState | null;
   /** The loop's pending queue, then the queued tasks. */
   pending: string[];
+  /** A stop was accepted (queued or applied) and the loop, still running, has not ended yet. */
   shouldStop: boolean;
   endReason?: string;
 }
@@ -38,6 +41,7 @@ export interface LooperStatusJson {
  * pending: 2 ("add login", "add sign-up")
  * ```
  *
+ * With a stop accepted and not applied yet, the state line reads `state: RUNNING (stopping)`.
  * While idle: `state: IDLE`, then, once a loop has run, `last task: …` and
  * `last: ended after round 2/5: round limit`, then `pending: …`. Pending counts the queued tasks
  * too; one line per field (tasks are put on one line, pending tasks quoted as JSON strings).
@@ -49,7 +53,7 @@ export function formatStatus(snapshot: LooperSnapshot, options: StatusOptions = 
   const lines = ["[Looper status]"];
   if (subState) {
     lines.push(
-      "state: RUNNING",
+      isStopping(snapshot, options) ? "state: RUNNING (stopping)" : "state: RUNNING",
       `task: ${shownTask(task)}`,
       `round: ${context.round}/${context.maxRounds}`,
       `sub-state: ${subState}`,
@@ -76,9 +80,13 @@ export function statusJson(snapshot: LooperSnapshot, options: StatusOptions = {}
     maxRounds: context.maxRounds,
     subState: subStateOf(snapshot) ?? null,
     pending: allPending(snapshot, options),
-    shouldStop: context.shouldStop,
+    shouldStop: isStopping(snapshot, options),
     ...(context.endReason === undefined ? {} : { endReason: context.endReason }),
   };
+}
+
+function isStopping(snapshot: LooperSnapshot, options: StatusOptions): boolean {
+  return isRunning(snapshot) && (snapshot.context.shouldStop || options.stopping === true);
 }
 
 function allPending(snapshot: LooperSnapshot, options: StatusOptions): string[] {
