@@ -62,6 +62,8 @@ async function runJudge(script: string, parts: JudgeStateParts, h = harness()): 
   return { update, result: update.outputs!.judge as JudgeResult, state };
 }
 
+/** What the round just judged did, as a next task tells it (coderSuccess, round 2). */
+const DONE = "## Done so far\nThe Coder finished in round 2.\nFiles changed: index.html, styles/main.css\nIts summary: Inlined the critical CSS and lazy-loaded the hero image; npm test passes.";
 const lastText = (messages: BaseMessage[]): string => String(messages.at(-1)!.content);
 
 describe("judge node", () => {
@@ -72,10 +74,10 @@ describe("judge node", () => {
 
     expect(result).toEqual({
       decision: "continue",
-      nextTask: "Now ADD   LOGIN: a form at /login.\n\nAlso requested by the user:\n- add sign-up",
+      nextTask: `Now ADD   LOGIN: a form at /login.\n\n## Original task\n${TASK}\n\n${DONE}\n\n## Queued by the user\n- add login\n- add sign-up`,
       consumedPending: 2,
       source: "rule",
-      notes: ["guard: the model's next task left out 1 pending message, appended verbatim"],
+      notes: ["guard: the model's next task left out 1 pending message, listed verbatim after it"],
     });
     // Usage, scripted consumption and the message log, as every LLM node writes them.
     expect(update.scripted).toEqual({ [spec]: [0] });
@@ -87,8 +89,8 @@ describe("judge node", () => {
     expect(message.id).toBe("judge-decision-1");
     expect(message.content).toBe(
       "Judge: continue (decided by a rule over the model; took 2 pending messages)\n" +
-        "Next task:\nNow ADD   LOGIN: a form at /login.\n\nAlso requested by the user:\n- add sign-up\n" +
-        "Notes:\n- guard: the model's next task left out 1 pending message, appended verbatim",
+        `Next task:\nNow ADD   LOGIN: a form at /login.\n\n## Original task\n${TASK}\n\n${DONE}\n\n## Queued by the user\n- add login\n- add sign-up\n` +
+        "Notes:\n- guard: the model's next task left out 1 pending message, listed verbatim after it",
     );
     expect(h.events).toEqual([{ type: "message", threadId: "judge-test", node: "judge", content: message.content }]);
   });
@@ -105,9 +107,26 @@ describe("judge node", () => {
     expect(String(human!.content)).toContain(TASK);
   });
 
+  it("a later round: the model reads the round's own task and the loop's original task, not the context a previous Judge appended", async () => {
+    const h = harness();
+    const roundTask = `add login\n\n## Original task\n${TASK}\n\n${DONE}\n\n## Review comments to address (the review rated the work warning)\n- specs_breakdown: alt text missing`;
+    await runJudge(scripted("terminate.script.yaml"), { coder: coderSuccess(), review: review("normal"), task: roundTask, round: 3 }, h);
+    const human = String(h.calls[0]![1]!.content);
+    expect(human.startsWith(`## Task\nadd login\n\n## Original task (the loop's first round)\n${TASK}\n\n## Round\n3/5`)).toBe(true);
+    expect(human).not.toContain("alt text missing");
+  });
+
   it("continues with the model's answer when no rule objects", async () => {
     const { result } = await runJudge(scripted("continue.script.yaml"), { coder: coderFailure("step_limit"), review: review("critical") });
-    expect(result).toEqual({ decision: "continue", nextTask: "Polish the CSS of the landing page.", consumedPending: 0, source: "model", notes: [] });
+    expect(result).toEqual({
+      decision: "continue",
+      nextTask:
+        `Polish the CSS of the landing page.\n\n## Original task\n${TASK}\n\n` +
+        "## Done so far\nThe Coder failed in round 2 (step_limit: it went wrong).\nFiles changed: index.html, styles/main.css\nIts summary: I could not finish.",
+      consumedPending: 0,
+      source: "model",
+      notes: [],
+    });
   });
 
   it("critical review: the model's terminate is overridden to continue with the task and the review's comments", async () => {
@@ -117,7 +136,7 @@ describe("judge node", () => {
     });
     expect(result).toMatchObject({
       decision: "continue",
-      nextTask: `${TASK}\n\nReview comments to address:\n- the hero image still blocks rendering`,
+      nextTask: `${TASK}\n\n${DONE}\n\n## Review comments to address (the review rated the work critical)\n- the hero image still blocks rendering`,
       source: "rule",
     });
     expect(result.notes).toEqual([
@@ -150,7 +169,7 @@ describe("judge node", () => {
     const h = harness();
     const { result, update } = await runJudge(scripted("invalid-twice.script.yaml"), { coder: coderSuccess(), review: review("normal"), pending: ["add login"] }, h);
     expect(h.calls).toHaveLength(2);
-    expect(result).toMatchObject({ decision: "continue", nextTask: "add login", consumedPending: 1, source: "fallback" });
+    expect(result).toMatchObject({ decision: "continue", nextTask: `add login\n\n## Original task\n${TASK}\n\n${DONE}`, consumedPending: 1, source: "fallback" });
     expect(result.notes).toEqual([
       `the model's answer was invalid (the answer is not JSON): "I think another round would help."; asked once more with the validation error`,
       expect.stringMatching(/^the repeated answer was invalid too \(.*nextTask must not be empty.*\): "\{\\"decision\\": \\"continue\\", \\"nextTask\\": \\"\\"\}"$/),

@@ -74,7 +74,7 @@ describe("the Looper (coder-review), end to end", () => {
     expect(state.outputs.judge).toBeDefined();
     const judgeMessages = state.messages.filter((m) => m.name === "judge").map((m) => m.content);
     expect(judgeMessages[0]).toContain("write a README");
-    expect(autoLines(state).filter((line) => line.includes("write a README") && line.includes("queued"))).toHaveLength(1);
+    expect(autoLines(state).filter((line) => line.startsWith("[AUTO] queued: write a README"))).toHaveLength(1);
   });
 
   it("stop during round 1 ends the loop after the current node: reason 'stopped by user', exit 130 (the user interrupted the work)", async () => {

@@ -33,14 +33,17 @@ describe("the Looper's snapshot keeps no task", () => {
     expect(outcome.status, outcome.error).toBe("limited");
     expect(outcome.state.visits.looper).toBe(7);
     // What the run keeps whatever the step count: the input, the `task` channel, the task's
-    // message, and the Coder's and the Review's subgraph inputs (about 14 copies here).
-    expect(checkpointBytes(ws.db) / task.length).toBeLessThan(16);
+    // message, the Coder's and the Review's subgraph inputs, and the `loopTask` channel (the loop's
+    // original task, written once with its pending write): about 16 copies here. The Judge's next
+    // task repeats the original task cut to 8,000 characters, as its result is kept at every step.
+    expect(checkpointBytes(ws.db) / task.length).toBeLessThan(18);
     expect(outcome.state.loopState?.context).not.toHaveProperty("task");
 
-    // The round's task is the state's `task` channel: the Judge's next task, which status shows.
-    expect(outcome.state.task).toBe("keep going");
+    // The round's task is the state's `task` channel: the Judge's next task (with its context), which status shows.
+    expect(outcome.state.task).toMatch(/^keep going\n\n## Original task\nwrite the report: lorem/);
+    expect(outcome.state.loopTask).toBe(task);
     const status = await looperStatus("big", { db: ws.db });
-    expect(status.json).toMatchObject({ state: "IDLE", task: "keep going", round: 2, endReason: "round limit" });
-    expect(status.text).toContain("last task: keep going");
+    expect(status.json).toMatchObject({ state: "IDLE", task: outcome.state.task, round: 2, endReason: "round limit" });
+    expect(status.text).toContain("last task: keep going (with context: original task, what was done, review comments)\n");
   });
 });

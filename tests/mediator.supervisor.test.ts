@@ -48,7 +48,7 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
     expect(looper.running).toBe(false);
     const progress = await looper.progress(0);
     // The added task went to the Judge, which took it into round 2; the script then runs out and the loop ends.
-    expect(progress.lines).toContainEqual(expect.stringMatching(/^\[AUTO\] round 2\/5 started: [\s\S]*- more work/));
+    expect(progress.lines).toContainEqual(expect.stringMatching(/^\[AUTO\] round 2\/5 started: more work \(with context: original task, what was done\)$/));
     expect(progress.lines.at(-1)).toMatch(/^\[AUTO\] loop ended: /);
     expect((await looper.progress(progress.total)).lines).toEqual([]);
   });

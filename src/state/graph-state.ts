@@ -52,6 +52,11 @@ export const GraphState = Annotation.Root({
   scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Policy rules the user added by answering "always" to an approval: they hold for the whole thread. */
   sessionRules: Annotation<PolicyRule[]>({ reducer: mergeRules, default: () => [] }),
+  /**
+   * The current (or last) loop's original task, its first round's: written only when a loop
+   * starts, so stored once per loop. The Judge hands it on with every next task.
+   */
+  loopTask: Annotation<string>({ reducer: (_, next) => next, default: () => "" }),
   /** The Looper's lifecycle machine (state value and context), advanced by the looper node. */
   loopState: Annotation<LooperSnapshot | undefined>({ reducer: (_, next) => next, default: () => undefined }),
   /** Id of the last inbox command consumed: written in the same checkpoint as the command's effect. */

@@ -1,10 +1,14 @@
 import type { CoderResult, ToolLogEntry } from "../coder/types.js";
 import type { ReviewResult } from "../../state/looper.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
+import { leadOf } from "./next-task.js";
 
 /** Everything the Judge weighs, read from the state at the moment it runs. */
 export interface JudgeInput {
+  /** The current round's task, as the Coder got it (with the context a previous Judge appended). */
   task: string;
+  /** The loop's original task (its first round's); unknown outside a Looper, or in a loop stored before it was kept. */
+  originalTask?: string;
   round: number;
   /** Unknown when the Judge runs outside a Looper. */
   maxRounds?: number;
@@ -30,8 +34,11 @@ const PREVIEW_MAX_CHARS = 200;
 
 export function readJudgeInput(state: GraphStateValue, sources: JudgeSources): JudgeInput {
   const looper = state.loopState?.context;
+  // Outside a Looper the thread's task does not change: it is the original one.
+  const originalTask = looper ? state.loopTask || undefined : state.task;
   return {
     task: state.task,
+    ...(originalTask !== undefined && { originalTask }),
     // Outside a Looper the Judge's own visit count is the round.
     round: looper?.round ?? (state.visits[sources.judge] ?? 0) + 1,
     ...(looper && { maxRounds: looper.maxRounds }),
@@ -43,8 +50,12 @@ export function readJudgeInput(state: GraphStateValue, sources: JudgeSources): J
 
 /** The Judge's input as the one text the model reads. */
 export function formatJudgeInput(input: JudgeInput): string {
+  // The round's own task: the context a previous Judge appended to it is in the other sections.
+  const task = leadOf(input.task);
+  const original = input.originalTask !== undefined && input.originalTask.trim() !== task.trim() ? [section("Original task (the loop's first round)", input.originalTask)] : [];
   return [
-    section("Task", input.task),
+    section("Task", task),
+    ...original,
     section("Round", input.maxRounds === undefined ? String(input.round) : `${input.round}/${input.maxRounds}`),
     section("Coder result", input.coder ? formatCoder(input.coder) : "none: the Coder left no result (count it as a failure)"),
     section("Review result", input.review ? formatReview(input.review) : "none: the Review left no result, the work is unverified"),

@@ -1,6 +1,7 @@
 import type { CoderFailureKind } from "../coder/types.js";
 import type { ReviewResult } from "../../state/looper.js";
 import type { JudgeInput } from "./input.js";
+import { leadOf, withTaskContext } from "./next-task.js";
 
 /** What the Judge decides, from the model or from the rules. */
 export type JudgeDecision = { decision: "continue"; nextTask: string } | { decision: "terminate"; reason: string };
@@ -34,12 +35,11 @@ export function guardDecision(input: JudgeInput, proposed: JudgeDecision): Guard
     };
   }
   if (proposed.decision === "continue") {
+    // The model's task comes first; the context (the queued messages included) follows it.
+    const decision: JudgeDecision = { decision: "continue", nextTask: composeNextTask(input, proposed.nextTask) };
     const missing = input.pending.filter((message) => !mentions(proposed.nextTask, message));
-    if (missing.length === 0) return { decision: proposed, notes: [] };
-    return {
-      decision: { decision: "continue", nextTask: `${proposed.nextTask}\n\n${bulleted("Also requested by the user:", missing)}` },
-      notes: [`guard: the model's next task left out ${count(missing.length, "pending message")}, appended verbatim`],
-    };
+    if (missing.length === 0) return { decision, notes: [] };
+    return { decision, notes: [`guard: the model's next task left out ${count(missing.length, "pending message")}, listed verbatim after it`] };
   }
   if (input.pending.length === 0) return { decision: proposed, notes: [] };
   return {
@@ -61,16 +61,30 @@ export function ruleDecision(input: JudgeInput): RuleDecision {
         why: `the Coder failed with ${coder.failureKind}, which a retry cannot fix`,
       };
     }
-    const retryTask = `${task}\n\nThe previous round failed (${failure}). Pick up from the current state of the workspace and change the approach where it failed.`;
+    const retryTask = `${leadOf(task)}\n\nThe previous round failed (${failure}). Pick up from the current state of the workspace and change the approach where it failed.`;
     return {
-      decision: { decision: "continue", nextTask: composeNextTask({ task: retryTask, comments: review?.comments ?? [], pending }) },
+      decision: { decision: "continue", nextTask: composeNextTask(input, retryTask) },
       why: `the Coder failed (${coder?.failureKind ?? "no result"}), which a new round may fix`,
+    };
+  }
+  if (review) {
+    // Only an incomplete review gets here: a complete one imposes its decision.
+    return {
+      decision: { decision: "terminate", reason: `the Coder finished but the review was incomplete (${failedChecks(review).join(" and ")} failed): the work is only partly verified` },
+      why: "the Coder succeeded, the review is incomplete and nothing is pending",
     };
   }
   return {
     decision: { decision: "terminate", reason: "the Coder finished but the Review left no result: the work is unverified" },
     why: "the Coder succeeded, no review result is available and nothing is pending",
   };
+}
+
+/** The checks of a review that failed (did not judge); a review with any is incomplete, not a pass. */
+function failedChecks(review: ReviewResult): string[] {
+  return Object.entries(review.checks)
+    .filter(([, check]) => !check.ok)
+    .map(([name]) => name);
 }
 
 /**
@@ -81,17 +95,19 @@ export function ruleDecision(input: JudgeInput): RuleDecision {
 function imposedDecision(input: JudgeInput): RuleDecision | undefined {
   const { coder, review, pending, task } = input;
   if (coder?.status !== "success") return undefined;
-  const comments = review?.comments ?? [];
   if (review?.rating === "critical") {
-    return { decision: { decision: "continue", nextTask: composeNextTask({ task, comments, pending }) }, why: "the review rated the work critical" };
+    // The round's own task again (without the context it carried), with this round's context.
+    return { decision: { decision: "continue", nextTask: composeNextTask(input, leadOf(task)) }, why: "the review rated the work critical" };
   }
   if (pending.length > 0) {
+    const lead = pending.length === 1 ? pending[0]! : bulleted("Requested by the user:", pending);
     return {
-      decision: { decision: "continue", nextTask: composeNextTask({ comments, pending }) },
+      decision: { decision: "continue", nextTask: composeNextTask(input, lead, { queuedInLead: true }) },
       why: `the Coder succeeded and ${count(pending.length, "pending message")} ${pending.length === 1 ? "waits" : "wait"}`,
     };
   }
-  if (review) {
+  // A review whose check failed could not judge: it is no pass, the model weighs it (issue 13).
+  if (review && failedChecks(review).length === 0) {
     return {
       decision: { decision: "terminate", reason: doneReason(review) },
       why: `the review passed (${review.rating}) and nothing is pending`,
@@ -100,13 +116,20 @@ function imposedDecision(input: JudgeInput): RuleDecision | undefined {
   return undefined;
 }
 
-/** A next task that carries the review's comments and every pending message verbatim. */
-export function composeNextTask({ task, comments, pending }: { task?: string; comments: readonly string[]; pending: readonly string[] }): string {
-  if (!task && comments.length === 0 && pending.length === 1) return pending[0]!;
-  const parts = task ? [task] : [];
-  if (comments.length > 0) parts.push(bulleted("Review comments to address:", comments));
-  if (pending.length > 0) parts.push(bulleted(parts.length > 0 ? "Also requested by the user:" : "Requested by the user:", pending));
-  return parts.join("\n\n");
+/**
+ * A next task as one readable text: `lead` first (the model's next task, or the rules'), then the
+ * context the Coder needs under its headings: the loop's original task, what the round just judged
+ * did, the review's substantive comments (not the diff stat), and every queued message verbatim
+ * (unless the lead is made of them).
+ */
+export function composeNextTask(input: JudgeInput, lead: string, { queuedInLead = false }: { queuedInLead?: boolean } = {}): string {
+  return withTaskContext(lead, {
+    ...(input.originalTask !== undefined && { originalTask: input.originalTask }),
+    round: input.round,
+    ...(input.coder && { coder: input.coder }),
+    ...(input.review && { review: input.review }),
+    queued: queuedInLead ? [] : input.pending,
+  });
 }
 
 function doneReason(review: ReviewResult): string {

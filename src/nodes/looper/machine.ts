@@ -1,4 +1,5 @@
 import { assign, initialTransition, setup, transition, type SnapshotFrom } from "xstate";
+import { briefTask } from "../judge/next-task.js";
 import type { LooperContext, LooperEvent, LooperSnapshot, LooperSubState } from "../../state/looper.js";
 
 /** The round limit when neither the graph nor `--max-rounds` sets one. */
@@ -252,7 +253,8 @@ function describeOutcome(before: LooperSnapshot, after: LooperSnapshot, event: L
       return `${roundOf(after)}: review done, judging`;
     case "JUDGE_CONTINUE":
       if (!accepted) break;
-      return describeRoundStart(after, roundTask);
+      // One line: the next task's first line and the names of the context it carries.
+      return describeRoundStart(after, briefTask(roundTask));
     case "JUDGE_TERMINATE":
       break;
   }

@@ -5,6 +5,7 @@ import { performEffect } from "../../runtime/effects.js";
 import { applyLooperEvent, commandToEvent, initialLooperSnapshot, isRunning, ROUND_LIMIT, STOPPED_BY_USER, subStateOf } from "./index.js";
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
+import { briefTask } from "../judge/next-task.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
 import type { RunEnding } from "../../runtime/node-kind.js";
@@ -72,6 +73,8 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     if (subState === "WAITING_CODER" && roundTask !== undefined) {
       // The one copy of the round's task: the state's `task` channel (the machine keeps none).
       if (roundTask !== state.task) update.task = roundTask;
+      // A loop began: its first round's task is the original one every next task carries.
+      if (snapshot.context.round === 1 && roundTask !== state.loopTask) update.loopTask = roundTask;
       update.roundBaseline = await baselineOrNote(ctx, def.id, log);
     }
 
@@ -145,7 +148,7 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
       return judged.decision === "continue"
         ? {
             event: { type: "JUDGE_CONTINUE", nextTask: judged.nextTask, consumedPending: judged.consumedPending },
-            summary: `judge: continue (${judged.source}): ${clip(judged.nextTask)}`,
+            summary: `judge: continue (${judged.source}): ${clip(briefTask(judged.nextTask))}`,
           }
         : {
             event: { type: "JUDGE_TERMINATE", reason: judged.reason, consumedPending: judged.consumedPending },

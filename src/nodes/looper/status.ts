@@ -1,5 +1,6 @@
 import { isRunning, subStateOf } from "./machine.js";
 import type { LooperSnapshot, LooperSubState } from "../../state/looper.js";
+import { contextNote, leadOf } from "../judge/next-task.js";
 
 export interface StatusOptions {
   /** The current (or last) round's task: the graph state's `task` channel; the snapshot keeps none. */
@@ -53,7 +54,7 @@ export function formatStatus(snapshot: LooperSnapshot, options: StatusOptions = 
   if (subState) {
     lines.push(
       isStopping(snapshot, options) ? "state: RUNNING (stopping)" : "state: RUNNING",
-      `task: ${oneLine(task)}`,
+      `task: ${shownTask(task)}`,
       `round: ${context.round}/${context.maxRounds}`,
       `sub-state: ${subState}`,
     );
@@ -61,7 +62,7 @@ export function formatStatus(snapshot: LooperSnapshot, options: StatusOptions = 
     lines.push("state: IDLE");
     if (context.round > 0) {
       lines.push(
-        `last task: ${oneLine(task)}`,
+        `last task: ${shownTask(task)}`,
         `last: ended after round ${context.round}/${context.maxRounds}: ${context.endReason ?? "unknown reason"}`,
       );
     }
@@ -95,6 +96,11 @@ function allPending(snapshot: LooperSnapshot, options: StatusOptions): string[] 
 function describePending(pending: string[]): string {
   if (pending.length === 0) return "0";
   return `${pending.length} (${pending.map((task) => JSON.stringify(task)).join(", ")})`;
+}
+
+/** A task on one line: the context a Judge appended to it is named, not repeated. */
+function shownTask(task: string): string {
+  return `${oneLine(leadOf(task))}${contextNote(task)}`;
 }
 
 function oneLine(text: string): string {

@@ -161,6 +161,22 @@ export function mergeReview(checks: Partial<Record<CheckName, ReviewCheckResult>
   return { rating, comments, checks: results };
 }
 
+/**
+ * Whether a merged review comment only describes the diff's size: the git_diff check's stat
+ * ("1 file changed (+1 −0 lines): …", or that no file changed), its large-change note and its
+ * cut-diff note. They tell the Judge what the diff was, and the Coder nothing to fix.
+ */
+export function isDiffStatComment(comment: string): boolean {
+  return DIFF_STAT_COMMENTS.some((pattern) => pattern.test(comment));
+}
+
+const DIFF_STAT_COMMENTS = [
+  /^git_diff: \d+ files? changed \(\+\d+ −\d+ lines\)/,
+  /^git_diff: no file in the workspace changed since the round began$/,
+  /^git_diff: a large change: /,
+  /^git_diff: the diff \(\d+ characters\) is longer than max_diff_chars/,
+];
+
 /** The specs_breakdown check's input: the task, the Coder's report, the diff. */
 export function specsInput(task: string, coder: CoderResult | undefined, diff: DiffReading): string {
   return [

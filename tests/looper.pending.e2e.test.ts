@@ -1,0 +1,101 @@
+/**
+ * Issue 13, deliverable 2, end to end through the CLI: no queued task is lost, whenever
+ * `send T "add: …"` arrives: while WAITING_CODER, WAITING_REVIEW, JUDGE, or during the last Judge
+ * (the loop then ends at its round limit). Each phase is held by a scripted delay; the test waits
+ * on the run's `--json` events, then checks with `status --json` that the send landed in that
+ * phase and that the task is listed as queued.
+ */
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ROOT, runCli } from "./helpers/cli.js";
+import { finalState, resume, startCli, startRun } from "./helpers/e2e.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+const SCRIPT = join(ROOT, "tests/fixtures/looper/pending-moments.script.yaml");
+
+interface StatusJson {
+  state: "IDLE" | "RUNNING";
+  subState: string | null;
+  round: number;
+  pending: string[];
+  endReason?: string;
+}
+
+interface State {
+  task: string;
+  loopTask: string;
+  loopState: { context: { pending: string[]; round: number; endReason?: string } };
+  messages: Array<{ name?: string; content: string }>;
+}
+
+const autoLines = (state: State): string[] =>
+  state.messages.map((m) => m.content).filter((content) => typeof content === "string" && content.startsWith("[AUTO]"));
+
+describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
+  it("a task added while WAITING_CODER, WAITING_REVIEW, JUDGE or during the last Judge (round limit or terminate) is taken into the next round or kept, listed, and taken up by the next start or add:", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const status = async (): Promise<StatusJson> => {
+      const shown = await runCli(["status", "q", "--json", "--db", ws.db]);
+      expect(shown.code, shown.stderr).toBe(0);
+      return JSON.parse(shown.stdout) as StatusJson;
+    };
+    /** `send q "add: <task>"`, then status: the phase it landed in, and the queue. */
+    const add = async (task: string): Promise<StatusJson> => {
+      const sent = await runCli(["send", "q", `add: ${task}`, "--db", ws.db]);
+      expect(sent.code, sent.stderr).toBe(0);
+      return status();
+    };
+
+    const running = startRun(ws, {
+      graph: "coder-review", task: "write the notes", thread: "q", script: SCRIPT, approval: "auto", extra: ["--max-rounds", "2"],
+    });
+    await running.waitForNode("coder");
+    expect(await add("task-A")).toMatchObject({ state: "RUNNING", round: 1, subState: "WAITING_CODER", pending: ["task-A"] });
+    await running.waitForNode("review");
+    expect(await add("task-B")).toMatchObject({ round: 1, subState: "WAITING_REVIEW", pending: ["task-A", "task-B"] });
+    const judge1 = await running.waitForNode("judge");
+    // The Judge has read A and B; C arrives while it runs: it is not lost when the Judge's decision lands.
+    expect(await add("task-C")).toMatchObject({ round: 1, subState: "JUDGE", pending: ["task-A", "task-B", "task-C"] });
+    await running.waitForNode("judge", "node_started", { after: judge1 });
+    // Round 2's Judge has C; D arrives during the last Judge of the loop.
+    expect(await add("task-D")).toMatchObject({ round: 2, subState: "JUDGE", pending: ["task-C", "task-D"] });
+
+    const ended = await running.done;
+    expect(ended.code, ended.stderr).toBe(4);
+    const state = await finalState<State>(ws.db, "q");
+    // A and B (added while WAITING_CODER and WAITING_REVIEW) went into round 2's task.
+    expect(state.task).toContain("## Queued by the user\n- task-A\n- task-B");
+    const judged = state.messages.filter((m) => m.name === "judge").map((m) => m.content);
+    expect(judged[0]).toContain("took 2 pending messages");
+    // C (added during round 1's Judge) and D (during the last Judge) are kept at the round limit, and listed.
+    expect(autoLines(state).at(-1)).toBe(
+      '[AUTO] loop ended: round limit (after round 2/2); 2 queued tasks not done, kept for the next start: "task-C", "task-D"',
+    );
+    expect(await status()).toMatchObject({ state: "IDLE", subState: null, pending: ["task-C", "task-D"], endReason: "round limit" });
+
+    // The next start takes them up: its round-1 task lists them after its own (resumed without --max-rounds: the default 5 rounds).
+    const started = await runCli(["send", "q", "start: task-S", "--db", ws.db]);
+    expect(started.code, started.stderr).toBe(0);
+    const resumed = startCli(["resume", "q", "--db", ws.db, "--json"]);
+    await resumed.waitForNode("judge");
+    // E arrives while the Judge that ends this loop runs: kept, and listed in the end line.
+    expect(await add("task-E")).toMatchObject({ round: 1, subState: "JUDGE", pending: ["task-E"] });
+    const resumedEnd = await resumed.done;
+    expect(resumedEnd.code, resumedEnd.stderr + resumedEnd.stdout.slice(-2000)).toBe(0);
+    const next = await finalState<State>(ws.db, "q");
+    expect(next.loopTask).toBe("task-S\n\nAlso queued before this start:\n- task-C\n- task-D");
+    expect(autoLines(next)).toContain('[AUTO] round 1/5 started: task-S (and 2 tasks queued before: "task-C", "task-D")');
+    expect(next.loopState.context).toMatchObject({ round: 1, pending: ["task-E"], endReason: "all done" });
+    expect(autoLines(next).at(-1)).toBe('[AUTO] loop ended: all done (after round 1/5); 1 queued task not done, kept for the next start: "task-E"');
+    expect(await status()).toMatchObject({ state: "IDLE", pending: ["task-E"] });
+
+    // After the loop ended, `add:` to the idle loop starts the next one, which takes E up too.
+    expect(await add("task-F")).toMatchObject({ state: "IDLE", pending: ["task-E", "task-F"] });
+    const last = await resume(ws, "q", "--json");
+    expect(last.code, last.stderr + last.stdout.slice(-2000)).toBe(0);
+    const final = await finalState<State>(ws.db, "q");
+    expect(final.loopTask).toBe("task-F\n\nAlso queued before this start:\n- task-E");
+    expect(final.loopState.context).toMatchObject({ pending: [], endReason: "all done again" });
+    expect(await status()).toMatchObject({ state: "IDLE", pending: [] });
+  });
+});
