@@ -1,10 +1,12 @@
 /**
  * Issue 13, deliverable 2, end to end through the CLI: no queued task is lost, whenever
  * `send T "add: …"` arrives: while WAITING_CODER, WAITING_REVIEW, JUDGE, or during the last Judge
- * (the loop then ends at its round limit). Each phase is held by a scripted delay; the test waits
+ * (the loop then ends at its round limit). Each phase is held until the test creates its gate file
+ * (the script's `wait_for`), however slow the machine; the test waits
  * on the run's `--json` events, then checks with `status --json` that the send landed in that
  * phase and that the task is listed as queued.
  */
+import { copyFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT, runCli } from "./helpers/cli.js";
@@ -46,19 +48,27 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
       return status();
     };
 
+    // The script's gates (gate-1 …) are files beside it: a copy in the test's folder.
+    const script = join(ws.root, "pending.script.yaml");
+    copyFileSync(SCRIPT, script);
+    const open = (gate: number): void => writeFileSync(join(ws.root, `gate-${gate}`), "");
     const running = startRun(ws, {
-      graph: "coder-review", task: "write the notes", thread: "q", script: SCRIPT, approval: "auto", extra: ["--max-rounds", "2"],
+      graph: "coder-review", task: "write the notes", thread: "q", script, approval: "auto", extra: ["--max-rounds", "2"],
     });
     await running.waitForNode("coder");
     expect(await add("task-A")).toMatchObject({ state: "RUNNING", round: 1, subState: "WAITING_CODER", pending: ["task-A"] });
+    open(1);
     await running.waitForNode("review");
     expect(await add("task-B")).toMatchObject({ round: 1, subState: "WAITING_REVIEW", pending: ["task-A", "task-B"] });
+    open(2);
     const judge1 = await running.waitForNode("judge");
     // The Judge has read A and B; C arrives while it runs: it is not lost when the Judge's decision lands.
     expect(await add("task-C")).toMatchObject({ round: 1, subState: "JUDGE", pending: ["task-A", "task-B", "task-C"] });
+    open(3);
     await running.waitForNode("judge", "node_started", { after: judge1 });
     // Round 2's Judge has C; D arrives during the last Judge of the loop.
     expect(await add("task-D")).toMatchObject({ round: 2, subState: "JUDGE", pending: ["task-C", "task-D"] });
+    open(4);
 
     const ended = await running.done;
     expect(ended.code, ended.stderr).toBe(4);
@@ -80,6 +90,7 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     await resumed.waitForNode("judge");
     // E arrives while the Judge that ends this loop runs: kept, and listed in the end line.
     expect(await add("task-E")).toMatchObject({ round: 1, subState: "JUDGE", pending: ["task-E"] });
+    open(5);
     const resumedEnd = await resumed.done;
     expect(resumedEnd.code, resumedEnd.stderr + resumedEnd.stdout.slice(-2000)).toBe(0);
     const next = await finalState<State>(ws.db, "q");

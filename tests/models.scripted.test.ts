@@ -111,6 +111,25 @@ describe("scripted model: delay_ms", () => {
   });
 });
 
+describe("scripted model: wait_for", () => {
+  it("answers only once the file exists (relative to the script's folder); an abort ends the wait", async () => {
+    const model = scriptedModel("gated.yaml", "responses:\n  - node: coder\n    wait_for: gate-coder\n    content: Done.\n");
+    const gate = join(dir, "gate-coder");
+    let answered = false;
+    const call = model.call(messages, { node: "coder" }).then((result) => ((answered = true), result));
+    await new Promise((resolve) => setTimeout(resolve, 300));
+    expect(answered).toBe(false);
+    writeFileSync(gate, "");
+    expect((await call).message.content).toBe("Done.");
+    rmSync(gate);
+
+    const controller = new AbortController();
+    const reason = new Error("stop requested");
+    setTimeout(() => controller.abort(reason), 30);
+    await expect(model.call(messages, { node: "coder", signal: controller.signal })).rejects.toBe(reason);
+  });
+});
+
 describe("scripted model: invalid files", () => {
   const cases: [string, string, string][] = [
     [
@@ -121,7 +140,7 @@ describe("scripted model: invalid files", () => {
     [
       "unknown key",
       "responses:\n  - node: coder\n    contnet: hi\n",
-      'bad.yaml:3:5: responses[0]: unknown key "contnet" (allowed: node, delay_ms, content, tool_calls)',
+      'bad.yaml:3:5: responses[0]: unknown key "contnet" (allowed: node, delay_ms, wait_for, content, tool_calls)',
     ],
     ["wrong type", "responses:\n  - content: 42\n", "bad.yaml:2:14: responses[0]: content must be a string (got number)"],
     [

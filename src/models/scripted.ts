@@ -1,5 +1,5 @@
-import { readFileSync } from "node:fs";
-import { resolve } from "node:path";
+import { existsSync, readFileSync } from "node:fs";
+import { dirname, resolve } from "node:path";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import { isMap, isNode, isScalar, LineCounter, parseDocument, stringify, type Document } from "yaml";
 import { z } from "zod";
@@ -18,6 +18,8 @@ const ScriptedToolCallSchema = z.strictObject({
 const ScriptedResponseSchema = z.strictObject({
   node: z.string().min(1).optional(),
   delay_ms: z.number().int().nonnegative().optional(),
+  /** Answer only once this file exists (relative to the script's folder): a test or a demo holds the run at a step. */
+  wait_for: z.string().min(1).optional(),
   content: z.string().default(""),
   tool_calls: z.array(ScriptedToolCallSchema).optional(),
 });
@@ -38,7 +40,7 @@ export function loadScriptedModel(file: string, cwd: string): ChatModel {
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
     throw new ConfigError(`cannot read scripted model file ${file}: ${reason} (looked for ${path})`);
   }
-  return new ScriptedModel(`scripted:${path}`, file, parseScript(text, file));
+  return new ScriptedModel(`scripted:${path}`, file, parseScript(text, file), dirname(path));
 }
 
 /** Parses and validates a script; problems are one-line ConfigErrors `file:line:col: where: what`. */
@@ -67,9 +69,10 @@ export function parseScript(text: string, file: string): ParsedResponse[] {
 
 /** Writes responses in the scripted file format; `parseScript` reads them back unchanged. */
 export function formatScript(responses: readonly ScriptedResponse[]): string {
-  const entries = responses.map(({ node, delay_ms, content, tool_calls }) => ({
+  const entries = responses.map(({ node, delay_ms, wait_for, content, tool_calls }) => ({
     ...(node !== undefined && { node }),
     ...(delay_ms !== undefined && { delay_ms }),
+    ...(wait_for !== undefined && { wait_for }),
     ...((content || !tool_calls?.length) && { content: content ?? "" }),
     ...(tool_calls && tool_calls.length > 0 && { tool_calls: tool_calls.map(({ name, args }) => ({ name, args: args ?? {} })) }),
   }));
@@ -92,6 +95,9 @@ export function responseFromMessage(node: string, message: AIMessage): ScriptedR
   };
 }
 
+/** How often a `wait_for` response looks for its file. */
+const WAIT_POLL_MS = 50;
+
 /**
  * Answers from the script. Stateless: which responses are used is the caller's state
  * (`options.consumed`), so a resumed run continues with the next unused one.
@@ -101,6 +107,8 @@ class ScriptedModel implements ChatModel {
     readonly spec: string,
     private readonly file: string,
     private readonly responses: readonly ParsedResponse[],
+    /** The script's folder: `wait_for` paths are relative to it. */
+    private readonly folder: string,
   ) {}
 
   async call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult> {
@@ -119,6 +127,10 @@ class ScriptedModel implements ChatModel {
       );
     }
 
+    if (response.wait_for !== undefined) {
+      const gate = resolve(this.folder, response.wait_for);
+      while (!existsSync(gate)) await sleep(WAIT_POLL_MS, options.signal);
+    }
     if (response.delay_ms) await sleep(response.delay_ms, options.signal);
     for (const piece of streamPieces(response.content)) options.onToken?.(piece);
 
