@@ -49,6 +49,23 @@ describe("loopgraph run (scripted)", () => {
 
     const state = await lastCheckpointState(ws.db, "t1");
     expect((state.outputs as Record<string, unknown>).stats).toMatchObject({ revised: true });
+
+    // The human view: one line per step (node, what it did, tokens, time) and the run's token total;
+    // --diff adds the state changes, the scripted-model bookkeeping only with --internal.
+    const compact = await runCli(["inspect", "t1", "--db", ws.db]);
+    expect(compact.code, compact.stderr).toBe(0);
+    const lines = compact.stdout.trimEnd().split("\n");
+    const total = checkpoints.reduce((sum, c) => sum + c.tokens.inputTokens, 0);
+    expect(lines).toContainEqual(expect.stringMatching(new RegExp(`^tokens: ${total} in, \\d+ out`)));
+    const header = lines.findIndex((line) => line.startsWith("#"));
+    expect(lines[header]).toMatch(/NODE\s+WHAT IT DID\s+TOKENS\s+TIME/);
+    expect(lines.slice(header + 1)).toHaveLength(checkpoints.length);
+    expect(lines.find((line) => /^\d+\s+\d+\s+draft\s/.test(line))).toMatch(/draft\s+\S.*\d+→\d+\s+\d+\.\ds/);
+    expect(compact.stdout).not.toMatch(/^\s+[+~-] /m);
+    const diff = await runCli(["inspect", "t1", "--diff", "--db", ws.db]);
+    expect(diff.stdout).toMatch(/\+ outputs\.draft|\+ outputs: /);
+    expect(diff.stdout).not.toMatch(/[+~] scripted/);
+    expect((await runCli(["inspect", "t1", "--diff", "--internal", "--db", ws.db])).stdout).toMatch(/[+~] scripted/);
   });
 
   it("without a model exits 2 and says what to set and how to try offline", async () => {
@@ -164,7 +181,7 @@ describe("durability", () => {
     expect((await runCli(["inspect", "crash", "--db", ws.db])).stdout).toContain("status interrupted");
     const status = await runCli(["status", "crash", "--db", ws.db]);
     expect(status.stdout).toContain(`(interrupted: process ${crashing.child.pid}, which ran it, is gone; \`loopgraph resume crash\` continues it)`);
-    const sent = await runCli(["send", "crash", "stop", "--db", ws.db]);
+    const sent = await runCli(["send", "crash", "add: one more thing", "--db", ws.db]);
     expect(sent.stdout).toContain("the thread is interrupted: it takes the command when it continues");
 
     const resumed = await resume(ws, "crash", "--json");

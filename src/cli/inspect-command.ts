@@ -10,7 +10,16 @@ export interface InspectCommandOptions extends GlobalOptions {
   checkpoint?: string;
   json?: boolean;
   exportScript?: string;
+  /** `--diff`: each step's state changes under its line. */
+  diff?: boolean;
+  /** `--internal`: with `--diff`, the bookkeeping channels too (`scripted`). */
+  internal?: boolean;
 }
+
+/** Channels of the engine's own bookkeeping: left out of `--diff` unless `--internal`. */
+const INTERNAL_CHANNELS = ["scripted"];
+
+const isInternal = (change: StateChange): boolean => INTERNAL_CHANNELS.some((channel) => change.path === channel || change.path.startsWith(`${channel}.`));
 
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
 const printJson = (value: unknown): void => print(printableJson(JSON.stringify(value, null, 2)));
@@ -27,17 +36,70 @@ function renderChange(change: StateChange): string {
   return `      ${sign} ${printable(change.path)}: ${printable(clip(JSON.stringify(shown) ?? "undefined", 120))}`;
 }
 
-function renderHistoryRow(index: number, checkpoint: CheckpointSummary, guide: string, markHead: boolean): string[] {
+/** Seconds from the parent checkpoint to this one: how long the step took. */
+function stepSeconds(checkpoint: CheckpointSummary, byId: ReadonlyMap<string, CheckpointSummary>): string {
+  const parent = checkpoint.parentId === undefined ? undefined : byId.get(checkpoint.parentId);
+  if (!parent) return "-";
+  const seconds = (Date.parse(checkpoint.createdAt) - Date.parse(parent.createdAt)) / 1000;
+  return Number.isFinite(seconds) ? `${seconds.toFixed(1)}s` : "-";
+}
+
+/** The first line of a message's text (plain JSON of a message, as `inspect` stores it). */
+function messageLine(message: unknown): string | undefined {
+  const content = (message as { content?: unknown } | undefined)?.content;
+  const text = typeof content === "string" ? content : Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
+  const line = text.trim().split("\n")[0]?.trim();
+  return line || undefined;
+}
+
+/**
+ * What a step did, in a few words: the first line of each message it added (the Coder's
+ * summary, an [AUTO] log line, the review's rating), else the outputs it wrote.
+ */
+export function describeStep(checkpoint: CheckpointSummary): string {
+  if (checkpoint.nodes[0] === "input") return "the run's input";
+  const added = checkpoint.changes.flatMap((change) => {
+    if (change.kind !== "added") return [];
+    if (/^messages\.\d+$/.test(change.path)) return [messageLine(change.value)];
+    if (change.path === "messages" && Array.isArray(change.value)) return change.value.map(messageLine);
+    return [];
+  });
+  const lines = added.filter((line): line is string => line !== undefined);
+  if (lines.length > 0) return lines.join(" · ");
+  const outputs = [...new Set(checkpoint.changes.flatMap((change) => (change.path.startsWith("outputs.") ? [change.path.split(".")[1]!] : [])))];
+  if (outputs.length > 0) return `wrote outputs.${outputs.join(", outputs.")}`;
+  const channels = [...new Set(checkpoint.changes.map((change) => change.path.split(".")[0]!).filter((channel) => !INTERNAL_CHANNELS.includes(channel) && channel !== "visits"))];
+  return channels.length > 0 ? `set ${channels.join(", ")}` : "-";
+}
+
+function renderHistoryRow(
+  index: number,
+  checkpoint: CheckpointSummary,
+  guide: string,
+  markHead: boolean,
+  byId: ReadonlyMap<string, CheckpointSummary>,
+): string[] {
   const tokens = checkpoint.tokens.inputTokens + checkpoint.tokens.outputTokens;
   return [
     String(index),
     String(checkpoint.step),
     guide + (checkpoint.nodes.join(",") || "-"),
-    checkpoint.createdAt.replace("T", " ").replace(/\.\d+Z$/, "Z"),
+    printable(clip(describeStep(checkpoint), 90)),
     tokens ? `${checkpoint.tokens.inputTokens}→${checkpoint.tokens.outputTokens}` : "-",
-    checkpoint.status,
+    stepSeconds(checkpoint, byId),
+    checkpoint.status === "done" ? "" : checkpoint.status,
     checkpoint.checkpointId + (markHead && checkpoint.head ? "  ← head" : ""),
   ];
+}
+
+/** The tokens of the run that led to the newest checkpoint: its lineage, forks left out. */
+function headTokens(history: ThreadHistory, byId: ReadonlyMap<string, CheckpointSummary>): { inputTokens: number; outputTokens: number } {
+  const total = { inputTokens: 0, outputTokens: 0 };
+  for (let at = history.head === undefined ? undefined : byId.get(history.head); at; at = at.parentId === undefined ? undefined : byId.get(at.parentId)) {
+    total.inputTokens += at.tokens.inputTokens;
+    total.outputTokens += at.tokens.outputTokens;
+  }
+  return total;
 }
 
 /** The checkpoints in tree order (forks indented under the checkpoint they start from), with their list index. */
@@ -89,13 +151,17 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     const newest = history.checkpoints.find((c) => c.head)?.branch ?? 0;
     print(pc.dim(`${history.branches.length} branches (forks of \`replay --from\`); resume continues the newest, branch ${newest}`));
   }
+  const byId = new Map(history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+  const tokens = headTokens(history, byId);
+  print(pc.dim(`tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${options.diff ? "" : "; --diff shows each step's state changes"})`));
   const ordered = inTreeOrder(history);
-  const header = ["#", "STEP", "NODE", "TIME", "TOKENS", "STATUS", "CHECKPOINT"];
-  const rows = table([header, ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked))]).split("\n");
+  const header = ["#", "STEP", "NODE", "WHAT IT DID", "TOKENS", "TIME", "STATUS", "CHECKPOINT"];
+  const rows = table([header, ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked, byId))]).split("\n");
   print(rows[0]!);
   ordered.forEach(({ checkpoint }, row) => {
     print(rows[row + 1]!);
-    for (const change of checkpoint.changes) print(renderChange(change));
+    if (!options.diff) return;
+    for (const change of checkpoint.changes) if (options.internal || !isInternal(change)) print(renderChange(change));
   });
   return 0;
 }

@@ -110,9 +110,11 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   program
     .command("inspect [thread]")
-    .description("list threads; with a thread, its checkpoint history and state diffs")
+    .description("list threads; with a thread, one line per step (node, what it did, tokens, time); --diff adds the state changes")
     .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
     .option("--export-script <file>", "write the thread's recorded model answers as a scripted-model file (replay it with --model scripted:<file>)")
+    .option("--diff", "under each step, the state changes it made")
+    .option("--internal", "with --diff, the engine's bookkeeping channels too (scripted)")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
 
