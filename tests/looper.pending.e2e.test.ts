@@ -83,7 +83,7 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     );
     expect(await status()).toMatchObject({ state: "IDLE", subState: null, pending: ["task-C", "task-D"], endReason: "round limit" });
 
-    // The next start takes them up: its round-1 task lists them after its own (resumed without --max-rounds: the default 5 rounds).
+    // The next start takes them up: its round-1 task lists them after its own (the resume keeps the round limit the thread's loop started with, 2).
     const started = await runCli(["send", "q", "start: task-S", "--db", ws.db]);
     expect(started.code, started.stderr).toBe(0);
     const resumed = startCli(["resume", "q", "--db", ws.db, "--json"]);
@@ -95,17 +95,19 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     expect(resumedEnd.code, resumedEnd.stderr + resumedEnd.stdout.slice(-2000)).toBe(0);
     const next = await finalState<State>(ws.db, "q");
     expect(next.loopTask).toBe("task-S\n\nAlso queued before this start:\n- task-C\n- task-D");
-    expect(autoLines(next)).toContain('[AUTO] round 1/5 started: task-S (and 2 tasks queued before: "task-C", "task-D")');
+    expect(autoLines(next)).toContain('[AUTO] round 1/2 started: task-S (and 2 tasks queued before: "task-C", "task-D")');
     expect(next.loopState.context).toMatchObject({ round: 1, pending: ["task-E"], endReason: "all done" });
-    expect(autoLines(next).at(-1)).toBe('[AUTO] loop ended: all done (after round 1/5); 1 queued task not done, kept for the next start: "task-E"');
+    expect(autoLines(next).at(-1)).toBe('[AUTO] loop ended: all done (after round 1/2); 1 queued task not done, kept for the next start: "task-E"');
     expect(await status()).toMatchObject({ state: "IDLE", pending: ["task-E"] });
 
     // After the loop ended, `add:` to the idle loop starts the next one, which takes E up too.
     expect(await add("task-F")).toMatchObject({ state: "IDLE", pending: ["task-E", "task-F"] });
-    const last = await resume(ws, "q", "--json");
+    // `resume --max-rounds` sets the round limit of the loop it starts.
+    const last = await resume(ws, "q", "--json", "--max-rounds", "3");
     expect(last.code, last.stderr + last.stdout.slice(-2000)).toBe(0);
     const final = await finalState<State>(ws.db, "q");
     expect(final.loopTask).toBe("task-F\n\nAlso queued before this start:\n- task-E");
+    expect(autoLines(final)).toContainEqual(expect.stringMatching(/^\[AUTO\] round 1\/3 started: task-F/));
     expect(final.loopState.context).toMatchObject({ pending: [], endReason: "all done again" });
     expect(await status()).toMatchObject({ state: "IDLE", pending: [] });
   });

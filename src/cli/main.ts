@@ -88,6 +88,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--approve", "approve the tool call the run is waiting on")
     .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
     .option("--answer <text>", "answer to the question the run is waiting on")
+    .option("--max-rounds <n>", "round limit of a loop this resume starts (default: the one the thread's loop started with)", parsePositiveInt)
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
     .action(async (thread: string, options) => setExitCode(await (await commands.run()).resumeCommand(thread, withGlobals(options))));

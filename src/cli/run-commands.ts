@@ -39,6 +39,8 @@ export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
   /** `--reject` alone is `true`; `--reject "why"` carries the reason. */
   reject?: string | boolean;
   answer?: string;
+  /** `--max-rounds`: the round limit of a loop this resume starts. */
+  maxRounds?: number;
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;
   json?: boolean;
@@ -168,6 +170,7 @@ export function resumeCommand(threadId: string, options: ResumeCommandOptions): 
       approval: options.approval,
       noSandbox: options.sandbox === false,
       answer: answerOf(options),
+      maxRounds: options.maxRounds,
       modelTimeoutMs: options.modelTimeout,
       askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,

@@ -6,7 +6,7 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
-import { openStore, requireThread, type Store } from "../runs/store.js";
+import { latestValues, openStore, requireThread, type Store } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
 import { hasUnconsumedCommands } from "./commands.js";
@@ -112,10 +112,12 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const store = openStore({ db: options.db, cwd, env: options.env }, "write");
   try {
     // The claim comes first: what the thread holds is read as it was when this process took it.
-    const thread = await Thread.open(store, requireThread(store, options.threadId), options, { looper: createLoopSupervisor });
-    const record = thread.claimedFrom!;
+    const record = requireThread(store, options.threadId);
+    // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
+    const loopRounds = ((await latestValues(store, record.threadId)).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
+    const thread = await Thread.open(store, record, { ...options, maxRounds: options.maxRounds ?? loopRounds }, { looper: createLoopSupervisor });
     try {
-      return await resumeClaimed(store, thread, record, options);
+      return await resumeClaimed(store, thread, thread.claimedFrom!, options);
     } catch (error) {
       thread.release();
       throw error;
