@@ -17,6 +17,7 @@ const E2E = [
   "tests/looper.pending.e2e.test.ts",
   "tests/looper.stop.test.ts",
   "tests/mediator.e2e.test.ts",
+  "tests/monitor.scenarios.e2e.test.ts",
   "tests/mediator.route.e2e.test.ts",
   "tests/recording.security.test.ts",
   "tests/replay.e2e.test.ts",

@@ -11,12 +11,13 @@ export class PipedChat {
   readonly done: Promise<CliResult>;
   output = "";
 
-  constructor(args: string[], cwd: string) {
+  /** `scope`: "test" stops the chat when the current test finishes; "caller": the caller stops it (a chat shared by several tests). */
+  constructor(args: string[], cwd: string, scope: "test" | "caller" = "test") {
     this.child = spawn(process.execPath, [CLI, "chat", ...args], { cwd, env: cleanEnv(), stdio: ["pipe", "pipe", "pipe"] });
     this.child.stdout!.on("data", (chunk: Buffer) => (this.output += chunk.toString()));
     this.done = collect(this.child);
     // Stopped before the temp directories are removed (clean-ups run last first), also when a test fails midway.
-    onCleanup(() => void this.child.kill("SIGKILL"));
+    if (scope === "test") onCleanup(() => void this.child.kill("SIGKILL"));
   }
 
   say(line: string): void {
