@@ -204,6 +204,14 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
       // One prompt with the typed line, at the bottom: no copies of it left on the rows above.
       once("LONGSTART");
       expect(lines.filter((line) => line.startsWith("you›"))).toEqual(["you› please write a.txt", `you› ${typed}`]);
+      if (resizeTo) {
+        // Wider again: the line is redrawn over fewer rows, still once.
+        chat.resize(columns);
+        await chat.until((screen) => screen.some((line) => line.startsWith("you› LONGSTART") && line.length > resizeTo), "the prompt redrawn at the wider size");
+        const wider = chat.scrollback();
+        expect(wider.filter((line) => line.includes("LONGSTART"))).toEqual([`you› ${typed}`]);
+        expect(lastLine(wider)).toBe(`you› ${typed}`);
+      }
 
       // Ctrl-D on an empty line leaves; the shell's next output starts on a line of its own.
       chat.key("C-u");
