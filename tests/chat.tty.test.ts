@@ -182,7 +182,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
       // A line longer than the terminal is wide: it wraps over several rows while the Coder waits for `go`.
       const typed = `LONGSTART ${"how is it going with the file, ".repeat(4)}LONGEND`;
       chat.type(typed);
-      await chat.until(showing("LONGEND"), "the typed line");
+      await chat.until(() => chat.scrollback().some((line) => line.endsWith("LONGEND")), "the typed line");
       if (resizeTo) {
         chat.resize(resizeTo);
         await chat.until((screen) => screen.every((line) => line.length <= resizeTo), "the narrower terminal");
