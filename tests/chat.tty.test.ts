@@ -12,9 +12,10 @@ const hasTmux = hasCommand("tmux", "-V");
 class TmuxChat {
   private readonly socket = `loopgraph-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
 
-  constructor(args: string[], cwd: string, exitFile: string) {
-    const command = `${[process.execPath, CLI, "chat", ...args].map(quote).join(" ")}; echo $? > ${quote(exitFile)}; sleep 30`;
-    this.tmux("new-session", "-d", "-s", "chat", "-x", "160", "-y", "48", "-c", cwd, command);
+  constructor(args: string[], cwd: string, exitFile: string, size = { columns: 160, rows: 48 }) {
+    // After the chat, the shell prints SHELL_MARK as a shell prompt would: where it lands shows how the chat left the line.
+    const command = `${[process.execPath, CLI, "chat", ...args].map(quote).join(" ")}; echo $? > ${quote(exitFile)}; printf %s ${quote(SHELL_MARK)}; sleep 30`;
+    this.tmux("new-session", "-d", "-s", "chat", "-x", String(size.columns), "-y", String(size.rows), "-c", cwd, command);
   }
 
   tmux(...args: string[]): string {
@@ -23,6 +24,16 @@ class TmuxChat {
 
   screen(): string[] {
     return this.tmux("capture-pane", "-p", "-t", "chat").split("\n");
+  }
+
+  /** Every line printed so far (scrollback included), wrapped rows joined into the line they wrap. */
+  scrollback(): string[] {
+    return this.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat").split("\n").map((line) => line.trimEnd());
+  }
+
+  /** Resizes the terminal: the chat gets SIGWINCH. */
+  resize(columns: number): void {
+    this.tmux("resize-window", "-t", "chat", "-x", String(columns));
   }
 
   type(text: string): void {
@@ -52,6 +63,8 @@ class TmuxChat {
   }
 }
 
+const SHELL_MARK = "SHELL>";
+
 /** What the chat exited with (the tmux command writes it to a file), or undefined while it runs. */
 const exitCode = (file: string): string | undefined => (existsSync(file) ? readFileSync(file, "utf8").trim() : undefined);
 
@@ -80,7 +93,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     const screen = await chat.until(showing("[AUTO] coder succeeded"), "the [AUTO] line");
     const settled = await chat.until((s) => lastLine(s) === "you› how is it go", "the typed line, intact, after the [AUTO] line");
     const autoRow = settled.findIndex((line) => line.includes("[AUTO] coder succeeded"));
-    expect(settled[autoRow]!.trim()).toBe("[AUTO] coder succeeded: 1 file(s) changed");
+    expect(settled[autoRow]!.trim()).toBe("[AUTO] coder succeeded: 1 file changed");
     expect(settled.slice(0, autoRow).join("\n")).not.toContain("how is it go");
     expect(screen.join("\n")).not.toMatch(/how is it go\S*\[AUTO\]/);
 
@@ -144,4 +157,69 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     const threads = await threadsOf(ws.db);
     expect(threads.find((t) => t.threadId === "cc.loop")?.status).toBe("interrupted");
   });
+  it.each([
+    { columns: 50, resizeTo: undefined },
+    { columns: 120, resizeTo: 50 },
+  ])(
+    "at $columns columns (resized to $resizeTo): [AUTO] lines arriving while a long typed line wraps each appear once, above one prompt with the line intact; Ctrl-D ends the line",
+    async ({ columns, resizeTo }) => {
+      const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+      const exitFile = join(ws.dir, "..", "exit-code");
+      const chat = new TmuxChat(
+        ["--thread", "wrap", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(ROOT, "tests/fixtures/mediator/chat-gated.script.yaml")}`, "--approval", "auto"],
+        ws.dir,
+        exitFile,
+        { columns, rows: 30 },
+      );
+      onCleanup(() => chat.kill());
+
+      await chat.until((screen) => lastLine(screen).startsWith("you›"), "the prompt");
+      chat.type("please write a.txt");
+      chat.key("Enter");
+      await chat.until(showing("Forwarded to the Looper."), "the Mediator's answer");
+      await chat.until((screen) => lastLine(screen) === "you›", "the prompt after the answer");
+
+      // A line longer than the terminal is wide: it wraps over several rows while the Coder waits for `go`.
+      const typed = `LONGSTART ${"how is it going with the file, ".repeat(4)}LONGEND`;
+      chat.type(typed);
+      await chat.until(() => chat.scrollback().some((line) => line.endsWith("LONGEND")), "the typed line");
+      if (resizeTo) {
+        chat.resize(resizeTo);
+        await chat.until((screen) => screen.every((line) => line.length <= resizeTo), "the narrower terminal");
+      }
+      writeFileSync(join(ws.dir, "go"), "");
+      await chat.until(() => chat.scrollback().some((line) => line.includes("Summary: a.txt is written")), "the Mediator's summary", 20_000);
+      const lines = await chat.until(() => lastLine(chat.scrollback()) === `you› ${typed}`, "the prompt with the typed line after the summary").then(() => chat.scrollback());
+
+      // Every [AUTO] entry of the loop, and the end of the loop, printed exactly once (none overwritten, none repeated).
+      const loop = await finalState<{ messages: Array<{ content: unknown }> }>(ws.db, "wrap.loop");
+      const auto = loop.messages.map((m) => String(m.content)).filter((content) => content.startsWith("[AUTO]"));
+      expect(auto.length).toBeGreaterThanOrEqual(7);
+      const once = (text: string) => expect(lines.filter((line) => line.includes(text)), text).toHaveLength(1);
+      for (const entry of auto) once(entry.split("\n")[0]!);
+      once("■ the loop has ended");
+      once("[AUTO] coder succeeded: 1 file changed");
+      // The two-line task: its second line indented under the [AUTO] prefix.
+      expect(lines[lines.findIndex((line) => line.includes("[AUTO] round 1/5 started")) + 1]).toBe("       Then stop.");
+      // One prompt with the typed line, at the bottom: no copies of it left on the rows above.
+      once("LONGSTART");
+      expect(lines.filter((line) => line.startsWith("you›"))).toEqual(["you› please write a.txt", `you› ${typed}`]);
+      if (resizeTo) {
+        // Wider again: the line is redrawn over fewer rows, still once.
+        chat.resize(columns);
+        await chat.until((screen) => screen.some((line) => line.startsWith("you› LONGSTART") && line.length > resizeTo), "the prompt redrawn at the wider size");
+        const wider = chat.scrollback();
+        expect(wider.filter((line) => line.includes("LONGSTART"))).toEqual([`you› ${typed}`]);
+        expect(lastLine(wider)).toBe(`you› ${typed}`);
+      }
+
+      // Ctrl-D on an empty line leaves; the shell's next output starts on a line of its own.
+      chat.key("C-u");
+      await chat.until((screen) => lastLine(screen) === "you›", "the emptied prompt");
+      chat.key("C-d");
+      await chat.until(() => exitCode(exitFile) === "0", "exit code 0");
+      const after = await chat.until(showing(SHELL_MARK), "the shell's output");
+      expect(after.filter((line) => line.includes(SHELL_MARK)).map((line) => line.trimEnd())).toEqual([SHELL_MARK]);
+    },
+  );
 });

@@ -83,12 +83,21 @@ describe("the Looper (coder-review), end to end", () => {
     await running.waitForNode("coder");
     const stop = await runCli(["stop", "halt", "--db", ws.db]);
     expect(stop.code, stop.stderr).toBe(0);
+    // A second stop, read in the same step as the first: it has nothing left to stop.
+    expect((await runCli(["stop", "halt", "--db", ws.db])).code).toBe(0);
     const result = await running.done;
     expect(result.code, result.stderr).toBe(130);
     const state = await finalState(ws.db, "halt");
     expect(state.loopState.context.endReason).toBe("stopped by user");
     expect(state.visits.coder).toBe(1);
     expect(state.visits.review).toBeUndefined();
+    // The log tells the user what happened, nothing internal: no ignored Coder result, no "nothing to stop";
+    // the Coder's result comes before the end of the loop it ran in.
+    const auto = autoLines(state);
+    expect(auto.join("\n")).not.toMatch(/ignored|nothing to stop/);
+    const coderLine = auto.findIndex((line) => line.startsWith("[AUTO] coder"));
+    expect(coderLine).toBeGreaterThanOrEqual(0);
+    expect(coderLine).toBeLessThan(auto.findIndex((line) => line.startsWith("[AUTO] loop ended")));
   });
 
   it("with --max-rounds 2 and a Judge that always continues, the loop ends after round 2: 'round limit', exit 4", async () => {
@@ -138,6 +147,17 @@ describe("the Looper (coder-review), end to end", () => {
     const judgeLog = state.messages.filter((m) => m.name === "judge").map((m) => m.content).join("\n");
     expect(judgeLog).toMatch(/asked once more with the validation error/);
     expect(judgeLog).toMatch(/fallback/i);
+  });
+
+  it("a multi-line [AUTO] entry keeps its further lines indented under the prefix, in the message log and in run's output", async () => {
+    const ws = repo();
+    const result = await run(ws, { ...loop("lines", "invalid-judge.script.yaml"), task: "write add() in app.js\nand test it", json: false });
+    expect(result.code, result.stderr).toBe(0);
+    const auto = autoLines(await finalState(ws.db, "lines"));
+    const started = auto.find((line) => line.includes("write add() in app.js"));
+    expect(started).toMatch(/^\[AUTO\] round 1\/5 started: write add\(\) in app\.js\n {7}and test it/);
+    for (const entry of auto) for (const further of entry.split("\n").slice(1)) expect(further, entry).toMatch(/^ {7}/);
+    expect(result.stdout).toMatch(/^.*\[AUTO\] round 1\/5 started: write add\(\) in app\.js\n.* {7}and test it$/m);
   });
 
   it("start while RUNNING is ignored with a message; add while IDLE starts the loop", async () => {

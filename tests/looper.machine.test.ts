@@ -262,6 +262,7 @@ describe("looper lifecycle rules", () => {
       snapshot: idle,
       accepted: false,
       message: "nothing to stop: the loop is idle",
+      internal: true,
     });
   });
 
@@ -315,7 +316,7 @@ describe("looper lifecycle rules", () => {
     expect(subStateOf(failed.snapshot)).toBe("JUDGE");
     expect(failed.message).toBe("round 1/5: coder failed, the judge decides");
     const review = applyLooperEvent(failed.snapshot, { type: "REVIEW_DONE" });
-    expect(review).toStrictEqual({ snapshot: failed.snapshot, accepted: false, message: "ignored REVIEW_DONE (round 1/5, JUDGE)" });
+    expect(review).toStrictEqual({ snapshot: failed.snapshot, accepted: false, message: "ignored REVIEW_DONE (round 1/5, JUDGE)", internal: true });
   });
 
   it("JUDGE_CONTINUE below the limit starts the next round with the Judge's task", () => {
@@ -406,6 +407,21 @@ describe("looper lifecycle rules", () => {
     expect(outcome.accepted).toBe(false);
     expect(outcome.snapshot).toStrictEqual(snapshot);
     expect(outcome.message).toMatch(new RegExp(`^ignored ${event.type} \\(`));
+    // Kept out of the [AUTO] log: the user never sees it.
+    expect(outcome.internal).toBe(true);
+  });
+
+  it("marks only ignored phase outcomes and a stop while idle as internal: starts, queued tasks, ends and status are for the user", () => {
+    const running = run([start]);
+    const shown: Array<[LooperSnapshot, LooperEvent]> = [
+      [initialLooperSnapshot(), start],
+      [running, start],
+      [running, { type: "ADD_PENDING", task: "b", maxRounds: 5 }],
+      [running, { type: "STOP" }],
+      [running, { type: "STATUS" }],
+      [running, { type: "CODER_DONE", ok: true }],
+    ];
+    for (const [snapshot, event] of shown) expect(applyLooperEvent(snapshot, event).internal, event.type).toBeUndefined();
   });
 
   it("is pure: the input snapshot is not modified, the result shares nothing with it", () => {

@@ -1,5 +1,5 @@
 import { Writable } from "node:stream";
-import { clearLine, cursorTo, createInterface, type Interface } from "node:readline";
+import { clearScreenDown, cursorTo, createInterface, moveCursor, type Interface } from "node:readline";
 
 /**
  * The chat's terminal: a prompt line the user types in, and output that arrives at any time (the
@@ -8,6 +8,12 @@ import { clearLine, cursorTo, createInterface, type Interface } from "node:readl
  * then redrawn with the typed text and cursor intact; keys typed while an answer streams are not
  * echoed until it ends (they are kept, not lost). Without a terminal (a pipe) lines are printed
  * as they come.
+ *
+ * The prompt and the typed line may take several rows (a long line wraps at the terminal's width):
+ * to print above it, every row it occupies is cleared first (counted by readline from
+ * `columns` and the text's display width, from the cursor's row up), then it is drawn again below.
+ * On a resize the terminal re-wraps the rows (tmux, VTE, iTerm2, kitty, Windows Terminal do): the
+ * prompt is redrawn from the cursor's row at the new width.
  */
 export class ChatScreen {
   readonly rl: Interface;
@@ -16,6 +22,9 @@ export class ChatScreen {
   private answeringNow = false;
   private streaming = false;
   private held: string[] = [];
+  /** The prompt (and the typed line) is on the screen, the cursor within it. */
+  private drawn = false;
+  private closed = false;
 
   constructor(
     input: NodeJS.ReadStream = process.stdin,
@@ -25,6 +34,10 @@ export class ChatScreen {
     this.interactive = Boolean(input.isTTY && out.isTTY);
     this.echo = new MutableOutput(out);
     this.rl = createInterface({ input, output: this.echo, terminal: this.interactive, prompt: promptText, historySize: 200 });
+    // Enter ends the typed line with a newline: the prompt is no longer on the screen.
+    this.rl.on("line", () => (this.drawn = false));
+    this.rl.on("close", () => (this.closed = true));
+    if (this.interactive) out.on("resize", () => this.resized());
   }
 
   /** Whether an answer is in progress (typing is not echoed meanwhile). */
@@ -34,7 +47,11 @@ export class ChatScreen {
 
   /** Shows the prompt (in a terminal), keeping what was typed so far. */
   prompt(): void {
-    if (this.interactive && !this.answeringNow) this.rl.prompt(true);
+    if (!this.interactive || this.answeringNow || this.closed) return;
+    // Drawn anew on the cursor's row: readline is not to move up from where its last drawing left the cursor.
+    if (!this.drawn) this.setPromptRow(0);
+    this.rl.prompt(true);
+    this.drawn = true;
   }
 
   /** Prints whole lines now, above the prompt; while an answer streams they wait for its end. */
@@ -47,19 +64,15 @@ export class ChatScreen {
       this.out.write(`${text}\n`);
       return;
     }
-    cursorTo(this.out, 0);
-    clearLine(this.out, 0);
+    this.takeDownPrompt();
     this.out.write(`${text}\n`);
-    this.rl.prompt(true);
+    this.prompt();
   }
 
   /** An answer (or a command's output) begins: the prompt is taken down and typing is not echoed until {@link endAnswer}. */
   beginAnswer(): void {
     if (this.answeringNow) return;
-    if (this.interactive) {
-      cursorTo(this.out, 0);
-      clearLine(this.out, 0);
-    }
+    if (this.interactive) this.takeDownPrompt();
     this.answeringNow = true;
     this.echo.muted = true;
   }
@@ -91,7 +104,40 @@ export class ChatScreen {
   /** Leaves: what is pending is printed, and no prompt comes back. */
   close(): void {
     if (this.answeringNow) this.finishAnswer();
+    if (this.interactive && this.drawn) {
+      // The prompt stays, and its line ends: what runs next in the terminal (the shell's prompt) starts on a fresh line.
+      this.takeDownPrompt();
+      this.out.write(`${this.rl.getPrompt()}${this.rl.line}\n`);
+    }
     this.rl.close();
+  }
+
+  /** Clears every row the prompt and the typed line take, leaving the cursor at the start of the first. */
+  private takeDownPrompt(): void {
+    if (!this.drawn) return;
+    const { rows } = this.rl.getCursorPos();
+    if (rows > 0) moveCursor(this.out, 0, -rows);
+    cursorTo(this.out, 0);
+    clearScreenDown(this.out);
+    this.drawn = false;
+  }
+
+  /**
+   * The terminal's width changed and it re-wrapped the rows: the cursor is now on the row it takes
+   * at the new width (readline counts rows with the new `columns`), and the prompt is drawn again from there.
+   */
+  private resized(): void {
+    if (!this.drawn || this.answeringNow || this.closed) return;
+    this.setPromptRow(this.rl.getCursorPos().rows);
+    this.rl.prompt(true);
+  }
+
+  /**
+   * Tells readline on which row of the prompt the cursor is: it moves up that many rows to redraw.
+   * (`prevRows` is readline's own record of it, kept from its last drawing; Node has no setter.)
+   */
+  private setPromptRow(rows: number): void {
+    (this.rl as unknown as { prevRows?: number }).prevRows = rows;
   }
 
   private finishAnswer(): void {
@@ -108,9 +154,9 @@ export class ChatScreen {
 class MutableOutput extends Writable {
   muted = false;
 
+  // Not forwarding the terminal's "resize": readline would redraw from a row counted at the old width (ChatScreen redraws).
   constructor(private readonly target: NodeJS.WriteStream) {
     super();
-    target.on("resize", () => this.emit("resize"));
   }
 
   // readline reads these to lay out the line.

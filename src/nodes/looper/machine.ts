@@ -133,6 +133,11 @@ export interface LooperOutcome {
   /** One line for the `[AUTO]` log and command replies. */
   message: string;
   /**
+   * The message tells the user nothing (a phase outcome the current state ignores, a stop with
+   * nothing to stop): it is kept out of the `[AUTO]` log.
+   */
+  internal?: true;
+  /**
    * The task of the round the event began (the loop's first, or the Judge's `nextTask`), when it
    * began one. The machine does not keep tasks: the graph state's `task` channel holds the current one.
    */
@@ -171,6 +176,7 @@ export function applyLooperEvent(snapshot: LooperSnapshot, event: LooperEvent): 
     snapshot: nextSnapshot,
     accepted,
     message: describeOutcome(snapshot, nextSnapshot, event, accepted, roundTask === undefined ? "" : shownRoundTask(snapshot, event, roundTask)),
+    ...(isInternal(snapshot, nextSnapshot, event, accepted) ? { internal: true as const } : {}),
     ...(roundTask !== undefined ? { roundTask } : {}),
   };
 }
@@ -259,6 +265,16 @@ function describeOutcome(before: LooperSnapshot, after: LooperSnapshot, event: L
       break;
   }
   return `ignored ${event.type} (${describePosition(before)})`;
+}
+
+/**
+ * An outcome the user need not see: an ignored event other than a start (a phase outcome that
+ * arrives in a state that does not take it, a stop while idle). A start while running is not
+ * internal: its "already running" answers the user.
+ */
+function isInternal(before: LooperSnapshot, after: LooperSnapshot, event: LooperEvent, accepted: boolean): boolean {
+  if (accepted || (isRunning(before) && !isRunning(after))) return false;
+  return event.type !== "START" && event.type !== "ADD_PENDING";
 }
 
 /** The longest task a log line repeats: the task itself is kept in the state's `task` channel. */

@@ -27,6 +27,17 @@ export interface LooperOutput {
 export const AUTO_PREFIX = "[AUTO]";
 
 /**
+ * One `[AUTO]` log entry: the prefix, then the text; the text's further lines are indented by the
+ * prefix's width, so a multi-line entry reads as one under its prefix wherever it is printed.
+ */
+export function autoEntry(text: string): string {
+  return `${AUTO_PREFIX} ${text.split("\n").join(`\n${" ".repeat(AUTO_PREFIX.length + 1)}`)}`;
+}
+
+/** "1 file", "2 files". */
+const filesCount = (count: number): string => `${count} file${count === 1 ? "" : "s"}`;
+
+/**
  * The Looper: hand-written logic, no model. It runs between every phase: it applies
  * the commands sent to the thread (inbox), then the outcome of the phase that just ran, to the
  * lifecycle machine, starts rounds (with a workspace baseline for the Review), and routes to the
@@ -49,7 +60,7 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       const applied = applyLooperEvent(snapshot, event);
       snapshot = applied.snapshot;
       if (applied.roundTask !== undefined) roundTask = applied.roundTask;
-      if (applied.message) log.push(applied.message);
+      if (applied.message && !applied.internal) log.push(applied.message);
     };
 
     if (!state.loopState && state.task) apply({ type: "START", task: state.task, maxRounds });
@@ -57,12 +68,11 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
     const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
     const outcome = phaseOutcome(state, def);
-    // A Coder that ended at a stop command: logged before the command ends the loop.
+    // The phase's result is logged first (it came before the commands, which may end the loop).
+    if (outcome) log.push(outcome.summary);
     const coderStopped = outcome?.event.type === "STOP";
-    if (coderStopped) log.push(outcome.summary);
     for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     if (outcome) {
-      if (!coderStopped) log.push(outcome.summary);
       // The stop command (applied above) has already ended the loop; without it, the stopped Coder's STOP does.
       if (!coderStopped || isRunning(snapshot)) apply(outcome.event);
     }
@@ -89,11 +99,11 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       ...(snapshot.context.endReason ? { endReason: snapshot.context.endReason } : {}),
     };
     update.outputs = { [def.id]: output };
-    update.messages = log.map(
-      (line, index) =>
-        new AIMessage({ id: `${def.id}-${(state.visits[def.id] ?? 0) + 1}-${index}`, name: def.id, content: `${AUTO_PREFIX} ${line}` }),
+    const entries = log.map(autoEntry);
+    update.messages = entries.map(
+      (content, index) => new AIMessage({ id: `${def.id}-${(state.visits[def.id] ?? 0) + 1}-${index}`, name: def.id, content }),
     );
-    for (const line of log) ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: `${AUTO_PREFIX} ${line}` });
+    for (const content of entries) ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content });
     return update;
   };
 }
@@ -134,7 +144,7 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
       if (coder?.failureKind === "stopped") return { event: { type: "STOP" }, summary: "coder stopped by the stop command before its next step" };
       const ok = coder?.status === "success";
       const summary = ok
-        ? `coder succeeded: ${coder.filesChanged.length} file(s) changed`
+        ? `coder succeeded: ${filesCount(coder.filesChanged.length)} changed`
         : `coder failed${coder?.failureKind ? ` (${coder.failureKind})` : ""}: ${clip(coder?.failureReason ?? "no result")}`;
       return { event: { type: "CODER_DONE", ok }, summary };
     }
