@@ -22,6 +22,8 @@ export type RunEvent =
   | { type: "retry"; threadId: string; node: string; attempt: number; maxAttempts: number; delayMs: number; message: string }
   | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }
   | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string }
+  /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
+  | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
   /** `outcome` repeats `status`; `reason` says why a run did not finish (failed, limited, interrupted by a stop). */
   | { type: "run_finished"; threadId: string; status: RunStatus; outcome: RunStatus; exitCode: number; reason?: string }

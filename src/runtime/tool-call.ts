@@ -53,7 +53,11 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   const { threadId } = ctx;
   const loop = checkToolCalls(options.loop.state, [{ name: call.name, args: call.args }], options.loop.options);
   if (loop.verdict.status === "fail") {
-    return { result: { ok: false, errorKind: "blocked", content: loop.verdict.reason }, loop: loop.state, loopFailure: loop.verdict.reason };
+    // Not run, yet shown like any call: the user (and --json) sees which call the loop detector stopped.
+    const result: ToolResult = { ok: false, errorKind: "blocked", content: loop.verdict.reason };
+    ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content });
+    return { result, loop: loop.state, loopFailure: loop.verdict.reason };
   }
   const outcome: Omit<ToolCallOutcome, "result"> = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
   if (call.invalidArguments !== undefined) {
@@ -101,8 +105,9 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     if (answer.decision === "reject") result = rejection(answer);
     else if (answer.decision === "always" && always) outcome.sessionRule = always.rule;
   }
+  // Every call is announced, a blocked or rejected one too: its result alone would not name it.
+  ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
   if (!result) {
-    ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
     const execute = async () => {
       const executed = await executeToolCall(call, toolContext(), options.tools);
       // Stopped by the user (Ctrl-C): no result is recorded or checkpointed, so a resume runs the call again.
