@@ -192,8 +192,12 @@ describe("the coder graph (scripted model, real workspace)", () => {
     // No node of the `coder` graph takes up the Coder's failure: the run fails (exit 1) and says why.
     expect(run.code, run.stderr).toBe(1);
     const events = parseEvents(run.stdout);
-    // Five calls ran; the sixth, the same again, is stopped by the loop detector before it runs.
-    expect(events.filter((e) => e.type === "tool_result")).toHaveLength(5);
+    // Five calls ran; the sixth, the same again, is stopped by the loop detector before it runs: it is still shown, named, as not run.
+    const results = events.filter((e) => e.type === "tool_result");
+    expect(results).toHaveLength(6);
+    expect(results.slice(0, 5).every((e) => e.ok)).toBe(true);
+    expect(results[5]).toMatchObject({ name: "read_file", ok: false });
+    expect(events.filter((e) => e.type === "tool_call").map((e) => e.name)).toEqual(Array(6).fill("read_file"));
     const finished = events.at(-1) as { type: string; outcome: string; reason: string };
     expect(finished).toMatchObject({ type: "run_finished", status: "failed", outcome: "failed", exitCode: 1 });
     expect(finished.reason).toMatch(/the Coder failed \(loop_detected\): .*read_file.*6 times/);

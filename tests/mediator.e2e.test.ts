@@ -116,6 +116,11 @@ describe("the Mediator and `loopgraph chat`", () => {
     );
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(run.stdout).toContain("[AUTO] round 2/5 started");
+    // The loop thread's lines carry its role; the Mediator's lines after them come under its own header again.
+    expect(run.stdout).toContain("[loop] ● coder\n");
+    expect(run.stdout).toMatch(/\n\[loop\] {3}\[AUTO\] round 1\/5 started/);
+    expect(run.stdout).toMatch(/\n● mediator \(continued\)\n {2}↳ started: the loop runs in the background/);
+    expect(run.stdout.trimEnd().split("\n").at(-1)).toMatch(/^✔ finished {2}thread mon {2}\([\d.]+k tokens in, \d+ out, [\d.]+ s\)$/);
     const summary = run.stdout.indexOf("Done: palindrome.js has isPalindrome");
     expect(summary).toBeGreaterThan(run.stdout.indexOf("[AUTO] loop ended"));
     expect(run.stdout).toContain("finished");
