@@ -79,7 +79,9 @@ describe("humanRenderer", () => {
       { type: "tool_result", threadId: "t", node: "mediator", id: "1", name: "looper_status", ok: true, result: "[Looper status]\nstate: RUNNING\nround: 1/5\n" },
       { type: "tool_result", threadId: "t", node: "coder", id: "2", name: "shell", ok: false, result: shell },
       { type: "tool_result", threadId: "t", node: "coder", id: "3", name: "read_file", ok: true, result: "1\n2\n3\n4\n5\n6\n7" },
+      { type: "tool_result", threadId: "t", node: "coder", id: "4", name: "write_file", ok: false, result: "Blocked by policy: .env", notRun: "blocked" },
     ]);
+    expect(text).toContain("  ↳ ✗ write_file not run (blocked): Blocked by policy: .env\n");
     expect(text).toContain("  ↳ [Looper status]\n    state: RUNNING\n    round: 1/5\n");
     expect(text).toContain("  ↳ ✗ shell: … 6 earlier lines\n    line 5\n    line 6\n    line 7\n    line 8\n    \\x1b[31mboom\n");
     expect(text).toContain("  ↳ 1\n    2\n    3\n    4\n    5\n    … 2 more lines\n");

@@ -209,7 +209,9 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         break;
       case "tool_result": {
         const [first, ...rest] = resultLines(event.name, event.result);
-        const arrow = event.ok ? pc.green("↳") : pc.red(`↳ ✗ ${printable(event.name)}:`);
+        const arrow = event.ok
+          ? pc.green("↳")
+          : pc.red(`↳ ✗ ${printable(event.name)}${event.notRun ? ` not run (${event.notRun === "invalid_arguments" ? "invalid arguments" : event.notRun})` : ""}:`);
         line(event.threadId, `  ${arrow} ${pc.dim(first ?? "")}`);
         for (const more of rest) line(event.threadId, `    ${pc.dim(more)}`, false);
         break;
