@@ -2,7 +2,7 @@ import { spawn } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI, cleanEnv, hasCommand, ROOT, shellQuote as quote } from "./helpers/cli.js";
+import { CLI, cleanEnv, hasCommand, ROOT, runCli, shellQuote as quote } from "./helpers/cli.js";
 import { recordedStatus } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
@@ -16,10 +16,15 @@ interface Answer {
 }
 
 /** `loopgraph run coder` with the approvals script in a pseudo-terminal, answering its prompts; resolves with its exit code and screen. */
-async function runAtTerminal(ws: string, db: string, answers: Answer[]): Promise<{ code: number | null; screen: string; answered: number }> {
+async function runAtTerminal(
+  ws: string,
+  db: string,
+  answers: Answer[],
+  script = join(ROOT, "tests/fixtures/coder/approvals.script.yaml"),
+): Promise<{ code: number | null; screen: string; answered: number }> {
   const command = [
     process.execPath, CLI, "run", "coder", "--task", "t", "--thread", "tty", "--workspace", ws, "--db", db,
-    "--model", `scripted:${join(ROOT, "tests/fixtures/coder/approvals.script.yaml")}`,
+    "--model", `scripted:${script}`,
   ].map(quote).join(" ");
   const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb" }), stdio: ["pipe", "pipe", "pipe"] });
   let screen = "";
@@ -66,5 +71,22 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
     expect(screen).toContain("Approve with: loopgraph resume tty");
     expect(await recordedStatus(db, "tty")).toBe("paused");
     expect(existsSync(join(ws, "important.txt"))).toBe(true);
+  });
+
+  it("shows a spinner with the elapsed time while the model works, cleared before the next line; piped output has none", async () => {
+    const slow = "responses:\n  - node: coder\n    delay_ms: 3500\n    content: \"Done.\"\n";
+    const { dir: ws, db } = tempWorkspace({ git: "init", files: { "slow.script.yaml": slow } });
+    const { code, screen } = await runAtTerminal(ws, db, [], join(ws, "slow.script.yaml"));
+    expect(code, screen).toBe(0);
+    // Drawn in place, then erased: the answer's line starts on a cleared line.
+    expect(screen).toMatch(/\r\x1b\[2K {2}… thinking [123]s/);
+    expect(screen).toMatch(/thinking \ds\r\x1b\[2K(\x1b\[[0-9;]*m)* {2}(\x1b\[[0-9;]*m)*Done\./);
+
+    const other = tempWorkspace({ git: "init", files: { "slow.script.yaml": slow } });
+    const piped = await runCli(["run", "coder", "--task", "t", "--thread", "pipe", "--workspace", other.dir, "--db", other.db,
+      "--model", `scripted:${join(other.dir, "slow.script.yaml")}`], { cwd: other.dir });
+    expect(piped.code, piped.stderr).toBe(0);
+    expect(piped.stdout).not.toContain("thinking");
+    expect(piped.stdout).not.toContain("\r");
   });
 });

@@ -35,10 +35,18 @@ describe("coder node (in-process API)", () => {
       { text: "SUMMARY-TEXT: read a.txt, it repeats alpha-content." },
       { text: "done" },
     );
+    const events: RunEvent[] = [];
     const outcome = await runGraph({
       graph: join(FIXTURES, "compress.yaml"), task: "read the files", workspace: ws.dir, db: ws.db,
       model: "openai:gpt-test", approval: "auto", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+      onEvent: (event) => events.push(event),
     });
+    // The compression is an event of its own, and the summary (for the model) does not stream to the user.
+    const compression = events.find((e) => e.type === "compression");
+    expect(compression).toMatchObject({ type: "compression", node: "coder", removedMessages: 2 });
+    expect(events.some((e) => e.type === "message" && `${e.delta ?? ""}${e.content ?? ""}`.includes("SUMMARY-TEXT"))).toBe(false);
+    const deltas = events.filter((e) => e.type === "message" && e.delta !== undefined);
+    expect(events.indexOf(compression!)).toBeLessThan(events.indexOf(deltas.at(-1)!));
     expect(outcome.status, outcome.error).toBe("finished");
     expect(server.requests).toHaveLength(4);
     const [first, , summarise, last] = server.requests.map((r) => r.body as { messages: Array<{ role: string; content: unknown }> });

@@ -148,7 +148,12 @@ describe("the coder graph (scripted model, real workspace)", () => {
     const ws = repo();
     const run = await runCoder(ws, "deny", "deny-env.script.yaml", "deny");
     expect(run.code, run.stderr).toBe(0);
-    expect(parseEvents(run.stdout).some((e) => e.type === "interrupt")).toBe(false);
+    const events = parseEvents(run.stdout);
+    expect(events.some((e) => e.type === "interrupt")).toBe(false);
+    // The blocked call is announced, named, and its result says it did not run.
+    const call = events.find((e) => e.type === "tool_call");
+    expect(call).toMatchObject({ name: "write_file" });
+    expect(events.find((e) => e.type === "tool_result" && e.id === call!.id)).toMatchObject({ name: "write_file", ok: false, notRun: "blocked" });
     expect(existsSync(join(ws.dir, ".env"))).toBe(false);
     const output = await coderOutput(ws.db, "deny");
     expect(output.toolCalls[0]).toMatchObject({ name: "write_file", ok: false, errorKind: "blocked" });
@@ -192,8 +197,12 @@ describe("the coder graph (scripted model, real workspace)", () => {
     // No node of the `coder` graph takes up the Coder's failure: the run fails (exit 1) and says why.
     expect(run.code, run.stderr).toBe(1);
     const events = parseEvents(run.stdout);
-    // Five calls ran; the sixth, the same again, is stopped by the loop detector before it runs.
-    expect(events.filter((e) => e.type === "tool_result")).toHaveLength(5);
+    // Five calls ran; the sixth, the same again, is stopped by the loop detector before it runs: it is still shown, named, as not run.
+    const results = events.filter((e) => e.type === "tool_result");
+    expect(results).toHaveLength(6);
+    expect(results.slice(0, 5).every((e) => e.ok)).toBe(true);
+    expect(results[5]).toMatchObject({ name: "read_file", ok: false, notRun: "blocked" });
+    expect(events.filter((e) => e.type === "tool_call").map((e) => e.name)).toEqual(Array(6).fill("read_file"));
     const finished = events.at(-1) as { type: string; outcome: string; reason: string };
     expect(finished).toMatchObject({ type: "run_finished", status: "failed", outcome: "failed", exitCode: 1 });
     expect(finished.reason).toMatch(/the Coder failed \(loop_detected\): .*read_file.*6 times/);

@@ -116,6 +116,14 @@ describe("the Mediator and `loopgraph chat`", () => {
     );
     expect(run.code, run.stderr + run.stdout).toBe(0);
     expect(run.stdout).toContain("[AUTO] round 2/5 started");
+    // The loop thread's lines carry its role; the Mediator's lines after them come under its own header again.
+    expect(run.stdout).toContain("[loop] ● coder\n");
+    expect(run.stdout).toMatch(/\n\[loop\] {3}\[AUTO\] round 1\/5 started/);
+    const lines = run.stdout.split("\n");
+    const result = lines.findIndex((text) => text.startsWith("  ↳ started: the loop runs in the background"));
+    const header = lines.slice(0, result).findLast((text) => /^(\[loop\] )?● /.test(text));
+    expect(header).toMatch(/^● mediator/);
+    expect(run.stdout.trimEnd().split("\n").at(-1)).toMatch(/^✔ finished {2}thread mon {2}\([\d.]+k tokens in, \d+ out, [\d.]+ s\)$/);
     const summary = run.stdout.indexOf("Done: palindrome.js has isPalindrome");
     expect(summary).toBeGreaterThan(run.stdout.indexOf("[AUTO] loop ended"));
     expect(run.stdout).toContain("finished");

@@ -30,11 +30,16 @@ export function describeAlways(request: ApprovalRequest): string | undefined {
   return request.always === undefined ? undefined : printable(`always: ${request.always}`);
 }
 
+/** A pending approval in words, printable: who wants to run what, and why (`coder wants to run shell: rm -rf build (reason)`). */
+export function approvalSummary(request: ApprovalRequest): string {
+  return `${printable(request.node)} wants to run ${describeCall(request)} (${printable(request.reason)})`;
+}
+
 /** The chat's line for a pending approval: the call, why, and the answers (`/always` with what it would allow). */
 export function chatApprovalLine(request: ApprovalRequest): string {
   const always = describeAlways(request);
   const answers = always ? `/approve, /always (${always}) or /reject [why]` : "/approve or /reject [why]";
-  return `${printable(request.node)} wants to run ${describeCall(request)} (${printable(request.reason)}): ${answers}`;
+  return `${approvalSummary(request)}: ${answers}`;
 }
 
 /**

@@ -1,5 +1,8 @@
 import pc from "picocolors";
 import type { EventSink, RerunNode, RunEvent } from "../runtime/events.js";
+import { isApprovalRequest } from "../runtime/approval.js";
+import type { TokenUsage } from "../state/graph-state.js";
+import { approvalSummary } from "./approval-prompt.js";
 import { printable, printableJson } from "./terminal-text.js";
 
 /** `--json`: one JSON object per line on stdout. */
@@ -12,83 +15,253 @@ const describeRerun = ({ node, effects }: RerunNode): string => (effects.length 
 /** `text` cut to `max` characters, made printable (see terminal-text.ts). */
 const truncate = (text: string, max: number): string => printable(text.length > max ? `${text.slice(0, max - 1)}…` : text);
 
-/** Live progress for a person: nodes as they start and finish, streamed text, tool calls. */
-export function humanRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {
-  let streaming = false;
-  let streamedThisNode = false;
+/** A token count as a person reads it: `950`, `12.3k`, `1.2M`. */
+export function formatTokens(count: number): string {
+  if (count < 1000) return String(count);
+  if (count < 1_000_000) return `${(count / 1000).toFixed(1)}k`;
+  return `${(count / 1_000_000).toFixed(1)}M`;
+}
+
+/** The end line's totals: `12.3k tokens in, 1.2k out, 8.4 s` (without tokens when no node reported usage). */
+export function describeTotals(usage: TokenUsage | undefined, elapsedMs: number): string {
+  const time = `${(elapsedMs / 1000).toFixed(1)} s`;
+  return usage ? `${formatTokens(usage.inputTokens)} tokens in, ${formatTokens(usage.outputTokens)} out, ${time}` : time;
+}
+
+/** Lines of a tool result shown: a shell command's last ones (its output ends with what matters), other tools' first ones. */
+const RESULT_LINES = 5;
+
+/** A tool result as indented lines: whole up to RESULT_LINES lines, each printable and cut to 160 characters. */
+function resultLines(name: string, result: string): string[] {
+  const lines = result.replace(/\s+$/, "").split("\n").map((text) => text.trimEnd());
+  if (lines.length <= RESULT_LINES) return lines.map((text) => truncate(text, 160));
+  const more = lines.length - RESULT_LINES;
+  return name === "shell"
+    ? [pc.dim(`… ${more} earlier line${more === 1 ? "" : "s"}`), ...lines.slice(-RESULT_LINES).map((text) => truncate(text, 160))]
+    : [...lines.slice(0, RESULT_LINES).map((text) => truncate(text, 160)), pc.dim(`… ${more} more line${more === 1 ? "" : "s"}`)];
+}
+
+/** What the renderer knows of one thread: its label, the node running, whether its text is mid-line. */
+interface ThreadView {
+  label: string;
+  node?: string;
+  visit?: number;
+  streamedThisNode: boolean;
+}
+
+export interface HumanRendererOptions {
+  /** Draw a spinner with the elapsed time while a node works (default: `out` is a TTY). Never in piped output. */
+  spinner?: boolean;
+  /** The clock (tests). */
+  now?: () => number;
+  /** Spinner redraw period in milliseconds (default 1000). */
+  tickMs?: number;
+}
+
+/** The human renderer: an event sink, with the tokens its runs reported and a way to quiet it. */
+export interface HumanRenderer extends EventSink {
+  /** Tokens of every node_finished seen (all threads), undefined when none reported usage. */
+  usage(): TokenUsage | undefined;
+  /** Clears the spinner and keeps it off until `resumeSpinner` (a prompt is being shown). */
+  pauseSpinner(): void;
+  resumeSpinner(): void;
+  /** Clears the spinner and stops its timer. */
+  close(): void;
+}
+
+/**
+ * Live progress for a person: nodes as they start and finish, streamed text, tool calls. The
+ * run's own thread is the first to start; lines of any other (the loop thread `<thread>.loop` of
+ * `run monitor`) carry its role (`[loop] `), and when output switches thread mid-node the node's
+ * header is repeated, so two threads never share a header or a line.
+ */
+export function humanRenderer(out: NodeJS.WritableStream = process.stdout, options: HumanRendererOptions = {}): HumanRenderer {
+  const now = options.now ?? Date.now;
+  const spinnerOn = options.spinner ?? Boolean((out as NodeJS.WriteStream).isTTY);
+  const threads = new Map<string, ThreadView>();
+  let ownThread: string | undefined;
+  /** The thread whose text ends the output so far, and whether its line is still open (streaming). */
+  let lastThread: string | undefined;
+  let streaming: string | undefined;
+  let usage: TokenUsage | undefined;
+
+  // The spinner: one line redrawn in place while some node works, cleared before any output.
+  let spinnerShown = false;
+  let spinnerPaused = false;
+  let activity = "thinking";
+  let since = now();
+  let timer: NodeJS.Timeout | undefined;
+  const running = (): boolean => [...threads.values()].some((view) => view.node !== undefined);
+  const clearSpinner = (): void => {
+    if (spinnerShown) out.write("\r\x1b[2K");
+    spinnerShown = false;
+  };
+  const drawSpinner = (): void => {
+    if (!spinnerOn || spinnerPaused || streaming !== undefined || !running()) return;
+    const seconds = Math.floor((now() - since) / 1000);
+    if (seconds < 1) return;
+    out.write(`\r\x1b[2K${pc.dim(`  … ${activity} ${seconds}s`)}`);
+    spinnerShown = true;
+  };
+  const syncTimer = (): void => {
+    if (spinnerOn && running() && !timer) {
+      timer = setInterval(drawSpinner, options.tickMs ?? 1000);
+      timer.unref();
+    } else if (timer && !running()) {
+      clearInterval(timer);
+      timer = undefined;
+    }
+  };
+
+  const viewOf = (threadId: string): ThreadView => {
+    let view = threads.get(threadId);
+    if (!view) {
+      ownThread ??= threadId;
+      const role = threadId === ownThread ? "" : threadId.startsWith(`${ownThread}.`) ? threadId.slice(ownThread.length + 1) : threadId;
+      view = { label: role ? `${pc.magenta(`[${printable(role)}]`)} ` : "", streamedThisNode: false };
+      threads.set(threadId, view);
+    }
+    return view;
+  };
   const endStream = (): void => {
-    if (streaming) out.write("\n");
-    streaming = false;
+    if (streaming !== undefined) out.write("\n");
+    streaming = undefined;
   };
-  const line = (text: string): void => {
+  /** Output of `threadId` is next: closes another thread's open line, and repeats this thread's node header after another thread's lines. */
+  const switchTo = (threadId: string, header = true): ThreadView => {
+    clearSpinner();
+    const view = viewOf(threadId);
+    if (streaming !== undefined && streaming !== threadId) endStream();
+    if (header && lastThread !== undefined && lastThread !== threadId && view.node !== undefined) {
+      out.write(`${view.label}${pc.blue("●")} ${pc.bold(view.node)}${pc.dim(" (continued)")}\n`);
+    }
+    lastThread = threadId;
+    return view;
+  };
+  const line = (threadId: string, text: string, header = true): void => {
+    const view = switchTo(threadId, header);
     endStream();
-    out.write(`${text}\n`);
+    out.write(`${view.label}${text}\n`);
   };
-  return (event: RunEvent) => {
+
+  const render = (event: RunEvent): void => {
+    since = now();
+    activity = "thinking";
     switch (event.type) {
       case "run_started":
-        line(`${pc.bold(event.forkedFrom ? "⑂ forking" : event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`);
-        if (event.task && !event.resumed) line(pc.dim(`  task: ${truncate(event.task, 200)}`));
+        line(event.threadId, `${pc.bold(event.forkedFrom ? "⑂ forking" : event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`, false);
+        if (event.task && !event.resumed) line(event.threadId, pc.dim(`  task: ${truncate(event.task, 200)}`), false);
         line(
+          event.threadId,
           event.sandbox === "none"
             ? pc.yellow("  ⚠ no OS sandbox can start here: shell commands would run with your rights, so they ask even in --approval auto (install bubblewrap, or pass --no-sandbox)")
             : event.sandbox === "off"
               ? pc.yellow("  ⚠ OS sandbox off (--no-sandbox): the agent's shell commands run with your rights")
               : pc.dim(`  sandbox: ${event.sandbox}`),
+          false,
         );
         break;
       case "fork":
-        line(`  new branch from checkpoint ${event.from} (starts at ${event.checkpointId})`);
+        line(event.threadId, `  new branch from checkpoint ${event.from} (starts at ${event.checkpointId})`);
         if (event.restored) {
           const files = event.restored.map((change) => `${change.action} ${change.path}`).join(", ");
-          line(`  workspace restored to that checkpoint: ${event.restored.length === 0 ? "nothing to change" : truncate(files, 300)}`);
+          line(event.threadId, `  workspace restored to that checkpoint: ${event.restored.length === 0 ? "nothing to change" : truncate(files, 300)}`);
         }
-        line(pc.yellow(`  will re-run: ${event.rerun.length > 0 ? event.rerun.map(describeRerun).join(", ") : "nothing (the run ended at that checkpoint)"}`));
+        line(event.threadId, pc.yellow(`  will re-run: ${event.rerun.length > 0 ? event.rerun.map(describeRerun).join(", ") : "nothing (the run ended at that checkpoint)"}`));
         break;
-      case "node_started":
-        streamedThisNode = false;
-        line(`${pc.blue("●")} ${pc.bold(event.node)}${event.visit > 1 ? pc.dim(` (visit ${event.visit})`) : ""}`);
+      case "node_started": {
+        const view = viewOf(event.threadId);
+        view.node = event.node;
+        view.visit = event.visit;
+        view.streamedThisNode = false;
+        line(event.threadId, `${pc.blue("●")} ${pc.bold(event.node)}${event.visit > 1 ? pc.dim(` (visit ${event.visit})`) : ""}`, false);
         break;
-      case "message":
+      }
+      case "message": {
+        const view = viewOf(event.threadId);
         if (event.delta !== undefined) {
-          if (!streaming) out.write("  ");
-          out.write(pc.dim(printable(event.delta).replace(/\n/g, "\n  ")));
-          streaming = true;
-          streamedThisNode = true;
-        } else if (event.content !== undefined && !streamedThisNode) {
-          line(pc.dim(`  ${printable(event.content).replace(/\n/g, "\n  ")}`));
+          switchTo(event.threadId);
+          if (streaming === undefined) out.write(`${view.label}  `);
+          out.write(pc.dim(printable(event.delta).replace(/\n/g, `\n${view.label}  `)));
+          streaming = event.threadId;
+          view.streamedThisNode = true;
+        } else if (event.content !== undefined && !view.streamedThisNode) {
+          line(event.threadId, pc.dim(`  ${printable(event.content).replace(/\n/g, `\n${view.label}  `)}`));
         }
         break;
+      }
       case "node_finished": {
+        const view = viewOf(event.threadId);
+        if (event.usage) {
+          usage = { inputTokens: (usage?.inputTokens ?? 0) + event.usage.inputTokens, outputTokens: (usage?.outputTokens ?? 0) + event.usage.outputTokens };
+        }
         const tokens = event.usage ? `, ${event.usage.inputTokens}→${event.usage.outputTokens} tokens` : "";
-        line(`${pc.green("✓")} ${event.node} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`);
+        line(event.threadId, `${pc.green("✓")} ${event.node} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`, false);
+        view.node = undefined;
         break;
       }
       case "retry":
-        line(pc.yellow(`  ↻ ${printable(event.message)}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`));
+        line(event.threadId, pc.yellow(`  ↻ ${printable(event.message)}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`));
         break;
       case "tool_call":
-        line(`  ${pc.yellow("⚙")} ${event.name} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
+        activity = `running ${printable(event.name)}`;
+        line(event.threadId, `  ${pc.yellow("⚙")} ${printable(event.name)} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
         break;
-      case "tool_result":
-        line(`  ${event.ok ? pc.green("↳") : pc.red("↳")} ${pc.dim(truncate(event.result.replace(/\s+/g, " "), 160))}`);
+      case "tool_result": {
+        const [first, ...rest] = resultLines(event.name, event.result);
+        const arrow = event.ok
+          ? pc.green("↳")
+          : pc.red(`↳ ✗ ${printable(event.name)}${event.notRun ? ` not run (${event.notRun === "invalid_arguments" ? "invalid arguments" : event.notRun})` : ""}:`);
+        line(event.threadId, `  ${arrow} ${pc.dim(first ?? "")}`);
+        for (const more of rest) line(event.threadId, `    ${pc.dim(more)}`, false);
+        break;
+      }
+      case "compression":
+        line(
+          event.threadId,
+          pc.cyan(`  ⇣ history compressed: ${event.removedMessages} earlier message${event.removedMessages === 1 ? "" : "s"} replaced by a summary (${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens)`),
+        );
         break;
       case "interrupt":
         line(
+          event.threadId,
           event.reason === "breakpoint"
             ? `${pc.yellow("⏸")} paused at breakpoint ${event.when ?? ""} ${event.node ?? ""}`.trimEnd()
-            : `${pc.yellow("⏸")} waiting for input${event.node ? ` in ${event.node}` : ""}: ${truncate(JSON.stringify(event.value), 300)}`,
+            : isApprovalRequest(event.value)
+              ? `${pc.yellow("⏸")} waiting for approval: ${approvalSummary(event.value)}`
+              : `${pc.yellow("⏸")} waiting for input${event.node ? ` in ${event.node}` : ""}: ${truncate(JSON.stringify(event.value), 300)}`,
+          false,
         );
         break;
       case "error":
         // The run's error is its outcome's reason: the command prints it last (see run-commands.ts `report`).
         break;
       case "warning":
-        line(`${pc.yellow("⚠")} ${printable(event.message)}`);
+        line(event.threadId, `${pc.yellow("⚠")} ${printable(event.message)}`, false);
         break;
-      case "run_finished":
-        endStream();
+      case "run_finished": {
+        const view = viewOf(event.threadId);
+        view.node = undefined;
+        if (streaming === event.threadId) endStream();
         break;
+      }
     }
+    syncTimer();
   };
+  return Object.assign(render, {
+    usage: () => usage,
+    pauseSpinner: () => {
+      clearSpinner();
+      spinnerPaused = true;
+    },
+    resumeSpinner: () => {
+      spinnerPaused = false;
+    },
+    close: () => {
+      clearSpinner();
+      endStream();
+      if (timer) clearInterval(timer);
+      timer = undefined;
+    },
+  });
 }

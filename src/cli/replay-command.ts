@@ -37,7 +37,7 @@ export async function replayCommand(threadId: string, options: ReplayCommandOpti
  */
 export async function recordedReplayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
   const json = Boolean(options.json);
-  const sink = json ? jsonRenderer() : humanRenderer();
+  const sink = json ? jsonRenderer() : humanRenderer(process.stdout, { spinner: false });
   // Nothing of a recorded replay waits on the world (no model, no tool): draining stops it at once.
   const { control, dispose } = drainOnInterrupt(json, options.db);
   try {

@@ -2,7 +2,7 @@ import pc from "picocolors";
 import { ConfigError, ExitCode } from "../errors.js";
 import { forkRun } from "../replay/fork.js";
 import { verifyRun, type VerifyResult } from "../replay/verify.js";
-import { interactiveApprovals, withRunUi, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
+import { withRunUi, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode } from "../state/thread.js";
 
 export interface ReplayCommandOptions extends GlobalOptions, SandboxFlag {
@@ -42,7 +42,6 @@ function forkCommand(threadId: string, from: string, options: ReplayCommandOptio
       approval: options.approval,
       noSandbox: options.sandbox === false,
       modelTimeoutMs: options.modelTimeout,
-      askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
       ...ui,
     }),

@@ -4,11 +4,12 @@ import { CancelledError, ConfigError, ExitCode } from "../errors.js";
 import type { EventSink } from "../runtime/events.js";
 import { resumeRun, runGraph } from "../engine/runner.js";
 import { promptForApproval } from "./approval-prompt.js";
-import { humanRenderer, jsonRenderer } from "./render.js";
+import { describeTotals, humanRenderer, jsonRenderer } from "./render.js";
 import { printable } from "./terminal-text.js";
 import type { ApprovalMode } from "../state/thread.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
-import { type RunOutcome } from "../engine/run-types.js";
+import type { TokenUsage } from "../state/graph-state.js";
+import { type CommonRunOptions, type RunOutcome } from "../engine/run-types.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
 
 export interface GlobalOptions {
@@ -91,11 +92,17 @@ function resumeHint(threadId: string, db: string | undefined): string {
   return `loopgraph resume ${threadId}${db ? ` --db ${JSON.stringify(db)}` : ""}`;
 }
 
-/** The run's outcome for a person, its reason on the last line, with how to go on. */
-function report(outcome: RunOutcome, db: string | undefined, json: boolean): void {
+/** What a command's runs cost, for its end line: the tokens its nodes reported (all threads), and the wall time. */
+export interface RunTotals {
+  usage?: TokenUsage;
+  elapsedMs: number;
+}
+
+/** The run's outcome for a person, its reason on the last line, with how to go on; `totals` follow the thread's id. */
+function report(outcome: RunOutcome, db: string | undefined, json: boolean, totals?: RunTotals): void {
   if (json) return;
   const resume = resumeHint(outcome.threadId, db);
-  const thread = `thread ${outcome.threadId}`;
+  const thread = `thread ${outcome.threadId}${totals ? `  (${describeTotals(totals.usage, totals.elapsedMs)})` : ""}`;
   const reason = outcome.error ? `: ${printable(outcome.error)}` : "";
   switch (outcome.status) {
     case "finished":
@@ -124,21 +131,38 @@ function report(outcome: RunOutcome, db: string | undefined, json: boolean): voi
   }
 }
 
-/** What a command's run takes from the UI: its event sink, and the Ctrl-C handling (see drainOnInterrupt). */
+/** What a command's run takes from the UI: its event sink, the terminal's approval prompt (if any), and the Ctrl-C handling (see drainOnInterrupt). */
 export interface RunUi {
   onEvent: EventSink;
+  askApproval?: CommonRunOptions["askApproval"];
   control: RunControl;
   signal: AbortSignal;
 }
 
 export async function withRunUi(json: boolean, db: string | undefined, run: (ui: RunUi) => Promise<RunOutcome>): Promise<number> {
-  const onEvent = json ? jsonRenderer() : humanRenderer();
+  const started = Date.now();
+  const human = json ? undefined : humanRenderer();
+  const onEvent = human ?? jsonRenderer();
+  const ask = interactiveApprovals(json);
+  // The spinner stays off while the terminal asks for an approval.
+  const askApproval: RunUi["askApproval"] =
+    ask &&
+    (async (request, signal) => {
+      human?.pauseSpinner();
+      try {
+        return await ask(request, signal);
+      } finally {
+        human?.resumeSpinner();
+      }
+    });
   const { control, signal, dispose } = drainOnInterrupt(json, db);
   try {
-    const outcome = await run({ onEvent, control, signal });
-    report(outcome, db, json);
+    const outcome = await run({ onEvent, askApproval, control, signal });
+    human?.close();
+    report(outcome, db, json, { usage: human?.usage(), elapsedMs: Date.now() - started });
     return outcome.exitCode;
   } finally {
+    human?.close();
     dispose();
   }
 }
@@ -155,7 +179,6 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
       noSandbox: options.sandbox === false,
       maxRounds: options.maxRounds,
       modelTimeoutMs: options.modelTimeout,
-      askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
       ...ui,
     }),
@@ -172,7 +195,6 @@ export function resumeCommand(threadId: string, options: ResumeCommandOptions): 
       answer: answerOf(options),
       maxRounds: options.maxRounds,
       modelTimeoutMs: options.modelTimeout,
-      askApproval: interactiveApprovals(Boolean(options.json)),
       db: options.db,
       ...ui,
     }),

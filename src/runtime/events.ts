@@ -21,12 +21,18 @@ export type RunEvent =
   | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
   | { type: "retry"; threadId: string; node: string; attempt: number; maxAttempts: number; delayMs: number; message: string }
   | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }
-  | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string }
+  /** `notRun`: the call did not run (stopped by the loop detector or the policy, rejected by the user, or its arguments were not JSON). */
+  | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string; notRun?: NotRun }
+  /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
+  | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
   /** `outcome` repeats `status`; `reason` says why a run did not finish (failed, limited, interrupted by a stop). */
   | { type: "run_finished"; threadId: string; status: RunStatus; outcome: RunStatus; exitCode: number; reason?: string }
   | { type: "error"; threadId: string; node?: string; message: string }
   | { type: "warning"; threadId: string; message: string };
+
+/** Why a tool call did not run: `blocked` (the loop detector or the policy), `rejected` (the user), `invalid_arguments`. */
+export type NotRun = "blocked" | "rejected" | "invalid_arguments";
 
 /** A node a fork may run again; `effects` lists what it does beyond calling a model (empty: nothing). */
 export interface RerunNode {

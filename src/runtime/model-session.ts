@@ -17,7 +17,8 @@ export function messageText(message: BaseMessage): string {
 
 /** A node's model calls: each call adds to the scripted responses consumed and to the token usage. */
 export interface ModelSession {
-  ask(messages: BaseMessage[]): Promise<AIMessage>;
+  /** `streamTokens: false` keeps this call's text from streaming (e.g. a summary the user does not read). */
+  ask(messages: BaseMessage[], options?: { streamTokens?: boolean }): Promise<AIMessage>;
   /** The scripted responses consumed in the run so far, this session's calls included. */
   readonly consumed: number[];
   /** `startUsage` plus the tokens of this session's calls. */
@@ -43,14 +44,15 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
   const model = ctx.model(spec);
   const consumed = [...(options.consumed ?? [])];
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0, ...options.startUsage };
-  const ask = async (messages: BaseMessage[]): Promise<AIMessage> => {
+  const ask = async (messages: BaseMessage[], call: { streamTokens?: boolean } = {}): Promise<AIMessage> => {
+    const stream = options.streamTokens !== false && call.streamTokens !== false;
     const result = await model
       .call(messages, {
         node,
         tools: options.tools,
         consumed,
         signal: ctx.signal,
-        onToken: options.streamTokens === false ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
+        onToken: !stream ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
         onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
           ctx.emit({ type: "retry", threadId: ctx.threadId, node, attempt, maxAttempts, delayMs, message: error.message }),
       })

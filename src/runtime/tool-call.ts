@@ -9,6 +9,7 @@ import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
 import { asksAbout, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
 import type { RunContext } from "./context.js";
+import type { NotRun } from "./events.js";
 import { performEffect } from "./effects.js";
 
 export interface ToolCallOptions {
@@ -53,14 +54,18 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   const { threadId } = ctx;
   const loop = checkToolCalls(options.loop.state, [{ name: call.name, args: call.args }], options.loop.options);
   if (loop.verdict.status === "fail") {
-    return { result: { ok: false, errorKind: "blocked", content: loop.verdict.reason }, loop: loop.state, loopFailure: loop.verdict.reason };
+    // Not run, yet shown like any call: the user (and --json) sees which call the loop detector stopped.
+    const result: ToolResult = { ok: false, errorKind: "blocked", content: loop.verdict.reason };
+    ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: "blocked" });
+    return { result, loop: loop.state, loopFailure: loop.verdict.reason };
   }
   const outcome: Omit<ToolCallOutcome, "result"> = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
   if (call.invalidArguments !== undefined) {
     // Nothing to decide on and nothing to run: the model is told, and sends the call again.
     const result = invalidArgumentsResult(call.name, call.invalidArguments);
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content });
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: "invalid_arguments" });
     return { ...outcome, result };
   }
 
@@ -101,8 +106,10 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     if (answer.decision === "reject") result = rejection(answer);
     else if (answer.decision === "always" && always) outcome.sessionRule = always.rule;
   }
+  // Every call is announced, a blocked or rejected one too: its result alone would not name it.
+  ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
+  const notRun: NotRun | undefined = result ? (result.errorKind === "rejected" ? "rejected" : "blocked") : undefined;
   if (!result) {
-    ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
     const execute = async () => {
       const executed = await executeToolCall(call, toolContext(), options.tools);
       // Stopped by the user (Ctrl-C): no result is recorded or checkpointed, so a resume runs the call again.
@@ -113,7 +120,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     const request = { kind: "tool" as const, node, name: call.name, args: call.args };
     result = await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
   }
-  ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content });
+  ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content, ...(notRun ? { notRun } : {}) });
   return { ...outcome, result };
 }
 

@@ -580,9 +580,11 @@ function callLogger(log: CallLog): (event: RunEvent) => void {
     if (event.type === "tool_call") log.ran.set(event.id, { name: event.name, args: event.args });
     if (event.type === "tool_result") {
       const call = log.ran.get(event.id);
-      if (call) call.ok = event.ok;
+      // A call blocked or rejected is announced too (tool_call), but did not run.
+      if (call && event.notRun) log.ran.delete(event.id);
+      else if (call) call.ok = event.ok;
       const text = printable(event.result.replace(/\s+/g, " ").slice(0, 160));
-      log.results.push(`${event.name} ${event.id}${call ? "" : " (did not run)"}: ${event.ok ? "ok" : "failed"}: ${text}`);
+      log.results.push(`${event.name} ${event.id}${call && !event.notRun ? "" : " (did not run)"}: ${event.ok ? "ok" : "failed"}: ${text}`);
     }
   };
 }

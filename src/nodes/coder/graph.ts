@@ -150,12 +150,14 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
           "Summarise the work above for your own later reference: what was done, what was found, what failed, what remains. Be concise and concrete; keep file names and commands.",
         );
         const task = new HumanMessage(`Task: ${state.task}`);
-        return messageText(await session.ask([system, task, ...older, request]));
+        return messageText(await session.ask([system, task, ...older, request], { streamTokens: false }));
       },
     });
     if (compressed.compressed) {
       messages = compressed.messages;
       written.push(...compressionUpdate(compressed.messages));
+      const { removedCount, tokensBefore, tokensAfter } = compressed;
+      emit({ type: "compression", threadId, node: def.id, removedMessages: removedCount, tokensBefore, tokensAfter });
     }
 
     try {
