@@ -76,13 +76,19 @@ describe("a store locked by another program during a run", () => {
   const lockedMessage = (db: string, waited: string) =>
     `${db} is locked by another program (waited ${waited} s): the run stopped at its last checkpoint; continue it with \`loopgraph resume locked\` once the other program is done`;
 
-  it("beyond the busy timeout, the run stops interrupted (130) with one line naming the store and how to resume; resume continues once the lock is gone", async () => {
+  /** A Coder run (its answer delayed `delayMs`) whose store gives up on a lock after `busyTimeoutMs`, at its Coder. */
+  async function startLockedRun(delayMs: number, busyTimeoutMs: number) {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const script = join(ws.root, "locked.script.yaml");
-    writeFileSync(script, `${scriptOf(1500)}\n`);
-    const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "300" });
+    writeFileSync(script, `${scriptOf(delayMs)}\n`);
+    const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: String(busyTimeoutMs) });
     const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
     await run.waitForNode("coder");
+    return { ws, run };
+  }
+
+  it("beyond the busy timeout, the run stops interrupted (130) with one line naming the store and how to resume; resume continues once the lock is gone", async () => {
+    const { ws, run } = await startLockedRun(1500, 300);
     const holder = new Database(ws.db);
     let result;
     try {
@@ -115,14 +121,9 @@ describe("a store locked by another program during a run", () => {
   });
 
   it("when the lock is gone before the run's end is written, the thread's record says it stopped on the lock", async () => {
-    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
-    const script = join(ws.root, "locked.script.yaml");
-    writeFileSync(script, `${scriptOf(300)}\n`);
     // The write after the lock is taken comes within ~0.3 s (the answer's delay) and fails 2 s
     // later; the lock is let go 4 s after it was taken: before the record's write gives up.
-    const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "2000" });
-    const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
-    await run.waitForNode("coder");
+    const { ws, run } = await startLockedRun(300, 2000);
     const holder = new Database(ws.db);
     let result;
     try {
