@@ -71,6 +71,15 @@ const exitCode = (file: string): string | undefined => (existsSync(file) ? readF
 const lastLine = (screen: string[]): string => screen.filter((line) => line.trim() !== "").at(-1) ?? "";
 const showing = (text: string) => (screen: string[]) => screen.some((line) => line.includes(text));
 
+/** At the first prompt, asks the Mediator to write a.txt, and waits for its answer and the prompt after it. */
+async function handOverTask(chat: TmuxChat): Promise<void> {
+  await chat.until((screen) => lastLine(screen).startsWith("you›"), "the prompt");
+  chat.type("please write a.txt");
+  chat.key("Enter");
+  await chat.until(showing("Forwarded to the Looper."), "the Mediator's answer");
+  await chat.until((screen) => lastLine(screen) === "you›", "the prompt after the answer");
+}
+
 describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)", () => {
   it("an [AUTO] message arriving while the user types goes above the prompt; the typed line stays intact and is sent whole", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
@@ -82,11 +91,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     );
     onCleanup(() => chat.kill());
 
-    await chat.until((screen) => lastLine(screen).startsWith("you›"), "the prompt");
-    chat.type("please write a.txt");
-    chat.key("Enter");
-    await chat.until(showing("Forwarded to the Looper."), "the Mediator's answer");
-    await chat.until((screen) => lastLine(screen) === "you›", "the prompt after the answer");
+    await handOverTask(chat);
 
     // The Coder takes 2.5 s: type half a question, and let the loop's [AUTO] lines arrive meanwhile.
     chat.type("how is it go");
@@ -173,11 +178,7 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
       );
       onCleanup(() => chat.kill());
 
-      await chat.until((screen) => lastLine(screen).startsWith("you›"), "the prompt");
-      chat.type("please write a.txt");
-      chat.key("Enter");
-      await chat.until(showing("Forwarded to the Looper."), "the Mediator's answer");
-      await chat.until((screen) => lastLine(screen) === "you›", "the prompt after the answer");
+      await handOverTask(chat);
 
       // A line longer than the terminal is wide: it wraps over several rows while the Coder waits for `go`.
       const typed = `LONGSTART ${"how is it going with the file, ".repeat(4)}LONGEND`;

@@ -121,6 +121,24 @@ function stuckReason(what: string, result: CliResult & { hung?: boolean }): stri
 }
 
 /**
+ * Waits for the moment `until` waits for (it returns the delay to kill after), then kills the run
+ * with SIGKILL: a kill is marked in `kills`; a run that ended by itself first, or never reached
+ * the moment, is stuck (the reason is returned).
+ */
+async function killOnce(ws: RunPlace, cli: RunningCli, kills: KillMark[], until: () => Promise<number>): Promise<string | undefined> {
+  try {
+    const { killed, result } = await killAfter(cli, await until());
+    if (killed) kills.push(await markKill(ws, THREAD));
+    else return stuckReason("run", result);
+  } catch (error) {
+    cli.child.kill("SIGKILL");
+    await cli.done;
+    return `run: ${(error as Error).message.split("\n")[0]}`;
+  }
+  return undefined;
+}
+
+/**
  * Resumes `thread` until it finishes, as a user would: `resume` while it has a record (`run`
  * again when a kill came before the record was written), each time killed again with
  * probability `reKill` (at most `maxReKills` times, at a random moment within `withinMs`).
@@ -201,17 +219,10 @@ export async function earlyKillTrial(name: string, index: number, rng: Rng, refe
     const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
     const cli = startRun(ws, spec, { standalone: true });
-    let stuck: string | undefined;
-    try {
+    let stuck = await killOnce(ws, cli, kills, async () => {
       await cli.waitForEvent("run_started", undefined, { timeoutMs: PROCESS_TIMEOUT_MS });
-      const { killed, result } = await killAfter(cli, index % 2 === 0 ? 0 : rng() * 100);
-      if (killed) kills.push(await markKill(ws, THREAD));
-      else stuck = stuckReason("run", result);
-    } catch (error) {
-      cli.child.kill("SIGKILL");
-      stuck = `run: ${(error as Error).message.split("\n")[0]}`;
-      await cli.done;
-    }
+      return index % 2 === 0 ? 0 : rng() * 100;
+    });
     stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
     return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
   } finally {
@@ -234,18 +245,11 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
     const kills: KillMark[] = [];
     const cli = startRun(ws, spec, { standalone: true });
     const nth = Math.floor(rng() * Math.max(1, reference.steps - 1));
-    let stuck: string | undefined;
-    try {
+    let stuck = await killOnce(ws, cli, kills, async () => {
       let after = -1;
       for (let i = 0; i <= nth; i++) after = await cli.waitForEvent("tool_call", undefined, { after, timeoutMs: PROCESS_TIMEOUT_MS });
-      const { killed, result } = await killAfter(cli, rng() * 150);
-      if (killed) kills.push(await markKill(ws, THREAD));
-      else stuck = stuckReason("run", result);
-    } catch (error) {
-      cli.child.kill("SIGKILL");
-      stuck = `run: ${(error as Error).message.split("\n")[0]}`;
-      await cli.done;
-    }
+      return rng() * 150;
+    });
     let doubleOwner: string | undefined;
     if (!stuck && kills.length > 0) {
       const args = ["resume", THREAD, "--db", ws.db, "--json"];
