@@ -79,12 +79,13 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("stop during round 1 ends the loop after the current node: reason 'stopped by user', exit 130 (the user interrupted the work)", async () => {
     const ws = repo();
-    const running = startRun(ws, loop("halt", "slow-coder.script.yaml"));
-    await running.waitForNode("coder");
+    const running = startRun(ws, loop("halt", "gated-coder.script.yaml"));
+    await running.waitForEvent("tool_call", (line) => line.includes("while"));
     const stop = await runCli(["stop", "halt", "--db", ws.db]);
     expect(stop.code, stop.stderr).toBe(0);
     // A second stop, read in the same step as the first: it has nothing left to stop.
     expect((await runCli(["stop", "halt", "--db", ws.db])).code).toBe(0);
+    writeFileSync(join(ws.dir, "go"), "");
     const result = await running.done;
     expect(result.code, result.stderr).toBe(130);
     const state = await finalState(ws.db, "halt");
@@ -127,9 +128,10 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("resuming after kill -9 restores the machine's exact sub-state (WAITING_CODER, round 1)", async () => {
     const ws = repo();
-    const running = startRun(ws, loop("restore", "slow-coder.script.yaml"));
-    await running.waitForNode("coder");
+    const running = startRun(ws, loop("restore", "gated-coder.script.yaml"));
+    await running.waitForEvent("tool_call", (line) => line.includes("while"));
     await running.kill("SIGKILL");
+    writeFileSync(join(ws.dir, "go"), "");
     const status = await runCli(["status", "restore", "--json", "--db", ws.db]);
     expect(JSON.parse(status.stdout)).toMatchObject({ state: "RUNNING", subState: "WAITING_CODER", round: 1 });
     const resumed = await resume(ws, "restore", "--json");
@@ -162,10 +164,11 @@ describe("the Looper (coder-review), end to end", () => {
 
   it("start while RUNNING is ignored with a message; add while IDLE starts the loop", async () => {
     const ws = repo();
-    const running = startRun(ws, loop("cmds", "slow-coder.script.yaml"));
-    await running.waitForNode("coder");
+    const running = startRun(ws, loop("cmds", "gated-coder.script.yaml"));
+    await running.waitForEvent("tool_call", (line) => line.includes("while"));
     expect((await runCli(["send", "cmds", "start: something else", "--db", ws.db])).code).toBe(0);
     expect((await runCli(["stop", "cmds", "--db", ws.db])).code).toBe(0);
+    writeFileSync(join(ws.dir, "go"), "");
     expect((await running.done).code).toBe(130);
     const stopped = await finalState(ws.db, "cmds");
     expect(autoLines(stopped).join("\n")).toMatch(/already running/);

@@ -247,9 +247,10 @@ describe("recorded replay of runs that went wrong", () => {
 
   it("a run killed mid-step is replayed to the end of its record, where it stops", async () => {
     const ws = repo({ "notes.txt": "start\n" });
-    const running = startRun(ws, { graph: "coder-review", task: "t", thread: "killed", script: join(LOOPER, "slow-coder.script.yaml"), approval: "auto" });
-    await running.waitForNode("coder");
+    const running = startRun(ws, { graph: "coder-review", task: "t", thread: "killed", script: join(LOOPER, "gated-coder.script.yaml"), approval: "auto" });
+    await running.waitForEvent("tool_call", (line) => line.includes("while"));
     await running.kill("SIGKILL");
+    writeFileSync(join(ws.dir, "go"), "");
     const replay = await runCli(["replay", "killed", "--recorded", "--db", ws.db, "--json"]);
     expect(replay.code, replay.stderr).toBe(1);
     expect(replayResult(replay.stdout)).toMatchObject({ divergences: [], endOfRecord: true, recorded: { status: "running" } });
