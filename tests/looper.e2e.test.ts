@@ -108,6 +108,18 @@ describe("the Looper (coder-review), end to end", () => {
     const state = await finalState(ws.db, "limit");
     expect(state.loopState.context.endReason).toBe("round limit");
     expect(state.visits.coder).toBe(2);
+
+    // Each round's tokens: one round_finished per round, summing to every node's tokens; inspect lists the same.
+    const events = parseEvents(result.stdout);
+    const rounds = events.filter((e) => e.type === "round_finished") as Array<{ round: number; usage: { inputTokens: number; outputTokens: number } }>;
+    expect(rounds.map((e) => e.round)).toEqual([1, 2]);
+    const used = (list: Array<{ usage?: { inputTokens: number; outputTokens: number } }>) =>
+      list.reduce((sum, e) => sum + (e.usage?.inputTokens ?? 0) + (e.usage?.outputTokens ?? 0), 0);
+    expect(rounds.every((e) => e.usage.inputTokens > 0 && e.usage.outputTokens > 0)).toBe(true);
+    expect(used(rounds)).toBe(used(events.filter((e) => e.type === "node_finished") as never));
+    const inspect = await runCli(["inspect", "limit", "--db", ws.db]);
+    const shown = rounds.map((e) => `round ${e.round}: ${e.usage.inputTokens} in, ${e.usage.outputTokens} out`).join(" · ");
+    expect(inspect.stdout).toContain(`rounds: ${shown}`);
   });
 
   it("a Coder failure (step limit) and a Review failure (a check that fails) both reach the Judge; the run does not crash", async () => {
@@ -160,6 +172,8 @@ describe("the Looper (coder-review), end to end", () => {
     expect(started).toMatch(/^\[AUTO\] round 1\/5 started: write add\(\) in app\.js\n {7}and test it/);
     for (const entry of auto) for (const further of entry.split("\n").slice(1)) expect(further, entry).toMatch(/^ {7}/);
     expect(result.stdout).toMatch(/^.*\[AUTO\] round 1\/5 started: write add\(\) in app\.js\n.* {7}and test it$/m);
+    // The end line: the run's tokens and time, then the round's tokens.
+    expect(result.stdout).toMatch(/✔ finished {2}thread lines {2}\(\S+ tokens in, \S+ out, [\d.]+ s; round 1: \S+ in, \S+ out\)$/m);
   });
 
   it("start while RUNNING is ignored with a message; add while IDLE starts the loop", async () => {

@@ -67,10 +67,23 @@ describe("humanRenderer", () => {
       { type: "node_finished", threadId: "t.loop", node: "c", durationMs: 1, usage: { inputTokens: 11_300, outputTokens: 1150 } },
     ]);
     expect(sink.usage()).toEqual({ inputTokens: 12_300, outputTokens: 1200 });
-    expect(describeTotals(sink.usage(), 8400)).toBe("12.3k tokens in, 1.2k out, 8.4 s");
-    expect(describeTotals(undefined, 500)).toBe("0.5 s");
+    expect(describeTotals({ usage: sink.usage(), elapsedMs: 8400 })).toBe("12.3k tokens in, 1.2k out, 8.4 s");
+    expect(describeTotals({ elapsedMs: 500 })).toBe("0.5 s");
     expect(render([]).sink.usage()).toBeUndefined();
     expect([formatTokens(950), formatTokens(2_500_000)]).toEqual(["950", "2.5M"]);
+  });
+
+  it("adds each loop round's tokens, from round_finished events, to the end line: the last ten when there are more", () => {
+    const round = (n: number, inputTokens: number, outputTokens: number) =>
+      ({ type: "round_finished", threadId: "t.loop", node: "looper", round: n, usage: { inputTokens, outputTokens } }) as const;
+    const { sink, text } = render([round(1, 10_000, 1000), round(2, 2300, 200)]);
+    expect(text).toBe("");
+    expect(sink.rounds()).toEqual([{ round: 1, usage: { inputTokens: 10_000, outputTokens: 1000 } }, { round: 2, usage: { inputTokens: 2300, outputTokens: 200 } }]);
+    expect(describeTotals({ usage: { inputTokens: 12_300, outputTokens: 1200 }, rounds: sink.rounds(), elapsedMs: 8400 })).toBe(
+      "12.3k tokens in, 1.2k out, 8.4 s; round 1: 10.0k in, 1.0k out · round 2: 2.3k in, 200 out",
+    );
+    const many = render(Array.from({ length: 12 }, (_, i) => round(i + 1, 100, 10))).sink.rounds();
+    expect(describeTotals({ rounds: many, elapsedMs: 1000 })).toMatch(/^1\.0 s; … round 3: 100 in, 10 out · .* · round 12: 100 in, 10 out$/);
   });
 
   it("shows a tool result whole up to five lines, a shell's output as its last lines, a failed call named, all printable", () => {

@@ -4,6 +4,8 @@ import { checkpointState, listThreads, threadHistory, type CheckpointSummary, ty
 import { asSeen } from "../runs/thread-registry.js";
 import { exportScriptCommand } from "./export-script-command.js";
 import { printable, printableJson } from "./terminal-text.js";
+import type { RoundTokens } from "./render.js";
+import type { TokenUsage } from "../state/graph-state.js";
 import type { GlobalOptions } from "./run-commands.js";
 
 export interface InspectCommandOptions extends GlobalOptions {
@@ -92,14 +94,31 @@ function renderHistoryRow(
   ];
 }
 
-/** The tokens of the run that led to the newest checkpoint: its lineage, forks left out. */
-function headTokens(history: ThreadHistory, byId: ReadonlyMap<string, CheckpointSummary>): { inputTokens: number; outputTokens: number } {
-  const total = { inputTokens: 0, outputTokens: 0 };
+/** The checkpoints of the run that led to the newest one, oldest first: its lineage, forks left out. */
+function headLineage(history: ThreadHistory, byId: ReadonlyMap<string, CheckpointSummary>): CheckpointSummary[] {
+  const lineage: CheckpointSummary[] = [];
   for (let at = history.head === undefined ? undefined : byId.get(history.head); at; at = at.parentId === undefined ? undefined : byId.get(at.parentId)) {
-    total.inputTokens += at.tokens.inputTokens;
-    total.outputTokens += at.tokens.outputTokens;
+    lineage.push(at);
   }
-  return total;
+  return lineage.reverse();
+}
+
+/**
+ * The tokens of the run that led to the newest checkpoint, and each loop round's: consecutive
+ * checkpoints of one round form it (a loop started again counts its rounds from 1 again).
+ */
+function headTokens(lineage: readonly CheckpointSummary[]): { usage: TokenUsage; rounds: RoundTokens[] } {
+  const usage = { inputTokens: 0, outputTokens: 0 };
+  const rounds: RoundTokens[] = [];
+  for (const checkpoint of lineage) {
+    usage.inputTokens += checkpoint.tokens.inputTokens;
+    usage.outputTokens += checkpoint.tokens.outputTokens;
+    if (checkpoint.round === undefined) continue;
+    if (rounds.at(-1)?.round !== checkpoint.round) rounds.push({ round: checkpoint.round, usage: { inputTokens: 0, outputTokens: 0 } });
+    rounds.at(-1)!.usage.inputTokens += checkpoint.tokens.inputTokens;
+    rounds.at(-1)!.usage.outputTokens += checkpoint.tokens.outputTokens;
+  }
+  return { usage, rounds };
 }
 
 /** The checkpoints in tree order (forks indented under the checkpoint they start from), with their list index. */
@@ -152,8 +171,9 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     print(pc.dim(`${history.branches.length} branches (forks of \`replay --from\`); resume continues the newest, branch ${newest}`));
   }
   const byId = new Map(history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
-  const tokens = headTokens(history, byId);
+  const { usage: tokens, rounds } = headTokens(headLineage(history, byId));
   print(pc.dim(`tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${options.diff ? "" : "; --diff shows each step's state changes"})`));
+  if (rounds.length > 0) print(pc.dim(`rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`));
   const ordered = inTreeOrder(history);
   const header = ["#", "STEP", "NODE", "WHAT IT DID", "TOKENS", "TIME", "STATUS", "CHECKPOINT"];
   const rows = table([header, ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked, byId))]).split("\n");

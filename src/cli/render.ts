@@ -22,10 +22,32 @@ export function formatTokens(count: number): string {
   return `${(count / 1_000_000).toFixed(1)}M`;
 }
 
-/** The end line's totals: `12.3k tokens in, 1.2k out, 8.4 s` (without tokens when no node reported usage). */
-export function describeTotals(usage: TokenUsage | undefined, elapsedMs: number): string {
+/** The tokens one Looper round used (a `round_finished` event). */
+export interface RoundTokens {
+  round: number;
+  usage: TokenUsage;
+}
+
+/** What a command's runs cost, for its end line: the tokens its nodes reported (all threads), each loop round's, and the wall time. */
+export interface RunTotals {
+  usage?: TokenUsage;
+  rounds?: readonly RoundTokens[];
+  elapsedMs: number;
+}
+
+/** The most rounds the end line lists one by one (the last ones). */
+const ROUNDS_SHOWN = 10;
+
+/**
+ * The end line's totals: `12.3k tokens in, 1.2k out, 8.4 s` (without tokens when no node reported
+ * usage), then each loop round's tokens: `; round 1: 10.0k in, 1.0k out · round 2: 2.3k in, 200 out`.
+ */
+export function describeTotals({ usage, rounds = [], elapsedMs }: RunTotals): string {
   const time = `${(elapsedMs / 1000).toFixed(1)} s`;
-  return usage ? `${formatTokens(usage.inputTokens)} tokens in, ${formatTokens(usage.outputTokens)} out, ${time}` : time;
+  const total = usage ? `${formatTokens(usage.inputTokens)} tokens in, ${formatTokens(usage.outputTokens)} out, ${time}` : time;
+  if (rounds.length === 0) return total;
+  const shown = rounds.slice(-ROUNDS_SHOWN).map(({ round, usage: used }) => `round ${round}: ${formatTokens(used.inputTokens)} in, ${formatTokens(used.outputTokens)} out`);
+  return `${total}; ${rounds.length > ROUNDS_SHOWN ? "… " : ""}${shown.join(" · ")}`;
 }
 
 /** Lines of a tool result shown: a shell command's last ones (its output ends with what matters), other tools' first ones. */
@@ -62,6 +84,8 @@ export interface HumanRendererOptions {
 export interface HumanRenderer extends EventSink {
   /** Tokens of every node_finished seen (all threads), undefined when none reported usage. */
   usage(): TokenUsage | undefined;
+  /** The Looper rounds that ended (all threads), in order, with their tokens. */
+  rounds(): readonly RoundTokens[];
   /** Clears the spinner and keeps it off until `resumeSpinner` (a prompt is being shown). */
   pauseSpinner(): void;
   resumeSpinner(): void;
@@ -84,6 +108,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
   let lastThread: string | undefined;
   let streaming: string | undefined;
   let usage: TokenUsage | undefined;
+  const rounds: RoundTokens[] = [];
 
   // The spinner: one line redrawn in place while some node works, cleared before any output.
   let spinnerShown = false;
@@ -239,6 +264,9 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
       case "warning":
         line(event.threadId, `${pc.yellow("⚠")} ${printable(event.message)}`, false);
         break;
+      case "round_finished":
+        rounds.push({ round: event.round, usage: event.usage });
+        break;
       case "run_finished": {
         const view = viewOf(event.threadId);
         view.node = undefined;
@@ -250,6 +278,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
   };
   return Object.assign(render, {
     usage: () => usage,
+    rounds: () => rounds,
     pauseSpinner: () => {
       clearSpinner();
       spinnerPaused = true;

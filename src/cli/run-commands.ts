@@ -4,11 +4,10 @@ import { CancelledError, ConfigError, ExitCode } from "../errors.js";
 import type { EventSink } from "../runtime/events.js";
 import { resumeRun, runGraph } from "../engine/runner.js";
 import { promptForApproval } from "./approval-prompt.js";
-import { describeTotals, humanRenderer, jsonRenderer } from "./render.js";
+import { describeTotals, humanRenderer, jsonRenderer, type RunTotals } from "./render.js";
 import { printable } from "./terminal-text.js";
 import type { ApprovalMode } from "../state/thread.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
-import type { TokenUsage } from "../state/graph-state.js";
 import { type CommonRunOptions, type RunOutcome } from "../engine/run-types.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
 
@@ -92,17 +91,11 @@ function resumeHint(threadId: string, db: string | undefined): string {
   return `loopgraph resume ${threadId}${db ? ` --db ${JSON.stringify(db)}` : ""}`;
 }
 
-/** What a command's runs cost, for its end line: the tokens its nodes reported (all threads), and the wall time. */
-export interface RunTotals {
-  usage?: TokenUsage;
-  elapsedMs: number;
-}
-
 /** The run's outcome for a person, its reason on the last line, with how to go on; `totals` follow the thread's id. */
 function report(outcome: RunOutcome, db: string | undefined, json: boolean, totals?: RunTotals): void {
   if (json) return;
   const resume = resumeHint(outcome.threadId, db);
-  const thread = `thread ${outcome.threadId}${totals ? `  (${describeTotals(totals.usage, totals.elapsedMs)})` : ""}`;
+  const thread = `thread ${outcome.threadId}${totals ? `  (${describeTotals(totals)})` : ""}`;
   const reason = outcome.error ? `: ${printable(outcome.error)}` : "";
   switch (outcome.status) {
     case "finished":
@@ -159,7 +152,7 @@ export async function withRunUi(json: boolean, db: string | undefined, run: (ui:
   try {
     const outcome = await run({ onEvent, askApproval, control, signal });
     human?.close();
-    report(outcome, db, json, { usage: human?.usage(), elapsedMs: Date.now() - started });
+    report(outcome, db, json, { usage: human?.usage(), rounds: human?.rounds(), elapsedMs: Date.now() - started });
     return outcome.exitCode;
   } finally {
     human?.close();

@@ -35,6 +35,8 @@ export interface CheckpointSummary {
   nodes: string[];
   createdAt: string;
   tokens: TokenUsage;
+  /** The Looper's round in the state this checkpoint holds (threads with a loop). */
+  round?: number;
   status: "input" | "done" | "error";
   changes: StateChange[];
 }
@@ -151,6 +153,7 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
     tokens.outputTokens += usage.outputTokens - (usageBefore[node]?.outputTokens ?? 0);
   }
   const failed = (tuple.pendingWrites ?? []).some(([, channel]) => channel === "__error__");
+  const round = (current.loopState as { context?: { round?: unknown } } | undefined)?.context?.round;
   return {
     checkpointId: tuple.checkpoint.id,
     parentId: parentIdOf(tuple),
@@ -159,6 +162,7 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
     nodes: checkpointNodes(tuple, nodesRun(previous, current)),
     createdAt: tuple.checkpoint.ts,
     tokens,
+    ...(typeof round === "number" && round > 0 ? { round } : {}),
     status: failed ? "error" : step < 0 ? "input" : "done",
     changes: diff(previous, current).map((change) => ({
       path: change.path.join("."),

@@ -26,6 +26,8 @@ export type RunEvent =
   /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
   | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
+  /** A Looper's round ended (the Judge decided, or the loop was stopped): the tokens its nodes used in it. */
+  | { type: "round_finished"; threadId: string; node: string; round: number; usage: TokenUsage }
   /** `outcome` repeats `status`; `reason` says why a run did not finish (failed, limited, interrupted by a stop). */
   | { type: "run_finished"; threadId: string; status: RunStatus; outcome: RunStatus; exitCode: number; reason?: string }
   | { type: "error"; threadId: string; node?: string; message: string }

@@ -9,6 +9,16 @@ export interface TokenUsage {
   outputTokens: number;
 }
 
+/** The tokens of every node of a state's `usage` channel, summed. */
+export function totalUsage(usage: Readonly<Record<string, TokenUsage>>): TokenUsage {
+  const total: TokenUsage = { inputTokens: 0, outputTokens: 0 };
+  for (const node of Object.values(usage)) {
+    total.inputTokens += node.inputTokens;
+    total.outputTokens += node.outputTokens;
+  }
+  return total;
+}
+
 /**
  * Every reducer here is an idempotent merge (keyed overwrite, union, or merge-by-id), so a
  * subgraph that hands back its whole state, or a replayed write, never double-counts.

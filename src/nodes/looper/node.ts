@@ -6,7 +6,7 @@ import { applyLooperEvent, commandToEvent, initialLooperSnapshot, isRunning, ROU
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
 import { briefTask } from "../judge/next-task.js";
-import type { GraphStateValue } from "../../state/graph-state.js";
+import { totalUsage, type GraphStateValue, type TokenUsage } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
 import type { RunEnding } from "../../runtime/node-kind.js";
 import type { LooperNodeDefinition } from "./definition.js";
@@ -22,6 +22,8 @@ export interface LooperOutput {
   /** The phase node dispatched last, and how many times it had run then: its outcome is due when that count rises. */
   dispatched?: { node: string; visits: number };
   endReason?: string;
+  /** The thread's token total (all nodes) when the current (or last) round began: the round's own tokens are counted from it. */
+  roundStartUsage?: TokenUsage;
 }
 
 export const AUTO_PREFIX = "[AUTO]";
@@ -78,6 +80,16 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     }
 
     const subState = subStateOf(snapshot);
+    const previous = state.outputs[def.id] as LooperOutput | undefined;
+    const usedSoFar = totalUsage(state.usage);
+    // A round that was running is over: the loop ended, or the next round began.
+    const before = state.loopState;
+    const start = before && isRunning(before) && (!subState || roundTask !== undefined) ? previous?.roundStartUsage : undefined;
+    const finished = start && {
+      round: before!.context.round,
+      usage: { inputTokens: usedSoFar.inputTokens - start.inputTokens, outputTokens: usedSoFar.outputTokens - start.outputTokens },
+    };
+    const roundStartUsage = roundTask !== undefined ? usedSoFar : previous?.roundStartUsage;
     const update: NodeUpdate = { loopState: snapshot };
     if (commands.length > 0) update.inboxCursor = commands.at(-1)!.id;
     if (subState === "WAITING_CODER" && roundTask !== undefined) {
@@ -97,6 +109,7 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       maxRounds: snapshot.context.maxRounds,
       ...(subState ? { dispatched: { node: next, visits: state.visits[next] ?? 0 } } : {}),
       ...(snapshot.context.endReason ? { endReason: snapshot.context.endReason } : {}),
+      ...(roundStartUsage ? { roundStartUsage } : {}),
     };
     update.outputs = { [def.id]: output };
     const entries = log.map(autoEntry);
@@ -104,6 +117,7 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       (content, index) => new AIMessage({ id: `${def.id}-${(state.visits[def.id] ?? 0) + 1}-${index}`, name: def.id, content }),
     );
     for (const content of entries) ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content });
+    if (finished) ctx.emit({ type: "round_finished", threadId: ctx.threadId, node: def.id, ...finished });
     return update;
   };
 }
