@@ -20,6 +20,7 @@ const E2E = [
   "tests/monitor.scenarios.e2e.test.ts",
   "tests/mediator.route.e2e.test.ts",
   "tests/recording.security.test.ts",
+  "tests/progress.e2e.test.ts",
   "tests/replay.e2e.test.ts",
   "tests/run.outcomes.test.ts",
   "tests/replay.fork.test.ts",
