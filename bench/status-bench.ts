@@ -1,48 +1,23 @@
 /**
- * How long `loopgraph status <thread>` takes from another process (issue 4: within 1 s, no model
- * call), against a bare `node -e ""` start measured in the same run.
+ * How long `loopgraph status <thread>` takes from another process, against a bare `node -e ""`
+ * start measured in the same run: on a 2-round loop thread and on a long one (60 rounds; 329
+ * with --full, about 5,000 checkpoints). Target: ≤ 3× node, flat in the thread's length.
  */
-import { spawnSync } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
-import { performance } from "node:perf_hooks";
-import { runGraph } from "../src/index.js";
-
-const RUNS = 7;
-const root = fileURLToPath(new URL("../..", import.meta.url));
-const cli = join(root, "dist/src/cli/main.js");
-
-function medianMs(command: string[]): number {
-  const times: number[] = [];
-  for (let i = 0; i < RUNS; i++) {
-    const started = performance.now();
-    const result = spawnSync(process.execPath, command, { encoding: "utf8" });
-    if (result.status !== 0) throw new Error(`${command.join(" ")} failed: ${result.stderr}`);
-    times.push(performance.now() - started);
-  }
-  return times.sort((a, b) => a - b)[Math.floor(RUNS / 2)]!;
-}
+import { CLI, FULL, medianNodeMs, nodeStartMs, report } from "./lib.js";
+import { loopThread } from "./fixtures.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-status-bench-"));
 try {
-  const db = join(dir, "bench.db");
-  const outcome = await runGraph({
-    graph: "coder-review",
-    task: "write add() in app.js",
-    workspace: dir,
-    db,
-    approval: "auto",
-    model: `scripted:${join(root, "examples/coder-review.script.yaml")}`,
-    env: {},
-  });
-  if (outcome.status !== "finished") throw new Error(`setup run ${outcome.status}: ${outcome.error ?? ""}`);
-  const baseline = medianMs(["-e", ""]);
-  const status = medianMs([cli, "status", outcome.threadId, "--db", db]);
-  console.log(`node -e ""               ${baseline.toFixed(0)} ms (median of ${RUNS})`);
-  console.log(`loopgraph status         ${status.toFixed(0)} ms (median of ${RUNS}), target < 1000 ms`);
-  console.log(`status-bench: status_ms=${status.toFixed(0)} node_start_ms=${baseline.toFixed(0)} ratio=${(status / baseline).toFixed(2)}`);
+  const short = await loopThread(join(dir, "short"), 2);
+  const long = await loopThread(join(dir, "long"), FULL ? 329 : 60);
+  const anchor = nodeStartMs();
+  for (const thread of [short, long]) {
+    const ours = medianNodeMs([CLI, "status", thread.threadId, "--db", thread.db], 7);
+    report({ name: `status_${thread.checkpoints}_checkpoints`, ours, anchor, unit: "ms", maxRatio: 3, note: "anchor: node -e \"\"" });
+  }
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

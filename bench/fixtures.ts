@@ -1,0 +1,69 @@
+/**
+ * Stores the benchmarks measure: a coder-review loop thread of N rounds, run for real through the
+ * library with the scripted model (each round: the Coder writes a file and runs a shell command,
+ * the Review's two checks find a problem, the Judge continues; the last round passes and its Judge terminates).
+ */
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { runGraph } from "../src/index.js";
+
+/** The scripted model's file for `rounds` rounds. */
+export function loopScript(rounds: number): string {
+  const lines = ["responses:"];
+  for (let round = 1; round <= rounds; round++) {
+    lines.push(
+      "  - node: coder",
+      "    tool_calls:",
+      `      - { name: write_file, args: { path: "r${round % 50}.txt", contents: "round ${round}\\n" } }`,
+      "  - node: coder",
+      "    tool_calls:",
+      `      - { name: shell, args: { command: "cat r${round % 50}.txt" } }`,
+      `  - { node: coder, content: "Round ${round}: wrote r${round % 50}.txt and checked it." }`,
+      round < rounds
+        ? `  - { node: review.specs_breakdown, content: '{"rating": "critical", "comments": ["round ${round}: the file could say more"]}' }`
+        : `  - { node: review.specs_breakdown, content: '{"rating": "normal", "comments": []}' }`,
+      `  - { node: review.task_log, content: '{"rating": "normal", "comments": []}' }`,
+      round < rounds
+        ? `  - { node: judge, content: '{"decision": "continue", "nextTask": "write round ${round + 1}"}' }`
+        : `  - { node: judge, content: '{"decision": "terminate", "reason": "all ${rounds} rounds done"}' }`,
+    );
+  }
+  return `${lines.join("\n")}\n`;
+}
+
+export interface LoopThread {
+  db: string;
+  threadId: string;
+  workspace: string;
+  /** Root checkpoints of the thread. */
+  checkpoints: number;
+}
+
+/** Runs a coder-review loop of `rounds` rounds in `dir` (a fresh workspace and store). */
+export async function loopThread(dir: string, rounds: number, threadId = `loop-${rounds}`): Promise<LoopThread> {
+  const workspace = join(dir, "ws");
+  mkdirSync(workspace, { recursive: true });
+  const script = join(dir, `loop-${rounds}.script.yaml`);
+  writeFileSync(script, loopScript(rounds));
+  const db = join(dir, "bench.db");
+  const outcome = await runGraph({
+    graph: "coder-review",
+    task: "write round 1",
+    threadId,
+    workspace,
+    db,
+    approval: "auto",
+    model: `scripted:${script}`,
+    maxRounds: rounds,
+    env: {},
+  });
+  if (outcome.status !== "finished") throw new Error(`the ${rounds}-round setup run ended ${outcome.status}: ${outcome.error ?? ""}`);
+  const sqlite = new Database(db, { readonly: true });
+  try {
+    const row = sqlite.prepare("SELECT COUNT(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ''").get(threadId) as { n: number };
+    return { db, threadId, workspace, checkpoints: row.n };
+  } finally {
+    sqlite.close();
+  }
+}

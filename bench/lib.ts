@@ -1,0 +1,83 @@
+/**
+ * What every benchmark shares: the `bench:` line format, median timings of spawned commands
+ * (the CLI against a bare `node -e ""` start, measured in the same run), and `--full`.
+ *
+ * Each row prints one line, `bench: <name> ours=… anchor=… ratio=… target=…`: `ours` is loopgraph's
+ * figure, `anchor` what it is compared with (measured side by side in the same process run),
+ * `ratio` = ours / anchor, `target` the ratio (or bound) the row must meet, and `ok=yes|no`.
+ */
+import { spawnSync, type SpawnSyncOptions } from "node:child_process";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import { performance } from "node:perf_hooks";
+
+export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
+export const CLI = join(ROOT, "dist/src/cli/main.js");
+
+/** `npm run bench -- --full`: the large sizes (5,000 checkpoints, 1000 rounds). */
+export const FULL = process.argv.includes("--full") || process.env.LOOPGRAPH_BENCH_FULL === "1";
+
+export interface Row {
+  name: string;
+  ours: number;
+  anchor: number;
+  /** Units of ours and anchor, printed after each: "ms", "MB", "B". */
+  unit: string;
+  /** The most ours / anchor may be. */
+  maxRatio?: number;
+  /** Absolute bounds on ours, in its unit (e.g. inspect ≤ 2000 ms). */
+  maxOurs?: number;
+  /** Free text added to the line (sizes, notes). */
+  note?: string;
+}
+
+const figure = (value: number, unit: string): string => `${value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2)}${unit}`;
+
+/** Prints one row's `bench:` line; returns whether it met its target. */
+export function report(row: Row): boolean {
+  const ratio = row.ours / row.anchor;
+  const targets = [row.maxRatio !== undefined ? `≤${row.maxRatio}×` : undefined, row.maxOurs !== undefined ? `≤${figure(row.maxOurs, row.unit)}` : undefined].filter(Boolean);
+  const ok = (row.maxRatio === undefined || ratio <= row.maxRatio) && (row.maxOurs === undefined || row.ours <= row.maxOurs);
+  console.log(
+    `bench: ${row.name} ours=${figure(row.ours, row.unit)} anchor=${figure(row.anchor, row.unit)} ratio=${ratio.toFixed(ratio < 0.1 ? 4 : 2)} target=${targets.join(",") || "-"} ok=${ok ? "yes" : "no"}${row.note ? ` (${row.note})` : ""}`,
+  );
+  return ok;
+}
+
+/** The median of `runs` timings of `fn`, in milliseconds. */
+export function medianOf(runs: number, fn: () => void): number {
+  const times: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const started = performance.now();
+    fn();
+    times.push(performance.now() - started);
+  }
+  return times.sort((a, b) => a - b)[Math.floor(runs / 2)]!;
+}
+
+/** Runs `node <args>` to its end; throws with its stderr when it fails. */
+export function node(args: string[], options: SpawnSyncOptions = {}): string {
+  const result = spawnSync(process.execPath, args, { encoding: "utf8", maxBuffer: 1 << 30, ...options });
+  if (result.status !== 0) throw new Error(`node ${args.join(" ")} failed (${result.status}): ${String(result.stderr).slice(-2000)}`);
+  return String(result.stdout);
+}
+
+/** Median wall time of `node <args>` over `runs` runs, in milliseconds. */
+export function medianNodeMs(args: string[], runs = 5): number {
+  return medianOf(runs, () => void node(args));
+}
+
+/** Median wall time of a bare `node -e ""`: the anchor of every CLI row. */
+export function nodeStartMs(runs = 7): number {
+  return medianNodeMs(["-e", ""], runs);
+}
+
+/** Peak RSS of `node <args>` in MB (from /usr/bin/time), with its wall time in ms. */
+export function measureNode(args: string[]): { ms: number; rssMb: number } {
+  const started = performance.now();
+  const result = spawnSync("/usr/bin/time", ["-f", "%M", process.execPath, ...args], { encoding: "utf8", maxBuffer: 1 << 30 });
+  const ms = performance.now() - started;
+  if (result.status !== 0) throw new Error(`node ${args.join(" ")} failed (${result.status}): ${result.stderr.slice(-2000)}`);
+  const kb = Number(result.stderr.trim().split("\n").at(-1));
+  return { ms, rssMb: kb / 1024 };
+}
