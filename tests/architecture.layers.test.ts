@@ -38,12 +38,12 @@ describe("the source's layers", () => {
 
   it("reports a cycle between two files of one folder, and between two folders of one layer", () => {
     const src = copyOfSource();
-    prepend(join(src, "runs/store.ts"), 'export type { Inbox as Again } from "./inbox.js";');
-    prepend(join(src, "runs/inbox.ts"), 'import type { Store } from "./store.js";');
+    prepend(join(src, "runs/snapshot-log.ts"), 'export type { Inbox as Again } from "./inbox.js";');
+    prepend(join(src, "runs/inbox.ts"), 'import type { SnapshotLog } from "./snapshot-log.js";');
     prepend(join(src, "tools/registry.ts"), 'import "../policy/index.js";');
     const report = checkLayers(src);
     expect(report.upward).toEqual([]);
-    expect(report.cycles).toContainEqual(["runs/inbox.ts", "runs/store.ts"]);
+    expect(report.cycles).toContainEqual(["runs/inbox.ts", "runs/snapshot-log.ts"]);
     expect(report.cycles).toContainEqual(expect.arrayContaining(["policy", "tools"]));
   });
 

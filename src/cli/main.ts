@@ -10,6 +10,7 @@ const commands = {
   inspect: () => import("./inspect-command.js"),
   graphs: () => import("./graphs-command.js"),
   thread: () => import("./thread-commands.js"),
+  status: () => import("./status-command.js"),
   chat: () => import("./chat-command.js"),
   rewind: () => import("./rewind-command.js"),
   replay: () => import("./replay-command.js"),
@@ -107,7 +108,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .command("status <thread>")
     .description("the Looper status block of a thread (no model call)")
     .option("--json", "print JSON")
-    .action(async (thread: string, options) => setExitCode(await (await commands.thread()).statusCommand(thread, withGlobals(options))));
+    .action(async (thread: string, options) => setExitCode(await (await commands.status()).statusCommand(thread, withGlobals(options))));
 
   program
     .command("inspect [thread]")

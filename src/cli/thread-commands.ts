@@ -1,5 +1,6 @@
 import pc from "picocolors";
-import { looperStatus, NOTHING_TO_STOP, sendCommand } from "../engine/commands.js";
+import { NOTHING_TO_STOP, sendCommand } from "../engine/commands.js";
+import { statusCommand } from "./status-command.js";
 import type { GlobalOptions } from "./run-commands.js";
 
 export async function sendCommandCli(threadId: string, words: string[], options: GlobalOptions): Promise<number> {
@@ -22,11 +23,5 @@ export async function sendCommandCli(threadId: string, words: string[], options:
   } else if (sent.threadStatus !== "running") {
     process.stdout.write(pc.dim(`the thread is ${sent.threadStatus}: it takes the command when it continues (loopgraph resume ${sent.threadId}${db})\n`));
   }
-  return 0;
-}
-
-export async function statusCommand(threadId: string, options: GlobalOptions & { json?: boolean }): Promise<number> {
-  const status = await looperStatus(threadId, { db: options.db });
-  process.stdout.write(options.json ? `${JSON.stringify(status.json)}\n` : `${status.text}\n`);
   return 0;
 }

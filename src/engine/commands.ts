@@ -1,11 +1,14 @@
 import { ConfigError } from "../errors.js";
 import { loadGraph } from "../graph/load.js";
-import { formatStatus, initialLooperSnapshot, isRunning, parseLooperCommand, statusJson } from "../nodes/looper/index.js";
+import { isRunning, parseLooperCommand } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
 import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
+import { commandTarget, loopThreadOf } from "./status.js";
+
+export { looperStatus, loopThreadOf, type LooperStatus } from "./status.js";
 
 export interface SentCommand {
   kind: "command";
@@ -30,20 +33,6 @@ export interface SentMessage {
   kind: "message";
   threadId: string;
   id: number;
-}
-
-export interface LooperStatus {
-  text: string;
-  json: ReturnType<typeof statusJson> & { threadId: string; threadStatus: ThreadRecord["status"] };
-}
-
-/** The thread a Mediator thread's loop runs in. */
-export const loopThreadOf = (mediatorThreadId: string): string => `${mediatorThreadId}.loop`;
-
-/** Where commands for a thread go: a Mediator thread's (chat's) commands go to the loop it started. */
-function commandTarget(store: Store, threadId: string): ThreadRecord {
-  const thread = requireThread(store, threadId);
-  return asSeen(store.threads.get(loopThreadOf(threadId)) ?? thread);
 }
 
 /** Whether a thread runs a graph with a mediator node (a chat's thread, or `run monitor`'s). */
@@ -99,30 +88,6 @@ async function loopMayRun(store: Store, thread: ThreadRecord): Promise<boolean> 
   const { loopState, inboxCursor = 0 } = (await latestValues(store, thread.threadId)) as { loopState?: LooperSnapshot; inboxCursor?: number };
   if (loopState ? isRunning(loopState) : thread.status === "running") return true;
   return store.inbox.after(thread.threadId, inboxCursor).some((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
-}
-
-/** The Looper status block of a thread, read from its store: no model call, whether it runs or not. */
-export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
-  return withStore(options, "read", async (store) => {
-    const thread = commandTarget(store, threadId);
-    // A chat whose loop is not started yet: tasks sent to it (`send <chat> "start: …"`) wait in the loop's inbox.
-    const waiting = thread.threadId === threadId ? store.inbox.after(loopThreadOf(threadId), 0) : [];
-    threadId = thread.threadId;
-    const { loopState, inboxCursor: cursor = 0, task = "" } = (await latestValues(store, threadId)) as {
-      loopState?: LooperSnapshot;
-      inboxCursor?: number;
-      task?: string;
-    };
-    const queued = [...waiting, ...store.inbox.after(threadId, cursor)].flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
-    // A stop accepted and not yet consumed: the loop is stopping (its Coder ends at its next step).
-    const stopping = store.inbox.after(threadId, cursor).some((entry) => entry.command.command === "stop");
-    const snapshot = loopState ?? initialLooperSnapshot();
-    const gone = thread.goneOwner === undefined ? "" : `\n(interrupted: process ${thread.goneOwner}, which ran it, is gone; \`loopgraph resume ${threadId}\` continues it)`;
-    return {
-      text: formatStatus(snapshot, { queued, task, stopping }) + gone,
-      json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued, task, stopping }) },
-    };
-  });
 }
 
 /** Free text sent to a Mediator thread and not answered yet (after the cursor of its latest checkpoint). */

@@ -1,20 +1,25 @@
-import { accessSync, constants, mkdirSync, statSync, type Stats } from "node:fs";
-import { basename, dirname, resolve } from "node:path";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
-import Database from "better-sqlite3";
-import { busyTimeoutMs, SqliteCheckpointSaver } from "../checkpoint/index.js";
-import { ConfigError } from "../errors.js";
-import { Inbox } from "./inbox.js";
+import { SqliteCheckpointSaver } from "../checkpoint/index.js";
+import { openTables, storeError, using, type StoreAccess, type StoreOptions, type StoreTables } from "./database.js";
 import { SnapshotLog } from "./snapshot-log.js";
-import { ensureStateDir, STATE_DIR } from "./state-dir.js";
-import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 import { Recordings } from "./recordings.js";
 import { redactingSerializer, secretValues } from "./redact.js";
-import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
+
+export {
+  isStoreLocked,
+  lockedBeyondTimeout,
+  requireThread,
+  resolveDbPath,
+  storeError,
+  StoreLockedError,
+  withTables,
+  type StoreAccess,
+  type StoreOptions,
+  type StoreTables,
+} from "./database.js";
 
 /** The run store: checkpoints and the thread registry, in one SQLite file. */
-export interface Store {
-  path: string;
+export interface Store extends StoreTables {
   /**
    * The values of the secrets in the environment the store was opened with (model keys are named
    * like secrets, …_API_KEY, so the name rules find them): redacted from everything written.
@@ -23,211 +28,25 @@ export interface Store {
   saver: SqliteCheckpointSaver;
   /** Model outputs and effect results of runs, for recorded replay and --export-script. */
   recordings: Recordings;
-  threads: ThreadRegistry;
-  inbox: Inbox;
   /** Workspace snapshots around the Coder's file-changing tool steps. */
   snapshots: SnapshotLog;
-  close(): void;
 }
-
-/** `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. */
-export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
-  return resolve(cwd, db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db");
-}
-
-/** Where the store is: `--db`, the environment (LOOPGRAPH_DB) and the directory it is resolved from. */
-export interface StoreOptions {
-  db?: string;
-  cwd?: string;
-  env?: NodeJS.ProcessEnv;
-}
-
-/**
- * How a command uses the store:
- * - `read`: opened read-only; nothing is created or changed (a missing store is an error);
- * - `write`: the store must exist (a thread is needed anyway); it is migrated and written;
- * - `create`: like `write`, but a missing store is created (with its `.loopgraph` folder).
- */
-export type StoreAccess = "read" | "write" | "create";
 
 export function openStore(options: StoreOptions, access: StoreAccess): Store {
-  const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
-  const db = openDatabase(path, access, options.env ?? process.env);
+  const tables = openTables(options, access);
   try {
     const secrets = secretValues(options.env ?? process.env, []);
-    const saver = new SqliteCheckpointSaver(db, redactingSerializer(new JsonPlusSerializer(), secrets), { prepare: false });
-    const threads = new ThreadRegistry(db);
-    return {
-      path,
-      secrets,
-      saver,
-      recordings: new Recordings(db),
-      threads,
-      inbox: new Inbox(db),
-      snapshots: new SnapshotLog(db),
-      close: () => {
-        threads.close();
-        db.close();
-      },
-    };
+    const saver = new SqliteCheckpointSaver(tables.db, redactingSerializer(new JsonPlusSerializer(), secrets), { prepare: false });
+    return { ...tables, secrets, saver, recordings: new Recordings(tables.db), snapshots: new SnapshotLog(tables.db) };
   } catch (error) {
-    db.close();
-    throw storeError(path, error);
+    tables.close();
+    throw storeError(tables.path, error);
   }
 }
 
 /** Opens the store for one piece of work and closes it afterwards, whatever happens. */
-export async function withStore<T>(options: StoreOptions, access: StoreAccess, use: (store: Store) => Promise<T>): Promise<T> {
-  const store = openStore(options, access);
-  try {
-    return await use(store);
-  } catch (error) {
-    throw storeError(store.path, error);
-  } finally {
-    store.close();
-  }
-}
-
-/**
- * Opens the SQLite file of a store, checked: it is a file, a SQLite database, loopgraph's (or
- * empty), of a schema version this loopgraph understands. A writer switches it to WAL and
- * migrates it; a reader changes nothing, and reads an older store through a migrated copy in
- * memory.
- */
-function openDatabase(path: string, access: StoreAccess, env: NodeJS.ProcessEnv): Database.Database {
-  const file = statOrUndefined(path);
-  if (file?.isDirectory()) throw new ConfigError(`${path} is a directory, not a store: give the store's file with --db`);
-  if (!file) {
-    if (access !== "create") throw new ConfigError(`no store at ${path}: run a graph first, or give the store with --db (or LOOPGRAPH_DB)`);
-    try {
-      if (basename(dirname(path)) === STATE_DIR) ensureStateDir(dirname(path));
-      else mkdirSync(dirname(path), { recursive: true });
-    } catch (error) {
-      throw new ConfigError(`cannot create the store ${path}: ${(error as Error).message}`);
-    }
-  } else if (access !== "read" && !writable(path)) {
-    throw readOnly(path);
-  }
-  let db: Database.Database | undefined;
-  try {
-    db = new Database(path, { readonly: access === "read", fileMustExist: access !== "create" });
-    db.pragma(`busy_timeout = ${busyTimeoutMs(env)}`);
-    checkSchema(path, db);
-    if (access === "read") {
-      if (schemaVersion(db) === STORE_VERSION) return db;
-      const copy = new Database(db.serialize());
-      db.close();
-      db = copy;
-      migrate(copy);
-      return copy;
-    }
-    db.pragma("journal_mode = WAL");
-    const database = db;
-    database
-      .transaction(() => {
-        checkSchema(path, database);
-        migrate(database);
-      })
-      .immediate();
-    return db;
-  } catch (error) {
-    db?.close();
-    throw storeError(path, error);
-  }
-}
-
-function checkSchema(path: string, db: Database.Database): void {
-  const { ours, others } = schemaObjects(db);
-  if (ours === 0 && others.length > 0) {
-    throw new ConfigError(`${path} is not a loopgraph store (it has other tables): give the store's file with --db (or LOOPGRAPH_DB)`);
-  }
-  const version = schemaVersion(db);
-  if (version > STORE_VERSION) {
-    throw new ConfigError(`${path} has store schema version ${version}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`);
-  }
-}
-
-/**
- * The one-line error (exit 2) for a SQLite failure of the store at `path`, saying what to do;
- * other errors as they are.
- */
-export function storeError(path: string, error: unknown): unknown {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (error instanceof ConfigError || typeof code !== "string" || !code.startsWith("SQLITE_")) return error;
-  if (code === "SQLITE_NOTADB") return new ConfigError(`${path} is not a SQLite database: give the store's file with --db (or LOOPGRAPH_DB)`);
-  if (code.startsWith("SQLITE_CORRUPT")) {
-    return new ConfigError(`${path} is damaged (malformed database): restore it from a backup, or move it away to start a new store`);
-  }
-  if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
-  if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path)}: try again once it is done`);
-  if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_IOERR")) {
-    return new ConfigError(`${path} cannot be opened or read (${(error as Error).message}): check the file and its folder`);
-  }
-  return error;
-}
-
-/**
- * The store stayed locked by another program beyond the busy timeout (exit 2 outside a run; a run
- * that meets it stops, interrupted: see `Thread.execute`).
- */
-export class StoreLockedError extends ConfigError {
-  constructor(
-    readonly path: string,
-    message: string,
-  ) {
-    super(message);
-    this.name = "StoreLockedError";
-  }
-}
-
-const isLockCode = (code: string): boolean => code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
-
-/** `PATH is locked by another program (waited N s)`: the start of every message about a lock. */
-export function lockedBeyondTimeout(path: string, env: NodeJS.ProcessEnv = process.env): string {
-  return `${path} is locked by another program (waited ${busyTimeoutMs(env) / 1000} s)`;
-}
-
-/**
- * Whether `error` (or an error it wraps, as `cause`) is a store lock held beyond the busy timeout:
- * SQLITE_BUSY or SQLITE_LOCKED from SQLite, or the StoreLockedError made of one.
- */
-export function isStoreLocked(error: unknown): boolean {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 10; depth++) {
-    if (current instanceof StoreLockedError) return true;
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && isLockCode(code)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
-}
-
-function readOnly(path: string): ConfigError {
-  return new ConfigError(`${path} is read-only: make it (and its folder) writable, or give another store with --db`);
-}
-
-function writable(path: string): boolean {
-  try {
-    accessSync(path, constants.W_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
-function statOrUndefined(path: string): Stats | undefined {
-  try {
-    return statSync(path);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code === "ENOENT" || (error as NodeJS.ErrnoException).code === "ENOTDIR") return undefined;
-    throw error;
-  }
-}
-
-/** The thread's record, or a one-line error (exit 2) saying how to list the threads. */
-export function requireThread(store: Store, threadId: string): ThreadRecord {
-  const thread = store.threads.get(threadId);
-  if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
-  return thread;
+export function withStore<T>(options: StoreOptions, access: StoreAccess, use: (store: Store) => Promise<T>): Promise<T> {
+  return using(openStore(options, access), use);
 }
 
 /** The channel values of the thread's latest root checkpoint (empty before its first one). */

@@ -1,0 +1,37 @@
+import type Database from "better-sqlite3";
+
+/**
+ * A narrow read of the saver's tables, for commands that need a few small channels of a thread's
+ * latest root checkpoint (`status`: `loopState`, `inboxCursor`, `task`) and must answer fast: plain
+ * SQL and `JSON.parse`, no serializer and no LangChain module. Only channels stored as one plain
+ * JSON value can be read so; any other (a list's history, a serializer's own type) throws: read
+ * it through the saver.
+ */
+export function latestPlainChannels(db: Database.Database, threadId: string, channels: readonly string[]): Record<string, unknown> {
+  return db
+    .transaction(() => {
+      const row = db
+        .prepare<[string], { channel_versions: string }>(
+          `SELECT channel_versions FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`,
+        )
+        .get(threadId);
+      if (!row) return {};
+      const versions = JSON.parse(row.channel_versions) as Record<string, string | number>;
+      const blob = db.prepare<[string, string, string], { kind: string; type: string | null; data: Uint8Array | null }>(
+        `SELECT kind, type, data FROM loopgraph_checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ? AND version = ?`,
+      );
+      const values: Record<string, unknown> = {};
+      for (const channel of channels) {
+        const version = versions[channel];
+        if (version === undefined) continue;
+        const stored = blob.get(threadId, channel, String(version));
+        if (!stored || stored.kind === "empty") continue;
+        if (stored.kind !== "value" || stored.type !== "json" || stored.data === null) {
+          throw new Error(`channel "${channel}" of thread "${threadId}" is not stored as a plain JSON value (${stored.kind}, ${stored.type}): read it through the saver`);
+        }
+        values[channel] = JSON.parse(Buffer.from(stored.data).toString("utf8"));
+      }
+      return values;
+    })
+    .deferred();
+}

@@ -1,0 +1,8 @@
+import { looperStatus } from "../engine/status.js";
+
+/** `loopgraph status <thread> [--json]`: loads no LangChain module (see engine/status.ts). */
+export async function statusCommand(threadId: string, options: { db?: string; json?: boolean }): Promise<number> {
+  const status = await looperStatus(threadId, { db: options.db });
+  process.stdout.write(options.json ? `${JSON.stringify(status.json)}\n` : `${status.text}\n`);
+  return 0;
+}

@@ -1,0 +1,45 @@
+/**
+ * `loopgraph status` reads the store through a narrow path (engine/status.ts): plain SQL and the
+ * three channels it shows, no LangChain module. The same answer as through the saver, checked on
+ * a real loop thread.
+ */
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { latestPlainChannels } from "../src/checkpoint/plain-channels.js";
+import { latestValues, openStore } from "../src/runs/store.js";
+import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
+import { run } from "./helpers/e2e.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+describe("status through the narrow read path", () => {
+  it("answers from plain SQL what the saver holds, loading no LangChain, zod or tokenizer module", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const script = join(ROOT, "tests/fixtures/looper/always-continue.script.yaml");
+    const result = await run(ws, { graph: "coder-review", task: "keep going", thread: "narrow", script, approval: "auto", extra: ["--max-rounds", "2"] });
+    expect(result.code, result.stderr).toBe(4);
+    await runCli(["send", "narrow", "add: a queued task", "--db", ws.db]);
+
+    const store = openStore({ db: ws.db }, "read");
+    try {
+      const viaSaver = await latestValues(store, "narrow");
+      const plain = latestPlainChannels(store.db, "narrow", ["loopState", "inboxCursor", "task"]);
+      expect(plain).toEqual({ loopState: viaSaver.loopState, inboxCursor: viaSaver.inboxCursor, task: viaSaver.task });
+      expect(plain.loopState).toMatchObject({ value: "IDLE", context: { round: 2, endReason: "round limit" } });
+      expect(latestPlainChannels(store.db, "no-such-thread", ["task"])).toEqual({});
+      // A channel the serializer stores otherwise (messages: a list's history) is refused, not misread.
+      expect(() => latestPlainChannels(store.db, "narrow", ["messages"])).toThrow(/not stored as a plain JSON value/);
+    } finally {
+      store.close();
+    }
+
+    const trace = join(ws.root, "modules.txt");
+    const env = cleanEnv({ NODE_OPTIONS: `--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, TRACE_MODULES_FILE: trace });
+    const status = await runCli(["status", "narrow", "--json", "--db", ws.db], { env });
+    expect(status.code, status.stderr).toBe(0);
+    expect(JSON.parse(status.stdout)).toMatchObject({ threadId: "narrow", state: "IDLE", round: 2, pending: ["a queued task"] });
+    const loaded = readFileSync(trace, "utf8").split("\n").filter(Boolean);
+    expect(loaded.some((url) => url.includes("/engine/status.js"))).toBe(true);
+    expect(loaded.filter((url) => /@langchain|langsmith|\/zod\/|gpt-tokenizer|openai/.test(url))).toEqual([]);
+  });
+});
