@@ -12,7 +12,7 @@ import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
 
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
-export const CLI = join(ROOT, "dist/src/cli/main.js");
+export const CLI = join(ROOT, "dist/cli/loopgraph.js");
 
 /** `npm run bench -- --full`: the large sizes (5,000 checkpoints, 1000 rounds). */
 export const FULL = process.argv.includes("--full") || process.env.LOOPGRAPH_BENCH_FULL === "1";

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-const cli = fileURLToPath(new URL("../dist/src/cli/main.js", import.meta.url));
+const cli = fileURLToPath(new URL("../dist/cli/loopgraph.js", import.meta.url));
 const thread = `demo-${new Date().toISOString().replace(/[-:T]/g, "").slice(0, 14)}`;
 
 const workspace = mkdtempSync(join(tmpdir(), "loopgraph-demo-"));

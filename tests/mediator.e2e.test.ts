@@ -123,7 +123,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     const result = lines.findIndex((text) => text.startsWith("  ↳ started: the loop runs in the background"));
     const header = lines.slice(0, result).findLast((text) => /^(\[loop\] )?● /.test(text));
     expect(header).toMatch(/^● mediator/);
-    expect(run.stdout.trimEnd().split("\n").at(-1)).toMatch(/^✔ finished {2}thread mon {2}\([\d.]+k tokens in, \d+ out, [\d.]+ s\)$/);
+    expect(run.stdout.trimEnd().split("\n").at(-1)).toMatch(/^✔ finished {2}thread mon {2}\([\d.]+k tokens in, \d+ out, [\d.]+ s; round 1: [\d.k]+ in, \d+ out · round 2: [\d.k]+ in, \d+ out\)$/);
     const summary = run.stdout.indexOf("Done: palindrome.js has isPalindrome");
     expect(summary).toBeGreaterThan(run.stdout.indexOf("[AUTO] loop ended"));
     expect(run.stdout).toContain("finished");

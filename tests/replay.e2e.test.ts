@@ -41,14 +41,20 @@ interface State {
   messages: Array<{ type: string; name?: string; content: unknown }>;
 }
 
+/**
+ * Keys two runs of one script do not share: ids, and token counts (the prompts name the
+ * workspace's path, so input tokens differ with it: the looper's `roundStartUsage`).
+ */
+const UNSHARED = new Set(["id", "roundStartUsage"]);
+
 const withoutIds = (value: unknown): unknown =>
   Array.isArray(value)
     ? value.map(withoutIds)
     : value && typeof value === "object"
-      ? Object.fromEntries(Object.entries(value).filter(([key]) => key !== "id").map(([key, inner]) => [key, withoutIds(inner)]))
+      ? Object.fromEntries(Object.entries(value).filter(([key]) => !UNSHARED.has(key)).map(([key, inner]) => [key, withoutIds(inner)]))
       : value;
 
-/** outputs, loopState and the messages' content: ids (of messages, tool calls) and timestamps aside. */
+/** outputs, loopState and the messages' content: ids (of messages, tool calls), token counts and timestamps aside. */
 async function finalState(db: string, thread: string) {
   const state = await stateOf<State>(db, thread);
   return {

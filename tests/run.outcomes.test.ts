@@ -90,7 +90,7 @@ describe("a run's outcome tells the truth", () => {
       json: false, extra: ["--max-rounds", "2"],
     });
     expect(result.code, result.stdout + result.stderr).toBe(4);
-    expect(lastLine(result.stderr)).toMatch(/^■ ended by a limit {2}thread r {2}\([\d.k]+ tokens in, [\d.k]+ out, [\d.]+ s\): the loop reached its round limit \(2 of 2 rounds\) before the Judge judged the work done$/);
+    expect(lastLine(result.stderr)).toMatch(/^■ ended by a limit {2}thread r {2}\([\d.k]+ tokens in, [\d.k]+ out, [\d.]+ s; round 1: [\d.k]+ in, [\d.k]+ out · round 2: [\d.k]+ in, [\d.k]+ out\): the loop reached its round limit \(2 of 2 rounds\) before the Judge judged the work done$/);
     const inspect = await runCli(["inspect", "r", "--db", ws.db]);
     expect(inspect.stdout).toContain("status limited");
     expect(inspect.stdout).toContain("reason: the loop reached its round limit (2 of 2 rounds)");

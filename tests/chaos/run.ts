@@ -1,6 +1,6 @@
 /**
  * `npm run chaos`: the crash and concurrency suite, against real processes of the built CLI
- * (dist/src/cli/main.js: build first). See docs/chaos.md.
+ * (dist/cli/loopgraph.js: build first). See docs/chaos.md.
  *
  *   (a) kill -9 at random moments of a scripted coder-review run whose shell steps append to a
  *       log, then resume (killed again now and then) until it finishes; compare its log with an

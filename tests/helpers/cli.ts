@@ -2,7 +2,7 @@ import { execFileSync, spawn, type ChildProcess } from "node:child_process";
 import { join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
-export const CLI = join(ROOT, "dist/src/cli/main.js");
+export const CLI = join(ROOT, "dist/cli/loopgraph.js");
 
 export interface CliResult {
   code: number | null;

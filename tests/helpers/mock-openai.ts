@@ -58,6 +58,8 @@ export interface RecordedRequest {
   headers: IncomingHttpHeaders;
   /** Parsed JSON body, or the raw text when it is not JSON. */
   body: any;
+  /** When the request's body had arrived (`performance.now()` of the test's process). */
+  receivedAt: number;
 }
 
 export interface MockOpenAIServer {
@@ -84,6 +86,7 @@ export async function startMockOpenAI(): Promise<MockOpenAIServer> {
       path: req.url ?? "",
       headers: req.headers,
       body: parseJson(raw),
+      receivedAt: performance.now(),
     };
     requests.push(request);
     const requestNumber = requests.length;

@@ -1,0 +1,25 @@
+// The CLI as a few files instead of ~1,500 modules: a command starts in a fraction of the time
+// (Node resolves and links each ES module file on every start). Built from tsc's output
+// (dist/src) into dist/cli/; the library (`dist/src/index.js`) stays unbundled.
+// better-sqlite3 is native and tsx loads user TypeScript modules: both stay outside the bundle.
+import { rmSync } from "node:fs";
+import { fileURLToPath } from "node:url";
+import { build } from "esbuild";
+
+const root = fileURLToPath(new URL("..", import.meta.url));
+rmSync(`${root}dist/cli`, { recursive: true, force: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: { loopgraph: "dist/src/cli/main.js" },
+  outdir: "dist/cli",
+  bundle: true,
+  splitting: true,
+  format: "esm",
+  platform: "node",
+  target: "node20",
+  external: ["better-sqlite3", "tsx"],
+  // Bundled CommonJS dependencies call require(): give the ES module one.
+  banner: { js: "import { createRequire as __loopgraphRequire } from 'node:module'; const require = __loopgraphRequire(import.meta.url);" },
+  sourcemap: "linked",
+  logLevel: "warning",
+});
