@@ -152,7 +152,8 @@ describe("one owner per thread", () => {
       script,
       stringify({
         responses: [
-          { node: "coder", tool_calls: [{ name: "shell", args: { command: `sleep 5; echo late >> log.txt # ${marker}` } }] },
+          // The command waits until the test creates `go`: it is still running when both are killed, however slow the machine.
+          { node: "coder", tool_calls: [{ name: "shell", args: { command: `while [ ! -e go ]; do sleep 0.1; done; echo late >> log.txt # ${marker}` } }] },
           { node: "coder", content: "done" },
         ],
       }),
@@ -182,7 +183,11 @@ describe("one owner per thread", () => {
     // Nothing killed the command: it would append its line once more while the step runs again.
     expect(groupMembers(leader!).length).toBeGreaterThan(0);
 
-    const resumed = await runCli(["resume", "leftover", "--db", ws.db, "--no-sandbox", "--json"]);
+    const resuming = startCli(["resume", "leftover", "--db", ws.db, "--no-sandbox", "--json"]);
+    await resuming.waitForEvent("warning", (line) => line.includes('"message":"killed'));
+    // What the command left is gone: the step's command, run again, may end now.
+    writeFileSync(join(ws.dir, "go"), "");
+    const resumed = await resuming.done;
     expect(resumed.code, resumed.stderr).toBe(0);
     const warning = parseEvents(resumed.stdout).find((event) => event.type === "warning" && String(event.message).startsWith("killed"));
     expect(warning?.message).toBe(`killed what the commands of process ${running.child.pid}, which ran the thread and is gone, left running (process group ${leader})`);
