@@ -7,10 +7,10 @@ import { stringify } from "yaml";
 import { openStore } from "../src/runs/store.js";
 import { processStart } from "../src/runs/thread-registry.js";
 import { eventually, hasStackTrace, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
-import { historyOf, run, startCli, startRun, threadsOf, type RunningCli, type RunPlace, type RunSpec } from "./helpers/e2e.js";
+import { historyOf, run, startCli, startResume, startRun, threadsOf, type RunningCli, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
-/** Three shell appends, the third after `sleep 3`: a run is busy in it (see tests/coder.e2e.test.ts). */
+/** Three shell appends, the third waiting until the test creates `go`: a run is busy in it (see tests/coder.e2e.test.ts). */
 const CRASH = join(ROOT, "tests/fixtures/coder/crash.script.yaml");
 
 /** Trials of each race: two processes started at the same moment on one thread. */
@@ -107,7 +107,7 @@ describe("one owner per thread", () => {
   it("a thread whose owner was killed (kill -9): status and inspect say interrupted (process N is gone); resume takes it over at once", async () => {
     const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
     const running = startRun(ws, { ...coder("killed", CRASH), approval: "auto" });
-    // The third step sleeps: the first two are done and checkpointed.
+    // The third step waits for `go`: the first two are done and checkpointed.
     await running.waitForEvent("tool_call", (line) => line.includes("three"));
     const pid = running.child.pid!;
     await running.kill("SIGKILL");
@@ -120,7 +120,11 @@ describe("one owner per thread", () => {
     const status = await runCli(["status", "killed", "--db", ws.db]);
     expect(status.stdout).toContain(`(interrupted: ${gone}; \`loopgraph resume killed\` continues it)`);
 
-    const resumed = await runCli(["resume", "killed", "--db", ws.db, "--json"]);
+    // The resume kills what the killed run's command left before it runs the step again: then the command may end.
+    const resuming = startResume(ws, "killed", "--json");
+    await resuming.waitForEvent("tool_call", (line) => line.includes("three"));
+    writeFileSync(join(ws.dir, "go"), "");
+    const resumed = await resuming.done;
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
     expect((await historyOf(ws.db, "killed")).thread.status).toBe("finished");
@@ -183,7 +187,7 @@ describe("one owner per thread", () => {
     // Nothing killed the command: it would append its line once more while the step runs again.
     expect(groupMembers(leader!).length).toBeGreaterThan(0);
 
-    const resuming = startCli(["resume", "leftover", "--db", ws.db, "--no-sandbox", "--json"]);
+    const resuming = startResume(ws, "leftover", "--no-sandbox", "--json");
     await resuming.waitForEvent("warning", (line) => line.includes('"message":"killed'));
     // What the command left is gone: the step's command, run again, may end now.
     writeFileSync(join(ws.dir, "go"), "");

@@ -183,6 +183,11 @@ export function startRun(ws: RunPlace, spec: RunSpec, options: StartOptions = {}
   return startCli(runArgs(ws, spec), options);
 }
 
+/** Starts `loopgraph resume <thread> --db <ws.db> [...extra]` as a process the test can wait on (e.g. to open a gate once it runs a step). */
+export function startResume(ws: { db: string }, thread: string, ...extra: string[]): RunningCli {
+  return startCli(["resume", thread, "--db", ws.db, ...extra]);
+}
+
 /**
  * A copy of the scripted-model file `fixture` in the test's temporary folder (`ws.root`, beside
  * the workspace), so that the `wait_for` gates it names are files of this test only: `open(gate)`
