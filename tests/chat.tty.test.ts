@@ -3,7 +3,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLI, cleanEnv, eventually, hasCommand, ROOT, shellQuote as quote } from "./helpers/cli.js";
-import { finalState, threadsOf } from "./helpers/e2e.js";
+import { finalState, gatedScript, recordedStatus, threadsOf } from "./helpers/e2e.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 /** tmux runs the chat in a real pseudo-terminal and renders it: `capture-pane` is the screen the user sees. */
@@ -84,8 +84,9 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
   it("an [AUTO] message arriving while the user types goes above the prompt; the typed line stays intact and is sent whole", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const exitFile = join(ws.dir, "..", "exit-code");
+    const { script, open } = gatedScript(ws, join(ROOT, "tests/fixtures/mediator/chat-slow.script.yaml"));
     const chat = new TmuxChat(
-      ["--thread", "tty", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(ROOT, "tests/fixtures/mediator/chat-slow.script.yaml")}`, "--approval", "auto"],
+      ["--thread", "tty", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${script}`, "--approval", "auto"],
       ws.dir,
       exitFile,
     );
@@ -93,8 +94,10 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
 
     await handOverTask(chat);
 
-    // The Coder takes 2.5 s: type half a question, and let the loop's [AUTO] lines arrive meanwhile.
+    // The Coder waits at its gate: type half a question, then let the loop's [AUTO] lines arrive while it is on the prompt.
     chat.type("how is it go");
+    await chat.until((s) => lastLine(s) === "you› how is it go", "the typed half question");
+    open("gate-coder");
     const screen = await chat.until(showing("[AUTO] coder succeeded"), "the [AUTO] line");
     const settled = await chat.until((s) => lastLine(s) === "you› how is it go", "the typed line, intact, after the [AUTO] line");
     const autoRow = settled.findIndex((line) => line.includes("[AUTO] coder succeeded"));
@@ -126,11 +129,12 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
         '      - { name: send_to_looper, args: { command: start, task: "Write a.txt containing A." } }',
         "  - node: mediator",
         '    content: "Forwarded."',
+        // Held at gates the test never opens: the answer until Ctrl-C cancels it, the Coder until the chat leaves.
         "  - node: mediator",
-        "    delay_ms: 30000",
+        "    wait_for: never-answer",
         '    content: "a very slow answer"',
         "  - node: coder",
-        "    delay_ms: 8000",
+        "    wait_for: never-coder",
         '    content: "Nothing to do."',
       ].join("\n"),
     );
@@ -146,12 +150,16 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
 
     chat.type("hello?");
     chat.key("Enter");
-    // Ctrl-C once the Mediator's turn is under way: its input checkpoint holds the new line (its answer takes 30 s).
+    // Ctrl-C once the Mediator's turn is under way: its input checkpoint holds the new line (its answer never comes).
     const asked = async () => (await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "cc")).messages.some((m) => m.type === "human" && m.content === "hello?");
     expect(await eventually(asked, (yes) => yes, 40_000)).toBe(true);
     chat.key("C-c");
     await chat.until(showing("(answer cancelled)"), "the cancelled answer");
     await chat.until((screen) => lastLine(screen) === "you›", "the prompt after cancelling");
+    // A cancelled answer does not fail the chat's thread (read from this process, the chat still open).
+    const cancelled = await recordedStatus(ws.db, "cc");
+    expect(cancelled).toBeDefined();
+    expect(cancelled).not.toBe("failed");
 
     chat.key("C-c");
     await chat.until(showing("Stopping the loop now"), "the loop being stopped");

@@ -2,12 +2,12 @@ import { appendFileSync, cpSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli } from "./helpers/cli.js";
-import { finalState, historyOf, resume, run, startRun, type RunSpec } from "./helpers/e2e.js";
-import { tempWorkspace as workspace } from "./helpers/workspace.js";
+import { finalState, gatedScript, historyOf, resume, run, startRun, type RunSpec } from "./helpers/e2e.js";
+import { tempWorkspace as workspace, type Workspace } from "./helpers/workspace.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/engine");
 const DURABLE = join(FIXTURES, "durable.yaml");
-const DURABLE_SCRIPT = join(FIXTURES, "durable.script.yaml");
+const DURABLE_GATED = join(FIXTURES, "durable-gated.script.yaml");
 
 interface HistoryJson {
   thread: { status: string };
@@ -21,7 +21,11 @@ async function history(db: string, thread: string): Promise<HistoryJson> {
   return JSON.parse(result.stdout) as HistoryJson;
 }
 
-const durable = (thread: string): RunSpec => ({ graph: DURABLE, task: "prove durability", thread, script: DURABLE_SCRIPT });
+/** A durable run in `ws` whose slow step answers once `open("gate-slow")` (a copy of the script in `ws`'s folder). */
+function durable(ws: Workspace, thread: string): { spec: RunSpec; open: (gate: string) => void } {
+  const { script, open } = gatedScript(ws, DURABLE_GATED);
+  return { spec: { graph: DURABLE, task: "prove durability", thread, script }, open };
+}
 
 describe("loopgraph run (scripted)", () => {
   it("finishes the example graph with exit 0, and inspect lists its checkpoints in order with nodes and tokens", async () => {
@@ -165,12 +169,16 @@ describe("durability", () => {
   it("kill -9 during a slow step, then resume: same final state as an uninterrupted run, no completed step re-run", async () => {
     const reference = workspace();
     const ws = workspace();
-    // The uninterrupted reference run and the run to kill go side by side.
-    const uninterrupted = run(reference, durable("ref"));
-    const crashing = startRun(ws, durable("crash"));
+    // The uninterrupted reference run (its gate open from the start) and the run to kill (killed at its gate) go side by side.
+    const ref = durable(reference, "ref");
+    ref.open("gate-slow");
+    const uninterrupted = run(reference, ref.spec);
+    const crash = durable(ws, "crash");
+    const crashing = startRun(ws, crash.spec);
     await crashing.waitForNode("slow");
     const killed = await crashing.kill("SIGKILL");
     expect(killed.signal).toBe("SIGKILL");
+    crash.open("gate-slow");
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
     const finished = await uninterrupted;
     expect(finished.code, finished.stderr).toBe(0);
@@ -190,17 +198,21 @@ describe("durability", () => {
     expect(started).toEqual(["slow", "second", "last"]);
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
 
-    const normalise = (state: Record<string, unknown>) => JSON.parse(JSON.stringify(state).replaceAll(reference.dir, "WS").replaceAll(ws.dir, "WS"));
+    // The workspaces and the script copies beside them are at other paths.
+    const normalise = (state: Record<string, unknown>) => JSON.parse(JSON.stringify(state).replaceAll(reference.root, "ROOT").replaceAll(ws.root, "ROOT"));
     expect(normalise(await finalState(ws.db, "crash"))).toEqual(normalise(await finalState(reference.db, "ref")));
   });
 
   it("SIGINT stops at the next step boundary with exit 130, and resume completes the run", async () => {
     const ws = workspace();
-    const running = startRun(ws, durable("sigint"));
+    const { spec, open } = durable(ws, "sigint");
+    const running = startRun(ws, spec);
     await running.waitForNode("slow");
+    // Ctrl-C while the slow step waits at its gate: it aborts the step in flight.
     const interrupted = await running.kill("SIGINT");
     expect(interrupted.code).toBe(130);
     expect(parseEvents(interrupted.stdout).at(-1)).toMatchObject({ type: "run_finished", status: "interrupted" });
+    open("gate-slow");
 
     const resumed = await resume(ws, "sigint", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);

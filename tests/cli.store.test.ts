@@ -63,12 +63,12 @@ describe("the CLI and a store that is not one", () => {
 });
 
 describe("a store locked by another program during a run", () => {
-  // The Coder's first answer comes after DELAY: the lock is taken while it waits, so the write of
-  // that answer's record meets it.
-  const scriptOf = (delayMs: number) => [
+  // The Coder's first answer comes once the test creates `gate-coder`: the lock is taken while it
+  // waits, so the write of that answer's step meets it.
+  const SCRIPT = [
     "responses:",
     "  - node: coder",
-    `    delay_ms: ${delayMs}`,
+    "    wait_for: gate-coder",
     "    tool_calls:",
     "      - { name: shell, args: { command: \"echo one >> log.txt\" } }",
     "  - { node: coder, content: \"wrote one line\" }",
@@ -76,23 +76,27 @@ describe("a store locked by another program during a run", () => {
   const lockedMessage = (db: string, waited: string) =>
     `${db} is locked by another program (waited ${waited} s): the run stopped at its last checkpoint; continue it with \`loopgraph resume locked\` once the other program is done`;
 
-  /** A Coder run (its answer delayed `delayMs`) whose store gives up on a lock after `busyTimeoutMs`, at its Coder. */
-  async function startLockedRun(delayMs: number, busyTimeoutMs: number) {
+  /**
+   * A Coder run whose store gives up on a lock after `busyTimeoutMs`, at its Coder, waiting for its
+   * first answer until `answer()` opens the gate.
+   */
+  async function startLockedRun(busyTimeoutMs: number) {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const script = join(ws.root, "locked.script.yaml");
-    writeFileSync(script, `${scriptOf(delayMs)}\n`);
+    writeFileSync(script, `${SCRIPT}\n`);
     const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: String(busyTimeoutMs) });
     const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
     await run.waitForNode("coder");
-    return { ws, run };
+    return { ws, run, answer: () => writeFileSync(join(ws.root, "gate-coder"), "") };
   }
 
   it("beyond the busy timeout, the run stops interrupted (130) with one line naming the store and how to resume; resume continues once the lock is gone", async () => {
-    const { ws, run } = await startLockedRun(1500, 300);
+    const { ws, run, answer } = await startLockedRun(300);
     const holder = new Database(ws.db);
     let result;
     try {
       holder.exec("BEGIN EXCLUSIVE");
+      answer();
       result = await run.done;
     } finally {
       if (holder.inTransaction) holder.exec("ROLLBACK");
@@ -121,14 +125,17 @@ describe("a store locked by another program during a run", () => {
   });
 
   it("when the lock is gone before the run's end is written, the thread's record says it stopped on the lock", async () => {
-    // The write after the lock is taken comes within ~0.3 s (the answer's delay) and fails 2 s
-    // later; the lock is let go 4 s after it was taken: before the record's write gives up.
-    const { ws, run } = await startLockedRun(300, 2000);
+    // The lock is taken before the Coder's answer is let through: the write of its step comes at
+    // once (within the gate's 50 ms poll) and gives up 3 s later; the run's end record is written
+    // next and waits up to 3 s more. The lock is let go 4.5 s after the answer: after the step's
+    // write gave up, before the record's does, with 1.5 s to spare either way.
+    const { ws, run, answer } = await startLockedRun(3000);
     const holder = new Database(ws.db);
     let result;
     try {
       holder.exec("BEGIN EXCLUSIVE");
-      await new Promise((resolveHold) => setTimeout(resolveHold, 4000));
+      answer();
+      await new Promise((resolveHold) => setTimeout(resolveHold, 4500));
       holder.exec("ROLLBACK");
       result = await run.done;
     } finally {
@@ -137,7 +144,7 @@ describe("a store locked by another program during a run", () => {
     }
     expect(result.code, result.stdout + result.stderr).toBe(130);
     const inspected = await runCli(["inspect", "locked", "--json", "--db", ws.db]);
-    expect(JSON.parse(inspected.stdout).thread).toMatchObject({ status: "interrupted", error: lockedMessage(ws.db, "2") });
+    expect(JSON.parse(inspected.stdout).thread).toMatchObject({ status: "interrupted", error: lockedMessage(ws.db, "3") });
 
     const resumed = await resume(ws, "locked", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);

@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync } from "node:fs";
+import { existsSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLI, cleanEnv, hasCommand, ROOT, runCli, shellQuote as quote } from "./helpers/cli.js";
@@ -9,10 +9,10 @@ import { tempWorkspace } from "./helpers/workspace.js";
 /** util-linux `script` runs a command in a pseudo-terminal: the CLI then sees a TTY. */
 const hasScript = hasCommand("script", "--version");
 
-/** What the user types at each prompt: `send` once `after` shows (after the previous one). */
+/** What the user does at each prompt: once `after` shows (after the previous one), types `send`, or calls it (e.g. to open a gate). */
 interface Answer {
   after: string;
-  send: string;
+  send: string | (() => void);
 }
 
 /** `loopgraph run coder` with the approvals script in a pseudo-terminal, answering its prompts; resolves with its exit code and screen. */
@@ -38,7 +38,8 @@ async function runAtTerminal(
     if (at >= 0) {
       seen = at + next.after.length;
       answered += 1;
-      child.stdin.write(next.send);
+      if (typeof next.send === "string") child.stdin.write(next.send);
+      else next.send();
     }
   });
   const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
@@ -74,15 +75,20 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
   });
 
   it("shows a spinner with the elapsed time while the model works, cleared before the next line; piped output has none", async () => {
-    const slow = "responses:\n  - node: coder\n    delay_ms: 3500\n    content: \"Done.\"\n";
+    // The answer waits for `gate`, beside the script: the test opens it once the spinner has shown a second.
+    const slow = "responses:\n  - node: coder\n    wait_for: gate\n    content: \"Done.\"\n";
     const { dir: ws, db } = tempWorkspace({ git: "init", files: { "slow.script.yaml": slow } });
-    const { code, screen } = await runAtTerminal(ws, db, [], join(ws, "slow.script.yaml"));
+    const open = () => writeFileSync(join(ws, "gate"), "");
+    const { code, screen, answered } = await runAtTerminal(ws, db, [{ after: "thinking 1s", send: open }], join(ws, "slow.script.yaml"));
     expect(code, screen).toBe(0);
+    expect(answered).toBe(1);
     // Drawn in place, then erased: the answer's line starts on a cleared line.
     expect(screen).toMatch(/\r\x1b\[2K {2}… thinking [123]s/);
     expect(screen).toMatch(/thinking \ds\r\x1b\[2K(\x1b\[[0-9;]*m)* {2}(\x1b\[[0-9;]*m)*Done\./);
 
-    const other = tempWorkspace({ git: "init", files: { "slow.script.yaml": slow } });
+    // Piped, nothing can be seen to wait for: the answer takes 3.5 s, long enough for a spinner to draw (it does from 1 s).
+    const delayed = "responses:\n  - node: coder\n    delay_ms: 3500\n    content: \"Done.\"\n";
+    const other = tempWorkspace({ git: "init", files: { "slow.script.yaml": delayed } });
     const piped = await runCli(["run", "coder", "--task", "t", "--thread", "pipe", "--workspace", other.dir, "--db", other.db,
       "--model", `scripted:${join(other.dir, "slow.script.yaml")}`], { cwd: other.dir });
     expect(piped.code, piped.stderr).toBe(0);

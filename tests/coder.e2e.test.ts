@@ -5,7 +5,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, parseEvents, ROOT } from "./helpers/cli.js";
 import { availableSandbox } from "../src/tools/sandbox.js";
-import { finalState, resume, run, startRun, threadsOf, type RunPlace, type RunSpec } from "./helpers/e2e.js";
+import { finalState, resume, run, startResume, startRun, threadsOf, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/coder");
@@ -166,7 +166,11 @@ describe("the coder graph (scripted model, real workspace)", () => {
     await running.kill("SIGKILL");
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\n");
 
-    const resumed = await resume(ws, "crash", "--json");
+    // The resume kills what the killed run's command left before it runs the step again: then the command may end.
+    const resuming = startResume(ws, "crash", "--json");
+    await resuming.waitForEvent("tool_call", (line) => line.includes("three"));
+    writeFileSync(join(ws.dir, "go"), "");
+    const resumed = await resuming.done;
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
     const calls = parseEvents(resumed.stdout).filter((e) => e.type === "tool_call");
@@ -179,13 +183,14 @@ describe("the coder graph (scripted model, real workspace)", () => {
     await running.waitForEvent("tool_call", (line) => line.includes("three"));
     const interrupted = await running.kill("SIGINT");
     expect(interrupted.code).toBe(130);
-    // The command was killed in its `sleep 3`, before it wrote "three"; its cancelled result was not kept.
+    // The command was killed while it waited for `go`, before it wrote "three"; its cancelled result was not kept.
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\n");
+    writeFileSync(join(ws.dir, "go"), "");
 
     const resumed = await resume(ws, "sigint", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(parseEvents(resumed.stdout).filter((e) => e.type === "tool_call").map((e) => (e.args as { command: string }).command)).toEqual([
-      "sleep 3; echo three >> log.txt",
+      "while [ ! -e go ]; do sleep 0.1; done; echo three >> log.txt",
     ]);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
     expect((await coderOutput(ws.db, "sigint")).status).toBe("success");

@@ -3,10 +3,13 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { eventually, hasStackTrace, parseEvents, processAlive, ROOT, runCli } from "./helpers/cli.js";
 import { chatArgs, PipedChat } from "./helpers/piped-chat.js";
-import { finalState, recordedStatus, threadsOf } from "./helpers/e2e.js";
+import { finalState, gatedScript, recordedStatus, threadsOf } from "./helpers/e2e.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const repo = (): Workspace => tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+
+/** A copy of a chat script of tests/fixtures/mediator in `ws`'s folder, whose Coder answers once `open("gate-coder")`. */
+const gated = (ws: Workspace, script: string) => gatedScript(ws, join(ROOT, "tests/fixtures/mediator", script));
 
 interface LoopState {
   loopState: { value: unknown; context: { round: number; pending: string[]; endReason?: string } };
@@ -23,7 +26,8 @@ async function threadIds(db: string): Promise<string[]> {
 describe("the Mediator and `loopgraph chat`", () => {
   it("answers a simple question itself; starts a loop, answers while it runs, reports status and takes an added task at the next Judge", async () => {
     const ws = repo();
-    const chat = new PipedChat(chatArgs(ws, "talk", "chat-add.script.yaml"), ws.dir);
+    const { script, open } = gated(ws, "chat-add.script.yaml");
+    const chat = new PipedChat(chatArgs(ws, "talk", script), ws.dir);
 
     chat.say("what does this repo do?");
     await chat.until("there is no code yet");
@@ -34,7 +38,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(chat.output).toContain("send_to_looper");
     expect(await threadIds(ws.db)).toContain("talk.loop");
 
-    // A second message while the Coder works (it takes 8 s): the answer comes before the Coder is done.
+    // A second message while the Coder works (it answers once the test opens its gate): the answer comes before the Coder is done.
     chat.say("how is it going?");
     const answered = await chat.until("Round 1 is under way", forwarded);
     expect(chat.output.slice(0, answered)).not.toContain("coder succeeded");
@@ -53,6 +57,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(chat.output.slice(0, added)).not.toContain("coder succeeded");
     const queued = JSON.parse((await runCli(["status", "talk.loop", "--json", "--db", ws.db])).stdout) as { pending: string[] };
     expect(queued.pending).toEqual(["Write b.txt containing B."]);
+    open("gate-coder");
 
     // The loop's end is summed up by the Mediator, unasked.
     const ended = await chat.until("[AUTO] loop ended");
@@ -84,12 +89,15 @@ describe("the Mediator and `loopgraph chat`", () => {
 
   it("stops a running loop through the Mediator: the Coder's call in flight finishes, its tool call never runs", async () => {
     const ws = repo();
-    const chat = new PipedChat(chatArgs(ws, "halt", "chat-stop.script.yaml"), ws.dir);
+    const { script, open } = gated(ws, "chat-stop.script.yaml");
+    const chat = new PipedChat(chatArgs(ws, "halt", script), ws.dir);
     chat.say("write a.txt");
     await chat.until("Started.");
     chat.say("actually, stop it");
     const stopping = await chat.until("Stopping the loop.");
     expect(chat.output.slice(0, stopping)).toContain("stopping: the loop ends after the step in progress");
+    // The Coder's model call answers only now, after the stop.
+    open("gate-coder");
     await chat.until("[AUTO] loop ended");
     chat.end();
     const result = await chat.done;
@@ -102,7 +110,7 @@ describe("the Mediator and `loopgraph chat`", () => {
     const loop = await finalState<LoopState>(ws.db, "halt.loop");
     expect(loop.loopState.value).toBe("IDLE");
     expect(loop.loopState.context.endReason).toBe("stopped by user");
-    // The stop came during the Coder's model call (3 s): the write_file it answered with never ran.
+    // The stop came during the Coder's model call (held at its gate): the write_file it answered with never ran.
     expect(existsSync(join(ws.dir, "a.txt"))).toBe(false);
     expect(autoLines(loop)).toContain("[AUTO] coder stopped by the stop command before its next step");
   });
@@ -180,14 +188,17 @@ describe("the Mediator and `loopgraph chat`", () => {
 
   it("after kill -9 of the chat while the loop runs, `chat --thread` shows the history and the loop's state, and `resume` finishes the loop", async () => {
     const ws = repo();
-    const chat = new PipedChat(chatArgs(ws, "crash", "chat-slow.script.yaml"), ws.dir);
+    const { script, open } = gated(ws, "chat-slow.script.yaml");
+    const chat = new PipedChat(chatArgs(ws, "crash", script), ws.dir);
     chat.say("write a.txt");
     await chat.until("Forwarded to the Looper.");
     await chat.until("[AUTO] round 1/5 started");
+    // Killed while the Coder waits at its gate; the resume below gets past it.
     chat.child.kill("SIGKILL");
     await chat.done;
+    open("gate-coder");
 
-    const reopened = new PipedChat(chatArgs(ws, "crash", "chat-slow.script.yaml"), ws.dir);
+    const reopened = new PipedChat(chatArgs(ws, "crash", script), ws.dir);
     reopened.say("/status");
     reopened.say("/inspect");
     reopened.end();

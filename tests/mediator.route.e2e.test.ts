@@ -1,8 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { hasStackTrace, runCli } from "./helpers/cli.js";
-import { finalState } from "./helpers/e2e.js";
+import { hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
+import { finalState, gatedScript } from "./helpers/e2e.js";
 import { chatArgs, PipedChat } from "./helpers/piped-chat.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
@@ -18,7 +18,9 @@ const pendingOf = async (db: string, thread: string): Promise<string[]> =>
 describe("chat routing: what reaches the Mediator, what the loop; the Mediator sums up an ended loop", () => {
   it('"Also what does git rebase do?" is answered by the Mediator and queues nothing; add: still queues; the ended loop is summed up unasked', async () => {
     const ws = repo();
-    const chat = new PipedChat(chatArgs(ws, "also", "chat-also.script.yaml"), ws.dir);
+    // Round 1's Coder answers once the test opens its gate: the add: below lands during round 1.
+    const { script, open } = gatedScript(ws, join(ROOT, "tests/fixtures/mediator/chat-also.script.yaml"));
+    const chat = new PipedChat(chatArgs(ws, "also", script), ws.dir);
     chat.say("start: write a.txt");
     const started = await chat.until("started: the loop runs in the background");
     chat.say("Also what does git rebase do?");
@@ -27,8 +29,10 @@ describe("chat routing: what reaches the Mediator, what the loop; the Mediator s
     expect(await pendingOf(ws.db, "also.loop")).toEqual([]);
 
     chat.say("add: write docs");
-    // Queued (the loop may take it in before a status could show it: docs.txt below says it was done).
+    // Queued while round 1's Coder still waits: the loop takes it in at its Judge (docs.txt below says it was done).
     await chat.until('queued: "write docs"', answered);
+    expect(await pendingOf(ws.db, "also.loop")).toEqual(["write docs"]);
+    open("gate-coder");
 
     // Nothing more is typed: the loop's end is followed by the Mediator's summary.
     const ended = await chat.until("[AUTO] loop ended");

@@ -13,9 +13,10 @@ function scriptFile(dir: string, lines: string[]): string {
   return file;
 }
 
+/** A loop whose Coder answers once `gate-coder` exists beside the script (in the workspace's folder). */
 const SLOW_LOOP = [
   "  - node: coder",
-  "    delay_ms: 1500",
+  "    wait_for: gate-coder",
   '    content: "Nothing to change."',
   "  - { node: review.specs_breakdown, content: '{\"rating\": \"normal\", \"comments\": []}' }",
   "  - { node: review.task_log, content: '{\"rating\": \"normal\", \"comments\": []}' }",
@@ -40,6 +41,7 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
     expect(second).toContain("task: first task");
     expect(await looper.addPending("more work")).toBe('queued: "more work" is taken up at the loop\'s next Judge.');
     expect(await looper.status()).toContain('pending: 1 ("more work")');
+    writeFileSync(join(ws.root, "gate-coder"), "");
 
     // The script runs out in round 2: the Coder fails (model_exhausted), the Judge ends the loop, and the loop's run fails: its work was not done.
     const outcome = await looper.wait();

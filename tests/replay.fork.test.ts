@@ -163,7 +163,8 @@ describe("replay --from (live fork)", () => {
   it("refuses to fork a thread that is running in another process", async () => {
     const ws = copy();
     const slow = join(ws.dir, "slow.script.yaml");
-    writeFileSync(slow, 'responses:\n  - { node: draft, delay_ms: 20000, content: "slow draft" }\n');
+    // The draft waits for a gate the test never opens: the thread is running until the test kills it.
+    writeFileSync(slow, 'responses:\n  - { node: draft, wait_for: never-opened, content: "slow draft" }\n');
     const running = startRun(ws, { graph: ws.graph, task: "t", thread: "busy", script: slow }, { cwd: ws.dir });
     await running.waitForNode("draft");
     const input = (await historyOf(ws.db, "busy")).checkpoints[0]!;

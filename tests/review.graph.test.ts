@@ -280,11 +280,18 @@ describe("review subgraph", () => {
     const { dir, baseline } = await changedWorkspace();
     let inFlight = 0;
     let maxInFlight = 0;
+    let bothStarted!: () => void;
+    const started = new Promise<void>((resolve) => (bothStarted = resolve));
+    // Each call answers once the other has started too, however slow the machine; calls made one
+    // after the other would wait for that in vain, 10 s, and the count below fails the test.
     const slow = (model: ChatModel): ChatModel => ({
       spec: model.spec,
       call: async (messages, options) => {
         maxInFlight = Math.max(maxInFlight, ++inFlight);
-        await new Promise((resolve) => setTimeout(resolve, 50));
+        if (inFlight === 2) bothStarted();
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([started, new Promise((resolve) => (timer = setTimeout(resolve, 10_000)))]);
+        clearTimeout(timer);
         try {
           return await model.call(messages, options);
         } finally {

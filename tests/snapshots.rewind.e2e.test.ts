@@ -2,7 +2,7 @@ import { existsSync, readFileSync, statSync, symlinkSync, writeFileSync } from "
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, git, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
-import { historyOf, run, startRun, type RunPlace, type RunSpec } from "./helpers/e2e.js";
+import { gatedScript, historyOf, run, startRun, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { fingerprint } from "./helpers/fingerprint.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
@@ -185,7 +185,9 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
 
   it("refuses to rewind a thread while it runs in another process (a dry run is fine)", async () => {
     const ws = repo();
-    const running = startRun(ws, { ...coder("busy", "slow.script.yaml"), task: "t" });
+    // After its write, the Coder waits at its gate until the test is done with the running thread.
+    const { script, open } = gatedScript(ws, join(SCRIPTS, "slow.script.yaml"));
+    const running = startRun(ws, { ...coder("busy", "slow.script.yaml"), script, task: "t" });
     await running.waitForEvent("tool_result");
     const [first] = await points(ws, "busy");
     const refused = await rewind(ws, "busy", first!.checkpointId);
@@ -195,6 +197,7 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
     const dry = await rewind(ws, "busy", first!.checkpointId, "--dry-run");
     expect(dry.code, dry.stderr).toBe(0);
     expect(dry.stdout).toContain("delete a.txt");
+    open("gate-coder");
     expect((await running.done).code).toBe(0);
     const after = await rewind(ws, "busy", first!.checkpointId);
     expect(after.code, after.stderr).toBe(0);

@@ -7,10 +7,10 @@ import { stringify } from "yaml";
 import { openStore } from "../src/runs/store.js";
 import { processStart } from "../src/runs/thread-registry.js";
 import { eventually, hasStackTrace, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
-import { historyOf, run, startCli, startRun, threadsOf, type RunPlace, type RunSpec } from "./helpers/e2e.js";
+import { historyOf, run, startCli, startResume, startRun, threadsOf, type RunningCli, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
-/** Three shell appends, the third after `sleep 3`: a run is busy in it (see tests/coder.e2e.test.ts). */
+/** Three shell appends, the third waiting until the test creates `go`: a run is busy in it (see tests/coder.e2e.test.ts). */
 const CRASH = join(ROOT, "tests/fixtures/coder/crash.script.yaml");
 
 /** Trials of each race: two processes started at the same moment on one thread. */
@@ -22,8 +22,9 @@ const TRIALS = 1;
 
 /**
  * A Coder script: a shell append that waits for approval (a run without `--approval` pauses on
- * it, exit 3), then a slow answer (the winner of a race is still running when the other
- * process tries) with a second append, then the end.
+ * it, exit 3), then an answer held until `gate-coder` exists beside the script (the winner of a
+ * race is still running when the other process tries: see `settleRace`) with a second append,
+ * then the end.
  */
 function appendScript(ws: Workspace): string {
   const script = join(ws.root, "append.script.yaml");
@@ -32,7 +33,7 @@ function appendScript(ws: Workspace): string {
     stringify({
       responses: [
         { node: "coder", tool_calls: [{ name: "shell", args: { command: "echo one >> log.txt" } }] },
-        { node: "coder", delay_ms: 1500, tool_calls: [{ name: "shell", args: { command: "echo two >> log.txt" } }] },
+        { node: "coder", wait_for: "gate-coder", tool_calls: [{ name: "shell", args: { command: "echo two >> log.txt" } }] },
         { node: "coder", content: "Appended two lines." },
       ],
     }),
@@ -41,6 +42,20 @@ function appendScript(ws: Workspace): string {
 }
 
 const coder = (thread: string, script: string): RunSpec => ({ graph: "coder", task: "append", thread, script });
+
+/**
+ * The end of two processes racing for a thread of `appendScript(ws)`: once one has ended (the one
+ * refused), the gate the other waits at is opened, and both are waited for. Should neither end
+ * by itself (both took the thread), the gate opens after 60 s, so that the assertions fail, not
+ * the test's time limit.
+ */
+async function settleRace(ws: Workspace, racers: [RunningCli, RunningCli]): Promise<CliResult[]> {
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([...racers.map((racer) => racer.done), new Promise((resolve) => (timer = setTimeout(resolve, 60_000)))]);
+  clearTimeout(timer);
+  writeFileSync(join(ws.root, "gate-coder"), "");
+  return Promise.all(racers.map((racer) => racer.done));
+}
 
 /** The one-line refusal of a process that found the thread taken: exit 2, no internal error, no stack trace. */
 function expectRefused(result: CliResult, pattern: RegExp): void {
@@ -63,8 +78,7 @@ describe("one owner per thread", () => {
 
       // Both start before either is awaited.
       const args = ["resume", "race", "--approve", "--approval", "auto", "--db", ws.db, "--json"];
-      const [a, b] = [startCli(args), startCli(args)];
-      const results = await Promise.all([a.done, b.done]);
+      const results = await settleRace(ws, [startCli(args), startCli(args)]);
       const winners = results.filter((result) => result.code === 0);
       const losers = results.filter((result) => result.code !== 0);
       expect(winners, results.map((r) => `${r.code}: ${r.stderr}`).join("\n")).toHaveLength(1);
@@ -80,8 +94,7 @@ describe("one owner per thread", () => {
     for (let trial = 0; trial < TRIALS; trial++) {
       const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
       const spec = { ...coder("same", appendScript(ws)), approval: "auto" as const };
-      const [a, b] = [startRun(ws, spec), startRun(ws, spec)];
-      const results = await Promise.all([a.done, b.done]);
+      const results = await settleRace(ws, [startRun(ws, spec), startRun(ws, spec)]);
       const winners = results.filter((result) => result.code === 0);
       expect(winners, results.map((r) => `${r.code}: ${r.stderr}`).join("\n")).toHaveLength(1);
       const loser = results.find((result) => result.code !== 0)!;
@@ -94,7 +107,7 @@ describe("one owner per thread", () => {
   it("a thread whose owner was killed (kill -9): status and inspect say interrupted (process N is gone); resume takes it over at once", async () => {
     const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
     const running = startRun(ws, { ...coder("killed", CRASH), approval: "auto" });
-    // The third step sleeps: the first two are done and checkpointed.
+    // The third step waits for `go`: the first two are done and checkpointed.
     await running.waitForEvent("tool_call", (line) => line.includes("three"));
     const pid = running.child.pid!;
     await running.kill("SIGKILL");
@@ -107,7 +120,11 @@ describe("one owner per thread", () => {
     const status = await runCli(["status", "killed", "--db", ws.db]);
     expect(status.stdout).toContain(`(interrupted: ${gone}; \`loopgraph resume killed\` continues it)`);
 
-    const resumed = await runCli(["resume", "killed", "--db", ws.db, "--json"]);
+    // The resume kills what the killed run's command left before it runs the step again: then the command may end.
+    const resuming = startResume(ws, "killed", "--json");
+    await resuming.waitForEvent("tool_call", (line) => line.includes("three"));
+    writeFileSync(join(ws.dir, "go"), "");
+    const resumed = await resuming.done;
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
     expect((await historyOf(ws.db, "killed")).thread.status).toBe("finished");
@@ -139,7 +156,8 @@ describe("one owner per thread", () => {
       script,
       stringify({
         responses: [
-          { node: "coder", tool_calls: [{ name: "shell", args: { command: `sleep 5; echo late >> log.txt # ${marker}` } }] },
+          // The command waits until the test creates `go`: it is still running when both are killed, however slow the machine.
+          { node: "coder", tool_calls: [{ name: "shell", args: { command: `while [ ! -e go ]; do sleep 0.1; done; echo late >> log.txt # ${marker}` } }] },
           { node: "coder", content: "done" },
         ],
       }),
@@ -169,7 +187,11 @@ describe("one owner per thread", () => {
     // Nothing killed the command: it would append its line once more while the step runs again.
     expect(groupMembers(leader!).length).toBeGreaterThan(0);
 
-    const resumed = await runCli(["resume", "leftover", "--db", ws.db, "--no-sandbox", "--json"]);
+    const resuming = startResume(ws, "leftover", "--no-sandbox", "--json");
+    await resuming.waitForEvent("warning", (line) => line.includes('"message":"killed'));
+    // What the command left is gone: the step's command, run again, may end now.
+    writeFileSync(join(ws.dir, "go"), "");
+    const resumed = await resuming.done;
     expect(resumed.code, resumed.stderr).toBe(0);
     const warning = parseEvents(resumed.stdout).find((event) => event.type === "warning" && String(event.message).startsWith("killed"));
     expect(warning?.message).toBe(`killed what the commands of process ${running.child.pid}, which ran the thread and is gone, left running (process group ${leader})`);

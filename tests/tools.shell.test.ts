@@ -100,7 +100,10 @@ describe("shell", () => {
   it.skipIf(!hasProc)(needsProc("is cancelled through the context's AbortSignal, killing the group"), async () => {
     const ws = makeWorkspace();
     const controller = new AbortController();
-    setTimeout(() => controller.abort(), 300);
+    // Cancelled once the command has started (it wrote its group id), however slow the machine.
+    void eventually(() => existsSync(join(ws.root, "pgid")) && readFileSync(join(ws.root, "pgid"), "utf8").endsWith("\n"), Boolean, 40_000).then(() =>
+      controller.abort(),
+    );
     const result = await executeToolCall(
       { id: "c1", name: "shell", args: { command: "echo $$ > pgid; (sleep 60 &); sleep 60" } },
       { ...ws.ctx, signal: controller.signal },

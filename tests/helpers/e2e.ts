@@ -15,6 +15,8 @@
  * command itself).
  */
 import type { ChildProcess } from "node:child_process";
+import { copyFileSync, writeFileSync } from "node:fs";
+import { basename, join } from "node:path";
 import { checkpointState, listThreads, threadHistory, type ThreadHistory, type ThreadSummary } from "../../src/index.js";
 import { withStore } from "../../src/runs/store.js";
 import type { ThreadRecord } from "../../src/runs/thread-registry.js";
@@ -179,6 +181,27 @@ export function startCli(args: string[], options: StartOptions = {}): RunningCli
 /** Starts `loopgraph run` for `spec` in `ws` as a process the test can wait on and kill. */
 export function startRun(ws: RunPlace, spec: RunSpec, options: StartOptions = {}): RunningCli {
   return startCli(runArgs(ws, spec), options);
+}
+
+/** Starts `loopgraph resume <thread> --db <ws.db> [...extra]` as a process the test can wait on (e.g. to open a gate once it runs a step). */
+export function startResume(ws: { db: string }, thread: string, ...extra: string[]): RunningCli {
+  return startCli(["resume", thread, "--db", ws.db, ...extra]);
+}
+
+/**
+ * A copy of the scripted-model file `fixture` in the test's temporary folder (`ws.root`, beside
+ * the workspace), so that the `wait_for` gates it names are files of this test only: `open(gate)`
+ * creates one and lets the run past the response that waits for it, however slow the machine.
+ *
+ *   const { script, open } = gatedScript(ws, join(ROOT, "tests/fixtures/mediator/chat-add.script.yaml"));
+ *   const running = startRun(ws, { graph: "monitor", thread: "t", script });
+ *   // … act while the Coder waits …
+ *   open("gate-coder");
+ */
+export function gatedScript(ws: { root: string }, fixture: string): { script: string; open: (gate: string) => void } {
+  const script = join(ws.root, basename(fixture));
+  copyFileSync(fixture, script);
+  return { script, open: (gate) => writeFileSync(join(ws.root, gate), "") };
 }
 
 /** What `loopgraph inspect <thread> --json` prints, read in-process. */

@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { join } from "node:path";
+import { join, resolve } from "node:path";
 import { CLI, cleanEnv, collect, ROOT, type CliResult } from "./cli.js";
 import { onCleanup } from "./workspace.js";
 
@@ -43,7 +43,7 @@ export class PipedChat {
   }
 }
 
-/** The arguments of a chat on `thread` in `ws`, with a scripted model of tests/fixtures/mediator. */
+/** The arguments of a chat on `thread` in `ws`, with a scripted model of tests/fixtures/mediator (or at an absolute path: a gated copy). */
 export const chatArgs = (ws: { dir: string; db: string }, thread: string, script: string): string[] => [
-  "--thread", thread, "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(SCRIPTS, script)}`, "--approval", "auto",
+  "--thread", thread, "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${resolve(SCRIPTS, script)}`, "--approval", "auto",
 ];
