@@ -108,8 +108,10 @@ describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)
     chat.type("ing?");
     chat.key("Enter");
     await chat.until(showing("It is going well."), "the answer to the typed line");
-    const mediator = await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "tty");
-    expect(mediator.messages.filter((m) => m.type === "human").map((m) => m.content)).toContain("how is it going?");
+    // The answer shows as it streams; the turn's checkpoint follows.
+    const asked = async () =>
+      (await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "tty")).messages.filter((m) => m.type === "human").map((m) => m.content);
+    expect(await eventually(asked, (humans) => humans.includes("how is it going?"), 20_000)).toContain("how is it going?");
 
     // Ctrl-D leaves; the loop's state is kept.
     await chat.until(showing("[AUTO] loop ended"), "the end of the loop");

@@ -131,11 +131,11 @@ describe("humanRenderer", () => {
     const sink = humanRenderer(out);
     sink({ type: "node_started", threadId: "t", node: "coder", visit: 1 });
     vi.advanceTimersByTime(6000);
-    expect(text()).toMatch(/\r\x1b\[2K {2}… thinking 6s$/);
+    expect(text()).toMatch(/\r\x1b\[2K {2}… coder: thinking 6s$/);
     sink({ type: "tool_call", threadId: "t", node: "coder", id: "1", name: "shell", args: { command: "make" } });
     expect(text()).toMatch(/thinking 6s\r\x1b\[2K {2}⚙ shell \{"command":"make"\}\n$/);
     vi.advanceTimersByTime(2000);
-    expect(text()).toMatch(/running shell 2s$/);
+    expect(text()).toMatch(/… coder: running shell 2s$/);
     // While the terminal asks a question, the spinner stays away.
     sink.pauseSpinner();
     const paused = text();
@@ -148,6 +148,15 @@ describe("humanRenderer", () => {
     vi.advanceTimersByTime(5000);
     // No node works: no spinner.
     expect(text()).toBe(done);
+
+    // Two threads at work: the spinner names the node of the latest event's thread, and its role.
+    sink({ type: "node_started", threadId: "t", node: "mediator", visit: 1 });
+    sink({ type: "node_started", threadId: "t.loop", node: "coder", visit: 2 });
+    vi.advanceTimersByTime(3000);
+    expect(text()).toMatch(/\r\x1b\[2K\[loop\] {3}… coder: thinking 3s$/);
+    sink({ type: "message", threadId: "t", node: "mediator", content: "Started." });
+    vi.advanceTimersByTime(2000);
+    expect(text()).toMatch(/\r\x1b\[2K {2}… mediator: thinking 2s$/);
     sink.close();
   });
 

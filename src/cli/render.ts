@@ -121,11 +121,15 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
     if (spinnerShown) out.write("\r\x1b[2K");
     spinnerShown = false;
   };
+  /** The thread of the latest event: the spinner names its node (and its role, for another thread). */
+  let activeThread: string | undefined;
   const drawSpinner = (): void => {
     if (!spinnerOn || spinnerPaused || streaming !== undefined || !running()) return;
     const seconds = Math.floor((now() - since) / 1000);
     if (seconds < 1) return;
-    out.write(`\r\x1b[2K${pc.dim(`  … ${activity} ${seconds}s`)}`);
+    const active = activeThread === undefined ? undefined : threads.get(activeThread);
+    const view = active?.node !== undefined ? active : [...threads.values()].find((candidate) => candidate.node !== undefined)!;
+    out.write(`\r\x1b[2K${view.label}${pc.dim(`  … ${printable(view.node!)}: ${activity} ${seconds}s`)}`);
     spinnerShown = true;
   };
   const syncTimer = (): void => {
@@ -172,6 +176,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
   const render = (event: RunEvent): void => {
     since = now();
     activity = "thinking";
+    activeThread = event.threadId;
     switch (event.type) {
       case "run_started":
         line(event.threadId, `${pc.bold(event.forkedFrom ? "⑂ forking" : event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`, false);
