@@ -1,12 +1,22 @@
+/**
+ * Narrow reads of the saver's tables, for what needs a few small channels of a thread's latest
+ * root checkpoint (`status`: `loopState`, `inboxCursor`, `task`; a chat polling its inbox) and must
+ * be fast: plain SQL and `JSON.parse`, no serializer, no LangChain module, and not the whole state
+ * (a long thread's messages take a tenth of a second to decode). Only channels stored as one plain
+ * JSON value can be read so; any other (a list's history, a serializer's own type) throws: read it
+ * through the saver.
+ */
 import type Database from "better-sqlite3";
 
-/**
- * A narrow read of the saver's tables, for commands that need a few small channels of a thread's
- * latest root checkpoint (`status`: `loopState`, `inboxCursor`, `task`) and must answer fast: plain
- * SQL and `JSON.parse`, no serializer and no LangChain module. Only channels stored as one plain
- * JSON value can be read so; any other (a list's history, a serializer's own type) throws: read
- * it through the saver.
- */
+/** The id of the thread's latest root checkpoint; undefined before its first. */
+export function latestCheckpointId(db: Database.Database, threadId: string): string | undefined {
+  return db
+    .prepare<[string], string>(`SELECT checkpoint_id FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`)
+    .pluck()
+    .get(threadId);
+}
+
+/** Channel values of the thread's latest root checkpoint (those it has of `channels`); `{}` before its first checkpoint. */
 export function latestPlainChannels(db: Database.Database, threadId: string, channels: readonly string[]): Record<string, unknown> {
   return db
     .transaction(() => {

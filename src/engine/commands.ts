@@ -2,7 +2,8 @@ import { ConfigError } from "../errors.js";
 import { loadGraph } from "../graph/load.js";
 import { isRunning, parseLooperCommand } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
-import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import { latestPlainChannels } from "../checkpoint/plain-channels.js";
+import { requireThread, withStore, type Store, type StoreOptions, type StoreTables } from "../runs/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
@@ -85,19 +86,24 @@ export async function sendCommand(threadId: string, text: string, options: Store
  * looper step yet.
  */
 async function loopMayRun(store: Store, thread: ThreadRecord): Promise<boolean> {
-  const { loopState, inboxCursor = 0 } = (await latestValues(store, thread.threadId)) as { loopState?: LooperSnapshot; inboxCursor?: number };
+  const { loopState, inboxCursor = 0 } = latestPlainChannels(store.db, thread.threadId, ["loopState", "inboxCursor"]) as { loopState?: LooperSnapshot; inboxCursor?: number };
   if (loopState ? isRunning(loopState) : thread.status === "running") return true;
   return store.inbox.after(thread.threadId, inboxCursor).some((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
 }
 
 /** Free text sent to a Mediator thread and not answered yet (after the cursor of its latest checkpoint). */
-export async function unansweredMessages(store: Store, threadId: string): Promise<{ id: number; text: string }[]> {
-  const cursor = ((await latestValues(store, threadId)).inboxCursor as number | undefined) ?? 0;
+export async function unansweredMessages(store: StoreTables, threadId: string): Promise<{ id: number; text: string }[]> {
+  const cursor = inboxCursorOf(store, threadId);
   return store.inbox.messagesAfter(threadId, cursor);
 }
 
 /** Commands in the thread's inbox after the cursor of its latest checkpoint. */
-export async function hasUnconsumedCommands(store: Store, threadId: string): Promise<boolean> {
-  const cursor = ((await latestValues(store, threadId)).inboxCursor as number | undefined) ?? 0;
+export async function hasUnconsumedCommands(store: StoreTables, threadId: string): Promise<boolean> {
+  const cursor = inboxCursorOf(store, threadId);
   return store.inbox.after(threadId, cursor).length > 0;
+}
+
+/** The id of the last inbox entry the thread's latest checkpoint consumed (0: none). */
+export function inboxCursorOf(store: StoreTables, threadId: string): number {
+  return (latestPlainChannels(store.db, threadId, ["inboxCursor"]).inboxCursor as number | undefined) ?? 0;
 }

@@ -6,7 +6,7 @@ import type { LooperCommand } from "../state/looper.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { latestValues, withStore, type StoreOptions } from "../runs/store.js";
-import { hasUnconsumedCommands, looperStatus, loopThreadOf, NOTHING_TO_STOP } from "./commands.js";
+import { hasUnconsumedCommands, inboxCursorOf, looperStatus, loopThreadOf, NOTHING_TO_STOP } from "./commands.js";
 import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
 import type { EventSink } from "../runtime/events.js";
 import type { ResumeOptions, RunOptions, RunOutcome } from "./run-types.js";
@@ -281,7 +281,7 @@ export class LoopSupervisor implements LooperHandle {
   /** Whether a `start` or `add_pending` waits in the loop's inbox. */
   private async hasQueuedTask(): Promise<boolean> {
     return withStore(this.options.store, "read", async (store) => {
-      const cursor = ((await latestValues(store, this.threadId)).inboxCursor as number | undefined) ?? 0;
+      const cursor = inboxCursorOf(store, this.threadId);
       return store.inbox.after(this.threadId, cursor).some((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
     });
   }

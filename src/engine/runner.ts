@@ -6,7 +6,8 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
-import { latestValues, openStore, requireThread, type Store } from "../runs/store.js";
+import { latestCheckpointId, latestPlainChannels } from "../checkpoint/plain-channels.js";
+import { openStore, requireThread, type Store } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
 import { hasUnconsumedCommands } from "./commands.js";
@@ -114,7 +115,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     // The claim comes first: what the thread holds is read as it was when this process took it.
     const record = requireThread(store, options.threadId);
     // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
-    const loopRounds = ((await latestValues(store, record.threadId)).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
+    const loopRounds = (latestPlainChannels(store.db, record.threadId, ["loopState"]).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
     const thread = await Thread.open(store, record, { ...options, maxRounds: options.maxRounds ?? loopRounds }, { looper: createLoopSupervisor });
     try {
       return await resumeClaimed(store, thread, thread.claimedFrom!, options);
@@ -131,7 +132,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
 async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord, options: ResumeOptions): Promise<RunOutcome> {
   const { looper } = thread;
   // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
-  const started = (await store.saver.getTuple({ configurable: { thread_id: record.threadId, checkpoint_ns: "" } })) !== undefined;
+  const started = latestCheckpointId(store.db, record.threadId) !== undefined;
   // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
   // A chat's thread opened but never talked to has no checkpoint and no task: it has no turn to run either.
   const ended = (started && record.status !== "running" && (await thread.ended())) || (looper !== undefined && !started && !record.task);

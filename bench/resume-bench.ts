@@ -1,0 +1,65 @@
+/**
+ * How long `loopgraph resume` takes until its first node starts, against a bare `node -e ""`: on
+ * a 2-round loop thread and on a long one (60 rounds; 329 with --full), each ended and given a
+ * new task (`send T "add: …"`), so resume starts the loop again. Target: ≤ 5× node, flat in the
+ * thread's length. Each trial resumes a fresh copy of the store.
+ */
+import { spawn } from "node:child_process";
+import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { performance } from "node:perf_hooks";
+import Database from "better-sqlite3";
+import { CLI, FULL, node, nodeStartMs, report } from "./lib.js";
+import { loopThread, type LoopThread } from "./fixtures.js";
+
+const TRIALS = 5;
+
+/** Milliseconds from spawning `resume` to its first `node_started` event. */
+function untilFirstNode(db: string, threadId: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const started = performance.now();
+    const child = spawn(process.execPath, [CLI, "resume", threadId, "--db", db, "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+    let out = "";
+    let err = "";
+    child.stdout.on("data", (chunk: Buffer) => {
+      out += chunk.toString("utf8");
+      if (out.includes('"type":"node_started"')) {
+        const ms = performance.now() - started;
+        child.kill("SIGKILL");
+        resolve(ms);
+      }
+    });
+    child.stderr.on("data", (chunk: Buffer) => (err += chunk.toString("utf8")));
+    child.on("close", () => reject(new Error(`resume ended before a node started: ${err}${out.slice(-500)}`)));
+  });
+}
+
+async function measure(thread: LoopThread, dir: string): Promise<number> {
+  node([CLI, "send", thread.threadId, "add: one more round", "--db", thread.db]);
+  // The store is in WAL mode: fold the log into the file, so a copy of the file is the whole store.
+  const sqlite = new Database(thread.db);
+  sqlite.pragma("wal_checkpoint(TRUNCATE)");
+  sqlite.close();
+  const times: number[] = [];
+  for (let i = 0; i < TRIALS; i++) {
+    const db = join(dir, `trial-${i}.db`);
+    copyFileSync(thread.db, db);
+    times.push(await untilFirstNode(db, thread.threadId));
+    rmSync(db, { force: true });
+  }
+  return times.sort((a, b) => a - b)[Math.floor(TRIALS / 2)]!;
+}
+
+const dir = mkdtempSync(join(tmpdir(), "loopgraph-resume-bench-"));
+try {
+  const short = await loopThread(join(dir, "short"), 2);
+  const long = await loopThread(join(dir, "long"), FULL ? 329 : 60);
+  const anchor = nodeStartMs();
+  for (const thread of [short, long]) {
+    const ours = await measure(thread, dir);
+    report({ name: `resume_first_node_${thread.checkpoints}_checkpoints`, ours, anchor, unit: "ms", maxRatio: 5, note: "anchor: node -e \"\"" });
+  }
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}
