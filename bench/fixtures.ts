@@ -67,3 +67,8 @@ export async function loopThread(dir: string, rounds: number, threadId = `loop-$
     sqlite.close();
   }
 }
+
+/** The two threads the CLI rows compare: a 2-round loop and a long one (60 rounds; 329, about 5,000 checkpoints, with --full). */
+export async function shortAndLongThreads(dir: string, full: boolean): Promise<[LoopThread, LoopThread]> {
+  return [await loopThread(join(dir, "short"), 2), await loopThread(join(dir, "long"), full ? 329 : 60)];
+}

@@ -11,7 +11,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
 import { CLI, FULL, node, nodeStartMs, report } from "./lib.js";
-import { loopThread, type LoopThread } from "./fixtures.js";
+import { shortAndLongThreads, type LoopThread } from "./fixtures.js";
 
 const TRIALS = 5;
 
@@ -53,10 +53,9 @@ async function measure(thread: LoopThread, dir: string): Promise<number> {
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-resume-bench-"));
 try {
-  const short = await loopThread(join(dir, "short"), 2);
-  const long = await loopThread(join(dir, "long"), FULL ? 329 : 60);
+  const threads = await shortAndLongThreads(dir, FULL);
   const anchor = nodeStartMs();
-  for (const thread of [short, long]) {
+  for (const thread of threads) {
     const ours = await measure(thread, dir);
     report({ name: `resume_first_node_${thread.checkpoints}_checkpoints`, ours, anchor, unit: "ms", maxRatio: 5, note: "anchor: node -e \"\"" });
   }

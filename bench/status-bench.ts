@@ -7,14 +7,13 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { CLI, FULL, medianNodeMs, nodeStartMs, report } from "./lib.js";
-import { loopThread } from "./fixtures.js";
+import { shortAndLongThreads } from "./fixtures.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-status-bench-"));
 try {
-  const short = await loopThread(join(dir, "short"), 2);
-  const long = await loopThread(join(dir, "long"), FULL ? 329 : 60);
+  const threads = await shortAndLongThreads(dir, FULL);
   const anchor = nodeStartMs();
-  for (const thread of [short, long]) {
+  for (const thread of threads) {
     const ours = medianNodeMs([CLI, "status", thread.threadId, "--db", thread.db], 7);
     report({ name: `status_${thread.checkpoints}_checkpoints`, ours, anchor, unit: "ms", maxRatio: 3, note: "anchor: node -e \"\"" });
   }
