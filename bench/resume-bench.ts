@@ -43,10 +43,12 @@ async function measure(thread: LoopThread, dir: string): Promise<number> {
   sqlite.close();
   const times: number[] = [];
   for (let i = 0; i < TRIALS; i++) {
-    const db = join(dir, `trial-${i}.db`);
+    // A folder per trial: a killed resume leaves its -wal and -shm files beside the store.
+    const trial = mkdtempSync(join(dir, "trial-"));
+    const db = join(trial, "store.db");
     copyFileSync(thread.db, db);
     times.push(await untilFirstNode(db, thread.threadId));
-    rmSync(db, { force: true });
+    rmSync(trial, { recursive: true, force: true });
   }
   return times.sort((a, b) => a - b)[Math.floor(TRIALS / 2)]!;
 }
