@@ -26,14 +26,14 @@ function encoder(): Encode {
   if (!encode) {
     const require = createRequire(import.meta.url);
     encode = (require("gpt-tokenizer/encoding/o200k_base") as { encode: Encode }).encode;
+    tokenizerStats.loaded = true;
   }
+  tokenizerStats.encodedTexts++;
   return encode;
 }
 
-/** Whether the encoder has been loaded in this process (for tests of the lazy path). */
-export function tokenizerLoaded(): boolean {
-  return encode !== undefined;
-}
+/** Texts encoded so far in this process, and whether the encoder is loaded (tests of the lazy and cached paths). */
+export const tokenizerStats = { loaded: false, encodedTexts: 0 };
 
 /**
  * BPE merging is quadratic in the length of one pre-token: a long run without white space (a
