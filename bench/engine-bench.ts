@@ -11,8 +11,8 @@
  * - `coder_turn_last_vs_first`: one Coder turn of 20 shell steps each printing 1 MB (the history
  *   keeps head and tail, the whole output goes to an artifact), scripted; a step is the time from
  *   one `tool_result` event to the next (the model call, the tool call, their checkpoints). The
- *   anchor is the first step, ours the slowest of the last five. Compression is set out of
- *   reach, so every step does the same work.
+ *   anchor is the first steps, ours the last ones (three each, medians). Compression is set out
+ *   of reach, so every step does the same work.
  *
  * Per-step figures are the marginal cost: (time of a long run − time of a short run) / extra
  * steps, medians over a few runs, so start-up (opening the store, compiling) is left out.
@@ -28,25 +28,33 @@ import { GraphState, runGraph, type RunEvent } from "../src/index.js";
 import { FULL, report } from "./lib.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-engine-bench-"));
-const RUNS = 3;
+const RUNS = FULL ? 5 : 3;
 const SHORT = 10;
 const LONG = FULL ? 400 : 200;
 
 const median = (values: number[]): number => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
-/** Marginal ms per step: medians of `run(steps)` for a short and a long run, runs interleaved. */
-async function perStep(run: (steps: number, label: string) => Promise<void>): Promise<number> {
-  await run(SHORT, "warm");
-  const short: number[] = [];
-  const long: number[] = [];
+type Runner = (steps: number, label: string) => Promise<void>;
+
+/**
+ * Marginal ms per step of ours and of the anchor: medians of a short and a long run of each,
+ * the four runs interleaved in every round so that a busy spell of the machine weighs on both.
+ */
+async function perStep(ours: Runner, anchor: Runner): Promise<{ ours: number; anchor: number }> {
+  await ours(SHORT, "warm-ours");
+  await anchor(SHORT, "warm-anchor");
+  const times = { ours: { short: [] as number[], long: [] as number[] }, anchor: { short: [] as number[], long: [] as number[] } };
   for (let i = 0; i < RUNS; i++) {
-    for (const [steps, times] of [[SHORT, short], [LONG, long]] as const) {
-      const started = performance.now();
-      await run(steps, `${steps}-${i}`);
-      times.push(performance.now() - started);
+    for (const [side, run] of [["ours", ours], ["anchor", anchor]] as const) {
+      for (const [steps, key] of [[SHORT, "short"], [LONG, "long"]] as const) {
+        const started = performance.now();
+        await run(steps, `${side}-${steps}-${i}`);
+        times[side][key].push(performance.now() - started);
+      }
     }
   }
-  return (median(long) - median(short)) / (LONG - SHORT);
+  const marginal = ({ short, long }: { short: number[]; long: number[] }) => (median(long) - median(short)) / (LONG - SHORT);
+  return { ours: marginal(times.ours), anchor: marginal(times.anchor) };
 }
 
 /** A graph file of two nodes `a` and `b` looping `a → b → a …` for `steps` supersteps in all (until `a`'s visits reach half of them). */
@@ -98,15 +106,14 @@ async function runOurs(graph: string, steps: number, label: string, model?: stri
 // Function nodes.
 writeFileSync(join(dir, "step.mjs"), "export default (state, { node }) => ({ output: (state.visits[node] ?? 0) + 1 });\n");
 const functionGraphs = new Map([SHORT, LONG].map((steps) => [steps, loopGraph("fn-loop", () => "kind: function, module: step.mjs", steps)]));
-const functionsOurs = await perStep((steps, label) => runOurs(functionGraphs.get(steps)!, steps, `fn-${label}`));
-const functionsAnchor = await perStep(async (steps, label) => {
+const functions = await perStep((steps, label) => runOurs(functionGraphs.get(steps)!, steps, `fn-${label}`), async (steps, label) => {
   const graph = langGraphLoop(
     (id) => async (state) => ({ outputs: { [id]: (state.visits[id] ?? 0) + 1 }, visits: { [id]: (state.visits[id] ?? 0) + 1 } }),
     steps,
   );
   await graph.invoke({ task: "bench" }, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
 });
-report({ name: "engine_step_function_nodes", ours: functionsOurs, anchor: functionsAnchor, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps; anchor: LangGraph StateGraph + MemorySaver, same shape` });
+report({ name: "engine_step_function_nodes", ...functions, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps; anchor: LangGraph StateGraph + MemorySaver, same shape` });
 
 // Agent nodes, the scripted model against a fake chat model.
 mkdirSync(join(dir, "prompts"), { recursive: true });
@@ -121,8 +128,7 @@ const scripts = new Map(
     return [steps, `scripted:${file}`];
   }),
 );
-const agentsOurs = await perStep((steps, label) => runOurs(agentGraphs.get(steps)!, steps, `agent-${label}`, scripts.get(steps)));
-const agentsAnchor = await perStep(async (steps, label) => {
+const agents = await perStep((steps, label) => runOurs(agentGraphs.get(steps)!, steps, `agent-${label}`, scripts.get(steps)), async (steps, label) => {
   const answers = Array.from({ length: steps }, (_, i) => `Step ${i}: the loop goes on with one more short answer.`);
   const model = new FakeListChatModel({ responses: answers });
   const graph = langGraphLoop(
@@ -140,7 +146,7 @@ const agentsAnchor = await perStep(async (steps, label) => {
   );
   await graph.invoke({ task: "bench" }, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
 });
-report({ name: "engine_step_agent_nodes", ours: agentsOurs, anchor: agentsAnchor, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps; anchor: LangGraph + MemorySaver, nodes ask FakeListChatModel` });
+report({ name: "engine_step_agent_nodes", ...agents, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps; anchor: LangGraph + MemorySaver, nodes ask FakeListChatModel` });
 
 // A Coder turn of 20 shell steps, 1 MB of output each.
 const STEPS = 20;
@@ -178,18 +184,18 @@ async function coderTurn(label: string): Promise<number[]> {
   return marks.slice(1).map((mark, i) => mark - marks[i]!);
 }
 
-await coderTurn("warm");
 const turns: number[][] = [];
 for (let i = 0; i < RUNS; i++) turns.push(await coderTurn(`run-${i}`));
-const firstStep = median(turns.map((steps) => steps[0]!));
-const lastSteps = median(turns.map((steps) => Math.max(...steps.slice(-5))));
+// Each a median over the turns of the median of three steps: one step alone is at the mercy of a busy machine.
+const firstSteps = median(turns.map((steps) => median(steps.slice(0, 3))));
+const lastSteps = median(turns.map((steps) => median(steps.slice(-3))));
 report({
   name: "coder_turn_last_vs_first",
   ours: lastSteps,
-  anchor: firstStep,
+  anchor: firstSteps,
   unit: "ms",
   maxRatio: 1.5,
-  note: `${STEPS} shell steps of 1 MB output; ours: the slowest of the last 5 steps, anchor: the first step (medians of ${RUNS} turns)`,
+  note: `${STEPS} shell steps of 1 MB output; ours: the last 3 steps, anchor: the first 3 (medians over ${RUNS} turns)`,
 });
 
 rmSync(dir, { recursive: true, force: true });

@@ -1,4 +1,4 @@
-import { AIMessage, HumanMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { describe, expect, it, vi } from "vitest";
 import { countInputTokens, countTokens, tokenizerStats, tokensAtMost } from "../src/models/tokens.js";
 
@@ -65,5 +65,16 @@ describe("countInputTokens: counts kept per message, the encoder loaded on first
     const short = countInputTokens([message]);
     message.content = "a much longer text than the short one it replaced";
     expect(countInputTokens([message])).toBeGreaterThan(short);
+  });
+});
+
+describe("countTokens: recent long texts", () => {
+  it("a long text made anew with the same content (a system prompt rebuilt at every step) is not encoded again", () => {
+    const prompt = () => new SystemMessage(`You are the Coder.\n${"Follow the project's rules, keep changes small.\n".repeat(40)}`);
+    const first = countInputTokens([prompt()]);
+    const before = tokenizerStats.encodedTexts;
+    expect(countInputTokens([prompt()])).toBe(first);
+    // Only the message type ("system") is encoded again.
+    expect(tokenizerStats.encodedTexts - before).toBe(1);
   });
 });

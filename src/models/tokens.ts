@@ -43,8 +43,29 @@ export const tokenizerStats = { loaded: false, encodedTexts: 0 };
 const LONG_RUN = /\S{256,}/g;
 const CHARS_PER_TOKEN_ESTIMATE = 4;
 
+/**
+ * Counts of recent long texts: a text made anew with the same content (the Coder's system prompt,
+ * rebuilt at every step with the project's rules files) is not encoded again.
+ */
+const recentTexts = new Map<string, number>();
+const RECENT_TEXTS = 8;
+const RECENT_TEXT_MIN_CHARS = 512;
+/** Longer texts are not kept (the cache holds them alive). */
+const RECENT_TEXT_MAX_CHARS = 256 * 1024;
+
 export function countTokens(text: string): number {
   if (!text) return 0;
+  if (text.length < RECENT_TEXT_MIN_CHARS || text.length > RECENT_TEXT_MAX_CHARS) return encodeCount(text);
+  let count = recentTexts.get(text);
+  if (count === undefined) {
+    count = encodeCount(text);
+    if (recentTexts.size >= RECENT_TEXTS) recentTexts.delete(recentTexts.keys().next().value!);
+    recentTexts.set(text, count);
+  }
+  return count;
+}
+
+function encodeCount(text: string): number {
   let estimated = 0;
   const ordinary = text.replace(LONG_RUN, (run) => {
     estimated += Math.ceil(run.length / CHARS_PER_TOKEN_ESTIMATE);
