@@ -156,15 +156,24 @@ writeFileSync(
   join(coderDir, "coder.yaml"),
   ["version: 1", "name: coder-bench", "nodes:", "  coder: { kind: coder, max_steps: 30, compression: { budget_tokens: 100000000 } }", "edges:", "  - { from: START, to: coder }", "  - { from: coder, to: END }", ""].join("\n"),
 );
-const megabyte = "node -e \"const line = 'step output: some words of a build log, 42 files checked\\\\n'; process.stdout.write(line.repeat(Math.ceil(1e6 / line.length)))\"";
+// About 1 MB of a build log whose lines differ (numbers, paths), as real output does.
+const megabyte = `awk 'BEGIN { for (i = 1; i <= 17000; i++) printf "line %d: src/module-%d.ts checked, %d errors, took %d ms\\n", i, i * 7, i % 3, i % 97 }'`;
 const coderScript = ["responses:"];
 // Each command differs (its step number), so the loop detector lets them all run.
 for (let i = 0; i < STEPS; i++) coderScript.push("  - node: coder", "    tool_calls:", `      - { name: shell, args: { command: ${JSON.stringify(`${megabyte} && echo step ${i + 1}`)} } }`);
 coderScript.push('  - { node: coder, content: "Done." }');
 writeFileSync(join(coderDir, "coder.script.yaml"), `${coderScript.join("\n")}\n`);
 
-async function coderTurn(label: string): Promise<number[]> {
+interface Turn {
+  /** Each step: from one `tool_result` to the next. */
+  steps: number[];
+  /** The model side of each step: from a `tool_result` to the next `tool_call` (the history's checkpoint, the model call). */
+  modelSides: number[];
+}
+
+async function coderTurn(label: string): Promise<Turn> {
   const marks: number[] = [];
+  const calls: number[] = [];
   const outcome = await runGraph({
     graph: join(coderDir, "coder.yaml"),
     task: "run the build 20 times",
@@ -177,25 +186,30 @@ async function coderTurn(label: string): Promise<number[]> {
     env: { PATH: process.env.PATH ?? "" },
     onEvent: (event: RunEvent) => {
       if (event.type === "tool_result") marks.push(performance.now());
+      if (event.type === "tool_call") calls.push(performance.now());
     },
   });
   if (outcome.status !== "finished") throw new Error(`the Coder turn ended ${outcome.status}: ${outcome.error ?? ""}`);
   if (marks.length !== STEPS) throw new Error(`the Coder turn made ${marks.length} tool calls, not ${STEPS}`);
-  return marks.slice(1).map((mark, i) => mark - marks[i]!);
+  return { steps: marks.slice(1).map((mark, i) => mark - marks[i]!), modelSides: calls.slice(1).map((call, i) => call - marks[i]!) };
 }
 
-const turns: number[][] = [];
+const turns: Turn[] = [];
 for (let i = 0; i < RUNS; i++) turns.push(await coderTurn(`run-${i}`));
 // Each a median over the turns of the median of three steps: one step alone is at the mercy of a busy machine.
-const firstSteps = median(turns.map((steps) => median(steps.slice(0, 3))));
-const lastSteps = median(turns.map((steps) => median(steps.slice(-3))));
+const firstAndLast = (pick: (turn: Turn) => number[]) => ({
+  first: median(turns.map((turn) => median(pick(turn).slice(0, 3)))),
+  last: median(turns.map((turn) => median(pick(turn).slice(-3)))),
+});
+const { first: firstSteps, last: lastSteps } = firstAndLast((turn) => turn.steps);
+const modelSide = firstAndLast((turn) => turn.modelSides);
 report({
   name: "coder_turn_last_vs_first",
   ours: lastSteps,
   anchor: firstSteps,
   unit: "ms",
   maxRatio: 1.5,
-  note: `${STEPS} shell steps of 1 MB output; ours: the last 3 steps, anchor: the first 3 (medians over ${RUNS} turns)`,
+  note: `${STEPS} shell steps of 1 MB output; ours: the last 3 steps, anchor: the first 3 (medians over ${RUNS} turns); the model side of a step (tool_result to the next tool_call) first ${modelSide.first.toFixed(0)} ms, last ${modelSide.last.toFixed(0)} ms`,
 });
 
 rmSync(dir, { recursive: true, force: true });
