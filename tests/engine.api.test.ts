@@ -46,7 +46,7 @@ describe("library API", () => {
     const outcome = await runGraph({ graph: "example-review", task: "t", db: join(dir, "db"), model: scripted("repair.script.yaml"), env: {} });
     expect(outcome.status, outcome.error).toBe("finished");
     expect(outcome.state.outputs.critique).toEqual({ verdict: "approve", notes: "ok" });
-    expect(outcome.state.scripted[scripted("repair.script.yaml")]).toEqual([0, 1, 2]);
+    expect(outcome.state.scripted[scripted("repair.script.yaml")]).toEqual({ draft: 1, critique: 2 });
   });
 
   it("fails the run (exit 1) when the answer is still invalid after the retry, and records why", async () => {

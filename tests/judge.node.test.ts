@@ -80,7 +80,7 @@ describe("judge node", () => {
       notes: ["guard: the model's next task left out 1 pending message, listed verbatim after it"],
     });
     // Usage, scripted consumption and the message log, as every LLM node writes them.
-    expect(update.scripted).toEqual({ [spec]: [0] });
+    expect(update.scripted).toEqual({ [spec]: { judge: 1 } });
     expect(update.usage!.judge!.inputTokens).toBeGreaterThan(0);
     expect(update.usage!.judge!.outputTokens).toBeGreaterThan(0);
     expect(update.messages).toHaveLength(1);
@@ -162,7 +162,7 @@ describe("judge node", () => {
     expect(result.notes[0]).toMatch(/^the model's answer was invalid \(.*reason.*\): "\{\\"decision\\": \\"terminate\\"\}"; asked once more with the validation error$/);
     expect(h.calls).toHaveLength(2);
     expect(lastText(h.calls[1]!)).toMatch(/^Your answer could not be used: .*reason.*Answer again with the JSON only\.$/);
-    expect(Object.values(update.scripted!)).toEqual([[0, 1]]);
+    expect(Object.values(update.scripted!)).toEqual([{ judge: 2 }]);
   });
 
   it("invalid twice: repair retry, then the rule-based fallback, with notes on both answers", async () => {
@@ -175,7 +175,7 @@ describe("judge node", () => {
       expect.stringMatching(/^the repeated answer was invalid too \(.*nextTask must not be empty.*\): "\{\\"decision\\": \\"continue\\", \\"nextTask\\": \\"\\"\}"$/),
       "fallback: the Coder succeeded and 1 pending message waits",
     ]);
-    expect(Object.values(update.scripted!)).toEqual([[0, 1]]);
+    expect(Object.values(update.scripted!)).toEqual([{ judge: 2 }]);
     expect(String(update.messages![0]!.content)).toContain("Judge: continue (decided by the rules (fallback); took 1 pending message)");
   });
 
@@ -208,7 +208,7 @@ describe("judge node", () => {
     expect(result.notes[0]).toMatch(/^the model's answer was invalid .*"\{\\"verdict\\": \\"ship it\\"\}"; asked once more/);
     expect(result.notes[1]).toMatch(/^the model call failed \(exhausted: /);
     expect(result.notes[2]).toBe("fallback: the review rated the work critical");
-    expect(Object.values(update.scripted!)).toEqual([[0]]);
+    expect(Object.values(update.scripted!)).toEqual([{ judge: 1 }]);
   });
 
   it("an auth error stops the run", async () => {
@@ -229,15 +229,18 @@ describe("judge node", () => {
     await expect(node(judgeState({ coder: coderSuccess(), review: review("normal") }), {})).rejects.toThrow("interrupted by the user");
   });
 
-  it("adds to the node's usage and to the scripted responses already consumed in the run", async () => {
+  it.each([
+    ["counts", { judge: 1 }],
+    ["a list of indices, as a thread stored before the counts holds it", [0]],
+  ])("adds to the node's usage and to the scripted responses already consumed in the run (stored as %s)", async (_form, consumed) => {
     const spec = scripted("repaired.script.yaml");
     const state = { ...judgeState({ coder: coderSuccess(), review: review("normal") }), visits: { judge: 1 } } as GraphStateValue;
     // Response 0 was used by an earlier visit: this one starts at response 1.
-    state.scripted = { [spec]: [0] };
+    state.scripted = { [spec]: consumed };
     state.usage = { judge: { inputTokens: 1000, outputTokens: 100 } };
     const update = await createJudgeNode(judgeDefinition(spec), GRAPH, harness().ctx)(state, {});
     expect(update.outputs!.judge).toMatchObject({ decision: "terminate", source: "model", notes: [] });
-    expect(Object.values(update.scripted!)).toEqual([[0, 1]]);
+    expect(Object.values(update.scripted!)).toEqual([{ judge: 2 }]);
     expect(update.usage!.judge!.inputTokens).toBeGreaterThan(1000);
     expect(update.usage!.judge!.outputTokens).toBeGreaterThan(100);
     expect(update.messages![0]!.id).toBe("judge-decision-2");

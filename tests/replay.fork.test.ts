@@ -59,9 +59,9 @@ describe("replay --from (live fork)", () => {
     expect(after.checkpoints.filter((c) => c.head).map((c) => c.checkpointId)).toEqual([after.head]);
 
     // The responses consumed after the fork point were consumed again (the fork calls the models again).
-    const forkFinal = await stateAt<ExampleState & { scripted: Record<string, number[]> }>(ws.db, "t", after.head!);
+    const forkFinal = await stateAt<ExampleState & { scripted: Record<string, Record<string, number>> }>(ws.db, "t", after.head!);
     expect(forkFinal.task).toBe("Explain loopgraph to managers");
-    expect(Object.values(forkFinal.scripted)).toEqual([[0, 1, 2, 3]]);
+    expect(Object.values(forkFinal.scripted)).toEqual([{ draft: 1, critique: 2, revise: 1 }]);
     expect(forkFinal.visits).toEqual(originalFinal.visits);
 
     // inspect draws the tree: the original branch and the fork side by side under the critique checkpoint.

@@ -149,7 +149,7 @@ describe("review node", () => {
     expect(log).toContain('2. [FAILED (timeout)] shell {"command":"node hello.js"}');
     expect(log).toContain("[completed] create hello.js");
 
-    expect(state.scripted).toEqual({ [`scripted:${join(FIXTURES, "normal.script.yaml")}`]: [0, 1] });
+    expect(state.scripted).toEqual({ [`scripted:${join(FIXTURES, "normal.script.yaml")}`]: { "review.specs_breakdown": 1, "review.task_log": 1 } });
     expect(state.usage.review!.inputTokens).toBeGreaterThan(0);
     expect(state.usage.review!.outputTokens).toBeGreaterThan(0);
     expect(state.roundBaseline).toBe(baseline);
@@ -180,7 +180,7 @@ describe("review node", () => {
     expect(review.checks.git_diff.ok).toBe(true);
     expect(review.rating).toBe("warning");
     expect(review.comments).toContain(`specs_breakdown: the check failed: ${review.checks.specs_breakdown.error}`);
-    expect(Object.values(state.scripted)).toEqual([[0, 1, 2]]);
+    expect(Object.values(state.scripted)).toEqual([{ "review.specs_breakdown": 2, "review.task_log": 1 }]);
   });
 
   it("a git failure fails the git_diff check alone; the specs check is told the diff is unknown", async () => {

@@ -6,6 +6,7 @@ import { z } from "zod";
 import { ConfigError, ModelError } from "../errors.js";
 import { sleep } from "./retry.js";
 import { countInputTokens, countOutputTokens } from "./tokens.js";
+import { SCRIPTED_ANY_NODE, type ScriptedConsumed, type ScriptedCounts } from "../state/graph-state.js";
 import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult } from "./types.js";
 
@@ -100,32 +101,64 @@ const WAIT_POLL_MS = 50;
 
 /**
  * Answers from the script. Stateless: which responses are used is the caller's state
- * (`options.consumed`), so a resumed run continues with the next unused one.
+ * (`options.consumed`, counts per group), so a resumed run continues with the next unused one.
  */
 class ScriptedModel implements ChatModel {
+  /** Each group's response indices in file order: a response's `node`, or `SCRIPTED_ANY_NODE`. */
+  private readonly groups = new Map<string, number[]>();
+  /** Output tokens of each response used so far: the same answer is counted once. */
+  private readonly outputTokens = new Map<number, number>();
+
   constructor(
     readonly spec: string,
     private readonly file: string,
     private readonly responses: readonly ParsedResponse[],
     /** The script's folder: `wait_for` paths are relative to it. */
     private readonly folder: string,
-  ) {}
+  ) {
+    responses.forEach((response, index) => {
+      const group = response.node ?? SCRIPTED_ANY_NODE;
+      const indices = this.groups.get(group) ?? [];
+      indices.push(index);
+      this.groups.set(group, indices);
+    });
+  }
+
+  /**
+   * Counts per group; a stored list of indices (a thread of an earlier version) is read as the
+   * number of each group's responses used from its start.
+   */
+  private countsOf(consumed: Readonly<ScriptedConsumed> | undefined): ScriptedCounts {
+    if (consumed === undefined) return {};
+    if (!Array.isArray(consumed)) return { ...(consumed as ScriptedCounts) };
+    const used = new Set(consumed as readonly number[]);
+    const counts: ScriptedCounts = {};
+    for (const [group, indices] of this.groups) {
+      let count = 0;
+      while (count < indices.length && used.has(indices[count]!)) count++;
+      if (count > 0) counts[group] = count;
+    }
+    return counts;
+  }
 
   async call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult> {
     options.signal?.throwIfAborted();
-    const consumed = new Set(options.consumed ?? []);
-    const index = this.responses.findIndex(
-      (response, i) => !consumed.has(i) && (response.node === undefined || response.node === options.node),
-    );
-    const response = this.responses[index];
-    if (!response) {
-      const used = this.responses.filter((_, i) => consumed.has(i)).length;
+    const counts = this.countsOf(options.consumed);
+    // The first unused response of the caller's group or of the shared one, whichever comes first in the file.
+    const own = this.groups.get(options.node)?.[counts[options.node] ?? 0];
+    const shared = this.groups.get(SCRIPTED_ANY_NODE)?.[counts[SCRIPTED_ANY_NODE] ?? 0];
+    const index = own === undefined ? shared : shared === undefined ? own : Math.min(own, shared);
+    const response = index === undefined ? undefined : this.responses[index];
+    if (index === undefined || !response) {
+      let used = 0;
+      for (const [group, indices] of this.groups) used += Math.min(counts[group] ?? 0, indices.length);
       throw new ModelError(
         `scripted model exhausted: no response left for node "${options.node}" in ${this.file} ` +
           `(${used} of ${this.responses.length} used)`,
         "exhausted",
       );
     }
+    const group = response.node ?? SCRIPTED_ANY_NODE;
 
     if (response.wait_for !== undefined) {
       const gate = resolve(this.folder, response.wait_for);
@@ -141,13 +174,18 @@ class ScriptedModel implements ChatModel {
       args: typeof args === "string" ? args : JSON.stringify(args),
     }));
     const message = new AIMessage({ id: `scripted-${index}`, content: response.content, ...toolCallsFromRaw(calls) });
-    const usage = { inputTokens: countInputTokens(messages, options.tools), outputTokens: countOutputTokens(message) };
+    let outputTokens = this.outputTokens.get(index);
+    if (outputTokens === undefined) {
+      outputTokens = countOutputTokens(message);
+      this.outputTokens.set(index, outputTokens);
+    }
+    const usage = { inputTokens: countInputTokens(messages, options.tools), outputTokens };
     message.usage_metadata = {
       input_tokens: usage.inputTokens,
       output_tokens: usage.outputTokens,
       total_tokens: usage.inputTokens + usage.outputTokens,
     };
-    return { message, usage, scriptedIndex: index };
+    return { message, usage, scriptedIndex: index, scriptedConsumed: { ...counts, [group]: (counts[group] ?? 0) + 1 } };
   }
 }
 

@@ -1,6 +1,6 @@
 import type { AIMessage, BaseMessage } from "@langchain/core/messages";
 import type { ModelError } from "../errors.js";
-import type { TokenUsage } from "../state/graph-state.js";
+import type { ScriptedConsumed, ScriptedCounts, TokenUsage } from "../state/graph-state.js";
 
 /** A tool the model may call, described with a JSON Schema of its arguments. */
 export interface ToolSpec {
@@ -14,10 +14,10 @@ export interface ModelCallOptions {
   node: string;
   tools?: ToolSpec[];
   /**
-   * Indices of scripted responses already consumed in this run (from the graph state).
-   * Ignored by network providers.
+   * The scripted responses already consumed in this run (the graph state's `scripted[spec]`):
+   * counts per group, or a thread's stored list of indices. Ignored by network providers.
    */
-  consumed?: readonly number[];
+  consumed?: Readonly<ScriptedConsumed>;
   /** Streamed text as it arrives. */
   onToken?: (text: string) => void;
   /**
@@ -43,6 +43,8 @@ export interface ModelCallResult {
   usage: TokenUsage;
   /** For the scripted model: the index of the response consumed by this call. */
   scriptedIndex?: number;
+  /** For the scripted model: the consumption after this call (`consumed` as counts, with this call's response). */
+  scriptedConsumed?: ScriptedCounts;
 }
 
 /** A configured model: every provider (scripted, openai and presets) implements this. */

@@ -7,7 +7,7 @@ import type { NodeUpdate } from "./node-function.js";
 import { ModelError } from "../errors.js";
 import { recordedOutput } from "../models/recorded.js";
 import type { ToolSpec } from "../models/types.js";
-import type { TokenUsage } from "../state/graph-state.js";
+import type { ScriptedConsumed, ScriptedCounts, TokenUsage } from "../state/graph-state.js";
 import { parseStructuredOutput } from "./structured-output.js";
 
 export function messageText(message: BaseMessage): string {
@@ -19,8 +19,11 @@ export function messageText(message: BaseMessage): string {
 export interface ModelSession {
   /** `streamTokens: false` keeps this call's text from streaming (e.g. a summary the user does not read). */
   ask(messages: BaseMessage[], options?: { streamTokens?: boolean }): Promise<AIMessage>;
-  /** The scripted responses consumed in the run so far, this session's calls included. */
-  readonly consumed: number[];
+  /**
+   * The scripted responses consumed in the run so far, this session's calls included (counts per
+   * group, to be written to the state's `scripted[spec]`); undefined while no call consumed one.
+   */
+  consumed(): ScriptedCounts | undefined;
   /** `startUsage` plus the tokens of this session's calls. */
   readonly usage: TokenUsage;
 }
@@ -31,7 +34,7 @@ export interface ModelSessionOptions {
   /** The caller's name: scripted responses are matched on it, events carry it. */
   node: string;
   /** Scripted responses already consumed (the state's `scripted[spec]`). */
-  consumed?: readonly number[];
+  consumed?: Readonly<ScriptedConsumed>;
   startUsage?: TokenUsage;
   /** Stream the answer's text as `message` deltas (off where parallel callers would interleave). */
   streamTokens?: boolean;
@@ -42,7 +45,8 @@ export interface ModelSessionOptions {
 export function startModelSession(ctx: RunContext, options: ModelSessionOptions): ModelSession {
   const { spec, node } = options;
   const model = ctx.model(spec);
-  const consumed = [...(options.consumed ?? [])];
+  let consumed: Readonly<ScriptedConsumed> | undefined = options.consumed;
+  let consumedNow: ScriptedCounts | undefined;
   const usage: TokenUsage = { inputTokens: 0, outputTokens: 0, ...options.startUsage };
   const ask = async (messages: BaseMessage[], call: { streamTokens?: boolean } = {}): Promise<AIMessage> => {
     const stream = options.streamTokens !== false && call.streamTokens !== false;
@@ -62,12 +66,12 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
         throw error;
       });
     ctx.record?.({ kind: "model", node, output: recordedOutput(result.message, result.usage) });
-    if (result.scriptedIndex !== undefined) consumed.push(result.scriptedIndex);
+    if (result.scriptedConsumed !== undefined) consumed = consumedNow = result.scriptedConsumed;
     usage.inputTokens += result.usage.inputTokens;
     usage.outputTokens += result.usage.outputTokens;
     return result.message;
   };
-  return { ask, consumed, usage };
+  return { ask, consumed: () => consumedNow, usage };
 }
 
 /** A graph node's model session, with the state writes that keep its bookkeeping. */
@@ -91,10 +95,10 @@ export function startNodeSession(
   const session = startModelSession(ctx, { spec, node: node.id, consumed: state.scripted[spec], startUsage: state.usage[node.id], ...options });
   return {
     ...session,
-    bookkeeping: () => ({
-      usage: { [node.id]: session.usage },
-      ...(session.consumed.length > 0 ? { scripted: { [spec]: session.consumed } } : {}),
-    }),
+    bookkeeping: () => {
+      const consumed = session.consumed();
+      return { usage: { [node.id]: session.usage }, ...(consumed ? { scripted: { [spec]: consumed } } : {}) };
+    },
   };
 }
 

@@ -29,15 +29,50 @@ const mergeRecords = <T>(left: Record<string, T>, right: Record<string, T>): Rec
   ...right,
 });
 
+/**
+ * The scripted responses one script has given, per group: a response's `node`, or
+ * `SCRIPTED_ANY_NODE` for the responses without one. A call always takes the first unused
+ * response of its node's group or of the shared group, so each group is used from its start
+ * and a count says which of its responses are used (docs/scripted-model.md).
+ */
+export type ScriptedCounts = Record<string, number>;
+
+/** The group of the scripted responses that name no `node`. */
+export const SCRIPTED_ANY_NODE = "*";
+
+/**
+ * A script's consumption as stored: counts, or, in a thread stored before the counts, the
+ * sorted list of the response indices used (the scripted model reads it as counts; the next
+ * write of the script's counts replaces it).
+ */
+export type ScriptedConsumed = ScriptedCounts | number[];
+
 const unionSorted = (left: number[], right: number[]): number[] =>
   [...new Set([...left, ...right])].sort((a, b) => a - b);
 
-export const mergeConsumed = (
-  left: Record<string, number[]>,
-  right: Record<string, number[]>,
-): Record<string, number[]> => {
+/** Per group, the larger count: both writers' responses stay used (a union, as the counts are prefixes). */
+const mergeCounts = (left: ScriptedCounts, right: ScriptedCounts): ScriptedCounts => {
   const merged = { ...left };
-  for (const [model, indices] of Object.entries(right)) merged[model] = unionSorted(merged[model] ?? [], indices);
+  for (const [group, count] of Object.entries(right)) merged[group] = Math.max(merged[group] ?? 0, count);
+  return merged;
+};
+
+/**
+ * Scripted consumption per model spec, merged by union: counts by the larger count per group.
+ * Counts written over a stored list replace it (they were computed from it, so they include it).
+ */
+export const mergeConsumed = (
+  left: Record<string, ScriptedConsumed>,
+  right: Record<string, ScriptedConsumed>,
+): Record<string, ScriptedConsumed> => {
+  const merged = { ...left };
+  for (const [model, consumed] of Object.entries(right)) {
+    const known = merged[model];
+    if (known === undefined) merged[model] = consumed;
+    else if (Array.isArray(known) && Array.isArray(consumed)) merged[model] = unionSorted(known, consumed);
+    else if (!Array.isArray(known) && !Array.isArray(consumed)) merged[model] = mergeCounts(known, consumed);
+    else merged[model] = consumed;
+  }
   return merged;
 };
 
@@ -59,7 +94,7 @@ export const GraphState = Annotation.Root({
   /** Cumulative token usage per node. */
   usage: Annotation<Record<string, TokenUsage>>({ reducer: mergeRecords, default: () => ({}) }),
   /** Scripted responses consumed, per model spec: part of the state so a resumed run never replays one. */
-  scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
+  scripted: Annotation<Record<string, ScriptedConsumed>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Policy rules the user added by answering "always" to an approval: they hold for the whole thread. */
   sessionRules: Annotation<PolicyRule[]>({ reducer: mergeRules, default: () => [] }),
   /**

@@ -8,7 +8,7 @@
  */
 import { HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
 import { REMOVE_ALL_MESSAGES } from "@langchain/langgraph";
-import { countInputTokens } from "../../models/tokens.js";
+import { countInputTokens, overBudget } from "../../models/tokens.js";
 
 export const DEFAULT_KEEP_RECENT_TURNS = 3;
 
@@ -16,7 +16,10 @@ export const DEFAULT_KEEP_RECENT_TURNS = 3;
 export const SUMMARY_MARKER = "[Summary of earlier work]";
 
 export interface CompressionOptions {
-  /** Compress when the messages are estimated (`countInputTokens`) above this many tokens. */
+  /**
+   * Compress when the messages are counted (`countInputTokens`) above this many tokens. A history
+   * whose upper bound (its UTF-8 length) is within it is not counted at all.
+   */
   budgetTokens: number;
   /** Latest turns kept verbatim, at least 1 (default 3). */
   keepRecentTurns?: number;
@@ -91,10 +94,12 @@ export async function compressHistory(
     throw new RangeError(`keepRecentTurns must be a positive integer, got ${keepRecentTurns}`);
   }
 
-  const tokensBefore = countInputTokens(messages);
-  if (tokensBefore <= options.budgetTokens) {
-    return { compressed: false, reason: `${tokensBefore} tokens, within the budget of ${options.budgetTokens}` };
+  const before = overBudget(messages, options.budgetTokens);
+  if (!before.over) {
+    const tokens = before.tokens !== undefined ? `${before.tokens} tokens` : `at most ${before.atMost} tokens`;
+    return { compressed: false, reason: `${tokens}, within the budget of ${options.budgetTokens}` };
   }
+  const tokensBefore = before.tokens;
   const parts = splitHistory(messages, keepRecentTurns);
   if (!parts) {
     return { compressed: false, reason: `nothing to summarise: no turns before the latest ${keepRecentTurns}` };

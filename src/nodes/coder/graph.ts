@@ -133,10 +133,10 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
     const system = new SystemMessage(coderSystemPrompt(template, ctx.workspace));
-    const bookkeeping = (): CoderUpdate => ({
-      usage: { ...session.usage },
-      ...(session.consumed.length > 0 ? { scripted: { [spec]: [...session.consumed] } } : {}),
-    });
+    const bookkeeping = (): CoderUpdate => {
+      const consumed = session.consumed();
+      return { usage: { ...session.usage }, ...(consumed ? { scripted: { [spec]: consumed } } : {}) };
+    };
 
     const written: BaseMessage[] = [];
     let messages = state.messages.length > 0 ? state.messages : [new HumanMessage({ content: state.task, id: "coder-task" })];

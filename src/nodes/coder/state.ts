@@ -1,7 +1,7 @@
 import { Annotation, messagesStateReducer } from "@langchain/langgraph";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { TokenUsage } from "../../state/graph-state.js";
-import { mergeConsumed, mergeRules } from "../../state/graph-state.js";
+import { mergeConsumed, mergeRules, type ScriptedConsumed } from "../../state/graph-state.js";
 import type { TodoItem } from "../../tools/types.js";
 import type { LoopDetectorState } from "../../tools/loop-detection.js";
 import type { CoderResult, ToolLogEntry } from "./types.js";
@@ -28,7 +28,7 @@ export const CoderState = Annotation.Root({
   todos: Annotation<TodoItem[]>({ reducer: lastValue, default: () => [] }),
   loop: Annotation<LoopDetectorState | undefined>({ reducer: lastValue, default: () => undefined }),
   usage: Annotation<TokenUsage>({ reducer: lastValue, default: () => ({ inputTokens: 0, outputTokens: 0 }) }),
-  scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
+  scripted: Annotation<Record<string, ScriptedConsumed>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Rules the user added by answering "always"; they hold for the rest of the thread. */
   sessionRules: Annotation<PolicyRule[]>({ reducer: mergeRules, default: () => [] }),
   /**

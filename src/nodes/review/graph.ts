@@ -9,7 +9,7 @@ import type { GraphDefinition } from "../../format/types.js";
 import type { ReviewCheckResult, ReviewResult } from "../../state/looper.js";
 import { askStructured, startModelSession } from "../../runtime/model-session.js";
 import { structuredOutputInstruction, toZod } from "../../runtime/structured-output.js";
-import { mergeConsumed, type TokenUsage } from "../../state/graph-state.js";
+import { mergeConsumed, type ScriptedConsumed, type TokenUsage } from "../../state/graph-state.js";
 import { captureBaseline, changesSinceBaseline } from "./baseline.js";
 import {
   CHECK_NAMES,
@@ -35,7 +35,7 @@ const ReviewState = Annotation.Root({
   coder: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
   /** The round's workspace baseline (`roundBaseline` of the graph state). */
   baseline: Annotation<string | undefined>({ reducer: lastValue, default: () => undefined }),
-  scripted: Annotation<Record<string, number[]>>({ reducer: mergeConsumed, default: () => ({}) }),
+  scripted: Annotation<Record<string, ScriptedConsumed>>({ reducer: mergeConsumed, default: () => ({}) }),
   diff: Annotation<DiffReading | undefined>({ reducer: lastValue, default: () => undefined }),
   checks: Annotation<Partial<Record<CheckName, ReviewCheckResult>>>({ reducer: mergeRecords, default: () => ({}) }),
   /** Tokens each model check spent in this review. */
@@ -87,7 +87,8 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
       result = { ok: false, comments: [], error: error instanceof Error ? error.message : String(error) };
     }
     const update: ReviewUpdate = { checks: { [check]: result }, usage: { [check]: session.usage } };
-    if (session.consumed.length > 0) update.scripted = { [spec]: session.consumed };
+    const consumed = session.consumed();
+    if (consumed) update.scripted = { [spec]: consumed };
     return update;
   };
 
