@@ -1,14 +1,14 @@
-import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants, lstatSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
-import { delimiter, join } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { refusal } from "./checked-file.js";
-import { walkFiles } from "./ignore-rules.js";
+import { ALWAYS_SKIPPED_NAMES, walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
-import { statInWorkspace } from "./workspace-paths.js";
+import { realPathOf, statInWorkspace } from "./workspace-paths.js";
 
 /*
  * Two engines, one result. Which files are searched is decided here, once, by the same walk as
@@ -29,8 +29,6 @@ import { statInWorkspace } from "./workspace-paths.js";
 const MAX_MATCHES = 500;
 const MAX_FILE_BYTES = 10 * 1024 * 1024;
 const MAX_SHOWN_LINE_CHARS = 500;
-/** Command-line budget per ripgrep run (Linux allows 2 MiB in total, 128 KiB per argument). */
-const RIPGREP_BATCH_CHARS = 100_000;
 /** `LOOPGRAPH_RG=/path/to/rg` picks the ripgrep binary; `LOOPGRAPH_RG=off` forces the in-process engine. */
 const RIPGREP_ENV = "LOOPGRAPH_RG";
 
@@ -76,21 +74,59 @@ export function findRipgrep(env: NodeJS.ProcessEnv = process.env): string | unde
     .find(isExecutableFile);
 }
 
-function batches(files: string[]): string[][] {
-  const result: string[][] = [];
-  let current: string[] = [];
-  let size = 0;
-  for (const file of files) {
-    if (current.length > 0 && size + file.length + 1 > RIPGREP_BATCH_CHARS) {
-      result.push(current);
-      current = [];
-      size = 0;
-    }
-    current.push(file);
-    size += file.length + 1;
+/**
+ * What one ripgrep run walks: `rgPath` (workspace-relative, searched from the workspace's real
+ * path) and the file names `glob` keeps.
+ */
+interface Scope {
+  /** Real path of the workspace: the directory ripgrep runs in. */
+  cwd: string;
+  /** The directory searched, workspace-relative ("." for the root). */
+  rgPath: string;
+  glob: string | undefined;
+  inGlob: (relative: string) => boolean;
+}
+
+/**
+ * A glob ripgrep can apply itself, as a file type: no slash (so it matches file names, as
+ * picomatch's `basename` does) and nothing beyond `*`, `?` and plain name characters. Types,
+ * unlike `--glob`, never override the ignore files. Other globs are applied here only.
+ */
+const SIMPLE_NAME_GLOB = /^[A-Za-z0-9_.*?-]+$/;
+
+/**
+ * The walk both ripgrep runs share, the same files as `walkFiles` lists: no config file,
+ * dotfiles included, `.rgignore`/`.ignore`/`.gitignore` (inside a repository) and
+ * `.git/info/exclude` of the directories and their ancestors, not the global git excludes, the
+ * always-skipped folders left out below the root, symlinks never followed (ripgrep's default:
+ * never pass `--follow`), special files skipped.
+ */
+function walkArgs(scope: Scope): string[] {
+  const args = ["--no-config", "--hidden", "--no-ignore-global", ...[...ALWAYS_SKIPPED_NAMES].map((name) => `--glob=!${name}`)];
+  if (scope.glob !== undefined && SIMPLE_NAME_GLOB.test(scope.glob)) args.push(`--type-add=loopgraphglob:${scope.glob}`, "--type=loopgraphglob");
+  return args;
+}
+
+/** ripgrep's environment: ours without a config file pointer (`--no-config` ignores it too). */
+function ripgrepEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.RIPGREP_CONFIG_PATH;
+  return env;
+}
+
+/** A path as ripgrep prints it (relative to the workspace, `./` first when the root is searched), as a workspace-relative path. */
+function fromRipgrep(path: string): string {
+  return path.startsWith("./") ? path.slice(2) : path;
+}
+
+/** Walk order (each directory's entries sorted by name, depth first), as `walkFiles` and `rg --sort path` list files. */
+export function compareWalkOrder(a: string, b: string): number {
+  const left = a.split("/");
+  const right = b.split("/");
+  for (let i = 0; i < Math.min(left.length, right.length); i++) {
+    if (left[i] !== right[i]) return left[i]! < right[i]! ? -1 : 1;
   }
-  if (current.length > 0) result.push(current);
-  return result;
+  return left.length - right.length;
 }
 
 interface RipgrepData {
@@ -116,52 +152,245 @@ function decodeRipgrepData(data: RipgrepData): string {
   return data.text ?? Buffer.from(data.bytes ?? "", "base64").toString("utf8");
 }
 
-/** Matches per file of one ripgrep run over `files`; files ripgrep found binary are left out. */
-function runRipgrep(rg: string, query: GrepQuery, files: string[], ctx: ToolContext): Promise<Map<string, GrepMatch[]>> {
-  const args = ["--json", "--no-config", "--no-mmap", "--encoding", "none", "--crlf", query.caseInsensitive ? "--ignore-case" : "--case-sensitive"];
-  const child = spawn(rg, [...args, "--regexp", query.pattern, "--", ...files], { cwd: ctx.workspace, stdio: ["ignore", "pipe", "pipe"] });
-  const onAbort = () => child.kill();
-  ctx.signal?.addEventListener("abort", onAbort);
-  const byFile = new Map<string, GrepMatch[]>();
-  let stderr = "";
-  let messages = 0;
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  createInterface({ input: child.stdout }).on("line", (line) => {
-    messages++;
-    const message = parseRipgrepMessage(line);
-    if (!message?.data.path) return;
-    const file = decodeRipgrepData(message.data.path);
-    if (message.type === "match") {
-      const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
-      let matches = byFile.get(file);
-      if (!matches) byFile.set(file, (matches = []));
-      matches.push(matchOf(file, message.data.line_number ?? 0, text));
-    } else if (message.type === "end" && message.data.binary_offset != null) {
-      byFile.delete(file);
-    }
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      ctx.signal?.removeEventListener("abort", onAbort);
-      if (ctx.signal?.aborted) return resolve(byFile);
-      // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
-      if (code === 2 && messages === 0) return reject(new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`));
-      resolve(byFile);
-    });
-  });
+/** The raw bytes of a path ripgrep printed (a non-UTF-8 name comes as base64). */
+function rawRipgrepPath(data: RipgrepData): Buffer {
+  return data.bytes !== undefined ? Buffer.from(data.bytes, "base64") : Buffer.from(data.text ?? "", "utf8");
 }
 
-function ripgrepEngine(rg: string): GrepEngine {
-  return async (query, files, ctx, limit) => {
-    const matches: GrepMatch[] = [];
-    for (const batch of batches(files)) {
-      const byFile = await runRipgrep(rg, query, batch, ctx);
-      throwIfCancelled(ctx.signal);
-      for (const file of batch) matches.push(...(byFile.get(file) ?? []));
-      if (matches.length >= limit) break;
+/** Why a file is left out, from its lstat: refused (see `refusal`), too large, or not a regular file at all. */
+type Verdict = "searched" | "refused" | "tooLarge" | "skipped";
+
+function verdictOf(stats: Stats | undefined, relative: string): Verdict {
+  // Symlinks are never followed and special files never opened: neither is searched nor noted (as in walkFiles' users).
+  if (!stats || !stats.isFile()) return "skipped";
+  if (refusal(stats, relative) !== undefined) return "refused";
+  return stats.size > MAX_FILE_BYTES ? "tooLarge" : "searched";
+}
+
+function lstatRaw(cwd: Buffer, raw: Buffer): Stats | undefined {
+  return lstatSync(Buffer.concat([cwd, Buffer.from("/"), raw]), { throwIfNoEntry: false });
+}
+
+interface RipgrepRun {
+  child: ChildProcess;
+  /** Resolves once the process is gone, with its exit code (null when killed) and stderr. */
+  closed: Promise<{ code: number | null; stderr: string }>;
+  /** Kills it (if still running); resolves once it is gone. */
+  stop(): Promise<void>;
+}
+
+function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext): RipgrepRun {
+  const child = spawn(rg, [...args, "--", scope.rgPath], { cwd: scope.cwd, env: ripgrepEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  const onAbort = () => child.kill();
+  ctx.signal?.addEventListener("abort", onAbort);
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    if (stderr.length < 10_000) stderr += chunk;
+  });
+  const closed = new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    child.on("error", (error) => {
+      ctx.signal?.removeEventListener("abort", onAbort);
+      reject(new ToolError("failed", `could not run ripgrep (${rg}): ${error.message}`));
+    });
+    child.on("close", (code) => {
+      ctx.signal?.removeEventListener("abort", onAbort);
+      resolve({ code, stderr });
+    });
+  });
+  closed.catch(() => undefined);
+  return {
+    child,
+    closed,
+    stop: async () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      await closed.catch(() => undefined);
+    },
+  };
+}
+
+interface FileMatches {
+  file: string;
+  matches: GrepMatch[];
+}
+
+interface SearchOutcome {
+  /** Files with matches, in the order ripgrep finished them. */
+  files: FileMatches[];
+  /** Set when the search stopped at `limit` matches: the file that reached it. */
+  stoppedAt?: string;
+}
+
+/**
+ * One ripgrep search over the scope, streamed from `rg --json`. A file's matches count once its
+ * `end` message says it was not binary after all (a NUL after the first matches), and only if
+ * the file is one the tools read (checked with lstat when it begins: a regular file with one
+ * link, within MAX_FILE_BYTES). Stops ripgrep once `limit` matches are in. `sorted` walks in
+ * walk order (one thread); otherwise ripgrep uses all cores and finishes files in any order.
+ */
+async function searchWithRipgrep(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, sorted: boolean): Promise<SearchOutcome> {
+  const args = [
+    "--json",
+    "--no-mmap",
+    "--encoding=none",
+    "--crlf",
+    query.caseInsensitive ? "--ignore-case" : "--case-sensitive",
+    `--max-filesize=${MAX_FILE_BYTES}`,
+    ...(sorted ? ["--sort=path"] : []),
+    ...walkArgs(scope),
+    "--regexp",
+    query.pattern,
+  ];
+  const run = startRipgrep(rg, args, scope, ctx);
+  const cwd = Buffer.from(scope.cwd);
+  const outcome: SearchOutcome = { files: [] };
+  const pending = new Map<string, GrepMatch[] | null>();
+  let total = 0;
+  let messages = 0;
+  const lines = createInterface({ input: run.child.stdout!, crlfDelay: Infinity });
+  lines.on("line", (line) => {
+    messages++;
+    if (outcome.stoppedAt !== undefined) return;
+    const message = parseRipgrepMessage(line);
+    if (!message?.data.path) return;
+    const file = fromRipgrep(decodeRipgrepData(message.data.path));
+    if (message.type === "begin") {
+      const accepted = scope.inGlob(file) && verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) === "searched";
+      pending.set(file, accepted ? [] : null);
+    } else if (message.type === "match") {
+      const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
+      pending.get(file)?.push(matchOf(file, message.data.line_number ?? 0, text));
+    } else if (message.type === "end") {
+      const matches = pending.get(file);
+      pending.delete(file);
+      if (!matches || matches.length === 0 || message.data.binary_offset != null) return;
+      outcome.files.push({ file, matches });
+      total += matches.length;
+      if (total >= limit) {
+        outcome.stoppedAt = file;
+        void run.stop();
+      }
     }
-    return matches;
+  });
+  const [{ code, stderr }] = await Promise.all([run.closed, new Promise((resolve) => lines.on("close", resolve))]);
+  throwIfCancelled(ctx.signal);
+  // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
+  if (outcome.stoppedAt === undefined && code === 2 && messages === 0) {
+    throw new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`);
+  }
+  return outcome;
+}
+
+/** The files of the scope grep does not search, and says so. */
+interface LeftOut {
+  tooLarge: string[];
+  /** Files the file tools refuse (hard-linked: another link may be outside the workspace). */
+  refused: string[];
+}
+
+interface Listing {
+  /**
+   * The files left out: all of them, or with `upTo` those up to that file in walk order (the
+   * listing must then be sorted); stops the listing once it is past `upTo`.
+   */
+  leftOut(upTo?: string): Promise<LeftOut>;
+  stop(): Promise<void>;
+}
+
+/**
+ * Lists the scope with `rg --files` (the same walk as the search) and lstats each file, for the
+ * notes on files not searched: these must not depend on what a file holds, so every file is
+ * checked, not only those with matches.
+ */
+function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean): Listing {
+  const run = startRipgrep(rg, ["--files", "--null", ...(sorted ? ["--sort=path"] : []), ...walkArgs(scope)], scope, ctx);
+  const cwd = Buffer.from(scope.cwd);
+  const found: { file: string; verdict: Verdict }[] = [];
+  let last: string | undefined;
+  let upTo: string | undefined;
+  let rest = Buffer.alloc(0);
+  let passed: (() => void) | undefined;
+  const onPath = (raw: Buffer) => {
+    const file = fromRipgrep(raw.toString("utf8"));
+    last = file;
+    if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) {
+      passed?.();
+      return;
+    }
+    if (!scope.inGlob(file)) return;
+    const verdict = verdictOf(lstatRaw(cwd, raw.subarray(raw[0] === 0x2e && raw[1] === 0x2f ? 2 : 0)), file);
+    if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict });
+  };
+  run.child.stdout!.on("data", (chunk: Buffer) => {
+    let data = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+    let start = 0;
+    for (let end = data.indexOf(0, start); end !== -1; end = data.indexOf(0, start)) {
+      onPath(data.subarray(start, end));
+      start = end + 1;
+    }
+    rest = Buffer.from(data.subarray(start));
+    data = rest;
+  });
+  return {
+    async leftOut(until) {
+      if (until !== undefined) {
+        upTo = until;
+        if (last !== undefined && compareWalkOrder(last, until) > 0) await run.stop();
+        else await Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
+        await run.stop();
+      } else {
+        await run.closed;
+      }
+      throwIfCancelled(ctx.signal);
+      const kept = until === undefined ? found : found.filter((entry) => compareWalkOrder(entry.file, until) <= 0);
+      const ordered = sorted ? kept : [...kept].sort((a, b) => compareWalkOrder(a.file, b.file));
+      return {
+        tooLarge: ordered.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
+        refused: ordered.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
+      };
+    },
+    stop: () => run.stop(),
+  };
+}
+
+/**
+ * grep through ripgrep, which walks the scope itself. First all cores, the results put in walk
+ * order afterwards; when that run reaches `limit` matches (which then need not be the first in
+ * walk order) it is stopped and a walk-ordered run streams the first `limit` and is stopped
+ * there. The notes on files left out come from a listing run beside each search.
+ */
+async function ripgrepDirectory(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
+  const listing = listLeftOut(rg, scope, ctx, false);
+  let outcome: SearchOutcome;
+  try {
+    outcome = await searchWithRipgrep(rg, query, scope, ctx, limit, false);
+  } catch (error) {
+    await listing.stop();
+    throw error;
+  }
+  if (outcome.stoppedAt === undefined) {
+    const files = outcome.files.sort((a, b) => compareWalkOrder(a.file, b.file));
+    return { matches: files.flatMap((entry) => entry.matches), leftOut: await listing.leftOut() };
+  }
+  await listing.stop();
+  const sortedListing = listLeftOut(rg, scope, ctx, true);
+  try {
+    outcome = await searchWithRipgrep(rg, query, scope, ctx, limit, true);
+  } catch (error) {
+    await sortedListing.stop();
+    throw error;
+  }
+  const matches = outcome.files.flatMap((entry) => entry.matches);
+  return { matches, leftOut: await sortedListing.leftOut(outcome.stoppedAt ?? undefined) };
+}
+
+/** ripgrep on the one file a path names, once candidateFiles has checked it (no file: nothing to search). */
+function singleFileRipgrep(rg: string): GrepEngine {
+  return async (query, files, ctx, limit) => {
+    const [file] = files;
+    if (file === undefined) return [];
+    const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: file, glob: undefined, inGlob: () => true };
+    const outcome = await searchWithRipgrep(rg, query, scope, ctx, limit, true);
+    return outcome.files.flatMap((entry) => entry.matches);
   };
 }
 
@@ -188,8 +417,7 @@ export function compileRegex(pattern: string, caseInsensitive: boolean): RegExp 
 }
 
 const inProcessEngine: GrepEngine = async (query, files, ctx, limit) => {
-  // Like ripgrep, which is never started without files, a pattern is only checked when there is something to search.
-  if (files.length === 0) return [];
+  // Checked even with nothing to search, as ripgrep checks it.
   const regex = compileRegex(query.pattern, query.caseInsensitive);
   const matches: GrepMatch[] = [];
   for (const file of files) {
@@ -209,11 +437,8 @@ const inProcessEngine: GrepEngine = async (query, files, ctx, limit) => {
 
 // ---------------------------------------------------------------- the tool
 
-interface Candidates {
+interface Candidates extends LeftOut {
   files: string[];
-  tooLarge: string[];
-  /** Files the file tools refuse (hard-linked: another link may be outside the workspace). */
-  refused: string[];
 }
 
 async function candidateFiles(ctx: ToolContext, root: string, glob: string | undefined): Promise<Candidates> {
@@ -232,7 +457,7 @@ async function candidateFiles(ctx: ToolContext, root: string, glob: string | und
   return candidates;
 }
 
-function report(matches: GrepMatch[], candidates: Candidates, where: string): string {
+function report(matches: GrepMatch[], candidates: LeftOut, where: string): string {
   const notes: string[] = [];
   if (candidates.tooLarge.length > 0) {
     notes.push(`(not searched, over ${MAX_FILE_BYTES / (1024 * 1024)} MiB: ${candidates.tooLarge.join(", ")})`);
@@ -279,11 +504,17 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
     async run({ pattern, path = ".", glob, case_insensitive = false }, ctx) {
       const root = await statInWorkspace(ctx.workspace, path);
       const ripgrep = options.ripgrep === undefined ? findRipgrep() : options.ripgrep ?? undefined;
-      const engine = ripgrep ? ripgrepEngine(ripgrep) : inProcessEngine;
-      const candidates = await candidateFiles(ctx, root.absolute, glob);
-      const matches = await engine({ pattern, caseInsensitive: case_insensitive }, candidates.files, ctx, MAX_MATCHES + 1);
+      const query = { pattern, caseInsensitive: case_insensitive };
       const where = `for ${JSON.stringify(pattern)} in ${root.relative}${glob ? ` (files matching ${glob})` : ""}`;
-      return { content: report(matches, candidates, where) };
+      if (!ripgrep || !root.stats.isDirectory()) {
+        const candidates = await candidateFiles(ctx, root.absolute, glob);
+        const engine = ripgrep ? singleFileRipgrep(ripgrep) : inProcessEngine;
+        return { content: report(await engine(query, candidates.files, ctx, MAX_MATCHES + 1), candidates, where) };
+      }
+      const inGlob = glob === undefined ? () => true : picomatch(glob, { dot: true, basename: true });
+      const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: root.relative, glob, inGlob };
+      const { matches, leftOut } = await ripgrepDirectory(ripgrep, query, scope, ctx, MAX_MATCHES + 1);
+      return { content: report(matches, leftOut, where) };
     },
   };
 }
