@@ -1,3 +1,5 @@
+import { chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createGrepTool, findRipgrep } from "../src/tools/grep.js";
 import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
@@ -155,5 +157,138 @@ describe("findRipgrep", () => {
     expect(findRipgrep({ LOOPGRAPH_RG: "/opt/rg", PATH: "" })).toBe("/opt/rg");
     expect(findRipgrep({ PATH: "/nonexistent-dir" })).toBeUndefined();
     if (ripgrep) expect(findRipgrep({ PATH: `/nonexistent-dir:${ripgrep.replace(/\/rg$/, "")}` })).toBe(ripgrep);
+  });
+});
+
+/** Both engines' results for `args` in `ws`, checked equal; the ripgrep one is returned. */
+async function bothEngines(ws: TestWorkspace, args: Record<string, unknown>): Promise<string> {
+  const viaProcess = await ws.call("grep", args, inProcess);
+  if (!ripgrep) return viaProcess.content;
+  const viaRipgrep = await ws.call("grep", args, withRipgrep);
+  expect(viaRipgrep).toEqual(viaProcess);
+  return viaRipgrep.content;
+}
+
+/** Runs `fn` with environment variables set (undefined: removed), then puts them back. */
+async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((name) => [name, process.env[name]]));
+  const apply = (values: Record<string, string | undefined>) => {
+    for (const [name, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+  apply(vars);
+  try {
+    return await fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+describe("grep: ripgrep walks the workspace itself, with the walk's rules", () => {
+  it.skipIf(!ripgrep)("stops ripgrep at the result limit: the first 500 in walk order, and no rg process is left", async () => {
+    // 40 files of 100 matching lines each. The wrapper runs the real rg, then holds its output
+    // open: the tool returns only if it stops each process itself rather than wait for its end.
+    const files = Object.fromEntries(
+      Array.from({ length: 40 }, (_, f) => [`d${f % 4}/f${String(f).padStart(2, "0")}.txt`, Array.from({ length: 100 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n"]),
+    );
+    const ws = makeWorkspace(files);
+    const pids = join(ws.outside, "pids");
+    const wrapper = join(ws.outside, "rg-then-hold");
+    writeFileSync(wrapper, `#!/bin/sh\necho $$ >> '${pids}'\n'${ripgrep}' "$@"\nexec sleep 600\n`);
+    chmodSync(wrapper, 0o755);
+    const viaWrapper = await ws.call("grep", { pattern: "hit" }, [createGrepTool({ ripgrep: wrapper })]);
+    const lines = viaWrapper.content.split("\n");
+    expect(lines[0]).toBe("Showing the first 500 matching lines (in 5 files); there are more: narrow the pattern, path or glob");
+    expect(lines.slice(1, 3)).toEqual(["d0/f00.txt:1:hit 0.0", "d0/f00.txt:2:hit 0.1"]);
+    expect(lines[500]).toBe("d0/f16.txt:100:hit 16.99");
+    expect(viaWrapper).toEqual(await ws.call("grep", { pattern: "hit" }, inProcess));
+    const started = readFileSync(pids, "utf8").trim().split("\n");
+    expect(started.length).toBeGreaterThanOrEqual(2);
+    for (const pid of started) expect(existsSync(`/proc/${pid}`), `process ${pid}`).toBe(false);
+  }, 20_000);
+
+  it("never follows a symlink: neither one out of the workspace nor one within it is searched", async () => {
+    const ws = makeWorkspace({ "inside.txt": "no secret here\n" });
+    ws.symlink("link-out", ws.outside);
+    ws.symlink("secret-link.txt", join(ws.outside, "secret.txt"));
+    ws.symlink("inside-link.txt", "inside.txt");
+    ws.symlink("dir-link", ".");
+    expect(await bothEngines(ws, { pattern: "secret" })).toBe("1 matching line in 1 file\ninside.txt:1:no secret here");
+    expect(await bothEngines(ws, { pattern: "top" })).toBe('No matches for "top" in .');
+  });
+
+  it("searches and reports hostile file names as they are: leading dashes, a newline, spaces", async () => {
+    const ws = makeWorkspace({
+      "-e": "needle in -e\n",
+      "--files": "needle in --files\n",
+      "-rf/--pre=sh.txt": "needle below -rf\n",
+      "new\nline.txt": "needle after a newline\n",
+      " spaced .txt": "needle with spaces\n",
+    });
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe(
+      [
+        "5 matching lines in 5 files",
+        " spaced .txt:1:needle with spaces",
+        "--files:1:needle in --files",
+        "-e:1:needle in -e",
+        "-rf/--pre=sh.txt:1:needle below -rf",
+        "new\nline.txt:1:needle after a newline",
+      ].join("\n"),
+    );
+    expect(await bothEngines(ws, { pattern: "needle", path: "-rf" })).toBe("1 matching line in 1 file\n-rf/--pre=sh.txt:1:needle below -rf");
+    expect(await bothEngines(ws, { pattern: "needle", path: "-e" })).toBe("1 matching line in 1 file\n-e:1:needle in -e");
+  });
+
+  it("leaves out .git, node_modules and .loopgraph below the root, and files over 10 MiB, and says so", async () => {
+    const ws = makeWorkspace(
+      {
+        "a.txt": "needle\n",
+        ".git/needle.txt": "needle in .git\n",
+        "sub/node_modules/x.js": "needle in a dependency\n",
+        ".loopgraph/store.txt": "needle in the state\n",
+        "huge.txt": "needle\n".repeat(1_600_000),
+      },
+      { git: true },
+    );
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe("1 matching line in 1 file\na.txt:1:needle\n(not searched, over 10 MiB: huge.txt)");
+  });
+
+  it("follows the ignore files as documented: .ignore and .rgignore always, .gitignore and info/exclude in a repository, parents' too, negations", async () => {
+    const ws = makeWorkspace({
+      ".gitignore": "*.log\n",
+      ".ignore": "*.tmp\n!keep.tmp\n",
+      "sub/.rgignore": "*.dat\n",
+      "a.log": "needle\n",
+      "b.tmp": "needle\n",
+      "keep.tmp": "needle\n",
+      "sub/c.dat": "needle\n",
+      "sub/d.txt": "needle\n",
+      "e.parent": "needle\n",
+    });
+    writeFileSync(join(ws.root, "..", ".ignore"), "*.parent\n");
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe("3 matching lines in 3 files\na.log:1:needle\nkeep.tmp:1:needle\nsub/d.txt:1:needle");
+    const repo = makeWorkspace({ ".gitignore": "*.log\n", "a.log": "needle\n", "b.tmp": "needle\n", "c.txt": "needle\n" }, { git: true });
+    writeFileSync(join(repo.root, ".git", "info", "exclude"), "*.tmp\n");
+    expect(await bothEngines(repo, { pattern: "needle" })).toBe("1 matching line in 1 file\nc.txt:1:needle");
+  });
+
+  it.skipIf(!ripgrep)("reads no ripgrep config file and no global git excludes from the environment", async () => {
+    const ws = makeWorkspace({ "a.txt": "needle\n", "b.md": "needle\n" }, { git: true });
+    const config = join(ws.outside, "ripgreprc");
+    writeFileSync(config, "--glob=!*.txt\n--max-count=0\n");
+    mkdirSync(join(ws.outside, "xdg", "git"), { recursive: true });
+    writeFileSync(join(ws.outside, "xdg", "git", "ignore"), "*.md\n");
+    const expected = "2 matching lines in 2 files\na.txt:1:needle\nb.md:1:needle";
+    await withEnv({ RIPGREP_CONFIG_PATH: config, XDG_CONFIG_HOME: join(ws.outside, "xdg") }, async () => {
+      expect((await ws.call("grep", { pattern: "needle" }, withRipgrep)).content).toBe(expected);
+    });
+  });
+
+  it("applies a glob with the ignore files still in force: a name glob matches names, one with a slash whole paths", async () => {
+    const ws = makeWorkspace({ ".gitignore": "gen.ts\n", "src/a.ts": "needle\n", "src/gen.ts": "needle\n", "src/b.js": "needle\n", ".x.ts": "needle\n" }, { git: true });
+    expect(await bothEngines(ws, { pattern: "needle", glob: "*.ts" })).toBe("2 matching lines in 2 files\n.x.ts:1:needle\nsrc/a.ts:1:needle");
+    expect(await bothEngines(ws, { pattern: "needle", glob: "src/*.{js,ts}" })).toBe("2 matching lines in 2 files\nsrc/a.ts:1:needle\nsrc/b.js:1:needle");
   });
 });

@@ -441,8 +441,17 @@ interface Candidates extends LeftOut {
   files: string[];
 }
 
+/**
+ * The `glob` argument as a test of workspace-relative paths: without a slash it matches file
+ * names, with one whole paths (picomatch's `basename` option would match nothing then).
+ */
+function globMatcher(glob: string | undefined): (relative: string) => boolean {
+  if (glob === undefined) return () => true;
+  return picomatch(glob, { dot: true, basename: !glob.includes("/") });
+}
+
 async function candidateFiles(ctx: ToolContext, root: string, glob: string | undefined): Promise<Candidates> {
-  const inGlob = glob === undefined ? () => true : picomatch(glob, { dot: true, basename: true });
+  const inGlob = globMatcher(glob);
   const candidates: Candidates = { files: [], tooLarge: [], refused: [] };
   for await (const file of walkFiles(ctx.workspace, root, ctx.signal)) {
     if (file.isSymlink || !inGlob(file.relative)) continue;
@@ -511,8 +520,7 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
         const engine = ripgrep ? singleFileRipgrep(ripgrep) : inProcessEngine;
         return { content: report(await engine(query, candidates.files, ctx, MAX_MATCHES + 1), candidates, where) };
       }
-      const inGlob = glob === undefined ? () => true : picomatch(glob, { dot: true, basename: true });
-      const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: root.relative, glob, inGlob };
+      const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: root.relative, glob, inGlob: globMatcher(glob) };
       const { matches, leftOut } = await ripgrepDirectory(ripgrep, query, scope, ctx, MAX_MATCHES + 1);
       return { content: report(matches, leftOut, where) };
     },
