@@ -175,8 +175,12 @@ interface RipgrepRun {
   child: ChildProcess;
   /** Resolves once the process is gone, with its exit code (null when killed) and stderr. */
   closed: Promise<{ code: number | null; stderr: string }>;
-  /** Kills it (if still running); resolves once it is gone. */
-  stop(): Promise<void>;
+  /**
+   * Kills it (SIGKILL, if still running) and stops reading its output, without waiting: a
+   * killed process is gone as soon as the kernel has torn it down, and waiting for that would
+   * only delay the result.
+   */
+  stop(): void;
 }
 
 function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext): RipgrepRun {
@@ -201,9 +205,9 @@ function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext
   return {
     child,
     closed,
-    stop: async () => {
+    stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
-      await closed.catch(() => undefined);
+      child.stdout?.destroy();
     },
   };
 }
@@ -220,6 +224,13 @@ interface SearchOutcome {
   stoppedAt?: string;
 }
 
+interface Search {
+  /** Resolves when the search reached `limit` (ripgrep is then stopped) or ripgrep finished. */
+  outcome: Promise<SearchOutcome>;
+  /** Stops ripgrep; `outcome` then resolves with what was in. */
+  stop(): void;
+}
+
 /**
  * One ripgrep search over the scope, streamed from `rg --json`. A file's matches count once its
  * `end` message says it was not binary after all (a NUL after the first matches), and only if
@@ -227,7 +238,7 @@ interface SearchOutcome {
  * link, within MAX_FILE_BYTES). Stops ripgrep once `limit` matches are in. `sorted` walks in
  * walk order (one thread); otherwise ripgrep uses all cores and finishes files in any order.
  */
-async function searchWithRipgrep(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, sorted: boolean): Promise<SearchOutcome> {
+function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, sorted: boolean): Search {
   const args = [
     "--json",
     "--no-mmap",
@@ -246,6 +257,7 @@ async function searchWithRipgrep(rg: string, query: GrepQuery, scope: Scope, ctx
   const pending = new Map<string, GrepMatch[] | null>();
   let total = 0;
   let messages = 0;
+  let reachedLimit: (() => void) | undefined;
   const lines = createInterface({ input: run.child.stdout!, crlfDelay: Infinity });
   lines.on("line", (line) => {
     messages++;
@@ -267,17 +279,32 @@ async function searchWithRipgrep(rg: string, query: GrepQuery, scope: Scope, ctx
       total += matches.length;
       if (total >= limit) {
         outcome.stoppedAt = file;
-        void run.stop();
+        run.stop();
+        reachedLimit?.();
       }
     }
   });
-  const [{ code, stderr }] = await Promise.all([run.closed, new Promise((resolve) => lines.on("close", resolve))]);
-  throwIfCancelled(ctx.signal);
-  // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
-  if (outcome.stoppedAt === undefined && code === 2 && messages === 0) {
-    throw new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`);
-  }
-  return outcome;
+  const finished = Promise.all([run.closed, new Promise((resolve) => lines.on("close", resolve))]).then(([{ code, stderr }]) => {
+    // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
+    if (outcome.stoppedAt === undefined && code === 2 && messages === 0) {
+      throw new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`);
+    }
+  });
+  const stopped = new Promise<void>((resolve) => (reachedLimit = resolve));
+  let stop: () => void = () => undefined;
+  const stoppedFromOutside = new Promise<void>((resolve) => {
+    stop = () => {
+      run.stop();
+      resolve();
+    };
+  });
+  const result = Promise.race([finished, stopped, stoppedFromOutside]).then(() => {
+    throwIfCancelled(ctx.signal);
+    return outcome;
+  });
+  // Once stopped, a failure reported by the dying process is of no interest.
+  finished.catch(() => undefined);
+  return { outcome: result, stop };
 }
 
 /** The files of the scope grep does not search, and says so. */
@@ -293,94 +320,159 @@ interface Listing {
    * listing must then be sorted); stops the listing once it is past `upTo`.
    */
   leftOut(upTo?: string): Promise<LeftOut>;
-  stop(): Promise<void>;
+  stop(): void;
 }
+
+/** Files lstat-ed per turn of the event loop while a listing runs beside a search. */
+const STAT_SLICE = 256;
 
 /**
  * Lists the scope with `rg --files` (the same walk as the search) and lstats each file, for the
  * notes on files not searched: these must not depend on what a file holds, so every file is
- * checked, not only those with matches.
+ * checked, not only those with matches. Unsorted, the files are checked while the search runs
+ * (a slice per turn of the event loop, so the search's output is never held up for long);
+ * sorted, only those up to the file the search stopped at, once that is known.
  */
 function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean): Listing {
   const run = startRipgrep(rg, ["--files", "--null", ...(sorted ? ["--sort=path"] : []), ...walkArgs(scope)], scope, ctx);
   const cwd = Buffer.from(scope.cwd);
+  /** Listed paths, workspace-relative, raw and as text. */
+  const listed: { raw: Buffer; file: string }[] = [];
   const found: { file: string; verdict: Verdict }[] = [];
-  let last: string | undefined;
+  let checked = 0;
   let upTo: string | undefined;
-  let rest = Buffer.alloc(0);
   let passed: (() => void) | undefined;
-  const onPath = (raw: Buffer) => {
-    const file = fromRipgrep(raw.toString("utf8"));
-    last = file;
-    if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) {
-      passed?.();
-      return;
+  let background: NodeJS.Immediate | undefined;
+  const checkUpTo = (end: number) => {
+    for (; checked < end; checked++) {
+      const { raw, file } = listed[checked]!;
+      if (!scope.inGlob(file)) continue;
+      const verdict = verdictOf(lstatRaw(cwd, raw), file);
+      if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict });
     }
-    if (!scope.inGlob(file)) return;
-    const verdict = verdictOf(lstatRaw(cwd, raw.subarray(raw[0] === 0x2e && raw[1] === 0x2f ? 2 : 0)), file);
-    if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict });
   };
+  const checkInBackground = () => {
+    background = undefined;
+    checkUpTo(Math.min(listed.length, checked + STAT_SLICE));
+    if (checked < listed.length) background = setImmediate(checkInBackground);
+  };
+  let rest = Buffer.alloc(0);
   run.child.stdout!.on("data", (chunk: Buffer) => {
-    let data = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+    const data = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
     let start = 0;
     for (let end = data.indexOf(0, start); end !== -1; end = data.indexOf(0, start)) {
-      onPath(data.subarray(start, end));
+      const raw = data.subarray(start, end);
       start = end + 1;
+      const relative = raw[0] === 0x2e && raw[1] === 0x2f ? raw.subarray(2) : raw;
+      const file = relative.toString("utf8");
+      if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) {
+        passed?.();
+        break;
+      }
+      listed.push({ raw: Buffer.from(relative), file });
     }
     rest = Buffer.from(data.subarray(start));
-    data = rest;
+    if (!sorted && background === undefined && checked < listed.length) background = setImmediate(checkInBackground);
   });
+  const stop = () => {
+    if (background !== undefined) clearImmediate(background);
+    background = undefined;
+    run.stop();
+  };
   return {
     async leftOut(until) {
       if (until !== undefined) {
         upTo = until;
-        if (last !== undefined && compareWalkOrder(last, until) > 0) await run.stop();
-        else await Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
-        await run.stop();
+        const last = listed.at(-1);
+        if (last === undefined || compareWalkOrder(last.file, until) <= 0) {
+          await Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
+        }
+        stop();
+        throwIfCancelled(ctx.signal);
+        // Sorted: the files up to `until` come first.
+        let end = 0;
+        while (end < listed.length && compareWalkOrder(listed[end]!.file, until) <= 0) end++;
+        checkUpTo(end);
       } else {
-        await run.closed;
+        const { code, stderr } = await run.closed;
+        stop();
+        throwIfCancelled(ctx.signal);
+        if (code === 2 && listed.length === 0) throw new ToolError("failed", `ripgrep could not list the files: ${stderr.trim()}`);
+        checkUpTo(listed.length);
       }
-      throwIfCancelled(ctx.signal);
-      const kept = until === undefined ? found : found.filter((entry) => compareWalkOrder(entry.file, until) <= 0);
-      const ordered = sorted ? kept : [...kept].sort((a, b) => compareWalkOrder(a.file, b.file));
+      const ordered = sorted ? found : [...found].sort((a, b) => compareWalkOrder(a.file, b.file));
       return {
         tooLarge: ordered.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
         refused: ordered.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
       };
     },
-    stop: () => run.stop(),
+    stop,
   };
 }
 
 /**
- * grep through ripgrep, which walks the scope itself. First all cores, the results put in walk
- * order afterwards; when that run reaches `limit` matches (which then need not be the first in
- * walk order) it is stopped and a walk-ordered run streams the first `limit` and is stopped
- * there. The notes on files left out come from a listing run beside each search.
+ * How long the walk-ordered search may take before the search on all cores replaces it. Most
+ * searches end sooner: those of a small tree, and those that find the first `limit` matches
+ * early in the walk; a search over a large tree that finds few matches is then twice as fast.
+ */
+const SORTED_HEAD_START_MS = 30;
+
+/** Resolves after `ms`, unless cleared first. */
+function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return { elapsed, clear: () => clearTimeout(timer) };
+}
+
+/** Runs a walk-ordered search and its listing; undefined (both stopped) when it has not ended within `headStartMs`. */
+async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, headStartMs?: number) {
+  const search = startSearch(rg, query, scope, ctx, limit, true);
+  const listing = listLeftOut(rg, scope, ctx, true);
+  // Timed from here: starting a process can take long on a busy machine.
+  const timer = headStartMs === undefined ? undefined : headStart(headStartMs);
+  try {
+    const outcome = await (timer ? Promise.race([search.outcome, timer.elapsed.then(() => undefined)]) : search.outcome);
+    timer?.clear();
+    if (outcome === undefined) {
+      search.stop();
+      listing.stop();
+      return undefined;
+    }
+    return { matches: outcome.files.flatMap((entry) => entry.matches), leftOut: await listing.leftOut(outcome.stoppedAt) };
+  } catch (error) {
+    timer?.clear();
+    search.stop();
+    listing.stop();
+    throw error;
+  }
+}
+
+/**
+ * grep through ripgrep, which walks the scope itself; results in walk order, ripgrep stopped
+ * once `limit` matches are in. First a walk-ordered search (one thread) streams the matches and
+ * stops at the limit; when it has not ended within SORTED_HEAD_START_MS, a search on all cores
+ * replaces it and its results are put in walk order afterwards; if that one reaches the limit
+ * (which then need not be the first in walk order), the walk-ordered search runs again, to its
+ * limit. The notes on files left out come from a listing beside each search.
  */
 async function ripgrepDirectory(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
+  const quick = await sortedSearch(rg, query, scope, ctx, limit, SORTED_HEAD_START_MS);
+  if (quick) return quick;
+  const search = startSearch(rg, query, scope, ctx, limit, false);
   const listing = listLeftOut(rg, scope, ctx, false);
   let outcome: SearchOutcome;
   try {
-    outcome = await searchWithRipgrep(rg, query, scope, ctx, limit, false);
+    outcome = await search.outcome;
   } catch (error) {
-    await listing.stop();
+    listing.stop();
     throw error;
   }
   if (outcome.stoppedAt === undefined) {
     const files = outcome.files.sort((a, b) => compareWalkOrder(a.file, b.file));
     return { matches: files.flatMap((entry) => entry.matches), leftOut: await listing.leftOut() };
   }
-  await listing.stop();
-  const sortedListing = listLeftOut(rg, scope, ctx, true);
-  try {
-    outcome = await searchWithRipgrep(rg, query, scope, ctx, limit, true);
-  } catch (error) {
-    await sortedListing.stop();
-    throw error;
-  }
-  const matches = outcome.files.flatMap((entry) => entry.matches);
-  return { matches, leftOut: await sortedListing.leftOut(outcome.stoppedAt ?? undefined) };
+  listing.stop();
+  return (await sortedSearch(rg, query, scope, ctx, limit))!;
 }
 
 /** ripgrep on the one file a path names, once candidateFiles has checked it (no file: nothing to search). */
@@ -389,7 +481,7 @@ function singleFileRipgrep(rg: string): GrepEngine {
     const [file] = files;
     if (file === undefined) return [];
     const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: file, glob: undefined, inGlob: () => true };
-    const outcome = await searchWithRipgrep(rg, query, scope, ctx, limit, true);
+    const outcome = await startSearch(rg, query, scope, ctx, limit, true).outcome;
     return outcome.files.flatMap((entry) => entry.matches);
   };
 }
