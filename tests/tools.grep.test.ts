@@ -1,4 +1,4 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
@@ -25,6 +25,8 @@ if (!ripgrep) console.warn(`[tools.grep] ${SKIP_REASON}`);
 
 const inProcess = [createGrepTool({ ripgrep: null })];
 const withRipgrep = ripgrep ? [createGrepTool({ ripgrep })] : [];
+/** ripgrep on all cores from the start (a large tree's path), results put in walk order afterwards. */
+const allCores = ripgrep ? [createGrepTool({ ripgrep, sortedHeadStartMs: 0 })] : [];
 
 /** A git repository with ignored files, nested folders, a dotfile, binary files, CRLF and non-ASCII text. */
 function fixtureTree(): TestWorkspace {
@@ -89,6 +91,7 @@ describe("grep: ripgrep and the in-process engine give identical results", () =>
     it.skipIf(!ripgrep)(ripgrep ? label : `${label} (skipped: ${SKIP_REASON})`, async () => {
       const [viaRipgrep, viaProcess] = [await ws.call("grep", args, withRipgrep), await ws.call("grep", args, inProcess)];
       expect(viaProcess).toEqual(viaRipgrep);
+      expect(await ws.call("grep", args, allCores)).toEqual(viaRipgrep);
     });
   }
 
@@ -179,6 +182,7 @@ async function bothEngines(ws: TestWorkspace, args: Record<string, unknown>): Pr
   if (!ripgrep) return viaProcess.content;
   const viaRipgrep = await ws.call("grep", args, withRipgrep);
   expect(viaRipgrep).toEqual(viaProcess);
+  expect(await ws.call("grep", args, allCores)).toEqual(viaProcess);
   return viaRipgrep.content;
 }
 
@@ -219,6 +223,57 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     for (const child of spawned) {
       if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
       expect(existsSync(`/proc/${child.pid}`), `process ${child.pid}`).toBe(false);
+    }
+    for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
+  }, 20_000);
+
+  it.skipIf(!ripgrep)("notes hard-linked and over-10-MiB files whether or not they match, not those the walk skips, with find and without it", async () => {
+    const ws = makeWorkspace(
+      {
+        ".gitignore": "ignored/\n",
+        "a.txt": "needle\n",
+        "big/huge.txt": "needle\n".repeat(1_600_000),
+        "big/quiet.txt": "x\n".repeat(6_000_000),
+        "ignored/huge.txt": "needle\n".repeat(1_600_000),
+        "sub/node_modules/huge.txt": "needle\n".repeat(1_600_000),
+      },
+      { git: true },
+    );
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "-hl.txt"));
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "ignored", "hl.txt"));
+    const expected = [
+      "1 matching line in 1 file",
+      "a.txt:1:needle",
+      "(not searched, over 10 MiB: big/huge.txt, big/quiet.txt)",
+      "(not searched, hard-linked: another link may be a file outside the workspace: -hl.txt)",
+    ].join("\n");
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe(expected);
+    expect((await bothEngines(ws, { pattern: "top" })).split("\n")[0]).toBe('No matches for "top" in .');
+    await withEnv({ PATH: "/nonexistent" }, async () => {
+      expect((await ws.call("grep", { pattern: "needle" }, allCores)).content).toBe(expected);
+    });
+  }, 20_000);
+
+  it.skipIf(!ripgrep)("on all cores too, stops at the limit and redoes the search in walk order", async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 100 }, (_, f) => [`d${f % 4}/f${String(f).padStart(2, "0")}.txt`, Array.from({ length: 200 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n"]),
+    );
+    const ws = makeWorkspace(files);
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d0", "f00.hl"));
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d3", "f99.hl"));
+    spawned.length = 0;
+    const result = await ws.call("grep", { pattern: "hit" }, allCores);
+    const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
+    const viaProcess = (await ws.call("grep", { pattern: "hit" }, inProcess)).content.split("\n");
+    const lines = result.content.split("\n");
+    expect(lines.slice(0, -1)).toEqual(viaProcess.slice(0, -1));
+    // Documented difference: ripgrep notes the files up to where it stopped, the in-process engine all of them.
+    expect(lines.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl)");
+    expect(viaProcess.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl, d3/f99.hl)");
+    expect(await ws.call("grep", { pattern: "hit" }, withRipgrep)).toEqual(result);
+    expect(searches.map((child) => child.spawnargs.includes("--sort=path"))).toEqual([false, true]);
+    for (const child of spawned) {
+      if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
     }
     for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
   }, 20_000);

@@ -6,7 +6,7 @@ import { createInterface } from "node:readline";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { refusal } from "./checked-file.js";
-import { ALWAYS_SKIPPED_NAMES, walkFiles } from "./ignore-rules.js";
+import { ALWAYS_SKIPPED_NAMES, areWalked, walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 import { realPathOf, statInWorkspace } from "./workspace-paths.js";
 
@@ -67,10 +67,14 @@ function isExecutableFile(path: string): boolean {
 export function findRipgrep(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const override = env[RIPGREP_ENV];
   if (override !== undefined) return override === "" || override === "off" ? undefined : override;
+  return programOnPath("rg", env);
+}
+
+function programOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   return (env.PATH ?? "")
     .split(delimiter)
     .filter(Boolean)
-    .map((dir) => join(dir, "rg"))
+    .map((dir) => join(dir, name))
     .find(isExecutableFile);
 }
 
@@ -411,6 +415,59 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
 }
 
 /**
+ * The notes for a whole scope without an lstat from here per file: `find` (which lstats in C)
+ * lists the regular files with more than one link or over MAX_FILE_BYTES, the always-skipped
+ * folders pruned, and those few are checked against the ignore rules (`areWalked`, the same
+ * rules as ripgrep's walk). Without `find` on the PATH, the `rg --files` listing.
+ */
+function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
+  const find = programOnPath("find");
+  if (!find) return listLeftOut(rg, scope, ctx, false);
+  const pruned = [...ALWAYS_SKIPPED_NAMES].flatMap((name, index) => [...(index > 0 ? ["-o"] : []), "-name", name]);
+  // `./` first: find takes an argument starting with `-` for an expression.
+  const start = scope.rgPath === "." ? "." : `./${scope.rgPath}`;
+  const args = [start, "-mindepth", "1", "(", ...pruned, ")", "-prune", "-o", "-type", "f", "(", "-links", "+1", "-o", "-size", `+${MAX_FILE_BYTES}c`, ")", "-print0"];
+  const child = spawn(find, args, { cwd: scope.cwd, stdio: ["ignore", "pipe", "ignore"] });
+  const onAbort = () => child.kill("SIGKILL");
+  ctx.signal?.addEventListener("abort", onAbort);
+  const chunks: Buffer[] = [];
+  child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+  const closed = new Promise<void>((resolve, reject) => {
+    child.on("error", (error) => reject(new ToolError("failed", `could not run find (${find}): ${error.message}`)));
+    child.on("close", () => resolve());
+  }).finally(() => ctx.signal?.removeEventListener("abort", onAbort));
+  closed.catch(() => undefined);
+  return {
+    async leftOut() {
+      await closed;
+      throwIfCancelled(ctx.signal);
+      const cwd = Buffer.from(scope.cwd);
+      const found = Buffer.concat(chunks)
+        .toString("latin1")
+        .split("\0")
+        .filter(Boolean)
+        .map((latin1) => {
+          const raw = Buffer.from(latin1.startsWith("./") ? latin1.slice(2) : latin1, "latin1");
+          return { raw, file: raw.toString("utf8") };
+        })
+        .filter(({ file }) => scope.inGlob(file))
+        .map(({ raw, file }) => ({ file, raw, verdict: verdictOf(lstatRaw(cwd, raw), file) }))
+        .filter(({ verdict }) => verdict === "refused" || verdict === "tooLarge");
+      const root = join(scope.cwd, scope.rgPath);
+      const walked = await areWalked(root, found.map(({ file }) => join(scope.cwd, file)));
+      const kept = found.filter((_, index) => walked[index]).sort((a, b) => compareWalkOrder(a.file, b.file));
+      return {
+        tooLarge: kept.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
+        refused: kept.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
+      };
+    },
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+  };
+}
+
+/**
  * How long the walk-ordered search may take before the search on all cores replaces it. Most
  * searches end sooner: those of a small tree, and those that find the first `limit` matches
  * early in the walk; a search over a large tree that finds few matches is then twice as fast.
@@ -455,11 +512,20 @@ async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: Too
  * (which then need not be the first in walk order), the walk-ordered search runs again, to its
  * limit. The notes on files left out come from a listing beside each search.
  */
-async function ripgrepDirectory(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
-  const quick = await sortedSearch(rg, query, scope, ctx, limit, SORTED_HEAD_START_MS);
-  if (quick) return quick;
+async function ripgrepDirectory(
+  rg: string,
+  query: GrepQuery,
+  scope: Scope,
+  ctx: ToolContext,
+  limit: number,
+  headStartMs: number,
+): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
+  if (headStartMs > 0) {
+    const quick = await sortedSearch(rg, query, scope, ctx, limit, headStartMs);
+    if (quick) return quick;
+  }
   const search = startSearch(rg, query, scope, ctx, limit, false);
-  const listing = listLeftOut(rg, scope, ctx, false);
+  const listing = findLeftOut(rg, scope, ctx);
   let outcome: SearchOutcome;
   try {
     outcome = await search.outcome;
@@ -590,6 +656,8 @@ const schema = z.strictObject({
 export interface GrepToolOptions {
   /** The ripgrep binary; null forces the in-process engine; undefined looks it up (see findRipgrep). */
   ripgrep?: string | null;
+  /** How long the walk-ordered search runs before the all-cores one replaces it (SORTED_HEAD_START_MS); 0 starts with the all-cores one (for tests). */
+  sortedHeadStartMs?: number;
 }
 
 export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.infer<typeof schema>> {
@@ -613,7 +681,7 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
         return { content: report(await engine(query, candidates.files, ctx, MAX_MATCHES + 1), candidates, where) };
       }
       const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: root.relative, glob, inGlob: globMatcher(glob) };
-      const { matches, leftOut } = await ripgrepDirectory(ripgrep, query, scope, ctx, MAX_MATCHES + 1);
+      const { matches, leftOut } = await ripgrepDirectory(ripgrep, query, scope, ctx, MAX_MATCHES + 1, options.sortedHeadStartMs ?? SORTED_HEAD_START_MS);
       return { content: report(matches, leftOut, where) };
     },
   };
