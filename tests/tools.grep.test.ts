@@ -236,14 +236,16 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
         "big/quiet.txt": "x\n".repeat(6_000_000),
         "ignored/huge.txt": "needle\n".repeat(1_600_000),
         "sub/node_modules/huge.txt": "needle\n".repeat(1_600_000),
+        "zz.txt": "needle after the large files\n",
       },
       { git: true },
     );
     linkSync(join(ws.outside, "secret.txt"), join(ws.root, "-hl.txt"));
     linkSync(join(ws.outside, "secret.txt"), join(ws.root, "ignored", "hl.txt"));
     const expected = [
-      "1 matching line in 1 file",
+      "2 matching lines in 2 files",
       "a.txt:1:needle",
+      "zz.txt:1:needle after the large files",
       "(not searched, over 10 MiB: big/huge.txt, big/quiet.txt)",
       "(not searched, hard-linked: another link may be a file outside the workspace: -hl.txt)",
     ].join("\n");
