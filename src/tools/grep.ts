@@ -11,17 +11,22 @@ import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } fr
 import { realPathOf, statInWorkspace } from "./workspace-paths.js";
 
 /*
- * Two engines, one result. Which files are searched is decided here, once, by the same walk as
- * glob and list_dir (ignore rules, always-skipped folders, dotfiles included, symlinks never
- * followed, files over MAX_FILE_BYTES left out); ripgrep only searches the listed files and the
- * in-process engine reads the same list. Both skip any file containing a NUL byte, split lines on
- * LF with a CR before it taken as part of the line ending (so `$` matches there), and report lines
- * in walk order. Their outputs are therefore identical except where the regex dialects differ:
+ * Two engines, one result. Both search the files glob and list_dir show (ignore rules,
+ * always-skipped folders below the starting directory, dotfiles included, symlinks never
+ * followed, special files skipped) and leave out, with a note, files over MAX_FILE_BYTES and
+ * files with more than one hard link. The in-process engine gets them from `walkFiles`; ripgrep
+ * walks the directory itself, told to apply the same rules (see `walkArgs`), in one process:
+ * its matches are streamed from `rg --json` and it is killed once the result limit is reached
+ * (see `ripgrepDirectory`). Both skip any file containing a NUL byte, split lines on LF with a CR
+ * before it taken as part of the line ending (so `$` matches there), and report lines in walk
+ * order. Their outputs are therefore identical except where the regex dialects differ:
  * - translated for JavaScript: `(?P<name>` groups and a leading `(?i)`;
  * - in-process only: look-around and backreferences;
  * - ripgrep only: POSIX classes (`[[:alpha:]]`), `\pL`-style escapes, Unicode-aware `\d` `\w` `\b`
  *   (ASCII in JavaScript), `.` matching U+2028/U+2029;
- * - invalid UTF-8 never matches `.` in ripgrep but is U+FFFD in-process.
+ * - invalid UTF-8 never matches `.` in ripgrep but is U+FFFD in-process;
+ * and in one note: when the results are capped, ripgrep names the files left out up to where it
+ * stopped, the in-process engine (which lists every file first) all of them.
  * The in-process engine runs on the main thread, so a catastrophically backtracking pattern can
  * stall it; ripgrep's engine cannot backtrack.
  */
