@@ -290,7 +290,7 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     expect(await bothEngines(ws, { pattern: "top" })).toBe('No matches for "top" in .');
   });
 
-  it("searches and reports hostile file names as they are: leading dashes, a newline, spaces", async () => {
+  it("searches and reports hostile file names as they are (leading dashes, a newline, spaces); a pattern may start with dashes", async () => {
     const ws = makeWorkspace({
       "-e": "needle in -e\n",
       "--files": "needle in --files\n",
@@ -310,6 +310,7 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     );
     expect(await bothEngines(ws, { pattern: "needle", path: "-rf" })).toBe("1 matching line in 1 file\n-rf/--pre=sh.txt:1:needle below -rf");
     expect(await bothEngines(ws, { pattern: "needle", path: "-e" })).toBe("1 matching line in 1 file\n-e:1:needle in -e");
+    expect(await bothEngines(ws, { pattern: "--files" })).toBe("1 matching line in 1 file\n--files:1:needle in --files");
   });
 
   it("leaves out .git, node_modules and .loopgraph below the root, and files over 10 MiB, and says so", async () => {
