@@ -319,8 +319,10 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
     throwIfCancelled(ctx.signal);
     return outcome;
   });
-  // Once stopped, a failure reported by the dying process is of no interest.
+  // Once stopped, a failure reported by the dying process is of no interest; a caller that
+  // abandons the search does not wait for `outcome`.
   finished.catch(() => undefined);
+  result.catch(() => undefined);
   return { outcome: result, stop };
 }
 
@@ -496,18 +498,11 @@ function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
 
 /**
  * Runs a walk-ordered search, then the listing for its notes up to where it stopped; undefined
- * (the search stopped) when it has not ended within `headStartMs`.
+ * (the search stopped) when `giveUp` comes first.
  */
-async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, headStartMs?: number) {
+async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, giveUp?: (started: Search) => Promise<void>) {
   const search = startSearch(rg, query, scope, ctx, limit, true);
-  // Timed from here: starting a process can take long on a busy machine.
-  const timer = headStartMs === undefined ? undefined : headStart(headStartMs);
-  let outcome: SearchOutcome | undefined;
-  try {
-    outcome = await (timer ? Promise.race([search.outcome, timer.elapsed.then(() => undefined)]) : search.outcome);
-  } finally {
-    timer?.clear();
-  }
+  const outcome = await (giveUp ? Promise.race([search.outcome, giveUp(search).then(() => undefined)]) : search.outcome);
   if (outcome === undefined) {
     search.stop();
     return undefined;
@@ -518,11 +513,12 @@ async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: Too
 
 /**
  * grep through ripgrep, which walks the scope itself; results in walk order, ripgrep stopped
- * once `limit` matches are in. First a walk-ordered search (one thread) streams the matches and
- * stops at the limit; when it has not ended within SORTED_HEAD_START_MS, a search on all cores
- * replaces it and its results are put in walk order afterwards; if that one reaches the limit
- * (which then need not be the first in walk order), the walk-ordered search runs again, to its
- * limit. The notes on files left out come from a listing beside each search.
+ * once `limit` matches are in. A walk-ordered search (one thread) streams the matches and stops
+ * at the limit; a search on all cores starts beside it, and when the walk-ordered one has not
+ * ended within `headStartMs` (a large tree with few matches) only the all-cores one goes on, its
+ * results put in walk order afterwards. If that one reaches the limit (then not necessarily the
+ * first matches in walk order), the walk-ordered search runs again, to its limit. The notes on
+ * files left out come from a listing after the walk-ordered search, or beside the other.
  */
 async function ripgrepDirectory(
   rg: string,
@@ -532,11 +528,25 @@ async function ripgrepDirectory(
   limit: number,
   headStartMs: number,
 ): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
+  let search: Search | undefined;
   if (headStartMs > 0) {
-    const quick = await sortedSearch(rg, query, scope, ctx, limit, headStartMs);
-    if (quick) return quick;
+    let timer: { elapsed: Promise<void>; clear(): void } | undefined;
+    const quick = await sortedSearch(rg, query, scope, ctx, limit, () => {
+      search = startSearch(rg, query, scope, ctx, limit, false);
+      // Timed from here: starting a process can take long on a busy machine.
+      timer = headStart(headStartMs);
+      return timer.elapsed;
+    }).catch((error: unknown) => {
+      search?.stop();
+      throw error;
+    });
+    timer?.clear();
+    if (quick) {
+      search?.stop();
+      return quick;
+    }
   }
-  const search = startSearch(rg, query, scope, ctx, limit, false);
+  search ??= startSearch(rg, query, scope, ctx, limit, false);
   const listing = findLeftOut(rg, scope, ctx);
   let outcome: SearchOutcome;
   try {
