@@ -280,6 +280,22 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
   }, 20_000);
 
+  it.skipIf(!ripgrep)("notes the left-out files up to the stop even when the search stops far into the walk", async () => {
+    // 6,000 files with long names (300 KB of listing); the matches start at the 5,000th, well
+    // past what a walk-ordered listing reads ahead before it knows where the search stopped.
+    const name = (f: number) => (f < 5_000 ? `a-rather-long-file-name-to-fill-the-listing-${f}` : `b${f}`);
+    const files = Object.fromEntries(Array.from({ length: 6_000 }, (_, f) => [`${name(f)}.txt`, f >= 5_000 ? "hit\n".repeat(200) : "miss\n"]));
+    const ws = makeWorkspace(files);
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_001)}.hl`));
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_400)}.hl`));
+    for (const tools of [withRipgrep, allCores]) {
+      const lines = (await ws.call("grep", { pattern: "hit" }, tools)).content.split("\n");
+      expect(lines[0]).toBe("Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob");
+      expect(lines[500]).toBe(`${name(5_002)}.txt:100:hit`);
+      expect(lines.at(-1)).toBe(`(not searched, hard-linked: another link may be a file outside the workspace: ${name(5_001)}.hl)`);
+    }
+  }, 20_000);
+
   it("never follows a symlink: neither one out of the workspace nor one within it is searched", async () => {
     const ws = makeWorkspace({ "inside.txt": "no secret here\n" });
     ws.symlink("link-out", ws.outside);

@@ -236,6 +236,8 @@ interface SearchOutcome {
 interface Search {
   /** Resolves when the search reached `limit` (ripgrep is then stopped) or ripgrep finished. */
   outcome: Promise<SearchOutcome>;
+  /** Resolves when ripgrep reports its first file with a match. */
+  firstMatch: Promise<void>;
   /** Stops ripgrep; `outcome` then resolves with what was in. */
   stop(): void;
 }
@@ -268,6 +270,8 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   let total = 0;
   let messages = 0;
   let reachedLimit: (() => void) | undefined;
+  let matched: (() => void) | undefined;
+  const firstMatch = new Promise<void>((resolve) => (matched = resolve));
   const lines = createInterface({ input: run.child.stdout!, crlfDelay: Infinity });
   /** Inside the output of a file left out: its lines are passed over unparsed up to its `end`. */
   let passingOver = false;
@@ -282,6 +286,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
     if (!message?.data.path) return;
     const file = fromRipgrep(decodeRipgrepData(message.data.path));
     if (message.type === "begin") {
+      matched?.();
       const accepted = scope.inGlob(file) && verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) === "searched";
       pending.set(file, accepted ? [] : null);
       passingOver = !accepted;
@@ -323,7 +328,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   // abandons the search does not wait for `outcome`.
   finished.catch(() => undefined);
   result.catch(() => undefined);
-  return { outcome: result, stop };
+  return { outcome: result, firstMatch, stop };
 }
 
 /** The files of the scope grep does not search, and says so. */
@@ -341,6 +346,9 @@ interface Listing {
   leftOut(upTo?: string): Promise<LeftOut>;
   stop(): void;
 }
+
+/** How many files a sorted listing reads before it waits to know where its search stopped. */
+const SORTED_LISTING_AHEAD = 2_000;
 
 /** Files lstat-ed per turn of the event loop while a listing runs beside a search. */
 const STAT_SLICE = 256;
@@ -392,6 +400,9 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
     }
     rest = Buffer.from(data.subarray(start));
     if (!sorted && background === undefined && checked < listed.length) background = setImmediate(checkInBackground);
+    // Sorted, only the files up to where the search stops count: no need to read (and have
+    // ripgrep list) far ahead of it before that is known.
+    if (sorted && upTo === undefined && listed.length >= SORTED_LISTING_AHEAD) run.child.stdout!.pause();
   });
   const stop = () => {
     if (background !== undefined) clearImmediate(background);
@@ -404,7 +415,9 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
         upTo = until;
         const last = listed.at(-1);
         if (last === undefined || compareWalkOrder(last.file, until) <= 0) {
-          await Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
+          const passedOrDone = Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
+          run.child.stdout!.resume();
+          await passedOrDone;
         }
         stop();
         throwIfCancelled(ctx.signal);
@@ -413,6 +426,7 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
         while (end < listed.length && compareWalkOrder(listed[end]!.file, until) <= 0) end++;
         checkUpTo(end);
       } else {
+        run.child.stdout!.resume();
         const { code, stderr } = await run.closed;
         stop();
         throwIfCancelled(ctx.signal);
@@ -489,6 +503,9 @@ function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
  */
 const SORTED_HEAD_START_MS = 15;
 
+/** When the walk-ordered search has found no match this soon, the all-cores one starts beside it. */
+const ALL_CORES_AFTER_MS = 5;
+
 /** Resolves after `ms`, unless cleared first. */
 function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
   let timer: NodeJS.Timeout | undefined;
@@ -497,28 +514,36 @@ function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
 }
 
 /**
- * Runs a walk-ordered search, then the listing for its notes up to where it stopped; undefined
- * (the search stopped) when `giveUp` comes first.
+ * Runs a walk-ordered search, and beside it the listing for its notes up to where it stopped;
+ * undefined (both stopped) when `giveUp` comes first.
  */
 async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, giveUp?: (started: Search) => Promise<void>) {
   const search = startSearch(rg, query, scope, ctx, limit, true);
-  const outcome = await (giveUp ? Promise.race([search.outcome, giveUp(search).then(() => undefined)]) : search.outcome);
+  const listing = listLeftOut(rg, scope, ctx, true);
+  let outcome: SearchOutcome | undefined;
+  try {
+    outcome = await (giveUp ? Promise.race([search.outcome, giveUp(search).then(() => undefined)]) : search.outcome);
+  } catch (error) {
+    listing.stop();
+    throw error;
+  }
   if (outcome === undefined) {
     search.stop();
+    listing.stop();
     return undefined;
   }
-  const listing = listLeftOut(rg, scope, ctx, true);
   return { matches: outcome.files.flatMap((entry) => entry.matches), leftOut: await listing.leftOut(outcome.stoppedAt) };
 }
 
 /**
  * grep through ripgrep, which walks the scope itself; results in walk order, ripgrep stopped
  * once `limit` matches are in. A walk-ordered search (one thread) streams the matches and stops
- * at the limit; a search on all cores starts beside it, and when the walk-ordered one has not
- * ended within `headStartMs` (a large tree with few matches) only the all-cores one goes on, its
- * results put in walk order afterwards. If that one reaches the limit (then not necessarily the
+ * at the limit; a search on all cores starts beside it when the first has found nothing within
+ * ALL_CORES_AFTER_MS, and when the walk-ordered one has not ended within `headStartMs` (a large
+ * tree with few matches) only the all-cores one goes on (started then if not yet), its results
+ * put in walk order afterwards. If that one reaches the limit (then not necessarily the
  * first matches in walk order), the walk-ordered search runs again, to its limit. The notes on
- * files left out come from a listing after the walk-ordered search, or beside the other.
+ * files left out come from a listing beside each search.
  */
 async function ripgrepDirectory(
   rg: string,
@@ -530,17 +555,25 @@ async function ripgrepDirectory(
 ): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
   let search: Search | undefined;
   if (headStartMs > 0) {
-    let timer: { elapsed: Promise<void>; clear(): void } | undefined;
-    const quick = await sortedSearch(rg, query, scope, ctx, limit, () => {
-      search = startSearch(rg, query, scope, ctx, limit, false);
-      // Timed from here: starting a process can take long on a busy machine.
-      timer = headStart(headStartMs);
+    const timers: { clear(): void }[] = [];
+    const after = (ms: number) => {
+      const timer = headStart(ms);
+      timers.push(timer);
       return timer.elapsed;
-    }).catch((error: unknown) => {
-      search?.stop();
-      throw error;
-    });
-    timer?.clear();
+    };
+    const quick = await sortedSearch(rg, query, scope, ctx, limit, async (sorted) => {
+      // Timed from here: starting a process can take long on a busy machine.
+      const giveUp = after(headStartMs);
+      // No match soon: likely a large tree with few matches, so the all-cores search starts now.
+      const matching = await Promise.race([sorted.firstMatch.then(() => true), after(ALL_CORES_AFTER_MS).then(() => false)]);
+      if (!matching) search = startSearch(rg, query, scope, ctx, limit, false);
+      await giveUp;
+    })
+      .catch((error: unknown) => {
+        search?.stop();
+        throw error;
+      })
+      .finally(() => timers.forEach((timer) => timer.clear()));
     if (quick) {
       search?.stop();
       return quick;
