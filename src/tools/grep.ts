@@ -129,7 +129,7 @@ function fromRipgrep(path: string): string {
 }
 
 /** Walk order (each directory's entries sorted by name, depth first), as `walkFiles` and `rg --sort path` list files. */
-export function compareWalkOrder(a: string, b: string): number {
+function compareWalkOrder(a: string, b: string): number {
   const left = a.split("/");
   const right = b.split("/");
   for (let i = 0; i < Math.min(left.length, right.length); i++) {
