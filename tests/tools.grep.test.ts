@@ -1,8 +1,23 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { existsSync, linkSync, mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import type { ChildProcess } from "node:child_process";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createGrepTool, findRipgrep } from "../src/tools/grep.js";
 import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
 
 afterAll(removeWorkspaces);
+
+/** Every process the tools start, to see how each ended. */
+const { spawned } = vi.hoisted(() => ({ spawned: [] as ChildProcess[] }));
+vi.mock("node:child_process", async (importOriginal) => {
+  const actual = await importOriginal<typeof import("node:child_process")>();
+  const spawn = (...args: Parameters<typeof actual.spawn>) => {
+    const child = actual.spawn(...args);
+    spawned.push(child);
+    return child;
+  };
+  return { ...actual, spawn, default: { ...actual, spawn } };
+});
 
 const ripgrep = findRipgrep();
 const SKIP_REASON = "ripgrep (rg) is not on the PATH, so only the in-process engine is tested (install it: apt-get install ripgrep)";
@@ -10,6 +25,8 @@ if (!ripgrep) console.warn(`[tools.grep] ${SKIP_REASON}`);
 
 const inProcess = [createGrepTool({ ripgrep: null })];
 const withRipgrep = ripgrep ? [createGrepTool({ ripgrep })] : [];
+/** ripgrep on all cores from the start (a large tree's path), results put in walk order afterwards. */
+const allCores = ripgrep ? [createGrepTool({ ripgrep, sortedHeadStartMs: 0 })] : [];
 
 /** A git repository with ignored files, nested folders, a dotfile, binary files, CRLF and non-ASCII text. */
 function fixtureTree(): TestWorkspace {
@@ -74,6 +91,7 @@ describe("grep: ripgrep and the in-process engine give identical results", () =>
     it.skipIf(!ripgrep)(ripgrep ? label : `${label} (skipped: ${SKIP_REASON})`, async () => {
       const [viaRipgrep, viaProcess] = [await ws.call("grep", args, withRipgrep), await ws.call("grep", args, inProcess)];
       expect(viaProcess).toEqual(viaRipgrep);
+      expect(await ws.call("grep", args, allCores)).toEqual(viaRipgrep);
     });
   }
 
@@ -155,5 +173,210 @@ describe("findRipgrep", () => {
     expect(findRipgrep({ LOOPGRAPH_RG: "/opt/rg", PATH: "" })).toBe("/opt/rg");
     expect(findRipgrep({ PATH: "/nonexistent-dir" })).toBeUndefined();
     if (ripgrep) expect(findRipgrep({ PATH: `/nonexistent-dir:${ripgrep.replace(/\/rg$/, "")}` })).toBe(ripgrep);
+  });
+});
+
+/** Both engines' results for `args` in `ws`, checked equal; the ripgrep one is returned. */
+async function bothEngines(ws: TestWorkspace, args: Record<string, unknown>): Promise<string> {
+  const viaProcess = await ws.call("grep", args, inProcess);
+  if (!ripgrep) return viaProcess.content;
+  const viaRipgrep = await ws.call("grep", args, withRipgrep);
+  expect(viaRipgrep).toEqual(viaProcess);
+  expect(await ws.call("grep", args, allCores)).toEqual(viaProcess);
+  return viaRipgrep.content;
+}
+
+/** Runs `fn` with environment variables set (undefined: removed), then puts them back. */
+async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Promise<T>): Promise<T> {
+  const saved = Object.fromEntries(Object.keys(vars).map((name) => [name, process.env[name]]));
+  const apply = (values: Record<string, string | undefined>) => {
+    for (const [name, value] of Object.entries(values)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  };
+  apply(vars);
+  try {
+    return await fn();
+  } finally {
+    apply(saved);
+  }
+}
+
+describe("grep: ripgrep walks the workspace itself, with the walk's rules", () => {
+  it.skipIf(!ripgrep)("stops ripgrep at the result limit: the first 500 in walk order, and no rg process is left", async () => {
+    // 100 files of 200 matching lines: ripgrep's output (megabytes) cannot fit in the pipe, so a
+    // search cannot end by itself before the tool has read its first 500 matches.
+    const files = Object.fromEntries(
+      Array.from({ length: 100 }, (_, f) => [`d${f % 4}/f${String(f).padStart(2, "0")}.txt`, Array.from({ length: 200 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n"]),
+    );
+    const ws = makeWorkspace(files);
+    spawned.length = 0;
+    const result = await ws.call("grep", { pattern: "hit" }, withRipgrep);
+    const lines = result.content.split("\n");
+    expect(lines[0]).toBe("Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob");
+    expect(lines.slice(1, 3)).toEqual(["d0/f00.txt:1:hit 0.0", "d0/f00.txt:2:hit 0.1"]);
+    expect(lines[500]).toBe("d0/f08.txt:100:hit 8.99");
+    expect(result).toEqual(await ws.call("grep", { pattern: "hit" }, inProcess));
+    const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
+    expect(searches.length).toBeGreaterThanOrEqual(1);
+    for (const child of spawned) {
+      if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
+      expect(existsSync(`/proc/${child.pid}`), `process ${child.pid}`).toBe(false);
+    }
+    for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
+  }, 20_000);
+
+  it.skipIf(!ripgrep)("notes hard-linked and over-10-MiB files whether or not they match, not those the walk skips, with find and without it", async () => {
+    const ws = makeWorkspace(
+      {
+        ".gitignore": "ignored/\n",
+        "a.txt": "needle\n",
+        "big/huge.txt": "needle\n".repeat(1_600_000),
+        "big/quiet.txt": "x\n".repeat(6_000_000),
+        "ignored/huge.txt": "needle\n".repeat(1_600_000),
+        "sub/node_modules/huge.txt": "needle\n".repeat(1_600_000),
+        "zz.txt": "needle after the large files\n",
+      },
+      { git: true },
+    );
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "-hl.txt"));
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "ignored", "hl.txt"));
+    const expected = [
+      "2 matching lines in 2 files",
+      "a.txt:1:needle",
+      "zz.txt:1:needle after the large files",
+      "(not searched, over 10 MiB: big/huge.txt, big/quiet.txt)",
+      "(not searched, hard-linked: another link may be a file outside the workspace: -hl.txt)",
+    ].join("\n");
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe(expected);
+    expect((await bothEngines(ws, { pattern: "top" })).split("\n")[0]).toBe('No matches for "top" in .');
+    await withEnv({ PATH: "/nonexistent" }, async () => {
+      expect((await ws.call("grep", { pattern: "needle" }, allCores)).content).toBe(expected);
+    });
+  }, 20_000);
+
+  it.skipIf(!ripgrep)("on all cores too, stops at the limit and redoes the search in walk order", async () => {
+    const files = Object.fromEntries(
+      Array.from({ length: 100 }, (_, f) => [`d${f % 4}/f${String(f).padStart(2, "0")}.txt`, Array.from({ length: 200 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n"]),
+    );
+    const ws = makeWorkspace(files);
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d0", "f00.hl"));
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d3", "f99.hl"));
+    spawned.length = 0;
+    const result = await ws.call("grep", { pattern: "hit" }, allCores);
+    const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
+    const viaProcess = (await ws.call("grep", { pattern: "hit" }, inProcess)).content.split("\n");
+    const lines = result.content.split("\n");
+    expect(lines.slice(0, -1)).toEqual(viaProcess.slice(0, -1));
+    // Documented difference: ripgrep notes the files up to where it stopped, the in-process engine all of them.
+    expect(lines.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl)");
+    expect(viaProcess.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl, d3/f99.hl)");
+    expect(await ws.call("grep", { pattern: "hit" }, withRipgrep)).toEqual(result);
+    expect(searches.map((child) => child.spawnargs.includes("--sort=path"))).toEqual([false, true]);
+    for (const child of spawned) {
+      if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
+    }
+    for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
+  }, 20_000);
+
+  it.skipIf(!ripgrep)("notes the left-out files up to the stop even when the search stops far into the walk", async () => {
+    // 6,000 files with long names (300 KB of listing); the matches start at the 5,000th, well
+    // past what a walk-ordered listing reads ahead before it knows where the search stopped.
+    const name = (f: number) => (f < 5_000 ? `a-rather-long-file-name-to-fill-the-listing-${f}` : `b${f}`);
+    const files = Object.fromEntries(Array.from({ length: 6_000 }, (_, f) => [`${name(f)}.txt`, f >= 5_000 ? "hit\n".repeat(200) : "miss\n"]));
+    const ws = makeWorkspace(files);
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_001)}.hl`));
+    linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_400)}.hl`));
+    for (const tools of [withRipgrep, allCores]) {
+      const lines = (await ws.call("grep", { pattern: "hit" }, tools)).content.split("\n");
+      expect(lines[0]).toBe("Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob");
+      expect(lines[500]).toBe(`${name(5_002)}.txt:100:hit`);
+      expect(lines.at(-1)).toBe(`(not searched, hard-linked: another link may be a file outside the workspace: ${name(5_001)}.hl)`);
+    }
+  }, 20_000);
+
+  it("never follows a symlink: neither one out of the workspace nor one within it is searched", async () => {
+    const ws = makeWorkspace({ "inside.txt": "no secret here\n" });
+    ws.symlink("link-out", ws.outside);
+    ws.symlink("secret-link.txt", join(ws.outside, "secret.txt"));
+    ws.symlink("inside-link.txt", "inside.txt");
+    ws.symlink("dir-link", ".");
+    expect(await bothEngines(ws, { pattern: "secret" })).toBe("1 matching line in 1 file\ninside.txt:1:no secret here");
+    expect(await bothEngines(ws, { pattern: "top" })).toBe('No matches for "top" in .');
+  });
+
+  it("searches and reports hostile file names as they are (leading dashes, a newline, spaces); a pattern may start with dashes", async () => {
+    const ws = makeWorkspace({
+      "-e": "needle in -e\n",
+      "--files": "needle in --files\n",
+      "-rf/--pre=sh.txt": "needle below -rf\n",
+      "new\nline.txt": "needle after a newline\n",
+      " spaced .txt": "needle with spaces\n",
+    });
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe(
+      [
+        "5 matching lines in 5 files",
+        " spaced .txt:1:needle with spaces",
+        "--files:1:needle in --files",
+        "-e:1:needle in -e",
+        "-rf/--pre=sh.txt:1:needle below -rf",
+        "new\nline.txt:1:needle after a newline",
+      ].join("\n"),
+    );
+    expect(await bothEngines(ws, { pattern: "needle", path: "-rf" })).toBe("1 matching line in 1 file\n-rf/--pre=sh.txt:1:needle below -rf");
+    expect(await bothEngines(ws, { pattern: "needle", path: "-e" })).toBe("1 matching line in 1 file\n-e:1:needle in -e");
+    expect(await bothEngines(ws, { pattern: "--files" })).toBe("1 matching line in 1 file\n--files:1:needle in --files");
+  });
+
+  it("leaves out .git, node_modules and .loopgraph below the root, and files over 10 MiB, and says so", async () => {
+    const ws = makeWorkspace(
+      {
+        "a.txt": "needle\n",
+        ".git/needle.txt": "needle in .git\n",
+        "sub/node_modules/x.js": "needle in a dependency\n",
+        ".loopgraph/store.txt": "needle in the state\n",
+        "huge.txt": "needle\n".repeat(1_600_000),
+      },
+      { git: true },
+    );
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe("1 matching line in 1 file\na.txt:1:needle\n(not searched, over 10 MiB: huge.txt)");
+  });
+
+  it("follows the ignore files as documented: .ignore and .rgignore always, .gitignore and info/exclude in a repository, parents' too, negations", async () => {
+    const ws = makeWorkspace({
+      ".gitignore": "*.log\n",
+      ".ignore": "*.tmp\n!keep.tmp\n",
+      "sub/.rgignore": "*.dat\n",
+      "a.log": "needle\n",
+      "b.tmp": "needle\n",
+      "keep.tmp": "needle\n",
+      "sub/c.dat": "needle\n",
+      "sub/d.txt": "needle\n",
+      "e.parent": "needle\n",
+    });
+    writeFileSync(join(ws.root, "..", ".ignore"), "*.parent\n");
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe("3 matching lines in 3 files\na.log:1:needle\nkeep.tmp:1:needle\nsub/d.txt:1:needle");
+    const repo = makeWorkspace({ ".gitignore": "*.log\n", "a.log": "needle\n", "b.tmp": "needle\n", "c.txt": "needle\n" }, { git: true });
+    writeFileSync(join(repo.root, ".git", "info", "exclude"), "*.tmp\n");
+    expect(await bothEngines(repo, { pattern: "needle" })).toBe("1 matching line in 1 file\nc.txt:1:needle");
+  });
+
+  it.skipIf(!ripgrep)("reads no ripgrep config file and no global git excludes from the environment", async () => {
+    const ws = makeWorkspace({ "a.txt": "needle\n", "b.md": "needle\n" }, { git: true });
+    const config = join(ws.outside, "ripgreprc");
+    writeFileSync(config, "--glob=!*.txt\n--max-count=0\n");
+    mkdirSync(join(ws.outside, "xdg", "git"), { recursive: true });
+    writeFileSync(join(ws.outside, "xdg", "git", "ignore"), "*.md\n");
+    const expected = "2 matching lines in 2 files\na.txt:1:needle\nb.md:1:needle";
+    await withEnv({ RIPGREP_CONFIG_PATH: config, XDG_CONFIG_HOME: join(ws.outside, "xdg") }, async () => {
+      expect((await ws.call("grep", { pattern: "needle" }, withRipgrep)).content).toBe(expected);
+    });
+  });
+
+  it("applies a glob with the ignore files still in force: a name glob matches names, one with a slash whole paths", async () => {
+    const ws = makeWorkspace({ ".gitignore": "gen.ts\n", "src/a.ts": "needle\n", "src/gen.ts": "needle\n", "src/b.js": "needle\n", ".x.ts": "needle\n" }, { git: true });
+    expect(await bothEngines(ws, { pattern: "needle", glob: "*.ts" })).toBe("2 matching lines in 2 files\n.x.ts:1:needle\nsrc/a.ts:1:needle");
+    expect(await bothEngines(ws, { pattern: "needle", glob: "src/*.{js,ts}" })).toBe("2 matching lines in 2 files\nsrc/a.ts:1:needle\nsrc/b.js:1:needle");
   });
 });

@@ -1,27 +1,32 @@
-import { spawn } from "node:child_process";
-import { accessSync, constants, statSync } from "node:fs";
+import { spawn, type ChildProcess } from "node:child_process";
+import { accessSync, constants, lstatSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
-import { delimiter, join } from "node:path";
+import { delimiter, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { refusal } from "./checked-file.js";
-import { walkFiles } from "./ignore-rules.js";
+import { ALWAYS_SKIPPED_NAMES, areWalked, walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
-import { statInWorkspace } from "./workspace-paths.js";
+import { realPathOf, statInWorkspace } from "./workspace-paths.js";
 
 /*
- * Two engines, one result. Which files are searched is decided here, once, by the same walk as
- * glob and list_dir (ignore rules, always-skipped folders, dotfiles included, symlinks never
- * followed, files over MAX_FILE_BYTES left out); ripgrep only searches the listed files and the
- * in-process engine reads the same list. Both skip any file containing a NUL byte, split lines on
- * LF with a CR before it taken as part of the line ending (so `$` matches there), and report lines
- * in walk order. Their outputs are therefore identical except where the regex dialects differ:
+ * Two engines, one result. Both search the files glob and list_dir show (ignore rules,
+ * always-skipped folders below the starting directory, dotfiles included, symlinks never
+ * followed, special files skipped) and leave out, with a note, files over MAX_FILE_BYTES and
+ * files with more than one hard link. The in-process engine gets them from `walkFiles`; ripgrep
+ * walks the directory itself, told to apply the same rules (see `walkArgs`), in one process:
+ * its matches are streamed from `rg --json` and it is killed once the result limit is reached
+ * (see `ripgrepDirectory`). Both skip any file containing a NUL byte, split lines on LF with a CR
+ * before it taken as part of the line ending (so `$` matches there), and report lines in walk
+ * order. Their outputs are therefore identical except where the regex dialects differ:
  * - translated for JavaScript: `(?P<name>` groups and a leading `(?i)`;
  * - in-process only: look-around and backreferences;
  * - ripgrep only: POSIX classes (`[[:alpha:]]`), `\pL`-style escapes, Unicode-aware `\d` `\w` `\b`
  *   (ASCII in JavaScript), `.` matching U+2028/U+2029;
- * - invalid UTF-8 never matches `.` in ripgrep but is U+FFFD in-process.
+ * - invalid UTF-8 never matches `.` in ripgrep but is U+FFFD in-process;
+ * and in one note: when the results are capped, ripgrep names the files left out up to where it
+ * stopped, the in-process engine (which lists every file first) all of them.
  * The in-process engine runs on the main thread, so a catastrophically backtracking pattern can
  * stall it; ripgrep's engine cannot backtrack.
  */
@@ -29,8 +34,6 @@ import { statInWorkspace } from "./workspace-paths.js";
 const MAX_MATCHES = 500;
 const MAX_FILE_BYTES = 10 * 1024 * 1024;
 const MAX_SHOWN_LINE_CHARS = 500;
-/** Command-line budget per ripgrep run (Linux allows 2 MiB in total, 128 KiB per argument). */
-const RIPGREP_BATCH_CHARS = 100_000;
 /** `LOOPGRAPH_RG=/path/to/rg` picks the ripgrep binary; `LOOPGRAPH_RG=off` forces the in-process engine. */
 const RIPGREP_ENV = "LOOPGRAPH_RG";
 
@@ -69,28 +72,70 @@ function isExecutableFile(path: string): boolean {
 export function findRipgrep(env: NodeJS.ProcessEnv = process.env): string | undefined {
   const override = env[RIPGREP_ENV];
   if (override !== undefined) return override === "" || override === "off" ? undefined : override;
+  return programOnPath("rg", env);
+}
+
+function programOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
   return (env.PATH ?? "")
     .split(delimiter)
     .filter(Boolean)
-    .map((dir) => join(dir, "rg"))
+    .map((dir) => join(dir, name))
     .find(isExecutableFile);
 }
 
-function batches(files: string[]): string[][] {
-  const result: string[][] = [];
-  let current: string[] = [];
-  let size = 0;
-  for (const file of files) {
-    if (current.length > 0 && size + file.length + 1 > RIPGREP_BATCH_CHARS) {
-      result.push(current);
-      current = [];
-      size = 0;
-    }
-    current.push(file);
-    size += file.length + 1;
+/**
+ * What one ripgrep run walks: `rgPath` (workspace-relative, searched from the workspace's real
+ * path) and the file names `glob` keeps.
+ */
+interface Scope {
+  /** Real path of the workspace: the directory ripgrep runs in. */
+  cwd: string;
+  /** The directory searched, workspace-relative ("." for the root). */
+  rgPath: string;
+  glob: string | undefined;
+  inGlob: (relative: string) => boolean;
+}
+
+/**
+ * A glob ripgrep can apply itself, as a file type: no slash (so it matches file names, as
+ * picomatch's `basename` does) and nothing beyond `*`, `?` and plain name characters. Types,
+ * unlike `--glob`, never override the ignore files. Other globs are applied here only.
+ */
+const SIMPLE_NAME_GLOB = /^[A-Za-z0-9_.*?-]+$/;
+
+/**
+ * The walk both ripgrep runs share, the same files as `walkFiles` lists: no config file,
+ * dotfiles included, `.rgignore`/`.ignore`/`.gitignore` (inside a repository) and
+ * `.git/info/exclude` of the directories and their ancestors, not the global git excludes, the
+ * always-skipped folders left out below the root, symlinks never followed (ripgrep's default:
+ * never pass `--follow`), special files skipped.
+ */
+function walkArgs(scope: Scope): string[] {
+  const args = ["--no-config", "--hidden", "--no-ignore-global", ...[...ALWAYS_SKIPPED_NAMES].map((name) => `--glob=!${name}`)];
+  if (scope.glob !== undefined && SIMPLE_NAME_GLOB.test(scope.glob)) args.push(`--type-add=loopgraphglob:${scope.glob}`, "--type=loopgraphglob");
+  return args;
+}
+
+/** ripgrep's environment: ours without a config file pointer (`--no-config` ignores it too). */
+function ripgrepEnv(): NodeJS.ProcessEnv {
+  const env = { ...process.env };
+  delete env.RIPGREP_CONFIG_PATH;
+  return env;
+}
+
+/** A path as ripgrep prints it (relative to the workspace, `./` first when the root is searched), as a workspace-relative path. */
+function fromRipgrep(path: string): string {
+  return path.startsWith("./") ? path.slice(2) : path;
+}
+
+/** Walk order (each directory's entries sorted by name, depth first), as `walkFiles` and `rg --sort path` list files. */
+function compareWalkOrder(a: string, b: string): number {
+  const left = a.split("/");
+  const right = b.split("/");
+  for (let i = 0; i < Math.min(left.length, right.length); i++) {
+    if (left[i] !== right[i]) return left[i]! < right[i]! ? -1 : 1;
   }
-  if (current.length > 0) result.push(current);
-  return result;
+  return left.length - right.length;
 }
 
 interface RipgrepData {
@@ -116,52 +161,449 @@ function decodeRipgrepData(data: RipgrepData): string {
   return data.text ?? Buffer.from(data.bytes ?? "", "base64").toString("utf8");
 }
 
-/** Matches per file of one ripgrep run over `files`; files ripgrep found binary are left out. */
-function runRipgrep(rg: string, query: GrepQuery, files: string[], ctx: ToolContext): Promise<Map<string, GrepMatch[]>> {
-  const args = ["--json", "--no-config", "--no-mmap", "--encoding", "none", "--crlf", query.caseInsensitive ? "--ignore-case" : "--case-sensitive"];
-  const child = spawn(rg, [...args, "--regexp", query.pattern, "--", ...files], { cwd: ctx.workspace, stdio: ["ignore", "pipe", "pipe"] });
-  const onAbort = () => child.kill();
-  ctx.signal?.addEventListener("abort", onAbort);
-  const byFile = new Map<string, GrepMatch[]>();
-  let stderr = "";
-  let messages = 0;
-  child.stderr.setEncoding("utf8").on("data", (chunk: string) => (stderr += chunk));
-  createInterface({ input: child.stdout }).on("line", (line) => {
-    messages++;
-    const message = parseRipgrepMessage(line);
-    if (!message?.data.path) return;
-    const file = decodeRipgrepData(message.data.path);
-    if (message.type === "match") {
-      const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
-      let matches = byFile.get(file);
-      if (!matches) byFile.set(file, (matches = []));
-      matches.push(matchOf(file, message.data.line_number ?? 0, text));
-    } else if (message.type === "end" && message.data.binary_offset != null) {
-      byFile.delete(file);
-    }
-  });
-  return new Promise((resolve, reject) => {
-    child.on("error", reject);
-    child.on("close", (code) => {
-      ctx.signal?.removeEventListener("abort", onAbort);
-      if (ctx.signal?.aborted) return resolve(byFile);
-      // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
-      if (code === 2 && messages === 0) return reject(new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`));
-      resolve(byFile);
-    });
-  });
+/** The raw bytes of a path ripgrep printed (a non-UTF-8 name comes as base64). */
+function rawRipgrepPath(data: RipgrepData): Buffer {
+  return data.bytes !== undefined ? Buffer.from(data.bytes, "base64") : Buffer.from(data.text ?? "", "utf8");
 }
 
-function ripgrepEngine(rg: string): GrepEngine {
-  return async (query, files, ctx, limit) => {
-    const matches: GrepMatch[] = [];
-    for (const batch of batches(files)) {
-      const byFile = await runRipgrep(rg, query, batch, ctx);
-      throwIfCancelled(ctx.signal);
-      for (const file of batch) matches.push(...(byFile.get(file) ?? []));
-      if (matches.length >= limit) break;
+/** Why a file is left out, from its lstat: refused (see `refusal`), too large, or not a regular file at all. */
+type Verdict = "searched" | "refused" | "tooLarge" | "skipped";
+
+function verdictOf(stats: Stats | undefined, relative: string): Verdict {
+  // Symlinks are never followed and special files never opened: neither is searched nor noted (as in walkFiles' users).
+  if (!stats || !stats.isFile()) return "skipped";
+  if (refusal(stats, relative) !== undefined) return "refused";
+  return stats.size > MAX_FILE_BYTES ? "tooLarge" : "searched";
+}
+
+function lstatRaw(cwd: Buffer, raw: Buffer): Stats | undefined {
+  return lstatSync(Buffer.concat([cwd, Buffer.from("/"), raw]), { throwIfNoEntry: false });
+}
+
+interface RipgrepRun {
+  child: ChildProcess;
+  /** Resolves once the process is gone, with its exit code (null when killed) and stderr. */
+  closed: Promise<{ code: number | null; stderr: string }>;
+  /**
+   * Kills it (SIGKILL, if still running) and stops reading its output, without waiting: a
+   * killed process is gone as soon as the kernel has torn it down, and waiting for that would
+   * only delay the result.
+   */
+  stop(): void;
+}
+
+function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext): RipgrepRun {
+  const child = spawn(rg, [...args, "--", scope.rgPath], { cwd: scope.cwd, env: ripgrepEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  const onAbort = () => child.kill();
+  ctx.signal?.addEventListener("abort", onAbort);
+  let stderr = "";
+  child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
+    if (stderr.length < 10_000) stderr += chunk;
+  });
+  const closed = new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
+    child.on("error", (error) => {
+      ctx.signal?.removeEventListener("abort", onAbort);
+      reject(new ToolError("failed", `could not run ripgrep (${rg}): ${error.message}`));
+    });
+    child.on("close", (code) => {
+      ctx.signal?.removeEventListener("abort", onAbort);
+      resolve({ code, stderr });
+    });
+  });
+  closed.catch(() => undefined);
+  return {
+    child,
+    closed,
+    stop: () => {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+      child.stdout?.destroy();
+    },
+  };
+}
+
+interface FileMatches {
+  file: string;
+  matches: GrepMatch[];
+}
+
+interface SearchOutcome {
+  /** Files with matches, in the order ripgrep finished them. */
+  files: FileMatches[];
+  /** Set when the search stopped at `limit` matches: the file that reached it. */
+  stoppedAt?: string;
+}
+
+interface Search {
+  /** Resolves when the search reached `limit` (ripgrep is then stopped) or ripgrep finished. */
+  outcome: Promise<SearchOutcome>;
+  /** Resolves when ripgrep reports its first file with a match. */
+  firstMatch: Promise<void>;
+  /** Stops ripgrep; `outcome` then resolves with what was in. */
+  stop(): void;
+}
+
+/**
+ * One ripgrep search over the scope, streamed from `rg --json`. A file's matches count once its
+ * `end` message says it was not binary after all (a NUL after the first matches), and only if
+ * the file is one the tools read (checked with lstat when it begins: a regular file with one
+ * link, within MAX_FILE_BYTES). ripgrep is not given `--max-filesize`: it would stat every file
+ * for it (a quarter slower), while files that large are rare and the output of one is passed
+ * over unparsed here. Stops ripgrep once `limit` matches are in. `sorted` walks in
+ * walk order (one thread); otherwise ripgrep uses all cores and finishes files in any order.
+ */
+function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, sorted: boolean): Search {
+  const args = [
+    "--json",
+    "--no-mmap",
+    "--encoding=none",
+    "--crlf",
+    query.caseInsensitive ? "--ignore-case" : "--case-sensitive",
+    ...(sorted ? ["--sort=path"] : []),
+    ...walkArgs(scope),
+    "--regexp",
+    query.pattern,
+  ];
+  const run = startRipgrep(rg, args, scope, ctx);
+  const cwd = Buffer.from(scope.cwd);
+  const outcome: SearchOutcome = { files: [] };
+  const pending = new Map<string, GrepMatch[] | null>();
+  let total = 0;
+  let messages = 0;
+  let reachedLimit: (() => void) | undefined;
+  let matched: (() => void) | undefined;
+  const firstMatch = new Promise<void>((resolve) => (matched = resolve));
+  const lines = createInterface({ input: run.child.stdout!, crlfDelay: Infinity });
+  /** Inside the output of a file left out: its lines are passed over unparsed up to its `end`. */
+  let passingOver = false;
+  lines.on("line", (line) => {
+    messages++;
+    if (outcome.stoppedAt !== undefined) return;
+    if (passingOver) {
+      if (!line.startsWith('{"type":"end"')) return;
+      passingOver = false;
     }
-    return matches;
+    const message = parseRipgrepMessage(line);
+    if (!message?.data.path) return;
+    const file = fromRipgrep(decodeRipgrepData(message.data.path));
+    if (message.type === "begin") {
+      matched?.();
+      const accepted = scope.inGlob(file) && verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) === "searched";
+      pending.set(file, accepted ? [] : null);
+      passingOver = !accepted;
+    } else if (message.type === "match") {
+      const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
+      pending.get(file)?.push(matchOf(file, message.data.line_number ?? 0, text));
+    } else if (message.type === "end") {
+      const matches = pending.get(file);
+      pending.delete(file);
+      if (!matches || matches.length === 0 || message.data.binary_offset != null) return;
+      outcome.files.push({ file, matches });
+      total += matches.length;
+      if (total >= limit) {
+        outcome.stoppedAt = file;
+        run.stop();
+        reachedLimit?.();
+      }
+    }
+  });
+  const finished = Promise.all([run.closed, new Promise((resolve) => lines.on("close", resolve))]).then(([{ code, stderr }]) => {
+    // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
+    if (outcome.stoppedAt === undefined && code === 2 && messages === 0) {
+      throw new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`);
+    }
+  });
+  const stopped = new Promise<void>((resolve) => (reachedLimit = resolve));
+  let stop: () => void = () => undefined;
+  const stoppedFromOutside = new Promise<void>((resolve) => {
+    stop = () => {
+      run.stop();
+      resolve();
+    };
+  });
+  const result = Promise.race([finished, stopped, stoppedFromOutside]).then(() => {
+    throwIfCancelled(ctx.signal);
+    return outcome;
+  });
+  // Once stopped, a failure reported by the dying process is of no interest; a caller that
+  // abandons the search does not wait for `outcome`.
+  finished.catch(() => undefined);
+  result.catch(() => undefined);
+  return { outcome: result, firstMatch, stop };
+}
+
+/** The files of the scope grep does not search, and says so. */
+interface LeftOut {
+  tooLarge: string[];
+  /** Files the file tools refuse (hard-linked: another link may be outside the workspace). */
+  refused: string[];
+}
+
+interface Listing {
+  /**
+   * The files left out: all of them, or with `upTo` those up to that file in walk order (the
+   * listing must then be sorted); stops the listing once it is past `upTo`.
+   */
+  leftOut(upTo?: string): Promise<LeftOut>;
+  stop(): void;
+}
+
+/** How many files a sorted listing reads before it waits to know where its search stopped. */
+const SORTED_LISTING_AHEAD = 2_000;
+
+/** Files lstat-ed per turn of the event loop while a listing runs beside a search. */
+const STAT_SLICE = 256;
+
+/**
+ * Lists the scope with `rg --files` (the same walk as the search) and lstats each file, for the
+ * notes on files not searched: these must not depend on what a file holds, so every file is
+ * checked, not only those with matches. Unsorted, the files are checked while the search runs
+ * (a slice per turn of the event loop, so the search's output is never held up for long);
+ * sorted, only those up to the file the search stopped at, once that is known.
+ */
+function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean): Listing {
+  const run = startRipgrep(rg, ["--files", "--null", ...(sorted ? ["--sort=path"] : []), ...walkArgs(scope)], scope, ctx);
+  const cwd = Buffer.from(scope.cwd);
+  /** Listed paths, workspace-relative, raw and as text. */
+  const listed: { raw: Buffer; file: string }[] = [];
+  const found: { file: string; verdict: Verdict }[] = [];
+  let checked = 0;
+  let upTo: string | undefined;
+  let passed: (() => void) | undefined;
+  let background: NodeJS.Immediate | undefined;
+  const checkUpTo = (end: number) => {
+    for (; checked < end; checked++) {
+      const { raw, file } = listed[checked]!;
+      if (!scope.inGlob(file)) continue;
+      const verdict = verdictOf(lstatRaw(cwd, raw), file);
+      if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict });
+    }
+  };
+  const checkInBackground = () => {
+    background = undefined;
+    checkUpTo(Math.min(listed.length, checked + STAT_SLICE));
+    if (checked < listed.length) background = setImmediate(checkInBackground);
+  };
+  let rest = Buffer.alloc(0);
+  run.child.stdout!.on("data", (chunk: Buffer) => {
+    const data = rest.length > 0 ? Buffer.concat([rest, chunk]) : chunk;
+    let start = 0;
+    for (let end = data.indexOf(0, start); end !== -1; end = data.indexOf(0, start)) {
+      const raw = data.subarray(start, end);
+      start = end + 1;
+      const relative = raw[0] === 0x2e && raw[1] === 0x2f ? raw.subarray(2) : raw;
+      const file = relative.toString("utf8");
+      if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) {
+        passed?.();
+        break;
+      }
+      listed.push({ raw: Buffer.from(relative), file });
+    }
+    rest = Buffer.from(data.subarray(start));
+    if (!sorted && background === undefined && checked < listed.length) background = setImmediate(checkInBackground);
+    // Sorted, only the files up to where the search stops count: no need to read (and have
+    // ripgrep list) far ahead of it before that is known.
+    if (sorted && upTo === undefined && listed.length >= SORTED_LISTING_AHEAD) run.child.stdout!.pause();
+  });
+  const stop = () => {
+    if (background !== undefined) clearImmediate(background);
+    background = undefined;
+    run.stop();
+  };
+  return {
+    async leftOut(until) {
+      if (until !== undefined) {
+        upTo = until;
+        const last = listed.at(-1);
+        if (last === undefined || compareWalkOrder(last.file, until) <= 0) {
+          const passedOrDone = Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
+          run.child.stdout!.resume();
+          await passedOrDone;
+        }
+        stop();
+        throwIfCancelled(ctx.signal);
+        // Sorted: the files up to `until` come first.
+        let end = 0;
+        while (end < listed.length && compareWalkOrder(listed[end]!.file, until) <= 0) end++;
+        checkUpTo(end);
+      } else {
+        run.child.stdout!.resume();
+        const { code, stderr } = await run.closed;
+        stop();
+        throwIfCancelled(ctx.signal);
+        if (code === 2 && listed.length === 0) throw new ToolError("failed", `ripgrep could not list the files: ${stderr.trim()}`);
+        checkUpTo(listed.length);
+      }
+      const ordered = sorted ? found : [...found].sort((a, b) => compareWalkOrder(a.file, b.file));
+      return {
+        tooLarge: ordered.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
+        refused: ordered.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
+      };
+    },
+    stop,
+  };
+}
+
+/**
+ * The notes for a whole scope without an lstat from here per file: `find` (which lstats in C)
+ * lists the regular files with more than one link or over MAX_FILE_BYTES, the always-skipped
+ * folders pruned, and those few are checked against the ignore rules (`areWalked`, the same
+ * rules as ripgrep's walk). Without `find` on the PATH, the `rg --files` listing.
+ */
+function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
+  const find = programOnPath("find");
+  if (!find) return listLeftOut(rg, scope, ctx, false);
+  const pruned = [...ALWAYS_SKIPPED_NAMES].flatMap((name, index) => [...(index > 0 ? ["-o"] : []), "-name", name]);
+  // `./` first: find takes an argument starting with `-` for an expression.
+  const start = scope.rgPath === "." ? "." : `./${scope.rgPath}`;
+  const args = [start, "-mindepth", "1", "(", ...pruned, ")", "-prune", "-o", "-type", "f", "(", "-links", "+1", "-o", "-size", `+${MAX_FILE_BYTES}c`, ")", "-print0"];
+  const child = spawn(find, args, { cwd: scope.cwd, stdio: ["ignore", "pipe", "ignore"] });
+  const onAbort = () => child.kill("SIGKILL");
+  ctx.signal?.addEventListener("abort", onAbort);
+  const chunks: Buffer[] = [];
+  child.stdout.on("data", (chunk: Buffer) => chunks.push(chunk));
+  const closed = new Promise<void>((resolve, reject) => {
+    child.on("error", (error) => reject(new ToolError("failed", `could not run find (${find}): ${error.message}`)));
+    child.on("close", () => resolve());
+  }).finally(() => ctx.signal?.removeEventListener("abort", onAbort));
+  closed.catch(() => undefined);
+  return {
+    async leftOut() {
+      await closed;
+      throwIfCancelled(ctx.signal);
+      const cwd = Buffer.from(scope.cwd);
+      const found = Buffer.concat(chunks)
+        .toString("latin1")
+        .split("\0")
+        .filter(Boolean)
+        .map((latin1) => {
+          const raw = Buffer.from(latin1.startsWith("./") ? latin1.slice(2) : latin1, "latin1");
+          return { raw, file: raw.toString("utf8") };
+        })
+        .filter(({ file }) => scope.inGlob(file))
+        .map(({ raw, file }) => ({ file, raw, verdict: verdictOf(lstatRaw(cwd, raw), file) }))
+        .filter(({ verdict }) => verdict === "refused" || verdict === "tooLarge");
+      const root = join(scope.cwd, scope.rgPath);
+      const walked = await areWalked(root, found.map(({ file }) => join(scope.cwd, file)));
+      const kept = found.filter((_, index) => walked[index]).sort((a, b) => compareWalkOrder(a.file, b.file));
+      return {
+        tooLarge: kept.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
+        refused: kept.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
+      };
+    },
+    stop() {
+      if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
+    },
+  };
+}
+
+/**
+ * How long the walk-ordered search may take before the search on all cores replaces it. Most
+ * searches end sooner: those of a small tree, and those that find the first `limit` matches
+ * early in the walk; a search over a large tree that finds few matches is then twice as fast.
+ */
+const SORTED_HEAD_START_MS = 15;
+
+/** When the walk-ordered search has found no match this soon, the all-cores one starts beside it. */
+const ALL_CORES_AFTER_MS = 5;
+
+/** Resolves after `ms`, unless cleared first. */
+function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
+  return { elapsed, clear: () => clearTimeout(timer) };
+}
+
+/**
+ * Runs a walk-ordered search, and beside it the listing for its notes up to where it stopped;
+ * undefined (both stopped) when `giveUp` comes first.
+ */
+async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, giveUp?: (started: Search) => Promise<void>) {
+  const search = startSearch(rg, query, scope, ctx, limit, true);
+  const listing = listLeftOut(rg, scope, ctx, true);
+  let outcome: SearchOutcome | undefined;
+  try {
+    outcome = await (giveUp ? Promise.race([search.outcome, giveUp(search).then(() => undefined)]) : search.outcome);
+  } catch (error) {
+    listing.stop();
+    throw error;
+  }
+  if (outcome === undefined) {
+    search.stop();
+    listing.stop();
+    return undefined;
+  }
+  return { matches: outcome.files.flatMap((entry) => entry.matches), leftOut: await listing.leftOut(outcome.stoppedAt) };
+}
+
+/**
+ * grep through ripgrep, which walks the scope itself; results in walk order, ripgrep stopped
+ * once `limit` matches are in. A walk-ordered search (one thread) streams the matches and stops
+ * at the limit; a search on all cores starts beside it when the first has found nothing within
+ * ALL_CORES_AFTER_MS, and when the walk-ordered one has not ended within `headStartMs` (a large
+ * tree with few matches) only the all-cores one goes on (started then if not yet), its results
+ * put in walk order afterwards. If that one reaches the limit (then not necessarily the
+ * first matches in walk order), the walk-ordered search runs again, to its limit. The notes on
+ * files left out come from a listing beside each search.
+ */
+async function ripgrepDirectory(
+  rg: string,
+  query: GrepQuery,
+  scope: Scope,
+  ctx: ToolContext,
+  limit: number,
+  headStartMs: number,
+): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
+  let search: Search | undefined;
+  if (headStartMs > 0) {
+    const timers: { clear(): void }[] = [];
+    const after = (ms: number) => {
+      const timer = headStart(ms);
+      timers.push(timer);
+      return timer.elapsed;
+    };
+    const quick = await sortedSearch(rg, query, scope, ctx, limit, async (sorted) => {
+      // Timed from here: starting a process can take long on a busy machine.
+      const giveUp = after(headStartMs);
+      // No match soon: likely a large tree with few matches, so the all-cores search starts now.
+      const matching = await Promise.race([sorted.firstMatch.then(() => true), after(ALL_CORES_AFTER_MS).then(() => false)]);
+      if (!matching) search = startSearch(rg, query, scope, ctx, limit, false);
+      await giveUp;
+    })
+      .catch((error: unknown) => {
+        search?.stop();
+        throw error;
+      })
+      .finally(() => timers.forEach((timer) => timer.clear()));
+    if (quick) {
+      search?.stop();
+      return quick;
+    }
+  }
+  search ??= startSearch(rg, query, scope, ctx, limit, false);
+  const listing = findLeftOut(rg, scope, ctx);
+  let outcome: SearchOutcome;
+  try {
+    outcome = await search.outcome;
+  } catch (error) {
+    listing.stop();
+    throw error;
+  }
+  if (outcome.stoppedAt === undefined) {
+    const files = outcome.files.sort((a, b) => compareWalkOrder(a.file, b.file));
+    return { matches: files.flatMap((entry) => entry.matches), leftOut: await listing.leftOut() };
+  }
+  listing.stop();
+  return (await sortedSearch(rg, query, scope, ctx, limit))!;
+}
+
+/** ripgrep on the one file a path names, once candidateFiles has checked it (no file: nothing to search). */
+function singleFileRipgrep(rg: string): GrepEngine {
+  return async (query, files, ctx, limit) => {
+    const [file] = files;
+    if (file === undefined) return [];
+    const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: file, glob: undefined, inGlob: () => true };
+    const outcome = await startSearch(rg, query, scope, ctx, limit, true).outcome;
+    return outcome.files.flatMap((entry) => entry.matches);
   };
 }
 
@@ -188,8 +630,7 @@ export function compileRegex(pattern: string, caseInsensitive: boolean): RegExp 
 }
 
 const inProcessEngine: GrepEngine = async (query, files, ctx, limit) => {
-  // Like ripgrep, which is never started without files, a pattern is only checked when there is something to search.
-  if (files.length === 0) return [];
+  // Checked even with nothing to search, as ripgrep checks it.
   const regex = compileRegex(query.pattern, query.caseInsensitive);
   const matches: GrepMatch[] = [];
   for (const file of files) {
@@ -209,15 +650,21 @@ const inProcessEngine: GrepEngine = async (query, files, ctx, limit) => {
 
 // ---------------------------------------------------------------- the tool
 
-interface Candidates {
+interface Candidates extends LeftOut {
   files: string[];
-  tooLarge: string[];
-  /** Files the file tools refuse (hard-linked: another link may be outside the workspace). */
-  refused: string[];
+}
+
+/**
+ * The `glob` argument as a test of workspace-relative paths: without a slash it matches file
+ * names, with one whole paths (picomatch's `basename` option would match nothing then).
+ */
+function globMatcher(glob: string | undefined): (relative: string) => boolean {
+  if (glob === undefined) return () => true;
+  return picomatch(glob, { dot: true, basename: !glob.includes("/") });
 }
 
 async function candidateFiles(ctx: ToolContext, root: string, glob: string | undefined): Promise<Candidates> {
-  const inGlob = glob === undefined ? () => true : picomatch(glob, { dot: true, basename: true });
+  const inGlob = globMatcher(glob);
   const candidates: Candidates = { files: [], tooLarge: [], refused: [] };
   for await (const file of walkFiles(ctx.workspace, root, ctx.signal)) {
     if (file.isSymlink || !inGlob(file.relative)) continue;
@@ -232,7 +679,7 @@ async function candidateFiles(ctx: ToolContext, root: string, glob: string | und
   return candidates;
 }
 
-function report(matches: GrepMatch[], candidates: Candidates, where: string): string {
+function report(matches: GrepMatch[], candidates: LeftOut, where: string): string {
   const notes: string[] = [];
   if (candidates.tooLarge.length > 0) {
     notes.push(`(not searched, over ${MAX_FILE_BYTES / (1024 * 1024)} MiB: ${candidates.tooLarge.join(", ")})`);
@@ -264,6 +711,8 @@ const schema = z.strictObject({
 export interface GrepToolOptions {
   /** The ripgrep binary; null forces the in-process engine; undefined looks it up (see findRipgrep). */
   ripgrep?: string | null;
+  /** How long the walk-ordered search runs before the all-cores one replaces it (SORTED_HEAD_START_MS); 0 starts with the all-cores one (for tests). */
+  sortedHeadStartMs?: number;
 }
 
 export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.infer<typeof schema>> {
@@ -279,11 +728,16 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
     async run({ pattern, path = ".", glob, case_insensitive = false }, ctx) {
       const root = await statInWorkspace(ctx.workspace, path);
       const ripgrep = options.ripgrep === undefined ? findRipgrep() : options.ripgrep ?? undefined;
-      const engine = ripgrep ? ripgrepEngine(ripgrep) : inProcessEngine;
-      const candidates = await candidateFiles(ctx, root.absolute, glob);
-      const matches = await engine({ pattern, caseInsensitive: case_insensitive }, candidates.files, ctx, MAX_MATCHES + 1);
+      const query = { pattern, caseInsensitive: case_insensitive };
       const where = `for ${JSON.stringify(pattern)} in ${root.relative}${glob ? ` (files matching ${glob})` : ""}`;
-      return { content: report(matches, candidates, where) };
+      if (!ripgrep || !root.stats.isDirectory()) {
+        const candidates = await candidateFiles(ctx, root.absolute, glob);
+        const engine = ripgrep ? singleFileRipgrep(ripgrep) : inProcessEngine;
+        return { content: report(await engine(query, candidates.files, ctx, MAX_MATCHES + 1), candidates, where) };
+      }
+      const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: root.relative, glob, inGlob: globMatcher(glob) };
+      const { matches, leftOut } = await ripgrepDirectory(ripgrep, query, scope, ctx, MAX_MATCHES + 1, options.sortedHeadStartMs ?? SORTED_HEAD_START_MS);
+      return { content: report(matches, leftOut, where) };
     },
   };
 }
