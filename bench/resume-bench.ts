@@ -2,7 +2,7 @@
  * How long `loopgraph resume` takes until its first node starts, against a bare `node -e ""`: on
  * a 2-round loop thread and on a long one (60 rounds; 329 with --full), each ended and given a
  * new task (`send T "add: …"`), so resume starts the loop again. Target: ≤ 5× node, flat in the
- * thread's length. Each trial resumes a fresh copy of the store.
+ * thread's length beyond decoding its state. Each trial resumes a fresh copy of the store.
  */
 import { spawn } from "node:child_process";
 import { copyFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -19,7 +19,12 @@ const TRIALS = 5;
 function untilFirstNode(db: string, threadId: string): Promise<number> {
   return new Promise((resolve, reject) => {
     const started = performance.now();
-    const child = spawn(process.execPath, [CLI, "resume", threadId, "--db", db, "--json"], { stdio: ["ignore", "pipe", "pipe"] });
+    // Resumed with an OpenAI-compatible model, as users run: the scripted model would parse the whole
+    // script of the run (it grows with the thread). No model is called before the first node starts
+    // (the looper); the address is a closed port of this machine.
+    const env = { ...process.env, OPENAI_API_KEY: "sk-bench", OPENAI_BASE_URL: "http://127.0.0.1:9/v1" };
+    const args = [CLI, "resume", threadId, "--db", db, "--json", "--model", "openai:bench-model"];
+    const child = spawn(process.execPath, args, { stdio: ["ignore", "pipe", "pipe"], env });
     let out = "";
     let err = "";
     child.stdout.on("data", (chunk: Buffer) => {
