@@ -135,7 +135,10 @@ async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord,
   const started = latestCheckpointId(store.db, record.threadId) !== undefined;
   // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
   // A chat's thread opened but never talked to has no checkpoint and no task: it has no turn to run either.
-  const ended = (started && record.status !== "running" && (await thread.ended())) || (looper !== undefined && !started && !record.task);
+  // A finished run reached the graph's end (a fork or a resume that moves the head records its own outcome): no need
+  // to compile the graph and decode its state to find that out.
+  const ended =
+    (started && record.status !== "running" && (record.status === "finished" || (await thread.ended()))) || (looper !== undefined && !started && !record.task);
   const restart = ended && (await hasUnconsumedCommands(store, record.threadId));
   if (ended && !restart) {
     // A Mediator thread is done after each turn; resuming it continues the loop it started.
