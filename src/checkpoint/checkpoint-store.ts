@@ -89,6 +89,10 @@ export class CheckpointStore {
   private readonly writesStatement;
   private readonly channelWritesStatement;
   private readonly deleteStatements;
+  private readonly blobStatement;
+  private readonly historyPageStatement;
+  private readonly countsStatement;
+  private readonly prefixStatement;
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -145,6 +149,30 @@ export class CheckpointStore {
       `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
        WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx`,
     );
+    this.blobStatement = db.prepare<[string, string, string, string], BlobColumns>(
+      `SELECT version, kind, type, data, base_version, keep FROM loopgraph_checkpoint_blobs
+       WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`,
+    );
+    this.historyPageStatement = db.prepare<[string, string, string, number], HistoryRow>(
+      `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions,
+              c.metadata_type, c.metadata,
+              EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes AS w
+                      WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
+                        AND w.checkpoint_id = c.checkpoint_id AND w.channel = '${ERROR_CHANNEL}') AS failed
+       FROM loopgraph_checkpoints AS c
+       WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id > ? ORDER BY c.checkpoint_id LIMIT ?`,
+    );
+    this.countsStatement = db.prepare<[string], { thread_id: string; n: number }>(
+      `SELECT thread_id, COUNT(*) AS n FROM loopgraph_checkpoints WHERE checkpoint_ns = ? GROUP BY thread_id`,
+    );
+    // A range on the primary key finds the ids starting with the prefix; substr keeps it exact.
+    this.prefixStatement = db
+      .prepare<[string, string, string, string, number, string, number], string>(
+        `SELECT checkpoint_id FROM loopgraph_checkpoints
+         WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id >= ? AND checkpoint_id < ?
+           AND substr(checkpoint_id, 1, ?) = ? ORDER BY checkpoint_id LIMIT ?`,
+      )
+      .pluck();
     this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_writes"].map(
       (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
     );
@@ -235,9 +263,47 @@ export class CheckpointStore {
       : this.channelWritesStatement.all(at.threadId, at.ns, checkpointId, channel);
   }
 
+  /** One channel version's own row (not its base chain), if stored. */
+  blob(at: ThreadNamespace, channel: string, version: string): BlobLink | undefined {
+    const row = this.blobStatement.get(at.threadId, at.ns, channel, version);
+    return row && toBlobLink(row);
+  }
+
+  /** Up to `limit` checkpoints of the namespace after `afterId` (exclusive), oldest first, without their values. */
+  historyPage(at: ThreadNamespace, afterId: string, limit: number): HistoryRow[] {
+    return this.historyPageStatement.all(at.threadId, at.ns, afterId, limit);
+  }
+
+  /** How many checkpoints each thread has in namespace `ns`. */
+  checkpointCounts(ns: string): Map<string, number> {
+    return new Map(this.countsStatement.all(ns).map((row) => [row.thread_id, row.n]));
+  }
+
+  /** Up to `limit` checkpoint ids of the namespace that start with `prefix`, in order. */
+  checkpointIdsWithPrefix(at: ThreadNamespace, prefix: string, limit: number): string[] {
+    // Ids are ASCII (uuid6): U+FFFF sorts after every character an id holds.
+    return this.prefixStatement.all(at.threadId, at.ns, prefix, `${prefix}\uffff`, prefix.length, prefix, limit);
+  }
+
   deleteThread(threadId: string): void {
     for (const statement of this.deleteStatements) statement.run(threadId);
   }
+}
+
+/** The pending-write channel LangGraph records a task's error in. */
+const ERROR_CHANNEL = "__error__";
+
+/** A checkpoint's row as a history walk reads it: no channel values, whether a task failed from it. */
+export interface HistoryRow {
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  checkpoint_type: string;
+  checkpoint: Uint8Array;
+  channel_versions: string;
+  metadata_type: string;
+  metadata: Uint8Array;
+  /** 1 when a task that ran from this checkpoint recorded an error (an `__error__` pending write). */
+  failed: number;
 }
 
 export interface StoredWrite extends WriteRow {

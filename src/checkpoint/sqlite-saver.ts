@@ -24,6 +24,7 @@ import {
   type BlobLink,
   type BlobWrite,
   type CheckpointRow,
+  type HistoryRow,
   type ListCursor,
   type StoredWrite,
   type ThreadNamespace,
@@ -64,7 +65,32 @@ interface ListWriteChoice {
   readonly fallback: ListWrite;
 }
 
+/** A checkpoint as a history walk reads it: what it records, not its channel values. */
+export interface CheckpointHistoryEntry {
+  readonly checkpointId: string;
+  readonly parentId?: string;
+  /** The checkpoint's `ts`. */
+  readonly createdAt: string;
+  readonly metadata: CheckpointMetadata;
+  /** The channels' versions, in the checkpoint's own order. */
+  readonly channelVersions: ChannelVersions;
+  /** Whether a task that ran from this checkpoint recorded an error. */
+  readonly failed: boolean;
+}
+
+/** A channel version as stored, not yet decoded: a single value, or a list's items. */
+export type StoredChannel =
+  | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
+  | { readonly kind: "list"; readonly items: readonly EncodedItem[] };
+
+/** A decoded channel value, and when its decoding settled (see `decodeChannel`). */
+export interface DecodedChannel {
+  readonly value: unknown;
+  readonly settledAfter: number;
+}
+
 const LIST_PAGE_SIZE = 100;
+const HISTORY_PAGE_SIZE = 256;
 /** Threads × namespaces × list channels whose last written version is kept for diffing. */
 const REMEMBERED_LISTS = 64;
 
@@ -246,6 +272,93 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     this.store.writeTransaction(() => this.store.insertWrites(rows, replaceExisting));
   }
 
+  /** How many root (or `ns`) checkpoints each thread has, counted in SQL: nothing is decoded. */
+  checkpointCounts(ns = ""): Map<string, number> {
+    return this.store.checkpointCounts(ns);
+  }
+
+  /** Up to `limit` ids of the thread's checkpoints (in `ns`) that start with `prefix`, from a range of the key. */
+  checkpointIdsWithPrefix(threadId: string, prefix: string, limit: number, ns = ""): string[] {
+    return this.store.checkpointIdsWithPrefix({ threadId, ns }, prefix, limit);
+  }
+
+  /**
+   * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
+   * but no channel value: read page by page, so a long thread is never held whole.
+   */
+  async *history(threadId: string, ns = ""): AsyncGenerator<CheckpointHistoryEntry> {
+    const at = { threadId, ns };
+    let after = "";
+    for (;;) {
+      const page = this.store.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE));
+      for (const row of page) yield await this.decodeHistoryRow(row);
+      if (page.length < HISTORY_PAGE_SIZE) return;
+      after = page[page.length - 1]!.checkpoint_id;
+    }
+  }
+
+  /**
+   * One channel version as stored, undefined when it holds no value (cleared, or never stored).
+   * A list version is rebuilt from its row and its base's items: `knownItems` may give those of
+   * a version the caller already holds (the parent's, typically), else the base chain is read.
+   */
+  readChannel(
+    threadId: string,
+    channel: string,
+    version: string,
+    knownItems: (version: string) => readonly EncodedItem[] | undefined = () => undefined,
+    ns = "",
+  ): StoredChannel | undefined {
+    const at = { threadId, ns };
+    const link = this.store.readTransaction(() => this.store.blob(at, channel, version));
+    const record = link?.record;
+    if (!record || record.kind === "empty") return undefined;
+    if (record.kind === "value") return record;
+    if (record.kind === "snapshot") return { kind: "list", items: record.items };
+    const base = knownItems(record.baseVersion);
+    if (base) return { kind: "list", items: base.slice(0, record.keep).concat(record.items) };
+    const value = this.store.readTransaction(() => this.readValue(at, channel, version));
+    return value?.kind === "list" ? { kind: "list", items: value.list.encoded } : value;
+  }
+
+  /**
+   * Decodes a channel value exactly as `getTuple` and `list` do, and counts the microtask turns
+   * until its decoding settled. Those decode a checkpoint's channels concurrently and set each
+   * channel's key in `channel_values` when its decoding settles, which takes a number of turns
+   * fixed by the value's shape: the keys come in the order of that number, ties in the order of
+   * `channel_versions`. A reader decoding only some channels can so order them as a full read
+   * would (a list's number is the largest of its items' numbers, each decoded as a one-item list).
+   */
+  async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
+    const value: StoredValue =
+      stored.kind === "value"
+        ? stored
+        : {
+            kind: "list",
+            list: { version: "", encoded: stored.items, deltasSinceAnchor: 0, anchorVersion: "", sharedWithAnchor: 0 },
+          };
+    let turns = 0;
+    let settled = false;
+    const counter = (async () => {
+      while (!settled) {
+        await undefined;
+        turns += 1;
+      }
+    })();
+    let decoded: unknown;
+    let settledAfter = 0;
+    try {
+      await (async () => {
+        decoded = await this.decodeValue(value);
+        settledAfter = turns;
+      })();
+    } finally {
+      settled = true;
+      await counter;
+    }
+    return { value: decoded, settledAfter };
+  }
+
   async deleteThread(threadId: string): Promise<void> {
     this.store.writeTransaction(() => this.store.deleteThread(threadId));
     this.lastWrittenLists.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
@@ -326,6 +439,21 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value") return record;
     return { kind: "list", list: materializeList(asListChain(chain)) };
+  }
+
+  private async decodeHistoryRow(row: HistoryRow): Promise<CheckpointHistoryEntry> {
+    const [header, metadata] = await Promise.all([
+      this.serde.loadsTyped(row.checkpoint_type, row.checkpoint) as Promise<Pick<Checkpoint, "ts">>,
+      this.serde.loadsTyped(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
+    ]);
+    return {
+      checkpointId: row.checkpoint_id,
+      ...(row.parent_checkpoint_id !== null ? { parentId: row.parent_checkpoint_id } : {}),
+      createdAt: header.ts,
+      metadata,
+      channelVersions: JSON.parse(row.channel_versions) as ChannelVersions,
+      failed: row.failed !== 0,
+    };
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
