@@ -91,8 +91,6 @@ export class CheckpointStore {
   private readonly deleteStatements;
   private readonly blobStatement;
   private readonly historyPageStatement;
-  private readonly countsStatement;
-  private readonly prefixStatement;
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -162,17 +160,6 @@ export class CheckpointStore {
        FROM loopgraph_checkpoints AS c
        WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id > ? ORDER BY c.checkpoint_id LIMIT ?`,
     );
-    this.countsStatement = db.prepare<[string], { thread_id: string; n: number }>(
-      `SELECT thread_id, COUNT(*) AS n FROM loopgraph_checkpoints WHERE checkpoint_ns = ? GROUP BY thread_id`,
-    );
-    // A range on the primary key finds the ids starting with the prefix; substr keeps it exact.
-    this.prefixStatement = db
-      .prepare<[string, string, string, string, number, string, number], string>(
-        `SELECT checkpoint_id FROM loopgraph_checkpoints
-         WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id >= ? AND checkpoint_id < ?
-           AND substr(checkpoint_id, 1, ?) = ? ORDER BY checkpoint_id LIMIT ?`,
-      )
-      .pluck();
     this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_writes"].map(
       (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
     );
@@ -272,17 +259,6 @@ export class CheckpointStore {
   /** Up to `limit` checkpoints of the namespace after `afterId` (exclusive), oldest first, without their values. */
   historyPage(at: ThreadNamespace, afterId: string, limit: number): HistoryRow[] {
     return this.historyPageStatement.all(at.threadId, at.ns, afterId, limit);
-  }
-
-  /** How many checkpoints each thread has in namespace `ns`. */
-  checkpointCounts(ns: string): Map<string, number> {
-    return new Map(this.countsStatement.all(ns).map((row) => [row.thread_id, row.n]));
-  }
-
-  /** Up to `limit` checkpoint ids of the namespace that start with `prefix`, in order. */
-  checkpointIdsWithPrefix(at: ThreadNamespace, prefix: string, limit: number): string[] {
-    // Ids are ASCII (uuid6): U+FFFF sorts after every character an id holds.
-    return this.prefixStatement.all(at.threadId, at.ns, prefix, `${prefix}\uffff`, prefix.length, prefix, limit);
   }
 
   deleteThread(threadId: string): void {

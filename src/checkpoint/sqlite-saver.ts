@@ -272,16 +272,6 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     this.store.writeTransaction(() => this.store.insertWrites(rows, replaceExisting));
   }
 
-  /** How many root (or `ns`) checkpoints each thread has, counted in SQL: nothing is decoded. */
-  checkpointCounts(ns = ""): Map<string, number> {
-    return this.store.checkpointCounts(ns);
-  }
-
-  /** Up to `limit` ids of the thread's checkpoints (in `ns`) that start with `prefix`, from a range of the key. */
-  checkpointIdsWithPrefix(threadId: string, prefix: string, limit: number, ns = ""): string[] {
-    return this.store.checkpointIdsWithPrefix({ threadId, ns }, prefix, limit);
-  }
-
   /**
    * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
    * but no channel value: read page by page, so a long thread is never held whole.

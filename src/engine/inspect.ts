@@ -4,16 +4,14 @@ import diff, { type Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
 import type { CheckpointHistoryEntry, EncodedItem } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
-import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
-import { parentLinks } from "../runs/checkpoint-ids.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
+import { parentLinks, rootCheckpointIdsWithPrefix } from "../runs/checkpoint-ids.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
 
 
-export interface ThreadSummary extends ThreadRecord {
-  checkpoints: number;
-}
+export { listThreads, type ThreadSummary } from "./thread-list.js";
 
 export interface StateChange {
   path: string;
@@ -107,13 +105,6 @@ export async function rootCheckpoints(store: Store, threadId: string): Promise<C
     if ((tuple.config.configurable?.checkpoint_ns ?? "") === "") tuples.push(tuple);
   }
   return tuples.reverse();
-}
-
-export async function listThreads(options: StoreOptions = {}): Promise<ThreadSummary[]> {
-  return withStore(options, "read", async (store) => {
-    const counts = store.saver.checkpointCounts();
-    return store.threads.list().map((thread) => ({ ...asSeen(thread), checkpoints: counts.get(thread.threadId) ?? 0 }));
-  });
 }
 
 const zeroUsage = (): TokenUsage => ({ inputTokens: 0, outputTokens: 0 });
@@ -368,7 +359,7 @@ const SUMMARY_CHANNELS = ["usage", "visits", "loopState"];
  * key, only that one decoded); else a one-line error (exit 2).
  */
 export async function findCheckpoint(store: Store, threadId: string, idOrPrefix: string): Promise<CheckpointTuple> {
-  const ids = store.saver.checkpointIdsWithPrefix(threadId, idOrPrefix, 2);
+  const ids = rootCheckpointIdsWithPrefix(store.db, threadId, idOrPrefix, 2);
   const tuple =
     ids.length === 1
       ? await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: ids[0] } })
