@@ -7,7 +7,7 @@
  * forked with its task message replaced, and failing when the model runs out (an
  * error checkpoint); a run paused at a breakpoint.
  */
-import { cpSync, writeFileSync } from "node:fs";
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
@@ -17,10 +17,11 @@ import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 import { loopThread } from "../bench/fixtures.js";
 import { findCheckpoint, listThreads, nodesRun, parentIdOf, threadHistory, toPlainValues, type CheckpointSummary, type ThreadHistory } from "../src/engine/inspect.js";
 import { checkpointTree } from "../src/engine/checkpoint-tree.js";
+import { allCheckpointIds, checkpointsWithPrefix } from "../src/runs/checkpoint-ids.js";
 import { asSeen } from "../src/runs/thread-registry.js";
 import { requireThread, withStore, type Store } from "../src/runs/store.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
-import { ROOT, runCli } from "./helpers/cli.js";
+import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import { exampleCopy, runExample } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -136,6 +137,13 @@ async function expectSameLookups(db: string, threadId: string, history: ThreadHi
     const now = await newFind(db, threadId, prefix);
     expect(now, `prefix "${prefix}"`).toBe(typeof before === "number" ? Math.min(before, 2) : before);
   }
+  // rewind's lookup, any namespace (subgraph checkpoints too): the range finds what a scan of every id finds.
+  await withStore({ db }, "read", async (store) => {
+    const everyId = allCheckpointIds(store.db, threadId).sort();
+    for (const prefix of [...prefixes, everyId.at(-1)!.slice(0, 14)]) {
+      expect(checkpointsWithPrefix(store.db, threadId, prefix).map((match) => match.id)).toEqual(everyId.filter((id) => id.startsWith(prefix)));
+    }
+  });
 }
 
 describe("inspect reads a thread linearly, and shows what it showed before", () => {
@@ -205,5 +213,16 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     const listed = await listThreads({ db: ws.db });
     expect(listed.map((t) => [t.threadId, t.checkpoints])).toEqual(await oldCounts(ws.db));
     expect(listed.map((t) => t.status)).toEqual((await withStore({ db: ws.db }, "read", async (store) => store.threads.list())).map((t) => asSeen(t).status));
+
+    // `inspect` (the list) loads no LangChain module: it answers in a few node start-ups.
+    const trace = join(temp.root, "modules.txt");
+    const env = cleanEnv({ NODE_OPTIONS: `--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, TRACE_MODULES_FILE: trace });
+    const shown = await runCli(["inspect", "--db", ws.db], { env });
+    expect(shown.code, shown.stderr).toBe(0);
+    const pausedCount = listed.find((t) => t.threadId === "paused")!.checkpoints;
+    expect(shown.stdout).toMatch(new RegExp(`^paused\\s+breakpoint\\s+paused\\s+${pausedCount}\\s`, "m"));
+    const loaded = readFileSync(trace, "utf8").split("\n").filter(Boolean);
+    expect(loaded.some((url) => url.includes("/engine/thread-list.js"))).toBe(true);
+    expect(loaded.filter((url) => /@langchain|langsmith|\/zod\/|microdiff/.test(url))).toEqual([]);
   });
 });
