@@ -4,6 +4,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
+  JsonPlusSerializer,
   TASKS,
   WRITES_IDX_MAP,
   getCheckpointId,
@@ -83,10 +84,42 @@ export type StoredChannel =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
   | { readonly kind: "list"; readonly items: readonly EncodedItem[] };
 
+/** A serializer wrapper whose `loadsTyped` is that of `decodesWith` (the redacting serializer). */
+export interface DecodingDelegate {
+  readonly decodesWith: SerializerProtocol;
+}
+
 /** A decoded channel value, and when its decoding settled (see `decodeChannel`). */
 export interface DecodedChannel {
   readonly value: unknown;
   readonly settledAfter: number;
+  /** Set when the value is plain JSON (parsed, no LangChain object in it): nothing in it needs converting. */
+  readonly plainJson?: true;
+}
+
+/** Plain JSON values up to this size are decoded both ways, to check the fast path (`decodePlainJson`). */
+const PLAIN_JSON_CHECKED_BELOW = 512;
+const textDecoder = new TextDecoder();
+
+/**
+ * The microtask turns JsonPlusSerializer's reviver takes on a plain JSON value, as `decodeChannel`
+ * counts them up to the constant its callers add: an object awaits its values one after the
+ * other, an array all at once (`Promise.all` and an `await`); a value already settled still
+ * costs its callers one turn.
+ */
+export function reviveTurns(value: unknown): number {
+  const turns = (node: unknown): number => {
+    if (!node || typeof node !== "object") return 0;
+    if (Array.isArray(node)) {
+      let slowest = -1;
+      for (const item of node) slowest = Math.max(slowest, turns(item));
+      return slowest < 0 ? 1 : slowest + 2;
+    }
+    let total = 0;
+    for (const key in node) if (Object.prototype.hasOwnProperty.call(node, key)) total += turns((node as Record<string, unknown>)[key]) + 1;
+    return total;
+  };
+  return Math.max(turns(value), 1);
 }
 
 const LIST_PAGE_SIZE = 100;
@@ -113,6 +146,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * once checkpointed; LangGraph's reducers replace items (messages by id), never edit them.
    */
   private readonly itemEncodings = new WeakMap<object, EncodedItem>();
+  /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
+  private readonly plainJson: { off: boolean; offset?: number };
 
   /**
    * Opens (creating its directory) the database file at a path, or uses an open database, which
@@ -131,6 +166,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     }
     if (options.prepare !== false) prepareDatabase(this.db);
     this.store = new CheckpointStore(this.db);
+    const decoder = (this.serde as Partial<DecodingDelegate>).decodesWith ?? this.serde;
+    this.plainJson = { off: Object.getPrototypeOf(decoder) !== JsonPlusSerializer.prototype };
   }
 
   /** Closes the database if this saver opened it. */
@@ -300,14 +337,15 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     ns = "",
   ): StoredChannel | undefined {
     const at = { threadId, ns };
-    const link = this.store.readTransaction(() => this.store.blob(at, channel, version));
+    // Blobs are never changed once written: each read is one statement, no transaction needed.
+    const link = this.store.blob(at, channel, version);
     const record = link?.record;
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value") return record;
     if (record.kind === "snapshot") return { kind: "list", items: record.items };
     const base = knownItems(record.baseVersion);
     if (base) return { kind: "list", items: base.slice(0, record.keep).concat(record.items) };
-    const value = this.store.readTransaction(() => this.readValue(at, channel, version));
+    const value = this.readValue(at, channel, version);
     return value?.kind === "list" ? { kind: "list", items: value.list.encoded } : value;
   }
 
@@ -320,6 +358,41 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * would (a list's number is the largest of its items' numbers, each decoded as a one-item list).
    */
   async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
+    return (stored.kind === "value" && (await this.decodePlainJson(stored))) || this.decodeChannelAsTuplesDo(stored);
+  }
+
+  /**
+   * A JSON value with no LangChain object (no "lc" key) decoded by `JSON.parse`, which gives what
+   * JsonPlusSerializer's reviver gives, in one native call instead of one promise per node; its
+   * settle count computed from its shape (`reviveTurns`). Only for this saver's serde when it is
+   * LangGraph's own (or a wrapper that decodes with it); small values are decoded both ways and
+   * compared, and any difference turns this path off for good. Undefined where it does not apply.
+   */
+  private async decodePlainJson(stored: Extract<StoredChannel, { kind: "value" }>): Promise<DecodedChannel | undefined> {
+    if (stored.type !== "json" || this.plainJson.off) return undefined;
+    const text = textDecoder.decode(stored.data);
+    // `"__proto__"` as a key would set the prototype in the reviver, not a property.
+    if (text.includes('"lc"') || text.includes('"__proto__"')) return undefined;
+    const value: unknown = JSON.parse(text);
+    const turns = reviveTurns(value);
+    const { offset } = this.plainJson;
+    if (offset !== undefined && stored.data.length > PLAIN_JSON_CHECKED_BELOW) return { value, settledAfter: turns + offset, plainJson: true };
+    const decoded = await this.decodeChannelAsTuplesDo(stored);
+    if (offset === undefined) this.plainJson.offset = decoded.settledAfter - turns;
+    if (decoded.settledAfter - turns !== this.plainJson.offset || !isDeepStrictEqual(decoded.value, value)) this.plainJson.off = true;
+    return decoded;
+  }
+
+  /** The serde's `loadsTyped`, by `JSON.parse` where that gives the same value (see `decodePlainJson`). */
+  private async loadsQuickly(type: string, data: Uint8Array): Promise<unknown> {
+    if (type === "json" && !this.plainJson.off) {
+      const text = textDecoder.decode(data);
+      if (!text.includes('"lc"') && !text.includes('"__proto__"')) return JSON.parse(text) as unknown;
+    }
+    return this.serde.loadsTyped(type, data);
+  }
+
+  private async decodeChannelAsTuplesDo(stored: StoredChannel): Promise<DecodedChannel> {
     const value: StoredValue =
       stored.kind === "value"
         ? stored
@@ -433,8 +506,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   private async decodeHistoryRow(row: HistoryRow): Promise<CheckpointHistoryEntry> {
     const [header, metadata] = await Promise.all([
-      this.serde.loadsTyped(row.checkpoint_type, row.checkpoint) as Promise<Pick<Checkpoint, "ts">>,
-      this.serde.loadsTyped(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
+      this.loadsQuickly(row.checkpoint_type, row.checkpoint) as Promise<Pick<Checkpoint, "ts">>,
+      this.loadsQuickly(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
     ]);
     return {
       checkpointId: row.checkpoint_id,

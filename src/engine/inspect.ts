@@ -248,7 +248,9 @@ class StateReader {
     if (!stored) return undefined;
     if (stored.kind === "value") {
       const decoded = await this.saver.decodeChannel(stored);
-      return { version, plain: toPlainValues({ [channel]: decoded.value })[channel], settledAfter: decoded.settledAfter };
+      // Plain JSON holds no message to convert: `toPlainValues` would copy it as it is.
+      const plain = decoded.plainJson ? decoded.value : toPlainValues({ [channel]: decoded.value })[channel];
+      return { version, plain, settledAfter: decoded.settledAfter };
     }
     this.rememberList(channel, version, stored.items);
     return this.readList(version, stored.items, before);
