@@ -328,6 +328,8 @@ export async function threadHistory(threadId: string, options: StoreOptions = {}
     const reader = new StateReader(store.saver, threadId);
     const checkpoints: CheckpointSummary[] = [];
     for await (const entry of store.saver.history(threadId)) {
+      // A checkpoint a running run wrote since the tree was read waits for the next inspect.
+      if (!tree.branchOf.has(entry.checkpointId)) continue;
       const parent = entry.parentId === undefined ? undefined : states.get(entry.parentId);
       const previous = parent ?? NO_STATE;
       const current = await reader.read(entry, previous);
