@@ -1,6 +1,6 @@
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import diff, { type Difference } from "microdiff";
+import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
 import type { CheckpointHistoryEntry, EncodedItem } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
@@ -9,6 +9,7 @@ import { parentLinks, rootCheckpointIdsWithPrefix } from "../runs/checkpoint-ids
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
+import { plainDiff } from "./plain-diff.js";
 
 
 export { listThreads, type ThreadSummary } from "./thread-list.js";
@@ -306,9 +307,9 @@ function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry
     let shared = 0;
     const comparable = Math.min(before.plain.length, after.plain.length);
     while (shared < comparable && before.plain[shared] === after.plain[shared]) shared += 1;
-    return asChanges(diff(before.plain.slice(shared), after.plain.slice(shared)), channel, shared);
+    return asChanges(plainDiff(before.plain.slice(shared), after.plain.slice(shared)), channel, shared);
   }
-  return asChanges(diff({ [channel]: before.plain }, { [channel]: after.plain }), "");
+  return asChanges(plainDiff({ [channel]: before.plain }, { [channel]: after.plain }), "");
 }
 
 /**
