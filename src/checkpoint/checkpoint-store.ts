@@ -91,6 +91,7 @@ export class CheckpointStore {
   private readonly deleteStatements;
   private readonly blobStatement;
   private readonly historyPageStatement;
+  private readonly blobsStatement;
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -150,6 +151,13 @@ export class CheckpointStore {
     this.blobStatement = db.prepare<[string, string, string, string], BlobColumns>(
       `SELECT version, kind, type, data, base_version, keep FROM loopgraph_checkpoint_blobs
        WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`,
+    );
+    // Many versions' own rows in one statement: the pairs come as JSON, each found by the key.
+    this.blobsStatement = db.prepare<[{ threadId: string; ns: string; pairs: string }], BlobColumns & { channel: string }>(
+      `SELECT b.channel, b.version, b.kind, b.type, b.data, b.base_version, b.keep
+       FROM json_each(@pairs) AS j CROSS JOIN loopgraph_checkpoint_blobs AS b
+         ON b.thread_id = @threadId AND b.checkpoint_ns = @ns
+        AND b.channel = json_extract(j.value, '$[0]') AND b.version = json_extract(j.value, '$[1]')`,
     );
     this.historyPageStatement = db.prepare<[string, string, string, number], HistoryRow>(
       `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions,
@@ -254,6 +262,16 @@ export class CheckpointStore {
   blob(at: ThreadNamespace, channel: string, version: string): BlobLink | undefined {
     const row = this.blobStatement.get(at.threadId, at.ns, channel, version);
     return row && toBlobLink(row);
+  }
+
+  /** The own rows of many channel versions (`[channel, version]` pairs), by `channel + "\0" + version`. */
+  blobs(at: ThreadNamespace, pairs: readonly (readonly [string, string])[]): Map<string, BlobLink> {
+    const links = new Map<string, BlobLink>();
+    if (pairs.length === 0) return links;
+    for (const row of this.blobsStatement.all({ threadId: at.threadId, ns: at.ns, pairs: JSON.stringify(pairs) })) {
+      links.set(`${row.channel}\u0000${row.version}`, toBlobLink(row));
+    }
+    return links;
   }
 
   /** Up to `limit` checkpoints of the namespace after `afterId` (exclusive), oldest first, without their values. */

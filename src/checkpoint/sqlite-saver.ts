@@ -146,6 +146,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * once checkpointed; LangGraph's reducers replace items (messages by id), never edit them.
    */
   private readonly itemEncodings = new WeakMap<object, EncodedItem>();
+  /** The channel rows `history` read ahead for its current page (see `prefetchChannels`). */
+  private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
   /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
   private readonly plainJson: { off: boolean; offset?: number };
 
@@ -313,15 +315,47 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
    * but no channel value: read page by page, so a long thread is never held whole.
    */
-  async *history(threadId: string, ns = ""): AsyncGenerator<CheckpointHistoryEntry> {
+  async *history(threadId: string, ns = "", channels: (channel: string) => boolean = () => true): AsyncGenerator<CheckpointHistoryEntry> {
     const at = { threadId, ns };
+    const versionsOf = new LruMap<string, ChannelVersions>(HISTORY_PAGE_SIZE * 2);
     let after = "";
-    for (;;) {
-      const page = this.store.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE));
-      for (const row of page) yield await this.decodeHistoryRow(row);
-      if (page.length < HISTORY_PAGE_SIZE) return;
-      after = page[page.length - 1]!.checkpoint_id;
+    try {
+      for (;;) {
+        const page = this.store.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE));
+        const entries = await Promise.all(page.map((row) => this.decodeHistoryRow(row)));
+        this.prefetchChannels(at, entries, versionsOf, channels);
+        for (const entry of entries) yield entry;
+        if (page.length < HISTORY_PAGE_SIZE) return;
+        after = page[page.length - 1]!.checkpoint_id;
+      }
+    } finally {
+      this.prefetched = undefined;
     }
+  }
+
+  /**
+   * Reads, in one query, the rows of the channel versions a page of `history` brings that its
+   * checkpoints' parents did not hold: what `readChannel` will be asked for next.
+   */
+  private prefetchChannels(
+    at: ThreadNamespace,
+    entries: readonly CheckpointHistoryEntry[],
+    versionsOf: LruMap<string, ChannelVersions>,
+    channels: (channel: string) => boolean,
+  ): void {
+    const pairs: [string, string][] = [];
+    const seen = new Set<string>();
+    for (const entry of entries) {
+      const parent = entry.parentId === undefined ? undefined : versionsOf.get(entry.parentId);
+      for (const [channel, version] of Object.entries(entry.channelVersions)) {
+        const key = `${channel}\u0000${String(version)}`;
+        if (parent?.[channel] === version || !channels(channel) || seen.has(key)) continue;
+        seen.add(key);
+        pairs.push([channel, String(version)]);
+      }
+      versionsOf.set(entry.checkpointId, entry.channelVersions);
+    }
+    this.prefetched = { at, links: this.store.blobs(at, pairs) };
   }
 
   /**
@@ -338,7 +372,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   ): StoredChannel | undefined {
     const at = { threadId, ns };
     // Blobs are never changed once written: each read is one statement, no transaction needed.
-    const link = this.store.blob(at, channel, version);
+    const prefetched = this.prefetched?.at.threadId === threadId && this.prefetched.at.ns === ns ? this.prefetched.links : undefined;
+    const link = prefetched?.get(`${channel}\u0000${version}`) ?? this.store.blob(at, channel, version);
     const record = link?.record;
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value") return record;

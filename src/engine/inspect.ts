@@ -328,7 +328,7 @@ export async function threadHistory(threadId: string, options: StoreOptions = {}
     const states = new Map<string, StepState>();
     const reader = new StateReader(store.saver, threadId);
     const checkpoints: CheckpointSummary[] = [];
-    for await (const entry of store.saver.history(threadId)) {
+    for await (const entry of store.saver.history(threadId, "", isShownChannel)) {
       // A checkpoint a running run wrote since the tree was read waits for the next inspect.
       if (!tree.branchOf.has(entry.checkpointId)) continue;
       const parent = entry.parentId === undefined ? undefined : states.get(entry.parentId);
