@@ -97,8 +97,13 @@ export interface DecodedChannel {
   readonly plainJson?: true;
 }
 
-/** Plain JSON values up to this size are decoded both ways, to check the fast path (`decodePlainJson`). */
+/**
+ * Plain JSON values up to this size are decoded both ways, to check the fast path
+ * (`decodePlainJson`): the first PLAIN_JSON_CHECKS of them, then one in PLAIN_JSON_CHECK_EVERY.
+ */
 const PLAIN_JSON_CHECKED_BELOW = 512;
+const PLAIN_JSON_CHECKS = 128;
+const PLAIN_JSON_CHECK_EVERY = 32;
 const textDecoder = new TextDecoder();
 
 /**
@@ -149,7 +154,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   /** The channel rows `history` read ahead for its current page (see `prefetchChannels`). */
   private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
   /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
-  private readonly plainJson: { off: boolean; offset?: number };
+  private readonly plainJson: { off: boolean; offset?: number; small: number };
 
   /**
    * Opens (creating its directory) the database file at a path, or uses an open database, which
@@ -169,7 +174,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (options.prepare !== false) prepareDatabase(this.db);
     this.store = new CheckpointStore(this.db);
     const decoder = (this.serde as Partial<DecodingDelegate>).decodesWith ?? this.serde;
-    this.plainJson = { off: Object.getPrototypeOf(decoder) !== JsonPlusSerializer.prototype };
+    this.plainJson = { off: Object.getPrototypeOf(decoder) !== JsonPlusSerializer.prototype, small: 0 };
   }
 
   /** Closes the database if this saver opened it. */
@@ -400,8 +405,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * A JSON value with no LangChain object (no "lc" key) decoded by `JSON.parse`, which gives what
    * JsonPlusSerializer's reviver gives, in one native call instead of one promise per node; its
    * settle count computed from its shape (`reviveTurns`). Only for this saver's serde when it is
-   * LangGraph's own (or a wrapper that decodes with it); small values are decoded both ways and
-   * compared, and any difference turns this path off for good. Undefined where it does not apply.
+   * LangGraph's own (or a wrapper that decodes with it); small values (the first ones, then one
+   * in PLAIN_JSON_CHECK_EVERY) are decoded both ways and compared, and any difference turns this
+   * path off for good. Undefined where it does not apply.
    */
   private async decodePlainJson(stored: Extract<StoredChannel, { kind: "value" }>): Promise<DecodedChannel | undefined> {
     if (stored.type !== "json" || this.plainJson.off) return undefined;
@@ -411,7 +417,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const value: unknown = JSON.parse(text);
     const turns = reviveTurns(value);
     const { offset } = this.plainJson;
-    if (offset !== undefined && stored.data.length > PLAIN_JSON_CHECKED_BELOW) return { value, settledAfter: turns + offset, plainJson: true };
+    const small = stored.data.length <= PLAIN_JSON_CHECKED_BELOW ? ++this.plainJson.small : 0;
+    const checked = small > 0 && (small <= PLAIN_JSON_CHECKS || small % PLAIN_JSON_CHECK_EVERY === 0);
+    if (offset !== undefined && !checked) return { value, settledAfter: turns + offset, plainJson: true };
     const decoded = await this.decodeChannelAsTuplesDo(stored);
     if (offset === undefined) this.plainJson.offset = decoded.settledAfter - turns;
     if (decoded.settledAfter - turns !== this.plainJson.offset || !isDeepStrictEqual(decoded.value, value)) this.plainJson.off = true;
