@@ -9,6 +9,7 @@
  */
 import { cpSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { fileURLToPath } from "node:url";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
@@ -221,8 +222,11 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     expect(shown.code, shown.stderr).toBe(0);
     const pausedCount = listed.find((t) => t.threadId === "paused")!.checkpoints;
     expect(shown.stdout).toMatch(new RegExp(`^paused\\s+breakpoint\\s+paused\\s+${pausedCount}\\s`, "m"));
-    const loaded = readFileSync(trace, "utf8").split("\n").filter(Boolean);
-    expect(loaded.some((url) => url.includes("/engine/thread-list.js"))).toBe(true);
-    expect(loaded.filter((url) => /@langchain|langsmith|\/zod\/|microdiff/.test(url))).toEqual([]);
+    // The modules it loaded: files, or in the CLI's bundle (dist/cli) the modules each chunk holds (esbuild's `// <path>` lines).
+    const loaded = [...new Set(readFileSync(trace, "utf8").split("\n").filter((url) => url.startsWith("file:")))].flatMap((url) =>
+      url.includes("/dist/cli/") ? readFileSync(fileURLToPath(url), "utf8").split("\n").filter((line) => /^\/\/ (dist|node_modules)\//.test(line)) : [url],
+    );
+    expect(loaded.some((name) => name.includes("/engine/thread-list.js"))).toBe(true);
+    expect(loaded.filter((name) => /@langchain|langsmith|\/zod\/|microdiff|\/engine\/inspect\.js/.test(name))).toEqual([]);
   });
 });
