@@ -125,7 +125,7 @@ export function nodesRun(before: Record<string, unknown>, after: Record<string, 
   return Object.keys(visitsNow).filter((node) => (visitsNow[node] ?? 0) > (visitsBefore[node] ?? 0));
 }
 
-/** A checkpoint's summary from what `threadHistory` and the old whole-state reading both know of it. */
+/** What a checkpoint's summary takes from its row, besides its state. */
 interface StepFacts {
   checkpointId: string;
   parentId?: string;
@@ -197,7 +197,7 @@ interface StepState {
 
 const NO_STATE: StepState = { channels: new Map(), order: [] };
 
-/** Values of the state as a plain object (keys in decode order), for the summary's token, node and round reading. */
+/** Some channels of a state as a plain object: what the summary reads for tokens, nodes and round. */
 function plainOf(state: StepState, wanted: readonly string[]): Record<string, unknown> {
   const values: Record<string, unknown> = {};
   for (const channel of wanted) {
