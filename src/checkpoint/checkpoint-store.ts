@@ -89,6 +89,9 @@ export class CheckpointStore {
   private readonly writesStatement;
   private readonly channelWritesStatement;
   private readonly deleteStatements;
+  private readonly blobStatement;
+  private readonly historyPageStatement;
+  private readonly blobsStatement;
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -144,6 +147,26 @@ export class CheckpointStore {
     this.channelWritesStatement = db.prepare<[string, string, string, string], WriteRow>(
       `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
        WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx`,
+    );
+    this.blobStatement = db.prepare<[string, string, string, string], BlobColumns>(
+      `SELECT version, kind, type, data, base_version, keep FROM loopgraph_checkpoint_blobs
+       WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`,
+    );
+    // Many versions' own rows in one statement: the pairs come as JSON, each found by the key.
+    this.blobsStatement = db.prepare<[{ threadId: string; ns: string; pairs: string }], BlobColumns & { channel: string }>(
+      `SELECT b.channel, b.version, b.kind, b.type, b.data, b.base_version, b.keep
+       FROM json_each(@pairs) AS j CROSS JOIN loopgraph_checkpoint_blobs AS b
+         ON b.thread_id = @threadId AND b.checkpoint_ns = @ns
+        AND b.channel = json_extract(j.value, '$[0]') AND b.version = json_extract(j.value, '$[1]')`,
+    );
+    this.historyPageStatement = db.prepare<[string, string, string, number], HistoryRow>(
+      `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions,
+              c.metadata_type, c.metadata,
+              EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes AS w
+                      WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
+                        AND w.checkpoint_id = c.checkpoint_id AND w.channel = '${ERROR_CHANNEL}') AS failed
+       FROM loopgraph_checkpoints AS c
+       WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id > ? ORDER BY c.checkpoint_id LIMIT ?`,
     );
     this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_writes"].map(
       (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
@@ -235,9 +258,46 @@ export class CheckpointStore {
       : this.channelWritesStatement.all(at.threadId, at.ns, checkpointId, channel);
   }
 
+  /** One channel version's own row (not its base chain), if stored. */
+  blob(at: ThreadNamespace, channel: string, version: string): BlobLink | undefined {
+    const row = this.blobStatement.get(at.threadId, at.ns, channel, version);
+    return row && toBlobLink(row);
+  }
+
+  /** The own rows of many channel versions (`[channel, version]` pairs), by `channel + "\0" + version`. */
+  blobs(at: ThreadNamespace, pairs: readonly (readonly [string, string])[]): Map<string, BlobLink> {
+    const links = new Map<string, BlobLink>();
+    if (pairs.length === 0) return links;
+    for (const row of this.blobsStatement.all({ threadId: at.threadId, ns: at.ns, pairs: JSON.stringify(pairs) })) {
+      links.set(`${row.channel}\u0000${row.version}`, toBlobLink(row));
+    }
+    return links;
+  }
+
+  /** Up to `limit` checkpoints of the namespace after `afterId` (exclusive), oldest first, without their values. */
+  historyPage(at: ThreadNamespace, afterId: string, limit: number): HistoryRow[] {
+    return this.historyPageStatement.all(at.threadId, at.ns, afterId, limit);
+  }
+
   deleteThread(threadId: string): void {
     for (const statement of this.deleteStatements) statement.run(threadId);
   }
+}
+
+/** The pending-write channel LangGraph records a task's error in. */
+const ERROR_CHANNEL = "__error__";
+
+/** A checkpoint's row as a history walk reads it: no channel values, whether a task failed from it. */
+export interface HistoryRow {
+  checkpoint_id: string;
+  parent_checkpoint_id: string | null;
+  checkpoint_type: string;
+  checkpoint: Uint8Array;
+  channel_versions: string;
+  metadata_type: string;
+  metadata: Uint8Array;
+  /** 1 when a task that ran from this checkpoint recorded an error (an `__error__` pending write). */
+  failed: number;
 }
 
 export interface StoredWrite extends WriteRow {

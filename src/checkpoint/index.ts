@@ -1,2 +1,3 @@
-export { SqliteCheckpointSaver } from "./sqlite-saver.js";
+export { SqliteCheckpointSaver, type CheckpointHistoryEntry, type DecodedChannel, type DecodingDelegate, type StoredChannel } from "./sqlite-saver.js";
+export type { EncodedItem } from "./item-framing.js";
 export { BUSY_TIMEOUT_MS, busyTimeoutMs, createCheckpointTables } from "./schema.js";

@@ -4,6 +4,7 @@ import { isDeepStrictEqual } from "node:util";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
+  JsonPlusSerializer,
   TASKS,
   WRITES_IDX_MAP,
   getCheckpointId,
@@ -24,6 +25,7 @@ import {
   type BlobLink,
   type BlobWrite,
   type CheckpointRow,
+  type HistoryRow,
   type ListCursor,
   type StoredWrite,
   type ThreadNamespace,
@@ -64,7 +66,69 @@ interface ListWriteChoice {
   readonly fallback: ListWrite;
 }
 
+/** A checkpoint as a history walk reads it: what it records, not its channel values. */
+export interface CheckpointHistoryEntry {
+  readonly checkpointId: string;
+  readonly parentId?: string;
+  /** The checkpoint's `ts`. */
+  readonly createdAt: string;
+  readonly metadata: CheckpointMetadata;
+  /** The channels' versions, in the checkpoint's own order. */
+  readonly channelVersions: ChannelVersions;
+  /** Whether a task that ran from this checkpoint recorded an error. */
+  readonly failed: boolean;
+}
+
+/** A channel version as stored, not yet decoded: a single value, or a list's items. */
+export type StoredChannel =
+  | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
+  | { readonly kind: "list"; readonly items: readonly EncodedItem[] };
+
+/** A serializer wrapper whose `loadsTyped` is that of `decodesWith` (the redacting serializer). */
+export interface DecodingDelegate {
+  readonly decodesWith: SerializerProtocol;
+}
+
+/** A decoded channel value, and when its decoding settled (see `decodeChannel`). */
+export interface DecodedChannel {
+  readonly value: unknown;
+  readonly settledAfter: number;
+  /** Set when the value is plain JSON (parsed, no LangChain object in it): nothing in it needs converting. */
+  readonly plainJson?: true;
+}
+
+/**
+ * Plain JSON values up to this size are decoded both ways, to check the fast path
+ * (`decodePlainJson`): the first PLAIN_JSON_CHECKS of them, then one in PLAIN_JSON_CHECK_EVERY.
+ */
+const PLAIN_JSON_CHECKED_BELOW = 512;
+const PLAIN_JSON_CHECKS = 128;
+const PLAIN_JSON_CHECK_EVERY = 32;
+const textDecoder = new TextDecoder();
+
+/**
+ * The microtask turns JsonPlusSerializer's reviver takes on a plain JSON value, as `decodeChannel`
+ * counts them up to the constant its callers add: an object awaits its values one after the
+ * other, an array all at once (`Promise.all` and an `await`); a value already settled still
+ * costs its callers one turn.
+ */
+export function reviveTurns(value: unknown): number {
+  const turns = (node: unknown): number => {
+    if (!node || typeof node !== "object") return 0;
+    if (Array.isArray(node)) {
+      let slowest = -1;
+      for (const item of node) slowest = Math.max(slowest, turns(item));
+      return slowest < 0 ? 1 : slowest + 2;
+    }
+    let total = 0;
+    for (const key in node) if (Object.prototype.hasOwnProperty.call(node, key)) total += turns((node as Record<string, unknown>)[key]) + 1;
+    return total;
+  };
+  return Math.max(turns(value), 1);
+}
+
 const LIST_PAGE_SIZE = 100;
+const HISTORY_PAGE_SIZE = 256;
 /** Threads × namespaces × list channels whose last written version is kept for diffing. */
 const REMEMBERED_LISTS = 64;
 
@@ -87,6 +151,10 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * once checkpointed; LangGraph's reducers replace items (messages by id), never edit them.
    */
   private readonly itemEncodings = new WeakMap<object, EncodedItem>();
+  /** The channel rows `history` read ahead for its current page (see `prefetchChannels`). */
+  private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
+  /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
+  private readonly plainJson: { off: boolean; offset?: number; small: number };
 
   /**
    * Opens (creating its directory) the database file at a path, or uses an open database, which
@@ -105,6 +173,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     }
     if (options.prepare !== false) prepareDatabase(this.db);
     this.store = new CheckpointStore(this.db);
+    const decoder = (this.serde as Partial<DecodingDelegate>).decodesWith ?? this.serde;
+    this.plainJson = { off: Object.getPrototypeOf(decoder) !== JsonPlusSerializer.prototype, small: 0 };
   }
 
   /** Closes the database if this saver opened it. */
@@ -246,6 +316,155 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     this.store.writeTransaction(() => this.store.insertWrites(rows, replaceExisting));
   }
 
+  /**
+   * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
+   * but no channel value: read page by page, so a long thread is never held whole.
+   */
+  async *history(threadId: string, ns = "", channels: (channel: string) => boolean = () => true): AsyncGenerator<CheckpointHistoryEntry> {
+    const at = { threadId, ns };
+    const versionsOf = new LruMap<string, ChannelVersions>(HISTORY_PAGE_SIZE * 2);
+    let after = "";
+    try {
+      for (;;) {
+        const page = this.store.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE));
+        const entries = await Promise.all(page.map((row) => this.decodeHistoryRow(row)));
+        this.prefetchChannels(at, entries, versionsOf, channels);
+        for (const entry of entries) yield entry;
+        if (page.length < HISTORY_PAGE_SIZE) return;
+        after = page[page.length - 1]!.checkpoint_id;
+      }
+    } finally {
+      this.prefetched = undefined;
+    }
+  }
+
+  /**
+   * Reads, in one query, the rows of the channel versions a page of `history` brings that its
+   * checkpoints' parents did not hold: what `readChannel` will be asked for next.
+   */
+  private prefetchChannels(
+    at: ThreadNamespace,
+    entries: readonly CheckpointHistoryEntry[],
+    versionsOf: LruMap<string, ChannelVersions>,
+    channels: (channel: string) => boolean,
+  ): void {
+    const pairs: [string, string][] = [];
+    const seen = new Set<string>();
+    for (const entry of entries) {
+      const parent = entry.parentId === undefined ? undefined : versionsOf.get(entry.parentId);
+      for (const [channel, version] of Object.entries(entry.channelVersions)) {
+        const key = `${channel}\u0000${String(version)}`;
+        if (parent?.[channel] === version || !channels(channel) || seen.has(key)) continue;
+        seen.add(key);
+        pairs.push([channel, String(version)]);
+      }
+      versionsOf.set(entry.checkpointId, entry.channelVersions);
+    }
+    this.prefetched = { at, links: this.store.blobs(at, pairs) };
+  }
+
+  /**
+   * One channel version as stored, undefined when it holds no value (cleared, or never stored).
+   * A list version is rebuilt from its row and its base's items: `knownItems` may give those of
+   * a version the caller already holds (the parent's, typically), else the base chain is read.
+   */
+  readChannel(
+    threadId: string,
+    channel: string,
+    version: string,
+    knownItems: (version: string) => readonly EncodedItem[] | undefined = () => undefined,
+    ns = "",
+  ): StoredChannel | undefined {
+    const at = { threadId, ns };
+    // Blobs are never changed once written: each read is one statement, no transaction needed.
+    const prefetched = this.prefetched?.at.threadId === threadId && this.prefetched.at.ns === ns ? this.prefetched.links : undefined;
+    const link = prefetched?.get(`${channel}\u0000${version}`) ?? this.store.blob(at, channel, version);
+    const record = link?.record;
+    if (!record || record.kind === "empty") return undefined;
+    if (record.kind === "value") return record;
+    if (record.kind === "snapshot") return { kind: "list", items: record.items };
+    const base = knownItems(record.baseVersion);
+    if (base) return { kind: "list", items: base.slice(0, record.keep).concat(record.items) };
+    const value = this.readValue(at, channel, version);
+    return value?.kind === "list" ? { kind: "list", items: value.list.encoded } : value;
+  }
+
+  /**
+   * Decodes a channel value exactly as `getTuple` and `list` do, and counts the microtask turns
+   * until its decoding settled. Those decode a checkpoint's channels concurrently and set each
+   * channel's key in `channel_values` when its decoding settles, which takes a number of turns
+   * fixed by the value's shape: the keys come in the order of that number, ties in the order of
+   * `channel_versions`. A reader decoding only some channels can so order them as a full read
+   * would (a list's number is the largest of its items' numbers, each decoded as a one-item list).
+   */
+  async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
+    return (stored.kind === "value" && (await this.decodePlainJson(stored))) || this.decodeChannelAsTuplesDo(stored);
+  }
+
+  /**
+   * A JSON value with no LangChain object (no "lc" key) decoded by `JSON.parse`, which gives what
+   * JsonPlusSerializer's reviver gives, in one native call instead of one promise per node; its
+   * settle count computed from its shape (`reviveTurns`). Only for this saver's serde when it is
+   * LangGraph's own (or a wrapper that decodes with it); small values (the first ones, then one
+   * in PLAIN_JSON_CHECK_EVERY) are decoded both ways and compared, and any difference turns this
+   * path off for good. Undefined where it does not apply.
+   */
+  private async decodePlainJson(stored: Extract<StoredChannel, { kind: "value" }>): Promise<DecodedChannel | undefined> {
+    if (stored.type !== "json" || this.plainJson.off) return undefined;
+    const text = textDecoder.decode(stored.data);
+    // `"__proto__"` as a key would set the prototype in the reviver, not a property.
+    if (text.includes('"lc"') || text.includes('"__proto__"')) return undefined;
+    const value: unknown = JSON.parse(text);
+    const turns = reviveTurns(value);
+    const { offset } = this.plainJson;
+    const small = stored.data.length <= PLAIN_JSON_CHECKED_BELOW ? ++this.plainJson.small : 0;
+    const checked = small > 0 && (small <= PLAIN_JSON_CHECKS || small % PLAIN_JSON_CHECK_EVERY === 0);
+    if (offset !== undefined && !checked) return { value, settledAfter: turns + offset, plainJson: true };
+    const decoded = await this.decodeChannelAsTuplesDo(stored);
+    if (offset === undefined) this.plainJson.offset = decoded.settledAfter - turns;
+    if (decoded.settledAfter - turns !== this.plainJson.offset || !isDeepStrictEqual(decoded.value, value)) this.plainJson.off = true;
+    return decoded;
+  }
+
+  /** The serde's `loadsTyped`, by `JSON.parse` where that gives the same value (see `decodePlainJson`). */
+  private async loadsQuickly(type: string, data: Uint8Array): Promise<unknown> {
+    if (type === "json" && !this.plainJson.off) {
+      const text = textDecoder.decode(data);
+      if (!text.includes('"lc"') && !text.includes('"__proto__"')) return JSON.parse(text) as unknown;
+    }
+    return this.serde.loadsTyped(type, data);
+  }
+
+  private async decodeChannelAsTuplesDo(stored: StoredChannel): Promise<DecodedChannel> {
+    const value: StoredValue =
+      stored.kind === "value"
+        ? stored
+        : {
+            kind: "list",
+            list: { version: "", encoded: stored.items, deltasSinceAnchor: 0, anchorVersion: "", sharedWithAnchor: 0 },
+          };
+    let turns = 0;
+    let settled = false;
+    const counter = (async () => {
+      while (!settled) {
+        await undefined;
+        turns += 1;
+      }
+    })();
+    let decoded: unknown;
+    let settledAfter = 0;
+    try {
+      await (async () => {
+        decoded = await this.decodeValue(value);
+        settledAfter = turns;
+      })();
+    } finally {
+      settled = true;
+      await counter;
+    }
+    return { value: decoded, settledAfter };
+  }
+
   async deleteThread(threadId: string): Promise<void> {
     this.store.writeTransaction(() => this.store.deleteThread(threadId));
     this.lastWrittenLists.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
@@ -326,6 +545,21 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value") return record;
     return { kind: "list", list: materializeList(asListChain(chain)) };
+  }
+
+  private async decodeHistoryRow(row: HistoryRow): Promise<CheckpointHistoryEntry> {
+    const [header, metadata] = await Promise.all([
+      this.loadsQuickly(row.checkpoint_type, row.checkpoint) as Promise<Pick<Checkpoint, "ts">>,
+      this.loadsQuickly(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
+    ]);
+    return {
+      checkpointId: row.checkpoint_id,
+      ...(row.parent_checkpoint_id !== null ? { parentId: row.parent_checkpoint_id } : {}),
+      createdAt: header.ts,
+      metadata,
+      channelVersions: JSON.parse(row.channel_versions) as ChannelVersions,
+      failed: row.failed !== 0,
+    };
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {

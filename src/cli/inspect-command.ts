@@ -1,8 +1,8 @@
 import pc from "picocolors";
 import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
-import { checkpointState, listThreads, threadHistory, type CheckpointSummary, type StateChange, type ThreadHistory } from "../engine/inspect.js";
+import type { CheckpointSummary, StateChange, ThreadHistory } from "../engine/inspect.js";
+import { listThreads } from "../engine/thread-list.js";
 import { asSeen } from "../runs/thread-registry.js";
-import { exportScriptCommand } from "./export-script-command.js";
 import { printable, printableJson } from "./terminal-text.js";
 import type { RoundTokens } from "./render.js";
 import type { TokenUsage } from "../state/graph-state.js";
@@ -131,9 +131,16 @@ function inTreeOrder(history: ThreadHistory): Array<{ index: number; checkpoint:
   });
 }
 
+/**
+ * `loopgraph inspect [thread]`. The thread list loads no LangChain module (engine/thread-list.ts);
+ * a thread's history, a checkpoint's state and `--export-script` load theirs when asked for.
+ */
 export async function inspectCommand(threadId: string | undefined, options: InspectCommandOptions): Promise<number> {
   const store = { db: options.db };
-  if (options.exportScript !== undefined) return exportScriptCommand(threadId, options.exportScript, options);
+  if (options.exportScript !== undefined) {
+    const { exportScriptCommand } = await import("./export-script-command.js");
+    return exportScriptCommand(threadId, options.exportScript, options);
+  }
   if (!threadId) {
     const threads = await listThreads(store);
     if (options.json) return printJson(threads), 0;
@@ -146,6 +153,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     );
     return 0;
   }
+  const { checkpointState, threadHistory } = await import("../engine/inspect.js");
   if (options.checkpoint) {
     const state = await checkpointState(threadId, options.checkpoint, store);
     if (options.json) return printJson(state), 0;

@@ -1,16 +1,18 @@
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
-import diff from "microdiff";
+import type { Difference } from "microdiff";
+import { sameEncoding } from "../checkpoint/item-framing.js";
+import type { CheckpointHistoryEntry, EncodedItem } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
-import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
+import { parentLinks, rootCheckpointIdsWithPrefix } from "../runs/checkpoint-ids.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
+import { plainDiff } from "./plain-diff.js";
 
 
-export interface ThreadSummary extends ThreadRecord {
-  checkpoints: number;
-}
+export { listThreads, type ThreadSummary } from "./thread-list.js";
 
 export interface StateChange {
   path: string;
@@ -106,17 +108,6 @@ export async function rootCheckpoints(store: Store, threadId: string): Promise<C
   return tuples.reverse();
 }
 
-export async function listThreads(options: StoreOptions = {}): Promise<ThreadSummary[]> {
-  return withStore(options, "read", async (store) => {
-    const threads = store.threads.list();
-    const summaries: ThreadSummary[] = [];
-    for (const thread of threads) {
-      summaries.push({ ...asSeen(thread), checkpoints: (await rootCheckpoints(store, thread.threadId)).length });
-    }
-    return summaries;
-  });
-}
-
 const zeroUsage = (): TokenUsage => ({ inputTokens: 0, outputTokens: 0 });
 
 function valuesOf(tuple: CheckpointTuple): Record<string, unknown> {
@@ -134,17 +125,18 @@ export function nodesRun(before: Record<string, unknown>, after: Record<string, 
   return Object.keys(visitsNow).filter((node) => (visitsNow[node] ?? 0) > (visitsBefore[node] ?? 0));
 }
 
-/** What a checkpoint records: the nodes that ran, or what else made it (input, start, a fork's update). */
-function checkpointNodes(tuple: CheckpointTuple, ran: string[]): string[] {
-  const step = tuple.metadata?.step ?? 0;
-  if (step < 0) return ["input"];
-  if (ran.length > 0) return ran;
-  const source = tuple.metadata?.source;
-  return source === "update" || source === "fork" ? [source] : ["start"];
+/** What a checkpoint's summary takes from its row, besides its state. */
+interface StepFacts {
+  checkpointId: string;
+  parentId?: string;
+  step: number;
+  source: string;
+  createdAt: string;
+  failed: boolean;
 }
 
-function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, current: Record<string, unknown>): Omit<CheckpointSummary, "branch"> {
-  const step = tuple.metadata?.step ?? 0;
+function summarise(facts: StepFacts, previous: Record<string, unknown>, current: Record<string, unknown>, changes: StateChange[]): Omit<CheckpointSummary, "branch"> {
+  const { step } = facts;
   const usageBefore = (previous.usage ?? {}) as Record<string, TokenUsage>;
   const usageNow = (current.usage ?? {}) as Record<string, TokenUsage>;
   const tokens = zeroUsage();
@@ -152,54 +144,236 @@ function summarise(tuple: CheckpointTuple, previous: Record<string, unknown>, cu
     tokens.inputTokens += usage.inputTokens - (usageBefore[node]?.inputTokens ?? 0);
     tokens.outputTokens += usage.outputTokens - (usageBefore[node]?.outputTokens ?? 0);
   }
-  const failed = (tuple.pendingWrites ?? []).some(([, channel]) => channel === "__error__");
   const round = (current.loopState as { context?: { round?: unknown } } | undefined)?.context?.round;
+  const ran = nodesRun(previous, current);
   return {
-    checkpointId: tuple.checkpoint.id,
-    parentId: parentIdOf(tuple),
+    checkpointId: facts.checkpointId,
+    parentId: facts.parentId,
     step,
-    source: tuple.metadata?.source ?? "",
-    nodes: checkpointNodes(tuple, nodesRun(previous, current)),
-    createdAt: tuple.checkpoint.ts,
+    source: facts.source,
+    nodes: step < 0 ? ["input"] : ran.length > 0 ? ran : facts.source === "update" || facts.source === "fork" ? [facts.source] : ["start"],
+    createdAt: facts.createdAt,
     tokens,
     ...(typeof round === "number" && round > 0 ? { round } : {}),
-    status: failed ? "error" : step < 0 ? "input" : "done",
-    changes: diff(previous, current).map((change) => ({
-      path: change.path.join("."),
-      kind: change.type === "CREATE" ? "added" : change.type === "REMOVE" ? "removed" : "changed",
-      ...(change.type !== "REMOVE" ? { value: change.value } : {}),
-      ...(change.type !== "CREATE" ? { before: change.oldValue } : {}),
-    })),
+    status: facts.failed ? "error" : step < 0 ? "input" : "done",
+    changes,
   };
 }
 
-/** A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step (against its parent). */
+/** microdiff's changes as `inspect` shows them; `offset` is added to the first index of a path under `prefix`. */
+function asChanges(changes: Difference[], prefix: string, offset = 0): StateChange[] {
+  return changes.map((change) => {
+    const [first, ...rest] = change.path;
+    const path = [...(prefix ? [prefix] : []), typeof first === "number" ? first + offset : first, ...rest];
+    return {
+      path: path.join("."),
+      kind: change.type === "CREATE" ? "added" : change.type === "REMOVE" ? "removed" : "changed",
+      ...(change.type !== "REMOVE" ? { value: change.value } : {}),
+      ...(change.type !== "CREATE" ? { before: change.oldValue } : {}),
+    };
+  });
+}
+
+/** Whether `toPlainValues` keeps a channel. */
+const isShownChannel = (channel: string): boolean => !channel.startsWith("__") && !channel.startsWith("branch:");
+
+/** A channel's value at one checkpoint, decoded once and shared by the checkpoints that keep its version. */
+interface ChannelEntry {
+  version: string;
+  /** The value as `toPlainValues` makes it. */
+  plain: unknown;
+  /** When a full decode of the checkpoint would have set this channel (`decodeChannel`): orders the keys. */
+  settledAfter: number;
+  /** List channels: the stored items, and the largest settle count of the first i + 1 items. */
+  items?: readonly EncodedItem[];
+  settledBefore?: readonly number[];
+}
+
+/** The shown channels of a checkpoint, in the order a full decode gives its values. */
+interface StepState {
+  channels: Map<string, ChannelEntry>;
+  order: string[];
+}
+
+const NO_STATE: StepState = { channels: new Map(), order: [] };
+
+/** Some channels of a state as a plain object: what the summary reads for tokens, nodes and round. */
+function plainOf(state: StepState, wanted: readonly string[]): Record<string, unknown> {
+  const values: Record<string, unknown> = {};
+  for (const channel of wanted) {
+    const entry = state.channels.get(channel);
+    if (entry) values[channel] = entry.plain;
+  }
+  return values;
+}
+
+/** The list versions lately read per channel: the bases a delta or rollup is rebuilt from. */
+const KNOWN_LIST_VERSIONS = 64;
+
+/**
+ * Reads the state of each checkpoint from its parent's: only channels whose version changed are
+ * read and decoded, and of a list only the items past the prefix it shares with the parent's.
+ */
+class StateReader {
+  private readonly knownLists = new Map<string, Map<string, readonly EncodedItem[]>>();
+  private emptyListSettle?: number;
+
+  constructor(
+    private readonly saver: Store["saver"],
+    private readonly threadId: string,
+  ) {}
+
+  async read(entry: CheckpointHistoryEntry, parent: StepState): Promise<StepState> {
+    const channels = new Map<string, ChannelEntry>();
+    const position = new Map<string, number>();
+    let index = 0;
+    for (const [channel, rawVersion] of Object.entries(entry.channelVersions)) {
+      position.set(channel, index++);
+      if (!isShownChannel(channel)) continue;
+      const version = String(rawVersion);
+      const before = parent.channels.get(channel);
+      const read = before?.version === version ? before : await this.readEntry(channel, version, before);
+      if (read) channels.set(channel, read);
+    }
+    const order = [...channels.keys()].sort(
+      (a, b) => channels.get(a)!.settledAfter - channels.get(b)!.settledAfter || position.get(a)! - position.get(b)!,
+    );
+    return { channels, order };
+  }
+
+  private async readEntry(channel: string, version: string, before: ChannelEntry | undefined): Promise<ChannelEntry | undefined> {
+    const known = this.knownLists.get(channel);
+    const stored = this.saver.readChannel(this.threadId, channel, version, (base) =>
+      before?.version === base && before.items ? before.items : known?.get(base),
+    );
+    if (!stored) return undefined;
+    if (stored.kind === "value") {
+      const decoded = await this.saver.decodeChannel(stored);
+      // Plain JSON holds no message to convert: `toPlainValues` would copy it as it is.
+      const plain = decoded.plainJson ? decoded.value : toPlainValues({ [channel]: decoded.value })[channel];
+      return { version, plain, settledAfter: decoded.settledAfter };
+    }
+    this.rememberList(channel, version, stored.items);
+    return this.readList(version, stored.items, before);
+  }
+
+  private rememberList(channel: string, version: string, items: readonly EncodedItem[]): void {
+    let known = this.knownLists.get(channel);
+    if (!known) this.knownLists.set(channel, (known = new Map()));
+    known.set(version, items);
+    if (known.size > KNOWN_LIST_VERSIONS) known.delete(known.keys().next().value!);
+  }
+
+  /** A list's plain items: the parent's for the prefix stored alike, the others decoded one by one. */
+  private async readList(version: string, items: readonly EncodedItem[], before: ChannelEntry | undefined): Promise<ChannelEntry> {
+    const previousItems = before?.items ?? [];
+    const previousPlain = Array.isArray(before?.plain) ? (before.plain as unknown[]) : [];
+    let shared = 0;
+    const comparable = Math.min(items.length, previousItems.length, previousPlain.length);
+    while (shared < comparable && sameEncoding(items[shared]!, previousItems[shared]!)) shared += 1;
+    const plain = previousPlain.slice(0, shared);
+    const settledBefore = (before?.settledBefore ?? []).slice(0, shared);
+    for (let i = shared; i < items.length; i++) {
+      const decoded = await this.saver.decodeChannel({ kind: "list", items: [items[i]!] });
+      plain.push(toPlainValues({ item: (decoded.value as unknown[])[0] }).item);
+      settledBefore.push(Math.max(settledBefore.at(-1) ?? 0, decoded.settledAfter));
+    }
+    const settledAfter = items.length > 0 ? settledBefore.at(-1)! : (this.emptyListSettle ??= (await this.saver.decodeChannel({ kind: "list", items: [] })).settledAfter);
+    return { version, plain, settledAfter, items, settledBefore };
+  }
+}
+
+/** The changes from one state to the next, as microdiff gives them for the two states' plain values whole. */
+function stateChanges(previous: StepState, current: StepState): StateChange[] {
+  const changes: StateChange[] = [];
+  for (const channel of previous.order) {
+    const before = previous.channels.get(channel)!;
+    const after = current.channels.get(channel);
+    if (!after) {
+      changes.push({ path: channel, kind: "removed", before: before.plain });
+    } else if (after !== before) {
+      changes.push(...entryChanges(channel, before, after));
+    }
+  }
+  for (const channel of current.order) {
+    if (!previous.channels.has(channel)) changes.push({ path: channel, kind: "added", value: current.channels.get(channel)!.plain });
+  }
+  return changes;
+}
+
+function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry): StateChange[] {
+  if (Array.isArray(before.plain) && Array.isArray(after.plain)) {
+    // The leading items both hold alike (the same objects) differ in nothing: diff from the first other one.
+    let shared = 0;
+    const comparable = Math.min(before.plain.length, after.plain.length);
+    while (shared < comparable && before.plain[shared] === after.plain[shared]) shared += 1;
+    return asChanges(plainDiff(before.plain.slice(shared), after.plain.slice(shared)), channel, shared);
+  }
+  return asChanges(plainDiff({ [channel]: before.plain }, { [channel]: after.plain }), "");
+}
+
+/**
+ * A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step (against its parent).
+ *
+ * Linear in the thread's length: checkpoints are read oldest first with their channel versions,
+ * and only the channels whose version differs from the parent's are decoded and diffed. The state
+ * is kept only for checkpoints whose children are still to come (one per branch being read).
+ */
 export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
     const thread = requireThread(store, threadId);
-    const tuples = await rootCheckpoints(store, threadId);
-    const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
-    const valuesById = new Map<string, Record<string, unknown>>();
-    const checkpoints = tuples.map((tuple): CheckpointSummary => {
-      const current = valuesOf(tuple);
-      valuesById.set(tuple.checkpoint.id, current);
-      const parentId = parentIdOf(tuple);
-      const summary = summarise(tuple, (parentId !== undefined && valuesById.get(parentId)) || {}, current);
-      const head = tree.head === tuple.checkpoint.id ? { head: true as const } : {};
-      return { ...summary, branch: tree.branchOf.get(tuple.checkpoint.id) ?? 0, ...head };
-    });
+    const links = [...parentLinks(store.saver.db, threadId, "")].map(([id, parentId]) => ({ id, parentId })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const tree = checkpointTree(links);
+    const childrenLeft = new Map([...tree.children].map(([id, kids]) => [id, kids.length]));
+    const states = new Map<string, StepState>();
+    const reader = new StateReader(store.saver, threadId);
+    const checkpoints: CheckpointSummary[] = [];
+    for await (const entry of store.saver.history(threadId, "", isShownChannel)) {
+      // A checkpoint a running run wrote since the tree was read waits for the next inspect.
+      if (!tree.branchOf.has(entry.checkpointId)) continue;
+      const parent = entry.parentId === undefined ? undefined : states.get(entry.parentId);
+      const previous = parent ?? NO_STATE;
+      const current = await reader.read(entry, previous);
+      const facts: StepFacts = {
+        checkpointId: entry.checkpointId,
+        parentId: entry.parentId,
+        step: entry.metadata?.step ?? 0,
+        source: entry.metadata?.source ?? "",
+        createdAt: entry.createdAt,
+        failed: entry.failed,
+      };
+      const summary = summarise(facts, plainOf(previous, SUMMARY_CHANNELS), plainOf(current, SUMMARY_CHANNELS), stateChanges(previous, current));
+      const head = tree.head === entry.checkpointId ? { head: true as const } : {};
+      checkpoints.push({ ...summary, branch: tree.branchOf.get(entry.checkpointId) ?? 0, ...head });
+      if ((childrenLeft.get(entry.checkpointId) ?? 0) > 0) states.set(entry.checkpointId, current);
+      if (entry.parentId !== undefined && childrenLeft.has(entry.parentId)) {
+        const left = childrenLeft.get(entry.parentId)! - 1;
+        childrenLeft.set(entry.parentId, left);
+        if (left <= 0) states.delete(entry.parentId);
+      }
+    }
     return { thread, checkpoints, branches: [...tree.branches], ...(tree.head ? { head: tree.head } : {}) };
   });
 }
 
-/** One of the thread's root checkpoints, by id or a unique prefix of one; else a one-line error (exit 2). */
+/** The channels a summary reads besides the diff: tokens, nodes that ran, the loop's round. */
+const SUMMARY_CHANNELS = ["usage", "visits", "loopState"];
+
+/**
+ * One of the thread's root checkpoints, by id or a unique prefix of one (found by a range of the
+ * key, only that one decoded); else a one-line error (exit 2).
+ */
 export async function findCheckpoint(store: Store, threadId: string, idOrPrefix: string): Promise<CheckpointTuple> {
-  const matches = (await rootCheckpoints(store, threadId)).filter((t) => t.checkpoint.id.startsWith(idOrPrefix));
-  if (matches.length !== 1) {
-    const problem = matches.length === 0 ? "no checkpoint" : "more than one checkpoint";
+  const ids = rootCheckpointIdsWithPrefix(store.db, threadId, idOrPrefix, 2);
+  const tuple =
+    ids.length === 1
+      ? await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: ids[0] } })
+      : undefined;
+  if (!tuple) {
+    const problem = ids.length === 0 ? "no checkpoint" : "more than one checkpoint";
     throw new ConfigError(`${problem} of thread "${threadId}" matches "${idOrPrefix}": see \`loopgraph inspect ${threadId}\``);
   }
-  return matches[0]!;
+  return tuple;
 }
 
 /** The full state at one checkpoint (an id, or a unique prefix of one). */

@@ -10,15 +10,36 @@ export interface CheckpointAddress {
   id: string;
 }
 
+/**
+ * The ids starting with `prefix` lie in a range of ids: from the prefix up to the prefix followed
+ * by U+FFFF (ids are ASCII uuids; every character they hold sorts below it). The range lets SQLite
+ * seek in the primary key; `substr` keeps the match exact.
+ */
+const PREFIX_RANGE = "checkpoint_id >= @prefix AND checkpoint_id < @upTo AND substr(checkpoint_id, 1, length(@prefix)) = @prefix";
+const prefixRange = (prefix: string) => ({ prefix, upTo: `${prefix}\uffff` });
+
 /** The thread's checkpoints whose id starts with `prefix`, in any namespace. */
 export function checkpointsWithPrefix(db: Database.Database, threadId: string, prefix: string): CheckpointAddress[] {
-  const rows = db
-    .prepare(
-      `SELECT checkpoint_ns AS ns, checkpoint_id AS id FROM loopgraph_checkpoints
-       WHERE thread_id = ? AND substr(checkpoint_id, 1, ?) = ? ORDER BY checkpoint_id`,
-    )
-    .all(threadId, prefix.length, prefix) as CheckpointAddress[];
-  return rows;
+  return db
+    .prepare(`SELECT checkpoint_ns AS ns, checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND ${PREFIX_RANGE} ORDER BY checkpoint_id`)
+    .all({ threadId, ...prefixRange(prefix) }) as CheckpointAddress[];
+}
+
+/** Up to `limit` ids of the thread's root checkpoints that start with `prefix`, in order: a seek in the key, nothing decoded. */
+export function rootCheckpointIdsWithPrefix(db: Database.Database, threadId: string, prefix: string, limit: number): string[] {
+  return db
+    .prepare(`SELECT checkpoint_id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND checkpoint_ns = '' AND ${PREFIX_RANGE} ORDER BY checkpoint_id LIMIT @limit`)
+    .pluck()
+    .all({ threadId, limit, ...prefixRange(prefix) }) as string[];
+}
+
+/** How many root checkpoints each thread has, in one query (threads without any are absent). */
+export function rootCheckpointCounts(db: Database.Database): Map<string, number> {
+  const rows = db.prepare(`SELECT thread_id AS threadId, COUNT(*) AS n FROM loopgraph_checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`).all() as {
+    threadId: string;
+    n: number;
+  }[];
+  return new Map(rows.map((row) => [row.threadId, row.n]));
 }
 
 /** Every checkpoint id of the thread, any namespace. */

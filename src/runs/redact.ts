@@ -1,4 +1,5 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
+import type { DecodingDelegate } from "../checkpoint/index.js";
 import picomatch from "picomatch";
 
 /** Names of variables that hold credentials: any name containing one of these words. */
@@ -182,7 +183,9 @@ export function redactingSerializer(inner: SerializerProtocol, secrets: readonly
   if (secrets.length === 0) return inner;
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
-  return {
+  const redacting: SerializerProtocol & DecodingDelegate = {
+    // Reading is the inner serializer's own: the saver may then read plain JSON faster (see its decodeChannel).
+    decodesWith: inner,
     async dumpsTyped(data: unknown): Promise<[string, Uint8Array]> {
       const [type, bytes] = await inner.dumpsTyped(data);
       if (type !== "json") return [type, bytes];
@@ -192,4 +195,5 @@ export function redactingSerializer(inner: SerializerProtocol, secrets: readonly
     },
     loadsTyped: (type, data) => inner.loadsTyped(type, data),
   };
+  return redacting;
 }

@@ -1,0 +1,50 @@
+/**
+ * `loopgraph inspect <thread>` (its compact history) and `loopgraph inspect` (the thread list)
+ * from another process, against a bare `node -e ""` start measured in the same run, on a loop
+ * thread of about 500 checkpoints (33 rounds, subgraph checkpoints counted as the issue counts
+ * them) and, with --full, on the 329-round thread (about 5,000). Targets: the ~500 thread ≤ 5×
+ * node; the long one ≤ 2000 ms and ≤ 300 MB peak RSS (two rows); the list ≤ 3× node with the
+ * longest thread in the store.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { CLI, FULL, measureNode, medianNodeMs, nodeStartMs, report } from "./lib.js";
+import { loopThread, type LoopThread } from "./fixtures.js";
+
+/** Checkpoints of the thread in every namespace (root and subgraphs), as the issue counts them. */
+function allCheckpoints(thread: LoopThread): number {
+  const db = new Database(thread.db, { readonly: true });
+  try {
+    return (db.prepare("SELECT COUNT(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ?").get(thread.threadId) as { n: number }).n;
+  } finally {
+    db.close();
+  }
+}
+
+const dir = mkdtempSync(join(tmpdir(), "loopgraph-inspect-bench-"));
+try {
+  const threads = [await loopThread(join(dir, "short"), 33)];
+  if (FULL) threads.push(await loopThread(join(dir, "long"), 329));
+  const anchor = nodeStartMs();
+  for (const thread of threads) {
+    const name = `inspect_thread_${allCheckpoints(thread)}_checkpoints`;
+    const args = [CLI, "inspect", thread.threadId, "--db", thread.db];
+    const note = `${thread.checkpoints} root checkpoints; anchor: node -e ""`;
+    if (thread === threads[0]) {
+      report({ name, ours: medianNodeMs(args, 5), anchor, unit: "ms", maxRatio: 5, note });
+      continue;
+    }
+    const runs = [measureNode(args), measureNode(args), measureNode(args)];
+    const median = (values: number[]): number => values.sort((a, b) => a - b)[1]!;
+    report({ name, ours: median(runs.map((r) => r.ms)), anchor, unit: "ms", maxOurs: 2000, note });
+    const nodeRss = measureNode(["-e", ""]).rssMb;
+    report({ name: `${name}_rss`, ours: Math.max(...runs.map((r) => r.rssMb)), anchor: nodeRss, unit: "MB", maxOurs: 300, note: "peak RSS; anchor: node -e \"\"" });
+  }
+  const longest = threads.at(-1)!;
+  const list = medianNodeMs([CLI, "inspect", "--db", longest.db], 7);
+  report({ name: "inspect_list", ours: list, anchor, unit: "ms", maxRatio: 3, note: `the store holds a ${allCheckpoints(longest)}-checkpoint thread; anchor: node -e ""` });
+} finally {
+  rmSync(dir, { recursive: true, force: true });
+}

@@ -1,0 +1,232 @@
+/**
+ * `inspect` reads a thread's history linearly (only changed channels decoded, list items past the
+ * shared prefix), counts checkpoints in SQL and finds `--checkpoint` prefixes by a key range.
+ * Each is compared with the way it was done before, kept here: every root checkpoint decoded
+ * whole (`saver.list()`) and consecutive states diffed whole. The threads are real runs: a
+ * coder-review loop long enough for list rollups, forked with `replay --from`; the example graph
+ * forked with its task message replaced, and failing when the model runs out (an
+ * error checkpoint); a run paused at a breakpoint.
+ */
+import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { fileURLToPath } from "node:url";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import diff from "microdiff";
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
+import { describe, expect, it, vi } from "vitest";
+import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { loopThread } from "../bench/fixtures.js";
+import { findCheckpoint, listThreads, nodesRun, parentIdOf, threadHistory, toPlainValues, type CheckpointSummary, type ThreadHistory } from "../src/engine/inspect.js";
+import { checkpointTree } from "../src/engine/checkpoint-tree.js";
+import { allCheckpointIds, checkpointsWithPrefix } from "../src/runs/checkpoint-ids.js";
+import { asSeen } from "../src/runs/thread-registry.js";
+import { requireThread, withStore, type Store } from "../src/runs/store.js";
+import type { TokenUsage } from "../src/state/graph-state.js";
+import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
+import { run } from "./helpers/e2e.js";
+import { exampleCopy, runExample } from "./helpers/replay.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+// ---- The previous implementation (whole states), kept as the reference. ----
+
+async function oldRootCheckpoints(store: Store, threadId: string): Promise<CheckpointTuple[]> {
+  const tuples: CheckpointTuple[] = [];
+  for await (const tuple of store.saver.list({ configurable: { thread_id: threadId, checkpoint_ns: "" } })) {
+    if ((tuple.config.configurable?.checkpoint_ns ?? "") === "") tuples.push(tuple);
+  }
+  return tuples.reverse();
+}
+
+function oldSummarise(tuple: CheckpointTuple, previous: Record<string, unknown>, current: Record<string, unknown>): Omit<CheckpointSummary, "branch"> {
+  const step = tuple.metadata?.step ?? 0;
+  const usageBefore = (previous.usage ?? {}) as Record<string, TokenUsage>;
+  const usageNow = (current.usage ?? {}) as Record<string, TokenUsage>;
+  const tokens = { inputTokens: 0, outputTokens: 0 };
+  for (const [node, usage] of Object.entries(usageNow)) {
+    tokens.inputTokens += usage.inputTokens - (usageBefore[node]?.inputTokens ?? 0);
+    tokens.outputTokens += usage.outputTokens - (usageBefore[node]?.outputTokens ?? 0);
+  }
+  const failed = (tuple.pendingWrites ?? []).some(([, channel]) => channel === "__error__");
+  const round = (current.loopState as { context?: { round?: unknown } } | undefined)?.context?.round;
+  const ran = nodesRun(previous, current);
+  const source = tuple.metadata?.source;
+  const nodes = step < 0 ? ["input"] : ran.length > 0 ? ran : source === "update" || source === "fork" ? [source] : ["start"];
+  return {
+    checkpointId: tuple.checkpoint.id,
+    parentId: parentIdOf(tuple),
+    step,
+    source: tuple.metadata?.source ?? "",
+    nodes,
+    createdAt: tuple.checkpoint.ts,
+    tokens,
+    ...(typeof round === "number" && round > 0 ? { round } : {}),
+    status: failed ? "error" : step < 0 ? "input" : "done",
+    changes: diff(previous, current).map((change) => ({
+      path: change.path.join("."),
+      kind: change.type === "CREATE" ? "added" : change.type === "REMOVE" ? "removed" : "changed",
+      ...(change.type !== "REMOVE" ? { value: change.value } : {}),
+      ...(change.type !== "CREATE" ? { before: change.oldValue } : {}),
+    })),
+  };
+}
+
+async function oldThreadHistory(db: string, threadId: string): Promise<ThreadHistory> {
+  return withStore({ db }, "read", async (store) => {
+    const thread = requireThread(store, threadId);
+    const tuples = await oldRootCheckpoints(store, threadId);
+    const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
+    const valuesById = new Map<string, Record<string, unknown>>();
+    const checkpoints = tuples.map((tuple): CheckpointSummary => {
+      const current = toPlainValues(tuple.checkpoint.channel_values as Record<string, unknown>);
+      valuesById.set(tuple.checkpoint.id, current);
+      const parentId = parentIdOf(tuple);
+      const summary = oldSummarise(tuple, (parentId !== undefined && valuesById.get(parentId)) || {}, current);
+      const head = tree.head === tuple.checkpoint.id ? { head: true as const } : {};
+      return { ...summary, branch: tree.branchOf.get(tuple.checkpoint.id) ?? 0, ...head };
+    });
+    return { thread, checkpoints, branches: [...tree.branches], ...(tree.head ? { head: tree.head } : {}) };
+  });
+}
+
+async function oldCounts(db: string): Promise<Array<[string, number]>> {
+  return withStore({ db }, "read", async (store) => {
+    const counts: Array<[string, number]> = [];
+    for (const thread of store.threads.list()) counts.push([thread.threadId, (await oldRootCheckpoints(store, thread.threadId)).length]);
+    return counts;
+  });
+}
+
+/** What the old prefix lookup found: the one match's id, or how many matched. */
+async function oldFind(db: string, threadId: string, prefix: string): Promise<string | number> {
+  return withStore({ db }, "read", async (store) => {
+    const matches = (await oldRootCheckpoints(store, threadId)).filter((t) => t.checkpoint.id.startsWith(prefix));
+    return matches.length === 1 ? matches[0]!.checkpoint.id : matches.length;
+  });
+}
+
+async function newFind(db: string, threadId: string, prefix: string): Promise<string | number> {
+  return withStore({ db }, "read", async (store) => {
+    try {
+      return (await findCheckpoint(store, threadId, prefix)).checkpoint.id;
+    } catch (error) {
+      const message = (error as Error).message;
+      expect(message).toMatch(new RegExp(`^(no checkpoint|more than one checkpoint) of thread "${threadId}" matches`));
+      return message.startsWith("no checkpoint") ? 0 : 2;
+    }
+  });
+}
+
+/** The new history equals the old one, key order included (it is what `inspect --json` prints, and `--diff` prints its changes in order). */
+async function expectSameHistory(db: string, threadId: string): Promise<ThreadHistory> {
+  const now = await threadHistory(threadId, { db });
+  const before = await oldThreadHistory(db, threadId);
+  expect(now.checkpoints.length).toBeGreaterThan(0);
+  expect(JSON.stringify(now)).toBe(JSON.stringify(before));
+  return now;
+}
+
+/** Prefixes of every length of each checkpoint id, and a few that match none or many: each found as before. */
+async function expectSameLookups(db: string, threadId: string, history: ThreadHistory): Promise<void> {
+  const ids = history.checkpoints.map((c) => c.checkpointId);
+  const prefixes = new Set(["", "zzz", "1f", ids[0]!.slice(0, 8), `${ids[0]!}x`]);
+  for (const id of [ids[0]!, ids.at(-1)!, ids[Math.floor(ids.length / 2)]!]) {
+    for (let length = 1; length <= id.length; length += 3) prefixes.add(id.slice(0, length));
+    prefixes.add(id);
+  }
+  for (const prefix of prefixes) {
+    const before = await oldFind(db, threadId, prefix);
+    const now = await newFind(db, threadId, prefix);
+    expect(now, `prefix "${prefix}"`).toBe(typeof before === "number" ? Math.min(before, 2) : before);
+  }
+  // rewind's lookup, any namespace (subgraph checkpoints too): the range finds what a scan of every id finds.
+  await withStore({ db }, "read", async (store) => {
+    const everyId = allCheckpointIds(store.db, threadId).sort();
+    for (const prefix of [...prefixes, everyId.at(-1)!.slice(0, 14)]) {
+      expect(checkpointsWithPrefix(store.db, threadId, prefix).map((match) => match.id)).toEqual(everyId.filter((id) => id.startsWith(prefix)));
+    }
+  });
+}
+
+describe("inspect reads a thread linearly, and shows what it showed before", () => {
+  it("a coder-review loop with list rollups, forked with replay --from: the same history, counts and prefix lookups", async () => {
+    const { dir } = tempWorkspace();
+    const loop = await loopThread(dir, 7, "loop");
+    const before = await threadHistory("loop", { db: loop.db });
+    // From the next-to-last round's Judge: the fork runs the last round again, on a new task.
+    const start = before.checkpoints.filter((c) => c.nodes.includes("judge")).at(-2)!;
+    const forked = await runCli(["replay", "loop", "--from", start.checkpointId.slice(0, 20), "--set", "task=write one more round", "--db", loop.db]);
+    expect(forked.code, forked.stderr).toBe(0);
+
+    // No checkpoint is decoded whole any more, and far fewer values are decoded at all.
+    const lists = vi.spyOn(SqliteCheckpointSaver.prototype, "list");
+    const decodes = vi.spyOn(JsonPlusSerializer.prototype, "loadsTyped");
+    await threadHistory("loop", { db: loop.db });
+    await listThreads({ db: loop.db });
+    await withStore({ db: loop.db }, "read", (store) => findCheckpoint(store, "loop", start.checkpointId.slice(0, 20)));
+    expect(lists).not.toHaveBeenCalled();
+    const linear = decodes.mock.calls.length;
+    await oldThreadHistory(loop.db, "loop");
+    const whole = decodes.mock.calls.length - linear;
+    lists.mockRestore();
+    decodes.mockRestore();
+    expect(linear).toBeLessThan(whole / 3);
+
+    const history = await expectSameHistory(loop.db, "loop");
+    expect(history.branches.length).toBe(2);
+    expect(history.checkpoints.filter((c) => c.round !== undefined).length).toBeGreaterThan(30);
+    await expectSameLookups(loop.db, "loop", history);
+
+    // The compact and --diff forms print from this history: one line per checkpoint.
+    const compact = await runCli(["inspect", "loop", "--db", loop.db]);
+    expect(compact.code, compact.stderr).toBe(0);
+    for (const checkpoint of history.checkpoints) expect(compact.stdout).toContain(checkpoint.checkpointId);
+    const withDiff = await runCli(["inspect", "loop", "--diff", "--db", loop.db]);
+    expect(withDiff.stdout.split("\n").length).toBeGreaterThan(compact.stdout.split("\n").length);
+  });
+
+  it("the example graph forked with its task message replaced, a failed run (an error checkpoint) and a paused one", async () => {
+    const ws = exampleCopy();
+    expect((await runExample(ws, "forked")).code).toBe(0);
+    const critique = (await threadHistory("forked", { db: ws.db })).checkpoints.find((c) => c.nodes.includes("critique"))!;
+    const forked = await runCli(["replay", "forked", "--from", critique.checkpointId, "--set", "task=Explain forks", "--db", ws.db], { cwd: ws.dir });
+    expect(forked.code, forked.stderr).toBe(0);
+    const history = await expectSameHistory(ws.db, "forked");
+    expect(history.branches.length).toBe(2);
+    // The fork replaced the task's message, the first: its list shares no prefix with the parent's.
+    expect(history.checkpoints.find((c) => c.branch === 1)!.changes).toContainEqual(expect.objectContaining({ path: "messages.0.content", kind: "changed", value: "Explain forks" }));
+
+    // Out of responses at `revise`: the run fails and its checkpoint records the error.
+    const short = join(ws.dir, "short.script.yaml");
+    writeFileSync(short, `responses:\n  - { node: draft, content: "a draft" }\n  - { node: critique, content: '{"verdict": "revise", "notes": "more"}' }\n`);
+    expect((await runExample(ws, "failed", short)).code).toBe(1);
+    const failed = await expectSameHistory(ws.db, "failed");
+    expect(failed.checkpoints.some((c) => c.status === "error")).toBe(true);
+    await expectSameLookups(ws.db, "failed", failed);
+
+    // Paused at a breakpoint (exit 3).
+    const temp = tempWorkspace();
+    cpSync(join(ROOT, "tests/fixtures/engine"), temp.dir, { recursive: true });
+    const paused = await run({ dir: temp.dir, db: ws.db }, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "paused", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
+    expect(paused.code, paused.stderr).toBe(3);
+    expect((await expectSameHistory(ws.db, "paused")).thread.status).toBe("paused");
+
+    // The thread list counts each thread's root checkpoints in SQL: the same numbers as decoding them all.
+    const listed = await listThreads({ db: ws.db });
+    expect(listed.map((t) => [t.threadId, t.checkpoints])).toEqual(await oldCounts(ws.db));
+    expect(listed.map((t) => t.status)).toEqual((await withStore({ db: ws.db }, "read", async (store) => store.threads.list())).map((t) => asSeen(t).status));
+
+    // `inspect` (the list) loads no LangChain module: it answers in a few node start-ups.
+    const trace = join(temp.root, "modules.txt");
+    const env = cleanEnv({ NODE_OPTIONS: `--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, TRACE_MODULES_FILE: trace });
+    const shown = await runCli(["inspect", "--db", ws.db], { env });
+    expect(shown.code, shown.stderr).toBe(0);
+    const pausedCount = listed.find((t) => t.threadId === "paused")!.checkpoints;
+    expect(shown.stdout).toMatch(new RegExp(`^paused\\s+breakpoint\\s+paused\\s+${pausedCount}\\s`, "m"));
+    // The modules it loaded: files, or in the CLI's bundle (dist/cli) the modules each chunk holds (esbuild's `// <path>` lines).
+    const loaded = [...new Set(readFileSync(trace, "utf8").split("\n").filter((url) => url.startsWith("file:")))].flatMap((url) =>
+      url.includes("/dist/cli/") ? readFileSync(fileURLToPath(url), "utf8").split("\n").filter((line) => /^\/\/ (dist|node_modules)\//.test(line)) : [url],
+    );
+    expect(loaded.some((name) => name.includes("/engine/thread-list.js"))).toBe(true);
+    expect(loaded.filter((name) => /@langchain|langsmith|\/zod\/|microdiff|\/engine\/inspect\.js/.test(name))).toEqual([]);
+  });
+});
