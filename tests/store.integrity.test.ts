@@ -194,4 +194,21 @@ describe("the store's schema version", () => {
     writer.close();
     expect(openStore({ db }, "read").threads.get("old")?.approval).toBe("ask");
   });
+
+  it("an older store in WAL mode (as every store a run wrote is) is read through its migrated copy, unchanged", () => {
+    const { db } = tempWorkspace();
+    const old = new Database(db);
+    old.pragma("journal_mode = WAL");
+    old.exec(`CREATE TABLE loopgraph_threads (thread_id TEXT PRIMARY KEY, graph_file TEXT NOT NULL, graph_name TEXT NOT NULL, task TEXT NOT NULL,
+      model TEXT, workspace TEXT NOT NULL, status TEXT NOT NULL, pid INTEGER, error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
+      INSERT INTO loopgraph_threads VALUES ('old', 'g.yaml', 'g', 'an old task', NULL, '/w', 'finished', NULL, NULL, '2024-01-01', '2024-01-01');`);
+    old.close();
+    const before = readFileSync(db);
+    expect(before[18]).toBe(2);
+
+    const reader = openStore({ db }, "read");
+    expect(reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
+    reader.close();
+    expect(readFileSync(db).equals(before)).toBe(true);
+  });
 });
