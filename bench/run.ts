@@ -1,8 +1,8 @@
 /**
  * `npm run bench [-- --full]`: every benchmark, one after the other (never two at once: they
  * time each other otherwise), each in its own process; the checkpoint store's comparison last.
- * Each prints `bench: …` lines (see lib.ts); this runner echoes everything and ends with a count
- * of the rows that met their target. It exits 1 when a benchmark could not run.
+ * Each prints `bench: …` lines (see lib.ts); this runner echoes everything and ends, on stderr,
+ * with a count of the rows that met their target. It exits 1 when a benchmark could not run.
  */
 import { spawn } from "node:child_process";
 import { join } from "node:path";
@@ -36,8 +36,9 @@ for (const bench of BENCHES) {
   });
   if (code !== 0) {
     broken++;
-    console.log(`bench-run: ${bench} failed (exit ${code})`);
+    console.error(`bench-run: ${bench} failed (exit ${code})`);
   }
 }
-console.log(`bench-run: ${met} of ${rows} rows met their target${broken ? `; ${broken} benchmark(s) failed to run` : ""}`);
+// On stderr: stdout ends with the checkpoint store's line.
+console.error(`bench-run: ${met} of ${rows} rows met their target${broken ? `; ${broken} benchmark(s) failed to run` : ""}`);
 process.exitCode = broken ? 1 : 0;
