@@ -65,8 +65,14 @@ async function storedMessages(path: string, threadId: string, checkpointId?: str
 }
 
 interface MessageStorage {
+  /** Version rows of the messages channel, by kind. */
   rows: Record<string, number>;
+  /** Bytes of those rows. */
   bytes: number;
+  /** Bytes, items and chunks of the channel's item log. */
+  logBytes: number;
+  logItems: number;
+  chunks: number;
 }
 
 function messageStorage(path: string, threadId: string): MessageStorage {
@@ -78,9 +84,18 @@ function messageStorage(path: string, threadId: string): MessageStorage {
          WHERE thread_id = ? AND channel = 'messages' GROUP BY kind`,
       )
       .all(threadId);
+    const log = db
+      .prepare<[string], { bytes: number; items: number; chunks: number }>(
+        `SELECT coalesce(sum(length(data)), 0) AS bytes, coalesce(max(end_seq), 0) AS items, count(*) AS chunks
+         FROM loopgraph_checkpoint_items WHERE thread_id = ? AND checkpoint_ns = '' AND channel = 'messages'`,
+      )
+      .get(threadId)!;
     return {
       rows: Object.fromEntries(groups.map((group) => [group.kind, group.count])),
       bytes: groups.reduce((total, group) => total + group.bytes, 0),
+      logBytes: log.bytes,
+      logItems: log.items,
+      chunks: log.chunks,
     };
   } finally {
     db.close();
@@ -103,7 +118,7 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     expect(serialized(state.values.messages)).toEqual(serialized(returned));
   });
 
-  it("stores message history as deltas, growing linearly with the number of turns", async () => {
+  it("stores each message once, in the channel's item log, growing linearly with the number of turns", async () => {
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
     const graph = buildChat(saver);
@@ -113,18 +128,20 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
 
     const short = messageStorage(path, "100 turns");
     const long = messageStorage(path, "200 turns");
-    expect(long.rows).toMatchObject({ snapshot: 1 });
-    expect(long.rows.delta).toBeGreaterThan(300);
-    expect(long.rows.rollup).toBeGreaterThan(5);
-    // Whole-state storage would grow ~4x for twice the turns; ours about 2x.
-    expect(long.bytes).toBeLessThan(2.5 * short.bytes);
-    // Every message is stored about twice (in a delta and in a rollup), not once per version.
+    // Every version is a row of log ranges (one range: the history only grows), 2 per turn.
+    expect(long.rows).toEqual({ items: 400 });
+    expect(long.bytes).toBeLessThan(400 * 16);
+    // Each message once: the log holds 400 items, their bytes about those of the final list.
+    expect(long.logItems).toBe(400);
     const finalListBytes = serialized(longRun).join("").length;
-    expect(long.bytes).toBeLessThan(3 * finalListBytes);
+    expect(long.logBytes).toBeLessThan(1.2 * finalListBytes);
+    expect(long.logBytes + long.bytes).toBeLessThan(2.5 * (short.logBytes + short.bytes));
+    // Chunks are merged as the log grows: a read fetches a few rows, not one per turn.
+    expect(long.chunks).toBeLessThanOrEqual(10);
     expect(shortRun).toHaveLength(200);
   }, 60_000);
 
-  it("keeps writing deltas after another saver instance resumes the thread", async () => {
+  it("keeps referring to the logged items after another saver instance resumes the thread", async () => {
     const path = newDatabasePath();
     const first = new SqliteCheckpointSaver(path);
     await chat(buildChat(first), "resumed", 10);
@@ -134,7 +151,8 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     const returned = await chat(buildChat(second), "resumed", 10, 10);
     second.close();
 
-    expect(messageStorage(path, "resumed").rows.snapshot).toBe(1);
+    // 40 messages, each logged once: the second saver diffed against what the first wrote.
+    expect(messageStorage(path, "resumed").logItems).toBe(40);
     expect(serialized(await storedMessages(path, "resumed"))).toEqual(serialized(returned));
   });
 

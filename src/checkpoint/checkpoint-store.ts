@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
 import { frameItems, unframeItems } from "./item-framing.js";
-import type { ListRow } from "./list-history.js";
+import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "./list-history.js";
 
 /** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
 export interface ThreadNamespace {
@@ -26,6 +26,8 @@ export type BlobRecord =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
   /** The channel had a new version but no value (it was cleared). */
   | { readonly kind: "empty" }
+  /** A list version in the item log's format: where its items are in the log. */
+  | { readonly kind: "items"; readonly ranges: readonly SeqRange[] }
   | ListRow;
 
 export interface BlobWrite {
@@ -57,6 +59,12 @@ export interface ListQuery {
 /** Position after the last row of a page, in the list order (id, thread, namespace, descending). */
 export type ListCursor = Pick<CheckpointRow, "checkpoint_id" | "thread_id" | "checkpoint_ns">;
 
+interface LogKey {
+  threadId: string;
+  ns: string;
+  channel: string;
+}
+
 interface BlobKey {
   threadId: string;
   ns: string;
@@ -72,6 +80,16 @@ interface BlobColumns {
   base_version: string | null;
   keep: number | null;
 }
+
+/** A chunk of a list channel's item log: items [start_seq, end_seq), framed. */
+export interface LogChunk {
+  start_seq: number;
+  end_seq: number;
+  data: Uint8Array;
+}
+
+/** Chunks of the item log are merged up to this size (a merge rewrites them; bigger would rewrite more per step). */
+const MAX_CHUNK_BYTES = 256 * 1024;
 
 const CHECKPOINT_COLUMNS =
   "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, metadata_type, metadata";
@@ -89,6 +107,13 @@ export class CheckpointStore {
   private readonly writesStatement;
   private readonly channelWritesStatement;
   private readonly deleteStatements;
+  private readonly logEndStatement;
+  private readonly insertChunkStatement;
+  private readonly lastChunksStatement;
+  private readonly chunkDataStatement;
+  private readonly deleteChunkStatement;
+  private readonly extendChunkStatement;
+  private readonly chunksStatement;
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -145,7 +170,29 @@ export class CheckpointStore {
       `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
        WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx`,
     );
-    this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_writes"].map(
+    const logKey = "thread_id = @threadId AND checkpoint_ns = @ns AND channel = @channel";
+    this.logEndStatement = db
+      .prepare<[LogKey], number>(`SELECT end_seq FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 1`)
+      .pluck();
+    this.insertChunkStatement = db.prepare<[LogKey & { start: number; end: number; data: Uint8Array }]>(
+      `INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, start_seq, end_seq, data)
+       VALUES (@threadId, @ns, @channel, @start, @end, @data)`,
+    );
+    this.lastChunksStatement = db.prepare<[LogKey], { start_seq: number; end_seq: number; bytes: number }>(
+      `SELECT start_seq, end_seq, length(data) AS bytes FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 2`,
+    );
+    this.chunkDataStatement = db
+      .prepare<[LogKey & { start: number }], Uint8Array>(`SELECT data FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`)
+      .pluck();
+    this.deleteChunkStatement = db.prepare<[LogKey & { start: number }]>(`DELETE FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`);
+    this.extendChunkStatement = db.prepare<[LogKey & { start: number; end: number; data: Uint8Array }]>(
+      `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data WHERE ${logKey} AND start_seq = @start`,
+    );
+    this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], LogChunk>(
+      `SELECT start_seq, end_seq, data FROM loopgraph_checkpoint_items
+       WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
+    );
+    this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"].map(
       (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
     );
   }
@@ -223,6 +270,39 @@ export class CheckpointStore {
     return rows.sort((a, b) => a.hop - b.hop).map(toBlobLink);
   }
 
+  /** Whether that channel version is stored. */
+  hasBlob(at: ThreadNamespace, channel: string, version: string): boolean {
+    return this.blobExistsStatement.get(at.threadId, at.ns, channel, version) !== undefined;
+  }
+
+  /** The sequence number the next item appended to the channel's item log gets. */
+  logEnd(at: ThreadNamespace, channel: string): number {
+    return this.logEndStatement.get({ threadId: at.threadId, ns: at.ns, channel }) ?? 0;
+  }
+
+  /**
+   * Appends framed items [start, end) to the channel's item log, then merges the last chunks while
+   * the one before is no bigger than the last (a binary counter: a log of N items has about
+   * log2(N) chunks, and each item is rewritten about log2(N) times over its life), up to MAX_CHUNK_BYTES.
+   */
+  appendToLog(at: ThreadNamespace, channel: string, start: number, end: number, data: Uint8Array): void {
+    const key = { threadId: at.threadId, ns: at.ns, channel };
+    this.insertChunkStatement.run({ ...key, start, end, data });
+    for (;;) {
+      const [last, before] = this.lastChunksStatement.all(key);
+      if (!last || !before || before.end_seq !== last.start_seq) return;
+      if (before.bytes > last.bytes || before.bytes + last.bytes > MAX_CHUNK_BYTES) return;
+      const merged = Buffer.concat([this.chunkDataStatement.get({ ...key, start: before.start_seq })!, this.chunkDataStatement.get({ ...key, start: last.start_seq })!]);
+      this.deleteChunkStatement.run({ ...key, start: last.start_seq });
+      this.extendChunkStatement.run({ ...key, start: before.start_seq, end: last.end_seq, data: merged });
+    }
+  }
+
+  /** The chunks of the channel's item log holding any item in [start, end), in order. */
+  logChunks(at: ThreadNamespace, channel: string, start: number, end: number): LogChunk[] {
+    return this.chunksStatement.all({ threadId: at.threadId, ns: at.ns, channel, start, end });
+  }
+
   insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {
     const statement = replaceExisting ? this.replaceWriteStatement : this.keepWriteStatement;
     for (const row of rows) statement.run(row);
@@ -265,6 +345,8 @@ function blobColumnValues(record: BlobRecord): BlobColumnValues {
       return [record.kind, record.type, record.data, null, null];
     case "empty":
       return [record.kind, null, null, null, null];
+    case "items":
+      return [record.kind, null, encodeRanges(record.ranges), null, null];
     case "snapshot":
       return [record.kind, null, frameItems(record.items), null, null];
     case "delta":
@@ -280,6 +362,8 @@ function toBlobLink(columns: BlobColumns): BlobLink {
       return { version, record: { kind, type: type ?? "json", data: data ?? new Uint8Array() } };
     case "empty":
       return { version, record: { kind } };
+    case "items":
+      return { version, record: { kind, ranges: decodeRanges(data ?? new Uint8Array()) } };
     case "snapshot":
       return { version, record: { kind, items: unframeItems(data ?? new Uint8Array()) } };
     case "delta":

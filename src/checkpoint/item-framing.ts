@@ -43,12 +43,17 @@ export function unframeItems(blob: Uint8Array): EncodedItem[] {
     const byteCount = view.getUint32(offset, true);
     const typeLength = view.getUint8(offset + 4);
     offset += HEADER_BYTES;
-    const type = textDecoder.decode(blob.subarray(offset, offset + typeLength));
+    const type = isJsonType(blob, offset, typeLength) ? "json" : textDecoder.decode(blob.subarray(offset, offset + typeLength));
     offset += typeLength;
     items.push({ type, bytes: blob.subarray(offset, offset + byteCount) });
     offset += byteCount;
   }
   return items;
+}
+
+/** Whether the type at `offset` is "json" (nearly every item's), read without a TextDecoder call. */
+function isJsonType(blob: Uint8Array, offset: number, length: number): boolean {
+  return length === 4 && blob[offset] === 0x6a && blob[offset + 1] === 0x73 && blob[offset + 2] === 0x6f && blob[offset + 3] === 0x6e;
 }
 
 export function sameEncoding(a: EncodedItem, b: EncodedItem): boolean {

@@ -5,6 +5,7 @@ import type Database from "better-sqlite3";
  * - checkpoints: the checkpoint without its channel values, its channel versions as JSON;
  * - blobs: each channel value once per version (lists as snapshots, deltas and rollups, see
  *   list-history.ts);
+ * - items: the item logs of list channels, in chunks (store version 3; see list-history.ts);
  * - writes: the tasks' pending writes.
  */
 const SCHEMA = `
@@ -32,6 +33,15 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_blobs (
   keep INTEGER,
   PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
 );
+CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_items (
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  channel TEXT NOT NULL,
+  start_seq INTEGER NOT NULL,
+  end_seq INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  PRIMARY KEY (thread_id, checkpoint_ns, channel, start_seq)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (
   thread_id TEXT NOT NULL,
   checkpoint_ns TEXT NOT NULL DEFAULT '',

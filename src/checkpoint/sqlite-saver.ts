@@ -29,16 +29,19 @@ import {
   type ThreadNamespace,
   type WriteRow,
 } from "./checkpoint-store.js";
-import type { EncodedItem } from "./item-framing.js";
+import { decodeItems, syncSerializerOf, type SyncSerializer } from "./fast-serde.js";
+import { frameItems, sameEncoding, unframeItems, type EncodedItem } from "./item-framing.js";
 import {
-  chooseListWrite,
-  encodeList,
   isListRow,
   materializeList,
-  snapshotWrite,
+  pushSeq,
+  sharedPrefix,
+  truncateRanges,
   type ChainLink,
-  type ListWrite,
+  type ListPlan,
+  type SeqRange,
   type StoredList,
+  type TailItem,
 } from "./list-history.js";
 import { LruMap } from "./lru-map.js";
 import { prepareDatabase } from "./schema.js";
@@ -58,10 +61,25 @@ interface StoredTuple {
   readonly parentSends: readonly WriteRow[];
 }
 
-interface ListWriteChoice {
+interface PlannedList {
+  readonly channel: string;
   readonly cacheKey: string;
-  readonly preferred: ListWrite;
-  readonly fallback: ListWrite;
+  readonly plan: ListPlan;
+}
+
+/** A list version as written: what the saver remembers, and the log positions of its new items. */
+interface WrittenList {
+  readonly stored: StoredList;
+  /** The index (in the list) of the first item of `tailSeqs`. */
+  readonly tailStart: number;
+  readonly tailSeqs: readonly number[];
+}
+
+/** Where an item this saver wrote sits in its channel's item log. */
+interface LoggedItem {
+  readonly logKey: string;
+  readonly seq: number;
+  readonly encoded: EncodedItem;
 }
 
 const LIST_PAGE_SIZE = 100;
@@ -87,6 +105,12 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * once checkpointed; LangGraph's reducers replace items (messages by id), never edit them.
    */
   private readonly itemEncodings = new WeakMap<object, EncodedItem>();
+  /** Items this saver appended to an item log, so a later version holding them again refers to them. */
+  private readonly loggedItems = new WeakMap<object, LoggedItem>();
+  /** Counts deleteThread calls: log positions remembered before a deletion are not used after it. */
+  private generation = 0;
+  /** The serde's synchronous twin, when it has one (see fast-serde.ts). */
+  private readonly sync: SyncSerializer | undefined;
 
   /**
    * Opens (creating its directory) the database file at a path, or uses an open database, which
@@ -105,6 +129,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     }
     if (options.prepare !== false) prepareDatabase(this.db);
     this.store = new CheckpointStore(this.db);
+    this.sync = syncSerializerOf(this.serde);
   }
 
   /** Closes the database if this saver opened it. */
@@ -172,7 +197,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const { channel_values: values, channel_versions: versions, ...rest } = checkpoint;
 
     const blobs: BlobWrite[] = [];
-    const listWrites: ListWriteChoice[] = [];
+    const lists: PlannedList[] = [];
     const parentVersions = lazy(() => this.channelVersionsOf(at, parentId));
     for (const [channel, newVersion] of Object.entries(newVersions)) {
       const version = String(newVersion);
@@ -182,9 +207,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       }
       const value: unknown = values[channel];
       if (Array.isArray(value)) {
-        const choice = await this.planListWrite(at, channel, version, value, parentVersions);
-        listWrites.push(choice);
-        blobs.push({ channel, version, record: choice.preferred.record, fallback: choice.fallback.record });
+        lists.push(await this.planListWrite(at, channel, version, value, parentVersions));
       } else {
         const [type, data] = await this.serde.dumpsTyped(value);
         blobs.push({ channel, version, record: { kind: "value", type, data } });
@@ -195,8 +218,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.serde.dumpsTyped(metadata),
     ]);
 
-    const storedRecords = this.store.writeTransaction(() => {
-      const stored = blobs.map((blob) => this.store.insertBlob(at, blob));
+    const written = this.store.writeTransaction(() => {
+      for (const blob of blobs) this.store.insertBlob(at, blob);
+      const listsWritten = lists.map((list) => this.writeList(at, list));
       this.store.insertCheckpoint({
         thread_id: at.threadId,
         checkpoint_ns: at.ns,
@@ -208,14 +232,22 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         metadata_type: metadataType,
         metadata: metadataBytes,
       });
-      return new Set(stored);
+      return listsWritten;
     });
-    for (const { cacheKey, preferred, fallback } of listWrites) {
-      // Neither stored means the version already existed: what it holds is unknown here.
-      const written = [preferred, fallback].find((candidate) => storedRecords.has(candidate.record));
-      if (written) this.lastWrittenLists.set(cacheKey, written.stored);
-      else this.lastWrittenLists.delete(cacheKey);
-    }
+    lists.forEach(({ cacheKey, plan }, i) => {
+      const list = written[i];
+      // Not written means the version already existed: what it holds is unknown here.
+      if (!list) {
+        this.lastWrittenLists.delete(cacheKey);
+        return;
+      }
+      this.lastWrittenLists.set(cacheKey, list.stored);
+      const logKey = this.logKey(cacheKey);
+      list.tailSeqs.forEach((seq, j) => {
+        const value = plan.values[list.tailStart + j];
+        if (isObject(value)) this.loggedItems.set(value, { logKey, seq, encoded: list.stored.encoded[list.tailStart + j]! });
+      });
+    });
     return { configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -248,32 +280,115 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   async deleteThread(threadId: string): Promise<void> {
     this.store.writeTransaction(() => this.store.deleteThread(threadId));
+    this.generation += 1;
     this.lastWrittenLists.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
   }
 
-  /** Diffs a list channel's new value against the version last written (or its parent's). */
+  /**
+   * Plans a list channel's new version against the version last written (or its parent's): the
+   * items it shares with that version are kept by their log ranges, the rest are referred to
+   * where this saver logged them already, or appended.
+   */
   private async planListWrite(
     at: ThreadNamespace,
     channel: string,
     version: string,
     value: readonly unknown[],
     parentVersions: () => ChannelVersions,
-  ): Promise<ListWriteChoice> {
+  ): Promise<PlannedList> {
     const cacheKey = channelKey(at, channel);
-    const previous = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
-    const list = await encodeList(value, previous, (item) => this.encodeItem(item));
-    return { cacheKey, preferred: chooseListWrite(previous, version, list), fallback: snapshotWrite(version, list) };
+    const remembered = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
+    // A version of the earlier formats has no log ranges to refer to: the log starts afresh.
+    const previous = remembered?.ranges ? remembered : undefined;
+    const encode = this.sync ? (item: unknown) => this.encodeItemSync(item) : await this.asyncEncoder(value);
+    const { shared, encoded } = sharedPrefix(value, previous, encode);
+    const logKey = this.logKey(cacheKey);
+    const tail: TailItem[] = [];
+    for (let i = shared; i < value.length; i += 1) {
+      const item = value[i];
+      const itemEncoding = encode(item);
+      encoded.push(itemEncoding);
+      const logged = isObject(item) ? this.loggedItems.get(item) : undefined;
+      const reuse = logged && logged.logKey === logKey && sameEncoding(logged.encoded, itemEncoding);
+      tail.push(reuse ? { seq: logged.seq, encoded: itemEncoding } : { encoded: itemEncoding });
+    }
+    const plan: ListPlan = {
+      version,
+      encoded,
+      values: value.slice(),
+      ...(shared > 0 && previous ? { baseVersion: previous.version } : {}),
+      keepRanges: previous ? truncateRanges(previous.ranges!, shared) : [],
+      tail,
+    };
+    return { channel, cacheKey, plan };
   }
 
-  private encodeItem(item: unknown): EncodedItem | Promise<EncodedItem> {
-    return (isObject(item) && this.itemEncodings.get(item)) || this.serializeItem(item);
+  /** Writes a planned list version (in the checkpoint's transaction); undefined when that version is stored already. */
+  private writeList(at: ThreadNamespace, { channel, plan }: PlannedList): WrittenList | undefined {
+    if (this.store.hasBlob(at, channel, plan.version)) return undefined;
+    const logEnd = this.store.logEnd(at, channel);
+    let keepRanges = plan.keepRanges;
+    let tail = plan.tail;
+    const referenced = Math.max(0, ...keepRanges.map(([, end]) => end), ...tail.map((item) => (item.seq === undefined ? 0 : item.seq + 1)));
+    // The thread was deleted (by another connection) since: nothing it held can be referred to.
+    if (referenced > logEnd || (plan.baseVersion !== undefined && !this.store.hasBlob(at, channel, plan.baseVersion))) {
+      keepRanges = [];
+      tail = plan.encoded.map((encoded) => ({ encoded }));
+    }
+    const ranges: SeqRange[] = keepRanges.slice();
+    const appended: EncodedItem[] = [];
+    const tailSeqs: number[] = [];
+    let next = logEnd;
+    for (const item of tail) {
+      let seq = item.seq;
+      if (seq === undefined) {
+        seq = next;
+        next += 1;
+        appended.push(item.encoded);
+      }
+      pushSeq(ranges, seq);
+      tailSeqs.push(seq);
+    }
+    if (appended.length > 0) this.store.appendToLog(at, channel, logEnd, next, frameItems(appended));
+    this.store.insertBlob(at, { channel, version: plan.version, record: { kind: "items", ranges } });
+    return {
+      stored: { version: plan.version, encoded: plan.encoded, values: plan.values, ranges },
+      tailStart: plan.encoded.length - tail.length,
+      tailSeqs,
+    };
   }
 
-  private async serializeItem(item: unknown): Promise<EncodedItem> {
-    const [type, bytes] = await this.serde.dumpsTyped(item);
+  private logKey(cacheKey: string): string {
+    return `${this.generation}\u0000${cacheKey}`;
+  }
+
+  /** The encoding of a list item without an async call: remembered for objects, serialized otherwise. */
+  private encodeItemSync(item: unknown): EncodedItem {
+    const remembered = isObject(item) ? this.itemEncodings.get(item) : undefined;
+    if (remembered) return remembered;
+    const [type, bytes] = this.sync!.dumpsTypedSync(item);
     const encoded = { type, bytes };
     this.rememberEncoding(item, encoded);
     return encoded;
+  }
+
+  /** For a serde without a synchronous twin: every item of `values` encoded up front, then looked up. */
+  private async asyncEncoder(values: readonly unknown[]): Promise<(item: unknown) => EncodedItem> {
+    const encodings = new Map<unknown, EncodedItem>();
+    await Promise.all(
+      values.map(async (item) => {
+        const remembered = isObject(item) ? this.itemEncodings.get(item) : undefined;
+        if (remembered) {
+          encodings.set(item, remembered);
+          return;
+        }
+        const [type, bytes] = await this.serde.dumpsTyped(item);
+        const encoded = { type, bytes };
+        this.rememberEncoding(item, encoded);
+        encodings.set(item, encoded);
+      }),
+    );
+    return (item) => encodings.get(item)!;
   }
 
   private rememberEncoding(item: unknown, encoded: EncodedItem): void {
@@ -325,7 +440,32 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const record = chain[0]?.record;
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value") return record;
+    if (record.kind === "items") {
+      return { kind: "list", list: { version, encoded: this.readLogItems(at, channel, record.ranges), ranges: record.ranges } };
+    }
     return { kind: "list", list: materializeList(asListChain(chain)) };
+  }
+
+  /** The items at `ranges` of the channel's item log, read in one query. */
+  private readLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): EncodedItem[] {
+    if (ranges.length === 0) return [];
+    const start = Math.min(...ranges.map(([first]) => first));
+    const end = Math.max(...ranges.map(([, last]) => last));
+    const chunks = this.store.logChunks(at, channel, start, end).map((chunk) => ({ ...chunk, items: unframeItems(chunk.data) }));
+    const items: EncodedItem[] = [];
+    for (const [first, last] of ranges) {
+      let seq = first;
+      let index = firstChunkHolding(chunks, seq);
+      while (seq < last) {
+        const chunk = chunks[index];
+        if (!chunk || chunk.start_seq > seq) throw new Error(`The item log of channel ${channel} has no item ${seq}`);
+        const upTo = Math.min(last, chunk.end_seq);
+        for (let i = seq; i < upTo; i += 1) items.push(chunk.items[i - chunk.start_seq]!);
+        seq = upTo;
+        index += 1;
+      }
+    }
+    return items;
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
@@ -336,11 +476,13 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.decodeWrites(stored.writes),
     ]);
     const channelValues: Record<string, unknown> = {};
-    await Promise.all(
-      [...stored.values].map(async ([channel, value]) => {
-        channelValues[channel] = await this.decodeValue(value);
-      }),
-    );
+    const pending: Promise<void>[] = [];
+    for (const [channel, value] of stored.values) {
+      const decoded = this.decodeValue(value);
+      if (decoded instanceof Promise) pending.push(decoded.then((item) => void (channelValues[channel] = item)));
+      else channelValues[channel] = decoded;
+    }
+    await Promise.all(pending);
     const checkpoint: Checkpoint = { ...header, channel_values: channelValues, channel_versions: { ...stored.channelVersions } };
     if (checkpoint.v < 4 && row.parent_checkpoint_id !== null) await this.migratePendingSends(checkpoint, stored.parentSends);
     const config = (checkpoint_id: string) => ({
@@ -355,15 +497,16 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     };
   }
 
-  private async decodeValue(value: StoredValue): Promise<unknown> {
+  /** A stored value decoded: a list's items in one pass (see fast-serde.ts), synchronously when none needs LangChain's `load`. */
+  private decodeValue(value: StoredValue): unknown {
     if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
-    return Promise.all(
-      value.list.encoded.map(async (encoded) => {
-        const item: unknown = await this.serde.loadsTyped(encoded.type, encoded.bytes);
-        this.rememberEncoding(item, encoded);
-        return item;
-      }),
-    );
+    const encoded = value.list.encoded;
+    const remember = (items: unknown[]): unknown[] => {
+      items.forEach((item, i) => this.rememberEncoding(item, encoded[i]!));
+      return items;
+    };
+    const items = decodeItems(encoded, this.serde, this.sync);
+    return items instanceof Promise ? items.then(remember) : remember(items);
   }
 
   private decodeWrites(writes: readonly WriteRow[]): Promise<CheckpointPendingWrite[]> {
@@ -401,6 +544,18 @@ function asListChain(chain: readonly BlobLink[]): ChainLink[] {
     if (!isListRow(link.record)) throw new Error(`List history of version ${link.version} holds a ${link.record.kind} row`);
     return { version: link.version, record: link.record };
   });
+}
+
+/** The index of the first chunk whose items reach past `seq` (chunks in order). */
+function firstChunkHolding(chunks: readonly { end_seq: number }[], seq: number): number {
+  let low = 0;
+  let high = chunks.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (chunks[middle]!.end_seq <= seq) low = middle + 1;
+    else high = middle;
+  }
+  return low;
 }
 
 function isObject(value: unknown): value is object {
