@@ -1,6 +1,8 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import Database from "better-sqlite3";
@@ -84,7 +86,10 @@ function messageStorage(path: string, threadId: string): MessageStorage {
          WHERE thread_id = ? AND channel = 'messages' GROUP BY kind`,
       )
       .all(threadId);
-    const log = db
+    const hasLog = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'loopgraph_checkpoint_items'").get() !== undefined;
+    const log = !hasLog
+      ? { bytes: 0, items: 0, chunks: 0 }
+      : db
       .prepare<[string], { bytes: number; items: number; chunks: number }>(
         `SELECT coalesce(sum(length(data)), 0) AS bytes, coalesce(max(end_seq), 0) AS items, count(*) AS chunks
          FROM loopgraph_checkpoint_items WHERE thread_id = ? AND checkpoint_ns = '' AND channel = 'messages'`,
@@ -235,5 +240,42 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     expect((await writer.getTuple({ configurable: { thread_id: "other" } }))?.checkpoint.channel_values.messages).toHaveLength(6);
     writer.close();
     secondConnection.close();
+  });
+});
+
+describe("SqliteCheckpointSaver on a store written before the item log", () => {
+  // store-v2.db: 45 turns written by the saver of store version 2 (snapshot, deltas, rollups;
+  // one message removed, one replaced by id; see make-store-v2.ts.txt); store-v2.json: what it read back.
+  const fixture = fileURLToPath(new URL("./fixtures/checkpoint/store-v2.db", import.meta.url));
+  const expected = JSON.parse(readFileSync(fileURLToPath(new URL("./fixtures/checkpoint/store-v2.json", import.meta.url)), "utf8")) as {
+    final: string[];
+    history: { id: string; count: number; sha1: string }[];
+  };
+  const digest = (messages: readonly BaseMessage[]) => createHash("sha1").update(serialized(messages).join("\n")).digest("hex");
+
+  it("reads every checkpoint the earlier format wrote, and keeps writing the thread in the new one", async () => {
+    const path = newDatabasePath();
+    mkdirSync(dirname(path), { recursive: true });
+    copyFileSync(fixture, path);
+    const before = messageStorage(path, "old");
+    expect(before.rows).toMatchObject({ snapshot: 1, delta: 87, rollup: 2 });
+
+    expect(serialized(await storedMessages(path, "old"))).toEqual(expected.final);
+    for (const { id, count, sha1 } of expected.history) {
+      const messages = (await storedMessages(path, "old", id)) ?? [];
+      expect({ id, count: messages.length, sha1: digest(messages) }).toEqual({ id, count, sha1 });
+    }
+
+    const saver = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(saver), "old", 3, 100);
+    saver.close();
+    expect(returned).toHaveLength(expected.final.length + 6);
+    expect(serialized(returned.slice(0, expected.final.length))).toEqual(expected.final);
+    expect(serialized(await storedMessages(path, "old"))).toEqual(serialized(returned));
+    // The new versions are log ranges; the log starts afresh once (the earlier rows have no log positions): every message once.
+    const after = messageStorage(path, "old");
+    expect(after.rows.items).toBe(6);
+    expect(after.logItems).toBe(expected.final.length + 6);
+    for (const { id, sha1 } of expected.history) expect(digest((await storedMessages(path, "old", id)) ?? [])).toBe(sha1);
   });
 });
