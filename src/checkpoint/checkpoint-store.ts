@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { frameItems, unframeItems } from "./item-framing.js";
+import { frameItems, unframeItems, type EncodedItem } from "./item-framing.js";
 import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "./list-history.js";
 
 /** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
@@ -59,6 +59,52 @@ export interface ListQuery {
 /** Position after the last row of a page, in the list order (id, thread, namespace, descending). */
 export type ListCursor = Pick<CheckpointRow, "checkpoint_id" | "thread_id" | "checkpoint_ns">;
 
+interface ChunkColumns {
+  start: number;
+  end: number;
+  data: Uint8Array;
+  ends: Uint8Array;
+  types: string | null;
+}
+
+const COMMA = Buffer.from(",");
+
+/** A new chunk of `items`, the first at `start`. */
+function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumns {
+  const parts: Uint8Array[] = [];
+  const ends = Buffer.alloc(4 * items.length);
+  let offset = 0;
+  items.forEach((item, i) => {
+    if (i > 0) {
+      parts.push(COMMA);
+      offset += 1;
+    }
+    parts.push(item.bytes);
+    offset += item.bytes.length;
+    ends.writeUInt32LE(offset, 4 * i);
+  });
+  const allJson = items.every((item) => item.type === "json");
+  return { start, end: start + items.length, data: Buffer.concat(parts), ends, types: allJson ? null : JSON.stringify(items.map((item) => item.type)) };
+}
+
+/** Two neighbouring chunks as one. */
+function mergeChunks(first: LogChunk, second: LogChunk): ChunkColumns {
+  const shift = first.data.length + 1;
+  const secondEnds = Buffer.from(second.ends.buffer, second.ends.byteOffset, second.ends.byteLength);
+  const ends = Buffer.alloc(first.ends.length + secondEnds.length);
+  ends.set(first.ends, 0);
+  for (let i = 0; i < secondEnds.length; i += 4) ends.writeUInt32LE(secondEnds.readUInt32LE(i) + shift, first.ends.length + i);
+  const typesOf = (chunk: LogChunk): string[] =>
+    chunk.types === null ? new Array<string>(chunk.end_seq - chunk.start_seq).fill("json") : (JSON.parse(chunk.types) as string[]);
+  return {
+    start: first.start_seq,
+    end: second.end_seq,
+    data: Buffer.concat([first.data, COMMA, second.data]),
+    ends,
+    types: first.types === null && second.types === null ? null : JSON.stringify([...typesOf(first), ...typesOf(second)]),
+  };
+}
+
 interface LogKey {
   threadId: string;
   ns: string;
@@ -81,11 +127,18 @@ interface BlobColumns {
   keep: number | null;
 }
 
-/** A chunk of a list channel's item log: items [start_seq, end_seq), framed. */
+/**
+ * A chunk of a list channel's item log: items [start_seq, end_seq). `data` is their bytes joined
+ * by commas (so that, when every item is JSON, `[` data `]` is the JSON array of the items), `ends`
+ * each item's end offset in `data` (u32 LE), `types` their types as a JSON array, or null when
+ * every item is JSON.
+ */
 export interface LogChunk {
   start_seq: number;
   end_seq: number;
   data: Uint8Array;
+  ends: Uint8Array;
+  types: string | null;
 }
 
 /** Chunks of the item log are merged up to this size (a merge rewrites them; bigger would rewrite more per step). */
@@ -174,22 +227,22 @@ export class CheckpointStore {
     this.logEndStatement = db
       .prepare<[LogKey], number>(`SELECT end_seq FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 1`)
       .pluck();
-    this.insertChunkStatement = db.prepare<[LogKey & { start: number; end: number; data: Uint8Array }]>(
-      `INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, start_seq, end_seq, data)
-       VALUES (@threadId, @ns, @channel, @start, @end, @data)`,
+    this.insertChunkStatement = db.prepare<[LogKey & ChunkColumns]>(
+      `INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, start_seq, end_seq, data, ends, types)
+       VALUES (@threadId, @ns, @channel, @start, @end, @data, @ends, @types)`,
     );
     this.lastChunksStatement = db.prepare<[LogKey], { start_seq: number; end_seq: number; bytes: number }>(
       `SELECT start_seq, end_seq, length(data) AS bytes FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 2`,
     );
-    this.chunkDataStatement = db
-      .prepare<[LogKey & { start: number }], Uint8Array>(`SELECT data FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`)
-      .pluck();
+    this.chunkDataStatement = db.prepare<[LogKey & { start: number }], LogChunk>(
+      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
+    );
     this.deleteChunkStatement = db.prepare<[LogKey & { start: number }]>(`DELETE FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`);
-    this.extendChunkStatement = db.prepare<[LogKey & { start: number; end: number; data: Uint8Array }]>(
-      `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data WHERE ${logKey} AND start_seq = @start`,
+    this.extendChunkStatement = db.prepare<[LogKey & ChunkColumns]>(
+      `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data, ends = @ends, types = @types WHERE ${logKey} AND start_seq = @start`,
     );
     this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], LogChunk>(
-      `SELECT start_seq, end_seq, data FROM loopgraph_checkpoint_items
+      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items
        WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
     );
     this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"].map(
@@ -285,16 +338,16 @@ export class CheckpointStore {
    * the one before is no bigger than the last (a binary counter: a log of N items has about
    * log2(N) chunks, and each item is rewritten about log2(N) times over its life), up to MAX_CHUNK_BYTES.
    */
-  appendToLog(at: ThreadNamespace, channel: string, start: number, end: number, data: Uint8Array): void {
+  appendToLog(at: ThreadNamespace, channel: string, start: number, items: readonly EncodedItem[]): void {
     const key = { threadId: at.threadId, ns: at.ns, channel };
-    this.insertChunkStatement.run({ ...key, start, end, data });
+    this.insertChunkStatement.run({ ...key, ...chunkColumns(start, items) });
     for (;;) {
       const [last, before] = this.lastChunksStatement.all(key);
       if (!last || !before || before.end_seq !== last.start_seq) return;
       if (before.bytes > last.bytes || before.bytes + last.bytes > MAX_CHUNK_BYTES) return;
-      const merged = Buffer.concat([this.chunkDataStatement.get({ ...key, start: before.start_seq })!, this.chunkDataStatement.get({ ...key, start: last.start_seq })!]);
+      const merged = mergeChunks(this.chunkDataStatement.get({ ...key, start: before.start_seq })!, this.chunkDataStatement.get({ ...key, start: last.start_seq })!);
       this.deleteChunkStatement.run({ ...key, start: last.start_seq });
-      this.extendChunkStatement.run({ ...key, start: before.start_seq, end: last.end_seq, data: merged });
+      this.extendChunkStatement.run({ ...key, ...merged });
     }
   }
 

@@ -13,6 +13,8 @@ import type { EncodedItem } from "./item-framing.js";
 export interface SyncSerializer {
   dumpsTypedSync(value: unknown): [string, Uint8Array];
   loadsJsonItems(texts: readonly Uint8Array[]): unknown[];
+  /** The items of a JSON array's text (UTF-8), revived as `loadsJsonItems` does. */
+  loadsJsonArray(text: Uint8Array): unknown[];
 }
 
 /** A serializer that offers `syncSerializer()` (a wrapper around one that has it, see redactingSerializer). */
@@ -46,6 +48,10 @@ function jsonPlusSync(dumps: (value: unknown) => Uint8Array): SyncSerializer {
         return ["json", Buffer.from(JSON.stringify(value), "utf8")];
       }
       return ["json", dumps(value)];
+    },
+    loadsJsonArray(text) {
+      const parsed = JSON.parse(Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString("utf8")) as unknown[];
+      return parsed.map(revive);
     },
     loadsJsonItems(texts) {
       if (texts.length === 0) return [];

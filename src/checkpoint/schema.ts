@@ -40,6 +40,8 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_items (
   start_seq INTEGER NOT NULL,
   end_seq INTEGER NOT NULL,
   data BLOB NOT NULL,
+  ends BLOB NOT NULL,
+  types TEXT,
   PRIMARY KEY (thread_id, checkpoint_ns, channel, start_seq)
 ) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (

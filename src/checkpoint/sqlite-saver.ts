@@ -30,7 +30,8 @@ import {
   type WriteRow,
 } from "./checkpoint-store.js";
 import { decodeItems, syncSerializerOf, type SyncSerializer } from "./fast-serde.js";
-import { frameItems, sameEncoding, unframeItems, type EncodedItem } from "./item-framing.js";
+import { sameEncoding, type EncodedItem } from "./item-framing.js";
+import { LogItems } from "./log-items.js";
 import {
   isListRow,
   materializeList,
@@ -49,7 +50,9 @@ import { prepareDatabase } from "./schema.js";
 /** A channel value as stored, before the serde decodes it. */
 type StoredValue =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
-  | { readonly kind: "list"; readonly list: StoredList };
+  | { readonly kind: "list"; readonly list: StoredList }
+  /** A list version of the item log, located in its chunks. */
+  | { readonly kind: "log"; readonly version: string; readonly ranges: readonly SeqRange[]; readonly items: LogItems };
 
 /** Everything one checkpoint tuple needs, read in one transaction. */
 interface StoredTuple {
@@ -349,7 +352,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       pushSeq(ranges, seq);
       tailSeqs.push(seq);
     }
-    if (appended.length > 0) this.store.appendToLog(at, channel, logEnd, next, frameItems(appended));
+    if (appended.length > 0) this.store.appendToLog(at, channel, logEnd, appended);
     this.store.insertBlob(at, { channel, version: plan.version, record: { kind: "items", ranges } });
     return {
       stored: { version: plan.version, encoded: plan.encoded, values: plan.values, ranges },
@@ -412,6 +415,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     version: string | number | undefined,
   ): StoredList | undefined {
     const value = version === undefined ? undefined : this.readValue(at, channel, String(version));
+    if (value?.kind === "log") return { version: value.version, encoded: value.items.encoded(), ranges: value.ranges };
     return value?.kind === "list" ? value.list : undefined;
   }
 
@@ -440,32 +444,16 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const record = chain[0]?.record;
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value") return record;
-    if (record.kind === "items") {
-      return { kind: "list", list: { version, encoded: this.readLogItems(at, channel, record.ranges), ranges: record.ranges } };
-    }
+    if (record.kind === "items") return { kind: "log", version, ranges: record.ranges, items: this.readLogItems(at, channel, record.ranges) };
     return { kind: "list", list: materializeList(asListChain(chain)) };
   }
 
   /** The items at `ranges` of the channel's item log, read in one query. */
-  private readLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): EncodedItem[] {
-    if (ranges.length === 0) return [];
+  private readLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): LogItems {
+    if (ranges.length === 0) return LogItems.locate(channel, [], []);
     const start = Math.min(...ranges.map(([first]) => first));
     const end = Math.max(...ranges.map(([, last]) => last));
-    const chunks = this.store.logChunks(at, channel, start, end).map((chunk) => ({ ...chunk, items: unframeItems(chunk.data) }));
-    const items: EncodedItem[] = [];
-    for (const [first, last] of ranges) {
-      let seq = first;
-      let index = firstChunkHolding(chunks, seq);
-      while (seq < last) {
-        const chunk = chunks[index];
-        if (!chunk || chunk.start_seq > seq) throw new Error(`The item log of channel ${channel} has no item ${seq}`);
-        const upTo = Math.min(last, chunk.end_seq);
-        for (let i = seq; i < upTo; i += 1) items.push(chunk.items[i - chunk.start_seq]!);
-        seq = upTo;
-        index += 1;
-      }
-    }
-    return items;
+    return LogItems.locate(channel, this.store.logChunks(at, channel, start, end), ranges);
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
@@ -500,7 +488,18 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   /** A stored value decoded: a list's items in one pass (see fast-serde.ts), synchronously when none needs LangChain's `load`. */
   private decodeValue(value: StoredValue): unknown {
     if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
-    const encoded = value.list.encoded;
+    if (value.kind === "log" && this.sync && value.items.allJson) {
+      const { items } = value;
+      const decoded = this.sync.loadsJsonArray(items.jsonArrayText());
+      const remember = (values: unknown[]): unknown[] => {
+        values.forEach((item, i) => {
+          if (isObject(item)) this.rememberEncoding(item, items.at(i));
+        });
+        return values;
+      };
+      return decoded.some((item) => item instanceof Promise) ? Promise.all(decoded).then(remember) : remember(decoded);
+    }
+    const encoded = value.kind === "log" ? value.items.encoded() : value.list.encoded;
     const remember = (items: unknown[]): unknown[] => {
       items.forEach((item, i) => this.rememberEncoding(item, encoded[i]!));
       return items;
@@ -544,18 +543,6 @@ function asListChain(chain: readonly BlobLink[]): ChainLink[] {
     if (!isListRow(link.record)) throw new Error(`List history of version ${link.version} holds a ${link.record.kind} row`);
     return { version: link.version, record: link.record };
   });
-}
-
-/** The index of the first chunk whose items reach past `seq` (chunks in order). */
-function firstChunkHolding(chunks: readonly { end_seq: number }[], seq: number): number {
-  let low = 0;
-  let high = chunks.length;
-  while (low < high) {
-    const middle = (low + high) >> 1;
-    if (chunks[middle]!.end_seq <= seq) low = middle + 1;
-    else high = middle;
-  }
-  return low;
 }
 
 function isObject(value: unknown): value is object {

@@ -196,7 +196,7 @@ export function redactingSerializer(inner: SerializerProtocol, secrets: readonly
     loadsTyped: (type, data) => inner.loadsTyped(type, data),
     syncSerializer(): SyncSerializer | undefined {
       const sync = syncSerializerOf(inner);
-      return sync && { dumpsTypedSync: (value) => redact(sync.dumpsTypedSync(value)), loadsJsonItems: (texts) => sync.loadsJsonItems(texts) };
+      return sync && { dumpsTypedSync: (value) => redact(sync.dumpsTypedSync(value)), loadsJsonItems: (texts) => sync.loadsJsonItems(texts), loadsJsonArray: (text) => sync.loadsJsonArray(text) };
     },
   };
   return serializer;
