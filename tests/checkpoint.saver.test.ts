@@ -5,6 +5,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 
@@ -277,5 +278,90 @@ describe("SqliteCheckpointSaver on a store written before the item log", () => {
     expect(after.rows.items).toBe(6);
     expect(after.logItems).toBe(expected.final.length + 6);
     for (const { id, sha1 } of expected.history) expect(digest((await storedMessages(path, "old", id)) ?? [])).toBe(sha1);
+  });
+});
+
+describe("SqliteCheckpointSaver pending writes and inputs", () => {
+  it("stores a message written by a node and given as input once for both, and reads both back exactly", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const graph = buildChat(saver);
+    const config = { configurable: { thread_id: "writes" } };
+    for (let turn = 0; turn < 5; turn += 1) {
+      await graph.invoke({ messages: [new HumanMessage({ id: `h-${turn}`, content: `turn ${turn}` })] }, config);
+    }
+    // The input checkpoint of the next turn, and the writes of its first task.
+    const input = new HumanMessage({ id: "h-5", content: "turn 5", additional_kwargs: { bytes: new Uint8Array([1, 2, 3]), when: new Date(0).toISOString() } });
+    await graph.invoke({ messages: [input] }, { ...config, interruptBefore: ["reply"] } as typeof config);
+    const tuples = [];
+    for await (const tuple of saver.list(config, { limit: 3 })) tuples.push(tuple);
+    saver.close();
+
+    const inputCheckpoint = tuples.find((tuple) => tuple.metadata?.source === "input");
+    const startValue = inputCheckpoint!.checkpoint.channel_values.__start__ as { messages: BaseMessage[] };
+    expect(serialized(startValue.messages)).toEqual(serialized([input]));
+    const inputWrites = inputCheckpoint!.pendingWrites!.filter(([, channel]) => channel === "messages");
+    expect(inputWrites).toHaveLength(1);
+    expect(serialized(inputWrites[0]![2] as BaseMessage[])).toEqual(serialized([input]));
+
+    const db = new Database(path, { readonly: true });
+    const logs = db
+      .prepare<[], { channel: string; items: number }>(
+        "SELECT channel, max(end_seq) AS items FROM loopgraph_checkpoint_items WHERE thread_id = 'writes' GROUP BY channel ORDER BY channel",
+      )
+      .all();
+    const writeRows = db.prepare<[], { type: string }>("SELECT type FROM loopgraph_checkpoint_writes WHERE thread_id = 'writes' AND channel = 'messages'").all();
+    db.close();
+    // Inputs and writes: 6 user messages (each an input, then its write, once) and 5 replies; the list: 11.
+    expect(logs).toEqual([
+      { channel: "__writes__:messages", items: 11 },
+      { channel: "messages", items: 11 },
+    ]);
+    expect(new Set(writeRows.map((row) => row.type))).toEqual(new Set(["loopgraph:log-refs"]));
+  });
+});
+
+describe("SqliteCheckpointSaver list items", () => {
+  it.each([
+    ["JSON items only (one JSON.parse of the chunks' text)", false],
+    ["a bytes item among them (item by item)", true],
+  ])("decodes a list's items exactly as the serde decodes each: %s", async (_name, withBytes) => {
+    const allItems: unknown[] = [
+      "text",
+      42,
+      1.5,
+      true,
+      null,
+      { plain: { nested: [1, "two"] } },
+      new Set([1, 2]),
+      new Map([["a", 1]]),
+      /re+/g,
+      new Error("boom"),
+      [undefined, 3],
+      new AIMessage({ id: "a-1", content: "reply", additional_kwargs: { tags: new Set(["x"]) } }),
+      { lc: 2, type: "constructor", id: ["Function"], method: "call", args: [] },
+    ];
+    const items = withBytes ? [...allItems, new Uint8Array([1])] : allItems;
+    const serde = new JsonPlusSerializer();
+    const expected = await Promise.all(items.map(async (item) => serde.loadsTyped(...(await serde.dumpsTyped(item)))));
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const config = { configurable: { thread_id: "items", checkpoint_ns: "" } };
+    void _name;
+    let parent: typeof config & { configurable: { checkpoint_id?: string } } = config;
+    // Written in two versions (the second appends to the first) so that the list spans two log chunks.
+    for (const [i, upTo] of [7, items.length].entries()) {
+      const checkpoint = { v: 4, id: uuid6(i), ts: new Date().toISOString(), channel_values: { items: items.slice(0, upTo) }, channel_versions: { items: i + 1 }, versions_seen: {} };
+      parent = (await saver.put(parent, checkpoint, { source: "loop", step: i, parents: {} }, { items: i + 1 })) as typeof parent;
+    }
+    const reopened = new SqliteCheckpointSaver(path);
+    const read = (await reopened.getTuple(config))?.checkpoint.channel_values.items as unknown[];
+    saver.close();
+    reopened.close();
+    expect(read).toHaveLength(items.length);
+    read.forEach((item, i) => {
+      expect(item?.constructor).toBe((expected[i] as object | null)?.constructor);
+      expect(item).toEqual(expected[i]);
+    });
   });
 });

@@ -51,17 +51,30 @@ import { prepareDatabase } from "./schema.js";
 type StoredValue =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
   | { readonly kind: "list"; readonly list: StoredList }
+  /** A graph input whose arrays were stored by reference, their items read. */
+  | { readonly kind: "input"; readonly rest: Uint8Array; readonly props: readonly [string, readonly EncodedItem[]][] }
   /** A list version of the item log, located in its chunks. */
   | { readonly kind: "log"; readonly version: string; readonly ranges: readonly SeqRange[]; readonly items: LogItems };
+
+/** A pending write as read: with its items when it refers to item logs. */
+type StoredWriteRow = WriteRow & { readonly items?: readonly EncodedItem[] };
 
 /** Everything one checkpoint tuple needs, read in one transaction. */
 interface StoredTuple {
   readonly row: CheckpointRow;
   readonly channelVersions: ChannelVersions;
   readonly values: ReadonlyMap<string, StoredValue>;
-  readonly writes: readonly WriteRow[];
+  readonly writes: readonly StoredWriteRow[];
   /** Sends pending on the parent, for checkpoints older than format v4 that kept them there. */
   readonly parentSends: readonly WriteRow[];
+}
+
+/** A graph input whose arrays are stored by reference (see OBJECT_REFS_TYPE). */
+interface PlannedInput {
+  readonly channel: string;
+  readonly version: string;
+  readonly rest: Uint8Array;
+  readonly props: readonly [string, PlannedRefs][];
 }
 
 interface PlannedList {
@@ -78,11 +91,42 @@ interface WrittenList {
   readonly tailSeqs: readonly number[];
 }
 
-/** Where an item this saver wrote sits in its channel's item log. */
+/** Where an item this saver wrote sits in an item log (of its thread). */
 interface LoggedItem {
-  readonly logKey: string;
+  /** `generation` and thread: positions are valid while the thread was not deleted since. */
+  readonly threadKey: string;
+  readonly ns: string;
+  readonly channel: string;
   readonly seq: number;
   readonly encoded: EncodedItem;
+}
+
+/** Items at [start, end) of the item log of (ns, channel) of the thread. */
+type LogRef = [ns: string, channel: string, start: number, end: number];
+
+/**
+ * Pending writes and graph inputs log their arrays' items under the channel's name with this
+ * prefix (LangGraph reserves names starting with "__": no channel of a graph has one).
+ */
+const WRITES_LOG_PREFIX = "__writes__:";
+/** A pending write's array value, stored as references into item logs (data: JSON `LogRef[]`). */
+const LOG_REFS_TYPE = "loopgraph:log-refs";
+/** A graph input (the `__start__` channel), its arrays stored as references into item logs (data: JSON `ObjectRefs`). */
+const OBJECT_REFS_TYPE = "loopgraph:object-refs";
+
+interface ObjectRefs {
+  /** The object without the properties in `props`, serialized as JSON by the serde. */
+  rest: string;
+  props: Record<string, LogRef[]>;
+}
+
+/** An array to store by reference: each item's encoding, and where it is logged already, if it is. */
+interface PlannedRefs {
+  /** The log items not logged yet are appended to (a channel of the thread namespace written). */
+  readonly channel: string;
+  readonly values: readonly unknown[];
+  readonly encoded: readonly EncodedItem[];
+  readonly known: readonly (LoggedItem | undefined)[];
 }
 
 const LIST_PAGE_SIZE = 100;
@@ -201,6 +245,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
     const blobs: BlobWrite[] = [];
     const lists: PlannedList[] = [];
+    const inputs: PlannedInput[] = [];
     const parentVersions = lazy(() => this.channelVersionsOf(at, parentId));
     for (const [channel, newVersion] of Object.entries(newVersions)) {
       const version = String(newVersion);
@@ -209,7 +254,10 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         continue;
       }
       const value: unknown = values[channel];
-      if (Array.isArray(value)) {
+      const input = channel === START ? this.planInput(at, value) : undefined;
+      if (input) {
+        inputs.push({ channel, version, ...input });
+      } else if (Array.isArray(value)) {
         lists.push(await this.planListWrite(at, channel, version, value, parentVersions));
       } else {
         const [type, data] = await this.serde.dumpsTyped(value);
@@ -224,6 +272,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const written = this.store.writeTransaction(() => {
       for (const blob of blobs) this.store.insertBlob(at, blob);
       const listsWritten = lists.map((list) => this.writeList(at, list));
+      const inputsWritten = inputs.map((input) => this.writeInput(at, input));
       this.store.insertCheckpoint({
         thread_id: at.threadId,
         checkpoint_ns: at.ns,
@@ -235,20 +284,23 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         metadata_type: metadataType,
         metadata: metadataBytes,
       });
-      return listsWritten;
+      return { lists: listsWritten, inputs: inputsWritten };
     });
-    lists.forEach(({ cacheKey, plan }, i) => {
-      const list = written[i];
+    inputs.forEach((input, i) => {
+      written.inputs[i]?.forEach((appended, j) => this.rememberRefs(at, input.props[j]![1], appended));
+    });
+    lists.forEach(({ channel, cacheKey, plan }, i) => {
+      const list = written.lists[i];
       // Not written means the version already existed: what it holds is unknown here.
       if (!list) {
         this.lastWrittenLists.delete(cacheKey);
         return;
       }
       this.lastWrittenLists.set(cacheKey, list.stored);
-      const logKey = this.logKey(cacheKey);
+      const threadKey = this.threadKey(at);
       list.tailSeqs.forEach((seq, j) => {
         const value = plan.values[list.tailStart + j];
-        if (isObject(value)) this.loggedItems.set(value, { logKey, seq, encoded: list.stored.encoded[list.tailStart + j]! });
+        if (isObject(value)) this.loggedItems.set(value, { threadKey, ns: at.ns, channel, seq, encoded: list.stored.encoded[list.tailStart + j]! });
       });
     });
     return { configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id: checkpoint.id } };
@@ -260,9 +312,25 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (!at) throw new Error("Missing thread_id field in config.configurable.");
     const checkpointId = getCheckpointId(config);
     if (!checkpointId) throw new Error("Missing checkpoint_id field in config.configurable.");
-    const rows = await Promise.all(
-      writes.map(async ([channel, value], index): Promise<StoredWrite> => {
-        const [type, bytes] = await this.serde.dumpsTyped(value);
+    // Arrays of objects written to ordinary channels (new messages, say) go to the channel's item
+    // log, where the checkpoint that takes them in refers to them again instead of a second copy.
+    const planned = writes.map(([channel, value]) => (channel.startsWith("__") ? undefined : this.planRefs(at, channel, value)));
+    const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.serde.dumpsTyped(value))));
+    // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
+    const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
+    const appendedByWrite = this.store.writeTransaction(() => {
+      const appended: (readonly { index: number; seq: number }[])[] = [];
+      const rows = writes.map(([channel], index): StoredWrite => {
+        const refsPlan = planned[index];
+        let type: string;
+        let bytes: Uint8Array;
+        if (refsPlan) {
+          const written = this.writeRefs(at, refsPlan);
+          appended[index] = written.appended;
+          [type, bytes] = [LOG_REFS_TYPE, Buffer.from(JSON.stringify(written.refs), "utf8")];
+        } else {
+          [type, bytes] = serialized[index]!;
+        }
         return {
           thread_id: at.threadId,
           checkpoint_ns: at.ns,
@@ -274,11 +342,14 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
           type,
           value: bytes,
         };
-      }),
-    );
-    // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
-    const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    this.store.writeTransaction(() => this.store.insertWrites(rows, replaceExisting));
+      });
+      this.store.insertWrites(rows, replaceExisting);
+      return appended;
+    });
+    planned.forEach((refsPlan, index) => {
+      const appended = appendedByWrite[index];
+      if (refsPlan && appended) this.rememberRefs(at, refsPlan, appended);
+    });
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -305,14 +376,14 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const previous = remembered?.ranges ? remembered : undefined;
     const encode = this.sync ? (item: unknown) => this.encodeItemSync(item) : await this.asyncEncoder(value);
     const { shared, encoded } = sharedPrefix(value, previous, encode);
-    const logKey = this.logKey(cacheKey);
+    const threadKey = this.threadKey(at);
     const tail: TailItem[] = [];
     for (let i = shared; i < value.length; i += 1) {
       const item = value[i];
       const itemEncoding = encode(item);
       encoded.push(itemEncoding);
       const logged = isObject(item) ? this.loggedItems.get(item) : undefined;
-      const reuse = logged && logged.logKey === logKey && sameEncoding(logged.encoded, itemEncoding);
+      const reuse = logged && logged.threadKey === threadKey && logged.ns === at.ns && logged.channel === channel && sameEncoding(logged.encoded, itemEncoding);
       tail.push(reuse ? { seq: logged.seq, encoded: itemEncoding } : { encoded: itemEncoding });
     }
     const plan: ListPlan = {
@@ -361,8 +432,117 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     };
   }
 
-  private logKey(cacheKey: string): string {
-    return `${this.generation}\u0000${cacheKey}`;
+  /** A graph input (an object) with arrays of objects, planned for OBJECT_REFS_TYPE; undefined for any other value. */
+  private planInput(at: ThreadNamespace, value: unknown): Omit<PlannedInput, "channel" | "version"> | undefined {
+    if (!this.sync || !isObject(value) || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+    const rest: Record<string, unknown> = {};
+    const props: [string, PlannedRefs][] = [];
+    for (const [key, item] of Object.entries(value)) {
+      const refs = key.startsWith("__") ? undefined : this.planRefs(at, key, item);
+      if (refs) props.push([key, refs]);
+      else rest[key] = item;
+    }
+    if (props.length === 0) return undefined;
+    const [type, bytes] = this.sync.dumpsTypedSync(rest);
+    return type === "json" ? { rest: bytes, props } : undefined;
+  }
+
+  /** Writes a planned input (in the checkpoint's transaction); returns what each array appended, or undefined when that version is stored already. */
+  private writeInput(at: ThreadNamespace, input: PlannedInput): (readonly { index: number; seq: number }[])[] | undefined {
+    if (this.store.hasBlob(at, input.channel, input.version)) return undefined;
+    const appended: (readonly { index: number; seq: number }[])[] = [];
+    const refs: ObjectRefs = { rest: Buffer.from(input.rest.buffer, input.rest.byteOffset, input.rest.byteLength).toString("utf8"), props: {} };
+    for (const [key, plan] of input.props) {
+      const written = this.writeRefs(at, plan);
+      refs.props[key] = written.refs;
+      appended.push(written.appended);
+    }
+    const data = Buffer.from(JSON.stringify(refs), "utf8");
+    this.store.insertBlob(at, { channel: input.channel, version: input.version, record: { kind: "value", type: OBJECT_REFS_TYPE, data } });
+    return appended;
+  }
+
+  private threadKey(at: ThreadNamespace): string {
+    return `${this.generation}\u0000${at.threadId}`;
+  }
+
+  /**
+   * Plans an array (of a pending write, or a property of the graph's input) to be stored as
+   * references into item logs: items this saver logged already (byte for byte) are referred to,
+   * the rest will be appended to the log of `channel`. Undefined when the array is not worth it
+   * or the serde has no synchronous twin. Encodings are made afresh (not remembered): a reducer
+   * may still change these objects (messages get their ids) before they are checkpointed.
+   */
+  private planRefs(at: ThreadNamespace, channel: string, value: unknown): PlannedRefs | undefined {
+    if (!this.sync || !Array.isArray(value) || value.length === 0 || !value.every(isObject)) return undefined;
+    // A log of their own: appended to the list channel's log, they would interleave with the
+    // list's items and split its versions' ranges (a list version refers to its own log only).
+    const logChannel = `${WRITES_LOG_PREFIX}${channel}`;
+    const threadKey = this.threadKey(at);
+    const encoded = value.map((item) => {
+      const [type, bytes] = this.sync!.dumpsTypedSync(item);
+      return { type, bytes };
+    });
+    const known = value.map((item, i) => {
+      const logged = this.loggedItems.get(item as object);
+      return logged && logged.threadKey === threadKey && sameEncoding(logged.encoded, encoded[i]!) ? logged : undefined;
+    });
+    return { channel: logChannel, values: value, encoded, known };
+  }
+
+  /** Stores planned references (in a write transaction): appends the items not logged yet, returns the references. */
+  private writeRefs(at: ThreadNamespace, plan: PlannedRefs): { refs: LogRef[]; appended: { index: number; seq: number }[] } {
+    const ends = new Map<string, number>();
+    const logEnd = (ns: string, channel: string): number => {
+      const key = `${ns}\u0000${channel}`;
+      let end = ends.get(key);
+      if (end === undefined) {
+        end = this.store.logEnd({ threadId: at.threadId, ns }, channel);
+        ends.set(key, end);
+      }
+      return end;
+    };
+    // A position past its log's end means the thread was deleted (by another connection) since.
+    const known = plan.known.map((logged) => (logged && logged.seq < logEnd(logged.ns, logged.channel) ? logged : undefined));
+    const start = logEnd(at.ns, plan.channel);
+    const toAppend: EncodedItem[] = [];
+    const appended: { index: number; seq: number }[] = [];
+    const refs: LogRef[] = [];
+    plan.encoded.forEach((encoded, index) => {
+      const logged = known[index];
+      let ref: LogRef;
+      if (logged) {
+        ref = [logged.ns, logged.channel, logged.seq, logged.seq + 1];
+      } else {
+        const seq = start + toAppend.length;
+        toAppend.push(encoded);
+        appended.push({ index, seq });
+        ref = [at.ns, plan.channel, seq, seq + 1];
+      }
+      const last = refs[refs.length - 1];
+      if (last && last[0] === ref[0] && last[1] === ref[1] && last[3] === ref[2]) last[3] = ref[3];
+      else refs.push(ref);
+    });
+    if (toAppend.length > 0) this.store.appendToLog(at, plan.channel, start, toAppend);
+    return { refs, appended };
+  }
+
+  /** Remembers where the items a `writeRefs` appended are. */
+  private rememberRefs(at: ThreadNamespace, plan: PlannedRefs, appended: readonly { index: number; seq: number }[]): void {
+    const threadKey = this.threadKey(at);
+    for (const { index, seq } of appended) {
+      this.loggedItems.set(plan.values[index] as object, { threadKey, ns: at.ns, channel: plan.channel, seq, encoded: plan.encoded[index]! });
+    }
+  }
+
+  /** The items `refs` point to, read from their logs. */
+  private readRefs(threadId: string, refs: readonly LogRef[]): EncodedItem[] {
+    const items: EncodedItem[] = [];
+    for (const [ns, channel, start, end] of refs) {
+      const chunks = this.store.logChunks({ threadId, ns }, channel, start, end);
+      items.push(...LogItems.locate(channel, chunks, [[start, end]]).encoded());
+    }
+    return items;
   }
 
   /** The encoding of a list item without an async call: remembered for objects, serialized otherwise. */
@@ -434,7 +614,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       row,
       channelVersions,
       values,
-      writes: this.store.writes(at, row.checkpoint_id),
+      writes: this.store.writes(at, row.checkpoint_id).map((write) =>
+        write.type === LOG_REFS_TYPE ? { ...write, items: this.readRefs(at.threadId, JSON.parse(utf8(write.value)) as LogRef[]) } : write,
+      ),
       parentSends: parentId === null ? [] : this.store.writes(at, parentId, TASKS),
     };
   }
@@ -443,6 +625,11 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const chain = this.store.blobChain(at, channel, version);
     const record = chain[0]?.record;
     if (!record || record.kind === "empty") return undefined;
+    if (record.kind === "value" && record.type === OBJECT_REFS_TYPE) {
+      const refs = JSON.parse(utf8(record.data)) as ObjectRefs;
+      const props = Object.entries(refs.props).map(([key, logRefs]): [string, EncodedItem[]] => [key, this.readRefs(at.threadId, logRefs)]);
+      return { kind: "input", rest: Buffer.from(refs.rest, "utf8"), props };
+    }
     if (record.kind === "value") return record;
     if (record.kind === "items") return { kind: "log", version, ranges: record.ranges, items: this.readLogItems(at, channel, record.ranges) };
     return { kind: "list", list: materializeList(asListChain(chain)) };
@@ -488,6 +675,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   /** A stored value decoded: a list's items in one pass (see fast-serde.ts), synchronously when none needs LangChain's `load`. */
   private decodeValue(value: StoredValue): unknown {
     if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
+    if (value.kind === "input") return this.decodeInput(value);
     if (value.kind === "log" && this.sync && value.items.allJson) {
       const { items } = value;
       const decoded = this.sync.loadsJsonArray(items.jsonArrayText());
@@ -508,12 +696,18 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     return items instanceof Promise ? items.then(remember) : remember(items);
   }
 
-  private decodeWrites(writes: readonly WriteRow[]): Promise<CheckpointPendingWrite[]> {
+  private async decodeInput({ rest, props }: { rest: Uint8Array; props: readonly [string, readonly EncodedItem[]][] }): Promise<unknown> {
+    const input = (await this.serde.loadsTyped("json", rest)) as Record<string, unknown>;
+    for (const [key, items] of props) input[key] = await decodeItems(items, this.serde, this.sync);
+    return input;
+  }
+
+  private decodeWrites(writes: readonly StoredWriteRow[]): Promise<CheckpointPendingWrite[]> {
     return Promise.all(
       writes.map(async (write): Promise<CheckpointPendingWrite> => [
         write.task_id,
         write.channel,
-        await this.serde.loadsTyped(write.type, write.value),
+        write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.serde.loadsTyped(write.type, write.value),
       ]),
     );
   }
@@ -526,6 +720,13 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const versions = Object.values(checkpoint.channel_versions);
     checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
   }
+}
+
+/** LangGraph's START node's channel, which holds the graph's input. */
+const START = "__start__";
+
+function utf8(data: Uint8Array): string {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8");
 }
 
 function threadNamespaceOf(config: RunnableConfig): ThreadNamespace | undefined {
