@@ -141,6 +141,47 @@ export interface LogChunk {
   types: string | null;
 }
 
+/** Bytes of item log chunks kept in memory for reads (see CheckpointStore.chunkCache). */
+const CHUNK_CACHE_BYTES = 16 * 1024 * 1024;
+
+/** A Map that forgets its least recently used entries beyond a budget of bytes. */
+class ByteBudgetCache<V> {
+  private readonly entries = new Map<string, { value: V; bytes: number }>();
+  private bytes = 0;
+
+  constructor(private readonly budget: number) {}
+
+  get(key: string): V | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.value;
+  }
+
+  set(key: string, value: V, bytes: number): void {
+    if (bytes > this.budget / 4) return;
+    const old = this.entries.get(key);
+    if (old) this.bytes -= old.bytes;
+    this.entries.delete(key);
+    this.entries.set(key, { value, bytes });
+    this.bytes += bytes;
+    for (const [oldest, entry] of this.entries) {
+      if (this.bytes <= this.budget) break;
+      this.entries.delete(oldest);
+      this.bytes -= entry.bytes;
+    }
+  }
+
+  deleteWhere(predicate: (key: string) => boolean): void {
+    for (const [key, entry] of [...this.entries]) {
+      if (!predicate(key)) continue;
+      this.entries.delete(key);
+      this.bytes -= entry.bytes;
+    }
+  }
+}
+
 /** Chunks of the item log are merged up to this size (a merge rewrites them; bigger would rewrite more per step). */
 const MAX_CHUNK_BYTES = 256 * 1024;
 
@@ -167,6 +208,13 @@ export class CheckpointStore {
   private readonly deleteChunkStatement;
   private readonly extendChunkStatement;
   private readonly chunksStatement;
+  private readonly chunkBoundsStatement;
+  private readonly chunkStatement;
+  /**
+   * Chunks read or written lately, by thread, namespace, channel and range. A chunk never changes
+   * once written: a merge writes another range (and a deleted thread's are forgotten, see deleteThread).
+   */
+  private readonly chunkCache = new ByteBudgetCache<LogChunk>(CHUNK_CACHE_BYTES);
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -240,6 +288,13 @@ export class CheckpointStore {
     this.deleteChunkStatement = db.prepare<[LogKey & { start: number }]>(`DELETE FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`);
     this.extendChunkStatement = db.prepare<[LogKey & ChunkColumns]>(
       `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data, ends = @ends, types = @types WHERE ${logKey} AND start_seq = @start`,
+    );
+    this.chunkBoundsStatement = db.prepare<[LogKey & { start: number; end: number }], { start_seq: number; end_seq: number }>(
+      `SELECT start_seq, end_seq FROM loopgraph_checkpoint_items
+       WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
+    );
+    this.chunkStatement = db.prepare<[LogKey & { start: number }], LogChunk>(
+      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
     );
     this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], LogChunk>(
       `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items
@@ -353,7 +408,14 @@ export class CheckpointStore {
 
   /** The chunks of the channel's item log holding any item in [start, end), in order. */
   logChunks(at: ThreadNamespace, channel: string, start: number, end: number): LogChunk[] {
-    return this.chunksStatement.all({ threadId: at.threadId, ns: at.ns, channel, start, end });
+    const key = { threadId: at.threadId, ns: at.ns, channel };
+    const bounds = this.chunkBoundsStatement.all({ ...key, start, end });
+    const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
+    const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
+    if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
+    const chunks = bounds.length === 1 ? [this.chunkStatement.get({ ...key, start: bounds[0]!.start_seq })!] : this.chunksStatement.all({ ...key, start, end });
+    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk, chunk.data.length + chunk.ends.length);
+    return chunks;
   }
 
   insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {
@@ -370,6 +432,7 @@ export class CheckpointStore {
 
   deleteThread(threadId: string): void {
     for (const statement of this.deleteStatements) statement.run(threadId);
+    this.chunkCache.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
   }
 }
 
