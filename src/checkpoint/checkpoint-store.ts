@@ -196,6 +196,7 @@ export class CheckpointStore {
   private readonly insertBlobStatement;
   private readonly blobExistsStatement;
   private readonly blobChainStatement;
+  private readonly blobStatement;
   private readonly keepWriteStatement;
   private readonly replaceWriteStatement;
   private readonly writesStatement;
@@ -244,6 +245,10 @@ export class CheckpointStore {
       .pluck();
     // One statement walks a list version's base chain down to its snapshot. The walk carries keys
     // only (carrying the data would copy every blob into SQLite's queue); rows are fetched after.
+    this.blobStatement = db.prepare<[BlobKey], BlobColumns>(
+      `SELECT version, kind, type, data, base_version, keep FROM loopgraph_checkpoint_blobs
+       WHERE thread_id = @threadId AND checkpoint_ns = @ns AND channel = @channel AND version = @version`,
+    );
     this.blobChainStatement = db.prepare<[BlobKey], BlobColumns & { hop: number }>(
       `WITH RECURSIVE chain(hop, version, base_version) AS (
          SELECT 0, version, base_version FROM loopgraph_checkpoint_blobs
@@ -305,9 +310,17 @@ export class CheckpointStore {
     );
   }
 
+  /** Run first in every write transaction (see SqliteCheckpointSaver.addWriteHook). */
+  readonly writeHooks: (() => void)[] = [];
+
   /** Runs `work` in a write transaction taken up front, so it waits for other writers instead of failing. */
   writeTransaction<T>(work: () => T): T {
-    return this.db.transaction(work).immediate();
+    return this.db
+      .transaction(() => {
+        for (const hook of this.writeHooks) hook();
+        return work();
+      })
+      .immediate();
   }
 
   /** Runs `work` on one consistent snapshot of the database. */
@@ -374,6 +387,10 @@ export class CheckpointStore {
 
   /** The channel version's row, then its base's, down to a snapshot (a single row for non-list values). */
   blobChain(at: ThreadNamespace, channel: string, version: string): BlobLink[] {
+    // Rows of the current formats stand alone; only deltas and rollups of earlier stores chain.
+    const row = this.blobStatement.get({ threadId: at.threadId, ns: at.ns, channel, version });
+    if (!row) return [];
+    if (row.base_version === null) return [toBlobLink(row)];
     const rows = this.blobChainStatement.all({ threadId: at.threadId, ns: at.ns, channel, version });
     return rows.sort((a, b) => a.hop - b.hop).map(toBlobLink);
   }

@@ -13,8 +13,8 @@ import type { EncodedItem } from "./item-framing.js";
 export interface SyncSerializer {
   dumpsTypedSync(value: unknown): [string, Uint8Array];
   loadsJsonItems(texts: readonly Uint8Array[]): unknown[];
-  /** The items of a JSON array's text (UTF-8), revived as `loadsJsonItems` does. */
-  loadsJsonArray(text: Uint8Array): unknown[];
+  /** The items of a JSON array's text, revived as `loadsJsonItems` does. */
+  loadsJsonArray(text: string): unknown[];
 }
 
 /** A serializer that offers `syncSerializer()` (a wrapper around one that has it, see redactingSerializer). */
@@ -50,7 +50,7 @@ function jsonPlusSync(dumps: (value: unknown) => Uint8Array): SyncSerializer {
       return ["json", dumps(value)];
     },
     loadsJsonArray(text) {
-      const parsed = JSON.parse(Buffer.from(text.buffer, text.byteOffset, text.byteLength).toString("utf8")) as unknown[];
+      const parsed = JSON.parse(text) as unknown[];
       return parsed.map(revive);
     },
     loadsJsonItems(texts) {

@@ -11,10 +11,6 @@ interface Segment {
   readonly to: number;
 }
 
-const OPEN = Buffer.from("[");
-const COMMA = Buffer.from(",");
-const CLOSE = Buffer.from("]");
-
 /**
  * The items of a list version as they lie in the item log's chunks, located but not copied. When
  * every item is JSON, the version's JSON array text is a few slices of the chunks joined (see
@@ -63,17 +59,19 @@ export class LogItems {
   }
 
   /** `[item0,item1,…]`: the JSON items' array text, from one slice per chunk segment. */
-  jsonArrayText(): Buffer {
-    const parts: Uint8Array[] = [OPEN];
+  jsonArrayText(): string {
+    let text = "[";
     this.segments.forEach((segment, i) => {
-      if (i > 0) parts.push(COMMA);
       const { chunk, ends, from, to } = segment;
       const start = from === 0 ? 0 : ends.readUInt32LE(4 * (from - 1)) + 1;
       const end = ends.readUInt32LE(4 * (to - 1));
-      parts.push(chunk.data.subarray(start, end));
+      const whole = from === 0 && to === chunk.end_seq - chunk.start_seq;
+      text += i > 0 ? "," : "";
+      // A whole chunk's text is kept with it (chunks are cached by the store and never change).
+      if (whole) text += (chunk as TextCachingChunk).text ??= utf8(chunk.data, start, end);
+      else text += utf8(chunk.data, start, end);
     });
-    parts.push(CLOSE);
-    return Buffer.concat(parts);
+    return `${text}]`;
   }
 
   /** Every item as the serde wrote it (views into the chunks; made once, on first use). */
@@ -97,6 +95,12 @@ export class LogItems {
   at(i: number): EncodedItem {
     return this.encoded()[i]!;
   }
+}
+
+type TextCachingChunk = LogChunk & { text?: string };
+
+function utf8(data: Uint8Array, start: number, end: number): string {
+  return (Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength)).toString("utf8", start, end);
 }
 
 /** The index of the first chunk whose items reach past `seq` (chunks in order). */

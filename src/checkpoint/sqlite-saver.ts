@@ -179,6 +179,14 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     this.sync = syncSerializerOf(this.serde);
   }
 
+  /**
+   * Runs `hook` at the start of every write transaction of this saver (checkpoints, pending
+   * writes, thread deletion): what it writes commits, or not, with them.
+   */
+  addWriteHook(hook: () => void): void {
+    this.store.writeHooks.push(hook);
+  }
+
   /** Closes the database if this saver opened it. */
   close(): void {
     if (this.ownsDatabase) this.db.close();
