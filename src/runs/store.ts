@@ -57,17 +57,24 @@ export function openStore(options: StoreOptions, access: StoreAccess): Store {
     const secrets = secretValues(options.env ?? process.env, []);
     const saver = new SqliteCheckpointSaver(db, redactingSerializer(new JsonPlusSerializer(), secrets), { prepare: false });
     const threads = new ThreadRegistry(db);
+    // Records made during a step are written with the step's next checkpoint write (see Recordings).
+    const recordings = new Recordings(db);
+    if (access !== "read") saver.addWriteHook(() => recordings.flush());
     return {
       path,
       secrets,
       saver,
-      recordings: new Recordings(db),
+      recordings,
       threads,
       inbox: new Inbox(db),
       snapshots: new SnapshotLog(db),
       close: () => {
-        threads.close();
-        db.close();
+        try {
+          if (access !== "read") recordings.flush();
+        } finally {
+          threads.close();
+          db.close();
+        }
       },
     };
   } catch (error) {
