@@ -8,6 +8,8 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { STORE_VERSION } from "../src/runs/schema.js";
+import { openStore } from "../src/runs/store.js";
 
 let directory: string;
 let files = 0;
@@ -253,6 +255,24 @@ describe("SqliteCheckpointSaver on a store written before the item log", () => {
     history: { id: string; count: number; sha1: string }[];
   };
   const digest = (messages: readonly BaseMessage[]) => createHash("sha1").update(serialized(messages).join("\n")).digest("hex");
+
+  it("is read through the run store unchanged, and migrated to the current store version by a writer", async () => {
+    const path = newDatabasePath();
+    mkdirSync(dirname(path), { recursive: true });
+    copyFileSync(fixture, path);
+    const before = readFileSync(path);
+    const reader = openStore({ db: path }, "read");
+    const read = await reader.saver.getTuple({ configurable: { thread_id: "old" } });
+    reader.close();
+    expect(serialized(read?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
+    expect(readFileSync(path).equals(before)).toBe(true);
+
+    const writer = openStore({ db: path }, "write");
+    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    const written = await writer.saver.getTuple({ configurable: { thread_id: "old" } });
+    writer.close();
+    expect(serialized(written?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
+  });
 
   it("reads every checkpoint the earlier format wrote, and keeps writing the thread in the new one", async () => {
     const path = newDatabasePath();

@@ -122,7 +122,12 @@ function openDatabase(path: string, access: StoreAccess, env: NodeJS.ProcessEnv)
     checkSchema(path, db);
     if (access === "read") {
       if (schemaVersion(db) === STORE_VERSION) return db;
-      const copy = new Database(db.serialize());
+      const image = db.serialize();
+      // A WAL store's image says so in its header (bytes 18, 19 = 2), which a database in memory
+      // cannot open: the copy is marked as a rollback-journal database (1) instead.
+      image[18] = 1;
+      image[19] = 1;
+      const copy = new Database(image);
       db.close();
       db = copy;
       migrate(copy);
