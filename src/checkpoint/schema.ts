@@ -7,6 +7,10 @@ import type Database from "better-sqlite3";
  *   list-history.ts);
  * - items: the item logs of list channels, in chunks (store version 3; see list-history.ts);
  * - writes: the tasks' pending writes.
+ *
+ * Tables are created WITHOUT ROWID (since store version 3): their keys are stored once, not in
+ * the table and again in its primary key's index. Tables created before keep their rowid; both
+ * work the same.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoints (
@@ -20,7 +24,7 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoints (
   metadata_type TEXT NOT NULL,
   metadata BLOB NOT NULL,
   PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_blobs (
   thread_id TEXT NOT NULL,
   checkpoint_ns TEXT NOT NULL DEFAULT '',
@@ -32,7 +36,7 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_blobs (
   base_version TEXT,
   keep INTEGER,
   PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_items (
   thread_id TEXT NOT NULL,
   checkpoint_ns TEXT NOT NULL DEFAULT '',
@@ -55,7 +59,7 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (
   type TEXT NOT NULL,
   value BLOB NOT NULL,
   PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-);
+) WITHOUT ROWID;
 `;
 
 /** How long a statement waits for another connection's lock before it fails with SQLITE_BUSY. */
