@@ -67,7 +67,7 @@ describe("writing records", () => {
     const ws = tempWorkspace();
     const s = openStore({ db: ws.db }, "create");
     const other = new Database(ws.db, { readonly: true });
-    onCleanup(() => other.close());
+    onCleanup(() => void other.close());
     const stored = () => (other.prepare("SELECT count(*) AS n FROM loopgraph_recordings").get() as { n: number }).n;
     s.recordings.put(key("coder:a|tools:x", 0), tool("one"));
     s.recordings.put(key("coder:a|tools:x", 1), tool("two"));
