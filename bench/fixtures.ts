@@ -7,6 +7,7 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { runGraph } from "../src/index.js";
+import type { EventSink } from "../src/index.js";
 
 /** The scripted model's file for `rounds` rounds. */
 export function loopScript(rounds: number): string {
@@ -40,8 +41,8 @@ export interface LoopThread {
   checkpoints: number;
 }
 
-/** Runs a coder-review loop of `rounds` rounds in `dir` (a fresh workspace and store). */
-export async function loopThread(dir: string, rounds: number, threadId = `loop-${rounds}`): Promise<LoopThread> {
+/** Runs a coder-review loop of `rounds` rounds in `dir` (a fresh workspace and store); `onEvent` sees the run's events. */
+export async function loopThread(dir: string, rounds: number, threadId = `loop-${rounds}`, options: { onEvent?: EventSink } = {}): Promise<LoopThread> {
   const workspace = join(dir, "ws");
   mkdirSync(workspace, { recursive: true });
   const script = join(dir, `loop-${rounds}.script.yaml`);
@@ -57,6 +58,7 @@ export async function loopThread(dir: string, rounds: number, threadId = `loop-$
     model: `scripted:${script}`,
     maxRounds: rounds,
     env: {},
+    ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   if (outcome.status !== "finished") throw new Error(`the ${rounds}-round setup run ended ${outcome.status}: ${outcome.error ?? ""}`);
   const sqlite = new Database(db, { readonly: true });

@@ -1,10 +1,15 @@
-import { mkdtempSync, rmSync } from "node:fs";
+import { createHash } from "node:crypto";
+import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
+import { fileURLToPath } from "node:url";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { STORE_VERSION } from "../src/runs/schema.js";
+import { openStore } from "../src/runs/store.js";
 
 let directory: string;
 let files = 0;
@@ -65,8 +70,14 @@ async function storedMessages(path: string, threadId: string, checkpointId?: str
 }
 
 interface MessageStorage {
+  /** Version rows of the messages channel, by kind. */
   rows: Record<string, number>;
+  /** Bytes of those rows. */
   bytes: number;
+  /** Bytes, items and chunks of the channel's item log. */
+  logBytes: number;
+  logItems: number;
+  chunks: number;
 }
 
 function messageStorage(path: string, threadId: string): MessageStorage {
@@ -78,9 +89,21 @@ function messageStorage(path: string, threadId: string): MessageStorage {
          WHERE thread_id = ? AND channel = 'messages' GROUP BY kind`,
       )
       .all(threadId);
+    const hasLog = db.prepare("SELECT 1 FROM sqlite_master WHERE name = 'loopgraph_checkpoint_items'").get() !== undefined;
+    const log = !hasLog
+      ? { bytes: 0, items: 0, chunks: 0 }
+      : db
+      .prepare<[string], { bytes: number; items: number; chunks: number }>(
+        `SELECT coalesce(sum(length(data)), 0) AS bytes, coalesce(max(end_seq), 0) AS items, count(*) AS chunks
+         FROM loopgraph_checkpoint_items WHERE thread_id = ? AND checkpoint_ns = '' AND channel = 'messages'`,
+      )
+      .get(threadId)!;
     return {
       rows: Object.fromEntries(groups.map((group) => [group.kind, group.count])),
       bytes: groups.reduce((total, group) => total + group.bytes, 0),
+      logBytes: log.bytes,
+      logItems: log.items,
+      chunks: log.chunks,
     };
   } finally {
     db.close();
@@ -103,7 +126,7 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     expect(serialized(state.values.messages)).toEqual(serialized(returned));
   });
 
-  it("stores message history as deltas, growing linearly with the number of turns", async () => {
+  it("stores each message once, in the channel's item log, growing linearly with the number of turns", async () => {
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
     const graph = buildChat(saver);
@@ -113,18 +136,20 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
 
     const short = messageStorage(path, "100 turns");
     const long = messageStorage(path, "200 turns");
-    expect(long.rows).toMatchObject({ snapshot: 1 });
-    expect(long.rows.delta).toBeGreaterThan(300);
-    expect(long.rows.rollup).toBeGreaterThan(5);
-    // Whole-state storage would grow ~4x for twice the turns; ours about 2x.
-    expect(long.bytes).toBeLessThan(2.5 * short.bytes);
-    // Every message is stored about twice (in a delta and in a rollup), not once per version.
+    // Every version is a row of log ranges (one range: the history only grows), 2 per turn.
+    expect(long.rows).toEqual({ items: 400 });
+    expect(long.bytes).toBeLessThan(400 * 16);
+    // Each message once: the log holds 400 items, their bytes about those of the final list.
+    expect(long.logItems).toBe(400);
     const finalListBytes = serialized(longRun).join("").length;
-    expect(long.bytes).toBeLessThan(3 * finalListBytes);
+    expect(long.logBytes).toBeLessThan(1.2 * finalListBytes);
+    expect(long.logBytes + long.bytes).toBeLessThan(2.5 * (short.logBytes + short.bytes));
+    // Chunks are merged as the log grows: a read fetches a few rows, not one per turn.
+    expect(long.chunks).toBeLessThanOrEqual(10);
     expect(shortRun).toHaveLength(200);
   }, 60_000);
 
-  it("keeps writing deltas after another saver instance resumes the thread", async () => {
+  it("keeps referring to the logged items after another saver instance resumes the thread", async () => {
     const path = newDatabasePath();
     const first = new SqliteCheckpointSaver(path);
     await chat(buildChat(first), "resumed", 10);
@@ -134,7 +159,8 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     const returned = await chat(buildChat(second), "resumed", 10, 10);
     second.close();
 
-    expect(messageStorage(path, "resumed").rows.snapshot).toBe(1);
+    // 40 messages, each logged once: the second saver diffed against what the first wrote.
+    expect(messageStorage(path, "resumed").logItems).toBe(40);
     expect(serialized(await storedMessages(path, "resumed"))).toEqual(serialized(returned));
   });
 
@@ -217,5 +243,145 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     expect((await writer.getTuple({ configurable: { thread_id: "other" } }))?.checkpoint.channel_values.messages).toHaveLength(6);
     writer.close();
     secondConnection.close();
+  });
+});
+
+describe("SqliteCheckpointSaver on a store written before the item log", () => {
+  // store-v2.db: 45 turns written by the saver of store version 2 (snapshot, deltas, rollups;
+  // one message removed, one replaced by id; see make-store-v2.ts.txt); store-v2.json: what it read back.
+  const fixture = fileURLToPath(new URL("./fixtures/checkpoint/store-v2.db", import.meta.url));
+  const expected = JSON.parse(readFileSync(fileURLToPath(new URL("./fixtures/checkpoint/store-v2.json", import.meta.url)), "utf8")) as {
+    final: string[];
+    history: { id: string; count: number; sha1: string }[];
+  };
+  const digest = (messages: readonly BaseMessage[]) => createHash("sha1").update(serialized(messages).join("\n")).digest("hex");
+
+  it("is read through the run store unchanged, and migrated to the current store version by a writer", async () => {
+    const path = newDatabasePath();
+    mkdirSync(dirname(path), { recursive: true });
+    copyFileSync(fixture, path);
+    const before = readFileSync(path);
+    const reader = openStore({ db: path }, "read");
+    const read = await reader.saver.getTuple({ configurable: { thread_id: "old" } });
+    reader.close();
+    expect(serialized(read?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
+    expect(readFileSync(path).equals(before)).toBe(true);
+
+    const writer = openStore({ db: path }, "write");
+    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    const written = await writer.saver.getTuple({ configurable: { thread_id: "old" } });
+    writer.close();
+    expect(serialized(written?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
+  });
+
+  it("reads every checkpoint the earlier format wrote, and keeps writing the thread in the new one", async () => {
+    const path = newDatabasePath();
+    mkdirSync(dirname(path), { recursive: true });
+    copyFileSync(fixture, path);
+    const before = messageStorage(path, "old");
+    expect(before.rows).toMatchObject({ snapshot: 1, delta: 87, rollup: 2 });
+
+    expect(serialized(await storedMessages(path, "old"))).toEqual(expected.final);
+    for (const { id, count, sha1 } of expected.history) {
+      const messages = (await storedMessages(path, "old", id)) ?? [];
+      expect({ id, count: messages.length, sha1: digest(messages) }).toEqual({ id, count, sha1 });
+    }
+
+    const saver = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(saver), "old", 3, 100);
+    saver.close();
+    expect(returned).toHaveLength(expected.final.length + 6);
+    expect(serialized(returned.slice(0, expected.final.length))).toEqual(expected.final);
+    expect(serialized(await storedMessages(path, "old"))).toEqual(serialized(returned));
+    // The new versions are log ranges; the log starts afresh once (the earlier rows have no log positions): every message once.
+    const after = messageStorage(path, "old");
+    expect(after.rows.items).toBe(6);
+    expect(after.logItems).toBe(expected.final.length + 6);
+    for (const { id, sha1 } of expected.history) expect(digest((await storedMessages(path, "old", id)) ?? [])).toBe(sha1);
+  });
+});
+
+describe("SqliteCheckpointSaver pending writes and inputs", () => {
+  it("stores a message written by a node and given as input once for both, and reads both back exactly", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const graph = buildChat(saver);
+    const config = { configurable: { thread_id: "writes" } };
+    for (let turn = 0; turn < 5; turn += 1) {
+      await graph.invoke({ messages: [new HumanMessage({ id: `h-${turn}`, content: `turn ${turn}` })] }, config);
+    }
+    // The input checkpoint of the next turn, and the writes of its first task.
+    const input = new HumanMessage({ id: "h-5", content: "turn 5", additional_kwargs: { bytes: new Uint8Array([1, 2, 3]), when: new Date(0).toISOString() } });
+    await graph.invoke({ messages: [input] }, { ...config, interruptBefore: ["reply"] } as typeof config);
+    const tuples = [];
+    for await (const tuple of saver.list(config, { limit: 3 })) tuples.push(tuple);
+    saver.close();
+
+    const inputCheckpoint = tuples.find((tuple) => tuple.metadata?.source === "input");
+    const startValue = inputCheckpoint!.checkpoint.channel_values.__start__ as { messages: BaseMessage[] };
+    expect(serialized(startValue.messages)).toEqual(serialized([input]));
+    const inputWrites = inputCheckpoint!.pendingWrites!.filter(([, channel]) => channel === "messages");
+    expect(inputWrites).toHaveLength(1);
+    expect(serialized(inputWrites[0]![2] as BaseMessage[])).toEqual(serialized([input]));
+
+    const db = new Database(path, { readonly: true });
+    const logs = db
+      .prepare<[], { channel: string; items: number }>(
+        "SELECT channel, max(end_seq) AS items FROM loopgraph_checkpoint_items WHERE thread_id = 'writes' GROUP BY channel ORDER BY channel",
+      )
+      .all();
+    const writeRows = db.prepare<[], { type: string }>("SELECT type FROM loopgraph_checkpoint_writes WHERE thread_id = 'writes' AND channel = 'messages'").all();
+    db.close();
+    // Inputs and writes: 6 user messages (each an input, then its write, once) and 5 replies; the list: 11.
+    expect(logs).toEqual([
+      { channel: "__writes__:messages", items: 11 },
+      { channel: "messages", items: 11 },
+    ]);
+    expect(new Set(writeRows.map((row) => row.type))).toEqual(new Set(["loopgraph:log-refs"]));
+  });
+});
+
+describe("SqliteCheckpointSaver list items", () => {
+  it.each([
+    ["JSON items only (one JSON.parse of the chunks' text)", false],
+    ["a bytes item among them (item by item)", true],
+  ])("decodes a list's items exactly as the serde decodes each: %s", async (_name, withBytes) => {
+    const allItems: unknown[] = [
+      "text",
+      42,
+      1.5,
+      true,
+      null,
+      { plain: { nested: [1, "two"] } },
+      new Set([1, 2]),
+      new Map([["a", 1]]),
+      /re+/g,
+      new Error("boom"),
+      [undefined, 3],
+      new AIMessage({ id: "a-1", content: "reply", additional_kwargs: { tags: new Set(["x"]) } }),
+      { lc: 2, type: "constructor", id: ["Function"], method: "call", args: [] },
+    ];
+    const items = withBytes ? [...allItems, new Uint8Array([1])] : allItems;
+    const serde = new JsonPlusSerializer();
+    const expected = await Promise.all(items.map(async (item) => serde.loadsTyped(...(await serde.dumpsTyped(item)))));
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const config = { configurable: { thread_id: "items", checkpoint_ns: "" } };
+    void _name;
+    let parent: typeof config & { configurable: { checkpoint_id?: string } } = config;
+    // Written in two versions (the second appends to the first) so that the list spans two log chunks.
+    for (const [i, upTo] of [7, items.length].entries()) {
+      const checkpoint = { v: 4, id: uuid6(i), ts: new Date().toISOString(), channel_values: { items: items.slice(0, upTo) }, channel_versions: { items: i + 1 }, versions_seen: {} };
+      parent = (await saver.put(parent, checkpoint, { source: "loop", step: i, parents: {} }, { items: i + 1 })) as typeof parent;
+    }
+    const reopened = new SqliteCheckpointSaver(path);
+    const read = (await reopened.getTuple(config))?.checkpoint.channel_values.items as unknown[];
+    saver.close();
+    reopened.close();
+    expect(read).toHaveLength(items.length);
+    read.forEach((item, i) => {
+      expect(item?.constructor).toBe((expected[i] as object | null)?.constructor);
+      expect(item).toEqual(expected[i]);
+    });
   });
 });

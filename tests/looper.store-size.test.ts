@@ -7,7 +7,7 @@ import { tempWorkspace } from "./helpers/workspace.js";
 
 const SCRIPT = join(ROOT, "tests/fixtures/looper/always-continue.script.yaml");
 
-/** Bytes of the thread's checkpoints: checkpoint rows, channel blobs and pending writes. */
+/** Bytes of the thread's checkpoints: checkpoint rows, channel blobs, pending writes and the item logs of list channels. */
 function checkpointBytes(db: string): number {
   const store = new Database(db, { readonly: true });
   try {
@@ -15,7 +15,8 @@ function checkpointBytes(db: string): number {
     return (
       sum("SELECT SUM(LENGTH(checkpoint) + LENGTH(metadata) + LENGTH(channel_versions)) AS bytes FROM loopgraph_checkpoints") +
       sum("SELECT SUM(LENGTH(data)) AS bytes FROM loopgraph_checkpoint_blobs") +
-      sum("SELECT SUM(LENGTH(value)) AS bytes FROM loopgraph_checkpoint_writes")
+      sum("SELECT SUM(LENGTH(value)) AS bytes FROM loopgraph_checkpoint_writes") +
+      sum("SELECT SUM(LENGTH(data) + LENGTH(ends)) AS bytes FROM loopgraph_checkpoint_items")
     );
   } finally {
     store.close();

@@ -1,4 +1,5 @@
 import { readFileSync } from "node:fs";
+import Database from "better-sqlite3";
 import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { createRecorder } from "../src/runtime/recorder.js";
@@ -58,6 +59,37 @@ describe("the recordings table", () => {
     const bytes = readFileSync(s.path);
     expect(bytes.includes(secret)).toBe(false);
     expect(bytes.includes("abcdefgh12345678")).toBe(false);
+  });
+});
+
+describe("writing records", () => {
+  it("queues them and writes them in the transaction of the run's next checkpoint write, or when the store closes", async () => {
+    const ws = tempWorkspace();
+    const s = openStore({ db: ws.db }, "create");
+    const other = new Database(ws.db, { readonly: true });
+    onCleanup(() => void other.close());
+    const stored = () => (other.prepare("SELECT count(*) AS n FROM loopgraph_recordings").get() as { n: number }).n;
+    s.recordings.put(key("coder:a|tools:x", 0), tool("one"));
+    s.recordings.put(key("coder:a|tools:x", 1), tool("two"));
+    expect(stored()).toBe(0);
+    // A task's pending writes (saved when it ends): its records commit with them.
+    const config = { configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: "cp-1" } };
+    await s.saver.putWrites(config, [["notes", "done"]], "task-1");
+    expect(stored()).toBe(2);
+    expect((other.prepare("SELECT count(*) AS n FROM loopgraph_checkpoint_writes").get() as { n: number }).n).toBe(1);
+    s.recordings.put(key("judge:b", 0), tool("three"));
+    expect(stored()).toBe(2);
+    s.close();
+    expect(stored()).toBe(3);
+  });
+
+  it("shows the records queued in this process to a list, in the order they were made", () => {
+    const s = store();
+    s.recordings.put(key("coder:a|tools:x", 0), tool("first run"));
+    expect(contents(s)).toEqual(["first run"]);
+    s.recordings.put(key("coder:a|tools:x", 0), tool("second run"));
+    s.recordings.put(key("coder:a|tools:x", 1), tool("second run, call 1"));
+    expect(contents(s)).toEqual(["second run", "second run, call 1"]);
   });
 });
 

@@ -1,6 +1,6 @@
 import type Database from "better-sqlite3";
-import { frameItems, unframeItems } from "./item-framing.js";
-import type { ListRow } from "./list-history.js";
+import { frameItems, unframeItems, type EncodedItem } from "./item-framing.js";
+import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "./list-history.js";
 
 /** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
 export interface ThreadNamespace {
@@ -26,6 +26,8 @@ export type BlobRecord =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
   /** The channel had a new version but no value (it was cleared). */
   | { readonly kind: "empty" }
+  /** A list version in the item log's format: where its items are in the log. */
+  | { readonly kind: "items"; readonly ranges: readonly SeqRange[] }
   | ListRow;
 
 export interface BlobWrite {
@@ -57,6 +59,58 @@ export interface ListQuery {
 /** Position after the last row of a page, in the list order (id, thread, namespace, descending). */
 export type ListCursor = Pick<CheckpointRow, "checkpoint_id" | "thread_id" | "checkpoint_ns">;
 
+interface ChunkColumns {
+  start: number;
+  end: number;
+  data: Uint8Array;
+  ends: Uint8Array;
+  types: string | null;
+}
+
+const COMMA = Buffer.from(",");
+
+/** A new chunk of `items`, the first at `start`. */
+function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumns {
+  const parts: Uint8Array[] = [];
+  const ends = Buffer.alloc(4 * items.length);
+  let offset = 0;
+  items.forEach((item, i) => {
+    if (i > 0) {
+      parts.push(COMMA);
+      offset += 1;
+    }
+    parts.push(item.bytes);
+    offset += item.bytes.length;
+    ends.writeUInt32LE(offset, 4 * i);
+  });
+  const allJson = items.every((item) => item.type === "json");
+  return { start, end: start + items.length, data: Buffer.concat(parts), ends, types: allJson ? null : JSON.stringify(items.map((item) => item.type)) };
+}
+
+/** Two neighbouring chunks as one. */
+function mergeChunks(first: LogChunk, second: LogChunk): ChunkColumns {
+  const shift = first.data.length + 1;
+  const secondEnds = Buffer.from(second.ends.buffer, second.ends.byteOffset, second.ends.byteLength);
+  const ends = Buffer.alloc(first.ends.length + secondEnds.length);
+  ends.set(first.ends, 0);
+  for (let i = 0; i < secondEnds.length; i += 4) ends.writeUInt32LE(secondEnds.readUInt32LE(i) + shift, first.ends.length + i);
+  const typesOf = (chunk: LogChunk): string[] =>
+    chunk.types === null ? new Array<string>(chunk.end_seq - chunk.start_seq).fill("json") : (JSON.parse(chunk.types) as string[]);
+  return {
+    start: first.start_seq,
+    end: second.end_seq,
+    data: Buffer.concat([first.data, COMMA, second.data]),
+    ends,
+    types: first.types === null && second.types === null ? null : JSON.stringify([...typesOf(first), ...typesOf(second)]),
+  };
+}
+
+interface LogKey {
+  threadId: string;
+  ns: string;
+  channel: string;
+}
+
 interface BlobKey {
   threadId: string;
   ns: string;
@@ -73,6 +127,64 @@ interface BlobColumns {
   keep: number | null;
 }
 
+/**
+ * A chunk of a list channel's item log: items [start_seq, end_seq). `data` is their bytes joined
+ * by commas (so that, when every item is JSON, `[` data `]` is the JSON array of the items), `ends`
+ * each item's end offset in `data` (u32 LE), `types` their types as a JSON array, or null when
+ * every item is JSON.
+ */
+export interface LogChunk {
+  start_seq: number;
+  end_seq: number;
+  data: Uint8Array;
+  ends: Uint8Array;
+  types: string | null;
+}
+
+/** Bytes of item log chunks kept in memory for reads (see CheckpointStore.chunkCache). */
+const CHUNK_CACHE_BYTES = 16 * 1024 * 1024;
+
+/** A Map that forgets its least recently used entries beyond a budget of bytes. */
+class ByteBudgetCache<V> {
+  private readonly entries = new Map<string, { value: V; bytes: number }>();
+  private bytes = 0;
+
+  constructor(private readonly budget: number) {}
+
+  get(key: string): V | undefined {
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.value;
+  }
+
+  set(key: string, value: V, bytes: number): void {
+    if (bytes > this.budget / 4) return;
+    const old = this.entries.get(key);
+    if (old) this.bytes -= old.bytes;
+    this.entries.delete(key);
+    this.entries.set(key, { value, bytes });
+    this.bytes += bytes;
+    for (const [oldest, entry] of this.entries) {
+      if (this.bytes <= this.budget) break;
+      this.entries.delete(oldest);
+      this.bytes -= entry.bytes;
+    }
+  }
+
+  deleteWhere(predicate: (key: string) => boolean): void {
+    for (const [key, entry] of [...this.entries]) {
+      if (!predicate(key)) continue;
+      this.entries.delete(key);
+      this.bytes -= entry.bytes;
+    }
+  }
+}
+
+/** Chunks of the item log are merged up to this size (a merge rewrites them; bigger would rewrite more per step). */
+const MAX_CHUNK_BYTES = 256 * 1024;
+
 const CHECKPOINT_COLUMNS =
   "thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, metadata_type, metadata";
 
@@ -84,14 +196,28 @@ export class CheckpointStore {
   private readonly insertBlobStatement;
   private readonly blobExistsStatement;
   private readonly blobChainStatement;
+  private readonly blobStatement;
   private readonly keepWriteStatement;
   private readonly replaceWriteStatement;
   private readonly writesStatement;
   private readonly channelWritesStatement;
   private readonly deleteStatements;
-  private readonly blobStatement;
   private readonly historyPageStatement;
   private readonly blobsStatement;
+  private readonly logEndStatement;
+  private readonly insertChunkStatement;
+  private readonly lastChunksStatement;
+  private readonly chunkDataStatement;
+  private readonly deleteChunkStatement;
+  private readonly extendChunkStatement;
+  private readonly chunksStatement;
+  private readonly chunkBoundsStatement;
+  private readonly chunkStatement;
+  /**
+   * Chunks read or written lately, by thread, namespace, channel and range. A chunk never changes
+   * once written: a merge writes another range (and a deleted thread's are forgotten, see deleteThread).
+   */
+  private readonly chunkCache = new ByteBudgetCache<LogChunk>(CHUNK_CACHE_BYTES);
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -121,6 +247,10 @@ export class CheckpointStore {
       .pluck();
     // One statement walks a list version's base chain down to its snapshot. The walk carries keys
     // only (carrying the data would copy every blob into SQLite's queue); rows are fetched after.
+    this.blobStatement = db.prepare<[BlobKey], BlobColumns>(
+      `SELECT version, kind, type, data, base_version, keep FROM loopgraph_checkpoint_blobs
+       WHERE thread_id = @threadId AND checkpoint_ns = @ns AND channel = @channel AND version = @version`,
+    );
     this.blobChainStatement = db.prepare<[BlobKey], BlobColumns & { hop: number }>(
       `WITH RECURSIVE chain(hop, version, base_version) AS (
          SELECT 0, version, base_version FROM loopgraph_checkpoint_blobs
@@ -148,10 +278,6 @@ export class CheckpointStore {
       `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
        WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx`,
     );
-    this.blobStatement = db.prepare<[string, string, string, string], BlobColumns>(
-      `SELECT version, kind, type, data, base_version, keep FROM loopgraph_checkpoint_blobs
-       WHERE thread_id = ? AND checkpoint_ns = ? AND channel = ? AND version = ?`,
-    );
     // Many versions' own rows in one statement: the pairs come as JSON, each found by the key.
     this.blobsStatement = db.prepare<[{ threadId: string; ns: string; pairs: string }], BlobColumns & { channel: string }>(
       `SELECT b.channel, b.version, b.kind, b.type, b.data, b.base_version, b.keep
@@ -168,14 +294,51 @@ export class CheckpointStore {
        FROM loopgraph_checkpoints AS c
        WHERE c.thread_id = ? AND c.checkpoint_ns = ? AND c.checkpoint_id > ? ORDER BY c.checkpoint_id LIMIT ?`,
     );
-    this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_writes"].map(
+    const logKey = "thread_id = @threadId AND checkpoint_ns = @ns AND channel = @channel";
+    this.logEndStatement = db
+      .prepare<[LogKey], number>(`SELECT end_seq FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 1`)
+      .pluck();
+    this.insertChunkStatement = db.prepare<[LogKey & ChunkColumns]>(
+      `INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, start_seq, end_seq, data, ends, types)
+       VALUES (@threadId, @ns, @channel, @start, @end, @data, @ends, @types)`,
+    );
+    this.lastChunksStatement = db.prepare<[LogKey], { start_seq: number; end_seq: number; bytes: number }>(
+      `SELECT start_seq, end_seq, length(data) AS bytes FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 2`,
+    );
+    this.chunkDataStatement = db.prepare<[LogKey & { start: number }], LogChunk>(
+      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
+    );
+    this.deleteChunkStatement = db.prepare<[LogKey & { start: number }]>(`DELETE FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`);
+    this.extendChunkStatement = db.prepare<[LogKey & ChunkColumns]>(
+      `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data, ends = @ends, types = @types WHERE ${logKey} AND start_seq = @start`,
+    );
+    this.chunkBoundsStatement = db.prepare<[LogKey & { start: number; end: number }], { start_seq: number; end_seq: number }>(
+      `SELECT start_seq, end_seq FROM loopgraph_checkpoint_items
+       WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
+    );
+    this.chunkStatement = db.prepare<[LogKey & { start: number }], LogChunk>(
+      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
+    );
+    this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], LogChunk>(
+      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items
+       WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
+    );
+    this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"].map(
       (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
     );
   }
 
+  /** Run first in every write transaction (see SqliteCheckpointSaver.addWriteHook). */
+  readonly writeHooks: (() => void)[] = [];
+
   /** Runs `work` in a write transaction taken up front, so it waits for other writers instead of failing. */
   writeTransaction<T>(work: () => T): T {
-    return this.db.transaction(work).immediate();
+    return this.db
+      .transaction(() => {
+        for (const hook of this.writeHooks) hook();
+        return work();
+      })
+      .immediate();
   }
 
   /** Runs `work` on one consistent snapshot of the database. */
@@ -242,8 +405,52 @@ export class CheckpointStore {
 
   /** The channel version's row, then its base's, down to a snapshot (a single row for non-list values). */
   blobChain(at: ThreadNamespace, channel: string, version: string): BlobLink[] {
+    // Rows of the current formats stand alone; only deltas and rollups of earlier stores chain.
+    const row = this.blobStatement.get({ threadId: at.threadId, ns: at.ns, channel, version });
+    if (!row) return [];
+    if (row.base_version === null) return [toBlobLink(row)];
     const rows = this.blobChainStatement.all({ threadId: at.threadId, ns: at.ns, channel, version });
     return rows.sort((a, b) => a.hop - b.hop).map(toBlobLink);
+  }
+
+  /** Whether that channel version is stored. */
+  hasBlob(at: ThreadNamespace, channel: string, version: string): boolean {
+    return this.blobExistsStatement.get(at.threadId, at.ns, channel, version) !== undefined;
+  }
+
+  /** The sequence number the next item appended to the channel's item log gets. */
+  logEnd(at: ThreadNamespace, channel: string): number {
+    return this.logEndStatement.get({ threadId: at.threadId, ns: at.ns, channel }) ?? 0;
+  }
+
+  /**
+   * Appends framed items [start, end) to the channel's item log, then merges the last chunks while
+   * the one before is no bigger than the last (a binary counter: a log of N items has about
+   * log2(N) chunks, and each item is rewritten about log2(N) times over its life), up to MAX_CHUNK_BYTES.
+   */
+  appendToLog(at: ThreadNamespace, channel: string, start: number, items: readonly EncodedItem[]): void {
+    const key = { threadId: at.threadId, ns: at.ns, channel };
+    this.insertChunkStatement.run({ ...key, ...chunkColumns(start, items) });
+    for (;;) {
+      const [last, before] = this.lastChunksStatement.all(key);
+      if (!last || !before || before.end_seq !== last.start_seq) return;
+      if (before.bytes > last.bytes || before.bytes + last.bytes > MAX_CHUNK_BYTES) return;
+      const merged = mergeChunks(this.chunkDataStatement.get({ ...key, start: before.start_seq })!, this.chunkDataStatement.get({ ...key, start: last.start_seq })!);
+      this.deleteChunkStatement.run({ ...key, start: last.start_seq });
+      this.extendChunkStatement.run({ ...key, ...merged });
+    }
+  }
+
+  /** The chunks of the channel's item log holding any item in [start, end), in order. */
+  logChunks(at: ThreadNamespace, channel: string, start: number, end: number): LogChunk[] {
+    const key = { threadId: at.threadId, ns: at.ns, channel };
+    const bounds = this.chunkBoundsStatement.all({ ...key, start, end });
+    const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
+    const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
+    if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
+    const chunks = bounds.length === 1 ? [this.chunkStatement.get({ ...key, start: bounds[0]!.start_seq })!] : this.chunksStatement.all({ ...key, start, end });
+    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk, chunk.data.length + chunk.ends.length);
+    return chunks;
   }
 
   insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {
@@ -260,7 +467,7 @@ export class CheckpointStore {
 
   /** One channel version's own row (not its base chain), if stored. */
   blob(at: ThreadNamespace, channel: string, version: string): BlobLink | undefined {
-    const row = this.blobStatement.get(at.threadId, at.ns, channel, version);
+    const row = this.blobStatement.get({ threadId: at.threadId, ns: at.ns, channel, version });
     return row && toBlobLink(row);
   }
 
@@ -281,6 +488,7 @@ export class CheckpointStore {
 
   deleteThread(threadId: string): void {
     for (const statement of this.deleteStatements) statement.run(threadId);
+    this.chunkCache.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
   }
 }
 
@@ -325,6 +533,8 @@ function blobColumnValues(record: BlobRecord): BlobColumnValues {
       return [record.kind, record.type, record.data, null, null];
     case "empty":
       return [record.kind, null, null, null, null];
+    case "items":
+      return [record.kind, null, encodeRanges(record.ranges), null, null];
     case "snapshot":
       return [record.kind, null, frameItems(record.items), null, null];
     case "delta":
@@ -340,6 +550,8 @@ function toBlobLink(columns: BlobColumns): BlobLink {
       return { version, record: { kind, type: type ?? "json", data: data ?? new Uint8Array() } };
     case "empty":
       return { version, record: { kind } };
+    case "items":
+      return { version, record: { kind, ranges: decodeRanges(data ?? new Uint8Array()) } };
     case "snapshot":
       return { version, record: { kind, items: unframeItems(data ?? new Uint8Array()) } };
     case "delta":

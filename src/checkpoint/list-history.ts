@@ -3,6 +3,12 @@ import { sameEncoding, type EncodedItem } from "./item-framing.js";
 /**
  * How each version of a list channel is stored.
  *
+ * Since store version 3: every item once, in the channel's item log (a sequence of items, stored
+ * in chunks that are merged as they accumulate, so a read fetches few rows); a version row holds
+ * the log ranges of its items (`ListPlan`, `SeqRange`). An item replaced or removed ends a range;
+ * items added are appended to the log (or referenced where the saver stored them already, as a
+ * pending write). The row kinds below are those of earlier stores, still read:
+ *
  * - `snapshot`: all items.
  * - `delta`: the first `keep` items of the previous version written, then `items`.
  * - `rollup`: the first `keep` items of the previous snapshot or rollup (the "anchor"), then
@@ -25,85 +31,99 @@ export type ListRow =
       readonly items: readonly EncodedItem[];
     };
 
-const ROLLUP_INTERVAL = 32;
+/** A half-open range [start, end) of sequence numbers in a list channel's item log. */
+export type SeqRange = readonly [start: number, end: number];
 
-/** What the writer knows about a stored version of a list channel, to diff the next one against. */
+/** What the saver knows about a stored version of a list channel, to diff the next one against. */
 export interface StoredList {
   readonly version: string;
   readonly encoded: readonly EncodedItem[];
-  readonly deltasSinceAnchor: number;
-  readonly anchorVersion: string;
-  /** How many leading items this version is known to share with the anchor's. */
-  readonly sharedWithAnchor: number;
+  /** The values written (when this saver wrote the version): compared by identity before any encoding. */
+  readonly values?: readonly unknown[];
+  /** Where the items are in the channel's item log; absent for versions of the earlier formats. */
+  readonly ranges?: readonly SeqRange[];
 }
 
-export interface EncodedList {
+/** Where a new item of a list write comes from: an item already in the log, or appended now. */
+export type TailItem = { readonly seq: number; readonly encoded: EncodedItem } | { readonly seq?: undefined; readonly encoded: EncodedItem };
+
+/**
+ * A list version to write in the item log's format: the first `keep` items of `base` (by their
+ * log ranges), then `tail`. Every item is stored once, in the log; a version row holds ranges.
+ */
+export interface ListPlan {
+  readonly version: string;
   readonly encoded: readonly EncodedItem[];
-  /** Leading items equal to the previous version's. */
-  readonly sharedPrefix: number;
+  readonly values: readonly unknown[];
+  /** The base version the kept items are taken from, when `keep` > 0. */
+  readonly baseVersion?: string;
+  readonly keepRanges: readonly SeqRange[];
+  readonly tail: readonly TailItem[];
 }
 
-/** Encodes a list channel's new value and counts the leading items it shares with `previous`. */
-export async function encodeList(
+/** How many items `ranges` cover. */
+export function rangesLength(ranges: readonly SeqRange[]): number {
+  let length = 0;
+  for (const [start, end] of ranges) length += end - start;
+  return length;
+}
+
+/** The ranges of the first `keep` items. */
+export function truncateRanges(ranges: readonly SeqRange[], keep: number): SeqRange[] {
+  const kept: SeqRange[] = [];
+  let left = keep;
+  for (const [start, end] of ranges) {
+    if (left <= 0) break;
+    const take = Math.min(left, end - start);
+    kept.push([start, start + take]);
+    left -= take;
+  }
+  return kept;
+}
+
+/** Appends one item's sequence number, extending the last range when it follows on. */
+export function pushSeq(ranges: SeqRange[], seq: number): void {
+  const last = ranges[ranges.length - 1];
+  if (last && last[1] === seq) ranges[ranges.length - 1] = [last[0], seq + 1];
+  else ranges.push([seq, seq + 1]);
+}
+
+/** Ranges as stored in a version row: JSON `[[start, end], ...]`. */
+export function encodeRanges(ranges: readonly SeqRange[]): Uint8Array {
+  return Buffer.from(JSON.stringify(ranges), "utf8");
+}
+
+export function decodeRanges(data: Uint8Array): SeqRange[] {
+  return JSON.parse(Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8")) as SeqRange[];
+}
+
+/**
+ * Counts the leading items `values` shares with `previous`: by identity (strings and numbers by
+ * value) where the previous values are known, by their encoding otherwise.
+ */
+export function sharedPrefix(
   values: readonly unknown[],
   previous: StoredList | undefined,
-  encode: (value: unknown) => EncodedItem | Promise<EncodedItem>,
-): Promise<EncodedList> {
-  const encoded = await Promise.all(values.map(encode));
-  const comparable = Math.min(encoded.length, previous?.encoded.length ?? 0);
-  let sharedPrefix = 0;
-  while (sharedPrefix < comparable && sameEncoding(encoded[sharedPrefix]!, previous!.encoded[sharedPrefix]!)) {
-    sharedPrefix += 1;
+  encode: (value: unknown) => EncodedItem,
+): { shared: number; encoded: EncodedItem[] } {
+  const encoded: EncodedItem[] = [];
+  if (!previous) return { shared: 0, encoded };
+  const comparable = Math.min(values.length, previous.encoded.length);
+  const previousValues = previous.values;
+  let shared = 0;
+  while (shared < comparable) {
+    const value = values[shared];
+    const before = previous.encoded[shared]!;
+    if (previousValues && previousValues[shared] === value) {
+      encoded.push(before);
+    } else {
+      const current = encode(value);
+      if (!sameEncoding(current, before)) break;
+      encoded.push(before);
+    }
+    shared += 1;
   }
-  return { encoded, sharedPrefix };
-}
-
-export interface ListWrite {
-  readonly record: ListRow;
-  readonly stored: StoredList;
-}
-
-/** State after writing an anchor (a snapshot or rollup): the next deltas chain from it. */
-function anchorState(version: string, list: EncodedList): StoredList {
-  return {
-    version,
-    encoded: list.encoded,
-    deltasSinceAnchor: 0,
-    anchorVersion: version,
-    sharedWithAnchor: list.encoded.length,
-  };
-}
-
-export function snapshotWrite(version: string, list: EncodedList): ListWrite {
-  return { record: { kind: "snapshot", items: list.encoded }, stored: anchorState(version, list) };
-}
-
-/** The smallest row for `list` given the previous version written; that base must still exist. */
-export function chooseListWrite(previous: StoredList | undefined, version: string, list: EncodedList): ListWrite {
-  if (!previous || list.sharedPrefix === 0) return snapshotWrite(version, list);
-  if (previous.deltasSinceAnchor + 1 >= ROLLUP_INTERVAL) {
-    const keep = Math.min(previous.sharedWithAnchor, list.sharedPrefix);
-    if (keep === 0) return snapshotWrite(version, list);
-    return {
-      record: { kind: "rollup", baseVersion: previous.anchorVersion, keep, items: list.encoded.slice(keep) },
-      stored: anchorState(version, list),
-    };
-  }
-  return {
-    record: {
-      kind: "delta",
-      baseVersion: previous.version,
-      keep: list.sharedPrefix,
-      items: list.encoded.slice(list.sharedPrefix),
-    },
-    stored: {
-      version,
-      encoded: list.encoded,
-      deltasSinceAnchor: previous.deltasSinceAnchor + 1,
-      anchorVersion: previous.anchorVersion,
-      sharedWithAnchor: Math.min(previous.sharedWithAnchor, list.sharedPrefix),
-    },
-  };
+  return { shared, encoded };
 }
 
 /** A stored list version, as read back along a base chain. */
@@ -116,10 +136,7 @@ export function isListRow(record: { readonly kind: string }): record is ListRow 
   return record.kind === "snapshot" || record.kind === "delta" || record.kind === "rollup";
 }
 
-/**
- * Rebuilds a version's items from its chain (the version's row first, then its base, and so on
- * down to a snapshot), and what the writer needs to diff the next version against it.
- */
+/** Rebuilds a version's items from its chain (the version's row first, then its base, and so on down to a snapshot). */
 export function materializeList(chain: readonly ChainLink[]): StoredList {
   const target = chain[0];
   const root = chain[chain.length - 1];
@@ -131,18 +148,5 @@ export function materializeList(chain: readonly ChainLink[]): StoredList {
     const record = chain[i]!.record;
     items = record.kind === "snapshot" ? record.items : items.slice(0, record.keep).concat(record.items);
   }
-  let deltasSinceAnchor = 0;
-  let sharedWithAnchor = items.length;
-  for (const link of chain) {
-    if (link.record.kind !== "delta") break;
-    deltasSinceAnchor += 1;
-    sharedWithAnchor = Math.min(sharedWithAnchor, link.record.keep);
-  }
-  return {
-    version: target.version,
-    encoded: items,
-    deltasSinceAnchor,
-    anchorVersion: chain[deltasSinceAnchor]!.version,
-    sharedWithAnchor,
-  };
+  return { version: target.version, encoded: items };
 }

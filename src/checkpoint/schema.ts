@@ -5,7 +5,12 @@ import type Database from "better-sqlite3";
  * - checkpoints: the checkpoint without its channel values, its channel versions as JSON;
  * - blobs: each channel value once per version (lists as snapshots, deltas and rollups, see
  *   list-history.ts);
+ * - items: the item logs of list channels, in chunks (store version 3; see list-history.ts);
  * - writes: the tasks' pending writes.
+ *
+ * Tables are created WITHOUT ROWID (since store version 3): their keys are stored once, not in
+ * the table and again in its primary key's index. Tables created before keep their rowid; both
+ * work the same.
  */
 const SCHEMA = `
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoints (
@@ -19,7 +24,7 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoints (
   metadata_type TEXT NOT NULL,
   metadata BLOB NOT NULL,
   PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
-);
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_blobs (
   thread_id TEXT NOT NULL,
   checkpoint_ns TEXT NOT NULL DEFAULT '',
@@ -31,7 +36,18 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_blobs (
   base_version TEXT,
   keep INTEGER,
   PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
-);
+) WITHOUT ROWID;
+CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_items (
+  thread_id TEXT NOT NULL,
+  checkpoint_ns TEXT NOT NULL DEFAULT '',
+  channel TEXT NOT NULL,
+  start_seq INTEGER NOT NULL,
+  end_seq INTEGER NOT NULL,
+  data BLOB NOT NULL,
+  ends BLOB NOT NULL,
+  types TEXT,
+  PRIMARY KEY (thread_id, checkpoint_ns, channel, start_seq)
+) WITHOUT ROWID;
 CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (
   thread_id TEXT NOT NULL,
   checkpoint_ns TEXT NOT NULL DEFAULT '',
@@ -43,7 +59,7 @@ CREATE TABLE IF NOT EXISTS loopgraph_checkpoint_writes (
   type TEXT NOT NULL,
   value BLOB NOT NULL,
   PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
-);
+) WITHOUT ROWID;
 `;
 
 /** How long a statement waits for another connection's lock before it fails with SQLITE_BUSY. */

@@ -4,7 +4,6 @@ import { isDeepStrictEqual } from "node:util";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
-  JsonPlusSerializer,
   TASKS,
   WRITES_IDX_MAP,
   getCheckpointId,
@@ -31,16 +30,20 @@ import {
   type ThreadNamespace,
   type WriteRow,
 } from "./checkpoint-store.js";
-import type { EncodedItem } from "./item-framing.js";
+import { decodeItems, syncSerializerOf, type SyncSerializer } from "./fast-serde.js";
+import { sameEncoding, type EncodedItem } from "./item-framing.js";
+import { LogItems } from "./log-items.js";
 import {
-  chooseListWrite,
-  encodeList,
   isListRow,
   materializeList,
-  snapshotWrite,
+  pushSeq,
+  sharedPrefix,
+  truncateRanges,
   type ChainLink,
-  type ListWrite,
+  type ListPlan,
+  type SeqRange,
   type StoredList,
+  type TailItem,
 } from "./list-history.js";
 import { LruMap } from "./lru-map.js";
 import { prepareDatabase } from "./schema.js";
@@ -48,22 +51,83 @@ import { prepareDatabase } from "./schema.js";
 /** A channel value as stored, before the serde decodes it. */
 type StoredValue =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
-  | { readonly kind: "list"; readonly list: StoredList };
+  | { readonly kind: "list"; readonly list: StoredList }
+  /** A graph input whose arrays were stored by reference, their items read. */
+  | { readonly kind: "input"; readonly rest: Uint8Array; readonly props: readonly [string, readonly EncodedItem[]][] }
+  /** A list version of the item log, located in its chunks. */
+  | { readonly kind: "log"; readonly version: string; readonly ranges: readonly SeqRange[]; readonly items: LogItems };
+
+/** A pending write as read: with its items when it refers to item logs. */
+type StoredWriteRow = WriteRow & { readonly items?: readonly EncodedItem[] };
 
 /** Everything one checkpoint tuple needs, read in one transaction. */
 interface StoredTuple {
   readonly row: CheckpointRow;
   readonly channelVersions: ChannelVersions;
   readonly values: ReadonlyMap<string, StoredValue>;
-  readonly writes: readonly WriteRow[];
+  readonly writes: readonly StoredWriteRow[];
   /** Sends pending on the parent, for checkpoints older than format v4 that kept them there. */
   readonly parentSends: readonly WriteRow[];
 }
 
-interface ListWriteChoice {
+/** A graph input whose arrays are stored by reference (see OBJECT_REFS_TYPE). */
+interface PlannedInput {
+  readonly channel: string;
+  readonly version: string;
+  readonly rest: Uint8Array;
+  readonly props: readonly [string, PlannedRefs][];
+}
+
+interface PlannedList {
+  readonly channel: string;
   readonly cacheKey: string;
-  readonly preferred: ListWrite;
-  readonly fallback: ListWrite;
+  readonly plan: ListPlan;
+}
+
+/** A list version as written: what the saver remembers, and the log positions of its new items. */
+interface WrittenList {
+  readonly stored: StoredList;
+  /** The index (in the list) of the first item of `tailSeqs`. */
+  readonly tailStart: number;
+  readonly tailSeqs: readonly number[];
+}
+
+/** Where an item this saver wrote sits in an item log (of its thread). */
+interface LoggedItem {
+  /** `generation` and thread: positions are valid while the thread was not deleted since. */
+  readonly threadKey: string;
+  readonly ns: string;
+  readonly channel: string;
+  readonly seq: number;
+  readonly encoded: EncodedItem;
+}
+
+/** Items at [start, end) of the item log of (ns, channel) of the thread. */
+type LogRef = [ns: string, channel: string, start: number, end: number];
+
+/**
+ * Pending writes and graph inputs log their arrays' items under the channel's name with this
+ * prefix (LangGraph reserves names starting with "__": no channel of a graph has one).
+ */
+const WRITES_LOG_PREFIX = "__writes__:";
+/** A pending write's array value, stored as references into item logs (data: JSON `LogRef[]`). */
+const LOG_REFS_TYPE = "loopgraph:log-refs";
+/** A graph input (the `__start__` channel), its arrays stored as references into item logs (data: JSON `ObjectRefs`). */
+const OBJECT_REFS_TYPE = "loopgraph:object-refs";
+
+interface ObjectRefs {
+  /** The object without the properties in `props`, serialized as JSON by the serde. */
+  rest: string;
+  props: Record<string, LogRef[]>;
+}
+
+/** An array to store by reference: each item's encoding, and where it is logged already, if it is. */
+interface PlannedRefs {
+  /** The log items not logged yet are appended to (a channel of the thread namespace written). */
+  readonly channel: string;
+  readonly values: readonly unknown[];
+  readonly encoded: readonly EncodedItem[];
+  readonly known: readonly (LoggedItem | undefined)[];
 }
 
 /** A checkpoint as a history walk reads it: what it records, not its channel values. */
@@ -83,11 +147,6 @@ export interface CheckpointHistoryEntry {
 export type StoredChannel =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
   | { readonly kind: "list"; readonly items: readonly EncodedItem[] };
-
-/** A serializer wrapper whose `loadsTyped` is that of `decodesWith` (the redacting serializer). */
-export interface DecodingDelegate {
-  readonly decodesWith: SerializerProtocol;
-}
 
 /** A decoded channel value, and when its decoding settled (see `decodeChannel`). */
 export interface DecodedChannel {
@@ -127,6 +186,9 @@ export function reviveTurns(value: unknown): number {
   return Math.max(turns(value), 1);
 }
 
+/** The settle count of a value decoded without a promise: before any decoded with one. */
+export const SETTLED_AT_ONCE = -1;
+
 const LIST_PAGE_SIZE = 100;
 const HISTORY_PAGE_SIZE = 256;
 /** Threads × namespaces × list channels whose last written version is kept for diffing. */
@@ -155,6 +217,12 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
   /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
   private readonly plainJson: { off: boolean; offset?: number; small: number };
+  /** Items this saver appended to an item log, so a later version holding them again refers to them. */
+  private readonly loggedItems = new WeakMap<object, LoggedItem>();
+  /** Counts deleteThread calls: log positions remembered before a deletion are not used after it. */
+  private generation = 0;
+  /** The serde's synchronous twin, when it has one (see fast-serde.ts). */
+  private readonly sync: SyncSerializer | undefined;
 
   /**
    * Opens (creating its directory) the database file at a path, or uses an open database, which
@@ -173,8 +241,17 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     }
     if (options.prepare !== false) prepareDatabase(this.db);
     this.store = new CheckpointStore(this.db);
-    const decoder = (this.serde as Partial<DecodingDelegate>).decodesWith ?? this.serde;
-    this.plainJson = { off: Object.getPrototypeOf(decoder) !== JsonPlusSerializer.prototype, small: 0 };
+    this.sync = syncSerializerOf(this.serde);
+    // JSON.parse reads plain JSON as the serde would only when the serde is (or decodes as) LangGraph's own.
+    this.plainJson = { off: this.sync === undefined, small: 0 };
+  }
+
+  /**
+   * Runs `hook` at the start of every write transaction of this saver (checkpoints, pending
+   * writes, thread deletion): what it writes commits, or not, with them.
+   */
+  addWriteHook(hook: () => void): void {
+    this.store.writeHooks.push(hook);
   }
 
   /** Closes the database if this saver opened it. */
@@ -242,7 +319,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const { channel_values: values, channel_versions: versions, ...rest } = checkpoint;
 
     const blobs: BlobWrite[] = [];
-    const listWrites: ListWriteChoice[] = [];
+    const lists: PlannedList[] = [];
+    const inputs: PlannedInput[] = [];
     const parentVersions = lazy(() => this.channelVersionsOf(at, parentId));
     for (const [channel, newVersion] of Object.entries(newVersions)) {
       const version = String(newVersion);
@@ -251,10 +329,11 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         continue;
       }
       const value: unknown = values[channel];
-      if (Array.isArray(value)) {
-        const choice = await this.planListWrite(at, channel, version, value, parentVersions);
-        listWrites.push(choice);
-        blobs.push({ channel, version, record: choice.preferred.record, fallback: choice.fallback.record });
+      const input = channel === START ? this.planInput(at, value) : undefined;
+      if (input) {
+        inputs.push({ channel, version, ...input });
+      } else if (Array.isArray(value)) {
+        lists.push(await this.planListWrite(at, channel, version, value, parentVersions));
       } else {
         const [type, data] = await this.serde.dumpsTyped(value);
         blobs.push({ channel, version, record: { kind: "value", type, data } });
@@ -265,8 +344,10 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.serde.dumpsTyped(metadata),
     ]);
 
-    const storedRecords = this.store.writeTransaction(() => {
-      const stored = blobs.map((blob) => this.store.insertBlob(at, blob));
+    const written = this.store.writeTransaction(() => {
+      for (const blob of blobs) this.store.insertBlob(at, blob);
+      const listsWritten = lists.map((list) => this.writeList(at, list));
+      const inputsWritten = inputs.map((input) => this.writeInput(at, input));
       this.store.insertCheckpoint({
         thread_id: at.threadId,
         checkpoint_ns: at.ns,
@@ -278,14 +359,25 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         metadata_type: metadataType,
         metadata: metadataBytes,
       });
-      return new Set(stored);
+      return { lists: listsWritten, inputs: inputsWritten };
     });
-    for (const { cacheKey, preferred, fallback } of listWrites) {
-      // Neither stored means the version already existed: what it holds is unknown here.
-      const written = [preferred, fallback].find((candidate) => storedRecords.has(candidate.record));
-      if (written) this.lastWrittenLists.set(cacheKey, written.stored);
-      else this.lastWrittenLists.delete(cacheKey);
-    }
+    inputs.forEach((input, i) => {
+      written.inputs[i]?.forEach((appended, j) => this.rememberRefs(at, input.props[j]![1], appended));
+    });
+    lists.forEach(({ channel, cacheKey, plan }, i) => {
+      const list = written.lists[i];
+      // Not written means the version already existed: what it holds is unknown here.
+      if (!list) {
+        this.lastWrittenLists.delete(cacheKey);
+        return;
+      }
+      this.lastWrittenLists.set(cacheKey, list.stored);
+      const threadKey = this.threadKey(at);
+      list.tailSeqs.forEach((seq, j) => {
+        const value = plan.values[list.tailStart + j];
+        if (isObject(value)) this.loggedItems.set(value, { threadKey, ns: at.ns, channel, seq, encoded: list.stored.encoded[list.tailStart + j]! });
+      });
+    });
     return { configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id: checkpoint.id } };
   }
 
@@ -295,9 +387,25 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (!at) throw new Error("Missing thread_id field in config.configurable.");
     const checkpointId = getCheckpointId(config);
     if (!checkpointId) throw new Error("Missing checkpoint_id field in config.configurable.");
-    const rows = await Promise.all(
-      writes.map(async ([channel, value], index): Promise<StoredWrite> => {
-        const [type, bytes] = await this.serde.dumpsTyped(value);
+    // Arrays of objects written to ordinary channels (new messages, say) go to the channel's item
+    // log, where the checkpoint that takes them in refers to them again instead of a second copy.
+    const planned = writes.map(([channel, value]) => (channel.startsWith("__") ? undefined : this.planRefs(at, channel, value)));
+    const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.serde.dumpsTyped(value))));
+    // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
+    const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
+    const appendedByWrite = this.store.writeTransaction(() => {
+      const appended: (readonly { index: number; seq: number }[])[] = [];
+      const rows = writes.map(([channel], index): StoredWrite => {
+        const refsPlan = planned[index];
+        let type: string;
+        let bytes: Uint8Array;
+        if (refsPlan) {
+          const written = this.writeRefs(at, refsPlan);
+          appended[index] = written.appended;
+          [type, bytes] = [LOG_REFS_TYPE, Buffer.from(JSON.stringify(written.refs), "utf8")];
+        } else {
+          [type, bytes] = serialized[index]!;
+        }
         return {
           thread_id: at.threadId,
           checkpoint_ns: at.ns,
@@ -309,11 +417,14 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
           type,
           value: bytes,
         };
-      }),
-    );
-    // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
-    const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    this.store.writeTransaction(() => this.store.insertWrites(rows, replaceExisting));
+      });
+      this.store.insertWrites(rows, replaceExisting);
+      return appended;
+    });
+    planned.forEach((refsPlan, index) => {
+      const appended = appendedByWrite[index];
+      if (refsPlan && appended) this.rememberRefs(at, refsPlan, appended);
+    });
   }
 
   /**
@@ -381,12 +492,19 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const link = prefetched?.get(`${channel}\u0000${version}`) ?? this.store.blob(at, channel, version);
     const record = link?.record;
     if (!record || record.kind === "empty") return undefined;
+    if (record.kind === "value" && record.type === OBJECT_REFS_TYPE) {
+      throw new Error(`channel "${channel}" holds a graph input stored by reference: read it with getTuple`);
+    }
     if (record.kind === "value") return record;
+    // A list version of the item log: its items are read from the log's chunks (cached, never changed).
+    if (record.kind === "items") return { kind: "list", items: this.readLogItems(at, channel, record.ranges).encoded() };
+    // Lists of a version-2 store: a snapshot, or a delta or rollup on a base version.
     if (record.kind === "snapshot") return { kind: "list", items: record.items };
     const base = knownItems(record.baseVersion);
     if (base) return { kind: "list", items: base.slice(0, record.keep).concat(record.items) };
     const value = this.readValue(at, channel, version);
-    return value?.kind === "list" ? { kind: "list", items: value.list.encoded } : value;
+    if (value?.kind !== "list") throw new Error(`version ${version} of channel "${channel}" is not a list's history`);
+    return { kind: "list", items: value.list.encoded };
   }
 
   /**
@@ -395,7 +513,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * channel's key in `channel_values` when its decoding settles, which takes a number of turns
    * fixed by the value's shape: the keys come in the order of that number, ties in the order of
    * `channel_versions`. A reader decoding only some channels can so order them as a full read
-   * would (a list's number is the largest of its items' numbers, each decoded as a one-item list).
+   * would (a list's number is the largest of its items' numbers, each decoded as a one-item list); a
+   * value decoded without a promise, which `decodeTuple` sets first, counts SETTLED_AT_ONCE).
    */
   async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
     return (stored.kind === "value" && (await this.decodePlainJson(stored))) || this.decodeChannelAsTuplesDo(stored);
@@ -405,7 +524,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * A JSON value with no LangChain object (no "lc" key) decoded by `JSON.parse`, which gives what
    * JsonPlusSerializer's reviver gives, in one native call instead of one promise per node; its
    * settle count computed from its shape (`reviveTurns`). Only for this saver's serde when it is
-   * LangGraph's own (or a wrapper that decodes with it); small values (the first ones, then one
+   * LangGraph's own (or a wrapper offering its synchronous twin, see fast-serde.ts); small values (the first ones, then one
    * in PLAIN_JSON_CHECK_EVERY) are decoded both ways and compared, and any difference turns this
    * path off for good. Undefined where it does not apply.
    */
@@ -436,13 +555,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   }
 
   private async decodeChannelAsTuplesDo(stored: StoredChannel): Promise<DecodedChannel> {
-    const value: StoredValue =
-      stored.kind === "value"
-        ? stored
-        : {
-            kind: "list",
-            list: { version: "", encoded: stored.items, deltasSinceAnchor: 0, anchorVersion: "", sharedWithAnchor: 0 },
-          };
+    const value: StoredValue = stored.kind === "value" ? stored : { kind: "list", list: { version: "", encoded: stored.items } };
     let turns = 0;
     let settled = false;
     const counter = (async () => {
@@ -454,8 +567,12 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     let decoded: unknown;
     let settledAfter = 0;
     try {
+      const decoding = this.decodeValue(value);
+      // Decoded without a promise (a list whose items need no LangChain `load`): `decodeTuple` sets
+      // such channels first, in the order of `channel_versions`, before any other settles.
+      if (!(decoding instanceof Promise)) return { value: decoding, settledAfter: SETTLED_AT_ONCE };
       await (async () => {
-        decoded = await this.decodeValue(value);
+        decoded = await decoding;
         settledAfter = turns;
       })();
     } finally {
@@ -467,32 +584,224 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   async deleteThread(threadId: string): Promise<void> {
     this.store.writeTransaction(() => this.store.deleteThread(threadId));
+    this.generation += 1;
     this.lastWrittenLists.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
   }
 
-  /** Diffs a list channel's new value against the version last written (or its parent's). */
+  /**
+   * Plans a list channel's new version against the version last written (or its parent's): the
+   * items it shares with that version are kept by their log ranges, the rest are referred to
+   * where this saver logged them already, or appended.
+   */
   private async planListWrite(
     at: ThreadNamespace,
     channel: string,
     version: string,
     value: readonly unknown[],
     parentVersions: () => ChannelVersions,
-  ): Promise<ListWriteChoice> {
+  ): Promise<PlannedList> {
     const cacheKey = channelKey(at, channel);
-    const previous = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
-    const list = await encodeList(value, previous, (item) => this.encodeItem(item));
-    return { cacheKey, preferred: chooseListWrite(previous, version, list), fallback: snapshotWrite(version, list) };
+    const remembered = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
+    // A version of the earlier formats has no log ranges to refer to: the log starts afresh.
+    const previous = remembered?.ranges ? remembered : undefined;
+    const encode = this.sync ? (item: unknown) => this.encodeItemSync(item) : await this.asyncEncoder(value);
+    const { shared, encoded } = sharedPrefix(value, previous, encode);
+    const threadKey = this.threadKey(at);
+    const tail: TailItem[] = [];
+    for (let i = shared; i < value.length; i += 1) {
+      const item = value[i];
+      const itemEncoding = encode(item);
+      encoded.push(itemEncoding);
+      const logged = isObject(item) ? this.loggedItems.get(item) : undefined;
+      const reuse = logged && logged.threadKey === threadKey && logged.ns === at.ns && logged.channel === channel && sameEncoding(logged.encoded, itemEncoding);
+      tail.push(reuse ? { seq: logged.seq, encoded: itemEncoding } : { encoded: itemEncoding });
+    }
+    const plan: ListPlan = {
+      version,
+      encoded,
+      values: value.slice(),
+      ...(shared > 0 && previous ? { baseVersion: previous.version } : {}),
+      keepRanges: previous ? truncateRanges(previous.ranges!, shared) : [],
+      tail,
+    };
+    return { channel, cacheKey, plan };
   }
 
-  private encodeItem(item: unknown): EncodedItem | Promise<EncodedItem> {
-    return (isObject(item) && this.itemEncodings.get(item)) || this.serializeItem(item);
+  /** Writes a planned list version (in the checkpoint's transaction); undefined when that version is stored already. */
+  private writeList(at: ThreadNamespace, { channel, plan }: PlannedList): WrittenList | undefined {
+    if (this.store.hasBlob(at, channel, plan.version)) return undefined;
+    const logEnd = this.store.logEnd(at, channel);
+    let keepRanges = plan.keepRanges;
+    let tail = plan.tail;
+    const referenced = Math.max(0, ...keepRanges.map(([, end]) => end), ...tail.map((item) => (item.seq === undefined ? 0 : item.seq + 1)));
+    // The thread was deleted (by another connection) since: nothing it held can be referred to.
+    if (referenced > logEnd || (plan.baseVersion !== undefined && !this.store.hasBlob(at, channel, plan.baseVersion))) {
+      keepRanges = [];
+      tail = plan.encoded.map((encoded) => ({ encoded }));
+    }
+    const ranges: SeqRange[] = keepRanges.slice();
+    const appended: EncodedItem[] = [];
+    const tailSeqs: number[] = [];
+    let next = logEnd;
+    for (const item of tail) {
+      let seq = item.seq;
+      if (seq === undefined) {
+        seq = next;
+        next += 1;
+        appended.push(item.encoded);
+      }
+      pushSeq(ranges, seq);
+      tailSeqs.push(seq);
+    }
+    if (appended.length > 0) this.store.appendToLog(at, channel, logEnd, appended);
+    this.store.insertBlob(at, { channel, version: plan.version, record: { kind: "items", ranges } });
+    return {
+      stored: { version: plan.version, encoded: plan.encoded, values: plan.values, ranges },
+      tailStart: plan.encoded.length - tail.length,
+      tailSeqs,
+    };
   }
 
-  private async serializeItem(item: unknown): Promise<EncodedItem> {
-    const [type, bytes] = await this.serde.dumpsTyped(item);
+  /** A graph input (an object) with arrays of objects, planned for OBJECT_REFS_TYPE; undefined for any other value. */
+  private planInput(at: ThreadNamespace, value: unknown): Omit<PlannedInput, "channel" | "version"> | undefined {
+    if (!this.sync || !isObject(value) || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+    const rest: Record<string, unknown> = {};
+    const props: [string, PlannedRefs][] = [];
+    for (const [key, item] of Object.entries(value)) {
+      const refs = key.startsWith("__") ? undefined : this.planRefs(at, key, item);
+      if (refs) props.push([key, refs]);
+      else rest[key] = item;
+    }
+    if (props.length === 0) return undefined;
+    const [type, bytes] = this.sync.dumpsTypedSync(rest);
+    return type === "json" ? { rest: bytes, props } : undefined;
+  }
+
+  /** Writes a planned input (in the checkpoint's transaction); returns what each array appended, or undefined when that version is stored already. */
+  private writeInput(at: ThreadNamespace, input: PlannedInput): (readonly { index: number; seq: number }[])[] | undefined {
+    if (this.store.hasBlob(at, input.channel, input.version)) return undefined;
+    const appended: (readonly { index: number; seq: number }[])[] = [];
+    const refs: ObjectRefs = { rest: Buffer.from(input.rest.buffer, input.rest.byteOffset, input.rest.byteLength).toString("utf8"), props: {} };
+    for (const [key, plan] of input.props) {
+      const written = this.writeRefs(at, plan);
+      refs.props[key] = written.refs;
+      appended.push(written.appended);
+    }
+    const data = Buffer.from(JSON.stringify(refs), "utf8");
+    this.store.insertBlob(at, { channel: input.channel, version: input.version, record: { kind: "value", type: OBJECT_REFS_TYPE, data } });
+    return appended;
+  }
+
+  private threadKey(at: ThreadNamespace): string {
+    return `${this.generation}\u0000${at.threadId}`;
+  }
+
+  /**
+   * Plans an array (of a pending write, or a property of the graph's input) to be stored as
+   * references into item logs: items this saver logged already (byte for byte) are referred to,
+   * the rest will be appended to the log of `channel`. Undefined when the array is not worth it
+   * or the serde has no synchronous twin. Encodings are made afresh (not remembered): a reducer
+   * may still change these objects (messages get their ids) before they are checkpointed.
+   */
+  private planRefs(at: ThreadNamespace, channel: string, value: unknown): PlannedRefs | undefined {
+    if (!this.sync || !Array.isArray(value) || value.length === 0 || !value.every(isObject)) return undefined;
+    // A log of their own: appended to the list channel's log, they would interleave with the
+    // list's items and split its versions' ranges (a list version refers to its own log only).
+    const logChannel = `${WRITES_LOG_PREFIX}${channel}`;
+    const threadKey = this.threadKey(at);
+    const encoded = value.map((item) => {
+      const [type, bytes] = this.sync!.dumpsTypedSync(item);
+      return { type, bytes };
+    });
+    const known = value.map((item, i) => {
+      const logged = this.loggedItems.get(item as object);
+      return logged && logged.threadKey === threadKey && sameEncoding(logged.encoded, encoded[i]!) ? logged : undefined;
+    });
+    return { channel: logChannel, values: value, encoded, known };
+  }
+
+  /** Stores planned references (in a write transaction): appends the items not logged yet, returns the references. */
+  private writeRefs(at: ThreadNamespace, plan: PlannedRefs): { refs: LogRef[]; appended: { index: number; seq: number }[] } {
+    const ends = new Map<string, number>();
+    const logEnd = (ns: string, channel: string): number => {
+      const key = `${ns}\u0000${channel}`;
+      let end = ends.get(key);
+      if (end === undefined) {
+        end = this.store.logEnd({ threadId: at.threadId, ns }, channel);
+        ends.set(key, end);
+      }
+      return end;
+    };
+    // A position past its log's end means the thread was deleted (by another connection) since.
+    const known = plan.known.map((logged) => (logged && logged.seq < logEnd(logged.ns, logged.channel) ? logged : undefined));
+    const start = logEnd(at.ns, plan.channel);
+    const toAppend: EncodedItem[] = [];
+    const appended: { index: number; seq: number }[] = [];
+    const refs: LogRef[] = [];
+    plan.encoded.forEach((encoded, index) => {
+      const logged = known[index];
+      let ref: LogRef;
+      if (logged) {
+        ref = [logged.ns, logged.channel, logged.seq, logged.seq + 1];
+      } else {
+        const seq = start + toAppend.length;
+        toAppend.push(encoded);
+        appended.push({ index, seq });
+        ref = [at.ns, plan.channel, seq, seq + 1];
+      }
+      const last = refs[refs.length - 1];
+      if (last && last[0] === ref[0] && last[1] === ref[1] && last[3] === ref[2]) last[3] = ref[3];
+      else refs.push(ref);
+    });
+    if (toAppend.length > 0) this.store.appendToLog(at, plan.channel, start, toAppend);
+    return { refs, appended };
+  }
+
+  /** Remembers where the items a `writeRefs` appended are. */
+  private rememberRefs(at: ThreadNamespace, plan: PlannedRefs, appended: readonly { index: number; seq: number }[]): void {
+    const threadKey = this.threadKey(at);
+    for (const { index, seq } of appended) {
+      this.loggedItems.set(plan.values[index] as object, { threadKey, ns: at.ns, channel: plan.channel, seq, encoded: plan.encoded[index]! });
+    }
+  }
+
+  /** The items `refs` point to, read from their logs. */
+  private readRefs(threadId: string, refs: readonly LogRef[]): EncodedItem[] {
+    const items: EncodedItem[] = [];
+    for (const [ns, channel, start, end] of refs) {
+      const chunks = this.store.logChunks({ threadId, ns }, channel, start, end);
+      items.push(...LogItems.locate(channel, chunks, [[start, end]]).encoded());
+    }
+    return items;
+  }
+
+  /** The encoding of a list item without an async call: remembered for objects, serialized otherwise. */
+  private encodeItemSync(item: unknown): EncodedItem {
+    const remembered = isObject(item) ? this.itemEncodings.get(item) : undefined;
+    if (remembered) return remembered;
+    const [type, bytes] = this.sync!.dumpsTypedSync(item);
     const encoded = { type, bytes };
     this.rememberEncoding(item, encoded);
     return encoded;
+  }
+
+  /** For a serde without a synchronous twin: every item of `values` encoded up front, then looked up. */
+  private async asyncEncoder(values: readonly unknown[]): Promise<(item: unknown) => EncodedItem> {
+    const encodings = new Map<unknown, EncodedItem>();
+    await Promise.all(
+      values.map(async (item) => {
+        const remembered = isObject(item) ? this.itemEncodings.get(item) : undefined;
+        if (remembered) {
+          encodings.set(item, remembered);
+          return;
+        }
+        const [type, bytes] = await this.serde.dumpsTyped(item);
+        const encoded = { type, bytes };
+        this.rememberEncoding(item, encoded);
+        encodings.set(item, encoded);
+      }),
+    );
+    return (item) => encodings.get(item)!;
   }
 
   private rememberEncoding(item: unknown, encoded: EncodedItem): void {
@@ -516,6 +825,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     version: string | number | undefined,
   ): StoredList | undefined {
     const value = version === undefined ? undefined : this.readValue(at, channel, String(version));
+    if (value?.kind === "log") return { version: value.version, encoded: value.items.encoded(), ranges: value.ranges };
     return value?.kind === "list" ? value.list : undefined;
   }
 
@@ -534,7 +844,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       row,
       channelVersions,
       values,
-      writes: this.store.writes(at, row.checkpoint_id),
+      writes: this.store.writes(at, row.checkpoint_id).map((write) =>
+        write.type === LOG_REFS_TYPE ? { ...write, items: this.readRefs(at.threadId, JSON.parse(utf8(write.value)) as LogRef[]) } : write,
+      ),
       parentSends: parentId === null ? [] : this.store.writes(at, parentId, TASKS),
     };
   }
@@ -543,7 +855,13 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const chain = this.store.blobChain(at, channel, version);
     const record = chain[0]?.record;
     if (!record || record.kind === "empty") return undefined;
+    if (record.kind === "value" && record.type === OBJECT_REFS_TYPE) {
+      const refs = JSON.parse(utf8(record.data)) as ObjectRefs;
+      const props = Object.entries(refs.props).map(([key, logRefs]): [string, EncodedItem[]] => [key, this.readRefs(at.threadId, logRefs)]);
+      return { kind: "input", rest: Buffer.from(refs.rest, "utf8"), props };
+    }
     if (record.kind === "value") return record;
+    if (record.kind === "items") return { kind: "log", version, ranges: record.ranges, items: this.readLogItems(at, channel, record.ranges) };
     return { kind: "list", list: materializeList(asListChain(chain)) };
   }
 
@@ -562,6 +880,14 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     };
   }
 
+  /** The items at `ranges` of the channel's item log, read in one query. */
+  private readLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): LogItems {
+    if (ranges.length === 0) return LogItems.locate(channel, [], []);
+    const start = Math.min(...ranges.map(([first]) => first));
+    const end = Math.max(...ranges.map(([, last]) => last));
+    return LogItems.locate(channel, this.store.logChunks(at, channel, start, end), ranges);
+  }
+
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
     const { row } = stored;
     const [header, metadata, pendingWrites] = await Promise.all([
@@ -570,11 +896,13 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.decodeWrites(stored.writes),
     ]);
     const channelValues: Record<string, unknown> = {};
-    await Promise.all(
-      [...stored.values].map(async ([channel, value]) => {
-        channelValues[channel] = await this.decodeValue(value);
-      }),
-    );
+    const pending: Promise<void>[] = [];
+    for (const [channel, value] of stored.values) {
+      const decoded = this.decodeValue(value);
+      if (decoded instanceof Promise) pending.push(decoded.then((item) => void (channelValues[channel] = item)));
+      else channelValues[channel] = decoded;
+    }
+    await Promise.all(pending);
     const checkpoint: Checkpoint = { ...header, channel_values: channelValues, channel_versions: { ...stored.channelVersions } };
     if (checkpoint.v < 4 && row.parent_checkpoint_id !== null) await this.migratePendingSends(checkpoint, stored.parentSends);
     const config = (checkpoint_id: string) => ({
@@ -589,23 +917,42 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     };
   }
 
-  private async decodeValue(value: StoredValue): Promise<unknown> {
+  /** A stored value decoded: a list's items in one pass (see fast-serde.ts), synchronously when none needs LangChain's `load`. */
+  private decodeValue(value: StoredValue): unknown {
     if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
-    return Promise.all(
-      value.list.encoded.map(async (encoded) => {
-        const item: unknown = await this.serde.loadsTyped(encoded.type, encoded.bytes);
-        this.rememberEncoding(item, encoded);
-        return item;
-      }),
-    );
+    if (value.kind === "input") return this.decodeInput(value);
+    if (value.kind === "log" && this.sync && value.items.allJson) {
+      const { items } = value;
+      const decoded = this.sync.loadsJsonArray(items.jsonArrayText());
+      const remember = (values: unknown[]): unknown[] => {
+        values.forEach((item, i) => {
+          if (isObject(item)) this.rememberEncoding(item, items.at(i));
+        });
+        return values;
+      };
+      return decoded.some((item) => item instanceof Promise) ? Promise.all(decoded).then(remember) : remember(decoded);
+    }
+    const encoded = value.kind === "log" ? value.items.encoded() : value.list.encoded;
+    const remember = (items: unknown[]): unknown[] => {
+      items.forEach((item, i) => this.rememberEncoding(item, encoded[i]!));
+      return items;
+    };
+    const items = decodeItems(encoded, this.serde, this.sync);
+    return items instanceof Promise ? items.then(remember) : remember(items);
   }
 
-  private decodeWrites(writes: readonly WriteRow[]): Promise<CheckpointPendingWrite[]> {
+  private async decodeInput({ rest, props }: { rest: Uint8Array; props: readonly [string, readonly EncodedItem[]][] }): Promise<unknown> {
+    const input = (await this.serde.loadsTyped("json", rest)) as Record<string, unknown>;
+    for (const [key, items] of props) input[key] = await decodeItems(items, this.serde, this.sync);
+    return input;
+  }
+
+  private decodeWrites(writes: readonly StoredWriteRow[]): Promise<CheckpointPendingWrite[]> {
     return Promise.all(
       writes.map(async (write): Promise<CheckpointPendingWrite> => [
         write.task_id,
         write.channel,
-        await this.serde.loadsTyped(write.type, write.value),
+        write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.serde.loadsTyped(write.type, write.value),
       ]),
     );
   }
@@ -618,6 +965,13 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const versions = Object.values(checkpoint.channel_versions);
     checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
   }
+}
+
+/** LangGraph's START node's channel, which holds the graph's input. */
+const START = "__start__";
+
+function utf8(data: Uint8Array): string {
+  return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8");
 }
 
 function threadNamespaceOf(config: RunnableConfig): ThreadNamespace | undefined {

@@ -2,7 +2,7 @@ import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
-import type { CheckpointHistoryEntry, EncodedItem } from "../checkpoint/index.js";
+import { SETTLED_AT_ONCE, type CheckpointHistoryEntry, type EncodedItem } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { parentLinks, rootCheckpointIdsWithPrefix } from "../runs/checkpoint-ids.js";
@@ -276,7 +276,7 @@ class StateReader {
     for (let i = shared; i < items.length; i++) {
       const decoded = await this.saver.decodeChannel({ kind: "list", items: [items[i]!] });
       plain.push(toPlainValues({ item: (decoded.value as unknown[])[0] }).item);
-      settledBefore.push(Math.max(settledBefore.at(-1) ?? 0, decoded.settledAfter));
+      settledBefore.push(Math.max(settledBefore.at(-1) ?? SETTLED_AT_ONCE, decoded.settledAfter));
     }
     const settledAfter = items.length > 0 ? settledBefore.at(-1)! : (this.emptyListSettle ??= (await this.saver.decodeChannel({ kind: "list", items: [] })).settledAfter);
     return { version, plain, settledAfter, items, settledBefore };

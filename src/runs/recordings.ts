@@ -92,13 +92,21 @@ interface RecordingRow {
  * The root checkpoint a step started from is kept too: a replay takes the records of the steps
  * after its starting checkpoint, on the lineage it follows (a thread with forks has several).
  *
+ * Writing. Records are queued and written in one go with the next checkpoint write of the run
+ * (the checkpoint saver's write hook, see openStore: in the transaction of the task's pending
+ * writes, which LangGraph saves when the task ends, fails or is interrupted), or when the store
+ * closes, or before a `list` — not in a transaction each. A process killed mid-task loses the
+ * records its task made so far; the task runs again from its checkpoint on resume anyway, and
+ * records again (the same at-least-once as an effect interrupted before its record was written).
+ *
  * Everything stored passes through redactSecrets: no API key or Authorization value is written.
  */
 export class Recordings {
   private readonly deleteTaskStatement;
   private readonly insertStatement;
   private readonly listStatement;
-  private readonly putInTransaction;
+  private readonly writeInTransaction;
+  private pending: { key: RecordKey; row: Record<string, unknown> }[] = [];
 
   constructor(db: Database.Database) {
     this.deleteTaskStatement = db.prepare(`DELETE FROM loopgraph_recordings WHERE thread_id = ? AND task_path = ?`);
@@ -107,9 +115,19 @@ export class Recordings {
        VALUES (@thread_id, @checkpoint_id, @task_path, @call_index, @node, @kind, @name, @data, @created_at)`,
     );
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_recordings WHERE thread_id = ? ORDER BY id`);
-    this.putInTransaction = db.transaction((key: RecordKey, data: RecordData, secrets: readonly string[]) => {
-      if (key.callIndex === 0) this.deleteTaskStatement.run(key.threadId, key.taskPath);
-      this.insertStatement.run({
+    this.writeInTransaction = db.transaction((batch: readonly { key: RecordKey; row: Record<string, unknown> }[]) => {
+      for (const { key, row } of batch) {
+        if (key.callIndex === 0) this.deleteTaskStatement.run(key.threadId, key.taskPath);
+        this.insertStatement.run(row);
+      }
+    });
+  }
+
+  /** Queues a record (written by `flush`); `secrets` (values of credentials) are replaced by `[redacted]`. */
+  put(key: RecordKey, data: RecordData, secrets: readonly string[] = []): void {
+    this.pending.push({
+      key,
+      row: {
         thread_id: key.threadId,
         checkpoint_id: key.checkpointId,
         task_path: key.taskPath,
@@ -119,17 +137,26 @@ export class Recordings {
         name: "name" in data ? data.name : null,
         data: redactSecrets(JSON.stringify(data), secrets),
         created_at: new Date().toISOString(),
-      });
+      },
     });
   }
 
-  /** Stores a record; `secrets` (values of credentials) are replaced by `[redacted]`. */
-  put(key: RecordKey, data: RecordData, secrets: readonly string[] = []): void {
-    this.putInTransaction(key, data, secrets);
+  /** Writes the queued records, in the order they were made, in one transaction (a savepoint inside an open one). */
+  flush(): void {
+    if (this.pending.length === 0) return;
+    const batch = this.pending;
+    this.pending = [];
+    try {
+      this.writeInTransaction(batch);
+    } catch (error) {
+      this.pending = [...batch, ...this.pending];
+      throw error;
+    }
   }
 
   /** A thread's records, in the order the calls were made. */
   list(threadId: string): Recording[] {
+    this.flush();
     return (this.listStatement.all(threadId) as RecordingRow[]).map((row) => ({
       ...(JSON.parse(row.data) as RecordData),
       id: row.id,

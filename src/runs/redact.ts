@@ -1,5 +1,5 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
-import type { DecodingDelegate } from "../checkpoint/index.js";
+import { syncSerializerOf, type SyncSerializer, type WithSyncSerializer } from "../checkpoint/fast-serde.js";
 import picomatch from "picomatch";
 
 /** Names of variables that hold credentials: any name containing one of these words. */
@@ -183,17 +183,22 @@ export function redactingSerializer(inner: SerializerProtocol, secrets: readonly
   if (secrets.length === 0) return inner;
   const decoder = new TextDecoder();
   const encoder = new TextEncoder();
-  const redacting: SerializerProtocol & DecodingDelegate = {
-    // Reading is the inner serializer's own: the saver may then read plain JSON faster (see its decodeChannel).
-    decodesWith: inner,
+  const redact = ([type, bytes]: [string, Uint8Array]): [string, Uint8Array] => {
+    if (type !== "json") return [type, bytes];
+    const text = decoder.decode(bytes);
+    const redacted = redactValues(text, secrets);
+    return [type, redacted === text ? bytes : encoder.encode(redacted)];
+  };
+  const serializer: SerializerProtocol & WithSyncSerializer = {
     async dumpsTyped(data: unknown): Promise<[string, Uint8Array]> {
-      const [type, bytes] = await inner.dumpsTyped(data);
-      if (type !== "json") return [type, bytes];
-      const text = decoder.decode(bytes);
-      const redacted = redactValues(text, secrets);
-      return [type, redacted === text ? bytes : encoder.encode(redacted)];
+      return redact(await inner.dumpsTyped(data));
     },
     loadsTyped: (type, data) => inner.loadsTyped(type, data),
+    // The inner serializer's synchronous twin, writing redacted: the saver then also reads plain JSON as it would (see its decodeChannel).
+    syncSerializer(): SyncSerializer | undefined {
+      const sync = syncSerializerOf(inner);
+      return sync && { dumpsTypedSync: (value) => redact(sync.dumpsTypedSync(value)), loadsJsonItems: (texts) => sync.loadsJsonItems(texts), loadsJsonArray: (text) => sync.loadsJsonArray(text) };
+    },
   };
-  return redacting;
+  return serializer;
 }

@@ -86,6 +86,13 @@ export const MIGRATIONS: readonly Migration[] = [
       addMissingColumns(db, "loopgraph_threads", { owner_host: "TEXT", owner_start: "INTEGER", heartbeat_at: "TEXT", command_groups: "TEXT" });
     },
   },
+  {
+    version: 3,
+    describe: "list channels store each item once, in an item log per channel (loopgraph_checkpoint_items); versions written before stay as they are and are still read",
+    up(db) {
+      createCheckpointTables(db);
+    },
+  },
 ];
 
 /** The schema version this loopgraph writes and understands. */

@@ -37,7 +37,23 @@ export function openStore(options: StoreOptions, access: StoreAccess): Store {
   try {
     const secrets = secretValues(options.env ?? process.env, []);
     const saver = new SqliteCheckpointSaver(tables.db, redactingSerializer(new JsonPlusSerializer(), secrets), { prepare: false });
-    return { ...tables, secrets, saver, recordings: new Recordings(tables.db), snapshots: new SnapshotLog(tables.db) };
+    // Records made during a step are written with the step's next checkpoint write (see Recordings).
+    const recordings = new Recordings(tables.db);
+    if (access !== "read") saver.addWriteHook(() => recordings.flush());
+    return {
+      ...tables,
+      secrets,
+      saver,
+      recordings,
+      snapshots: new SnapshotLog(tables.db),
+      close: () => {
+        try {
+          if (access !== "read") recordings.flush();
+        } finally {
+          tables.close();
+        }
+      },
+    };
   } catch (error) {
     tables.close();
     throw storeError(tables.path, error);

@@ -1,0 +1,116 @@
+import type { LogChunk } from "./checkpoint-store.js";
+import type { EncodedItem } from "./item-framing.js";
+import type { SeqRange } from "./list-history.js";
+
+/** Items [from, to) of one chunk (indexes within the chunk). */
+interface Segment {
+  readonly chunk: LogChunk;
+  readonly ends: Buffer;
+  readonly types: readonly string[] | undefined;
+  readonly from: number;
+  readonly to: number;
+}
+
+/**
+ * The items of a list version as they lie in the item log's chunks, located but not copied. When
+ * every item is JSON, the version's JSON array text is a few slices of the chunks joined (see
+ * `jsonArrayText`): the read path makes no object per item.
+ */
+export class LogItems {
+  private encodedItems: EncodedItem[] | undefined;
+
+  private constructor(
+    private readonly segments: readonly Segment[],
+    readonly length: number,
+  ) {}
+
+  /** Locates the items at `ranges` in `chunks` (the chunks holding them, in log order). */
+  static locate(channel: string, chunks: readonly LogChunk[], ranges: readonly SeqRange[]): LogItems {
+    const segments: Segment[] = [];
+    const parsed = new Map<LogChunk, Pick<Segment, "ends" | "types">>();
+    let length = 0;
+    for (const [first, last] of ranges) {
+      let seq = first;
+      let index = firstChunkHolding(chunks, seq);
+      while (seq < last) {
+        const chunk = chunks[index];
+        if (!chunk || chunk.start_seq > seq) throw new Error(`The item log of channel ${channel} has no item ${seq}`);
+        let columns = parsed.get(chunk);
+        if (!columns) {
+          columns = {
+            ends: Buffer.from(chunk.ends.buffer, chunk.ends.byteOffset, chunk.ends.byteLength),
+            types: chunk.types === null ? undefined : (JSON.parse(chunk.types) as string[]),
+          };
+          parsed.set(chunk, columns);
+        }
+        const upTo = Math.min(last, chunk.end_seq);
+        segments.push({ chunk, ...columns, from: seq - chunk.start_seq, to: upTo - chunk.start_seq });
+        length += upTo - seq;
+        seq = upTo;
+        index += 1;
+      }
+    }
+    return new LogItems(segments, length);
+  }
+
+  /** Whether every item is JSON (then `jsonArrayText` holds them all). */
+  get allJson(): boolean {
+    return this.segments.every((segment) => segment.types === undefined);
+  }
+
+  /** `[item0,item1,…]`: the JSON items' array text, from one slice per chunk segment. */
+  jsonArrayText(): string {
+    let text = "[";
+    this.segments.forEach((segment, i) => {
+      const { chunk, ends, from, to } = segment;
+      const start = from === 0 ? 0 : ends.readUInt32LE(4 * (from - 1)) + 1;
+      const end = ends.readUInt32LE(4 * (to - 1));
+      const whole = from === 0 && to === chunk.end_seq - chunk.start_seq;
+      text += i > 0 ? "," : "";
+      // A whole chunk's text is kept with it (chunks are cached by the store and never change).
+      if (whole) text += (chunk as TextCachingChunk).text ??= utf8(chunk.data, start, end);
+      else text += utf8(chunk.data, start, end);
+    });
+    return `${text}]`;
+  }
+
+  /** Every item as the serde wrote it (views into the chunks; made once, on first use). */
+  encoded(): EncodedItem[] {
+    if (!this.encodedItems) {
+      const items: EncodedItem[] = [];
+      for (const { chunk, ends, types, from, to } of this.segments) {
+        const { buffer, byteOffset } = chunk.data;
+        for (let i = from; i < to; i += 1) {
+          const start = i === 0 ? 0 : ends.readUInt32LE(4 * (i - 1)) + 1;
+          const end = ends.readUInt32LE(4 * i);
+          items.push({ type: types?.[i] ?? "json", bytes: new Uint8Array(buffer, byteOffset + start, end - start) });
+        }
+      }
+      this.encodedItems = items;
+    }
+    return this.encodedItems;
+  }
+
+  /** Item `i` as the serde wrote it. */
+  at(i: number): EncodedItem {
+    return this.encoded()[i]!;
+  }
+}
+
+type TextCachingChunk = LogChunk & { text?: string };
+
+function utf8(data: Uint8Array, start: number, end: number): string {
+  return (Buffer.isBuffer(data) ? data : Buffer.from(data.buffer, data.byteOffset, data.byteLength)).toString("utf8", start, end);
+}
+
+/** The index of the first chunk whose items reach past `seq` (chunks in order). */
+function firstChunkHolding(chunks: readonly { end_seq: number }[], seq: number): number {
+  let low = 0;
+  let high = chunks.length;
+  while (low < high) {
+    const middle = (low + high) >> 1;
+    if (chunks[middle]!.end_seq <= seq) low = middle + 1;
+    else high = middle;
+  }
+  return low;
+}
