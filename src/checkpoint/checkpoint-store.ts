@@ -496,14 +496,7 @@ export class CheckpointStore {
 const ERROR_CHANNEL = "__error__";
 
 /** A checkpoint's row as a history walk reads it: no channel values, whether a task failed from it. */
-export interface HistoryRow {
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-  checkpoint_type: string;
-  checkpoint: Uint8Array;
-  channel_versions: string;
-  metadata_type: string;
-  metadata: Uint8Array;
+export interface HistoryRow extends Omit<CheckpointRow, "thread_id" | "checkpoint_ns"> {
   /** 1 when a task that ran from this checkpoint recorded an error (an `__error__` pending write). */
   failed: number;
 }

@@ -7,41 +7,34 @@
  * through the saver.
  */
 import type Database from "better-sqlite3";
+import { CheckpointStore } from "./checkpoint-store.js";
+
+/** The thread's root namespace. */
+const root = (threadId: string) => ({ threadId, ns: "" });
 
 /** The id of the thread's latest root checkpoint; undefined before its first. */
 export function latestCheckpointId(db: Database.Database, threadId: string): string | undefined {
-  return db
-    .prepare<[string], string>(`SELECT checkpoint_id FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`)
-    .pluck()
-    .get(threadId);
+  return new CheckpointStore(db).checkpoint(root(threadId))?.checkpoint_id;
 }
 
 /** Channel values of the thread's latest root checkpoint (those it has of `channels`); `{}` before its first checkpoint. */
 export function latestPlainChannels(db: Database.Database, threadId: string, channels: readonly string[]): Record<string, unknown> {
-  return db
-    .transaction(() => {
-      const row = db
-        .prepare<[string], { channel_versions: string }>(
-          `SELECT channel_versions FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`,
-        )
-        .get(threadId);
-      if (!row) return {};
-      const versions = JSON.parse(row.channel_versions) as Record<string, string | number>;
-      const blob = db.prepare<[string, string, string], { kind: string; type: string | null; data: Uint8Array | null }>(
-        `SELECT kind, type, data FROM loopgraph_checkpoint_blobs WHERE thread_id = ? AND checkpoint_ns = '' AND channel = ? AND version = ?`,
-      );
-      const values: Record<string, unknown> = {};
-      for (const channel of channels) {
-        const version = versions[channel];
-        if (version === undefined) continue;
-        const stored = blob.get(threadId, channel, String(version));
-        if (!stored || stored.kind === "empty") continue;
-        if (stored.kind !== "value" || stored.type !== "json" || stored.data === null) {
-          throw new Error(`channel "${channel}" of thread "${threadId}" is not stored as a plain JSON value (${stored.kind}, ${stored.type}): read it through the saver`);
-        }
-        values[channel] = JSON.parse(Buffer.from(stored.data).toString("utf8"));
+  const store = new CheckpointStore(db);
+  return store.readTransaction(() => {
+    const row = store.checkpoint(root(threadId));
+    if (!row) return {};
+    const versions = JSON.parse(row.channel_versions) as Record<string, string | number>;
+    const values: Record<string, unknown> = {};
+    for (const channel of channels) {
+      const version = versions[channel];
+      if (version === undefined) continue;
+      const record = store.blob(root(threadId), channel, String(version))?.record;
+      if (!record || record.kind === "empty") continue;
+      if (record.kind !== "value" || record.type !== "json") {
+        throw new Error(`channel "${channel}" of thread "${threadId}" is not stored as a plain JSON value (${record.kind}): read it through the saver`);
       }
-      return values;
-    })
-    .deferred();
+      values[channel] = JSON.parse(Buffer.from(record.data).toString("utf8"));
+    }
+    return values;
+  });
 }
