@@ -88,7 +88,15 @@ export async function sendCommand(threadId: string, text: string, options: Store
 async function loopMayRun(store: Store, thread: ThreadRecord): Promise<boolean> {
   const { loopState, inboxCursor = 0 } = latestPlainChannels(store.db, thread.threadId, ["loopState", "inboxCursor"]) as { loopState?: LooperSnapshot; inboxCursor?: number };
   if (loopState ? isRunning(loopState) : thread.status === "running") return true;
-  return store.inbox.after(thread.threadId, inboxCursor).some((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
+  return hasQueuedTask(store, thread.threadId, inboxCursor);
+}
+
+/** A command that starts an idle loop: `start`, or `add_pending` (a task added while idle starts it). */
+export const startsLoop = (command: LooperCommand): boolean => command.command === "start" || command.command === "add_pending";
+
+/** Whether a command that starts a loop waits in the thread's inbox, after `cursor` (default: its latest checkpoint's). */
+export function hasQueuedTask(store: StoreTables, threadId: string, cursor = inboxCursorOf(store, threadId)): boolean {
+  return store.inbox.after(threadId, cursor).some((entry) => startsLoop(entry.command));
 }
 
 /** Free text sent to a Mediator thread and not answered yet (after the cursor of its latest checkpoint). */

@@ -5,8 +5,8 @@ import { formatStatus, initialLooperSnapshot } from "../nodes/looper/index.js";
 import type { LooperCommand } from "../state/looper.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
-import { latestValues, withStore, type StoreOptions } from "../runs/store.js";
-import { hasUnconsumedCommands, inboxCursorOf, looperStatus, loopThreadOf, NOTHING_TO_STOP } from "./commands.js";
+import { latestValues, withStore, withTables, type StoreOptions } from "../runs/store.js";
+import { hasQueuedTask, hasUnconsumedCommands, looperStatus, loopThreadOf, NOTHING_TO_STOP, startsLoop } from "./commands.js";
 import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
 import type { EventSink } from "../runtime/events.js";
 import type { ResumeOptions, RunOptions, RunOutcome } from "./run-types.js";
@@ -161,7 +161,7 @@ export class LoopSupervisor implements LooperHandle {
     }
     const first = await withStore(this.options.store, "write", async (store) => {
       const entries = store.inbox.after(this.threadId, 0);
-      const at = entries.findIndex((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
+      const at = entries.findIndex((entry) => startsLoop(entry.command));
       // A stop sent before any start has nothing to stop; the first task is taken from the inbox to start the loop on.
       for (const entry of entries.slice(0, at < 0 ? entries.length : at + 1)) store.inbox.remove(entry.id);
       return at < 0 ? undefined : entries[at]!.command;
@@ -280,14 +280,11 @@ export class LoopSupervisor implements LooperHandle {
 
   /** Whether a `start` or `add_pending` waits in the loop's inbox. */
   private async hasQueuedTask(): Promise<boolean> {
-    return withStore(this.options.store, "read", async (store) => {
-      const cursor = inboxCursorOf(store, this.threadId);
-      return store.inbox.after(this.threadId, cursor).some((entry) => entry.command.command === "start" || entry.command.command === "add_pending");
-    });
+    return withTables(this.options.store, "read", (store) => hasQueuedTask(store, this.threadId));
   }
 
   private async hasQueuedCommands(): Promise<boolean> {
-    return withStore(this.options.store, "read", (store) => hasUnconsumedCommands(store, this.threadId));
+    return withTables(this.options.store, "read", (store) => hasUnconsumedCommands(store, this.threadId));
   }
 
   private async post(command: Exclude<LooperCommand, { command: "status" }>): Promise<void> {
