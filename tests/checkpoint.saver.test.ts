@@ -8,6 +8,7 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { dropRanges, sharedSeqPrefix } from "../src/checkpoint/list-history.js";
 import { STORE_VERSION } from "../src/runs/schema.js";
 import { openStore } from "../src/runs/store.js";
 
@@ -246,15 +247,19 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
   });
 });
 
+/** A store file of an earlier version under tests/fixtures/checkpoint, and what its thread read back when it was made. */
+function storeFixture(name: string): { fixture: string; expected: { final: string[]; history: { id: string; count: number; sha1: string }[] } } {
+  const file = (extension: string) => fileURLToPath(new URL(`./fixtures/checkpoint/${name}.${extension}`, import.meta.url));
+  return { fixture: file("db"), expected: JSON.parse(readFileSync(file("json"), "utf8")) as ReturnType<typeof storeFixture>["expected"] };
+}
+
+/** The digest store fixtures record of a checkpoint's messages. */
+const digest = (messages: readonly BaseMessage[]) => createHash("sha1").update(serialized(messages).join("\n")).digest("hex");
+
 describe("SqliteCheckpointSaver on a store written before the item log", () => {
   // store-v2.db: 45 turns written by the saver of store version 2 (snapshot, deltas, rollups;
   // one message removed, one replaced by id; see make-store-v2.ts.txt); store-v2.json: what it read back.
-  const fixture = fileURLToPath(new URL("./fixtures/checkpoint/store-v2.db", import.meta.url));
-  const expected = JSON.parse(readFileSync(fileURLToPath(new URL("./fixtures/checkpoint/store-v2.json", import.meta.url)), "utf8")) as {
-    final: string[];
-    history: { id: string; count: number; sha1: string }[];
-  };
-  const digest = (messages: readonly BaseMessage[]) => createHash("sha1").update(serialized(messages).join("\n")).digest("hex");
+  const { fixture, expected } = storeFixture("store-v2");
 
   it("is read through the run store unchanged, and migrated to the current store version by a writer", async () => {
     const path = newDatabasePath();
@@ -298,6 +303,106 @@ describe("SqliteCheckpointSaver on a store written before the item log", () => {
     expect(after.rows.items).toBe(6);
     expect(after.logItems).toBe(expected.final.length + 6);
     for (const { id, sha1 } of expected.history) expect(digest((await storedMessages(path, "old", id)) ?? [])).toBe(sha1);
+  });
+});
+
+describe("SqliteCheckpointSaver on a store of version 3 (its tables WITHOUT ROWID)", () => {
+  // store-v3.db: 45 turns written through the run store of version 3, replies of 1.5 KB (rows
+  // that overflow a page; one message removed, one replaced by id; see make-store-v3.mjs.txt).
+  const { fixture, expected } = storeFixture("store-v3");
+  const tablesWithoutRowid = (path: string): string[] => {
+    const db = new Database(path, { readonly: true });
+    try {
+      return (db.prepare("SELECT name, sql FROM sqlite_master WHERE type = 'table'").all() as { name: string; sql: string }[])
+        .filter((table) => /WITHOUT ROWID/i.test(table.sql))
+        .map((table) => table.name)
+        .sort();
+    } finally {
+      db.close();
+    }
+  };
+  const rowCounts = (path: string): Record<string, number> => {
+    const db = new Database(path, { readonly: true });
+    try {
+      const tables = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"];
+      return Object.fromEntries(tables.map((table) => [table, (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n]));
+    } finally {
+      db.close();
+    }
+  };
+
+  it("is rebuilt as rowid tables by a writer, every row kept: every checkpoint reads back as before, and the thread goes on", async () => {
+    const path = newDatabasePath();
+    mkdirSync(dirname(path), { recursive: true });
+    copyFileSync(fixture, path);
+    expect(tablesWithoutRowid(path)).toEqual(["loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes", "loopgraph_checkpoints"]);
+    const before = rowCounts(path);
+    expect(before.loopgraph_checkpoint_items).toBeGreaterThan(0);
+
+    // Read as it is (the reader migrates a copy in memory): the file is left alone.
+    const image = readFileSync(path);
+    const reader = openStore({ db: path }, "read");
+    expect(serialized((await reader.saver.getTuple({ configurable: { thread_id: "v3" } }))?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
+    reader.close();
+    expect(readFileSync(path).equals(image)).toBe(true);
+
+    const writer = openStore({ db: path }, "write");
+    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    writer.close();
+    expect(tablesWithoutRowid(path)).toEqual([]);
+    expect(rowCounts(path)).toEqual(before);
+    for (const { id, count, sha1 } of expected.history) {
+      const messages = (await storedMessages(path, "v3", id)) ?? [];
+      expect({ id, count: messages.length, sha1: digest(messages) }).toEqual({ id, count, sha1 });
+    }
+    const saver = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(saver), "v3", 2, 100);
+    saver.close();
+    expect(serialized(returned.slice(0, expected.final.length))).toEqual(expected.final);
+    expect(returned).toHaveLength(expected.final.length + 4);
+  });
+});
+
+describe("SqliteCheckpointSaver.readChannel past a version the reader holds", () => {
+  it("reads only the log items a later version adds, reusing the earlier version's for the positions both share", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    await chat(buildChat(saver), "reader", 6);
+    const versions: string[] = [];
+    for await (const entry of saver.history("reader")) {
+      const version = entry.channelVersions.messages;
+      if (version !== undefined && versions.at(-1) !== String(version)) versions.push(String(version));
+    }
+    expect(versions.length).toBeGreaterThan(5);
+    const logChunks = vi.spyOn((saver as unknown as { store: { logChunks: (...args: unknown[]) => unknown } }).store, "logChunks");
+    let previous: { items: readonly { type: string; bytes: Uint8Array }[]; ranges?: readonly [number, number][] } | undefined;
+    for (const version of versions) {
+      const whole = saver.readChannel("reader", "messages", version);
+      logChunks.mockClear();
+      const read = saver.readChannel("reader", "messages", version, previous ? { previous } : {});
+      if (whole?.kind !== "list" || read?.kind !== "list") throw new Error(`version ${version} is not a list`);
+      expect(read.items.map((item) => Buffer.from(item.bytes).toString())).toEqual(whole.items.map((item) => Buffer.from(item.bytes).toString()));
+      expect(read.ranges).toEqual(whole.ranges);
+      if (previous) {
+        // The items both versions hold at the same log positions are the reader's own, and only the rest was looked for in the log.
+        const shared = previous.items.length;
+        expect(read.items.slice(0, shared).every((item, i) => item === previous!.items[i])).toBe(true);
+        const [, channel, start, end] = logChunks.mock.calls[0] as [unknown, string, number, number];
+        expect([channel, start, end]).toEqual(["messages", shared, whole.items.length]);
+      }
+      previous = { items: read.items, ...(read.ranges ? { ranges: read.ranges } : {}) };
+    }
+    saver.close();
+  });
+
+  it("dropRanges and sharedSeqPrefix count items across ranges", () => {
+    expect(dropRanges([[0, 3], [5, 7], [9, 10]], 0)).toEqual([[0, 3], [5, 7], [9, 10]]);
+    expect(dropRanges([[0, 3], [5, 7], [9, 10]], 4)).toEqual([[6, 7], [9, 10]]);
+    expect(dropRanges([[0, 3], [5, 7]], 5)).toEqual([]);
+    expect(sharedSeqPrefix([[0, 3], [5, 7]], [[0, 3], [5, 6], [8, 9]])).toBe(4);
+    expect(sharedSeqPrefix([[0, 3]], [[0, 5]])).toBe(3);
+    expect(sharedSeqPrefix([[1, 3]], [[0, 3]])).toBe(0);
+    expect(sharedSeqPrefix([], [[0, 3]])).toBe(0);
   });
 });
 

@@ -81,6 +81,34 @@ export function truncateRanges(ranges: readonly SeqRange[], keep: number): SeqRa
   return kept;
 }
 
+/** The ranges of the items after the first `skip`. */
+export function dropRanges(ranges: readonly SeqRange[], skip: number): SeqRange[] {
+  const rest: SeqRange[] = [];
+  let left = skip;
+  for (const [start, end] of ranges) {
+    if (left >= end - start) {
+      left -= end - start;
+      continue;
+    }
+    rest.push([start + left, end]);
+    left = 0;
+  }
+  return rest;
+}
+
+/** How many leading items two lists of log positions have at the same positions. */
+export function sharedSeqPrefix(a: readonly SeqRange[], b: readonly SeqRange[]): number {
+  let shared = 0;
+  for (let i = 0; i < a.length && i < b.length; i++) {
+    const [startA, endA] = a[i]!;
+    const [startB, endB] = b[i]!;
+    if (startA !== startB) break;
+    shared += Math.min(endA, endB) - startA;
+    if (endA !== endB) break;
+  }
+  return shared;
+}
+
 /** Appends one item's sequence number, extending the last range when it follows on. */
 export function pushSeq(ranges: SeqRange[], seq: number): void {
   const last = ranges[ranges.length - 1];

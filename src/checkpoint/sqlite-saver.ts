@@ -34,8 +34,10 @@ import { decodeItems, syncSerializerOf, type SyncSerializer } from "./fast-serde
 import { sameEncoding, type EncodedItem } from "./item-framing.js";
 import { LogItems } from "./log-items.js";
 import {
+  dropRanges,
   isListRow,
   materializeList,
+  sharedSeqPrefix,
   pushSeq,
   sharedPrefix,
   truncateRanges,
@@ -146,7 +148,14 @@ export interface CheckpointHistoryEntry {
 /** A channel version as stored, not yet decoded: a single value, or a list's items. */
 export type StoredChannel =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
-  | { readonly kind: "list"; readonly items: readonly EncodedItem[] };
+  /** `ranges`: where the items lie in the channel's item log, for versions stored there. */
+  | { readonly kind: "list"; readonly items: readonly EncodedItem[]; readonly ranges?: readonly SeqRange[] };
+
+/** A list version a reader holds already, passed to `readChannel` to read only what a later one adds. */
+export interface KnownList {
+  readonly items: readonly EncodedItem[];
+  readonly ranges?: readonly SeqRange[];
+}
 
 /** A decoded channel value, and when its decoding settled (see `decodeChannel`). */
 export interface DecodedChannel {
@@ -476,16 +485,19 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   /**
    * One channel version as stored, undefined when it holds no value (cleared, or never stored).
-   * A list version is rebuilt from its row and its base's items: `knownItems` may give those of
-   * a version the caller already holds (the parent's, typically), else the base chain is read.
+   * A list version of the item log is read past the log positions it shares with `previous` (the
+   * parent's version, typically), whose items it then reuses: a thread's history reads each item
+   * once. A list version of a version-2 store is rebuilt from its row and its base's items:
+   * `knownItems` may give those of a version the caller already holds, else the base chain is read.
    */
   readChannel(
     threadId: string,
     channel: string,
     version: string,
-    knownItems: (version: string) => readonly EncodedItem[] | undefined = () => undefined,
+    known: { previous?: KnownList; knownItems?: (version: string) => readonly EncodedItem[] | undefined } = {},
     ns = "",
   ): StoredChannel | undefined {
+    const { previous, knownItems = () => undefined } = known;
     const at = { threadId, ns };
     // Blobs are never changed once written: each read is one statement, no transaction needed.
     const prefetched = this.prefetched?.at.threadId === threadId && this.prefetched.at.ns === ns ? this.prefetched.links : undefined;
@@ -497,7 +509,12 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     }
     if (record.kind === "value") return record;
     // A list version of the item log: its items are read from the log's chunks (cached, never changed).
-    if (record.kind === "items") return { kind: "list", items: this.readLogItems(at, channel, record.ranges).encoded() };
+    if (record.kind === "items") {
+      const shared = previous?.ranges ? sharedSeqPrefix(previous.ranges, record.ranges) : 0;
+      const added = this.readLogItems(at, channel, dropRanges(record.ranges, shared)).encoded();
+      const items = shared > 0 ? previous!.items.slice(0, shared).concat(added) : added;
+      return { kind: "list", items, ranges: record.ranges };
+    }
     // Lists of a version-2 store: a snapshot, or a delta or rollup on a base version.
     if (record.kind === "snapshot") return { kind: "list", items: record.items };
     const base = knownItems(record.baseVersion);

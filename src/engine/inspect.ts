@@ -2,7 +2,7 @@ import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
-import { SETTLED_AT_ONCE, type CheckpointHistoryEntry, type EncodedItem } from "../checkpoint/index.js";
+import { SETTLED_AT_ONCE, type CheckpointHistoryEntry, type EncodedItem, type SeqRange, type StoredChannel } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { parentLinks, rootCheckpointIdsWithPrefix } from "../runs/checkpoint-ids.js";
@@ -187,6 +187,8 @@ interface ChannelEntry {
   /** List channels: the stored items, and the largest settle count of the first i + 1 items. */
   items?: readonly EncodedItem[];
   settledBefore?: readonly number[];
+  /** Where the items lie in the channel's item log (stores of version 3). */
+  ranges?: readonly SeqRange[];
 }
 
 /** The shown channels of a checkpoint, in the order a full decode gives its values. */
@@ -243,9 +245,10 @@ class StateReader {
 
   private async readEntry(channel: string, version: string, before: ChannelEntry | undefined): Promise<ChannelEntry | undefined> {
     const known = this.knownLists.get(channel);
-    const stored = this.saver.readChannel(this.threadId, channel, version, (base) =>
-      before?.version === base && before.items ? before.items : known?.get(base),
-    );
+    const stored = this.saver.readChannel(this.threadId, channel, version, {
+      ...(before?.items ? { previous: { items: before.items, ...(before.ranges ? { ranges: before.ranges } : {}) } } : {}),
+      knownItems: (base) => (before?.version === base && before.items ? before.items : known?.get(base)),
+    });
     if (!stored) return undefined;
     if (stored.kind === "value") {
       const decoded = await this.saver.decodeChannel(stored);
@@ -254,7 +257,7 @@ class StateReader {
       return { version, plain, settledAfter: decoded.settledAfter };
     }
     this.rememberList(channel, version, stored.items);
-    return this.readList(version, stored.items, before);
+    return this.readList(version, stored, before);
   }
 
   private rememberList(channel: string, version: string, items: readonly EncodedItem[]): void {
@@ -265,7 +268,7 @@ class StateReader {
   }
 
   /** A list's plain items: the parent's for the prefix stored alike, the others decoded one by one. */
-  private async readList(version: string, items: readonly EncodedItem[], before: ChannelEntry | undefined): Promise<ChannelEntry> {
+  private async readList(version: string, { items, ranges }: Extract<StoredChannel, { kind: "list" }>, before: ChannelEntry | undefined): Promise<ChannelEntry> {
     const previousItems = before?.items ?? [];
     const previousPlain = Array.isArray(before?.plain) ? (before.plain as unknown[]) : [];
     let shared = 0;
@@ -279,7 +282,7 @@ class StateReader {
       settledBefore.push(Math.max(settledBefore.at(-1) ?? SETTLED_AT_ONCE, decoded.settledAfter));
     }
     const settledAfter = items.length > 0 ? settledBefore.at(-1)! : (this.emptyListSettle ??= (await this.saver.decodeChannel({ kind: "list", items: [] })).settledAfter);
-    return { version, plain, settledAfter, items, settledBefore };
+    return { version, plain, settledAfter, items, settledBefore, ...(ranges ? { ranges } : {}) };
   }
 }
 

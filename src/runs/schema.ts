@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { createCheckpointTables } from "../checkpoint/schema.js";
+import { createCheckpointTables, rebuildWithRowid } from "../checkpoint/schema.js";
 
 /**
  * The run store's schema, as migrations. The store's version is SQLite's `user_version`: 0 for a
@@ -91,6 +91,13 @@ export const MIGRATIONS: readonly Migration[] = [
     describe: "list channels store each item once, in an item log per channel (loopgraph_checkpoint_items); versions written before stay as they are and are still read",
     up(db) {
       createCheckpointTables(db);
+    },
+  },
+  {
+    version: 4,
+    describe: "the checkpoint saver's tables are rowid tables again (version 3 created them WITHOUT ROWID: searches read whole rows)",
+    up(db) {
+      rebuildWithRowid(db);
     },
   },
 ];
