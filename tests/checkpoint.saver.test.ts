@@ -1,4 +1,4 @@
-import { createHash } from "node:crypto";
+import { createHash, randomBytes } from "node:crypto";
 import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
@@ -7,7 +7,8 @@ import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langc
 import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
-import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { SqliteCheckpointSaver, type KnownList } from "../src/checkpoint/index.js";
+import { packChunk, unpackChunk } from "../src/checkpoint/checkpoint-store.js";
 import { dropRanges, sharedSeqPrefix } from "../src/checkpoint/list-history.js";
 import { STORE_VERSION } from "../src/runs/schema.js";
 import { openStore } from "../src/runs/store.js";
@@ -361,6 +362,18 @@ describe("SqliteCheckpointSaver on a store of version 3 (its tables WITHOUT ROWI
     expect(serialized(returned.slice(0, expected.final.length))).toEqual(expected.final);
     expect(returned).toHaveLength(expected.final.length + 4);
   });
+
+  it("opened by the saver alone (no run store migration), is read and written as it is", async () => {
+    const path = newDatabasePath();
+    mkdirSync(dirname(path), { recursive: true });
+    copyFileSync(fixture, path);
+    const saver = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(saver), "v3", 2, 100);
+    saver.close();
+    expect(serialized(returned.slice(0, expected.final.length))).toEqual(expected.final);
+    expect(serialized(await storedMessages(path, "v3"))).toEqual(serialized(returned));
+    expect(tablesWithoutRowid(path)).toHaveLength(4);
+  });
 });
 
 describe("SqliteCheckpointSaver.readChannel past a version the reader holds", () => {
@@ -375,7 +388,7 @@ describe("SqliteCheckpointSaver.readChannel past a version the reader holds", ()
     }
     expect(versions.length).toBeGreaterThan(5);
     const logChunks = vi.spyOn((saver as unknown as { store: { logChunks: (...args: unknown[]) => unknown } }).store, "logChunks");
-    let previous: { items: readonly { type: string; bytes: Uint8Array }[]; ranges?: readonly [number, number][] } | undefined;
+    let previous: KnownList | undefined;
     for (const version of versions) {
       const whole = saver.readChannel("reader", "messages", version);
       logChunks.mockClear();
@@ -443,6 +456,107 @@ describe("SqliteCheckpointSaver pending writes and inputs", () => {
       { channel: "messages", items: 11 },
     ]);
     expect(new Set(writeRows.map((row) => row.type))).toEqual(new Set(["loopgraph:log-refs"]));
+  });
+});
+
+describe("SqliteCheckpointSaver stores each message once, compressed, and no more than it must", () => {
+  /** The item logs of a thread: per channel, its chunks' item types, raw bytes and codecs. */
+  function itemLogs(path: string, threadId: string): Record<string, { types: string[]; rawBytes: number; codecs: (string | null)[] }> {
+    const db = new Database(path, { readonly: true });
+    try {
+      const rows = db
+        .prepare<[string], { channel: string; start_seq: number; end_seq: number; ends: Buffer; types: string | null; codec: string | null }>(
+          "SELECT channel, start_seq, end_seq, ends, types, codec FROM loopgraph_checkpoint_items WHERE thread_id = ? ORDER BY channel, start_seq",
+        )
+        .all(threadId);
+      const logs: ReturnType<typeof itemLogs> = {};
+      for (const row of rows) {
+        const log = (logs[row.channel] ??= { types: [], rawBytes: 0, codecs: [] });
+        log.types.push(...(row.types === null ? new Array<string>(row.end_seq - row.start_seq).fill("json") : (JSON.parse(row.types) as string[])));
+        log.rawBytes += row.ends.readUInt32LE(row.ends.length - 4);
+        log.codecs.push(row.codec);
+      }
+      return logs;
+    } finally {
+      db.close();
+    }
+  }
+
+  it("a message without an id is logged as written; the list that gives it one refers to it: both read back exactly", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    // userMessage and the replies have no id: LangGraph's messages reducer gives them one.
+    const returned = await chat(buildChat(saver), "no-ids", 8);
+    expect(returned.every((message) => typeof message.id === "string")).toBe(true);
+    const tuples = [];
+    for await (const tuple of saver.list({ configurable: { thread_id: "no-ids" } })) tuples.push(tuple);
+    saver.close();
+
+    expect(serialized(await storedMessages(path, "no-ids"))).toEqual(serialized(returned));
+    // The writes read back as they were written: without the ids the reducer gave them later.
+    const written = tuples.flatMap((tuple) => (tuple.pendingWrites ?? []).filter(([, channel]) => channel === "messages").flatMap(([, , value]) => value as BaseMessage[]));
+    expect(written).toHaveLength(16);
+    expect(written.every((message) => message.id === undefined)).toBe(true);
+    expect(written.map((message) => message.content).sort()).toEqual(returned.map((message) => message.content).sort());
+
+    const logs = itemLogs(path, "no-ids");
+    expect(logs["__writes__:messages"]!.types).toEqual(new Array(16).fill("json"));
+    expect(logs.messages!.types).toEqual(new Array(16).fill("lg:ref"));
+    // A reference holds the id and where the message is: a small share of the message.
+    expect(logs.messages!.rawBytes).toBeLessThan(logs["__writes__:messages"]!.rawBytes / 3);
+  });
+
+  it("compresses a chunk of text, keeps one that would not shrink as it is, and reads it back exactly", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const items = Array.from({ length: 40 }, (_, i) => `line ${i}: ${"the same words again and again ".repeat(20)}`);
+    const checkpoint = { v: 4, id: uuid6(0), ts: new Date().toISOString(), channel_values: { items }, channel_versions: { items: 1 }, versions_seen: {} };
+    await saver.put({ configurable: { thread_id: "text", checkpoint_ns: "" } }, checkpoint, { source: "loop", step: 0, parents: {} }, { items: 1 });
+    saver.close();
+    expect(itemLogs(path, "text").items!.codecs).toEqual(["deflate"]);
+    const db = new Database(path, { readonly: true });
+    expect(db.prepare<[], { size: number }>("SELECT length(data) AS size FROM loopgraph_checkpoint_items WHERE thread_id = 'text'").get()!.size).toBeLessThan(items.join(",").length / 5);
+    db.close();
+    const reopened = new SqliteCheckpointSaver(path);
+    expect((await reopened.getTuple({ configurable: { thread_id: "text" } }))?.checkpoint.channel_values.items).toEqual(items);
+    reopened.close();
+
+    // Data that does not shrink by an eighth (random bytes), or is small, is stored as it is.
+    for (const data of [randomBytes(4096), Buffer.from("x".repeat(200))]) {
+      const columns = { start: 0, end: 1, data, ends: Buffer.alloc(4), types: null };
+      const packed = packChunk(columns);
+      expect(packed.codec).toBeNull();
+      expect(packed.data).toBe(data);
+    }
+    const text = Buffer.from("compressible ".repeat(100));
+    const packed = packChunk({ start: 0, end: 1, data: text, ends: Buffer.alloc(4), types: null });
+    expect(packed.codec).toBe("deflate");
+    expect(Buffer.from(unpackChunk({ start_seq: 0, end_seq: 1, data: packed.data, ends: packed.ends, types: null, codec: packed.codec }).data).equals(text)).toBe(true);
+    expect(() => unpackChunk({ start_seq: 0, end_seq: 1, data: text, ends: packed.ends, types: null, codec: "zstd" })).toThrow(/codec "zstd"/);
+  });
+
+  it("writes no row for a version without a value, no checkpoint id twice, and versions of nine random digits", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    await chat(buildChat(saver), "lean", 3);
+    const history = [];
+    for await (const tuple of saver.list({ configurable: { thread_id: "lean" } })) history.push(tuple);
+    saver.close();
+    const db = new Database(path, { readonly: true });
+    const kinds = db.prepare<[], { kind: string }>("SELECT DISTINCT kind FROM loopgraph_checkpoint_blobs").all().map((row) => row.kind);
+    const rows = db.prepare<[], { checkpoint_id: string; checkpoint: Buffer; channel_versions: string }>("SELECT checkpoint_id, checkpoint, channel_versions FROM loopgraph_checkpoints").all();
+    db.close();
+    expect(kinds).not.toContain("empty");
+    expect(rows.length).toBe(history.length);
+    for (const row of rows) {
+      expect(row.checkpoint.toString("utf8")).not.toContain(row.checkpoint_id);
+      for (const version of Object.values(JSON.parse(row.channel_versions) as Record<string, number>)) expect(String(version)).toMatch(/^\d+\.\d{1,9}$/);
+    }
+    // Read back, each checkpoint has its id where LangGraph puts it (after `v`), and the channels the state holds.
+    for (const tuple of history) {
+      expect(Object.keys(tuple.checkpoint).slice(0, 2)).toEqual(["v", "id"]);
+      expect(tuple.checkpoint.id).toBe(tuple.config.configurable?.checkpoint_id);
+    }
   });
 });
 

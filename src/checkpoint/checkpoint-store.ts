@@ -1,3 +1,4 @@
+import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { frameItems, unframeItems, type EncodedItem } from "./item-framing.js";
 import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "./list-history.js";
@@ -59,7 +60,7 @@ export interface ListQuery {
 /** Position after the last row of a page, in the list order (id, thread, namespace, descending). */
 export type ListCursor = Pick<CheckpointRow, "checkpoint_id" | "thread_id" | "checkpoint_ns">;
 
-interface ChunkColumns {
+export interface ChunkColumns {
   start: number;
   end: number;
   data: Uint8Array;
@@ -141,6 +142,34 @@ export interface LogChunk {
   types: string | null;
 }
 
+/** A chunk's row: its data compressed when `codec` says so (see `packChunk`). */
+export type StoredChunk = LogChunk & { codec: string | null };
+
+/** The one codec of chunk data: raw DEFLATE (zlib). */
+const DEFLATE = "deflate";
+/** Chunks smaller than this are stored as they are. */
+const COMPRESS_FROM_BYTES = 256;
+/** A compressed chunk is kept when it is at most this share of the raw one. */
+const COMPRESSED_SHARE = 0.875;
+
+/**
+ * A chunk's data as stored: compressed (raw DEFLATE) when that saves at least an eighth. Item
+ * logs hold a thread's messages and tool outputs (source, logs, diffs), text that compresses
+ * two to four times; PostgreSQL compresses such values by itself (TOAST), SQLite does not.
+ */
+export function packChunk(columns: ChunkColumns): ChunkColumns & { codec: string | null } {
+  if (columns.data.length < COMPRESS_FROM_BYTES) return { ...columns, codec: null };
+  const compressed = deflateRawSync(columns.data);
+  return compressed.length <= columns.data.length * COMPRESSED_SHARE ? { ...columns, data: compressed, codec: DEFLATE } : { ...columns, codec: null };
+}
+
+/** A chunk as read, its data raw. */
+export function unpackChunk({ codec, ...chunk }: StoredChunk): LogChunk {
+  if (codec === null) return chunk;
+  if (codec !== DEFLATE) throw new Error(`An item log chunk is stored with codec "${codec}", which this loopgraph cannot read`);
+  return { ...chunk, data: inflateRawSync(chunk.data) };
+}
+
 /** Bytes of item log chunks kept in memory for reads (see CheckpointStore.chunkCache). */
 const CHUNK_CACHE_BYTES = 16 * 1024 * 1024;
 
@@ -212,7 +241,6 @@ export class CheckpointStore {
   private readonly extendChunkStatement;
   private readonly chunksStatement;
   private readonly chunkBoundsStatement;
-  private readonly chunkStatement;
   /**
    * Chunks read or written lately, by thread, namespace, channel and range. A chunk never changes
    * once written: a merge writes another range (and a deleted thread's are forgotten, see deleteThread).
@@ -298,29 +326,27 @@ export class CheckpointStore {
     this.logEndStatement = db
       .prepare<[LogKey], number>(`SELECT end_seq FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 1`)
       .pluck();
-    this.insertChunkStatement = db.prepare<[LogKey & ChunkColumns]>(
-      `INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, start_seq, end_seq, data, ends, types)
-       VALUES (@threadId, @ns, @channel, @start, @end, @data, @ends, @types)`,
+    this.insertChunkStatement = db.prepare<[LogKey & ChunkColumns & { codec: string | null }]>(
+      `INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, start_seq, end_seq, data, ends, types, codec)
+       VALUES (@threadId, @ns, @channel, @start, @end, @data, @ends, @types, @codec)`,
     );
-    this.lastChunksStatement = db.prepare<[LogKey], { start_seq: number; end_seq: number; bytes: number }>(
-      `SELECT start_seq, end_seq, length(data) AS bytes FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 2`,
+    // A chunk's raw size is the end of its last item (its data may be stored compressed).
+    this.lastChunksStatement = db.prepare<[LogKey], { start_seq: number; end_seq: number; last_end: Uint8Array }>(
+      `SELECT start_seq, end_seq, substr(ends, -4) AS last_end FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 2`,
     );
-    this.chunkDataStatement = db.prepare<[LogKey & { start: number }], LogChunk>(
-      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
+    this.chunkDataStatement = db.prepare<[LogKey & { start: number }], StoredChunk>(
+      `SELECT start_seq, end_seq, data, ends, types, codec FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
     );
     this.deleteChunkStatement = db.prepare<[LogKey & { start: number }]>(`DELETE FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`);
-    this.extendChunkStatement = db.prepare<[LogKey & ChunkColumns]>(
-      `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data, ends = @ends, types = @types WHERE ${logKey} AND start_seq = @start`,
+    this.extendChunkStatement = db.prepare<[LogKey & ChunkColumns & { codec: string | null }]>(
+      `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data, ends = @ends, types = @types, codec = @codec WHERE ${logKey} AND start_seq = @start`,
     );
     this.chunkBoundsStatement = db.prepare<[LogKey & { start: number; end: number }], { start_seq: number; end_seq: number }>(
       `SELECT start_seq, end_seq FROM loopgraph_checkpoint_items
        WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
     );
-    this.chunkStatement = db.prepare<[LogKey & { start: number }], LogChunk>(
-      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
-    );
-    this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], LogChunk>(
-      `SELECT start_seq, end_seq, data, ends, types FROM loopgraph_checkpoint_items
+    this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], StoredChunk>(
+      `SELECT start_seq, end_seq, data, ends, types, codec FROM loopgraph_checkpoint_items
        WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
     );
     this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"].map(
@@ -430,14 +456,16 @@ export class CheckpointStore {
    */
   appendToLog(at: ThreadNamespace, channel: string, start: number, items: readonly EncodedItem[]): void {
     const key = { threadId: at.threadId, ns: at.ns, channel };
-    this.insertChunkStatement.run({ ...key, ...chunkColumns(start, items) });
+    this.insertChunkStatement.run({ ...key, ...packChunk(chunkColumns(start, items)) });
+    const rawBytes = (row: { last_end: Uint8Array }): number => Buffer.from(row.last_end.buffer, row.last_end.byteOffset, row.last_end.byteLength).readUInt32LE(0);
     for (;;) {
       const [last, before] = this.lastChunksStatement.all(key);
       if (!last || !before || before.end_seq !== last.start_seq) return;
-      if (before.bytes > last.bytes || before.bytes + last.bytes > MAX_CHUNK_BYTES) return;
-      const merged = mergeChunks(this.chunkDataStatement.get({ ...key, start: before.start_seq })!, this.chunkDataStatement.get({ ...key, start: last.start_seq })!);
+      if (rawBytes(before) > rawBytes(last) || rawBytes(before) + rawBytes(last) > MAX_CHUNK_BYTES) return;
+      const chunk = (start: number): LogChunk => unpackChunk(this.chunkDataStatement.get({ ...key, start })!);
+      const merged = mergeChunks(chunk(before.start_seq), chunk(last.start_seq));
       this.deleteChunkStatement.run({ ...key, start: last.start_seq });
-      this.extendChunkStatement.run({ ...key, ...merged });
+      this.extendChunkStatement.run({ ...key, ...packChunk(merged) });
     }
   }
 
@@ -448,7 +476,7 @@ export class CheckpointStore {
     const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
     const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
     if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
-    const chunks = bounds.length === 1 ? [this.chunkStatement.get({ ...key, start: bounds[0]!.start_seq })!] : this.chunksStatement.all({ ...key, start, end });
+    const chunks = (bounds.length === 1 ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!] : this.chunksStatement.all({ ...key, start, end })).map(unpackChunk);
     for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk, chunk.data.length + chunk.ends.length);
     return chunks;
   }

@@ -45,7 +45,10 @@ export interface StoredList {
 }
 
 /** Where a new item of a list write comes from: an item already in the log, or appended now. */
-export type TailItem = { readonly seq: number; readonly encoded: EncodedItem } | { readonly seq?: undefined; readonly encoded: EncodedItem };
+export type TailItem =
+  | { readonly seq: number; readonly encoded: EncodedItem }
+  /** An item to append: as `stored` when given (a reference to the item at `target`, see item-refs.ts), else as `encoded`. */
+  | { readonly seq?: undefined; readonly encoded: EncodedItem; readonly stored?: EncodedItem; readonly target?: { readonly channel: string; readonly seq: number } };
 
 /**
  * A list version to write in the item log's format: the first `keep` items of `base` (by their

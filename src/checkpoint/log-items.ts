@@ -2,6 +2,9 @@ import type { LogChunk } from "./checkpoint-store.js";
 import type { EncodedItem } from "./item-framing.js";
 import type { SeqRange } from "./list-history.js";
 
+/** Each chunk's item ends and types, parsed once (chunks are cached by the store and never change). */
+const parsedColumns = new WeakMap<LogChunk, Pick<Segment, "ends" | "types">>();
+
 /** Items [from, to) of one chunk (indexes within the chunk). */
 interface Segment {
   readonly chunk: LogChunk;
@@ -22,12 +25,18 @@ export class LogItems {
   private constructor(
     private readonly segments: readonly Segment[],
     readonly length: number,
+    /** Items given as they are (`of`), not located in chunks. */
+    private readonly given?: readonly EncodedItem[],
   ) {}
+
+  /** Items held already (references resolved, see the saver's `resolveRefs`). */
+  static of(items: readonly EncodedItem[]): LogItems {
+    return new LogItems([], items.length, items);
+  }
 
   /** Locates the items at `ranges` in `chunks` (the chunks holding them, in log order). */
   static locate(channel: string, chunks: readonly LogChunk[], ranges: readonly SeqRange[]): LogItems {
     const segments: Segment[] = [];
-    const parsed = new Map<LogChunk, Pick<Segment, "ends" | "types">>();
     let length = 0;
     for (const [first, last] of ranges) {
       let seq = first;
@@ -35,13 +44,13 @@ export class LogItems {
       while (seq < last) {
         const chunk = chunks[index];
         if (!chunk || chunk.start_seq > seq) throw new Error(`The item log of channel ${channel} has no item ${seq}`);
-        let columns = parsed.get(chunk);
+        let columns = parsedColumns.get(chunk);
         if (!columns) {
           columns = {
             ends: Buffer.from(chunk.ends.buffer, chunk.ends.byteOffset, chunk.ends.byteLength),
             types: chunk.types === null ? undefined : (JSON.parse(chunk.types) as string[]),
           };
-          parsed.set(chunk, columns);
+          parsedColumns.set(chunk, columns);
         }
         const upTo = Math.min(last, chunk.end_seq);
         segments.push({ chunk, ...columns, from: seq - chunk.start_seq, to: upTo - chunk.start_seq });
@@ -55,11 +64,19 @@ export class LogItems {
 
   /** Whether every item is JSON (then `jsonArrayText` holds them all). */
   get allJson(): boolean {
+    if (this.given) return this.given.every((item) => item.type === "json");
     return this.segments.every((segment) => segment.types === undefined);
+  }
+
+  /** Whether any item is of `type`. */
+  holds(type: string): boolean {
+    if (this.given) return this.given.some((item) => item.type === type);
+    return this.segments.some(({ types, from, to }) => types !== undefined && types.slice(from, to).includes(type));
   }
 
   /** `[item0,item1,…]`: the JSON items' array text, from one slice per chunk segment. */
   jsonArrayText(): string {
+    if (this.given) return `[${this.given.map(({ bytes }) => utf8(bytes, 0, bytes.length)).join(",")}]`;
     let text = "[";
     this.segments.forEach((segment, i) => {
       const { chunk, ends, from, to } = segment;
@@ -76,6 +93,7 @@ export class LogItems {
 
   /** Every item as the serde wrote it (views into the chunks; made once, on first use). */
   encoded(): EncodedItem[] {
+    if (this.given) return this.given as EncodedItem[];
     if (!this.encodedItems) {
       const items: EncodedItem[] = [];
       for (const { chunk, ends, types, from, to } of this.segments) {

@@ -48,6 +48,7 @@ const TABLES: Readonly<Record<string, string>> = {
   data BLOB NOT NULL,
   ends BLOB NOT NULL,
   types TEXT,
+  codec TEXT,
   PRIMARY KEY (thread_id, checkpoint_ns, channel, start_seq)
 )`,
   loopgraph_checkpoint_writes: `(
@@ -79,6 +80,9 @@ export function busyTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
 /** Creates the saver's tables where they are missing (the run store's first migration runs this). */
 export function createCheckpointTables(db: Database.Database): void {
   for (const [table, columns] of Object.entries(TABLES)) db.exec(`CREATE TABLE IF NOT EXISTS ${table} ${columns}`);
+  // The item log of a version-3 store has no codec column (its chunks are all stored raw).
+  const itemColumns = db.prepare("PRAGMA table_info(loopgraph_checkpoint_items)").all() as { name: string }[];
+  if (!itemColumns.some((column) => column.name === "codec")) db.exec("ALTER TABLE loopgraph_checkpoint_items ADD COLUMN codec TEXT");
 }
 
 /** Rebuilds the saver's tables created WITHOUT ROWID (by store version 3) as rowid tables, rows unchanged. Call in a transaction. */

@@ -32,6 +32,7 @@ import {
 } from "./checkpoint-store.js";
 import { decodeItems, syncSerializerOf, type SyncSerializer } from "./fast-serde.js";
 import { sameEncoding, type EncodedItem } from "./item-framing.js";
+import { applyItemRef, ITEM_REF_TYPE, makeItemRef, parseItemRef } from "./item-refs.js";
 import { LogItems } from "./log-items.js";
 import {
   dropRanges,
@@ -333,10 +334,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const parentVersions = lazy(() => this.channelVersionsOf(at, parentId));
     for (const [channel, newVersion] of Object.entries(newVersions)) {
       const version = String(newVersion);
-      if (!Object.prototype.hasOwnProperty.call(values, channel)) {
-        blobs.push({ channel, version, record: { kind: "empty" } });
-        continue;
-      }
+      // A version with no value (a channel cleared or consumed) is stored as no row: read, it is
+      // absent either way, as from an "empty" row of earlier stores.
+      if (!Object.prototype.hasOwnProperty.call(values, channel)) continue;
       const value: unknown = values[channel];
       const input = channel === START ? this.planInput(at, value) : undefined;
       if (input) {
@@ -349,7 +349,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       }
     }
     const [[checkpointType, checkpointBytes], [metadataType, metadataBytes]] = await Promise.all([
-      this.serde.dumpsTyped(rest),
+      this.serde.dumpsTyped(withoutId(rest)),
       this.serde.dumpsTyped(metadata),
     ]);
 
@@ -630,8 +630,14 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       const itemEncoding = encode(item);
       encoded.push(itemEncoding);
       const logged = isObject(item) ? this.loggedItems.get(item) : undefined;
-      const reuse = logged && logged.threadKey === threadKey && logged.ns === at.ns && logged.channel === channel && sameEncoding(logged.encoded, itemEncoding);
-      tail.push(reuse ? { seq: logged.seq, encoded: itemEncoding } : { encoded: itemEncoding });
+      const ours = logged && logged.threadKey === threadKey && logged.ns === at.ns ? logged : undefined;
+      if (ours?.channel === channel && sameEncoding(ours.encoded, itemEncoding)) {
+        tail.push({ seq: ours.seq, encoded: itemEncoding });
+        continue;
+      }
+      // Logged as a pending write (or input) of this namespace: stored as a reference to it and the bytes that differ.
+      const stored = ours?.channel.startsWith(WRITES_LOG_PREFIX) ? makeItemRef(ours.channel, ours.seq, ours.encoded, itemEncoding) : undefined;
+      tail.push(stored ? { encoded: itemEncoding, stored, target: { channel: ours!.channel, seq: ours!.seq } } : { encoded: itemEncoding });
     }
     const plan: ListPlan = {
       version,
@@ -659,13 +665,22 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const ranges: SeqRange[] = keepRanges.slice();
     const appended: EncodedItem[] = [];
     const tailSeqs: number[] = [];
+    const targetLogEnds = new Map<string, number>();
+    const targetExists = ({ channel: log, seq }: { channel: string; seq: number }): boolean => {
+      let end = targetLogEnds.get(log);
+      if (end === undefined) targetLogEnds.set(log, (end = this.store.logEnd(at, log)));
+      return seq < end;
+    };
     let next = logEnd;
     for (const item of tail) {
-      let seq = item.seq;
-      if (seq === undefined) {
+      let seq: number;
+      if (item.seq === undefined) {
         seq = next;
         next += 1;
-        appended.push(item.encoded);
+        // A reference's target past its log's end: the thread was deleted (by another connection) since.
+        appended.push(item.stored && item.target && targetExists(item.target) ? item.stored : item.encoded);
+      } else {
+        seq = item.seq;
       }
       pushSeq(ranges, seq);
       tailSeqs.push(seq);
@@ -785,10 +800,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   /** The items `refs` point to, read from their logs. */
   private readRefs(threadId: string, refs: readonly LogRef[]): EncodedItem[] {
     const items: EncodedItem[] = [];
-    for (const [ns, channel, start, end] of refs) {
-      const chunks = this.store.logChunks({ threadId, ns }, channel, start, end);
-      items.push(...LogItems.locate(channel, chunks, [[start, end]]).encoded());
-    }
+    for (const [ns, channel, start, end] of refs) items.push(...this.readLogItems({ threadId, ns }, channel, [[start, end]]).encoded());
     return items;
   }
 
@@ -897,12 +909,46 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     };
   }
 
-  /** The items at `ranges` of the channel's item log, read in one query. */
+  /** The items at `ranges` of the channel's item log, read in one query, references resolved (see item-refs.ts). */
   private readLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): LogItems {
+    const items = this.locateLogItems(at, channel, ranges);
+    return items.holds(ITEM_REF_TYPE) ? this.resolveRefs(at, items) : items;
+  }
+
+  private locateLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): LogItems {
     if (ranges.length === 0) return LogItems.locate(channel, [], []);
     const start = Math.min(...ranges.map(([first]) => first));
     const end = Math.max(...ranges.map(([, last]) => last));
     return LogItems.locate(channel, this.store.logChunks(at, channel, start, end), ranges);
+  }
+
+  /** The items with each reference replaced by the item it stands for, its target read from its log (one query a log). */
+  private resolveRefs(at: ThreadNamespace, items: LogItems): LogItems {
+    const encoded = items.encoded();
+    const refs = encoded.map((item) => (item.type === ITEM_REF_TYPE ? parseItemRef(item.bytes) : undefined));
+    const seqsByLog = new Map<string, Set<number>>();
+    for (const ref of refs) {
+      if (!ref) continue;
+      let seqs = seqsByLog.get(ref.channel);
+      if (!seqs) seqsByLog.set(ref.channel, (seqs = new Set()));
+      seqs.add(ref.seq);
+    }
+    const targets = new Map<string, EncodedItem>();
+    for (const [log, seqSet] of seqsByLog) {
+      const seqs = [...seqSet].sort((a, b) => a - b);
+      const ranges: SeqRange[] = [];
+      for (const seq of seqs) pushSeq(ranges, seq);
+      this.locateLogItems(at, log, ranges)
+        .encoded()
+        .forEach((target, i) => {
+          if (target.type === ITEM_REF_TYPE) throw new Error(`The item log of channel ${log} holds a reference at ${seqs[i]}, which a reference points to`);
+          targets.set(`${log}\u0000${seqs[i]}`, target);
+        });
+    }
+    return LogItems.of(encoded.map((item, i) => {
+      const ref = refs[i];
+      return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
+    }));
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
@@ -920,7 +966,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       else channelValues[channel] = decoded;
     }
     await Promise.all(pending);
-    const checkpoint: Checkpoint = { ...header, channel_values: channelValues, channel_versions: { ...stored.channelVersions } };
+    const checkpoint: Checkpoint = { ...withId(header, row.checkpoint_id), channel_values: channelValues, channel_versions: { ...stored.channelVersions } };
     if (checkpoint.v < 4 && row.parent_checkpoint_id !== null) await this.migratePendingSends(checkpoint, stored.parentSends);
     const config = (checkpoint_id: string) => ({
       configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id },
@@ -982,6 +1028,21 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const versions = Object.values(checkpoint.channel_versions);
     checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
   }
+}
+
+/**
+ * A checkpoint's stored header leaves out its id, which its row's key holds (and stores of
+ * version 3 and earlier kept in both): `withId` puts it back where LangGraph has it, after `v`.
+ */
+function withoutId<T extends { id: string }>(header: T): Omit<T, "id"> {
+  const { id: _id, ...rest } = header;
+  return rest;
+}
+
+function withId<T extends { v: number }>(header: T, id: string): T & { id: string } {
+  if (Object.prototype.hasOwnProperty.call(header, "id")) return header as T & { id: string };
+  const { v, ...rest } = header;
+  return { v, id, ...rest } as T & { id: string };
 }
 
 /** LangGraph's START node's channel, which holds the graph's input. */

@@ -95,9 +95,11 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 4,
-    describe: "the checkpoint saver's tables are rowid tables again (version 3 created them WITHOUT ROWID: searches read whole rows)",
+    describe:
+      "the checkpoint saver's tables are rowid tables again (version 3 created them WITHOUT ROWID: searches read whole rows); item log chunks may be stored compressed (codec)",
     up(db) {
       rebuildWithRowid(db);
+      createCheckpointTables(db);
     },
   },
 ];
