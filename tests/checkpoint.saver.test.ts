@@ -506,6 +506,22 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     expect(logs.messages!.rawBytes).toBeLessThan(logs["__writes__:messages"]!.rawBytes / 3);
   });
 
+  it("a saver that read a thread's list (a resumed run) plans its next version against it: no second read, only the new items logged", async () => {
+    const path = newDatabasePath();
+    const first = new SqliteCheckpointSaver(path);
+    const before = await chat(buildChat(first), "resumed", 4);
+    first.close();
+    const saver = new SqliteCheckpointSaver(path);
+    const readListVersion = vi.spyOn(saver as unknown as { readListVersion: () => unknown }, "readListVersion");
+    const after = await chat(buildChat(saver), "resumed", 2, 4);
+    saver.close();
+    expect(readListVersion).not.toHaveBeenCalled();
+    expect(serialized(after.slice(0, before.length))).toEqual(serialized(before));
+    expect(serialized(await storedMessages(path, "resumed"))).toEqual(serialized(after));
+    const logs = itemLogs(path, "resumed");
+    expect(logs.messages!.types).toHaveLength(after.length);
+  });
+
   it("compresses a chunk of text, keeps one that would not shrink as it is, and reads it back exactly", async () => {
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);

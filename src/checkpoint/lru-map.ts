@@ -22,6 +22,10 @@ export class LruMap<K, V> {
     }
   }
 
+  has(key: K): boolean {
+    return this.entries.has(key);
+  }
+
   delete(key: K): void {
     this.entries.delete(key);
   }

@@ -960,10 +960,15 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     ]);
     const channelValues: Record<string, unknown> = {};
     const pending: Promise<void>[] = [];
+    const at = { threadId: row.thread_id, ns: row.checkpoint_ns };
     for (const [channel, value] of stored.values) {
       const decoded = this.decodeValue(value);
-      if (decoded instanceof Promise) pending.push(decoded.then((item) => void (channelValues[channel] = item)));
-      else channelValues[channel] = decoded;
+      const settle = (item: unknown): void => {
+        channelValues[channel] = item;
+        if (value.kind === "log" && Array.isArray(item)) this.rememberReadList(at, channel, value, item);
+      };
+      if (decoded instanceof Promise) pending.push(decoded.then(settle));
+      else settle(decoded);
     }
     await Promise.all(pending);
     const checkpoint: Checkpoint = { ...withId(header, row.checkpoint_id), channel_values: channelValues, channel_versions: { ...stored.channelVersions } };
@@ -978,6 +983,17 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       parentConfig: row.parent_checkpoint_id === null ? undefined : config(row.parent_checkpoint_id),
       pendingWrites,
     };
+  }
+
+  /**
+   * A list version read (a resumed run's state, typically) as the base its channel's next write is
+   * planned against, when this saver has none: its items are then known by identity, and the
+   * version is not read and compared again. Any stored version of the channel is a valid base.
+   */
+  private rememberReadList(at: ThreadNamespace, channel: string, value: Extract<StoredValue, { kind: "log" }>, items: readonly unknown[]): void {
+    const cacheKey = channelKey(at, channel);
+    if (this.lastWrittenLists.has(cacheKey)) return;
+    this.lastWrittenLists.set(cacheKey, { version: value.version, encoded: value.items.encoded(), values: items.slice(), ranges: value.ranges });
   }
 
   /** A stored value decoded: a list's items in one pass (see fast-serde.ts), synchronously when none needs LangChain's `load`. */
