@@ -4,7 +4,10 @@
  * is in `run_finished` and in `inspect`; a failed step is retried by `resume`.
  */
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, vi } from "vitest";
+import type { RunnableGraph } from "../src/engine/compile.js";
+import { settledOutcome } from "../src/engine/outcome.js";
+import { loadGraph } from "../src/graph/load.js";
 import { cleanEnv, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { resume, run, threadsOf } from "./helpers/e2e.js";
 import { startMockOpenAI } from "./helpers/mock-openai.js";
@@ -105,5 +108,29 @@ describe("a run's outcome tells the truth", () => {
     const finished = parseEvents(result.stdout).at(-1);
     expect(finished).toMatchObject({ type: "run_finished", outcome: "failed", exitCode: 1 });
     expect(finished!.reason).toMatch(/^the Judge ended the loop after the Coder failed: the Coder failed \(model_exhausted/);
+  });
+});
+
+describe("settledOutcome", () => {
+  it("decodes the state once: the parent checkpoint's visit counts are read alone, and the state comes with the outcome", async () => {
+    const graph = await loadGraph(join(ROOT, "tests/fixtures/good-graphs/example-review.yaml"));
+    const state = { visits: { review: 2 }, messages: [] };
+    const getState = vi.fn(async () => ({
+      values: state,
+      next: [],
+      tasks: [],
+      parentConfig: { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "parent-1" } },
+    }));
+    const readVisits = vi.fn(() => ({ review: 1 }));
+    const settled = await settledOutcome({ getState } as unknown as RunnableGraph, { configurable: { thread_id: "t" } }, graph, "t", readVisits);
+    expect(settled).toMatchObject({ status: "finished", ended: true });
+    expect(settled.state).toBe(state);
+    expect(getState).toHaveBeenCalledTimes(1);
+    expect(readVisits).toHaveBeenCalledWith("parent-1");
+
+    // Where the counts cannot be read alone (not stored as plain JSON), the parent's state is decoded.
+    const fallback = await settledOutcome({ getState } as unknown as RunnableGraph, { configurable: { thread_id: "t" } }, graph, "t", () => undefined);
+    expect(fallback.status).toBe("finished");
+    expect(getState).toHaveBeenCalledTimes(3);
   });
 });

@@ -1,7 +1,8 @@
 /**
- * Narrow reads of the saver's tables, for what needs a few small channels of a thread's latest
- * root checkpoint (`status`: `loopState`, `inboxCursor`, `task`; a chat polling its inbox) and must
- * be fast: plain SQL and `JSON.parse`, no serializer, no LangChain module, and not the whole state
+ * Narrow reads of the saver's tables, for what needs a few small channels of a thread's root
+ * checkpoint (`status`: `loopState`, `inboxCursor`, `task`; a chat polling its inbox; the visit
+ * counts a run's outcome compares with the parent's) and must be fast: plain SQL and
+ * `JSON.parse`, no serializer, no LangChain module, and not the whole state
  * (a long thread's messages take a tenth of a second to decode). Only channels stored as one plain
  * JSON value can be read so; any other (a list's history, a serializer's own type) throws: read it
  * through the saver.
@@ -17,11 +18,11 @@ export function latestCheckpointId(db: Database.Database, threadId: string): str
   return new CheckpointStore(db).checkpoint(root(threadId))?.checkpoint_id;
 }
 
-/** Channel values of the thread's latest root checkpoint (those it has of `channels`); `{}` before its first checkpoint. */
-export function latestPlainChannels(db: Database.Database, threadId: string, channels: readonly string[]): Record<string, unknown> {
+/** Channel values (those it has of `channels`) of a root checkpoint of the thread, its latest when no id is given; `{}` when there is no such checkpoint. */
+export function plainChannels(db: Database.Database, threadId: string, channels: readonly string[], checkpointId?: string): Record<string, unknown> {
   const store = new CheckpointStore(db);
   return store.readTransaction(() => {
-    const row = store.checkpoint(root(threadId));
+    const row = store.checkpoint(root(threadId), checkpointId);
     if (!row) return {};
     const versions = JSON.parse(row.channel_versions) as Record<string, string | number>;
     const values: Record<string, unknown> = {};

@@ -2,7 +2,7 @@ import { ConfigError } from "../errors.js";
 import { loadGraph } from "../graph/load.js";
 import { isRunning, parseLooperCommand } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
-import { latestPlainChannels } from "../checkpoint/plain-channels.js";
+import { plainChannels } from "../checkpoint/plain-channels.js";
 import { requireThread, withStore, type Store, type StoreOptions, type StoreTables } from "../runs/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
@@ -86,7 +86,7 @@ export async function sendCommand(threadId: string, text: string, options: Store
  * looper step yet.
  */
 async function loopMayRun(store: Store, thread: ThreadRecord): Promise<boolean> {
-  const { loopState, inboxCursor = 0 } = latestPlainChannels(store.db, thread.threadId, ["loopState", "inboxCursor"]) as { loopState?: LooperSnapshot; inboxCursor?: number };
+  const { loopState, inboxCursor = 0 } = plainChannels(store.db, thread.threadId, ["loopState", "inboxCursor"]) as { loopState?: LooperSnapshot; inboxCursor?: number };
   if (loopState ? isRunning(loopState) : thread.status === "running") return true;
   return hasQueuedTask(store, thread.threadId, inboxCursor);
 }
@@ -113,5 +113,5 @@ export async function hasUnconsumedCommands(store: StoreTables, threadId: string
 
 /** The id of the last inbox entry the thread's latest checkpoint consumed (0: none). */
 export function inboxCursorOf(store: StoreTables, threadId: string): number {
-  return (latestPlainChannels(store.db, threadId, ["inboxCursor"]).inboxCursor as number | undefined) ?? 0;
+  return (plainChannels(store.db, threadId, ["inboxCursor"]).inboxCursor as number | undefined) ?? 0;
 }

@@ -23,34 +23,51 @@ export const EXIT_CODES: Record<RunStatus, number> = {
 type Config = Parameters<RunnableGraph["getState"]>[0];
 type Settled = Omit<RunOutcome, "state">;
 
+/** The `visits` channel of a root checkpoint of the thread, read without decoding the rest of its state. */
+export type VisitsReader = (checkpointId: string) => Record<string, number> | undefined;
+
 /**
  * How a run that stopped without an error stands: paused (an approval, a breakpoint), or, when
  * the graph has ended, finished unless the node that ran last says the work was not done (see
- * `runEnding`).
+ * `runEnding`); with the state it stands in. The state is decoded once: the parent checkpoint's
+ * visit counts (what ran last) are read alone, by `readVisits` (a long thread's state takes
+ * tens of megabytes decoded).
  */
-export async function settledOutcome(compiled: RunnableGraph, config: Config, graph: GraphDefinition, threadId: string): Promise<Settled> {
+export async function settledOutcome(
+  compiled: RunnableGraph,
+  config: Config,
+  graph: GraphDefinition,
+  threadId: string,
+  readVisits: VisitsReader,
+): Promise<Settled & { state: GraphStateValue }> {
   const snapshot = await compiled.getState(config);
-  const visitsNow = (snapshot.values as GraphStateValue).visits ?? {};
+  const state = snapshot.values as GraphStateValue;
+  const visitsNow = state.visits ?? {};
   const visitsBefore = async (): Promise<Record<string, number>> => {
-    const parent = snapshot.parentConfig ? await compiled.getState(snapshot.parentConfig) : undefined;
-    return (parent?.values as GraphStateValue | undefined)?.visits ?? {};
+    const parentId = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
+    if (parentId === undefined) return {};
+    const narrow = readVisits(parentId);
+    if (narrow) return narrow;
+    const parent = await compiled.getState(snapshot.parentConfig!);
+    return (parent.values as GraphStateValue).visits ?? {};
   };
+  const settle = (settled: Settled) => ({ ...settled, state });
   if (snapshot.next.length === 0) {
-    const ending = runEnding(graph, snapshot.values as GraphStateValue, ranLast(visitsNow, await visitsBefore()));
-    if (!ending) return { threadId, status: "finished", exitCode: ExitCode.Finished, ended: true };
-    return { threadId, status: ending.status, exitCode: EXIT_CODES[ending.status], error: ending.reason, ended: true };
+    const ending = runEnding(graph, state, ranLast(visitsNow, await visitsBefore()));
+    if (!ending) return settle({ threadId, status: "finished", exitCode: ExitCode.Finished, ended: true });
+    return settle({ threadId, status: ending.status, exitCode: EXIT_CODES[ending.status], error: ending.reason, ended: true });
   }
   const pending = snapshot.tasks.flatMap((task) => task.interrupts ?? []);
   if (pending.length > 0) {
     const task = snapshot.tasks.find((t) => (t.interrupts ?? []).length > 0);
-    return { threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "input", node: task?.name, value: pending[0]?.value } };
+    return settle({ threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "input", node: task?.name, value: pending[0]?.value } });
   }
   const before = snapshot.next.find((node) => graph.breakpoints.before.includes(node));
-  if (before) return { threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: before, when: "before" } };
+  if (before) return settle({ threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: before, when: "before" } });
   // Paused after a node: the breakpoint node is the one whose visit count rose in the last step.
   const ran = ranLast(visitsNow, await visitsBefore());
   const after = graph.breakpoints.after.find((node) => ran.includes(node));
-  return { threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: after, when: "after" } };
+  return settle({ threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: after, when: "after" } });
 }
 
 /** The nodes that ran in a step: those whose visit count rose. */

@@ -6,7 +6,7 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
-import { latestCheckpointId, latestPlainChannels } from "../checkpoint/plain-channels.js";
+import { latestCheckpointId, plainChannels } from "../checkpoint/plain-channels.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
@@ -115,7 +115,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     // The claim comes first: what the thread holds is read as it was when this process took it.
     const record = requireThread(store, options.threadId);
     // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
-    const loopRounds = (latestPlainChannels(store.db, record.threadId, ["loopState"]).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
+    const loopRounds = (plainChannels(store.db, record.threadId, ["loopState"]).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
     const thread = await Thread.open(store, record, { ...options, maxRounds: options.maxRounds ?? loopRounds }, { looper: createLoopSupervisor });
     try {
       return await resumeClaimed(store, thread, thread.claimedFrom!, options);

@@ -3,7 +3,7 @@
  * whether it runs or not. Kept narrow on purpose: plain SQL on the store's tables and the few
  * channels it shows, no LangChain module loaded (the command answers in a few node start-ups).
  */
-import { latestPlainChannels } from "../checkpoint/plain-channels.js";
+import { plainChannels } from "../checkpoint/plain-channels.js";
 import { requireThread, withTables, type StoreOptions, type StoreTables } from "../runs/database.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { initialLooperSnapshot } from "../nodes/looper/machine.js";
@@ -31,7 +31,7 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
     // A chat whose loop is not started yet: tasks sent to it (`send <chat> "start: …"`) wait in the loop's inbox.
     const waiting = thread.threadId === threadId ? store.inbox.after(loopThreadOf(threadId), 0) : [];
     threadId = thread.threadId;
-    const { loopState, inboxCursor: cursor = 0, task = "" } = latestPlainChannels(store.db, threadId, ["loopState", "inboxCursor", "task"]) as {
+    const { loopState, inboxCursor: cursor = 0, task = "" } = plainChannels(store.db, threadId, ["loopState", "inboxCursor", "task"]) as {
       loopState?: LooperSnapshot;
       inboxCursor?: number;
       task?: string;

@@ -23,6 +23,7 @@ import { nodesOfKind } from "../runtime/node-kind.js";
 import { createRecorder } from "../runtime/recorder.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
+import { plainChannels } from "../checkpoint/plain-channels.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
@@ -323,14 +324,16 @@ export class Thread {
       ...(options.control ? { control: options.control } : {}),
     };
     let outcome: Omit<RunOutcome, "state">;
+    let state: GraphStateValue | undefined;
     let next = input;
     for (;;) {
+      state = undefined;
       try {
         const stream = await compiled.stream(next as never, { ...config, streamMode: "updates" });
         for await (const _update of stream) {
           // Progress is reported by the nodes themselves; draining the stream drives the run.
         }
-        outcome = await settledOutcome(compiled, config, graph, threadId);
+        ({ state, ...outcome } = await settledOutcome(compiled, config, graph, threadId, (id) => this.visitsAt(id)));
       } catch (error) {
         outcome = isStoreLocked(error)
           ? lockedOutcome(this.store.path, threadId, this.env)
@@ -344,7 +347,7 @@ export class Thread {
       ctx.answering = request;
       next = new Command({ resume: answer });
     }
-    const state = (await compiled.getState(config)).values as GraphStateValue;
+    state ??= (await compiled.getState(config)).values as GraphStateValue;
     try {
       this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
     } catch (error) {
@@ -358,6 +361,15 @@ export class Thread {
     const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, outcome: outcome.status, exitCode: outcome.exitCode };
     ctx.emit(outcome.error ? { ...finished, reason: outcome.error } : finished);
     return { ...outcome, state };
+  }
+
+  /** The `visits` channel of one of the thread's root checkpoints, read alone; undefined where it is not stored as plain JSON. */
+  private visitsAt(checkpointId: string): Record<string, number> | undefined {
+    try {
+      return (plainChannels(this.store.db, this.threadId, ["visits"], checkpointId).visits as Record<string, number> | undefined) ?? {};
+    } catch {
+      return undefined;
+    }
   }
 
   /** Fails fast (exit 2) when a node has no model or a model cannot be configured (e.g. a missing key). */
