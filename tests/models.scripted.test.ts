@@ -168,6 +168,18 @@ describe("scripted model: invalid files", () => {
     expect(load).toThrow(expected);
   });
 
+  it("a script in JSON reads as its YAML form, and its problems are reported with their position as in YAML", () => {
+    const responses = [
+      { node: "coder", content: "a" },
+      { node: "judge", delay_ms: 5, tool_calls: [{ name: "write_file", args: { path: "x", contents: "y" } }] },
+    ];
+    expect(parseScript(JSON.stringify({ responses }), "x.json")).toEqual(parseScript(formatScript(responses), "x.yaml"));
+    expect(() => parseScript('{"responses": [{"node": "coder", "contnet": "hi"}]}', "bad.json")).toThrow(
+      'bad.json:1:34: responses[0]: unknown key "contnet" (allowed: node, delay_ms, wait_for, content, tool_calls)',
+    );
+    expect(() => parseScript('{"responses": [{"content": "a"}', "bad.json")).toThrow(/^bad\.json:1:\d+: /);
+  });
+
   it("reports a missing file with the path it looked for", () => {
     expect(() => createModel("scripted:nope.yaml", { cwd: dir })).toThrow(
       `cannot read scripted model file nope.yaml: no such file (looked for ${join(dir, "nope.yaml")})`,

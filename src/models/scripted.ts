@@ -46,6 +46,13 @@ export function loadScriptedModel(file: string, cwd: string): ChatModel {
 
 /** Parses and validates a script; problems are one-line ConfigErrors `file:line:col: where: what`. */
 export function parseScript(text: string, file: string): ParsedResponse[] {
+  // A script in JSON (which YAML reads too: generated scripts often are) is parsed natively: a long
+  // one takes a YAML document of tens of megabytes otherwise. Anything wrong is reported from the
+  // YAML reading below, with its position.
+  if (text.trimStart().startsWith("{")) {
+    const fast = ScriptSchema.safeParse(parseJson(text));
+    if (fast.success) return fast.data.responses;
+  }
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter });
   const syntaxError = doc.errors[0];
@@ -66,6 +73,14 @@ export function parseScript(text: string, file: string): ParsedResponse[] {
   const position = locate(doc, lineCounter, problem);
   const more = others.length > 0 ? ` (and ${others.length} more problem${others.length > 1 ? "s" : ""})` : "";
   throw new ConfigError(`${file}${position}: ${problem.text}${more}`);
+}
+
+function parseJson(text: string): unknown {
+  try {
+    return JSON.parse(text) as unknown;
+  } catch {
+    return undefined;
+  }
 }
 
 /** Writes responses in the scripted file format; `parseScript` reads them back unchanged. */
