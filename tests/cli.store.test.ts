@@ -2,7 +2,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, hasStackTrace, parseEvents, runCli } from "./helpers/cli.js";
+import { cleanEnv, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, resume, startRun } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
@@ -44,6 +44,23 @@ describe("the CLI and a store that is not one", () => {
       expectStoreError(await runCli([...args, "--db", typo]), typo, /^loopgraph: no store at /);
     }
     expect(existsSync(join(root, "typo"))).toBe(false);
+  });
+
+  it("a database URL (--db or LOOPGRAPH_DB) is refused in one line without its password, and creates nothing", async () => {
+    const { root } = tempWorkspace();
+    const url = "postgres://team:s3cr@t-pw@db.example:5432/runs?sslmode=require";
+    const shown = "postgres://team:***@db.example:5432/runs?sslmode=require";
+    const script = join(ROOT, "tests/fixtures/looper/gated-coder.script.yaml");
+    const commands = [["run", "coder", "--task", "x", "--model", `scripted:${script}`], ["chat", "--model", `scripted:${script}`], ["status", "t1"], ["inspect"], ["send", "t1", "stop"], ["resume", "t1"]];
+    for (const args of commands) {
+      const viaFlag = await runCli([...args, "--db", url], { cwd: root });
+      expectStoreError(viaFlag, `--db ${shown}`, /is a database URL: this loopgraph stores runs in a SQLite file; give its path with --db \(or LOOPGRAPH_DB\)$/);
+      const viaEnv = await runCli(args, { cwd: root, env: cleanEnv({ LOOPGRAPH_DB: url }) });
+      expectStoreError(viaEnv, `LOOPGRAPH_DB ${shown}`, /is a database URL/);
+      for (const result of [viaFlag, viaEnv]) expect(result.stdout + result.stderr).not.toContain("s3cr");
+    }
+    expect(readdirSync(root).filter((name) => /postgres|loopgraph/.test(name))).toEqual([]);
+    expect(existsSync(join(root, "postgres:"))).toBe(false);
   });
 
   it("a text file, a directory and a store of a newer loopgraph are one-line errors", async () => {

@@ -21,9 +21,34 @@ export interface StoreTables {
   close(): void;
 }
 
-/** `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. */
+/**
+ * `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. A
+ * database URL (`postgres://user:password@host/db`) is refused in one line that shows it without
+ * its password: it is not a file path (it would name a folder, password and all), and this
+ * loopgraph stores runs in SQLite files only.
+ */
 export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
-  return resolve(cwd, db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db");
+  const given = db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db";
+  if (DATABASE_URL.test(given.trim())) {
+    const from = db !== undefined ? "--db" : "LOOPGRAPH_DB";
+    throw new ConfigError(`${from} ${withoutPassword(given.trim())} is a database URL: this loopgraph stores runs in a SQLite file; give its path with --db (or LOOPGRAPH_DB)`);
+  }
+  return resolve(cwd, given);
+}
+
+/** A URL with a scheme and an authority (`postgres://…`, `postgresql://…`, `mysql://…`), as connection strings are. */
+const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
+
+/** A connection string with its password, if it has one, replaced by `***` (everything between the user's colon and the authority's last `@`). */
+export function withoutPassword(url: string): string {
+  const start = url.indexOf("://") + 3;
+  const rest = url.slice(start);
+  const authorityEnd = rest.search(/[/?#]/);
+  const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);
+  const at = authority.lastIndexOf("@");
+  const colon = authority.indexOf(":");
+  if (at < 0 || colon < 0 || colon > at) return url;
+  return `${url.slice(0, start)}${authority.slice(0, colon)}:***${authority.slice(at)}${rest.slice(authority.length)}`;
 }
 
 /** Where the store is: `--db`, the environment (LOOPGRAPH_DB) and the directory it is resolved from. */
