@@ -2,6 +2,7 @@ import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { frameItems, unframeItems, type EncodedItem } from "./item-framing.js";
 import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "./list-history.js";
+import { LruMap } from "./lru-map.js";
 
 /** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
 export interface ThreadNamespace {
@@ -173,44 +174,6 @@ export function unpackChunk({ codec, ...chunk }: StoredChunk): LogChunk {
 /** Bytes of item log chunks kept in memory for reads (see CheckpointStore.chunkCache). */
 const CHUNK_CACHE_BYTES = 16 * 1024 * 1024;
 
-/** A Map that forgets its least recently used entries beyond a budget of bytes. */
-class ByteBudgetCache<V> {
-  private readonly entries = new Map<string, { value: V; bytes: number }>();
-  private bytes = 0;
-
-  constructor(private readonly budget: number) {}
-
-  get(key: string): V | undefined {
-    const entry = this.entries.get(key);
-    if (!entry) return undefined;
-    this.entries.delete(key);
-    this.entries.set(key, entry);
-    return entry.value;
-  }
-
-  set(key: string, value: V, bytes: number): void {
-    if (bytes > this.budget / 4) return;
-    const old = this.entries.get(key);
-    if (old) this.bytes -= old.bytes;
-    this.entries.delete(key);
-    this.entries.set(key, { value, bytes });
-    this.bytes += bytes;
-    for (const [oldest, entry] of this.entries) {
-      if (this.bytes <= this.budget) break;
-      this.entries.delete(oldest);
-      this.bytes -= entry.bytes;
-    }
-  }
-
-  deleteWhere(predicate: (key: string) => boolean): void {
-    for (const [key, entry] of [...this.entries]) {
-      if (!predicate(key)) continue;
-      this.entries.delete(key);
-      this.bytes -= entry.bytes;
-    }
-  }
-}
-
 /** Chunks of the item log are merged up to this size (a merge rewrites them; bigger would rewrite more per step). */
 const MAX_CHUNK_BYTES = 256 * 1024;
 
@@ -245,7 +208,10 @@ export class CheckpointStore {
    * Chunks read or written lately, by thread, namespace, channel and range. A chunk never changes
    * once written: a merge writes another range (and a deleted thread's are forgotten, see deleteThread).
    */
-  private readonly chunkCache = new ByteBudgetCache<LogChunk>(CHUNK_CACHE_BYTES);
+  private readonly chunkCache = new LruMap<string, LogChunk>(CHUNK_CACHE_BYTES, {
+    weigh: (chunk) => chunk.data.length + chunk.ends.length,
+    maxEntryWeight: CHUNK_CACHE_BYTES / 4,
+  });
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
@@ -477,7 +443,7 @@ export class CheckpointStore {
     const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
     if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
     const chunks = (bounds.length === 1 ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!] : this.chunksStatement.all({ ...key, start, end })).map(unpackChunk);
-    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk, chunk.data.length + chunk.ends.length);
+    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
     return chunks;
   }
 

@@ -1,24 +1,40 @@
-/** A Map that forgets its least recently used entries beyond `capacity`. */
+/**
+ * A Map that forgets its least recently used entries beyond `capacity`: a number of entries, or
+ * of weight units when `weigh` gives each value's weight (bytes, say). A value heavier than
+ * `maxEntryWeight` is not kept (it would push out most of the others).
+ */
 export class LruMap<K, V> {
-  private readonly entries = new Map<K, V>();
+  private readonly entries = new Map<K, { value: V; weight: number }>();
+  private weight = 0;
+  private readonly weigh: (value: V) => number;
+  private readonly maxEntryWeight: number;
 
-  constructor(private readonly capacity: number) {}
+  constructor(
+    private readonly capacity: number,
+    options: { weigh?: (value: V) => number; maxEntryWeight?: number } = {},
+  ) {
+    this.weigh = options.weigh ?? (() => 1);
+    this.maxEntryWeight = options.maxEntryWeight ?? Number.POSITIVE_INFINITY;
+  }
 
   get(key: K): V | undefined {
-    const value = this.entries.get(key);
-    if (value !== undefined) {
-      this.entries.delete(key);
-      this.entries.set(key, value);
-    }
-    return value;
+    const entry = this.entries.get(key);
+    if (!entry) return undefined;
+    this.entries.delete(key);
+    this.entries.set(key, entry);
+    return entry.value;
   }
 
   set(key: K, value: V): void {
-    this.entries.delete(key);
-    this.entries.set(key, value);
-    for (const oldest of this.entries.keys()) {
-      if (this.entries.size <= this.capacity) break;
+    const weight = this.weigh(value);
+    if (weight > this.maxEntryWeight) return;
+    this.delete(key);
+    this.entries.set(key, { value, weight });
+    this.weight += weight;
+    for (const [oldest, entry] of this.entries) {
+      if (this.weight <= this.capacity) break;
       this.entries.delete(oldest);
+      this.weight -= entry.weight;
     }
   }
 
@@ -27,12 +43,15 @@ export class LruMap<K, V> {
   }
 
   delete(key: K): void {
+    const entry = this.entries.get(key);
+    if (!entry) return;
     this.entries.delete(key);
+    this.weight -= entry.weight;
   }
 
   deleteWhere(predicate: (key: K) => boolean): void {
     for (const key of [...this.entries.keys()]) {
-      if (predicate(key)) this.entries.delete(key);
+      if (predicate(key)) this.delete(key);
     }
   }
 }
