@@ -665,12 +665,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const ranges: SeqRange[] = keepRanges.slice();
     const appended: EncodedItem[] = [];
     const tailSeqs: number[] = [];
-    const targetLogEnds = new Map<string, number>();
-    const targetExists = ({ channel: log, seq }: { channel: string; seq: number }): boolean => {
-      let end = targetLogEnds.get(log);
-      if (end === undefined) targetLogEnds.set(log, (end = this.store.logEnd(at, log)));
-      return seq < end;
-    };
+    const logEnds = this.logEnds(at.threadId);
     let next = logEnd;
     for (const item of tail) {
       let seq: number;
@@ -678,7 +673,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         seq = next;
         next += 1;
         // A reference's target past its log's end: the thread was deleted (by another connection) since.
-        appended.push(item.stored && item.target && targetExists(item.target) ? item.stored : item.encoded);
+        appended.push(item.stored && item.target && item.target.seq < logEnds(at.ns, item.target.channel) ? item.stored : item.encoded);
       } else {
         seq = item.seq;
       }
@@ -754,16 +749,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   /** Stores planned references (in a write transaction): appends the items not logged yet, returns the references. */
   private writeRefs(at: ThreadNamespace, plan: PlannedRefs): { refs: LogRef[]; appended: { index: number; seq: number }[] } {
-    const ends = new Map<string, number>();
-    const logEnd = (ns: string, channel: string): number => {
-      const key = `${ns}\u0000${channel}`;
-      let end = ends.get(key);
-      if (end === undefined) {
-        end = this.store.logEnd({ threadId: at.threadId, ns }, channel);
-        ends.set(key, end);
-      }
-      return end;
-    };
+    const logEnd = this.logEnds(at.threadId);
     // A position past its log's end means the thread was deleted (by another connection) since.
     const known = plan.known.map((logged) => (logged && logged.seq < logEnd(logged.ns, logged.channel) ? logged : undefined));
     const start = logEnd(at.ns, plan.channel);
@@ -787,6 +773,20 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     });
     if (toAppend.length > 0) this.store.appendToLog(at, plan.channel, start, toAppend);
     return { refs, appended };
+  }
+
+  /** The end of each item log of the thread, read once (in a write transaction, where nothing else appends to them). */
+  private logEnds(threadId: string): (ns: string, channel: string) => number {
+    const ends = new Map<string, number>();
+    return (ns, channel) => {
+      const key = `${ns}\u0000${channel}`;
+      let end = ends.get(key);
+      if (end === undefined) {
+        end = this.store.logEnd({ threadId, ns }, channel);
+        ends.set(key, end);
+      }
+      return end;
+    };
   }
 
   /** Remembers where the items a `writeRefs` appended are. */
