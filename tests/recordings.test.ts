@@ -36,6 +36,26 @@ describe("the recordings table", () => {
     expect(s.recordings.list("other")).toEqual([]);
   });
 
+  it("closing a store still locked by another program drops the queued records of the unsaved step instead of failing", () => {
+    const { db } = tempWorkspace();
+    const s = openStore({ db, env: { LOOPGRAPH_BUSY_TIMEOUT_MS: "50" } }, "create");
+    s.recordings.put(key("coder:a|tools:x", 0), tool("saved"));
+    s.recordings.flush();
+    s.recordings.put(key("coder:a|tools:y", 0), tool("step whose writes met the lock"));
+    const holder = new Database(db);
+    try {
+      holder.exec("BEGIN EXCLUSIVE");
+      expect(() => s.recordings.flush()).toThrow(/locked/);
+      expect(() => s.close()).not.toThrow();
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+    }
+    const reopened = openStore({ db }, "read");
+    onCleanup(() => reopened.close());
+    expect(contents(reopened)).toEqual(["saved"]);
+  });
+
   it("keeps only the latest execution of a task: its first call deletes what an earlier execution of the same task path recorded", () => {
     const s = store();
     s.recordings.put(key("coder:a|tools:x", 0), tool("first run, call 0"));

@@ -1,6 +1,6 @@
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { SqliteCheckpointSaver } from "../checkpoint/index.js";
-import { openTables, storeError, using, type StoreAccess, type StoreOptions, type StoreTables } from "./database.js";
+import { isStoreLocked, openTables, storeError, using, type StoreAccess, type StoreOptions, type StoreTables } from "./database.js";
 import { SnapshotLog } from "./snapshot-log.js";
 import { Recordings } from "./recordings.js";
 import { redactingSerializer, secretValues } from "./redact.js";
@@ -49,6 +49,11 @@ export function openStore(options: StoreOptions, access: StoreAccess): Store {
       close: () => {
         try {
           if (access !== "read") recordings.flush();
+        } catch (error) {
+          // Records still queued belong to a step whose writes are not stored (they are written in
+          // the transaction of the step's writes): the step runs again on resume and records again.
+          // A store still locked at the end of a run loses only them; the run has already said why it stopped.
+          if (!isStoreLocked(error)) throw error;
         } finally {
           tables.close();
         }
