@@ -7,7 +7,6 @@ import {
   TASKS,
   WRITES_IDX_MAP,
   getCheckpointId,
-  maxChannelVersion,
   type ChannelVersions,
   type Checkpoint,
   type CheckpointListOptions,
@@ -48,7 +47,9 @@ import {
   type StoredList,
   type TailItem,
 } from "./list-history.js";
+import { isObject, ItemCodec } from "./item-codec.js";
 import { LruMap } from "./lru-map.js";
+import { assembleTuple, channelKey, START, threadNamespaceOf, withoutId } from "./saver-common.js";
 import { prepareDatabase } from "./schema.js";
 
 /** A channel value as stored, before the serde decodes it. */
@@ -217,12 +218,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   private readonly ownsDatabase: boolean;
   private readonly store: CheckpointStore;
   private readonly lastWrittenLists = new LruMap<string, StoredList>(REMEMBERED_LISTS);
-  /**
-   * The serialized form of list items this saver has written or read, so the unchanged part of
-   * a list is neither re-serialized nor re-compared item by item. This treats items as immutable
-   * once checkpointed; LangGraph's reducers replace items (messages by id), never edit them.
-   */
-  private readonly itemEncodings = new WeakMap<object, EncodedItem>();
+  /** List items to and from their stored form, encodings remembered (see item-codec.ts). */
+  private readonly codec: ItemCodec;
   /** The channel rows `history` read ahead for its current page (see `prefetchChannels`). */
   private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
   /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
@@ -252,6 +249,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (options.prepare !== false) prepareDatabase(this.db);
     this.store = new CheckpointStore(this.db);
     this.sync = syncSerializerOf(this.serde);
+    this.codec = new ItemCodec(this.serde, this.sync);
     // JSON.parse reads plain JSON as the serde would only when the serde is (or decodes as) LangGraph's own.
     this.plainJson = { off: this.sync === undefined, small: 0 };
   }
@@ -621,7 +619,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const remembered = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
     // A version of the earlier formats has no log ranges to refer to: the log starts afresh.
     const previous = remembered?.ranges ? remembered : undefined;
-    const encode = this.sync ? (item: unknown) => this.encodeItemSync(item) : await this.asyncEncoder(value);
+    const encode = await this.codec.encoder(value);
     const { shared, encoded } = sharedPrefix(value, previous, encode);
     const threadKey = this.threadKey(at);
     const tail: TailItem[] = [];
@@ -804,39 +802,6 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     return items;
   }
 
-  /** The encoding of a list item without an async call: remembered for objects, serialized otherwise. */
-  private encodeItemSync(item: unknown): EncodedItem {
-    const remembered = isObject(item) ? this.itemEncodings.get(item) : undefined;
-    if (remembered) return remembered;
-    const [type, bytes] = this.sync!.dumpsTypedSync(item);
-    const encoded = { type, bytes };
-    this.rememberEncoding(item, encoded);
-    return encoded;
-  }
-
-  /** For a serde without a synchronous twin: every item of `values` encoded up front, then looked up. */
-  private async asyncEncoder(values: readonly unknown[]): Promise<(item: unknown) => EncodedItem> {
-    const encodings = new Map<unknown, EncodedItem>();
-    await Promise.all(
-      values.map(async (item) => {
-        const remembered = isObject(item) ? this.itemEncodings.get(item) : undefined;
-        if (remembered) {
-          encodings.set(item, remembered);
-          return;
-        }
-        const [type, bytes] = await this.serde.dumpsTyped(item);
-        const encoded = { type, bytes };
-        this.rememberEncoding(item, encoded);
-        encodings.set(item, encoded);
-      }),
-    );
-    return (item) => encodings.get(item)!;
-  }
-
-  private rememberEncoding(item: unknown, encoded: EncodedItem): void {
-    if (isObject(item)) this.itemEncodings.set(item, encoded);
-  }
-
   private async metadataMatches(row: CheckpointRow, wanted: readonly [string, unknown][]): Promise<boolean> {
     const metadata = (await this.serde.loadsTyped(row.metadata_type, row.metadata)) as Record<string, unknown>;
     return wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value));
@@ -958,31 +923,23 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.serde.loadsTyped(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
       this.decodeWrites(stored.writes),
     ]);
-    const channelValues: Record<string, unknown> = {};
-    const pending: Promise<void>[] = [];
     const at = { threadId: row.thread_id, ns: row.checkpoint_ns };
-    for (const [channel, value] of stored.values) {
-      const decoded = this.decodeValue(value);
-      const settle = (item: unknown): void => {
-        channelValues[channel] = item;
-        if (value.kind === "log" && Array.isArray(item)) this.rememberReadList(at, channel, value, item);
-      };
-      if (decoded instanceof Promise) pending.push(decoded.then(settle));
-      else settle(decoded);
-    }
-    await Promise.all(pending);
-    const checkpoint: Checkpoint = { ...withId(header, row.checkpoint_id), channel_values: channelValues, channel_versions: { ...stored.channelVersions } };
-    if (checkpoint.v < 4 && row.parent_checkpoint_id !== null) await this.migratePendingSends(checkpoint, stored.parentSends);
-    const config = (checkpoint_id: string) => ({
-      configurable: { thread_id: row.thread_id, checkpoint_ns: row.checkpoint_ns, checkpoint_id },
-    });
-    return {
-      config: config(row.checkpoint_id),
-      checkpoint,
+    return assembleTuple({
+      at,
+      id: row.checkpoint_id,
+      parentId: row.parent_checkpoint_id,
+      header,
       metadata,
-      parentConfig: row.parent_checkpoint_id === null ? undefined : config(row.parent_checkpoint_id),
       pendingWrites,
-    };
+      channelVersions: stored.channelVersions,
+      values: [...stored.values].map(([channel, value]) => [channel, this.decodeValue(value)] as const),
+      onSettled: (channel, item) => {
+        const value = stored.values.get(channel)!;
+        if (value.kind === "log" && Array.isArray(item)) this.rememberReadList(at, channel, value, item);
+      },
+      parentSends: () => Promise.all(stored.parentSends.map((send) => this.serde.loadsTyped(send.type, send.value))),
+      nextVersion: () => this.getNextVersion(undefined),
+    });
   }
 
   /**
@@ -1005,19 +962,13 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       const decoded = this.sync.loadsJsonArray(items.jsonArrayText());
       const remember = (values: unknown[]): unknown[] => {
         values.forEach((item, i) => {
-          if (isObject(item)) this.rememberEncoding(item, items.at(i));
+          if (isObject(item)) this.codec.remember(item, items.at(i));
         });
         return values;
       };
       return decoded.some((item) => item instanceof Promise) ? Promise.all(decoded).then(remember) : remember(decoded);
     }
-    const encoded = value.kind === "log" ? value.items.encoded() : value.list.encoded;
-    const remember = (items: unknown[]): unknown[] => {
-      items.forEach((item, i) => this.rememberEncoding(item, encoded[i]!));
-      return items;
-    };
-    const items = decodeItems(encoded, this.serde, this.sync);
-    return items instanceof Promise ? items.then(remember) : remember(items);
+    return this.codec.decode(value.kind === "log" ? value.items.encoded() : value.list.encoded);
   }
 
   private async decodeInput({ rest, props }: { rest: Uint8Array; props: readonly [string, readonly EncodedItem[]][] }): Promise<unknown> {
@@ -1036,46 +987,10 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     );
   }
 
-  /** Checkpoints before format v4 kept pending sends as writes of their parent; v4 has them as a channel. */
-  private async migratePendingSends(checkpoint: Checkpoint, parentSends: readonly WriteRow[]): Promise<void> {
-    checkpoint.channel_values[TASKS] = await Promise.all(
-      parentSends.map((send) => this.serde.loadsTyped(send.type, send.value)),
-    );
-    const versions = Object.values(checkpoint.channel_versions);
-    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : this.getNextVersion(undefined);
-  }
 }
-
-/**
- * A checkpoint's stored header leaves out its id, which its row's key holds (and stores of
- * version 3 and earlier kept in both): `withId` puts it back where LangGraph has it, after `v`.
- */
-function withoutId<T extends { id: string }>(header: T): Omit<T, "id"> {
-  const { id: _id, ...rest } = header;
-  return rest;
-}
-
-function withId<T extends { v: number }>(header: T, id: string): T & { id: string } {
-  if (Object.prototype.hasOwnProperty.call(header, "id")) return header as T & { id: string };
-  const { v, ...rest } = header;
-  return { v, id, ...rest } as T & { id: string };
-}
-
-/** LangGraph's START node's channel, which holds the graph's input. */
-const START = "__start__";
 
 function utf8(data: Uint8Array): string {
   return Buffer.from(data.buffer, data.byteOffset, data.byteLength).toString("utf8");
-}
-
-function threadNamespaceOf(config: RunnableConfig): ThreadNamespace | undefined {
-  const threadId: unknown = config.configurable?.thread_id;
-  if (threadId === undefined || threadId === null || threadId === "") return undefined;
-  return { threadId: String(threadId), ns: (config.configurable?.checkpoint_ns as string | undefined) ?? "" };
-}
-
-function channelKey(at: ThreadNamespace, channel: string): string {
-  return `${at.threadId}\u0000${at.ns}\u0000${channel}`;
 }
 
 function asListChain(chain: readonly BlobLink[]): ChainLink[] {
@@ -1083,10 +998,6 @@ function asListChain(chain: readonly BlobLink[]): ChainLink[] {
     if (!isListRow(link.record)) throw new Error(`List history of version ${link.version} holds a ${link.record.kind} row`);
     return { version: link.version, record: link.record };
   });
-}
-
-function isObject(value: unknown): value is object {
-  return typeof value === "object" && value !== null;
 }
 
 function lazy<T>(compute: () => T): () => T {

@@ -1,0 +1,477 @@
+import { isDeepStrictEqual } from "node:util";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  BaseCheckpointSaver,
+  TASKS,
+  WRITES_IDX_MAP,
+  compareWritesSortKeys,
+  getCheckpointId,
+  writesSortKey,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointListOptions,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+  type PendingWrite,
+  type SerializerProtocol,
+} from "@langchain/langgraph-checkpoint";
+import type pg from "pg";
+import { nextChannelVersion } from "./channel-versions.js";
+import type { ThreadNamespace } from "./checkpoint-store.js";
+import { syncSerializerOf } from "./fast-serde.js";
+import { ItemCodec } from "./item-codec.js";
+import type { EncodedItem } from "./item-framing.js";
+import { pushSeq, sharedPrefix, truncateRanges, type SeqRange, type StoredList } from "./list-history.js";
+import { LruMap } from "./lru-map.js";
+import { CHECKPOINT_MIGRATIONS, migrate } from "./postgres-schema.js";
+import { assembleTuple, channelKey, threadNamespaceOf, withoutId } from "./saver-common.js";
+
+/** The type of a list version's blob row: its items are in the item log, at `ranges`. */
+const ITEMS_TYPE = "lg:items";
+/** Threads × namespaces × list channels whose last written version is kept for diffing. */
+const REMEMBERED_LISTS = 256;
+const LIST_PAGE_SIZE = 100;
+/** PostgreSQL's code for a unique key violation. */
+const UNIQUE_VIOLATION = "23505";
+
+/** One row of the tuple query: which part of the tuple it carries, in the columns that part uses. */
+interface TupleRow {
+  part: number;
+  ord: string | null;
+  channel: string | null;
+  a: string | null;
+  b: string | null;
+  type: string | null;
+  data: Buffer | null;
+  extra: string | null;
+  type2: string | null;
+  data2: Buffer | null;
+  n: number | null;
+}
+
+/**
+ * A checkpoint with everything its tuple needs, in one statement (one snapshot, one round trip):
+ * part 0 the checkpoint row, 1 the blobs of its channel versions (in `channel_versions` order),
+ * 2 the items of its list versions, 3 its pending writes, 4 the sends pending on its parent
+ * (checkpoints of format < 4 kept them there).
+ */
+const TUPLE_SQL = `
+WITH cp AS (
+  SELECT * FROM loopgraph_checkpoints
+  WHERE thread_id = $1 AND checkpoint_ns = $2 AND ($3::text IS NULL OR checkpoint_id = $3)
+  ORDER BY checkpoint_id DESC LIMIT 1
+), v AS (
+  SELECT cv.ord, b.channel, b.type, b.data, b.ranges
+  FROM cp CROSS JOIN LATERAL json_each_text(cp.channel_versions::json) WITH ORDINALITY AS cv(channel, version, ord)
+  JOIN loopgraph_checkpoint_blobs b
+    ON b.thread_id = cp.thread_id AND b.checkpoint_ns = cp.checkpoint_ns AND b.channel = cv.channel AND b.version = cv.version
+)
+SELECT 0 AS part, NULL::bigint AS ord, NULL::text AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
+       cp.checkpoint_type AS type, cp.checkpoint AS data, cp.channel_versions AS extra, cp.metadata_type AS type2, cp.metadata AS data2, NULL::integer AS n
+  FROM cp
+UNION ALL
+SELECT 1, v.ord, v.channel, NULL, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
+UNION ALL
+SELECT 2, r.ord, v.channel, NULL, NULL, i.type, i.data, NULL, NULL, NULL, i.seq
+  FROM v CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
+  JOIN loopgraph_checkpoint_items i
+    ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = v.channel
+   AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
+  WHERE v.ranges IS NOT NULL
+UNION ALL
+SELECT 3, NULL, w.channel, w.task_id, w.task_path, w.type, w.value, NULL, NULL, NULL, w.idx
+  FROM cp JOIN loopgraph_checkpoint_writes w
+    ON w.thread_id = cp.thread_id AND w.checkpoint_ns = cp.checkpoint_ns AND w.checkpoint_id = cp.checkpoint_id
+UNION ALL
+SELECT 4, NULL, w.channel, w.task_id, w.task_path, w.type, w.value, NULL, NULL, NULL, w.idx
+  FROM cp JOIN loopgraph_checkpoint_writes w
+    ON w.thread_id = cp.thread_id AND w.checkpoint_ns = cp.checkpoint_ns AND w.checkpoint_id = cp.parent_checkpoint_id AND w.channel = '${TASKS}'`;
+
+/** A channel value as read: a single value, or a list version's items and where they are in the log. */
+type ReadValue =
+  | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
+  | { readonly kind: "list"; readonly version: string; readonly ranges: readonly SeqRange[]; readonly items: readonly EncodedItem[] };
+
+interface ReadWrite {
+  readonly taskId: string;
+  readonly taskPath: string;
+  readonly idx: number;
+  readonly channel: string;
+  readonly type: string;
+  readonly value: Uint8Array;
+}
+
+/** A list version planned: its ranges in the log and the items to append there. */
+interface PlannedList {
+  readonly channel: string;
+  readonly stored: StoredList & { readonly ranges: readonly SeqRange[] };
+  readonly appended: readonly { readonly seq: number; readonly encoded: EncodedItem }[];
+}
+
+/**
+ * LangGraph checkpoint saver on PostgreSQL (node-postgres, a pool), in the store's delta format:
+ * every channel value once per version; every item of a list channel (such as `messages`) once,
+ * in the channel's item log, a list version being the ranges of its items there. A thread's
+ * storage so grows with what it adds, not with its length times its steps.
+ *
+ * Each write is one statement (atomic on its own, one round trip); reading a checkpoint with its
+ * values, items and pending writes is one statement too. A thread is written by one process at a
+ * time (its owner); a stale view of an item log (another process wrote the thread) fails the
+ * write on the log's key and is planned again from the database.
+ */
+export class PostgresCheckpointSaver extends BaseCheckpointSaver {
+  private readonly codec: ItemCodec;
+  /** The list version last written or read per thread namespace and channel: the base of the next write. */
+  private readonly lastLists = new LruMap<string, StoredList & { readonly ranges: readonly SeqRange[] }>(REMEMBERED_LISTS);
+  /** The next free position of item logs this saver knows. */
+  private readonly logEnds = new LruMap<string, number>(REMEMBERED_LISTS);
+
+  constructor(
+    readonly pool: pg.Pool,
+    serde?: SerializerProtocol,
+  ) {
+    super(serde);
+    this.codec = new ItemCodec(this.serde, syncSerializerOf(this.serde));
+  }
+
+  /** Creates or upgrades the saver's tables (safe to run from several processes at once). */
+  async setup(): Promise<void> {
+    await migrate(this.pool, "checkpoints", CHECKPOINT_MIGRATIONS);
+  }
+
+  override getNextVersion(current: number | undefined): number {
+    return nextChannelVersion(current);
+  }
+
+  async getTuple(config: RunnableConfig): Promise<CheckpointTuple | undefined> {
+    const at = threadNamespaceOf(config);
+    if (!at) return undefined;
+    return this.readTuple(at, getCheckpointId(config) || undefined);
+  }
+
+  async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
+    const { limit, before, filter } = options;
+    const wanted = Object.entries(filter ?? {}).filter(([, value]) => value !== undefined);
+    let remaining = limit ?? Number.POSITIVE_INFINITY;
+    const pageSize = wanted.length === 0 && limit !== undefined ? limit : LIST_PAGE_SIZE;
+    const conditions: string[] = [];
+    const params: unknown[] = [];
+    const where = (condition: string, value: unknown) => {
+      params.push(value);
+      conditions.push(condition.replace("?", `$${params.length}`));
+    };
+    const threadId = config.configurable?.thread_id as string | undefined;
+    const ns = config.configurable?.checkpoint_ns as string | undefined;
+    const checkpointId = getCheckpointId(config) || undefined;
+    const beforeId = before?.configurable?.checkpoint_id as string | undefined;
+    if (threadId !== undefined) where("thread_id = ?", String(threadId));
+    if (ns !== undefined) where("checkpoint_ns = ?", ns);
+    if (checkpointId !== undefined) where("checkpoint_id = ?", checkpointId);
+    if (beforeId !== undefined) where("checkpoint_id < ?", beforeId);
+    let cursor: [string, string, string] | undefined;
+    while (remaining > 0) {
+      const pageConditions = [...conditions];
+      const pageParams = [...params];
+      if (cursor) {
+        pageParams.push(...cursor);
+        const n = pageParams.length;
+        pageConditions.push(`(checkpoint_id, thread_id, checkpoint_ns) < ($${n - 2}, $${n - 1}, $${n})`);
+      }
+      pageParams.push(pageSize);
+      const { rows } = await this.pool.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; metadata_type: string; metadata: Buffer }>(
+        `SELECT thread_id, checkpoint_ns, checkpoint_id, metadata_type, metadata FROM loopgraph_checkpoints
+         ${pageConditions.length > 0 ? `WHERE ${pageConditions.join(" AND ")}` : ""}
+         ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT $${pageParams.length}`,
+        pageParams,
+      );
+      for (const row of rows) {
+        if (wanted.length > 0) {
+          const metadata = (await this.serde.loadsTyped(row.metadata_type, row.metadata)) as Record<string, unknown>;
+          if (!wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value))) continue;
+        }
+        const tuple = await this.readTuple({ threadId: row.thread_id, ns: row.checkpoint_ns }, row.checkpoint_id);
+        if (!tuple) continue;
+        yield tuple;
+        remaining -= 1;
+        if (remaining <= 0) return;
+      }
+      if (rows.length < pageSize) return;
+      const last = rows[rows.length - 1]!;
+      cursor = [last.checkpoint_id, last.thread_id, last.checkpoint_ns];
+    }
+  }
+
+  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    if (!config.configurable) throw new Error("Empty configuration supplied.");
+    const at = threadNamespaceOf(config);
+    if (!at) throw new Error(`Missing "thread_id" field in passed "config.configurable".`);
+    const parentId = getCheckpointId(config) || undefined;
+    const { channel_values: values, channel_versions: versions, ...rest } = checkpoint;
+    const [[checkpointType, checkpointBytes], [metadataType, metadataBytes]] = await Promise.all([
+      this.serde.dumpsTyped(withoutId(rest)),
+      this.serde.dumpsTyped(metadata),
+    ]);
+    const blobs = { channels: [] as string[], versions: [] as string[], types: [] as string[], data: [] as (Buffer | null)[], ranges: [] as (string | null)[] };
+    const listChannels: [string, string, unknown[]][] = [];
+    for (const [channel, newVersion] of Object.entries(newVersions)) {
+      // A version with no value (a channel cleared or consumed) is stored as no row: read, it is absent either way.
+      if (!Object.prototype.hasOwnProperty.call(values, channel)) continue;
+      const value: unknown = values[channel];
+      if (Array.isArray(value)) {
+        listChannels.push([channel, String(newVersion), value]);
+        continue;
+      }
+      const [type, data] = await this.serde.dumpsTyped(value);
+      blobs.channels.push(channel);
+      blobs.versions.push(String(newVersion));
+      blobs.types.push(type);
+      blobs.data.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
+      blobs.ranges.push(null);
+    }
+
+    const write = async (): Promise<PlannedList[]> => {
+      const lists = await this.planLists(at, parentId, listChannels);
+      const all = { ...blobs, channels: [...blobs.channels], versions: [...blobs.versions], types: [...blobs.types], data: [...blobs.data], ranges: [...blobs.ranges] };
+      const items = { channels: [] as string[], seqs: [] as number[], types: [] as string[], data: [] as Buffer[] };
+      for (const list of lists) {
+        all.channels.push(list.channel);
+        all.versions.push(list.stored.version);
+        all.types.push(ITEMS_TYPE);
+        all.data.push(null);
+        all.ranges.push(JSON.stringify(list.stored.ranges));
+        for (const { seq, encoded } of list.appended) {
+          items.channels.push(list.channel);
+          items.seqs.push(seq);
+          items.types.push(encoded.type);
+          items.data.push(Buffer.from(encoded.bytes.buffer, encoded.bytes.byteOffset, encoded.bytes.byteLength));
+        }
+      }
+      await this.pool.query(
+        `WITH blobs AS (
+           INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges)
+           SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[])
+           ON CONFLICT DO NOTHING
+         ), items AS (
+           INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, seq, type, data)
+           SELECT $1, $2, * FROM unnest($8::text[], $9::integer[], $10::text[], $11::bytea[])
+         )
+         INSERT INTO loopgraph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, metadata_type, metadata)
+         VALUES ($1, $2, $12, $13, $14, $15, $16, $17, $18)
+         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
+           parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, checkpoint = EXCLUDED.checkpoint,
+           channel_versions = EXCLUDED.channel_versions, metadata_type = EXCLUDED.metadata_type, metadata = EXCLUDED.metadata`,
+        [
+          at.threadId,
+          at.ns,
+          all.channels,
+          all.versions,
+          all.types,
+          all.data,
+          all.ranges,
+          items.channels,
+          items.seqs,
+          items.types,
+          items.data,
+          checkpoint.id,
+          parentId ?? null,
+          checkpointType,
+          Buffer.from(checkpointBytes),
+          JSON.stringify(versions),
+          metadataType,
+          Buffer.from(metadataBytes),
+        ],
+      );
+      return lists;
+    };
+
+    let lists: PlannedList[];
+    try {
+      lists = await write();
+    } catch (error) {
+      // Another process appended to an item log since this one read it: plan again from the database.
+      if ((error as { code?: string }).code !== UNIQUE_VIOLATION || listChannels.length === 0) throw error;
+      this.forgetThread(at.threadId);
+      lists = await write();
+    }
+    for (const list of lists) {
+      this.lastLists.set(channelKey(at, list.channel), list.stored);
+      const end = list.appended.at(-1);
+      if (end) this.logEnds.set(channelKey(at, list.channel), end.seq + 1);
+    }
+    return { configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id: checkpoint.id } };
+  }
+
+  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ""): Promise<void> {
+    if (!config.configurable) throw new Error("Empty configuration supplied.");
+    const at = threadNamespaceOf(config);
+    if (!at) throw new Error("Missing thread_id field in config.configurable.");
+    const checkpointId = getCheckpointId(config);
+    if (!checkpointId) throw new Error("Missing checkpoint_id field in config.configurable.");
+    if (writes.length === 0) return;
+    const serialized = await Promise.all(writes.map(([, value]) => this.serde.dumpsTyped(value)));
+    // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
+    const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
+    await this.pool.query(
+      `INSERT INTO loopgraph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
+       SELECT $1, $2, $3, $4, $5, * FROM unnest($6::integer[], $7::text[], $8::text[], $9::bytea[])
+       ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO ${
+         replaceExisting ? "UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, value = EXCLUDED.value" : "NOTHING"
+       }`,
+      [
+        at.threadId,
+        at.ns,
+        checkpointId,
+        taskId,
+        taskPath,
+        writes.map(([channel], index) => WRITES_IDX_MAP[channel] ?? index),
+        writes.map(([channel]) => channel),
+        serialized.map(([type]) => type),
+        serialized.map(([, bytes]) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+      ],
+    );
+  }
+
+  async deleteThread(threadId: string): Promise<void> {
+    await this.pool.query(
+      `WITH a AS (DELETE FROM loopgraph_checkpoints WHERE thread_id = $1),
+            b AS (DELETE FROM loopgraph_checkpoint_blobs WHERE thread_id = $1),
+            c AS (DELETE FROM loopgraph_checkpoint_items WHERE thread_id = $1)
+       DELETE FROM loopgraph_checkpoint_writes WHERE thread_id = $1`,
+      [threadId],
+    );
+    this.forgetThread(threadId);
+  }
+
+  private forgetThread(threadId: string): void {
+    const prefix = `${threadId}\u0000`;
+    this.lastLists.deleteWhere((key) => key.startsWith(prefix));
+    this.logEnds.deleteWhere((key) => key.startsWith(prefix));
+  }
+
+  /**
+   * Plans each list channel's new version against the version last written or read (else its
+   * parent checkpoint's): the items it shares with that version are kept by their log ranges, the
+   * rest are appended to the log.
+   */
+  private async planLists(at: ThreadNamespace, parentId: string | undefined, lists: readonly [string, string, unknown[]][]): Promise<PlannedList[]> {
+    if (lists.length === 0) return [];
+    const unknownBases = lists.map(([channel]) => channel).filter((channel) => !this.lastLists.has(channelKey(at, channel)));
+    if (unknownBases.length > 0 && parentId !== undefined) await this.readParentLists(at, parentId, unknownBases);
+    const unknownEnds = lists.map(([channel]) => channel).filter((channel) => !this.logEnds.has(channelKey(at, channel)));
+    if (unknownEnds.length > 0) {
+      const { rows } = await this.pool.query<{ channel: string; next: number }>(
+        `SELECT channel, max(seq) + 1 AS next FROM loopgraph_checkpoint_items
+         WHERE thread_id = $1 AND checkpoint_ns = $2 AND channel = ANY($3::text[]) GROUP BY channel`,
+        [at.threadId, at.ns, unknownEnds],
+      );
+      const ends = new Map(rows.map((row) => [row.channel, Number(row.next)]));
+      for (const channel of unknownEnds) this.logEnds.set(channelKey(at, channel), ends.get(channel) ?? 0);
+    }
+    const planned: PlannedList[] = [];
+    for (const [channel, version, value] of lists) {
+      const key = channelKey(at, channel);
+      const previous = this.lastLists.get(key);
+      const encode = await this.codec.encoder(value);
+      const { shared, encoded } = sharedPrefix(value, previous, encode);
+      const ranges = previous ? truncateRanges(previous.ranges, shared) : [];
+      let next = this.logEnds.get(key) ?? 0;
+      const appended: { seq: number; encoded: EncodedItem }[] = [];
+      for (let i = shared; i < value.length; i++) {
+        const itemEncoding = encode(value[i]);
+        encoded.push(itemEncoding);
+        appended.push({ seq: next, encoded: itemEncoding });
+        pushSeq(ranges, next);
+        next += 1;
+      }
+      planned.push({ channel, stored: { version, encoded, values: value.slice(), ranges }, appended });
+    }
+    return planned;
+  }
+
+  /** Reads the list versions of `channels` the parent checkpoint holds, as the bases of the next write. */
+  private async readParentLists(at: ThreadNamespace, parentId: string, channels: readonly string[]): Promise<void> {
+    const { rows } = await this.pool.query<{ channel: string; version: string; ranges: string; ord: string; type: string; data: Buffer; seq: number }>(
+      `WITH v AS (
+         SELECT b.channel, b.version, b.ranges FROM loopgraph_checkpoints c
+         CROSS JOIN LATERAL json_each_text(c.channel_versions::json) AS cv(channel, version)
+         JOIN loopgraph_checkpoint_blobs b
+           ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = cv.channel AND b.version = cv.version
+         WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3 AND cv.channel = ANY($4::text[]) AND b.ranges IS NOT NULL
+       )
+       SELECT v.channel, v.version, v.ranges, r.ord, i.type, i.data, i.seq
+       FROM v CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
+       JOIN loopgraph_checkpoint_items i
+         ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = v.channel
+        AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
+       ORDER BY v.channel, r.ord, i.seq`,
+      [at.threadId, at.ns, parentId, channels],
+    );
+    const byChannel = new Map<string, { version: string; ranges: SeqRange[]; encoded: EncodedItem[] }>();
+    for (const row of rows) {
+      let list = byChannel.get(row.channel);
+      if (!list) byChannel.set(row.channel, (list = { version: row.version, ranges: JSON.parse(row.ranges) as SeqRange[], encoded: [] }));
+      list.encoded.push({ type: row.type, bytes: row.data });
+    }
+    for (const [channel, list] of byChannel) this.lastLists.set(channelKey(at, channel), list);
+  }
+
+  private async readTuple(at: ThreadNamespace, checkpointId: string | undefined): Promise<CheckpointTuple | undefined> {
+    const { rows } = await this.pool.query<TupleRow>(TUPLE_SQL, [at.threadId, at.ns, checkpointId ?? null]);
+    const head = rows.find((row) => row.part === 0);
+    if (!head) return undefined;
+    const id = head.a!;
+    const parentId = head.b;
+    const channelVersions = JSON.parse(head.extra!) as ChannelVersions;
+
+    const values = new Map<string, ReadValue>();
+    const blobRows = rows.filter((row) => row.part === 1).sort((x, y) => Number(x.ord) - Number(y.ord));
+    const itemRows = rows.filter((row) => row.part === 2).sort((x, y) => Number(x.ord) - Number(y.ord) || x.n! - y.n!);
+    for (const row of blobRows) {
+      const channel = row.channel!;
+      if (row.type !== ITEMS_TYPE) {
+        values.set(channel, { kind: "value", type: row.type!, data: row.data! });
+        continue;
+      }
+      const items = itemRows.filter((item) => item.channel === channel).map((item): EncodedItem => ({ type: item.type!, bytes: item.data! }));
+      values.set(channel, { kind: "list", version: String(channelVersions[channel]), ranges: JSON.parse(row.extra!) as SeqRange[], items });
+    }
+    const writes = (part: number) =>
+      rows
+        .filter((row) => row.part === part)
+        .map((row): ReadWrite => ({ taskId: row.a!, taskPath: row.b ?? "", idx: row.n!, channel: row.channel!, type: row.type!, value: row.data! }))
+        .sort((x, y) => compareWritesSortKeys(writesSortKey(x.taskPath, x.taskId, x.idx), writesSortKey(y.taskPath, y.taskId, y.idx)));
+
+    const [header, metadata, pendingWrites] = await Promise.all([
+      this.serde.loadsTyped(head.type!, head.data!) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
+      this.serde.loadsTyped(head.type2!, head.data2!) as Promise<CheckpointMetadata>,
+      Promise.all(writes(3).map(async (write): Promise<CheckpointPendingWrite> => [write.taskId, write.channel, await this.serde.loadsTyped(write.type, write.value)])),
+    ]);
+    return assembleTuple({
+      at,
+      id,
+      parentId,
+      header,
+      metadata,
+      pendingWrites,
+      channelVersions,
+      values: [...values].map(([channel, value]) => [channel, value.kind === "value" ? this.serde.loadsTyped(value.type, value.data) : this.codec.decode(value.items)] as const),
+      onSettled: (channel, item) => {
+        const value = values.get(channel)!;
+        if (value.kind === "list" && Array.isArray(item)) this.rememberRead(at, channel, value, item);
+      },
+      parentSends: () => Promise.all(writes(4).map((send) => this.serde.loadsTyped(send.type, send.value))),
+      nextVersion: () => this.getNextVersion(undefined),
+    });
+  }
+
+  /**
+   * A list version read (a resumed run's state, typically) becomes the base its channel's next
+   * write is planned against when this saver has none: its items are then known by identity.
+   */
+  private rememberRead(at: ThreadNamespace, channel: string, value: Extract<ReadValue, { kind: "list" }>, items: readonly unknown[]): void {
+    const key = channelKey(at, channel);
+    if (this.lastLists.has(key) || items.length !== value.items.length) return;
+    this.lastLists.set(key, { version: value.version, encoded: value.items, values: items.slice(), ranges: value.ranges });
+  }
+}

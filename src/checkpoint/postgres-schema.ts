@@ -1,0 +1,113 @@
+import type pg from "pg";
+
+/**
+ * Versioned schema migrations on PostgreSQL. Each part of the store (the checkpoint saver's
+ * tables, the run tables) has its own ordered list of migrations and its version in
+ * `loopgraph_schema`; `migrate` applies the missing ones in one transaction, under an advisory
+ * lock, so workers starting together neither race nor half-apply. A database whose version is
+ * newer than this loopgraph knows is refused (it would misread the tables).
+ */
+
+/** One migration: statements run in order, in the migrating transaction. */
+export type Migration = readonly string[];
+
+/** Key of the advisory lock taken while migrating (any fixed number no other program of the database uses). */
+const MIGRATION_LOCK = 7_304_113_921;
+
+export class SchemaTooNewError extends Error {
+  constructor(
+    readonly part: string,
+    readonly version: number,
+    readonly known: number,
+  ) {
+    super(`the database has ${part} schema version ${version}, newer than this loopgraph understands (${known}): upgrade loopgraph`);
+    this.name = "SchemaTooNewError";
+  }
+}
+
+/** Applies the migrations of `part` the database lacks; returns the version it is at. */
+export async function migrate(pool: pg.Pool, part: string, migrations: readonly Migration[]): Promise<number> {
+  const client = await pool.connect();
+  try {
+    await client.query("BEGIN");
+    try {
+      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+      await client.query(`CREATE TABLE IF NOT EXISTS loopgraph_schema (part text COLLATE "C" PRIMARY KEY, version integer NOT NULL)`);
+      const row = (await client.query<{ version: number }>("SELECT version FROM loopgraph_schema WHERE part = $1", [part])).rows[0];
+      const current = row?.version ?? 0;
+      if (current > migrations.length) throw new SchemaTooNewError(part, current, migrations.length);
+      for (let version = current + 1; version <= migrations.length; version++) {
+        for (const statement of migrations[version - 1]!) await client.query(statement);
+      }
+      if (current < migrations.length) {
+        await client.query(
+          "INSERT INTO loopgraph_schema (part, version) VALUES ($1, $2) ON CONFLICT (part) DO UPDATE SET version = EXCLUDED.version",
+          [part, migrations.length],
+        );
+      }
+      await client.query("COMMIT");
+      return migrations.length;
+    } catch (error) {
+      await client.query("ROLLBACK").catch(() => undefined);
+      throw error;
+    }
+  } finally {
+    client.release();
+  }
+}
+
+/**
+ * The checkpoint saver's tables (see postgres-saver.ts). Keys are text in the "C" collation:
+ * checkpoint ids sort by their bytes, as LangGraph's own savers sort them, whatever the
+ * database's locale.
+ */
+export const CHECKPOINT_MIGRATIONS: readonly Migration[] = [
+  [
+    `CREATE TABLE loopgraph_checkpoints (
+      thread_id text COLLATE "C" NOT NULL,
+      checkpoint_ns text COLLATE "C" NOT NULL DEFAULT '',
+      checkpoint_id text COLLATE "C" NOT NULL,
+      parent_checkpoint_id text COLLATE "C",
+      checkpoint_type text NOT NULL,
+      checkpoint bytea NOT NULL,
+      channel_versions text NOT NULL,
+      metadata_type text NOT NULL,
+      metadata bytea NOT NULL,
+      PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id)
+    )`,
+    // A channel version: a value (type and data), or a list version (type 'lg:items') as the
+    // ranges of its items in the channel's item log (JSON [[start, end], ...]).
+    `CREATE TABLE loopgraph_checkpoint_blobs (
+      thread_id text COLLATE "C" NOT NULL,
+      checkpoint_ns text COLLATE "C" NOT NULL DEFAULT '',
+      channel text COLLATE "C" NOT NULL,
+      version text COLLATE "C" NOT NULL,
+      type text NOT NULL,
+      data bytea,
+      ranges text,
+      PRIMARY KEY (thread_id, checkpoint_ns, channel, version)
+    )`,
+    // Every item of a list channel once, in the order they came.
+    `CREATE TABLE loopgraph_checkpoint_items (
+      thread_id text COLLATE "C" NOT NULL,
+      checkpoint_ns text COLLATE "C" NOT NULL DEFAULT '',
+      channel text COLLATE "C" NOT NULL,
+      seq integer NOT NULL,
+      type text NOT NULL,
+      data bytea NOT NULL,
+      PRIMARY KEY (thread_id, checkpoint_ns, channel, seq)
+    )`,
+    `CREATE TABLE loopgraph_checkpoint_writes (
+      thread_id text COLLATE "C" NOT NULL,
+      checkpoint_ns text COLLATE "C" NOT NULL DEFAULT '',
+      checkpoint_id text COLLATE "C" NOT NULL,
+      task_id text COLLATE "C" NOT NULL,
+      task_path text COLLATE "C" NOT NULL DEFAULT '',
+      idx integer NOT NULL,
+      channel text NOT NULL,
+      type text NOT NULL,
+      value bytea NOT NULL,
+      PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
+    )`,
+  ],
+];

@@ -1,0 +1,94 @@
+import type { RunnableConfig } from "@langchain/core/runnables";
+import {
+  TASKS,
+  maxChannelVersion,
+  type ChannelVersions,
+  type Checkpoint,
+  type CheckpointMetadata,
+  type CheckpointPendingWrite,
+  type CheckpointTuple,
+} from "@langchain/langgraph-checkpoint";
+import type { ThreadNamespace } from "./checkpoint-store.js";
+
+/** What both savers share: how a checkpoint's header, its thread and its channels are keyed. */
+
+/** LangGraph's START node's channel, which holds the graph's input. */
+export const START = "__start__";
+
+/**
+ * A checkpoint's stored header leaves out its id, which its row's key holds (and stores of
+ * version 3 and earlier kept in both): `withId` puts it back where LangGraph has it, after `v`.
+ */
+export function withoutId<T extends { id: string }>(header: T): Omit<T, "id"> {
+  const { id: _id, ...rest } = header;
+  return rest;
+}
+
+export function withId<T extends { v: number }>(header: T, id: string): T & { id: string } {
+  if (Object.prototype.hasOwnProperty.call(header, "id")) return header as T & { id: string };
+  const { v, ...rest } = header;
+  return { v, id, ...rest } as T & { id: string };
+}
+
+/** The thread and namespace a config names; undefined without a thread id. */
+export function threadNamespaceOf(config: RunnableConfig): ThreadNamespace | undefined {
+  const threadId: unknown = config.configurable?.thread_id;
+  if (threadId === undefined || threadId === null || threadId === "") return undefined;
+  return { threadId: String(threadId), ns: (config.configurable?.checkpoint_ns as string | undefined) ?? "" };
+}
+
+/** A key for one channel of one thread namespace (for caches). */
+export function channelKey(at: ThreadNamespace, channel: string): string {
+  return `${at.threadId}\u0000${at.ns}\u0000${channel}`;
+}
+
+/** What a checkpoint tuple is made of, as a saver has read and decoded it. */
+export interface TupleParts {
+  readonly at: ThreadNamespace;
+  readonly id: string;
+  readonly parentId: string | null;
+  readonly header: Omit<Checkpoint, "channel_values" | "channel_versions">;
+  readonly metadata: CheckpointMetadata;
+  readonly pendingWrites: CheckpointPendingWrite[];
+  readonly channelVersions: ChannelVersions;
+  /** Each channel's decoded value, or a promise of it. */
+  readonly values: Iterable<readonly [channel: string, decoded: unknown]>;
+  /** Sees each channel's value as it settles. */
+  readonly onSettled?: (channel: string, value: unknown) => void;
+  /** The sends pending on the parent, decoded: checkpoints before format v4 kept them there. */
+  readonly parentSends: () => Promise<unknown[]>;
+  readonly nextVersion: () => number;
+}
+
+/**
+ * The tuple of a checkpoint. Channels are set as their decoding settles, those without a promise
+ * first, in `channel_versions` order: as LangGraph's savers set them.
+ */
+export async function assembleTuple(parts: TupleParts): Promise<CheckpointTuple> {
+  const channelValues: Record<string, unknown> = {};
+  const pending: Promise<void>[] = [];
+  for (const [channel, decoded] of parts.values) {
+    const settle = (value: unknown): void => {
+      channelValues[channel] = value;
+      parts.onSettled?.(channel, value);
+    };
+    if (decoded instanceof Promise) pending.push(decoded.then(settle));
+    else settle(decoded);
+  }
+  await Promise.all(pending);
+  const { at, id, parentId } = parts;
+  const checkpoint: Checkpoint = { ...withId(parts.header, id), channel_values: channelValues, channel_versions: { ...parts.channelVersions } };
+  if (checkpoint.v < 4 && parentId !== null) {
+    checkpoint.channel_values[TASKS] = await parts.parentSends();
+    const versions = Object.values(checkpoint.channel_versions);
+    checkpoint.channel_versions[TASKS] = versions.length > 0 ? maxChannelVersion(...versions) : parts.nextVersion();
+  }
+  const configOf = (checkpoint_id: string) => ({ configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id } });
+  return {
+    config: configOf(id),
+    checkpoint,
+    metadata: parts.metadata,
+    parentConfig: parentId === null ? undefined : configOf(parentId),
+    pendingWrites: parts.pendingWrites,
+  };
+}

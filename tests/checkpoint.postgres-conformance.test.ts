@@ -1,0 +1,49 @@
+/**
+ * LangGraph's checkpoint conformance suite (`validate` and `deltaChannelHistoryTests`) against the
+ * PostgreSQL saver, on a throwaway server (tests/helpers/postgres.ts): a database of its own per
+ * checkpointer, since several suites reuse fixed thread ids. Skipped, saying why, where
+ * PostgreSQL cannot start, except under LOOPGRAPH_REQUIRE_POSTGRES=1 (CI).
+ */
+import { deltaChannelHistoryTests, validate, type CheckpointSaverTestInitializer } from "@langchain/langgraph-checkpoint-validation";
+import pg from "pg";
+import { describe, it } from "vitest";
+import { PostgresCheckpointSaver } from "../src/checkpoint/index.js";
+import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
+
+const unavailable = postgresUnavailable();
+
+let server: PostgresServer;
+let admin: pg.Pool;
+let databases = 0;
+
+const initializer: CheckpointSaverTestInitializer<PostgresCheckpointSaver> = {
+  checkpointerName: "loopgraph PostgresCheckpointSaver",
+  async beforeAll() {
+    server = await startPostgres();
+    admin = new pg.Pool({ connectionString: server.url, max: 1 });
+  },
+  async afterAll() {
+    await admin?.end();
+    server?.stop();
+  },
+  async createCheckpointer() {
+    databases += 1;
+    const name = `conformance_${databases}`;
+    await admin.query(`CREATE DATABASE ${name}`);
+    const saver = new PostgresCheckpointSaver(new pg.Pool({ connectionString: server.url.replace(/\/postgres$/, `/${name}`), max: 4 }));
+    await saver.setup();
+    return saver;
+  },
+  async destroyCheckpointer(checkpointer) {
+    await checkpointer.pool.end();
+  },
+};
+
+if (unavailable && !POSTGRES_REQUIRED) {
+  describe.skip(`the PostgreSQL saver's conformance (skipped: ${unavailable})`, () => {
+    it("needs PostgreSQL", () => undefined);
+  });
+} else {
+  validate(initializer);
+  deltaChannelHistoryTests(initializer);
+}
