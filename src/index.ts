@@ -13,7 +13,7 @@ export { listSnapshotPoints, restoreWorkspace } from "./snapshots/index.js";
 export type { RestoreOptions, RestoreResult, RewindChange, SnapshotPoint } from "./snapshots/index.js";
 export { eventBus, messageTopic, type EventBus, type ThreadMessage } from "./runtime/event-bus.js";
 export type { ThreadSummary, ThreadHistory, CheckpointSummary, CheckpointState, StateChange } from "./engine/inspect.js";
-export { SqliteCheckpointSaver } from "./checkpoint/index.js";
+export { PostgresCheckpointSaver, SqliteCheckpointSaver } from "./checkpoint/index.js";
 export { createModel } from "./models/index.js";
 export type { ChatModel, ModelCallOptions, ModelCallResult } from "./models/types.js";
 export type { FunctionNodeContext, FunctionNodeResult } from "./nodes/function/node.js";

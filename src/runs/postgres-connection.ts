@@ -1,0 +1,66 @@
+import pg from "pg";
+import { ConfigError } from "../errors.js";
+import { SchemaTooNewError } from "../checkpoint/index.js";
+import { withoutPassword } from "./database.js";
+
+/** How long connecting to the server may take before it counts as unreachable (LOOPGRAPH_PG_CONNECT_TIMEOUT_MS). */
+const CONNECT_TIMEOUT_MS = 10_000;
+
+/** Whether `text` is a PostgreSQL connection URL (`postgres://…` or `postgresql://…`). */
+export function isPostgresUrl(text: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(text.trim());
+}
+
+/**
+ * A pool of connections to the server a PostgreSQL URL names, checked with one query: a server
+ * that cannot be reached or refuses the login, or a database that does not exist, is one line
+ * (exit 2) that shows the URL without its password. The password is in no message either way.
+ */
+export async function openPostgresPool(url: string, env: NodeJS.ProcessEnv = process.env, max = 10): Promise<pg.Pool> {
+  const timeout = Number(env.LOOPGRAPH_PG_CONNECT_TIMEOUT_MS);
+  const pool = new pg.Pool({
+    connectionString: url,
+    max,
+    connectionTimeoutMillis: Number.isInteger(timeout) && timeout > 0 ? timeout : CONNECT_TIMEOUT_MS,
+    application_name: "loopgraph",
+  });
+  // An idle connection the server drops must not end the process: the next query reconnects.
+  pool.on("error", () => undefined);
+  try {
+    await pool.query("SELECT 1");
+    return pool;
+  } catch (error) {
+    await pool.end().catch(() => undefined);
+    throw postgresError(url, error);
+  }
+}
+
+/** A PostgreSQL error as one line naming the server (never the password), with what to do. */
+export function postgresError(url: string, error: unknown): Error {
+  const shown = withoutPassword(url.trim());
+  const password = passwordOf(url);
+  const scrub = (text: string) => (password ? text.split(password).join("***") : text);
+  if (error instanceof SchemaTooNewError) return new ConfigError(`${shown}: ${error.message}`);
+  const code = (error as { code?: unknown }).code;
+  const message = scrub(error instanceof Error ? error.message.split("\n")[0]! : String(error));
+  if (code === "28P01" || code === "28000") {
+    return new ConfigError(`the PostgreSQL server of ${shown} refused the login (${message}): check the user and password`);
+  }
+  if (code === "3D000") return new ConfigError(`${shown}: ${message}: create the database (createdb) or name another one`);
+  if (typeof code === "string" && /^E[A-Z]+$/.test(code)) {
+    return new ConfigError(`cannot reach the PostgreSQL server of ${shown} (${message}): check that it runs and that the host and port are right`);
+  }
+  if (/timeout/i.test(message)) {
+    return new ConfigError(`cannot reach the PostgreSQL server of ${shown} (no answer in time): check that it runs and that the host and port are right`);
+  }
+  return new ConfigError(`PostgreSQL (${shown}): ${message}`);
+}
+
+function passwordOf(url: string): string | undefined {
+  try {
+    const password = decodeURIComponent(new URL(url.trim()).password);
+    return password || undefined;
+  } catch {
+    return undefined;
+  }
+}
