@@ -119,6 +119,13 @@ describe("credentials", () => {
     expect(values.sort()).toEqual(["ghp_abcdefgh", "gsk_987654321", "sk-openai-123"]);
   });
 
+  it("include a connection string's password alone, as written and decoded, whole even when it holds an @", () => {
+    const values = secretValues({ DB: "postgres://team:s3cr@t-pw%21@db.example:5432/runs", NOTES: "see https://user:plain-pass-word@host/x for it" }, MODEL_KEY_VARIABLES);
+    expect(values).toContain("s3cr@t-pw%21");
+    expect(values).toContain("s3cr@t-pw!");
+    expect(values).toContain("plain-pass-word");
+  });
+
   it("are redacted whole, the longest first", () => {
     expect(redactSecrets("a sk-long-secret-value b", ["sk-long-secret", "sk-long-secret-value"])).toBe("a [redacted] b");
   });

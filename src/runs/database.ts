@@ -6,6 +6,7 @@ import { ConfigError } from "../errors.js";
 import { Inbox } from "./inbox.js";
 import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
+import { withoutPassword } from "./redact.js";
 import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
 
 /**
@@ -38,18 +39,6 @@ export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cw
 
 /** A URL with a scheme and an authority (`postgres://…`, `postgresql://…`, `mysql://…`), as connection strings are. */
 const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
-
-/** A connection string with its password, if it has one, replaced by `***` (everything between the user's colon and the authority's last `@`). */
-export function withoutPassword(url: string): string {
-  const start = url.indexOf("://") + 3;
-  const rest = url.slice(start);
-  const authorityEnd = rest.search(/[/?#]/);
-  const authority = authorityEnd < 0 ? rest : rest.slice(0, authorityEnd);
-  const at = authority.lastIndexOf("@");
-  const colon = authority.indexOf(":");
-  if (at < 0 || colon < 0 || colon > at) return url;
-  return `${url.slice(0, start)}${authority.slice(0, colon)}:***${authority.slice(at)}${rest.slice(authority.length)}`;
-}
 
 /** Where the store is: `--db`, the environment (LOOPGRAPH_DB) and the directory it is resolved from. */
 export interface StoreOptions {

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { ConfigError } from "../errors.js";
 import { SchemaTooNewError } from "../checkpoint/index.js";
-import { withoutPassword } from "./database.js";
+import { urlPasswords, withoutPassword } from "./redact.js";
 
 /** How long connecting to the server may take before it counts as unreachable (LOOPGRAPH_PG_CONNECT_TIMEOUT_MS). */
 const CONNECT_TIMEOUT_MS = 10_000;
@@ -38,8 +38,8 @@ export async function openPostgresPool(url: string, env: NodeJS.ProcessEnv = pro
 /** A PostgreSQL error as one line naming the server (never the password), with what to do. */
 export function postgresError(url: string, error: unknown): Error {
   const shown = withoutPassword(url.trim());
-  const password = passwordOf(url);
-  const scrub = (text: string) => (password ? text.split(password).join("***") : text);
+  const passwords = urlPasswords(url);
+  const scrub = (text: string) => passwords.reduce((scrubbed, password) => scrubbed.split(password).join("***"), text);
   if (error instanceof SchemaTooNewError) return new ConfigError(`${shown}: ${error.message}`);
   const code = (error as { code?: unknown }).code;
   const message = scrub(error instanceof Error ? error.message.split("\n")[0]! : String(error));
@@ -56,11 +56,3 @@ export function postgresError(url: string, error: unknown): Error {
   return new ConfigError(`PostgreSQL (${shown}): ${message}`);
 }
 
-function passwordOf(url: string): string | undefined {
-  try {
-    const password = decodeURIComponent(new URL(url.trim()).password);
-    return password || undefined;
-  } catch {
-    return undefined;
-  }
-}
