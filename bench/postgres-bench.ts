@@ -67,19 +67,17 @@ if (unavailable) {
   console.log(`postgres-bench: left out: ${unavailable}`);
 } else {
   const server = await startPostgres();
-  const admin = new pg.Pool({ connectionString: server.url, max: 1 });
   const pools: pg.Pool[] = [];
   try {
-    const open = async (name: string): Promise<pg.Pool> => {
-      await admin.query(`CREATE DATABASE ${name}`);
-      const pool = new pg.Pool({ connectionString: server.url.replace(/\/postgres$/, `/${name}`), max: 4 });
+    const open = (name: string): pg.Pool => {
+      const pool = new pg.Pool({ connectionString: server.createDatabase(name), max: 4 });
       pools.push(pool);
       return pool;
     };
-    const stockPool = await open("stock");
+    const stockPool = open("stock");
     const stock = new PostgresSaver(stockPool);
     await stock.setup();
-    const oursPool = await open("ours");
+    const oursPool = open("ours");
     const ours = new PostgresCheckpointSaver(oursPool);
     await ours.setup();
     // Warm-ups on threads of their own, then their rows deleted: the measured sizes are the measured runs'.
@@ -95,7 +93,6 @@ if (unavailable) {
     report({ name: "postgres_saver_time", ours: oursMs, anchor: stockMs, unit: "ms", maxRatio: 1, note });
   } finally {
     await Promise.all(pools.map((pool) => pool.end()));
-    await admin.end();
     server.stop();
   }
 }

@@ -22,6 +22,8 @@ export interface PostgresServer {
   readonly password: string;
   /** The folder of the socket (for `psql -h`). */
   readonly socketDir: string;
+  /** Creates an empty database (a name of letters, digits and `_`) and returns its URL. */
+  createDatabase(name: string): string;
   /** Runs `psql` against the server (over TCP, with the password) and returns its stdout. */
   psql(sql: string, options?: { password?: string }): { code: number | null; stdout: string; stderr: string };
   stop(): void;
@@ -100,6 +102,12 @@ export async function startPostgres(): Promise<PostgresServer> {
     port,
     password,
     socketDir: root,
+    createDatabase(name) {
+      if (!/^[a-z_][a-z0-9_]*$/.test(name)) throw new Error(`not a plain database name: ${name}`);
+      const created = server.psql(`CREATE DATABASE ${name}`);
+      if (created.code !== 0) throw new Error(`CREATE DATABASE ${name} failed: ${created.stderr}`);
+      return server.url.replace(/\/postgres$/, `/${name}`);
+    },
     psql(sql, options = {}) {
       const result = spawnSync(join(bin, "psql"), ["-X", "-A", "-t", "-h", "127.0.0.1", "-p", String(port), "-U", "loopgraph", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql], {
         encoding: "utf8",

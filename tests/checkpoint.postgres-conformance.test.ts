@@ -13,24 +13,19 @@ import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresSer
 const unavailable = postgresUnavailable();
 
 let server: PostgresServer;
-let admin: pg.Pool;
 let databases = 0;
 
 const initializer: CheckpointSaverTestInitializer<PostgresCheckpointSaver> = {
   checkpointerName: "loopgraph PostgresCheckpointSaver",
   async beforeAll() {
     server = await startPostgres();
-    admin = new pg.Pool({ connectionString: server.url, max: 1 });
   },
-  async afterAll() {
-    await admin?.end();
+  afterAll() {
     server?.stop();
   },
   async createCheckpointer() {
     databases += 1;
-    const name = `conformance_${databases}`;
-    await admin.query(`CREATE DATABASE ${name}`);
-    const saver = new PostgresCheckpointSaver(new pg.Pool({ connectionString: server.url.replace(/\/postgres$/, `/${name}`), max: 4 }));
+    const saver = new PostgresCheckpointSaver(new pg.Pool({ connectionString: server.createDatabase(`conformance_${databases}`), max: 4 }));
     await saver.setup();
     return saver;
   },

@@ -16,16 +16,13 @@ const unavailable = postgresUnavailable();
 if (unavailable && !POSTGRES_REQUIRED) console.warn(`skipping the PostgreSQL saver tests: ${unavailable}`);
 
 let server: PostgresServer;
-let admin: pg.Pool;
 let databases = 0;
 const pools: pg.Pool[] = [];
 
-/** A pool on a new, empty database. */
-async function newDatabase(): Promise<string> {
+/** The URL of a new, empty database. */
+function newDatabase(): string {
   databases += 1;
-  const name = `saver_${databases}`;
-  await admin.query(`CREATE DATABASE ${name}`);
-  return server.url.replace(/\/postgres$/, `/${name}`);
+  return server.createDatabase(`saver_${databases}`);
 }
 
 function poolOn(url: string): pg.Pool {
@@ -65,17 +62,15 @@ async function count(pool: pg.Pool, sql: string, params: unknown[] = []): Promis
 describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("the PostgreSQL checkpoint saver", () => {
   beforeAll(async () => {
     server = await startPostgres();
-    admin = new pg.Pool({ connectionString: server.url, max: 1 });
   });
 
   afterAll(async () => {
     await Promise.all(pools.map((pool) => pool.end()));
-    await admin?.end();
     server?.stop();
   });
 
   it("stores each message of a chat once, in the channel's item log, and reads every checkpoint back whole", async () => {
-    const saver = await saverOn(await newDatabase());
+    const saver = await saverOn(newDatabase());
     const messages = await chat(saver, "t1", 20);
     expect(messages).toHaveLength(40);
     // 20 user messages and 20 replies, each once in the messages log.
@@ -94,7 +89,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("the PostgreSQL
   });
 
   it("a thread continued by another saver (another worker, no memory of it) appends to the same logs, each item still once", async () => {
-    const url = await newDatabase();
+    const url = newDatabase();
     const first = await saverOn(url);
     await chat(first, "t2", 5);
     const second = await saverOn(url);
@@ -106,7 +101,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("the PostgreSQL
   });
 
   it("a saver whose view of an item log is stale (another one wrote the thread since) plans the write again from the database", async () => {
-    const url = await newDatabase();
+    const url = newDatabase();
     const a = await saverOn(url);
     const b = await saverOn(url);
     const config = { configurable: { thread_id: "t3", checkpoint_ns: "" } };
@@ -126,7 +121,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("the PostgreSQL
   });
 
   it("migrates once when several pools set up at the same time, and refuses a database of a newer loopgraph", async () => {
-    const url = await newDatabase();
+    const url = newDatabase();
     const savers = [1, 2, 3, 4].map(() => new PostgresCheckpointSaver(poolOn(url)));
     await Promise.all(savers.map((saver) => saver.setup()));
     const pool = savers[0]!.pool;
@@ -138,7 +133,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("the PostgreSQL
   });
 
   it("orders checkpoints by the bytes of their ids, whatever the database's collation", async () => {
-    const saver = await saverOn(await newDatabase());
+    const saver = await saverOn(newDatabase());
     const config = { configurable: { thread_id: "t5", checkpoint_ns: "" } };
     // In most locales '-' is ignored when sorting text: "a-c" would sort after "ab".
     for (const id of ["ab", "a-c"]) {

@@ -1,4 +1,3 @@
-import { isDeepStrictEqual } from "node:util";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -25,7 +24,7 @@ import type { EncodedItem } from "./item-framing.js";
 import { pushSeq, sharedPrefix, truncateRanges, type SeqRange, type StoredList } from "./list-history.js";
 import { LruMap } from "./lru-map.js";
 import { CHECKPOINT_MIGRATIONS, migrate } from "./postgres-schema.js";
-import { assembleTuple, channelKey, threadNamespaceOf, withoutId } from "./saver-common.js";
+import { assembleTuple, channelKey, metadataMatches, threadNamespaceOf, withoutId } from "./saver-common.js";
 
 /** The type of a list version's blob row: its items are in the item log, at `ranges`. */
 const ITEMS_TYPE = "lg:items";
@@ -109,6 +108,28 @@ interface PlannedList {
   readonly appended: readonly { readonly seq: number; readonly encoded: EncodedItem }[];
 }
 
+/** Value rows of a checkpoint write, column by column (for `unnest`). */
+interface BlobColumns {
+  channels: string[];
+  versions: string[];
+  types: string[];
+  data: (Buffer | null)[];
+  ranges: (string | null)[];
+}
+
+function pushBlob(columns: BlobColumns, channel: string, version: string, type: string, data: Buffer | null, ranges: string | null): void {
+  columns.channels.push(channel);
+  columns.versions.push(version);
+  columns.types.push(type);
+  columns.data.push(data);
+  columns.ranges.push(ranges);
+}
+
+/** Bytes as a Buffer over the same memory (node-postgres sends Buffers as bytea). */
+function asBuffer(bytes: Uint8Array): Buffer {
+  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
+}
+
 /**
  * LangGraph checkpoint saver on PostgreSQL (node-postgres, a pool), in the store's delta format:
  * every channel value once per version; every item of a list channel (such as `messages`) once,
@@ -186,10 +207,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
         pageParams,
       );
       for (const row of rows) {
-        if (wanted.length > 0) {
-          const metadata = (await this.serde.loadsTyped(row.metadata_type, row.metadata)) as Record<string, unknown>;
-          if (!wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value))) continue;
-        }
+        if (wanted.length > 0 && !(await metadataMatches(this.serde, row.metadata_type, row.metadata, wanted))) continue;
         const tuple = await this.readTuple({ threadId: row.thread_id, ns: row.checkpoint_ns }, row.checkpoint_id);
         if (!tuple) continue;
         yield tuple;
@@ -212,7 +230,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
       this.serde.dumpsTyped(withoutId(rest)),
       this.serde.dumpsTyped(metadata),
     ]);
-    const blobs = { channels: [] as string[], versions: [] as string[], types: [] as string[], data: [] as (Buffer | null)[], ranges: [] as (string | null)[] };
+    const blobs: BlobColumns = { channels: [], versions: [], types: [], data: [], ranges: [] };
     const listChannels: [string, string, unknown[]][] = [];
     for (const [channel, newVersion] of Object.entries(newVersions)) {
       // A version with no value (a channel cleared or consumed) is stored as no row: read, it is absent either way.
@@ -223,28 +241,20 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
         continue;
       }
       const [type, data] = await this.serde.dumpsTyped(value);
-      blobs.channels.push(channel);
-      blobs.versions.push(String(newVersion));
-      blobs.types.push(type);
-      blobs.data.push(Buffer.from(data.buffer, data.byteOffset, data.byteLength));
-      blobs.ranges.push(null);
+      pushBlob(blobs, channel, String(newVersion), type, asBuffer(data), null);
     }
 
     const write = async (): Promise<PlannedList[]> => {
       const lists = await this.planLists(at, parentId, listChannels);
-      const all = { ...blobs, channels: [...blobs.channels], versions: [...blobs.versions], types: [...blobs.types], data: [...blobs.data], ranges: [...blobs.ranges] };
+      const all: BlobColumns = { channels: [...blobs.channels], versions: [...blobs.versions], types: [...blobs.types], data: [...blobs.data], ranges: [...blobs.ranges] };
       const items = { channels: [] as string[], seqs: [] as number[], types: [] as string[], data: [] as Buffer[] };
       for (const list of lists) {
-        all.channels.push(list.channel);
-        all.versions.push(list.stored.version);
-        all.types.push(ITEMS_TYPE);
-        all.data.push(null);
-        all.ranges.push(JSON.stringify(list.stored.ranges));
+        pushBlob(all, list.channel, list.stored.version, ITEMS_TYPE, null, JSON.stringify(list.stored.ranges));
         for (const { seq, encoded } of list.appended) {
           items.channels.push(list.channel);
           items.seqs.push(seq);
           items.types.push(encoded.type);
-          items.data.push(Buffer.from(encoded.bytes.buffer, encoded.bytes.byteOffset, encoded.bytes.byteLength));
+          items.data.push(asBuffer(encoded.bytes));
         }
       }
       await this.pool.query(
@@ -276,10 +286,10 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
           checkpoint.id,
           parentId ?? null,
           checkpointType,
-          Buffer.from(checkpointBytes),
+          asBuffer(checkpointBytes),
           JSON.stringify(versions),
           metadataType,
-          Buffer.from(metadataBytes),
+          asBuffer(metadataBytes),
         ],
       );
       return lists;
@@ -327,7 +337,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
         writes.map(([channel], index) => WRITES_IDX_MAP[channel] ?? index),
         writes.map(([channel]) => channel),
         serialized.map(([type]) => type),
-        serialized.map(([, bytes]) => Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength)),
+        serialized.map(([, bytes]) => asBuffer(bytes)),
       ],
     );
   }
@@ -356,8 +366,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
    */
   private async planLists(at: ThreadNamespace, parentId: string | undefined, lists: readonly [string, string, unknown[]][]): Promise<PlannedList[]> {
     if (lists.length === 0) return [];
-    const unknownBases = lists.map(([channel]) => channel).filter((channel) => !this.lastLists.has(channelKey(at, channel)));
-    if (unknownBases.length > 0 && parentId !== undefined) await this.readParentLists(at, parentId, unknownBases);
+    // Reading the parent's tuple remembers its list versions as bases (see rememberRead).
+    if (parentId !== undefined && lists.some(([channel]) => !this.lastLists.has(channelKey(at, channel)))) await this.readTuple(at, parentId);
     const unknownEnds = lists.map(([channel]) => channel).filter((channel) => !this.logEnds.has(channelKey(at, channel)));
     if (unknownEnds.length > 0) {
       const { rows } = await this.pool.query<{ channel: string; next: number }>(
@@ -389,33 +399,6 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
     return planned;
   }
 
-  /** Reads the list versions of `channels` the parent checkpoint holds, as the bases of the next write. */
-  private async readParentLists(at: ThreadNamespace, parentId: string, channels: readonly string[]): Promise<void> {
-    const { rows } = await this.pool.query<{ channel: string; version: string; ranges: string; ord: string; type: string; data: Buffer; seq: number }>(
-      `WITH v AS (
-         SELECT b.channel, b.version, b.ranges FROM loopgraph_checkpoints c
-         CROSS JOIN LATERAL json_each_text(c.channel_versions::json) AS cv(channel, version)
-         JOIN loopgraph_checkpoint_blobs b
-           ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns AND b.channel = cv.channel AND b.version = cv.version
-         WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id = $3 AND cv.channel = ANY($4::text[]) AND b.ranges IS NOT NULL
-       )
-       SELECT v.channel, v.version, v.ranges, r.ord, i.type, i.data, i.seq
-       FROM v CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
-       JOIN loopgraph_checkpoint_items i
-         ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = v.channel
-        AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
-       ORDER BY v.channel, r.ord, i.seq`,
-      [at.threadId, at.ns, parentId, channels],
-    );
-    const byChannel = new Map<string, { version: string; ranges: SeqRange[]; encoded: EncodedItem[] }>();
-    for (const row of rows) {
-      let list = byChannel.get(row.channel);
-      if (!list) byChannel.set(row.channel, (list = { version: row.version, ranges: JSON.parse(row.ranges) as SeqRange[], encoded: [] }));
-      list.encoded.push({ type: row.type, bytes: row.data });
-    }
-    for (const [channel, list] of byChannel) this.lastLists.set(channelKey(at, channel), list);
-  }
-
   private async readTuple(at: ThreadNamespace, checkpointId: string | undefined): Promise<CheckpointTuple | undefined> {
     const { rows } = await this.pool.query<TupleRow>(TUPLE_SQL, [at.threadId, at.ns, checkpointId ?? null]);
     const head = rows.find((row) => row.part === 0);
@@ -426,15 +409,19 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
 
     const values = new Map<string, ReadValue>();
     const blobRows = rows.filter((row) => row.part === 1).sort((x, y) => Number(x.ord) - Number(y.ord));
-    const itemRows = rows.filter((row) => row.part === 2).sort((x, y) => Number(x.ord) - Number(y.ord) || x.n! - y.n!);
+    const itemsOf = new Map<string, EncodedItem[]>();
+    for (const row of rows.filter((item) => item.part === 2).sort((x, y) => Number(x.ord) - Number(y.ord) || x.n! - y.n!)) {
+      let items = itemsOf.get(row.channel!);
+      if (!items) itemsOf.set(row.channel!, (items = []));
+      items.push({ type: row.type!, bytes: row.data! });
+    }
     for (const row of blobRows) {
       const channel = row.channel!;
       if (row.type !== ITEMS_TYPE) {
         values.set(channel, { kind: "value", type: row.type!, data: row.data! });
         continue;
       }
-      const items = itemRows.filter((item) => item.channel === channel).map((item): EncodedItem => ({ type: item.type!, bytes: item.data! }));
-      values.set(channel, { kind: "list", version: String(channelVersions[channel]), ranges: JSON.parse(row.extra!) as SeqRange[], items });
+      values.set(channel, { kind: "list", version: String(channelVersions[channel]), ranges: JSON.parse(row.extra!) as SeqRange[], items: itemsOf.get(channel) ?? [] });
     }
     const writes = (part: number) =>
       rows
@@ -471,7 +458,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
    */
   private rememberRead(at: ThreadNamespace, channel: string, value: Extract<ReadValue, { kind: "list" }>, items: readonly unknown[]): void {
     const key = channelKey(at, channel);
-    if (this.lastLists.has(key) || items.length !== value.items.length) return;
+    if (this.lastLists.has(key)) return;
     this.lastLists.set(key, { version: value.version, encoded: value.items, values: items.slice(), ranges: value.ranges });
   }
 }

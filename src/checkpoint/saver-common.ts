@@ -1,3 +1,4 @@
+import { isDeepStrictEqual } from "node:util";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   TASKS,
@@ -7,6 +8,7 @@ import {
   type CheckpointMetadata,
   type CheckpointPendingWrite,
   type CheckpointTuple,
+  type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type { ThreadNamespace } from "./checkpoint-store.js";
 
@@ -40,6 +42,12 @@ export function threadNamespaceOf(config: RunnableConfig): ThreadNamespace | und
 /** A key for one channel of one thread namespace (for caches). */
 export function channelKey(at: ThreadNamespace, channel: string): string {
   return `${at.threadId}\u0000${at.ns}\u0000${channel}`;
+}
+
+/** Whether stored metadata holds each of `wanted` (`list`'s filter), decoded with `serde`. */
+export async function metadataMatches(serde: SerializerProtocol, type: string, data: Uint8Array, wanted: readonly [string, unknown][]): Promise<boolean> {
+  const metadata = (await serde.loadsTyped(type, data)) as Record<string, unknown>;
+  return wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value));
 }
 
 /** What a checkpoint tuple is made of, as a saver has read and decoded it. */

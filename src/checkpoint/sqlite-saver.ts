@@ -49,7 +49,7 @@ import {
 } from "./list-history.js";
 import { isObject, ItemCodec } from "./item-codec.js";
 import { LruMap } from "./lru-map.js";
-import { assembleTuple, channelKey, START, threadNamespaceOf, withoutId } from "./saver-common.js";
+import { assembleTuple, channelKey, metadataMatches, START, threadNamespaceOf, withoutId } from "./saver-common.js";
 import { prepareDatabase } from "./schema.js";
 
 /** A channel value as stored, before the serde decodes it. */
@@ -299,7 +299,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     while (remaining > 0) {
       const page = this.store.readTransaction(() => this.store.listCheckpoints(query, cursor));
       for (const listed of page) {
-        if (wanted.length > 0 && !(await this.metadataMatches(listed, wanted))) continue;
+        if (wanted.length > 0 && !(await metadataMatches(this.serde, listed.metadata_type, listed.metadata, wanted))) continue;
         const stored = this.store.readTransaction(() => {
           const row = this.store.checkpoint({ threadId: listed.thread_id, ns: listed.checkpoint_ns }, listed.checkpoint_id);
           return row && this.readStoredTuple(row, valuesRead);
@@ -800,11 +800,6 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const items: EncodedItem[] = [];
     for (const [ns, channel, start, end] of refs) items.push(...this.readLogItems({ threadId, ns }, channel, [[start, end]]).encoded());
     return items;
-  }
-
-  private async metadataMatches(row: CheckpointRow, wanted: readonly [string, unknown][]): Promise<boolean> {
-    const metadata = (await this.serde.loadsTyped(row.metadata_type, row.metadata)) as Record<string, unknown>;
-    return wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value));
   }
 
   private channelVersionsOf(at: ThreadNamespace, checkpointId: string | undefined): ChannelVersions {
