@@ -6,7 +6,7 @@ import { ConfigError } from "../errors.js";
 import { Inbox } from "./inbox.js";
 import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
-import { withoutPassword } from "./redact.js";
+import { withoutPassword } from "./url-password.js";
 import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
 
 /**

@@ -1,7 +1,7 @@
 import pg from "pg";
 import { ConfigError } from "../errors.js";
 import { SchemaTooNewError } from "../checkpoint/index.js";
-import { urlPasswords, withoutPassword } from "./redact.js";
+import { urlPasswords, withoutPassword } from "./url-password.js";
 
 /** How long connecting to the server may take before it counts as unreachable (LOOPGRAPH_PG_CONNECT_TIMEOUT_MS). */
 const CONNECT_TIMEOUT_MS = 10_000;

@@ -1,11 +1,10 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { syncSerializerOf, type SyncSerializer, type WithSyncSerializer } from "../checkpoint/fast-serde.js";
 import picomatch from "picomatch";
+import { URL_WITH_PASSWORD, urlPasswords } from "./url-password.js";
 
 /** Names of variables that hold credentials: any name containing one of these words. */
 const SECRET_NAME = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL/i;
-/** A URL with a password in it (`postgres://user:password@host/db`): a connection string, whatever its name. */
-const URL_WITH_PASSWORD = /[a-z][a-z0-9+.-]*:\/\/[^\s/@:]*:[^\s/@]+@/i;
 
 /** A comma-separated list of variable names (`*` wildcards), as `LOOPGRAPH_SHELL_ENV_INCLUDE`/`_EXCLUDE` give them. */
 export function variableNames(list: string | undefined): string[] {
@@ -50,46 +49,6 @@ export function secretValues(env: NodeJS.ProcessEnv, keyVariables: readonly stri
     .flatMap(([, value]) => [value!.trim(), ...urlPasswords(value!)])
     .filter((value) => value.length >= MIN_SECRET_LENGTH);
   return [...new Set(values)];
-}
-
-/** The password of the first URL in `value` with one, as written and percent-decoded. */
-export function urlPasswords(value: string): string[] {
-  const match = URL_WITH_PASSWORD.exec(value);
-  const password = match ? urlPassword(value.slice(match.index)) : undefined;
-  if (password === undefined) return [];
-  try {
-    return [...new Set([password, decodeURIComponent(password)])];
-  } catch {
-    return [password];
-  }
-}
-
-/**
- * Where the password of the URL at the start of `url` is: from the user's colon to the
- * authority's last `@` (a password may hold `@`); undefined without one.
- */
-function passwordSpan(url: string): { start: number; end: number } | undefined {
-  const scheme = url.indexOf("://");
-  if (scheme < 0) return undefined;
-  const from = scheme + 3;
-  const authorityEnd = url.slice(from).search(/[\s/?#]/);
-  const authority = authorityEnd < 0 ? url.slice(from) : url.slice(from, from + authorityEnd);
-  const at = authority.lastIndexOf("@");
-  const colon = authority.indexOf(":");
-  if (at < 0 || colon < 0 || colon > at) return undefined;
-  return { start: from + colon + 1, end: from + at };
-}
-
-/** The password of the URL at the start of `url`, as written (percent-encoded where it was). */
-function urlPassword(url: string): string | undefined {
-  const span = passwordSpan(url);
-  return span && url.slice(span.start, span.end);
-}
-
-/** A connection string with its password, if it has one, replaced by `***`. */
-export function withoutPassword(url: string): string {
-  const span = passwordSpan(url);
-  return span ? `${url.slice(0, span.start)}***${url.slice(span.end)}` : url;
 }
 
 /**
