@@ -23,6 +23,7 @@ const E2E = [
   "tests/progress.e2e.test.ts",
   "tests/replay.e2e.test.ts",
   "tests/status.narrow.test.ts",
+  "tests/store.postgres.test.ts",
   "tests/run.outcomes.test.ts",
   "tests/replay.fork.test.ts",
   "tests/replay.restore-files.test.ts",

@@ -17,7 +17,8 @@ await build({
   format: "esm",
   platform: "node",
   target: "node20",
-  external: ["better-sqlite3", "tsx"],
+  // pg loads the optional native binding (pg-native) only when asked to; loopgraph never asks.
+  external: ["better-sqlite3", "tsx", "pg-native"],
   // Bundled CommonJS dependencies call require(): give the ES module one.
   banner: { js: "import { createRequire as __loopgraphRequire } from 'node:module'; const require = __loopgraphRequire(import.meta.url);" },
   sourcemap: "linked",

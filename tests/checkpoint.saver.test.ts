@@ -243,7 +243,7 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     expect(listed).toHaveLength(2);
     expect(listed[0]!.checkpoint.channel_values.messages).toHaveLength(16);
     expect((await writer.getTuple({ configurable: { thread_id: "other" } }))?.checkpoint.channel_values.messages).toHaveLength(6);
-    writer.close();
+    await writer.close();
     secondConnection.close();
   });
 });
@@ -267,16 +267,16 @@ describe("SqliteCheckpointSaver on a store written before the item log", () => {
     mkdirSync(dirname(path), { recursive: true });
     copyFileSync(fixture, path);
     const before = readFileSync(path);
-    const reader = openStore({ db: path }, "read");
+    const reader = await openStore({ db: path }, "read");
     const read = await reader.saver.getTuple({ configurable: { thread_id: "old" } });
-    reader.close();
+    await reader.close();
     expect(serialized(read?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
     expect(readFileSync(path).equals(before)).toBe(true);
 
-    const writer = openStore({ db: path }, "write");
-    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    const writer = await openStore({ db: path }, "write");
+    expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     const written = await writer.saver.getTuple({ configurable: { thread_id: "old" } });
-    writer.close();
+    await writer.close();
     expect(serialized(written?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
   });
 
@@ -342,14 +342,14 @@ describe("SqliteCheckpointSaver on a store of version 3 (its tables WITHOUT ROWI
 
     // Read as it is (the reader migrates a copy in memory): the file is left alone.
     const image = readFileSync(path);
-    const reader = openStore({ db: path }, "read");
+    const reader = await openStore({ db: path }, "read");
     expect(serialized((await reader.saver.getTuple({ configurable: { thread_id: "v3" } }))?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
-    reader.close();
+    await reader.close();
     expect(readFileSync(path).equals(image)).toBe(true);
 
-    const writer = openStore({ db: path }, "write");
-    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
-    writer.close();
+    const writer = await openStore({ db: path }, "write");
+    expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    await writer.close();
     expect(tablesWithoutRowid(path)).toEqual([]);
     expect(rowCounts(path)).toEqual(before);
     for (const { id, count, sha1 } of expected.history) {

@@ -18,7 +18,6 @@ import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 import { loopThread } from "../bench/fixtures.js";
 import { findCheckpoint, listThreads, nodesRun, parentIdOf, threadHistory, toPlainValues, type CheckpointSummary, type ThreadHistory } from "../src/engine/inspect.js";
 import { checkpointTree } from "../src/engine/checkpoint-tree.js";
-import { allCheckpointIds, checkpointsWithPrefix } from "../src/runs/checkpoint-ids.js";
 import { asSeen } from "../src/runs/thread-registry.js";
 import { requireThread, withStore, type Store } from "../src/runs/store.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
@@ -72,7 +71,7 @@ function oldSummarise(tuple: CheckpointTuple, previous: Record<string, unknown>,
 
 async function oldThreadHistory(db: string, threadId: string): Promise<ThreadHistory> {
   return withStore({ db }, "read", async (store) => {
-    const thread = requireThread(store, threadId);
+    const thread = await requireThread(store, threadId);
     const tuples = await oldRootCheckpoints(store, threadId);
     const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
     const valuesById = new Map<string, Record<string, unknown>>();
@@ -91,7 +90,7 @@ async function oldThreadHistory(db: string, threadId: string): Promise<ThreadHis
 async function oldCounts(db: string): Promise<Array<[string, number]>> {
   return withStore({ db }, "read", async (store) => {
     const counts: Array<[string, number]> = [];
-    for (const thread of store.threads.list()) counts.push([thread.threadId, (await oldRootCheckpoints(store, thread.threadId)).length]);
+    for (const thread of await store.threads.list()) counts.push([thread.threadId, (await oldRootCheckpoints(store, thread.threadId)).length]);
     return counts;
   });
 }
@@ -140,9 +139,9 @@ async function expectSameLookups(db: string, threadId: string, history: ThreadHi
   }
   // rewind's lookup, any namespace (subgraph checkpoints too): the range finds what a scan of every id finds.
   await withStore({ db }, "read", async (store) => {
-    const everyId = allCheckpointIds(store.db, threadId).sort();
+    const everyId = (await store.checkpoints.allCheckpointIds(threadId)).sort();
     for (const prefix of [...prefixes, everyId.at(-1)!.slice(0, 14)]) {
-      expect(checkpointsWithPrefix(store.db, threadId, prefix).map((match) => match.id)).toEqual(everyId.filter((id) => id.startsWith(prefix)));
+      expect((await store.checkpoints.checkpointsWithPrefix(threadId, prefix)).map((match) => match.id)).toEqual(everyId.filter((id) => id.startsWith(prefix)));
     }
   });
 }

@@ -46,20 +46,22 @@ describe("the CLI and a store that is not one", () => {
     expect(existsSync(join(root, "typo"))).toBe(false);
   });
 
-  it("a database URL (--db or LOOPGRAPH_DB) is refused in one line without its password, and creates nothing", async () => {
+  it("a database URL (--db or LOOPGRAPH_DB) is never a folder: PostgreSQL unreachable or another kind of database is one line without the password, and creates nothing", async () => {
     const { root } = tempWorkspace();
-    const url = "postgres://team:s3cr@t-pw@db.example:5432/runs?sslmode=require";
-    const shown = "postgres://team:***@db.example:5432/runs?sslmode=require";
+    // Port 1 of this machine: nothing listens there, the connection is refused at once.
+    const url = "postgres://team:s3cr@t-pw@127.0.0.1:1/runs?sslmode=disable";
+    const shown = "postgres://team:***@127.0.0.1:1/runs?sslmode=disable";
+    const other = "mysql://team:s3cr@t-pw@db.example/runs";
     const script = join(ROOT, "tests/fixtures/looper/gated-coder.script.yaml");
     const commands = [["run", "coder", "--task", "x", "--model", `scripted:${script}`], ["chat", "--model", `scripted:${script}`], ["status", "t1"], ["inspect"], ["send", "t1", "stop"], ["resume", "t1"]];
     for (const args of commands) {
       const viaFlag = await runCli([...args, "--db", url], { cwd: root });
-      expectStoreError(viaFlag, `--db ${shown}`, /is a database URL: this loopgraph stores runs in a SQLite file; give its path with --db \(or LOOPGRAPH_DB\)$/);
-      const viaEnv = await runCli(args, { cwd: root, env: cleanEnv({ LOOPGRAPH_DB: url }) });
-      expectStoreError(viaEnv, `LOOPGRAPH_DB ${shown}`, /is a database URL/);
+      expectStoreError(viaFlag, shown, /^loopgraph: cannot reach the PostgreSQL server of .*: check that it runs and that the host and port are right$/);
+      const viaEnv = await runCli(args, { cwd: root, env: cleanEnv({ LOOPGRAPH_DB: other }) });
+      expectStoreError(viaEnv, "LOOPGRAPH_DB mysql://team:***@db.example/runs", /is a database URL loopgraph cannot use: give a postgres:\/\/ URL, or a SQLite file's path/);
       for (const result of [viaFlag, viaEnv]) expect(result.stdout + result.stderr).not.toContain("s3cr");
     }
-    expect(readdirSync(root).filter((name) => /postgres|loopgraph/.test(name))).toEqual([]);
+    expect(readdirSync(root).filter((name) => /postgres|mysql|loopgraph/.test(name))).toEqual([]);
     expect(existsSync(join(root, "postgres:"))).toBe(false);
   });
 

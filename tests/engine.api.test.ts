@@ -98,10 +98,10 @@ describe("resume of a thread killed before its first checkpoint", () => {
     const db = join(dir, "db");
     const graph = await loadGraph(join(FIXTURES, "durable.yaml"));
     // What a kill between recording the thread and its first checkpoint leaves: the record alone.
-    const store = openStore({ db, env: {} }, "create");
+    const store = await openStore({ db, env: {} }, "create");
     const spec = Thread.newThread(graph, { threadId: "early", workspace: dir, model: scripted("durable.script.yaml"), env: {} });
-    Thread.prepare(store, graph, spec, { env: {} }).record("prove durability");
-    store.close();
+    await Thread.prepare(store, graph, spec, { env: {} }).record("prove durability");
+    await store.close();
     expect((await threadHistory("early", { db })).checkpoints).toHaveLength(0);
 
     const outcome = await resumeRun({ threadId: "early", db, env: {} });

@@ -48,7 +48,7 @@ function harness(model?: ChatModel, signal = new AbortController().signal): Harn
     workspace: ROOT,
     settings: { approval: "deny" },
     userRules: [],
-    readInbox: () => [],
+    readInbox: async () => [],
     emit: (event) => events.push(event),
     model: (spec) => recorded(model ?? models(spec)),
     signal,

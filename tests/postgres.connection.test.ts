@@ -6,7 +6,8 @@
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
-import { isPostgresUrl, openPostgresPool } from "../src/runs/postgres-connection.js";
+import { openPostgresPool } from "../src/runs/postgres-connection.js";
+import { isPostgresUrl } from "../src/runs/url-password.js";
 import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
 
 const unavailable = postgresUnavailable();

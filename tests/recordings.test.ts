@@ -3,29 +3,29 @@ import Database from "better-sqlite3";
 import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { createRecorder } from "../src/runtime/recorder.js";
-import type { RecordData, RecordKey } from "../src/runs/recordings.js";
+import type { RecordData, RecordKey, Recordings } from "../src/runs/recordings.js";
 import { redactSecrets, secretValues } from "../src/runs/redact.js";
 import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
 import { openStore, type Store } from "../src/runs/store.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
-function store(): Store {
-  const opened = openStore({ db: tempWorkspace().db }, "create");
+async function store(): Promise<Store> {
+  const opened = await openStore({ db: tempWorkspace().db }, "create");
   onCleanup(() => opened.close());
   return opened;
 }
 
 const key = (taskPath: string, callIndex: number, threadId = "t1"): RecordKey => ({ threadId, checkpointId: "cp-1", taskPath, callIndex, node: "coder" });
 const tool = (content: string): RecordData => ({ kind: "tool", name: "shell", args: { command: "ls" }, result: { ok: true, content } });
-const contents = (s: Store, threadId = "t1") => s.recordings.list(threadId).map((r) => (r.kind === "tool" ? (r.result as { content: string }).content : r.kind));
+const contents = async (s: Store, threadId = "t1") => (await s.recordings.list(threadId)).map((r) => (r.kind === "tool" ? (r.result as { content: string }).content : r.kind));
 
 describe("the recordings table", () => {
-  it("reads a thread's records back in the order they were made, with where they were made", () => {
-    const s = store();
+  it("reads a thread's records back in the order they were made, with where they were made", async () => {
+    const s = await store();
     s.recordings.put(key("coder:a|model:b", 0), { kind: "model", output: { content: "hi", toolCalls: [{ id: "c1", name: "shell", args: { command: "ls" } }], usage: { inputTokens: 3, outputTokens: 1 } } });
     s.recordings.put(key("coder:a|tools:c", 0), tool("file.txt"));
     s.recordings.put(key("judge:d", 0), { kind: "model", error: { kind: "exhausted", message: "scripted model exhausted" } });
-    const records = s.recordings.list("t1");
+    const records = await s.recordings.list("t1");
     expect(records.map((r) => [r.kind, r.taskPath, r.callIndex])).toEqual([
       ["model", "coder:a|model:b", 0],
       ["tool", "coder:a|tools:c", 0],
@@ -33,31 +33,31 @@ describe("the recordings table", () => {
     ]);
     expect(records[0]).toMatchObject({ threadId: "t1", checkpointId: "cp-1", node: "coder", output: { content: "hi", toolCalls: [{ name: "shell" }] } });
     expect(records[2]).toMatchObject({ error: { kind: "exhausted" } });
-    expect(s.recordings.list("other")).toEqual([]);
+    expect((await s.recordings.list("other"))).toEqual([]);
   });
 
-  it("closing a store still locked by another program drops the queued records of the unsaved step instead of failing", () => {
+  it("closing a store still locked by another program drops the queued records of the unsaved step instead of failing", async () => {
     const { db } = tempWorkspace();
-    const s = openStore({ db, env: { LOOPGRAPH_BUSY_TIMEOUT_MS: "50" } }, "create");
+    const s = await openStore({ db, env: { LOOPGRAPH_BUSY_TIMEOUT_MS: "50" } }, "create");
     s.recordings.put(key("coder:a|tools:x", 0), tool("saved"));
-    s.recordings.flush();
+    (s.recordings as Recordings).flush();
     s.recordings.put(key("coder:a|tools:y", 0), tool("step whose writes met the lock"));
     const holder = new Database(db);
     try {
       holder.exec("BEGIN EXCLUSIVE");
-      expect(() => s.recordings.flush()).toThrow(/locked/);
-      expect(() => s.close()).not.toThrow();
+      expect(() => (s.recordings as Recordings).flush()).toThrow(/locked/);
+      await expect(s.close()).resolves.toBeUndefined();
     } finally {
       if (holder.inTransaction) holder.exec("ROLLBACK");
       holder.close();
     }
-    const reopened = openStore({ db }, "read");
+    const reopened = await openStore({ db }, "read");
     onCleanup(() => reopened.close());
-    expect(contents(reopened)).toEqual(["saved"]);
+    expect(await contents(reopened)).toEqual(["saved"]);
   });
 
-  it("keeps only the latest execution of a task: its first call deletes what an earlier execution of the same task path recorded", () => {
-    const s = store();
+  it("keeps only the latest execution of a task: its first call deletes what an earlier execution of the same task path recorded", async () => {
+    const s = await store();
     s.recordings.put(key("coder:a|tools:x", 0), tool("first run, call 0"));
     s.recordings.put(key("coder:a|tools:x", 1), tool("first run, call 1"));
     s.recordings.put(key("coder:a|tools:x", 2), tool("first run, call 2"));
@@ -65,17 +65,17 @@ describe("the recordings table", () => {
     s.recordings.put(key("coder:a|tools:x", 0, "t2"), tool("another thread"));
     s.recordings.put(key("coder:a|tools:x", 0), tool("second run, call 0"));
     s.recordings.put(key("coder:a|tools:x", 1), tool("second run, call 1"));
-    expect(contents(s)).toEqual(["another task", "second run, call 0", "second run, call 1"]);
-    expect(contents(s, "t2")).toEqual(["another thread"]);
+    expect(await contents(s)).toEqual(["another task", "second run, call 0", "second run, call 1"]);
+    expect(await contents(s, "t2")).toEqual(["another thread"]);
   });
 
-  it("never stores a credential: secret values (also JSON-escaped) and Authorization header values are redacted", () => {
-    const s = store();
+  it("never stores a credential: secret values (also JSON-escaped) and Authorization header values are redacted", async () => {
+    const s = await store();
     const secret = "sk-test-SECRET-4f9a2c";
     s.recordings.put(key("coder:a", 0), tool(`key=${secret}\nAuthorization: Bearer abcdefgh12345678\n"${secret}"`), [secret]);
-    const [record] = s.recordings.list("t1");
+    const [record] = await s.recordings.list("t1");
     expect((record as { result: { content: string } }).result.content).toBe("key=[redacted]\nAuthorization: Bearer [redacted]\n\"[redacted]\"");
-    s.close();
+    await s.close();
     const bytes = readFileSync(s.path);
     expect(bytes.includes(secret)).toBe(false);
     expect(bytes.includes("abcdefgh12345678")).toBe(false);
@@ -85,7 +85,7 @@ describe("the recordings table", () => {
 describe("writing records", () => {
   it("queues them and writes them in the transaction of the run's next checkpoint write, or when the store closes", async () => {
     const ws = tempWorkspace();
-    const s = openStore({ db: ws.db }, "create");
+    const s = await openStore({ db: ws.db }, "create");
     const other = new Database(ws.db, { readonly: true });
     onCleanup(() => void other.close());
     const stored = () => (other.prepare("SELECT count(*) AS n FROM loopgraph_recordings").get() as { n: number }).n;
@@ -99,34 +99,34 @@ describe("writing records", () => {
     expect((other.prepare("SELECT count(*) AS n FROM loopgraph_checkpoint_writes").get() as { n: number }).n).toBe(1);
     s.recordings.put(key("judge:b", 0), tool("three"));
     expect(stored()).toBe(2);
-    s.close();
+    await s.close();
     expect(stored()).toBe(3);
   });
 
-  it("shows the records queued in this process to a list, in the order they were made", () => {
-    const s = store();
+  it("shows the records queued in this process to a list, in the order they were made", async () => {
+    const s = await store();
     s.recordings.put(key("coder:a|tools:x", 0), tool("first run"));
-    expect(contents(s)).toEqual(["first run"]);
+    expect(await contents(s)).toEqual(["first run"]);
     s.recordings.put(key("coder:a|tools:x", 0), tool("second run"));
     s.recordings.put(key("coder:a|tools:x", 1), tool("second run, call 1"));
-    expect(contents(s)).toEqual(["second run", "second run, call 1"]);
+    expect(await contents(s)).toEqual(["second run", "second run, call 1"]);
   });
 });
 
 describe("credentials", () => {
-  it("are the model providers' keys and variables named like keys, tokens or secrets, when long enough to be one", () => {
+  it("are the model providers' keys and variables named like keys, tokens or secrets, when long enough to be one", async () => {
     const values = secretValues({ OPENAI_API_KEY: "sk-openai-123", GROQ_API_KEY: "gsk_987654321", GITHUB_TOKEN: "ghp_abcdefgh", SHORT_TOKEN: "x", HOME: "/home/someone-long", EDITOR: "vim" }, MODEL_KEY_VARIABLES);
     expect(values.sort()).toEqual(["ghp_abcdefgh", "gsk_987654321", "sk-openai-123"]);
   });
 
-  it("include a connection string's password alone, as written and decoded, whole even when it holds an @", () => {
+  it("include a connection string's password alone, as written and decoded, whole even when it holds an @", async () => {
     const values = secretValues({ DB: "postgres://team:s3cr@t-pw%21@db.example:5432/runs", NOTES: "see https://user:plain-pass-word@host/x for it" }, MODEL_KEY_VARIABLES);
     expect(values).toContain("s3cr@t-pw%21");
     expect(values).toContain("s3cr@t-pw!");
     expect(values).toContain("plain-pass-word");
   });
 
-  it("are redacted whole, the longest first", () => {
+  it("are redacted whole, the longest first", async () => {
     expect(redactSecrets("a sk-long-secret-value b", ["sk-long-secret", "sk-long-secret-value"])).toBe("a [redacted] b");
   });
 });
@@ -135,7 +135,7 @@ describe("the recorder in a LangGraph run", () => {
   const State = Annotation.Root({ n: Annotation<number>({ reducer: (_, next) => next, default: () => 0 }) });
 
   it("keys records by task path and call index, with the root checkpoint the step started from; a task re-run after an interrupt replaces its records", async () => {
-    const s = store();
+    const s = await store();
     const record = createRecorder(s.recordings, "lg", secretValues({ OPENAI_API_KEY: "sk-test-SECRET-4f9a2c" }, MODEL_KEY_VARIABLES));
     let executions = 0;
     const inner = new StateGraph(State)
@@ -162,10 +162,10 @@ describe("the recorder in a LangGraph run", () => {
       .compile({ checkpointer: s.saver });
     const config = { configurable: { thread_id: "lg" } };
     await graph.invoke({ n: 0 }, config);
-    expect(s.recordings.list("lg").map((r) => r.callIndex)).toEqual([0, 1]);
+    expect((await s.recordings.list("lg")).map((r) => r.callIndex)).toEqual([0, 1]);
     await graph.invoke(new Command({ resume: "yes" }), config);
 
-    const records = s.recordings.list("lg");
+    const records = await s.recordings.list("lg");
     expect(records.map((r) => [r.node, r.kind, r.callIndex, r.kind === "approval" ? r.answer : r.kind === "tool" ? r.result : undefined])).toEqual([
       ["ask", "tool", 0, "execution 2, call 0, key [redacted]"],
       ["asker", "approval", 1, "yes"],

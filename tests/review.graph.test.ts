@@ -81,7 +81,7 @@ function context(workspace: string, script: string, events: RunEvent[], calls: M
     workspace,
     settings: { model: `scripted:${join(FIXTURES, script)}`, approval: "auto" },
     userRules: [],
-    readInbox: () => [],
+    readInbox: async () => [],
     emit: (event) => events.push(event),
     signal: new AbortController().signal,
     model: (spec) => {

@@ -121,7 +121,7 @@ describe("settledOutcome", () => {
       tasks: [],
       parentConfig: { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "parent-1" } },
     }));
-    const readVisits = vi.fn(() => ({ review: 1 }));
+    const readVisits = vi.fn(async () => ({ review: 1 }));
     const settled = await settledOutcome({ getState } as unknown as RunnableGraph, { configurable: { thread_id: "t" } }, graph, "t", readVisits);
     expect(settled).toMatchObject({ status: "finished", ended: true });
     expect(settled.state).toBe(state);
@@ -129,7 +129,7 @@ describe("settledOutcome", () => {
     expect(readVisits).toHaveBeenCalledWith("parent-1");
 
     // Where the counts cannot be read alone (not stored as plain JSON), the parent's state is decoded.
-    const fallback = await settledOutcome({ getState } as unknown as RunnableGraph, { configurable: { thread_id: "t" } }, graph, "t", () => undefined);
+    const fallback = await settledOutcome({ getState } as unknown as RunnableGraph, { configurable: { thread_id: "t" } }, graph, "t", async () => undefined);
     expect(fallback.status).toBe("finished");
     expect(getState).toHaveBeenCalledTimes(3);
   });

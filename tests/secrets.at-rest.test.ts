@@ -100,7 +100,7 @@ describe("checkpoints and pending writes", () => {
   it("the store never holds a secret from the environment, whatever a node puts in the state", async () => {
     const ws = tempWorkspace();
     const db = join(ws.dir, "store.db");
-    const store = openStore({ db, env: { GITHUB_TOKEN: SECRET, DATABASE_URL: `postgres://u:${QUOTED}@h/db` } }, "create");
+    const store = await openStore({ db, env: { GITHUB_TOKEN: SECRET, DATABASE_URL: `postgres://u:${QUOTED}@h/db` } }, "create");
     const State = Annotation.Root({ notes: Annotation<string[]>({ reducer: (a, b) => [...a, ...b], default: () => [] }) });
     const graph = new StateGraph(State)
       .addNode("leak", async () => ({ notes: [`token ${SECRET}`, `url postgres://u:${QUOTED}@h/db`] }))
@@ -110,7 +110,7 @@ describe("checkpoints and pending writes", () => {
     const config = { configurable: { thread_id: "t" } };
     await graph.invoke({ notes: [] }, config);
     const state = await graph.getState(config);
-    store.close();
+    await store.close();
     // The whole connection string is the secret value.
     expect(state.values.notes).toEqual([`token ${REDACTED}`, `url ${REDACTED}`]);
     for (const file of readdirSync(ws.dir).filter((name) => name.startsWith("store.db"))) {

@@ -54,7 +54,7 @@ describe("snapshots around tool steps", () => {
       writeFileSync(join(dir, "b.txt"), "b2\n");
     });
 
-    const records = log.list("t");
+    const records = (await log.list("t"));
     expect(records.map((r) => [r.seq, r.tool, r.toolCallId, r.checkpoint.id, r.paths])).toEqual([
       [1, "write_file", "call-1", "c1", ["b.txt"]],
       [2, "shell", "call-3", "c3", ["a.txt", "b.txt"]],
@@ -81,7 +81,7 @@ describe("snapshots around tool steps", () => {
     expect(readFileSync(join(dir, "2.txt"), "utf8")).toBe("2");
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/snapshots are off.*git is not installed/);
-    expect(log.list("t")).toEqual([]);
+    expect((await log.list("t"))).toEqual([]);
   });
 
   it("a step whose process died before its second snapshot counts until the next step", async () => {
@@ -96,9 +96,9 @@ describe("snapshots around tool steps", () => {
     // The resumed run's step 2 (from the same checkpoint) writes b.txt.
     const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => {} });
     await hook.around({ node: "coder", tool: "write_file", toolCallId: "2", config: coderConfig("c1") }, async () => writeFileSync(join(dir, "b.txt"), "b\n"));
-    expect(log.list("t").map((r) => r.paths)).toEqual([undefined, ["b.txt"]]);
+    expect((await log.list("t")).map((r) => r.paths)).toEqual([undefined, ["b.txt"]]);
 
-    const plan = await planRewind(repo, log.list("t"), stepCheckpoint(coderConfig("c1"))!, noParents);
+    const plan = await planRewind(repo, (await log.list("t")), stepCheckpoint(coderConfig("c1"))!, noParents);
     expect(plan.since?.seq).toBe(1);
     expect(plan.changes).toEqual([
       { action: "restore", path: "a.txt" },
@@ -121,7 +121,7 @@ describe("snapshots around tool steps", () => {
     writeFileSync(join(dir, "user.txt"), "edited by hand after the run\n");
 
     const repo = await openSnapshotRepository(dir);
-    const all = log.list("t");
+    const all = (await log.list("t"));
     const parents: ParentLookup = (ns) => new Map(ns === "coder:a" ? [["c2", "c1"]] : []);
     const fromStart = await planRewind(repo, all, { ns: "coder:a", id: "c1", map: { "": "r1", "coder:a": "c1" } }, parents);
     expect(fromStart.changes).toEqual([

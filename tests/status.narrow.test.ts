@@ -7,7 +7,6 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
-import { plainChannels } from "../src/checkpoint/plain-channels.js";
 import { latestValues, openStore } from "../src/runs/store.js";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
@@ -21,26 +20,26 @@ describe("status through the narrow read path", () => {
     expect(result.code, result.stderr).toBe(4);
     await runCli(["send", "narrow", "add: a queued task", "--db", ws.db]);
 
-    const store = openStore({ db: ws.db }, "read");
+    const store = await openStore({ db: ws.db }, "read");
     try {
       const viaSaver = await latestValues(store, "narrow");
-      const plain = plainChannels(store.db, "narrow", ["loopState", "inboxCursor", "task"]);
+      const plain = await store.checkpoints.plainChannels("narrow", ["loopState", "inboxCursor", "task"]);
       expect(plain).toEqual({ loopState: viaSaver.loopState, inboxCursor: viaSaver.inboxCursor, task: viaSaver.task });
       expect(plain.loopState).toMatchObject({ value: "IDLE", context: { round: 2, endReason: "round limit" } });
-      expect(plainChannels(store.db, "no-such-thread", ["task"])).toEqual({});
+      expect(await store.checkpoints.plainChannels("no-such-thread", ["task"])).toEqual({});
       // An older checkpoint by its id: its own values (what a run's outcome compares the last step with).
       const latest = await store.saver.getTuple({ configurable: { thread_id: "narrow", checkpoint_ns: "" } });
       const parentId = latest!.parentConfig!.configurable!.checkpoint_id as string;
       const parent = await store.saver.getTuple({ configurable: { thread_id: "narrow", checkpoint_ns: "", checkpoint_id: parentId } });
-      expect(plainChannels(store.db, "narrow", ["visits", "loopState"], parentId)).toEqual({
+      expect(await store.checkpoints.plainChannels("narrow", ["visits", "loopState"], parentId)).toEqual({
         visits: parent!.checkpoint.channel_values.visits,
         loopState: parent!.checkpoint.channel_values.loopState,
       });
-      expect(plainChannels(store.db, "narrow", ["visits"], "no-such-checkpoint")).toEqual({});
+      expect(await store.checkpoints.plainChannels("narrow", ["visits"], "no-such-checkpoint")).toEqual({});
       // A channel the serializer stores otherwise (messages: a list's history) is refused, not misread.
-      expect(() => plainChannels(store.db, "narrow", ["messages"])).toThrow(/not stored as a plain JSON value/);
+      await expect(store.checkpoints.plainChannels("narrow", ["messages"])).rejects.toThrow(/not stored as a plain JSON value/);
     } finally {
-      store.close();
+      await store.close();
     }
 
     const trace = join(ws.root, "modules.txt");

@@ -6,12 +6,13 @@ import { ConfigError } from "../src/errors.js";
 import { MIGRATIONS, STORE_VERSION } from "../src/runs/schema.js";
 import { openStore, storeError, type StoreAccess } from "../src/runs/store.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import type { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 
 /** The error `openStore` throws, which must be a one-line ConfigError (exit 2). */
-function openError(db: string, access: StoreAccess): ConfigError {
+async function openError(db: string, access: StoreAccess): Promise<ConfigError> {
   let thrown: unknown;
   try {
-    openStore({ db }, access).close();
+    await (await openStore({ db }, access)).close();
   } catch (error) {
     thrown = error;
   }
@@ -23,10 +24,10 @@ function openError(db: string, access: StoreAccess): ConfigError {
 }
 
 /** A store with one thread, closed. */
-function storeWithThread(db: string): void {
-  const store = openStore({ db }, "create");
-  store.threads.create({ threadId: "t1", graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" });
-  store.close();
+async function storeWithThread(db: string): Promise<void> {
+  const store = await openStore({ db }, "create");
+  await store.threads.create({ threadId: "t1", graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" });
+  await store.close();
 }
 
 /** Another program's database: one table of its own, the default rollback journal. */
@@ -37,16 +38,16 @@ function otherAppDatabase(path: string): void {
 }
 
 describe("the store's file", () => {
-  it("refuses a text file for reads and writes and leaves it as it was", () => {
+  it("refuses a text file for reads and writes and leaves it as it was", async () => {
     const { db } = tempWorkspace();
     writeFileSync(db, "not a database\n".repeat(100));
-    for (const access of ["read", "write", "create"] as const) expect(openError(db, access).message).toMatch(/is not a SQLite database/);
+    for (const access of ["read", "write", "create"] as const) expect((await openError(db, access)).message).toMatch(/is not a SQLite database/);
     expect(readFileSync(db, "utf8")).toBe("not a database\n".repeat(100));
   });
 
-  it("refuses a damaged store: truncated or garbled", () => {
+  it("refuses a damaged store: truncated or garbled", async () => {
     const { root, db } = tempWorkspace();
-    storeWithThread(db);
+    await storeWithThread(db);
     const bytes = readFileSync(db);
     const truncated = join(root, "truncated.db");
     writeFileSync(truncated, bytes.subarray(0, 1500));
@@ -55,72 +56,72 @@ describe("the store's file", () => {
     for (let i = 100; i < noise.length; i++) noise[i] = (i * 7) & 255;
     writeFileSync(garbled, noise);
     for (const path of [truncated, garbled]) {
-      for (const access of ["read", "write"] as const) expect(openError(path, access).message).toMatch(/is damaged \(malformed database\)/);
+      for (const access of ["read", "write"] as const) expect((await openError(path, access)).message).toMatch(/is damaged \(malformed database\)/);
     }
   });
 
-  it("refuses a directory", () => {
+  it("refuses a directory", async () => {
     const { root } = tempWorkspace();
     const dir = join(root, "store.db");
     mkdirSync(dir);
-    for (const access of ["read", "write", "create"] as const) expect(openError(dir, access).message).toMatch(/is a directory, not a store/);
+    for (const access of ["read", "write", "create"] as const) expect((await openError(dir, access)).message).toMatch(/is a directory, not a store/);
   });
 
-  it("refuses another program's database, reading or writing, and changes none of its bytes nor its journal mode", () => {
+  it("refuses another program's database, reading or writing, and changes none of its bytes nor its journal mode", async () => {
     const { root } = tempWorkspace();
     const path = join(root, "other-app.db");
     otherAppDatabase(path);
     const before = readFileSync(path);
     for (const access of ["read", "write", "create"] as const) {
-      expect(openError(path, access).message).toMatch(/is not a loopgraph store \(it has other tables\)/);
+      expect((await openError(path, access)).message).toMatch(/is not a loopgraph store \(it has other tables\)/);
     }
     expect(readFileSync(path).equals(before)).toBe(true);
     expect(readdirSync(root).filter((name) => name.startsWith("other-app"))).toEqual(["other-app.db"]);
     const db = new Database(path, { readonly: true });
     expect(db.pragma("journal_mode", { simple: true })).toBe("delete");
-    db.close();
+    await db.close();
   });
 
-  it("a missing store is an error for reads and writes, and nothing is created; only `create` makes one", () => {
+  it("a missing store is an error for reads and writes, and nothing is created; only `create` makes one", async () => {
     const { root } = tempWorkspace();
     const typo = join(root, "typo", "x.db");
-    for (const access of ["read", "write"] as const) expect(openError(typo, access).message).toMatch(/^no store at /);
+    for (const access of ["read", "write"] as const) expect((await openError(typo, access)).message).toMatch(/^no store at /);
     expect(existsSync(dirname(typo))).toBe(false);
-    openStore({ db: typo }, "create").close();
+    await (await openStore({ db: typo }, "create")).close();
     expect(existsSync(typo)).toBe(true);
   });
 
-  it("an empty file becomes a store for a writer", () => {
+  it("an empty file becomes a store for a writer", async () => {
     const { db } = tempWorkspace();
     writeFileSync(db, "");
-    const store = openStore({ db }, "write");
-    expect(store.threads.list()).toEqual([]);
-    expect(store.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
-    store.close();
+    const store = await openStore({ db }, "write");
+    expect((await store.threads.list())).toEqual([]);
+    expect((store.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    await store.close();
   });
 
-  it("reads a store read-only: a reader cannot write, and the file keeps its bytes", () => {
+  it("reads a store read-only: a reader cannot write, and the file keeps its bytes", async () => {
     const { db } = tempWorkspace();
-    storeWithThread(db);
+    await storeWithThread(db);
     const before = readFileSync(db);
-    const store = openStore({ db }, "read");
-    expect(store.threads.get("t1")?.task).toBe("task");
-    expect(() => store.inbox.post("t1", "stop", { command: "stop" })).toThrow(/readonly/);
-    store.close();
+    const store = await openStore({ db }, "read");
+    expect((await store.threads.get("t1"))?.task).toBe("task");
+    await expect(store.inbox.post("t1", "stop", { command: "stop" })).rejects.toThrow(/readonly/);
+    await store.close();
     expect(readFileSync(db).equals(before)).toBe(true);
   });
 
-  it.skipIf(process.getuid?.() === 0)("refuses a read-only file to a command that writes (not as root, whom chmod does not stop)", () => {
+  it.skipIf(process.getuid?.() === 0)("refuses a read-only file to a command that writes (not as root, whom chmod does not stop)", async () => {
     const { db } = tempWorkspace();
-    storeWithThread(db);
+    await storeWithThread(db);
     chmodSync(db, 0o444);
-    expect(openError(db, "write").message).toMatch(/is read-only/);
-    expect(openStore({ db }, "read").threads.get("t1")).toBeDefined();
+    expect((await openError(db, "write")).message).toMatch(/is read-only/);
+    expect(await (await openStore({ db }, "read")).threads.get("t1")).toBeDefined();
   });
 
-  it("says what to do when SQLite refuses a write to a read-only store or waits beyond the busy timeout", () => {
+  it("says what to do when SQLite refuses a write to a read-only store or waits beyond the busy timeout", async () => {
     const { db } = tempWorkspace();
-    storeWithThread(db);
+    await storeWithThread(db);
     const reader = new Database(db, { readonly: true });
     let readOnly: unknown;
     try {
@@ -128,87 +129,87 @@ describe("the store's file", () => {
     } catch (error) {
       readOnly = error;
     }
-    reader.close();
+    await reader.close();
     expect((readOnly as { code?: string }).code).toBe("SQLITE_READONLY");
     expect((storeError(db, readOnly) as Error).message).toBe(`${db} is read-only: make it (and its folder) writable, or give another store with --db`);
     const other = new Error("something else");
     expect(storeError(db, other)).toBe(other);
   });
 
-  it("a store locked by another program beyond the busy timeout is a one-line error", () => {
+  it("a store locked by another program beyond the busy timeout is a one-line error", async () => {
     const { db } = tempWorkspace();
-    storeWithThread(db);
+    await storeWithThread(db);
     const holder = new Database(db);
     holder.exec("BEGIN EXCLUSIVE");
     try {
-      expect(openError(db, "write").message).toMatch(/is locked by another program \(waited 5 s\): try again once it is done/);
+      expect((await openError(db, "write")).message).toMatch(/is locked by another program \(waited 5 s\): try again once it is done/);
     } finally {
       holder.exec("ROLLBACK");
-      holder.close();
+      await holder.close();
     }
   });
 });
 
 describe("the store's schema version", () => {
-  it("a new store has the current version, and the migrations are numbered 1, 2, … in order", () => {
+  it("a new store has the current version, and the migrations are numbered 1, 2, … in order", async () => {
     const { db } = tempWorkspace();
-    storeWithThread(db);
+    await storeWithThread(db);
     const raw = new Database(db, { readonly: true });
     expect(raw.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
-    raw.close();
+    await raw.close();
     expect(MIGRATIONS.map((migration) => migration.version)).toEqual(MIGRATIONS.map((_, index) => index + 1));
   });
 
-  it("refuses a store newer than this loopgraph understands, for reads and writes", () => {
+  it("refuses a store newer than this loopgraph understands, for reads and writes", async () => {
     const { db } = tempWorkspace();
-    storeWithThread(db);
+    await storeWithThread(db);
     const raw = new Database(db);
     raw.pragma(`user_version = ${STORE_VERSION + 1}`);
-    raw.close();
+    await raw.close();
     for (const access of ["read", "write"] as const) {
-      expect(openError(db, access).message).toBe(
+      expect((await openError(db, access)).message).toBe(
         `${db} has store schema version ${STORE_VERSION + 1}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`,
       );
     }
   });
 
-  it("an unversioned store of an earlier release is read as it is (unchanged) and migrated by the first writer", () => {
+  it("an unversioned store of an earlier release is read as it is (unchanged) and migrated by the first writer", async () => {
     const { db } = tempWorkspace();
     const old = new Database(db);
     // The threads table before `approval`, `pause` and `graph_hash`, and no other table yet.
     old.exec(`CREATE TABLE loopgraph_threads (thread_id TEXT PRIMARY KEY, graph_file TEXT NOT NULL, graph_name TEXT NOT NULL, task TEXT NOT NULL,
       model TEXT, workspace TEXT NOT NULL, status TEXT NOT NULL, pid INTEGER, error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
       INSERT INTO loopgraph_threads VALUES ('old', 'g.yaml', 'g', 'an old task', NULL, '/w', 'finished', NULL, NULL, '2024-01-01', '2024-01-01');`);
-    old.close();
+    await old.close();
     const before = readFileSync(db);
 
-    const reader = openStore({ db }, "read");
-    expect(reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
-    expect(reader.inbox.after("old", 0)).toEqual([]);
-    reader.close();
+    const reader = await openStore({ db }, "read");
+    expect((await reader.threads.get("old"))).toMatchObject({ task: "an old task", approval: "ask" });
+    expect((await reader.inbox.after("old", 0))).toEqual([]);
+    await reader.close();
     expect(readFileSync(db).equals(before)).toBe(true);
 
-    const writer = openStore({ db }, "write");
-    writer.inbox.post("old", "stop", { command: "stop" });
-    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
-    writer.close();
-    expect(openStore({ db }, "read").threads.get("old")?.approval).toBe("ask");
+    const writer = await openStore({ db }, "write");
+    await writer.inbox.post("old", "stop", { command: "stop" });
+    expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    await writer.close();
+    expect((await (await openStore({ db }, "read")).threads.get("old"))?.approval).toBe("ask");
   });
 
-  it("an older store in WAL mode (as every store a run wrote is) is read through its migrated copy, unchanged", () => {
+  it("an older store in WAL mode (as every store a run wrote is) is read through its migrated copy, unchanged", async () => {
     const { db } = tempWorkspace();
     const old = new Database(db);
     old.pragma("journal_mode = WAL");
     old.exec(`CREATE TABLE loopgraph_threads (thread_id TEXT PRIMARY KEY, graph_file TEXT NOT NULL, graph_name TEXT NOT NULL, task TEXT NOT NULL,
       model TEXT, workspace TEXT NOT NULL, status TEXT NOT NULL, pid INTEGER, error TEXT, created_at TEXT NOT NULL, updated_at TEXT NOT NULL);
       INSERT INTO loopgraph_threads VALUES ('old', 'g.yaml', 'g', 'an old task', NULL, '/w', 'finished', NULL, NULL, '2024-01-01', '2024-01-01');`);
-    old.close();
+    await old.close();
     const before = readFileSync(db);
     expect(before[18]).toBe(2);
 
-    const reader = openStore({ db }, "read");
-    expect(reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
-    reader.close();
+    const reader = await openStore({ db }, "read");
+    expect((await reader.threads.get("old"))).toMatchObject({ task: "an old task", approval: "ask" });
+    await reader.close();
     expect(readFileSync(db).equals(before)).toBe(true);
   });
 });

@@ -5,15 +5,16 @@ import { MIGRATIONS, STORE_VERSION } from "../src/runs/schema.js";
 import { openStore, type Store } from "../src/runs/store.js";
 import { asSeen, HEARTBEAT_EXPIRY_MS, HEARTBEAT_MS, processStart, THIS_PROCESS } from "../src/runs/thread-registry.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import type { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 
 const NEW_THREAD = { graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" } as const;
 
 /** A store (a real SQLite file) with thread `t`, ended with `status`. */
-function storeWith(status: "paused" | "finished" = "paused"): { store: Store; db: string } {
+async function storeWith(status: "paused" | "finished" = "paused"): Promise<{ store: Store; db: string }> {
   const { db } = tempWorkspace();
-  const store = openStore({ db }, "create");
-  expect(store.threads.create({ threadId: "t", ...NEW_THREAD })).toBeUndefined();
-  store.threads.markEnded("t", status, undefined, status === "paused" ? { reason: "breakpoint", node: "a" } : undefined);
+  const store = await openStore({ db }, "create");
+  expect((await store.threads.create({ threadId: "t", ...NEW_THREAD }))).toBeUndefined();
+  await store.threads.markEnded("t", status, undefined, status === "paused" ? { reason: "breakpoint", node: "a" } : undefined);
   return { store, db };
 }
 
@@ -32,103 +33,103 @@ function deadPid(): number {
 }
 
 describe("the thread registry's claim", () => {
-  it("takes an unowned thread: running in this process (pid, host, start time, heartbeat); this process may claim it again", () => {
-    const { store } = storeWith();
-    const claim = store.threads.claim("t", { approval: "auto" });
+  it("takes an unowned thread: running in this process (pid, host, start time, heartbeat); this process may claim it again", async () => {
+    const { store } = await storeWith();
+    const claim = await store.threads.claim("t", { approval: "auto" });
     expect(claim).toMatchObject({ claimed: true, before: { status: "paused", pause: { reason: "breakpoint" } } });
-    const record = store.threads.get("t")!;
+    const record = (await store.threads.get("t"))!;
     expect(record).toMatchObject({ status: "running", pid: process.pid, host: THIS_PROCESS.host, approval: "auto" });
     expect(record.ownerStart).toBe(processStart(process.pid));
     expect(record.pause).toBeUndefined();
     expect(Date.now() - Date.parse(record.heartbeatAt!)).toBeLessThan(HEARTBEAT_EXPIRY_MS);
-    expect(store.threads.claim("t")).toMatchObject({ claimed: true });
-    expect(store.threads.claim("nope")).toBeUndefined();
-    store.close();
+    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true });
+    expect((await store.threads.claim("nope"))).toBeUndefined();
+    await store.close();
   });
 
-  it("release gives the thread back as it was; markEnded ends the hold (the pid stays as who ran it)", () => {
-    const { store } = storeWith();
-    const claim = store.threads.claim("t");
+  it("release gives the thread back as it was; markEnded ends the hold (the pid stays as who ran it)", async () => {
+    const { store } = await storeWith();
+    const claim = await store.threads.claim("t");
     if (!claim?.claimed) throw new Error("not claimed");
-    store.threads.release("t", claim.before);
-    expect(store.threads.get("t")).toMatchObject({ status: "paused", pause: { reason: "breakpoint", node: "a" } });
-    store.threads.claim("t");
-    store.threads.markEnded("t", "finished");
-    expect(store.threads.get("t")).toMatchObject({ status: "finished", pid: process.pid });
-    expect(asSeen(store.threads.get("t")!).status).toBe("finished");
-    store.close();
+    await store.threads.release("t", claim.before);
+    expect((await store.threads.get("t"))).toMatchObject({ status: "paused", pause: { reason: "breakpoint", node: "a" } });
+    await store.threads.claim("t");
+    await store.threads.markEnded("t", "finished");
+    expect((await store.threads.get("t"))).toMatchObject({ status: "finished", pid: process.pid });
+    expect(asSeen((await store.threads.get("t"))!).status).toBe("finished");
+    await store.close();
   });
 
-  it("creating a thread whose id is taken writes nothing and returns the record that holds it", () => {
-    const { store } = storeWith("finished");
-    expect(store.threads.create({ threadId: "t", ...NEW_THREAD, task: "another" })).toMatchObject({ threadId: "t", task: "task", status: "finished" });
-    expect(store.threads.get("t")?.task).toBe("task");
-    store.close();
+  it("creating a thread whose id is taken writes nothing and returns the record that holds it", async () => {
+    const { store } = await storeWith("finished");
+    expect((await store.threads.create({ threadId: "t", ...NEW_THREAD, task: "another" }))).toMatchObject({ threadId: "t", task: "task", status: "finished" });
+    expect((await store.threads.get("t"))?.task).toBe("task");
+    await store.close();
   });
 
-  it("refuses a thread a live process of this host runs (the pid runs, with the start time recorded)", () => {
-    const { store, db } = storeWith();
+  it("refuses a thread a live process of this host runs (the pid runs, with the start time recorded)", async () => {
+    const { store, db } = await storeWith();
     const parent = process.ppid;
     ownedBy(db, { pid: parent, host: THIS_PROCESS.host, start: processStart(parent) });
-    expect(store.threads.claim("t")).toMatchObject({ claimed: false, holder: { pid: parent, status: "running" } });
-    expect(asSeen(store.threads.get("t")!).status).toBe("running");
-    store.close();
+    expect((await store.threads.claim("t"))).toMatchObject({ claimed: false, holder: { pid: parent, status: "running" } });
+    expect(asSeen((await store.threads.get("t"))!).status).toBe("running");
+    await store.close();
   });
 
-  it("takes over a thread whose process is gone, and readers see it interrupted until then", () => {
-    const { store, db } = storeWith();
+  it("takes over a thread whose process is gone, and readers see it interrupted until then", async () => {
+    const { store, db } = await storeWith();
     const gone = deadPid();
     ownedBy(db, { pid: gone, host: THIS_PROCESS.host, start: 12345 });
-    expect(asSeen(store.threads.get("t")!)).toMatchObject({ status: "interrupted", goneOwner: gone, error: `process ${gone}, which ran it, is gone` });
-    expect(store.threads.claim("t")).toMatchObject({ claimed: true, before: { status: "running", pid: gone } });
-    expect(store.threads.get("t")).toMatchObject({ status: "running", pid: process.pid });
-    store.close();
+    expect(asSeen((await store.threads.get("t"))!)).toMatchObject({ status: "interrupted", goneOwner: gone, error: `process ${gone}, which ran it, is gone` });
+    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true, before: { status: "running", pid: gone } });
+    expect((await store.threads.get("t"))).toMatchObject({ status: "running", pid: process.pid });
+    await store.close();
   });
 
-  it.skipIf(processStart(process.pid) === undefined)("takes over a thread whose pid is alive with another start time: the pid was given to a later process", () => {
-    const { store, db } = storeWith();
+  it.skipIf(processStart(process.pid) === undefined)("takes over a thread whose pid is alive with another start time: the pid was given to a later process", async () => {
+    const { store, db } = await storeWith();
     const parent = process.ppid;
     ownedBy(db, { pid: parent, host: THIS_PROCESS.host, start: processStart(parent)! - 1 });
-    expect(asSeen(store.threads.get("t")!)).toMatchObject({ status: "interrupted", goneOwner: parent });
-    expect(store.threads.claim("t")).toMatchObject({ claimed: true });
-    store.close();
+    expect(asSeen((await store.threads.get("t"))!)).toMatchObject({ status: "interrupted", goneOwner: parent });
+    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true });
+    await store.close();
   });
 
-  it("a thread of another host: refused while its heartbeat is fresh, taken over once it expired", () => {
-    const { store, db } = storeWith();
+  it("a thread of another host: refused while its heartbeat is fresh, taken over once it expired", async () => {
+    const { store, db } = await storeWith();
     // The pid is this process's own: on another host it says nothing, only the heartbeat does.
     const fresh = new Date(Date.now() - (HEARTBEAT_EXPIRY_MS - 5_000)).toISOString();
     ownedBy(db, { pid: process.pid, host: "elsewhere.example", start: 1, heartbeatAt: fresh });
-    expect(store.threads.claim("t")).toMatchObject({ claimed: false, holder: { host: "elsewhere.example" } });
-    expect(asSeen(store.threads.get("t")!).status).toBe("running");
+    expect((await store.threads.claim("t"))).toMatchObject({ claimed: false, holder: { host: "elsewhere.example" } });
+    expect(asSeen((await store.threads.get("t"))!).status).toBe("running");
 
     const expired = new Date(Date.now() - (HEARTBEAT_EXPIRY_MS + 1_000)).toISOString();
     ownedBy(db, { pid: process.pid, host: "elsewhere.example", start: 1, heartbeatAt: expired });
-    expect(asSeen(store.threads.get("t")!)).toMatchObject({
+    expect(asSeen((await store.threads.get("t"))!)).toMatchObject({
       status: "interrupted",
       error: `process ${process.pid} on elsewhere.example, which ran it, has not been heard of since ${expired}`,
     });
-    expect(store.threads.claim("t")).toMatchObject({ claimed: true, before: { host: "elsewhere.example" } });
-    expect(store.threads.get("t")).toMatchObject({ host: THIS_PROCESS.host, pid: process.pid });
-    store.close();
+    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true, before: { host: "elsewhere.example" } });
+    expect((await store.threads.get("t"))).toMatchObject({ host: THIS_PROCESS.host, pid: process.pid });
+    await store.close();
   });
 
-  it("the owner writes its heartbeat every HEARTBEAT_MS while it runs the thread, and stops when the thread ends", () => {
+  it("the owner writes its heartbeat every HEARTBEAT_MS while it runs the thread, and stops when the thread ends", async () => {
     vi.useFakeTimers({ toFake: ["setInterval", "clearInterval", "Date"] });
     try {
-      const { store } = storeWith();
-      store.threads.claim("t");
-      const first = store.threads.get("t")!.heartbeatAt!;
+      const { store } = await storeWith();
+      await store.threads.claim("t");
+      const first = (await store.threads.get("t"))!.heartbeatAt!;
       vi.advanceTimersByTime(HEARTBEAT_MS);
-      const second = store.threads.get("t")!.heartbeatAt!;
+      const second = (await store.threads.get("t"))!.heartbeatAt!;
       expect(Date.parse(second) - Date.parse(first)).toBe(HEARTBEAT_MS);
-      store.threads.markEnded("t", "paused");
+      await store.threads.markEnded("t", "paused");
       expect(vi.getTimerCount()).toBe(0);
       vi.advanceTimersByTime(HEARTBEAT_MS);
-      expect(store.threads.get("t")!.heartbeatAt).toBe(second);
-      store.threads.claim("t");
+      expect((await store.threads.get("t"))!.heartbeatAt).toBe(second);
+      await store.threads.claim("t");
       expect(vi.getTimerCount()).toBe(1);
-      store.close();
+      await store.close();
       expect(vi.getTimerCount()).toBe(0);
     } finally {
       vi.useRealTimers();
@@ -137,7 +138,7 @@ describe("the thread registry's claim", () => {
 });
 
 describe("the store's schema version 2 (thread owners)", () => {
-  it("a version-1 store is read through a migrated copy, and migrated by the first writer: its threads kept, their owner columns added", () => {
+  it("a version-1 store is read through a migrated copy, and migrated by the first writer: its threads kept, their owner columns added", async () => {
     const { db } = tempWorkspace();
     const old = new Database(db);
     MIGRATIONS[0]!.up(old);
@@ -146,17 +147,17 @@ describe("the store's schema version 2 (thread owners)", () => {
       VALUES ('t', 'g.yaml', 'g', 'old task', 'ask', '/w', 'running', ${deadPid()}, '2024-01-01', '2024-01-01')`);
     old.close();
 
-    const reader = openStore({ db }, "read");
-    expect(asSeen(reader.threads.get("t")!)).toMatchObject({ task: "old task", status: "interrupted" });
-    reader.close();
+    const reader = await openStore({ db }, "read");
+    expect(asSeen((await reader.threads.get("t"))!)).toMatchObject({ task: "old task", status: "interrupted" });
+    await reader.close();
 
-    const writer = openStore({ db }, "write");
-    expect(writer.saver.db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    const writer = await openStore({ db }, "write");
+    expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     expect(STORE_VERSION).toBeGreaterThanOrEqual(2);
-    const columns = (writer.saver.db.prepare("PRAGMA table_info(loopgraph_threads)").all() as { name: string }[]).map((c) => c.name);
+    const columns = ((writer.saver as SqliteCheckpointSaver).db.prepare("PRAGMA table_info(loopgraph_threads)").all() as { name: string }[]).map((c) => c.name);
     expect(columns).toEqual(expect.arrayContaining(["owner_host", "owner_start", "heartbeat_at", "command_groups"]));
     // The thread of a process gone before owners were recorded is taken over.
-    expect(writer.threads.claim("t")).toMatchObject({ claimed: true, before: { task: "old task" } });
-    writer.close();
+    expect((await writer.threads.claim("t"))).toMatchObject({ claimed: true, before: { task: "old task" } });
+    await writer.close();
   });
 });

@@ -202,8 +202,8 @@ describe("one owner per thread", () => {
 
   it("a takeover kills a recorded process group only while its id names the same group (its leader's start time)", async () => {
     const { db } = tempWorkspace();
-    const store = openStore({ db }, "create");
-    store.threads.create({ threadId: "t", graphFile: "g.yaml", graphName: "g", task: "", approval: "ask", workspace: "/w" });
+    const store = await openStore({ db }, "create");
+    await store.threads.create({ threadId: "t", graphFile: "g.yaml", graphName: "g", task: "", approval: "ask", workspace: "/w" });
     const group = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
     onCleanup(() => void group.kill("SIGKILL"));
     const pgid = group.pid!;
@@ -216,13 +216,13 @@ describe("one owner per thread", () => {
     };
     // Another start time: the id was given to another group since; it is left alone.
     ownedByDead(processStart(pgid)! + 1);
-    expect(store.threads.claim("t")).toMatchObject({ claimed: true, killed: [] });
+    expect(await store.threads.claim("t")).toMatchObject({ claimed: true, killed: [] });
     expect(groupMembers(pgid)).toEqual([pgid]);
     ownedByDead(processStart(pgid)!);
-    expect(store.threads.claim("t")).toMatchObject({ claimed: true, killed: [pgid] });
+    expect(await store.threads.claim("t")).toMatchObject({ claimed: true, killed: [pgid] });
     await exited;
-    expect(store.threads.get("t")?.commandGroups).toBeUndefined();
-    store.close();
+    expect((await store.threads.get("t"))?.commandGroups).toBeUndefined();
+    await store.close();
   });
 });
 

@@ -34,6 +34,13 @@ const LIST_PAGE_SIZE = 100;
 /** PostgreSQL's code for a unique key violation. */
 const UNIQUE_VIOLATION = "23505";
 
+/** Work done in the transaction of a checkpoint write (see `addWriteHook`). */
+export interface PostgresWriteHook {
+  /** Whether there is work to do. */
+  pending(): boolean;
+  write(client: pg.ClientBase): Promise<void>;
+}
+
 /** One row of the tuple query: which part of the tuple it carries, in the columns that part uses. */
 interface TupleRow {
   part: number;
@@ -147,6 +154,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
   private readonly lastLists = new LruMap<string, StoredList & { readonly ranges: readonly SeqRange[] }>(REMEMBERED_LISTS);
   /** The next free position of item logs this saver knows. */
   private readonly logEnds = new LruMap<string, number>(REMEMBERED_LISTS);
+  private readonly writeHooks: PostgresWriteHook[] = [];
 
   constructor(
     readonly pool: pg.Pool,
@@ -154,6 +162,37 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
   ) {
     super(serde);
     this.codec = new ItemCodec(this.serde, syncSerializerOf(this.serde));
+  }
+
+  /**
+   * Adds work done in the transaction of every checkpoint write that finds it pending (a run's
+   * records, written with the step they belong to): it commits or fails with the write.
+   */
+  addWriteHook(hook: PostgresWriteHook): void {
+    this.writeHooks.push(hook);
+  }
+
+  /** One write statement: on its own, or in a transaction with the write hooks that have work pending. */
+  private async execute(sql: string, params: unknown[]): Promise<void> {
+    const hooks = this.writeHooks.filter((hook) => hook.pending());
+    if (hooks.length === 0) {
+      await this.pool.query(sql, params);
+      return;
+    }
+    const client = await this.pool.connect();
+    try {
+      await client.query("BEGIN");
+      try {
+        await client.query(sql, params);
+        for (const hook of hooks) await hook.write(client);
+        await client.query("COMMIT");
+      } catch (error) {
+        await client.query("ROLLBACK").catch(() => undefined);
+        throw error;
+      }
+    } finally {
+      client.release();
+    }
   }
 
   /** Creates or upgrades the saver's tables (safe to run from several processes at once). */
@@ -257,7 +296,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
           items.data.push(asBuffer(encoded.bytes));
         }
       }
-      await this.pool.query(
+      await this.execute(
         `WITH blobs AS (
            INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges)
            SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[])
@@ -322,7 +361,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
     const serialized = await Promise.all(writes.map(([, value]) => this.serde.dumpsTyped(value)));
     // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
     const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    await this.pool.query(
+    await this.execute(
       `INSERT INTO loopgraph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
        SELECT $1, $2, $3, $4, $5, * FROM unnest($6::integer[], $7::text[], $8::text[], $9::bytea[])
        ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO ${

@@ -372,10 +372,11 @@ class ChatController {
   private quitNow(code: number): void {
     if (this.quit) return;
     this.quit = true;
-    const interrupted = interruptActiveRuns("the chat ended before the step in flight did (it re-runs on resume)");
-    if (interrupted.includes(this.session.looper.threadId)) this.screen.print(pc.yellow(`The loop was interrupted. ${this.continueWith()}`));
-    this.screen.close();
-    this.finish(code);
+    void interruptActiveRuns("the chat ended before the step in flight did (it re-runs on resume)").then((interrupted) => {
+      if (interrupted.includes(this.session.looper.threadId)) this.screen.print(pc.yellow(`The loop was interrupted. ${this.continueWith()}`));
+      this.screen.close();
+      this.finish(code);
+    });
   }
 
   private continueWith(): string {

@@ -4,7 +4,7 @@ import { describeEnding } from "../replay/compare.js";
 import { replayRecorded, type RecordedReplayResult, type ReplayStart } from "../replay/recorded.js";
 import { humanRenderer, jsonRenderer } from "./render.js";
 import { forkOrVerifyCommand, type ReplayCommandOptions as ForkOrVerifyOptions } from "./replay-fork-command.js";
-import { drainOnInterrupt } from "./run-commands.js";
+import { dbFlag, drainOnInterrupt } from "./run-commands.js";
 
 export interface ReplayCommandOptions extends ForkOrVerifyOptions {
   recorded?: boolean;
@@ -66,7 +66,7 @@ function describeStart(start: ReplayStart): string {
 }
 
 function printSummary(result: RecordedReplayResult, db: string | undefined): void {
-  const inspect = `loopgraph inspect ${result.replayThreadId}${db ? ` --db ${JSON.stringify(db)}` : ""}`;
+  const inspect = `loopgraph inspect ${result.replayThreadId}${dbFlag(db)}`;
   const [first, ...more] = result.divergences;
   if (first) {
     const where = [first.step === undefined ? undefined : `step ${first.step}`, first.node].filter(Boolean).join(", ");

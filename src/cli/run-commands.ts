@@ -10,6 +10,7 @@ import type { ApprovalMode } from "../state/thread.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
 import { type CommonRunOptions, type RunOutcome } from "../engine/run-types.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
+import { withoutPassword } from "../runs/url-password.js";
 
 export interface GlobalOptions {
   db?: string;
@@ -69,7 +70,7 @@ export function drainOnInterrupt(json: boolean, db?: string): { control: RunCont
   const control = new RunControl();
   const cancel = new AbortController();
   const onSignal = (): void => {
-    if (control.drainRequested) quitNow(json, db);
+    if (control.drainRequested) void quitNow(json, db);
     control.requestDrain("interrupted by user");
     cancel.abort(new CancelledError());
     if (!json) process.stderr.write(pc.yellow("\nStopping now: the step in flight re-runs on resume (Ctrl-C again to quit at once)…\n"));
@@ -79,8 +80,8 @@ export function drainOnInterrupt(json: boolean, db?: string): { control: RunCont
 }
 
 /** Exits 130 at once, after recording the threads still running as interrupted and saying how to resume them. */
-function quitNow(json: boolean, db: string | undefined): never {
-  const threads = interruptActiveRuns("interrupted by the user before the step in flight ended (it re-runs on resume)");
+async function quitNow(json: boolean, db: string | undefined): Promise<never> {
+  const threads = await interruptActiveRuns("interrupted by the user before the step in flight ended (it re-runs on resume)");
   const lines = threads.map((threadId) => `${json ? "" : `${pc.yellow("■ interrupted")}  thread ${threadId}\n`}Continue with: ${resumeHint(threadId, db)}\n`);
   // With --json, stdout holds events only; the hint goes to stderr.
   (json ? process.stderr : process.stdout).write(lines.join(""));
@@ -88,7 +89,12 @@ function quitNow(json: boolean, db: string | undefined): never {
 }
 
 function resumeHint(threadId: string, db: string | undefined): string {
-  return `loopgraph resume ${threadId}${db ? ` --db ${JSON.stringify(db)}` : ""}`;
+  return `loopgraph resume ${threadId}${dbFlag(db)}`;
+}
+
+/** ` --db "…"` for a command the user is told to run next (the store's URL without its password), or nothing. */
+export function dbFlag(db: string | undefined): string {
+  return db ? ` --db ${JSON.stringify(withoutPassword(db))}` : "";
 }
 
 /** The run's outcome for a person, its reason on the last line, with how to go on; `totals` follow the thread's id. */

@@ -1,12 +1,12 @@
 import pc from "picocolors";
 import { NOTHING_TO_STOP, sendCommand } from "../engine/commands.js";
 import { statusCommand } from "./status-command.js";
-import type { GlobalOptions } from "./run-commands.js";
+import { dbFlag, type GlobalOptions } from "./run-commands.js";
 
 export async function sendCommandCli(threadId: string, words: string[], options: GlobalOptions): Promise<number> {
   const text = words.join(" ");
   const sent = await sendCommand(threadId, text, { db: options.db });
-  const db = options.db ? ` --db ${JSON.stringify(options.db)}` : "";
+  const db = dbFlag(options.db);
   if (sent.kind === "message") {
     process.stdout.write(`sent to the Mediator of thread ${sent.threadId} (#${sent.id})\n`);
     process.stdout.write(pc.dim(`a chat open on it answers now; otherwise: loopgraph chat --thread ${sent.threadId}${db}\n`));

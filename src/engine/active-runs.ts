@@ -5,8 +5,8 @@
  */
 export interface ActiveRun {
   readonly threadId: string;
-  /** Records the thread as interrupted (the store write is synchronous). */
-  interrupt(reason: string): void;
+  /** Records the thread as interrupted. */
+  interrupt(reason: string): Promise<void>;
 }
 
 const active = new Set<ActiveRun>();
@@ -17,21 +17,21 @@ export function trackActiveRun(run: ActiveRun): () => void {
   return () => void active.delete(run);
 }
 
+/** How long the records of interrupted threads may take to write before the process exits anyway. */
+const INTERRUPT_WRITE_MS = 3_000;
+
 /**
  * Records every thread running in this process as interrupted, with `reason`, and returns their
- * ids, oldest first: for a process about to exit without waiting for them.
+ * ids, oldest first: for a process about to exit without waiting for them. A store that does not
+ * answer in time (locked, unreachable) is not waited for: the threads then read as interrupted
+ * once this process is gone.
  */
-export function interruptActiveRuns(reason: string): string[] {
-  const threads: string[] = [];
-  for (const run of [...active]) {
-    active.delete(run);
-    try {
-      run.interrupt(reason);
-      threads.push(run.threadId);
-    } catch {
-      // The store may be unusable (locked, closed): the thread then reads as interrupted once this process is gone.
-      threads.push(run.threadId);
-    }
-  }
-  return threads;
+export async function interruptActiveRuns(reason: string): Promise<string[]> {
+  const runs = [...active];
+  active.clear();
+  const writes = Promise.allSettled(runs.map((run) => run.interrupt(reason)));
+  let timer: NodeJS.Timeout | undefined;
+  await Promise.race([writes, new Promise((resolve) => (timer = setTimeout(resolve, INTERRUPT_WRITE_MS)))]);
+  clearTimeout(timer);
+  return runs.map((run) => run.threadId);
 }

@@ -76,7 +76,7 @@ export class ChatSession {
 
   private async turn(message: HumanMessage, turn: TurnOptions): Promise<RunOutcome> {
     const first = Object.keys(await latestValues(this.thread.store, this.threadId)).length === 0;
-    this.thread.markRunning(inUseByChat);
+    await this.thread.markRunning(inUseByChat);
     const input = {
       messages: [message],
       ...(first ? { task: messageText(message), vars: initialVars(this.graph) } : {}),
@@ -104,9 +104,9 @@ function inUseByChat(record: ThreadRecord): string {
 /** Starts a chat thread, or reopens one (`--thread ID`) with the settings it was started with. */
 export async function openChat(options: ChatOptions): Promise<ChatSession> {
   const cwd = options.cwd ?? process.cwd();
-  const store = openStore({ db: options.db, cwd, env: options.env }, "create");
+  const store = await openStore({ db: options.db, cwd, env: options.env }, "create");
   try {
-    const record = options.threadId === undefined ? undefined : store.threads.get(options.threadId);
+    const record = options.threadId === undefined ? undefined : await store.threads.get(options.threadId);
     const graph = await loadGraph(record ? record.graphFile : resolveGraphPath(options.graph ?? "monitor", cwd));
     if (!mediatorNodeOf(graph)) {
       throw new ConfigError(
@@ -120,14 +120,14 @@ export async function openChat(options: ChatOptions): Promise<ChatSession> {
       ? await Thread.open(store, record, options, { ...extra, graph, inUse: inUseByChat })
       : Thread.prepare(store, graph, Thread.newThread(graph, options), options, extra);
     // Between turns the chat does not hold its thread: each turn claims it (`say`).
-    thread.release();
+    await thread.release();
     if (!record) {
-      thread.record("");
-      store.threads.markEnded(thread.threadId, "finished");
+      await thread.record("");
+      await store.threads.markEnded(thread.threadId, "finished");
     }
     return new ChatSession(thread, !record);
   } catch (error) {
-    store.close();
+    await store.close();
     throw error;
   }
 }

@@ -2,7 +2,6 @@ import { ConfigError } from "../errors.js";
 import { loadGraph } from "../graph/load.js";
 import { isRunning, parseLooperCommand } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
-import { plainChannels } from "../checkpoint/plain-channels.js";
 import { requireThread, withStore, type Store, type StoreOptions, type StoreTables } from "../runs/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
@@ -55,28 +54,28 @@ async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
 export async function sendCommand(threadId: string, text: string, options: StoreOptions = {}): Promise<SentCommand | SentMessage> {
   const command = parseLooperCommand(text);
   const mediator = await withStore(options, "read", async (store) => {
-    const record = requireThread(store, threadId);
-    return store.threads.get(loopThreadOf(threadId)) !== undefined || (await isMediatorThread(record));
+    const record = await requireThread(store, threadId);
+    return (await store.threads.get(loopThreadOf(threadId))) !== undefined || (await isMediatorThread(record));
   });
   if (!command && !mediator) {
     throw new ConfigError(`not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`);
   }
   return withStore(options, command?.command === "status" ? "read" : "write", async (store): Promise<SentCommand | SentMessage> => {
-    if (!command) return { kind: "message", threadId, id: store.inbox.postMessage(threadId, text.trim()) };
+    if (!command) return { kind: "message", threadId, id: await store.inbox.postMessage(threadId, text.trim()) };
     if (mediator) {
-      const loop = store.threads.get(loopThreadOf(threadId));
+      const loop = await store.threads.get(loopThreadOf(threadId));
       const loopId = loopThreadOf(threadId);
       const base = { kind: "command" as const, threadId: loopId, command, threadStatus: loop ? asSeen(loop).status : ("none" as const), chat: threadId };
       if (command.command === "status") return { ...base, id: 0 };
       // No loop yet, or an idle one: there is nothing to stop. A start or a task waits in its inbox for the chat.
       if (command.command === "stop" && !(loop && (await loopMayRun(store, asSeen(loop))))) return { ...base, id: 0, nothingToStop: true };
-      return { ...base, id: store.inbox.post(loopId, text, command) };
+      return { ...base, id: await store.inbox.post(loopId, text, command) };
     }
-    const thread = commandTarget(store, threadId);
+    const thread = await commandTarget(store, threadId);
     const base = { kind: "command" as const, threadId: thread.threadId, command, threadStatus: thread.status };
     if (command.command === "status") return { ...base, id: 0 };
     if (command.command === "stop" && !(await loopMayRun(store, thread))) return { ...base, id: 0, nothingToStop: true };
-    return { ...base, id: store.inbox.post(thread.threadId, text, command) };
+    return { ...base, id: await store.inbox.post(thread.threadId, text, command) };
   });
 }
 
@@ -86,7 +85,10 @@ export async function sendCommand(threadId: string, text: string, options: Store
  * looper step yet.
  */
 async function loopMayRun(store: Store, thread: ThreadRecord): Promise<boolean> {
-  const { loopState, inboxCursor = 0 } = plainChannels(store.db, thread.threadId, ["loopState", "inboxCursor"]) as { loopState?: LooperSnapshot; inboxCursor?: number };
+  const { loopState, inboxCursor = 0 } = (await store.checkpoints.plainChannels(thread.threadId, ["loopState", "inboxCursor"])) as {
+    loopState?: LooperSnapshot;
+    inboxCursor?: number;
+  };
   if (loopState ? isRunning(loopState) : thread.status === "running") return true;
   return hasQueuedTask(store, thread.threadId, inboxCursor);
 }
@@ -95,23 +97,23 @@ async function loopMayRun(store: Store, thread: ThreadRecord): Promise<boolean> 
 export const startsLoop = (command: LooperCommand): boolean => command.command === "start" || command.command === "add_pending";
 
 /** Whether a command that starts a loop waits in the thread's inbox, after `cursor` (default: its latest checkpoint's). */
-export function hasQueuedTask(store: StoreTables, threadId: string, cursor = inboxCursorOf(store, threadId)): boolean {
-  return store.inbox.after(threadId, cursor).some((entry) => startsLoop(entry.command));
+export async function hasQueuedTask(store: StoreTables, threadId: string, cursor?: number): Promise<boolean> {
+  return (await store.inbox.after(threadId, cursor ?? (await inboxCursorOf(store, threadId)))).some((entry) => startsLoop(entry.command));
 }
 
 /** Free text sent to a Mediator thread and not answered yet (after the cursor of its latest checkpoint). */
 export async function unansweredMessages(store: StoreTables, threadId: string): Promise<{ id: number; text: string }[]> {
-  const cursor = inboxCursorOf(store, threadId);
+  const cursor = await inboxCursorOf(store, threadId);
   return store.inbox.messagesAfter(threadId, cursor);
 }
 
 /** Commands in the thread's inbox after the cursor of its latest checkpoint. */
 export async function hasUnconsumedCommands(store: StoreTables, threadId: string): Promise<boolean> {
-  const cursor = inboxCursorOf(store, threadId);
-  return store.inbox.after(threadId, cursor).length > 0;
+  const cursor = await inboxCursorOf(store, threadId);
+  return (await store.inbox.after(threadId, cursor)).length > 0;
 }
 
 /** The id of the last inbox entry the thread's latest checkpoint consumed (0: none). */
-export function inboxCursorOf(store: StoreTables, threadId: string): number {
-  return (plainChannels(store.db, threadId, ["inboxCursor"]).inboxCursor as number | undefined) ?? 0;
+export async function inboxCursorOf(store: StoreTables, threadId: string): Promise<number> {
+  return ((await store.checkpoints.plainChannels(threadId, ["inboxCursor"])).inboxCursor as number | undefined) ?? 0;
 }

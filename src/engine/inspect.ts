@@ -1,11 +1,10 @@
 import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
-import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { ERROR, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
-import { SETTLED_AT_ONCE, type CheckpointHistoryEntry, type EncodedItem, type SeqRange, type StoredChannel } from "../checkpoint/index.js";
+import { SETTLED_AT_ONCE, type CheckpointHistoryEntry, type SqliteCheckpointSaver, type EncodedItem, type SeqRange, type StoredChannel } from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
-import { parentLinks, rootCheckpointIdsWithPrefix } from "../runs/checkpoint-ids.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
@@ -221,7 +220,7 @@ class StateReader {
   private emptyListSettle?: number;
 
   constructor(
-    private readonly saver: Store["saver"],
+    private readonly saver: SqliteCheckpointSaver,
     private readonly threadId: string,
   ) {}
 
@@ -324,19 +323,18 @@ function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry
  */
 export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
-    const thread = requireThread(store, threadId);
-    const links = [...parentLinks(store.saver.db, threadId, "")].map(([id, parentId]) => ({ id, parentId })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+    const thread = await requireThread(store, threadId);
+    const links = [...(await store.checkpoints.parentLinks(threadId, ""))].map(([id, parentId]) => ({ id, parentId })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
     const tree = checkpointTree(links);
     const childrenLeft = new Map([...tree.children].map(([id, kids]) => [id, kids.length]));
     const states = new Map<string, StepState>();
-    const reader = new StateReader(store.saver, threadId);
     const checkpoints: CheckpointSummary[] = [];
-    for await (const entry of store.saver.history(threadId, "", isShownChannel)) {
+    for await (const { entry, read } of historySteps(store, threadId, links)) {
       // A checkpoint a running run wrote since the tree was read waits for the next inspect.
       if (!tree.branchOf.has(entry.checkpointId)) continue;
       const parent = entry.parentId === undefined ? undefined : states.get(entry.parentId);
       const previous = parent ?? NO_STATE;
-      const current = await reader.read(entry, previous);
+      const current = await read(previous);
       const facts: StepFacts = {
         checkpointId: entry.checkpointId,
         parentId: entry.parentId,
@@ -359,6 +357,55 @@ export async function threadHistory(threadId: string, options: StoreOptions = {}
   });
 }
 
+/** A checkpoint of a history walk, and how to read its state from its parent's. */
+interface HistoryStep {
+  entry: CheckpointHistoryEntry;
+  read(parent: StepState): Promise<StepState>;
+}
+
+/**
+ * The thread's root checkpoints, oldest first, each with how to read its state. On a SQLite
+ * store, the saver's history walk and StateReader: only what changed is read and decoded. On
+ * another store, each checkpoint's tuple is read whole (`links`: the checkpoints, oldest first).
+ */
+async function* historySteps(store: Store, threadId: string, links: readonly { id: string }[]): AsyncGenerator<HistoryStep> {
+  const { saver } = store;
+  if ("readChannel" in saver) {
+    const reader = new StateReader(saver, threadId);
+    for await (const entry of saver.history(threadId, "", isShownChannel)) yield { entry, read: (parent) => reader.read(entry, parent) };
+    return;
+  }
+  for (const { id } of links) {
+    const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id } });
+    if (!tuple) continue;
+    const entry: CheckpointHistoryEntry = {
+      checkpointId: id,
+      ...(parentIdOf(tuple) !== undefined ? { parentId: parentIdOf(tuple) } : {}),
+      createdAt: tuple.checkpoint.ts,
+      metadata: tuple.metadata ?? ({} as CheckpointHistoryEntry["metadata"]),
+      channelVersions: tuple.checkpoint.channel_versions,
+      failed: (tuple.pendingWrites ?? []).some(([, channel]) => channel === ERROR),
+    };
+    yield { entry, read: async (parent) => stateOfTuple(tuple, parent) };
+  }
+}
+
+/**
+ * A checkpoint's state from its tuple: its channels in the order of `channel_values`; a channel
+ * whose version is the parent's is the parent's entry (unchanged, as StateReader gives it).
+ */
+function stateOfTuple(tuple: CheckpointTuple, parent: StepState): StepState {
+  const values = tuple.checkpoint.channel_values as Record<string, unknown>;
+  const channels = new Map<string, ChannelEntry>();
+  for (const channel of Object.keys(values)) {
+    if (!isShownChannel(channel)) continue;
+    const version = String(tuple.checkpoint.channel_versions[channel]);
+    const before = parent.channels.get(channel);
+    channels.set(channel, before?.version === version ? before : { version, plain: toPlainValues({ [channel]: values[channel] })[channel], settledAfter: 0 });
+  }
+  return { channels, order: [...channels.keys()] };
+}
+
 /** The channels a summary reads besides the diff: tokens, nodes that ran, the loop's round. */
 const SUMMARY_CHANNELS = ["usage", "visits", "loopState"];
 
@@ -367,7 +414,7 @@ const SUMMARY_CHANNELS = ["usage", "visits", "loopState"];
  * key, only that one decoded); else a one-line error (exit 2).
  */
 export async function findCheckpoint(store: Store, threadId: string, idOrPrefix: string): Promise<CheckpointTuple> {
-  const ids = rootCheckpointIdsWithPrefix(store.db, threadId, idOrPrefix, 2);
+  const ids = await store.checkpoints.rootCheckpointIdsWithPrefix(threadId, idOrPrefix, 2);
   const tuple =
     ids.length === 1
       ? await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: ids[0] } })
@@ -382,7 +429,7 @@ export async function findCheckpoint(store: Store, threadId: string, idOrPrefix:
 /** The full state at one checkpoint (an id, or a unique prefix of one). */
 export async function checkpointState(threadId: string, checkpointId: string, options: StoreOptions = {}): Promise<CheckpointState> {
   return withStore(options, "read", async (store) => {
-    requireThread(store, threadId);
+    await requireThread(store, threadId);
     const tuple = await findCheckpoint(store, threadId, checkpointId);
     return {
       threadId,

@@ -160,10 +160,10 @@ export class LoopSupervisor implements LooperHandle {
       return `taking up the commands sent to the loop: it runs in the background (thread ${this.threadId}).`;
     }
     const first = await withStore(this.options.store, "write", async (store) => {
-      const entries = store.inbox.after(this.threadId, 0);
+      const entries = await store.inbox.after(this.threadId, 0);
       const at = entries.findIndex((entry) => startsLoop(entry.command));
       // A stop sent before any start has nothing to stop; the first task is taken from the inbox to start the loop on.
-      for (const entry of entries.slice(0, at < 0 ? entries.length : at + 1)) store.inbox.remove(entry.id);
+      for (const entry of entries.slice(0, at < 0 ? entries.length : at + 1)) await store.inbox.remove(entry.id);
       return at < 0 ? undefined : entries[at]!.command;
     });
     if (!first || !("task" in first) || this.active) return undefined;
@@ -288,7 +288,7 @@ export class LoopSupervisor implements LooperHandle {
   }
 
   private async post(command: Exclude<LooperCommand, { command: "status" }>): Promise<void> {
-    await withStore(this.options.store, "write", async (store) => void store.inbox.post(this.threadId, JSON.stringify(command), command));
+    await withStore(this.options.store, "write", async (store) => void (await store.inbox.post(this.threadId, JSON.stringify(command), command)));
   }
 }
 

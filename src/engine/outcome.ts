@@ -24,7 +24,7 @@ type Config = Parameters<RunnableGraph["getState"]>[0];
 type Settled = Omit<RunOutcome, "state">;
 
 /** The `visits` channel of a root checkpoint of the thread, read without decoding the rest of its state. */
-export type VisitsReader = (checkpointId: string) => Record<string, number> | undefined;
+export type VisitsReader = (checkpointId: string) => Promise<Record<string, number> | undefined>;
 
 /**
  * How a run that stopped without an error stands: paused (an approval, a breakpoint), or, when
@@ -46,7 +46,7 @@ export async function settledOutcome(
   const visitsBefore = async (): Promise<Record<string, number>> => {
     const parentId = snapshot.parentConfig?.configurable?.checkpoint_id as string | undefined;
     if (parentId === undefined) return {};
-    const narrow = readVisits(parentId);
+    const narrow = await readVisits(parentId);
     if (narrow) return narrow;
     const parent = await compiled.getState(snapshot.parentConfig!);
     return (parent.values as GraphStateValue).visits ?? {};

@@ -6,7 +6,6 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
-import { latestCheckpointId, plainChannels } from "../checkpoint/plain-channels.js";
 import { openStore, requireThread, type Store } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
@@ -48,16 +47,16 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
     throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
   }
   const spec = Thread.newThread(graph, options);
-  const store = openStore({ db: options.db, cwd, env: options.env }, "create");
+  const store = await openStore({ db: options.db, cwd, env: options.env }, "create");
   try {
     const thread = Thread.prepare(store, graph, spec, options, { looper: createLoopSupervisor });
     const task = options.task ?? "";
-    thread.record(task);
+    await thread.record(task);
     const ctx = thread.context();
     thread.announce(ctx, { task, resumed: false });
     return await followLoop(thread, await thread.execute(firstInput(graph, task), ctx));
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -85,18 +84,18 @@ async function summariseLoop(thread: Thread, looper: LoopSupervisor): Promise<Ru
   const loop = (await looper.wait())!;
   if (loop.status === "paused" || (loop.status === "interrupted" && !loop.ended)) {
     // The Mediator's thread does not run again: a resume gives it back as it was.
-    thread.release();
+    await thread.release();
     return loop;
   }
   const request = new HumanMessage({ id: randomUUID(), name: "looper", content: `${AUTO_PREFIX} ${loopEnding(loop)} Summarise the outcome for the user.` });
-  thread.markRunning();
+  await thread.markRunning();
   const summarised = await thread.execute({ messages: [request] });
   // The loop's outcome stands when it did not finish its work (failed, ended by a limit, stopped), unless the summary itself failed.
   return loop.status !== "finished" && summarised.status === "finished" ? loop : summarised;
 }
 
 async function unfinishedThread(store: Store, threadId: string): Promise<boolean> {
-  const record = store.threads.get(threadId);
+  const record = await store.threads.get(threadId);
   return record !== undefined && (record.status !== "finished" || (await hasUnconsumedCommands(store, threadId)));
 }
 
@@ -110,21 +109,21 @@ function endedThread(record: ThreadRecord): string {
 /** Continues a paused, interrupted, failed or crashed thread from its last checkpoint. */
 export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
-  const store = openStore({ db: options.db, cwd, env: options.env }, "write");
+  const store = await openStore({ db: options.db, cwd, env: options.env }, "write");
   try {
     // The claim comes first: what the thread holds is read as it was when this process took it.
-    const record = requireThread(store, options.threadId);
+    const record = await requireThread(store, options.threadId);
     // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
-    const loopRounds = (plainChannels(store.db, record.threadId, ["loopState"]).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
+    const loopRounds = ((await store.checkpoints.plainChannels(record.threadId, ["loopState"])).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
     const thread = await Thread.open(store, record, { ...options, maxRounds: options.maxRounds ?? loopRounds }, { looper: createLoopSupervisor });
     try {
       return await resumeClaimed(store, thread, thread.claimedFrom!, options);
     } catch (error) {
-      thread.release();
+      await thread.release();
       throw error;
     }
   } finally {
-    store.close();
+    await store.close();
   }
 }
 
@@ -132,7 +131,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
 async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord, options: ResumeOptions): Promise<RunOutcome> {
   const { looper } = thread;
   // A thread killed after it was recorded and before its first checkpoint starts from its recorded input.
-  const started = latestCheckpointId(store.db, record.threadId) !== undefined;
+  const started = (await store.checkpoints.latestCheckpointId(record.threadId)) !== undefined;
   // A thread whose graph has ended runs again from its start when commands were sent to it since (e.g. `add: …` to an idle loop).
   // A chat's thread opened but never talked to has no checkpoint and no task: it has no turn to run either.
   // A finished run reached the graph's end (a fork or a resume that moves the head records its own outcome): no need
@@ -156,7 +155,7 @@ async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord,
   if (options.answer !== undefined && record.pause?.reason !== "input") {
     throw new ConfigError(`thread "${record.threadId}" is not waiting for an answer: resume it without --answer`);
   }
-  thread.markRunning();
+  await thread.markRunning();
   const ctx = thread.context();
   // An answer to an approval binds to the call it was asked about (see runToolCall).
   if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;

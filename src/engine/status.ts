@@ -3,7 +3,6 @@
  * whether it runs or not. Kept narrow on purpose: plain SQL on the store's tables and the few
  * channels it shows, no LangChain module loaded (the command answers in a few node start-ups).
  */
-import { plainChannels } from "../checkpoint/plain-channels.js";
 import { requireThread, withTables, type StoreOptions, type StoreTables } from "../runs/database.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { initialLooperSnapshot } from "../nodes/looper/machine.js";
@@ -19,24 +18,24 @@ export interface LooperStatus {
 export const loopThreadOf = (mediatorThreadId: string): string => `${mediatorThreadId}.loop`;
 
 /** Where commands for a thread go: a Mediator thread's (chat's) commands go to the loop it started. */
-export function commandTarget(store: Pick<StoreTables, "path" | "threads">, threadId: string): ThreadRecord {
-  const thread = requireThread(store, threadId);
-  return asSeen(store.threads.get(loopThreadOf(threadId)) ?? thread);
+export async function commandTarget(store: Pick<StoreTables, "path" | "threads">, threadId: string): Promise<ThreadRecord> {
+  const thread = await requireThread(store, threadId);
+  return asSeen((await store.threads.get(loopThreadOf(threadId))) ?? thread);
 }
 
 /** The Looper status block of a thread, read from its store: no model call, whether it runs or not. */
 export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
-  return withTables(options, "read", (store) => {
-    const thread = commandTarget(store, threadId);
+  return withTables(options, "read", async (store) => {
+    const thread = await commandTarget(store, threadId);
     // A chat whose loop is not started yet: tasks sent to it (`send <chat> "start: …"`) wait in the loop's inbox.
-    const waiting = thread.threadId === threadId ? store.inbox.after(loopThreadOf(threadId), 0) : [];
+    const waiting = thread.threadId === threadId ? await store.inbox.after(loopThreadOf(threadId), 0) : [];
     threadId = thread.threadId;
-    const { loopState, inboxCursor: cursor = 0, task = "" } = plainChannels(store.db, threadId, ["loopState", "inboxCursor", "task"]) as {
+    const { loopState, inboxCursor: cursor = 0, task = "" } = (await store.checkpoints.plainChannels(threadId, ["loopState", "inboxCursor", "task"])) as {
       loopState?: LooperSnapshot;
       inboxCursor?: number;
       task?: string;
     };
-    const unconsumed = store.inbox.after(threadId, cursor);
+    const unconsumed = await store.inbox.after(threadId, cursor);
     const queued = [...waiting, ...unconsumed].flatMap((entry) => (entry.command.command === "add_pending" ? [entry.command.task] : []));
     // A stop accepted and not yet consumed: the loop is stopping (its Coder ends at its next step).
     const stopping = unconsumed.some((entry) => entry.command.command === "stop");

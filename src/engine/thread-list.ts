@@ -3,7 +3,6 @@
  * narrow, like `status`: the store's tables and one SQL count, no LangChain module loaded and no
  * checkpoint decoded, so the list answers in a few node start-ups whatever the threads' length.
  */
-import { rootCheckpointCounts } from "../runs/checkpoint-ids.js";
 import { withTables, type StoreOptions } from "../runs/database.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 
@@ -14,8 +13,8 @@ export interface ThreadSummary extends ThreadRecord {
 
 /** Every thread of the store, as readers show it (a run whose process is gone is interrupted), with its checkpoint count. */
 export async function listThreads(options: StoreOptions = {}): Promise<ThreadSummary[]> {
-  return withTables(options, "read", (store) => {
-    const counts = rootCheckpointCounts(store.db);
-    return store.threads.list().map((thread) => ({ ...asSeen(thread), checkpoints: counts.get(thread.threadId) ?? 0 }));
+  return withTables(options, "read", async (store) => {
+    const counts = await store.checkpoints.rootCheckpointCounts();
+    return (await store.threads.list()).map((thread) => ({ ...asSeen(thread), checkpoints: counts.get(thread.threadId) ?? 0 }));
   });
 }

@@ -23,7 +23,6 @@ import { nodesOfKind } from "../runtime/node-kind.js";
 import { createRecorder } from "../runtime/recorder.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
-import { plainChannels } from "../checkpoint/plain-channels.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { ThreadSettings } from "../state/thread.js";
@@ -181,7 +180,7 @@ export class Thread {
    * then does not run the thread gives it back with `release`.
    */
   static async open(store: Store, record: ThreadRecord, options: CommonRunOptions, extra: OpenOptions = {}): Promise<Thread> {
-    const claim = store.threads.claim(record.threadId);
+    const claim = await store.threads.claim(record.threadId);
     if (!claim) throw new ConfigError(`no thread "${record.threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
     if (!claim.claimed) throw new ConfigError(extra.inUse?.(claim.holder) ?? runningMessage(claim.holder));
     const before = claim.before;
@@ -195,14 +194,14 @@ export class Thread {
       thread.leftovers = claim.killed;
       return thread;
     } catch (error) {
-      store.threads.release(before.threadId, before);
+      await store.threads.release(before.threadId, before);
       throw error;
     }
   }
 
   /** Records the new thread in the store, running in this process; an existing id is an error that says how to continue it. */
-  record(task: string): void {
-    const existing = this.store.threads.create({
+  async record(task: string): Promise<void> {
+    const existing = await this.store.threads.create({
       threadId: this.threadId,
       graphFile: this.graph.file,
       graphHash: graphFingerprint(this.graph),
@@ -220,14 +219,14 @@ export class Thread {
   }
 
   /** Marks the thread running in this process, with its settings: a claim, refused (exit 2) when another live process runs it. */
-  markRunning(inUse: (record: ThreadRecord) => string = runningMessage): void {
-    const claim = this.store.threads.markRunning(this.threadId, this.settings);
+  async markRunning(inUse: (record: ThreadRecord) => string = runningMessage): Promise<void> {
+    const claim = await this.store.threads.markRunning(this.threadId, this.settings);
     if (claim && !claim.claimed) throw new ConfigError(inUse(claim.holder));
   }
 
   /** Gives back the thread claimed by `open` without running it: its record as it was then (if this process still holds it). */
-  release(): void {
-    if (this.claimedFrom) this.store.threads.release(this.threadId, this.claimedFrom);
+  async release(): Promise<void> {
+    if (this.claimedFrom) await this.store.threads.release(this.threadId, this.claimedFrom);
   }
 
   /** The services of one execution: the thread's long-lived ones, with the turn's event sink and cancel signal. */
@@ -301,8 +300,8 @@ export class Thread {
     const { threadId } = this;
     const untrack = trackActiveRun({
       threadId,
-      interrupt: (reason) => {
-        this.store.threads.markEnded(threadId, "interrupted", reason);
+      interrupt: async (reason) => {
+        await this.store.threads.markEnded(threadId, "interrupted", reason);
         ctx.emit({ type: "run_finished", threadId, status: "interrupted", outcome: "interrupted", exitCode: ExitCode.Interrupted, reason });
       },
     });
@@ -349,7 +348,7 @@ export class Thread {
     }
     state ??= (await compiled.getState(config)).values as GraphStateValue;
     try {
-      this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
+      await this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
     } catch (error) {
       // The lock is still held: the record keeps "running" with this process, which readers see
       // as interrupted once it is gone; the message says how to continue either way.
@@ -364,9 +363,9 @@ export class Thread {
   }
 
   /** The `visits` channel of one of the thread's root checkpoints, read alone; undefined where it is not stored as plain JSON. */
-  private visitsAt(checkpointId: string): Record<string, number> | undefined {
+  private async visitsAt(checkpointId: string): Promise<Record<string, number> | undefined> {
     try {
-      return (plainChannels(this.store.db, this.threadId, ["visits"], checkpointId).visits as Record<string, number> | undefined) ?? {};
+      return ((await this.store.checkpoints.plainChannels(this.threadId, ["visits"], checkpointId)).visits as Record<string, number> | undefined) ?? {};
     } catch {
       return undefined;
     }

@@ -21,10 +21,10 @@ export interface ScriptExport {
  */
 export async function exportScript(threadId: string, file: string, options: StoreOptions = {}): Promise<ScriptExport> {
   return withStore(options, "read", async (store) => {
-    requireThread(store, threadId);
+    await requireThread(store, threadId);
     const responses: ScriptedResponse[] = [];
     const failedCalls: ScriptExport["failedCalls"] = [];
-    for (const record of store.recordings.list(threadId)) {
+    for (const record of await store.recordings.list(threadId)) {
       if (record.kind !== "model") continue;
       if (record.error) failedCalls.push({ node: record.node, kind: record.error.kind, error: record.error.message });
       else responses.push(responseFromMessage(record.node, messageFromRecord(record.output)));

@@ -37,9 +37,9 @@ interface BranchStart {
  */
 export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
   const edits = (options.set ?? []).map(parseStateEdit);
-  const store = openStore({ db: options.db, cwd: options.cwd, env: options.env }, "write");
+  const store = await openStore({ db: options.db, cwd: options.cwd, env: options.env }, "write");
   try {
-    const record = requireThread(store, options.threadId);
+    const record = await requireThread(store, options.threadId);
     const from = await findCheckpoint(store, record.threadId, options.from);
     const run = await readRunRecord(store, record.threadId);
     const thread = await Thread.open(store, record, options, { looper: createLoopSupervisor });
@@ -60,7 +60,7 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
           : await compiled.bulkUpdateState(fromConfig, [{ updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) }]);
       const next = (await compiled.getState(branchConfig)).next;
 
-      thread.markRunning();
+      await thread.markRunning();
       thread.announce(ctx, {
         task: record.task,
         resumed: true,
@@ -79,11 +79,11 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
       return await thread.execute(null, ctx);
     } catch (error) {
       // Not run (a bad edit, a node gone): the thread is given back as it was.
-      thread.release();
+      await thread.release();
       throw error;
     }
   } finally {
-    store.close();
+    await store.close();
   }
 }
 

@@ -76,7 +76,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   const complete = original.status === "finished" || original.status === "failed" || original.status === "limited";
 
   return withStore(storeOptions, "write", async (store) => {
-    const recordings = store.recordings.list(original.threadId);
+    const recordings = await store.recordings.list(original.threadId);
     if (recordings.length === 0 && line.some((checkpoint) => checkpoint.step > 0)) {
       throw new ConfigError(`thread "${original.threadId}" has no record to replay: it ran before loopgraph recorded runs`);
     }
@@ -105,7 +105,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
       model: original.model,
       approval: original.approval,
     };
-    const thread = await Thread.open(store, requireThread(store, replayThreadId), runOptions, {
+    const thread = await Thread.open(store, await requireThread(store, replayThreadId), runOptions, {
       graph,
       looper: createLoopSupervisor,
       replay: { model: source.model, effect: (request) => source.effect(request) },

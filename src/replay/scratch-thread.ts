@@ -9,8 +9,8 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
  * mode, the graph as it is now), whose first checkpoint is a copy of the thread's `checkpointId`.
  */
 export async function createReplayThread(store: Store, thread: ThreadRecord, graph: GraphDefinition, checkpointId: string): Promise<string> {
-  const replayThreadId = nextReplayThreadId(store, thread.threadId);
-  store.threads.create({
+  const replayThreadId = await nextReplayThreadId(store, thread.threadId);
+  await store.threads.create({
     threadId: replayThreadId,
     graphFile: graph.file,
     graphHash: graphFingerprint(graph),
@@ -24,10 +24,9 @@ export async function createReplayThread(store: Store, thread: ThreadRecord, gra
 }
 
 /** `<thread>.replay-<n>`, with n one more than the thread's replays so far. */
-export function nextReplayThreadId(store: Store, threadId: string): string {
+export async function nextReplayThreadId(store: Store, threadId: string): Promise<string> {
   const prefix = `${threadId}.replay-`;
-  const taken = store.threads
-    .list()
+  const taken = (await store.threads.list())
     .filter((thread) => thread.threadId.startsWith(prefix))
     .map((thread) => Number(thread.threadId.slice(prefix.length)))
     .filter(Number.isInteger);

@@ -65,7 +65,7 @@ interface Route {
  */
 export async function verifyRun(options: VerifyOptions): Promise<VerifyResult> {
   return withStore(options, "read", async (store) => {
-    const thread = requireThread(store, options.threadId);
+    const thread = await requireThread(store, options.threadId);
     const graph = await loadGraph(thread.graphFile);
     const locator = await graphSourceLocator(graph.file);
     const record = await readRunRecord(store, thread.threadId);

@@ -1,9 +1,32 @@
 import type Database from "better-sqlite3";
+import { latestCheckpointId, plainChannels } from "../checkpoint/plain-channels.js";
 
 /**
- * Ids and parent links of a thread's checkpoints in every namespace (root graph and
- * subgraphs), read from the checkpoint saver's table without decoding any checkpoint.
+ * Narrow reads of a thread's checkpoints without decoding any (SQLite: SqliteCheckpointQueries;
+ * PostgreSQL: PostgresCheckpointQueries): ids and parent links in every namespace (root graph and
+ * subgraphs), and the few small channels stored as plain JSON that `status` and a run's bookkeeping
+ * read. No LangChain module is loaded.
  */
+export interface CheckpointQueries {
+  /** The id of the thread's latest root checkpoint; undefined before its first. */
+  latestCheckpointId(threadId: string): Promise<string | undefined>;
+  /**
+   * Channel values (those it has of `channels`) of a root checkpoint of the thread, its latest when
+   * no id is given; `{}` when there is no such checkpoint. Only channels stored as one plain JSON
+   * value can be read so; any other throws: read it through the saver.
+   */
+  plainChannels(threadId: string, channels: readonly string[], checkpointId?: string): Promise<Record<string, unknown>>;
+  /** The thread's checkpoints whose id starts with `prefix`, in any namespace. */
+  checkpointsWithPrefix(threadId: string, prefix: string): Promise<CheckpointAddress[]>;
+  /** Up to `limit` ids of the thread's root checkpoints that start with `prefix`, in order. */
+  rootCheckpointIdsWithPrefix(threadId: string, prefix: string, limit: number): Promise<string[]>;
+  /** How many root checkpoints each thread has (threads without any are absent). */
+  rootCheckpointCounts(): Promise<Map<string, number>>;
+  /** Every checkpoint id of the thread, any namespace. */
+  allCheckpointIds(threadId: string): Promise<string[]>;
+  /** Checkpoint id → its parent's id (undefined for the first) in one namespace of the thread. */
+  parentLinks(threadId: string, ns: string): Promise<Map<string, string | undefined>>;
+}
 
 export interface CheckpointAddress {
   ns: string;
@@ -18,15 +41,47 @@ export interface CheckpointAddress {
 const PREFIX_RANGE = "checkpoint_id >= @prefix AND checkpoint_id < @upTo AND substr(checkpoint_id, 1, length(@prefix)) = @prefix";
 const prefixRange = (prefix: string) => ({ prefix, upTo: `${prefix}\uffff` });
 
-/** The thread's checkpoints whose id starts with `prefix`, in any namespace. */
-export function checkpointsWithPrefix(db: Database.Database, threadId: string, prefix: string): CheckpointAddress[] {
+/** The checkpoint queries of a SQLite store. */
+export class SqliteCheckpointQueries implements CheckpointQueries {
+  constructor(private readonly db: Database.Database) {}
+
+  async latestCheckpointId(threadId: string): Promise<string | undefined> {
+    return latestCheckpointId(this.db, threadId);
+  }
+
+  async plainChannels(threadId: string, channels: readonly string[], checkpointId?: string): Promise<Record<string, unknown>> {
+    return plainChannels(this.db, threadId, channels, checkpointId);
+  }
+
+  async checkpointsWithPrefix(threadId: string, prefix: string): Promise<CheckpointAddress[]> {
+    return checkpointsWithPrefix(this.db, threadId, prefix);
+  }
+
+  async rootCheckpointIdsWithPrefix(threadId: string, prefix: string, limit: number): Promise<string[]> {
+    return rootCheckpointIdsWithPrefix(this.db, threadId, prefix, limit);
+  }
+
+  async rootCheckpointCounts(): Promise<Map<string, number>> {
+    return rootCheckpointCounts(this.db);
+  }
+
+  async allCheckpointIds(threadId: string): Promise<string[]> {
+    return allCheckpointIds(this.db, threadId);
+  }
+
+  async parentLinks(threadId: string, ns: string): Promise<Map<string, string | undefined>> {
+    return parentLinks(this.db, threadId, ns);
+  }
+}
+
+function checkpointsWithPrefix(db: Database.Database, threadId: string, prefix: string): CheckpointAddress[] {
   return db
     .prepare(`SELECT checkpoint_ns AS ns, checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND ${PREFIX_RANGE} ORDER BY checkpoint_id`)
     .all({ threadId, ...prefixRange(prefix) }) as CheckpointAddress[];
 }
 
 /** Up to `limit` ids of the thread's root checkpoints that start with `prefix`, in order: a seek in the key, nothing decoded. */
-export function rootCheckpointIdsWithPrefix(db: Database.Database, threadId: string, prefix: string, limit: number): string[] {
+function rootCheckpointIdsWithPrefix(db: Database.Database, threadId: string, prefix: string, limit: number): string[] {
   return db
     .prepare(`SELECT checkpoint_id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND checkpoint_ns = '' AND ${PREFIX_RANGE} ORDER BY checkpoint_id LIMIT @limit`)
     .pluck()
@@ -34,7 +89,7 @@ export function rootCheckpointIdsWithPrefix(db: Database.Database, threadId: str
 }
 
 /** How many root checkpoints each thread has, in one query (threads without any are absent). */
-export function rootCheckpointCounts(db: Database.Database): Map<string, number> {
+function rootCheckpointCounts(db: Database.Database): Map<string, number> {
   const rows = db.prepare(`SELECT thread_id AS threadId, COUNT(*) AS n FROM loopgraph_checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`).all() as {
     threadId: string;
     n: number;
@@ -43,14 +98,14 @@ export function rootCheckpointCounts(db: Database.Database): Map<string, number>
 }
 
 /** Every checkpoint id of the thread, any namespace. */
-export function allCheckpointIds(db: Database.Database, threadId: string): string[] {
+function allCheckpointIds(db: Database.Database, threadId: string): string[] {
   return (db.prepare(`SELECT checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = ?`).all(threadId) as { id: string }[]).map(
     (row) => row.id,
   );
 }
 
 /** Checkpoint id → its parent's id (undefined for the first) in one namespace of the thread. */
-export function parentLinks(db: Database.Database, threadId: string, ns: string): Map<string, string | undefined> {
+function parentLinks(db: Database.Database, threadId: string, ns: string): Map<string, string | undefined> {
   const rows = db
     .prepare(`SELECT checkpoint_id AS id, parent_checkpoint_id AS parent FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`)
     .all(threadId, ns) as { id: string; parent: string | null }[];

@@ -3,38 +3,46 @@ import { basename, dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { busyTimeoutMs } from "../checkpoint/schema.js";
 import { ConfigError } from "../errors.js";
+import { SqliteCheckpointQueries } from "./checkpoint-ids.js";
+import type { StoreAccess, StoreTables } from "./tables.js";
 import { Inbox } from "./inbox.js";
+import { isPostgresUrl, withoutPassword } from "./url-password.js";
 import { ensureStateDir, STATE_DIR } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
-import { withoutPassword } from "./url-password.js";
+
+export type { StoreAccess, StoreTables } from "./tables.js";
 import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
 
-/**
- * The store's SQLite file, checked and opened, and the tables every command reads: threads and
- * their inboxes. It loads no LangChain module, so `status` answers fast; the checkpoints' saver is
- * added by store.ts (`openStore`).
- */
-export interface StoreTables {
-  path: string;
+/** The tables of a SQLite store, on its open file. */
+export interface SqliteTables extends StoreTables {
+  kind: "sqlite";
   db: Database.Database;
-  threads: ThreadRegistry;
-  inbox: Inbox;
-  close(): void;
 }
 
 /**
- * `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current directory. A
- * database URL (`postgres://user:password@host/db`) is refused in one line that shows it without
- * its password: it is not a file path (it would name a folder, password and all), and this
- * loopgraph stores runs in SQLite files only.
+ * Where the store is: `--db`, else LOOPGRAPH_DB, else `.loopgraph/loopgraph.db` under the current
+ * directory. A `postgres://` (or `postgresql://`) URL names a PostgreSQL database; any other URL
+ * is refused in one line that shows it without its password (as a file path it would name a
+ * folder, password and all); anything else is a SQLite file's path.
  */
-export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
+export function resolveStore(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } {
   const given = db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db";
-  if (DATABASE_URL.test(given.trim())) {
+  const trimmed = given.trim();
+  if (isPostgresUrl(trimmed)) return { kind: "postgres", url: trimmed };
+  if (DATABASE_URL.test(trimmed)) {
     const from = db !== undefined ? "--db" : "LOOPGRAPH_DB";
-    throw new ConfigError(`${from} ${withoutPassword(given.trim())} is a database URL: this loopgraph stores runs in a SQLite file; give its path with --db (or LOOPGRAPH_DB)`);
+    throw new ConfigError(
+      `${from} ${withoutPassword(trimmed)} is a database URL loopgraph cannot use: give a postgres:// URL, or a SQLite file's path, with --db (or LOOPGRAPH_DB)`,
+    );
   }
-  return resolve(cwd, given);
+  return { kind: "sqlite", path: resolve(cwd, given) };
+}
+
+/** The SQLite file of the store (see `resolveStore`); a one-line error for a PostgreSQL store, which has none. */
+export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
+  const store = resolveStore(db, env, cwd);
+  if (store.kind === "postgres") throw new ConfigError(`this needs a SQLite store, not the PostgreSQL database ${withoutPassword(store.url)}: give a store's file with --db`);
+  return store.path;
 }
 
 /** A URL with a scheme and an authority (`postgres://…`, `postgresql://…`, `mysql://…`), as connection strings are. */
@@ -47,26 +55,36 @@ export interface StoreOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/**
- * How a command uses the store:
- * - `read`: opened read-only; nothing is created or changed (a missing store is an error);
- * - `write`: the store must exist (a thread is needed anyway); it is migrated and written;
- * - `create`: like `write`, but a missing store is created (with its `.loopgraph` folder).
- */
-export type StoreAccess = "read" | "write" | "create";
 
-/** Opens the store's file and its thread and inbox tables (see `openDatabase`). */
-export function openTables(options: StoreOptions, access: StoreAccess): StoreTables {
-  const path = resolveDbPath(options.db, options.env ?? process.env, options.cwd ?? process.cwd());
-  const db = openDatabase(path, access, options.env ?? process.env);
+/**
+ * Opens the store's tables: a SQLite store's file (see `openDatabase`), or a PostgreSQL database
+ * (connected and migrated, see postgres-tables.ts, loaded only then).
+ */
+export async function openTables(options: StoreOptions, access: StoreAccess): Promise<SqliteTables | PostgresTablesOf> {
+  const env = options.env ?? process.env;
+  const where = resolveStore(options.db, env, options.cwd ?? process.cwd());
+  if (where.kind === "postgres") {
+    const { openPostgresTables } = await import("./postgres-tables.js");
+    return openPostgresTables(where.url, access, env);
+  }
+  return openSqliteTables(where.path, access, env);
+}
+
+/** A PostgreSQL store's tables (their type, without loading the module). */
+export type PostgresTablesOf = Awaited<ReturnType<typeof import("./postgres-tables.js").openPostgresTables>>;
+
+function openSqliteTables(path: string, access: StoreAccess, env: NodeJS.ProcessEnv): SqliteTables {
+  const db = openDatabase(path, access, env);
   try {
     const threads = new ThreadRegistry(db);
     return {
+      kind: "sqlite",
       path,
       db,
       threads,
       inbox: new Inbox(db),
-      close: () => {
+      checkpoints: new SqliteCheckpointQueries(db),
+      close: async () => {
         threads.close();
         db.close();
       },
@@ -78,19 +96,20 @@ export function openTables(options: StoreOptions, access: StoreAccess): StoreTab
 }
 
 /** Uses an opened store (or its tables) for one piece of work and closes it afterwards, whatever happens; SQLite errors become one-line errors. */
-export async function using<S extends { path: string; close(): void }, T>(opened: S, use: (store: S) => Promise<T> | T): Promise<T> {
+export async function using<S extends { path: string; close(): Promise<void> }, T>(opening: S | Promise<S>, use: (store: S) => Promise<T> | T): Promise<T> {
+  const opened = await opening;
   try {
     return await use(opened);
   } catch (error) {
     throw storeError(opened.path, error);
   } finally {
-    opened.close();
+    await opened.close();
   }
 }
 
 /** Opens the store's tables for one piece of work and closes them afterwards, whatever happens. */
 export function withTables<T>(options: StoreOptions, access: StoreAccess, use: (tables: StoreTables) => Promise<T> | T): Promise<T> {
-  return using(openTables(options, access), use);
+  return using<StoreTables, T>(openTables(options, access), use);
 }
 
 /**
@@ -234,8 +253,8 @@ function statOrUndefined(path: string): Stats | undefined {
 }
 
 /** The thread's record, or a one-line error (exit 2) saying how to list the threads. */
-export function requireThread(store: Pick<StoreTables, "path" | "threads">, threadId: string): ThreadRecord {
-  const thread = store.threads.get(threadId);
+export async function requireThread(store: Pick<StoreTables, "path" | "threads">, threadId: string): Promise<ThreadRecord> {
+  const thread = await store.threads.get(threadId);
   if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
   return thread;
 }

@@ -18,9 +18,9 @@ export interface InboxMessage {
 }
 
 /** How a message for a Mediator is stored in the inbox's `command` column (Looper commands never read so). */
-const MESSAGE = JSON.stringify({ command: "message" });
+export const MESSAGE = JSON.stringify({ command: "message" });
 
-interface InboxRow {
+export interface InboxRow {
   id: number;
   thread_id: string;
   text: string;
@@ -29,11 +29,29 @@ interface InboxRow {
 }
 
 /**
- * The inbox of commands sent to threads, in the run store. Ids grow monotonically; a thread's
+ * The inbox of commands sent to threads, in the run store (SQLite: Inbox; PostgreSQL: PostgresInbox). Ids grow monotonically; a thread's
  * graph state records the last id it consumed (`inboxCursor`) in the same checkpoint as the
  * command's effect, so each command is applied exactly once and in order, across crashes.
  */
-export class Inbox {
+export interface InboxTable {
+  post(threadId: string, text: string, command: LooperCommand): Promise<number>;
+  /** Takes a command out before any thread consumed it (a chat's loop starts on the task it carries). */
+  remove(id: number): Promise<void>;
+  /** Posts free text for a Mediator thread (`loopgraph send <chat> "hello"`); the chat answers it (see `messagesAfter`). */
+  postMessage(threadId: string, text: string): Promise<number>;
+  /** Messages for a Mediator thread after `cursor` (the last one answered), oldest first. */
+  messagesAfter(threadId: string, cursor: number): Promise<InboxMessage[]>;
+  /** Commands of a thread after `cursor` (the last consumed id), oldest first; messages for a Mediator are not commands. */
+  after(threadId: string, cursor: number): Promise<InboxEntry[]>;
+}
+
+/** An inbox entry from its row (the columns are the same in both stores). */
+export function entryOf(row: InboxRow): InboxEntry {
+  return { id: Number(row.id), threadId: row.thread_id, text: row.text, command: JSON.parse(row.command) as LooperCommand, createdAt: row.created_at };
+}
+
+/** The inbox of a SQLite store. */
+export class Inbox implements InboxTable {
   private readonly insertStatement;
   private readonly afterStatement;
   private readonly messagesStatement;
@@ -48,34 +66,24 @@ export class Inbox {
     this.messagesStatement = db.prepare(`SELECT id, text FROM loopgraph_inbox WHERE thread_id = ? AND id > ? AND command = ? ORDER BY id`);
   }
 
-  post(threadId: string, text: string, command: LooperCommand): number {
+  async post(threadId: string, text: string, command: LooperCommand): Promise<number> {
     const result = this.insertStatement.run(threadId, text, JSON.stringify(command), new Date().toISOString());
     return Number(result.lastInsertRowid);
   }
 
-  /** Takes a command out before any thread consumed it (a chat's loop starts on the task it carries). */
-  remove(id: number): void {
+  async remove(id: number): Promise<void> {
     this.removeStatement.run(id);
   }
 
-  /** Posts free text for a Mediator thread (`loopgraph send <chat> "hello"`); the chat answers it (see `messagesAfter`). */
-  postMessage(threadId: string, text: string): number {
+  async postMessage(threadId: string, text: string): Promise<number> {
     return Number(this.insertStatement.run(threadId, text, MESSAGE, new Date().toISOString()).lastInsertRowid);
   }
 
-  /** Messages for a Mediator thread after `cursor` (the last one answered), oldest first. */
-  messagesAfter(threadId: string, cursor: number): InboxMessage[] {
+  async messagesAfter(threadId: string, cursor: number): Promise<InboxMessage[]> {
     return this.messagesStatement.all(threadId, cursor, MESSAGE) as InboxMessage[];
   }
 
-  /** Commands of a thread after `cursor` (the last consumed id), oldest first; messages for a Mediator are not commands. */
-  after(threadId: string, cursor: number): InboxEntry[] {
-    return (this.afterStatement.all(threadId, cursor, MESSAGE) as InboxRow[]).map((row) => ({
-      id: row.id,
-      threadId: row.thread_id,
-      text: row.text,
-      command: JSON.parse(row.command) as LooperCommand,
-      createdAt: row.created_at,
-    }));
+  async after(threadId: string, cursor: number): Promise<InboxEntry[]> {
+    return (this.afterStatement.all(threadId, cursor, MESSAGE) as InboxRow[]).map(entryOf);
   }
 }

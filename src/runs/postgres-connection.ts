@@ -1,15 +1,10 @@
 import pg from "pg";
 import { ConfigError } from "../errors.js";
-import { SchemaTooNewError } from "../checkpoint/index.js";
+import { SchemaTooNewError } from "../checkpoint/postgres-schema.js";
 import { urlPasswords, withoutPassword } from "./url-password.js";
 
 /** How long connecting to the server may take before it counts as unreachable (LOOPGRAPH_PG_CONNECT_TIMEOUT_MS). */
 const CONNECT_TIMEOUT_MS = 10_000;
-
-/** Whether `text` is a PostgreSQL connection URL (`postgres://…` or `postgresql://…`). */
-export function isPostgresUrl(text: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(text.trim());
-}
 
 /**
  * A pool of connections to the server a PostgreSQL URL names, checked with one query: a server
@@ -40,6 +35,7 @@ export function postgresError(url: string, error: unknown): Error {
   const shown = withoutPassword(url.trim());
   const passwords = urlPasswords(url);
   const scrub = (text: string) => passwords.reduce((scrubbed, password) => scrubbed.split(password).join("***"), text);
+  if (error instanceof ConfigError) return error;
   if (error instanceof SchemaTooNewError) return new ConfigError(`${shown}: ${error.message}`);
   const code = (error as { code?: unknown }).code;
   const message = scrub(error instanceof Error ? error.message.split("\n")[0]! : String(error));

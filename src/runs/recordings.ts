@@ -65,7 +65,7 @@ export type RecordInput = RecordData & { node?: string };
 /** Stores one record with the run (RunContext.record). */
 export type Recorder = (input: RecordInput) => void;
 
-interface RecordingRow {
+export interface RecordingRow {
   id: number;
   thread_id: string;
   checkpoint_id: string;
@@ -101,12 +101,91 @@ interface RecordingRow {
  *
  * Everything stored passes through redactSecrets: no API key or Authorization value is written.
  */
-export class Recordings {
+export interface RecordingTable {
+  /** Queues a record (written with the run's next checkpoint write); `secrets` (values of credentials) are replaced by `[redacted]`. */
+  put(key: RecordKey, data: RecordData, secrets?: readonly string[]): void;
+  /** A thread's records, in the order the calls were made (what is queued is written first). */
+  list(threadId: string): Promise<Recording[]>;
+}
+
+/** A queued record: its key, and its row as both stores' insert statements take it (named parameters). */
+export interface QueuedRecord {
+  key: RecordKey;
+  row: Record<string, unknown>;
+}
+
+/** The row of a record, redacted. */
+export function recordRow(key: RecordKey, data: RecordData, secrets: readonly string[]): QueuedRecord {
+  return {
+    key,
+    row: {
+      thread_id: key.threadId,
+      checkpoint_id: key.checkpointId,
+      task_path: key.taskPath,
+      call_index: key.callIndex,
+      node: key.node,
+      kind: data.kind,
+      name: "name" in data ? data.name : null,
+      data: redactSecrets(JSON.stringify(data), secrets),
+      created_at: new Date().toISOString(),
+    },
+  };
+}
+
+/** A record from its row (the columns are the same in both stores). */
+export function recordingOf(row: RecordingRow): Recording {
+  return {
+    ...(JSON.parse(row.data) as RecordData),
+    id: Number(row.id),
+    threadId: row.thread_id,
+    checkpointId: row.checkpoint_id,
+    taskPath: row.task_path,
+    callIndex: row.call_index,
+    node: row.node,
+    createdAt: row.created_at,
+  };
+}
+
+/**
+ * Records waiting to be written: taken as a batch by the writer, given back when the write failed.
+ */
+export class RecordQueue {
+  private pending: QueuedRecord[] = [];
+
+  put(key: RecordKey, data: RecordData, secrets: readonly string[] = []): void {
+    this.pending.push(recordRow(key, data, secrets));
+  }
+
+  get size(): number {
+    return this.pending.length;
+  }
+
+  /** Writes the queued records with `write`, in the order they were made; on failure they stay queued (before any queued since). */
+  write<T>(write: (batch: readonly QueuedRecord[]) => T): T | undefined {
+    if (this.pending.length === 0) return undefined;
+    const batch = this.pending;
+    this.pending = [];
+    const restore = () => {
+      this.pending = [...batch, ...this.pending];
+    };
+    try {
+      const result = write(batch);
+      if (result instanceof Promise) return result.catch((error: unknown) => (restore(), Promise.reject(error))) as T;
+      return result;
+    } catch (error) {
+      restore();
+      throw error;
+    }
+  }
+}
+
+/** The recordings of a SQLite store. */
+export class Recordings implements RecordingTable {
   private readonly deleteTaskStatement;
   private readonly insertStatement;
   private readonly listStatement;
   private readonly writeInTransaction;
-  private pending: { key: RecordKey; row: Record<string, unknown> }[] = [];
+  private readonly queue = new RecordQueue();
 
   constructor(db: Database.Database) {
     this.deleteTaskStatement = db.prepare(`DELETE FROM loopgraph_recordings WHERE thread_id = ? AND task_path = ?`);
@@ -115,7 +194,7 @@ export class Recordings {
        VALUES (@thread_id, @checkpoint_id, @task_path, @call_index, @node, @kind, @name, @data, @created_at)`,
     );
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_recordings WHERE thread_id = ? ORDER BY id`);
-    this.writeInTransaction = db.transaction((batch: readonly { key: RecordKey; row: Record<string, unknown> }[]) => {
+    this.writeInTransaction = db.transaction((batch: readonly QueuedRecord[]) => {
       for (const { key, row } of batch) {
         if (key.callIndex === 0) this.deleteTaskStatement.run(key.threadId, key.taskPath);
         this.insertStatement.run(row);
@@ -123,49 +202,17 @@ export class Recordings {
     });
   }
 
-  /** Queues a record (written by `flush`); `secrets` (values of credentials) are replaced by `[redacted]`. */
   put(key: RecordKey, data: RecordData, secrets: readonly string[] = []): void {
-    this.pending.push({
-      key,
-      row: {
-        thread_id: key.threadId,
-        checkpoint_id: key.checkpointId,
-        task_path: key.taskPath,
-        call_index: key.callIndex,
-        node: key.node,
-        kind: data.kind,
-        name: "name" in data ? data.name : null,
-        data: redactSecrets(JSON.stringify(data), secrets),
-        created_at: new Date().toISOString(),
-      },
-    });
+    this.queue.put(key, data, secrets);
   }
 
   /** Writes the queued records, in the order they were made, in one transaction (a savepoint inside an open one). */
   flush(): void {
-    if (this.pending.length === 0) return;
-    const batch = this.pending;
-    this.pending = [];
-    try {
-      this.writeInTransaction(batch);
-    } catch (error) {
-      this.pending = [...batch, ...this.pending];
-      throw error;
-    }
+    this.queue.write((batch) => this.writeInTransaction(batch));
   }
 
-  /** A thread's records, in the order the calls were made. */
-  list(threadId: string): Recording[] {
+  async list(threadId: string): Promise<Recording[]> {
     this.flush();
-    return (this.listStatement.all(threadId) as RecordingRow[]).map((row) => ({
-      ...(JSON.parse(row.data) as RecordData),
-      id: row.id,
-      threadId: row.thread_id,
-      checkpointId: row.checkpoint_id,
-      taskPath: row.task_path,
-      callIndex: row.call_index,
-      node: row.node,
-      createdAt: row.created_at,
-    }));
+    return (this.listStatement.all(threadId) as RecordingRow[]).map(recordingOf);
   }
 }

@@ -28,7 +28,7 @@ export interface SnapshotRecord {
   createdAt: string;
 }
 
-interface SnapshotRow {
+export interface SnapshotRow {
   thread_id: string;
   seq: number;
   checkpoint_ns: string;
@@ -43,8 +43,18 @@ interface SnapshotRow {
   created_at: string;
 }
 
-/** The workspace snapshots taken around file-changing tool steps, in the run store. */
-export class SnapshotLog {
+/** The workspace snapshots taken around file-changing tool steps, in the run store (SQLite: SnapshotLog; PostgreSQL: PostgresSnapshotLog). */
+export interface SnapshotTable {
+  /** Records a step starting, with the tree before it; returns its number in the thread. */
+  open(step: Pick<SnapshotRecord, "threadId" | "checkpoint" | "node" | "tool" | "toolCallId" | "treeBefore">): Promise<number>;
+  /** Records the tree after the step and the paths it changed. */
+  close(threadId: string, seq: number, treeAfter: string, paths: string[]): Promise<void>;
+  /** A thread's snapshots, in the order the steps ran. */
+  list(threadId: string): Promise<SnapshotRecord[]>;
+}
+
+/** The snapshot log of a SQLite store. */
+export class SnapshotLog implements SnapshotTable {
   private readonly openStatement;
   private readonly closeStatement;
   private readonly listStatement;
@@ -61,37 +71,39 @@ export class SnapshotLog {
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_snapshots WHERE thread_id = ? ORDER BY seq`);
   }
 
-  /** Records the workspace before a step; returns the step's number, for `close`. */
-  open(step: Pick<SnapshotRecord, "threadId" | "checkpoint" | "node" | "tool" | "toolCallId" | "treeBefore">): number {
-    const row = this.openStatement.get({
-      thread_id: step.threadId,
-      checkpoint_ns: step.checkpoint.ns,
-      checkpoint_id: step.checkpoint.id,
-      checkpoint_map: JSON.stringify(step.checkpoint.map),
-      node: step.node,
-      tool: step.tool,
-      tool_call_id: step.toolCallId,
-      tree_before: step.treeBefore,
-      now: new Date().toISOString(),
-    }) as { seq: number };
-    return row.seq;
+  async open(step: Pick<SnapshotRecord, "threadId" | "checkpoint" | "node" | "tool" | "toolCallId" | "treeBefore">): Promise<number> {
+    return (this.openStatement.get(openParams(step)) as { seq: number }).seq;
   }
 
-  /** Records the workspace after the step, and the paths it changed. */
-  close(threadId: string, seq: number, treeAfter: string, paths: string[]): void {
+  async close(threadId: string, seq: number, treeAfter: string, paths: string[]): Promise<void> {
     this.closeStatement.run(treeAfter, JSON.stringify(paths), threadId, seq);
   }
 
-  /** A thread's snapshots, in the order their steps ran. */
-  list(threadId: string): SnapshotRecord[] {
-    return (this.listStatement.all(threadId) as SnapshotRow[]).map(fromRow);
+  async list(threadId: string): Promise<SnapshotRecord[]> {
+    return (this.listStatement.all(threadId) as SnapshotRow[]).map(snapshotOf);
   }
 }
 
-function fromRow(row: SnapshotRow): SnapshotRecord {
+/** The named parameters of a step's opening row (both stores' statements take them). */
+export function openParams(step: Pick<SnapshotRecord, "threadId" | "checkpoint" | "node" | "tool" | "toolCallId" | "treeBefore">) {
+  return {
+    thread_id: step.threadId,
+    checkpoint_ns: step.checkpoint.ns,
+    checkpoint_id: step.checkpoint.id,
+    checkpoint_map: JSON.stringify(step.checkpoint.map),
+    node: step.node,
+    tool: step.tool,
+    tool_call_id: step.toolCallId,
+    tree_before: step.treeBefore,
+    now: new Date().toISOString(),
+  };
+}
+
+/** A snapshot from its row (the columns are the same in both stores). */
+export function snapshotOf(row: SnapshotRow): SnapshotRecord {
   return {
     threadId: row.thread_id,
-    seq: row.seq,
+    seq: Number(row.seq),
     checkpoint: { ns: row.checkpoint_ns, id: row.checkpoint_id, map: JSON.parse(row.checkpoint_map) as Record<string, string> },
     node: row.node,
     tool: row.tool,

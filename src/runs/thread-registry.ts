@@ -37,7 +37,7 @@ export interface ThreadRecord {
   updatedAt: string;
 }
 
-interface ThreadRow {
+export interface ThreadRow {
   thread_id: string;
   graph_file: string;
   graph_name: string;
@@ -49,7 +49,7 @@ interface ThreadRow {
   status: ThreadRecord["status"];
   pid: number | null;
   owner_host: string | null;
-  owner_start: number | null;
+  owner_start: number | string | null;
   heartbeat_at: string | null;
   command_groups: string | null;
   error: string | null;
@@ -86,7 +86,99 @@ export interface CommandGroup {
  */
 export type Claim = { claimed: true; before: ThreadRecord; killed: number[] } | { claimed: false; holder: ThreadRecord };
 
-export class ThreadRegistry {
+/** Fields of a new thread's record (see `ThreadTable.create`). */
+export type NewThread = Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "workspace">;
+
+/**
+ * The threads of a run store (SQLite: ThreadRegistry; PostgreSQL: PostgresThreadRegistry), and
+ * the one-owner rule: a thread is run by one process at a time, which writes its heartbeat while
+ * it runs it.
+ */
+export interface ThreadTable {
+  /**
+   * Records a new thread, running in this process, in one transaction with the check that its id
+   * is free. Returns the record that holds the id when it is taken (nothing is written).
+   */
+  create(record: NewThread): Promise<ThreadRecord | undefined>;
+  /**
+   * Takes the thread for this process, in one transaction with the check of who holds it: the
+   * claim succeeds when no live process runs the thread (see `ownerAlive`), or this one does. The
+   * thread is then marked running here, with `settings` when given, and this process writes its
+   * heartbeat until the thread ends (`markEnded`) or is given back (`release`). Undefined: no such thread.
+   */
+  claim(threadId: string, settings?: { model?: string; approval?: ApprovalMode }): Promise<Claim | undefined>;
+  /** Marks the thread as running in this process (a resume), with the settings it now runs with; see `claim`. */
+  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Promise<Claim | undefined>;
+  /** Records the process group of a command this process runs for the thread, until `commandEnded`. */
+  commandStarted(threadId: string, pgid: number): Promise<void>;
+  /** The command of that process group has ended (its group is not to be killed any more). */
+  commandEnded(threadId: string, pgid: number): Promise<void>;
+  /** Gives back a thread this process claimed and did not run: its status, error and pause as they were `before`. */
+  release(threadId: string, before: ThreadRecord): Promise<void>;
+  /** Records how a run ended; a status other than running ends this process's hold on the thread (its pid stays, as who ran it last). */
+  markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): Promise<void>;
+  get(threadId: string): Promise<ThreadRecord | undefined>;
+  /** Every thread, newest first. */
+  list(): Promise<ThreadRecord[]>;
+  /** Stops this table's heartbeats (the store closes): the threads' owners then age on other hosts' clocks. */
+  close(): void;
+}
+
+/**
+ * What a claim does to a thread's record `before` it: undefined when a live process holds it;
+ * else whether it is a takeover from a dead owner, and the process groups its commands left,
+ * killed (only on this host can they be reached).
+ */
+export function claimFrom(before: ThreadRecord): { takeover: boolean; killed: number[] } | undefined {
+  if (isRunningElsewhere(before)) return undefined;
+  const takeover = before.status === "running" && !ownedHere(before);
+  const killed = takeover && sameHost(before) ? (before.commandGroups ?? []).filter(killLeftover).map((group) => group.pgid) : [];
+  return { takeover, killed };
+}
+
+/** The command groups recorded after one started (`pgid`, with its start time) or ended (`start` false). */
+export function changedGroups(groups: readonly CommandGroup[], pgid: number, started: boolean): CommandGroup[] {
+  const others = groups.filter((group) => group.pgid !== pgid);
+  return started ? [...others, { pgid, start: processStart(pgid) }] : others;
+}
+
+/**
+ * The heartbeats of the threads this process runs through one table: `write` every HEARTBEAT_MS
+ * (false: the thread is not ours any more, the beat stops). The timers keep no process alive.
+ */
+export class Heartbeats {
+  private readonly timers = new Map<string, NodeJS.Timeout>();
+
+  constructor(private readonly write: (threadId: string, now: string) => Promise<boolean>) {}
+
+  start(threadId: string): void {
+    if (this.timers.has(threadId)) return;
+    const timer = setInterval(() => {
+      this.write(threadId, new Date().toISOString()).then(
+        (ours) => {
+          // Not ours any more (ended through another connection, or taken over): stop.
+          if (!ours) this.stop(threadId);
+        },
+        // A busy or closed store: the next beat tries again (the store's close stops the timer).
+        () => undefined,
+      );
+    }, HEARTBEAT_MS);
+    timer.unref();
+    this.timers.set(threadId, timer);
+  }
+
+  stop(threadId: string): void {
+    clearInterval(this.timers.get(threadId));
+    this.timers.delete(threadId);
+  }
+
+  stopAll(): void {
+    for (const threadId of [...this.timers.keys()]) this.stop(threadId);
+  }
+}
+
+/** The thread table of a SQLite store. */
+export class ThreadRegistry implements ThreadTable {
   private readonly db: Database.Database;
   private readonly insertStatement;
   private readonly updateStatement;
@@ -96,8 +188,7 @@ export class ThreadRegistry {
   private readonly groupsStatement;
   private readonly getStatement;
   private readonly listStatement;
-  /** Heartbeat timers of the threads this process runs through this registry. */
-  private readonly heartbeats = new Map<string, NodeJS.Timeout>();
+  private readonly heartbeats: Heartbeats;
 
   constructor(db: Database.Database) {
     this.db = db;
@@ -106,7 +197,7 @@ export class ThreadRegistry {
        VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @host, @start, @now, @now, @now)`,
     );
     this.updateStatement = db.prepare(
-      `UPDATE loopgraph_threads SET status = @status, error = @error, pause = @pause, model = COALESCE(@model, model), approval = COALESCE(@approval, approval), updated_at = @now
+      `UPDATE loopgraph_threads SET status = @status, error = @error, pause = @pause, updated_at = @now
        WHERE thread_id = @thread_id`,
     );
     this.claimStatement = db.prepare(
@@ -124,168 +215,134 @@ export class ThreadRegistry {
     this.groupsStatement = db.prepare(`UPDATE loopgraph_threads SET command_groups = @groups WHERE thread_id = @thread_id`);
     this.getStatement = db.prepare(`SELECT * FROM loopgraph_threads WHERE thread_id = ?`);
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_threads ORDER BY created_at DESC, thread_id`);
+    this.heartbeats = new Heartbeats(
+      async (threadId, now) => this.heartbeatStatement.run({ thread_id: threadId, pid: THIS_PROCESS.pid, host: THIS_PROCESS.host, now }).changes > 0,
+    );
   }
 
-  /**
-   * Records a new thread, running in this process, in one write transaction with the check that
-   * its id is free. Returns the record that holds the id when it is taken (nothing is written).
-   */
-  create(record: Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "workspace">): ThreadRecord | undefined {
+  async create(record: NewThread): Promise<ThreadRecord | undefined> {
     const existing = this.db
       .transaction(() => {
-        const taken = this.get(record.threadId);
+        const taken = this.read(record.threadId);
         if (taken) return taken;
-        this.insertStatement.run({
-          thread_id: record.threadId,
-          graph_file: record.graphFile,
-          graph_hash: record.graphHash ?? null,
-          graph_name: record.graphName,
-          task: record.task,
-          model: record.model ?? null,
-          approval: record.approval,
-          workspace: record.workspace,
-          ...ownerParams(),
-          now: new Date().toISOString(),
-        });
+        this.insertStatement.run(newThreadParams(record));
         return undefined;
       })
       .immediate();
-    if (!existing) this.beat(record.threadId);
+    if (!existing) this.heartbeats.start(record.threadId);
     return existing;
   }
 
-  /**
-   * Takes the thread for this process, in one write transaction with the check of who holds it:
-   * the claim succeeds when no live process runs the thread (see `ownerAlive`), or this one does.
-   * The thread is then marked running here, with `settings` when given, and this process writes
-   * its heartbeat until the thread ends (`markEnded`) or is given back (`release`). Undefined: no
-   * such thread.
-   */
-  claim(threadId: string, settings: { model?: string; approval?: ApprovalMode } = {}): Claim | undefined {
+  async claim(threadId: string, settings: { model?: string; approval?: ApprovalMode } = {}): Promise<Claim | undefined> {
     const claim = this.db
       .transaction((): Claim | undefined => {
-        const before = this.get(threadId);
+        const before = this.read(threadId);
         if (!before) return undefined;
-        if (isRunningElsewhere(before)) return { claimed: false, holder: before };
-        // Taking over from a dead owner: what its commands left running goes first (only on this host can it be reached).
-        const takeover = before.status === "running" && !ownedHere(before);
-        const killed = takeover && sameHost(before) ? (before.commandGroups ?? []).filter(killLeftover).map((group) => group.pgid) : [];
-        if (takeover) this.groupsStatement.run({ thread_id: threadId, groups: null });
-        this.claimStatement.run({ thread_id: threadId, ...ownerParams(), model: settings.model ?? null, approval: settings.approval ?? null, now: new Date().toISOString() });
-        return { claimed: true, before, killed };
+        const taking = claimFrom(before);
+        if (!taking) return { claimed: false, holder: before };
+        if (taking.takeover) this.groupsStatement.run({ thread_id: threadId, groups: null });
+        this.claimStatement.run(claimParams(threadId, settings));
+        return { claimed: true, before, killed: taking.killed };
       })
       .immediate();
-    if (claim?.claimed) this.beat(threadId);
+    if (claim?.claimed) this.heartbeats.start(threadId);
     return claim;
   }
 
-  /** Records the process group of a command this process runs for the thread, until `commandEnded`. */
-  commandStarted(threadId: string, pgid: number): void {
-    this.changeGroups(threadId, (groups) => [...groups.filter((group) => group.pgid !== pgid), { pgid, start: processStart(pgid) }]);
+  async commandStarted(threadId: string, pgid: number): Promise<void> {
+    this.changeGroups(threadId, pgid, true);
   }
 
-  /** The command of that process group has ended (its group is not to be killed any more). */
-  commandEnded(threadId: string, pgid: number): void {
-    this.changeGroups(threadId, (groups) => groups.filter((group) => group.pgid !== pgid));
+  async commandEnded(threadId: string, pgid: number): Promise<void> {
+    this.changeGroups(threadId, pgid, false);
   }
 
-  private changeGroups(threadId: string, change: (groups: CommandGroup[]) => CommandGroup[]): void {
+  private changeGroups(threadId: string, pgid: number, started: boolean): void {
     this.db
       .transaction(() => {
-        const groups = change(this.get(threadId)?.commandGroups ?? []);
+        const groups = changedGroups(this.read(threadId)?.commandGroups ?? [], pgid, started);
         this.groupsStatement.run({ thread_id: threadId, groups: groups.length > 0 ? JSON.stringify(groups) : null });
       })
       .immediate();
   }
 
-  /** Gives back a thread this process claimed and did not run: its status, error and pause as they were `before`. */
-  release(threadId: string, before: ThreadRecord): void {
-    this.stopBeating(threadId);
-    const status = before.status === "running" ? "interrupted" : before.status;
-    this.releaseStatement.run({
-      thread_id: threadId,
-      status,
-      error: before.error ?? null,
-      pause: before.pause ? JSON.stringify(before.pause) : null,
-      pid: THIS_PROCESS.pid,
-      host: THIS_PROCESS.host,
-      now: new Date().toISOString(),
-    });
+  async release(threadId: string, before: ThreadRecord): Promise<void> {
+    this.heartbeats.stop(threadId);
+    this.releaseStatement.run(releaseParams(threadId, before));
   }
 
-  /** Marks the thread as running in this process (a resume), with the settings it now runs with; see `claim`. */
-  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Claim | undefined {
+  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Promise<Claim | undefined> {
     return this.claim(threadId, settings);
   }
 
-  /** Records how a run ended; a status other than running ends this process's hold on the thread (its pid stays, as who ran it last). */
-  markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): void {
-    this.stopBeating(threadId);
-    this.update(threadId, { status, error, pause });
+  async markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): Promise<void> {
+    this.heartbeats.stop(threadId);
+    this.updateStatement.run(endParams(threadId, status, error, pause));
   }
 
-  get(threadId: string): ThreadRecord | undefined {
-    const row = this.getStatement.get(threadId) as ThreadRow | undefined;
-    return row && fromRow(row);
+  async get(threadId: string): Promise<ThreadRecord | undefined> {
+    return this.read(threadId);
   }
 
-  list(): ThreadRecord[] {
+  async list(): Promise<ThreadRecord[]> {
     return (this.listStatement.all() as ThreadRow[]).map(fromRow);
   }
 
-  /** Stops this registry's heartbeats (the store closes): the threads' owners then age on other hosts' clocks. */
   close(): void {
-    for (const threadId of [...this.heartbeats.keys()]) this.stopBeating(threadId);
+    this.heartbeats.stopAll();
   }
 
-  /** Writes the thread's heartbeat every HEARTBEAT_MS while this process runs it (the timer keeps no process alive). */
-  private beat(threadId: string): void {
-    if (this.heartbeats.has(threadId)) return;
-    const timer = setInterval(() => {
-      try {
-        const { changes } = this.heartbeatStatement.run({ thread_id: threadId, pid: THIS_PROCESS.pid, host: THIS_PROCESS.host, now: new Date().toISOString() });
-        // Not ours any more (ended through another connection, or taken over): stop.
-        if (changes === 0) this.stopBeating(threadId);
-      } catch {
-        // A busy or closed store: the next beat tries again (the store's close stops the timer).
-      }
-    }, HEARTBEAT_MS);
-    timer.unref();
-    this.heartbeats.set(threadId, timer);
+  private read(threadId: string): ThreadRecord | undefined {
+    const row = this.getStatement.get(threadId) as ThreadRow | undefined;
+    return row && fromRow(row);
   }
+}
 
-  private stopBeating(threadId: string): void {
-    clearInterval(this.heartbeats.get(threadId));
-    this.heartbeats.delete(threadId);
-  }
+/** The named parameters of a new thread's row (both stores' insert statements take them). */
+export function newThreadParams(record: NewThread) {
+  return {
+    thread_id: record.threadId,
+    graph_file: record.graphFile,
+    graph_hash: record.graphHash ?? null,
+    graph_name: record.graphName,
+    task: record.task,
+    model: record.model ?? null,
+    approval: record.approval,
+    workspace: record.workspace,
+    ...ownerParams(),
+    now: new Date().toISOString(),
+  };
+}
 
-  private update(
-    threadId: string,
-    change: {
-      status: ThreadRecord["status"];
-      error?: string;
-      model?: string;
-      approval?: ApprovalMode;
-      pause?: ThreadRecord["pause"];
-    },
-  ): void {
-    this.updateStatement.run({
-      thread_id: threadId,
-      status: change.status,
-      error: change.error ?? null,
-      pause: change.pause ? JSON.stringify(change.pause) : null,
-      model: change.model ?? null,
-      approval: change.approval ?? null,
-      now: new Date().toISOString(),
-    });
-  }
+/** The named parameters of a claim's update. */
+export function claimParams(threadId: string, settings: { model?: string; approval?: ApprovalMode }) {
+  return { thread_id: threadId, ...ownerParams(), model: settings.model ?? null, approval: settings.approval ?? null, now: new Date().toISOString() };
+}
+
+/** The named parameters of a release: the record's status, error and pause as they were `before` the claim. */
+export function releaseParams(threadId: string, before: ThreadRecord) {
+  return {
+    thread_id: threadId,
+    status: before.status === "running" ? "interrupted" : before.status,
+    error: before.error ?? null,
+    pause: before.pause ? JSON.stringify(before.pause) : null,
+    pid: THIS_PROCESS.pid,
+    host: THIS_PROCESS.host,
+    now: new Date().toISOString(),
+  };
+}
+
+/** The named parameters of how a run ended. */
+export function endParams(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]) {
+  return { thread_id: threadId, status, error: error ?? null, pause: pause ? JSON.stringify(pause) : null, now: new Date().toISOString() };
 }
 
 function ownerParams() {
   return { pid: THIS_PROCESS.pid, host: THIS_PROCESS.host, start: THIS_PROCESS.start ?? null };
 }
 
-function fromRow(row: ThreadRow): ThreadRecord {
+/** A thread's record from its row (the columns are the same in both stores). */
+export function fromRow(row: ThreadRow): ThreadRecord {
   return {
     threadId: row.thread_id,
     graphFile: row.graph_file,
@@ -298,7 +355,8 @@ function fromRow(row: ThreadRow): ThreadRecord {
     status: row.status,
     pid: row.pid ?? undefined,
     host: row.owner_host ?? undefined,
-    ownerStart: row.owner_start ?? undefined,
+    // PostgreSQL gives a BIGINT as text.
+    ownerStart: row.owner_start === null ? undefined : Number(row.owner_start),
     heartbeatAt: row.heartbeat_at ?? undefined,
     commandGroups: row.command_groups ? (JSON.parse(row.command_groups) as CommandGroup[]) : undefined,
     error: row.error ?? undefined,

@@ -46,3 +46,8 @@ export function withoutPassword(url: string): string {
   const span = passwordSpan(url);
   return span ? `${url.slice(0, span.start)}***${url.slice(span.end)}` : url;
 }
+
+/** Whether `text` is a PostgreSQL connection URL (`postgres://…` or `postgresql://…`). */
+export function isPostgresUrl(text: string): boolean {
+  return /^postgres(ql)?:\/\//i.test(text.trim());
+}

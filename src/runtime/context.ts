@@ -64,7 +64,7 @@ export interface RunContext {
   /** `--max-rounds`: overrides the looper node's round limit when a loop starts. */
   maxRounds?: number;
   /** Commands sent to this thread after the given inbox id (from `loopgraph send/stop`). */
-  readInbox(cursor: number): InboxEntry[];
+  readInbox(cursor: number): Promise<InboxEntry[]>;
   /** Stores model outputs and effect results with the run (src/runs/recordings.ts); unset, nothing is recorded. */
   record?: Recorder;
   /** Recorded replay only: answers an effect (tool call, git read, inbox read) from the record instead of performing it. */

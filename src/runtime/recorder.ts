@@ -1,4 +1,4 @@
-import type { Recorder, Recordings } from "../runs/recordings.js";
+import type { Recorder, RecordingTable } from "../runs/recordings.js";
 import { nextCallSite } from "./call-site.js";
 
 /**
@@ -6,7 +6,7 @@ import { nextCallSite } from "./call-site.js";
  * (see Recordings for the keying rule). Calls made outside a graph task are not recorded: they
  * have no place in the run's checkpoint lineage.
  */
-export function createRecorder(recordings: Recordings, threadId: string, secrets: readonly string[]): Recorder {
+export function createRecorder(recordings: RecordingTable, threadId: string, secrets: readonly string[]): Recorder {
   return ({ node, ...data }) => {
     const site = nextCallSite();
     if (!site) return;

@@ -1,5 +1,4 @@
 import { ConfigError } from "../errors.js";
-import { checkpointsWithPrefix, parentLinks } from "../runs/checkpoint-ids.js";
 import type { StepCheckpoint } from "../runs/snapshot-log.js";
 import type { Store } from "../runs/store.js";
 
@@ -15,14 +14,12 @@ import type { Store } from "../runs/store.js";
 /** Checkpoint id → parent id, per namespace of one thread. */
 export type ParentLookup = (ns: string) => Map<string, string | undefined>;
 
-/** Parent links of a thread's checkpoints, read once per namespace. */
-export function parentLookup(store: Store, threadId: string): ParentLookup {
-  const cache = new Map<string, Map<string, string | undefined>>();
-  return (ns) => {
-    let links = cache.get(ns);
-    if (!links) cache.set(ns, (links = parentLinks(store.saver.db, threadId, ns)));
-    return links;
-  };
+/** Parent links of a thread's checkpoints in the namespaces of `steps` (their own and their enclosing graphs'), read once each. */
+export async function parentLookup(store: Store, threadId: string, steps: readonly StepCheckpoint[]): Promise<ParentLookup> {
+  const namespaces = new Set(steps.flatMap((step) => [step.ns, ...Object.keys(step.map)]));
+  const links = new Map<string, Map<string, string | undefined>>();
+  for (const ns of namespaces) links.set(ns, await store.checkpoints.parentLinks(threadId, ns));
+  return (ns) => links.get(ns) ?? new Map();
 }
 
 /**
@@ -30,7 +27,7 @@ export function parentLookup(store: Store, threadId: string): ParentLookup {
  * its enclosing graphs; one-line errors (exit 2) when none or several match.
  */
 export async function resolveCheckpoint(store: Store, threadId: string, idOrPrefix: string): Promise<StepCheckpoint> {
-  const matches = idOrPrefix ? checkpointsWithPrefix(store.saver.db, threadId, idOrPrefix) : [];
+  const matches = idOrPrefix ? await store.checkpoints.checkpointsWithPrefix(threadId, idOrPrefix) : [];
   const ids = new Set(matches.map((match) => match.id));
   if (ids.size !== 1) {
     const problem = ids.size === 0 ? "no checkpoint" : "more than one checkpoint";

@@ -1,7 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../errors.js";
-import { allCheckpointIds } from "../runs/checkpoint-ids.js";
 import type { SnapshotRecord } from "../runs/snapshot-log.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
@@ -58,15 +57,15 @@ export async function restoreWorkspace(threadId: string, checkpointId: string, o
 /** `restoreWorkspace` with a store already open (e.g. by `replay`). */
 export async function restoreWorkspaceInStore(store: Store, threadId: string, checkpointId: string, options: RestoreOptions = {}): Promise<RestoreResult> {
   const dryRun = options.dryRun ?? false;
-  const thread = requireThread(store, threadId);
+  const thread = await requireThread(store, threadId);
   if (!dryRun && isRunningElsewhere(thread)) {
     throw new ConfigError(`thread "${threadId}" is running in process ${thread.pid}: stop it first, then rewind`);
   }
-  const snapshots = requireSnapshots(store, threadId);
+  const snapshots = await requireSnapshots(store, threadId);
   const target = await resolveCheckpoint(store, threadId, checkpointId);
   // The snapshot of the workspace taken now holds none of the secrets the store redacts.
   const repo = await openRepository(thread.workspace, store.secrets);
-  const plan = await planRewind(repo, snapshots, target, parentLookup(store, threadId));
+  const plan = await planRewind(repo, snapshots, target, await parentLookup(store, threadId, [target, ...snapshots.map((snapshot) => snapshot.checkpoint)]));
   const result: RestoreResult = { threadId, checkpointId: target.id, workspace: thread.workspace, dryRun, changes: plan.changes, withheld: plan.withheld };
   if (plan.since) {
     const { seq, node, tool, toolCallId } = plan.since;
@@ -81,9 +80,9 @@ export async function restoreWorkspaceInStore(store: Store, threadId: string, ch
 /** The steps a thread's workspace can be rewound to, in the order they ran. */
 export async function listSnapshotPoints(threadId: string, options: StoreOptions = {}): Promise<SnapshotPoint[]> {
   return withStore(options, "read", async (store) => {
-    requireThread(store, threadId);
-    const snapshots = requireSnapshots(store, threadId);
-    const prefixes = uniquePrefixes(allCheckpointIds(store.saver.db, threadId));
+    await requireThread(store, threadId);
+    const snapshots = await requireSnapshots(store, threadId);
+    const prefixes = uniquePrefixes(await store.checkpoints.allCheckpointIds(threadId));
     return snapshots.map((snapshot) => ({
       seq: snapshot.seq,
       checkpointId: snapshot.checkpoint.id,
@@ -98,8 +97,8 @@ export async function listSnapshotPoints(threadId: string, options: StoreOptions
   });
 }
 
-function requireSnapshots(store: Store, threadId: string): SnapshotRecord[] {
-  const snapshots = store.snapshots.list(threadId);
+async function requireSnapshots(store: Store, threadId: string): Promise<SnapshotRecord[]> {
+  const snapshots = await store.snapshots.list(threadId);
   if (snapshots.length === 0) {
     throw new ConfigError(
       `thread "${threadId}" has no workspace snapshots: it changed no files through its tools, it ran before loopgraph took snapshots, or git was missing (see the warnings of its run)`,

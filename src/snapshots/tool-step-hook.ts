@@ -1,5 +1,5 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
-import type { SnapshotLog } from "../runs/snapshot-log.js";
+import type { SnapshotTable } from "../runs/snapshot-log.js";
 import { isStoreLocked } from "../runs/store.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
 import { openSnapshotRepository, type SnapshotRepository } from "./shadow-repo.js";
@@ -26,7 +26,7 @@ const FILE_CHANGING = new Set(BUILTIN_TOOLS.filter((tool) => tool.effect === "ed
 export interface ToolStepSnapshotsOptions {
   threadId: string;
   workspace: string;
-  log: SnapshotLog;
+  log: SnapshotTable;
   /** Told once, when snapshots fail (git missing …): the run goes on without them. */
   warn(message: string): void;
   /** Values no snapshot may hold (the run's secrets). */
@@ -59,7 +59,7 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
         repository ??= openSnapshotRepository(workspace, { secrets: options.secrets ?? [] });
         const repo = await repository;
         const before = await repo.capture();
-        const seq = log.open({ threadId, checkpoint, node: step.node, tool: step.tool, toolCallId: step.toolCallId, treeBefore: before });
+        const seq = await log.open({ threadId, checkpoint, node: step.node, tool: step.tool, toolCallId: step.toolCallId, treeBefore: before });
         opened = { seq, before, repo };
       } catch (error) {
         turnOff(error);
@@ -73,7 +73,7 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
             const after = await repo.capture();
             const paths = (await repo.diff(before, after)).map((change) => change.path);
             await repo.keep([before, after], `${threadId} #${seq} ${step.tool} ${step.toolCallId}`);
-            log.close(threadId, seq, after, paths);
+            await log.close(threadId, seq, after, paths);
           } catch (error) {
             turnOff(error);
           }

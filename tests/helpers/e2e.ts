@@ -227,7 +227,7 @@ export async function finalState<T = Record<string, unknown>>(db: string, thread
  * exited without recording its end.
  */
 export async function recordedStatus(db: string, thread: string): Promise<ThreadRecord["status"] | undefined> {
-  return withStore({ db }, "read", async (store) => store.threads.get(thread)?.status);
+  return withStore({ db }, "read", async (store) => (await store.threads.get(thread))?.status);
 }
 
 /** What `loopgraph inspect --json` prints: every thread of the store. */

@@ -115,7 +115,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const stopRequested = async (state: CoderStateValue): Promise<boolean> => {
     if (!failureRouted) return false;
     const request = { kind: "inbox" as const, node: def.id, name: "check_stop", args: { cursor: state.inboxCursor } };
-    return performEffect(ctx, request, async () => ctx.readInbox(state.inboxCursor).some((entry) => entry.command.command === "stop"));
+    return performEffect(ctx, request, async () => (await ctx.readInbox(state.inboxCursor)).some((entry) => entry.command.command === "stop"));
   };
   const stopped = (state: CoderStateValue, before: string): CoderUpdate => ({
     result: failure(state, "stopped", `stopped by user: the loop's stop command arrived, so the Coder ended before its next ${before}`),
