@@ -14,6 +14,7 @@ const commands = {
   chat: () => import("./chat-command.js"),
   rewind: () => import("./rewind-command.js"),
   replay: () => import("./replay-command.js"),
+  queue: () => import("./queue-commands.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -65,7 +66,27 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
-    .action(async (graph: string, options) => setExitCode(await (await commands.run()).runCommand(graph, withGlobals(options))));
+    .option("--queue", "queue the run for a worker (`loopgraph worker`) and print its thread id; needs a PostgreSQL store")
+    .action(async (graph: string, options) =>
+      setExitCode(
+        options.queue
+          ? await (await commands.queue()).enqueueCommand(graph, withGlobals(options))
+          : await (await commands.run()).runCommand(graph, withGlobals(options)),
+      ),
+    );
+
+  program
+    .command("worker")
+    .description("run the queued runs of a PostgreSQL store (`run --queue`), on this machine, until SIGTERM")
+    .option("--concurrency <n>", "runs at once", parsePositiveInt, 1)
+    .addOption(noSandboxOption())
+    .action(async (options) => setExitCode(await (await commands.queue()).workerCommand(withGlobals(options))));
+
+  program
+    .command("wait <thread>")
+    .description("follow a run (queued, or running on any machine) to its end; exits with the run's exit code")
+    .option("--json", "print JSON")
+    .action(async (thread: string, options) => setExitCode(await (await commands.queue()).waitCommand(thread, withGlobals(options))));
 
   program
     .command("chat")

@@ -98,7 +98,7 @@ export function dbFlag(db: string | undefined): string {
 }
 
 /** The run's outcome for a person, its reason on the last line, with how to go on; `totals` follow the thread's id. */
-function report(outcome: RunOutcome, db: string | undefined, json: boolean, totals?: RunTotals): void {
+export function report(outcome: Pick<RunOutcome, "threadId" | "status" | "error" | "pause" | "ended">, db: string | undefined, json: boolean, totals?: RunTotals): void {
   if (json) return;
   const resume = resumeHint(outcome.threadId, db);
   const thread = `thread ${outcome.threadId}${totals ? `  (${describeTotals(totals)})` : ""}`;

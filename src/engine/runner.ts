@@ -6,7 +6,7 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
-import { openStore, requireThread, type Store } from "../runs/store.js";
+import { openStore, requireThread, resolveStore, type Store } from "../runs/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
 import { hasUnconsumedCommands } from "./commands.js";
@@ -55,6 +55,40 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
     const ctx = thread.context();
     thread.announce(ctx, { task, resumed: false });
     return await followLoop(thread, await thread.execute(firstInput(graph, task), ctx));
+  } finally {
+    await store.close();
+  }
+}
+
+/**
+ * `run --queue`: records a new thread, queued for a worker (`loopgraph worker`), and asks the
+ * store's queue to run it; nothing runs here. The graph, task, workspace and settings are checked
+ * as for a run. Returns the thread's id.
+ */
+export async function enqueueRun(options: RunOptions): Promise<string> {
+  const cwd = options.cwd ?? process.cwd();
+  const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd)) : options.graph;
+  if (!options.task?.trim() && needsTask(graph)) {
+    throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
+  }
+  if (options.maxRounds !== undefined) throw new ConfigError("--max-rounds is not kept for a queued run: set max_rounds on the graph's looper node instead");
+  const env = options.env ?? process.env;
+  const where = resolveStore(options.db, env, cwd);
+  if (where.kind !== "postgres") {
+    throw new ConfigError(`--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`);
+  }
+  const spec = Thread.newThread(graph, options);
+  const { RunQueue } = await import("./run-queue.js");
+  const store = await openStore({ db: options.db, cwd, env }, "create");
+  try {
+    const queue = await RunQueue.open(where.url, env);
+    try {
+      await Thread.prepare(store, graph, spec, options).record(options.task ?? "", { queued: true });
+      await queue.request(spec.threadId);
+    } finally {
+      await queue.close();
+    }
+    return spec.threadId;
   } finally {
     await store.close();
   }

@@ -199,8 +199,11 @@ export class Thread {
     }
   }
 
-  /** Records the new thread in the store, running in this process; an existing id is an error that says how to continue it. */
-  async record(task: string): Promise<void> {
+  /**
+   * Records the new thread in the store, running in this process (or `queued`, for a worker);
+   * an existing id is an error that says how to continue it.
+   */
+  async record(task: string, options: { queued?: boolean } = {}): Promise<void> {
     const existing = await this.store.threads.create({
       threadId: this.threadId,
       graphFile: this.graph.file,
@@ -210,7 +213,7 @@ export class Thread {
       model: this.settings.model,
       approval: this.settings.approval,
       workspace: this.workspace,
-    });
+    }, options);
     if (existing) {
       throw new ConfigError(
         isRunningElsewhere(existing) ? runningMessage(existing) : `thread "${this.threadId}" already exists: continue it with \`loopgraph resume ${this.threadId}\``,

@@ -1,7 +1,7 @@
 import type { CheckpointSummary } from "../engine/inspect.js";
 import type { Divergence } from "./divergence.js";
 import type { StepRecording } from "./record-source.js";
-import type { RunStatus } from "../state/thread.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
 
 /** The nodes that ran at each root step, as `inspect` shows them. */
 export interface StepNodes {
@@ -63,7 +63,7 @@ export function unusedRecordsDivergence(remaining: readonly StepRecording[]): Di
 }
 
 export interface Ending {
-  status: RunStatus | "running";
+  status: ThreadRecord["status"];
   error?: string;
 }
 

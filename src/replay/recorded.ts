@@ -53,7 +53,7 @@ export interface RecordedReplayResult extends ReplayStart {
 }
 
 /** The exit code a thread's recorded run ended with; a run that never ended (crashed, killed) counts as failed. */
-const RECORDED_EXIT_CODES: Record<ThreadRecord["status"], number> = { ...EXIT_CODES, running: ExitCode.Failed };
+const RECORDED_EXIT_CODES: Record<ThreadRecord["status"], number> = { ...EXIT_CODES, running: ExitCode.Failed, queued: ExitCode.Failed };
 
 /**
  * `loopgraph replay <thread> --recorded [--from <checkpoint>]`: re-executes the thread's graph (its

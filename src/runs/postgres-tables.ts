@@ -173,16 +173,16 @@ export class PostgresThreadRegistry implements ThreadTable {
     });
   }
 
-  async create(record: NewThread): Promise<ThreadRecord | undefined> {
-    const p = newThreadParams(record);
+  async create(record: NewThread, options: { queued?: boolean } = {}): Promise<ThreadRecord | undefined> {
+    const p = newThreadParams(record, options.queued);
     const { rowCount } = await this.pool.query(
       `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, 'running', $9, $10, $11, $12, $12, $12)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
        ON CONFLICT (thread_id) DO NOTHING`,
-      [p.thread_id, p.graph_file, p.graph_hash, p.graph_name, p.task, p.model, p.approval, p.workspace, p.pid, p.host, p.start, p.now],
+      [p.thread_id, p.graph_file, p.graph_hash, p.graph_name, p.task, p.model, p.approval, p.workspace, p.status, p.pid, p.host, p.start, p.heartbeat, p.now],
     );
-    if ((rowCount ?? 0) === 0) return (await this.get(record.threadId)) ?? this.create(record);
-    this.heartbeats.start(record.threadId);
+    if ((rowCount ?? 0) === 0) return (await this.get(record.threadId)) ?? this.create(record, options);
+    if (!options.queued) this.heartbeats.start(record.threadId);
     return undefined;
   }
 
@@ -237,7 +237,7 @@ export class PostgresThreadRegistry implements ThreadTable {
     );
   }
 
-  async markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): Promise<void> {
+  async markEnded(threadId: string, status: RunStatus | "queued", error?: string, pause?: ThreadRecord["pause"]): Promise<void> {
     this.heartbeats.stop(threadId);
     const p = endParams(threadId, status, error, pause);
     await this.pool.query(`UPDATE loopgraph_threads SET status = $2, error = $3, pause = $4, updated_at = $5 WHERE thread_id = $1`, [

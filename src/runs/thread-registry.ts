@@ -17,7 +17,8 @@ export interface ThreadRecord {
   /** Approval mode of the run (`--approval`). */
   approval: ApprovalMode;
   workspace: string;
-  status: RunStatus | "running";
+  /** `queued`: waiting for a worker (`run --queue`), owned by no process. */
+  status: RunStatus | "running" | "queued";
   /** Process running it while status is "running" (after that, the last one that ran it). */
   pid?: number;
   /** Host of that process (unset in records of releases before owners were recorded). */
@@ -99,7 +100,7 @@ export interface ThreadTable {
    * Records a new thread, running in this process, in one transaction with the check that its id
    * is free. Returns the record that holds the id when it is taken (nothing is written).
    */
-  create(record: NewThread): Promise<ThreadRecord | undefined>;
+  create(record: NewThread, options?: { queued?: boolean }): Promise<ThreadRecord | undefined>;
   /**
    * Takes the thread for this process, in one transaction with the check of who holds it: the
    * claim succeeds when no live process runs the thread (see `ownerAlive`), or this one does. The
@@ -115,8 +116,11 @@ export interface ThreadTable {
   commandEnded(threadId: string, pgid: number): Promise<void>;
   /** Gives back a thread this process claimed and did not run: its status, error and pause as they were `before`. */
   release(threadId: string, before: ThreadRecord): Promise<void>;
-  /** Records how a run ended; a status other than running ends this process's hold on the thread (its pid stays, as who ran it last). */
-  markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): Promise<void>;
+  /**
+   * Records how a run ended; a status other than running ends this process's hold on the thread
+   * (its pid stays, as who ran it last). `queued`: back in the queue, for any worker.
+   */
+  markEnded(threadId: string, status: RunStatus | "queued", error?: string, pause?: ThreadRecord["pause"]): Promise<void>;
   get(threadId: string): Promise<ThreadRecord | undefined>;
   /** Every thread, newest first. */
   list(): Promise<ThreadRecord[]>;
@@ -194,7 +198,7 @@ export class ThreadRegistry implements ThreadTable {
     this.db = db;
     this.insertStatement = db.prepare(
       `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at)
-       VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, 'running', @pid, @host, @start, @now, @now, @now)`,
+       VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, @status, @pid, @host, @start, @heartbeat, @now, @now)`,
     );
     this.updateStatement = db.prepare(
       `UPDATE loopgraph_threads SET status = @status, error = @error, pause = @pause, updated_at = @now
@@ -220,16 +224,16 @@ export class ThreadRegistry implements ThreadTable {
     );
   }
 
-  async create(record: NewThread): Promise<ThreadRecord | undefined> {
+  async create(record: NewThread, options: { queued?: boolean } = {}): Promise<ThreadRecord | undefined> {
     const existing = this.db
       .transaction(() => {
         const taken = this.read(record.threadId);
         if (taken) return taken;
-        this.insertStatement.run(newThreadParams(record));
+        this.insertStatement.run(newThreadParams(record, options.queued));
         return undefined;
       })
       .immediate();
-    if (!existing) this.heartbeats.start(record.threadId);
+    if (!existing && !options.queued) this.heartbeats.start(record.threadId);
     return existing;
   }
 
@@ -275,7 +279,7 @@ export class ThreadRegistry implements ThreadTable {
     return this.claim(threadId, settings);
   }
 
-  async markEnded(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]): Promise<void> {
+  async markEnded(threadId: string, status: RunStatus | "queued", error?: string, pause?: ThreadRecord["pause"]): Promise<void> {
     this.heartbeats.stop(threadId);
     this.updateStatement.run(endParams(threadId, status, error, pause));
   }
@@ -298,8 +302,9 @@ export class ThreadRegistry implements ThreadTable {
   }
 }
 
-/** The named parameters of a new thread's row (both stores' insert statements take them). */
-export function newThreadParams(record: NewThread) {
+/** The named parameters of a new thread's row (both stores' insert statements take them): running in this process, or queued for a worker. */
+export function newThreadParams(record: NewThread, queued = false) {
+  const now = new Date().toISOString();
   return {
     thread_id: record.threadId,
     graph_file: record.graphFile,
@@ -309,8 +314,10 @@ export function newThreadParams(record: NewThread) {
     model: record.model ?? null,
     approval: record.approval,
     workspace: record.workspace,
-    ...ownerParams(),
-    now: new Date().toISOString(),
+    status: queued ? "queued" : "running",
+    ...(queued ? { pid: null, host: null, start: null } : ownerParams()),
+    heartbeat: queued ? null : now,
+    now,
   };
 }
 
@@ -333,7 +340,7 @@ export function releaseParams(threadId: string, before: ThreadRecord) {
 }
 
 /** The named parameters of how a run ended. */
-export function endParams(threadId: string, status: RunStatus, error?: string, pause?: ThreadRecord["pause"]) {
+export function endParams(threadId: string, status: RunStatus | "queued", error?: string, pause?: ThreadRecord["pause"]) {
   return { thread_id: threadId, status, error: error ?? null, pause: pause ? JSON.stringify(pause) : null, now: new Date().toISOString() };
 }
 

@@ -1,0 +1,71 @@
+/** `run --queue`, `worker` and `wait`: runs on a PostgreSQL store, executed by workers on any machine. */
+import pc from "picocolors";
+import { ExitCode } from "../errors.js";
+import { EXIT_CODES } from "../engine/outcome.js";
+import { enqueueRun } from "../engine/runner.js";
+import { runWorker, waitForThread } from "../engine/worker.js";
+import type { RunOutcome } from "../engine/run-types.js";
+import { dbFlag, report, type GlobalOptions, type RunCommandOptions } from "./run-commands.js";
+import { printable } from "./terminal-text.js";
+
+/** `run GRAPH --queue`: records the run, queued for a worker, and prints its thread id. */
+export async function enqueueCommand(graph: string, options: RunCommandOptions): Promise<number> {
+  const threadId = await enqueueRun({
+    graph,
+    task: options.task,
+    threadId: options.thread,
+    workspace: options.workspace,
+    model: options.model,
+    approval: options.approval,
+    maxRounds: options.maxRounds,
+    db: options.db,
+  });
+  if (options.json) process.stdout.write(`${JSON.stringify({ type: "queued", threadId })}\n`);
+  else {
+    process.stdout.write(`${threadId}\n`);
+    process.stderr.write(pc.dim(`queued: a worker runs it (loopgraph worker${dbFlag(options.db)}); follow it with: loopgraph wait ${threadId}${dbFlag(options.db)}\n`));
+  }
+  return ExitCode.Finished;
+}
+
+export interface WorkerCommandOptions extends GlobalOptions {
+  concurrency: number;
+  sandbox?: boolean;
+}
+
+/** `worker [--concurrency N]`: runs queued threads until SIGTERM or Ctrl-C (a second one quits at once, its runs then taken over by other workers). */
+export async function workerCommand(options: WorkerCommandOptions): Promise<number> {
+  const stop = new AbortController();
+  const onSignal = () => {
+    if (stop.signal.aborted) process.exit(ExitCode.Interrupted);
+    process.stderr.write("worker: stopping: the runs in progress stop at their next checkpoint and go back to the queue (signal again to quit at once)\n");
+    stop.abort();
+  };
+  for (const name of ["SIGTERM", "SIGINT"] as const) process.on(name, onSignal);
+  try {
+    process.stderr.write(`worker ${process.pid}: taking queued runs of ${dbFlag(options.db).slice(6) || "LOOPGRAPH_DB"} (${options.concurrency} at once)\n`);
+    await runWorker({
+      db: options.db,
+      concurrency: options.concurrency,
+      noSandbox: options.sandbox === false,
+      stop: stop.signal,
+      log: (line) => process.stderr.write(`worker ${process.pid}: ${printable(line)}\n`),
+    });
+    return ExitCode.Finished;
+  } finally {
+    for (const name of ["SIGTERM", "SIGINT"] as const) process.off(name, onSignal);
+  }
+}
+
+/** `wait THREAD`: follows a run to its end; exits with the run's exit code. */
+export async function waitCommand(threadId: string, options: GlobalOptions & { json?: boolean }): Promise<number> {
+  const record = await waitForThread(threadId, { db: options.db });
+  const status = record.status === "queued" || record.status === "running" ? "interrupted" : record.status;
+  const exitCode = EXIT_CODES[status];
+  if (options.json) {
+    process.stdout.write(`${JSON.stringify({ threadId, status, exitCode, ...(record.error ? { error: record.error } : {}), ...(record.pause ? { pause: record.pause } : {}) })}\n`);
+  } else {
+    report({ threadId, status, error: record.error, pause: record.pause as RunOutcome["pause"], ended: status !== "interrupted" && status !== "paused" }, options.db, false);
+  }
+  return exitCode;
+}

@@ -1,0 +1,161 @@
+/**
+ * `loopgraph worker`: runs queued threads of a PostgreSQL store, up to `concurrency` at once, on
+ * any number of machines. The queue brings threads to workers; the thread table decides who runs
+ * one (its one-owner claim). A worker that takes a request:
+ * - starts a queued thread, or takes over one whose owner is gone (killed, machine lost: its
+ *   claim expired), from its last checkpoint (`resumeRun`: only the step in flight re-runs);
+ * - and, while the thread runs anywhere, asks to look at it again later, so that a thread whose
+ *   worker dies is taken over by another once its claim expires.
+ * A thread that has ended (finished, failed, paused for an approval, stopped) is left alone.
+ *
+ * SIGTERM (`stop`): no new thread is taken; the runs in progress finish their step in flight and
+ * stop at that checkpoint, and go back to the queue for another worker.
+ */
+import { RunControl } from "@langchain/langgraph";
+import { ConfigError } from "../errors.js";
+import { openTables, requireThread, resolveStore } from "../runs/database.js";
+import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
+import { RunQueue, type TendJob } from "./run-queue.js";
+import { resumeRun } from "./runner.js";
+import type { RunOutcome } from "./run-types.js";
+
+export interface WorkerOptions {
+  /** The PostgreSQL store (`--db`, else LOOPGRAPH_DB). */
+  db?: string;
+  /** Threads run at once by this worker. */
+  concurrency: number;
+  cwd?: string;
+  env?: NodeJS.ProcessEnv;
+  noSandbox?: boolean;
+  /** One line per thread taken and ended, for the worker's log. */
+  log: (line: string) => void;
+  /** Aborted: shut down gracefully (see above). */
+  stop: AbortSignal;
+}
+
+/** How often, in seconds, a running thread is looked at again (LOOPGRAPH_WORKER_CHECK_S): how soon a dead worker's thread is taken over once its claim expired. */
+const CHECK_S = 10;
+/** How long an idle worker waits before asking the queue again. */
+const IDLE_POLL_MS = 500;
+
+interface ActiveRun {
+  control: RunControl;
+  done: Promise<void>;
+}
+
+export async function runWorker(options: WorkerOptions): Promise<void> {
+  const env = options.env ?? process.env;
+  const cwd = options.cwd ?? process.cwd();
+  const checkSeconds = positiveNumber(env.LOOPGRAPH_WORKER_CHECK_S) ?? CHECK_S;
+  const where = resolveStore(options.db, env, cwd);
+  if (where.kind !== "postgres") {
+    throw new ConfigError(`a worker runs the queued runs of a PostgreSQL store: give it with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`);
+  }
+  const tables = await openTables({ db: options.db, cwd, env }, "create");
+  let queue: RunQueue | undefined;
+  const active = new Map<string, ActiveRun>();
+  let wake: () => void = () => undefined;
+  const stop = () => wake();
+  options.stop.addEventListener("abort", stop);
+  try {
+    queue = await RunQueue.open(where.url, env, { supervise: true });
+    const started = (threadId: string) => {
+      const control = new RunControl();
+      const run: ActiveRun = { control, done: Promise.resolve() };
+      run.done = runThread(threadId, control)
+        .catch((error: unknown) => options.log(`${threadId}: not run: ${(error as Error).message}`))
+        .finally(() => {
+          active.delete(threadId);
+          wake();
+        });
+      active.set(threadId, run);
+    };
+    const runThread = async (threadId: string, control: RunControl): Promise<void> => {
+      options.log(`${threadId}: running`);
+      const outcome: RunOutcome = await resumeRun({ threadId, db: options.db, cwd, env, control, noSandbox: options.noSandbox });
+      if (options.stop.aborted && outcome.status === "interrupted" && !outcome.ended) {
+        // Stopped by this worker's shutdown at a checkpoint: back to the queue, for another worker.
+        await tables.threads.markEnded(threadId, "queued");
+        await queue!.request(threadId);
+        options.log(`${threadId}: back in the queue (this worker stops)`);
+        return;
+      }
+      options.log(`${threadId}: ${outcome.status} (exit ${outcome.exitCode})${outcome.error ? `: ${outcome.error.split("\n")[0]}` : ""}`);
+    };
+    const tend = async (job: TendJob): Promise<void> => {
+      try {
+        const record = await tables.threads.get(job.threadId);
+        if (!record) return;
+        const mine = active.has(record.threadId);
+        const free = !mine && !options.stop.aborted && takeable(record);
+        if (free) started(record.threadId);
+        // Looked at again while it may run (here or anywhere): a dead owner is noticed.
+        if (mine || free || record.status === "running") await queue!.request(record.threadId, checkSeconds);
+      } finally {
+        await queue!.done(job);
+      }
+    };
+
+    while (!options.stop.aborted) {
+      const room = options.concurrency - active.size;
+      const jobs = room > 0 ? await queue.take(room) : [];
+      for (const job of jobs) await tend(job);
+      if (jobs.length === 0 || active.size >= options.concurrency) {
+        await new Promise<void>((resolve) => {
+          const timer = setTimeout(resolve, IDLE_POLL_MS);
+          wake = () => {
+            clearTimeout(timer);
+            resolve();
+          };
+        });
+      }
+    }
+    // Shutting down: each run stops at its next step boundary, checkpointed, and goes back to the queue.
+    for (const run of active.values()) run.control.requestDrain("the worker is shutting down");
+    await Promise.all([...active.values()].map((run) => run.done));
+  } finally {
+    options.stop.removeEventListener("abort", stop);
+    await queue?.close();
+    await tables.close();
+  }
+}
+
+/** Whether a worker may take the thread: queued, or marked running by an owner that is gone. */
+function takeable(record: ThreadRecord): boolean {
+  return record.status === "queued" || (record.status === "running" && !isRunningElsewhere(record));
+}
+
+function positiveNumber(text: string | undefined): number | undefined {
+  const value = Number(text);
+  return text !== undefined && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/** How often `wait` reads the thread's record. */
+const WAIT_POLL_MS = 500;
+
+/**
+ * `loopgraph wait THREAD`: follows a thread until its run ends (from any machine: it reads the
+ * store), and returns its record then. A queued or running thread is waited for, also while its
+ * owner is gone (a worker takes it over once its claim expires).
+ */
+export async function waitForThread(
+  threadId: string,
+  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv; signal?: AbortSignal; pollMs?: number },
+): Promise<ThreadRecord> {
+  const tables = await openTables({ db: options.db, cwd: options.cwd, env: options.env }, "read");
+  try {
+    for (;;) {
+      const record = await requireThread(tables, threadId);
+      if (record.status !== "queued" && record.status !== "running") return record;
+      await new Promise<void>((resolve, reject) => {
+        const timer = setTimeout(resolve, options.pollMs ?? WAIT_POLL_MS);
+        options.signal?.addEventListener("abort", () => {
+          clearTimeout(timer);
+          reject(options.signal!.reason);
+        }, { once: true });
+      });
+    }
+  } finally {
+    await tables.close();
+  }
+}
