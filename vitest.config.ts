@@ -32,6 +32,7 @@ const E2E = [
   "tests/snapshots.rewind.e2e.test.ts",
   "tests/thread.ownership.test.ts",
   "tests/tools.shell.test.ts",
+  "tests/workers.e2e.test.ts",
 ];
 
 /**

@@ -43,7 +43,6 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
   };
   for (const name of ["SIGTERM", "SIGINT"] as const) process.on(name, onSignal);
   try {
-    process.stderr.write(`worker ${process.pid}: taking queued runs of ${dbFlag(options.db).slice(6) || "LOOPGRAPH_DB"} (${options.concurrency} at once)\n`);
     await runWorker({
       db: options.db,
       concurrency: options.concurrency,

@@ -14,6 +14,7 @@
 import { RunControl } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
 import { openTables, requireThread, resolveStore } from "../runs/database.js";
+import { withoutPassword } from "../runs/url-password.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { RunQueue, type TendJob } from "./run-queue.js";
 import { resumeRun } from "./runner.js";
@@ -59,6 +60,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   options.stop.addEventListener("abort", stop);
   try {
     queue = await RunQueue.open(where.url, env, { supervise: true });
+    options.log(`taking the queued runs of ${withoutPassword(where.url)}, ${options.concurrency} at once`);
     const started = (threadId: string) => {
       const control = new RunControl();
       const run: ActiveRun = { control, done: Promise.resolve() };

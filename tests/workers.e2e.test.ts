@@ -1,0 +1,161 @@
+/**
+ * Workers on a PostgreSQL store (`run --queue`, `loopgraph worker`, `loopgraph wait`), as real
+ * processes on a throwaway server: 3 workers, 30 queued runs whose shell steps append to a file
+ * of their own, one worker killed with `kill -9` in the middle of its runs. All 30 finish; no
+ * step that was checkpointed runs again (only a step in flight at the kill may); no run is
+ * executed by two workers at once. SIGTERM stops a worker gracefully: its run goes back to the
+ * queue at a checkpoint and another worker finishes it.
+ */
+import type { ChildProcess } from "node:child_process";
+import { readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanEnv, collect, eventually, runCli, spawnCli } from "./helpers/cli.js";
+import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
+
+const unavailable = postgresUnavailable();
+if (unavailable && !POSTGRES_REQUIRED) console.warn(`skipping the worker tests: ${unavailable}`);
+
+let server: PostgresServer;
+
+const STEPS = 3;
+
+/** A scripted Coder whose shell steps each write `begin k`, wait a little, then `end k` to log.txt. */
+function stepScript(dir: string): string {
+  const calls = Array.from({ length: STEPS }, (_, i) => `      - name: shell\n        args: { command: "echo begin ${i + 1} >> log.txt; sleep 0.4; echo end ${i + 1} >> log.txt" }`).join("\n");
+  const path = join(dir, "steps.script.yaml");
+  writeFileSync(path, `responses:\n  - node: coder\n    tool_calls:\n${calls}\n  - node: coder\n    content: "done"\n`);
+  return path;
+}
+
+interface Worker {
+  child: ChildProcess;
+  done: ReturnType<typeof collect>;
+  stderr: () => string;
+}
+
+function startWorker(env: NodeJS.ProcessEnv, concurrency: number): Worker {
+  const child = spawnCli(["worker", "--concurrency", String(concurrency)], { env });
+  let stderr = "";
+  child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
+  const done = collect(child);
+  onCleanup(() => void child.kill("SIGKILL"));
+  return { child, done, stderr: () => stderr };
+}
+
+/** The threads a worker's log says it started. */
+const startedBy = (worker: Worker): string[] => [...worker.stderr().matchAll(/: (\S+): running$/gm)].map((match) => match[1]!);
+
+describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("workers on a PostgreSQL store", () => {
+  beforeAll(async () => {
+    server = await startPostgres();
+  });
+
+  afterAll(() => {
+    server?.stop();
+  });
+
+  it("3 workers, 30 queued runs, one worker killed with kill -9: all finish, no checkpointed step runs again, no run runs in two workers at once", async () => {
+    const url = server.createDatabase("workers_kill");
+    const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
+    const runs = Array.from({ length: 30 }, (_, i) => ({ thread: `run-${String(i).padStart(2, "0")}`, ws: tempWorkspace({ git: true }) }));
+    const script = stepScript(runs[0]!.ws.root);
+    await Promise.all(
+      runs.map(async ({ thread, ws }) => {
+        const queued = await runCli(["run", "coder", "--queue", "--thread", thread, "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto"], { env });
+        expect(queued.code, queued.stderr).toBe(0);
+        expect(queued.stdout.trim()).toBe(thread);
+      }),
+    );
+
+    const workers = [startWorker(env, 2), startWorker(env, 2), startWorker(env, 2)];
+    // The first worker dies in the middle of its runs: once one of them has begun a step.
+    const victim = workers[0]!;
+    await eventually(
+      () => startedBy(victim).some((thread) => readLog(runs.find((run) => run.thread === thread)!.ws.dir).includes("begin")),
+      (begun) => begun,
+      60_000,
+    );
+    const inFlight = startedBy(victim);
+    victim.child.kill("SIGKILL");
+    await victim.done;
+
+    const waits = await Promise.all(runs.map(({ thread }) => runCli(["wait", thread], { env })));
+    for (const [i, waited] of waits.entries()) expect(waited.code, `${runs[i]!.thread}: ${waited.stdout}${waited.stderr}`).toBe(0);
+
+    const expected = Array.from({ length: STEPS }, (_, i) => [`begin ${i + 1}`, `end ${i + 1}`]).flat();
+    const takenOver: string[] = [];
+    for (const { thread, ws } of runs) {
+      const lines = readLog(ws.dir).trim().split("\n");
+      if (lines.join() === expected.join()) continue;
+      // Only a run of the killed worker may differ, and only by its step in flight, begun again by the next worker.
+      expect(inFlight, `${thread}: ${lines.join(", ")}`).toContain(thread);
+      expect(withoutOneRerun(lines), `${thread}: ${lines.join(", ")}`).toEqual(expected);
+      takenOver.push(thread);
+    }
+    // The kill did land mid-run: at least one run of the killed worker was finished by another.
+    const finishedElsewhere = inFlight.filter((thread) => !new RegExp(`: ${thread}: finished`).test(victim.stderr()));
+    expect(finishedElsewhere.length).toBeGreaterThan(0);
+    expect(startedBy(workers[1]!).concat(startedBy(workers[2]!))).toEqual(expect.arrayContaining(finishedElsewhere));
+
+    for (const worker of workers.slice(1)) worker.child.kill("SIGTERM");
+    for (const worker of workers.slice(1)) expect((await worker.done).code).toBe(0);
+    expect(takenOver.length).toBeLessThanOrEqual(inFlight.length);
+  });
+
+  it("SIGTERM: the worker's run stops at a checkpoint and goes back to the queue; another worker finishes it", async () => {
+    const url = server.createDatabase("workers_term");
+    const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
+    const ws = tempWorkspace({ git: true });
+    const script = stepScript(ws.root);
+    expect((await runCli(["run", "coder", "--queue", "--thread", "term", "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto"], { env })).code).toBe(0);
+    const first = startWorker(env, 1);
+    await eventually(() => readLog(ws.dir), (log) => log.includes("begin 1"), 60_000);
+    first.child.kill("SIGTERM");
+    const stopped = await first.done;
+    expect(stopped.code, stopped.stderr).toBe(0);
+    expect(stopped.stderr).toMatch(/term: back in the queue/);
+    const second = startWorker(env, 1);
+    const waited = await runCli(["wait", "term", "--json"], { env });
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(JSON.parse(waited.stdout)).toMatchObject({ threadId: "term", status: "finished", exitCode: 0 });
+    // The step in flight at the SIGTERM finished there; nothing ran twice.
+    expect(readLog(ws.dir).trim().split("\n")).toEqual(Array.from({ length: STEPS }, (_, i) => [`begin ${i + 1}`, `end ${i + 1}`]).flat());
+    second.child.kill("SIGTERM");
+    expect((await second.done).code).toBe(0);
+  });
+
+  it("run --queue on a SQLite store, and a worker without PostgreSQL: one line, exit 2", async () => {
+    const ws = tempWorkspace();
+    const queued = await runCli(["run", "coder", "--queue", "--task", "x", "--workspace", ws.dir, "--db", ws.db], { env: cleanEnv() });
+    expect(queued.code).toBe(2);
+    expect(queued.stderr.trim()).toMatch(/^loopgraph: --queue needs a PostgreSQL store shared with the workers/);
+    const worker = await runCli(["worker", "--db", ws.db], { env: cleanEnv() });
+    expect(worker.code).toBe(2);
+    expect(worker.stderr.trim()).toMatch(/^loopgraph: a worker runs the queued runs of a PostgreSQL store/);
+  });
+});
+
+function readLog(dir: string): string {
+  try {
+    return readFileSync(join(dir, "log.txt"), "utf8");
+  } catch {
+    return "";
+  }
+}
+
+/**
+ * The log without the killed worker's copy of its step in flight: a `begin k` (and the `end k`
+ * its command may still have written) right before the same step begun again.
+ */
+function withoutOneRerun(lines: string[]): string[] {
+  for (let i = 0; i < lines.length; i++) {
+    const begin = lines[i]!;
+    if (!begin.startsWith("begin ")) continue;
+    const step = begin.slice("begin ".length);
+    if (lines[i + 1] === begin) return [...lines.slice(0, i), ...lines.slice(i + 1)];
+    if (lines[i + 1] === `end ${step}` && lines[i + 2] === begin) return [...lines.slice(0, i), ...lines.slice(i + 2)];
+  }
+  return lines;
+}
