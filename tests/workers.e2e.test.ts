@@ -141,6 +141,28 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("workers on a P
     expect((await second.done).code).toBe(0);
   });
 
+  it("a queued run that asks for an approval pauses (wait exits 3); resume --approve from another directory finishes it", async () => {
+    const url = server.createDatabase("workers_approve");
+    const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
+    const ws = tempWorkspace({ git: true });
+    const script = stepScript(ws.root);
+    expect((await runCli(["run", "coder", "--queue", "--thread", "ask", "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "ask"], { env })).code).toBe(0);
+    const worker = startWorker(env, 1);
+    const paused = await runCli(["wait", "ask"], { env });
+    expect(paused.code, paused.stdout + paused.stderr).toBe(3);
+    expect(paused.stdout).toMatch(/waiting for approval/);
+    expect(readLog(ws.dir)).toBe("");
+    const elsewhere = tempWorkspace().root;
+    let resumed = await runCli(["resume", "ask", "--approve"], { env, cwd: elsewhere });
+    // Each of the script's shell steps asks: approve them one by one, from the other directory.
+    for (let i = 1; i < STEPS && resumed.code === 3; i++) resumed = await runCli(["resume", "ask", "--approve"], { env, cwd: elsewhere });
+    expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
+    expect(readLog(ws.dir).trim().split("\n")).toEqual(Array.from({ length: STEPS }, (_, i) => [`begin ${i + 1}`, `end ${i + 1}`]).flat());
+    expect((await runCli(["wait", "ask"], { env })).code).toBe(0);
+    worker.child.kill("SIGTERM");
+    expect((await worker.done).code).toBe(0);
+  });
+
   it("run --queue on a SQLite store, and a worker without PostgreSQL: one line, exit 2", async () => {
     const ws = tempWorkspace();
     const queued = await runCli(["run", "coder", "--queue", "--task", "x", "--workspace", ws.dir, "--db", ws.db], { env: cleanEnv() });
