@@ -23,7 +23,7 @@ import { ItemCodec } from "./item-codec.js";
 import type { EncodedItem } from "./item-framing.js";
 import { pushSeq, sharedPrefix, truncateRanges, type SeqRange, type StoredList } from "./list-history.js";
 import { LruMap } from "./lru-map.js";
-import { CHECKPOINT_MIGRATIONS, migrate } from "./postgres-schema.js";
+import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./postgres-schema.js";
 import { assembleTuple, channelKey, metadataMatches, threadNamespaceOf, withoutId } from "./saver-common.js";
 
 /** The type of a list version's blob row: its items are in the item log, at `ranges`. */
@@ -179,20 +179,10 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
       await this.pool.query(sql, params);
       return;
     }
-    const client = await this.pool.connect();
-    try {
-      await client.query("BEGIN");
-      try {
-        await client.query(sql, params);
-        for (const hook of hooks) await hook.write(client);
-        await client.query("COMMIT");
-      } catch (error) {
-        await client.query("ROLLBACK").catch(() => undefined);
-        throw error;
-      }
-    } finally {
-      client.release();
-    }
+    await inTransaction(this.pool, async (client) => {
+      await client.query(sql, params);
+      for (const hook of hooks) await hook.write(client);
+    });
   }
 
   /** Creates or upgrades the saver's tables (safe to run from several processes at once). */

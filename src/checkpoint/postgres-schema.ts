@@ -25,28 +25,15 @@ export class SchemaTooNewError extends Error {
   }
 }
 
-/** Applies the migrations of `part` the database lacks; returns the version it is at. */
-export async function migrate(pool: pg.Pool, part: string, migrations: readonly Migration[]): Promise<number> {
+/** Runs `work` in a transaction on one connection of the pool: committed when it resolves, rolled back when it throws. */
+export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
   try {
     await client.query("BEGIN");
     try {
-      await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
-      await client.query(`CREATE TABLE IF NOT EXISTS loopgraph_schema (part text COLLATE "C" PRIMARY KEY, version integer NOT NULL)`);
-      const row = (await client.query<{ version: number }>("SELECT version FROM loopgraph_schema WHERE part = $1", [part])).rows[0];
-      const current = row?.version ?? 0;
-      if (current > migrations.length) throw new SchemaTooNewError(part, current, migrations.length);
-      for (let version = current + 1; version <= migrations.length; version++) {
-        for (const statement of migrations[version - 1]!) await client.query(statement);
-      }
-      if (current < migrations.length) {
-        await client.query(
-          "INSERT INTO loopgraph_schema (part, version) VALUES ($1, $2) ON CONFLICT (part) DO UPDATE SET version = EXCLUDED.version",
-          [part, migrations.length],
-        );
-      }
+      const result = await work(client);
       await client.query("COMMIT");
-      return migrations.length;
+      return result;
     } catch (error) {
       await client.query("ROLLBACK").catch(() => undefined);
       throw error;
@@ -54,6 +41,39 @@ export async function migrate(pool: pg.Pool, part: string, migrations: readonly 
   } finally {
     client.release();
   }
+}
+
+/** Applies the migrations of `part` the database lacks; returns the version it is at. */
+export function migrate(pool: pg.Pool, part: string, migrations: readonly Migration[]): Promise<number> {
+  return inTransaction(pool, async (client) => {
+    await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    await client.query(`CREATE TABLE IF NOT EXISTS loopgraph_schema (part text COLLATE "C" PRIMARY KEY, version integer NOT NULL)`);
+    const row = (await client.query<{ version: number }>("SELECT version FROM loopgraph_schema WHERE part = $1", [part])).rows[0];
+    const current = row?.version ?? 0;
+    if (current > migrations.length) throw new SchemaTooNewError(part, current, migrations.length);
+    for (let version = current + 1; version <= migrations.length; version++) {
+      for (const statement of migrations[version - 1]!) await client.query(statement);
+    }
+    if (current < migrations.length) {
+      await client.query(
+        "INSERT INTO loopgraph_schema (part, version) VALUES ($1, $2) ON CONFLICT (part) DO UPDATE SET version = EXCLUDED.version",
+        [part, migrations.length],
+      );
+    }
+    return migrations.length;
+  });
+}
+
+/**
+ * The schema version of each part of the store, in one read without a lock (empty: no loopgraph
+ * schema in the database). Lets a command that finds the database current skip `migrate`'s
+ * locked transaction.
+ */
+export async function schemaVersions(pool: pg.Pool): Promise<Map<string, number>> {
+  const { rows } = await pool.query<{ found: string | null }>("SELECT to_regclass('loopgraph_schema')::text AS found");
+  if (rows[0]?.found === null || rows[0]?.found === undefined) return new Map();
+  const versions = await pool.query<{ part: string; version: number }>("SELECT part, version FROM loopgraph_schema");
+  return new Map(versions.rows.map((row) => [row.part, row.version]));
 }
 
 /**

@@ -5,21 +5,12 @@ import { EXIT_CODES } from "../engine/outcome.js";
 import { enqueueRun } from "../engine/runner.js";
 import { runWorker, waitForThread } from "../engine/worker.js";
 import type { RunOutcome } from "../engine/run-types.js";
-import { dbFlag, report, type GlobalOptions, type RunCommandOptions } from "./run-commands.js";
+import { dbFlag, report, runOptionsOf, type GlobalOptions, type RunCommandOptions } from "./run-commands.js";
 import { printable } from "./terminal-text.js";
 
 /** `run GRAPH --queue`: records the run, queued for a worker, and prints its thread id. */
 export async function enqueueCommand(graph: string, options: RunCommandOptions): Promise<number> {
-  const threadId = await enqueueRun({
-    graph,
-    task: options.task,
-    threadId: options.thread,
-    workspace: options.workspace,
-    model: options.model,
-    approval: options.approval,
-    maxRounds: options.maxRounds,
-    db: options.db,
-  });
+  const threadId = await enqueueRun(runOptionsOf(graph, options));
   if (options.json) process.stdout.write(`${JSON.stringify({ type: "queued", threadId })}\n`);
   else {
     process.stdout.write(`${threadId}\n`);

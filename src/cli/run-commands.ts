@@ -8,7 +8,7 @@ import { describeTotals, humanRenderer, jsonRenderer, type RunTotals } from "./r
 import { printable } from "./terminal-text.js";
 import type { ApprovalMode } from "../state/thread.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
-import { type CommonRunOptions, type RunOutcome } from "../engine/run-types.js";
+import { type CommonRunOptions, type RunOptions, type RunOutcome } from "../engine/run-types.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
 import { withoutPassword } from "../runs/url-password.js";
 
@@ -167,21 +167,23 @@ export async function withRunUi(json: boolean, db: string | undefined, run: (ui:
 }
 
 export function runCommand(graph: string, options: RunCommandOptions): Promise<number> {
-  return withRunUi(Boolean(options.json), options.db, (ui) =>
-    runGraph({
-      graph,
-      task: options.task,
-      threadId: options.thread,
-      workspace: options.workspace,
-      model: options.model,
-      approval: options.approval,
-      noSandbox: options.sandbox === false,
-      maxRounds: options.maxRounds,
-      modelTimeoutMs: options.modelTimeout,
-      db: options.db,
-      ...ui,
-    }),
-  );
+  return withRunUi(Boolean(options.json), options.db, (ui) => runGraph({ ...runOptionsOf(graph, options), ...ui }));
+}
+
+/** The options of a new run (`run`, `run --queue`) from the command's. */
+export function runOptionsOf(graph: string, options: RunCommandOptions): RunOptions {
+  return {
+    graph,
+    task: options.task,
+    threadId: options.thread,
+    workspace: options.workspace,
+    model: options.model,
+    approval: options.approval,
+    noSandbox: options.sandbox === false,
+    maxRounds: options.maxRounds,
+    modelTimeoutMs: options.modelTimeout,
+    db: options.db,
+  };
 }
 
 export function resumeCommand(threadId: string, options: ResumeCommandOptions): Promise<number> {

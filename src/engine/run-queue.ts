@@ -5,7 +5,7 @@
  * the one-owner claim of the thread table is the lock; jobs only bring threads to workers.
  */
 import type PgBoss from "pg-boss";
-import { postgresError } from "../runs/postgres-connection.js";
+import { connectTimeoutMs, postgresError } from "../runs/postgres-connection.js";
 
 /** The queue's name. */
 const QUEUE = "loopgraph-runs";
@@ -42,7 +42,7 @@ export class RunQueue {
       supervise: options.supervise ?? false,
       schedule: false,
       maintenanceIntervalSeconds: 30,
-      connectionTimeoutMillis: Number(env.LOOPGRAPH_PG_CONNECT_TIMEOUT_MS) || 10_000,
+      connectionTimeoutMillis: connectTimeoutMs(env),
     } as PgBoss.ConstructorOptions);
     // pg-boss reports connection trouble as events; the next query says it in one line.
     boss.on("error", () => undefined);

@@ -42,10 +42,7 @@ export const createLoopSupervisor: LooperFactory = (thread, mediator) =>
  */
 export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
-  const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd)) : options.graph;
-  if (!options.task?.trim() && needsTask(graph)) {
-    throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
-  }
+  const graph = await graphToRun(options, cwd);
   const spec = Thread.newThread(graph, options);
   const store = await openStore({ db: options.db, cwd, env: options.env }, "create");
   try {
@@ -60,6 +57,15 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   }
 }
 
+/** The graph of a new run (a name or path, or a graph already loaded), checked to have the task it needs. */
+async function graphToRun(options: RunOptions, cwd: string): Promise<GraphDefinition> {
+  const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd)) : options.graph;
+  if (!options.task?.trim() && needsTask(graph)) {
+    throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
+  }
+  return graph;
+}
+
 /**
  * `run --queue`: records a new thread, queued for a worker (`loopgraph worker`), and asks the
  * store's queue to run it; nothing runs here. The graph, task, workspace and settings are checked
@@ -67,10 +73,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
  */
 export async function enqueueRun(options: RunOptions): Promise<string> {
   const cwd = options.cwd ?? process.cwd();
-  const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd)) : options.graph;
-  if (!options.task?.trim() && needsTask(graph)) {
-    throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
-  }
+  const graph = await graphToRun(options, cwd);
   if (options.maxRounds !== undefined) throw new ConfigError("--max-rounds is not kept for a queued run: set max_rounds on the graph's looper node instead");
   const env = options.env ?? process.env;
   const where = resolveStore(options.db, env, cwd);

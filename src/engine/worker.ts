@@ -56,21 +56,20 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   let queue: RunQueue | undefined;
   const active = new Map<string, ActiveRun>();
   let wake: () => void = () => undefined;
-  const stop = () => wake();
-  options.stop.addEventListener("abort", stop);
+  const onStop = () => wake();
+  options.stop.addEventListener("abort", onStop);
   try {
     queue = await RunQueue.open(where.url, env, { supervise: true });
     options.log(`taking the queued runs of ${withoutPassword(where.url)}, ${options.concurrency} at once`);
-    const started = (threadId: string) => {
+    const start = (threadId: string) => {
       const control = new RunControl();
-      const run: ActiveRun = { control, done: Promise.resolve() };
-      run.done = runThread(threadId, control)
+      const done = runThread(threadId, control)
         .catch((error: unknown) => options.log(`${threadId}: not run: ${(error as Error).message}`))
         .finally(() => {
           active.delete(threadId);
           wake();
         });
-      active.set(threadId, run);
+      active.set(threadId, { control, done });
     };
     const runThread = async (threadId: string, control: RunControl): Promise<void> => {
       options.log(`${threadId}: running`);
@@ -90,7 +89,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         if (!record) return;
         const mine = active.has(record.threadId);
         const free = !mine && !options.stop.aborted && takeable(record);
-        if (free) started(record.threadId);
+        if (free) start(record.threadId);
         // Looked at again while it may run (here or anywhere): a dead owner is noticed.
         if (mine || free || record.status === "running") await queue!.request(record.threadId, checkSeconds);
       } finally {
@@ -116,7 +115,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     for (const run of active.values()) run.control.requestDrain("the worker is shutting down");
     await Promise.all([...active.values()].map((run) => run.done));
   } finally {
-    options.stop.removeEventListener("abort", stop);
+    options.stop.removeEventListener("abort", onStop);
     await queue?.close();
     await tables.close();
   }
@@ -140,22 +139,13 @@ const WAIT_POLL_MS = 500;
  * store), and returns its record then. A queued or running thread is waited for, also while its
  * owner is gone (a worker takes it over once its claim expires).
  */
-export async function waitForThread(
-  threadId: string,
-  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv; signal?: AbortSignal; pollMs?: number },
-): Promise<ThreadRecord> {
+export async function waitForThread(threadId: string, options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<ThreadRecord> {
   const tables = await openTables({ db: options.db, cwd: options.cwd, env: options.env }, "read");
   try {
     for (;;) {
       const record = await requireThread(tables, threadId);
       if (record.status !== "queued" && record.status !== "running") return record;
-      await new Promise<void>((resolve, reject) => {
-        const timer = setTimeout(resolve, options.pollMs ?? WAIT_POLL_MS);
-        options.signal?.addEventListener("abort", () => {
-          clearTimeout(timer);
-          reject(options.signal!.reason);
-        }, { once: true });
-      });
+      await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
     }
   } finally {
     await tables.close();

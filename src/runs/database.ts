@@ -38,13 +38,6 @@ export function resolveStore(db: string | undefined, env: NodeJS.ProcessEnv, cwd
   return { kind: "sqlite", path: resolve(cwd, given) };
 }
 
-/** The SQLite file of the store (see `resolveStore`); a one-line error for a PostgreSQL store, which has none. */
-export function resolveDbPath(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): string {
-  const store = resolveStore(db, env, cwd);
-  if (store.kind === "postgres") throw new ConfigError(`this needs a SQLite store, not the PostgreSQL database ${withoutPassword(store.url)}: give a store's file with --db`);
-  return store.path;
-}
-
 /** A URL with a scheme and an authority (`postgres://…`, `postgresql://…`, `mysql://…`), as connection strings are. */
 const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
 

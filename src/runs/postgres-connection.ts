@@ -3,8 +3,14 @@ import { ConfigError } from "../errors.js";
 import { SchemaTooNewError } from "../checkpoint/postgres-schema.js";
 import { urlPasswords, withoutPassword } from "./url-password.js";
 
-/** How long connecting to the server may take before it counts as unreachable (LOOPGRAPH_PG_CONNECT_TIMEOUT_MS). */
+/** How long connecting to the server may take before it counts as unreachable, by default. */
 const CONNECT_TIMEOUT_MS = 10_000;
+
+/** How long connecting may take (LOOPGRAPH_PG_CONNECT_TIMEOUT_MS, a whole number of milliseconds), for every pool loopgraph opens. */
+export function connectTimeoutMs(env: NodeJS.ProcessEnv): number {
+  const timeout = Number(env.LOOPGRAPH_PG_CONNECT_TIMEOUT_MS);
+  return Number.isInteger(timeout) && timeout > 0 ? timeout : CONNECT_TIMEOUT_MS;
+}
 
 /**
  * A pool of connections to the server a PostgreSQL URL names, checked with one query: a server
@@ -12,11 +18,10 @@ const CONNECT_TIMEOUT_MS = 10_000;
  * (exit 2) that shows the URL without its password. The password is in no message either way.
  */
 export async function openPostgresPool(url: string, env: NodeJS.ProcessEnv = process.env, max = 10): Promise<pg.Pool> {
-  const timeout = Number(env.LOOPGRAPH_PG_CONNECT_TIMEOUT_MS);
   const pool = new pg.Pool({
     connectionString: url,
     max,
-    connectionTimeoutMillis: Number.isInteger(timeout) && timeout > 0 ? timeout : CONNECT_TIMEOUT_MS,
+    connectionTimeoutMillis: connectTimeoutMs(env),
     application_name: "loopgraph",
   });
   // An idle connection the server drops must not end the process: the next query reconnects.

@@ -1,5 +1,6 @@
 import type pg from "pg";
-import { CHECKPOINT_MIGRATIONS, migrate, type Migration } from "../checkpoint/postgres-schema.js";
+import type { PostgresWriteHook } from "../checkpoint/postgres-saver.js";
+import { CHECKPOINT_MIGRATIONS, inTransaction, migrate, schemaVersions, type Migration } from "../checkpoint/postgres-schema.js";
 import { ConfigError } from "../errors.js";
 import type { LooperCommand } from "../state/looper.js";
 import type { ApprovalMode, RunStatus } from "../state/thread.js";
@@ -108,11 +109,13 @@ export async function openPostgresTables(url: string, access: StoreAccess, env: 
   const path = withoutPassword(url);
   const pool = await openPostgresPool(url, env);
   try {
-    if (access !== "create" && !(await hasStore(pool))) {
+    const versions = await schemaVersions(pool);
+    if (access !== "create" && !versions.has("runs")) {
       throw new ConfigError(`no loopgraph store in ${path}: run a graph with --db pointing at it first`);
     }
-    await migrate(pool, "checkpoints", CHECKPOINT_MIGRATIONS);
-    await migrate(pool, "runs", RUN_MIGRATIONS);
+    // A database at this loopgraph's versions is used as it is; another is migrated (or refused when newer) under the lock.
+    if (versions.get("checkpoints") !== CHECKPOINT_MIGRATIONS.length) await migrate(pool, "checkpoints", CHECKPOINT_MIGRATIONS);
+    if (versions.get("runs") !== RUN_MIGRATIONS.length) await migrate(pool, "runs", RUN_MIGRATIONS);
     const threads = new PostgresThreadRegistry(pool);
     return {
       kind: "postgres",
@@ -129,31 +132,6 @@ export async function openPostgresTables(url: string, access: StoreAccess, env: 
   } catch (error) {
     await pool.end().catch(() => undefined);
     throw postgresError(url, error);
-  }
-}
-
-async function hasStore(pool: pg.Pool): Promise<boolean> {
-  const { rows } = await pool.query<{ found: boolean }>(
-    `SELECT to_regclass('loopgraph_schema') IS NOT NULL AND EXISTS (SELECT 1 FROM pg_class WHERE relname = 'loopgraph_threads' AND relkind = 'r') AS found`,
-  );
-  return rows[0]?.found === true;
-}
-
-/** Runs `work` in a transaction on one connection of the pool. */
-export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
-  const client = await pool.connect();
-  try {
-    await client.query("BEGIN");
-    try {
-      const result = await work(client);
-      await client.query("COMMIT");
-      return result;
-    } catch (error) {
-      await client.query("ROLLBACK").catch(() => undefined);
-      throw error;
-    }
-  } finally {
-    client.release();
   }
 }
 
@@ -309,7 +287,7 @@ export class PostgresInbox implements InboxTable {
  * The recordings of a PostgreSQL store: queued, and written by the saver's write hook in the
  * transaction of the step's next checkpoint write (see `write`), as in a SQLite store.
  */
-export class PostgresRecordings implements RecordingTable {
+export class PostgresRecordings implements RecordingTable, PostgresWriteHook {
   private readonly queue = new RecordQueue();
 
   constructor(private readonly pool: pg.Pool) {}
@@ -318,8 +296,8 @@ export class PostgresRecordings implements RecordingTable {
     this.queue.put(key, data, secrets);
   }
 
-  /** Whether records wait to be written. */
-  get pending(): boolean {
+  /** Whether records wait to be written (this table is the saver's write hook, see PostgresWriteHook). */
+  pending(): boolean {
     return this.queue.size > 0;
   }
 
@@ -330,7 +308,7 @@ export class PostgresRecordings implements RecordingTable {
 
   /** Writes the queued records in a transaction of their own (the store closes, or a list reads them). */
   async flush(): Promise<void> {
-    if (this.pending) await inTransaction(this.pool, (client) => this.write(client));
+    if (this.pending()) await inTransaction(this.pool, (client) => this.write(client));
   }
 
   async list(threadId: string): Promise<Recording[]> {

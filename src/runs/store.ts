@@ -19,7 +19,6 @@ export {
   isStoreLocked,
   lockedBeyondTimeout,
   requireThread,
-  resolveDbPath,
   resolveStore,
   storeError,
   StoreLockedError,
@@ -86,7 +85,7 @@ async function postgresStore(tables: PostgresTablesOf, secrets: readonly string[
   const { PostgresRecordings, PostgresSnapshotLog } = await import("./postgres-tables.js");
   const saver = new PostgresCheckpointSaver(tables.pool, serde);
   const recordings = new PostgresRecordings(tables.pool);
-  if (access !== "read") saver.addWriteHook({ pending: () => recordings.pending, write: (client) => recordings.write(client) });
+  if (access !== "read") saver.addWriteHook(recordings);
   return {
     ...tables,
     secrets,
