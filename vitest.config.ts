@@ -33,6 +33,7 @@ const E2E = [
   "tests/thread.ownership.test.ts",
   "tests/tools.shell.test.ts",
   "tests/workers.e2e.test.ts",
+  "tests/repo-workspaces.e2e.test.ts",
 ];
 
 /**

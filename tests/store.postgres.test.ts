@@ -9,27 +9,15 @@ import { spawn } from "node:child_process";
 import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import type { PostgresCheckpointSaver } from "../src/checkpoint/index.js";
 import { dbFlag } from "../src/cli/run-commands.js";
 import { openStore, type Store } from "../src/runs/store.js";
 import { asSeen, processStart, THIS_PROCESS } from "../src/runs/thread-registry.js";
 import { cleanEnv, hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
 import { historyOf, run } from "./helpers/e2e.js";
-import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
-
-const unavailable = postgresUnavailable();
-if (unavailable && !POSTGRES_REQUIRED) console.warn(`skipping the PostgreSQL store tests: ${unavailable}`);
-
-let server: PostgresServer;
-let databases = 0;
-
-function newDatabase(): string {
-  databases += 1;
-  return server.createDatabase(`store_${databases}`);
-}
 
 async function storeOn(url: string): Promise<Store> {
   const store = await openStore({ db: url, env: {} }, "create");
@@ -37,27 +25,12 @@ async function storeOn(url: string): Promise<Store> {
   return store;
 }
 
-async function rows<T>(url: string, sql: string, params: unknown[] = []): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(sql, params)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
-
 const NEW_THREAD = { graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" } as const;
 const FIXTURES = join(ROOT, "tests/fixtures/engine");
 
-describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("a run store on PostgreSQL", () => {
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-
-  afterAll(() => {
-    server?.stop();
-  });
+describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (server) => {
+  let databases = 0;
+  const newDatabase = (): string => server().createDatabase(`store_${(databases += 1)}`);
 
   it("threads have one owner: created running here, refused to a claim while a live process holds them, taken over once it is gone", async () => {
     const url = newDatabase();
@@ -72,7 +45,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("a run store on
     const holder = spawn("sleep", ["300"], { stdio: "ignore" });
     onCleanup(() => void holder.kill("SIGKILL"));
     const holderPid = holder.pid!;
-    await rows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 't'`, [holderPid, processStart(holderPid)]);
+    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 't'`, [holderPid, processStart(holderPid)]);
     const refused = await store.threads.claim("t");
     expect(refused).toMatchObject({ claimed: false, holder: { pid: holderPid } });
     const exited = new Promise((resolve) => holder.once("exit", resolve));
@@ -128,15 +101,15 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("a run store on
     const url = newDatabase();
     const store = await storeOn(url);
     store.recordings.put({ threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 0, node: "a" }, { kind: "tool", name: "shell", args: {}, result: "one" });
-    expect(await rows(url, "SELECT id FROM loopgraph_recordings")).toEqual([]);
+    expect(await queryRows(url, "SELECT id FROM loopgraph_recordings")).toEqual([]);
     const config = { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c1" } };
     await (store.saver as PostgresCheckpointSaver).putWrites(config, [["x", 1]], "task-1");
-    expect(await rows(url, "SELECT task_path, data FROM loopgraph_recordings")).toEqual([{ task_path: "a:1", data: expect.stringContaining('"one"') }]);
+    expect(await queryRows(url, "SELECT task_path, data FROM loopgraph_recordings")).toEqual([{ task_path: "a:1", data: expect.stringContaining('"one"') }]);
     // A write that fails takes its records down with it; they stay queued for the next one.
     store.recordings.put({ threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 1, node: "a" }, { kind: "tool", name: "shell", args: {}, result: "two" });
     // (PostgreSQL refuses a NUL character in text: the write statement fails.)
     await expect((store.saver as PostgresCheckpointSaver).putWrites(config, [["y", 2]], "task\u0000two")).rejects.toThrow();
-    expect(await rows(url, "SELECT count(*)::int AS n FROM loopgraph_recordings")).toEqual([{ n: 1 }]);
+    expect(await queryRows(url, "SELECT count(*)::int AS n FROM loopgraph_recordings")).toEqual([{ n: 1 }]);
     expect((await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined))).toEqual(["one", "two"]);
   });
 
@@ -174,19 +147,19 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("a run store on
     expect(shape(await historyOf(url, "pg-run"))).toEqual(shape(await historyOf(ws.db, "pg-run")));
 
     for (const output of [onPostgres, listed, status]) {
-      expect(output.stdout + output.stderr).not.toContain(server.password);
+      expect(output.stdout + output.stderr).not.toContain(server().password);
     }
-    const stored = await rows<{ row: string }>(url, "SELECT t::text AS row FROM loopgraph_threads t");
-    expect(stored.map((r) => r.row).join("\n")).not.toContain(server.password);
+    const stored = await queryRows<{ row: string }>(url, "SELECT t::text AS row FROM loopgraph_threads t");
+    expect(stored.map((r) => r.row).join("\n")).not.toContain(server().password);
     // The commands the CLI suggests next (resume, chat, inspect) name the store without its password.
-    expect(dbFlag(url)).toBe(` --db ${JSON.stringify(url.replace(server.password, "***"))}`);
+    expect(dbFlag(url)).toBe(` --db ${JSON.stringify(url.replace(server().password, "***"))}`);
   });
 
   it("a wrong password, a missing database, a URL of another kind: one line, exit 2, no password", async () => {
-    const wrong = server.url.replace(server.password, "not-the-password-42");
+    const wrong = server().url.replace(server().password, "not-the-password-42");
     for (const [db, expected] of [
       [wrong, /refused the login/],
-      [server.url.replace(/\/postgres$/, "/no_such_db"), /does not exist: create the database/],
+      [server().url.replace(/\/postgres$/, "/no_such_db"), /does not exist: create the database/],
       [`mysql://u:pw-in-url@127.0.0.1/db`, /is a database URL loopgraph cannot use/],
     ] as const) {
       const result = await runCli(["inspect", "--db", db], { env: cleanEnv() });
@@ -194,13 +167,13 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("a run store on
       expect(result.stderr.trim().split("\n")).toHaveLength(1);
       expect(result.stderr).toMatch(expected);
       expect(hasStackTrace(result.stderr)).toBe(false);
-      for (const secret of ["not-the-password-42", server.password, "pw-in-url"]) expect(result.stderr).not.toContain(secret);
+      for (const secret of ["not-the-password-42", server().password, "pw-in-url"]) expect(result.stderr).not.toContain(secret);
     }
     // A database with no loopgraph store yet: a reader says so and creates nothing.
     const empty = newDatabase();
     const reader = await runCli(["inspect", "--db", empty], { env: cleanEnv() });
     expect(reader.code).toBe(2);
     expect(reader.stderr).toMatch(/no loopgraph store in postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/store_\d+: run a graph/);
-    expect(await rows(empty, "SELECT to_regclass('loopgraph_threads') AS t")).toEqual([{ t: null }]);
+    expect(await queryRows(empty, "SELECT to_regclass('loopgraph_threads') AS t")).toEqual([{ t: null }]);
   });
 });

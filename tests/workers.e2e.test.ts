@@ -9,16 +9,10 @@
 import type { ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import pg from "pg";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { cleanEnv, collect, eventually, runCli, spawnCli } from "./helpers/cli.js";
-import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
-
-const unavailable = postgresUnavailable();
-if (unavailable && !POSTGRES_REQUIRED) console.warn(`skipping the worker tests: ${unavailable}`);
-
-let server: PostgresServer;
 
 const STEPS = 3;
 
@@ -48,17 +42,9 @@ function startWorker(env: NodeJS.ProcessEnv, concurrency: number): Worker {
 /** The threads a worker's log says it started. */
 const startedBy = (worker: Worker): string[] => [...worker.stderr().matchAll(/: (\S+): running$/gm)].map((match) => match[1]!);
 
-describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("workers on a PostgreSQL store", () => {
-  beforeAll(async () => {
-    server = await startPostgres();
-  });
-
-  afterAll(() => {
-    server?.stop();
-  });
-
+describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server) => {
   it("3 workers, 30 queued runs, one worker killed with kill -9: all finish, no checkpointed step runs again, no run runs in two workers at once", async () => {
-    const url = server.createDatabase("workers_kill");
+    const url = server().createDatabase("workers_kill");
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
     const runs = Array.from({ length: 30 }, (_, i) => ({ thread: `run-${String(i).padStart(2, "0")}`, ws: tempWorkspace({ git: true }) }));
     const script = stepScript(runs[0]!.ws.root);
@@ -89,7 +75,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("workers on a P
     const statuses = await eventually(
       async () => {
         await new Promise((resolve) => setTimeout(resolve, 250));
-        const threads = await rows<{ thread_id: string; status: string }>(url, "SELECT thread_id, status FROM loopgraph_threads ORDER BY thread_id");
+        const threads = await queryRows<{ thread_id: string; status: string }>(url, "SELECT thread_id, status FROM loopgraph_threads ORDER BY thread_id");
         return threads.map((row) => `${row.thread_id}:${row.status}`);
       },
       (now) => now.every((entry) => !/:(queued|running)$/.test(entry)),
@@ -120,7 +106,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("workers on a P
   }, 180_000);
 
   it("SIGTERM: the worker's run stops at a checkpoint and goes back to the queue; another worker finishes it", async () => {
-    const url = server.createDatabase("workers_term");
+    const url = server().createDatabase("workers_term");
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
     const ws = tempWorkspace({ git: true });
     const script = stepScript(ws.root);
@@ -142,7 +128,7 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("workers on a P
   });
 
   it("a queued run that asks for an approval pauses (wait exits 3); resume --approve from another directory finishes it", async () => {
-    const url = server.createDatabase("workers_approve");
+    const url = server().createDatabase("workers_approve");
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
     const ws = tempWorkspace({ git: true });
     const script = stepScript(ws.root);
@@ -174,15 +160,6 @@ describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("workers on a P
   });
 });
 
-async function rows<T>(url: string, sql: string): Promise<T[]> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return (await client.query(sql)).rows as T[];
-  } finally {
-    await client.end();
-  }
-}
 
 function readLog(dir: string): string {
   try {

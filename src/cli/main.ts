@@ -67,6 +67,8 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
     .option("--queue", "queue the run for a worker (`loopgraph worker`) and print its thread id; needs a PostgreSQL store")
+    .option("--repo <url|path>", "with --queue: the git repository the run works on; the worker clones it and pushes the result to loopgraph/<thread>")
+    .option("--ref <ref>", "with --repo: the branch, tag or commit to start from (default: the repository's HEAD)")
     .action(async (graph: string, options) =>
       setExitCode(
         options.queue
@@ -87,6 +89,11 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("follow a run (queued, or running on any machine) to its end; exits with the run's exit code")
     .option("--json", "print JSON")
     .action(async (thread: string, options) => setExitCode(await (await commands.queue()).waitCommand(thread, withGlobals(options))));
+
+  program
+    .command("patch <thread>")
+    .description("print the change a run on a repository (run --queue --repo) made, as a patch for git apply")
+    .action(async (thread: string, options) => setExitCode(await (await commands.queue()).patchCommand(thread, withGlobals(options))));
 
   program
     .command("chat")

@@ -3,10 +3,12 @@ import pc from "picocolors";
 import { ExitCode } from "../errors.js";
 import { EXIT_CODES } from "../engine/outcome.js";
 import { enqueueRun } from "../engine/runner.js";
+import { readRepoWorkspace, resultText } from "../engine/repo-workspace.js";
 import { runWorker, waitForThread } from "../engine/worker.js";
 import type { RunOutcome } from "../engine/run-types.js";
 import { dbFlag, report, runOptionsOf, type GlobalOptions, type RunCommandOptions } from "./run-commands.js";
 import { printable } from "./terminal-text.js";
+import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 
 /** `run GRAPH --queue`: records the run, queued for a worker, and prints its thread id. */
 export async function enqueueCommand(graph: string, options: RunCommandOptions): Promise<number> {
@@ -52,10 +54,28 @@ export async function waitCommand(threadId: string, options: GlobalOptions & { j
   const record = await waitForThread(threadId, { db: options.db });
   const status = record.status === "queued" || record.status === "running" ? "interrupted" : record.status;
   const exitCode = EXIT_CODES[status];
+  const repo = isRepoWorkspace(record.workspace) ? await readRepoWorkspace(record.threadId, { db: options.db }) : undefined;
   if (options.json) {
-    process.stdout.write(`${JSON.stringify({ threadId, status, exitCode, ...(record.error ? { error: record.error } : {}), ...(record.pause ? { pause: record.pause } : {}) })}\n`);
+    const result = repo?.result ? { result: { repo: repo.repo, ref: repo.ref, base: repo.commit, ...repo.result } } : {};
+    process.stdout.write(`${JSON.stringify({ threadId, status, exitCode, ...(record.error ? { error: record.error } : {}), ...(record.pause ? { pause: record.pause } : {}), ...result })}\n`);
   } else {
+    if (repo?.result) process.stderr.write(`${printable(resultText(record.threadId, repo, repo.result, dbFlag(options.db)))}\n`);
     report({ threadId, status, error: record.error, pause: record.pause as RunOutcome["pause"], ended: status !== "interrupted" && status !== "paused" }, options.db, false);
   }
   return exitCode;
+}
+
+/**
+ * `patch THREAD`: the change a run on a repository made, from its base commit, as a patch for
+ * `git apply` (as it stands now while the run goes on). Byte for byte into a pipe or file; on a
+ * terminal, its control characters are shown as text.
+ */
+export async function patchCommand(threadId: string, options: GlobalOptions): Promise<number> {
+  const saved = await readRepoWorkspace(threadId, { db: options.db });
+  const patch = saved.patch ?? Buffer.alloc(0);
+  if (process.stdout.isTTY) process.stdout.write(printable(patch.toString("utf8")));
+  else process.stdout.write(patch);
+  const state = saved.result ? resultText(threadId, saved, saved.result, dbFlag(options.db)) : patch.length === 0 ? "no file changed so far" : "the run has not ended: this is the workspace as it stands";
+  process.stderr.write(pc.dim(`${printable(`thread ${threadId} on ${saved.repo} ${saved.ref} (${saved.commit.slice(0, 12)}): ${state}`)}\n`));
+  return ExitCode.Finished;
 }

@@ -31,6 +31,8 @@ export interface RunCommandOptions extends GlobalOptions, SandboxFlag {
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;
   json?: boolean;
+  repo?: string;
+  ref?: string;
 }
 
 export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
@@ -183,6 +185,8 @@ export function runOptionsOf(graph: string, options: RunCommandOptions): RunOpti
     maxRounds: options.maxRounds,
     modelTimeoutMs: options.modelTimeout,
     db: options.db,
+    ...(options.repo !== undefined ? { repo: options.repo } : {}),
+    ...(options.ref !== undefined ? { ref: options.ref } : {}),
   };
 }
 

@@ -47,6 +47,10 @@ export interface RunOptions extends CommonRunOptions {
   task?: string;
   threadId?: string;
   workspace?: string;
+  /** `run --queue --repo`: the repository (URL or path) the run works on, cloned by the worker instead of a workspace directory. */
+  repo?: string;
+  /** `--ref`: the branch, tag or commit of `repo` to start from (default its HEAD). */
+  ref?: string;
 }
 
 export interface ResumeOptions extends CommonRunOptions {

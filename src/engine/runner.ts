@@ -7,12 +7,14 @@ import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { openStore, requireThread, resolveStore, type Store } from "../runs/store.js";
+import { isRepoWorkspace, repoWorkspaceLabel } from "../runs/repo-workspaces.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
 import { hasUnconsumedCommands } from "./commands.js";
 import { loopEnding, LoopSupervisor } from "./loop-supervisor.js";
 import { TASK_MESSAGE_ID, type ResumeOptions, type RunOptions, type RunOutcome } from "./run-types.js";
-import { initialVars, Thread, type LooperFactory } from "./thread.js";
+import { checkRepoSource, RepoWorkspace, resultText } from "./repo-workspace.js";
+import { initialVars, mediatorNodeOf, Thread, type LooperFactory, type ThreadOptions } from "./thread.js";
 
 /**
  * The Looper of a Mediator thread: its loop runs in this process with the thread's settings and
@@ -41,6 +43,9 @@ export const createLoopSupervisor: LooperFactory = (thread, mediator) =>
  * end, then the Mediator sums up.
  */
 export async function runGraph(options: RunOptions): Promise<RunOutcome> {
+  if (options.repo !== undefined || options.ref !== undefined) {
+    throw new ConfigError("--repo and --ref are for a queued run (--queue), which a worker runs in its own clone: without --queue, run in a checkout with --workspace");
+  }
   const cwd = options.cwd ?? process.cwd();
   const graph = await graphToRun(options, cwd);
   const spec = Thread.newThread(graph, options);
@@ -80,13 +85,21 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   if (where.kind !== "postgres") {
     throw new ConfigError(`--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`);
   }
-  const spec = Thread.newThread(graph, options);
+  if (options.repo !== undefined && options.workspace !== undefined) throw new ConfigError("--repo and --workspace exclude each other: a run on a repository works in the worker's clone of it");
+  if (options.repo === undefined && options.ref !== undefined) throw new ConfigError("--ref names the commit of a repository to start from: give the repository with --repo");
+  if (options.repo !== undefined && mediatorNodeOf(graph)) {
+    throw new ConfigError(`graph "${graph.name}" has a mediator, which talks with you in a chat: queue a loop graph on a repository instead`);
+  }
+  const threadId = Thread.newThread(graph, options).threadId;
+  const source = options.repo === undefined ? undefined : await checkRepoSource(options.repo, options.ref, threadId, { cwd, env });
+  const spec = Thread.newThread(graph, { ...options, threadId, ...(source ? { repoLabel: repoWorkspaceLabel(source) } : {}) });
   const { RunQueue } = await import("./run-queue.js");
   const store = await openStore({ db: options.db, cwd, env }, "create");
   try {
     const queue = await RunQueue.open(where.url, env);
     try {
       await Thread.prepare(store, graph, spec, options).record(options.task ?? "", { queued: true });
+      if (source) await store.repoWorkspaces!.create(spec.threadId, source);
       await queue.request(spec.threadId);
     } finally {
       await queue.close();
@@ -152,7 +165,10 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     const record = await requireThread(store, options.threadId);
     // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
     const loopRounds = ((await store.checkpoints.plainChannels(record.threadId, ["loopState"])).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
-    const thread = await Thread.open(store, record, { ...options, maxRounds: options.maxRounds ?? loopRounds }, { looper: createLoopSupervisor });
+    const thread = await Thread.open(store, record, { ...options, maxRounds: options.maxRounds ?? loopRounds }, {
+      looper: createLoopSupervisor,
+      ...(isRepoWorkspace(record.workspace) ? { workspaceFor: (claimed: ThreadRecord) => repoWorkspaceHooks(store, claimed, options) } : {}),
+    });
     try {
       return await resumeClaimed(store, thread, thread.claimedFrom!, options);
     } catch (error) {
@@ -162,6 +178,34 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   } finally {
     await store.close();
   }
+}
+
+/**
+ * A thread that works on a repository: its workspace on this machine (made from the store's
+ * record when this machine does not hold its latest state), and the hooks that save the
+ * workspace's state after each step and deliver the result at the end.
+ */
+async function repoWorkspaceHooks(store: Store, record: ThreadRecord, options: ResumeOptions): Promise<Pick<ThreadOptions, "workspace" | "workspaceHooks">> {
+  const table = store.repoWorkspaces;
+  const source = await table?.get(record.threadId);
+  if (!table || !source) throw new ConfigError(`thread "${record.threadId}" works on a repository (${record.workspace}) that ${store.path} does not hold`);
+  const env = options.env ?? process.env;
+  const repo = await RepoWorkspace.prepare(table, source, {
+    env,
+    secrets: store.secrets,
+    warn: (message) => options.onEvent?.({ type: "warning", threadId: record.threadId, message }),
+  });
+  const task = record.task.split("\n")[0]!.slice(0, 200);
+  return {
+    workspace: repo.workspace,
+    workspaceHooks: {
+      stepped: (snapshots, tree) => repo.saveProgress(snapshots, tree),
+      ended: async () => {
+        const result = await repo.publish(`loopgraph ${record.threadId}${task ? `: ${task}` : ""}`, env);
+        return result.pushError ? resultText(record.threadId, source, result, "") : undefined;
+      },
+    },
+  };
 }
 
 /** `resumeRun` once the thread is claimed (`record`: as it was then). */

@@ -12,6 +12,7 @@ import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
+import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 import { isStoreLocked, type Store } from "../runs/store.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
@@ -21,6 +22,7 @@ import { eventBus } from "../runtime/event-bus.js";
 import type { EventSink, RunEvent } from "../runtime/events.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import { createRecorder } from "../runtime/recorder.js";
+import type { SnapshotRepository } from "../snapshots/shadow-repo.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
 import type { GraphStateValue } from "../state/graph-state.js";
@@ -29,7 +31,7 @@ import type { ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
-import { failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
+import { EXIT_CODES, failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -42,6 +44,8 @@ export interface NewThreadOptions extends CommonRunOptions {
   threadId?: string;
   /** Directory the nodes work in (default the current one). */
   workspace?: string;
+  /** Instead of a directory: what the thread records when it works on a repository that workers clone (repoWorkspaceLabel). */
+  repoLabel?: string;
 }
 
 /** A new thread's id, workspace and settings, checked. */
@@ -51,9 +55,20 @@ export interface NewThread {
   settings: ThreadSettings;
 }
 
+/** What a thread whose workspace is a clone of a repository (repo-workspace.ts) does beside its steps. */
+export interface WorkspaceHooks {
+  /** A file-changing tool step ended; `tree` is the workspace's snapshot then. */
+  stepped(snapshots: SnapshotRepository, tree: string): Promise<void>;
+  /** The run ended (not paused, not interrupted): delivers its result; returns a warning for the user, if any. A failure fails the run. */
+  ended(): Promise<string | undefined>;
+}
+
 export interface ThreadOptions {
   /** The Looper of a mediator graph (every caller that may run one passes it). */
   looper?: LooperFactory;
+  /** The directory to work in instead of the recorded workspace (a repository's clone on this machine). */
+  workspace?: string;
+  workspaceHooks?: WorkspaceHooks;
   /**
    * A recorded replay: the model and the effects (tool calls, git and inbox reads, function
    * results) answer from the record; no model is configured or checked.
@@ -66,6 +81,8 @@ export interface OpenOptions extends ThreadOptions {
   graph?: GraphDefinition;
   /** The message when another process runs the thread (default: stop it first). */
   inUse?: (record: ThreadRecord) => string;
+  /** Once the thread is claimed: where it works on this machine when not in its recorded workspace (a repository's clone). */
+  workspaceFor?: (claimed: ThreadRecord) => Promise<Pick<ThreadOptions, "workspace" | "workspaceHooks">>;
 }
 
 /** How a run of the thread is announced: `run_started`, and a warning when the graph's files changed since the thread began. */
@@ -134,8 +151,10 @@ export class Thread {
   ) {
     this.cwd = options.cwd ?? process.cwd();
     this.env = options.env ?? process.env;
-    ensureStateDir(join(workspace, STATE_DIR));
-    const policy = loadUserPolicy(workspace, this.env);
+    // A thread on a repository, recorded for a worker (`run --queue --repo`), has no directory here: it is only recorded.
+    const local = !isRepoWorkspace(workspace);
+    if (local) ensureStateDir(join(workspace, STATE_DIR));
+    const policy = local ? loadUserPolicy(workspace, this.env) : { rules: [], network: false };
     this.userRules = policy.rules;
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
@@ -153,8 +172,8 @@ export class Thread {
     if (options.threadId !== undefined && !THREAD_ID.test(options.threadId)) {
       throw new ConfigError(`invalid thread id "${options.threadId}": use letters, digits, ".", "_" or "-" (at most 128)`);
     }
-    const workspace = resolve(cwd, options.workspace ?? ".");
-    if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+    const workspace = options.repoLabel ?? resolve(cwd, options.workspace ?? ".");
+    if (!options.repoLabel && !statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
       throw new ConfigError(`workspace ${workspace} is not a directory: create it or pass --workspace DIR`);
     }
     return {
@@ -190,7 +209,8 @@ export class Thread {
         model: absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? before.model,
         approval: options.approval ?? before.approval,
       };
-      const thread = new Thread(store, graph, before.threadId, before.workspace, settings, options, extra, before);
+      const local = { ...extra, ...(await extra.workspaceFor?.(before)) };
+      const thread = new Thread(store, graph, before.threadId, local.workspace ?? before.workspace, settings, options, local, before);
       thread.leftovers = claim.killed;
       return thread;
     } catch (error) {
@@ -234,6 +254,9 @@ export class Thread {
 
   /** The services of one execution: the thread's long-lived ones, with the turn's event sink and cancel signal. */
   context(turn: TurnOverrides = {}): RunContext {
+    if (isRepoWorkspace(this.workspace)) {
+      throw new ConfigError(`thread "${this.threadId}" works on a clone of a repository (${this.workspace}) that a worker makes: run it with \`loopgraph worker\` or \`loopgraph resume\``);
+    }
     const emit = publishingMessages(turn.onEvent ?? this.options.onEvent);
     const { threadId, workspace } = this;
     return {
@@ -249,6 +272,7 @@ export class Thread {
         log: this.store.snapshots,
         warn: (message) => emit({ type: "warning", threadId, message }),
         secrets: this.store.secrets,
+        ...(this.extra.workspaceHooks ? { stepped: this.extra.workspaceHooks.stepped } : {}),
       }),
       userRules: this.userRules,
       model: this.extra.replay ? () => this.extra.replay!.model : this.models,
@@ -350,6 +374,16 @@ export class Thread {
       next = new Command({ resume: answer });
     }
     state ??= (await compiled.getState(config)).values as GraphStateValue;
+    if (this.extra.workspaceHooks && outcome.status !== "paused" && (outcome.status !== "interrupted" || outcome.ended)) {
+      // The result is delivered before the thread is marked ended: whoever waits for the end finds it.
+      try {
+        const warning = await this.extra.workspaceHooks.ended();
+        if (warning) ctx.emit({ type: "warning", threadId, message: warning });
+      } catch (error) {
+        const reason = `the run's result could not be kept: ${(error as Error).message.split("\n")[0]}`;
+        outcome = { ...outcome, status: "failed", exitCode: EXIT_CODES.failed, error: outcome.error ? `${outcome.error}; ${reason}` : reason };
+      }
+    }
     try {
       await this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
     } catch (error) {

@@ -39,7 +39,7 @@ export interface GitOptions {
   /** More environment, e.g. the author and committer of commits. */
   env?: Record<string, string>;
   /** Written to git's standard input. */
-  input?: string;
+  input?: string | Buffer;
 }
 
 /** Commands that read no workspace file: no content filter can run. Any other may (even `write-tree` refreshes the index). */
@@ -60,8 +60,21 @@ export async function git(args: string[], options: GitOptions): Promise<string> 
   return runGit(args, options, filters);
 }
 
+/** `git` whose output is bytes, as git wrote them (a patch of files that are not UTF-8). */
+export async function gitBytes(args: string[], options: GitOptions): Promise<Buffer> {
+  const filters = UNFILTERED_COMMANDS.has(args[0] ?? "") ? [] : await filterOverrides(options);
+  return runGit(args, options, filters, "buffer");
+}
+
 /** `settings`: more `-c` options, before the command (not shown in its error message). */
-function runGit(args: string[], { cwd, indexFile, repository = [], env: extra = {}, input }: GitOptions, settings: string[] = []): Promise<string> {
+function runGit(args: string[], options: GitOptions, settings?: string[]): Promise<string>;
+function runGit(args: string[], options: GitOptions, settings: string[], encoding: "buffer"): Promise<Buffer>;
+function runGit(
+  args: string[],
+  { cwd, indexFile, repository = [], env: extra = {}, input }: GitOptions,
+  settings: string[] = [],
+  encoding: "utf8" | "buffer" = "utf8",
+): Promise<string | Buffer> {
   const env: NodeJS.ProcessEnv = {
     ...Object.fromEntries(INHERITED_ENV.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]]))),
     GIT_OPTIONAL_LOCKS: "0",
@@ -73,14 +86,14 @@ function runGit(args: string[], { cwd, indexFile, repository = [], env: extra = 
   if (indexFile) env.GIT_INDEX_FILE = indexFile;
   const command = ["-c", "core.quotepath=off", ...OVERRIDES.flatMap((setting) => ["-c", setting]), ...settings, ...repository, ...args];
   return new Promise((resolveOutput, reject) => {
-    const child = execFile("git", command, { cwd, env, encoding: "utf8", maxBuffer: MAX_GIT_OUTPUT_BYTES }, (error, stdout, stderr) => {
+    const child = execFile("git", command, { cwd, env, encoding, maxBuffer: MAX_GIT_OUTPUT_BYTES }, (error, stdout, stderr) => {
       if (!error) return resolveOutput(stdout);
       const code = (error as NodeJS.ErrnoException).code;
       if (code === "ENOENT") return reject(new GitError("git is not installed (or not on PATH)"));
       const reason =
         code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER"
           ? `output larger than ${MAX_GIT_OUTPUT_BYTES} bytes`
-          : stderr.trim().split("\n")[0] || error.message;
+          : String(stderr).trim().split("\n")[0] || error.message;
       reject(new GitError(`git ${args.join(" ")}: ${reason}`));
     });
     // A missing git fails the spawn; its stdin then errors too, which the callback above reports.

@@ -4,7 +4,12 @@ import { checkpointState, threadHistory, type CheckpointSummary } from "../engin
 import type { EventSink } from "../runtime/events.js";
 import { createLoopSupervisor } from "../engine/runner.js";
 import { Thread } from "../engine/thread.js";
+import { mkdtemp, rm } from "node:fs/promises";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
 import { ConfigError, ExitCode } from "../errors.js";
+import type { GraphDefinition } from "../format/types.js";
+import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { loadGraph } from "../graph/load.js";
 import type { LooperSnapshot } from "../state/looper.js";
 import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
@@ -75,6 +80,25 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   const graph = await loadGraph(original.graphFile);
   const complete = original.status === "finished" || original.status === "failed" || original.status === "limited";
 
+  // A run on a repository has no workspace on this machine; a replay touches none: an empty one stands in.
+  const standIn = isRepoWorkspace(original.workspace) ? await mkdtemp(join(tmpdir(), "loopgraph-replay-")) : undefined;
+  try {
+    return await replayInStore(options, storeOptions, original, graph, line, start, complete, standIn);
+  } finally {
+    if (standIn) await rm(standIn, { recursive: true, force: true });
+  }
+}
+
+function replayInStore(
+  options: RecordedReplayOptions,
+  storeOptions: StoreOptions,
+  original: ThreadRecord,
+  graph: GraphDefinition,
+  line: CheckpointSummary[],
+  start: CheckpointSummary,
+  complete: boolean,
+  standIn: string | undefined,
+): Promise<RecordedReplayResult> {
   return withStore(storeOptions, "write", async (store) => {
     const recordings = await store.recordings.list(original.threadId);
     if (recordings.length === 0 && line.some((checkpoint) => checkpoint.step > 0)) {
@@ -109,6 +133,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
       graph,
       looper: createLoopSupervisor,
       replay: { model: source.model, effect: (request) => source.effect(request) },
+      ...(standIn ? { workspace: standIn } : {}),
     });
     const ctx = thread.context();
     thread.announce(ctx, {

@@ -9,6 +9,7 @@ import type { StoreAccess, StoreTables } from "./tables.js";
 import { entryOf, MESSAGE, type InboxEntry, type InboxMessage, type InboxRow, type InboxTable } from "./inbox.js";
 import { openPostgresPool, postgresError } from "./postgres-connection.js";
 import { RecordQueue, recordingOf, type QueuedRecord, type RecordData, type RecordingRow, type RecordingTable, type Recording, type RecordKey } from "./recordings.js";
+import type { RepoResult, RepoSource, RepoWorkspaceRecord, RepoWorkspaceTable } from "./repo-workspaces.js";
 import { openParams, snapshotOf, type SnapshotRecord, type SnapshotRow, type SnapshotTable } from "./snapshot-log.js";
 import {
   changedGroups,
@@ -92,6 +93,19 @@ export const RUN_MIGRATIONS: readonly Migration[] = [
       PRIMARY KEY (thread_id, seq)
     )`,
   ],
+  [
+    `CREATE TABLE loopgraph_repo_workspaces (
+      thread_id text COLLATE "C" PRIMARY KEY,
+      repo text NOT NULL,
+      ref text NOT NULL,
+      commit text NOT NULL,
+      base_tree text,
+      tree text,
+      patch bytea,
+      result text,
+      updated_at text NOT NULL
+    )`,
+  ],
 ];
 
 /** A PostgreSQL store's tables, and the pool they (and the store's saver) use. */
@@ -123,6 +137,7 @@ export async function openPostgresTables(url: string, access: StoreAccess, env: 
       pool,
       threads,
       inbox: new PostgresInbox(pool),
+      repoWorkspaces: new PostgresRepoWorkspaces(pool),
       checkpoints: new PostgresCheckpointQueries(pool),
       close: async () => {
         threads.close();
@@ -359,6 +374,54 @@ export class PostgresSnapshotLog implements SnapshotTable {
 
   async list(threadId: string): Promise<SnapshotRecord[]> {
     return (await this.pool.query<SnapshotRow>(`SELECT * FROM loopgraph_snapshots WHERE thread_id = $1 ORDER BY seq`, [threadId])).rows.map(snapshotOf);
+  }
+}
+
+/** The repositories of queued runs, and their workspaces' state (see repo-workspaces.ts). */
+export class PostgresRepoWorkspaces implements RepoWorkspaceTable {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async create(threadId: string, source: RepoSource): Promise<void> {
+    await this.pool.query(`INSERT INTO loopgraph_repo_workspaces (thread_id, repo, ref, commit, updated_at) VALUES ($1, $2, $3, $4, $5)`, [
+      threadId,
+      source.repo,
+      source.ref,
+      source.commit,
+      new Date().toISOString(),
+    ]);
+  }
+
+  async get(threadId: string): Promise<RepoWorkspaceRecord | undefined> {
+    const { rows } = await this.pool.query<{ repo: string; ref: string; commit: string; base_tree: string | null; tree: string | null; patch: Buffer | null; result: string | null }>(
+      `SELECT repo, ref, commit, base_tree, tree, patch, result FROM loopgraph_repo_workspaces WHERE thread_id = $1`,
+      [threadId],
+    );
+    const row = rows[0];
+    if (!row) return undefined;
+    return {
+      threadId,
+      repo: row.repo,
+      ref: row.ref,
+      commit: row.commit,
+      ...(row.base_tree ? { baseTree: row.base_tree } : {}),
+      ...(row.tree ? { tree: row.tree } : {}),
+      ...(row.patch ? { patch: row.patch } : {}),
+      ...(row.result ? { result: JSON.parse(row.result) as RepoResult } : {}),
+    };
+  }
+
+  async saveProgress(threadId: string, state: { baseTree: string; tree: string; patch: Buffer }): Promise<void> {
+    await this.pool.query(`UPDATE loopgraph_repo_workspaces SET base_tree = $2, tree = $3, patch = $4, result = NULL, updated_at = $5 WHERE thread_id = $1`, [
+      threadId,
+      state.baseTree,
+      state.tree,
+      state.patch,
+      new Date().toISOString(),
+    ]);
+  }
+
+  async saveResult(threadId: string, result: RepoResult): Promise<void> {
+    await this.pool.query(`UPDATE loopgraph_repo_workspaces SET result = $2, updated_at = $3 WHERE thread_id = $1`, [threadId, JSON.stringify(result), new Date().toISOString()]);
   }
 }
 

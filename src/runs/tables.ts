@@ -1,5 +1,6 @@
 import type { CheckpointQueries } from "./checkpoint-ids.js";
 import type { InboxTable } from "./inbox.js";
+import type { RepoWorkspaceTable } from "./repo-workspaces.js";
 import type { ThreadTable } from "./thread-registry.js";
 
 /**
@@ -14,6 +15,8 @@ export interface StoreTables {
   threads: ThreadTable;
   inbox: InboxTable;
   checkpoints: CheckpointQueries;
+  /** The repositories queued runs work on (a PostgreSQL store only: the queue needs one). */
+  repoWorkspaces?: RepoWorkspaceTable;
   close(): Promise<void>;
 }
 

@@ -1,5 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { ConfigError } from "../errors.js";
 import type { SnapshotRecord } from "../runs/snapshot-log.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
@@ -58,6 +59,9 @@ export async function restoreWorkspace(threadId: string, checkpointId: string, o
 export async function restoreWorkspaceInStore(store: Store, threadId: string, checkpointId: string, options: RestoreOptions = {}): Promise<RestoreResult> {
   const dryRun = options.dryRun ?? false;
   const thread = await requireThread(store, threadId);
+  if (isRepoWorkspace(thread.workspace)) {
+    throw new ConfigError(`thread "${threadId}" works on a clone of a repository (${thread.workspace}) made on the workers: its files cannot be rewound from here; fork it without --restore-files, or get its patch with \`loopgraph patch ${threadId}\``);
+  }
   if (!dryRun && isRunningElsewhere(thread)) {
     throw new ConfigError(`thread "${threadId}" is running in process ${thread.pid}: stop it first, then rewind`);
   }

@@ -16,7 +16,7 @@ import { existsSync } from "node:fs";
 import { appendFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GitError } from "../git/run.js";
+import { GitError, gitBytes } from "../git/run.js";
 import { shadowTreeStore, writeTree, type TreeStore } from "../git/tree-store.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 
@@ -51,6 +51,8 @@ export interface SnapshotRepository {
   capture(): Promise<string>;
   /** Paths that differ from tree `from` to tree `to`. */
   diff(from: string, to: string): Promise<TreeChange[]>;
+  /** The change from tree `from` to tree `to` as a patch `git apply` takes (binary files included), byte for byte. */
+  patch(from: string, to: string): Promise<Buffer>;
   /** Records the trees as commits under a ref, so they stay reachable; returns the last commit. */
   keep(trees: string[], message: string): Promise<string>;
   /** Writes `paths` into the workspace as they are in `tree` (content, executable bit, symlinks). */
@@ -95,6 +97,11 @@ export async function openSnapshotRepository(workspace: string, { create = true,
       });
     },
     diff: async (from, to) => parseRawDiff(await store.run(["diff-tree", "-r", "-z", "--no-renames", from, to])),
+    patch: (from, to) =>
+      gitBytes(["diff-tree", "-p", "-r", "--binary", "--full-index", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", from, to], {
+        cwd: workspace,
+        repository: [`--git-dir=${gitDir}`],
+      }),
     keep: (trees, message) => keep(store, trees, message),
     checkout: (tree, paths) => checkout(store, tree, paths),
   };

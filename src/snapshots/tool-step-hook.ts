@@ -31,6 +31,8 @@ export interface ToolStepSnapshotsOptions {
   warn(message: string): void;
   /** Values no snapshot may hold (the run's secrets). */
   secrets?: readonly string[];
+  /** Told of the workspace's tree after each file-changing step (a repository workspace saves its state then). */
+  stepped?(repo: SnapshotRepository, tree: string): Promise<void>;
 }
 
 /**
@@ -74,6 +76,7 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
             const paths = (await repo.diff(before, after)).map((change) => change.path);
             await repo.keep([before, after], `${threadId} #${seq} ${step.tool} ${step.toolCallId}`);
             await log.close(threadId, seq, after, paths);
+            await options.stepped?.(repo, after);
           } catch (error) {
             turnOff(error);
           }
