@@ -6,7 +6,7 @@
  * or stored.
  */
 import { spawn } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { expect, it } from "vitest";
@@ -153,6 +153,33 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     expect(stored.map((r) => r.row).join("\n")).not.toContain(server().password);
     // The commands the CLI suggests next (resume, chat, inspect) name the store without its password.
     expect(dbFlag(url)).toBe(` --db ${JSON.stringify(url.replace(server().password, "***"))}`);
+  });
+
+  it("snapshots, rewind and recorded replay on PostgreSQL: the files go back to a checkpoint, the replay follows the record", async () => {
+    const url = newDatabase();
+    const ws = tempWorkspace({ git: true, files: { "c.txt": "committed\n", "run.sh": "#!/bin/sh\necho hi\n" } });
+    const coded = await run({ dir: ws.dir, db: url }, { graph: "coder", task: "edit files", thread: "snap", script: join(ROOT, "tests/fixtures/snapshots/edits.script.yaml"), approval: "auto" });
+    expect(coded.code, coded.stderr).toBe(0);
+    expect(existsSync(join(ws.dir, "c.txt"))).toBe(false);
+
+    const replay = await runCli(["replay", "snap", "--recorded", "--db", url, "--json"], { env: cleanEnv() });
+    expect(replay.code, replay.stderr).toBe(0);
+    expect(replay.stdout).toContain(`"divergences":[]`);
+
+    const listed = await runCli(["rewind", "snap", "--list", "--json", "--db", url], { env: cleanEnv() });
+    expect(listed.code, listed.stderr).toBe(0);
+    const points = JSON.parse(listed.stdout) as { seq: number; tool: string; paths: string[]; checkpointPrefix: string }[];
+    expect(points.map((p) => [p.seq, p.tool, p.paths])).toEqual([
+      [1, "write_file", ["a.txt"]],
+      [2, "edit_file", ["a.txt"]],
+      [3, "write_file", ["sub/b.txt"]],
+      [4, "shell", ["c.txt", "run.sh"]],
+    ]);
+    const rewound = await runCli(["rewind", "snap", points[1]!.checkpointPrefix, "--db", url], { env: cleanEnv() });
+    expect(rewound.code, rewound.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("one\n");
+    expect(existsSync(join(ws.dir, "sub"))).toBe(false);
+    expect(readFileSync(join(ws.dir, "c.txt"), "utf8")).toBe("committed\n");
   });
 
   it("a wrong password, a missing database, a URL of another kind: one line, exit 2, no password", async () => {
