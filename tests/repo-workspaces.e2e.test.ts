@@ -89,6 +89,7 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
     const result = JSON.parse(waited.stdout) as { status: string; result: { branch: string; commit: string; base: string; repo: string } };
     expect(result).toMatchObject({ status: "finished", result: { branch: "loopgraph/on-repo", base: repo.main, repo: repo.bare } });
     await stopWorker(worker);
+    expect(worker.stderr()).toMatch(/on-repo: pushed [0-9a-f]{12} to loopgraph\/on-repo in /);
 
     // The branch: one commit on main holding the run's changes, binary files byte for byte; main is untouched.
     expect(git(repo.bare, "rev-parse", "main").trim()).toBe(repo.main);
@@ -185,6 +186,30 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
     expect(git(repo.bare, "show", "loopgraph/moved:a.txt")).toBe("first step\n");
     // The step in flight at the kill ran again on the second machine, on the files as they were saved.
     expect(git(repo.bare, "show", "loopgraph/moved:b.txt")).toBe("begin\nend\n");
+  }, 120_000);
+
+  it("a run that asks for approval pauses; resume --approve on another machine makes the workspace there, finishes and pushes", async () => {
+    const repo = origin();
+    const url = server().createDatabase("repo_approve");
+    const coder = script(repo.root, "coder.script.yaml", [
+      `{ name: write_file, args: { path: notes.txt, contents: "before the approval\\n" } }`,
+      `{ name: shell, args: { command: "echo approved >> notes.txt" } }`,
+    ]);
+    const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKSPACES: machine(repo.root, "m1") });
+    const queued = await runCli(["run", "coder", "--queue", "--thread", "asks", "--task", "ask first", "--repo", repo.bare, "--model", `scripted:${coder}`, "--approval", "auto-edit"], { env });
+    expect(queued.code, queued.stderr).toBe(0);
+    const worker = startWorker(env);
+    const paused = await runCli(["wait", "asks"], { env });
+    expect(paused.code, paused.stderr + worker.stderr()).toBe(3);
+    await stopWorker(worker);
+
+    const elsewhere = tempWorkspace();
+    const other = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKSPACES: machine(elsewhere.root, "m2") });
+    const approved = await runCli(["resume", "asks", "--approve"], { env: other, cwd: elsewhere.dir });
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(readFileSync(join(elsewhere.root, "m2", "asks", "workspace", "notes.txt"), "utf8")).toBe("before the approval\napproved\n");
+    expect(git(repo.bare, "show", "loopgraph/asks:notes.txt")).toBe("before the approval\napproved\n");
+    expect(readdirSync(elsewhere.dir)).toEqual([]);
   }, 120_000);
 
   it("refuses in one line, before anything is recorded: a URL with a password, no repository, an unknown ref, --repo without --queue, with --workspace", async () => {

@@ -16,6 +16,7 @@ import { ConfigError } from "../errors.js";
 import { openTables, requireThread, resolveStore } from "../runs/database.js";
 import { withoutPassword } from "../runs/url-password.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
+import { resultText } from "./repo-workspace.js";
 import { RunQueue, type TendJob } from "./run-queue.js";
 import { resumeRun } from "./runner.js";
 import type { RunOutcome } from "./run-types.js";
@@ -82,6 +83,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         return;
       }
       options.log(`${threadId}: ${outcome.status} (exit ${outcome.exitCode})${outcome.error ? `: ${outcome.error.split("\n")[0]}` : ""}`);
+      const repo = await tables.repoWorkspaces?.get(threadId);
+      if (repo?.result) options.log(`${threadId}: ${resultText(threadId, repo, repo.result, "")}`);
     };
     const tend = async (job: TendJob): Promise<void> => {
       try {
