@@ -10,7 +10,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { chmodSync, chownSync, existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -77,7 +77,6 @@ export async function startPostgres(): Promise<PostgresServer> {
   const root = mkdtempSync(join(tmpdir(), "loopgraph-pg-"));
   const data = join(root, "data");
   const password = randomBytes(12).toString("hex");
-  const port = await freePort();
   const asRoot = process.getuid?.() === 0;
   const owner = asRoot ? postgresUser() : undefined;
   if (owner) {
@@ -95,7 +94,22 @@ export async function startPostgres(): Promise<PostgresServer> {
   if (owner) chownSync(pwfile, owner.uid, owner.gid);
   run("initdb", ["-D", data, "-U", "loopgraph", "--auth-local=trust", "--auth-host=scram-sha-256", `--pwfile=${pwfile}`, "-E", "UTF8", "--no-sync"], { LC_ALL: "C" });
   rmSync(pwfile);
-  run("pg_ctl", ["-D", data, "-l", join(root, "server.log"), "-w", "-t", "60", "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off`, "start"]);
+  // A port free a moment ago may be taken before the server binds it (a client connection's own
+  // port, from the same range): then another one is tried.
+  const log = join(root, "server.log");
+  let port = 0;
+  for (let attempt = 1; ; attempt++) {
+    port = await freePort();
+    const from = existsSync(log) ? statSync(log).size : 0;
+    try {
+      run("pg_ctl", ["-D", data, "-l", log, "-w", "-t", "60", "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off`, "start"]);
+      break;
+    } catch (error) {
+      const said = existsSync(log) ? readFileSync(log).subarray(from).toString("utf8") : "";
+      if (attempt < 5 && /Address already in use/.test(said)) continue;
+      throw new Error(`${(error as Error).message.trim()}\n${said.trim().split("\n").slice(-5).join("\n")}`);
+    }
+  }
   let stopped = false;
   const server: PostgresServer = {
     url: `postgres://loopgraph:${password}@127.0.0.1:${port}/postgres`,
