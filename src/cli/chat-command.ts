@@ -10,7 +10,7 @@ import { chatApprovalLine, renderDiff } from "./approval-prompt.js";
 import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
-import type { GlobalOptions, SandboxFlag } from "./run-commands.js";
+import { commonRunOptionsOf, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode } from "../state/thread.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import type { RunOutcome } from "../engine/run-types.js";
@@ -57,12 +57,7 @@ export async function chatCommand(options: ChatCommandOptions): Promise<number> 
     graph: options.graph,
     threadId: options.thread,
     workspace: options.workspace,
-    model: options.model,
-    approval: options.approval,
-    noSandbox: options.sandbox === false,
-    maxRounds: options.maxRounds,
-    modelTimeoutMs: options.modelTimeout,
-    db: options.db,
+    ...commonRunOptionsOf(options),
   });
   return new ChatController(session, new ChatScreen(), options.db).run();
 }

@@ -8,7 +8,6 @@ import { runWorker, waitForThread } from "../engine/worker.js";
 import type { RunOutcome } from "../engine/run-types.js";
 import { dbFlag, report, runOptionsOf, type GlobalOptions, type RunCommandOptions } from "./run-commands.js";
 import { printable } from "./terminal-text.js";
-import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 
 /** `run GRAPH --queue`: records the run, queued for a worker, and prints its thread id. */
 export async function enqueueCommand(graph: string, options: RunCommandOptions): Promise<number> {
@@ -51,10 +50,9 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
 
 /** `wait THREAD`: follows a run to its end; exits with the run's exit code. */
 export async function waitCommand(threadId: string, options: GlobalOptions & { json?: boolean }): Promise<number> {
-  const record = await waitForThread(threadId, { db: options.db });
+  const { record, repo } = await waitForThread(threadId, { db: options.db });
   const status = record.status === "queued" || record.status === "running" ? "interrupted" : record.status;
   const exitCode = EXIT_CODES[status];
-  const repo = isRepoWorkspace(record.workspace) ? await readRepoWorkspace(record.threadId, { db: options.db }) : undefined;
   if (options.json) {
     const result = repo?.result ? { result: { repo: repo.repo, ref: repo.ref, base: repo.commit, ...repo.result } } : {};
     process.stdout.write(`${JSON.stringify({ threadId, status, exitCode, ...(record.error ? { error: record.error } : {}), ...(record.pause ? { pause: record.pause } : {}), ...result })}\n`);

@@ -172,6 +172,18 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
   return withRunUi(Boolean(options.json), options.db, (ui) => runGraph({ ...runOptionsOf(graph, options), ...ui }));
 }
 
+/** The flags every command that runs a thread (`run`, `resume`, `chat`) takes, as run options. */
+export function commonRunOptionsOf(options: Pick<RunCommandOptions, "model" | "approval" | "sandbox" | "maxRounds" | "modelTimeout" | "db">): CommonRunOptions {
+  return {
+    model: options.model,
+    approval: options.approval,
+    noSandbox: options.sandbox === false,
+    maxRounds: options.maxRounds,
+    modelTimeoutMs: options.modelTimeout,
+    db: options.db,
+  };
+}
+
 /** The options of a new run (`run`, `run --queue`) from the command's. */
 export function runOptionsOf(graph: string, options: RunCommandOptions): RunOptions {
   return {
@@ -179,12 +191,7 @@ export function runOptionsOf(graph: string, options: RunCommandOptions): RunOpti
     task: options.task,
     threadId: options.thread,
     workspace: options.workspace,
-    model: options.model,
-    approval: options.approval,
-    noSandbox: options.sandbox === false,
-    maxRounds: options.maxRounds,
-    modelTimeoutMs: options.modelTimeout,
-    db: options.db,
+    ...commonRunOptionsOf(options),
     ...(options.repo !== undefined ? { repo: options.repo } : {}),
     ...(options.ref !== undefined ? { ref: options.ref } : {}),
   };
@@ -194,13 +201,8 @@ export function resumeCommand(threadId: string, options: ResumeCommandOptions): 
   return withRunUi(Boolean(options.json), options.db, (ui) =>
     resumeRun({
       threadId,
-      model: options.model,
-      approval: options.approval,
-      noSandbox: options.sandbox === false,
+      ...commonRunOptionsOf(options),
       answer: answerOf(options),
-      maxRounds: options.maxRounds,
-      modelTimeoutMs: options.modelTimeout,
-      db: options.db,
       ...ui,
     }),
   );

@@ -17,7 +17,7 @@ import { homedir, tmpdir } from "node:os";
 import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { remoteGit } from "../git/remote.js";
-import { git, GitError } from "../git/run.js";
+import { git, GitError, LOOPGRAPH_IDENTITY } from "../git/run.js";
 import { requireThread, withTables } from "../runs/database.js";
 import type { RepoResult, RepoSource, RepoWorkspaceRecord, RepoWorkspaceTable } from "../runs/repo-workspaces.js";
 import { openSnapshotRepository, type SnapshotRepository } from "../snapshots/shadow-repo.js";
@@ -176,10 +176,16 @@ export class RepoWorkspace {
 
   /** After a step changed files (the snapshot of its end is `tree`): saves the workspace's state in the store. */
   async saveProgress(snapshots: SnapshotRepository, tree: string): Promise<void> {
-    if (tree === this.state.tree) return;
-    await this.table.saveProgress(this.threadId, { baseTree: this.state.baseTree, tree, patch: await snapshots.patch(this.state.baseTree, tree) });
+    if (tree !== this.state.tree) await this.save(snapshots, tree);
+  }
+
+  /** Saves the workspace as tree `tree` in the store (the patch from the base tree) and in this machine's state; returns the patch. */
+  private async save(snapshots: SnapshotRepository, tree: string): Promise<Buffer> {
+    const patch = await snapshots.patch(this.state.baseTree, tree);
+    await this.table.saveProgress(this.threadId, { baseTree: this.state.baseTree, tree, patch });
     this.state = { ...this.state, tree };
     await writeLocalState(this.dir, this.state);
+    return patch;
   }
 
   /**
@@ -189,11 +195,7 @@ export class RepoWorkspace {
    */
   async publish(message: string, env: NodeJS.ProcessEnv): Promise<RepoResult> {
     const snapshots = await openSnapshotRepository(this.workspace, { secrets: this.secrets });
-    const tree = await snapshots.capture();
-    const patch = await snapshots.patch(this.state.baseTree, tree);
-    await this.table.saveProgress(this.threadId, { baseTree: this.state.baseTree, tree, patch });
-    this.state = { ...this.state, tree };
-    await writeLocalState(this.dir, this.state);
+    const patch = await this.save(snapshots, await snapshots.capture());
     const at = new Date().toISOString();
     let result: RepoResult = { at };
     if (patch.length > 0) {
@@ -218,7 +220,7 @@ export class RepoWorkspace {
       await git(["read-tree", this.source.commit], options);
       await git(["apply", "--cached", "--binary", "--whitespace=nowarn", "-"], { ...options, input: patch });
       const tree = (await git(["write-tree"], options)).trim();
-      return (await git(["commit-tree", "--no-gpg-sign", "-p", this.source.commit, "-m", message, tree], { ...options, env: IDENTITY })).trim();
+      return (await git(["commit-tree", "--no-gpg-sign", "-p", this.source.commit, "-m", message, tree], { ...options, env: LOOPGRAPH_IDENTITY })).trim();
     } catch (error) {
       throw new GitError(`cannot make the result commit of thread "${this.threadId}": ${(error as Error).message}`);
     } finally {
@@ -226,13 +228,6 @@ export class RepoWorkspace {
     }
   }
 }
-
-const IDENTITY = {
-  GIT_AUTHOR_NAME: "loopgraph",
-  GIT_AUTHOR_EMAIL: "loopgraph@localhost",
-  GIT_COMMITTER_NAME: "loopgraph",
-  GIT_COMMITTER_EMAIL: "loopgraph@localhost",
-};
 
 async function hasCommit(bare: string, commit: string): Promise<boolean> {
   return git(["cat-file", "-e", `${commit}^{commit}`], { cwd: bare, repository: [`--git-dir=${bare}`] }).then(

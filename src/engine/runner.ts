@@ -90,9 +90,10 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   if (options.repo !== undefined && mediatorNodeOf(graph)) {
     throw new ConfigError(`graph "${graph.name}" has a mediator, which talks with you in a chat: queue a loop graph on a repository instead`);
   }
-  const threadId = Thread.newThread(graph, options).threadId;
-  const source = options.repo === undefined ? undefined : await checkRepoSource(options.repo, options.ref, threadId, { cwd, env });
-  const spec = Thread.newThread(graph, { ...options, threadId, ...(source ? { repoLabel: repoWorkspaceLabel(source) } : {}) });
+  const checked = Thread.newThread(graph, options);
+  const source = options.repo === undefined ? undefined : await checkRepoSource(options.repo, options.ref, checked.threadId, { cwd, env });
+  // A run on a repository records the repository instead of a directory (the worker's clone is its workspace).
+  const spec = source ? { ...checked, workspace: repoWorkspaceLabel(source) } : checked;
   const { RunQueue } = await import("./run-queue.js");
   const store = await openStore({ db: options.db, cwd, env }, "create");
   try {

@@ -44,8 +44,6 @@ export interface NewThreadOptions extends CommonRunOptions {
   threadId?: string;
   /** Directory the nodes work in (default the current one). */
   workspace?: string;
-  /** Instead of a directory: what the thread records when it works on a repository that workers clone (repoWorkspaceLabel). */
-  repoLabel?: string;
 }
 
 /** A new thread's id, workspace and settings, checked. */
@@ -172,8 +170,8 @@ export class Thread {
     if (options.threadId !== undefined && !THREAD_ID.test(options.threadId)) {
       throw new ConfigError(`invalid thread id "${options.threadId}": use letters, digits, ".", "_" or "-" (at most 128)`);
     }
-    const workspace = options.repoLabel ?? resolve(cwd, options.workspace ?? ".");
-    if (!options.repoLabel && !statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
+    const workspace = resolve(cwd, options.workspace ?? ".");
+    if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
       throw new ConfigError(`workspace ${workspace} is not a directory: create it or pass --workspace DIR`);
     }
     return {

@@ -14,6 +14,7 @@
 import { RunControl } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
 import { openTables, requireThread, resolveStore } from "../runs/database.js";
+import { isRepoWorkspace, type RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
 import { withoutPassword } from "../runs/url-password.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { resultText } from "./repo-workspace.js";
@@ -139,15 +140,22 @@ const WAIT_POLL_MS = 500;
 
 /**
  * `loopgraph wait THREAD`: follows a thread until its run ends (from any machine: it reads the
- * store), and returns its record then. A queued or running thread is waited for, also while its
- * owner is gone (a worker takes it over once its claim expires).
+ * store), and returns its record then, with, for a run on a repository, where its result went.
+ * A queued or running thread is waited for, also while its owner is gone (a worker takes it over
+ * once its claim expires).
  */
-export async function waitForThread(threadId: string, options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<ThreadRecord> {
+export async function waitForThread(
+  threadId: string,
+  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv },
+): Promise<{ record: ThreadRecord; repo?: RepoWorkspaceRecord }> {
   const tables = await openTables({ db: options.db, cwd: options.cwd, env: options.env }, "read");
   try {
     for (;;) {
       const record = await requireThread(tables, threadId);
-      if (record.status !== "queued" && record.status !== "running") return record;
+      if (record.status !== "queued" && record.status !== "running") {
+        const repo = isRepoWorkspace(record.workspace) ? await tables.repoWorkspaces?.get(record.threadId) : undefined;
+        return repo ? { record, repo } : { record };
+      }
       await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
     }
   } finally {

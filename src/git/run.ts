@@ -26,6 +26,14 @@ const OVERRIDES = [
   "tag.gpgSign=false",
 ];
 
+/** The author and committer of loopgraph's own commits (snapshots, a run's result), whatever the user's git identity. */
+export const LOOPGRAPH_IDENTITY = {
+  GIT_AUTHOR_NAME: "loopgraph",
+  GIT_AUTHOR_EMAIL: "loopgraph@localhost",
+  GIT_COMMITTER_NAME: "loopgraph",
+  GIT_COMMITTER_EMAIL: "loopgraph@localhost",
+};
+
 /** git is missing, or could not snapshot, diff or restore the workspace. */
 export class GitError extends LoopgraphError {
   override name = "GitError";

@@ -8,7 +8,6 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ConfigError, ExitCode } from "../errors.js";
-import type { GraphDefinition } from "../format/types.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { loadGraph } from "../graph/load.js";
 import type { LooperSnapshot } from "../state/looper.js";
@@ -83,97 +82,85 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   // A run on a repository has no workspace on this machine; a replay touches none: an empty one stands in.
   const standIn = isRepoWorkspace(original.workspace) ? await mkdtemp(join(tmpdir(), "loopgraph-replay-")) : undefined;
   try {
-    return await replayInStore(options, storeOptions, original, graph, line, start, complete, standIn);
+    return await withStore(storeOptions, "write", async (store) => {
+      const recordings = await store.recordings.list(original.threadId);
+      if (recordings.length === 0 && line.some((checkpoint) => checkpoint.step > 0)) {
+        throw new ConfigError(`thread "${original.threadId}" has no record to replay: it ran before loopgraph recorded runs`);
+      }
+      const records = recordsAfter(recordings, line, start.step);
+      const replayThreadId = await createReplayThread(store, original, graph, start.checkpointId);
+      const begun: ReplayStart = {
+        threadId: original.threadId,
+        replayThreadId,
+        fromCheckpoint: start.checkpointId,
+        fromStep: start.step,
+        records: records.length,
+      };
+      options.onStart?.(begun);
+
+      const abort = new AbortController();
+      const source = new RecordSource(records, { complete, abort, stepOf: rootStepOf(store, replayThreadId) });
+      const runOptions: CommonRunOptions = {
+        ...storeOptions,
+        // A replay stopped at a divergence fails its node: the summary says why, not an error line.
+        onEvent: (event) => (event.type === "error" && abort.signal.aborted ? undefined : options.onEvent?.(event)),
+        control: options.control,
+        signal: abort.signal,
+        maxRounds: await recordedMaxRounds(store, original.threadId),
+        askApproval: async (request) => source.approval(request),
+        // The recorded run's settings: its model spec keys the scripted responses it consumed.
+        model: original.model,
+        approval: original.approval,
+      };
+      const thread = await Thread.open(store, await requireThread(store, replayThreadId), runOptions, {
+        graph,
+        looper: createLoopSupervisor,
+        replay: { model: source.model, effect: (request) => source.effect(request) },
+        ...(standIn ? { workspace: standIn } : {}),
+      });
+      const ctx = thread.context();
+      thread.announce(ctx, {
+        task: original.task,
+        resumed: false,
+        changed: { recordedHash: original.graphHash, consequence: "the replay follows the new version, so it may depart from the record" },
+      });
+      // Breakpoints do not pause a replay, neither the graph's nor its subgraphs'.
+      const noBreakpoints = { breakpoints: false };
+      let outcome = await thread.execute(null, ctx, noBreakpoints);
+      // A thread of several runs (a chat's turns, a restart by a command) is replayed run by run, with each later run's recorded input.
+      for (const input of await laterInputs(store, original.threadId, line, start.step)) {
+        if (outcome.status !== "finished" || abort.signal.aborted) break;
+        outcome = await thread.execute(input, ctx, noBreakpoints);
+      }
+
+      const recorded: Ending = { status: original.status, ...(original.error ? { error: original.error } : {}) };
+      const replayed: Ending = { status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) };
+      const replayHistory = await threadHistory(replayThreadId, storeOptions);
+      const divergences = compareWithRecord({
+        source,
+        recorded,
+        replayed,
+        recordedSteps: stepNodes(line, start.step),
+        replayedSteps: stepNodes(replayHistory.checkpoints, start.step),
+        complete,
+      });
+      const endOfRecord = source.endOfRecord !== undefined && divergences.length === 0;
+      return {
+        ...begun,
+        recorded: { ...recorded, exitCode: RECORDED_EXIT_CODES[original.status] },
+        replayed,
+        divergences,
+        endOfRecord,
+        reproduced: divergences.length === 0 && (original.status === "failed" || original.status === "limited"),
+        recordsUsed: source.usedCount,
+        exitCode: divergences.length > 0 ? ExitCode.Failed : RECORDED_EXIT_CODES[original.status],
+      };
+    });
   } finally {
     if (standIn) await rm(standIn, { recursive: true, force: true });
   }
 }
 
-function replayInStore(
-  options: RecordedReplayOptions,
-  storeOptions: StoreOptions,
-  original: ThreadRecord,
-  graph: GraphDefinition,
-  line: CheckpointSummary[],
-  start: CheckpointSummary,
-  complete: boolean,
-  standIn: string | undefined,
-): Promise<RecordedReplayResult> {
-  return withStore(storeOptions, "write", async (store) => {
-    const recordings = await store.recordings.list(original.threadId);
-    if (recordings.length === 0 && line.some((checkpoint) => checkpoint.step > 0)) {
-      throw new ConfigError(`thread "${original.threadId}" has no record to replay: it ran before loopgraph recorded runs`);
-    }
-    const records = recordsAfter(recordings, line, start.step);
-    const replayThreadId = await createReplayThread(store, original, graph, start.checkpointId);
-    const begun: ReplayStart = {
-      threadId: original.threadId,
-      replayThreadId,
-      fromCheckpoint: start.checkpointId,
-      fromStep: start.step,
-      records: records.length,
-    };
-    options.onStart?.(begun);
-
-    const abort = new AbortController();
-    const source = new RecordSource(records, { complete, abort, stepOf: rootStepOf(store, replayThreadId) });
-    const runOptions: CommonRunOptions = {
-      ...storeOptions,
-      // A replay stopped at a divergence fails its node: the summary says why, not an error line.
-      onEvent: (event) => (event.type === "error" && abort.signal.aborted ? undefined : options.onEvent?.(event)),
-      control: options.control,
-      signal: abort.signal,
-      maxRounds: await recordedMaxRounds(store, original.threadId),
-      askApproval: async (request) => source.approval(request),
-      // The recorded run's settings: its model spec keys the scripted responses it consumed.
-      model: original.model,
-      approval: original.approval,
-    };
-    const thread = await Thread.open(store, await requireThread(store, replayThreadId), runOptions, {
-      graph,
-      looper: createLoopSupervisor,
-      replay: { model: source.model, effect: (request) => source.effect(request) },
-      ...(standIn ? { workspace: standIn } : {}),
-    });
-    const ctx = thread.context();
-    thread.announce(ctx, {
-      task: original.task,
-      resumed: false,
-      changed: { recordedHash: original.graphHash, consequence: "the replay follows the new version, so it may depart from the record" },
-    });
-    // Breakpoints do not pause a replay, neither the graph's nor its subgraphs'.
-    const noBreakpoints = { breakpoints: false };
-    let outcome = await thread.execute(null, ctx, noBreakpoints);
-    // A thread of several runs (a chat's turns, a restart by a command) is replayed run by run, with each later run's recorded input.
-    for (const input of await laterInputs(store, original.threadId, line, start.step)) {
-      if (outcome.status !== "finished" || abort.signal.aborted) break;
-      outcome = await thread.execute(input, ctx, noBreakpoints);
-    }
-
-    const recorded: Ending = { status: original.status, ...(original.error ? { error: original.error } : {}) };
-    const replayed: Ending = { status: outcome.status, ...(outcome.error ? { error: outcome.error } : {}) };
-    const replayHistory = await threadHistory(replayThreadId, storeOptions);
-    const divergences = compareWithRecord({
-      source,
-      recorded,
-      replayed,
-      recordedSteps: stepNodes(line, start.step),
-      replayedSteps: stepNodes(replayHistory.checkpoints, start.step),
-      complete,
-    });
-    const endOfRecord = source.endOfRecord !== undefined && divergences.length === 0;
-    return {
-      ...begun,
-      recorded: { ...recorded, exitCode: RECORDED_EXIT_CODES[original.status] },
-      replayed,
-      divergences,
-      endOfRecord,
-      reproduced: divergences.length === 0 && (original.status === "failed" || original.status === "limited"),
-      recordsUsed: source.usedCount,
-      exitCode: divergences.length > 0 ? ExitCode.Failed : RECORDED_EXIT_CODES[original.status],
-    };
-  });
-}
 
 /** The records of the lineage's steps after `step`, each with its step (the step after the checkpoint it started from). */
 function recordsAfter(recordings: readonly Recording[], checkpoints: readonly CheckpointSummary[], step: number): StepRecording[] {

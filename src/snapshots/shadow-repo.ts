@@ -16,7 +16,7 @@ import { existsSync } from "node:fs";
 import { appendFile, mkdtemp, readFile, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { GitError, gitBytes } from "../git/run.js";
+import { GitError, gitBytes, LOOPGRAPH_IDENTITY } from "../git/run.js";
 import { shadowTreeStore, writeTree, type TreeStore } from "../git/tree-store.js";
 import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
 
@@ -29,13 +29,6 @@ const EXCLUDES = [`/${STATE_DIR}/`, ".git/", "node_modules/"];
 const ATTRIBUTES = ["* -text -eol -filter -ident -working-tree-encoding"];
 /** Nothing ever prunes a snapshot; no daemon watches the workspace for us. */
 const CONFIG = { "gc.auto": "0", "core.autocrlf": "false", "core.fsmonitor": "false" };
-/** Commits need an author and a committer, whatever the user's git identity. */
-const IDENTITY = {
-  GIT_AUTHOR_NAME: "loopgraph",
-  GIT_AUTHOR_EMAIL: "loopgraph@localhost",
-  GIT_COMMITTER_NAME: "loopgraph",
-  GIT_COMMITTER_EMAIL: "loopgraph@localhost",
-};
 const GITLINK_MODE = "160000";
 
 /** A path whose content or mode differs between two trees (nested repositories left out). */
@@ -125,7 +118,7 @@ async function keep(store: TreeStore, trees: string[], message: string): Promise
   let parent: string | undefined;
   for (const tree of trees) {
     const args = ["commit-tree", "--no-gpg-sign", "-m", message, ...(parent ? ["-p", parent] : []), tree];
-    parent = (await store.run(args, undefined, { env: IDENTITY })).trim();
+    parent = (await store.run(args, undefined, { env: LOOPGRAPH_IDENTITY })).trim();
   }
   if (!parent) throw new GitError("no tree to keep");
   await store.run(["update-ref", `refs/loopgraph/keep/${parent}`, parent]);
