@@ -28,7 +28,7 @@ import { GraphState, runGraph, type RunEvent } from "../src/index.js";
 import { FULL, report } from "./lib.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-engine-bench-"));
-const RUNS = FULL ? 5 : 3;
+const RUNS = FULL ? 7 : 3;
 const SHORT = 10;
 const LONG = FULL ? 400 : 200;
 
@@ -37,24 +37,32 @@ const median = (values: number[]): number => values.toSorted((a, b) => a - b)[Ma
 type Runner = (steps: number, label: string) => Promise<void>;
 
 /**
- * Marginal ms per step of ours and of the anchor: medians of a short and a long run of each,
- * the four runs interleaved in every round so that a busy spell of the machine weighs on both.
+ * Marginal ms per step of ours and of the anchor, and their ratio. Each round runs a short and a
+ * long run of each side back to back, so a busy spell of the machine weighs on both sides of that
+ * round's ratio; the figures are medians over the rounds (the ratio the median of the rounds' ratios).
  */
-async function perStep(ours: Runner, anchor: Runner): Promise<{ ours: number; anchor: number }> {
+async function perStep(ours: Runner, anchor: Runner): Promise<{ ours: number; anchor: number; ratio: number }> {
   await ours(SHORT, "warm-ours");
   await anchor(SHORT, "warm-anchor");
-  const times = { ours: { short: [] as number[], long: [] as number[] }, anchor: { short: [] as number[], long: [] as number[] } };
+  const rounds: { ours: number; anchor: number }[] = [];
   for (let i = 0; i < RUNS; i++) {
+    const round = { ours: 0, anchor: 0 };
     for (const [side, run] of [["ours", ours], ["anchor", anchor]] as const) {
-      for (const [steps, key] of [[SHORT, "short"], [LONG, "long"]] as const) {
+      const took: Record<number, number> = {};
+      for (const steps of [SHORT, LONG]) {
         const started = performance.now();
         await run(steps, `${side}-${steps}-${i}`);
-        times[side][key].push(performance.now() - started);
+        took[steps] = performance.now() - started;
       }
+      round[side] = (took[LONG]! - took[SHORT]!) / (LONG - SHORT);
     }
+    rounds.push(round);
   }
-  const marginal = ({ short, long }: { short: number[]; long: number[] }) => (median(long) - median(short)) / (LONG - SHORT);
-  return { ours: marginal(times.ours), anchor: marginal(times.anchor) };
+  return {
+    ours: median(rounds.map((round) => round.ours)),
+    anchor: median(rounds.map((round) => round.anchor)),
+    ratio: median(rounds.map((round) => round.ours / round.anchor)),
+  };
 }
 
 /** A graph file of two nodes `a` and `b` looping `a → b → a …` for `steps` supersteps in all (until `a`'s visits reach half of them). */
@@ -113,7 +121,7 @@ const functions = await perStep((steps, label) => runOurs(functionGraphs.get(ste
   );
   await graph.invoke({ task: "bench" }, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
 });
-report({ name: "engine_step_function_nodes", ...functions, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps; anchor: LangGraph StateGraph + MemorySaver, same shape` });
+report({ name: "engine_step_function_nodes", ...functions, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${RUNS} paired rounds; anchor: LangGraph StateGraph + MemorySaver, same shape` });
 
 // Agent nodes, the scripted model against a fake chat model.
 mkdirSync(join(dir, "prompts"), { recursive: true });
@@ -146,7 +154,7 @@ const agents = await perStep((steps, label) => runOurs(agentGraphs.get(steps)!, 
   );
   await graph.invoke({ task: "bench" }, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
 });
-report({ name: "engine_step_agent_nodes", ...agents, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps; anchor: LangGraph + MemorySaver, nodes ask FakeListChatModel` });
+report({ name: "engine_step_agent_nodes", ...agents, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${RUNS} paired rounds; anchor: LangGraph + MemorySaver, nodes ask FakeListChatModel` });
 
 // A Coder turn of 20 shell steps, 1 MB of output each.
 const STEPS = 20;

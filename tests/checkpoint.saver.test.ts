@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
-import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver, type KnownList } from "../src/checkpoint/index.js";
@@ -456,6 +456,99 @@ describe("SqliteCheckpointSaver pending writes and inputs", () => {
       { channel: "messages", items: 11 },
     ]);
     expect(new Set(writeRows.map((row) => row.type))).toEqual(new Set(["loopgraph:log-refs"]));
+  });
+});
+
+describe("SqliteCheckpointSaver commits a step's pending writes with its checkpoint", () => {
+  /** Lets the promise callbacks queued so far run (putWrites serializes its values), but no timer or I/O callback. */
+  const microtasks = async () => {
+    for (let i = 0; i < 20; i += 1) await null;
+  };
+
+  /** A graph of plain values (no message lists): `a` then `b`, each adding to a counter. */
+  function counterGraph(saver: SqliteCheckpointSaver) {
+    const State = Annotation.Root({ count: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }), last: Annotation<string>() });
+    return new StateGraph(State)
+      .addNode("a", () => ({ count: 1, last: "a" }))
+      .addNode("b", () => ({ count: 10, last: "b" }))
+      .addEdge(START, "a")
+      .addEdge("a", "b")
+      .addEdge("b", END)
+      .compile({ checkpointer: saver });
+  }
+
+  it("one write transaction per step: the task's writes commit in the transaction of the checkpoint that follows them", async () => {
+    const saver = new SqliteCheckpointSaver(newDatabasePath());
+    let transactions = 0;
+    saver.addWriteHook(() => (transactions += 1));
+    const result = await counterGraph(saver).invoke({ count: 0 }, { configurable: { thread_id: "steps" }, durability: "sync" });
+    expect(result).toEqual({ count: 11, last: "b" });
+    const checkpoints = saver.db.prepare("SELECT count(*) AS n FROM loopgraph_checkpoints").get() as { n: number };
+    const writes = saver.db.prepare("SELECT count(*) AS n FROM loopgraph_checkpoint_writes").get() as { n: number };
+    saver.close();
+    // The input checkpoint, one after the input step, one after a, one after b: four puts, and
+    // the tasks' writes (input, a, b) each in the transaction of the put after them.
+    expect(checkpoints.n).toBe(4);
+    expect(writes.n).toBeGreaterThanOrEqual(3);
+    expect(transactions).toBe(4);
+  });
+
+  it("writes no checkpoint follows (an interrupt) commit on their own on the next turn, and a reader of the saver sees them at once", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const config = { configurable: { thread_id: "alone", checkpoint_ns: "" } };
+    const checkpoint = { v: 4, id: uuid6(0), ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: {} };
+    const saved = await saver.put(config, checkpoint, { source: "input", step: -1, parents: {} }, {});
+    const other = new Database(path, { readonly: true });
+    const rows = () => (other.prepare("SELECT count(*) AS n FROM loopgraph_checkpoint_writes").get() as { n: number }).n;
+
+    const written = saver.putWrites(saved, [["count", 5]], "task-1");
+    await microtasks();
+    expect(rows()).toBe(0);
+    // The saver's own reads take in what is queued first.
+    expect((await saver.getTuple(config))?.pendingWrites).toEqual([["task-1", "count", 5]]);
+    expect(rows()).toBe(1);
+    await written;
+
+    // Left alone, they are written on the next turn of the event loop, and the promise says when.
+    await saver.putWrites(saved, [["count", 6]], "task-2");
+    expect(rows()).toBe(2);
+    other.close();
+    saver.close();
+  });
+
+  it("a failed write transaction fails the queued writes' promises too, and closing the saver writes what is still queued", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    const config = { configurable: { thread_id: "fails", checkpoint_ns: "" } };
+    const checkpoint = (step: number) => ({ v: 4, id: uuid6(step), ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: {} });
+    const saved = await saver.put(config, checkpoint(0), { source: "input", step: -1, parents: {} }, {});
+    let failNext = true;
+    saver.addWriteHook(() => {
+      if (failNext) throw new Error("disk full");
+    });
+    const queued = saver.putWrites(saved, [["count", 1]], "task-1");
+    await expect(saver.put(saved, checkpoint(1), { source: "loop", step: 0, parents: {} }, {})).rejects.toThrow("disk full");
+    await expect(queued).rejects.toThrow("disk full");
+
+    failNext = false;
+    const lastWrites = saver.putWrites(saved, [["count", 2]], "task-2");
+    await microtasks();
+    saver.close();
+    await lastWrites;
+    const reopened = new SqliteCheckpointSaver(path);
+    expect((await reopened.getTuple(config))?.pendingWrites).toEqual([["task-2", "count", 2]]);
+    reopened.close();
+  });
+
+  it("a new store's connection syncs the write-ahead log at checkpoints (NORMAL), as every later connection of it does", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    expect(saver.db.pragma("synchronous", { simple: true })).toBe(1);
+    saver.close();
+    const store = await openStore({ db: join(directory, `store-${files}.db`) }, "create");
+    expect((store.saver as SqliteCheckpointSaver).db.pragma("synchronous", { simple: true })).toBe(1);
+    await store.close();
   });
 });
 

@@ -160,6 +160,36 @@ describe("the store's schema version", () => {
     expect(MIGRATIONS.map((migration) => migration.version)).toEqual(MIGRATIONS.map((_, index) => index + 1));
   });
 
+  it("version 5 keeps a version-4 store's recordings, in order, unique by thread, root checkpoint, task path and call index, without an AUTOINCREMENT counter", async () => {
+    const { db } = tempWorkspace();
+    const old = new Database(db);
+    for (const migration of MIGRATIONS.filter((m) => m.version <= 4)) migration.up(old);
+    old.pragma("user_version = 4");
+    const insert = old.prepare(
+      `INSERT INTO loopgraph_recordings (thread_id, checkpoint_id, task_path, call_index, node, kind, name, data, created_at) VALUES (?, ?, ?, ?, 'a', 'tool', 'shell', ?, '2026-01-01')`,
+    );
+    for (const [checkpoint, path, index, result] of [["c1", "a:1", 0, "one"], ["c1", "a:1", 1, "two"], ["c2", "b:2", 0, "three"]] as const) {
+      insert.run("t", checkpoint, path, index, JSON.stringify({ kind: "tool", name: "shell", args: {}, result }));
+    }
+    old.close();
+
+    const store = await openStore({ db }, "write");
+    const results = async () => (await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined));
+    expect(await results()).toEqual(["one", "two", "three"]);
+    // A task run again (its first call) replaces what its earlier run recorded; others stay.
+    store.recordings.put({ threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 0, node: "a" }, { kind: "tool", name: "shell", args: {}, result: "again" });
+    expect(await results()).toEqual(["three", "again"]);
+    await store.close();
+
+    const raw = new Database(db, { readonly: true });
+    expect(raw.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
+    const sql = (raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'loopgraph_recordings'").get() as { sql: string }).sql;
+    expect(sql).not.toMatch(/AUTOINCREMENT/);
+    expect(sql).toMatch(/UNIQUE \(thread_id, checkpoint_id, task_path, call_index\)/);
+    expect(raw.prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'loopgraph_recordings' AND type = 'index' AND sql IS NOT NULL").all()).toEqual([]);
+    raw.close();
+  });
+
   it("refuses a store newer than this loopgraph understands, for reads and writes", async () => {
     const { db } = tempWorkspace();
     await storeWithThread(db);

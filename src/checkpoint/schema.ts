@@ -102,5 +102,7 @@ export function rebuildWithRowid(db: Database.Database): void {
 export function prepareDatabase(db: Database.Database): void {
   db.pragma(`busy_timeout = ${busyTimeoutMs()}`);
   db.pragma("journal_mode = WAL");
+  // Durable across a crash of the process; a power cut may roll back the last commits (see docs/architecture.md).
+  db.pragma("synchronous = NORMAL");
   createCheckpointTables(db);
 }

@@ -109,6 +109,14 @@ interface LoggedItem {
 /** Items at [start, end) of the item log of (ns, channel) of the thread. */
 type LogRef = [ns: string, channel: string, start: number, end: number];
 
+/** A task's pending writes waiting for the next write transaction, and its caller's promise. */
+interface QueuedWrites {
+  readonly rows: readonly StoredWrite[];
+  readonly replaceExisting: boolean;
+  readonly resolve: () => void;
+  readonly reject: (error: unknown) => void;
+}
+
 /**
  * Pending writes and graph inputs log their arrays' items under the channel's name with this
  * prefix (LangGraph reserves names starting with "__": no channel of a graph has one).
@@ -230,6 +238,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   private generation = 0;
   /** The serde's synchronous twin, when it has one (see fast-serde.ts). */
   private readonly sync: SyncSerializer | undefined;
+  /** Pending writes waiting to commit with the next write transaction (see putWrites), oldest first. */
+  private readonly queuedWrites: QueuedWrites[] = [];
+  private flushScheduled = false;
 
   /**
    * Opens (creating its directory) the database file at a path, or uses an open database, which
@@ -262,9 +273,51 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     this.store.writeHooks.push(hook);
   }
 
-  /** Closes the database if this saver opened it. */
+  /** Closes the database if this saver opened it; pending writes still queued are written first. */
   close(): void {
-    if (this.ownsDatabase) this.db.close();
+    try {
+      this.flushWrites();
+    } finally {
+      if (this.ownsDatabase) this.db.close();
+    }
+  }
+
+  /**
+   * Commits the pending writes still queued (see putWrites), in one transaction. Their callers
+   * learn of a failure through their promises; it is thrown here too.
+   */
+  flushWrites(): void {
+    if (this.queuedWrites.length > 0) this.writeTransaction(() => undefined);
+  }
+
+  /**
+   * The store's write transaction, taking in the pending writes queued so far (written first, in
+   * the order they came): they commit, or fail, with `work`, and their callers hear so after it.
+   */
+  private writeTransaction<T>(work: () => T): T {
+    const batch = this.queuedWrites.splice(0);
+    let result: T;
+    try {
+      result = this.store.writeTransaction(() => {
+        for (const queued of batch) this.store.insertWrites(queued.rows, queued.replaceExisting);
+        return work();
+      });
+    } catch (error) {
+      for (const queued of batch) queued.reject(error);
+      throw error;
+    }
+    for (const queued of batch) queued.resolve();
+    return result;
+  }
+
+  /** A read on one snapshot of the database, after the pending writes still queued (so this saver reads what it was given). */
+  private readTransaction<T>(work: () => T): T {
+    try {
+      this.flushWrites();
+    } catch {
+      // Their callers hear of it; the read goes on with what is stored.
+    }
+    return this.store.readTransaction(work);
   }
 
   override getNextVersion(current: number | undefined): number {
@@ -275,7 +328,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const at = threadNamespaceOf(config);
     if (!at) return undefined;
     const checkpointId = getCheckpointId(config) || undefined;
-    const stored = this.store.readTransaction(() => {
+    const stored = this.readTransaction(() => {
       const row = this.store.checkpoint(at, checkpointId);
       return row && this.readStoredTuple(row, new Map());
     });
@@ -297,10 +350,10 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const valuesRead = new Map<string, StoredValue | undefined>();
     let cursor: ListCursor | undefined;
     while (remaining > 0) {
-      const page = this.store.readTransaction(() => this.store.listCheckpoints(query, cursor));
+      const page = this.readTransaction(() => this.store.listCheckpoints(query, cursor));
       for (const listed of page) {
         if (wanted.length > 0 && !(await metadataMatches(this.serde, listed.metadata_type, listed.metadata, wanted))) continue;
-        const stored = this.store.readTransaction(() => {
+        const stored = this.readTransaction(() => {
           const row = this.store.checkpoint({ threadId: listed.thread_id, ns: listed.checkpoint_ns }, listed.checkpoint_id);
           return row && this.readStoredTuple(row, valuesRead);
         });
@@ -351,7 +404,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.serde.dumpsTyped(metadata),
     ]);
 
-    const written = this.store.writeTransaction(() => {
+    const written = this.writeTransaction(() => {
       for (const blob of blobs) this.store.insertBlob(at, blob);
       const listsWritten = lists.map((list) => this.writeList(at, list));
       const inputsWritten = inputs.map((input) => this.writeInput(at, input));
@@ -400,30 +453,36 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.serde.dumpsTyped(value))));
     // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
     const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    const appendedByWrite = this.store.writeTransaction(() => {
+    const row = (index: number, channel: string, [type, value]: [string, Uint8Array]): StoredWrite => ({
+      thread_id: at.threadId,
+      checkpoint_ns: at.ns,
+      checkpoint_id: checkpointId,
+      task_id: taskId,
+      task_path: taskPath,
+      idx: WRITES_IDX_MAP[channel] ?? index,
+      channel,
+      type,
+      value,
+    });
+    if (planned.every((refsPlan) => !refsPlan)) {
+      // Nothing here feeds an item log, so nothing a checkpoint plans depends on them having been
+      // written: they wait for the next write transaction, which is usually the checkpoint that
+      // takes them in (LangGraph puts it right after the step's last task ends), or else one of
+      // their own on the next turn of the event loop. One commit a step instead of two.
+      const rows = writes.map(([channel], index) => row(index, channel, serialized[index]!));
+      return new Promise((resolve, reject) => {
+        this.queuedWrites.push({ rows, replaceExisting, resolve, reject });
+        this.scheduleFlush();
+      });
+    }
+    const appendedByWrite = this.writeTransaction(() => {
       const appended: (readonly { index: number; seq: number }[])[] = [];
       const rows = writes.map(([channel], index): StoredWrite => {
         const refsPlan = planned[index];
-        let type: string;
-        let bytes: Uint8Array;
-        if (refsPlan) {
-          const written = this.writeRefs(at, refsPlan);
-          appended[index] = written.appended;
-          [type, bytes] = [LOG_REFS_TYPE, Buffer.from(JSON.stringify(written.refs), "utf8")];
-        } else {
-          [type, bytes] = serialized[index]!;
-        }
-        return {
-          thread_id: at.threadId,
-          checkpoint_ns: at.ns,
-          checkpoint_id: checkpointId,
-          task_id: taskId,
-          task_path: taskPath,
-          idx: WRITES_IDX_MAP[channel] ?? index,
-          channel,
-          type,
-          value: bytes,
-        };
+        if (!refsPlan) return row(index, channel, serialized[index]!);
+        const written = this.writeRefs(at, refsPlan);
+        appended[index] = written.appended;
+        return row(index, channel, [LOG_REFS_TYPE, Buffer.from(JSON.stringify(written.refs), "utf8")]);
       });
       this.store.insertWrites(rows, replaceExisting);
       return appended;
@@ -431,6 +490,20 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     planned.forEach((refsPlan, index) => {
       const appended = appendedByWrite[index];
       if (refsPlan && appended) this.rememberRefs(at, refsPlan, appended);
+    });
+  }
+
+  /** Commits the queued pending writes on the next turn of the event loop, unless a write transaction took them in first. */
+  private scheduleFlush(): void {
+    if (this.flushScheduled) return;
+    this.flushScheduled = true;
+    setImmediate(() => {
+      this.flushScheduled = false;
+      try {
+        this.flushWrites();
+      } catch {
+        // Each queued write's caller hears of it through its promise.
+      }
     });
   }
 
@@ -444,7 +517,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     let after = "";
     try {
       for (;;) {
-        const page = this.store.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE));
+        const page = this.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE));
         const entries = await Promise.all(page.map((row) => this.decodeHistoryRow(row)));
         this.prefetchChannels(at, entries, versionsOf, channels);
         for (const entry of entries) yield entry;
@@ -598,7 +671,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   }
 
   async deleteThread(threadId: string): Promise<void> {
-    this.store.writeTransaction(() => this.store.deleteThread(threadId));
+    this.writeTransaction(() => this.store.deleteThread(threadId));
     this.generation += 1;
     this.lastWrittenLists.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
   }

@@ -144,6 +144,8 @@ export function openDatabase(path: string, access: StoreAccess, env: NodeJS.Proc
       return copy;
     }
     db.pragma("journal_mode = WAL");
+    // Durable across a crash of the process; a power cut may roll back the last commits (see docs/architecture.md).
+    db.pragma("synchronous = NORMAL");
     const database = db;
     database
       .transaction(() => {

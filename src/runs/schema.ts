@@ -102,6 +102,30 @@ export const MIGRATIONS: readonly Migration[] = [
       createCheckpointTables(db);
     },
   },
+  {
+    version: 5,
+    describe:
+      "recordings are unique by thread, root checkpoint, task path and call index (rows of a step sit together, as steps come in order), with plain rowids (no AUTOINCREMENT counter) and no second thread index: a record costs two index pages a step instead of four to six",
+    up(db) {
+      db.exec(`CREATE TABLE loopgraph_recordings_v5 (
+        id INTEGER PRIMARY KEY,
+        thread_id TEXT NOT NULL,
+        checkpoint_id TEXT NOT NULL,
+        task_path TEXT NOT NULL,
+        call_index INTEGER NOT NULL,
+        node TEXT NOT NULL,
+        kind TEXT NOT NULL,
+        name TEXT,
+        data TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        UNIQUE (thread_id, checkpoint_id, task_path, call_index)
+      );
+      INSERT INTO loopgraph_recordings_v5 (id, thread_id, checkpoint_id, task_path, call_index, node, kind, name, data, created_at)
+        SELECT id, thread_id, checkpoint_id, task_path, call_index, node, kind, name, data, created_at FROM loopgraph_recordings;
+      DROP TABLE loopgraph_recordings;
+      ALTER TABLE loopgraph_recordings_v5 RENAME TO loopgraph_recordings;`);
+    },
+  },
 ];
 
 /** The schema version this loopgraph writes and understands. */

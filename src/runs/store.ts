@@ -68,7 +68,10 @@ function sqliteStore(tables: SqliteTables, secrets: readonly string[], serde: Se
     snapshots: new SnapshotLog(tables.db),
     close: async () => {
       try {
-        if (access !== "read") recordings.flush();
+        if (access !== "read") {
+          saver.flushWrites();
+          recordings.flush();
+        }
       } catch (error) {
         // Records still queued belong to a step whose writes are not stored (they are written in
         // the transaction of the step's writes): the step runs again on resume and records again.
