@@ -21,6 +21,7 @@ const E2E = [
   "tests/mediator.route.e2e.test.ts",
   "tests/recording.security.test.ts",
   "tests/progress.e2e.test.ts",
+  "tests/project-root.e2e.test.ts",
   "tests/replay.e2e.test.ts",
   "tests/status.narrow.test.ts",
   "tests/store.postgres.test.ts",

@@ -48,7 +48,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   const program = new Command("loopgraph")
     .description("Durable, inspectable, replayable agent workflows declared as YAML graphs.")
     .version("0.1.0")
-    .option("--db <file>", "checkpoint database (default: $LOOPGRAPH_DB or .loopgraph/loopgraph.db)")
+    .option("--db <file>", "checkpoint database (default: $LOOPGRAPH_DB, else the project root's .loopgraph/loopgraph.db)")
     .showHelpAfterError()
     .exitOverride();
 
@@ -59,7 +59,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("start a run of a graph (a name in ./graphs or the built-in graphs, or a path)")
     .option("--task <text>", "the task given to the graph")
     .option("--thread <id>", "thread id (default: generated)")
-    .option("--workspace <dir>", "directory the nodes work in (default: current directory)")
+    .option("--workspace <dir>", "directory the nodes work in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL)")
     .addOption(approvalOption())
     .addOption(noSandboxOption())
@@ -100,7 +100,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("talk with the Mediator; it hands real work to the Looper, which runs in the background while you keep talking")
     .option("--graph <graph>", "graph of a new chat; it needs a mediator node", "monitor")
     .option("--thread <id>", "continue this chat (history, settings and its loop), or start one with this id")
-    .option("--workspace <dir>", "directory the loop works in (default: current directory)")
+    .option("--workspace <dir>", "directory the loop works in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, or the chat's)")
     .addOption(approvalOption().default(undefined, "ask, or the chat's"))
     .addOption(noSandboxOption())

@@ -13,7 +13,8 @@ import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
-import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
+import { projectRoot, STATE_DIR } from "../project.js";
+import { ensureStateDir } from "../runs/state-dir.js";
 import { isStoreLocked, type Store } from "../runs/store.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
@@ -170,7 +171,8 @@ export class Thread {
     if (options.threadId !== undefined && !THREAD_ID.test(options.threadId)) {
       throw new ConfigError(`invalid thread id "${options.threadId}": use letters, digits, ".", "_" or "-" (at most 128)`);
     }
-    const workspace = resolve(cwd, options.workspace ?? ".");
+    // Without --workspace, the project the command runs in (from a subdirectory too: see projectRoot).
+    const workspace = options.workspace !== undefined ? resolve(cwd, options.workspace) : projectRoot(cwd);
     if (!statSync(workspace, { throwIfNoEntry: false })?.isDirectory()) {
       throw new ConfigError(`workspace ${workspace} is not a directory: create it or pass --workspace DIR`);
     }

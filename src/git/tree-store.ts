@@ -9,7 +9,7 @@ import { lstatSync } from "node:fs";
 import { copyFile, mkdir, mkdtemp, rename, rm, stat, utimes, writeFile } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { STATE_DIR } from "../runs/state-dir.js";
+import { STATE_DIR } from "../project.js";
 import { StreamRedactor } from "../runs/redact.js";
 import { openQuarantine, type Quarantine } from "./quarantine.js";
 import { git, type GitOptions } from "./run.js";

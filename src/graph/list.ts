@@ -2,6 +2,7 @@ import { readdir, readFile } from "node:fs/promises";
 import path from "node:path";
 import { parse } from "yaml";
 import { packageGraphsDir } from "../package.js";
+import { projectRoot } from "../project.js";
 
 export interface GraphListing {
   /** What `loopgraph run <name>` accepts: the file name without extension. */
@@ -12,12 +13,12 @@ export interface GraphListing {
 }
 
 /**
- * The graphs of the project (`<cwd>/graphs/`) and those shipped with loopgraph, sorted by name
+ * The graphs of the project (`graphs/` at the project root, see projectRoot) and those shipped with loopgraph, sorted by name
  * within each source. A project graph hides a shipped graph of the same name, as it does when
  * a name is resolved.
  */
 export async function listGraphs(cwd: string, packageGraphs = packageGraphsDir()): Promise<GraphListing[]> {
-  const projectDir = path.join(cwd, "graphs");
+  const projectDir = path.join(projectRoot(cwd), "graphs");
   const project = await graphsIn(projectDir, "project");
   if (!packageGraphs || path.resolve(packageGraphs) === path.resolve(projectDir)) return project;
   const projectNames = new Set(project.map((graph) => graph.name));

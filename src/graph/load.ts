@@ -4,6 +4,7 @@ import path from "node:path";
 import { LineCounter, parseDocument, visit, type Document } from "yaml";
 import { ConfigError, GraphValidationError } from "../errors.js";
 import { packageGraphsDir, packagePrompt } from "../package.js";
+import { projectRoot } from "../project.js";
 import { nodeKinds } from "../nodes/registry.js";
 import type { NodeFiles } from "../runtime/node-kind.js";
 import { toPolicyRules } from "../policy/rule-file.js";
@@ -262,7 +263,8 @@ function toCondition(raw: RawCondition): Condition {
 const GRAPH_EXTENSIONS = [".yaml", ".yml"];
 
 /**
- * A graph given as a path (with or without .yaml/.yml) or as a name: `<cwd>/graphs/<name>.yaml`,
+ * A graph given as a path (with or without .yaml/.yml, from `cwd`) or as a name: the project's
+ * `graphs/<name>.yaml` (at the project root, see projectRoot),
  * then the package's shipped `graphs/`. A bare name (no folder, no extension) is only a name:
  * a file `coder` or `coder.yaml` that appears beside you (an agent can write one) never stands in
  * for the graph `coder`. Throws ConfigError listing the places tried.
@@ -274,7 +276,7 @@ export function resolveGraphPath(nameOrPath: string, cwd: string, packageGraphs 
   const candidates = bareName ? [] : [asPath, ...GRAPH_EXTENSIONS.map((extension) => asPath + extension)];
   if (isName) {
     const name = nameOrPath.replace(/\.ya?ml$/, "");
-    for (const dir of [path.join(cwd, "graphs"), packageGraphs]) {
+    for (const dir of [path.join(projectRoot(cwd), "graphs"), packageGraphs]) {
       if (dir) candidates.push(...GRAPH_EXTENSIONS.map((extension) => path.join(dir, name + extension)));
     }
   }

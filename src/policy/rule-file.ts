@@ -25,7 +25,7 @@ import { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { SourceLocator, valueAt, type DataPath } from "../diagnostics/positions.js";
 import { closestName } from "../diagnostics/suggest.js";
-import { STATE_DIR } from "../runs/state-dir.js";
+import { STATE_DIR } from "../project.js";
 import type { PolicyRule, RuleSource } from "../state/rules.js";
 
 export const MAX_RULE_PRIORITY = 999;

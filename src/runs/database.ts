@@ -1,5 +1,5 @@
 import { accessSync, constants, mkdirSync, statSync, type Stats } from "node:fs";
-import { basename, dirname, resolve } from "node:path";
+import { basename, dirname, join, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { busyTimeoutMs } from "../checkpoint/schema.js";
 import { ConfigError } from "../errors.js";
@@ -7,7 +7,8 @@ import { SqliteCheckpointQueries } from "./checkpoint-ids.js";
 import type { StoreAccess, StoreTables } from "./tables.js";
 import { Inbox } from "./inbox.js";
 import { isPostgresUrl, withoutPassword } from "./url-password.js";
-import { ensureStateDir, STATE_DIR } from "./state-dir.js";
+import { projectRoot, STATE_DIR } from "../project.js";
+import { ensureStateDir } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 
 export type { StoreAccess, StoreTables } from "./tables.js";
@@ -26,7 +27,8 @@ export interface SqliteTables extends StoreTables {
  * folder, password and all); anything else is a SQLite file's path.
  */
 export function resolveStore(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } {
-  const given = db ?? env.LOOPGRAPH_DB ?? ".loopgraph/loopgraph.db";
+  // The default store is the project's (see projectRoot); a path given is taken from where it was given.
+  const given = db ?? env.LOOPGRAPH_DB ?? join(projectRoot(cwd), STATE_DIR, "loopgraph.db");
   const trimmed = given.trim();
   if (isPostgresUrl(trimmed)) return { kind: "postgres", url: trimmed };
   if (DATABASE_URL.test(trimmed)) {

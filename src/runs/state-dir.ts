@@ -1,9 +1,6 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 
-/** The folder loopgraph keeps in a workspace or project: store, artifacts, shadow repository. */
-export const STATE_DIR = ".loopgraph";
-
 /**
  * Creates a `.loopgraph` folder with a `.gitignore` that ignores everything in it, so the user's
  * `git status` never shows loopgraph's own files.

@@ -18,7 +18,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { GitError, gitBytes, LOOPGRAPH_IDENTITY } from "../git/run.js";
 import { shadowTreeStore, writeTree, type TreeStore } from "../git/tree-store.js";
-import { ensureStateDir, STATE_DIR } from "../runs/state-dir.js";
+import { STATE_DIR } from "../project.js";
+import { ensureStateDir } from "../runs/state-dir.js";
 
 export const SNAPSHOTS_GIT_DIR = `${STATE_DIR}/snapshots.git`;
 /** Ids of the stand-ins of files that held a secret, one a line, in the snapshot repository. */

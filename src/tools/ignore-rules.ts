@@ -4,7 +4,7 @@ import { dirname, join, relative, resolve, sep } from "node:path";
 import ignore from "ignore";
 import { throwIfCancelled } from "./types.js";
 import { realPathOf } from "./workspace-paths.js";
-import { STATE_DIR } from "../runs/state-dir.js";
+import { STATE_DIR } from "../project.js";
 
 /** Never listed, globbed or searched below the directory a walk starts in: VCS data, dependencies, our own state. */
 export const ALWAYS_SKIPPED_NAMES: ReadonlySet<string> = new Set([".git", "node_modules", STATE_DIR]);

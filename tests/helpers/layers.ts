@@ -9,7 +9,7 @@ import ts from "typescript";
 
 /** Layers from the bottom up: a module may import its own layer's modules and lower layers', never a higher layer's. */
 export const LAYERS: readonly (readonly string[])[] = [
-  ["errors.ts", "package.ts", "diagnostics"],
+  ["errors.ts", "package.ts", "project.ts", "diagnostics"],
   ["state", "checkpoint"],
   ["runs", "git"],
   ["models", "tools", "policy", "snapshots"],

@@ -7,7 +7,7 @@ import { cancelledByUser, LimitError, ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
-import { STATE_DIR } from "../../runs/state-dir.js";
+import { STATE_DIR } from "../../project.js";
 import { BUILTIN_TOOLS, toolSpecs } from "../../tools/index.js";
 import type { ToolCallRequest, ToolDefinition, ToolResult } from "../../tools/types.js";
 import { compressHistory, compressionUpdate } from "./compression.js";

@@ -13,7 +13,7 @@ import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { git, GitError } from "../../git/run.js";
 import { shadowTreeStore, writeTree, type TreeStore, type TreeStoreKind } from "../../git/tree-store.js";
-import { STATE_DIR } from "../../runs/state-dir.js";
+import { STATE_DIR } from "../../project.js";
 
 export { GitError };
 
