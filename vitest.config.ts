@@ -22,6 +22,7 @@ const E2E = [
   "tests/recording.security.test.ts",
   "tests/progress.e2e.test.ts",
   "tests/project-root.e2e.test.ts",
+  "tests/config.e2e.test.ts",
   "tests/replay.e2e.test.ts",
   "tests/status.narrow.test.ts",
   "tests/store.postgres.test.ts",

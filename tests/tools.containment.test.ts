@@ -15,12 +15,12 @@ afterAll(removeWorkspaces);
 const mkfifo = (path: string): void => void execFileSync("mkfifo", [path]);
 
 describe("protected paths", () => {
-  it("write_file and edit_file never write .git/ or .loopgraph/, at any depth and in any case, and leave the file as it was", async () => {
+  it("write_file and edit_file never write .git/, .loopgraph/ or a loopgraph.yaml (project config), at any depth and in any case, and leave the file as it was", async () => {
     const ws = makeWorkspace({}, { git: true });
     ws.write(".loopgraph/policy.yaml", "rules: []\n");
     ws.write("sub/.git/hooks/keep", "x\n");
     const config = readFileSync(join(ws.root, ".git/config"), "utf8");
-    for (const path of [".git/config", ".git/hooks/pre-commit", ".loopgraph/policy.yaml", ".loopgraph/loopgraph.db", "sub/.git/hooks/keep", ".GIT/config", "./x/../.git/config"]) {
+    for (const path of [".git/config", ".git/hooks/pre-commit", ".loopgraph/policy.yaml", ".loopgraph/loopgraph.db", "sub/.git/hooks/keep", ".GIT/config", "./x/../.git/config", "loopgraph.yaml", "sub/LoopGraph.yaml"]) {
       const written = await ws.call("write_file", { path, contents: "[core]\n\tfsmonitor = \"env > key.txt\"\n" });
       expect(written, path).toMatchObject({ ok: false, errorKind: "protected_path" });
     }
@@ -42,6 +42,7 @@ describe("protected paths", () => {
     expect(await ws.call("read_file", { path: ".git/HEAD" })).toMatchObject({ ok: true });
     expect(await ws.call("write_file", { path: ".gitignore", contents: "node_modules/\n" })).toMatchObject({ ok: true });
     expect(await ws.call("write_file", { path: "docs/.github/workflow.yml", contents: "on: push\n" })).toMatchObject({ ok: true });
+    expect(await ws.call("write_file", { path: "loopgraph.yaml.example", contents: "model: x\n" })).toMatchObject({ ok: true });
   });
 });
 

@@ -20,9 +20,10 @@ const bubblewrap = availableSandbox({}).name === "bubblewrap";
 const sandboxed = (files: Record<string, string> = {}) => makeWorkspace(files, { git: true, sandbox: BUBBLEWRAP });
 
 describe.skipIf(!bubblewrap)("the shell tool in bubblewrap", () => {
-  it("writes in the workspace, not in .git/, .loopgraph/ or anywhere outside it", async () => {
+  it("writes in the workspace, not in .git/, .loopgraph/, loopgraph.yaml or anywhere outside it", async () => {
     const ws = sandboxed();
     ws.write(".loopgraph/policy.yaml", "rules: []\n");
+    ws.write("loopgraph.yaml", "approval: ask\n");
     const outside = join(ws.outside, "escape.txt");
     const result = await ws.call("shell", {
       command: [
@@ -30,12 +31,15 @@ describe.skipIf(!bubblewrap)("the shell tool in bubblewrap", () => {
         `echo x > ${outside} 2>/dev/null || echo blocked-outside`,
         "echo '[core] fsmonitor = evil' >> .git/config 2>/dev/null || echo blocked-git",
         "echo 'rules: [{tool: shell, decision: allow, priority: 999}]' > .loopgraph/policy.yaml 2>/dev/null || echo blocked-loopgraph",
+        "echo 'store: postgres://evil.example/db' > loopgraph.yaml 2>/dev/null || echo blocked-project-config",
         `touch ${join(homedir(), ".loopgraph-sandbox-test")} && ls -a ~ | wc -l`,
       ].join("; "),
     });
     expect(result.content).toContain("blocked-outside");
     expect(result.content).toContain("blocked-git");
     expect(result.content).toContain("blocked-loopgraph");
+    expect(result.content).toContain("blocked-project-config");
+    expect(readFileSync(join(ws.root, "loopgraph.yaml"), "utf8")).toBe("approval: ask\n");
     expect(readFileSync(join(ws.root, "made.txt"), "utf8")).toBe("inside\n");
     expect(existsSync(outside)).toBe(false);
     expect(readFileSync(join(ws.root, ".git/config"), "utf8")).not.toContain("fsmonitor");

@@ -15,6 +15,9 @@ const commands = {
   rewind: () => import("./rewind-command.js"),
   replay: () => import("./replay-command.js"),
   queue: () => import("./queue-commands.js"),
+  config: () => import("./config-command.js"),
+  init: () => import("./init-command.js"),
+  demo: () => import("./demo-command.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -54,14 +57,24 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   const withGlobals = <T extends object>(options: T): T & { db?: string } => ({ ...program.opts<{ db?: string }>(), ...options });
 
+  // The configuration files (user, project) fill in the settings the environment does not set,
+  // for every command but `config`, which shows where each setting comes from.
+  const ownEnvironment = { ...process.env };
+  program.hook("preAction", async (_program, action) => {
+    if (action.name() === "config") return;
+    const { loadConfig, environmentWithConfig } = await import("../config/settings.js");
+    const filled = environmentWithConfig(loadConfig(process.cwd(), ownEnvironment), ownEnvironment);
+    for (const [name, value] of Object.entries(filled)) if (process.env[name] === undefined) process.env[name] = value;
+  });
+
   program
     .command("run <graph>")
     .description("start a run of a graph (a name in ./graphs or the built-in graphs, or a path)")
     .option("--task <text>", "the task given to the graph")
     .option("--thread <id>", "thread id (default: generated)")
     .option("--workspace <dir>", "directory the nodes work in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
-    .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL)")
-    .addOption(approvalOption())
+    .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, else the config files', else the graph's)")
+    .addOption(approvalOption().default(undefined, "$LOOPGRAPH_APPROVAL, else the config files', else ask"))
     .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
     .addOption(modelTimeoutOption())
@@ -174,6 +187,22 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events (with --verify: the result as JSON; with --recorded: then the replay's result)")
     .action(async (thread: string, options) => setExitCode(await (await commands.replay()).replayCommand(thread, withGlobals(options))));
+
+  program
+    .command("config")
+    .description("the settings that apply here (model, approval, model timeout, store) and where each comes from: flag, environment, project loopgraph.yaml, user config.yaml, default")
+    .option("--json", "print JSON")
+    .action(async (options) => setExitCode(await (await commands.config()).configCommand({ ...withGlobals(options), env: ownEnvironment })));
+
+  program
+    .command("init")
+    .description("make this folder a loopgraph project: loopgraph.yaml, graphs/starter.yaml and its prompt, .loopgraph/ (files that exist are kept)")
+    .action(async () => setExitCode(await (await commands.init()).initCommand()));
+
+  program
+    .command("demo")
+    .description("the offline demo: the Mediator hands a task to the Looper, two rounds of Coder → Review → Judge with the scripted model (no API key)")
+    .action(async () => setExitCode(await (await commands.demo()).demoCommand(program.opts<{ db?: string }>())));
 
   const graphs = program.command("graphs").description("list, validate and draw graph files");
   graphs

@@ -28,7 +28,7 @@ import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
-import type { ThreadSettings } from "../state/thread.js";
+import { APPROVAL_MODES, type ApprovalMode, type ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
@@ -181,7 +181,7 @@ export class Thread {
       workspace,
       settings: {
         model: absoluteModelSpec(options.model ?? (options.env ?? process.env).LOOPGRAPH_MODEL, cwd),
-        approval: options.approval ?? "ask",
+        approval: options.approval ?? approvalFromEnvironment(options.env ?? process.env) ?? "ask",
       },
     };
   }
@@ -452,4 +452,12 @@ function publishingMessages(onEvent: EventSink | undefined): EventSink {
       });
     }
   };
+}
+
+/** LOOPGRAPH_APPROVAL (set by the user, or by a config file through the CLI): the approval mode of new threads. */
+function approvalFromEnvironment(env: NodeJS.ProcessEnv): ApprovalMode | undefined {
+  const value = env.LOOPGRAPH_APPROVAL?.trim();
+  if (!value) return undefined;
+  if (!(APPROVAL_MODES as readonly string[]).includes(value)) throw new ConfigError(`invalid LOOPGRAPH_APPROVAL "${value}": use ${APPROVAL_MODES.join(", ")}`);
+  return value as ApprovalMode;
 }

@@ -17,13 +17,10 @@
  * Graph files and the workspace's `.loopgraph/policy.yaml` come with the repository: review them
  * like its Makefile or npm scripts, which an allowed `make`/`npm test` runs anyway.
  */
-import { readFileSync } from "node:fs";
-import { homedir } from "node:os";
 import { join, resolve } from "node:path";
-import { LineCounter, parseDocument } from "yaml";
 import { z } from "zod";
-import { ConfigError } from "../errors.js";
-import { SourceLocator, valueAt, type DataPath } from "../diagnostics/positions.js";
+import { parseYamlFile, readSettingsText } from "../diagnostics/yaml-file.js";
+import { configHome } from "../config/settings.js";
 import { closestName } from "../diagnostics/suggest.js";
 import { STATE_DIR } from "../project.js";
 import type { PolicyRule, RuleSource } from "../state/rules.js";
@@ -169,68 +166,13 @@ export function parsePolicyFile(text: string, file: string, source: RuleSource =
  * file in the config home: a repository must not open the network for its own agent).
  */
 function parsePolicy(text: string, file: string, source: RuleSource, sandboxSettings: boolean): PolicyFile {
-  const lineCounter = new LineCounter();
-  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
-  if (doc.errors.length > 0) {
-    throw new ConfigError(
-      doc.errors
-        .map((error) => {
-          const { line, col } = lineCounter.linePos(error.pos[0]);
-          return `${file}:${line}:${col}: YAML syntax error: ${error.message.split("\n")[0]}`;
-        })
-        .join("\n"),
-    );
-  }
-  const data: unknown = doc.toJS() ?? {};
-  const result = (sandboxSettings ? userPolicySchema : policyRulesSchema).safeParse(data);
-  if (result.success) {
-    const { sandbox } = result.data as Partial<z.output<typeof userPolicySchema>>;
-    const network = sandbox ? { network: sandbox.network === "allow" } : {};
-    return { rules: toPolicyRules(result.data, source, file), ...network };
-  }
-  const locator = new SourceLocator(doc, lineCounter);
-  const problems = describeIssues(result.error.issues, data, sandboxSettings).map((problem) => {
-    const owner = problem.at === "key" ? problem.path.slice(0, -1) : problem.path;
-    const where = owner.length > 0 ? `${dataPathText(owner)}: ` : "";
-    return { ...locator.locate(problem.path, problem.at), text: where + problem.message };
+  const parsed = parseYamlFile<Partial<z.output<typeof userPolicySchema>>>(text, file, {
+    schema: sandboxSettings ? userPolicySchema : policyRulesSchema,
+    keysAt: (path) => (path.length === 0 ? (sandboxSettings ? USER_POLICY_KEYS : POLICY_KEYS) : path[0] === "sandbox" ? SANDBOX_KEYS : RULE_KEYS),
+    unknownKey,
   });
-  problems.sort((a, b) => a.line - b.line || a.col - b.col);
-  throw new ConfigError(problems.map((problem) => `${file}:${problem.line}:${problem.col}: ${problem.text}`).join("\n"));
-}
-
-interface Problem {
-  path: DataPath;
-  /** Whether the problem is the key itself (an unknown key) or its value. */
-  at: "key" | "value";
-  message: string;
-}
-
-/**
- * One problem per unknown key; a missing key is not reported when an unknown key next to it is
- * its typo (`decison` for `decision`).
- */
-function describeIssues(issues: readonly z.core.$ZodIssue[], data: unknown, sandboxSettings: boolean): Problem[] {
-  const located = issues.map((issue) => ({
-    issue,
-    path: issue.path.map((segment) => (typeof segment === "number" ? segment : String(segment))),
-  }));
-  const problems: Problem[] = [];
-  const typoTargets = new Set<string>();
-  for (const { issue, path } of located) {
-    if (issue.code !== "unrecognized_keys") continue;
-    const known = path.length === 0 ? (sandboxSettings ? USER_POLICY_KEYS : POLICY_KEYS) : path[0] === "sandbox" ? SANDBOX_KEYS : RULE_KEYS;
-    for (const key of issue.keys) {
-      problems.push({ path: [...path, key], at: "key", message: unknownKey(key, known) });
-      const target = closestName(key, known);
-      if (target) typoTargets.add(dataPathText([...path, target]));
-    }
-  }
-  for (const { issue, path } of located) {
-    if (issue.code === "unrecognized_keys") continue;
-    if (valueAt(data, path) === undefined && typoTargets.has(dataPathText(path))) continue;
-    problems.push({ path, at: "value", message: issue.message });
-  }
-  return problems;
+  const network = parsed.sandbox ? { network: parsed.sandbox.network === "allow" } : {};
+  return { rules: toPolicyRules({ rules: parsed.rules ?? [] }, source, file), ...network };
 }
 
 /** Rules of one policy file; a missing file has none. */
@@ -239,16 +181,8 @@ export function loadPolicyFile(file: string, source: RuleSource = "user"): Polic
 }
 
 function readPolicy(file: string, source: RuleSource, sandboxSettings: boolean): PolicyFile {
-  let text: string;
-  try {
-    text = readFileSync(file, "utf8");
-  } catch (error) {
-    const code = (error as NodeJS.ErrnoException).code;
-    if (code === "ENOENT") return { rules: [] };
-    const reason = code === "EISDIR" ? "it is a directory" : (error as Error).message;
-    throw new ConfigError(`cannot read policy file ${file}: ${reason}`);
-  }
-  return parsePolicy(text, file, source, sandboxSettings);
+  const text = readSettingsText(file, "policy file");
+  return text === undefined ? { rules: [] } : parsePolicy(text, file, source, sandboxSettings);
 }
 
 /**
@@ -256,8 +190,7 @@ function readPolicy(file: string, source: RuleSource, sandboxSettings: boolean):
  * `~/.config/…`), for every project, then `.loopgraph/policy.yaml` in the workspace.
  */
 export function userPolicyFiles(workspace: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  const configHome = env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config");
-  return [join(configHome, "loopgraph", "policy.yaml"), join(resolve(workspace), STATE_DIR, "policy.yaml")];
+  return [join(configHome(env), "loopgraph", "policy.yaml"), join(resolve(workspace), STATE_DIR, "policy.yaml")];
 }
 
 /** The rules of both user policy files (source `user`). Throws ConfigError for a bad file. */
@@ -275,9 +208,3 @@ export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv = proce
   return { rules: [...mine.rules, ...readPolicy(project, "user", false).rules], network: mine.network ?? false };
 }
 
-function dataPathText(path: DataPath): string {
-  return path.reduce<string>(
-    (text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment),
-    "",
-  );
-}

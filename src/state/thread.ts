@@ -7,7 +7,8 @@ export type RunStatus = "finished" | "paused" | "interrupted" | "failed" | "limi
 
 /** `ask` (default): reads allowed, edits and shell ask; `auto-edit`: edits allowed, shell asks;
  * `auto`: everything allowed except what a rule denies; `deny`: never ask, an `ask` becomes `deny`. */
-export type ApprovalMode = "ask" | "auto-edit" | "auto" | "deny";
+export const APPROVAL_MODES = ["ask", "auto-edit", "auto", "deny"] as const;
+export type ApprovalMode = (typeof APPROVAL_MODES)[number];
 
 /**
  * A thread's run settings, recorded with the thread and reused by `resume`, `chat --thread` and

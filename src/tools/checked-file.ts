@@ -8,6 +8,7 @@
 import { constants, fstatSync, openSync, readSync, closeSync, type Stats } from "node:fs";
 import { mkdir, open, readFile, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { PROJECT_CONFIG } from "../project.js";
 import { ToolError } from "./types.js";
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
@@ -17,10 +18,14 @@ const PROTECTED_DIRECTORIES = [".git", ".loopgraph"];
 
 /**
  * Refuses a write to a protected path (`protected_path`), whatever the approval mode: a planted
- * git config, hook or policy file would run or decide things for loopgraph itself.
+ * git config, hook, policy or project config file (`loopgraph.yaml`, at any depth: one in a
+ * folder makes it a project root) would run or decide things for loopgraph itself.
  * `relative` is the workspace-relative real path.
  */
 export function checkWritable(relative: string): void {
+  if (relative.split("/").pop()?.toLowerCase() === PROJECT_CONFIG) {
+    throw new ToolError("protected_path", `${relative} is a loopgraph project config file, which the file tools never write: the user sets loopgraph up`);
+  }
   // Compared case-insensitively: on a case-insensitive file system `.GIT/config` is `.git/config`.
   const component = relative.split("/").find((part) => PROTECTED_DIRECTORIES.includes(part.toLowerCase()));
   if (component !== undefined) {

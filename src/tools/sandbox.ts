@@ -1,6 +1,6 @@
 /**
  * The OS sandbox for the commands the agent runs (the shell tool): bubblewrap, where it can start.
- * Inside it the workspace is writable except its `.git/` and `.loopgraph/` (read-only), the rest
+ * Inside it the workspace is writable except its `.git/`, `.loopgraph/` and `loopgraph.yaml` (read-only), the rest
  * of the file system is read-only, `/tmp` and the home directories are empty and private, there is
  * no network (only a private loopback) unless the user's policy allows it, and the whole process
  * tree dies with the step (a PID namespace whose first process dies with bubblewrap).
@@ -11,6 +11,7 @@
 import { spawnSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import { join } from "node:path";
+import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
 
 export interface SandboxOptions {
   /** Let commands reach the network (the user's policy `sandbox: { network: allow }`). */
@@ -53,8 +54,8 @@ export const NO_SANDBOX: Sandbox = unconfined("none");
 /** No confinement, by the user's choice (`--no-sandbox`). */
 export const SANDBOX_OFF: Sandbox = unconfined("off");
 
-/** Workspace folders the agent's commands may read but not change. */
-const READ_ONLY_IN_WORKSPACE = [".git", ".loopgraph"];
+/** Workspace folders (and the project config) the agent's commands may read but not change. */
+const READ_ONLY_IN_WORKSPACE = [".git", STATE_DIR, PROJECT_CONFIG];
 
 /** Bubblewrap run as `program`. */
 export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): Sandbox {

@@ -1,0 +1,50 @@
+import pc from "picocolors";
+import { effectiveSetting, loadConfig, type EffectiveSetting, type LoadedConfig } from "../config/settings.js";
+import { STATE_DIR } from "../project.js";
+import { withoutPassword } from "../runs/url-password.js";
+import { join } from "node:path";
+
+interface ShownSetting {
+  name: string;
+  value: string | undefined;
+  source: string;
+  from?: string;
+}
+
+/** `loopgraph config`: the settings that apply here, and where each came from. */
+export async function configCommand(options: { json?: boolean; db?: string; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<number> {
+  const cwd = options.cwd ?? process.cwd();
+  const env = options.env ?? process.env;
+  const config = loadConfig(cwd, env);
+  const settings = shownSettings(config, env, options.db);
+  if (options.json) {
+    const files = { projectRoot: config.root, userConfig: { path: config.userPath, found: Boolean(config.user) }, projectConfig: { path: config.projectPath, found: Boolean(config.project) } };
+    process.stdout.write(`${JSON.stringify({ ...files, settings }, null, 2)}\n`);
+    return 0;
+  }
+  const found = (path: string, present: boolean) => `${path}${present ? "" : pc.dim("  (none)")}`;
+  process.stdout.write(
+    [
+      `project root    ${config.root}`,
+      `user config     ${found(config.userPath, Boolean(config.user))}`,
+      `project config  ${found(config.projectPath, Boolean(config.project))}`,
+      "",
+      ...settings.map((setting) => `${setting.name.padEnd(14)}  ${(setting.value ?? pc.dim("(none)")).padEnd(40)}  ${pc.dim(setting.from ? `${setting.source}: ${setting.from}` : setting.source)}`),
+      "",
+    ].join("\n"),
+  );
+  return 0;
+}
+
+function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string | undefined): ShownSetting[] {
+  const show = <T>(name: string, setting: EffectiveSetting<T>, text: (value: T) => string, fallback: { value?: string; source: string }): ShownSetting =>
+    setting.value !== undefined
+      ? { name, value: text(setting.value), source: setting.source, ...(setting.from && { from: setting.from }) }
+      : { name, value: fallback.value, source: fallback.source };
+  return [
+    show("model", effectiveSetting(config, env, "model"), String, { source: "each graph's model:, if it has one" }),
+    show("approval", effectiveSetting(config, env, "approval"), String, { value: "ask", source: "default" }),
+    show("model_timeout", effectiveSetting(config, env, "modelTimeoutMs"), (ms) => `${Number(ms) / 1000} s`, { value: "120 s", source: "default" }),
+    show("store", effectiveSetting(config, env, "store", db), (store) => withoutPassword(String(store)), { value: join(config.root, STATE_DIR, "loopgraph.db"), source: "default" }),
+  ];
+}

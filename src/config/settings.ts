@@ -1,0 +1,182 @@
+/**
+ * loopgraph's configuration files and the settings they give, with where each came from.
+ *
+ * - the user's: `$XDG_CONFIG_HOME/loopgraph/config.yaml` (default `~/.config/loopgraph/config.yaml`);
+ * - the project's: `loopgraph.yaml` at the project root (see projectRoot), written by the user.
+ *
+ * Precedence, highest first: a command's flags, the environment (LOOPGRAPH_MODEL, LOOPGRAPH_DB,
+ * LOOPGRAPH_MODEL_TIMEOUT), the project's file, the user's file, the graph (its `model:`), the
+ * default. A project file comes with the repository, like its Makefile: it cannot loosen the
+ * approval mode (only `ask` or `deny`), which is the user's to choose, nor put the store outside
+ * the project (a planted file would send the runs' data elsewhere). The agent's file tools never
+ * write a `loopgraph.yaml`, and its commands see the workspace's as read-only.
+ *
+ *     model: openai:gpt-4o-mini   # for nodes that name no model (new threads)
+ *     approval: ask               # ask | auto-edit | auto | deny (new threads)
+ *     model_timeout: 120          # seconds without data before a model request is retried
+ *     store: .loopgraph/loopgraph.db   # or postgres://…; a path is taken from the file's folder
+ */
+import { homedir } from "node:os";
+import { dirname, join, relative, resolve } from "node:path";
+import { z } from "zod";
+import { parseYamlFile, readSettingsText } from "../diagnostics/yaml-file.js";
+import { parseModelSpec } from "../models/spec.js";
+import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
+import { PROJECT_CONFIG, projectRoot } from "../project.js";
+import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
+
+/** What a configuration file may set. */
+export interface ConfigValues {
+  model?: string;
+  approval?: ApprovalMode;
+  /** Milliseconds. */
+  modelTimeoutMs?: number;
+  /** A SQLite file's absolute path, or a postgres:// URL. */
+  store?: string;
+}
+
+export interface ConfigFile {
+  kind: "user" | "project";
+  path: string;
+  values: ConfigValues;
+}
+
+const CONFIG_KEYS = ["model", "approval", "model_timeout", "store"];
+const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
+const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+
+const modelSpec = z.string({ error: "model must be provider:model, e.g. openai:gpt-4o-mini" }).superRefine((spec, ctx) => {
+  try {
+    parseModelSpec(spec);
+  } catch (error) {
+    ctx.addIssue({ code: "custom", message: (error as Error).message });
+  }
+});
+
+function configSchema(kind: ConfigFile["kind"], dir: string) {
+  const approvals = kind === "project" ? (["ask", "deny"] as const) : APPROVAL_MODES;
+  return z.strictObject(
+    {
+      model: modelSpec.optional(),
+      approval: z
+        .enum(approvals, {
+          error: (issue) =>
+            kind === "project" && typeof issue.input === "string" && (APPROVAL_MODES as readonly string[]).includes(issue.input)
+              ? `a project's ${PROJECT_CONFIG} cannot loosen approvals (approval: ${issue.input}): set it in your user config or pass --approval`
+              : `approval must be ${approvals.join(", ")}`,
+        })
+        .optional(),
+      model_timeout: z
+        .union([z.number(), z.string()], { error: `model_timeout must be ${MODEL_TIMEOUT_EXPECTED}` })
+        .superRefine((value, ctx) => {
+          if (parseModelTimeoutSeconds(String(value)) === undefined) ctx.addIssue({ code: "custom", message: `model_timeout must be ${MODEL_TIMEOUT_EXPECTED}` });
+        })
+        .optional(),
+      store: z
+        .string({ error: "store must be a SQLite file's path or a postgres:// URL" })
+        .min(1, { error: "store must be a SQLite file's path or a postgres:// URL" })
+        .refine((store) => !DATABASE_URL.test(store) || POSTGRES_URL.test(store), { error: "store must be a SQLite file's path or a postgres:// URL" })
+        // A project's file comes with the repository: it must not send the runs' data to another
+        // database or folder (a planted file would). A shared store is the user's to set.
+        .refine((store) => kind === "user" || (!POSTGRES_URL.test(store) && !relative(dir, resolve(dir, store)).startsWith("..")), {
+          error: `a project's ${PROJECT_CONFIG} keeps the store inside the project: set a shared store in your user config or LOOPGRAPH_DB`,
+        })
+        .optional(),
+    },
+    { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "a config file must be a mapping of settings, e.g. model: openai:gpt-4o-mini") },
+  );
+}
+
+/** The user's configuration file's path. */
+export function userConfigPath(env: NodeJS.ProcessEnv): string {
+  return join(configHome(env), "loopgraph", "config.yaml");
+}
+
+/** `$XDG_CONFIG_HOME`, else `~/.config`: where the user's own loopgraph files are. */
+export function configHome(env: NodeJS.ProcessEnv): string {
+  return env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config");
+}
+
+/** A configuration file, checked (ConfigError with `file:line:col` for each problem); undefined when there is none. */
+export function readConfigFile(path: string, kind: ConfigFile["kind"]): ConfigFile | undefined {
+  const text = readSettingsText(path, "config file");
+  if (text === undefined) return undefined;
+  const data = parseYamlFile(text, path, { schema: configSchema(kind, dirname(path)), keysAt: () => CONFIG_KEYS });
+  const values: ConfigValues = {};
+  // A script's path in the file is taken from the file's folder, as a store's path is.
+  if (data.model !== undefined) values.model = data.model.replace(/^scripted:(?!\/)(.+)$/, (_, script: string) => `scripted:${resolve(dirname(path), script.trim())}`);
+  if (data.approval !== undefined) values.approval = data.approval;
+  if (data.model_timeout !== undefined) values.modelTimeoutMs = parseModelTimeoutSeconds(String(data.model_timeout));
+  if (data.store !== undefined) values.store = POSTGRES_URL.test(data.store) ? data.store : resolve(dirname(path), data.store);
+
+  return { kind, path, values };
+}
+
+/** The project root of `cwd` and both configuration files (each absent when there is none). */
+export interface LoadedConfig {
+  root: string;
+  userPath: string;
+  projectPath: string;
+  user?: ConfigFile;
+  project?: ConfigFile;
+}
+
+export function loadConfig(cwd: string, env: NodeJS.ProcessEnv): LoadedConfig {
+  const root = projectRoot(cwd);
+  const userPath = userConfigPath(env);
+  const projectPath = join(root, PROJECT_CONFIG);
+  const user = readConfigFile(userPath, "user");
+  const project = readConfigFile(projectPath, "project");
+  return { root, userPath, projectPath, ...(user && { user }), ...(project && { project }) };
+}
+
+export type SettingName = keyof ConfigValues;
+
+/** Where a setting's value came from. */
+export type SettingSource = "flag" | "environment" | "project" | "user" | "default";
+
+export interface EffectiveSetting<T> {
+  value: T | undefined;
+  source: SettingSource;
+  /** The file or variable it came from. */
+  from?: string;
+}
+
+/** The variable of each setting: the environment sets it above the files, and carries the files' value to where it is read. */
+const ENVIRONMENT: Record<SettingName, string> = { model: "LOOPGRAPH_MODEL", approval: "LOOPGRAPH_APPROVAL", modelTimeoutMs: "LOOPGRAPH_MODEL_TIMEOUT", store: "LOOPGRAPH_DB" };
+
+/**
+ * A setting as it applies: the flag's value if given, else the environment's variable, else the
+ * project's file, else the user's; undefined (source "default") when none sets it.
+ */
+export function effectiveSetting<K extends SettingName>(config: LoadedConfig, env: NodeJS.ProcessEnv, name: K, flag?: ConfigValues[K]): EffectiveSetting<ConfigValues[K]> {
+  if (flag !== undefined) return { value: flag, source: "flag" };
+  const variable = ENVIRONMENT[name];
+  const fromEnv = env[variable]?.trim();
+  if (fromEnv) {
+    const value = name === "modelTimeoutMs" ? parseModelTimeoutSeconds(fromEnv) : fromEnv;
+    return { value: value as ConfigValues[K], source: "environment", from: variable };
+  }
+  for (const file of [config.project, config.user]) {
+    const value = file?.values[name];
+    if (value !== undefined) return { value, source: file!.kind, from: file!.path };
+  }
+  return { value: undefined, source: "default" };
+}
+
+/**
+ * The environment a command runs with: `env` with the configuration files' settings filled in as
+ * the variables loopgraph reads (LOOPGRAPH_MODEL, LOOPGRAPH_APPROVAL, LOOPGRAPH_MODEL_TIMEOUT,
+ * LOOPGRAPH_DB) where `env` does not set them, so flags > environment > project > user > graph
+ * holds wherever those are read (a flag is read before the variable; a graph's model after it).
+ * Throws ConfigError for a bad file.
+ */
+export function environmentWithConfig(config: LoadedConfig, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+  const filled: NodeJS.ProcessEnv = { ...env };
+  for (const name of Object.keys(ENVIRONMENT) as SettingName[]) {
+    const setting = effectiveSetting(config, env, name);
+    if (setting.source !== "project" && setting.source !== "user") continue;
+    filled[ENVIRONMENT[name]] = name === "modelTimeoutMs" ? String(Number(setting.value) / 1000) : String(setting.value);
+  }
+  return filled;
+}

@@ -1,0 +1,100 @@
+import { readFileSync } from "node:fs";
+import { LineCounter, parseDocument } from "yaml";
+import type { z } from "zod";
+import { ConfigError } from "../errors.js";
+import { SourceLocator, valueAt, type DataPath } from "./positions.js";
+import { closestName } from "./suggest.js";
+
+/**
+ * A settings file in YAML (a policy file, a config file) checked against a zod schema: its data,
+ * or a ConfigError listing every problem as `file:line:col: path: message`, sorted by position.
+ */
+export interface YamlFileSpec<T> {
+  schema: z.ZodType<T>;
+  /** The keys a mapping at `path` may have (for unknown keys: "did you mean", or the list). */
+  keysAt(path: DataPath): readonly string[];
+  /** What to say of an unknown key with no likely intended one; by default the keys allowed there. */
+  unknownKey?(key: string, known: readonly string[], path: DataPath): string;
+}
+
+/** The text of a settings file; undefined when there is none; a ConfigError when it cannot be read. */
+export function readSettingsText(file: string, what: string): string | undefined {
+  try {
+    return readFileSync(file, "utf8");
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === "ENOENT") return undefined;
+    const reason = code === "EISDIR" ? "it is a directory" : (error as Error).message;
+    throw new ConfigError(`cannot read ${what} ${file}: ${reason}`);
+  }
+}
+
+export function parseYamlFile<T>(text: string, file: string, spec: YamlFileSpec<T>): T {
+  const lineCounter = new LineCounter();
+  const doc = parseDocument(text, { lineCounter, prettyErrors: false });
+  if (doc.errors.length > 0) {
+    throw new ConfigError(
+      doc.errors
+        .map((error) => {
+          const { line, col } = lineCounter.linePos(error.pos[0]);
+          return `${file}:${line}:${col}: YAML syntax error: ${error.message.split("\n")[0]}`;
+        })
+        .join("\n"),
+    );
+  }
+  const data: unknown = doc.toJS() ?? {};
+  const result = spec.schema.safeParse(data);
+  if (result.success) return result.data;
+  const locator = new SourceLocator(doc, lineCounter);
+  const problems = describeIssues(result.error.issues, data, spec).map((problem) => {
+    const owner = problem.at === "key" ? problem.path.slice(0, -1) : problem.path;
+    const where = owner.length > 0 ? `${dataPathText(owner)}: ` : "";
+    return { ...locator.locate(problem.path, problem.at), text: where + problem.message };
+  });
+  problems.sort((a, b) => a.line - b.line || a.col - b.col);
+  throw new ConfigError(problems.map((problem) => `${file}:${problem.line}:${problem.col}: ${problem.text}`).join("\n"));
+}
+
+/** `rules[2].pattern`. */
+export function dataPathText(path: DataPath): string {
+  return path.reduce<string>((text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment), "");
+}
+
+interface Problem {
+  path: DataPath;
+  /** Whether the problem is the key itself (an unknown key) or its value. */
+  at: "key" | "value";
+  message: string;
+}
+
+/**
+ * One problem per unknown key; a missing key is not reported when an unknown key next to it is
+ * its typo (`decison` for `decision`).
+ */
+function describeIssues<T>(issues: readonly z.core.$ZodIssue[], data: unknown, spec: YamlFileSpec<T>): Problem[] {
+  const located = issues.map((issue) => ({
+    issue,
+    path: issue.path.map((segment) => (typeof segment === "number" ? segment : String(segment))),
+  }));
+  const problems: Problem[] = [];
+  const typoTargets = new Set<string>();
+  for (const { issue, path } of located) {
+    if (issue.code !== "unrecognized_keys") continue;
+    const known = spec.keysAt(path);
+    for (const key of issue.keys) {
+      const suggestion = closestName(key, known);
+      const message =
+        suggestion !== undefined
+          ? `unknown key "${key}": did you mean "${suggestion}"?`
+          : (spec.unknownKey?.(key, known, path) ?? `unknown key "${key}": use ${known.map((name) => `"${name}"`).join(", ")}`);
+      problems.push({ path: [...path, key], at: "key", message });
+      if (suggestion) typoTargets.add(dataPathText([...path, suggestion]));
+    }
+  }
+  for (const { issue, path } of located) {
+    if (issue.code === "unrecognized_keys") continue;
+    if (valueAt(data, path) === undefined && typoTargets.has(dataPathText(path))) continue;
+    problems.push({ path, at: "value", message: issue.message });
+  }
+  return problems;
+}

@@ -1,0 +1,96 @@
+/**
+ * `loopgraph init`, the configuration files and `loopgraph config`, with the real CLI: a project
+ * made from an empty folder, its settings applied from a subdirectory, each setting's source.
+ */
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { cleanEnv, runCli } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+const SCRIPT = ["responses:", '  - { node: coder, content: "Nothing to change: done." }', '  - { node: reviewer, content: "The task is done." }', ""].join("\n");
+
+describe("loopgraph init", () => {
+  it("makes a project of an empty folder, keeps what exists when run again, and its starter graph validates against the schema copy", async () => {
+    const { root } = tempWorkspace();
+    const env = cleanEnv({ XDG_CONFIG_HOME: join(root, "config") });
+    const project = join(root, "project");
+    mkdirSync(project);
+    const first = await runCli(["init"], { cwd: project, env });
+    expect(first.code).toBe(0);
+    expect(first.stdout).toMatch(/^created +loopgraph\.yaml$/m);
+    expect(first.stdout).toMatch(/^created +graphs\/starter\.yaml$/m);
+    expect(first.stdout).toMatch(/^created +graphs\/prompts\/reviewer\.md$/m);
+    expect(first.stdout).toMatch(/^created +\.loopgraph\/graph\.schema\.json$/m);
+    expect(readFileSync(join(project, ".loopgraph", ".gitignore"), "utf8")).toContain("*");
+    expect(readFileSync(join(project, "graphs", "starter.yaml"), "utf8")).toMatch(/^# yaml-language-server: \$schema=\.\.\/\.loopgraph\/graph\.schema\.json$/m);
+    expect(JSON.parse(readFileSync(join(project, ".loopgraph", "graph.schema.json"), "utf8"))).toHaveProperty("$schema");
+
+    writeFileSync(join(project, "graphs", "starter.yaml"), readFileSync(join(project, "graphs", "starter.yaml"), "utf8").replace("then a reviewer", "then my reviewer"));
+    const again = await runCli(["init"], { cwd: project, env });
+    expect(again.code).toBe(0);
+    expect(again.stdout).not.toMatch(/^created/m);
+    expect(readFileSync(join(project, "graphs", "starter.yaml"), "utf8")).toContain("then my reviewer");
+    expect((await runCli(["graphs", "validate", "graphs/starter.yaml"], { cwd: project, env })).code).toBe(0);
+  });
+
+  it("refuses to write through a link in the project", async () => {
+    const { root } = tempWorkspace();
+    const project = join(root, "project");
+    mkdirSync(join(root, "elsewhere"), { recursive: true });
+    mkdirSync(project);
+    symlinkSync(join(root, "elsewhere"), join(project, "graphs"));
+    const refused = await runCli(["init"], { cwd: project, env: cleanEnv({ XDG_CONFIG_HOME: join(root, "config") }) });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toMatch(/graphs is not a directory \(a link\?\)/);
+  });
+});
+
+describe("configuration files", () => {
+  it("a project's model applies from a subdirectory; loopgraph config says where each setting comes from; flags and the environment come first", async () => {
+    const { root } = tempWorkspace();
+    const env = cleanEnv({ XDG_CONFIG_HOME: join(root, "config") });
+    const project = join(root, "project");
+    mkdirSync(join(project, "src", "deep"), { recursive: true });
+    expect((await runCli(["init"], { cwd: project, env })).code).toBe(0);
+    writeFileSync(join(project, "starter.script.yaml"), SCRIPT);
+    writeFileSync(join(project, "loopgraph.yaml"), "model: scripted:starter.script.yaml\nmodel_timeout: 45\n");
+    mkdirSync(join(root, "config", "loopgraph"), { recursive: true });
+    writeFileSync(join(root, "config", "loopgraph", "config.yaml"), "approval: auto\nmodel: openai:gpt-4o\n");
+    const sub = { cwd: join(project, "src", "deep"), env };
+
+    const ran = await runCli(["run", "starter", "--task", "check the project", "--thread", "c1", "--json"], sub);
+    expect(ran.stderr).toBe("");
+    expect(ran.code).toBe(0);
+    const inspected = JSON.parse((await runCli(["inspect", "c1", "--json"], sub)).stdout) as { thread: { model: string; approval: string } };
+    expect(inspected.thread).toMatchObject({ model: `scripted:${join(project, "starter.script.yaml")}`, approval: "auto" });
+
+    const shown = JSON.parse((await runCli(["config", "--json"], sub)).stdout) as { projectRoot: string; settings: { name: string; value?: string; source: string }[] };
+    expect(shown.projectRoot).toBe(project);
+    expect(shown.settings).toEqual([
+      { name: "model", value: `scripted:${join(project, "starter.script.yaml")}`, source: "project", from: join(project, "loopgraph.yaml") },
+      { name: "approval", value: "auto", source: "user", from: join(root, "config", "loopgraph", "config.yaml") },
+      { name: "model_timeout", value: "45 s", source: "project", from: join(project, "loopgraph.yaml") },
+      { name: "store", value: join(project, ".loopgraph", "loopgraph.db"), source: "default" },
+    ]);
+    const overridden = JSON.parse((await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout) as typeof shown;
+    expect(overridden.settings.map((setting) => setting.source)).toEqual(["project", "environment", "project", "flag"]);
+    const asked = await runCli(["run", "starter", "--task", "check", "--thread", "c2", "--approval", "ask", "--json"], sub);
+    expect(asked.code).toBe(0);
+    expect((JSON.parse((await runCli(["inspect", "c2", "--json"], sub)).stdout) as typeof inspected).thread.approval).toBe("ask");
+  });
+
+  it("a bad file stops every command with its problems as file:line:col (exit 2)", async () => {
+    const { root } = tempWorkspace();
+    const env = cleanEnv({ XDG_CONFIG_HOME: join(root, "config") });
+    const project = join(root, "project");
+    mkdirSync(project);
+    writeFileSync(join(project, "loopgraph.yaml"), "approval: auto\nmodle: openai:gpt-4o\n");
+    for (const args of [["inspect"], ["run", "coder", "--task", "x"], ["config"]]) {
+      const failed = await runCli(args, { cwd: project, env });
+      expect(failed.code, args.join(" ")).toBe(2);
+      expect(failed.stderr).toContain(`${join(project, "loopgraph.yaml")}:1:11: approval: a project's loopgraph.yaml cannot loosen approvals`);
+      expect(failed.stderr).toContain(`${join(project, "loopgraph.yaml")}:2:1: unknown key "modle": did you mean "model"?`);
+    }
+  });
+});

@@ -1,0 +1,88 @@
+import { mkdirSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { ConfigError } from "../src/errors.js";
+import { MODEL_TIMEOUT_EXPECTED } from "../src/models/timeout.js";
+import { effectiveSetting, environmentWithConfig, loadConfig, readConfigFile } from "../src/config/settings.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+function file(dir: string, name: string, text: string): string {
+  const path = join(dir, name);
+  mkdirSync(join(path, ".."), { recursive: true });
+  writeFileSync(path, text);
+  return path;
+}
+
+function errorOf(read: () => unknown): string {
+  try {
+    read();
+  } catch (error) {
+    expect(error).toBeInstanceOf(ConfigError);
+    return (error as Error).message;
+  }
+  throw new Error("no error");
+}
+
+describe("a configuration file", () => {
+  it("gives its settings: a script's and a store's path are taken from the file's folder, the timeout in milliseconds", () => {
+    const { root } = tempWorkspace();
+    const path = file(root, "p/loopgraph.yaml", "model: scripted:scripts/a.yaml\napproval: deny\nmodel_timeout: 1.5\nstore: data/runs.db\n");
+    expect(readConfigFile(path, "project")).toEqual({
+      kind: "project",
+      path,
+      values: { model: `scripted:${join(root, "p/scripts/a.yaml")}`, approval: "deny", modelTimeoutMs: 1500, store: join(root, "p/data/runs.db") },
+    });
+    expect(readConfigFile(join(root, "none.yaml"), "user")).toBeUndefined();
+    expect(readConfigFile(file(root, "empty.yaml", "# nothing set\n"), "user")?.values).toEqual({});
+  });
+
+  it("says what is wrong as file:line:col, every problem, with did-you-mean", () => {
+    const { root } = tempWorkspace();
+    const path = file(root, "config.yaml", "modle: openai:gpt-4o\napproval: sometimes\nmodel_timeout: -3\nstore: mysql://db/x\n");
+    expect(errorOf(() => readConfigFile(path, "user")).split("\n")).toEqual([
+      `${path}:1:1: unknown key "modle": did you mean "model"?`,
+      `${path}:2:11: approval: approval must be ask, auto-edit, auto, deny`,
+      `${path}:3:16: model_timeout: model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`,
+      `${path}:4:8: store: store must be a SQLite file's path or a postgres:// URL`,
+    ]);
+    expect(errorOf(() => readConfigFile(file(root, "m.yaml", "model: claude:x\n"), "user"))).toMatch(/m\.yaml:1:8: model: unknown model provider "claude"/);
+    expect(errorOf(() => readConfigFile(file(root, "bad.yaml", "model: [\n"), "user"))).toMatch(/bad\.yaml:\d+:\d+: YAML syntax error/);
+    expect(errorOf(() => readConfigFile(file(root, "list.yaml", "- model\n"), "user"))).toMatch(/list\.yaml:1:1: a config file must be a mapping/);
+  });
+
+  it("from a project (it comes with the repository) cannot loosen approvals or send the store outside the project; the user's may", () => {
+    const { root } = tempWorkspace();
+    const auto = file(root, "p/loopgraph.yaml", "approval: auto\n");
+    expect(errorOf(() => readConfigFile(auto, "project"))).toBe(
+      `${auto}:1:11: approval: a project's loopgraph.yaml cannot loosen approvals (approval: auto): set it in your user config or pass --approval`,
+    );
+    for (const store of ["postgres://db.example/runs", "../elsewhere.db", "/tmp/x.db"]) {
+      const path = file(root, "p/loopgraph.yaml", `store: ${store}\n`);
+      expect(errorOf(() => readConfigFile(path, "project"))).toMatch(/loopgraph\.yaml:1:8: store: a project's loopgraph.yaml keeps the store inside the project/);
+      expect(readConfigFile(path, "user")?.values.store).toBeDefined();
+    }
+    expect(readConfigFile(file(root, "u/config.yaml", "approval: auto\n"), "user")?.values.approval).toBe("auto");
+  });
+});
+
+describe("the settings that apply", () => {
+  it("flag > environment > project > user > default, and the environment filled in only where it sets nothing", () => {
+    const { root } = tempWorkspace();
+    const project = join(root, "proj");
+    file(project, "loopgraph.yaml", "model: openai:gpt-4o\nmodel_timeout: 30\n");
+    file(root, "home/loopgraph/config.yaml", "model: ollama:llama3\napproval: auto\nstore: /srv/runs.db\n");
+    mkdirSync(join(project, "sub"), { recursive: true });
+    const env = { XDG_CONFIG_HOME: join(root, "home"), LOOPGRAPH_MODEL_TIMEOUT: "9" };
+    const config = loadConfig(join(project, "sub"), env);
+    expect(config.root).toBe(project);
+    expect(effectiveSetting(config, env, "model", "scripted:flag.yaml")).toEqual({ value: "scripted:flag.yaml", source: "flag" });
+    expect(effectiveSetting(config, env, "model")).toEqual({ value: "openai:gpt-4o", source: "project", from: join(project, "loopgraph.yaml") });
+    expect(effectiveSetting(config, env, "approval")).toEqual({ value: "auto", source: "user", from: join(root, "home/loopgraph/config.yaml") });
+    expect(effectiveSetting(config, env, "modelTimeoutMs")).toEqual({ value: 9000, source: "environment", from: "LOOPGRAPH_MODEL_TIMEOUT" });
+    expect(effectiveSetting(config, { ...env, LOOPGRAPH_DB: "x.db" }, "store")).toMatchObject({ value: "x.db", source: "environment" });
+    expect(effectiveSetting(loadConfig(root, {}), {}, "approval")).toEqual({ value: undefined, source: "default" });
+
+    const filled = environmentWithConfig(config, env);
+    expect(filled).toMatchObject({ LOOPGRAPH_MODEL: "openai:gpt-4o", LOOPGRAPH_APPROVAL: "auto", LOOPGRAPH_MODEL_TIMEOUT: "9", LOOPGRAPH_DB: "/srv/runs.db" });
+  });
+});
