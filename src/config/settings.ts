@@ -18,8 +18,7 @@
  */
 import { homedir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
-import { z } from "zod";
-import { parseYamlFile, readSettingsText } from "../diagnostics/yaml-file.js";
+import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
 import { parseModelSpec } from "../models/spec.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { PROJECT_CONFIG, projectRoot } from "../project.js";
@@ -45,46 +44,56 @@ const CONFIG_KEYS = ["model", "approval", "model_timeout", "store"];
 const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 
-const modelSpec = z.string({ error: "model must be provider:model, e.g. openai:gpt-4o-mini" }).superRefine((spec, ctx) => {
-  try {
-    parseModelSpec(spec);
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: (error as Error).message });
+/** The file's data, checked by hand (a schema library would load with every command): its settings as written, or every problem. */
+function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string): SettingsCheck<RawConfig> {
+  if (data === null || typeof data !== "object" || Array.isArray(data)) {
+    return { problems: [{ path: [], at: "value", message: "a config file must be a mapping of settings, e.g. model: openai:gpt-4o-mini" }] };
   }
-});
-
-function configSchema(kind: ConfigFile["kind"], dir: string) {
-  const approvals = kind === "project" ? (["ask", "deny"] as const) : APPROVAL_MODES;
-  return z.strictObject(
-    {
-      model: modelSpec.optional(),
-      approval: z
-        .enum(approvals, {
-          error: (issue) =>
-            kind === "project" && typeof issue.input === "string" && (APPROVAL_MODES as readonly string[]).includes(issue.input)
-              ? `a project's ${PROJECT_CONFIG} cannot loosen approvals (approval: ${issue.input}): set it in your user config or pass --approval`
-              : `approval must be ${approvals.join(", ")}`,
-        })
-        .optional(),
-      model_timeout: z
-        .union([z.number(), z.string()], { error: `model_timeout must be ${MODEL_TIMEOUT_EXPECTED}` })
-        .superRefine((value, ctx) => {
-          if (parseModelTimeoutSeconds(String(value)) === undefined) ctx.addIssue({ code: "custom", message: `model_timeout must be ${MODEL_TIMEOUT_EXPECTED}` });
-        })
-        .optional(),
-      store: z
-        .string({ error: "store must be a SQLite file's path or a postgres:// URL" })
-        .min(1, { error: "store must be a SQLite file's path or a postgres:// URL" })
-        .refine((store) => !DATABASE_URL.test(store) || POSTGRES_URL.test(store), { error: "store must be a SQLite file's path or a postgres:// URL" })
+  const problems: Problem[] = [];
+  const raw = data as Record<string, unknown>;
+  const approvals: readonly string[] = kind === "project" ? ["ask", "deny"] : APPROVAL_MODES;
+  for (const [key, value] of Object.entries(raw)) {
+    const bad = (message: string) => problems.push({ path: [key], at: "value", message });
+    switch (key) {
+      case "model":
+        if (typeof value !== "string") bad("model must be provider:model, e.g. openai:gpt-4o-mini");
+        else {
+          try {
+            parseModelSpec(value);
+          } catch (error) {
+            bad((error as Error).message);
+          }
+        }
+        break;
+      case "approval":
+        if (typeof value === "string" && kind === "project" && !approvals.includes(value) && (APPROVAL_MODES as readonly string[]).includes(value)) {
+          bad(`a project's ${PROJECT_CONFIG} cannot loosen approvals (approval: ${value}): set it in your user config or pass --approval`);
+        } else if (typeof value !== "string" || !approvals.includes(value)) bad(`approval must be ${approvals.join(", ")}`);
+        break;
+      case "model_timeout":
+        if ((typeof value !== "number" && typeof value !== "string") || parseModelTimeoutSeconds(String(value)) === undefined) bad(`model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`);
+        break;
+      case "store":
+        if (typeof value !== "string" || value.trim() === "" || (DATABASE_URL.test(value) && !POSTGRES_URL.test(value))) bad("store must be a SQLite file's path or a postgres:// URL");
         // A project's file comes with the repository: it must not send the runs' data to another
         // database or folder (a planted file would). A shared store is the user's to set.
-        .refine((store) => kind === "user" || (!POSTGRES_URL.test(store) && !relative(dir, resolve(dir, store)).startsWith("..")), {
-          error: `a project's ${PROJECT_CONFIG} keeps the store inside the project: set a shared store in your user config or LOOPGRAPH_DB`,
-        })
-        .optional(),
-    },
-    { error: (issue) => (issue.code === "unrecognized_keys" ? undefined : "a config file must be a mapping of settings, e.g. model: openai:gpt-4o-mini") },
-  );
+        else if (kind === "project" && (POSTGRES_URL.test(value) || relative(dir, resolve(dir, value)).startsWith(".."))) {
+          bad(`a project's ${PROJECT_CONFIG} keeps the store inside the project: set a shared store in your user config or LOOPGRAPH_DB`);
+        }
+        break;
+      default:
+        problems.push(unknownKeyProblem([], key, CONFIG_KEYS, `unknown key "${key}": a config file has ${CONFIG_KEYS.join(", ")}`));
+    }
+  }
+  return problems.length > 0 ? { problems } : { value: raw as RawConfig };
+}
+
+/** A config file's settings as written (checked). */
+interface RawConfig {
+  model?: string;
+  approval?: ApprovalMode;
+  model_timeout?: number | string;
+  store?: string;
 }
 
 /** The user's configuration file's path. */
@@ -101,7 +110,7 @@ export function configHome(env: NodeJS.ProcessEnv): string {
 export function readConfigFile(path: string, kind: ConfigFile["kind"]): ConfigFile | undefined {
   const text = readSettingsText(path, "config file");
   if (text === undefined) return undefined;
-  const data = parseYamlFile(text, path, { schema: configSchema(kind, dirname(path)), keysAt: () => CONFIG_KEYS });
+  const data = parseYamlChecked(text, path, (parsed) => checkConfig(parsed, kind, dirname(path)));
   const values: ConfigValues = {};
   // A script's path in the file is taken from the file's folder, as a store's path is.
   if (data.model !== undefined) values.model = data.model.replace(/^scripted:(?!\/)(.+)$/, (_, script: string) => `scripted:${resolve(dirname(path), script.trim())}`);

@@ -30,6 +30,17 @@ export function readSettingsText(file: string, what: string): string | undefined
 }
 
 export function parseYamlFile<T>(text: string, file: string, spec: YamlFileSpec<T>): T {
+  return parseYamlChecked<T>(text, file, (data) => {
+    const result = spec.schema.safeParse(data);
+    return result.success ? { value: result.data as T } : { problems: describeIssues(result.error.issues, data, spec) };
+  });
+}
+
+/** What a check of a settings file's data found: its value, or its problems (located by data path). */
+export type SettingsCheck<T> = { value: T; problems?: undefined } | { problems: Problem[] };
+
+/** A settings file in YAML checked by `check` (a hand-written check loads no schema library); problems as for parseYamlFile. */
+export function parseYamlChecked<T>(text: string, file: string, check: (data: unknown) => SettingsCheck<T>): T {
   const lineCounter = new LineCounter();
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
   if (doc.errors.length > 0) {
@@ -43,10 +54,10 @@ export function parseYamlFile<T>(text: string, file: string, spec: YamlFileSpec<
     );
   }
   const data: unknown = doc.toJS() ?? {};
-  const result = spec.schema.safeParse(data);
-  if (result.success) return result.data;
+  const checked = check(data);
+  if (!("problems" in checked) || checked.problems === undefined) return checked.value;
   const locator = new SourceLocator(doc, lineCounter);
-  const problems = describeIssues(result.error.issues, data, spec).map((problem) => {
+  const problems = checked.problems.map((problem) => {
     const owner = problem.at === "key" ? problem.path.slice(0, -1) : problem.path;
     const where = owner.length > 0 ? `${dataPathText(owner)}: ` : "";
     return { ...locator.locate(problem.path, problem.at), text: where + problem.message };
@@ -55,12 +66,18 @@ export function parseYamlFile<T>(text: string, file: string, spec: YamlFileSpec<
   throw new ConfigError(problems.map((problem) => `${file}:${problem.line}:${problem.col}: ${problem.text}`).join("\n"));
 }
 
+/** An unknown key's problem: "did you mean" the likely intended one, else `otherwise`. */
+export function unknownKeyProblem(path: DataPath, key: string, known: readonly string[], otherwise: string): Problem {
+  const suggestion = closestName(key, known);
+  return { path: [...path, key], at: "key", message: suggestion !== undefined ? `unknown key "${key}": did you mean "${suggestion}"?` : otherwise };
+}
+
 /** `rules[2].pattern`. */
 export function dataPathText(path: DataPath): string {
   return path.reduce<string>((text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment), "");
 }
 
-interface Problem {
+export interface Problem {
   path: DataPath;
   /** Whether the problem is the key itself (an unknown key) or its value. */
   at: "key" | "value";

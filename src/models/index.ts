@@ -1,4 +1,6 @@
 import type { RetryPolicy } from "./retry.js";
+import { createAnthropicModel } from "./anthropic.js";
+import { createGoogleModel } from "./google.js";
 import { createOpenAIModel } from "./openai.js";
 import { loadScriptedModel } from "./scripted.js";
 import { parseModelSpec, resolveProviderEndpoint } from "./spec.js";
@@ -23,7 +25,8 @@ export function createModel(spec: string, opts: CreateModelOptions): ChatModel {
   const parsed = parseModelSpec(spec);
   if (parsed.provider === "scripted") return loadScriptedModel(parsed.model, opts.cwd);
   const endpoint = resolveProviderEndpoint(parsed, opts.env ?? process.env);
-  return createOpenAIModel(parsed, endpoint, { retry: opts.retry, idleTimeoutMs: opts.idleTimeoutMs });
+  const create = parsed.provider === "anthropic" ? createAnthropicModel : parsed.provider === "google" ? createGoogleModel : createOpenAIModel;
+  return create(parsed, endpoint, { retry: opts.retry, idleTimeoutMs: opts.idleTimeoutMs });
 }
 
 export type { ChatModel, ModelCallOptions, ModelCallResult, RetryNotice, ToolSpec } from "./types.js";
@@ -33,7 +36,7 @@ export { formatScript, parseScript, responseFromMessage } from "./scripted.js";
 export type { ScriptedResponse } from "./scripted.js";
 export { DEFAULT_RETRY_POLICY } from "./retry.js";
 export type { RetryPolicy } from "./retry.js";
-export { DEFAULT_IDLE_TIMEOUT_MS } from "./openai.js";
+export { DEFAULT_IDLE_TIMEOUT_MS } from "./streaming-chat.js";
 export { MODEL_TIMEOUT_EXPECTED, modelTimeoutFromEnv, parseModelTimeoutSeconds } from "./timeout.js";
 export { countInputTokens, countOutputTokens, countTokens } from "./tokens.js";
 export type { TokenUsage } from "../state/graph-state.js";

@@ -5,6 +5,8 @@ export interface ProviderPreset {
   baseURL: string;
   /** Environment variable holding the API key; undefined when the service needs none. */
   apiKeyEnv?: string;
+  /** Variables read when `apiKeyEnv` is not set (e.g. GEMINI_API_KEY for google). */
+  otherKeyEnvs?: readonly string[];
 }
 
 /** `<NAME>_BASE_URL` (e.g. DEEPSEEK_BASE_URL) overrides a preset's base URL. */
@@ -17,7 +19,16 @@ export const PROVIDER_PRESETS: Record<string, ProviderPreset> = {
   ollama: { baseURL: "http://127.0.0.1:11434/v1" },
 };
 
-export const PROVIDERS = ["openai", "scripted", ...Object.keys(PROVIDER_PRESETS)] as const;
+/** Providers with an API of their own, each through its LangChain package (`<NAME>_BASE_URL` overrides the base URL as well). */
+export const NATIVE_PROVIDERS: Record<string, ProviderPreset> = {
+  anthropic: { baseURL: "https://api.anthropic.com", apiKeyEnv: "ANTHROPIC_API_KEY" },
+  google: { baseURL: "https://generativelanguage.googleapis.com", apiKeyEnv: "GOOGLE_API_KEY", otherKeyEnvs: ["GEMINI_API_KEY"] },
+};
+
+/** Other names of a provider, as users of other tools write them. */
+const PROVIDER_ALIASES: Record<string, string> = { gemini: "google" };
+
+export const PROVIDERS = ["openai", "scripted", ...Object.keys(NATIVE_PROVIDERS), ...Object.keys(PROVIDER_PRESETS)] as const;
 
 export interface ModelSpec {
   provider: string;
@@ -28,7 +39,8 @@ export interface ModelSpec {
 /** Parses `provider:model`; throws a one-line ConfigError naming the valid providers. */
 export function parseModelSpec(spec: string): ModelSpec {
   const colon = spec.indexOf(":");
-  const provider = colon > 0 ? spec.slice(0, colon) : "";
+  const named = colon > 0 ? spec.slice(0, colon) : "";
+  const provider = PROVIDER_ALIASES[named] ?? named;
   const model = colon > 0 ? spec.slice(colon + 1).trim() : "";
   if (!provider || !model) {
     throw new ConfigError(
@@ -36,7 +48,7 @@ export function parseModelSpec(spec: string): ModelSpec {
     );
   }
   if (!(PROVIDERS as readonly string[]).includes(provider)) {
-    throw new ConfigError(`unknown model provider "${provider}" in "${spec}": use one of ${PROVIDERS.join(", ")}`);
+    throw new ConfigError(`unknown model provider "${named}" in "${spec}": use one of ${PROVIDERS.join(", ")}`);
   }
   return { provider, model };
 }
@@ -52,7 +64,10 @@ export interface ProviderEndpoint {
 const OPENAI_ENDPOINT: ProviderPreset = { baseURL: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_API_KEY" };
 
 /** The variables the model providers' API keys are read from. */
-export const MODEL_KEY_VARIABLES: readonly string[] = [OPENAI_ENDPOINT, ...Object.values(PROVIDER_PRESETS)].flatMap((preset) => preset.apiKeyEnv ?? []);
+export const MODEL_KEY_VARIABLES: readonly string[] = [OPENAI_ENDPOINT, ...Object.values(NATIVE_PROVIDERS), ...Object.values(PROVIDER_PRESETS)].flatMap((preset) => [
+  ...(preset.apiKeyEnv ? [preset.apiKeyEnv] : []),
+  ...(preset.otherKeyEnvs ?? []),
+]);
 
 /** The OpenAI client refuses an empty key even for services that ignore it (ollama). */
 const UNUSED_API_KEY = "unused";
@@ -60,20 +75,21 @@ const UNUSED_API_KEY = "unused";
 export const OFFLINE_MODEL_HINT = "--model scripted:examples/example-review.script.yaml";
 
 /**
- * Base URL and key of `openai` or a preset, from `env` only: `<NAME>_BASE_URL` overrides the base URL.
+ * Base URL and key of a network provider, from `env` only: `<NAME>_BASE_URL` overrides the base URL.
  * A missing key is a one-line ConfigError naming the variable to set.
  */
 export function resolveProviderEndpoint(spec: ModelSpec, env: NodeJS.ProcessEnv): ProviderEndpoint {
-  const preset = spec.provider === "openai" ? OPENAI_ENDPOINT : PROVIDER_PRESETS[spec.provider];
-  if (!preset) throw new ConfigError(`"${spec.provider}" is not an OpenAI-compatible provider`);
+  const preset = spec.provider === "openai" ? OPENAI_ENDPOINT : (NATIVE_PROVIDERS[spec.provider] ?? PROVIDER_PRESETS[spec.provider]);
+  if (!preset) throw new ConfigError(`"${spec.provider}" is not a network model provider`);
   const baseURL = env[`${spec.provider.toUpperCase()}_BASE_URL`]?.trim() || preset.baseURL;
   if (!preset.apiKeyEnv) return { baseURL, apiKey: UNUSED_API_KEY };
-  const apiKey = env[preset.apiKeyEnv]?.trim();
+  const keyEnv = [preset.apiKeyEnv, ...(preset.otherKeyEnvs ?? [])].find((name) => env[name]?.trim()) ?? preset.apiKeyEnv;
+  const apiKey = env[keyEnv]?.trim();
   if (!apiKey) {
     throw new ConfigError(
       `${preset.apiKeyEnv} is not set: export ${preset.apiKeyEnv}=<your key> to use ${spec.provider}:${spec.model}, ` +
         `or try offline with ${OFFLINE_MODEL_HINT}`,
     );
   }
-  return { baseURL, apiKey, apiKeyEnv: preset.apiKeyEnv };
+  return { baseURL, apiKey, apiKeyEnv: keyEnv };
 }

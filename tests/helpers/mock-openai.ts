@@ -2,7 +2,10 @@ import { createServer, type IncomingHttpHeaders, type ServerResponse } from "nod
 import type { AddressInfo } from "node:net";
 
 /**
- * A local OpenAI-compatible chat-completions server for tests (127.0.0.1, random port).
+ * A local model API server for tests (127.0.0.1, random port), speaking one provider's wire
+ * protocol: OpenAI-compatible chat completions (`startMockOpenAI`), Anthropic's Messages API or
+ * Google's Generative Language API (`startMockModelServer("anthropic" | "gemini")`), with the
+ * same queue of behaviours.
  *
  *   const srv = await startMockOpenAI();
  *   srv.enqueue({ text: "Hello" }, { status: 429, headers: { "retry-after": "1" } });
@@ -63,7 +66,7 @@ export interface RecordedRequest {
 }
 
 export interface MockOpenAIServer {
-  /** Base URL including `/v1`, ready for `OPENAI_BASE_URL`. */
+  /** Base URL, ready for `OPENAI_BASE_URL` (with `/v1`), `ANTHROPIC_BASE_URL` or `GOOGLE_BASE_URL`. */
   readonly url: string;
   readonly requests: RecordedRequest[];
   /** Behaviours for the next chat-completion requests, in order. */
@@ -73,9 +76,20 @@ export interface MockOpenAIServer {
   close(): Promise<void>;
 }
 
-const CHAT_COMPLETIONS_PATH = "/v1/chat/completions";
+export type MockProtocol = "openai" | "anthropic" | "gemini";
 
-export async function startMockOpenAI(): Promise<MockOpenAIServer> {
+/** Whether a request is the protocol's model call; the base URL clients are given. */
+const PROTOCOLS: Record<MockProtocol, { route: (method: string, path: string) => boolean; base: string }> = {
+  openai: { route: (method, path) => method === "POST" && path === "/v1/chat/completions", base: "/v1" },
+  anthropic: { route: (method, path) => method === "POST" && path === "/v1/messages", base: "" },
+  gemini: { route: (method, path) => method === "POST" && /^\/v1beta\/models\/[^/:]+:(streamGenerateContent|generateContent)(\?|$)/.test(path), base: "" },
+};
+
+export function startMockOpenAI(): Promise<MockOpenAIServer> {
+  return startMockModelServer("openai");
+}
+
+export async function startMockModelServer(protocol: MockProtocol): Promise<MockOpenAIServer> {
   const queue: MockBehaviour[] = [];
   const requests: RecordedRequest[] = [];
 
@@ -91,8 +105,8 @@ export async function startMockOpenAI(): Promise<MockOpenAIServer> {
     requests.push(request);
     const requestNumber = requests.length;
 
-    if (req.method !== "POST" || request.path !== CHAT_COMPLETIONS_PATH) {
-      return sendJson(res, 404, { error: { message: `mock-openai: no route for ${req.method} ${request.path}` } });
+    if (!PROTOCOLS[protocol].route(request.method, request.path)) {
+      return sendJson(res, 404, { error: { message: `mock-${protocol}: no route for ${req.method} ${request.path}` } });
     }
     const behaviour = queue.shift();
     if (!behaviour) {
@@ -105,10 +119,12 @@ export async function startMockOpenAI(): Promise<MockOpenAIServer> {
 
     if (behaviour.status !== undefined && behaviour.status >= 400) {
       const error = { message: `mock error ${behaviour.status}`, type: "mock_error", ...behaviour.error };
-      return sendJson(res, behaviour.status, { error }, behaviour.headers);
+      return sendJson(res, behaviour.status, errorBody(protocol, behaviour.status, error), behaviour.headers);
     }
     const completion = buildCompletion(behaviour, request.body, requestNumber);
-    if (request.body?.stream) await streamCompletion(res, completion, behaviour, request.body, closed);
+    if (protocol === "anthropic") await streamEvents(res, anthropicEvents(completion), behaviour, closed, "");
+    else if (protocol === "gemini") await streamEvents(res, geminiChunks(completion), behaviour, closed, "");
+    else if (request.body?.stream) await streamCompletion(res, completion, behaviour, request.body, closed);
     else sendJson(res, 200, completionJson(completion), behaviour.headers);
   });
 
@@ -119,7 +135,7 @@ export async function startMockOpenAI(): Promise<MockOpenAIServer> {
   const { port } = server.address() as AddressInfo;
 
   return {
-    url: `http://127.0.0.1:${port}/v1`,
+    url: `http://127.0.0.1:${port}${PROTOCOLS[protocol].base}`,
     requests,
     enqueue: (...behaviours) => void queue.push(...behaviours),
     get pending() {
@@ -149,7 +165,7 @@ function buildCompletion(behaviour: MockBehaviour, body: any, requestNumber: num
     arguments: typeof call.args === "string" ? call.args : JSON.stringify(call.args),
   }));
   const estimatedUsage = {
-    prompt_tokens: Math.ceil(JSON.stringify(body?.messages ?? []).length / 4),
+    prompt_tokens: Math.ceil(JSON.stringify(body?.messages ?? body?.contents ?? []).length / 4),
     completion_tokens: Math.ceil((text.length + toolCalls.reduce((n, c) => n + c.arguments.length, 0)) / 4),
   };
   return {
@@ -222,22 +238,60 @@ function completionChunks(completion: Completion, includeUsage: boolean): object
   return chunks;
 }
 
-async function streamCompletion(
-  res: ServerResponse,
-  completion: Completion,
-  behaviour: MockBehaviour,
-  body: any,
-  closed: Promise<void>,
-): Promise<void> {
-  res.writeHead(200, {
-    "content-type": "text/event-stream",
-    "cache-control": "no-cache",
-    ...behaviour.headers,
-  });
-  const chunks = completionChunks(completion, body?.stream_options?.include_usage === true);
-  for (const [index, chunk] of chunks.entries()) {
+/** An error answer's body as each provider writes it. */
+function errorBody(protocol: MockProtocol, status: number, error: { message: string; type: string; code?: string }): object {
+  if (protocol === "anthropic") return { type: "error", error: { type: error.type, message: error.message } };
+  if (protocol === "gemini") return { error: { code: status, message: error.message, status: error.code ?? error.type.toUpperCase() } };
+  return { error };
+}
+
+/** Anthropic's Messages API stream: `event:` + `data:` pairs, text and tool inputs as deltas of content blocks. */
+function anthropicEvents(completion: Completion): string[] {
+  const event = (type: string, data: object) => `event: ${type}\ndata: ${JSON.stringify({ type, ...data })}\n\n`;
+  const usage = completion.usage ?? { prompt_tokens: 0, completion_tokens: 0 };
+  const events = [
+    event("message_start", {
+      message: { id: completion.id, type: "message", role: "assistant", model: completion.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.prompt_tokens, output_tokens: 1 } },
+    }),
+  ];
+  let index = 0;
+  if (completion.text) {
+    events.push(event("content_block_start", { index, content_block: { type: "text", text: "" } }));
+    for (const piece of splitInto(completion.text, 4)) events.push(event("content_block_delta", { index, delta: { type: "text_delta", text: piece } }));
+    events.push(event("content_block_stop", { index }));
+    index += 1;
+  }
+  for (const call of completion.toolCalls) {
+    events.push(event("content_block_start", { index, content_block: { type: "tool_use", id: call.id, name: call.name, input: {} } }));
+    for (const piece of splitInto(call.arguments, 3)) events.push(event("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: piece } }));
+    events.push(event("content_block_stop", { index }));
+    index += 1;
+  }
+  events.push(event("message_delta", { delta: { stop_reason: completion.toolCalls.length > 0 ? "tool_use" : "end_turn", stop_sequence: null }, usage: { output_tokens: usage.completion_tokens } }));
+  events.push(event("message_stop", {}));
+  return events;
+}
+
+/** Google's streamGenerateContent (`alt=sse`): `data:` chunks of candidates; a function call comes whole. */
+function geminiChunks(completion: Completion): string[] {
+  const chunk = (parts: object[], last: boolean) =>
+    `data: ${JSON.stringify({
+      candidates: [{ content: { role: "model", parts }, index: 0, ...(last && { finishReason: "STOP" }) }],
+      ...(last && completion.usage && { usageMetadata: { promptTokenCount: completion.usage.prompt_tokens, candidatesTokenCount: completion.usage.completion_tokens, totalTokenCount: completion.usage.prompt_tokens + completion.usage.completion_tokens } }),
+      modelVersion: completion.model,
+    })}\r\n\r\n`;
+  const pieces: object[][] = splitInto(completion.text, 4).map((text) => [{ text }]);
+  if (completion.toolCalls.length > 0) pieces.push(completion.toolCalls.map((call) => ({ functionCall: { name: call.name, args: JSON.parse(call.arguments) as unknown } })));
+  if (pieces.length === 0) pieces.push([{ text: "" }]);
+  return pieces.map((parts, i) => chunk(parts, i === pieces.length - 1));
+}
+
+/** Writes pre-formatted SSE events, with the behaviour's pauses and mid-stream drop. */
+async function streamEvents(res: ServerResponse, events: string[], behaviour: MockBehaviour, closed: Promise<void>, end: string): Promise<void> {
+  res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...behaviour.headers });
+  for (const [index, text] of events.entries()) {
     if (behaviour.chunkDelayMs && (await waitOrClose(behaviour.chunkDelayMs, closed)) === "closed") return;
-    res.write(`data: ${JSON.stringify(chunk)}\n\n`);
+    res.write(text);
     if (behaviour.dropMidStream && index === 1) {
       // Let the written chunks reach the client before the connection breaks.
       await new Promise((resolve) => setTimeout(resolve, 20));
@@ -245,7 +299,12 @@ async function streamCompletion(
       return;
     }
   }
-  res.end("data: [DONE]\n\n");
+  res.end(end);
+}
+
+function streamCompletion(res: ServerResponse, completion: Completion, behaviour: MockBehaviour, body: any, closed: Promise<void>): Promise<void> {
+  const chunks = completionChunks(completion, body?.stream_options?.include_usage === true);
+  return streamEvents(res, chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`), behaviour, closed, "data: [DONE]\n\n");
 }
 
 /** Splits text into `parts` pieces (fewer for short text) that join back to it. */

@@ -1,0 +1,43 @@
+import type { HttpFailure } from "./retry.js";
+import type { ModelSpec, ProviderEndpoint } from "./spec.js";
+import { createStreamingModel, type NetworkModelOptions, type StreamingChat } from "./streaming-chat.js";
+import type { ChatModel } from "./types.js";
+
+type GoogleModule = typeof import("@langchain/google-genai");
+let googleModule: Promise<GoogleModule> | undefined;
+
+/** A Gemini model of Google's Generative Language API (`google:<model>`, or `gemini:`), through @langchain/google-genai. */
+export function createGoogleModel(spec: ModelSpec, endpoint: ProviderEndpoint, options: NetworkModelOptions = {}): ChatModel {
+  return createStreamingModel(
+    {
+      async chat(): Promise<StreamingChat> {
+        const { ChatGoogleGenerativeAI } = await (googleModule ??= import("@langchain/google-genai"));
+        return new ChatGoogleGenerativeAI({
+          model: spec.model,
+          apiKey: endpoint.apiKey,
+          baseUrl: endpoint.baseURL,
+          // withRetries is the only retry layer.
+          maxRetries: 0,
+          streamUsage: true,
+        }) as unknown as StreamingChat;
+      },
+      httpFailure: googleHttpFailure,
+    },
+    spec,
+    endpoint,
+    options,
+  );
+}
+
+/**
+ * An HTTP answer as @google/generative-ai reports it (GoogleGenerativeAIFetchError): `status`,
+ * and a message `[GoogleGenerativeAI Error]: Error fetching from <url>: [429 Too Many Requests] <the server's message>`.
+ * The SDK keeps no response headers, so a server's wait is not known: backoff decides.
+ */
+function googleHttpFailure(error: unknown): HttpFailure | undefined {
+  const failed = error as { status?: unknown; message?: unknown };
+  if (typeof failed?.status !== "number") return undefined;
+  const text = typeof failed.message === "string" ? failed.message : "";
+  const serverMessage = /\] (?!.*\] )(.*)$/s.exec(text)?.[1]?.trim();
+  return { status: failed.status, ...(serverMessage ? { serverMessage } : {}) };
+}

@@ -1,0 +1,60 @@
+/**
+ * `loopgraph run coder` with anthropic: and google: models against local servers speaking each
+ * provider's wire protocol: a Coder turn with a streamed tool call that runs, retried failures,
+ * and a 401 that stops the run at once naming the variable to set (real CLI processes).
+ */
+import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { cleanEnv, parseEvents, runCli } from "./helpers/cli.js";
+import { startMockModelServer } from "./helpers/mock-openai.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
+
+const PROVIDERS = [
+  { provider: "anthropic", protocol: "anthropic", model: "claude-sonnet-4-5", keyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL" },
+  { provider: "google", protocol: "gemini", model: "gemini-2.5-flash", keyEnv: "GOOGLE_API_KEY", baseEnv: "GOOGLE_BASE_URL" },
+] as const;
+
+describe.each(PROVIDERS)("loopgraph run coder --model $provider:…", ({ provider, protocol, model, keyEnv, baseEnv }) => {
+  it("completes a Coder turn with a streamed tool call, after a 429 and a 500; the key is written nowhere", async () => {
+    const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
+    const server = await startMockModelServer(protocol);
+    onCleanup(() => server.close());
+    server.enqueue(
+      { status: 429, headers: { "retry-after": "0.05" } },
+      { text: "Writing the file.", toolCalls: [{ id: "toolu_1", name: "write_file", args: { path: "hello.txt", contents: `hello from ${provider}\n` } }] },
+      { status: 500 },
+      { text: "Done: hello.txt is written." },
+    );
+    const secret = `key-${provider}-SECRET-91c3`;
+    const result = await runCli(
+      ["run", "coder", "--task", "write hello.txt", "--workspace", ws.dir, "--db", ws.db, "--model", `${provider}:${model}`, "--approval", "auto", "--json"],
+      { env: cleanEnv({ [keyEnv]: secret, [baseEnv]: server.url }) },
+    );
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "hello.txt"), "utf8")).toBe(`hello from ${provider}\n`);
+    const events = parseEvents(result.stdout);
+    expect(events.filter((event) => event.type === "retry")).toHaveLength(2);
+    expect(events.find((event) => event.type === "tool_call")).toMatchObject({ name: "write_file" });
+    expect(events.at(-1)).toMatchObject({ type: "run_finished", outcome: "finished", exitCode: 0 });
+    expect(server.requests).toHaveLength(4);
+    // The tool result went back to the model in the provider's own form.
+    expect(JSON.stringify(server.requests[3]!.body)).toMatch(protocol === "anthropic" ? /"tool_result"/ : /"functionResponse"/);
+    for (const file of readdirSync(join(ws.db, ".."))) {
+      if (existsSync(join(ws.db, "..", file)) && !file.startsWith("repo")) expect(readFileSync(join(ws.db, "..", file)).includes(secret), file).toBe(false);
+    }
+  });
+
+  it("stops at once on 401, exit 1, the reason naming the variable to set", async () => {
+    const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
+    const server = await startMockModelServer(protocol);
+    onCleanup(() => server.close());
+    server.enqueue({ status: 401, error: { message: "invalid key", type: "authentication_error", code: "UNAUTHENTICATED" } }, { text: "never" });
+    const result = await runCli(["run", "coder", "--task", "write hello.txt", "--workspace", ws.dir, "--db", ws.db, "--model", `${provider}:${model}`], {
+      env: cleanEnv({ [keyEnv]: "wrong", [baseEnv]: server.url }),
+    });
+    expect(result.code).toBe(1);
+    expect(result.stderr.trim().split("\n").at(-1)).toMatch(new RegExp(`^✖ failed .*authentication failed at .*\\(401.*\\): check ${keyEnv}$`));
+    expect(server.requests).toHaveLength(1);
+  });
+});
