@@ -3,11 +3,11 @@
  * provider's wire protocol: a Coder turn with a streamed tool call that runs, retried failures,
  * and a 401 that stops the run at once naming the variable to set (real CLI processes).
  */
-import { existsSync, readFileSync, readdirSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, parseEvents, runCli } from "./helpers/cli.js";
-import { startMockModelServer } from "./helpers/mock-openai.js";
+import { startMockModelServer, startMockOpenAI } from "./helpers/mock-openai.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 const PROVIDERS = [
@@ -56,5 +56,32 @@ describe.each(PROVIDERS)("loopgraph run coder --model $provider:…", ({ provide
     expect(result.code).toBe(1);
     expect(result.stderr.trim().split("\n").at(-1)).toMatch(new RegExp(`^✖ failed .*authentication failed at .*\\(401.*\\): check ${keyEnv}$`));
     expect(server.requests).toHaveLength(1);
+  });
+});
+
+describe("a provider of the user's own (config.yaml providers:)", () => {
+  it("runs a Coder turn on its OpenAI-compatible endpoint with its key variable and default model, chosen by name alone", async () => {
+    const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
+    const server = await startMockOpenAI();
+    onCleanup(() => server.close());
+    const configHome = join(ws.root, "config");
+    mkdirSync(join(configHome, "loopgraph"), { recursive: true });
+    writeFileSync(
+      join(configHome, "loopgraph", "config.yaml"),
+      `providers:\n  inhouse: { base_url: "${server.url}", api_key_env: INHOUSE_API_KEY, default_model: coder-7b }\nmodel: inhouse\n`,
+    );
+    server.enqueue({ toolCalls: [{ name: "write_file", args: { path: "a.txt", contents: "a\n" } }] }, { text: "Done." });
+    const result = await runCli(["run", "coder", "--task", "write a.txt", "--workspace", ws.dir, "--db", ws.db, "--approval", "auto"], {
+      env: cleanEnv({ XDG_CONFIG_HOME: configHome, INHOUSE_API_KEY: "ih-key-123456" }),
+    });
+    expect(result.code, result.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("a\n");
+    expect(server.requests.map((request) => [request.body.model, request.headers.authorization])).toEqual([
+      ["coder-7b", "Bearer ih-key-123456"],
+      ["coder-7b", "Bearer ih-key-123456"],
+    ]);
+    const missing = await runCli(["run", "coder", "--task", "x", "--workspace", ws.dir, "--db", ws.db], { env: cleanEnv({ XDG_CONFIG_HOME: configHome }) });
+    expect(missing.code).toBe(2);
+    expect(missing.stderr).toContain("INHOUSE_API_KEY is not set: export INHOUSE_API_KEY=<your key> to use inhouse:coder-7b");
   });
 });

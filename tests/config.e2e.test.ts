@@ -72,9 +72,10 @@ describe("configuration files", () => {
       { name: "approval", value: "auto", source: "user", from: join(root, "config", "loopgraph", "config.yaml") },
       { name: "model_timeout", value: "45 s", source: "project", from: join(project, "loopgraph.yaml") },
       { name: "store", value: join(project, ".loopgraph", "loopgraph.db"), source: "default" },
+      { name: "providers", source: "the built-in ones only" },
     ]);
     const overridden = JSON.parse((await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout) as typeof shown;
-    expect(overridden.settings.map((setting) => setting.source)).toEqual(["project", "environment", "project", "flag"]);
+    expect(overridden.settings.map((setting) => setting.source)).toEqual(["project", "environment", "project", "flag", "the built-in ones only"]);
     const asked = await runCli(["run", "starter", "--task", "check", "--thread", "c2", "--approval", "ask", "--json"], sub);
     expect(asked.code).toBe(0);
     expect((JSON.parse((await runCli(["inspect", "c2", "--json"], sub)).stdout) as typeof inspected).thread.approval).toBe("ask");

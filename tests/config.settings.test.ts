@@ -86,3 +86,21 @@ describe("the settings that apply", () => {
     expect(filled).toMatchObject({ LOOPGRAPH_MODEL: "openai:gpt-4o", LOOPGRAPH_APPROVAL: "auto", LOOPGRAPH_MODEL_TIMEOUT: "9", LOOPGRAPH_DB: "/srv/runs.db" });
   });
 });
+
+describe("the user's own providers", () => {
+  it("are OpenAI-compatible endpoints of the user's file only, named apart from the built-in ones, with a credential-like key variable; a model may name one", () => {
+    const { root } = tempWorkspace();
+    const path = file(root, "config.yaml", "model: local\nproviders:\n  local: { base_url: 'http://127.0.0.1:8000/v1', api_key_env: LOCAL_API_KEY, default_model: m1 }\n");
+    expect(JSON.parse(readConfigFile(path, "user", {})!.values.providers!)).toEqual({ local: { baseURL: "http://127.0.0.1:8000/v1", apiKeyEnv: "LOCAL_API_KEY", defaultModel: "m1" } });
+    const bad = file(root, "bad.yaml", "providers:\n  openai: { base_url: 'http://x/v1' }\n  mine: { base_url: ftp://x, api_key_env: HOME, extra: 1 }\n");
+    expect(errorOf(() => readConfigFile(bad, "user", {})).split("\n")).toEqual([
+      `${bad}:2:3: providers: "openai" is a built-in provider: give yours another name`,
+      `${bad}:3:21: providers.mine.base_url: base_url must be the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1`,
+      `${bad}:3:43: providers.mine.api_key_env: api_key_env must name an environment variable that looks like a credential (e.g. MYLLM_API_KEY), so loopgraph keeps it from the agent and out of everything it writes`,
+      `${bad}:3:49: providers.mine: unknown key "extra": a provider has base_url, api_key_env, default_model`,
+    ]);
+    const project = file(root, "p/loopgraph.yaml", "providers:\n  local: { base_url: 'http://127.0.0.1:8000/v1' }\n");
+    expect(errorOf(() => readConfigFile(project, "project", {}))).toMatch(/loopgraph\.yaml:2:3: providers: a project's loopgraph.yaml cannot define providers/);
+    expect(errorOf(() => readConfigFile(file(root, "m.yaml", "model: local:x\n"), "user", {}))).toMatch(/unknown model provider "local"/);
+  });
+});

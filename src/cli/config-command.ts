@@ -46,5 +46,6 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show("approval", effectiveSetting(config, env, "approval"), String, { value: "ask", source: "default" }),
     show("model_timeout", effectiveSetting(config, env, "modelTimeoutMs"), (ms) => `${Number(ms) / 1000} s`, { value: "120 s", source: "default" }),
     show("store", effectiveSetting(config, env, "store", db), (store) => withoutPassword(String(store)), { value: join(config.root, STATE_DIR, "loopgraph.db"), source: "default" }),
+    show("providers", effectiveSetting(config, env, "providers"), (json) => Object.keys(JSON.parse(String(json)) as object).join(", "), { source: "the built-in ones only" }),
   ];
 }

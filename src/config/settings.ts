@@ -19,7 +19,7 @@
 import { homedir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
 import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
-import { parseModelSpec } from "../models/spec.js";
+import { parseModelSpec, PROVIDERS, USER_PROVIDERS_VARIABLE } from "../models/spec.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { PROJECT_CONFIG, projectRoot } from "../project.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
@@ -32,6 +32,8 @@ export interface ConfigValues {
   modelTimeoutMs?: number;
   /** A SQLite file's absolute path, or a postgres:// URL. */
   store?: string;
+  /** The user's own OpenAI-compatible providers (their config file only), as the models read them (JSON of name → UserProvider). */
+  providers?: string;
 }
 
 export interface ConfigFile {
@@ -40,17 +42,25 @@ export interface ConfigFile {
   values: ConfigValues;
 }
 
-const CONFIG_KEYS = ["model", "approval", "model_timeout", "store"];
+const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers"];
+const PROVIDER_KEYS = ["base_url", "api_key_env", "default_model"];
+const PROVIDER_NAME = /^[a-z][a-z0-9_]{0,31}$/;
+/** A variable named like a credential: loopgraph then keeps it from the agent and out of everything written (see redact.ts). */
+const CREDENTIAL_NAME = /^[A-Z_][A-Z0-9_]*$/;
+const LOOKS_SECRET = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL/i;
 const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
 const POSTGRES_URL = /^postgres(ql)?:\/\//i;
 
 /** The file's data, checked by hand (a schema library would load with every command): its settings as written, or every problem. */
-function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string): SettingsCheck<RawConfig> {
+function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: NodeJS.ProcessEnv): SettingsCheck<RawConfig> {
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
     return { problems: [{ path: [], at: "value", message: "a config file must be a mapping of settings, e.g. model: openai:gpt-4o-mini" }] };
   }
   const problems: Problem[] = [];
   const raw = data as Record<string, unknown>;
+  // A model of a provider this file defines is checked against it.
+  const providerProblems = raw.providers === undefined || kind === "project" ? [] : checkProviders(raw.providers);
+  const modelEnv = raw.providers !== undefined && kind === "user" && providerProblems.length === 0 ? { ...env, [USER_PROVIDERS_VARIABLE]: providersJson(raw.providers as RawConfig["providers"] & object) } : env;
   const approvals: readonly string[] = kind === "project" ? ["ask", "deny"] : APPROVAL_MODES;
   for (const [key, value] of Object.entries(raw)) {
     const bad = (message: string) => problems.push({ path: [key], at: "value", message });
@@ -59,7 +69,7 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string): Sett
         if (typeof value !== "string") bad("model must be provider:model, e.g. openai:gpt-4o-mini");
         else {
           try {
-            parseModelSpec(value);
+            parseModelSpec(value, modelEnv);
           } catch (error) {
             bad((error as Error).message);
           }
@@ -81,11 +91,59 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string): Sett
           bad(`a project's ${PROJECT_CONFIG} keeps the store inside the project: set a shared store in your user config or LOOPGRAPH_DB`);
         }
         break;
+      case "providers":
+        if (kind === "project") bad(`a project's ${PROJECT_CONFIG} cannot define providers (a planted one could send your keys elsewhere): define them in your user config`);
+        else problems.push(...providerProblems);
+        break;
       default:
         problems.push(unknownKeyProblem([], key, CONFIG_KEYS, `unknown key "${key}": a config file has ${CONFIG_KEYS.join(", ")}`));
     }
   }
   return problems.length > 0 ? { problems } : { value: raw as RawConfig };
+}
+
+/** The user's own OpenAI-compatible providers: `name: { base_url, api_key_env?, default_model? }`. */
+function checkProviders(value: unknown): Problem[] {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) {
+    return [{ path: ["providers"], at: "value", message: "providers must be a mapping of names to { base_url, api_key_env, default_model }" }];
+  }
+  const problems: Problem[] = [];
+  for (const [name, provider] of Object.entries(value as Record<string, unknown>)) {
+    const at = ["providers", name];
+    if (!PROVIDER_NAME.test(name)) problems.push({ path: at, at: "key", message: `provider name "${name}" must be lower-case letters, digits and _ (it is written before the colon: ${name}:<model>)` });
+    else if ((PROVIDERS as readonly string[]).includes(name) || name === "gemini") problems.push({ path: at, at: "key", message: `"${name}" is a built-in provider: give yours another name` });
+    if (provider === null || typeof provider !== "object" || Array.isArray(provider)) {
+      problems.push({ path: at, at: "value", message: "a provider is a mapping: { base_url, api_key_env, default_model }" });
+      continue;
+    }
+    const fields = provider as Record<string, unknown>;
+    for (const [key, field] of Object.entries(fields)) {
+      const bad = (message: string) => problems.push({ path: [...at, key], at: "value", message });
+      if (key === "base_url") {
+        if (typeof field !== "string" || !/^https?:\/\/[^\s]+$/.test(field)) bad("base_url must be the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1");
+      } else if (key === "api_key_env") {
+        if (typeof field !== "string" || !CREDENTIAL_NAME.test(field) || !LOOKS_SECRET.test(field)) {
+          bad("api_key_env must name an environment variable that looks like a credential (e.g. MYLLM_API_KEY), so loopgraph keeps it from the agent and out of everything it writes");
+        }
+      } else if (key === "default_model") {
+        if (typeof field !== "string" || field.trim() === "") bad("default_model must be a model name");
+      } else problems.push(unknownKeyProblem(at, key, PROVIDER_KEYS, `unknown key "${key}": a provider has ${PROVIDER_KEYS.join(", ")}`));
+    }
+    if (fields.base_url === undefined) problems.push({ path: at, at: "value", message: 'missing "base_url"' });
+  }
+  return problems;
+}
+
+/** The providers as the models read them (see userProviders). */
+function providersJson(providers: NonNullable<RawConfig["providers"]>): string {
+  return JSON.stringify(
+    Object.fromEntries(
+      Object.entries(providers).map(([name, provider]) => [
+        name,
+        { baseURL: provider.base_url, ...(provider.api_key_env && { apiKeyEnv: provider.api_key_env }), ...(provider.default_model && { defaultModel: provider.default_model }) },
+      ]),
+    ),
+  );
 }
 
 /** A config file's settings as written (checked). */
@@ -94,6 +152,7 @@ interface RawConfig {
   approval?: ApprovalMode;
   model_timeout?: number | string;
   store?: string;
+  providers?: Record<string, { base_url: string; api_key_env?: string; default_model?: string }>;
 }
 
 /** The user's configuration file's path. */
@@ -107,15 +166,16 @@ export function configHome(env: NodeJS.ProcessEnv): string {
 }
 
 /** A configuration file, checked (ConfigError with `file:line:col` for each problem); undefined when there is none. */
-export function readConfigFile(path: string, kind: ConfigFile["kind"]): ConfigFile | undefined {
+export function readConfigFile(path: string, kind: ConfigFile["kind"], env: NodeJS.ProcessEnv = process.env): ConfigFile | undefined {
   const text = readSettingsText(path, "config file");
   if (text === undefined) return undefined;
-  const data = parseYamlChecked(text, path, (parsed) => checkConfig(parsed, kind, dirname(path)));
+  const data = parseYamlChecked(text, path, (parsed) => checkConfig(parsed, kind, dirname(path), env));
   const values: ConfigValues = {};
   // A script's path in the file is taken from the file's folder, as a store's path is.
   if (data.model !== undefined) values.model = data.model.replace(/^scripted:(?!\/)(.+)$/, (_, script: string) => `scripted:${resolve(dirname(path), script.trim())}`);
   if (data.approval !== undefined) values.approval = data.approval;
   if (data.model_timeout !== undefined) values.modelTimeoutMs = parseModelTimeoutSeconds(String(data.model_timeout));
+  if (data.providers !== undefined) values.providers = providersJson(data.providers);
   if (data.store !== undefined) values.store = POSTGRES_URL.test(data.store) ? data.store : resolve(dirname(path), data.store);
 
   return { kind, path, values };
@@ -134,8 +194,10 @@ export function loadConfig(cwd: string, env: NodeJS.ProcessEnv): LoadedConfig {
   const root = projectRoot(cwd);
   const userPath = userConfigPath(env);
   const projectPath = join(root, PROJECT_CONFIG);
-  const user = readConfigFile(userPath, "user");
-  const project = readConfigFile(projectPath, "project");
+  const user = readConfigFile(userPath, "user", env);
+  // The project's model may name one of the user's own providers.
+  const providers = env[USER_PROVIDERS_VARIABLE] ?? user?.values.providers;
+  const project = readConfigFile(projectPath, "project", providers === undefined ? env : { ...env, [USER_PROVIDERS_VARIABLE]: providers });
   return { root, userPath, projectPath, ...(user && { user }), ...(project && { project }) };
 }
 
@@ -152,7 +214,13 @@ export interface EffectiveSetting<T> {
 }
 
 /** The variable of each setting: the environment sets it above the files, and carries the files' value to where it is read. */
-const ENVIRONMENT: Record<SettingName, string> = { model: "LOOPGRAPH_MODEL", approval: "LOOPGRAPH_APPROVAL", modelTimeoutMs: "LOOPGRAPH_MODEL_TIMEOUT", store: "LOOPGRAPH_DB" };
+const ENVIRONMENT: Record<SettingName, string> = {
+  model: "LOOPGRAPH_MODEL",
+  approval: "LOOPGRAPH_APPROVAL",
+  modelTimeoutMs: "LOOPGRAPH_MODEL_TIMEOUT",
+  store: "LOOPGRAPH_DB",
+  providers: USER_PROVIDERS_VARIABLE,
+};
 
 /**
  * A setting as it applies: the flag's value if given, else the environment's variable, else the

@@ -22,7 +22,7 @@ export interface CreateModelOptions {
  * or an invalid script file; makes no network request.
  */
 export function createModel(spec: string, opts: CreateModelOptions): ChatModel {
-  const parsed = parseModelSpec(spec);
+  const parsed = parseModelSpec(spec, opts.env ?? process.env);
   if (parsed.provider === "scripted") return loadScriptedModel(parsed.model, opts.cwd);
   const endpoint = resolveProviderEndpoint(parsed, opts.env ?? process.env);
   const create = parsed.provider === "anthropic" ? createAnthropicModel : parsed.provider === "google" ? createGoogleModel : createOpenAIModel;

@@ -36,19 +36,42 @@ export interface ModelSpec {
   model: string;
 }
 
-/** Parses `provider:model`; throws a one-line ConfigError naming the valid providers. */
-export function parseModelSpec(spec: string): ModelSpec {
+/** An OpenAI-compatible provider the user defined (`providers:` in their config file). */
+export interface UserProvider extends ProviderPreset {
+  /** The model of `<name>` alone (or `<name>:`). */
+  defaultModel?: string;
+}
+
+/** The variable that carries the user's providers (JSON, name → UserProvider) from their config file to every layer. */
+export const USER_PROVIDERS_VARIABLE = "LOOPGRAPH_PROVIDERS";
+
+/** The providers the user defined; a value that is not their JSON is a ConfigError. */
+export function userProviders(env: NodeJS.ProcessEnv = process.env): Record<string, UserProvider> {
+  const text = env[USER_PROVIDERS_VARIABLE]?.trim();
+  if (!text) return {};
+  try {
+    const parsed = JSON.parse(text) as unknown;
+    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, UserProvider>;
+  } catch {
+    // reported below
+  }
+  throw new ConfigError(`${USER_PROVIDERS_VARIABLE} is not the JSON of providers: define providers in your config file instead`);
+}
+
+/** Parses `provider:model` (or a user provider's name alone, for its default model); throws a one-line ConfigError naming the valid providers. */
+export function parseModelSpec(spec: string, env: NodeJS.ProcessEnv = process.env): ModelSpec {
   const colon = spec.indexOf(":");
-  const named = colon > 0 ? spec.slice(0, colon) : "";
+  const users = userProviders(env);
+  const named = colon > 0 ? spec.slice(0, colon) : colon < 0 && users[spec.trim()] ? spec.trim() : "";
   const provider = PROVIDER_ALIASES[named] ?? named;
-  const model = colon > 0 ? spec.slice(colon + 1).trim() : "";
+  const model = (colon > 0 ? spec.slice(colon + 1).trim() : "") || (users[provider]?.defaultModel ?? "");
   if (!provider || !model) {
     throw new ConfigError(
       `invalid model "${spec}": use provider:model, e.g. openai:gpt-4o-mini or scripted:examples/demo.script.yaml`,
     );
   }
-  if (!(PROVIDERS as readonly string[]).includes(provider)) {
-    throw new ConfigError(`unknown model provider "${named}" in "${spec}": use one of ${PROVIDERS.join(", ")}`);
+  if (!(PROVIDERS as readonly string[]).includes(provider) && !users[provider]) {
+    throw new ConfigError(`unknown model provider "${named}" in "${spec}": use one of ${[...PROVIDERS, ...Object.keys(users)].join(", ")}`);
   }
   return { provider, model };
 }
@@ -79,7 +102,7 @@ export const OFFLINE_MODEL_HINT = "--model scripted:examples/example-review.scri
  * A missing key is a one-line ConfigError naming the variable to set.
  */
 export function resolveProviderEndpoint(spec: ModelSpec, env: NodeJS.ProcessEnv): ProviderEndpoint {
-  const preset = spec.provider === "openai" ? OPENAI_ENDPOINT : (NATIVE_PROVIDERS[spec.provider] ?? PROVIDER_PRESETS[spec.provider]);
+  const preset = spec.provider === "openai" ? OPENAI_ENDPOINT : (NATIVE_PROVIDERS[spec.provider] ?? PROVIDER_PRESETS[spec.provider] ?? userProviders(env)[spec.provider]);
   if (!preset) throw new ConfigError(`"${spec.provider}" is not a network model provider`);
   const baseURL = env[`${spec.provider.toUpperCase()}_BASE_URL`]?.trim() || preset.baseURL;
   if (!preset.apiKeyEnv) return { baseURL, apiKey: UNUSED_API_KEY };
