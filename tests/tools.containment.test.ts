@@ -4,7 +4,7 @@
  * outside), and the project rules files pass the same checks before they reach the model.
  */
 import { execFileSync } from "node:child_process";
-import { linkSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { coderSystemPrompt, readRulesFiles, RULES_FILE_MAX_BYTES } from "../src/nodes/coder/system-prompt.js";
@@ -118,6 +118,32 @@ describe("project rules files", () => {
     linkSync(join(ws.outside, "secret.txt"), join(ws.root, ".cursorrules"));
     symlinkSync("docs/rules.md", join(ws.root, "CLAUDE.md"));
     expect(readRulesFiles(ws.root)).toEqual([{ file: "CLAUDE.md", text: "Use tabs." }]);
+  });
+
+  it("GEMINI.md at the root, AGENTS.md in folders (for the files below them, nearest wins) and the user's own; the prompt names each file loaded", () => {
+    const ws = makeWorkspace({
+      "AGENTS.md": "Root rule.\n",
+      "GEMINI.md": "Gemini rule.\n",
+      "packages/api/AGENTS.md": "API rule.\n",
+      "packages/api/src/AGENTS.md": "API source rule.\n",
+      "node_modules/dep/AGENTS.md": "Never me.\n",
+      ".hidden/AGENTS.md": "Nor me.\n",
+      "a/b/c/d/e/AGENTS.md": "Too deep.\n",
+    });
+    symlinkSync(join(ws.outside, "secret.txt"), join(ws.root, "packages", "AGENTS.md"));
+    const configHome = join(ws.outside, "config");
+    mkdirSync(join(configHome, "loopgraph"), { recursive: true });
+    writeFileSync(join(configHome, "loopgraph", "AGENTS.md"), "My own rule.\n");
+    const prompt = coderSystemPrompt("You are the Coder.", ws.root, { XDG_CONFIG_HOME: configHome });
+    const order = ["My own rule.", "Root rule.", "Gemini rule.", "API rule.", "API source rule."].map((text) => prompt.indexOf(text));
+    expect(order.every((at, i) => at > 0 && (i === 0 || at > order[i - 1]!))).toBe(true);
+    expect(prompt).toContain("## Rules for the files under packages/api/ (from packages/api/AGENTS.md)");
+    expect(prompt).toContain("the AGENTS.md nearest to the file you change wins");
+    expect(prompt).not.toMatch(/Never me|Nor me|Too deep|top secret/);
+    expect(prompt.trimEnd().split("\n").at(-1)).toBe(
+      `Rules files loaded: ${join(configHome, "loopgraph", "AGENTS.md")}, AGENTS.md, GEMINI.md, packages/api/AGENTS.md, packages/api/src/AGENTS.md.`,
+    );
+    expect(coderSystemPrompt("You are the Coder.", makeWorkspace().root, {})).not.toContain("Rules files loaded");
   });
 
   it("a long rules file is cut at the cap, and says so", () => {
