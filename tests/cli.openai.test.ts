@@ -32,6 +32,9 @@ describe("loopgraph run against an OpenAI-compatible server on 127.0.0.1", () =>
     const result = await run("oa1");
     expect(result.code, result.stderr).toBe(0);
     const events = parseEvents(result.stdout);
+    // Every line: the format's version and an ISO time, in order.
+    expect(events.every((e) => e.version === 1 && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z$/.test(String(e.ts)))).toBe(true);
+    expect(events.map((e) => String(e.ts))).toEqual(events.map((e) => String(e.ts)).toSorted());
     expect(events.filter((e) => e.type === "retry")).toHaveLength(2);
     expect(events.filter((e) => e.type === "message" && e.delta).length).toBeGreaterThan(1);
     const critique = events.find((e) => e.type === "node_finished" && e.node === "critique");

@@ -5,9 +5,17 @@ import type { TokenUsage } from "../state/graph-state.js";
 import { approvalSummary } from "./approval-prompt.js";
 import { printable, printableJson } from "./terminal-text.js";
 
-/** `--json`: one JSON object per line on stdout. */
+/** The version of the `--json` event format (docs/events.md): raised when a field changes meaning or goes away. */
+export const EVENTS_VERSION = 1;
+
+/** One `--json` line of an event (without its newline): the format's version, when it happened, then the event. */
+export function eventLine(event: { type: string }): string {
+  return printableJson(JSON.stringify({ version: EVENTS_VERSION, ts: new Date().toISOString(), ...event }));
+}
+
+/** `--json`: one JSON object per line on stdout (see eventLine). */
 export function jsonRenderer(out: NodeJS.WritableStream = process.stdout): EventSink {
-  return (event) => out.write(`${printableJson(JSON.stringify(event))}\n`);
+  return (event) => out.write(`${eventLine(event)}\n`);
 }
 
 const describeRerun = ({ node, effects }: RerunNode): string => (effects.length > 0 ? `${node} (${effects.join(", ")})` : node);

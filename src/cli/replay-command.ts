@@ -2,7 +2,7 @@ import pc from "picocolors";
 import { ConfigError } from "../errors.js";
 import { describeEnding } from "../replay/compare.js";
 import { replayRecorded, type RecordedReplayResult, type ReplayStart } from "../replay/recorded.js";
-import { humanRenderer, jsonRenderer } from "./render.js";
+import { eventLine, humanRenderer, jsonRenderer } from "./render.js";
 import { forkOrVerifyCommand, type ReplayCommandOptions as ForkOrVerifyOptions } from "./replay-fork-command.js";
 import { dbFlag, drainOnInterrupt } from "./run-commands.js";
 
@@ -47,9 +47,9 @@ export async function recordedReplayCommand(threadId: string, options: ReplayCom
       db: options.db,
       onEvent: sink,
       control,
-      onStart: (start) => (json ? out(JSON.stringify({ type: "replay_started", ...start })) : out(describeStart(start))),
+      onStart: (start) => (json ? out(eventLine({ type: "replay_started", ...start })) : out(describeStart(start))),
     });
-    if (json) out(JSON.stringify({ type: "replay_result", ...result }));
+    if (json) out(eventLine({ type: "replay_result", ...result }));
     else printSummary(result, options.db);
     return result.exitCode;
   } finally {
