@@ -113,6 +113,24 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     expect((await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined))).toEqual(["one", "two"]);
   });
 
+  it("a thread is deleted with all its rows in one transaction, unless a live process runs it", async () => {
+    const url = newDatabase();
+    const store = await storeOn(url);
+    for (const id of ["gone", "kept"]) {
+      await store.threads.create({ threadId: id, ...NEW_THREAD });
+      await store.threads.markEnded(id, "finished");
+      await store.inbox.post(id, "stop", { command: "stop" });
+    }
+    const holder = spawn("sleep", ["300"], { stdio: "ignore" });
+    onCleanup(() => void holder.kill("SIGKILL"));
+    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 'kept'`, [holder.pid, processStart(holder.pid!)]);
+    expect(await store.threads.delete("kept")).toMatchObject({ deleted: false, holder: { pid: holder.pid } });
+    expect(await store.threads.delete("gone")).toMatchObject({ deleted: true, record: { threadId: "gone" } });
+    expect(await store.threads.delete("gone")).toBeUndefined();
+    expect(await queryRows(url, "SELECT thread_id FROM loopgraph_inbox ORDER BY thread_id")).toEqual([{ thread_id: "kept" }]);
+    expect((await store.threads.list()).map((thread) => thread.threadId)).toEqual(["kept"]);
+  });
+
   it("the snapshot log numbers steps in order, also when two open at once", async () => {
     const store = await storeOn(newDatabase());
     const step = (toolCallId: string) => ({ threadId: "t", checkpoint: { ns: "coder:a", id: "c1", map: { "": "r1", "coder:a": "c1" } }, node: "coder", tool: "shell", toolCallId, treeBefore: "tree0" });

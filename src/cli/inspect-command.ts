@@ -1,7 +1,7 @@
 import pc from "picocolors";
 import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
 import type { CheckpointSummary, StateChange, ThreadHistory } from "../engine/inspect.js";
-import { listThreads } from "../engine/thread-list.js";
+import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
 import { asSeen } from "../runs/thread-registry.js";
 import { printable, printableJson } from "./terminal-text.js";
 import type { RoundTokens } from "./render.js";
@@ -26,6 +26,14 @@ const isInternal = (change: StateChange): boolean => INTERNAL_CHANNELS.some((cha
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
 const printJson = (value: unknown): void => print(printableJson(JSON.stringify(value, null, 2)));
 export const clip = (text: string, max: number): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
+
+/** The thread list as `inspect` and `threads list` print it. */
+export function threadTable(threads: readonly ThreadSummary[]): string {
+  return table([
+    ["THREAD", "GRAPH", "STATUS", "CHECKPOINTS", "UPDATED", "TASK"],
+    ...threads.map((t) => [t.threadId, t.graphName, t.status, String(t.checkpoints), t.updatedAt, printable(clip(t.task, 50))]),
+  ]);
+}
 
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
@@ -145,13 +153,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     const threads = await listThreads(store);
     if (options.json) return printJson(threads), 0;
     if (threads.length === 0) return print("no threads yet: start one with `loopgraph run <graph>`"), 0;
-    print(
-      table([
-        ["THREAD", "GRAPH", "STATUS", "CHECKPOINTS", "UPDATED", "TASK"],
-        ...threads.map((t) => [t.threadId, t.graphName, t.status, String(t.checkpoints), t.updatedAt, printable(clip(t.task, 50))]),
-      ]),
-    );
-    return 0;
+    return print(threadTable(threads)), 0;
   }
   const { checkpointState, threadHistory } = await import("../engine/inspect.js");
   if (options.checkpoint) {

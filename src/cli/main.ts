@@ -204,6 +204,30 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("the offline demo: the Mediator hands a task to the Looper, two rounds of Coder → Review → Judge with the scripted model (no API key)")
     .action(async () => setExitCode(await (await commands.demo()).demoCommand(program.opts<{ db?: string }>())));
 
+  const threads = program.command("threads").description("list the store's threads by status and graph; delete or prune them");
+  threads
+    .command("list")
+    .description("the threads, newest first")
+    .option("--status <status>", "only threads of this status: running, queued, finished, paused, interrupted, failed, limited")
+    .option("--graph <name>", "only threads of this graph")
+    .option("--limit <n>", "at most this many", parsePositiveInt)
+    .option("--json", "print JSON")
+    .action(async (options) => setExitCode(await (await commands.thread()).threadsListCommand(withGlobals(options))));
+  threads
+    .command("delete <thread...>")
+    .description("delete threads with everything the store holds of them (checkpoints, inbox, recordings, snapshot log), their loop thread and their artifacts; never one a live process runs")
+    .option("--json", "print JSON")
+    .action(async (ids: string[], options) => setExitCode(await (await commands.thread()).threadsDeleteCommand(ids, withGlobals(options))));
+  threads
+    .command("prune")
+    .description("delete the threads not changed for a while (none a live process runs)")
+    .requiredOption("--older-than <age>", "e.g. 30d, 12h, 2w")
+    .option("--status <status>", "only threads of this status")
+    .option("--graph <name>", "only threads of this graph")
+    .option("--dry-run", "list what would be deleted, delete nothing")
+    .option("--json", "print JSON")
+    .action(async (options) => setExitCode(await (await commands.thread()).threadsPruneCommand(withGlobals(options))));
+
   const graphs = program.command("graphs").description("list, validate and draw graph files");
   graphs
     .command("list")

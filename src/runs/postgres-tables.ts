@@ -14,6 +14,8 @@ import { openParams, snapshotOf, type SnapshotRecord, type SnapshotRow, type Sna
 import {
   changedGroups,
   claimFrom,
+  isRunningElsewhere,
+  THREAD_DATA_TABLES,
   claimParams,
   endParams,
   fromRow,
@@ -197,6 +199,17 @@ export class PostgresThreadRegistry implements ThreadTable {
     });
     if (claim?.claimed) this.heartbeats.start(threadId);
     return claim;
+  }
+
+  async delete(threadId: string): Promise<{ deleted: true; record: ThreadRecord } | { deleted: false; holder: ThreadRecord } | undefined> {
+    return inTransaction(this.pool, async (client) => {
+      const row = (await client.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
+      if (!row) return undefined;
+      const record = fromRow(row);
+      if (isRunningElsewhere(record)) return { deleted: false as const, holder: record };
+      for (const table of THREAD_DATA_TABLES) await client.query(`DELETE FROM ${table} WHERE thread_id = $1`, [threadId]);
+      return { deleted: true as const, record };
+    });
   }
 
   markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Promise<Claim | undefined> {

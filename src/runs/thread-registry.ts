@@ -95,6 +95,19 @@ export type NewThread = Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash
  * the one-owner rule: a thread is run by one process at a time, which writes its heartbeat while
  * it runs it.
  */
+/** Every table holding rows of a thread (by its `thread_id`), the thread's own record last. */
+export const THREAD_DATA_TABLES = [
+  "loopgraph_checkpoints",
+  "loopgraph_checkpoint_blobs",
+  "loopgraph_checkpoint_items",
+  "loopgraph_checkpoint_writes",
+  "loopgraph_inbox",
+  "loopgraph_recordings",
+  "loopgraph_snapshots",
+  "loopgraph_repo_workspaces",
+  "loopgraph_threads",
+] as const;
+
 export interface ThreadTable {
   /**
    * Records a new thread, running in this process, in one transaction with the check that its id
@@ -124,6 +137,13 @@ export interface ThreadTable {
   get(threadId: string): Promise<ThreadRecord | undefined>;
   /** Every thread, newest first. */
   list(): Promise<ThreadRecord[]>;
+  /**
+   * Deletes the thread and everything the store holds of it (THREAD_DATA_TABLES: checkpoints,
+   * inbox, recordings, snapshot log, …), in one transaction with the check that no live process
+   * runs it: `deleted: false` with the record when one does (nothing is deleted), undefined when
+   * there is no such thread.
+   */
+  delete(threadId: string): Promise<{ deleted: true; record: ThreadRecord } | { deleted: false; holder: ThreadRecord } | undefined>;
   /** Stops this table's heartbeats (the store closes): the threads' owners then age on other hosts' clocks. */
   close(): void;
 }
@@ -290,6 +310,19 @@ export class ThreadRegistry implements ThreadTable {
 
   async list(): Promise<ThreadRecord[]> {
     return (this.listStatement.all() as ThreadRow[]).map(fromRow);
+  }
+
+  async delete(threadId: string): Promise<{ deleted: true; record: ThreadRecord } | { deleted: false; holder: ThreadRecord } | undefined> {
+    return this.db
+      .transaction(() => {
+        const record = this.read(threadId);
+        if (!record) return undefined;
+        if (isRunningElsewhere(record)) return { deleted: false as const, holder: record };
+        const existing = new Set((this.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((row) => row.name));
+        for (const table of THREAD_DATA_TABLES) if (existing.has(table)) this.db.prepare(`DELETE FROM ${table} WHERE thread_id = ?`).run(threadId);
+        return { deleted: true as const, record };
+      })
+      .immediate();
   }
 
   close(): void {

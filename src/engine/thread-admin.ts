@@ -1,0 +1,86 @@
+/**
+ * `loopgraph threads list | delete | prune`: the store's threads filtered, and deleted with
+ * everything the store holds of them (checkpoints, inbox, recordings, snapshot log) and their
+ * tool-output artifacts in the workspace. A thread a live process runs is never deleted.
+ */
+import { lstatSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { ConfigError } from "../errors.js";
+import { STATE_DIR } from "../project.js";
+import { withTables, type StoreOptions } from "../runs/database.js";
+import type { StoreTables } from "../runs/tables.js";
+import { ownerText, type ThreadRecord } from "../runs/thread-registry.js";
+import { listThreads, type ThreadSummary } from "./thread-list.js";
+
+export interface ThreadFilter {
+  status?: string;
+  graph?: string;
+  limit?: number;
+}
+
+/** The store's threads (newest first, as readers see them), filtered by status and graph name, at most `limit`. */
+export async function filteredThreads(filter: ThreadFilter, options: StoreOptions = {}): Promise<ThreadSummary[]> {
+  const threads = (await listThreads(options)).filter(
+    (thread) => (filter.status === undefined || thread.status === filter.status) && (filter.graph === undefined || thread.graphName === filter.graph),
+  );
+  return filter.limit === undefined ? threads : threads.slice(0, filter.limit);
+}
+
+export interface DeletedThread {
+  threadId: string;
+  /** The tool-output artifacts folder removed with it, if there was one. */
+  artifacts?: string;
+}
+
+/**
+ * Deletes threads, each with its linked loop thread (`<thread>.loop`, a chat's) if any. An unknown
+ * thread or one a live process runs is a ConfigError (exit 2) before anything is deleted.
+ */
+export async function deleteThreads(threadIds: readonly string[], options: StoreOptions = {}): Promise<DeletedThread[]> {
+  return withTables(options, "write", async (store) => {
+    for (const threadId of threadIds) {
+      if (!(await store.threads.get(threadId))) throw new ConfigError(`no thread "${threadId}" in ${store.path}: see loopgraph threads list`);
+    }
+    const deleted: DeletedThread[] = [];
+    for (const threadId of threadIds) {
+      for (const id of [threadId, `${threadId}.loop`]) {
+        if (deleted.some((done) => done.threadId === id)) continue;
+        const one = await deleteOne(store, id);
+        if (one) deleted.push(one);
+      }
+    }
+    return deleted;
+  });
+}
+
+async function deleteOne(store: StoreTables, threadId: string): Promise<DeletedThread | undefined> {
+  const result = await store.threads.delete(threadId);
+  if (!result) return undefined;
+  if (!result.deleted) throw new ConfigError(`thread "${threadId}" is running in ${ownerText(result.holder)}: stop it first (loopgraph stop ${threadId}), then delete it`);
+  const artifacts = artifactsOf(result.record);
+  return { threadId, ...(artifacts && { artifacts }) };
+}
+
+/** Removes the thread's artifacts folder in its workspace (a real folder only: a link is left alone); its path when one was removed. */
+function artifactsOf(record: ThreadRecord): string | undefined {
+  if (!record.workspace.startsWith("/")) return undefined;
+  const folder = join(record.workspace, STATE_DIR, "artifacts", record.threadId);
+  if (!lstatSync(folder, { throwIfNoEntry: false })?.isDirectory()) return undefined;
+  rmSync(folder, { recursive: true, force: true });
+  return folder;
+}
+
+const DURATION = /^(\d+)\s*(s|m|h|d|w)$/;
+const UNIT_MS: Record<string, number> = { s: 1_000, m: 60_000, h: 3_600_000, d: 86_400_000, w: 604_800_000 };
+
+/** `30d`, `12h`, `2w`… as milliseconds; undefined when it is not one. */
+export function parseAge(text: string): number | undefined {
+  const match = DURATION.exec(text.trim());
+  return match ? Number(match[1]) * UNIT_MS[match[2]!]! : undefined;
+}
+
+/** The threads not changed for `olderThanMs` (and of `filter`), that no live process runs: what `prune` deletes. */
+export async function threadsToPrune(olderThanMs: number, filter: ThreadFilter, options: StoreOptions = {}, now = Date.now()): Promise<ThreadSummary[]> {
+  const threads = await filteredThreads({ ...filter, limit: undefined }, options);
+  return threads.filter((thread) => thread.status !== "running" && now - Date.parse(thread.updatedAt) > olderThanMs && !thread.threadId.endsWith(".loop"));
+}
