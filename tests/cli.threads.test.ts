@@ -49,9 +49,10 @@ describe("loopgraph threads", () => {
     expect(await ids()).toEqual(["b", "c", "r"]);
     const writer = new Database(ws.db);
     writer.prepare("UPDATE loopgraph_threads SET status = 'running', pid = ?, owner_host = ?, owner_start = NULL WHERE thread_id = 'b'").run(process.pid, hostname());
-    const running = await cli("threads", "delete", "b");
+    const running = await cli("threads", "delete", "c", "b");
     expect(running.code).toBe(2);
     expect(running.stderr).toContain(`thread "b" is running in process ${process.pid}`);
+    expect(await ids()).toEqual(["b", "c", "r"]);
     writer.prepare("UPDATE loopgraph_threads SET status = 'finished' WHERE thread_id = 'b'").run();
 
     // Prune: only what has not changed for longer than the age.

@@ -9,7 +9,7 @@ import { ConfigError } from "../errors.js";
 import { STATE_DIR } from "../project.js";
 import { withTables, type StoreOptions } from "../runs/database.js";
 import type { StoreTables } from "../runs/tables.js";
-import { ownerText, type ThreadRecord } from "../runs/thread-registry.js";
+import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { listThreads, type ThreadSummary } from "./thread-list.js";
 
 export interface ThreadFilter {
@@ -39,7 +39,9 @@ export interface DeletedThread {
 export async function deleteThreads(threadIds: readonly string[], options: StoreOptions = {}): Promise<DeletedThread[]> {
   return withTables(options, "write", async (store) => {
     for (const threadId of threadIds) {
-      if (!(await store.threads.get(threadId))) throw new ConfigError(`no thread "${threadId}" in ${store.path}: see loopgraph threads list`);
+      const record = await store.threads.get(threadId);
+      if (!record) throw new ConfigError(`no thread "${threadId}" in ${store.path}: see loopgraph threads list`);
+      if (isRunningElsewhere(record)) throw runningError(record);
     }
     const deleted: DeletedThread[] = [];
     for (const threadId of threadIds) {
@@ -56,9 +58,13 @@ export async function deleteThreads(threadIds: readonly string[], options: Store
 async function deleteOne(store: StoreTables, threadId: string): Promise<DeletedThread | undefined> {
   const result = await store.threads.delete(threadId);
   if (!result) return undefined;
-  if (!result.deleted) throw new ConfigError(`thread "${threadId}" is running in ${ownerText(result.holder)}: stop it first (loopgraph stop ${threadId}), then delete it`);
+  if (!result.deleted) throw runningError(result.holder);
   const artifacts = artifactsOf(result.record);
   return { threadId, ...(artifacts && { artifacts }) };
+}
+
+function runningError(record: ThreadRecord): ConfigError {
+  return new ConfigError(`thread "${record.threadId}" is running in ${ownerText(record)}: stop it first (loopgraph stop ${record.threadId}), then delete it`);
 }
 
 /** Removes the thread's artifacts folder in its workspace (a real folder only: a link is left alone); its path when one was removed. */
