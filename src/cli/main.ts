@@ -204,6 +204,15 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("the offline demo: the Mediator hands a task to the Looper, two rounds of Coder → Review → Judge with the scripted model (no API key)")
     .action(async () => setExitCode(await (await commands.demo()).demoCommand(program.opts<{ db?: string }>())));
 
+  program
+    .command("completion <shell>")
+    .description("print a completion script for bash, zsh or fish, e.g. loopgraph completion bash > ~/.local/share/bash-completion/completions/loopgraph")
+    .action(async (shell: string) => {
+      const { completionScript } = await import("./completion.js");
+      process.stdout.write(completionScript(shell, program));
+      setExitCode(0);
+    });
+
   const threads = program.command("threads").description("list the store's threads by status and graph; delete or prune them");
   threads
     .command("list")
