@@ -72,6 +72,6 @@ describe("the approval prompt and the run's output", () => {
     expect(human).toContain("\\x1b]0;pwned\\x07");
     const json = collect(jsonRenderer, events);
     expect(json).not.toMatch(RAW);
-    expect(json.trim().split("\n").map((line) => JSON.parse(line))).toEqual(events);
+    expect(json.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>).map(({ version, ts, ...event }) => (expect(version).toBe(1), expect(typeof ts).toBe("string"), event))).toEqual(events);
   });
 });
