@@ -73,9 +73,12 @@ describe("configuration files", () => {
       { name: "model_timeout", value: "45 s", source: "project", from: join(project, "loopgraph.yaml") },
       { name: "store", value: join(project, ".loopgraph", "loopgraph.db"), source: "default" },
       { name: "providers", source: "the built-in ones only" },
+      { name: "environment.include", source: "none: every variable named like a credential is removed" },
+      { name: "environment.exclude", source: "none besides the credentials" },
+      { name: "sandbox", value: "on", source: "default" },
     ]);
     const overridden = JSON.parse((await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout) as typeof shown;
-    expect(overridden.settings.map((setting) => setting.source)).toEqual(["project", "environment", "project", "flag", "the built-in ones only"]);
+    expect(overridden.settings.map((setting) => setting.source).slice(0, 4)).toEqual(["project", "environment", "project", "flag"]);
     const asked = await runCli(["run", "starter", "--task", "check", "--thread", "c2", "--approval", "ask", "--json"], sub);
     expect(asked.code).toBe(0);
     expect((JSON.parse((await runCli(["inspect", "c2", "--json"], sub)).stdout) as typeof inspected).thread.approval).toBe("ask");
@@ -93,5 +96,42 @@ describe("configuration files", () => {
       expect(failed.stderr).toContain(`${join(project, "loopgraph.yaml")}:1:11: approval: a project's loopgraph.yaml cannot loosen approvals`);
       expect(failed.stderr).toContain(`${join(project, "loopgraph.yaml")}:2:1: unknown key "modle": did you mean "model"?`);
     }
+  });
+});
+
+describe("the agent's environment and sandbox in the config files", () => {
+  it("the user's file passes a credential on and may turn the sandbox off; the project's only takes more out", async () => {
+    const { root } = tempWorkspace();
+    const project = join(root, "project");
+    mkdirSync(project);
+    const configHome = join(root, "config");
+    mkdirSync(join(configHome, "loopgraph"), { recursive: true });
+    writeFileSync(join(configHome, "loopgraph", "config.yaml"), "environment: { include: [DEPLOY_TOKEN], exclude: [USER_GONE] }\nsandbox: { enabled: false }\n");
+    writeFileSync(join(project, "loopgraph.yaml"), "environment: { exclude: [PROJECT_GONE] }\n");
+    const script = join(project, "env.script.yaml");
+    writeFileSync(
+      script,
+      [
+        "responses:",
+        "  - node: coder",
+        "    tool_calls:",
+        '      - { name: shell, args: { command: "echo token=$DEPLOY_TOKEN user=$USER_GONE project=$PROJECT_GONE kept=$KEPT_VAR > env.txt" } }',
+        '  - { node: coder, content: "done" }',
+        "",
+      ].join("\n"),
+    );
+    const env = cleanEnv({ XDG_CONFIG_HOME: configHome, DEPLOY_TOKEN: "dt-123456789", USER_GONE: "u", PROJECT_GONE: "p", KEPT_VAR: "k" });
+    const ran = await runCli(["run", "coder", "--task", "env", "--model", `scripted:${script}`, "--approval", "auto", "--json"], { cwd: project, env });
+    expect(ran.code, ran.stderr).toBe(0);
+    expect(readFileSync(join(project, "env.txt"), "utf8")).toBe("token=dt-123456789 user= project= kept=k\n");
+    expect(ran.stdout).toMatch(/"type":"run_started".*"sandbox":"off"/);
+    const shown = JSON.parse((await runCli(["config", "--json"], { cwd: project, env })).stdout) as { settings: { name: string; value?: string; source: string }[] };
+    expect(shown.settings.find((setting) => setting.name === "environment.exclude")).toMatchObject({ value: "PROJECT_GONE,USER_GONE", source: "project" });
+
+    writeFileSync(join(project, "loopgraph.yaml"), "environment: { include: [DEPLOY_TOKEN] }\nsandbox: { enabled: false }\n");
+    const refused = await runCli(["config"], { cwd: project, env });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr).toContain("loopgraph.yaml:1:16: environment: a project's loopgraph.yaml cannot pass credentials to the agent (environment.include)");
+    expect(refused.stderr).toContain("loopgraph.yaml:2:21: sandbox.enabled: a project's loopgraph.yaml cannot turn the sandbox off");
   });
 });

@@ -47,5 +47,8 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show("model_timeout", effectiveSetting(config, env, "modelTimeoutMs"), (ms) => `${Number(ms) / 1000} s`, { value: "120 s", source: "default" }),
     show("store", effectiveSetting(config, env, "store", db), (store) => withoutPassword(String(store)), { value: join(config.root, STATE_DIR, "loopgraph.db"), source: "default" }),
     show("providers", effectiveSetting(config, env, "providers"), (json) => Object.keys(JSON.parse(String(json)) as object).join(", "), { source: "the built-in ones only" }),
+    show("environment.include", effectiveSetting(config, env, "shellEnvInclude"), String, { source: "none: every variable named like a credential is removed" }),
+    show("environment.exclude", effectiveSetting(config, env, "shellEnvExclude"), String, { source: "none besides the credentials" }),
+    show("sandbox", effectiveSetting(config, env, "sandbox"), (value) => (value === "off" ? "off" : String(value)), { value: "on", source: "default" }),
   ];
 }

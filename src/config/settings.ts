@@ -34,6 +34,12 @@ export interface ConfigValues {
   store?: string;
   /** The user's own OpenAI-compatible providers (their config file only), as the models read them (JSON of name → UserProvider). */
   providers?: string;
+  /** Variables kept in the agent's environment although named like credentials (the user's file only), comma-separated. */
+  shellEnvInclude?: string;
+  /** Variables removed from the agent's environment besides the credentials, comma-separated (both files add theirs). */
+  shellEnvExclude?: string;
+  /** `off`: the agent's commands run without the OS sandbox (the user's file only). */
+  sandbox?: string;
 }
 
 export interface ConfigFile {
@@ -42,7 +48,11 @@ export interface ConfigFile {
   values: ConfigValues;
 }
 
-const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers"];
+const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers", "environment", "sandbox"];
+const ENVIRONMENT_KEYS = ["include", "exclude"];
+const SANDBOX_KEYS = ["enabled"];
+/** A variable name, or a glob of them (`AWS_*`). */
+const VARIABLE_GLOB = /^[A-Za-z_*?][A-Za-z0-9_*?]*$/;
 const PROVIDER_KEYS = ["base_url", "api_key_env", "default_model"];
 const PROVIDER_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 /** A variable named like a credential: loopgraph then keeps it from the agent and out of everything written (see redact.ts). */
@@ -91,6 +101,12 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
           bad(`a project's ${PROJECT_CONFIG} keeps the store inside the project: set a shared store in your user config or LOOPGRAPH_DB`);
         }
         break;
+      case "environment":
+        problems.push(...checkEnvironment(value, kind));
+        break;
+      case "sandbox":
+        problems.push(...checkSandbox(value, kind));
+        break;
       case "providers":
         if (kind === "project") bad(`a project's ${PROJECT_CONFIG} cannot define providers (a planted one could send your keys elsewhere): define them in your user config`);
         else problems.push(...providerProblems);
@@ -134,6 +150,36 @@ function checkProviders(value: unknown): Problem[] {
   return problems;
 }
 
+/** `environment: { include: [NAME…], exclude: [NAME…] }`: the agent's environment; a project may only take more out. */
+function checkEnvironment(value: unknown, kind: ConfigFile["kind"]): Problem[] {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return [{ path: ["environment"], at: "value", message: "environment must be a mapping: { include: [NAME…], exclude: [NAME…] }" }];
+  const problems: Problem[] = [];
+  for (const [key, names] of Object.entries(value as Record<string, unknown>)) {
+    const at = ["environment", key];
+    if (!ENVIRONMENT_KEYS.includes(key)) problems.push(unknownKeyProblem(["environment"], key, ENVIRONMENT_KEYS, `unknown key "${key}": environment has include, exclude`));
+    else if (key === "include" && kind === "project") {
+      problems.push({ path: at, at: "key", message: `a project's ${PROJECT_CONFIG} cannot pass credentials to the agent (environment.include): set it in your user config` });
+    } else if (!Array.isArray(names) || !names.every((name) => typeof name === "string" && VARIABLE_GLOB.test(name))) {
+      problems.push({ path: at, at: "value", message: `environment.${key} must be a list of variable names (* and ? wildcards), e.g. [AWS_*, NPM_CONFIG_TOKEN]` });
+    }
+  }
+  return problems;
+}
+
+/** `sandbox: { enabled: false }`: the agent's commands without the OS sandbox, the user's choice only. */
+function checkSandbox(value: unknown, kind: ConfigFile["kind"]): Problem[] {
+  if (value === null || typeof value !== "object" || Array.isArray(value)) return [{ path: ["sandbox"], at: "value", message: "sandbox must be a mapping: { enabled: true | false }" }];
+  const problems: Problem[] = [];
+  for (const [key, enabled] of Object.entries(value as Record<string, unknown>)) {
+    if (!SANDBOX_KEYS.includes(key)) {
+      const network = key === "network" ? `unknown key "network": the sandbox's network is set in policy.yaml of your config folder (sandbox: { network: allow })` : `unknown key "${key}": sandbox has enabled`;
+      problems.push(unknownKeyProblem(["sandbox"], key, SANDBOX_KEYS, network));
+    } else if (typeof enabled !== "boolean") problems.push({ path: ["sandbox", key], at: "value", message: "sandbox.enabled must be true or false" });
+    else if (!enabled && kind === "project") problems.push({ path: ["sandbox", key], at: "value", message: `a project's ${PROJECT_CONFIG} cannot turn the sandbox off: set it in your user config or pass --no-sandbox` });
+  }
+  return problems;
+}
+
 /** The providers as the models read them (see userProviders). */
 function providersJson(providers: NonNullable<RawConfig["providers"]>): string {
   return JSON.stringify(
@@ -153,6 +199,8 @@ interface RawConfig {
   model_timeout?: number | string;
   store?: string;
   providers?: Record<string, { base_url: string; api_key_env?: string; default_model?: string }>;
+  environment?: { include?: string[]; exclude?: string[] };
+  sandbox?: { enabled?: boolean };
 }
 
 /** The user's configuration file's path. */
@@ -176,6 +224,9 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   if (data.approval !== undefined) values.approval = data.approval;
   if (data.model_timeout !== undefined) values.modelTimeoutMs = parseModelTimeoutSeconds(String(data.model_timeout));
   if (data.providers !== undefined) values.providers = providersJson(data.providers);
+  if (data.environment?.include?.length) values.shellEnvInclude = data.environment.include.join(",");
+  if (data.environment?.exclude?.length) values.shellEnvExclude = data.environment.exclude.join(",");
+  if (data.sandbox?.enabled === false) values.sandbox = "off";
   if (data.store !== undefined) values.store = POSTGRES_URL.test(data.store) ? data.store : resolve(dirname(path), data.store);
 
   return { kind, path, values };
@@ -220,6 +271,9 @@ const ENVIRONMENT: Record<SettingName, string> = {
   modelTimeoutMs: "LOOPGRAPH_MODEL_TIMEOUT",
   store: "LOOPGRAPH_DB",
   providers: USER_PROVIDERS_VARIABLE,
+  shellEnvInclude: "LOOPGRAPH_SHELL_ENV_INCLUDE",
+  shellEnvExclude: "LOOPGRAPH_SHELL_ENV_EXCLUDE",
+  sandbox: "LOOPGRAPH_SANDBOX",
 };
 
 /**
@@ -233,6 +287,14 @@ export function effectiveSetting<K extends SettingName>(config: LoadedConfig, en
   if (fromEnv) {
     const value = name === "modelTimeoutMs" ? parseModelTimeoutSeconds(fromEnv) : fromEnv;
     return { value: value as ConfigValues[K], source: "environment", from: variable };
+  }
+  // What the agent's environment loses adds up over both files: a project can only take more out.
+  if (name === "shellEnvExclude") {
+    const files = [config.project, config.user].filter((file) => file?.values.shellEnvExclude !== undefined);
+    if (files.length > 0) {
+      const value = files.map((file) => file!.values.shellEnvExclude).join(",") as ConfigValues[K];
+      return { value, source: files[0]!.kind, from: files.map((file) => file!.path).join(" + ") };
+    }
   }
   for (const file of [config.project, config.user]) {
     const value = file?.values[name];
