@@ -7,6 +7,7 @@ import type { RunEvent } from "../runtime/events.js";
 import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
 import { messageText } from "../runtime/model-session.js";
 import { chatApprovalLine, renderDiff } from "./approval-prompt.js";
+import { eventLine } from "./render.js";
 import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
@@ -24,6 +25,8 @@ export interface ChatCommandOptions extends GlobalOptions, SandboxFlag {
   maxRounds?: number;
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;
+  /** Newline-delimited JSON events on stdout (docs/events.md), lines read from stdin as typed lines. */
+  json?: boolean;
 }
 
 const HELP = [
@@ -42,6 +45,9 @@ const HISTORY_SHOWN = 20;
 /** How often an open chat looks for what other processes sent it (`loopgraph send <thread> …`). */
 const INBOX_POLL_MS = 300;
 
+/** What `chat --json` prints: the run events, and the chat's own (docs/events.md). */
+type ChatEvent = { type: string } & Record<string, unknown>;
+
 /** A line for the chat to handle: typed, sent from another process (`inboxId`), or the Mediator's summary of an ended loop. */
 interface QueuedLine {
   text: string;
@@ -59,7 +65,9 @@ export async function chatCommand(options: ChatCommandOptions): Promise<number> 
     workspace: options.workspace,
     ...commonRunOptionsOf(options),
   });
-  return new ChatController(session, new ChatScreen(), options.db).run();
+  const emit = options.json ? (event: ChatEvent) => void process.stdout.write(`${eventLine(event)}\n`) : undefined;
+  const screen = new ChatScreen(process.stdin, process.stdout, undefined, emit && ((text) => emit({ type: "chat_output", text: withoutColours(text) })));
+  return new ChatController(session, screen, options.db, emit).run();
 }
 
 class ChatController {
@@ -82,12 +90,15 @@ class ChatController {
     private readonly session: ChatSession,
     private readonly screen: ChatScreen,
     private readonly db: string | undefined,
+    /** `--json`: events go out as lines of JSON instead of the screen's text. */
+    private readonly emit?: (event: ChatEvent) => void,
   ) {}
 
   async run(): Promise<number> {
     const { session, screen } = this;
     const unsubscribe = session.looper.onMessage((message) => {
-      if (message.auto) screen.print(pc.dim(printable(message.content)));
+      if (this.emit) this.emit({ type: "loop_message", threadId: session.threadId, content: message.content, auto: Boolean(message.auto) });
+      else if (message.auto) screen.print(pc.dim(printable(message.content)));
     });
     const unsettled = session.looper.onSettled((outcome) => this.loopSettled(outcome));
     await this.greet();
@@ -95,6 +106,7 @@ class ChatController {
     await this.pollInbox();
     this.poller = setInterval(() => void this.pollInbox(), INBOX_POLL_MS);
     screen.rl.on("line", (line) => {
+      this.emit?.({ type: "user_message", threadId: session.threadId, text: line });
       this.armed = false;
       this.queue.push({ text: line, shown: screen.interactive && !screen.answering });
       void this.drainQueue();
@@ -118,6 +130,7 @@ class ChatController {
 
   private async greet(): Promise<void> {
     const { session, screen } = this;
+    if (this.emit) return this.emit({ type: "chat_started", threadId: session.threadId, workspace: session.workspace, created: session.created });
     screen.print(pc.bold(`loopgraph chat`) + pc.dim(`  thread ${session.threadId}  workspace ${session.workspace}`));
     if (!session.created) {
       const history = await session.history();
@@ -244,6 +257,7 @@ class ChatController {
       labelled = true;
     };
     const onEvent = (event: RunEvent): void => {
+      if (this.emit) return this.emit(event);
       if (event.threadId !== this.session.threadId) return;
       switch (event.type) {
         case "message":
@@ -302,6 +316,17 @@ class ChatController {
 
   private printSettled(outcome: RunOutcome): void {
     const thread = outcome.threadId;
+    if (this.emit) {
+      const request = outcome.pause?.value;
+      return this.emit({
+        type: "loop_settled",
+        threadId: thread,
+        status: outcome.status,
+        exitCode: outcome.exitCode,
+        ...(outcome.error !== undefined && { reason: outcome.error }),
+        ...(isApprovalRequest(request) && { approval: request }),
+      });
+    }
     switch (outcome.status) {
       case "finished":
         this.screen.print(pc.green(`■ the loop has ended (thread ${thread}); /status shows how`));
@@ -390,4 +415,10 @@ function renderHistoryMessage(message: BaseMessage): string | undefined {
     default:
       return undefined;
   }
+}
+
+/** Text without the terminal's colour codes (picocolors'), for --json. */
+function withoutColours(text: string): string {
+  // eslint-disable-next-line no-control-regex
+  return text.replace(/\u001b\[[0-9;]*m/g, "");
 }

@@ -30,8 +30,10 @@ export class ChatScreen {
     input: NodeJS.ReadStream = process.stdin,
     private readonly out: NodeJS.WriteStream = process.stdout,
     promptText = "you› ",
+    /** `chat --json`: lines read from the input as they come, and each printed line as a `chat_output` event (see ChatController). */
+    private readonly json?: (text: string) => void,
   ) {
-    this.interactive = Boolean(input.isTTY && out.isTTY);
+    this.interactive = !json && Boolean(input.isTTY && out.isTTY);
     this.echo = new MutableOutput(out);
     this.rl = createInterface({ input, output: this.echo, terminal: this.interactive, prompt: promptText, historySize: 200 });
     // Enter ends the typed line with a newline: the prompt is no longer on the screen.
@@ -56,6 +58,7 @@ export class ChatScreen {
 
   /** Prints whole lines now, above the prompt; while an answer streams they wait for its end. */
   print(text: string): void {
+    if (this.json) return this.json(text);
     if (this.answeringNow) {
       this.held.push(text);
       return;
@@ -77,19 +80,22 @@ export class ChatScreen {
     this.echo.muted = true;
   }
 
-  /** Streamed text of the answer. */
+  /** Streamed text of the answer (with --json the events carry it). */
   stream(text: string): void {
+    if (this.json) return;
     this.out.write(text);
     this.streaming = !text.endsWith("\n");
   }
 
   /** A whole line within the answer (a tool call, a status block). */
   line(text: string): void {
+    if (this.json) return this.json(text);
     this.endStream();
     this.out.write(`${text}\n`);
   }
 
   endStream(): void {
+    if (this.json) return;
     if (this.streaming) this.out.write("\n");
     this.streaming = false;
   }

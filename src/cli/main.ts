@@ -119,6 +119,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the loops started in this chat (default: the graph's, 5)", parsePositiveInt)
     .addOption(modelTimeoutOption())
+    .option("--json", "newline-delimited JSON events on stdout; each line of stdin is a typed line")
     .action(async (options) => setExitCode(await (await commands.chat()).chatCommand(withGlobals(options))));
 
   program

@@ -9,7 +9,7 @@ import { printable, printableJson } from "./terminal-text.js";
 export const EVENTS_VERSION = 1;
 
 /** One `--json` line of an event (without its newline): the format's version, when it happened, then the event. */
-export function eventLine(event: { type: string }): string {
+export function eventLine(event: { type: string } | RunEvent): string {
   return printableJson(JSON.stringify({ version: EVENTS_VERSION, ts: new Date().toISOString(), ...event }));
 }
 
