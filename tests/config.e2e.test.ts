@@ -90,6 +90,8 @@ describe("configuration files", () => {
     const project = join(root, "project");
     mkdirSync(project);
     writeFileSync(join(project, "loopgraph.yaml"), "approval: auto\nmodle: openai:gpt-4o\n");
+    // init and completion use no setting, and work beside the broken file.
+    expect((await runCli(["init"], { cwd: project, env })).code).toBe(0);
     for (const args of [["inspect"], ["run", "coder", "--task", "x"], ["config"]]) {
       const failed = await runCli(args, { cwd: project, env });
       expect(failed.code, args.join(" ")).toBe(2);

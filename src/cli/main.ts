@@ -58,10 +58,11 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   const withGlobals = <T extends object>(options: T): T & { db?: string } => ({ ...program.opts<{ db?: string }>(), ...options });
 
   // The configuration files (user, project) fill in the settings the environment does not set,
-  // for every command but `config`, which shows where each setting comes from.
+  // for every command that uses them: not `config` (it shows where each setting comes from), nor
+  // `init` and `completion` (they use none, and must work beside a broken file).
   const ownEnvironment = { ...process.env };
   program.hook("preAction", async (_program, action) => {
-    if (action.name() === "config") return;
+    if (["config", "init", "completion"].includes(action.name())) return;
     const { loadConfig, environmentWithConfig } = await import("../config/settings.js");
     const filled = environmentWithConfig(loadConfig(process.cwd(), ownEnvironment), ownEnvironment);
     for (const [name, value] of Object.entries(filled)) if (process.env[name] === undefined) process.env[name] = value;
