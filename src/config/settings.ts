@@ -4,17 +4,20 @@
  * - the user's: `$XDG_CONFIG_HOME/loopgraph/config.yaml` (default `~/.config/loopgraph/config.yaml`);
  * - the project's: `loopgraph.yaml` at the project root (see projectRoot), written by the user.
  *
- * Precedence, highest first: a command's flags, the environment (LOOPGRAPH_MODEL, LOOPGRAPH_DB,
- * LOOPGRAPH_MODEL_TIMEOUT), the project's file, the user's file, the graph (its `model:`), the
- * default. A project file comes with the repository, like its Makefile: it cannot loosen the
- * approval mode (only `ask` or `deny`), which is the user's to choose, nor put the store outside
- * the project (a planted file would send the runs' data elsewhere). The agent's file tools never
- * write a `loopgraph.yaml`, and its commands see the workspace's as read-only.
+ * Precedence, highest first: a command's flags, the environment (the variable of each setting,
+ * ENVIRONMENT below), the project's file, the user's file, the graph (its `model:`), the default.
+ * A project file comes with the repository, like its Makefile: it cannot loosen the approval mode
+ * (only `ask` or `deny`), put the store outside the project, define providers, pass credentials to
+ * the agent or turn the sandbox off (a planted file must not). The agent's file tools never write a
+ * `loopgraph.yaml`, and its commands see the workspace's as read-only. The keys: docs/config.md.
  *
  *     model: openai:gpt-4o-mini   # for nodes that name no model (new threads)
  *     approval: ask               # ask | auto-edit | auto | deny (new threads)
  *     model_timeout: 120          # seconds without data before a model request is retried
  *     store: .loopgraph/loopgraph.db   # or postgres://…; a path is taken from the file's folder
+ *     providers: { inhouse: { base_url: "http://…/v1", api_key_env: INHOUSE_API_KEY, default_model: m } }
+ *     environment: { include: [NPM_CONFIG_TOKEN], exclude: [AWS_*] }
+ *     sandbox: { enabled: true }
  */
 import { homedir } from "node:os";
 import { dirname, join, relative, resolve } from "node:path";
