@@ -1,4 +1,5 @@
 import { statSync } from "node:fs";
+import { homedir } from "node:os";
 import path from "node:path";
 
 /** The folder loopgraph keeps in a project or workspace: store, artifacts, shadow repository. */
@@ -27,4 +28,15 @@ export function projectRoot(cwd: string): string {
 function isProjectRoot(dir: string): boolean {
   const kind = (name: string) => statSync(path.join(dir, name), { throwIfNoEntry: false });
   return kind(PROJECT_CONFIG)?.isFile() === true || kind(STATE_DIR)?.isDirectory() === true || kind(".git") !== undefined;
+}
+
+/** The user's own loopgraph folder: `$XDG_CONFIG_HOME/loopgraph` (default `~/.config/loopgraph`), with config.yaml, policy.yaml, AGENTS.md. */
+export function userConfigDir(env: NodeJS.ProcessEnv): string {
+  return path.join(env.XDG_CONFIG_HOME || path.join(env.HOME || homedir(), ".config"), "loopgraph");
+}
+
+/** The configuration files that apply in `cwd`, whether or not they exist: the user's, then the project's. */
+export function configFiles(cwd: string, env: NodeJS.ProcessEnv): { user: string; project: string; root: string } {
+  const root = projectRoot(cwd);
+  return { user: path.join(userConfigDir(env), "config.yaml"), project: path.join(root, PROJECT_CONFIG), root };
 }

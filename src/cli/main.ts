@@ -63,6 +63,11 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   const ownEnvironment = { ...process.env };
   program.hook("preAction", async (_program, action) => {
     if (["config", "init", "completion"].includes(action.name())) return;
+    // Without a config file (the usual case) the settings module and its parser are not loaded: a narrow command stays narrow.
+    const { configFiles } = await import("../project.js");
+    const { existsSync } = await import("node:fs");
+    const files = configFiles(process.cwd(), ownEnvironment);
+    if (!existsSync(files.user) && !existsSync(files.project)) return;
     const { loadConfig, environmentWithConfig } = await import("../config/settings.js");
     const filled = environmentWithConfig(loadConfig(process.cwd(), ownEnvironment), ownEnvironment);
     for (const [name, value] of Object.entries(filled)) if (process.env[name] === undefined) process.env[name] = value;

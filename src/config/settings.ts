@@ -19,12 +19,11 @@
  *     environment: { include: [NPM_CONFIG_TOKEN], exclude: [AWS_*] }
  *     sandbox: { enabled: true }
  */
-import { homedir } from "node:os";
-import { dirname, join, relative, resolve } from "node:path";
+import { dirname, relative, resolve } from "node:path";
 import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
 import { parseModelSpec, PROVIDERS, USER_PROVIDERS_VARIABLE } from "../models/spec.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
-import { PROJECT_CONFIG, projectRoot } from "../project.js";
+import { configFiles, PROJECT_CONFIG } from "../project.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
 
 /** What a configuration file may set. */
@@ -206,15 +205,6 @@ interface RawConfig {
   sandbox?: { enabled?: boolean };
 }
 
-/** The user's configuration file's path. */
-export function userConfigPath(env: NodeJS.ProcessEnv): string {
-  return join(configHome(env), "loopgraph", "config.yaml");
-}
-
-/** `$XDG_CONFIG_HOME`, else `~/.config`: where the user's own loopgraph files are. */
-export function configHome(env: NodeJS.ProcessEnv): string {
-  return env.XDG_CONFIG_HOME || join(env.HOME || homedir(), ".config");
-}
 
 /** A configuration file, checked (ConfigError with `file:line:col` for each problem); undefined when there is none. */
 export function readConfigFile(path: string, kind: ConfigFile["kind"], env: NodeJS.ProcessEnv = process.env): ConfigFile | undefined {
@@ -245,9 +235,7 @@ export interface LoadedConfig {
 }
 
 export function loadConfig(cwd: string, env: NodeJS.ProcessEnv): LoadedConfig {
-  const root = projectRoot(cwd);
-  const userPath = userConfigPath(env);
-  const projectPath = join(root, PROJECT_CONFIG);
+  const { root, user: userPath, project: projectPath } = configFiles(cwd, env);
   const user = readConfigFile(userPath, "user", env);
   // The project's model may name one of the user's own providers.
   const providers = env[USER_PROVIDERS_VARIABLE] ?? user?.values.providers;

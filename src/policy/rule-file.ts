@@ -20,9 +20,8 @@
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { parseYamlFile, readSettingsText } from "../diagnostics/yaml-file.js";
-import { configHome } from "../config/settings.js";
 import { closestName } from "../diagnostics/suggest.js";
-import { STATE_DIR } from "../project.js";
+import { STATE_DIR, userConfigDir } from "../project.js";
 import type { PolicyRule, RuleSource } from "../state/rules.js";
 
 export const MAX_RULE_PRIORITY = 999;
@@ -190,7 +189,7 @@ function readPolicy(file: string, source: RuleSource, sandboxSettings: boolean):
  * `~/.config/…`), for every project, then `.loopgraph/policy.yaml` in the workspace.
  */
 export function userPolicyFiles(workspace: string, env: NodeJS.ProcessEnv = process.env): string[] {
-  return [join(configHome(env), "loopgraph", "policy.yaml"), join(resolve(workspace), STATE_DIR, "policy.yaml")];
+  return [join(userConfigDir(env), "policy.yaml"), join(resolve(workspace), STATE_DIR, "policy.yaml")];
 }
 
 /** The rules of both user policy files (source `user`). Throws ConfigError for a bad file. */

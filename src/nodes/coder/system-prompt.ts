@@ -1,6 +1,6 @@
 import { readdirSync } from "node:fs";
 import { join } from "node:path";
-import { configHome } from "../../config/settings.js";
+import { userConfigDir } from "../../project.js";
 import { readRegularFileSync } from "../../tools/checked-file.js";
 import { ALWAYS_SKIPPED_NAMES } from "../../tools/ignore-rules.js";
 import { resolveInWorkspace } from "../../tools/workspace-paths.js";
@@ -54,7 +54,7 @@ function readRules(absolute: string, file: string): RulesFile[] {
 
 /** The user's own rules for every project: `$XDG_CONFIG_HOME/loopgraph/AGENTS.md` (default `~/.config/…`). */
 export function readUserRules(env: NodeJS.ProcessEnv): RulesFile[] {
-  const file = join(configHome(env), "loopgraph", NESTED_RULES_FILE);
+  const file = join(userConfigDir(env), NESTED_RULES_FILE);
   return readRules(file, file);
 }
 
