@@ -4,7 +4,7 @@
  * outside), and the project rules files pass the same checks before they reach the model.
  */
 import { execFileSync } from "node:child_process";
-import { linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { coderSystemPrompt, readRulesFiles, RULES_FILE_MAX_BYTES } from "../src/nodes/coder/system-prompt.js";
@@ -29,6 +29,20 @@ describe("protected paths", () => {
     expect(edited.content).toContain(".git/config is inside .git/");
     expect(readFileSync(join(ws.root, ".git/config"), "utf8")).toBe(config);
     expect(readFileSync(join(ws.root, ".loopgraph/policy.yaml"), "utf8")).toBe("rules: []\n");
+  });
+
+  it("a loopgraph.yaml a shell command creates at the workspace root is removed at once, and the model told; one that was there stays as it was", async () => {
+    const ws = makeWorkspace({}, { git: true });
+    const created = await ws.call("shell", { command: "printf 'store: /elsewhere/runs.db\\n' > loopgraph.yaml; mkdir -p sub && echo ok > sub/loopgraph.yaml.txt" });
+    expect(created.ok).toBe(true);
+    expect(created.content).toContain("[loopgraph.yaml was removed: it is loopgraph's project configuration, which the user writes; commands may not create it]");
+    expect(existsSync(join(ws.root, "loopgraph.yaml"))).toBe(false);
+    expect(readFileSync(join(ws.root, "sub/loopgraph.yaml.txt"), "utf8")).toBe("ok\n");
+    writeFileSync(join(ws.root, "loopgraph.yaml"), "approval: ask\n");
+    const kept = await ws.call("shell", { command: "cat loopgraph.yaml" });
+    expect(kept.content).toContain("approval: ask");
+    expect(kept.content).not.toContain("was removed");
+    expect(readFileSync(join(ws.root, "loopgraph.yaml"), "utf8")).toBe("approval: ask\n");
   });
 
   it("a symlink into a protected folder is judged by where it leads", async () => {

@@ -1,10 +1,11 @@
 import { spawn } from "node:child_process";
-import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { createReadStream, createWriteStream, lstatSync, mkdirSync, rmSync, type WriteStream } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { z } from "zod";
+import { PROJECT_CONFIG } from "../project.js";
 import { StreamRedactor } from "../runs/redact.js";
 import { agentEnvironment } from "./environment.js";
 import { availableSandbox, watchedBash } from "./sandbox.js";
@@ -312,10 +313,16 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
     async run({ command, timeout_ms = DEFAULT_TIMEOUT_MS }, ctx) {
       const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout", ctx.secrets);
       const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr", ctx.secrets);
+      const projectConfig = join(ctx.workspace, PROJECT_CONFIG);
+      const hadProjectConfig = lstatSync(projectConfig, { throwIfNoEntry: false }) !== undefined;
       try {
         const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
         const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs }, stdout, stderr);
         const parts = layout(ending, stdout, stderr);
+        if (!hadProjectConfig) {
+          const removed = removeCreatedProjectConfig(projectConfig);
+          if (removed) parts.push(removed);
+        }
         const view = parts.map((part) => (typeof part === "string" ? part : part.view())).join("");
         const fullOutputFile = stdout.spooled || stderr.spooled ? await writeFullOutput(parts, ctx.artifactsDir) : undefined;
         if (ending.kind === "exited") return { content: view, ...(fullOutputFile ? { fullOutputFile } : {}) };
@@ -328,3 +335,16 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
 }
 
 export const shellTool = createShellTool();
+
+/**
+ * The sandbox keeps an existing `loopgraph.yaml` read-only, but cannot stop a command from
+ * creating one where there was none (bubblewrap protects only a file that is there): one the
+ * command created at the workspace root is removed at once, so that it never configures
+ * loopgraph. Says so, for the model; a folder of that name is no config file and stays.
+ */
+function removeCreatedProjectConfig(path: string): string | undefined {
+  const created = lstatSync(path, { throwIfNoEntry: false });
+  if (!created || created.isDirectory()) return undefined;
+  rmSync(path, { force: true });
+  return `\n[${PROJECT_CONFIG} was removed: it is loopgraph's project configuration, which the user writes; commands may not create it]\n`;
+}
