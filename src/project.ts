@@ -30,6 +30,11 @@ function isProjectRoot(dir: string): boolean {
   return kind(PROJECT_CONFIG)?.isFile() === true || kind(STATE_DIR)?.isDirectory() === true || kind(".git") !== undefined;
 }
 
+/** The default store of the project `cwd` is in: `.loopgraph/loopgraph.db` at its root. */
+export function defaultStorePath(cwd: string): string {
+  return path.join(projectRoot(cwd), STATE_DIR, "loopgraph.db");
+}
+
 /** The user's own loopgraph folder: `$XDG_CONFIG_HOME/loopgraph` (default `~/.config/loopgraph`), with config.yaml, policy.yaml, AGENTS.md. */
 export function userConfigDir(env: NodeJS.ProcessEnv): string {
   return path.join(env.XDG_CONFIG_HOME || path.join(env.HOME || homedir(), ".config"), "loopgraph");

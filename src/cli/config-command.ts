@@ -1,8 +1,7 @@
 import pc from "picocolors";
 import { effectiveSetting, loadConfig, type EffectiveSetting, type LoadedConfig } from "../config/settings.js";
-import { STATE_DIR } from "../project.js";
+import { defaultStorePath } from "../project.js";
 import { withoutPassword } from "../runs/url-password.js";
-import { join } from "node:path";
 
 interface ShownSetting {
   name: string;
@@ -45,7 +44,7 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show("model", effectiveSetting(config, env, "model"), String, { source: "each graph's model:, if it has one" }),
     show("approval", effectiveSetting(config, env, "approval"), String, { value: "ask", source: "default" }),
     show("model_timeout", effectiveSetting(config, env, "modelTimeoutMs"), (ms) => `${Number(ms) / 1000} s`, { value: "120 s", source: "default" }),
-    show("store", effectiveSetting(config, env, "store", db), (store) => withoutPassword(String(store)), { value: join(config.root, STATE_DIR, "loopgraph.db"), source: "default" }),
+    show("store", effectiveSetting(config, env, "store", db), (store) => withoutPassword(String(store)), { value: defaultStorePath(config.root), source: "default" }),
     show("providers", effectiveSetting(config, env, "providers"), (json) => Object.keys(JSON.parse(String(json)) as object).join(", "), { source: "the built-in ones only" }),
     show("environment.include", effectiveSetting(config, env, "shellEnvInclude"), String, { source: "none: every variable named like a credential is removed" }),
     show("environment.exclude", effectiveSetting(config, env, "shellEnvExclude"), String, { source: "none besides the credentials" }),

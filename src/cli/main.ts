@@ -1,7 +1,9 @@
 #!/usr/bin/env node
+import { existsSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
+import { configFiles } from "../project.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
 // `--help` and bad-argument errors answer at once.
@@ -64,8 +66,6 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   program.hook("preAction", async (_program, action) => {
     if (["config", "init", "completion"].includes(action.name())) return;
     // Without a config file (the usual case) the settings module and its parser are not loaded: a narrow command stays narrow.
-    const { configFiles } = await import("../project.js");
-    const { existsSync } = await import("node:fs");
     const files = configFiles(process.cwd(), ownEnvironment);
     if (!existsSync(files.user) && !existsSync(files.project)) return;
     const { loadConfig, environmentWithConfig } = await import("../config/settings.js");

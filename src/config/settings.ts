@@ -24,6 +24,8 @@ import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, ty
 import { parseModelSpec, PROVIDERS, USER_PROVIDERS_VARIABLE } from "../models/spec.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { configFiles, PROJECT_CONFIG } from "../project.js";
+import { isSecretVariable } from "../runs/redact.js";
+import { isDatabaseUrl, isPostgresUrl } from "../runs/url-password.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
 
 /** What a configuration file may set. */
@@ -57,11 +59,8 @@ const SANDBOX_KEYS = ["enabled"];
 const VARIABLE_GLOB = /^[A-Za-z_*?][A-Za-z0-9_*?]*$/;
 const PROVIDER_KEYS = ["base_url", "api_key_env", "default_model"];
 const PROVIDER_NAME = /^[a-z][a-z0-9_]{0,31}$/;
-/** A variable named like a credential: loopgraph then keeps it from the agent and out of everything written (see redact.ts). */
-const CREDENTIAL_NAME = /^[A-Z_][A-Z0-9_]*$/;
-const LOOKS_SECRET = /KEY|SECRET|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIAL/i;
-const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
-const POSTGRES_URL = /^postgres(ql)?:\/\//i;
+/** An environment variable's name. */
+const VARIABLE_NAME = /^[A-Z_][A-Z0-9_]*$/;
 
 /** The file's data, checked by hand (a schema library would load with every command): its settings as written, or every problem. */
 function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: NodeJS.ProcessEnv): SettingsCheck<RawConfig> {
@@ -96,10 +95,10 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
         if ((typeof value !== "number" && typeof value !== "string") || parseModelTimeoutSeconds(String(value)) === undefined) bad(`model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`);
         break;
       case "store":
-        if (typeof value !== "string" || value.trim() === "" || (DATABASE_URL.test(value) && !POSTGRES_URL.test(value))) bad("store must be a SQLite file's path or a postgres:// URL");
+        if (typeof value !== "string" || value.trim() === "" || (isDatabaseUrl(value) && !isPostgresUrl(value))) bad("store must be a SQLite file's path or a postgres:// URL");
         // A project's file comes with the repository: it must not send the runs' data to another
         // database or folder (a planted file would). A shared store is the user's to set.
-        else if (kind === "project" && (POSTGRES_URL.test(value) || relative(dir, resolve(dir, value)).startsWith(".."))) {
+        else if (kind === "project" && (isPostgresUrl(value) || relative(dir, resolve(dir, value)).startsWith(".."))) {
           bad(`a project's ${PROJECT_CONFIG} keeps the store inside the project: set a shared store in your user config or LOOPGRAPH_DB`);
         }
         break;
@@ -140,7 +139,8 @@ function checkProviders(value: unknown): Problem[] {
       if (key === "base_url") {
         if (typeof field !== "string" || !/^https?:\/\/[^\s]+$/.test(field)) bad("base_url must be the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1");
       } else if (key === "api_key_env") {
-        if (typeof field !== "string" || !CREDENTIAL_NAME.test(field) || !LOOKS_SECRET.test(field)) {
+        // Named like a credential, it is kept from the agent and out of everything written (redact.ts).
+        if (typeof field !== "string" || !VARIABLE_NAME.test(field) || !isSecretVariable(field, undefined, [])) {
           bad("api_key_env must name an environment variable that looks like a credential (e.g. MYLLM_API_KEY), so loopgraph keeps it from the agent and out of everything it writes");
         }
       } else if (key === "default_model") {
@@ -220,7 +220,7 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   if (data.environment?.include?.length) values.shellEnvInclude = data.environment.include.join(",");
   if (data.environment?.exclude?.length) values.shellEnvExclude = data.environment.exclude.join(",");
   if (data.sandbox?.enabled === false) values.sandbox = "off";
-  if (data.store !== undefined) values.store = POSTGRES_URL.test(data.store) ? data.store : resolve(dirname(path), data.store);
+  if (data.store !== undefined) values.store = isPostgresUrl(data.store) ? data.store : resolve(dirname(path), data.store);
 
   return { kind, path, values };
 }
@@ -296,8 +296,7 @@ export function effectiveSetting<K extends SettingName>(config: LoadedConfig, en
 
 /**
  * The environment a command runs with: `env` with the configuration files' settings filled in as
- * the variables loopgraph reads (LOOPGRAPH_MODEL, LOOPGRAPH_APPROVAL, LOOPGRAPH_MODEL_TIMEOUT,
- * LOOPGRAPH_DB) where `env` does not set them, so flags > environment > project > user > graph
+ * the variables loopgraph reads (ENVIRONMENT) where `env` does not set them, so flags > environment > project > user > graph
  * holds wherever those are read (a flag is read before the variable; a graph's model after it).
  * Throws ConfigError for a bad file.
  */

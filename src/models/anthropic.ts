@@ -38,7 +38,7 @@ export function createAnthropicModel(spec: ModelSpec, endpoint: ProviderEndpoint
  * An HTTP answer as the Anthropic SDK (and LangChain's wrapping of its errors) reports it: a
  * numeric `status`, the response `headers`, and the body `{ type: "error", error: { type, message } }`.
  */
-export function sdkHttpFailure(error: unknown): HttpFailure | undefined {
+function sdkHttpFailure(error: unknown): HttpFailure | undefined {
   const failed = error as { status?: unknown; headers?: unknown; error?: unknown; message?: unknown };
   if (typeof failed?.status !== "number") return undefined;
   const body = failed.error as { error?: { message?: unknown; type?: unknown }; message?: unknown } | undefined;

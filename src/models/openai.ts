@@ -2,7 +2,7 @@ import type { ChatOpenAI } from "@langchain/openai";
 import { ModelError } from "../errors.js";
 import type { ClassifiedFailure, EndpointContext, HttpFailure } from "./retry.js";
 import type { ModelSpec, ProviderEndpoint } from "./spec.js";
-import { causeChain, createStreamingModel, type NetworkModelOptions, type ProviderDriver, type StreamingChat } from "./streaming-chat.js";
+import { createStreamingModel, type NetworkModelOptions, type ProviderDriver, type StreamingChat } from "./streaming-chat.js";
 import type { ChatModel } from "./types.js";
 
 type OpenAIModule = typeof import("@langchain/openai");
@@ -39,11 +39,9 @@ export function createOpenAIModel(spec: ModelSpec, endpoint: ProviderEndpoint, o
       if (!sdk || !(error instanceof sdk.APIError) || error.status === undefined) return undefined;
       return { status: error.status, headers: error.headers, serverMessage: serverMessageOf(error), code: error.code ?? undefined };
     },
+    isConnectionError: (error: Error) => sdk !== undefined && error instanceof sdk.APIConnectionError,
     classifyOther(error: unknown, context: EndpointContext): ClassifiedFailure | undefined {
       if (!sdk) return undefined;
-      if (causeChain(error).some((cause) => cause instanceof sdk!.APIConnectionError)) {
-        return { retryable: true, error: new ModelError(`network error talking to ${context.endpoint}: ${causeChain(error).at(-1)?.message ?? "connection failed"}`, "network") };
-      }
       // An `error` event inside an otherwise successful stream: the server failed mid-answer.
       if (error instanceof sdk.APIError && !(error instanceof sdk.APIUserAbortError)) {
         return { retryable: true, error: new ModelError(`${context.endpoint} failed mid-response: ${serverMessageOf(error) ?? error.message}`, "server") };

@@ -34,7 +34,9 @@ export interface ProviderDriver {
   chat(spec: ModelSpec, endpoint: ProviderEndpoint): Promise<StreamingChat>;
   /** The HTTP answer an error of the SDK carries (status, headers, the body's message), if it is one. */
   httpFailure(error: unknown): HttpFailure | undefined;
-  /** Provider-specific failures the generic rules do not know (a connection error class, an error event mid-stream). */
+  /** Whether an error in the cause chain is the SDK's own class for a connection that failed (a network error, retried). */
+  isConnectionError?(error: Error): boolean;
+  /** Provider-specific failures the generic rules do not know (an error event mid-stream). */
   classifyOther?(error: unknown, context: EndpointContext): ClassifiedFailure | undefined;
 }
 
@@ -198,7 +200,7 @@ function classifyFailure(error: unknown, context: EndpointContext, driver: Provi
     return { retryable: true, error: new ModelError(`${context.endpoint} timed out`, "timeout") };
   }
   const causes = causeChain(error);
-  if (causes.some(isNetworkFailure)) {
+  if (causes.some((cause) => isNetworkFailure(cause) || driver.isConnectionError?.(cause))) {
     const detail = causes.at(-1)?.message ?? "connection failed";
     return { retryable: true, error: new ModelError(`network error talking to ${context.endpoint}: ${detail}`, "network") };
   }
@@ -210,7 +212,7 @@ function isNetworkFailure(error: Error): boolean {
   return (error instanceof TypeError && /fetch failed|terminated/.test(error.message)) || (typeof code === "string" && NETWORK_ERROR_CODE.test(code));
 }
 
-export function causeChain(error: unknown): Error[] {
+function causeChain(error: unknown): Error[] {
   const chain: Error[] = [];
   for (let current = error; current instanceof Error && chain.length < 10; current = current.cause) chain.push(current);
   return chain;

@@ -1,13 +1,13 @@
 import { accessSync, constants, mkdirSync, statSync, type Stats } from "node:fs";
-import { basename, dirname, join, resolve } from "node:path";
+import { basename, dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { busyTimeoutMs } from "../checkpoint/schema.js";
 import { ConfigError } from "../errors.js";
 import { SqliteCheckpointQueries } from "./checkpoint-ids.js";
 import type { StoreAccess, StoreTables } from "./tables.js";
 import { Inbox } from "./inbox.js";
-import { isPostgresUrl, withoutPassword } from "./url-password.js";
-import { projectRoot, STATE_DIR } from "../project.js";
+import { isDatabaseUrl, isPostgresUrl, withoutPassword } from "./url-password.js";
+import { defaultStorePath, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 
@@ -28,10 +28,10 @@ export interface SqliteTables extends StoreTables {
  */
 export function resolveStore(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } {
   // The default store is the project's (see projectRoot); a path given is taken from where it was given.
-  const given = db ?? env.LOOPGRAPH_DB ?? join(projectRoot(cwd), STATE_DIR, "loopgraph.db");
+  const given = db ?? env.LOOPGRAPH_DB ?? defaultStorePath(cwd);
   const trimmed = given.trim();
   if (isPostgresUrl(trimmed)) return { kind: "postgres", url: trimmed };
-  if (DATABASE_URL.test(trimmed)) {
+  if (isDatabaseUrl(trimmed)) {
     const from = db !== undefined ? "--db" : "LOOPGRAPH_DB";
     throw new ConfigError(
       `${from} ${withoutPassword(trimmed)} is a database URL loopgraph cannot use: give a postgres:// URL, or a SQLite file's path, with --db (or LOOPGRAPH_DB)`,
@@ -39,9 +39,6 @@ export function resolveStore(db: string | undefined, env: NodeJS.ProcessEnv, cwd
   }
   return { kind: "sqlite", path: resolve(cwd, given) };
 }
-
-/** A URL with a scheme and an authority (`postgres://…`, `postgresql://…`, `mysql://…`), as connection strings are. */
-const DATABASE_URL = /^[a-z][a-z0-9+.-]*:\/\//i;
 
 /** Where the store is: `--db`, the environment (LOOPGRAPH_DB) and the directory it is resolved from. */
 export interface StoreOptions {

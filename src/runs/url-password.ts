@@ -47,6 +47,11 @@ export function withoutPassword(url: string): string {
   return span ? `${url.slice(0, span.start)}***${url.slice(span.end)}` : url;
 }
 
+/** Whether `text` is a URL with a scheme and an authority (`postgres://…`, `mysql://…`), as connection strings are. */
+export function isDatabaseUrl(text: string): boolean {
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(text.trim());
+}
+
 /** Whether `text` is a PostgreSQL connection URL (`postgres://…` or `postgresql://…`). */
 export function isPostgresUrl(text: string): boolean {
   return /^postgres(ql)?:\/\//i.test(text.trim());

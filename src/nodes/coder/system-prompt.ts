@@ -78,27 +78,26 @@ export function readNestedRules(workspace: string): RulesFile[] {
 function findNested(workspace: string): string[] {
   const found: string[] = [];
   let folders = 0;
+  // Breadth first, each folder read once: its own AGENTS.md (below the root), then its subfolders.
   let level = [""];
-  for (let depth = 1; depth <= NESTED_MAX_DEPTH && level.length > 0; depth++) {
+  for (let depth = 0; depth <= NESTED_MAX_DEPTH && level.length > 0; depth++) {
     const next: string[] = [];
     for (const folder of level) {
       let entries;
       try {
-        entries = readdirSync(join(workspace, folder), { withFileTypes: true });
+        entries = readdirSync(join(workspace, folder), { withFileTypes: true }).sort((a, b) => a.name.localeCompare(b.name));
       } catch {
         continue;
       }
-      for (const entry of entries.sort((a, b) => a.name.localeCompare(b.name))) {
+      if (depth > 0 && entries.some((entry) => entry.name === NESTED_RULES_FILE)) {
+        found.push(`${folder}/${NESTED_RULES_FILE}`);
+        if (found.length >= NESTED_MAX_FILES) return found;
+      }
+      if (depth === NESTED_MAX_DEPTH) continue;
+      for (const entry of entries) {
         if (!entry.isDirectory() || entry.name.startsWith(".") || ALWAYS_SKIPPED_NAMES.has(entry.name)) continue;
         if (++folders > NESTED_MAX_FOLDERS) return found;
-        const sub = folder ? `${folder}/${entry.name}` : entry.name;
-        next.push(sub);
-        try {
-          if (readdirSync(join(workspace, sub)).includes(NESTED_RULES_FILE)) found.push(`${sub}/${NESTED_RULES_FILE}`);
-        } catch {
-          continue;
-        }
-        if (found.length >= NESTED_MAX_FILES) return found;
+        next.push(folder ? `${folder}/${entry.name}` : entry.name);
       }
     }
     level = next;
