@@ -31,3 +31,13 @@ function isLoopgraphPackage(dir: string): boolean {
     return false;
   }
 }
+
+/** The installed package's version (from its package.json). */
+export function packageVersion(): string {
+  const root = packageRoot();
+  try {
+    return String((JSON.parse(readFileSync(path.join(root ?? ".", "package.json"), "utf8")) as { version?: unknown }).version ?? "0.0.0");
+  } catch {
+    return "0.0.0";
+  }
+}

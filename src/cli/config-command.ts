@@ -2,6 +2,7 @@ import pc from "picocolors";
 import { effectiveSetting, loadConfig, type EffectiveSetting, type LoadedConfig } from "../config/settings.js";
 import { defaultStorePath } from "../project.js";
 import { withoutPassword } from "../runs/url-password.js";
+import type { McpServer } from "../tools/mcp-servers.js";
 
 interface ShownSetting {
   name: string;
@@ -35,6 +36,15 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
   return 0;
 }
 
+/** `name (stdio|http)` for each server. */
+function mcpServersText(json: string): string {
+  try {
+    return (JSON.parse(json) as McpServer[]).map((server) => `${server.name} (${server.transport})`).join(", ");
+  } catch {
+    return `not the JSON list loopgraph writes: ${json.slice(0, 60)}`;
+  }
+}
+
 function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string | undefined): ShownSetting[] {
   const show = <T>(name: string, setting: EffectiveSetting<T>, text: (value: T) => string, fallback: { value?: string; source: string }): ShownSetting =>
     setting.value !== undefined
@@ -49,5 +59,6 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show("environment.include", effectiveSetting(config, env, "shellEnvInclude"), String, { source: "none: every variable named like a credential is removed" }),
     show("environment.exclude", effectiveSetting(config, env, "shellEnvExclude"), String, { source: "none besides the credentials" }),
     show("sandbox", effectiveSetting(config, env, "sandbox"), (value) => (value === "off" ? "off" : String(value)), { value: "on", source: "default" }),
+    show("mcp_servers", effectiveSetting(config, env, "mcpServers"), (json) => mcpServersText(String(json)), { source: "none (a graph's mcp_servers: adds its own)" }),
   ];
 }

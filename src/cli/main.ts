@@ -3,6 +3,7 @@ import { existsSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
+import { packageVersion } from "../package.js";
 import { configFiles } from "../project.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
@@ -52,7 +53,7 @@ const approvalOption = () =>
 function buildProgram(setExitCode: (code: number) => void): Command {
   const program = new Command("loopgraph")
     .description("Durable, inspectable, replayable agent workflows declared as YAML graphs.")
-    .version("0.1.0")
+    .version(packageVersion())
     .option("--db <file>", "checkpoint database (default: $LOOPGRAPH_DB, else the project root's .loopgraph/loopgraph.db)")
     .showHelpAfterError()
     .exitOverride();

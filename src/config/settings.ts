@@ -18,6 +18,7 @@
  *     providers: { inhouse: { base_url: "http://…/v1", api_key_env: INHOUSE_API_KEY, default_model: m } }
  *     environment: { include: [NPM_CONFIG_TOKEN], exclude: [AWS_*] }
  *     sandbox: { enabled: true }
+ *     mcp_servers: { docs: { url: "http://127.0.0.1:3001/mcp" } }   # see src/tools/mcp-servers.ts
  */
 import { dirname, relative, resolve } from "node:path";
 import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
@@ -27,6 +28,7 @@ import { configFiles, PROJECT_CONFIG } from "../project.js";
 import { isSecretVariable } from "../runs/redact.js";
 import { isDatabaseUrl, isPostgresUrl } from "../runs/url-password.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
+import { checkMcpServers, MCP_SERVERS_VARIABLE, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
 
 /** What a configuration file may set. */
 export interface ConfigValues {
@@ -44,6 +46,8 @@ export interface ConfigValues {
   shellEnvExclude?: string;
   /** `off`: the agent's commands run without the OS sandbox (the user's file only). */
   sandbox?: string;
+  /** MCP servers (JSON list of McpServer); both files' add up, the project's replacing the user's of the same name. */
+  mcpServers?: string;
 }
 
 export interface ConfigFile {
@@ -52,7 +56,7 @@ export interface ConfigFile {
   values: ConfigValues;
 }
 
-const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers", "environment", "sandbox"];
+const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers"];
 const ENVIRONMENT_KEYS = ["include", "exclude"];
 const SANDBOX_KEYS = ["enabled"];
 /** A variable name, or a glob of them (`AWS_*`). */
@@ -108,6 +112,9 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
       case "sandbox":
         problems.push(...checkSandbox(value, kind));
         break;
+      case "mcp_servers":
+        problems.push(...checkMcpServers(value, mcpSource(kind, dir)).problems);
+        break;
       case "providers":
         if (kind === "project") bad(`a project's ${PROJECT_CONFIG} cannot define providers (a planted one could send your keys elsewhere): define them in your user config`);
         else problems.push(...providerProblems);
@@ -117,6 +124,12 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
     }
   }
   return problems.length > 0 ? { problems } : { value: raw as RawConfig };
+}
+
+/** Whose servers a file declares: the user's own, or the project's (which come with the repository). */
+function mcpSource(kind: ConfigFile["kind"], dir: string) {
+  const origin = kind === "user" ? "your user config" : `${resolve(dir, PROJECT_CONFIG)}`;
+  return kind === "user" ? ({ trusted: true, origin } as const) : ({ trusted: false, origin, where: `a project's ${PROJECT_CONFIG}` } as const);
 }
 
 /** The user's own OpenAI-compatible providers: `name: { base_url, api_key_env?, default_model? }`. */
@@ -203,6 +216,7 @@ interface RawConfig {
   providers?: Record<string, { base_url: string; api_key_env?: string; default_model?: string }>;
   environment?: { include?: string[]; exclude?: string[] };
   sandbox?: { enabled?: boolean };
+  mcp_servers?: Record<string, unknown>;
 }
 
 
@@ -220,6 +234,7 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   if (data.environment?.include?.length) values.shellEnvInclude = data.environment.include.join(",");
   if (data.environment?.exclude?.length) values.shellEnvExclude = data.environment.exclude.join(",");
   if (data.sandbox?.enabled === false) values.sandbox = "off";
+  if (data.mcp_servers !== undefined) values.mcpServers = JSON.stringify(checkMcpServers(data.mcp_servers, mcpSource(kind, dirname(path))).servers);
   if (data.store !== undefined) values.store = isPostgresUrl(data.store) ? data.store : resolve(dirname(path), data.store);
 
   return { kind, path, values };
@@ -265,6 +280,7 @@ const ENVIRONMENT: Record<SettingName, string> = {
   shellEnvInclude: "LOOPGRAPH_SHELL_ENV_INCLUDE",
   shellEnvExclude: "LOOPGRAPH_SHELL_ENV_EXCLUDE",
   sandbox: "LOOPGRAPH_SANDBOX",
+  mcpServers: MCP_SERVERS_VARIABLE,
 };
 
 /**
@@ -285,6 +301,14 @@ export function effectiveSetting<K extends SettingName>(config: LoadedConfig, en
     if (files.length > 0) {
       const value = files.map((file) => file!.values.shellEnvExclude).join(",") as ConfigValues[K];
       return { value, source: files[0]!.kind, from: files.map((file) => file!.path).join(" + ") };
+    }
+  }
+  // Servers add up over both files, the project's replacing the user's of the same name.
+  if (name === "mcpServers") {
+    const files = [config.user, config.project].filter((file) => file?.values.mcpServers !== undefined);
+    if (files.length > 0) {
+      const value = JSON.stringify(mergeMcpServers(...files.map((file) => JSON.parse(file!.values.mcpServers!) as McpServer[]))) as ConfigValues[K];
+      return { value, source: files[files.length - 1]!.kind, from: files.map((file) => file!.path).join(" + ") };
     }
   }
   for (const file of [config.project, config.user]) {

@@ -26,6 +26,8 @@ import { createRecorder } from "../runtime/recorder.js";
 import type { SnapshotRepository } from "../snapshots/shadow-repo.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
+import { McpHub } from "../tools/mcp.js";
+import { mcpServersFromEnv, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import { APPROVAL_MODES, type ApprovalMode, type ThreadSettings } from "../state/thread.js";
@@ -117,6 +119,15 @@ export function runningMessage(record: ThreadRecord): string {
   return `thread "${record.threadId}" is running in ${ownerText(record)}: stop it first with Ctrl-C`;
 }
 
+/** The MCP servers a graph and the graphs inside it declare (an outer graph's replacing an inner one's of the same name). */
+function graphMcpServers(graph: GraphDefinition): McpServer[] {
+  const inner = Object.values(graph.nodes).flatMap((node) => {
+    const kind = nodeKinds.of(node);
+    return [...(kind.inlineGraph ? [kind.inlineGraph(node)] : []), ...(kind.linkedGraphs?.(node) ?? [])];
+  });
+  return mergeMcpServers(...inner.map(graphMcpServers), graph.mcpServers ?? []);
+}
+
 function newThreadId(graphName: string): string {
   return `${graphName}-${Date.now().toString(36)}-${randomBytes(3).toString("hex")}`;
 }
@@ -133,6 +144,8 @@ export class Thread {
   private readonly userRules: PolicyRule[];
   /** Where the agent's commands run: chosen once per thread and process. */
   private readonly sandbox: Sandbox;
+  /** The MCP servers of the graph (and the graphs in it) and of the config, the config's replacing a graph's of the same name. */
+  private readonly mcpServers: McpServer[];
   private readonly models: (spec: string) => ChatModel;
   /** The process groups the dead owner's commands left, killed by the claim (`open`): `announce` says so. */
   private leftovers: number[] = [];
@@ -157,6 +170,11 @@ export class Thread {
     this.userRules = policy.rules;
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
+    try {
+      this.mcpServers = mergeMcpServers(graphMcpServers(graph), mcpServersFromEnv(this.env));
+    } catch (error) {
+      throw new ConfigError((error as Error).message);
+    }
     const mediator = mediatorNodeOf(graph);
     if (mediator && extra.looper) this.looper = extra.looper(this, mediator);
     if (!extra.replay) this.checkModels(graph, noModelMessage(graph.name, process.cwd()));
@@ -286,6 +304,8 @@ export class Thread {
       },
       ...(this.extra.replay ? { replayEffect: this.extra.replay.effect } : {}),
       ...(this.looper ? { looper: this.looper } : {}),
+      // Connected when a Coder first needs a server's tools; closed when the execution ends.
+      ...(this.mcpServers.length > 0 ? { mcp: new McpHub(this.mcpServers, { workspace, sandbox: this.sandbox, env: this.env }) } : {}),
     };
   }
 
@@ -336,6 +356,7 @@ export class Thread {
       return await this.executeTracked(input, ctx, compile);
     } finally {
       untrack();
+      await ctx.mcp?.close();
     }
   }
 

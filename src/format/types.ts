@@ -5,6 +5,7 @@
  */
 
 import type { PolicyRule } from "../state/rules.js";
+import type { McpServer } from "../tools/mcp-servers.js";
 
 /** A serialisable condition over graph state, used by conditional edges. */
 export type Condition =
@@ -100,6 +101,8 @@ export interface GraphDefinition<Node extends NodeDefinition = NodeDefinition> {
   limits: GraphLimits;
   /** Policy rules of this graph file (`policy.rules`), for tool-using nodes. */
   policy: PolicyRule[];
+  /** MCP servers the graph declares (`mcp_servers:`); the config's servers of the same name replace them. */
+  mcpServers?: McpServer[];
 }
 
 export const END_NODE = "END";

@@ -8,8 +8,9 @@ import { projectRoot } from "../project.js";
 import { nodeKinds } from "../nodes/registry.js";
 import type { NodeFiles } from "../runtime/node-kind.js";
 import { toPolicyRules } from "../policy/rule-file.js";
+import { checkMcpServers } from "../tools/mcp-servers.js";
 import { SourceLocator, type DataPath, type PathIssue } from "../diagnostics/positions.js";
-import { COMPARISON_OPERATORS, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
+import { COMPARISON_OPERATORS, GRAPH_MCP_SOURCE, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
 import {
   END_NODE,
   type Condition,
@@ -239,6 +240,7 @@ function buildDefinition(file: string, graph: GraphFile, nodes: Record<string, N
     breakpoints: graph.breakpoints,
     limits: { maxSteps: graph.limits.max_steps },
     policy: graph.policy ? toPolicyRules(graph.policy, "graph", file) : [],
+    ...(graph.mcp_servers && { mcpServers: checkMcpServers(graph.mcp_servers, { ...GRAPH_MCP_SOURCE, origin: file }, []).servers }),
   };
 }
 

@@ -9,6 +9,10 @@ import { modelSpec, positiveInt } from "../format/node-schema.js";
 import type { ComparisonOperator } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { policyRulesSchema } from "../policy/rule-file.js";
+import { checkMcpServers, type McpDeclarationSource } from "../tools/mcp-servers.js";
+
+/** Graphs declare servers as a project's file does: no variables, no way out of the sandbox. */
+export const GRAPH_MCP_SOURCE: McpDeclarationSource = { trusted: false, origin: "a graph", where: "a graph" };
 
 const NAME_PATTERN = /^[A-Za-z_][A-Za-z0-9_-]*$/;
 const RESERVED_NODE_IDS: readonly string[] = ["START", "END"];
@@ -231,6 +235,16 @@ export function nodeKindNames(): string[] {
   return nodeKinds.names();
 }
 
+/** A graph's MCP servers: checked as a config file's, as declared by a file that may come with a repository. */
+const mcpServersSchema = z
+  .record(z.string(), z.unknown())
+  .superRefine((servers, ctx) => {
+    for (const problem of checkMcpServers(servers, GRAPH_MCP_SOURCE, []).problems) ctx.addIssue({ code: "custom", path: [...problem.path], message: problem.message });
+  })
+  .describe(
+    "MCP servers whose tools the Coder nodes get as server__tool: name → { command, args, env, timeout } (stdio, run in the OS sandbox) or { url, headers, timeout } (streamable HTTP)",
+  );
+
 const buildGraphFileSchema = () =>
   z.strictObject({
     version: z.literal(1).describe("Format version; always 1"),
@@ -252,6 +266,7 @@ const buildGraphFileSchema = () =>
       })
       .default({ before: [], after: [] }),
     policy: policyRulesSchema.describe("Policy rules for the tool calls of this graph's nodes").optional(),
+    mcp_servers: mcpServersSchema.optional(),
     limits: z
       .strictObject({
         max_steps: positiveInt.describe(`Supersteps per run (default ${DEFAULT_MAX_STEPS})`).default(DEFAULT_MAX_STEPS),

@@ -8,6 +8,7 @@ import { homedir } from "node:os";
 import { isAbsolute, resolve } from "node:path";
 import picomatch from "picomatch";
 import { isInside, realPathOf, resolveInWorkspace, workspaceRelative } from "../tools/workspace-paths.js";
+import { isMcpToolName } from "../tools/mcp-servers.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
 import { ToolError, type PolicySubject, type ToolEffect } from "../tools/types.js";
@@ -37,18 +38,22 @@ export interface PolicyOptions {
   sandbox?: Sandbox["name"];
 }
 
-/** A tool's facts, as it declares them (src/tools/); an unknown tool is treated as `execute`, decided on its arguments. */
+/**
+ * A tool's facts, as it declares them (src/tools/): an MCP server's tool (`server__tool`) is
+ * `external`; any other unknown tool is treated as `execute`; both are decided on their arguments.
+ */
 export function toolFacts(name: string): { effect: ToolEffect; subject?: PolicySubject } {
   const tool = BUILTIN_TOOLS.find((candidate) => candidate.name === name);
-  return tool ? { effect: tool.effect, ...(tool.subject ? { subject: tool.subject } : {}) } : { effect: "execute" };
+  if (tool) return { effect: tool.effect, ...(tool.subject ? { subject: tool.subject } : {}) };
+  return { effect: isMcpToolName(name) ? "external" : "execute" };
 }
 
 /** What each approval mode decides when no rule matches (`deny` mode: `ask`'s, then ask → deny). */
 const MODE_DEFAULTS: Readonly<Record<ApprovalMode, Readonly<Record<ToolEffect, PolicyDecision>>>> = {
-  ask: { read: "allow", edit: "ask", execute: "ask", state: "allow" },
-  "auto-edit": { read: "allow", edit: "allow", execute: "ask", state: "allow" },
-  auto: { read: "allow", edit: "allow", execute: "allow", state: "allow" },
-  deny: { read: "allow", edit: "ask", execute: "ask", state: "allow" },
+  ask: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask" },
+  "auto-edit": { read: "allow", edit: "allow", execute: "ask", state: "allow", external: "ask" },
+  auto: { read: "allow", edit: "allow", execute: "allow", state: "allow", external: "ask" },
+  deny: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask" },
 };
 
 const EFFECT_NOUNS: Readonly<Record<ToolEffect, string>> = {
@@ -56,6 +61,7 @@ const EFFECT_NOUNS: Readonly<Record<ToolEffect, string>> = {
   edit: "file edits",
   execute: "commands",
   state: "plan updates",
+  external: "MCP tool calls",
 };
 
 interface Finding extends PolicyCause {
@@ -156,6 +162,7 @@ function defaultFinding(subject: string, effect: ToolEffect, mode: ApprovalMode)
   const noun = EFFECT_NOUNS[effect];
   if (decision === "allow") return { subject, decision, reason: `${noun} are allowed in approval mode "${mode}"` };
   if (mode === "deny") return { subject, decision: "deny", reason: `${noun} are denied in approval mode "deny" (it never asks)` };
+  if (effect === "external") return { subject, decision, reason: `${noun} need approval in every approval mode unless a policy rule allows them (e.g. tool: "server__*", decision: allow)` };
   return { subject, decision, reason: `${noun} need approval in approval mode "${mode}"` };
 }
 

@@ -13,6 +13,7 @@ import type { ThreadSettings } from "../state/thread.js";
 import type { ApprovalRequest } from "./approval.js";
 import type { Sandbox } from "../tools/sandbox.js";
 import type { CommandGroups } from "../tools/types.js";
+import type { McpHub } from "../tools/mcp.js";
 import { packageRoot } from "../package.js";
 
 /** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
@@ -92,6 +93,8 @@ export interface RunContext {
   snapshots?: ToolStepSnapshots;
   /** Where the shell tool records its commands' process groups with the thread while they run. */
   commandGroups?: CommandGroups;
+  /** The MCP servers this run declares (config files and graph), connected when first used; none when absent. */
+  mcp?: McpHub;
 }
 
 const noModel = (offlineHint: string): string =>

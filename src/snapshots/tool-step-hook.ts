@@ -1,6 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { SnapshotTable } from "../runs/snapshot-log.js";
 import { isStoreLocked } from "../runs/store.js";
+import { isMcpToolName } from "../tools/mcp-servers.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
 import { openSnapshotRepository, type SnapshotRepository } from "./shadow-repo.js";
 import { stepCheckpoint } from "./step-checkpoint.js";
@@ -20,8 +21,9 @@ export interface ToolStepSnapshots {
   around<T>(step: ToolStep, run: () => Promise<T>): Promise<T>;
 }
 
-/** Tools that can change files: those that edit, and the shell. */
+/** Tools that can change files: those that edit, the shell, and MCP servers' tools (a stdio server works in the workspace). */
 const FILE_CHANGING = new Set(BUILTIN_TOOLS.filter((tool) => tool.effect === "edit" || tool.effect === "execute").map((tool) => tool.name));
+const changesFiles = (tool: string): boolean => FILE_CHANGING.has(tool) || isMcpToolName(tool);
 
 export interface ToolStepSnapshotsOptions {
   threadId: string;
@@ -55,7 +57,7 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
   return {
     async around(step, run) {
       const checkpoint = stepCheckpoint(step.config);
-      if (off || !checkpoint || !FILE_CHANGING.has(step.tool)) return run();
+      if (off || !checkpoint || !changesFiles(step.tool)) return run();
       let opened: { seq: number; before: string; repo: SnapshotRepository } | undefined;
       try {
         repository ??= openSnapshotRepository(workspace, { secrets: options.secrets ?? [] });

@@ -27,7 +27,7 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
 
 /** What the model is told about each tool. */
 export function toolSpecs(tools: readonly ToolDefinition[]): ToolSpec[] {
-  return tools.map((tool) => toolSpec(tool.name, tool.description, tool.schema));
+  return tools.map((tool) => (tool.parameters ? { name: tool.name, description: tool.description, parameters: tool.parameters } : toolSpec(tool.name, tool.description, tool.schema)));
 }
 
 function firstLine(text: string): string {

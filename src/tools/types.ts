@@ -37,8 +37,11 @@ export function throwIfCancelled(signal: AbortSignal | undefined): void {
   if (signal?.aborted) throw new ToolError("failed", "cancelled before it finished");
 }
 
-/** How a tool affects the workspace: approval modes decide by this (read < edit < execute). */
-export type ToolEffect = "read" | "edit" | "execute" | "state";
+/**
+ * How a tool affects the workspace: approval modes decide by this (read < edit < execute);
+ * `external`: another program's tool (an MCP server's), asked about in every mode but `deny`.
+ */
+export type ToolEffect = "read" | "edit" | "execute" | "state" | "external";
 
 export interface TodoItem {
   content: string;
@@ -102,6 +105,8 @@ export interface ToolDefinition<Args = unknown> {
   effect: ToolEffect;
   subject?: PolicySubject;
   schema: z.ZodType<Args>;
+  /** The arguments' JSON Schema as the model is told it, when `schema` only checks their shape (an MCP server's tool). */
+  parameters?: Record<string, unknown>;
   run(args: Args, ctx: ToolContext): Promise<ToolOutput>;
   /** A file-editing tool: the file's content now (undefined: no such file) and what the call would make it, changing nothing. */
   preview?(args: Args, ctx: ToolContext): Promise<FileChangePreview>;

@@ -9,7 +9,9 @@ import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
 import { STATE_DIR } from "../../project.js";
 import { BUILTIN_TOOLS, toolSpecs } from "../../tools/index.js";
-import type { ToolCallRequest, ToolDefinition, ToolResult } from "../../tools/types.js";
+import { ToolError, type ToolCallRequest, type ToolDefinition, type ToolResult } from "../../tools/types.js";
+import { mcpToolDefinition, type McpHub, type McpToolInfo } from "../../tools/mcp.js";
+import { isMcpToolName, MCP_SEPARATOR } from "../../tools/mcp-servers.js";
 import { compressHistory, compressionUpdate } from "./compression.js";
 import { EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
 import { CoderState, type CoderStateValue } from "./state.js";
@@ -18,7 +20,7 @@ import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { runToolCall } from "../../runtime/tool-call.js";
 import { performEffect } from "../../runtime/effects.js";
-import { applicableGraphRules } from "../../policy/index.js";
+import { applicableGraphRules, toolMatches } from "../../policy/index.js";
 
 type CoderUpdate = Partial<CoderStateValue>;
 
@@ -99,8 +101,43 @@ function toolMessage(call: ToolCallRequest, result: ToolResult, note?: string): 
  */
 export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean) {
   const template = readFileSync(def.promptFile, "utf8");
-  const tools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name));
-  const specs = toolSpecs(tools);
+  const builtinTools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name));
+  const builtinSpecs = toolSpecs(builtinTools);
+  // MCP servers whose tools the node's list can name (`server__tool` globs; by default all).
+  const mcpPatterns = def.tools.filter(isMcpToolName);
+  const mcpServers = (ctx.mcp?.servers ?? []).map((server) => server.name).filter((name) => mcpPatterns.some((pattern) => toolMatches(pattern.split(MCP_SEPARATOR)[0]!, name)));
+  const hub = (): McpHub => {
+    if (!ctx.mcp) throw new ToolError("failed", "this run declares no MCP servers any more (mcp_servers: in the config or the graph): the tool cannot be called");
+    return ctx.mcp;
+  };
+  const mcpDefinitions = new Map<string, ToolDefinition>();
+  /** The tools of this turn: the built-in ones, and the MCP tools listed at its start. */
+  const toolsOf = (mcpTools: readonly McpToolInfo[] | undefined): readonly ToolDefinition[] => {
+    if (!mcpTools?.length) return builtinTools;
+    return [
+      ...builtinTools,
+      ...mcpTools.map((info) => {
+        let tool = mcpDefinitions.get(info.name);
+        if (!tool) mcpDefinitions.set(info.name, (tool = mcpToolDefinition(info, hub) as ToolDefinition));
+        return tool;
+      }),
+    ];
+  };
+
+  /**
+   * The MCP tools of this turn: listed once, at its first model call, and kept in the Coder's
+   * state; an effect, recorded, so a recorded replay offers the same tools without any server.
+   * A server that cannot start is said in a warning, and its tools are not offered.
+   */
+  const listMcpTools = async (state: CoderStateValue): Promise<McpToolInfo[] | undefined> => {
+    if (state.mcpTools !== undefined || mcpServers.length === 0) return undefined;
+    const request = { kind: "mcp" as const, node: def.id, name: "list_tools", args: { servers: mcpServers } };
+    const listing = await performEffect(ctx, request, () => hub().list(mcpServers, ctx.signal));
+    for (const { server, reason } of listing.unavailable) {
+      emit({ type: "warning", threadId, message: `MCP server "${server}" is not available, so its tools are not offered: ${reason}` });
+    }
+    return listing.tools.filter((tool) => mcpPatterns.some((pattern) => toolMatches(pattern, tool.name)));
+  };
   const artifactsDir = join(ctx.workspace, STATE_DIR, "artifacts", ctx.threadId);
   // A graph file the agent can change (inside the workspace) may not widen what the agent may do.
   const graphRules = applicableGraphRules(graph.file, graph.policy, ctx.workspace).rules;
@@ -130,12 +167,15 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       return { result: failure(state, "step_limit", `reached the step limit of ${def.maxSteps} model calls without finishing`) };
     }
     const spec = nodeModelSpec(def, graph, ctx.settings);
+    const listed = await listMcpTools(state);
+    const mcpTools = listed ?? state.mcpTools;
+    const specs = mcpTools?.length ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))] : builtinSpecs;
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
     const system = new SystemMessage(coderSystemPrompt(template, ctx.workspace));
     const bookkeeping = (): CoderUpdate => {
       const consumed = session.consumed();
-      return { usage: { ...session.usage }, ...(consumed ? { scripted: { [spec]: consumed } } : {}) };
+      return { usage: { ...session.usage }, ...(consumed ? { scripted: { [spec]: consumed } } : {}), ...(listed ? { mcpTools: listed } : {}) };
     };
 
     const written: BaseMessage[] = [];
@@ -187,7 +227,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     const outcome = await runToolCall(call, {
       ctx,
       node: def.id,
-      tools,
+      tools: toolsOf(state.mcpTools),
       rules: [...graphRules, ...ctx.userRules, ...state.sessionRules],
       loop: { state: state.loop ?? EMPTY_LOOP_DETECTOR_STATE, options: def.loopDetection },
       artifactsDir,

@@ -1,4 +1,5 @@
 import { z } from "zod";
+import { unknownName } from "../../diagnostics/suggest.js";
 import { nodeCommon, positiveInt } from "../../format/node-schema.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { defineNodeKind } from "../../runtime/node-kind.js";
@@ -13,9 +14,13 @@ const coderNode = z.strictObject({
   prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/coder.md)").optional(),
   max_steps: positiveInt.describe("Model calls per Coder turn before it stops with a step-limit failure (default 25)").default(25),
   tools: z
-    .array(z.enum(TOOL_NAMES))
+    .array(
+      z.string().refine((name) => (TOOL_NAMES as readonly string[]).includes(name) || MCP_TOOL_PATTERN.test(name), {
+        error: (issue) => `${unknownName("tool", String(issue.input), TOOL_NAMES)}, or name an MCP server's tools as server__tool (wildcard *)`,
+      }),
+    )
     .min(1)
-    .describe("Tools the Coder may use (default: all)")
+    .describe("Tools the Coder may use: built-in names, and MCP servers' tools as server__tool with * wildcards (default: all, MCP tools included)")
     .optional(),
   loop_detection: loopDetectionConfigSchema.describe("Repeated tool calls: warn, then fail").default(loopDetectionConfigSchema.parse({})),
   compression: z
@@ -32,6 +37,11 @@ const coderNode = z.strictObject({
 /** What the Coder's tools do, as `replay --from` announces it. */
 const TOOL_EFFECTS: Partial<Record<ToolEffect, string>> = { edit: "writes files", execute: "runs shell" };
 
+/** A node's tool list entry naming MCP servers' tools: `server__tool`, `*` anywhere. */
+const MCP_TOOL_PATTERN = /^[A-Za-z0-9*-]+__[A-Za-z0-9_*-]+$/;
+/** Every MCP tool the run's servers have (the default, with all built-in tools). */
+export const ALL_MCP_TOOLS = "*__*";
+
 /** The Coder: a model with the built-in tools, confined to the workspace, every tool step checkpointed. */
 export const coderKind = defineNodeKind({
   kind: "coder",
@@ -47,7 +57,7 @@ export const coderKind = defineNodeKind({
           kind: "coder",
           promptFile,
           maxSteps: raw.max_steps,
-          tools: raw.tools ?? [...TOOL_NAMES],
+          tools: raw.tools ?? [...TOOL_NAMES, ALL_MCP_TOOLS],
           loopDetection: toLoopDetectionOptions(raw.loop_detection),
           compression: { budgetTokens: raw.compression.budget_tokens, keepRecentTurns: raw.compression.keep_recent_turns },
           resultBudgetChars: raw.result_budget_chars,

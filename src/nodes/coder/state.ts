@@ -6,6 +6,7 @@ import type { TodoItem } from "../../tools/types.js";
 import type { LoopDetectorState } from "../../tools/loop-detection.js";
 import type { CoderResult, ToolLogEntry } from "./types.js";
 import type { PolicyRule } from "../../state/rules.js";
+import type { McpToolInfo } from "../../tools/mcp.js";
 
 const lastValue = <T>(_: T, next: T): T => next;
 const unionStrings = (left: string[], right: string[]): string[] => [...new Set([...left, ...right])];
@@ -36,6 +37,8 @@ export const CoderState = Annotation.Root({
    * after it, not yet consumed by the looper, ends the turn at the next step boundary.
    */
   inboxCursor: Annotation<number>({ reducer: lastValue, default: () => 0 }),
+  /** The MCP servers' tools offered in this turn, listed at its first model call (unset: not listed yet, or no servers). */
+  mcpTools: Annotation<McpToolInfo[] | undefined>({ reducer: lastValue, default: () => undefined }),
   result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
 });
 
