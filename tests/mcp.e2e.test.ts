@@ -130,4 +130,19 @@ describe("MCP servers' tools in a Coder run", () => {
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/loopgraph\.yaml:4:14: mcp_servers\.planted\.sandbox: a project's loopgraph\.yaml cannot set sandbox: false for an MCP server/);
   });
+
+  it("loopgraph mcp list starts each declared server as a run would and lists its tools; one that cannot start makes it exit 1", async () => {
+    const ws = tempWorkspace();
+    const config = userConfig(ws.root, {
+      "config.yaml": `mcp_servers:\n  everything:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(join(FIXTURES, "everything-stdio.mjs"))}]\n  broken:\n    command: /nonexistent/server\n`,
+    });
+    const listed = await runCli(["mcp", "list", "--workspace", ws.dir, "--json"], { env: cleanEnv({ XDG_CONFIG_HOME: config }) });
+    expect(listed.code).toBe(1);
+    const { servers } = JSON.parse(listed.stdout) as { servers: { name: string; available: boolean; declaredIn: string; reason?: string; tools: { name: string }[] }[] };
+    expect(servers.map((server) => [server.name, server.available])).toEqual([["everything", true], ["broken", false]]);
+    expect(servers[0]!.declaredIn).toBe(join(config, "loopgraph", "config.yaml"));
+    expect(servers[0]!.tools.map((tool) => tool.name)).toContain("everything__echo");
+    expect(servers[1]!.reason).toMatch(/nonexistent\/server/);
+    expect(lines(join(ws.dir, "mcp-starts.log"))).toHaveLength(1);
+  });
 });

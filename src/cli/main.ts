@@ -19,6 +19,7 @@ const commands = {
   replay: () => import("./replay-command.js"),
   queue: () => import("./queue-commands.js"),
   config: () => import("./config-command.js"),
+  mcp: () => import("./mcp-command.js"),
   init: () => import("./init-command.js"),
   demo: () => import("./demo-command.js"),
 };
@@ -201,6 +202,18 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("the settings that apply here (model, approval, model timeout, store) and where each comes from: flag, environment, project loopgraph.yaml, user config.yaml, default")
     .option("--json", "print JSON")
     .action(async (options) => setExitCode(await (await commands.config()).configCommand({ ...withGlobals(options), env: ownEnvironment })));
+
+  const mcp = program.command("mcp").description("the MCP servers whose tools the Coder gets (see docs/mcp.md)");
+  mcp
+    .command("list")
+    .description("start or contact each declared MCP server as a run would, and list its tools (exit 1 when one is not available)")
+    .option("--graph <name|file>", "also the servers this graph declares")
+    .option("--workspace <dir>", "where stdio servers run (default: the project root)")
+    .option("--no-sandbox", "run stdio servers without the OS sandbox (the config's own servers only)")
+    .option("--json", "print JSON")
+    .action(async (options: { graph?: string; workspace?: string; sandbox?: boolean; json?: boolean }) =>
+      setExitCode(await (await commands.mcp()).mcpListCommand({ ...options, noSandbox: options.sandbox === false })),
+    );
 
   program
     .command("init")

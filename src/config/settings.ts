@@ -128,7 +128,7 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
 
 /** Whose servers a file declares: the user's own, or the project's (which come with the repository). */
 function mcpSource(kind: ConfigFile["kind"], dir: string) {
-  const origin = kind === "user" ? "your user config" : `${resolve(dir, PROJECT_CONFIG)}`;
+  const origin = resolve(dir, kind === "user" ? "config.yaml" : PROJECT_CONFIG);
   return kind === "user" ? ({ trusted: true, origin } as const) : ({ trusted: false, origin, where: `a project's ${PROJECT_CONFIG}` } as const);
 }
 

@@ -6,6 +6,7 @@ import { ConfigError, ExitCode } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
+import { graphMcpServers } from "../graph/mcp-servers.js";
 import type { ChatModel } from "../models/types.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
@@ -117,15 +118,6 @@ export function mediatorNodeOf(graph: GraphDefinition): MediatorNodeDefinition |
 /** The one-line refusal (exit 2) of a thread another live process runs. */
 export function runningMessage(record: ThreadRecord): string {
   return `thread "${record.threadId}" is running in ${ownerText(record)}: stop it first with Ctrl-C`;
-}
-
-/** The MCP servers a graph and the graphs inside it declare (an outer graph's replacing an inner one's of the same name). */
-function graphMcpServers(graph: GraphDefinition): McpServer[] {
-  const inner = Object.values(graph.nodes).flatMap((node) => {
-    const kind = nodeKinds.of(node);
-    return [...(kind.inlineGraph ? [kind.inlineGraph(node)] : []), ...(kind.linkedGraphs?.(node) ?? [])];
-  });
-  return mergeMcpServers(...inner.map(graphMcpServers), graph.mcpServers ?? []);
 }
 
 function newThreadId(graphName: string): string {

@@ -2,6 +2,7 @@ export { evaluateCondition, getPath } from "../format/condition.js";
 export { graphJsonSchema, renderGraphJsonSchema } from "./json-schema.js";
 export { listGraphs, type GraphListing } from "./list.js";
 export { loadGraph, resolveGraphPath } from "./load.js";
+export { graphMcpServers } from "./mcp-servers.js";
 export { needsTask } from "./placeholders.js";
 export { describeCondition, drawMermaid } from "./mermaid.js";
 export { nodeKindNames } from "./schema.js";
