@@ -31,7 +31,9 @@ const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").t
 async function startHttpServer(root: string, token: string): Promise<{ url: string; log: string; stop: () => void }> {
   const log = join(root, "http-requests.log");
   const child = spawn(process.execPath, [join(FIXTURES, "everything-http.mjs")], { env: { ...process.env, MCP_TEST_TOKEN: token, MCP_TEST_LOG: log }, stdio: ["ignore", "pipe", "inherit"] });
-  const stop = () => child.kill("SIGKILL");
+  const stop = () => {
+    child.kill("SIGKILL");
+  };
   onCleanup(stop);
   const port = await new Promise<string>((resolve, reject) => {
     createInterface({ input: child.stdout! }).once("line", resolve);

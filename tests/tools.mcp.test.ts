@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { evaluatePolicy } from "../src/policy/index.js";
 import { McpHub } from "../src/tools/mcp.js";
-import { checkMcpServers, expandVariables, mcpToolName, type McpServer } from "../src/tools/mcp-servers.js";
+import { checkMcpServers, expandVariables, mcpToolName, type McpServer, type McpStdioServer } from "../src/tools/mcp-servers.js";
 import { availableSandbox, NO_SANDBOX, SANDBOX_OFF } from "../src/tools/sandbox.js";
 import { ToolError } from "../src/tools/types.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -17,7 +17,7 @@ import { tempWorkspace } from "./helpers/workspace.js";
 const STDIO_FIXTURE = join(import.meta.dirname, "fixtures", "mcp", "everything-stdio.mjs");
 const bubblewrap = availableSandbox({});
 
-function stdioServer(overrides: Partial<Extract<McpServer, { transport: "stdio" }>> = {}): McpServer {
+function stdioServer(overrides: Partial<McpStdioServer> = {}): McpStdioServer {
   return { name: "everything", transport: "stdio", command: process.execPath, args: [STDIO_FIXTURE], env: {}, sandbox: true, network: false, timeoutMs: 10_000, trusted: true, origin: "test", ...overrides };
 }
 
