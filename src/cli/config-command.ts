@@ -3,6 +3,7 @@ import { effectiveSetting, loadConfig, type EffectiveSetting, type LoadedConfig 
 import { defaultStorePath } from "../project.js";
 import { withoutPassword } from "../runs/url-password.js";
 import type { McpServer } from "../tools/mcp-servers.js";
+import type { Hook } from "../tools/hook-config.js";
 
 interface ShownSetting {
   name: string;
@@ -45,6 +46,15 @@ function mcpServersText(json: string): string {
   }
 }
 
+/** `event: command` for each hook. */
+function hooksText(json: string): string {
+  try {
+    return (JSON.parse(json) as Hook[]).map((hook) => `${hook.event}${hook.tools ? ` (${hook.tools})` : ""}: ${hook.command}`).join("; ");
+  } catch {
+    return `not the JSON list loopgraph writes: ${json.slice(0, 60)}`;
+  }
+}
+
 function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string | undefined): ShownSetting[] {
   const show = <T>(name: string, setting: EffectiveSetting<T>, text: (value: T) => string, fallback: { value?: string; source: string }): ShownSetting =>
     setting.value !== undefined
@@ -60,5 +70,6 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show("environment.exclude", effectiveSetting(config, env, "shellEnvExclude"), String, { source: "none besides the credentials" }),
     show("sandbox", effectiveSetting(config, env, "sandbox"), (value) => (value === "off" ? "off" : String(value)), { value: "on", source: "default" }),
     show("mcp_servers", effectiveSetting(config, env, "mcpServers"), (json) => mcpServersText(String(json)), { source: "none (a graph's mcp_servers: adds its own)" }),
+    show("hooks", effectiveSetting(config, env, "hooks"), (json) => hooksText(String(json)), { source: "none" }),
   ];
 }

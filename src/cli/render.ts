@@ -277,6 +277,11 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
       case "warning":
         line(event.threadId, `${pc.yellow("⚠")} ${printable(event.message)}`, false);
         break;
+      case "hook":
+        // A hook that did its work quietly is not worth a line; one that blocked or failed is.
+        if (event.blocked) line(event.threadId, `${pc.yellow("⛔")} ${printable(`the ${event.event} hook \`${event.command}\` blocked the call`)}`, false);
+        else if (event.failure) line(event.threadId, `${pc.yellow("⚠")} ${printable(event.failure)}`, false);
+        break;
       case "round_finished":
         rounds.push({ round: event.round, usage: event.usage });
         break;

@@ -19,6 +19,7 @@
  *     environment: { include: [NPM_CONFIG_TOKEN], exclude: [AWS_*] }
  *     sandbox: { enabled: true }
  *     mcp_servers: { docs: { url: "http://127.0.0.1:3001/mcp" } }   # see src/tools/mcp-servers.ts
+ *     hooks: { before_tool: [ { tools: shell, command: ./check.sh } ] }   # see src/tools/hooks.ts
  */
 import { dirname, relative, resolve } from "node:path";
 import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
@@ -29,6 +30,7 @@ import { isSecretVariable } from "../runs/redact.js";
 import { isDatabaseUrl, isPostgresUrl } from "../runs/url-password.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
 import { checkMcpServers, MCP_SERVERS_VARIABLE, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
+import { checkHooks, HOOKS_VARIABLE } from "../tools/hook-config.js";
 
 /** What a configuration file may set. */
 export interface ConfigValues {
@@ -48,6 +50,8 @@ export interface ConfigValues {
   sandbox?: string;
   /** MCP servers (JSON list of McpServer); both files' add up, the project's replacing the user's of the same name. */
   mcpServers?: string;
+  /** Hooks (JSON list of Hook); both files' run, the user's first. */
+  hooks?: string;
 }
 
 export interface ConfigFile {
@@ -56,7 +60,7 @@ export interface ConfigFile {
   values: ConfigValues;
 }
 
-const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers"];
+const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers", "hooks"];
 const ENVIRONMENT_KEYS = ["include", "exclude"];
 const SANDBOX_KEYS = ["enabled"];
 /** A variable name, or a glob of them (`AWS_*`). */
@@ -113,7 +117,10 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
         problems.push(...checkSandbox(value, kind));
         break;
       case "mcp_servers":
-        problems.push(...checkMcpServers(value, mcpSource(kind, dir)).problems);
+        problems.push(...checkMcpServers(value, declarationSource(kind, dir)).problems);
+        break;
+      case "hooks":
+        problems.push(...checkHooks(value, declarationSource(kind, dir)).problems);
         break;
       case "providers":
         if (kind === "project") bad(`a project's ${PROJECT_CONFIG} cannot define providers (a planted one could send your keys elsewhere): define them in your user config`);
@@ -126,8 +133,8 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
   return problems.length > 0 ? { problems } : { value: raw as RawConfig };
 }
 
-/** Whose servers a file declares: the user's own, or the project's (which come with the repository). */
-function mcpSource(kind: ConfigFile["kind"], dir: string) {
+/** Whose servers and hooks a file declares: the user's own, or the project's (which come with the repository). */
+function declarationSource(kind: ConfigFile["kind"], dir: string) {
   const origin = resolve(dir, kind === "user" ? "config.yaml" : PROJECT_CONFIG);
   return kind === "user" ? ({ trusted: true, origin } as const) : ({ trusted: false, origin, where: `a project's ${PROJECT_CONFIG}` } as const);
 }
@@ -217,6 +224,7 @@ interface RawConfig {
   environment?: { include?: string[]; exclude?: string[] };
   sandbox?: { enabled?: boolean };
   mcp_servers?: Record<string, unknown>;
+  hooks?: Record<string, unknown>;
 }
 
 
@@ -234,7 +242,8 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   if (data.environment?.include?.length) values.shellEnvInclude = data.environment.include.join(",");
   if (data.environment?.exclude?.length) values.shellEnvExclude = data.environment.exclude.join(",");
   if (data.sandbox?.enabled === false) values.sandbox = "off";
-  if (data.mcp_servers !== undefined) values.mcpServers = JSON.stringify(checkMcpServers(data.mcp_servers, mcpSource(kind, dirname(path))).servers);
+  if (data.mcp_servers !== undefined) values.mcpServers = JSON.stringify(checkMcpServers(data.mcp_servers, declarationSource(kind, dirname(path))).servers);
+  if (data.hooks !== undefined) values.hooks = JSON.stringify(checkHooks(data.hooks, declarationSource(kind, dirname(path))).hooks);
   if (data.store !== undefined) values.store = isPostgresUrl(data.store) ? data.store : resolve(dirname(path), data.store);
 
   return { kind, path, values };
@@ -281,6 +290,7 @@ const ENVIRONMENT: Record<SettingName, string> = {
   shellEnvExclude: "LOOPGRAPH_SHELL_ENV_EXCLUDE",
   sandbox: "LOOPGRAPH_SANDBOX",
   mcpServers: MCP_SERVERS_VARIABLE,
+  hooks: HOOKS_VARIABLE,
 };
 
 /**
@@ -301,6 +311,14 @@ export function effectiveSetting<K extends SettingName>(config: LoadedConfig, en
     if (files.length > 0) {
       const value = files.map((file) => file!.values.shellEnvExclude).join(",") as ConfigValues[K];
       return { value, source: files[0]!.kind, from: files.map((file) => file!.path).join(" + ") };
+    }
+  }
+  // Hooks add up over both files: the user's run first.
+  if (name === "hooks") {
+    const files = [config.user, config.project].filter((file) => file?.values.hooks !== undefined);
+    if (files.length > 0) {
+      const value = JSON.stringify(files.flatMap((file) => JSON.parse(file!.values.hooks!) as unknown[])) as ConfigValues[K];
+      return { value, source: files[files.length - 1]!.kind, from: files.map((file) => file!.path).join(" + ") };
     }
   }
   // Servers add up over both files, the project's replacing the user's of the same name.

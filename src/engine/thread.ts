@@ -2,7 +2,7 @@ import { randomBytes } from "node:crypto";
 import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command } from "@langchain/langgraph";
-import { ConfigError, ExitCode } from "../errors.js";
+import { cancelledByUser, ConfigError, ExitCode } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
@@ -28,6 +28,9 @@ import type { SnapshotRepository } from "../snapshots/shadow-repo.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
 import { McpHub } from "../tools/mcp.js";
+import { hooksFromEnv, type Hook } from "../tools/hook-config.js";
+import type { ToolContext } from "../tools/types.js";
+import { hooksOf, runEventHooks } from "../runtime/hooks.js";
 import { mcpServersFromEnv, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
@@ -138,6 +141,8 @@ export class Thread {
   private readonly sandbox: Sandbox;
   /** The MCP servers of the graph (and the graphs in it) and of the config, the config's replacing a graph's of the same name. */
   private readonly mcpServers: McpServer[];
+  /** The user's hooks (config files). */
+  private readonly hooks: Hook[];
   private readonly models: (spec: string) => ChatModel;
   /** The process groups the dead owner's commands left, killed by the claim (`open`): `announce` says so. */
   private leftovers: number[] = [];
@@ -164,6 +169,7 @@ export class Thread {
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     try {
       this.mcpServers = mergeMcpServers(graphMcpServers(graph), mcpServersFromEnv(this.env));
+      this.hooks = hooksFromEnv(this.env);
     } catch (error) {
       throw new ConfigError((error as Error).message);
     }
@@ -298,6 +304,7 @@ export class Thread {
       ...(this.looper ? { looper: this.looper } : {}),
       // Connected when a Coder first needs a server's tools; closed when the execution ends.
       ...(this.mcpServers.length > 0 ? { mcp: new McpHub(this.mcpServers, { workspace, sandbox: this.sandbox, env: this.env }) } : {}),
+      ...(this.hooks.length > 0 ? { hooks: this.hooks } : {}),
     };
   }
 
@@ -365,6 +372,7 @@ export class Thread {
     let outcome: Omit<RunOutcome, "state">;
     let state: GraphStateValue | undefined;
     let next = input;
+    await this.sessionHooks(ctx, { event: "session_start", resumed: input === null });
     for (;;) {
       state = undefined;
       try {
@@ -405,11 +413,41 @@ export class Thread {
       if (!isStoreLocked(error)) throw error;
       if (outcome.status !== "interrupted") outcome = lockedOutcome(this.store.path, threadId, this.env);
     }
+    const ending = { status: outcome.status, exitCode: outcome.exitCode, ...(outcome.error && { reason: outcome.error }) };
+    await this.sessionHooks(ctx, outcome.status === "failed" ? { event: "error", ...ending } : { event: "stop", ...ending });
     if (outcome.status === "failed" && outcome.error) ctx.emit({ type: "error", threadId, message: outcome.error });
     if (outcome.pause) ctx.emit({ type: "interrupt", threadId, ...outcome.pause });
     const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, outcome: outcome.status, exitCode: outcome.exitCode };
     ctx.emit(outcome.error ? { ...finished, reason: outcome.error } : finished);
     return { ...outcome, state };
+  }
+
+  /**
+   * The user's hooks at the start or end of an execution, given the thread, graph and workspace
+   * with the event's own fields. Not run in a recorded replay (it performs nothing); a hook that
+   * fails is a warning (a `hook` event), never the run's failure.
+   */
+  private async sessionHooks(ctx: RunContext, event: { event: "session_start" | "stop" | "error" } & Record<string, unknown>): Promise<void> {
+    if (this.extra.replay) return;
+    const hooks = hooksOf(ctx, event.event);
+    if (hooks.length === 0) return;
+    const { threadId, workspace } = this;
+    const tools = (): ToolContext => ({
+      workspace,
+      artifactsDir: join(workspace, STATE_DIR, "artifacts", threadId),
+      // The end's hooks run also when the run was interrupted.
+      sandbox: ctx.sandbox ?? this.sandbox,
+      ...(ctx.secrets && { secrets: ctx.secrets }),
+      ...(ctx.commandGroups && { commandGroups: ctx.commandGroups }),
+      ...(event.event === "session_start" && { signal: ctx.signal }),
+    });
+    const stopped = new AbortController().signal;
+    try {
+      await runEventHooks({ ...ctx, signal: event.event === "session_start" ? ctx.signal : stopped }, hooks, { ...event, thread: threadId, graph: this.graph.name, workspace }, tools);
+    } catch (error) {
+      // Ctrl-C during a session_start hook: the run that follows stops at once, as interrupted.
+      if (!cancelledByUser(ctx.signal)) throw error;
+    }
   }
 
   /** The `visits` channel of one of the thread's root checkpoints, read alone; undefined where it is not stored as plain JSON. */

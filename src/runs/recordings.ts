@@ -35,7 +35,7 @@ export interface RecordedModelError {
 }
 
 /** Effects on the world outside the graph state: Coder tools, git reads of the workspace, the thread's inbox, `function` nodes. */
-export type EffectKind = "tool" | "git" | "inbox" | "function" | "mcp";
+export type EffectKind = "tool" | "git" | "inbox" | "function" | "mcp" | "hook";
 
 /** What one record holds: a model call's answer or failure, an effect's result, or a user's answer to an approval. */
 export type RecordData =

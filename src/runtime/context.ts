@@ -14,6 +14,7 @@ import type { ApprovalRequest } from "./approval.js";
 import type { Sandbox } from "../tools/sandbox.js";
 import type { CommandGroups } from "../tools/types.js";
 import type { McpHub } from "../tools/mcp.js";
+import type { Hook } from "../tools/hook-config.js";
 import { packageRoot } from "../package.js";
 
 /** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
@@ -95,6 +96,8 @@ export interface RunContext {
   commandGroups?: CommandGroups;
   /** The MCP servers this run declares (config files and graph), connected when first used; none when absent. */
   mcp?: McpHub;
+  /** The user's hooks (config files): run before and after tool calls, and at the start and end of an execution. */
+  hooks?: readonly Hook[];
 }
 
 const noModel = (offlineHint: string): string =>

@@ -31,7 +31,12 @@ export type RunEvent =
   /** `outcome` repeats `status`; `reason` says why a run did not finish (failed, limited, interrupted by a stop). */
   | { type: "run_finished"; threadId: string; status: RunStatus; outcome: RunStatus; exitCode: number; reason?: string }
   | { type: "error"; threadId: string; node?: string; message: string }
-  | { type: "warning"; threadId: string; message: string };
+  | { type: "warning"; threadId: string; message: string }
+  /**
+   * A hook ran (or was skipped: `skipped` says why). `exitCode` is null when it did not exit by
+   * itself; `blocked`: a before_tool hook stopped the call; `failure`: what went wrong, in a line.
+   */
+  | { type: "hook"; threadId: string; node?: string; event: string; command: string; exitCode: number | null; blocked?: boolean; failure?: string };
 
 /** Why a tool call did not run: `blocked` (the loop detector or the policy), `rejected` (the user), `invalid_arguments`. */
 export type NotRun = "blocked" | "rejected" | "invalid_arguments";

@@ -11,6 +11,8 @@ import { asksAbout, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest 
 import type { RunContext } from "./context.js";
 import type { NotRun } from "./events.js";
 import { performEffect } from "./effects.js";
+import { hooksOf, runEventHooks } from "./hooks.js";
+import { blockingReason } from "../tools/hooks.js";
 
 export interface ToolCallOptions {
   ctx: RunContext;
@@ -106,6 +108,14 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     if (answer.decision === "reject") result = rejection(answer);
     else if (answer.decision === "always" && always) outcome.sessionRule = always.rule;
   }
+  // The user's before_tool hooks are the last gate: a call they block does not run.
+  const hookInput = { thread: threadId, node, workspace: ctx.workspace, tool: { id: call.id, name: call.name, args: call.args } };
+  if (!result) {
+    const record = { args: { tool: call.name, args: call.args } };
+    const outcomes = await runEventHooks(ctx, hooksOf(ctx, "before_tool", call.name), { event: "before_tool", ...hookInput }, toolContext, { node, record });
+    const reason = outcomes.map(blockingReason).find((text) => text !== undefined);
+    if (reason !== undefined) result = { ok: false, errorKind: "blocked", content: `Blocked by a hook: ${reason}` };
+  }
   // Every call is announced, a blocked or rejected one too: its result alone would not name it.
   ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
   const notRun: NotRun | undefined = result ? (result.errorKind === "rejected" ? "rejected" : "blocked") : undefined;
@@ -119,6 +129,12 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     const step = { node, tool: call.name, toolCallId: call.id, config: options.config };
     const request = { kind: "tool" as const, node, name: call.name, args: call.args };
     result = await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
+    // What the user's after_tool hooks print is added to the result the model sees.
+    const shown = { ok: result.ok, ...(result.errorKind && { errorKind: result.errorKind }), content: result.content };
+    const record = { args: { tool: call.name, args: call.args, result: shown } };
+    const outcomes = await runEventHooks(ctx, hooksOf(ctx, "after_tool", call.name), { event: "after_tool", ...hookInput, result: shown }, toolContext, { node, record });
+    const notes = outcomes.filter((outcome) => outcome.exitCode === 0 && outcome.stdout.trim() !== "").map((outcome) => outcome.stdout.trim());
+    if (notes.length > 0) result = { ...result, content: `${result.content}\n\n[after_tool hook]\n${notes.join("\n")}` };
   }
   ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content, ...(notRun ? { notRun } : {}) });
   return { ...outcome, result };

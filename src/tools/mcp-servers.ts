@@ -21,6 +21,7 @@
  */
 import type { Problem } from "../diagnostics/yaml-file.js";
 import { unknownKeyProblem } from "../diagnostics/yaml-file.js";
+import { jsonListVariable } from "./config-variable.js";
 
 interface McpServerCommon {
   name: string;
@@ -140,18 +141,7 @@ export function checkMcpServers(value: unknown, source: McpDeclarationSource, at
 
 /** The servers carried in `MCP_SERVERS_VARIABLE` (set by the config files, or by the user); a bad value is an error naming the variable. */
 export function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServer[] {
-  const text = env[MCP_SERVERS_VARIABLE]?.trim();
-  if (!text) return [];
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(text);
-  } catch {
-    parsed = undefined;
-  }
-  if (!Array.isArray(parsed) || !parsed.every((server) => server && typeof server === "object" && typeof server.name === "string")) {
-    throw new Error(`${MCP_SERVERS_VARIABLE} must be the JSON list loopgraph writes from mcp_servers: (declare servers in your config file instead)`);
-  }
-  return parsed as McpServer[];
+  return jsonListVariable<McpServer>(env, MCP_SERVERS_VARIABLE, "mcp_servers", (server) => typeof server.name === "string");
 }
 
 /** Servers of several declarations, a later one replacing an earlier one of the same name. */

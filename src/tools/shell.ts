@@ -210,6 +210,8 @@ async function writeFullOutput(parts: (string | OutputCapture)[], artifactsDir: 
 interface RunOptions {
   timeoutMs: number;
   killGraceMs: number;
+  /** Written to the command's stdin, which is then closed (default: no stdin). */
+  input?: string;
 }
 
 /** Runs `command` to its end, a timeout or cancellation, capturing its output into `stdout` and `stderr`. */
@@ -219,9 +221,15 @@ async function runCommand(command: string, ctx: ToolContext, options: RunOptions
   const sandboxed = sandbox.wrap(watchedBash(command, sandbox.scope), ctx.workspace, agentEnvironment(process.env));
   // Its own process group: a timeout or cancellation kills the whole tree (with bubblewrap, its PID namespace).
   // Descriptor 3 is the watcher's lifeline: closed when loopgraph dies, or when it stops the command.
-  const child = spawn(sandboxed.file, sandboxed.args, { cwd: ctx.workspace, env: sandboxed.env, detached: true, stdio: ["ignore", "pipe", "pipe", "pipe"] });
+  const stdin = options.input === undefined ? "ignore" : "pipe";
+  const child = spawn(sandboxed.file, sandboxed.args, { cwd: ctx.workspace, env: sandboxed.env, detached: true, stdio: [stdin, "pipe", "pipe", "pipe"] });
   const [, out, err, lifeline] = child.stdio as unknown as [null, Readable, Readable, Readable];
   lifeline.on("error", () => {});
+  if (child.stdin) {
+    // A command that does not read its input closes the pipe early: that is no failure.
+    child.stdin.on("error", () => {});
+    child.stdin.end(options.input);
+  }
   pump(out, stdout);
   pump(err, stderr);
   const closed = new Promise<boolean>((resolve) => child.once("close", () => resolve(true)));
@@ -271,6 +279,38 @@ async function runCommand(command: string, ctx: ToolContext, options: RunOptions
     if (onAbort) ctx.signal?.removeEventListener("abort", onAbort);
     liveGroups.delete(pgid);
     recordGroup(() => ctx.commandGroups?.ended(pgid));
+  }
+}
+
+/** How a command given input ended (`runWithInput`), with its output (secrets redacted; a long stream cut to head and tail). */
+export interface CommandOutcome {
+  /** Null when it did not exit by itself (killed by a signal, a timeout, cancelled). */
+  exitCode: number | null;
+  timedOut: boolean;
+  cancelled: boolean;
+  stdout: string;
+  stderr: string;
+}
+
+/**
+ * Runs a bash command as the shell tool runs the agent's (the sandbox, the agent's environment,
+ * the process group killed on timeout or cancellation), with `input` on its stdin: for the user's
+ * hooks.
+ */
+export async function runWithInput(command: string, input: string, ctx: ToolContext, timeoutMs: number): Promise<CommandOutcome> {
+  const stdout = new OutputCapture(ctx.artifactsDir, "hook-stdout", ctx.secrets);
+  const stderr = new OutputCapture(ctx.artifactsDir, "hook-stderr", ctx.secrets);
+  try {
+    const ending = await runCommand(command, ctx, { timeoutMs, killGraceMs: DEFAULT_KILL_GRACE_MS, input }, stdout, stderr);
+    return {
+      exitCode: ending.kind === "exited" ? ending.code : null,
+      timedOut: ending.kind === "timeout",
+      cancelled: ending.kind === "cancelled",
+      stdout: stdout.view(),
+      stderr: stderr.view(),
+    };
+  } finally {
+    await Promise.all([stdout.dispose(), stderr.dispose()]);
   }
 }
 

@@ -1,0 +1,80 @@
+/**
+ * Hooks: their declarations' checks, one hook run with its event on stdin (as the shell tool runs a
+ * command), and how a before_tool hook's outcome decides the call.
+ */
+import { existsSync } from "node:fs";
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { checkHooks, hooksFromEnv, type Hook } from "../src/tools/hook-config.js";
+import { blockingReason, hookFailure, runHook, type HookOutcome } from "../src/tools/hooks.js";
+import { availableSandbox, NO_SANDBOX } from "../src/tools/sandbox.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+const user = { trusted: true, origin: "/home/me/.config/loopgraph/config.yaml" };
+const hook = (command: string, overrides: Partial<Hook> = {}): Hook => ({ event: "before_tool", command, timeoutMs: 5_000, ...user, ...overrides });
+const outcome = (exitCode: number | null, stdout = "", stderr = "", extra: Partial<HookOutcome> = {}): HookOutcome => ({ command: "check", exitCode, stdout, stderr, ...extra });
+
+describe("hook declarations", () => {
+  it("reads each event's hooks with their defaults", () => {
+    const checked = checkHooks({ before_tool: [{ tools: "shell", command: "./check.sh", timeout: 5 }], stop: [{ command: "notify" }] }, user);
+    expect(checked.problems).toEqual([]);
+    expect(checked.hooks).toEqual([
+      { event: "before_tool", command: "./check.sh", tools: "shell", timeoutMs: 5_000, ...user },
+      { event: "stop", command: "notify", timeoutMs: 60_000, ...user },
+    ]);
+    expect(hooksFromEnv({ LOOPGRAPH_HOOKS: JSON.stringify(checked.hooks) })).toEqual(checked.hooks);
+    expect(() => hooksFromEnv({ LOOPGRAPH_HOOKS: "[1]" })).toThrow(/^LOOPGRAPH_HOOKS must be the JSON list loopgraph writes from hooks:/);
+  });
+
+  it("says what is wrong", () => {
+    const messages = (value: unknown) => checkHooks(value, user).problems.map((problem) => `${problem.path.join(".")}: ${problem.message}`);
+    expect(messages({ befor_tool: [] })).toEqual(['hooks.befor_tool: unknown key "befor_tool": did you mean "before_tool"?']);
+    expect(messages({ stop: { command: "x" } })).toEqual(["hooks.stop: hooks.stop must be a list of { command, tools, timeout }"]);
+    expect(messages({ stop: [{ command: "x", tools: "shell" }] })).toEqual(["hooks.stop.0.tools: tools is for before_tool and after_tool hooks"]);
+    expect(messages({ after_tool: [{ command: "", tools: "a b", timeout: 0, when: 1 }] })).toEqual([
+      'hooks.after_tool.0.when: unknown key "when": a hook has command, tools, timeout',
+      "hooks.after_tool.0.command: command must be a bash command line, run in the workspace",
+      "hooks.after_tool.0.tools: tools must be a tool name with * and ? wildcards, e.g. shell, *_file, docs__*",
+      "hooks.after_tool.0.timeout: timeout must be the seconds the hook may take (a number, at most 3600)",
+    ]);
+  });
+});
+
+describe("a hook's outcome", () => {
+  it("blocks a call by exit code 2 or a JSON decision; a hook that fails otherwise blocks it too", () => {
+    expect(blockingReason(outcome(0, "looks fine\n"))).toBeUndefined();
+    expect(blockingReason(outcome(0, '{"decision": "block", "reason": "not on main"}'))).toBe("not on main");
+    expect(blockingReason(outcome(0, '{"decision": "allow"}'))).toBeUndefined();
+    expect(blockingReason(outcome(2, "", "no rm here\n"))).toBe("no rm here");
+    expect(blockingReason(outcome(2))).toBe("the hook `check` blocked it");
+    expect(blockingReason(outcome(1, "", "jq: not found"))).toBe("the before_tool hook `check` failed (it exited with 1), so the call was not run: jq: not found");
+    expect(blockingReason(outcome(null, "", "", { timedOut: true }))).toBe("the before_tool hook `check` failed (it timed out), so the call was not run");
+    expect(hookFailure("stop", outcome(0))).toBeUndefined();
+    expect(hookFailure("stop", outcome(3, "", "a\nb\nc\nd"))).toBe("the stop hook `check` exited with 3: b | c | d");
+  });
+
+  it("runs in the workspace with its event as JSON on stdin, its output redacted, killed at its timeout", async () => {
+    const ws = tempWorkspace();
+    const ctx = { workspace: ws.dir, artifactsDir: `${ws.dir}/.loopgraph/artifacts/t`, sandbox: NO_SANDBOX, secrets: ["s3cr3t-value"] };
+    const ran = await runHook(hook('cat; pwd; echo "s3cr3t-value" >&2'), { event: "before_tool", tool: { name: "shell" } }, ctx);
+    expect(ran).toMatchObject({ exitCode: 0, stderr: "[redacted]\n" });
+    expect(ran.stdout).toBe(`{"event":"before_tool","tool":{"name":"shell"}}\n${ws.dir}\n`);
+    const slow = await runHook(hook("sleep 5", { timeoutMs: 200 }), { event: "stop" }, ctx);
+    expect(slow).toMatchObject({ exitCode: null, timedOut: true });
+  });
+
+  it("a project's hook runs only in the OS sandbox: elsewhere it is skipped, and a before_tool one then blocks", async () => {
+    const ws = tempWorkspace();
+    const planted = hook("touch ran", { trusted: false, origin: "/p/loopgraph.yaml" });
+    const skipped = await runHook(planted, { event: "before_tool" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox: NO_SANDBOX });
+    expect(skipped.skipped).toBe("not run: it is declared in /p/loopgraph.yaml, and such a hook runs only in the OS sandbox, but no OS sandbox can start here");
+    expect(blockingReason(skipped)).toMatch(/^the before_tool hook `touch ran` failed \(not run: it is declared in/);
+    const sandbox = availableSandbox({});
+    if (sandbox.name !== "bubblewrap") return;
+    const sandboxed = await runHook({ ...planted, command: `touch ran; touch ${JSON.stringify(`${ws.root}/outside`)}` }, { event: "stop" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox });
+    // In the sandbox: the workspace is writable; what it wrote beside the workspace (a private /tmp there) never reached the real one.
+    expect(sandboxed.exitCode).toBe(0);
+    expect(existsSync(join(ws.dir, "ran"))).toBe(true);
+    expect(existsSync(join(ws.root, "outside"))).toBe(false);
+  });
+});
