@@ -63,7 +63,7 @@ describe("a hook's outcome", () => {
     expect(slow).toMatchObject({ exitCode: null, timedOut: true });
   });
 
-  it("a project's hook runs only in the OS sandbox: elsewhere it is skipped, and a before_tool one then blocks", async () => {
+  it("a project's hook runs only in the OS sandbox, with the workspace read-only: elsewhere it is skipped, and a before_tool one then blocks", async () => {
     const ws = tempWorkspace();
     const planted = hook("touch ran", { trusted: false, origin: "/p/loopgraph.yaml" });
     const skipped = await runHook(planted, { event: "before_tool" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox: NO_SANDBOX });
@@ -71,9 +71,15 @@ describe("a hook's outcome", () => {
     expect(blockingReason(skipped)).toMatch(/^the before_tool hook `touch ran` failed \(not run: it is declared in/);
     const sandbox = availableSandbox({});
     if (sandbox.name !== "bubblewrap") return;
-    const sandboxed = await runHook({ ...planted, command: `touch ran; touch ${JSON.stringify(`${ws.root}/outside`)}` }, { event: "stop" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox });
-    // In the sandbox: the workspace is writable; what it wrote beside the workspace (a private /tmp there) never reached the real one.
-    expect(sandboxed.exitCode).toBe(0);
+    const touch = `cat; touch ran; touch ${JSON.stringify(`${ws.root}/outside`)}`;
+    // In the sandbox a project's hook reads the workspace but cannot change it; the user's own can.
+    const sandboxed = await runHook({ ...planted, command: touch }, { event: "stop" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox });
+    expect(sandboxed.stdout).toBe('{"event":"stop"}\n');
+    expect(sandboxed.stderr).toMatch(/touch: cannot touch 'ran': Read-only file system/);
+    expect(existsSync(join(ws.dir, "ran"))).toBe(false);
+    const own = await runHook({ ...planted, trusted: true, command: touch }, { event: "stop" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox });
+    // What it wrote beside the workspace went to the sandbox's private /tmp, never to the real one.
+    expect(own.exitCode).toBe(0);
     expect(existsSync(join(ws.dir, "ran"))).toBe(true);
     expect(existsSync(join(ws.root, "outside"))).toBe(false);
   });

@@ -3,6 +3,7 @@
  * of its event on stdin, run as the shell tool runs the agent's commands.
  */
 import type { Hook, HookEvent } from "./hook-config.js";
+import { availableSandbox } from "./sandbox.js";
 import { runWithInput } from "./shell.js";
 import type { ToolContext } from "./types.js";
 
@@ -24,16 +25,19 @@ const clip = (text: string) => (text.length > OUTPUT_KEPT ? `${text.slice(0, OUT
 
 /**
  * Runs one hook with `input` (JSON) on its stdin, in the workspace, as the shell tool runs a
- * command. A hook from a project's file runs only inside the OS sandbox: elsewhere it is skipped.
+ * command. A hook from a project's file runs only inside the OS sandbox, with the workspace
+ * read-only: elsewhere it is skipped.
  */
 export async function runHook(hook: Hook, input: object, ctx: ToolContext): Promise<HookOutcome> {
-  const sandbox = ctx.sandbox?.name ?? "none";
-  if (!hook.trusted && sandbox !== "bubblewrap") {
-    const why = sandbox === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here";
+  // A project's hook may read the workspace, not change it: a hook that writes, the user declares.
+  const sandbox = hook.trusted || ctx.sandbox?.name !== "bubblewrap" ? ctx.sandbox : availableSandbox(process.env, { readOnlyWorkspace: true });
+  if (!hook.trusted && sandbox?.name !== "bubblewrap") {
+    const why = sandbox?.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here";
     return { command: hook.command, exitCode: null, skipped: `not run: it is declared in ${hook.origin}, and such a hook runs only in the OS sandbox, but ${why}`, stdout: "", stderr: "" };
   }
+  const where = sandbox === ctx.sandbox ? ctx : { ...ctx, sandbox };
   try {
-    const outcome = await runWithInput(hook.command, `${JSON.stringify(input)}\n`, ctx, hook.timeoutMs);
+    const outcome = await runWithInput(hook.command, `${JSON.stringify(input)}\n`, where, hook.timeoutMs);
     return { command: hook.command, exitCode: outcome.exitCode, ...(outcome.timedOut && { timedOut: true }), stdout: clip(outcome.stdout), stderr: clip(outcome.stderr) };
   } catch (error) {
     return { command: hook.command, exitCode: null, skipped: `could not start: ${(error as Error).message.split("\n")[0]}`, stdout: "", stderr: "" };

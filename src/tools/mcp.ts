@@ -181,12 +181,14 @@ export class McpHub {
 
   /**
    * Where a stdio server runs: in the OS sandbox (without network unless the user's own declaration
-   * allows it); outside it only by the user's own declaration (`sandbox: false`) or, for theirs,
+   * allows it; with the workspace read-only when the declaration is not the user's); outside it only by the user's own declaration (`sandbox: false`) or, for theirs,
    * where no sandbox can start. A server from a project's file or a graph never runs unconfined.
    */
   private sandboxFor(server: Extract<McpServer, { transport: "stdio" }>): Sandbox {
     const { sandbox } = this.options;
-    if (sandbox.name === "bubblewrap" && server.sandbox) return availableSandbox(this.env, { network: server.trusted && server.network });
+    // A project's (or a graph's) server may read the workspace, not change it: what writes, the user declares.
+    const confined = sandbox.name === "bubblewrap" && server.sandbox ? availableSandbox(this.env, server.trusted ? { network: server.network } : { readOnlyWorkspace: true }) : undefined;
+    if (confined?.name === "bubblewrap") return confined;
     if (server.trusted) return { ...sandbox, wrap: ([file, ...args], _workspace, env) => ({ file: file!, args, env }) };
     const why = sandbox.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here (install bubblewrap)";
     throw new Error(`not started: it is declared in ${server.origin}, and such a server runs only in the OS sandbox, but ${why}; declare it in your user config to run it without`);

@@ -16,6 +16,8 @@ import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
 export interface SandboxOptions {
   /** Let commands reach the network (the user's policy `sandbox: { network: allow }`). */
   network?: boolean;
+  /** The workspace read-only too (what a project's own hooks and MCP servers run with). */
+  readOnlyWorkspace?: boolean;
 }
 
 /**
@@ -72,7 +74,7 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
         // Private, empty /tmp and home, mounted before the workspace (which may be under either).
         "--tmpfs", "/tmp",
         ...home.flatMap((dir) => (existsSync(dir) ? ["--tmpfs", dir] : [])),
-        "--bind", workspace, workspace,
+        options.readOnlyWorkspace ? "--ro-bind" : "--bind", workspace, workspace,
         ...READ_ONLY_IN_WORKSPACE.flatMap((name) => {
           const path = join(workspace, name);
           return existsSync(path) ? ["--ro-bind", path, path] : [];
@@ -112,7 +114,7 @@ export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: 
     works.set(program, usable);
   }
   if (!usable) return NO_SANDBOX;
-  return options.network ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
+  return options.network || options.readOnlyWorkspace ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
 }
 
 /** Whether bubblewrap is installed and may create namespaces here (user namespaces can be disabled). */
