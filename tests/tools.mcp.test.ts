@@ -8,7 +8,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { evaluatePolicy } from "../src/policy/index.js";
-import { McpHub } from "../src/tools/mcp.js";
+import { McpHub, programFolders } from "../src/tools/mcp.js";
 import { checkMcpServers, expandVariables, mcpToolName, type McpServer, type McpStdioServer } from "../src/tools/mcp-servers.js";
 import { availableSandbox, NO_SANDBOX, SANDBOX_OFF } from "../src/tools/sandbox.js";
 import { ToolError } from "../src/tools/types.js";
@@ -101,6 +101,17 @@ describe("McpHub with the reference server over stdio", () => {
     expect(listing.unavailable).toHaveLength(1);
     expect(listing.unavailable[0]!.reason).toMatch(/Connection closed \(stderr: boom: \[31mno config \[0m\)$/);
     expect(listing.unavailable[0]!.reason).not.toMatch(/\u001b/);
+  });
+});
+
+describe("a user's stdio server's own files in the sandbox", () => {
+  it("are the package or project folder of each absolute path in its command line, never / or a home directory", () => {
+    const ws = tempWorkspace({ files: { "tools/pkg/package.json": "{}", "tools/pkg/bin/server.js": "", "home/server.js": "", "home/app/main.py": "", "loose/server.js": "" } });
+    const at = (path: string) => join(ws.dir, path);
+    const env = { HOME: at("home") };
+    expect(programFolders({ command: "node", args: [at("tools/pkg/bin/server.js"), "--port", "3"] }, env)).toEqual([at("tools/pkg")]);
+    expect(programFolders({ command: at("loose/server.js"), args: [at("missing.js"), "relative.js"] }, env)).toEqual([at("loose")]);
+    expect(programFolders({ command: "node", args: [at("home/server.js"), at("home/app/main.py"), "/", "/tmp"] }, env)).toEqual([at("home/app")]);
   });
 });
 

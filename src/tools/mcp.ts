@@ -8,7 +8,9 @@ import type { Client } from "@modelcontextprotocol/sdk/client/index.js";
 import { z } from "zod";
 import { packageVersion } from "../package.js";
 import { agentEnvironment } from "./environment.js";
-import { expandVariables, mcpToolName, type McpServer } from "./mcp-servers.js";
+import { existsSync, statSync } from "node:fs";
+import { dirname, isAbsolute, join, resolve } from "node:path";
+import { expandVariables, mcpToolName, type McpServer, type McpStdioServer } from "./mcp-servers.js";
 import { availableSandbox, type Sandbox } from "./sandbox.js";
 import { ToolError, type ToolDefinition, type ToolOutput } from "./types.js";
 
@@ -187,7 +189,8 @@ export class McpHub {
   private sandboxFor(server: Extract<McpServer, { transport: "stdio" }>): Sandbox {
     const { sandbox } = this.options;
     // A project's (or a graph's) server may read the workspace, not change it: what writes, the user declares.
-    const confined = sandbox.name === "bubblewrap" && server.sandbox ? availableSandbox(this.env, server.trusted ? { network: server.network } : { readOnlyWorkspace: true }) : undefined;
+    const own = server.trusted ? { network: server.network, readable: programFolders(server, this.env) } : { readOnlyWorkspace: true };
+    const confined = sandbox.name === "bubblewrap" && server.sandbox ? availableSandbox(this.env, own) : undefined;
     if (confined?.name === "bubblewrap") return confined;
     if (server.trusted) return { ...sandbox, wrap: ([file, ...args], _workspace, env) => ({ file: file!, args, env }) };
     const why = sandbox.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here (install bubblewrap)";
@@ -197,6 +200,34 @@ export class McpHub {
   private expand(server: McpServer, value: string, key: string): string {
     return server.trusted ? expandVariables(value, this.env, `MCP server "${server.name}" (${key})`) : value;
   }
+}
+
+/** Markers of a program's own folder: a package, a Python or Rust or Go project. */
+const PROGRAM_ROOT_MARKERS = ["package.json", "pyproject.toml", "Cargo.toml", "go.mod"];
+
+/**
+ * The folders of a user's stdio server's own files, made readable in the sandbox (which hides
+ * `/tmp` and the home directories): for each absolute path in its command and arguments that
+ * exists, the nearest folder above it that is a package or project, else the path's own folder;
+ * never `/`, `/tmp` or a home directory itself (where the user's keys are).
+ */
+export function programFolders(server: Pick<McpStdioServer, "command" | "args">, env: NodeJS.ProcessEnv): string[] {
+  const homes = new Set(["/", "/tmp", "/home", "/root", ...(env.HOME ? [resolve(env.HOME)] : [])]);
+  const folders = new Set<string>();
+  for (const path of [server.command, ...server.args]) {
+    if (!isAbsolute(path) || !existsSync(path)) continue;
+    const start = statSync(path).isDirectory() ? path : dirname(path);
+    let folder: string | undefined;
+    for (let dir = start; !homes.has(dir) && dir !== dirname(dir); dir = dirname(dir)) {
+      if (PROGRAM_ROOT_MARKERS.some((marker) => existsSync(join(dir, marker)))) {
+        folder = dir;
+        break;
+      }
+    }
+    folder ??= start;
+    if (!homes.has(folder) && dirname(folder) !== "/home") folders.add(folder);
+  }
+  return [...folders];
 }
 
 type ContentItem = { type: string; text?: string; mimeType?: string; data?: string; uri?: string; name?: string; resource?: { uri?: string; text?: string; mimeType?: string } };

@@ -18,6 +18,8 @@ export interface SandboxOptions {
   network?: boolean;
   /** The workspace read-only too (what a project's own hooks and MCP servers run with). */
   readOnlyWorkspace?: boolean;
+  /** Folders made readable although under `/tmp` or a home directory (the program files of a user's MCP server). */
+  readable?: readonly string[];
 }
 
 /**
@@ -74,6 +76,7 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
         // Private, empty /tmp and home, mounted before the workspace (which may be under either).
         "--tmpfs", "/tmp",
         ...home.flatMap((dir) => (existsSync(dir) ? ["--tmpfs", dir] : [])),
+        ...(options.readable ?? []).flatMap((dir) => (existsSync(dir) ? ["--ro-bind", dir, dir] : [])),
         options.readOnlyWorkspace ? "--ro-bind" : "--bind", workspace, workspace,
         ...READ_ONLY_IN_WORKSPACE.flatMap((name) => {
           const path = join(workspace, name);
@@ -114,7 +117,7 @@ export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: 
     works.set(program, usable);
   }
   if (!usable) return NO_SANDBOX;
-  return options.network || options.readOnlyWorkspace ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
+  return options.network || options.readOnlyWorkspace || options.readable?.length ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
 }
 
 /** Whether bubblewrap is installed and may create namespaces here (user namespaces can be disabled). */
