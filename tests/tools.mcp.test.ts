@@ -4,7 +4,7 @@
  * timeouts as typed tool errors, the agent's environment and the sandbox; and the declarations'
  * checks (what a project's file or a graph may not do).
  */
-import { existsSync, readFileSync } from "node:fs";
+import { copyFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { evaluatePolicy } from "../src/policy/index.js";
@@ -68,17 +68,23 @@ describe("McpHub with the reference server over stdio", () => {
     const ws = tempWorkspace();
     const env = { ...process.env, MY_SERVICE_TOKEN: "tok-never-shown-4711", PLAIN_SETTING: "plain-value" };
     const server = stdioServer({ env: { PASSED: "${PLAIN_SETTING}", TOKEN_FOR_SERVER: "${MY_SERVICE_TOKEN}" } });
-    const hub = hubOf([server, { ...server, name: "planted", trusted: false, env: { PASSED: "${PLAIN_SETTING}" } }], ws.dir, bubblewrap, env);
+    // A project's server comes with the repository: a copy of a dependency-free one in the workspace.
+    copyFileSync(join(import.meta.dirname, "fixtures", "mcp", "minimal-server.mjs"), join(ws.dir, "minimal-server.mjs"));
+    const planted: McpServer = { ...server, name: "planted", args: [join(ws.dir, "minimal-server.mjs")], trusted: false, env: { PASSED: "${PLAIN_SETTING}" } };
+    const hub = hubOf([server, planted], ws.dir, bubblewrap, env);
     const own = (await hub.call("everything", "get-env", {})).content;
     expect(own).not.toMatch(/MY_SERVICE_TOKEN/);
     expect(own).toMatch(/"PASSED": "plain-value"/);
     // The user's own declaration may hand a credential to its server on purpose.
     expect(own).toMatch(/"TOKEN_FOR_SERVER": "tok-never-shown-4711"/);
-    const planted = (await hub.call("planted", "get-env", {})).content;
-    expect(planted).toMatch(/"PASSED": "\$\{PLAIN_SETTING\}"/);
-    expect(planted).not.toMatch(/tok-never-shown-4711/);
+    const plantedEnv = (await hub.call("planted", "get-env", {})).content;
+    expect(plantedEnv).toMatch(/"PASSED": "\$\{PLAIN_SETTING\}"/);
+    expect(plantedEnv).not.toMatch(/tok-never-shown-4711/);
     // Both ran in the workspace: the user's own may write there (the fixture logs its start), the planted one only read.
     expect(readFileSync(join(ws.dir, "mcp-starts.log"), "utf8").trim().split("\n")).toHaveLength(1);
+    const wrote = await failure(hub.call("planted", "write", {}));
+    expect(wrote.message).toBe("could not write: EROFS");
+    expect(existsSync(join(ws.dir, "planted-wrote"))).toBe(false);
   });
 
   it("never starts a server from a project's file or a graph outside the sandbox; the user's own runs without one where none can start", async () => {
