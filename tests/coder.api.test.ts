@@ -155,4 +155,35 @@ describe("coder node (in-process API)", () => {
     expect(outcome).toMatchObject({ status: "failed", exitCode: 1 });
     expect(outcome.error).toMatch(/^node "coder" failed: scripted model exhausted: no response left for node "coder"/);
   });
+
+  it("a call of an unknown tool or with arguments its tool refuses is answered before the policy: never asked about, even in ask mode", async () => {
+    const ws = workspace();
+    const script = join(ws.root, "checks.script.yaml");
+    writeFileSync(
+      script,
+      [
+        "responses:",
+        '  - { node: coder, tool_calls: [ { name: delete_everything, args: { path: "." } } ] }',
+        '  - { node: coder, tool_calls: [ { name: docs__search, args: { q: "x" } } ] }',
+        '  - { node: coder, tool_calls: [ { name: write_file, args: { path: "notes.txt", content: "typo in the key" } } ] }',
+        '  - { node: coder, tool_calls: [ { name: shell, args: { command: "touch made", timeout_ms: "soon" } } ] }',
+        '  - { node: coder, content: "gave up" }',
+        "",
+      ].join("\n"),
+    );
+    const events: RunEvent[] = [];
+    const outcome = await runGraph({ graph: "coder", task: "t", workspace: ws.dir, db: ws.db, env: {}, approval: "ask", model: `scripted:${script}`, onEvent: (event) => events.push(event) });
+    expect(outcome.status, outcome.error).toBe("finished");
+    const results = events.filter((event) => event.type === "tool_result");
+    expect(results.map((event) => [event.name, event.notRun])).toEqual([
+      ["delete_everything", "tool_not_found"],
+      ["docs__search", "tool_not_found"],
+      ["write_file", "invalid_arguments"],
+      ["shell", "invalid_arguments"],
+    ]);
+    expect(results[0]!.result).toMatch(/^unknown tool "delete_everything"; available tools: read_file, /);
+    expect(results[2]!.result).toMatch(/^invalid arguments for write_file: contents: /);
+    expect(existsSync(join(ws.dir, "notes.txt"))).toBe(false);
+    expect(existsSync(join(ws.dir, "made"))).toBe(false);
+  });
 });

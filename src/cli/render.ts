@@ -249,7 +249,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         const [first, ...rest] = resultLines(event.name, event.result);
         const arrow = event.ok
           ? pc.green("↳")
-          : pc.red(`↳ ✗ ${printable(event.name)}${event.notRun ? ` not run (${event.notRun === "invalid_arguments" ? "invalid arguments" : event.notRun})` : ""}:`);
+          : pc.red(`↳ ✗ ${printable(event.name)}${event.notRun ? ` not run (${event.notRun === "invalid_arguments" ? "invalid arguments" : event.notRun === "tool_not_found" ? "unknown tool" : event.notRun})` : ""}:`);
         line(event.threadId, `  ${arrow} ${pc.dim(first ?? "")}`);
         for (const more of rest) line(event.threadId, `    ${pc.dim(more)}`, false);
         break;

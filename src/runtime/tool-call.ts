@@ -4,7 +4,7 @@ import { cancelledByUser } from "../errors.js";
 import { alwaysAnswerFor, decideToolCall } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
 import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
-import { executeToolCall, previewChange } from "../tools/registry.js";
+import { checkToolCall, executeToolCall, previewChange } from "../tools/registry.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
 import { asksAbout, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
@@ -68,6 +68,15 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     const result = invalidArgumentsResult(call.name, call.invalidArguments);
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
     ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: "invalid_arguments" });
+    return { ...outcome, result };
+  }
+
+  // An unknown tool or arguments its schema refuses: nothing to decide on or to ask about, the model is told at once.
+  const checked = checkToolCall(call, options.tools);
+  if ("failure" in checked) {
+    const result = checked.failure;
+    ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: result.errorKind === "tool_not_found" ? "tool_not_found" : "invalid_arguments" });
     return { ...outcome, result };
   }
 

@@ -11,7 +11,7 @@ import { readFileTool } from "./read-file.js";
 import { shellTool } from "./shell.js";
 import { todoWriteTool } from "./todo-write.js";
 import { fitToBudget } from "./truncate.js";
-import { ToolError, type ToolCallRequest, type ToolContext, type ToolDefinition, type ToolOutput, type ToolResult } from "./types.js";
+import { ToolError, type ToolCallRequest, type ToolContext, type ToolDefinition, type ToolResult } from "./types.js";
 import { writeFileTool } from "./write-file.js";
 
 export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
@@ -38,10 +38,19 @@ function describeIssues(error: z.ZodError): string {
   return error.issues.map((issue) => (issue.path.length > 0 ? `${issue.path.join(".")}: ${issue.message}` : issue.message)).join("; ");
 }
 
-async function run(tool: ToolDefinition, args: unknown, ctx: ToolContext): Promise<ToolOutput> {
-  const parsed = tool.schema.safeParse(args);
-  if (!parsed.success) throw new ToolError("invalid_arguments", `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`);
-  return tool.run(parsed.data, ctx);
+/**
+ * A call checked before anything decides on it: the tool it names, with its arguments as the
+ * tool's schema reads them; or the failed result of an unknown tool or invalid arguments.
+ */
+export function checkToolCall(call: Pick<ToolCallRequest, "name" | "args">, tools: readonly ToolDefinition[]): { tool: ToolDefinition; args: unknown } | { failure: ToolResult } {
+  const tool = tools.find((candidate) => candidate.name === call.name);
+  if (!tool) {
+    const available = tools.map((candidate) => candidate.name).join(", ");
+    return { failure: { ok: false, errorKind: "tool_not_found", content: `unknown tool "${call.name}"; available tools: ${available}` } };
+  }
+  const parsed = tool.schema.safeParse(call.args);
+  if (!parsed.success) return { failure: { ok: false, errorKind: "invalid_arguments", content: `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}` } };
+  return { tool, args: parsed.data };
 }
 
 /**
@@ -51,13 +60,11 @@ async function run(tool: ToolDefinition, args: unknown, ctx: ToolContext): Promi
  */
 export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, tools: readonly ToolDefinition[] = BUILTIN_TOOLS): Promise<ToolResult> {
   if (ctx.signal?.aborted) return { ok: false, errorKind: "failed", content: "cancelled before it started" };
-  const tool = tools.find((candidate) => candidate.name === call.name);
-  if (!tool) {
-    const available = tools.map((candidate) => candidate.name).join(", ");
-    return { ok: false, errorKind: "tool_not_found", content: `unknown tool "${call.name}"; available tools: ${available}` };
-  }
+  const checked = checkToolCall(call, tools);
+  if ("failure" in checked) return checked.failure;
+  const { tool } = checked;
   try {
-    const output = await run(tool, call.args, ctx);
+    const output = await tool.run(checked.args, ctx);
     const fitted = await fitToBudget(output.content, ctx, tool.name, output.fullOutputFile);
     return {
       ok: true,
