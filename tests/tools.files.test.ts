@@ -1,6 +1,7 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { executeToolCall } from "../src/tools/registry.js";
 import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
 
 afterAll(removeWorkspaces);
@@ -8,7 +9,7 @@ afterAll(removeWorkspaces);
 describe("read_file", () => {
   it("numbers lines like cat -n and reads a window with offset and limit", async () => {
     const ws = makeWorkspace({ "a.txt": "one\ntwo\nthree\nfour\n" });
-    expect(await ws.call("read_file", { path: "a.txt" })).toEqual({ ok: true, content: "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour" });
+    expect(await ws.call("read_file", { path: "a.txt" })).toEqual({ ok: true, content: "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour", fileStamps: { "a.txt": expect.stringMatching(/^\d+:[\d.]+:\d+$/) } });
     const window = await ws.call("read_file", { path: "a.txt", offset: 2, limit: 2 });
     expect(window.content).toBe("     2\ttwo\n     3\tthree\n(lines 2-3 of 4; read on with offset 4)");
     expect((await ws.call("read_file", { path: "a.txt", offset: 4 })).content).toBe("     4\tfour\n(lines 4-4 of 4)");
@@ -62,7 +63,7 @@ describe("write_file", () => {
   it("creates parent directories, writes, and reports the change", async () => {
     const ws = makeWorkspace();
     const result = await ws.call("write_file", { path: "src/deep/new.ts", contents: "export {};\n" });
-    expect(result).toEqual({ ok: true, content: "Created src/deep/new.ts (1 lines, 11 bytes)", filesChanged: ["src/deep/new.ts"] });
+    expect(result).toEqual({ ok: true, content: "Created src/deep/new.ts (1 lines, 11 bytes)", filesChanged: ["src/deep/new.ts"], fileStamps: { "src/deep/new.ts": expect.any(String) } });
     expect(readFileSync(join(ws.root, "src/deep/new.ts"), "utf8")).toBe("export {};\n");
     const again = await ws.call("write_file", { path: "src/deep/new.ts", contents: "é" });
     expect(again.content).toBe("Overwrote src/deep/new.ts (1 lines, 2 bytes)");
@@ -75,6 +76,33 @@ describe("write_file", () => {
 });
 
 describe("edit_file", () => {
+  it("in a Coder turn, needs the file read first and unchanged since: refused with not_read otherwise", async () => {
+    const ws = makeWorkspace({ "a.ts": "const a = 1;\n", "b.ts": "const b = 1;\n" });
+    const turn: Record<string, string> = {};
+    const call = async (name: string, args: unknown) => {
+      const result = await executeToolCall({ id: `c${Object.keys(turn).length}`, name, args }, { ...ws.ctx, fileStamps: { ...turn } });
+      Object.assign(turn, result.fileStamps);
+      return result;
+    };
+    const edit = (path: string) => call("edit_file", { path, old_string: "= 1", new_string: "= 2" });
+    expect(await edit("a.ts")).toEqual({ ok: false, errorKind: "not_read", content: "a.ts was not read in this turn: read it with read_file first, then edit it" });
+    expect((await call("read_file", { path: "a.ts", limit: 1 })).ok).toBe(true);
+    expect((await edit("a.ts")).ok).toBe(true);
+    // Its own edit keeps it known: a second edit needs no new read.
+    expect((await call("edit_file", { path: "a.ts", old_string: "= 2", new_string: "= 3" })).ok).toBe(true);
+    await call("read_file", { path: "b.ts" });
+    // Changed on disk since (by a command, by the user): read it again first.
+    await new Promise((resolve) => setTimeout(resolve, 5));
+    ws.write("b.ts", "const b = 10;\n");
+    expect(await edit("b.ts")).toMatchObject({ ok: false, errorKind: "not_read", content: "b.ts changed on disk since you read it: read it again with read_file, then edit the text as it is now" });
+    await call("read_file", { path: "b.ts" });
+    expect((await edit("b.ts")).ok).toBe(true);
+    expect(readFileSync(join(ws.root, "b.ts"), "utf8")).toBe("const b = 20;\n");
+    // A file written in the turn is known too.
+    await call("write_file", { path: "c.ts", contents: "const c = 1;\n" });
+    expect((await edit("c.ts")).ok).toBe(true);
+  });
+
   it("replaces one exact occurrence and shows the edited lines", async () => {
     const ws = makeWorkspace({ "a.ts": "const a = 1;\nconst b = 2;\nconst c = 3;\n" });
     const result = await ws.call("edit_file", { path: "a.ts", old_string: "const b = 2;", new_string: "const b = 20;\nconst bb = 21;" });

@@ -30,6 +30,8 @@ export interface ToolCallOptions {
   resultBudgetChars: number;
   /** The LangGraph config of the step the call runs in: its workspace snapshots are keyed on its checkpoint. */
   config?: RunnableConfig;
+  /** The files the node read (or wrote) in this turn, with their stamps: `edit_file` needs its file among them, unchanged. */
+  fileStamps?: Readonly<Record<string, string>>;
 }
 
 export interface ToolCallOutcome {
@@ -90,6 +92,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
     sandbox,
     secrets: ctx.secrets,
     ...(ctx.commandGroups ? { commandGroups: ctx.commandGroups } : {}),
+    ...(options.fileStamps ? { fileStamps: options.fileStamps } : {}),
   });
   const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;

@@ -6,7 +6,7 @@
  * workspace, and a second hard link may be a file outside it.
  */
 import { constants, fstatSync, openSync, readSync, closeSync, type Stats } from "node:fs";
-import { mkdir, open, readFile, type FileHandle } from "node:fs/promises";
+import { lstat, mkdir, open, readFile, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
 import { PROJECT_CONFIG } from "../project.js";
 import { ToolError } from "./types.js";
@@ -22,6 +22,16 @@ const PROTECTED_DIRECTORIES = [".git", ".loopgraph"];
  * folder makes it a project root) would run or decide things for loopgraph itself.
  * `relative` is the workspace-relative real path.
  */
+/** What tells a file's content apart from what it was: its size, modification time (ns) and inode. */
+export function fileStamp(stats: Pick<Stats, "size" | "mtimeMs" | "ino">): string {
+  return `${stats.size}:${stats.mtimeMs}:${stats.ino}`;
+}
+
+/** The stamp of a file the tool has just written. */
+export async function stampOf(absolute: string): Promise<string> {
+  return fileStamp(await lstat(absolute));
+}
+
 export function checkWritable(relative: string): void {
   if (relative.split("/").pop()?.toLowerCase() === PROJECT_CONFIG) {
     throw new ToolError("protected_path", `${relative} is a loopgraph project config file, which the file tools never write: the user sets loopgraph up`);

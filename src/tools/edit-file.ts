@@ -1,6 +1,6 @@
 import { z } from "zod";
 import { binaryFileError, countLines, existingFile, isBinary, numberLines } from "./read-file.js";
-import { readChecked, writeChecked } from "./checked-file.js";
+import { fileStamp, readChecked, stampOf, writeChecked } from "./checked-file.js";
 import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 
 const SNIPPET_CONTEXT_LINES = 3;
@@ -72,7 +72,8 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
   description:
     "Replace exact text in an existing file. old_string must match the file exactly (whitespace and indentation " +
     "included, without read_file's line numbers) and occur exactly once, unless replace_all is true. Include enough " +
-    "surrounding lines to make it unique.",
+    "surrounding lines to make it unique. Read the file with read_file first in this turn: an edit of a file not read, " +
+    "or changed on disk since it was read, is refused.",
   effect: "edit",
   subject: { path: "path" },
   schema,
@@ -81,7 +82,7 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
     await writeChecked(file.absolute, file.relative, updated);
     const summary = `Edited ${file.relative}: replaced ${positions.length} occurrence${positions.length === 1 ? "" : "s"}${note}.`;
     const shown = positions.length === 1 ? snippet(updated, positions[0]!, newString.length) : "";
-    return { content: summary + shown, filesChanged: [file.relative] };
+    return { content: summary + shown, filesChanged: [file.relative], fileStamps: { [file.relative]: await stampOf(file.absolute) } };
   },
   async preview(args, ctx) {
     const { file, text, updated } = await planEdit(args, ctx);
@@ -89,12 +90,21 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
   },
 };
 
+/** An edit needs the file as the model last saw it: read in this turn, and not changed on disk since (by a command, by the user). */
+function checkReadBefore(relative: string, stamp: string, read: ToolContext["fileStamps"]): void {
+  if (read === undefined) return;
+  const seen = read[relative];
+  if (seen === undefined) throw new ToolError("not_read", `${relative} was not read in this turn: read it with read_file first, then edit it`);
+  if (seen !== stamp) throw new ToolError("not_read", `${relative} changed on disk since you read it: read it again with read_file, then edit the text as it is now`);
+}
+
 /** The edit the call asks for, checked against the file as it is now; nothing is written. */
 async function planEdit(args: z.infer<typeof schema>, ctx: ToolContext) {
   if (args.old_string === args.new_string) {
     throw new ToolError("invalid_arguments", "old_string and new_string are identical: there is nothing to change");
   }
   const file = await existingFile(ctx.workspace, args.path);
+  checkReadBefore(file.relative, fileStamp(file.stats), ctx.fileStamps);
   const bytes = await readChecked(file.absolute, file.relative);
   if (isBinary(bytes)) throw binaryFileError(file.relative);
   const text = bytes.toString("utf8");

@@ -1,5 +1,5 @@
 import { z } from "zod";
-import { checkRegularFile, openForReading } from "./checked-file.js";
+import { checkRegularFile, fileStamp, openForReading } from "./checked-file.js";
 import { ToolError, type ToolDefinition } from "./types.js";
 import { statInWorkspace, type ExistingPath } from "./workspace-paths.js";
 
@@ -130,19 +130,21 @@ export const readFileTool: ToolDefinition<z.infer<typeof schema>> = {
     }
     const first = offset ?? 1;
     const window = await readLineWindow(file, first, limit ?? DEFAULT_LINE_LIMIT, wholeFile);
-    if (window.total === 0) return { content: `(${file.relative} is empty)` };
+    // Read (any part of it): edit_file may change it now, as long as it stays as it was.
+    const fileStamps = { [file.relative]: fileStamp(file.stats) };
+    if (window.total === 0) return { content: `(${file.relative} is empty)`, fileStamps };
     if (window.lines.length === 0) {
       throw new ToolError("invalid_arguments", `offset ${first} is past the end of ${file.relative} (${window.total} lines)`);
     }
     const lastShown = first + window.lines.length - 1;
     const body = numberLines(window.lines, first);
     if (window.total === undefined) {
-      return { content: `${body}\n(lines ${first}-${lastShown}; the file continues: read on with offset ${lastShown + 1})` };
+      return { content: `${body}\n(lines ${first}-${lastShown}; the file continues: read on with offset ${lastShown + 1})`, fileStamps };
     }
     if (first > 1 || lastShown < window.total) {
       const more = lastShown < window.total ? `; read on with offset ${lastShown + 1}` : "";
-      return { content: `${body}\n(lines ${first}-${lastShown} of ${window.total}${more})` };
+      return { content: `${body}\n(lines ${first}-${lastShown} of ${window.total}${more})`, fileStamps };
     }
-    return { content: body };
+    return { content: body, fileStamps };
   },
 };

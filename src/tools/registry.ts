@@ -71,6 +71,7 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
       ...fitted,
       ...(output.filesChanged ? { filesChanged: output.filesChanged } : {}),
       ...(output.todos ? { todos: output.todos } : {}),
+      ...(output.fileStamps ? { fileStamps: output.fileStamps } : {}),
     };
   } catch (error) {
     if (error instanceof ToolError) {

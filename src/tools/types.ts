@@ -18,6 +18,7 @@ export type ToolErrorKind =
   | "rejected"
   | "protected_path"
   | "special_file"
+  | "not_read"
   | "failed";
 
 export class ToolError extends Error {
@@ -62,6 +63,11 @@ export interface ToolContext {
   secrets?: readonly string[];
   /** Where the shell tool records the process group of each command while it runs (see `CommandGroups`). */
   commandGroups?: CommandGroups;
+  /**
+   * The files read (or written) in this Coder turn, workspace-relative, each with its stamp then
+   * (`fileStamp`): `edit_file` refuses a file not in it, or changed on disk since. Unset: no check.
+   */
+  fileStamps?: Readonly<Record<string, string>>;
 }
 
 /**
@@ -82,6 +88,8 @@ export interface ToolOutput {
   filesChanged?: string[];
   /** todo_write: the new plan. */
   todos?: TodoItem[];
+  /** Files the call read or wrote, workspace-relative, with their stamp after it (see ToolContext.fileStamps). */
+  fileStamps?: Record<string, string>;
   /**
    * Absolute path of a file already holding the complete text when `content` is only a view of it
    * (shell output beyond its in-memory cap): truncation points the model there instead of saving
@@ -131,6 +139,7 @@ export interface ToolResult {
   artifact?: string;
   filesChanged?: string[];
   todos?: TodoItem[];
+  fileStamps?: Record<string, string>;
 }
 
 export interface ToolCallRequest {

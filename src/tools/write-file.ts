@@ -1,6 +1,6 @@
 import { stat } from "node:fs/promises";
 import { z } from "zod";
-import { readChecked, writeChecked } from "./checked-file.js";
+import { readChecked, stampOf, writeChecked } from "./checked-file.js";
 import { countLines } from "./read-file.js";
 import { ToolError, type ToolDefinition } from "./types.js";
 import { resolveInWorkspace, workspaceRelative } from "./workspace-paths.js";
@@ -36,6 +36,7 @@ export const writeFileTool: ToolDefinition<z.infer<typeof schema>> = {
     return {
       content: `${existing ? "Overwrote" : "Created"} ${relativePath} (${countLines(contents)} lines, ${bytes} bytes)`,
       filesChanged: [relativePath],
+      fileStamps: { [relativePath]: await stampOf(absolute) },
     };
   },
 };

@@ -233,6 +233,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       artifactsDir,
       resultBudgetChars: def.resultBudgetChars,
       config,
+      fileStamps: state.fileStamps,
     });
     const { result } = outcome;
     if (outcome.loopFailure !== undefined) {
@@ -254,6 +255,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       toolLog: [entry],
       ...(result.filesChanged ? { filesChanged: result.filesChanged } : {}),
       ...(result.todos ? { todos: result.todos } : {}),
+      ...(result.fileStamps ? { fileStamps: result.fileStamps } : {}),
     };
   };
 

@@ -27,6 +27,8 @@ export const CoderState = Annotation.Root({
   toolLog: Annotation<ToolLogEntry[]>({ reducer: mergeToolLog, default: () => [] }),
   filesChanged: Annotation<string[]>({ reducer: unionStrings, default: () => [] }),
   todos: Annotation<TodoItem[]>({ reducer: lastValue, default: () => [] }),
+  /** The files read (or written) in this turn with their stamps then: `edit_file` needs its file among them, unchanged. */
+  fileStamps: Annotation<Record<string, string>>({ reducer: (left, right) => ({ ...left, ...right }), default: () => ({}) }),
   loop: Annotation<LoopDetectorState | undefined>({ reducer: lastValue, default: () => undefined }),
   usage: Annotation<TokenUsage>({ reducer: lastValue, default: () => ({ inputTokens: 0, outputTokens: 0 }) }),
   scripted: Annotation<Record<string, ScriptedConsumed>>({ reducer: mergeConsumed, default: () => ({}) }),
