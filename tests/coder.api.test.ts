@@ -186,4 +186,23 @@ describe("coder node (in-process API)", () => {
     expect(existsSync(join(ws.dir, "notes.txt"))).toBe(false);
     expect(existsSync(join(ws.dir, "made"))).toBe(false);
   });
+
+  it("a streak of eight reads warns the model in the eighth result; the same error three times in a row ends the turn with repeated_error", async () => {
+    const ws = workspace();
+    const server = await mockServer();
+    for (let i = 0; i < 8; i++) server.enqueue({ toolCalls: [{ name: "glob", args: { pattern: `src${i}/**/*.ts` } }] });
+    for (let i = 0; i < 3; i++) server.enqueue({ toolCalls: [{ name: "read_file", args: { path: "missing.txt", limit: i + 1 } }] });
+    const outcome = await runGraph({
+      graph: "coder", task: "t", workspace: ws.dir, db: ws.db, approval: "auto",
+      model: "openai:gpt-test", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+    });
+    // The warning reached the model with the eighth result, not before.
+    const lastTool = (index: number) => (server.requests[index]!.body as { messages: { role: string; content: string }[] }).messages.filter((m) => m.role === "tool").at(-1)!.content;
+    expect(lastTool(7)).not.toMatch(/in a row without a change/);
+    expect(lastTool(8)).toMatch(/that makes 8 reads, searches and listings in a row without a change or a command/);
+    expect(server.requests).toHaveLength(11);
+    // Alone, the Coder's failure fails the run (in a loop, the Judge gets it as the Coder's result).
+    expect(outcome).toMatchObject({ status: "failed", exitCode: 1 });
+    expect(outcome.error).toMatch(/the Coder failed \(repeated_error\): the same error 3 times in a row from read_file \(file_not_found: /);
+  });
 });

@@ -4,6 +4,7 @@ import {
   EMPTY_LOOP_DETECTOR_STATE,
   canonicalJson,
   checkToolCalls,
+  checkToolResult,
   loopDetectionConfigSchema,
   toLoopDetectionOptions,
   type LoopDetectionOptions,
@@ -169,6 +170,8 @@ describe("loop_detection config", () => {
       max_window: 5,
       window_repeat_threshold: 3,
       persist_after_warning: 1,
+      read_streak: 8,
+      repeated_errors: 3,
     });
     expect(DEFAULT_LOOP_DETECTION_OPTIONS).toEqual({
       enabled: true,
@@ -176,17 +179,21 @@ describe("loop_detection config", () => {
       maxWindow: 5,
       windowRepeatThreshold: 3,
       persistAfterWarning: 1,
+      readStreak: 8,
+      repeatedErrors: 3,
     });
   });
 
   it("maps snake_case keys to the detector's options", () => {
-    const config = loopDetectionConfigSchema.parse({ repeat_threshold: 3, max_window: 1, persist_after_warning: 2 });
+    const config = loopDetectionConfigSchema.parse({ repeat_threshold: 3, max_window: 1, persist_after_warning: 2, read_streak: 0, repeated_errors: 4 });
     expect(toLoopDetectionOptions(config)).toEqual({
       enabled: true,
       repeatThreshold: 3,
       maxWindow: 1,
       windowRepeatThreshold: 3,
       persistAfterWarning: 2,
+      readStreak: 0,
+      repeatedErrors: 4,
     });
   });
 
@@ -203,3 +210,43 @@ describe("loop_detection config", () => {
     expect(loopDetectionConfigSchema.safeParse(config).success).toBe(false);
   });
 });
+
+describe("anti-patterns judged on results", () => {
+  const ok = { ok: true, content: "fine" };
+  const error = (content: string) => ({ ok: false, errorKind: "failed", content });
+
+  it("warns after a streak of reads without a change or a command, and again after as many more", () => {
+    let state = EMPTY_LOOP_DETECTOR_STATE;
+    const warnings: number[] = [];
+    for (let i = 1; i <= 17; i++) {
+      // A plan update and a failed call that never ran neither continue nor end the streak.
+      const work = i === 5 ? "other" : "read";
+      const check = checkToolResult(state, { name: work === "read" ? "glob" : "todo_write", work }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 8 });
+      state = check.state;
+      if (check.warning) warnings.push(i);
+    }
+    expect(warnings).toEqual([9, 17]);
+    expect(checkToolResult(state, { name: "glob", work: "read" }, ok).warning).toBeUndefined();
+    const changed = checkToolResult(state, { name: "shell", work: "change" }, ok).state;
+    expect(changed.readStreak).toBe(0);
+    expect(checkToolResult(state, { name: "glob", work: "read" }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 0 }).warning).toBeUndefined();
+  });
+
+  it("ends the turn on the same error three times in a row; a different error or a success starts afresh", () => {
+    const run = (results: { name: string; result: { ok: boolean; errorKind?: string; content: string } }[]) => {
+      let state = EMPTY_LOOP_DETECTOR_STATE;
+      return results.map(({ name, result }) => {
+        const check = checkToolResult(state, { name, work: "change" }, result);
+        state = check.state;
+        return check.failure;
+      });
+    };
+    const same = { name: "shell", result: error("exit code: 1\nnpm ERR! missing script: tset") };
+    expect(run([same, same, same])).toEqual([undefined, undefined, "the same error 3 times in a row from shell (failed: exit code: 1)"]);
+    expect(run([same, same, { name: "shell", result: error("other") }, same, same]).every((failure) => failure === undefined)).toBe(true);
+    expect(run([same, same, { name: "shell", result: ok }, same, same]).every((failure) => failure === undefined)).toBe(true);
+    // The same text from another tool is another error.
+    expect(run([same, same, { name: "grep", result: same.result }]).at(-1)).toBeUndefined();
+  });
+});
+

@@ -1,5 +1,5 @@
 export { BUILTIN_ASK_PRIORITY, BUILTIN_DENY_PRIORITY, BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
-export { evaluatePolicy, type PolicyCall, type PolicyOptions } from "./evaluate.js";
+export { evaluatePolicy, toolFacts, type PolicyCall, type PolicyOptions } from "./evaluate.js";
 export { toolMatches } from "./match.js";
 export { applicableGraphRules, type GraphRules } from "./graph-rules.js";
 export { alwaysAnswerFor, decideToolCall, type AlwaysAnswer, type GateDecision } from "./gate.js";

@@ -1,9 +1,9 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { interrupt } from "@langchain/langgraph";
 import { cancelledByUser } from "../errors.js";
-import { alwaysAnswerFor, decideToolCall } from "../policy/index.js";
+import { alwaysAnswerFor, decideToolCall, toolFacts } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
-import { checkToolCalls, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
+import { checkToolCalls, checkToolResult, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
 import { checkToolCall, executeToolCall, previewChange } from "../tools/registry.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
@@ -45,6 +45,31 @@ export interface ToolCallOutcome {
   loopFailure?: string;
   /** The rule the user's "always" answer added, for the rest of the thread. */
   sessionRule?: PolicyRule;
+  /** The same error came back too many times in a row: the turn must end with this reason (`repeated_error`). */
+  repeatedError?: string;
+}
+
+/** Results of calls that did not run: they neither continue nor end a streak of reads. */
+const NOT_RUN_KINDS = new Set(["blocked", "rejected", "invalid_arguments", "tool_not_found"]);
+
+/**
+ * One tool call (see `decideAndRun`), then the anti-patterns judged on its result: a long streak
+ * of reads adds a warning for the model, the same error too many times in a row ends the turn.
+ */
+export async function runToolCall(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome> {
+  const outcome = await decideAndRun(call, options);
+  if (outcome.loopFailure !== undefined) return outcome;
+  const { result } = outcome;
+  const effect = toolFacts(call.name).effect;
+  const work = result.errorKind && NOT_RUN_KINDS.has(result.errorKind) ? "other" : effect === "read" ? "read" : effect === "edit" || effect === "execute" ? "change" : "other";
+  const check = checkToolResult(outcome.loop, { name: call.name, work }, result, options.loop.options);
+  const warnings = [outcome.loopWarning, check.warning].filter((text) => text !== undefined);
+  return {
+    ...outcome,
+    loop: check.state,
+    ...(warnings.length > 0 && { loopWarning: warnings.join("\n\n") }),
+    ...(check.failure !== undefined && { repeatedError: check.failure }),
+  };
 }
 
 /**
@@ -53,7 +78,7 @@ export interface ToolCallOutcome {
  * it → execution → the record. Never throws for the call's own failures: each becomes a result.
  * A recorded replay answers from the record: no tool runs, and no snapshot is taken.
  */
-export async function runToolCall(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome> {
+async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome> {
   const { ctx, node } = options;
   const { threadId } = ctx;
   const loop = checkToolCalls(options.loop.state, [{ name: call.name, args: call.args }], options.loop.options);

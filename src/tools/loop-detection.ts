@@ -1,6 +1,9 @@
 /**
  * Loop detection for the Coder: the same tool call repeated, or a window of calls that
  * repeats the previous window, gets a warning injected; if the loop persists the Coder fails.
+ * Two more anti-patterns, judged on results (`checkToolResult`): a long streak of reads,
+ * searches and listings without a write or a command gets a warning, and the same error
+ * several times in a row ends the turn (`repeated_error`).
  *
  * Pure functions over serialisable data: the detector's memory is a `LoopDetectorState` that the
  * Coder keeps in the graph state, so a crashed and resumed run judges loops exactly as before.
@@ -35,6 +38,16 @@ export const loopDetectionConfigSchema = z.strictObject({
     .min(1)
     .describe("Looping calls tolerated after the warning before the Coder stops with a failure (default 1)")
     .default(1),
+  read_streak: z
+    .int()
+    .min(0)
+    .describe("Reads, searches and listings in a row without a write or a command before the model is warned to act (again after as many more; 0: never; default 8)")
+    .default(8),
+  repeated_errors: z
+    .int()
+    .min(0)
+    .describe("The same tool error this many times in a row ends the Coder turn with a repeated_error failure (0: never; default 3)")
+    .default(3),
 });
 
 export type LoopDetectionConfig = z.output<typeof loopDetectionConfigSchema>;
@@ -45,6 +58,10 @@ export interface LoopDetectionOptions {
   maxWindow: number;
   windowRepeatThreshold: number;
   persistAfterWarning: number;
+  /** Read-only calls in a row before a warning (0: off). */
+  readStreak: number;
+  /** The same error this many times in a row ends the turn (0: off). */
+  repeatedErrors: number;
 }
 
 export function toLoopDetectionOptions(config: LoopDetectionConfig): LoopDetectionOptions {
@@ -54,6 +71,8 @@ export function toLoopDetectionOptions(config: LoopDetectionConfig): LoopDetecti
     maxWindow: config.max_window,
     windowRepeatThreshold: config.window_repeat_threshold,
     persistAfterWarning: config.persist_after_warning,
+    readStreak: config.read_streak,
+    repeatedErrors: config.repeated_errors,
   };
 }
 
@@ -93,6 +112,10 @@ export interface LoopDetectorState {
   /** The latest calls, as many as the longest configured loop needs. */
   recentCalls: RecordedCall[];
   warning: LoopWarning | null;
+  /** Reads, searches and listings since the last write or command. */
+  readStreak?: number;
+  /** The latest error (tool, kind and text, digested) and how many calls in a row ended with it. */
+  errorRun?: { key: string; count: number };
 }
 
 export const EMPTY_LOOP_DETECTOR_STATE: LoopDetectorState = { recentCalls: [], warning: null };
@@ -215,6 +238,7 @@ export function checkToolCalls(
 
   const calls = [...state.recentCalls, ...newCalls.map(recordCall)];
   const remember = (warning: LoopWarning | null): LoopDetectorState => ({
+    ...state,
     recentCalls: calls.slice(-historyLimit(options)),
     warning,
   });
@@ -236,4 +260,49 @@ export function checkToolCalls(
   const loop = findLoop(calls, options);
   if (!loop) return { verdict: { status: "ok" }, state: remember(null) };
   return { verdict: { status: "warn", message: warningMessage(loop) }, state: remember(loop) };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Anti-patterns judged on results
+
+/** How a call's kind of work counts for the read streak: a read continues it, a change ends it. */
+export type CallWork = "read" | "change" | "other";
+
+export interface ResultCheck {
+  state: LoopDetectorState;
+  /** Said to the model after the result: it has only read for a while. */
+  warning?: string;
+  /** The turn must end: the same error came back too many times in a row. */
+  failure?: string;
+}
+
+/**
+ * Judges a call's result: a streak of reads without a write or command reaching the limit (and
+ * every limit more) warns; the same error (same tool, kind and text) `repeatedErrors` times in a
+ * row fails, and any other result starts counting afresh.
+ */
+export function checkToolResult(
+  state: LoopDetectorState,
+  call: { name: string; work: CallWork },
+  result: { ok: boolean; errorKind?: string; content: string },
+  options: LoopDetectionOptions = DEFAULT_LOOP_DETECTION_OPTIONS,
+): ResultCheck {
+  if (!options.enabled) return { state };
+  const readStreak = call.work === "read" ? (state.readStreak ?? 0) + 1 : call.work === "change" ? 0 : (state.readStreak ?? 0);
+  const key = result.ok ? undefined : createHash("sha256").update(`${call.name}\0${result.errorKind ?? ""}\0${result.content}`).digest("hex").slice(0, 16);
+  const errorRun = key === undefined ? undefined : { key, count: state.errorRun?.key === key ? state.errorRun.count + 1 : 1 };
+  const next: LoopDetectorState = { ...state, readStreak, ...(errorRun ? { errorRun } : { errorRun: undefined }) };
+  if (errorRun && options.repeatedErrors > 0 && errorRun.count >= options.repeatedErrors) {
+    const first = result.content.split("\n", 1)[0]!.slice(0, 200);
+    return { state: next, failure: `the same error ${errorRun.count} times in a row from ${call.name} (${result.errorKind ?? "failed"}: ${first})` };
+  }
+  if (call.work === "read" && options.readStreak > 0 && readStreak % options.readStreak === 0) {
+    return {
+      state: next,
+      warning:
+        `Note: that makes ${readStreak} reads, searches and listings in a row without a change or a command. ` +
+        "You likely know enough to act: make the change, run a command to check something, or say what is still unclear and why.",
+    };
+  }
+  return { state: next };
 }

@@ -250,6 +250,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     };
     return {
       loop: outcome.loop,
+      ...(outcome.repeatedError !== undefined && { result: failure({ ...state, toolLog: [...state.toolLog, entry] }, "repeated_error", outcome.repeatedError) }),
       ...(outcome.sessionRule ? { sessionRules: [outcome.sessionRule] } : {}),
       messages: [toolMessage(call, result, outcome.loopWarning)],
       toolLog: [entry],

@@ -4,6 +4,8 @@ import type { TodoItem, ToolErrorKind } from "../../tools/types.js";
 export type CoderFailureKind =
   | "step_limit"
   | "loop_detected"
+  /** The same tool error several times in a row (loop_detection.repeated_errors). */
+  | "repeated_error"
   | "cancelled"
   /** A stop command reached the thread's loop during the turn: the Coder ended at the next step boundary. */
   | "stopped"
