@@ -205,4 +205,32 @@ describe("coder node (in-process API)", () => {
     expect(outcome).toMatchObject({ status: "failed", exitCode: 1 });
     expect(outcome.error).toMatch(/the Coder failed \(repeated_error\): the same error 3 times in a row from read_file \(file_not_found: /);
   });
+
+  it("a running command's output comes as tool_output events while it runs, redacted; the model's call is announced as it starts", async () => {
+    const ws = workspace();
+    const script = join(ws.root, "live.script.yaml");
+    // A file of the repository that holds a secret of loopgraph's environment: what is shown live is redacted too.
+    writeFileSync(join(ws.dir, "leak.txt"), "s3cret-live-value\n");
+    const command = "echo first; cat leak.txt >&2; until [ -e go ]; do sleep 0.05; done; echo second";
+    writeFileSync(script, ["responses:", `  - { node: coder, tool_calls: [ { name: shell, args: { command: ${JSON.stringify(command)} } } ] }`, '  - { node: coder, content: "done" }', ""].join("\n"));
+    const events: RunEvent[] = [];
+    const outcome = await runGraph({
+      graph: "coder", task: "t", workspace: ws.dir, db: ws.db, approval: "auto", model: `scripted:${script}`,
+      env: { LIVE_SECRET_TOKEN: "s3cret-live-value" },
+      onEvent: (event) => {
+        events.push(event);
+        // The command waits for this file: "first" must have been seen before it can finish.
+        if (event.type === "tool_output" && event.text.includes("first")) writeFileSync(join(ws.dir, "go"), "");
+      },
+    });
+    expect(outcome.status, outcome.error).toBe("finished");
+    const kinds = events.filter((event) => event.type.startsWith("tool_")).map((event) => event.type);
+    expect(kinds[0]).toBe("tool_call_started");
+    expect(kinds[1]).toBe("tool_call");
+    expect(kinds.at(-1)).toBe("tool_result");
+    const outputs = events.filter((event) => event.type === "tool_output");
+    expect(outputs.map((event) => `${event.stream}:${event.text}`).join("")).toMatch(/stdout:first\n.*stdout:second\n/s);
+    expect(outputs.some((event) => event.stream === "stderr" && event.text.includes("[redacted]"))).toBe(true);
+    expect(JSON.stringify(events)).not.toContain("s3cret-live-value");
+  });
 });

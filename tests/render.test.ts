@@ -160,6 +160,32 @@ describe("humanRenderer", () => {
     sink.close();
   });
 
+  it("on a TTY, shows a running command's last five lines in place, erased before the result; the spinner says which call the model is writing", () => {
+    vi.useFakeTimers();
+    const { out, text } = output(true);
+    const sink = humanRenderer(out);
+    sink({ type: "node_started", threadId: "t", node: "coder", visit: 1 });
+    sink({ type: "tool_call_started", threadId: "t", node: "coder", name: "shell", index: 0 });
+    vi.advanceTimersByTime(2000);
+    expect(text()).toMatch(/… coder: writing a call of shell 2s$/);
+    sink({ type: "tool_call", threadId: "t", node: "coder", id: "1", name: "shell", args: { command: "make" } });
+    const emitOutput = (chunk: string): void => sink({ type: "tool_output", threadId: "t", node: "coder", id: "1", name: "shell", stream: "stdout", text: chunk });
+    emitOutput("line 1\nline 2\nhalf");
+    expect(text()).toMatch(/ {4}│ line 1\n {4}│ line 2\n {4}│ half\n$/);
+    emitOutput(" done\nline 4\nline 5\nline 6\nline 7\x1b[2J\n");
+    // The region is redrawn in place: up over the three lines shown, cleared, then the last five.
+    expect(text()).toMatch(/\x1b\[3A\r\x1b\[J {4}│ half done\n {4}│ line 4\n {4}│ line 5\n {4}│ line 6\n {4}│ line 7\\x1b\[2J\n$/);
+    sink({ type: "tool_result", threadId: "t", node: "coder", id: "1", name: "shell", ok: true, result: "exit code: 0\nline 7" });
+    expect(text()).toMatch(/│ line 7\\x1b\[2J\n\x1b\[5A\r\x1b\[J {2}↳ exit code: 0\n {4}line 7\n$/);
+    sink.close();
+    // Piped output shows no live lines: the result is enough.
+    const piped = output(false);
+    const plain = humanRenderer(piped.out);
+    plain({ type: "tool_output", threadId: "t", node: "coder", id: "1", name: "shell", stream: "stdout", text: "line 1\n" });
+    plain.close();
+    expect(piped.text()).toBe("");
+  });
+
   it("never draws a spinner in piped output", () => {
     vi.useFakeTimers();
     const { out, text } = output(false);

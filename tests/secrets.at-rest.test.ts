@@ -47,6 +47,16 @@ describe("redacting a stream", () => {
     }
   });
 
+  it("holds back only an end that could begin a secret: other output passes at once (what is shown live does not lag)", () => {
+    const redactor = new StreamRedactor([SECRET]);
+    expect(redactor.write(Buffer.from("building...\n")).toString()).toBe("building...\n");
+    expect(redactor.write(Buffer.from("token ghp_at")).toString()).toBe("token ");
+    expect(redactor.write(Buffer.from("tempt\n")).toString()).toBe("ghp_attempt\n");
+    expect(redactor.write(Buffer.from(`x ${SECRET.slice(0, 10)}`)).toString()).toBe("x ");
+    expect(redactor.write(Buffer.from(`${SECRET.slice(10)} y`)).toString()).toBe(`${REDACTED} y`);
+    expect(redactor.end().toString()).toBe("");
+  });
+
   it("also finds a secret reversed, in hex, and inside base64 at any alignment", () => {
     for (const prefix of ["", "a", "ab", "abc"]) {
       const encoded = Buffer.from(`${prefix}token=${SECRET}\nmore`).toString("base64");

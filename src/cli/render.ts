@@ -60,6 +60,8 @@ export function describeTotals({ usage, rounds = [], elapsedMs }: RunTotals): st
 
 /** Lines of a tool result shown: a shell command's last ones (its output ends with what matters), other tools' first ones. */
 const RESULT_LINES = 5;
+/** Lines of a running command's output shown live in a terminal. */
+const LIVE_LINES = 5;
 
 /** A tool result as indented lines: whole up to RESULT_LINES lines, each printable and cut to 160 characters. */
 function resultLines(name: string, result: string): string[] {
@@ -125,9 +127,30 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
   let since = now();
   let timer: NodeJS.Timeout | undefined;
   const running = (): boolean => [...threads.values()].some((view) => view.node !== undefined);
+  /**
+   * The live tail of a running command's output (a terminal only): its last LIVE_LINES lines,
+   * redrawn in place above the spinner, erased before any other output (the result follows).
+   */
+  let live: { threadId: string; lines: string[]; partial: string } | undefined;
+  let liveShown = 0;
+  const clearLive = (): void => {
+    if (liveShown > 0) out.write(`\x1b[${liveShown}A\r\x1b[J`);
+    liveShown = 0;
+  };
   const clearSpinner = (): void => {
     if (spinnerShown) out.write("\r\x1b[2K");
     spinnerShown = false;
+    clearLive();
+  };
+  const drawLive = (): void => {
+    if (!live) return;
+    clearSpinner();
+    const width = Math.max(20, ((out as NodeJS.WriteStream).columns ?? 100) - 8);
+    const label = viewOf(live.threadId).label;
+    const shown = [...live.lines, ...(live.partial ? [live.partial] : [])].slice(-LIVE_LINES);
+    for (const text of shown) out.write(`${label}    ${pc.dim(`│ ${truncate(text.replace(/\r/g, ""), width)}`)}\n`);
+    liveShown = shown.length;
+    drawSpinner();
   };
   /** The thread of the latest event: the spinner names its node (and its role, for another thread). */
   let activeThread: string | undefined;
@@ -241,11 +264,25 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
       case "retry":
         line(event.threadId, pc.yellow(`  ↻ ${printable(event.message)}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`));
         break;
+      case "tool_call_started":
+        activity = `writing a call of ${printable(event.name)}`;
+        break;
+      case "tool_output": {
+        activity = `running ${printable(event.name)}`;
+        if (!spinnerOn || spinnerPaused) break;
+        if (live?.threadId !== event.threadId) live = { threadId: event.threadId, lines: [], partial: "" };
+        const parts = (live.partial + event.text).split("\n");
+        live.partial = parts.pop()!;
+        live.lines = [...live.lines, ...parts].slice(-LIVE_LINES);
+        drawLive();
+        break;
+      }
       case "tool_call":
         activity = `running ${printable(event.name)}`;
         line(event.threadId, `  ${pc.yellow("⚙")} ${printable(event.name)} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
         break;
       case "tool_result": {
+        live = undefined;
         const [first, ...rest] = resultLines(event.name, event.result);
         const arrow = event.ok
           ? pc.green("↳")

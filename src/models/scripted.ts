@@ -181,6 +181,7 @@ class ScriptedModel implements ChatModel {
     }
     if (response.delay_ms) await sleep(response.delay_ms, options.signal);
     for (const piece of streamPieces(response.content)) options.onToken?.(piece);
+    for (const [j, call] of (response.tool_calls ?? []).entries()) options.onToolCallStart?.(call.name, j);
 
     // Arguments given as text are read as a model's would be: text that is not one JSON object makes an invalid call.
     const calls = (response.tool_calls ?? []).map(({ name, args }, j) => ({

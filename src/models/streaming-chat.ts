@@ -95,9 +95,16 @@ class StreamingModel implements ChatModel {
       const model = options.tools?.length && chat.bindTools ? chat.bindTools(options.tools.map(toOpenAITool)) : chat;
       const stream = await model.stream(messages.map(withInvalidCallsAnswerable), { signal: attempt.signal });
       let reply: AIMessageChunk | undefined;
+      const named = new Set<number>();
       for await (const chunk of stream) {
         restartIdleTimer();
         if (chunk.text) options.onToken?.(chunk.text);
+        for (const [position, call] of (chunk.tool_call_chunks ?? []).entries()) {
+          const index = call.index ?? position;
+          if (!call.name || named.has(index)) continue;
+          named.add(index);
+          options.onToolCallStart?.(call.name, named.size - 1);
+        }
         reply = reply ? reply.concat(chunk) : chunk;
       }
       attempt.signal.throwIfAborted();

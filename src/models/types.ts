@@ -20,6 +20,8 @@ export interface ModelCallOptions {
   consumed?: Readonly<ScriptedConsumed>;
   /** Streamed text as it arrives. */
   onToken?: (text: string) => void;
+  /** A tool call's name, as soon as the answer names it (its arguments still to come); `index`: its place among the answer's calls. */
+  onToolCallStart?: (name: string, index: number) => void;
   /**
    * A failed attempt is about to be retried. Text already streamed by the failed attempt will
    * be streamed again from the start, so a display should mark the break.

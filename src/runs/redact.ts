@@ -119,21 +119,37 @@ export function redactJson<T>(value: T, secrets: readonly string[]): T {
 export class StreamRedactor {
   private readonly forms: Buffer[];
   private readonly replacement = Buffer.from(REDACTED);
-  private readonly holdBack: number;
   private carry: Buffer = Buffer.alloc(0);
 
   constructor(secrets: readonly string[]) {
     this.forms = secretForms(secrets).map((form) => Buffer.from(form));
-    this.holdBack = Math.max(0, ...this.forms.map((form) => form.length - 1));
   }
 
   /** The bytes of `chunk` that can be passed on now, redacted. */
   write(chunk: Buffer): Buffer {
     if (this.forms.length === 0) return chunk;
     const text = this.redact(this.carry.length > 0 ? Buffer.concat([this.carry, chunk]) : chunk);
-    const cut = Math.max(0, text.length - this.holdBack);
+    const cut = text.length - this.pendingPrefix(text);
     this.carry = text.subarray(cut);
     return text.subarray(0, cut);
+  }
+
+  /**
+   * How many bytes at the end of `text` could be the start of a secret that the next chunk
+   * completes: the longest end of it that begins some form. Only those wait (output shown live is
+   * not held back for nothing).
+   */
+  private pendingPrefix(text: Buffer): number {
+    let longest = 0;
+    for (const form of this.forms) {
+      for (let length = Math.min(form.length - 1, text.length); length > longest; length--) {
+        if (text.subarray(text.length - length).equals(form.subarray(0, length))) {
+          longest = length;
+          break;
+        }
+      }
+    }
+    return longest;
   }
 
   /** The bytes held back, redacted. */

@@ -21,6 +21,10 @@ export type RunEvent =
   | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
   | { type: "retry"; threadId: string; node: string; attempt: number; maxAttempts: number; delayMs: number; message: string }
   | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }
+  /** The model began writing a call of this tool (its arguments are still streaming); `index`: its place in the answer's calls. */
+  | { type: "tool_call_started"; threadId: string; node: string; name: string; index: number }
+  /** Output of a running call (a shell command's), as it arrives, redacted; the model gets the result. */
+  | { type: "tool_output"; threadId: string; node: string; id: string; name: string; stream: "stdout" | "stderr"; text: string }
   /** `notRun`: the call did not run (stopped by the loop detector or the policy, rejected by the user, or its arguments were not JSON). */
   | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string; notRun?: NotRun }
   /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */

@@ -57,6 +57,7 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
         consumed,
         signal: ctx.signal,
         onToken: !stream ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
+        onToolCallStart: !stream ? undefined : (name, index) => ctx.emit({ type: "tool_call_started", threadId: ctx.threadId, node, name, index }),
         onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
           ctx.emit({ type: "retry", threadId: ctx.threadId, node, attempt, maxAttempts, delayMs, message: error.message }),
       })

@@ -118,6 +118,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     secrets: ctx.secrets,
     ...(ctx.commandGroups ? { commandGroups: ctx.commandGroups } : {}),
     ...(options.fileStamps ? { fileStamps: options.fileStamps } : {}),
+    onOutput: (stream, text) => ctx.emit({ type: "tool_output", threadId, node, id: call.id, name: call.name, stream, text }),
   });
   const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;

@@ -35,7 +35,8 @@ export async function runHook(hook: Hook, input: object, ctx: ToolContext): Prom
     const why = sandbox?.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here";
     return { command: hook.command, exitCode: null, skipped: `not run: it is declared in ${hook.origin}, and such a hook runs only in the OS sandbox, but ${why}`, stdout: "", stderr: "" };
   }
-  const where = sandbox === ctx.sandbox ? ctx : { ...ctx, sandbox };
+  // A hook's output is its own, not the tool call's: it is not shown live.
+  const where: ToolContext = { ...ctx, sandbox, onOutput: undefined };
   try {
     const outcome = await runWithInput(hook.command, `${JSON.stringify(input)}\n`, where, hook.timeoutMs);
     return { command: hook.command, exitCode: outcome.exitCode, ...(outcome.timedOut && { timedOut: true }), stdout: clip(outcome.stdout), stderr: clip(outcome.stderr) };

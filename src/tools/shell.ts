@@ -19,6 +19,8 @@ const DEFAULT_KILL_GRACE_MS = 2_000;
 const DRAIN_AFTER_EXIT_MS = 500;
 /** Per stream: up to this much output stays in memory; beyond it, all of it goes to a spool file. */
 const MEMORY_LIMIT_BYTES = 4 * 1024 * 1024;
+/** Output passed on live (tool_output events) per stream of a command: what a person can follow. */
+const LIVE_LIMIT_BYTES = 256 * 1024;
 /** Per stream, once spooled: what stays in memory for the model's view. */
 const VIEW_HEAD_BYTES = 1024 * 1024;
 const VIEW_TAIL_BYTES = 1024 * 1024;
@@ -56,10 +58,15 @@ class OutputCapture {
 
   private readonly redactor: StreamRedactor;
 
+  /** What is left of LIVE_LIMIT_BYTES for `onChunk`. */
+  private liveLeft = LIVE_LIMIT_BYTES;
+
   constructor(
     private readonly spoolDir: string,
     private readonly label: string,
     secrets: readonly string[] = [],
+    /** Told each redacted chunk as it arrives, up to LIVE_LIMIT_BYTES in all (the output shown live). */
+    private readonly onChunk?: (text: string) => void,
   ) {
     this.redactor = new StreamRedactor(secrets);
   }
@@ -79,6 +86,11 @@ class OutputCapture {
 
   private keep(chunk: Buffer): boolean {
     if (chunk.length === 0) return true;
+    if (this.onChunk && this.liveLeft > 0) {
+      const shown = chunk.subarray(0, this.liveLeft);
+      this.liveLeft -= shown.length;
+      this.onChunk(shown.toString("utf8") + (this.liveLeft === 0 ? "\n[… the rest of this output is not shown live]\n" : ""));
+    }
     this.total += chunk.length;
     this.lastByte = chunk[chunk.length - 1] ?? this.lastByte;
     if (!this.spool && this.total <= MEMORY_LIMIT_BYTES) {
@@ -351,8 +363,9 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
     subject: { command: "command" },
     schema,
     async run({ command, timeout_ms = DEFAULT_TIMEOUT_MS }, ctx) {
-      const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout", ctx.secrets);
-      const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr", ctx.secrets);
+      const live = ctx.onOutput;
+      const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout", ctx.secrets, live && ((text) => live("stdout", text)));
+      const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr", ctx.secrets, live && ((text) => live("stderr", text)));
       const projectConfig = join(ctx.workspace, PROJECT_CONFIG);
       const hadProjectConfig = lstatSync(projectConfig, { throwIfNoEntry: false }) !== undefined;
       try {

@@ -68,6 +68,8 @@ export interface ToolContext {
    * (`fileStamp`): `edit_file` refuses a file not in it, or changed on disk since. Unset: no check.
    */
   fileStamps?: Readonly<Record<string, string>>;
+  /** Told a command's output as it arrives (redacted), while it runs: for the user to watch; the model gets the result. */
+  onOutput?: (stream: "stdout" | "stderr", text: string) => void;
 }
 
 /**
