@@ -3,7 +3,7 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { stringify } from "yaml";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, parseEvents, ROOT } from "./helpers/cli.js";
+import { cleanEnv, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { availableSandbox } from "../src/tools/sandbox.js";
 import { finalState, resume, run, startResume, startRun, threadsOf, type RunPlace, type RunSpec } from "./helpers/e2e.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
@@ -23,7 +23,7 @@ interface CoderOutput {
   filesChanged: string[];
   failureKind?: string;
   failureReason?: string;
-  toolCalls: Array<{ name: string; ok: boolean; errorKind?: string; preview: string; artifact?: string }>;
+  toolCalls: Array<{ name: string; ok: boolean; errorKind?: string; preview: string; artifact?: string; args?: unknown }>;
   todos: Array<{ content: string; status: string }>;
 }
 
@@ -69,6 +69,44 @@ describe("the coder graph (scripted model, real workspace)", () => {
     const refusal = output.toolCalls.find((call) => call.errorKind === "rejected");
     expect(refusal?.preview).toContain("use a temp dir");
     expect(output.status).toBe("success");
+  });
+
+  it("--approve with --set-arg or --edit-args runs the user's edit of the call; the model is told what changed; a recorded replay follows it", async () => {
+    const ws = repo();
+    const script = join(ws.dir, "..", "edit.script.yaml");
+    writeFileSync(
+      script,
+      stringify({
+        responses: [
+          { node: "coder", tool_calls: [{ name: "shell", args: { command: "echo model > out.txt" } }] },
+          { node: "coder", tool_calls: [{ name: "write_file", args: { path: "notes.txt", contents: "model line\nkept line\n" } }] },
+          { node: "coder", content: "done" },
+        ],
+      }),
+    );
+    expect((await run(ws, { ...coder("edit", "happy.script.yaml"), script })).code).toBe(3);
+    expect((await resume(ws, "edit", "--set-arg", "command=echo user > out.txt")).stderr).toMatch(/^loopgraph: --edit-args and --set-arg change the call you approve: add --approve$/m);
+    const set = await resume(ws, "edit", "--approve", "--set-arg", "command=echo user > out.txt", "--json");
+    expect(set.code, set.stderr).toBe(3);
+    expect(readFileSync(join(ws.dir, "out.txt"), "utf8")).toBe("user\n");
+    const shellResult = parseEvents(set.stdout).find((e) => e.type === "tool_result") as { result: string };
+    expect(shellResult.result).toMatch(/The user edited this call before approving it; it ran with their arguments, not yours\. Changed:\ncommand: "echo model > out.txt" → "echo user > out.txt"$/);
+
+    const argsFile = join(ws.dir, "..", "args.json");
+    writeFileSync(argsFile, "{ not json");
+    expect((await resume(ws, "edit", "--approve", "--edit-args", argsFile)).stderr).toMatch(/^loopgraph: --edit-args .*args\.json is not JSON \(.*\): write the call's arguments as one JSON object/m);
+    writeFileSync(argsFile, JSON.stringify({ path: "notes.txt", contents: "user line\nkept line\n" }));
+    const edited = await resume(ws, "edit", "--approve", "--edit-args", argsFile, "--json");
+    expect(edited.code, edited.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "notes.txt"), "utf8")).toBe("user line\nkept line\n");
+    const writeResult = parseEvents(edited.stdout).find((e) => e.type === "tool_result") as { result: string };
+    expect(writeResult.result).toMatch(/Changed:\ncontents:\n@@ -1,2 \+1,2 @@\n-model line\n\+user line\n kept line$/);
+    const output = await coderOutput(ws.db, "edit");
+    expect(output.toolCalls.map((call) => call.args)).toEqual([{ command: "echo user > out.txt" }, { path: "notes.txt", contents: "user line\nkept line\n" }]);
+
+    const replayed = await runCli(["replay", "edit", "--recorded", "--db", ws.db]);
+    expect(replayed.code, replayed.stderr).toBe(0);
+    expect(replayed.stdout).toMatch(/consistent: the replay followed the record/);
   });
 
   it.each([

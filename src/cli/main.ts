@@ -139,6 +139,8 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--approve", "approve the tool call the run is waiting on")
     .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
     .option("--answer <text>", "answer to the question the run is waiting on")
+    .option("--edit-args <file>", "with --approve: run the call with the arguments in this JSON file (- for stdin) instead of the model's")
+    .option("--set-arg <name=value>", "with --approve: run the call with this argument changed (JSON or text; repeat for more)", (value: string, previous: string[] = []) => [...previous, value])
     .option("--max-rounds <n>", "round limit of a loop this resume starts (default: the one the thread's loop started with)", parsePositiveInt)
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")

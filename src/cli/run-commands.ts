@@ -1,3 +1,4 @@
+import { readFileSync } from "node:fs";
 import { RunControl } from "@langchain/langgraph";
 import pc from "picocolors";
 import { CancelledError, ConfigError, ExitCode } from "../errors.js";
@@ -42,6 +43,10 @@ export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
   /** `--reject` alone is `true`; `--reject "why"` carries the reason. */
   reject?: string | boolean;
   answer?: string;
+  /** `--edit-args FILE`: with --approve, the call runs with the arguments in FILE (a JSON object). */
+  editArgs?: string;
+  /** `--set-arg path=value` (repeatable): with --approve, the call runs with these arguments changed. */
+  setArg?: string[];
   /** `--max-rounds`: the round limit of a loop this resume starts. */
   maxRounds?: number;
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
@@ -54,9 +59,48 @@ export const interactiveApprovals = (json: boolean) => (!json && process.stdin.i
 
 function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | undefined {
   if (options.approve && options.reject !== undefined) throw new ConfigError("use either --approve or --reject, not both");
-  if (options.approve) return { decision: "approve" };
+  const editing = options.editArgs !== undefined || (options.setArg?.length ?? 0) > 0;
+  if (editing && !options.approve) throw new ConfigError("--edit-args and --set-arg change the call you approve: add --approve");
+  if (options.approve) {
+    return {
+      decision: "approve",
+      ...(options.editArgs !== undefined && { args: argumentsFile(options.editArgs) }),
+      ...(options.setArg?.length && { set: options.setArg.map(argumentChange) }),
+    };
+  }
   if (options.reject !== undefined) return typeof options.reject === "string" ? { decision: "reject", reason: options.reject } : { decision: "reject" };
   return options.answer;
+}
+
+/** `--edit-args FILE`: the call's arguments as one JSON object. */
+function argumentsFile(file: string): Record<string, unknown> {
+  let text: string;
+  try {
+    text = readFileSync(file === "-" ? 0 : file, "utf8");
+  } catch (error) {
+    throw new ConfigError(`--edit-args ${file}: cannot read it (${(error as NodeJS.ErrnoException).code ?? (error as Error).message})`);
+  }
+  let args: unknown;
+  try {
+    args = JSON.parse(text);
+  } catch (error) {
+    throw new ConfigError(`--edit-args ${file} is not JSON (${(error as Error).message}): write the call's arguments as one JSON object, e.g. {"command": "npm test"}`);
+  }
+  if (args === null || typeof args !== "object" || Array.isArray(args)) throw new ConfigError(`--edit-args ${file} must hold one JSON object: the call's arguments, e.g. {"command": "npm test"}`);
+  return args as Record<string, unknown>;
+}
+
+/** `--set-arg path=value`: the value as JSON when it is JSON (`5`, `true`, `"x"`, `[1]`), else as text. */
+function argumentChange(text: string): { path: string; value: unknown } {
+  const at = text.indexOf("=");
+  const path = at > 0 ? text.slice(0, at).trim() : "";
+  if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(path)) throw new ConfigError(`--set-arg ${text}: write it as name=value (a nested one as a.b=value), e.g. --set-arg command="npm test"`);
+  const raw = text.slice(at + 1);
+  try {
+    return { path, value: JSON.parse(raw) as unknown };
+  } catch {
+    return { path, value: raw };
+  }
 }
 
 /** The signals that stop a run: Ctrl-C, and `kill`'s default. */

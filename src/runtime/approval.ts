@@ -24,6 +24,26 @@ export interface ApprovalAnswer {
   decision: "approve" | "reject" | "always";
   /** With reject: said to the model. */
   reason?: string;
+  /** With approve: the call runs with these arguments instead of the model's (edited by the user). */
+  args?: Record<string, unknown>;
+  /** With approve: arguments changed one by one (`path` dotted, e.g. `contents` or `options.depth`), over `args` or the model's. */
+  set?: { path: string; value: unknown }[];
+}
+
+/** The arguments an approval answer runs the call with: the model's, or the user's edit of them. */
+export function editedArgs(answer: ApprovalAnswer, args: unknown): unknown {
+  if (answer.decision !== "approve" || (answer.args === undefined && answer.set === undefined)) return args;
+  const edited = structuredClone(answer.args ?? (args as Record<string, unknown>)) as Record<string, unknown>;
+  for (const { path, value } of answer.set ?? []) {
+    const keys = path.split(".");
+    let target = edited;
+    for (const key of keys.slice(0, -1)) {
+      const next = target[key];
+      target = (target[key] = next !== null && typeof next === "object" && !Array.isArray(next) ? next : {}) as Record<string, unknown>;
+    }
+    target[keys.at(-1)!] = value;
+  }
+  return edited;
 }
 
 export function isApprovalRequest(value: unknown): value is ApprovalRequest {
@@ -38,7 +58,9 @@ export function isApprovalAnswer(value: unknown): value is ApprovalAnswer {
     typeof answer === "object" &&
     answer !== null &&
     DECISIONS.includes(String(answer.decision)) &&
-    (answer.reason === undefined || typeof answer.reason === "string")
+    (answer.reason === undefined || typeof answer.reason === "string") &&
+    (answer.args === undefined || (typeof answer.args === "object" && answer.args !== null && !Array.isArray(answer.args))) &&
+    (answer.set === undefined || (Array.isArray(answer.set) && answer.set.every((change) => typeof change?.path === "string" && change.path !== "")))
   );
 }
 

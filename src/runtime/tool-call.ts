@@ -1,4 +1,5 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
+import { createTwoFilesPatch } from "diff";
 import { interrupt } from "@langchain/langgraph";
 import { cancelledByUser } from "../errors.js";
 import { alwaysAnswerFor, decideToolCall, toolFacts } from "../policy/index.js";
@@ -7,7 +8,7 @@ import { checkToolCalls, checkToolResult, type LoopDetectionOptions, type LoopDe
 import { checkToolCall, executeToolCall, previewChange } from "../tools/registry.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
-import { asksAbout, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
+import { asksAbout, editedArgs, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
 import type { RunContext } from "./context.js";
 import type { NotRun } from "./events.js";
 import { performEffect } from "./effects.js";
@@ -47,6 +48,8 @@ export interface ToolCallOutcome {
   sessionRule?: PolicyRule;
   /** The same error came back too many times in a row: the turn must end with this reason (`repeated_error`). */
   repeatedError?: string;
+  /** The user edited the call's arguments before approving it: what it ran with (the result tells the model). */
+  editedArgs?: unknown;
 }
 
 /** Results of calls that did not run: they neither continue nor end a streak of reads. */
@@ -78,7 +81,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
  * it → execution → the record. Never throws for the call's own failures: each becomes a result.
  * A recorded replay answers from the record: no tool runs, and no snapshot is taken.
  */
-async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome> {
+async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome & { editNote?: string }> {
   const { ctx, node } = options;
   const { threadId } = ctx;
   const loop = checkToolCalls(options.loop.state, [{ name: call.name, args: call.args }], options.loop.options);
@@ -89,7 +92,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: "blocked" });
     return { result, loop: loop.state, loopFailure: loop.verdict.reason };
   }
-  const outcome: Omit<ToolCallOutcome, "result"> = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
+  const outcome: Omit<ToolCallOutcome, "result"> & { editNote?: string } = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
   if (call.invalidArguments !== undefined) {
     // Nothing to decide on and nothing to run: the model is told, and sends the call again.
     const result = invalidArgumentsResult(call.name, call.invalidArguments);
@@ -145,6 +148,18 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     ctx.record?.({ kind: "approval", node, name: call.name, args: call.args, answer });
     if (answer.decision === "reject") result = rejection(answer);
     else if (answer.decision === "always" && always) outcome.sessionRule = always.rule;
+    const edited = editedArgs(answer, call.args);
+    if (edited !== call.args) {
+      // The user's edit is what runs (and is recorded): checked as the model's would be, and never past a deny.
+      const model = call;
+      call = { ...call, args: edited };
+      outcome.editedArgs = edited;
+      const again = checkToolCall(call, options.tools);
+      const denied = decideToolCall({ name: call.name, args: edited }, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
+      if ("failure" in again) result = { ...again.failure, content: `the arguments the user edited are not valid, so the call did not run: ${again.failure.content}` };
+      else if (denied.kind === "blocked") result = denied.result;
+      outcome.editNote = describeEdit(model.args, edited);
+    }
   }
   // The user's before_tool hooks are the last gate: a call they block does not run.
   const hookInput = { thread: threadId, node, workspace: ctx.workspace, tool: { id: call.id, name: call.name, args: call.args } };
@@ -174,8 +189,33 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     const notes = outcomes.filter((outcome) => outcome.exitCode === 0 && outcome.stdout.trim() !== "").map((outcome) => outcome.stdout.trim());
     if (notes.length > 0) result = { ...result, content: `${result.content}\n\n[after_tool hook]\n${notes.join("\n")}` };
   }
+  // The model is told its call was edited, and how: its own arguments are what its history shows.
+  if (outcome.editNote !== undefined) result = { ...result, content: `${result.content}\n\n${outcome.editNote}` };
   ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content, ...(notRun ? { notRun } : {}) });
-  return { ...outcome, result };
+  const { editNote: _, ...decided } = outcome;
+  return { ...decided, result };
+}
+
+/** Lines of a changed text argument shown to the model. */
+const EDIT_DIFF_LINES = 60;
+
+/** What the user changed in a call's arguments, for the model: each changed argument, a text's as a diff. */
+export function describeEdit(before: unknown, after: unknown): string {
+  const old = (before ?? {}) as Record<string, unknown>;
+  const now = (after ?? {}) as Record<string, unknown>;
+  const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].filter((key) => JSON.stringify(old[key]) !== JSON.stringify(now[key]));
+  const changes = keys.map((key) => {
+    const [from, to] = [old[key], now[key]];
+    if (typeof from === "string" && typeof to === "string" && (from.includes("\n") || to.includes("\n"))) {
+      const patch = createTwoFilesPatch(key, key, from, to, undefined, undefined, { context: 2 }).split("\n");
+      const lines = patch.slice(patch.findIndex((line) => line.startsWith("@@")));
+      const cut = lines.length > EDIT_DIFF_LINES ? [...lines.slice(0, EDIT_DIFF_LINES), `[... ${lines.length - EDIT_DIFF_LINES} more lines]`] : lines;
+      return `${key}:\n${cut.join("\n").trimEnd()}`;
+    }
+    const show = (value: unknown) => (value === undefined ? "(none)" : JSON.stringify(value).slice(0, 300));
+    return `${key}: ${show(from)} → ${show(to)}`;
+  });
+  return `The user edited this call before approving it; it ran with their arguments, not yours. Changed:\n${changes.join("\n")}`;
 }
 
 /** The result of a call whose argument text is not one JSON object (`reason` says why). */

@@ -242,7 +242,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     const entry: ToolLogEntry = {
       id: call.id,
       name: call.name,
-      args: call.args,
+      args: outcome.editedArgs ?? call.args,
       ok: result.ok,
       ...(result.errorKind ? { errorKind: result.errorKind } : {}),
       preview: result.content.slice(0, PREVIEW_CHARS),
