@@ -12,7 +12,7 @@ import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
 import { commonRunOptionsOf, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
-import type { ApprovalMode } from "../state/thread.js";
+import type { ApprovalMode, CoderMode } from "../state/thread.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import type { RunOutcome } from "../engine/run-types.js";
 
@@ -22,6 +22,7 @@ export interface ChatCommandOptions extends GlobalOptions, SandboxFlag {
   workspace?: string;
   model?: string;
   approval?: ApprovalMode;
+  mode?: CoderMode;
   maxRounds?: number;
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;

@@ -71,5 +71,6 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show("sandbox", effectiveSetting(config, env, "sandbox"), (value) => (value === "off" ? "off" : String(value)), { value: "on", source: "default" }),
     show("mcp_servers", effectiveSetting(config, env, "mcpServers"), (json) => mcpServersText(String(json)), { source: "none (a graph's mcp_servers: adds its own)" }),
     show("hooks", effectiveSetting(config, env, "hooks"), (json) => hooksText(String(json)), { source: "none" }),
+    show("mode", effectiveSetting(config, env, "mode"), String, { source: "each Coder node's mode:, else agent" }),
   ];
 }

@@ -46,6 +46,13 @@ const modelTimeoutOption = () =>
 const noSandboxOption = () =>
   new Option("--no-sandbox", "run the agent's shell commands without the OS sandbox (with your rights; in --approval auto they then run unasked)");
 
+const modeOption = () =>
+  new Option("--mode <mode>", "what the Coders may do: agent (every tool), ask (only read: answers, changes nothing), plan (read, then present a plan for approval before acting)").choices([
+    "ask",
+    "plan",
+    "agent",
+  ]);
+
 const approvalOption = () =>
   new Option("--approval <mode>", "tool calls: ask (edits and shell ask), auto-edit (shell asks), auto (only denied rules stop), deny (never ask)")
     .choices(["ask", "auto-edit", "auto", "deny"])
@@ -83,6 +90,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--workspace <dir>", "directory the nodes work in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, else the config files', else the graph's)")
     .addOption(approvalOption().default(undefined, "$LOOPGRAPH_APPROVAL, else the config files', else ask"))
+    .addOption(modeOption())
     .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
     .addOption(modelTimeoutOption())
@@ -124,6 +132,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--workspace <dir>", "directory the loop works in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, or the chat's)")
     .addOption(approvalOption().default(undefined, "ask, or the chat's"))
+    .addOption(modeOption())
     .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the loops started in this chat (default: the graph's, 5)", parsePositiveInt)
     .addOption(modelTimeoutOption())
@@ -135,6 +144,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("continue a paused, interrupted, failed or crashed run from its last checkpoint")
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .addOption(approvalOption().default(undefined, "the run's"))
+    .addOption(modeOption())
     .addOption(noSandboxOption())
     .option("--approve", "approve the tool call the run is waiting on")
     .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
@@ -194,6 +204,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--verify", "re-evaluate the routing of the current graph file on the recorded run, running nothing: exit 0 if consistent, 1 at the first divergence")
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .addOption(approvalOption().default(undefined, "the run's"))
+    .addOption(modeOption())
     .addOption(noSandboxOption())
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events (with --verify: the result as JSON; with --recorded: then the replay's result)")

@@ -3,7 +3,7 @@ import { ConfigError, ExitCode } from "../errors.js";
 import { forkRun } from "../replay/fork.js";
 import { verifyRun, type VerifyResult } from "../replay/verify.js";
 import { withRunUi, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
-import type { ApprovalMode } from "../state/thread.js";
+import type { ApprovalMode, CoderMode } from "../state/thread.js";
 
 export interface ReplayCommandOptions extends GlobalOptions, SandboxFlag {
   from?: string;
@@ -12,6 +12,7 @@ export interface ReplayCommandOptions extends GlobalOptions, SandboxFlag {
   verify?: boolean;
   model?: string;
   approval?: ApprovalMode;
+  mode?: CoderMode;
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;
   json?: boolean;
@@ -40,6 +41,7 @@ function forkCommand(threadId: string, from: string, options: ReplayCommandOptio
       restoreFiles: options.restoreFiles,
       model: options.model,
       approval: options.approval,
+      mode: options.mode,
       noSandbox: options.sandbox === false,
       modelTimeoutMs: options.modelTimeout,
       db: options.db,

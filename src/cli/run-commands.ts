@@ -7,7 +7,7 @@ import { resumeRun, runGraph } from "../engine/runner.js";
 import { promptForApproval } from "./approval-prompt.js";
 import { describeTotals, humanRenderer, jsonRenderer, type RunTotals } from "./render.js";
 import { printable } from "./terminal-text.js";
-import type { ApprovalMode } from "../state/thread.js";
+import type { ApprovalMode, CoderMode } from "../state/thread.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
 import { type CommonRunOptions, type RunOptions, type RunOutcome } from "../engine/run-types.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
@@ -28,6 +28,7 @@ export interface RunCommandOptions extends GlobalOptions, SandboxFlag {
   workspace?: string;
   model?: string;
   approval?: ApprovalMode;
+  mode?: CoderMode;
   maxRounds?: number;
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;
@@ -39,6 +40,7 @@ export interface RunCommandOptions extends GlobalOptions, SandboxFlag {
 export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
   model?: string;
   approval?: ApprovalMode;
+  mode?: CoderMode;
   approve?: boolean;
   /** `--reject` alone is `true`; `--reject "why"` carries the reason. */
   reject?: string | boolean;
@@ -217,10 +219,11 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
 }
 
 /** The flags every command that runs a thread (`run`, `resume`, `chat`) takes, as run options. */
-export function commonRunOptionsOf(options: Pick<RunCommandOptions, "model" | "approval" | "sandbox" | "maxRounds" | "modelTimeout" | "db">): CommonRunOptions {
+export function commonRunOptionsOf(options: Pick<RunCommandOptions, "model" | "approval" | "mode" | "sandbox" | "maxRounds" | "modelTimeout" | "db">): CommonRunOptions {
   return {
     model: options.model,
     approval: options.approval,
+    mode: options.mode,
     noSandbox: options.sandbox === false,
     maxRounds: options.maxRounds,
     modelTimeoutMs: options.modelTimeout,

@@ -13,6 +13,7 @@
  *
  *     model: openai:gpt-4o-mini   # for nodes that name no model (new threads)
  *     approval: ask               # ask | auto-edit | auto | deny (new threads)
+ *     mode: agent                 # agent | ask | plan: what the Coders may do (new threads)
  *     model_timeout: 120          # seconds without data before a model request is retried
  *     store: .loopgraph/loopgraph.db   # or postgres://…; a path is taken from the file's folder
  *     providers: { inhouse: { base_url: "http://…/v1", api_key_env: INHOUSE_API_KEY, default_model: m } }
@@ -28,7 +29,7 @@ import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/time
 import { configFiles, PROJECT_CONFIG } from "../project.js";
 import { isSecretVariable } from "../runs/redact.js";
 import { isDatabaseUrl, isPostgresUrl } from "../runs/url-password.js";
-import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
+import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode } from "../state/thread.js";
 import { checkMcpServers, MCP_SERVERS_VARIABLE, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
 import { checkHooks, HOOKS_VARIABLE } from "../tools/hook-config.js";
 
@@ -36,6 +37,7 @@ import { checkHooks, HOOKS_VARIABLE } from "../tools/hook-config.js";
 export interface ConfigValues {
   model?: string;
   approval?: ApprovalMode;
+  mode?: CoderMode;
   /** Milliseconds. */
   modelTimeoutMs?: number;
   /** A SQLite file's absolute path, or a postgres:// URL. */
@@ -60,7 +62,7 @@ export interface ConfigFile {
   values: ConfigValues;
 }
 
-const CONFIG_KEYS = ["model", "approval", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers", "hooks"];
+const CONFIG_KEYS = ["model", "approval", "mode", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers", "hooks"];
 const ENVIRONMENT_KEYS = ["include", "exclude"];
 const SANDBOX_KEYS = ["enabled"];
 /** A variable name, or a glob of them (`AWS_*`). */
@@ -98,6 +100,9 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
         if (typeof value === "string" && kind === "project" && !approvals.includes(value) && (APPROVAL_MODES as readonly string[]).includes(value)) {
           bad(`a project's ${PROJECT_CONFIG} cannot loosen approvals (approval: ${value}): set it in your user config or pass --approval`);
         } else if (typeof value !== "string" || !approvals.includes(value)) bad(`approval must be ${approvals.join(", ")}`);
+        break;
+      case "mode":
+        if (typeof value !== "string" || !(CODER_MODES as readonly string[]).includes(value)) bad(`mode must be ${CODER_MODES.join(", ")}`);
         break;
       case "model_timeout":
         if ((typeof value !== "number" && typeof value !== "string") || parseModelTimeoutSeconds(String(value)) === undefined) bad(`model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`);
@@ -218,6 +223,7 @@ function providersJson(providers: NonNullable<RawConfig["providers"]>): string {
 interface RawConfig {
   model?: string;
   approval?: ApprovalMode;
+  mode?: CoderMode;
   model_timeout?: number | string;
   store?: string;
   providers?: Record<string, { base_url: string; api_key_env?: string; default_model?: string }>;
@@ -237,6 +243,7 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   // A script's path in the file is taken from the file's folder, as a store's path is.
   if (data.model !== undefined) values.model = data.model.replace(/^scripted:(?!\/)(.+)$/, (_, script: string) => `scripted:${resolve(dirname(path), script.trim())}`);
   if (data.approval !== undefined) values.approval = data.approval;
+  if (data.mode !== undefined) values.mode = data.mode;
   if (data.model_timeout !== undefined) values.modelTimeoutMs = parseModelTimeoutSeconds(String(data.model_timeout));
   if (data.providers !== undefined) values.providers = providersJson(data.providers);
   if (data.environment?.include?.length) values.shellEnvInclude = data.environment.include.join(",");
@@ -283,6 +290,7 @@ export interface EffectiveSetting<T> {
 const ENVIRONMENT: Record<SettingName, string> = {
   model: "LOOPGRAPH_MODEL",
   approval: "LOOPGRAPH_APPROVAL",
+  mode: "LOOPGRAPH_MODE",
   modelTimeoutMs: "LOOPGRAPH_MODEL_TIMEOUT",
   store: "LOOPGRAPH_DB",
   providers: USER_PROVIDERS_VARIABLE,

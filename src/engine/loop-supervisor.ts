@@ -214,6 +214,7 @@ export class LoopSupervisor implements LooperHandle {
       this.options.resume({
         threadId: this.threadId,
         approval: settings.approval,
+        ...(settings.mode && { mode: settings.mode }),
         maxRounds,
         noSandbox,
         modelTimeoutMs,

@@ -2,7 +2,7 @@ import type { RunControl } from "@langchain/langgraph";
 import type { ApprovalAnswer, ApprovalRequest } from "../runtime/approval.js";
 import type { EventSink } from "../runtime/events.js";
 import type { GraphStateValue } from "../state/graph-state.js";
-import type { ApprovalMode, RunStatus } from "../state/thread.js";
+import type { ApprovalMode, CoderMode, RunStatus } from "../state/thread.js";
 import type { GraphDefinition } from "../format/types.js";
 
 /** What every way of running a thread (run, resume, chat, fork, replay) takes. */
@@ -16,6 +16,8 @@ export interface CommonRunOptions {
   onEvent?: EventSink;
   /** How tool calls that no rule settles are decided (`--approval`); a resume reuses the recorded mode unless given. */
   approval?: ApprovalMode;
+  /** What the Coders may do (`--mode ask|plan|agent`); a resume reuses the recorded mode unless given. */
+  mode?: CoderMode;
   /**
    * Answers approval requests in this process (a terminal prompt). Without it, or when it
    * returns undefined, the run pauses (exit code 3) until `resume --approve | --reject`. The

@@ -34,7 +34,7 @@ import { hooksOf, runEventHooks } from "../runtime/hooks.js";
 import { mcpServersFromEnv, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
-import { APPROVAL_MODES, type ApprovalMode, type ThreadSettings } from "../state/thread.js";
+import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode, type ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
@@ -198,6 +198,7 @@ export class Thread {
       settings: {
         model: absoluteModelSpec(options.model ?? (options.env ?? process.env).LOOPGRAPH_MODEL, cwd),
         approval: options.approval ?? approvalFromEnvironment(options.env ?? process.env) ?? "ask",
+        ...modeSetting(options.mode ?? modeFromEnvironment(options.env ?? process.env)),
       },
     };
   }
@@ -224,6 +225,7 @@ export class Thread {
       const settings: ThreadSettings = {
         model: absoluteModelSpec(options.model, options.cwd ?? process.cwd()) ?? before.model,
         approval: options.approval ?? before.approval,
+        ...modeSetting(options.mode ?? before.mode),
       };
       const local = { ...extra, ...(await extra.workspaceFor?.(before)) };
       const thread = new Thread(store, graph, before.threadId, local.workspace ?? before.workspace, settings, options, local, before);
@@ -248,6 +250,7 @@ export class Thread {
       task,
       model: this.settings.model,
       approval: this.settings.approval,
+      ...modeSetting(this.settings.mode),
       workspace: this.workspace,
     }, options);
     if (existing) {
@@ -504,6 +507,16 @@ function publishingMessages(onEvent: EventSink | undefined): EventSink {
     }
   };
 }
+
+/** LOOPGRAPH_MODE (set by the user, or by a config file through the CLI): the Coder mode of new threads. */
+function modeFromEnvironment(env: NodeJS.ProcessEnv): CoderMode | undefined {
+  const value = env.LOOPGRAPH_MODE?.trim();
+  if (!value) return undefined;
+  if (!(CODER_MODES as readonly string[]).includes(value)) throw new ConfigError(`invalid LOOPGRAPH_MODE "${value}": use ${CODER_MODES.join(", ")}`);
+  return value as CoderMode;
+}
+
+const modeSetting = (mode: CoderMode | undefined): { mode?: CoderMode } => (mode ? { mode } : {});
 
 /** LOOPGRAPH_APPROVAL (set by the user, or by a config file through the CLI): the approval mode of new threads. */
 function approvalFromEnvironment(env: NodeJS.ProcessEnv): ApprovalMode | undefined {

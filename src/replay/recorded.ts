@@ -111,6 +111,7 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
         // The recorded run's settings: its model spec keys the scripted responses it consumed.
         model: original.model,
         approval: original.approval,
+        ...(original.mode && { mode: original.mode }),
       };
       const thread = await Thread.open(store, await requireThread(store, replayThreadId), runOptions, {
         graph,

@@ -17,6 +17,7 @@ export async function createReplayThread(store: Store, thread: ThreadRecord, gra
     graphName: graph.name,
     task: thread.task,
     approval: thread.approval,
+    ...(thread.mode && { mode: thread.mode }),
     workspace: thread.workspace,
   });
   await copyRootCheckpoint(store, { threadId: thread.threadId, checkpointId }, replayThreadId);

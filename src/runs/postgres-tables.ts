@@ -3,7 +3,7 @@ import type { PostgresWriteHook } from "../checkpoint/postgres-saver.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate, schemaVersions, type Migration } from "../checkpoint/postgres-schema.js";
 import { ConfigError } from "../errors.js";
 import type { LooperCommand } from "../state/looper.js";
-import type { ApprovalMode, RunStatus } from "../state/thread.js";
+import type { RunStatus } from "../state/thread.js";
 import type { CheckpointAddress, CheckpointQueries } from "./checkpoint-ids.js";
 import type { StoreAccess, StoreTables } from "./tables.js";
 import { entryOf, MESSAGE, type InboxEntry, type InboxMessage, type InboxRow, type InboxTable } from "./inbox.js";
@@ -24,6 +24,7 @@ import {
   releaseParams,
   THIS_PROCESS,
   type Claim,
+  type ClaimSettings,
   type NewThread,
   type ThreadRecord,
   type ThreadRow,
@@ -108,6 +109,7 @@ export const RUN_MIGRATIONS: readonly Migration[] = [
       updated_at text NOT NULL
     )`,
   ],
+  [`ALTER TABLE loopgraph_threads ADD COLUMN mode text`],
 ];
 
 /** A PostgreSQL store's tables, and the pool they (and the store's saver) use. */
@@ -152,7 +154,7 @@ export async function openPostgresTables(url: string, access: StoreAccess, env: 
   }
 }
 
-const THREAD_COLUMNS = "thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, command_groups, error, pause, created_at, updated_at";
+const THREAD_COLUMNS = "thread_id, graph_file, graph_hash, graph_name, task, model, approval, mode, workspace, status, pid, owner_host, owner_start, heartbeat_at, command_groups, error, pause, created_at, updated_at";
 
 /** The thread table of a PostgreSQL store; a claim locks the thread's row (`FOR UPDATE`) for its check. */
 export class PostgresThreadRegistry implements ThreadTable {
@@ -171,17 +173,17 @@ export class PostgresThreadRegistry implements ThreadTable {
   async create(record: NewThread, options: { queued?: boolean } = {}): Promise<ThreadRecord | undefined> {
     const p = newThreadParams(record, options.queued);
     const { rowCount } = await this.pool.query(
-      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14)
+      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at, mode)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
        ON CONFLICT (thread_id) DO NOTHING`,
-      [p.thread_id, p.graph_file, p.graph_hash, p.graph_name, p.task, p.model, p.approval, p.workspace, p.status, p.pid, p.host, p.start, p.heartbeat, p.now],
+      [p.thread_id, p.graph_file, p.graph_hash, p.graph_name, p.task, p.model, p.approval, p.workspace, p.status, p.pid, p.host, p.start, p.heartbeat, p.now, p.mode],
     );
     if ((rowCount ?? 0) === 0) return (await this.get(record.threadId)) ?? this.create(record, options);
     if (!options.queued) this.heartbeats.start(record.threadId);
     return undefined;
   }
 
-  async claim(threadId: string, settings: { model?: string; approval?: ApprovalMode } = {}): Promise<Claim | undefined> {
+  async claim(threadId: string, settings: ClaimSettings = {}): Promise<Claim | undefined> {
     const claim = await inTransaction(this.pool, async (client): Promise<Claim | undefined> => {
       const row = (await client.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
       if (!row) return undefined;
@@ -191,9 +193,9 @@ export class PostgresThreadRegistry implements ThreadTable {
       const p = claimParams(threadId, settings);
       await client.query(
         `UPDATE loopgraph_threads SET status = 'running', pid = $2, owner_host = $3, owner_start = $4, heartbeat_at = $5, error = NULL, pause = NULL,
-         model = COALESCE($6, model), approval = COALESCE($7, approval), updated_at = $5${taking.takeover ? ", command_groups = NULL" : ""}
+         model = COALESCE($6, model), approval = COALESCE($7, approval), mode = COALESCE($8, mode), updated_at = $5${taking.takeover ? ", command_groups = NULL" : ""}
          WHERE thread_id = $1`,
-        [threadId, p.pid, p.host, p.start, p.now, p.model, p.approval],
+        [threadId, p.pid, p.host, p.start, p.now, p.model, p.approval, p.mode],
       );
       return { claimed: true, before, killed: taking.killed };
     });
@@ -212,7 +214,7 @@ export class PostgresThreadRegistry implements ThreadTable {
     });
   }
 
-  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Promise<Claim | undefined> {
+  markRunning(threadId: string, settings: ClaimSettings): Promise<Claim | undefined> {
     return this.claim(threadId, settings);
   }
 

@@ -126,6 +126,13 @@ export const MIGRATIONS: readonly Migration[] = [
       ALTER TABLE loopgraph_recordings_v5 RENAME TO loopgraph_recordings;`);
     },
   },
+  {
+    version: 6,
+    describe: "threads record the Coder mode of their run (--mode ask|plan|agent)",
+    up(db) {
+      addMissingColumns(db, "loopgraph_threads", { mode: "TEXT" });
+    },
+  },
 ];
 
 /** The schema version this loopgraph writes and understands. */

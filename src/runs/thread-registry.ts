@@ -1,7 +1,7 @@
 import { readFileSync } from "node:fs";
 import { hostname } from "node:os";
 import type Database from "better-sqlite3";
-import type { ApprovalMode } from "../state/thread.js";
+import type { ApprovalMode, CoderMode } from "../state/thread.js";
 import type { RunStatus } from "../state/thread.js";
 
 /** A run's own record, beside its checkpoints: what it ran, with which settings, and how it ended. */
@@ -16,6 +16,8 @@ export interface ThreadRecord {
   model?: string;
   /** Approval mode of the run (`--approval`). */
   approval: ApprovalMode;
+  /** Coder mode of the run (`--mode`); undefined: the nodes' own. */
+  mode?: CoderMode;
   workspace: string;
   /** `queued`: waiting for a worker (`run --queue`), owned by no process. */
   status: RunStatus | "running" | "queued";
@@ -46,6 +48,8 @@ export interface ThreadRow {
   task: string;
   model: string | null;
   approval: ApprovalMode;
+  /** Absent in rows read before store version 6. */
+  mode?: CoderMode | null;
   workspace: string;
   status: ThreadRecord["status"];
   pid: number | null;
@@ -88,7 +92,7 @@ export interface CommandGroup {
 export type Claim = { claimed: true; before: ThreadRecord; killed: number[] } | { claimed: false; holder: ThreadRecord };
 
 /** Fields of a new thread's record (see `ThreadTable.create`). */
-export type NewThread = Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "workspace">;
+export type NewThread = Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "mode" | "workspace">;
 
 /**
  * The threads of a run store (SQLite: ThreadRegistry; PostgreSQL: PostgresThreadRegistry), and
@@ -122,7 +126,7 @@ export interface ThreadTable {
    */
   claim(threadId: string, settings?: { model?: string; approval?: ApprovalMode }): Promise<Claim | undefined>;
   /** Marks the thread as running in this process (a resume), with the settings it now runs with; see `claim`. */
-  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Promise<Claim | undefined>;
+  markRunning(threadId: string, settings: ClaimSettings): Promise<Claim | undefined>;
   /** Records the process group of a command this process runs for the thread, until `commandEnded`. */
   commandStarted(threadId: string, pgid: number): Promise<void>;
   /** The command of that process group has ended (its group is not to be killed any more). */
@@ -217,8 +221,8 @@ export class ThreadRegistry implements ThreadTable {
   constructor(db: Database.Database) {
     this.db = db;
     this.insertStatement = db.prepare(
-      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at)
-       VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @workspace, @status, @pid, @host, @start, @heartbeat, @now, @now)`,
+      `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, mode, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at)
+       VALUES (@thread_id, @graph_file, @graph_hash, @graph_name, @task, @model, @approval, @mode, @workspace, @status, @pid, @host, @start, @heartbeat, @now, @now)`,
     );
     this.updateStatement = db.prepare(
       `UPDATE loopgraph_threads SET status = @status, error = @error, pause = @pause, updated_at = @now
@@ -226,7 +230,7 @@ export class ThreadRegistry implements ThreadTable {
     );
     this.claimStatement = db.prepare(
       `UPDATE loopgraph_threads SET status = 'running', pid = @pid, owner_host = @host, owner_start = @start, heartbeat_at = @now, error = NULL, pause = NULL,
-       model = COALESCE(@model, model), approval = COALESCE(@approval, approval), updated_at = @now
+       model = COALESCE(@model, model), approval = COALESCE(@approval, approval), mode = COALESCE(@mode, mode), updated_at = @now
        WHERE thread_id = @thread_id`,
     );
     this.releaseStatement = db.prepare(
@@ -257,7 +261,7 @@ export class ThreadRegistry implements ThreadTable {
     return existing;
   }
 
-  async claim(threadId: string, settings: { model?: string; approval?: ApprovalMode } = {}): Promise<Claim | undefined> {
+  async claim(threadId: string, settings: ClaimSettings = {}): Promise<Claim | undefined> {
     const claim = this.db
       .transaction((): Claim | undefined => {
         const before = this.read(threadId);
@@ -295,7 +299,7 @@ export class ThreadRegistry implements ThreadTable {
     this.releaseStatement.run(releaseParams(threadId, before));
   }
 
-  markRunning(threadId: string, settings: { model?: string; approval: ApprovalMode }): Promise<Claim | undefined> {
+  markRunning(threadId: string, settings: ClaimSettings): Promise<Claim | undefined> {
     return this.claim(threadId, settings);
   }
 
@@ -346,6 +350,7 @@ export function newThreadParams(record: NewThread, queued = false) {
     task: record.task,
     model: record.model ?? null,
     approval: record.approval,
+    mode: record.mode ?? null,
     workspace: record.workspace,
     status: queued ? "queued" : "running",
     ...(queued ? { pid: null, host: null, start: null } : ownerParams()),
@@ -355,8 +360,15 @@ export function newThreadParams(record: NewThread, queued = false) {
 }
 
 /** The named parameters of a claim's update. */
-export function claimParams(threadId: string, settings: { model?: string; approval?: ApprovalMode }) {
-  return { thread_id: threadId, ...ownerParams(), model: settings.model ?? null, approval: settings.approval ?? null, now: new Date().toISOString() };
+export function claimParams(threadId: string, settings: ClaimSettings) {
+  return { thread_id: threadId, ...ownerParams(), model: settings.model ?? null, approval: settings.approval ?? null, mode: settings.mode ?? null, now: new Date().toISOString() };
+}
+
+/** The run settings a claim records with the thread: each one given replaces the recorded one. */
+export interface ClaimSettings {
+  model?: string;
+  approval?: ApprovalMode;
+  mode?: CoderMode;
 }
 
 /** The named parameters of a release: the record's status, error and pause as they were `before` the claim. */
@@ -391,6 +403,7 @@ export function fromRow(row: ThreadRow): ThreadRecord {
     task: row.task,
     model: row.model ?? undefined,
     approval: row.approval,
+    ...(row.mode ? { mode: row.mode } : {}),
     workspace: row.workspace,
     status: row.status,
     pid: row.pid ?? undefined,

@@ -19,4 +19,13 @@ export interface ThreadSettings {
   model?: string;
   /** How tool calls that no rule settles are decided (`--approval`). */
   approval: ApprovalMode;
+  /** What the Coders may do (`--mode`); undefined: each node's own `mode:`, else `agent`. */
+  mode?: CoderMode;
 }
+
+/**
+ * What a Coder may do: `agent` (default) every tool it has; `ask` only read (answers questions,
+ * changes nothing); `plan` read, then present a plan for the user's approval before it acts.
+ */
+export const CODER_MODES = ["ask", "plan", "agent"] as const;
+export type CoderMode = (typeof CODER_MODES)[number];
