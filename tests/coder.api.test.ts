@@ -233,4 +233,37 @@ describe("coder node (in-process API)", () => {
     expect(outputs.some((event) => event.stream === "stderr" && event.text.includes("[redacted]"))).toBe(true);
     expect(JSON.stringify(events)).not.toContain("s3cret-live-value");
   });
+
+  it("ask mode offers only read tools and refuses every other call before the policy, in every approval mode: nothing is written, run or asked", async () => {
+    for (const approval of ["ask", "auto-edit", "auto", "deny"] as const) {
+      const ws = workspace();
+      const server = await mockServer();
+      server.enqueue(
+        { toolCalls: [{ name: "write_file", args: { path: "new.txt", contents: "x" } }] },
+        { toolCalls: [{ name: "shell", args: { command: "touch ran" } }] },
+        { toolCalls: [{ name: "edit_file", args: { path: "README.md", old_string: "demo", new_string: "changed" } }] },
+        { toolCalls: [{ name: "read_file", args: { path: "README.md" } }] },
+        { text: "It is a demo README." },
+      );
+      const events: RunEvent[] = [];
+      const outcome = await runGraph({
+        graph: "coder", task: "what is this?", workspace: ws.dir, db: ws.db, approval, mode: "ask",
+        model: "openai:gpt-test", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }), onEvent: (event) => events.push(event),
+      });
+      expect(outcome.status, `${approval}: ${outcome.error}`).toBe("finished");
+      const offered = (server.requests[0]!.body as { tools: { function: { name: string } }[] }).tools.map((tool) => tool.function.name);
+      expect(offered).toEqual(["read_file", "list_dir", "glob", "grep"]);
+      const results = events.filter((event) => event.type === "tool_result");
+      expect(results.map((event) => [event.name, event.ok, event.notRun])).toEqual([
+        ["write_file", false, "blocked"],
+        ["shell", false, "blocked"],
+        ["edit_file", false, "blocked"],
+        ["read_file", true, undefined],
+      ]);
+      expect(results[0]!.result).toBe("write_file is not available in ask mode: ask mode only reads: answer from what the read-only tools show, and say what would need changing");
+      expect(existsSync(join(ws.dir, "new.txt")) || existsSync(join(ws.dir, "ran"))).toBe(false);
+      expect(readFileSync(join(ws.dir, "README.md"), "utf8")).toBe("# demo\n");
+      expect(JSON.stringify(server.requests[0]!.body)).toMatch(/# Mode: ask/);
+    }
+  });
 });

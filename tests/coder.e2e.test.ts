@@ -109,6 +109,39 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(replayed.stdout).toMatch(/consistent: the replay followed the record/);
   });
 
+  it("--mode plan: reads, presents a plan that pauses even in --approval auto; a rejection reaches the model, an approval lets it act", async () => {
+    const ws = repo();
+    const script = join(ws.dir, "..", "plan.script.yaml");
+    const plan = (text: string) => ({ node: "coder", tool_calls: [{ name: "present_plan", args: { plan: text } }] });
+    writeFileSync(
+      script,
+      stringify({
+        responses: [
+          { node: "coder", tool_calls: [{ name: "write_file", args: { path: "early.txt", contents: "too soon" } }] },
+          { node: "coder", tool_calls: [{ name: "read_file", args: { path: "important.txt" } }] },
+          plan("1. Replace keep me with kept\n2. Done"),
+          plan("1. Replace keep me with kept in important.txt\n2. Re-read it"),
+          { node: "coder", tool_calls: [{ name: "edit_file", args: { path: "important.txt", old_string: "keep me", new_string: "kept" } }] },
+          { node: "coder", content: "done" },
+        ],
+      }),
+    );
+    const first = await run(ws, { ...coder("plan", "happy.script.yaml", "auto"), script, extra: ["--mode", "plan"] });
+    expect(first.code, first.stderr).toBe(3);
+    const events = parseEvents(first.stdout);
+    expect(events.find((e) => e.type === "tool_result")).toMatchObject({ name: "write_file", ok: false, notRun: "blocked", result: expect.stringMatching(/^write_file is not available in plan mode/) });
+    expect(events.find((e) => e.type === "interrupt")).toMatchObject({ value: { tool: "present_plan", details: "1. Replace keep me with kept\n2. Done" } });
+    expect(existsSync(join(ws.dir, "early.txt"))).toBe(false);
+
+    const rejected = await resume(ws, "plan", "--reject", "say which file", "--json");
+    expect(rejected.code, rejected.stderr).toBe(3);
+    expect(parseEvents(rejected.stdout).find((e) => e.type === "tool_result")).toMatchObject({ name: "present_plan", notRun: "rejected", result: expect.stringContaining("say which file") });
+    const approved = await resume(ws, "plan", "--approve");
+    expect(approved.code, approved.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "important.txt"), "utf8")).toBe("kept\n");
+    expect((await threadsOf(ws.db)).find((t) => t.threadId === "plan")).toMatchObject({ status: "finished" });
+  });
+
   it.each([
     { how: "in the sandbox", extra: [] as string[] },
     { how: "without a sandbox (--no-sandbox)", extra: ["--no-sandbox"] },

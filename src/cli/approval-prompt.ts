@@ -11,6 +11,7 @@ import { printable } from "./terminal-text.js";
 export function describeCall(request: ApprovalRequest): string {
   const args = request.args as Record<string, unknown> | undefined;
   if (request.tool === "shell" && typeof args?.command === "string") return printable(`shell: ${args.command}`);
+  if (request.tool === "present_plan" && typeof args?.plan === "string") return printable(`present_plan (a plan of ${args.plan.split("\n").length} lines, shown below)`);
   if (typeof args?.path === "string") return printable(`${request.tool}: ${args.path}`);
   return printable(`${request.tool} ${JSON.stringify(request.args)}`);
 }
@@ -73,7 +74,8 @@ export function editInEditor(request: ApprovalRequest, env: NodeJS.ProcessEnv = 
 export function chatApprovalLine(request: ApprovalRequest): string {
   const always = describeAlways(request);
   const answers = always ? `/approve, /always (${always}) or /reject [why]` : "/approve or /reject [why]";
-  return `${approvalSummary(request)}: ${answers}`;
+  const details = request.details ? `\n${request.details.split("\n").map((line) => `    ${printable(line)}`).join("\n")}` : "";
+  return `${approvalSummary(request)}: ${answers}${details}`;
 }
 
 /**
@@ -87,6 +89,7 @@ export async function promptForApproval(request: ApprovalRequest, signal?: Abort
     process.stderr.write(
       `\n${pc.yellow("?")} ${pc.bold(printable(request.node))} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(printable(request.reason))}\n` +
         (request.diff ? `${renderDiff(request.diff)}\n` : "") +
+        (request.details ? `${request.details.split("\n").map((line) => `    ${printable(line)}`).join("\n")}\n` : "") +
         (always ? `  ${pc.dim(always)}\n` : ""),
     );
     for (;;) {

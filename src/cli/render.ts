@@ -307,6 +307,10 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
               : `${pc.yellow("⏸")} waiting for input${event.node ? ` in ${event.node}` : ""}: ${truncate(JSON.stringify(event.value), 300)}`,
           false,
         );
+        // A plan waiting for approval is read whole before answering.
+        if (isApprovalRequest(event.value) && event.value.details) {
+          for (const text of event.value.details.split("\n")) line(event.threadId, `    ${printable(text)}`, false);
+        }
         break;
       case "error":
         // The run's error is its outcome's reason: the command prints it last (see run-commands.ts `report`).

@@ -9,7 +9,7 @@ import { isAbsolute, resolve } from "node:path";
 import picomatch from "picomatch";
 import { isInside, realPathOf, resolveInWorkspace, workspaceRelative } from "../tools/workspace-paths.js";
 import { isMcpToolName } from "../tools/mcp-servers.js";
-import { BUILTIN_TOOLS } from "../tools/registry.js";
+import { BUILTIN_TOOLS, MODE_TOOLS } from "../tools/registry.js";
 import type { Sandbox } from "../tools/sandbox.js";
 import { ToolError, type PolicySubject, type ToolEffect } from "../tools/types.js";
 import { BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
@@ -43,17 +43,17 @@ export interface PolicyOptions {
  * `external`; any other unknown tool is treated as `execute`; both are decided on their arguments.
  */
 export function toolFacts(name: string): { effect: ToolEffect; subject?: PolicySubject } {
-  const tool = BUILTIN_TOOLS.find((candidate) => candidate.name === name);
+  const tool = [...BUILTIN_TOOLS, ...MODE_TOOLS].find((candidate) => candidate.name === name);
   if (tool) return { effect: tool.effect, ...(tool.subject ? { subject: tool.subject } : {}) };
   return { effect: isMcpToolName(name) ? "external" : "execute" };
 }
 
 /** What each approval mode decides when no rule matches (`deny` mode: `ask`'s, then ask → deny). */
 const MODE_DEFAULTS: Readonly<Record<ApprovalMode, Readonly<Record<ToolEffect, PolicyDecision>>>> = {
-  ask: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask" },
-  "auto-edit": { read: "allow", edit: "allow", execute: "ask", state: "allow", external: "ask" },
-  auto: { read: "allow", edit: "allow", execute: "allow", state: "allow", external: "ask" },
-  deny: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask" },
+  ask: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask", plan: "ask" },
+  "auto-edit": { read: "allow", edit: "allow", execute: "ask", state: "allow", external: "ask", plan: "ask" },
+  auto: { read: "allow", edit: "allow", execute: "allow", state: "allow", external: "ask", plan: "ask" },
+  deny: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask", plan: "ask" },
 };
 
 const EFFECT_NOUNS: Readonly<Record<ToolEffect, string>> = {
@@ -62,6 +62,7 @@ const EFFECT_NOUNS: Readonly<Record<ToolEffect, string>> = {
   execute: "commands",
   state: "plan updates",
   external: "MCP tool calls",
+  plan: "plans",
 };
 
 interface Finding extends PolicyCause {
@@ -162,6 +163,7 @@ function defaultFinding(subject: string, effect: ToolEffect, mode: ApprovalMode)
   const noun = EFFECT_NOUNS[effect];
   if (decision === "allow") return { subject, decision, reason: `${noun} are allowed in approval mode "${mode}"` };
   if (mode === "deny") return { subject, decision: "deny", reason: `${noun} are denied in approval mode "deny" (it never asks)` };
+  if (effect === "plan") return { subject, decision, reason: "plan mode: the plan needs your approval before the agent may act on it" };
   if (effect === "external") return { subject, decision, reason: `${noun} need approval in every approval mode unless a policy rule allows them (e.g. tool: "server__*", decision: allow)` };
   return { subject, decision, reason: `${noun} need approval in approval mode "${mode}"` };
 }

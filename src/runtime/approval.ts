@@ -18,6 +18,8 @@ export interface ApprovalRequest {
   diff?: string;
   /** What answering "always" would allow from then on, in words (e.g. `` `git status` with read-only options, for the rest of this thread ``). */
   always?: string;
+  /** Text to read before answering, shown whole: the plan presented in plan mode. */
+  details?: string;
 }
 
 export interface ApprovalAnswer {

@@ -33,6 +33,8 @@ export interface ToolCallOptions {
   config?: RunnableConfig;
   /** The files the node read (or wrote) in this turn, with their stamps: `edit_file` needs its file among them, unchanged. */
   fileStamps?: Readonly<Record<string, string>>;
+  /** A call the node refuses outright (a tool its mode does not allow): the result, given before the policy and any prompt. */
+  refuse?: (call: ToolCallRequest) => ToolResult | undefined;
 }
 
 export interface ToolCallOutcome {
@@ -101,12 +103,13 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     return { ...outcome, result };
   }
 
-  // An unknown tool or arguments its schema refuses: nothing to decide on or to ask about, the model is told at once.
-  const checked = checkToolCall(call, options.tools);
+  // A tool the node's mode does not allow, an unknown tool or arguments its schema refuses: nothing to decide on or to ask about, the model is told at once.
+  const refused = options.refuse?.(call);
+  const checked = refused ? { failure: refused } : checkToolCall(call, options.tools);
   if ("failure" in checked) {
     const result = checked.failure;
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: result.errorKind === "tool_not_found" ? "tool_not_found" : "invalid_arguments" });
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: result.errorKind === "tool_not_found" ? "tool_not_found" : result.errorKind === "invalid_arguments" ? "invalid_arguments" : "blocked" });
     return { ...outcome, result };
   }
 
@@ -131,7 +134,9 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     const reason = gate.kind === "run" ? "the user was asked about this call" : gate.verdict.reason;
     // The user sees what an edit would change, not only where, and what "always" would allow.
     const diff = ctx.replayEffect ? undefined : await previewChange(call, toolContext(), options.tools);
-    const always = gate.kind === "blocked" ? undefined : alwaysAnswerFor(policyCall, gate.verdict);
+    // A plan is approved once: "always" has nothing to cover.
+    const always = gate.kind === "blocked" || toolFacts(call.name).effect === "plan" ? undefined : alwaysAnswerFor(policyCall, gate.verdict);
+    const plan = call.name === "present_plan" && typeof (call.args as { plan?: unknown }).plan === "string" ? (call.args as { plan: string }).plan : undefined;
     const request: ApprovalRequest = {
       kind: "approval",
       node,
@@ -141,6 +146,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
       reason,
       ...(always && { always: always.description }),
       ...(diff ? { diff } : {}),
+      ...(plan !== undefined && { details: plan }),
     };
     const given = interrupt<ApprovalRequest, unknown>(request);
     // Anything but an approval answer (e.g. `resume --answer TEXT`) rejects: only an explicit yes runs a call.

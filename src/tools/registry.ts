@@ -9,6 +9,7 @@ import { grepTool } from "./grep.js";
 import { listDirTool } from "./list-dir.js";
 import { readFileTool } from "./read-file.js";
 import { shellTool } from "./shell.js";
+import { presentPlanTool } from "./present-plan.js";
 import { todoWriteTool } from "./todo-write.js";
 import { fitToBudget } from "./truncate.js";
 import { ToolError, type ToolCallRequest, type ToolContext, type ToolDefinition, type ToolResult } from "./types.js";
@@ -24,6 +25,9 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   shellTool,
   todoWriteTool,
 ];
+
+/** Tools a node gets by its mode, not by its `tools:` list (plan mode's present_plan). */
+export const MODE_TOOLS: readonly ToolDefinition[] = [presentPlanTool];
 
 /** What the model is told about each tool. */
 export function toolSpecs(tools: readonly ToolDefinition[]): ToolSpec[] {
@@ -72,6 +76,7 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
       ...(output.filesChanged ? { filesChanged: output.filesChanged } : {}),
       ...(output.todos ? { todos: output.todos } : {}),
       ...(output.fileStamps ? { fileStamps: output.fileStamps } : {}),
+      ...(output.planApproved ? { planApproved: true } : {}),
     };
   } catch (error) {
     if (error instanceof ToolError) {

@@ -19,6 +19,7 @@ export type ToolErrorKind =
   | "protected_path"
   | "special_file"
   | "not_read"
+  | "not_allowed"
   | "failed";
 
 export class ToolError extends Error {
@@ -40,9 +41,10 @@ export function throwIfCancelled(signal: AbortSignal | undefined): void {
 
 /**
  * How a tool affects the workspace: approval modes decide by this (read < edit < execute);
- * `external`: another program's tool (an MCP server's), asked about in every mode but `deny`.
+ * `external`: another program's tool (an MCP server's), asked about in every mode but `deny`;
+ * `plan`: a plan presented for the user's approval (plan mode), asked about likewise.
  */
-export type ToolEffect = "read" | "edit" | "execute" | "state" | "external";
+export type ToolEffect = "read" | "edit" | "execute" | "state" | "external" | "plan";
 
 export interface TodoItem {
   content: string;
@@ -90,6 +92,8 @@ export interface ToolOutput {
   filesChanged?: string[];
   /** todo_write: the new plan. */
   todos?: TodoItem[];
+  /** present_plan: the user approved the plan (the Coder leaves plan mode). */
+  planApproved?: boolean;
   /** Files the call read or wrote, workspace-relative, with their stamp after it (see ToolContext.fileStamps). */
   fileStamps?: Record<string, string>;
   /**
@@ -142,6 +146,7 @@ export interface ToolResult {
   filesChanged?: string[];
   todos?: TodoItem[];
   fileStamps?: Record<string, string>;
+  planApproved?: boolean;
 }
 
 export interface ToolCallRequest {

@@ -1,4 +1,5 @@
 import type { NodeDefinition } from "../../format/types.js";
+import type { CoderMode } from "../../state/thread.js";
 import type { LoopDetectionOptions } from "../../tools/loop-detection.js";
 
 /** A tool-using coding agent: a model ⇄ tools loop checkpointed at every step. */
@@ -14,4 +15,6 @@ export interface CoderNodeDefinition extends NodeDefinition {
   compression: { budgetTokens: number; keepRecentTurns: number };
   /** Tool results longer than this (characters) are cut to head and tail; the full text goes to an artifact. */
   resultBudgetChars: number;
+  /** What the Coder may do (`mode:`); the run's `--mode` comes first; default `agent`. */
+  mode?: CoderMode;
 }

@@ -10,6 +10,8 @@ import { messageText, startModelSession } from "../../runtime/model-session.js";
 import { STATE_DIR } from "../../project.js";
 import { BUILTIN_TOOLS, toolSpecs } from "../../tools/index.js";
 import { ToolError, type ToolCallRequest, type ToolDefinition, type ToolResult } from "../../tools/types.js";
+import { presentPlanTool } from "../../tools/present-plan.js";
+import type { CoderMode } from "../../state/thread.js";
 import { mcpToolDefinition, type McpHub, type McpToolInfo } from "../../tools/mcp.js";
 import { isMcpToolName, MCP_SEPARATOR } from "../../tools/mcp-servers.js";
 import { compressHistory, compressionUpdate } from "./compression.js";
@@ -25,6 +27,17 @@ import { applicableGraphRules, toolMatches } from "../../policy/index.js";
 type CoderUpdate = Partial<CoderStateValue>;
 
 const PREVIEW_CHARS = 400;
+
+/** What the system prompt adds in each mode. */
+const MODE_NOTES: Readonly<Record<CoderMode, string>> = {
+  agent: "",
+  ask:
+    "\n\n# Mode: ask\nYou are in ask mode: answer the task from what the read-only tools (read_file, list_dir, glob, grep) show. " +
+    "You cannot change files or run commands here; where a change is needed, say what it would be.",
+  plan:
+    "\n\n# Mode: plan\nYou are in plan mode: investigate with the read-only tools, keep your steps in todo_write, then call present_plan " +
+    "with your plan. You may change files or run commands only after the user approves it; if they reject it, revise it as they say.",
+};
 
 function lastAiMessage(messages: BaseMessage[]): AIMessage | undefined {
   for (let i = messages.length - 1; i >= 0; i--) {
@@ -124,6 +137,26 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     ];
   };
 
+  /** The turn's mode: fixed in its state at its first model call; before that, the run's, else the node's, else agent. */
+  const modeOf = (state: CoderStateValue): CoderMode => state.mode ?? ctx.settings.mode ?? def.mode ?? "agent";
+  const readTools = builtinTools.filter((tool) => tool.effect === "read");
+  /** What the model is offered in a mode: ask only reads; plan reads, keeps a todo list and presents its plan; agent has every tool. */
+  const offered = (mode: CoderMode, state: CoderStateValue): readonly ToolDefinition[] =>
+    mode === "ask" ? readTools : mode === "plan" ? [...builtinTools.filter((tool) => tool.effect === "read" || tool.effect === "state"), presentPlanTool] : toolsOf(state.mcpTools);
+  /** A call of a tool the mode does not offer is refused before the policy: never run, never asked about. */
+  const refuseFor = (mode: CoderMode, state: CoderStateValue) => (call: ToolCallRequest): ToolResult | undefined => {
+    if (offered(mode, state).some((tool) => tool.name === call.name)) return undefined;
+    const exists = toolsOf(state.mcpTools).some((tool) => tool.name === call.name) || call.name === presentPlanTool.name;
+    if (!exists) return undefined;
+    const why =
+      mode === "ask"
+        ? "ask mode only reads: answer from what the read-only tools show, and say what would need changing"
+        : mode === "plan"
+          ? "plan mode only reads until the user approves your plan: present it with present_plan"
+          : "present_plan is for plan mode; you may act directly";
+    return { ok: false, errorKind: "not_allowed", content: `${call.name} is not available in ${mode} mode: ${why}` };
+  };
+
   /**
    * The MCP tools of this turn: listed once, at its first model call, and kept in the Coder's
    * state; an effect, recorded, so a recorded replay offers the same tools without any server.
@@ -167,15 +200,27 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       return { result: failure(state, "step_limit", `reached the step limit of ${def.maxSteps} model calls without finishing`) };
     }
     const spec = nodeModelSpec(def, graph, ctx.settings);
-    const listed = await listMcpTools(state);
+    const mode = modeOf(state);
+    // MCP tools are listed at the turn's first model call in agent mode (a plan approved later lists them then).
+    const listed = mode === "agent" ? await listMcpTools(state) : undefined;
     const mcpTools = listed ?? state.mcpTools;
-    const specs = mcpTools?.length ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))] : builtinSpecs;
+    const specs =
+      mode !== "agent"
+        ? toolSpecs(offered(mode, state))
+        : mcpTools?.length
+          ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))]
+          : builtinSpecs;
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
-    const system = new SystemMessage(coderSystemPrompt(template, ctx.workspace));
+    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace)}${MODE_NOTES[mode]}`);
     const bookkeeping = (): CoderUpdate => {
       const consumed = session.consumed();
-      return { usage: { ...session.usage }, ...(consumed ? { scripted: { [spec]: consumed } } : {}), ...(listed ? { mcpTools: listed } : {}) };
+      return {
+        usage: { ...session.usage },
+        ...(consumed ? { scripted: { [spec]: consumed } } : {}),
+        ...(listed ? { mcpTools: listed } : {}),
+        ...(state.mode === undefined ? { mode } : {}),
+      };
     };
 
     const written: BaseMessage[] = [];
@@ -227,7 +272,8 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     const outcome = await runToolCall(call, {
       ctx,
       node: def.id,
-      tools: toolsOf(state.mcpTools),
+      tools: offered(modeOf(state), state),
+      refuse: refuseFor(modeOf(state), state),
       rules: [...graphRules, ...ctx.userRules, ...state.sessionRules],
       loop: { state: state.loop ?? EMPTY_LOOP_DETECTOR_STATE, options: def.loopDetection },
       artifactsDir,
@@ -257,6 +303,8 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       ...(result.filesChanged ? { filesChanged: result.filesChanged } : {}),
       ...(result.todos ? { todos: result.todos } : {}),
       ...(result.fileStamps ? { fileStamps: result.fileStamps } : {}),
+      // The plan approved: the rest of the turn acts on it, with every tool.
+      ...(result.planApproved ? { mode: "agent" as const } : {}),
     };
   };
 

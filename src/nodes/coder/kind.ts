@@ -7,6 +7,7 @@ import { loopDetectionConfigSchema, toLoopDetectionOptions } from "../../tools/l
 import { BUILTIN_TOOLS } from "../../tools/registry.js";
 import { TOOL_NAMES, type ToolEffect } from "../../tools/types.js";
 import { createCoderNode } from "./node.js";
+import { CODER_MODES } from "../../state/thread.js";
 
 const coderNode = z.strictObject({
   kind: z.literal("coder"),
@@ -29,6 +30,10 @@ const coderNode = z.strictObject({
       keep_recent_turns: positiveInt.describe("Latest turns always kept verbatim (default 3)").default(3),
     })
     .default({ budget_tokens: 60_000, keep_recent_turns: 3 }),
+  mode: z
+    .enum(CODER_MODES)
+    .describe("What the Coder may do: agent (every tool), ask (only read), plan (read, then present a plan for approval before acting); the run's --mode comes first (default agent)")
+    .optional(),
   result_budget_chars: positiveInt
     .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
     .default(30_000),
@@ -61,6 +66,7 @@ export const coderKind = defineNodeKind({
           loopDetection: toLoopDetectionOptions(raw.loop_detection),
           compression: { budgetTokens: raw.compression.budget_tokens, keepRecentTurns: raw.compression.keep_recent_turns },
           resultBudgetChars: raw.result_budget_chars,
+          ...(raw.mode && { mode: raw.mode }),
         };
   },
   files: (def) => [def.promptFile],

@@ -7,6 +7,7 @@ import type { LoopDetectorState } from "../../tools/loop-detection.js";
 import type { CoderResult, ToolLogEntry } from "./types.js";
 import type { PolicyRule } from "../../state/rules.js";
 import type { McpToolInfo } from "../../tools/mcp.js";
+import type { CoderMode } from "../../state/thread.js";
 
 const lastValue = <T>(_: T, next: T): T => next;
 const unionStrings = (left: string[], right: string[]): string[] => [...new Set([...left, ...right])];
@@ -41,6 +42,8 @@ export const CoderState = Annotation.Root({
   inboxCursor: Annotation<number>({ reducer: lastValue, default: () => 0 }),
   /** The MCP servers' tools offered in this turn, listed at its first model call (unset: not listed yet, or no servers). */
   mcpTools: Annotation<McpToolInfo[] | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** The turn's mode, fixed at its first model call; plan becomes agent when the user approves the plan. */
+  mode: Annotation<CoderMode | undefined>({ reducer: lastValue, default: () => undefined }),
   result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
 });
 
