@@ -1,5 +1,5 @@
 import { spawn } from "node:child_process";
-import { existsSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { CLI, cleanEnv, hasCommand, ROOT, runCli, shellQuote as quote } from "./helpers/cli.js";
@@ -21,12 +21,13 @@ async function runAtTerminal(
   db: string,
   answers: Answer[],
   script = join(ROOT, "tests/fixtures/coder/approvals.script.yaml"),
+  env: NodeJS.ProcessEnv = {},
 ): Promise<{ code: number | null; screen: string; answered: number }> {
   const command = [
     process.execPath, CLI, "run", "coder", "--task", "t", "--thread", "tty", "--workspace", ws, "--db", db,
     "--model", `scripted:${script}`,
   ].map(quote).join(" ");
-  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb" }), stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb", ...env }), stdio: ["pipe", "pipe", "pipe"] });
   let screen = "";
   let answered = 0;
   let seen = 0;
@@ -62,6 +63,22 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
     expect(existsSync(join(ws, "approved.txt"))).toBe(false);
     expect(existsSync(join(ws, "important.txt"))).toBe(false);
     expect(screen).toContain("finished");
+  });
+
+  it("e opens the editor on the proposed call; the edit is what runs, and the model is told", async () => {
+    const { dir: ws, db } = tempWorkspace({ git: "init", files: { "important.txt": "keep me\n" } });
+    const editor = { VISUAL: "", EDITOR: "sed -i -e s/approved/edited/g" };
+    const { code, screen, answered } = await runAtTerminal(ws, db, [
+      { after: "[e]dit", send: "e\n" },
+      { after: "Allow?", send: "n\n" },
+      { after: "Reason for the agent", send: "\n" },
+    ], undefined, editor);
+    expect(code, screen).toBe(0);
+    expect(answered).toBe(3);
+    expect(existsSync(join(ws, "approved.txt"))).toBe(false);
+    expect(readFileSync(join(ws, "edited.txt"), "utf8")).toBe("edited\n");
+    expect(screen).toContain("The user edited this call before approving it");
+    expect(existsSync(join(ws, "important.txt"))).toBe(true);
   });
 
   it("Ctrl-C at the prompt leaves the run paused at that approval (exit 3), with the commands that answer it", async () => {
