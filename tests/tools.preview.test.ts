@@ -30,9 +30,14 @@ describe("previewChange", () => {
     const secret = "ghp_preview_canary_123456";
     const ws = makeWorkspace({ "a.txt": "x\n" }, { secrets: [secret] });
     expect(await previewChange(call("write_file", { path: "a.txt", contents: `token ${secret}\n` }), ws.ctx)).toContain("+token [redacted]");
+    ws.write("big.txt", "old\n".repeat(1000));
     const long = await previewChange(call("write_file", { path: "big.txt", contents: "line\n".repeat(1000) }), ws.ctx);
     expect(long!.split("\n")).toHaveLength(401);
     expect(long).toMatch(/\[\.\.\. \d+ more lines of the diff\]$/);
+    // A new file: its head, 60 lines under the header.
+    const head = (await previewChange(call("write_file", { path: "new-big.txt", contents: "line\n".repeat(1000) }), ws.ctx))!.split("\n");
+    expect(head).toHaveLength(64);
+    expect(head.at(-1)).toBe("[... 941 more lines of the new file]");
     expect(await previewChange(call("edit_file", { path: "a.txt", old_string: "nope", new_string: "y" }), ws.ctx)).toBeUndefined();
     expect(await previewChange(call("edit_file", { path: "../outside/secret.txt", old_string: "top", new_string: "y" }), ws.ctx)).toBeUndefined();
     expect(await previewChange(call("shell", { command: "ls" }), ws.ctx)).toBeUndefined();

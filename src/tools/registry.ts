@@ -89,6 +89,8 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
 
 /** Lines of a diff shown to the user asked about an edit; a longer one is cut, saying so. */
 const DIFF_MAX_LINES = 400;
+/** Lines of a new file's content shown: its head is what tells what the file is. */
+const NEW_FILE_MAX_LINES = 60;
 /** Texts longer than this (before and after together) are not diffed. */
 const DIFF_MAX_INPUT_CHARS = 2_000_000;
 
@@ -109,7 +111,10 @@ export async function previewChange(call: ToolCallRequest, ctx: ToolContext, too
     const before = change.before === undefined ? "/dev/null" : `a/${change.path}`;
     const patch = createTwoFilesPatch(before, `b/${change.path}`, change.before ?? "", change.after, undefined, undefined, { context: 3 });
     const lines = redactValues(patch, ctx.secrets ?? []).split("\n").filter((line, index) => index > 0 || !line.startsWith("====="));
-    const cut = lines.length > DIFF_MAX_LINES ? [...lines.slice(0, DIFF_MAX_LINES), `[... ${lines.length - DIFF_MAX_LINES} more lines of the diff]`] : lines;
+    // A new file: its head (the header and first lines); a change: the diff, up to its limit.
+    const max = change.before === undefined ? NEW_FILE_MAX_LINES + 3 : DIFF_MAX_LINES;
+    const what = change.before === undefined ? "of the new file" : "of the diff";
+    const cut = lines.length > max ? [...lines.slice(0, max), `[... ${lines.length - max} more lines ${what}]`] : lines;
     return cut.join("\n").trimEnd();
   } catch {
     return undefined;
