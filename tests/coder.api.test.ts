@@ -252,7 +252,7 @@ describe("coder node (in-process API)", () => {
       });
       expect(outcome.status, `${approval}: ${outcome.error}`).toBe("finished");
       const offered = (server.requests[0]!.body as { tools: { function: { name: string } }[] }).tools.map((tool) => tool.function.name);
-      expect(offered).toEqual(["read_file", "list_dir", "glob", "grep"]);
+      expect(offered).toEqual(["read_file", "list_dir", "glob", "grep", "task"]);
       const results = events.filter((event) => event.type === "tool_result");
       expect(results.map((event) => [event.name, event.ok, event.notRun])).toEqual([
         ["write_file", false, "blocked"],

@@ -35,6 +35,8 @@ export interface ToolCallOptions {
   fileStamps?: Readonly<Record<string, string>>;
   /** A call the node refuses outright (a tool its mode does not allow): the result, given before the policy and any prompt. */
   refuse?: (call: ToolCallRequest) => ToolResult | undefined;
+  /** Runs the `task` tool's subagent (see ToolContext.subagent). */
+  subagent?: ToolContext["subagent"];
 }
 
 export interface ToolCallOutcome {
@@ -125,6 +127,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     ...(ctx.commandGroups ? { commandGroups: ctx.commandGroups } : {}),
     ...(options.fileStamps ? { fileStamps: options.fileStamps } : {}),
     onOutput: (stream, text) => ctx.emit({ type: "tool_output", threadId, node, id: call.id, name: call.name, stream, text }),
+    ...(options.subagent ? { subagent: options.subagent } : {}),
   });
   const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;
@@ -187,7 +190,9 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     };
     const step = { node, tool: call.name, toolCallId: call.id, config: options.config };
     const request = { kind: "tool" as const, node, name: call.name, args: call.args };
-    result = await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
+    // A composite call's own steps are checkpointed and recorded (and replayed) one by one: the call is not one effect.
+    const composite = checked.tool.composite === true;
+    result = composite ? await execute() : await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
     // What the user's after_tool hooks print is added to the result the model sees.
     const shown = { ok: result.ok, ...(result.errorKind && { errorKind: result.errorKind }), content: result.content };
     const record = { args: { tool: call.name, args: call.args, result: shown } };

@@ -10,6 +10,7 @@ import { listDirTool } from "./list-dir.js";
 import { readFileTool } from "./read-file.js";
 import { shellTool } from "./shell.js";
 import { presentPlanTool } from "./present-plan.js";
+import { taskTool } from "./task.js";
 import { todoWriteTool } from "./todo-write.js";
 import { fitToBudget } from "./truncate.js";
 import { ToolError, type ToolCallRequest, type ToolContext, type ToolDefinition, type ToolResult } from "./types.js";
@@ -24,6 +25,7 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   grepTool,
   shellTool,
   todoWriteTool,
+  taskTool,
 ];
 
 /** Tools a node gets by its mode, not by its `tools:` list (plan mode's present_plan). */

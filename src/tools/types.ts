@@ -2,7 +2,7 @@ import type { z } from "zod";
 import type { Sandbox } from "./sandbox.js";
 
 /** The built-in tools of the Coder. */
-export const TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell", "todo_write"] as const;
+export const TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell", "todo_write", "task"] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 /** Typed failures of a tool call; each goes back to the model as a tool result. */
@@ -72,6 +72,8 @@ export interface ToolContext {
   fileStamps?: Readonly<Record<string, string>>;
   /** Told a command's output as it arrives (redacted), while it runs: for the user to watch; the model gets the result. */
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
+  /** Runs a subagent for the `task` tool (the Coder sets it): its answer, as the call's output. */
+  subagent?: (args: { description: string; prompt: string }) => Promise<ToolOutput>;
 }
 
 /**
@@ -121,6 +123,11 @@ export interface ToolDefinition<Args = unknown> {
   schema: z.ZodType<Args>;
   /** The arguments' JSON Schema as the model is told it, when `schema` only checks their shape (an MCP server's tool). */
   parameters?: Record<string, unknown>;
+  /**
+   * A call made of other steps that are checkpointed and recorded on their own (the `task` tool's
+   * subagent): the call itself is neither recorded as one effect nor snapshotted.
+   */
+  composite?: boolean;
   run(args: Args, ctx: ToolContext): Promise<ToolOutput>;
   /** A file-editing tool: the file's content now (undefined: no such file) and what the call would make it, changing nothing. */
   preview?(args: Args, ctx: ToolContext): Promise<FileChangePreview>;

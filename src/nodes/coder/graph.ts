@@ -11,6 +11,8 @@ import { STATE_DIR } from "../../project.js";
 import { BUILTIN_TOOLS, toolSpecs } from "../../tools/index.js";
 import { ToolError, type ToolCallRequest, type ToolDefinition, type ToolResult } from "../../tools/types.js";
 import { presentPlanTool } from "../../tools/present-plan.js";
+import { taskTool } from "../../tools/task.js";
+import { packagePrompt } from "../../package.js";
 import type { CoderMode } from "../../state/thread.js";
 import { mcpToolDefinition, type McpHub, type McpToolInfo } from "../../tools/mcp.js";
 import { isMcpToolName, MCP_SEPARATOR } from "../../tools/mcp-servers.js";
@@ -27,6 +29,16 @@ import { applicableGraphRules, toolMatches } from "../../policy/index.js";
 type CoderUpdate = Partial<CoderStateValue>;
 
 const PREVIEW_CHARS = 400;
+
+/** The tools a subagent has: it reads. */
+const SUBAGENT_TOOLS = ["read_file", "list_dir", "glob", "grep"];
+/** Model calls a subagent may make before it must answer. */
+const SUBAGENT_MAX_STEPS = 15;
+
+/** The Coder `def` hands its `task` calls to: read-only, its own prompt, node `<coder>-task` (which scripted responses name). */
+function subagentDefinition(def: CoderNodeDefinition): CoderNodeDefinition {
+  return { ...def, id: `${def.id}-task`, promptFile: packagePrompt("subagent.md"), tools: SUBAGENT_TOOLS, maxSteps: Math.min(def.maxSteps, SUBAGENT_MAX_STEPS), mode: "agent" };
+}
 
 /** What the system prompt adds in each mode. */
 const MODE_NOTES: Readonly<Record<CoderMode, string>> = {
@@ -112,9 +124,10 @@ function toolMessage(call: ToolCallRequest, result: ToolResult, note?: string): 
  * up a failure result (`failureRouted` false), a model error and the step limit throw instead,
  * before the step is stored, so the run fails (or ends by the limit) and a resume retries.
  */
-export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean) {
+export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean, subagent = false) {
   const template = readFileSync(def.promptFile, "utf8");
-  const builtinTools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name));
+  // A subagent hands nothing on: it has no task tool of its own.
+  const builtinTools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name) && !(subagent && tool.name === taskTool.name));
   const builtinSpecs = toolSpecs(builtinTools);
   // MCP servers whose tools the node's list can name (`server__tool` globs; by default all).
   const mcpPatterns = def.tools.filter(isMcpToolName);
@@ -265,10 +278,31 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     }
   };
 
+  /**
+   * The `task` tool's subagent: a Coder of its own (read-only tools, a fresh history, its own step
+   * limit) run as a graph nested in this tool step, so each of its steps is checkpointed under
+   * this step's namespace (a resume after a crash continues it where it was) and recorded.
+   */
+  let subagentGraph: ReturnType<typeof buildCoderGraph> | undefined;
+  const runSubagent = (state: CoderStateValue, config: RunnableConfig | undefined, done: (final: CoderStateValue) => void) =>
+    async (args: { description: string; prompt: string }) => {
+      subagentGraph ??= buildCoderGraph(subagentDefinition(def), graph, ctx, true, true);
+      const input: Partial<CoderStateValue> = { task: args.prompt, scripted: state.scripted, sessionRules: state.sessionRules, inboxCursor: state.inboxCursor };
+      const final = (await subagentGraph.invoke(input, config)) as CoderStateValue;
+      done(final);
+      const result = final.result!;
+      const read = Object.keys(final.fileStamps ?? {});
+      const header = `Subagent "${args.description}": ${result.status === "success" ? "done" : `failed (${result.failureKind}: ${result.failureReason})`} in ${result.steps} steps.`;
+      const content = [header, "", result.summary || "(no answer)", ...(read.length > 0 ? ["", `Files it read: ${read.join(", ")}`] : [])].join("\n");
+      if (result.status !== "success") throw new ToolError("failed", content);
+      return { content };
+    };
+
   const toolStep = async (state: CoderStateValue, config?: RunnableConfig): Promise<CoderUpdate> => {
     const [call] = unansweredToolCalls(state.messages);
     if (!call) return {};
     if (await stopRequested(state)) return stopped(state, "tool call");
+    let sub: CoderStateValue | undefined;
     const outcome = await runToolCall(call, {
       ctx,
       node: def.id,
@@ -280,6 +314,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       resultBudgetChars: def.resultBudgetChars,
       config,
       fileStamps: state.fileStamps,
+      subagent: runSubagent(state, config, (final) => (sub = final)),
     });
     const { result } = outcome;
     if (outcome.loopFailure !== undefined) {
@@ -305,6 +340,12 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       ...(result.fileStamps ? { fileStamps: result.fileStamps } : {}),
       // The plan approved: the rest of the turn acts on it, with every tool.
       ...(result.planApproved ? { mode: "agent" as const } : {}),
+      // A subagent's scripted answers are used up, its tokens spent, its "always" answers kept.
+      ...(sub && {
+        scripted: sub.scripted,
+        sessionRules: sub.sessionRules,
+        usage: { inputTokens: state.usage.inputTokens + sub.usage.inputTokens, outputTokens: state.usage.outputTokens + sub.usage.outputTokens },
+      }),
     };
   };
 
