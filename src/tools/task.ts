@@ -4,6 +4,7 @@ import type { ToolDefinition, ToolOutput } from "./types.js";
 const schema = z.strictObject({
   description: z.string().trim().min(1).max(200).describe("A few words on what the subagent is for (shown to the user)"),
   prompt: z.string().trim().min(1).describe("The whole task for the subagent: it sees nothing of your conversation, only this"),
+  agent: z.string().min(1).describe("A subagent type your instructions name (default: a read-only explorer)").optional(),
 });
 
 export type TaskArgs = z.infer<typeof schema>;

@@ -73,7 +73,7 @@ export interface ToolContext {
   /** Told a command's output as it arrives (redacted), while it runs: for the user to watch; the model gets the result. */
   onOutput?: (stream: "stdout" | "stderr", text: string) => void;
   /** Runs a subagent for the `task` tool (the Coder sets it): its answer, as the call's output. */
-  subagent?: (args: { description: string; prompt: string }) => Promise<ToolOutput>;
+  subagent?: (args: { description: string; prompt: string; agent?: string }) => Promise<ToolOutput>;
 }
 
 /**

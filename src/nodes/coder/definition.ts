@@ -17,4 +17,23 @@ export interface CoderNodeDefinition extends NodeDefinition {
   resultBudgetChars: number;
   /** What the Coder may do (`mode:`); the run's `--mode` comes first; default `agent`. */
   mode?: CoderMode;
+  /** The subagent types its `task` calls may name (`subagents:`), besides the default read-only one. */
+  subagents: Record<string, SubagentDefinition>;
+}
+
+/** The tools of the default subagent, and of a declared one that names none. */
+export const SUBAGENT_READ_TOOLS = ["read_file", "list_dir", "glob", "grep"] as const;
+
+/** A subagent type: a Coder of its own that a `task` call runs. */
+export interface SubagentDefinition {
+  /** One line on what it is for (the Coder is told). */
+  description?: string;
+  /** Absolute path of its system prompt (default: the package's prompts/subagent.md). */
+  promptFile: string;
+  /** Its tools (default: the read tools); never `task`. */
+  tools: string[];
+  /** Model calls before it must answer (default 15). */
+  maxSteps: number;
+  /** Its model (default: the Coder's). */
+  model?: string;
 }

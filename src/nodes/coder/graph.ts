@@ -21,7 +21,7 @@ import { EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
 import { CoderState, type CoderStateValue } from "./state.js";
 import { coderSystemPrompt } from "./system-prompt.js";
 import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
-import type { CoderNodeDefinition } from "./definition.js";
+import { SUBAGENT_READ_TOOLS, type CoderNodeDefinition, type SubagentDefinition } from "./definition.js";
 import { runToolCall } from "../../runtime/tool-call.js";
 import { performEffect } from "../../runtime/effects.js";
 import { applicableGraphRules, toolMatches } from "../../policy/index.js";
@@ -30,14 +30,26 @@ type CoderUpdate = Partial<CoderStateValue>;
 
 const PREVIEW_CHARS = 400;
 
-/** The tools a subagent has: it reads. */
-const SUBAGENT_TOOLS = ["read_file", "list_dir", "glob", "grep"];
-/** Model calls a subagent may make before it must answer. */
+/** Model calls the default subagent may make before it must answer. */
 const SUBAGENT_MAX_STEPS = 15;
 
-/** The Coder `def` hands its `task` calls to: read-only, its own prompt, node `<coder>-task` (which scripted responses name). */
-function subagentDefinition(def: CoderNodeDefinition): CoderNodeDefinition {
-  return { ...def, id: `${def.id}-task`, promptFile: packagePrompt("subagent.md"), tools: SUBAGENT_TOOLS, maxSteps: Math.min(def.maxSteps, SUBAGENT_MAX_STEPS), mode: "agent" };
+/**
+ * The Coder a `task` call runs: a declared type (`subagents:`), or the default read-only explorer.
+ * Its node is `<coder>-task` (`<coder>-<type>` for a declared one), which scripted responses name.
+ */
+function subagentDefinition(def: CoderNodeDefinition, name: string | undefined, type: SubagentDefinition | undefined): CoderNodeDefinition {
+  const { model: _, ...rest } = def;
+  const model = type?.model ?? def.model;
+  return {
+    ...rest,
+    id: `${def.id}-${name ?? "task"}`,
+    promptFile: type?.promptFile ?? packagePrompt("subagent.md"),
+    tools: type?.tools ?? [...SUBAGENT_READ_TOOLS],
+    maxSteps: type?.maxSteps ?? Math.min(def.maxSteps, SUBAGENT_MAX_STEPS),
+    mode: "agent",
+    subagents: {},
+    ...(model !== undefined && { model }),
+  };
 }
 
 /** What the system prompt adds in each mode. */
@@ -151,6 +163,11 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   };
 
   /** The turn's mode: fixed in its state at its first model call; before that, the run's, else the node's, else agent. */
+  const declared = Object.entries(def.subagents);
+  const subagentNote =
+    declared.length === 0 || !builtinTools.some((tool) => tool.name === taskTool.name)
+      ? ""
+      : `\n\n# Subagents\nBesides the default read-only explorer, your task calls may name these (agent: <name>):\n${declared.map(([name, agent]) => `- ${name}${agent.description ? `: ${agent.description}` : ""}`).join("\n")}`;
   const modeOf = (state: CoderStateValue): CoderMode => state.mode ?? ctx.settings.mode ?? def.mode ?? "agent";
   const readTools = builtinTools.filter((tool) => tool.effect === "read");
   /** What the model is offered in a mode: ask only reads; plan reads, keeps a todo list and presents its plan; agent has every tool. */
@@ -225,7 +242,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
           : builtinSpecs;
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
-    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace)}${MODE_NOTES[mode]}`);
+    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace)}${MODE_NOTES[mode]}${subagentNote}`);
     const bookkeeping = (): CoderUpdate => {
       const consumed = session.consumed();
       return {
@@ -283,10 +300,17 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
    * limit) run as a graph nested in this tool step, so each of its steps is checkpointed under
    * this step's namespace (a resume after a crash continues it where it was) and recorded.
    */
-  let subagentGraph: ReturnType<typeof buildCoderGraph> | undefined;
+  const subagentGraphs = new Map<string, ReturnType<typeof buildCoderGraph>>();
   const runSubagent = (state: CoderStateValue, config: RunnableConfig | undefined, done: (final: CoderStateValue) => void) =>
-    async (args: { description: string; prompt: string }) => {
-      subagentGraph ??= buildCoderGraph(subagentDefinition(def), graph, ctx, true, true);
+    async (args: { description: string; prompt: string; agent?: string }) => {
+      const type = args.agent === undefined ? undefined : def.subagents[args.agent];
+      if (args.agent !== undefined && !type) {
+        const names = Object.keys(def.subagents);
+        throw new ToolError("invalid_arguments", `no subagent type "${args.agent}": ${names.length > 0 ? `use one of ${names.join(", ")}, or leave agent out` : "leave agent out for the read-only explorer"}`);
+      }
+      const key = args.agent ?? "";
+      let subagentGraph = subagentGraphs.get(key);
+      if (!subagentGraph) subagentGraphs.set(key, (subagentGraph = buildCoderGraph(subagentDefinition(def, args.agent, type), graph, ctx, true, true)));
       const input: Partial<CoderStateValue> = { task: args.prompt, scripted: state.scripted, sessionRules: state.sessionRules, inboxCursor: state.inboxCursor };
       const final = (await subagentGraph.invoke(input, config)) as CoderStateValue;
       done(final);

@@ -1,7 +1,7 @@
 import { z } from "zod";
 import { unknownName } from "../../diagnostics/suggest.js";
-import { nodeCommon, positiveInt } from "../../format/node-schema.js";
-import type { CoderNodeDefinition } from "./definition.js";
+import { modelSpec, nodeCommon, positiveInt } from "../../format/node-schema.js";
+import { SUBAGENT_READ_TOOLS, type CoderNodeDefinition } from "./definition.js";
 import { defineNodeKind } from "../../runtime/node-kind.js";
 import { loopDetectionConfigSchema, toLoopDetectionOptions } from "../../tools/loop-detection.js";
 import { BUILTIN_TOOLS } from "../../tools/registry.js";
@@ -34,6 +34,23 @@ const coderNode = z.strictObject({
     .enum(CODER_MODES)
     .describe("What the Coder may do: agent (every tool), ask (only read), plan (read, then present a plan for approval before acting); the run's --mode comes first (default agent)")
     .optional(),
+  subagents: z
+    .record(
+      z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, { error: "a subagent's name is lower-case letters, digits, _ and - (at most 32)" }),
+      z.strictObject({
+        description: z.string().describe("One line on what it is for: the Coder is told").optional(),
+        prompt: z.string().describe("Its Markdown system prompt, relative to the graph file (default: loopgraph's prompts/subagent.md)").optional(),
+        tools: z
+          .array(z.enum(TOOL_NAMES.filter((name) => name !== "task") as [string, ...string[]]))
+          .min(1)
+          .describe("Its tools (default: read_file, list_dir, glob, grep); a subagent cannot start subagents")
+          .optional(),
+        max_steps: positiveInt.describe("Model calls before it must answer (default 15)").default(15),
+        model: modelSpec.describe("Its model, provider:model (default: the Coder's)").optional(),
+      }),
+    )
+    .describe("Subagent types the Coder's task calls may name (agent: <name>), besides the default read-only one")
+    .default({}),
   result_budget_chars: positiveInt
     .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
     .default(30_000),
@@ -55,6 +72,18 @@ export const coderKind = defineNodeKind({
   readsTask: true,
   resolve(raw, common, files): CoderNodeDefinition | undefined {
     const promptFile = files.prompt(raw.prompt, "prompt", "coder.md");
+    const subagents: CoderNodeDefinition["subagents"] = {};
+    for (const [name, agent] of Object.entries(raw.subagents)) {
+      const agentPrompt = files.prompt(agent.prompt, `subagents.${name}.prompt`, "subagent.md");
+      if (agentPrompt === undefined) return undefined;
+      subagents[name] = {
+        ...(agent.description && { description: agent.description }),
+        promptFile: agentPrompt,
+        tools: agent.tools ?? [...SUBAGENT_READ_TOOLS],
+        maxSteps: agent.max_steps,
+        ...(agent.model && { model: agent.model }),
+      };
+    }
     return promptFile === undefined
       ? undefined
       : {
@@ -67,9 +96,10 @@ export const coderKind = defineNodeKind({
           compression: { budgetTokens: raw.compression.budget_tokens, keepRecentTurns: raw.compression.keep_recent_turns },
           resultBudgetChars: raw.result_budget_chars,
           ...(raw.mode && { mode: raw.mode }),
+          subagents,
         };
   },
-  files: (def) => [def.promptFile],
+  files: (def) => [def.promptFile, ...Object.values(def.subagents).map((agent) => agent.promptFile)],
   sideEffects(def) {
     const effects = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name)).map((tool) => TOOL_EFFECTS[tool.effect]);
     return [...new Set(effects.filter((effect) => effect !== undefined))];
