@@ -435,18 +435,18 @@ export class Thread {
     const hooks = hooksOf(ctx, event.event);
     if (hooks.length === 0) return;
     const { threadId, workspace } = this;
+    // The end's hooks run also when the run was interrupted (Ctrl-C): with a signal of their own.
+    const signal = event.event === "session_start" ? ctx.signal : new AbortController().signal;
     const tools = (): ToolContext => ({
       workspace,
       artifactsDir: join(workspace, STATE_DIR, "artifacts", threadId),
-      // The end's hooks run also when the run was interrupted.
       sandbox: ctx.sandbox ?? this.sandbox,
+      signal,
       ...(ctx.secrets && { secrets: ctx.secrets }),
       ...(ctx.commandGroups && { commandGroups: ctx.commandGroups }),
-      ...(event.event === "session_start" && { signal: ctx.signal }),
     });
-    const stopped = new AbortController().signal;
     try {
-      await runEventHooks({ ...ctx, signal: event.event === "session_start" ? ctx.signal : stopped }, hooks, { ...event, thread: threadId, graph: this.graph.name, workspace }, tools);
+      await runEventHooks({ ...ctx, signal }, hooks, { ...event, thread: threadId, graph: this.graph.name, workspace }, tools);
     } catch (error) {
       // Ctrl-C during a session_start hook: the run that follows stops at once, as interrupted.
       if (!cancelledByUser(ctx.signal)) throw error;

@@ -1,11 +1,10 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { createTwoFilesPatch } from "diff";
 import { interrupt } from "@langchain/langgraph";
 import { cancelledByUser } from "../errors.js";
 import { alwaysAnswerFor, decideToolCall, toolFacts } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
 import { checkToolCalls, checkToolResult, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
-import { checkToolCall, executeToolCall, previewChange } from "../tools/registry.js";
+import { checkToolCall, executeToolCall, previewChange, unifiedDiff } from "../tools/registry.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
 import { asksAbout, editedArgs, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
@@ -117,6 +116,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
 
   const policyCall = { name: call.name, args: call.args };
   const sandbox = ctx.sandbox ?? availableSandbox();
+  const policy = { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name };
   const toolContext = (): ToolContext => ({
     workspace: ctx.workspace,
     artifactsDir: options.artifactsDir,
@@ -129,7 +129,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     onOutput: (stream, text) => ctx.emit({ type: "tool_output", threadId, node, id: call.id, name: call.name, stream, text }),
     ...(options.subagent ? { subagent: options.subagent } : {}),
   });
-  const gate = decideToolCall(policyCall, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
+  const gate = decideToolCall(policyCall, policy);
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;
   // A call the user answered takes the answer, even if the policy would now let it run: a rejection stays a rejection.
   const answered = ctx.answering !== undefined && asksAbout(ctx.answering, node, call);
@@ -138,8 +138,8 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     // The user sees what an edit would change, not only where, and what "always" would allow.
     const diff = ctx.replayEffect ? undefined : await previewChange(call, toolContext(), options.tools);
     // A plan is approved once: "always" has nothing to cover.
-    const always = gate.kind === "blocked" || toolFacts(call.name).effect === "plan" ? undefined : alwaysAnswerFor(policyCall, gate.verdict);
-    const plan = call.name === "present_plan" && typeof (call.args as { plan?: unknown }).plan === "string" ? (call.args as { plan: string }).plan : undefined;
+    const always = gate.kind === "blocked" || checked.tool.effect === "plan" ? undefined : alwaysAnswerFor(policyCall, gate.verdict);
+    const details = checked.tool.approvalDetails?.(checked.args);
     const request: ApprovalRequest = {
       kind: "approval",
       node,
@@ -149,7 +149,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
       reason,
       ...(always && { always: always.description }),
       ...(diff ? { diff } : {}),
-      ...(plan !== undefined && { details: plan }),
+      ...(details !== undefined && { details }),
     };
     const given = interrupt<ApprovalRequest, unknown>(request);
     // Anything but an approval answer (e.g. `resume --answer TEXT`) rejects: only an explicit yes runs a call.
@@ -164,7 +164,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
       call = { ...call, args: edited };
       outcome.editedArgs = edited;
       const again = checkToolCall(call, options.tools);
-      const denied = decideToolCall({ name: call.name, args: edited }, { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name });
+      const denied = decideToolCall({ name: call.name, args: edited }, policy);
       if ("failure" in again) result = { ...again.failure, content: `the arguments the user edited are not valid, so the call did not run: ${again.failure.content}` };
       else if (denied.kind === "blocked") result = denied.result;
       outcome.editNote = describeEdit(model.args, edited);
@@ -218,10 +218,7 @@ export function describeEdit(before: unknown, after: unknown): string {
   const changes = keys.map((key) => {
     const [from, to] = [old[key], now[key]];
     if (typeof from === "string" && typeof to === "string" && (from.includes("\n") || to.includes("\n"))) {
-      const patch = createTwoFilesPatch(key, key, from, to, undefined, undefined, { context: 2 }).split("\n");
-      const lines = patch.slice(patch.findIndex((line) => line.startsWith("@@")));
-      const cut = lines.length > EDIT_DIFF_LINES ? [...lines.slice(0, EDIT_DIFF_LINES), `[... ${lines.length - EDIT_DIFF_LINES} more lines]`] : lines;
-      return `${key}:\n${cut.join("\n").trimEnd()}`;
+      return `${key}:\n${unifiedDiff(key, key, from, to, { context: 2, max: EDIT_DIFF_LINES, hunksOnly: true })}`;
     }
     const show = (value: unknown) => (value === undefined ? "(none)" : JSON.stringify(value).slice(0, 300));
     return `${key}: ${show(from)} → ${show(to)}`;

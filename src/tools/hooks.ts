@@ -3,7 +3,7 @@
  * of its event on stdin, run as the shell tool runs the agent's commands.
  */
 import type { Hook, HookEvent } from "./hook-config.js";
-import { availableSandbox } from "./sandbox.js";
+import { availableSandbox, sandboxForDeclared } from "./sandbox.js";
 import { runWithInput } from "./shell.js";
 import type { ToolContext } from "./types.js";
 
@@ -29,10 +29,10 @@ const clip = (text: string) => (text.length > OUTPUT_KEPT ? `${text.slice(0, OUT
  * read-only: elsewhere it is skipped.
  */
 export async function runHook(hook: Hook, input: object, ctx: ToolContext): Promise<HookOutcome> {
-  // A project's hook may read the workspace, not change it: a hook that writes, the user declares.
-  const sandbox = hook.trusted || ctx.sandbox?.name !== "bubblewrap" ? ctx.sandbox : availableSandbox(process.env, { readOnlyWorkspace: true });
-  if (!hook.trusted && sandbox?.name !== "bubblewrap") {
-    const why = sandbox?.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here";
+  // Where the shell tool would run it (its default: the best this machine has), a project's only in bubblewrap with the workspace read-only.
+  const sandbox = sandboxForDeclared(ctx.sandbox ?? availableSandbox(), hook.trusted, process.env);
+  if (!sandbox) {
+    const why = ctx.sandbox?.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here";
     return { command: hook.command, exitCode: null, skipped: `not run: it is declared in ${hook.origin}, and such a hook runs only in the OS sandbox, but ${why}`, stdout: "", stderr: "" };
   }
   // A hook's output is its own, not the tool call's: it is not shown live.

@@ -11,7 +11,7 @@ import { agentEnvironment } from "./environment.js";
 import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { expandVariables, mcpToolName, type McpServer, type McpStdioServer } from "./mcp-servers.js";
-import { availableSandbox, type Sandbox } from "./sandbox.js";
+import { SANDBOX_OFF, sandboxForDeclared, type Sandbox } from "./sandbox.js";
 import { ToolError, type ToolDefinition, type ToolOutput } from "./types.js";
 
 /** One tool of a server, as the Coder offers it (stored in its state, so a recorded replay needs no server). */
@@ -188,11 +188,9 @@ export class McpHub {
    */
   private sandboxFor(server: Extract<McpServer, { transport: "stdio" }>): Sandbox {
     const { sandbox } = this.options;
-    // A project's (or a graph's) server may read the workspace, not change it: what writes, the user declares.
-    const own = server.trusted ? { network: server.network, readable: programFolders(server, this.env) } : { readOnlyWorkspace: true };
-    const confined = sandbox.name === "bubblewrap" && server.sandbox ? availableSandbox(this.env, own) : undefined;
-    if (confined?.name === "bubblewrap") return confined;
-    if (server.trusted) return { ...sandbox, wrap: ([file, ...args], _workspace, env) => ({ file: file!, args, env }) };
+    if (server.trusted && !server.sandbox) return SANDBOX_OFF;
+    const confined = sandboxForDeclared(sandbox, server.trusted, this.env, { network: server.network, readable: programFolders(server, this.env) });
+    if (confined) return confined;
     const why = sandbox.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here (install bubblewrap)";
     throw new Error(`not started: it is declared in ${server.origin}, and such a server runs only in the OS sandbox, but ${why}; declare it in your user config to run it without`);
   }

@@ -17,6 +17,7 @@ export const presentPlanTool: ToolDefinition<z.infer<typeof schema>> = {
     "once approved you may use every tool to carry it out. If it is rejected, the reason tells you what to change.",
   effect: "plan",
   schema,
+  approvalDetails: ({ plan }) => plan,
   async run() {
     return { content: "The user approved your plan. Carry it out now: every tool is available.", planApproved: true };
   },

@@ -89,6 +89,29 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
   }
 }
 
+export interface DiffOptions {
+  /** Unchanged lines around each change. */
+  context: number;
+  /** Lines kept; the rest is said in one line. */
+  max: number;
+  /** What the lines cut are of (`of the diff`), in that line. */
+  what?: string;
+  /** Without the `---`/`+++` header: the hunks alone. */
+  hunksOnly?: boolean;
+  /** Values redacted from it. */
+  secrets?: readonly string[];
+}
+
+/** The unified diff of two texts, cut after `max` lines with a line saying how many more there were. */
+export function unifiedDiff(oldName: string, newName: string, before: string, after: string, options: DiffOptions): string {
+  const patch = redactValues(createTwoFilesPatch(oldName, newName, before, after, undefined, undefined, { context: options.context }), options.secrets ?? []).split("\n");
+  const start = patch.findIndex((line) => (options.hunksOnly ? line.startsWith("@@") : line.startsWith("--- ")));
+  const lines = start < 0 ? [] : patch.slice(start);
+  const more = lines.length - options.max;
+  const cut = more > 0 ? [...lines.slice(0, options.max), `[... ${more} more lines${options.what ? ` ${options.what}` : ""}]`] : lines;
+  return cut.join("\n").trimEnd();
+}
+
 /** Lines of a diff shown to the user asked about an edit; a longer one is cut, saying so. */
 const DIFF_MAX_LINES = 400;
 /** Lines of a new file's content shown: its head is what tells what the file is. */
@@ -111,13 +134,9 @@ export async function previewChange(call: ToolCallRequest, ctx: ToolContext, too
     // A line diff of large texts can take long (its cost grows with size times differences).
     if (size > DIFF_MAX_INPUT_CHARS) return `[no diff shown: ${change.path} would go from ${change.before?.length ?? 0} to ${change.after.length} characters]`;
     const before = change.before === undefined ? "/dev/null" : `a/${change.path}`;
-    const patch = createTwoFilesPatch(before, `b/${change.path}`, change.before ?? "", change.after, undefined, undefined, { context: 3 });
-    const lines = redactValues(patch, ctx.secrets ?? []).split("\n").filter((line, index) => index > 0 || !line.startsWith("====="));
     // A new file: its head (the header and first lines); a change: the diff, up to its limit.
-    const max = change.before === undefined ? NEW_FILE_MAX_LINES + 3 : DIFF_MAX_LINES;
-    const what = change.before === undefined ? "of the new file" : "of the diff";
-    const cut = lines.length > max ? [...lines.slice(0, max), `[... ${lines.length - max} more lines ${what}]`] : lines;
-    return cut.join("\n").trimEnd();
+    const cut = change.before === undefined ? { max: NEW_FILE_MAX_LINES + 3, what: "of the new file" } : { max: DIFF_MAX_LINES, what: "of the diff" };
+    return unifiedDiff(before, `b/${change.path}`, change.before ?? "", change.after, { context: 3, ...cut, secrets: ctx.secrets ?? [] });
   } catch {
     return undefined;
   }

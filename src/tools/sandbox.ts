@@ -120,6 +120,20 @@ export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: 
   return options.network || options.readOnlyWorkspace || options.readable?.length ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
 }
 
+/**
+ * Where a command declared in a config file or a graph runs (an MCP server, a hook), in a run
+ * whose sandbox is `run`: the user's own as the run's commands do, or in bubblewrap with `own`
+ * options; anyone else's only in bubblewrap, with the workspace read-only (nobody approves its
+ * start: it may read the project, not change it), else nowhere (undefined).
+ */
+export function sandboxForDeclared(run: Sandbox, trusted: boolean, env: NodeJS.ProcessEnv, own?: SandboxOptions): Sandbox | undefined {
+  if (run.name === "bubblewrap" && !(trusted && own === undefined)) {
+    const confined = availableSandbox(env, trusted ? own : { readOnlyWorkspace: true });
+    if (confined.name === "bubblewrap") return confined;
+  }
+  return trusted ? run : undefined;
+}
+
 /** Whether bubblewrap is installed and may create namespaces here (user namespaces can be disabled). */
 function bubblewrapWorks(program: string): boolean {
   const trial = spawnSync(program, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", "true"], {

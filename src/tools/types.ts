@@ -131,6 +131,8 @@ export interface ToolDefinition<Args = unknown> {
   run(args: Args, ctx: ToolContext): Promise<ToolOutput>;
   /** A file-editing tool: the file's content now (undefined: no such file) and what the call would make it, changing nothing. */
   preview?(args: Args, ctx: ToolContext): Promise<FileChangePreview>;
+  /** Text the user asked to approve a call reads whole first (present_plan: the plan). */
+  approvalDetails?(args: Args): string;
 }
 
 /** What a file edit would do, for the user asked to approve it. */

@@ -9,6 +9,7 @@ import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
 import { STATE_DIR } from "../../project.js";
 import { BUILTIN_TOOLS, toolSpecs } from "../../tools/index.js";
+import type { ToolSpec } from "../../models/types.js";
 import { ToolError, type ToolCallRequest, type ToolDefinition, type ToolResult } from "../../tools/types.js";
 import { presentPlanTool } from "../../tools/present-plan.js";
 import { taskTool } from "../../tools/task.js";
@@ -162,17 +163,21 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     ];
   };
 
-  /** The turn's mode: fixed in its state at its first model call; before that, the run's, else the node's, else agent. */
   const declared = Object.entries(def.subagents);
   const subagentNote =
     declared.length === 0 || !builtinTools.some((tool) => tool.name === taskTool.name)
       ? ""
       : `\n\n# Subagents\nBesides the default read-only explorer, your task calls may name these (agent: <name>):\n${declared.map(([name, agent]) => `- ${name}${agent.description ? `: ${agent.description}` : ""}`).join("\n")}`;
+  /** The turn's mode: fixed in its state at its first model call; before that, the run's, else the node's, else agent. */
   const modeOf = (state: CoderStateValue): CoderMode => state.mode ?? ctx.settings.mode ?? def.mode ?? "agent";
+  /** What the model is offered in ask mode (it only reads) and plan mode (it reads, keeps a todo list and presents its plan), with their specs. */
   const readTools = builtinTools.filter((tool) => tool.effect === "read");
-  /** What the model is offered in a mode: ask only reads; plan reads, keeps a todo list and presents its plan; agent has every tool. */
+  const planTools = [...builtinTools.filter((tool) => tool.effect === "read" || tool.effect === "state"), presentPlanTool];
+  // Their specs, made the first time a turn runs in that mode.
+  const modeSpecs: Partial<Record<"ask" | "plan", ToolSpec[]>> = {};
+  /** What the model is offered in a mode: agent has every tool, the MCP servers' listed ones too. */
   const offered = (mode: CoderMode, state: CoderStateValue): readonly ToolDefinition[] =>
-    mode === "ask" ? readTools : mode === "plan" ? [...builtinTools.filter((tool) => tool.effect === "read" || tool.effect === "state"), presentPlanTool] : toolsOf(state.mcpTools);
+    mode === "ask" ? readTools : mode === "plan" ? planTools : toolsOf(state.mcpTools);
   /** A call of a tool the mode does not offer is refused before the policy: never run, never asked about. */
   const refuseFor = (mode: CoderMode, state: CoderStateValue) => (call: ToolCallRequest): ToolResult | undefined => {
     if (offered(mode, state).some((tool) => tool.name === call.name)) return undefined;
@@ -234,12 +239,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     // MCP tools are listed at the turn's first model call in agent mode (a plan approved later lists them then).
     const listed = mode === "agent" ? await listMcpTools(state) : undefined;
     const mcpTools = listed ?? state.mcpTools;
-    const specs =
-      mode !== "agent"
-        ? toolSpecs(offered(mode, state))
-        : mcpTools?.length
-          ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))]
-          : builtinSpecs;
+    const specs = mode === "agent" ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))] : (modeSpecs[mode] ??= toolSpecs(offered(mode, state)));
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
     const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace)}${MODE_NOTES[mode]}${subagentNote}`);
@@ -327,11 +327,12 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     if (!call) return {};
     if (await stopRequested(state)) return stopped(state, "tool call");
     let sub: CoderStateValue | undefined;
+    const mode = modeOf(state);
     const outcome = await runToolCall(call, {
       ctx,
       node: def.id,
-      tools: offered(modeOf(state), state),
-      refuse: refuseFor(modeOf(state), state),
+      tools: offered(mode, state),
+      refuse: refuseFor(mode, state),
       rules: [...graphRules, ...ctx.userRules, ...state.sessionRules],
       loop: { state: state.loop ?? EMPTY_LOOP_DETECTOR_STATE, options: def.loopDetection },
       artifactsDir,
