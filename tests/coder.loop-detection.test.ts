@@ -1,4 +1,5 @@
 import { describe, expect, it } from "vitest";
+import { callWork } from "../src/runtime/tool-call.js";
 import {
   DEFAULT_LOOP_DETECTION_OPTIONS,
   EMPTY_LOOP_DETECTOR_STATE,
@@ -230,6 +231,14 @@ describe("anti-patterns judged on results", () => {
     const changed = checkToolResult(state, { name: "shell", work: "change" }, ok).state;
     expect(changed.readStreak).toBe(0);
     expect(checkToolResult(state, { name: "glob", work: "read" }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 0 }).warning).toBeUndefined();
+  });
+
+  it("a call that did not run (refused by the mode, blocked, rejected, invalid) neither continues nor ends the streak; one that ran counts by its effect", () => {
+    for (const errorKind of ["not_allowed", "blocked", "rejected", "invalid_arguments", "tool_not_found"] as const) expect(callWork("write_file", { errorKind })).toBe("other");
+    expect(callWork("write_file", {})).toBe("change");
+    expect(callWork("shell", { errorKind: "failed" })).toBe("change");
+    expect(callWork("grep", {})).toBe("read");
+    expect(callWork("todo_write", {})).toBe("other");
   });
 
   it("ends the turn on the same error three times in a row; a different error or a success starts afresh", () => {

@@ -3,7 +3,7 @@ import { interrupt } from "@langchain/langgraph";
 import { cancelledByUser } from "../errors.js";
 import { alwaysAnswerFor, decideToolCall, toolFacts } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
-import { checkToolCalls, checkToolResult, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
+import { checkToolCalls, checkToolResult, type CallWork, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
 import { checkToolCall, executeToolCall, previewChange, unifiedDiff } from "../tools/registry.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
@@ -55,8 +55,15 @@ export interface ToolCallOutcome {
   editedArgs?: unknown;
 }
 
-/** Results of calls that did not run: they neither continue nor end a streak of reads. */
-const NOT_RUN_KINDS = new Set(["blocked", "rejected", "invalid_arguments", "tool_not_found"]);
+/** Results of calls that did not run (a mode's refusal too): they neither continue nor end a streak of reads. */
+const NOT_RUN_KINDS = new Set(["blocked", "rejected", "invalid_arguments", "tool_not_found", "not_allowed"]);
+
+/** How a call counts for the read streak: a read continues it, a change (that ran) ends it. */
+export function callWork(name: string, result: Pick<ToolResult, "errorKind">): CallWork {
+  if (result.errorKind && NOT_RUN_KINDS.has(result.errorKind)) return "other";
+  const { effect } = toolFacts(name);
+  return effect === "read" ? "read" : effect === "edit" || effect === "execute" ? "change" : "other";
+}
 
 /**
  * One tool call (see `decideAndRun`), then the anti-patterns judged on its result: a long streak
@@ -66,9 +73,7 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
   const outcome = await decideAndRun(call, options);
   if (outcome.loopFailure !== undefined) return outcome;
   const { result } = outcome;
-  const effect = toolFacts(call.name).effect;
-  const work = result.errorKind && NOT_RUN_KINDS.has(result.errorKind) ? "other" : effect === "read" ? "read" : effect === "edit" || effect === "execute" ? "change" : "other";
-  const check = checkToolResult(outcome.loop, { name: call.name, work }, result, options.loop.options);
+  const check = checkToolResult(outcome.loop, { name: call.name, work: callWork(call.name, result) }, result, options.loop.options);
   const warnings = [outcome.loopWarning, check.warning].filter((text) => text !== undefined);
   return {
     ...outcome,
