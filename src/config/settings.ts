@@ -301,6 +301,16 @@ const ENVIRONMENT: Record<SettingName, string> = {
   hooks: HOOKS_VARIABLE,
 };
 
+/** Settings whose values add up over both files (in this order) instead of the project's replacing the user's. */
+const COMBINED: Partial<Record<SettingName, { projectFirst: boolean; combine(values: string[]): string }>> = {
+  // What the agent's environment loses: a project can only take more out.
+  shellEnvExclude: { projectFirst: true, combine: (values) => values.join(",") },
+  // Hooks: all run, the user's first.
+  hooks: { projectFirst: false, combine: (values) => JSON.stringify(values.flatMap((value) => JSON.parse(value) as unknown[])) },
+  // Servers: the project's replace the user's of the same name.
+  mcpServers: { projectFirst: false, combine: (values) => JSON.stringify(mergeMcpServers(...values.map((value) => JSON.parse(value) as McpServer[]))) },
+};
+
 /**
  * A setting as it applies: the flag's value if given, else the environment's variable, else the
  * project's file, else the user's; undefined (source "default") when none sets it.
@@ -313,28 +323,13 @@ export function effectiveSetting<K extends SettingName>(config: LoadedConfig, en
     const value = name === "modelTimeoutMs" ? parseModelTimeoutSeconds(fromEnv) : fromEnv;
     return { value: value as ConfigValues[K], source: "environment", from: variable };
   }
-  // What the agent's environment loses adds up over both files: a project can only take more out.
-  if (name === "shellEnvExclude") {
-    const files = [config.project, config.user].filter((file) => file?.values.shellEnvExclude !== undefined);
+  const combined = COMBINED[name];
+  if (combined) {
+    const files = (combined.projectFirst ? [config.project, config.user] : [config.user, config.project]).filter((file): file is ConfigFile => file?.values[name] !== undefined);
     if (files.length > 0) {
-      const value = files.map((file) => file!.values.shellEnvExclude).join(",") as ConfigValues[K];
-      return { value, source: files[0]!.kind, from: files.map((file) => file!.path).join(" + ") };
-    }
-  }
-  // Hooks add up over both files: the user's run first.
-  if (name === "hooks") {
-    const files = [config.user, config.project].filter((file) => file?.values.hooks !== undefined);
-    if (files.length > 0) {
-      const value = JSON.stringify(files.flatMap((file) => JSON.parse(file!.values.hooks!) as unknown[])) as ConfigValues[K];
-      return { value, source: files[files.length - 1]!.kind, from: files.map((file) => file!.path).join(" + ") };
-    }
-  }
-  // Servers add up over both files, the project's replacing the user's of the same name.
-  if (name === "mcpServers") {
-    const files = [config.user, config.project].filter((file) => file?.values.mcpServers !== undefined);
-    if (files.length > 0) {
-      const value = JSON.stringify(mergeMcpServers(...files.map((file) => JSON.parse(file!.values.mcpServers!) as McpServer[]))) as ConfigValues[K];
-      return { value, source: files[files.length - 1]!.kind, from: files.map((file) => file!.path).join(" + ") };
+      const value = combined.combine(files.map((file) => String(file.values[name]))) as ConfigValues[K];
+      const source = files.some((file) => file.kind === "project") ? "project" : "user";
+      return { value, source, from: files.map((file) => file.path).join(" + ") };
     }
   }
   for (const file of [config.project, config.user]) {
