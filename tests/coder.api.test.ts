@@ -266,46 +266,4 @@ describe("coder node (in-process API)", () => {
       expect(JSON.stringify(server.requests[0]!.body)).toMatch(/# Mode: ask/);
     }
   });
-
-  it("a coder node's subagents: a task call names one, which runs with its own prompt, tools and step limit; an unknown one is refused", async () => {
-    const ws = workspace();
-    writeFileSync(join(ws.dir, "reader.md"), "READER-PROMPT-MARKER: read the one file asked about.\n");
-    const graph = join(ws.dir, "sub.yaml");
-    writeFileSync(
-      graph,
-      [
-        "version: 1",
-        "name: sub",
-        "nodes:",
-        "  coder:",
-        "    kind: coder",
-        "    subagents:",
-        "      reader: { description: reads one file, prompt: reader.md, tools: [read_file], max_steps: 3 }",
-        "edges:",
-        "  - { from: START, to: coder }",
-        "",
-      ].join("\n"),
-    );
-    const server = await mockServer();
-    server.enqueue(
-      { toolCalls: [{ name: "task", args: { description: "read the README", prompt: "What does README.md say?", agent: "reader" } }] },
-      { toolCalls: [{ name: "read_file", args: { path: "README.md" } }] },
-      { text: "Summary: it is a demo." },
-      { toolCalls: [{ name: "task", args: { description: "x", prompt: "y", agent: "nope" } }] },
-      { text: "done" },
-    );
-    const outcome = await runGraph({
-      graph, task: "t", workspace: ws.dir, db: ws.db, approval: "auto",
-      model: "openai:gpt-test", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
-    });
-    expect(outcome.status, outcome.error).toBe("finished");
-    type Body = { messages: { role: string; content: unknown }[]; tools?: { function: { name: string } }[] };
-    const bodies = server.requests.map((request) => request.body as Body);
-    expect(JSON.stringify(bodies[0]!.messages[0]!.content)).toMatch(/# Subagents.*- reader: reads one file/s);
-    expect(JSON.stringify(bodies[1]!.messages[0]!.content)).toContain("READER-PROMPT-MARKER");
-    expect(bodies[1]!.tools!.map((tool) => tool.function.name)).toEqual(["read_file"]);
-    const toolText = (body: Body) => String(body.messages.filter((message) => message.role === "tool").at(-1)!.content);
-    expect(toolText(bodies[3]!)).toMatch(/^Subagent "read the README": done in 2 steps\./);
-    expect(toolText(bodies[4]!)).toMatch(/no subagent type "nope": use one of reader, or leave agent out/);
-  });
 });

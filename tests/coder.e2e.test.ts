@@ -248,48 +248,6 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(calls).toHaveLength(1);
   });
 
-  it("a task call runs a read-only subagent; kill -9 in its middle, then resume: it goes on from its own last tool step; a recorded replay follows it", async () => {
-    const ws = tempWorkspace({ git: true, files: { "src/config.ts": "export const port = 8080;\n" } });
-    const script = join(ws.root, "subagent.script.yaml");
-    writeFileSync(
-      script,
-      stringify({
-        responses: [
-          { node: "coder", tool_calls: [{ name: "task", args: { description: "find the port", prompt: "Where is the port configured?" } }] },
-          { node: "coder-task", tool_calls: [{ name: "grep", args: { pattern: "port" } }] },
-          { node: "coder-task", wait_for: "gate", tool_calls: [{ name: "read_file", args: { path: "src/config.ts" } }] },
-          { node: "coder-task", tool_calls: [{ name: "write_file", args: { path: "x.txt", contents: "no" } }] },
-          { node: "coder-task", content: "Summary: the port is 8080, in src/config.ts." },
-          { node: "coder", content: "The port is 8080." },
-        ],
-      }),
-    );
-    const running = startRun(ws, { ...coder("sub", "happy.script.yaml", "auto"), script });
-    await running.waitForEvent("tool_result", (line) => line.includes('"grep"'));
-    // The grep step's checkpoint is written before the subagent's next model call, which waits for the gate.
-    await new Promise((resolve) => setTimeout(resolve, 500));
-    await running.kill("SIGKILL");
-    writeFileSync(join(ws.root, "gate"), "");
-    const resumed = await resume(ws, "sub", "--json");
-    expect(resumed.code, resumed.stderr).toBe(0);
-    const events = parseEvents(resumed.stdout);
-    // The task step runs again, and its subagent goes on: its grep is not run again; its read and its refused write are its own, under node coder-task.
-    expect(events.filter((e) => e.type === "tool_call").map((e) => [e.node, e.name])).toEqual([
-      ["coder", "task"],
-      ["coder-task", "read_file"],
-      ["coder-task", "write_file"],
-    ]);
-    expect(events.find((e) => e.type === "tool_result" && e.name === "write_file")).toMatchObject({ ok: false, notRun: "tool_not_found" });
-    expect(existsSync(join(ws.dir, "x.txt"))).toBe(false);
-    const task = events.find((e) => e.type === "tool_result" && e.name === "task") as { ok: boolean; result: string };
-    expect(task.ok).toBe(true);
-    expect(task.result).toMatch(/^Subagent "find the port": done in 4 steps\.\n\nSummary: the port is 8080, in src\/config\.ts\.\n\nFiles it read: src\/config\.ts$/);
-    expect((await coderOutput(ws.db, "sub")).summary).toBe("The port is 8080.");
-    const replayed = await runCli(["replay", "sub", "--recorded", "--db", ws.db]);
-    expect(replayed.code, replayed.stderr).toBe(0);
-    expect(replayed.stdout).toMatch(/consistent: the replay followed the record/);
-  });
-
   it("Ctrl-C in the middle of a Coder turn kills the tool step in flight (exit 130); resume runs it again and finishes", async () => {
     const ws = repo();
     const running = startRun(ws, coder("sigint", "crash.script.yaml", "auto"));

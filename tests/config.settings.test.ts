@@ -65,6 +65,58 @@ describe("a configuration file", () => {
   });
 });
 
+describe("subagent types in a configuration file", () => {
+  it("are checked as file:line:col (name, keys, tools, steps, model, output); a project's prompt stays inside the project; both files add up, the project's winning by name", () => {
+    const { root } = tempWorkspace();
+    file(root, "u/reviewer.md", "review\n");
+    const user = file(
+      root,
+      "u/config.yaml",
+      "subagents:\n  reviewer: { description: reads diffs, prompt: reviewer.md, tools: [read_file, grep], max_steps: 4, output: { type: object, properties: { risk: { type: string } }, required: [risk] } }\n  shared: { description: the user's }\n",
+    );
+    const bad = file(
+      root,
+      "u/bad.yaml",
+      [
+        "subagents:",
+        "  Bad Name: {}",
+        "  a: { promt: x.md }",
+        "  b: { tools: [read_file, task] }",
+        "  c: { max_steps: 0, model: claude:x }",
+        "  d: { output: { type: array } }",
+        "  e: { prompt: missing.md }",
+        "",
+      ].join("\n"),
+    );
+    expect(errorOf(() => readConfigFile(bad, "user")).split("\n")).toEqual([
+      `${bad}:2:3: subagents: a subagent's name is lower-case letters, digits, _ and - (at most 32)`,
+      `${bad}:3:8: subagents.a: unknown key "promt": did you mean "prompt"?`,
+      `${bad}:4:15: subagents.b.tools: tools must be a list of read_file, write_file, edit_file, list_dir, glob, grep, shell, todo_write (a subagent starts no subagents)`,
+      `${bad}:5:19: subagents.c.max_steps: max_steps must be a whole number from 1 to 1000`,
+      expect.stringMatching(/^.*bad\.yaml:5:29: subagents\.c\.model: unknown model provider "claude"/),
+      `${bad}:6:16: subagents.d.output: output must be the JSON Schema of an object, e.g. { type: object, properties: { answer: { type: string } }, required: [answer] }`,
+      `${bad}:7:16: subagents.e.prompt: prompt file ${join(root, "u/missing.md")} does not exist`,
+    ]);
+    file(root, "outside.md", "x\n");
+    file(root, "p/inside.md", "x\n");
+    const planted = file(root, "p/loopgraph.yaml", "subagents:\n  lister: { prompt: ../outside.md }\n");
+    expect(errorOf(() => readConfigFile(planted, "project"))).toBe(
+      `${planted}:2:21: subagents.lister.prompt: a project's prompt file must be inside the project (${join(root, "outside.md")} is not)`,
+    );
+    file(root, "p/loopgraph.yaml", "subagents:\n  lister: { prompt: inside.md }\n  shared: { description: the project's }\n");
+    const config = loadConfig(join(root, "p"), { XDG_CONFIG_HOME: root, HOME: root });
+    expect(config.user).toBeUndefined();
+    const both = { ...config, user: readConfigFile(user, "user")! };
+    const merged = JSON.parse(String(effectiveSetting(both, {}, "subagents").value)) as Array<Record<string, unknown>>;
+    expect(merged.map((agent) => [agent.name, agent.description ?? null, agent.promptFile ?? null])).toEqual([
+      ["reviewer", "reads diffs", join(root, "u/reviewer.md")],
+      ["shared", "the project's", null],
+      ["lister", null, join(root, "p/inside.md")],
+    ]);
+    expect(merged[0]).toMatchObject({ tools: ["read_file", "grep"], maxSteps: 4, output: { required: ["risk"] }, origin: user });
+  });
+});
+
 describe("the settings that apply", () => {
   it("flag > environment > project > user > default, and the environment filled in only where it sets nothing", () => {
     const { root } = tempWorkspace();

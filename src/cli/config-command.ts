@@ -4,6 +4,7 @@ import { defaultStorePath } from "../project.js";
 import { withoutPassword } from "../runs/url-password.js";
 import type { McpServer } from "../tools/mcp-servers.js";
 import type { Hook } from "../tools/hook-config.js";
+import type { DeclaredSubagent } from "../tools/subagent-config.js";
 
 interface ShownSetting {
   name: string;
@@ -37,19 +38,10 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
   return 0;
 }
 
-/** `name (stdio|http)` for each server. */
-function mcpServersText(json: string): string {
+/** A JSON list a config setting carries (servers, hooks, subagent types), one item after the other as `item` writes it. */
+function listText<T>(json: string, item: (value: T) => string, separator = ", "): string {
   try {
-    return (JSON.parse(json) as McpServer[]).map((server) => `${server.name} (${server.transport})`).join(", ");
-  } catch {
-    return `not the JSON list loopgraph writes: ${json.slice(0, 60)}`;
-  }
-}
-
-/** `event: command` for each hook. */
-function hooksText(json: string): string {
-  try {
-    return (JSON.parse(json) as Hook[]).map((hook) => `${hook.event}${hook.tools ? ` (${hook.tools})` : ""}: ${hook.command}`).join("; ");
+    return (JSON.parse(json) as T[]).map(item).join(separator);
   } catch {
     return `not the JSON list loopgraph writes: ${json.slice(0, 60)}`;
   }
@@ -69,8 +61,9 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show("environment.include", effectiveSetting(config, env, "shellEnvInclude"), String, { source: "none: every variable named like a credential is removed" }),
     show("environment.exclude", effectiveSetting(config, env, "shellEnvExclude"), String, { source: "none besides the credentials" }),
     show("sandbox", effectiveSetting(config, env, "sandbox"), (value) => (value === "off" ? "off" : String(value)), { value: "on", source: "default" }),
-    show("mcp_servers", effectiveSetting(config, env, "mcpServers"), (json) => mcpServersText(String(json)), { source: "none (a graph's mcp_servers: adds its own)" }),
-    show("hooks", effectiveSetting(config, env, "hooks"), (json) => hooksText(String(json)), { source: "none" }),
+    show("mcp_servers", effectiveSetting(config, env, "mcpServers"), (json) => listText<McpServer>(String(json), (server) => `${server.name} (${server.transport})`), { source: "none (a graph's mcp_servers: adds its own)" }),
+    show("hooks", effectiveSetting(config, env, "hooks"), (json) => listText<Hook>(String(json), (hook) => `${hook.event}${hook.tools ? ` (${hook.tools})` : ""}: ${hook.command}`, "; "), { source: "none" }),
+    show("subagents", effectiveSetting(config, env, "subagents"), (json) => listText<DeclaredSubagent>(String(json), (agent) => `${agent.name}${agent.description ? ` (${agent.description})` : ""}`), { source: "none (a coder node's subagents: adds its own)" }),
     show("mode", effectiveSetting(config, env, "mode"), String, { source: "each Coder node's mode:, else agent" }),
   ];
 }

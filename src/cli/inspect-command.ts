@@ -1,6 +1,6 @@
 import pc from "picocolors";
 import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
-import type { CheckpointSummary, StateChange, ThreadHistory } from "../engine/inspect.js";
+import type { CheckpointSummary, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
 import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
 import { asSeen } from "../runs/thread-registry.js";
 import { printable, printableJson } from "./terminal-text.js";
@@ -16,6 +16,8 @@ export interface InspectCommandOptions extends GlobalOptions {
   diff?: boolean;
   /** `--internal`: with `--diff`, the bookkeeping channels too (`scripted`). */
   internal?: boolean;
+  /** `--nested`: under each step, the steps of the graphs it ran (a Coder's turn, a subagent). */
+  nested?: boolean;
 }
 
 /** Channels of the engine's own bookkeeping: left out of `--diff` unless `--internal`. */
@@ -54,11 +56,16 @@ function stepSeconds(checkpoint: CheckpointSummary, byId: ReadonlyMap<string, Ch
   return Number.isFinite(seconds) ? `${seconds.toFixed(1)}s` : "-";
 }
 
-/** The first line of a message's text (plain JSON of a message, as `inspect` stores it). */
+/**
+ * The first line of a message's text (plain JSON of a message, as `inspect` stores it): a tool's
+ * result after the tool's name; a model's answer of only tool calls, the calls.
+ */
 function messageLine(message: unknown): string | undefined {
-  const content = (message as { content?: unknown } | undefined)?.content;
+  const { content, type, name, tool_calls: calls } = (message ?? {}) as { content?: unknown; type?: string; name?: string; tool_calls?: { name?: string; args?: unknown }[] };
   const text = typeof content === "string" ? content : Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
   const line = text.trim().split("\n")[0]?.trim();
+  if (!line && calls?.length) return calls.map((call) => `→ ${call.name} ${JSON.stringify(call.args ?? {})}`).join(", ");
+  if (line && type === "tool" && name) return `${name}: ${line}`;
   return line || undefined;
 }
 
@@ -163,9 +170,10 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     return printJson(state.values), 0;
   }
   const history = await threadHistory(threadId, store);
+  const nested = options.nested ? await (await import("../engine/inspect.js")).nestedTimelines(threadId, store) : undefined;
   // A thread whose process is gone is shown interrupted, not running.
   const thread = asSeen(history.thread);
-  if (options.json) return printJson({ ...history, thread }), 0;
+  if (options.json) return printJson({ ...history, thread, ...(nested && { nested }) }), 0;
   print(pc.bold(`thread ${thread.threadId}`) + pc.dim(`  graph ${thread.graphName}  status ${thread.status}`));
   if (thread.task) print(pc.dim(`task: ${printable(clip(thread.task, 200))}`));
   // The outcome's reason: the error of a failed run, the limit of a limited one, who stopped an interrupted one.
@@ -182,16 +190,50 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   }
   const byId = new Map(history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
   const { usage: tokens, rounds } = headTokens(headLineage(history, byId));
-  print(pc.dim(`tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${options.diff ? "" : "; --diff shows each step's state changes"})`));
+  const hints = [options.diff ? "" : "--diff shows each step's state changes", options.nested ? "" : "--nested the Coder's and subagents' steps"].filter(Boolean);
+  print(pc.dim(`tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${hints.length > 0 ? `; ${hints.join(", ")}` : ""})`));
   if (rounds.length > 0) print(pc.dim(`rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`));
   const ordered = inTreeOrder(history);
   const header = ["#", "STEP", "NODE", "WHAT IT DID", "TOKENS", "TIME", "STATUS", "CHECKPOINT"];
   const rows = table([header, ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked, byId))]).split("\n");
   print(rows[0]!);
+  const shown = new Set<NestedTimeline>();
+  const printChanges = (checkpoint: CheckpointSummary, indent: string) => {
+    if (!options.diff) return;
+    for (const change of checkpoint.changes) if (options.internal || !isInternal(change)) print(indent + renderChange(change));
+  };
+  /** The steps of the graphs `checkpoint` (of the graph in `ns`) ran, each under its step, deeper ones further in. */
+  const printNested = (ns: string, checkpoint: CheckpointSummary, depth: number) => {
+    for (const inner of nested ?? []) {
+      if (shown.has(inner) || inner.parentNs !== ns || inner.from !== checkpoint.parentId || !checkpoint.nodes.includes(inner.node)) continue;
+      shown.add(inner);
+      printTimeline(inner, depth);
+    }
+  };
+  const printTimeline = (inner: NestedTimeline, depth: number) => {
+    const indent = "    ".repeat(depth);
+    for (const step of inner.checkpoints) {
+      print(nestedRow(step, indent));
+      printChanges(step, indent);
+      printNested(inner.ns, step, depth + 1);
+    }
+  };
   ordered.forEach(({ checkpoint }, row) => {
     print(rows[row + 1]!);
-    if (!options.diff) return;
-    for (const change of checkpoint.changes) if (options.internal || !isInternal(change)) print(renderChange(change));
+    printChanges(checkpoint, "");
+    printNested("", checkpoint, 1);
   });
+  // Graphs of a step still in flight (or cut short) have no step of their graph to go under.
+  const unplaced = (nested ?? []).filter((inner) => !shown.has(inner) && inner.parentNs === "" && inner.checkpoints.length > 0);
+  if (unplaced.length > 0) print(pc.dim("steps of a node that has not finished (no checkpoint of its graph yet):"));
+  for (const inner of unplaced) printTimeline(inner, 1);
   return 0;
+}
+
+/** One step of a nested graph: its node, what it did, tokens, time and checkpoint. */
+function nestedRow(step: CheckpointSummary, indent: string): string {
+  const tokens = step.tokens.inputTokens + step.tokens.outputTokens;
+  const facts = [tokens ? `${step.tokens.inputTokens}→${step.tokens.outputTokens}` : "", step.status === "done" ? "" : step.status].filter(Boolean).join("  ");
+  const node = (step.nodes.join(",") || "-").padEnd(6);
+  return `${indent}· ${node} ${printable(clip(describeStep(step), 100))}${facts ? `  ${facts}` : ""}  ${pc.dim(step.checkpointId)}`;
 }

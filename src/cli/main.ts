@@ -179,6 +179,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--export-script <file>", "write the thread's recorded model answers as a scripted-model file (replay it with --model scripted:<file>)")
     .option("--diff", "under each step, the state changes it made")
     .option("--internal", "with --diff, the engine's bookkeeping channels too (scripted)")
+    .option("--nested", "under each step, the steps of the graphs it ran: a Coder's model and tool calls, a subagent's under its task call")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
 

@@ -5,9 +5,10 @@ import { ConfigError } from "../errors.js";
 import { graphMcpServers, loadGraph, resolveGraphPath } from "../graph/index.js";
 import { projectRoot } from "../project.js";
 import { McpHub, type McpListing } from "../tools/mcp.js";
-import { mcpServersFromEnv, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
+import { mcpServersFromEnv, type McpServer } from "../tools/mcp-servers.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import { printable } from "./terminal-text.js";
+import { mergeByName } from "../tools/config-variable.js";
 
 export interface McpListOptions {
   graph?: string;
@@ -29,7 +30,7 @@ export async function mcpListCommand(options: McpListOptions): Promise<number> {
   const fromGraph = options.graph === undefined ? [] : graphMcpServers(await loadGraph(resolveGraphPath(options.graph, cwd)));
   let servers: McpServer[];
   try {
-    servers = mergeMcpServers(fromGraph, mcpServersFromEnv(env));
+    servers = mergeByName(fromGraph, mcpServersFromEnv(env));
   } catch (error) {
     throw new ConfigError((error as Error).message);
   }

@@ -21,6 +21,7 @@
  *     sandbox: { enabled: true }
  *     mcp_servers: { docs: { url: "http://127.0.0.1:3001/mcp" } }   # see src/tools/mcp-servers.ts
  *     hooks: { before_tool: [ { tools: shell, command: ./check.sh } ] }   # see src/tools/hooks.ts
+ *     subagents: { reviewer: { prompt: reviewer.md, tools: [read_file, grep] } }   # see src/tools/subagent-config.ts
  */
 import { dirname, relative, resolve } from "node:path";
 import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
@@ -30,8 +31,10 @@ import { configFiles, PROJECT_CONFIG } from "../project.js";
 import { isSecretVariable } from "../runs/redact.js";
 import { isDatabaseUrl, isPostgresUrl } from "../runs/url-password.js";
 import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode } from "../state/thread.js";
-import { checkMcpServers, MCP_SERVERS_VARIABLE, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
+import { checkMcpServers, MCP_SERVERS_VARIABLE, type McpServer } from "../tools/mcp-servers.js";
 import { checkHooks, HOOKS_VARIABLE } from "../tools/hook-config.js";
+import { checkSubagents, SUBAGENTS_VARIABLE, type DeclaredSubagent } from "../tools/subagent-config.js";
+import { mergeByName } from "../tools/config-variable.js";
 
 /** What a configuration file may set. */
 export interface ConfigValues {
@@ -54,6 +57,8 @@ export interface ConfigValues {
   mcpServers?: string;
   /** Hooks (JSON list of Hook); both files' run, the user's first. */
   hooks?: string;
+  /** Subagent types (JSON list of DeclaredSubagent); both files' add up, the project's replacing the user's of the same name. */
+  subagents?: string;
 }
 
 export interface ConfigFile {
@@ -62,7 +67,7 @@ export interface ConfigFile {
   values: ConfigValues;
 }
 
-const CONFIG_KEYS = ["model", "approval", "mode", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers", "hooks"];
+const CONFIG_KEYS = ["model", "approval", "mode", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers", "hooks", "subagents"];
 const ENVIRONMENT_KEYS = ["include", "exclude"];
 const SANDBOX_KEYS = ["enabled"];
 /** A variable name, or a glob of them (`AWS_*`). */
@@ -86,16 +91,11 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
   for (const [key, value] of Object.entries(raw)) {
     const bad = (message: string) => problems.push({ path: [key], at: "value", message });
     switch (key) {
-      case "model":
-        if (typeof value !== "string") bad("model must be provider:model, e.g. openai:gpt-4o-mini");
-        else {
-          try {
-            parseModelSpec(value, modelEnv);
-          } catch (error) {
-            bad((error as Error).message);
-          }
-        }
+      case "model": {
+        const problem = typeof value === "string" ? modelProblem(value, modelEnv) : "model must be provider:model, e.g. openai:gpt-4o-mini";
+        if (problem) bad(problem);
         break;
+      }
       case "approval":
         if (typeof value === "string" && kind === "project" && !approvals.includes(value) && (APPROVAL_MODES as readonly string[]).includes(value)) {
           bad(`a project's ${PROJECT_CONFIG} cannot loosen approvals (approval: ${value}): set it in your user config or pass --approval`);
@@ -127,6 +127,9 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
       case "hooks":
         problems.push(...checkHooks(value, declarationSource(kind, dir)).problems);
         break;
+      case "subagents":
+        problems.push(...checkSubagents(value, { ...declarationSource(kind, dir), dir, project: kind === "project" }, (spec) => modelProblem(spec, modelEnv)).problems);
+        break;
       case "providers":
         if (kind === "project") bad(`a project's ${PROJECT_CONFIG} cannot define providers (a planted one could send your keys elsewhere): define them in your user config`);
         else problems.push(...providerProblems);
@@ -136,6 +139,16 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
     }
   }
   return problems.length > 0 ? { problems } : { value: raw as RawConfig };
+}
+
+/** What is wrong with a model spec, or undefined. */
+function modelProblem(spec: string, env: NodeJS.ProcessEnv): string | undefined {
+  try {
+    parseModelSpec(spec, env);
+    return undefined;
+  } catch (error) {
+    return (error as Error).message;
+  }
 }
 
 /** Whose servers and hooks a file declares: the user's own, or the project's (which come with the repository). */
@@ -231,6 +244,7 @@ interface RawConfig {
   sandbox?: { enabled?: boolean };
   mcp_servers?: Record<string, unknown>;
   hooks?: Record<string, unknown>;
+  subagents?: Record<string, unknown>;
 }
 
 
@@ -251,6 +265,10 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   if (data.sandbox?.enabled === false) values.sandbox = "off";
   if (data.mcp_servers !== undefined) values.mcpServers = JSON.stringify(checkMcpServers(data.mcp_servers, declarationSource(kind, dirname(path))).servers);
   if (data.hooks !== undefined) values.hooks = JSON.stringify(checkHooks(data.hooks, declarationSource(kind, dirname(path))).hooks);
+  if (data.subagents !== undefined) {
+    const source = { ...declarationSource(kind, dirname(path)), dir: dirname(path), project: kind === "project" };
+    values.subagents = JSON.stringify(checkSubagents(data.subagents, source, () => undefined).subagents);
+  }
   if (data.store !== undefined) values.store = isPostgresUrl(data.store) ? data.store : resolve(dirname(path), data.store);
 
   return { kind, path, values };
@@ -299,6 +317,7 @@ const ENVIRONMENT: Record<SettingName, string> = {
   sandbox: "LOOPGRAPH_SANDBOX",
   mcpServers: MCP_SERVERS_VARIABLE,
   hooks: HOOKS_VARIABLE,
+  subagents: SUBAGENTS_VARIABLE,
 };
 
 /** Settings whose values add up over both files (in this order) instead of the project's replacing the user's. */
@@ -308,7 +327,9 @@ const COMBINED: Partial<Record<SettingName, { projectFirst: boolean; combine(val
   // Hooks: all run, the user's first.
   hooks: { projectFirst: false, combine: (values) => JSON.stringify(values.flatMap((value) => JSON.parse(value) as unknown[])) },
   // Servers: the project's replace the user's of the same name.
-  mcpServers: { projectFirst: false, combine: (values) => JSON.stringify(mergeMcpServers(...values.map((value) => JSON.parse(value) as McpServer[]))) },
+  mcpServers: { projectFirst: false, combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as McpServer[]))) },
+  // Subagent types: the project's replace the user's of the same name.
+  subagents: { projectFirst: false, combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as DeclaredSubagent[]))) },
 };
 
 /**

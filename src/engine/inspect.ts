@@ -134,10 +134,27 @@ interface StepFacts {
   failed: boolean;
 }
 
+/** A state's `usage`: per node (a graph's state), or one total (a Coder's own state, nested). */
+function usageByNode(usage: unknown): Record<string, TokenUsage> {
+  if (typeof (usage as TokenUsage | undefined)?.inputTokens === "number") return { "": usage as TokenUsage };
+  return (usage ?? {}) as Record<string, TokenUsage>;
+}
+
+/** A Coder's step, which counts no visits: `model` when it added the model's answer, `tools` a tool's result, `finish` its result. */
+function coderStepNode(changes: readonly StateChange[]): string | undefined {
+  const added = changes.flatMap((change) =>
+    change.kind === "added" && /^messages(\.\d+)?$/.test(change.path) ? (Array.isArray(change.value) ? change.value : [change.value]) : [],
+  ) as PlainMessage[];
+  if (added.some((message) => message?.type === "ai")) return "model";
+  if (added.some((message) => message?.type === "tool")) return "tools";
+  if (added.some((message) => message?.type === "human")) return "remind";
+  return changes.some((change) => change.path === "result" || change.path.startsWith("result.")) ? "finish" : undefined;
+}
+
 function summarise(facts: StepFacts, previous: Record<string, unknown>, current: Record<string, unknown>, changes: StateChange[]): Omit<CheckpointSummary, "branch"> {
   const { step } = facts;
-  const usageBefore = (previous.usage ?? {}) as Record<string, TokenUsage>;
-  const usageNow = (current.usage ?? {}) as Record<string, TokenUsage>;
+  const usageBefore = usageByNode(previous.usage);
+  const usageNow = usageByNode(current.usage);
   const tokens = zeroUsage();
   for (const [node, usage] of Object.entries(usageNow)) {
     tokens.inputTokens += usage.inputTokens - (usageBefore[node]?.inputTokens ?? 0);
@@ -222,6 +239,7 @@ class StateReader {
   constructor(
     private readonly saver: SqliteCheckpointSaver,
     private readonly threadId: string,
+    private readonly ns: string,
   ) {}
 
   async read(entry: CheckpointHistoryEntry, parent: StepState): Promise<StepState> {
@@ -247,7 +265,7 @@ class StateReader {
     const stored = this.saver.readChannel(this.threadId, channel, version, {
       ...(before?.items ? { previous: { items: before.items, ...(before.ranges ? { ranges: before.ranges } : {}) } } : {}),
       knownItems: (base) => (before?.version === base && before.items ? before.items : known?.get(base)),
-    });
+    }, this.ns);
     if (!stored) return undefined;
     if (stored.kind === "value") {
       const decoded = await this.saver.decodeChannel(stored);
@@ -324,37 +342,86 @@ function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry
 export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
     const thread = await requireThread(store, threadId);
-    const links = [...(await store.checkpoints.parentLinks(threadId, ""))].map(([id, parentId]) => ({ id, parentId })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
-    const tree = checkpointTree(links);
-    const childrenLeft = new Map([...tree.children].map(([id, kids]) => [id, kids.length]));
-    const states = new Map<string, StepState>();
-    const checkpoints: CheckpointSummary[] = [];
-    for await (const { entry, read } of historySteps(store, threadId, links)) {
-      // A checkpoint a running run wrote since the tree was read waits for the next inspect.
-      if (!tree.branchOf.has(entry.checkpointId)) continue;
-      const parent = entry.parentId === undefined ? undefined : states.get(entry.parentId);
-      const previous = parent ?? NO_STATE;
-      const current = await read(previous);
-      const facts: StepFacts = {
-        checkpointId: entry.checkpointId,
-        parentId: entry.parentId,
-        step: entry.metadata?.step ?? 0,
-        source: entry.metadata?.source ?? "",
-        createdAt: entry.createdAt,
-        failed: entry.failed,
-      };
-      const summary = summarise(facts, plainOf(previous, SUMMARY_CHANNELS), plainOf(current, SUMMARY_CHANNELS), stateChanges(previous, current));
-      const head = tree.head === entry.checkpointId ? { head: true as const } : {};
-      checkpoints.push({ ...summary, branch: tree.branchOf.get(entry.checkpointId) ?? 0, ...head });
-      if ((childrenLeft.get(entry.checkpointId) ?? 0) > 0) states.set(entry.checkpointId, current);
-      if (entry.parentId !== undefined && childrenLeft.has(entry.parentId)) {
-        const left = childrenLeft.get(entry.parentId)! - 1;
-        childrenLeft.set(entry.parentId, left);
-        if (left <= 0) states.delete(entry.parentId);
-      }
-    }
+    const { checkpoints, tree } = await timeline(store, threadId, "");
     return { thread, checkpoints, branches: [...tree.branches], ...(tree.head ? { head: tree.head } : {}) };
   });
+}
+
+/**
+ * The timeline of a graph nested in a thread's step: a Coder's turn (its model and tool steps),
+ * a subagent run in a Coder's tool step, a subgraph node's run.
+ */
+export interface NestedTimeline {
+  /** Its checkpoint namespace: `node:task` for each graph it is nested in, joined by `|`. */
+  ns: string;
+  /** The namespace of the graph it ran in ("" for the root graph). */
+  parentNs: string;
+  /** The checkpoint of that graph it ran from: the parent of the step that ran it. */
+  from?: string;
+  /** The node of that graph that ran it (a Coder's `tools` for a subagent). */
+  node: string;
+  /** Its steps that did something (its input and start left out), oldest first. */
+  checkpoints: CheckpointSummary[];
+}
+
+/** Every graph nested in the thread's steps (see NestedTimeline), in the order they started. */
+export async function nestedTimelines(threadId: string, options: StoreOptions = {}): Promise<NestedTimeline[]> {
+  return withStore(options, "read", async (store) => {
+    await requireThread(store, threadId);
+    const namespaces = [...new Set((await store.checkpoints.checkpointsWithPrefix(threadId, "")).map((address) => address.ns).filter((ns) => ns !== ""))];
+    const timelines: NestedTimeline[] = [];
+    for (const ns of namespaces) {
+      const { checkpoints, parents } = await timeline(store, threadId, ns);
+      const segments = ns.split("|");
+      const parentNs = segments.slice(0, -1).join("|");
+      timelines.push({
+        ns,
+        parentNs,
+        ...(parents[parentNs] !== undefined && { from: parents[parentNs] }),
+        node: segments.at(-1)!.split(":")[0]!,
+        checkpoints: checkpoints
+          .filter((checkpoint) => checkpoint.step > 0)
+          .map((checkpoint) => (checkpoint.nodes[0] === "start" ? { ...checkpoint, nodes: [coderStepNode(checkpoint.changes) ?? "start"] } : checkpoint)),
+      });
+    }
+    return timelines.sort((a, b) => ((a.checkpoints[0]?.createdAt ?? "") < (b.checkpoints[0]?.createdAt ?? "") ? -1 : 1));
+  });
+}
+
+/** The checkpoints of one namespace of the thread, oldest first, summarised, with their tree and the enclosing graphs' checkpoints they ran from. */
+async function timeline(store: Store, threadId: string, ns: string): Promise<{ checkpoints: CheckpointSummary[]; tree: ReturnType<typeof checkpointTree>; parents: Record<string, string> }> {
+  const links = [...(await store.checkpoints.parentLinks(threadId, ns))].map(([id, parentId]) => ({ id, parentId })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+  const tree = checkpointTree(links);
+  const childrenLeft = new Map([...tree.children].map(([id, kids]) => [id, kids.length]));
+  const states = new Map<string, StepState>();
+  const checkpoints: CheckpointSummary[] = [];
+  let parents: Record<string, string> | undefined;
+  for await (const { entry, read } of historySteps(store, threadId, ns, links)) {
+    // A checkpoint a running run wrote since the tree was read waits for the next inspect.
+    if (!tree.branchOf.has(entry.checkpointId)) continue;
+    parents ??= (entry.metadata?.parents ?? {}) as Record<string, string>;
+    const parent = entry.parentId === undefined ? undefined : states.get(entry.parentId);
+    const previous = parent ?? NO_STATE;
+    const current = await read(previous);
+    const facts: StepFacts = {
+      checkpointId: entry.checkpointId,
+      parentId: entry.parentId,
+      step: entry.metadata?.step ?? 0,
+      source: entry.metadata?.source ?? "",
+      createdAt: entry.createdAt,
+      failed: entry.failed,
+    };
+    const summary = summarise(facts, plainOf(previous, SUMMARY_CHANNELS), plainOf(current, SUMMARY_CHANNELS), stateChanges(previous, current));
+    const head = tree.head === entry.checkpointId ? { head: true as const } : {};
+    checkpoints.push({ ...summary, branch: tree.branchOf.get(entry.checkpointId) ?? 0, ...head });
+    if ((childrenLeft.get(entry.checkpointId) ?? 0) > 0) states.set(entry.checkpointId, current);
+    if (entry.parentId !== undefined && childrenLeft.has(entry.parentId)) {
+      const left = childrenLeft.get(entry.parentId)! - 1;
+      childrenLeft.set(entry.parentId, left);
+      if (left <= 0) states.delete(entry.parentId);
+    }
+  }
+  return { checkpoints, tree, parents: parents ?? {} };
 }
 
 /** A checkpoint of a history walk, and how to read its state from its parent's. */
@@ -368,15 +435,15 @@ interface HistoryStep {
  * store, the saver's history walk and StateReader: only what changed is read and decoded. On
  * another store, each checkpoint's tuple is read whole (`links`: the checkpoints, oldest first).
  */
-async function* historySteps(store: Store, threadId: string, links: readonly { id: string }[]): AsyncGenerator<HistoryStep> {
+async function* historySteps(store: Store, threadId: string, ns: string, links: readonly { id: string }[]): AsyncGenerator<HistoryStep> {
   const { saver } = store;
   if ("readChannel" in saver) {
-    const reader = new StateReader(saver, threadId);
-    for await (const entry of saver.history(threadId, "", isShownChannel)) yield { entry, read: (parent) => reader.read(entry, parent) };
+    const reader = new StateReader(saver, threadId, ns);
+    for await (const entry of saver.history(threadId, ns, isShownChannel)) yield { entry, read: (parent) => reader.read(entry, parent) };
     return;
   }
   for (const { id } of links) {
-    const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: id } });
+    const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } });
     if (!tuple) continue;
     const entry: CheckpointHistoryEntry = {
       checkpointId: id,

@@ -29,9 +29,11 @@ import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
 import { McpHub } from "../tools/mcp.js";
 import { hooksFromEnv, type Hook } from "../tools/hook-config.js";
+import { subagentsFromEnv, type DeclaredSubagent } from "../tools/subagent-config.js";
+import { outputSchemaProblem } from "../tools/complete-task.js";
 import type { ToolContext } from "../tools/types.js";
 import { hooksOf, runEventHooks } from "../runtime/hooks.js";
-import { mcpServersFromEnv, mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
+import { mcpServersFromEnv, type McpServer } from "../tools/mcp-servers.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode, type ThreadSettings } from "../state/thread.js";
@@ -40,6 +42,7 @@ import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import { EXIT_CODES, failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
+import { mergeByName } from "../tools/config-variable.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -143,6 +146,8 @@ export class Thread {
   private readonly mcpServers: McpServer[];
   /** The user's hooks (config files). */
   private readonly hooks: Hook[];
+  /** The config files' subagent types, their output schemas checked. */
+  private readonly subagents: DeclaredSubagent[];
   private readonly models: (spec: string) => ChatModel;
   /** The process groups the dead owner's commands left, killed by the claim (`open`): `announce` says so. */
   private leftovers: number[] = [];
@@ -168,8 +173,13 @@ export class Thread {
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     try {
-      this.mcpServers = mergeMcpServers(graphMcpServers(graph), mcpServersFromEnv(this.env));
+      this.mcpServers = mergeByName(graphMcpServers(graph), mcpServersFromEnv(this.env));
       this.hooks = hooksFromEnv(this.env);
+      this.subagents = subagentsFromEnv(this.env);
+      for (const agent of this.subagents) {
+        const problem = agent.output === undefined ? undefined : outputSchemaProblem(agent.output);
+        if (problem) throw new Error(`subagent type "${agent.name}" in ${agent.origin}: the output schema ${problem}`);
+      }
     } catch (error) {
       throw new ConfigError((error as Error).message);
     }
@@ -308,6 +318,7 @@ export class Thread {
       // Connected when a Coder first needs a server's tools; closed when the execution ends.
       ...(this.mcpServers.length > 0 ? { mcp: new McpHub(this.mcpServers, { workspace, sandbox: this.sandbox, env: this.env }) } : {}),
       ...(this.hooks.length > 0 ? { hooks: this.hooks } : {}),
+      ...(this.subagents.length > 0 ? { subagents: this.subagents } : {}),
     };
   }
 

@@ -1,6 +1,7 @@
 import type { GraphDefinition } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { mergeMcpServers, type McpServer } from "../tools/mcp-servers.js";
+import type { McpServer } from "../tools/mcp-servers.js";
+import { mergeByName } from "../tools/config-variable.js";
 
 /** The MCP servers a graph and the graphs inside it declare (an outer graph's replacing an inner one's of the same name). */
 export function graphMcpServers(graph: GraphDefinition): McpServer[] {
@@ -8,5 +9,5 @@ export function graphMcpServers(graph: GraphDefinition): McpServer[] {
     const kind = nodeKinds.of(node);
     return [...(kind.inlineGraph ? [kind.inlineGraph(node)] : []), ...(kind.linkedGraphs?.(node) ?? [])];
   });
-  return mergeMcpServers(...inner.map(graphMcpServers), graph.mcpServers ?? []);
+  return mergeByName(...inner.map(graphMcpServers), graph.mcpServers ?? []);
 }

@@ -16,6 +16,7 @@ import type { CommandGroups } from "../tools/types.js";
 import type { McpHub } from "../tools/mcp.js";
 import type { Hook } from "../tools/hook-config.js";
 import { packageRoot } from "../package.js";
+import type { DeclaredSubagent } from "../tools/subagent-config.js";
 
 /** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
 export interface EffectRequest {
@@ -98,6 +99,8 @@ export interface RunContext {
   mcp?: McpHub;
   /** The user's hooks (config files): run before and after tool calls, and at the start and end of an execution. */
   hooks?: readonly Hook[];
+  /** The subagent types of the config files, for every Coder (a coder node's own `subagents:` win over these). */
+  subagents?: readonly DeclaredSubagent[];
 }
 
 const noModel = (offlineHint: string): string =>

@@ -144,13 +144,6 @@ export function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServer[] {
   return jsonListVariable<McpServer>(env, MCP_SERVERS_VARIABLE, "mcp_servers", (server) => typeof server.name === "string");
 }
 
-/** Servers of several declarations, a later one replacing an earlier one of the same name. */
-export function mergeMcpServers(...lists: readonly (readonly McpServer[])[]): McpServer[] {
-  const byName = new Map<string, McpServer>();
-  for (const list of lists) for (const server of list) byName.set(server.name, server);
-  return [...byName.values()];
-}
-
 /** `${VAR}` references replaced by loopgraph's variables (an unset one is an error naming it). */
 export function expandVariables(text: string, env: NodeJS.ProcessEnv, where: string): string {
   return text.replace(VARIABLE_REFERENCE, (_, name: string) => {

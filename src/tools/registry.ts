@@ -10,6 +10,7 @@ import { listDirTool } from "./list-dir.js";
 import { readFileTool } from "./read-file.js";
 import { shellTool } from "./shell.js";
 import { presentPlanTool } from "./present-plan.js";
+import { completeTaskTool } from "./complete-task.js";
 import { taskTool } from "./task.js";
 import { todoWriteTool } from "./todo-write.js";
 import { fitToBudget } from "./truncate.js";
@@ -28,8 +29,8 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   taskTool,
 ];
 
-/** Tools a node gets by its mode, not by its `tools:` list (plan mode's present_plan). */
-export const MODE_TOOLS: readonly ToolDefinition[] = [presentPlanTool];
+/** Tools a node gets by its mode or role, not by its `tools:` list: plan mode's present_plan, a subagent's complete_task. */
+export const MODE_TOOLS: readonly ToolDefinition[] = [presentPlanTool, completeTaskTool()];
 
 /** What the model is told about each tool. */
 export function toolSpecs(tools: readonly ToolDefinition[]): ToolSpec[] {
@@ -79,6 +80,7 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
       ...(output.todos ? { todos: output.todos } : {}),
       ...(output.fileStamps ? { fileStamps: output.fileStamps } : {}),
       ...(output.planApproved ? { planApproved: true } : {}),
+      ...(output.submitted ? { submitted: output.submitted } : {}),
     };
   } catch (error) {
     if (error instanceof ToolError) {

@@ -96,6 +96,8 @@ export interface ToolOutput {
   todos?: TodoItem[];
   /** present_plan: the user approved the plan (the Coder leaves plan mode). */
   planApproved?: boolean;
+  /** complete_task: the subagent's result, checked against its output schema (it ends the subagent). */
+  submitted?: Record<string, unknown>;
   /** Files the call read or wrote, workspace-relative, with their stamp after it (see ToolContext.fileStamps). */
   fileStamps?: Record<string, string>;
   /**
@@ -156,6 +158,7 @@ export interface ToolResult {
   todos?: TodoItem[];
   fileStamps?: Record<string, string>;
   planApproved?: boolean;
+  submitted?: Record<string, unknown>;
 }
 
 export interface ToolCallRequest {

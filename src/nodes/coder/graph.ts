@@ -13,6 +13,7 @@ import type { ToolSpec } from "../../models/types.js";
 import { ToolError, type ToolCallRequest, type ToolDefinition, type ToolResult } from "../../tools/types.js";
 import { presentPlanTool } from "../../tools/present-plan.js";
 import { taskTool } from "../../tools/task.js";
+import { completeTaskTool, COMPLETE_TASK, type OutputSchema } from "../../tools/complete-task.js";
 import { packagePrompt } from "../../package.js";
 import type { CoderMode } from "../../state/thread.js";
 import { mcpToolDefinition, type McpHub, type McpToolInfo } from "../../tools/mcp.js";
@@ -22,7 +23,8 @@ import { EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
 import { CoderState, type CoderStateValue } from "./state.js";
 import { coderSystemPrompt } from "./system-prompt.js";
 import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
-import { SUBAGENT_READ_TOOLS, type CoderNodeDefinition, type SubagentDefinition } from "./definition.js";
+import type { CoderNodeDefinition } from "./definition.js";
+import { SUBAGENT_MAX_STEPS, SUBAGENT_READ_TOOLS, type SubagentType } from "../../tools/subagent-config.js";
 import { runToolCall } from "../../runtime/tool-call.js";
 import { performEffect } from "../../runtime/effects.js";
 import { applicableGraphRules, toolMatches } from "../../policy/index.js";
@@ -31,22 +33,23 @@ type CoderUpdate = Partial<CoderStateValue>;
 
 const PREVIEW_CHARS = 400;
 
-/** Model calls the default subagent may make before it must answer. */
-const SUBAGENT_MAX_STEPS = 15;
+/** The id of the message telling a subagent to hand in its result with complete_task. */
+const COMPLETE_TASK_REMINDER = "complete-task-reminder";
 
 /**
  * The Coder a `task` call runs: a declared type (`subagents:`), or the default read-only explorer.
  * Its node is `<coder>-task` (`<coder>-<type>` for a declared one), which scripted responses name.
  */
-function subagentDefinition(def: CoderNodeDefinition, name: string | undefined, type: SubagentDefinition | undefined): CoderNodeDefinition {
+function subagentDefinition(def: CoderNodeDefinition, name: string | undefined, type: SubagentType | undefined): CoderNodeDefinition {
   const { model: _, ...rest } = def;
   const model = type?.model ?? def.model;
   return {
     ...rest,
     id: `${def.id}-${name ?? "task"}`,
     promptFile: type?.promptFile ?? packagePrompt("subagent.md"),
-    tools: type?.tools ?? [...SUBAGENT_READ_TOOLS],
-    maxSteps: type?.maxSteps ?? Math.min(def.maxSteps, SUBAGENT_MAX_STEPS),
+    // Never a tool its Coder does not have.
+    tools: (type?.tools ?? SUBAGENT_READ_TOOLS).filter((tool) => def.tools.includes(tool)),
+    maxSteps: Math.min(def.maxSteps, type?.maxSteps ?? SUBAGENT_MAX_STEPS),
     mode: "agent",
     subagents: {},
     ...(model !== undefined && { model }),
@@ -137,10 +140,11 @@ function toolMessage(call: ToolCallRequest, result: ToolResult, note?: string): 
  * up a failure result (`failureRouted` false), a model error and the step limit throw instead,
  * before the step is stored, so the run fails (or ends by the limit) and a resume retries.
  */
-export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean, subagent = false) {
+export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean, subagent?: { output?: OutputSchema }) {
   const template = readFileSync(def.promptFile, "utf8");
-  // A subagent hands nothing on: it has no task tool of its own.
-  const builtinTools: readonly ToolDefinition[] = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name) && !(subagent && tool.name === taskTool.name));
+  // A subagent hands nothing on: it has no task tool of its own, and it answers with complete_task, in every mode.
+  const answerTools: readonly ToolDefinition[] = subagent ? [completeTaskTool(subagent.output)] : [];
+  const builtinTools: readonly ToolDefinition[] = [...BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name) && !(subagent && tool.name === taskTool.name)), ...answerTools];
   const builtinSpecs = toolSpecs(builtinTools);
   // MCP servers whose tools the node's list can name (`server__tool` globs; by default all).
   const mcpPatterns = def.tools.filter(isMcpToolName);
@@ -163,7 +167,12 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     ];
   };
 
-  const declared = Object.entries(def.subagents);
+  // The config files' types, and the node's own, which win over those of the same name.
+  const subagentTypes: Readonly<Record<string, SubagentType>> = {
+    ...Object.fromEntries((ctx.subagents ?? []).map(({ name, origin: _, ...type }) => [name, type])),
+    ...def.subagents,
+  };
+  const declared = Object.entries(subagentTypes);
   const subagentNote =
     declared.length === 0 || !builtinTools.some((tool) => tool.name === taskTool.name)
       ? ""
@@ -171,7 +180,7 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   /** The turn's mode: fixed in its state at its first model call; before that, the run's, else the node's, else agent. */
   const modeOf = (state: CoderStateValue): CoderMode => state.mode ?? ctx.settings.mode ?? def.mode ?? "agent";
   /** What the model is offered in ask mode (it only reads) and plan mode (it reads, keeps a todo list and presents its plan), with their specs. */
-  const readTools = builtinTools.filter((tool) => tool.effect === "read");
+  const readTools = [...builtinTools.filter((tool) => tool.effect === "read"), ...answerTools];
   const planTools = [...builtinTools.filter((tool) => tool.effect === "read" || tool.effect === "state"), presentPlanTool];
   // Their specs, made the first time a turn runs in that mode.
   const modeSpecs: Partial<Record<"ask" | "plan", ToolSpec[]>> = {};
@@ -303,21 +312,25 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const subagentGraphs = new Map<string, ReturnType<typeof buildCoderGraph>>();
   const runSubagent = (state: CoderStateValue, config: RunnableConfig | undefined, done: (final: CoderStateValue) => void) =>
     async (args: { description: string; prompt: string; agent?: string }) => {
-      const type = args.agent === undefined ? undefined : def.subagents[args.agent];
+      // Only a declared name: never one an object has by inheritance (a hostile model may try "constructor").
+      const type = args.agent !== undefined && Object.hasOwn(subagentTypes, args.agent) ? subagentTypes[args.agent] : undefined;
       if (args.agent !== undefined && !type) {
-        const names = Object.keys(def.subagents);
+        const names = Object.keys(subagentTypes);
         throw new ToolError("invalid_arguments", `no subagent type "${args.agent}": ${names.length > 0 ? `use one of ${names.join(", ")}, or leave agent out` : "leave agent out for the read-only explorer"}`);
       }
       const key = args.agent ?? "";
       let subagentGraph = subagentGraphs.get(key);
-      if (!subagentGraph) subagentGraphs.set(key, (subagentGraph = buildCoderGraph(subagentDefinition(def, args.agent, type), graph, ctx, true, true)));
-      const input: Partial<CoderStateValue> = { task: args.prompt, scripted: state.scripted, sessionRules: state.sessionRules, inboxCursor: state.inboxCursor };
+      if (!subagentGraph) subagentGraphs.set(key, (subagentGraph = buildCoderGraph(subagentDefinition(def, args.agent, type), graph, ctx, true, { ...(type?.output && { output: type.output }) })));
+      // It may do no more than its Coder may now: in ask mode, or plan mode before the plan is approved, it only reads.
+      const mode: CoderMode = modeOf(state) === "agent" ? "agent" : "ask";
+      const input: Partial<CoderStateValue> = { task: args.prompt, mode, scripted: state.scripted, sessionRules: state.sessionRules, inboxCursor: state.inboxCursor };
       const final = (await subagentGraph.invoke(input, config)) as CoderStateValue;
       done(final);
       const result = final.result!;
       const read = Object.keys(final.fileStamps ?? {});
       const header = `Subagent "${args.description}": ${result.status === "success" ? "done" : `failed (${result.failureKind}: ${result.failureReason})`} in ${result.steps} steps.`;
-      const content = [header, "", result.summary || "(no answer)", ...(read.length > 0 ? ["", `Files it read: ${read.join(", ")}`] : [])].join("\n");
+      const answer = result.output ? JSON.stringify(result.output, null, 2) : result.summary || "(no answer)";
+      const content = [header, "", answer, ...(read.length > 0 ? ["", `Files it read: ${read.join(", ")}`] : [])].join("\n");
       if (result.status !== "success") throw new ToolError("failed", content);
       return { content };
     };
@@ -365,6 +378,8 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       ...(result.fileStamps ? { fileStamps: result.fileStamps } : {}),
       // The plan approved: the rest of the turn acts on it, with every tool.
       ...(result.planApproved ? { mode: "agent" as const } : {}),
+      // A subagent's result: it is done.
+      ...(result.submitted && { output: result.submitted }),
       // A subagent's scripted answers are used up, its tokens spent, its "always" answers kept.
       ...(sub && {
         scripted: sub.scripted,
@@ -377,34 +392,52 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const finishStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
     if (state.result) return {};
     const answer = lastAiMessage(state.messages);
+    const summary = typeof state.output?.summary === "string" ? state.output.summary : answer ? messageText(answer) : "";
     return {
       result: {
         status: "success",
-        summary: answer ? messageText(answer) : "",
+        summary,
         filesChanged: state.filesChanged,
         steps: state.steps,
         toolCalls: state.toolLog,
         todos: state.todos,
+        ...(state.output && { output: state.output }),
       },
     };
   };
 
+  /**
+   * A subagent that answers without complete_task is told once that its answer must go there;
+   * answering so again ends it with a `no_result` failure.
+   */
+  const remindStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
+    if (state.messages.some((message) => message.id === COMPLETE_TASK_REMINDER)) {
+      return { result: failure(state, "no_result", `answered twice without calling ${COMPLETE_TASK}, so there is no result`) };
+    }
+    const reminder = `Your reply is not seen by the Coder: call ${COMPLETE_TASK} with your result (its parameters give the shape), now.`;
+    return { messages: [new HumanMessage({ content: reminder, id: COMPLETE_TASK_REMINDER })] };
+  };
+
+  /** Where a model call leads: its tool calls; the end; or, for a subagent that has not handed in its result, a reminder. */
   const next = (state: CoderStateValue): string => {
     if (state.result) return "finish";
-    return unansweredToolCalls(state.messages).length > 0 ? "tools" : "finish";
+    if (unansweredToolCalls(state.messages).length > 0) return "tools";
+    return subagent && !state.output ? "remind" : "finish";
   };
 
   return new StateGraph(CoderState)
     .addNode("model", modelStep)
     .addNode("tools", toolStep)
+    .addNode("remind", remindStep)
     .addNode("finish", finishStep)
     .addEdge(START, "model")
-    .addConditionalEdges("model", next, ["tools", "finish"])
-    .addConditionalEdges("tools", (state) => (state.result ? "finish" : unansweredToolCalls(state.messages).length > 0 ? "tools" : "model"), [
+    .addConditionalEdges("model", next, ["tools", "remind", "finish"])
+    .addConditionalEdges("tools", (state) => (state.result || state.output ? "finish" : unansweredToolCalls(state.messages).length > 0 ? "tools" : "model"), [
       "tools",
       "model",
       "finish",
     ])
+    .addConditionalEdges("remind", (state) => (state.result ? "finish" : "model"), ["model", "finish"])
     .addEdge("finish", END)
     .compile({ name: def.id });
 }

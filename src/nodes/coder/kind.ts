@@ -1,13 +1,15 @@
 import { z } from "zod";
 import { unknownName } from "../../diagnostics/suggest.js";
 import { modelSpec, nodeCommon, positiveInt } from "../../format/node-schema.js";
-import { SUBAGENT_READ_TOOLS, type CoderNodeDefinition } from "./definition.js";
+import type { CoderNodeDefinition } from "./definition.js";
+import { SUBAGENT_MAX_STEPS, SUBAGENT_NAME, SUBAGENT_NAME_RULE, SUBAGENT_TOOLS } from "../../tools/subagent-config.js";
 import { defineNodeKind } from "../../runtime/node-kind.js";
 import { loopDetectionConfigSchema, toLoopDetectionOptions } from "../../tools/loop-detection.js";
 import { BUILTIN_TOOLS } from "../../tools/registry.js";
 import { TOOL_NAMES, type ToolEffect } from "../../tools/types.js";
 import { createCoderNode } from "./node.js";
 import { CODER_MODES } from "../../state/thread.js";
+import { outputSchemaProblem } from "../../tools/complete-task.js";
 
 const coderNode = z.strictObject({
   kind: z.literal("coder"),
@@ -36,17 +38,25 @@ const coderNode = z.strictObject({
     .optional(),
   subagents: z
     .record(
-      z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, { error: "a subagent's name is lower-case letters, digits, _ and - (at most 32)" }),
+      z.string().regex(SUBAGENT_NAME, { error: SUBAGENT_NAME_RULE }),
       z.strictObject({
         description: z.string().describe("One line on what it is for: the Coder is told").optional(),
         prompt: z.string().describe("Its Markdown system prompt, relative to the graph file (default: loopgraph's prompts/subagent.md)").optional(),
         tools: z
-          .array(z.enum(TOOL_NAMES.filter((name) => name !== "task") as [string, ...string[]]))
+          .array(z.enum(SUBAGENT_TOOLS as [string, ...string[]]))
           .min(1)
-          .describe("Its tools (default: read_file, list_dir, glob, grep); a subagent cannot start subagents")
+          .describe("Its tools (default: read_file, list_dir, glob, grep); a subagent cannot start subagents, nor use a tool its Coder lacks")
           .optional(),
-        max_steps: positiveInt.describe("Model calls before it must answer (default 15)").default(15),
+        max_steps: positiveInt.describe(`Model calls before it must answer (default ${SUBAGENT_MAX_STEPS}, at most the Coder's max_steps)`).optional(),
         model: modelSpec.describe("Its model, provider:model (default: the Coder's)").optional(),
+        output: z
+          .record(z.string(), z.unknown())
+          .superRefine((schema, check) => {
+            const problem = outputSchemaProblem(schema);
+            if (problem) check.addIssue({ code: "custom", message: `the output schema ${problem}` });
+          })
+          .describe("The JSON Schema of its result, an object it hands in with complete_task (default: summary, findings, files_touched)")
+          .optional(),
       }),
     )
     .describe("Subagent types the Coder's task calls may name (agent: <name>), besides the default read-only one")
@@ -79,9 +89,10 @@ export const coderKind = defineNodeKind({
       subagents[name] = {
         ...(agent.description && { description: agent.description }),
         promptFile: agentPrompt,
-        tools: agent.tools ?? [...SUBAGENT_READ_TOOLS],
-        maxSteps: agent.max_steps,
+        ...(agent.tools && { tools: agent.tools }),
+        ...(agent.max_steps !== undefined && { maxSteps: agent.max_steps }),
         ...(agent.model && { model: agent.model }),
+        ...(agent.output && { output: agent.output }),
       };
     }
     return promptFile === undefined
@@ -99,7 +110,7 @@ export const coderKind = defineNodeKind({
           subagents,
         };
   },
-  files: (def) => [def.promptFile, ...Object.values(def.subagents).map((agent) => agent.promptFile)],
+  files: (def) => [def.promptFile, ...Object.values(def.subagents).flatMap((agent) => (agent.promptFile ? [agent.promptFile] : []))],
   sideEffects(def) {
     const effects = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name)).map((tool) => TOOL_EFFECTS[tool.effect]);
     return [...new Set(effects.filter((effect) => effect !== undefined))];

@@ -44,6 +44,8 @@ export const CoderState = Annotation.Root({
   mcpTools: Annotation<McpToolInfo[] | undefined>({ reducer: lastValue, default: () => undefined }),
   /** The turn's mode, fixed at its first model call; plan becomes agent when the user approves the plan. */
   mode: Annotation<CoderMode | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** A subagent's result, handed in with complete_task (it ends the subagent). */
+  output: Annotation<Record<string, unknown> | undefined>({ reducer: lastValue, default: () => undefined }),
   result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
 });
 

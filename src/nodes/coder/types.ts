@@ -6,6 +6,8 @@ export type CoderFailureKind =
   | "loop_detected"
   /** The same tool error several times in a row (loop_detection.repeated_errors). */
   | "repeated_error"
+  /** A subagent answered twice without handing in its result (complete_task). */
+  | "no_result"
   | "cancelled"
   /** A stop command reached the thread's loop during the turn: the Coder ended at the next step boundary. */
   | "stopped"
@@ -41,4 +43,6 @@ export interface CoderResult {
   steps: number;
   toolCalls: ToolLogEntry[];
   todos: TodoItem[];
+  /** A subagent's result, as its output schema shapes it (complete_task). */
+  output?: Record<string, unknown>;
 }
