@@ -25,6 +25,25 @@ const started = (threadId: string, graph: string): RunEvent => ({ type: "run_sta
 describe("humanRenderer", () => {
   afterEach(() => vi.useRealTimers());
 
+  it("draws a subagent's tool calls inside its Coder's, marked as nested", () => {
+    const { text } = render([
+      { type: "node_started", threadId: "t", node: "coder", visit: 1 },
+      { type: "tool_call", threadId: "t", node: "coder", id: "1", name: "task", args: { description: "find" } },
+      { type: "tool_call", threadId: "t", node: "coder-task", id: "2", name: "grep", args: { pattern: "port" } },
+      { type: "tool_result", threadId: "t", node: "coder-task", id: "2", name: "grep", ok: true, result: "1 matching line in 1 file\nsrc/a.ts:1:port" },
+      { type: "tool_result", threadId: "t", node: "coder", id: "1", name: "task", ok: true, result: "Subagent done" },
+    ]);
+    expect(text.split("\n")).toEqual([
+      "● coder",
+      '  ⚙ task {"description":"find"}',
+      '  │ ⚙ grep {"pattern":"port"}',
+      "  │ ↳ 1 matching line in 1 file",
+      "    │ src/a.ts:1:port",
+      "  ↳ Subagent done",
+      "",
+    ]);
+  });
+
   it("labels the loop thread's lines with its role and repeats a node's header when output comes back to its thread: two threads never share a header or a line", () => {
     const { text } = render([
       started("mon", "monitor"),

@@ -204,6 +204,11 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
     out.write(`${view.label}${text}\n`);
   };
 
+  // A call of a graph nested in the node's (a subagent's, node `<coder>-task`) is drawn inside the node's own.
+  const nesting = (event: { threadId: string; node: string }): string => {
+    const node = viewOf(event.threadId).node;
+    return node !== undefined && event.node !== node ? pc.dim("│ ") : "";
+  };
   const render = (event: RunEvent): void => {
     since = now();
     activity = "thinking";
@@ -277,18 +282,21 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         drawLive();
         break;
       }
-      case "tool_call":
+      case "tool_call": {
         activity = `running ${printable(event.name)}`;
-        line(event.threadId, `  ${pc.yellow("⚙")} ${printable(event.name)} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
+        const nest = nesting(event);
+        line(event.threadId, `  ${nest}${pc.yellow("⚙")} ${printable(event.name)} ${pc.dim(truncate(JSON.stringify(event.args), 160))}`);
         break;
+      }
       case "tool_result": {
         live = undefined;
+        const nest = nesting(event);
         const [first, ...rest] = resultLines(event.name, event.result);
         const arrow = event.ok
           ? pc.green("↳")
           : pc.red(`↳ ✗ ${printable(event.name)}${event.notRun ? ` not run (${event.notRun === "invalid_arguments" ? "invalid arguments" : event.notRun === "tool_not_found" ? "unknown tool" : event.notRun})` : ""}:`);
-        line(event.threadId, `  ${arrow} ${pc.dim(first ?? "")}`);
-        for (const more of rest) line(event.threadId, `    ${pc.dim(more)}`, false);
+        line(event.threadId, `  ${nest}${arrow} ${pc.dim(first ?? "")}`);
+        for (const more of rest) line(event.threadId, `    ${nest}${pc.dim(more)}`, false);
         break;
       }
       case "compression":
