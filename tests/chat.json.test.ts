@@ -1,8 +1,9 @@
 /** `loopgraph chat --json`: every line of stdout is a JSON event; stdin lines are the user's messages (real CLI, offline demo script). */
+import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./helpers/cli.js";
-import { PipedChat } from "./helpers/piped-chat.js";
+import { chatArgs, PipedChat } from "./helpers/piped-chat.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 describe("loopgraph chat --json", () => {
@@ -28,5 +29,30 @@ describe("loopgraph chat --json", () => {
     expect(events.filter((event) => event.type === "loop_message").some((event) => event.auto === true)).toBe(true);
     // No terminal text in between: nothing but JSON, and no colour codes.
     expect(chat.output).not.toContain("\u001b[");
+  });
+
+  it("in plan mode the loop pauses with its plan, which /approve lets it act on; /always answers a command's approval and the same command then runs unasked", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    const args = [...chatArgs(ws, "plan", "chat-plan-always.script.yaml"), "--json", "--approval", "ask", "--mode", "plan"];
+    const chat = new PipedChat(args, ws.dir);
+    const settled = (from: number) => chat.until('"type":"loop_settled"', from, 60_000);
+    chat.say("please write one.txt");
+    const plan = await settled(0);
+    chat.say("/approve");
+    const command = await settled(plan + 1);
+    chat.say("/always");
+    const end = await settled(command + 1);
+    await chat.until('"type":"run_finished"', end);
+    chat.end();
+    expect((await chat.done).code).toBe(0);
+    const loop = chat.output.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>).filter((event) => event.type === "loop_settled");
+    expect(loop.map((event) => [event.status, (event.approval as { tool?: string } | undefined)?.tool ?? null])).toEqual([
+      ["paused", "present_plan"],
+      ["paused", "shell"],
+      ["finished", null],
+    ]);
+    // The plan is shown whole with its approval; the command it was asked about ran twice, asked once.
+    expect(loop[0]!.approval).toMatchObject({ details: "PLAN-MARKER: write one.txt with a shell command." });
+    expect(readFileSync(join(ws.dir, "one.txt"), "utf8")).toBe("one\none\n");
   });
 });
