@@ -11,6 +11,7 @@ const E2E = [
   "tests/chat.tty.test.ts",
   "tests/cli.*.test.ts",
   "tests/coder.e2e.test.ts",
+  "tests/coder.capabilities.e2e.test.ts",
   "tests/demo.test.ts",
   "tests/looper.context.e2e.test.ts",
   "tests/looper.e2e.test.ts",
