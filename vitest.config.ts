@@ -12,6 +12,7 @@ const E2E = [
   "tests/cli.*.test.ts",
   "tests/coder.e2e.test.ts",
   "tests/subagents.e2e.test.ts",
+  "tests/coder.capabilities.e2e.test.ts",
   "tests/demo.test.ts",
   "tests/looper.context.e2e.test.ts",
   "tests/looper.e2e.test.ts",

@@ -1,51 +1,10 @@
-import { spawn } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI, cleanEnv, hasCommand, ROOT, runCli, shellQuote as quote } from "./helpers/cli.js";
+import { runCli } from "./helpers/cli.js";
 import { recordedStatus } from "./helpers/e2e.js";
+import { hasScript, runAtTerminal } from "./helpers/terminal.js";
 import { tempWorkspace } from "./helpers/workspace.js";
-
-/** util-linux `script` runs a command in a pseudo-terminal: the CLI then sees a TTY. */
-const hasScript = hasCommand("script", "--version");
-
-/** What the user does at each prompt: once `after` shows (after the previous one), types `send`, or calls it (e.g. to open a gate). */
-interface Answer {
-  after: string;
-  send: string | (() => void);
-}
-
-/** `loopgraph run coder` with the approvals script in a pseudo-terminal, answering its prompts; resolves with its exit code and screen. */
-async function runAtTerminal(
-  ws: string,
-  db: string,
-  answers: Answer[],
-  script = join(ROOT, "tests/fixtures/coder/approvals.script.yaml"),
-  env: NodeJS.ProcessEnv = {},
-): Promise<{ code: number | null; screen: string; answered: number }> {
-  const command = [
-    process.execPath, CLI, "run", "coder", "--task", "t", "--thread", "tty", "--workspace", ws, "--db", db,
-    "--model", `scripted:${script}`,
-  ].map(quote).join(" ");
-  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb", ...env }), stdio: ["pipe", "pipe", "pipe"] });
-  let screen = "";
-  let answered = 0;
-  let seen = 0;
-  child.stdout.on("data", (chunk: Buffer) => {
-    screen += chunk.toString();
-    const next = answers[answered];
-    if (!next) return;
-    const at = screen.indexOf(next.after, seen);
-    if (at >= 0) {
-      seen = at + next.after.length;
-      answered += 1;
-      if (typeof next.send === "string") child.stdin.write(next.send);
-      else next.send();
-    }
-  });
-  const code = await new Promise<number | null>((resolve) => child.on("close", resolve));
-  return { code, screen, answered };
-}
 
 describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `script`)", () => {
   it("prompts approve / reject / always; a rejection with a reason reaches the model, an approval runs the call", async () => {

@@ -39,7 +39,7 @@ export interface RunSpec {
   model?: string;
   task?: string;
   /** `--approval`; none by default. */
-  approval?: "auto" | "deny" | "ask";
+  approval?: "ask" | "auto-edit" | "auto" | "deny";
   /** `--json`: on by default. */
   json?: boolean;
   /** More arguments, after the others. */
