@@ -181,9 +181,9 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
       expect(ofType(events, "interrupt"), approval).toEqual([]);
       const results = ofType(events, "tool_result");
       expect(results.map((event) => [event.name, event.ok, event.notRun]), approval).toEqual([
-        ["write_file", false, "blocked"],
-        ["shell", false, "blocked"],
-        ["edit_file", false, "blocked"],
+        ["write_file", false, "not_allowed"],
+        ["shell", false, "not_allowed"],
+        ["edit_file", false, "not_allowed"],
         ["read_file", true, undefined],
       ]);
       expect(results[0]!.result, approval).toBe("write_file is not available in ask mode: ask mode only reads: answer from what the read-only tools show, and say what would need changing");

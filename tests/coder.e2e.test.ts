@@ -129,7 +129,7 @@ describe("the coder graph (scripted model, real workspace)", () => {
     const first = await run(ws, { ...coder("plan", "happy.script.yaml", "auto"), script, extra: ["--mode", "plan"] });
     expect(first.code, first.stderr).toBe(3);
     const events = parseEvents(first.stdout);
-    expect(events.find((e) => e.type === "tool_result")).toMatchObject({ name: "write_file", ok: false, notRun: "blocked", result: expect.stringMatching(/^write_file is not available in plan mode/) });
+    expect(events.find((e) => e.type === "tool_result")).toMatchObject({ name: "write_file", ok: false, notRun: "not_allowed", result: expect.stringMatching(/^write_file is not available in plan mode/) });
     expect(events.find((e) => e.type === "interrupt")).toMatchObject({ value: { tool: "present_plan", details: "1. Replace keep me with kept\n2. Done" } });
     expect(existsSync(join(ws.dir, "early.txt"))).toBe(false);
 

@@ -202,7 +202,7 @@ describe("subagents through the CLI", () => {
     expect(offered(bodies(askServer)[1]!)).toEqual(["read_file", "complete_task"]);
     const askResults = parseEvents(ask.stdout).filter((e) => e.type === "tool_result");
     expect(askResults.map((e) => [e.node, e.name, e.notRun ?? null])).toEqual([
-      ["coder-writer", "write_file", "blocked"],
+      ["coder-writer", "write_file", "not_allowed"],
       ["coder-writer", "shell", "tool_not_found"],
       ["coder-writer", "complete_task", null],
       ["coder", "task", null],

@@ -1,5 +1,5 @@
 import pc from "picocolors";
-import type { EventSink, RerunNode, RunEvent } from "../runtime/events.js";
+import type { EventSink, NotRun, RerunNode, RunEvent } from "../runtime/events.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { approvalSummary } from "./approval-prompt.js";
@@ -102,6 +102,9 @@ export interface HumanRenderer extends EventSink {
   /** Clears the spinner and stops its timer. */
   close(): void;
 }
+
+/** Why a call did not run, in words, where its kind is not plain enough. */
+const NOT_RUN_WORDS: Partial<Record<NotRun, string>> = { invalid_arguments: "invalid arguments", tool_not_found: "unknown tool", not_allowed: "not allowed in this mode" };
 
 /**
  * Live progress for a person: nodes as they start and finish, streamed text, tool calls. The
@@ -294,7 +297,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         const [first, ...rest] = resultLines(event.name, event.result);
         const arrow = event.ok
           ? pc.green("↳")
-          : pc.red(`↳ ✗ ${printable(event.name)}${event.notRun ? ` not run (${event.notRun === "invalid_arguments" ? "invalid arguments" : event.notRun === "tool_not_found" ? "unknown tool" : event.notRun})` : ""}:`);
+          : pc.red(`↳ ✗ ${printable(event.name)}${event.notRun ? ` not run (${NOT_RUN_WORDS[event.notRun] ?? event.notRun})` : ""}:`);
         line(event.threadId, `  ${nest}${arrow} ${pc.dim(first ?? "")}`);
         for (const more of rest) line(event.threadId, `    ${nest}${pc.dim(more)}`, false);
         break;

@@ -42,8 +42,11 @@ export type RunEvent =
    */
   | { type: "hook"; threadId: string; node?: string; event: string; command: string; exitCode: number | null; blocked?: boolean; failure?: string };
 
-/** Why a tool call did not run: `blocked` (the loop detector, the policy or a hook), `rejected` (the user), `invalid_arguments`, `tool_not_found`. */
-export type NotRun = "blocked" | "rejected" | "invalid_arguments" | "tool_not_found";
+/**
+ * Why a tool call did not run: `blocked` (the loop detector, the policy or a hook), `rejected` (the
+ * user), `not_allowed` (the Coder's mode: ask, or plan before approval), `invalid_arguments`, `tool_not_found`.
+ */
+export type NotRun = "blocked" | "rejected" | "not_allowed" | "invalid_arguments" | "tool_not_found";
 
 /** A node a fork may run again; `effects` lists what it does beyond calling a model (empty: nothing). */
 export interface RerunNode {

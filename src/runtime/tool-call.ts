@@ -115,7 +115,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   if ("failure" in checked) {
     const result = checked.failure;
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: result.errorKind === "tool_not_found" ? "tool_not_found" : result.errorKind === "invalid_arguments" ? "invalid_arguments" : "blocked" });
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: notRunOf(result) });
     return { ...outcome, result };
   }
 
@@ -185,7 +185,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   }
   // Every call is announced, a blocked or rejected one too: its result alone would not name it.
   ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-  const notRun: NotRun | undefined = result ? (result.errorKind === "rejected" ? "rejected" : "blocked") : undefined;
+  const notRun: NotRun | undefined = result ? notRunOf(result) : undefined;
   if (!result) {
     const execute = async () => {
       const executed = await executeToolCall(call, toolContext(), options.tools);
@@ -210,6 +210,12 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content, ...(notRun ? { notRun } : {}) });
   const { editNote: _, ...decided } = outcome;
   return { ...decided, result };
+}
+
+/** Why a call answered without running did not run, as its `tool_result` event says: its error's kind, or `blocked` (the loop detector, the policy, a hook). */
+function notRunOf(result: ToolResult): NotRun {
+  const kind = result.errorKind;
+  return kind === "rejected" || kind === "not_allowed" || kind === "invalid_arguments" || kind === "tool_not_found" ? kind : "blocked";
 }
 
 /** Lines of a changed text argument shown to the model. */
