@@ -40,6 +40,29 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
     expect(existsSync(join(ws, "important.txt"))).toBe(true);
   });
 
+  it("in plan mode the plan is shown whole before y lets the Coder act; an edit's approval shows its diff", async () => {
+    const script = [
+      "responses:",
+      '  - { node: coder, tool_calls: [ { name: read_file, args: { path: notes.txt } } ] }',
+      '  - { node: coder, tool_calls: [ { name: present_plan, args: { plan: "PLAN-LINE-1: fix the typo\\nPLAN-LINE-2: nothing else" } } ] }',
+      '  - { node: coder, tool_calls: [ { name: edit_file, args: { path: notes.txt, old_string: "teh", new_string: "the" } } ] }',
+      '  - { node: coder, content: "Fixed." }',
+      "",
+    ].join("\n");
+    const { dir: ws, db } = tempWorkspace({ git: "init", files: { "notes.txt": "teh end\n", "plan.script.yaml": script } });
+    const { code, screen, answered } = await runAtTerminal(ws, db, [
+      { after: "Allow?", send: "y\n" },
+      { after: "Allow?", send: "y\n" },
+    ], join(ws, "plan.script.yaml"), { LOOPGRAPH_MODE: "plan" });
+    expect(code, screen).toBe(0);
+    expect(answered).toBe(2);
+    const plan = screen.indexOf("PLAN-LINE-2: nothing else");
+    expect(plan).toBeGreaterThan(0);
+    expect(plan).toBeLessThan(screen.indexOf("Allow?"));
+    expect(screen).toMatch(/-teh end\r?\n.*\+the end/s);
+    expect(readFileSync(join(ws, "notes.txt"), "utf8")).toBe("the end\n");
+  });
+
   it("Ctrl-C at the prompt leaves the run paused at that approval (exit 3), with the commands that answer it", async () => {
     const { dir: ws, db } = tempWorkspace({ git: "init", files: { "important.txt": "keep me\n" } });
     const { code, screen } = await runAtTerminal(ws, db, [{ after: "Allow?", send: "\x03" }]);
