@@ -222,4 +222,24 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     expect(readFileSync(join(ws.dir, "notes.txt"), "utf8")).toBe("end\nappended\n");
     expect(await errorKinds(ws.db, "read-first")).toEqual(["not_read", undefined, undefined, undefined, undefined, "not_read"]);
   });
+
+  it("the mode comes from the flag, else the project's config, else the coder node's mode:", async () => {
+    const ws = workspace();
+    const graph = join(ws.dir, "asker.yaml");
+    writeFileSync(graph, "version: 1\nname: asker\nnodes:\n  coder: { kind: coder, mode: ask }\nedges:\n  - { from: START, to: coder }\n");
+    const project = tempWorkspace({ files: { "README.md": "# demo\n", "loopgraph.yaml": "mode: plan\n" } });
+    const [fromNode, fromFlag, fromConfig] = [await mockServer(), await mockServer(), await mockServer()];
+    for (const { server } of [fromNode, fromFlag, fromConfig]) server.enqueue({ text: "done" });
+    const results = await Promise.all([
+      run(ws, openaiRun("node", { graph }), { env: fromNode.env }),
+      run(ws, openaiRun("flag", { graph, extra: ["--mode", "agent"] }), { env: fromFlag.env }),
+      run(project, openaiRun("config"), { env: fromConfig.env, cwd: project.dir }),
+    ]);
+    for (const result of results) expect(result.code, result.stderr).toBe(0);
+    const offered = ({ server }: { server: MockOpenAIServer }) => bodyOf(server, 0).tools!.map((tool) => tool.function.name);
+    expect(offered(fromNode)).toEqual(["read_file", "list_dir", "glob", "grep", "task"]);
+    expect(offered(fromFlag)).toContain("shell");
+    expect(offered(fromConfig)).toEqual(["read_file", "list_dir", "glob", "grep", "todo_write", "task", "present_plan"]);
+    expect(JSON.stringify(bodyOf(fromConfig.server, 0).messages[0]!.content)).toMatch(/# Mode: plan/);
+  });
 });
