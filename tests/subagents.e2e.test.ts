@@ -117,7 +117,7 @@ describe("subagents through the CLI", () => {
     expect(replayed.stdout).toMatch(/consistent: the replay followed the record/);
   });
 
-  it("types declared in the user's config, the project's and the graph (which wins by name) run with their own prompt, tools and output schema; an unknown or inherited name is refused", async () => {
+  it("types declared in the user's config, the project's and the graph (which wins by name) run with their own prompt, model, tools and output schema; an unknown or inherited name is refused", async () => {
     const ws = tempWorkspace({ git: "init", files: { "README.md": "# demo\n" } });
     const config = join(ws.root, "config");
     mkdirSync(join(config, "loopgraph"), { recursive: true });
@@ -129,6 +129,7 @@ describe("subagents through the CLI", () => {
           risk: {
             description: "rates a change's risk",
             tools: ["read_file"],
+            model: "openai:gpt-risk",
             output: { type: "object", properties: { risk: { type: "string", enum: ["low", "high"] }, reasons: { type: "array", items: { type: "string" } } }, required: ["risk", "reasons"], additionalProperties: false },
           },
           reader: { description: "the user's reader", prompt: "user-reader.md" },
@@ -159,7 +160,8 @@ describe("subagents through the CLI", () => {
     expect(sent).toHaveLength(9);
     // The Coder is told of every type: the config files' and the graph's.
     expect(systemText(sent[0]!)).toMatch(/# Subagents.*- risk: rates a change's risk.*- reader: the graph's reader.*- lister: lists folders/s);
-    // The user's type: its tools and its schema, which checks what it hands in.
+    // The user's type: its model, its tools and its schema, which checks what it hands in.
+    expect([server.requests[0]!.body.model, server.requests[1]!.body.model, server.requests[4]!.body.model]).toEqual(["gpt-test", "gpt-risk", "gpt-test"]);
     expect(offered(sent[1]!)).toEqual(["read_file", "complete_task"]);
     expect(sent[1]!.tools![1]!.function.parameters).toMatchObject({ properties: { risk: { enum: ["low", "high"] } }, required: ["risk", "reasons"] });
     expect(lastToolText(sent[2]!)).toMatch(/^Error \(invalid_arguments\): invalid arguments for complete_task: risk: /);
