@@ -41,6 +41,7 @@ const E2E = [
   "tests/tools.shell.test.ts",
   "tests/workers.e2e.test.ts",
   "tests/repo-workspaces.e2e.test.ts",
+  "tests/ui.browser.test.ts",
 ];
 
 /**

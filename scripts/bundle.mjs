@@ -2,7 +2,7 @@
 // (Node resolves and links each ES module file on every start). Built from tsc's output
 // (dist/src) into dist/cli/; the library (`dist/src/index.js`) stays unbundled.
 // better-sqlite3 is native and tsx loads user TypeScript modules: both stay outside the bundle.
-import { rmSync } from "node:fs";
+import { copyFileSync, rmSync } from "node:fs";
 import { fileURLToPath } from "node:url";
 import { build } from "esbuild";
 
@@ -24,3 +24,22 @@ await build({
   sourcemap: "linked",
   logLevel: "warning",
 });
+
+// The web inspector (`loopgraph ui`): its pages, every script and style bundled here, so it works
+// offline (nothing from a CDN). One file each, so every request can carry the server's token.
+rmSync(`${root}dist/ui`, { recursive: true, force: true });
+await build({
+  absWorkingDir: root,
+  entryPoints: { app: "ui/src/main.tsx" },
+  outdir: "dist/ui/assets",
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  minify: true,
+  legalComments: "linked",
+  logLevel: "warning",
+});
+copyFileSync(`${root}ui/index.html`, `${root}dist/ui/index.html`);

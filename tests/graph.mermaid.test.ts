@@ -73,6 +73,16 @@ describe("drawMermaid", () => {
     expect(lines).toContain("  count --> summary");
   });
 
+  it("draws a run on the graph: how often each node ran, the node it waits at, the node that failed", () => {
+    const drawn = drawMermaid(review, { visits: { draft: 1, critique: 2, "word-count": 0 }, current: "revise", failed: ["word-count"] });
+    expect(drawn).toContain('  critique["critique<br/>ran 2×"]');
+    expect(drawn).toContain('  draft["draft<br/>ran 1×"]');
+    expect(drawn).toContain("  class draft,critique visited");
+    expect(drawn).toContain("  class revise current");
+    expect(drawn).toContain("  class word_count failed");
+    expect(drawMermaid(review)).not.toMatch(/visited|ran \d/);
+  });
+
   it("gives nodes named like Mermaid keywords a safe id", () => {
     const graph: GraphDefinition<BuiltinNodeDefinition> = {
       ...base,

@@ -1,6 +1,7 @@
 import pc from "picocolors";
 import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
 import type { CheckpointSummary, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
+import { describeStep, INTERNAL_CHANNELS } from "../engine/describe-step.js";
 import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
 import { asSeen } from "../runs/thread-registry.js";
 import { printable, printableJson } from "./terminal-text.js";
@@ -19,9 +20,6 @@ export interface InspectCommandOptions extends GlobalOptions {
   /** `--nested`: under each step, the steps of the graphs it ran (a Coder's turn, a subagent). */
   nested?: boolean;
 }
-
-/** Channels of the engine's own bookkeeping: left out of `--diff` unless `--internal`. */
-const INTERNAL_CHANNELS = ["scripted"];
 
 const isInternal = (change: StateChange): boolean => INTERNAL_CHANNELS.some((channel) => change.path === channel || change.path.startsWith(`${channel}.`));
 
@@ -54,39 +52,6 @@ function stepSeconds(checkpoint: CheckpointSummary, byId: ReadonlyMap<string, Ch
   if (!parent) return "-";
   const seconds = (Date.parse(checkpoint.createdAt) - Date.parse(parent.createdAt)) / 1000;
   return Number.isFinite(seconds) ? `${seconds.toFixed(1)}s` : "-";
-}
-
-/**
- * The first line of a message's text (plain JSON of a message, as `inspect` stores it): a tool's
- * result after the tool's name; a model's answer of only tool calls, the calls.
- */
-function messageLine(message: unknown): string | undefined {
-  const { content, type, name, tool_calls: calls } = (message ?? {}) as { content?: unknown; type?: string; name?: string; tool_calls?: { name?: string; args?: unknown }[] };
-  const text = typeof content === "string" ? content : Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
-  const line = text.trim().split("\n")[0]?.trim();
-  if (!line && calls?.length) return calls.map((call) => `→ ${call.name} ${JSON.stringify(call.args ?? {})}`).join(", ");
-  if (line && type === "tool" && name) return `${name}: ${line}`;
-  return line || undefined;
-}
-
-/**
- * What a step did, in a few words: the first line of each message it added (the Coder's
- * summary, an [AUTO] log line, the review's rating), else the outputs it wrote.
- */
-export function describeStep(checkpoint: CheckpointSummary): string {
-  if (checkpoint.nodes[0] === "input") return "the run's input";
-  const added = checkpoint.changes.flatMap((change) => {
-    if (change.kind !== "added") return [];
-    if (/^messages\.\d+$/.test(change.path)) return [messageLine(change.value)];
-    if (change.path === "messages" && Array.isArray(change.value)) return change.value.map(messageLine);
-    return [];
-  });
-  const lines = added.filter((line): line is string => line !== undefined);
-  if (lines.length > 0) return lines.join(" · ");
-  const outputs = [...new Set(checkpoint.changes.flatMap((change) => (change.path.startsWith("outputs.") ? [change.path.split(".")[1]!] : [])))];
-  if (outputs.length > 0) return `wrote outputs.${outputs.join(", outputs.")}`;
-  const channels = [...new Set(checkpoint.changes.map((change) => change.path.split(".")[0]!).filter((channel) => !INTERNAL_CHANNELS.includes(channel) && channel !== "visits"))];
-  return channels.length > 0 ? `set ${channels.join(", ")}` : "-";
 }
 
 function renderHistoryRow(

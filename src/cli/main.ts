@@ -22,6 +22,7 @@ const commands = {
   mcp: () => import("./mcp-command.js"),
   init: () => import("./init-command.js"),
   demo: () => import("./demo-command.js"),
+  ui: () => import("./ui-command.js"),
 };
 
 function parsePositiveInt(value: string): number {
@@ -182,6 +183,17 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--nested", "under each step, the steps of the graphs it ran: a Coder's model and tool calls, a subagent's under its task call")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
+
+  program
+    .command("ui")
+    .description("the web inspector: threads, their graphs, steps, state and diffs, live, with approvals and Looper commands, on 127.0.0.1")
+    .option("--port <n>", "listen on this port (default: a free one)", (value: string) => {
+      const port = Number(value);
+      if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new InvalidArgumentError("expected a port number from 1 to 65535");
+      return port;
+    })
+    .option("--open", "open the URL in the desktop's browser")
+    .action(async (options) => setExitCode(await (await commands.ui()).uiCommand(withGlobals(options))));
 
   program
     .command("rewind <thread> [checkpoint]")

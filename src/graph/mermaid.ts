@@ -5,10 +5,17 @@ import { nodeKinds } from "../nodes/registry.js";
  * A Mermaid `flowchart TD` of a graph: conditional edges labelled with their condition, loop
  * limits and breakpoints in the node labels, subgraphs as nested `subgraph` blocks.
  */
-export function drawMermaid(graph: GraphDefinition): string {
-  const drawing = new Drawing();
+export function drawMermaid(graph: GraphDefinition, marks?: RunMarks): string {
+  const drawing = new Drawing(marks);
   drawing.drawGraph(graph, "", "  ");
   return drawing.toString();
+}
+
+/** A run drawn on its graph: how often each top-level node ran, the node it is at, the nodes that failed. */
+export interface RunMarks {
+  visits: Readonly<Record<string, number>>;
+  current?: string;
+  failed?: readonly string[];
 }
 
 const MAX_LABEL = 48;
@@ -19,12 +26,29 @@ class Drawing {
   private readonly lines = ["flowchart TD"];
   private readonly breakpointNodes: string[] = [];
   private readonly usedIds = new Set<string>();
+  /** Mermaid ids of the top-level nodes, for the run's marks. */
+  private readonly topIds = new Map<string, string>();
+
+  constructor(private readonly marks?: RunMarks) {}
 
   toString(): string {
     const tail = this.breakpointNodes.length
       ? [`  classDef breakpoint stroke-dasharray: 5 5`, `  class ${this.breakpointNodes.join(",")} breakpoint`]
       : [];
-    return [...this.lines, ...tail].join("\n");
+    return [...this.lines, ...tail, ...this.markLines()].join("\n");
+  }
+
+  /** Classes of the run's marks: visited nodes filled, failed ones red, the current one outlined. */
+  private markLines(): string[] {
+    if (!this.marks) return [];
+    const { visits, current, failed = [] } = this.marks;
+    const ids = (names: readonly string[]) => names.flatMap((name) => (this.topIds.has(name) ? [this.topIds.get(name)!] : []));
+    const classes: [string, string, string[]][] = [
+      ["visited", "fill:#d9f2dd,stroke:#2e7d32", ids(Object.keys(visits).filter((name) => (visits[name] ?? 0) > 0))],
+      ["failed", "fill:#fbdcdc,stroke:#c62828", ids(failed)],
+      ["current", "stroke:#e65100,stroke-width:4px", ids(current ? [current] : [])],
+    ];
+    return classes.flatMap(([name, style, members]) => (members.length > 0 ? [`  classDef ${name} ${style}`, `  class ${members.join(",")} ${name}`] : []));
   }
 
   /** Draws `graph` with its Mermaid ids prefixed by `scope` (empty at the top level). */
@@ -34,12 +58,13 @@ class Drawing {
       [END_NODE, this.allocate(`${scope}__end__`)],
     ]);
     for (const id of Object.keys(graph.nodes)) ids.set(id, this.allocate(scope + id.replace(/[^A-Za-z0-9_]/g, "_")));
+    if (scope === "") for (const [name, id] of ids) this.topIds.set(name, id);
     const idOf = (name: string): string => ids.get(name) ?? name;
 
     this.lines.push(`${indent}${idOf(START_NODE)}([START])`);
     for (const node of Object.values(graph.nodes)) {
       const breakpoints = breakpointsOf(graph, node.id);
-      const label = nodeLabel(node, breakpoints);
+      const label = nodeLabel(node, breakpoints, scope === "" ? this.marks?.visits[node.id] : undefined);
       if (breakpoints.length) this.breakpointNodes.push(idOf(node.id));
       const kind = nodeKinds.of(node);
       if (kind.inlineGraph) {
@@ -86,8 +111,9 @@ function breakpointsOf(graph: GraphDefinition, id: string): string[] {
   return (["before", "after"] as const).filter((when) => graph.breakpoints[when].includes(id));
 }
 
-function nodeLabel(node: NodeDefinition, breakpoints: string[]): string {
+function nodeLabel(node: NodeDefinition, breakpoints: string[], visits?: number): string {
   const lines = [node.id];
+  if (visits) lines.push(`ran ${visits}×`);
   const inline = nodeKinds.of(node).inlineGraph?.(node);
   if (inline) lines.push(`graph: ${inline.name}`);
   if (node.maxVisits !== undefined) lines.push(`max_visits: ${node.maxVisits}`);

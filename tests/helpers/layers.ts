@@ -19,6 +19,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["graph"],
   ["engine"],
   ["replay"],
+  ["ui"],
   ["cli"],
   ["index.ts"],
 ];

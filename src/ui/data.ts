@@ -1,0 +1,131 @@
+/**
+ * What the web inspector's pages show, read from the store as the CLI reads it (`inspect`,
+ * `status`): nothing here writes. Every value comes from the store, where secrets are already
+ * redacted (runs/redact.ts), so a page shows no more than `inspect --json` prints.
+ */
+import { checkpointState, nestedTimelines, threadHistory, type NestedTimeline, type ThreadHistory } from "../engine/inspect.js";
+import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
+import { looperStatus, type LooperStatus } from "../engine/status.js";
+import { loadGraph } from "../graph/load.js";
+import { drawMermaid } from "../graph/mermaid.js";
+import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
+import { withTables, type StoreOptions } from "../runs/database.js";
+import { isApprovalRequest, type ApprovalRequest } from "../runtime/approval.js";
+import { AUTO_PREFIX } from "../nodes/looper/node.js";
+import { describeStep } from "../engine/describe-step.js";
+import type { CheckpointSummary } from "../engine/inspect.js";
+
+/** The threads page: every thread, with the thread it is linked to (a chat and its loop). */
+export interface ThreadsPage {
+  threads: (ThreadSummary & { linked?: string })[];
+}
+
+export async function threadsPage(options: StoreOptions): Promise<ThreadsPage> {
+  const threads = await listThreads(options);
+  const ids = new Set(threads.map((thread) => thread.threadId));
+  return {
+    threads: threads.map((thread) => {
+      const loop = `${thread.threadId}.loop`;
+      const chat = thread.threadId.endsWith(".loop") ? thread.threadId.slice(0, -".loop".length) : undefined;
+      const linked = ids.has(loop) ? loop : chat !== undefined && ids.has(chat) ? chat : undefined;
+      return { ...thread, ...(linked !== undefined && { linked }) };
+    }),
+  };
+}
+
+/** A checkpoint with what its step did, in a few words. */
+type Described = CheckpointSummary & { what: string };
+const described = (checkpoint: CheckpointSummary): Described => ({ ...checkpoint, what: describeStep(checkpoint) });
+
+/** A thread's page: the run drawn on its graph, its steps, the Looper's status and log, what it waits for. */
+export interface ThreadPage {
+  thread: ThreadRecord;
+  /** The chat of a loop, or the loop of a chat. */
+  linked?: string;
+  graph: { mermaid?: string; problem?: string };
+  history: Omit<ThreadHistory, "checkpoints"> & { checkpoints: Described[] };
+  nested: (Omit<NestedTimeline, "checkpoints"> & { checkpoints: Described[] })[];
+  /** The tool calls of each Coder node, as its latest output logs them. */
+  toolCalls: { node: string; calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[] }[];
+  /** The Looper's status block (a thread with a loop, or a chat whose loop exists). */
+  looper?: LooperStatus["json"] & { text: string };
+  /** The thread's messages as the latest state holds them: the Looper's `[AUTO]` log among them. */
+  messages: { type: string; name?: string; content: string; auto: boolean }[];
+  /** The tool call the run waits for an answer on. */
+  approval?: ApprovalRequest;
+}
+
+export async function threadPage(threadId: string, options: StoreOptions): Promise<ThreadPage> {
+  const history = await threadHistory(threadId, options);
+  const thread = asSeen(history.thread);
+  const [nested, looper, linked] = await Promise.all([nestedTimelines(threadId, options), looperOf(threadId, options), linkedThread(threadId, options)]);
+  const head = history.head ?? history.checkpoints.at(-1)?.checkpointId;
+  const values = head ? (await checkpointState(threadId, head, options)).values : {};
+  const visits = (values.visits ?? {}) as Record<string, number>;
+  const approval = isApprovalRequest(thread.pause?.value) ? thread.pause.value : undefined;
+  // The node it waits at (paused), or the node whose failure failed it.
+  const current = thread.pause?.node;
+  const failed = thread.status === "failed" ? /^node "([^"]+)" failed/.exec(thread.error ?? "")?.[1] : undefined;
+  return {
+    thread,
+    ...(linked !== undefined && { linked }),
+    graph: await graphOf(thread, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
+    history: { ...history, checkpoints: history.checkpoints.map(described) },
+    nested: nested.map((inner) => ({ ...inner, checkpoints: inner.checkpoints.map(described) })),
+    toolCalls: toolCallsOf(values.outputs),
+    ...(looper && { looper }),
+    messages: messagesOf(values.messages),
+    ...(approval && { approval }),
+  };
+}
+
+/** The full state at one checkpoint and its changes from the one before, as `inspect --checkpoint` and `--diff` give them. */
+export async function checkpointPage(threadId: string, checkpointId: string, options: StoreOptions) {
+  return checkpointState(threadId, checkpointId, options);
+}
+
+/** Whether the thread changed since `since` (its record's update time and latest checkpoint): what live pages poll. */
+export async function threadVersion(threadId: string, options: StoreOptions): Promise<string> {
+  return withTables(options, "read", async (store) => {
+    const thread = await store.threads.get(threadId);
+    const loop = await store.threads.get(`${threadId}.loop`);
+    const latest = await store.checkpoints.latestCheckpointId(threadId);
+    return [thread?.updatedAt, thread?.status, loop?.updatedAt, latest].join("|");
+  });
+}
+
+async function graphOf(thread: ThreadRecord, marks: Parameters<typeof drawMermaid>[1]): Promise<ThreadPage["graph"]> {
+  try {
+    return { mermaid: drawMermaid(await loadGraph(thread.graphFile), marks) };
+  } catch (error) {
+    return { problem: `the graph ${thread.graphFile} cannot be drawn: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}` };
+  }
+}
+
+async function looperOf(threadId: string, options: StoreOptions): Promise<ThreadPage["looper"]> {
+  const status = await looperStatus(threadId, options).catch(() => undefined);
+  if (!status || (status.json.round === 0 && status.json.state === "IDLE" && status.json.pending.length === 0)) return undefined;
+  return { ...status.json, text: status.text };
+}
+
+async function linkedThread(threadId: string, options: StoreOptions): Promise<string | undefined> {
+  const { threads } = await threadsPage(options);
+  return threads.find((thread) => thread.threadId === threadId)?.linked;
+}
+
+function messagesOf(raw: unknown): ThreadPage["messages"] {
+  if (!Array.isArray(raw)) return [];
+  return raw.map((message) => {
+    const { type, name, content } = (message ?? {}) as { type?: string; name?: string; content?: unknown };
+    const text = typeof content === "string" ? content : Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
+    return { type: type ?? "unknown", ...(name && { name }), content: text, auto: text.startsWith(AUTO_PREFIX) };
+  });
+}
+
+function toolCallsOf(outputs: unknown): ThreadPage["toolCalls"] {
+  if (outputs === null || typeof outputs !== "object") return [];
+  return Object.entries(outputs as Record<string, unknown>).flatMap(([node, output]) => {
+    const calls = (output as { toolCalls?: unknown } | undefined)?.toolCalls;
+    return Array.isArray(calls) ? [{ node, calls: calls as ThreadPage["toolCalls"][number]["calls"] }] : [];
+  });
+}

@@ -1,0 +1,188 @@
+/**
+ * `loopgraph ui`: the web inspector's server. It listens on 127.0.0.1 only and answers only
+ * requests that carry its random token (the `token` query parameter, or the `x-loopgraph-token`
+ * header), name it by its own host (127.0.0.1 or localhost with its port: a page of another site
+ * cannot reach it by a name that resolves here), and come from no other origin. It sends no CORS
+ * header, so no other site's page can read an answer; actions are POSTs with the token in a header,
+ * which a form of another site cannot send.
+ *
+ * It is thin: the pages read what `inspect` and `status` read (data.ts), and each action runs the
+ * CLI command that does it (actions.ts), so it does exactly what the CLI does and is recorded so.
+ */
+import { randomBytes, timingSafeEqual } from "node:crypto";
+import { readFileSync, existsSync } from "node:fs";
+import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
+import type { AddressInfo } from "node:net";
+import { extname, join, normalize } from "node:path";
+import { ConfigError } from "../errors.js";
+import type { StoreOptions } from "../runs/database.js";
+import { ActionError, runAction, type Action } from "./actions.js";
+import { checkpointPage, threadPage, threadsPage, threadVersion } from "./data.js";
+
+export interface UiServerOptions extends StoreOptions {
+  /** 0 (the default): a free port. */
+  port?: number;
+  /** The built pages (index.html, assets/). */
+  assetsDir: string;
+  /** How to run the CLI for an action: node and the CLI's script. */
+  cli: { node: string; script: string };
+  /** How often a live page's thread is looked at for changes (milliseconds). */
+  pollMs?: number;
+}
+
+export interface UiServer {
+  url: string;
+  token: string;
+  close(): Promise<void>;
+}
+
+const TYPES: Record<string, string> = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".map": "application/json" };
+
+/** Headers of every answer: no framing, no sniffing, the token never sent on as a referrer, only this server's scripts. */
+const SECURITY_HEADERS = {
+  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  "x-content-type-options": "nosniff",
+  "referrer-policy": "no-referrer",
+  "x-frame-options": "DENY",
+  "cache-control": "no-store",
+};
+
+class HttpError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+export async function startUiServer(options: UiServerOptions): Promise<UiServer> {
+  const index = join(options.assetsDir, "index.html");
+  if (!existsSync(index)) throw new ConfigError(`the web inspector's pages are not built (${index} is missing): run npm run build`);
+  const token = randomBytes(24).toString("hex");
+  const store: StoreOptions = { ...(options.db !== undefined && { db: options.db }) };
+  const pollMs = options.pollMs ?? 500;
+  let port = 0;
+  const live = new Set<ServerResponse>();
+
+  const authorised = (request: IncomingMessage, url: URL): boolean => {
+    const given = url.searchParams.get("token") ?? request.headers["x-loopgraph-token"];
+    if (typeof given !== "string" || given.length !== token.length) return false;
+    return timingSafeEqual(Buffer.from(given), Buffer.from(token));
+  };
+  const ownHost = (host: string | undefined): boolean => host === `127.0.0.1:${port}` || host === `localhost:${port}`;
+  const ownOrigin = (origin: string | undefined): boolean => origin === undefined || origin === `http://127.0.0.1:${port}` || origin === `http://localhost:${port}`;
+
+  const send = (response: ServerResponse, status: number, body: string | Buffer, type: string): void => {
+    response.writeHead(status, { ...SECURITY_HEADERS, "content-type": type });
+    response.end(body);
+  };
+  const sendJson = (response: ServerResponse, status: number, value: unknown): void => send(response, status, JSON.stringify(value), "application/json; charset=utf-8");
+
+  const serveFile = (response: ServerResponse, path: string): void => {
+    // Only the built files: a path is looked up under the assets folder, never above it.
+    const relative = normalize(path).replace(/^([/\\])+/, "");
+    if (relative.startsWith("..") || relative.includes("\0")) throw new HttpError(404, "not found");
+    const file = join(options.assetsDir, relative);
+    if (!existsSync(file)) throw new HttpError(404, "not found");
+    let body: string | Buffer = readFileSync(file);
+    // The page's own requests carry the token it was opened with.
+    if (relative === "index.html") body = body.toString("utf8").replaceAll("__LOOPGRAPH_TOKEN__", token);
+    send(response, 200, body, TYPES[extname(file)] ?? "application/octet-stream");
+  };
+
+  const readBody = async (request: IncomingMessage): Promise<Record<string, unknown>> => {
+    if (!String(request.headers["content-type"] ?? "").startsWith("application/json")) throw new HttpError(415, "send JSON (content-type: application/json)");
+    let text = "";
+    for await (const chunk of request) {
+      text += String(chunk);
+      if (text.length > 1_000_000) throw new HttpError(413, "the request is too large");
+    }
+    const value: unknown = text ? JSON.parse(text) : {};
+    if (value === null || typeof value !== "object" || Array.isArray(value)) throw new HttpError(400, "send a JSON object");
+    return value as Record<string, unknown>;
+  };
+
+  /** Server-sent events: `update` whenever the thread (or its loop) changed, looked at every pollMs. */
+  const events = (request: IncomingMessage, response: ServerResponse, threadId: string): void => {
+    response.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/event-stream; charset=utf-8", connection: "keep-alive" });
+    response.write(": live\n\n");
+    live.add(response);
+    let last: string | undefined;
+    let busy = false;
+    const look = async () => {
+      if (busy) return;
+      busy = true;
+      try {
+        const version = await threadVersion(threadId, store);
+        if (version !== last) {
+          if (last !== undefined) response.write(`event: update\ndata: ${JSON.stringify({ threadId })}\n\n`);
+          last = version;
+        }
+      } catch {
+        // The store is busy or the thread gone: looked at again next time.
+      } finally {
+        busy = false;
+      }
+    };
+    void look();
+    const timer = setInterval(() => void look(), pollMs);
+    const end = () => {
+      clearInterval(timer);
+      live.delete(response);
+    };
+    request.on("close", end);
+    response.on("close", end);
+  };
+
+  const route = async (request: IncomingMessage, response: ServerResponse): Promise<void> => {
+    const url = new URL(request.url ?? "/", `http://127.0.0.1:${port}`);
+    if (!ownHost(request.headers.host)) throw new HttpError(403, "this server answers only to 127.0.0.1 and localhost");
+    if (!ownOrigin(request.headers.origin)) throw new HttpError(403, "requests from other origins are refused");
+    if (!authorised(request, url)) throw new HttpError(401, "a request without this server's token is refused: open the URL `loopgraph ui` printed");
+    const path = url.pathname;
+    const method = request.method ?? "GET";
+    if (method === "GET" && (path === "/" || path === "/index.html")) return serveFile(response, "index.html");
+    if (method === "GET" && path.startsWith("/assets/")) return serveFile(response, path);
+    if (method === "GET" && path === "/api/threads") return sendJson(response, 200, await threadsPage(store));
+    const thread = /^\/api\/threads\/([^/]+)(\/.*)?$/.exec(path);
+    if (!thread) throw new HttpError(404, "not found");
+    const threadId = decodeURIComponent(thread[1]!);
+    const rest = thread[2] ?? "";
+    if (method === "GET" && rest === "") return sendJson(response, 200, await threadPage(threadId, store));
+    if (method === "GET" && rest === "/events") return events(request, response, threadId);
+    const checkpoint = /^\/checkpoints\/([^/]+)$/.exec(rest);
+    if (method === "GET" && checkpoint) return sendJson(response, 200, await checkpointPage(threadId, decodeURIComponent(checkpoint[1]!), store));
+    const action = /^\/actions\/([a-z_]+)$/.exec(rest);
+    if (method === "POST" && action) {
+      const body = await readBody(request);
+      return sendJson(response, 200, await runAction({ kind: action[1] as Action["kind"], ...body } as Action, threadId, { ...options.cli, db: options.db }));
+    }
+    throw new HttpError(404, "not found");
+  };
+
+  const server = createServer((request, response) => {
+    route(request, response).catch((error: unknown) => {
+      if (response.headersSent) return void response.end();
+      const status = error instanceof HttpError ? error.status : error instanceof ConfigError || error instanceof ActionError || error instanceof SyntaxError ? 400 : 500;
+      sendJson(response, status, { error: error instanceof Error ? error.message.split("\n", 1)[0] : String(error) });
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(error.code === "EADDRINUSE" ? new ConfigError(`port ${options.port} is in use: pick another with --port, or leave it out for a free one`) : error),
+    );
+    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
+  });
+  port = (server.address() as AddressInfo).port;
+  return {
+    url: `http://127.0.0.1:${port}/?token=${token}`,
+    token,
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const response of live) response.end();
+        server.close(() => resolve());
+        server.closeAllConnections();
+      }),
+  };
+}

@@ -1,0 +1,148 @@
+/**
+ * `loopgraph ui` in a real headless browser: Debian's Chromium driven by playwright-core (its own
+ * browser download cannot be reached here), against the server the CLI starts on 127.0.0.1.
+ * Screenshots go to test-results/ for review. Without Chromium the tests are skipped, unless
+ * LOOPGRAPH_REQUIRE_CHROMIUM is set (CI), where they fail.
+ */
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { chromium, type Browser, type Page } from "playwright-core";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
+import { run, startCli, type RunningCli } from "./helpers/e2e.js";
+import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
+
+const CHROMIUM = "/usr/bin/chromium";
+const hasChromium = existsSync(CHROMIUM);
+if (!hasChromium && process.env.LOOPGRAPH_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package`);
+const SHOTS = join(ROOT, "test-results");
+
+/** `loopgraph ui` on a free port of 127.0.0.1, with the URL it printed. */
+async function startUi(db: string): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
+  const ui = startCli(["--db", db, "ui"], { env: cleanEnv() });
+  const at = await ui.waitForLine((line) => line.startsWith("loopgraph ui: "));
+  const url = ui.lines[at]!.slice("loopgraph ui: ".length).trim();
+  const parsed = new URL(url);
+  return { ui, url, origin: parsed.origin, token: parsed.searchParams.get("token")! };
+}
+
+async function shot(page: Page, name: string): Promise<void> {
+  mkdirSync(SHOTS, { recursive: true });
+  await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
+  const ws = sharedWorkspace({ git: "init" });
+  let browser: Browser;
+  let demoThread: string;
+
+  beforeAll(async () => {
+    const demo = await runCli(["--db", ws.db, "demo"], { env: cleanEnv({ TMPDIR: ws.root }), cwd: ws.dir });
+    expect(demo.code, demo.stderr).toBe(0);
+    demoThread = /thread (demo-\d+)/.exec(demo.stdout)![1]!;
+    browser = await chromium.launch({
+      executablePath: CHROMIUM,
+      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+    });
+  }, 60_000);
+
+  afterAll(async () => {
+    await browser?.close();
+  });
+
+  it("refuses a request without the token, by another host name or from another origin; the page's own requests carry it", async () => {
+    const { url, origin, token } = await startUi(ws.db);
+    expect((await fetch(`${origin}/`)).status).toBe(401);
+    expect((await fetch(`${origin}/api/threads`)).status).toBe(401);
+    expect((await fetch(`${origin}/api/threads?token=${"0".repeat(token.length)}`)).status).toBe(401);
+    expect((await fetch(`${origin}/api/threads`, { headers: { "x-loopgraph-token": token, origin: "http://evil.example" } })).status).toBe(403);
+    const ok = await fetch(url);
+    expect(ok.status).toBe(200);
+    expect(ok.headers.get("access-control-allow-origin")).toBeNull();
+    expect(ok.headers.get("content-security-policy")).toContain("default-src 'self'");
+    // Every script and style is served by the server itself: nothing from a CDN.
+    const html = await ok.text();
+    expect(html.match(/(?:src|href)="([^"]+)"/g)!.every((ref) => ref.includes('="/assets/'))).toBe(true);
+    const { createConnection } = await import("node:net");
+    const status = await new Promise<string>((resolve) => {
+      const socket = createConnection(Number(new URL(origin).port), "127.0.0.1", () => socket.write(`GET /api/threads?token=${token} HTTP/1.1\r\nHost: rebound.example:80\r\nConnection: close\r\n\r\n`));
+      let answer = "";
+      socket.on("data", (chunk) => (answer += chunk.toString()));
+      socket.on("end", () => resolve(answer.split("\r\n")[0]!));
+    });
+    expect(status).toBe("HTTP/1.1 403 Forbidden");
+  });
+
+  it("shows the demo's monitor thread and its loop: the graph's nodes, the timeline with the Coder's nested steps, a step's changes, the Looper's status and [AUTO] log", async () => {
+    const { url } = await startUi(ws.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(url);
+    await page.getByRole("link", { name: demoThread, exact: true }).first().waitFor();
+    await expect.poll(() => page.locator("table.threads tbody tr").count()).toBe(2);
+    // Filter and search.
+    await page.getByPlaceholder("search thread, graph, task").fill("coder-review");
+    await expect.poll(() => page.locator("table.threads tbody tr").count()).toBe(1);
+    await shot(page, "ui-threads");
+
+    await page.getByRole("link", { name: `${demoThread}.loop` }).first().click();
+    await page.locator("[data-testid=graph] svg").waitFor();
+    const graph = await page.locator("[data-testid=graph]").innerText();
+    for (const node of ["looper", "coder", "review", "judge"]) expect(graph).toContain(node);
+    expect(graph).toMatch(/ran 2×/);
+    const timeline = page.locator("[data-testid=timeline]");
+    expect(await timeline.innerText()).toMatch(/coder/);
+    // The Coder's own steps under its node's step.
+    expect(await timeline.locator("tr.nested").count()).toBeGreaterThan(0);
+    expect(await timeline.innerText()).toContain("↳ tools");
+    // The Looper's status block and its [AUTO] log.
+    expect(await page.locator(".status-block").innerText()).toContain("[Looper status]");
+    expect(await page.locator(".message.auto").count()).toBeGreaterThan(0);
+    expect(await page.locator(".messages").innerText()).toContain("[AUTO] loop ended");
+    // A step's state changes.
+    await timeline.locator("tr.step", { hasText: "coder" }).first().click();
+    await page.locator("[data-testid=checkpoint] .change").first().waitFor();
+    expect(await page.locator("[data-testid=checkpoint]").innerText()).toMatch(/outputs\.coder/);
+    // The tool calls, with their arguments and results.
+    expect(await page.locator("table.tools").first().innerText()).toContain("write_file");
+    await shot(page, "ui-loop-thread");
+
+    // The chat thread links to its loop.
+    await page.goto(`${url}#/thread/${demoThread}`);
+    await expect.poll(() => page.locator("[data-testid=graph]").innerText()).toContain("mediator");
+    expect(await page.locator(".meta").innerText()).toContain(`linked: ${demoThread}.loop`);
+    await page.close();
+  });
+
+  it("approves a paused run from the page: the call runs, the page follows the run live to its end", async () => {
+    const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
+    const script = join(place.root, "approve.script.yaml");
+    writeFileSync(
+      script,
+      [
+        "responses:",
+        '  - { node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
+        '  - { node: coder, content: "Wrote notes.txt." }',
+        "",
+      ].join("\n"),
+    );
+    const paused = await run(place, { graph: "coder", task: "update the notes", thread: "waits", script, approval: "ask" });
+    expect(paused.code, paused.stderr).toBe(3);
+    const { url } = await startUi(place.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${url}#/thread/waits`);
+    const approval = page.locator("[data-testid=approval]");
+    await approval.waitFor();
+    expect(await approval.innerText()).toContain("write_file");
+    // The file diff of what it would change.
+    expect(await page.locator("[data-testid=diff] .del").innerText()).toBe("-old");
+    expect(await page.locator("[data-testid=diff] .add").innerText()).toBe("+new");
+    await shot(page, "ui-approval");
+    await page.getByRole("button", { name: "Approve" }).click();
+    // No reload: the server's events bring the run's end.
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    expect(await approval.count()).toBe(0);
+    expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
+    await shot(page, "ui-approved");
+    await page.close();
+  });
+});

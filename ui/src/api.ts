@@ -1,0 +1,93 @@
+/** The server's API: every request carries the token the page was opened with. */
+const token = document.querySelector<HTMLMetaElement>('meta[name="loopgraph-token"]')?.content ?? "";
+
+export async function get<T>(path: string): Promise<T> {
+  const response = await fetch(path, { headers: { "x-loopgraph-token": token } });
+  const body = (await response.json()) as T & { error?: string };
+  if (!response.ok) throw new Error(body.error ?? `${response.status}`);
+  return body;
+}
+
+export async function post<T>(path: string, value: unknown): Promise<T> {
+  const response = await fetch(path, { method: "POST", headers: { "x-loopgraph-token": token, "content-type": "application/json" }, body: JSON.stringify(value) });
+  const body = (await response.json()) as T & { error?: string };
+  if (!response.ok) throw new Error(body.error ?? `${response.status}`);
+  return body;
+}
+
+/** Server-sent `update` events of a thread (it or its loop changed). */
+export function follow(threadId: string, onUpdate: () => void): () => void {
+  const source = new EventSource(`/api/threads/${encodeURIComponent(threadId)}/events?token=${encodeURIComponent(token)}`);
+  source.addEventListener("update", onUpdate);
+  return () => source.close();
+}
+
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+export interface ThreadSummary {
+  threadId: string;
+  graphName: string;
+  graphFile: string;
+  status: string;
+  task: string;
+  updatedAt: string;
+  createdAt: string;
+  checkpoints: number;
+  error?: string;
+  pause?: { reason: string; node?: string; when?: string; value?: unknown };
+  linked?: string;
+}
+
+export interface Change {
+  path: string;
+  kind: "added" | "changed" | "removed";
+  value?: unknown;
+  before?: unknown;
+}
+
+export interface Step {
+  checkpointId: string;
+  parentId?: string;
+  branch: number;
+  head?: true;
+  step: number;
+  nodes: string[];
+  createdAt: string;
+  tokens: TokenUsage;
+  round?: number;
+  status: string;
+  changes: Change[];
+  what: string;
+}
+
+export interface Approval {
+  node: string;
+  tool: string;
+  args: unknown;
+  reason: string;
+  diff?: string;
+  always?: string;
+  details?: string;
+}
+
+export interface ThreadPage {
+  thread: ThreadSummary;
+  linked?: string;
+  graph: { mermaid?: string; problem?: string };
+  history: { checkpoints: Step[]; branches: { branch: number; from?: string }[]; head?: string };
+  nested: { ns: string; parentNs: string; from?: string; node: string; checkpoints: Step[] }[];
+  toolCalls: { node: string; calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[] }[];
+  looper?: { text: string; state: string; round: number; maxRounds: number; subState: string | null; pending: string[] };
+  messages: { type: string; name?: string; content: string; auto: boolean }[];
+  approval?: Approval;
+}
+
+export interface CheckpointState {
+  checkpointId: string;
+  step: number;
+  createdAt: string;
+  values: Record<string, unknown>;
+}

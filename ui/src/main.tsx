@@ -1,0 +1,404 @@
+import { render } from "preact";
+import { useEffect, useMemo, useRef, useState } from "preact/hooks";
+import { follow, get, post, type Approval, type Change, type CheckpointState, type Step, type ThreadPage, type ThreadSummary } from "./api.js";
+import "./style.css";
+
+/** The page the hash names: `#/` the threads, `#/thread/<id>` one thread. */
+function useRoute(): string {
+  const [hash, setHash] = useState(location.hash);
+  useEffect(() => {
+    const changed = () => setHash(location.hash);
+    addEventListener("hashchange", changed);
+    return () => removeEventListener("hashchange", changed);
+  }, []);
+  return hash;
+}
+
+function App() {
+  const hash = useRoute();
+  const thread = /^#\/thread\/(.+)$/.exec(hash);
+  return (
+    <div class="app">
+      <header class="top">
+        <a href="#/" class="brand">loopgraph</a>
+        <span class="sub">inspector</span>
+      </header>
+      {thread ? <Thread threadId={decodeURIComponent(thread[1]!)} /> : <Threads />}
+    </div>
+  );
+}
+
+const STATUSES = ["all", "running", "paused", "finished", "failed", "interrupted", "limited", "queued"];
+
+function Threads() {
+  const [threads, setThreads] = useState<ThreadSummary[] | undefined>();
+  const [error, setError] = useState<string>();
+  const [status, setStatus] = useState("all");
+  const [search, setSearch] = useState("");
+  useEffect(() => {
+    const load = () => get<{ threads: ThreadSummary[] }>("/api/threads").then((page) => setThreads(page.threads), (e: Error) => setError(e.message));
+    load();
+    const timer = setInterval(load, 2000);
+    return () => clearInterval(timer);
+  }, []);
+  if (error) return <p class="error">{error}</p>;
+  if (!threads) return <p>loading…</p>;
+  const needle = search.toLowerCase();
+  const shown = threads.filter(
+    (t) => (status === "all" || t.status === status) && (needle === "" || [t.threadId, t.graphName, t.task].some((text) => text.toLowerCase().includes(needle))),
+  );
+  return (
+    <main>
+      <h1>Threads</h1>
+      <div class="filters">
+        <select value={status} onChange={(e) => setStatus((e.target as HTMLSelectElement).value)} aria-label="status">
+          {STATUSES.map((s) => (
+            <option value={s}>{s}</option>
+          ))}
+        </select>
+        <input type="search" placeholder="search thread, graph, task" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
+      </div>
+      <table class="threads">
+        <thead>
+          <tr>
+            <th>thread</th>
+            <th>status</th>
+            <th>graph</th>
+            <th>task</th>
+            <th>checkpoints</th>
+            <th>updated</th>
+            <th>linked</th>
+          </tr>
+        </thead>
+        <tbody>
+          {shown.map((t) => (
+            <tr key={t.threadId}>
+              <td>
+                <a href={`#/thread/${encodeURIComponent(t.threadId)}`}>{t.threadId}</a>
+              </td>
+              <td>
+                <StatusBadge thread={t} />
+              </td>
+              <td>{t.graphName}</td>
+              <td class="task">{t.task}</td>
+              <td>{t.checkpoints}</td>
+              <td>{t.updatedAt.replace("T", " ").slice(0, 19)}</td>
+              <td>{t.linked ? <a href={`#/thread/${encodeURIComponent(t.linked)}`}>{t.linked}</a> : ""}</td>
+            </tr>
+          ))}
+        </tbody>
+      </table>
+      {shown.length === 0 ? <p class="dim">no threads{threads.length > 0 ? " match" : " yet: start one with loopgraph run"}</p> : null}
+    </main>
+  );
+}
+
+function StatusBadge({ thread }: { thread: ThreadSummary }) {
+  const why = thread.status === "paused" && thread.pause ? ` (${thread.pause.reason}${thread.pause.node ? ` at ${thread.pause.node}` : ""})` : "";
+  return <span class={`status status-${thread.status}`}>{thread.status + why}</span>;
+}
+
+function Thread({ threadId }: { threadId: string }) {
+  const [page, setPage] = useState<ThreadPage>();
+  const [error, setError] = useState<string>();
+  const [selected, setSelected] = useState<string>();
+  useEffect(() => {
+    let alive = true;
+    const load = () =>
+      get<ThreadPage>(`/api/threads/${encodeURIComponent(threadId)}`).then(
+        (next) => alive && (setPage(next), setError(undefined)),
+        (e: Error) => alive && setError(e.message),
+      );
+    void load();
+    const stop = follow(threadId, () => void load());
+    return () => {
+      alive = false;
+      stop();
+    };
+  }, [threadId]);
+  if (error && !page) return <p class="error">{error}</p>;
+  if (!page) return <p>loading…</p>;
+  const { thread } = page;
+  const tokens = page.history.checkpoints.reduce((sum, c) => ({ in: sum.in + c.tokens.inputTokens, out: sum.out + c.tokens.outputTokens }), { in: 0, out: 0 });
+  return (
+    <main>
+      <h1 class="thread-title">
+        {thread.threadId} <StatusBadge thread={thread} />
+      </h1>
+      <p class="meta">
+        graph <b>{thread.graphName}</b> · {tokens.in} tokens in, {tokens.out} out · updated {thread.updatedAt.replace("T", " ").slice(0, 19)}
+        {page.linked ? (
+          <>
+            {" "}· linked: <a href={`#/thread/${encodeURIComponent(page.linked)}`}>{page.linked}</a>
+          </>
+        ) : null}
+      </p>
+      {thread.task ? <p class="task-line">task: {thread.task}</p> : null}
+      {thread.error ? <p class={thread.status === "failed" ? "error" : "warn"}>{thread.error}</p> : null}
+      {page.approval ? <ApprovalBox threadId={thread.threadId} approval={page.approval} /> : null}
+      <div class="columns">
+        <section class="graph-panel">
+          <h2>Graph</h2>
+          {page.graph.mermaid ? <Graph text={page.graph.mermaid} /> : <p class="warn">{page.graph.problem}</p>}
+        </section>
+        {page.looper ? (
+          <section class="looper">
+            <h2>Looper</h2>
+            <pre class="status-block">{page.looper.text}</pre>
+            <LooperCommands threadId={thread.threadId} />
+          </section>
+        ) : null}
+      </div>
+      <section>
+        <h2>Timeline</h2>
+        <Timeline page={page} selected={selected} onSelect={setSelected} />
+        {selected ? <CheckpointView threadId={thread.threadId} step={page.history.checkpoints.find((c) => c.checkpointId === selected)} /> : null}
+      </section>
+      {page.toolCalls.length > 0 ? <ToolCalls page={page} /> : null}
+      {page.messages.length > 0 ? <Messages page={page} /> : null}
+    </main>
+  );
+}
+
+let graphCount = 0;
+
+/** The run drawn on its graph (Mermaid, bundled): visited nodes filled, the current one outlined. */
+function Graph({ text }: { text: string }) {
+  const box = useRef<HTMLDivElement>(null);
+  const [problem, setProblem] = useState<string>();
+  useEffect(() => {
+    let alive = true;
+    void import("mermaid").then(async ({ default: mermaid }) => {
+      mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral" });
+      try {
+        const { svg } = await mermaid.render(`graph-${++graphCount}`, text);
+        if (alive && box.current) box.current.innerHTML = svg;
+      } catch (error) {
+        if (alive) setProblem(error instanceof Error ? error.message : String(error));
+      }
+    });
+    return () => {
+      alive = false;
+    };
+  }, [text]);
+  return problem ? <pre class="warn">{problem}</pre> : <div class="graph" ref={box} data-testid="graph" />;
+}
+
+function seconds(step: Step, byId: Map<string, Step>): string {
+  const parent = step.parentId ? byId.get(step.parentId) : undefined;
+  if (!parent) return "-";
+  return `${((Date.parse(step.createdAt) - Date.parse(parent.createdAt)) / 1000).toFixed(1)}s`;
+}
+
+/** The checkpoints, oldest first (forks marked by branch), each with the nested steps of the graphs it ran. */
+function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: string; onSelect: (id: string) => void }) {
+  const byId = useMemo(() => new Map(page.history.checkpoints.map((c) => [c.checkpointId, c])), [page]);
+  const nestedUnder = (ns: string, step: Step) => page.nested.filter((inner) => inner.parentNs === ns && inner.from === step.parentId && step.nodes.includes(inner.node));
+  const rows: preact.JSX.Element[] = [];
+  const addNested = (ns: string, step: Step, depth: number) => {
+    for (const inner of nestedUnder(ns, step)) {
+      for (const nestedStep of inner.checkpoints) {
+        rows.push(
+          <tr class="nested" key={nestedStep.checkpointId}>
+            <td />
+            <td />
+            <td style={{ paddingLeft: `${depth * 1.2}em` }}>↳ {nestedStep.nodes.join(",")}</td>
+            <td class="what">{nestedStep.what}</td>
+            <td>{nestedStep.tokens.inputTokens + nestedStep.tokens.outputTokens ? `${nestedStep.tokens.inputTokens}→${nestedStep.tokens.outputTokens}` : "-"}</td>
+            <td />
+            <td>{nestedStep.status === "done" ? "" : nestedStep.status}</td>
+          </tr>,
+        );
+        addNested(inner.ns, nestedStep, depth + 1);
+      }
+    }
+  };
+  page.history.checkpoints.forEach((step, index) => {
+    rows.push(
+      <tr key={step.checkpointId} class={`step${selected === step.checkpointId ? " selected" : ""}${step.head ? " head" : ""}`} onClick={() => onSelect(step.checkpointId)}>
+        <td>{index}</td>
+        <td>{step.branch > 0 ? `fork ${step.branch}` : ""}</td>
+        <td class="node">{step.nodes.join(",")}</td>
+        <td class="what">{step.what}</td>
+        <td>{step.tokens.inputTokens + step.tokens.outputTokens ? `${step.tokens.inputTokens}→${step.tokens.outputTokens}` : "-"}</td>
+        <td>{seconds(step, byId)}</td>
+        <td>{step.status === "done" ? "" : step.status}</td>
+      </tr>,
+    );
+    addNested("", step, 1);
+  });
+  return (
+    <table class="timeline" data-testid="timeline">
+      <thead>
+        <tr>
+          <th>#</th>
+          <th>branch</th>
+          <th>node</th>
+          <th>what it did</th>
+          <th>tokens</th>
+          <th>time</th>
+          <th>status</th>
+        </tr>
+      </thead>
+      <tbody>{rows}</tbody>
+    </table>
+  );
+}
+
+const short = (value: unknown, max = 240): string => {
+  const text = JSON.stringify(value) ?? "undefined";
+  return text.length > max ? `${text.slice(0, max - 1)}…` : text;
+};
+
+function ChangeLine({ change }: { change: Change }) {
+  const sign = change.kind === "added" ? "+" : change.kind === "removed" ? "-" : "~";
+  return (
+    <div class={`change change-${change.kind}`}>
+      {sign} {change.path}: {short(change.kind === "removed" ? change.before : change.value)}
+    </div>
+  );
+}
+
+/** One checkpoint: its changes from the one before, and its whole state. */
+function CheckpointView({ threadId, step }: { threadId: string; step?: Step }) {
+  const [state, setState] = useState<CheckpointState>();
+  useEffect(() => {
+    setState(undefined);
+    if (step) void get<CheckpointState>(`/api/threads/${encodeURIComponent(threadId)}/checkpoints/${encodeURIComponent(step.checkpointId)}`).then(setState);
+  }, [threadId, step?.checkpointId]);
+  if (!step) return null;
+  return (
+    <div class="checkpoint" data-testid="checkpoint">
+      <h3>
+        checkpoint {step.checkpointId} · step {step.step} · {step.nodes.join(",")}
+      </h3>
+      <div class="changes">{step.changes.length ? step.changes.map((change) => <ChangeLine change={change} />) : <span class="dim">no change</span>}</div>
+      <details>
+        <summary>state</summary>
+        <pre class="state">{state ? JSON.stringify(state.values, null, 2) : "loading…"}</pre>
+      </details>
+    </div>
+  );
+}
+
+function ToolCalls({ page }: { page: ThreadPage }) {
+  return (
+    <section>
+      <h2>Tool calls</h2>
+      {page.toolCalls.map(({ node, calls }) => (
+        <div key={node}>
+          <h3>{node}</h3>
+          <table class="tools">
+            <tbody>
+              {calls.map((call) => (
+                <tr key={call.id} class={call.ok ? "" : "failed"}>
+                  <td class="tool">{call.name}</td>
+                  <td>
+                    <code>{short(call.args, 200)}</code>
+                  </td>
+                  <td>
+                    {call.ok ? "" : <b>{call.errorKind ?? "failed"}: </b>}
+                    <span class="preview">{call.preview}</span>
+                    {call.artifact ? <div class="dim">cut for the model: the whole result is in {call.artifact}</div> : null}
+                  </td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
+        </div>
+      ))}
+    </section>
+  );
+}
+
+function Messages({ page }: { page: ThreadPage }) {
+  return (
+    <section>
+      <h2>Messages and the [AUTO] log</h2>
+      <ol class="messages">
+        {page.messages.map((message, index) => (
+          <li key={index} class={`message message-${message.type}${message.auto ? " auto" : ""}`}>
+            <span class="who">{message.name ?? message.type}</span> <span class="text">{message.content}</span>
+          </li>
+        ))}
+      </ol>
+    </section>
+  );
+}
+
+function Diff({ text }: { text: string }) {
+  return (
+    <pre class="diff" data-testid="diff">
+      {text.split("\n").map((line) => (
+        <div class={line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : ""}>{line}</div>
+      ))}
+    </pre>
+  );
+}
+
+/** The tool call the run waits on: what it would do, and approve or reject (with a reason), as `resume --approve` / `--reject`. */
+function ApprovalBox({ threadId, approval }: { threadId: string; approval: Approval }) {
+  const [reason, setReason] = useState("");
+  const [result, setResult] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const act = async (kind: "approve" | "reject") => {
+    setBusy(true);
+    try {
+      const answer = await post<{ command: string; exitCode?: number; output: string }>(`/api/threads/${encodeURIComponent(threadId)}/actions/${kind}`, kind === "reject" ? { reason } : {});
+      setResult(answer.exitCode === undefined ? `${answer.command}: running` : `${answer.command}: exit ${answer.exitCode}${answer.output ? `\n${answer.output}` : ""}`);
+    } catch (error) {
+      setResult(error instanceof Error ? error.message : String(error));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <section class="approval" data-testid="approval">
+      <h2>
+        Waiting for approval: {approval.node} wants to call {approval.tool}
+      </h2>
+      <p>{approval.reason}</p>
+      <pre class="args">{JSON.stringify(approval.args, null, 2)}</pre>
+      {approval.details ? <pre class="details">{approval.details}</pre> : null}
+      {approval.diff ? <Diff text={approval.diff} /> : null}
+      <div class="actions">
+        <button disabled={busy} onClick={() => void act("approve")}>
+          Approve
+        </button>
+        <input placeholder="reason for the agent (reject)" value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
+        <button disabled={busy} class="reject" onClick={() => void act("reject")}>
+          Reject
+        </button>
+      </div>
+      {result ? <pre class="result">{result}</pre> : null}
+    </section>
+  );
+}
+
+/** A command to the thread's loop, as `loopgraph send`: stop it, or add a task for after this round. */
+function LooperCommands({ threadId }: { threadId: string }) {
+  const [task, setTask] = useState("");
+  const [result, setResult] = useState<string>();
+  const send = async (body: { command: "stop" } | { command: "add"; task: string }) => {
+    try {
+      const answer = await post<{ command: string; exitCode?: number; output: string }>(`/api/threads/${encodeURIComponent(threadId)}/actions/send`, body);
+      setResult(`${answer.command}: ${answer.output.trim() || `exit ${answer.exitCode}`}`);
+    } catch (error) {
+      setResult(error instanceof Error ? error.message : String(error));
+    }
+  };
+  return (
+    <div class="looper-commands">
+      <input placeholder="a task for after this round" value={task} onInput={(e) => setTask((e.target as HTMLInputElement).value)} />
+      <button disabled={task.trim() === ""} onClick={() => void send({ command: "add", task })}>
+        Add
+      </button>
+      <button class="reject" onClick={() => void send({ command: "stop" })}>
+        Stop
+      </button>
+      {result ? <pre class="result">{result}</pre> : null}
+    </div>
+  );
+}
+
+render(<App />, document.getElementById("app")!);
