@@ -104,7 +104,25 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     expect(await page.locator("[data-testid=checkpoint]").innerText()).toMatch(/outputs\.coder/);
     // The tool calls, with their arguments and results.
     expect(await page.locator("table.tools").first().innerText()).toContain("write_file");
+    // Each file-changing step's diff, from the workspace snapshots.
+    const files = page.locator("[data-testid=file-step]");
+    expect(await files.count()).toBeGreaterThan(0);
+    expect(await files.first().innerText()).toContain("palindrome.js");
+    expect(await files.first().locator(".add").first().innerText()).toMatch(/^\+/);
+    // A rewind preview changes nothing and says what a rewind would do.
+    await page.getByRole("button", { name: "Rewind preview" }).click();
+    await expect.poll(() => page.locator("[data-testid=action-result]").innerText()).toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
+    expect(await page.locator("[data-testid=action-result]").innerText()).toContain('"dryRun": true');
+    // A task sent to the loop for after this round (as `loopgraph send <thread> "add: …"`): the status block shows it, live.
+    await page.getByPlaceholder("a task for after this round").fill("write the docs");
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await expect.poll(() => page.locator(".status-block").innerText()).toContain('pending: 1 ("write the docs")');
     await shot(page, "ui-loop-thread");
+    // The exported script, downloaded as `inspect --export-script` writes it.
+    const download = await fetch(new URL(await page.getByRole("link", { name: "Download the exported script" }).getAttribute("href")!, url));
+    expect(download.status).toBe(200);
+    expect(download.headers.get("content-disposition")).toBe(`attachment; filename="${demoThread}.loop.script.yaml"`);
+    expect(await download.text()).toMatch(/^responses:/m);
 
     // The chat thread links to its loop.
     await page.goto(`${url}#/thread/${demoThread}`);
@@ -113,7 +131,7 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
-  it("approves a paused run from the page: the call runs, the page follows the run live to its end", async () => {
+  it("approves a paused run from the page (the call runs, the page follows the run live to its end), forks it with an edited task, rejects the new ask with a reason", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
     const script = join(place.root, "approve.script.yaml");
     writeFileSync(
@@ -143,6 +161,22 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     expect(await approval.count()).toBe(0);
     expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
     await shot(page, "ui-approved");
+
+    // Fork from the start with an edited task (`replay --from --set`): a new branch, which asks again.
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
+    await page.getByPlaceholder(/state edits/).fill("task=update the notes again");
+    await page.getByRole("button", { name: "Fork from here" }).click();
+    await page.locator(".thread-title .status-paused").waitFor({ timeout: 30_000 });
+    expect(await page.locator("[data-testid=timeline]").innerText()).toContain("fork 1");
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "fork 1" }).click();
+    await expect.poll(() => page.locator("[data-testid=checkpoint] .changes").innerText()).toContain('task: "update the notes again"');
+    await shot(page, "ui-forked");
+    // Reject it with a reason (as `resume --reject "…"`): the model is told, the file stays as it is.
+    await page.getByPlaceholder("reason for the agent (reject)").fill("the notes are fine as they are");
+    await page.getByRole("button", { name: "Reject" }).click();
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    await expect.poll(() => page.locator("[data-testid=timeline]").innerText()).toContain("the notes are fine as they are");
+    expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
     await page.close();
   });
 });

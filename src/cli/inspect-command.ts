@@ -1,5 +1,5 @@
 import pc from "picocolors";
-import { checkpointTree, treeRows } from "../engine/checkpoint-tree.js";
+import { inTreeOrder } from "../engine/checkpoint-tree.js";
 import type { CheckpointSummary, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
 import { describeStep, INTERNAL_CHANNELS } from "../engine/describe-step.js";
 import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
@@ -101,16 +101,6 @@ function headTokens(lineage: readonly CheckpointSummary[]): { usage: TokenUsage;
   return { usage, rounds };
 }
 
-/** The checkpoints in tree order (forks indented under the checkpoint they start from), with their list index. */
-function inTreeOrder(history: ThreadHistory): Array<{ index: number; checkpoint: CheckpointSummary; guide: string }> {
-  const indexOf = new Map(history.checkpoints.map((checkpoint, index) => [checkpoint.checkpointId, index]));
-  const tree = checkpointTree(history.checkpoints.map((c) => ({ id: c.checkpointId, parentId: c.parentId })));
-  return treeRows(tree).map(({ id, guide }) => {
-    const index = indexOf.get(id)!;
-    return { index, checkpoint: history.checkpoints[index]!, guide };
-  });
-}
-
 /**
  * `loopgraph inspect [thread]`. The thread list loads no LangChain module (engine/thread-list.ts);
  * a thread's history, a checkpoint's state and `--export-script` load theirs when asked for.
@@ -158,7 +148,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   const hints = [options.diff ? "" : "--diff shows each step's state changes", options.nested ? "" : "--nested the Coder's and subagents' steps"].filter(Boolean);
   print(pc.dim(`tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${hints.length > 0 ? `; ${hints.join(", ")}` : ""})`));
   if (rounds.length > 0) print(pc.dim(`rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`));
-  const ordered = inTreeOrder(history);
+  const ordered = inTreeOrder(history.checkpoints);
   const header = ["#", "STEP", "NODE", "WHAT IT DID", "TOKENS", "TIME", "STATUS", "CHECKPOINT"];
   const rows = table([header, ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked, byId))]).split("\n");
   print(rows[0]!);

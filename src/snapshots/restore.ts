@@ -101,6 +101,60 @@ export async function listSnapshotPoints(threadId: string, options: StoreOptions
   });
 }
 
+/** What one file-changing tool step did to the workspace, as a patch. */
+export interface StepDiff {
+  seq: number;
+  checkpointId: string;
+  checkpointNs: string;
+  node: string;
+  tool: string;
+  toolCallId: string;
+  paths: string[];
+  /** The change as `git apply` takes it; a redacted stand-in where a file held a secret. */
+  patch: string;
+  /** The patch was longer than PATCH_MAX_CHARS: this is its start. */
+  cut?: boolean;
+}
+
+/** Characters of one step's patch shown. */
+const PATCH_MAX_CHARS = 200_000;
+
+/**
+ * The file changes of each finished file-changing tool step of a thread (from its workspace
+ * snapshots), in the order they ran; none for a thread without snapshots or whose workspace is
+ * gone (`problem` says why).
+ */
+export async function stepDiffs(threadId: string, options: StoreOptions = {}): Promise<{ diffs: StepDiff[]; problem?: string }> {
+  return withStore(options, "read", async (store) => {
+    const thread = await requireThread(store, threadId);
+    const snapshots = (await store.snapshots.list(threadId)).filter((snapshot) => snapshot.treeAfter !== undefined && (snapshot.paths?.length ?? 0) > 0);
+    if (snapshots.length === 0) return { diffs: [] };
+    if (isRepoWorkspace(thread.workspace)) return { diffs: [], problem: `the workspace is a clone on the workers (${thread.workspace})` };
+    let repo: SnapshotRepository;
+    try {
+      repo = await openRepository(thread.workspace, store.secrets);
+    } catch (error) {
+      return { diffs: [], problem: (error as Error).message };
+    }
+    const diffs: StepDiff[] = [];
+    for (const snapshot of snapshots) {
+      const text = (await repo.patch(snapshot.treeBefore, snapshot.treeAfter!)).toString("utf8");
+      diffs.push({
+        seq: snapshot.seq,
+        checkpointId: snapshot.checkpoint.id,
+        checkpointNs: snapshot.checkpoint.ns,
+        node: snapshot.node,
+        tool: snapshot.tool,
+        toolCallId: snapshot.toolCallId,
+        paths: snapshot.paths ?? [],
+        patch: text.length > PATCH_MAX_CHARS ? text.slice(0, PATCH_MAX_CHARS) : text,
+        ...(text.length > PATCH_MAX_CHARS && { cut: true }),
+      });
+    }
+    return { diffs };
+  });
+}
+
 async function requireSnapshots(store: Store, threadId: string): Promise<SnapshotRecord[]> {
   const snapshots = await store.snapshots.list(threadId);
   if (snapshots.length === 0) {

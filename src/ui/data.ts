@@ -14,6 +14,8 @@ import { isApprovalRequest, type ApprovalRequest } from "../runtime/approval.js"
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { describeStep } from "../engine/describe-step.js";
 import type { CheckpointSummary } from "../engine/inspect.js";
+import { inTreeOrder } from "../engine/checkpoint-tree.js";
+import { stepDiffs, type StepDiff } from "../snapshots/index.js";
 
 /** The threads page: every thread, with the thread it is linked to (a chat and its loop). */
 export interface ThreadsPage {
@@ -33,8 +35,8 @@ export async function threadsPage(options: StoreOptions): Promise<ThreadsPage> {
   };
 }
 
-/** A checkpoint with what its step did, in a few words. */
-type Described = CheckpointSummary & { what: string };
+/** A checkpoint with what its step did, in a few words, and (root steps) the guide that draws the branch tree of forks before it. */
+type Described = CheckpointSummary & { what: string; guide?: string };
 const described = (checkpoint: CheckpointSummary): Described => ({ ...checkpoint, what: describeStep(checkpoint) });
 
 /** A thread's page: the run drawn on its graph, its steps, the Looper's status and log, what it waits for. */
@@ -53,6 +55,8 @@ export interface ThreadPage {
   messages: { type: string; name?: string; content: string; auto: boolean }[];
   /** The tool call the run waits for an answer on. */
   approval?: ApprovalRequest;
+  /** The file changes of each file-changing tool step, from the workspace snapshots. */
+  files: { diffs: StepDiff[]; problem?: string };
 }
 
 export async function threadPage(threadId: string, options: StoreOptions): Promise<ThreadPage> {
@@ -70,11 +74,12 @@ export async function threadPage(threadId: string, options: StoreOptions): Promi
     thread,
     ...(linked !== undefined && { linked }),
     graph: await graphOf(thread, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
-    history: { ...history, checkpoints: history.checkpoints.map(described) },
+    history: { ...history, checkpoints: inTreeOrder(history.checkpoints).map(({ checkpoint, guide }) => ({ ...described(checkpoint), guide })) },
     nested: nested.map((inner) => ({ ...inner, checkpoints: inner.checkpoints.map(described) })),
     toolCalls: toolCallsOf(values.outputs),
     ...(looper && { looper }),
     messages: messagesOf(values.messages),
+    files: await stepDiffs(threadId, options).catch((error: Error) => ({ diffs: [], problem: error.message })),
     ...(approval && { approval }),
   };
 }
@@ -90,7 +95,9 @@ export async function threadVersion(threadId: string, options: StoreOptions): Pr
     const thread = await store.threads.get(threadId);
     const loop = await store.threads.get(`${threadId}.loop`);
     const latest = await store.checkpoints.latestCheckpointId(threadId);
-    return [thread?.updatedAt, thread?.status, loop?.updatedAt, latest].join("|");
+    // A command sent to its loop changes what the status block says, before the loop takes it.
+    const commands = (await store.inbox.after(loop ? loop.threadId : threadId, 0)).length;
+    return [thread?.updatedAt, thread?.status, loop?.updatedAt, latest, commands].join("|");
   });
 }
 
@@ -129,3 +136,4 @@ function toolCallsOf(outputs: unknown): ThreadPage["toolCalls"] {
     return Array.isArray(calls) ? [{ node, calls: calls as ThreadPage["toolCalls"][number]["calls"] }] : [];
   });
 }
+

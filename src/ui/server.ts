@@ -10,13 +10,14 @@
  * CLI command that does it (actions.ts), so it does exactly what the CLI does and is recorded so.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { readFileSync, existsSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { extname, join, normalize } from "node:path";
 import { ConfigError } from "../errors.js";
 import type { StoreOptions } from "../runs/database.js";
-import { ActionError, runAction, type Action } from "./actions.js";
+import { ActionError, exportScript, runAction, type Action } from "./actions.js";
 import { checkpointPage, threadPage, threadsPage, threadVersion } from "./data.js";
 
 export interface UiServerOptions extends StoreOptions {
@@ -151,6 +152,19 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     const rest = thread[2] ?? "";
     if (method === "GET" && rest === "") return sendJson(response, 200, await threadPage(threadId, store));
     if (method === "GET" && rest === "/events") return events(request, response, threadId);
+    if (method === "GET" && rest === "/export-script") {
+      // As `inspect --export-script`, into a file of its own, sent as a download.
+      const dir = mkdtempSync(join(tmpdir(), "loopgraph-ui-"));
+      try {
+        const file = join(dir, "script.yaml");
+        const result = await exportScript(threadId, file, { ...options.cli, db: options.db });
+        if (result.exitCode !== 0) throw new HttpError(400, result.output.trim().split("\n").at(-1) ?? "the script could not be exported");
+        response.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/yaml; charset=utf-8", "content-disposition": `attachment; filename="${threadId}.script.yaml"` });
+        return void response.end(readFileSync(file));
+      } finally {
+        rmSync(dir, { recursive: true, force: true });
+      }
+    }
     const checkpoint = /^\/checkpoints\/([^/]+)$/.exec(rest);
     if (method === "GET" && checkpoint) return sendJson(response, 200, await checkpointPage(threadId, decodeURIComponent(checkpoint[1]!), store));
     const action = /^\/actions\/([a-z_]+)$/.exec(rest);

@@ -61,6 +61,8 @@ export interface Step {
   status: string;
   changes: Change[];
   what: string;
+  /** Root steps: the guide that draws the branch tree of forks before the node. */
+  guide?: string;
 }
 
 export interface Approval {
@@ -83,7 +85,28 @@ export interface ThreadPage {
   looper?: { text: string; state: string; round: number; maxRounds: number; subState: string | null; pending: string[] };
   messages: { type: string; name?: string; content: string; auto: boolean }[];
   approval?: Approval;
+  files: { diffs: StepDiff[]; problem?: string };
 }
+
+export interface StepDiff {
+  seq: number;
+  checkpointId: string;
+  node: string;
+  tool: string;
+  toolCallId: string;
+  paths: string[];
+  patch: string;
+  cut?: boolean;
+}
+
+export interface ActionResult {
+  command: string;
+  exitCode?: number;
+  output: string;
+}
+
+/** A link to a GET of the API that the browser follows itself (a download): the token goes in the query. */
+export const withToken = (path: string): string => `${path}${path.includes("?") ? "&" : "?"}token=${encodeURIComponent(token)}`;
 
 export interface CheckpointState {
   checkpointId: string;

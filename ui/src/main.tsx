@@ -1,6 +1,6 @@
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { follow, get, post, type Approval, type Change, type CheckpointState, type Step, type ThreadPage, type ThreadSummary } from "./api.js";
+import { follow, get, post, withToken, type ActionResult, type Approval, type Change, type CheckpointState, type Step, type ThreadPage, type ThreadSummary } from "./api.js";
 import "./style.css";
 
 /** The page the hash names: `#/` the threads, `#/thread/<id>` one thread. */
@@ -134,6 +134,12 @@ function Thread({ threadId }: { threadId: string }) {
         ) : null}
       </p>
       {thread.task ? <p class="task-line">task: {thread.task}</p> : null}
+      <p class="links">
+        <a href={withToken(`/api/threads/${encodeURIComponent(thread.threadId)}/export-script`)} download={`${thread.threadId}.script.yaml`}>
+          Download the exported script
+        </a>{" "}
+        <span class="dim">(its model answers as a scripted-model file, as inspect --export-script)</span>
+      </p>
       {thread.error ? <p class={thread.status === "failed" ? "error" : "warn"}>{thread.error}</p> : null}
       {page.approval ? <ApprovalBox threadId={thread.threadId} approval={page.approval} /> : null}
       <div class="columns">
@@ -154,6 +160,7 @@ function Thread({ threadId }: { threadId: string }) {
         <Timeline page={page} selected={selected} onSelect={setSelected} />
         {selected ? <CheckpointView threadId={thread.threadId} step={page.history.checkpoints.find((c) => c.checkpointId === selected)} /> : null}
       </section>
+      {page.files.diffs.length > 0 || page.files.problem ? <Files page={page} /> : null}
       {page.toolCalls.length > 0 ? <ToolCalls page={page} /> : null}
       {page.messages.length > 0 ? <Messages page={page} /> : null}
     </main>
@@ -218,7 +225,10 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
       <tr key={step.checkpointId} class={`step${selected === step.checkpointId ? " selected" : ""}${step.head ? " head" : ""}`} onClick={() => onSelect(step.checkpointId)}>
         <td>{index}</td>
         <td>{step.branch > 0 ? `fork ${step.branch}` : ""}</td>
-        <td class="node">{step.nodes.join(",")}</td>
+        <td class="node">
+          <span class="guide">{step.guide}</span>
+          {step.nodes.join(",")}
+        </td>
         <td class="what">{step.what}</td>
         <td>{step.tokens.inputTokens + step.tokens.outputTokens ? `${step.tokens.inputTokens}→${step.tokens.outputTokens}` : "-"}</td>
         <td>{seconds(step, byId)}</td>
@@ -277,7 +287,63 @@ function CheckpointView({ threadId, step }: { threadId: string; step?: Step }) {
         <summary>state</summary>
         <pre class="state">{state ? JSON.stringify(state.values, null, 2) : "loading…"}</pre>
       </details>
+      <CheckpointActions threadId={threadId} checkpointId={step.checkpointId} />
     </div>
+  );
+}
+
+/** From this checkpoint: fork with an edited state (`replay --from --set`), rewind the files (preview first). */
+function CheckpointActions({ threadId, checkpointId }: { threadId: string; checkpointId: string }) {
+  const [edits, setEdits] = useState("");
+  const [result, setResult] = useState<string>();
+  const [busy, setBusy] = useState(false);
+  const act = async (kind: string, body: Record<string, unknown>) => {
+    setBusy(true);
+    try {
+      const answer = await post<ActionResult>(`/api/threads/${encodeURIComponent(threadId)}/actions/${kind}`, { checkpoint: checkpointId, ...body });
+      setResult(`${answer.command}: ${answer.exitCode === undefined ? "running" : `exit ${answer.exitCode}`}${answer.output ? `\n${answer.output}` : ""}`);
+    } catch (error) {
+      setResult(error instanceof Error ? error.message : String(error));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return (
+    <div class="checkpoint-actions">
+      <h3>From this checkpoint</h3>
+      <textarea rows={2} placeholder={"state edits, one per line: task=Fix it again\nvars.retries=3"} value={edits} onInput={(e) => setEdits((e.target as HTMLTextAreaElement).value)} />
+      <div class="actions">
+        <button disabled={busy} onClick={() => void act("fork", { set: edits.split("\n").filter((line) => line.trim() !== "") })}>
+          Fork from here
+        </button>
+        <button disabled={busy} onClick={() => void act("rewind", { dryRun: true })}>
+          Rewind preview
+        </button>
+        <button disabled={busy} class="reject" onClick={() => confirm("Put the workspace's files back as they were at this checkpoint?") && void act("rewind", {})}>
+          Rewind files
+        </button>
+      </div>
+      {result ? <pre class="result" data-testid="action-result">{result}</pre> : null}
+    </div>
+  );
+}
+
+/** The file changes of each file-changing tool step, from the workspace snapshots. */
+function Files({ page }: { page: ThreadPage }) {
+  return (
+    <section>
+      <h2>Files changed, step by step</h2>
+      {page.files.problem ? <p class="warn">{page.files.problem}</p> : null}
+      {page.files.diffs.map((diff) => (
+        <div class="file-step" key={diff.seq} data-testid="file-step">
+          <h3>
+            {diff.seq}. {diff.node} · {diff.tool} · {diff.paths.join(", ")}
+          </h3>
+          <Diff text={diff.patch} />
+          {diff.cut ? <p class="dim">cut: the patch is longer than shown</p> : null}
+        </div>
+      ))}
+    </section>
   );
 }
 
