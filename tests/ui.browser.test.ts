@@ -119,7 +119,8 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await expect.poll(() => page.locator(".status-block").innerText()).toContain('pending: 1 ("write the docs")');
     await shot(page, "ui-loop-thread");
     // The exported script, downloaded as `inspect --export-script` writes it.
-    const download = await fetch(new URL(await page.getByRole("link", { name: "Download the exported script" }).getAttribute("href")!, url));
+    const href = await page.getByRole("link", { name: "Download the exported script" }).getAttribute("href");
+    const download = await fetch(new URL(href!, url));
     expect(download.status).toBe(200);
     expect(download.headers.get("content-disposition")).toBe(`attachment; filename="${demoThread}.loop.script.yaml"`);
     expect(await download.text()).toMatch(/^responses:/m);
