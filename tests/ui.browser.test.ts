@@ -132,6 +132,37 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
+  it("no secret of the run reaches a page: what the store redacted stays redacted, in the state, the diffs and the exported script", async () => {
+    const secret = "s3cret-ui-value-42";
+    const place = tempWorkspace({ git: "init", files: { "leak.txt": `key=${secret}\n` } });
+    const script = join(place.root, "leak.script.yaml");
+    writeFileSync(
+      script,
+      [
+        "responses:",
+        "  - { node: coder, tool_calls: [ { name: read_file, args: { path: leak.txt } } ] }",
+        `  - { node: coder, tool_calls: [ { name: write_file, args: { path: copy.txt, contents: "${secret}" } } ] }`,
+        `  - { node: coder, content: "The key is ${secret}." }`,
+        "",
+      ].join("\n"),
+    );
+    const done = await run(place, { graph: "coder", task: "copy the key", thread: "leaky", script, approval: "auto" }, { env: cleanEnv({ UI_SECRET_TOKEN: secret }) });
+    expect(done.code, done.stderr).toBe(0);
+    const { url, origin, token } = await startUi(place.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${url}#/thread/leaky`);
+    await page.locator("[data-testid=file-step]").first().waitFor();
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "coder" }).first().click();
+    await page.locator("[data-testid=checkpoint] details").click();
+    await expect.poll(() => page.locator("[data-testid=checkpoint] .state").innerText()).toContain("[redacted]");
+    expect(await page.content()).not.toContain(secret);
+    const api = (path: string) => fetch(`${origin}${path}`, { headers: { "x-loopgraph-token": token } }).then((response) => response.text());
+    const thread = await api("/api/threads/leaky");
+    expect(thread).toContain("[redacted]");
+    for (const body of [thread, await api("/api/threads"), await api("/api/threads/leaky/export-script")]) expect(body).not.toContain(secret);
+    await page.close();
+  });
+
   it("approves a paused run from the page (the call runs, the page follows the run live to its end), forks it with an edited task, rejects the new ask with a reason", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
     const script = join(place.root, "approve.script.yaml");
