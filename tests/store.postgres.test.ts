@@ -15,7 +15,7 @@ import { dbFlag } from "../src/cli/run-commands.js";
 import { openStore, type Store } from "../src/runs/store.js";
 import { asSeen, processStart, THIS_PROCESS } from "../src/runs/thread-registry.js";
 import { cleanEnv, hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
-import { historyOf, run } from "./helpers/e2e.js";
+import { historyOf, run, startCli } from "./helpers/e2e.js";
 import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
@@ -193,6 +193,15 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
       [3, "write_file", ["sub/b.txt"]],
       [4, "shell", ["c.txt", "run.sh"]],
     ]);
+    // The web inspector reads the same store: the thread's steps and each step's file diff, and no password.
+    const ui = startCli(["--db", url, "ui"], { env: cleanEnv() });
+    const line = ui.lines[await ui.waitForLine((text) => text.startsWith("loopgraph ui: "))]!;
+    const page = await (await fetch(line.slice("loopgraph ui: ".length).trim().replace("/?token=", "/api/threads/snap?token="))).text();
+    const shown = JSON.parse(page) as { history: { checkpoints: unknown[] }; files: { diffs: { tool: string; paths: string[] }[] } };
+    expect(shown.history.checkpoints.length).toBeGreaterThan(2);
+    expect(shown.files.diffs.map((diff) => [diff.tool, diff.paths])).toEqual(points.map((p) => [p.tool, p.paths]));
+    expect(page + ui.lines.join("\n")).not.toContain(server().password);
+    await ui.kill("SIGINT");
     const rewound = await runCli(["rewind", "snap", points[1]!.checkpointPrefix, "--db", url], { env: cleanEnv() });
     expect(rewound.code, rewound.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("one\n");
