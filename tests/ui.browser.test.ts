@@ -79,6 +79,8 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.goto(url);
     await page.getByRole("link", { name: demoThread, exact: true }).first().waitFor();
     await expect.poll(() => page.locator("table.threads tbody tr").count()).toBe(2);
+    // Each thread's tokens, as `inspect` sums them.
+    expect(await page.locator("table.threads tbody tr", { hasText: "coder-review" }).innerText()).toMatch(/\t[1-9]\d*→[1-9]\d*\t/);
     // Filter and search.
     await page.getByPlaceholder("search thread, graph, task").fill("coder-review");
     await expect.poll(() => page.locator("table.threads tbody tr").count()).toBe(1);
@@ -117,6 +119,9 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.getByPlaceholder("a task for after this round").fill("write the docs");
     await page.getByRole("button", { name: "Add", exact: true }).click();
     await expect.poll(() => page.locator(".status-block").innerText()).toContain('pending: 1 ("write the docs")');
+    // Stop, as `loopgraph send <thread> stop`: the command's answer is shown.
+    await page.getByRole("button", { name: "Stop", exact: true }).click();
+    await expect.poll(() => page.locator(".looper-commands .result").innerText()).toMatch(/^loopgraph send -- .*\.loop stop: queued for thread .*\{"command":"stop"\}/);
     await shot(page, "ui-loop-thread");
     // The exported script, downloaded as `inspect --export-script` writes it.
     const href = await page.getByRole("link", { name: "Download the exported script" }).getAttribute("href");

@@ -12,27 +12,46 @@ import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { withTables, type StoreOptions } from "../runs/database.js";
 import { isApprovalRequest, type ApprovalRequest } from "../runtime/approval.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
+import type { TokenUsage } from "../state/graph-state.js";
 import { describeStep } from "../engine/describe-step.js";
 import type { CheckpointSummary } from "../engine/inspect.js";
 import { inTreeOrder } from "../engine/checkpoint-tree.js";
 import { stepDiffs, type StepDiff } from "../snapshots/index.js";
 
-/** The threads page: every thread, with the thread it is linked to (a chat and its loop). */
+/** The threads page: every thread, with its tokens and the thread it is linked to (a chat and its loop). */
 export interface ThreadsPage {
-  threads: (ThreadSummary & { linked?: string })[];
+  threads: (ThreadSummary & { linked?: string; tokens: TokenUsage })[];
 }
 
 export async function threadsPage(options: StoreOptions): Promise<ThreadsPage> {
   const threads = await listThreads(options);
   const ids = new Set(threads.map((thread) => thread.threadId));
+  const tokens = await tokensOf(threads.map((thread) => thread.threadId), options);
   return {
     threads: threads.map((thread) => {
       const loop = `${thread.threadId}.loop`;
       const chat = thread.threadId.endsWith(".loop") ? thread.threadId.slice(0, -".loop".length) : undefined;
       const linked = ids.has(loop) ? loop : chat !== undefined && ids.has(chat) ? chat : undefined;
-      return { ...thread, ...(linked !== undefined && { linked }) };
+      return { ...thread, tokens: tokens.get(thread.threadId)!, ...(linked !== undefined && { linked }) };
     }),
   };
+}
+
+/** Each thread's tokens, summed over its nodes, from its latest checkpoint's `usage` (a plain channel: no state is decoded). */
+async function tokensOf(threadIds: readonly string[], options: StoreOptions): Promise<Map<string, TokenUsage>> {
+  return withTables(options, "read", async (store) => {
+    const totals = new Map<string, TokenUsage>();
+    for (const threadId of threadIds) {
+      const { usage } = (await store.checkpoints.plainChannels(threadId, ["usage"]).catch(() => ({}))) as { usage?: Record<string, TokenUsage> };
+      const total = { inputTokens: 0, outputTokens: 0 };
+      for (const node of Object.values(usage ?? {})) {
+        total.inputTokens += node.inputTokens ?? 0;
+        total.outputTokens += node.outputTokens ?? 0;
+      }
+      totals.set(threadId, total);
+    }
+    return totals;
+  });
 }
 
 /** A checkpoint with what its step did, in a few words, and (root steps) the guide that draws the branch tree of forks before it. */

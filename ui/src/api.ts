@@ -39,6 +39,8 @@ export interface ThreadSummary {
   error?: string;
   pause?: { reason: string; node?: string; when?: string; value?: unknown };
   linked?: string;
+  /** The threads page: its tokens. */
+  tokens?: TokenUsage;
 }
 
 export interface Change {

@@ -66,6 +66,7 @@ function Threads() {
             <th>graph</th>
             <th>task</th>
             <th>checkpoints</th>
+            <th>tokens</th>
             <th>updated</th>
             <th>linked</th>
           </tr>
@@ -82,6 +83,7 @@ function Threads() {
               <td>{t.graphName}</td>
               <td class="task">{t.task}</td>
               <td>{t.checkpoints}</td>
+              <td>{t.tokens ? `${t.tokens.inputTokens}→${t.tokens.outputTokens}` : "-"}</td>
               <td>{t.updatedAt.replace("T", " ").slice(0, 19)}</td>
               <td>{t.linked ? <a href={`#/thread/${encodeURIComponent(t.linked)}`}>{t.linked}</a> : ""}</td>
             </tr>
