@@ -18,8 +18,8 @@ if (!hasChromium && process.env.LOOPGRAPH_REQUIRE_CHROMIUM) throw new Error(`${C
 const SHOTS = join(ROOT, "test-results");
 
 /** `loopgraph ui` on a free port of 127.0.0.1, with the URL it printed. */
-async function startUi(db: string): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
-  const ui = startCli(["--db", db, "ui"], { env: cleanEnv() });
+async function startUi(db: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
+  const ui = startCli(["--db", db, "ui", ...extra], { env: cleanEnv(env) });
   const at = await ui.waitForLine((line) => line.startsWith("loopgraph ui: "));
   const url = ui.lines[at]!.slice("loopgraph ui: ".length).trim();
   const parsed = new URL(url);
@@ -50,8 +50,13 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await browser?.close();
   });
 
-  it("refuses a request without the token, by another host name or from another origin; the page's own requests carry it", async () => {
-    const { url, origin, token } = await startUi(ws.db);
+  it("refuses a request without the token, by another host name or from another origin; the page's own requests carry it; --open hands the URL to the browser", async () => {
+    // A stand-in for the desktop's opener: it writes down what it was given.
+    const bin = join(ws.root, "bin");
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > ${JSON.stringify(join(ws.root, "opened"))}\n`, { mode: 0o755 });
+    const { url, origin, token } = await startUi(ws.db, ["--open"], { PATH: `${bin}:${process.env.PATH}` });
+    await expect.poll(() => (existsSync(join(ws.root, "opened")) ? readFileSync(join(ws.root, "opened"), "utf8").trim() : "")).toBe(url);
     expect((await fetch(`${origin}/`)).status).toBe(401);
     expect((await fetch(`${origin}/api/threads`)).status).toBe(401);
     expect((await fetch(`${origin}/api/threads?token=${"0".repeat(token.length)}`)).status).toBe(401);
@@ -79,7 +84,7 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.goto(url);
     await page.getByRole("link", { name: demoThread, exact: true }).first().waitFor();
     await expect.poll(() => page.locator("table.threads tbody tr").count()).toBe(2);
-    // Each thread's tokens, as `inspect` sums them.
+    // Each thread's tokens.
     expect(await page.locator("table.threads tbody tr", { hasText: "coder-review" }).innerText()).toMatch(/\t[1-9]\d*→[1-9]\d*\t/);
     // Filter and search.
     await page.getByPlaceholder("search thread, graph, task").fill("coder-review");
@@ -214,6 +219,12 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
     await expect.poll(() => page.locator("[data-testid=timeline]").innerText()).toContain("the notes are fine as they are");
     expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
+    // Rewind the files to the start (as `loopgraph rewind`, once confirmed): the notes are as they were.
+    page.once("dialog", (dialog) => void dialog.accept());
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
+    await page.getByRole("button", { name: "Rewind files" }).click();
+    await expect.poll(() => page.locator("[data-testid=action-result]").innerText()).toMatch(/^loopgraph rewind --json -- waits \S+: exit 0/);
+    expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("old\n");
     await page.close();
   });
 });
