@@ -209,13 +209,13 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     const result = await run(ws, { graph: "coder", task: "t", thread: "read-first", script, approval: "auto" });
     expect(result.code, result.stderr).toBe(0);
     const results = ofType(parseEvents(result.stdout), "tool_result");
-    expect(results.map((event) => [event.name, event.ok])).toEqual([
-      ["edit_file", false],
-      ["read_file", true],
-      ["edit_file", true],
-      ["edit_file", true],
-      ["shell", true],
-      ["edit_file", false],
+    expect(results.map((event) => [event.name, event.ok, event.errorKind ?? null])).toEqual([
+      ["edit_file", false, "not_read"],
+      ["read_file", true, null],
+      ["edit_file", true, null],
+      ["edit_file", true, null],
+      ["shell", true, null],
+      ["edit_file", false, "not_read"],
     ]);
     expect(results[0]!.result).toBe("notes.txt was not read in this turn: read it with read_file first, then edit it");
     expect(results[5]!.result).toBe("notes.txt changed on disk since you read it: read it again with read_file, then edit the text as it is now");

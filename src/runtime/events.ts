@@ -1,6 +1,7 @@
 import type { RunStatus } from "../state/thread.js";
 import type { RewindChange } from "../snapshots/rewind-plan.js";
 import type { TokenUsage } from "../state/graph-state.js";
+import type { ToolErrorKind } from "../tools/types.js";
 
 /** Events of a run, printed live by the CLI and as NDJSON with `--json` (docs/events.md). */
 export type RunEvent =
@@ -26,7 +27,7 @@ export type RunEvent =
   /** Output of a running call (a shell command's), as it arrives, redacted; the model gets the result. */
   | { type: "tool_output"; threadId: string; node: string; id: string; name: string; stream: "stdout" | "stderr"; text: string }
   /** `notRun`: the call did not run (stopped by the loop detector or the policy, rejected by the user, or its arguments were not JSON). */
-  | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string; notRun?: NotRun }
+  | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string; errorKind?: ToolErrorKind; notRun?: NotRun }
   /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
   | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }

@@ -92,12 +92,15 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
 async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome & { editNote?: string }> {
   const { ctx, node } = options;
   const { threadId } = ctx;
+  /** The call's `tool_result` event: its result, the kind of its error, and why it did not run, if it did not. */
+  const emitResult = (result: ToolResult, notRun?: NotRun): void =>
+    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content, ...(!result.ok && result.errorKind && { errorKind: result.errorKind }), ...(notRun && { notRun }) });
   const loop = checkToolCalls(options.loop.state, [{ name: call.name, args: call.args }], options.loop.options);
   if (loop.verdict.status === "fail") {
     // Not run, yet shown like any call: the user (and --json) sees which call the loop detector stopped.
     const result: ToolResult = { ok: false, errorKind: "blocked", content: loop.verdict.reason };
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: "blocked" });
+    emitResult(result, "blocked");
     return { result, loop: loop.state, loopFailure: loop.verdict.reason };
   }
   const outcome: Omit<ToolCallOutcome, "result"> & { editNote?: string } = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
@@ -105,7 +108,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     // Nothing to decide on and nothing to run: the model is told, and sends the call again.
     const result = invalidArgumentsResult(call.name, call.invalidArguments);
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: "invalid_arguments" });
+    emitResult(result, "invalid_arguments");
     return { ...outcome, result };
   }
 
@@ -115,7 +118,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   if ("failure" in checked) {
     const result = checked.failure;
     ctx.emit({ type: "tool_call", threadId, node, id: call.id, name: call.name, args: call.args });
-    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: false, result: result.content, notRun: notRunOf(result) });
+    emitResult(result, notRunOf(result));
     return { ...outcome, result };
   }
 
@@ -207,7 +210,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   }
   // The model is told its call was edited, and how: its own arguments are what its history shows.
   if (outcome.editNote !== undefined) result = { ...result, content: `${result.content}\n\n${outcome.editNote}` };
-  ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content, ...(notRun ? { notRun } : {}) });
+  emitResult(result, notRun);
   const { editNote: _, ...decided } = outcome;
   return { ...decided, result };
 }
