@@ -78,6 +78,7 @@ describe("configuration files", () => {
       { name: "sandbox", value: "on", source: "default" },
       { name: "mcp_servers", source: "none (a graph's mcp_servers: adds its own)" },
       { name: "hooks", source: "none" },
+      { name: "subagents", source: "none (a coder node's subagents: adds its own)" },
       { name: "mode", source: "each Coder node's mode:, else agent" },
     ]);
     const overridden = JSON.parse((await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout) as typeof shown;

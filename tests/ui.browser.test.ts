@@ -16,6 +16,8 @@ const CHROMIUM = "/usr/bin/chromium";
 const hasChromium = existsSync(CHROMIUM);
 if (!hasChromium && process.env.LOOPGRAPH_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package`);
 const SHOTS = join(ROOT, "test-results");
+/** How long a page may take to show a change: a CLI command started by the server, then the next server-sent event (a busy machine is slow to start node). */
+const LIVE = { timeout: 30_000, interval: 100 };
 
 /** `loopgraph ui` on a free port of 127.0.0.1, with the URL it printed. */
 async function startUi(db: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
@@ -56,7 +58,7 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     mkdirSync(bin, { recursive: true });
     writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > ${JSON.stringify(join(ws.root, "opened"))}\n`, { mode: 0o755 });
     const { url, origin, token } = await startUi(ws.db, ["--open"], { PATH: `${bin}:${process.env.PATH}` });
-    await expect.poll(() => (existsSync(join(ws.root, "opened")) ? readFileSync(join(ws.root, "opened"), "utf8").trim() : "")).toBe(url);
+    await expect.poll(() => (existsSync(join(ws.root, "opened")) ? readFileSync(join(ws.root, "opened"), "utf8").trim() : ""), LIVE).toBe(url);
     expect((await fetch(`${origin}/`)).status).toBe(401);
     expect((await fetch(`${origin}/api/threads`)).status).toBe(401);
     expect((await fetch(`${origin}/api/threads?token=${"0".repeat(token.length)}`)).status).toBe(401);
@@ -83,12 +85,12 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     await page.goto(url);
     await page.getByRole("link", { name: demoThread, exact: true }).first().waitFor();
-    await expect.poll(() => page.locator("table.threads tbody tr").count()).toBe(2);
+    await expect.poll(() => page.locator("table.threads tbody tr").count(), LIVE).toBe(2);
     // Each thread's tokens.
     expect(await page.locator("table.threads tbody tr", { hasText: "coder-review" }).innerText()).toMatch(/\t[1-9]\d*→[1-9]\d*\t/);
     // Filter and search.
     await page.getByPlaceholder("search thread, graph, task").fill("coder-review");
-    await expect.poll(() => page.locator("table.threads tbody tr").count()).toBe(1);
+    await expect.poll(() => page.locator("table.threads tbody tr").count(), LIVE).toBe(1);
     await shot(page, "ui-threads");
 
     await page.getByRole("link", { name: `${demoThread}.loop` }).first().click();
@@ -118,15 +120,15 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     expect(await files.first().locator(".add").first().innerText()).toMatch(/^\+/);
     // A rewind preview changes nothing and says what a rewind would do.
     await page.getByRole("button", { name: "Rewind preview" }).click();
-    await expect.poll(() => page.locator("[data-testid=action-result]").innerText()).toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
+    await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
     expect(await page.locator("[data-testid=action-result]").innerText()).toContain('"dryRun": true');
     // A task sent to the loop for after this round (as `loopgraph send <thread> "add: …"`): the status block shows it, live.
     await page.getByPlaceholder("a task for after this round").fill("write the docs");
     await page.getByRole("button", { name: "Add", exact: true }).click();
-    await expect.poll(() => page.locator(".status-block").innerText()).toContain('pending: 1 ("write the docs")');
+    await expect.poll(() => page.locator(".status-block").innerText(), LIVE).toContain('pending: 1 ("write the docs")');
     // Stop, as `loopgraph send <thread> stop`: the command's answer is shown.
     await page.getByRole("button", { name: "Stop", exact: true }).click();
-    await expect.poll(() => page.locator(".looper-commands .result").innerText()).toMatch(/^loopgraph send -- .*\.loop stop: queued for thread .*\{"command":"stop"\}/);
+    await expect.poll(() => page.locator(".looper-commands .result").innerText(), LIVE).toMatch(/^loopgraph send -- .*\.loop stop: queued for thread .*\{"command":"stop"\}/);
     await shot(page, "ui-loop-thread");
     // The exported script, downloaded as `inspect --export-script` writes it.
     const href = await page.getByRole("link", { name: "Download the exported script" }).getAttribute("href");
@@ -137,7 +139,7 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
 
     // The chat thread links to its loop.
     await page.goto(`${url}#/thread/${demoThread}`);
-    await expect.poll(() => page.locator("[data-testid=graph]").innerText()).toContain("mediator");
+    await expect.poll(() => page.locator("[data-testid=graph]").innerText(), LIVE).toContain("mediator");
     expect(await page.locator(".meta").innerText()).toContain(`linked: ${demoThread}.loop`);
     await page.close();
   });
@@ -164,7 +166,7 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.locator("[data-testid=file-step]").first().waitFor();
     await page.locator("[data-testid=timeline] tr.step", { hasText: "coder" }).first().click();
     await page.locator("[data-testid=checkpoint] details").click();
-    await expect.poll(() => page.locator("[data-testid=checkpoint] .state").innerText()).toContain("[redacted]");
+    await expect.poll(() => page.locator("[data-testid=checkpoint] .state").innerText(), LIVE).toContain("[redacted]");
     expect(await page.content()).not.toContain(secret);
     const api = (path: string) => fetch(`${origin}${path}`, { headers: { "x-loopgraph-token": token } }).then((response) => response.text());
     const thread = await api("/api/threads/leaky");
@@ -211,19 +213,19 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await page.locator(".thread-title .status-paused").waitFor({ timeout: 30_000 });
     expect(await page.locator("[data-testid=timeline]").innerText()).toContain("fork 1");
     await page.locator("[data-testid=timeline] tr.step", { hasText: "fork 1" }).click();
-    await expect.poll(() => page.locator("[data-testid=checkpoint] .changes").innerText()).toContain('task: "update the notes again"');
+    await expect.poll(() => page.locator("[data-testid=checkpoint] .changes").innerText(), LIVE).toContain('task: "update the notes again"');
     await shot(page, "ui-forked");
     // Reject it with a reason (as `resume --reject "…"`): the model is told, the file stays as it is.
     await page.getByPlaceholder("reason for the agent (reject)").fill("the notes are fine as they are");
     await page.getByRole("button", { name: "Reject" }).click();
     await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
-    await expect.poll(() => page.locator("[data-testid=timeline]").innerText()).toContain("the notes are fine as they are");
+    await expect.poll(() => page.locator("[data-testid=timeline]").innerText(), LIVE).toContain("the notes are fine as they are");
     expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
     // Rewind the files to the start (as `loopgraph rewind`, once confirmed): the notes are as they were.
     page.once("dialog", (dialog) => void dialog.accept());
     await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
     await page.getByRole("button", { name: "Rewind files" }).click();
-    await expect.poll(() => page.locator("[data-testid=action-result]").innerText()).toMatch(/^loopgraph rewind --json -- waits \S+: exit 0/);
+    await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/^loopgraph rewind --json -- waits \S+: exit 0/);
     expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("old\n");
     await page.close();
   });
