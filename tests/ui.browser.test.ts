@@ -117,7 +117,8 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     const files = page.locator("[data-testid=file-step]");
     expect(await files.count()).toBeGreaterThan(0);
     expect(await files.first().innerText()).toContain("palindrome.js");
-    expect(await files.first().locator(".add").first().innerText()).toMatch(/^\+/);
+    expect(await files.first().locator(".d2h-ins .d2h-code-line-ctn").first().innerText()).toMatch(/isPalindrome|\S/);
+    expect(await files.first().locator(".d2h-file-name").first().innerText()).toContain("palindrome.js");
     // A rewind preview changes nothing and says what a rewind would do.
     await page.getByRole("button", { name: "Rewind preview" }).click();
     await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
@@ -196,8 +197,10 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     await approval.waitFor();
     expect(await approval.innerText()).toContain("write_file");
     // The file diff of what it would change.
-    expect(await page.locator("[data-testid=diff] .del").innerText()).toBe("-old");
-    expect(await page.locator("[data-testid=diff] .add").innerText()).toBe("+new");
+    expect(await page.locator("[data-testid=diff] .d2h-del .d2h-code-line-ctn").innerText()).toBe("old");
+    expect(await page.locator("[data-testid=diff] .d2h-ins .d2h-code-line-ctn").innerText()).toBe("new");
+    // The Coder's steps so far, though its node's step has not finished: the call it waits on.
+    expect(await page.locator("[data-testid=timeline]").innerText()).toMatch(/steps of a node that has not finished:[\s\S]*→ write_file/);
     await shot(page, "ui-approval");
     await page.getByRole("button", { name: "Approve" }).click();
     // No reload: the server's events bring the run's end.

@@ -1,6 +1,8 @@
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import { follow, get, post, withToken, type ActionResult, type Approval, type Change, type CheckpointState, type Step, type ThreadPage, type ThreadSummary } from "./api.js";
+import { html as diffHtml } from "diff2html";
+import "diff2html/bundles/css/diff2html.min.css";
 import "./style.css";
 
 /** The page the hash names: `#/` the threads, `#/thread/<id>` one thread. */
@@ -202,24 +204,27 @@ function seconds(step: Step, byId: Map<string, Step>): string {
 /** The checkpoints, oldest first (forks marked by branch), each with the nested steps of the graphs it ran. */
 function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: string; onSelect: (id: string) => void }) {
   const byId = useMemo(() => new Map(page.history.checkpoints.map((c) => [c.checkpointId, c])), [page]);
+  const placed = new Set<ThreadPage["nested"][number]>();
   const nestedUnder = (ns: string, step: Step) => page.nested.filter((inner) => inner.parentNs === ns && inner.from === step.parentId && step.nodes.includes(inner.node));
   const rows: preact.JSX.Element[] = [];
   const addNested = (ns: string, step: Step, depth: number) => {
-    for (const inner of nestedUnder(ns, step)) {
-      for (const nestedStep of inner.checkpoints) {
-        rows.push(
-          <tr class="nested" key={nestedStep.checkpointId}>
-            <td />
-            <td />
-            <td style={{ paddingLeft: `${depth * 1.2}em` }}>↳ {nestedStep.nodes.join(",")}</td>
-            <td class="what">{nestedStep.what}</td>
-            <td>{nestedStep.tokens.inputTokens + nestedStep.tokens.outputTokens ? `${nestedStep.tokens.inputTokens}→${nestedStep.tokens.outputTokens}` : "-"}</td>
-            <td />
-            <td>{nestedStep.status === "done" ? "" : nestedStep.status}</td>
-          </tr>,
-        );
-        addNested(inner.ns, nestedStep, depth + 1);
-      }
+    for (const inner of nestedUnder(ns, step)) addTimeline(inner, depth);
+  };
+  const addTimeline = (inner: ThreadPage["nested"][number], depth: number) => {
+    placed.add(inner);
+    for (const nestedStep of inner.checkpoints) {
+      rows.push(
+        <tr class="nested" key={nestedStep.checkpointId}>
+          <td />
+          <td />
+          <td style={{ paddingLeft: `${depth * 1.2}em` }}>↳ {nestedStep.nodes.join(",")}</td>
+          <td class="what">{nestedStep.what}</td>
+          <td>{nestedStep.tokens.inputTokens + nestedStep.tokens.outputTokens ? `${nestedStep.tokens.inputTokens}→${nestedStep.tokens.outputTokens}` : "-"}</td>
+          <td />
+          <td>{nestedStep.status === "done" ? "" : nestedStep.status}</td>
+        </tr>,
+      );
+      addNested(inner.ns, nestedStep, depth + 1);
     }
   };
   page.history.checkpoints.forEach((step, index) => {
@@ -239,6 +244,16 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
     );
     addNested("", step, 1);
   });
+  // The steps of a node still running (or paused inside, at an approval): no step of the root graph to go under yet.
+  const inFlight = page.nested.filter((inner) => inner.parentNs === "" && !placed.has(inner) && inner.checkpoints.length > 0);
+  if (inFlight.length > 0) {
+    rows.push(
+      <tr class="in-flight" key="in-flight">
+        <td colSpan={7}>steps of a node that has not finished:</td>
+      </tr>,
+    );
+    for (const inner of inFlight) addTimeline(inner, 1);
+  }
   return (
     <table class="timeline" data-testid="timeline">
       <thead>
@@ -394,14 +409,10 @@ function Messages({ page }: { page: ThreadPage }) {
   );
 }
 
+/** A unified diff or patch, drawn by diff2html (which escapes the text it shows): a file header, then its lines, added and removed marked. */
 function Diff({ text }: { text: string }) {
-  return (
-    <pre class="diff" data-testid="diff">
-      {text.split("\n").map((line) => (
-        <div class={line.startsWith("+") && !line.startsWith("+++") ? "add" : line.startsWith("-") && !line.startsWith("---") ? "del" : line.startsWith("@@") ? "hunk" : ""}>{line}</div>
-      ))}
-    </pre>
-  );
+  const html = useMemo(() => diffHtml(text, { drawFileList: false, outputFormat: "line-by-line", matching: "lines" }), [text]);
+  return <div class="diff" data-testid="diff" dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
 /** The tool call the run waits on: what it would do, and approve or reject (with a reason), as `resume --approve` / `--reject`. */
