@@ -78,6 +78,9 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
       socket.on("end", () => resolve(answer.split("\r\n")[0]!));
     });
     expect(status).toBe("HTTP/1.1 403 Forbidden");
+    // A port in use is one line, exit 2.
+    const taken = await runCli(["--db", ws.db, "ui", "--port", new URL(origin).port], { env: cleanEnv() });
+    expect([taken.code, taken.stderr]).toEqual([2, `loopgraph: port ${new URL(origin).port} is in use: pick another with --port, or leave it out for a free one\n`]);
   });
 
   it("shows the demo's monitor thread and its loop: the graph's nodes, the timeline with the Coder's nested steps, a step's changes, the Looper's status and [AUTO] log", async () => {
