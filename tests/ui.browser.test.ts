@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
-import { run, startCli, type RunningCli } from "./helpers/e2e.js";
+import { run, startCli, startRun, type RunningCli } from "./helpers/e2e.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
 
 const CHROMIUM = "/usr/bin/chromium";
@@ -176,6 +176,35 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
     const thread = await api("/api/threads/leaky");
     expect(thread).toContain("[redacted]");
     for (const body of [thread, await api("/api/threads"), await api("/api/threads/leaky/export-script")]) expect(body).not.toContain(secret);
+    await page.close();
+  });
+
+  it("follows a running run live: the node at work is outlined on the graph, and the end arrives without a reload", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = join(place.root, "slow.script.yaml");
+    writeFileSync(
+      script,
+      [
+        "responses:",
+        "  - { node: coder, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
+        '  - { node: coder, wait_for: gate, content: "Listed." }',
+        "",
+      ].join("\n"),
+    );
+    const running = startRun(place, { graph: "coder", task: "look around", thread: "live", script, approval: "auto" });
+    await running.waitForEvent("tool_result");
+    const { url } = await startUi(place.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${url}#/thread/live`);
+    await page.locator(".thread-title .status-running").waitFor();
+    await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(1);
+    expect(await page.locator("[data-testid=graph] g.node.current").textContent()).toContain("coder");
+    expect(await page.locator("[data-testid=timeline]").innerText()).toMatch(/steps of a node that has not finished:[\s\S]*→ list_dir/);
+    writeFileSync(join(place.root, "gate"), "");
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    expect((await running.done).code).toBe(0);
+    await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(0);
+    expect(await page.locator("[data-testid=timeline]").innerText()).toContain("Listed.");
     await page.close();
   });
 

@@ -86,8 +86,8 @@ export async function threadPage(threadId: string, options: StoreOptions): Promi
   const values = head ? (await checkpointState(threadId, head, options)).values : {};
   const visits = (values.visits ?? {}) as Record<string, number>;
   const approval = isApprovalRequest(thread.pause?.value) ? thread.pause.value : undefined;
-  // The node it waits at (paused), or the node whose failure failed it.
-  const current = thread.pause?.node;
+  // The node it waits at (paused), else the node running a graph of its own from the latest checkpoint (a Coder's turn); the node whose failure failed it.
+  const current = thread.pause?.node ?? (thread.status === "running" ? nested.find((inner) => inner.parentNs === "" && inner.from === head)?.node : undefined);
   const failed = thread.status === "failed" ? /^node "([^"]+)" failed/.exec(thread.error ?? "")?.[1] : undefined;
   return {
     thread,
