@@ -178,7 +178,7 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   const server = createServer((request, response) => {
     route(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      const status = error instanceof HttpError ? error.status : error instanceof ConfigError || error instanceof ActionError || error instanceof SyntaxError ? 400 : 500;
+      const status = error instanceof HttpError ? error.status : error instanceof ConfigError || error instanceof ActionError || error instanceof SyntaxError || error instanceof URIError ? 400 : 500;
       sendJson(response, status, { error: error instanceof Error ? error.message.split("\n", 1)[0] : String(error) });
     });
   });
