@@ -78,6 +78,13 @@ describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
       socket.on("end", () => resolve(answer.split("\r\n")[0]!));
     });
     expect(status).toBe("HTTP/1.1 403 Forbidden");
+    // A bad request is answered with its reason, never a stack: a malformed escape, an unknown thread, an unknown action.
+    const ask = (path: string, init: RequestInit = {}) => fetch(`${origin}${path}`, { ...init, headers: { "x-loopgraph-token": token, ...(init.headers as Record<string, string>) } });
+    expect((await ask("/api/threads/%E0%A4%A")).status).toBe(400);
+    const unknown = await ask("/api/threads/nope");
+    expect([unknown.status, ((await unknown.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/thread "nope"/)]);
+    const action = await ask("/api/threads/nope/actions/explode", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
+    expect([action.status, ((await action.json()) as { error: string }).error]).toEqual([400, 'no action "explode": use approve, reject, send, rewind or fork']);
     // A port in use is one line, exit 2.
     const taken = await runCli(["--db", ws.db, "ui", "--port", new URL(origin).port], { env: cleanEnv() });
     expect([taken.code, taken.stderr]).toEqual([2, `loopgraph: port ${new URL(origin).port} is in use: pick another with --port, or leave it out for a free one\n`]);
