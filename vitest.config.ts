@@ -46,7 +46,7 @@ const E2E = [
  * The other unit files share their worker's modules (no isolation): each would otherwise load the
  * engine and LangChain again, which is most of a unit file's time.
  */
-const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai.test.ts"];
+const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai.test.ts", "tests/tools.grep.test.ts"];
 
 export default defineConfig({
   test: {
