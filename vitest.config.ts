@@ -45,11 +45,13 @@ const E2E = [
 ];
 
 /**
- * Unit test files that replace modules (`vi.mock`) or globals: each runs in a fresh module graph.
- * The other unit files share their worker's modules (no isolation): each would otherwise load the
- * engine and LangChain again, which is most of a unit file's time.
+ * Test files that replace modules (`vi.mock`) or globals: each runs in a fresh module graph.
+ * Every other file, unit or e2e, shares its worker's modules (no isolation): each would otherwise
+ * load the engine and LangChain again (about 1.5 s of CPU per file; most e2e files read the store
+ * through the library, tests/helpers/e2e.ts). So a file outside this list must restore any global
+ * it changes (process.env, spies) before it ends.
  */
-const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai.test.ts"];
+const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai.test.ts", "tests/tools.grep.test.ts"];
 
 export default defineConfig({
   test: {
@@ -58,9 +60,11 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 30_000,
     pool: "forks",
-    // Both projects share one pool (projects with different worker counts would run one after the
-    // other): the slow e2e files start first and the unit files fill the gaps. Most e2e time is
-    // spent waiting on child processes, so more workers than the 2 cores keep both busy.
+    // The projects share one pool (projects with different worker counts would run one after the
+    // other). Files start by project name (e2e, isolated, unit), each project's longest first (as
+    // the last run timed them): the slow e2e files start first, and a long isolated file does not
+    // end the run alone. Most e2e time is spent waiting on child processes, so more workers than
+    // the 2 cores keep both busy.
     maxWorkers: 4,
     projects: [
       {
@@ -69,11 +73,11 @@ export default defineConfig({
       },
       {
         extends: true,
-        test: { name: "unit-isolated", include: ISOLATED_UNITS },
+        test: { name: "isolated", include: ISOLATED_UNITS },
       },
       {
         extends: true,
-        test: { name: "e2e", include: E2E, env: { TESTS_PROJECT: "e2e" } },
+        test: { name: "e2e", include: E2E, env: { TESTS_PROJECT: "e2e" }, isolate: false },
       },
     ],
   },

@@ -95,12 +95,17 @@ async function oldCounts(db: string): Promise<Array<[string, number]>> {
   });
 }
 
-/** What the old prefix lookup found: the one match's id, or how many matched. */
-async function oldFind(db: string, threadId: string, prefix: string): Promise<string | number> {
-  return withStore({ db }, "read", async (store) => {
-    const matches = (await oldRootCheckpoints(store, threadId)).filter((t) => t.checkpoint.id.startsWith(prefix));
-    return matches.length === 1 ? matches[0]!.checkpoint.id : matches.length;
-  });
+/**
+ * The old prefix lookup, which decoded every root checkpoint of the thread: what it finds for a
+ * prefix is the one match's id, or how many matched. The checkpoints are decoded once for all the
+ * prefixes asked (the thread does not change meanwhile).
+ */
+async function oldFinder(db: string, threadId: string): Promise<(prefix: string) => string | number> {
+  const ids = await withStore({ db }, "read", async (store) => (await oldRootCheckpoints(store, threadId)).map((t) => t.checkpoint.id));
+  return (prefix) => {
+    const matches = ids.filter((id) => id.startsWith(prefix));
+    return matches.length === 1 ? matches[0]! : matches.length;
+  };
 }
 
 async function newFind(db: string, threadId: string, prefix: string): Promise<string | number> {
@@ -132,8 +137,9 @@ async function expectSameLookups(db: string, threadId: string, history: ThreadHi
     for (let length = 1; length <= id.length; length += 3) prefixes.add(id.slice(0, length));
     prefixes.add(id);
   }
+  const oldFind = await oldFinder(db, threadId);
   for (const prefix of prefixes) {
-    const before = await oldFind(db, threadId, prefix);
+    const before = oldFind(prefix);
     const now = await newFind(db, threadId, prefix);
     expect(now, `prefix "${prefix}"`).toBe(typeof before === "number" ? Math.min(before, 2) : before);
   }

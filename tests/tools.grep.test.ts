@@ -19,6 +19,12 @@ vi.mock("node:child_process", async (importOriginal) => {
   return { ...actual, spawn, default: { ...actual, spawn } };
 });
 
+/**
+ * A file over 10 MiB: 1,000 matching lines (more than the 500 a search stops at) ahead of lines
+ * that do not match. ripgrep searches it all the same, but its output for it stays small.
+ */
+const HUGE = "needle\n".repeat(1_000) + "filler\n".repeat(1_600_000);
+
 const ripgrep = findRipgrep();
 const SKIP_REASON = "ripgrep (rg) is not on the PATH, so only the in-process engine is tested (install it: apt-get install ripgrep)";
 if (!ripgrep) console.warn(`[tools.grep] ${SKIP_REASON}`);
@@ -160,7 +166,7 @@ describe("grep (in-process engine)", () => {
   });
 
   it("leaves out files over 10 MiB and says so", async () => {
-    const big = makeWorkspace({ "huge.txt": "needle\n".repeat(1_600_000), "small.txt": "needle\n" });
+    const big = makeWorkspace({ "huge.txt": HUGE, "small.txt": "needle\n" });
     expect((await big.call("grep", { pattern: "needle" }, inProcess)).content).toBe(
       "1 matching line in 1 file\nsmall.txt:1:needle\n(not searched, over 10 MiB: huge.txt)",
     );
@@ -232,10 +238,10 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       {
         ".gitignore": "ignored/\n",
         "a.txt": "needle\n",
-        "big/huge.txt": "needle\n".repeat(1_600_000),
+        "big/huge.txt": HUGE,
         "big/quiet.txt": "x\n".repeat(6_000_000),
-        "ignored/huge.txt": "needle\n".repeat(1_600_000),
-        "sub/node_modules/huge.txt": "needle\n".repeat(1_600_000),
+        "ignored/huge.txt": HUGE,
+        "sub/node_modules/huge.txt": HUGE,
         "zz.txt": "needle after the large files\n",
       },
       { git: true },
@@ -336,7 +342,7 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
         ".git/needle.txt": "needle in .git\n",
         "sub/node_modules/x.js": "needle in a dependency\n",
         ".loopgraph/store.txt": "needle in the state\n",
-        "huge.txt": "needle\n".repeat(1_600_000),
+        "huge.txt": HUGE,
       },
       { git: true },
     );

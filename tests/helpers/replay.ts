@@ -1,4 +1,4 @@
-import { cpSync, mkdirSync } from "node:fs";
+import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CheckpointSummary, ThreadHistory } from "../../src/engine/inspect.js";
 import { ROOT } from "./cli.js";
@@ -14,14 +14,20 @@ export interface ExampleCopy {
   script: string;
 }
 
-/** Makes the copy in a workspace removed when the test finishes. */
+/**
+ * Makes the copy in a workspace removed when the test finishes. The script answers at once: the
+ * shipped one waits 300 ms before each answer, for the demo's sake.
+ */
 export function exampleCopy(): ExampleCopy {
   const { dir, db } = tempWorkspace({ prefix: "loopgraph-replay-" });
-  for (const part of ["graphs/example-review.yaml", "prompts/example", "examples/functions", "examples/example-review.script.yaml"]) {
+  for (const part of ["graphs/example-review.yaml", "prompts/example", "examples/functions"]) {
     mkdirSync(join(dir, part, ".."), { recursive: true });
     cpSync(join(ROOT, part), join(dir, part), { recursive: true });
   }
-  return { dir, db, graph: join(dir, "graphs/example-review.yaml"), script: join(dir, "examples/example-review.script.yaml") };
+  const script = join(dir, "examples/example-review.script.yaml");
+  const shipped = readFileSync(join(ROOT, "examples/example-review.script.yaml"), "utf8");
+  writeFileSync(script, shipped.replace(/^ *delay_ms: \d+\n/gm, ""));
+  return { dir, db, graph: join(dir, "graphs/example-review.yaml"), script };
 }
 
 /** `loopgraph run` of the copy's graph, with its scripted model (or another script). */

@@ -32,7 +32,10 @@ import type { ApprovalRequest } from "../../src/runtime/approval.js";
 const ROOT = resolve(import.meta.dirname, "../..");
 const LAST_LINE = /^attack: attempts=(\d+) escapes=(\d+) leaks=(\d+)$/;
 
-/** Runs the suite's runner (a real process, with its own worker processes) to its end. */
+/**
+ * Runs the suite's runner (a real process, with its own worker processes) to its end. Each worker
+ * loads loopgraph through tsx (about 2.5 s of CPU): the short runs below use two workers, not three.
+ */
 function runSuite(...args: string[]): Promise<CliResult> {
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", join(ROOT, "tests/security/run.ts"), ...args], {
     cwd: ROOT,
@@ -74,7 +77,7 @@ describe("the attack suite", () => {
 
 describe("without an OS sandbox", () => {
   it("approval mode auto asks before shell commands instead of letting them escape", { timeout: 120_000 }, async () => {
-    const result = await runSuite("--without-sandbox", "--only", "shell-write-outside");
+    const result = await runSuite("--without-sandbox", "--only", "shell-write-outside", "--workers", "2");
     expect(result.stdout).toContain("no OS sandbox available");
     const { attempts, escapes, leaks } = lastLine(result);
     expect(attempts).toBeGreaterThanOrEqual(20);
@@ -84,7 +87,7 @@ describe("without an OS sandbox", () => {
 
 describe("the harness's detectors fire (self-tests)", () => {
   it("a control run without the sandbox, with credentials passed on: every control attack is caught", { timeout: 120_000 }, async () => {
-    const result = await runSuite("--control");
+    const result = await runSuite("--control", "--workers", "2");
     const summary = lastLine(result);
     expect(summary.attempts).toBe(CONTROL_ATTACKS.length);
     expect(result.code, result.stdout).toBe(1);
