@@ -38,9 +38,13 @@ export interface WorkspaceOptions {
   prefix?: string;
 }
 
-/** Runs git in `cwd` with a test identity, quietly. */
-const gitIn = (cwd: string, ...args: string[]): void => {
-  execFileSync("git", ["-c", "user.name=t", "-c", "user.email=t@t", ...args], { cwd, stdio: "ignore" });
+/**
+ * The repository of a workspace, made by one shell after the files are written: each process a
+ * test starts forks the test's own (large) process, three git processes cost three times one.
+ */
+const GIT_SETUP = {
+  init: "git init -q",
+  commit: "git init -q && git add . && git -c user.name=t -c user.email=t@t commit -qm init --allow-empty",
 };
 
 /** Creates a workspace now; the caller decides when `remove` runs. */
@@ -50,15 +54,11 @@ export function createWorkspace(options: WorkspaceOptions = {}): Workspace & { r
   mkdirSync(dir);
   const remove = () => rmSync(root, { recursive: true, force: true });
   try {
-    if (options.git) gitIn(dir, "init", "-q");
     for (const [name, contents] of Object.entries(options.files ?? {})) {
       mkdirSync(dirname(join(dir, name)), { recursive: true });
       writeFileSync(join(dir, name), contents);
     }
-    if (options.git === true) {
-      gitIn(dir, "add", ".");
-      gitIn(dir, "commit", "-qm", "init", "--allow-empty");
-    }
+    if (options.git) execFileSync("sh", ["-c", GIT_SETUP[options.git === true ? "commit" : "init"]], { cwd: dir, stdio: "ignore" });
   } catch (error) {
     remove();
     throw error;

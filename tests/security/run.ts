@@ -106,6 +106,10 @@ const key = (attempt: { attack: string; mode: string }) => `${attempt.attack}\u0
 
 async function worker(options: Options): Promise<void> {
   const { index, count } = options.worker!;
+  // The worker's own folder (see startWorker), set only now: tsx, loaded before this, then keeps
+  // its transforms in the system's temporary folder, shared by all the workers, and does not
+  // transform loopgraph anew in each.
+  process.env.TMPDIR = process.env.ATTACK_WORKER_TMPDIR;
   // Loaded here only: the parent process does not load loopgraph.
   const { canariesOf, runAttempt } = await import("./harness.js");
   const canaries = canariesOf(process.env);
@@ -126,8 +130,8 @@ interface WorkerHandle {
 
 /**
  * Starts worker `index` in its own temporary directory `dir`: its home is `dir/home`, and its
- * attempts' directories go under `dir` too (TMPDIR), so that removing `dir` cleans up after a
- * worker that had to be killed.
+ * attempts' directories go under `dir` too (TMPDIR, set by the worker itself), so that removing
+ * `dir` cleans up after a worker that had to be killed.
  */
 function startWorker(index: number, options: Options, dir: string, onResult: (result: AttemptResult) => void, onHang: (attempt: { attack: string; mode: string }) => void): WorkerHandle {
   const home = join(dir, "home");
@@ -135,7 +139,7 @@ function startWorker(index: number, options: Options, dir: string, onResult: (re
   const env = cleanEnv({
     ...newCanaryEnvironment(),
     HOME: home,
-    TMPDIR: dir,
+    ATTACK_WORKER_TMPDIR: dir,
     ...(options.control ? { LOOPGRAPH_SHELL_ENV_INCLUDE: "*" } : {}),
     ...(options.withoutSandbox ? { LOOPGRAPH_BWRAP: join(dir, "no-bubblewrap-here") } : {}),
   });
