@@ -1,4 +1,6 @@
+import { relative } from "node:path";
 import { defineConfig } from "vitest/config";
+import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
  * End-to-end test files: they start the CLI or other processes (tmux, `script`, the demo), send
@@ -53,6 +55,34 @@ const E2E = [
  */
 const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai.test.ts", "tests/tools.grep.test.ts"];
 
+/**
+ * The longest files, in the order to start them when the cache holds no timings of an earlier run
+ * (a fresh clone, or after `npm ci`). Vitest would then start each project's largest files first,
+ * and some of these are small.
+ */
+const LONGEST = [
+  "tests/coder.e2e.test.ts",
+  "tests/workers.e2e.test.ts",
+  "tests/repo-workspaces.e2e.test.ts",
+  "tests/security/attack.test.ts",
+  "tests/replay.fork.test.ts",
+];
+
+/** Vitest's order (see `maxWorkers` below); without any timings, the LONGEST files first in each project. */
+class LongestFirst extends BaseSequencer {
+  override async sort(files: TestSpecification[]): Promise<TestSpecification[]> {
+    const sorted = await super.sort(files);
+    const path = (file: TestSpecification) => relative(this.ctx.config.root, file.moduleId);
+    if (sorted.some((file) => this.ctx.cache.getFileTestResults(`${file.project.name}:${path(file)}`))) return sorted;
+    const projects = [...new Set(sorted.map((file) => file.project.name))];
+    const rank = (file: TestSpecification) => {
+      const at = LONGEST.indexOf(path(file));
+      return at === -1 ? LONGEST.length : at;
+    };
+    return [...sorted].sort((a, b) => projects.indexOf(a.project.name) - projects.indexOf(b.project.name) || rank(a) - rank(b));
+  }
+}
+
 export default defineConfig({
   test: {
     // The checkpoint conformance suite registers its tests through vitest globals.
@@ -66,6 +96,7 @@ export default defineConfig({
     // end the run alone. Most e2e time is spent waiting on child processes, so more workers than
     // the 2 cores keep both busy.
     maxWorkers: 4,
+    sequence: { sequencer: LongestFirst },
     projects: [
       {
         extends: true,
