@@ -9,8 +9,10 @@
 import type { ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import PgBoss from "pg-boss";
 import { expect, it } from "vitest";
 import { enqueueRun } from "../src/engine/runner.js";
+import { RunQueue } from "../src/engine/run-queue.js";
 import { cleanEnv, collect, eventually, ROOT, runCli, spawnCli } from "./helpers/cli.js";
 import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
@@ -152,6 +154,24 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     expect((await runCli(["wait", "ask"], { env })).code).toBe(0);
     worker.child.kill("SIGTERM");
     expect((await worker.done).code).toBe(0);
+  });
+
+  it("the queue opened by 8 processes at once on a new database: every one opens it, none sees a deadlock", async () => {
+    // Each RunQueue has its own connections, as each process does. The race is at the queue's
+    // creation: each database starts with pg-boss's tables made (as by the first process to get
+    // there) but no queue yet, so all 8 find it missing at once.
+    for (let round = 0; round < 5; round++) {
+      const url = server().createDatabase(`queue_race_${round}`);
+      const boss = new PgBoss({ connectionString: url, schema: "loopgraph_queue", supervise: false, schedule: false });
+      boss.on("error", () => undefined);
+      await boss.start();
+      await boss.stop({ graceful: false, wait: true });
+      const opened = await Promise.allSettled(Array.from({ length: 8 }, () => RunQueue.open(url, {})));
+      const failures = opened.flatMap((result) => (result.status === "rejected" ? [String(result.reason)] : []));
+      await Promise.all(opened.map((result) => (result.status === "fulfilled" ? result.value.close() : undefined)));
+      expect(failures).toEqual([]);
+      expect(await queryRows(url, "SELECT name FROM loopgraph_queue.queue")).toEqual([{ name: "loopgraph-runs" }]);
+    }
   });
 
   it("run --queue on a SQLite store, and a worker without PostgreSQL: one line, exit 2", async () => {
