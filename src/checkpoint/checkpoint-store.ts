@@ -307,13 +307,17 @@ export class CheckpointStore {
     this.extendChunkStatement = db.prepare<[LogKey & ChunkColumns & { codec: string | null }]>(
       `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data, ends = @ends, types = @types, codec = @codec WHERE ${logKey} AND start_seq = @start`,
     );
+    // The chunks of a log never overlap (each is appended at the log's end, a merge joins two
+    // neighbours): those holding items in [start, end) begin at the last chunk starting at or
+    // before `start`. Searching the key's index from there reads those chunks only, not every
+    // chunk before them (a history walk reads the newest items of a long log, again and again).
+    const overlapping = `${logKey} AND start_seq < @end AND end_seq > @start
+       AND start_seq >= coalesce((SELECT start_seq FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq <= @start ORDER BY start_seq DESC LIMIT 1), @start)`;
     this.chunkBoundsStatement = db.prepare<[LogKey & { start: number; end: number }], { start_seq: number; end_seq: number }>(
-      `SELECT start_seq, end_seq FROM loopgraph_checkpoint_items
-       WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
+      `SELECT start_seq, end_seq FROM loopgraph_checkpoint_items WHERE ${overlapping} ORDER BY start_seq`,
     );
     this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], StoredChunk>(
-      `SELECT start_seq, end_seq, data, ends, types, codec FROM loopgraph_checkpoint_items
-       WHERE ${logKey} AND start_seq < @end AND end_seq > @start ORDER BY start_seq`,
+      `SELECT start_seq, end_seq, data, ends, types, codec FROM loopgraph_checkpoint_items WHERE ${overlapping} ORDER BY start_seq`,
     );
     this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"].map(
       (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
