@@ -39,14 +39,37 @@ export function syncSerializerOf(serde: SerializerProtocol): SyncSerializer | un
 
 const COMMA = 0x2c;
 
+/** Deeper values take the serializer's own walk (a cycle, say, which it writes as "[Circular]"). */
+const PLAIN_JSON_DEPTH = 32;
+
+/**
+ * Whether `value` is plain JSON, which JSON.stringify writes as JsonPlusSerializer does: null,
+ * booleans, strings, finite numbers, arrays without holes and objects of Object's (or no)
+ * prototype, of such values. Its replacer changes nothing there; it rewrites `undefined`, Sets,
+ * Maps, dates, errors, bytes, LangChain objects (toJSON), Sends (lg_name), which all fail this.
+ */
+export function isPlainJson(value: unknown, depth: number): boolean {
+  if (value === null || typeof value === "string" || typeof value === "boolean") return true;
+  if (typeof value === "number") return Number.isFinite(value);
+  if (typeof value !== "object" || depth >= PLAIN_JSON_DEPTH) return false;
+  if (Array.isArray(value)) {
+    for (let i = 0; i < value.length; i++) if (!(i in value) || !isPlainJson(value[i], depth + 1)) return false;
+    return true;
+  }
+  const prototype = Object.getPrototypeOf(value);
+  if (prototype !== Object.prototype && prototype !== null) return false;
+  for (const key of Object.keys(value)) {
+    if (key === "toJSON" || key === "lg_name" || !isPlainJson((value as Record<string, unknown>)[key], depth + 1)) return false;
+  }
+  return true;
+}
+
 function jsonPlusSync(dumps: (value: unknown) => Uint8Array): SyncSerializer {
   return {
     dumpsTypedSync(value) {
       if (value instanceof Uint8Array) return ["bytes", value];
-      // Strings and numbers need no replacer walk: JSON.stringify writes the same text.
-      if (typeof value === "string" || (typeof value === "number" && Number.isFinite(value))) {
-        return ["json", Buffer.from(JSON.stringify(value), "utf8")];
-      }
+      // Plain JSON needs no replacer walk: JSON.stringify writes the same text.
+      if (isPlainJson(value, 0)) return ["json", Buffer.from(JSON.stringify(value), "utf8")];
       return ["json", dumps(value)];
     },
     loadsJsonArray(text) {

@@ -395,14 +395,11 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       } else if (Array.isArray(value)) {
         lists.push(await this.planListWrite(at, channel, version, value, parentVersions));
       } else {
-        const [type, data] = await this.serde.dumpsTyped(value);
+        const [type, data] = await this.dumpsTyped(value);
         blobs.push({ channel, version, record: { kind: "value", type, data } });
       }
     }
-    const [[checkpointType, checkpointBytes], [metadataType, metadataBytes]] = await Promise.all([
-      this.serde.dumpsTyped(withoutId(rest)),
-      this.serde.dumpsTyped(metadata),
-    ]);
+    const [[checkpointType, checkpointBytes], [metadataType, metadataBytes]] = await Promise.all([this.dumpsTyped(withoutId(rest)), this.dumpsTyped(metadata)]);
 
     const written = this.writeTransaction(() => {
       for (const blob of blobs) this.store.insertBlob(at, blob);
@@ -450,7 +447,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     // Arrays of objects written to ordinary channels (new messages, say) go to the channel's item
     // log, where the checkpoint that takes them in refers to them again instead of a second copy.
     const planned = writes.map(([channel, value]) => (channel.startsWith("__") ? undefined : this.planRefs(at, channel, value)));
-    const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.serde.dumpsTyped(value))));
+    const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.dumpsTyped(value))));
     // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
     const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
     const row = (index: number, channel: string, [type, value]: [string, Uint8Array]): StoredWrite => ({
@@ -631,6 +628,11 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (offset === undefined) this.plainJson.offset = decoded.settledAfter - turns;
     if (decoded.settledAfter - turns !== this.plainJson.offset || !isDeepStrictEqual(decoded.value, value)) this.plainJson.off = true;
     return decoded;
+  }
+
+  /** The serde's `dumpsTyped`, without a promise when it has a synchronous twin (see fast-serde.ts). */
+  private dumpsTyped(value: unknown): [string, Uint8Array] | Promise<[string, Uint8Array]> {
+    return this.sync ? this.sync.dumpsTypedSync(value) : this.serde.dumpsTyped(value);
   }
 
   /** The serde's `loadsTyped`, by `JSON.parse` where that gives the same value (see `decodePlainJson`). */

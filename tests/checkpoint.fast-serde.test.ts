@@ -1,0 +1,60 @@
+/**
+ * The saver's synchronous serializer writes the bytes LangGraph's JsonPlusSerializer writes, for
+ * plain JSON (by JSON.stringify alone) and for everything its replacer rewrites (by its own walk).
+ */
+import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { describe, expect, it } from "vitest";
+import { isPlainJson, syncSerializerOf } from "../src/checkpoint/fast-serde.js";
+
+const circular: Record<string, unknown> = { name: "loop" };
+circular.self = circular;
+const deep = (levels: number): unknown => (levels === 0 ? "bottom" : { inner: deep(levels - 1) });
+const holes = [1, , 3]; // eslint-disable-line no-sparse-arrays
+const nullPrototype = Object.assign(Object.create(null) as object, { a: 1, b: [true, null] });
+
+const PLAIN: [string, unknown][] = [
+  ["a nested object", { outputs: { a: 3, b: "two" }, visits: { a: 1 }, list: [1, "x", null, false, { y: [] }] }],
+  ["an empty object and array", { empty: {}, none: [] }],
+  ["a null-prototype object", nullPrototype],
+  ["negative zero and large numbers", [-0, 1e300, -1.5e-300, Number.MAX_SAFE_INTEGER]],
+  ["strings to escape, a lone surrogate", { text: 'quote " backslash \\ newline \n tab \t \u0000 \u2028 é 🙂 \ud800' }],
+  ["31 levels", deep(30)],
+];
+const NOT_PLAIN: [string, unknown][] = [
+  ["undefined inside an object", { a: 1, b: undefined }],
+  ["undefined inside an array", [1, undefined]],
+  ["a hole", holes],
+  ["NaN and Infinity", { nan: Number.NaN, inf: Number.POSITIVE_INFINITY }],
+  ["a Date", { at: new Date(0) }],
+  ["a Map and a Set", { map: new Map([["k", 1]]), set: new Set([1]) }],
+  ["an Error", { error: new Error("boom") }],
+  ["bytes", { bytes: new Uint8Array([1, 2]) }],
+  ["a LangChain message", [new HumanMessage("hi"), new AIMessage({ content: "", tool_calls: [{ name: "shell", args: { command: "ls" }, id: "c1" }] })]],
+  ["an object with toJSON", { toJSON: () => "replaced" }],
+  ["a Send", { lg_name: "Send", node: "b", args: { x: 1 } }],
+  ["a cycle", circular],
+  ["40 levels", deep(40)],
+  ["a class instance", new (class Point { x = 1; })()],
+];
+
+describe("the synchronous serializer", () => {
+  const serde = new JsonPlusSerializer();
+  const sync = syncSerializerOf(serde)!;
+
+  it.each(PLAIN)("takes %s as plain JSON and writes JsonPlusSerializer's bytes", async (_, value) => {
+    expect(isPlainJson(value, 0)).toBe(true);
+    const [type, bytes] = sync.dumpsTypedSync(value);
+    const [expectedType, expected] = await serde.dumpsTyped(value);
+    expect(type).toBe(expectedType);
+    expect(Buffer.from(bytes).toString("utf8")).toBe(Buffer.from(expected).toString("utf8"));
+  });
+
+  it.each(NOT_PLAIN)("leaves %s to JsonPlusSerializer's walk, with its bytes", async (_, value) => {
+    expect(isPlainJson(value, 0)).toBe(false);
+    const [type, bytes] = sync.dumpsTypedSync(value);
+    const [expectedType, expected] = await serde.dumpsTyped(value);
+    expect(type).toBe(expectedType);
+    expect(Buffer.from(bytes).toString("utf8")).toBe(Buffer.from(expected).toString("utf8"));
+  });
+});
