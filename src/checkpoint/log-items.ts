@@ -71,7 +71,11 @@ export class LogItems {
   /** Whether any item is of `type`. */
   holds(type: string): boolean {
     if (this.given) return this.given.some((item) => item.type === type);
-    return this.segments.some(({ types, from, to }) => types !== undefined && types.slice(from, to).includes(type));
+    for (const { types, from, to } of this.segments) {
+      if (types === undefined) continue;
+      for (let i = from; i < to; i++) if (types[i] === type) return true;
+    }
+    return false;
   }
 
   /** `[item0,item1,…]`: the JSON items' array text, from one slice per chunk segment. */
