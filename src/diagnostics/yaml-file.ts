@@ -72,6 +72,33 @@ export function unknownKeyProblem(path: DataPath, key: string, known: readonly s
   return { path: [...path, key], at: "key", message: suggestion !== undefined ? `unknown key "${key}": did you mean "${suggestion}"?` : otherwise };
 }
 
+/** One entry of a mapping in a config file (an MCP server, a hook, a subagent type), read by `mappingEntry`. */
+export interface MappingEntry {
+  fields: Record<string, unknown>;
+  /** Reports a problem with the value of one of its keys. */
+  bad(key: string, message: string): void;
+  /** Whether no problem of the entry was reported since it was read (its unknown keys included). */
+  clean(): boolean;
+}
+
+/**
+ * `raw`, an entry at `path` of a config file, as a mapping whose keys are among `keys`: undefined,
+ * reported as `notMapping`, when it is not a mapping; each unknown key reported ("did you mean"
+ * the closest, else which keys `what` has).
+ */
+export function mappingEntry(raw: unknown, path: DataPath, problems: Problem[], keys: readonly string[], what: { name: string; notMapping: string }): MappingEntry | undefined {
+  if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
+    problems.push({ path, at: "value", message: what.notMapping });
+    return undefined;
+  }
+  const fields = raw as Record<string, unknown>;
+  const before = problems.length;
+  for (const key of Object.keys(fields)) {
+    if (!keys.includes(key)) problems.push(unknownKeyProblem(path, key, keys, `unknown key "${key}": ${what.name} has ${keys.join(", ")}`));
+  }
+  return { fields, bad: (key, message) => void problems.push({ path: [...path, key], at: "value", message }), clean: () => problems.length === before };
+}
+
 /** `rules[2].pattern`. */
 export function dataPathText(path: DataPath): string {
   return path.reduce<string>((text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment), "");

@@ -17,7 +17,7 @@
  * output is not used; their failures are warnings. docs/hooks.md has the whole contract.
  */
 import type { Problem } from "../diagnostics/yaml-file.js";
-import { unknownKeyProblem } from "../diagnostics/yaml-file.js";
+import { mappingEntry, unknownKeyProblem } from "../diagnostics/yaml-file.js";
 import { jsonListVariable } from "./config-variable.js";
 
 export const HOOK_EVENTS = ["session_start", "before_tool", "after_tool", "stop", "error"] as const;
@@ -60,23 +60,16 @@ export function checkHooks(value: unknown, source: { trusted: boolean; origin: s
     }
     list.forEach((raw: unknown, index) => {
       const path = ["hooks", event, index];
-      if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-        problems.push({ path, at: "value", message: "a hook is a mapping: { command, tools, timeout }" });
-        return;
-      }
-      const fields = raw as Record<string, unknown>;
-      const before = problems.length;
-      const bad = (key: string, message: string) => problems.push({ path: [...path, key], at: "value", message });
-      for (const key of Object.keys(fields)) {
-        if (!HOOK_KEYS.includes(key)) problems.push(unknownKeyProblem(path, key, HOOK_KEYS, `unknown key "${key}": a hook has ${HOOK_KEYS.join(", ")}`));
-      }
+      const entry = mappingEntry(raw, path, problems, HOOK_KEYS, { name: "a hook", notMapping: "a hook is a mapping: { command, tools, timeout }" });
+      if (!entry) return;
+      const { fields, bad } = entry;
       if (typeof fields.command !== "string" || fields.command.trim() === "") bad("command", "command must be a bash command line, run in the workspace");
       const toolEvent = event === "before_tool" || event === "after_tool";
       if (fields.tools !== undefined && !toolEvent) bad("tools", "tools is for before_tool and after_tool hooks");
       else if (fields.tools !== undefined && (typeof fields.tools !== "string" || !TOOL_GLOB.test(fields.tools))) bad("tools", "tools must be a tool name with * and ? wildcards, e.g. shell, *_file, docs__*");
       const timeout = fields.timeout ?? DEFAULT_TIMEOUT_SECONDS;
       if (typeof timeout !== "number" || !(timeout > 0) || timeout > 3_600) bad("timeout", "timeout must be the seconds the hook may take (a number, at most 3600)");
-      if (problems.length > before) return;
+      if (!entry.clean()) return;
       hooks.push({
         event: event as HookEvent,
         command: fields.command as string,

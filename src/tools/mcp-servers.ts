@@ -20,7 +20,7 @@
  * and passes on none of loopgraph's variables.
  */
 import type { Problem } from "../diagnostics/yaml-file.js";
-import { unknownKeyProblem } from "../diagnostics/yaml-file.js";
+import { mappingEntry } from "../diagnostics/yaml-file.js";
 import { jsonListVariable } from "./config-variable.js";
 
 interface McpServerCommon {
@@ -82,16 +82,12 @@ export function checkMcpServers(value: unknown, source: McpDeclarationSource, at
     if (!SERVER_NAME.test(name)) {
       problems.push({ path, at: "key", message: `MCP server name "${name}" must be letters, digits and - (at most 30): its tools are named ${name.replace(/[^A-Za-z0-9-]/g, "-")}__<tool>` });
     }
-    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-      problems.push({ path, at: "value", message: "an MCP server is a mapping: { command, args, env } (stdio) or { url, headers } (streamable HTTP)" });
-      continue;
-    }
-    const fields = raw as Record<string, unknown>;
-    const before = problems.length;
-    const bad = (key: string, message: string) => problems.push({ path: [...path, key], at: "value", message });
-    for (const key of Object.keys(fields)) {
-      if (!SERVER_KEYS.includes(key)) problems.push(unknownKeyProblem(path, key, SERVER_KEYS, `unknown key "${key}": an MCP server has ${SERVER_KEYS.join(", ")}`));
-    }
+    const entry = mappingEntry(raw, path, problems, SERVER_KEYS, {
+      name: "an MCP server",
+      notMapping: "an MCP server is a mapping: { command, args, env } (stdio) or { url, headers } (streamable HTTP)",
+    });
+    if (!entry) continue;
+    const { fields, bad } = entry;
     const isStdio = fields.command !== undefined;
     if (isStdio === (fields.url !== undefined)) {
       problems.push({ path, at: "value", message: 'an MCP server has either "command" (stdio) or "url" (streamable HTTP)' });
@@ -127,13 +123,13 @@ export function checkMcpServers(value: unknown, source: McpDeclarationSource, at
       }
       if (fields.sandbox === false && userOnly("sandbox: false")) bad("sandbox", userOnly("sandbox: false")!);
       if (fields.network === true && userOnly("network: true")) bad("network", userOnly("network: true")!);
-      if (problems.length === before && args && env) {
+      if (entry.clean() && args && env) {
         servers.push({ ...common, transport: "stdio", command: fields.command as string, args, env, sandbox: fields.sandbox !== false, network: fields.network === true });
       }
     } else {
       if (typeof fields.url !== "string" || !/^https?:\/\/[^\s]+$/.test(fields.url)) bad("url", "url must be the http(s) URL of a streamable-HTTP MCP endpoint, e.g. http://127.0.0.1:3001/mcp");
       const headers = strings("headers", "map") as Record<string, string> | undefined;
-      if (problems.length === before && headers) servers.push({ ...common, transport: "http", url: fields.url as string, headers });
+      if (entry.clean() && headers) servers.push({ ...common, transport: "http", url: fields.url as string, headers });
     }
   }
   return { servers, problems };

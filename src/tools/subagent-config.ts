@@ -20,7 +20,7 @@
 import { realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Problem } from "../diagnostics/yaml-file.js";
-import { unknownKeyProblem } from "../diagnostics/yaml-file.js";
+import { mappingEntry } from "../diagnostics/yaml-file.js";
 import { jsonListVariable } from "./config-variable.js";
 import { TOOL_NAMES } from "./types.js";
 import { isInside } from "./workspace-paths.js";
@@ -81,16 +81,9 @@ export function checkSubagents(
   for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
     const path = ["subagents", name];
     if (!SUBAGENT_NAME.test(name)) problems.push({ path, at: "key", message: SUBAGENT_NAME_RULE });
-    if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
-      problems.push({ path, at: "value", message: "a subagent type is a mapping: { description, prompt, tools, max_steps, model, output }" });
-      continue;
-    }
-    const fields = raw as Record<string, unknown>;
-    const before = problems.length;
-    const bad = (key: string, message: string) => problems.push({ path: [...path, key], at: "value", message });
-    for (const key of Object.keys(fields)) {
-      if (!SUBAGENT_KEYS.includes(key)) problems.push(unknownKeyProblem(path, key, SUBAGENT_KEYS, `unknown key "${key}": a subagent type has ${SUBAGENT_KEYS.join(", ")}`));
-    }
+    const entry = mappingEntry(raw, path, problems, SUBAGENT_KEYS, { name: "a subagent type", notMapping: "a subagent type is a mapping: { description, prompt, tools, max_steps, model, output }" });
+    if (!entry) continue;
+    const { fields, bad } = entry;
     const { description, prompt, tools, max_steps: maxSteps, model, output } = fields;
     if (description !== undefined && (typeof description !== "string" || description.trim() === "")) bad("description", "description must be one line on what it is for");
     let promptFile: string | undefined;
@@ -113,7 +106,7 @@ export function checkSubagents(
     if (output !== undefined && (output === null || typeof output !== "object" || Array.isArray(output) || (output as Record<string, unknown>).type !== "object")) {
       bad("output", "output must be the JSON Schema of an object, e.g. { type: object, properties: { answer: { type: string } }, required: [answer] }");
     }
-    if (problems.length > before) continue;
+    if (!entry.clean()) continue;
     subagents.push({
       name,
       ...(description !== undefined && { description: (description as string).trim() }),
