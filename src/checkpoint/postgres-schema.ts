@@ -43,10 +43,20 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
   }
 }
 
-/** Applies the migrations of `part` the database lacks; returns the version it is at. */
-export function migrate(pool: pg.Pool, part: string, migrations: readonly Migration[]): Promise<number> {
+/**
+ * Runs `work` in a transaction holding the migrations' lock: one process at a time changes the
+ * database's schema (loopgraph's tables, the run queue's).
+ */
+export function underMigrationLock<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   return inTransaction(pool, async (client) => {
     await client.query("SELECT pg_advisory_xact_lock($1)", [MIGRATION_LOCK]);
+    return work(client);
+  });
+}
+
+/** Applies the migrations of `part` the database lacks; returns the version it is at. */
+export function migrate(pool: pg.Pool, part: string, migrations: readonly Migration[]): Promise<number> {
+  return underMigrationLock(pool, async (client) => {
     await client.query(`CREATE TABLE IF NOT EXISTS loopgraph_schema (part text COLLATE "C" PRIMARY KEY, version integer NOT NULL)`);
     const row = (await client.query<{ version: number }>("SELECT version FROM loopgraph_schema WHERE part = $1", [part])).rows[0];
     const current = row?.version ?? 0;

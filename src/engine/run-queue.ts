@@ -5,7 +5,7 @@
  * the one-owner claim of the thread table is the lock; jobs only bring threads to workers.
  */
 import type PgBoss from "pg-boss";
-import { inTransaction } from "../checkpoint/postgres-schema.js";
+import { underMigrationLock } from "../checkpoint/postgres-schema.js";
 import { connectTimeoutMs, openPostgresPool, postgresError } from "../runs/postgres-connection.js";
 
 /** The queue's name. */
@@ -22,20 +22,17 @@ export interface TendJob {
 /** Seconds a worker may hold a job before pg-boss gives it to another (a worker holds one for a claim, not for the run). */
 const JOB_EXPIRY_S = 60;
 
-/** Key of the advisory lock held while the queue is created (any fixed number no other program of the database uses). */
-const CREATE_LOCK = 7_304_113_922;
-
 /**
  * Creates the queue, one process at a time. pg-boss's own creation is not safe from several at
  * once: two creating the same queue deadlock (one inserts the queue's row and then alters the
  * job table, which waits for the other's pending insert of that row), and the loser's error is
- * the whole command's. Under a lock held by a transaction of its own, the second finds it made.
+ * the whole command's. Under the migrations' lock, held by a transaction on a connection of its
+ * own, the second finds it made.
  */
 async function createQueueOnce(boss: PgBoss, url: string, env: NodeJS.ProcessEnv): Promise<void> {
   const pool = await openPostgresPool(url, env, 1);
   try {
-    await inTransaction(pool, async (client) => {
-      await client.query("SELECT pg_advisory_xact_lock($1)", [CREATE_LOCK]);
+    await underMigrationLock(pool, async () => {
       if (await boss.getQueue(QUEUE)) return;
       await boss.createQueue(QUEUE, { name: QUEUE, policy: "short", retryLimit: 1_000_000, retryDelay: 1, expireInSeconds: JOB_EXPIRY_S });
     });
