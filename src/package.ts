@@ -41,3 +41,16 @@ export function packageVersion(): string {
     return "0.0.0";
   }
 }
+
+/** The `import()` the CLI's launcher lends its bundle (see cli/launcher.ts); undefined outside it. */
+declare const __loopgraphImport: ((specifier: string) => Promise<unknown>) | undefined;
+
+/**
+ * `import()` of a module named at run time (a function node's module, tsx's loader). The CLI's
+ * bundle is compiled from a V8 code cache, and Node 20 loses a cached script's `import()` callback
+ * ("A dynamic import callback was not specified"): there the launcher, an ES module of its own,
+ * lends its `import()`. A specifier is resolved as from dist/cli/ (bundled) or this file (unbundled).
+ */
+export function importAtRunTime(specifier: string): Promise<unknown> {
+  return typeof __loopgraphImport === "function" ? __loopgraphImport(specifier) : import(specifier);
+}

@@ -7,9 +7,8 @@
  * forked with its task message replaced, and failing when the model runs out (an
  * error checkpoint); a run paused at a breakpoint.
  */
-import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { cpSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
@@ -21,7 +20,7 @@ import { checkpointTree } from "../src/engine/checkpoint-tree.js";
 import { asSeen } from "../src/runs/thread-registry.js";
 import { requireThread, withStore, type Store } from "../src/runs/store.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
-import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
+import { modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import { exampleCopy, runExample } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -221,16 +220,10 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     expect(listed.map((t) => t.status)).toEqual((await withStore({ db: ws.db }, "read", async (store) => store.threads.list())).map((t) => asSeen(t).status));
 
     // `inspect` (the list) loads no LangChain module: it answers in a few node start-ups.
-    const trace = join(temp.root, "modules.txt");
-    const env = cleanEnv({ NODE_OPTIONS: `--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, TRACE_MODULES_FILE: trace });
-    const shown = await runCli(["inspect", "--db", ws.db], { env });
+    const { modules: loaded, ...shown } = await modulesLoadedBy(["inspect", "--db", ws.db]);
     expect(shown.code, shown.stderr).toBe(0);
     const pausedCount = listed.find((t) => t.threadId === "paused")!.checkpoints;
     expect(shown.stdout).toMatch(new RegExp(`^paused\\s+breakpoint\\s+paused\\s+${pausedCount}\\s`, "m"));
-    // The modules it loaded: files, or in the CLI's bundle (dist/cli) the modules each chunk holds (esbuild's `// <path>` lines).
-    const loaded = [...new Set(readFileSync(trace, "utf8").split("\n").filter((url) => url.startsWith("file:")))].flatMap((url) =>
-      url.includes("/dist/cli/") ? readFileSync(fileURLToPath(url), "utf8").split("\n").filter((line) => /^\/\/ (dist|node_modules)\//.test(line)) : [url],
-    );
     expect(loaded.some((name) => name.includes("/engine/thread-list.js"))).toBe(true);
     expect(loaded.filter((name) => /@langchain|langsmith|\/zod\/|microdiff|\/engine\/inspect\.js/.test(name))).toEqual([]);
   });

@@ -3,12 +3,10 @@
  * three channels it shows, no LangChain module. The same answer as through the saver, checked on
  * a real loop thread.
  */
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
 import { latestValues, openStore } from "../src/runs/store.js";
-import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
+import { modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
@@ -42,15 +40,9 @@ describe("status through the narrow read path", () => {
       await store.close();
     }
 
-    const trace = join(ws.root, "modules.txt");
-    const env = cleanEnv({ NODE_OPTIONS: `--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, TRACE_MODULES_FILE: trace });
-    const status = await runCli(["status", "narrow", "--json", "--db", ws.db], { env });
+    const { modules, ...status } = await modulesLoadedBy(["status", "narrow", "--json", "--db", ws.db]);
     expect(status.code, status.stderr).toBe(0);
     expect(JSON.parse(status.stdout)).toMatchObject({ threadId: "narrow", state: "IDLE", round: 2, pending: ["a queued task"] });
-    // The modules it loaded: files, or in the CLI's bundle (dist/cli) the modules each chunk holds (esbuild's `// <path>` lines).
-    const modules = [...new Set(readFileSync(trace, "utf8").split("\n").filter((url) => url.startsWith("file:")))].flatMap((url) =>
-      url.includes("/dist/cli/") ? readFileSync(fileURLToPath(url), "utf8").split("\n").filter((line) => /^\/\/ (dist|node_modules)\//.test(line)) : [url],
-    );
     expect(modules.some((name) => name.includes("/engine/status.js"))).toBe(true);
     expect(modules.filter((name) => /@langchain|langsmith|\/zod\/|gpt-tokenizer|openai/.test(name))).toEqual([]);
   });

@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { existsSync } from "node:fs";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
@@ -301,7 +300,8 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   return program;
 }
 
-async function main(argv: string[]): Promise<number> {
+/** Runs the CLI on `argv` (as `process.argv`: node, the script, then the arguments); resolves to the exit code. */
+export async function main(argv: string[]): Promise<number> {
   let exitCode: number = ExitCode.Finished;
   const program = buildProgram((code) => (exitCode = code));
   try {
@@ -326,7 +326,3 @@ async function main(argv: string[]): Promise<number> {
     return ExitCode.Failed;
   }
 }
-
-const exitCode = await main(process.argv);
-// Exit explicitly once output is flushed: idle HTTP keep-alive sockets must not hold the process open.
-process.stdout.write("", () => process.exit(exitCode));

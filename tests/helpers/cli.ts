@@ -1,4 +1,6 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
+import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
@@ -49,6 +51,34 @@ export function collect(child: ChildProcess): Promise<CliResult> {
 
 export function runCli(args: string[], options: CliOptions = {}): Promise<CliResult> {
   return collect(spawnCli(args, options));
+}
+
+/**
+ * `loopgraph <args>` run from tsc's unbundled output (dist/src: each module a file of its own), with
+ * the ES modules it loaded (file URLs, from tests/fixtures/trace-modules.mjs): what a command loads.
+ * The CLI's bundle evaluates the same modules (esbuild keeps each import that is lazy here lazy).
+ */
+export async function modulesLoadedBy(args: string[], options: CliOptions = {}): Promise<CliResult & { modules: string[] }> {
+  if (process.env.VITEST && process.env.TESTS_PROJECT !== "e2e") {
+    throw new Error("this test file starts the CLI: list it in the e2e project of vitest.config.ts");
+  }
+  const dir = mkdtempSync(join(tmpdir(), "loopgraph-modules-"));
+  try {
+    const trace = join(dir, "modules.txt");
+    const script = `const { main } = await import(${JSON.stringify(join(ROOT, "dist/src/cli/main.js"))});
+const code = await main(["node", "loopgraph", ...${JSON.stringify(args)}]);
+process.stdout.write("", () => process.exit(code));`;
+    const child = spawn(process.execPath, [`--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, "--input-type=module", "-e", script], {
+      cwd: options.cwd ?? ROOT,
+      env: { ...(options.env ?? cleanEnv()), TRACE_MODULES_FILE: trace },
+      stdio: ["ignore", "pipe", "pipe"],
+    });
+    const result = await collect(child);
+    const modules = [...new Set(readFileSync(trace, "utf8").split("\n").filter((url) => url.startsWith("file:")))];
+    return { ...result, modules };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /** Resolves once a line of the child's stdout satisfies `match` (e.g. a `--json` event). */

@@ -1,5 +1,6 @@
 import { pathToFileURL } from "node:url";
 import { ConfigError } from "../../errors.js";
+import { importAtRunTime } from "../../package.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
@@ -28,8 +29,8 @@ export async function loadUserFunction(def: FunctionNodeDefinition): Promise<Use
   let module: Record<string, unknown>;
   try {
     module = /\.(c|m)?ts$/.test(def.module)
-      ? ((await (await import("tsx/esm/api")).tsImport(def.module, import.meta.url)) as Record<string, unknown>)
-      : ((await import(pathToFileURL(def.module).href)) as Record<string, unknown>);
+      ? ((await ((await importAtRunTime("tsx/esm/api")) as typeof import("tsx/esm/api")).tsImport(def.module, import.meta.url)) as Record<string, unknown>)
+      : ((await importAtRunTime(pathToFileURL(def.module).href)) as Record<string, unknown>);
   } catch (error) {
     throw new ConfigError(`node "${def.id}": cannot load ${def.module}: ${(error as Error).message.split("\n")[0]}`);
   }

@@ -171,7 +171,7 @@ export function isDiffStatComment(comment: string): boolean {
 }
 
 const DIFF_STAT_COMMENTS = [
-  /^git_diff: \d+ files? changed \(\+\d+ −\d+ lines\)/,
+  /^git_diff: \d+ files? changed \(\+\d+ \u2212\d+ lines\)/,
   /^git_diff: no file in the workspace changed since the round began$/,
   /^git_diff: a large change: /,
   /^git_diff: the diff \(\d+ characters\) is longer than max_diff_chars/,
