@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { CLI, FULL, measureNode, medianNodeMs, nodeStartMs, report } from "./lib.js";
+import { CLI, FULL, measureNode, nodeStartMs, pairedNodeMs, report } from "./lib.js";
 import { loopThread, type LoopThread } from "./fixtures.js";
 
 /** Checkpoints of the thread in every namespace (root and subgraphs), as the issue counts them. */
@@ -28,9 +28,9 @@ try {
   // Each thread is measured as soon as it is built (the long one's build, minutes of writing, would
   // otherwise run just before the short one's timings), against a node start measured beside it.
   const short = await loopThread(join(dir, "short"), 33);
-  const shortNote = `${short.checkpoints} root checkpoints; anchor: node -e ""`;
+  const shortNote = `${short.checkpoints} root checkpoints; ratio: median of 7 pairs; anchor: node -e ""`;
   const shortArgs = [CLI, "inspect", short.threadId, "--db", short.db];
-  report({ name: `inspect_thread_${allCheckpoints(short)}_checkpoints`, ours: medianNodeMs(shortArgs, 5), anchor: nodeStartMs(), unit: "ms", maxRatio: 5, note: shortNote });
+  report({ name: `inspect_thread_${allCheckpoints(short)}_checkpoints`, ...pairedNodeMs(shortArgs, 7), unit: "ms", maxRatio: 5, note: shortNote });
   let longest = short;
   if (FULL) {
     const thread = await loopThread(join(dir, "long"), 329);
@@ -44,8 +44,8 @@ try {
     report({ name: `${name}_rss`, ours: Math.max(...runs.map((r) => r.rssMb)), anchor: nodeRss, unit: "MB", maxOurs: 300, note: "peak RSS; anchor: node -e \"\"" });
     longest = thread;
   }
-  const list = medianNodeMs([CLI, "inspect", "--db", longest.db], 7);
-  report({ name: "inspect_list", ours: list, anchor: nodeStartMs(), unit: "ms", maxRatio: 3, note: `the store holds a ${allCheckpoints(longest)}-checkpoint thread; anchor: node -e ""` });
+  const list = pairedNodeMs([CLI, "inspect", "--db", longest.db], 7);
+  report({ name: "inspect_list", ...list, unit: "ms", maxRatio: 3, note: `the store holds a ${allCheckpoints(longest)}-checkpoint thread; ratio: median of 7 pairs; anchor: node -e ""` });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

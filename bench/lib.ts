@@ -69,6 +69,31 @@ export function medianNodeMs(args: string[], runs = 5): number {
   return medianOf(runs, () => void node(args));
 }
 
+const median = (values: number[]): number => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
+/**
+ * `node <args>` against a bare `node -e ""`, in `runs` pairs run back to back: the machine's speed
+ * drifts between runs (other tenants), and a pair shares its moment. The medians of each side, and
+ * the median of the pairs' ratios (the row's ratio). `beyond` is taken off each of ours first.
+ */
+export function pairedNodeMs(args: string[], runs = 7, beyond = 0): { ours: number; anchor: number; ratio: number } {
+  const pairs: { ours: number; anchor: number }[] = [];
+  for (let i = 0; i < runs; i++) {
+    const anchor = medianOf(1, () => void node(["-e", ""]));
+    pairs.push({ ours: medianOf(1, () => void node(args)) - beyond, anchor });
+  }
+  return pairedFigures(pairs);
+}
+
+/** The medians of paired timings, and the median of their ratios. */
+export function pairedFigures(pairs: readonly { ours: number; anchor: number }[]): { ours: number; anchor: number; ratio: number } {
+  return {
+    ours: median(pairs.map((pair) => pair.ours)),
+    anchor: median(pairs.map((pair) => pair.anchor)),
+    ratio: median(pairs.map((pair) => pair.ours / pair.anchor)),
+  };
+}
+
 /** Median wall time of a bare `node -e ""`: the anchor of every CLI row. */
 export function nodeStartMs(runs = 7): number {
   return medianNodeMs(["-e", ""], runs);

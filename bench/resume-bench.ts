@@ -1,5 +1,6 @@
 /**
- * How long `loopgraph resume` takes until its first node starts, against a bare `node -e ""`: on
+ * How long `loopgraph resume` takes until its first node starts, against a bare `node -e ""` run
+ * just before each trial (pairs, see `pairedNodeMs`): on
  * a 2-round loop thread and on a long one (60 rounds; 329 with --full), each ended and given a
  * new task (`send T "add: …"`), so resume starts the loop again. Target: ≤ 5× node, flat in the
  * thread's length beyond decoding its state. Each trial resumes a fresh copy of the store.
@@ -15,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
-import { CLI, FULL, node, nodeStartMs, report, ROOT } from "./lib.js";
+import { CLI, FULL, node, nodeStartMs, pairedFigures, report, ROOT } from "./lib.js";
 import { shortAndLongThreads, type LoopThread } from "./fixtures.js";
 
 const TRIALS = 5;
@@ -45,22 +46,24 @@ function untilFirstNode(db: string, threadId: string): Promise<number> {
   });
 }
 
-async function measure(thread: LoopThread, dir: string): Promise<number> {
+/** `TRIALS` resumes of fresh copies of the thread's store, each paired with a bare node start run just before it (see `pairedNodeMs`). */
+async function measure(thread: LoopThread, dir: string): Promise<{ total: number; anchor: number }[]> {
   node([CLI, "send", thread.threadId, "add: one more round", "--db", thread.db]);
   // The store is in WAL mode: fold the log into the file, so a copy of the file is the whole store.
   const sqlite = new Database(thread.db);
   sqlite.pragma("wal_checkpoint(TRUNCATE)");
   sqlite.close();
-  const times: number[] = [];
+  const pairs: { total: number; anchor: number }[] = [];
   for (let i = 0; i < TRIALS; i++) {
     // A folder per trial: a killed resume leaves its -wal and -shm files beside the store.
     const trial = mkdtempSync(join(dir, "trial-"));
     const db = join(trial, "store.db");
     copyFileSync(thread.db, db);
-    times.push(await untilFirstNode(db, thread.threadId));
+    const anchor = nodeStartMs(1);
+    pairs.push({ total: await untilFirstNode(db, thread.threadId), anchor });
     rmSync(trial, { recursive: true, force: true });
   }
-  return times.sort((a, b) => a - b)[Math.floor(TRIALS / 2)]!;
+  return pairs;
 }
 
 /** Milliseconds of a fresh process's first `getTuple` of the thread's latest checkpoint (median of TRIALS). */
@@ -81,17 +84,16 @@ console.log(ms);`;
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-resume-bench-"));
 try {
   const threads = await shortAndLongThreads(dir, FULL);
-  const anchor = nodeStartMs();
   for (const thread of threads) {
-    const total = await measure(thread, dir);
+    const pairs = await measure(thread, dir);
     const decode = stateDecodeMs(thread);
+    const figures = pairedFigures(pairs.map(({ total, anchor }) => ({ ours: total - decode, anchor })));
     report({
       name: `resume_first_node_${thread.checkpoints}_checkpoints`,
-      ours: total - decode,
-      anchor,
+      ...figures,
       unit: "ms",
       maxRatio: 5,
-      note: `beyond decoding the state: ${total.toFixed(0)} ms in all, of which ${decode.toFixed(0)} ms decoding it (a fresh process's getTuple); anchor: node -e ""`,
+      note: `beyond decoding the state: ${(figures.ours + decode).toFixed(0)} ms in all, of which ${decode.toFixed(0)} ms decoding it (a fresh process's getTuple); ratio: median of ${TRIALS} pairs; anchor: node -e ""`,
     });
   }
 } finally {
