@@ -8,7 +8,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUNDLE_FILE, CACHE_PROFILES, bundleHeader, cacheFile, cacheProfile, loadCli, type CacheProfile } from "../src/cli/launcher.js";
+import { BUNDLE_FILE, CACHE_PROFILES, COMMANDS, bundleHeader, cacheFile, cacheProfile, loadCli, type CacheProfile } from "../src/cli/launcher.js";
 import { CLI, ROOT, cleanEnv, runCli } from "./helpers/cli.js";
 
 const BUILT = join(ROOT, "dist/cli");
@@ -52,6 +52,13 @@ describe("the cache for a command line", () => {
     expect(profile()).toBe("base");
     // A thread named like a command is an argument, not the command.
     expect(profile("status", "run")).toBe("base");
+  });
+
+  it("knows every command the CLI has", async () => {
+    const help = await runCli(["--help"]);
+    const listed = help.stdout.split("Commands:")[1]!.split("\n").map((line) => /^  (\S+)/.exec(line)?.[1]).filter(Boolean);
+    expect(listed.length).toBeGreaterThan(10);
+    expect(new Set(listed)).toEqual(COMMANDS);
   });
 });
 
