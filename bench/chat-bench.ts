@@ -11,6 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { openChat, type ChatSession } from "../src/index.js";
+import { median } from "./lib.js";
 
 const TURNS = 7;
 
@@ -29,7 +30,7 @@ async function medianTurnMs(chat: ChatSession): Promise<number> {
     if (outcome.status !== "finished") throw new Error(`turn ${outcome.status}: ${outcome.error ?? ""}`);
     times.push(performance.now() - started);
   }
-  return times.sort((a, b) => a - b)[Math.floor(TURNS / 2)]!;
+  return median(times);
 }
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-chat-bench-"));

@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
-import { FULL, report } from "./lib.js";
+import { FULL, median, report } from "./lib.js";
 import { findRipgrep, grepTool } from "../src/tools/grep.js";
 import { executeToolCall } from "../src/tools/registry.js";
 import { NO_SANDBOX } from "../src/tools/sandbox.js";
@@ -84,7 +84,6 @@ async function sideBySide(runs: number, ours: () => Promise<void>, anchor: () =>
     after = cpuMs();
     cpu.ours += after.self + after.children - before.self - before.children;
   }
-  const median = (values: number[]) => values.sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
   return { ours: median(times.ours), anchor: median(times.anchor), cpu: { ours: cpu.ours / runs, anchor: cpu.anchor / runs } };
 }
 

@@ -10,7 +10,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { CLI, FULL, measureNode, nodeStartMs, pairedNodeMs, report } from "./lib.js";
+import { CLI, FULL, measureNode, median, nodeStartMs, pairedNodeMs, report } from "./lib.js";
 import { loopThread, type LoopThread } from "./fixtures.js";
 
 /** Checkpoints of the thread in every namespace (root and subgraphs), as the issue counts them. */
@@ -38,7 +38,6 @@ try {
     const args = [CLI, "inspect", thread.threadId, "--db", thread.db];
     const note = `${thread.checkpoints} root checkpoints; anchor: node -e ""`;
     const runs = [measureNode(args), measureNode(args), measureNode(args)];
-    const median = (values: number[]): number => values.sort((a, b) => a - b)[1]!;
     report({ name, ours: median(runs.map((r) => r.ms)), anchor: nodeStartMs(), unit: "ms", maxOurs: 2000, note });
     const nodeRss = measureNode(["-e", ""]).rssMb;
     report({ name: `${name}_rss`, ours: Math.max(...runs.map((r) => r.rssMb)), anchor: nodeRss, unit: "MB", maxOurs: 300, note: "peak RSS; anchor: node -e \"\"" });

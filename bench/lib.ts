@@ -46,6 +46,9 @@ export function report(row: Row): boolean {
   return ok;
 }
 
+/** The median of `values` (the upper one of the middle two for an even count). */
+export const median = (values: readonly number[]): number => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
+
 /** The median of `runs` timings of `fn`, in milliseconds. */
 export function medianOf(runs: number, fn: () => void): number {
   const times: number[] = [];
@@ -54,7 +57,7 @@ export function medianOf(runs: number, fn: () => void): number {
     fn();
     times.push(performance.now() - started);
   }
-  return times.sort((a, b) => a - b)[Math.floor(runs / 2)]!;
+  return median(times);
 }
 
 /** Runs `node <args>` to its end; throws with its stderr when it fails. */
@@ -69,18 +72,16 @@ export function medianNodeMs(args: string[], runs = 5): number {
   return medianOf(runs, () => void node(args));
 }
 
-const median = (values: number[]): number => values.slice().sort((a, b) => a - b)[Math.floor(values.length / 2)]!;
-
 /**
  * `node <args>` against a bare `node -e ""`, in `runs` pairs run back to back: the machine's speed
  * drifts between runs (other tenants), and a pair shares its moment. The medians of each side, and
- * the median of the pairs' ratios (the row's ratio). `beyond` is taken off each of ours first.
+ * the median of the pairs' ratios (the row's ratio).
  */
-export function pairedNodeMs(args: string[], runs = 7, beyond = 0): { ours: number; anchor: number; ratio: number } {
+export function pairedNodeMs(args: string[], runs = 7): { ours: number; anchor: number; ratio: number } {
   const pairs: { ours: number; anchor: number }[] = [];
   for (let i = 0; i < runs; i++) {
     const anchor = medianOf(1, () => void node(["-e", ""]));
-    pairs.push({ ours: medianOf(1, () => void node(args)) - beyond, anchor });
+    pairs.push({ ours: medianOf(1, () => void node(args)), anchor });
   }
   return pairedFigures(pairs);
 }

@@ -16,7 +16,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import Database from "better-sqlite3";
-import { CLI, FULL, node, nodeStartMs, pairedFigures, report, ROOT } from "./lib.js";
+import { CLI, FULL, median, node, nodeStartMs, pairedFigures, report, ROOT } from "./lib.js";
 import { shortAndLongThreads, type LoopThread } from "./fixtures.js";
 
 const TRIALS = 5;
@@ -78,7 +78,7 @@ if (!tuple) throw new Error("no checkpoint");
 console.log(ms);`;
   const times: number[] = [];
   for (let i = 0; i < TRIALS; i++) times.push(Number(node(["--input-type=module", "-e", script]).trim()));
-  return times.sort((a, b) => a - b)[Math.floor(TRIALS / 2)]!;
+  return median(times);
 }
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-resume-bench-"));

@@ -8,6 +8,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { executeToolCall } from "../src/tools/registry.js";
 import { availableSandbox, NO_SANDBOX, type Sandbox } from "../src/tools/sandbox.js";
+import { median } from "./lib.js";
 
 const CALLS = 31;
 
@@ -19,7 +20,7 @@ async function medianMs(workspace: string, sandbox: Sandbox): Promise<number> {
     if (!result.ok) throw new Error(`shell failed in ${sandbox.name}: ${result.content}`);
     times.push(performance.now() - started);
   }
-  return times.sort((a, b) => a - b)[Math.floor(CALLS / 2)]!;
+  return median(times);
 }
 
 const sandbox = availableSandbox();

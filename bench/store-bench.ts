@@ -26,7 +26,7 @@ import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 import { loopThread } from "./fixtures.js";
-import { FULL, report } from "./lib.js";
+import { FULL, median, report } from "./lib.js";
 
 interface OpenSaver {
   saver: BaseCheckpointSaver;
@@ -57,7 +57,7 @@ async function medianAsync(runs: number, fn: () => Promise<unknown>, warmUp = 3)
     await fn();
     times.push(performance.now() - started);
   }
-  return times.sort((a, b) => a - b)[Math.floor(runs / 2)]!;
+  return median(times);
 }
 
 /** Copies a tuple into another saver: its checkpoint under the same parent, then its pending writes by task. */
