@@ -12,7 +12,7 @@ import { execFileSync } from "node:child_process";
 import { renameSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { cacheFile, loadCli } from "../dist/src/cli/launcher.js";
+import { cacheFile, cacheFileBytes, loadCli } from "../dist/src/cli/launcher.js";
 
 const [profile, work] = process.argv.slice(2);
 const root = fileURLToPath(new URL("..", import.meta.url));
@@ -44,6 +44,6 @@ try {
   console.error(`code-cache: warning: ${error instanceof Error ? error.message : error}: the ${profile} cache holds less`);
 }
 const file = join(dir, cacheFile(profile));
-writeFileSync(`${file}.tmp`, Buffer.concat([Buffer.from(buildId, "latin1"), script.createCachedData()]));
+writeFileSync(`${file}.tmp`, cacheFileBytes(buildId, script.createCachedData()));
 renameSync(`${file}.tmp`, file);
 process.exit(0);

@@ -8,7 +8,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { BUNDLE_FILE, CACHE_PROFILES, COMMANDS, bundleHeader, cacheFile, cacheProfile, loadCli, type CacheProfile } from "../src/cli/launcher.js";
+import { BUNDLE_FILE, CACHE_PROFILES, COMMANDS, bundleHeader, cacheFile, cacheFileBytes, cacheProfile, loadCli, type CacheProfile } from "../src/cli/launcher.js";
 import { CLI, ROOT, cleanEnv, runCli } from "./helpers/cli.js";
 
 const BUILT = join(ROOT, "dist/cli");
@@ -76,10 +76,10 @@ describe("the build's code caches", () => {
     const dir = copyOfBuild();
     const base = join(dir, cacheFile("base"));
     const stored = readFileSync(base);
-    writeFileSync(base, Buffer.concat([Buffer.from("0".repeat(32), "latin1"), stored.subarray(32)]));
+    writeFileSync(base, cacheFileBytes("0".repeat(32), stored.subarray(32)));
     expect(cacheUse(dir, "base")).toBe("stale");
     const run = join(dir, cacheFile("run"));
-    writeFileSync(run, Buffer.concat([readFileSync(run).subarray(0, 32), Buffer.alloc(4096, 7)]));
+    writeFileSync(run, cacheFileBytes(readFileSync(run, "latin1").slice(0, 32), Buffer.alloc(4096, 7)));
     expect(cacheUse(dir, "run")).toBe("rejected");
     rmSync(join(dir, cacheFile("inspect")));
     expect(cacheUse(dir, "inspect")).toBe("absent");

@@ -43,7 +43,12 @@ export function cacheProfile(argv: readonly string[]): CacheProfile {
 
 /** The bundle's first line, `//loopgraph-build:<id>:<A|U>`: its build id, and A when all its text is ASCII, U for UTF-8. */
 const HEADER = /^\/\/loopgraph-build:([0-9a-f]{32}):([AU])\n/;
-export const BUILD_ID_BYTES = 32;
+const BUILD_ID_BYTES = 32;
+
+/** A cache file's bytes: the id of the build it was made from, then V8's data (`Script.createCachedData()`). */
+export function cacheFileBytes(buildId: string, cachedData: Buffer): Buffer {
+  return Buffer.concat([Buffer.from(buildId, "latin1"), cachedData]);
+}
 
 export function bundleHeader(id: string, ascii: boolean): string {
   return `//loopgraph-build:${id}:${ascii ? "A" : "U"}`;

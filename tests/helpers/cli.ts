@@ -27,11 +27,16 @@ export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   return { ...env, NO_COLOR: "1", ...extra };
 }
 
-/** Starts the built CLI as a real process. Only in the e2e project (see vitest.config.ts). */
-export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
+/** Tests that start the CLI run only in the e2e project (see vitest.config.ts). */
+function inE2eProject(): void {
   if (process.env.VITEST && process.env.TESTS_PROJECT !== "e2e") {
     throw new Error("this test file starts the CLI: list it in the e2e project of vitest.config.ts");
   }
+}
+
+/** Starts the built CLI as a real process. Only in the e2e project (see vitest.config.ts). */
+export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
+  inE2eProject();
   return spawn(process.execPath, [CLI, ...args], {
     cwd: options.cwd ?? ROOT,
     env: options.env ?? cleanEnv(),
@@ -59,9 +64,7 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
  * The CLI's bundle evaluates the same modules (esbuild keeps each import that is lazy here lazy).
  */
 export async function modulesLoadedBy(args: string[], options: CliOptions = {}): Promise<CliResult & { modules: string[] }> {
-  if (process.env.VITEST && process.env.TESTS_PROJECT !== "e2e") {
-    throw new Error("this test file starts the CLI: list it in the e2e project of vitest.config.ts");
-  }
+  inE2eProject();
   const dir = mkdtempSync(join(tmpdir(), "loopgraph-modules-"));
   try {
     const trace = join(dir, "modules.txt");
