@@ -17,15 +17,13 @@ import { BUNDLE_FILE, bundleHeader } from "../dist/src/cli/launcher.js";
 const root = fileURLToPath(new URL("..", import.meta.url));
 rmSync(`${root}dist/cli`, { recursive: true, force: true });
 const buildId = randomBytes(16).toString("hex");
+/** What the CLI's two files share: built from dist/src into dist/cli, for Node 20. */
+const forNode = { absWorkingDir: root, outdir: "dist/cli", bundle: true, platform: "node", target: "node20", logLevel: "warning" };
 await build({
-  absWorkingDir: root,
+  ...forNode,
   entryPoints: { loopgraph: "dist/src/cli/main.js" },
-  outdir: "dist/cli",
   outExtension: { ".js": ".cjs" },
-  bundle: true,
   format: "cjs",
-  platform: "node",
-  target: "node20",
   // pg loads the optional native binding (pg-native) only when asked to; loopgraph never asks.
   external: ["better-sqlite3", "tsx", "pg-native"],
   // The first line names the build (the launcher checks the code cache against it); `import.meta.url`
@@ -42,7 +40,6 @@ await build({
   charset: "ascii",
   legalComments: "linked",
   sourcemap: "linked",
-  logLevel: "warning",
 });
 // The launcher reads an ASCII bundle as latin1 (no UTF-8 decoding); a character esbuild left as it
 // is (in a regular expression, say) makes it read the bundle as UTF-8: the header says which.
@@ -53,16 +50,7 @@ if (readFileSync(bundle).some((byte) => byte > 0x7f)) {
   closeSync(fd);
   console.warn(`bundle: ${BUNDLE_FILE} holds non-ASCII text: it is read as UTF-8, which is slower`);
 }
-await build({
-  absWorkingDir: root,
-  entryPoints: { loopgraph: "dist/src/cli/bin.js" },
-  outdir: "dist/cli",
-  bundle: true,
-  format: "esm",
-  platform: "node",
-  target: "node20",
-  logLevel: "warning",
-});
+await build({ ...forNode, entryPoints: { loopgraph: "dist/src/cli/bin.js" }, format: "esm" });
 // The code caches: `run` first (it makes the thread the others read), then the other two side by side.
 const work = mkdtempSync(join(tmpdir(), "loopgraph-code-cache-"));
 const codeCache = (profile) =>
