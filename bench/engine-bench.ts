@@ -25,14 +25,12 @@ import { AIMessage, SystemMessage, type BaseMessage } from "@langchain/core/mess
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
 import { GraphState, runGraph, type RunEvent } from "../src/index.js";
-import { FULL, report } from "./lib.js";
+import { FULL, median, report } from "./lib.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-engine-bench-"));
 const RUNS = FULL ? 7 : 3;
 const SHORT = 10;
 const LONG = FULL ? 400 : 200;
-
-const median = (values: number[]): number => values.toSorted((a, b) => a - b)[Math.floor(values.length / 2)]!;
 
 type Runner = (steps: number, label: string) => Promise<void>;
 

@@ -215,6 +215,11 @@ export class CheckpointStore {
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
 
   constructor(private readonly db: Database.Database) {
+    this.immediate = db.transaction((work: () => unknown) => {
+      for (const hook of this.writeHooks) hook();
+      return work();
+    }).immediate;
+    this.deferred = db.transaction((work: () => unknown) => work()).deferred;
     this.insertCheckpointStatement = db.prepare<CheckpointRow>(
       `INSERT OR REPLACE INTO loopgraph_checkpoints (${CHECKPOINT_COLUMNS})
        VALUES (@thread_id, @checkpoint_ns, @checkpoint_id, @parent_checkpoint_id, @checkpoint_type, @checkpoint,
@@ -327,19 +332,21 @@ export class CheckpointStore {
   /** Run first in every write transaction (see SqliteCheckpointSaver.addWriteHook). */
   readonly writeHooks: (() => void)[] = [];
 
+  /**
+   * The two transactions, built once: better-sqlite3 builds four wrapped functions for each
+   * `transaction()` call, which cost about as much as a step's inserts.
+   */
+  private readonly immediate: (work: () => unknown) => unknown;
+  private readonly deferred: (work: () => unknown) => unknown;
+
   /** Runs `work` in a write transaction taken up front, so it waits for other writers instead of failing. */
   writeTransaction<T>(work: () => T): T {
-    return this.db
-      .transaction(() => {
-        for (const hook of this.writeHooks) hook();
-        return work();
-      })
-      .immediate();
+    return this.immediate(work) as T;
   }
 
   /** Runs `work` on one consistent snapshot of the database. */
   readTransaction<T>(work: () => T): T {
-    return this.db.transaction(work).deferred();
+    return this.deferred(work) as T;
   }
 
   insertCheckpoint(row: CheckpointRow): void {
