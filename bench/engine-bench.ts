@@ -15,7 +15,10 @@
  *   of reach, so every step does the same work.
  *
  * Per-step figures are the marginal cost: (time of a long run − time of a short run) / extra
- * steps, medians over a few runs, so start-up (opening the store, compiling) is left out.
+ * steps, medians over a few runs, so start-up (opening the store, compiling) is left out. Both
+ * sides start from the same state (`firstInput`: the task, as the first message too), and
+ * rounds alternate which side goes first, so a drift of the machine's speed within a round
+ * weighs on each side in turn.
  */
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -24,11 +27,15 @@ import { performance } from "node:perf_hooks";
 import { AIMessage, SystemMessage, type BaseMessage } from "@langchain/core/messages";
 import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
-import { GraphState, runGraph, type RunEvent } from "../src/index.js";
+import { firstInput } from "../src/engine/runner.js";
+import { GraphState, loadGraph, runGraph, type RunEvent } from "../src/index.js";
 import { FULL, median, report } from "./lib.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-engine-bench-"));
+/** Coder turns measured. */
 const RUNS = FULL ? 7 : 3;
+/** Paired rounds of the per-step rows: the machine's speed drifts by more than the difference measured. */
+const ROUNDS = FULL ? 15 : 3;
 const SHORT = 10;
 const LONG = FULL ? 400 : 200;
 
@@ -43,9 +50,10 @@ async function perStep(ours: Runner, anchor: Runner): Promise<{ ours: number; an
   await ours(SHORT, "warm-ours");
   await anchor(SHORT, "warm-anchor");
   const rounds: { ours: number; anchor: number }[] = [];
-  for (let i = 0; i < RUNS; i++) {
+  for (let i = 0; i < ROUNDS; i++) {
     const round = { ours: 0, anchor: 0 };
-    for (const [side, run] of [["ours", ours], ["anchor", anchor]] as const) {
+    const sides = [["ours", ours], ["anchor", anchor]] as const;
+    for (const [side, run] of i % 2 === 0 ? sides : sides.toReversed()) {
       const took: Record<number, number> = {};
       for (const steps of [SHORT, LONG]) {
         const started = performance.now();
@@ -112,14 +120,15 @@ async function runOurs(graph: string, steps: number, label: string, model?: stri
 // Function nodes.
 writeFileSync(join(dir, "step.mjs"), "export default (state, { node }) => ({ output: (state.visits[node] ?? 0) + 1 });\n");
 const functionGraphs = new Map([SHORT, LONG].map((steps) => [steps, loopGraph("fn-loop", () => "kind: function, module: step.mjs", steps)]));
+const functionInput = firstInput(await loadGraph(functionGraphs.get(SHORT)!), "bench");
 const functions = await perStep((steps, label) => runOurs(functionGraphs.get(steps)!, steps, `fn-${label}`), async (steps, label) => {
   const graph = langGraphLoop(
     (id) => async (state) => ({ outputs: { [id]: (state.visits[id] ?? 0) + 1 }, visits: { [id]: (state.visits[id] ?? 0) + 1 } }),
     steps,
   );
-  await graph.invoke({ task: "bench" }, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
+  await graph.invoke(functionInput, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
 });
-report({ name: "engine_step_function_nodes", ...functions, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${RUNS} paired rounds; anchor: LangGraph StateGraph + MemorySaver, same shape` });
+report({ name: "engine_step_function_nodes", ...functions, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${ROUNDS} paired rounds; anchor: LangGraph StateGraph + MemorySaver, same shape and first state` });
 
 // Agent nodes, the scripted model against a fake chat model.
 mkdirSync(join(dir, "prompts"), { recursive: true });
@@ -134,6 +143,7 @@ const scripts = new Map(
     return [steps, `scripted:${file}`];
   }),
 );
+const agentInput = firstInput(await loadGraph(agentGraphs.get(SHORT)!), "bench");
 const agents = await perStep((steps, label) => runOurs(agentGraphs.get(steps)!, steps, `agent-${label}`, scripts.get(steps)), async (steps, label) => {
   const answers = Array.from({ length: steps }, (_, i) => `Step ${i}: the loop goes on with one more short answer.`);
   const model = new FakeListChatModel({ responses: answers });
@@ -150,9 +160,9 @@ const agents = await perStep((steps, label) => runOurs(agentGraphs.get(steps)!, 
     },
     steps,
   );
-  await graph.invoke({ task: "bench" }, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
+  await graph.invoke(agentInput, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
 });
-report({ name: "engine_step_agent_nodes", ...agents, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${RUNS} paired rounds; anchor: LangGraph + MemorySaver, nodes ask FakeListChatModel` });
+report({ name: "engine_step_agent_nodes", ...agents, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${ROUNDS} paired rounds; anchor: LangGraph + MemorySaver, same first state, nodes ask FakeListChatModel` });
 
 // A Coder turn of 20 shell steps, 1 MB of output each.
 const STEPS = 20;

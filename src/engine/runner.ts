@@ -112,7 +112,7 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
 }
 
 /** What a thread's first execution starts from: its task, as the first message too, and the declared fields' defaults. */
-function firstInput(graph: GraphDefinition, task: string) {
+export function firstInput(graph: GraphDefinition, task: string) {
   return {
     task,
     messages: task ? [new HumanMessage({ content: task, id: TASK_MESSAGE_ID })] : [],
