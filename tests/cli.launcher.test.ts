@@ -8,6 +8,7 @@ import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
+import { sourceMappedStack } from "../src/cli/debug-stack.js";
 import { BUNDLE_FILE, CACHE_PROFILES, COMMANDS, bundleHeader, cacheFile, cacheFileBytes, cacheProfile, loadCli, type CacheProfile } from "../src/cli/launcher.js";
 import { CLI, ROOT, cleanEnv, runCli } from "./helpers/cli.js";
 
@@ -129,5 +130,40 @@ describe("a bundle's text", () => {
 
   it("without the header it is refused", () => {
     expect(() => loadCli(bundle("// something else", body), false)).toThrow(/not a loopgraph build: run `npm run build`/);
+  });
+});
+
+describe("a debug stack (LOOPGRAPH_DEBUG)", () => {
+  /** Line and column (from 1) where `text` first occurs in `file`. */
+  const placeOf = (file: string, text: string): { line: number; column: number } => {
+    const content = readFileSync(file, "latin1");
+    const before = content.slice(0, content.indexOf(text));
+    return { line: before.split("\n").length, column: before.length - before.lastIndexOf("\n") };
+  };
+  const INTERNAL_ERROR = "internal error: ";
+
+  it("names places in the minified bundle by their file, line and column in the TypeScript sources", () => {
+    const bundle = join(BUILT, BUNDLE_FILE);
+    const inBundle = placeOf(bundle, INTERNAL_ERROR);
+    const inSource = placeOf(join(ROOT, "src/cli/main.ts"), INTERNAL_ERROR);
+    const stack = ["Error: boom", `    at runMain (${bundle}:${inBundle.line}:${inBundle.column})`, "    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)"].join("\n");
+    const mapped = sourceMappedStack(stack, ROOT).split("\n");
+    expect(mapped[0]).toBe("Error: boom");
+    // The template literal the text is in starts a little before it: the same line of main.ts.
+    expect(mapped[1]).toMatch(new RegExp(`^    at runMain \\(src/cli/main\\.ts:${inSource.line}:\\d+\\)$`));
+    expect(mapped[2]).toBe(stack.split("\n")[2]);
+    // Outside the directory given, the source's absolute path.
+    expect(sourceMappedStack(stack, "/elsewhere").split("\n")[1]).toContain(`(${join(ROOT, "src/cli/main.ts")}:${inSource.line}:`);
+  });
+
+  it("maps a file: URL of tsc's output through its own map, and leaves places with no map as they are", () => {
+    const built = join(ROOT, "dist/src/cli/main.js");
+    const inBuilt = placeOf(built, INTERNAL_ERROR);
+    const inSource = placeOf(join(ROOT, "src/cli/main.ts"), INTERNAL_ERROR);
+    const unmapped = `    at helper (${join(ROOT, "package.json")}:3:4)`;
+    const stack = `Error: boom\n    at file://${built}:${inBuilt.line}:${inBuilt.column}\n${unmapped}\n    at async Promise.all (index 0)`;
+    const mapped = sourceMappedStack(stack, ROOT).split("\n");
+    expect(mapped[1]).toMatch(new RegExp(`^    at src/cli/main\\.ts:${inSource.line}:\\d+$`));
+    expect(mapped.slice(2)).toEqual([unmapped, "    at async Promise.all (index 0)"]);
   });
 });
