@@ -80,8 +80,8 @@ export function medianNodeMs(args: string[], runs = 5): number {
 export function pairedNodeMs(args: string[], runs = 7): { ours: number; anchor: number; ratio: number } {
   const pairs: { ours: number; anchor: number }[] = [];
   for (let i = 0; i < runs; i++) {
-    const anchor = medianOf(1, () => void node(["-e", ""]));
-    pairs.push({ ours: medianOf(1, () => void node(args)), anchor });
+    const anchor = nodeStartMs(1);
+    pairs.push({ ours: medianNodeMs(args, 1), anchor });
   }
   return pairedFigures(pairs);
 }

@@ -4,7 +4,6 @@ import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { packageVersion } from "../package.js";
 import { configFiles } from "../project.js";
-import { sourceMappedStack } from "./debug-stack.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
 // `--help` and bad-argument errors answer at once.
@@ -323,7 +322,11 @@ export async function main(argv: string[]): Promise<number> {
     }
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`loopgraph: internal error: ${message.split("\n")[0]}\n`);
-    if (process.env.LOOPGRAPH_DEBUG && error instanceof Error && error.stack) process.stderr.write(`${sourceMappedStack(error.stack)}\n`);
+    if (process.env.LOOPGRAPH_DEBUG && error instanceof Error && error.stack) {
+      // Loaded only here: no command needs it, a failure being debugged does.
+      const { sourceMappedStack } = await import("./debug-stack.js");
+      process.stderr.write(`${sourceMappedStack(error.stack)}\n`);
+    }
     return ExitCode.Failed;
   }
 }
