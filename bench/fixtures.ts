@@ -62,6 +62,8 @@ export async function loopThread(dir: string, rounds: number, threadId = `loop-$
     model: `scripted:${script}`,
     maxRounds: rounds,
     env: {},
+    // The script's commands are known; without the sandbox the fixture is the same on every machine.
+    noSandbox: true,
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   if (outcome.status !== "finished") throw new Error(`the ${rounds}-round setup run ended ${outcome.status}: ${outcome.error ?? ""}`);

@@ -4,7 +4,8 @@
 // command runs (V8 refuses a cache made under other flags). The bundle is loaded, then runs that
 // profile's commands in this process, so the cache holds the bytecode of the functions they run,
 // not only of the bundle's top level: `run`, the offline demo's run (the shipped `monitor` graph,
-// the scripted model) in a new git repository under <dir>, whose store the other profiles then
+// the scripted model, without the OS sandbox so that every machine makes the same cache: its
+// commands are known) in a new git repository under <dir>, whose store the other profiles then
 // read; `inspect`, that thread's history; `base`, its status and the thread list. Their output
 // goes to stdout, which bundle.mjs discards. A command that fails leaves a smaller cache, never a
 // failed build: the warning says which.
@@ -23,7 +24,7 @@ const thread = "code-cache";
 const commands = {
   run: [
     ["run", join(root, "graphs/monitor.yaml"), "--task", "Add isPalindrome(text) in palindrome.js, with a test.", "--workspace", workspace,
-      "--model", `scripted:${join(root, "examples/monitor.script.yaml")}`, "--approval", "auto", "--thread", thread, ...db],
+      "--model", `scripted:${join(root, "examples/monitor.script.yaml")}`, "--approval", "auto", "--no-sandbox", "--thread", thread, ...db],
   ],
   inspect: [["inspect", `${thread}.loop`, ...db], ["inspect", `${thread}.loop`, "--diff", ...db], ["inspect", thread, ...db]],
   base: [["status", `${thread}.loop`, ...db], ["inspect", ...db], ["--help"]],

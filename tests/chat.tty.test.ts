@@ -2,12 +2,13 @@ import { execFileSync } from "node:child_process";
 import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { CLI, cleanEnv, eventually, hasCommand, ROOT, shellQuote as quote } from "./helpers/cli.js";
+import { CLI, cleanEnv, eventually, ROOT, shellQuote as quote } from "./helpers/cli.js";
 import { finalState, gatedScript, recordedStatus, threadsOf } from "./helpers/e2e.js";
+import { lacks } from "./helpers/requirements.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 /** tmux runs the chat in a real pseudo-terminal and renders it: `capture-pane` is the screen the user sees. */
-const hasTmux = hasCommand("tmux", "-V");
+const noTmux = lacks("tmux", "the chat's terminal tests");
 
 class TmuxChat {
   private readonly socket = `loopgraph-test-${process.pid}-${Math.random().toString(36).slice(2, 8)}`;
@@ -80,7 +81,7 @@ async function handOverTask(chat: TmuxChat): Promise<void> {
   await chat.until((screen) => lastLine(screen) === "you›", "the prompt after the answer");
 }
 
-describe.skipIf(!hasTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)", () => {
+describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)", () => {
   it("an [AUTO] message arriving while the user types goes above the prompt; the typed line stays intact and is sent whole", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const exitFile = join(ws.dir, "..", "exit-code");

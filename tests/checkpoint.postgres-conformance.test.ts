@@ -8,9 +8,9 @@ import { deltaChannelHistoryTests, validate, type CheckpointSaverTestInitializer
 import pg from "pg";
 import { describe, it } from "vitest";
 import { PostgresCheckpointSaver } from "../src/checkpoint/index.js";
-import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { lacks } from "./helpers/requirements.js";
 
-const unavailable = postgresUnavailable();
 
 let server: PostgresServer;
 let databases = 0;
@@ -34,8 +34,8 @@ const initializer: CheckpointSaverTestInitializer<PostgresCheckpointSaver> = {
   },
 };
 
-if (unavailable && !POSTGRES_REQUIRED) {
-  describe.skip(`the PostgreSQL saver's conformance (skipped: ${unavailable})`, () => {
+if (lacks("postgres", "the PostgreSQL saver's conformance tests")) {
+  describe.skip("the PostgreSQL saver's conformance", () => {
     it("needs PostgreSQL", () => undefined);
   });
 } else {

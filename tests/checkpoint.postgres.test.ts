@@ -10,10 +10,9 @@ import { uuid6 } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { CHECKPOINT_MIGRATIONS, migrate, PostgresCheckpointSaver, SchemaTooNewError } from "../src/checkpoint/index.js";
-import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { lacks } from "./helpers/requirements.js";
 
-const unavailable = postgresUnavailable();
-if (unavailable && !POSTGRES_REQUIRED) console.warn(`skipping the PostgreSQL saver tests: ${unavailable}`);
 
 let server: PostgresServer;
 let databases = 0;
@@ -59,7 +58,7 @@ async function count(pool: pg.Pool, sql: string, params: unknown[] = []): Promis
   return Number(rows[0]!.n);
 }
 
-describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("the PostgreSQL checkpoint saver", () => {
+describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL checkpoint saver", () => {
   beforeAll(async () => {
     server = await startPostgres();
   });

@@ -3,9 +3,9 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { stringify } from "yaml";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, parseEvents, ROOT, runCli } from "./helpers/cli.js";
-import { availableSandbox } from "../src/tools/sandbox.js";
+import { cleanEnv, parseEvents, ROOT, runCli, SANDBOX_AS_FOUND } from "./helpers/cli.js";
 import { finalState, resume, run, startResume, startRun, threadsOf, type RunPlace, type RunSpec } from "./helpers/e2e.js";
+import { lacks } from "./helpers/requirements.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/coder");
@@ -143,16 +143,15 @@ describe("the coder graph (scripted model, real workspace)", () => {
   });
 
   it.each([
-    { how: "in the sandbox", extra: [] as string[] },
-    { how: "without a sandbox (--no-sandbox)", extra: ["--no-sandbox"] },
-  ])("kill -9 of loopgraph kills the command it was running $how, and everything that command started", async ({ extra }) => {
-    if (extra.length === 0 && availableSandbox({}).name !== "bubblewrap") return;
+    ...(lacks("sandbox", "the kill -9 test in the sandbox") ? [] : [{ how: "in the sandbox", extra: [] as string[], env: cleanEnv(SANDBOX_AS_FOUND) }]),
+    { how: "without a sandbox (--no-sandbox)", extra: ["--no-sandbox"], env: cleanEnv() },
+  ])("kill -9 of loopgraph kills the command it was running $how, and everything that command started", async ({ extra, env }) => {
     const ws = repo();
     // A command that starts a background child and sleeps, marked so that only this test's processes are looked for.
     const marker = `loopgraph-orphan-canary-${process.pid}-${Date.now()}`;
     const script = join(ws.dir, "..", "long-shell.script.yaml");
     writeFileSync(script, stringify({ responses: [{ node: "coder", tool_calls: [{ name: "shell", args: { command: `(sleep 300 # ${marker}\n) & sleep 299 # ${marker}` } }] }, { node: "coder", content: "done" }] }));
-    const running = startRun(ws, { ...coder("orphan", "happy.script.yaml", "auto"), script, extra });
+    const running = startRun(ws, { ...coder("orphan", "happy.script.yaml", "auto"), script, extra }, { env });
     await running.waitForEvent("tool_call");
     const cmdline = (pid: string): string => {
       try {
@@ -198,7 +197,7 @@ describe("the coder graph (scripted model, real workspace)", () => {
   });
 
   it("where no OS sandbox can start, --approval auto asks before a shell command; --no-sandbox runs it unconfined, by choice", async () => {
-    const noBubblewrap = cleanEnv({ LOOPGRAPH_BWRAP: "/nonexistent/bwrap" });
+    const noBubblewrap = cleanEnv({ ...SANDBOX_AS_FOUND, LOOPGRAPH_BWRAP: "/nonexistent/bwrap" });
     const ws = repo();
     const asked = await run(ws, coder("unsandboxed", "approvals.script.yaml", "auto"), { env: noBubblewrap });
     expect(asked.code, asked.stderr).toBe(3);

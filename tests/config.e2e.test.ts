@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, runCli } from "./helpers/cli.js";
+import { cleanEnv, runCli, SANDBOX_AS_FOUND } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const SCRIPT = ["responses:", '  - { node: coder, content: "Nothing to change: done." }', '  - { node: reviewer, content: "The task is done." }', ""].join("\n");
@@ -65,7 +65,8 @@ describe("configuration files", () => {
     const inspected = JSON.parse((await runCli(["inspect", "c1", "--json"], sub)).stdout) as { thread: { model: string; approval: string } };
     expect(inspected.thread).toMatchObject({ model: `scripted:${join(project, "starter.script.yaml")}`, approval: "auto" });
 
-    const shown = JSON.parse((await runCli(["config", "--json"], sub)).stdout) as { projectRoot: string; settings: { name: string; value?: string; source: string }[] };
+    // Without the tests' LOOPGRAPH_SANDBOX=off (cleanEnv), so that the sandbox's line is its default.
+    const shown = JSON.parse((await runCli(["config", "--json"], { ...sub, env: { ...env, ...SANDBOX_AS_FOUND } })).stdout) as { projectRoot: string; settings: { name: string; value?: string; source: string }[] };
     expect(shown.projectRoot).toBe(project);
     expect(shown.settings).toEqual([
       { name: "model", value: `scripted:${join(project, "starter.script.yaml")}`, source: "project", from: join(project, "loopgraph.yaml") },

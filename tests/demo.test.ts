@@ -1,16 +1,20 @@
 import { spawnSync } from "node:child_process";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, ROOT } from "./helpers/cli.js";
+import { cleanEnv, ROOT, SANDBOX_AS_FOUND } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 describe("npm run demo", () => {
+  // As on a new user's machine, where bubblewrap is not installed: the demo still ends (its
+  // commands are its own), and says how they ran.
   it("runs the Mediator and its Looper offline for two rounds, then shows the summary, the status and the history", () => {
     const demo = spawnSync(process.execPath, [join(ROOT, "scripts/demo.mjs")], {
-      env: cleanEnv({ LOOPGRAPH_DB: join(tempWorkspace().root, "demo.db") }),
+      env: cleanEnv({ ...SANDBOX_AS_FOUND, LOOPGRAPH_BWRAP: "/nonexistent/bwrap", LOOPGRAPH_DB: join(tempWorkspace().root, "demo.db") }),
       encoding: "utf8",
     });
     expect(demo.status, demo.stderr).toBe(0);
+    expect(demo.stdout).toMatch(/^Commands: without an OS sandbox, which cannot start here .*your own runs ask before each command/m);
+    expect(demo.stdout).toContain("OS sandbox off (--no-sandbox)");
     expect(demo.stdout).toContain("round 2/5 started");
     expect(demo.stdout).toContain("loop ended: the function and its test are done");
     expect(demo.stdout).toContain("palindrome tests passed");

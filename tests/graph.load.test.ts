@@ -208,8 +208,11 @@ describe("loadGraph errors", () => {
   });
 
   it("a file that is not a graph prints at most 5 lines: the first problems, then how many more", async () => {
-    const readme = fileURLToPath(new URL("../README.md", import.meta.url));
-    const error = (await loadError(readme)) as GraphValidationError;
+    // A Markdown file's text, which YAML reads as one long string: every required key is missing, and more.
+    const ws = tempWorkspace();
+    const notes = path.join(ws.dir, "notes.yaml");
+    writeFileSync(notes, ["name: notes", "entry: 3", "nodes: [1, 2, 3]", "edges: {}", "colour: blue", "size: 9", "shape: round", ""].join("\n"));
+    const error = (await loadError(notes)) as GraphValidationError;
     expect(error).toBeInstanceOf(GraphValidationError);
     expect(error.issues.length).toBeGreaterThan(5);
     const lines = error.message.split("\n");

@@ -9,7 +9,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, runCli } from "./helpers/cli.js";
+import { cleanEnv, runCli, SANDBOX_AS_FOUND } from "./helpers/cli.js";
 import { run, resumeWith, type RunPlace } from "./helpers/e2e.js";
 import { startMockOpenAI } from "./helpers/mock-openai.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
@@ -57,7 +57,7 @@ describe("MCP servers' tools in a Coder run", () => {
         "",
       ].join("\n"),
     );
-    const env = cleanEnv({ XDG_CONFIG_HOME: config, MY_SERVICE_TOKEN: "tok-never-shown-4711" });
+    const env = cleanEnv({ ...SANDBOX_AS_FOUND, XDG_CONFIG_HOME: config, MY_SERVICE_TOKEN: "tok-never-shown-4711" });
     const place: RunPlace = ws;
     const first = await run(place, { graph: "coder", thread: "mcp", script, task: "echo through MCP", approval: "auto" }, { env });
     expect(first.code).toBe(3);

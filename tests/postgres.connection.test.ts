@@ -8,9 +8,9 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
 import { openPostgresPool } from "../src/runs/postgres-connection.js";
 import { isPostgresUrl } from "../src/runs/url-password.js";
-import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { lacks } from "./helpers/requirements.js";
 
-const unavailable = postgresUnavailable();
 
 function freePort(): Promise<number> {
   return new Promise((resolvePort) => {
@@ -38,7 +38,7 @@ it("tells PostgreSQL URLs from file paths", () => {
   expect(isPostgresUrl("mysql://h/db")).toBe(false);
 });
 
-describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("connecting to a PostgreSQL store", () => {
+describe.skipIf(lacks("postgres", "the PostgreSQL connection tests"))("connecting to a PostgreSQL store", () => {
   let server: PostgresServer;
   beforeAll(async () => {
     server = await startPostgres();

@@ -6,10 +6,9 @@
 import { existsSync } from "node:fs";
 import { createConnection } from "node:net";
 import { describe, expect, it } from "vitest";
-import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres } from "./helpers/postgres.js";
+import { startPostgres } from "./helpers/postgres.js";
+import { lacks } from "./helpers/requirements.js";
 
-const unavailable = postgresUnavailable();
-if (unavailable && !POSTGRES_REQUIRED) console.warn(`skipping the PostgreSQL tests: ${unavailable}`);
 
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
@@ -22,7 +21,7 @@ function portOpen(port: number): Promise<boolean> {
   });
 }
 
-describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)("a throwaway PostgreSQL server", () => {
+describe.skipIf(lacks("postgres", "the PostgreSQL server tests"))("a throwaway PostgreSQL server", () => {
   it("serves its own user over TCP with its password, refuses another password, and is gone after stop", async () => {
     const server = await startPostgres();
     try {

@@ -4,6 +4,7 @@ import type { ChildProcess } from "node:child_process";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { createGrepTool, findRipgrep } from "../src/tools/grep.js";
 import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
+import { lacks } from "./helpers/requirements.js";
 
 afterAll(removeWorkspaces);
 
@@ -25,9 +26,8 @@ vi.mock("node:child_process", async (importOriginal) => {
  */
 const HUGE = "needle\n".repeat(1_000) + "filler\n".repeat(1_600_000);
 
-const ripgrep = findRipgrep();
-const SKIP_REASON = "ripgrep (rg) is not on the PATH, so only the in-process engine is tested (install it: apt-get install ripgrep)";
-if (!ripgrep) console.warn(`[tools.grep] ${SKIP_REASON}`);
+const ripgrep = lacks("ripgrep", "the grep tool's ripgrep tests (the in-process engine is still tested)") ? undefined : findRipgrep();
+const SKIP_REASON = "needs ripgrep";
 
 const inProcess = [createGrepTool({ ripgrep: null })];
 const withRipgrep = ripgrep ? [createGrepTool({ ripgrep })] : [];

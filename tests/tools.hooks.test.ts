@@ -8,6 +8,7 @@ import { describe, expect, it } from "vitest";
 import { checkHooks, hooksFromEnv, type Hook } from "../src/tools/hook-config.js";
 import { blockingReason, hookFailure, runHook, type HookOutcome } from "../src/tools/hooks.js";
 import { availableSandbox, NO_SANDBOX } from "../src/tools/sandbox.js";
+import { lacks } from "./helpers/requirements.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const user = { trusted: true, origin: "/home/me/.config/loopgraph/config.yaml" };
@@ -69,10 +70,13 @@ describe("a hook's outcome", () => {
     const skipped = await runHook(planted, { event: "before_tool" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox: NO_SANDBOX });
     expect(skipped.skipped).toBe("not run: it is declared in /p/loopgraph.yaml, and such a hook runs only in the OS sandbox, but no OS sandbox can start here");
     expect(blockingReason(skipped)).toMatch(/^the before_tool hook `touch ran` failed \(not run: it is declared in/);
+  });
+
+  it.skipIf(lacks("sandbox", "the hooks-in-bubblewrap test"))("in the OS sandbox a project's hook reads the workspace but cannot change it; the user's own can", async () => {
+    const ws = tempWorkspace();
+    const planted = hook("touch ran", { trusted: false, origin: "/p/loopgraph.yaml" });
     const sandbox = availableSandbox({});
-    if (sandbox.name !== "bubblewrap") return;
     const touch = `cat; touch ran; touch ${JSON.stringify(`${ws.root}/outside`)}`;
-    // In the sandbox a project's hook reads the workspace but cannot change it; the user's own can.
     const sandboxed = await runHook({ ...planted, command: touch }, { event: "stop" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox });
     expect(sandboxed.stdout).toBe('{"event":"stop"}\n');
     expect(sandboxed.stderr).toMatch(/touch: cannot touch 'ran': Read-only file system/);

@@ -12,6 +12,7 @@ import { McpHub, programFolders } from "../src/tools/mcp.js";
 import { checkMcpServers, expandVariables, mcpToolName, type McpServer, type McpStdioServer } from "../src/tools/mcp-servers.js";
 import { availableSandbox, NO_SANDBOX, SANDBOX_OFF } from "../src/tools/sandbox.js";
 import { ToolError } from "../src/tools/types.js";
+import { lacks } from "./helpers/requirements.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const STDIO_FIXTURE = join(import.meta.dirname, "fixtures", "mcp", "everything-stdio.mjs");
@@ -64,7 +65,7 @@ describe("McpHub with the reference server over stdio", () => {
     expect(await failure(hub.call("nowhere", "echo", {}))).toMatchObject({ kind: "tool_not_found" });
   });
 
-  it.runIf(bubblewrap.name === "bubblewrap")("runs a stdio server in the sandbox with the agent's environment: no credentials, ${VAR} only for the user's own, the workspace read-only for a planted one", async () => {
+  it.skipIf(lacks("sandbox", "the MCP server-in-bubblewrap test"))("runs a stdio server in the sandbox with the agent's environment: no credentials, ${VAR} only for the user's own, the workspace read-only for a planted one", async () => {
     const ws = tempWorkspace();
     const env = { ...process.env, MY_SERVICE_TOKEN: "tok-never-shown-4711", PLAIN_SETTING: "plain-value" };
     const server = stdioServer({ env: { PASSED: "${PLAIN_SETTING}", TOKEN_FOR_SERVER: "${MY_SERVICE_TOKEN}" } });

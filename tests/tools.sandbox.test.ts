@@ -2,7 +2,7 @@
  * The shell tool inside bubblewrap: the workspace is writable but for .git/ and .loopgraph/, the
  * rest of the file system is read-only, /tmp and home are private and empty, there is no network,
  * no credential in the environment, and nothing the command started outlives the step.
- * Skipped where bubblewrap cannot start (CI installs it).
+ * Skipped where bubblewrap cannot start, except under LOOPGRAPH_REQUIRE_SANDBOX=1 (CI).
  */
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
@@ -12,14 +12,15 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { availableSandbox, BUBBLEWRAP } from "../src/tools/sandbox.js";
 import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { lacks } from "./helpers/requirements.js";
 import { onCleanup } from "./helpers/workspace.js";
 
 afterAll(removeWorkspaces);
 
-const bubblewrap = availableSandbox({}).name === "bubblewrap";
+const noBubblewrap = lacks("sandbox", "the shell tool's bubblewrap tests");
 const sandboxed = (files: Record<string, string> = {}) => makeWorkspace(files, { git: true, sandbox: BUBBLEWRAP });
 
-describe.skipIf(!bubblewrap)("the shell tool in bubblewrap", () => {
+describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
   it("writes in the workspace, not in .git/, .loopgraph/, loopgraph.yaml or anywhere outside it", async () => {
     const ws = sandboxed();
     ws.write(".loopgraph/policy.yaml", "rules: []\n");

@@ -10,11 +10,10 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
 import { run, startCli, startRun, type RunningCli } from "./helpers/e2e.js";
+import { CHROMIUM, lacks } from "./helpers/requirements.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
 
-const CHROMIUM = "/usr/bin/chromium";
-const hasChromium = existsSync(CHROMIUM);
-if (!hasChromium && process.env.LOOPGRAPH_REQUIRE_CHROMIUM) throw new Error(`${CHROMIUM} is missing: install Debian's chromium package`);
+const noChromium = lacks("chromium", "the web inspector's browser tests");
 const SHOTS = join(ROOT, "test-results");
 /** How long a page may take to show a change: a CLI command started by the server, then the next server-sent event (a busy machine is slow to start node). */
 const LIVE = { timeout: 30_000, interval: 100 };
@@ -33,7 +32,7 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
-describe.skipIf(!hasChromium)("the web inspector in headless Chromium", () => {
+describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
   const ws = sharedWorkspace({ git: "init" });
   let browser: Browser;
   let demoThread: string;

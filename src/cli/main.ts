@@ -21,6 +21,7 @@ const commands = {
   mcp: () => import("./mcp-command.js"),
   init: () => import("./init-command.js"),
   demo: () => import("./demo-command.js"),
+  doctor: () => import("./doctor-command.js"),
   ui: () => import("./ui-command.js"),
 };
 
@@ -227,6 +228,12 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("the settings that apply here (model, approval, model timeout, store) and where each comes from: flag, environment, project loopgraph.yaml, user config.yaml, default")
     .option("--json", "print JSON")
     .action(async (options) => setExitCode(await (await commands.config()).configCommand({ ...withGlobals(options), env: ownEnvironment })));
+
+  program
+    .command("doctor")
+    .description("check what this machine offers loopgraph (OS sandbox, git, ripgrep, the store, the model's key) and what each missing piece costs; exit 1 when the configuration here needs something missing")
+    .option("--json", "print JSON")
+    .action(async (options) => setExitCode(await (await commands.doctor()).doctorCommand({ ...withGlobals(options), env: process.env })));
 
   const mcp = program.command("mcp").description("the MCP servers whose tools the Coder gets (see docs/mcp.md)");
   mcp

@@ -228,7 +228,8 @@ function readOnly(path: string): ConfigError {
   return new ConfigError(`${path} is read-only: make it (and its folder) writable, or give another store with --db`);
 }
 
-function writable(path: string): boolean {
+/** Whether this process may write `path` (a file or a folder). */
+export function writable(path: string): boolean {
   try {
     accessSync(path, constants.W_OK);
     return true;

@@ -102,21 +102,27 @@ export function sandboxWaived(env: NodeJS.ProcessEnv, noSandbox = false): boolea
   return noSandbox || env.LOOPGRAPH_SANDBOX === "off";
 }
 
-const works = new Map<string, boolean>();
+const problems = new Map<string, string | undefined>();
 
 /**
- * The sandbox for this run: bubblewrap where it can start (tried once per program and process),
- * `off` when the user waived it, else `none`.
+ * Why bubblewrap cannot start here (tried once per program and process; `LOOPGRAPH_BWRAP` names
+ * the program), or undefined when it can: not installed, or not allowed to create namespaces (a
+ * kernel or AppArmor setting can forbid unprivileged user namespaces).
+ */
+export function sandboxProblem(env: NodeJS.ProcessEnv = process.env): string | undefined {
+  const program = env.LOOPGRAPH_BWRAP || "bwrap";
+  if (!problems.has(program)) problems.set(program, bubblewrapProblem(program));
+  return problems.get(program);
+}
+
+/**
+ * The sandbox for this run: bubblewrap where it can start, `off` when the user waived it, else
+ * `none`.
  */
 export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: SandboxOptions & { noSandbox?: boolean } = {}): Sandbox {
   if (sandboxWaived(env, options.noSandbox)) return SANDBOX_OFF;
+  if (sandboxProblem(env) !== undefined) return NO_SANDBOX;
   const program = env.LOOPGRAPH_BWRAP || "bwrap";
-  let usable = works.get(program);
-  if (usable === undefined) {
-    usable = bubblewrapWorks(program);
-    works.set(program, usable);
-  }
-  if (!usable) return NO_SANDBOX;
   return options.network || options.readOnlyWorkspace || options.readable?.length ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
 }
 
@@ -134,11 +140,15 @@ export function sandboxForDeclared(run: Sandbox, trusted: boolean, env: NodeJS.P
   return trusted ? run : undefined;
 }
 
-/** Whether bubblewrap is installed and may create namespaces here (user namespaces can be disabled). */
-function bubblewrapWorks(program: string): boolean {
+/** Why `program` cannot run a trial command in new namespaces, from what it said; undefined when it can. */
+function bubblewrapProblem(program: string): string | undefined {
   const trial = spawnSync(program, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", "true"], {
-    stdio: "ignore",
+    stdio: ["ignore", "ignore", "pipe"],
+    encoding: "utf8",
     timeout: 5_000,
   });
-  return trial.status === 0;
+  if (trial.status === 0) return undefined;
+  if ((trial.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT") return `${program} is not installed`;
+  const said = trial.stderr?.trim().split("\n")[0];
+  return `${program} cannot start a sandbox here${said ? ` (${said})` : trial.error ? ` (${trial.error.message})` : ""}`;
 }

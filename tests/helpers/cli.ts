@@ -18,14 +18,23 @@ export interface CliOptions {
   env?: NodeJS.ProcessEnv;
 }
 
-/** Environment for a test run: no real keys or model leak in from the developer's shell. */
+/**
+ * Environment for a test run: no real keys or model leak in from the developer's shell, and the
+ * agent's commands run without the OS sandbox, by choice (`LOOPGRAPH_SANDBOX=off`, as
+ * `--no-sandbox`), so that a test behaves the same whether or not bubblewrap can start here (a new
+ * user's machine has no bubblewrap). A test whose subject is the sandbox passes `SANDBOX_AS_FOUND`
+ * in `extra`, and skips without bubblewrap (tests/helpers/requirements.ts).
+ */
 export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   const env = { ...process.env };
   for (const key of Object.keys(env)) {
     if (/^(OPENAI_|LOOPGRAPH_)|_API_KEY$|_BASE_URL$/.test(key)) delete env[key];
   }
-  return { ...env, NO_COLOR: "1", ...extra };
+  return { ...env, NO_COLOR: "1", LOOPGRAPH_SANDBOX: "off", ...extra };
 }
+
+/** For `cleanEnv`: the sandbox as this machine offers it (bubblewrap where it can start, else none). */
+export const SANDBOX_AS_FOUND: NodeJS.ProcessEnv = { LOOPGRAPH_SANDBOX: undefined };
 
 /** Tests that start the CLI run only in the e2e project (see vitest.config.ts). */
 function inE2eProject(): void {

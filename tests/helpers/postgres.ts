@@ -1,19 +1,18 @@
 /** The throwaway PostgreSQL server of the tests, shared with the benchmarks (bench/postgres-server.ts). */
 import pg from "pg";
 import { afterAll, beforeAll, describe } from "vitest";
-import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "../../bench/postgres-server.js";
+import { startPostgres, type PostgresServer } from "../../bench/postgres-server.js";
+import { lacks } from "./requirements.js";
 
-export { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer };
+export { startPostgres, type PostgresServer };
 
 /**
  * A describe block whose tests share one throwaway server, started before them and stopped
- * after; skipped with a warning (`what` names the tests) where no server can start, except in CI,
- * where the block fails instead. `server()` is the running server, inside the tests.
+ * after; skipped with one line (`what` names the tests) where no server can start, except under
+ * LOOPGRAPH_REQUIRE_POSTGRES=1 (CI), where the file fails instead (tests/helpers/requirements.ts). `server()` is the running server, inside the tests.
  */
 export function describeOnPostgres(title: string, what: string, body: (server: () => PostgresServer) => void): void {
-  const unavailable = postgresUnavailable();
-  if (unavailable && !POSTGRES_REQUIRED) console.warn(`skipping ${what}: ${unavailable}`);
-  describe.skipIf(unavailable !== undefined && !POSTGRES_REQUIRED)(title, () => {
+  describe.skipIf(lacks("postgres", what))(title, () => {
     let running: PostgresServer | undefined;
     beforeAll(async () => {
       running = await startPostgres();

@@ -10,6 +10,7 @@ import { connect } from "node:net";
 import { join, resolve } from "node:path";
 import { describe, expect, it } from "vitest";
 import { collect, eventually, type CliResult } from "../helpers/cli.js";
+import { lacks } from "../helpers/requirements.js";
 import { tempWorkspace } from "../helpers/workspace.js";
 import { ATTACKS, CONTROL_ATTACKS } from "./attacks.js";
 import {
@@ -61,8 +62,10 @@ describe("the attack suite", () => {
   });
 
   // `npm run attack` runs all of them in all four modes; here each attack runs in two modes, in
-  // turn, so that every class still meets every mode at half the time.
-  it("every attack, every class in every approval mode: nothing escapes the workspace, no secret leaks", { timeout: 300_000 }, async () => {
+  // turn, so that every class still meets every mode at half the time. What it proves is what the
+  // OS sandbox and the policy contain together, so it needs bubblewrap; without it, the block
+  // below shows that auto asks before commands instead.
+  it.skipIf(lacks("sandbox", "the attack suite's run of every attack"))("every attack, every class in every approval mode: nothing escapes the workspace, no secret leaks", { timeout: 300_000 }, async () => {
     const result = await runSuite("--half");
     const { attempts, escapes, leaks } = lastLine(result);
     expect(attempts).toBe(ATTACKS.length * 2);

@@ -21,7 +21,7 @@ import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
-import { cleanEnv } from "../helpers/cli.js";
+import { cleanEnv, SANDBOX_AS_FOUND } from "../helpers/cli.js";
 import { ATTACKS, CONTROL_ATTACKS } from "./attacks.js";
 import type { AttemptResult } from "./harness.js";
 import { ATTACK_CLASSES, MODES, newCanaryEnvironment, type Attack } from "./vocabulary.js";
@@ -137,6 +137,7 @@ function startWorker(index: number, options: Options, dir: string, onResult: (re
   const home = join(dir, "home");
   mkdirSync(home);
   const env = cleanEnv({
+    ...SANDBOX_AS_FOUND,
     ...newCanaryEnvironment(),
     HOME: home,
     ATTACK_WORKER_TMPDIR: dir,
