@@ -7,7 +7,7 @@
  * forked with its task message replaced, and failing when the model runs out (an
  * error checkpoint); a run paused at a breakpoint.
  */
-import { cpSync, writeFileSync } from "node:fs";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
@@ -20,7 +20,7 @@ import { checkpointTree } from "../src/engine/checkpoint-tree.js";
 import { asSeen } from "../src/runs/thread-registry.js";
 import { requireThread, withStore, type Store } from "../src/runs/store.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
-import { modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
+import { copyTrusted, modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import { exampleCopy, runExample } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -209,7 +209,7 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
 
     // Paused at a breakpoint (exit 3).
     const temp = tempWorkspace();
-    cpSync(join(ROOT, "tests/fixtures/engine"), temp.dir, { recursive: true });
+    copyTrusted(join(ROOT, "tests/fixtures/engine"), temp.dir);
     const paused = await run({ dir: temp.dir, db: ws.db }, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "paused", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
     expect(paused.code, paused.stderr).toBe(3);
     expect((await expectSameHistory(ws.db, "paused")).thread.status).toBe("paused");

@@ -1,7 +1,7 @@
-import { appendFileSync, cpSync, existsSync, readFileSync } from "node:fs";
+import { appendFileSync, existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { copyTrusted, hasStackTrace, lastCheckpointState, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, gatedScript, historyOf, resume, run, startRun, type RunSpec } from "./helpers/e2e.js";
 import { tempWorkspace as workspace, type Workspace } from "./helpers/workspace.js";
 
@@ -106,7 +106,7 @@ describe("loopgraph run (scripted)", () => {
   it("resume warns when the graph's files changed since the run started, and only then", async () => {
     const ws = workspace();
     const graphDir = join(ws.dir, "graph");
-    cpSync(FIXTURES, graphDir, { recursive: true });
+    copyTrusted(FIXTURES, graphDir);
     const start = (thread: string) =>
       runCli([
         "run", join(graphDir, "breakpoint.yaml"), "--task", "t", "--thread", thread, "--workspace", ws.dir,

@@ -4,7 +4,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
+import { cleanEnv, ROOT, runCli, trustIn } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const GRAPH = ["version: 1", "name: tiny", "nodes:", "  count: { kind: function, module: ./count.mjs }", "edges:", "  - { from: START, to: count }", "  - { from: count, to: END }", ""].join("\n");
@@ -12,6 +12,7 @@ const GRAPH = ["version: 1", "name: tiny", "nodes:", "  count: { kind: function,
 describe("loopgraph threads", () => {
   it("lists by status, graph and limit; deletes a thread with all its rows and artifacts; refuses a running one; prunes the old ones", async () => {
     const ws = tempWorkspace({ git: true, files: { "graphs/tiny.yaml": GRAPH, "graphs/count.mjs": "export default () => ({ output: 1 });\n" } });
+    trustIn(ws.dir);
     const cli = (...args: string[]) => runCli([...args, "--db", ws.db], { cwd: ws.dir, env: cleanEnv() });
     for (const thread of ["a", "b", "c"]) expect((await cli("run", "tiny", "--thread", thread)).code).toBe(0);
     const review = await cli("run", "example-review", "--task", "x", "--thread", "r", "--model", `scripted:${join(ROOT, "examples", "example-review.script.yaml")}`);

@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, parseEvents } from "./helpers/cli.js";
+import { cleanEnv, parseEvents, trustIn } from "./helpers/cli.js";
 import { finalState, run, startRun, type RunSpec } from "./helpers/e2e.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
 import { hasScript, runAtTerminal } from "./helpers/terminal.js";
@@ -228,6 +228,7 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     const graph = join(ws.dir, "asker.yaml");
     writeFileSync(graph, "version: 1\nname: asker\nnodes:\n  coder: { kind: coder, mode: ask }\nedges:\n  - { from: START, to: coder }\n");
     const project = tempWorkspace({ files: { "README.md": "# demo\n", "loopgraph.yaml": "mode: plan\n" } });
+    trustIn(project.dir);
     const [fromNode, fromFlag, fromConfig] = [await mockServer(), await mockServer(), await mockServer()];
     for (const { server } of [fromNode, fromFlag, fromConfig]) server.enqueue({ text: "done" });
     const results = await Promise.all([

@@ -5,7 +5,7 @@
 import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, runCli, SANDBOX_AS_FOUND } from "./helpers/cli.js";
+import { cleanEnv, runCli, SANDBOX_AS_FOUND, trustIn } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const SCRIPT = ["responses:", '  - { node: coder, content: "Nothing to change: done." }', '  - { node: reviewer, content: "The task is done." }', ""].join("\n");
@@ -55,6 +55,7 @@ describe("configuration files", () => {
     expect((await runCli(["init"], { cwd: project, env })).code).toBe(0);
     writeFileSync(join(project, "starter.script.yaml"), SCRIPT);
     writeFileSync(join(project, "loopgraph.yaml"), "model: scripted:starter.script.yaml\nmodel_timeout: 45\n");
+    trustIn(project, env);
     mkdirSync(join(root, "config", "loopgraph"), { recursive: true });
     writeFileSync(join(root, "config", "loopgraph", "config.yaml"), "approval: auto\nmodel: openai:gpt-4o\n");
     const sub = { cwd: join(project, "src", "deep"), env };
@@ -97,6 +98,8 @@ describe("configuration files", () => {
     writeFileSync(join(project, "loopgraph.yaml"), "approval: auto\nmodle: openai:gpt-4o\n");
     // init and completion use no setting, and work beside the broken file.
     expect((await runCli(["init"], { cwd: project, env })).code).toBe(0);
+    // Untrusted, the file is not read at all (see tests/cli.trust.test.ts); trusted, its problems stop every command.
+    trustIn(project, env);
     for (const args of [["inspect"], ["run", "coder", "--task", "x"], ["config"]]) {
       const failed = await runCli(args, { cwd: project, env });
       expect(failed.code, args.join(" ")).toBe(2);
@@ -128,6 +131,7 @@ describe("the agent's environment and sandbox in the config files", () => {
       ].join("\n"),
     );
     const env = cleanEnv({ XDG_CONFIG_HOME: configHome, DEPLOY_TOKEN: "dt-123456789", USER_GONE: "u", PROJECT_GONE: "p", KEPT_VAR: "k" });
+    trustIn(project, env);
     const ran = await runCli(["run", "coder", "--task", "env", "--model", `scripted:${script}`, "--approval", "auto", "--json"], { cwd: project, env });
     expect(ran.code, ran.stderr).toBe(0);
     expect(readFileSync(join(project, "env.txt"), "utf8")).toBe("token=dt-123456789 user= project= kept=k\n");
@@ -136,6 +140,7 @@ describe("the agent's environment and sandbox in the config files", () => {
     expect(shown.settings.find((setting) => setting.name === "environment.exclude")).toMatchObject({ value: "PROJECT_GONE,USER_GONE", source: "project" });
 
     writeFileSync(join(project, "loopgraph.yaml"), "environment: { include: [DEPLOY_TOKEN] }\nsandbox: { enabled: false }\n");
+    trustIn(project, env);
     const refused = await runCli(["config"], { cwd: project, env });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toContain("loopgraph.yaml:1:16: environment: a project's loopgraph.yaml cannot pass credentials to the agent (environment.include)");

@@ -5,6 +5,7 @@ import { ConfigError } from "../src/errors.js";
 import { MODEL_TIMEOUT_EXPECTED } from "../src/models/timeout.js";
 import { effectiveSetting, environmentWithConfig, loadConfig, readConfigFile } from "../src/config/settings.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import { trustIn } from "./helpers/cli.js";
 
 function file(dir: string, name: string, text: string): string {
   const path = join(dir, name);
@@ -104,6 +105,7 @@ describe("subagent types in a configuration file", () => {
       `${planted}:2:21: subagents.lister.prompt: a project's prompt file must be inside the project (${join(root, "outside.md")} is not)`,
     );
     file(root, "p/loopgraph.yaml", "subagents:\n  lister: { prompt: inside.md }\n  shared: { description: the project's }\n");
+    trustIn(join(root, "p"), { XDG_CONFIG_HOME: root, HOME: root });
     const config = loadConfig(join(root, "p"), { XDG_CONFIG_HOME: root, HOME: root });
     expect(config.user).toBeUndefined();
     const both = { ...config, user: readConfigFile(user, "user")! };
@@ -125,6 +127,7 @@ describe("the settings that apply", () => {
     file(root, "home/loopgraph/config.yaml", "model: ollama:llama3\napproval: auto\nstore: /srv/runs.db\n");
     mkdirSync(join(project, "sub"), { recursive: true });
     const env = { XDG_CONFIG_HOME: join(root, "home"), LOOPGRAPH_MODEL_TIMEOUT: "9" };
+    trustIn(project, env);
     const config = loadConfig(join(project, "sub"), env);
     expect(config.root).toBe(project);
     expect(effectiveSetting(config, env, "model", "scripted:flag.yaml")).toEqual({ value: "scripted:flag.yaml", source: "flag" });

@@ -6,7 +6,7 @@
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, runCli } from "./helpers/cli.js";
+import { cleanEnv, runCli, trustIn } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
@@ -81,6 +81,8 @@ describe("hooks in a Coder run", () => {
     // One answer for two model calls: the scripted model runs out, and the run fails.
     writeFileSync(script, 'responses:\n  - { node: coder, tool_calls: [ { name: shell, args: { command: "ls" } } ] }\n');
     const env = cleanEnv({ XDG_CONFIG_HOME: config, LOOPGRAPH_SANDBOX: "off" });
+    // Trusted, a project's hook is still one nobody approves: it runs only in the sandbox.
+    trustIn(ws.dir, env);
     const result = await runCli(["run", "coder", "--task", "look", "--thread", "failing", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto", "--db", ws.db, "--json"], { cwd: ws.dir, env });
     expect(result.code).toBe(1);
     const all = events(result.stdout);

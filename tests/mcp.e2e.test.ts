@@ -9,7 +9,7 @@ import { appendFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } fr
 import { join } from "node:path";
 import { createInterface } from "node:readline";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, runCli, SANDBOX_AS_FOUND } from "./helpers/cli.js";
+import { cleanEnv, runCli, SANDBOX_AS_FOUND, trustIn } from "./helpers/cli.js";
 import { run, resumeWith, type RunPlace } from "./helpers/e2e.js";
 import { startMockOpenAI } from "./helpers/mock-openai.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
@@ -121,6 +121,14 @@ describe("MCP servers' tools in a Coder run", () => {
     const script = join(ws.root, "done.script.yaml");
     writeFileSync(script, 'responses:\n  - { node: coder, content: "Nothing to do." }\n');
     const env = cleanEnv({ XDG_CONFIG_HOME: join(ws.root, "config"), LOOPGRAPH_SANDBOX: "off" });
+    // A graph file nobody trusted: its server is not even considered.
+    const untrusted = await run(ws, { graph, thread: "untrusted", script, task: "nothing" }, { env });
+    expect(untrusted.code, untrusted.stderr).toBe(0);
+    expect((events(untrusted.stdout).find((event) => event.type === "warning") as { message: string }).message).toMatch(
+      /^MCP server "planted" of .*with-mcp\.yaml is not started \(.*which you have not trusted\): review it, then run `loopgraph trust`$/,
+    );
+    // Trusted, it is still a server nobody approves: it runs only in the sandbox.
+    trustIn(graph, env);
     const result = await run(ws, { graph, thread: "planted", script, task: "nothing" }, { env });
     expect(result.code, result.stderr).toBe(0);
     const warning = events(result.stdout).find((event) => event.type === "warning") as { message: string };
@@ -128,6 +136,7 @@ describe("MCP servers' tools in a Coder run", () => {
     expect(existsSync(join(ws.dir, "planted-ran"))).toBe(false);
 
     appendFileSync(join(ws.dir, "loopgraph.yaml"), "mcp_servers:\n  planted:\n    command: node\n    sandbox: false\n");
+    trustIn(ws.dir, env);
     const refused = await runCli(["config"], { cwd: ws.dir, env });
     expect(refused.code).toBe(2);
     expect(refused.stderr).toMatch(/loopgraph\.yaml:4:14: mcp_servers\.planted\.sandbox: a project's loopgraph\.yaml cannot set sandbox: false for an MCP server/);

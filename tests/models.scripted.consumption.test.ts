@@ -8,6 +8,7 @@ import { mergeConsumed } from "../src/state/graph-state.js";
 import { historyOf, stateAt } from "./helpers/e2e.js";
 import { exampleCopy } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import { testConfigHome } from "./helpers/cli.js";
 
 const messages = [new HumanMessage("go")];
 
@@ -59,7 +60,7 @@ describe("scripted consumption as counts per response group", () => {
     const ws = exampleCopy();
     writeFileSync(ws.script, EXAMPLE_SCRIPT);
     const spec = `scripted:${ws.script}`;
-    const base = { db: ws.db, cwd: ws.dir, env: {}, model: spec };
+    const base = { db: ws.db, cwd: ws.dir, env: { XDG_CONFIG_HOME: testConfigHome() }, model: spec };
     const first = await runGraph({ ...base, graph: ws.graph, task: "Explain loopgraph", threadId: "t", workspace: ws.dir });
     expect(first.status, first.error).toBe("finished");
     expect(first.state.scripted).toEqual({ [spec]: { draft: 1, critique: 2, revise: 1 } });

@@ -5,6 +5,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError } from "../src/errors.js";
 import { loadPolicyFile, loadUserPolicy, loadUserRules, parsePolicyFile, policyRulesSchema, toPolicyRules, userPolicyFiles } from "../src/policy/rule-file.js";
+import { trustIn } from "./helpers/cli.js";
 
 const fixtures = join(import.meta.dirname, "fixtures", "policy");
 
@@ -98,7 +99,7 @@ describe("loading the user's files", () => {
     expect(() => loadPolicyFile(dir)).toThrow(`cannot read policy file ${dir}: it is a directory`);
   });
 
-  it("reads the config-home file, then the workspace's .loopgraph/policy.yaml", () => {
+  it("reads the config-home file, then the workspace's .loopgraph/policy.yaml once the user trusts it", () => {
     const configHome = join(dir, "config");
     const workspace = join(dir, "ws");
     mkdirSync(join(configHome, "loopgraph"), { recursive: true });
@@ -107,6 +108,10 @@ describe("loading the user's files", () => {
     writeFileSync(join(workspace, ".loopgraph", "policy.yaml"), "rules:\n  - { tool: write_file, decision: deny, priority: 3 }\n");
     const env = { XDG_CONFIG_HOME: configHome };
     expect(userPolicyFiles(workspace, env)).toEqual([join(configHome, "loopgraph", "policy.yaml"), join(workspace, ".loopgraph", "policy.yaml")]);
+    const untrusted = loadUserPolicy(workspace, env);
+    expect(untrusted.rules.map((rule) => rule.tool)).toEqual(["shell"]);
+    expect(untrusted.ignored).toEqual([expect.stringMatching(/^.*ws\/\.loopgraph\/policy\.yaml is not applied \(.*which you have not trusted\): review it, then run `loopgraph trust`$/)]);
+    trustIn(workspace, env);
     const rules = loadUserRules(workspace, env);
     expect(rules.map((rule) => [rule.tool, rule.origin])).toEqual([
       ["shell", `${join(configHome, "loopgraph", "policy.yaml")} rules[0]`],
@@ -120,7 +125,7 @@ describe("loading the user's files", () => {
     mkdirSync(join(configHome, "loopgraph"), { recursive: true });
     mkdirSync(join(workspace, ".loopgraph"), { recursive: true });
     const env = { XDG_CONFIG_HOME: configHome };
-    expect(loadUserPolicy(workspace, env)).toEqual({ rules: [], network: false });
+    expect(loadUserPolicy(workspace, env)).toEqual({ rules: [], network: false, ignored: [] });
     const own = join(configHome, "loopgraph", "policy.yaml");
     writeFileSync(own, "sandbox: { network: allow }\n");
     expect(loadUserPolicy(workspace, env).network).toBe(true);
@@ -131,6 +136,7 @@ describe("loading the user's files", () => {
     writeFileSync(own, "rules: []\n");
     const project = join(workspace, ".loopgraph", "policy.yaml");
     writeFileSync(project, "sandbox: { network: allow }\n");
+    trustIn(workspace, env);
     expect(() => loadUserPolicy(workspace, env)).toThrow(`${project}:1:1: unknown key "sandbox": a policy has only "rules"`);
   });
 

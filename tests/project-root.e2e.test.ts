@@ -6,7 +6,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { projectRoot } from "../src/project.js";
-import { cleanEnv, runCli } from "./helpers/cli.js";
+import { cleanEnv, runCli, trustIn } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const GRAPH = [
@@ -47,6 +47,7 @@ describe("commands in a subdirectory of a project", () => {
     });
     const sub = join(ws.dir, "src", "app");
     const options = { cwd: sub, env: cleanEnv() };
+    trustIn(ws.dir);
 
     const ran = await runCli(["run", "hello", "--thread", "p1"], options);
     expect(ran.stderr).toBe("");

@@ -1,7 +1,7 @@
-import { appendFileSync, cpSync, writeFileSync } from "node:fs";
+import { appendFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { copyTrusted, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { historyOf, run, startRun, stateAt } from "./helpers/e2e.js";
 import { exampleCopy as copy, runExample, type CheckpointJson, type ExampleCopy } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -119,7 +119,7 @@ describe("replay --from (live fork)", () => {
 
   it("resume continues the newest branch: a fork that pauses at a breakpoint is resumed on its own branch", async () => {
     const temp = tempWorkspace();
-    cpSync(join(ROOT, "tests/fixtures/engine"), temp.dir, { recursive: true });
+    copyTrusted(join(ROOT, "tests/fixtures/engine"), temp.dir);
     const db = temp.db;
     const args = ["--db", db];
     const first = await run(temp, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "bp", script: join(temp.dir, "breakpoint.script.yaml"), json: false });

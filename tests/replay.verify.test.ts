@@ -1,7 +1,7 @@
-import { cpSync, readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
+import { copyTrusted, hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
 import { historyOf, run } from "./helpers/e2e.js";
 import { exampleCopy as copy, runExample, type ExampleCopy } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
@@ -146,7 +146,7 @@ describe("replay --verify", () => {
 
   it("works on a paused run, and an unknown thread or broken graph is a one-line error (exit 2)", async () => {
     const temp = tempWorkspace();
-    cpSync(join(ROOT, "tests/fixtures/engine"), temp.dir, { recursive: true });
+    copyTrusted(join(ROOT, "tests/fixtures/engine"), temp.dir);
     const db = temp.db;
     const paused = await run(temp, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "bp", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
     expect(paused.code).toBe(3);

@@ -2,7 +2,7 @@ import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, hasStackTrace, parseEvents, runCli } from "./helpers/cli.js";
+import { cleanEnv, hasStackTrace, parseEvents, runCli, trustIn } from "./helpers/cli.js";
 import { finalState, resume, run, startRun } from "./helpers/e2e.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
@@ -154,6 +154,7 @@ describe("subagents through the CLI", () => {
       { text: "done" },
     );
     const env = cleanEnv({ XDG_CONFIG_HOME: config, OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url });
+    trustIn(ws.dir, env);
     const result = await run(ws, { graph, thread: "types", model: "openai:gpt-test", task: "t", approval: "auto" }, { cwd: ws.dir, env });
     expect(result.code, result.stderr).toBe(0);
     const sent = bodies(server);

@@ -20,7 +20,11 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
   const config = loadConfig(cwd, env);
   const settings = shownSettings(config, env, options.db);
   if (options.json) {
-    const files = { projectRoot: config.root, userConfig: { path: config.userPath, found: Boolean(config.user) }, projectConfig: { path: config.projectPath, found: Boolean(config.project) } };
+    const files = {
+      projectRoot: config.root,
+      userConfig: { path: config.userPath, found: Boolean(config.user) },
+      projectConfig: { path: config.projectPath, found: Boolean(config.project), ...(config.projectIgnored && { ignored: config.projectIgnored }) },
+    };
     process.stdout.write(`${JSON.stringify({ ...files, settings }, null, 2)}\n`);
     return 0;
   }
@@ -29,7 +33,7 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
     [
       `project root    ${config.root}`,
       `user config     ${found(config.userPath, Boolean(config.user))}`,
-      `project config  ${found(config.projectPath, Boolean(config.project))}`,
+      `project config  ${config.projectIgnored ? `${config.projectPath}${pc.yellow("  (not read: not trusted; see `loopgraph trust`)")}` : found(config.projectPath, Boolean(config.project))}`,
       "",
       ...settings.map((setting) => `${setting.name.padEnd(14)}  ${(setting.value ?? pc.dim("(none)")).padEnd(40)}  ${pc.dim(setting.from ? `${setting.source}: ${setting.from}` : setting.source)}`),
       "",

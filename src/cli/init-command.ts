@@ -1,6 +1,7 @@
 import { lstatSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { dirname, join, relative, sep } from "node:path";
 import { ConfigError } from "../errors.js";
+import { trustFiles } from "../trust/trust.js";
 import { packageRoot } from "../package.js";
 import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
@@ -57,7 +58,7 @@ interface Step {
  * JSON schema that the graph's `$schema` line points at. Files that exist are kept as they are;
  * the schema is brought up to date with this loopgraph. Says what it did.
  */
-export async function initCommand(options: { cwd?: string } = {}): Promise<number> {
+export async function initCommand(options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<number> {
   const dir = options.cwd ?? process.cwd();
   const steps: Step[] = [];
   const create = (path: string, text: string) => {
@@ -86,6 +87,8 @@ export async function initCommand(options: { cwd?: string } = {}): Promise<numbe
   if (!same) writeFileSync(schemaPath, schema);
   steps.push({ path: schemaPath, did: before === undefined ? "created" : same ? "kept" : "updated" });
 
+  // What init wrote is the user's own doing: trusted (src/trust/), so that `run starter` uses it. Files that were there stay as trusted, or not, as they were.
+  trustFiles(dir, steps.filter((step) => step.did === "created" && step.path.endsWith(".yaml")).map((step) => step.path), options.env ?? process.env);
   for (const step of steps) process.stdout.write(`${step.did.padEnd(8)} ${relative(dir, step.path) || "."}${step.path === state ? `/  (git ignores what loopgraph keeps there)` : ""}\n`);
   process.stdout.write(
     `\nA loopgraph project in ${dir}. Next:\n  loopgraph config                     the settings that apply here\n  loopgraph run starter --task "…"     the starter graph, with a model set (--model, LOOPGRAPH_MODEL or loopgraph.yaml)\n  loopgraph demo                       the offline demo, no API key needed\n`,

@@ -25,7 +25,7 @@ export const cacheFile = (profile: CacheProfile): string => `${BUNDLE_FILE}.${pr
 
 const RUN_COMMANDS = new Set(["run", "resume", "chat", "replay", "rewind", "worker"]);
 /** Every command of the CLI (main.ts; a test compares this list with `loopgraph --help`). */
-export const COMMANDS: ReadonlySet<string> = new Set([...RUN_COMMANDS, "inspect", "ui", "wait", "patch", "send", "stop", "status", "config", "mcp", "init", "demo", "doctor", "completion", "threads", "graphs", "help"]);
+export const COMMANDS: ReadonlySet<string> = new Set([...RUN_COMMANDS, "inspect", "ui", "wait", "patch", "send", "stop", "status", "config", "mcp", "init", "demo", "doctor", "trust", "completion", "threads", "graphs", "help"]);
 
 /**
  * The cache for a command line (process.argv): its command is the first argument that names one.

@@ -22,6 +22,7 @@ const commands = {
   init: () => import("./init-command.js"),
   demo: () => import("./demo-command.js"),
   doctor: () => import("./doctor-command.js"),
+  trust: () => import("./trust-command.js"),
   ui: () => import("./ui-command.js"),
 };
 
@@ -71,15 +72,17 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   // The configuration files (user, project) fill in the settings the environment does not set,
   // for every command that uses them: not `config` (it shows where each setting comes from), nor
-  // `init` and `completion` (they use none, and must work beside a broken file).
+  // `init`, `completion` and `trust` (they use none, and must work beside a broken file).
   const ownEnvironment = { ...process.env };
   program.hook("preAction", async (_program, action) => {
-    if (["config", "init", "completion"].includes(action.name())) return;
+    if (["config", "init", "completion", "trust"].includes(action.name())) return;
     // Without a config file (the usual case) the settings module and its parser are not loaded: a narrow command stays narrow.
     const files = configFiles(process.cwd(), ownEnvironment);
     if (!existsSync(files.user) && !existsSync(files.project)) return;
     const { loadConfig, environmentWithConfig } = await import("../config/settings.js");
-    const filled = environmentWithConfig(loadConfig(process.cwd(), ownEnvironment), ownEnvironment);
+    const config = loadConfig(process.cwd(), ownEnvironment);
+    if (config.projectIgnored) process.stderr.write(`loopgraph: ${config.projectIgnored}\n`);
+    const filled = environmentWithConfig(config, ownEnvironment);
     for (const [name, value] of Object.entries(filled)) if (process.env[name] === undefined) process.env[name] = value;
   });
 
@@ -235,6 +238,13 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--json", "print JSON")
     .action(async (options) => setExitCode(await (await commands.doctor()).doctorCommand({ ...withGlobals(options), env: process.env })));
 
+  program
+    .command("trust [path]")
+    .description("trust the project PATH is in (default: here) as it is now: its graphs found by name, loopgraph.yaml, .loopgraph/policy.yaml and the modules and scripts they name are used only once trusted, and again only after a change is trusted")
+    .option("--list", "the trusted projects, and whether each is still as trusted")
+    .option("--revoke", "take the trust in the project back")
+    .action(async (target: string | undefined, options) => setExitCode(await (await commands.trust()).trustCommand(target, { ...options, env: ownEnvironment })));
+
   const mcp = program.command("mcp").description("the MCP servers whose tools the Coder gets (see docs/mcp.md)");
   mcp
     .command("list")
@@ -250,7 +260,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   program
     .command("init")
     .description("make this folder a loopgraph project: loopgraph.yaml, graphs/starter.yaml and its prompt, .loopgraph/ (files that exist are kept)")
-    .action(async () => setExitCode(await (await commands.init()).initCommand()));
+    .action(async () => setExitCode(await (await commands.init()).initCommand({ env: ownEnvironment })));
 
   program
     .command("demo")

@@ -23,7 +23,9 @@
  *     hooks: { before_tool: [ { tools: shell, command: ./check.sh } ] }   # see src/tools/hooks.ts
  *     subagents: { reviewer: { prompt: reviewer.md, tools: [read_file, grep] } }   # see src/tools/subagent-config.ts
  */
+import { existsSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
+import { untrustedReason } from "../trust/trust.js";
 import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
 import { parseModelSpec, PROVIDERS, USER_PROVIDERS_VARIABLE } from "../models/spec.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
@@ -281,11 +283,22 @@ export interface LoadedConfig {
   projectPath: string;
   user?: ConfigFile;
   project?: ConfigFile;
+  /** Why the project's file is there but not read: the user does not trust it as it is (src/trust/). */
+  projectIgnored?: string;
 }
 
+/**
+ * Both configuration files. The project's comes with the repository, and may name hooks and MCP
+ * servers to run: it is read only when the user trusts it as it is (with the scripts it names).
+ */
 export function loadConfig(cwd: string, env: NodeJS.ProcessEnv): LoadedConfig {
   const { root, user: userPath, project: projectPath } = configFiles(cwd, env);
   const user = readConfigFile(userPath, "user", env);
+  const untrusted = existsSync(projectPath) ? untrustedReason(projectPath, env) : undefined;
+  if (untrusted) {
+    const projectIgnored = `${projectPath} is not read (${untrusted}): its settings, hooks, MCP servers and subagents are ignored; review it, then run \`loopgraph trust\``;
+    return { root, userPath, projectPath, ...(user && { user }), projectIgnored };
+  }
   // The project's model may name one of the user's own providers.
   const providers = env[USER_PROVIDERS_VARIABLE] ?? user?.values.providers;
   const project = readConfigFile(projectPath, "project", providers === undefined ? env : { ...env, [USER_PROVIDERS_VARIABLE]: providers });

@@ -107,7 +107,9 @@ export async function openChat(options: ChatOptions): Promise<ChatSession> {
   const store = await openStore({ db: options.db, cwd, env: options.env }, "create");
   try {
     const record = options.threadId === undefined ? undefined : await store.threads.get(options.threadId);
-    const graph = await loadGraph(record ? record.graphFile : resolveGraphPath(options.graph ?? "monitor", cwd));
+    const trustNotes: string[] = [];
+    const forRun = { env: options.env ?? process.env, notes: trustNotes };
+    const graph = await loadGraph(record ? record.graphFile : resolveGraphPath(options.graph ?? "monitor", cwd, undefined, forRun));
     if (!mediatorNodeOf(graph)) {
       throw new ConfigError(
         record
@@ -115,7 +117,7 @@ export async function openChat(options: ChatOptions): Promise<ChatSession> {
           : `graph ${graph.name} has no mediator node: chat needs a graph like monitor`,
       );
     }
-    const extra = { looper: createLoopSupervisor };
+    const extra = { looper: createLoopSupervisor, trustNotes };
     const thread = record
       ? await Thread.open(store, record, options, { ...extra, graph, inUse: inUseByChat })
       : Thread.prepare(store, graph, Thread.newThread(graph, options), options, extra);

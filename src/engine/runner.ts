@@ -47,11 +47,12 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
     throw new ConfigError("--repo and --ref are for a queued run (--queue), which a worker runs in its own clone: without --queue, run in a checkout with --workspace");
   }
   const cwd = options.cwd ?? process.cwd();
-  const graph = await graphToRun(options, cwd);
+  const trustNotes: string[] = [];
+  const graph = await graphToRun(options, cwd, trustNotes);
   const spec = Thread.newThread(graph, options);
   const store = await openStore({ db: options.db, cwd, env: options.env }, "create");
   try {
-    const thread = Thread.prepare(store, graph, spec, options, { looper: createLoopSupervisor });
+    const thread = Thread.prepare(store, graph, spec, options, { looper: createLoopSupervisor, trustNotes });
     const task = options.task ?? "";
     await thread.record(task);
     const ctx = thread.context();
@@ -63,8 +64,9 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
 }
 
 /** The graph of a new run (a name or path, or a graph already loaded), checked to have the task it needs. */
-async function graphToRun(options: RunOptions, cwd: string): Promise<GraphDefinition> {
-  const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd)) : options.graph;
+async function graphToRun(options: RunOptions, cwd: string, trustNotes: string[] = []): Promise<GraphDefinition> {
+  const forRun = { env: options.env ?? process.env, notes: trustNotes };
+  const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd, undefined, forRun)) : options.graph;
   if (!options.task?.trim() && needsTask(graph)) {
     throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
   }

@@ -43,6 +43,7 @@ import type { LoopSupervisor } from "./loop-supervisor.js";
 import { EXIT_CODES, failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { mergeByName } from "../tools/config-variable.js";
+import { untrustedReason } from "../trust/trust.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -82,6 +83,8 @@ export interface ThreadOptions {
    * results) answer from the record; no model is configured or checked.
    */
   replay?: { model: ChatModel; effect: (request: EffectRequest) => Promise<unknown> };
+  /** What was not used because the user does not trust it (a project graph found by name): said at the run's start. */
+  trustNotes?: readonly string[];
 }
 
 export interface OpenOptions extends ThreadOptions {
@@ -151,6 +154,8 @@ export class Thread {
   private readonly models: (spec: string) => ChatModel;
   /** The process groups the dead owner's commands left, killed by the claim (`open`): `announce` says so. */
   private leftovers: number[] = [];
+  /** What the project holds that this run does not use, because the user does not trust it: `announce` says so. */
+  private readonly untrusted: string[];
 
   private constructor(
     readonly store: Store,
@@ -168,12 +173,13 @@ export class Thread {
     // A thread on a repository, recorded for a worker (`run --queue --repo`), has no directory here: it is only recorded.
     const local = !isRepoWorkspace(workspace);
     if (local) ensureStateDir(join(workspace, STATE_DIR));
-    const policy = local ? loadUserPolicy(workspace, this.env) : { rules: [], network: false };
+    const policy = local ? loadUserPolicy(workspace, this.env) : { rules: [], network: false, ignored: [] };
     this.userRules = policy.rules;
+    this.untrusted = [...(extra.trustNotes ?? []), ...policy.ignored];
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     try {
-      this.mcpServers = mergeByName(graphMcpServers(graph), mcpServersFromEnv(this.env));
+      this.mcpServers = mergeByName(this.trustedGraphServers(graph), mcpServersFromEnv(this.env));
       this.hooks = hooksFromEnv(this.env);
       this.subagents = subagentsFromEnv(this.env);
       for (const agent of this.subagents) {
@@ -291,6 +297,7 @@ export class Thread {
     return {
       threadId,
       workspace,
+      env: this.env,
       settings: this.settings,
       maxRounds: this.options.maxRounds,
       readInbox: (cursor) => this.store.inbox.after(threadId, cursor),
@@ -327,7 +334,7 @@ export class Thread {
     const forked = start.forkedFrom === undefined ? {} : { forkedFrom: start.forkedFrom };
     const sandbox = (ctx.sandbox ?? this.sandbox).name;
     ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked, sandbox });
-    for (const warning of droppedGraphAllows(this.graph, this.workspace)) ctx.emit({ type: "warning", threadId: this.threadId, message: warning });
+    for (const warning of [...this.untrusted, ...droppedGraphAllows(this.graph, this.workspace)]) ctx.emit({ type: "warning", threadId: this.threadId, message: warning });
     if (this.leftovers.length > 0) {
       const groups = this.leftovers.join(", ");
       const owner = this.claimedFrom?.pid;
@@ -337,6 +344,15 @@ export class Thread {
     if (!start.changed) return;
     const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);
     if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });
+  }
+
+  /** The graph's own MCP servers, less those declared in a graph file the user does not trust (said at the start). */
+  private trustedGraphServers(graph: GraphDefinition): McpServer[] {
+    return graphMcpServers(graph).filter((server) => {
+      const untrusted = untrustedReason(server.origin, this.env);
+      if (untrusted) this.untrusted.push(`MCP server "${server.name}" of ${server.origin} is not started (${untrusted}): review it, then run \`loopgraph trust\``);
+      return !untrusted;
+    });
   }
 
   /** Whether the thread's graph has reached its end (its latest checkpoint has nothing left to run). */

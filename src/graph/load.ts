@@ -22,6 +22,7 @@ import {
 import { checkPlaceholders, type PlaceholderNames } from "./placeholders.js";
 import { checkSemantics } from "./semantics.js";
 import { checkShape } from "./shape.js";
+import { untrustedReason } from "../trust/trust.js";
 
 type PositionedIssue = GraphValidationError["issues"][number];
 
@@ -264,20 +265,37 @@ function toCondition(raw: RawCondition): Condition {
 
 const GRAPH_EXTENSIONS = [".yaml", ".yml"];
 
+/** For a graph that is about to run: whose trust applies (the environment names the user's config folder), and where to say what was not used. */
+export interface RunTrust {
+  env: NodeJS.ProcessEnv;
+  notes: string[];
+}
+
 /**
  * A graph given as a path (with or without .yaml/.yml, from `cwd`) or as a name: the project's
  * `graphs/<name>.yaml` (at the project root, see projectRoot),
  * then the package's shipped `graphs/`. A bare name (no folder, no extension) is only a name:
  * a file `coder` or `coder.yaml` that appears beside you (an agent can write one) never stands in
- * for the graph `coder`. Throws ConfigError listing the places tried.
+ * for the graph `coder`. For a run (`forRun`), a project graph found by name is used only when
+ * the user trusts it as it is (src/trust/): otherwise the package's graph of that name runs, and a
+ * note says why. Throws ConfigError listing the places tried.
  */
-export function resolveGraphPath(nameOrPath: string, cwd: string, packageGraphs = packageGraphsDir()): string {
+export function resolveGraphPath(nameOrPath: string, cwd: string, packageGraphs = packageGraphsDir(), forRun?: RunTrust): string {
   const asPath = path.resolve(cwd, nameOrPath);
   const isName = !/[\\/]/.test(nameOrPath);
   const bareName = isName && !/\.ya?ml$/.test(nameOrPath);
   const candidates = bareName ? [] : [asPath, ...GRAPH_EXTENSIONS.map((extension) => asPath + extension)];
   if (isName) {
     const name = nameOrPath.replace(/\.ya?ml$/, "");
+    const projectGraph = GRAPH_EXTENSIONS.map((extension) => path.join(projectRoot(cwd), "graphs", name + extension)).find(isFile);
+    const untrusted = projectGraph && forRun ? untrustedReason(projectGraph, forRun.env) : undefined;
+    if (projectGraph && untrusted) {
+      const shipped = packageGraphs ? GRAPH_EXTENSIONS.map((extension) => path.join(packageGraphs, name + extension)).find(isFile) : undefined;
+      const advice = `review it, then run \`loopgraph trust\` to use it`;
+      if (!shipped) throw new ConfigError(`graph "${name}" is the project's ${projectGraph}, which is not used: ${untrusted}: ${advice}`);
+      forRun!.notes.push(`the project's ${projectGraph} is not used (${untrusted}): loopgraph's own graph "${name}" runs instead; ${advice}`);
+      return shipped;
+    }
     for (const dir of [path.join(projectRoot(cwd), "graphs"), packageGraphs]) {
       if (dir) candidates.push(...GRAPH_EXTENSIONS.map((extension) => path.join(dir, name + extension)));
     }

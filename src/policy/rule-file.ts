@@ -17,12 +17,14 @@
  * Graph files and the workspace's `.loopgraph/policy.yaml` come with the repository: review them
  * like its Makefile or npm scripts, which an allowed `make`/`npm test` runs anyway.
  */
+import { existsSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { parseYamlFile, readSettingsText } from "../diagnostics/yaml-file.js";
 import { closestName } from "../diagnostics/suggest.js";
 import { STATE_DIR, userConfigDir } from "../project.js";
 import type { PolicyRule, RuleSource } from "../state/rules.js";
+import { untrustedReason } from "../trust/trust.js";
 
 export const MAX_RULE_PRIORITY = 999;
 
@@ -199,11 +201,16 @@ export function loadUserRules(workspace: string, env: NodeJS.ProcessEnv = proces
 
 /**
  * Both user policy files (source `user`): their rules, and whether the sandbox lets commands reach
- * the network, which only the file in the config home may allow. Throws ConfigError for a bad file.
+ * the network, which only the file in the config home may allow. The workspace's file comes with
+ * the repository: it applies only when the user trusts it as it is (src/trust/); otherwise
+ * `ignored` says why it was not read. Throws ConfigError for a bad file.
  */
-export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv = process.env): Required<PolicyFile> {
+export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv = process.env): Required<PolicyFile> & { ignored: string[] } {
   const [own, project] = userPolicyFiles(workspace, env) as [string, string];
   const mine = readPolicy(own, "user", true);
-  return { rules: [...mine.rules, ...readPolicy(project, "user", false).rules], network: mine.network ?? false };
+  const untrusted = existsSync(project) ? untrustedReason(project, env) : undefined;
+  const theirs = untrusted ? { rules: [] } : readPolicy(project, "user", false);
+  const ignored = untrusted ? [`${project} is not applied (${untrusted}): review it, then run \`loopgraph trust\``] : [];
+  return { rules: [...mine.rules, ...theirs.rules], network: mine.network ?? false, ignored };
 }
 

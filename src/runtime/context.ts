@@ -60,6 +60,8 @@ export interface RunContext {
   threadId: string;
   /** Directory the nodes work in (`--workspace`). */
   workspace: string;
+  /** The run's environment (loopgraph's own, not the agent's): its user config folder holds the projects the user trusts. */
+  env?: NodeJS.ProcessEnv;
   /** The thread's run-level model and approval mode (`--model`, `--approval`, or those recorded with the thread). */
   settings: ThreadSettings;
   /** The user's policy rules (`.loopgraph/policy.yaml`). */

@@ -1,7 +1,9 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
+import { projectRoot } from "../../src/project.js";
+import { trustFile, trustProject } from "../../src/trust/trust.js";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "dist/cli/loopgraph.js");
@@ -30,7 +32,38 @@ export function cleanEnv(extra: NodeJS.ProcessEnv = {}): NodeJS.ProcessEnv {
   for (const key of Object.keys(env)) {
     if (/^(OPENAI_|LOOPGRAPH_)|_API_KEY$|_BASE_URL$/.test(key)) delete env[key];
   }
-  return { ...env, NO_COLOR: "1", LOOPGRAPH_SANDBOX: "off", ...extra };
+  return { ...env, NO_COLOR: "1", LOOPGRAPH_SANDBOX: "off", XDG_CONFIG_HOME: testConfigHome(), ...extra };
+}
+
+let configHome: string | undefined;
+
+/**
+ * The user config folder of this test process's runs (`XDG_CONFIG_HOME` in `cleanEnv`): empty at
+ * first, so that the developer's own config files and trusted projects never change a test.
+ */
+export function testConfigHome(): string {
+  if (!configHome) {
+    const made = mkdtempSync(join(tmpdir(), "loopgraph-config-"));
+    process.once("exit", () => rmSync(made, { recursive: true, force: true }));
+    configHome = made;
+  }
+  return configHome;
+}
+
+/** Copies the folder `from` to `to`, and trusts each graph file at its top as the user would (`loopgraph trust FILE`): the graphs a test runs by path. */
+export function copyTrusted(from: string, to: string, env: NodeJS.ProcessEnv = cleanEnv()): void {
+  cpSync(from, to, { recursive: true });
+  for (const name of readdirSync(to)) if (/\.ya?ml$/.test(name)) trustIn(join(to, name), env);
+}
+
+/**
+ * The user of `env` (default: the tests' own config folder) trusts, as it is now, the project the
+ * folder `path` is in, or the file `path` (a graph run by path) with what it brings along:
+ * `loopgraph trust PATH`.
+ */
+export function trustIn(path: string, env: NodeJS.ProcessEnv = cleanEnv()): void {
+  if (statSync(path).isFile()) trustFile(path, env);
+  else trustProject(projectRoot(path), env);
 }
 
 /** For `cleanEnv`: the sandbox as this machine offers it (bubblewrap where it can start, else none). */

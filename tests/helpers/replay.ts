@@ -1,7 +1,7 @@
 import { cpSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { CheckpointSummary, ThreadHistory } from "../../src/engine/inspect.js";
-import { ROOT } from "./cli.js";
+import { ROOT, trustIn } from "./cli.js";
 import { run } from "./e2e.js";
 import { tempWorkspace } from "./workspace.js";
 import type { CliResult } from "./cli.js";
@@ -27,6 +27,7 @@ export function exampleCopy(): ExampleCopy {
   const script = join(dir, "examples/example-review.script.yaml");
   const shipped = readFileSync(join(ROOT, "examples/example-review.script.yaml"), "utf8");
   writeFileSync(script, shipped.replace(/^ *delay_ms: \d+\n/gm, ""));
+  trustIn(dir);
   return { dir, db, graph: join(dir, "graphs/example-review.yaml"), script };
 }
 

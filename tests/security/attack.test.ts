@@ -107,6 +107,7 @@ describe("the harness's detectors fire (self-tests)", () => {
       "workspace .git/config changed",
       ".loopgraph/policy.yaml was planted",
       "a later run in ask mode ran shell: echo probe",
+      "outside/planted-code-",
       "holds a planted table pwned",
       "in the loopback listener",
     ];

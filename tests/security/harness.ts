@@ -48,6 +48,7 @@ import { describeCall } from "../../src/cli/approval-prompt.js";
 import { printable } from "../../src/cli/terminal-text.js";
 import { resumeRun, runGraph, type ApprovalMode, type RunEvent, type RunOutcome } from "../../src/index.js";
 import { exportScript } from "../../src/replay/export-script.js";
+import { trustProject } from "../../src/trust/trust.js";
 import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "../../src/runtime/approval.js";
 import { startMockOpenAI, type MockBehaviour, type MockOpenAIServer } from "../helpers/mock-openai.js";
 import { createWorkspace } from "../helpers/workspace.js";
@@ -741,6 +742,9 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     // A later run in ask mode must still ask (a planted policy must not take effect).
     const mockRequests = () => mocks.flatMap((server) => server.requests);
     if (attack.probe) {
+      // The control run's user trusts whatever the agent left (\`loopgraph trust\`), so that a planted
+      // policy takes effect and the detector below has something to catch; a careful user never does.
+      if (options.unconfined) trustProject(ws, env);
       const probeMock = await startMockOpenAI();
       mocks.push(probeMock);
       const probeCalls: AttackCall[][] = [

@@ -21,6 +21,7 @@ export const ATTACK_CLASSES = [
   "secrets-at-rest",
   "deny-list",
   "special-files",
+  "planted-code",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
 

@@ -27,5 +27,5 @@ export const functionKind = defineNodeKind({
   },
   files: (def) => [def.module],
   sideEffects: (def) => [`runs ${basename(def.module)}:${def.exportName}`],
-  create: async (def, _graph, ctx) => createFunctionNode(def, await loadUserFunction(def), ctx),
+  create: async (def, _graph, ctx) => createFunctionNode(def, await loadUserFunction(def, ctx.env), ctx),
 });

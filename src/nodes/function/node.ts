@@ -1,6 +1,7 @@
 import { pathToFileURL } from "node:url";
 import { ConfigError } from "../../errors.js";
 import { importAtRunTime } from "../../package.js";
+import { untrustedReason } from "../../trust/trust.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
@@ -25,7 +26,14 @@ export type UserFunction = (
   context: FunctionNodeContext,
 ) => FunctionNodeResult | void | Promise<FunctionNodeResult | void>;
 
-export async function loadUserFunction(def: FunctionNodeDefinition): Promise<UserFunction> {
+/**
+ * The export a `function` node runs, loaded into loopgraph's own process: only from loopgraph's
+ * package or a project the user trusts as it is (src/trust/), so that a module the agent wrote or
+ * changed never runs with the user's rights.
+ */
+export async function loadUserFunction(def: FunctionNodeDefinition, env: NodeJS.ProcessEnv = process.env): Promise<UserFunction> {
+  const untrusted = untrustedReason(def.module, env);
+  if (untrusted) throw new ConfigError(`node "${def.id}": ${def.module} is not run: ${untrusted}: review it, then run \`loopgraph trust\` (the project) or \`loopgraph trust <graph file>\``);
   let module: Record<string, unknown>;
   try {
     module = /\.(c|m)?ts$/.test(def.module)
