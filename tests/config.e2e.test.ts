@@ -134,7 +134,8 @@ describe("the agent's environment and sandbox in the config files", () => {
     trustIn(project, env);
     const ran = await runCli(["run", "coder", "--task", "env", "--model", `scripted:${script}`, "--approval", "auto", "--json"], { cwd: project, env });
     expect(ran.code, ran.stderr).toBe(0);
-    expect(readFileSync(join(project, "env.txt"), "utf8")).toBe("token=dt-123456789 user= project= kept=k\n");
+    // DEPLOY_TOKEN is passed on by the user's file; KEPT_VAR, named by nobody, is not (the agent's environment is an allow-list).
+    expect(readFileSync(join(project, "env.txt"), "utf8")).toBe("token=dt-123456789 user= project= kept=\n");
     expect(ran.stdout).toMatch(/"type":"run_started".*"sandbox":"off"/);
     const shown = JSON.parse((await runCli(["config", "--json"], { cwd: project, env })).stdout) as { settings: { name: string; value?: string; source: string }[] };
     expect(shown.settings.find((setting) => setting.name === "environment.exclude")).toMatchObject({ value: "PROJECT_GONE,USER_GONE", source: "project" });

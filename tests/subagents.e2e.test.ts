@@ -218,6 +218,23 @@ describe("subagents through the CLI", () => {
     expect(existsSync(join(ws.dir, "ran"))).toBe(false);
   });
 
+  it("a subagent's call that needs approval is not run and not asked about: the task call says so in words, and the Coder goes on", async () => {
+    const ws = tempWorkspace({ git: "init", files: { "README.md": "# demo\n" } });
+    const graph = coderGraph(ws, "asks", ["tools: [read_file, write_file, task]", "subagents:", "  writer: { tools: [read_file, write_file] }"]);
+    const server = await mockServer();
+    server.enqueue(
+      { toolCalls: [{ name: "task", args: { description: "write it", prompt: "Write x.txt", agent: "writer" } }] },
+      { toolCalls: [{ name: "write_file", args: { path: "x.txt", contents: "x" } }] },
+      { text: "I could not write it." },
+    );
+    const result = await run(ws, { graph, thread: "asks", model: "openai:gpt-test", task: "t", approval: "ask" }, { env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }) });
+    expect(result.code, result.stderr).toBe(0);
+    const task = parseEvents(result.stdout).find((e) => e.type === "tool_result" && e.name === "task")!;
+    expect(task.ok).toBe(false);
+    expect(String(task.result)).toMatch(/Subagent "write it" stopped: its call write_file \{"path":"x\.txt".*needs the user's approval, and a subagent cannot ask for it, so it was not run\./);
+    expect(existsSync(join(ws.dir, "x.txt"))).toBe(false);
+  });
+
   it("a bad output schema is a one-line error naming where it is: the graph's when it loads, the config's before a run starts", async () => {
     const ws = tempWorkspace({ git: "init", files: { "README.md": "# demo\n" } });
     const graph = coderGraph(ws, "bad", ["subagents:", "  rater: { output: { type: array } }"]);

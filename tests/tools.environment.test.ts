@@ -1,4 +1,4 @@
-/** What the agent's commands see of loopgraph's environment: everything but the credentials. */
+/** What the agent's commands see of loopgraph's environment: the core variables and those the user names, never a credential. */
 import { afterAll, describe, expect, it } from "vitest";
 import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
 import { isSecretVariable, secretValues } from "../src/runs/redact.js";
@@ -29,19 +29,29 @@ const ORDINARY = {
 };
 
 describe("the agent's environment", () => {
-  it("keeps ordinary variables and drops every credential: by name, by a URL with a password, and the model keys", () => {
-    const env = agentEnvironment({ ...SECRETS, ...ORDINARY }, { include: [], exclude: [] });
-    expect(env).toEqual(ORDINARY);
+  it("passes on the core variables only: every other variable, ordinary or a credential, stays with loopgraph", () => {
+    const env = agentEnvironment({ ...SECRETS, ...ORDINARY, LC_ALL: "C", TZ: "UTC", TERM: "xterm" }, { include: [], exclude: [] });
+    expect(env).toEqual({ PATH: ORDINARY.PATH, HOME: ORDINARY.HOME, LANG: ORDINARY.LANG, LC_ALL: "C", TZ: "UTC", TERM: "xterm" });
   });
 
-  it("LOOPGRAPH_SHELL_ENV_INCLUDE keeps a named credential (never a model key); LOOPGRAPH_SHELL_ENV_EXCLUDE drops more", () => {
-    const policy = environmentPolicyOf({ LOOPGRAPH_SHELL_ENV_INCLUDE: "GITHUB_TOKEN, OPENAI_API_KEY", LOOPGRAPH_SHELL_ENV_EXCLUDE: "AWS_*" });
-    expect(policy).toEqual({ include: ["GITHUB_TOKEN", "OPENAI_API_KEY"], exclude: ["AWS_*"] });
+  it("a credential by any name (MYSQL_PWD, DB_PASS, SENTRY_DSN) reaches no command and is redacted from what loopgraph writes", () => {
+    const unnamed = { MYSQL_PWD: "hunter2mysql-pw", DB_PASS: "Pa55word-for-db", SENTRY_DSN: "https://abc123def456@o1.ingest.sentry.io/42" };
+    const env = agentEnvironment({ ...unnamed, ...ORDINARY }, { include: [], exclude: [] });
+    for (const name of Object.keys(unnamed)) expect(env[name], name).toBeUndefined();
+    const secrets = secretValues({ ...unnamed, ...ORDINARY, npm_package_name: "loopgraph", BUILD_ID: "20261126", APP_DIR: "/srv/app1234567890" }, MODEL_KEY_VARIABLES);
+    expect(secrets.sort()).toEqual(Object.values(unnamed).sort());
+  });
+
+  it("LOOPGRAPH_SHELL_ENV_INCLUDE passes named variables on, a credential too (never a model key); LOOPGRAPH_SHELL_ENV_EXCLUDE takes any out", () => {
+    const policy = environmentPolicyOf({ LOOPGRAPH_SHELL_ENV_INCLUDE: "GITHUB_TOKEN, OPENAI_API_KEY, AWS_*, GIT_AUTHOR_*", LOOPGRAPH_SHELL_ENV_EXCLUDE: "AWS_SECRET_*, LANG" });
+    expect(policy).toEqual({ include: ["GITHUB_TOKEN", "OPENAI_API_KEY", "AWS_*", "GIT_AUTHOR_*"], exclude: ["AWS_SECRET_*", "LANG"] });
     const env = agentEnvironment({ ...SECRETS, ...ORDINARY }, policy);
     expect(env.GITHUB_TOKEN).toBe(SECRETS.GITHUB_TOKEN);
     expect(env.OPENAI_API_KEY).toBeUndefined();
-    expect(env.AWS_REGION).toBeUndefined();
+    expect(env.AWS_REGION).toBe(ORDINARY.AWS_REGION);
+    expect(env.GIT_AUTHOR_NAME).toBe(ORDINARY.GIT_AUTHOR_NAME);
     expect(env.AWS_SECRET_ACCESS_KEY).toBeUndefined();
+    expect(env.LANG).toBeUndefined();
     expect(env.PATH).toBe(ORDINARY.PATH);
   });
 

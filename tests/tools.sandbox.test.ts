@@ -6,12 +6,13 @@
  */
 import { spawnSync } from "node:child_process";
 import { createServer } from "node:net";
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { availableSandbox, BUBBLEWRAP } from "../src/tools/sandbox.js";
 import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { ROOT } from "./helpers/cli.js";
 import { lacks } from "./helpers/requirements.js";
 import { onCleanup } from "./helpers/workspace.js";
 
@@ -47,6 +48,36 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
     expect(readFileSync(join(ws.root, ".loopgraph/policy.yaml"), "utf8")).toBe("rules: []\n");
     // The home directory the command saw was a private, empty one.
     expect(existsSync(join(homedir(), ".loopgraph-sandbox-test"))).toBe(false);
+  });
+
+  it("sees only the system's folders besides the workspace: no other project, no /run or /var/run, no /etc secrets, no host socket", async () => {
+    // A project beside this one (the checkout the tests run from), with a socket a host process listens on.
+    const other = mkdtempSync(join(ROOT, ".tmp-sandbox-other-"));
+    onCleanup(() => rmSync(other, { recursive: true, force: true }));
+    writeFileSync(join(other, "secret.txt"), "other project's secret\n");
+    const socket = join(other, "host.sock");
+    const listener = createServer((connection) => {
+      connection.end("host socket reached\n");
+    }).listen(socket);
+    onCleanup(() => void listener.close());
+    const ws = sandboxed();
+    const probe = `require("net").connect(${JSON.stringify(socket)}).on("data", (d) => console.log(String(d))).on("error", () => console.log("socket-unreachable"))`;
+    const result = await ws.call("shell", {
+      command: [
+        `cat ${other}/secret.txt 2>/dev/null || echo no-other-project`,
+        "test -e /run || echo no-run",
+        "test -e /var/run || echo no-var-run",
+        "test -e /srv || echo no-srv",
+        "test -s /etc/shadow && echo shadow-readable || true",
+        "cat /etc/hostname >/dev/null && echo can-read-etc",
+        `node -e '${probe}'`,
+        "git --version >/dev/null && echo git-runs",
+      ].join("; "),
+    });
+    for (const seen of ["no-other-project", "no-run", "no-var-run", "no-srv", "can-read-etc", "socket-unreachable", "git-runs"]) expect(result.content).toContain(seen);
+    expect(result.content).not.toContain("other project's secret");
+    expect(result.content).not.toContain("shadow-readable");
+    expect(result.content).not.toContain("host socket reached");
   });
 
   it("sees neither /tmp's files nor the home directory's, and reads the rest only", async () => {

@@ -20,6 +20,28 @@ export function nameMatcher(globs: readonly string[]): (name: string) => boolean
 }
 
 /**
+ * The variables the agent's commands get from loopgraph's environment without being named by the
+ * user (as Codex's `inherit = "core"`): what a shell and its programs need to run, none a secret.
+ */
+const CORE_VARIABLE = /^(PATH|HOME|USER|LOGNAME|SHELL|TERM|TZ|TMPDIR|LANG|LANGUAGE|LC_[A-Z]+)$/;
+
+export function isCoreVariable(name: string): boolean {
+  return CORE_VARIABLE.test(name);
+}
+
+/**
+ * A value that may be a credential whatever its variable is called (`MYSQL_PWD`, `DB_PASS`,
+ * `SENTRY_DSN`): a URL with a user part, or one word of 12 characters or more with letters and
+ * digits in it that is not a path. Words, numbers, paths, plain URLs and text with spaces are not.
+ */
+function looksLikeSecret(value: string): boolean {
+  const text = value.trim();
+  if (/^[a-z][a-z0-9+.-]*:\/\/[^/@\s]+@/i.test(text)) return true;
+  if (text.length < 12 || /\s/.test(text) || /^[/~.]/.test(text) || text.includes("://")) return false;
+  return /[a-z]/i.test(text) && /[0-9]/.test(text);
+}
+
+/**
  * Whether an environment variable holds a credential: one of `keyVariables` (the model providers'
  * keys), a name containing KEY, SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or CREDENTIAL, or a
  * value that is a URL with a password. Such variables are kept from the agent and redacted from
@@ -43,8 +65,10 @@ export const REDACTED = "[redacted]";
  */
 export function secretValues(env: NodeJS.ProcessEnv, keyVariables: readonly string[]): string[] {
   const excluded = nameMatcher(variableNames(env.LOOPGRAPH_SHELL_ENV_EXCLUDE));
+  // A variable the agent does not get may hold a credential by any name: its value is one when it looks like one.
+  const unnamed = (name: string, value: string) => !isCoreVariable(name) && !name.startsWith("LOOPGRAPH_") && looksLikeSecret(value);
   const values = Object.entries(env)
-    .filter(([name, value]) => (isSecretVariable(name, value, keyVariables) || excluded(name)) && value !== undefined)
+    .filter(([name, value]) => value !== undefined && (isSecretVariable(name, value, keyVariables) || excluded(name) || unnamed(name, value)))
     // A connection string's password is a secret of its own: a command may print it alone.
     .flatMap(([, value]) => [value!.trim(), ...urlPasswords(value!)])
     .filter((value) => value.length >= MIN_SECRET_LENGTH);

@@ -1,21 +1,22 @@
 /**
- * The environment of everything the agent runs (the shell tool): loopgraph's own, without its
- * credentials. Removed: the model providers' keys, every variable whose name contains KEY,
- * SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or CREDENTIAL, and every value that is a URL with
- * a password (`DATABASE_URL=postgres://user:password@host/db`). Configured by loopgraph's own
+ * The environment of everything the agent runs (the shell tool, hooks, MCP servers): by
+ * allow-list, as Codex's `inherit = "core"`. The agent gets the core variables (PATH, HOME, USER,
+ * LOGNAME, SHELL, TERM, TZ, TMPDIR, LANG, LANGUAGE, LC_*), less any that looks like a credential,
+ * and the variables the user names; nothing else of loopgraph's environment, whatever its name
+ * (`MYSQL_PWD`, `DB_PASS`, `SENTRY_DSN` reach no command). Configured by loopgraph's own
  * environment, which the agent cannot change:
  *
- * - `LOOPGRAPH_SHELL_ENV_INCLUDE`: comma-separated names (`*` wildcards) kept although they look
- *   like credentials, e.g. `NPM_CONFIG_TOKEN` for a test run that needs it (never a model key);
- * - `LOOPGRAPH_SHELL_ENV_EXCLUDE`: names removed besides, e.g. `AWS_*`.
+ * - `LOOPGRAPH_SHELL_ENV_INCLUDE`: comma-separated names (`*` wildcards) passed on besides, even
+ *   one that looks like a credential, e.g. `NPM_CONFIG_TOKEN` or `JAVA_HOME` (never a model key);
+ * - `LOOPGRAPH_SHELL_ENV_EXCLUDE`: names removed, even core ones.
  */
 import { MODEL_KEY_VARIABLES } from "../models/spec.js";
-import { isSecretVariable, nameMatcher, variableNames } from "../runs/redact.js";
+import { isCoreVariable, isSecretVariable, nameMatcher, variableNames } from "../runs/redact.js";
 
 export interface EnvironmentPolicy {
-  /** Names (globs) kept although they look like credentials; never the model providers' keys. */
+  /** Names (globs) passed on besides the core ones, even credentials; never the model providers' keys. */
   include: readonly string[];
-  /** Names (globs) removed besides the credentials. */
+  /** Names (globs) removed, core ones too. */
   exclude: readonly string[];
 }
 
@@ -31,8 +32,8 @@ export function agentEnvironment(env: NodeJS.ProcessEnv, policy: EnvironmentPoli
   const kept: NodeJS.ProcessEnv = {};
   for (const [name, value] of Object.entries(env)) {
     if (MODEL_KEY_VARIABLES.includes(name) || excluded(name)) continue;
-    if (isSecretVariable(name, value, MODEL_KEY_VARIABLES) && !included(name)) continue;
-    kept[name] = value;
+    const core = isCoreVariable(name) && !isSecretVariable(name, value, MODEL_KEY_VARIABLES);
+    if (core || included(name)) kept[name] = value;
   }
   return kept;
 }

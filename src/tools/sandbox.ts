@@ -1,16 +1,19 @@
 /**
  * The OS sandbox for the commands the agent runs (the shell tool): bubblewrap, where it can start.
- * Inside it the workspace is writable except its `.git/`, `.loopgraph/` and `loopgraph.yaml` (read-only), the rest
- * of the file system is read-only, `/tmp` and the home directories are empty and private, there is
- * no network (only a private loopback) unless the user's policy allows it, and the whole process
+ * Inside it the workspace is writable except its `.git/`, `.loopgraph/` and `loopgraph.yaml`
+ * (read-only); of the rest of the file system, only the system's program and library folders
+ * (`/usr`, `/bin`, `/sbin`, `/lib*`, `/etc` less its secrets, and Node's own install folder) are
+ * there, read-only: no other project, no `/srv`, `/opt`, `/mnt`, `/media`, `/var`, `/run`, so no
+ * socket of the host either. `/tmp` and the home directories are empty and private, there is no
+ * network (only a private loopback) unless the user's policy allows it, and the whole process
  * tree dies with the step (a PID namespace whose first process dies with bubblewrap).
  *
  * `--no-sandbox` (or `LOOPGRAPH_SANDBOX=off`) runs commands without it, by the user's choice.
  * `LOOPGRAPH_BWRAP` names the bubblewrap program (default `bwrap` on the PATH).
  */
 import { spawnSync } from "node:child_process";
-import { existsSync } from "node:fs";
-import { join } from "node:path";
+import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
+import { dirname, join } from "node:path";
 import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
 
 export interface SandboxOptions {
@@ -61,6 +64,28 @@ export const SANDBOX_OFF: Sandbox = unconfined("off");
 /** Workspace folders (and the project config) the agent's commands may read but not change. */
 const READ_ONLY_IN_WORKSPACE = [".git", STATE_DIR, PROJECT_CONFIG];
 
+/** The system's folders a command may need (programs, libraries, their configuration): there read-only, as links where they are links (merged /usr). */
+const SYSTEM_FOLDERS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
+/** What /etc holds that no command of the agent's needs: password hashes, the sudo rules, host and TLS private keys. */
+const ETC_FILE_SECRETS = ["/etc/shadow", "/etc/shadow-", "/etc/gshadow", "/etc/gshadow-", "/etc/sudoers", "/etc/security/opasswd"];
+const ETC_FOLDER_SECRETS = ["/etc/ssh", "/etc/ssl/private", "/etc/sudoers.d"];
+
+/** The system folders as bubblewrap arguments: each folder bound read-only, each link made again as a link. */
+function systemView(): string[] {
+  const args: string[] = [];
+  for (const dir of SYSTEM_FOLDERS) {
+    const found = lstatSync(dir, { throwIfNoEntry: false });
+    if (found?.isSymbolicLink()) args.push("--symlink", readlinkSync(dir), dir);
+    else if (found?.isDirectory()) args.push("--ro-bind", dir, dir);
+  }
+  for (const file of ETC_FILE_SECRETS) if (existsSync(file)) args.push("--ro-bind", "/dev/null", file);
+  for (const dir of ETC_FOLDER_SECRETS) if (existsSync(dir)) args.push("--tmpfs", dir);
+  // Node itself (the agent runs `node`, `npm`, `npx`) where it is installed outside /usr, e.g. under ~/.nvm or /opt.
+  const nodePrefix = dirname(dirname(realpathSync(process.execPath)));
+  if (!SYSTEM_FOLDERS.some((dir) => nodePrefix === dir || nodePrefix.startsWith(`${dir}/`))) args.push("--ro-bind", nodePrefix, nodePrefix);
+  return args;
+}
+
 /** Bubblewrap run as `program`. */
 export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): Sandbox {
   return {
@@ -70,11 +95,14 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
       // Every home directory, the user's own wherever it is: other users' files are not the agent's business either.
       const home = [...new Set([...(env.HOME && env.HOME !== "/" ? [env.HOME] : []), "/home", "/root"])];
       const args = [
-        "--ro-bind", "/", "/",
+        // A new, empty root: only what is bound below is there.
+        ...systemView(),
+        ...(options.network ? resolverView() : []),
         "--dev", "/dev",
         "--proc", "/proc",
         // Private, empty /tmp and home, mounted before the workspace (which may be under either).
         "--tmpfs", "/tmp",
+        "--tmpfs", "/var/tmp",
         ...home.flatMap((dir) => (existsSync(dir) ? ["--tmpfs", dir] : [])),
         ...(options.readable ?? []).flatMap((dir) => (existsSync(dir) ? ["--ro-bind", dir, dir] : [])),
         options.readOnlyWorkspace ? "--ro-bind" : "--bind", workspace, workspace,
@@ -93,6 +121,16 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
       return { file: program, args, env: { ...env, TMPDIR: "/tmp" } };
     },
   };
+}
+
+/** With the network allowed: the resolver's configuration, which /etc/resolv.conf often links to under /run. */
+function resolverView(): string[] {
+  try {
+    const real = realpathSync("/etc/resolv.conf");
+    return real.startsWith("/etc/") ? [] : ["--ro-bind", real, real];
+  } catch {
+    return [];
+  }
 }
 
 export const BUBBLEWRAP: Sandbox = bubblewrap();

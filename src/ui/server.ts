@@ -10,7 +10,7 @@
  * CLI command that does it (actions.ts), so it does exactly what the CLI does and is recorded so.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
@@ -85,7 +85,8 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     const relative = normalize(path).replace(/^([/\\])+/, "");
     if (relative.startsWith("..") || relative.includes("\0")) throw new HttpError(404, "not found");
     const file = join(options.assetsDir, relative);
-    if (!existsSync(file)) throw new HttpError(404, "not found");
+    // A folder (`/assets/`) is not a file either: 404, never a read that fails.
+    if (statSync(file, { throwIfNoEntry: false })?.isFile() !== true) throw new HttpError(404, "not found");
     let body: string | Buffer = readFileSync(file);
     // The page's own requests carry the token it was opened with.
     if (relative === "index.html") body = body.toString("utf8").replaceAll("__LOOPGRAPH_TOKEN__", token);

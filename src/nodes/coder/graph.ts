@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { END, START, StateGraph } from "@langchain/langgraph";
+import { END, GraphInterrupt, isGraphInterrupt, START, StateGraph } from "@langchain/langgraph";
 import { cancelledByUser, LimitError, ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
@@ -26,6 +26,7 @@ import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { SUBAGENT_MAX_STEPS, SUBAGENT_READ_TOOLS, type SubagentType } from "../../tools/subagent-config.js";
 import { runToolCall } from "../../runtime/tool-call.js";
+import { isApprovalRequest } from "../../runtime/approval.js";
 import { performEffect } from "../../runtime/effects.js";
 import { applicableGraphRules, toolMatches } from "../../policy/index.js";
 
@@ -324,7 +325,14 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       // It may do no more than its Coder may now: in ask mode, or plan mode before the plan is approved, it only reads.
       const mode: CoderMode = modeOf(state) === "agent" ? "agent" : "ask";
       const input: Partial<CoderStateValue> = { task: args.prompt, mode, scripted: state.scripted, sessionRules: state.sessionRules, inboxCursor: state.inboxCursor };
-      const final = (await subagentGraph.invoke(input, config)) as CoderStateValue;
+      let final: CoderStateValue;
+      try {
+        final = (await subagentGraph.invoke(input, config)) as CoderStateValue;
+      } catch (error) {
+        // A subagent runs inside its Coder's tool step, where nothing can pause for an answer.
+        if (isGraphInterrupt(error)) throw new ToolError("failed", subagentAsked(args.description, error));
+        throw error;
+      }
       done(final);
       const result = final.result!;
       const read = Object.keys(final.fileStamps ?? {});
@@ -440,4 +448,11 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     .addConditionalEdges("remind", (state) => (state.result ? "finish" : "model"), ["model", "finish"])
     .addEdge("finish", END)
     .compile({ name: def.id });
+}
+
+/** What a task call returns when its subagent reached a call that needs the user's approval: it cannot ask, so it stops there. */
+function subagentAsked(description: string, interrupt: GraphInterrupt): string {
+  const request = interrupt.interrupts?.[0]?.value;
+  const what = isApprovalRequest(request) ? `${request.tool}${request.args === undefined ? "" : ` ${JSON.stringify(request.args).slice(0, 200)}`}` : "a call";
+  return `Subagent "${description}" stopped: its call ${what} needs the user's approval, and a subagent cannot ask for it, so it was not run. Make that call yourself, where the user can approve it.`;
 }
