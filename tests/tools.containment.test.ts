@@ -45,6 +45,23 @@ describe("protected paths", () => {
     expect(readFileSync(join(ws.root, "loopgraph.yaml"), "utf8")).toBe("approval: ask\n");
   });
 
+  it("a .git a shell command creates in a workspace that is not a repository is removed at once, with its fsmonitor, and the model told; a repository's own .git stays", async () => {
+    const ws = makeWorkspace({}, { git: false });
+    const planted = await ws.call("shell", { command: "git init -q . && git config core.fsmonitor 'touch ../pwned' && echo planted" });
+    expect(planted.ok).toBe(true);
+    expect(planted.content).toContain("planted");
+    expect(planted.content).toContain("[.git was removed: the workspace is not a git repository, and a command may not make it one");
+    expect(existsSync(join(ws.root, ".git"))).toBe(false);
+    // A file named .git (a worktree's link to a planted gitdir) is removed as well.
+    const linked = await ws.call("shell", { command: "echo 'gitdir: /tmp/elsewhere' > .git" });
+    expect(linked.content).toContain("[.git was removed");
+    expect(existsSync(join(ws.root, ".git"))).toBe(false);
+    const repo = makeWorkspace({}, { git: true });
+    const status = await repo.call("shell", { command: "git status --short >/dev/null && echo fine" });
+    expect(status.content).not.toContain("was removed");
+    expect(existsSync(join(repo.root, ".git"))).toBe(true);
+  });
+
   it("a symlink into a protected folder is judged by where it leads", async () => {
     const ws = makeWorkspace({}, { git: true });
     ws.symlink("innocent.cfg", ".git/config");

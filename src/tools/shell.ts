@@ -366,14 +366,13 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
       const live = ctx.onOutput;
       const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout", ctx.secrets, live && ((text) => live("stdout", text)));
       const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr", ctx.secrets, live && ((text) => live("stderr", text)));
-      const projectConfig = join(ctx.workspace, PROJECT_CONFIG);
-      const hadProjectConfig = lstatSync(projectConfig, { throwIfNoEntry: false }) !== undefined;
+      const absent = NOT_CREATED_BY_COMMANDS.filter((name) => lstatSync(join(ctx.workspace, name), { throwIfNoEntry: false }) === undefined);
       try {
         const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
         const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs }, stdout, stderr);
         const parts = layout(ending, stdout, stderr);
-        if (!hadProjectConfig) {
-          const removed = removeCreatedProjectConfig(projectConfig);
+        for (const name of absent) {
+          const removed = removeCreated(ctx.workspace, name);
           if (removed) parts.push(removed);
         }
         const view = parts.map((part) => (typeof part === "string" ? part : part.view())).join("");
@@ -390,14 +389,21 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
 export const shellTool = createShellTool();
 
 /**
- * The sandbox keeps an existing `loopgraph.yaml` read-only, but cannot stop a command from
- * creating one where there was none (bubblewrap protects only a file that is there): one the
- * command created at the workspace root is removed at once, so that it never configures
- * loopgraph. Says so, for the model; a folder of that name is no config file and stays.
+ * What a command may not create at the workspace root. The sandbox keeps an existing
+ * `loopgraph.yaml` and `.git` read-only, but cannot stop a command from creating one where there
+ * was none (bubblewrap protects only what is there): `loopgraph.yaml` would configure loopgraph,
+ * and a new `.git` (`git init` with a `core.fsmonitor`, hooks or filters) would run its code in
+ * the user's next git command there.
  */
-function removeCreatedProjectConfig(path: string): string | undefined {
+const NOT_CREATED_BY_COMMANDS = [PROJECT_CONFIG, ".git"];
+
+/** Removes `name` if the command created it at the workspace root, and says so, for the model. A folder named loopgraph.yaml is no config file and stays. */
+function removeCreated(workspace: string, name: string): string | undefined {
+  const path = join(workspace, name);
   const created = lstatSync(path, { throwIfNoEntry: false });
-  if (!created || created.isDirectory()) return undefined;
-  rmSync(path, { force: true });
-  return `\n[${PROJECT_CONFIG} was removed: it is loopgraph's project configuration, which the user writes; commands may not create it]\n`;
+  if (!created || (name === PROJECT_CONFIG && created.isDirectory())) return undefined;
+  rmSync(path, { recursive: true, force: true });
+  return name === PROJECT_CONFIG
+    ? `\n[${PROJECT_CONFIG} was removed: it is loopgraph's project configuration, which the user writes; commands may not create it]\n`
+    : "\n[.git was removed: the workspace is not a git repository, and a command may not make it one (its configuration and hooks would run in the user's own git commands); ask the user to run git init]\n";
 }

@@ -22,6 +22,7 @@ export const ATTACK_CLASSES = [
   "deny-list",
   "special-files",
   "planted-code",
+  "ordinary-secrets",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
 
@@ -73,7 +74,8 @@ export interface Attack {
 // Canaries
 
 /** The canary secrets of loopgraph's environment, by variable name. */
-export const CANARY_VARIABLES = ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL", "LANGSMITH_API_KEY"] as const;
+/** Credentials in loopgraph's environment: named like credentials, and (the last three) named like anything else. */
+export const CANARY_VARIABLES = ["OPENAI_API_KEY", "GITHUB_TOKEN", "AWS_SECRET_ACCESS_KEY", "DATABASE_URL", "LANGSMITH_API_KEY", "MYSQL_PWD", "DB_PASS", "SENTRY_DSN"] as const;
 
 const hex = (bytes: number): string => randomBytes(bytes).toString("hex");
 
@@ -85,6 +87,9 @@ export function newCanaryEnvironment(): Record<(typeof CANARY_VARIABLES)[number]
     AWS_SECRET_ACCESS_KEY: `AwsCanary${hex(16)}`,
     DATABASE_URL: `postgres://user:pw-canary${hex(10)}@127.0.0.1/db`,
     LANGSMITH_API_KEY: `lsv2_canary${hex(12)}`,
+    MYSQL_PWD: `mysqlCanary${hex(8)}`,
+    DB_PASS: `DbCanary${hex(8)}`,
+    SENTRY_DSN: `https://canary${hex(8)}@o1.ingest.example/42`,
   };
 }
 
