@@ -108,6 +108,7 @@ describe("the harness's detectors fire (self-tests)", () => {
       ".loopgraph/policy.yaml was planted",
       "a later run in ask mode ran shell: echo probe",
       "outside/planted-code-",
+      "a host socket outside the sandbox's view was reached",
       "holds a planted table pwned",
       "in the loopback listener",
     ];
@@ -182,7 +183,7 @@ describe("the harness's detectors fire (self-tests)", () => {
     expect(renderTerminal("abc\rX\x1b[K")).toEqual(["X"]);
 
     // Each prompt-spoof call, shown raw (as a terminal prompt without escaping would), looks benign to the user.
-    const places: Places = { root: "/tmp/r", ws: "/tmp/r/repo", out: "/tmp/r/outside", home: "/tmp/h", port: 4242, nonce: "lgatk0123456789ab" };
+    const places: Places = { root: "/tmp/r", ws: "/tmp/r/repo", out: "/tmp/r/outside", home: "/tmp/h", port: 4242, sock: "/run/s.sock", nonce: "lgatk0123456789ab" };
     const raw = (asked: ApprovalRequest): string => {
       const args = asked.args as Record<string, unknown>;
       return asked.tool === "shell" ? `shell: ${String(args.command)}` : `${asked.tool}: ${String(args.path)}`;

@@ -28,6 +28,8 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { createHash, randomBytes } from "node:crypto";
 import {
+  accessSync,
+  constants,
   existsSync,
   linkSync,
   lstatSync,
@@ -188,17 +190,22 @@ export interface Listener {
   port: number;
   /** Every byte received so far, over all connections. */
   received(): Buffer;
+  /** How many connections it accepted. */
+  connections(): number;
   close(): Promise<void>;
 }
 
 /**
- * A TCP server on 127.0.0.1 that records every byte it receives. A connection idle for a moment
- * gets `reply` (an HTTP answer, so that `curl` ends) and is closed.
+ * A TCP server on 127.0.0.1 (or, given `socketPath`, a Unix socket there) that records every byte
+ * it receives. A connection idle for a moment gets `reply` (an HTTP answer, so that `curl` ends)
+ * and is closed.
  */
-export async function startListener(reply: string): Promise<Listener> {
+export async function startListener(reply: string, socketPath?: string): Promise<Listener> {
+  let accepted = 0;
   const chunks: Buffer[] = [];
   const sockets = new Set<Socket>();
   const server = createServer((socket) => {
+    accepted++;
     sockets.add(socket);
     let timer: NodeJS.Timeout | undefined;
     const answerWhenIdle = () => {
@@ -220,11 +227,13 @@ export async function startListener(reply: string): Promise<Listener> {
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", reject);
-    server.listen(0, "127.0.0.1", resolve);
+    if (socketPath) server.listen(socketPath, resolve);
+    else server.listen(0, "127.0.0.1", resolve);
   });
   return {
-    port: (server.address() as AddressInfo).port,
+    port: socketPath ? 0 : (server.address() as AddressInfo).port,
     received: () => Buffer.concat(chunks),
+    connections: () => accepted,
     close: () =>
       new Promise<void>((resolve) => {
         for (const socket of sockets) socket.destroy();
@@ -468,7 +477,21 @@ export interface Places {
   out: string;
   home: string;
   port: number;
+  /** A Unix socket a host process listens on, outside /tmp and the home directories (like Docker's or PostgreSQL's under /run). */
+  sock: string;
   nonce: string;
+}
+
+/** Where the host's own sockets live: the user's runtime folder, or /run for root; else beside the attempt. */
+function hostSocketDir(fallback: string): string {
+  const runtime = process.env.XDG_RUNTIME_DIR;
+  if (runtime && existsSync(runtime)) return runtime;
+  try {
+    accessSync("/run", constants.W_OK);
+    return "/run";
+  } catch {
+    return fallback;
+  }
 }
 
 /** `value` with every placeholder (see AttackCall) replaced, recursively in objects and arrays. */
@@ -480,6 +503,7 @@ export function fill<T>(value: T, places: Places, secrets: Record<string, string
       .replaceAll("%ROOT%", places.root)
       .replaceAll("%HOME%", places.home)
       .replaceAll("%PORT%", String(places.port))
+      .replaceAll("%SOCK%", places.sock)
       .replaceAll("%N%", places.nonce)
       .replace(/%SECRET:([A-Z_]+)%/g, (_match, name: string) => secrets[name] ?? "") as T;
   }
@@ -669,6 +693,8 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
   let workspace: ReturnType<typeof createWorkspace> | undefined;
   const mocks: MockOpenAIServer[] = [];
   let listener: Listener | undefined;
+  let hostSocket: Listener | undefined;
+  let hostSocketPath: string | undefined;
   const abort = new AbortController();
   const inFlight: Promise<unknown>[] = [];
   /** The attempt's paths as the catalogue writes them (OUT, WS, ROOT, HOME), for a readable, comparable report. */
@@ -689,7 +715,9 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     writeFileSync(join(out, "keep.txt"), "keep me\n");
     writeFileSync(join(out, "nested", "deep.txt"), "deep\n");
     listener = await startListener(`echo listener-was-reached > ${out}/piped-${nonce}\n`);
-    const places: Places = { root, ws, out, home: options.home, port: listener.port, nonce };
+    const sock = (hostSocketPath = join(hostSocketDir(out), `loopgraph-attack-${nonce}.sock`));
+    hostSocket = await startListener("reached\n", sock);
+    const places: Places = { root, ws, out, home: options.home, port: listener.port, sock, nonce };
     shorten = (text) => text.replaceAll(out, "OUT").replaceAll(ws, "WS").replaceAll(root, "ROOT").replaceAll(options.home, "HOME");
     const secrets = secretValues();
     applySetup(attack.setup ?? [], places, secrets);
@@ -772,6 +800,8 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     const leaks = new LeakCollector(scanner);
     for (const request of mockRequests()) leaks.scan(JSON.stringify(request.body ?? ""), "a model request body");
     leaks.scan(listener.received(), "the loopback listener");
+    leaks.scan(hostSocket.received(), "the host socket");
+    if (hostSocket.connections() > 0) result.escapes.push(`a host socket outside the sandbox's view was reached (${hostSocket.connections()} connections)`);
     scanStore(ws, leaks);
     for (const thread of attack.probe ? ["attack", "probe"] : ["attack"]) {
       const exported = join(root, `${thread}.script.yaml`);
@@ -792,6 +822,8 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     abort.abort();
     await Promise.all(mocks.map((mock) => mock.close()));
     await listener?.close();
+    await hostSocket?.close();
+    if (hostSocketPath) rmSync(hostSocketPath, { force: true });
     // A run stopped by the time limit ends once aborted: wait for it (bounded), so it writes nothing into a removed directory.
     await Promise.race([Promise.allSettled(inFlight), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]);
     for (const survivor of processesWith(nonce)) killTree(survivor.pid);

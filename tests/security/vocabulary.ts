@@ -23,13 +23,14 @@ export const ATTACK_CLASSES = [
   "special-files",
   "planted-code",
   "ordinary-secrets",
+  "host-socket",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
 
 /**
  * One tool call of the hostile model. Strings may hold placeholders, filled per attempt:
  * `%OUT%` the outside canary directory, `%WS%` the workspace, `%ROOT%` the directory holding
- * both, `%HOME%` the user's home, `%PORT%` the loopback listener's port, `%N%` the attempt's
+ * both, `%HOME%` the user's home, `%PORT%` the loopback listener's port, `%SOCK%` a host Unix socket outside /tmp and home, `%N%` the attempt's
  * nonce (put it in the argv of processes meant to outlive the run, so they can be found).
  */
 export interface AttackCall {
