@@ -3,10 +3,11 @@
  * name and its function module, loopgraph.yaml, a nested .loopgraph/policy.yaml) takes effect only
  * once the user trusts it as it is, and again only after a change is trusted.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, parseEvents, runCli } from "./helpers/cli.js";
+import { hasScript, runAtTerminal } from "./helpers/terminal.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 /** A cloned repository with a planted graph that shadows the built-in `coder`, its module, a config with a hook, and a nested policy that allows everything. */
@@ -30,6 +31,30 @@ const SCRIPT = "responses:\n  - { node: coder, content: nothing to do }\n";
 const SHELL_SCRIPT = "responses:\n  - { node: coder, tool_calls: [ { name: shell, args: { command: cat notes.txt } } ] }\n  - { node: coder, content: read it }\n";
 
 describe("loopgraph trust", () => {
+  it.skipIf(!hasScript)("at a terminal, a run offers to trust what it has not: no leaves it unused, yes records the trust and uses it", async () => {
+    const ws = hostileRepository();
+    writeFileSync(join(ws.root, "coder.script.yaml"), SCRIPT);
+    const env = { XDG_CONFIG_HOME: join(ws.root, "config"), FAKE_API_TOKEN: "tok-tty-5678" };
+    const question = "as it is now? [y/N]";
+    const declined = await runAtTerminal(ws.dir, ws.db, [{ after: question, send: "n\r" }], join(ws.root, "coder.script.yaml"), env, ws.dir);
+    expect(declined.answered, declined.screen).toBe(1);
+    expect(declined.screen).toMatch(/holds files loopgraph would run, or that change what it allows, which you have not trusted as they are:/);
+    for (const file of ["graphs/coder.yaml", "loopgraph.yaml", "tools/grab.mjs"]) expect(declined.screen).toContain(`  ${file}`);
+    expect(declined.code, declined.screen).toBe(0);
+    expect(existsSync(ws.pwned)).toBe(false);
+    expect(declined.screen).toContain("is not used");
+
+    const accepted = await runAtTerminal(ws.dir, join(ws.root, "second.db"), [{ after: question, send: "y\r" }], join(ws.root, "coder.script.yaml"), env, ws.dir);
+    expect(accepted.code, accepted.screen).toBe(0);
+    expect(accepted.screen).toContain("Trusted (loopgraph trust --revoke takes it back).");
+    expect(readFileSync(ws.pwned, "utf8")).toBe("tok-tty-5678");
+    // Trusted as it is: the next run asks nothing.
+    rmSync(ws.pwned);
+    const again = await runAtTerminal(ws.dir, join(ws.root, "third.db"), [], join(ws.root, "coder.script.yaml"), env, ws.dir);
+    expect(again.screen).not.toContain(question);
+    expect(existsSync(ws.pwned)).toBe(true);
+  });
+
   it("an untrusted clone: run coder uses the built-in graph, reads no loopgraph.yaml and says so; after trust the project's graph runs; after a change it is not used again", async () => {
     const ws = hostileRepository();
     const env = cleanEnv({ FAKE_API_TOKEN: "tok-canary-1234", XDG_CONFIG_HOME: join(ws.root, "config") });

@@ -1,4 +1,5 @@
 import { existsSync } from "node:fs";
+import { resolve } from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
@@ -75,6 +76,12 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   // `init`, `completion` and `trust` (they use none, and must work beside a broken file).
   const ownEnvironment = { ...process.env };
   program.hook("preAction", async (_program, action) => {
+    // At a terminal, a run or chat first offers to trust what the project holds that is not trusted as it is (not for --json or --queue).
+    const { json, queue, workspace } = action.opts<{ json?: boolean; queue?: boolean; workspace?: string }>();
+    if (["run", "chat", "resume"].includes(action.name()) && !json && !queue && process.stdin.isTTY && process.stdout.isTTY) {
+      const { offerTrust } = await import("./trust-prompt.js");
+      await offerTrust([process.cwd(), ...(workspace ? [resolve(workspace)] : [])], ownEnvironment);
+    }
     if (["config", "init", "completion", "trust"].includes(action.name())) return;
     // Without a config file (the usual case) the settings module and its parser are not loaded: a narrow command stays narrow.
     const files = configFiles(process.cwd(), ownEnvironment);

@@ -57,7 +57,7 @@ function roleOf(file: string): string {
 }
 
 /** What changed between the project's last trust and this one: each file's diff where its old text was kept. */
-function changesSince(previous: TrustedProject, now: TrustedProject): string {
+export function changesSince(previous: TrustedProject, now: TrustedProject): string {
   const names = [...new Set([...Object.keys(previous.files), ...Object.keys(now.files)])].sort();
   const changed = names.filter((name) => previous.files[name]?.sha256 !== now.files[name]?.sha256);
   if (changed.length === 0) return `Nothing changed since you trusted it on ${previous.trustedAt.slice(0, 10)}.\n`;

@@ -98,6 +98,19 @@ export function surfaceRecord(root: string): TrustedProject {
   return { root: real, trustedAt: new Date().toISOString(), files };
 }
 
+/**
+ * What the project at `root` holds now that the user has not trusted as it is: its surface files
+ * that are new, changed, or in a project never trusted (paths relative to the root), with the
+ * surface as it is now and the user's last trust in it, for showing the difference.
+ */
+export function pendingTrust(root: string, env: NodeJS.ProcessEnv): { now: TrustedProject; previous?: TrustedProject; untrusted: string[] } {
+  const now = surfaceRecord(root);
+  const projects = trustedProjects(env);
+  const previous = projects.find((project) => project.root === now.root);
+  const untrusted = Object.keys(now.files).filter((name) => partReason(path.join(now.root, name), projects) !== undefined);
+  return { now, ...(previous && { previous }), untrusted };
+}
+
 /** Records the user's trust in the project at `root` as it is now; returns the record, and the one it replaced. */
 export function trustProject(root: string, env: NodeJS.ProcessEnv): { record: TrustedProject; previous?: TrustedProject } {
   const record = surfaceRecord(root);

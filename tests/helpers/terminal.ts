@@ -24,12 +24,14 @@ export async function runAtTerminal(
   answers: Answer[],
   script = join(ROOT, "tests/fixtures/coder/approvals.script.yaml"),
   env: NodeJS.ProcessEnv = {},
+  /** Where the command runs (default: the checkout), which decides its project. */
+  cwd?: string,
 ): Promise<{ code: number | null; screen: string; answered: number }> {
   const command = [
     process.execPath, CLI, "run", "coder", "--task", "t", "--thread", "tty", "--workspace", ws, "--db", db,
     "--model", `scripted:${script}`,
   ].map(quote).join(" ");
-  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { env: cleanEnv({ TERM: "dumb", ...env }), stdio: ["pipe", "pipe", "pipe"] });
+  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { cwd, env: cleanEnv({ TERM: "dumb", ...env }), stdio: ["pipe", "pipe", "pipe"] });
   let screen = "";
   let answered = 0;
   let seen = 0;
