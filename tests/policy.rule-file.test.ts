@@ -125,7 +125,7 @@ describe("loading the user's files", () => {
     mkdirSync(join(configHome, "loopgraph"), { recursive: true });
     mkdirSync(join(workspace, ".loopgraph"), { recursive: true });
     const env = { XDG_CONFIG_HOME: configHome };
-    expect(loadUserPolicy(workspace, env)).toEqual({ rules: [], network: false, ignored: [] });
+    expect(loadUserPolicy(workspace, env)).toEqual({ rules: [], network: false, read: [], write: [], ignored: [] });
     const own = join(configHome, "loopgraph", "policy.yaml");
     writeFileSync(own, "sandbox: { network: allow }\n");
     expect(loadUserPolicy(workspace, env).network).toBe(true);
@@ -133,6 +133,11 @@ describe("loading the user's files", () => {
     expect(() => loadUserPolicy(workspace, env)).toThrow(`${own}:1:12: sandbox: unknown key "netwrok": did you mean "network"?`);
     writeFileSync(own, "sandbox: { network: yes }\n");
     expect(() => loadUserPolicy(workspace, env)).toThrow(`${own}:1:21: sandbox.network: network must be allow or deny`);
+    // The folders it opens: absolute, or under the home directory.
+    writeFileSync(own, "sandbox:\n  read: [/opt/toolchain, ~/.cache/tool]\n  write: [~/shared-out]\n");
+    expect(loadUserPolicy(workspace, { ...env, HOME: "/home/me" })).toMatchObject({ network: false, read: ["/opt/toolchain", "/home/me/.cache/tool"], write: ["/home/me/shared-out"] });
+    writeFileSync(own, "sandbox:\n  read: [relative/dir]\n");
+    expect(() => loadUserPolicy(workspace, env)).toThrow(`${own}:2:10: sandbox.read[0]: a folder must be an absolute path or start with ~/`);
     writeFileSync(own, "rules: []\n");
     const project = join(workspace, ".loopgraph", "policy.yaml");
     writeFileSync(project, "sandbox: { network: allow }\n");

@@ -104,10 +104,19 @@ describe("McpHub with the reference server over stdio", () => {
   it("a server that cannot start is unavailable, with the end of its stderr in one line", async () => {
     const ws = tempWorkspace();
     const broken = stdioServer({ name: "broken", args: ["-e", "console.error('boom: \\u001b[31mno config\\u001b[0m'); process.exit(3)"] });
-    const listing = await hubOf([broken], ws.dir).list(["broken"]);
+    const listing = await hubOf([broken], ws.dir, NO_SANDBOX).list(["broken"]);
     expect(listing.unavailable).toHaveLength(1);
     expect(listing.unavailable[0]!.reason).toMatch(/Connection closed \(stderr: boom: \[31mno config \[0m\)$/);
     expect(listing.unavailable[0]!.reason).not.toMatch(/\u001b/);
+  });
+
+  it.skipIf(lacks("sandbox", "the MCP sandbox-hint test"))("one that fails in the sandbox says that the sandbox has no network and an empty home, and what to do; one with network: true does not", async () => {
+    const ws = tempWorkspace();
+    const broken = stdioServer({ name: "broken", args: ["-e", "process.exit(3)"] });
+    const [closed] = (await hubOf([broken], ws.dir, bubblewrap).list(["broken"])).unavailable;
+    expect(closed!.reason).toMatch(/; it ran in the OS sandbox, which has no network and an empty home: a server that downloads itself \(npx -y …\) needs `network: true` in your declaration, or install it and name its program$/);
+    const [open] = (await hubOf([{ ...broken, network: true }], ws.dir, bubblewrap).list(["broken"])).unavailable;
+    expect(open!.reason).not.toMatch(/no network/);
   });
 });
 

@@ -10,7 +10,7 @@ import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
-import { availableSandbox, BUBBLEWRAP } from "../src/tools/sandbox.js";
+import { availableSandbox, BUBBLEWRAP, bubblewrap } from "../src/tools/sandbox.js";
 import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
 import { ROOT } from "./helpers/cli.js";
 import { lacks } from "./helpers/requirements.js";
@@ -78,6 +78,23 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
     expect(result.content).not.toContain("other project's secret");
     expect(result.content).not.toContain("shadow-readable");
     expect(result.content).not.toContain("host socket reached");
+  });
+
+  it("opens the folders the user's policy names: read ones read-only, write ones writable", async () => {
+    const opened = mkdtempSync(join(ROOT, ".tmp-sandbox-open-"));
+    onCleanup(() => rmSync(opened, { recursive: true, force: true }));
+    mkdirSync(join(opened, "toolchain"));
+    mkdirSync(join(opened, "cache"));
+    writeFileSync(join(opened, "toolchain", "version.txt"), "toolchain 1.2\n");
+    const ws = makeWorkspace({}, { git: true, sandbox: bubblewrap("bwrap", { readable: [join(opened, "toolchain")], writable: [join(opened, "cache")] }) });
+    const result = await ws.call("shell", {
+      command: `cat ${opened}/toolchain/version.txt; touch ${opened}/toolchain/x 2>/dev/null || echo toolchain-read-only; echo hit > ${opened}/cache/entry && echo cache-written`,
+    });
+    expect(result.content).toContain("toolchain 1.2");
+    expect(result.content).toContain("toolchain-read-only");
+    expect(result.content).toContain("cache-written");
+    expect(readFileSync(join(opened, "cache", "entry"), "utf8")).toBe("hit\n");
+    expect(existsSync(join(opened, "toolchain", "x"))).toBe(false);
   });
 
   it("sees neither /tmp's files nor the home directory's, and reads the rest only", async () => {

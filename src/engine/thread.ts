@@ -173,10 +173,10 @@ export class Thread {
     // A thread on a repository, recorded for a worker (`run --queue --repo`), has no directory here: it is only recorded.
     const local = !isRepoWorkspace(workspace);
     if (local) ensureStateDir(join(workspace, STATE_DIR));
-    const policy = local ? loadUserPolicy(workspace, this.env) : { rules: [], network: false, ignored: [] };
+    const policy = local ? loadUserPolicy(workspace, this.env) : { rules: [], network: false, read: [], write: [], ignored: [] };
     this.userRules = policy.rules;
     this.untrusted = [...(extra.trustNotes ?? []), ...policy.ignored];
-    this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network });
+    this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network, readable: policy.read, writable: policy.write });
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     try {
       this.mcpServers = mergeByName(this.trustedGraphServers(graph), mcpServersFromEnv(this.env));

@@ -18,6 +18,7 @@
  * like its Makefile or npm scripts, which an allowed `make`/`npm test` runs anyway.
  */
 import { existsSync } from "node:fs";
+import { homedir } from "node:os";
 import { join, resolve } from "node:path";
 import { z } from "zod";
 import { parseYamlFile, readSettingsText } from "../diagnostics/yaml-file.js";
@@ -104,7 +105,13 @@ export const policyRulesSchema = z
 
 export type PolicyRulesSection = z.output<typeof policyRulesSchema>;
 
-const SANDBOX_KEYS = ["network"];
+const SANDBOX_KEYS = ["network", "read", "write"];
+
+/** Folders the user opens to the sandbox: absolute, or under the home directory (`~/…`). */
+const sandboxFolders = (what: string) =>
+  z
+    .array(z.string().regex(/^(\/|~\/)/, { error: "a folder must be an absolute path or start with ~/" }), { error: `${what} must be a list of folders` })
+    .optional();
 
 /** The user's own policy file: rules, and the OS sandbox's settings. */
 const userPolicySchema = z.strictObject(
@@ -117,12 +124,14 @@ const userPolicySchema = z.strictObject(
             .enum(["allow", "deny"], { error: "network must be allow or deny" })
             .describe("Whether the agent's commands may reach the network from the OS sandbox (default deny)")
             .default("deny"),
+          read: sandboxFolders("read").describe("Folders the agent's commands may read in the OS sandbox besides the system's (e.g. a toolchain under /opt)"),
+          write: sandboxFolders("write").describe("Folders the agent's commands may write in the OS sandbox besides the workspace (e.g. a shared cache)"),
         },
         {
           error: (issue) =>
             issue.code === "unrecognized_keys"
               ? issue.keys.map((key) => unknownKey(key, SANDBOX_KEYS)).join("; ")
-              : "sandbox must be a mapping: { network: allow | deny }",
+              : "sandbox must be a mapping: { network: allow | deny, read: [folders], write: [folders] }",
         },
       )
       .optional(),
@@ -135,10 +144,14 @@ const userPolicySchema = z.strictObject(
   },
 );
 
-/** What a policy file says: its rules, and (the user's own file only) whether the sandbox lets commands reach the network. */
+/** What a policy file says: its rules, and (the user's own file only) the sandbox's network and the folders it opens. */
 export interface PolicyFile {
   rules: PolicyRule[];
   network?: boolean;
+  /** Folders commands may read in the sandbox, as written (`~/` not yet expanded). */
+  read?: string[];
+  /** Folders commands may write in the sandbox, as written. */
+  write?: string[];
 }
 
 /** Validated rules as PolicyRules; `origin` names where they were written (a file). */
@@ -172,8 +185,10 @@ function parsePolicy(text: string, file: string, source: RuleSource, sandboxSett
     keysAt: (path) => (path.length === 0 ? (sandboxSettings ? USER_POLICY_KEYS : POLICY_KEYS) : path[0] === "sandbox" ? SANDBOX_KEYS : RULE_KEYS),
     unknownKey,
   });
-  const network = parsed.sandbox ? { network: parsed.sandbox.network === "allow" } : {};
-  return { rules: toPolicyRules({ rules: parsed.rules ?? [] }, source, file), ...network };
+  const sandbox = parsed.sandbox
+    ? { network: parsed.sandbox.network === "allow", ...(parsed.sandbox.read && { read: parsed.sandbox.read }), ...(parsed.sandbox.write && { write: parsed.sandbox.write }) }
+    : {};
+  return { rules: toPolicyRules({ rules: parsed.rules ?? [] }, source, file), ...sandbox };
 }
 
 /** Rules of one policy file; a missing file has none. */
@@ -206,11 +221,12 @@ export function loadUserRules(workspace: string, env: NodeJS.ProcessEnv = proces
  * `ignored` says why it was not read. Throws ConfigError for a bad file.
  */
 export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv = process.env): Required<PolicyFile> & { ignored: string[] } {
+  const home = (folder: string) => (folder.startsWith("~/") ? join(env.HOME || homedir(), folder.slice(2)) : folder);
   const [own, project] = userPolicyFiles(workspace, env) as [string, string];
   const mine = readPolicy(own, "user", true);
   const untrusted = existsSync(project) ? untrustedReason(project, env) : undefined;
   const theirs = untrusted ? { rules: [] } : readPolicy(project, "user", false);
   const ignored = untrusted ? [`${project} is not applied (${untrusted}): review it, then run \`loopgraph trust\``] : [];
-  return { rules: [...mine.rules, ...theirs.rules], network: mine.network ?? false, ignored };
+  return { rules: [...mine.rules, ...theirs.rules], network: mine.network ?? false, read: (mine.read ?? []).map(home), write: (mine.write ?? []).map(home), ignored };
 }
 

@@ -135,7 +135,13 @@ export class McpHub {
     await connection?.client.close().catch(() => undefined);
     const message = oneLine(error instanceof Error ? error.message : String(error));
     const tail = oneLine(stderr.split("\n").filter((line) => line.trim()).slice(-3).join(" | "), 400);
-    return tail ? `${message} (stderr: ${tail})` : message;
+    return `${tail ? `${message} (stderr: ${tail})` : message}${this.sandboxHint(this.server(name))}`;
+  }
+
+  /** Why a server that failed may have failed because of where it ran: the sandbox has no network and an empty home. */
+  private sandboxHint(server: McpServer): string {
+    if (server.transport !== "stdio" || (server.trusted && !server.sandbox) || server.network || this.options.sandbox.name !== "bubblewrap") return "";
+    return "; it ran in the OS sandbox, which has no network and an empty home: a server that downloads itself (npx -y …) needs `network: true` in your declaration, or install it and name its program";
   }
 
   private connection(server: McpServer): Promise<Connection> {

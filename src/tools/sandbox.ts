@@ -21,8 +21,10 @@ export interface SandboxOptions {
   network?: boolean;
   /** The workspace read-only too (what a project's own hooks and MCP servers run with). */
   readOnlyWorkspace?: boolean;
-  /** Folders made readable although under `/tmp` or a home directory (the program files of a user's MCP server). */
+  /** Folders made readable besides the system's (the program files of a user's MCP server; the user policy's `sandbox.read`). */
   readable?: readonly string[];
+  /** Folders made writable besides the workspace (the user policy's `sandbox.write`). */
+  writable?: readonly string[];
 }
 
 /**
@@ -105,6 +107,7 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
         "--tmpfs", "/var/tmp",
         ...home.flatMap((dir) => (existsSync(dir) ? ["--tmpfs", dir] : [])),
         ...(options.readable ?? []).flatMap((dir) => (existsSync(dir) ? ["--ro-bind", dir, dir] : [])),
+        ...(options.writable ?? []).flatMap((dir) => (existsSync(dir) ? ["--bind", dir, dir] : [])),
         options.readOnlyWorkspace ? "--ro-bind" : "--bind", workspace, workspace,
         ...READ_ONLY_IN_WORKSPACE.flatMap((name) => {
           const path = join(workspace, name);
@@ -161,7 +164,7 @@ export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: 
   if (sandboxWaived(env, options.noSandbox)) return SANDBOX_OFF;
   if (sandboxProblem(env) !== undefined) return NO_SANDBOX;
   const program = env.LOOPGRAPH_BWRAP || "bwrap";
-  return options.network || options.readOnlyWorkspace || options.readable?.length ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
+  return options.network || options.readOnlyWorkspace || options.readable?.length || options.writable?.length ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
 }
 
 /**
