@@ -236,6 +236,36 @@ describe("built-in rules", () => {
     "git clean -fdx",
     "git branch -D feature",
     "git stash clear",
+    "bash -lc 'git reset --hard'",
+    "zsh -lc 'git reset --hard HEAD~1'",
+    "/usr/bin/git reset --hard",
+  ])("asks for the history-destroying %j even in auto, with a reason", (command) => {
+    for (const mode of ["ask", "auto-edit", "auto"] as const) {
+      const verdict = shell(command, mode);
+      expect(verdict.decision, mode).toBe("ask");
+      expect(verdict.rule?.source).toBe("builtin");
+    }
+    expect(shell(command, "deny").decision).toBe("deny");
+  });
+
+  it("a rule allowing a command by its words does not allow a file it writes by a redirection, nor a prompt expansion", () => {
+    const gitLog = userRule({ tool: "shell", pattern: "^git log" });
+    expect(shell("git log --oneline", "ask", [gitLog]).decision).toBe("allow");
+    expect(shell("git log --oneline > /dev/null 2>&1", "ask", [gitLog]).decision).toBe("allow");
+    const written = shell("git log > out.txt", "ask", [gitLog]);
+    expect(written.decision).toBe("ask");
+    expect(written.reason).toMatch(/does not cover it, as it writes out\.txt \(>\)/);
+    expect(shell("git log >> out.txt", "ask", [gitLog]).decision).toBe("ask");
+    const echo = userRule({ tool: "shell", pattern: "^echo" });
+    expect(shell("echo hello", "ask", [echo]).decision).toBe("allow");
+    expect(shell("echo ${foo@P}", "ask", [echo]).reason).toMatch(/\$\{foo@P\} expands the value as a prompt/);
+    expect(shell("echo ${foo@P}", "ask", [echo]).decision).toBe("ask");
+    expect(shell("echo ${var1=$(id)}${var1@P}", "ask", [echo]).decision).toBe("ask");
+    // In auto, where commands run unasked anyway, nothing changes.
+    expect(shell("git log > out.txt", "auto", [gitLog]).decision).toBe("allow");
+  });
+
+  it.each([
     "cat .env",
     "source .env.local",
     "grep KEY config/.env.production",

@@ -157,6 +157,7 @@ const DESTRUCTIVE_COMMANDS: PolicyRule[] = [
 
 const GIT_PUSH_FORCE_OR_DELETE = String.raw`(?:--force(?:-with-lease|-if-includes)?(?:=\S*)?|--mirror|--delete|-[A-Za-z]*[fd][A-Za-z]*|\+\S+|:\S+)`;
 
+/** What cannot be undone from the workspace: these ask even in approval mode `auto`. */
 const HISTORY_REWRITING_GIT: PolicyRule[] = [
   askCommand(
     String.raw`^git\s(?:.*\s)?push\s(?:.*\s)?${GIT_PUSH_FORCE_OR_DELETE}${WORD_END}`,
@@ -169,7 +170,7 @@ const HISTORY_REWRITING_GIT: PolicyRule[] = [
     "deletes a branch even if it is not merged",
   ),
   askCommand(String.raw`^git\s(?:.*\s)?stash\s+(?:clear|drop)${WORD_END}`, "deletes stashed changes"),
-];
+].map((rule) => ({ ...rule, asksInAuto: true }));
 
 /** File names that usually hold secrets: asked for by file tools, grep and shell commands alike. */
 const SENSITIVE_FILES: { pattern: string; reason: string }[] = [

@@ -15,7 +15,7 @@ import { ToolError, type PolicySubject, type ToolEffect } from "../tools/types.j
 import { BUILTIN_RULES, TOO_DEEP_TO_CHECK, WORKSPACE_CONFINEMENT } from "./builtin-rules.js";
 import { sensitiveGlobForms } from "./glob-forms.js";
 import { decidingRule, stricter } from "./match.js";
-import { commandWords, normalisedText, parseShellCommand, writeTargetsOf, type ShellPart } from "./shell-parts.js";
+import { beyondItsWords, commandWords, normalisedText, parseShellCommand, writeTargetsOf, type ShellPart } from "./shell-parts.js";
 import type { PolicyCause, PolicyVerdict } from "./types.js";
 import type { PolicyDecision, PolicyRule } from "../state/rules.js";
 import type { ApprovalMode } from "../state/thread.js";
@@ -89,7 +89,17 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   if (subject && "command" in subject) {
     const command = stringArgument(call.args, subject.command) ?? "";
     const parsed = parseShellCommand(command);
-    const findings = parsed.parts.map((part) => decide(unique([part.text, normalisedText(part)]), part));
+    const findings = parsed.parts.map((part) => {
+      const finding = decide(unique([part.text, normalisedText(part)]), part);
+      // A rule that allows a command by its words does not allow what its words do not say.
+      const beyond = finding.rule?.decision === "allow" ? beyondItsWords(part) : undefined;
+      if (!beyond) return finding;
+      // A rule that names the redirection itself (an "always" answer's exact command) does cover it.
+      const wordsOnly = { ...part, redirects: [] };
+      if (beyond.kind === "redirect" && !decidingRule([finding.rule!], call.name, [commandWords(part.words).join(" ")], wordsOnly)) return finding;
+      const fallback = explained(defaultFinding(part.text, effect, mode));
+      return fallback.decision === "allow" ? fallback : { ...fallback, reason: `${fallback.reason}: ${finding.rule!.source} rule ${finding.rule!.origin ?? finding.rule!.pattern ?? finding.rule!.tool} does not cover it, as ${beyond.reason}` };
+    });
     // Forms that can add an ask or a deny but never allow: a whole script or pipeline (`curl … | sh`
     // spans parts), and a part with its globs matched to sensitive paths (`cat /e?c/shadow`).
     const riskForms = [...parsed.scripts, ...parsed.pipelines].map((script) => ({ subject: script, forms: [script] }));
@@ -168,11 +178,11 @@ function defaultFinding(subject: string, effect: ToolEffect, mode: ApprovalMode)
   return { subject, decision, reason: `${noun} need approval in approval mode "${mode}"` };
 }
 
-/** A rule's decision after the mode: `auto` turns `ask` into `allow`, `deny` turns it into `deny`. */
+/** A rule's decision after the mode: `auto` turns `ask` into `allow` (unless the rule `asksInAuto`), `deny` turns it into `deny`. */
 function ruleFinding(rule: PolicyRule, isCommand: boolean, subject: string, mode: ApprovalMode): Finding {
   const because = rule.reason ?? `${rule.source} rule ${rule.origin ?? `${rule.tool}${rule.pattern ? ` /${rule.pattern}/` : ""}`}`;
   const reason = isCommand ? `\`${subject}\`: ${because}` : `${subject}: ${because}`;
-  if (rule.decision === "ask" && mode === "auto") {
+  if (rule.decision === "ask" && mode === "auto" && !rule.asksInAuto) {
     return { subject, rule, decision: "allow", reason: `${reason} (allowed: approval mode "auto")` };
   }
   if (rule.decision === "ask" && mode === "deny") {

@@ -215,6 +215,20 @@ const OUTPUT_OPTIONS = new Map<string, { short: string[]; long: string[] }>([
 
 const FD_DUPLICATE_TARGET = /^(?:\d+|-)$/;
 
+/**
+ * What a simple command does beyond what its words say, which a rule allowing the command by its
+ * words does not cover: a redirection that writes a file (`git log > out.txt`; not /dev/null), or
+ * a prompt or escape expansion of a variable (`${v@P}` runs the `$(…)` the value holds). The
+ * first such thing, for a reason; undefined when there is none.
+ */
+export function beyondItsWords(part: ShellPart): { kind: "redirect" | "expansion"; reason: string } | undefined {
+  const written = part.redirects.find((redirect) => isWriteRedirect(redirect) && redirect.target !== "/dev/null");
+  if (written) return { kind: "redirect", reason: `it writes ${written.target} (${written.op})` };
+  const transform = /\$\{[^}]*@[PE]\}/.exec(part.text);
+  if (transform) return { kind: "expansion", reason: `${transform[0]} expands the value as a prompt or escapes, which can run commands` };
+  return undefined;
+}
+
 function isWriteRedirect(redirect: Redirect): boolean {
   if (!redirect.op.includes(">")) return false;
   return !(redirect.op.endsWith("&") && FD_DUPLICATE_TARGET.test(redirect.target));

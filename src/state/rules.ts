@@ -33,6 +33,8 @@ export interface PolicyRule {
   decision: PolicyDecision;
   /** Higher wins; ties go to the stricter decision (deny > ask > allow). */
   priority: number;
+  /** An `ask` that approval mode `auto` keeps asking (it turns other asks into allows): history-destroying git commands. */
+  asksInAuto?: boolean;
   /** Said to the model and the user when the rule decides. */
   reason?: string;
   source: RuleSource;
