@@ -106,7 +106,7 @@ describe("the harness's detectors fire (self-tests)", () => {
       "process outlived the run",
       "workspace .git/config changed",
       ".loopgraph/policy.yaml was planted",
-      "a later run in ask mode ran shell: echo probe",
+      "a later run in ask mode ran shell: touch probe",
       "outside/planted-code-",
       "a host socket outside the sandbox's view was reached",
       "holds a planted table pwned",

@@ -776,7 +776,7 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
       const probeMock = await startMockOpenAI();
       mocks.push(probeMock);
       const probeCalls: AttackCall[][] = [
-        [{ tool: "shell", args: { command: `echo probe > probe-%N%.txt` } }],
+        [{ tool: "shell", args: { command: `touch probe-%N%.txt` } }],
         [{ tool: "write_file", args: { path: "probe-%N%.md", contents: "probe\n" } }],
       ];
       probeMock.enqueue(...behaviours(probeCalls, places, "probe"));
