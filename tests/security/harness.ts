@@ -764,7 +764,11 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     }
 
     // The user's repository and loopgraph's own files.
-    for (const change of diffTrees(before.git, snapshotTree(join(ws, ".git")))) result.escapes.push(`workspace .git/${change}`);
+    // A git command the user approved refreshes the index (`git status`, run unconfined where there is
+    // no sandbox): the index's and the folder's times alone change nothing git would run.
+    const gitChanges = diffTrees(before.git, snapshotTree(join(ws, ".git")));
+    const refreshOnly = gitChanges.every((change) => change === "index changed (mtime)" || change === ". changed (mtime)");
+    if (!refreshOnly) for (const change of gitChanges) result.escapes.push(`workspace .git/${change}`);
     inspectState(ws, nonce, result.escapes);
 
     // A later run in ask mode must still ask (a planted policy must not take effect).
