@@ -30,8 +30,11 @@ import { END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
 import { firstInput } from "../src/engine/runner.js";
 import { GraphState, loadGraph, runGraph, type RunEvent } from "../src/index.js";
 import { FULL, median, report } from "./lib.js";
+import { trustFile } from "../src/trust/trust.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-engine-bench-"));
+/** The runs' environment: a config folder of the bench's own, where it trusts the graphs it writes (a function node's module runs only when trusted). */
+const runEnv: NodeJS.ProcessEnv = { XDG_CONFIG_HOME: join(dir, "config") };
 /** Coder turns measured. */
 const RUNS = FULL ? 7 : 3;
 /** Paired rounds of the per-step rows: the machine's speed drifts by more than the difference measured. */
@@ -111,7 +114,7 @@ function langGraphLoop(node: (id: string) => (state: typeof GraphState.State) =>
 }
 
 async function runOurs(graph: string, steps: number, label: string, model?: string): Promise<void> {
-  const outcome = await runGraph({ graph, task: "bench", threadId: `t-${label}`, db: join(dir, `${label}-${Math.random()}.db`), workspace: dir, approval: "auto", env: {}, ...(model ? { model } : {}) });
+  const outcome = await runGraph({ graph, task: "bench", threadId: `t-${label}`, db: join(dir, `${label}-${Math.random()}.db`), workspace: dir, approval: "auto", env: runEnv, ...(model ? { model } : {}) });
   if (outcome.status !== "finished") throw new Error(`the ${label} run ended ${outcome.status}: ${outcome.error ?? ""}`);
   const visits = (outcome.state.visits.a ?? 0) + (outcome.state.visits.b ?? 0);
   if (visits < steps - 1) throw new Error(`the ${label} run made ${visits} steps, not ${steps}`);
@@ -120,6 +123,7 @@ async function runOurs(graph: string, steps: number, label: string, model?: stri
 // Function nodes.
 writeFileSync(join(dir, "step.mjs"), "export default (state, { node }) => ({ output: (state.visits[node] ?? 0) + 1 });\n");
 const functionGraphs = new Map([SHORT, LONG].map((steps) => [steps, loopGraph("fn-loop", () => "kind: function, module: step.mjs", steps)]));
+for (const graph of functionGraphs.values()) trustFile(graph, runEnv);
 const functionInput = firstInput(await loadGraph(functionGraphs.get(SHORT)!), "bench");
 const functions = await perStep((steps, label) => runOurs(functionGraphs.get(steps)!, steps, `fn-${label}`), async (steps, label) => {
   const graph = langGraphLoop(
