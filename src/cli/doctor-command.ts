@@ -91,12 +91,12 @@ function sandboxCheck(env: NodeJS.ProcessEnv): Check {
   const problem = sandboxProblem(env);
   if (problem === undefined) return { name, status: "ok", needed: true, detail: "bubblewrap starts: the agent's shell commands run confined, and --approval auto runs them unasked" };
   const costs = "the agent's shell commands ask before they run, even in --approval auto";
-  if (/is not installed$/.test(problem)) return { name, status: "missing", needed: true, detail: `${problem}: ${costs}`, fix: APT("bubblewrap") };
+  if (!problem.installed) return { name, status: "missing", needed: true, detail: `${problem.reason}: ${costs}`, fix: APT("bubblewrap") };
   return {
     name,
     status: "missing",
     needed: true,
-    detail: `${problem}: ${costs}`,
+    detail: `${problem.reason}: ${costs}`,
     fix: "allow unprivileged user namespaces (sudo sysctl -w kernel.unprivileged_userns_clone=1; on Ubuntu: kernel.apparmor_restrict_unprivileged_userns=0)",
   };
 }

@@ -2,8 +2,8 @@ import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import pc from "picocolors";
 import { ConfigError } from "../errors.js";
-import { graphMcpServers, loadGraph, resolveGraphPath } from "../graph/index.js";
-import { untrustedReason } from "../trust/trust.js";
+import { loadGraph, resolveGraphPath } from "../graph/index.js";
+import { trustedGraphMcpServers } from "../graph/mcp-servers.js";
 import { projectRoot } from "../project.js";
 import { McpHub, type McpListing } from "../tools/mcp.js";
 import { mcpServersFromEnv, type McpServer } from "../tools/mcp-servers.js";
@@ -29,12 +29,7 @@ export async function mcpListCommand(options: McpListOptions): Promise<number> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   const notes: string[] = [];
-  const declared = options.graph === undefined ? [] : graphMcpServers(await loadGraph(resolveGraphPath(options.graph, cwd, undefined, { env, notes })));
-  const fromGraph = declared.filter((server) => {
-    const untrusted = untrustedReason(server.origin, env);
-    if (untrusted) notes.push(`MCP server "${server.name}" of ${server.origin} is not started (${untrusted}): review it, then run \`loopgraph trust\``);
-    return !untrusted;
-  });
+  const fromGraph = options.graph === undefined ? [] : trustedGraphMcpServers(await loadGraph(resolveGraphPath(options.graph, cwd, undefined, { env, notes })), env, notes);
   for (const note of notes) process.stderr.write(`loopgraph: ${note}\n`);
   let servers: McpServer[];
   try {

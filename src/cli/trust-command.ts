@@ -3,7 +3,8 @@ import path from "node:path";
 import { createTwoFilesPatch } from "diff";
 import pc from "picocolors";
 import { projectRoot } from "../project.js";
-import { revokeTrust, sha256, surfaceRecord, trustedProjects, trustFile, trustFilePath, trustProject, type TrustedProject } from "../trust/trust.js";
+import { projectSurface } from "../trust/surface.js";
+import { revokeTrust, sha256, trustedProjects, trustFile, trustFilePath, trustProject, type TrustedProject } from "../trust/trust.js";
 import { printable } from "./terminal-text.js";
 
 /**
@@ -85,8 +86,9 @@ function listTrusted(env: NodeJS.ProcessEnv): number {
     return 0;
   }
   for (const project of projects) {
-    const now = surfaceRecord(project.root);
-    const changed = [...new Set([...Object.keys(project.files), ...Object.keys(now.files)])].filter((name) => project.files[name]?.sha256 !== fileDigest(path.join(project.root, name)));
+    // Each recorded file against its digest on disk, and each surface file not recorded: hashed once.
+    const surface = projectSurface(project.root).map((file) => path.relative(project.root, file));
+    const changed = [...new Set([...Object.keys(project.files), ...surface])].filter((name) => project.files[name]?.sha256 !== fileDigest(path.join(project.root, name)));
     const state = changed.length === 0 ? pc.green("as trusted") : pc.yellow(`changed since: ${changed.map(printable).join(", ")}`);
     process.stdout.write(`${printable(project.root)}  ${pc.dim(project.trustedAt.slice(0, 10))}  ${state}\n`);
   }

@@ -6,7 +6,7 @@ import { cancelledByUser, ConfigError, ExitCode } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
-import { graphMcpServers } from "../graph/mcp-servers.js";
+import { trustedGraphMcpServers } from "../graph/mcp-servers.js";
 import type { ChatModel } from "../models/types.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import type { MediatorNodeDefinition } from "../nodes/mediator/definition.js";
@@ -43,7 +43,6 @@ import type { LoopSupervisor } from "./loop-supervisor.js";
 import { EXIT_CODES, failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { mergeByName } from "../tools/config-variable.js";
-import { untrustedReason } from "../trust/trust.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -179,7 +178,7 @@ export class Thread {
     this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network, readable: policy.read, writable: policy.write });
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     try {
-      this.mcpServers = mergeByName(this.trustedGraphServers(graph), mcpServersFromEnv(this.env));
+      this.mcpServers = mergeByName(trustedGraphMcpServers(graph, this.env, this.untrusted), mcpServersFromEnv(this.env));
       this.hooks = hooksFromEnv(this.env);
       this.subagents = subagentsFromEnv(this.env);
       for (const agent of this.subagents) {
@@ -344,15 +343,6 @@ export class Thread {
     if (!start.changed) return;
     const changed = graphChangedWarning(start.changed.recordedHash, this.graph, start.changed.consequence);
     if (changed) ctx.emit({ type: "warning", threadId: this.threadId, message: changed });
-  }
-
-  /** The graph's own MCP servers, less those declared in a graph file the user does not trust (said at the start). */
-  private trustedGraphServers(graph: GraphDefinition): McpServer[] {
-    return graphMcpServers(graph).filter((server) => {
-      const untrusted = untrustedReason(server.origin, this.env);
-      if (untrusted) this.untrusted.push(`MCP server "${server.name}" of ${server.origin} is not started (${untrusted}): review it, then run \`loopgraph trust\``);
-      return !untrusted;
-    });
   }
 
   /** Whether the thread's graph has reached its end (its latest checkpoint has nothing left to run). */

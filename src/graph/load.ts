@@ -287,18 +287,18 @@ export function resolveGraphPath(nameOrPath: string, cwd: string, packageGraphs 
   const candidates = bareName ? [] : [asPath, ...GRAPH_EXTENSIONS.map((extension) => asPath + extension)];
   if (isName) {
     const name = nameOrPath.replace(/\.ya?ml$/, "");
-    const projectGraph = GRAPH_EXTENSIONS.map((extension) => path.join(projectRoot(cwd), "graphs", name + extension)).find(isFile);
+    const inProject = GRAPH_EXTENSIONS.map((extension) => path.join(projectRoot(cwd), "graphs", name + extension));
+    const shipped = packageGraphs ? GRAPH_EXTENSIONS.map((extension) => path.join(packageGraphs, name + extension)) : [];
+    const projectGraph = inProject.find(isFile);
     const untrusted = projectGraph && forRun ? untrustedReason(projectGraph, forRun.env) : undefined;
     if (projectGraph && untrusted) {
-      const shipped = packageGraphs ? GRAPH_EXTENSIONS.map((extension) => path.join(packageGraphs, name + extension)).find(isFile) : undefined;
+      const builtIn = shipped.find(isFile);
       const advice = `review it, then run \`loopgraph trust\` to use it`;
-      if (!shipped) throw new ConfigError(`graph "${name}" is the project's ${projectGraph}, which is not used: ${untrusted}: ${advice}`);
+      if (!builtIn) throw new ConfigError(`graph "${name}" is the project's ${projectGraph}, which is not used: ${untrusted}: ${advice}`);
       forRun!.notes.push(`the project's ${projectGraph} is not used (${untrusted}): loopgraph's own graph "${name}" runs instead; ${advice}`);
-      return shipped;
+      return builtIn;
     }
-    for (const dir of [path.join(projectRoot(cwd), "graphs"), packageGraphs]) {
-      if (dir) candidates.push(...GRAPH_EXTENSIONS.map((extension) => path.join(dir, name + extension)));
-    }
+    candidates.push(...inProject, ...shipped);
   }
   const found = candidates.find(isFile);
   if (found) return found;

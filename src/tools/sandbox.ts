@@ -143,14 +143,20 @@ export function sandboxWaived(env: NodeJS.ProcessEnv, noSandbox = false): boolea
   return noSandbox || env.LOOPGRAPH_SANDBOX === "off";
 }
 
-const problems = new Map<string, string | undefined>();
+/** Why bubblewrap cannot start: `installed` false when the program is not there at all. */
+export interface SandboxProblem {
+  installed: boolean;
+  reason: string;
+}
+
+const problems = new Map<string, SandboxProblem | undefined>();
 
 /**
  * Why bubblewrap cannot start here (tried once per program and process; `LOOPGRAPH_BWRAP` names
  * the program), or undefined when it can: not installed, or not allowed to create namespaces (a
  * kernel or AppArmor setting can forbid unprivileged user namespaces).
  */
-export function sandboxProblem(env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function sandboxProblem(env: NodeJS.ProcessEnv = process.env): SandboxProblem | undefined {
   const program = env.LOOPGRAPH_BWRAP || "bwrap";
   if (!problems.has(program)) problems.set(program, bubblewrapProblem(program));
   return problems.get(program);
@@ -182,14 +188,14 @@ export function sandboxForDeclared(run: Sandbox, trusted: boolean, env: NodeJS.P
 }
 
 /** Why `program` cannot run a trial command in new namespaces, from what it said; undefined when it can. */
-function bubblewrapProblem(program: string): string | undefined {
+function bubblewrapProblem(program: string): SandboxProblem | undefined {
   const trial = spawnSync(program, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", "true"], {
     stdio: ["ignore", "ignore", "pipe"],
     encoding: "utf8",
     timeout: 5_000,
   });
   if (trial.status === 0) return undefined;
-  if ((trial.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT") return `${program} is not installed`;
+  if ((trial.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT") return { installed: false, reason: `${program} is not installed` };
   const said = trial.stderr?.trim().split("\n")[0];
-  return `${program} cannot start a sandbox here${said ? ` (${said})` : trial.error ? ` (${trial.error.message})` : ""}`;
+  return { installed: true, reason: `${program} cannot start a sandbox here${said ? ` (${said})` : trial.error ? ` (${trial.error.message})` : ""}` };
 }

@@ -14,6 +14,7 @@ import { readdirSync, readFileSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
 import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
+import { isInside } from "../tools/workspace-paths.js";
 
 /** The files of the surface named by place, relative to the project root. */
 const FIXED = [PROJECT_CONFIG, path.join(STATE_DIR, "policy.yaml")];
@@ -34,11 +35,6 @@ function isFile(file: string): boolean {
     // Not there, or a path through a file (ENOTDIR): not a file either way.
     return false;
   }
-}
-
-function inside(root: string, file: string): boolean {
-  const rel = path.relative(root, file);
-  return rel !== "" && !rel.startsWith("..") && !path.isAbsolute(rel);
 }
 
 /** The surface of the project at `root`: its fixed files, its graphs, and everything they bring along (absolute paths, sorted). */
@@ -67,7 +63,7 @@ export function broughtAlong(file: string, root: string): string[] {
   const queue = [path.resolve(file)];
   while (queue.length > 0 && found.size < MAX_FILES) {
     const next = queue.shift()!;
-    if (next !== path.resolve(file) && !inside(root, next)) continue;
+    if (next !== path.resolve(file) && !isInside(root, next)) continue;
     for (const named of references(next, root)) {
       if (found.has(named) || !isFile(named)) continue;
       found.add(named);
@@ -103,7 +99,7 @@ function references(file: string, root: string): string[] {
     for (const word of words) {
       for (const base of [dir, root]) {
         const candidate = path.resolve(base, word.replace(/^["']|["']$/g, ""));
-        if (word && inside(root, candidate) && isFile(candidate)) named.push(candidate);
+        if (word && isInside(root, candidate) && isFile(candidate)) named.push(candidate);
       }
     }
   });

@@ -12,6 +12,7 @@ import path from "node:path";
 import { ConfigError } from "../errors.js";
 import { packageRoot } from "../package.js";
 import { projectRoot, userConfigDir } from "../project.js";
+import { isInside } from "../tools/workspace-paths.js";
 import { broughtAlong, projectSurface } from "./surface.js";
 
 /** Text kept of a trusted file so that a later change can be shown as a diff; larger files keep only their digest. */
@@ -79,7 +80,6 @@ function realRoot(dir: string): string {
     return path.resolve(dir);
   }
 }
-
 
 /** A file as trusted now: its digest, and its text when small. */
 function trustedFile(file: string): TrustedFile {
@@ -157,11 +157,6 @@ export function revokeTrust(root: string, env: NodeJS.ProcessEnv): boolean {
   if (kept.length === projects.length) return false;
   writeTrusted(env, kept);
   return true;
-}
-
-function isInside(root: string, file: string): boolean {
-  const rel = path.relative(root, file);
-  return rel === "" || (!rel.startsWith("..") && !path.isAbsolute(rel));
 }
 
 /** The trusted project that `file` belongs to: the deepest recorded root above it. */

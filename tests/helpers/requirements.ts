@@ -31,7 +31,7 @@ const PROGRAMS = {
     debian: "bubblewrap",
     require: "LOOPGRAPH_REQUIRE_SANDBOX",
     // Not merely installed: it must start (user namespaces can be disabled).
-    missing: () => sandboxProblem({}),
+    missing: () => sandboxProblem({})?.reason,
   },
   ripgrep: {
     program: "ripgrep (rg)",
