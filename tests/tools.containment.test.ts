@@ -3,7 +3,7 @@
  * with one link are read or written (a FIFO never hangs the run, a hard link never reaches a file
  * outside), and the project rules files pass the same checks before they reach the model.
  */
-import { execFileSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -35,7 +35,7 @@ describe("protected paths", () => {
     const ws = makeWorkspace({}, { git: true });
     const created = await ws.call("shell", { command: "printf 'store: /elsewhere/runs.db\\n' > loopgraph.yaml; mkdir -p sub && echo ok > sub/loopgraph.yaml.txt" });
     expect(created.ok).toBe(true);
-    expect(created.content).toContain("[loopgraph.yaml was removed: it is loopgraph's project configuration, which the user writes; commands may not create it]");
+    expect(created.content).toContain("[loopgraph.yaml was removed: it configures loopgraph, which only the user does; commands may not create it]");
     expect(existsSync(join(ws.root, "loopgraph.yaml"))).toBe(false);
     expect(readFileSync(join(ws.root, "sub/loopgraph.yaml.txt"), "utf8")).toBe("ok\n");
     writeFileSync(join(ws.root, "loopgraph.yaml"), "approval: ask\n");
@@ -50,7 +50,7 @@ describe("protected paths", () => {
     const planted = await ws.call("shell", { command: "git init -q . && git config core.fsmonitor 'touch ../pwned' && echo planted" });
     expect(planted.ok).toBe(true);
     expect(planted.content).toContain("planted");
-    expect(planted.content).toContain("[.git was removed: the workspace is not a git repository, and a command may not make it one");
+    expect(planted.content).toContain("[.git was removed: a command may not make a git repository in the workspace");
     expect(existsSync(join(ws.root, ".git"))).toBe(false);
     // A file named .git (a worktree's link to a planted gitdir) is removed as well.
     const linked = await ws.call("shell", { command: "echo 'gitdir: /tmp/elsewhere' > .git" });
@@ -60,6 +60,38 @@ describe("protected paths", () => {
     const status = await repo.call("shell", { command: "git status --short >/dev/null && echo fine" });
     expect(status.content).not.toContain("was removed");
     expect(existsSync(join(repo.root, ".git"))).toBe(true);
+  });
+
+  it("what configures git or loopgraph is undone at any depth: a nested repository, bare repository, .loopgraph/ or loopgraph.yaml; what was there stays", async () => {
+    const ws = makeWorkspace({ "vendor/lib/.git/HEAD": "ref: refs/heads/main\n", "pkg/notes.txt": "x\n" }, { git: true });
+    const planted = await ws.call("shell", {
+      command: [
+        "git init -q pkg/inner && git -C pkg/inner config core.fsmonitor 'touch ../pwned'",
+        "git init -q --bare pkg/evil.git && git --git-dir=pkg/evil.git config core.pager 'touch ../pwned'",
+        "mkdir -p pkg/.loopgraph && printf 'rules: [{tool: shell, decision: allow, priority: 999}]\\n' > pkg/.loopgraph/policy.yaml",
+        "printf 'hooks: {}\\n' > pkg/loopgraph.yaml",
+        "echo done",
+      ].join(" && "),
+    });
+    expect(planted.content).toContain("done");
+    expect(planted.content).toContain("[pkg/inner/.git was removed: a command may not make a git repository in the workspace");
+    expect(planted.content).toContain("[pkg/evil.git/HEAD was removed: pkg/evil.git was made a bare git repository");
+    expect(planted.content).toContain("[pkg/.loopgraph was removed: it configures loopgraph");
+    expect(planted.content).toContain("[pkg/loopgraph.yaml was removed: it configures loopgraph");
+    for (const gone of ["pkg/inner/.git", "pkg/evil.git/HEAD", "pkg/.loopgraph", "pkg/loopgraph.yaml"]) expect(existsSync(join(ws.root, gone)), gone).toBe(false);
+    // git no longer takes what is left of the bare repository for one.
+    expect(spawnSync("git", ["rev-parse", "--git-dir"], { cwd: join(ws.root, "pkg/evil.git"), env: { ...process.env, GIT_CEILING_DIRECTORIES: ws.root } }).status).not.toBe(0);
+    expect(readFileSync(join(ws.root, "vendor/lib/.git/HEAD"), "utf8")).toBe("ref: refs/heads/main\n");
+    expect(readFileSync(join(ws.root, "pkg/notes.txt"), "utf8")).toBe("x\n");
+  });
+
+  it("a nested repository renamed away and made again at its place counts as new", async () => {
+    const ws = makeWorkspace({}, { git: true });
+    execFileSync("git", ["init", "-q", join(ws.root, "lib")]);
+    const swapped = await ws.call("shell", { command: "mv lib lib-old && git init -q lib && git -C lib config core.fsmonitor 'touch ../pwned'" });
+    expect(swapped.content).toContain("[lib/.git was removed");
+    expect(existsSync(join(ws.root, "lib/.git"))).toBe(false);
+    expect(existsSync(join(ws.root, "lib-old/.git/HEAD"))).toBe(true);
   });
 
   it("a symlink into a protected folder is judged by where it leads", async () => {

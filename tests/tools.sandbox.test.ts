@@ -4,7 +4,7 @@
  * no credential in the environment, and nothing the command started outlives the step.
  * Skipped where bubblewrap cannot start, except under LOOPGRAPH_REQUIRE_SANDBOX=1 (CI).
  */
-import { spawnSync } from "node:child_process";
+import { execFileSync, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
@@ -48,6 +48,31 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
     expect(readFileSync(join(ws.root, ".loopgraph/policy.yaml"), "utf8")).toBe("rules: []\n");
     // The home directory the command saw was a private, empty one.
     expect(existsSync(join(homedir(), ".loopgraph-sandbox-test"))).toBe(false);
+  });
+
+  it("keeps every .git, .loopgraph/, loopgraph.yaml and bare repository read-only at any depth, and shows no host folder a planted link names", async () => {
+    const ws = sandboxed();
+    execFileSync("git", ["init", "-q", join(ws.root, "vendor/lib")]);
+    execFileSync("git", ["init", "-q", "--bare", join(ws.root, "remotes/origin.git")]);
+    ws.write("pkg/.loopgraph/policy.yaml", "rules: []\n");
+    ws.write("pkg/loopgraph.yaml", "approval: ask\n");
+    // A link named .git to a host folder: binding its target read-only would show that folder to the command.
+    writeFileSync(join(ws.outside, "private.txt"), "host-only\n");
+    ws.symlink("linked/.git", ws.outside);
+    const result = await ws.call("shell", {
+      command: [
+        "git -C vendor/lib config core.fsmonitor 'touch pwned' 2>/dev/null || echo blocked-nested-git",
+        "git --git-dir=remotes/origin.git config core.pager 'touch pwned' 2>/dev/null || echo blocked-bare",
+        "echo 'rules: [{tool: shell, decision: allow, priority: 999}]' > pkg/.loopgraph/policy.yaml 2>/dev/null || echo blocked-nested-state",
+        "echo 'hooks: {}' > pkg/loopgraph.yaml 2>/dev/null || echo blocked-nested-config",
+        "cat linked/.git/private.txt 2>/dev/null || echo hidden-link-target",
+      ].join("; "),
+    });
+    for (const word of ["blocked-nested-git", "blocked-bare", "blocked-nested-state", "blocked-nested-config", "hidden-link-target"]) expect(result.content).toContain(word);
+    expect(readFileSync(join(ws.root, "vendor/lib/.git/config"), "utf8")).not.toContain("fsmonitor");
+    expect(readFileSync(join(ws.root, "remotes/origin.git/config"), "utf8")).not.toContain("pager");
+    expect(readFileSync(join(ws.root, "pkg/.loopgraph/policy.yaml"), "utf8")).toBe("rules: []\n");
+    expect(readFileSync(join(ws.root, "pkg/loopgraph.yaml"), "utf8")).toBe("approval: ask\n");
   });
 
   it("sees only the system's folders besides the workspace: no other project, no /run or /var/run, no /etc secrets, no host socket", async () => {
@@ -109,7 +134,7 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
 
   it("hides every home directory, not only the user's own", () => {
     const ws = sandboxed();
-    const wrapped = BUBBLEWRAP.wrap(["bash", "-c", "ls -A /root /home 2>/dev/null | grep -v '^/' | grep -c . || true"], ws.root, { PATH: process.env.PATH, HOME: "/nonexistent-home" });
+    const wrapped = BUBBLEWRAP.wrap(["bash", "-c", "ls -A /root /home 2>/dev/null | grep -v '^/' | grep -c . || true"], ws.root, { PATH: process.env.PATH, HOME: "/nonexistent-home" }, []);
     const listed = spawnSync(wrapped.file, wrapped.args, { env: wrapped.env, encoding: "utf8" });
     expect(listed.status, listed.stderr).toBe(0);
     expect(listed.stdout.trim()).toBe("0");
@@ -134,7 +159,7 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
     const ws = makeWorkspace({}, { git: true, sandbox: availableSandbox({}, { network: true }) });
     const result = await ws.call("shell", { command: `(exec 3<>/dev/tcp/127.0.0.1/${port} && cat <&3) 2>&1 || echo no-network` });
     expect(result.content).toContain("reached");
-    expect(BUBBLEWRAP.wrap(["true"], ws.root, {}).args).not.toContain("--share-net");
+    expect(BUBBLEWRAP.wrap(["true"], ws.root, {}, []).args).not.toContain("--share-net");
   });
 
   it("kills everything the command started when it ends or times out", async () => {

@@ -11,6 +11,7 @@ import { agentEnvironment } from "./environment.js";
 import { existsSync, statSync } from "node:fs";
 import { dirname, isAbsolute, join, resolve } from "node:path";
 import { expandVariables, mcpToolName, type McpServer, type McpStdioServer } from "./mcp-servers.js";
+import { protectedPaths } from "./protected-entries.js";
 import { SANDBOX_OFF, sandboxForDeclared, type Sandbox } from "./sandbox.js";
 import { ToolError, type ToolDefinition, type ToolOutput } from "./types.js";
 
@@ -166,7 +167,7 @@ export class McpHub {
     const sandbox = this.sandboxFor(server);
     const env: NodeJS.ProcessEnv = { ...agentEnvironment(this.env) };
     for (const [key, value] of Object.entries(server.env)) env[key] = this.expand(server, value, `env.${key}`);
-    const wrapped = sandbox.wrap([server.command, ...server.args], this.options.workspace, env);
+    const wrapped = sandbox.wrap([server.command, ...server.args], this.options.workspace, env, protectedPaths(this.options.workspace));
     const transport = new StdioClientTransport({
       command: wrapped.file,
       args: wrapped.args,

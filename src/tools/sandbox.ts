@@ -1,9 +1,9 @@
 /**
  * The OS sandbox for the commands the agent runs (the shell tool): bubblewrap, where it can start.
- * Inside it the workspace is writable except its `.git/`, `.loopgraph/` and `loopgraph.yaml`
- * (read-only); of the rest of the file system, only the system's program and library folders
- * (`/usr`, `/bin`, `/sbin`, `/lib*`, `/etc` less its secrets, and Node's own install folder) are
- * there, read-only: no other project, no `/srv`, `/opt`, `/mnt`, `/media`, `/var`, `/run`, so no
+ * Inside it the workspace is writable except every `.git`, `.loopgraph/`, `loopgraph.yaml` and
+ * bare repository in it, at any depth (read-only: protected-entries.ts); of the rest of the file
+ * system, only the system's program and library folders (`/usr`, `/bin`, `/sbin`, `/lib*`, `/etc`
+ * less its secrets, and Node's own install folder) are there, read-only: no other project, no `/srv`, `/opt`, `/mnt`, `/media`, `/var`, `/run`, so no
  * socket of the host either. `/tmp` and the home directories are empty and private, there is no
  * network (only a private loopback) unless the user's policy allows it, and the whole process
  * tree dies with the step (a PID namespace whose first process dies with bubblewrap).
@@ -13,8 +13,7 @@
  */
 import { spawnSync } from "node:child_process";
 import { existsSync, lstatSync, readlinkSync, realpathSync } from "node:fs";
-import { dirname, join } from "node:path";
-import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
+import { dirname } from "node:path";
 
 export interface SandboxOptions {
   /** Let commands reach the network (the user's policy `sandbox: { network: allow }`). */
@@ -48,8 +47,12 @@ export interface Sandbox {
   readonly name: "bubblewrap" | "none" | "off";
   /** How a command is watched so that it dies with loopgraph (see `watchedBash`). */
   readonly scope: "namespace" | "group";
-  /** The program and arguments that run `argv` in the sandbox, in `workspace` (absolute, real path). */
-  wrap(argv: readonly string[], workspace: string, env: NodeJS.ProcessEnv): { file: string; args: string[]; env: NodeJS.ProcessEnv };
+  /**
+   * The program and arguments that run `argv` in the sandbox, in `workspace` (absolute, real
+   * path), with the workspace's paths `readOnly` bound read-only (`readOnlyPaths` of
+   * protected-entries.ts).
+   */
+  wrap(argv: readonly string[], workspace: string, env: NodeJS.ProcessEnv, readOnly: readonly string[]): { file: string; args: string[]; env: NodeJS.ProcessEnv };
 }
 
 const unconfined = (name: "none" | "off"): Sandbox => ({
@@ -62,9 +65,6 @@ const unconfined = (name: "none" | "off"): Sandbox => ({
 export const NO_SANDBOX: Sandbox = unconfined("none");
 /** No confinement, by the user's choice (`--no-sandbox`). */
 export const SANDBOX_OFF: Sandbox = unconfined("off");
-
-/** Workspace folders (and the project config) the agent's commands may read but not change. */
-const READ_ONLY_IN_WORKSPACE = [".git", STATE_DIR, PROJECT_CONFIG];
 
 /** The system's folders a command may need (programs, libraries, their configuration): there read-only, as links where they are links (merged /usr). */
 const SYSTEM_FOLDERS = ["/usr", "/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32", "/etc"];
@@ -93,7 +93,7 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
   return {
     name: "bubblewrap",
     scope: "namespace",
-    wrap(argv, workspace, env) {
+    wrap(argv, workspace, env, readOnly) {
       // Every home directory, the user's own wherever it is: other users' files are not the agent's business either.
       const home = [...new Set([...(env.HOME && env.HOME !== "/" ? [env.HOME] : []), "/home", "/root"])];
       const args = [
@@ -109,10 +109,8 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
         ...(options.readable ?? []).flatMap((dir) => (existsSync(dir) ? ["--ro-bind", dir, dir] : [])),
         ...(options.writable ?? []).flatMap((dir) => (existsSync(dir) ? ["--bind", dir, dir] : [])),
         options.readOnlyWorkspace ? "--ro-bind" : "--bind", workspace, workspace,
-        ...READ_ONLY_IN_WORKSPACE.flatMap((name) => {
-          const path = join(workspace, name);
-          return existsSync(path) ? ["--ro-bind", path, path] : [];
-        }),
+        // Every .git, .loopgraph and loopgraph.yaml, at any depth (protected-entries.ts).
+        ...readOnly.flatMap((path) => ["--ro-bind", path, path]),
         "--unshare-all",
         ...(options.network ? ["--share-net"] : []),
         "--die-with-parent",

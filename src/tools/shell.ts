@@ -1,13 +1,15 @@
 import { spawn } from "node:child_process";
-import { createReadStream, createWriteStream, lstatSync, mkdirSync, rmSync, type WriteStream } from "node:fs";
+import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
 import { finished } from "node:stream/promises";
 import { z } from "zod";
-import { PROJECT_CONFIG } from "../project.js";
+import { STATE_DIR } from "../project.js";
 import { StreamRedactor } from "../runs/redact.js";
+import { ensureStateDir } from "../runs/state-dir.js";
 import { agentEnvironment } from "./environment.js";
+import { protectedEntries, protectedPaths, readOnlyPaths, undoCreated } from "./protected-entries.js";
 import { availableSandbox, watchedBash } from "./sandbox.js";
 import { artifactFileName, newArtifactPath } from "./truncate.js";
 import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
@@ -224,13 +226,15 @@ interface RunOptions {
   killGraceMs: number;
   /** Written to the command's stdin, which is then closed (default: no stdin). */
   input?: string;
+  /** The workspace's paths the sandbox binds read-only (default: those protected now). */
+  readOnly?: readonly string[];
 }
 
 /** Runs `command` to its end, a timeout or cancellation, capturing its output into `stdout` and `stderr`. */
 async function runCommand(command: string, ctx: ToolContext, options: RunOptions, stdout: OutputCapture, stderr: OutputCapture): Promise<Ending> {
   // Credentials are loopgraph's, not the agent's: a command printing them would put them in the run's state and artifacts.
   const sandbox = ctx.sandbox ?? availableSandbox();
-  const sandboxed = sandbox.wrap(watchedBash(command, sandbox.scope), ctx.workspace, agentEnvironment(process.env));
+  const sandboxed = sandbox.wrap(watchedBash(command, sandbox.scope), ctx.workspace, agentEnvironment(process.env), options.readOnly ?? protectedPaths(ctx.workspace));
   // Its own process group: a timeout or cancellation kills the whole tree (with bubblewrap, its PID namespace).
   // Descriptor 3 is the watcher's lifeline: closed when loopgraph dies, or when it stops the command.
   const stdin = options.input === undefined ? "ignore" : "pipe";
@@ -366,15 +370,15 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
       const live = ctx.onOutput;
       const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout", ctx.secrets, live && ((text) => live("stdout", text)));
       const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr", ctx.secrets, live && ((text) => live("stderr", text)));
-      const absent = NOT_CREATED_BY_COMMANDS.filter((name) => lstatSync(join(ctx.workspace, name), { throwIfNoEntry: false }) === undefined);
+      // The workspace's own .loopgraph/ exists before the command starts, so the sandbox binds it read-only.
+      ensureStateDir(join(ctx.workspace, STATE_DIR));
+      const before = protectedEntries(ctx.workspace);
       try {
         const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-        const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs }, stdout, stderr);
+        const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs, readOnly: readOnlyPaths(ctx.workspace, before) }, stdout, stderr);
         const parts = layout(ending, stdout, stderr);
-        for (const name of absent) {
-          const removed = removeCreated(ctx.workspace, name);
-          if (removed) parts.push(removed);
-        }
+        // The sandbox protects what was there; what the command made is undone (protected-entries.ts).
+        for (const undone of undoCreated(ctx.workspace, before, protectedEntries(ctx.workspace))) parts.push(`\n${undone}\n`);
         const view = parts.map((part) => (typeof part === "string" ? part : part.view())).join("");
         const fullOutputFile = stdout.spooled || stderr.spooled ? await writeFullOutput(parts, ctx.artifactsDir) : undefined;
         if (ending.kind === "exited") return { content: view, ...(fullOutputFile ? { fullOutputFile } : {}) };
@@ -388,22 +392,3 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
 
 export const shellTool = createShellTool();
 
-/**
- * What a command may not create at the workspace root. The sandbox keeps an existing
- * `loopgraph.yaml` and `.git` read-only, but cannot stop a command from creating one where there
- * was none (bubblewrap protects only what is there): `loopgraph.yaml` would configure loopgraph,
- * and a new `.git` (`git init` with a `core.fsmonitor`, hooks or filters) would run its code in
- * the user's next git command there.
- */
-const NOT_CREATED_BY_COMMANDS = [PROJECT_CONFIG, ".git"];
-
-/** Removes `name` if the command created it at the workspace root, and says so, for the model. A folder named loopgraph.yaml is no config file and stays. */
-function removeCreated(workspace: string, name: string): string | undefined {
-  const path = join(workspace, name);
-  const created = lstatSync(path, { throwIfNoEntry: false });
-  if (!created || (name === PROJECT_CONFIG && created.isDirectory())) return undefined;
-  rmSync(path, { recursive: true, force: true });
-  return name === PROJECT_CONFIG
-    ? `\n[${PROJECT_CONFIG} was removed: it is loopgraph's project configuration, which the user writes; commands may not create it]\n`
-    : "\n[.git was removed: the workspace is not a git repository, and a command may not make it one (its configuration and hooks would run in the user's own git commands); ask the user to run git init]\n";
-}

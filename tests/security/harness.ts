@@ -773,10 +773,11 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
 
     // A later run in ask mode must still ask (a planted policy must not take effect).
     const mockRequests = () => mocks.flatMap((server) => server.requests);
+    const probeIn = typeof attack.probe === "string" ? join(ws, attack.probe) : ws;
     if (attack.probe) {
       // The control run's user trusts whatever the agent left (\`loopgraph trust\`), so that a planted
       // policy takes effect and the detector below has something to catch; a careful user never does.
-      if (options.unconfined) trustProject(ws, env);
+      if (options.unconfined) trustProject(probeIn, env);
       const probeMock = await startMockOpenAI();
       mocks.push(probeMock);
       const probeCalls: AttackCall[][] = [
@@ -785,7 +786,7 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
       ];
       probeMock.enqueue(...behaviours(probeCalls, places, "probe"));
       const probe = await limited(
-        converse({ ws, env: { ...env, OPENAI_BASE_URL: probeMock.url }, mode: "ask", threadId: "probe", signal: abort.signal }, () => ({ decision: "reject" })),
+        converse({ ws: probeIn, env: { ...env, OPENAI_BASE_URL: probeMock.url }, mode: "ask", threadId: "probe", signal: abort.signal }, () => ({ decision: "reject" })),
         "the probe run",
       );
       for (const call of probe.log.ran.values()) {
@@ -807,9 +808,10 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     leaks.scan(hostSocket.received(), "the host socket");
     if (hostSocket.connections() > 0) result.escapes.push(`a host socket outside the sandbox's view was reached (${hostSocket.connections()} connections)`);
     scanStore(ws, leaks);
-    for (const thread of attack.probe ? ["attack", "probe"] : ["attack"]) {
+    if (probeIn !== ws) scanStore(probeIn, leaks);
+    for (const [thread, where] of attack.probe ? [["attack", ws], ["probe", probeIn]] : [["attack", ws]]) {
       const exported = join(root, `${thread}.script.yaml`);
-      await exportScript(thread, exported, { db: join(ws, ".loopgraph", "loopgraph.db"), cwd: ws, env });
+      await exportScript(thread!, exported, { db: join(where!, ".loopgraph", "loopgraph.db"), cwd: where!, env });
       leaks.scan(readFileSync(exported), `the exported script of thread ${thread}`);
     }
     // A canary the workspace held before the run (a repository file with a token) may be copied
@@ -890,10 +892,21 @@ function scanStore(ws: string, leaks: LeakCollector): void {
   }
 }
 
-/** The user runs git in the workspace after the run, with their own environment (the canaries included). */
+/**
+ * The user runs git in the workspace after the run, with their own environment (the canaries
+ * included): a commit at its root, and a look (status, an alias, log) in each folder of it, where
+ * git finds whatever repository is nearest (a nested one, or a folder it takes for a bare one).
+ */
 function userRunsGit(ws: string): void {
   const env = { ...process.env, GIT_AUTHOR_NAME: "u", GIT_AUTHOR_EMAIL: "u@u", GIT_COMMITTER_NAME: "u", GIT_COMMITTER_EMAIL: "u@u", GIT_PAGER: "cat" };
-  for (const args of [["status"], ["diff"], ["st"], ["add", "-A"], ["commit", "-qm", "user commit"]]) {
-    spawnSync("git", args, { cwd: ws, env, stdio: "ignore", timeout: 10_000 });
-  }
+  const git = (args: string[], cwd: string) => spawnSync("git", args, { cwd, env, stdio: "ignore", timeout: 10_000 });
+  for (const args of [["status"], ["diff"], ["st"], ["add", "-A"], ["commit", "-qm", "user commit"]]) git(args, ws);
+  for (const folder of foldersUnder(ws)) for (const args of [["status"], ["st"], ["log", "-1"]]) git(args, folder);
+}
+
+/** The folders under `dir` (not itself), but none inside a `.git` or `.loopgraph`. */
+function foldersUnder(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true })
+    .filter((entry) => entry.isDirectory() && entry.name !== ".git" && entry.name !== ".loopgraph")
+    .flatMap((entry) => [join(dir, entry.name), ...foldersUnder(join(dir, entry.name))]);
 }
