@@ -28,6 +28,7 @@ const E2E = [
   "tests/project-root.e2e.test.ts",
   "tests/config.e2e.test.ts",
   "tests/mcp.e2e.test.ts",
+  "tests/trust.findings.e2e.test.ts",
   "tests/hooks.e2e.test.ts",
   "tests/chat.json.test.ts",
   "tests/replay.e2e.test.ts",
