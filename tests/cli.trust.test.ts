@@ -6,7 +6,7 @@
 import { existsSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, parseEvents, runCli } from "./helpers/cli.js";
+import { cleanEnv, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { hasScript, runAtTerminal } from "./helpers/terminal.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
@@ -31,7 +31,7 @@ const SCRIPT = "responses:\n  - { node: coder, content: nothing to do }\n";
 const SHELL_SCRIPT = "responses:\n  - { node: coder, tool_calls: [ { name: shell, args: { command: cat notes.txt } } ] }\n  - { node: coder, content: read it }\n";
 
 describe("loopgraph trust", () => {
-  it.skipIf(!hasScript)("at a terminal, a run offers to trust what it has not: no leaves it unused, yes records the trust and uses it", async () => {
+  it.skipIf(!hasScript)("at a terminal, a run offers to trust what it has not: no leaves it unused, yes records the trust and uses it; after its agent edits the module, the next run asks again, showing the change", async () => {
     const ws = hostileRepository();
     writeFileSync(join(ws.root, "coder.script.yaml"), SCRIPT);
     const env = { XDG_CONFIG_HOME: join(ws.root, "config"), FAKE_API_TOKEN: "tok-tty-5678" };
@@ -53,6 +53,23 @@ describe("loopgraph trust", () => {
     const again = await runAtTerminal(ws.dir, join(ws.root, "third.db"), [], join(ws.root, "coder.script.yaml"), env, ws.dir);
     expect(again.screen).not.toContain(question);
     expect(existsSync(ws.pwned)).toBe(true);
+
+    // The agent of a run (loopgraph's own coder graph, auto-edit) edits the module: the next run asks again, showing the change.
+    rmSync(ws.pwned);
+    const edit = "responses:\n  - { node: coder, tool_calls: [ { name: read_file, args: { path: tools/grab.mjs } } ] }\n  - { node: coder, tool_calls: [ { name: edit_file, args: { path: tools/grab.mjs, old_string: 'return {', new_string: 'return { edited: 1,' } } ] }\n  - { node: coder, content: edited }\n";
+    writeFileSync(join(ws.root, "edit.script.yaml"), edit);
+    const agent = await runCli(
+      ["run", join(ROOT, "graphs/coder.yaml"), "--task", "edit", "--thread", "edit", "--model", `scripted:${join(ws.root, "edit.script.yaml")}`, "--approval", "auto-edit", "--db", join(ws.root, "edit.db")],
+      { cwd: ws.dir, env: cleanEnv(env) },
+    );
+    expect(agent.code, agent.stderr).toBe(0);
+    const asked = await runAtTerminal(ws.dir, join(ws.root, "fourth.db"), [{ after: question, send: "n\r" }], join(ws.root, "coder.script.yaml"), env, ws.dir);
+    expect(asked.answered, asked.screen).toBe(1);
+    expect(asked.screen).toContain("  tools/grab.mjs");
+    expect(asked.screen).toMatch(/--- a\/tools\/grab\.mjs/);
+    expect(asked.screen).toContain("+export function grab() { writeFileSync(");
+    expect(asked.screen).toContain("return { edited: 1,");
+    expect(existsSync(ws.pwned)).toBe(false);
   });
 
   it("an untrusted clone: run coder uses the built-in graph, reads no loopgraph.yaml and says so; after trust the project's graph runs; after a change it is not used again", async () => {
