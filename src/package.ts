@@ -1,4 +1,4 @@
-import { readFileSync } from "node:fs";
+import { existsSync, readFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 
@@ -11,6 +11,16 @@ export function packageRoot(): string | undefined {
     if (parent === dir) return undefined;
     dir = parent;
   }
+}
+
+/**
+ * The package root when loopgraph is installed there (no `.git`: not a development checkout): its
+ * code and graphs, which the agent's tools and commands never change, even where the package
+ * lies inside a workspace (a project's own `node_modules/loopgraph`).
+ */
+export function installedPackageRoot(): string | undefined {
+  const root = packageRoot();
+  return root && !existsSync(path.join(root, ".git")) ? root : undefined;
 }
 
 /** The package's own `graphs/` directory (shipped graphs), if the package root is found. */

@@ -7,7 +7,7 @@
  * corpus (finding 8) in tests/policy.corpus.test.ts, its forms here.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { accessSync, constants, cpSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -214,6 +214,30 @@ describe.skipIf(noSandbox)("the campaign's findings, through the CLI in bubblewr
     expect(listed.code, listed.stdout + listed.stderr).toBe(1);
     expect(listed.stdout).toMatch(/^mine +stdio, in the sandbox;.* 2 tools$/m);
     expect(listed.stdout).toMatch(/^offline .*not available: .*; it ran in the OS sandbox, which has no network and an empty home: a server that downloads itself \(npx -y …\) needs `network: true`/m);
+  });
+});
+
+describe.skipIf(noSandbox)("loopgraph installed inside the project it works on", () => {
+  it("its graphs and code in node_modules/loopgraph are changed neither by the file tools nor by a command", () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "x\n" } });
+    const installed = join(ws.dir, "node_modules/loopgraph");
+    for (const part of ["package.json", "dist", "graphs", "prompts"]) cpSync(join(ROOT, part), join(installed, part), { recursive: true });
+    symlinkSync(join(ROOT, "node_modules"), join(installed, "node_modules"));
+    const graph = readFileSync(join(installed, "graphs/coder.yaml"), "utf8");
+    const responses = [
+      { node: "coder", tool_calls: [write("node_modules/loopgraph/graphs/coder.yaml", PLANTED_GRAPH), shell("echo '// planted' >> node_modules/loopgraph/graphs/coder.yaml; echo x > node_modules/loopgraph/dist/planted.js || echo blocked")] },
+      { node: "coder", content: "done" },
+    ];
+    writeFileSync(join(ws.root, "own.script.yaml"), JSON.stringify({ responses }));
+    const env = userEnv(ws);
+    const args = ["run", "coder", "--task", "t", "--thread", "own", "--model", `scripted:${join(ws.root, "own.script.yaml")}`, "--approval", "auto", "--db", ws.db, "--json"];
+    const run = spawnSync(process.execPath, [join(installed, "dist/cli/loopgraph.js"), ...args], { cwd: ws.dir, env, encoding: "utf8", timeout: 60_000 });
+    expect(run.status, run.stderr).toBe(0);
+    const said = parseEvents(run.stdout).filter((event) => event.type === "tool_result").map((event) => String(event.result)).join("\n");
+    expect(said).toContain("is part of loopgraph itself (installed in");
+    expect(said).toContain("blocked");
+    expect(readFileSync(join(installed, "graphs/coder.yaml"), "utf8")).toBe(graph);
+    expect(existsSync(join(installed, "dist/planted.js"))).toBe(false);
   });
 });
 

@@ -8,8 +8,10 @@
 import { constants, fstatSync, openSync, readSync, closeSync, type Stats } from "node:fs";
 import { lstat, mkdir, open, readFile, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { installedPackageRoot } from "../package.js";
 import { PROJECT_CONFIG } from "../project.js";
 import { ToolError } from "./types.js";
+import { isInside } from "./workspace-paths.js";
 
 const { O_RDONLY, O_WRONLY, O_CREAT, O_NOFOLLOW, O_NONBLOCK } = constants;
 
@@ -32,7 +34,11 @@ export async function stampOf(absolute: string): Promise<string> {
   return fileStamp(await lstat(absolute));
 }
 
-export function checkWritable(relative: string): void {
+export function checkWritable(relative: string, absolute: string): void {
+  const own = installedPackageRoot();
+  if (own && isInside(own, absolute)) {
+    throw new ToolError("protected_path", `${relative} is part of loopgraph itself (installed in ${own}), which the file tools never write`);
+  }
   if (relative.split("/").pop()?.toLowerCase() === PROJECT_CONFIG) {
     throw new ToolError("protected_path", `${relative} is a loopgraph project config file, which the file tools never write: the user sets loopgraph up`);
   }
@@ -108,7 +114,7 @@ export async function readChecked(absolute: string, relative: string): Promise<B
  * directories, then reads it back to check. An existing file must be a regular file with one link.
  */
 export async function writeChecked(absolute: string, relative: string, text: string): Promise<void> {
-  checkWritable(relative);
+  checkWritable(relative, absolute);
   await mkdir(dirname(absolute), { recursive: true });
   const expected = Buffer.from(text, "utf8");
   const handle = await open(absolute, O_WRONLY | O_CREAT | O_NOFOLLOW | O_NONBLOCK, 0o666).catch((error: unknown) => {

@@ -9,6 +9,7 @@
  */
 import { lstatSync, readdirSync, realpathSync, rmSync, type Dirent } from "node:fs";
 import { join, relative } from "node:path";
+import { installedPackageRoot } from "../package.js";
 import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
 import { isInside } from "./workspace-paths.js";
 
@@ -76,7 +77,7 @@ export function protectedEntries(workspace: string): ProtectedEntry[] {
  * and only a target inside the workspace (binding a link's target outside would show it to the
  * command: a planted `.git -> ~/.ssh`).
  */
-export function readOnlyPaths(workspace: string, entries: readonly ProtectedEntry[]): string[] {
+function readOnlyPaths(workspace: string, entries: readonly ProtectedEntry[]): string[] {
   return entries.flatMap(({ path }) => {
     if (!lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) return [path];
     try {
@@ -89,9 +90,10 @@ export function readOnlyPaths(workspace: string, entries: readonly ProtectedEntr
   });
 }
 
-/** The paths to bind read-only in `workspace` as it is now. */
-export function protectedPaths(workspace: string): string[] {
-  return readOnlyPaths(workspace, protectedEntries(workspace));
+/** The paths to bind read-only in `workspace` for its `entries` (default: as it is now); loopgraph's own installed package too, when it lies inside. */
+export function protectedPaths(workspace: string, entries: readonly ProtectedEntry[] = protectedEntries(workspace)): string[] {
+  const own = installedPackageRoot();
+  return [...readOnlyPaths(workspace, entries), ...(own && own !== workspace && isInside(workspace, own) ? [own] : [])];
 }
 
 /**

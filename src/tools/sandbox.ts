@@ -49,7 +49,7 @@ export interface Sandbox {
   readonly scope: "namespace" | "group";
   /**
    * The program and arguments that run `argv` in the sandbox, in `workspace` (absolute, real
-   * path), with the workspace's paths `readOnly` bound read-only (`readOnlyPaths` of
+   * path), with the workspace's paths `readOnly` bound read-only (`protectedPaths` of
    * protected-entries.ts).
    */
   wrap(argv: readonly string[], workspace: string, env: NodeJS.ProcessEnv, readOnly: readonly string[]): { file: string; args: string[]; env: NodeJS.ProcessEnv };

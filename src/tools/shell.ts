@@ -9,7 +9,7 @@ import { STATE_DIR } from "../project.js";
 import { StreamRedactor } from "../runs/redact.js";
 import { ensureStateDir } from "../runs/state-dir.js";
 import { agentEnvironment } from "./environment.js";
-import { protectedEntries, protectedPaths, readOnlyPaths, undoCreated } from "./protected-entries.js";
+import { protectedEntries, protectedPaths, undoCreated } from "./protected-entries.js";
 import { availableSandbox, watchedBash } from "./sandbox.js";
 import { artifactFileName, newArtifactPath } from "./truncate.js";
 import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
@@ -375,7 +375,7 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
       const before = protectedEntries(ctx.workspace);
       try {
         const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-        const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs, readOnly: readOnlyPaths(ctx.workspace, before) }, stdout, stderr);
+        const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs, readOnly: protectedPaths(ctx.workspace, before) }, stdout, stderr);
         const parts = layout(ending, stdout, stderr);
         // The sandbox protects what was there; what the command made is undone (protected-entries.ts).
         for (const undone of undoCreated(ctx.workspace, before, protectedEntries(ctx.workspace))) parts.push(`\n${undone}\n`);
