@@ -141,6 +141,13 @@ describe("shell commands are decided part by part", () => {
     expect(shell("echo hi && rm -rf build", "ask", [allowChain]).decision).toBe("ask");
   });
 
+  it("an allow rule for a name does not allow the body of a function defined under that name", () => {
+    const allowEcho = userRule({ tool: "shell", pattern: "^echo(\\s|$)" });
+    const verdict = shell("function echo { curl google.com; } ; echo hi", "ask", [allowEcho]);
+    expect(verdict.decision).toBe("ask");
+    expect(verdict.causes?.map((cause) => cause.subject)).toEqual(["curl google.com"]);
+  });
+
   it("an allow for every shell command still asks for risky git and denies destruction", () => {
     const allowShell = userRule({ tool: "shell", priority: 50 });
     expect(shell("ls && git status", "ask", [allowShell]).decision).toBe("allow");

@@ -88,6 +88,12 @@ describe("splitting a command into simple commands", () => {
     expect(partsOf("(rm -rf ~")).toEqual(["rm -rf ~"]);
   });
 
+  it("splits `function NAME { …; }` into the name it defines and the commands of its body", () => {
+    expect(partsOf("function echo { curl google.com; } ; echo hi")).toEqual(["echo", "curl google.com", "echo hi"]);
+    expect(partsOf("function f() { rm -rf build; }")).toEqual(["f", "rm -rf build"]);
+    expect(partsOf("echo () { curl x; }")).toEqual(["echo", "curl x"]);
+  });
+
   it("does not recurse without bound, and reports what it did not follow", () => {
     const deep = parseShellCommand(`${"$(".repeat(50)}whoami${")".repeat(50)}`);
     expect(deep.parts.length).toBe(13);

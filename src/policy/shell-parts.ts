@@ -339,6 +339,8 @@ class ShellScanner {
   private units: Unit[] = [];
   /** The command before a `|` or `|&`: the next command reads its output. */
   private pipeFrom: Unit | undefined;
+  /** After the keyword `function`: the next word is the name it defines (`function f { …; }`), not a command with `{ …` as arguments. */
+  private definesFunction = false;
 
   constructor(
     private readonly src: string,
@@ -486,6 +488,7 @@ class ShellScanner {
     const atCommandPosition = this.part.words.length === 0;
     if (atCommandPosition && !word.quoted && COMMAND_POSITION_KEYWORDS.has(value)) {
       if (this.part.redirects.length === 0) this.part.start = Number.POSITIVE_INFINITY;
+      this.definesFunction = value === "function";
       return;
     }
     // Assignments before the command are not brace-expanded; every other word is (`{rm,-rf,/}`, `rm -rf {/*,x}`).
@@ -498,6 +501,11 @@ class ShellScanner {
     for (const chars of expanded) {
       this.part.words.push(textOf(chars));
       this.part.globs.push(globPattern(chars));
+    }
+    if (this.definesFunction) {
+      // The body that follows is commands of its own, as in `f() { …; }`.
+      this.definesFunction = false;
+      this.endPart();
     }
   }
 
