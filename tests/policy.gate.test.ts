@@ -328,4 +328,24 @@ describe("'always' for a shell command: only options that neither write nor exec
   it("never covers what the built-in rules ask about or deny", () => {
     expect(after("cat README.md", ["cat .env", "cat .en?", "cat ~/.ssh/id_rsa"])).toEqual({ "cat .env": "ask", "cat .en?": "ask", "cat ~/.ssh/id_rsa": "blocked" });
   });
+
+  it("covers the plain command approved, not one nested in a subshell, a substitution or another shell", () => {
+    expect(after("ls", ["ls -la", "ls && ls -a", "(ls)", "ls || (ls -a)", "echo $(ls)", "bash -c ls"])).toEqual({
+      "ls -la": "run",
+      "ls && ls -a": "run",
+      "(ls)": "ask",
+      "ls || (ls -a)": "ask",
+      "echo $(ls)": "ask",
+      "bash -c ls": "ask",
+    });
+  });
+
+  it("a command approved nested is covered nested too, and says so", () => {
+    const { rule, description, later } = approveAlways(shell("(ls -la)"));
+    expect(rule.commands).toEqual([{ name: "ls", readOnly: true, nested: true }]);
+    expect(description).toBe("`ls` with read-only options, also nested (in a subshell or a substitution), for the rest of this thread");
+    expect(later(shell("(ls)"))).toBe("run");
+    expect(later(shell("ls -R"))).toBe("run");
+    expect(later(shell("(ls > out.txt)"))).toBe("ask");
+  });
 });

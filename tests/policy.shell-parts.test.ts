@@ -88,6 +88,15 @@ describe("splitting a command into simple commands", () => {
     expect(partsOf("(rm -rf ~")).toEqual(["rm -rf ~"]);
   });
 
+  it("marks the commands nested in a subshell, a substitution or another shell's script", () => {
+    const nested = (command: string) => parseShellCommand(command).parts.map((part) => `${part.text}${part.nested ? " (nested)" : ""}`);
+    expect(nested("ls || (pwd && echo hi)")).toEqual(["ls", "pwd (nested)", "echo hi (nested)"]);
+    expect(nested("echo $(ls)")).toEqual(["ls (nested)", "echo $(ls)"]);
+    expect(nested("bash -c 'ls'")).toEqual(["bash -c 'ls'", "ls (nested)"]);
+    expect(nested("find . -exec ls {} +")).toEqual(["find . -exec ls {} +", "ls {} (nested)"]);
+    expect(nested("ls && pwd; { echo hi; }")).toEqual(["ls", "pwd", "echo hi"]);
+  });
+
   it("splits `function NAME { …; }` into the name it defines and the commands of its body", () => {
     expect(partsOf("function echo { curl google.com; } ; echo hi")).toEqual(["echo", "curl google.com", "echo hi"]);
     expect(partsOf("function f() { rm -rf build; }")).toEqual(["f", "rm -rf build"]);

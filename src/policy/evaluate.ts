@@ -89,7 +89,7 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   if (subject && "command" in subject) {
     const command = stringArgument(call.args, subject.command) ?? "";
     const parsed = parseShellCommand(command);
-    const findings = parsed.parts.map((part) => {
+    const partFinding = (part: ShellPart): Finding => {
       const finding = decide(unique([part.text, normalisedText(part)]), part);
       // A rule that allows a command by its words does not allow what its words do not say.
       const beyond = finding.rule?.decision === "allow" ? beyondItsWords(part) : undefined;
@@ -99,7 +99,8 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
       if (beyond.kind === "redirect" && !decidingRule([finding.rule!], call.name, [commandWords(part.words).join(" ")], wordsOnly)) return finding;
       const fallback = explained(defaultFinding(part.text, effect, mode));
       return fallback.decision === "allow" ? fallback : { ...fallback, reason: `${fallback.reason}: ${finding.rule!.source} rule ${finding.rule!.origin ?? finding.rule!.pattern ?? finding.rule!.tool} does not cover it, as ${beyond.reason}` };
-    });
+    };
+    const findings = parsed.parts.map((part) => (part.nested ? { ...partFinding(part), nested: true as const } : partFinding(part)));
     // Forms that can add an ask or a deny but never allow: a whole script or pipeline (`curl … | sh`
     // spans parts), and a part with its globs matched to sensitive paths (`cat /e?c/shadow`).
     const riskForms = [...parsed.scripts, ...parsed.pipelines].map((script) => ({ subject: script, forms: [script] }));
@@ -143,7 +144,7 @@ function verdictOf(findings: readonly Finding[]): PolicyVerdict {
     ...(first.rule && { rule: first.rule }),
     reason: first.reason + more,
     subject: first.subject,
-    causes: causes.map(({ subject, rule, reason }) => ({ subject, ...(rule && { rule }), reason })),
+    causes: causes.map(({ subject, rule, reason, nested }) => ({ subject, ...(rule && { rule }), reason, ...(nested && { nested }) })),
   };
 }
 

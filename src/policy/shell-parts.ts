@@ -38,6 +38,11 @@ export interface ShellPart {
    * quoted characters escaped (`"a*"b?` → `a\*b?`). Absent when no word is a glob.
    */
   globs?: (string | undefined)[];
+  /**
+   * Not a plain command of the command line: inside a subshell, a command substitution or another
+   * shell's script (`(ls)`, `$(ls)`, `bash -c 'ls'`), or made up by the scanner (`find -exec`, `xargs`).
+   */
+  nested?: true;
 }
 
 export interface ParsedShellCommand {
@@ -515,7 +520,13 @@ class ShellScanner {
     const { words, globs, redirects, start, end } = this.part;
     this.part = emptyPart();
     if (words.length === 0 && redirects.length === 0) return undefined;
-    const part: ShellPart = { text: this.src.slice(start, end).trim(), words, redirects, ...(globs.some((glob) => glob !== undefined) && { globs }) };
+    const part: ShellPart = {
+      text: this.src.slice(start, end).trim(),
+      words,
+      redirects,
+      ...(globs.some((glob) => glob !== undefined) && { globs }),
+      ...(this.depth > 0 && { nested: true as const }),
+    };
     const unit: Unit = { part, ...(this.pipeFrom && { pipedFrom: this.pipeFrom }) };
     this.pipeFrom = undefined;
     this.units.push(unit);
@@ -531,7 +542,7 @@ class ShellScanner {
   /** A part made up by the scanner (`find -exec …`, what `xargs` runs), unless it is nested too deeply. */
   private addDerivedPart(words: string[]): void {
     if (words.length === 0) return;
-    if (this.depth < MAX_NESTING) this.addPart({ text: words.join(" "), words, redirects: [] });
+    if (this.depth < MAX_NESTING) this.addPart({ text: words.join(" "), words, redirects: [], nested: true });
     else this.out.tooDeep.push(words.join(" "));
   }
 
