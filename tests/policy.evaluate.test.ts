@@ -141,6 +141,17 @@ describe("shell commands are decided part by part", () => {
     expect(shell("echo hi && rm -rf build", "ask", [allowChain]).decision).toBe("ask");
   });
 
+  it("an allow rule does not allow what bash cannot parse: the mode decides it", () => {
+    const allowLs = userRule({ tool: "shell", pattern: "^ls(\\s|$)" });
+    const verdict = shell("ls &&", "ask", [allowLs]);
+    expect(verdict).toMatchObject({ decision: "ask", reason: expect.stringContaining("`ls &&` cannot be parsed (`&&` with no command after it), so no rule allows it") });
+    expect(shell("ls 'src", "ask", [allowLs]).decision).toBe("ask");
+    expect(shell("ls && pwd", "ask", [allowLs, userRule({ tool: "shell", pattern: "^pwd$" })]).decision).toBe("allow");
+    expect(shell("ls &&", "auto", [allowLs]).decision).toBe("allow");
+    expect(shell("ls &&", "deny", [allowLs]).decision).toBe("deny");
+    expect(shell("rm -rf / &&", "auto").decision).toBe("deny");
+  });
+
   it("an allow rule for a name does not allow the body of a function defined under that name", () => {
     const allowEcho = userRule({ tool: "shell", pattern: "^echo(\\s|$)" });
     const verdict = shell("function echo { curl google.com; } ; echo hi", "ask", [allowEcho]);

@@ -88,6 +88,30 @@ describe("splitting a command into simple commands", () => {
     expect(partsOf("(rm -rf ~")).toEqual(["rm -rf ~"]);
   });
 
+  it.each([
+    ["ls &&", "`&&` with no command after it"],
+    ["ls ||", "`||` with no command after it"],
+    ["ls |", "`|` with no command after it"],
+    ["ls && ; pwd", "`&&` with no command after it"],
+    ["git log &&& rm -rf /", "`&&` with no command after it"],
+    ["echo 'a", "an unclosed '"],
+    ['echo "a', 'an unclosed "'],
+    ["echo $'a", "an unclosed $'"],
+    ["echo `ls", "an unclosed `"],
+    ["echo $(ls", "an unclosed ("],
+    ["(rm -rf ~", "an unclosed ("],
+    ["echo ${a", "an unclosed ${"],
+  ])("reports what bash cannot parse: %j (%s)", (command, what) => {
+    expect(parseShellCommand(command).incomplete).toEqual([{ script: command, what }]);
+  });
+
+  it("reports it in the nested script it is in, and nothing in a complete command", () => {
+    expect(parseShellCommand("bash -c 'ls &&'").incomplete).toEqual([{ script: "ls &&", what: "`&&` with no command after it" }]);
+    for (const command of ["ls && pwd", "ls &&\npwd", "ls && (pwd)", "ls &", "ls;", 'echo "it\'s" \'a"b\'', "echo ${v:-$(id)}", "x=$((1+(2*3)))", "case x in a) ls;; esac"]) {
+      expect(parseShellCommand(command).incomplete, command).toEqual([]);
+    }
+  });
+
   it("marks the commands nested in a subshell, a substitution or another shell's script", () => {
     const nested = (command: string) => parseShellCommand(command).parts.map((part) => `${part.text}${part.nested ? " (nested)" : ""}`);
     expect(nested("ls || (pwd && echo hi)")).toEqual(["ls", "pwd (nested)", "echo hi (nested)"]);

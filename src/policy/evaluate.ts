@@ -113,6 +113,11 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
     for (const script of parsed.tooDeep) {
       findings.push({ subject: script, rule: TOO_DEEP_TO_CHECK, decision: "deny", reason: `\`${script}\`: ${TOO_DEEP_TO_CHECK.reason}` });
     }
+    // What bash cannot parse is not what the rules were matched against: the mode alone decides it.
+    for (const { script, what } of parsed.incomplete) {
+      const fallback = explained(defaultFinding(script, effect, mode));
+      findings.push({ ...fallback, reason: `\`${script}\` cannot be parsed (${what}), so no rule allows it: ${fallback.reason}` });
+    }
     return verdictOf(findings.length > 0 ? findings : [explained(defaultFinding(command, effect, mode))]);
   }
 

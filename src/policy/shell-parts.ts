@@ -57,10 +57,15 @@ export interface ParsedShellCommand {
   pipelines: string[];
   /** Scripts nested deeper than the scanner follows, or words expanding to too many: they could not be checked. */
   tooDeep: string[];
+  /**
+   * What bash would reject as a syntax error, each with the script it is in: an unclosed quote,
+   * backtick, `(`, `$(` or `${`, or a `&&`, `||` or `|` with no command after it (`ls &&`).
+   */
+  incomplete: { script: string; what: string }[];
 }
 
 export function parseShellCommand(command: string): ParsedShellCommand {
-  const parsed: ParsedShellCommand = { parts: [], scripts: [], pipelines: [], tooDeep: [] };
+  const parsed: ParsedShellCommand = { parts: [], scripts: [], pipelines: [], tooDeep: [], incomplete: [] };
   new ShellScanner(command, 0, parsed).run();
   return parsed;
 }
@@ -344,6 +349,8 @@ class ShellScanner {
   private units: Unit[] = [];
   /** The command before a `|` or `|&`: the next command reads its output. */
   private pipeFrom: Unit | undefined;
+  /** A `&&`, `||`, `|` or `|&` still waiting for the command after it. */
+  private dangling: string | undefined;
   /** After the keyword `function`: the next word is the name it defines (`function f { …; }`), not a command with `{ …` as arguments. */
   private definesFunction = false;
 
@@ -362,6 +369,7 @@ class ShellScanner {
     }
     while (this.pos < this.src.length) this.step();
     this.endPart();
+    if (this.dangling) this.markIncomplete(`\`${this.dangling}\` with no command after it`);
     // Heredoc bodies come after the line that uses them: stdin is known only now.
     for (const unit of this.units) this.descendIntoStdin(unit);
     this.addPipelines();
@@ -412,12 +420,14 @@ class ShellScanner {
         break;
       case ";":
         this.endPart();
+        this.expectCommand(undefined);
         this.pos += next === ";" || next === "&" ? 2 : 1;
         return;
       case "|": {
         const unit = this.endPart();
         // `|` and `|&` pipe the output on; `||` does not.
         if (next !== "|") this.pipeFrom = unit;
+        this.expectCommand(next === "|" || next === "&" ? `|${next}` : "|");
         this.pos += next === "|" || next === "&" ? 2 : 1;
         return;
       }
@@ -427,6 +437,7 @@ class ShellScanner {
           return;
         }
         this.endPart();
+        this.expectCommand(next === "&" ? "&&" : undefined);
         this.pos += next === "&" ? 2 : 1;
         return;
       case "<":
@@ -440,6 +451,7 @@ class ShellScanner {
       case "(": {
         this.endPart();
         this.pipeFrom = undefined;
+        this.dangling = undefined;
         const group = this.balancedFrom(this.pos);
         this.nested(group.inner);
         this.pos = group.end;
@@ -478,6 +490,7 @@ class ShellScanner {
     const word = this.word;
     if (word === undefined) return;
     this.word = undefined;
+    this.dangling = undefined;
     const value = textOf(word.chars);
     this.part.start = Math.min(this.part.start, this.pendingRedirect?.start ?? word.start);
     this.part.end = this.pos;
@@ -512,6 +525,17 @@ class ShellScanner {
       this.definesFunction = false;
       this.endPart();
     }
+  }
+
+  /** After an operator: the command that must follow `&&`, `||` or `|` (`ls &&` is a syntax error), or none (`;`, `&`). */
+  private expectCommand(operator: string | undefined): void {
+    if (this.dangling) this.markIncomplete(`\`${this.dangling}\` with no command after it`);
+    this.dangling = operator;
+  }
+
+  private markIncomplete(what: string): void {
+    const script = this.src.trim();
+    if (!this.out.incomplete.some((known) => known.script === script && known.what === what)) this.out.incomplete.push({ script, what });
   }
 
   private endPart(): Unit | undefined {
@@ -648,6 +672,7 @@ class ShellScanner {
 
   private readSingleQuoted(): void {
     const end = this.src.indexOf("'", this.pos + 1);
+    if (end < 0) this.markIncomplete("an unclosed '");
     const close = end < 0 ? this.src.length : end;
     this.append(this.src.slice(this.pos + 1, close), true);
     this.pos = close + 1;
@@ -679,6 +704,7 @@ class ShellScanner {
         i += 1;
       }
     }
+    if (terminator !== undefined) this.markIncomplete(`an unclosed ${terminator}`);
     return limit;
   }
 
@@ -743,6 +769,7 @@ class ShellScanner {
       } else if (c === "}" && --depth === 0) return i + 1;
       else i += 1;
     }
+    this.markIncomplete("an unclosed ${");
     return this.src.length;
   }
 
@@ -760,6 +787,7 @@ class ShellScanner {
         i += 1;
       }
     }
+    if (i >= this.src.length) this.markIncomplete("an unclosed $'");
     this.append(value, true);
     this.pos = i + 1;
   }
@@ -768,6 +796,7 @@ class ShellScanner {
   private readBackticks(from: number, startsWord = true): number {
     let i = from + 1;
     while (i < this.src.length && this.src[i] !== "`") i += this.src[i] === "\\" ? 2 : 1;
+    if (i >= this.src.length) this.markIncomplete("an unclosed `");
     const end = Math.min(i + 1, this.src.length);
     this.nested(this.src.slice(from + 1, i).replace(/\\([`$\\])/g, "$1"));
     if (startsWord) this.appendExpansion(this.src.slice(from, end));
@@ -812,6 +841,7 @@ class ShellScanner {
         i += 1;
       }
     }
+    this.markIncomplete("an unclosed (");
     return { inner: this.src.slice(open + 1), end: this.src.length };
   }
 
