@@ -141,6 +141,12 @@ describe("shell commands are decided part by part", () => {
     expect(shell("echo hi && rm -rf build", "ask", [allowChain]).decision).toBe("ask");
   });
 
+  it("allows of single commands hold over a catch-all ask at a lower priority", () => {
+    const rules = [userRule({ tool: "shell", pattern: "^git status", priority: 20 }), userRule({ tool: "shell", pattern: "^ls", priority: 20 }), userRule({ tool: "shell", decision: "ask", priority: 10 })];
+    expect(shell("git status && ls", "ask", rules).decision).toBe("allow");
+    expect(shell("git status && pwd", "ask", rules).causes?.map((cause) => cause.subject)).toEqual(["pwd"]);
+  });
+
   it("an allow rule does not allow what bash cannot parse: the mode decides it", () => {
     const allowLs = userRule({ tool: "shell", pattern: "^ls(\\s|$)" });
     const verdict = shell("ls &&", "ask", [allowLs]);

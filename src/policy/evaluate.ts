@@ -106,6 +106,8 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
     const riskForms = [...parsed.scripts, ...parsed.pipelines].map((script) => ({ subject: script, forms: [script] }));
     for (const part of parsed.parts) riskForms.push({ subject: part.text, forms: sensitiveGlobForms(part) });
     for (const { subject, forms } of riskForms) {
+      // A part without globs has no glob forms: a rule without a pattern would "match" the empty list and overrule the part's own decision.
+      if (forms.length === 0) continue;
       const rule = decidingRule(rules, call.name, forms);
       if (rule && rule.decision !== "allow") findings.push(explained(ruleFinding(rule, true, subject, mode)));
     }
