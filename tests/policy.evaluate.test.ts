@@ -260,6 +260,9 @@ describe("built-in rules", () => {
     "git clean -fdx",
     "git branch -D feature",
     "git stash clear",
+    "git reset",
+    "git reset HEAD~1",
+    "git -C repo reset -- src/a.ts",
     "bash -lc 'git reset --hard'",
     "zsh -lc 'git reset --hard HEAD~1'",
     "/usr/bin/git reset --hard",
@@ -326,6 +329,8 @@ describe("built-in rules", () => {
     "echo x | tee out.txt",
     "python3 -m pytest -k credentials_test",
     "git reset --soft HEAD~1",
+    'git commit -m "reset the cache"',
+    "git log --grep reset",
     "git clean -n",
   ])("does not flag %j", (command) => {
     expect(shell(command, "auto").decision).toBe("allow");
