@@ -24,6 +24,7 @@ export const ATTACK_CLASSES = [
   "planted-code",
   "ordinary-secrets",
   "host-socket",
+  "corpus-forms",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
 
@@ -61,6 +62,8 @@ export interface Attack {
   turns: AttackCall[][];
   /** A benign display (on BENIGN_DISPLAYS) that the simulated user answers "always" to. */
   always?: string;
+  /** The user's own policy file (`$XDG_CONFIG_HOME/loopgraph/policy.yaml`), as YAML: rules the user wrote for the run. */
+  userPolicy?: string;
   /** After the first approval pause, resume with this approval mode (the user changed it). */
   resumeApproval?: ApprovalMode;
   /** After the run, a second run in ask mode in the same workspace must still ask before running anything. */
