@@ -533,6 +533,7 @@ class ShellScanner {
     this.dangling = operator;
   }
 
+  /** Notes what bash would reject in this script, once per kind: the policy lets no rule allow such a command. */
   private markIncomplete(what: string): void {
     const script = this.src.trim();
     if (!this.out.incomplete.some((known) => known.script === script && known.what === what)) this.out.incomplete.push({ script, what });
