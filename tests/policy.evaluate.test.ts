@@ -141,6 +141,30 @@ describe("shell commands are decided part by part", () => {
     expect(shell("echo hi && rm -rf build", "ask", [allowChain]).decision).toBe("ask");
   });
 
+  it("allows of single commands hold over a catch-all ask at a lower priority", () => {
+    const rules = [userRule({ tool: "shell", pattern: "^git status", priority: 20 }), userRule({ tool: "shell", pattern: "^ls", priority: 20 }), userRule({ tool: "shell", decision: "ask", priority: 10 })];
+    expect(shell("git status && ls", "ask", rules).decision).toBe("allow");
+    expect(shell("git status && pwd", "ask", rules).causes?.map((cause) => cause.subject)).toEqual(["pwd"]);
+  });
+
+  it("an allow rule does not allow what bash cannot parse: the mode decides it", () => {
+    const allowLs = userRule({ tool: "shell", pattern: "^ls(\\s|$)" });
+    const verdict = shell("ls &&", "ask", [allowLs]);
+    expect(verdict).toMatchObject({ decision: "ask", reason: expect.stringContaining("`ls &&` cannot be parsed (`&&` with no command after it), so no rule allows it") });
+    expect(shell("ls 'src", "ask", [allowLs]).decision).toBe("ask");
+    expect(shell("ls && pwd", "ask", [allowLs, userRule({ tool: "shell", pattern: "^pwd$" })]).decision).toBe("allow");
+    expect(shell("ls &&", "auto", [allowLs]).decision).toBe("allow");
+    expect(shell("ls &&", "deny", [allowLs]).decision).toBe("deny");
+    expect(shell("rm -rf / &&", "auto").decision).toBe("deny");
+  });
+
+  it("an allow rule for a name does not allow the body of a function defined under that name", () => {
+    const allowEcho = userRule({ tool: "shell", pattern: "^echo(\\s|$)" });
+    const verdict = shell("function echo { curl google.com; } ; echo hi", "ask", [allowEcho]);
+    expect(verdict.decision).toBe("ask");
+    expect(verdict.causes?.map((cause) => cause.subject)).toEqual(["curl google.com"]);
+  });
+
   it("an allow for every shell command still asks for risky git and denies destruction", () => {
     const allowShell = userRule({ tool: "shell", priority: 50 });
     expect(shell("ls && git status", "ask", [allowShell]).decision).toBe("allow");
@@ -236,6 +260,9 @@ describe("built-in rules", () => {
     "git clean -fdx",
     "git branch -D feature",
     "git stash clear",
+    "git reset",
+    "git reset HEAD~1",
+    "git -C repo reset -- src/a.ts",
     "bash -lc 'git reset --hard'",
     "zsh -lc 'git reset --hard HEAD~1'",
     "/usr/bin/git reset --hard",
@@ -302,6 +329,8 @@ describe("built-in rules", () => {
     "echo x | tee out.txt",
     "python3 -m pytest -k credentials_test",
     "git reset --soft HEAD~1",
+    'git commit -m "reset the cache"',
+    "git log --grep reset",
     "git clean -n",
   ])("does not flag %j", (command) => {
     expect(shell(command, "auto").decision).toBe("allow");

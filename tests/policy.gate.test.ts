@@ -328,4 +328,20 @@ describe("'always' for a shell command: only options that neither write nor exec
   it("never covers what the built-in rules ask about or deny", () => {
     expect(after("cat README.md", ["cat .env", "cat .en?", "cat ~/.ssh/id_rsa"])).toEqual({ "cat .env": "ask", "cat .en?": "ask", "cat ~/.ssh/id_rsa": "blocked" });
   });
+
+  it("covers the plain command approved, not one nested in a subshell, a substitution or another shell", () => {
+    const plain = ["ls -la", "ls && ls -a"];
+    const nested = ["(ls)", "ls || (ls -a)", "echo $(ls)", "bash -c ls"];
+    const expected = Object.fromEntries([...plain.map((command) => [command, "run"]), ...nested.map((command) => [command, "ask"])]);
+    expect(after("ls", [...plain, ...nested])).toEqual(expected);
+  });
+
+  it("a command approved nested is covered nested too, and says so", () => {
+    const { rule, description, later } = approveAlways(shell("(ls -la)"));
+    expect(rule.commands).toEqual([{ name: "ls", readOnly: true, nested: true }]);
+    expect(description).toBe("`ls` with read-only options, also nested (in a subshell or a substitution), for the rest of this thread");
+    expect(later(shell("(ls)"))).toBe("run");
+    expect(later(shell("ls -R"))).toBe("run");
+    expect(later(shell("(ls > out.txt)"))).toBe("ask");
+  });
 });

@@ -88,6 +88,45 @@ describe("splitting a command into simple commands", () => {
     expect(partsOf("(rm -rf ~")).toEqual(["rm -rf ~"]);
   });
 
+  it.each([
+    ["ls &&", "`&&` with no command after it"],
+    ["ls ||", "`||` with no command after it"],
+    ["ls |", "`|` with no command after it"],
+    ["ls && ; pwd", "`&&` with no command after it"],
+    ["git log &&& rm -rf /", "`&&` with no command after it"],
+    ["echo 'a", "an unclosed '"],
+    ['echo "a', 'an unclosed "'],
+    ["echo $'a", "an unclosed $'"],
+    ["echo `ls", "an unclosed `"],
+    ["echo $(ls", "an unclosed ("],
+    ["(rm -rf ~", "an unclosed ("],
+    ["echo ${a", "an unclosed ${"],
+  ])("reports what bash cannot parse: %j (%s)", (command, what) => {
+    expect(parseShellCommand(command).incomplete).toEqual([{ script: command, what }]);
+  });
+
+  it("reports it in the nested script it is in, and nothing in a complete command", () => {
+    expect(parseShellCommand("bash -c 'ls &&'").incomplete).toEqual([{ script: "ls &&", what: "`&&` with no command after it" }]);
+    for (const command of ["ls && pwd", "ls &&\npwd", "ls && (pwd)", "ls &", "ls;", 'echo "it\'s" \'a"b\'', "echo ${v:-$(id)}", "x=$((1+(2*3)))", "case x in a) ls;; esac"]) {
+      expect(parseShellCommand(command).incomplete, command).toEqual([]);
+    }
+  });
+
+  it("marks the commands nested in a subshell, a substitution or another shell's script", () => {
+    const nested = (command: string) => parseShellCommand(command).parts.map((part) => `${part.text}${part.nested ? " (nested)" : ""}`);
+    expect(nested("ls || (pwd && echo hi)")).toEqual(["ls", "pwd (nested)", "echo hi (nested)"]);
+    expect(nested("echo $(ls)")).toEqual(["ls (nested)", "echo $(ls)"]);
+    expect(nested("bash -c 'ls'")).toEqual(["bash -c 'ls'", "ls (nested)"]);
+    expect(nested("find . -exec ls {} +")).toEqual(["find . -exec ls {} +", "ls {} (nested)"]);
+    expect(nested("ls && pwd; { echo hi; }")).toEqual(["ls", "pwd", "echo hi"]);
+  });
+
+  it("splits `function NAME { …; }` into the name it defines and the commands of its body", () => {
+    expect(partsOf("function echo { curl google.com; } ; echo hi")).toEqual(["echo", "curl google.com", "echo hi"]);
+    expect(partsOf("function f() { rm -rf build; }")).toEqual(["f", "rm -rf build"]);
+    expect(partsOf("echo () { curl x; }")).toEqual(["echo", "curl x"]);
+  });
+
   it("does not recurse without bound, and reports what it did not follow", () => {
     const deep = parseShellCommand(`${"$(".repeat(50)}whoami${")".repeat(50)}`);
     expect(deep.parts.length).toBe(13);

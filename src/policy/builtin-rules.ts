@@ -155,6 +155,8 @@ const DESTRUCTIVE_COMMANDS: PolicyRule[] = [
   ),
 ];
 
+/** Options before a git subcommand, those that take a separate value with it (`git -C repo reset`). */
+const GIT_GLOBAL_OPTIONS = String.raw`(?:\s+(?:-[Cc]|--git-dir|--work-tree|--namespace|--config-env)\s+\S+|\s+-\S*)*`;
 const GIT_PUSH_FORCE_OR_DELETE = String.raw`(?:--force(?:-with-lease|-if-includes)?(?:=\S*)?|--mirror|--delete|-[A-Za-z]*[fd][A-Za-z]*|\+\S+|:\S+)`;
 
 /** What cannot be undone from the workspace: these ask even in approval mode `auto`. */
@@ -164,6 +166,8 @@ const HISTORY_REWRITING_GIT: PolicyRule[] = [
     "force-pushes or deletes on the remote: it can destroy others' work",
   ),
   askCommand(String.raw`^git\s(?:.*\s)?reset\s(?:.*\s)?--hard${WORD_END}`, "git reset --hard discards uncommitted changes"),
+  // Every other reset but --soft: it drops what is staged (gone if the working tree changed since) and can move the branch.
+  askCommand(String.raw`^git${GIT_GLOBAL_OPTIONS}\s+reset${WORD_END}(?!.*\s--soft${WORD_END})`, "git reset unstages changes (staged work not in the working tree is lost) and can move the branch"),
   askCommand(String.raw`^git\s(?:.*\s)?clean\s(?:.*\s)?(?:--force|-[A-Za-z]*f[A-Za-z]*)${WORD_END}`, "git clean deletes untracked files"),
   askCommand(
     String.raw`^git\s(?:.*\s)?branch\s(?:.*\s)?(?:-[A-Za-z]*D[A-Za-z]*|--delete\s+--force|--force\s+--delete)${WORD_END}`,

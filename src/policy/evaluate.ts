@@ -89,7 +89,7 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
   if (subject && "command" in subject) {
     const command = stringArgument(call.args, subject.command) ?? "";
     const parsed = parseShellCommand(command);
-    const findings = parsed.parts.map((part) => {
+    const partFinding = (part: ShellPart): Finding => {
       const finding = decide(unique([part.text, normalisedText(part)]), part);
       // A rule that allows a command by its words does not allow what its words do not say.
       const beyond = finding.rule?.decision === "allow" ? beyondItsWords(part) : undefined;
@@ -99,18 +99,26 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
       if (beyond.kind === "redirect" && !decidingRule([finding.rule!], call.name, [commandWords(part.words).join(" ")], wordsOnly)) return finding;
       const fallback = explained(defaultFinding(part.text, effect, mode));
       return fallback.decision === "allow" ? fallback : { ...fallback, reason: `${fallback.reason}: ${finding.rule!.source} rule ${finding.rule!.origin ?? finding.rule!.pattern ?? finding.rule!.tool} does not cover it, as ${beyond.reason}` };
-    });
+    };
+    const findings = parsed.parts.map((part) => (part.nested ? { ...partFinding(part), nested: true as const } : partFinding(part)));
     // Forms that can add an ask or a deny but never allow: a whole script or pipeline (`curl … | sh`
     // spans parts), and a part with its globs matched to sensitive paths (`cat /e?c/shadow`).
     const riskForms = [...parsed.scripts, ...parsed.pipelines].map((script) => ({ subject: script, forms: [script] }));
     for (const part of parsed.parts) riskForms.push({ subject: part.text, forms: sensitiveGlobForms(part) });
     for (const { subject, forms } of riskForms) {
+      // A part without globs has no glob forms: a rule without a pattern would "match" the empty list and overrule the part's own decision.
+      if (forms.length === 0) continue;
       const rule = decidingRule(rules, call.name, forms);
       if (rule && rule.decision !== "allow") findings.push(explained(ruleFinding(rule, true, subject, mode)));
     }
     findings.push(...outsideWrites(parsed.parts, root));
     for (const script of parsed.tooDeep) {
       findings.push({ subject: script, rule: TOO_DEEP_TO_CHECK, decision: "deny", reason: `\`${script}\`: ${TOO_DEEP_TO_CHECK.reason}` });
+    }
+    // What bash cannot parse is not what the rules were matched against: the mode alone decides it.
+    for (const { script, what } of parsed.incomplete) {
+      const fallback = explained(defaultFinding(script, effect, mode));
+      findings.push({ ...fallback, reason: `\`${script}\` cannot be parsed (${what}), so no rule allows it: ${fallback.reason}` });
     }
     return verdictOf(findings.length > 0 ? findings : [explained(defaultFinding(command, effect, mode))]);
   }
@@ -143,7 +151,7 @@ function verdictOf(findings: readonly Finding[]): PolicyVerdict {
     ...(first.rule && { rule: first.rule }),
     reason: first.reason + more,
     subject: first.subject,
-    causes: causes.map(({ subject, rule, reason }) => ({ subject, ...(rule && { rule }), reason })),
+    causes: causes.map(({ subject, rule, reason, nested }) => ({ subject, ...(rule && { rule }), reason, ...(nested && { nested }) })),
   };
 }
 

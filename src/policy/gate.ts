@@ -71,10 +71,13 @@ export function alwaysAnswerFor(call: PolicyCall, verdict: PolicyVerdict): Alway
   }
   const scopes = new Map<string, CommandScope>();
   const exact: string[] = [];
+  const nested = new Set(causes.filter((cause) => cause.nested).map((cause) => cause.subject));
   for (const text of subjects) {
     const parts = parseShellCommand(text).parts;
     // A subject is one simple command; anything the scanner splits further is approved exactly.
-    const scope = parts.length === 1 ? readOnlyScope(parts[0]!) : undefined;
+    const found = parts.length === 1 ? readOnlyScope(parts[0]!) : undefined;
+    // Approved inside a subshell or a substitution (`(ls)`): covered there too.
+    const scope = found && nested.has(text) ? { ...found, nested: true as const } : found;
     if (scope) scopes.set(JSON.stringify(scope), scope);
     else exact.push(text);
   }

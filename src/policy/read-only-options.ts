@@ -286,15 +286,20 @@ export function readOnlyScope(part: ShellPart): CommandScope | undefined {
   return options && hasReadOnlyOptions(options, rest) ? { name, subcommand, readOnly: true } : undefined;
 }
 
-/** Whether `scope` covers the simple command `part`. */
+/**
+ * Whether `scope` covers the simple command `part`. A nested command (`(ls)`) is covered only by
+ * a scope approved nested: the user approved the plain command, not every form that runs it.
+ */
 export function coversReadOnly(scope: CommandScope, part: ShellPart): boolean {
+  if (part.nested && !scope.nested) return false;
   const own = readOnlyScope(part);
   return own !== undefined && own.name === scope.name && own.subcommand === scope.subcommand;
 }
 
 /** The scope in words, for the approval prompt: `` `git status` with read-only options ``. */
 export function describeScope(scope: CommandScope): string {
-  return `\`${[scope.name, scope.subcommand].filter(Boolean).join(" ")}\` with read-only options`;
+  const where = scope.nested ? ", also nested (in a subshell or a substitution)" : "";
+  return `\`${[scope.name, scope.subcommand].filter(Boolean).join(" ")}\` with read-only options${where}`;
 }
 
 /** Reads a file (not a device such as bash's `/dev/tcp/…`), or writes to `/dev/null` or another descriptor (`2>&1`). */

@@ -38,6 +38,11 @@ export interface ShellPart {
    * quoted characters escaped (`"a*"b?` → `a\*b?`). Absent when no word is a glob.
    */
   globs?: (string | undefined)[];
+  /**
+   * Not a plain command of the command line: inside a subshell, a command substitution or another
+   * shell's script (`(ls)`, `$(ls)`, `bash -c 'ls'`), or made up by the scanner (`find -exec`, `xargs`).
+   */
+  nested?: true;
 }
 
 export interface ParsedShellCommand {
@@ -52,10 +57,15 @@ export interface ParsedShellCommand {
   pipelines: string[];
   /** Scripts nested deeper than the scanner follows, or words expanding to too many: they could not be checked. */
   tooDeep: string[];
+  /**
+   * What bash would reject as a syntax error, each with the script it is in: an unclosed quote,
+   * backtick, `(`, `$(` or `${`, or a `&&`, `||` or `|` with no command after it (`ls &&`).
+   */
+  incomplete: { script: string; what: string }[];
 }
 
 export function parseShellCommand(command: string): ParsedShellCommand {
-  const parsed: ParsedShellCommand = { parts: [], scripts: [], pipelines: [], tooDeep: [] };
+  const parsed: ParsedShellCommand = { parts: [], scripts: [], pipelines: [], tooDeep: [], incomplete: [] };
   new ShellScanner(command, 0, parsed).run();
   return parsed;
 }
@@ -339,6 +349,10 @@ class ShellScanner {
   private units: Unit[] = [];
   /** The command before a `|` or `|&`: the next command reads its output. */
   private pipeFrom: Unit | undefined;
+  /** A `&&`, `||`, `|` or `|&` still waiting for the command after it. */
+  private dangling: string | undefined;
+  /** After the keyword `function`: the next word is the name it defines (`function f { …; }`), not a command with `{ …` as arguments. */
+  private definesFunction = false;
 
   constructor(
     private readonly src: string,
@@ -355,6 +369,7 @@ class ShellScanner {
     }
     while (this.pos < this.src.length) this.step();
     this.endPart();
+    if (this.dangling) this.markIncomplete(`\`${this.dangling}\` with no command after it`);
     // Heredoc bodies come after the line that uses them: stdin is known only now.
     for (const unit of this.units) this.descendIntoStdin(unit);
     this.addPipelines();
@@ -405,12 +420,14 @@ class ShellScanner {
         break;
       case ";":
         this.endPart();
+        this.expectCommand(undefined);
         this.pos += next === ";" || next === "&" ? 2 : 1;
         return;
       case "|": {
         const unit = this.endPart();
         // `|` and `|&` pipe the output on; `||` does not.
         if (next !== "|") this.pipeFrom = unit;
+        this.expectCommand(next === "|" || next === "&" ? `|${next}` : "|");
         this.pos += next === "|" || next === "&" ? 2 : 1;
         return;
       }
@@ -420,6 +437,7 @@ class ShellScanner {
           return;
         }
         this.endPart();
+        this.expectCommand(next === "&" ? "&&" : undefined);
         this.pos += next === "&" ? 2 : 1;
         return;
       case "<":
@@ -433,6 +451,7 @@ class ShellScanner {
       case "(": {
         this.endPart();
         this.pipeFrom = undefined;
+        this.dangling = undefined;
         const group = this.balancedFrom(this.pos);
         this.nested(group.inner);
         this.pos = group.end;
@@ -471,6 +490,7 @@ class ShellScanner {
     const word = this.word;
     if (word === undefined) return;
     this.word = undefined;
+    this.dangling = undefined;
     const value = textOf(word.chars);
     this.part.start = Math.min(this.part.start, this.pendingRedirect?.start ?? word.start);
     this.part.end = this.pos;
@@ -486,6 +506,7 @@ class ShellScanner {
     const atCommandPosition = this.part.words.length === 0;
     if (atCommandPosition && !word.quoted && COMMAND_POSITION_KEYWORDS.has(value)) {
       if (this.part.redirects.length === 0) this.part.start = Number.POSITIVE_INFINITY;
+      this.definesFunction = value === "function";
       return;
     }
     // Assignments before the command are not brace-expanded; every other word is (`{rm,-rf,/}`, `rm -rf {/*,x}`).
@@ -499,6 +520,23 @@ class ShellScanner {
       this.part.words.push(textOf(chars));
       this.part.globs.push(globPattern(chars));
     }
+    if (this.definesFunction) {
+      // The body that follows is commands of its own, as in `f() { …; }`.
+      this.definesFunction = false;
+      this.endPart();
+    }
+  }
+
+  /** After an operator: the command that must follow `&&`, `||` or `|` (`ls &&` is a syntax error), or none (`;`, `&`). */
+  private expectCommand(operator: string | undefined): void {
+    if (this.dangling) this.markIncomplete(`\`${this.dangling}\` with no command after it`);
+    this.dangling = operator;
+  }
+
+  /** Notes what bash would reject in this script, once per kind: the policy lets no rule allow such a command. */
+  private markIncomplete(what: string): void {
+    const script = this.src.trim();
+    if (!this.out.incomplete.some((known) => known.script === script && known.what === what)) this.out.incomplete.push({ script, what });
   }
 
   private endPart(): Unit | undefined {
@@ -507,7 +545,13 @@ class ShellScanner {
     const { words, globs, redirects, start, end } = this.part;
     this.part = emptyPart();
     if (words.length === 0 && redirects.length === 0) return undefined;
-    const part: ShellPart = { text: this.src.slice(start, end).trim(), words, redirects, ...(globs.some((glob) => glob !== undefined) && { globs }) };
+    const part: ShellPart = {
+      text: this.src.slice(start, end).trim(),
+      words,
+      redirects,
+      ...(globs.some((glob) => glob !== undefined) && { globs }),
+      ...(this.depth > 0 && { nested: true as const }),
+    };
     const unit: Unit = { part, ...(this.pipeFrom && { pipedFrom: this.pipeFrom }) };
     this.pipeFrom = undefined;
     this.units.push(unit);
@@ -523,7 +567,7 @@ class ShellScanner {
   /** A part made up by the scanner (`find -exec …`, what `xargs` runs), unless it is nested too deeply. */
   private addDerivedPart(words: string[]): void {
     if (words.length === 0) return;
-    if (this.depth < MAX_NESTING) this.addPart({ text: words.join(" "), words, redirects: [] });
+    if (this.depth < MAX_NESTING) this.addPart({ text: words.join(" "), words, redirects: [], nested: true });
     else this.out.tooDeep.push(words.join(" "));
   }
 
@@ -629,6 +673,7 @@ class ShellScanner {
 
   private readSingleQuoted(): void {
     const end = this.src.indexOf("'", this.pos + 1);
+    if (end < 0) this.markIncomplete("an unclosed '");
     const close = end < 0 ? this.src.length : end;
     this.append(this.src.slice(this.pos + 1, close), true);
     this.pos = close + 1;
@@ -660,6 +705,7 @@ class ShellScanner {
         i += 1;
       }
     }
+    if (terminator !== undefined) this.markIncomplete(`an unclosed ${terminator}`);
     return limit;
   }
 
@@ -724,6 +770,7 @@ class ShellScanner {
       } else if (c === "}" && --depth === 0) return i + 1;
       else i += 1;
     }
+    this.markIncomplete("an unclosed ${");
     return this.src.length;
   }
 
@@ -741,6 +788,7 @@ class ShellScanner {
         i += 1;
       }
     }
+    if (i >= this.src.length) this.markIncomplete("an unclosed $'");
     this.append(value, true);
     this.pos = i + 1;
   }
@@ -749,6 +797,7 @@ class ShellScanner {
   private readBackticks(from: number, startsWord = true): number {
     let i = from + 1;
     while (i < this.src.length && this.src[i] !== "`") i += this.src[i] === "\\" ? 2 : 1;
+    if (i >= this.src.length) this.markIncomplete("an unclosed `");
     const end = Math.min(i + 1, this.src.length);
     this.nested(this.src.slice(from + 1, i).replace(/\\([`$\\])/g, "$1"));
     if (startsWord) this.appendExpansion(this.src.slice(from, end));
@@ -793,6 +842,7 @@ class ShellScanner {
         i += 1;
       }
     }
+    this.markIncomplete("an unclosed (");
     return { inner: this.src.slice(open + 1), end: this.src.length };
   }
 

@@ -20,4 +20,6 @@ export interface PolicyCause {
   /** Absent when the approval mode's default decided. */
   rule?: PolicyRule;
   reason: string;
+  /** The subject is a command nested in a subshell, a substitution or another shell's script (`(ls)`): an "always" answer covers it there too. */
+  nested?: true;
 }

@@ -11,6 +11,12 @@ export interface CommandScope {
   /** Its subcommand, for programs whose options depend on it (`git status`). */
   subcommand?: string;
   readOnly: true;
+  /**
+   * Also where the command is nested: in a subshell, a command substitution or another shell's
+   * script (`(ls)`, `$(ls)`, `bash -c 'ls'`), set when the command approved was nested. Without
+   * it, only a plain command of the command line is covered, as approved.
+   */
+  nested?: true;
 }
 
 export interface PolicyRule {

@@ -571,6 +571,15 @@ function sqliteContents(file: string): { tables: string[]; schema: string[]; int
 /** The tables, indexes and triggers loopgraph's store may hold: any other was planted. */
 const STORE_OBJECT = /^(table|index) (loopgraph_\w+|sqlite_autoindex_\w+|sqlite_sequence|sqlite_stat\d)$/;
 
+/** The environment that makes the attack's user policy file the user's own: a config folder beside the workspace, outside the agent's reach. */
+function userPolicy(attack: Attack, root: string): NodeJS.ProcessEnv {
+  if (attack.userPolicy === undefined) return {};
+  const config = join(root, "config");
+  mkdirSync(join(config, "loopgraph"), { recursive: true });
+  writeFileSync(join(config, "loopgraph", "policy.yaml"), attack.userPolicy);
+  return { XDG_CONFIG_HOME: config };
+}
+
 /** Runs a bash command in `cwd` for the hostile repository's set-up. */
 function setupCommand(command: string, cwd: string): void {
   execFileSync("bash", ["-c", command], { cwd, stdio: "ignore", timeout: 10_000 });
@@ -737,7 +746,7 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     const mock = await startMockOpenAI();
     mocks.push(mock);
     mock.enqueue(...behaviours(attack.turns, places, "call"));
-    const env = { ...process.env, OPENAI_BASE_URL: mock.url, ...(options.unconfined ? { LOOPGRAPH_SANDBOX: "off" } : {}) };
+    const env = { ...process.env, OPENAI_BASE_URL: mock.url, ...(options.unconfined ? { LOOPGRAPH_SANDBOX: "off" } : {}), ...userPolicy(attack, root) };
     const run = await limited(
       converse({ ws, env, mode, resumeApproval: attack.resumeApproval, threadId: "attack", signal: abort.signal }, (request) =>
         userAnswer(request, attack.always),

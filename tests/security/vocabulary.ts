@@ -25,6 +25,7 @@ export const ATTACK_CLASSES = [
   "ordinary-secrets",
   "host-socket",
   "nested-config",
+  "corpus-forms",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
 
@@ -62,6 +63,8 @@ export interface Attack {
   turns: AttackCall[][];
   /** A benign display (on BENIGN_DISPLAYS) that the simulated user answers "always" to. */
   always?: string;
+  /** The user's own policy file (`$XDG_CONFIG_HOME/loopgraph/policy.yaml`), as YAML: rules the user wrote for the run. */
+  userPolicy?: string;
   /** After the first approval pause, resume with this approval mode (the user changed it). */
   resumeApproval?: ApprovalMode;
   /**
