@@ -25,6 +25,7 @@ export const ATTACK_CLASSES = [
   "ordinary-secrets",
   "host-socket",
   "nested-config",
+  "project-config",
   "corpus-forms",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
