@@ -87,6 +87,26 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
     expect(srv.requests).toHaveLength(1);
   });
 
+  it("retries when the endpoint cannot be reached, then reports the network error", async () => {
+    const unreachable = srv.url;
+    await srv.close();
+    srv = await startMockModelServer(protocol); // for afterEach
+    const unreachableModel = createModel(`${provider}:${model}`, {
+      cwd: process.cwd(),
+      env: { [keyEnv]: "key-test", [baseEnv]: unreachable },
+      retry: { maxAttempts: 2, baseDelayMs: 5 },
+    });
+    const notices: RetryNotice[] = [];
+    const error = await unreachableModel.call(messages, { node: "coder", onRetry: (notice) => notices.push(notice) }).then(
+      () => undefined,
+      (thrown: unknown) => thrown,
+    );
+    expect(error).toBeInstanceOf(ModelError);
+    expect((error as ModelError).kind).toBe("network");
+    expect((error as ModelError).message).toMatch(/^network error talking to http:\/\/127\.0\.0\.1:\d+\S*: .+ \(gave up after 2 attempts\)$/);
+    expect(notices).toHaveLength(1);
+  });
+
   it("without its key, says which variable to set, and how to try offline", () => {
     expect(() => createModel(`${provider}:${model}`, { cwd: process.cwd(), env: {} })).toThrow(ConfigError);
     expect(() => createModel(`${provider}:${model}`, { cwd: process.cwd(), env: {} })).toThrow(new RegExp(`^${keyEnv} is not set: export ${keyEnv}=<your key>`));

@@ -1,6 +1,6 @@
-import type { HttpFailure } from "./retry.js";
+import type { ClassifiedFailure, EndpointContext, HttpFailure } from "./retry.js";
 import type { ModelSpec, ProviderEndpoint } from "./spec.js";
-import { createStreamingModel, type NetworkModelOptions, type StreamingChat } from "./streaming-chat.js";
+import { createStreamingModel, networkFailure, type NetworkModelOptions, type StreamingChat } from "./streaming-chat.js";
 import type { ChatModel } from "./types.js";
 
 type GoogleModule = typeof import("@langchain/google-genai");
@@ -22,6 +22,7 @@ export function createGoogleModel(spec: ModelSpec, endpoint: ProviderEndpoint, o
         }) as unknown as StreamingChat;
       },
       httpFailure: googleHttpFailure,
+      classifyOther: googleFetchFailure,
     },
     spec,
     endpoint,
@@ -40,4 +41,16 @@ function googleHttpFailure(error: unknown): HttpFailure | undefined {
   const text = typeof failed.message === "string" ? failed.message : "";
   const serverMessage = /\] (?!.*\] )(.*)$/s.exec(text)?.[1]?.trim();
   return { status: failed.status, ...(serverMessage ? { serverMessage } : {}) };
+}
+
+/**
+ * The SDK replaces the error of a fetch that failed (a refused or broken connection) by one of its
+ * own, `[GoogleGenerativeAI Error]: Error fetching from <url>: fetch failed`, without the cause:
+ * known only by that text, it is the network failure the other providers' SDKs report.
+ */
+const FETCH_FAILED = /^\[GoogleGenerativeAI Error\]: Error fetching from \S+: (fetch failed|terminated)$/;
+
+function googleFetchFailure(error: unknown, context: EndpointContext): ClassifiedFailure | undefined {
+  const detail = error instanceof Error ? FETCH_FAILED.exec(error.message)?.[1] : undefined;
+  return detail ? networkFailure(context, detail) : undefined;
 }

@@ -208,10 +208,14 @@ function classifyFailure(error: unknown, context: EndpointContext, driver: Provi
   }
   const causes = causeChain(error);
   if (causes.some((cause) => isNetworkFailure(cause) || driver.isConnectionError?.(cause))) {
-    const detail = causes.at(-1)?.message ?? "connection failed";
-    return { retryable: true, error: new ModelError(`network error talking to ${context.endpoint}: ${detail}`, "network") };
+    return networkFailure(context, causes.at(-1)?.message ?? "connection failed");
   }
   return driver.classifyOther?.(error, context) ?? { retryable: false, error };
+}
+
+/** A connection that failed: retried, and reported in the same words for every provider. */
+export function networkFailure(context: EndpointContext, detail: string): ClassifiedFailure {
+  return { retryable: true, error: new ModelError(`network error talking to ${context.endpoint}: ${detail}`, "network") };
 }
 
 function isNetworkFailure(error: Error): boolean {
