@@ -5,6 +5,7 @@ import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { packageVersion } from "../package.js";
 import { configFiles } from "../project.js";
+import { printUsageErrorsBriefly } from "./usage-errors.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
 // `--help` and bad-argument errors answer at once.
@@ -66,7 +67,6 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("Durable, inspectable, replayable agent workflows declared as YAML graphs.")
     .version(packageVersion())
     .option("--db <file>", "checkpoint database (default: $LOOPGRAPH_DB, else the project root's .loopgraph/loopgraph.db)")
-    .showHelpAfterError()
     .exitOverride();
 
   const withGlobals = <T extends object>(options: T): T & { db?: string } => ({ ...program.opts<{ db?: string }>(), ...options });
@@ -140,6 +140,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("talk with the Mediator; it hands real work to the Looper, which runs in the background while you keep talking")
     .option("--graph <graph>", "graph of a new chat; it needs a mediator node", "monitor")
     .option("--thread <id>", "continue this chat (history, settings and its loop), or start one with this id")
+    .option("--continue", "continue the chat used last in this project's store (its history, settings and loop)")
     .option("--workspace <dir>", "directory the loop works in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, or the chat's)")
     .addOption(approvalOption().default(undefined, "ask, or the chat's"))
@@ -321,6 +322,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .command("draw <file>")
     .description("print the graph as a Mermaid flowchart")
     .action(async (file: string) => setExitCode(await (await commands.graphs()).graphsDrawCommand(file)));
+  printUsageErrorsBriefly(program);
   return program;
 }
 
