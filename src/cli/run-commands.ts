@@ -5,6 +5,7 @@ import { CancelledError, ConfigError, ExitCode } from "../errors.js";
 import type { EventSink } from "../runtime/events.js";
 import { resumeRun, runGraph } from "../engine/runner.js";
 import { promptForApproval } from "./approval-prompt.js";
+import { withGraphSuggestion } from "./graph-suggestion.js";
 import { describeTotals, humanRenderer, jsonRenderer, type RunTotals } from "./render.js";
 import { printable } from "./terminal-text.js";
 import type { ApprovalMode, CoderMode } from "../state/thread.js";
@@ -215,7 +216,7 @@ export async function withRunUi(json: boolean, db: string | undefined, run: (ui:
 }
 
 export function runCommand(graph: string, options: RunCommandOptions): Promise<number> {
-  return withRunUi(Boolean(options.json), options.db, (ui) => runGraph({ ...runOptionsOf(graph, options), ...ui }));
+  return withGraphSuggestion(graph, () => withRunUi(Boolean(options.json), options.db, (ui) => runGraph({ ...runOptionsOf(graph, options), ...ui })));
 }
 
 /** The flags every command that runs a thread (`run`, `resume`, `chat`) takes, as run options. */
