@@ -1,5 +1,9 @@
 import pc from "picocolors";
-import { effectiveSetting, loadConfig, type EffectiveSetting, type LoadedConfig } from "../config/settings.js";
+import { approvalFromEnvironment, modeFromEnvironment } from "../config/environment-settings.js";
+import { effectiveSetting, environmentWithConfig, loadConfig, type EffectiveSetting, type LoadedConfig } from "../config/settings.js";
+import { ConfigError, ExitCode } from "../errors.js";
+import { parseModelSpec } from "../models/spec.js";
+import { modelTimeoutFromEnv } from "../models/timeout.js";
 import { defaultStorePath } from "../project.js";
 import { withoutPassword } from "../runs/url-password.js";
 import type { McpServer } from "../tools/mcp-servers.js";
@@ -11,6 +15,27 @@ interface ShownSetting {
   value: string | undefined;
   source: string;
   from?: string;
+  /** Why a run would refuse this value, in the run's own words. */
+  problem?: string;
+}
+
+/** The checks a run makes of the settings that reach it through the environment (the variable's, or a config file's). */
+const RUN_CHECKS: Record<string, (env: NodeJS.ProcessEnv) => unknown> = {
+  model: (env) => env.LOOPGRAPH_MODEL?.trim() && parseModelSpec(env.LOOPGRAPH_MODEL, env),
+  approval: approvalFromEnvironment,
+  mode: modeFromEnvironment,
+  model_timeout: modelTimeoutFromEnv,
+};
+
+/** What a run would say of the setting `name` in `env`, if it would refuse it. */
+function runProblem(name: string, env: NodeJS.ProcessEnv): string | undefined {
+  try {
+    RUN_CHECKS[name]?.(env);
+    return undefined;
+  } catch (error) {
+    if (error instanceof ConfigError) return error.message;
+    throw error;
+  }
 }
 
 /** `loopgraph config`: the settings that apply here, and where each came from. */
@@ -19,6 +44,8 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
   const env = options.env ?? process.env;
   const config = loadConfig(cwd, env);
   const settings = shownSettings(config, env, options.db);
+  const problems = settings.flatMap((setting) => (setting.problem ? [setting.problem] : []));
+  const exitCode = problems.length > 0 ? ExitCode.BadInput : ExitCode.Finished;
   if (options.json) {
     const files = {
       projectRoot: config.root,
@@ -26,7 +53,7 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
       projectConfig: { path: config.projectPath, found: Boolean(config.project), ...(config.projectIgnored && { ignored: config.projectIgnored }) },
     };
     process.stdout.write(`${JSON.stringify({ ...files, settings }, null, 2)}\n`);
-    return 0;
+    return exitCode;
   }
   const found = (path: string, present: boolean) => `${path}${present ? "" : pc.dim("  (none)")}`;
   process.stdout.write(
@@ -39,7 +66,8 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
       "",
     ].join("\n"),
   );
-  return 0;
+  for (const problem of problems) process.stderr.write(`loopgraph: ${problem}\n`);
+  return exitCode;
 }
 
 /** A JSON list a config setting carries (servers, hooks, subagent types), one item after the other as `item` writes it. */
@@ -52,10 +80,15 @@ function listText<T>(json: string, item: (value: T) => string, separator = ", ")
 }
 
 function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string | undefined): ShownSetting[] {
-  const show = <T>(name: string, setting: EffectiveSetting<T>, text: (value: T) => string, fallback: { value?: string; source: string }): ShownSetting =>
-    setting.value !== undefined
+  const runEnvironment = environmentWithConfig(config, env);
+  const show = <T>(name: string, setting: EffectiveSetting<T>, text: (value: T) => string, fallback: { value?: string; source: string }): ShownSetting => {
+    const problem = runProblem(name, runEnvironment);
+    // A value a run refuses is shown as it was given (a bad model timeout reads as none at all).
+    if (problem) return { name, value: setting.from && runEnvironment[setting.from], source: setting.source, ...(setting.from && { from: setting.from }), problem };
+    return setting.value !== undefined
       ? { name, value: text(setting.value), source: setting.source, ...(setting.from && { from: setting.from }) }
       : { name, value: fallback.value, source: fallback.source };
+  };
   return [
     show("model", effectiveSetting(config, env, "model"), String, { source: "each graph's model:, if it has one" }),
     show("approval", effectiveSetting(config, env, "approval"), String, { value: "ask", source: "default" }),

@@ -3,6 +3,7 @@ import { statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command } from "@langchain/langgraph";
 import { cancelledByUser, ConfigError, ExitCode } from "../errors.js";
+import { approvalFromEnvironment, modeFromEnvironment } from "../config/environment-settings.js";
 import type { GraphDefinition } from "../format/types.js";
 import { graphChangedWarning, graphFingerprint } from "../graph/fingerprint.js";
 import { loadGraph } from "../graph/load.js";
@@ -36,7 +37,7 @@ import { hooksOf, runEventHooks } from "../runtime/hooks.js";
 import { mcpServersFromEnv, type McpServer } from "../tools/mcp-servers.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
-import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode, type ThreadSettings } from "../state/thread.js";
+import type { CoderMode, ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
@@ -528,20 +529,5 @@ function publishingMessages(onEvent: EventSink | undefined): EventSink {
   };
 }
 
-/** LOOPGRAPH_MODE (set by the user, or by a config file through the CLI): the Coder mode of new threads. */
-function modeFromEnvironment(env: NodeJS.ProcessEnv): CoderMode | undefined {
-  const value = env.LOOPGRAPH_MODE?.trim();
-  if (!value) return undefined;
-  if (!(CODER_MODES as readonly string[]).includes(value)) throw new ConfigError(`invalid LOOPGRAPH_MODE "${value}": use ${CODER_MODES.join(", ")}`);
-  return value as CoderMode;
-}
-
 const modeSetting = (mode: CoderMode | undefined): { mode?: CoderMode } => (mode ? { mode } : {});
 
-/** LOOPGRAPH_APPROVAL (set by the user, or by a config file through the CLI): the approval mode of new threads. */
-function approvalFromEnvironment(env: NodeJS.ProcessEnv): ApprovalMode | undefined {
-  const value = env.LOOPGRAPH_APPROVAL?.trim();
-  if (!value) return undefined;
-  if (!(APPROVAL_MODES as readonly string[]).includes(value)) throw new ConfigError(`invalid LOOPGRAPH_APPROVAL "${value}": use ${APPROVAL_MODES.join(", ")}`);
-  return value as ApprovalMode;
-}
