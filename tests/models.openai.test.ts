@@ -318,7 +318,7 @@ describe("openai model: configuration", () => {
     expect(attempt).toThrow(ConfigError);
     expect(attempt).toThrow(
       "OPENAI_API_KEY is not set: export OPENAI_API_KEY=<your key> to use openai:gpt-4o-mini, " +
-        "or try offline with --model scripted:examples/example-review.script.yaml",
+        "or try offline with loopgraph demo",
     );
     try {
       attempt();

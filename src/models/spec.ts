@@ -67,7 +67,7 @@ export function parseModelSpec(spec: string, env: NodeJS.ProcessEnv = process.en
   const model = (colon > 0 ? spec.slice(colon + 1).trim() : "") || (users[provider]?.defaultModel ?? "");
   if (!provider || !model) {
     throw new ConfigError(
-      `invalid model "${spec}": use provider:model, e.g. openai:gpt-4o-mini or scripted:examples/demo.script.yaml`,
+      `invalid model "${spec}": use provider:model, e.g. openai:gpt-4o-mini, or scripted:<file.yaml> for answers read from a script`,
     );
   }
   if (!(PROVIDERS as readonly string[]).includes(provider) && !users[provider]) {
@@ -95,7 +95,8 @@ export const MODEL_KEY_VARIABLES: readonly string[] = [OPENAI_ENDPOINT, ...Objec
 /** The OpenAI client refuses an empty key even for services that ignore it (ollama). */
 const UNUSED_API_KEY = "unused";
 
-export const OFFLINE_MODEL_HINT = "--model scripted:examples/example-review.script.yaml";
+/** How to try loopgraph with no key: a command that works from any folder (the package's scripts are not in the user's). */
+export const OFFLINE_MODEL_HINT = "loopgraph demo";
 
 /**
  * Base URL and key of a network provider, from `env` only: `<NAME>_BASE_URL` overrides the base URL.
