@@ -1,6 +1,8 @@
 import type { BaseMessage } from "@langchain/core/messages";
 import pc from "picocolors";
-import { CancelledError, ExitCode } from "../errors.js";
+import { CancelledError, ConfigError, ExitCode } from "../errors.js";
+import { isMediatorThread } from "../engine/commands.js";
+import { listThreads } from "../engine/thread-list.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
 import { openChat, type ChatSession, type TurnOptions } from "../engine/chat.js";
 import type { RunEvent } from "../runtime/events.js";
@@ -11,7 +13,7 @@ import { eventLine } from "./render.js";
 import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { inspectCommand } from "./inspect-command.js";
-import { commonRunOptionsOf, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
+import { commonRunOptionsOf, dbFlag, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode, CoderMode } from "../state/thread.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import type { RunOutcome } from "../engine/run-types.js";
@@ -19,6 +21,8 @@ import type { RunOutcome } from "../engine/run-types.js";
 export interface ChatCommandOptions extends GlobalOptions, SandboxFlag {
   graph?: string;
   thread?: string;
+  /** `--continue`: the chat the store holds that was used last. */
+  continue?: boolean;
   workspace?: string;
   model?: string;
   approval?: ApprovalMode;
@@ -60,15 +64,23 @@ interface QueuedLine {
 
 /** `loopgraph chat`: an interactive session with a Mediator thread; its Looper runs in the background. */
 export async function chatCommand(options: ChatCommandOptions): Promise<number> {
+  if (options.continue && options.thread !== undefined) throw new ConfigError("use either --continue or --thread, not both");
   const session = await openChat({
     graph: options.graph,
-    threadId: options.thread,
+    threadId: options.continue ? await lastChatThread(options.db) : options.thread,
     workspace: options.workspace,
     ...commonRunOptionsOf(options),
   });
   const emit = options.json ? (event: ChatEvent) => void process.stdout.write(`${eventLine(event)}\n`) : undefined;
   const screen = new ChatScreen(process.stdin, process.stdout, undefined, emit && ((text) => emit({ type: "chat_output", text: withoutColours(text) })));
   return new ChatController(session, screen, options.db, emit).run();
+}
+
+/** `--continue`: the store's thread with a Mediator (a chat's, or a `run` of such a graph) that changed last. */
+async function lastChatThread(db: string | undefined): Promise<string> {
+  const threads = (await listThreads({ db })).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+  for (const thread of threads) if (await isMediatorThread(thread)) return thread.threadId;
+  throw new ConfigError(`no chat to continue in this store: start one with loopgraph chat${dbFlag(db)}`);
 }
 
 class ChatController {
@@ -379,12 +391,15 @@ class ChatController {
       await looper.drain();
       if (this.quit) return;
       this.screen.print(`The loop's state is saved. ${this.continueWith()}`);
+      this.toldHowToContinue = true;
     }
     this.quitNow(code);
   }
 
   /** Set once the chat is ending now: nothing more is printed. */
   private quit = false;
+  /** The chat's end said how to continue the loop (and this chat with it). */
+  private toldHowToContinue = false;
 
   /**
    * Ends the chat now. A run still in progress here (the Mediator's cancelled turn, a loop not yet
@@ -395,9 +410,16 @@ class ChatController {
     this.quit = true;
     void interruptActiveRuns("the chat ended before the step in flight did (it re-runs on resume)").then((interrupted) => {
       if (interrupted.includes(this.session.looper.threadId)) this.screen.print(pc.yellow(`The loop was interrupted. ${this.continueWith()}`));
+      else if (!this.toldHowToContinue && !this.emit) this.screen.print(pc.dim(this.continueChat()));
       this.screen.close();
       this.finish(code);
     });
+  }
+
+  /** How to come back to this chat: the last one used, or this one by its id. */
+  private continueChat(): string {
+    const db = dbFlag(this.db);
+    return `Continue with: loopgraph chat --continue${db}  (or loopgraph chat --thread ${this.session.threadId}${db})`;
   }
 
   private continueWith(): string {

@@ -36,7 +36,7 @@ export interface SentMessage {
 }
 
 /** Whether a thread runs a graph with a mediator node (a chat's thread, or `run monitor`'s). */
-async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
+export async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
   try {
     return nodesOfKind(await loadGraph(record.graphFile), mediatorKind).length > 0;
   } catch {
