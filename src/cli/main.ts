@@ -223,7 +223,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     )
     .option("--from <checkpoint>", "start at this checkpoint (an id or a unique prefix): a new branch that calls the models again, or with --recorded where the re-execution starts")
     .option("--recorded", "re-execute into a scratch thread with the recorded model answers and tool results; report where it departs from the record (exit 1)")
-    .option("--set <path=value...>", "edit the state at that checkpoint first, e.g. task=\"…\" or vars.retries=3 (JSON values, else text)")
+    .option("--set <path=value...>", "edit the state at that checkpoint first, e.g. task=\"…\" or vars.audience=managers (JSON values, else text)")
     .option("--restore-files", "with --from: first put the files the agent changed since that checkpoint back as they were then (like rewind)")
     .option("--verify", "re-evaluate the routing of the current graph file on the recorded run, running nothing: exit 0 if consistent, 1 at the first divergence")
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
