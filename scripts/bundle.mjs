@@ -7,7 +7,7 @@
 // TypeScript modules: both stay outside the bundle.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, copyFileSync, mkdtempSync, openSync, readFileSync, rmSync, writeSync } from "node:fs";
+import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -15,10 +15,25 @@ import { build } from "esbuild";
 import { BUNDLE_FILE, bundleHeader } from "../dist/src/cli/launcher.js";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
-rmSync(`${root}dist/cli`, { recursive: true, force: true });
+// Each output folder is made beside the one it replaces, and put in its place only once whole: a
+// build interrupted (Ctrl-C, or `npx loopgraph` stopped while npm runs `prepare`) leaves the
+// previous build working, never a CLI without its bundle. What an interrupted build left is removed here.
+const BUILDING = ".building-";
+for (const name of readdirSync(`${root}dist`)) if (name.startsWith(BUILDING)) rmSync(`${root}dist/${name}`, { recursive: true, force: true });
+const building = (folder) => `dist/${BUILDING}${folder}-${process.pid}`;
+
+/** Puts the folder built at `from` in the place of `to` (both under the root). */
+function replaceFolder(from, to) {
+  const old = `${root}${building("old")}`;
+  if (existsSync(`${root}${to}`)) renameSync(`${root}${to}`, old);
+  renameSync(`${root}${from}`, `${root}${to}`);
+  rmSync(old, { recursive: true, force: true });
+}
+
+const cliDir = building("cli");
 const buildId = randomBytes(16).toString("hex");
-/** What the CLI's two files share: built from dist/src into dist/cli, for Node 20. */
-const forNode = { absWorkingDir: root, outdir: "dist/cli", bundle: true, platform: "node", target: "node20", logLevel: "warning" };
+/** What the CLI's two files share: built from dist/src into dist/cli (by way of cliDir), for Node 20. */
+const forNode = { absWorkingDir: root, outdir: cliDir, bundle: true, platform: "node", target: "node20", logLevel: "warning" };
 await build({
   ...forNode,
   entryPoints: { loopgraph: "dist/src/cli/main.js" },
@@ -43,7 +58,7 @@ await build({
 });
 // The launcher reads an ASCII bundle as latin1 (no UTF-8 decoding); a character esbuild left as it
 // is (in a regular expression, say) makes it read the bundle as UTF-8: the header says which.
-const bundle = `${root}dist/cli/${BUNDLE_FILE}`;
+const bundle = `${root}${cliDir}/${BUNDLE_FILE}`;
 if (readFileSync(bundle).some((byte) => byte > 0x7f)) {
   const fd = openSync(bundle, "r+");
   writeSync(fd, bundleHeader(buildId, false), 0, "latin1");
@@ -55,7 +70,7 @@ await build({ ...forNode, entryPoints: { loopgraph: "dist/src/cli/bin.js" }, for
 const work = mkdtempSync(join(tmpdir(), "loopgraph-code-cache-"));
 const codeCache = (profile) =>
   new Promise((resolve) => {
-    const child = spawn(process.execPath, [`${root}scripts/code-cache.mjs`, profile, work], {
+    const child = spawn(process.execPath, [`${root}scripts/code-cache.mjs`, profile, work, `${root}${cliDir}`], {
       cwd: work,
       env: { ...process.env, NODE_OPTIONS: "" },
       stdio: ["ignore", "ignore", "inherit"],
@@ -69,14 +84,15 @@ try {
 } finally {
   rmSync(work, { recursive: true, force: true });
 }
+replaceFolder(cliDir, "dist/cli");
 
 // The web inspector (`loopgraph ui`): its pages, every script and style bundled here, so it works
 // offline (nothing from a CDN). One file each, so every request can carry the server's token.
-rmSync(`${root}dist/ui`, { recursive: true, force: true });
+const uiDir = building("ui");
 await build({
   absWorkingDir: root,
   entryPoints: { app: "ui/src/main.tsx" },
-  outdir: "dist/ui/assets",
+  outdir: `${uiDir}/assets`,
   bundle: true,
   format: "esm",
   platform: "browser",
@@ -87,4 +103,5 @@ await build({
   legalComments: "linked",
   logLevel: "warning",
 });
-copyFileSync(`${root}ui/index.html`, `${root}dist/ui/index.html`);
+copyFileSync(`${root}ui/index.html`, `${root}${uiDir}/index.html`);
+replaceFolder(uiDir, "dist/ui");

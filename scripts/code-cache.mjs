@@ -1,5 +1,5 @@
-// `node scripts/code-cache.mjs <profile> <dir>`: one V8 code cache of the CLI bundle
-// (dist/cli/loopgraph.cjs.<profile>.cache, see src/cli/launcher.ts), the last step of the build.
+// `node scripts/code-cache.mjs <profile> <dir> [<cli dir>]`: one V8 code cache of the CLI bundle
+// (<cli dir>/loopgraph.cjs.<profile>.cache, by default dist/cli; see src/cli/launcher.ts), the last step of the build.
 // Run by scripts/bundle.mjs in a process of its own with no Node options, as the `loopgraph`
 // command runs (V8 refuses a cache made under other flags). The bundle is loaded, then runs that
 // profile's commands in this process, so the cache holds the bytecode of the functions they run,
@@ -15,9 +15,9 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { cacheFile, cacheFileBytes, loadCli } from "../dist/src/cli/launcher.js";
 
-const [profile, work] = process.argv.slice(2);
+const [profile, work, cliDir] = process.argv.slice(2);
 const root = fileURLToPath(new URL("..", import.meta.url));
-const dir = join(root, "dist/cli");
+const dir = cliDir ?? join(root, "dist/cli");
 const workspace = join(work, "workspace");
 const db = ["--db", join(work, "store.db")];
 const thread = "code-cache";
