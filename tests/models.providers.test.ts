@@ -87,6 +87,14 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
     expect(srv.requests).toHaveLength(1);
   });
 
+  it("retries a stream that breaks mid-response, as a network error", async () => {
+    srv.enqueue({ text: "first attempt text", dropMidStream: true }, { text: "second attempt" });
+    const notices: RetryNotice[] = [];
+    const result = await create().call(messages, { node: "coder", onRetry: (notice) => notices.push(notice) });
+    expect(result.message.content).toBe("second attempt");
+    expect(notices.map((notice) => notice.error.kind)).toEqual(["network"]);
+  });
+
   it("retries when the endpoint cannot be reached, then reports the network error", async () => {
     const unreachable = srv.url;
     await srv.close();

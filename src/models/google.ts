@@ -12,14 +12,16 @@ export function createGoogleModel(spec: ModelSpec, endpoint: ProviderEndpoint, o
     {
       async chat(): Promise<StreamingChat> {
         const { ChatGoogleGenerativeAI } = await (googleModule ??= import("@langchain/google-genai"));
-        return new ChatGoogleGenerativeAI({
+        const chat = new ChatGoogleGenerativeAI({
           model: spec.model,
           apiKey: endpoint.apiKey,
           baseUrl: endpoint.baseURL,
           // withRetries is the only retry layer.
           maxRetries: 0,
           streamUsage: true,
-        }) as unknown as StreamingChat;
+        });
+        ignoreUnreadResponse((chat as unknown as { client?: StreamingClient }).client);
+        return chat as unknown as StreamingChat;
       },
       httpFailure: googleHttpFailure,
       classifyOther: googleFetchFailure,
@@ -43,14 +45,37 @@ function googleHttpFailure(error: unknown): HttpFailure | undefined {
   return { status: failed.status, ...(serverMessage ? { serverMessage } : {}) };
 }
 
+/** What loopgraph touches of the SDK's model (`ChatGoogleGenerativeAI.client`). */
+interface StreamingClient {
+  generateContentStream(...args: unknown[]): Promise<{ response: Promise<unknown> }>;
+}
+
 /**
- * The SDK replaces the error of a fetch that failed (a refused or broken connection) by one of its
- * own, `[GoogleGenerativeAI Error]: Error fetching from <url>: fetch failed`, without the cause:
- * known only by that text, it is the network failure the other providers' SDKs report.
+ * The SDK's `generateContentStream` gives the stream and a `response` promise read from a copy of
+ * it. LangChain reads only the stream: when the connection breaks mid-answer, that promise rejects
+ * with no one to catch it, an unhandled rejection that ends the process. The stream carries the
+ * same error to withRetries; the promise's is dropped here.
  */
-const FETCH_FAILED = /^\[GoogleGenerativeAI Error\]: Error fetching from \S+: (fetch failed|terminated)$/;
+function ignoreUnreadResponse(client: StreamingClient | undefined): void {
+  // `client` is LangChain's private field: should a release rename it, the providers' tests of a broken stream say so.
+  if (typeof client?.generateContentStream !== "function") return;
+  const generate = client.generateContentStream.bind(client);
+  client.generateContentStream = async (...args) => {
+    const result = await generate(...args);
+    result.response.catch(() => undefined);
+    return result;
+  };
+}
+
+/**
+ * The SDK replaces the error of a connection that failed (refused, or broken mid-answer) by one of
+ * its own, without the cause: `[GoogleGenerativeAI Error]: Error fetching from <url>: fetch failed`,
+ * `… Error reading from the stream`. Known only by that text, it is the network failure the other
+ * providers' SDKs report.
+ */
+const CONNECTION_FAILED = /^\[GoogleGenerativeAI Error\]: (?:Error fetching from \S+: (fetch failed|terminated)|(Error reading from the stream))$/;
 
 function googleFetchFailure(error: unknown, context: EndpointContext): ClassifiedFailure | undefined {
-  const detail = error instanceof Error ? FETCH_FAILED.exec(error.message)?.[1] : undefined;
-  return detail ? networkFailure(context, detail) : undefined;
+  const match = error instanceof Error ? CONNECTION_FAILED.exec(error.message) : null;
+  return match ? networkFailure(context, match[1] ?? "the connection broke mid-answer") : undefined;
 }
