@@ -31,7 +31,7 @@ describe("a usage mistake", () => {
 });
 
 describe("a graph name misspelt", () => {
-  it("names the nearest graph, the built-in ones and the project's", async () => {
+  it("names the nearest graph, the built-in ones and the project's, for run and chat", async () => {
     const ws = tempWorkspace({ git: "init" });
     mkdirSync(join(ws.dir, "graphs"));
     copyFileSync(join(ROOT, "graphs", "example-review.yaml"), join(ws.dir, "graphs", "release-notes.yaml"));
@@ -42,6 +42,9 @@ describe("a graph name misspelt", () => {
     expect(builtIn.stderr).toMatch(/^loopgraph: graph "codr" not found \(tried .*\n^loopgraph: did you mean "coder"\?$/m);
     expect((await run("relase-notes")).stderr).toContain('did you mean "release-notes"?');
     expect((await run("zzzzzz")).stderr).not.toContain("did you mean");
+    const chat = await runCli(["chat", "--graph", "monitr", "--db", ws.db], { cwd: ws.dir });
+    expect(chat.code).toBe(2);
+    expect(chat.stderr).toContain('did you mean "monitor"?');
   });
 });
 

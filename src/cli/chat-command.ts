@@ -12,6 +12,7 @@ import { chatApprovalLine, renderDiff } from "./approval-prompt.js";
 import { eventLine } from "./render.js";
 import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
+import { withGraphSuggestion } from "./graph-suggestion.js";
 import { inspectCommand } from "./inspect-command.js";
 import { commonRunOptionsOf, dbFlag, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode, CoderMode } from "../state/thread.js";
@@ -65,12 +66,8 @@ interface QueuedLine {
 /** `loopgraph chat`: an interactive session with a Mediator thread; its Looper runs in the background. */
 export async function chatCommand(options: ChatCommandOptions): Promise<number> {
   if (options.continue && options.thread !== undefined) throw new ConfigError("use either --continue or --thread, not both");
-  const session = await openChat({
-    graph: options.graph,
-    threadId: options.continue ? await lastChatThread(options.db) : options.thread,
-    workspace: options.workspace,
-    ...commonRunOptionsOf(options),
-  });
+  const threadId = options.continue ? await lastChatThread(options.db) : options.thread;
+  const session = await withGraphSuggestion(options.graph, () => openChat({ graph: options.graph, threadId, workspace: options.workspace, ...commonRunOptionsOf(options) }));
   const emit = options.json ? (event: ChatEvent) => void process.stdout.write(`${eventLine(event)}\n`) : undefined;
   const screen = new ChatScreen(process.stdin, process.stdout, undefined, emit && ((text) => emit({ type: "chat_output", text: withoutColours(text) })));
   return new ChatController(session, screen, options.db, emit).run();
