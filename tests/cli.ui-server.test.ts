@@ -4,22 +4,28 @@
  */
 import { describe, expect, it } from "vitest";
 import { join } from "node:path";
-import { run, startCli } from "./helpers/e2e.js";
+import { run } from "./helpers/e2e.js";
 import { ROOT } from "./helpers/cli.js";
+import { startUi } from "./helpers/ui.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 describe("loopgraph ui (the server)", () => {
   it("answers 404 for the assets folder itself and for a file that is not there, with the token; the page itself is 200", async () => {
     const ws = tempWorkspace();
     expect((await run(ws, { graph: "example-review", thread: "t", task: "x", script: join(ROOT, "examples/example-review.script.yaml") })).code).toBe(0);
-    const ui = startCli(["--db", ws.db, "ui"]);
-    const at = await ui.waitForLine((line) => line.startsWith("loopgraph ui: "));
-    const url = new URL(ui.lines[at]!.slice("loopgraph ui: ".length).trim());
-    const token = url.searchParams.get("token")!;
+    const { url, origin, token } = await startUi(ws.db);
     for (const path of ["/assets/", "/assets/nothing-here.js"]) {
-      const answer = await fetch(`${url.origin}${path}?token=${token}`);
+      const answer = await fetch(`${origin}${path}?token=${token}`);
       expect(answer.status, path).toBe(404);
     }
     expect((await fetch(url)).status).toBe(200);
+  });
+
+  it("answers the browser's own request for /favicon.ico, which carries no token, with no content (204); every other request without the token is still refused", async () => {
+    const { origin } = await startUi(tempWorkspace().db);
+    const icon = await fetch(`${origin}/favicon.ico`);
+    expect([icon.status, await icon.text()]).toEqual([204, ""]);
+    for (const path of ["/", "/favicon.ico/", "/assets/favicon.ico", "/api/threads"]) expect((await fetch(`${origin}${path}`)).status, path).toBe(401);
+    expect((await fetch(`${origin}/favicon.ico`, { method: "POST" })).status).toBe(401);
   });
 });

@@ -9,7 +9,8 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
-import { historyOf, recordedStatus, run, startCli, startRun, type RunningCli } from "./helpers/e2e.js";
+import { historyOf, recordedStatus, run, startRun } from "./helpers/e2e.js";
+import { startUi } from "./helpers/ui.js";
 import { CHROMIUM, lacks } from "./helpers/requirements.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
 
@@ -17,15 +18,6 @@ const noChromium = lacks("chromium", "the web inspector's browser tests");
 const SHOTS = join(ROOT, "test-results");
 /** How long a page may take to show a change: a CLI command started by the server, then the next server-sent event (a busy machine is slow to start node). */
 const LIVE = { timeout: 30_000, interval: 100 };
-
-/** `loopgraph ui` on a free port of 127.0.0.1, with the URL it printed. */
-async function startUi(db: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
-  const ui = startCli(["--db", db, "ui", ...extra], { env: cleanEnv(env) });
-  const at = await ui.waitForLine((line) => line.startsWith("loopgraph ui: "));
-  const url = ui.lines[at]!.slice("loopgraph ui: ".length).trim();
-  const parsed = new URL(url);
-  return { ui, url, origin: parsed.origin, token: parsed.searchParams.get("token")! };
-}
 
 async function shot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
@@ -83,7 +75,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     const unknown = await ask("/api/threads/nope");
     expect([unknown.status, ((await unknown.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/thread "nope"/)]);
     const action = await ask("/api/threads/nope/actions/explode", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-    expect([action.status, ((await action.json()) as { error: string }).error]).toEqual([400, 'no action "explode": use approve, reject, send, rewind or fork']);
+    expect([action.status, ((await action.json()) as { error: string }).error]).toEqual([400, 'no action "explode": use approve, reject, resume, send, rewind or fork']);
     // A port in use is one line, exit 2.
     const taken = await runCli(["--db", ws.db, "ui", "--port", new URL(origin).port], { env: cleanEnv() });
     expect([taken.code, taken.stderr]).toEqual([2, `loopgraph: port ${new URL(origin).port} is in use: pick another with --port, or leave it out for a free one\n`]);
@@ -120,8 +112,11 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await timeline.locator("tr.step", { hasText: "coder" }).first().click();
     await page.locator("[data-testid=checkpoint] .change").first().waitFor();
     expect(await page.locator("[data-testid=checkpoint]").innerText()).toMatch(/outputs\.coder/);
-    // The tool calls, with their arguments and results.
-    expect(await page.locator("table.tools").first().innerText()).toContain("write_file");
+    // The tool calls of each of the Coder's turns (one a round), with their arguments and results.
+    const turns = page.locator("[data-testid=tool-turn]");
+    expect(await turns.locator("h3").allInnerTexts()).toEqual(["coder, turn 1", "coder, turn 2"]);
+    expect(await turns.nth(0).innerText()).toMatch(/todo_write[\s\S]*write_file[\s\S]*palindrome\.js[\s\S]*shell/);
+    expect(await turns.nth(1).innerText()).toMatch(/write_file[\s\S]*palindrome\.test\.js[\s\S]*shell/);
     // Each file-changing step's diff, from the workspace snapshots.
     const files = page.locator("[data-testid=file-step]");
     expect(await files.count()).toBeGreaterThan(0);
@@ -132,13 +127,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.getByRole("button", { name: "Rewind preview" }).click();
     await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
     expect(await page.locator("[data-testid=action-result]").innerText()).toContain('"dryRun": true');
-    // A task sent to the loop for after this round (as `loopgraph send <thread> "add: …"`): the status block shows it, live.
-    await page.getByPlaceholder("a task for after this round").fill("write the docs");
-    await page.getByRole("button", { name: "Add", exact: true }).click();
-    await expect.poll(() => page.locator(".status-block").innerText(), LIVE).toContain('pending: 1 ("write the docs")');
-    // Stop, as `loopgraph send <thread> stop`: the command's answer is shown.
-    await page.getByRole("button", { name: "Stop", exact: true }).click();
-    await expect.poll(() => page.locator(".looper-commands .result").innerText(), LIVE).toMatch(/^loopgraph send -- .*\.loop stop: queued for thread .*\{"command":"stop"\}/);
+    // The loop has ended: no Add or Stop for it, nothing to resume.
+    expect(await page.locator(".looper-commands").count()).toBe(0);
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
     await shot(page, "ui-loop-thread");
     // The exported script, downloaded as `inspect --export-script` writes it.
     const href = await page.getByRole("link", { name: "Download the exported script" }).getAttribute("href");
@@ -214,6 +205,90 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
+  it("outlines the node at work when it is a node without steps of its own (an agent), and none once the run ended", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = join(place.root, "critique-waits.script.yaml");
+    writeFileSync(
+      script,
+      ["responses:", '  - { node: draft, content: "A draft." }', "  - { node: critique, wait_for: gate, content: '{\"verdict\": \"approve\", \"notes\": \"ok\"}' }", ""].join("\n"),
+    );
+    const running = startRun(place, { graph: "example-review", task: "write", thread: "agent-at-work", script });
+    await running.waitForNode("critique");
+    const { url } = await startUi(place.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${url}#/thread/agent-at-work`);
+    await page.locator(".thread-title .status-running").waitFor();
+    await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(1);
+    expect(await page.locator("[data-testid=graph] g.node.current").textContent()).toContain("critique");
+    writeFileSync(join(place.root, "gate"), "");
+    expect((await running.done).code).toBe(0);
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(0);
+    await page.close();
+  });
+
+  it("offers Resume for an interrupted thread, not for a running or finished one; Resume runs `loopgraph resume` and the page follows it to the end", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = join(place.root, "resumed.script.yaml");
+    writeFileSync(script, ["responses:", '  - { node: coder, wait_for: gate, content: "Done after a resume." }', ""].join("\n"));
+    const running = startRun(place, { graph: "coder", task: "look around", thread: "cut-off", script, approval: "auto" });
+    await running.waitForNode("coder");
+    const { url } = await startUi(place.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${url}#/thread/cut-off`);
+    await page.locator(".thread-title .status-running").waitFor();
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
+    // While it runs, a fork or a rewind would change the thread under its run: only the preview is offered.
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
+    await page.getByRole("button", { name: "Rewind preview" }).waitFor();
+    expect(await page.getByRole("button", { name: "Fork from here" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Rewind files" }).count()).toBe(0);
+    await running.kill("SIGKILL");
+    await page.locator(".thread-title .status-interrupted").waitFor({ timeout: 30_000 });
+    expect(await page.getByRole("button", { name: "Fork from here" }).count()).toBe(1);
+    writeFileSync(join(place.root, "gate"), "");
+    await page.getByRole("button", { name: "Resume" }).click();
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    expect(await page.locator("[data-testid=timeline]").innerText()).toContain("Done after a resume.");
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
+    await page.close();
+  });
+
+  it("offers Add and Stop while a loop runs, as `loopgraph send`, and neither once it has stopped", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = join(place.root, "loop.script.yaml");
+    writeFileSync(
+      script,
+      [
+        "responses:",
+        '  - { node: coder, wait_for: gate, content: "Did round 1." }',
+        "  - { node: review.specs_breakdown, content: '{\"rating\": \"normal\", \"comments\": []}' }",
+        "  - { node: review.task_log, content: '{\"rating\": \"normal\", \"comments\": []}' }",
+        "  - { node: judge, content: '{\"decision\": \"terminate\", \"reason\": \"done\"}' }",
+        "",
+      ].join("\n"),
+    );
+    const running = startRun(place, { graph: "coder-review", task: "do it", thread: "looping", script, approval: "auto" });
+    await running.waitForNode("coder");
+    const { url } = await startUi(place.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${url}#/thread/looping`);
+    // A task sent to the loop for after this round (as `loopgraph send <thread> "add: …"`): the status block shows it, live.
+    await page.getByPlaceholder("a task for after this round").fill("write the docs");
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await expect.poll(() => page.locator(".status-block").innerText(), LIVE).toContain('pending: 1 ("write the docs")');
+    // Stop, as `loopgraph send <thread> stop`: the command's answer is shown.
+    await page.getByRole("button", { name: "Stop", exact: true }).click();
+    await expect.poll(() => page.locator(".looper-commands .result").innerText(), LIVE).toMatch(/^loopgraph send -- looping stop: exit 0\nqueued for thread .*\{"command":"stop"\}/);
+    writeFileSync(join(place.root, "gate"), "");
+    // Stopped by the command: the run ends as interrupted (exit 130).
+    expect((await running.done).code).toBe(130);
+    await page.locator(".thread-title .status-interrupted").waitFor({ timeout: 30_000 });
+    expect(await page.locator(".status-block").count()).toBe(1);
+    await expect.poll(() => page.locator(".looper-commands").count(), LIVE).toBe(0);
+    await page.close();
+  });
+
   it("a run the page approves lives on its own: its next model step takes 5 s, the page follows it to its end", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
     const script = join(place.root, "slow-after-approval.script.yaml");
@@ -286,11 +361,18 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     const approval = page.locator("[data-testid=approval]");
     await approval.waitFor();
     expect(await approval.innerText()).toContain("write_file");
+    // Paused at an approval: Approve and Reject answer it; there is nothing else to resume.
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
     // The file diff of what it would change.
     expect(await page.locator("[data-testid=diff] .d2h-del .d2h-code-line-ctn").innerText()).toBe("old");
     expect(await page.locator("[data-testid=diff] .d2h-ins .d2h-code-line-ctn").innerText()).toBe("new");
     // The Coder's steps so far, though its node's step has not finished: the call it waits on.
     expect(await page.locator("[data-testid=timeline]").innerText()).toMatch(/steps of a node that has not finished:[\s\S]*→ write_file/);
+    // The header sums the tokens the steps show, the Coder's steps before its approval among them.
+    const cells = await page.locator("[data-testid=timeline] tbody tr td:nth-child(5)").allInnerTexts();
+    const [tokensIn, tokensOut] = cells.filter((cell) => cell.includes("→")).reduce(([sumIn, sumOut], cell) => [sumIn + Number(cell.split("→")[0]), sumOut + Number(cell.split("→")[1])], [0, 0]);
+    expect(tokensIn).toBeGreaterThan(0);
+    expect(await page.locator(".meta").innerText()).toContain(`${tokensIn} tokens in, ${tokensOut} out`);
     await shot(page, "ui-approval");
     await page.getByRole("button", { name: "Approve" }).click();
     // No reload: the server's events bring the run's end.
