@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
-import { historyOf, recordedStatus, run, startRun } from "./helpers/e2e.js";
+import { finalState, historyOf, recordedStatus, run, startRun } from "./helpers/e2e.js";
 import { startUi } from "./helpers/ui.js";
 import { CHROMIUM, lacks } from "./helpers/requirements.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
@@ -289,56 +289,55 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
-  it("a run the page approves lives on its own: its next model step takes 5 s, the page follows it to its end", async () => {
-    const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
-    const script = join(place.root, "slow-after-approval.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        '  - { node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
-        '  - { node: coder, delay_ms: 5000, content: "Wrote notes.txt, slowly." }',
-        "",
-      ].join("\n"),
-    );
-    expect((await run(place, { graph: "coder", task: "update the notes", thread: "slow", script, approval: "ask" })).code).toBe(3);
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/slow`);
-    await page.getByRole("button", { name: "Approve" }).click();
-    await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
-    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
-    expect(await page.locator("[data-testid=timeline]").innerText()).toContain("Wrote notes.txt, slowly.");
-    expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
-    await page.close();
-  });
-
-  it("a fork started from the page runs on when loopgraph ui is stopped (SIGTERM) while it runs", async () => {
-    const place = tempWorkspace({ git: "init" });
+  /** A scripted Coder whose model step after `first` takes 5 s and then calls a tool: the run writes its progress while it goes on, as the CLI does. */
+  const slowScript = (place: { root: string }, first: string[]): string => {
     const script = join(place.root, "slow.script.yaml");
     writeFileSync(
       script,
       [
         "responses:",
+        ...first,
         "  - { node: coder, delay_ms: 5000, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
-        '  - { node: coder, content: "Looked, slowly." }',
+        '  - { node: coder, content: "Done, slowly." }',
         "",
       ].join("\n"),
     );
-    expect((await run(place, { graph: "coder", task: "look around", thread: "forked", script, approval: "auto" })).code).toBe(0);
+    return script;
+  };
+
+  it("a run the page approves lives on its own: its next model step takes 5 s, loopgraph ui is stopped (SIGTERM) meanwhile, and the run finishes", async () => {
+    const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
+    const script = slowScript(place, ['  - { node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }']);
+    expect((await run(place, { graph: "coder", task: "update the notes", thread: "slow", script, approval: "ask" })).code).toBe(3);
     const { ui, url } = await startUi(place.db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${url}#/thread/slow`);
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
+    await page.close();
+    expect((await ui.kill("SIGTERM")).code).toBe(0);
+    await expect.poll(() => recordedStatus(place.db, "slow"), LIVE).toBe("finished");
+    expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
+    expect(JSON.stringify((await finalState(place.db, "slow")).messages)).toContain("Done, slowly.");
+  });
+
+  it("a fork started from the page lives on its own: its model step takes 5 s, the page follows it to its end", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = slowScript(place, []);
+    expect((await run(place, { graph: "coder", task: "look around", thread: "forked", script, approval: "auto" })).code).toBe(0);
+    const { url } = await startUi(place.db);
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     await page.goto(`${url}#/thread/forked`);
     await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
     await page.getByPlaceholder(/state edits/).fill("task=look around again");
     await page.getByRole("button", { name: "Fork from here" }).click();
     await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/^loopgraph replay --from=\S+ "--set=task=look around again" -- forked: running/);
-    await expect.poll(() => recordedStatus(place.db, "forked"), LIVE).toBe("running");
-    expect((await ui.kill("SIGTERM")).code).toBe(0);
-    await page.close();
-    await expect.poll(() => recordedStatus(place.db, "forked"), LIVE).toBe("finished");
+    await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
     const fork = (await historyOf(place.db, "forked")).checkpoints.filter((checkpoint) => checkpoint.branch === 1);
     expect(fork.map((checkpoint) => checkpoint.nodes.join(","))).toContain("coder");
+    expect(await page.locator("[data-testid=timeline]").innerText()).toMatch(/fork 1[\s\S]*Done, slowly\./);
+    await page.close();
   });
 
   it("approves a paused run from the page (the call runs, the page follows the run live to its end), forks it with an edited task, rejects the new ask with a reason", async () => {
