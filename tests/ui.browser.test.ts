@@ -24,6 +24,13 @@ async function shot(page: Page, name: string): Promise<void> {
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
 }
 
+/** A scripted-model file of `responses` (one YAML flow mapping each) in the test's folder, beside the workspace (its `wait_for` gates are files there). */
+function scriptFile(place: { root: string }, name: string, responses: string[]): string {
+  const script = join(place.root, name);
+  writeFileSync(script, ["responses:", ...responses.map((response) => `  - ${response}`), ""].join("\n"));
+  return script;
+}
+
 describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
   const ws = sharedWorkspace({ git: "init" });
   let browser: Browser;
@@ -42,6 +49,14 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
   afterAll(async () => {
     await browser?.close();
   });
+
+  /** `loopgraph ui` on the store `db`, and a page of it at the thread. */
+  const openThread = async (db: string, thread: string) => {
+    const started = await startUi(db);
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${started.url}#/thread/${thread}`);
+    return { ...started, page };
+  };
 
   it("refuses a request without the token, by another host name or from another origin; the page's own requests carry it; --open hands the URL to the browser", async () => {
     // A stand-in for the desktop's opener: it writes down what it was given.
@@ -148,22 +163,14 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
   it("no secret of the run reaches a page: what the store redacted stays redacted, in the state, the diffs and the exported script", async () => {
     const secret = "s3cret-ui-value-42";
     const place = tempWorkspace({ git: "init", files: { "leak.txt": `key=${secret}\n` } });
-    const script = join(place.root, "leak.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        "  - { node: coder, tool_calls: [ { name: read_file, args: { path: leak.txt } } ] }",
-        `  - { node: coder, tool_calls: [ { name: write_file, args: { path: copy.txt, contents: "${secret}" } } ] }`,
-        `  - { node: coder, content: "The key is ${secret}." }`,
-        "",
-      ].join("\n"),
-    );
+    const script = scriptFile(place, "leak.script.yaml", [
+      "{ node: coder, tool_calls: [ { name: read_file, args: { path: leak.txt } } ] }",
+      `{ node: coder, tool_calls: [ { name: write_file, args: { path: copy.txt, contents: "${secret}" } } ] }`,
+      `{ node: coder, content: "The key is ${secret}." }`,
+    ]);
     const done = await run(place, { graph: "coder", task: "copy the key", thread: "leaky", script, approval: "auto" }, { env: cleanEnv({ UI_SECRET_TOKEN: secret }) });
     expect(done.code, done.stderr).toBe(0);
-    const { url, origin, token } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/leaky`);
+    const { origin, token, page } = await openThread(place.db, "leaky");
     await page.locator("[data-testid=file-step]").first().waitFor();
     await page.locator("[data-testid=timeline] tr.step", { hasText: "coder" }).first().click();
     await page.locator("[data-testid=checkpoint] details").click();
@@ -178,21 +185,13 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   it("follows a running run live: the node at work is outlined on the graph, and the end arrives without a reload", async () => {
     const place = tempWorkspace({ git: "init" });
-    const script = join(place.root, "slow.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        "  - { node: coder, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
-        '  - { node: coder, wait_for: gate, content: "Listed." }',
-        "",
-      ].join("\n"),
-    );
+    const script = scriptFile(place, "slow.script.yaml", [
+      "{ node: coder, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
+      '{ node: coder, wait_for: gate, content: "Listed." }',
+    ]);
     const running = startRun(place, { graph: "coder", task: "look around", thread: "live", script, approval: "auto" });
     await running.waitForEvent("tool_result");
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/live`);
+    const { page } = await openThread(place.db, "live");
     await page.locator(".thread-title .status-running").waitFor();
     await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(1);
     expect(await page.locator("[data-testid=graph] g.node.current").textContent()).toContain("coder");
@@ -207,16 +206,10 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   it("outlines the node at work when it is a node without steps of its own (an agent), and none once the run ended", async () => {
     const place = tempWorkspace({ git: "init" });
-    const script = join(place.root, "critique-waits.script.yaml");
-    writeFileSync(
-      script,
-      ["responses:", '  - { node: draft, content: "A draft." }', "  - { node: critique, wait_for: gate, content: '{\"verdict\": \"approve\", \"notes\": \"ok\"}' }", ""].join("\n"),
-    );
+    const script = scriptFile(place, "critique-waits.script.yaml", ['{ node: draft, content: "A draft." }', "{ node: critique, wait_for: gate, content: '{\"verdict\": \"approve\", \"notes\": \"ok\"}' }"]);
     const running = startRun(place, { graph: "example-review", task: "write", thread: "agent-at-work", script });
     await running.waitForNode("critique");
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/agent-at-work`);
+    const { page } = await openThread(place.db, "agent-at-work");
     await page.locator(".thread-title .status-running").waitFor();
     await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(1);
     expect(await page.locator("[data-testid=graph] g.node.current").textContent()).toContain("critique");
@@ -229,13 +222,10 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   it("offers Resume for an interrupted thread, not for a running or finished one; Resume runs `loopgraph resume` and the page follows it to the end", async () => {
     const place = tempWorkspace({ git: "init" });
-    const script = join(place.root, "resumed.script.yaml");
-    writeFileSync(script, ["responses:", '  - { node: coder, wait_for: gate, content: "Done after a resume." }', ""].join("\n"));
+    const script = scriptFile(place, "resumed.script.yaml", ['{ node: coder, wait_for: gate, content: "Done after a resume." }']);
     const running = startRun(place, { graph: "coder", task: "look around", thread: "cut-off", script, approval: "auto" });
     await running.waitForNode("coder");
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/cut-off`);
+    const { page } = await openThread(place.db, "cut-off");
     await page.locator(".thread-title .status-running").waitFor();
     expect(await page.locator("[data-testid=resume]").count()).toBe(0);
     // While it runs, a fork or a rewind would change the thread under its run: only the preview is offered.
@@ -256,23 +246,15 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   it("offers Add and Stop while a loop runs, as `loopgraph send`, and neither once it has stopped", async () => {
     const place = tempWorkspace({ git: "init" });
-    const script = join(place.root, "loop.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        '  - { node: coder, wait_for: gate, content: "Did round 1." }',
-        "  - { node: review.specs_breakdown, content: '{\"rating\": \"normal\", \"comments\": []}' }",
-        "  - { node: review.task_log, content: '{\"rating\": \"normal\", \"comments\": []}' }",
-        "  - { node: judge, content: '{\"decision\": \"terminate\", \"reason\": \"done\"}' }",
-        "",
-      ].join("\n"),
-    );
+    const script = scriptFile(place, "loop.script.yaml", [
+      '{ node: coder, wait_for: gate, content: "Did round 1." }',
+      "{ node: review.specs_breakdown, content: '{\"rating\": \"normal\", \"comments\": []}' }",
+      "{ node: review.task_log, content: '{\"rating\": \"normal\", \"comments\": []}' }",
+      "{ node: judge, content: '{\"decision\": \"terminate\", \"reason\": \"done\"}' }",
+    ]);
     const running = startRun(place, { graph: "coder-review", task: "do it", thread: "looping", script, approval: "auto" });
     await running.waitForNode("coder");
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/looping`);
+    const { page } = await openThread(place.db, "looping");
     // A task sent to the loop for after this round (as `loopgraph send <thread> "add: …"`): the status block shows it, live.
     await page.getByPlaceholder("a task for after this round").fill("write the docs");
     await page.getByRole("button", { name: "Add", exact: true }).click();
@@ -290,28 +272,14 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
   });
 
   /** A scripted Coder whose model step after `first` takes 5 s and then calls a tool: the run writes its progress while it goes on, as the CLI does. */
-  const slowScript = (place: { root: string }, first: string[]): string => {
-    const script = join(place.root, "slow.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        ...first,
-        "  - { node: coder, delay_ms: 5000, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
-        '  - { node: coder, content: "Done, slowly." }',
-        "",
-      ].join("\n"),
-    );
-    return script;
-  };
+  const slowScript = (place: { root: string }, first: string[]): string =>
+    scriptFile(place, "slow.script.yaml", [...first, "{ node: coder, delay_ms: 5000, tool_calls: [ { name: list_dir, args: { path: . } } ] }", '{ node: coder, content: "Done, slowly." }']);
 
   it("a run the page approves lives on its own: its next model step takes 5 s, loopgraph ui is stopped (SIGTERM) meanwhile, and the run finishes", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
-    const script = slowScript(place, ['  - { node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }']);
+    const script = slowScript(place, ['{ node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }']);
     expect((await run(place, { graph: "coder", task: "update the notes", thread: "slow", script, approval: "ask" })).code).toBe(3);
-    const { ui, url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/slow`);
+    const { ui, page } = await openThread(place.db, "slow");
     await page.getByRole("button", { name: "Approve" }).click();
     await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
     await page.close();
@@ -325,9 +293,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     const place = tempWorkspace({ git: "init" });
     const script = slowScript(place, []);
     expect((await run(place, { graph: "coder", task: "look around", thread: "forked", script, approval: "auto" })).code).toBe(0);
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/forked`);
+    const { page } = await openThread(place.db, "forked");
     await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
     await page.getByPlaceholder(/state edits/).fill("task=look around again");
     await page.getByRole("button", { name: "Fork from here" }).click();
@@ -342,21 +308,13 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   it("approves a paused run from the page (the call runs, the page follows the run live to its end), forks it with an edited task, rejects the new ask with a reason", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
-    const script = join(place.root, "approve.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        '  - { node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
-        '  - { node: coder, content: "Wrote notes.txt." }',
-        "",
-      ].join("\n"),
-    );
+    const script = scriptFile(place, "approve.script.yaml", [
+      '{ node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
+      '{ node: coder, content: "Wrote notes.txt." }',
+    ]);
     const paused = await run(place, { graph: "coder", task: "update the notes", thread: "waits", script, approval: "ask" });
     expect(paused.code, paused.stderr).toBe(3);
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/waits`);
+    const { page } = await openThread(place.db, "waits");
     const approval = page.locator("[data-testid=approval]");
     await approval.waitFor();
     expect(await approval.innerText()).toContain("write_file");
