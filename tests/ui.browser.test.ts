@@ -5,7 +5,7 @@
  * LOOPGRAPH_REQUIRE_CHROMIUM is set (CI), where they fail.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
@@ -50,9 +50,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await browser?.close();
   });
 
-  /** `loopgraph ui` on the store `db`, and a page of it at the thread. */
+  /** `loopgraph ui` on the store `db`, and a page of it at the thread; its temporary files (the logs of the runs it starts) beside the store, removed with the test's folder. */
   const openThread = async (db: string, thread: string) => {
-    const started = await startUi(db);
+    const started = await startUi(db, [], { TMPDIR: dirname(db) });
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     await page.goto(`${started.url}#/thread/${thread}`);
     return { ...started, page };

@@ -6,7 +6,7 @@
  * for, and their output is the answer.
  */
 import { spawn } from "node:child_process";
-import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -43,10 +43,16 @@ function runCli(args: string[], cli: CliPlace): Promise<{ exitCode: number; outp
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  return new Promise((resolve) => child.on("close", (code, signal) => resolve({ exitCode: exitCodeOf(code, signal), output })));
+  return new Promise((resolve) => {
+    child.on("close", (code, signal) => resolve({ exitCode: exitCodeOf(code, signal), output }));
+    child.on("error", (error) => resolve({ exitCode: NOT_STARTED, output: error.message }));
+  });
 }
 
 const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number => code ?? (signal ? 128 : 1);
+
+/** The exit code of a command that could not be started, as a shell's for a command not found (the spawn error is handled: unhandled, it would end the server). */
+const NOT_STARTED = 127;
 
 /**
  * The CLI, started as a terminal would start it and left to run on its own: in a session of its
@@ -60,7 +66,13 @@ async function startDetached(args: string[], cli: CliPlace): Promise<{ exitCode?
   const fd = openSync(log, "a", 0o600);
   const child = spawn(cli.node, cliArgs(args, cli), { stdio: ["ignore", fd, fd], detached: true });
   closeSync(fd);
-  const exited = new Promise<number>((resolve) => child.on("exit", (code, signal) => resolve(exitCodeOf(code, signal))));
+  const exited = new Promise<number>((resolve) => {
+    child.on("exit", (code, signal) => resolve(exitCodeOf(code, signal)));
+    child.on("error", (error) => {
+      appendFileSync(log, error.message);
+      resolve(NOT_STARTED);
+    });
+  });
   const early = await Promise.race([exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EARLY_EXIT_MS))]);
   const output = readFileSync(log, "utf8");
   if (early === undefined) {
