@@ -5,11 +5,12 @@
  * LOOPGRAPH_REQUIRE_CHROMIUM is set (CI), where they fail.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
+import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
-import { run, startCli, startRun, type RunningCli } from "./helpers/e2e.js";
+import { finalState, historyOf, recordedStatus, run, startRun } from "./helpers/e2e.js";
+import { startUi } from "./helpers/ui.js";
 import { CHROMIUM, lacks } from "./helpers/requirements.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
 
@@ -18,18 +19,16 @@ const SHOTS = join(ROOT, "test-results");
 /** How long a page may take to show a change: a CLI command started by the server, then the next server-sent event (a busy machine is slow to start node). */
 const LIVE = { timeout: 30_000, interval: 100 };
 
-/** `loopgraph ui` on a free port of 127.0.0.1, with the URL it printed. */
-async function startUi(db: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
-  const ui = startCli(["--db", db, "ui", ...extra], { env: cleanEnv(env) });
-  const at = await ui.waitForLine((line) => line.startsWith("loopgraph ui: "));
-  const url = ui.lines[at]!.slice("loopgraph ui: ".length).trim();
-  const parsed = new URL(url);
-  return { ui, url, origin: parsed.origin, token: parsed.searchParams.get("token")! };
-}
-
 async function shot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
   await page.screenshot({ path: join(SHOTS, `${name}.png`), fullPage: true });
+}
+
+/** A scripted-model file of `responses` (one YAML flow mapping each) in the test's folder, beside the workspace (its `wait_for` gates are files there). */
+function scriptFile(place: { root: string }, name: string, responses: string[]): string {
+  const script = join(place.root, name);
+  writeFileSync(script, ["responses:", ...responses.map((response) => `  - ${response}`), ""].join("\n"));
+  return script;
 }
 
 describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
@@ -50,6 +49,14 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
   afterAll(async () => {
     await browser?.close();
   });
+
+  /** `loopgraph ui` on the store `db`, and a page of it at the thread; its temporary files (the logs of the runs it starts) beside the store, removed with the test's folder. */
+  const openThread = async (db: string, thread: string) => {
+    const started = await startUi(db, [], { TMPDIR: dirname(db) });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(`${started.url}#/thread/${thread}`);
+    return { ...started, page };
+  };
 
   it("refuses a request without the token, by another host name or from another origin; the page's own requests carry it; --open hands the URL to the browser", async () => {
     // A stand-in for the desktop's opener: it writes down what it was given.
@@ -83,7 +90,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     const unknown = await ask("/api/threads/nope");
     expect([unknown.status, ((await unknown.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/thread "nope"/)]);
     const action = await ask("/api/threads/nope/actions/explode", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-    expect([action.status, ((await action.json()) as { error: string }).error]).toEqual([400, 'no action "explode": use approve, reject, send, rewind or fork']);
+    expect([action.status, ((await action.json()) as { error: string }).error]).toEqual([400, 'no action "explode": use approve, reject, resume, send, rewind or fork']);
     // A port in use is one line, exit 2.
     const taken = await runCli(["--db", ws.db, "ui", "--port", new URL(origin).port], { env: cleanEnv() });
     expect([taken.code, taken.stderr]).toEqual([2, `loopgraph: port ${new URL(origin).port} is in use: pick another with --port, or leave it out for a free one\n`]);
@@ -120,8 +127,11 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await timeline.locator("tr.step", { hasText: "coder" }).first().click();
     await page.locator("[data-testid=checkpoint] .change").first().waitFor();
     expect(await page.locator("[data-testid=checkpoint]").innerText()).toMatch(/outputs\.coder/);
-    // The tool calls, with their arguments and results.
-    expect(await page.locator("table.tools").first().innerText()).toContain("write_file");
+    // The tool calls of each of the Coder's turns (one a round), with their arguments and results.
+    const turns = page.locator("[data-testid=tool-turn]");
+    expect(await turns.locator("h3").allInnerTexts()).toEqual(["coder, turn 1", "coder, turn 2"]);
+    expect(await turns.nth(0).innerText()).toMatch(/todo_write[\s\S]*write_file[\s\S]*palindrome\.js[\s\S]*shell/);
+    expect(await turns.nth(1).innerText()).toMatch(/write_file[\s\S]*palindrome\.test\.js[\s\S]*shell/);
     // Each file-changing step's diff, from the workspace snapshots.
     const files = page.locator("[data-testid=file-step]");
     expect(await files.count()).toBeGreaterThan(0);
@@ -132,13 +142,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.getByRole("button", { name: "Rewind preview" }).click();
     await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
     expect(await page.locator("[data-testid=action-result]").innerText()).toContain('"dryRun": true');
-    // A task sent to the loop for after this round (as `loopgraph send <thread> "add: …"`): the status block shows it, live.
-    await page.getByPlaceholder("a task for after this round").fill("write the docs");
-    await page.getByRole("button", { name: "Add", exact: true }).click();
-    await expect.poll(() => page.locator(".status-block").innerText(), LIVE).toContain('pending: 1 ("write the docs")');
-    // Stop, as `loopgraph send <thread> stop`: the command's answer is shown.
-    await page.getByRole("button", { name: "Stop", exact: true }).click();
-    await expect.poll(() => page.locator(".looper-commands .result").innerText(), LIVE).toMatch(/^loopgraph send -- .*\.loop stop: queued for thread .*\{"command":"stop"\}/);
+    // The loop has ended: no Add or Stop for it, nothing to resume.
+    expect(await page.locator(".looper-commands").count()).toBe(0);
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
     await shot(page, "ui-loop-thread");
     // The exported script, downloaded as `inspect --export-script` writes it.
     const href = await page.getByRole("link", { name: "Download the exported script" }).getAttribute("href");
@@ -157,22 +163,14 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
   it("no secret of the run reaches a page: what the store redacted stays redacted, in the state, the diffs and the exported script", async () => {
     const secret = "s3cret-ui-value-42";
     const place = tempWorkspace({ git: "init", files: { "leak.txt": `key=${secret}\n` } });
-    const script = join(place.root, "leak.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        "  - { node: coder, tool_calls: [ { name: read_file, args: { path: leak.txt } } ] }",
-        `  - { node: coder, tool_calls: [ { name: write_file, args: { path: copy.txt, contents: "${secret}" } } ] }`,
-        `  - { node: coder, content: "The key is ${secret}." }`,
-        "",
-      ].join("\n"),
-    );
+    const script = scriptFile(place, "leak.script.yaml", [
+      "{ node: coder, tool_calls: [ { name: read_file, args: { path: leak.txt } } ] }",
+      `{ node: coder, tool_calls: [ { name: write_file, args: { path: copy.txt, contents: "${secret}" } } ] }`,
+      `{ node: coder, content: "The key is ${secret}." }`,
+    ]);
     const done = await run(place, { graph: "coder", task: "copy the key", thread: "leaky", script, approval: "auto" }, { env: cleanEnv({ UI_SECRET_TOKEN: secret }) });
     expect(done.code, done.stderr).toBe(0);
-    const { url, origin, token } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/leaky`);
+    const { origin, token, page } = await openThread(place.db, "leaky");
     await page.locator("[data-testid=file-step]").first().waitFor();
     await page.locator("[data-testid=timeline] tr.step", { hasText: "coder" }).first().click();
     await page.locator("[data-testid=checkpoint] details").click();
@@ -187,21 +185,13 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   it("follows a running run live: the node at work is outlined on the graph, and the end arrives without a reload", async () => {
     const place = tempWorkspace({ git: "init" });
-    const script = join(place.root, "slow.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        "  - { node: coder, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
-        '  - { node: coder, wait_for: gate, content: "Listed." }',
-        "",
-      ].join("\n"),
-    );
+    const script = scriptFile(place, "slow.script.yaml", [
+      "{ node: coder, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
+      '{ node: coder, wait_for: gate, content: "Listed." }',
+    ]);
     const running = startRun(place, { graph: "coder", task: "look around", thread: "live", script, approval: "auto" });
     await running.waitForEvent("tool_result");
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/live`);
+    const { page } = await openThread(place.db, "live");
     await page.locator(".thread-title .status-running").waitFor();
     await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(1);
     expect(await page.locator("[data-testid=graph] g.node.current").textContent()).toContain("coder");
@@ -214,31 +204,132 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
+  it("outlines the node at work when it is a node without steps of its own (an agent), and none once the run ended", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = scriptFile(place, "critique-waits.script.yaml", ['{ node: draft, content: "A draft." }', "{ node: critique, wait_for: gate, content: '{\"verdict\": \"approve\", \"notes\": \"ok\"}' }"]);
+    const running = startRun(place, { graph: "example-review", task: "write", thread: "agent-at-work", script });
+    await running.waitForNode("critique");
+    const { page } = await openThread(place.db, "agent-at-work");
+    await page.locator(".thread-title .status-running").waitFor();
+    await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(1);
+    expect(await page.locator("[data-testid=graph] g.node.current").textContent()).toContain("critique");
+    writeFileSync(join(place.root, "gate"), "");
+    expect((await running.done).code).toBe(0);
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    await expect.poll(() => page.locator("[data-testid=graph] g.node.current").count(), LIVE).toBe(0);
+    await page.close();
+  });
+
+  it("offers Resume for an interrupted thread, not for a running or finished one; Resume runs `loopgraph resume` and the page follows it to the end", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = scriptFile(place, "resumed.script.yaml", ['{ node: coder, wait_for: gate, content: "Done after a resume." }']);
+    const running = startRun(place, { graph: "coder", task: "look around", thread: "cut-off", script, approval: "auto" });
+    await running.waitForNode("coder");
+    const { page } = await openThread(place.db, "cut-off");
+    await page.locator(".thread-title .status-running").waitFor();
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
+    // While it runs, a fork or a rewind would change the thread under its run: only the preview is offered.
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
+    await page.getByRole("button", { name: "Rewind preview" }).waitFor();
+    expect(await page.getByRole("button", { name: "Fork from here" }).count()).toBe(0);
+    expect(await page.getByRole("button", { name: "Rewind files" }).count()).toBe(0);
+    await running.kill("SIGKILL");
+    await page.locator(".thread-title .status-interrupted").waitFor({ timeout: 30_000 });
+    expect(await page.getByRole("button", { name: "Fork from here" }).count()).toBe(1);
+    writeFileSync(join(place.root, "gate"), "");
+    await page.getByRole("button", { name: "Resume" }).click();
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    expect(await page.locator("[data-testid=timeline]").innerText()).toContain("Done after a resume.");
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
+    await page.close();
+  });
+
+  it("offers Add and Stop while a loop runs, as `loopgraph send`, and neither once it has stopped", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = scriptFile(place, "loop.script.yaml", [
+      '{ node: coder, wait_for: gate, content: "Did round 1." }',
+      "{ node: review.specs_breakdown, content: '{\"rating\": \"normal\", \"comments\": []}' }",
+      "{ node: review.task_log, content: '{\"rating\": \"normal\", \"comments\": []}' }",
+      "{ node: judge, content: '{\"decision\": \"terminate\", \"reason\": \"done\"}' }",
+    ]);
+    const running = startRun(place, { graph: "coder-review", task: "do it", thread: "looping", script, approval: "auto" });
+    await running.waitForNode("coder");
+    const { page } = await openThread(place.db, "looping");
+    // A task sent to the loop for after this round (as `loopgraph send <thread> "add: …"`): the status block shows it, live.
+    await page.getByPlaceholder("a task for after this round").fill("write the docs");
+    await page.getByRole("button", { name: "Add", exact: true }).click();
+    await expect.poll(() => page.locator(".status-block").innerText(), LIVE).toContain('pending: 1 ("write the docs")');
+    // Stop, as `loopgraph send <thread> stop`: the command's answer is shown.
+    await page.getByRole("button", { name: "Stop", exact: true }).click();
+    await expect.poll(() => page.locator(".looper-commands .result").innerText(), LIVE).toMatch(/^loopgraph send -- looping stop: exit 0\nqueued for thread .*\{"command":"stop"\}/);
+    writeFileSync(join(place.root, "gate"), "");
+    // Stopped by the command: the run ends as interrupted (exit 130).
+    expect((await running.done).code).toBe(130);
+    await page.locator(".thread-title .status-interrupted").waitFor({ timeout: 30_000 });
+    expect(await page.locator(".status-block").count()).toBe(1);
+    await expect.poll(() => page.locator(".looper-commands").count(), LIVE).toBe(0);
+    await page.close();
+  });
+
+  /** A scripted Coder whose model step after `first` takes 5 s and then calls a tool: the run writes its progress while it goes on, as the CLI does. */
+  const slowScript = (place: { root: string }, first: string[]): string =>
+    scriptFile(place, "slow.script.yaml", [...first, "{ node: coder, delay_ms: 5000, tool_calls: [ { name: list_dir, args: { path: . } } ] }", '{ node: coder, content: "Done, slowly." }']);
+
+  it("a run the page approves lives on its own: its next model step takes 5 s, loopgraph ui is stopped (SIGTERM) meanwhile, and the run finishes", async () => {
+    const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
+    const script = slowScript(place, ['{ node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }']);
+    expect((await run(place, { graph: "coder", task: "update the notes", thread: "slow", script, approval: "ask" })).code).toBe(3);
+    const { ui, page } = await openThread(place.db, "slow");
+    await page.getByRole("button", { name: "Approve" }).click();
+    await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
+    await page.close();
+    expect((await ui.kill("SIGTERM")).code).toBe(0);
+    await expect.poll(() => recordedStatus(place.db, "slow"), LIVE).toBe("finished");
+    expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
+    expect(JSON.stringify((await finalState(place.db, "slow")).messages)).toContain("Done, slowly.");
+  });
+
+  it("a fork started from the page lives on its own: its model step takes 5 s, the page follows it to its end", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = slowScript(place, []);
+    expect((await run(place, { graph: "coder", task: "look around", thread: "forked", script, approval: "auto" })).code).toBe(0);
+    const { page } = await openThread(place.db, "forked");
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
+    await page.getByPlaceholder(/state edits/).fill("task=look around again");
+    await page.getByRole("button", { name: "Fork from here" }).click();
+    await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/^loopgraph replay --from=\S+ "--set=task=look around again" -- forked: running/);
+    await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    const fork = (await historyOf(place.db, "forked")).checkpoints.filter((checkpoint) => checkpoint.branch === 1);
+    expect(fork.map((checkpoint) => checkpoint.nodes.join(","))).toContain("coder");
+    expect(await page.locator("[data-testid=timeline]").innerText()).toMatch(/fork 1[\s\S]*Done, slowly\./);
+    await page.close();
+  });
+
   it("approves a paused run from the page (the call runs, the page follows the run live to its end), forks it with an edited task, rejects the new ask with a reason", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
-    const script = join(place.root, "approve.script.yaml");
-    writeFileSync(
-      script,
-      [
-        "responses:",
-        '  - { node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
-        '  - { node: coder, content: "Wrote notes.txt." }',
-        "",
-      ].join("\n"),
-    );
+    const script = scriptFile(place, "approve.script.yaml", [
+      '{ node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
+      '{ node: coder, content: "Wrote notes.txt." }',
+    ]);
     const paused = await run(place, { graph: "coder", task: "update the notes", thread: "waits", script, approval: "ask" });
     expect(paused.code, paused.stderr).toBe(3);
-    const { url } = await startUi(place.db);
-    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
-    await page.goto(`${url}#/thread/waits`);
+    const { page } = await openThread(place.db, "waits");
     const approval = page.locator("[data-testid=approval]");
     await approval.waitFor();
     expect(await approval.innerText()).toContain("write_file");
+    // Paused at an approval: Approve and Reject answer it; there is nothing else to resume.
+    expect(await page.locator("[data-testid=resume]").count()).toBe(0);
     // The file diff of what it would change.
     expect(await page.locator("[data-testid=diff] .d2h-del .d2h-code-line-ctn").innerText()).toBe("old");
     expect(await page.locator("[data-testid=diff] .d2h-ins .d2h-code-line-ctn").innerText()).toBe("new");
     // The Coder's steps so far, though its node's step has not finished: the call it waits on.
     expect(await page.locator("[data-testid=timeline]").innerText()).toMatch(/steps of a node that has not finished:[\s\S]*→ write_file/);
+    // The header sums the tokens the steps show, the Coder's steps before its approval among them.
+    const cells = await page.locator("[data-testid=timeline] tbody tr td:nth-child(5)").allInnerTexts();
+    const [tokensIn, tokensOut] = cells.filter((cell) => cell.includes("→")).reduce(([sumIn, sumOut], cell) => [sumIn + Number(cell.split("→")[0]), sumOut + Number(cell.split("→")[1])], [0, 0]);
+    expect(tokensIn).toBeGreaterThan(0);
+    expect(await page.locator(".meta").innerText()).toContain(`${tokensIn} tokens in, ${tokensOut} out`);
     await shot(page, "ui-approval");
     await page.getByRole("button", { name: "Approve" }).click();
     // No reload: the server's events bring the run's end.

@@ -4,7 +4,7 @@ import type { Store } from "../runs/store.js";
 import { START_NODE } from "../format/types.js";
 
 /** LangGraph marks the node(s) scheduled to run next with a `branch:to:<node>` channel in the checkpoint. */
-const SCHEDULED_PREFIX = "branch:to:";
+export const SCHEDULED_PREFIX = "branch:to:";
 
 /** One root checkpoint of a run, as replay reads it. */
 export interface RecordedStep extends TreeItem {

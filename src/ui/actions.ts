@@ -1,14 +1,19 @@
 /**
  * The web inspector's actions: each runs the CLI command that does it, with the server's store, so
- * it does exactly what that command does and is recorded the same way. A command that goes on
- * running (`resume`) runs in the background, owning the thread as any run does; the page follows it
- * live. The others are waited for, and their output is the answer.
+ * it does exactly what that command does and is recorded the same way. A command that runs the
+ * thread on (a resume, a fork) is started as from a terminal and lives on its own, owning the thread
+ * as any run does, whatever becomes of the server; the page follows it live. The others are waited
+ * for, and their output is the answer.
  */
 import { spawn } from "node:child_process";
+import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { dirname, join } from "node:path";
 
 export type Action =
   | { kind: "approve" }
   | { kind: "reject"; reason?: string }
+  | { kind: "resume" }
   | { kind: "send"; command: "stop" | "add"; task?: string }
   | { kind: "rewind"; checkpoint: string; dryRun?: boolean }
   | { kind: "fork"; checkpoint: string; set?: string[] };
@@ -19,22 +24,64 @@ export interface ActionResult {
   /** Its exit code; undefined while it goes on in the background. */
   exitCode?: number;
   output: string;
+  /** The file a command that goes on in the background writes its output to. */
+  log?: string;
 }
 
 /** How long a background command is watched for an early failure (a refused answer ends at once). */
 const EARLY_EXIT_MS = 1_500;
 
 /** Actions that run the thread on (a resume, a fork): in the background, owning the thread as any run. */
-const RUNS_ON = new Set<Action["kind"]>(["approve", "reject", "fork"]);
+const RUNS_ON = new Set<Action["kind"]>(["approve", "reject", "resume", "fork"]);
 
-/** The CLI, started with the server's store: its exit, and what it printed so far. */
-function startCli(args: string[], cli: CliPlace, detached: boolean) {
-  const child = spawn(cli.node, [cli.script, ...(cli.db !== undefined ? ["--db", cli.db] : []), ...args], { stdio: ["ignore", "pipe", "pipe"], detached });
+/** The CLI's arguments: the server's store first, then the command's. */
+const cliArgs = (args: string[], cli: CliPlace): string[] => [cli.script, ...(cli.db !== undefined ? ["--db", cli.db] : []), ...args];
+
+/** The CLI, started with the server's store and waited for: its exit, and what it printed. */
+function runCli(args: string[], cli: CliPlace): Promise<{ exitCode: number; output: string }> {
+  const child = spawn(cli.node, cliArgs(args, cli), { stdio: ["ignore", "pipe", "pipe"] });
   let output = "";
   child.stdout.on("data", (chunk: Buffer) => (output += chunk.toString()));
   child.stderr.on("data", (chunk: Buffer) => (output += chunk.toString()));
-  const exited = new Promise<number>((resolve) => child.on("close", (code, signal) => resolve(code ?? (signal ? 128 : 1))));
-  return { child, exited, output: () => output };
+  return new Promise((resolve) => {
+    child.on("close", (code, signal) => resolve({ exitCode: exitCodeOf(code, signal), output }));
+    child.on("error", (error) => resolve({ exitCode: NOT_STARTED, output: error.message }));
+  });
+}
+
+const exitCodeOf = (code: number | null, signal: NodeJS.Signals | null): number => code ?? (signal ? 128 : 1);
+
+/** The exit code of a command that could not be started, as a shell's for a command not found (the spawn error is handled: unhandled, it would end the server). */
+const NOT_STARTED = 127;
+
+/**
+ * The CLI, started as a terminal would start it and left to run on its own: in a session of its
+ * own (a signal to the server's process group does not reach it) and writing to a log file, not to
+ * pipes of the server (a run writing to a closed pipe would die of it when the server stops or
+ * stops reading). It is watched for EARLY_EXIT_MS: a command that ends by then (a refused answer)
+ * is reported with its exit code and output; one that goes on is followed on the page.
+ */
+async function startDetached(args: string[], cli: CliPlace): Promise<{ exitCode?: number; output: string; log?: string }> {
+  const log = join(mkdtempSync(join(tmpdir(), "loopgraph-ui-run-")), "output.log");
+  const fd = openSync(log, "a", 0o600);
+  const child = spawn(cli.node, cliArgs(args, cli), { stdio: ["ignore", fd, fd], detached: true });
+  closeSync(fd);
+  const exited = new Promise<number>((resolve) => {
+    child.on("exit", (code, signal) => resolve(exitCodeOf(code, signal)));
+    child.on("error", (error) => {
+      appendFileSync(log, error.message);
+      resolve(NOT_STARTED);
+    });
+  });
+  const early = await Promise.race([exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EARLY_EXIT_MS))]);
+  const output = readFileSync(log, "utf8");
+  if (early === undefined) {
+    // It goes on: the server neither waits for it nor keeps it alive.
+    child.unref();
+    return { output, log };
+  }
+  rmSync(dirname(log), { recursive: true, force: true });
+  return { exitCode: early, output };
 }
 
 /** How the server runs the CLI: node, the CLI's script, and the store it was given. */
@@ -49,20 +96,8 @@ const typed = (args: string[]): string => `loopgraph ${args.map((arg) => (/[\s"'
 
 export async function runAction(action: Action, threadId: string, cli: CliPlace): Promise<ActionResult> {
   const args = argsOf(action, threadId);
-  const background = RUNS_ON.has(action.kind);
-  const started = startCli(args, cli, background);
-  if (background) {
-    const early = await Promise.race([started.exited, new Promise<undefined>((resolve) => setTimeout(() => resolve(undefined), EARLY_EXIT_MS))]);
-    if (early === undefined) {
-      // It goes on: the page follows the thread; nothing waits for its output.
-      started.child.stdout.destroy();
-      started.child.stderr.destroy();
-      started.child.unref();
-      return { command: typed(args), output: "" };
-    }
-    return { command: typed(args), exitCode: early, output: started.output() };
-  }
-  return { command: typed(args), exitCode: await started.exited, output: started.output() };
+  const ran = RUNS_ON.has(action.kind) ? await startDetached(args, cli) : await runCli(args, cli);
+  return { command: typed(args), ...ran };
 }
 
 function argsOf(action: Action, threadId: string): string[] {
@@ -72,6 +107,8 @@ function argsOf(action: Action, threadId: string): string[] {
       return ["resume", "--approve", "--", threadId];
     case "reject":
       return ["resume", `--reject=${typeof action.reason === "string" ? action.reason : ""}`, "--", threadId];
+    case "resume":
+      return ["resume", "--", threadId];
     case "send":
       if (action.command === "stop") return ["send", "--", threadId, "stop"];
       if (action.command === "add" && typeof action.task === "string" && action.task.trim() !== "") return ["send", "--", threadId, `add: ${action.task}`];
@@ -85,7 +122,7 @@ function argsOf(action: Action, threadId: string): string[] {
       return ["replay", `--from=${action.checkpoint}`, ...set.map((edit) => `--set=${edit}`), "--", threadId];
     }
     default:
-      throw new ActionError(`no action "${(action as { kind: string }).kind}": use approve, reject, send, rewind or fork`);
+      throw new ActionError(`no action "${(action as { kind: string }).kind}": use approve, reject, resume, send, rewind or fork`);
   }
 }
 
@@ -95,6 +132,5 @@ export class ActionError extends Error {}
 /** `loopgraph inspect <thread> --export-script FILE`: the thread's recorded model answers as a scripted-model file. */
 export async function exportScript(threadId: string, file: string, cli: CliPlace): Promise<ActionResult> {
   const args = ["inspect", `--export-script=${file}`, "--", threadId];
-  const started = startCli(args, cli, false);
-  return { command: typed(args), exitCode: await started.exited, output: started.output() };
+  return { command: typed(args), ...(await runCli(args, cli)) };
 }

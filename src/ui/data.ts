@@ -17,6 +17,8 @@ import { describeStep } from "../engine/describe-step.js";
 import type { CheckpointSummary } from "../engine/inspect.js";
 import { inTreeOrder } from "../engine/checkpoint-tree.js";
 import { stepDiffs, type StepDiff } from "../snapshots/index.js";
+import { SCHEDULED_PREFIX } from "../replay/record.js";
+import type { GraphDefinition } from "../format/types.js";
 
 /** The threads page: every thread, with its tokens and the thread it is linked to (a chat and its loop). */
 export interface ThreadsPage {
@@ -58,6 +60,9 @@ async function tokensOf(threadIds: readonly string[], options: StoreOptions): Pr
 type Described = CheckpointSummary & { what: string; guide?: string };
 const described = (checkpoint: CheckpointSummary): Described => ({ ...checkpoint, what: describeStep(checkpoint) });
 
+/** A tool call as a Coder's output logs it, with (a preview of) its result. */
+type ToolCall = { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string };
+
 /** A thread's page: the run drawn on its graph, its steps, the Looper's status and log, what it waits for. */
 export interface ThreadPage {
   thread: ThreadRecord;
@@ -66,8 +71,10 @@ export interface ThreadPage {
   graph: { mermaid?: string; problem?: string };
   history: Omit<ThreadHistory, "checkpoints"> & { checkpoints: Described[] };
   nested: (Omit<NestedTimeline, "checkpoints"> & { checkpoints: Described[] })[];
-  /** The tool calls of each Coder node, as its latest output logs them. */
-  toolCalls: { node: string; calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[] }[];
+  /** The tokens the timeline's steps show, summed (see tokensShown). */
+  tokens: TokenUsage;
+  /** The tool calls of each turn of each Coder node (its 1st, 2nd … turn), oldest first. */
+  toolCalls: { node: string; turn: number; checkpointId: string; calls: ToolCall[] }[];
   /** The Looper's status block (a thread with a loop, or a chat whose loop exists). */
   looper?: LooperStatus["json"] & { text: string };
   /** The thread's messages as the latest state holds them: the Looper's `[AUTO]` log among them. */
@@ -81,21 +88,22 @@ export interface ThreadPage {
 export async function threadPage(threadId: string, options: StoreOptions): Promise<ThreadPage> {
   const history = await threadHistory(threadId, options);
   const thread = asSeen(history.thread);
-  const [nested, looper, linked] = await Promise.all([nestedTimelines(threadId, options), looperOf(threadId, options), linkedThread(threadId, options)]);
+  const [nested, looper, linked, graph] = await Promise.all([nestedTimelines(threadId, options), looperOf(threadId, options), linkedThread(threadId, options), graphOf(thread)]);
   const head = history.head ?? history.checkpoints.at(-1)?.checkpointId;
   const values = head ? (await checkpointState(threadId, head, options)).values : {};
   const visits = (values.visits ?? {}) as Record<string, number>;
   const approval = isApprovalRequest(thread.pause?.value) ? thread.pause.value : undefined;
-  // The node it waits at (paused), else the node running a graph of its own from the latest checkpoint (a Coder's turn); the node whose failure failed it.
-  const current = thread.pause?.node ?? (thread.status === "running" ? nested.find((inner) => inner.parentNs === "" && inner.from === head)?.node : undefined);
+  const current = thread.pause?.node ?? (thread.status === "running" && "definition" in graph ? await runningNode(threadId, head, nested, graph.definition, options) : undefined);
+  // The node whose failure failed it.
   const failed = thread.status === "failed" ? /^node "([^"]+)" failed/.exec(thread.error ?? "")?.[1] : undefined;
   return {
     thread,
     ...(linked !== undefined && { linked }),
-    graph: await graphOf(thread, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
+    graph: drawn(graph, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
     history: { ...history, checkpoints: inTreeOrder(history.checkpoints).map(({ checkpoint, guide }) => ({ ...described(checkpoint), guide })) },
     nested: nested.map((inner) => ({ ...inner, checkpoints: inner.checkpoints.map(described) })),
-    toolCalls: toolCallsOf(values.outputs),
+    tokens: tokensShown(history.checkpoints, nested),
+    toolCalls: await toolCallsOf(threadId, history.checkpoints, options),
     ...(looper && { looper }),
     messages: messagesOf(values.messages),
     files: await stepDiffs(threadId, options).catch((error: Error) => ({ diffs: [], problem: error.message })),
@@ -103,12 +111,58 @@ export async function threadPage(threadId: string, options: StoreOptions): Promi
   };
 }
 
+/**
+ * The node a running thread is at: the one running a graph of its own from the latest checkpoint (a
+ * Coder's turn, whose steps are checkpointed), else the one LangGraph scheduled from it (its
+ * `branch:to:<node>` channel): a node without steps of its own (an agent, a function) shows only so.
+ */
+async function runningNode(threadId: string, head: string | undefined, nested: NestedTimeline[], graph: GraphDefinition, options: StoreOptions): Promise<string | undefined> {
+  const inner = nested.find((timeline) => timeline.parentNs === "" && timeline.from === head)?.node;
+  if (inner !== undefined || head === undefined) return inner;
+  const channels = Object.keys(graph.nodes).map((node) => SCHEDULED_PREFIX + node);
+  const scheduled = await withTables(options, "read", (store) => store.checkpoints.plainChannels(threadId, channels, head)).catch(() => ({}));
+  return Object.keys(scheduled)[0]?.slice(SCHEDULED_PREFIX.length);
+}
+
+/**
+ * The tokens the timeline shows: its root steps', and those of the steps of a node that has not
+ * finished (paused at an approval inside it, or still running), which no root step counts yet. A
+ * finished node's root step counts its nested steps already: they are not added twice.
+ */
+function tokensShown(checkpoints: readonly CheckpointSummary[], nested: readonly NestedTimeline[]): TokenUsage {
+  const placed = (inner: NestedTimeline) => checkpoints.some((step) => step.parentId === inner.from && step.nodes.includes(inner.node));
+  const unfinished = nested.filter((inner) => inner.parentNs === "" && !placed(inner)).flatMap((inner) => inner.checkpoints);
+  return [...checkpoints, ...unfinished].reduce(
+    (sum, step) => ({ inputTokens: sum.inputTokens + step.tokens.inputTokens, outputTokens: sum.outputTokens + step.tokens.outputTokens }),
+    { inputTokens: 0, outputTokens: 0 },
+  );
+}
+
+/**
+ * Every turn's tool calls of each node that logs them (a Coder): its output holds only its latest
+ * turn's, so each step that changed a node's output is read, in the order of the steps.
+ */
+async function toolCallsOf(threadId: string, checkpoints: readonly CheckpointSummary[], options: StoreOptions): Promise<ThreadPage["toolCalls"]> {
+  const outputSteps = checkpoints.filter((step) => step.changes.some((change) => change.path.startsWith("outputs.")));
+  return withTables(options, "read", async (store) => {
+    const turns: ThreadPage["toolCalls"] = [];
+    for (const step of outputSteps) {
+      const outputs = (await store.checkpoints.plainChannels(threadId, ["outputs"], step.checkpointId)).outputs as Record<string, { toolCalls?: unknown } | undefined> | undefined;
+      for (const node of step.nodes) {
+        const calls = outputs?.[node]?.toolCalls;
+        if (Array.isArray(calls) && calls.length > 0) turns.push({ node, turn: turns.filter((turn) => turn.node === node).length + 1, checkpointId: step.checkpointId, calls: calls as ToolCall[] });
+      }
+    }
+    return turns;
+  });
+}
+
 /** The full state at one checkpoint and its changes from the one before, as `inspect --checkpoint` and `--diff` give them. */
 export async function checkpointPage(threadId: string, checkpointId: string, options: StoreOptions) {
   return checkpointState(threadId, checkpointId, options);
 }
 
-/** Whether the thread changed since `since` (its record's update time and latest checkpoint): what live pages poll. */
+/** What changes when the thread (or its loop) changes: its record's update time and status, its latest checkpoint, its loop's commands. What live pages poll. */
 export async function threadVersion(threadId: string, options: StoreOptions): Promise<string> {
   return withTables(options, "read", async (store) => {
     const thread = await store.threads.get(threadId);
@@ -116,17 +170,31 @@ export async function threadVersion(threadId: string, options: StoreOptions): Pr
     const latest = await store.checkpoints.latestCheckpointId(threadId);
     // A command sent to its loop changes what the status block says, before the loop takes it.
     const commands = (await store.inbox.after(loop ? loop.threadId : threadId, 0)).length;
-    return [thread?.updatedAt, thread?.status, loop?.updatedAt, latest, commands].join("|");
+    // The status as readers see it: a run whose process died changes nothing in the store, yet is interrupted now.
+    const status = (record: ThreadRecord | undefined) => (record ? asSeen(record).status : undefined);
+    return [thread?.updatedAt, status(thread), loop?.updatedAt, status(loop), latest, commands].join("|");
   });
 }
 
-async function graphOf(thread: ThreadRecord, marks: Parameters<typeof drawMermaid>[1]): Promise<ThreadPage["graph"]> {
+/** The thread's graph as its file holds it now, or why it cannot be loaded. */
+async function graphOf(thread: ThreadRecord): Promise<{ definition: GraphDefinition } | { problem: string }> {
+  return loadGraph(thread.graphFile).then(
+    (definition) => ({ definition }),
+    (error: unknown) => ({ problem: cannotDraw(thread.graphFile, error) }),
+  );
+}
+
+/** The run drawn on its graph (the Mermaid text of `graphs draw`, with the run's marks). */
+function drawn(graph: Awaited<ReturnType<typeof graphOf>>, marks: Parameters<typeof drawMermaid>[1]): ThreadPage["graph"] {
+  if ("problem" in graph) return graph;
   try {
-    return { mermaid: drawMermaid(await loadGraph(thread.graphFile), marks) };
+    return { mermaid: drawMermaid(graph.definition, marks) };
   } catch (error) {
-    return { problem: `the graph ${thread.graphFile} cannot be drawn: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}` };
+    return { problem: cannotDraw(graph.definition.file, error) };
   }
 }
+
+const cannotDraw = (file: string, error: unknown): string => `the graph ${file} cannot be drawn: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
 
 async function looperOf(threadId: string, options: StoreOptions): Promise<ThreadPage["looper"]> {
   const status = await looperStatus(threadId, options).catch(() => undefined);
@@ -147,12 +215,3 @@ function messagesOf(raw: unknown): ThreadPage["messages"] {
     return { type: type ?? "unknown", ...(name && { name }), content: text, auto: text.startsWith(AUTO_PREFIX) };
   });
 }
-
-function toolCallsOf(outputs: unknown): ThreadPage["toolCalls"] {
-  if (outputs === null || typeof outputs !== "object") return [];
-  return Object.entries(outputs as Record<string, unknown>).flatMap(([node, output]) => {
-    const calls = (output as { toolCalls?: unknown } | undefined)?.toolCalls;
-    return Array.isArray(calls) ? [{ node, calls: calls as ThreadPage["toolCalls"][number]["calls"] }] : [];
-  });
-}
-

@@ -141,6 +141,8 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     const url = new URL(request.url ?? "/", `http://127.0.0.1:${port}`);
     if (!ownHost(request.headers.host)) throw new HttpError(403, "this server answers only to 127.0.0.1 and localhost");
     if (!ownOrigin(request.headers.origin)) throw new HttpError(403, "requests from other origins are refused");
+    // The browser asks for an icon on its own, without the token: answered with none, before the token is asked for.
+    if (request.method === "GET" && url.pathname === "/favicon.ico") return void send(response, 204, "", "text/plain");
     if (!authorised(request, url)) throw new HttpError(401, "a request without this server's token is refused: open the URL `loopgraph ui` printed");
     const path = url.pathname;
     const method = request.method ?? "GET";

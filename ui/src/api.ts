@@ -83,8 +83,12 @@ export interface ThreadPage {
   graph: { mermaid?: string; problem?: string };
   history: { checkpoints: Step[]; branches: { branch: number; from?: string }[]; head?: string };
   nested: { ns: string; parentNs: string; from?: string; node: string; checkpoints: Step[] }[];
-  toolCalls: { node: string; calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[] }[];
-  looper?: { text: string; state: string; round: number; maxRounds: number; subState: string | null; pending: string[] };
+  /** The tokens the timeline's steps show, summed. */
+  tokens: TokenUsage;
+  /** Each turn's tool calls of each Coder node. */
+  toolCalls: { node: string; turn: number; checkpointId: string; calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[] }[];
+  /** The Looper's status block; `threadStatus` is its loop thread's status. */
+  looper?: { text: string; state: string; round: number; maxRounds: number; subState: string | null; pending: string[]; threadStatus: string };
   messages: { type: string; name?: string; content: string; auto: boolean }[];
   approval?: Approval;
   files: { diffs: StepDiff[]; problem?: string };
@@ -105,6 +109,8 @@ export interface ActionResult {
   command: string;
   exitCode?: number;
   output: string;
+  /** The file a command that goes on in the background writes its output to. */
+  log?: string;
 }
 
 /** A link to a GET of the API that the browser follows itself (a download): the token goes in the query. */

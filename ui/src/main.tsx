@@ -123,14 +123,13 @@ function Thread({ threadId }: { threadId: string }) {
   if (error && !page) return <p class="error">{error}</p>;
   if (!page) return <p>loading…</p>;
   const { thread } = page;
-  const tokens = page.history.checkpoints.reduce((sum, c) => ({ in: sum.in + c.tokens.inputTokens, out: sum.out + c.tokens.outputTokens }), { in: 0, out: 0 });
   return (
     <main>
       <h1 class="thread-title">
         {thread.threadId} <StatusBadge thread={thread} />
       </h1>
       <p class="meta">
-        graph <b>{thread.graphName}</b> · {tokens.in} tokens in, {tokens.out} out · updated {thread.updatedAt.replace("T", " ").slice(0, 19)}
+        graph <b>{thread.graphName}</b> · {page.tokens.inputTokens} tokens in, {page.tokens.outputTokens} out · updated {thread.updatedAt.replace("T", " ").slice(0, 19)}
         {page.linked ? (
           <>
             {" "}· linked: <a href={`#/thread/${encodeURIComponent(page.linked)}`}>{page.linked}</a>
@@ -145,6 +144,7 @@ function Thread({ threadId }: { threadId: string }) {
         <span class="dim">(its model answers as a scripted-model file, as inspect --export-script)</span>
       </p>
       {thread.error ? <p class={thread.status === "failed" ? "error" : "warn"}>{thread.error}</p> : null}
+      {resumable(page) ? <ResumeBox threadId={thread.threadId} /> : null}
       {page.approval ? <ApprovalBox threadId={thread.threadId} approval={page.approval} /> : null}
       <div class="columns">
         <section class="graph-panel">
@@ -155,19 +155,64 @@ function Thread({ threadId }: { threadId: string }) {
           <section class="looper">
             <h2>Looper</h2>
             <pre class="status-block">{page.looper.text}</pre>
-            <LooperCommands threadId={thread.threadId} />
+            {LOOP_GOES_ON.has(page.looper.threadStatus) ? <LooperCommands threadId={thread.threadId} /> : null}
           </section>
         ) : null}
       </div>
       <section>
         <h2>Timeline</h2>
         <Timeline page={page} selected={selected} onSelect={setSelected} />
-        {selected ? <CheckpointView threadId={thread.threadId} step={page.history.checkpoints.find((c) => c.checkpointId === selected)} /> : null}
+        {selected ? <CheckpointView threadId={thread.threadId} step={page.history.checkpoints.find((c) => c.checkpointId === selected)} runs={RUNS.has(thread.status)} /> : null}
       </section>
       {page.files.diffs.length > 0 || page.files.problem ? <Files page={page} /> : null}
       {page.toolCalls.length > 0 ? <ToolCalls page={page} /> : null}
       {page.messages.length > 0 ? <Messages page={page} /> : null}
     </main>
+  );
+}
+
+/** Statuses of a thread a process runs or will run: its files and its head are not to be changed under it. */
+const RUNS = new Set(["running", "queued"]);
+/** Statuses of a loop that takes commands (Add, Stop) now or when it goes on. */
+const LOOP_GOES_ON = new Set(["running", "paused", "queued"]);
+
+/** Whether `loopgraph resume` would take the thread on: it failed, was interrupted, or is paused at anything but an approval (Approve and Reject answer that). */
+const resumable = (page: ThreadPage): boolean =>
+  page.thread.status === "failed" || page.thread.status === "interrupted" || (page.thread.status === "paused" && page.approval === undefined);
+
+/** What a command the page ran did: its exit code and output, or that it goes on in the background (and where its output goes). */
+const describeAnswer = (answer: ActionResult): string =>
+  answer.exitCode === undefined
+    ? `${answer.command}: running${answer.log ? ` (its output goes to ${answer.log})` : ""}`
+    : `${answer.command}: exit ${answer.exitCode}${answer.output ? `\n${answer.output}` : ""}`;
+
+/** An action of the page on the thread: it runs the CLI command that does it; `result` says what that did. */
+function useAction(threadId: string) {
+  const [busy, setBusy] = useState(false);
+  const [result, setResult] = useState<string>();
+  const act = async (kind: string, body: Record<string, unknown> = {}) => {
+    setBusy(true);
+    try {
+      setResult(describeAnswer(await post<ActionResult>(`/api/threads/${encodeURIComponent(threadId)}/actions/${kind}`, body)));
+    } catch (error) {
+      setResult(error instanceof Error ? error.message : String(error));
+    } finally {
+      setBusy(false);
+    }
+  };
+  return { busy, result, act };
+}
+
+/** Resume a failed, interrupted or paused thread, as `loopgraph resume <thread>`. */
+function ResumeBox({ threadId }: { threadId: string }) {
+  const { busy, result, act } = useAction(threadId);
+  return (
+    <div class="actions" data-testid="resume">
+      <button disabled={busy} onClick={() => void act("resume")}>
+        Resume
+      </button>
+      {result ? <pre class="result">{result}</pre> : null}
+    </div>
   );
 }
 
@@ -287,7 +332,7 @@ function ChangeLine({ change }: { change: Change }) {
 }
 
 /** One checkpoint: its changes from the one before, and its whole state. */
-function CheckpointView({ threadId, step }: { threadId: string; step?: Step }) {
+function CheckpointView({ threadId, step, runs }: { threadId: string; step?: Step; runs: boolean }) {
   const [state, setState] = useState<CheckpointState>();
   useEffect(() => {
     setState(undefined);
@@ -304,41 +349,40 @@ function CheckpointView({ threadId, step }: { threadId: string; step?: Step }) {
         <summary>state</summary>
         <pre class="state">{state ? JSON.stringify(state.values, null, 2) : "loading…"}</pre>
       </details>
-      <CheckpointActions threadId={threadId} checkpointId={step.checkpointId} />
+      <CheckpointActions threadId={threadId} checkpointId={step.checkpointId} runs={runs} />
     </div>
   );
 }
 
-/** From this checkpoint: fork with an edited state (`replay --from --set`), rewind the files (preview first). */
-function CheckpointActions({ threadId, checkpointId }: { threadId: string; checkpointId: string }) {
+/**
+ * From this checkpoint: fork with an edited state (`replay --from --set`), rewind the files (preview
+ * first). While a process runs the thread, only the preview: a fork or a rewind would change its
+ * head or its files under it.
+ */
+function CheckpointActions({ threadId, checkpointId, runs }: { threadId: string; checkpointId: string; runs: boolean }) {
   const [edits, setEdits] = useState("");
-  const [result, setResult] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const act = async (kind: string, body: Record<string, unknown>) => {
-    setBusy(true);
-    try {
-      const answer = await post<ActionResult>(`/api/threads/${encodeURIComponent(threadId)}/actions/${kind}`, { checkpoint: checkpointId, ...body });
-      setResult(`${answer.command}: ${answer.exitCode === undefined ? "running" : `exit ${answer.exitCode}`}${answer.output ? `\n${answer.output}` : ""}`);
-    } catch (error) {
-      setResult(error instanceof Error ? error.message : String(error));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, result, act } = useAction(threadId);
+  const from = (kind: string, body: Record<string, unknown>) => void act(kind, { checkpoint: checkpointId, ...body });
   return (
     <div class="checkpoint-actions">
       <h3>From this checkpoint</h3>
-      <textarea rows={2} placeholder={"state edits, one per line: task=Fix it again\nvars.retries=3"} value={edits} onInput={(e) => setEdits((e.target as HTMLTextAreaElement).value)} />
+      {runs ? null : (
+        <textarea rows={2} placeholder={"state edits, one per line: task=Fix it again\nvars.retries=3"} value={edits} onInput={(e) => setEdits((e.target as HTMLTextAreaElement).value)} />
+      )}
       <div class="actions">
-        <button disabled={busy} onClick={() => void act("fork", { set: edits.split("\n").filter((line) => line.trim() !== "") })}>
-          Fork from here
-        </button>
-        <button disabled={busy} onClick={() => void act("rewind", { dryRun: true })}>
+        {runs ? null : (
+          <button disabled={busy} onClick={() => from("fork", { set: edits.split("\n").filter((line) => line.trim() !== "") })}>
+            Fork from here
+          </button>
+        )}
+        <button disabled={busy} onClick={() => from("rewind", { dryRun: true })}>
           Rewind preview
         </button>
-        <button disabled={busy} class="reject" onClick={() => confirm("Put the workspace's files back as they were at this checkpoint?") && void act("rewind", {})}>
-          Rewind files
-        </button>
+        {runs ? null : (
+          <button disabled={busy} class="reject" onClick={() => confirm("Put the workspace's files back as they were at this checkpoint?") && from("rewind", {})}>
+            Rewind files
+          </button>
+        )}
       </div>
       {result ? <pre class="result" data-testid="action-result">{result}</pre> : null}
     </div>
@@ -368,9 +412,11 @@ function ToolCalls({ page }: { page: ThreadPage }) {
   return (
     <section>
       <h2>Tool calls</h2>
-      {page.toolCalls.map(({ node, calls }) => (
-        <div key={node}>
-          <h3>{node}</h3>
+      {page.toolCalls.map(({ node, turn, checkpointId, calls }) => (
+        <div key={`${checkpointId}:${node}`} data-testid="tool-turn">
+          <h3>
+            {node}, turn {turn}
+          </h3>
           <table class="tools">
             <tbody>
               {calls.map((call) => (
@@ -418,19 +464,7 @@ function Diff({ text }: { text: string }) {
 /** The tool call the run waits on: what it would do, and approve or reject (with a reason), as `resume --approve` / `--reject`. */
 function ApprovalBox({ threadId, approval }: { threadId: string; approval: Approval }) {
   const [reason, setReason] = useState("");
-  const [result, setResult] = useState<string>();
-  const [busy, setBusy] = useState(false);
-  const act = async (kind: "approve" | "reject") => {
-    setBusy(true);
-    try {
-      const answer = await post<{ command: string; exitCode?: number; output: string }>(`/api/threads/${encodeURIComponent(threadId)}/actions/${kind}`, kind === "reject" ? { reason } : {});
-      setResult(answer.exitCode === undefined ? `${answer.command}: running` : `${answer.command}: exit ${answer.exitCode}${answer.output ? `\n${answer.output}` : ""}`);
-    } catch (error) {
-      setResult(error instanceof Error ? error.message : String(error));
-    } finally {
-      setBusy(false);
-    }
-  };
+  const { busy, result, act } = useAction(threadId);
   return (
     <section class="approval" data-testid="approval">
       <h2>
@@ -445,7 +479,7 @@ function ApprovalBox({ threadId, approval }: { threadId: string; approval: Appro
           Approve
         </button>
         <input placeholder="reason for the agent (reject)" value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
-        <button disabled={busy} class="reject" onClick={() => void act("reject")}>
+        <button disabled={busy} class="reject" onClick={() => void act("reject", { reason })}>
           Reject
         </button>
       </div>
@@ -457,22 +491,15 @@ function ApprovalBox({ threadId, approval }: { threadId: string; approval: Appro
 /** A command to the thread's loop, as `loopgraph send`: stop it, or add a task for after this round. */
 function LooperCommands({ threadId }: { threadId: string }) {
   const [task, setTask] = useState("");
-  const [result, setResult] = useState<string>();
-  const send = async (body: { command: "stop" } | { command: "add"; task: string }) => {
-    try {
-      const answer = await post<{ command: string; exitCode?: number; output: string }>(`/api/threads/${encodeURIComponent(threadId)}/actions/send`, body);
-      setResult(`${answer.command}: ${answer.output.trim() || `exit ${answer.exitCode}`}`);
-    } catch (error) {
-      setResult(error instanceof Error ? error.message : String(error));
-    }
-  };
+  const { busy, result, act } = useAction(threadId);
+  const send = (body: { command: "stop" } | { command: "add"; task: string }) => act("send", body);
   return (
     <div class="looper-commands">
       <input placeholder="a task for after this round" value={task} onInput={(e) => setTask((e.target as HTMLInputElement).value)} />
-      <button disabled={task.trim() === ""} onClick={() => void send({ command: "add", task })}>
+      <button disabled={busy || task.trim() === ""} onClick={() => void send({ command: "add", task })}>
         Add
       </button>
-      <button class="reject" onClick={() => void send({ command: "stop" })}>
+      <button disabled={busy} class="reject" onClick={() => void send({ command: "stop" })}>
         Stop
       </button>
       {result ? <pre class="result">{result}</pre> : null}
