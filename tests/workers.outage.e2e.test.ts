@@ -6,7 +6,7 @@
  */
 import { readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { expect, it } from "vitest";
+import { afterEach, expect, it } from "vitest";
 import { cleanEnv, collect, eventually, runCli, spawnCli, type CliResult } from "./helpers/cli.js";
 import { describeOnPostgres, queryRows, type PostgresServer } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
@@ -70,6 +70,9 @@ async function statusesWhenSettled(url: string): Promise<string[]> {
 }
 
 describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "the outage tests", (server) => {
+  // A test that failed during its outage leaves the server as it found it, for the next one.
+  afterEach(() => server().pgCtl("start"));
+
   /** Two workers running four queued runs, each in a shell step when `outage` strikes; all must finish. */
   async function workersThrough(name: string, outage: (pg: PostgresServer, workers: WorkerProcess[]) => Promise<void>): Promise<string> {
     const url = server().createDatabase(name);
