@@ -4,70 +4,11 @@
  * shell steps: workers ride it out and every queued run finishes once the server is back; a
  * foreground run stops at its last checkpoint with one line, exit 130, and `resume` finishes it.
  */
-import { readFileSync, writeFileSync } from "node:fs";
-import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { cleanEnv, collect, eventually, runCli, spawnCli, type CliResult } from "./helpers/cli.js";
-import { describeOnPostgres, queryRows, type PostgresServer } from "./helpers/postgres.js";
-import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
-
-const STEPS = 2;
-
-/** A scripted Coder whose shell steps each write `begin k`, take a second (an outage lands in one), then write `end k`. */
-function slowSteps(dir: string): string {
-  const calls = Array.from({ length: STEPS }, (_, i) => `      - name: shell\n        args: { command: "echo begin ${i + 1} >> log.txt; sleep 1; echo end ${i + 1} >> log.txt" }`).join("\n");
-  const path = join(dir, "slow.script.yaml");
-  writeFileSync(path, `responses:\n  - node: coder\n    tool_calls:\n${calls}\n  - node: coder\n    content: "done"\n`);
-  return path;
-}
-
-const readLog = (ws: Workspace): string => {
-  try {
-    return readFileSync(join(ws.dir, "log.txt"), "utf8");
-  } catch {
-    return "";
-  }
-};
-
-/** What must never reach a user's terminal: Node's crash output, a stack, an internal error. */
-export function crashLines(output: string): string[] {
-  return output.split("\n").filter((line) => /^\s+at |Unhandled 'error' event|internal error:|UnhandledPromiseRejection|node:internal/.test(line));
-}
-
-const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
-
-interface WorkerProcess {
-  done: Promise<CliResult>;
-  alive: () => boolean;
-  stop: () => Promise<CliResult>;
-}
-
-function startWorker(env: NodeJS.ProcessEnv): WorkerProcess {
-  const child = spawnCli(["worker", "--concurrency", "2"], { env });
-  const done = collect(child);
-  onCleanup(() => void child.kill("SIGKILL"));
-  return {
-    done,
-    alive: () => child.exitCode === null && child.signalCode === null,
-    stop: () => {
-      child.kill("SIGTERM");
-      return done;
-    },
-  };
-}
-
-/** The status of every thread of the store, once all have left `queued` and `running` (or the time is up). */
-async function statusesWhenSettled(url: string): Promise<string[]> {
-  return eventually(
-    async () => {
-      await delay(250);
-      const rows = await queryRows<{ thread_id: string; status: string }>(url, "SELECT thread_id, status FROM loopgraph_threads ORDER BY thread_id").catch(() => []);
-      return rows.map((row) => `${row.thread_id}:${row.status}`);
-    },
-    (now) => now.length > 0 && now.every((entry) => !/:(queued|running)$/.test(entry)),
-    120_000,
-  );
-}
+import { cleanEnv, collect, eventually, runCli, spawnCli } from "./helpers/cli.js";
+import { allStepsDone, crashLines, delay, readLog, slowSteps, startWorker, statusesWhenSettled, type WorkerProcess } from "./helpers/outage.js";
+import { describeOnPostgres, type PostgresServer } from "./helpers/postgres.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "the outage tests", (server) => {
   // A test that failed during its outage leaves the server as it found it, for the next one.
@@ -84,10 +25,11 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
       expect(queued.code, queued.stderr).toBe(0);
     }
     const workers = [startWorker(env), startWorker(env)];
-    await eventually(() => runs.every(({ ws }) => readLog(ws).includes("begin 1")), (begun) => begun, 60_000);
+    for (const worker of workers) onCleanup(() => void worker.child.kill("SIGKILL"));
+    await eventually(() => runs.every(({ ws }) => readLog(ws.dir).includes("begin 1")), (begun) => begun, 60_000);
     await outage(server(), workers);
     expect(await statusesWhenSettled(url)).toEqual(runs.map(({ thread }) => `${thread}:finished`));
-    for (const { ws } of runs) expect(readLog(ws)).toMatch(new RegExp(`end ${STEPS}\\n$`));
+    for (const { ws } of runs) expect(allStepsDone(ws.dir), readLog(ws.dir)).toBe(true);
     expect(workers.map((worker) => worker.alive())).toEqual([true, true]);
     const ends = await Promise.all(workers.map((worker) => worker.stop()));
     for (const end of ends) {
@@ -127,7 +69,7 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     const child = spawnCli(["run", "coder", "--thread", "fg", "--task", "append", "--workspace", ws.dir, "--model", `scripted:${slowSteps(ws.root)}`, "--approval", "auto"], { env });
     onCleanup(() => void child.kill("SIGKILL"));
     const running = collect(child);
-    await eventually(() => readLog(ws), (log) => log.includes("begin 1"), 60_000);
+    await eventually(() => readLog(ws.dir), (log) => log.includes("begin 1"), 60_000);
     server().pgCtl("stop");
     const result = await running;
     server().pgCtl("start");
@@ -144,6 +86,6 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     expect(said[0]).toMatch(/\): the run stopped at its last checkpoint; continue it with `loopgraph resume fg` once the server is back$/);
     const resumed = await runCli(["resume", "fg"], { env });
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
-    expect(readLog(ws)).toMatch(new RegExp(`end ${STEPS}\\n$`));
+    expect(allStepsDone(ws.dir), readLog(ws.dir)).toBe(true);
   }, 120_000);
 });
