@@ -6,6 +6,8 @@
  */
 import { expect, it } from "vitest";
 import { inTransaction } from "../src/checkpoint/postgres-schema.js";
+import { storeStopOutcome } from "../src/engine/outcome.js";
+import { LoopgraphError } from "../src/errors.js";
 import { openPostgresPool, postgresError } from "../src/runs/postgres-connection.js";
 import { isConnectionLost, StoreUnreachableError } from "../src/runs/postgres-outage.js";
 import { describeOnPostgres } from "./helpers/postgres.js";
@@ -54,4 +56,17 @@ it("a lost connection is told from a bad query: by its code (Node's, PostgreSQL'
   const unreachable = postgresError("postgres://u:secret@127.0.0.1:1/db", coded("ECONNREFUSED"));
   expect(unreachable).toBeInstanceOf(StoreUnreachableError);
   expect(unreachable.message).toBe("cannot reach the PostgreSQL server of postgres://u:***@127.0.0.1:1/db (ECONNREFUSED): check that it runs and that the host and port are right");
+});
+
+it("a node that failed on a lost connection (its cause) stops the run interrupted, 130, saying how to go on; a node's own failure stays a failure", () => {
+  const refused = Object.assign(new Error("connect ECONNREFUSED 127.0.0.1:5432"), { code: "ECONNREFUSED" });
+  const failed = new LoopgraphError('node "coder" failed: connect ECONNREFUSED 127.0.0.1:5432', undefined, { cause: refused });
+  expect(storeStopOutcome(failed, "postgres://u:***@127.0.0.1:5432/db", "t1", {})).toEqual({
+    threadId: "t1",
+    status: "interrupted",
+    exitCode: 130,
+    storeLost: true,
+    error: "the PostgreSQL server of postgres://u:***@127.0.0.1:5432/db went away (connect ECONNREFUSED 127.0.0.1:5432): the run stopped at its last checkpoint; continue it with `loopgraph resume t1` once the server is back",
+  });
+  expect(storeStopOutcome(new LoopgraphError('node "coder" failed: no response left'), "postgres://u:***@h/db", "t1", {})).toBeUndefined();
 });

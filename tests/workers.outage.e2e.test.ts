@@ -24,11 +24,16 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
       const queued = await runCli(["run", "coder", "--queue", "--thread", thread, "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto"], { env });
       expect(queued.code, queued.stderr).toBe(0);
     }
+    // `wait` follows a run through the outage too (connected well before it: a wait started while the server is away exits 2).
+    const waiting = runCli(["wait", runs[0]!.thread], { env });
     const workers = [startWorker(env), startWorker(env)];
     for (const worker of workers) onCleanup(() => void worker.child.kill("SIGKILL"));
     await eventually(() => runs.every(({ ws }) => readLog(ws.dir).includes("begin 1")), (begun) => begun, 60_000);
     await outage(server(), workers, runs.map(({ ws }) => ws.dir));
     expect(await statusesWhenSettled(url)).toEqual(runs.map(({ thread }) => `${thread}:finished`));
+    const waited = await waiting;
+    expect(waited.code, waited.stderr).toBe(0);
+    expect(crashLines(waited.stderr), waited.stderr).toEqual([]);
     for (const { ws } of runs) expect(allStepsDone(ws.dir), readLog(ws.dir)).toBe(true);
     expect(workers.map((worker) => worker.alive())).toEqual([true, true]);
     const ends = await Promise.all(workers.map((worker) => worker.stop()));

@@ -178,16 +178,17 @@ const WAIT_POLL_MS = 500;
  * `loopgraph wait THREAD`: follows a thread until its run ends (from any machine: it reads the
  * store), and returns its record then, with, for a run on a repository, where its result went.
  * A queued or running thread is waited for, also while its owner is gone (a worker takes it over
- * once its claim expires).
+ * once its claim expires), and while the store's server is away (`log` says so, once).
  */
 export async function waitForThread(
   threadId: string,
-  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv },
+  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv; log?: (line: string) => void },
 ): Promise<{ record: ThreadRecord; repo?: RepoWorkspaceRecord }> {
   const tables = await openTables({ db: options.db, cwd: options.cwd, env: options.env }, "read");
+  const outage = new StoreOutage(options.log ?? (() => undefined), new AbortController().signal);
   try {
     for (;;) {
-      const record = await requireThread(tables, threadId);
+      const record = await outage.retry(() => requireThread(tables, threadId));
       if (record.status !== "queued" && record.status !== "running") {
         const repo = isRepoWorkspace(record.workspace) ? await tables.repoWorkspaces?.get(record.threadId) : undefined;
         return repo ? { record, repo } : { record };
