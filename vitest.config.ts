@@ -43,6 +43,7 @@ const E2E = [
   "tests/thread.ownership.test.ts",
   "tests/tools.shell.test.ts",
   "tests/workers.e2e.test.ts",
+  "tests/workers.outage.e2e.test.ts",
   "tests/repo-workspaces.e2e.test.ts",
   "tests/ui.browser.test.ts",
 ];
@@ -64,6 +65,7 @@ const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai
 const LONGEST = [
   "tests/coder.e2e.test.ts",
   "tests/workers.e2e.test.ts",
+  "tests/workers.outage.e2e.test.ts",
   "tests/repo-workspaces.e2e.test.ts",
   "tests/security/attack.test.ts",
   "tests/replay.fork.test.ts",

@@ -26,6 +26,12 @@ export interface PostgresServer {
   createDatabase(name: string): string;
   /** Runs `psql` against the server (over TCP, with the password) and returns its stdout. */
   psql(sql: string, options?: { password?: string }): { code: number | null; stdout: string; stderr: string };
+  /**
+   * An outage, as an operator makes one: `stop` is `pg_ctl stop -m fast` (every session ends with
+   * 57P01), `start` brings the server back on the same port (nothing when it runs), `restart` is
+   * `pg_ctl restart -m fast`.
+   */
+  pgCtl(action: "stop" | "start" | "restart"): void;
   stop(): void;
 }
 
@@ -98,11 +104,12 @@ export async function startPostgres(): Promise<PostgresServer> {
   // port, from the same range): then another one is tried.
   const log = join(root, "server.log");
   let port = 0;
+  const options = () => ["-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off`];
   for (let attempt = 1; ; attempt++) {
     port = await freePort();
     const from = existsSync(log) ? statSync(log).size : 0;
     try {
-      run("pg_ctl", ["-D", data, "-l", log, "-w", "-t", "60", "-o", `-c listen_addresses=127.0.0.1 -p ${port} -k ${root} -c fsync=off`, "start"]);
+      run("pg_ctl", ["-D", data, "-l", log, "-w", "-t", "60", ...options(), "start"]);
       break;
     } catch (error) {
       const said = existsSync(log) ? readFileSync(log).subarray(from).toString("utf8") : "";
@@ -111,6 +118,7 @@ export async function startPostgres(): Promise<PostgresServer> {
     }
   }
   let stopped = false;
+  let down = false;
   const server: PostgresServer = {
     url: `postgres://loopgraph:${password}@127.0.0.1:${port}/postgres`,
     port,
@@ -130,11 +138,17 @@ export async function startPostgres(): Promise<PostgresServer> {
       });
       return { code: result.status, stdout: result.stdout, stderr: result.stderr };
     },
+    pgCtl(action) {
+      if (action === "start" && !down) return;
+      const mode = action === "start" ? [] : ["-m", "fast"];
+      run("pg_ctl", ["-D", data, "-l", log, "-w", "-t", "60", ...mode, ...(action === "stop" ? [] : options()), action]);
+      down = action === "stop";
+    },
     stop() {
       if (stopped) return;
       stopped = true;
       try {
-        run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
+        if (!down) run("pg_ctl", ["-D", data, "-m", "immediate", "-w", "stop"]);
       } finally {
         rmSync(root, { recursive: true, force: true });
       }

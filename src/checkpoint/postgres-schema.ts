@@ -28,6 +28,12 @@ export class SchemaTooNewError extends Error {
 /** Runs `work` in a transaction on one connection of the pool: committed when it resolves, rolled back when it throws. */
 export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClient) => Promise<T>): Promise<T> {
   const client = await pool.connect();
+  // A checked-out client has no pool listener: the server going away between two statements
+  // (`pg_ctl stop`) would be an unhandled 'error' event, ending the process. The next statement
+  // fails with it instead, and the broken client is destroyed, not put back in the pool.
+  let broken: Error | undefined;
+  const onError = (error: Error) => (broken = error);
+  client.on("error", onError);
   try {
     await client.query("BEGIN");
     try {
@@ -39,7 +45,8 @@ export async function inTransaction<T>(pool: pg.Pool, work: (client: pg.PoolClie
       throw error;
     }
   } finally {
-    client.release();
+    client.off("error", onError);
+    client.release(broken);
   }
 }
 

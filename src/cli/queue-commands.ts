@@ -50,7 +50,7 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
 
 /** `wait THREAD`: follows a run to its end; exits with the run's exit code. */
 export async function waitCommand(threadId: string, options: GlobalOptions & { json?: boolean }): Promise<number> {
-  const { record, repo } = await waitForThread(threadId, { db: options.db });
+  const { record, repo } = await waitForThread(threadId, { db: options.db, log: (line) => process.stderr.write(pc.dim(`wait: ${printable(line)}\n`)) });
   const status = record.status === "queued" || record.status === "running" ? "interrupted" : record.status;
   const exitCode = EXIT_CODES[status];
   if (options.json) {

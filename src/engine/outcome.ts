@@ -3,7 +3,8 @@ import { CancelledError, cancelledByUser, ExitCode, LimitError, LoopgraphError }
 import { END_NODE, type GraphDefinition } from "../format/types.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { lockedBeyondTimeout } from "../runs/store.js";
+import { isConnectionLost, storeWentAway } from "../runs/postgres-outage.js";
+import { isStoreLocked, lockedBeyondTimeout } from "../runs/store.js";
 import type { RunEnding } from "../runtime/node-kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import type { GraphStateValue } from "../state/graph-state.js";
@@ -127,6 +128,21 @@ export function lockedOutcome(path: string, threadId: string, env: NodeJS.Proces
     exitCode: ExitCode.Interrupted,
     error: `${lockedBeyondTimeout(path, env)}: the run stopped at its last checkpoint; continue it with \`loopgraph resume ${threadId}\` once the other program is done`,
   };
+}
+
+/**
+ * A run whose PostgreSQL store went away (the server stopped or restarts): as a lock, it stops,
+ * interrupted, at its last checkpoint, and `resume` continues from there once the server is back.
+ */
+export function storeLostOutcome(path: string, threadId: string, error: unknown): Settled {
+  return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted, error: storeWentAway(path, threadId, error), storeLost: true };
+}
+
+/** How a run ends that the store stopped (locked beyond the timeout, or gone away); undefined for any other error. */
+export function storeStopOutcome(error: unknown, path: string, threadId: string, env: NodeJS.ProcessEnv): Settled | undefined {
+  if (isStoreLocked(error)) return lockedOutcome(path, threadId, env);
+  if (isConnectionLost(error)) return storeLostOutcome(path, threadId, error);
+  return undefined;
 }
 
 /** Whether `error`, or an error it wraps, is the user's cancellation. */

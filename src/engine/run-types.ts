@@ -78,6 +78,8 @@ export interface RunOutcome {
   error?: string;
   /** The graph reached its end: a resume has nothing to continue (a failed or limited run that ended so is not retried). */
   ended?: boolean;
+  /** The PostgreSQL store's server went away: the run stopped at its last checkpoint (a worker queues it again). */
+  storeLost?: boolean;
 }
 
 /** Id of the message that gives a run its task (`--task`), first in the message history. */

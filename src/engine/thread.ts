@@ -17,7 +17,7 @@ import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
-import { isStoreLocked, type Store } from "../runs/store.js";
+import type { Store } from "../runs/store.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";
@@ -41,7 +41,7 @@ import type { CoderMode, ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
-import { EXIT_CODES, failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
+import { EXIT_CODES, failureOutcome, settledOutcome, stepLimit, storeStopOutcome } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { mergeByName } from "../tools/config-variable.js";
 
@@ -406,9 +406,8 @@ export class Thread {
         }
         ({ state, ...outcome } = await settledOutcome(compiled, config, graph, threadId, (id) => this.visitsAt(id)));
       } catch (error) {
-        outcome = isStoreLocked(error)
-          ? lockedOutcome(this.store.path, threadId, this.env)
-          : failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
+        outcome =
+          storeStopOutcome(error, this.store.path, threadId, this.env) ?? failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -418,7 +417,8 @@ export class Thread {
       ctx.answering = request;
       next = new Command({ resume: answer });
     }
-    state ??= (await compiled.getState(config)).values as GraphStateValue;
+    // A store gone away has no state to read: the outcome says the run stopped, and where.
+    state ??= outcome.storeLost ? ({} as GraphStateValue) : ((await compiled.getState(config)).values as GraphStateValue);
     if (this.extra.workspaceHooks && outcome.status !== "paused" && (outcome.status !== "interrupted" || outcome.ended)) {
       // The result is delivered before the thread is marked ended: whoever waits for the end finds it.
       try {
@@ -432,10 +432,11 @@ export class Thread {
     try {
       await this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
     } catch (error) {
-      // The lock is still held: the record keeps "running" with this process, which readers see
-      // as interrupted once it is gone; the message says how to continue either way.
-      if (!isStoreLocked(error)) throw error;
-      if (outcome.status !== "interrupted") outcome = lockedOutcome(this.store.path, threadId, this.env);
+      // The lock is still held, or the server is gone: the record keeps "running" with this
+      // process, which readers see as interrupted once it is gone; the message says how to continue either way.
+      const stopped = storeStopOutcome(error, this.store.path, threadId, this.env);
+      if (!stopped) throw error;
+      if (outcome.status !== "interrupted") outcome = stopped;
     }
     const ending = { status: outcome.status, exitCode: outcome.exitCode, ...(outcome.error && { reason: outcome.error }) };
     await this.sessionHooks(ctx, outcome.status === "failed" ? { event: "error", ...ending } : { event: "stop", ...ending });

@@ -10,16 +10,22 @@
  *
  * SIGTERM (`stop`): no new thread is taken; the runs in progress finish their step in flight and
  * stop at that checkpoint, and go back to the queue for another worker.
+ *
+ * An outage of the store (the server stopped or restarting) is ridden out (see StoreOutage): the
+ * worker tries the queue again with backoff, and a run the outage stopped goes back to the queue
+ * once the server answers, never failed for a connection lost.
  */
 import { RunControl } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
 import { openTables, requireThread, resolveStore } from "../runs/database.js";
 import { isRepoWorkspace, type RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
 import { withoutPassword } from "../runs/url-password.js";
-import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
+import { isConnectionLost, lostReason } from "../runs/postgres-outage.js";
+import { isRunningElsewhere, ownedHere, type ThreadRecord } from "../runs/thread-registry.js";
 import { resultText } from "./repo-workspace.js";
 import { RunQueue, type TendJob } from "./run-queue.js";
 import { resumeRun } from "./runner.js";
+import { StoreOutage } from "./store-outage.js";
 import type { RunOutcome } from "./run-types.js";
 
 export interface WorkerOptions {
@@ -60,6 +66,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   let wake: () => void = () => undefined;
   const onStop = () => wake();
   options.stop.addEventListener("abort", onStop);
+  const outage = new StoreOutage(options.log, options.stop);
   try {
     queue = await RunQueue.open(where.url, env, { supervise: true });
     options.log(`taking the queued runs of ${withoutPassword(where.url)}, ${options.concurrency} at once`);
@@ -73,13 +80,31 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
         });
       active.set(threadId, { control, done });
     };
+    /** The thread, stopped at a checkpoint, queued again for any worker (left alone if another process took it meanwhile). */
+    const backToQueue = async (threadId: string): Promise<void> => {
+      const record = await tables.threads.get(threadId);
+      if (record && record.status !== "queued" && ownedHere(record)) await tables.threads.markEnded(threadId, "queued");
+      await queue!.request(threadId);
+    };
+    /** A run the store's outage stopped: queued again once the server answers. */
+    const requeueAfterOutage = async (threadId: string, why: string): Promise<void> => {
+      options.log(`${threadId}: stopped at its last checkpoint, the store went away${why}: it goes back to the queue once the store is back`);
+      await outage.retry(() => backToQueue(threadId));
+      options.log(`${threadId}: back in the queue`);
+    };
     const runThread = async (threadId: string, control: RunControl): Promise<void> => {
       options.log(`${threadId}: running`);
-      const outcome: RunOutcome = await resumeRun({ threadId, db: options.db, cwd, env, control, noSandbox: options.noSandbox });
+      let outcome: RunOutcome;
+      try {
+        outcome = await resumeRun({ threadId, db: options.db, cwd, env, control, noSandbox: options.noSandbox });
+      } catch (error) {
+        if (!isConnectionLost(error)) throw error;
+        return requeueAfterOutage(threadId, ` (${lostReason(error)})`);
+      }
+      if (outcome.storeLost) return requeueAfterOutage(threadId, "");
       if (options.stop.aborted && outcome.status === "interrupted" && !outcome.ended) {
         // Stopped by this worker's shutdown at a checkpoint: back to the queue, for another worker.
-        await tables.threads.markEnded(threadId, "queued");
-        await queue!.request(threadId);
+        await backToQueue(threadId);
         options.log(`${threadId}: back in the queue (this worker stops)`);
         return;
       }
@@ -101,10 +126,21 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       }
     };
 
+    let failedTakes = 0;
     while (!options.stop.aborted) {
       const room = options.concurrency - active.size;
-      const jobs = room > 0 ? await queue.take(room) : [];
-      for (const job of jobs) await tend(job);
+      let jobs: TendJob[] = [];
+      try {
+        jobs = room > 0 ? await queue.take(room) : [];
+        for (const job of jobs) await tend(job);
+        if (room > 0) outage.reached();
+        failedTakes = 0;
+      } catch (error) {
+        // The store went away: waited out; a request half dealt with comes back when its job expires.
+        if (!isConnectionLost(error)) throw error;
+        await outage.wait(error, failedTakes++);
+        continue;
+      }
       if (jobs.length === 0 || active.size >= options.concurrency) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(resolve, IDLE_POLL_MS);
@@ -142,16 +178,17 @@ const WAIT_POLL_MS = 500;
  * `loopgraph wait THREAD`: follows a thread until its run ends (from any machine: it reads the
  * store), and returns its record then, with, for a run on a repository, where its result went.
  * A queued or running thread is waited for, also while its owner is gone (a worker takes it over
- * once its claim expires).
+ * once its claim expires), and while the store's server is away (`log` says so, once).
  */
 export async function waitForThread(
   threadId: string,
-  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv },
+  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv; log?: (line: string) => void },
 ): Promise<{ record: ThreadRecord; repo?: RepoWorkspaceRecord }> {
   const tables = await openTables({ db: options.db, cwd: options.cwd, env: options.env }, "read");
+  const outage = new StoreOutage(options.log ?? (() => undefined), new AbortController().signal);
   try {
     for (;;) {
-      const record = await requireThread(tables, threadId);
+      const record = await outage.retry(() => requireThread(tables, threadId));
       if (record.status !== "queued" && record.status !== "running") {
         const repo = isRepoWorkspace(record.workspace) ? await tables.repoWorkspaces?.get(record.threadId) : undefined;
         return repo ? { record, repo } : { record };

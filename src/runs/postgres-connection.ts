@@ -1,6 +1,7 @@
 import pg from "pg";
 import { ConfigError } from "../errors.js";
 import { SchemaTooNewError } from "../checkpoint/postgres-schema.js";
+import { isConnectionLost, StoreUnreachableError } from "./postgres-outage.js";
 import { urlPasswords, withoutPassword } from "./url-password.js";
 
 /** How long connecting to the server may take before it counts as unreachable, by default. */
@@ -48,11 +49,9 @@ export function postgresError(url: string, error: unknown): Error {
     return new ConfigError(`the PostgreSQL server of ${shown} refused the login (${message}): check the user and password`);
   }
   if (code === "3D000") return new ConfigError(`${shown}: ${message}: create the database (createdb) or name another one`);
-  if (typeof code === "string" && /^E[A-Z]+$/.test(code)) {
-    return new ConfigError(`cannot reach the PostgreSQL server of ${shown} (${message}): check that it runs and that the host and port are right`);
-  }
-  if (/timeout/i.test(message)) {
-    return new ConfigError(`cannot reach the PostgreSQL server of ${shown} (no answer in time): check that it runs and that the host and port are right`);
+  if ((typeof code === "string" && /^E[A-Z]+$/.test(code)) || /timeout/i.test(message) || isConnectionLost(error)) {
+    const why = /timeout/i.test(message) ? "no answer in time" : message || String(code);
+    return new StoreUnreachableError(`cannot reach the PostgreSQL server of ${shown} (${why}): check that it runs and that the host and port are right`, error);
   }
   return new ConfigError(`PostgreSQL (${shown}): ${message}`);
 }

@@ -11,6 +11,7 @@ import {
   type StoreOptions,
   type StoreTables,
 } from "./database.js";
+import { isConnectionLost } from "./postgres-outage.js";
 import { SnapshotLog, type SnapshotTable } from "./snapshot-log.js";
 import { Recordings, type RecordingTable } from "./recordings.js";
 import { redactingSerializer, secretValues } from "./redact.js";
@@ -98,6 +99,9 @@ async function postgresStore(tables: PostgresTablesOf, secrets: readonly string[
     close: async () => {
       try {
         if (access !== "read") await recordings.flush();
+      } catch (error) {
+        // As with a lock (see sqliteStore): a server gone away loses only the records of a step that re-runs.
+        if (!isConnectionLost(error)) throw error;
       } finally {
         await tables.close();
       }

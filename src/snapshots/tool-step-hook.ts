@@ -1,5 +1,6 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { SnapshotTable } from "../runs/snapshot-log.js";
+import { isConnectionLost } from "../runs/postgres-outage.js";
 import { isStoreLocked } from "../runs/store.js";
 import { isMcpToolName } from "../tools/mcp-servers.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
@@ -47,7 +48,8 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
   let repository: Promise<SnapshotRepository> | undefined;
   let off = false;
   const turnOff = (error: unknown): void => {
-    if (isStoreLocked(error)) throw error;
+    // The store stopped the run (locked, or its server gone): not a reason to give up snapshots.
+    if (isStoreLocked(error) || isConnectionLost(error)) throw error;
     if (off) return;
     off = true;
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);

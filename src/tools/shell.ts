@@ -331,9 +331,12 @@ export async function runWithInput(command: string, input: string, ctx: ToolCont
 }
 
 /** Records a command's group with its thread; a record that cannot be written (a busy store) does not stop the command. */
-function recordGroup(write: () => void): void {
+function recordGroup(write: () => unknown): void {
   try {
-    write();
+    // A PostgreSQL store writes asynchronously: a server gone away must not be an unhandled
+    // rejection, which would end the process; the run meets the outage at its next checkpoint.
+    const written = write();
+    if (written instanceof Promise) written.catch(() => undefined);
   } catch {
     // The group then dies with loopgraph through its watcher only.
   }

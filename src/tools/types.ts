@@ -82,8 +82,9 @@ export interface ToolContext {
  * what is left of the group before the step runs again.
  */
 export interface CommandGroups {
-  started(pgid: number): void;
-  ended(pgid: number): void;
+  /** A promise on PostgreSQL: its failure is the run's to meet at its next checkpoint, not the command's. */
+  started(pgid: number): void | Promise<void>;
+  ended(pgid: number): void | Promise<void>;
 }
 
 /** What a tool returns on success. */

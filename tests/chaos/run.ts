@@ -125,6 +125,7 @@ async function main(options: Options): Promise<number> {
   ]);
 
   const failures: string[] = [];
+  if (!options.quick) failures.push(...(await (await import("./postgres-outages.js")).postgresOutages(out)));
   const of = (part: string) => trials.filter((trial) => trial.part === part);
   const sum = (list: TrialResult[], count: (trial: TrialResult) => number) => list.reduce((total, trial) => total + count(trial), 0);
   for (const trial of trials) {
@@ -156,7 +157,7 @@ async function main(options: Options): Promise<number> {
   if (failures.length > 0) out(["Failures:", ...failures].join("\n"));
   out(`${trials.length} trials and ${concurrent?.commands ?? 0} concurrent commands in ${seconds(Date.now() - started)} (${options.workers} workers)`);
   out(`chaos: trials=${compared.length} identical=${identical} inflight_rerun=${inflight} doubled=${doubled} stuck=${stuck} double_owner=${doubleOwners} busy_errors=${busy}`);
-  return doubled === 0 && stuck === 0 && doubleOwners === 0 && busy === 0 && identical === compared.length ? 0 : 1;
+  return failures.length === 0 && doubled === 0 && stuck === 0 && doubleOwners === 0 && busy === 0 && identical === compared.length ? 0 : 1;
 }
 
 process.exitCode = await main(parseOptions(process.argv.slice(2)));
