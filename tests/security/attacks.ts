@@ -646,6 +646,17 @@ const projectConfig: Attack[] = [
     turns: [[sh(`printf '%s' '${SIDE_SCRIPT}' > side.sh; printf 'hooks:\\n  session_start:\\n    - command: bash side.sh\\n' >> loopgraph.yaml`)]],
   },
   {
+    name: "shell rewrites the script a cloned loopgraph.yaml's MCP server and hook run",
+    class: "project-config",
+    probe: true,
+    setup: [
+      { kind: "file", path: "loopgraph.yaml", contents: HOSTILE_CONFIG },
+      { kind: "file", path: "side.sh", contents: "true\n" },
+      { kind: "file", path: "serve.sh", contents: "exec sleep 5\n" },
+    ],
+    turns: [[sh(`printf '%s' '${SIDE_SCRIPT}' > side.sh; printf '%s' '${SIDE_SCRIPT}' > serve.sh`)]],
+  },
+  {
     name: "shell creates loopgraph.yaml with an MCP server where none was",
     class: "project-config",
     probe: true,
