@@ -2,8 +2,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
-import { finalState, resume, startRun } from "./helpers/e2e.js";
+import { cleanEnv, eventually, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { finalState, recordedStatus, resume, startRun } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 /** The command failed with exit 2 and one `loopgraph:` line naming the store, no stack trace. */
@@ -141,6 +141,35 @@ describe("a store locked by another program during a run", () => {
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\n");
     expect((await finalState<{ outputs: Record<string, unknown> }>(ws.db, "locked")).outputs.coder).toBeDefined();
+  });
+
+  it("a lock taken while a shell command runs and held past its end (the command's process-group record meets it): the same one line, 130, and resume finishes", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const script = join(ws.root, "shell.script.yaml");
+    // The command says it runs (a file in the workspace), then runs on for a second: the lock
+    // is taken in between, so the write that records the command's end meets it.
+    const command = "touch command-runs; sleep 1; echo one >> log.txt";
+    writeFileSync(script, ["responses:", "  - node: coder", "    tool_calls:", `      - { name: shell, args: { command: ${JSON.stringify(command)} } }`, '  - { node: coder, content: "wrote one line" }', ""].join("\n"));
+    const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "300" });
+    const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
+    const holder = new Database(ws.db);
+    let result;
+    try {
+      expect(await eventually(() => existsSync(join(ws.dir, "command-runs")), Boolean)).toBe(true);
+      holder.exec("BEGIN IMMEDIATE");
+      result = await run.done;
+    } finally {
+      if (holder.inTransaction) holder.exec("ROLLBACK");
+      holder.close();
+    }
+    expect(result.code, result.stdout + result.stderr).toBe(130);
+    expect(parseEvents(result.stdout).at(-1)).toMatchObject({ type: "run_finished", exitCode: 130, reason: lockedMessage(ws.db, "0.3") });
+    expect(result.stderr).not.toMatch(/internal error|SqliteError|Unhandled/);
+    expect(hasStackTrace(result.stdout + result.stderr)).toBe(false);
+
+    const resumed = await resume(ws, "locked", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(await recordedStatus(ws.db, "locked")).toBe("finished");
   });
 
   it("when the lock is gone before the run's end is written, the thread's record says it stopped on the lock", async () => {

@@ -331,11 +331,14 @@ export async function runWithInput(command: string, input: string, ctx: ToolCont
 }
 
 /** Records a command's group with its thread; a record that cannot be written (a busy store) does not stop the command. */
-function recordGroup(write: () => void): void {
+function recordGroup(write: () => Promise<void> | undefined): void {
+  // Not awaited, and a failure (the store locked by another program, full, gone) is dropped, never
+  // an unhandled rejection: the group then dies with loopgraph through its watcher only, and the
+  // step's own checkpoint write, which meets the same store, stops the run as documented.
   try {
-    write();
+    write()?.catch(() => undefined);
   } catch {
-    // The group then dies with loopgraph through its watcher only.
+    // A store that throws at once: the same.
   }
 }
 

@@ -82,8 +82,9 @@ export interface ToolContext {
  * what is left of the group before the step runs again.
  */
 export interface CommandGroups {
-  started(pgid: number): void;
-  ended(pgid: number): void;
+  /** The store's write: it may reject (a store locked by another program), and the shell tool does not wait for it. */
+  started(pgid: number): Promise<void>;
+  ended(pgid: number): Promise<void>;
 }
 
 /** What a tool returns on success. */
