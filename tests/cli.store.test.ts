@@ -3,7 +3,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, eventually, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
-import { finalState, recordedStatus, resume, startRun } from "./helpers/e2e.js";
+import { finalState, recordedStatus, resume, runArgs, startRun } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 /** The command failed with exit 2 and one `loopgraph:` line naming the store, no stack trace. */
@@ -78,6 +78,57 @@ describe("the CLI and a store that is not one", () => {
     db.pragma("user_version = 99");
     db.close();
     expectStoreError(await runCli(["status", "t1", "--db", future]), future, /has store schema version 99, newer than this loopgraph understands/);
+  });
+});
+
+/** A scripted Coder that appends one line to log.txt, in the test's folder. */
+function oneLineScript(root: string): string {
+  const script = join(root, "one-line.script.yaml");
+  writeFileSync(script, 'responses:\n  - node: coder\n    tool_calls:\n      - { name: shell, args: { command: "echo one >> log.txt" } }\n  - { node: coder, content: "wrote one line" }\n');
+  return script;
+}
+
+/** Garbles the root page of `table` in the SQLite file `path`: its header and schema stay valid, so the store opens; reading the table fails. */
+function garbleTable(path: string, table: string): void {
+  const db = new Database(path);
+  const { rootpage } = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = ?").get(table) as { rootpage: number };
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  db.close();
+  const bytes = readFileSync(path);
+  for (let i = (rootpage - 1) * pageSize; i < rootpage * pageSize; i++) bytes[i] = (i * 7) & 255;
+  writeFileSync(path, bytes);
+}
+
+describe("a store that fails under run and resume", () => {
+  it("a damaged store (valid header, a garbled page): run and resume say it is damaged in one line, exit 2, as the other commands do", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const spec = { graph: "coder", script: oneLineScript(ws.root), task: "write one line", approval: "auto" as const };
+    expect((await runCli(runArgs(ws, { ...spec, thread: "t1" }), { cwd: ws.dir })).code).toBe(0);
+    garbleTable(ws.db, "loopgraph_threads");
+    for (const args of [["resume", "t1", "--db", ws.db], runArgs(ws, { ...spec, thread: "t2" }), ["status", "t1", "--db", ws.db]]) {
+      const result = await runCli(args, { cwd: ws.dir });
+      expectStoreError(result, ws.db, /is damaged \(malformed database\): restore it from a backup/);
+      expect(hasStackTrace(result.stdout + result.stderr)).toBe(false);
+    }
+  });
+
+  it("a full disk (a file size limit): a run stops at its last checkpoint (130) with one line naming the store; resume on it is one line, exit 2; resume with room finishes", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const spec = { graph: "coder", thread: "full", script: oneLineScript(ws.root), task: "write one line", approval: "auto" as const };
+    // Room for the new store and the thread's record (about 100 KB), not for the whole run (about 600 KB).
+    const run = await runCli(runArgs(ws, spec), { cwd: ws.dir, fileSizeLimit: 250_000 });
+    expect(run.code, run.stdout + run.stderr).toBe(130);
+    const reason = parseEvents(run.stdout).at(-1)!.reason as string;
+    expect(reason.startsWith(`${ws.db} cannot be written (`), reason).toBe(true);
+    expect(reason).toMatch(/\): the run stopped at its last checkpoint; continue it with `loopgraph resume full` once its disk has room$/);
+    expect(hasStackTrace(run.stdout + run.stderr)).toBe(false);
+
+    const stillFull = await runCli(["resume", "full", "--db", ws.db], { fileSizeLimit: 4096 });
+    expectStoreError(stillFull, ws.db, /cannot be written \(.+\): make room on its disk \(or check the disk\), then try again$/);
+
+    const resumed = await resume(ws, "full", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(await recordedStatus(ws.db, "full")).toBe("finished");
   });
 });
 

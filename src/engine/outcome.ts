@@ -3,7 +3,6 @@ import { CancelledError, cancelledByUser, ExitCode, LimitError, LoopgraphError }
 import { END_NODE, type GraphDefinition } from "../format/types.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { lockedBeyondTimeout } from "../runs/store.js";
 import type { RunEnding } from "../runtime/node-kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import type { GraphStateValue } from "../state/graph-state.js";
@@ -116,16 +115,16 @@ export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
 }
 
 /**
- * A run whose store stayed locked by another program beyond the busy timeout (a checkpoint, a
- * recording or the snapshot log could not be written): it stops, interrupted, at its last
- * checkpoint, and `resume` continues from there once the other program is done.
+ * A run whose store stopped it (see `storeStop`: locked by another program beyond the busy
+ * timeout, or its disk full, when a checkpoint, a recording or the snapshot log was written): it
+ * stops, interrupted, at its last checkpoint, and `resume` continues from there.
  */
-export function lockedOutcome(path: string, threadId: string, env: NodeJS.ProcessEnv): Settled {
+export function storeStoppedOutcome(stop: { what: string; when: string }, threadId: string): Settled {
   return {
     threadId,
     status: "interrupted",
     exitCode: ExitCode.Interrupted,
-    error: `${lockedBeyondTimeout(path, env)}: the run stopped at its last checkpoint; continue it with \`loopgraph resume ${threadId}\` once the other program is done`,
+    error: `${stop.what}: the run stopped at its last checkpoint; continue it with \`loopgraph resume ${threadId}\` ${stop.when}`,
   };
 }
 

@@ -16,7 +16,7 @@ import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
-import { isStoreLocked, type Store } from "../runs/store.js";
+import { storeError, storeStop, type Store } from "../runs/store.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";
@@ -40,7 +40,7 @@ import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode, type Th
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
-import { EXIT_CODES, failureOutcome, lockedOutcome, settledOutcome, stepLimit } from "./outcome.js";
+import { EXIT_CODES, failureOutcome, settledOutcome, stepLimit, storeStoppedOutcome } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { mergeByName } from "../tools/config-variable.js";
 
@@ -405,9 +405,7 @@ export class Thread {
         }
         ({ state, ...outcome } = await settledOutcome(compiled, config, graph, threadId, (id) => this.visitsAt(id)));
       } catch (error) {
-        outcome = isStoreLocked(error)
-          ? lockedOutcome(this.store.path, threadId, this.env)
-          : failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
+        outcome = this.storeStopped(error) ?? failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -431,10 +429,11 @@ export class Thread {
     try {
       await this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
     } catch (error) {
-      // The lock is still held: the record keeps "running" with this process, which readers see
-      // as interrupted once it is gone; the message says how to continue either way.
-      if (!isStoreLocked(error)) throw error;
-      if (outcome.status !== "interrupted") outcome = lockedOutcome(this.store.path, threadId, this.env);
+      // The lock is still held (or the disk still full): the record keeps "running" with this
+      // process, which readers see as interrupted once it is gone; the message says how to continue either way.
+      const stopped = this.storeStopped(error);
+      if (!stopped) throw error;
+      if (outcome.status !== "interrupted") outcome = stopped;
     }
     const ending = { status: outcome.status, exitCode: outcome.exitCode, ...(outcome.error && { reason: outcome.error }) };
     await this.sessionHooks(ctx, outcome.status === "failed" ? { event: "error", ...ending } : { event: "stop", ...ending });
@@ -443,6 +442,19 @@ export class Thread {
     const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, outcome: outcome.status, exitCode: outcome.exitCode };
     ctx.emit(outcome.error ? { ...finished, reason: outcome.error } : finished);
     return { ...outcome, state };
+  }
+
+  /**
+   * The outcome of a run its store stopped (locked beyond the busy timeout, its disk full): at its
+   * last checkpoint, resumable. Any other failure of the store (damaged, read-only) is thrown as
+   * its one-line error (exit 2), as every command says it; other errors are the run's own (undefined).
+   */
+  private storeStopped(error: unknown): Omit<RunOutcome, "state"> | undefined {
+    const stop = storeStop(this.store.path, error, this.env);
+    if (stop) return storeStoppedOutcome(stop, this.threadId);
+    const unusable = storeError(this.store.path, error);
+    if (unusable !== error) throw unusable;
+    return undefined;
   }
 
   /**

@@ -95,7 +95,10 @@ export async function using<S extends { path: string; close(): Promise<void> }, 
   } catch (error) {
     throw storeError(opened.path, error);
   } finally {
-    await opened.close();
+    // Closing writes what is queued: a store that fails then is the same one line.
+    await opened.close().catch((error: unknown) => {
+      throw storeError(opened.path, error);
+    });
   }
 }
 
@@ -171,20 +174,22 @@ function checkSchema(path: string, db: Database.Database): void {
 }
 
 /**
- * The one-line error (exit 2) for a SQLite failure of the store at `path`, saying what to do;
- * other errors as they are.
+ * The one-line error (exit 2) for a SQLite failure of the store at `path` (the error, or one it
+ * wraps), saying what to do; other errors as they are.
  */
 export function storeError(path: string, error: unknown): unknown {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (error instanceof ConfigError || typeof code !== "string" || !code.startsWith("SQLITE_")) return error;
+  const failed = error instanceof ConfigError ? undefined : sqliteErrorOf(error);
+  if (!failed) return error;
+  const code = failed.code;
   if (code === "SQLITE_NOTADB") return new ConfigError(`${path} is not a SQLite database: give the store's file with --db (or LOOPGRAPH_DB)`);
   if (code.startsWith("SQLITE_CORRUPT")) {
     return new ConfigError(`${path} is damaged (malformed database): restore it from a backup, or move it away to start a new store`);
   }
   if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
   if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path)}: try again once it is done`);
+  if (isWriteFailureCode(code)) return new ConfigError(`${cannotBeWritten(path, failed)}: make room on its disk (or check the disk), then try again`);
   if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_IOERR")) {
-    return new ConfigError(`${path} cannot be opened or read (${(error as Error).message}): check the file and its folder`);
+    return new ConfigError(`${path} cannot be opened or read (${failed.message}): check the file and its folder`);
   }
   return error;
 }
@@ -223,6 +228,40 @@ export function isStoreLocked(error: unknown): boolean {
   }
   return false;
 }
+
+/** The store's disk refused a write: it is full (or the file reached the process's size limit), or the write failed. */
+const isWriteFailureCode = (code: string): boolean => /^SQLITE_(FULL|IOERR_(WRITE|FSYNC|DIR_FSYNC|TRUNCATE|SHMSIZE))$/.test(code);
+
+/** `PATH cannot be written (SQLite's reason)`: the start of every message about a write the disk refused. */
+function cannotBeWritten(path: string, error: unknown): string {
+  return `${path} cannot be written (${(error as Error).message.split("\n")[0]})`;
+}
+
+/** The SQLite error of `error`, or of an error it wraps (as `cause`). */
+function sqliteErrorOf(error: unknown): (Error & { code: string }) | undefined {
+  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 10; depth++) {
+    const code = (current as { code?: unknown }).code;
+    if (typeof code === "string" && code.startsWith("SQLITE_")) return current as Error & { code: string };
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/**
+ * Why a write of a run met a store it can use again later, which stops the run at its last
+ * checkpoint (see `Thread.execute`): the store stayed locked beyond the busy timeout, or its disk
+ * refused the write (full). `what` says what failed, naming the store; `when`, when to resume.
+ * Undefined for any other error.
+ */
+export function storeStop(path: string, error: unknown, env: NodeJS.ProcessEnv = process.env): { what: string; when: string } | undefined {
+  if (isStoreLocked(error)) return { what: lockedBeyondTimeout(path, env), when: "once the other program is done" };
+  const failed = sqliteErrorOf(error);
+  if (failed && isWriteFailureCode(failed.code)) return { what: cannotBeWritten(path, failed), when: "once its disk has room" };
+  return undefined;
+}
+
+/** Whether `error` stops a run at its last checkpoint (see `storeStop`). */
+export const stopsRun = (error: unknown): boolean => storeStop("", error) !== undefined;
 
 function readOnly(path: string): ConfigError {
   return new ConfigError(`${path} is read-only: make it (and its folder) writable, or give another store with --db`);

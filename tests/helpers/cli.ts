@@ -18,6 +18,11 @@ export interface CliResult {
 export interface CliOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The largest file the process may write, in bytes (RLIMIT_FSIZE, set with util-linux's
+   * `prlimit`): a write beyond it fails as on a full disk (Node ignores SIGXFSZ), without root.
+   */
+  fileSizeLimit?: number;
 }
 
 /**
@@ -79,7 +84,9 @@ function inE2eProject(): void {
 /** Starts the built CLI as a real process. Only in the e2e project (see vitest.config.ts). */
 export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
   inE2eProject();
-  return spawn(process.execPath, [CLI, ...args], {
+  const limited = options.fileSizeLimit === undefined ? [] : ["prlimit", `--fsize=${options.fileSizeLimit}`, "--"];
+  const [file, ...rest] = [...limited, process.execPath, CLI, ...args];
+  return spawn(file!, rest, {
     cwd: options.cwd ?? ROOT,
     env: options.env ?? cleanEnv(),
     stdio: ["ignore", "pipe", "pipe"],
