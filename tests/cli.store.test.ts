@@ -37,6 +37,22 @@ describe("the CLI and a store that is not one", () => {
     reopened.close();
   });
 
+  it("another program's database with a loopgraph_threads table of its own: every command refuses it in one line (exit 2), and nothing is created in it", async () => {
+    const { root, dir } = tempWorkspace({ git: true });
+    const path = join(root, "other-app.db");
+    const db = new Database(path);
+    db.exec("CREATE TABLE loopgraph_threads (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO loopgraph_threads (title) VALUES ('mine')");
+    db.close();
+    const before = readFileSync(path);
+    const script = join(ROOT, "tests/fixtures/looper/gated-coder.script.yaml");
+    const commands = [["inspect"], ["status", "t1"], ["send", "t1", "stop"], ["resume", "t1"], ["run", "coder", "--task", "x", "--model", `scripted:${script}`, "--workspace", dir]];
+    for (const args of commands) {
+      expectStoreError(await runCli([...args, "--db", path], { cwd: dir }), path, /is not a loopgraph store \(its table loopgraph_threads is another program's\)/);
+    }
+    expect(readFileSync(path).equals(before)).toBe(true);
+    expect(readdirSync(root).filter((name) => name.startsWith("other-app"))).toEqual(["other-app.db"]);
+  });
+
   it("a typo in --db creates nothing: no store at PATH", async () => {
     const { root } = tempWorkspace();
     const typo = join(root, "typo", "x.db");

@@ -12,7 +12,7 @@ import { ensureStateDir } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 
 export type { StoreAccess, StoreTables } from "./tables.js";
-import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
+import { foreignNamedTable, migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
 
 /** The tables of a SQLite store, on its open file. */
 export interface SqliteTables extends StoreTables {
@@ -167,6 +167,9 @@ function checkSchema(path: string, db: Database.Database): void {
   if (ours === 0 && others.length > 0) {
     throw new ConfigError(`${path} is not a loopgraph store (it has other tables): give the store's file with --db (or LOOPGRAPH_DB)`);
   }
+  // Before anything is created or migrated: a table of another program's that bears loopgraph's name is never written to.
+  const foreign = foreignNamedTable(db);
+  if (foreign) throw new ConfigError(`${path} is not a loopgraph store (its table ${foreign} is another program's): give the store's file with --db (or LOOPGRAPH_DB)`);
   const version = schemaVersion(db);
   if (version > STORE_VERSION) {
     throw new ConfigError(`${path} has store schema version ${version}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`);
