@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, eventually, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, recordedStatus, resume, runArgs, startRun } from "./helpers/e2e.js";
-import { tempWorkspace } from "./helpers/workspace.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 /** The command failed with exit 2 and one `loopgraph:` line naming the store, no stack trace. */
 function expectStoreError(result: { code: number | null; stderr: string }, path: string, message: RegExp): void {
@@ -51,6 +51,27 @@ describe("the CLI and a store that is not one", () => {
     }
     expect(readFileSync(path).equals(before)).toBe(true);
     expect(readdirSync(root).filter((name) => name.startsWith("other-app"))).toEqual(["other-app.db"]);
+  });
+
+  it("a store in a read-only folder: inspect and status read it (nothing is created beside it); send, which writes, says it is read-only", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const folder = join(ws.root, "read-only");
+    mkdirSync(folder);
+    const db = join(folder, "store.db");
+    const ran = await runCli(runArgs({ dir: ws.dir, db }, { graph: "coder", thread: "t1", script: oneLineScript(ws.root), task: "write one line", approval: "auto" }));
+    expect(ran.code, ran.stderr).toBe(0);
+    chmodSync(ws.root, 0o755);
+    chmodSync(folder, 0o555);
+    onCleanup(() => chmodSync(folder, 0o755));
+    // chmod does not stop root: as root, the commands run as nobody.
+    const reader = process.getuid?.() === 0 ? { user: 65534 } : {};
+    for (const args of [["inspect"], ["inspect", "t1"], ["status", "t1"]]) {
+      const result = await runCli([...args, "--db", db], reader);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/t1|IDLE/);
+    }
+    expectStoreError(await runCli(["send", "t1", "stop", "--db", db], reader), db, /is read-only: make it \(and its folder\) writable/);
+    expect(readdirSync(folder)).toEqual(["store.db"]);
   });
 
   it("a typo in --db creates nothing: no store at PATH", async () => {

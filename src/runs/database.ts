@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, statSync, type Stats } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { busyTimeoutMs } from "../checkpoint/schema.js";
@@ -129,17 +129,12 @@ export function openDatabase(path: string, access: StoreAccess, env: NodeJS.Proc
   }
   let db: Database.Database | undefined;
   try {
-    db = new Database(path, { readonly: access === "read", fileMustExist: access !== "create" });
+    db = access === "read" ? openReader(path) : new Database(path, { fileMustExist: access !== "create" });
     db.pragma(`busy_timeout = ${busyTimeoutMs(env)}`);
     checkSchema(path, db);
     if (access === "read") {
       if (schemaVersion(db) === STORE_VERSION) return db;
-      const image = db.serialize();
-      // A WAL store's image says so in its header (bytes 18 and 19 are 2), which a database in
-      // memory cannot open: the copy is marked a rollback-journal database (1) instead.
-      image[18] = 1;
-      image[19] = 1;
-      const copy = new Database(image);
+      const copy = inMemory(db.serialize());
       db.close();
       db = copy;
       migrate(copy);
@@ -160,6 +155,33 @@ export function openDatabase(path: string, access: StoreAccess, env: NodeJS.Proc
     db?.close();
     throw storeError(path, error);
   }
+}
+
+/**
+ * The store opened read-only. A WAL store (every store a run wrote) needs its shared-memory index
+ * beside it, which SQLite cannot create in a folder this process may not write: the store is then
+ * read from a copy in memory, unless a WAL file beside it holds commits the copy would miss.
+ */
+function openReader(path: string): Database.Database {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    // The first read opens the WAL index.
+    db.prepare("SELECT count(*) FROM sqlite_master").get();
+    return db;
+  } catch (error) {
+    db.close();
+    if ((error as { code?: unknown }).code !== "SQLITE_READONLY_DIRECTORY" || existsSync(`${path}-wal`)) throw error;
+    return inMemory(readFileSync(path));
+  }
+}
+
+/** A database in memory made of a store's image. */
+function inMemory(image: Buffer): Database.Database {
+  // A WAL store's image says so in its header (bytes 18 and 19 are 2), which a database in
+  // memory cannot open: the copy is marked a rollback-journal database (1) instead.
+  image[18] = 1;
+  image[19] = 1;
+  return new Database(image);
 }
 
 function checkSchema(path: string, db: Database.Database): void {

@@ -23,6 +23,11 @@ export interface CliOptions {
    * `prlimit`): a write beyond it fails as on a full disk (Node ignores SIGXFSZ), without root.
    */
   fileSizeLimit?: number;
+  /**
+   * Run as this user and group id, through util-linux's `setpriv` (the test process must be
+   * root): what a folder's permissions stop, which they never do for root.
+   */
+  user?: number;
 }
 
 /**
@@ -84,8 +89,9 @@ function inE2eProject(): void {
 /** Starts the built CLI as a real process. Only in the e2e project (see vitest.config.ts). */
 export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
   inE2eProject();
+  const asUser = options.user === undefined ? [] : ["setpriv", `--reuid=${options.user}`, `--regid=${options.user}`, "--clear-groups", "--"];
   const limited = options.fileSizeLimit === undefined ? [] : ["prlimit", `--fsize=${options.fileSizeLimit}`, "--"];
-  const [file, ...rest] = [...limited, process.execPath, CLI, ...args];
+  const [file, ...rest] = [...asUser, ...limited, process.execPath, CLI, ...args];
   return spawn(file!, rest, {
     cwd: options.cwd ?? ROOT,
     env: options.env ?? cleanEnv(),
