@@ -21,6 +21,29 @@ const MAX_RESUMES = 8;
 /** Output that means a store lock reached the user, or an unexpected error. */
 export const BUSY_PATTERN = /database is locked|SQLITE_BUSY|is locked by another program|internal error/i;
 
+/** Output that means a stack trace reached the user: a frame, SQLite's error class, an unhandled error, an internal error. */
+export const STACK_PATTERN = /^\s+at \S|SqliteError|Unhandled 'error' event|internal error:/m;
+
+/** Everything the processes of one trial printed: searched for a stack trace once they ended. */
+export class Printed {
+  private readonly texts: string[] = [];
+
+  /** `cli`, its output noted once it ends (killed or not). */
+  of(cli: RunningCli): RunningCli {
+    void cli.done.then((result) => this.texts.push(`${result.stdout}\n${result.stderr}`));
+    return cli;
+  }
+
+  /** The first line of a stack trace any of them printed, if one did. */
+  stackTrace(): string | undefined {
+    for (const text of this.texts) {
+      const found = STACK_PATTERN.exec(text);
+      if (found) return text.slice(text.lastIndexOf("\n", found.index) + 1).split("\n")[0]!.trim();
+    }
+    return undefined;
+  }
+}
+
 /** A deterministic PRNG (mulberry32). */
 export type Rng = () => number;
 
@@ -62,21 +85,25 @@ export interface TrialResult {
   stuck?: string;
   /** Races only: both resumes ran the thread, or it was doubled, or its history split. */
   doubleOwner?: string;
+  /** The first line of a stack trace (or internal error) a process of the trial printed. */
+  stackTrace?: string;
+  /** A process that ended otherwise than documented (store trials: a code or a line the docs do not give). */
+  wrongEnd?: string;
 }
 
-const THREAD = "chaos";
+export const THREAD = "chaos";
 const TASK = "append the lines of the script to log.txt";
 
-const specOf = (thread: string, script: string): RunSpec => ({ graph: "coder-review", thread, script, task: TASK, approval: "auto" });
+export const specOf = (thread: string, script: string): RunSpec => ({ graph: "coder-review", thread, script, task: TASK, approval: "auto" });
 
-const newPlace = (label: string) => createWorkspace({ git: true, files: { "notes.txt": "start\n" }, prefix: `loopgraph-chaos-${label}-` });
+export const newPlace = (label: string) => createWorkspace({ git: true, files: { "notes.txt": "start\n" }, prefix: `loopgraph-chaos-${label}-` });
 
-const delay = (ms: number) => new Promise<void>((resolveDelay) => setTimeout(resolveDelay, ms));
+export const delay = (ms: number) => new Promise<void>((resolveDelay) => setTimeout(resolveDelay, ms));
 
-const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
+export const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
 
 /** Waits for `cli` to end; one that runs beyond the timeout is killed and reported as hung. */
-async function ended(cli: RunningCli): Promise<CliResult & { hung?: boolean }> {
+export async function ended(cli: RunningCli): Promise<CliResult & { hung?: boolean }> {
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<"hung">((resolveHung) => (timer = setTimeout(() => resolveHung("hung"), PROCESS_TIMEOUT_MS)));
   const first = await Promise.race([cli.done, hung]);
@@ -86,7 +113,7 @@ async function ended(cli: RunningCli): Promise<CliResult & { hung?: boolean }> {
 }
 
 /** Kills `cli` with SIGKILL after `ms`, unless it ends first; says whether the kill landed. */
-async function killAfter(cli: RunningCli, ms: number): Promise<{ killed: boolean; result: CliResult & { hung?: boolean } }> {
+export async function killAfter(cli: RunningCli, ms: number): Promise<{ killed: boolean; result: CliResult & { hung?: boolean } }> {
   let timer: NodeJS.Timeout | undefined;
   const time = new Promise<"time">((resolveTime) => (timer = setTimeout(() => resolveTime("time"), ms)));
   const first = await Promise.race([cli.done.then(() => "ended" as const), time]);
@@ -101,7 +128,7 @@ async function killAfter(cli: RunningCli, ms: number): Promise<{ killed: boolean
  * process's sandboxed shell dies with it (bubblewrap's --die-with-parent), a moment later: the
  * log is read once it stopped growing.
  */
-async function markKill(ws: RunPlace, thread: string): Promise<KillMark> {
+export async function markKill(ws: RunPlace, thread: string): Promise<KillMark> {
   const log = join(ws.dir, "log.txt");
   let length = logLines(log).length;
   for (let still = 0; still < 3; ) {
@@ -114,7 +141,7 @@ async function markKill(ws: RunPlace, thread: string): Promise<KillMark> {
 }
 
 /** The end of a process the suite did not kill, as a stuck reason unless it finished (0). */
-function stuckReason(what: string, result: CliResult & { hung?: boolean }): string | undefined {
+export function stuckReason(what: string, result: CliResult & { hung?: boolean }): string | undefined {
   if (result.hung) return `${what} hung (no end within ${PROCESS_TIMEOUT_MS / 1000} s)`;
   if (result.code === 0) return undefined;
   return `${what} ended with ${result.code ?? result.signal}: ${lastLine(result.stderr) || lastLine(result.stdout)}`;
@@ -143,19 +170,20 @@ async function killOnce(ws: RunPlace, cli: RunningCli, kills: KillMark[], until:
  * again when a kill came before the record was written), each time killed again with
  * probability `reKill` (at most `maxReKills` times, at a random moment within `withinMs`).
  */
-async function driveToEnd(
+export async function driveToEnd(
   ws: RunPlace,
   spec: RunSpec,
   kills: KillMark[],
   rng: Rng,
   options: { reKill: number; maxReKills: number; withinMs: number },
+  printed: Printed,
 ): Promise<string | undefined> {
   let reKills = 0;
   for (let attempt = 0; attempt < MAX_RESUMES; attempt++) {
     const status = recordStatus(ws.db, spec.thread);
     if (status === "finished") return undefined;
     const what = status === undefined ? "run (again: no record)" : "resume";
-    const cli = status === undefined ? startRun(ws, spec, { standalone: true }) : startCli(["resume", spec.thread, "--db", ws.db, "--json"], { standalone: true });
+    const cli = printed.of(status === undefined ? startRun(ws, spec, { standalone: true }) : startCli(["resume", spec.thread, "--db", ws.db, "--json"], { standalone: true }));
     if (reKills < options.maxReKills && rng() < options.reKill) {
       reKills++;
       const { killed, result } = await killAfter(cli, rng() * options.withinMs);
@@ -171,6 +199,13 @@ async function driveToEnd(
     }
   }
   return recordStatus(ws.db, spec.thread) === "finished" ? undefined : `not finished after ${MAX_RESUMES} resumes (status ${recordStatus(ws.db, spec.thread)})`;
+}
+
+/** A trial's result: its kills, the verdict on its log against the reference, the first stack trace its processes printed. */
+export function trialResult(name: string, ws: RunPlace, reference: Reference, kills: KillMark[], printed: Printed, more: Partial<TrialResult> = {}): TrialResult {
+  const verdict = judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills);
+  const beforeFirstCheckpoint = kills.filter((kill) => kill.checkpoints === 0).length;
+  return { name, kills: kills.length, beforeFirstCheckpoint, verdict, stackTrace: printed.stackTrace(), ...more };
 }
 
 /** The uninterrupted run every trial is compared with. */
@@ -199,11 +234,12 @@ export async function killTrial(name: string, rng: Rng, reference: Reference): P
   try {
     const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
-    const { killed, result } = await killAfter(startRun(ws, spec, { standalone: true }), rng() * reference.ms);
+    const printed = new Printed();
+    const { killed, result } = await killAfter(printed.of(startRun(ws, spec, { standalone: true })), rng() * reference.ms);
     let stuck = killed ? undefined : stuckReason("run", result);
     if (killed) kills.push(await markKill(ws, THREAD));
-    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0.35, maxReKills: 2, withinMs: reference.ms });
-    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
+    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0.35, maxReKills: 2, withinMs: reference.ms }, printed);
+    return trialResult(name, ws, reference, kills, printed, { stuck });
   } finally {
     ws.remove();
   }
@@ -218,13 +254,14 @@ export async function earlyKillTrial(name: string, index: number, rng: Rng, refe
   try {
     const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
-    const cli = startRun(ws, spec, { standalone: true });
+    const printed = new Printed();
+    const cli = printed.of(startRun(ws, spec, { standalone: true }));
     let stuck = await killOnce(ws, cli, kills, async () => {
       await cli.waitForEvent("run_started", undefined, { timeoutMs: PROCESS_TIMEOUT_MS });
       return index % 2 === 0 ? 0 : rng() * 100;
     });
-    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
-    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
+    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 }, printed);
+    return trialResult(name, ws, reference, kills, printed, { stuck });
   } finally {
     ws.remove();
   }
@@ -243,7 +280,8 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
   try {
     const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
-    const cli = startRun(ws, spec, { standalone: true });
+    const printed = new Printed();
+    const cli = printed.of(startRun(ws, spec, { standalone: true }));
     const nth = Math.floor(rng() * Math.max(1, reference.steps - 1));
     let stuck = await killOnce(ws, cli, kills, async () => {
       let after = -1;
@@ -253,22 +291,22 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
     let doubleOwner: string | undefined;
     if (!stuck && kills.length > 0) {
       const args = ["resume", THREAD, "--db", ws.db, "--json"];
-      const racers = [startCli(args, { standalone: true }), startCli(args, { standalone: true })];
+      const racers = [printed.of(startCli(args, { standalone: true })), printed.of(startCli(args, { standalone: true }))];
       const results = await Promise.all(racers.map(ended));
       const ran = racers.map(ranSteps);
       if (ran[0] && ran[1]) doubleOwner = `both resumes ran nodes (exit codes ${results.map((result) => result.code ?? result.signal).join(", ")})`;
       if (results.every((result) => result.code !== 0)) {
         stuck = `neither resume finished: ${results.map((result) => stuckReason("resume", result)).join("; ")}`;
       }
-      stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
+      stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 }, printed);
     }
-    const verdict = judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills);
+    const { verdict } = trialResult(name, ws, reference, kills, printed);
     if (verdict.doubled > 0) doubleOwner ??= `a stored step ran again (${verdict.notes.find((note) => note.startsWith("doubled"))})`;
     if (recordStatus(ws.db, THREAD) !== undefined) {
       const branches = (await historyOf(ws.db, THREAD)).branches.length;
       if (branches > 1) doubleOwner ??= `the history split into ${branches} branches`;
     }
-    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict, stuck, doubleOwner };
+    return trialResult(name, ws, reference, kills, printed, { stuck, doubleOwner });
   } finally {
     ws.remove();
   }
@@ -277,6 +315,8 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
 export interface ConcurrencyResult {
   commands: number;
   busyErrors: string[];
+  /** Commands whose output had a stack trace (STACK_PATTERN), with its first line. */
+  stackTraces: string[];
   /** Runs that did not finish (exit code other than 0), for the report. */
   otherEnds: string[];
 }
@@ -299,13 +339,15 @@ export async function concurrency(processes: number, durationMs: number, rng: Rn
   const root = newPlace("concurrent");
   const places: Array<ReturnType<typeof newPlace>> = [];
   const threads: string[] = [];
-  const result: ConcurrencyResult = { commands: 0, busyErrors: [], otherEnds: [] };
+  const result: ConcurrencyResult = { commands: 0, busyErrors: [], stackTraces: [], otherEnds: [] };
   const deadline = Date.now() + durationMs;
   const check = (what: string, outcome: CliResult) => {
     result.commands++;
     for (const line of `${outcome.stdout}\n${outcome.stderr}`.split("\n")) {
       if (BUSY_PATTERN.test(line)) result.busyErrors.push(`${what}: ${line.trim()}`);
     }
+    const trace = STACK_PATTERN.exec(`${outcome.stdout}\n${outcome.stderr}`);
+    if (trace) result.stackTraces.push(`${what}: ${trace[0].trim()}`);
   };
   const someThread = () => threads[Math.floor(rng() * threads.length)] ?? "c0-0";
   const worker = async (role: Role, index: number) => {
