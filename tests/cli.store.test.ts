@@ -17,13 +17,19 @@ function expectStoreError(result: { code: number | null; stderr: string }, path:
   expect(lines[0]).toMatch(message);
 }
 
+/** Another program's database, `other-app.db` in `root`, made by `sql`. */
+function otherAppDatabase(root: string, sql: string): string {
+  const path = join(root, "other-app.db");
+  const db = new Database(path);
+  db.exec(sql);
+  db.close();
+  return path;
+}
+
 describe("the CLI and a store that is not one", () => {
   it("inspect and status leave another program's database alone: exit 2, same bytes, same journal mode", async () => {
     const { root } = tempWorkspace();
-    const path = join(root, "other-app.db");
-    const db = new Database(path);
-    db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')");
-    db.close();
+    const path = otherAppDatabase(root, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')");
     const before = readFileSync(path);
     const script = join(root, "script.json");
 
@@ -39,10 +45,7 @@ describe("the CLI and a store that is not one", () => {
 
   it("another program's database with a loopgraph_threads table of its own: every command refuses it in one line (exit 2), and nothing is created in it", async () => {
     const { root, dir } = tempWorkspace({ git: true });
-    const path = join(root, "other-app.db");
-    const db = new Database(path);
-    db.exec("CREATE TABLE loopgraph_threads (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO loopgraph_threads (title) VALUES ('mine')");
-    db.close();
+    const path = otherAppDatabase(root, "CREATE TABLE loopgraph_threads (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO loopgraph_threads (title) VALUES ('mine')");
     const before = readFileSync(path);
     const script = join(ROOT, "tests/fixtures/looper/gated-coder.script.yaml");
     const commands = [["inspect"], ["status", "t1"], ["send", "t1", "stop"], ["resume", "t1"], ["run", "coder", "--task", "x", "--model", `scripted:${script}`, "--workspace", dir]];
@@ -117,6 +120,18 @@ describe("the CLI and a store that is not one", () => {
     expectStoreError(await runCli(["status", "t1", "--db", future]), future, /has store schema version 99, newer than this loopgraph understands/);
   });
 });
+
+/** Runs `during` while another connection holds a write lock (`begin`) on the store `db`; the lock goes when it ends, whatever happens. */
+async function whileLocked<T>(db: string, begin: "BEGIN IMMEDIATE" | "BEGIN EXCLUSIVE", during: (holder: Database.Database) => Promise<T>): Promise<T> {
+  const holder = new Database(db);
+  try {
+    holder.exec(begin);
+    return await during(holder);
+  } finally {
+    if (holder.inTransaction) holder.exec("ROLLBACK");
+    holder.close();
+  }
+}
 
 /** A scripted Coder that appends one line to log.txt, in the test's folder. */
 function oneLineScript(root: string): string {
@@ -199,16 +214,10 @@ describe("a store locked by another program during a run", () => {
 
   it("beyond the busy timeout, the run stops interrupted (130) with one line naming the store and how to resume; resume continues once the lock is gone", async () => {
     const { ws, run, answer } = await startLockedRun(300);
-    const holder = new Database(ws.db);
-    let result;
-    try {
-      holder.exec("BEGIN EXCLUSIVE");
+    const result = await whileLocked(ws.db, "BEGIN EXCLUSIVE", () => {
       answer();
-      result = await run.done;
-    } finally {
-      if (holder.inTransaction) holder.exec("ROLLBACK");
-      holder.close();
-    }
+      return run.done;
+    });
     expect(result.code, result.stderr).toBe(130);
     const message = lockedMessage(ws.db, "0.3");
     const events = parseEvents(result.stdout);
@@ -240,16 +249,8 @@ describe("a store locked by another program during a run", () => {
     writeFileSync(script, ["responses:", "  - node: coder", "    tool_calls:", `      - { name: shell, args: { command: ${JSON.stringify(command)} } }`, '  - { node: coder, content: "wrote one line" }', ""].join("\n"));
     const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "300" });
     const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
-    const holder = new Database(ws.db);
-    let result;
-    try {
-      expect(await eventually(() => existsSync(join(ws.dir, "command-runs")), Boolean)).toBe(true);
-      holder.exec("BEGIN IMMEDIATE");
-      result = await run.done;
-    } finally {
-      if (holder.inTransaction) holder.exec("ROLLBACK");
-      holder.close();
-    }
+    expect(await eventually(() => existsSync(join(ws.dir, "command-runs")), Boolean)).toBe(true);
+    const result = await whileLocked(ws.db, "BEGIN IMMEDIATE", () => run.done);
     expect(result.code, result.stdout + result.stderr).toBe(130);
     expect(parseEvents(result.stdout).at(-1)).toMatchObject({ type: "run_finished", exitCode: 130, reason: lockedMessage(ws.db, "0.3") });
     expect(result.stderr).not.toMatch(/internal error|SqliteError|Unhandled/);
@@ -266,18 +267,12 @@ describe("a store locked by another program during a run", () => {
     // next and waits up to 3 s more. The lock is let go 4.5 s after the answer: after the step's
     // write gave up, before the record's does, with 1.5 s to spare either way.
     const { ws, run, answer } = await startLockedRun(3000);
-    const holder = new Database(ws.db);
-    let result;
-    try {
-      holder.exec("BEGIN EXCLUSIVE");
+    const result = await whileLocked(ws.db, "BEGIN EXCLUSIVE", async (holder) => {
       answer();
       await new Promise((resolveHold) => setTimeout(resolveHold, 4500));
       holder.exec("ROLLBACK");
-      result = await run.done;
-    } finally {
-      if (holder.inTransaction) holder.exec("ROLLBACK");
-      holder.close();
-    }
+      return run.done;
+    });
     expect(result.code, result.stdout + result.stderr).toBe(130);
     const inspected = await runCli(["inspect", "locked", "--json", "--db", ws.db]);
     expect(JSON.parse(inspected.stdout).thread).toMatchObject({ status: "interrupted", error: lockedMessage(ws.db, "3") });

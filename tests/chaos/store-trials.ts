@@ -8,8 +8,7 @@ import { copyFileSync, existsSync, readFileSync, rmSync, writeFileSync } from "n
 import Database from "better-sqlite3";
 import { startCli, startRun, type RunningCli } from "../helpers/e2e.js";
 import { cleanEnv, type CliResult } from "../helpers/cli.js";
-import type { KillMark } from "./log.js";
-import { delay, driveToEnd, ended, lastLine, markKill, newPlace, Printed, specOf, THREAD, trialResult, type Reference, type Rng, type TrialResult } from "./trials.js";
+import { delay, ended, inNewPlace, lastLine, markKill, THREAD, type Reference, type Rng, type TrialResult } from "./trials.js";
 
 /** The busy timeout of the lock trials' processes: short, so that a lock held a moment longer stops the run. */
 const BUSY_TIMEOUT_MS = 300;
@@ -66,12 +65,8 @@ async function lockMoment(cli: RunningCli, index: number, rng: Rng, reference: R
  * (the busy timeout is 300 ms): the run finishes, or stops at its last checkpoint (130) with the
  * documented line; then it is resumed to its end.
  */
-export async function lockTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
-  const ws = newPlace("lock");
-  try {
-    const spec = specOf(THREAD, reference.script);
-    const kills: KillMark[] = [];
-    const printed = new Printed();
+export function lockTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
+  return inNewPlace("lock", name, rng, reference, async ({ ws, spec, kills, printed }) => {
     const cli = printed.of(startRun(ws, spec, { standalone: true, env: cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: String(BUSY_TIMEOUT_MS) }) }));
     try {
       await lockMoment(cli, index, rng, reference);
@@ -80,13 +75,10 @@ export async function lockTrial(name: string, index: number, rng: Rng, reference
       // The run ended before the moment came: nothing was locked.
     }
     const result = await ended(cli);
-    const wrongEnd = documentedEnd(result, /is locked by another program/, /is locked by another program \(waited 0\.3 s\): the run stopped at its last checkpoint/);
     if (result.code !== 0) kills.push(await markKill(ws, THREAD));
-    const stuck = await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 }, printed);
-    return trialResult(name, ws, reference, kills, printed, { stuck, wrongEnd: wrongEnd && `run: ${wrongEnd}` });
-  } finally {
-    ws.remove();
-  }
+    const wrongEnd = documentedEnd(result, /is locked by another program/, /is locked by another program \(waited 0\.3 s\): the run stopped at its last checkpoint/);
+    return { wrongEnd: wrongEnd && `run: ${wrongEnd}` };
+  });
 }
 
 /** Garbles one page of the SQLite file `db` but its first (the header and the schema stay valid, so it opens). */
@@ -115,36 +107,28 @@ const ON_DAMAGED = [["inspect", THREAD], ["status", THREAD], ["resume", THREAD, 
  * resume may also stop at its last checkpoint); then the store is restored from its copy made
  * before, and the thread resumed to its end.
  */
-export async function damagedTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
-  const ws = newPlace("damaged");
-  try {
-    const spec = specOf(THREAD, reference.script);
-    const kills: KillMark[] = [];
-    const printed = new Printed();
+export function damagedTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
+  return inNewPlace("damaged", name, rng, reference, async ({ ws, spec, kills, printed }) => {
     const cli = printed.of(startRun(ws, spec, { standalone: true }));
     await delay(rng() * reference.ms);
     await cli.kill("SIGKILL");
     kills.push(await markKill(ws, THREAD));
+    if (!existsSync(ws.db)) return {};
+    checkpointed(ws.db);
+    copyFileSync(ws.db, `${ws.db}.backup`);
+    garblePage(ws.db, rng);
     let wrongEnd: string | undefined;
-    if (existsSync(ws.db)) {
-      checkpointed(ws.db);
-      copyFileSync(ws.db, `${ws.db}.backup`);
-      garblePage(ws.db, rng);
-      for (const args of ON_DAMAGED) {
-        const result = await ended(printed.of(startCli([...args, "--db", ws.db], { standalone: true })));
-        const problem = documentedEnd(result, /is damaged \(malformed database\): restore it from a backup|nothing to resume|no thread/);
-        wrongEnd ??= problem && `${args[0]}: ${problem}`;
-      }
-      // What a resume on the damaged store ran is lost with it: a step it ran again is in flight.
-      for (const suffix of ["-wal", "-shm"]) rmSync(`${ws.db}${suffix}`, { force: true });
-      copyFileSync(`${ws.db}.backup`, ws.db);
-      kills.push(await markKill(ws, THREAD));
+    for (const args of ON_DAMAGED) {
+      const result = await ended(printed.of(startCli([...args, "--db", ws.db], { standalone: true })));
+      const problem = documentedEnd(result, /is damaged \(malformed database\): restore it from a backup|nothing to resume|no thread/);
+      wrongEnd ??= problem && `${args[0]}: ${problem}`;
     }
-    const stuck = await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 }, printed);
-    return trialResult(name, ws, reference, kills, printed, { stuck, wrongEnd });
-  } finally {
-    ws.remove();
-  }
+    // What a resume on the damaged store ran is lost with it: a step it ran again is in flight.
+    for (const suffix of ["-wal", "-shm"]) rmSync(`${ws.db}${suffix}`, { force: true });
+    copyFileSync(`${ws.db}.backup`, ws.db);
+    kills.push(await markKill(ws, THREAD));
+    return { wrongEnd };
+  });
 }
 
 /**
@@ -154,20 +138,13 @@ export async function damagedTrial(name: string, rng: Rng, reference: Reference)
  * not even made) is refused (2), with one line naming the store; then, with room, it is resumed
  * (or run again) to its end.
  */
-export async function fullTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
-  const ws = newPlace("full");
-  try {
-    const spec = specOf(THREAD, reference.script);
-    const kills: KillMark[] = [];
-    const printed = new Printed();
+export function fullTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
+  return inNewPlace("full", name, rng, reference, async ({ ws, spec, kills, printed }) => {
     const limit = Math.round(100_000 + rng() * 900_000);
     const result = await ended(printed.of(startRun(ws, spec, { standalone: true, fileSizeLimit: limit })));
+    if (result.code !== 0) kills.push(await markKill(ws, THREAD));
     const written = /cannot be written \(.+\)/;
     const problem = documentedEnd(result, new RegExp(`${written.source}: make room on its disk`), new RegExp(`${written.source}: the run stopped at its last checkpoint`));
-    if (result.code !== 0) kills.push(await markKill(ws, THREAD));
-    const stuck = await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 }, printed);
-    return trialResult(name, ws, reference, kills, printed, { stuck, wrongEnd: problem && `run (at most ${limit} bytes a file): ${problem}` });
-  } finally {
-    ws.remove();
-  }
+    return { wrongEnd: problem && `run (at most ${limit} bytes a file): ${problem}` };
+  });
 }

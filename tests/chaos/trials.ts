@@ -94,9 +94,9 @@ export interface TrialResult {
 export const THREAD = "chaos";
 const TASK = "append the lines of the script to log.txt";
 
-export const specOf = (thread: string, script: string): RunSpec => ({ graph: "coder-review", thread, script, task: TASK, approval: "auto" });
+const specOf = (thread: string, script: string): RunSpec => ({ graph: "coder-review", thread, script, task: TASK, approval: "auto" });
 
-export const newPlace = (label: string) => createWorkspace({ git: true, files: { "notes.txt": "start\n" }, prefix: `loopgraph-chaos-${label}-` });
+const newPlace = (label: string) => createWorkspace({ git: true, files: { "notes.txt": "start\n" }, prefix: `loopgraph-chaos-${label}-` });
 
 export const delay = (ms: number) => new Promise<void>((resolveDelay) => setTimeout(resolveDelay, ms));
 
@@ -113,7 +113,7 @@ export async function ended(cli: RunningCli): Promise<CliResult & { hung?: boole
 }
 
 /** Kills `cli` with SIGKILL after `ms`, unless it ends first; says whether the kill landed. */
-export async function killAfter(cli: RunningCli, ms: number): Promise<{ killed: boolean; result: CliResult & { hung?: boolean } }> {
+async function killAfter(cli: RunningCli, ms: number): Promise<{ killed: boolean; result: CliResult & { hung?: boolean } }> {
   let timer: NodeJS.Timeout | undefined;
   const time = new Promise<"time">((resolveTime) => (timer = setTimeout(() => resolveTime("time"), ms)));
   const first = await Promise.race([cli.done.then(() => "ended" as const), time]);
@@ -141,7 +141,7 @@ export async function markKill(ws: RunPlace, thread: string): Promise<KillMark> 
 }
 
 /** The end of a process the suite did not kill, as a stuck reason unless it finished (0). */
-export function stuckReason(what: string, result: CliResult & { hung?: boolean }): string | undefined {
+function stuckReason(what: string, result: CliResult & { hung?: boolean }): string | undefined {
   if (result.hung) return `${what} hung (no end within ${PROCESS_TIMEOUT_MS / 1000} s)`;
   if (result.code === 0) return undefined;
   return `${what} ended with ${result.code ?? result.signal}: ${lastLine(result.stderr) || lastLine(result.stdout)}`;
@@ -170,7 +170,7 @@ async function killOnce(ws: RunPlace, cli: RunningCli, kills: KillMark[], until:
  * again when a kill came before the record was written), each time killed again with
  * probability `reKill` (at most `maxReKills` times, at a random moment within `withinMs`).
  */
-export async function driveToEnd(
+async function driveToEnd(
   ws: RunPlace,
   spec: RunSpec,
   kills: KillMark[],
@@ -202,10 +202,44 @@ export async function driveToEnd(
 }
 
 /** A trial's result: its kills, the verdict on its log against the reference, the first stack trace its processes printed. */
-export function trialResult(name: string, ws: RunPlace, reference: Reference, kills: KillMark[], printed: Printed, more: Partial<TrialResult> = {}): TrialResult {
+function trialResult(name: string, ws: RunPlace, reference: Reference, kills: KillMark[], printed: Printed, more: Partial<TrialResult> = {}): TrialResult {
   const verdict = judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills);
   const beforeFirstCheckpoint = kills.filter((kill) => kill.checkpoints === 0).length;
   return { name, kills: kills.length, beforeFirstCheckpoint, verdict, stackTrace: printed.stackTrace(), ...more };
+}
+
+/** What a trial works with: its place (workspace and store), the run's spec, the kills it noted, its processes' output. */
+export interface Trial {
+  ws: RunPlace;
+  spec: RunSpec;
+  kills: KillMark[];
+  printed: Printed;
+}
+
+/** How a trial's thread is resumed to its end (see `driveToEnd`): by default, resumes that are not killed. */
+const NO_RE_KILLS = { reKill: 0, maxReKills: 0, withinMs: 0 };
+
+/**
+ * Runs `body` in a new place of its own (`label` names its folder, removed at the end), then, unless
+ * it found the run stuck, resumes the thread to its end, and judges the log against the reference.
+ */
+export async function inNewPlace(
+  label: string,
+  name: string,
+  rng: Rng,
+  reference: Reference,
+  body: (trial: Trial) => Promise<Partial<TrialResult>>,
+  resumes: Parameters<typeof driveToEnd>[4] = NO_RE_KILLS,
+): Promise<TrialResult> {
+  const ws = newPlace(label);
+  try {
+    const trial: Trial = { ws, spec: specOf(THREAD, reference.script), kills: [], printed: new Printed() };
+    const more = await body(trial);
+    const stuck = more.stuck ?? (await driveToEnd(ws, trial.spec, trial.kills, rng, resumes, trial.printed));
+    return trialResult(name, ws, reference, trial.kills, trial.printed, { ...more, stuck });
+  } finally {
+    ws.remove();
+  }
 }
 
 /** The uninterrupted run every trial is compared with. */
@@ -229,42 +263,29 @@ export async function referenceRun(script: string): Promise<Reference> {
  * (a) A run killed at a random moment of its length, then resumed (and killed again during a
  * resume with probability 0.35, at most twice) until it finishes.
  */
-export async function killTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
-  const ws = newPlace("kill");
-  try {
-    const spec = specOf(THREAD, reference.script);
-    const kills: KillMark[] = [];
-    const printed = new Printed();
+export function killTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
+  const resumes = { reKill: 0.35, maxReKills: 2, withinMs: reference.ms };
+  return inNewPlace("kill", name, rng, reference, async ({ ws, spec, kills, printed }) => {
     const { killed, result } = await killAfter(printed.of(startRun(ws, spec, { standalone: true })), rng() * reference.ms);
-    let stuck = killed ? undefined : stuckReason("run", result);
-    if (killed) kills.push(await markKill(ws, THREAD));
-    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0.35, maxReKills: 2, withinMs: reference.ms }, printed);
-    return trialResult(name, ws, reference, kills, printed, { stuck });
-  } finally {
-    ws.remove();
-  }
+    if (!killed) return { stuck: stuckReason("run", result) };
+    kills.push(await markKill(ws, THREAD));
+    return {};
+  }, resumes);
 }
 
 /**
  * (d) A run killed before its first checkpoint: right at its `run_started` event (even trials), or
  * at a random moment of the 100 ms after it (odd ones); then resumed to its end.
  */
-export async function earlyKillTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
-  const ws = newPlace("early");
-  try {
-    const spec = specOf(THREAD, reference.script);
-    const kills: KillMark[] = [];
-    const printed = new Printed();
+export function earlyKillTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
+  return inNewPlace("early", name, rng, reference, async ({ ws, spec, kills, printed }) => {
     const cli = printed.of(startRun(ws, spec, { standalone: true }));
-    let stuck = await killOnce(ws, cli, kills, async () => {
+    const stuck = await killOnce(ws, cli, kills, async () => {
       await cli.waitForEvent("run_started", undefined, { timeoutMs: PROCESS_TIMEOUT_MS });
       return index % 2 === 0 ? 0 : rng() * 100;
     });
-    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 }, printed);
-    return trialResult(name, ws, reference, kills, printed, { stuck });
-  } finally {
-    ws.remove();
-  }
+    return { stuck };
+  });
 }
 
 const ranSteps = (cli: RunningCli) => cli.lines.some((line) => line.startsWith("{") && line.includes(`"type":"node_started"`));
