@@ -189,13 +189,14 @@ function checkSchema(path: string, db: Database.Database): void {
   if (ours === 0 && others.length > 0) {
     throw new ConfigError(`${path} is not a loopgraph store (it has other tables): give the store's file with --db (or LOOPGRAPH_DB)`);
   }
-  // Before anything is created or migrated: a table of another program's that bears loopgraph's name is never written to.
-  const foreign = foreignNamedTable(db);
-  if (foreign) throw new ConfigError(`${path} is not a loopgraph store (its table ${foreign} is another program's): give the store's file with --db (or LOOPGRAPH_DB)`);
   const version = schemaVersion(db);
   if (version > STORE_VERSION) {
     throw new ConfigError(`${path} has store schema version ${version}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`);
   }
+  // Before anything is created or migrated: a table of another program's that bears loopgraph's
+  // name is never written to (a newer loopgraph's tables may differ: the version said so first).
+  const foreign = foreignNamedTable(db);
+  if (foreign) throw new ConfigError(`${path} is not a loopgraph store (its table ${foreign} is another program's): give the store's file with --db (or LOOPGRAPH_DB)`);
 }
 
 /**
