@@ -70,7 +70,7 @@ function parseOptions(argv: readonly string[]): Options {
     quick,
     workers: 2,
     verbose: false,
-    kills: quick ? 3 : 50,
+    kills: quick ? 2 : 50,
     races: quick ? 2 : 20,
     processes: quick ? 4 : 8,
     seconds: quick ? 3 : 12,
