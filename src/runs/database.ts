@@ -246,13 +246,15 @@ export function lockedBeyondTimeout(path: string, env: NodeJS.ProcessEnv = proce
  * SQLITE_BUSY or SQLITE_LOCKED from SQLite, or the StoreLockedError made of one.
  */
 export function isStoreLocked(error: unknown): boolean {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 10; depth++) {
-    if (current instanceof StoreLockedError) return true;
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && isLockCode(code)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+  const failed = sqliteErrorOf(error);
+  return (failed !== undefined && isLockCode(failed.code)) || causes(error).some((cause) => cause instanceof StoreLockedError);
+}
+
+/** `error` and the errors it wraps (as `cause`), outermost first (at most 10). */
+function causes(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as { cause?: unknown }).cause) chain.push(current);
+  return chain;
 }
 
 /** The store's disk refused a write: it is full (or the file reached the process's size limit), or the write failed. */
@@ -265,12 +267,11 @@ function cannotBeWritten(path: string, error: unknown): string {
 
 /** The SQLite error of `error`, or of an error it wraps (as `cause`). */
 function sqliteErrorOf(error: unknown): (Error & { code: string }) | undefined {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 10; depth++) {
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && code.startsWith("SQLITE_")) return current as Error & { code: string };
-    current = (current as { cause?: unknown }).cause;
-  }
-  return undefined;
+  const isSqlite = (cause: unknown): cause is Error & { code: string } => {
+    const code = (cause as { code?: unknown }).code;
+    return typeof code === "string" && code.startsWith("SQLITE_");
+  };
+  return causes(error).find(isSqlite);
 }
 
 /**
