@@ -405,8 +405,7 @@ export class Thread {
         }
         ({ state, ...outcome } = await settledOutcome(compiled, config, graph, threadId, (id) => this.visitsAt(id)));
       } catch (error) {
-        const settle = () => settledOutcome(compiled, config, graph, threadId, (id) => this.visitsAt(id));
-        outcome = (await this.storeStopped(error, settle)) ?? failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
+        outcome = this.storeStopped(error) ?? failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -432,7 +431,7 @@ export class Thread {
     } catch (error) {
       // The lock is still held (or the disk still full): the record keeps "running" with this
       // process, which readers see as interrupted once it is gone; the message says how to continue either way.
-      const stopped = await this.storeStopped(error);
+      const stopped = this.storeStopped(error);
       if (!stopped) throw error;
       if (outcome.status !== "interrupted") outcome = stopped;
     }
@@ -447,17 +446,12 @@ export class Thread {
 
   /**
    * The outcome of a run its store stopped (locked beyond the busy timeout, its disk full): at its
-   * last checkpoint, resumable; but when that checkpoint is the graph's end (`settle` says so: a
-   * write after it failed), the run's own ending, since a resume would find nothing to run. Any
-   * other failure of the store (damaged, read-only) is thrown as its one-line error (exit 2), as
-   * every command says it; other errors are the run's own (undefined).
+   * last checkpoint, resumable. Any other failure of the store (damaged, read-only) is thrown as
+   * its one-line error (exit 2), as every command says it; other errors are the run's own (undefined).
    */
-  private async storeStopped(error: unknown, settle?: () => Promise<Omit<RunOutcome, "state">>): Promise<Omit<RunOutcome, "state"> | undefined> {
+  private storeStopped(error: unknown): Omit<RunOutcome, "state"> | undefined {
     const stop = storeStop(this.store.path, error, this.env);
-    if (stop) {
-      const ending = await settle?.().catch(() => undefined);
-      return ending?.ended ? ending : storeStoppedOutcome(stop, this.threadId);
-    }
+    if (stop) return storeStoppedOutcome(stop, this.threadId);
     const unusable = storeError(this.store.path, error);
     if (unusable !== error) throw unusable;
     return undefined;
