@@ -184,6 +184,19 @@ describe("a store that fails under run and resume", () => {
   });
 });
 
+describe("a store whose disk fills up at a thread's first steps", () => {
+  it("the run stops (130); resume with room finishes it: a step's stored writes without the checkpoint after them are not the graph's end", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const spec = { graph: "coder-review", thread: "early-full", script: join(ROOT, "tests/fixtures/chaos/steps.script.yaml"), task: "append the lines", approval: "auto" as const };
+    // Room for the store, the thread and its first checkpoints, then the step writes and its checkpoint fail apart.
+    const run = await runCli(runArgs(ws, spec), { cwd: ws.dir, fileSizeLimit: 150_000 });
+    expect(run.code, run.stdout + run.stderr).toBe(130);
+    const resumed = await resume(ws, "early-full", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8").trim().split("\n")).toHaveLength(10);
+  });
+});
+
 describe("a store locked by another program during a run", () => {
   // The Coder's first answer comes once the test creates `gate-coder`: the lock is taken while it
   // waits, so the write of that answer's step meets it.

@@ -349,7 +349,9 @@ export class Thread {
   async ended(): Promise<boolean> {
     const compiled = await this.compile(this.context());
     const snapshot = await compiled.getState({ configurable: { thread_id: this.threadId } });
-    return snapshot.next.length === 0;
+    // A task whose writes are stored is not in `next`, yet the graph goes on with them (a write of
+    // the checkpoint after them failed: a full store): only no task at all is the end.
+    return snapshot.next.length === 0 && snapshot.tasks.length === 0;
   }
 
   /** Compiles the graph with the thread's checkpointer. */

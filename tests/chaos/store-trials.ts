@@ -132,18 +132,15 @@ export function damagedTrial(name: string, rng: Rng, reference: Reference): Prom
 }
 
 /**
- * (g) A run whose store's disk fills up: the process may write no file beyond a random size of 300
- * KB to 1.2 MB (a file size limit, RLIMIT_FSIZE, set with `prlimit`: a write beyond it fails as on a
+ * (g) A run whose store's disk fills up: the process may write no file beyond a random size of 100
+ * KB to 1 MB (a file size limit, RLIMIT_FSIZE, set with `prlimit`: a write beyond it fails as on a
  * full disk, without root). The run finishes, stops at its last checkpoint (130), or (the store
  * not even made) is refused (2), with one line naming the store; then, with room, it is resumed
  * (or run again) to its end.
  */
 export function fullTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
   return inNewPlace("full", name, rng, reference, async ({ ws, spec, kills, printed }) => {
-    // From 300 KB: a store that fills up at the thread's first checkpoints (about 150 to 250 KB of
-    // coder-review) can leave a checkpoint whose next step is lost, which resume takes for the
-    // graph's end ("nothing to resume"): an open problem of the checkpoint writes (docs/chaos.md).
-    const limit = Math.round(300_000 + rng() * 900_000);
+    const limit = Math.round(100_000 + rng() * 900_000);
     const result = await ended(printed.of(startRun(ws, spec, { standalone: true, fileSizeLimit: limit })));
     if (result.code !== 0) kills.push(await markKill(ws, THREAD));
     const written = /cannot be written \(.+\)/;
