@@ -1,7 +1,8 @@
 /**
  * The chaos suite (tests/chaos/run.ts, `npm run chaos`) in its short form (`--quick`): runs of the
  * built CLI killed with SIGKILL at random moments and resumed, killed before their first
- * checkpoint, two resumes racing on one killed thread, and processes side by side on one store.
+ * checkpoint, two resumes racing on one killed thread, processes side by side on one store, and
+ * runs whose store another program locks, or that is damaged or full.
  * The runner is a real process; its last line is the verdict (see docs/chaos.md).
  */
 import { spawn } from "node:child_process";
@@ -10,11 +11,11 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { collect, ROOT, type CliResult } from "./helpers/cli.js";
 import { judgeLog } from "./chaos/log.js";
 
-const LAST_LINE = /^chaos: trials=(\d+) identical=(\d+) inflight_rerun=(\d+) doubled=(\d+) stuck=(\d+) double_owner=(\d+) busy_errors=(\d+)$/;
+const LAST_LINE = /^chaos: trials=(\d+) identical=(\d+) inflight_rerun=(\d+) doubled=(\d+) stuck=(\d+) double_owner=(\d+) busy_errors=(\d+) stack_traces=(\d+)$/;
 
 describe("the chaos suite, short", () => {
   let result: CliResult;
-  let counts: Record<"trials" | "identical" | "inflight" | "doubled" | "stuck" | "doubleOwner" | "busy", number>;
+  let counts: Record<"trials" | "identical" | "inflight" | "doubled" | "stuck" | "doubleOwner" | "busy" | "stackTraces", number>;
   beforeAll(async () => {
     const child = spawn(process.execPath, ["--import", "tsx", join(ROOT, "tests/chaos/run.ts"), "--quick"], {
       cwd: ROOT,
@@ -24,18 +25,25 @@ describe("the chaos suite, short", () => {
     result = await collect(child);
     const match = LAST_LINE.exec(result.stdout.trimEnd().split("\n").at(-1) ?? "");
     if (!match) throw new Error(`the runner's last line is not the summary:\n${result.stdout}\n${result.stderr}`);
-    const [trials, identical, inflight, doubled, stuck, doubleOwner, busy] = match.slice(1).map(Number) as number[];
-    counts = { trials: trials!, identical: identical!, inflight: inflight!, doubled: doubled!, stuck: stuck!, doubleOwner: doubleOwner!, busy: busy! };
+    const [trials, identical, inflight, doubled, stuck, doubleOwner, busy, stackTraces] = match.slice(1).map(Number) as number[];
+    counts = { trials: trials!, identical: identical!, inflight: inflight!, doubled: doubled!, stuck: stuck!, doubleOwner: doubleOwner!, busy: busy!, stackTraces: stackTraces! };
   }, 240_000);
 
-  it("runs killed at random moments or before their first checkpoint resume to the uninterrupted run's log: no stored step runs twice, none is stuck", () => {
+  it("runs killed at random moments or before their first checkpoint, or whose store is locked, damaged or full, resume to the uninterrupted run's log: no stored step runs twice, none is stuck", () => {
     // The failure message is the runner's report: which trial, what differed.
     expect({ trials: counts.trials, identical: counts.identical, doubled: counts.doubled, stuck: counts.stuck }, result.stdout).toEqual({
-      trials: 4,
-      identical: 4,
+      trials: 6,
+      identical: 6,
       doubled: 0,
       stuck: 0,
     });
+  });
+
+  it("a store locked by another program, damaged or full ends every command as documented, and no output has a stack trace", () => {
+    expect(result.stdout).toMatch(/^\(e\) .*: 1 of 1 ended as documented/m);
+    expect(result.stdout).toMatch(/^\(f\) .*: 1 of 1 ended as documented/m);
+    expect(result.stdout).toMatch(/^\(g\) .*: 1 of 1 ended as documented/m);
+    expect(counts.stackTraces, result.stdout).toBe(0);
   });
 
   it("processes side by side on one store never report a lock or an internal error", () => {

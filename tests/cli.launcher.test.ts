@@ -156,6 +156,20 @@ describe("a debug stack (LOOPGRAPH_DEBUG)", () => {
     expect(sourceMappedStack(stack, "/elsewhere").split("\n")[1]).toContain(`(${join(ROOT, "src/cli/main.ts")}:${inSource.line}:`);
   });
 
+  it("an installed copy's stack names its own files, not the build machine's (the code cache names the bundle as it was built)", () => {
+    const dir = copyOfBuild();
+    copyFileSync(join(BUILT, `${BUNDLE_FILE}.map`), join(dir, `${BUNDLE_FILE}.map`));
+    // No node_modules beside the copy: the store's module cannot load, an internal error with LOOPGRAPH_DEBUG's stack.
+    const result = spawnSync(process.execPath, [join(dir, "loopgraph.js"), "inspect", "--db", join(dir, "store.db")], {
+      cwd: dir,
+      env: cleanEnv({ LOOPGRAPH_DEBUG: "1" }),
+      encoding: "utf8",
+    });
+    expect(result.stderr).toMatch(/^loopgraph: internal error: /);
+    expect(result.stderr).toContain(`${join(dir, "..", "..", "src/runs/database.ts")}:`);
+    expect(result.stderr).not.toContain(ROOT);
+  });
+
   it("maps a file: URL of tsc's output through its own map, and leaves places with no map as they are", () => {
     const built = join(ROOT, "dist/src/cli/main.js");
     const inBuilt = placeOf(built, INTERNAL_ERROR);

@@ -1,10 +1,10 @@
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
-import { finalState, resume, startRun } from "./helpers/e2e.js";
-import { tempWorkspace } from "./helpers/workspace.js";
+import { cleanEnv, eventually, hasStackTrace, parseEvents, ROOT, runCli } from "./helpers/cli.js";
+import { finalState, recordedStatus, resume, runArgs, startRun } from "./helpers/e2e.js";
+import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 /** The command failed with exit 2 and one `loopgraph:` line naming the store, no stack trace. */
 function expectStoreError(result: { code: number | null; stderr: string }, path: string, message: RegExp): void {
@@ -17,13 +17,19 @@ function expectStoreError(result: { code: number | null; stderr: string }, path:
   expect(lines[0]).toMatch(message);
 }
 
+/** Another program's database, `other-app.db` in `root`, made by `sql`. */
+function otherAppDatabase(root: string, sql: string): string {
+  const path = join(root, "other-app.db");
+  const db = new Database(path);
+  db.exec(sql);
+  db.close();
+  return path;
+}
+
 describe("the CLI and a store that is not one", () => {
   it("inspect and status leave another program's database alone: exit 2, same bytes, same journal mode", async () => {
     const { root } = tempWorkspace();
-    const path = join(root, "other-app.db");
-    const db = new Database(path);
-    db.exec("CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')");
-    db.close();
+    const path = otherAppDatabase(root, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')");
     const before = readFileSync(path);
     const script = join(root, "script.json");
 
@@ -35,6 +41,40 @@ describe("the CLI and a store that is not one", () => {
     const reopened = new Database(path, { readonly: true });
     expect(reopened.pragma("journal_mode", { simple: true })).toBe("delete");
     reopened.close();
+  });
+
+  it("another program's database with a loopgraph_threads table of its own: every command refuses it in one line (exit 2), and nothing is created in it", async () => {
+    const { root, dir } = tempWorkspace({ git: true });
+    const path = otherAppDatabase(root, "CREATE TABLE loopgraph_threads (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO loopgraph_threads (title) VALUES ('mine')");
+    const before = readFileSync(path);
+    const script = join(ROOT, "tests/fixtures/looper/gated-coder.script.yaml");
+    const commands = [["inspect"], ["status", "t1"], ["send", "t1", "stop"], ["resume", "t1"], ["run", "coder", "--task", "x", "--model", `scripted:${script}`, "--workspace", dir]];
+    for (const args of commands) {
+      expectStoreError(await runCli([...args, "--db", path], { cwd: dir }), path, /is not a loopgraph store \(its table loopgraph_threads is another program's\)/);
+    }
+    expect(readFileSync(path).equals(before)).toBe(true);
+    expect(readdirSync(root).filter((name) => name.startsWith("other-app"))).toEqual(["other-app.db"]);
+  });
+
+  it("a store in a read-only folder: inspect and status read it (nothing is created beside it); send, which writes, says it is read-only", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const folder = join(ws.root, "read-only");
+    mkdirSync(folder);
+    const db = join(folder, "store.db");
+    const ran = await runCli(runArgs({ dir: ws.dir, db }, { graph: "coder", thread: "t1", script: oneLineScript(ws.root), task: "write one line", approval: "auto" }));
+    expect(ran.code, ran.stderr).toBe(0);
+    chmodSync(ws.root, 0o755);
+    chmodSync(folder, 0o555);
+    onCleanup(() => chmodSync(folder, 0o755));
+    // chmod does not stop root: as root, the commands run as nobody.
+    const reader = process.getuid?.() === 0 ? { user: 65534 } : {};
+    for (const args of [["inspect"], ["inspect", "t1"], ["status", "t1"]]) {
+      const result = await runCli([...args, "--db", db], reader);
+      expect(result.code, result.stderr).toBe(0);
+      expect(result.stdout).toMatch(/t1|IDLE/);
+    }
+    expectStoreError(await runCli(["send", "t1", "stop", "--db", db], reader), db, /is read-only: make it \(and its folder\) writable/);
+    expect(readdirSync(folder)).toEqual(["store.db"]);
   });
 
   it("a typo in --db creates nothing: no store at PATH", async () => {
@@ -81,6 +121,82 @@ describe("the CLI and a store that is not one", () => {
   });
 });
 
+/** Runs `during` while another connection holds a write lock (`begin`) on the store `db`; the lock goes when it ends, whatever happens. */
+async function whileLocked<T>(db: string, begin: "BEGIN IMMEDIATE" | "BEGIN EXCLUSIVE", during: (holder: Database.Database) => Promise<T>): Promise<T> {
+  const holder = new Database(db);
+  try {
+    holder.exec(begin);
+    return await during(holder);
+  } finally {
+    if (holder.inTransaction) holder.exec("ROLLBACK");
+    holder.close();
+  }
+}
+
+/** A scripted Coder that appends one line to log.txt, in the test's folder. */
+function oneLineScript(root: string): string {
+  const script = join(root, "one-line.script.yaml");
+  writeFileSync(script, 'responses:\n  - node: coder\n    tool_calls:\n      - { name: shell, args: { command: "echo one >> log.txt" } }\n  - { node: coder, content: "wrote one line" }\n');
+  return script;
+}
+
+/** Garbles the root page of `table` in the SQLite file `path`: its header and schema stay valid, so the store opens; reading the table fails. */
+function garbleTable(path: string, table: string): void {
+  const db = new Database(path);
+  const { rootpage } = db.prepare("SELECT rootpage FROM sqlite_master WHERE name = ?").get(table) as { rootpage: number };
+  const pageSize = db.pragma("page_size", { simple: true }) as number;
+  db.close();
+  const bytes = readFileSync(path);
+  for (let i = (rootpage - 1) * pageSize; i < rootpage * pageSize; i++) bytes[i] = (i * 7) & 255;
+  writeFileSync(path, bytes);
+}
+
+describe("a store that fails under run and resume", () => {
+  it("a damaged store (valid header, a garbled page): run and resume say it is damaged in one line, exit 2, as the other commands do", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const spec = { graph: "coder", script: oneLineScript(ws.root), task: "write one line", approval: "auto" as const };
+    expect((await runCli(runArgs(ws, { ...spec, thread: "t1" }), { cwd: ws.dir })).code).toBe(0);
+    garbleTable(ws.db, "loopgraph_threads");
+    for (const args of [["resume", "t1", "--db", ws.db], runArgs(ws, { ...spec, thread: "t2" }), ["status", "t1", "--db", ws.db]]) {
+      const result = await runCli(args, { cwd: ws.dir });
+      expectStoreError(result, ws.db, /is damaged \(malformed database\): restore it from a backup/);
+      expect(hasStackTrace(result.stdout + result.stderr)).toBe(false);
+    }
+  });
+
+  it("a full disk (a file size limit): a run stops at its last checkpoint (130) with one line naming the store; resume on it is one line, exit 2; resume with room finishes", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const spec = { graph: "coder", thread: "full", script: oneLineScript(ws.root), task: "write one line", approval: "auto" as const };
+    // Room for the new store and the thread's record (about 100 KB), not for the whole run (about 600 KB).
+    const run = await runCli(runArgs(ws, spec), { cwd: ws.dir, fileSizeLimit: 250_000 });
+    expect(run.code, run.stdout + run.stderr).toBe(130);
+    const reason = parseEvents(run.stdout).at(-1)!.reason as string;
+    expect(reason.startsWith(`${ws.db} cannot be written (`), reason).toBe(true);
+    expect(reason).toMatch(/\): the run stopped at its last checkpoint; continue it with `loopgraph resume full` once its disk has room$/);
+    expect(hasStackTrace(run.stdout + run.stderr)).toBe(false);
+
+    const stillFull = await runCli(["resume", "full", "--db", ws.db], { fileSizeLimit: 4096 });
+    expectStoreError(stillFull, ws.db, /cannot be written \(.+\): make room on its disk \(or check the disk\), then try again$/);
+
+    const resumed = await resume(ws, "full", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(await recordedStatus(ws.db, "full")).toBe("finished");
+  });
+});
+
+describe("a store whose disk fills up at a thread's first steps", () => {
+  it("the run stops (130); resume with room finishes it: a step's stored writes without the checkpoint after them are not the graph's end", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const spec = { graph: "coder-review", thread: "early-full", script: join(ROOT, "tests/fixtures/chaos/steps.script.yaml"), task: "append the lines", approval: "auto" as const };
+    // Room for the store, the thread and its first checkpoints, then the step writes and its checkpoint fail apart.
+    const run = await runCli(runArgs(ws, spec), { cwd: ws.dir, fileSizeLimit: 150_000 });
+    expect(run.code, run.stdout + run.stderr).toBe(130);
+    const resumed = await resume(ws, "early-full", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8").trim().split("\n")).toHaveLength(10);
+  });
+});
+
 describe("a store locked by another program during a run", () => {
   // The Coder's first answer comes once the test creates `gate-coder`: the lock is taken while it
   // waits, so the write of that answer's step meets it.
@@ -111,16 +227,10 @@ describe("a store locked by another program during a run", () => {
 
   it("beyond the busy timeout, the run stops interrupted (130) with one line naming the store and how to resume; resume continues once the lock is gone", async () => {
     const { ws, run, answer } = await startLockedRun(300);
-    const holder = new Database(ws.db);
-    let result;
-    try {
-      holder.exec("BEGIN EXCLUSIVE");
+    const result = await whileLocked(ws.db, "BEGIN EXCLUSIVE", () => {
       answer();
-      result = await run.done;
-    } finally {
-      if (holder.inTransaction) holder.exec("ROLLBACK");
-      holder.close();
-    }
+      return run.done;
+    });
     expect(result.code, result.stderr).toBe(130);
     const message = lockedMessage(ws.db, "0.3");
     const events = parseEvents(result.stdout);
@@ -143,24 +253,39 @@ describe("a store locked by another program during a run", () => {
     expect((await finalState<{ outputs: Record<string, unknown> }>(ws.db, "locked")).outputs.coder).toBeDefined();
   });
 
+  it("a lock taken while a shell command runs and held past its end (the command's process-group record meets it): the same one line, 130, and resume finishes", async () => {
+    const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
+    const script = join(ws.root, "shell.script.yaml");
+    // The command says it runs (a file in the workspace), then runs on for a second: the lock
+    // is taken in between, so the write that records the command's end meets it.
+    const command = "touch command-runs; sleep 1; echo one >> log.txt";
+    writeFileSync(script, ["responses:", "  - node: coder", "    tool_calls:", `      - { name: shell, args: { command: ${JSON.stringify(command)} } }`, '  - { node: coder, content: "wrote one line" }', ""].join("\n"));
+    const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "300" });
+    const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
+    expect(await eventually(() => existsSync(join(ws.dir, "command-runs")), Boolean)).toBe(true);
+    const result = await whileLocked(ws.db, "BEGIN IMMEDIATE", () => run.done);
+    expect(result.code, result.stdout + result.stderr).toBe(130);
+    expect(parseEvents(result.stdout).at(-1)).toMatchObject({ type: "run_finished", exitCode: 130, reason: lockedMessage(ws.db, "0.3") });
+    expect(result.stderr).not.toMatch(/internal error|SqliteError|Unhandled/);
+    expect(hasStackTrace(result.stdout + result.stderr)).toBe(false);
+
+    const resumed = await resume(ws, "locked", "--json");
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(await recordedStatus(ws.db, "locked")).toBe("finished");
+  });
+
   it("when the lock is gone before the run's end is written, the thread's record says it stopped on the lock", async () => {
     // The lock is taken before the Coder's answer is let through: the write of its step comes at
     // once (within the gate's 50 ms poll) and gives up 3 s later; the run's end record is written
     // next and waits up to 3 s more. The lock is let go 4.5 s after the answer: after the step's
     // write gave up, before the record's does, with 1.5 s to spare either way.
     const { ws, run, answer } = await startLockedRun(3000);
-    const holder = new Database(ws.db);
-    let result;
-    try {
-      holder.exec("BEGIN EXCLUSIVE");
+    const result = await whileLocked(ws.db, "BEGIN EXCLUSIVE", async (holder) => {
       answer();
       await new Promise((resolveHold) => setTimeout(resolveHold, 4500));
       holder.exec("ROLLBACK");
-      result = await run.done;
-    } finally {
-      if (holder.inTransaction) holder.exec("ROLLBACK");
-      holder.close();
-    }
+      return run.done;
+    });
     expect(result.code, result.stdout + result.stderr).toBe(130);
     const inspected = await runCli(["inspect", "locked", "--json", "--db", ws.db]);
     expect(JSON.parse(inspected.stdout).thread).toMatchObject({ status: "interrupted", error: lockedMessage(ws.db, "3") });

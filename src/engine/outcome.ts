@@ -4,7 +4,7 @@ import { END_NODE, type GraphDefinition } from "../format/types.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { isConnectionLost, storeWentAway } from "../runs/postgres-outage.js";
-import { isStoreLocked, lockedBeyondTimeout } from "../runs/store.js";
+import { storeStop } from "../runs/store.js";
 import type { RunEnding } from "../runtime/node-kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import type { GraphStateValue } from "../state/graph-state.js";
@@ -117,16 +117,16 @@ export function stepLimit(graph: GraphDefinition, maxRounds?: number): number {
 }
 
 /**
- * A run whose store stayed locked by another program beyond the busy timeout (a checkpoint, a
- * recording or the snapshot log could not be written): it stops, interrupted, at its last
- * checkpoint, and `resume` continues from there once the other program is done.
+ * A run whose store stopped it (see `storeStop`: locked by another program beyond the busy
+ * timeout, or its disk full, when a checkpoint, a recording or the snapshot log was written): it
+ * stops, interrupted, at its last checkpoint, and `resume` continues from there.
  */
-export function lockedOutcome(path: string, threadId: string, env: NodeJS.ProcessEnv): Settled {
+function storeStoppedOutcome(stop: { what: string; when: string }, threadId: string): Settled {
   return {
     threadId,
     status: "interrupted",
     exitCode: ExitCode.Interrupted,
-    error: `${lockedBeyondTimeout(path, env)}: the run stopped at its last checkpoint; continue it with \`loopgraph resume ${threadId}\` once the other program is done`,
+    error: `${stop.what}: the run stopped at its last checkpoint; continue it with \`loopgraph resume ${threadId}\` ${stop.when}`,
   };
 }
 
@@ -134,15 +134,15 @@ export function lockedOutcome(path: string, threadId: string, env: NodeJS.Proces
  * A run whose PostgreSQL store went away (the server stopped or restarts): as a lock, it stops,
  * interrupted, at its last checkpoint, and `resume` continues from there once the server is back.
  */
-export function storeLostOutcome(path: string, threadId: string, error: unknown): Settled {
+function storeLostOutcome(path: string, threadId: string, error: unknown): Settled {
   return { threadId, status: "interrupted", exitCode: ExitCode.Interrupted, error: storeWentAway(path, threadId, error), storeLost: true };
 }
 
-/** How a run ends that the store stopped (locked beyond the timeout, or gone away); undefined for any other error. */
+/** How a run ends that the store stopped (locked beyond the timeout, its disk full, or its server gone away); undefined for any other error. */
 export function storeStopOutcome(error: unknown, path: string, threadId: string, env: NodeJS.ProcessEnv): Settled | undefined {
-  if (isStoreLocked(error)) return lockedOutcome(path, threadId, env);
   if (isConnectionLost(error)) return storeLostOutcome(path, threadId, error);
-  return undefined;
+  const stop = storeStop(path, error, env);
+  return stop && storeStoppedOutcome(stop, threadId);
 }
 
 /** Whether `error`, or an error it wraps, is the user's cancellation. */

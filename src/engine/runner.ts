@@ -6,7 +6,7 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
-import { openStore, requireThread, resolveStore, type Store } from "../runs/store.js";
+import { openStore, requireThread, resolveStore, withStore, type Store } from "../runs/store.js";
 import { isRepoWorkspace, repoWorkspaceLabel } from "../runs/repo-workspaces.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
@@ -50,17 +50,15 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   const trustNotes: string[] = [];
   const graph = await graphToRun(options, cwd, trustNotes);
   const spec = Thread.newThread(graph, options);
-  const store = await openStore({ db: options.db, cwd, env: options.env }, "create");
-  try {
+  // A failure of the store (damaged, full, …) is its one line, as every command says it (see storeError).
+  return withStore({ db: options.db, cwd, env: options.env }, "create", async (store) => {
     const thread = Thread.prepare(store, graph, spec, options, { looper: createLoopSupervisor, trustNotes });
     const task = options.task ?? "";
     await thread.record(task);
     const ctx = thread.context();
     thread.announce(ctx, { task, resumed: false });
     return await followLoop(thread, await thread.execute(firstInput(graph, task), ctx));
-  } finally {
-    await store.close();
-  }
+  });
 }
 
 /** The graph of a new run (a name or path, or a graph already loaded), checked to have the task it needs. */
@@ -162,8 +160,7 @@ function endedThread(record: ThreadRecord): string {
 /** Continues a paused, interrupted, failed or crashed thread from its last checkpoint. */
 export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
-  const store = await openStore({ db: options.db, cwd, env: options.env }, "write");
-  try {
+  return withStore({ db: options.db, cwd, env: options.env }, "write", async (store) => {
     // The claim comes first: what the thread holds is read as it was when this process took it.
     const record = await requireThread(store, options.threadId);
     // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
@@ -178,9 +175,7 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
       await thread.release();
       throw error;
     }
-  } finally {
-    await store.close();
-  }
+  });
 }
 
 /**

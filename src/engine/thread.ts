@@ -17,7 +17,7 @@ import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
-import type { Store } from "../runs/store.js";
+import { storeError, type Store } from "../runs/store.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";
@@ -350,7 +350,9 @@ export class Thread {
   async ended(): Promise<boolean> {
     const compiled = await this.compile(this.context());
     const snapshot = await compiled.getState({ configurable: { thread_id: this.threadId } });
-    return snapshot.next.length === 0;
+    // A task whose writes are stored is not in `next`, yet the graph goes on with them (a write of
+    // the checkpoint after them failed: a full store): only no task at all is the end.
+    return snapshot.next.length === 0 && snapshot.tasks.length === 0;
   }
 
   /** Compiles the graph with the thread's checkpointer. */
@@ -406,8 +408,7 @@ export class Thread {
         }
         ({ state, ...outcome } = await settledOutcome(compiled, config, graph, threadId, (id) => this.visitsAt(id)));
       } catch (error) {
-        outcome =
-          storeStopOutcome(error, this.store.path, threadId, this.env) ?? failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
+        outcome = this.storeStopped(error) ?? failureOutcome(error, graph, threadId, stepLimit(graph, options.maxRounds), ctx.signal);
       }
       const request = outcome.pause?.value;
       if (!options.askApproval || !isApprovalRequest(request)) break;
@@ -432,9 +433,9 @@ export class Thread {
     try {
       await this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
     } catch (error) {
-      // The lock is still held, or the server is gone: the record keeps "running" with this
+      // The lock is still held (or the disk still full): the record keeps "running" with this
       // process, which readers see as interrupted once it is gone; the message says how to continue either way.
-      const stopped = storeStopOutcome(error, this.store.path, threadId, this.env);
+      const stopped = this.storeStopped(error);
       if (!stopped) throw error;
       if (outcome.status !== "interrupted") outcome = stopped;
     }
@@ -445,6 +446,19 @@ export class Thread {
     const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, outcome: outcome.status, exitCode: outcome.exitCode };
     ctx.emit(outcome.error ? { ...finished, reason: outcome.error } : finished);
     return { ...outcome, state };
+  }
+
+  /**
+   * The outcome of a run its store stopped (locked beyond the busy timeout, its disk full): at its
+   * last checkpoint, resumable. Any other failure of the store (damaged, read-only) is thrown as
+   * its one-line error (exit 2), as every command says it; other errors are the run's own (undefined).
+   */
+  private storeStopped(error: unknown): Omit<RunOutcome, "state"> | undefined {
+    const stopped = storeStopOutcome(error, this.store.path, this.threadId, this.env);
+    if (stopped) return stopped;
+    const unusable = storeError(this.store.path, error);
+    if (unusable !== error) throw unusable;
+    return undefined;
   }
 
   /**

@@ -1,4 +1,4 @@
-import { accessSync, constants, mkdirSync, statSync, type Stats } from "node:fs";
+import { accessSync, constants, existsSync, mkdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { basename, dirname, resolve } from "node:path";
 import Database from "better-sqlite3";
 import { busyTimeoutMs } from "../checkpoint/schema.js";
@@ -12,7 +12,7 @@ import { ensureStateDir } from "./state-dir.js";
 import { ThreadRegistry, type ThreadRecord } from "./thread-registry.js";
 
 export type { StoreAccess, StoreTables } from "./tables.js";
-import { migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
+import { foreignNamedTable, migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
 
 /** The tables of a SQLite store, on its open file. */
 export interface SqliteTables extends StoreTables {
@@ -95,7 +95,10 @@ export async function using<S extends { path: string; close(): Promise<void> }, 
   } catch (error) {
     throw storeError(opened.path, error);
   } finally {
-    await opened.close();
+    // Closing writes what is queued: a store that fails then is the same one line.
+    await opened.close().catch((error: unknown) => {
+      throw storeError(opened.path, error);
+    });
   }
 }
 
@@ -126,17 +129,12 @@ export function openDatabase(path: string, access: StoreAccess, env: NodeJS.Proc
   }
   let db: Database.Database | undefined;
   try {
-    db = new Database(path, { readonly: access === "read", fileMustExist: access !== "create" });
+    db = access === "read" ? openReader(path) : new Database(path, { fileMustExist: access !== "create" });
     db.pragma(`busy_timeout = ${busyTimeoutMs(env)}`);
     checkSchema(path, db);
     if (access === "read") {
       if (schemaVersion(db) === STORE_VERSION) return db;
-      const image = db.serialize();
-      // A WAL store's image says so in its header (bytes 18 and 19 are 2), which a database in
-      // memory cannot open: the copy is marked a rollback-journal database (1) instead.
-      image[18] = 1;
-      image[19] = 1;
-      const copy = new Database(image);
+      const copy = inMemory(db.serialize());
       db.close();
       db = copy;
       migrate(copy);
@@ -159,6 +157,33 @@ export function openDatabase(path: string, access: StoreAccess, env: NodeJS.Proc
   }
 }
 
+/**
+ * The store opened read-only. A WAL store (every store a run wrote) needs its shared-memory index
+ * beside it, which SQLite cannot create in a folder this process may not write: the store is then
+ * read from a copy in memory, unless a WAL file beside it holds commits the copy would miss.
+ */
+function openReader(path: string): Database.Database {
+  const db = new Database(path, { readonly: true, fileMustExist: true });
+  try {
+    // The first read opens the WAL index.
+    db.prepare("SELECT count(*) FROM sqlite_master").get();
+    return db;
+  } catch (error) {
+    db.close();
+    if ((error as { code?: unknown }).code !== "SQLITE_READONLY_DIRECTORY" || existsSync(`${path}-wal`)) throw error;
+    return inMemory(readFileSync(path));
+  }
+}
+
+/** A database in memory made of a store's image. */
+function inMemory(image: Buffer): Database.Database {
+  // A WAL store's image says so in its header (bytes 18 and 19 are 2), which a database in
+  // memory cannot open: the copy is marked a rollback-journal database (1) instead.
+  image[18] = 1;
+  image[19] = 1;
+  return new Database(image);
+}
+
 function checkSchema(path: string, db: Database.Database): void {
   const { ours, others } = schemaObjects(db);
   if (ours === 0 && others.length > 0) {
@@ -168,23 +193,29 @@ function checkSchema(path: string, db: Database.Database): void {
   if (version > STORE_VERSION) {
     throw new ConfigError(`${path} has store schema version ${version}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`);
   }
+  // Before anything is created or migrated: a table of another program's that bears loopgraph's
+  // name is never written to (a newer loopgraph's tables may differ: the version said so first).
+  const foreign = foreignNamedTable(db);
+  if (foreign) throw new ConfigError(`${path} is not a loopgraph store (its table ${foreign} is another program's): give the store's file with --db (or LOOPGRAPH_DB)`);
 }
 
 /**
- * The one-line error (exit 2) for a SQLite failure of the store at `path`, saying what to do;
- * other errors as they are.
+ * The one-line error (exit 2) for a SQLite failure of the store at `path` (the error, or one it
+ * wraps), saying what to do; other errors as they are.
  */
 export function storeError(path: string, error: unknown): unknown {
-  const code = (error as { code?: unknown } | undefined)?.code;
-  if (error instanceof ConfigError || typeof code !== "string" || !code.startsWith("SQLITE_")) return error;
+  const failed = error instanceof ConfigError ? undefined : sqliteErrorOf(error);
+  if (!failed) return error;
+  const code = failed.code;
   if (code === "SQLITE_NOTADB") return new ConfigError(`${path} is not a SQLite database: give the store's file with --db (or LOOPGRAPH_DB)`);
   if (code.startsWith("SQLITE_CORRUPT")) {
     return new ConfigError(`${path} is damaged (malformed database): restore it from a backup, or move it away to start a new store`);
   }
   if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
   if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path)}: try again once it is done`);
+  if (isWriteFailureCode(code)) return new ConfigError(`${cannotBeWritten(path, failed)}: make room on its disk (or check the disk), then try again`);
   if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_IOERR")) {
-    return new ConfigError(`${path} cannot be opened or read (${(error as Error).message}): check the file and its folder`);
+    return new ConfigError(`${path} cannot be opened or read (${failed.message}): check the file and its folder`);
   }
   return error;
 }
@@ -215,14 +246,49 @@ export function lockedBeyondTimeout(path: string, env: NodeJS.ProcessEnv = proce
  * SQLITE_BUSY or SQLITE_LOCKED from SQLite, or the StoreLockedError made of one.
  */
 export function isStoreLocked(error: unknown): boolean {
-  for (let current = error, depth = 0; current !== undefined && current !== null && depth < 10; depth++) {
-    if (current instanceof StoreLockedError) return true;
-    const code = (current as { code?: unknown }).code;
-    if (typeof code === "string" && isLockCode(code)) return true;
-    current = (current as { cause?: unknown }).cause;
-  }
-  return false;
+  const failed = sqliteErrorOf(error);
+  return (failed !== undefined && isLockCode(failed.code)) || causes(error).some((cause) => cause instanceof StoreLockedError);
 }
+
+/** `error` and the errors it wraps (as `cause`), outermost first (at most 10). */
+function causes(error: unknown): unknown[] {
+  const chain: unknown[] = [];
+  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as { cause?: unknown }).cause) chain.push(current);
+  return chain;
+}
+
+/** The store's disk refused a write: it is full (or the file reached the process's size limit), or the write failed. */
+const isWriteFailureCode = (code: string): boolean => /^SQLITE_(FULL|IOERR_(WRITE|FSYNC|DIR_FSYNC|TRUNCATE|SHMSIZE))$/.test(code);
+
+/** `PATH cannot be written (SQLite's reason)`: the start of every message about a write the disk refused. */
+function cannotBeWritten(path: string, error: unknown): string {
+  return `${path} cannot be written (${(error as Error).message.split("\n")[0]})`;
+}
+
+/** The SQLite error of `error`, or of an error it wraps (as `cause`). */
+function sqliteErrorOf(error: unknown): (Error & { code: string }) | undefined {
+  const isSqlite = (cause: unknown): cause is Error & { code: string } => {
+    const code = (cause as { code?: unknown }).code;
+    return typeof code === "string" && code.startsWith("SQLITE_");
+  };
+  return causes(error).find(isSqlite);
+}
+
+/**
+ * Why a write of a run met a store it can use again later, which stops the run at its last
+ * checkpoint (see `Thread.execute`): the store stayed locked beyond the busy timeout, or its disk
+ * refused the write (full). `what` says what failed, naming the store; `when`, when to resume.
+ * Undefined for any other error.
+ */
+export function storeStop(path: string, error: unknown, env: NodeJS.ProcessEnv = process.env): { what: string; when: string } | undefined {
+  if (isStoreLocked(error)) return { what: lockedBeyondTimeout(path, env), when: "once the other program is done" };
+  const failed = sqliteErrorOf(error);
+  if (failed && isWriteFailureCode(failed.code)) return { what: cannotBeWritten(path, failed), when: "once its disk has room" };
+  return undefined;
+}
+
+/** Whether `error` stops a run at its last checkpoint (see `storeStop`). */
+export const stopsRun = (error: unknown): boolean => storeStop("", error) !== undefined;
 
 function readOnly(path: string): ConfigError {
   return new ConfigError(`${path} is read-only: make it (and its folder) writable, or give another store with --db`);

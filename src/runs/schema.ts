@@ -167,3 +167,21 @@ export function schemaObjects(db: Database.Database): { ours: number; others: st
   const ours = names.filter((name) => name.startsWith("loopgraph_"));
   return { ours: ours.length, others: names.filter((name) => !name.startsWith("loopgraph_")) };
 }
+
+/** The columns every release's `loopgraph_threads` has (version 1's first ones); every other table of loopgraph's has `thread_id`. */
+const THREAD_COLUMNS = ["thread_id", "graph_file", "graph_name", "task", "workspace", "status", "created_at", "updated_at"];
+
+/**
+ * A table named as loopgraph's that is not: another program's `loopgraph_threads` (or other
+ * `loopgraph_` table) without loopgraph's columns. Undefined when every such table is loopgraph's.
+ */
+export function foreignNamedTable(db: Database.Database): string | undefined {
+  const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loopgraph\\_%' ESCAPE '\\'`).all() as { name: string }[];
+  return tables
+    .map((table) => table.name)
+    .find((name) => {
+      const columns = new Set((db.prepare(`SELECT name FROM pragma_table_info(?)`).all(name) as { name: string }[]).map((column) => column.name));
+      const needed = name === "loopgraph_threads" ? THREAD_COLUMNS : ["thread_id"];
+      return needed.some((column) => !columns.has(column));
+    });
+}

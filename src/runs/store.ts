@@ -1,9 +1,9 @@
 import { JsonPlusSerializer, type SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { PostgresCheckpointSaver, SqliteCheckpointSaver } from "../checkpoint/index.js";
 import {
-  isStoreLocked,
   openTables,
   storeError,
+  stopsRun,
   using,
   type PostgresTablesOf,
   type SqliteTables,
@@ -22,6 +22,8 @@ export {
   requireThread,
   resolveStore,
   storeError,
+  storeStop,
+  stopsRun,
   StoreLockedError,
   withTables,
   type StoreAccess,
@@ -76,8 +78,8 @@ function sqliteStore(tables: SqliteTables, secrets: readonly string[], serde: Se
       } catch (error) {
         // Records still queued belong to a step whose writes are not stored (they are written in
         // the transaction of the step's writes): the step runs again on resume and records again.
-        // A store still locked at the end of a run loses only them; the run has already said why it stopped.
-        if (!isStoreLocked(error)) throw error;
+        // A store still locked (or full) at the end of a run loses only them; the run has already said why it stopped.
+        if (!stopsRun(error)) throw error;
       } finally {
         await tables.close();
       }

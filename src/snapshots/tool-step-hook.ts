@@ -1,7 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { SnapshotTable } from "../runs/snapshot-log.js";
 import { isConnectionLost } from "../runs/postgres-outage.js";
-import { isStoreLocked } from "../runs/store.js";
+import { stopsRun } from "../runs/store.js";
 import { isMcpToolName } from "../tools/mcp-servers.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
 import { openSnapshotRepository, type SnapshotRepository } from "./shadow-repo.js";
@@ -40,16 +40,16 @@ export interface ToolStepSnapshotsOptions {
 
 /**
  * Snapshots for one run: the first failure turns them off for the rest of the run, with a warning;
- * but a store locked by another program beyond the busy timeout stops the step (and the run, which
- * ends interrupted: see `Thread.execute`), since the snapshot log would miss the step.
+ * but a store locked by another program beyond the busy timeout, or full, stops the step (and the
+ * run, which ends interrupted: see `Thread.execute`), since the snapshot log would miss the step.
  */
 export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): ToolStepSnapshots {
   const { threadId, workspace, log } = options;
   let repository: Promise<SnapshotRepository> | undefined;
   let off = false;
   const turnOff = (error: unknown): void => {
-    // The store stopped the run (locked, or its server gone): not a reason to give up snapshots.
-    if (isStoreLocked(error) || isConnectionLost(error)) throw error;
+    // The store stopped the run (locked, full, or its server gone): not a reason to give up snapshots.
+    if (stopsRun(error) || isConnectionLost(error)) throw error;
     if (off) return;
     off = true;
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);

@@ -331,14 +331,15 @@ export async function runWithInput(command: string, input: string, ctx: ToolCont
 }
 
 /** Records a command's group with its thread; a record that cannot be written (a busy store) does not stop the command. */
-function recordGroup(write: () => unknown): void {
+function recordGroup(write: () => void | Promise<void>): void {
+  // Not awaited, and a failure (the store locked by another program, full, or its server gone) is
+  // dropped, never an unhandled rejection: the group then dies with loopgraph through its watcher
+  // only, and the step's own checkpoint write, which meets the same store, stops the run as documented.
   try {
-    // A PostgreSQL store writes asynchronously: a server gone away must not be an unhandled
-    // rejection, which would end the process; the run meets the outage at its next checkpoint.
     const written = write();
     if (written instanceof Promise) written.catch(() => undefined);
   } catch {
-    // The group then dies with loopgraph through its watcher only.
+    // A store that throws at once: the same.
   }
 }
 

@@ -82,7 +82,7 @@ export interface ToolContext {
  * what is left of the group before the step runs again.
  */
 export interface CommandGroups {
-  /** A promise on PostgreSQL: its failure is the run's to meet at its next checkpoint, not the command's. */
+  /** The store's write, a promise it may reject (a store locked by another program, full, gone): the shell tool does not wait for it. */
   started(pgid: number): void | Promise<void>;
   ended(pgid: number): void | Promise<void>;
 }

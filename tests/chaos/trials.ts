@@ -21,6 +21,29 @@ const MAX_RESUMES = 8;
 /** Output that means a store lock reached the user, or an unexpected error. */
 export const BUSY_PATTERN = /database is locked|SQLITE_BUSY|is locked by another program|internal error/i;
 
+/** Output that means a stack trace reached the user: a frame, SQLite's error class, an unhandled error, an internal error. */
+export const STACK_PATTERN = /^\s+at \S|SqliteError|Unhandled 'error' event|internal error:/m;
+
+/** Everything the processes of one trial printed: searched for a stack trace once they ended. */
+export class Printed {
+  private readonly texts: string[] = [];
+
+  /** `cli`, its output noted once it ends (killed or not). */
+  of(cli: RunningCli): RunningCli {
+    void cli.done.then((result) => this.texts.push(`${result.stdout}\n${result.stderr}`));
+    return cli;
+  }
+
+  /** The first line of a stack trace any of them printed, if one did. */
+  stackTrace(): string | undefined {
+    for (const text of this.texts) {
+      const found = STACK_PATTERN.exec(text);
+      if (found) return text.slice(text.lastIndexOf("\n", found.index) + 1).split("\n")[0]!.trim();
+    }
+    return undefined;
+  }
+}
+
 /** A deterministic PRNG (mulberry32). */
 export type Rng = () => number;
 
@@ -62,21 +85,25 @@ export interface TrialResult {
   stuck?: string;
   /** Races only: both resumes ran the thread, or it was doubled, or its history split. */
   doubleOwner?: string;
+  /** The first line of a stack trace (or internal error) a process of the trial printed. */
+  stackTrace?: string;
+  /** A process that ended otherwise than documented (store trials: a code or a line the docs do not give). */
+  wrongEnd?: string;
 }
 
-const THREAD = "chaos";
+export const THREAD = "chaos";
 const TASK = "append the lines of the script to log.txt";
 
 const specOf = (thread: string, script: string): RunSpec => ({ graph: "coder-review", thread, script, task: TASK, approval: "auto" });
 
 const newPlace = (label: string) => createWorkspace({ git: true, files: { "notes.txt": "start\n" }, prefix: `loopgraph-chaos-${label}-` });
 
-const delay = (ms: number) => new Promise<void>((resolveDelay) => setTimeout(resolveDelay, ms));
+export const delay = (ms: number) => new Promise<void>((resolveDelay) => setTimeout(resolveDelay, ms));
 
-const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
+export const lastLine = (text: string) => text.trim().split("\n").at(-1) ?? "";
 
 /** Waits for `cli` to end; one that runs beyond the timeout is killed and reported as hung. */
-async function ended(cli: RunningCli): Promise<CliResult & { hung?: boolean }> {
+export async function ended(cli: RunningCli): Promise<CliResult & { hung?: boolean }> {
   let timer: NodeJS.Timeout | undefined;
   const hung = new Promise<"hung">((resolveHung) => (timer = setTimeout(() => resolveHung("hung"), PROCESS_TIMEOUT_MS)));
   const first = await Promise.race([cli.done, hung]);
@@ -101,7 +128,7 @@ async function killAfter(cli: RunningCli, ms: number): Promise<{ killed: boolean
  * process's sandboxed shell dies with it (bubblewrap's --die-with-parent), a moment later: the
  * log is read once it stopped growing.
  */
-async function markKill(ws: RunPlace, thread: string): Promise<KillMark> {
+export async function markKill(ws: RunPlace, thread: string): Promise<KillMark> {
   const log = join(ws.dir, "log.txt");
   let length = logLines(log).length;
   for (let still = 0; still < 3; ) {
@@ -149,13 +176,14 @@ async function driveToEnd(
   kills: KillMark[],
   rng: Rng,
   options: { reKill: number; maxReKills: number; withinMs: number },
+  printed: Printed,
 ): Promise<string | undefined> {
   let reKills = 0;
   for (let attempt = 0; attempt < MAX_RESUMES; attempt++) {
     const status = recordStatus(ws.db, spec.thread);
     if (status === "finished") return undefined;
     const what = status === undefined ? "run (again: no record)" : "resume";
-    const cli = status === undefined ? startRun(ws, spec, { standalone: true }) : startCli(["resume", spec.thread, "--db", ws.db, "--json"], { standalone: true });
+    const cli = printed.of(status === undefined ? startRun(ws, spec, { standalone: true }) : startCli(["resume", spec.thread, "--db", ws.db, "--json"], { standalone: true }));
     if (reKills < options.maxReKills && rng() < options.reKill) {
       reKills++;
       const { killed, result } = await killAfter(cli, rng() * options.withinMs);
@@ -171,6 +199,47 @@ async function driveToEnd(
     }
   }
   return recordStatus(ws.db, spec.thread) === "finished" ? undefined : `not finished after ${MAX_RESUMES} resumes (status ${recordStatus(ws.db, spec.thread)})`;
+}
+
+/** A trial's result: its kills, the verdict on its log against the reference, the first stack trace its processes printed. */
+function trialResult(name: string, ws: RunPlace, reference: Reference, kills: KillMark[], printed: Printed, more: Partial<TrialResult> = {}): TrialResult {
+  const verdict = judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills);
+  const beforeFirstCheckpoint = kills.filter((kill) => kill.checkpoints === 0).length;
+  return { name, kills: kills.length, beforeFirstCheckpoint, verdict, stackTrace: printed.stackTrace(), ...more };
+}
+
+/** What a trial works with: its place (workspace and store), the run's spec, the kills it noted, its processes' output. */
+export interface Trial {
+  ws: RunPlace;
+  spec: RunSpec;
+  kills: KillMark[];
+  printed: Printed;
+}
+
+/** How a trial's thread is resumed to its end (see `driveToEnd`): by default, resumes that are not killed. */
+const NO_RE_KILLS = { reKill: 0, maxReKills: 0, withinMs: 0 };
+
+/**
+ * Runs `body` in a new place of its own (`label` names its folder, removed at the end), then, unless
+ * it found the run stuck, resumes the thread to its end, and judges the log against the reference.
+ */
+export async function inNewPlace(
+  label: string,
+  name: string,
+  rng: Rng,
+  reference: Reference,
+  body: (trial: Trial) => Promise<Partial<TrialResult>>,
+  resumes: Parameters<typeof driveToEnd>[4] = NO_RE_KILLS,
+): Promise<TrialResult> {
+  const ws = newPlace(label);
+  try {
+    const trial: Trial = { ws, spec: specOf(THREAD, reference.script), kills: [], printed: new Printed() };
+    const more = await body(trial);
+    const stuck = more.stuck ?? (await driveToEnd(ws, trial.spec, trial.kills, rng, resumes, trial.printed));
+    return trialResult(name, ws, reference, trial.kills, trial.printed, { ...more, stuck });
+  } finally {
+    ws.remove();
+  }
 }
 
 /** The uninterrupted run every trial is compared with. */
@@ -194,40 +263,29 @@ export async function referenceRun(script: string): Promise<Reference> {
  * (a) A run killed at a random moment of its length, then resumed (and killed again during a
  * resume with probability 0.35, at most twice) until it finishes.
  */
-export async function killTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
-  const ws = newPlace("kill");
-  try {
-    const spec = specOf(THREAD, reference.script);
-    const kills: KillMark[] = [];
-    const { killed, result } = await killAfter(startRun(ws, spec, { standalone: true }), rng() * reference.ms);
-    let stuck = killed ? undefined : stuckReason("run", result);
-    if (killed) kills.push(await markKill(ws, THREAD));
-    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0.35, maxReKills: 2, withinMs: reference.ms });
-    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
-  } finally {
-    ws.remove();
-  }
+export function killTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
+  const resumes = { reKill: 0.35, maxReKills: 2, withinMs: reference.ms };
+  return inNewPlace("kill", name, rng, reference, async ({ ws, spec, kills, printed }) => {
+    const { killed, result } = await killAfter(printed.of(startRun(ws, spec, { standalone: true })), rng() * reference.ms);
+    if (!killed) return { stuck: stuckReason("run", result) };
+    kills.push(await markKill(ws, THREAD));
+    return {};
+  }, resumes);
 }
 
 /**
  * (d) A run killed before its first checkpoint: right at its `run_started` event (even trials), or
  * at a random moment of the 100 ms after it (odd ones); then resumed to its end.
  */
-export async function earlyKillTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
-  const ws = newPlace("early");
-  try {
-    const spec = specOf(THREAD, reference.script);
-    const kills: KillMark[] = [];
-    const cli = startRun(ws, spec, { standalone: true });
-    let stuck = await killOnce(ws, cli, kills, async () => {
+export function earlyKillTrial(name: string, index: number, rng: Rng, reference: Reference): Promise<TrialResult> {
+  return inNewPlace("early", name, rng, reference, async ({ ws, spec, kills, printed }) => {
+    const cli = printed.of(startRun(ws, spec, { standalone: true }));
+    const stuck = await killOnce(ws, cli, kills, async () => {
       await cli.waitForEvent("run_started", undefined, { timeoutMs: PROCESS_TIMEOUT_MS });
       return index % 2 === 0 ? 0 : rng() * 100;
     });
-    stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
-    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict: judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills), stuck };
-  } finally {
-    ws.remove();
-  }
+    return { stuck };
+  });
 }
 
 const ranSteps = (cli: RunningCli) => cli.lines.some((line) => line.startsWith("{") && line.includes(`"type":"node_started"`));
@@ -243,7 +301,8 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
   try {
     const spec = specOf(THREAD, reference.script);
     const kills: KillMark[] = [];
-    const cli = startRun(ws, spec, { standalone: true });
+    const printed = new Printed();
+    const cli = printed.of(startRun(ws, spec, { standalone: true }));
     const nth = Math.floor(rng() * Math.max(1, reference.steps - 1));
     let stuck = await killOnce(ws, cli, kills, async () => {
       let after = -1;
@@ -253,22 +312,22 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
     let doubleOwner: string | undefined;
     if (!stuck && kills.length > 0) {
       const args = ["resume", THREAD, "--db", ws.db, "--json"];
-      const racers = [startCli(args, { standalone: true }), startCli(args, { standalone: true })];
+      const racers = [printed.of(startCli(args, { standalone: true })), printed.of(startCli(args, { standalone: true }))];
       const results = await Promise.all(racers.map(ended));
       const ran = racers.map(ranSteps);
       if (ran[0] && ran[1]) doubleOwner = `both resumes ran nodes (exit codes ${results.map((result) => result.code ?? result.signal).join(", ")})`;
       if (results.every((result) => result.code !== 0)) {
         stuck = `neither resume finished: ${results.map((result) => stuckReason("resume", result)).join("; ")}`;
       }
-      stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 });
+      stuck ??= await driveToEnd(ws, spec, kills, rng, { reKill: 0, maxReKills: 0, withinMs: 0 }, printed);
     }
-    const verdict = judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills);
+    const { verdict } = trialResult(name, ws, reference, kills, printed);
     if (verdict.doubled > 0) doubleOwner ??= `a stored step ran again (${verdict.notes.find((note) => note.startsWith("doubled"))})`;
     if (recordStatus(ws.db, THREAD) !== undefined) {
       const branches = (await historyOf(ws.db, THREAD)).branches.length;
       if (branches > 1) doubleOwner ??= `the history split into ${branches} branches`;
     }
-    return { name, kills: kills.length, beforeFirstCheckpoint: kills.filter((kill) => kill.checkpoints === 0).length, verdict, stuck, doubleOwner };
+    return trialResult(name, ws, reference, kills, printed, { stuck, doubleOwner });
   } finally {
     ws.remove();
   }
@@ -277,6 +336,8 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
 export interface ConcurrencyResult {
   commands: number;
   busyErrors: string[];
+  /** Commands whose output had a stack trace (STACK_PATTERN), with its first line. */
+  stackTraces: string[];
   /** Runs that did not finish (exit code other than 0), for the report. */
   otherEnds: string[];
 }
@@ -299,13 +360,15 @@ export async function concurrency(processes: number, durationMs: number, rng: Rn
   const root = newPlace("concurrent");
   const places: Array<ReturnType<typeof newPlace>> = [];
   const threads: string[] = [];
-  const result: ConcurrencyResult = { commands: 0, busyErrors: [], otherEnds: [] };
+  const result: ConcurrencyResult = { commands: 0, busyErrors: [], stackTraces: [], otherEnds: [] };
   const deadline = Date.now() + durationMs;
   const check = (what: string, outcome: CliResult) => {
     result.commands++;
     for (const line of `${outcome.stdout}\n${outcome.stderr}`.split("\n")) {
       if (BUSY_PATTERN.test(line)) result.busyErrors.push(`${what}: ${line.trim()}`);
     }
+    const trace = STACK_PATTERN.exec(`${outcome.stdout}\n${outcome.stderr}`);
+    if (trace) result.stackTraces.push(`${what}: ${trace[0].trim()}`);
   };
   const someThread = () => threads[Math.floor(rng() * threads.length)] ?? "c0-0";
   const worker = async (role: Role, index: number) => {

@@ -18,6 +18,16 @@ export interface CliResult {
 export interface CliOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
+  /**
+   * The largest file the process may write, in bytes (RLIMIT_FSIZE, set with util-linux's
+   * `prlimit`): a write beyond it fails as on a full disk (Node ignores SIGXFSZ), without root.
+   */
+  fileSizeLimit?: number;
+  /**
+   * Run as this user and group id, through util-linux's `setpriv` (the test process must be
+   * root): what a folder's permissions stop, which they never do for root.
+   */
+  user?: number;
 }
 
 /**
@@ -79,7 +89,10 @@ function inE2eProject(): void {
 /** Starts the built CLI as a real process. Only in the e2e project (see vitest.config.ts). */
 export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
   inE2eProject();
-  return spawn(process.execPath, [CLI, ...args], {
+  const asUser = options.user === undefined ? [] : ["setpriv", `--reuid=${options.user}`, `--regid=${options.user}`, "--clear-groups", "--"];
+  const limited = options.fileSizeLimit === undefined ? [] : ["prlimit", `--fsize=${options.fileSizeLimit}`, "--"];
+  const [file, ...rest] = [...asUser, ...limited, process.execPath, CLI, ...args];
+  return spawn(file!, rest, {
     cwd: options.cwd ?? ROOT,
     env: options.env ?? cleanEnv(),
     stdio: ["ignore", "pipe", "pipe"],
