@@ -63,12 +63,16 @@ const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai
  * and some of these are small.
  */
 const LONGEST = [
-  "tests/coder.e2e.test.ts",
+  "tests/security/attack.test.ts",
+  "tests/ui.browser.test.ts",
   "tests/workers.e2e.test.ts",
+  "tests/coder.e2e.test.ts",
+  "tests/replay.e2e.test.ts",
+  "tests/cli.store.test.ts",
+  "tests/replay.fork.test.ts",
   "tests/workers.outage.e2e.test.ts",
   "tests/repo-workspaces.e2e.test.ts",
-  "tests/security/attack.test.ts",
-  "tests/replay.fork.test.ts",
+  "tests/mediator.e2e.test.ts",
 ];
 
 /** Vitest's order (see `maxWorkers` below); without any timings, the LONGEST files first in each project. */
