@@ -1,5 +1,5 @@
 /**
- * The chaos suite's part (e): outages of a PostgreSQL store under real processes of the built CLI,
+ * The chaos suite's part (h): outages of a PostgreSQL store under real processes of the built CLI,
  * on a throwaway server (bench/postgres-server.ts): `pg_ctl stop -m fast` for 3 s, `pg_ctl
  * restart -m fast`, the server away for 10 s; each under two workers with four queued runs, and
  * under a foreground run. Every thread must finish once the server is back (a foreground run by
@@ -93,11 +93,11 @@ async function foregroundTrial(pg: PostgresServer, name: string, outage: Outage)
   }
 }
 
-/** Runs part (e), prints its line, and returns its failures (none when PostgreSQL cannot start here and is not required). */
+/** Runs part (h), prints its line, and returns its failures (none when PostgreSQL cannot start here and is not required). */
 export async function postgresOutages(out: (line: string) => void): Promise<string[]> {
   const unavailable = postgresUnavailable();
   if (unavailable && !POSTGRES_REQUIRED) {
-    out(`(e) PostgreSQL outages: skipped (${unavailable})`);
+    out(`(h) PostgreSQL outages: skipped (${unavailable})`);
     return [];
   }
   const pg = await startPostgres();
@@ -111,6 +111,6 @@ export async function postgresOutages(out: (line: string) => void): Promise<stri
     pg.stop();
   }
   const sum = (count: (result: OutageResult) => number) => results.reduce((total, result) => total + count(result), 0);
-  out(`(e) PostgreSQL outages (${Object.keys(OUTAGES).join(", ")}) under two workers and under a foreground run: ${results.length} trials, ${sum((r) => r.finished)} of ${sum((r) => r.threads)} threads finished after recovery, ${sum((r) => r.failures.length)} failures`);
+  out(`(h) PostgreSQL outages (${Object.keys(OUTAGES).join(", ")}) under two workers and under a foreground run: ${results.length} trials, ${sum((r) => r.finished)} of ${sum((r) => r.threads)} threads finished after recovery, ${sum((r) => r.failures.length)} failures`);
   return results.flatMap((result) => result.failures);
 }
