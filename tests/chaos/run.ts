@@ -14,6 +14,8 @@
  *   (f) a damaged store: inspect, status and resume say so (2); restored from a copy, resume: same log
  *   (g) a full store (a file size limit): the run stops as documented (130, or 2 before its
  *       store is made), then with room, resume: same log
+ *   (h) PostgreSQL outages (stop, restart, 10 s away) under two workers and under a foreground
+ *       run: every thread finishes after recovery (not in --quick; postgres-outages.ts)
  *
  *   tsx tests/chaos/run.ts [--seed N] [--quick] [--workers N] [--verbose]
  *                          [--kills N] [--races N] [--processes N] [--seconds S] [--early N]
