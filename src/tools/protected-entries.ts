@@ -4,8 +4,9 @@
  * every folder git would take as a bare repository (`HEAD` with `objects/` and `refs/`, or with
  * a `commondir`). A `.git`'s config and hooks run code in the user's own later git commands
  * (`core.fsmonitor`, `core.pager`, hooks); a `.loopgraph/` or `loopgraph.yaml` changes what a
- * later loopgraph run in that folder does. So a command may read them but not change them (the sandbox binds each
- * read-only) nor create one (the shell tool undoes what a step created: `undoCreated`).
+ * later loopgraph run in that folder does. So a command may read them but not change them (the
+ * sandbox binds each read-only) nor create one (the shell tool undoes what a step created:
+ * `undoCreated`).
  */
 import { lstatSync, readdirSync, realpathSync, rmSync, type Dirent } from "node:fs";
 import { join, relative } from "node:path";
@@ -18,6 +19,8 @@ export interface ProtectedEntry {
   path: string;
   kind: "git" | "state" | "config" | "bare-repository";
   ino: number;
+  /** A symbolic link so named (bound read-only by its target, see `readOnlyPaths`). */
+  link: boolean;
 }
 
 /** The file whose removal makes a folder no bare repository to git: it looks for HEAD first. */
@@ -59,13 +62,13 @@ export function protectedEntries(workspace: string): ProtectedEntry[] {
       continue;
     }
     if (folder !== workspace && looksLikeBareRepository(new Set(entries.map((entry) => entry.name)))) {
-      found.push({ path: folder, kind: "bare-repository", ino: inode(folder) });
+      found.push({ path: folder, kind: "bare-repository", ino: inode(folder), link: false });
       continue;
     }
     for (const entry of entries) {
       const path = join(folder, entry.name);
       const kind = kindOf(entry);
-      if (kind) found.push({ path, kind, ino: inode(path) });
+      if (kind) found.push({ path, kind, ino: inode(path), link: entry.isSymbolicLink() });
       else if (entry.isDirectory()) folders.push(path);
     }
   }
@@ -78,8 +81,8 @@ export function protectedEntries(workspace: string): ProtectedEntry[] {
  * command: a planted `.git -> ~/.ssh`).
  */
 function readOnlyPaths(workspace: string, entries: readonly ProtectedEntry[]): string[] {
-  return entries.flatMap(({ path }) => {
-    if (!lstatSync(path, { throwIfNoEntry: false })?.isSymbolicLink()) return [path];
+  return entries.flatMap(({ path, link }) => {
+    if (!link) return [path];
     try {
       const target = realpathSync(path);
       return isInside(workspace, target) ? [target] : [];
@@ -100,7 +103,8 @@ export function protectedPaths(workspace: string, entries: readonly ProtectedEnt
  * Undoes the protected entries that are in `after` but were not in `before` (by inode, wherever
  * they are now): a new `.git`, nested `.loopgraph/` or `loopgraph.yaml` is removed; a new bare
  * repository loses its HEAD, which is all git looks for. The workspace's own `.loopgraph/` is
- * loopgraph's and stays. Returns one line for the model per entry undone, naming it relative to the workspace.
+ * loopgraph's and stays. Returns one line for the model per entry undone, naming it relative to
+ * the workspace.
  */
 export function undoCreated(workspace: string, before: readonly ProtectedEntry[], after: readonly ProtectedEntry[]): string[] {
   const known = new Set(before.map((entry) => entry.ino));
