@@ -195,8 +195,10 @@ describe("subagents through the CLI", () => {
     attempt(askServer);
     attempt(agentServer);
     const env = (server: MockOpenAIServer) => ({ env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }) });
+    // Each run has a store of its own: this test is about tools, not two writers sharing one store
+    // (the chaos suite's part on concurrent runs is).
     const [ask, agent] = await Promise.all([
-      run(ws, { graph, thread: "ask", model: "openai:gpt-test", task: "t", approval: "auto", extra: ["--mode", "ask"] }, env(askServer)),
+      run({ ...ws, db: join(ws.root, "ask.db") }, { graph, thread: "ask", model: "openai:gpt-test", task: "t", approval: "auto", extra: ["--mode", "ask"] }, env(askServer)),
       run(ws, { graph, thread: "agent", model: "openai:gpt-test", task: "t", approval: "auto" }, env(agentServer)),
     ]);
     expect(ask.code, ask.stderr).toBe(0);
