@@ -1,7 +1,7 @@
 /**
  * Workers on a PostgreSQL store (`run --queue`, `loopgraph worker`, `loopgraph wait`), as real
- * processes on a throwaway server: 3 workers, 30 queued runs whose shell steps append to a file
- * of their own, one worker killed with `kill -9` in the middle of its runs. All 30 finish; no
+ * processes on a throwaway server: 3 workers, 12 queued runs whose shell steps append to a file
+ * of their own, one worker killed with `kill -9` in the middle of its runs. All 12 finish; no
  * step that was checkpointed runs again (only a step in flight at the kill may); no run is
  * executed by two workers at once. SIGTERM stops a worker gracefully: its run goes back to the
  * queue at a checkpoint and another worker finishes it.
@@ -18,6 +18,9 @@ import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 const STEPS = 3;
+
+/** Twice the slots of the workers (3 × 2): runs wait in the queue while one worker dies. */
+const QUEUED_RUNS = 12;
 
 /** A scripted Coder whose shell steps each write `begin k`, wait a little, then `end k` to log.txt. */
 function stepScript(dir: string): string {
@@ -46,13 +49,13 @@ function startWorker(env: NodeJS.ProcessEnv, concurrency: number): Worker {
 const startedBy = (worker: Worker): string[] => [...worker.stderr().matchAll(/: (\S+): running$/gm)].map((match) => match[1]!);
 
 describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server) => {
-  it("3 workers, 30 queued runs, one worker killed with kill -9: all finish, no checkpointed step runs again, no run runs in two workers at once", async () => {
+  it("3 workers, 12 queued runs, one worker killed with kill -9: all finish, no checkpointed step runs again, no run runs in two workers at once", async () => {
     const url = server().createDatabase("workers_kill");
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
-    const runs = Array.from({ length: 30 }, (_, i) => ({ thread: `run-${String(i).padStart(2, "0")}`, ws: tempWorkspace({ git: true }) }));
+    const runs = Array.from({ length: QUEUED_RUNS }, (_, i) => ({ thread: `run-${String(i).padStart(2, "0")}`, ws: tempWorkspace({ git: true }) }));
     const script = stepScript(runs[0]!.ws.root);
-    // The first three are queued by `run --queue` processes at once; the other 27 by the function
-    // behind that command, in this process: 27 more CLI starts (a third of a second of CPU each)
+    // The first three are queued by `run --queue` processes at once; the others by the function
+    // behind that command, in this process: more CLI starts (a third of a second of CPU each)
     // would only measure the machine.
     const [viaCli, inProcess] = [runs.slice(0, 3), runs.slice(3)];
     await Promise.all(

@@ -4,9 +4,11 @@
  * shell steps: workers ride it out and every queued run finishes once the server is back; a
  * foreground run stops at its last checkpoint with one line, exit 130, and `resume` finishes it.
  */
+import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { cleanEnv, collect, eventually, runCli, spawnCli } from "./helpers/cli.js";
-import { allStepsDone, crashLines, delay, readLog, slowSteps, startWorker, statusesWhenSettled, type WorkerProcess } from "./helpers/outage.js";
+import { cleanEnv, collect, eventually, ROOT, runCli, spawnCli } from "./helpers/cli.js";
+import { run } from "./helpers/e2e.js";
+import { allStepsDone, crashLines, cuttingProxy, delay, readLog, slowSteps, startWorker, statusesWhenSettled, type WorkerProcess } from "./helpers/outage.js";
 import { describeOnPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
@@ -91,5 +93,39 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     const resumed = await runCli(["resume", "fg"], { env });
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
     expect(allStepsDone(ws.dir), readLog(ws.dir)).toBe(true);
+  }, 120_000);
+
+  it("the server gone at any moment of status, inspect or threads list: one line naming the store and what to do, exit 2, never a stack or an internal error", async () => {
+    const url = server().createDatabase("outage_reads");
+    const ws = tempWorkspace();
+    const fixtures = join(ROOT, "tests/fixtures/engine");
+    const seeded = await run({ dir: ws.dir, db: url }, { graph: join(fixtures, "durable.yaml"), thread: "seen", script: join(fixtures, "durable.script.yaml"), task: "t" });
+    expect(seeded.code, seeded.stderr).toBe(0);
+    const through = (port: number) => cleanEnv({ LOOPGRAPH_DB: url.replace(`:${server().port}/`, `:${port}/`) });
+    for (const command of [["status", "seen"], ["inspect", "seen", "--json"], ["threads", "list"]]) {
+      // How many chunks the command sends with the server there all along; then cut at moments spread over them.
+      const whole = await cuttingProxy(server().port);
+      const passed = await runCli(command, { env: through(whole.port) });
+      await whole.close();
+      expect(passed.code, passed.stderr).toBe(0);
+      const moments = [0, 1, 2, 3, 5, 8, 13, 21].filter((moment) => moment < whole.chunks());
+      expect(moments.length, `${command.join(" ")} sends ${whole.chunks()} chunks`).toBeGreaterThanOrEqual(4);
+      for (const moment of moments) {
+        const proxy = await cuttingProxy(server().port, moment);
+        const cut = await runCli(command, { env: through(proxy.port) });
+        await proxy.close();
+        const said = `${command.join(" ")}, cut after ${moment} chunks: ${cut.stderr}`;
+        expect(crashLines(cut.stdout + cut.stderr), said).toEqual([]);
+        // Cut after its last query (only the connections' goodbyes lost), the command has done its work.
+        if (cut.code === 0 && moment > 0) {
+          expect(cut.stdout, said).toBe(passed.stdout);
+          continue;
+        }
+        expect(cut.code, said).toBe(2);
+        expect(cut.stderr.trim().split("\n"), said).toHaveLength(1);
+        expect(cut.stderr, said).toMatch(/^loopgraph: (cannot reach the PostgreSQL server of postgres:\/\/\S+ \(.+\): check that it runs|the PostgreSQL server of postgres:\/\/\S+ went away \(.+\): try again once it is back)/);
+        expect(cut.stderr, said).not.toContain(server().password);
+      }
+    }
   }, 120_000);
 });

@@ -5,6 +5,7 @@ import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { packageVersion } from "../package.js";
 import { configFiles } from "../project.js";
+import { isConnectionLost, lostReason } from "../runs/postgres-outage.js";
 import { printUsageErrorsBriefly } from "./usage-errors.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so
@@ -345,6 +346,11 @@ export async function main(argv: string[]): Promise<number> {
     if (error instanceof LoopgraphError) {
       process.stderr.write(`${error.message.split("\n").map((line) => `loopgraph: ${line}`).join("\n")}\n`);
       return error.exitCode;
+    }
+    if (isConnectionLost(error)) {
+      // A store's server lost where no store path was at hand to name it (every store command names it).
+      process.stderr.write(`loopgraph: the PostgreSQL server of the store went away (${lostReason(error)}): try again once it is back\n`);
+      return ExitCode.BadInput;
     }
     const message = error instanceof Error ? error.message : String(error);
     process.stderr.write(`loopgraph: internal error: ${message.split("\n")[0]}\n`);

@@ -6,6 +6,7 @@ import { ConfigError } from "../errors.js";
 import { SqliteCheckpointQueries } from "./checkpoint-ids.js";
 import type { StoreAccess, StoreTables } from "./tables.js";
 import { Inbox } from "./inbox.js";
+import { isConnectionLost, lostReason, StoreUnreachableError } from "./postgres-outage.js";
 import { isDatabaseUrl, isPostgresUrl, withoutPassword } from "./url-password.js";
 import { defaultStorePath, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "./state-dir.js";
@@ -201,10 +202,13 @@ function checkSchema(path: string, db: Database.Database): void {
 
 /**
  * The one-line error (exit 2) for a SQLite failure of the store at `path` (the error, or one it
- * wraps), saying what to do; other errors as they are.
+ * wraps), or for its PostgreSQL server gone, saying what to do; other errors as they are.
  */
 export function storeError(path: string, error: unknown): unknown {
-  const failed = error instanceof ConfigError ? undefined : sqliteErrorOf(error);
+  if (error instanceof ConfigError) return error;
+  // A PostgreSQL store's server that went away in the middle of a command (`path` is its address, password masked).
+  if (isConnectionLost(error)) return new StoreUnreachableError(`the PostgreSQL server of ${path} went away (${lostReason(error)}): try again once it is back`, error);
+  const failed = sqliteErrorOf(error);
   if (!failed) return error;
   const code = failed.code;
   if (code === "SQLITE_NOTADB") return new ConfigError(`${path} is not a SQLite database: give the store's file with --db (or LOOPGRAPH_DB)`);

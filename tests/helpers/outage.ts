@@ -5,6 +5,7 @@
  */
 import type { ChildProcess } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
+import { connect, createServer, type AddressInfo, type Socket } from "node:net";
 import { join } from "node:path";
 import { collect, eventually, spawnCli, type CliResult } from "./cli.js";
 import { queryRows } from "./postgres.js";
@@ -74,4 +75,48 @@ export function statusesWhenSettled(url: string, timeoutMs = 120_000): Promise<s
     (now) => now.length > 0 && now.every((entry) => !/:(queued|running)$/.test(entry)),
     timeoutMs,
   );
+}
+
+/** A TCP proxy in front of a server: it cuts every connection at a chosen moment (see `cuttingProxy`). */
+export interface CuttingProxy {
+  port: number;
+  /** How many chunks the clients sent through it so far. */
+  chunks(): number;
+  close(): Promise<void>;
+}
+
+/**
+ * A proxy on 127.0.0.1 to the server at `port` that passes the first `budget` chunks its clients
+ * send, then cuts every connection and stops listening (a new connect is refused): the server
+ * gone at a moment chosen by count, which a sweep over `budget` moves through a whole command.
+ */
+export async function cuttingProxy(port: number, budget = Number.POSITIVE_INFINITY): Promise<CuttingProxy> {
+  const sockets = new Set<Socket>();
+  let sent = 0;
+  const server = createServer((client) => {
+    const upstream = connect(port, "127.0.0.1");
+    for (const socket of [client, upstream]) {
+      sockets.add(socket);
+      socket.on("error", () => undefined);
+      socket.on("close", () => sockets.delete(socket));
+    }
+    client.on("data", (chunk) => {
+      if (++sent > budget) return cut();
+      upstream.write(chunk);
+    });
+    upstream.on("data", (chunk) => client.write(chunk));
+    client.on("end", () => upstream.end());
+    upstream.on("end", () => client.end());
+  });
+  const cut = () => {
+    if (server.listening) server.close();
+    for (const socket of sockets) socket.destroy();
+  };
+  await new Promise<void>((resolve) => server.listen(0, "127.0.0.1", resolve));
+  const { port: listening } = server.address() as AddressInfo;
+  return {
+    port: listening,
+    chunks: () => sent,
+    close: async () => cut(),
+  };
 }

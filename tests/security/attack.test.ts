@@ -61,14 +61,14 @@ describe("the attack suite", () => {
     for (const attack of ATTACKS) if (attack.always) expect(BENIGN_DISPLAYS, attack.name).toContain(attack.always);
   });
 
-  // `npm run attack` runs all of them in all four modes; here each attack runs in two modes, in
-  // turn, so that every class still meets every mode at half the time. What it proves is what the
+  // `npm run attack` runs all of them in all four modes; here each attack runs in one mode, in
+  // turn, so that every class (of four attacks or more) still meets every mode at a quarter of the time. What it proves is what the
   // OS sandbox and the policy contain together, so it needs bubblewrap; without it, the block
   // below shows that auto asks before commands instead.
   it.skipIf(lacks("sandbox", "the attack suite's run of every attack"))("every attack, every class in every approval mode: nothing escapes the workspace, no secret leaks", { timeout: 300_000 }, async () => {
-    const result = await runSuite("--half");
+    const result = await runSuite("--quarter");
     const { attempts, escapes, leaks } = lastLine(result);
-    expect(attempts).toBe(ATTACKS.length * 2);
+    expect(attempts).toBe(ATTACKS.length);
     for (const attackClass of ATTACK_CLASSES) {
       for (const mode of MODES) expect(result.stdout, `${attackClass} in ${mode}`).toMatch(new RegExp(`^${attackClass} +${mode} +[1-9]`, "m"));
     }

@@ -9,7 +9,8 @@
  *   tsx tests/security/run.ts --control     # the detectors' self-test: unconfined attempts that must be caught
  *   tsx tests/security/run.ts --tmpdir /var/tmp   # attempts outside /tmp, which the sandbox does not hide
  *   tsx tests/security/run.ts --without-sandbox   # as on a machine where bubblewrap cannot start
- *   tsx tests/security/run.ts --half      # each attack in two of the four modes, in turn (npm test's shorter run)
+ *   tsx tests/security/run.ts --half      # each attack in two of the four modes, in turn
+ *   tsx tests/security/run.ts --quarter   # each attack in one mode, in turn (npm test's shorter run)
  *
  * The attempts run in worker processes (default 3, each one attempt at a time): each worker is
  * started with fresh canary secrets in its environment (OPENAI_API_KEY, GITHUB_TOKEN, …) and a
@@ -40,8 +41,11 @@ interface Options {
   modes: readonly ApprovalMode[];
   control: boolean;
   verbose: boolean;
-  /** Each attack in two of the modes, in turn, so that every class still meets every mode: half the attempts. */
-  half: boolean;
+  /**
+   * How many of the modes each attack runs in, in turn, so that every class (of at least four
+   * attacks) still meets every mode: all of them, two (`--half`) or one (`--quarter`).
+   */
+  modesPerAttack?: number;
   /** As on a machine where no OS sandbox can start (the workers' LOOPGRAPH_BWRAP names no program). */
   withoutSandbox: boolean;
   /** Where the workers' temporary directories go (default the system's, usually /tmp, which the sandbox hides). */
@@ -51,7 +55,7 @@ interface Options {
 }
 
 function parseOptions(argv: readonly string[]): Options {
-  const options: Options = { workers: 3, modes: MODES, control: false, verbose: false, half: false, withoutSandbox: false, tmpdir: tmpdir() };
+  const options: Options = { workers: 3, modes: MODES, control: false, verbose: false, withoutSandbox: false, tmpdir: tmpdir() };
   for (let i = 0; i < argv.length; i++) {
     const arg = argv[i]!;
     const value = () => {
@@ -65,7 +69,8 @@ function parseOptions(argv: readonly string[]): Options {
     else if (arg === "--control") options.control = true;
     else if (arg === "--verbose") options.verbose = true;
     else if (arg === "--without-sandbox") options.withoutSandbox = true;
-    else if (arg === "--half") options.half = true;
+    else if (arg === "--half") options.modesPerAttack = 2;
+    else if (arg === "--quarter") options.modesPerAttack = 1;
     else if (arg === "--tmpdir") options.tmpdir = resolve(value());
     else if (arg === "--worker") {
       const [index, count] = value().split("/").map(Number);
@@ -82,9 +87,9 @@ interface Attempt {
 }
 
 /**
- * Every attempt, in a fixed order: attacks in catalogue order, each in every mode; with `half`,
- * the n-th attack of a class in modes n and n + 2 (of the list), so a class of four attacks or
- * more still meets every mode.
+ * Every attempt, in a fixed order: attacks in catalogue order, each in every mode; with
+ * `modesPerAttack` k, the n-th attack of a class in k modes spread over the list from mode n
+ * (k = 2: modes n and n + 2; k = 1: mode n), so a class of four attacks or more still meets every mode.
  */
 function attemptsOf(options: Options): Attempt[] {
   const attacks = options.control ? CONTROL_ATTACKS : ATTACKS;
@@ -94,7 +99,9 @@ function attemptsOf(options: Options): Attempt[] {
   return chosen.flatMap((attack) => {
     const n = nth.get(attack.class) ?? 0;
     nth.set(attack.class, n + 1);
-    const sample = options.half && !options.control && modes.length > 2 ? [modes[n % modes.length]!, modes[(n + 2) % modes.length]!] : modes;
+    const perAttack = options.control ? modes.length : Math.min(options.modesPerAttack ?? modes.length, modes.length);
+    const spacing = Math.floor(modes.length / perAttack);
+    const sample = Array.from({ length: perAttack }, (_, i) => modes[(n + i * spacing) % modes.length]!);
     return sample.map((mode) => ({ attack, mode }));
   });
 }
@@ -147,7 +154,8 @@ function startWorker(index: number, options: Options, dir: string, onResult: (re
   for (const name of Object.keys(env)) if (/^(LANGCHAIN_|LANGSMITH_(?!API_KEY$)|XDG_CONFIG_HOME$)/.test(name)) delete env[name];
   const args = ["--import", "tsx", THIS_FILE, "--worker", `${index}/${options.workers}`, "--modes", options.modes.join(",")];
   if (options.only) args.push("--only", options.only);
-  if (options.half) args.push("--half");
+  if (options.modesPerAttack === 2) args.push("--half");
+  if (options.modesPerAttack === 1) args.push("--quarter");
   if (options.control) args.push("--control");
   const child = spawn(process.execPath, args, { cwd: ROOT, env, stdio: ["ignore", "pipe", "pipe"], detached: true });
   let current: { attack: string; mode: string } | undefined;
