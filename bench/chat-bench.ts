@@ -16,8 +16,22 @@ import { median } from "./lib.js";
 const TURNS = 7;
 
 function script(file: string): void {
-  const lines = ["responses:", "  - node: mediator", "    tool_calls:", "      - { name: send_to_looper, args: { command: start, task: \"wait\" } }", "  - node: mediator", '    content: "Started."'];
-  for (let i = 0; i < 2 * TURNS; i++) lines.push("  - node: mediator", "    tool_calls:", "      - { name: query_looper_status, args: {} }", "  - node: mediator", `    content: "Status ${i}."`);
+  const lines = [
+    "responses:",
+    "  - node: mediator",
+    "    tool_calls:",
+    '      - { name: send_to_looper, args: { command: start, task: "wait" } }',
+    "  - node: mediator",
+    '    content: "Started."',
+  ];
+  for (let i = 0; i < 2 * TURNS; i++)
+    lines.push(
+      "  - node: mediator",
+      "    tool_calls:",
+      "      - { name: query_looper_status, args: {} }",
+      "  - node: mediator",
+      `    content: "Status ${i}."`,
+    );
   lines.push("  - node: coder", "    delay_ms: 10000", '    content: "Done."');
   writeFileSync(file, lines.join("\n"));
 }

@@ -67,9 +67,7 @@ function messageText(turn: number): string {
 
 /** The database file with its WAL and shared-memory files, whichever exist (measured after closing). */
 function databaseBytes(path: string): number {
-  return [path, `${path}-wal`, `${path}-shm`]
-    .filter((file) => existsSync(file))
-    .reduce((total, file) => total + statSync(file).size, 0);
+  return [path, `${path}-wal`, `${path}-shm`].filter((file) => existsSync(file)).reduce((total, file) => total + statSync(file).size, 0);
 }
 
 async function run(contender: Contender, path: string, turns: number): Promise<Measurement> {

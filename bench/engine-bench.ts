@@ -55,7 +55,10 @@ async function perStep(ours: Runner, anchor: Runner): Promise<{ ours: number; an
   const rounds: { ours: number; anchor: number }[] = [];
   for (let i = 0; i < ROUNDS; i++) {
     const round = { ours: 0, anchor: 0 };
-    const sides = [["ours", ours], ["anchor", anchor]] as const;
+    const sides = [
+      ["ours", ours],
+      ["anchor", anchor],
+    ] as const;
     for (const [side, run] of i % 2 === 0 ? sides : sides.toReversed()) {
       const took: Record<number, number> = {};
       for (const steps of [SHORT, LONG]) {
@@ -114,7 +117,16 @@ function langGraphLoop(node: (id: string) => (state: typeof GraphState.State) =>
 }
 
 async function runOurs(graph: string, steps: number, label: string, model?: string): Promise<void> {
-  const outcome = await runGraph({ graph, task: "bench", threadId: `t-${label}`, db: join(dir, `${label}-${Math.random()}.db`), workspace: dir, approval: "auto", env: runEnv, ...(model ? { model } : {}) });
+  const outcome = await runGraph({
+    graph,
+    task: "bench",
+    threadId: `t-${label}`,
+    db: join(dir, `${label}-${Math.random()}.db`),
+    workspace: dir,
+    approval: "auto",
+    env: runEnv,
+    ...(model ? { model } : {}),
+  });
   if (outcome.status !== "finished") throw new Error(`the ${label} run ended ${outcome.status}: ${outcome.error ?? ""}`);
   const visits = (outcome.state.visits.a ?? 0) + (outcome.state.visits.b ?? 0);
   if (visits < steps - 1) throw new Error(`the ${label} run made ${visits} steps, not ${steps}`);
@@ -122,51 +134,77 @@ async function runOurs(graph: string, steps: number, label: string, model?: stri
 
 // Function nodes.
 writeFileSync(join(dir, "step.mjs"), "export default (state, { node }) => ({ output: (state.visits[node] ?? 0) + 1 });\n");
-const functionGraphs = new Map([SHORT, LONG].map((steps) => [steps, loopGraph("fn-loop", () => "kind: function, module: step.mjs", steps)]));
+const functionGraphs = new Map(
+  [SHORT, LONG].map((steps) => [steps, loopGraph("fn-loop", () => "kind: function, module: step.mjs", steps)]),
+);
 for (const graph of functionGraphs.values()) trustFile(graph, runEnv);
 const functionInput = firstInput(await loadGraph(functionGraphs.get(SHORT)!), "bench");
-const functions = await perStep((steps, label) => runOurs(functionGraphs.get(steps)!, steps, `fn-${label}`), async (steps, label) => {
-  const graph = langGraphLoop(
-    (id) => async (state) => ({ outputs: { [id]: (state.visits[id] ?? 0) + 1 }, visits: { [id]: (state.visits[id] ?? 0) + 1 } }),
-    steps,
-  );
-  await graph.invoke(functionInput, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
+const functions = await perStep(
+  (steps, label) => runOurs(functionGraphs.get(steps)!, steps, `fn-${label}`),
+  async (steps, label) => {
+    const graph = langGraphLoop(
+      (id) => async (state) => ({ outputs: { [id]: (state.visits[id] ?? 0) + 1 }, visits: { [id]: (state.visits[id] ?? 0) + 1 } }),
+      steps,
+    );
+    await graph.invoke(functionInput, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
+  },
+);
+report({
+  name: "engine_step_function_nodes",
+  ...functions,
+  unit: "ms",
+  maxRatio: 1.5,
+  note: `per step over ${LONG} steps, ratio: median of ${ROUNDS} paired rounds; anchor: LangGraph StateGraph + MemorySaver, same shape and first state`,
 });
-report({ name: "engine_step_function_nodes", ...functions, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${ROUNDS} paired rounds; anchor: LangGraph StateGraph + MemorySaver, same shape and first state` });
 
 // Agent nodes, the scripted model against a fake chat model.
 mkdirSync(join(dir, "prompts"), { recursive: true });
 writeFileSync(join(dir, "prompts", "agent.md"), "You are a step of a benchmark loop. Answer in one short sentence.\n");
-const agentGraphs = new Map([SHORT, LONG].map((steps) => [steps, loopGraph("agent-loop", () => "kind: agent, prompt: prompts/agent.md", steps)]));
+const agentGraphs = new Map(
+  [SHORT, LONG].map((steps) => [steps, loopGraph("agent-loop", () => "kind: agent, prompt: prompts/agent.md", steps)]),
+);
 const scripts = new Map(
   [SHORT, LONG].map((steps) => {
     const file = join(dir, `agent-${steps}.script.yaml`);
     const lines = ["responses:"];
-    for (let i = 0; i < steps; i++) lines.push(`  - { node: ${i % 2 ? "b" : "a"}, content: "Step ${i}: the loop goes on with one more short answer." }`);
+    for (let i = 0; i < steps; i++)
+      lines.push(`  - { node: ${i % 2 ? "b" : "a"}, content: "Step ${i}: the loop goes on with one more short answer." }`);
     writeFileSync(file, `${lines.join("\n")}\n`);
     return [steps, `scripted:${file}`];
   }),
 );
 const agentInput = firstInput(await loadGraph(agentGraphs.get(SHORT)!), "bench");
-const agents = await perStep((steps, label) => runOurs(agentGraphs.get(steps)!, steps, `agent-${label}`, scripts.get(steps)), async (steps, label) => {
-  const answers = Array.from({ length: steps }, (_, i) => `Step ${i}: the loop goes on with one more short answer.`);
-  const model = new FakeListChatModel({ responses: answers });
-  const graph = langGraphLoop(
-    (id) => async (state) => {
-      const prompt: BaseMessage[] = [new SystemMessage("You are a step of a benchmark loop. Answer in one short sentence."), ...state.messages];
-      const answer = await model.invoke(prompt);
-      const visits = (state.visits[id] ?? 0) + 1;
-      return {
-        messages: [new AIMessage({ content: answer.content, id: `${id}-${visits}`, name: id })],
-        outputs: { [id]: answer.content },
-        visits: { [id]: visits },
-      };
-    },
-    steps,
-  );
-  await graph.invoke(agentInput, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
+const agents = await perStep(
+  (steps, label) => runOurs(agentGraphs.get(steps)!, steps, `agent-${label}`, scripts.get(steps)),
+  async (steps, label) => {
+    const answers = Array.from({ length: steps }, (_, i) => `Step ${i}: the loop goes on with one more short answer.`);
+    const model = new FakeListChatModel({ responses: answers });
+    const graph = langGraphLoop(
+      (id) => async (state) => {
+        const prompt: BaseMessage[] = [
+          new SystemMessage("You are a step of a benchmark loop. Answer in one short sentence."),
+          ...state.messages,
+        ];
+        const answer = await model.invoke(prompt);
+        const visits = (state.visits[id] ?? 0) + 1;
+        return {
+          messages: [new AIMessage({ content: answer.content, id: `${id}-${visits}`, name: id })],
+          outputs: { [id]: answer.content },
+          visits: { [id]: visits },
+        };
+      },
+      steps,
+    );
+    await graph.invoke(agentInput, { configurable: { thread_id: label }, recursionLimit: steps + 10 });
+  },
+);
+report({
+  name: "engine_step_agent_nodes",
+  ...agents,
+  unit: "ms",
+  maxRatio: 1.5,
+  note: `per step over ${LONG} steps, ratio: median of ${ROUNDS} paired rounds; anchor: LangGraph + MemorySaver, same first state, nodes ask FakeListChatModel`,
 });
-report({ name: "engine_step_agent_nodes", ...agents, unit: "ms", maxRatio: 1.5, note: `per step over ${LONG} steps, ratio: median of ${ROUNDS} paired rounds; anchor: LangGraph + MemorySaver, same first state, nodes ask FakeListChatModel` });
 
 // A Coder turn of 20 shell steps, 1 MB of output each.
 const STEPS = 20;
@@ -174,13 +212,27 @@ const coderDir = join(dir, "coder");
 mkdirSync(join(coderDir, "ws"), { recursive: true });
 writeFileSync(
   join(coderDir, "coder.yaml"),
-  ["version: 1", "name: coder-bench", "nodes:", "  coder: { kind: coder, max_steps: 30, compression: { budget_tokens: 100000000 } }", "edges:", "  - { from: START, to: coder }", "  - { from: coder, to: END }", ""].join("\n"),
+  [
+    "version: 1",
+    "name: coder-bench",
+    "nodes:",
+    "  coder: { kind: coder, max_steps: 30, compression: { budget_tokens: 100000000 } }",
+    "edges:",
+    "  - { from: START, to: coder }",
+    "  - { from: coder, to: END }",
+    "",
+  ].join("\n"),
 );
 // About 1 MB of a build log whose lines differ (numbers, paths), as real output does.
 const megabyte = `awk 'BEGIN { for (i = 1; i <= 17000; i++) printf "line %d: src/module-%d.ts checked, %d errors, took %d ms\\n", i, i * 7, i % 3, i % 97 }'`;
 const coderScript = ["responses:"];
 // Each command differs (its step number), so the loop detector lets them all run.
-for (let i = 0; i < STEPS; i++) coderScript.push("  - node: coder", "    tool_calls:", `      - { name: shell, args: { command: ${JSON.stringify(`${megabyte} && echo step ${i + 1}`)} } }`);
+for (let i = 0; i < STEPS; i++)
+  coderScript.push(
+    "  - node: coder",
+    "    tool_calls:",
+    `      - { name: shell, args: { command: ${JSON.stringify(`${megabyte} && echo step ${i + 1}`)} } }`,
+  );
 coderScript.push('  - { node: coder, content: "Done." }');
 writeFileSync(join(coderDir, "coder.script.yaml"), `${coderScript.join("\n")}\n`);
 

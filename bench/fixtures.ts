@@ -25,12 +25,16 @@ export function loopScript(rounds: number): string {
       { node: "coder", content: `Round ${round}: wrote ${file} and checked it.` },
       {
         node: "review.specs_breakdown",
-        content: last ? '{"rating": "normal", "comments": []}' : `{"rating": "critical", "comments": ["round ${round}: the file could say more"]}`,
+        content: last
+          ? '{"rating": "normal", "comments": []}'
+          : `{"rating": "critical", "comments": ["round ${round}: the file could say more"]}`,
       },
       { node: "review.task_log", content: '{"rating": "normal", "comments": []}' },
       {
         node: "judge",
-        content: last ? `{"decision": "terminate", "reason": "all ${rounds} rounds done"}` : `{"decision": "continue", "nextTask": "write round ${round + 1}"}`,
+        content: last
+          ? `{"decision": "terminate", "reason": "all ${rounds} rounds done"}`
+          : `{"decision": "continue", "nextTask": "write round ${round + 1}"}`,
       },
     );
   }
@@ -46,7 +50,12 @@ export interface LoopThread {
 }
 
 /** Runs a coder-review loop of `rounds` rounds in `dir` (a fresh workspace and store); `onEvent` sees the run's events. */
-export async function loopThread(dir: string, rounds: number, threadId = `loop-${rounds}`, options: { onEvent?: EventSink } = {}): Promise<LoopThread> {
+export async function loopThread(
+  dir: string,
+  rounds: number,
+  threadId = `loop-${rounds}`,
+  options: { onEvent?: EventSink } = {},
+): Promise<LoopThread> {
   const workspace = join(dir, "ws");
   mkdirSync(workspace, { recursive: true });
   const script = join(dir, `loop-${rounds}.script.yaml`);
@@ -69,7 +78,9 @@ export async function loopThread(dir: string, rounds: number, threadId = `loop-$
   if (outcome.status !== "finished") throw new Error(`the ${rounds}-round setup run ended ${outcome.status}: ${outcome.error ?? ""}`);
   const sqlite = new Database(db, { readonly: true });
   try {
-    const row = sqlite.prepare("SELECT COUNT(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ''").get(threadId) as { n: number };
+    const row = sqlite
+      .prepare("SELECT COUNT(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ''")
+      .get(threadId) as { n: number };
     return { db, threadId, workspace, checkpoints: row.n };
   } finally {
     sqlite.close();

@@ -39,7 +39,8 @@ function makeTree(root: string): number {
     const hits = i % 10 === 9 ? 5 : 6;
     const lines: string[] = [];
     for (let line = 0; line < LINES_PER_FILE; line++) {
-      if (line % 16 === 3 && Math.floor(line / 16) < hits) lines.push(`  const ${MATCHING}_${line} = lookup(table_${i}, ${line}); // the ${MATCHING} line`);
+      if (line % 16 === 3 && Math.floor(line / 16) < hits)
+        lines.push(`  const ${MATCHING}_${line} = lookup(table_${i}, ${line}); // the ${MATCHING} line`);
       else lines.push(`  let value_${line} = transform(argument_${i}, ${line}) + accumulate(previous_${line});`);
     }
     matches += hits;
@@ -99,7 +100,8 @@ try {
   let calls = 0;
   const grep = async (pattern: string, expected: RegExp) => {
     const result = await executeToolCall({ id: `bench-${++calls}`, name: "grep", args: { pattern } }, ctx, [grepTool]);
-    if (!result.ok || !expected.test(result.content)) throw new Error(`grep ${pattern}: unexpected result: ${result.content.slice(0, 300)}`);
+    if (!result.ok || !expected.test(result.content))
+      throw new Error(`grep ${pattern}: unexpected result: ${result.content.slice(0, 300)}`);
   };
   const raw = (command: string) => {
     // stdin closed: ripgrep given no path searches a piped stdin instead of the directory.
@@ -110,8 +112,19 @@ try {
   raw(`'${rg}' --no-config ${NOWHERE} >/dev/null`);
   await grep(NOWHERE, /^No matches/);
 
-  const noMatch = await sideBySide(RUNS, () => grep(NOWHERE, /^No matches/), () => raw(`'${rg}' --no-config ${NOWHERE}`));
-  report({ name: "grep_no_match", ours: noMatch.ours, anchor: noMatch.anchor, unit: "ms", maxRatio: 1.5, note: `${FILES} files; anchor: rg PATTERN; ${cpuNote(noMatch)}` });
+  const noMatch = await sideBySide(
+    RUNS,
+    () => grep(NOWHERE, /^No matches/),
+    () => raw(`'${rg}' --no-config ${NOWHERE}`),
+  );
+  report({
+    name: "grep_no_match",
+    ours: noMatch.ours,
+    anchor: noMatch.anchor,
+    unit: "ms",
+    maxRatio: 1.5,
+    note: `${FILES} files; anchor: rg PATTERN; ${cpuNote(noMatch)}`,
+  });
 
   const first500 = await sideBySide(
     RUNS * 3,

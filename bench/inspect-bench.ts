@@ -30,7 +30,13 @@ try {
   const short = await loopThread(join(dir, "short"), 33);
   const shortNote = `${short.checkpoints} root checkpoints; ratio: median of 7 pairs; anchor: node -e ""`;
   const shortArgs = [CLI, "inspect", short.threadId, "--db", short.db];
-  report({ name: `inspect_thread_${allCheckpoints(short)}_checkpoints`, ...pairedNodeMs(shortArgs, 7), unit: "ms", maxRatio: 5, note: shortNote });
+  report({
+    name: `inspect_thread_${allCheckpoints(short)}_checkpoints`,
+    ...pairedNodeMs(shortArgs, 7),
+    unit: "ms",
+    maxRatio: 5,
+    note: shortNote,
+  });
   let longest = short;
   if (FULL) {
     const thread = await loopThread(join(dir, "long"), 329);
@@ -40,11 +46,24 @@ try {
     const runs = [measureNode(args), measureNode(args), measureNode(args)];
     report({ name, ours: median(runs.map((r) => r.ms)), anchor: nodeStartMs(), unit: "ms", maxOurs: 2000, note });
     const nodeRss = measureNode(["-e", ""]).rssMb;
-    report({ name: `${name}_rss`, ours: Math.max(...runs.map((r) => r.rssMb)), anchor: nodeRss, unit: "MB", maxOurs: 300, note: "peak RSS; anchor: node -e \"\"" });
+    report({
+      name: `${name}_rss`,
+      ours: Math.max(...runs.map((r) => r.rssMb)),
+      anchor: nodeRss,
+      unit: "MB",
+      maxOurs: 300,
+      note: 'peak RSS; anchor: node -e ""',
+    });
     longest = thread;
   }
   const list = pairedNodeMs([CLI, "inspect", "--db", longest.db], 7);
-  report({ name: "inspect_list", ...list, unit: "ms", maxRatio: 3, note: `the store holds a ${allCheckpoints(longest)}-checkpoint thread; ratio: median of 7 pairs; anchor: node -e ""` });
+  report({
+    name: "inspect_list",
+    ...list,
+    unit: "ms",
+    maxRatio: 3,
+    note: `the store holds a ${allCheckpoints(longest)}-checkpoint thread; ratio: median of 7 pairs; anchor: node -e ""`,
+  });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

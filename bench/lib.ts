@@ -33,12 +33,16 @@ export interface Row {
   note?: string;
 }
 
-const figure = (value: number, unit: string): string => `${value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2)}${unit}`;
+const figure = (value: number, unit: string): string =>
+  `${value >= 100 ? value.toFixed(0) : value >= 10 ? value.toFixed(1) : value.toFixed(2)}${unit}`;
 
 /** Prints one row's `bench:` line; returns whether it met its target. */
 export function report(row: Row): boolean {
   const ratio = row.ratio ?? row.ours / row.anchor;
-  const targets = [row.maxRatio !== undefined ? `≤${row.maxRatio}×` : undefined, row.maxOurs !== undefined ? `≤${figure(row.maxOurs, row.unit)}` : undefined].filter(Boolean);
+  const targets = [
+    row.maxRatio !== undefined ? `≤${row.maxRatio}×` : undefined,
+    row.maxOurs !== undefined ? `≤${figure(row.maxOurs, row.unit)}` : undefined,
+  ].filter(Boolean);
   const ok = (row.maxRatio === undefined || ratio <= row.maxRatio) && (row.maxOurs === undefined || row.ours <= row.maxOurs);
   console.log(
     `bench: ${row.name} ours=${figure(row.ours, row.unit)} anchor=${figure(row.anchor, row.unit)} ratio=${ratio.toFixed(ratio < 0.1 ? 4 : 2)} target=${targets.join(",") || "-"} ok=${ok ? "yes" : "no"}${row.note ? ` (${row.note})` : ""}`,

@@ -23,7 +23,10 @@ const TURNS = FULL ? 400 : 200;
 const WARM_UP_TURNS = 20;
 const MESSAGE_BYTES = 1024;
 
-const WORDS = "the a file test change error build check review coder judge round step value line module function return string number list state graph node edge tool shell output read write patch diff commit branch merge fix bug issue plan task done".split(" ");
+const WORDS =
+  "the a file test change error build check review coder judge round step value line module function return string number list state graph node edge tool shell output read write patch diff commit branch merge fix bug issue plan task done".split(
+    " ",
+  );
 
 /**
  * About 1 KB of text made of words picked by a fixed pseudo-random sequence: unlike one line
@@ -58,7 +61,9 @@ async function chat(saver: BaseCheckpointSaver, threadId: string, turns: number)
 }
 
 async function tablesBytes(pool: pg.Pool): Promise<number> {
-  const { rows } = await pool.query<{ bytes: string }>("SELECT coalesce(sum(pg_total_relation_size(relid)), 0) AS bytes FROM pg_catalog.pg_statio_user_tables");
+  const { rows } = await pool.query<{ bytes: string }>(
+    "SELECT coalesce(sum(pg_total_relation_size(relid)), 0) AS bytes FROM pg_catalog.pg_statio_user_tables",
+  );
   return Number(rows[0]!.bytes);
 }
 
@@ -89,7 +94,14 @@ if (unavailable) {
     const stockMs = await chat(stock, "bench", TURNS);
     const oursMs = await chat(ours, "bench", TURNS);
     const note = `${TURNS} turns of 1 KB messages; anchor: stock PostgresSaver`;
-    report({ name: "postgres_saver_bytes", ours: (await tablesBytes(oursPool)) / 1e6, anchor: (await tablesBytes(stockPool)) / 1e6, unit: "MB", maxRatio: 0.25, note });
+    report({
+      name: "postgres_saver_bytes",
+      ours: (await tablesBytes(oursPool)) / 1e6,
+      anchor: (await tablesBytes(stockPool)) / 1e6,
+      unit: "MB",
+      maxRatio: 0.25,
+      note,
+    });
     report({ name: "postgres_saver_time", ours: oursMs, anchor: stockMs, unit: "ms", maxRatio: 1, note });
   } finally {
     await Promise.all(pools.map((pool) => pool.end()));

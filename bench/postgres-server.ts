@@ -90,7 +90,9 @@ export async function startPostgres(): Promise<PostgresServer> {
     chmodSync(root, 0o700);
   }
   const run = (command: string, args: string[], env: NodeJS.ProcessEnv = {}) => {
-    const argv = owner ? ["runuser", ["-u", "postgres", "--", join(bin, command), ...args]] as const : [join(bin, command), args] as const;
+    const argv = owner
+      ? (["runuser", ["-u", "postgres", "--", join(bin, command), ...args]] as const)
+      : ([join(bin, command), args] as const);
     const result = spawnSync(argv[0], [...argv[1]], { encoding: "utf8", env: { ...process.env, ...env }, timeout: 60_000 });
     if (result.status !== 0) throw new Error(`${command} failed (${result.status}): ${result.stderr || result.stdout}`);
     return result;
@@ -98,7 +100,11 @@ export async function startPostgres(): Promise<PostgresServer> {
   const pwfile = join(root, "pwfile");
   writeFileSync(pwfile, `${password}\n`, { mode: 0o600 });
   if (owner) chownSync(pwfile, owner.uid, owner.gid);
-  run("initdb", ["-D", data, "-U", "loopgraph", "--auth-local=trust", "--auth-host=scram-sha-256", `--pwfile=${pwfile}`, "-E", "UTF8", "--no-sync"], { LC_ALL: "C" });
+  run(
+    "initdb",
+    ["-D", data, "-U", "loopgraph", "--auth-local=trust", "--auth-host=scram-sha-256", `--pwfile=${pwfile}`, "-E", "UTF8", "--no-sync"],
+    { LC_ALL: "C" },
+  );
   rmSync(pwfile);
   // A port free a moment ago may be taken before the server binds it (a client connection's own
   // port, from the same range): then another one is tried.
@@ -131,11 +137,15 @@ export async function startPostgres(): Promise<PostgresServer> {
       return server.url.replace(/\/postgres$/, `/${name}`);
     },
     psql(sql, options = {}) {
-      const result = spawnSync(join(bin, "psql"), ["-X", "-A", "-t", "-h", "127.0.0.1", "-p", String(port), "-U", "loopgraph", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql], {
-        encoding: "utf8",
-        env: { ...process.env, PGPASSWORD: options.password ?? password, PGCONNECT_TIMEOUT: "10" },
-        timeout: 30_000,
-      });
+      const result = spawnSync(
+        join(bin, "psql"),
+        ["-X", "-A", "-t", "-h", "127.0.0.1", "-p", String(port), "-U", "loopgraph", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql],
+        {
+          encoding: "utf8",
+          env: { ...process.env, PGPASSWORD: options.password ?? password, PGCONNECT_TIMEOUT: "10" },
+          timeout: 30_000,
+        },
+      );
       return { code: result.status, stdout: result.stdout, stderr: result.stderr };
     },
     pgCtl(action) {

@@ -9,7 +9,19 @@ import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 
 /** The benchmarks, in order: each a file of dist/bench/. */
-const BENCHES = ["status-bench", "resume-bench", "inspect-bench", "chat-bench", "sandbox-bench", "engine-bench", "grep-bench", "store-bench", "postgres-bench", "workers-bench", "checkpoint-bench"];
+const BENCHES = [
+  "status-bench",
+  "resume-bench",
+  "inspect-bench",
+  "chat-bench",
+  "sandbox-bench",
+  "engine-bench",
+  "grep-bench",
+  "store-bench",
+  "postgres-bench",
+  "workers-bench",
+  "checkpoint-bench",
+];
 
 const here = fileURLToPath(new URL(".", import.meta.url));
 const extra = process.argv.slice(2);

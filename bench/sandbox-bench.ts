@@ -16,7 +16,10 @@ async function medianMs(workspace: string, sandbox: Sandbox): Promise<number> {
   const times: number[] = [];
   for (let i = 0; i < CALLS; i++) {
     const started = performance.now();
-    const result = await executeToolCall({ id: `b${i}`, name: "shell", args: { command: "true" } }, { workspace, artifactsDir: join(workspace, ".artifacts"), sandbox });
+    const result = await executeToolCall(
+      { id: `b${i}`, name: "shell", args: { command: "true" } },
+      { workspace, artifactsDir: join(workspace, ".artifacts"), sandbox },
+    );
     if (!result.ok) throw new Error(`shell failed in ${sandbox.name}: ${result.content}`);
     times.push(performance.now() - started);
   }
@@ -34,7 +37,9 @@ if (sandbox.name === "none") {
     const boxed = await medianMs(workspace, sandbox);
     console.log(`shell tool, no sandbox    ${plain.toFixed(1)} ms (median of ${CALLS})`);
     console.log(`shell tool, ${sandbox.name.padEnd(13)} ${boxed.toFixed(1)} ms, target ≤ 30 ms added`);
-    console.log(`sandbox-bench: plain_ms=${plain.toFixed(1)} sandboxed_ms=${boxed.toFixed(1)} added_ms=${(boxed - plain).toFixed(1)} ratio=${(boxed / plain).toFixed(2)}`);
+    console.log(
+      `sandbox-bench: plain_ms=${plain.toFixed(1)} sandboxed_ms=${boxed.toFixed(1)} added_ms=${(boxed - plain).toFixed(1)} ratio=${(boxed / plain).toFixed(2)}`,
+    );
   } finally {
     rmSync(workspace, { recursive: true, force: true });
   }

@@ -14,7 +14,13 @@ try {
   const threads = await shortAndLongThreads(dir, FULL);
   for (const thread of threads) {
     const figures = pairedNodeMs([CLI, "status", thread.threadId, "--db", thread.db], 7);
-    report({ name: `status_${thread.checkpoints}_checkpoints`, ...figures, unit: "ms", maxRatio: 3, note: "ratio: median of 7 pairs; anchor: node -e \"\"" });
+    report({
+      name: `status_${thread.checkpoints}_checkpoints`,
+      ...figures,
+      unit: "ms",
+      maxRatio: 3,
+      note: 'ratio: median of 7 pairs; anchor: node -e ""',
+    });
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

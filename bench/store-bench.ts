@@ -64,7 +64,12 @@ async function medianAsync(runs: number, fn: () => Promise<unknown>, warmUp = 3)
 async function copyTuple(target: BaseCheckpointSaver, tuple: CheckpointTuple): Promise<void> {
   const { thread_id, checkpoint_ns } = tuple.config.configurable ?? {};
   const parent = tuple.parentConfig ?? { configurable: { thread_id, checkpoint_ns } };
-  const config = await target.put(parent, tuple.checkpoint, tuple.metadata ?? { source: "loop", step: -1, parents: {} }, tuple.checkpoint.channel_versions);
+  const config = await target.put(
+    parent,
+    tuple.checkpoint,
+    tuple.metadata ?? { source: "loop", step: -1, parents: {} },
+    tuple.checkpoint.channel_versions,
+  );
   const byTask = new Map<string, PendingWrite[]>();
   for (const [taskId, channel, value] of tuple.pendingWrites ?? []) {
     byTask.set(taskId, [...(byTask.get(taskId) ?? []), [channel, value]]);
@@ -85,7 +90,9 @@ async function getTupleLongThread(directory: string): Promise<void> {
     for (const tuple of latest.reverse()) await copyTuple(stock.saver, tuple);
     const messages = (latest.at(-1)?.checkpoint.channel_values.messages as unknown[] | undefined)?.length ?? 0;
     const all = new Database(thread.db, { readonly: true });
-    const checkpoints = (all.prepare("SELECT count(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ?").get(thread.threadId) as { n: number }).n;
+    const checkpoints = (
+      all.prepare("SELECT count(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ?").get(thread.threadId) as { n: number }
+    ).n;
     all.close();
     const runs = FULL ? 15 : 21;
     const stockMs = await medianAsync(runs, () => stock.saver.getTuple(config));
@@ -217,10 +224,14 @@ async function loopChild(directory: string, rounds: number, byteRounds: number[]
   let reader: Database.Database | undefined;
   const storedBytes = (): number => {
     reader ??= new Database(db, { readonly: true });
-    const tables = (reader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loopgraph_%'").all() as { name: string }[]).map((row) => row.name);
+    const tables = (
+      reader.prepare("SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loopgraph_%'").all() as { name: string }[]
+    ).map((row) => row.name);
     let total = 0;
     for (const table of tables) {
-      const columns = (reader.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map((column) => `coalesce(length(CAST(${column.name} AS BLOB)), 0)`);
+      const columns = (reader.prepare(`PRAGMA table_info(${table})`).all() as { name: string }[]).map(
+        (column) => `coalesce(length(CAST(${column.name} AS BLOB)), 0)`,
+      );
       total += (reader.prepare(`SELECT coalesce(sum(${columns.join(" + ")}), 0) AS n FROM ${table}`).get() as { n: number }).n;
     }
     return total;
@@ -239,7 +250,15 @@ async function loopChild(directory: string, rounds: number, byteRounds: number[]
 
 async function loopRows(directory: string): Promise<void> {
   const rounds = FULL ? 1000 : 60;
-  const [early, late] = FULL ? [[100, 200], [900, 1000]] : [[10, 20], [50, 60]];
+  const [early, late] = FULL
+    ? [
+        [100, 200],
+        [900, 1000],
+      ]
+    : [
+        [10, 20],
+        [50, 60],
+      ];
   const dir = join(directory, "loop");
   const script = fileURLToPath(import.meta.url);
   const byteRounds = [...early, ...late].join(",");
@@ -268,8 +287,22 @@ async function loopRows(directory: string): Promise<void> {
   });
   const startMb = at(10).rssMb;
   const endMb = at(rounds).rssMb;
-  report({ name: "rss_growth_1000_rounds", ours: endMb - startMb, anchor: startMb, unit: "MB", maxOurs: 100, note: `${rounds} rounds; RSS growth from round 10 to the end` });
-  report({ name: "rss_peak_1000_rounds", ours: peakKb / 1024, anchor: startMb, unit: "MB", maxOurs: 300, note: `${rounds} rounds; peak RSS of the process` });
+  report({
+    name: "rss_growth_1000_rounds",
+    ours: endMb - startMb,
+    anchor: startMb,
+    unit: "MB",
+    maxOurs: 100,
+    note: `${rounds} rounds; RSS growth from round 10 to the end`,
+  });
+  report({
+    name: "rss_peak_1000_rounds",
+    ours: peakKb / 1024,
+    anchor: startMb,
+    unit: "MB",
+    maxOurs: 300,
+    note: `${rounds} rounds; peak RSS of the process`,
+  });
 }
 
 async function main(): Promise<void> {

@@ -24,7 +24,10 @@ const GRAPH = join(ROOT, "tests/fixtures/engine/durable.yaml");
 
 function scriptIn(dir: string): string {
   const path = join(dir, "slow.script.yaml");
-  writeFileSync(path, `responses:\n  - node: slow\n    delay_ms: ${DELAY_MS}\n    content: "slow step done"\n  - node: last\n    delay_ms: ${DELAY_MS}\n    content: "all done"\n`);
+  writeFileSync(
+    path,
+    `responses:\n  - node: slow\n    delay_ms: ${DELAY_MS}\n    content: "slow step done"\n  - node: last\n    delay_ms: ${DELAY_MS}\n    content: "all done"\n`,
+  );
   return path;
 }
 
@@ -41,22 +44,42 @@ async function timeWith(workers: number, url: string, dir: string, script: strin
   const env = { ...process.env, LOOPGRAPH_DB: url, NO_COLOR: "1" };
   for (let i = 0; i < RUNS; i++) {
     const workspace = mkdtempSync(join(dir, "ws-"));
-    const queued = spawnSync(process.execPath, [CLI, "run", GRAPH, "--queue", "--thread", `run-${i}`, "--task", "wait on the model", "--workspace", workspace, "--model", `scripted:${script}`], {
-      env,
-      encoding: "utf8",
-    });
+    const queued = spawnSync(
+      process.execPath,
+      [
+        CLI,
+        "run",
+        GRAPH,
+        "--queue",
+        "--thread",
+        `run-${i}`,
+        "--task",
+        "wait on the model",
+        "--workspace",
+        workspace,
+        "--model",
+        `scripted:${script}`,
+      ],
+      {
+        env,
+        encoding: "utf8",
+      },
+    );
     if (queued.status !== 0) throw new Error(`run --queue failed: ${queued.stderr}`);
   }
   const pool = new pg.Pool({ connectionString: url, max: 1 });
   const children: ChildProcess[] = [];
   try {
     const started = performance.now();
-    for (let i = 0; i < workers; i++) children.push(spawn(process.execPath, [CLI, "worker", "--concurrency", "1"], { env, stdio: "ignore" }));
+    for (let i = 0; i < workers; i++)
+      children.push(spawn(process.execPath, [CLI, "worker", "--concurrency", "1"], { env, stdio: "ignore" }));
     while ((await finishedRuns(pool)) < RUNS) await new Promise((resolve) => setTimeout(resolve, 100));
     return (performance.now() - started) / 1000;
   } finally {
     for (const child of children) child.kill("SIGTERM");
-    await Promise.all(children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once("exit", resolve)))));
+    await Promise.all(
+      children.map((child) => new Promise((resolve) => (child.exitCode !== null ? resolve(undefined) : child.once("exit", resolve)))),
+    );
     await pool.end();
   }
 }

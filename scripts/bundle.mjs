@@ -7,7 +7,18 @@
 // TypeScript modules: both stay outside the bundle.
 import { spawn } from "node:child_process";
 import { randomBytes } from "node:crypto";
-import { closeSync, copyFileSync, existsSync, mkdtempSync, openSync, readdirSync, readFileSync, renameSync, rmSync, writeSync } from "node:fs";
+import {
+  closeSync,
+  copyFileSync,
+  existsSync,
+  mkdtempSync,
+  openSync,
+  readdirSync,
+  readFileSync,
+  renameSync,
+  rmSync,
+  writeSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -19,7 +30,8 @@ const root = fileURLToPath(new URL("..", import.meta.url));
 // build interrupted (Ctrl-C, or `npx loopgraph` stopped while npm runs `prepare`) leaves the
 // previous build working, never a CLI without its bundle. What an interrupted build left is removed here.
 const BUILDING = ".building-";
-for (const name of readdirSync(`${root}dist`)) if (name.startsWith(BUILDING)) rmSync(`${root}dist/${name}`, { recursive: true, force: true });
+for (const name of readdirSync(`${root}dist`))
+  if (name.startsWith(BUILDING)) rmSync(`${root}dist/${name}`, { recursive: true, force: true });
 const building = (folder) => `dist/${BUILDING}${folder}-${process.pid}`;
 
 /** Puts the folder built at `from` in the place of `to` (both under the root). */

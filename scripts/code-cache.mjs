@@ -23,10 +23,28 @@ const db = ["--db", join(work, "store.db")];
 const thread = "code-cache";
 const commands = {
   run: [
-    ["run", join(root, "graphs/monitor.yaml"), "--task", "Add isPalindrome(text) in palindrome.js, with a test.", "--workspace", workspace,
-      "--model", `scripted:${join(root, "examples/monitor.script.yaml")}`, "--approval", "auto", "--no-sandbox", "--thread", thread, ...db],
+    [
+      "run",
+      join(root, "graphs/monitor.yaml"),
+      "--task",
+      "Add isPalindrome(text) in palindrome.js, with a test.",
+      "--workspace",
+      workspace,
+      "--model",
+      `scripted:${join(root, "examples/monitor.script.yaml")}`,
+      "--approval",
+      "auto",
+      "--no-sandbox",
+      "--thread",
+      thread,
+      ...db,
+    ],
   ],
-  inspect: [["inspect", `${thread}.loop`, ...db], ["inspect", `${thread}.loop`, "--diff", ...db], ["inspect", thread, ...db]],
+  inspect: [
+    ["inspect", `${thread}.loop`, ...db],
+    ["inspect", `${thread}.loop`, "--diff", ...db],
+    ["inspect", thread, ...db],
+  ],
   base: [["status", `${thread}.loop`, ...db], ["inspect", ...db], ["--help"]],
 }[profile];
 if (!commands || !work) throw new Error("usage: node scripts/code-cache.mjs run|inspect|base <dir>");

@@ -52,7 +52,10 @@ export class GraphValidationError extends ConfigError {
   /** `issues` holds every problem; the message shows the first ones, then `… and N more problems`. */
   constructor(readonly issues: { file: string; line: number; col: number; message: string }[]) {
     const lines = issues.map((i) => `${i.file}:${i.line}:${i.col}: ${i.message}`);
-    const shown = lines.length > MAX_PROBLEM_LINES ? [...lines.slice(0, MAX_PROBLEM_LINES - 1), `… and ${lines.length - MAX_PROBLEM_LINES + 1} more problems`] : lines;
+    const shown =
+      lines.length > MAX_PROBLEM_LINES
+        ? [...lines.slice(0, MAX_PROBLEM_LINES - 1), `… and ${lines.length - MAX_PROBLEM_LINES + 1} more problems`]
+        : lines;
     super(shown.join("\n"));
     this.name = "GraphValidationError";
   }

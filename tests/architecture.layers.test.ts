@@ -32,7 +32,12 @@ describe("the source's layers", () => {
     prepend(join(src, "state/graph-state.ts"), 'import type { RunOutcome } from "../engine/run-types.js";');
     const report = checkLayers(src);
     expect(report.upward).toEqual([
-      expect.objectContaining({ from: "state/graph-state.ts", to: "engine/run-types.ts", fromLayer: 1, toLayer: LAYERS.findIndex((layer) => layer.includes("engine")) }),
+      expect.objectContaining({
+        from: "state/graph-state.ts",
+        to: "engine/run-types.ts",
+        fromLayer: 1,
+        toLayer: LAYERS.findIndex((layer) => layer.includes("engine")),
+      }),
     ]);
   });
 

@@ -11,7 +11,8 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { collect, ROOT, type CliResult } from "./helpers/cli.js";
 import { judgeLog } from "./chaos/log.js";
 
-const LAST_LINE = /^chaos: trials=(\d+) identical=(\d+) inflight_rerun=(\d+) doubled=(\d+) stuck=(\d+) double_owner=(\d+) busy_errors=(\d+) stack_traces=(\d+)$/;
+const LAST_LINE =
+  /^chaos: trials=(\d+) identical=(\d+) inflight_rerun=(\d+) doubled=(\d+) stuck=(\d+) double_owner=(\d+) busy_errors=(\d+) stack_traces=(\d+)$/;
 
 describe("the chaos suite, short", () => {
   let result: CliResult;
@@ -26,7 +27,16 @@ describe("the chaos suite, short", () => {
     const match = LAST_LINE.exec(result.stdout.trimEnd().split("\n").at(-1) ?? "");
     if (!match) throw new Error(`the runner's last line is not the summary:\n${result.stdout}\n${result.stderr}`);
     const [trials, identical, inflight, doubled, stuck, doubleOwner, busy, stackTraces] = match.slice(1).map(Number) as number[];
-    counts = { trials: trials!, identical: identical!, inflight: inflight!, doubled: doubled!, stuck: stuck!, doubleOwner: doubleOwner!, busy: busy!, stackTraces: stackTraces! };
+    counts = {
+      trials: trials!,
+      identical: identical!,
+      inflight: inflight!,
+      doubled: doubled!,
+      stuck: stuck!,
+      doubleOwner: doubleOwner!,
+      busy: busy!,
+      stackTraces: stackTraces!,
+    };
   }, 240_000);
 
   it("runs killed at random moments or before their first checkpoint, or whose store is locked, damaged or full, resume to the uninterrupted run's log: no stored step runs twice, none is stuck", () => {

@@ -10,7 +10,19 @@ describe("loopgraph chat --json", () => {
   it("prints the chat's and the loop's events as JSON lines, from the first message to the loop's end and the summary", async () => {
     const ws = tempWorkspace({ git: true, files: { "package.json": '{ "type": "module" }\n' } });
     const chat = new PipedChat(
-      ["--json", "--thread", "js", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(ROOT, "examples", "monitor.script.yaml")}`, "--approval", "auto"],
+      [
+        "--json",
+        "--thread",
+        "js",
+        "--workspace",
+        ws.dir,
+        "--db",
+        ws.db,
+        "--model",
+        `scripted:${join(ROOT, "examples", "monitor.script.yaml")}`,
+        "--approval",
+        "auto",
+      ],
       ws.dir,
     );
     chat.say("Add isPalindrome(text) in palindrome.js, with a test.");
@@ -18,10 +30,17 @@ describe("loopgraph chat --json", () => {
     chat.end();
     const result = await chat.done;
     expect(result.code, result.stderr).toBe(0);
-    const events = chat.output.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>);
+    const events = chat.output
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>);
     expect(events.every((event) => event.version === 1 && typeof event.ts === "string" && typeof event.type === "string")).toBe(true);
     expect(events[0]).toMatchObject({ type: "chat_started", threadId: "js", workspace: ws.dir, created: true });
-    expect(events[1]).toMatchObject({ type: "user_message", threadId: "js", text: "Add isPalindrome(text) in palindrome.js, with a test." });
+    expect(events[1]).toMatchObject({
+      type: "user_message",
+      threadId: "js",
+      text: "Add isPalindrome(text) in palindrome.js, with a test.",
+    });
     const types = new Set(events.map((event) => event.type));
     for (const type of ["message", "tool_call", "tool_result", "loop_message", "loop_settled"]) expect(types, type).toContain(type);
     expect(events.find((event) => event.type === "tool_call")).toMatchObject({ name: "send_to_looper" });
@@ -45,7 +64,11 @@ describe("loopgraph chat --json", () => {
     await chat.until('"type":"run_finished"', end);
     chat.end();
     expect((await chat.done).code).toBe(0);
-    const loop = chat.output.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>).filter((event) => event.type === "loop_settled");
+    const loop = chat.output
+      .trim()
+      .split("\n")
+      .map((line) => JSON.parse(line) as Record<string, unknown>)
+      .filter((event) => event.type === "loop_settled");
     expect(loop.map((event) => [event.status, (event.approval as { tool?: string } | undefined)?.tool ?? null])).toEqual([
       ["paused", "present_plan"],
       ["paused", "shell"],

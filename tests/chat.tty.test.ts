@@ -29,7 +29,9 @@ class TmuxChat {
 
   /** Every line printed so far (scrollback included), wrapped rows joined into the line they wrap. */
   scrollback(): string[] {
-    return this.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat").split("\n").map((line) => line.trimEnd());
+    return this.tmux("capture-pane", "-p", "-J", "-S", "-", "-t", "chat")
+      .split("\n")
+      .map((line) => line.trimEnd());
   }
 
   /** Resizes the terminal: the chat gets SIGWINCH. */
@@ -111,7 +113,9 @@ describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)",
     await chat.until(showing("It is going well."), "the answer to the typed line");
     // The answer shows as it streams; the turn's checkpoint follows.
     const asked = async () =>
-      (await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "tty")).messages.filter((m) => m.type === "human").map((m) => m.content);
+      (await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "tty")).messages
+        .filter((m) => m.type === "human")
+        .map((m) => m.content);
     expect(await eventually(asked, (humans) => humans.includes("how is it going?"), 20_000)).toContain("how is it going?");
 
     // Ctrl-D leaves; the loop's state is kept.
@@ -154,7 +158,10 @@ describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)",
     chat.type("hello?");
     chat.key("Enter");
     // Ctrl-C once the Mediator's turn is under way: its input checkpoint holds the new line (its answer never comes).
-    const asked = async () => (await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "cc")).messages.some((m) => m.type === "human" && m.content === "hello?");
+    const asked = async () =>
+      (await finalState<{ messages: Array<{ type: string; content: unknown }> }>(ws.db, "cc")).messages.some(
+        (m) => m.type === "human" && m.content === "hello?",
+      );
     expect(await eventually(asked, (yes) => yes, 40_000)).toBe(true);
     chat.key("C-c");
     await chat.until(showing("(answer cancelled)"), "the cancelled answer");
@@ -182,7 +189,18 @@ describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)",
       const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
       const exitFile = join(ws.dir, "..", "exit-code");
       const chat = new TmuxChat(
-        ["--thread", "wrap", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${join(ROOT, "tests/fixtures/mediator/chat-gated.script.yaml")}`, "--approval", "auto"],
+        [
+          "--thread",
+          "wrap",
+          "--workspace",
+          ws.dir,
+          "--db",
+          ws.db,
+          "--model",
+          `scripted:${join(ROOT, "tests/fixtures/mediator/chat-gated.script.yaml")}`,
+          "--approval",
+          "auto",
+        ],
         ws.dir,
         exitFile,
         { columns, rows: 30 },
@@ -200,14 +218,24 @@ describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)",
         await chat.until((screen) => screen.every((line) => line.length <= resizeTo), "the narrower terminal");
       }
       writeFileSync(join(ws.dir, "go"), "");
-      await chat.until(() => chat.scrollback().some((line) => line.includes("Summary: a.txt is written")), "the Mediator's summary", 20_000);
-      const lines = await chat.until(() => lastLine(chat.scrollback()) === `you› ${typed}`, "the prompt with the typed line after the summary").then(() => chat.scrollback());
+      await chat.until(
+        () => chat.scrollback().some((line) => line.includes("Summary: a.txt is written")),
+        "the Mediator's summary",
+        20_000,
+      );
+      const lines = await chat
+        .until(() => lastLine(chat.scrollback()) === `you› ${typed}`, "the prompt with the typed line after the summary")
+        .then(() => chat.scrollback());
 
       // Every [AUTO] entry of the loop, and the end of the loop, printed exactly once (none overwritten, none repeated).
       const loop = await finalState<{ messages: Array<{ content: unknown }> }>(ws.db, "wrap.loop");
       const auto = loop.messages.map((m) => String(m.content)).filter((content) => content.startsWith("[AUTO]"));
       expect(auto.length).toBeGreaterThanOrEqual(7);
-      const once = (text: string) => expect(lines.filter((line) => line.includes(text)), text).toHaveLength(1);
+      const once = (text: string) =>
+        expect(
+          lines.filter((line) => line.includes(text)),
+          text,
+        ).toHaveLength(1);
       for (const entry of auto) once(entry.split("\n")[0]!);
       once("■ the loop has ended");
       once("[AUTO] coder succeeded: 1 file changed");
@@ -219,7 +247,10 @@ describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)",
       if (resizeTo) {
         // Wider again: the line is redrawn over fewer rows, still once.
         chat.resize(columns);
-        await chat.until((screen) => screen.some((line) => line.startsWith("you› LONGSTART") && line.length > resizeTo), "the prompt redrawn at the wider size");
+        await chat.until(
+          (screen) => screen.some((line) => line.startsWith("you› LONGSTART") && line.length > resizeTo),
+          "the prompt redrawn at the wider size",
+        );
         const wider = chat.scrollback();
         expect(wider.filter((line) => line.includes("LONGSTART"))).toEqual([`you› ${typed}`]);
         expect(lastLine(wider)).toBe(`you› ${typed}`);

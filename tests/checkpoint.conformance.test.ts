@@ -1,11 +1,7 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import {
-  deltaChannelHistoryTests,
-  validate,
-  type CheckpointSaverTestInitializer,
-} from "@langchain/langgraph-checkpoint-validation";
+import { deltaChannelHistoryTests, validate, type CheckpointSaverTestInitializer } from "@langchain/langgraph-checkpoint-validation";
 import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 
 let directory: string;

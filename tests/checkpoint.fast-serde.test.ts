@@ -30,12 +30,20 @@ const NOT_PLAIN: [string, unknown][] = [
   ["a Map and a Set", { map: new Map([["k", 1]]), set: new Set([1]) }],
   ["an Error", { error: new Error("boom") }],
   ["bytes", { bytes: new Uint8Array([1, 2]) }],
-  ["a LangChain message", [new HumanMessage("hi"), new AIMessage({ content: "", tool_calls: [{ name: "shell", args: { command: "ls" }, id: "c1" }] })]],
+  [
+    "a LangChain message",
+    [new HumanMessage("hi"), new AIMessage({ content: "", tool_calls: [{ name: "shell", args: { command: "ls" }, id: "c1" }] })],
+  ],
   ["an object with toJSON", { toJSON: () => "replaced" }],
   ["a Send", { lg_name: "Send", node: "b", args: { x: 1 } }],
   ["a cycle", circular],
   ["40 levels", deep(40)],
-  ["a class instance", new (class Point { x = 1; })()],
+  [
+    "a class instance",
+    new (class Point {
+      x = 1;
+    })(),
+  ],
 ];
 
 describe("the synchronous serializer", () => {

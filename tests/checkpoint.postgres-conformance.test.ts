@@ -11,7 +11,6 @@ import { PostgresCheckpointSaver } from "../src/checkpoint/index.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
-
 let server: PostgresServer;
 let databases = 0;
 

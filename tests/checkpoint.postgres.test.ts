@@ -13,7 +13,6 @@ import { CHECKPOINT_MIGRATIONS, migrate, PostgresCheckpointSaver, SchemaTooNewEr
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
-
 let server: PostgresServer;
 let databases = 0;
 const pools: pg.Pool[] = [];
@@ -48,7 +47,10 @@ async function chat(saver: PostgresCheckpointSaver, threadId: string, turns: num
   const graph = buildChat(saver);
   let messages: BaseMessage[] = [];
   for (let turn = first; turn < first + turns; turn++) {
-    ({ messages } = await graph.invoke({ messages: [new HumanMessage(`turn ${turn}: ${"lorem ipsum ".repeat(8)}`)] }, { configurable: { thread_id: threadId } }));
+    ({ messages } = await graph.invoke(
+      { messages: [new HumanMessage(`turn ${turn}: ${"lorem ipsum ".repeat(8)}`)] },
+      { configurable: { thread_id: threadId } },
+    ));
   }
   return messages;
 }
@@ -73,8 +75,13 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const messages = await chat(saver, "t1", 20);
     expect(messages).toHaveLength(40);
     // 20 user messages and 20 replies, each once in the messages log.
-    expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't1' AND channel = 'messages'")).toBe(40);
-    const versions = await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't1' AND channel = 'messages'");
+    expect(
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't1' AND channel = 'messages'"),
+    ).toBe(40);
+    const versions = await count(
+      saver.pool,
+      "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't1' AND channel = 'messages'",
+    );
     expect(versions).toBeGreaterThanOrEqual(40);
     // Every stored version of the list reads back as the messages it held then.
     const history = [];
@@ -94,7 +101,9 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const second = await saverOn(url);
     const messages = await chat(second, "t2", 5, 5);
     expect(messages).toHaveLength(20);
-    expect(await count(second.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't2' AND channel = 'messages'")).toBe(20);
+    expect(
+      await count(second.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't2' AND channel = 'messages'"),
+    ).toBe(20);
     const stored = (await first.getTuple({ configurable: { thread_id: "t2" } }))!.checkpoint.channel_values.messages as BaseMessage[];
     expect(stored.map((message) => message.content)).toEqual(messages.map((message) => message.content));
   });
@@ -105,8 +114,20 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const b = await saverOn(url);
     const config = { configurable: { thread_id: "t3", checkpoint_ns: "" } };
     const put = async (saver: PostgresCheckpointSaver, step: number, items: string[], parent?: string) => {
-      const checkpoint = { v: 4, id: uuid6(step), ts: new Date().toISOString(), channel_values: { items }, channel_versions: { items: step + 1 }, versions_seen: {} };
-      const written = await saver.put(parent ? { configurable: { ...config.configurable, checkpoint_id: parent } } : config, checkpoint, { source: "loop", step, parents: {} }, { items: step + 1 });
+      const checkpoint = {
+        v: 4,
+        id: uuid6(step),
+        ts: new Date().toISOString(),
+        channel_values: { items },
+        channel_versions: { items: step + 1 },
+        versions_seen: {},
+      };
+      const written = await saver.put(
+        parent ? { configurable: { ...config.configurable, checkpoint_id: parent } } : config,
+        checkpoint,
+        { source: "loop", step, parents: {} },
+        { items: step + 1 },
+      );
       return written.configurable!.checkpoint_id as string;
     };
     // b writes first: it knows the log ends at 1. a then appends "y" there.
@@ -124,11 +145,15 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const savers = [1, 2, 3, 4].map(() => new PostgresCheckpointSaver(poolOn(url)));
     await Promise.all(savers.map((saver) => saver.setup()));
     const pool = savers[0]!.pool;
-    expect((await pool.query("SELECT part, version FROM loopgraph_schema")).rows).toEqual([{ part: "checkpoints", version: CHECKPOINT_MIGRATIONS.length }]);
+    expect((await pool.query("SELECT part, version FROM loopgraph_schema")).rows).toEqual([
+      { part: "checkpoints", version: CHECKPOINT_MIGRATIONS.length },
+    ]);
     await pool.query("UPDATE loopgraph_schema SET version = 99 WHERE part = 'checkpoints'");
     const refused = await migrate(pool, "checkpoints", CHECKPOINT_MIGRATIONS).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(SchemaTooNewError);
-    expect((refused as Error).message).toBe("the database has checkpoints schema version 99, newer than this loopgraph understands (1): upgrade loopgraph");
+    expect((refused as Error).message).toBe(
+      "the database has checkpoints schema version 99, newer than this loopgraph understands (1): upgrade loopgraph",
+    );
   });
 
   it("orders checkpoints by the bytes of their ids, whatever the database's collation", async () => {

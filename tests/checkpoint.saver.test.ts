@@ -95,11 +95,11 @@ function messageStorage(path: string, threadId: string): MessageStorage {
     const log = !hasLog
       ? { bytes: 0, items: 0, chunks: 0 }
       : db
-      .prepare<[string], { bytes: number; items: number; chunks: number }>(
-        `SELECT coalesce(sum(length(data)), 0) AS bytes, coalesce(max(end_seq), 0) AS items, count(*) AS chunks
+          .prepare<[string], { bytes: number; items: number; chunks: number }>(
+            `SELECT coalesce(sum(length(data)), 0) AS bytes, coalesce(max(end_seq), 0) AS items, count(*) AS chunks
          FROM loopgraph_checkpoint_items WHERE thread_id = ? AND checkpoint_ns = '' AND channel = 'messages'`,
-      )
-      .get(threadId)!;
+          )
+          .get(threadId)!;
     return {
       rows: Object.fromEntries(groups.map((group) => [group.kind, group.count])),
       bytes: groups.reduce((total, group) => total + group.bytes, 0),
@@ -249,7 +249,10 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
 });
 
 /** A store file of an earlier version under tests/fixtures/checkpoint, and what its thread read back when it was made. */
-function storeFixture(name: string): { fixture: string; expected: { final: string[]; history: { id: string; count: number; sha1: string }[] } } {
+function storeFixture(name: string): {
+  fixture: string;
+  expected: { final: string[]; history: { id: string; count: number; sha1: string }[] };
+} {
   const file = (extension: string) => fileURLToPath(new URL(`./fixtures/checkpoint/${name}.${extension}`, import.meta.url));
   return { fixture: file("db"), expected: JSON.parse(readFileSync(file("json"), "utf8")) as ReturnType<typeof storeFixture>["expected"] };
 }
@@ -326,7 +329,9 @@ describe("SqliteCheckpointSaver on a store of version 3 (its tables WITHOUT ROWI
     const db = new Database(path, { readonly: true });
     try {
       const tables = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"];
-      return Object.fromEntries(tables.map((table) => [table, (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n]));
+      return Object.fromEntries(
+        tables.map((table) => [table, (db.prepare(`SELECT count(*) AS n FROM ${table}`).get() as { n: number }).n]),
+      );
     } finally {
       db.close();
     }
@@ -336,14 +341,21 @@ describe("SqliteCheckpointSaver on a store of version 3 (its tables WITHOUT ROWI
     const path = newDatabasePath();
     mkdirSync(dirname(path), { recursive: true });
     copyFileSync(fixture, path);
-    expect(tablesWithoutRowid(path)).toEqual(["loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes", "loopgraph_checkpoints"]);
+    expect(tablesWithoutRowid(path)).toEqual([
+      "loopgraph_checkpoint_blobs",
+      "loopgraph_checkpoint_items",
+      "loopgraph_checkpoint_writes",
+      "loopgraph_checkpoints",
+    ]);
     const before = rowCounts(path);
     expect(before.loopgraph_checkpoint_items).toBeGreaterThan(0);
 
     // Read as it is (the reader migrates a copy in memory): the file is left alone.
     const image = readFileSync(path);
     const reader = await openStore({ db: path }, "read");
-    expect(serialized((await reader.saver.getTuple({ configurable: { thread_id: "v3" } }))?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
+    expect(
+      serialized((await reader.saver.getTuple({ configurable: { thread_id: "v3" } }))?.checkpoint.channel_values.messages as BaseMessage[]),
+    ).toEqual(expected.final);
     await reader.close();
     expect(readFileSync(path).equals(image)).toBe(true);
 
@@ -394,7 +406,9 @@ describe("SqliteCheckpointSaver.readChannel past a version the reader holds", ()
       logChunks.mockClear();
       const read = saver.readChannel("reader", "messages", version, previous ? { previous } : {});
       if (whole?.kind !== "list" || read?.kind !== "list") throw new Error(`version ${version} is not a list`);
-      expect(read.items.map((item) => Buffer.from(item.bytes).toString())).toEqual(whole.items.map((item) => Buffer.from(item.bytes).toString()));
+      expect(read.items.map((item) => Buffer.from(item.bytes).toString())).toEqual(
+        whole.items.map((item) => Buffer.from(item.bytes).toString()),
+      );
       expect(read.ranges).toEqual(whole.ranges);
       if (previous) {
         // The items both versions hold at the same log positions are the reader's own, and only the rest was looked for in the log.
@@ -409,10 +423,55 @@ describe("SqliteCheckpointSaver.readChannel past a version the reader holds", ()
   });
 
   it("dropRanges and sharedSeqPrefix count items across ranges", () => {
-    expect(dropRanges([[0, 3], [5, 7], [9, 10]], 0)).toEqual([[0, 3], [5, 7], [9, 10]]);
-    expect(dropRanges([[0, 3], [5, 7], [9, 10]], 4)).toEqual([[6, 7], [9, 10]]);
-    expect(dropRanges([[0, 3], [5, 7]], 5)).toEqual([]);
-    expect(sharedSeqPrefix([[0, 3], [5, 7]], [[0, 3], [5, 6], [8, 9]])).toBe(4);
+    expect(
+      dropRanges(
+        [
+          [0, 3],
+          [5, 7],
+          [9, 10],
+        ],
+        0,
+      ),
+    ).toEqual([
+      [0, 3],
+      [5, 7],
+      [9, 10],
+    ]);
+    expect(
+      dropRanges(
+        [
+          [0, 3],
+          [5, 7],
+          [9, 10],
+        ],
+        4,
+      ),
+    ).toEqual([
+      [6, 7],
+      [9, 10],
+    ]);
+    expect(
+      dropRanges(
+        [
+          [0, 3],
+          [5, 7],
+        ],
+        5,
+      ),
+    ).toEqual([]);
+    expect(
+      sharedSeqPrefix(
+        [
+          [0, 3],
+          [5, 7],
+        ],
+        [
+          [0, 3],
+          [5, 6],
+          [8, 9],
+        ],
+      ),
+    ).toBe(4);
     expect(sharedSeqPrefix([[0, 3]], [[0, 5]])).toBe(3);
     expect(sharedSeqPrefix([[1, 3]], [[0, 3]])).toBe(0);
     expect(sharedSeqPrefix([], [[0, 3]])).toBe(0);
@@ -429,7 +488,11 @@ describe("SqliteCheckpointSaver pending writes and inputs", () => {
       await graph.invoke({ messages: [new HumanMessage({ id: `h-${turn}`, content: `turn ${turn}` })] }, config);
     }
     // The input checkpoint of the next turn, and the writes of its first task.
-    const input = new HumanMessage({ id: "h-5", content: "turn 5", additional_kwargs: { bytes: new Uint8Array([1, 2, 3]), when: new Date(0).toISOString() } });
+    const input = new HumanMessage({
+      id: "h-5",
+      content: "turn 5",
+      additional_kwargs: { bytes: new Uint8Array([1, 2, 3]), when: new Date(0).toISOString() },
+    });
     await graph.invoke({ messages: [input] }, { ...config, interruptBefore: ["reply"] } as typeof config);
     const tuples = [];
     for await (const tuple of saver.list(config, { limit: 3 })) tuples.push(tuple);
@@ -448,7 +511,9 @@ describe("SqliteCheckpointSaver pending writes and inputs", () => {
         "SELECT channel, max(end_seq) AS items FROM loopgraph_checkpoint_items WHERE thread_id = 'writes' GROUP BY channel ORDER BY channel",
       )
       .all();
-    const writeRows = db.prepare<[], { type: string }>("SELECT type FROM loopgraph_checkpoint_writes WHERE thread_id = 'writes' AND channel = 'messages'").all();
+    const writeRows = db
+      .prepare<[], { type: string }>("SELECT type FROM loopgraph_checkpoint_writes WHERE thread_id = 'writes' AND channel = 'messages'")
+      .all();
     db.close();
     // Inputs and writes: 6 user messages (each an input, then its write, once) and 5 replies; the list: 11.
     expect(logs).toEqual([
@@ -467,7 +532,10 @@ describe("SqliteCheckpointSaver commits a step's pending writes with its checkpo
 
   /** A graph of plain values (no message lists): `a` then `b`, each adding to a counter. */
   function counterGraph(saver: SqliteCheckpointSaver) {
-    const State = Annotation.Root({ count: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }), last: Annotation<string>() });
+    const State = Annotation.Root({
+      count: Annotation<number>({ reducer: (a, b) => a + b, default: () => 0 }),
+      last: Annotation<string>(),
+    });
     return new StateGraph(State)
       .addNode("a", () => ({ count: 1, last: "a" }))
       .addNode("b", () => ({ count: 10, last: "b" }))
@@ -521,7 +589,14 @@ describe("SqliteCheckpointSaver commits a step's pending writes with its checkpo
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
     const config = { configurable: { thread_id: "fails", checkpoint_ns: "" } };
-    const checkpoint = (step: number) => ({ v: 4, id: uuid6(step), ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: {} });
+    const checkpoint = (step: number) => ({
+      v: 4,
+      id: uuid6(step),
+      ts: new Date().toISOString(),
+      channel_values: {},
+      channel_versions: {},
+      versions_seen: {},
+    });
     const saved = await saver.put(config, checkpoint(0), { source: "input", step: -1, parents: {} }, {});
     let failNext = true;
     saver.addWriteHook(() => {
@@ -558,14 +633,19 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     const db = new Database(path, { readonly: true });
     try {
       const rows = db
-        .prepare<[string], { channel: string; start_seq: number; end_seq: number; ends: Buffer; types: string | null; codec: string | null }>(
+        .prepare<
+          [string],
+          { channel: string; start_seq: number; end_seq: number; ends: Buffer; types: string | null; codec: string | null }
+        >(
           "SELECT channel, start_seq, end_seq, ends, types, codec FROM loopgraph_checkpoint_items WHERE thread_id = ? ORDER BY channel, start_seq",
         )
         .all(threadId);
       const logs: ReturnType<typeof itemLogs> = {};
       for (const row of rows) {
         const log = (logs[row.channel] ??= { types: [], rawBytes: 0, codecs: [] });
-        log.types.push(...(row.types === null ? new Array<string>(row.end_seq - row.start_seq).fill("json") : (JSON.parse(row.types) as string[])));
+        log.types.push(
+          ...(row.types === null ? new Array<string>(row.end_seq - row.start_seq).fill("json") : (JSON.parse(row.types) as string[])),
+        );
         log.rawBytes += row.ends.readUInt32LE(row.ends.length - 4);
         log.codecs.push(row.codec);
       }
@@ -587,7 +667,9 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
 
     expect(serialized(await storedMessages(path, "no-ids"))).toEqual(serialized(returned));
     // The writes read back as they were written: without the ids the reducer gave them later.
-    const written = tuples.flatMap((tuple) => (tuple.pendingWrites ?? []).filter(([, channel]) => channel === "messages").flatMap(([, , value]) => value as BaseMessage[]));
+    const written = tuples.flatMap((tuple) =>
+      (tuple.pendingWrites ?? []).filter(([, channel]) => channel === "messages").flatMap(([, , value]) => value as BaseMessage[]),
+    );
     expect(written).toHaveLength(16);
     expect(written.every((message) => message.id === undefined)).toBe(true);
     expect(written.map((message) => message.content).sort()).toEqual(returned.map((message) => message.content).sort());
@@ -619,12 +701,26 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
     const items = Array.from({ length: 40 }, (_, i) => `line ${i}: ${"the same words again and again ".repeat(20)}`);
-    const checkpoint = { v: 4, id: uuid6(0), ts: new Date().toISOString(), channel_values: { items }, channel_versions: { items: 1 }, versions_seen: {} };
-    await saver.put({ configurable: { thread_id: "text", checkpoint_ns: "" } }, checkpoint, { source: "loop", step: 0, parents: {} }, { items: 1 });
+    const checkpoint = {
+      v: 4,
+      id: uuid6(0),
+      ts: new Date().toISOString(),
+      channel_values: { items },
+      channel_versions: { items: 1 },
+      versions_seen: {},
+    };
+    await saver.put(
+      { configurable: { thread_id: "text", checkpoint_ns: "" } },
+      checkpoint,
+      { source: "loop", step: 0, parents: {} },
+      { items: 1 },
+    );
     saver.close();
     expect(itemLogs(path, "text").items!.codecs).toEqual(["deflate"]);
     const db = new Database(path, { readonly: true });
-    expect(db.prepare<[], { size: number }>("SELECT length(data) AS size FROM loopgraph_checkpoint_items WHERE thread_id = 'text'").get()!.size).toBeLessThan(items.join(",").length / 5);
+    expect(
+      db.prepare<[], { size: number }>("SELECT length(data) AS size FROM loopgraph_checkpoint_items WHERE thread_id = 'text'").get()!.size,
+    ).toBeLessThan(items.join(",").length / 5);
     db.close();
     const reopened = new SqliteCheckpointSaver(path);
     expect((await reopened.getTuple({ configurable: { thread_id: "text" } }))?.checkpoint.channel_values.items).toEqual(items);
@@ -640,8 +736,14 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     const text = Buffer.from("compressible ".repeat(100));
     const packed = packChunk({ start: 0, end: 1, data: text, ends: Buffer.alloc(4), types: null });
     expect(packed.codec).toBe("deflate");
-    expect(Buffer.from(unpackChunk({ start_seq: 0, end_seq: 1, data: packed.data, ends: packed.ends, types: null, codec: packed.codec }).data).equals(text)).toBe(true);
-    expect(() => unpackChunk({ start_seq: 0, end_seq: 1, data: text, ends: packed.ends, types: null, codec: "zstd" })).toThrow(/codec "zstd"/);
+    expect(
+      Buffer.from(
+        unpackChunk({ start_seq: 0, end_seq: 1, data: packed.data, ends: packed.ends, types: null, codec: packed.codec }).data,
+      ).equals(text),
+    ).toBe(true);
+    expect(() => unpackChunk({ start_seq: 0, end_seq: 1, data: text, ends: packed.ends, types: null, codec: "zstd" })).toThrow(
+      /codec "zstd"/,
+    );
   });
 
   it("writes no row for a version without a value, no checkpoint id twice, and versions of nine random digits", async () => {
@@ -652,14 +754,22 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     for await (const tuple of saver.list({ configurable: { thread_id: "lean" } })) history.push(tuple);
     saver.close();
     const db = new Database(path, { readonly: true });
-    const kinds = db.prepare<[], { kind: string }>("SELECT DISTINCT kind FROM loopgraph_checkpoint_blobs").all().map((row) => row.kind);
-    const rows = db.prepare<[], { checkpoint_id: string; checkpoint: Buffer; channel_versions: string }>("SELECT checkpoint_id, checkpoint, channel_versions FROM loopgraph_checkpoints").all();
+    const kinds = db
+      .prepare<[], { kind: string }>("SELECT DISTINCT kind FROM loopgraph_checkpoint_blobs")
+      .all()
+      .map((row) => row.kind);
+    const rows = db
+      .prepare<[], { checkpoint_id: string; checkpoint: Buffer; channel_versions: string }>(
+        "SELECT checkpoint_id, checkpoint, channel_versions FROM loopgraph_checkpoints",
+      )
+      .all();
     db.close();
     expect(kinds).not.toContain("empty");
     expect(rows.length).toBe(history.length);
     for (const row of rows) {
       expect(row.checkpoint.toString("utf8")).not.toContain(row.checkpoint_id);
-      for (const version of Object.values(JSON.parse(row.channel_versions) as Record<string, number>)) expect(String(version)).toMatch(/^\d+\.\d{1,9}$/);
+      for (const version of Object.values(JSON.parse(row.channel_versions) as Record<string, number>))
+        expect(String(version)).toMatch(/^\d+\.\d{1,9}$/);
     }
     // Read back, each checkpoint has its id where LangGraph puts it (after `v`), and the channels the state holds.
     for (const tuple of history) {
@@ -699,7 +809,14 @@ describe("SqliteCheckpointSaver list items", () => {
     let parent: typeof config & { configurable: { checkpoint_id?: string } } = config;
     // Written in two versions (the second appends to the first) so that the list spans two log chunks.
     for (const [i, upTo] of [7, items.length].entries()) {
-      const checkpoint = { v: 4, id: uuid6(i), ts: new Date().toISOString(), channel_values: { items: items.slice(0, upTo) }, channel_versions: { items: i + 1 }, versions_seen: {} };
+      const checkpoint = {
+        v: 4,
+        id: uuid6(i),
+        ts: new Date().toISOString(),
+        channel_values: { items: items.slice(0, upTo) },
+        channel_versions: { items: i + 1 },
+        versions_seen: {},
+      };
       parent = (await saver.put(parent, checkpoint, { source: "loop", step: i, parents: {} }, { items: i + 1 })) as typeof parent;
     }
     const reopened = new SqliteCheckpointSaver(path);

@@ -24,7 +24,11 @@ describe("the build", () => {
   }, 90_000);
 
   it("interrupted, it leaves the previous build working", async () => {
-    const build = spawn(process.execPath, [join(ROOT, "scripts/bundle.mjs")], { cwd: ROOT, detached: true, stdio: ["ignore", "pipe", "pipe"] });
+    const build = spawn(process.execPath, [join(ROOT, "scripts/bundle.mjs")], {
+      cwd: ROOT,
+      detached: true,
+      stdio: ["ignore", "pipe", "pipe"],
+    });
     const ended = collect(build);
     try {
       // Stopped as soon as it has begun to replace anything.

@@ -29,7 +29,12 @@ const repo = (): Workspace => tempWorkspace({ git: true, files: { "README.md": "
 
 /** A Coder run on the mock server. */
 const coderOnServer = (thread: string, extra: Partial<RunSpec> = {}): RunSpec => ({
-  graph: "coder", task: "do the task", thread, model: "openai:gpt-test", approval: "auto", ...extra,
+  graph: "coder",
+  task: "do the task",
+  thread,
+  model: "openai:gpt-test",
+  approval: "auto",
+  ...extra,
 });
 
 /** A Coder run on a scripted model whose one tool call is `command`, then "Done.": the shell runs unconfined and unasked. */
@@ -37,7 +42,15 @@ function shellScript(ws: Workspace, command: string): string {
   const file = join(ws.root, "shell.script.yaml");
   writeFileSync(
     file,
-    ["responses:", "  - node: coder", "    tool_calls:", "      - name: shell", `        args: { command: ${JSON.stringify(command)} }`, "  - node: coder", '    content: "Done."'].join("\n"),
+    [
+      "responses:",
+      "  - node: coder",
+      "    tool_calls:",
+      "      - name: shell",
+      `        args: { command: ${JSON.stringify(command)} }`,
+      "  - node: coder",
+      '    content: "Done."',
+    ].join("\n"),
   );
   return file;
 }
@@ -47,14 +60,21 @@ interface CoderOutput {
   summary: string;
   toolCalls: Array<{ name: string; ok: boolean }>;
 }
-const coderOutput = async (db: string, thread: string) => (await finalState<{ outputs?: { coder?: CoderOutput } }>(db, thread)).outputs?.coder;
+const coderOutput = async (db: string, thread: string) =>
+  (await finalState<{ outputs?: { coder?: CoderOutput } }>(db, thread)).outputs?.coder;
 
 describe("one Ctrl-C stops a run at once; the step in flight re-runs on resume", () => {
   it("a model request that hangs: exit 130 within a second or so, thread interrupted, resume re-runs the model step", async () => {
     const ws = repo();
     server.enqueue(HANGS);
     const running = startRun(ws, coderOnServer("hang", { json: false }), { env: modelEnv() });
-    expect(await eventually(() => server.requests.length, (n) => n === 1, 30_000)).toBe(1);
+    expect(
+      await eventually(
+        () => server.requests.length,
+        (n) => n === 1,
+        30_000,
+      ),
+    ).toBe(1);
 
     const sent = performance.now();
     const stopped = await running.kill("SIGINT");
@@ -81,7 +101,11 @@ describe("one Ctrl-C stops a run at once; the step in flight re-runs on resume",
     const ws = repo();
     server.enqueue(HANGS);
     const running = startRun(ws, coderOnServer("term", { json: false }), { env: modelEnv() });
-    await eventually(() => server.requests.length, (n) => n === 1, 30_000);
+    await eventually(
+      () => server.requests.length,
+      (n) => n === 1,
+      30_000,
+    );
     const stopped = await running.kill("SIGTERM");
     expect(stopped.code, stopped.stderr).toBe(130);
     expect(stopped.stdout).toContain("Continue with: loopgraph resume term");
@@ -93,9 +117,21 @@ describe("one Ctrl-C stops a run at once; the step in flight re-runs on resume",
     const marker = "sleep 29.8761";
     // The first time it runs, it waits; run again, it ends at once.
     const script = shellScript(ws, `echo start >> log.txt; [ -e again ] || { touch again; ${marker}; }; echo done >> log.txt`);
-    const running = startRun(ws, { graph: "coder", task: "do the task", thread: "shell", script, approval: "auto", extra: ["--no-sandbox"] });
+    const running = startRun(ws, {
+      graph: "coder",
+      task: "do the task",
+      thread: "shell",
+      script,
+      approval: "auto",
+      extra: ["--no-sandbox"],
+    });
     await running.waitForEvent("tool_call", (line) => line.includes("sleep"));
-    expect(await eventually(() => processAlive(marker), (alive) => alive)).toBe(true);
+    expect(
+      await eventually(
+        () => processAlive(marker),
+        (alive) => alive,
+      ),
+    ).toBe(true);
 
     const sent = performance.now();
     const stopped = await running.kill("SIGINT");
@@ -122,18 +158,42 @@ describe("one Ctrl-C stops a run at once; the step in flight re-runs on resume",
     const marker = "sleep 29.8762";
     // A command that ignores SIGTERM holds the first Ctrl-C for the 2 s before it is killed.
     const script = shellScript(ws, `trap '' TERM; ${marker}`);
-    const running = startRun(ws, { graph: "coder", task: "do the task", thread: "twice", script, approval: "auto", json: false, extra: ["--no-sandbox"] });
+    const running = startRun(ws, {
+      graph: "coder",
+      task: "do the task",
+      thread: "twice",
+      script,
+      approval: "auto",
+      json: false,
+      extra: ["--no-sandbox"],
+    });
     let stderr = "";
     running.child.stderr?.on("data", (chunk: Buffer) => (stderr += chunk.toString()));
-    expect(await eventually(() => processAlive(marker), (alive) => alive, 40_000)).toBe(true);
+    expect(
+      await eventually(
+        () => processAlive(marker),
+        (alive) => alive,
+        40_000,
+      ),
+    ).toBe(true);
 
     running.child.kill("SIGINT");
-    expect(await eventually(() => stderr, (text) => text.includes("Stopping now"))).toContain("Stopping now");
+    expect(
+      await eventually(
+        () => stderr,
+        (text) => text.includes("Stopping now"),
+      ),
+    ).toContain("Stopping now");
     const stopped = await running.kill("SIGINT");
     expect(stopped.code, stopped.stderr).toBe(130);
     expect(stopped.stdout).toContain("Continue with: loopgraph resume twice");
     expect(await recordedStatus(ws.db, "twice")).toBe("interrupted");
-    expect(await eventually(() => processAlive(marker), (alive) => !alive)).toBe(false);
+    expect(
+      await eventually(
+        () => processAlive(marker),
+        (alive) => !alive,
+      ),
+    ).toBe(false);
   });
 });
 
@@ -142,14 +202,28 @@ describe("--model-timeout", () => {
     const ws = repo();
     server.enqueue(HANGS, HANGS, HANGS);
     const running = startRun(ws, coderOnServer("timeout", { extra: ["--model-timeout", "1"] }), { env: modelEnv() });
-    await eventually(() => server.requests.length, (n) => n >= 1, 30_000);
+    await eventually(
+      () => server.requests.length,
+      (n) => n >= 1,
+      30_000,
+    );
     const line = await running.waitForEvent("retry", undefined, { timeoutMs: 20_000 });
     const waited = performance.now() - server.requests[0]!.receivedAt;
-    expect(JSON.parse(running.lines[line]!)).toMatchObject({ type: "retry", node: "coder", attempt: 1, message: expect.stringMatching(/no data from .* for 1 s/) });
+    expect(JSON.parse(running.lines[line]!)).toMatchObject({
+      type: "retry",
+      node: "coder",
+      attempt: 1,
+      message: expect.stringMatching(/no data from .* for 1 s/),
+    });
     // Measured from when the server had the request: the client's second started a little before.
     expect(waited).toBeGreaterThan(500);
     expect(waited).toBeLessThan(10_000);
-    expect(await eventually(() => server.requests.length, (n) => n >= 2)).toBeGreaterThanOrEqual(2);
+    expect(
+      await eventually(
+        () => server.requests.length,
+        (n) => n >= 2,
+      ),
+    ).toBeGreaterThanOrEqual(2);
     expect((await running.kill("SIGINT")).code).toBe(130);
   });
 

@@ -31,7 +31,9 @@ describe("loopgraph completion", () => {
     const zsh = await runCli(["completion", "zsh"], { env: cleanEnv() });
     expect(zsh.stdout).toMatch(/^#compdef loopgraph\n.*\nautoload -U \+X bashcompinit && bashcompinit\n# bash completion for loopgraph/);
     const fish = await runCli(["completion", "fish"], { env: cleanEnv() });
-    expect(fish.stdout).toContain("complete -c loopgraph -n '__fish_seen_subcommand_from threads; and not __fish_seen_subcommand_from list delete prune' -a 'list delete prune'");
+    expect(fish.stdout).toContain(
+      "complete -c loopgraph -n '__fish_seen_subcommand_from threads; and not __fish_seen_subcommand_from list delete prune' -a 'list delete prune'",
+    );
     expect(fish.stdout).toContain("complete -c loopgraph -n '__fish_seen_subcommand_from run' -l approval -x -a 'ask auto-edit auto deny'");
     const other = await runCli(["completion", "powershell"], { env: cleanEnv() });
     expect(other.code).toBe(2);

@@ -45,13 +45,19 @@ describe("loopgraph doctor", () => {
     const { text, code, report, jsonCode } = await doctor(ws, { ...SANDBOX_AS_FOUND, LOOPGRAPH_BWRAP: "/nonexistent/bwrap" });
     expect(code, text.stderr).toBe(1);
     expect(jsonCode).toBe(1);
-    expect(text.stdout).toMatch(/^✗ sandbox +\/nonexistent\/bwrap is not installed: the agent's shell commands ask before they run, even in --approval auto → (sudo )?apt-get install bubblewrap$/m);
+    expect(text.stdout).toMatch(
+      /^✗ sandbox +\/nonexistent\/bwrap is not installed: the agent's shell commands ask before they run, even in --approval auto → (sudo )?apt-get install bubblewrap$/m,
+    );
     expect(text.stdout).toMatch(/^✓ git +git version \d/m);
     expect(text.stdout).toMatch(/^✓ store +.*store\.db: not created yet; the first run creates it/m);
     expect(text.stdout).toMatch(/^✓ model +scripted:.*: a scripted model, offline$/m);
     expect(text.stdout).toContain("Something this configuration needs is missing");
     expect(report.ok).toBe(false);
-    expect(check(report, "sandbox")).toMatchObject({ status: "missing", needed: true, fix: expect.stringMatching(/apt-get install bubblewrap$/) });
+    expect(check(report, "sandbox")).toMatchObject({
+      status: "missing",
+      needed: true,
+      fix: expect.stringMatching(/apt-get install bubblewrap$/),
+    });
     expect(report.checks.map((entry) => entry.name)).toEqual(["node", "git", "sandbox", "ripgrep", "store", "model", "chromium"]);
     // ripgrep and Chromium are never needed: present or not, they do not decide the exit code.
     expect(check(report, "ripgrep")!.needed).toBe(false);
@@ -67,18 +73,30 @@ describe("loopgraph doctor", () => {
     expect(report.ok).toBe(true);
   });
 
-  it.skipIf(lacks("sandbox", "the doctor's complete-machine test"))("a complete machine: bubblewrap starts, a store written by a run, the model's key set: every needed line is ✓, exit 0", async () => {
-    const ws = tempWorkspace({ git: true });
-    const ran = await run(ws, { graph: "example-review", thread: "t", script: join(ROOT, "examples/example-review.script.yaml"), task: "explain" });
-    expect(ran.code, ran.stderr).toBe(0);
-    const { text, code, report } = await doctor(ws, { ...SANDBOX_AS_FOUND, LOOPGRAPH_MODEL: "openai:gpt-4o-mini", OPENAI_API_KEY: "sk-doctor-test" });
-    expect(code, text.stdout).toBe(0);
-    expect(text.stdout).toMatch(/^✓ sandbox +bubblewrap starts/m);
-    expect(text.stdout).toMatch(/^✓ store +.*store\.db: SQLite, writable, schema version \d+$/m);
-    expect(text.stdout).toMatch(/^✓ model +openai:gpt-4o-mini: OPENAI_API_KEY is set/m);
-    expect(text.stdout).not.toContain("sk-doctor-test");
-    expect(report.checks.filter((entry) => entry.needed).every((entry) => entry.status === "ok")).toBe(true);
-  });
+  it.skipIf(lacks("sandbox", "the doctor's complete-machine test"))(
+    "a complete machine: bubblewrap starts, a store written by a run, the model's key set: every needed line is ✓, exit 0",
+    async () => {
+      const ws = tempWorkspace({ git: true });
+      const ran = await run(ws, {
+        graph: "example-review",
+        thread: "t",
+        script: join(ROOT, "examples/example-review.script.yaml"),
+        task: "explain",
+      });
+      expect(ran.code, ran.stderr).toBe(0);
+      const { text, code, report } = await doctor(ws, {
+        ...SANDBOX_AS_FOUND,
+        LOOPGRAPH_MODEL: "openai:gpt-4o-mini",
+        OPENAI_API_KEY: "sk-doctor-test",
+      });
+      expect(code, text.stdout).toBe(0);
+      expect(text.stdout).toMatch(/^✓ sandbox +bubblewrap starts/m);
+      expect(text.stdout).toMatch(/^✓ store +.*store\.db: SQLite, writable, schema version \d+$/m);
+      expect(text.stdout).toMatch(/^✓ model +openai:gpt-4o-mini: OPENAI_API_KEY is set/m);
+      expect(text.stdout).not.toContain("sk-doctor-test");
+      expect(report.checks.filter((entry) => entry.needed).every((entry) => entry.status === "ok")).toBe(true);
+    },
+  );
 
   it("a model whose key is not set, and a store newer than this loopgraph: both ✗ with what to do, exit 1", async () => {
     const ws = tempWorkspace({ git: true });
@@ -88,7 +106,9 @@ describe("loopgraph doctor", () => {
     const { text, code, report } = await doctor(ws, { LOOPGRAPH_SANDBOX: "off", LOOPGRAPH_MODEL: "anthropic:claude-sonnet-4-5" });
     expect(code).toBe(1);
     expect(text.stdout).toMatch(/^✗ model +ANTHROPIC_API_KEY is not set: export ANTHROPIC_API_KEY=<your key>/m);
-    expect(text.stdout).toMatch(/^✗ store +.*store\.db has schema version 999, newer than this loopgraph understands \(\d+\) → upgrade loopgraph$/m);
+    expect(text.stdout).toMatch(
+      /^✗ store +.*store\.db has schema version 999, newer than this loopgraph understands \(\d+\) → upgrade loopgraph$/m,
+    );
     expect(check(report, "model")).toMatchObject({ status: "missing", needed: true });
   });
 
@@ -97,7 +117,9 @@ describe("loopgraph doctor", () => {
     const url = `postgres://loopgraph:pw-never-shown@127.0.0.1:${await closedPort()}/loopgraph`;
     const { text, code } = await doctor(ws, { LOOPGRAPH_SANDBOX: "off", LOOPGRAPH_DB: url, LOOPGRAPH_PG_CONNECT_TIMEOUT_MS: "3000" });
     expect(code).toBe(1);
-    expect(text.stdout).toMatch(/^✗ store +cannot reach the PostgreSQL server of postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/loopgraph .*check that it runs/m);
+    expect(text.stdout).toMatch(
+      /^✗ store +cannot reach the PostgreSQL server of postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/loopgraph .*check that it runs/m,
+    );
     expect(text.stdout + text.stderr).not.toContain("pw-never-shown");
   });
 });
@@ -108,11 +130,18 @@ describeOnPostgres("loopgraph doctor with a PostgreSQL store", "the doctor's Pos
     const url = server().createDatabase("doctor");
     const fresh = await doctor(ws, { LOOPGRAPH_SANDBOX: "off", LOOPGRAPH_DB: url });
     expect(fresh.code, fresh.text.stdout).toBe(0);
-    expect(fresh.text.stdout).toMatch(/^✓ store +postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/doctor: PostgreSQL reachable; no loopgraph store yet/m);
-    const ran = await run({ dir: ws.dir, db: url }, { graph: "example-review", thread: "t", script: join(ROOT, "examples/example-review.script.yaml"), task: "explain" });
+    expect(fresh.text.stdout).toMatch(
+      /^✓ store +postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/doctor: PostgreSQL reachable; no loopgraph store yet/m,
+    );
+    const ran = await run(
+      { dir: ws.dir, db: url },
+      { graph: "example-review", thread: "t", script: join(ROOT, "examples/example-review.script.yaml"), task: "explain" },
+    );
     expect(ran.code, ran.stderr).toBe(0);
     const after = await doctor(ws, { LOOPGRAPH_SANDBOX: "off", LOOPGRAPH_DB: url });
-    expect(after.text.stdout).toMatch(/^✓ store +postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/doctor: PostgreSQL reachable, schema version \d+$/m);
+    expect(after.text.stdout).toMatch(
+      /^✓ store +postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/doctor: PostgreSQL reachable, schema version \d+$/m,
+    );
     expect(after.text.stdout).not.toContain(server().password);
   });
 });

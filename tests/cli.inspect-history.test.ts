@@ -15,7 +15,16 @@ import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it, vi } from "vitest";
 import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
 import { loopThread } from "../bench/fixtures.js";
-import { findCheckpoint, listThreads, nodesRun, parentIdOf, threadHistory, toPlainValues, type CheckpointSummary, type ThreadHistory } from "../src/engine/inspect.js";
+import {
+  findCheckpoint,
+  listThreads,
+  nodesRun,
+  parentIdOf,
+  threadHistory,
+  toPlainValues,
+  type CheckpointSummary,
+  type ThreadHistory,
+} from "../src/engine/inspect.js";
 import { checkpointTree } from "../src/engine/checkpoint-tree.js";
 import { asSeen } from "../src/runs/thread-registry.js";
 import { requireThread, withStore, type Store } from "../src/runs/store.js";
@@ -35,7 +44,11 @@ async function oldRootCheckpoints(store: Store, threadId: string): Promise<Check
   return tuples.reverse();
 }
 
-function oldSummarise(tuple: CheckpointTuple, previous: Record<string, unknown>, current: Record<string, unknown>): Omit<CheckpointSummary, "branch"> {
+function oldSummarise(
+  tuple: CheckpointTuple,
+  previous: Record<string, unknown>,
+  current: Record<string, unknown>,
+): Omit<CheckpointSummary, "branch"> {
   const step = tuple.metadata?.step ?? 0;
   const usageBefore = (previous.usage ?? {}) as Record<string, TokenUsage>;
   const usageNow = (current.usage ?? {}) as Record<string, TokenUsage>;
@@ -89,7 +102,8 @@ async function oldThreadHistory(db: string, threadId: string): Promise<ThreadHis
 async function oldCounts(db: string): Promise<Array<[string, number]>> {
   return withStore({ db }, "read", async (store) => {
     const counts: Array<[string, number]> = [];
-    for (const thread of await store.threads.list()) counts.push([thread.threadId, (await oldRootCheckpoints(store, thread.threadId)).length]);
+    for (const thread of await store.threads.list())
+      counts.push([thread.threadId, (await oldRootCheckpoints(store, thread.threadId)).length]);
     return counts;
   });
 }
@@ -146,7 +160,9 @@ async function expectSameLookups(db: string, threadId: string, history: ThreadHi
   await withStore({ db }, "read", async (store) => {
     const everyId = (await store.checkpoints.allCheckpointIds(threadId)).sort();
     for (const prefix of [...prefixes, everyId.at(-1)!.slice(0, 14)]) {
-      expect((await store.checkpoints.checkpointsWithPrefix(threadId, prefix)).map((match) => match.id)).toEqual(everyId.filter((id) => id.startsWith(prefix)));
+      expect((await store.checkpoints.checkpointsWithPrefix(threadId, prefix)).map((match) => match.id)).toEqual(
+        everyId.filter((id) => id.startsWith(prefix)),
+      );
     }
   });
 }
@@ -158,7 +174,16 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     const before = await threadHistory("loop", { db: loop.db });
     // From the next-to-last round's Judge: the fork runs the last round again, on a new task.
     const start = before.checkpoints.filter((c) => c.nodes.includes("judge")).at(-2)!;
-    const forked = await runCli(["replay", "loop", "--from", start.checkpointId.slice(0, 20), "--set", "task=write one more round", "--db", loop.db]);
+    const forked = await runCli([
+      "replay",
+      "loop",
+      "--from",
+      start.checkpointId.slice(0, 20),
+      "--set",
+      "task=write one more round",
+      "--db",
+      loop.db,
+    ]);
     expect(forked.code, forked.stderr).toBe(0);
 
     // No checkpoint is decoded whole any more, and far fewer values are decoded at all.
@@ -192,16 +217,23 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     const ws = exampleCopy();
     expect((await runExample(ws, "forked")).code).toBe(0);
     const critique = (await threadHistory("forked", { db: ws.db })).checkpoints.find((c) => c.nodes.includes("critique"))!;
-    const forked = await runCli(["replay", "forked", "--from", critique.checkpointId, "--set", "task=Explain forks", "--db", ws.db], { cwd: ws.dir });
+    const forked = await runCli(["replay", "forked", "--from", critique.checkpointId, "--set", "task=Explain forks", "--db", ws.db], {
+      cwd: ws.dir,
+    });
     expect(forked.code, forked.stderr).toBe(0);
     const history = await expectSameHistory(ws.db, "forked");
     expect(history.branches.length).toBe(2);
     // The fork replaced the task's message, the first: its list shares no prefix with the parent's.
-    expect(history.checkpoints.find((c) => c.branch === 1)!.changes).toContainEqual(expect.objectContaining({ path: "messages.0.content", kind: "changed", value: "Explain forks" }));
+    expect(history.checkpoints.find((c) => c.branch === 1)!.changes).toContainEqual(
+      expect.objectContaining({ path: "messages.0.content", kind: "changed", value: "Explain forks" }),
+    );
 
     // Out of responses at `revise`: the run fails and its checkpoint records the error.
     const short = join(ws.dir, "short.script.yaml");
-    writeFileSync(short, `responses:\n  - { node: draft, content: "a draft" }\n  - { node: critique, content: '{"verdict": "revise", "notes": "more"}' }\n`);
+    writeFileSync(
+      short,
+      `responses:\n  - { node: draft, content: "a draft" }\n  - { node: critique, content: '{"verdict": "revise", "notes": "more"}' }\n`,
+    );
     expect((await runExample(ws, "failed", short)).code).toBe(1);
     const failed = await expectSameHistory(ws.db, "failed");
     expect(failed.checkpoints.some((c) => c.status === "error")).toBe(true);
@@ -210,14 +242,25 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     // Paused at a breakpoint (exit 3).
     const temp = tempWorkspace();
     copyTrusted(join(ROOT, "tests/fixtures/engine"), temp.dir);
-    const paused = await run({ dir: temp.dir, db: ws.db }, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "paused", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
+    const paused = await run(
+      { dir: temp.dir, db: ws.db },
+      {
+        graph: join(temp.dir, "breakpoint.yaml"),
+        task: "t",
+        thread: "paused",
+        script: join(temp.dir, "breakpoint.script.yaml"),
+        json: false,
+      },
+    );
     expect(paused.code, paused.stderr).toBe(3);
     expect((await expectSameHistory(ws.db, "paused")).thread.status).toBe("paused");
 
     // The thread list counts each thread's root checkpoints in SQL: the same numbers as decoding them all.
     const listed = await listThreads({ db: ws.db });
     expect(listed.map((t) => [t.threadId, t.checkpoints])).toEqual(await oldCounts(ws.db));
-    expect(listed.map((t) => t.status)).toEqual((await withStore({ db: ws.db }, "read", async (store) => store.threads.list())).map((t) => asSeen(t).status));
+    expect(listed.map((t) => t.status)).toEqual(
+      (await withStore({ db: ws.db }, "read", async (store) => store.threads.list())).map((t) => asSeen(t).status),
+    );
 
     // `inspect` (the list) loads no LangChain module: it answers in a few node start-ups.
     const { modules: loaded, ...shown } = await modulesLoadedBy(["inspect", "--db", ws.db]);

@@ -9,7 +9,17 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { sourceMappedStack } from "../src/cli/debug-stack.js";
-import { BUNDLE_FILE, CACHE_PROFILES, COMMANDS, bundleHeader, cacheFile, cacheFileBytes, cacheProfile, loadCli, type CacheProfile } from "../src/cli/launcher.js";
+import {
+  BUNDLE_FILE,
+  CACHE_PROFILES,
+  COMMANDS,
+  bundleHeader,
+  cacheFile,
+  cacheFileBytes,
+  cacheProfile,
+  loadCli,
+  type CacheProfile,
+} from "../src/cli/launcher.js";
 import { CLI, ROOT, cleanEnv, runCli } from "./helpers/cli.js";
 
 const BUILT = join(ROOT, "dist/cli");
@@ -57,7 +67,11 @@ describe("the cache for a command line", () => {
 
   it("knows every command the CLI has", async () => {
     const help = await runCli(["--help"]);
-    const listed = help.stdout.split("Commands:")[1]!.split("\n").map((line) => /^  (\S+)/.exec(line)?.[1]).filter(Boolean);
+    const listed = help.stdout
+      .split("Commands:")[1]!
+      .split("\n")
+      .map((line) => /^  (\S+)/.exec(line)?.[1])
+      .filter(Boolean);
     expect(listed.length).toBeGreaterThan(10);
     expect(new Set(listed)).toEqual(COMMANDS);
   });
@@ -146,7 +160,11 @@ describe("a debug stack (LOOPGRAPH_DEBUG)", () => {
     const bundle = join(BUILT, BUNDLE_FILE);
     const inBundle = placeOf(bundle, INTERNAL_ERROR);
     const inSource = placeOf(join(ROOT, "src/cli/main.ts"), INTERNAL_ERROR);
-    const stack = ["Error: boom", `    at runMain (${bundle}:${inBundle.line}:${inBundle.column})`, "    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)"].join("\n");
+    const stack = [
+      "Error: boom",
+      `    at runMain (${bundle}:${inBundle.line}:${inBundle.column})`,
+      "    at process.processTicksAndRejections (node:internal/process/task_queues:95:5)",
+    ].join("\n");
     const mapped = sourceMappedStack(stack, ROOT).split("\n");
     expect(mapped[0]).toBe("Error: boom");
     // The template literal the text is in starts a little before it: the same line of main.ts.

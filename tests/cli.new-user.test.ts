@@ -13,10 +13,26 @@ const MONITOR_SCRIPT = `scripted:${join(ROOT, "examples", "monitor.script.yaml")
 describe("a usage mistake", () => {
   const mistakes: Array<{ args: string[]; first: RegExp; help: string }> = [
     { args: ["rnu"], first: /^loopgraph: unknown command 'rnu' \(did you mean run\?\)$/, help: "see loopgraph --help" },
-    { args: ["run", "coder", "--taks", "x"], first: /^loopgraph: unknown option '--taks' \(did you mean --task\?\)$/, help: "see loopgraph run --help" },
-    { args: ["run", "coder", "--approval", "yes"], first: /^loopgraph: option '--approval <mode>' argument 'yes' is invalid\. Allowed choices are ask, auto-edit, auto, deny\.$/, help: "see loopgraph run --help" },
-    { args: ["threads", "prune"], first: /^loopgraph: required option '--older-than <age>' not specified$/, help: "see loopgraph threads prune --help" },
-    { args: ["ui", "--port", "abc"], first: /^loopgraph: option '--port <n>' argument 'abc' is invalid\. expected a port number from 1 to 65535$/, help: "see loopgraph ui --help" },
+    {
+      args: ["run", "coder", "--taks", "x"],
+      first: /^loopgraph: unknown option '--taks' \(did you mean --task\?\)$/,
+      help: "see loopgraph run --help",
+    },
+    {
+      args: ["run", "coder", "--approval", "yes"],
+      first: /^loopgraph: option '--approval <mode>' argument 'yes' is invalid\. Allowed choices are ask, auto-edit, auto, deny\.$/,
+      help: "see loopgraph run --help",
+    },
+    {
+      args: ["threads", "prune"],
+      first: /^loopgraph: required option '--older-than <age>' not specified$/,
+      help: "see loopgraph threads prune --help",
+    },
+    {
+      args: ["ui", "--port", "abc"],
+      first: /^loopgraph: option '--port <n>' argument 'abc' is invalid\. expected a port number from 1 to 65535$/,
+      help: "see loopgraph ui --help",
+    },
   ];
 
   it.each(mistakes)("loopgraph $args prints one line and where to look, and exits 2", async ({ args, first, help }) => {
@@ -51,7 +67,11 @@ describe("a graph name misspelt", () => {
 describe("loopgraph config", () => {
   it("refuses, in the run's own words and with exit 2, a setting of the environment that a run refuses", async () => {
     const ws = tempWorkspace({ git: "init" });
-    for (const [variable, value] of [["LOOPGRAPH_APPROVAL", "yolo"], ["LOOPGRAPH_MODEL_TIMEOUT", "abc"], ["LOOPGRAPH_MODE", "fast"]] as const) {
+    for (const [variable, value] of [
+      ["LOOPGRAPH_APPROVAL", "yolo"],
+      ["LOOPGRAPH_MODEL_TIMEOUT", "abc"],
+      ["LOOPGRAPH_MODE", "fast"],
+    ] as const) {
       const env = cleanEnv({ [variable]: value });
       const run = await runCli(["run", "example-review", "--task", "x", "--model", MONITOR_SCRIPT, "--db", ws.db], { cwd: ws.dir, env });
       expect(run.code, variable).toBe(2);
@@ -60,7 +80,9 @@ describe("loopgraph config", () => {
       expect(config.stderr, variable).toBe(run.stderr);
       expect(config.stdout, variable).toMatch(new RegExp(`^\\S+ +${value} +environment: ${variable}$`, "m"));
     }
-    expect((await runCli(["config"], { cwd: ws.dir, env: cleanEnv({ LOOPGRAPH_APPROVAL: "auto", LOOPGRAPH_MODEL_TIMEOUT: "30" }) })).code).toBe(0);
+    expect(
+      (await runCli(["config"], { cwd: ws.dir, env: cleanEnv({ LOOPGRAPH_APPROVAL: "auto", LOOPGRAPH_MODEL_TIMEOUT: "30" }) })).code,
+    ).toBe(0);
   });
 });
 
@@ -92,7 +114,9 @@ describe("leaving a chat", () => {
     await chat("--thread", "older");
     const left = await chat("--thread", "newer");
     expect(left.code, left.stderr).toBe(0);
-    expect(left.stdout).toContain(`Continue with: loopgraph chat --continue --db ${JSON.stringify(ws.db)}  (or loopgraph chat --thread newer --db ${JSON.stringify(ws.db)})`);
+    expect(left.stdout).toContain(
+      `Continue with: loopgraph chat --continue --db ${JSON.stringify(ws.db)}  (or loopgraph chat --thread newer --db ${JSON.stringify(ws.db)})`,
+    );
     const back = await chat("--continue");
     expect(back.code, back.stderr).toBe(0);
     expect(back.stdout).toMatch(/loopgraph chat {2}thread newer /);

@@ -17,9 +17,24 @@ beforeEach(async () => {
 
 const env = () => cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url });
 const run = (thread: string) =>
-  runCli(["run", "example-review", "--task", "Explain loopgraph", "--thread", thread, "--model", "openai:gpt-test", "--db", join(temp.path, "db"), "--json"], {
-    env: env(),
-  });
+  runCli(
+    [
+      "run",
+      "example-review",
+      "--task",
+      "Explain loopgraph",
+      "--thread",
+      thread,
+      "--model",
+      "openai:gpt-test",
+      "--db",
+      join(temp.path, "db"),
+      "--json",
+    ],
+    {
+      env: env(),
+    },
+  );
 
 describe("loopgraph run against an OpenAI-compatible server on 127.0.0.1", () => {
   it("streams, retries a 429 and a 500, and finishes with token usage from the server", async () => {

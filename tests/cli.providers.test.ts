@@ -22,13 +22,30 @@ describe.each(PROVIDERS)("loopgraph run coder --model $provider:…", ({ provide
     onCleanup(() => server.close());
     server.enqueue(
       { status: 429, headers: { "retry-after": "0.05" } },
-      { text: "Writing the file.", toolCalls: [{ id: "toolu_1", name: "write_file", args: { path: "hello.txt", contents: `hello from ${provider}\n` } }] },
+      {
+        text: "Writing the file.",
+        toolCalls: [{ id: "toolu_1", name: "write_file", args: { path: "hello.txt", contents: `hello from ${provider}\n` } }],
+      },
       { status: 500 },
       { text: "Done: hello.txt is written." },
     );
     const secret = `key-${provider}-SECRET-91c3`;
     const result = await runCli(
-      ["run", "coder", "--task", "write hello.txt", "--workspace", ws.dir, "--db", ws.db, "--model", `${provider}:${model}`, "--approval", "auto", "--json"],
+      [
+        "run",
+        "coder",
+        "--task",
+        "write hello.txt",
+        "--workspace",
+        ws.dir,
+        "--db",
+        ws.db,
+        "--model",
+        `${provider}:${model}`,
+        "--approval",
+        "auto",
+        "--json",
+      ],
       { env: cleanEnv({ [keyEnv]: secret, [baseEnv]: server.url }) },
     );
     expect(result.code, result.stderr).toBe(0);
@@ -41,7 +58,8 @@ describe.each(PROVIDERS)("loopgraph run coder --model $provider:…", ({ provide
     // The tool result went back to the model in the provider's own form.
     expect(JSON.stringify(server.requests[3]!.body)).toMatch(protocol === "anthropic" ? /"tool_result"/ : /"functionResponse"/);
     for (const file of readdirSync(join(ws.db, ".."))) {
-      if (existsSync(join(ws.db, "..", file)) && !file.startsWith("repo")) expect(readFileSync(join(ws.db, "..", file)).includes(secret), file).toBe(false);
+      if (existsSync(join(ws.db, "..", file)) && !file.startsWith("repo"))
+        expect(readFileSync(join(ws.db, "..", file)).includes(secret), file).toBe(false);
     }
   });
 
@@ -49,12 +67,20 @@ describe.each(PROVIDERS)("loopgraph run coder --model $provider:…", ({ provide
     const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
     const server = await startMockModelServer(protocol);
     onCleanup(() => server.close());
-    server.enqueue({ status: 401, error: { message: "invalid key", type: "authentication_error", code: "UNAUTHENTICATED" } }, { text: "never" });
-    const result = await runCli(["run", "coder", "--task", "write hello.txt", "--workspace", ws.dir, "--db", ws.db, "--model", `${provider}:${model}`], {
-      env: cleanEnv({ [keyEnv]: "wrong", [baseEnv]: server.url }),
-    });
+    server.enqueue(
+      { status: 401, error: { message: "invalid key", type: "authentication_error", code: "UNAUTHENTICATED" } },
+      { text: "never" },
+    );
+    const result = await runCli(
+      ["run", "coder", "--task", "write hello.txt", "--workspace", ws.dir, "--db", ws.db, "--model", `${provider}:${model}`],
+      {
+        env: cleanEnv({ [keyEnv]: "wrong", [baseEnv]: server.url }),
+      },
+    );
     expect(result.code).toBe(1);
-    expect(result.stderr.trim().split("\n").at(-1)).toMatch(new RegExp(`^✖ failed .*authentication failed at .*\\(401.*\\): check ${keyEnv}$`));
+    expect(result.stderr.trim().split("\n").at(-1)).toMatch(
+      new RegExp(`^✖ failed .*authentication failed at .*\\(401.*\\): check ${keyEnv}$`),
+    );
     expect(server.requests).toHaveLength(1);
   });
 });
@@ -80,7 +106,9 @@ describe("a provider of the user's own (config.yaml providers:)", () => {
       ["coder-7b", "Bearer ih-key-123456"],
       ["coder-7b", "Bearer ih-key-123456"],
     ]);
-    const missing = await runCli(["run", "coder", "--task", "x", "--workspace", ws.dir, "--db", ws.db], { env: cleanEnv({ XDG_CONFIG_HOME: configHome }) });
+    const missing = await runCli(["run", "coder", "--task", "x", "--workspace", ws.dir, "--db", ws.db], {
+      env: cleanEnv({ XDG_CONFIG_HOME: configHome }),
+    });
     expect(missing.code).toBe(2);
     expect(missing.stderr).toContain("INHOUSE_API_KEY is not set: export INHOUSE_API_KEY=<your key> to use inhouse:coder-7b");
   });

@@ -18,7 +18,9 @@ function readmeCommands(heading: string): string[] {
 /** A command line's arguments after `npx loopgraph`, unquoted as a POSIX shell does (quotes, no escapes or expansions). */
 function shellWords(line: string): string[] {
   const words = line.match(/(?:[^\s'"]+|'[^']*'|"[^"]*")+/g) ?? [];
-  return words.map((word) => word.replace(/'([^']*)'|"([^"]*)"/g, (_, single?: string, double?: string) => single ?? double ?? "")).slice(2);
+  return words
+    .map((word) => word.replace(/'([^']*)'|"([^"]*)"/g, (_, single?: string, double?: string) => single ?? double ?? ""))
+    .slice(2);
 }
 
 describe("the README", () => {
@@ -29,7 +31,9 @@ describe("the README", () => {
     expect(forks.length).toBeGreaterThanOrEqual(3);
     const ran = await runCli([...shellWords(run!), ...db]);
     expect(ran.code, ran.stderr).toBe(0);
-    const history = JSON.parse((await runCli(["inspect", "t1", "--json", ...db])).stdout) as { checkpoints: Array<{ checkpointId: string; nodes: string[] }> };
+    const history = JSON.parse((await runCli(["inspect", "t1", "--json", ...db])).stdout) as {
+      checkpoints: Array<{ checkpointId: string; nodes: string[] }>;
+    };
     const critique = history.checkpoints.find((checkpoint) => checkpoint.nodes.includes("critique"))!.checkpointId;
     for (const fork of forks) {
       const args = shellWords(fork).map((word) => (EXAMPLE_CHECKPOINT.startsWith(word) && word.length >= 8 ? critique : word));

@@ -31,8 +31,17 @@ describe("loopgraph run (scripted)", () => {
   it("finishes the example graph with exit 0, and inspect lists its checkpoints in order with nodes and tokens", async () => {
     const ws = workspace();
     const run = await runCli([
-      "run", "example-review", "--task", "Explain loopgraph", "--thread", "t1",
-      "--model", "scripted:examples/example-review.script.yaml", "--db", ws.db, "--json",
+      "run",
+      "example-review",
+      "--task",
+      "Explain loopgraph",
+      "--thread",
+      "t1",
+      "--model",
+      "scripted:examples/example-review.script.yaml",
+      "--db",
+      ws.db,
+      "--json",
     ]);
     expect(run.code, run.stderr).toBe(0);
     const events = parseEvents(run.stdout);
@@ -44,9 +53,7 @@ describe("loopgraph run (scripted)", () => {
     expect(thread.status).toBe("finished");
     const steps = checkpoints.map((c) => c.step);
     expect(steps).toEqual([...steps].sort((a, b) => a - b));
-    expect(checkpoints.map((c) => c.nodes)).toEqual([
-      ["input"], ["start"], ["draft"], ["critique"], ["revise"], ["critique"], ["stats"],
-    ]);
+    expect(checkpoints.map((c) => c.nodes)).toEqual([["input"], ["start"], ["draft"], ["critique"], ["revise"], ["critique"], ["stats"]]);
     const draft = checkpoints.find((c) => c.nodes.includes("draft"))!;
     expect(draft.tokens.inputTokens).toBeGreaterThan(0);
     expect(draft.tokens.outputTokens).toBeGreaterThan(0);
@@ -85,8 +92,17 @@ describe("loopgraph run (scripted)", () => {
     const ws = workspace();
     const args = ["--db", ws.db];
     const run = await runCli([
-      "run", join(FIXTURES, "breakpoint.yaml"), "--task", "t", "--thread", "bp", "--workspace", ws.dir,
-      "--model", `scripted:${join(FIXTURES, "breakpoint.script.yaml")}`, ...args,
+      "run",
+      join(FIXTURES, "breakpoint.yaml"),
+      "--task",
+      "t",
+      "--thread",
+      "bp",
+      "--workspace",
+      ws.dir,
+      "--model",
+      `scripted:${join(FIXTURES, "breakpoint.script.yaml")}`,
+      ...args,
     ]);
     expect(run.code, run.stderr).toBe(3);
     expect(run.stdout).toContain("loopgraph resume bp");
@@ -109,8 +125,19 @@ describe("loopgraph run (scripted)", () => {
     copyTrusted(FIXTURES, graphDir);
     const start = (thread: string) =>
       runCli([
-        "run", join(graphDir, "breakpoint.yaml"), "--task", "t", "--thread", thread, "--workspace", ws.dir,
-        "--model", `scripted:${join(graphDir, "breakpoint.script.yaml")}`, "--db", ws.db, "--json",
+        "run",
+        join(graphDir, "breakpoint.yaml"),
+        "--task",
+        "t",
+        "--thread",
+        thread,
+        "--workspace",
+        ws.dir,
+        "--model",
+        `scripted:${join(graphDir, "breakpoint.script.yaml")}`,
+        "--db",
+        ws.db,
+        "--json",
       ]);
     const resume = (thread: string) => runCli(["resume", thread, "--db", ws.db, "--json"]);
     const warnings = (stdout: string) => parseEvents(stdout).filter((e) => e.type === "warning");
@@ -130,9 +157,23 @@ describe("loopgraph run (scripted)", () => {
 
   it("a breakpoint after a node pauses once that node has run", async () => {
     const ws = workspace();
-    const run = await runCli(["run", join(FIXTURES, "breakpoint-after.yaml"), "--thread", "bpa", "--workspace", ws.dir, "--db", ws.db, "--json"]);
+    const run = await runCli([
+      "run",
+      join(FIXTURES, "breakpoint-after.yaml"),
+      "--thread",
+      "bpa",
+      "--workspace",
+      ws.dir,
+      "--db",
+      ws.db,
+      "--json",
+    ]);
     expect(run.code, run.stderr).toBe(3);
-    expect(parseEvents(run.stdout).find((e) => e.type === "interrupt")).toMatchObject({ reason: "breakpoint", when: "after", node: "first" });
+    expect(parseEvents(run.stdout).find((e) => e.type === "interrupt")).toMatchObject({
+      reason: "breakpoint",
+      when: "after",
+      node: "first",
+    });
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
     const resumed = await runCli(["resume", "bpa", "--db", ws.db]);
     expect(resumed.code, resumed.stderr).toBe(0);
@@ -184,22 +225,34 @@ describe("durability", () => {
     expect(finished.code, finished.stderr).toBe(0);
 
     // Its process is gone: readers say interrupted, not running, and a command waits for a resume.
-    const listed = JSON.parse((await runCli(["inspect", "--json", "--db", ws.db])).stdout) as Array<{ threadId: string; status: string; error?: string }>;
-    expect(listed.find((t) => t.threadId === "crash")).toMatchObject({ status: "interrupted", error: `process ${crashing.child.pid}, which ran it, is gone` });
+    const listed = JSON.parse((await runCli(["inspect", "--json", "--db", ws.db])).stdout) as Array<{
+      threadId: string;
+      status: string;
+      error?: string;
+    }>;
+    expect(listed.find((t) => t.threadId === "crash")).toMatchObject({
+      status: "interrupted",
+      error: `process ${crashing.child.pid}, which ran it, is gone`,
+    });
     expect((await runCli(["inspect", "crash", "--db", ws.db])).stdout).toContain("status interrupted");
     const status = await runCli(["status", "crash", "--db", ws.db]);
-    expect(status.stdout).toContain(`(interrupted: process ${crashing.child.pid}, which ran it, is gone; \`loopgraph resume crash\` continues it)`);
+    expect(status.stdout).toContain(
+      `(interrupted: process ${crashing.child.pid}, which ran it, is gone; \`loopgraph resume crash\` continues it)`,
+    );
     const sent = await runCli(["send", "crash", "add: one more thing", "--db", ws.db]);
     expect(sent.stdout).toContain("the thread is interrupted: it takes the command when it continues");
 
     const resumed = await resume(ws, "crash", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
-    const started = parseEvents(resumed.stdout).filter((e) => e.type === "node_started").map((e) => e.node);
+    const started = parseEvents(resumed.stdout)
+      .filter((e) => e.type === "node_started")
+      .map((e) => e.node);
     expect(started).toEqual(["slow", "second", "last"]);
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
 
     // The workspaces and the script copies beside them are at other paths.
-    const normalise = (state: Record<string, unknown>) => JSON.parse(JSON.stringify(state).replaceAll(reference.root, "ROOT").replaceAll(ws.root, "ROOT"));
+    const normalise = (state: Record<string, unknown>) =>
+      JSON.parse(JSON.stringify(state).replaceAll(reference.root, "ROOT").replaceAll(ws.root, "ROOT"));
     expect(normalise(await finalState(ws.db, "crash"))).toEqual(normalise(await finalState(reference.db, "ref")));
   });
 
@@ -216,7 +269,9 @@ describe("durability", () => {
 
     const resumed = await resume(ws, "sigint", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
-    const started = parseEvents(resumed.stdout).filter((e) => e.type === "node_started").map((e) => e.node);
+    const started = parseEvents(resumed.stdout)
+      .filter((e) => e.type === "node_started")
+      .map((e) => e.node);
     expect(started).not.toContain("first");
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\nsecond\n");
     expect((await historyOf(ws.db, "sigint")).thread.status).toBe("finished");

@@ -29,11 +29,20 @@ function otherAppDatabase(root: string, sql: string): string {
 describe("the CLI and a store that is not one", () => {
   it("inspect and status leave another program's database alone: exit 2, same bytes, same journal mode", async () => {
     const { root } = tempWorkspace();
-    const path = otherAppDatabase(root, "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')");
+    const path = otherAppDatabase(
+      root,
+      "CREATE TABLE customers (id INTEGER PRIMARY KEY, name TEXT); INSERT INTO customers (name) VALUES ('Ada')",
+    );
     const before = readFileSync(path);
     const script = join(root, "script.json");
 
-    for (const args of [["inspect"], ["inspect", "t1"], ["inspect", "t1", "--export-script", script], ["status", "t1"], ["send", "t1", "stop"]]) {
+    for (const args of [
+      ["inspect"],
+      ["inspect", "t1"],
+      ["inspect", "t1", "--export-script", script],
+      ["status", "t1"],
+      ["send", "t1", "stop"],
+    ]) {
       expectStoreError(await runCli([...args, "--db", path]), path, /is not a loopgraph store \(it has other tables\)/);
     }
     expect(readFileSync(path).equals(before)).toBe(true);
@@ -45,12 +54,25 @@ describe("the CLI and a store that is not one", () => {
 
   it("another program's database with a loopgraph_threads table of its own: every command refuses it in one line (exit 2), and nothing is created in it", async () => {
     const { root, dir } = tempWorkspace({ git: true });
-    const path = otherAppDatabase(root, "CREATE TABLE loopgraph_threads (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO loopgraph_threads (title) VALUES ('mine')");
+    const path = otherAppDatabase(
+      root,
+      "CREATE TABLE loopgraph_threads (id INTEGER PRIMARY KEY, title TEXT); INSERT INTO loopgraph_threads (title) VALUES ('mine')",
+    );
     const before = readFileSync(path);
     const script = join(ROOT, "tests/fixtures/looper/gated-coder.script.yaml");
-    const commands = [["inspect"], ["status", "t1"], ["send", "t1", "stop"], ["resume", "t1"], ["run", "coder", "--task", "x", "--model", `scripted:${script}`, "--workspace", dir]];
+    const commands = [
+      ["inspect"],
+      ["status", "t1"],
+      ["send", "t1", "stop"],
+      ["resume", "t1"],
+      ["run", "coder", "--task", "x", "--model", `scripted:${script}`, "--workspace", dir],
+    ];
     for (const args of commands) {
-      expectStoreError(await runCli([...args, "--db", path], { cwd: dir }), path, /is not a loopgraph store \(its table loopgraph_threads is another program's\)/);
+      expectStoreError(
+        await runCli([...args, "--db", path], { cwd: dir }),
+        path,
+        /is not a loopgraph store \(its table loopgraph_threads is another program's\)/,
+      );
     }
     expect(readFileSync(path).equals(before)).toBe(true);
     expect(readdirSync(root).filter((name) => name.startsWith("other-app"))).toEqual(["other-app.db"]);
@@ -61,7 +83,12 @@ describe("the CLI and a store that is not one", () => {
     const folder = join(ws.root, "read-only");
     mkdirSync(folder);
     const db = join(folder, "store.db");
-    const ran = await runCli(runArgs({ dir: ws.dir, db }, { graph: "coder", thread: "t1", script: oneLineScript(ws.root), task: "write one line", approval: "auto" }));
+    const ran = await runCli(
+      runArgs(
+        { dir: ws.dir, db },
+        { graph: "coder", thread: "t1", script: oneLineScript(ws.root), task: "write one line", approval: "auto" },
+      ),
+    );
     expect(ran.code, ran.stderr).toBe(0);
     chmodSync(ws.root, 0o755);
     chmodSync(folder, 0o555);
@@ -93,12 +120,27 @@ describe("the CLI and a store that is not one", () => {
     const shown = "postgres://team:***@127.0.0.1:1/runs?sslmode=disable";
     const other = "mysql://team:s3cr@t-pw@db.example/runs";
     const script = join(ROOT, "tests/fixtures/looper/gated-coder.script.yaml");
-    const commands = [["run", "coder", "--task", "x", "--model", `scripted:${script}`], ["chat", "--model", `scripted:${script}`], ["status", "t1"], ["inspect"], ["send", "t1", "stop"], ["resume", "t1"]];
+    const commands = [
+      ["run", "coder", "--task", "x", "--model", `scripted:${script}`],
+      ["chat", "--model", `scripted:${script}`],
+      ["status", "t1"],
+      ["inspect"],
+      ["send", "t1", "stop"],
+      ["resume", "t1"],
+    ];
     for (const args of commands) {
       const viaFlag = await runCli([...args, "--db", url], { cwd: root });
-      expectStoreError(viaFlag, shown, /^loopgraph: cannot reach the PostgreSQL server of .*: check that it runs and that the host and port are right$/);
+      expectStoreError(
+        viaFlag,
+        shown,
+        /^loopgraph: cannot reach the PostgreSQL server of .*: check that it runs and that the host and port are right$/,
+      );
       const viaEnv = await runCli(args, { cwd: root, env: cleanEnv({ LOOPGRAPH_DB: other }) });
-      expectStoreError(viaEnv, "LOOPGRAPH_DB mysql://team:***@db.example/runs", /is a database URL loopgraph cannot use: give a postgres:\/\/ URL, or a SQLite file's path/);
+      expectStoreError(
+        viaEnv,
+        "LOOPGRAPH_DB mysql://team:***@db.example/runs",
+        /is a database URL loopgraph cannot use: give a postgres:\/\/ URL, or a SQLite file's path/,
+      );
       for (const result of [viaFlag, viaEnv]) expect(result.stdout + result.stderr).not.toContain("s3cr");
     }
     expect(readdirSync(root).filter((name) => /postgres|mysql|loopgraph/.test(name))).toEqual([]);
@@ -117,12 +159,20 @@ describe("the CLI and a store that is not one", () => {
     db.exec("CREATE TABLE loopgraph_threads (thread_id TEXT PRIMARY KEY)");
     db.pragma("user_version = 99");
     db.close();
-    expectStoreError(await runCli(["status", "t1", "--db", future]), future, /has store schema version 99, newer than this loopgraph understands/);
+    expectStoreError(
+      await runCli(["status", "t1", "--db", future]),
+      future,
+      /has store schema version 99, newer than this loopgraph understands/,
+    );
   });
 });
 
 /** Runs `during` while another connection holds a write lock (`begin`) on the store `db`; the lock goes when it ends, whatever happens. */
-async function whileLocked<T>(db: string, begin: "BEGIN IMMEDIATE" | "BEGIN EXCLUSIVE", during: (holder: Database.Database) => Promise<T>): Promise<T> {
+async function whileLocked<T>(
+  db: string,
+  begin: "BEGIN IMMEDIATE" | "BEGIN EXCLUSIVE",
+  during: (holder: Database.Database) => Promise<T>,
+): Promise<T> {
   const holder = new Database(db);
   try {
     holder.exec(begin);
@@ -136,7 +186,10 @@ async function whileLocked<T>(db: string, begin: "BEGIN IMMEDIATE" | "BEGIN EXCL
 /** A scripted Coder that appends one line to log.txt, in the test's folder. */
 function oneLineScript(root: string): string {
   const script = join(root, "one-line.script.yaml");
-  writeFileSync(script, 'responses:\n  - node: coder\n    tool_calls:\n      - { name: shell, args: { command: "echo one >> log.txt" } }\n  - { node: coder, content: "wrote one line" }\n');
+  writeFileSync(
+    script,
+    'responses:\n  - node: coder\n    tool_calls:\n      - { name: shell, args: { command: "echo one >> log.txt" } }\n  - { node: coder, content: "wrote one line" }\n',
+  );
   return script;
 }
 
@@ -187,7 +240,13 @@ describe("a store that fails under run and resume", () => {
 describe("a store whose disk fills up at a thread's first steps", () => {
   it("the run stops (130); resume with room finishes it: a step's stored writes without the checkpoint after them are not the graph's end", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
-    const spec = { graph: "coder-review", thread: "early-full", script: join(ROOT, "tests/fixtures/chaos/steps.script.yaml"), task: "append the lines", approval: "auto" as const };
+    const spec = {
+      graph: "coder-review",
+      thread: "early-full",
+      script: join(ROOT, "tests/fixtures/chaos/steps.script.yaml"),
+      task: "append the lines",
+      approval: "auto" as const,
+    };
     // Room for the store, the thread and its first checkpoints, then the step writes and its checkpoint fail apart.
     const run = await runCli(runArgs(ws, spec), { cwd: ws.dir, fileSizeLimit: 150_000 });
     expect(run.code, run.stdout + run.stderr).toBe(130);
@@ -205,8 +264,8 @@ describe("a store locked by another program during a run", () => {
     "  - node: coder",
     "    wait_for: gate-coder",
     "    tool_calls:",
-    "      - { name: shell, args: { command: \"echo one >> log.txt\" } }",
-    "  - { node: coder, content: \"wrote one line\" }",
+    '      - { name: shell, args: { command: "echo one >> log.txt" } }',
+    '  - { node: coder, content: "wrote one line" }',
   ].join("\n");
   const lockedMessage = (db: string, waited: string) =>
     `${db} is locked by another program (waited ${waited} s): the run stopped at its last checkpoint; continue it with \`loopgraph resume locked\` once the other program is done`;
@@ -236,7 +295,13 @@ describe("a store locked by another program during a run", () => {
     const events = parseEvents(result.stdout);
     // Not a failure (no `error` event): the run stopped, and run_finished says why and how to go on.
     expect(events.filter((event) => event.type === "error")).toEqual([]);
-    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "interrupted", outcome: "interrupted", exitCode: 130, reason: message });
+    expect(events.at(-1)).toMatchObject({
+      type: "run_finished",
+      status: "interrupted",
+      outcome: "interrupted",
+      exitCode: 130,
+      reason: message,
+    });
     expect(result.stderr).not.toMatch(/internal error/);
     expect(hasStackTrace(result.stdout + result.stderr)).toBe(false);
     expect(existsSync(join(ws.dir, "log.txt"))).toBe(false);
@@ -259,7 +324,17 @@ describe("a store locked by another program during a run", () => {
     // The command says it runs (a file in the workspace), then runs on for a second: the lock
     // is taken in between, so the write that records the command's end meets it.
     const command = "touch command-runs; sleep 1; echo one >> log.txt";
-    writeFileSync(script, ["responses:", "  - node: coder", "    tool_calls:", `      - { name: shell, args: { command: ${JSON.stringify(command)} } }`, '  - { node: coder, content: "wrote one line" }', ""].join("\n"));
+    writeFileSync(
+      script,
+      [
+        "responses:",
+        "  - node: coder",
+        "    tool_calls:",
+        `      - { name: shell, args: { command: ${JSON.stringify(command)} } }`,
+        '  - { node: coder, content: "wrote one line" }',
+        "",
+      ].join("\n"),
+    );
     const env = cleanEnv({ LOOPGRAPH_BUSY_TIMEOUT_MS: "300" });
     const run = startRun(ws, { graph: "coder", thread: "locked", script, task: "write one line", approval: "auto" }, { env });
     expect(await eventually(() => existsSync(join(ws.dir, "command-runs")), Boolean)).toBe(true);

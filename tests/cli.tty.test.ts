@@ -27,11 +27,17 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
   it("e opens the editor on the proposed call; the edit is what runs, and the model is told", async () => {
     const { dir: ws, db } = tempWorkspace({ git: "init", files: { "important.txt": "keep me\n" } });
     const editor = { VISUAL: "", EDITOR: "sed -i -e s/approved/edited/g" };
-    const { code, screen, answered } = await runAtTerminal(ws, db, [
-      { after: "[e]dit", send: "e\n" },
-      { after: "Allow?", send: "n\n" },
-      { after: "Reason for the agent", send: "\n" },
-    ], undefined, editor);
+    const { code, screen, answered } = await runAtTerminal(
+      ws,
+      db,
+      [
+        { after: "[e]dit", send: "e\n" },
+        { after: "Allow?", send: "n\n" },
+        { after: "Reason for the agent", send: "\n" },
+      ],
+      undefined,
+      editor,
+    );
     expect(code, screen).toBe(0);
     expect(answered).toBe(3);
     expect(existsSync(join(ws, "approved.txt"))).toBe(false);
@@ -43,17 +49,23 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
   it("in plan mode the plan is shown whole before y lets the Coder act; an edit's approval shows its diff", async () => {
     const script = [
       "responses:",
-      '  - { node: coder, tool_calls: [ { name: read_file, args: { path: notes.txt } } ] }',
+      "  - { node: coder, tool_calls: [ { name: read_file, args: { path: notes.txt } } ] }",
       '  - { node: coder, tool_calls: [ { name: present_plan, args: { plan: "PLAN-LINE-1: fix the typo\\nPLAN-LINE-2: nothing else" } } ] }',
       '  - { node: coder, tool_calls: [ { name: edit_file, args: { path: notes.txt, old_string: "teh", new_string: "the" } } ] }',
       '  - { node: coder, content: "Fixed." }',
       "",
     ].join("\n");
     const { dir: ws, db } = tempWorkspace({ git: "init", files: { "notes.txt": "teh end\n", "plan.script.yaml": script } });
-    const { code, screen, answered } = await runAtTerminal(ws, db, [
-      { after: "Allow?", send: "y\n" },
-      { after: "Allow?", send: "y\n" },
-    ], join(ws, "plan.script.yaml"), { LOOPGRAPH_MODE: "plan" });
+    const { code, screen, answered } = await runAtTerminal(
+      ws,
+      db,
+      [
+        { after: "Allow?", send: "y\n" },
+        { after: "Allow?", send: "y\n" },
+      ],
+      join(ws, "plan.script.yaml"),
+      { LOOPGRAPH_MODE: "plan" },
+    );
     expect(code, screen).toBe(0);
     expect(answered).toBe(2);
     const plan = screen.indexOf("PLAN-LINE-2: nothing else");
@@ -75,11 +87,16 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
 
   it("shows a spinner with the elapsed time while the model works, cleared before the next line; piped output has none", async () => {
     // The answer waits for `gate`, beside the script: the test opens it once the spinner has shown a second.
-    const slow = "responses:\n  - node: coder\n    wait_for: gate\n    content: \"Done.\"\n";
+    const slow = 'responses:\n  - node: coder\n    wait_for: gate\n    content: "Done."\n';
     const { dir: ws, db } = tempWorkspace({ git: "init", files: { "slow.script.yaml": slow } });
     const open = () => writeFileSync(join(ws, "gate"), "");
     // Whatever second it first shows (a busy machine may skip the first tick), the gate opens then.
-    const { code, screen, answered } = await runAtTerminal(ws, db, [{ after: "coder: thinking ", send: open }], join(ws, "slow.script.yaml"));
+    const { code, screen, answered } = await runAtTerminal(
+      ws,
+      db,
+      [{ after: "coder: thinking ", send: open }],
+      join(ws, "slow.script.yaml"),
+    );
     expect(code, screen).toBe(0);
     expect(answered).toBe(1);
     // Drawn in place, then erased: the answer's line starts on a cleared line.
@@ -87,10 +104,25 @@ describe.skipIf(!hasScript)("approvals at a terminal (pseudo-terminal through `s
     expect(screen).toMatch(/thinking \ds\r\x1b\[2K(\x1b\[[0-9;]*m)* {2}(\x1b\[[0-9;]*m)*Done\./);
 
     // Piped, nothing can be seen to wait for: the answer takes 3.5 s, long enough for a spinner to draw (it does from 1 s).
-    const delayed = "responses:\n  - node: coder\n    delay_ms: 3500\n    content: \"Done.\"\n";
+    const delayed = 'responses:\n  - node: coder\n    delay_ms: 3500\n    content: "Done."\n';
     const other = tempWorkspace({ git: "init", files: { "slow.script.yaml": delayed } });
-    const piped = await runCli(["run", "coder", "--task", "t", "--thread", "pipe", "--workspace", other.dir, "--db", other.db,
-      "--model", `scripted:${join(other.dir, "slow.script.yaml")}`], { cwd: other.dir });
+    const piped = await runCli(
+      [
+        "run",
+        "coder",
+        "--task",
+        "t",
+        "--thread",
+        "pipe",
+        "--workspace",
+        other.dir,
+        "--db",
+        other.db,
+        "--model",
+        `scripted:${join(other.dir, "slow.script.yaml")}`,
+      ],
+      { cwd: other.dir },
+    );
     expect(piped.code, piped.stderr).toBe(0);
     expect(piped.stdout).not.toContain("thinking");
     expect(piped.stdout).not.toContain("\r");

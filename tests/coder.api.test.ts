@@ -20,7 +20,8 @@ async function mockServer(): Promise<MockOpenAIServer> {
 }
 
 /** The text of every message of a recorded chat-completion request. */
-const requestText = (body: { messages: Array<{ content: unknown }> }): string => body.messages.map((m) => JSON.stringify(m.content)).join("\n");
+const requestText = (body: { messages: Array<{ content: unknown }> }): string =>
+  body.messages.map((m) => JSON.stringify(m.content)).join("\n");
 
 describe("coder node (in-process API)", () => {
   it("compresses older turns when the history passes the token budget, and loads AGENTS.md into the prompt", async () => {
@@ -37,8 +38,13 @@ describe("coder node (in-process API)", () => {
     );
     const events: RunEvent[] = [];
     const outcome = await runGraph({
-      graph: join(FIXTURES, "compress.yaml"), task: "read the files", workspace: ws.dir, db: ws.db,
-      model: "openai:gpt-test", approval: "auto", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+      graph: join(FIXTURES, "compress.yaml"),
+      task: "read the files",
+      workspace: ws.dir,
+      db: ws.db,
+      model: "openai:gpt-test",
+      approval: "auto",
+      env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
       onEvent: (event) => events.push(event),
     });
     // The compression is an event of its own, and the summary (for the model) does not stream to the user.
@@ -66,7 +72,11 @@ describe("coder node (in-process API)", () => {
     const ws = workspace();
     const asked: ApprovalRequest[] = [];
     const outcome = await runGraph({
-      graph: "coder", task: "log twice", workspace: ws.dir, db: ws.db, env: {},
+      graph: "coder",
+      task: "log twice",
+      workspace: ws.dir,
+      db: ws.db,
+      env: {},
       model: `scripted:${join(FIXTURES, "always.script.yaml")}`,
       askApproval: async (request) => {
         asked.push(request);
@@ -88,21 +98,39 @@ describe("coder node (in-process API)", () => {
     const ws = workspace();
     const events: RunEvent[] = [];
     const outcome = await runGraph({
-      graph: join(FIXTURES, "step-limit.yaml"), task: "t", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
+      graph: join(FIXTURES, "step-limit.yaml"),
+      task: "t",
+      workspace: ws.dir,
+      db: ws.db,
+      env: {},
+      approval: "auto",
       model: `scripted:${join(FIXTURES, "step-limit.script.yaml")}`,
       onEvent: (event) => events.push(event),
     });
     expect(outcome).toMatchObject({ status: "limited", exitCode: 4 });
-    expect(outcome.error).toMatch(/the Coder reached its step limit \(max_steps 2 of node "coder"\) before finishing: raise it in .*step-limit\.yaml/);
+    expect(outcome.error).toMatch(
+      /the Coder reached its step limit \(max_steps 2 of node "coder"\) before finishing: raise it in .*step-limit\.yaml/,
+    );
     expect(events.filter((e) => e.type === "tool_call").map((e) => (e as { name: string }).name)).toEqual(["list_dir", "read_file"]);
-    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "limited", outcome: "limited", exitCode: 4, reason: outcome.error });
+    expect(events.at(-1)).toMatchObject({
+      type: "run_finished",
+      status: "limited",
+      outcome: "limited",
+      exitCode: 4,
+      reason: outcome.error,
+    });
     expect(outcome.state.outputs.coder).toBeUndefined();
   });
 
   it("a Coder inside a loop that reaches max_steps hands a step-limit failure to the Judge instead", async () => {
     const ws = workspace();
     const outcome = await runGraph({
-      graph: join(ROOT, "tests/fixtures/looper/failures.yaml"), task: "list the files", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
+      graph: join(ROOT, "tests/fixtures/looper/failures.yaml"),
+      task: "list the files",
+      workspace: ws.dir,
+      db: ws.db,
+      env: {},
+      approval: "auto",
       model: `scripted:${join(ROOT, "tests/fixtures/looper/failures.script.yaml")}`,
     });
     expect(outcome.status, outcome.error).toBe("finished");
@@ -123,8 +151,13 @@ describe("coder node (in-process API)", () => {
     );
     const events: RunEvent[] = [];
     const outcome = await runGraph({
-      graph: "coder", task: "write a.txt", workspace: ws.dir, db: ws.db, approval: "auto",
-      model: "openai:gpt-test", env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+      graph: "coder",
+      task: "write a.txt",
+      workspace: ws.dir,
+      db: ws.db,
+      approval: "auto",
+      model: "openai:gpt-test",
+      env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
       onEvent: (event) => events.push(event),
     });
     expect(outcome.status, outcome.error).toBe("finished");
@@ -149,7 +182,12 @@ describe("coder node (in-process API)", () => {
   it("a Coder alone whose scripted model runs out fails the run (exit 1) with the reason, not a crash and not 'finished'", async () => {
     const ws = workspace();
     const outcome = await runGraph({
-      graph: "coder", task: "t", workspace: ws.dir, db: ws.db, env: {}, approval: "auto",
+      graph: "coder",
+      task: "t",
+      workspace: ws.dir,
+      db: ws.db,
+      env: {},
+      approval: "auto",
       model: `scripted:${join(ROOT, "tests/fixtures/engine/durable.script.yaml")}`,
     });
     expect(outcome).toMatchObject({ status: "failed", exitCode: 1 });

@@ -34,12 +34,23 @@ async function mockServer(): Promise<{ server: MockOpenAIServer; env: NodeJS.Pro
 }
 
 /** A Coder run (`coder` graph unless told) of the mock server's model. */
-const openaiRun = (thread: string, more: Partial<RunSpec> = {}): RunSpec => ({ graph: "coder", task: "t", thread, model: "openai:gpt-test", ...more });
+const openaiRun = (thread: string, more: Partial<RunSpec> = {}): RunSpec => ({
+  graph: "coder",
+  task: "t",
+  thread,
+  model: "openai:gpt-test",
+  ...more,
+});
 
 type ChatBody = { messages: { role: string; content: unknown }[]; tools?: { function: { name: string } }[] };
 const bodyOf = (server: MockOpenAIServer, index: number): ChatBody => server.requests[index]!.body as ChatBody;
 /** The last tool result the model was sent in request `index`. */
-const lastToolResult = (server: MockOpenAIServer, index: number): string => String(bodyOf(server, index).messages.filter((m) => m.role === "tool").at(-1)!.content);
+const lastToolResult = (server: MockOpenAIServer, index: number): string =>
+  String(
+    bodyOf(server, index)
+      .messages.filter((m) => m.role === "tool")
+      .at(-1)!.content,
+  );
 
 /** The errorKind of each call the Coder logged (its output in the run's last checkpoint). */
 async function errorKinds(db: string, thread: string): Promise<(string | undefined)[]> {
@@ -93,7 +104,12 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     // Alone, the Coder's failure fails the run and says why.
     expect(result.code, result.stderr).toBe(1);
     const reason = /the Coder failed \(repeated_error\): the same error 3 times in a row from read_file \(file_not_found: /;
-    expect(parseEvents(result.stdout).at(-1)).toMatchObject({ type: "run_finished", status: "failed", exitCode: 1, reason: expect.stringMatching(reason) });
+    expect(parseEvents(result.stdout).at(-1)).toMatchObject({
+      type: "run_finished",
+      status: "failed",
+      exitCode: 1,
+      reason: expect.stringMatching(reason),
+    });
   });
 
   it("in a loop, a Coder that fails with repeated_error hands the failure to the Judge, whose model reads it", async () => {
@@ -111,7 +127,12 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     expect(ofType(events, "node_started").map((event) => event.node)).toEqual(["looper", "coder", "looper", "judge", "looper"]);
     // The Judge ended the loop on a failed turn: the run failed, with the Judge's reason.
     expect(result.code, result.stderr).toBe(1);
-    expect(events.at(-1)).toMatchObject({ type: "run_finished", status: "failed", exitCode: 1, reason: "the Judge ended the loop after the Coder failed: missing.txt does not exist" });
+    expect(events.at(-1)).toMatchObject({
+      type: "run_finished",
+      status: "failed",
+      exitCode: 1,
+      reason: "the Judge ended the loop after the Coder failed: missing.txt does not exist",
+    });
   });
 
   it("a running command's output streams as tool_output events while it runs, redacted; the call is announced as it starts, before it is made", async () => {
@@ -121,7 +142,11 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     writeFileSync(join(ws.dir, "leak.txt"), `${secret}\n`);
     const command = "echo first; cat leak.txt >&2; until [ -e go ]; do sleep 0.05; done; echo second";
     const script = scriptFile(ws, "live.script.yaml", [call("shell", { command }), { node: "coder", content: "done" }]);
-    const running = startRun(ws, { graph: "coder", task: "t", thread: "live", script, approval: "auto" }, { env: cleanEnv({ LIVE_SECRET_TOKEN: secret }) });
+    const running = startRun(
+      ws,
+      { graph: "coder", task: "t", thread: "live", script, approval: "auto" },
+      { env: cleanEnv({ LIVE_SECRET_TOKEN: secret }) },
+    );
     // The command waits for `go`: it cannot end before the test has read "first" from the CLI's stdout.
     await running.waitForEvent("tool_output", (line) => line.includes("first"));
     writeFileSync(join(ws.dir, "go"), "");
@@ -143,11 +168,16 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     const ws = workspace();
     const command = "echo first; until [ -e go ]; do sleep 0.05; done; echo second";
     const script = scriptFile(ws, "live.script.yaml", [call("shell", { command }), { node: "coder", content: "done" }]);
-    const { code, screen, answered } = await runAtTerminal(ws.dir, ws.db, [
-      { after: "Allow?", send: "y\n" },
-      // Shown while the command waits for `go`: the test opens it only then.
-      { after: "│ first", send: () => writeFileSync(join(ws.dir, "go"), "") },
-    ], script);
+    const { code, screen, answered } = await runAtTerminal(
+      ws.dir,
+      ws.db,
+      [
+        { after: "Allow?", send: "y\n" },
+        // Shown while the command waits for `go`: the test opens it only then.
+        { after: "│ first", send: () => writeFileSync(join(ws.dir, "go"), "") },
+      ],
+      script,
+    );
     expect(code, screen).toBe(0);
     expect(answered).toBe(2);
     // Drawn under the call while it runs, redrawn as lines come, then erased: its result takes their place.
@@ -175,18 +205,26 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     );
     for (const { approval, ws, server, result } of runs) {
       expect(result.code, `${approval}: ${result.stderr}`).toBe(0);
-      expect(bodyOf(server, 0).tools!.map((tool) => tool.function.name), approval).toEqual(["read_file", "list_dir", "glob", "grep", "task"]);
+      expect(
+        bodyOf(server, 0).tools!.map((tool) => tool.function.name),
+        approval,
+      ).toEqual(["read_file", "list_dir", "glob", "grep", "task"]);
       expect(JSON.stringify(bodyOf(server, 0).messages[0]!.content), approval).toMatch(/# Mode: ask/);
       const events = parseEvents(result.stdout);
       expect(ofType(events, "interrupt"), approval).toEqual([]);
       const results = ofType(events, "tool_result");
-      expect(results.map((event) => [event.name, event.ok, event.notRun]), approval).toEqual([
+      expect(
+        results.map((event) => [event.name, event.ok, event.notRun]),
+        approval,
+      ).toEqual([
         ["write_file", false, "not_allowed"],
         ["shell", false, "not_allowed"],
         ["edit_file", false, "not_allowed"],
         ["read_file", true, undefined],
       ]);
-      expect(results[0]!.result, approval).toBe("write_file is not available in ask mode: ask mode only reads: answer from what the read-only tools show, and say what would need changing");
+      expect(results[0]!.result, approval).toBe(
+        "write_file is not available in ask mode: ask mode only reads: answer from what the read-only tools show, and say what would need changing",
+      );
       expect(existsSync(join(ws.dir, "new.txt")) || existsSync(join(ws.dir, "ran")), approval).toBe(false);
       expect(readFileSync(join(ws.dir, "README.md"), "utf8"), approval).toBe("# demo\n");
       expect(await errorKinds(ws.db, "ask"), approval).toEqual(["not_allowed", "not_allowed", "not_allowed", undefined]);
@@ -218,7 +256,9 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
       ["edit_file", false, "not_read"],
     ]);
     expect(results[0]!.result).toBe("notes.txt was not read in this turn: read it with read_file first, then edit it");
-    expect(results[5]!.result).toBe("notes.txt changed on disk since you read it: read it again with read_file, then edit the text as it is now");
+    expect(results[5]!.result).toBe(
+      "notes.txt changed on disk since you read it: read it again with read_file, then edit the text as it is now",
+    );
     expect(readFileSync(join(ws.dir, "notes.txt"), "utf8")).toBe("end\nappended\n");
     expect(await errorKinds(ws.db, "read-first")).toEqual(["not_read", undefined, undefined, undefined, undefined, "not_read"]);
   });

@@ -1,12 +1,7 @@
 import { describe, expect, it, vi } from "vitest";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { messagesStateReducer } from "@langchain/langgraph";
-import {
-  SUMMARY_MARKER,
-  compressHistory,
-  compressionUpdate,
-  type CompressionOptions,
-} from "../src/nodes/coder/compression.js";
+import { SUMMARY_MARKER, compressHistory, compressionUpdate, type CompressionOptions } from "../src/nodes/coder/compression.js";
 import { countInputTokens } from "../src/models/tokens.js";
 
 const TASK = "Add a --verbose flag to the CLI and test it";
@@ -33,7 +28,11 @@ function history(turnCount: number): BaseMessage[] {
   const turns = Array.from({ length: turnCount }, (_, index) =>
     turn(index, index === 1 ? [`src/file${index}.ts`, "src/extra.ts"] : [`src/file${index}.ts`]),
   );
-  return [new SystemMessage({ id: "system", content: "You are the Coder." }), new HumanMessage({ id: "task", content: TASK }), ...turns.flat()];
+  return [
+    new SystemMessage({ id: "system", content: "You are the Coder." }),
+    new HumanMessage({ id: "task", content: TASK }),
+    ...turns.flat(),
+  ];
 }
 
 function options(overrides: Partial<CompressionOptions> = {}): CompressionOptions {

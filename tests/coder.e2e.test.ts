@@ -13,7 +13,11 @@ const SCRIPTS = join(ROOT, "tests/fixtures/coder");
 const repo = (): Workspace => tempWorkspace({ git: true, files: { "README.md": "# demo\n", "important.txt": "keep me\n" } });
 
 const coder = (thread: string, script: string, approval?: RunSpec["approval"]): RunSpec => ({
-  graph: "coder", task: "do the task", thread, script: join(SCRIPTS, script), approval,
+  graph: "coder",
+  task: "do the task",
+  thread,
+  script: join(SCRIPTS, script),
+  approval,
 });
 const runCoder = (ws: RunPlace, ...spec: Parameters<typeof coder>) => run(ws, coder(...spec));
 
@@ -40,7 +44,14 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(readFileSync(join(ws.dir, "out.txt"), "utf8")).toBe("hello\n");
     const events = parseEvents(run.stdout);
     expect(events.filter((e) => e.type === "tool_call").map((e) => e.name)).toEqual([
-      "todo_write", "write_file", "edit_file", "read_file", "shell", "grep", "glob", "list_dir",
+      "todo_write",
+      "write_file",
+      "edit_file",
+      "read_file",
+      "shell",
+      "grep",
+      "glob",
+      "list_dir",
     ]);
     expect(events.filter((e) => e.type === "tool_result").every((e) => e.ok === true)).toBe(true);
     const output = await coderOutput(ws.db, "happy");
@@ -85,16 +96,22 @@ describe("the coder graph (scripted model, real workspace)", () => {
       }),
     );
     expect((await run(ws, { ...coder("edit", "happy.script.yaml"), script })).code).toBe(3);
-    expect((await resume(ws, "edit", "--set-arg", "command=echo user > out.txt")).stderr).toMatch(/^loopgraph: --edit-args and --set-arg change the call you approve: add --approve$/m);
+    expect((await resume(ws, "edit", "--set-arg", "command=echo user > out.txt")).stderr).toMatch(
+      /^loopgraph: --edit-args and --set-arg change the call you approve: add --approve$/m,
+    );
     const set = await resume(ws, "edit", "--approve", "--set-arg", "command=echo user > out.txt", "--json");
     expect(set.code, set.stderr).toBe(3);
     expect(readFileSync(join(ws.dir, "out.txt"), "utf8")).toBe("user\n");
     const shellResult = parseEvents(set.stdout).find((e) => e.type === "tool_result") as { result: string };
-    expect(shellResult.result).toMatch(/The user edited this call before approving it; it ran with their arguments, not yours\. Changed:\ncommand: "echo model > out.txt" → "echo user > out.txt"$/);
+    expect(shellResult.result).toMatch(
+      /The user edited this call before approving it; it ran with their arguments, not yours\. Changed:\ncommand: "echo model > out.txt" → "echo user > out.txt"$/,
+    );
 
     const argsFile = join(ws.dir, "..", "args.json");
     writeFileSync(argsFile, "{ not json");
-    expect((await resume(ws, "edit", "--approve", "--edit-args", argsFile)).stderr).toMatch(/^loopgraph: --edit-args .*args\.json is not JSON \(.*\): write the call's arguments as one JSON object/m);
+    expect((await resume(ws, "edit", "--approve", "--edit-args", argsFile)).stderr).toMatch(
+      /^loopgraph: --edit-args .*args\.json is not JSON \(.*\): write the call's arguments as one JSON object/m,
+    );
     writeFileSync(argsFile, JSON.stringify({ path: "notes.txt", contents: "user line\nkept line\n" }));
     const edited = await resume(ws, "edit", "--approve", "--edit-args", argsFile, "--json");
     expect(edited.code, edited.stderr).toBe(0);
@@ -102,7 +119,10 @@ describe("the coder graph (scripted model, real workspace)", () => {
     const writeResult = parseEvents(edited.stdout).find((e) => e.type === "tool_result") as { result: string };
     expect(writeResult.result).toMatch(/Changed:\ncontents:\n@@ -1,2 \+1,2 @@\n-model line\n\+user line\n kept line$/);
     const output = await coderOutput(ws.db, "edit");
-    expect(output.toolCalls.map((call) => call.args)).toEqual([{ command: "echo user > out.txt" }, { path: "notes.txt", contents: "user line\nkept line\n" }]);
+    expect(output.toolCalls.map((call) => call.args)).toEqual([
+      { command: "echo user > out.txt" },
+      { path: "notes.txt", contents: "user line\nkept line\n" },
+    ]);
 
     const replayed = await runCli(["replay", "edit", "--recorded", "--db", ws.db]);
     expect(replayed.code, replayed.stderr).toBe(0);
@@ -121,7 +141,10 @@ describe("the coder graph (scripted model, real workspace)", () => {
           { node: "coder", tool_calls: [{ name: "read_file", args: { path: "important.txt" } }] },
           plan("1. Replace keep me with kept\n2. Done"),
           plan("1. Replace keep me with kept in important.txt\n2. Re-read it"),
-          { node: "coder", tool_calls: [{ name: "edit_file", args: { path: "important.txt", old_string: "keep me", new_string: "kept" } }] },
+          {
+            node: "coder",
+            tool_calls: [{ name: "edit_file", args: { path: "important.txt", old_string: "keep me", new_string: "kept" } }],
+          },
           { node: "coder", content: "done" },
         ],
       }),
@@ -129,13 +152,24 @@ describe("the coder graph (scripted model, real workspace)", () => {
     const first = await run(ws, { ...coder("plan", "happy.script.yaml", "auto"), script, extra: ["--mode", "plan"] });
     expect(first.code, first.stderr).toBe(3);
     const events = parseEvents(first.stdout);
-    expect(events.find((e) => e.type === "tool_result")).toMatchObject({ name: "write_file", ok: false, notRun: "not_allowed", result: expect.stringMatching(/^write_file is not available in plan mode/) });
-    expect(events.find((e) => e.type === "interrupt")).toMatchObject({ value: { tool: "present_plan", details: "1. Replace keep me with kept\n2. Done" } });
+    expect(events.find((e) => e.type === "tool_result")).toMatchObject({
+      name: "write_file",
+      ok: false,
+      notRun: "not_allowed",
+      result: expect.stringMatching(/^write_file is not available in plan mode/),
+    });
+    expect(events.find((e) => e.type === "interrupt")).toMatchObject({
+      value: { tool: "present_plan", details: "1. Replace keep me with kept\n2. Done" },
+    });
     expect(existsSync(join(ws.dir, "early.txt"))).toBe(false);
 
     const rejected = await resume(ws, "plan", "--reject", "say which file", "--json");
     expect(rejected.code, rejected.stderr).toBe(3);
-    expect(parseEvents(rejected.stdout).find((e) => e.type === "tool_result")).toMatchObject({ name: "present_plan", notRun: "rejected", result: expect.stringContaining("say which file") });
+    expect(parseEvents(rejected.stdout).find((e) => e.type === "tool_result")).toMatchObject({
+      name: "present_plan",
+      notRun: "rejected",
+      result: expect.stringContaining("say which file"),
+    });
     const approved = await resume(ws, "plan", "--approve");
     expect(approved.code, approved.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "important.txt"), "utf8")).toBe("kept\n");
@@ -143,14 +177,24 @@ describe("the coder graph (scripted model, real workspace)", () => {
   });
 
   it.each([
-    ...(lacks("sandbox", "the kill -9 test in the sandbox") ? [] : [{ how: "in the sandbox", extra: [] as string[], env: cleanEnv(SANDBOX_AS_FOUND) }]),
+    ...(lacks("sandbox", "the kill -9 test in the sandbox")
+      ? []
+      : [{ how: "in the sandbox", extra: [] as string[], env: cleanEnv(SANDBOX_AS_FOUND) }]),
     { how: "without a sandbox (--no-sandbox)", extra: ["--no-sandbox"], env: cleanEnv() },
   ])("kill -9 of loopgraph kills the command it was running $how, and everything that command started", async ({ extra, env }) => {
     const ws = repo();
     // A command that starts a background child and sleeps, marked so that only this test's processes are looked for.
     const marker = `loopgraph-orphan-canary-${process.pid}-${Date.now()}`;
     const script = join(ws.dir, "..", "long-shell.script.yaml");
-    writeFileSync(script, stringify({ responses: [{ node: "coder", tool_calls: [{ name: "shell", args: { command: `(sleep 300 # ${marker}\n) & sleep 299 # ${marker}` } }] }, { node: "coder", content: "done" }] }));
+    writeFileSync(
+      script,
+      stringify({
+        responses: [
+          { node: "coder", tool_calls: [{ name: "shell", args: { command: `(sleep 300 # ${marker}\n) & sleep 299 # ${marker}` } }] },
+          { node: "coder", content: "done" },
+        ],
+      }),
+    );
     const running = startRun(ws, { ...coder("orphan", "happy.script.yaml", "auto"), script, extra }, { env });
     await running.waitForEvent("tool_call");
     const cmdline = (pid: string): string => {
@@ -208,7 +252,11 @@ describe("the coder graph (scripted model, real workspace)", () => {
     expect(existsSync(join(ws.dir, "approved.txt"))).toBe(false);
 
     const other = repo();
-    const waived = await run(other, { ...coder("waived", "approvals.script.yaml", "auto"), extra: ["--no-sandbox"] }, { env: noBubblewrap });
+    const waived = await run(
+      other,
+      { ...coder("waived", "approvals.script.yaml", "auto"), extra: ["--no-sandbox"] },
+      { env: noBubblewrap },
+    );
     expect(waived.code, waived.stderr).toBe(0);
     expect(parseEvents(waived.stdout).find((e) => e.type === "run_started")).toMatchObject({ sandbox: "off" });
     expect(readFileSync(join(other.dir, "approved.txt"), "utf8")).toBe("approved\n");
@@ -223,7 +271,11 @@ describe("the coder graph (scripted model, real workspace)", () => {
     // The blocked call is announced, named, and its result says it did not run.
     const call = events.find((e) => e.type === "tool_call");
     expect(call).toMatchObject({ name: "write_file" });
-    expect(events.find((e) => e.type === "tool_result" && e.id === call!.id)).toMatchObject({ name: "write_file", ok: false, notRun: "blocked" });
+    expect(events.find((e) => e.type === "tool_result" && e.id === call!.id)).toMatchObject({
+      name: "write_file",
+      ok: false,
+      notRun: "blocked",
+    });
     expect(existsSync(join(ws.dir, ".env"))).toBe(false);
     const output = await coderOutput(ws.db, "deny");
     expect(output.toolCalls[0]).toMatchObject({ name: "write_file", ok: false, errorKind: "blocked" });
@@ -259,9 +311,11 @@ describe("the coder graph (scripted model, real workspace)", () => {
 
     const resumed = await resume(ws, "sigint", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
-    expect(parseEvents(resumed.stdout).filter((e) => e.type === "tool_call").map((e) => (e.args as { command: string }).command)).toEqual([
-      "while [ ! -e go ]; do sleep 0.1; done; echo three >> log.txt",
-    ]);
+    expect(
+      parseEvents(resumed.stdout)
+        .filter((e) => e.type === "tool_call")
+        .map((e) => (e.args as { command: string }).command),
+    ).toEqual(["while [ ! -e go ]; do sleep 0.1; done; echo three >> log.txt"]);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\nthree\n");
     expect((await coderOutput(ws.db, "sigint")).status).toBe("success");
   });

@@ -45,9 +45,7 @@ describe("loop detection: the same call repeated", () => {
     expect(statuses(verdicts)).toEqual(["ok", "ok", "ok", "ok", "warn", "fail"]);
 
     const warning = verdicts[4];
-    expect(warning?.status === "warn" && warning.message).toMatch(
-      /called read_file with the same arguments 5 times in a row.*Step back/,
-    );
+    expect(warning?.status === "warn" && warning.message).toMatch(/called read_file with the same arguments 5 times in a row.*Step back/);
     const failure = verdicts[5];
     expect(failure?.status === "fail" && failure.reason).toBe(
       "loop detected: called read_file with the same arguments 6 times in a row, 1 of them after a warning",
@@ -157,9 +155,7 @@ describe("loop detection state", () => {
 
 describe("canonicalJson", () => {
   it("sorts keys at every depth and keeps array order", () => {
-    expect(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: null } })).toBe(
-      '{"a":{"c":null,"d":[2,{"e":0,"f":1}]},"b":1}',
-    );
+    expect(canonicalJson({ b: 1, a: { d: [2, { f: 1, e: 0 }], c: null } })).toBe('{"a":{"c":null,"d":[2,{"e":0,"f":1}]},"b":1}');
   });
 });
 
@@ -186,7 +182,13 @@ describe("loop_detection config", () => {
   });
 
   it("maps snake_case keys to the detector's options", () => {
-    const config = loopDetectionConfigSchema.parse({ repeat_threshold: 3, max_window: 1, persist_after_warning: 2, read_streak: 0, repeated_errors: 4 });
+    const config = loopDetectionConfigSchema.parse({
+      repeat_threshold: 3,
+      max_window: 1,
+      persist_after_warning: 2,
+      read_streak: 0,
+      repeated_errors: 4,
+    });
     expect(toLoopDetectionOptions(config)).toEqual({
       enabled: true,
       repeatThreshold: 3,
@@ -222,7 +224,10 @@ describe("anti-patterns judged on results", () => {
     for (let i = 1; i <= 17; i++) {
       // A plan update and a failed call that never ran neither continue nor end the streak.
       const work = i === 5 ? "other" : "read";
-      const check = checkToolResult(state, { name: work === "read" ? "glob" : "todo_write", work }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 8 });
+      const check = checkToolResult(state, { name: work === "read" ? "glob" : "todo_write", work }, ok, {
+        ...DEFAULT_LOOP_DETECTION_OPTIONS,
+        readStreak: 8,
+      });
       state = check.state;
       if (check.warning) warnings.push(i);
     }
@@ -230,11 +235,14 @@ describe("anti-patterns judged on results", () => {
     expect(checkToolResult(state, { name: "glob", work: "read" }, ok).warning).toBeUndefined();
     const changed = checkToolResult(state, { name: "shell", work: "change" }, ok).state;
     expect(changed.readStreak).toBe(0);
-    expect(checkToolResult(state, { name: "glob", work: "read" }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 0 }).warning).toBeUndefined();
+    expect(
+      checkToolResult(state, { name: "glob", work: "read" }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 0 }).warning,
+    ).toBeUndefined();
   });
 
   it("a call that did not run (refused by the mode, blocked, rejected, invalid) neither continues nor ends the streak; one that ran counts by its effect", () => {
-    for (const errorKind of ["not_allowed", "blocked", "rejected", "invalid_arguments", "tool_not_found"] as const) expect(callWork("write_file", { errorKind })).toBe("other");
+    for (const errorKind of ["not_allowed", "blocked", "rejected", "invalid_arguments", "tool_not_found"] as const)
+      expect(callWork("write_file", { errorKind })).toBe("other");
     expect(callWork("write_file", {})).toBe("change");
     expect(callWork("shell", { errorKind: "failed" })).toBe("change");
     expect(callWork("grep", {})).toBe("read");
@@ -258,4 +266,3 @@ describe("anti-patterns judged on results", () => {
     expect(run([same, same, { name: "grep", result: same.result }]).at(-1)).toBeUndefined();
   });
 });
-

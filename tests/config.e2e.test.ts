@@ -8,7 +8,12 @@ import { describe, expect, it } from "vitest";
 import { cleanEnv, runCli, SANDBOX_AS_FOUND, trustIn } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
-const SCRIPT = ["responses:", '  - { node: coder, content: "Nothing to change: done." }', '  - { node: reviewer, content: "The task is done." }', ""].join("\n");
+const SCRIPT = [
+  "responses:",
+  '  - { node: coder, content: "Nothing to change: done." }',
+  '  - { node: reviewer, content: "The task is done." }',
+  "",
+].join("\n");
 
 describe("loopgraph init", () => {
   it("makes a project of an empty folder, keeps what exists when run again, and its starter graph validates against the schema copy", async () => {
@@ -23,10 +28,15 @@ describe("loopgraph init", () => {
     expect(first.stdout).toMatch(/^created +graphs\/prompts\/reviewer\.md$/m);
     expect(first.stdout).toMatch(/^created +\.loopgraph\/graph\.schema\.json$/m);
     expect(readFileSync(join(project, ".loopgraph", ".gitignore"), "utf8")).toContain("*");
-    expect(readFileSync(join(project, "graphs", "starter.yaml"), "utf8")).toMatch(/^# yaml-language-server: \$schema=\.\.\/\.loopgraph\/graph\.schema\.json$/m);
+    expect(readFileSync(join(project, "graphs", "starter.yaml"), "utf8")).toMatch(
+      /^# yaml-language-server: \$schema=\.\.\/\.loopgraph\/graph\.schema\.json$/m,
+    );
     expect(JSON.parse(readFileSync(join(project, ".loopgraph", "graph.schema.json"), "utf8"))).toHaveProperty("$schema");
 
-    writeFileSync(join(project, "graphs", "starter.yaml"), readFileSync(join(project, "graphs", "starter.yaml"), "utf8").replace("then a reviewer", "then my reviewer"));
+    writeFileSync(
+      join(project, "graphs", "starter.yaml"),
+      readFileSync(join(project, "graphs", "starter.yaml"), "utf8").replace("then a reviewer", "then my reviewer"),
+    );
     const again = await runCli(["init"], { cwd: project, env });
     expect(again.code).toBe(0);
     expect(again.stdout).not.toMatch(/^created/m);
@@ -63,14 +73,24 @@ describe("configuration files", () => {
     const ran = await runCli(["run", "starter", "--task", "check the project", "--thread", "c1", "--json"], sub);
     expect(ran.stderr).toBe("");
     expect(ran.code).toBe(0);
-    const inspected = JSON.parse((await runCli(["inspect", "c1", "--json"], sub)).stdout) as { thread: { model: string; approval: string } };
+    const inspected = JSON.parse((await runCli(["inspect", "c1", "--json"], sub)).stdout) as {
+      thread: { model: string; approval: string };
+    };
     expect(inspected.thread).toMatchObject({ model: `scripted:${join(project, "starter.script.yaml")}`, approval: "auto" });
 
     // Without the tests' LOOPGRAPH_SANDBOX=off (cleanEnv), so that the sandbox's line is its default.
-    const shown = JSON.parse((await runCli(["config", "--json"], { ...sub, env: { ...env, ...SANDBOX_AS_FOUND } })).stdout) as { projectRoot: string; settings: { name: string; value?: string; source: string }[] };
+    const shown = JSON.parse((await runCli(["config", "--json"], { ...sub, env: { ...env, ...SANDBOX_AS_FOUND } })).stdout) as {
+      projectRoot: string;
+      settings: { name: string; value?: string; source: string }[];
+    };
     expect(shown.projectRoot).toBe(project);
     expect(shown.settings).toEqual([
-      { name: "model", value: `scripted:${join(project, "starter.script.yaml")}`, source: "project", from: join(project, "loopgraph.yaml") },
+      {
+        name: "model",
+        value: `scripted:${join(project, "starter.script.yaml")}`,
+        source: "project",
+        from: join(project, "loopgraph.yaml"),
+      },
       { name: "approval", value: "auto", source: "user", from: join(root, "config", "loopgraph", "config.yaml") },
       { name: "model_timeout", value: "45 s", source: "project", from: join(project, "loopgraph.yaml") },
       { name: "store", value: join(project, ".loopgraph", "loopgraph.db"), source: "default" },
@@ -83,7 +103,9 @@ describe("configuration files", () => {
       { name: "subagents", source: "none (a coder node's subagents: adds its own)" },
       { name: "mode", source: "each Coder node's mode:, else agent" },
     ]);
-    const overridden = JSON.parse((await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout) as typeof shown;
+    const overridden = JSON.parse(
+      (await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout,
+    ) as typeof shown;
     expect(overridden.settings.map((setting) => setting.source).slice(0, 4)).toEqual(["project", "environment", "project", "flag"]);
     const asked = await runCli(["run", "starter", "--task", "check", "--thread", "c2", "--approval", "ask", "--json"], sub);
     expect(asked.code).toBe(0);
@@ -103,7 +125,9 @@ describe("configuration files", () => {
     for (const args of [["inspect"], ["run", "coder", "--task", "x"], ["config"]]) {
       const failed = await runCli(args, { cwd: project, env });
       expect(failed.code, args.join(" ")).toBe(2);
-      expect(failed.stderr).toContain(`${join(project, "loopgraph.yaml")}:1:11: approval: a project's loopgraph.yaml cannot loosen approvals`);
+      expect(failed.stderr).toContain(
+        `${join(project, "loopgraph.yaml")}:1:11: approval: a project's loopgraph.yaml cannot loosen approvals`,
+      );
       expect(failed.stderr).toContain(`${join(project, "loopgraph.yaml")}:2:1: unknown key "modle": did you mean "model"?`);
     }
   });
@@ -116,7 +140,10 @@ describe("the agent's environment and sandbox in the config files", () => {
     mkdirSync(project);
     const configHome = join(root, "config");
     mkdirSync(join(configHome, "loopgraph"), { recursive: true });
-    writeFileSync(join(configHome, "loopgraph", "config.yaml"), "environment: { include: [DEPLOY_TOKEN], exclude: [USER_GONE] }\nsandbox: { enabled: false }\n");
+    writeFileSync(
+      join(configHome, "loopgraph", "config.yaml"),
+      "environment: { include: [DEPLOY_TOKEN], exclude: [USER_GONE] }\nsandbox: { enabled: false }\n",
+    );
     writeFileSync(join(project, "loopgraph.yaml"), "environment: { exclude: [PROJECT_GONE] }\n");
     const script = join(project, "env.script.yaml");
     writeFileSync(
@@ -132,19 +159,29 @@ describe("the agent's environment and sandbox in the config files", () => {
     );
     const env = cleanEnv({ XDG_CONFIG_HOME: configHome, DEPLOY_TOKEN: "dt-123456789", USER_GONE: "u", PROJECT_GONE: "p", KEPT_VAR: "k" });
     trustIn(project, env);
-    const ran = await runCli(["run", "coder", "--task", "env", "--model", `scripted:${script}`, "--approval", "auto", "--json"], { cwd: project, env });
+    const ran = await runCli(["run", "coder", "--task", "env", "--model", `scripted:${script}`, "--approval", "auto", "--json"], {
+      cwd: project,
+      env,
+    });
     expect(ran.code, ran.stderr).toBe(0);
     // DEPLOY_TOKEN is passed on by the user's file; KEPT_VAR, named by nobody, is not (the agent's environment is an allow-list).
     expect(readFileSync(join(project, "env.txt"), "utf8")).toBe("token=dt-123456789 user= project= kept=\n");
     expect(ran.stdout).toMatch(/"type":"run_started".*"sandbox":"off"/);
-    const shown = JSON.parse((await runCli(["config", "--json"], { cwd: project, env })).stdout) as { settings: { name: string; value?: string; source: string }[] };
-    expect(shown.settings.find((setting) => setting.name === "environment.exclude")).toMatchObject({ value: "PROJECT_GONE,USER_GONE", source: "project" });
+    const shown = JSON.parse((await runCli(["config", "--json"], { cwd: project, env })).stdout) as {
+      settings: { name: string; value?: string; source: string }[];
+    };
+    expect(shown.settings.find((setting) => setting.name === "environment.exclude")).toMatchObject({
+      value: "PROJECT_GONE,USER_GONE",
+      source: "project",
+    });
 
     writeFileSync(join(project, "loopgraph.yaml"), "environment: { include: [DEPLOY_TOKEN] }\nsandbox: { enabled: false }\n");
     trustIn(project, env);
     const refused = await runCli(["config"], { cwd: project, env });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toContain("loopgraph.yaml:1:16: environment: a project's loopgraph.yaml cannot pass credentials to the agent (environment.include)");
+    expect(refused.stderr).toContain(
+      "loopgraph.yaml:1:16: environment: a project's loopgraph.yaml cannot pass credentials to the agent (environment.include)",
+    );
     expect(refused.stderr).toContain("loopgraph.yaml:2:21: sandbox.enabled: a project's loopgraph.yaml cannot turn the sandbox off");
   });
 });

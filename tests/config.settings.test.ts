@@ -27,11 +27,20 @@ function errorOf(read: () => unknown): string {
 describe("a configuration file", () => {
   it("gives its settings: a script's and a store's path are taken from the file's folder, the timeout in milliseconds", () => {
     const { root } = tempWorkspace();
-    const path = file(root, "p/loopgraph.yaml", "model: scripted:scripts/a.yaml\napproval: deny\nmodel_timeout: 1.5\nstore: data/runs.db\n");
+    const path = file(
+      root,
+      "p/loopgraph.yaml",
+      "model: scripted:scripts/a.yaml\napproval: deny\nmodel_timeout: 1.5\nstore: data/runs.db\n",
+    );
     expect(readConfigFile(path, "project")).toEqual({
       kind: "project",
       path,
-      values: { model: `scripted:${join(root, "p/scripts/a.yaml")}`, approval: "deny", modelTimeoutMs: 1500, store: join(root, "p/data/runs.db") },
+      values: {
+        model: `scripted:${join(root, "p/scripts/a.yaml")}`,
+        approval: "deny",
+        modelTimeoutMs: 1500,
+        store: join(root, "p/data/runs.db"),
+      },
     });
     expect(readConfigFile(join(root, "none.yaml"), "user")).toBeUndefined();
     expect(readConfigFile(file(root, "empty.yaml", "# nothing set\n"), "user")?.values).toEqual({});
@@ -46,9 +55,13 @@ describe("a configuration file", () => {
       `${path}:3:16: model_timeout: model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`,
       `${path}:4:8: store: store must be a SQLite file's path or a postgres:// URL`,
     ]);
-    expect(errorOf(() => readConfigFile(file(root, "m.yaml", "model: claude:x\n"), "user"))).toMatch(/m\.yaml:1:8: model: unknown model provider "claude"/);
+    expect(errorOf(() => readConfigFile(file(root, "m.yaml", "model: claude:x\n"), "user"))).toMatch(
+      /m\.yaml:1:8: model: unknown model provider "claude"/,
+    );
     expect(errorOf(() => readConfigFile(file(root, "bad.yaml", "model: [\n"), "user"))).toMatch(/bad\.yaml:\d+:\d+: YAML syntax error/);
-    expect(errorOf(() => readConfigFile(file(root, "list.yaml", "- model\n"), "user"))).toMatch(/list\.yaml:1:1: a config file must be a mapping/);
+    expect(errorOf(() => readConfigFile(file(root, "list.yaml", "- model\n"), "user"))).toMatch(
+      /list\.yaml:1:1: a config file must be a mapping/,
+    );
   });
 
   it("from a project (it comes with the repository) cannot loosen approvals or send the store outside the project; the user's may", () => {
@@ -59,7 +72,9 @@ describe("a configuration file", () => {
     );
     for (const store of ["postgres://db.example/runs", "../elsewhere.db", "/tmp/x.db"]) {
       const path = file(root, "p/loopgraph.yaml", `store: ${store}\n`);
-      expect(errorOf(() => readConfigFile(path, "project"))).toMatch(/loopgraph\.yaml:1:8: store: a project's loopgraph.yaml keeps the store inside the project/);
+      expect(errorOf(() => readConfigFile(path, "project"))).toMatch(
+        /loopgraph\.yaml:1:8: store: a project's loopgraph.yaml keeps the store inside the project/,
+      );
       expect(readConfigFile(path, "user")?.values.store).toBeDefined();
     }
     expect(readConfigFile(file(root, "u/config.yaml", "approval: auto\n"), "user")?.values.approval).toBe("auto");
@@ -131,23 +146,50 @@ describe("the settings that apply", () => {
     const config = loadConfig(join(project, "sub"), env);
     expect(config.root).toBe(project);
     expect(effectiveSetting(config, env, "model", "scripted:flag.yaml")).toEqual({ value: "scripted:flag.yaml", source: "flag" });
-    expect(effectiveSetting(config, env, "model")).toEqual({ value: "openai:gpt-4o", source: "project", from: join(project, "loopgraph.yaml") });
-    expect(effectiveSetting(config, env, "approval")).toEqual({ value: "auto", source: "user", from: join(root, "home/loopgraph/config.yaml") });
-    expect(effectiveSetting(config, env, "modelTimeoutMs")).toEqual({ value: 9000, source: "environment", from: "LOOPGRAPH_MODEL_TIMEOUT" });
+    expect(effectiveSetting(config, env, "model")).toEqual({
+      value: "openai:gpt-4o",
+      source: "project",
+      from: join(project, "loopgraph.yaml"),
+    });
+    expect(effectiveSetting(config, env, "approval")).toEqual({
+      value: "auto",
+      source: "user",
+      from: join(root, "home/loopgraph/config.yaml"),
+    });
+    expect(effectiveSetting(config, env, "modelTimeoutMs")).toEqual({
+      value: 9000,
+      source: "environment",
+      from: "LOOPGRAPH_MODEL_TIMEOUT",
+    });
     expect(effectiveSetting(config, { ...env, LOOPGRAPH_DB: "x.db" }, "store")).toMatchObject({ value: "x.db", source: "environment" });
     expect(effectiveSetting(loadConfig(root, {}), {}, "approval")).toEqual({ value: undefined, source: "default" });
 
     const filled = environmentWithConfig(config, env);
-    expect(filled).toMatchObject({ LOOPGRAPH_MODEL: "openai:gpt-4o", LOOPGRAPH_APPROVAL: "auto", LOOPGRAPH_MODEL_TIMEOUT: "9", LOOPGRAPH_DB: "/srv/runs.db" });
+    expect(filled).toMatchObject({
+      LOOPGRAPH_MODEL: "openai:gpt-4o",
+      LOOPGRAPH_APPROVAL: "auto",
+      LOOPGRAPH_MODEL_TIMEOUT: "9",
+      LOOPGRAPH_DB: "/srv/runs.db",
+    });
   });
 });
 
 describe("the user's own providers", () => {
   it("are OpenAI-compatible endpoints of the user's file only, named apart from the built-in ones, with a credential-like key variable; a model may name one", () => {
     const { root } = tempWorkspace();
-    const path = file(root, "config.yaml", "model: local\nproviders:\n  local: { base_url: 'http://127.0.0.1:8000/v1', api_key_env: LOCAL_API_KEY, default_model: m1 }\n");
-    expect(JSON.parse(readConfigFile(path, "user", {})!.values.providers!)).toEqual({ local: { baseURL: "http://127.0.0.1:8000/v1", apiKeyEnv: "LOCAL_API_KEY", defaultModel: "m1" } });
-    const bad = file(root, "bad.yaml", "providers:\n  openai: { base_url: 'http://x/v1' }\n  mine: { base_url: ftp://x, api_key_env: HOME, extra: 1 }\n");
+    const path = file(
+      root,
+      "config.yaml",
+      "model: local\nproviders:\n  local: { base_url: 'http://127.0.0.1:8000/v1', api_key_env: LOCAL_API_KEY, default_model: m1 }\n",
+    );
+    expect(JSON.parse(readConfigFile(path, "user", {})!.values.providers!)).toEqual({
+      local: { baseURL: "http://127.0.0.1:8000/v1", apiKeyEnv: "LOCAL_API_KEY", defaultModel: "m1" },
+    });
+    const bad = file(
+      root,
+      "bad.yaml",
+      "providers:\n  openai: { base_url: 'http://x/v1' }\n  mine: { base_url: ftp://x, api_key_env: HOME, extra: 1 }\n",
+    );
     expect(errorOf(() => readConfigFile(bad, "user", {})).split("\n")).toEqual([
       `${bad}:2:3: providers: "openai" is a built-in provider: give yours another name`,
       `${bad}:3:21: providers.mine.base_url: base_url must be the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1`,
@@ -155,7 +197,9 @@ describe("the user's own providers", () => {
       `${bad}:3:49: providers.mine: unknown key "extra": a provider has base_url, api_key_env, default_model`,
     ]);
     const project = file(root, "p/loopgraph.yaml", "providers:\n  local: { base_url: 'http://127.0.0.1:8000/v1' }\n");
-    expect(errorOf(() => readConfigFile(project, "project", {}))).toMatch(/loopgraph\.yaml:2:3: providers: a project's loopgraph.yaml cannot define providers/);
+    expect(errorOf(() => readConfigFile(project, "project", {}))).toMatch(
+      /loopgraph\.yaml:2:3: providers: a project's loopgraph.yaml cannot define providers/,
+    );
     expect(errorOf(() => readConfigFile(file(root, "m.yaml", "model: local:x\n"), "user", {}))).toMatch(/unknown model provider "local"/);
   });
 });

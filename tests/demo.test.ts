@@ -24,7 +24,10 @@ describe("npm run demo", () => {
     expect(demo.stdout).toMatch(/#\s+STEP\s+NODE/);
 
     // Two threads never share a header: each content line follows the last header of its own thread.
-    const runLines = demo.stdout.slice(0, demo.stdout.indexOf("✔ finished")).split("\n").slice(demo.stdout.split("\n").findIndex((l) => l.startsWith("▶ running monitor")));
+    const runLines = demo.stdout
+      .slice(0, demo.stdout.indexOf("✔ finished"))
+      .split("\n")
+      .slice(demo.stdout.split("\n").findIndex((l) => l.startsWith("▶ running monitor")));
     let headerThread: "own" | "loop" | undefined;
     for (const line of runLines) {
       const loop = line.startsWith("[loop] ");
@@ -34,6 +37,8 @@ describe("npm run demo", () => {
     }
     // A tool result of several lines is shown whole; the end line has the run's and each round's tokens.
     expect(demo.stdout).toMatch(/↳ Todo list updated \(0\/2 completed\):\n\[loop\] {5}\[>\] write isPalindrome/);
-    expect(demo.stdout).toMatch(/✔ finished {2}thread \S+ {2}\(\S+ tokens in, \S+ out, [\d.]+ s; round 1: \S+ in, \S+ out · round 2: \S+ in, \S+ out\)/);
+    expect(demo.stdout).toMatch(
+      /✔ finished {2}thread \S+ {2}\(\S+ tokens in, \S+ out, [\d.]+ s; round 1: \S+ in, \S+ out · round 2: \S+ in, \S+ out\)/,
+    );
   });
 });

@@ -19,22 +19,35 @@ describe("library API", () => {
     const dir = temp();
     const events: RunEvent[] = [];
     const outcome = await runGraph({
-      graph: join(FIXTURES, "outer.yaml"), task: "nested", workspace: dir, db: join(dir, "db"),
-      model: scripted("breakpoint.script.yaml"), onEvent: (e) => events.push(e), env: {},
+      graph: join(FIXTURES, "outer.yaml"),
+      task: "nested",
+      workspace: dir,
+      db: join(dir, "db"),
+      model: scripted("breakpoint.script.yaml"),
+      onEvent: (e) => events.push(e),
+      env: {},
     });
     expect(outcome.status).toBe("finished");
     expect(readFileSync(join(dir, "steps.log"), "utf8")).toBe("first\ninner_step\nlast\n");
     expect(outcome.state.visits).toMatchObject({ first: 1, nested: 1, inner_step: 1, inner_agent: 1, last: 1 });
     expect(outcome.state.outputs.inner_agent).toBe("finished after the breakpoint");
     expect(events.filter((e) => e.type === "node_started").map((e) => (e as { node: string }).node)).toEqual([
-      "first", "nested", "inner_step", "inner_agent", "last",
+      "first",
+      "nested",
+      "inner_step",
+      "inner_agent",
+      "last",
     ]);
   });
 
   it("a loop stops at max_visits and follows on_limit", async () => {
     const dir = temp();
     const outcome = await runGraph({
-      graph: "example-review", task: "t", db: join(dir, "db"), model: scripted("always-revise.script.yaml"), env: {},
+      graph: "example-review",
+      task: "t",
+      db: join(dir, "db"),
+      model: scripted("always-revise.script.yaml"),
+      env: {},
     });
     expect(outcome.status, outcome.error).toBe("finished");
     expect(outcome.state.visits).toMatchObject({ draft: 1, critique: 4, revise: 3, stats: 1 });
@@ -43,7 +56,13 @@ describe("library API", () => {
 
   it("retries an invalid structured answer once with the validation error", async () => {
     const dir = temp();
-    const outcome = await runGraph({ graph: "example-review", task: "t", db: join(dir, "db"), model: scripted("repair.script.yaml"), env: {} });
+    const outcome = await runGraph({
+      graph: "example-review",
+      task: "t",
+      db: join(dir, "db"),
+      model: scripted("repair.script.yaml"),
+      env: {},
+    });
     expect(outcome.status, outcome.error).toBe("finished");
     expect(outcome.state.outputs.critique).toEqual({ verdict: "approve", notes: "ok" });
     expect(outcome.state.scripted[scripted("repair.script.yaml")]).toEqual({ draft: 1, critique: 2 });
@@ -62,7 +81,13 @@ describe("library API", () => {
 
   it("fails clearly when the scripted model is exhausted", async () => {
     const dir = temp();
-    const outcome = await runGraph({ graph: "example-review", task: "t", db: join(dir, "db"), model: scripted("breakpoint.script.yaml"), env: {} });
+    const outcome = await runGraph({
+      graph: "example-review",
+      task: "t",
+      db: join(dir, "db"),
+      model: scripted("breakpoint.script.yaml"),
+      env: {},
+    });
     expect(outcome.status).toBe("failed");
     expect(outcome.error).toMatch(/scripted model exhausted/);
   });
@@ -81,7 +106,13 @@ describe("library API", () => {
   it("threadHistory and checkpointState read a run back without the graph file", async () => {
     const dir = temp();
     const db = join(dir, "db");
-    const outcome = await runGraph({ graph: "example-review", task: "t", db, model: "scripted:examples/example-review.script.yaml", env: {} });
+    const outcome = await runGraph({
+      graph: "example-review",
+      task: "t",
+      db,
+      model: "scripted:examples/example-review.script.yaml",
+      env: {},
+    });
     const history = await threadHistory(outcome.threadId, { db });
     expect(history.checkpoints.map((c) => c.nodes.join())).toEqual(["input", "start", "draft", "critique", "revise", "critique", "stats"]);
     const revise = history.checkpoints[4]!;

@@ -13,7 +13,14 @@ describe("event bus", () => {
     onCleanup(eventBus.subscribe(messageTopic("other"), (message) => elsewhere.push(message)));
 
     const outcome = await runGraph({
-      graph: "coder-review", task: "write add()", threadId: "bus", workspace: repo.dir, db: repo.db, approval: "auto", env: {}, noSandbox: true,
+      graph: "coder-review",
+      task: "write add()",
+      threadId: "bus",
+      workspace: repo.dir,
+      db: repo.db,
+      approval: "auto",
+      env: {},
+      noSandbox: true,
       model: `scripted:${join(ROOT, "examples/coder-review.script.yaml")}`,
     });
     expect(outcome.status, outcome.error).toBe("finished");

@@ -85,10 +85,7 @@ describe("loadGraph on good graphs", () => {
             { when: { path: "outputs.critique.verdict", op: "eq", value: "approve" }, to: "count" },
             {
               when: {
-                all: [
-                  { path: "visits.critique", op: "gte", value: 2 },
-                  { not: { path: "vars.audience", op: "in", value: ["experts"] } },
-                ],
+                all: [{ path: "visits.critique", op: "gte", value: 2 }, { not: { path: "vars.audience", op: "in", value: ["experts"] } }],
               },
               to: "count",
             },
@@ -211,7 +208,10 @@ describe("loadGraph errors", () => {
     // A Markdown file's text, which YAML reads as one long string: every required key is missing, and more.
     const ws = tempWorkspace();
     const notes = path.join(ws.dir, "notes.yaml");
-    writeFileSync(notes, ["name: notes", "entry: 3", "nodes: [1, 2, 3]", "edges: {}", "colour: blue", "size: 9", "shape: round", ""].join("\n"));
+    writeFileSync(
+      notes,
+      ["name: notes", "entry: 3", "nodes: [1, 2, 3]", "edges: {}", "colour: blue", "size: 9", "shape: round", ""].join("\n"),
+    );
     const error = (await loadError(notes)) as GraphValidationError;
     expect(error).toBeInstanceOf(GraphValidationError);
     expect(error.issues.length).toBeGreaterThan(5);

@@ -22,10 +22,7 @@ const review: GraphDefinition<BuiltinNodeDefinition> = {
     {
       kind: "conditional",
       from: "critique",
-      branches: [
-        { when: { path: "outputs.critique.verdict", op: "eq", value: "approve" }, to: "word-count" },
-        { to: "revise" },
-      ],
+      branches: [{ when: { path: "outputs.critique.verdict", op: "eq", value: "approve" }, to: "word-count" }, { to: "revise" }],
     },
     { kind: "static", from: "revise", to: "critique" },
   ],

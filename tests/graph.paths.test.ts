@@ -62,7 +62,9 @@ describe("resolveGraphPath", () => {
   });
 
   it("does not look up paths with a directory part as names", () => {
-    expect(() => resolveGraphPath("flows/review", project, shipped)).toThrow(/^graph "flows\/review" not found \(tried [^)]*flows\/review\.yml\)/);
+    expect(() => resolveGraphPath("flows/review", project, shipped)).toThrow(
+      /^graph "flows\/review" not found \(tried [^)]*flows\/review\.yml\)/,
+    );
   });
 });
 

@@ -10,7 +10,11 @@ import { cleanEnv, runCli, trustIn } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
-const events = (stdout: string) => stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+const events = (stdout: string) =>
+  stdout
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 
 const HOOKS = `hooks:
   session_start:
@@ -49,12 +53,22 @@ describe("hooks in a Coder run", () => {
     expect(result.code, result.stderr).toBe(0);
     const all = events(result.stdout);
     const results = all.filter((event) => event.type === "tool_result") as { name: string; ok: boolean; result: string; notRun?: string }[];
-    expect(results[0]).toMatchObject({ name: "shell", ok: false, notRun: "blocked", result: "Blocked by a hook: no rm here: use git clean" });
+    expect(results[0]).toMatchObject({
+      name: "shell",
+      ok: false,
+      notRun: "blocked",
+      result: "Blocked by a hook: no rm here: use git clean",
+    });
     expect(readFileSync(join(ws.dir, "notes.txt"), "utf8")).toBe("keep me\n");
     expect(results[1]).toMatchObject({ name: "write_file", ok: true });
     expect(results[1]!.result).toMatch(/\n\n\[after_tool hook\]\nremember to run the tests$/);
     const hooks = all.filter((event) => event.type === "hook").map((event) => [event.event, event.exitCode, event.blocked ?? false]);
-    expect(hooks).toEqual([["session_start", 0, false], ["before_tool", 2, true], ["after_tool", 0, false], ["stop", 0, false]]);
+    expect(hooks).toEqual([
+      ["session_start", 0, false],
+      ["before_tool", 2, true],
+      ["after_tool", 0, false],
+      ["stop", 0, false],
+    ]);
     const started = JSON.parse(readFileSync(join(ws.dir, "hook-session-start.json"), "utf8")) as Record<string, unknown>;
     expect(started).toEqual({ event: "session_start", resumed: false, thread: "hooked", graph: "coder", workspace: ws.dir });
     const stopped = JSON.parse(readFileSync(join(ws.dir, "hook-stop.json"), "utf8")) as Record<string, unknown>;
@@ -83,13 +97,34 @@ describe("hooks in a Coder run", () => {
     const env = cleanEnv({ XDG_CONFIG_HOME: config, LOOPGRAPH_SANDBOX: "off" });
     // Trusted, a project's hook is still one nobody approves: it runs only in the sandbox.
     trustIn(ws.dir, env);
-    const result = await runCli(["run", "coder", "--task", "look", "--thread", "failing", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto", "--db", ws.db, "--json"], { cwd: ws.dir, env });
+    const result = await runCli(
+      [
+        "run",
+        "coder",
+        "--task",
+        "look",
+        "--thread",
+        "failing",
+        "--workspace",
+        ws.dir,
+        "--model",
+        `scripted:${script}`,
+        "--approval",
+        "auto",
+        "--db",
+        ws.db,
+        "--json",
+      ],
+      { cwd: ws.dir, env },
+    );
     expect(result.code).toBe(1);
     const all = events(result.stdout);
     const blocked = all.find((event) => event.type === "tool_result") as { result: string };
     expect(blocked.result).toBe("Blocked by a hook: the before_tool hook `exit 1` failed (it exited with 1), so the call was not run");
     const skipped = all.find((event) => event.type === "hook" && event.command === "touch planted-hook-ran") as { failure: string };
-    expect(skipped.failure).toMatch(/^the session_start hook `touch planted-hook-ran` not run: it is declared in .*loopgraph\.yaml, and such a hook runs only in the OS sandbox, but the sandbox is off for this run/);
+    expect(skipped.failure).toMatch(
+      /^the session_start hook `touch planted-hook-ran` not run: it is declared in .*loopgraph\.yaml, and such a hook runs only in the OS sandbox, but the sandbox is off for this run/,
+    );
     expect(existsSync(join(ws.dir, "planted-hook-ran"))).toBe(false);
     const failed = JSON.parse(readFileSync(join(ws.dir, "hook-error.json"), "utf8")) as Record<string, unknown>;
     expect(failed).toMatchObject({ event: "error", status: "failed", exitCode: 1, thread: "failing" });

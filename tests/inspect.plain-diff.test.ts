@@ -38,7 +38,11 @@ function edited(input: unknown, next: () => number, depth = 0): unknown {
     return copy;
   }
   if (input && typeof input === "object" && !(input instanceof Date)) {
-    const copy = Object.fromEntries(Object.entries(input).filter(() => next() > 0.15).map(([key, inner]) => [key, edited(inner, next, depth + 1)]));
+    const copy = Object.fromEntries(
+      Object.entries(input)
+        .filter(() => next() > 0.15)
+        .map(([key, inner]) => [key, edited(inner, next, depth + 1)]),
+    );
     if (next() < 0.3) copy[["x", "w", "1", "2"][Math.floor(next() * 4)]!] = value(next, depth + 1);
     return copy;
   }

@@ -9,7 +9,13 @@ const SOURCES = { judge: "judge", coder: "coder", review: "review" };
 
 describe("judge input", () => {
   it("reads the round's task, round, results and every pending message from the state", () => {
-    const state = judgeState({ coder: coderSuccess(), review: review("warning"), pending: ["add login", "add sign-up"], round: 3, maxRounds: 7 });
+    const state = judgeState({
+      coder: coderSuccess(),
+      review: review("warning"),
+      pending: ["add login", "add sign-up"],
+      round: 3,
+      maxRounds: 7,
+    });
     const input = readJudgeInput(state, SOURCES);
     expect(input).toMatchObject({ task: TASK, round: 3, maxRounds: 7, pending: ["add login", "add sign-up"] });
     expect(input.coder?.status).toBe("success");
@@ -72,7 +78,9 @@ describe("judge input", () => {
     expect(text).toContain("## Review result\nnone: the Review left no result");
     expect(text).toContain("## Pending messages\nnone");
 
-    const long = formatJudgeInput(readJudgeInput(judgeState({ coder: coderSuccess({ summary: "x".repeat(5_000), toolCalls: [] }) }), SOURCES));
+    const long = formatJudgeInput(
+      readJudgeInput(judgeState({ coder: coderSuccess({ summary: "x".repeat(5_000), toolCalls: [] }) }), SOURCES),
+    );
     expect(long).toContain("tool calls: none");
     expect(long).toContain("… (cut, 1000 more characters)");
   });

@@ -56,21 +56,30 @@ function harness(model?: ChatModel, signal = new AbortController().signal): Harn
   return { ctx, events, calls };
 }
 
-async function runJudge(script: string, parts: JudgeStateParts, h = harness()): Promise<{ update: NodeUpdate; result: JudgeResult; state: GraphStateValue }> {
+async function runJudge(
+  script: string,
+  parts: JudgeStateParts,
+  h = harness(),
+): Promise<{ update: NodeUpdate; result: JudgeResult; state: GraphStateValue }> {
   const state = judgeState(parts);
   const update = await createJudgeNode(judgeDefinition(script), GRAPH, h.ctx)(state, {});
   return { update, result: update.outputs!.judge as JudgeResult, state };
 }
 
 /** What the round just judged did, as a next task tells it (coderSuccess, round 2). */
-const DONE = "## Done so far\nThe Coder finished in round 2.\nFiles changed: index.html, styles/main.css\nIts summary: Inlined the critical CSS and lazy-loaded the hero image; npm test passes.";
+const DONE =
+  "## Done so far\nThe Coder finished in round 2.\nFiles changed: index.html, styles/main.css\nIts summary: Inlined the critical CSS and lazy-loaded the hero image; npm test passes.";
 const lastText = (messages: BaseMessage[]): string => String(messages.at(-1)!.content);
 
 describe("judge node", () => {
   it("drains every pending message in one go: counted, and all carried into nextTask even when the model forgets one", async () => {
     const h = harness();
     const spec = scripted("continue-partial.script.yaml");
-    const { update, result } = await runJudge(spec, { coder: coderSuccess(), review: review("normal"), pending: ["add login", "add sign-up"] }, h);
+    const { update, result } = await runJudge(
+      spec,
+      { coder: coderSuccess(), review: review("normal"), pending: ["add login", "add sign-up"] },
+      h,
+    );
 
     expect(result).toEqual({
       decision: "continue",
@@ -159,7 +168,9 @@ describe("judge node", () => {
     const { result, update } = await runJudge(scripted("repaired.script.yaml"), { coder: coderFailure("step_limit") }, h);
     expect(result).toMatchObject({ decision: "terminate", reason: "the page is done", source: "model" });
     expect(result.notes).toHaveLength(1);
-    expect(result.notes[0]).toMatch(/^the model's answer was invalid \(.*reason.*\): "\{\\"decision\\": \\"terminate\\"\}"; asked once more with the validation error$/);
+    expect(result.notes[0]).toMatch(
+      /^the model's answer was invalid \(.*reason.*\): "\{\\"decision\\": \\"terminate\\"\}"; asked once more with the validation error$/,
+    );
     expect(h.calls).toHaveLength(2);
     expect(lastText(h.calls[1]!)).toMatch(/^Your answer could not be used: .*reason.*Answer again with the JSON only\.$/);
     expect(Object.values(update.scripted!)).toEqual([{ judge: 2 }]);
@@ -167,12 +178,23 @@ describe("judge node", () => {
 
   it("invalid twice: repair retry, then the rule-based fallback, with notes on both answers", async () => {
     const h = harness();
-    const { result, update } = await runJudge(scripted("invalid-twice.script.yaml"), { coder: coderSuccess(), review: review("normal"), pending: ["add login"] }, h);
+    const { result, update } = await runJudge(
+      scripted("invalid-twice.script.yaml"),
+      { coder: coderSuccess(), review: review("normal"), pending: ["add login"] },
+      h,
+    );
     expect(h.calls).toHaveLength(2);
-    expect(result).toMatchObject({ decision: "continue", nextTask: `add login\n\n## Original task\n${TASK}\n\n${DONE}`, consumedPending: 1, source: "fallback" });
+    expect(result).toMatchObject({
+      decision: "continue",
+      nextTask: `add login\n\n## Original task\n${TASK}\n\n${DONE}`,
+      consumedPending: 1,
+      source: "fallback",
+    });
     expect(result.notes).toEqual([
       `the model's answer was invalid (the answer is not JSON): "I think another round would help."; asked once more with the validation error`,
-      expect.stringMatching(/^the repeated answer was invalid too \(.*nextTask must not be empty.*\): "\{\\"decision\\": \\"continue\\", \\"nextTask\\": \\"\\"\}"$/),
+      expect.stringMatching(
+        /^the repeated answer was invalid too \(.*nextTask must not be empty.*\): "\{\\"decision\\": \\"continue\\", \\"nextTask\\": \\"\\"\}"$/,
+      ),
       "fallback: the Coder succeeded and 1 pending message waits",
     ]);
     expect(Object.values(update.scripted!)).toEqual([{ judge: 2 }]);
@@ -188,7 +210,9 @@ describe("judge node", () => {
   });
 
   it("a model error does not crash the run: fallback decision, with a note (here: an unfixable Coder failure → terminate)", async () => {
-    const { result, update } = await runJudge(scripted("no-judge-response.script.yaml"), { coder: coderFailure("model_exhausted", "nothing left") });
+    const { result, update } = await runJudge(scripted("no-judge-response.script.yaml"), {
+      coder: coderFailure("model_exhausted", "nothing left"),
+    });
     expect(result).toMatchObject({
       decision: "terminate",
       reason: "the Coder failed (model_exhausted: nothing left), which another round cannot fix",
@@ -202,7 +226,10 @@ describe("judge node", () => {
   });
 
   it("a model error during the repair retry: the notes tell both steps, the consumed answer stays consumed", async () => {
-    const { result, update } = await runJudge(scripted("invalid-then-exhausted.script.yaml"), { coder: coderSuccess(), review: review("critical", ["broken"]) });
+    const { result, update } = await runJudge(scripted("invalid-then-exhausted.script.yaml"), {
+      coder: coderSuccess(),
+      review: review("critical", ["broken"]),
+    });
     expect(result).toMatchObject({ decision: "continue", source: "fallback" });
     expect(result.notes).toHaveLength(3);
     expect(result.notes[0]).toMatch(/^the model's answer was invalid .*"\{\\"verdict\\": \\"ship it\\"\}"; asked once more/);

@@ -5,16 +5,22 @@ import { guardDecision, ruleDecision, type JudgeDecision } from "../src/nodes/ju
 import { briefTask, leadOf, ORIGINAL_TASK_MAX_CHARS } from "../src/nodes/judge/next-task.js";
 import { coderFailure, coderSuccess, judgeState, review, TASK, type JudgeStateParts } from "./fixtures/judge/factories.js";
 
-const input = (parts: JudgeStateParts): JudgeInput => readJudgeInput(judgeState(parts), { judge: "judge", coder: "coder", review: "review" });
+const input = (parts: JudgeStateParts): JudgeInput =>
+  readJudgeInput(judgeState(parts), { judge: "judge", coder: "coder", review: "review" });
 const CONTINUE: JudgeDecision = { decision: "continue", nextTask: "Polish the CSS." };
 /** What the round just judged did, as a next task tells it (coderSuccess, round 2). */
-const DONE = "## Done so far\nThe Coder finished in round 2.\nFiles changed: index.html, styles/main.css\nIts summary: Inlined the critical CSS and lazy-loaded the hero image; npm test passes.";
+const DONE =
+  "## Done so far\nThe Coder finished in round 2.\nFiles changed: index.html, styles/main.css\nIts summary: Inlined the critical CSS and lazy-loaded the hero image; npm test passes.";
 const nextTaskOf = (decision: JudgeDecision): string => (decision as { nextTask: string }).nextTask;
 const TERMINATE: JudgeDecision = { decision: "terminate", reason: "looks complete" };
 
 describe("judge rules", () => {
   describe("critical review → continue", () => {
-    const critical = input({ coder: coderSuccess(), review: review("critical", ["the hero image still blocks rendering"]), pending: ["add login"] });
+    const critical = input({
+      coder: coderSuccess(),
+      review: review("critical", ["the hero image still blocks rendering"]),
+      pending: ["add login"],
+    });
 
     it("the rule's next task is the task, then what was done, the review's comments and the pending messages", () => {
       const { decision } = ruleDecision(critical);
@@ -51,7 +57,11 @@ describe("judge rules", () => {
     });
 
     it("merges the review's comments and every pending message", () => {
-      const passed = input({ coder: coderSuccess(), review: review("warning", ["alt text missing on the hero"]), pending: ["add login", "add sign-up"] });
+      const passed = input({
+        coder: coderSuccess(),
+        review: review("warning", ["alt text missing on the hero"]),
+        pending: ["add login", "add sign-up"],
+      });
       expect(ruleDecision(passed).decision).toEqual({
         decision: "continue",
         nextTask:
@@ -68,7 +78,9 @@ describe("judge rules", () => {
       const proposed: JudgeDecision = { decision: "continue", nextTask: "Add   Login, then ADD SIGN-UP." };
       const guarded = guardDecision(passed, proposed);
       expect(guarded.notes).toEqual([]);
-      expect(nextTaskOf(guarded.decision)).toBe(`Add   Login, then ADD SIGN-UP.\n\n## Original task\n${TASK}\n\n${DONE}\n\n## Queued by the user\n- add login\n- add sign-up`);
+      expect(nextTaskOf(guarded.decision)).toBe(
+        `Add   Login, then ADD SIGN-UP.\n\n## Original task\n${TASK}\n\n${DONE}\n\n## Queued by the user\n- add login\n- add sign-up`,
+      );
     });
 
     it("with no review result, pending messages still start: only a failed Coder may hold them back", () => {
@@ -126,7 +138,9 @@ describe("judge rules", () => {
     });
 
     it("pending messages still start the next round", () => {
-      expect(ruleDecision(input({ coder: coderSuccess(), review: incompleteReview(), pending: ["add login"] })).decision.decision).toBe("continue");
+      expect(ruleDecision(input({ coder: coderSuccess(), review: incompleteReview(), pending: ["add login"] })).decision.decision).toBe(
+        "continue",
+      );
     });
   });
 
@@ -158,30 +172,43 @@ describe("judge rules", () => {
       "model_network",
       undefined,
     ];
-    it.each(retryable)("fallback: %s is worth a retry: continue with the task, the failure, the comments and the pending messages", (kind) => {
-      const failed = input({ coder: kind && coderFailure(kind, "details"), review: review("critical", ["tests fail"]), pending: ["add login"] });
-      const { decision, why } = ruleDecision(failed);
-      expect(decision.decision).toBe("continue");
-      const nextTask = nextTaskOf(decision);
-      expect(nextTask.startsWith(`${TASK}\n\nThe previous round failed (${kind ? `${kind}: details` : "no result"}).`)).toBe(true);
-      expect(nextTask).toContain("## Review comments to address (the review rated the work critical)\n- tests fail");
-      expect(nextTask).toContain("## Queued by the user\n- add login");
-      expect(why).toBe(`the Coder failed (${kind ?? "no result"}), which a new round may fix`);
-    });
+    it.each(retryable)(
+      "fallback: %s is worth a retry: continue with the task, the failure, the comments and the pending messages",
+      (kind) => {
+        const failed = input({
+          coder: kind && coderFailure(kind, "details"),
+          review: review("critical", ["tests fail"]),
+          pending: ["add login"],
+        });
+        const { decision, why } = ruleDecision(failed);
+        expect(decision.decision).toBe("continue");
+        const nextTask = nextTaskOf(decision);
+        expect(nextTask.startsWith(`${TASK}\n\nThe previous round failed (${kind ? `${kind}: details` : "no result"}).`)).toBe(true);
+        expect(nextTask).toContain("## Review comments to address (the review rated the work critical)\n- tests fail");
+        expect(nextTask).toContain("## Queued by the user\n- add login");
+        expect(why).toBe(`the Coder failed (${kind ?? "no result"}), which a new round may fix`);
+      },
+    );
 
-    it.each(["model_bad_request", "model_exhausted", "cancelled"] as const)("fallback: %s cannot be fixed by a retry: terminate", (kind) => {
-      const { decision, why } = ruleDecision(input({ coder: coderFailure(kind, "details"), pending: ["add login"] }));
-      expect(decision).toEqual({
-        decision: "terminate",
-        reason: `the Coder failed (${kind}: details), which another round cannot fix; pending messages not started: "add login"`,
-      });
-      expect(why).toBe(`the Coder failed with ${kind}, which a retry cannot fix`);
-    });
+    it.each(["model_bad_request", "model_exhausted", "cancelled"] as const)(
+      "fallback: %s cannot be fixed by a retry: terminate",
+      (kind) => {
+        const { decision, why } = ruleDecision(input({ coder: coderFailure(kind, "details"), pending: ["add login"] }));
+        expect(decision).toEqual({
+          decision: "terminate",
+          reason: `the Coder failed (${kind}: details), which another round cannot fix; pending messages not started: "add login"`,
+        });
+        expect(why).toBe(`the Coder failed with ${kind}, which a retry cannot fix`);
+      },
+    );
   });
 
   it("Coder succeeded, no review result, nothing pending: the model decides; the fallback ends the loop as unverified", () => {
     const unreviewed = input({ coder: coderSuccess() });
-    expect(guardDecision(unreviewed, CONTINUE)).toEqual({ decision: { decision: "continue", nextTask: `Polish the CSS.\n\n## Original task\n${TASK}\n\n${DONE}` }, notes: [] });
+    expect(guardDecision(unreviewed, CONTINUE)).toEqual({
+      decision: { decision: "continue", nextTask: `Polish the CSS.\n\n## Original task\n${TASK}\n\n${DONE}` },
+      notes: [],
+    });
     expect(ruleDecision(unreviewed).decision).toEqual({
       decision: "terminate",
       reason: "the Coder finished but the Review left no result: the work is unverified",
@@ -215,14 +242,24 @@ describe("judge rules", () => {
     });
 
     it("a review whose only comment is the diff stat adds no comments section", () => {
-      const guarded = guardDecision(input({ coder: coderSuccess(), review: review("warning", [DIFF_STAT]), pending: ["add login"] }), CONTINUE);
+      const guarded = guardDecision(
+        input({ coder: coderSuccess(), review: review("warning", [DIFF_STAT]), pending: ["add login"] }),
+        CONTINUE,
+      );
       expect(nextTaskOf(guarded.decision)).not.toContain("Review comments");
       expect(nextTaskOf(guarded.decision)).not.toContain("notes.txt");
     });
 
     it("in a later round the original task is the loop's, and a task's earlier context is not nested into the next", () => {
-      const round2Task = nextTaskOf(ruleDecision(input({ coder: coderSuccess(), review: review("critical", ["specs_breakdown: no tests"]) })).decision);
-      const round3 = input({ coder: coderSuccess(), review: review("critical", ["specs_breakdown: still no tests"]), task: `fix it\n\n${round2Task.slice(TASK.length + 2)}`, round: 3 });
+      const round2Task = nextTaskOf(
+        ruleDecision(input({ coder: coderSuccess(), review: review("critical", ["specs_breakdown: no tests"]) })).decision,
+      );
+      const round3 = input({
+        coder: coderSuccess(),
+        review: review("critical", ["specs_breakdown: still no tests"]),
+        task: `fix it\n\n${round2Task.slice(TASK.length + 2)}`,
+        round: 3,
+      });
       const nextTask = nextTaskOf(ruleDecision(round3).decision);
       expect(nextTask.startsWith(`fix it\n\n## Original task\n${TASK}\n\n## Done so far\nThe Coder finished in round 3.`)).toBe(true);
       expect(nextTask.match(/## Original task/g)).toHaveLength(1);
@@ -239,16 +276,23 @@ describe("judge rules", () => {
 
     it("a long original task is repeated cut (the Judge's result is stored at every step), saying how much was cut", () => {
       const long = `${"x".repeat(ORIGINAL_TASK_MAX_CHARS)}${"y".repeat(500)}`;
-      const nextTask = nextTaskOf(guardDecision(input({ coder: coderSuccess(), review: review("critical"), loopTask: long }), CONTINUE).decision);
-      expect(nextTask).toContain(`## Original task\n${"x".repeat(ORIGINAL_TASK_MAX_CHARS)}\n[… cut here: 500 more characters of the original task]`);
+      const nextTask = nextTaskOf(
+        guardDecision(input({ coder: coderSuccess(), review: review("critical"), loopTask: long }), CONTINUE).decision,
+      );
+      expect(nextTask).toContain(
+        `## Original task\n${"x".repeat(ORIGINAL_TASK_MAX_CHARS)}\n[… cut here: 500 more characters of the original task]`,
+      );
       expect(nextTask).not.toContain("xy");
     });
 
     it("briefTask: the lead's first line and the context it carries, on one line", () => {
-      const guarded = guardDecision(input({ coder: coderSuccess(), review: review("critical", ["specs_breakdown: no tests"]), pending: ["add login", "add sign-up"] }), {
-        decision: "continue",
-        nextTask: "Add tests for the page.\nThen add login and sign-up.",
-      });
+      const guarded = guardDecision(
+        input({ coder: coderSuccess(), review: review("critical", ["specs_breakdown: no tests"]), pending: ["add login", "add sign-up"] }),
+        {
+          decision: "continue",
+          nextTask: "Add tests for the page.\nThen add login and sign-up.",
+        },
+      );
       expect(briefTask(nextTaskOf(guarded.decision))).toBe(
         "Add tests for the page. … (with context: original task, what was done, review comments, 2 queued)",
       );
@@ -256,7 +300,10 @@ describe("judge rules", () => {
     });
 
     it("a multi-line queued message stays one bullet, its lines indented under it, and counts once", () => {
-      const guarded = guardDecision(input({ coder: coderSuccess(), review: review("normal"), pending: ["add login:\n- a form\n- a route", "add sign-up"] }), CONTINUE);
+      const guarded = guardDecision(
+        input({ coder: coderSuccess(), review: review("normal"), pending: ["add login:\n- a form\n- a route", "add sign-up"] }),
+        CONTINUE,
+      );
       const nextTask = nextTaskOf(guarded.decision);
       expect(nextTask.endsWith("## Queued by the user\n- add login:\n  - a form\n  - a route\n- add sign-up")).toBe(true);
       expect(briefTask(nextTask)).toBe("Polish the CSS. (with context: original task, what was done, 2 queued)");

@@ -86,8 +86,14 @@ describe("parseLooperCommand: plain words", () => {
 
 describe("commandToEvent", () => {
   it.each([
-    [{ command: "start", task: "t" }, { type: "START", task: "t", maxRounds: 3 }],
-    [{ command: "add_pending", task: "t" }, { type: "ADD_PENDING", task: "t", maxRounds: 3 }],
+    [
+      { command: "start", task: "t" },
+      { type: "START", task: "t", maxRounds: 3 },
+    ],
+    [
+      { command: "add_pending", task: "t" },
+      { type: "ADD_PENDING", task: "t", maxRounds: 3 },
+    ],
     [{ command: "stop" }, { type: "STOP" }],
     [{ command: "status" }, { type: "STATUS" }],
   ] as const)("maps %j", (command, event) => {

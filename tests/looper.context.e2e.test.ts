@@ -13,7 +13,11 @@ const SCRIPTS = join(ROOT, "tests/fixtures/looper");
 const TASK = "write add() in app.js";
 
 const loop = (thread: string, script: string): RunSpec => ({
-  graph: "coder-review", task: TASK, thread, script: join(SCRIPTS, script), approval: "auto",
+  graph: "coder-review",
+  task: TASK,
+  thread,
+  script: join(SCRIPTS, script),
+  approval: "auto",
 });
 
 interface State {

@@ -10,7 +10,12 @@ const SCRIPTS = join(ROOT, "tests/fixtures/looper");
 const repo = (): Workspace => tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
 
 const loop = (thread: string, script: string, ...extra: string[]): RunSpec => ({
-  graph: "coder-review", task: "write add() in app.js", thread, script: join(SCRIPTS, script), approval: "auto", extra,
+  graph: "coder-review",
+  task: "write add() in app.js",
+  thread,
+  script: join(SCRIPTS, script),
+  approval: "auto",
+  extra,
 });
 
 interface FinalState {
@@ -111,7 +116,10 @@ describe("the Looper (coder-review), end to end", () => {
 
     // Each round's tokens: one round_finished per round, summing to every node's tokens; inspect lists the same.
     const events = parseEvents(result.stdout);
-    const rounds = events.filter((e) => e.type === "round_finished") as Array<{ round: number; usage: { inputTokens: number; outputTokens: number } }>;
+    const rounds = events.filter((e) => e.type === "round_finished") as Array<{
+      round: number;
+      usage: { inputTokens: number; outputTokens: number };
+    }>;
     expect(rounds.map((e) => e.round)).toEqual([1, 2]);
     const used = (list: Array<{ usage?: { inputTokens: number; outputTokens: number } }>) =>
       list.reduce((sum, e) => sum + (e.usage?.inputTokens ?? 0) + (e.usage?.outputTokens ?? 0), 0);
@@ -125,7 +133,11 @@ describe("the Looper (coder-review), end to end", () => {
   it("a Coder failure (step limit) and a Review failure (a check that fails) both reach the Judge; the run does not crash", async () => {
     const ws = repo();
     const result = await run(ws, {
-      graph: join(SCRIPTS, "failures.yaml"), task: "list the files", thread: "fail", script: join(SCRIPTS, "failures.script.yaml"), approval: "auto",
+      graph: join(SCRIPTS, "failures.yaml"),
+      task: "list the files",
+      thread: "fail",
+      script: join(SCRIPTS, "failures.script.yaml"),
+      approval: "auto",
     });
     expect(result.code, result.stderr).toBe(0);
     const state = await finalState(ws.db, "fail");
@@ -158,14 +170,21 @@ describe("the Looper (coder-review), end to end", () => {
     expect(result.code, result.stderr).toBe(0);
     const state = await finalState(ws.db, "fallback");
     expect(state.outputs.judge).toMatchObject({ source: "fallback" });
-    const judgeLog = state.messages.filter((m) => m.name === "judge").map((m) => m.content).join("\n");
+    const judgeLog = state.messages
+      .filter((m) => m.name === "judge")
+      .map((m) => m.content)
+      .join("\n");
     expect(judgeLog).toMatch(/asked once more with the validation error/);
     expect(judgeLog).toMatch(/fallback/i);
   });
 
   it("a multi-line [AUTO] entry keeps its further lines indented under the prefix, in the message log and in run's output", async () => {
     const ws = repo();
-    const result = await run(ws, { ...loop("lines", "invalid-judge.script.yaml"), task: "write add() in app.js\nand test it", json: false });
+    const result = await run(ws, {
+      ...loop("lines", "invalid-judge.script.yaml"),
+      task: "write add() in app.js\nand test it",
+      json: false,
+    });
     expect(result.code, result.stderr).toBe(0);
     const auto = autoLines(await finalState(ws.db, "lines"));
     const started = auto.find((line) => line.includes("write add() in app.js"));

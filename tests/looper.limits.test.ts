@@ -20,8 +20,14 @@ describe("the step limit follows the round limit", () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const graph = await loadGraph(resolveGraphPath("coder-review", ROOT));
     const outcome = await runGraph({
-      graph: { ...graph, limits: { maxSteps: 10 } }, task: "write notes", workspace: ws.dir, db: ws.db,
-      model: `scripted:${SCRIPT}`, approval: "auto", maxRounds: 2, env: {},
+      graph: { ...graph, limits: { maxSteps: 10 } },
+      task: "write notes",
+      workspace: ws.dir,
+      db: ws.db,
+      model: `scripted:${SCRIPT}`,
+      approval: "auto",
+      maxRounds: 2,
+      env: {},
     });
     expect(outcome.status, outcome.error).toBe("limited");
     expect(outcome.exitCode).toBe(4);

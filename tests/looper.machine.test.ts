@@ -316,7 +316,12 @@ describe("looper lifecycle rules", () => {
     expect(subStateOf(failed.snapshot)).toBe("JUDGE");
     expect(failed.message).toBe("round 1/5: coder failed, the judge decides");
     const review = applyLooperEvent(failed.snapshot, { type: "REVIEW_DONE" });
-    expect(review).toStrictEqual({ snapshot: failed.snapshot, accepted: false, message: "ignored REVIEW_DONE (round 1/5, JUDGE)", internal: true });
+    expect(review).toStrictEqual({
+      snapshot: failed.snapshot,
+      accepted: false,
+      message: "ignored REVIEW_DONE (round 1/5, JUDGE)",
+      internal: true,
+    });
   });
 
   it("JUDGE_CONTINUE below the limit starts the next round with the Judge's task", () => {
@@ -331,7 +336,10 @@ describe("looper lifecycle rules", () => {
   });
 
   it("JUDGE_CONTINUE at the round limit ends the loop", () => {
-    const judgeRound = [{ type: "CODER_DONE", ok: false }, { type: "JUDGE_CONTINUE", nextTask: "again", consumedPending: 0 }] as const;
+    const judgeRound = [
+      { type: "CODER_DONE", ok: false },
+      { type: "JUDGE_CONTINUE", nextTask: "again", consumedPending: 0 },
+    ] as const;
     const lastJudge = run([{ ...start, maxRounds: 2 }, ...judgeRound, { type: "CODER_DONE", ok: false }], 2);
     expect(lastJudge.context.round).toBe(2);
     const outcome = applyLooperEvent(lastJudge, { type: "JUDGE_CONTINUE", nextTask: "more", consumedPending: 0 });
@@ -355,10 +363,21 @@ describe("looper lifecycle rules", () => {
 
   it("no queued task is lost: one the last Judge took in stays queued at the round limit, and the next START takes it up", () => {
     const queue = (task: string): LooperEvent => ({ type: "ADD_PENDING", task, maxRounds: 1 });
-    const atJudge = run([{ type: "START", task: "write a README", maxRounds: 1 }, queue("add a licence"), { type: "CODER_DONE", ok: true }, { type: "REVIEW_DONE" }]);
-    const ended = applyLooperEvent(atJudge, { type: "JUDGE_CONTINUE", nextTask: "fix the README\n\nAlso requested by the user:\n- add a licence", consumedPending: 1 });
+    const atJudge = run([
+      { type: "START", task: "write a README", maxRounds: 1 },
+      queue("add a licence"),
+      { type: "CODER_DONE", ok: true },
+      { type: "REVIEW_DONE" },
+    ]);
+    const ended = applyLooperEvent(atJudge, {
+      type: "JUDGE_CONTINUE",
+      nextTask: "fix the README\n\nAlso requested by the user:\n- add a licence",
+      consumedPending: 1,
+    });
     expect(ended.snapshot.context).toMatchObject({ pending: ["add a licence"], endReason: "round limit" });
-    expect(ended.message).toBe('loop ended: round limit (after round 1/1); 1 queued task not done, kept for the next start: "add a licence"');
+    expect(ended.message).toBe(
+      'loop ended: round limit (after round 1/1); 1 queued task not done, kept for the next start: "add a licence"',
+    );
     const restarted = applyLooperEvent(ended.snapshot, { type: "START", task: "go on", maxRounds: 3 });
     expect(restarted.roundTask).toBe("go on\n\nAlso queued before this start:\n- add a licence");
     expect(restarted.snapshot.context.pending).toEqual([]);
@@ -371,7 +390,9 @@ describe("looper lifecycle rules", () => {
     expect(ended.snapshot.context.pending).toEqual(["add a licence"]);
     const next = applyLooperEvent(ended.snapshot, { type: "ADD_PENDING", task: "write docs", maxRounds: 5 });
     expect(next.roundTask).toBe("write docs\n\nAlso queued before this start:\n- add a licence");
-    expect(next.message).toBe('round 1/5 started: write docs (and 1 task queued before: "add a licence") (add_pending while idle starts the loop)');
+    expect(next.message).toBe(
+      'round 1/5 started: write docs (and 1 task queued before: "add a licence") (add_pending while idle starts the loop)',
+    );
   });
 
   it("drains pending only by the Judge's consumedPending, from the front", () => {
@@ -399,7 +420,11 @@ describe("looper lifecycle rules", () => {
     ["REVIEW_DONE while waiting for the Coder", [start], { type: "REVIEW_DONE" }],
     ["JUDGE_CONTINUE while waiting for the Coder", [start], { type: "JUDGE_CONTINUE", nextTask: "x", consumedPending: 0 }],
     ["CODER_DONE while waiting for the review", [start, { type: "CODER_DONE", ok: true }], { type: "CODER_DONE", ok: false }],
-    ["JUDGE_TERMINATE while waiting for the review", [start, { type: "CODER_DONE", ok: true }], { type: "JUDGE_TERMINATE", reason: "x", consumedPending: 0 }],
+    [
+      "JUDGE_TERMINATE while waiting for the review",
+      [start, { type: "CODER_DONE", ok: true }],
+      { type: "JUDGE_TERMINATE", reason: "x", consumedPending: 0 },
+    ],
     ["CODER_DONE at the Judge", [start, { type: "CODER_DONE", ok: false }], { type: "CODER_DONE", ok: true }],
   ])("ignores %s", (_, before, event) => {
     const snapshot = run(before);

@@ -53,7 +53,12 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     copyFileSync(SCRIPT, script);
     const open = (gate: number): void => writeFileSync(join(ws.root, `gate-${gate}`), "");
     const running = startRun(ws, {
-      graph: "coder-review", task: "write the notes", thread: "q", script, approval: "auto", extra: ["--max-rounds", "2"],
+      graph: "coder-review",
+      task: "write the notes",
+      thread: "q",
+      script,
+      approval: "auto",
+      extra: ["--max-rounds", "2"],
     });
     await running.waitForNode("coder");
     expect(await add("task-A")).toMatchObject({ state: "RUNNING", round: 1, subState: "WAITING_CODER", pending: ["task-A"] });
@@ -97,7 +102,9 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     expect(next.loopTask).toBe("task-S\n\nAlso queued before this start:\n- task-C\n- task-D");
     expect(autoLines(next)).toContain('[AUTO] round 1/2 started: task-S (and 2 tasks queued before: "task-C", "task-D")');
     expect(next.loopState.context).toMatchObject({ round: 1, pending: ["task-E"], endReason: "all done" });
-    expect(autoLines(next).at(-1)).toBe('[AUTO] loop ended: all done (after round 1/2); 1 queued task not done, kept for the next start: "task-E"');
+    expect(autoLines(next).at(-1)).toBe(
+      '[AUTO] loop ended: all done (after round 1/2); 1 queued task not done, kept for the next start: "task-E"',
+    );
     expect(await status()).toMatchObject({ state: "IDLE", pending: ["task-E"] });
 
     // After the loop ended, `add:` to the idle loop starts the next one, which takes E up too.

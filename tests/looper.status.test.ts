@@ -46,9 +46,7 @@ describe("formatStatus", () => {
 
   it("prints an idle Looper that never ran", () => {
     expect(formatStatus(initialLooperSnapshot())).toBe("[Looper status]\nstate: IDLE\npending: 0");
-    expect(formatStatus(initialLooperSnapshot(), { queued: ["add login"] })).toBe(
-      '[Looper status]\nstate: IDLE\npending: 1 ("add login")',
-    );
+    expect(formatStatus(initialLooperSnapshot(), { queued: ["add login"] })).toBe('[Looper status]\nstate: IDLE\npending: 1 ("add login")');
   });
 
   it("prints how the last loop ended while idle", () => {
@@ -65,10 +63,7 @@ describe("formatStatus", () => {
   });
 
   it("keeps one line per field: tasks are put on one line, pending tasks quoted", () => {
-    const running = run([
-      { type: "START", task: "fix the\n  parser", maxRounds: 3 },
-      queue('say "hi"\nand leave'),
-    ]);
+    const running = run([{ type: "START", task: "fix the\n  parser", maxRounds: 3 }, queue('say "hi"\nand leave')]);
     expect(formatStatus(running, { task: "fix the\n  parser" }).split("\n")).toEqual([
       "[Looper status]",
       "state: RUNNING",
@@ -103,11 +98,17 @@ describe("statusJson", () => {
       pending: [],
       shouldStop: false,
     });
-    const ended = applyLooperEvent(run([{ type: "START", task, maxRounds: 5 }, { type: "CODER_DONE", ok: false }]), {
-      type: "JUDGE_TERMINATE",
-      reason: "nothing left to do",
-      consumedPending: 0,
-    }).snapshot;
+    const ended = applyLooperEvent(
+      run([
+        { type: "START", task, maxRounds: 5 },
+        { type: "CODER_DONE", ok: false },
+      ]),
+      {
+        type: "JUDGE_TERMINATE",
+        reason: "nothing left to do",
+        consumedPending: 0,
+      },
+    ).snapshot;
     const json = statusJson(ended);
     expect(json).toMatchObject({ state: "IDLE", subState: null, round: 1, endReason: "nothing left to do" });
     expect(JSON.parse(JSON.stringify(json))).toStrictEqual(json);

@@ -21,7 +21,11 @@ describe("stop takes effect at the Coder's next step (issue 13)", () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const db = ["--db", ws.db];
     const running = startRun(ws, {
-      graph: "coder-review", task: "append five lines to lines.txt", thread: "halt", script: SCRIPT, approval: "auto",
+      graph: "coder-review",
+      task: "append five lines to lines.txt",
+      thread: "halt",
+      script: SCRIPT,
+      approval: "auto",
     });
     // The first shell call starts: it writes line-1, then waits for the test's `go`.
     await running.waitForEvent("tool_call", (line) => line.includes("line-1"));
@@ -55,7 +59,10 @@ describe("stop takes effect at the Coder's next step (issue 13)", () => {
     ]);
 
     // The loop is idle now: a stop has nothing to stop, and nothing is queued.
-    for (const args of [["stop", "halt"], ["send", "halt", "stop"]]) {
+    for (const args of [
+      ["stop", "halt"],
+      ["send", "halt", "stop"],
+    ]) {
       const idle = await runCli([...args, ...db]);
       expect(idle.code, idle.stderr).toBe(0);
       expect(idle.stdout.trim()).toBe("no loop is running: nothing to stop.");
@@ -68,7 +75,9 @@ describe("stop takes effect at the Coder's next step (issue 13)", () => {
     // The recorded replay takes the same stop check answers: exit 130 like the run, no divergence.
     const before = readFileSync(join(ws.dir, "lines.txt"), "utf8");
     const replay = await runCli(["replay", "halt", "--recorded", ...db, "--json"]);
-    const replayed = parseEvents(replay.stdout).find((e) => e.type === "replay_result") as { divergences: unknown[]; exitCode: number } | undefined;
+    const replayed = parseEvents(replay.stdout).find((e) => e.type === "replay_result") as
+      | { divergences: unknown[]; exitCode: number }
+      | undefined;
     expect(replayed?.divergences, replay.stdout.slice(-3000)).toEqual([]);
     expect(replay.code, replay.stderr).toBe(130);
     expect(readFileSync(join(ws.dir, "lines.txt"), "utf8")).toBe(before);

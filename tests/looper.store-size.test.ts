@@ -28,8 +28,15 @@ describe("the Looper's snapshot keeps no task", () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const task = `write the report: ${"lorem ipsum dolor sit amet ".repeat(8_000)}`;
     const outcome = await runGraph({
-      graph: "coder-review", task, workspace: ws.dir, db: ws.db, threadId: "big",
-      model: `scripted:${SCRIPT}`, approval: "auto", maxRounds: 2, env: {},
+      graph: "coder-review",
+      task,
+      workspace: ws.dir,
+      db: ws.db,
+      threadId: "big",
+      model: `scripted:${SCRIPT}`,
+      approval: "auto",
+      maxRounds: 2,
+      env: {},
     });
     expect(outcome.status, outcome.error).toBe("limited");
     expect(outcome.state.visits.looper).toBe(7);

@@ -24,13 +24,20 @@ function userConfig(root: string, files: Record<string, string>): string {
   return home;
 }
 
-const events = (stdout: string) => stdout.split("\n").filter((line) => line.startsWith("{")).map((line) => JSON.parse(line) as Record<string, unknown>);
+const events = (stdout: string) =>
+  stdout
+    .split("\n")
+    .filter((line) => line.startsWith("{"))
+    .map((line) => JSON.parse(line) as Record<string, unknown>);
 const lines = (file: string) => (existsSync(file) ? readFileSync(file, "utf8").trim().split("\n").filter(Boolean) : []);
 
 /** The HTTP fixture server, stopped after the test: its URL, and the log of the requests it got. */
 async function startHttpServer(root: string, token: string): Promise<{ url: string; log: string; stop: () => void }> {
   const log = join(root, "http-requests.log");
-  const child = spawn(process.execPath, [join(FIXTURES, "everything-http.mjs")], { env: { ...process.env, MCP_TEST_TOKEN: token, MCP_TEST_LOG: log }, stdio: ["ignore", "pipe", "inherit"] });
+  const child = spawn(process.execPath, [join(FIXTURES, "everything-http.mjs")], {
+    env: { ...process.env, MCP_TEST_TOKEN: token, MCP_TEST_LOG: log },
+    stdio: ["ignore", "pipe", "inherit"],
+  });
   const stop = () => {
     child.kill("SIGKILL");
   };
@@ -45,7 +52,9 @@ async function startHttpServer(root: string, token: string): Promise<{ url: stri
 describe("MCP servers' tools in a Coder run", () => {
   it("stdio: the Coder's call asks first (even in auto), runs in the sandbox after approval, and a recorded replay reproduces it without starting the server", async () => {
     const ws = tempWorkspace({ git: true });
-    const config = userConfig(ws.root, { "config.yaml": `mcp_servers:\n  everything:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(join(FIXTURES, "everything-stdio.mjs"))}]\n` });
+    const config = userConfig(ws.root, {
+      "config.yaml": `mcp_servers:\n  everything:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(join(FIXTURES, "everything-stdio.mjs"))}]\n`,
+    });
     const script = join(ws.root, "mcp.script.yaml");
     writeFileSync(
       script,
@@ -99,9 +108,13 @@ describe("MCP servers' tools in a Coder run", () => {
     const result = await run(ws, { graph: "coder", thread: "docs", model: "openai:gpt-4o-mini", task: "add two numbers" }, { env });
     expect(result.code, result.stderr).toBe(0);
 
-    const offered = (model.requests[0]!.body.tools as { function: { name: string; parameters: { properties: object } } }[]).find((tool) => tool.function.name === "docs__get-sum");
+    const offered = (model.requests[0]!.body.tools as { function: { name: string; parameters: { properties: object } } }[]).find(
+      (tool) => tool.function.name === "docs__get-sum",
+    );
     expect(offered?.function.parameters.properties).toHaveProperty("a");
-    const toolMessage = (model.requests[1]!.body.messages as { role: string; content: string }[]).find((message) => message.role === "tool");
+    const toolMessage = (model.requests[1]!.body.messages as { role: string; content: string }[]).find(
+      (message) => message.role === "tool",
+    );
     expect(toolMessage?.content).toMatch(/The sum of 2 and 40 is 42/);
 
     const contacted = lines(server.log).length;
@@ -117,7 +130,10 @@ describe("MCP servers' tools in a Coder run", () => {
     const ws = tempWorkspace({ git: true });
     const graph = join(ws.dir, "with-mcp.yaml");
     const coder = readFileSync(join(import.meta.dirname, "..", "graphs", "coder.yaml"), "utf8").replace(/^prompt: .*$/m, "");
-    writeFileSync(graph, `${coder}\nmcp_servers:\n  planted:\n    command: ${JSON.stringify(process.execPath)}\n    args: [-e, "require('fs').writeFileSync('planted-ran', '')"]\n`);
+    writeFileSync(
+      graph,
+      `${coder}\nmcp_servers:\n  planted:\n    command: ${JSON.stringify(process.execPath)}\n    args: [-e, "require('fs').writeFileSync('planted-ran', '')"]\n`,
+    );
     const script = join(ws.root, "done.script.yaml");
     writeFileSync(script, 'responses:\n  - { node: coder, content: "Nothing to do." }\n');
     const env = cleanEnv({ XDG_CONFIG_HOME: join(ws.root, "config"), LOOPGRAPH_SANDBOX: "off" });
@@ -132,14 +148,18 @@ describe("MCP servers' tools in a Coder run", () => {
     const result = await run(ws, { graph, thread: "planted", script, task: "nothing" }, { env });
     expect(result.code, result.stderr).toBe(0);
     const warning = events(result.stdout).find((event) => event.type === "warning") as { message: string };
-    expect(warning.message).toMatch(/^MCP server "planted" is not available, so its tools are not offered: not started: it is declared in .*with-mcp\.yaml, and such a server runs only in the OS sandbox/);
+    expect(warning.message).toMatch(
+      /^MCP server "planted" is not available, so its tools are not offered: not started: it is declared in .*with-mcp\.yaml, and such a server runs only in the OS sandbox/,
+    );
     expect(existsSync(join(ws.dir, "planted-ran"))).toBe(false);
 
     appendFileSync(join(ws.dir, "loopgraph.yaml"), "mcp_servers:\n  planted:\n    command: node\n    sandbox: false\n");
     trustIn(ws.dir, env);
     const refused = await runCli(["config"], { cwd: ws.dir, env });
     expect(refused.code).toBe(2);
-    expect(refused.stderr).toMatch(/loopgraph\.yaml:4:14: mcp_servers\.planted\.sandbox: a project's loopgraph\.yaml cannot set sandbox: false for an MCP server/);
+    expect(refused.stderr).toMatch(
+      /loopgraph\.yaml:4:14: mcp_servers\.planted\.sandbox: a project's loopgraph\.yaml cannot set sandbox: false for an MCP server/,
+    );
   });
 
   it("loopgraph mcp list starts each declared server as a run would and lists its tools; one that cannot start makes it exit 1", async () => {
@@ -149,8 +169,13 @@ describe("MCP servers' tools in a Coder run", () => {
     });
     const listed = await runCli(["mcp", "list", "--workspace", ws.dir, "--json"], { env: cleanEnv({ XDG_CONFIG_HOME: config }) });
     expect(listed.code).toBe(1);
-    const { servers } = JSON.parse(listed.stdout) as { servers: { name: string; available: boolean; declaredIn: string; reason?: string; tools: { name: string }[] }[] };
-    expect(servers.map((server) => [server.name, server.available])).toEqual([["everything", true], ["broken", false]]);
+    const { servers } = JSON.parse(listed.stdout) as {
+      servers: { name: string; available: boolean; declaredIn: string; reason?: string; tools: { name: string }[] }[];
+    };
+    expect(servers.map((server) => [server.name, server.available])).toEqual([
+      ["everything", true],
+      ["broken", false],
+    ]);
     expect(servers[0]!.declaredIn).toBe(join(config, "loopgraph", "config.yaml"));
     expect(servers[0]!.tools.map((tool) => tool.name)).toContain("everything__echo");
     expect(servers[1]!.reason).toMatch(/nonexistent\/server/);

@@ -118,8 +118,22 @@ describe("the Mediator and `loopgraph chat`", () => {
   it("`run monitor --task` forwards the task, waits for the loop, then prints the Mediator's summary; [AUTO] lines show in the output and in inspect", async () => {
     const ws = repo();
     const run = await runCli(
-      ["run", "monitor", "--task", "Add isPalindrome(text) in palindrome.js, with a test.", "--thread", "mon", "--workspace", ws.dir,
-        "--db", ws.db, "--model", `scripted:${join(ROOT, "examples/monitor.script.yaml")}`, "--approval", "auto"],
+      [
+        "run",
+        "monitor",
+        "--task",
+        "Add isPalindrome(text) in palindrome.js, with a test.",
+        "--thread",
+        "mon",
+        "--workspace",
+        ws.dir,
+        "--db",
+        ws.db,
+        "--model",
+        `scripted:${join(ROOT, "examples/monitor.script.yaml")}`,
+        "--approval",
+        "auto",
+      ],
       { cwd: ws.dir },
     );
     expect(run.code, run.stderr + run.stdout).toBe(0);
@@ -131,7 +145,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     const result = lines.findIndex((text) => text.startsWith("  ↳ started: the loop runs in the background"));
     const header = lines.slice(0, result).findLast((text) => /^(\[loop\] )?● /.test(text));
     expect(header).toMatch(/^● mediator/);
-    expect(run.stdout.trimEnd().split("\n").at(-1)).toMatch(/^✔ finished {2}thread mon {2}\([\d.]+k tokens in, \d+ out, [\d.]+ s; round 1: [\d.k]+ in, \d+ out · round 2: [\d.k]+ in, \d+ out\)$/);
+    expect(run.stdout.trimEnd().split("\n").at(-1)).toMatch(
+      /^✔ finished {2}thread mon {2}\([\d.]+k tokens in, \d+ out, [\d.]+ s; round 1: [\d.k]+ in, \d+ out · round 2: [\d.k]+ in, \d+ out\)$/,
+    );
     const summary = run.stdout.indexOf("Done: palindrome.js has isPalindrome");
     expect(summary).toBeGreaterThan(run.stdout.indexOf("[AUTO] loop ended"));
     expect(run.stdout).toContain("finished");
@@ -147,8 +163,23 @@ describe("the Mediator and `loopgraph chat`", () => {
   it("`run monitor --json` prints the events of both threads, each with its thread id; both replay from their records", async () => {
     const ws = repo();
     const run = await runCli(
-      ["run", "monitor", "--task", "t", "--thread", "js", "--workspace", ws.dir, "--db", ws.db,
-        "--model", `scripted:${join(ROOT, "examples/monitor.script.yaml")}`, "--approval", "auto", "--json"],
+      [
+        "run",
+        "monitor",
+        "--task",
+        "t",
+        "--thread",
+        "js",
+        "--workspace",
+        ws.dir,
+        "--db",
+        ws.db,
+        "--model",
+        `scripted:${join(ROOT, "examples/monitor.script.yaml")}`,
+        "--approval",
+        "auto",
+        "--json",
+      ],
       { cwd: ws.dir },
     );
     expect(run.code, run.stderr).toBe(0);
@@ -172,7 +203,13 @@ describe("the Mediator and `loopgraph chat`", () => {
     chat.say("wait for a while");
     await chat.until("Started.");
     // The loop's Coder runs a command that ignores SIGTERM: stopping it takes the 2 s before it is killed.
-    expect(await eventually(() => processAlive("sleep 29.8764"), (alive) => alive, 40_000)).toBe(true);
+    expect(
+      await eventually(
+        () => processAlive("sleep 29.8764"),
+        (alive) => alive,
+        40_000,
+      ),
+    ).toBe(true);
 
     chat.child.kill("SIGINT");
     await chat.until("Ctrl-C again or Ctrl-D to leave");
@@ -183,7 +220,12 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(left.code, left.stderr).toBe(130);
     expect(chat.output).toContain("The loop was interrupted. Continue with: loopgraph chat --thread quit  (or loopgraph resume quit.loop)");
     expect(await recordedStatus(ws.db, "quit.loop")).toBe("interrupted");
-    expect(await eventually(() => processAlive("sleep 29.8764"), (alive) => !alive)).toBe(false);
+    expect(
+      await eventually(
+        () => processAlive("sleep 29.8764"),
+        (alive) => !alive,
+      ),
+    ).toBe(false);
   });
 
   it("after kill -9 of the chat while the loop runs, `chat --thread` shows the history and the loop's state, and `resume` finishes the loop", async () => {
@@ -234,7 +276,9 @@ describe("the Mediator and `loopgraph chat`", () => {
     expect(noModel.stderr.trim()).toBe(
       `loopgraph: no model configured: pass --model provider:model or set LOOPGRAPH_MODEL (e.g. openai:gpt-4o-mini with OPENAI_API_KEY); to try offline: --model scripted:${join(ROOT, "examples/monitor.script.yaml")}`,
     );
-    const badId = await runCli(["chat", "--thread", "../x", "--workspace", ws.dir, "--db", ws.db, "--model", "scripted:x.yaml"], { cwd: ws.dir });
+    const badId = await runCli(["chat", "--thread", "../x", "--workspace", ws.dir, "--db", ws.db, "--model", "scripted:x.yaml"], {
+      cwd: ws.dir,
+    });
     expect(badId.code).toBe(2);
     expect(hasStackTrace(badId.stderr)).toBe(false);
   });

@@ -18,9 +18,9 @@ const SLOW_LOOP = [
   "  - node: coder",
   "    wait_for: gate-coder",
   '    content: "Nothing to change."',
-  "  - { node: review.specs_breakdown, content: '{\"rating\": \"normal\", \"comments\": []}' }",
-  "  - { node: review.task_log, content: '{\"rating\": \"normal\", \"comments\": []}' }",
-  "  - { node: judge, content: '{\"decision\": \"terminate\", \"reason\": \"nothing to do\"}' }",
+  '  - { node: review.specs_breakdown, content: \'{"rating": "normal", "comments": []}\' }',
+  '  - { node: review.task_log, content: \'{"rating": "normal", "comments": []}\' }',
+  '  - { node: judge, content: \'{"decision": "terminate", "reason": "nothing to do"}\' }',
 ];
 
 describe("the Mediator's Looper (LoopSupervisor, through the library API)", () => {
@@ -50,7 +50,9 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
     expect(looper.running).toBe(false);
     const progress = await looper.progress(0);
     // The added task went to the Judge, which took it into round 2; the script then runs out and the loop ends.
-    expect(progress.lines).toContainEqual(expect.stringMatching(/^\[AUTO\] round 2\/5 started: more work \(with context: original task, what was done\)$/));
+    expect(progress.lines).toContainEqual(
+      expect.stringMatching(/^\[AUTO\] round 2\/5 started: more work \(with context: original task, what was done\)$/),
+    );
     expect(progress.lines.at(-1)).toMatch(/^\[AUTO\] loop ended: /);
     expect((await looper.progress(progress.total)).lines).toEqual([]);
   });

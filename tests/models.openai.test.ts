@@ -181,9 +181,7 @@ describe("openai model: retries", () => {
     const error = await failure(openaiModel().call(messages, { node: "coder" }));
 
     expect(error.kind).toBe("auth");
-    expect(error.message).toBe(
-      `authentication failed at ${srv.url} (401: Incorrect API key provided): check OPENAI_API_KEY`,
-    );
+    expect(error.message).toBe(`authentication failed at ${srv.url} (401: Incorrect API key provided): check OPENAI_API_KEY`);
     expect(srv.requests).toHaveLength(1);
   });
 
@@ -275,7 +273,9 @@ describe("openai model: retries", () => {
     const error = await failure(model.call(messages, { node: "coder" }));
 
     expect(error.kind).toBe("network");
-    expect(error.message).toMatch(/^network error talking to http:\/\/127\.0\.0\.1:\d+\/v1: .*ECONNREFUSED.* \(gave up after 2 attempts\)$/);
+    expect(error.message).toMatch(
+      /^network error talking to http:\/\/127\.0\.0\.1:\d+\/v1: .*ECONNREFUSED.* \(gave up after 2 attempts\)$/,
+    );
   });
 });
 
@@ -317,8 +317,7 @@ describe("openai model: configuration", () => {
     const attempt = () => createModel("openai:gpt-4o-mini", { cwd: process.cwd(), env: {} });
     expect(attempt).toThrow(ConfigError);
     expect(attempt).toThrow(
-      "OPENAI_API_KEY is not set: export OPENAI_API_KEY=<your key> to use openai:gpt-4o-mini, " +
-        "or try offline with loopgraph demo",
+      "OPENAI_API_KEY is not set: export OPENAI_API_KEY=<your key> to use openai:gpt-4o-mini, " + "or try offline with loopgraph demo",
     );
     try {
       attempt();

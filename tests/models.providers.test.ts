@@ -31,7 +31,11 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
     await srv.close();
   });
   const create = (env: Record<string, string> = {}) =>
-    createModel(`${provider}:${model}`, { cwd: process.cwd(), env: { [keyEnv]: "key-test", [baseEnv]: srv.url, ...env }, retry: { baseDelayMs: 10 } });
+    createModel(`${provider}:${model}`, {
+      cwd: process.cwd(),
+      env: { [keyEnv]: "key-test", [baseEnv]: srv.url, ...env },
+      retry: { baseDelayMs: 10 },
+    });
 
   it("streams text through onToken, with the server's usage, the key sent as the provider expects", async () => {
     srv.enqueue({ text: "Hello there, how can I help?", usage: { prompt_tokens: 21, completion_tokens: 8 } });
@@ -46,7 +50,12 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
     const [request] = srv.requests;
     if (protocol === "anthropic") {
       expect(request!.headers["x-api-key"]).toBe("key-test");
-      expect(request!.body).toMatchObject({ model, stream: true, system: "You are terse.", messages: [{ role: "user", content: "Say hello." }] });
+      expect(request!.body).toMatchObject({
+        model,
+        stream: true,
+        system: "You are terse.",
+        messages: [{ role: "user", content: "Say hello." }],
+      });
     } else {
       expect(request!.path).toBe(`/v1beta/models/${model}:streamGenerateContent?alt=sse`);
       expect(request!.headers["x-goog-api-key"]).toBe("key-test");
@@ -74,7 +83,10 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
   });
 
   it("fails at once on 401, naming the variable to set", async () => {
-    srv.enqueue({ status: 401, error: { message: "invalid x-api-key", type: "authentication_error", code: "UNAUTHENTICATED" } }, { text: "never" });
+    srv.enqueue(
+      { status: 401, error: { message: "invalid x-api-key", type: "authentication_error", code: "UNAUTHENTICATED" } },
+      { text: "never" },
+    );
     const error = await create()
       .call(messages, { node: "coder" })
       .then(
@@ -83,7 +95,9 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
       );
     expect(error).toBeInstanceOf(ModelError);
     expect((error as ModelError).kind).toBe("auth");
-    expect((error as ModelError).message).toMatch(new RegExp(`^authentication failed at ${srv.url.replace(/[.:/]/g, "\\$&")} \\(401.*\\): check ${keyEnv}$`));
+    expect((error as ModelError).message).toMatch(
+      new RegExp(`^authentication failed at ${srv.url.replace(/[.:/]/g, "\\$&")} \\(401.*\\): check ${keyEnv}$`),
+    );
     expect(srv.requests).toHaveLength(1);
   });
 
@@ -111,13 +125,17 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
     );
     expect(error).toBeInstanceOf(ModelError);
     expect((error as ModelError).kind).toBe("network");
-    expect((error as ModelError).message).toMatch(/^network error talking to http:\/\/127\.0\.0\.1:\d+\S*: .+ \(gave up after 2 attempts\)$/);
+    expect((error as ModelError).message).toMatch(
+      /^network error talking to http:\/\/127\.0\.0\.1:\d+\S*: .+ \(gave up after 2 attempts\)$/,
+    );
     expect(notices).toHaveLength(1);
   });
 
   it("without its key, says which variable to set, and how to try offline", () => {
     expect(() => createModel(`${provider}:${model}`, { cwd: process.cwd(), env: {} })).toThrow(ConfigError);
-    expect(() => createModel(`${provider}:${model}`, { cwd: process.cwd(), env: {} })).toThrow(new RegExp(`^${keyEnv} is not set: export ${keyEnv}=<your key>`));
+    expect(() => createModel(`${provider}:${model}`, { cwd: process.cwd(), env: {} })).toThrow(
+      new RegExp(`^${keyEnv} is not set: export ${keyEnv}=<your key>`),
+    );
   });
 });
 
@@ -126,7 +144,10 @@ describe("provider names", () => {
     const srv = await startMockModelServer("gemini");
     try {
       srv.enqueue({ text: "hi" });
-      const result = await createModel("gemini:gemini-2.5-flash", { cwd: process.cwd(), env: { GEMINI_API_KEY: "gk", GOOGLE_BASE_URL: srv.url } }).call(messages, { node: "a" });
+      const result = await createModel("gemini:gemini-2.5-flash", {
+        cwd: process.cwd(),
+        env: { GEMINI_API_KEY: "gk", GOOGLE_BASE_URL: srv.url },
+      }).call(messages, { node: "a" });
       expect(result.message.content).toBe("hi");
       expect(srv.requests[0]!.headers["x-goog-api-key"]).toBe("gk");
     } finally {

@@ -43,12 +43,24 @@ describe("scripted consumption as counts per response group", () => {
     expect(first).toMatchObject({ scriptedIndex: 0, scriptedConsumed: { a: 1 } });
     const second = await model.call(messages, { node: "a", consumed: first.scriptedConsumed });
     expect(second).toMatchObject({ scriptedIndex: 1, scriptedConsumed: { a: 1, "*": 1 } });
-    expect(await model.call(messages, { node: "a", consumed: second.scriptedConsumed })).toMatchObject({ scriptedIndex: 3, scriptedConsumed: { a: 2, "*": 1 } });
-    expect(await model.call(messages, { node: "b", consumed: second.scriptedConsumed })).toMatchObject({ scriptedIndex: 2, scriptedConsumed: { a: 1, b: 1, "*": 1 } });
+    expect(await model.call(messages, { node: "a", consumed: second.scriptedConsumed })).toMatchObject({
+      scriptedIndex: 3,
+      scriptedConsumed: { a: 2, "*": 1 },
+    });
+    expect(await model.call(messages, { node: "b", consumed: second.scriptedConsumed })).toMatchObject({
+      scriptedIndex: 2,
+      scriptedConsumed: { a: 1, b: 1, "*": 1 },
+    });
 
     // The list an earlier version stored: the same choice as the counts it stands for.
-    expect(await model.call(messages, { node: "a", consumed: [0, 1] })).toMatchObject({ scriptedIndex: 3, scriptedConsumed: { a: 2, "*": 1 } });
-    expect(await model.call(messages, { node: "b", consumed: [0, 2] })).toMatchObject({ scriptedIndex: 1, scriptedConsumed: { a: 1, b: 1, "*": 1 } });
+    expect(await model.call(messages, { node: "a", consumed: [0, 1] })).toMatchObject({
+      scriptedIndex: 3,
+      scriptedConsumed: { a: 2, "*": 1 },
+    });
+    expect(await model.call(messages, { node: "b", consumed: [0, 2] })).toMatchObject({
+      scriptedIndex: 1,
+      scriptedConsumed: { a: 1, b: 1, "*": 1 },
+    });
 
     await expect(model.call(messages, { node: "b", consumed: { a: 2, b: 1, "*": 1 } })).rejects.toMatchObject({
       kind: "exhausted",
@@ -69,7 +81,12 @@ describe("scripted consumption as counts per response group", () => {
     // (responses 0 and 1): revise and the second critique must take responses 2 and 3. Read as
     // nothing used, the critique would take response 1 ("revise") again and the script run out.
     const critique = (await historyOf(ws.db, "t")).checkpoints.find((c) => c.nodes.includes("critique"))!;
-    const forked = await forkRun({ ...base, threadId: "t", from: critique.checkpointId, set: [`scripted=${JSON.stringify({ [spec]: [0, 1] })}`] });
+    const forked = await forkRun({
+      ...base,
+      threadId: "t",
+      from: critique.checkpointId,
+      set: [`scripted=${JSON.stringify({ [spec]: [0, 1] })}`],
+    });
     expect(forked.status, forked.error).toBe("finished");
     expect(forked.state.outputs.critique).toEqual({ verdict: "approve", notes: "Good." });
     expect(forked.state.scripted).toEqual({ [spec]: { draft: 1, critique: 2, revise: 1 } });

@@ -148,11 +148,7 @@ describe("scripted model: invalid files", () => {
       "responses:\n  - tool_calls: [{ name: t, args: [1] }]\n",
       "bad.yaml:2:35: responses[0].tool_calls[0]: args must be a mapping or a string (got a list)",
     ],
-    [
-      "fractional delay",
-      "responses:\n  - delay_ms: 1.5\n",
-      "bad.yaml:2:15: responses[0]: delay_ms must be a whole number (got number)",
-    ],
+    ["fractional delay", "responses:\n  - delay_ms: 1.5\n", "bad.yaml:2:15: responses[0]: delay_ms must be a whole number (got number)"],
     ["negative delay", "responses:\n  - delay_ms: -1\n", "bad.yaml:2:15: responses[0]: delay_ms must be at least 0"],
     ["empty node", 'responses:\n  - node: ""\n', "bad.yaml:2:11: responses[0]: node must not be empty"],
     ["no responses key", "response: []\n", 'bad.yaml:1:1: unknown key "response" (allowed: responses) (and 1 more problem)'],

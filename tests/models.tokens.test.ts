@@ -20,8 +20,17 @@ describe("countTokens", () => {
 
 describe("countInputTokens: counts kept per message, the encoder loaded on first exact count", () => {
   const turn = (i: number): BaseMessage[] => [
-    new AIMessage({ content: `step ${i}`, id: `ai-${i}`, tool_calls: [{ id: `c${i}`, name: "shell", args: { command: `make test-${i}` } }] }),
-    new ToolMessage({ content: `output of step ${i}\n${"ok line of a log\n".repeat(200)}`, tool_call_id: `c${i}`, name: "shell", id: `tool-${i}` }),
+    new AIMessage({
+      content: `step ${i}`,
+      id: `ai-${i}`,
+      tool_calls: [{ id: `c${i}`, name: "shell", args: { command: `make test-${i}` } }],
+    }),
+    new ToolMessage({
+      content: `output of step ${i}\n${"ok line of a log\n".repeat(200)}`,
+      tool_call_id: `c${i}`,
+      name: "shell",
+      id: `tool-${i}`,
+    }),
   ];
 
   it("a history within the bound is never counted exactly: no encoder is loaded", async () => {
@@ -40,7 +49,14 @@ describe("countInputTokens: counts kept per message, the encoder loaded on first
   });
 
   it("the bound is never below the exact count (so a history under it is under the budget)", () => {
-    const texts = ["hello world", "ünïcödé ✓ 日本語のテキスト", "<|endoftext|>", "x".repeat(3000), `a${" b".repeat(500)}`, "🙂🙃".repeat(50)];
+    const texts = [
+      "hello world",
+      "ünïcödé ✓ 日本語のテキスト",
+      "<|endoftext|>",
+      "x".repeat(3000),
+      `a${" b".repeat(500)}`,
+      "🙂🙃".repeat(50),
+    ];
     for (const text of texts) expect(tokensAtMost(text)).toBeGreaterThanOrEqual(countTokens(text));
   });
 

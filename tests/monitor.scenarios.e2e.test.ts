@@ -24,7 +24,11 @@ describe("the Monitor's usage scenarios, through loopgraph chat", () => {
   beforeAll(() => {
     const script = join(ws.root, "scenarios.script.yaml");
     copyFileSync(SCRIPT, script);
-    chat = new PipedChat(["--thread", "mon", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${script}`, "--approval", "auto"], ws.dir, "caller");
+    chat = new PipedChat(
+      ["--thread", "mon", "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${script}`, "--approval", "auto"],
+      ws.dir,
+      "caller",
+    );
   });
 
   // Before the shared workspace is removed (afterAll hooks run last first).

@@ -47,7 +47,10 @@ describe("the node kind registry", () => {
     registerShout();
     const ws = tempWorkspace();
     const graphFile = join(ws.dir, "shout.yaml");
-    writeFileSync(graphFile, "version: 1\nname: s\nnodes:\n  loud: { kind: shout, text_file: words.txt }\nedges:\n  - { from: START, to: loud }\n");
+    writeFileSync(
+      graphFile,
+      "version: 1\nname: s\nnodes:\n  loud: { kind: shout, text_file: words.txt }\nedges:\n  - { from: START, to: loud }\n",
+    );
     writeFileSync(join(ws.dir, "words.txt"), "one");
     const before = graphFingerprint(await loadGraph(graphFile));
     writeFileSync(join(ws.dir, "words.txt"), "two");
@@ -63,6 +66,8 @@ describe("the node kind registry", () => {
     ]);
     nodeKinds.unregister("shout");
     const unknown = await loadGraph(join(FIXTURES, "shout.yaml")).catch((error: unknown) => error);
-    expect((unknown as GraphValidationError).issues[0]?.message).toMatch(/^unknown node kind "shout": use one of agent, function, subgraph, coder, looper, review, judge, mediator$/);
+    expect((unknown as GraphValidationError).issues[0]?.message).toMatch(
+      /^unknown node kind "shout": use one of agent, function, subgraph, coder, looper, review, judge, mediator$/,
+    );
   });
 });

@@ -37,7 +37,12 @@ describe("the external shell corpus", () => {
   });
 
   it("can fail: an anchor that stops what loopgraph lets through is weaker, and a changed row changes the table", () => {
-    expect([compare("deny", "ask"), compare("ask", "allow"), compare("allow", "ask"), compare("ask", "ask")]).toEqual(["weaker", "weaker", "stricter", "agree"]);
+    expect([compare("deny", "ask"), compare("ask", "allow"), compare("allow", "ask"), compare("ask", "ask")]).toEqual([
+      "weaker",
+      "weaker",
+      "stricter",
+      "agree",
+    ]);
     const [first, ...rest] = SHELL_CORPUS;
     const flipped = { ...first!, anchor: "deny" as const };
     const [result] = runCorpus([flipped], ws.dir);

@@ -9,7 +9,8 @@ import { sharedWorkspace } from "./helpers/workspace.js";
 import type { ApprovalMode } from "../src/state/thread.js";
 
 const ws = sharedWorkspace({ files: { "src/a.ts": "export {};\n", "script.sh": "echo hi\n" } });
-const shell = (command: string, mode: ApprovalMode) => evaluatePolicy({ name: "shell", args: { command } }, { rules: [], mode, workspace: ws.dir });
+const shell = (command: string, mode: ApprovalMode) =>
+  evaluatePolicy({ name: "shell", args: { command } }, { rules: [], mode, workspace: ws.dir });
 const MODES: ApprovalMode[] = ["ask", "auto-edit", "auto", "deny"];
 
 describe("built-in denies: forms that hid a destructive command", () => {

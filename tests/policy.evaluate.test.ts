@@ -28,7 +28,13 @@ afterAll(() => rmSync(base, { recursive: true, force: true }));
 const evaluate = (name: string, args: unknown, mode: ApprovalMode = "ask", rules: PolicyRule[] = []) =>
   evaluatePolicy({ name, args }, { rules, mode, workspace });
 const shell = (command: string, mode: ApprovalMode = "ask", rules: PolicyRule[] = []) => evaluate("shell", { command }, mode, rules);
-const userRule = (overrides: Partial<PolicyRule>): PolicyRule => ({ tool: "*", decision: "allow", priority: 0, source: "user", ...overrides });
+const userRule = (overrides: Partial<PolicyRule>): PolicyRule => ({
+  tool: "*",
+  decision: "allow",
+  priority: 0,
+  source: "user",
+  ...overrides,
+});
 
 describe("approval modes, when no rule matches", () => {
   const calls: [string, unknown][] = [
@@ -54,13 +60,14 @@ describe("approval modes, when no rule matches", () => {
     const askDocs = userRule({ tool: "read_file", pattern: "^docs/", decision: "ask", reason: "docs are private" });
     const denyDrafts = userRule({ tool: "read_file", pattern: "^drafts/", decision: "deny" });
     const rules = [askDocs, denyDrafts];
-    expect(["ask", "auto-edit", "auto", "deny"].map((mode) => evaluate("read_file", { path: "docs/a.md" }, mode as ApprovalMode, rules).decision)).toEqual([
-      "ask",
-      "ask",
-      "allow",
-      "deny",
-    ]);
-    expect(evaluate("read_file", { path: "docs/a.md" }, "deny", rules).reason).toBe('docs/a.md: docs are private (denied: approval mode "deny" never asks)');
+    expect(
+      ["ask", "auto-edit", "auto", "deny"].map(
+        (mode) => evaluate("read_file", { path: "docs/a.md" }, mode as ApprovalMode, rules).decision,
+      ),
+    ).toEqual(["ask", "ask", "allow", "deny"]);
+    expect(evaluate("read_file", { path: "docs/a.md" }, "deny", rules).reason).toBe(
+      'docs/a.md: docs are private (denied: approval mode "deny" never asks)',
+    );
     for (const mode of ["ask", "auto-edit", "auto", "deny"] as const) {
       expect(evaluate("read_file", { path: "drafts/a.md" }, mode, rules).decision).toBe("deny");
     }
@@ -82,7 +89,9 @@ describe("approval mode auto without an OS sandbox", () => {
     expect(unsandboxed("shell", { command: "make" }, "none", [askRule]).reason).toContain("make runs anything (asks: no OS sandbox");
     expect(unsandboxed("write_file", { path: "src/a.ts", contents: "" }, "none").decision).toBe("allow");
     // A written allow still allows, and a deny still denies.
-    expect(unsandboxed("shell", { command: "npm test" }, "none", [userRule({ tool: "shell", pattern: "^npm test$" })]).decision).toBe("allow");
+    expect(unsandboxed("shell", { command: "npm test" }, "none", [userRule({ tool: "shell", pattern: "^npm test$" })]).decision).toBe(
+      "allow",
+    );
     expect(unsandboxed("shell", { command: "rm -rf /" }, "none").decision).toBe("deny");
   });
 
@@ -114,9 +123,11 @@ describe("priorities across sources", () => {
   });
 
   it("a written deny beats the mode's default allow", () => {
-    expect(evaluate("write_file", { path: "migrations/1.sql", contents: "" }, "auto", [userRule({ tool: "*_file", pattern: "^migrations/", decision: "deny" })]).decision).toBe(
-      "deny",
-    );
+    expect(
+      evaluate("write_file", { path: "migrations/1.sql", contents: "" }, "auto", [
+        userRule({ tool: "*_file", pattern: "^migrations/", decision: "deny" }),
+      ]).decision,
+    ).toBe("deny");
   });
 
   it("other tools are matched on their JSON arguments", () => {
@@ -142,7 +153,11 @@ describe("shell commands are decided part by part", () => {
   });
 
   it("allows of single commands hold over a catch-all ask at a lower priority", () => {
-    const rules = [userRule({ tool: "shell", pattern: "^git status", priority: 20 }), userRule({ tool: "shell", pattern: "^ls", priority: 20 }), userRule({ tool: "shell", decision: "ask", priority: 10 })];
+    const rules = [
+      userRule({ tool: "shell", pattern: "^git status", priority: 20 }),
+      userRule({ tool: "shell", pattern: "^ls", priority: 20 }),
+      userRule({ tool: "shell", decision: "ask", priority: 10 }),
+    ];
     expect(shell("git status && ls", "ask", rules).decision).toBe("allow");
     expect(shell("git status && pwd", "ask", rules).causes?.map((cause) => cause.subject)).toEqual(["pwd"]);
   });
@@ -150,7 +165,10 @@ describe("shell commands are decided part by part", () => {
   it("an allow rule does not allow what bash cannot parse: the mode decides it", () => {
     const allowLs = userRule({ tool: "shell", pattern: "^ls(\\s|$)" });
     const verdict = shell("ls &&", "ask", [allowLs]);
-    expect(verdict).toMatchObject({ decision: "ask", reason: expect.stringContaining("`ls &&` cannot be parsed (`&&` with no command after it), so no rule allows it") });
+    expect(verdict).toMatchObject({
+      decision: "ask",
+      reason: expect.stringContaining("`ls &&` cannot be parsed (`&&` with no command after it), so no rule allows it"),
+    });
     expect(shell("ls 'src", "ask", [allowLs]).decision).toBe("ask");
     expect(shell("ls && pwd", "ask", [allowLs, userRule({ tool: "shell", pattern: "^pwd$" })]).decision).toBe("allow");
     expect(shell("ls &&", "auto", [allowLs]).decision).toBe("allow");
@@ -416,7 +434,10 @@ describe("paths outside the workspace", () => {
   });
 
   it("denies a path it cannot resolve (a symlink loop), and judges a shell target as written", () => {
-    expect(evaluate("read_file", { path: "loop" }, "auto")).toMatchObject({ decision: "deny", reason: expect.stringContaining("loop: cannot resolve it") });
+    expect(evaluate("read_file", { path: "loop" }, "auto")).toMatchObject({
+      decision: "deny",
+      reason: expect.stringContaining("loop: cannot resolve it"),
+    });
     expect(shell("echo x > loop", "auto").decision).toBe("allow");
   });
 

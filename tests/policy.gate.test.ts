@@ -49,7 +49,13 @@ describe("decideToolCall", () => {
 describe("alwaysAnswerFor: what an 'always' approval allows from then on", () => {
   it("a file edit asked by the mode allows that tool everywhere in the workspace, at priority 0", () => {
     const { rule, description, later } = approveAlways({ name: "write_file", args: { path: "src/a.ts", contents: "" } });
-    expect(rule).toEqual({ tool: "write_file", decision: "allow", priority: 0, source: "session", reason: 'approved with "always" in this session' });
+    expect(rule).toEqual({
+      tool: "write_file",
+      decision: "allow",
+      priority: 0,
+      source: "session",
+      reason: 'approved with "always" in this session',
+    });
     expect(description).toBe("write_file anywhere in the workspace, for the rest of this thread");
     expect(later({ name: "write_file", args: { path: "lib/b.ts", contents: "" } })).toBe("run");
     expect(later({ name: "edit_file", args: { path: "lib/b.ts", old_string: "a", new_string: "b" } })).toBe("ask");
@@ -92,7 +98,9 @@ describe("alwaysAnswerFor: what an 'always' approval allows from then on", () =>
     const allowEcho: PolicyRule = { tool: "shell", pattern: "^echo ", decision: "allow", priority: 0, source: "user" };
     const { rule, description, later } = approveAlways(shell("echo start && npm test && make lint && git diff --stat"), [allowEcho]);
     expect(rule).toMatchObject({ pattern: "^(?:npm test$|make lint$)", commands: [{ name: "git", subcommand: "diff", readOnly: true }] });
-    expect(description).toBe("`git diff` with read-only options, and exactly `npm test`, and exactly `make lint`, for the rest of this thread");
+    expect(description).toBe(
+      "`git diff` with read-only options, and exactly `npm test`, and exactly `make lint`, for the rest of this thread",
+    );
     expect(later(shell("npm test; make lint; git diff HEAD~1"))).toBe("run");
     // `npm test` runs whatever package.json says: other arguments are another command.
     expect(later(shell("npm test -- --watch=false"))).toBe("ask");
@@ -125,7 +133,13 @@ describe("alwaysAnswerFor: what an 'always' approval allows from then on", () =>
 
   it("another tool allows any arguments, and says so", () => {
     const { rule, description, later } = approveAlways({ name: "deploy", args: { target: "staging" } });
-    expect(rule).toEqual({ tool: "deploy", decision: "allow", priority: 0, source: "session", reason: 'approved with "always" in this session' });
+    expect(rule).toEqual({
+      tool: "deploy",
+      decision: "allow",
+      priority: 0,
+      source: "session",
+      reason: 'approved with "always" in this session',
+    });
     expect(description).toBe("deploy with any arguments, for the rest of this thread");
     expect(later({ name: "deploy", args: { target: "prod" } })).toBe("run");
   });
@@ -173,7 +187,16 @@ describe("'always' for a shell command: only options that neither write nor exec
   });
 
   it("sed: only printing lines by number; its scripts can write and execute", () => {
-    expect(after("sed -n '1,20p' a.txt", ["sed -n '5,9p' b.txt", "sed -n -e 3p a.txt", "sed -n '1p;w x' a.txt", "sed -n 1p -i a.txt", "sed 's/a/b/e' a.txt", "sed -f s.sed a.txt"])).toEqual({
+    expect(
+      after("sed -n '1,20p' a.txt", [
+        "sed -n '5,9p' b.txt",
+        "sed -n -e 3p a.txt",
+        "sed -n '1p;w x' a.txt",
+        "sed -n 1p -i a.txt",
+        "sed 's/a/b/e' a.txt",
+        "sed -f s.sed a.txt",
+      ]),
+    ).toEqual({
       "sed -n '5,9p' b.txt": "run",
       "sed -n -e 3p a.txt": "run",
       "sed -n '1p;w x' a.txt": "ask",
@@ -192,7 +215,10 @@ describe("'always' for a shell command: only options that neither write nor exec
       "awk '{print $2}' f.txt": "ask",
       "awk 'BEGIN{system(\"id\")}'": "ask",
     });
-    expect(after("node --version", ["node --version", "node -e 'process.exit()'"])).toEqual({ "node --version": "run", "node -e 'process.exit()'": "ask" });
+    expect(after("node --version", ["node --version", "node -e 'process.exit()'"])).toEqual({
+      "node --version": "run",
+      "node -e 'process.exit()'": "ask",
+    });
   });
 
   it("find: no action that deletes, runs or writes a file", () => {
@@ -224,7 +250,16 @@ describe("'always' for a shell command: only options that neither write nor exec
   });
 
   it("rg and grep: no preprocessor", () => {
-    expect(after("rg foo", ["rg -n -i bar src", "rg -g '*.ts' -e x", "rg --pre ./x foo", "rg --pre=./x foo", "rg -z foo", "rg --hostname-bin ./x foo"])).toEqual({
+    expect(
+      after("rg foo", [
+        "rg -n -i bar src",
+        "rg -g '*.ts' -e x",
+        "rg --pre ./x foo",
+        "rg --pre=./x foo",
+        "rg -z foo",
+        "rg --hostname-bin ./x foo",
+      ]),
+    ).toEqual({
       "rg -n -i bar src": "run",
       "rg -g '*.ts' -e x": "run",
       "rg --pre ./x foo": "ask",
@@ -241,7 +276,16 @@ describe("'always' for a shell command: only options that neither write nor exec
 
   it("tar: listing only", () => {
     expect(
-      after("tar -tf a.tar", ["tar -tvzf b.tgz", "tar --list --file=b.tar", "tar -xf a.tar", "tar -cf out.tar src", "tar -tf a.tar --to-command=sh", "tar -t -I ./x -f a.tar", "tar -tf host:a.tar", "tar tf a.tar"]),
+      after("tar -tf a.tar", [
+        "tar -tvzf b.tgz",
+        "tar --list --file=b.tar",
+        "tar -xf a.tar",
+        "tar -cf out.tar src",
+        "tar -tf a.tar --to-command=sh",
+        "tar -t -I ./x -f a.tar",
+        "tar -tf host:a.tar",
+        "tar tf a.tar",
+      ]),
     ).toEqual({
       "tar -tvzf b.tgz": "run",
       "tar --list --file=b.tar": "run",
@@ -283,13 +327,23 @@ describe("'always' for a shell command: only options that neither write nor exec
       "git --exec-path=. log": "ask",
       "GIT_EXTERNAL_DIFF=./x git log -p": "ask",
     });
-    expect(after("git diff", ["git diff --cached --stat", "git diff --output=x", "git diff --ext-diff", "git show --output=x HEAD"])).toEqual({
+    expect(
+      after("git diff", ["git diff --cached --stat", "git diff --output=x", "git diff --ext-diff", "git show --output=x HEAD"]),
+    ).toEqual({
       "git diff --cached --stat": "run",
       "git diff --output=x": "ask",
       "git diff --ext-diff": "ask",
       "git show --output=x HEAD": "ask",
     });
-    expect(after("git branch --list", ["git branch -a -v", "git branch --list 'feat*'", "git branch new", "git branch -D old", "git branch -m a b"])).toEqual({
+    expect(
+      after("git branch --list", [
+        "git branch -a -v",
+        "git branch --list 'feat*'",
+        "git branch new",
+        "git branch -D old",
+        "git branch -m a b",
+      ]),
+    ).toEqual({
       "git branch -a -v": "run",
       "git branch --list 'feat*'": "run",
       "git branch new": "ask",
@@ -299,7 +353,16 @@ describe("'always' for a shell command: only options that neither write nor exec
   });
 
   it("sort and uniq: no output file", () => {
-    expect(after("sort a.txt", ["sort -rn -k 2 a.txt", "sort -o out.txt a.txt", "sort -oout.txt a.txt", "sort --output=out a", "sort -T /tmp a", "sort --compress-program=sh a"])).toEqual({
+    expect(
+      after("sort a.txt", [
+        "sort -rn -k 2 a.txt",
+        "sort -o out.txt a.txt",
+        "sort -oout.txt a.txt",
+        "sort --output=out a",
+        "sort -T /tmp a",
+        "sort --compress-program=sh a",
+      ]),
+    ).toEqual({
       "sort -rn -k 2 a.txt": "run",
       "sort -o out.txt a.txt": "ask",
       "sort -oout.txt a.txt": "ask",
@@ -311,7 +374,20 @@ describe("'always' for a shell command: only options that neither write nor exec
   });
 
   it("the redirections a covered command may have: reading a file, discarding output", () => {
-    expect(after("cat a.txt", ["cat < in.txt", "cat a 2>/dev/null", "cat a &>/dev/null", "cat a 2>&1", "cat a > b", "cat a >> b", "cat a 2> err", "cat < /dev/tcp/example.com/80", "cat <> a", "cat <(curl x)"])).toEqual({
+    expect(
+      after("cat a.txt", [
+        "cat < in.txt",
+        "cat a 2>/dev/null",
+        "cat a &>/dev/null",
+        "cat a 2>&1",
+        "cat a > b",
+        "cat a >> b",
+        "cat a 2> err",
+        "cat < /dev/tcp/example.com/80",
+        "cat <> a",
+        "cat <(curl x)",
+      ]),
+    ).toEqual({
       "cat < in.txt": "run",
       "cat a 2>/dev/null": "run",
       "cat a &>/dev/null": "run",
@@ -326,7 +402,11 @@ describe("'always' for a shell command: only options that neither write nor exec
   });
 
   it("never covers what the built-in rules ask about or deny", () => {
-    expect(after("cat README.md", ["cat .env", "cat .en?", "cat ~/.ssh/id_rsa"])).toEqual({ "cat .env": "ask", "cat .en?": "ask", "cat ~/.ssh/id_rsa": "blocked" });
+    expect(after("cat README.md", ["cat .env", "cat .en?", "cat ~/.ssh/id_rsa"])).toEqual({
+      "cat .env": "ask",
+      "cat .en?": "ask",
+      "cat ~/.ssh/id_rsa": "blocked",
+    });
   });
 
   it("covers the plain command approved, not one nested in a subshell, a substitution or another shell", () => {

@@ -48,11 +48,21 @@ describe("a graph's rules", () => {
     );
     const events: RunEvent[] = [];
     const outcome = await runGraph({
-      graph: join(ws.dir, "graphs", "planted.yaml"), task: "t", workspace: ws.dir, db: join(ws.dir, "..", "db"),
-      model: `scripted:${join(ws.dir, "..", "planted.script.yaml")}`, approval: "ask", onEvent: (e) => events.push(e), env: {},
+      graph: join(ws.dir, "graphs", "planted.yaml"),
+      task: "t",
+      workspace: ws.dir,
+      db: join(ws.dir, "..", "db"),
+      model: `scripted:${join(ws.dir, "..", "planted.script.yaml")}`,
+      approval: "ask",
+      onEvent: (e) => events.push(e),
+      env: {},
     });
     expect(outcome.status).toBe("paused");
     const warnings = events.flatMap((e) => (e.type === "warning" ? [e.message] : []));
-    expect(warnings.some((message) => message.includes("is inside the workspace, where the agent can change it: its 1 allow rule is not applied"))).toBe(true);
+    expect(
+      warnings.some((message) =>
+        message.includes("is inside the workspace, where the agent can change it: its 1 allow rule is not applied"),
+      ),
+    ).toBe(true);
   });
 });

@@ -62,7 +62,11 @@ describe("rule matching", () => {
 
 describe("which rule decides", () => {
   it("the highest priority wins, whatever its decision", () => {
-    const rules = [rule({ decision: "deny", priority: 5 }), rule({ decision: "allow", priority: 10 }), rule({ decision: "ask", priority: 1 })];
+    const rules = [
+      rule({ decision: "deny", priority: 5 }),
+      rule({ decision: "allow", priority: 10 }),
+      rule({ decision: "ask", priority: 1 }),
+    ];
     expect(decidingRule(rules, "shell", ["x"])?.priority).toBe(10);
   });
 
@@ -70,7 +74,11 @@ describe("which rule decides", () => {
     const allow = rule({ decision: "allow", priority: 7 });
     const ask = rule({ decision: "ask", priority: 7 });
     const deny = rule({ decision: "deny", priority: 7 });
-    for (const order of [[allow, ask, deny], [deny, ask, allow], [ask, deny, allow]]) {
+    for (const order of [
+      [allow, ask, deny],
+      [deny, ask, allow],
+      [ask, deny, allow],
+    ]) {
       expect(decidingRule(order, "shell", ["x"])?.decision).toBe("deny");
     }
     expect(decidingRule([allow, ask], "shell", ["x"])?.decision).toBe("ask");

@@ -4,7 +4,15 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError } from "../src/errors.js";
-import { loadPolicyFile, loadUserPolicy, loadUserRules, parsePolicyFile, policyRulesSchema, toPolicyRules, userPolicyFiles } from "../src/policy/rule-file.js";
+import {
+  loadPolicyFile,
+  loadUserPolicy,
+  loadUserRules,
+  parsePolicyFile,
+  policyRulesSchema,
+  toPolicyRules,
+  userPolicyFiles,
+} from "../src/policy/rule-file.js";
 import { trustIn } from "./helpers/cli.js";
 
 const fixtures = join(import.meta.dirname, "fixtures", "policy");
@@ -77,15 +85,27 @@ describe("parsing a policy file", () => {
     ["rules:\n  - tool: shell\n    decision: maybe\n", "policy.yaml:3:15: rules[0].decision: decision must be allow, deny or ask"],
     ["rules:\n  - decision: deny\n", 'policy.yaml:2:5: rules[0].tool: missing "tool"'],
     ["rules:\n  - tool: read file\n    decision: deny\n", "policy.yaml:2:11: rules[0].tool: tool must be a tool name without spaces"],
-    ["rules:\n  - tool: shell\n    decision: deny\n    priority: 1.5\n", "policy.yaml:4:15: rules[0].priority: priority must be a whole number from 0 to 999"],
-    ["rules:\n  - tool: shell\n    decision: deny\n    priority: -1\n", "policy.yaml:4:15: rules[0].priority: priority must be a whole number from 0 to 999"],
-    ["rules:\n  - tool: shell\n    decision: deny\n    pattern: 42\n", "policy.yaml:4:14: rules[0].pattern: pattern must be a regular expression, written as a string"],
+    [
+      "rules:\n  - tool: shell\n    decision: deny\n    priority: 1.5\n",
+      "policy.yaml:4:15: rules[0].priority: priority must be a whole number from 0 to 999",
+    ],
+    [
+      "rules:\n  - tool: shell\n    decision: deny\n    priority: -1\n",
+      "policy.yaml:4:15: rules[0].priority: priority must be a whole number from 0 to 999",
+    ],
+    [
+      "rules:\n  - tool: shell\n    decision: deny\n    pattern: 42\n",
+      "policy.yaml:4:14: rules[0].pattern: pattern must be a regular expression, written as a string",
+    ],
     ["rules:\n  - shell\n", "policy.yaml:2:5: rules[0]: a rule must be a mapping"],
     ["rules: shell\n", "policy.yaml:1:8: rules: rules must be a list of rules"],
     ["rule:\n  - tool: shell\n", 'policy.yaml:1:1: unknown key "rule": did you mean "rules"?'],
     ["allow:\n  - tool: shell\n", 'policy.yaml:1:1: unknown key "allow": a policy has only "rules"'],
     ["- tool: shell\n", "policy.yaml:1:1: a policy must be a mapping with a rules: list"],
-    ["rules:\n  - tool: shell\n    decision: deny\n    colour: red\n", 'policy.yaml:4:5: rules[0]: unknown key "colour": a rule has tool, pattern, decision, priority, reason'],
+    [
+      "rules:\n  - tool: shell\n    decision: deny\n    colour: red\n",
+      'policy.yaml:4:5: rules[0]: unknown key "colour": a rule has tool, pattern, decision, priority, reason',
+    ],
     ["rules:\n  - tool: shell\n    decision: deny\n    decision: ask\n", "policy.yaml:4:5: YAML syntax error: Map keys must be unique"],
     ["rules:\n  - tool: shell\n   decision: deny\n", "policy.yaml:3:1: YAML syntax error"],
   ])("rejects %j", (text, expected) => {
@@ -107,10 +127,17 @@ describe("loading the user's files", () => {
     writeFileSync(join(configHome, "loopgraph", "policy.yaml"), "rules:\n  - { tool: shell, pattern: '^ls', decision: allow }\n");
     writeFileSync(join(workspace, ".loopgraph", "policy.yaml"), "rules:\n  - { tool: write_file, decision: deny, priority: 3 }\n");
     const env = { XDG_CONFIG_HOME: configHome };
-    expect(userPolicyFiles(workspace, env)).toEqual([join(configHome, "loopgraph", "policy.yaml"), join(workspace, ".loopgraph", "policy.yaml")]);
+    expect(userPolicyFiles(workspace, env)).toEqual([
+      join(configHome, "loopgraph", "policy.yaml"),
+      join(workspace, ".loopgraph", "policy.yaml"),
+    ]);
     const untrusted = loadUserPolicy(workspace, env);
     expect(untrusted.rules.map((rule) => rule.tool)).toEqual(["shell"]);
-    expect(untrusted.ignored).toEqual([expect.stringMatching(/^.*ws\/\.loopgraph\/policy\.yaml is not applied \(.*which you have not trusted\): review it, then run `loopgraph trust`$/)]);
+    expect(untrusted.ignored).toEqual([
+      expect.stringMatching(
+        /^.*ws\/\.loopgraph\/policy\.yaml is not applied \(.*which you have not trusted\): review it, then run `loopgraph trust`$/,
+      ),
+    ]);
     trustIn(workspace, env);
     const rules = loadUserRules(workspace, env);
     expect(rules.map((rule) => [rule.tool, rule.origin])).toEqual([
@@ -135,9 +162,15 @@ describe("loading the user's files", () => {
     expect(() => loadUserPolicy(workspace, env)).toThrow(`${own}:1:21: sandbox.network: network must be allow or deny`);
     // The folders it opens: absolute, or under the home directory.
     writeFileSync(own, "sandbox:\n  read: [/opt/toolchain, ~/.cache/tool]\n  write: [~/shared-out]\n");
-    expect(loadUserPolicy(workspace, { ...env, HOME: "/home/me" })).toMatchObject({ network: false, read: ["/opt/toolchain", "/home/me/.cache/tool"], write: ["/home/me/shared-out"] });
+    expect(loadUserPolicy(workspace, { ...env, HOME: "/home/me" })).toMatchObject({
+      network: false,
+      read: ["/opt/toolchain", "/home/me/.cache/tool"],
+      write: ["/home/me/shared-out"],
+    });
     writeFileSync(own, "sandbox:\n  read: [relative/dir]\n");
-    expect(() => loadUserPolicy(workspace, env)).toThrow(`${own}:2:10: sandbox.read[0]: a folder must be an absolute path or start with ~/`);
+    expect(() => loadUserPolicy(workspace, env)).toThrow(
+      `${own}:2:10: sandbox.read[0]: a folder must be an absolute path or start with ~/`,
+    );
     writeFileSync(own, "rules: []\n");
     const project = join(workspace, ".loopgraph", "policy.yaml");
     writeFileSync(project, "sandbox: { network: allow }\n");
@@ -159,6 +192,9 @@ describe("embedding in a graph file", () => {
     ]);
     const bad = graphSchema.safeParse({ name: "g", policy: { rules: [{ tool: "shell", decision: "allow", pattern: "(" }] } });
     expect(bad.success).toBe(false);
-    expect(bad.error?.issues[0]).toMatchObject({ path: ["policy", "rules", 0, "pattern"], message: expect.stringContaining("invalid regular expression") });
+    expect(bad.error?.issues[0]).toMatchObject({
+      path: ["policy", "rules", 0, "pattern"],
+      message: expect.stringContaining("invalid regular expression"),
+    });
   });
 });

@@ -107,7 +107,17 @@ describe("splitting a command into simple commands", () => {
 
   it("reports it in the nested script it is in, and nothing in a complete command", () => {
     expect(parseShellCommand("bash -c 'ls &&'").incomplete).toEqual([{ script: "ls &&", what: "`&&` with no command after it" }]);
-    for (const command of ["ls && pwd", "ls &&\npwd", "ls && (pwd)", "ls &", "ls;", 'echo "it\'s" \'a"b\'', "echo ${v:-$(id)}", "x=$((1+(2*3)))", "case x in a) ls;; esac"]) {
+    for (const command of [
+      "ls && pwd",
+      "ls &&\npwd",
+      "ls && (pwd)",
+      "ls &",
+      "ls;",
+      "echo \"it's\" 'a\"b'",
+      "echo ${v:-$(id)}",
+      "x=$((1+(2*3)))",
+      "case x in a) ls;; esac",
+    ]) {
       expect(parseShellCommand(command).incomplete, command).toEqual([]);
     }
   });
@@ -138,7 +148,7 @@ describe("splitting a command into simple commands", () => {
 
 describe("words and normalised text", () => {
   it.each([
-    ["rm -rf \"$HOME\"", "rm -rf $HOME"],
+    ['rm -rf "$HOME"', "rm -rf $HOME"],
     ["FOO=1 BAR=2 /bin/r'm' -rf /", "rm -rf /"],
     ["env -i PATH=/bin nohup nice -n 5 rm -rf /", "rm -rf /"],
     ["command \\rm -rf ~", "rm -rf ~"],

@@ -11,7 +11,6 @@ import { isPostgresUrl } from "../src/runs/url-password.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
-
 function freePort(): Promise<number> {
   return new Promise((resolvePort) => {
     const server = createServer();
@@ -52,15 +51,23 @@ describe.skipIf(lacks("postgres", "the PostgreSQL connection tests"))("connectin
 
     const secret = "Wr0ng-s3cret@pass";
     const wrong = await failure(server.url.replace(server.password, encodeURIComponent(secret)));
-    expect(wrong.message).toMatch(/^the PostgreSQL server of postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/postgres refused the login \(password authentication failed for user "loopgraph"\): check the user and password$/);
+    expect(wrong.message).toMatch(
+      /^the PostgreSQL server of postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/postgres refused the login \(password authentication failed for user "loopgraph"\): check the user and password$/,
+    );
     expect(wrong.exitCode).toBe(2);
 
     const missing = await failure(server.url.replace(/\/postgres$/, "/nosuchdb"));
-    expect(missing.message).toMatch(/^postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/nosuchdb: database "nosuchdb" does not exist: create the database \(createdb\) or name another one$/);
+    expect(missing.message).toMatch(
+      /^postgres:\/\/loopgraph:\*\*\*@127\.0\.0\.1:\d+\/nosuchdb: database "nosuchdb" does not exist: create the database \(createdb\) or name another one$/,
+    );
 
     const port = await freePort();
     const gone = await failure(`postgres://loopgraph:${server.password}@127.0.0.1:${port}/postgres`);
-    expect(gone.message).toMatch(new RegExp(`^cannot reach the PostgreSQL server of postgres://loopgraph:\\*\\*\\*@127\\.0\\.0\\.1:${port}/postgres \\(.*ECONNREFUSED.*\\): check that it runs`));
+    expect(gone.message).toMatch(
+      new RegExp(
+        `^cannot reach the PostgreSQL server of postgres://loopgraph:\\*\\*\\*@127\\.0\\.0\\.1:${port}/postgres \\(.*ECONNREFUSED.*\\): check that it runs`,
+      ),
+    );
 
     for (const error of [wrong, missing, gone]) {
       expect(error.message).not.toContain(server.password);

@@ -46,16 +46,19 @@ describeOnPostgres("a PostgreSQL server going away", "the outage tests", (server
 
 it("a lost connection is told from a bad query: by its code (Node's, PostgreSQL's 57P0x and class 08), its driver message, or its cause", () => {
   const coded = (code: string) => Object.assign(new Error(code), { code });
-  for (const code of ["ECONNREFUSED", "ECONNRESET", "57P01", "57P02", "57P03", "08006", "08001"]) expect(isConnectionLost(coded(code)), code).toBe(true);
+  for (const code of ["ECONNREFUSED", "ECONNRESET", "57P01", "57P02", "57P03", "08006", "08001"])
+    expect(isConnectionLost(coded(code)), code).toBe(true);
   expect(isConnectionLost(new Error("Connection terminated unexpectedly"))).toBe(true);
   expect(isConnectionLost(new Error('node "coder" failed: connect ECONNREFUSED', { cause: coded("ECONNREFUSED") }))).toBe(true);
   expect(isConnectionLost(new AggregateError([coded("ECONNREFUSED")], ""))).toBe(true);
   for (const code of ["42601", "23505", "40001", "SQLITE_BUSY"]) expect(isConnectionLost(coded(code)), code).toBe(false);
-  expect(isConnectionLost(new Error("node \"coder\" failed: scripted model has no response left"))).toBe(false);
+  expect(isConnectionLost(new Error('node "coder" failed: scripted model has no response left'))).toBe(false);
   // Outside a run, a server that cannot be reached stays one line, exit 2, the password hidden.
   const unreachable = postgresError("postgres://u:secret@127.0.0.1:1/db", coded("ECONNREFUSED"));
   expect(unreachable).toBeInstanceOf(StoreUnreachableError);
-  expect(unreachable.message).toBe("cannot reach the PostgreSQL server of postgres://u:***@127.0.0.1:1/db (ECONNREFUSED): check that it runs and that the host and port are right");
+  expect(unreachable.message).toBe(
+    "cannot reach the PostgreSQL server of postgres://u:***@127.0.0.1:1/db (ECONNREFUSED): check that it runs and that the host and port are right",
+  );
 });
 
 it("a node that failed on a lost connection (its cause) stops the run interrupted, 130, saying how to go on; a node's own failure stays a failure", () => {
@@ -66,7 +69,8 @@ it("a node that failed on a lost connection (its cause) stops the run interrupte
     status: "interrupted",
     exitCode: 130,
     storeLost: true,
-    error: "the PostgreSQL server of postgres://u:***@127.0.0.1:5432/db went away (connect ECONNREFUSED 127.0.0.1:5432): the run stopped at its last checkpoint; continue it with `loopgraph resume t1` once the server is back",
+    error:
+      "the PostgreSQL server of postgres://u:***@127.0.0.1:5432/db went away (connect ECONNREFUSED 127.0.0.1:5432): the run stopped at its last checkpoint; continue it with `loopgraph resume t1` once the server is back",
   });
   expect(storeStopOutcome(new LoopgraphError('node "coder" failed: no response left'), "postgres://u:***@h/db", "t1", {})).toBeUndefined();
 });

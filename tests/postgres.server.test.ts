@@ -9,7 +9,6 @@ import { describe, expect, it } from "vitest";
 import { startPostgres } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
-
 function portOpen(port: number): Promise<boolean> {
   return new Promise((resolve) => {
     const socket = createConnection({ host: "127.0.0.1", port });

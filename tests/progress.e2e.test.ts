@@ -10,7 +10,13 @@ import { run } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 /** A script and a graph beside the workspace; the run's human output. */
-function progressRun(name: string, script: string[], graph: string[], approval: "auto" | "ask" = "auto", files: Record<string, string> = {}) {
+function progressRun(
+  name: string,
+  script: string[],
+  graph: string[],
+  approval: "auto" | "ask" = "auto",
+  files: Record<string, string> = {},
+) {
   const ws = tempWorkspace({ git: true, files: { "notes.txt": "keep me\n", ...files } });
   const scriptFile = join(ws.root, `${name}.script.yaml`);
   const graphFile = join(ws.root, `${name}.yaml`);
@@ -60,7 +66,14 @@ describe("run progress, end to end (piped output)", () => {
         '  - { node: coder, content: "SUMMARY-TEXT: read a.txt and b.txt." }',
         '  - { node: coder, content: "All read." }',
       ],
-      ["nodes:", "  coder:", "    kind: coder", "    compression: { budget_tokens: 200, keep_recent_turns: 1 }", "edges:", "  - { from: START, to: coder }"],
+      [
+        "nodes:",
+        "  coder:",
+        "    kind: coder",
+        "    compression: { budget_tokens: 200, keep_recent_turns: 1 }",
+        "edges:",
+        "  - { from: START, to: coder }",
+      ],
       "auto",
       { "a.txt": `${"alpha-content ".repeat(150)}\n`, "b.txt": "bravo-content\n" },
     );

@@ -43,7 +43,11 @@ describe("commands in a subdirectory of a project", () => {
   it("run, inspect, status and graphs list use the project's store and graphs; the subdirectory stays as it was", async () => {
     const ws = tempWorkspace({
       git: true,
-      files: { "graphs/hello.yaml": GRAPH, "graphs/count.mjs": "export default () => ({ output: 'counted' });\n", "src/app/main.ts": "export {};\n" },
+      files: {
+        "graphs/hello.yaml": GRAPH,
+        "graphs/count.mjs": "export default () => ({ output: 'counted' });\n",
+        "src/app/main.ts": "export {};\n",
+      },
     });
     const sub = join(ws.dir, "src", "app");
     const options = { cwd: sub, env: cleanEnv() };

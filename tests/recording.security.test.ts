@@ -30,7 +30,23 @@ describe("recordings and artifacts of a run with an API key in the environment",
     const command = 'printenv OPENAI_API_KEY; echo "key: ${OPENAI_API_KEY:-unset}"; seq 1 20000';
     server.enqueue({ text: "Looking at the environment.", toolCalls: [{ name: "shell", args: { command } }] }, { text: "Done." });
     const run = await runCli(
-      ["run", "coder", "--task", "show me", "--thread", "key", "--workspace", ws.dir, "--model", "openai:gpt-test", "--approval", "auto", "--db", ws.db, "--json"],
+      [
+        "run",
+        "coder",
+        "--task",
+        "show me",
+        "--thread",
+        "key",
+        "--workspace",
+        ws.dir,
+        "--model",
+        "openai:gpt-test",
+        "--approval",
+        "auto",
+        "--db",
+        ws.db,
+        "--json",
+      ],
       { env: cleanEnv({ OPENAI_API_KEY: secret, OPENAI_BASE_URL: server.url }) },
     );
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
@@ -39,9 +55,17 @@ describe("recordings and artifacts of a run with an API key in the environment",
     expect(result?.result).toContain("key: unset");
 
     const sqlite = new Database(ws.db, { readonly: true });
-    const records = sqlite.prepare(`SELECT kind, name, data FROM loopgraph_recordings WHERE thread_id = 'key' ORDER BY id`).all() as Array<{ kind: string; name: string | null; data: string }>;
+    const records = sqlite.prepare(`SELECT kind, name, data FROM loopgraph_recordings WHERE thread_id = 'key' ORDER BY id`).all() as Array<{
+      kind: string;
+      name: string | null;
+      data: string;
+    }>;
     sqlite.close();
-    expect(records.map((r) => [r.kind, r.name])).toEqual([["model", null], ["tool", "shell"], ["model", null]]);
+    expect(records.map((r) => [r.kind, r.name])).toEqual([
+      ["model", null],
+      ["tool", "shell"],
+      ["model", null],
+    ]);
     expect(records[0]!.data).toContain("Looking at the environment.");
     const artifact = (JSON.parse(records[1]!.data) as { result: { artifact?: string } }).result.artifact;
     expect(artifact).toMatch(/\.loopgraph\/artifacts\/key\//);
@@ -67,12 +91,33 @@ describe("recordings and artifacts of a run with an API key in the environment",
     execFileSync("git", ["add", "config.txt"], { cwd: ws.dir });
     server.enqueue(
       { text: "Reading.", toolCalls: [{ name: "read_file", args: { path: "config.txt" } }] },
-      { text: "Copying.", toolCalls: [{ name: "shell", args: { command: "cat config.txt; cp config.txt copy.txt; yes \"$(cat config.txt)\" | head -n 200000" } }] },
+      {
+        text: "Copying.",
+        toolCalls: [
+          { name: "shell", args: { command: 'cat config.txt; cp config.txt copy.txt; yes "$(cat config.txt)" | head -n 200000' } },
+        ],
+      },
       { text: "Editing.", toolCalls: [{ name: "write_file", args: { path: "notes.txt", contents: "noted\n" } }] },
       { text: "Done." },
     );
     const run = await runCli(
-      ["run", "coder", "--task", "look", "--thread", "repo-secret", "--workspace", ws.dir, "--model", "openai:gpt-test", "--approval", "auto", "--db", ws.db, "--json"],
+      [
+        "run",
+        "coder",
+        "--task",
+        "look",
+        "--thread",
+        "repo-secret",
+        "--workspace",
+        ws.dir,
+        "--model",
+        "openai:gpt-test",
+        "--approval",
+        "auto",
+        "--db",
+        ws.db,
+        "--json",
+      ],
       { env: cleanEnv({ OPENAI_API_KEY: "sk-test-key-0000", OPENAI_BASE_URL: server.url, GITHUB_TOKEN: token }) },
     );
     expect(run.code, run.stderr + run.stdout.slice(-2000)).toBe(0);
@@ -86,7 +131,11 @@ describe("recordings and artifacts of a run with an API key in the environment",
     const kept = [...filesBelow(join(ws.dir, ".loopgraph")), script];
     expect(kept.some((file) => file.includes("artifacts"))).toBe(true);
     for (const file of kept) expect(readFileSync(file).includes(token), file).toBe(false);
-    const objects = execFileSync("git", ["--git-dir", join(ws.dir, ".loopgraph", "snapshots.git"), "cat-file", "--batch-all-objects", "--batch"], { maxBuffer: 1 << 28 });
+    const objects = execFileSync(
+      "git",
+      ["--git-dir", join(ws.dir, ".loopgraph", "snapshots.git"), "cat-file", "--batch-all-objects", "--batch"],
+      { maxBuffer: 1 << 28 },
+    );
     expect(objects.includes("github_token=[redacted]")).toBe(true);
     expect(objects.includes(token)).toBe(false);
   });

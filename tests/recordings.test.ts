@@ -15,14 +15,28 @@ async function store(): Promise<Store> {
   return opened;
 }
 
-const key = (taskPath: string, callIndex: number, threadId = "t1"): RecordKey => ({ threadId, checkpointId: "cp-1", taskPath, callIndex, node: "coder" });
+const key = (taskPath: string, callIndex: number, threadId = "t1"): RecordKey => ({
+  threadId,
+  checkpointId: "cp-1",
+  taskPath,
+  callIndex,
+  node: "coder",
+});
 const tool = (content: string): RecordData => ({ kind: "tool", name: "shell", args: { command: "ls" }, result: { ok: true, content } });
-const contents = async (s: Store, threadId = "t1") => (await s.recordings.list(threadId)).map((r) => (r.kind === "tool" ? (r.result as { content: string }).content : r.kind));
+const contents = async (s: Store, threadId = "t1") =>
+  (await s.recordings.list(threadId)).map((r) => (r.kind === "tool" ? (r.result as { content: string }).content : r.kind));
 
 describe("the recordings table", () => {
   it("reads a thread's records back in the order they were made, with where they were made", async () => {
     const s = await store();
-    s.recordings.put(key("coder:a|model:b", 0), { kind: "model", output: { content: "hi", toolCalls: [{ id: "c1", name: "shell", args: { command: "ls" } }], usage: { inputTokens: 3, outputTokens: 1 } } });
+    s.recordings.put(key("coder:a|model:b", 0), {
+      kind: "model",
+      output: {
+        content: "hi",
+        toolCalls: [{ id: "c1", name: "shell", args: { command: "ls" } }],
+        usage: { inputTokens: 3, outputTokens: 1 },
+      },
+    });
     s.recordings.put(key("coder:a|tools:c", 0), tool("file.txt"));
     s.recordings.put(key("judge:d", 0), { kind: "model", error: { kind: "exhausted", message: "scripted model exhausted" } });
     const records = await s.recordings.list("t1");
@@ -31,9 +45,14 @@ describe("the recordings table", () => {
       ["tool", "coder:a|tools:c", 0],
       ["model", "judge:d", 0],
     ]);
-    expect(records[0]).toMatchObject({ threadId: "t1", checkpointId: "cp-1", node: "coder", output: { content: "hi", toolCalls: [{ name: "shell" }] } });
+    expect(records[0]).toMatchObject({
+      threadId: "t1",
+      checkpointId: "cp-1",
+      node: "coder",
+      output: { content: "hi", toolCalls: [{ name: "shell" }] },
+    });
     expect(records[2]).toMatchObject({ error: { kind: "exhausted" } });
-    expect((await s.recordings.list("other"))).toEqual([]);
+    expect(await s.recordings.list("other")).toEqual([]);
   });
 
   it("closing a store still locked by another program drops the queued records of the unsaved step instead of failing", async () => {
@@ -74,7 +93,9 @@ describe("the recordings table", () => {
     const secret = "sk-test-SECRET-4f9a2c";
     s.recordings.put(key("coder:a", 0), tool(`key=${secret}\nAuthorization: Bearer abcdefgh12345678\n"${secret}"`), [secret]);
     const [record] = await s.recordings.list("t1");
-    expect((record as { result: { content: string } }).result.content).toBe("key=[redacted]\nAuthorization: Bearer [redacted]\n\"[redacted]\"");
+    expect((record as { result: { content: string } }).result.content).toBe(
+      'key=[redacted]\nAuthorization: Bearer [redacted]\n"[redacted]"',
+    );
     await s.close();
     const bytes = readFileSync(s.path);
     expect(bytes.includes(secret)).toBe(false);
@@ -115,12 +136,25 @@ describe("writing records", () => {
 
 describe("credentials", () => {
   it("are the model providers' keys and variables named like keys, tokens or secrets, when long enough to be one", async () => {
-    const values = secretValues({ OPENAI_API_KEY: "sk-openai-123", GROQ_API_KEY: "gsk_987654321", GITHUB_TOKEN: "ghp_abcdefgh", SHORT_TOKEN: "x", HOME: "/home/someone-long", EDITOR: "vim" }, MODEL_KEY_VARIABLES);
+    const values = secretValues(
+      {
+        OPENAI_API_KEY: "sk-openai-123",
+        GROQ_API_KEY: "gsk_987654321",
+        GITHUB_TOKEN: "ghp_abcdefgh",
+        SHORT_TOKEN: "x",
+        HOME: "/home/someone-long",
+        EDITOR: "vim",
+      },
+      MODEL_KEY_VARIABLES,
+    );
     expect(values.sort()).toEqual(["ghp_abcdefgh", "gsk_987654321", "sk-openai-123"]);
   });
 
   it("include a connection string's password alone, as written and decoded, whole even when it holds an @", async () => {
-    const values = secretValues({ DB: "postgres://team:s3cr@t-pw%21@db.example:5432/runs", NOTES: "see https://user:plain-pass-word@host/x for it" }, MODEL_KEY_VARIABLES);
+    const values = secretValues(
+      { DB: "postgres://team:s3cr@t-pw%21@db.example:5432/runs", NOTES: "see https://user:plain-pass-word@host/x for it" },
+      MODEL_KEY_VARIABLES,
+    );
     expect(values).toContain("s3cr@t-pw%21");
     expect(values).toContain("s3cr@t-pw!");
     expect(values).toContain("plain-pass-word");
@@ -166,7 +200,9 @@ describe("the recorder in a LangGraph run", () => {
     await graph.invoke(new Command({ resume: "yes" }), config);
 
     const records = await s.recordings.list("lg");
-    expect(records.map((r) => [r.node, r.kind, r.callIndex, r.kind === "approval" ? r.answer : r.kind === "tool" ? r.result : undefined])).toEqual([
+    expect(
+      records.map((r) => [r.node, r.kind, r.callIndex, r.kind === "approval" ? r.answer : r.kind === "tool" ? r.result : undefined]),
+    ).toEqual([
       ["ask", "tool", 0, "execution 2, call 0, key [redacted]"],
       ["asker", "approval", 1, "yes"],
       ["model", "tool", 0, "inner call"],

@@ -20,7 +20,14 @@ function render(events: RunEvent[], options: HumanRendererOptions = {}) {
   return { text: text(), sink };
 }
 
-const started = (threadId: string, graph: string): RunEvent => ({ type: "run_started", threadId, graph, task: "", resumed: false, sandbox: "bubblewrap" });
+const started = (threadId: string, graph: string): RunEvent => ({
+  type: "run_started",
+  threadId,
+  graph,
+  task: "",
+  resumed: false,
+  sandbox: "bubblewrap",
+});
 
 describe("humanRenderer", () => {
   afterEach(() => vi.useRealTimers());
@@ -30,7 +37,15 @@ describe("humanRenderer", () => {
       { type: "node_started", threadId: "t", node: "coder", visit: 1 },
       { type: "tool_call", threadId: "t", node: "coder", id: "1", name: "task", args: { description: "find" } },
       { type: "tool_call", threadId: "t", node: "coder-task", id: "2", name: "grep", args: { pattern: "port" } },
-      { type: "tool_result", threadId: "t", node: "coder-task", id: "2", name: "grep", ok: true, result: "1 matching line in 1 file\nsrc/a.ts:1:port" },
+      {
+        type: "tool_result",
+        threadId: "t",
+        node: "coder-task",
+        id: "2",
+        name: "grep",
+        ok: true,
+        result: "1 matching line in 1 file\nsrc/a.ts:1:port",
+      },
       { type: "tool_result", threadId: "t", node: "coder", id: "1", name: "task", ok: true, result: "Subagent done" },
     ]);
     expect(text.split("\n")).toEqual([
@@ -97,21 +112,43 @@ describe("humanRenderer", () => {
       ({ type: "round_finished", threadId: "t.loop", node: "looper", round: n, usage: { inputTokens, outputTokens } }) as const;
     const { sink, text } = render([round(1, 10_000, 1000), round(2, 2300, 200)]);
     expect(text).toBe("");
-    expect(sink.rounds()).toEqual([{ round: 1, usage: { inputTokens: 10_000, outputTokens: 1000 } }, { round: 2, usage: { inputTokens: 2300, outputTokens: 200 } }]);
+    expect(sink.rounds()).toEqual([
+      { round: 1, usage: { inputTokens: 10_000, outputTokens: 1000 } },
+      { round: 2, usage: { inputTokens: 2300, outputTokens: 200 } },
+    ]);
     expect(describeTotals({ usage: { inputTokens: 12_300, outputTokens: 1200 }, rounds: sink.rounds(), elapsedMs: 8400 })).toBe(
       "12.3k tokens in, 1.2k out, 8.4 s; round 1: 10.0k in, 1.0k out · round 2: 2.3k in, 200 out",
     );
     const many = render(Array.from({ length: 12 }, (_, i) => round(i + 1, 100, 10))).sink.rounds();
-    expect(describeTotals({ rounds: many, elapsedMs: 1000 })).toMatch(/^1\.0 s; … round 3: 100 in, 10 out · .* · round 12: 100 in, 10 out$/);
+    expect(describeTotals({ rounds: many, elapsedMs: 1000 })).toMatch(
+      /^1\.0 s; … round 3: 100 in, 10 out · .* · round 12: 100 in, 10 out$/,
+    );
   });
 
   it("shows a tool result whole up to five lines, a shell's output as its last lines, a failed call named, all printable", () => {
     const shell = ["exit code: 1", "--- stdout ---", ...Array.from({ length: 8 }, (_, i) => `line ${i + 1}`), "\x1b[31mboom"].join("\n");
     const { text } = render([
-      { type: "tool_result", threadId: "t", node: "mediator", id: "1", name: "looper_status", ok: true, result: "[Looper status]\nstate: RUNNING\nround: 1/5\n" },
+      {
+        type: "tool_result",
+        threadId: "t",
+        node: "mediator",
+        id: "1",
+        name: "looper_status",
+        ok: true,
+        result: "[Looper status]\nstate: RUNNING\nround: 1/5\n",
+      },
       { type: "tool_result", threadId: "t", node: "coder", id: "2", name: "shell", ok: false, result: shell },
       { type: "tool_result", threadId: "t", node: "coder", id: "3", name: "read_file", ok: true, result: "1\n2\n3\n4\n5\n6\n7" },
-      { type: "tool_result", threadId: "t", node: "coder", id: "4", name: "write_file", ok: false, result: "Blocked by policy: .env", notRun: "blocked" },
+      {
+        type: "tool_result",
+        threadId: "t",
+        node: "coder",
+        id: "4",
+        name: "write_file",
+        ok: false,
+        result: "Blocked by policy: .env",
+        notRun: "blocked",
+      },
     ]);
     expect(text).toContain("  ↳ ✗ write_file not run (blocked): Blocked by policy: .env\n");
     expect(text).toContain("  ↳ [Looper status]\n    state: RUNNING\n    round: 1/5\n");
@@ -188,7 +225,8 @@ describe("humanRenderer", () => {
     vi.advanceTimersByTime(2000);
     expect(text()).toMatch(/… coder: writing a call of shell 2s$/);
     sink({ type: "tool_call", threadId: "t", node: "coder", id: "1", name: "shell", args: { command: "make" } });
-    const emitOutput = (chunk: string): void => sink({ type: "tool_output", threadId: "t", node: "coder", id: "1", name: "shell", stream: "stdout", text: chunk });
+    const emitOutput = (chunk: string): void =>
+      sink({ type: "tool_output", threadId: "t", node: "coder", id: "1", name: "shell", stream: "stdout", text: chunk });
     emitOutput("line 1\nline 2\nhalf");
     expect(text()).toMatch(/ {4}│ line 1\n {4}│ line 2\n {4}│ half\n$/);
     emitOutput(" done\nline 4\nline 5\nline 6\nline 7\x1b[2J\n");

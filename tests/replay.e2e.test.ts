@@ -24,7 +24,8 @@ function treeDigest(dir: string): string[] {
       const path = join(at, entry.name);
       if (relative(dir, path) === ".loopgraph") continue;
       if (entry.isDirectory()) walk(path);
-      else if (entry.isFile()) entries.push(`${relative(dir, path)} ${statSync(path).mtimeMs} ${createHash("sha1").update(readFileSync(path)).digest("hex")}`);
+      else if (entry.isFile())
+        entries.push(`${relative(dir, path)} ${statSync(path).mtimeMs} ${createHash("sha1").update(readFileSync(path)).digest("hex")}`);
     }
   };
   walk(dir);
@@ -33,7 +34,11 @@ function treeDigest(dir: string): string[] {
 
 /** The user's files only: what the agent wrote. */
 const userFiles = (dir: string): Record<string, string> =>
-  Object.fromEntries(treeDigest(dir).filter((line) => !line.startsWith(".git/")).map((line) => [line.split(" ")[0]!, readFileSync(join(dir, line.split(" ")[0]!), "utf8")]));
+  Object.fromEntries(
+    treeDigest(dir)
+      .filter((line) => !line.startsWith(".git/"))
+      .map((line) => [line.split(" ")[0]!, readFileSync(join(dir, line.split(" ")[0]!), "utf8")]),
+  );
 
 interface State {
   outputs: Record<string, unknown>;
@@ -51,7 +56,11 @@ const withoutIds = (value: unknown): unknown =>
   Array.isArray(value)
     ? value.map(withoutIds)
     : value && typeof value === "object"
-      ? Object.fromEntries(Object.entries(value).filter(([key]) => !UNSHARED.has(key)).map(([key, inner]) => [key, withoutIds(inner)]))
+      ? Object.fromEntries(
+          Object.entries(value)
+            .filter(([key]) => !UNSHARED.has(key))
+            .map(([key, inner]) => [key, withoutIds(inner)]),
+        )
       : value;
 
 /** outputs, loopState and the messages' content: ids (of messages, tool calls), token counts and timestamps aside. */
@@ -64,15 +73,16 @@ async function finalState(db: string, thread: string) {
   };
 }
 
-const replayResult = (stdout: string) => parseEvents(stdout).find((e) => e.type === "replay_result") as {
-  replayThreadId: string;
-  divergences: Array<{ kind: string; step?: number; node?: string; message: string }>;
-  reproduced: boolean;
-  exitCode: number;
-  endOfRecord: boolean;
-  recorded: { status: string; error?: string };
-  replayed: { status: string; error?: string };
-};
+const replayResult = (stdout: string) =>
+  parseEvents(stdout).find((e) => e.type === "replay_result") as {
+    replayThreadId: string;
+    divergences: Array<{ kind: string; step?: number; node?: string; message: string }>;
+    reproduced: boolean;
+    exitCode: number;
+    endOfRecord: boolean;
+    recorded: { status: string; error?: string };
+    replayed: { status: string; error?: string };
+  };
 
 describe("a recorded two-round coder-review run", () => {
   const ws = sharedWorkspace({ git: true, files: INITIAL_FILES });
@@ -113,7 +123,13 @@ describe("a recorded two-round coder-review run", () => {
     const result = replayResult(replay.stdout);
     expect(result).toMatchObject({ replayThreadId: "orig.replay-1", divergences: [], exitCode: 0, replayed: { status: "finished" } });
     const events = parseEvents(replay.stdout);
-    expect(events.filter((e) => e.type === "tool_call").map((e) => e.name)).toEqual(["todo_write", "write_file", "shell", "write_file", "shell"]);
+    expect(events.filter((e) => e.type === "tool_call").map((e) => e.name)).toEqual([
+      "todo_write",
+      "write_file",
+      "shell",
+      "write_file",
+      "shell",
+    ]);
     expect(treeDigest(ws.dir)).toEqual(before);
     expect(execFileSync("git", ["-C", ws.dir, "status", "--porcelain"], { encoding: "utf8" })).toBe(gitStatus);
     expect(await finalState(ws.db, "orig.replay-1")).toEqual(await finalState(ws.db, "orig"));
@@ -136,9 +152,11 @@ describe("a recorded two-round coder-review run", () => {
     const started = parseEvents(replay.stdout).find((e) => e.type === "replay_started")!;
     expect(started).toMatchObject({ fromCheckpoint: from });
     // Round 2 only: the coder's 3 calls and 2 tools, the review's 2 checks and diff, the judge, and the loopers' reads.
-    expect(parseEvents(replay.stdout).filter((e) => e.type === "node_started").map((e) => e.node)).toEqual([
-      "looper", "coder", "looper", "review", "looper", "judge", "looper",
-    ]);
+    expect(
+      parseEvents(replay.stdout)
+        .filter((e) => e.type === "node_started")
+        .map((e) => e.node),
+    ).toEqual(["looper", "coder", "looper", "review", "looper", "judge", "looper"]);
     const scratch = await historyOf(ws.db, result.replayThreadId);
     expect(scratch.checkpoints[0]!.checkpointId).toBe(from);
     expect(await finalState(ws.db, result.replayThreadId)).toEqual(await finalState(ws.db, "orig"));
@@ -148,13 +166,19 @@ describe("a recorded two-round coder-review run", () => {
     const db = join(tempWorkspace().root, "tampered.db");
     copyFileSync(ws.db, db);
     const sqlite = new Database(db);
-    const row = sqlite.prepare(`SELECT id, data FROM loopgraph_recordings WHERE thread_id = 'orig' AND name = 'write_file' ORDER BY id DESC LIMIT 1`).get() as { id: number; data: string };
-    sqlite.prepare(`UPDATE loopgraph_recordings SET data = ? WHERE id = ?`).run(row.data.replace('"path":"palindrome.test.js"', '"path":"tests/palindrome.js"'), row.id);
+    const row = sqlite
+      .prepare(`SELECT id, data FROM loopgraph_recordings WHERE thread_id = 'orig' AND name = 'write_file' ORDER BY id DESC LIMIT 1`)
+      .get() as { id: number; data: string };
+    sqlite
+      .prepare(`UPDATE loopgraph_recordings SET data = ? WHERE id = ?`)
+      .run(row.data.replace('"path":"palindrome.test.js"', '"path":"tests/palindrome.js"'), row.id);
     sqlite.close();
 
     const human = await runCli(["replay", "orig", "--recorded", "--db", db]);
     expect(human.code).toBe(1);
-    expect(human.stderr).toMatch(/✖ diverged at step \d+, coder \(tool_args\): coder ran write_file with path: "palindrome.test.js" \(recorded "tests\/palindrome.js"\)/);
+    expect(human.stderr).toMatch(
+      /✖ diverged at step \d+, coder \(tool_args\): coder ran write_file with path: "palindrome.test.js" \(recorded "tests\/palindrome.js"\)/,
+    );
     expect(hasStackTrace(human.stderr + human.stdout)).toBe(false);
 
     const json = await runCli(["replay", "orig", "--recorded", "--db", db, "--json"]);
@@ -185,7 +209,20 @@ describe("recorded replay of runs that went wrong", () => {
     const ws = repo({ "notes.txt": "start\n" });
     const graph = join(ROOT, "tests/fixtures/engine/durable.yaml");
     const script = join(ROOT, "tests/fixtures/engine/bad-output.script.yaml");
-    const run = await runCli(["run", graph, "--task", "t", "--thread", "spent", "--workspace", ws.dir, "--model", `scripted:${script}`, "--db", ws.db]);
+    const run = await runCli([
+      "run",
+      graph,
+      "--task",
+      "t",
+      "--thread",
+      "spent",
+      "--workspace",
+      ws.dir,
+      "--model",
+      `scripted:${script}`,
+      "--db",
+      ws.db,
+    ]);
     expect(run.code).toBe(1);
     expect(readFileSync(join(ws.dir, "steps.log"), "utf8")).toBe("first\n");
     const before = treeDigest(ws.dir);
@@ -199,7 +236,21 @@ describe("recorded replay of runs that went wrong", () => {
 
   it("a run paused for approval is replayed to the same pause (exit 3); once approved and rejected, the replay takes the recorded answers", async () => {
     const ws = repo({ "README.md": "# demo\n", "important.txt": "keep me\n" });
-    const coder = ["run", "coder", "--task", "do the task", "--thread", "ask", "--workspace", ws.dir, "--model", `scripted:${join(ROOT, "tests/fixtures/coder/approvals.script.yaml")}`, "--db", ws.db, "--json"];
+    const coder = [
+      "run",
+      "coder",
+      "--task",
+      "do the task",
+      "--thread",
+      "ask",
+      "--workspace",
+      ws.dir,
+      "--model",
+      `scripted:${join(ROOT, "tests/fixtures/coder/approvals.script.yaml")}`,
+      "--db",
+      ws.db,
+      "--json",
+    ];
     expect((await runCli(coder)).code).toBe(3);
     const paused = await runCli(["replay", "ask", "--recorded", "--db", ws.db, "--json"]);
     expect(paused.code, paused.stderr).toBe(3);
@@ -212,7 +263,8 @@ describe("recorded replay of runs that went wrong", () => {
     expect(replay.code, replay.stderr + replay.stdout.slice(-2000)).toBe(0);
     expect(replayResult(replay.stdout)).toMatchObject({ divergences: [], replayed: { status: "finished" } });
     expect(treeDigest(ws.dir)).toEqual(before);
-    const output = (db: string, thread: string) => stateOf<{ outputs: { coder: unknown } }>(db, thread).then((s) => withoutIds(s.outputs.coder));
+    const output = (db: string, thread: string) =>
+      stateOf<{ outputs: { coder: unknown } }>(db, thread).then((s) => withoutIds(s.outputs.coder));
     expect(await output(ws.db, "ask.replay-2")).toEqual(await output(ws.db, "ask"));
   });
 
@@ -227,7 +279,9 @@ describe("recorded replay of runs that went wrong", () => {
     const replay = await runCli(["replay", "edited", "--recorded", "--db", ws.db, "--json"]);
     expect(replay.code).toBe(1);
     const events = parseEvents(replay.stdout);
-    expect(events.find((e) => e.type === "warning")?.message).toMatch(/graph's files .* changed since this run started: the replay follows the new version/);
+    expect(events.find((e) => e.type === "warning")?.message).toMatch(
+      /graph's files .* changed since this run started: the replay follows the new version/,
+    );
     const result = replayResult(replay.stdout);
     expect(result.divergences[0]).toMatchObject({ kind: "routing" });
     expect(result.divergences[0]!.message).toMatch(/the replay ended before step \d+, where the record ran looper/);
@@ -253,7 +307,13 @@ describe("recorded replay of runs that went wrong", () => {
 
   it("a run killed mid-step is replayed to the end of its record, where it stops", async () => {
     const ws = repo({ "notes.txt": "start\n" });
-    const running = startRun(ws, { graph: "coder-review", task: "t", thread: "killed", script: join(LOOPER, "gated-coder.script.yaml"), approval: "auto" });
+    const running = startRun(ws, {
+      graph: "coder-review",
+      task: "t",
+      thread: "killed",
+      script: join(LOOPER, "gated-coder.script.yaml"),
+      approval: "auto",
+    });
     await running.waitForEvent("tool_call", (line) => line.includes("while"));
     await running.kill("SIGKILL");
     writeFileSync(join(ws.dir, "go"), "");
@@ -261,6 +321,8 @@ describe("recorded replay of runs that went wrong", () => {
     expect(replay.code, replay.stderr).toBe(1);
     expect(replayResult(replay.stdout)).toMatchObject({ divergences: [], endOfRecord: true, recorded: { status: "running" } });
     const human = await runCli(["replay", "killed", "--recorded", "--db", ws.db]);
-    expect(human.stdout).toMatch(/✔ consistent up to the end of the record: the recorded run stopped without an end \(crashed or killed\) there/);
+    expect(human.stdout).toMatch(
+      /✔ consistent up to the end of the record: the recorded run stopped without an end \(crashed or killed\) there/,
+    );
   });
 });

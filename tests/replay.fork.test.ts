@@ -13,8 +13,7 @@ interface ExampleState {
   messages: Array<{ id?: string; type: string; content: string }>;
 }
 
-const fork = (ws: ExampleCopy, thread: string, ...args: string[]) =>
-  runCli(["replay", thread, ...args, "--db", ws.db], { cwd: ws.dir });
+const fork = (ws: ExampleCopy, thread: string, ...args: string[]) => runCli(["replay", thread, ...args, "--db", ws.db], { cwd: ws.dir });
 
 /** The first checkpoint at which `node` had run (the example's first critique says "revise"). */
 const firstOf = (checkpoints: CheckpointJson[], node: string): CheckpointJson => checkpoints.find((c) => c.nodes.includes(node))!;
@@ -28,7 +27,15 @@ describe("replay --from (live fork)", () => {
     const originalFinal = await stateAt<ExampleState>(ws.db, "t", originalTip.checkpointId);
     const critique = firstOf(before.checkpoints, "critique");
 
-    const forked = await fork(ws, "t", "--from", critique.checkpointId.slice(0, 13), "--set", "task=Explain loopgraph to managers", "--json");
+    const forked = await fork(
+      ws,
+      "t",
+      "--from",
+      critique.checkpointId.slice(0, 13),
+      "--set",
+      "task=Explain loopgraph to managers",
+      "--json",
+    );
     expect(forked.code, forked.stderr).toBe(0);
     const events = parseEvents(forked.stdout);
     expect(events[0]).toMatchObject({ type: "run_started", threadId: "t", resumed: true, forkedFrom: critique.checkpointId });
@@ -54,7 +61,9 @@ describe("replay --from (live fork)", () => {
     const branch = after.checkpoints.filter((c) => c.branch === 1);
     expect(branch.map((c) => c.nodes)).toEqual([["update"], ["revise"], ["critique"], ["stats"]]);
     expect(branch[0]).toMatchObject({ parentId: critique.checkpointId, step: critique.step + 1, source: "update" });
-    expect(branch[0]!.changes).toContainEqual(expect.objectContaining({ path: "task", kind: "changed", value: "Explain loopgraph to managers" }));
+    expect(branch[0]!.changes).toContainEqual(
+      expect.objectContaining({ path: "task", kind: "changed", value: "Explain loopgraph to managers" }),
+    );
     expect(after.head).toBe(branch.at(-1)!.checkpointId);
     expect(after.checkpoints.filter((c) => c.head).map((c) => c.checkpointId)).toEqual([after.head]);
 
@@ -80,7 +89,9 @@ describe("replay --from (live fork)", () => {
 
     const forked = await fork(ws, "approve", "--from", critique.checkpointId, "--set", "outputs.critique.verdict=approve", "--json");
     expect(forked.code, forked.stderr).toBe(0);
-    expect(parseEvents(forked.stdout).find((e) => e.type === "fork")?.rerun).toEqual([{ node: "stats", effects: ["runs text-stats.ts:textStats"] }]);
+    expect(parseEvents(forked.stdout).find((e) => e.type === "fork")?.rerun).toEqual([
+      { node: "stats", effects: ["runs text-stats.ts:textStats"] },
+    ]);
     const after = await historyOf(ws.db, "approve");
     const final = await stateAt<ExampleState>(ws.db, "approve", after.head!);
     expect(final.visits).toEqual({ draft: 1, critique: 1, stats: 1 });
@@ -93,7 +104,16 @@ describe("replay --from (live fork)", () => {
     const input = (await historyOf(ws.db, "input")).checkpoints[0]!;
     expect(input.nodes).toEqual(["input"]);
 
-    const forked = await fork(ws, "input", "--from", input.checkpointId, "--set", 'task="Explain forks"', "vars.audience={not json", "--json");
+    const forked = await fork(
+      ws,
+      "input",
+      "--from",
+      input.checkpointId,
+      "--set",
+      'task="Explain forks"',
+      "vars.audience={not json",
+      "--json",
+    );
     expect(forked.code, forked.stderr).toBe(0);
     const after = await historyOf(ws.db, "input");
     const final = await stateAt<ExampleState & { vars: Record<string, unknown> }>(ws.db, "input", after.head!);
@@ -110,7 +130,16 @@ describe("replay --from (live fork)", () => {
     expect(recorded.code, recorded.stderr).toBe(0);
     const start = (await historyOf(repo.db, "cr")).checkpoints.find((c) => c.nodes.includes("start"))!;
 
-    const forked = await runCli(["replay", "cr", "--from", start.checkpointId, "--set", "task=write add() and sub() in app.js", "--db", repo.db]);
+    const forked = await runCli([
+      "replay",
+      "cr",
+      "--from",
+      start.checkpointId,
+      "--set",
+      "task=write add() and sub() in app.js",
+      "--db",
+      repo.db,
+    ]);
     expect(forked.code, forked.stderr).toBe(0);
     expect(forked.stdout).toContain("will re-run: looper, coder (writes files, runs shell), review, judge");
     expect(forked.stdout.indexOf("will re-run")).toBeLessThan(forked.stdout.indexOf("● looper"));
@@ -122,7 +151,13 @@ describe("replay --from (live fork)", () => {
     copyTrusted(join(ROOT, "tests/fixtures/engine"), temp.dir);
     const db = temp.db;
     const args = ["--db", db];
-    const first = await run(temp, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "bp", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
+    const first = await run(temp, {
+      graph: join(temp.dir, "breakpoint.yaml"),
+      task: "t",
+      thread: "bp",
+      script: join(temp.dir, "breakpoint.script.yaml"),
+      json: false,
+    });
     expect(first.code, first.stderr).toBe(3);
     expect((await runCli(["resume", "bp", ...args])).code).toBe(0);
     const original = await historyOf(db, "bp");
@@ -154,7 +189,11 @@ describe("replay --from (live fork)", () => {
     const changed = await fork(ws, "w", "--from", critique.checkpointId, "--json");
     expect(changed.code, changed.stderr).toBe(0);
     expect(warnings(changed.stdout)).toEqual([
-      expect.objectContaining({ message: expect.stringMatching(/graph's files .*example-review\.yaml.* changed since this run started: the new branch follows the new version/) }),
+      expect.objectContaining({
+        message: expect.stringMatching(
+          /graph's files .*example-review\.yaml.* changed since this run started: the new branch follows the new version/,
+        ),
+      }),
     ]);
     const human = await fork(ws, "w", "--from", critique.checkpointId);
     expect(human.stdout).toMatch(/⚠ the graph's files .* changed since this run started/);

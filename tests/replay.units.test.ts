@@ -60,7 +60,11 @@ describe("--set edits", () => {
   });
 
   it("builds new channel values without touching the old ones; messages stay messages", () => {
-    const message = new AIMessage({ id: "m1", content: "old", tool_calls: [{ id: "c", name: "shell", args: { command: "ls" }, type: "tool_call" }] });
+    const message = new AIMessage({
+      id: "m1",
+      content: "old",
+      tool_calls: [{ id: "c", name: "shell", args: { command: "ls" }, type: "tool_call" }],
+    });
     const values = { outputs: { critique: { verdict: "revise", notes: "n" } }, messages: [message], vars: { a: 1 } };
     const changed = applyEdits(values, [
       parseStateEdit("outputs.critique.verdict=approve"),

@@ -8,7 +8,8 @@ import { tempWorkspace } from "./helpers/workspace.js";
 
 const ALWAYS_REVISE = join(ROOT, "tests/fixtures/engine/always-revise.script.yaml");
 
-const verify = (ws: ExampleCopy, thread: string, ...args: string[]) => runCli(["replay", thread, "--verify", "--db", ws.db, ...args], { cwd: ws.dir });
+const verify = (ws: ExampleCopy, thread: string, ...args: string[]) =>
+  runCli(["replay", thread, "--verify", "--db", ws.db, ...args], { cwd: ws.dir });
 
 interface VerifyJson {
   consistent: boolean;
@@ -55,8 +56,12 @@ describe("replay --verify", () => {
     const line = editGraph(ws, "- { from: revise, to: critique }", "- { from: revise, to: stats }");
     const redirected = await verify(ws, "v");
     expect(redirected.code, redirected.stderr).toBe(1);
-    expect(redirected.stdout).toMatch(/^note: the graph's files .* changed since this run started: checking the recorded run against the current version$/m);
-    expect(redirected.stdout).toMatch(/^divergence at step 3 \(checkpoint [0-9a-f-]+\): after revise the current graph goes to stats, the recorded run went to critique$/m);
+    expect(redirected.stdout).toMatch(
+      /^note: the graph's files .* changed since this run started: checking the recorded run against the current version$/m,
+    );
+    expect(redirected.stdout).toMatch(
+      /^divergence at step 3 \(checkpoint [0-9a-f-]+\): after revise the current graph goes to stats, the recorded run went to critique$/m,
+    );
     expect(redirected.stdout).toContain(`graphs/example-review.yaml:${line}:`);
     expect(redirected.stdout).toContain("edge revise → stats");
 
@@ -118,7 +123,13 @@ describe("replay --verify", () => {
   it("reports recorded nodes that the graph no longer has", async () => {
     const ws = copy();
     expect((await runExample(ws, "renamed")).code).toBe(0);
-    writeFileSync(ws.graph, readFileSync(ws.graph, "utf8").replaceAll("revise:", "rewrite:").replaceAll("to: revise", "to: rewrite").replace("from: revise", "from: rewrite"));
+    writeFileSync(
+      ws.graph,
+      readFileSync(ws.graph, "utf8")
+        .replaceAll("revise:", "rewrite:")
+        .replaceAll("to: revise", "to: rewrite")
+        .replace("from: revise", "from: rewrite"),
+    );
     const run = await verify(ws, "renamed");
     expect(run.code, run.stderr).toBe(1);
     expect(run.stdout).toContain("nodes in the record that the graph no longer has: revise");
@@ -148,7 +159,13 @@ describe("replay --verify", () => {
     const temp = tempWorkspace();
     copyTrusted(join(ROOT, "tests/fixtures/engine"), temp.dir);
     const db = temp.db;
-    const paused = await run(temp, { graph: join(temp.dir, "breakpoint.yaml"), task: "t", thread: "bp", script: join(temp.dir, "breakpoint.script.yaml"), json: false });
+    const paused = await run(temp, {
+      graph: join(temp.dir, "breakpoint.yaml"),
+      task: "t",
+      thread: "bp",
+      script: join(temp.dir, "breakpoint.script.yaml"),
+      json: false,
+    });
     expect(paused.code).toBe(3);
     const checked = await runCli(["replay", "bp", "--verify", "--db", db]);
     expect(checked.code, checked.stderr).toBe(0);
@@ -165,7 +182,9 @@ describe("replay --verify", () => {
     );
     const diverged = await runCli(["replay", "bp", "--verify", "--db", db, "--json"]);
     expect(diverged.code, diverged.stderr).toBe(1);
-    expect(JSON.parse(diverged.stdout)).toMatchObject({ divergence: { step: 1, after: ["first"], recorded: ["last"], expected: ["middle"] } });
+    expect(JSON.parse(diverged.stdout)).toMatchObject({
+      divergence: { step: 1, after: ["first"], recorded: ["last"], expected: ["middle"] },
+    });
 
     writeFileSync(graph, original.replace("- { from: first, to: last }", "- { from: first, to: lsat }"));
     const broken = await runCli(["replay", "bp", "--verify", "--db", db]);

@@ -17,7 +17,10 @@ import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 /** A repository with two files on `main`, as a bare "remote" `origin.git` beside a checkout nobody runs in. */
 function origin(options: { pushDenied?: boolean } = {}) {
-  const ws = tempWorkspace({ git: true, files: { "README.md": "# project\n", "src.txt": "line 1\n", "bin.dat": Buffer.from([0, 255, 254, 1]) } });
+  const ws = tempWorkspace({
+    git: true,
+    files: { "README.md": "# project\n", "src.txt": "line 1\n", "bin.dat": Buffer.from([0, 255, 254, 1]) },
+  });
   git(ws.dir, "branch", "-M", "main");
   const bare = join(ws.root, "origin.git");
   git(ws.root, "clone", "--quiet", "--bare", ws.dir, bare);
@@ -64,7 +67,6 @@ function machine(root: string, name: string): string {
   return dir;
 }
 
-
 describeOnPostgres("queued runs on a repository", "the repository workspace tests", (server) => {
   it("a worker clones the repository, runs in the clone and pushes the result to loopgraph/<thread>; patch, replay and wait work from another directory", async () => {
     const repo = origin();
@@ -75,7 +77,26 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
       `{ name: shell, args: { command: "echo line 2 >> src.txt && printf '\\\\001\\\\002' > new.bin" } }`,
     ]);
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKSPACES: machine(repo.root, "m1") });
-    const queued = await runCli(["run", "coder", "--queue", "--thread", "on-repo", "--task", "add hello", "--repo", repo.bare, "--ref", "main", "--model", `scripted:${coder}`, "--approval", "auto"], { env, cwd: here.dir });
+    const queued = await runCli(
+      [
+        "run",
+        "coder",
+        "--queue",
+        "--thread",
+        "on-repo",
+        "--task",
+        "add hello",
+        "--repo",
+        repo.bare,
+        "--ref",
+        "main",
+        "--model",
+        `scripted:${coder}`,
+        "--approval",
+        "auto",
+      ],
+      { env, cwd: here.dir },
+    );
     expect(queued.code, queued.stderr).toBe(0);
     expect(queued.stdout.trim()).toBe("on-repo");
     // Nothing was written where the run was queued.
@@ -97,10 +118,18 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
     expect(git(repo.bare, "rev-parse", "loopgraph/on-repo^").trim()).toBe(repo.main);
     expect(git(repo.bare, "show", "loopgraph/on-repo:hello.txt")).toBe("hello from the coder\n");
     expect(git(repo.bare, "show", "loopgraph/on-repo:src.txt")).toBe("line 1\nline 2\n");
-    expect(git(repo.bare, "diff", "--name-status", "main", "loopgraph/on-repo").trim().split("\n").sort()).toEqual(["A\thello.txt", "A\tnew.bin", "M\tsrc.txt"]);
+    expect(git(repo.bare, "diff", "--name-status", "main", "loopgraph/on-repo").trim().split("\n").sort()).toEqual([
+      "A\thello.txt",
+      "A\tnew.bin",
+      "M\tsrc.txt",
+    ]);
     expect(git(repo.bare, "cat-file", "blob", "loopgraph/on-repo:new.bin")).toBe("\u0001\u0002");
     // Nothing of loopgraph's went into the commit.
-    expect(git(repo.bare, "ls-tree", "-r", "--name-only", "loopgraph/on-repo").split("\n").filter((path) => path.startsWith(".loopgraph"))).toEqual([]);
+    expect(
+      git(repo.bare, "ls-tree", "-r", "--name-only", "loopgraph/on-repo")
+        .split("\n")
+        .filter((path) => path.startsWith(".loopgraph")),
+    ).toEqual([]);
 
     // The patch, from another directory: applied to a fresh clone of main, it gives the branch's tree.
     const patch = await runCli(["patch", "on-repo"], { env: other, cwd: elsewhere.dir });
@@ -136,12 +165,31 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
     const url = server().createDatabase("repo_denied");
     const coder = script(repo.root, "coder.script.yaml", [`{ name: write_file, args: { path: docs/new.md, contents: "new page\\n" } }`]);
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKSPACES: machine(repo.root, "m1") });
-    const queued = await runCli(["run", "coder", "--queue", "--thread", "denied", "--task", "write docs", "--repo", repo.bare, "--model", `scripted:${coder}`, "--approval", "auto"], { env });
+    const queued = await runCli(
+      [
+        "run",
+        "coder",
+        "--queue",
+        "--thread",
+        "denied",
+        "--task",
+        "write docs",
+        "--repo",
+        repo.bare,
+        "--model",
+        `scripted:${coder}`,
+        "--approval",
+        "auto",
+      ],
+      { env },
+    );
     expect(queued.code, queued.stderr).toBe(0);
     const worker = startWorker(env);
     const waited = await runCli(["wait", "denied"], { env });
     expect(waited.code, waited.stderr + worker.stderr()).toBe(0);
-    expect(waited.stderr).toMatch(/not pushed to .*origin\.git \(.*push denied for this user.*\): get the patch with loopgraph patch denied/);
+    expect(waited.stderr).toMatch(
+      /not pushed to .*origin\.git \(.*push denied for this user.*\): get the patch with loopgraph patch denied/,
+    );
     await stopWorker(worker);
     expect(git(repo.bare, "branch", "--list", "loopgraph/*").trim()).toBe("");
 
@@ -165,12 +213,35 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
     const first = machine(repo.root, "m1");
     const second = machine(repo.root, "m2");
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
-    const queued = await runCli(["run", "coder", "--queue", "--thread", "moved", "--task", "two steps", "--repo", repo.bare, "--ref", "main", "--model", `scripted:${coder}`, "--approval", "auto"], { env });
+    const queued = await runCli(
+      [
+        "run",
+        "coder",
+        "--queue",
+        "--thread",
+        "moved",
+        "--task",
+        "two steps",
+        "--repo",
+        repo.bare,
+        "--ref",
+        "main",
+        "--model",
+        `scripted:${coder}`,
+        "--approval",
+        "auto",
+      ],
+      { env },
+    );
     expect(queued.code, queued.stderr).toBe(0);
 
     const victim = startWorker({ ...env, LOOPGRAPH_WORKSPACES: first });
     const b = join(first, "moved", "workspace", "b.txt");
-    await eventually(() => existsSync(b) && readFileSync(b, "utf8").includes("begin"), (begun) => begun, 60_000);
+    await eventually(
+      () => existsSync(b) && readFileSync(b, "utf8").includes("begin"),
+      (begun) => begun,
+      60_000,
+    );
     // The first step's files are in the store by now (saved when the step ended).
     const saved = await queryRows<{ patch: Buffer }>(url, "SELECT patch FROM loopgraph_repo_workspaces WHERE thread_id = 'moved'");
     expect(saved[0]!.patch.toString()).toContain("+++ b/a.txt");
@@ -196,7 +267,24 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
       `{ name: shell, args: { command: "echo approved >> notes.txt" } }`,
     ]);
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKSPACES: machine(repo.root, "m1") });
-    const queued = await runCli(["run", "coder", "--queue", "--thread", "asks", "--task", "ask first", "--repo", repo.bare, "--model", `scripted:${coder}`, "--approval", "auto-edit"], { env });
+    const queued = await runCli(
+      [
+        "run",
+        "coder",
+        "--queue",
+        "--thread",
+        "asks",
+        "--task",
+        "ask first",
+        "--repo",
+        repo.bare,
+        "--model",
+        `scripted:${coder}`,
+        "--approval",
+        "auto-edit",
+      ],
+      { env },
+    );
     expect(queued.code, queued.stderr).toBe(0);
     const worker = startWorker(env);
     const paused = await runCli(["wait", "asks"], { env });

@@ -11,7 +11,11 @@ const scratch = (): string => tempWorkspace({ prefix: "loopgraph-review-" }).dir
 
 /** A repository with one commit: tracked.txt, doomed.txt, .gitignore (ignoring *.log). */
 const repository = (): string =>
-  tempWorkspace({ prefix: "loopgraph-review-", git: true, files: { "tracked.txt": "one\n", "doomed.txt": "bye\n", ".gitignore": "*.log\n" } }).dir;
+  tempWorkspace({
+    prefix: "loopgraph-review-",
+    git: true,
+    files: { "tracked.txt": "one\n", "doomed.txt": "bye\n", ".gitignore": "*.log\n" },
+  }).dir;
 
 /** Everything of the user's repository the snapshots must leave alone. */
 function repositoryView(dir: string) {

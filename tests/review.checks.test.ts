@@ -29,7 +29,11 @@ const read = (patch: string, files = [{ path: "a.ts", added: 1, removed: 0 }], m
 describe("git_diff check rules", () => {
   it("no change at all is normal, unless the Coder reports changes: then a warning", () => {
     const empty = read("", []);
-    expect(rateDiff(empty, CODER, 100)).toEqual({ ok: true, rating: "normal", comments: ["no file in the workspace changed since the round began"] });
+    expect(rateDiff(empty, CODER, 100)).toEqual({
+      ok: true,
+      rating: "normal",
+      comments: ["no file in the workspace changed since the round began"],
+    });
     expect(rateDiff(empty, { ...CODER, filesChanged: ["a.ts", "b.ts"] }, 100)).toEqual({
       ok: true,
       rating: "warning",
@@ -39,8 +43,16 @@ describe("git_diff check rules", () => {
 
   it("merge conflict markers added to a file are critical, named by file", () => {
     const patch =
-      patchFor("clean.ts", ["const a = 1;"]) + patchFor("my file.ts", ["<<<<<<< HEAD", "const a = 1;", "=======", "const a = 2;", ">>>>>>> branch"]);
-    const result = rateDiff(read(patch, [{ path: "clean.ts", added: 1, removed: 0 }, { path: "my file.ts", added: 5, removed: 0 }]), CODER, 10_000);
+      patchFor("clean.ts", ["const a = 1;"]) +
+      patchFor("my file.ts", ["<<<<<<< HEAD", "const a = 1;", "=======", "const a = 2;", ">>>>>>> branch"]);
+    const result = rateDiff(
+      read(patch, [
+        { path: "clean.ts", added: 1, removed: 0 },
+        { path: "my file.ts", added: 5, removed: 0 },
+      ]),
+      CODER,
+      10_000,
+    );
     expect(result.rating).toBe("critical");
     expect(result.comments).toEqual([
       "2 files changed (+6 −0 lines): clean.ts (+1 −0), my file.ts (+5 −0)",
@@ -55,11 +67,17 @@ describe("git_diff check rules", () => {
     expect(result.rating).toBe("normal");
     expect(result.comments[0]).toMatch(/^60 files changed \(\+600 −120 lines\): f0\.ts \(\+10 −2\), .*f19\.ts \(\+10 −2\) and 40 more$/);
     expect(result.comments).toContain("a large change: check that all of it belongs to the task");
-    expect(result.comments).toContain(`the diff (${patch.length} characters) is longer than max_diff_chars (1000): the model checks saw only its head and tail`);
+    expect(result.comments).toContain(
+      `the diff (${patch.length} characters) is longer than max_diff_chars (1000): the model checks saw only its head and tail`,
+    );
   });
 
   it("a diff that could not be read fails the check", () => {
-    expect(rateDiff({ status: "failed", error: "git diff: boom" }, CODER, 100)).toEqual({ ok: false, comments: [], error: "git diff: boom" });
+    expect(rateDiff({ status: "failed", error: "git diff: boom" }, CODER, 100)).toEqual({
+      ok: false,
+      comments: [],
+      error: "git diff: boom",
+    });
   });
 });
 
@@ -68,7 +86,10 @@ describe("merging the checks", () => {
   const failed: ReviewCheckResult = { ok: false, comments: [], error: "model timed out" };
 
   it("rates the worst successful check and prefixes comments with their check", () => {
-    const review = mergeReview({ specs_breakdown: ok("warning", "a.ts: no test"), task_log: failed, git_diff: ok("normal", "1 file changed") }, CODER);
+    const review = mergeReview(
+      { specs_breakdown: ok("warning", "a.ts: no test"), task_log: failed, git_diff: ok("normal", "1 file changed") },
+      CODER,
+    );
     expect(review.rating).toBe("warning");
     expect(review.comments).toEqual([
       "specs_breakdown: a.ts: no test",
@@ -86,10 +107,16 @@ describe("merging the checks", () => {
   });
 
   it("both model checks failed: the diff check alone does not make the review pass; a multi-line error is cut to its first line", () => {
-    const dump: ReviewCheckResult = { ok: false, comments: [], error: `invalid output: ${"x".repeat(300)}\n  at path rating: expected one of …\n  at path comments: required` };
+    const dump: ReviewCheckResult = {
+      ok: false,
+      comments: [],
+      error: `invalid output: ${"x".repeat(300)}\n  at path rating: expected one of …\n  at path comments: required`,
+    };
     const review = mergeReview({ specs_breakdown: dump, task_log: failed, git_diff: ok("normal", "1 file changed (+1 −0 lines)") }, CODER);
     expect(review.rating).toBe("warning");
-    expect(review.comments).toContain("review incomplete: the specs_breakdown and task_log checks failed, so the change is only partly verified");
+    expect(review.comments).toContain(
+      "review incomplete: the specs_breakdown and task_log checks failed, so the change is only partly verified",
+    );
     const specs = review.comments.find((comment) => comment.startsWith("specs_breakdown:"))!;
     expect(specs).not.toContain("\n");
     expect(specs.length).toBeLessThan(260);
@@ -102,7 +129,9 @@ describe("cutting long model inputs", () => {
     const cut = cutMiddle(text, 200, "diff");
     expect(cut.startsWith("line 0\nline 1\n")).toBe(true);
     expect(cut.endsWith("line 98\nline 99")).toBe(true);
-    expect(cut).toContain("\nline 12\n[... 600 of 789 characters of the diff (75 lines) cut here: only the head and tail are shown ...]\nline 88\n");
+    expect(cut).toContain(
+      "\nline 12\n[... 600 of 789 characters of the diff (75 lines) cut here: only the head and tail are shown ...]\nline 88\n",
+    );
     expect(cut.length).toBeLessThan(320);
     expect(cutMiddle(text, 10_000, "diff")).toBe(text);
   });
@@ -131,10 +160,14 @@ describe("review node configuration", () => {
     });
     expect(existsSync(definition!.specsPrompt) && existsSync(definition!.taskLogPrompt)).toBe(true);
 
-    const missing = resolveReviewNode(reviewNodeSchema.parse({ task_log_prompt: "nope.md" }), { id: "check" }, (key, relative, defaultName) => {
-      asked.push(key);
-      return relative === undefined ? join(ROOT, "prompts", defaultName) : undefined;
-    });
+    const missing = resolveReviewNode(
+      reviewNodeSchema.parse({ task_log_prompt: "nope.md" }),
+      { id: "check" },
+      (key, relative, defaultName) => {
+        asked.push(key);
+        return relative === undefined ? join(ROOT, "prompts", defaultName) : undefined;
+      },
+    );
     expect(missing).toBeUndefined();
     expect(asked).toEqual(["specs_prompt", "task_log_prompt", "specs_prompt", "task_log_prompt"]);
   });

@@ -47,7 +47,13 @@ const CODER_RESULT: CoderResult = {
   filesChanged: ["hello.js"],
   steps: 3,
   toolCalls: [
-    { id: "c1", name: "write_file", args: { path: "hello.js", contents: "console.log('hello');\n" }, ok: true, preview: "wrote hello.js (1 line)" },
+    {
+      id: "c1",
+      name: "write_file",
+      args: { path: "hello.js", contents: "console.log('hello');\n" },
+      ok: true,
+      preview: "wrote hello.js (1 line)",
+    },
     { id: "c2", name: "shell", args: { command: "node hello.js" }, ok: false, errorKind: "timeout", preview: "timed out after 1000 ms" },
     { id: "c3", name: "shell", args: { command: "node hello.js" }, ok: true, preview: "hello" },
   ],
@@ -74,7 +80,13 @@ interface ReviewRun {
   calls: ModelCall[];
 }
 
-function context(workspace: string, script: string, events: RunEvent[], calls: ModelCall[], wrap?: (model: ChatModel) => ChatModel): RunContext {
+function context(
+  workspace: string,
+  script: string,
+  events: RunEvent[],
+  calls: ModelCall[],
+  wrap?: (model: ChatModel) => ChatModel,
+): RunContext {
   const models = createModelCache(ROOT, {});
   return {
     threadId: "review-thread",
@@ -131,7 +143,12 @@ const promptOf = (calls: ModelCall[], node: string): string =>
 describe("review node", () => {
   it("all checks normal: rating normal, the diff and the tool log reach the model checks, usage and consumption recorded", async () => {
     const { dir, baseline } = await changedWorkspace();
-    const { state, review, events, calls } = await runReview({ workspace: dir, script: "normal.script.yaml", baseline, coder: CODER_RESULT });
+    const { state, review, events, calls } = await runReview({
+      workspace: dir,
+      script: "normal.script.yaml",
+      baseline,
+      coder: CODER_RESULT,
+    });
 
     expect(review.rating).toBe("normal");
     expect(review.checks.specs_breakdown).toEqual({ ok: true, rating: "normal", comments: [] });
@@ -149,7 +166,9 @@ describe("review node", () => {
     expect(log).toContain('2. [FAILED (timeout)] shell {"command":"node hello.js"}');
     expect(log).toContain("[completed] create hello.js");
 
-    expect(state.scripted).toEqual({ [`scripted:${join(FIXTURES, "normal.script.yaml")}`]: { "review.specs_breakdown": 1, "review.task_log": 1 } });
+    expect(state.scripted).toEqual({
+      [`scripted:${join(FIXTURES, "normal.script.yaml")}`]: { "review.specs_breakdown": 1, "review.task_log": 1 },
+    });
     expect(state.usage.review!.inputTokens).toBeGreaterThan(0);
     expect(state.usage.review!.outputTokens).toBeGreaterThan(0);
     expect(state.roundBaseline).toBe(baseline);
@@ -170,7 +189,12 @@ describe("review node", () => {
 
   it("a check whose model answers invalid JSON twice fails alone; the others still rate the review", async () => {
     const { dir, baseline } = await changedWorkspace();
-    const { state, review, calls } = await runReview({ workspace: dir, script: "invalid-twice.script.yaml", baseline, coder: CODER_RESULT });
+    const { state, review, calls } = await runReview({
+      workspace: dir,
+      script: "invalid-twice.script.yaml",
+      baseline,
+      coder: CODER_RESULT,
+    });
 
     expect(review.checks.specs_breakdown.ok).toBe(false);
     expect(review.checks.specs_breakdown.error).toMatch(/does not match the output schema after one retry: .*rating/);
@@ -192,7 +216,10 @@ describe("review node", () => {
     expect(review.checks.specs_breakdown).toEqual({ ok: true, rating: "normal", comments: [] });
     expect(review.checks.task_log).toEqual({ ok: true, rating: "normal", comments: [] });
     expect(review.rating).toBe("warning");
-    expect(review.comments).toEqual([expect.stringMatching(/^git_diff: the check failed: workspace not found/), "review incomplete: the git_diff check failed, so the change is only partly verified"]);
+    expect(review.comments).toEqual([
+      expect.stringMatching(/^git_diff: the check failed: workspace not found/),
+      "review incomplete: the git_diff check failed, so the change is only partly verified",
+    ]);
     expect(promptOf(calls, "review.specs_breakdown")).toContain("Unknown: the diff could not be read");
   });
 
@@ -251,9 +278,9 @@ describe("review node", () => {
         throw new ModelError("model authentication failed: check OPENAI_API_KEY", "auth");
       },
     });
-    await expect(runReview({ workspace: dir, script: "normal.script.yaml", baseline, coder: CODER_RESULT, wrapModel: refuse })).rejects.toThrow(
-      /authentication failed/,
-    );
+    await expect(
+      runReview({ workspace: dir, script: "normal.script.yaml", baseline, coder: CODER_RESULT, wrapModel: refuse }),
+    ).rejects.toThrow(/authentication failed/);
   });
 });
 

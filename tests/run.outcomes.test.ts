@@ -32,10 +32,16 @@ describe("a run's outcome tells the truth", () => {
     const env = cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url });
     const failing = { status: 500, headers: { "retry-after-ms": "10" }, error: { message: "upstream overloaded" } };
     server.enqueue(failing, failing, failing, failing, failing);
-    const failed = await run(ws, { graph: "coder", thread: "down", model: "openai:gpt-test", task: "say done", approval: "auto", json: false }, { env });
+    const failed = await run(
+      ws,
+      { graph: "coder", thread: "down", model: "openai:gpt-test", task: "say done", approval: "auto", json: false },
+      { env },
+    );
     expect(failed.code, failed.stdout + failed.stderr).toBe(1);
     expect(server.requests).toHaveLength(5);
-    expect(lastLine(failed.stderr)).toMatch(/^✖ failed {2}thread down {2}\([^)]*\): node "coder" failed: .*500.*\(gave up after 5 attempts\)$/);
+    expect(lastLine(failed.stderr)).toMatch(
+      /^✖ failed {2}thread down {2}\([^)]*\): node "coder" failed: .*500.*\(gave up after 5 attempts\)$/,
+    );
     expect(failed.stderr).toContain("Retry the failed step with: loopgraph resume down");
     expect(failed.stdout).not.toContain("finished");
     expect(hasStackTrace(failed.stderr)).toBe(false);
@@ -55,14 +61,25 @@ describe("a run's outcome tells the truth", () => {
     const ws = tempWorkspace({ git: "init" });
     const env = cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url });
     server.enqueue({ status: 429, headers: { "retry-after": "120" }, error: { message: "slow down" } });
-    const failed = await run(ws, { graph: "coder", thread: "wait", model: "openai:gpt-test", task: "t", approval: "auto", json: false }, { env });
+    const failed = await run(
+      ws,
+      { graph: "coder", thread: "wait", model: "openai:gpt-test", task: "t", approval: "auto", json: false },
+      { env },
+    );
     expect(failed.code, failed.stdout + failed.stderr).toBe(1);
-    expect(lastLine(failed.stderr)).toMatch(/^✖ failed {2}thread wait {2}\([^)]*\): node "coder" failed: .*retry after 120 s, longer than the 60 s retry limit\)$/);
+    expect(lastLine(failed.stderr)).toMatch(
+      /^✖ failed {2}thread wait {2}\([^)]*\): node "coder" failed: .*retry after 120 s, longer than the 60 s retry limit\)$/,
+    );
   });
 
   it("a node whose max_visits is used up ends the run by that limit: exit 4, which limit, and nothing to resume", async () => {
     const ws = tempWorkspace();
-    const result = await run(ws, { graph: join(FIXTURES, "visits.yaml"), thread: "v", script: join(FIXTURES, "visits.script.yaml"), task: "t" });
+    const result = await run(ws, {
+      graph: join(FIXTURES, "visits.yaml"),
+      thread: "v",
+      script: join(FIXTURES, "visits.script.yaml"),
+      task: "t",
+    });
     expect(result.code, result.stderr).toBe(4);
     const finished = parseEvents(result.stdout).at(-1);
     expect(finished).toMatchObject({ type: "run_finished", outcome: "limited", exitCode: 4 });
@@ -74,9 +91,17 @@ describe("a run's outcome tells the truth", () => {
 
   it("limits.max_steps ends the run by the step limit (exit 4, resumable): resume runs the next steps", async () => {
     const ws = tempWorkspace();
-    const result = await run(ws, { graph: join(FIXTURES, "steps.yaml"), thread: "s", script: join(FIXTURES, "steps.script.yaml"), task: "t", json: false });
+    const result = await run(ws, {
+      graph: join(FIXTURES, "steps.yaml"),
+      thread: "s",
+      script: join(FIXTURES, "steps.script.yaml"),
+      task: "t",
+      json: false,
+    });
     expect(result.code, result.stdout + result.stderr).toBe(4);
-    expect(lastLine(result.stderr)).toMatch(/^■ ended by a limit {2}thread s {2}\([^)]*\): the run reached limits\.max_steps \(3\) of .*steps\.yaml/);
+    expect(lastLine(result.stderr)).toMatch(
+      /^■ ended by a limit {2}thread s {2}\([^)]*\): the run reached limits\.max_steps \(3\) of .*steps\.yaml/,
+    );
     expect(result.stderr).toContain("Continue with: loopgraph resume s");
     const state = await statusOf(ws.db, "s");
     expect(state.status).toBe("limited");
@@ -89,11 +114,18 @@ describe("a run's outcome tells the truth", () => {
   it("a loop at its round limit exits 4 with the limit last; inspect shows the outcome and its reason", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const result = await run(ws, {
-      graph: "coder-review", thread: "r", script: join(LOOPER, "always-continue.script.yaml"), task: "write notes", approval: "auto",
-      json: false, extra: ["--max-rounds", "2"],
+      graph: "coder-review",
+      thread: "r",
+      script: join(LOOPER, "always-continue.script.yaml"),
+      task: "write notes",
+      approval: "auto",
+      json: false,
+      extra: ["--max-rounds", "2"],
     });
     expect(result.code, result.stdout + result.stderr).toBe(4);
-    expect(lastLine(result.stderr)).toMatch(/^■ ended by a limit {2}thread r {2}\([\d.k]+ tokens in, [\d.k]+ out, [\d.]+ s; round 1: [\d.k]+ in, [\d.k]+ out · round 2: [\d.k]+ in, [\d.k]+ out\): the loop reached its round limit \(2 of 2 rounds\) before the Judge judged the work done$/);
+    expect(lastLine(result.stderr)).toMatch(
+      /^■ ended by a limit {2}thread r {2}\([\d.k]+ tokens in, [\d.k]+ out, [\d.]+ s; round 1: [\d.k]+ in, [\d.k]+ out · round 2: [\d.k]+ in, [\d.k]+ out\): the loop reached its round limit \(2 of 2 rounds\) before the Judge judged the work done$/,
+    );
     const inspect = await runCli(["inspect", "r", "--db", ws.db]);
     expect(inspect.stdout).toContain("status limited");
     expect(inspect.stdout).toContain("reason: the loop reached its round limit (2 of 2 rounds)");
@@ -102,7 +134,11 @@ describe("a run's outcome tells the truth", () => {
   it("a loop the Judge ends after a failed Coder fails the run (exit 1): the work was not done", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const result = await run(ws, {
-      graph: "coder-review", thread: "g", script: join(FIXTURES, "coder-gives-up.script.yaml"), task: "write notes", approval: "auto",
+      graph: "coder-review",
+      thread: "g",
+      script: join(FIXTURES, "coder-gives-up.script.yaml"),
+      task: "write notes",
+      approval: "auto",
     });
     expect(result.code, result.stderr).toBe(1);
     const finished = parseEvents(result.stdout).at(-1);
@@ -122,14 +158,26 @@ describe("settledOutcome", () => {
       parentConfig: { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "parent-1" } },
     }));
     const readVisits = vi.fn(async () => ({ review: 1 }));
-    const settled = await settledOutcome({ getState } as unknown as RunnableGraph, { configurable: { thread_id: "t" } }, graph, "t", readVisits);
+    const settled = await settledOutcome(
+      { getState } as unknown as RunnableGraph,
+      { configurable: { thread_id: "t" } },
+      graph,
+      "t",
+      readVisits,
+    );
     expect(settled).toMatchObject({ status: "finished", ended: true });
     expect(settled.state).toBe(state);
     expect(getState).toHaveBeenCalledTimes(1);
     expect(readVisits).toHaveBeenCalledWith("parent-1");
 
     // Where the counts cannot be read alone (not stored as plain JSON), the parent's state is decoded.
-    const fallback = await settledOutcome({ getState } as unknown as RunnableGraph, { configurable: { thread_id: "t" } }, graph, "t", async () => undefined);
+    const fallback = await settledOutcome(
+      { getState } as unknown as RunnableGraph,
+      { configurable: { thread_id: "t" } },
+      graph,
+      "t",
+      async () => undefined,
+    );
     expect(fallback.status).toBe("finished");
     expect(getState).toHaveBeenCalledTimes(3);
   });

@@ -30,7 +30,10 @@ function filesUnder(dir: string): { path: string; bytes: Buffer }[] {
 
 /** Every object of a git repository, decompressed, concatenated. */
 function allObjects(gitDir: string): string {
-  return execFileSync("git", ["--git-dir", gitDir, "cat-file", "--batch-all-objects", "--batch"], { encoding: "latin1", maxBuffer: 1 << 28 });
+  return execFileSync("git", ["--git-dir", gitDir, "cat-file", "--batch-all-objects", "--batch"], {
+    encoding: "latin1",
+    maxBuffer: 1 << 28,
+  });
 }
 
 describe("redacting a stream", () => {
@@ -41,7 +44,12 @@ describe("redacting a stream", () => {
       for (const second of [cut, Math.min(text.length, cut + 3)]) {
         const redactor = new StreamRedactor([SECRET, "sk-other-secret-42"]);
         const bytes = Buffer.from(text);
-        const out = Buffer.concat([redactor.write(bytes.subarray(0, cut)), redactor.write(bytes.subarray(cut, second)), redactor.write(bytes.subarray(second)), redactor.end()]);
+        const out = Buffer.concat([
+          redactor.write(bytes.subarray(0, cut)),
+          redactor.write(bytes.subarray(cut, second)),
+          redactor.write(bytes.subarray(second)),
+          redactor.end(),
+        ]);
         expect(out.toString()).toBe(expected);
       }
     }
@@ -63,7 +71,9 @@ describe("redacting a stream", () => {
       expect(redactValues(encoded, [SECRET])).toContain(REDACTED);
     }
     const hex = Buffer.from(SECRET).toString("hex");
-    expect(redactValues(`${hex} ${hex.toUpperCase()} ${[...SECRET].reverse().join("")}`, [SECRET])).toBe(`${REDACTED} ${REDACTED} ${REDACTED}`);
+    expect(redactValues(`${hex} ${hex.toUpperCase()} ${[...SECRET].reverse().join("")}`, [SECRET])).toBe(
+      `${REDACTED} ${REDACTED} ${REDACTED}`,
+    );
   });
 
   it("passes bytes through untouched without secrets", () => {
@@ -150,8 +160,30 @@ describe("workspace snapshots", () => {
     expect(readdirSync(join(gitDir, "objects")).filter((name) => name.startsWith("incoming-"))).toEqual([]);
 
     const snapshots = [
-      { threadId: "t", seq: 1, checkpoint: { ns: "", id: "c1", map: { "": "c1" } }, node: "coder", tool: "shell", toolCallId: "a", treeBefore: before, treeAfter: middle, paths: ["leak.txt", "notes.txt"], createdAt: "" },
-      { threadId: "t", seq: 2, checkpoint: { ns: "", id: "c2", map: { "": "c2" } }, node: "coder", tool: "shell", toolCallId: "b", treeBefore: middle, treeAfter: after, paths: ["leak.txt", "notes.txt"], createdAt: "" },
+      {
+        threadId: "t",
+        seq: 1,
+        checkpoint: { ns: "", id: "c1", map: { "": "c1" } },
+        node: "coder",
+        tool: "shell",
+        toolCallId: "a",
+        treeBefore: before,
+        treeAfter: middle,
+        paths: ["leak.txt", "notes.txt"],
+        createdAt: "",
+      },
+      {
+        threadId: "t",
+        seq: 2,
+        checkpoint: { ns: "", id: "c2", map: { "": "c2" } },
+        node: "coder",
+        tool: "shell",
+        toolCallId: "b",
+        treeBefore: middle,
+        treeAfter: after,
+        paths: ["leak.txt", "notes.txt"],
+        createdAt: "",
+      },
     ];
     const parents = (ns: string) => new Map(ns === "" ? [["c2", "c1"]] : []);
     const toMiddle = await planRewind(repo, snapshots, { ns: "", id: "c2", map: { "": "c2" } }, parents);
@@ -160,7 +192,10 @@ describe("workspace snapshots", () => {
     // Rewinding to before the leak restores the file's earlier state (it did not exist): nothing withheld.
     const toStart = await planRewind(repo, snapshots, { ns: "", id: "c1", map: { "": "c1" } }, parents);
     expect(toStart.withheld).toEqual([]);
-    expect(toStart.changes).toEqual([{ action: "delete", path: "leak.txt" }, { action: "restore", path: "notes.txt" }]);
+    expect(toStart.changes).toEqual([
+      { action: "delete", path: "leak.txt" },
+      { action: "restore", path: "notes.txt" },
+    ]);
     expect(statSync(join(ws.dir, "leak.txt")).isFile()).toBe(true);
   });
 

@@ -9,7 +9,18 @@
  * stopped afterwards.
  */
 import { createHash } from "node:crypto";
-import { lstatSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, realpathSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
+import {
+  lstatSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  readlinkSync,
+  realpathSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
@@ -81,15 +92,45 @@ const NO_RULES: PolicyRule[] = [];
 const attempts: Attempt[] = [
   // File tools: `..`, absolute paths and home
   { name: "read ../ of the workspace", tool: "read_file", args: { path: "../sentinel/secret.txt" }, toolRefusesAlone: true },
-  { name: "read an absolute path beside the workspace", tool: "read_file", args: { path: "<sentinel>/secret.txt" }, toolRefusesAlone: true },
+  {
+    name: "read an absolute path beside the workspace",
+    tool: "read_file",
+    args: { path: "<sentinel>/secret.txt" },
+    toolRefusesAlone: true,
+  },
   { name: "read /etc/passwd", tool: "read_file", args: { path: "/etc/passwd" } },
   { name: "read through src/../..", tool: "read_file", args: { path: "src/../../sentinel/secret.txt" }, toolRefusesAlone: true },
-  { name: "overwrite a file beside the workspace", tool: "write_file", args: { path: "../sentinel/secret.txt", contents: "pwned" }, toolRefusesAlone: true },
-  { name: "create a file beside the workspace", tool: "write_file", args: { path: "../sentinel/new.txt", contents: "pwned" }, toolRefusesAlone: true },
-  { name: "create a file by absolute path", tool: "write_file", args: { path: "<sentinel>/nested/new.txt", contents: "pwned" }, toolRefusesAlone: true },
+  {
+    name: "overwrite a file beside the workspace",
+    tool: "write_file",
+    args: { path: "../sentinel/secret.txt", contents: "pwned" },
+    toolRefusesAlone: true,
+  },
+  {
+    name: "create a file beside the workspace",
+    tool: "write_file",
+    args: { path: "../sentinel/new.txt", contents: "pwned" },
+    toolRefusesAlone: true,
+  },
+  {
+    name: "create a file by absolute path",
+    tool: "write_file",
+    args: { path: "<sentinel>/nested/new.txt", contents: "pwned" },
+    toolRefusesAlone: true,
+  },
   { name: "write /etc", tool: "write_file", args: { path: "/etc/loopgraph-corpus", contents: "pwned" } },
-  { name: "edit a file beside the workspace", tool: "edit_file", args: { path: "../sentinel/secret.txt", old_string: "do not", new_string: "please" }, toolRefusesAlone: true },
-  { name: "edit by absolute path", tool: "edit_file", args: { path: "<sentinel>/secret.txt", old_string: "do not", new_string: "please" }, toolRefusesAlone: true },
+  {
+    name: "edit a file beside the workspace",
+    tool: "edit_file",
+    args: { path: "../sentinel/secret.txt", old_string: "do not", new_string: "please" },
+    toolRefusesAlone: true,
+  },
+  {
+    name: "edit by absolute path",
+    tool: "edit_file",
+    args: { path: "<sentinel>/secret.txt", old_string: "do not", new_string: "please" },
+    toolRefusesAlone: true,
+  },
   { name: "list the parent directory", tool: "list_dir", args: { path: ".." }, toolRefusesAlone: true },
   { name: "list /", tool: "list_dir", args: { path: "/" } },
   { name: "list an absolute path beside the workspace", tool: "list_dir", args: { path: "<sentinel>" }, toolRefusesAlone: true },
@@ -103,8 +144,18 @@ const attempts: Attempt[] = [
   // File tools: symlinks inside the workspace that lead out of it
   { name: "read through a symlink", tool: "read_file", args: { path: "link-out" }, toolRefusesAlone: true },
   { name: "write through a symlink", tool: "write_file", args: { path: "link-out", contents: "pwned" }, toolRefusesAlone: true },
-  { name: "edit through a symlink", tool: "edit_file", args: { path: "link-out", old_string: "reached", new_string: "pwned" }, toolRefusesAlone: true },
-  { name: "write below a symlinked directory", tool: "write_file", args: { path: "dir-out/new.txt", contents: "pwned" }, toolRefusesAlone: true },
+  {
+    name: "edit through a symlink",
+    tool: "edit_file",
+    args: { path: "link-out", old_string: "reached", new_string: "pwned" },
+    toolRefusesAlone: true,
+  },
+  {
+    name: "write below a symlinked directory",
+    tool: "write_file",
+    args: { path: "dir-out/new.txt", contents: "pwned" },
+    toolRefusesAlone: true,
+  },
   { name: "read below a symlinked directory", tool: "read_file", args: { path: "dir-out/secret.txt" }, toolRefusesAlone: true },
   { name: "list a symlinked directory", tool: "list_dir", args: { path: "dir-out" }, toolRefusesAlone: true },
   { name: "glob a symlinked directory", tool: "glob", args: { pattern: "dir-out/**" }, toolRefusesAlone: true },
@@ -183,7 +234,9 @@ const attempts: Attempt[] = [
 
 /** `<sentinel>` in arguments stands for the sentinel's absolute path (known only once it exists). */
 function resolveArgs(args: Record<string, unknown>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(args).map(([key, value]) => [key, typeof value === "string" ? value.replace("<sentinel>", sentinelPath()) : value]));
+  return Object.fromEntries(
+    Object.entries(args).map(([key, value]) => [key, typeof value === "string" ? value.replace("<sentinel>", sentinelPath()) : value]),
+  );
 }
 
 describe("security corpus: hostile tool calls are stopped and nothing outside the workspace changes", () => {

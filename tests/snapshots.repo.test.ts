@@ -24,7 +24,9 @@ describe("the snapshot repository", () => {
     expect(tree).toMatch(/^[0-9a-f]{40}$/);
     expect(existsSync(join(dir, SNAPSHOTS_GIT_DIR, "HEAD"))).toBe(true);
     expect(existsSync(join(dir, ".git"))).toBe(false);
-    const files = git(dir, `--git-dir=${join(dir, SNAPSHOTS_GIT_DIR)}`, "ls-tree", "-r", "--name-only", tree).trim().split("\n");
+    const files = git(dir, `--git-dir=${join(dir, SNAPSHOTS_GIT_DIR)}`, "ls-tree", "-r", "--name-only", tree)
+      .trim()
+      .split("\n");
     expect(files.sort()).toEqual([".gitignore", "a.txt"]);
     // The same content is the same tree; a change is a new one.
     expect(await repo.capture()).toBe(tree);
@@ -148,7 +150,11 @@ describe("the snapshot repository", () => {
     writeFileSync(join(dir, "a.txt"), "b\n");
     const after = await repo.capture();
     const home = workspace();
-    const previous = { HOME: process.env.HOME, XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME, GIT_CONFIG_NOSYSTEM: process.env.GIT_CONFIG_NOSYSTEM };
+    const previous = {
+      HOME: process.env.HOME,
+      XDG_CONFIG_HOME: process.env.XDG_CONFIG_HOME,
+      GIT_CONFIG_NOSYSTEM: process.env.GIT_CONFIG_NOSYSTEM,
+    };
     Object.assign(process.env, { HOME: home, XDG_CONFIG_HOME: home, GIT_CONFIG_NOSYSTEM: "1" });
     try {
       const commit = await repo.keep([before, after], "step 1");

@@ -10,13 +10,23 @@ const SCRIPTS = join(ROOT, "tests/fixtures/snapshots");
 
 /** A repository with c.txt and a non-executable run.sh committed, and an untracked notes.txt. */
 function repo(): Workspace {
-  const created = tempWorkspace({ git: true, files: { "c.txt": "committed\r\nwith CRLF\r\n", "run.sh": "#!/bin/sh\necho hi\n", ".gitignore": "*.log\n" } });
+  const created = tempWorkspace({
+    git: true,
+    files: { "c.txt": "committed\r\nwith CRLF\r\n", "run.sh": "#!/bin/sh\necho hi\n", ".gitignore": "*.log\n" },
+  });
   writeFileSync(join(created.dir, "notes.txt"), "untracked, mine\n");
   return created;
 }
 
-const coder = (thread: string, script: string): RunSpec => ({ graph: "coder", task: "edit files", thread, script: join(SCRIPTS, script), approval: "auto" });
-const runCoder = (ws: RunPlace, thread: string, script: string, env?: NodeJS.ProcessEnv) => run(ws, coder(thread, script), env ? { env } : {});
+const coder = (thread: string, script: string): RunSpec => ({
+  graph: "coder",
+  task: "edit files",
+  thread,
+  script: join(SCRIPTS, script),
+  approval: "auto",
+});
+const runCoder = (ws: RunPlace, thread: string, script: string, env?: NodeJS.ProcessEnv) =>
+  run(ws, coder(thread, script), env ? { env } : {});
 
 const rewind = (ws: { db: string }, ...args: string[]) => runCli(["rewind", ...args, "--db", ws.db]);
 
@@ -82,7 +92,12 @@ describe("workspace snapshots and rewind (real git, real processes)", () => {
     // To the checkpoint of the first edit step: the files exactly as before the run.
     const start = await rewind(ws, "snap", steps[0]!.checkpointId, "--json");
     expect(start.code, start.stderr).toBe(0);
-    expect(JSON.parse(start.stdout)).toMatchObject({ threadId: "snap", checkpointId: steps[0]!.checkpointId, dryRun: false, changes: [{ action: "delete", path: "a.txt" }] });
+    expect(JSON.parse(start.stdout)).toMatchObject({
+      threadId: "snap",
+      checkpointId: steps[0]!.checkpointId,
+      dryRun: false,
+      changes: [{ action: "delete", path: "a.txt" }],
+    });
     const after = files(ws.dir);
     expect(after["hand-made.txt"]).toBeDefined();
     delete after["hand-made.txt"];

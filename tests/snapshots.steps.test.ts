@@ -31,7 +31,11 @@ function memoryLog(): SnapshotLog {
 describe("snapshots around tool steps", () => {
   it("reads the checkpoint a step started from out of LangGraph's config", () => {
     expect(stepCheckpoint(coderConfig("c7"))).toEqual({ ns: "coder:a", id: "c7", map: { "": "r1", "coder:a": "c7" } });
-    expect(stepCheckpoint({ configurable: { checkpoint_ns: "agent:z", checkpoint_map: { "": "r3" } } })).toEqual({ ns: "", id: "r3", map: { "": "r3" } });
+    expect(stepCheckpoint({ configurable: { checkpoint_ns: "agent:z", checkpoint_map: { "": "r3" } } })).toEqual({
+      ns: "",
+      id: "r3",
+      map: { "": "r3" },
+    });
     expect(stepCheckpoint({ configurable: {} })).toBeUndefined();
     expect(stepCheckpoint(undefined)).toBeUndefined();
   });
@@ -54,7 +58,7 @@ describe("snapshots around tool steps", () => {
       writeFileSync(join(dir, "b.txt"), "b2\n");
     });
 
-    const records = (await log.list("t"));
+    const records = await log.list("t");
     expect(records.map((r) => [r.seq, r.tool, r.toolCallId, r.checkpoint.id, r.paths])).toEqual([
       [1, "write_file", "call-1", "c1", ["b.txt"]],
       [2, "shell", "call-3", "c3", ["a.txt", "b.txt"]],
@@ -73,7 +77,9 @@ describe("snapshots around tool steps", () => {
     process.env.PATH = workspace();
     try {
       for (const id of ["1", "2"]) {
-        await hook.around({ node: "coder", tool: "write_file", toolCallId: id, config: coderConfig(`c${id}`) }, async () => writeFileSync(join(dir, `${id}.txt`), id));
+        await hook.around({ node: "coder", tool: "write_file", toolCallId: id, config: coderConfig(`c${id}`) }, async () =>
+          writeFileSync(join(dir, `${id}.txt`), id),
+        );
       }
     } finally {
       process.env.PATH = path;
@@ -81,7 +87,7 @@ describe("snapshots around tool steps", () => {
     expect(readFileSync(join(dir, "2.txt"), "utf8")).toBe("2");
     expect(warnings).toHaveLength(1);
     expect(warnings[0]).toMatch(/snapshots are off.*git is not installed/);
-    expect((await log.list("t"))).toEqual([]);
+    expect(await log.list("t")).toEqual([]);
   });
 
   it("a step whose process died before its second snapshot counts until the next step", async () => {
@@ -90,15 +96,24 @@ describe("snapshots around tool steps", () => {
     const log = memoryLog();
     const repo = await openSnapshotRepository(dir);
     // Step 1 started, changed a.txt and c.txt, and its process was killed: no "after" snapshot.
-    log.open({ threadId: "t", checkpoint: stepCheckpoint(coderConfig("c1"))!, node: "coder", tool: "shell", toolCallId: "1", treeBefore: await repo.capture() });
+    log.open({
+      threadId: "t",
+      checkpoint: stepCheckpoint(coderConfig("c1"))!,
+      node: "coder",
+      tool: "shell",
+      toolCallId: "1",
+      treeBefore: await repo.capture(),
+    });
     writeFileSync(join(dir, "a.txt"), "changed\n");
     writeFileSync(join(dir, "c.txt"), "new\n");
     // The resumed run's step 2 (from the same checkpoint) writes b.txt.
     const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => {} });
-    await hook.around({ node: "coder", tool: "write_file", toolCallId: "2", config: coderConfig("c1") }, async () => writeFileSync(join(dir, "b.txt"), "b\n"));
+    await hook.around({ node: "coder", tool: "write_file", toolCallId: "2", config: coderConfig("c1") }, async () =>
+      writeFileSync(join(dir, "b.txt"), "b\n"),
+    );
     expect((await log.list("t")).map((r) => r.paths)).toEqual([undefined, ["b.txt"]]);
 
-    const plan = await planRewind(repo, (await log.list("t")), stepCheckpoint(coderConfig("c1"))!, noParents);
+    const plan = await planRewind(repo, await log.list("t"), stepCheckpoint(coderConfig("c1"))!, noParents);
     expect(plan.since?.seq).toBe(1);
     expect(plan.changes).toEqual([
       { action: "restore", path: "a.txt" },
@@ -115,13 +130,17 @@ describe("snapshots around tool steps", () => {
     writeFileSync(join(dir, "gone/x.txt"), "x\n");
     const log = memoryLog();
     const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => {} });
-    await hook.around({ node: "coder", tool: "edit_file", toolCallId: "1", config: coderConfig("c1") }, async () => writeFileSync(join(dir, "agent.txt"), "v2\n"));
+    await hook.around({ node: "coder", tool: "edit_file", toolCallId: "1", config: coderConfig("c1") }, async () =>
+      writeFileSync(join(dir, "agent.txt"), "v2\n"),
+    );
     writeFileSync(join(dir, "user.txt"), "edited by hand between steps\n");
-    await hook.around({ node: "coder", tool: "shell", toolCallId: "2", config: coderConfig("c2") }, async () => rmSync(join(dir, "gone"), { recursive: true }));
+    await hook.around({ node: "coder", tool: "shell", toolCallId: "2", config: coderConfig("c2") }, async () =>
+      rmSync(join(dir, "gone"), { recursive: true }),
+    );
     writeFileSync(join(dir, "user.txt"), "edited by hand after the run\n");
 
     const repo = await openSnapshotRepository(dir);
-    const all = (await log.list("t"));
+    const all = await log.list("t");
     const parents: ParentLookup = (ns) => new Map(ns === "coder:a" ? [["c2", "c1"]] : []);
     const fromStart = await planRewind(repo, all, { ns: "coder:a", id: "c1", map: { "": "r1", "coder:a": "c1" } }, parents);
     expect(fromStart.changes).toEqual([
@@ -140,13 +159,25 @@ describe("snapshots around tool steps", () => {
 describe("checkpoint order", () => {
   // Root: r0 → r1 → r2, and a fork r1 → r1b. The Coder ran from r1 (c0 → c1 → c2) and, in the fork, from r1b (d0 → d1).
   const links: Record<string, Array<[string, string]>> = {
-    "": [["r1", "r0"], ["r2", "r1"], ["r1b", "r1"]],
-    "coder:a": [["c1", "c0"], ["c2", "c1"]],
+    "": [
+      ["r1", "r0"],
+      ["r2", "r1"],
+      ["r1b", "r1"],
+    ],
+    "coder:a": [
+      ["c1", "c0"],
+      ["c2", "c1"],
+    ],
     "coder:b": [["d1", "d0"]],
   };
   const parents: ParentLookup = (ns) => new Map(links[ns] ?? []);
   const step = (ns: string, id: string, root: string): StepCheckpoint => ({ ns, id, map: { "": root, [ns]: id } });
-  const steps = { s1: step("coder:a", "c0", "r1"), s2: step("coder:a", "c1", "r1"), s3: step("coder:a", "c2", "r1"), s4: step("coder:b", "d1", "r1b") };
+  const steps = {
+    s1: step("coder:a", "c0", "r1"),
+    s2: step("coder:a", "c1", "r1"),
+    s3: step("coder:a", "c2", "r1"),
+    s4: step("coder:b", "d1", "r1b"),
+  };
   const after = (target: StepCheckpoint) =>
     Object.entries(steps)
       .filter(([, s]) => isAtOrAfter(s, target, parents))

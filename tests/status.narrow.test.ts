@@ -14,7 +14,14 @@ describe("status through the narrow read path", () => {
   it("answers from plain SQL what the saver holds, loading no LangChain, zod or tokenizer module", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const script = join(ROOT, "tests/fixtures/looper/always-continue.script.yaml");
-    const result = await run(ws, { graph: "coder-review", task: "keep going", thread: "narrow", script, approval: "auto", extra: ["--max-rounds", "2"] });
+    const result = await run(ws, {
+      graph: "coder-review",
+      task: "keep going",
+      thread: "narrow",
+      script,
+      approval: "auto",
+      extra: ["--max-rounds", "2"],
+    });
     expect(result.code, result.stderr).toBe(4);
     await runCli(["send", "narrow", "add: a queued task", "--db", ws.db]);
 

@@ -41,7 +41,8 @@ describe("the store's file", () => {
   it("refuses a text file for reads and writes and leaves it as it was", async () => {
     const { db } = tempWorkspace();
     writeFileSync(db, "not a database\n".repeat(100));
-    for (const access of ["read", "write", "create"] as const) expect((await openError(db, access)).message).toMatch(/is not a SQLite database/);
+    for (const access of ["read", "write", "create"] as const)
+      expect((await openError(db, access)).message).toMatch(/is not a SQLite database/);
     expect(readFileSync(db, "utf8")).toBe("not a database\n".repeat(100));
   });
 
@@ -56,7 +57,8 @@ describe("the store's file", () => {
     for (let i = 100; i < noise.length; i++) noise[i] = (i * 7) & 255;
     writeFileSync(garbled, noise);
     for (const path of [truncated, garbled]) {
-      for (const access of ["read", "write"] as const) expect((await openError(path, access)).message).toMatch(/is damaged \(malformed database\)/);
+      for (const access of ["read", "write"] as const)
+        expect((await openError(path, access)).message).toMatch(/is damaged \(malformed database\)/);
     }
   });
 
@@ -64,7 +66,8 @@ describe("the store's file", () => {
     const { root } = tempWorkspace();
     const dir = join(root, "store.db");
     mkdirSync(dir);
-    for (const access of ["read", "write", "create"] as const) expect((await openError(dir, access)).message).toMatch(/is a directory, not a store/);
+    for (const access of ["read", "write", "create"] as const)
+      expect((await openError(dir, access)).message).toMatch(/is a directory, not a store/);
   });
 
   it("refuses another program's database, reading or writing, and changes none of its bytes nor its journal mode", async () => {
@@ -95,7 +98,7 @@ describe("the store's file", () => {
     const { db } = tempWorkspace();
     writeFileSync(db, "");
     const store = await openStore({ db }, "write");
-    expect((await store.threads.list())).toEqual([]);
+    expect(await store.threads.list()).toEqual([]);
     expect((store.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     await store.close();
   });
@@ -111,13 +114,16 @@ describe("the store's file", () => {
     expect(readFileSync(db).equals(before)).toBe(true);
   });
 
-  it.skipIf(process.getuid?.() === 0)("refuses a read-only file to a command that writes (not as root, whom chmod does not stop)", async () => {
-    const { db } = tempWorkspace();
-    await storeWithThread(db);
-    chmodSync(db, 0o444);
-    expect((await openError(db, "write")).message).toMatch(/is read-only/);
-    expect(await (await openStore({ db }, "read")).threads.get("t1")).toBeDefined();
-  });
+  it.skipIf(process.getuid?.() === 0)(
+    "refuses a read-only file to a command that writes (not as root, whom chmod does not stop)",
+    async () => {
+      const { db } = tempWorkspace();
+      await storeWithThread(db);
+      chmodSync(db, 0o444);
+      expect((await openError(db, "write")).message).toMatch(/is read-only/);
+      expect(await (await openStore({ db }, "read")).threads.get("t1")).toBeDefined();
+    },
+  );
 
   it("says what to do when SQLite refuses a write to a read-only store or waits beyond the busy timeout", async () => {
     const { db } = tempWorkspace();
@@ -131,7 +137,9 @@ describe("the store's file", () => {
     }
     await reader.close();
     expect((readOnly as { code?: string }).code).toBe("SQLITE_READONLY");
-    expect((storeError(db, readOnly) as Error).message).toBe(`${db} is read-only: make it (and its folder) writable, or give another store with --db`);
+    expect((storeError(db, readOnly) as Error).message).toBe(
+      `${db} is read-only: make it (and its folder) writable, or give another store with --db`,
+    );
     const other = new Error("something else");
     expect(storeError(db, other)).toBe(other);
   });
@@ -168,7 +176,11 @@ describe("the store's schema version", () => {
     const insert = old.prepare(
       `INSERT INTO loopgraph_recordings (thread_id, checkpoint_id, task_path, call_index, node, kind, name, data, created_at) VALUES (?, ?, ?, ?, 'a', 'tool', 'shell', ?, '2026-01-01')`,
     );
-    for (const [checkpoint, path, index, result] of [["c1", "a:1", 0, "one"], ["c1", "a:1", 1, "two"], ["c2", "b:2", 0, "three"]] as const) {
+    for (const [checkpoint, path, index, result] of [
+      ["c1", "a:1", 0, "one"],
+      ["c1", "a:1", 1, "two"],
+      ["c2", "b:2", 0, "three"],
+    ] as const) {
       insert.run("t", checkpoint, path, index, JSON.stringify({ kind: "tool", name: "shell", args: {}, result }));
     }
     old.close();
@@ -177,7 +189,10 @@ describe("the store's schema version", () => {
     const results = async () => (await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined));
     expect(await results()).toEqual(["one", "two", "three"]);
     // A task run again (its first call) replaces what its earlier run recorded; others stay.
-    store.recordings.put({ threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 0, node: "a" }, { kind: "tool", name: "shell", args: {}, result: "again" });
+    store.recordings.put(
+      { threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 0, node: "a" },
+      { kind: "tool", name: "shell", args: {}, result: "again" },
+    );
     expect(await results()).toEqual(["three", "again"]);
     await store.close();
 
@@ -186,7 +201,9 @@ describe("the store's schema version", () => {
     const sql = (raw.prepare("SELECT sql FROM sqlite_master WHERE name = 'loopgraph_recordings'").get() as { sql: string }).sql;
     expect(sql).not.toMatch(/AUTOINCREMENT/);
     expect(sql).toMatch(/UNIQUE \(thread_id, checkpoint_id, task_path, call_index\)/);
-    expect(raw.prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'loopgraph_recordings' AND type = 'index' AND sql IS NOT NULL").all()).toEqual([]);
+    expect(
+      raw.prepare("SELECT name FROM sqlite_master WHERE tbl_name = 'loopgraph_recordings' AND type = 'index' AND sql IS NOT NULL").all(),
+    ).toEqual([]);
     raw.close();
   });
 
@@ -214,8 +231,8 @@ describe("the store's schema version", () => {
     const before = readFileSync(db);
 
     const reader = await openStore({ db }, "read");
-    expect((await reader.threads.get("old"))).toMatchObject({ task: "an old task", approval: "ask" });
-    expect((await reader.inbox.after("old", 0))).toEqual([]);
+    expect(await reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
+    expect(await reader.inbox.after("old", 0)).toEqual([]);
     await reader.close();
     expect(readFileSync(db).equals(before)).toBe(true);
 
@@ -238,7 +255,7 @@ describe("the store's schema version", () => {
     expect(before[18]).toBe(2);
 
     const reader = await openStore({ db }, "read");
-    expect((await reader.threads.get("old"))).toMatchObject({ task: "an old task", approval: "ask" });
+    expect(await reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
     await reader.close();
     expect(readFileSync(db).equals(before)).toBe(true);
   });

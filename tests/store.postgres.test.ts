@@ -37,7 +37,12 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     const store = await storeOn(url);
     expect(await store.threads.create({ threadId: "t", ...NEW_THREAD })).toBeUndefined();
     expect(await store.threads.create({ threadId: "t", ...NEW_THREAD })).toMatchObject({ threadId: "t", status: "running" });
-    expect(await store.threads.get("t")).toMatchObject({ status: "running", pid: process.pid, host: THIS_PROCESS.host, ownerStart: processStart(process.pid) });
+    expect(await store.threads.get("t")).toMatchObject({
+      status: "running",
+      pid: process.pid,
+      host: THIS_PROCESS.host,
+      ownerStart: processStart(process.pid),
+    });
     await store.threads.markEnded("t", "paused", undefined, { reason: "breakpoint", node: "a" });
     expect(await store.threads.get("t")).toMatchObject({ status: "paused", pause: { reason: "breakpoint", node: "a" } });
 
@@ -45,7 +50,10 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     const holder = spawn("sleep", ["300"], { stdio: "ignore" });
     onCleanup(() => void holder.kill("SIGKILL"));
     const holderPid = holder.pid!;
-    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 't'`, [holderPid, processStart(holderPid)]);
+    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 't'`, [
+      holderPid,
+      processStart(holderPid),
+    ]);
     const refused = await store.threads.claim("t");
     expect(refused).toMatchObject({ claimed: false, holder: { pid: holderPid } });
     const exited = new Promise((resolve) => holder.once("exit", resolve));
@@ -100,17 +108,28 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
   it("records are written in the transaction of the step's next checkpoint write, not before", async () => {
     const url = newDatabase();
     const store = await storeOn(url);
-    store.recordings.put({ threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 0, node: "a" }, { kind: "tool", name: "shell", args: {}, result: "one" });
+    store.recordings.put(
+      { threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 0, node: "a" },
+      { kind: "tool", name: "shell", args: {}, result: "one" },
+    );
     expect(await queryRows(url, "SELECT id FROM loopgraph_recordings")).toEqual([]);
     const config = { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c1" } };
     await (store.saver as PostgresCheckpointSaver).putWrites(config, [["x", 1]], "task-1");
-    expect(await queryRows(url, "SELECT task_path, data FROM loopgraph_recordings")).toEqual([{ task_path: "a:1", data: expect.stringContaining('"one"') }]);
+    expect(await queryRows(url, "SELECT task_path, data FROM loopgraph_recordings")).toEqual([
+      { task_path: "a:1", data: expect.stringContaining('"one"') },
+    ]);
     // A write that fails takes its records down with it; they stay queued for the next one.
-    store.recordings.put({ threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 1, node: "a" }, { kind: "tool", name: "shell", args: {}, result: "two" });
+    store.recordings.put(
+      { threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 1, node: "a" },
+      { kind: "tool", name: "shell", args: {}, result: "two" },
+    );
     // (PostgreSQL refuses a NUL character in text: the write statement fails.)
     await expect((store.saver as PostgresCheckpointSaver).putWrites(config, [["y", 2]], "task\u0000two")).rejects.toThrow();
     expect(await queryRows(url, "SELECT count(*)::int AS n FROM loopgraph_recordings")).toEqual([{ n: 1 }]);
-    expect((await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined))).toEqual(["one", "two"]);
+    expect((await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined))).toEqual([
+      "one",
+      "two",
+    ]);
   });
 
   it("a thread is deleted with all its rows in one transaction, unless a live process runs it", async () => {
@@ -123,7 +142,10 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     }
     const holder = spawn("sleep", ["300"], { stdio: "ignore" });
     onCleanup(() => void holder.kill("SIGKILL"));
-    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 'kept'`, [holder.pid, processStart(holder.pid!)]);
+    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 'kept'`, [
+      holder.pid,
+      processStart(holder.pid!),
+    ]);
     expect(await store.threads.delete("kept")).toMatchObject({ deleted: false, holder: { pid: holder.pid } });
     expect(await store.threads.delete("gone")).toMatchObject({ deleted: true, record: { threadId: "gone" } });
     expect(await store.threads.delete("gone")).toBeUndefined();
@@ -133,7 +155,14 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
 
   it("the snapshot log numbers steps in order, also when two open at once", async () => {
     const store = await storeOn(newDatabase());
-    const step = (toolCallId: string) => ({ threadId: "t", checkpoint: { ns: "coder:a", id: "c1", map: { "": "r1", "coder:a": "c1" } }, node: "coder", tool: "shell", toolCallId, treeBefore: "tree0" });
+    const step = (toolCallId: string) => ({
+      threadId: "t",
+      checkpoint: { ns: "coder:a", id: "c1", map: { "": "r1", "coder:a": "c1" } },
+      node: "coder",
+      tool: "shell",
+      toolCallId,
+      treeBefore: "tree0",
+    });
     const seqs = await Promise.all([store.snapshots.open(step("1")), store.snapshots.open(step("2")), store.snapshots.open(step("3"))]);
     expect([...seqs].sort()).toEqual([1, 2, 3]);
     await store.snapshots.close("t", 2, "tree2", ["a.txt"]);
@@ -157,11 +186,14 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     const env = cleanEnv({ LOOPGRAPH_DB: url });
     const listed = await runCli(["inspect", "--json"], { cwd: elsewhere, env });
     expect(listed.code, listed.stderr).toBe(0);
-    expect((JSON.parse(listed.stdout) as { threadId: string; status: string }[]).map((t) => [t.threadId, t.status])).toEqual([["pg-run", "finished"]]);
+    expect((JSON.parse(listed.stdout) as { threadId: string; status: string }[]).map((t) => [t.threadId, t.status])).toEqual([
+      ["pg-run", "finished"],
+    ]);
     const status = await runCli(["status", "pg-run"], { cwd: elsewhere, env });
     expect(status.code, status.stderr).toBe(0);
 
-    const shape = (history: Awaited<ReturnType<typeof historyOf>>) => history.checkpoints.map((c) => ({ step: c.step, nodes: c.nodes, changes: c.changes }));
+    const shape = (history: Awaited<ReturnType<typeof historyOf>>) =>
+      history.checkpoints.map((c) => ({ step: c.step, nodes: c.nodes, changes: c.changes }));
     expect(shape(await historyOf(url, "pg-run"))).toEqual(shape(await historyOf(ws.db, "pg-run")));
 
     for (const output of [onPostgres, listed, status]) {
@@ -176,7 +208,16 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
   it("snapshots, rewind and recorded replay on PostgreSQL: the files go back to a checkpoint, the replay follows the record", async () => {
     const url = newDatabase();
     const ws = tempWorkspace({ git: true, files: { "c.txt": "committed\n", "run.sh": "#!/bin/sh\necho hi\n" } });
-    const coded = await run({ dir: ws.dir, db: url }, { graph: "coder", task: "edit files", thread: "snap", script: join(ROOT, "tests/fixtures/snapshots/edits.script.yaml"), approval: "auto" });
+    const coded = await run(
+      { dir: ws.dir, db: url },
+      {
+        graph: "coder",
+        task: "edit files",
+        thread: "snap",
+        script: join(ROOT, "tests/fixtures/snapshots/edits.script.yaml"),
+        approval: "auto",
+      },
+    );
     expect(coded.code, coded.stderr).toBe(0);
     expect(existsSync(join(ws.dir, "c.txt"))).toBe(false);
 

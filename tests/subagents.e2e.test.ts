@@ -14,7 +14,10 @@ import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js
  * its Coder's tools).
  */
 
-type Body = { messages: { role: string; content: unknown }[]; tools?: { function: { name: string; parameters: Record<string, unknown> } }[] };
+type Body = {
+  messages: { role: string; content: unknown }[];
+  tools?: { function: { name: string; parameters: Record<string, unknown> } }[];
+};
 
 async function mockServer(): Promise<MockOpenAIServer> {
   const server = await startMockOpenAI();
@@ -31,7 +34,20 @@ const lastToolText = (body: Body): string => String(body.messages.filter((messag
 /** A graph of one coder node, with `lines` added to its definition. */
 function coderGraph(ws: Workspace, name: string, lines: string[]): string {
   const graph = join(ws.dir, `${name}.yaml`);
-  writeFileSync(graph, ["version: 1", `name: ${name}`, "nodes:", "  coder:", "    kind: coder", ...lines.map((line) => `    ${line}`), "edges:", "  - { from: START, to: coder }", ""].join("\n"));
+  writeFileSync(
+    graph,
+    [
+      "version: 1",
+      `name: ${name}`,
+      "nodes:",
+      "  coder:",
+      "    kind: coder",
+      ...lines.map((line) => `    ${line}`),
+      "edges:",
+      "  - { from: START, to: coder }",
+      "",
+    ].join("\n"),
+  );
   return graph;
 }
 
@@ -44,7 +60,10 @@ describe("subagents through the CLI", () => {
       script,
       stringify({
         responses: [
-          { node: "coder", tool_calls: [{ name: "task", args: { description: "find the port", prompt: "Where is the port configured?" } }] },
+          {
+            node: "coder",
+            tool_calls: [{ name: "task", args: { description: "find the port", prompt: "Where is the port configured?" } }],
+          },
           { node: "coder-task", tool_calls: [{ name: "grep", args: { pattern: "port" } }] },
           { node: "coder-task", wait_for: "gate", tool_calls: [{ name: "read_file", args: { path: "src/config.ts" } }] },
           { node: "coder-task", tool_calls: [{ name: "write_file", args: { path: "x.txt", contents: "no" } }] },
@@ -81,13 +100,18 @@ describe("subagents through the CLI", () => {
     expect(existsSync(join(ws.dir, "x.txt"))).toBe(false);
     const task = results.find((e) => e.name === "task") as { ok: boolean; result: string };
     expect(task.ok).toBe(true);
-    expect(task.result).toBe(`Subagent "find the port": done in 6 steps.\n\n${JSON.stringify(result, null, 2)}\n\nFiles it read: src/config.ts`);
+    expect(task.result).toBe(
+      `Subagent "find the port": done in 6 steps.\n\n${JSON.stringify(result, null, 2)}\n\nFiles it read: src/config.ts`,
+    );
     const { outputs } = await finalState<{ outputs: { coder: { summary: string } } }>(ws.db, "sub");
     expect(outputs.coder.summary).toBe("The port is 8080.");
     // `inspect --nested`: the Coder's steps under its node's step, the subagent's under the task step, its steps before the kill included.
     const inspected = await runCli(["inspect", "sub", "--nested", "--db", ws.db], { env: cleanEnv({ NO_COLOR: "1" }) });
     expect(inspected.code, inspected.stderr).toBe(0);
-    const nestedLines = inspected.stdout.split("\n").filter((line) => /^ +· /.test(line)).map((line) => line.replace(/ +[0-9a-f-]{36}$/, "").replace(/ +\d+→\d+$/, ""));
+    const nestedLines = inspected.stdout
+      .split("\n")
+      .filter((line) => /^ +· /.test(line))
+      .map((line) => line.replace(/ +[0-9a-f-]{36}$/, "").replace(/ +\d+→\d+$/, ""));
     expect(nestedLines).toEqual([
       `    · model  do the task · → task {"description":"find the port","prompt":"Where is the port configured?"}`,
       `    · tools  task: Subagent "find the port": done in 6 steps.`,
@@ -107,7 +131,9 @@ describe("subagents through the CLI", () => {
       `    · model  The port is 8080.`,
       `    · finish set result`,
     ]);
-    const json = JSON.parse((await runCli(["inspect", "sub", "--nested", "--json", "--db", ws.db])).stdout) as { nested: { ns: string; parentNs: string; node: string; checkpoints: unknown[] }[] };
+    const json = JSON.parse((await runCli(["inspect", "sub", "--nested", "--json", "--db", ws.db])).stdout) as {
+      nested: { ns: string; parentNs: string; node: string; checkpoints: unknown[] }[];
+    };
     expect(json.nested.map((inner) => [inner.node, inner.parentNs === "" ? "root" : "coder", inner.checkpoints.length])).toEqual([
       ["coder", "root", 4],
       ["tools", "coder", 13],
@@ -130,7 +156,12 @@ describe("subagents through the CLI", () => {
             description: "rates a change's risk",
             tools: ["read_file"],
             model: "openai:gpt-risk",
-            output: { type: "object", properties: { risk: { type: "string", enum: ["low", "high"] }, reasons: { type: "array", items: { type: "string" } } }, required: ["risk", "reasons"], additionalProperties: false },
+            output: {
+              type: "object",
+              properties: { risk: { type: "string", enum: ["low", "high"] }, reasons: { type: "array", items: { type: "string" } } },
+              required: ["risk", "reasons"],
+              additionalProperties: false,
+            },
           },
           reader: { description: "the user's reader", prompt: "user-reader.md" },
         },
@@ -138,8 +169,14 @@ describe("subagents through the CLI", () => {
     );
     writeFileSync(join(ws.dir, "lister.md"), "LISTER-MARKER: list what is there.\n");
     writeFileSync(join(ws.dir, "reader.md"), "GRAPH-READER-MARKER: read the one file asked about.\n");
-    writeFileSync(join(ws.dir, "loopgraph.yaml"), stringify({ subagents: { lister: { description: "lists folders", prompt: "lister.md", tools: ["list_dir"] } } }));
-    const graph = coderGraph(ws, "sub", ["subagents:", "  reader: { description: the graph's reader, prompt: reader.md, tools: [read_file], max_steps: 3 }"]);
+    writeFileSync(
+      join(ws.dir, "loopgraph.yaml"),
+      stringify({ subagents: { lister: { description: "lists folders", prompt: "lister.md", tools: ["list_dir"] } } }),
+    );
+    const graph = coderGraph(ws, "sub", [
+      "subagents:",
+      "  reader: { description: the graph's reader, prompt: reader.md, tools: [read_file], max_steps: 3 }",
+    ]);
     const server = await mockServer();
     const done = (summary: string) => ({ toolCalls: [{ name: "complete_task", args: { summary, findings: [], files_touched: [] } }] });
     server.enqueue(
@@ -160,13 +197,24 @@ describe("subagents through the CLI", () => {
     const sent = bodies(server);
     expect(sent).toHaveLength(9);
     // The Coder is told of every type: the config files' and the graph's.
-    expect(systemText(sent[0]!)).toMatch(/# Subagents.*- risk: rates a change's risk.*- reader: the graph's reader.*- lister: lists folders/s);
+    expect(systemText(sent[0]!)).toMatch(
+      /# Subagents.*- risk: rates a change's risk.*- reader: the graph's reader.*- lister: lists folders/s,
+    );
     // The user's type: its model, its tools and its schema, which checks what it hands in.
-    expect([server.requests[0]!.body.model, server.requests[1]!.body.model, server.requests[4]!.body.model]).toEqual(["gpt-test", "gpt-risk", "gpt-test"]);
+    expect([server.requests[0]!.body.model, server.requests[1]!.body.model, server.requests[4]!.body.model]).toEqual([
+      "gpt-test",
+      "gpt-risk",
+      "gpt-test",
+    ]);
     expect(offered(sent[1]!)).toEqual(["read_file", "complete_task"]);
-    expect(sent[1]!.tools![1]!.function.parameters).toMatchObject({ properties: { risk: { enum: ["low", "high"] } }, required: ["risk", "reasons"] });
+    expect(sent[1]!.tools![1]!.function.parameters).toMatchObject({
+      properties: { risk: { enum: ["low", "high"] } },
+      required: ["risk", "reasons"],
+    });
     expect(lastToolText(sent[2]!)).toMatch(/^Error \(invalid_arguments\): invalid arguments for complete_task: risk: /);
-    expect(lastToolText(sent[3]!)).toBe(`Subagent "rate it": done in 2 steps.\n\n${JSON.stringify({ risk: "high", reasons: ["it is the only doc"] }, null, 2)}`);
+    expect(lastToolText(sent[3]!)).toBe(
+      `Subagent "rate it": done in 2 steps.\n\n${JSON.stringify({ risk: "high", reasons: ["it is the only doc"] }, null, 2)}`,
+    );
     // The project's type: its prompt, from the project.
     expect(systemText(sent[4]!)).toContain("LISTER-MARKER");
     expect(offered(sent[4]!)).toEqual(["list_dir", "complete_task"]);
@@ -176,13 +224,22 @@ describe("subagents through the CLI", () => {
     expect(lastToolText(sent[8]!)).toMatch(/no subagent type "constructor": use one of risk, reader, lister, or leave agent out/);
     // `loopgraph config` shows the types that apply here.
     const shown = await runCli(["config", "--json"], { cwd: ws.dir, env });
-    const subagents = (JSON.parse(shown.stdout) as { settings: { name: string; value: string; source: string }[] }).settings.find((setting) => setting.name === "subagents");
-    expect(subagents).toMatchObject({ value: "risk (rates a change's risk), reader (the user's reader), lister (lists folders)", source: "project" });
+    const subagents = (JSON.parse(shown.stdout) as { settings: { name: string; value: string; source: string }[] }).settings.find(
+      (setting) => setting.name === "subagents",
+    );
+    expect(subagents).toMatchObject({
+      value: "risk (rates a change's risk), reader (the user's reader), lister (lists folders)",
+      source: "project",
+    });
   });
 
   it("a subagent can do no more than its Coder: in ask mode it only reads, and it never gets a tool its Coder lacks", async () => {
     const ws = tempWorkspace({ git: "init", files: { "README.md": "# demo\n" } });
-    const graph = coderGraph(ws, "limits", ["tools: [read_file, write_file, task]", "subagents:", "  writer: { tools: [read_file, write_file, shell] }"]);
+    const graph = coderGraph(ws, "limits", [
+      "tools: [read_file, write_file, task]",
+      "subagents:",
+      "  writer: { tools: [read_file, write_file, shell] }",
+    ]);
     const attempt = (server: MockOpenAIServer) =>
       server.enqueue(
         { toolCalls: [{ name: "task", args: { description: "write", prompt: "Write x.txt", agent: "writer" } }] },
@@ -198,7 +255,11 @@ describe("subagents through the CLI", () => {
     // Each run has a store of its own: this test is about tools, not two writers sharing one store
     // (the chaos suite's part on concurrent runs is).
     const [ask, agent] = await Promise.all([
-      run({ ...ws, db: join(ws.root, "ask.db") }, { graph, thread: "ask", model: "openai:gpt-test", task: "t", approval: "auto", extra: ["--mode", "ask"] }, env(askServer)),
+      run(
+        { ...ws, db: join(ws.root, "ask.db") },
+        { graph, thread: "ask", model: "openai:gpt-test", task: "t", approval: "auto", extra: ["--mode", "ask"] },
+        env(askServer),
+      ),
       run(ws, { graph, thread: "agent", model: "openai:gpt-test", task: "t", approval: "auto" }, env(agentServer)),
     ]);
     expect(ask.code, ask.stderr).toBe(0);
@@ -222,18 +283,28 @@ describe("subagents through the CLI", () => {
 
   it("a subagent's call that needs approval is not run and not asked about: the task call says so in words, and the Coder goes on", async () => {
     const ws = tempWorkspace({ git: "init", files: { "README.md": "# demo\n" } });
-    const graph = coderGraph(ws, "asks", ["tools: [read_file, write_file, task]", "subagents:", "  writer: { tools: [read_file, write_file] }"]);
+    const graph = coderGraph(ws, "asks", [
+      "tools: [read_file, write_file, task]",
+      "subagents:",
+      "  writer: { tools: [read_file, write_file] }",
+    ]);
     const server = await mockServer();
     server.enqueue(
       { toolCalls: [{ name: "task", args: { description: "write it", prompt: "Write x.txt", agent: "writer" } }] },
       { toolCalls: [{ name: "write_file", args: { path: "x.txt", contents: "x" } }] },
       { text: "I could not write it." },
     );
-    const result = await run(ws, { graph, thread: "asks", model: "openai:gpt-test", task: "t", approval: "ask" }, { env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }) });
+    const result = await run(
+      ws,
+      { graph, thread: "asks", model: "openai:gpt-test", task: "t", approval: "ask" },
+      { env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }) },
+    );
     expect(result.code, result.stderr).toBe(0);
     const task = parseEvents(result.stdout).find((e) => e.type === "tool_result" && e.name === "task")!;
     expect(task.ok).toBe(false);
-    expect(String(task.result)).toMatch(/Subagent "write it" stopped: its call write_file \{"path":"x\.txt".*needs the user's approval, and a subagent cannot ask for it, so it was not run\./);
+    expect(String(task.result)).toMatch(
+      /Subagent "write it" stopped: its call write_file \{"path":"x\.txt".*needs the user's approval, and a subagent cannot ask for it, so it was not run\./,
+    );
     expect(existsSync(join(ws.dir, "x.txt"))).toBe(false);
   });
 
@@ -245,10 +316,19 @@ describe("subagents through the CLI", () => {
     expect(fromGraph.stderr).toMatch(/bad\.yaml:\d+:\d+: .*the output schema must have type: object/);
     const config = join(ws.root, "config");
     mkdirSync(join(config, "loopgraph"), { recursive: true });
-    writeFileSync(join(config, "loopgraph", "config.yaml"), stringify({ subagents: { rater: { output: { type: "object", properties: { risk: { type: "strnig" } } } } } }));
-    const fromConfig = await run(ws, { graph: "coder", thread: "bad", model: "scripted:none.yaml", task: "t" }, { cwd: ws.dir, env: cleanEnv({ XDG_CONFIG_HOME: config }) });
+    writeFileSync(
+      join(config, "loopgraph", "config.yaml"),
+      stringify({ subagents: { rater: { output: { type: "object", properties: { risk: { type: "strnig" } } } } } }),
+    );
+    const fromConfig = await run(
+      ws,
+      { graph: "coder", thread: "bad", model: "scripted:none.yaml", task: "t" },
+      { cwd: ws.dir, env: cleanEnv({ XDG_CONFIG_HOME: config }) },
+    );
     expect(fromConfig.code).toBe(2);
-    expect(fromConfig.stderr.trim()).toBe(`loopgraph: subagent type "rater" in ${join(config, "loopgraph", "config.yaml")}: the output schema is not a JSON Schema loopgraph can check results against: Unsupported type: strnig`);
+    expect(fromConfig.stderr.trim()).toBe(
+      `loopgraph: subagent type "rater" in ${join(config, "loopgraph", "config.yaml")}: the output schema is not a JSON Schema loopgraph can check results against: Unsupported type: strnig`,
+    );
     expect(hasStackTrace(fromConfig.stderr)).toBe(false);
   });
 });

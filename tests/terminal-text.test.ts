@@ -33,7 +33,13 @@ describe("printable", () => {
 
 describe("the approval prompt and the run's output", () => {
   it("show the whole command asked about, with the terminal controls that would hide it escaped", () => {
-    const shown = describeCall({ kind: "approval", node: "coder", tool: "shell", args: { command: SPOOF }, reason: "shell commands need approval" });
+    const shown = describeCall({
+      kind: "approval",
+      node: "coder",
+      tool: "shell",
+      args: { command: SPOOF },
+      reason: "shell commands need approval",
+    });
     expect(shown).not.toMatch(RAW);
     expect(shown).toContain("curl --data-binary @secret");
     expect(shown).toContain("\\x1b[2K");
@@ -72,6 +78,12 @@ describe("the approval prompt and the run's output", () => {
     expect(human).toContain("\\x1b]0;pwned\\x07");
     const json = collect(jsonRenderer, events);
     expect(json).not.toMatch(RAW);
-    expect(json.trim().split("\n").map((line) => JSON.parse(line) as Record<string, unknown>).map(({ version, ts, ...event }) => (expect(version).toBe(1), expect(typeof ts).toBe("string"), event))).toEqual(events);
+    expect(
+      json
+        .trim()
+        .split("\n")
+        .map((line) => JSON.parse(line) as Record<string, unknown>)
+        .map(({ version, ts, ...event }) => (expect(version).toBe(1), expect(typeof ts).toBe("string"), event)),
+    ).toEqual(events);
   });
 });

@@ -13,7 +13,7 @@ const NEW_THREAD = { graphFile: "g.yaml", graphName: "g", task: "task", approval
 async function storeWith(status: "paused" | "finished" = "paused"): Promise<{ store: Store; db: string }> {
   const { db } = tempWorkspace();
   const store = await openStore({ db }, "create");
-  expect((await store.threads.create({ threadId: "t", ...NEW_THREAD }))).toBeUndefined();
+  expect(await store.threads.create({ threadId: "t", ...NEW_THREAD })).toBeUndefined();
   await store.threads.markEnded("t", status, undefined, status === "paused" ? { reason: "breakpoint", node: "a" } : undefined);
   return { store, db };
 }
@@ -22,7 +22,9 @@ async function storeWith(status: "paused" | "finished" = "paused"): Promise<{ st
 function ownedBy(db: string, owner: { pid: number; host: string; start?: number | null; heartbeatAt?: string }): void {
   const raw = new Database(db);
   raw
-    .prepare(`UPDATE loopgraph_threads SET status = 'running', pid = ?, owner_host = ?, owner_start = ?, heartbeat_at = ? WHERE thread_id = 't'`)
+    .prepare(
+      `UPDATE loopgraph_threads SET status = 'running', pid = ?, owner_host = ?, owner_start = ?, heartbeat_at = ? WHERE thread_id = 't'`,
+    )
     .run(owner.pid, owner.host, owner.start ?? null, owner.heartbeatAt ?? new Date().toISOString());
   raw.close();
 }
@@ -42,8 +44,8 @@ describe("the thread registry's claim", () => {
     expect(record.ownerStart).toBe(processStart(process.pid));
     expect(record.pause).toBeUndefined();
     expect(Date.now() - Date.parse(record.heartbeatAt!)).toBeLessThan(HEARTBEAT_EXPIRY_MS);
-    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true });
-    expect((await store.threads.claim("nope"))).toBeUndefined();
+    expect(await store.threads.claim("t")).toMatchObject({ claimed: true });
+    expect(await store.threads.claim("nope")).toBeUndefined();
     await store.close();
   });
 
@@ -52,17 +54,21 @@ describe("the thread registry's claim", () => {
     const claim = await store.threads.claim("t");
     if (!claim?.claimed) throw new Error("not claimed");
     await store.threads.release("t", claim.before);
-    expect((await store.threads.get("t"))).toMatchObject({ status: "paused", pause: { reason: "breakpoint", node: "a" } });
+    expect(await store.threads.get("t")).toMatchObject({ status: "paused", pause: { reason: "breakpoint", node: "a" } });
     await store.threads.claim("t");
     await store.threads.markEnded("t", "finished");
-    expect((await store.threads.get("t"))).toMatchObject({ status: "finished", pid: process.pid });
+    expect(await store.threads.get("t")).toMatchObject({ status: "finished", pid: process.pid });
     expect(asSeen((await store.threads.get("t"))!).status).toBe("finished");
     await store.close();
   });
 
   it("creating a thread whose id is taken writes nothing and returns the record that holds it", async () => {
     const { store } = await storeWith("finished");
-    expect((await store.threads.create({ threadId: "t", ...NEW_THREAD, task: "another" }))).toMatchObject({ threadId: "t", task: "task", status: "finished" });
+    expect(await store.threads.create({ threadId: "t", ...NEW_THREAD, task: "another" })).toMatchObject({
+      threadId: "t",
+      task: "task",
+      status: "finished",
+    });
     expect((await store.threads.get("t"))?.task).toBe("task");
     await store.close();
   });
@@ -71,7 +77,7 @@ describe("the thread registry's claim", () => {
     const { store, db } = await storeWith();
     const parent = process.ppid;
     ownedBy(db, { pid: parent, host: THIS_PROCESS.host, start: processStart(parent) });
-    expect((await store.threads.claim("t"))).toMatchObject({ claimed: false, holder: { pid: parent, status: "running" } });
+    expect(await store.threads.claim("t")).toMatchObject({ claimed: false, holder: { pid: parent, status: "running" } });
     expect(asSeen((await store.threads.get("t"))!).status).toBe("running");
     await store.close();
   });
@@ -80,27 +86,34 @@ describe("the thread registry's claim", () => {
     const { store, db } = await storeWith();
     const gone = deadPid();
     ownedBy(db, { pid: gone, host: THIS_PROCESS.host, start: 12345 });
-    expect(asSeen((await store.threads.get("t"))!)).toMatchObject({ status: "interrupted", goneOwner: gone, error: `process ${gone}, which ran it, is gone` });
-    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true, before: { status: "running", pid: gone } });
-    expect((await store.threads.get("t"))).toMatchObject({ status: "running", pid: process.pid });
+    expect(asSeen((await store.threads.get("t"))!)).toMatchObject({
+      status: "interrupted",
+      goneOwner: gone,
+      error: `process ${gone}, which ran it, is gone`,
+    });
+    expect(await store.threads.claim("t")).toMatchObject({ claimed: true, before: { status: "running", pid: gone } });
+    expect(await store.threads.get("t")).toMatchObject({ status: "running", pid: process.pid });
     await store.close();
   });
 
-  it.skipIf(processStart(process.pid) === undefined)("takes over a thread whose pid is alive with another start time: the pid was given to a later process", async () => {
-    const { store, db } = await storeWith();
-    const parent = process.ppid;
-    ownedBy(db, { pid: parent, host: THIS_PROCESS.host, start: processStart(parent)! - 1 });
-    expect(asSeen((await store.threads.get("t"))!)).toMatchObject({ status: "interrupted", goneOwner: parent });
-    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true });
-    await store.close();
-  });
+  it.skipIf(processStart(process.pid) === undefined)(
+    "takes over a thread whose pid is alive with another start time: the pid was given to a later process",
+    async () => {
+      const { store, db } = await storeWith();
+      const parent = process.ppid;
+      ownedBy(db, { pid: parent, host: THIS_PROCESS.host, start: processStart(parent)! - 1 });
+      expect(asSeen((await store.threads.get("t"))!)).toMatchObject({ status: "interrupted", goneOwner: parent });
+      expect(await store.threads.claim("t")).toMatchObject({ claimed: true });
+      await store.close();
+    },
+  );
 
   it("a thread of another host: refused while its heartbeat is fresh, taken over once it expired", async () => {
     const { store, db } = await storeWith();
     // The pid is this process's own: on another host it says nothing, only the heartbeat does.
     const fresh = new Date(Date.now() - (HEARTBEAT_EXPIRY_MS - 5_000)).toISOString();
     ownedBy(db, { pid: process.pid, host: "elsewhere.example", start: 1, heartbeatAt: fresh });
-    expect((await store.threads.claim("t"))).toMatchObject({ claimed: false, holder: { host: "elsewhere.example" } });
+    expect(await store.threads.claim("t")).toMatchObject({ claimed: false, holder: { host: "elsewhere.example" } });
     expect(asSeen((await store.threads.get("t"))!).status).toBe("running");
 
     const expired = new Date(Date.now() - (HEARTBEAT_EXPIRY_MS + 1_000)).toISOString();
@@ -109,8 +122,8 @@ describe("the thread registry's claim", () => {
       status: "interrupted",
       error: `process ${process.pid} on elsewhere.example, which ran it, has not been heard of since ${expired}`,
     });
-    expect((await store.threads.claim("t"))).toMatchObject({ claimed: true, before: { host: "elsewhere.example" } });
-    expect((await store.threads.get("t"))).toMatchObject({ host: THIS_PROCESS.host, pid: process.pid });
+    expect(await store.threads.claim("t")).toMatchObject({ claimed: true, before: { host: "elsewhere.example" } });
+    expect(await store.threads.get("t")).toMatchObject({ host: THIS_PROCESS.host, pid: process.pid });
     await store.close();
   });
 
@@ -154,10 +167,12 @@ describe("the store's schema version 2 (thread owners)", () => {
     const writer = await openStore({ db }, "write");
     expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     expect(STORE_VERSION).toBeGreaterThanOrEqual(2);
-    const columns = ((writer.saver as SqliteCheckpointSaver).db.prepare("PRAGMA table_info(loopgraph_threads)").all() as { name: string }[]).map((c) => c.name);
+    const columns = (
+      (writer.saver as SqliteCheckpointSaver).db.prepare("PRAGMA table_info(loopgraph_threads)").all() as { name: string }[]
+    ).map((c) => c.name);
     expect(columns).toEqual(expect.arrayContaining(["owner_host", "owner_start", "heartbeat_at", "command_groups"]));
     // The thread of a process gone before owners were recorded is taken over.
-    expect((await writer.threads.claim("t"))).toMatchObject({ claimed: true, before: { task: "old task" } });
+    expect(await writer.threads.claim("t")).toMatchObject({ claimed: true, before: { task: "old task" } });
     await writer.close();
   });
 });

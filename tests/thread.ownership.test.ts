@@ -98,7 +98,10 @@ describe("one owner per thread", () => {
       const winners = results.filter((result) => result.code === 0);
       expect(winners, results.map((r) => `${r.code}: ${r.stderr}`).join("\n")).toHaveLength(1);
       const loser = results.find((result) => result.code !== 0)!;
-      expectRefused(loser, /thread "same" (is running in process \d+ on \S+: stop it first with Ctrl-C|already exists: continue it with `loopgraph resume same`)/);
+      expectRefused(
+        loser,
+        /thread "same" (is running in process \d+ on \S+: stop it first with Ctrl-C|already exists: continue it with `loopgraph resume same`)/,
+      );
       expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\n");
       expect((await historyOf(ws.db, "same")).branches).toHaveLength(1);
     }
@@ -134,10 +137,18 @@ describe("one owner per thread", () => {
     const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
     // The owner's command waits until the test creates `go`: it is running, however slow the machine.
     const gated = join(ws.root, "gated.script.yaml");
-    writeFileSync(gated, stringify({ responses: [
-      { node: "coder", tool_calls: [{ name: "shell", args: { command: "while [ ! -e go ]; do sleep 0.1; done; echo three >> log.txt" } }] },
-      { node: "coder", content: "Wrote one line." },
-    ] }));
+    writeFileSync(
+      gated,
+      stringify({
+        responses: [
+          {
+            node: "coder",
+            tool_calls: [{ name: "shell", args: { command: "while [ ! -e go ]; do sleep 0.1; done; echo three >> log.txt" } }],
+          },
+          { node: "coder", content: "Wrote one line." },
+        ],
+      }),
+    );
     const running = startRun(ws, { ...coder("busy", gated), approval: "auto" });
     await running.waitForEvent("tool_call", (line) => line.includes("three"));
     const refused = await runCli(["resume", "busy", "--db", ws.db]);
@@ -157,7 +168,10 @@ describe("one owner per thread", () => {
       stringify({
         responses: [
           // The command waits until the test creates `go`: it is still running when both are killed, however slow the machine.
-          { node: "coder", tool_calls: [{ name: "shell", args: { command: `while [ ! -e go ]; do sleep 0.1; done; echo late >> log.txt # ${marker}` } }] },
+          {
+            node: "coder",
+            tool_calls: [{ name: "shell", args: { command: `while [ ! -e go ]; do sleep 0.1; done; echo late >> log.txt # ${marker}` } }],
+          },
           { node: "coder", content: "done" },
         ],
       }),
@@ -170,7 +184,9 @@ describe("one owner per thread", () => {
       () => {
         const pids = marked(marker);
         const leader = pids.find((pid) => stat(pid)?.pgrp === pid);
-        const watcher = pids.find((pid) => leader !== undefined && pid !== leader && stat(pid)?.pgrp === leader && cmdline(pid) === cmdline(leader));
+        const watcher = pids.find(
+          (pid) => leader !== undefined && pid !== leader && stat(pid)?.pgrp === leader && cmdline(pid) === cmdline(leader),
+        );
         return { leader, watcher };
       },
       ({ leader, watcher }) => leader !== undefined && watcher !== undefined,
@@ -180,7 +196,10 @@ describe("one owner per thread", () => {
     const watcher = found.watcher;
     expect(watcher, "the command's watcher").toBeDefined();
     // loopgraph has recorded the group with the thread.
-    const recorded = await eventually(async () => (await historyOf(ws.db, "leftover")).thread.commandGroups, (groups) => groups !== undefined);
+    const recorded = await eventually(
+      async () => (await historyOf(ws.db, "leftover")).thread.commandGroups,
+      (groups) => groups !== undefined,
+    );
     expect(recorded).toEqual([{ pgid: leader, start: processStart(leader!) }]);
     process.kill(watcher!, "SIGKILL");
     await running.kill("SIGKILL");
@@ -194,7 +213,9 @@ describe("one owner per thread", () => {
     const resumed = await resuming.done;
     expect(resumed.code, resumed.stderr).toBe(0);
     const warning = parseEvents(resumed.stdout).find((event) => event.type === "warning" && String(event.message).startsWith("killed"));
-    expect(warning?.message).toBe(`killed what the commands of process ${running.child.pid}, which ran the thread and is gone, left running (process group ${leader})`);
+    expect(warning?.message).toBe(
+      `killed what the commands of process ${running.child.pid}, which ran the thread and is gone, left running (process group ${leader})`,
+    );
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("late\n");
     expect(groupMembers(leader!)).toEqual([]);
     expect((await historyOf(ws.db, "leftover")).thread.commandGroups).toBeUndefined();
@@ -211,7 +232,9 @@ describe("one owner per thread", () => {
     const deadOwner = spawnSync("true").pid!;
     const ownedByDead = (start: number) => {
       const raw = new Database(db);
-      raw.prepare(`UPDATE loopgraph_threads SET status = 'running', pid = ?, command_groups = ? WHERE thread_id = 't'`).run(deadOwner, JSON.stringify([{ pgid, start }]));
+      raw
+        .prepare(`UPDATE loopgraph_threads SET status = 'running', pid = ?, command_groups = ? WHERE thread_id = 't'`)
+        .run(deadOwner, JSON.stringify([{ pgid, start }]));
       raw.close();
     };
     // Another start time: the id was given to another group since; it is left alone.

@@ -20,8 +20,18 @@ describe("protected paths", () => {
     ws.write(".loopgraph/policy.yaml", "rules: []\n");
     ws.write("sub/.git/hooks/keep", "x\n");
     const config = readFileSync(join(ws.root, ".git/config"), "utf8");
-    for (const path of [".git/config", ".git/hooks/pre-commit", ".loopgraph/policy.yaml", ".loopgraph/loopgraph.db", "sub/.git/hooks/keep", ".GIT/config", "./x/../.git/config", "loopgraph.yaml", "sub/LoopGraph.yaml"]) {
-      const written = await ws.call("write_file", { path, contents: "[core]\n\tfsmonitor = \"env > key.txt\"\n" });
+    for (const path of [
+      ".git/config",
+      ".git/hooks/pre-commit",
+      ".loopgraph/policy.yaml",
+      ".loopgraph/loopgraph.db",
+      "sub/.git/hooks/keep",
+      ".GIT/config",
+      "./x/../.git/config",
+      "loopgraph.yaml",
+      "sub/LoopGraph.yaml",
+    ]) {
+      const written = await ws.call("write_file", { path, contents: '[core]\n\tfsmonitor = "env > key.txt"\n' });
       expect(written, path).toMatchObject({ ok: false, errorKind: "protected_path" });
     }
     const edited = await ws.call("edit_file", { path: ".git/config", old_string: "[core]", new_string: "[core]\n\tfsmonitor = evil" });
@@ -33,9 +43,13 @@ describe("protected paths", () => {
 
   it("a loopgraph.yaml a shell command creates at the workspace root is removed at once, and the model told; one that was there stays as it was", async () => {
     const ws = makeWorkspace({}, { git: true });
-    const created = await ws.call("shell", { command: "printf 'store: /elsewhere/runs.db\\n' > loopgraph.yaml; mkdir -p sub && echo ok > sub/loopgraph.yaml.txt" });
+    const created = await ws.call("shell", {
+      command: "printf 'store: /elsewhere/runs.db\\n' > loopgraph.yaml; mkdir -p sub && echo ok > sub/loopgraph.yaml.txt",
+    });
     expect(created.ok).toBe(true);
-    expect(created.content).toContain("[loopgraph.yaml was removed: it configures loopgraph, which only the user does; commands may not create it]");
+    expect(created.content).toContain(
+      "[loopgraph.yaml was removed: it configures loopgraph, which only the user does; commands may not create it]",
+    );
     expect(existsSync(join(ws.root, "loopgraph.yaml"))).toBe(false);
     expect(readFileSync(join(ws.root, "sub/loopgraph.yaml.txt"), "utf8")).toBe("ok\n");
     writeFileSync(join(ws.root, "loopgraph.yaml"), "approval: ask\n");
@@ -78,9 +92,15 @@ describe("protected paths", () => {
     expect(planted.content).toContain("[pkg/evil.git/HEAD was removed: pkg/evil.git was made a bare git repository");
     expect(planted.content).toContain("[pkg/.loopgraph was removed: it configures loopgraph");
     expect(planted.content).toContain("[pkg/loopgraph.yaml was removed: it configures loopgraph");
-    for (const gone of ["pkg/inner/.git", "pkg/evil.git/HEAD", "pkg/.loopgraph", "pkg/loopgraph.yaml"]) expect(existsSync(join(ws.root, gone)), gone).toBe(false);
+    for (const gone of ["pkg/inner/.git", "pkg/evil.git/HEAD", "pkg/.loopgraph", "pkg/loopgraph.yaml"])
+      expect(existsSync(join(ws.root, gone)), gone).toBe(false);
     // git no longer takes what is left of the bare repository for one.
-    expect(spawnSync("git", ["rev-parse", "--git-dir"], { cwd: join(ws.root, "pkg/evil.git"), env: { ...process.env, GIT_CEILING_DIRECTORIES: ws.root } }).status).not.toBe(0);
+    expect(
+      spawnSync("git", ["rev-parse", "--git-dir"], {
+        cwd: join(ws.root, "pkg/evil.git"),
+        env: { ...process.env, GIT_CEILING_DIRECTORIES: ws.root },
+      }).status,
+    ).not.toBe(0);
     expect(readFileSync(join(ws.root, "vendor/lib/.git/HEAD"), "utf8")).toBe("ref: refs/heads/main\n");
     expect(readFileSync(join(ws.root, "pkg/notes.txt"), "utf8")).toBe("x\n");
   });
@@ -88,7 +108,9 @@ describe("protected paths", () => {
   it("a nested repository renamed away and made again at its place counts as new", async () => {
     const ws = makeWorkspace({}, { git: true });
     execFileSync("git", ["init", "-q", join(ws.root, "lib")]);
-    const swapped = await ws.call("shell", { command: "mv lib lib-old && git init -q lib && git -C lib config core.fsmonitor 'touch ../pwned'" });
+    const swapped = await ws.call("shell", {
+      command: "mv lib lib-old && git init -q lib && git -C lib config core.fsmonitor 'touch ../pwned'",
+    });
     expect(swapped.content).toContain("[lib/.git was removed");
     expect(existsSync(join(ws.root, "lib/.git"))).toBe(false);
     expect(existsSync(join(ws.root, "lib-old/.git/HEAD"))).toBe(true);
@@ -131,8 +153,14 @@ describe("special files", () => {
     const read = await ws.call("read_file", { path: "hl.txt" });
     expect(read).toMatchObject({ ok: false, errorKind: "special_file" });
     expect(read.content).not.toContain("top secret");
-    expect(await ws.call("write_file", { path: "hl.txt", contents: "overwritten" })).toMatchObject({ ok: false, errorKind: "special_file" });
-    expect(await ws.call("edit_file", { path: "hl.txt", old_string: "top", new_string: "bottom" })).toMatchObject({ ok: false, errorKind: "special_file" });
+    expect(await ws.call("write_file", { path: "hl.txt", contents: "overwritten" })).toMatchObject({
+      ok: false,
+      errorKind: "special_file",
+    });
+    expect(await ws.call("edit_file", { path: "hl.txt", old_string: "top", new_string: "bottom" })).toMatchObject({
+      ok: false,
+      errorKind: "special_file",
+    });
     expect(readFileSync(secret, "utf8")).toBe("top secret\n");
   });
 

@@ -38,12 +38,18 @@ describe("the agent's environment", () => {
     const unnamed = { MYSQL_PWD: "hunter2mysql-pw", DB_PASS: "Pa55word-for-db", SENTRY_DSN: "https://abc123def456@o1.ingest.sentry.io/42" };
     const env = agentEnvironment({ ...unnamed, ...ORDINARY }, { include: [], exclude: [] });
     for (const name of Object.keys(unnamed)) expect(env[name], name).toBeUndefined();
-    const secrets = secretValues({ ...unnamed, ...ORDINARY, npm_package_name: "loopgraph", BUILD_ID: "20261126", APP_DIR: "/srv/app1234567890" }, MODEL_KEY_VARIABLES);
+    const secrets = secretValues(
+      { ...unnamed, ...ORDINARY, npm_package_name: "loopgraph", BUILD_ID: "20261126", APP_DIR: "/srv/app1234567890" },
+      MODEL_KEY_VARIABLES,
+    );
     expect(secrets.sort()).toEqual(Object.values(unnamed).sort());
   });
 
   it("LOOPGRAPH_SHELL_ENV_INCLUDE passes named variables on, a credential too (never a model key); LOOPGRAPH_SHELL_ENV_EXCLUDE takes any out", () => {
-    const policy = environmentPolicyOf({ LOOPGRAPH_SHELL_ENV_INCLUDE: "GITHUB_TOKEN, OPENAI_API_KEY, AWS_*, GIT_AUTHOR_*", LOOPGRAPH_SHELL_ENV_EXCLUDE: "AWS_SECRET_*, LANG" });
+    const policy = environmentPolicyOf({
+      LOOPGRAPH_SHELL_ENV_INCLUDE: "GITHUB_TOKEN, OPENAI_API_KEY, AWS_*, GIT_AUTHOR_*",
+      LOOPGRAPH_SHELL_ENV_EXCLUDE: "AWS_SECRET_*, LANG",
+    });
     expect(policy).toEqual({ include: ["GITHUB_TOKEN", "OPENAI_API_KEY", "AWS_*", "GIT_AUTHOR_*"], exclude: ["AWS_SECRET_*", "LANG"] });
     const env = agentEnvironment({ ...SECRETS, ...ORDINARY }, policy);
     expect(env.GITHUB_TOKEN).toBe(SECRETS.GITHUB_TOKEN);
@@ -76,6 +82,8 @@ describe("the agent's environment", () => {
 
   it("what is kept from the agent is also redacted from what loopgraph records", () => {
     // A connection string's password is a secret value of its own.
-    expect(secretValues({ ...SECRETS, ...ORDINARY }, MODEL_KEY_VARIABLES).sort()).toEqual([...Object.values(SECRETS), "hunter2-password"].sort());
+    expect(secretValues({ ...SECRETS, ...ORDINARY }, MODEL_KEY_VARIABLES).sort()).toEqual(
+      [...Object.values(SECRETS), "hunter2-password"].sort(),
+    );
   });
 });

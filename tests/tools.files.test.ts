@@ -9,7 +9,11 @@ afterAll(removeWorkspaces);
 describe("read_file", () => {
   it("numbers lines like cat -n and reads a window with offset and limit", async () => {
     const ws = makeWorkspace({ "a.txt": "one\ntwo\nthree\nfour\n" });
-    expect(await ws.call("read_file", { path: "a.txt" })).toEqual({ ok: true, content: "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour", fileStamps: { "a.txt": expect.stringMatching(/^\d+:[\d.]+:\d+$/) } });
+    expect(await ws.call("read_file", { path: "a.txt" })).toEqual({
+      ok: true,
+      content: "     1\tone\n     2\ttwo\n     3\tthree\n     4\tfour",
+      fileStamps: { "a.txt": expect.stringMatching(/^\d+:[\d.]+:\d+$/) },
+    });
     const window = await ws.call("read_file", { path: "a.txt", offset: 2, limit: 2 });
     expect(window.content).toBe("     2\ttwo\n     3\tthree\n(lines 2-3 of 4; read on with offset 4)");
     expect((await ws.call("read_file", { path: "a.txt", offset: 4 })).content).toBe("     4\tfour\n(lines 4-4 of 4)");
@@ -35,16 +39,30 @@ describe("read_file", () => {
     expect(whole).toMatchObject({ ok: false, errorKind: "invalid_arguments" });
     expect(whole.content).toMatch(/big\.log is 1\.0 MiB; files over 1 MiB must be read in parts: pass offset and limit/);
     const part = await ws.call("read_file", { path: "big.log", offset: 10_000, limit: 2 });
-    expect(part.content).toBe(` 10000\t${"x".repeat(99)}\n 10001\t${"x".repeat(99)}\n(lines 10000-10001; the file continues: read on with offset 10002)`);
+    expect(part.content).toBe(
+      ` 10000\t${"x".repeat(99)}\n 10001\t${"x".repeat(99)}\n(lines 10000-10001; the file continues: read on with offset 10002)`,
+    );
     const end = await ws.call("read_file", { path: "big.log", offset: 10_999, limit: 5 });
     expect(end.content).toMatch(/\(lines 10999-11000 of 11000\)$/);
   });
 
   it("refuses binary files and directories, and reports missing files", async () => {
     const ws = makeWorkspace({ "img.png": Buffer.from([0x89, 0x50, 0x00, 0x01]), "dir/x.txt": "x" });
-    expect(await ws.call("read_file", { path: "img.png" })).toMatchObject({ ok: false, errorKind: "failed", content: expect.stringContaining("binary file") });
-    expect(await ws.call("read_file", { path: "dir" })).toMatchObject({ ok: false, errorKind: "invalid_arguments", content: expect.stringContaining("is a directory") });
-    expect(await ws.call("read_file", { path: "nope.txt" })).toMatchObject({ ok: false, errorKind: "file_not_found", content: "nope.txt does not exist in the workspace" });
+    expect(await ws.call("read_file", { path: "img.png" })).toMatchObject({
+      ok: false,
+      errorKind: "failed",
+      content: expect.stringContaining("binary file"),
+    });
+    expect(await ws.call("read_file", { path: "dir" })).toMatchObject({
+      ok: false,
+      errorKind: "invalid_arguments",
+      content: expect.stringContaining("is a directory"),
+    });
+    expect(await ws.call("read_file", { path: "nope.txt" })).toMatchObject({
+      ok: false,
+      errorKind: "file_not_found",
+      content: "nope.txt does not exist in the workspace",
+    });
   });
 
   it("cuts very long lines for display", async () => {
@@ -63,7 +81,12 @@ describe("write_file", () => {
   it("creates parent directories, writes, and reports the change", async () => {
     const ws = makeWorkspace();
     const result = await ws.call("write_file", { path: "src/deep/new.ts", contents: "export {};\n" });
-    expect(result).toEqual({ ok: true, content: "Created src/deep/new.ts (1 lines, 11 bytes)", filesChanged: ["src/deep/new.ts"], fileStamps: { "src/deep/new.ts": expect.any(String) } });
+    expect(result).toEqual({
+      ok: true,
+      content: "Created src/deep/new.ts (1 lines, 11 bytes)",
+      filesChanged: ["src/deep/new.ts"],
+      fileStamps: { "src/deep/new.ts": expect.any(String) },
+    });
     expect(readFileSync(join(ws.root, "src/deep/new.ts"), "utf8")).toBe("export {};\n");
     const again = await ws.call("write_file", { path: "src/deep/new.ts", contents: "é" });
     expect(again.content).toBe("Overwrote src/deep/new.ts (1 lines, 2 bytes)");
@@ -85,7 +108,11 @@ describe("edit_file", () => {
       return result;
     };
     const edit = (path: string) => call("edit_file", { path, old_string: "= 1", new_string: "= 2" });
-    expect(await edit("a.ts")).toEqual({ ok: false, errorKind: "not_read", content: "a.ts was not read in this turn: read it with read_file first, then edit it" });
+    expect(await edit("a.ts")).toEqual({
+      ok: false,
+      errorKind: "not_read",
+      content: "a.ts was not read in this turn: read it with read_file first, then edit it",
+    });
     expect((await call("read_file", { path: "a.ts", limit: 1 })).ok).toBe(true);
     expect((await edit("a.ts")).ok).toBe(true);
     // Its own edit keeps it known: a second edit needs no new read.
@@ -94,7 +121,11 @@ describe("edit_file", () => {
     // Changed on disk since (by a command, by the user): read it again first.
     await new Promise((resolve) => setTimeout(resolve, 5));
     ws.write("b.ts", "const b = 10;\n");
-    expect(await edit("b.ts")).toMatchObject({ ok: false, errorKind: "not_read", content: "b.ts changed on disk since you read it: read it again with read_file, then edit the text as it is now" });
+    expect(await edit("b.ts")).toMatchObject({
+      ok: false,
+      errorKind: "not_read",
+      content: "b.ts changed on disk since you read it: read it again with read_file, then edit the text as it is now",
+    });
     await call("read_file", { path: "b.ts" });
     expect((await edit("b.ts")).ok).toBe(true);
     expect(readFileSync(join(ws.root, "b.ts"), "utf8")).toBe("const b = 20;\n");
@@ -151,11 +182,15 @@ describe("edit_file", () => {
   });
 
   it("rejects identical strings, empty old_string, missing files, binary and non-UTF-8 files", async () => {
-    const ws = makeWorkspace({ "a.txt": "a", "bin": Buffer.from([0, 1, 2]), "latin1.txt": Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
-    expect(await ws.call("edit_file", { path: "a.txt", old_string: "a", new_string: "a" })).toMatchObject({ errorKind: "invalid_arguments" });
+    const ws = makeWorkspace({ "a.txt": "a", bin: Buffer.from([0, 1, 2]), "latin1.txt": Buffer.from([0x63, 0x61, 0x66, 0xe9]) });
+    expect(await ws.call("edit_file", { path: "a.txt", old_string: "a", new_string: "a" })).toMatchObject({
+      errorKind: "invalid_arguments",
+    });
     const empty = await ws.call("edit_file", { path: "a.txt", old_string: "", new_string: "b" });
     expect(empty).toMatchObject({ errorKind: "invalid_arguments", content: expect.stringContaining("old_string must not be empty") });
-    expect(await ws.call("edit_file", { path: "missing.txt", old_string: "a", new_string: "b" })).toMatchObject({ errorKind: "file_not_found" });
+    expect(await ws.call("edit_file", { path: "missing.txt", old_string: "a", new_string: "b" })).toMatchObject({
+      errorKind: "file_not_found",
+    });
     expect(await ws.call("edit_file", { path: "bin", old_string: "a", new_string: "b" })).toMatchObject({ errorKind: "failed" });
     const latin1 = await ws.call("edit_file", { path: "latin1.txt", old_string: "caf", new_string: "CAF" });
     expect(latin1).toMatchObject({ errorKind: "failed", content: expect.stringContaining("not valid UTF-8") });

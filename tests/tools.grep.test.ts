@@ -101,18 +101,24 @@ describe("grep: ripgrep and the in-process engine give identical results", () =>
     });
   }
 
-  it.skipIf(!ripgrep)(ripgrep ? "an invalid pattern is invalid_arguments in both" : `invalid pattern (skipped: ${SKIP_REASON})`, async () => {
-    for (const tools of [withRipgrep, inProcess]) {
-      expect(await ws.call("grep", { pattern: "a(" }, tools)).toMatchObject({ ok: false, errorKind: "invalid_arguments" });
-    }
-  });
+  it.skipIf(!ripgrep)(
+    ripgrep ? "an invalid pattern is invalid_arguments in both" : `invalid pattern (skipped: ${SKIP_REASON})`,
+    async () => {
+      for (const tools of [withRipgrep, inProcess]) {
+        expect(await ws.call("grep", { pattern: "a(" }, tools)).toMatchObject({ ok: false, errorKind: "invalid_arguments" });
+      }
+    },
+  );
 
-  it.skipIf(!ripgrep)(ripgrep ? "documented dialect difference: POSIX classes work in ripgrep only" : `dialects (skipped: ${SKIP_REASON})`, async () => {
-    const viaRipgrep = await ws.call("grep", { pattern: "[[:digit:]]{2}", path: "src" }, withRipgrep);
-    expect(viaRipgrep.content).toBe("1 matching line in 1 file\nsrc/main.ts:2:// Needle 42");
-    const viaProcess = await ws.call("grep", { pattern: "[[:digit:]]{2}", path: "src" }, inProcess);
-    expect(viaProcess.content).not.toContain("Needle 42");
-  });
+  it.skipIf(!ripgrep)(
+    ripgrep ? "documented dialect difference: POSIX classes work in ripgrep only" : `dialects (skipped: ${SKIP_REASON})`,
+    async () => {
+      const viaRipgrep = await ws.call("grep", { pattern: "[[:digit:]]{2}", path: "src" }, withRipgrep);
+      expect(viaRipgrep.content).toBe("1 matching line in 1 file\nsrc/main.ts:2:// Needle 42");
+      const viaProcess = await ws.call("grep", { pattern: "[[:digit:]]{2}", path: "src" }, inProcess);
+      expect(viaProcess.content).not.toContain("Needle 42");
+    },
+  );
 });
 
 describe("grep (in-process engine)", () => {
@@ -133,14 +139,16 @@ describe("grep (in-process engine)", () => {
       `long.min.js:1:${"x".repeat(500)}... [706 more characters]`,
       "no-newline.txt:1:needle at the end without newline",
       "src/docs/readme.md:1:a needle in markdown",
-      "src/main.ts:1:export const needle = \"NEEDLE\";",
+      'src/main.ts:1:export const needle = "NEEDLE";',
       "unicode.txt:1:héllo wörld needle",
       "windows.txt:1:needle with CRLF",
     ]);
   });
 
   it("treats CRLF as a line ending, so `$` matches before it", async () => {
-    expect((await ws.call("grep", { pattern: "CRLF$" }, inProcess)).content).toBe("1 matching line in 1 file\nwindows.txt:1:needle with CRLF");
+    expect((await ws.call("grep", { pattern: "CRLF$" }, inProcess)).content).toBe(
+      "1 matching line in 1 file\nwindows.txt:1:needle with CRLF",
+    );
   });
 
   it("searches an ignored directory it is pointed at", async () => {
@@ -210,97 +218,121 @@ async function withEnv<T>(vars: Record<string, string | undefined>, fn: () => Pr
 }
 
 describe("grep: ripgrep walks the workspace itself, with the walk's rules", () => {
-  it.skipIf(!ripgrep)("stops ripgrep at the result limit: the first 500 in walk order, and no rg process is left", async () => {
-    // 100 files of 200 matching lines: ripgrep's output (megabytes) cannot fit in the pipe, so a
-    // search cannot end by itself before the tool has read its first 500 matches.
-    const files = Object.fromEntries(
-      Array.from({ length: 100 }, (_, f) => [`d${f % 4}/f${String(f).padStart(2, "0")}.txt`, Array.from({ length: 200 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n"]),
-    );
-    const ws = makeWorkspace(files);
-    spawned.length = 0;
-    const result = await ws.call("grep", { pattern: "hit" }, withRipgrep);
-    const lines = result.content.split("\n");
-    expect(lines[0]).toBe("Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob");
-    expect(lines.slice(1, 3)).toEqual(["d0/f00.txt:1:hit 0.0", "d0/f00.txt:2:hit 0.1"]);
-    expect(lines[500]).toBe("d0/f08.txt:100:hit 8.99");
-    expect(result).toEqual(await ws.call("grep", { pattern: "hit" }, inProcess));
-    const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
-    expect(searches.length).toBeGreaterThanOrEqual(1);
-    for (const child of spawned) {
-      if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
-      expect(existsSync(`/proc/${child.pid}`), `process ${child.pid}`).toBe(false);
-    }
-    for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
-  }, 20_000);
-
-  it.skipIf(!ripgrep)("notes hard-linked and over-10-MiB files whether or not they match, not those the walk skips, with find and without it", async () => {
-    const ws = makeWorkspace(
-      {
-        ".gitignore": "ignored/\n",
-        "a.txt": "needle\n",
-        "big/huge.txt": HUGE,
-        "big/quiet.txt": "x\n".repeat(6_000_000),
-        "ignored/huge.txt": HUGE,
-        "sub/node_modules/huge.txt": HUGE,
-        "zz.txt": "needle after the large files\n",
-      },
-      { git: true },
-    );
-    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "-hl.txt"));
-    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "ignored", "hl.txt"));
-    const expected = [
-      "2 matching lines in 2 files",
-      "a.txt:1:needle",
-      "zz.txt:1:needle after the large files",
-      "(not searched, over 10 MiB: big/huge.txt, big/quiet.txt)",
-      "(not searched, hard-linked: another link may be a file outside the workspace: -hl.txt)",
-    ].join("\n");
-    expect(await bothEngines(ws, { pattern: "needle" })).toBe(expected);
-    expect((await bothEngines(ws, { pattern: "top" })).split("\n")[0]).toBe('No matches for "top" in .');
-    await withEnv({ PATH: "/nonexistent" }, async () => {
-      expect((await ws.call("grep", { pattern: "needle" }, allCores)).content).toBe(expected);
-    });
-  }, 20_000);
-
-  it.skipIf(!ripgrep)("on all cores too, stops at the limit and redoes the search in walk order", async () => {
-    const files = Object.fromEntries(
-      Array.from({ length: 100 }, (_, f) => [`d${f % 4}/f${String(f).padStart(2, "0")}.txt`, Array.from({ length: 200 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n"]),
-    );
-    const ws = makeWorkspace(files);
-    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d0", "f00.hl"));
-    linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d3", "f99.hl"));
-    spawned.length = 0;
-    const result = await ws.call("grep", { pattern: "hit" }, allCores);
-    const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
-    const viaProcess = (await ws.call("grep", { pattern: "hit" }, inProcess)).content.split("\n");
-    const lines = result.content.split("\n");
-    expect(lines.slice(0, -1)).toEqual(viaProcess.slice(0, -1));
-    // Documented difference: ripgrep notes the files up to where it stopped, the in-process engine all of them.
-    expect(lines.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl)");
-    expect(viaProcess.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl, d3/f99.hl)");
-    expect(await ws.call("grep", { pattern: "hit" }, withRipgrep)).toEqual(result);
-    expect(searches.map((child) => child.spawnargs.includes("--sort=path"))).toEqual([false, true]);
-    for (const child of spawned) {
-      if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
-    }
-    for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
-  }, 20_000);
-
-  it.skipIf(!ripgrep)("notes the left-out files up to the stop even when the search stops far into the walk", async () => {
-    // 6,000 files with long names (300 KB of listing); the matches start at the 5,000th, well
-    // past what a walk-ordered listing reads ahead before it knows where the search stopped.
-    const name = (f: number) => (f < 5_000 ? `a-rather-long-file-name-to-fill-the-listing-${f}` : `b${f}`);
-    const files = Object.fromEntries(Array.from({ length: 6_000 }, (_, f) => [`${name(f)}.txt`, f >= 5_000 ? "hit\n".repeat(200) : "miss\n"]));
-    const ws = makeWorkspace(files);
-    linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_001)}.hl`));
-    linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_400)}.hl`));
-    for (const tools of [withRipgrep, allCores]) {
-      const lines = (await ws.call("grep", { pattern: "hit" }, tools)).content.split("\n");
+  it.skipIf(!ripgrep)(
+    "stops ripgrep at the result limit: the first 500 in walk order, and no rg process is left",
+    async () => {
+      // 100 files of 200 matching lines: ripgrep's output (megabytes) cannot fit in the pipe, so a
+      // search cannot end by itself before the tool has read its first 500 matches.
+      const files = Object.fromEntries(
+        Array.from({ length: 100 }, (_, f) => [
+          `d${f % 4}/f${String(f).padStart(2, "0")}.txt`,
+          Array.from({ length: 200 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n",
+        ]),
+      );
+      const ws = makeWorkspace(files);
+      spawned.length = 0;
+      const result = await ws.call("grep", { pattern: "hit" }, withRipgrep);
+      const lines = result.content.split("\n");
       expect(lines[0]).toBe("Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob");
-      expect(lines[500]).toBe(`${name(5_002)}.txt:100:hit`);
-      expect(lines.at(-1)).toBe(`(not searched, hard-linked: another link may be a file outside the workspace: ${name(5_001)}.hl)`);
-    }
-  }, 20_000);
+      expect(lines.slice(1, 3)).toEqual(["d0/f00.txt:1:hit 0.0", "d0/f00.txt:2:hit 0.1"]);
+      expect(lines[500]).toBe("d0/f08.txt:100:hit 8.99");
+      expect(result).toEqual(await ws.call("grep", { pattern: "hit" }, inProcess));
+      const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
+      expect(searches.length).toBeGreaterThanOrEqual(1);
+      for (const child of spawned) {
+        if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
+        expect(existsSync(`/proc/${child.pid}`), `process ${child.pid}`).toBe(false);
+      }
+      for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
+    },
+    20_000,
+  );
+
+  it.skipIf(!ripgrep)(
+    "notes hard-linked and over-10-MiB files whether or not they match, not those the walk skips, with find and without it",
+    async () => {
+      const ws = makeWorkspace(
+        {
+          ".gitignore": "ignored/\n",
+          "a.txt": "needle\n",
+          "big/huge.txt": HUGE,
+          "big/quiet.txt": "x\n".repeat(6_000_000),
+          "ignored/huge.txt": HUGE,
+          "sub/node_modules/huge.txt": HUGE,
+          "zz.txt": "needle after the large files\n",
+        },
+        { git: true },
+      );
+      linkSync(join(ws.outside, "secret.txt"), join(ws.root, "-hl.txt"));
+      linkSync(join(ws.outside, "secret.txt"), join(ws.root, "ignored", "hl.txt"));
+      const expected = [
+        "2 matching lines in 2 files",
+        "a.txt:1:needle",
+        "zz.txt:1:needle after the large files",
+        "(not searched, over 10 MiB: big/huge.txt, big/quiet.txt)",
+        "(not searched, hard-linked: another link may be a file outside the workspace: -hl.txt)",
+      ].join("\n");
+      expect(await bothEngines(ws, { pattern: "needle" })).toBe(expected);
+      expect((await bothEngines(ws, { pattern: "top" })).split("\n")[0]).toBe('No matches for "top" in .');
+      await withEnv({ PATH: "/nonexistent" }, async () => {
+        expect((await ws.call("grep", { pattern: "needle" }, allCores)).content).toBe(expected);
+      });
+    },
+    20_000,
+  );
+
+  it.skipIf(!ripgrep)(
+    "on all cores too, stops at the limit and redoes the search in walk order",
+    async () => {
+      const files = Object.fromEntries(
+        Array.from({ length: 100 }, (_, f) => [
+          `d${f % 4}/f${String(f).padStart(2, "0")}.txt`,
+          Array.from({ length: 200 }, (_, i) => `hit ${f}.${i}`).join("\n") + "\n",
+        ]),
+      );
+      const ws = makeWorkspace(files);
+      linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d0", "f00.hl"));
+      linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d3", "f99.hl"));
+      spawned.length = 0;
+      const result = await ws.call("grep", { pattern: "hit" }, allCores);
+      const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
+      const viaProcess = (await ws.call("grep", { pattern: "hit" }, inProcess)).content.split("\n");
+      const lines = result.content.split("\n");
+      expect(lines.slice(0, -1)).toEqual(viaProcess.slice(0, -1));
+      // Documented difference: ripgrep notes the files up to where it stopped, the in-process engine all of them.
+      expect(lines.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl)");
+      expect(viaProcess.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: d0/f00.hl, d3/f99.hl)");
+      expect(await ws.call("grep", { pattern: "hit" }, withRipgrep)).toEqual(result);
+      expect(searches.map((child) => child.spawnargs.includes("--sort=path"))).toEqual([false, true]);
+      for (const child of spawned) {
+        if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
+      }
+      for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
+    },
+    20_000,
+  );
+
+  it.skipIf(!ripgrep)(
+    "notes the left-out files up to the stop even when the search stops far into the walk",
+    async () => {
+      // 6,000 files with long names (300 KB of listing); the matches start at the 5,000th, well
+      // past what a walk-ordered listing reads ahead before it knows where the search stopped.
+      const name = (f: number) => (f < 5_000 ? `a-rather-long-file-name-to-fill-the-listing-${f}` : `b${f}`);
+      const files = Object.fromEntries(
+        Array.from({ length: 6_000 }, (_, f) => [`${name(f)}.txt`, f >= 5_000 ? "hit\n".repeat(200) : "miss\n"]),
+      );
+      const ws = makeWorkspace(files);
+      linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_001)}.hl`));
+      linkSync(join(ws.outside, "secret.txt"), join(ws.root, `${name(5_400)}.hl`));
+      for (const tools of [withRipgrep, allCores]) {
+        const lines = (await ws.call("grep", { pattern: "hit" }, tools)).content.split("\n");
+        expect(lines[0]).toBe("Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob");
+        expect(lines[500]).toBe(`${name(5_002)}.txt:100:hit`);
+        expect(lines.at(-1)).toBe(`(not searched, hard-linked: another link may be a file outside the workspace: ${name(5_001)}.hl)`);
+      }
+    },
+    20_000,
+  );
 
   it("never follows a symlink: neither one out of the workspace nor one within it is searched", async () => {
     const ws = makeWorkspace({ "inside.txt": "no secret here\n" });
@@ -330,7 +362,9 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
         "new\nline.txt:1:needle after a newline",
       ].join("\n"),
     );
-    expect(await bothEngines(ws, { pattern: "needle", path: "-rf" })).toBe("1 matching line in 1 file\n-rf/--pre=sh.txt:1:needle below -rf");
+    expect(await bothEngines(ws, { pattern: "needle", path: "-rf" })).toBe(
+      "1 matching line in 1 file\n-rf/--pre=sh.txt:1:needle below -rf",
+    );
     expect(await bothEngines(ws, { pattern: "needle", path: "-e" })).toBe("1 matching line in 1 file\n-e:1:needle in -e");
     expect(await bothEngines(ws, { pattern: "--files" })).toBe("1 matching line in 1 file\n--files:1:needle in --files");
   });
@@ -346,7 +380,9 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       },
       { git: true },
     );
-    expect(await bothEngines(ws, { pattern: "needle" })).toBe("1 matching line in 1 file\na.txt:1:needle\n(not searched, over 10 MiB: huge.txt)");
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe(
+      "1 matching line in 1 file\na.txt:1:needle\n(not searched, over 10 MiB: huge.txt)",
+    );
   });
 
   it("follows the ignore files as documented: .ignore and .rgignore always, .gitignore and info/exclude in a repository, parents' too, negations", async () => {
@@ -362,7 +398,9 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       "e.parent": "needle\n",
     });
     writeFileSync(join(ws.root, "..", ".ignore"), "*.parent\n");
-    expect(await bothEngines(ws, { pattern: "needle" })).toBe("3 matching lines in 3 files\na.log:1:needle\nkeep.tmp:1:needle\nsub/d.txt:1:needle");
+    expect(await bothEngines(ws, { pattern: "needle" })).toBe(
+      "3 matching lines in 3 files\na.log:1:needle\nkeep.tmp:1:needle\nsub/d.txt:1:needle",
+    );
     const repo = makeWorkspace({ ".gitignore": "*.log\n", "a.log": "needle\n", "b.tmp": "needle\n", "c.txt": "needle\n" }, { git: true });
     writeFileSync(join(repo.root, ".git", "info", "exclude"), "*.tmp\n");
     expect(await bothEngines(repo, { pattern: "needle" })).toBe("1 matching line in 1 file\nc.txt:1:needle");
@@ -381,8 +419,15 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
   });
 
   it("applies a glob with the ignore files still in force: a name glob matches names, one with a slash whole paths", async () => {
-    const ws = makeWorkspace({ ".gitignore": "gen.ts\n", "src/a.ts": "needle\n", "src/gen.ts": "needle\n", "src/b.js": "needle\n", ".x.ts": "needle\n" }, { git: true });
-    expect(await bothEngines(ws, { pattern: "needle", glob: "*.ts" })).toBe("2 matching lines in 2 files\n.x.ts:1:needle\nsrc/a.ts:1:needle");
-    expect(await bothEngines(ws, { pattern: "needle", glob: "src/*.{js,ts}" })).toBe("2 matching lines in 2 files\nsrc/a.ts:1:needle\nsrc/b.js:1:needle");
+    const ws = makeWorkspace(
+      { ".gitignore": "gen.ts\n", "src/a.ts": "needle\n", "src/gen.ts": "needle\n", "src/b.js": "needle\n", ".x.ts": "needle\n" },
+      { git: true },
+    );
+    expect(await bothEngines(ws, { pattern: "needle", glob: "*.ts" })).toBe(
+      "2 matching lines in 2 files\n.x.ts:1:needle\nsrc/a.ts:1:needle",
+    );
+    expect(await bothEngines(ws, { pattern: "needle", glob: "src/*.{js,ts}" })).toBe(
+      "2 matching lines in 2 files\nsrc/a.ts:1:needle\nsrc/b.js:1:needle",
+    );
   });
 });

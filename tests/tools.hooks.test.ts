@@ -12,12 +12,27 @@ import { lacks } from "./helpers/requirements.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const user = { trusted: true, origin: "/home/me/.config/loopgraph/config.yaml" };
-const hook = (command: string, overrides: Partial<Hook> = {}): Hook => ({ event: "before_tool", command, timeoutMs: 5_000, ...user, ...overrides });
-const outcome = (exitCode: number | null, stdout = "", stderr = "", extra: Partial<HookOutcome> = {}): HookOutcome => ({ command: "check", exitCode, stdout, stderr, ...extra });
+const hook = (command: string, overrides: Partial<Hook> = {}): Hook => ({
+  event: "before_tool",
+  command,
+  timeoutMs: 5_000,
+  ...user,
+  ...overrides,
+});
+const outcome = (exitCode: number | null, stdout = "", stderr = "", extra: Partial<HookOutcome> = {}): HookOutcome => ({
+  command: "check",
+  exitCode,
+  stdout,
+  stderr,
+  ...extra,
+});
 
 describe("hook declarations", () => {
   it("reads each event's hooks with their defaults", () => {
-    const checked = checkHooks({ before_tool: [{ tools: "shell", command: "./check.sh", timeout: 5 }], stop: [{ command: "notify" }] }, user);
+    const checked = checkHooks(
+      { before_tool: [{ tools: "shell", command: "./check.sh", timeout: 5 }], stop: [{ command: "notify" }] },
+      user,
+    );
     expect(checked.problems).toEqual([]);
     expect(checked.hooks).toEqual([
       { event: "before_tool", command: "./check.sh", tools: "shell", timeoutMs: 5_000, ...user },
@@ -31,7 +46,9 @@ describe("hook declarations", () => {
     const messages = (value: unknown) => checkHooks(value, user).problems.map((problem) => `${problem.path.join(".")}: ${problem.message}`);
     expect(messages({ befor_tool: [] })).toEqual(['hooks.befor_tool: unknown key "befor_tool": did you mean "before_tool"?']);
     expect(messages({ stop: { command: "x" } })).toEqual(["hooks.stop: hooks.stop must be a list of { command, tools, timeout }"]);
-    expect(messages({ stop: [{ command: "x", tools: "shell" }] })).toEqual(["hooks.stop.0.tools: tools is for before_tool and after_tool hooks"]);
+    expect(messages({ stop: [{ command: "x", tools: "shell" }] })).toEqual([
+      "hooks.stop.0.tools: tools is for before_tool and after_tool hooks",
+    ]);
     expect(messages({ after_tool: [{ command: "", tools: "a b", timeout: 0, when: 1 }] })).toEqual([
       'hooks.after_tool.0.when: unknown key "when": a hook has command, tools, timeout',
       "hooks.after_tool.0.command: command must be a bash command line, run in the workspace",
@@ -48,8 +65,12 @@ describe("a hook's outcome", () => {
     expect(blockingReason(outcome(0, '{"decision": "allow"}'))).toBeUndefined();
     expect(blockingReason(outcome(2, "", "no rm here\n"))).toBe("no rm here");
     expect(blockingReason(outcome(2))).toBe("the hook `check` blocked it");
-    expect(blockingReason(outcome(1, "", "jq: not found"))).toBe("the before_tool hook `check` failed (it exited with 1), so the call was not run: jq: not found");
-    expect(blockingReason(outcome(null, "", "", { timedOut: true }))).toBe("the before_tool hook `check` failed (it timed out), so the call was not run");
+    expect(blockingReason(outcome(1, "", "jq: not found"))).toBe(
+      "the before_tool hook `check` failed (it exited with 1), so the call was not run: jq: not found",
+    );
+    expect(blockingReason(outcome(null, "", "", { timedOut: true }))).toBe(
+      "the before_tool hook `check` failed (it timed out), so the call was not run",
+    );
     expect(hookFailure("stop", outcome(0))).toBeUndefined();
     expect(hookFailure("stop", outcome(3, "", "a\nb\nc\nd"))).toBe("the stop hook `check` exited with 3: b | c | d");
   });
@@ -68,23 +89,36 @@ describe("a hook's outcome", () => {
     const ws = tempWorkspace();
     const planted = hook("touch ran", { trusted: false, origin: "/p/loopgraph.yaml" });
     const skipped = await runHook(planted, { event: "before_tool" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox: NO_SANDBOX });
-    expect(skipped.skipped).toBe("not run: it is declared in /p/loopgraph.yaml, and such a hook runs only in the OS sandbox, but no OS sandbox can start here");
+    expect(skipped.skipped).toBe(
+      "not run: it is declared in /p/loopgraph.yaml, and such a hook runs only in the OS sandbox, but no OS sandbox can start here",
+    );
     expect(blockingReason(skipped)).toMatch(/^the before_tool hook `touch ran` failed \(not run: it is declared in/);
   });
 
-  it.skipIf(lacks("sandbox", "the hooks-in-bubblewrap test"))("in the OS sandbox a project's hook reads the workspace but cannot change it; the user's own can", async () => {
-    const ws = tempWorkspace();
-    const planted = hook("touch ran", { trusted: false, origin: "/p/loopgraph.yaml" });
-    const sandbox = availableSandbox({});
-    const touch = `cat; touch ran; touch ${JSON.stringify(`${ws.root}/outside`)}`;
-    const sandboxed = await runHook({ ...planted, command: touch }, { event: "stop" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox });
-    expect(sandboxed.stdout).toBe('{"event":"stop"}\n');
-    expect(sandboxed.stderr).toMatch(/touch: cannot touch 'ran': Read-only file system/);
-    expect(existsSync(join(ws.dir, "ran"))).toBe(false);
-    const own = await runHook({ ...planted, trusted: true, command: touch }, { event: "stop" }, { workspace: ws.dir, artifactsDir: ws.dir, sandbox });
-    // What it wrote beside the workspace went to the sandbox's private /tmp, never to the real one.
-    expect(own.exitCode).toBe(0);
-    expect(existsSync(join(ws.dir, "ran"))).toBe(true);
-    expect(existsSync(join(ws.root, "outside"))).toBe(false);
-  });
+  it.skipIf(lacks("sandbox", "the hooks-in-bubblewrap test"))(
+    "in the OS sandbox a project's hook reads the workspace but cannot change it; the user's own can",
+    async () => {
+      const ws = tempWorkspace();
+      const planted = hook("touch ran", { trusted: false, origin: "/p/loopgraph.yaml" });
+      const sandbox = availableSandbox({});
+      const touch = `cat; touch ran; touch ${JSON.stringify(`${ws.root}/outside`)}`;
+      const sandboxed = await runHook(
+        { ...planted, command: touch },
+        { event: "stop" },
+        { workspace: ws.dir, artifactsDir: ws.dir, sandbox },
+      );
+      expect(sandboxed.stdout).toBe('{"event":"stop"}\n');
+      expect(sandboxed.stderr).toMatch(/touch: cannot touch 'ran': Read-only file system/);
+      expect(existsSync(join(ws.dir, "ran"))).toBe(false);
+      const own = await runHook(
+        { ...planted, trusted: true, command: touch },
+        { event: "stop" },
+        { workspace: ws.dir, artifactsDir: ws.dir, sandbox },
+      );
+      // What it wrote beside the workspace went to the sandbox's private /tmp, never to the real one.
+      expect(own.exitCode).toBe(0);
+      expect(existsSync(join(ws.dir, "ran"))).toBe(true);
+      expect(existsSync(join(ws.root, "outside"))).toBe(false);
+    },
+  );
 });

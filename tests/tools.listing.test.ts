@@ -62,7 +62,12 @@ describe("list_dir", () => {
   it("applies nested .gitignore files and their negations", async () => {
     const ws = shared;
     const src = await ws.call("list_dir", { path: "src" });
-    expect(src.content.split("\n").slice(1).map((line) => line.trim().split(/\s+/).pop())).toEqual([".gitignore", "important.log", "index.ts"]);
+    expect(
+      src.content
+        .split("\n")
+        .slice(1)
+        .map((line) => line.trim().split(/\s+/).pop()),
+    ).toEqual([".gitignore", "important.log", "index.ts"]);
   });
 
   it("shows symlinks with their target, and lists an ignored directory it is pointed at", async () => {

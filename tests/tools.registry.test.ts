@@ -10,7 +10,13 @@ import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
 afterAll(removeWorkspaces);
 
 function fakeTool(run: () => Promise<string>): ToolDefinition {
-  return { name: "fake", description: "test tool", effect: "read", schema: z.strictObject({}), run: async () => ({ content: await run() }) };
+  return {
+    name: "fake",
+    description: "test tool",
+    effect: "read",
+    schema: z.strictObject({}),
+    run: async () => ({ content: await run() }),
+  };
 }
 
 describe("toolSpecs", () => {
@@ -50,7 +56,9 @@ describe("executeToolCall", () => {
       errorKind: "invalid_arguments",
       content: 'invalid arguments for read_file: path: Invalid input: expected string, received number; Unrecognized key: "offest"',
     });
-    expect((await ws.call("shell", undefined)).content).toBe("invalid arguments for shell: Invalid input: expected object, received undefined");
+    expect((await ws.call("shell", undefined)).content).toBe(
+      "invalid arguments for shell: Invalid input: expected object, received undefined",
+    );
   });
 
   it("passes a ToolError's kind through and turns any other exception into one line of `failed`", async () => {
@@ -73,14 +81,19 @@ describe("executeToolCall", () => {
     const ws = makeWorkspace();
     const controller = new AbortController();
     controller.abort();
-    const result = await executeToolCall({ id: "1", name: "shell", args: { command: "touch ran" } }, { ...ws.ctx, signal: controller.signal });
+    const result = await executeToolCall(
+      { id: "1", name: "shell", args: { command: "touch ran" } },
+      { ...ws.ctx, signal: controller.signal },
+    );
     expect(result).toEqual({ ok: false, errorKind: "failed", content: "cancelled before it started" });
   });
 
   it("cuts a long result to the context's budget and saves the full text where read_file can read it", async () => {
     const ws = makeWorkspace();
     const full = Array.from({ length: 5_000 }, (_, i) => `line ${i + 1}`).join("\n") + "\n";
-    const result = await executeToolCall({ id: "1", name: "fake", args: {} }, { ...ws.ctx, resultBudgetChars: 1_000 }, [fakeTool(async () => full)]);
+    const result = await executeToolCall({ id: "1", name: "fake", args: {} }, { ...ws.ctx, resultBudgetChars: 1_000 }, [
+      fakeTool(async () => full),
+    ]);
     expect(result.ok).toBe(true);
     expect(result.content.length).toBeLessThan(1_300);
     expect(readFileSync(result.artifact!, "utf8")).toBe(full);
@@ -154,6 +167,8 @@ describe("fitToBudget", () => {
 
   it("cuts inside a single huge line and counts it as cut", async () => {
     const { content } = await fitToBudget("z".repeat(1_000), ctx(), "t");
-    expect(content).toMatch(/^z{50}\n\[\.\.\. 900 bytes cut here \(lines 1-1 of 1\); the full output is saved in \.loopgraph\/artifacts\/thread-1\/t-.*\.txt: read it with read_file, e\.g\. offset 1 \.\.\.\]\nz{50}$/);
+    expect(content).toMatch(
+      /^z{50}\n\[\.\.\. 900 bytes cut here \(lines 1-1 of 1\); the full output is saved in \.loopgraph\/artifacts\/thread-1\/t-.*\.txt: read it with read_file, e\.g\. offset 1 \.\.\.\]\nz{50}$/,
+    );
   });
 });

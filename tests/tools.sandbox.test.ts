@@ -68,7 +68,8 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
         "cat linked/.git/private.txt 2>/dev/null || echo hidden-link-target",
       ].join("; "),
     });
-    for (const word of ["blocked-nested-git", "blocked-bare", "blocked-nested-state", "blocked-nested-config", "hidden-link-target"]) expect(result.content).toContain(word);
+    for (const word of ["blocked-nested-git", "blocked-bare", "blocked-nested-state", "blocked-nested-config", "hidden-link-target"])
+      expect(result.content).toContain(word);
     expect(readFileSync(join(ws.root, "vendor/lib/.git/config"), "utf8")).not.toContain("fsmonitor");
     expect(readFileSync(join(ws.root, "remotes/origin.git/config"), "utf8")).not.toContain("pager");
     expect(readFileSync(join(ws.root, "pkg/.loopgraph/policy.yaml"), "utf8")).toBe("rules: []\n");
@@ -99,7 +100,8 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
         "git --version >/dev/null && echo git-runs",
       ].join("; "),
     });
-    for (const seen of ["no-other-project", "no-run", "no-var-run", "no-srv", "can-read-etc", "socket-unreachable", "git-runs"]) expect(result.content).toContain(seen);
+    for (const seen of ["no-other-project", "no-run", "no-var-run", "no-srv", "can-read-etc", "socket-unreachable", "git-runs"])
+      expect(result.content).toContain(seen);
     expect(result.content).not.toContain("other project's secret");
     expect(result.content).not.toContain("shadow-readable");
     expect(result.content).not.toContain("host socket reached");
@@ -111,7 +113,10 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
     mkdirSync(join(opened, "toolchain"));
     mkdirSync(join(opened, "cache"));
     writeFileSync(join(opened, "toolchain", "version.txt"), "toolchain 1.2\n");
-    const ws = makeWorkspace({}, { git: true, sandbox: bubblewrap("bwrap", { readable: [join(opened, "toolchain")], writable: [join(opened, "cache")] }) });
+    const ws = makeWorkspace(
+      {},
+      { git: true, sandbox: bubblewrap("bwrap", { readable: [join(opened, "toolchain")], writable: [join(opened, "cache")] }) },
+    );
     const result = await ws.call("shell", {
       command: `cat ${opened}/toolchain/version.txt; touch ${opened}/toolchain/x 2>/dev/null || echo toolchain-read-only; echo hit > ${opened}/cache/entry && echo cache-written`,
     });
@@ -134,7 +139,12 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
 
   it("hides every home directory, not only the user's own", () => {
     const ws = sandboxed();
-    const wrapped = BUBBLEWRAP.wrap(["bash", "-c", "ls -A /root /home 2>/dev/null | grep -v '^/' | grep -c . || true"], ws.root, { PATH: process.env.PATH, HOME: "/nonexistent-home" }, []);
+    const wrapped = BUBBLEWRAP.wrap(
+      ["bash", "-c", "ls -A /root /home 2>/dev/null | grep -v '^/' | grep -c . || true"],
+      ws.root,
+      { PATH: process.env.PATH, HOME: "/nonexistent-home" },
+      [],
+    );
     const listed = spawnSync(wrapped.file, wrapped.args, { env: wrapped.env, encoding: "utf8" });
     expect(listed.status, listed.stderr).toBe(0);
     expect(listed.stdout.trim()).toBe("0");

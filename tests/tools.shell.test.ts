@@ -54,7 +54,11 @@ function readPid(ws: TestWorkspace, file: string): number {
  * (`eventually`), not for a fixed time. The commands they start sleep for 60 s, far longer.
  */
 /** The group's running members, once there are none (or still some after the wait). */
-const membersAfterKill = (pgid: number): Promise<number[]> => eventually(() => liveMembers(pgid), (members) => members.length === 0);
+const membersAfterKill = (pgid: number): Promise<number[]> =>
+  eventually(
+    () => liveMembers(pgid),
+    (members) => members.length === 0,
+  );
 
 /** The process-group checks read /proc. */
 const hasProc = existsSync("/proc/self/stat");
@@ -86,7 +90,12 @@ describe("shell", () => {
       "timed out after 500 ms: the command and every process it started were killed. Output until then:\n--- stdout ---\nwaiting\n",
     );
     expect(await membersAfterKill(readPid(ws, "pgid"))).toEqual([]);
-    expect(await eventually(() => isRunning(readPid(ws, "child.pid")), (running) => !running)).toBe(false);
+    expect(
+      await eventually(
+        () => isRunning(readPid(ws, "child.pid")),
+        (running) => !running,
+      ),
+    ).toBe(false);
   });
 
   it.skipIf(!hasProc)(needsProc("follows SIGTERM with SIGKILL for processes that ignore it"), async () => {
@@ -101,9 +110,11 @@ describe("shell", () => {
     const ws = makeWorkspace();
     const controller = new AbortController();
     // Cancelled once the command has started (it wrote its group id), however slow the machine.
-    void eventually(() => existsSync(join(ws.root, "pgid")) && readFileSync(join(ws.root, "pgid"), "utf8").endsWith("\n"), Boolean, 40_000).then(() =>
-      controller.abort(),
-    );
+    void eventually(
+      () => existsSync(join(ws.root, "pgid")) && readFileSync(join(ws.root, "pgid"), "utf8").endsWith("\n"),
+      Boolean,
+      40_000,
+    ).then(() => controller.abort());
     const result = await executeToolCall(
       { id: "c1", name: "shell", args: { command: "echo $$ > pgid; (sleep 60 &); sleep 60" } },
       { ...ws.ctx, signal: controller.signal },
@@ -141,7 +152,11 @@ describe("shell", () => {
 
     const relative = artifact.slice(ws.root.length + 1);
     const marker = result.content.split("\n").find((line) => line.startsWith("[... "))!;
-    expect(marker).toMatch(new RegExp(`^\\[\\.\\.\\. \\d+ bytes cut here \\(lines (\\d+)-(\\d+) of 500004\\); the full output is saved in ${relative.replace(/\./g, "\\.")}: read it with read_file, e\\.g\\. offset \\1 \\.\\.\\.\\]$`));
+    expect(marker).toMatch(
+      new RegExp(
+        `^\\[\\.\\.\\. \\d+ bytes cut here \\(lines (\\d+)-(\\d+) of 500004\\); the full output is saved in ${relative.replace(/\./g, "\\.")}: read it with read_file, e\\.g\\. offset \\1 \\.\\.\\.\\]$`,
+      ),
+    );
     const firstCut = Number(/lines (\d+)-/.exec(marker)![1]);
     const read = await ws.call("read_file", { path: relative, offset: firstCut, limit: 1 });
     expect(read.content.startsWith(`${String(firstCut).padStart(6)}\tabcdefghi\n`)).toBe(true);

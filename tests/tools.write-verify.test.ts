@@ -20,7 +20,9 @@ describe("write_file read-back", () => {
 
   it("also guards edit_file", async () => {
     const ws = makeWorkspace({ "a.txt": "hello" });
-    vi.mocked(readFile).mockImplementationOnce(async () => Buffer.from("hello")).mockResolvedValueOnce(Buffer.from("stale"));
+    vi.mocked(readFile)
+      .mockImplementationOnce(async () => Buffer.from("hello"))
+      .mockResolvedValueOnce(Buffer.from("stale"));
     const result = await ws.call("edit_file", { path: "a.txt", old_string: "hello", new_string: "bye" });
     expect(result).toMatchObject({ ok: false, errorKind: "failed", content: expect.stringContaining("reading it back") });
   });

@@ -42,7 +42,15 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     demoThread = /thread (demo-\d+)/.exec(demo.stdout)![1]!;
     browser = await chromium.launch({
       executablePath: CHROMIUM,
-      args: ["--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run", "--disable-background-networking", "--disable-component-update", "--disable-sync"],
+      args: [
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-quic",
+        "--no-first-run",
+        "--disable-background-networking",
+        "--disable-component-update",
+        "--disable-sync",
+      ],
     });
   }, 60_000);
 
@@ -64,11 +72,15 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     mkdirSync(bin, { recursive: true });
     writeFileSync(join(bin, "xdg-open"), `#!/bin/sh\necho "$1" > ${JSON.stringify(join(ws.root, "opened"))}\n`, { mode: 0o755 });
     const { url, origin, token } = await startUi(ws.db, ["--open"], { PATH: `${bin}:${process.env.PATH}` });
-    await expect.poll(() => (existsSync(join(ws.root, "opened")) ? readFileSync(join(ws.root, "opened"), "utf8").trim() : ""), LIVE).toBe(url);
+    await expect
+      .poll(() => (existsSync(join(ws.root, "opened")) ? readFileSync(join(ws.root, "opened"), "utf8").trim() : ""), LIVE)
+      .toBe(url);
     expect((await fetch(`${origin}/`)).status).toBe(401);
     expect((await fetch(`${origin}/api/threads`)).status).toBe(401);
     expect((await fetch(`${origin}/api/threads?token=${"0".repeat(token.length)}`)).status).toBe(401);
-    expect((await fetch(`${origin}/api/threads`, { headers: { "x-loopgraph-token": token, origin: "http://evil.example" } })).status).toBe(403);
+    expect((await fetch(`${origin}/api/threads`, { headers: { "x-loopgraph-token": token, origin: "http://evil.example" } })).status).toBe(
+      403,
+    );
     const ok = await fetch(url);
     expect(ok.status).toBe(200);
     expect(ok.headers.get("access-control-allow-origin")).toBeNull();
@@ -78,22 +90,35 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     expect(html.match(/(?:src|href)="([^"]+)"/g)!.every((ref) => ref.includes('="/assets/'))).toBe(true);
     const { createConnection } = await import("node:net");
     const status = await new Promise<string>((resolve) => {
-      const socket = createConnection(Number(new URL(origin).port), "127.0.0.1", () => socket.write(`GET /api/threads?token=${token} HTTP/1.1\r\nHost: rebound.example:80\r\nConnection: close\r\n\r\n`));
+      const socket = createConnection(Number(new URL(origin).port), "127.0.0.1", () =>
+        socket.write(`GET /api/threads?token=${token} HTTP/1.1\r\nHost: rebound.example:80\r\nConnection: close\r\n\r\n`),
+      );
       let answer = "";
       socket.on("data", (chunk) => (answer += chunk.toString()));
       socket.on("end", () => resolve(answer.split("\r\n")[0]!));
     });
     expect(status).toBe("HTTP/1.1 403 Forbidden");
     // A bad request is answered with its reason, never a stack: a malformed escape, an unknown thread, an unknown action.
-    const ask = (path: string, init: RequestInit = {}) => fetch(`${origin}${path}`, { ...init, headers: { "x-loopgraph-token": token, ...(init.headers as Record<string, string>) } });
+    const ask = (path: string, init: RequestInit = {}) =>
+      fetch(`${origin}${path}`, { ...init, headers: { "x-loopgraph-token": token, ...(init.headers as Record<string, string>) } });
     expect((await ask("/api/threads/%E0%A4%A")).status).toBe(400);
     const unknown = await ask("/api/threads/nope");
     expect([unknown.status, ((await unknown.json()) as { error: string }).error]).toEqual([400, expect.stringMatching(/thread "nope"/)]);
-    const action = await ask("/api/threads/nope/actions/explode", { method: "POST", headers: { "content-type": "application/json" }, body: "{}" });
-    expect([action.status, ((await action.json()) as { error: string }).error]).toEqual([400, 'no action "explode": use approve, reject, resume, send, rewind or fork']);
+    const action = await ask("/api/threads/nope/actions/explode", {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect([action.status, ((await action.json()) as { error: string }).error]).toEqual([
+      400,
+      'no action "explode": use approve, reject, resume, send, rewind or fork',
+    ]);
     // A port in use is one line, exit 2.
     const taken = await runCli(["--db", ws.db, "ui", "--port", new URL(origin).port], { env: cleanEnv() });
-    expect([taken.code, taken.stderr]).toEqual([2, `loopgraph: port ${new URL(origin).port} is in use: pick another with --port, or leave it out for a free one\n`]);
+    expect([taken.code, taken.stderr]).toEqual([
+      2,
+      `loopgraph: port ${new URL(origin).port} is in use: pick another with --port, or leave it out for a free one\n`,
+    ]);
   });
 
   it("shows the demo's monitor thread and its loop: the graph's nodes, the timeline with the Coder's nested steps, a step's changes, the Looper's status and [AUTO] log", async () => {
@@ -109,7 +134,10 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await expect.poll(() => page.locator("table.threads tbody tr").count(), LIVE).toBe(1);
     await shot(page, "ui-threads");
 
-    await page.getByRole("link", { name: `${demoThread}.loop` }).first().click();
+    await page
+      .getByRole("link", { name: `${demoThread}.loop` })
+      .first()
+      .click();
     await page.locator("[data-testid=graph] svg").waitFor();
     const graph = await page.locator("[data-testid=graph]").innerText();
     for (const node of ["looper", "coder", "review", "judge"]) expect(graph).toContain(node);
@@ -140,7 +168,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     expect(await files.first().locator(".d2h-file-name").first().innerText()).toContain("palindrome.js");
     // A rewind preview changes nothing and says what a rewind would do.
     await page.getByRole("button", { name: "Rewind preview" }).click();
-    await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
+    await expect
+      .poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE)
+      .toMatch(/loopgraph rewind --dry-run --json -- .*: exit 0/);
     expect(await page.locator("[data-testid=action-result]").innerText()).toContain('"dryRun": true');
     // The loop has ended: no Add or Stop for it, nothing to resume.
     expect(await page.locator(".looper-commands").count()).toBe(0);
@@ -168,7 +198,11 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
       `{ node: coder, tool_calls: [ { name: write_file, args: { path: copy.txt, contents: "${secret}" } } ] }`,
       `{ node: coder, content: "The key is ${secret}." }`,
     ]);
-    const done = await run(place, { graph: "coder", task: "copy the key", thread: "leaky", script, approval: "auto" }, { env: cleanEnv({ UI_SECRET_TOKEN: secret }) });
+    const done = await run(
+      place,
+      { graph: "coder", task: "copy the key", thread: "leaky", script, approval: "auto" },
+      { env: cleanEnv({ UI_SECRET_TOKEN: secret }) },
+    );
     expect(done.code, done.stderr).toBe(0);
     const { origin, token, page } = await openThread(place.db, "leaky");
     await page.locator("[data-testid=file-step]").first().waitFor();
@@ -176,10 +210,12 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.locator("[data-testid=checkpoint] details").click();
     await expect.poll(() => page.locator("[data-testid=checkpoint] .state").innerText(), LIVE).toContain("[redacted]");
     expect(await page.content()).not.toContain(secret);
-    const api = (path: string) => fetch(`${origin}${path}`, { headers: { "x-loopgraph-token": token } }).then((response) => response.text());
+    const api = (path: string) =>
+      fetch(`${origin}${path}`, { headers: { "x-loopgraph-token": token } }).then((response) => response.text());
     const thread = await api("/api/threads/leaky");
     expect(thread).toContain("[redacted]");
-    for (const body of [thread, await api("/api/threads"), await api("/api/threads/leaky/export-script")]) expect(body).not.toContain(secret);
+    for (const body of [thread, await api("/api/threads"), await api("/api/threads/leaky/export-script")])
+      expect(body).not.toContain(secret);
     await page.close();
   });
 
@@ -206,7 +242,10 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   it("outlines the node at work when it is a node without steps of its own (an agent), and none once the run ended", async () => {
     const place = tempWorkspace({ git: "init" });
-    const script = scriptFile(place, "critique-waits.script.yaml", ['{ node: draft, content: "A draft." }', "{ node: critique, wait_for: gate, content: '{\"verdict\": \"approve\", \"notes\": \"ok\"}' }"]);
+    const script = scriptFile(place, "critique-waits.script.yaml", [
+      '{ node: draft, content: "A draft." }',
+      '{ node: critique, wait_for: gate, content: \'{"verdict": "approve", "notes": "ok"}\' }',
+    ]);
     const running = startRun(place, { graph: "example-review", task: "write", thread: "agent-at-work", script });
     await running.waitForNode("critique");
     const { page } = await openThread(place.db, "agent-at-work");
@@ -248,9 +287,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     const place = tempWorkspace({ git: "init" });
     const script = scriptFile(place, "loop.script.yaml", [
       '{ node: coder, wait_for: gate, content: "Did round 1." }',
-      "{ node: review.specs_breakdown, content: '{\"rating\": \"normal\", \"comments\": []}' }",
-      "{ node: review.task_log, content: '{\"rating\": \"normal\", \"comments\": []}' }",
-      "{ node: judge, content: '{\"decision\": \"terminate\", \"reason\": \"done\"}' }",
+      '{ node: review.specs_breakdown, content: \'{"rating": "normal", "comments": []}\' }',
+      '{ node: review.task_log, content: \'{"rating": "normal", "comments": []}\' }',
+      '{ node: judge, content: \'{"decision": "terminate", "reason": "done"}\' }',
     ]);
     const running = startRun(place, { graph: "coder-review", task: "do it", thread: "looping", script, approval: "auto" });
     await running.waitForNode("coder");
@@ -261,7 +300,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await expect.poll(() => page.locator(".status-block").innerText(), LIVE).toContain('pending: 1 ("write the docs")');
     // Stop, as `loopgraph send <thread> stop`: the command's answer is shown.
     await page.getByRole("button", { name: "Stop", exact: true }).click();
-    await expect.poll(() => page.locator(".looper-commands .result").innerText(), LIVE).toMatch(/^loopgraph send -- looping stop: exit 0\nqueued for thread .*\{"command":"stop"\}/);
+    await expect
+      .poll(() => page.locator(".looper-commands .result").innerText(), LIVE)
+      .toMatch(/^loopgraph send -- looping stop: exit 0\nqueued for thread .*\{"command":"stop"\}/);
     writeFileSync(join(place.root, "gate"), "");
     // Stopped by the command: the run ends as interrupted (exit 130).
     expect((await running.done).code).toBe(130);
@@ -273,11 +314,17 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
 
   /** A scripted Coder whose model step after `first` takes 5 s and then calls a tool: the run writes its progress while it goes on, as the CLI does. */
   const slowScript = (place: { root: string }, first: string[]): string =>
-    scriptFile(place, "slow.script.yaml", [...first, "{ node: coder, delay_ms: 5000, tool_calls: [ { name: list_dir, args: { path: . } } ] }", '{ node: coder, content: "Done, slowly." }']);
+    scriptFile(place, "slow.script.yaml", [
+      ...first,
+      "{ node: coder, delay_ms: 5000, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
+      '{ node: coder, content: "Done, slowly." }',
+    ]);
 
   it("a run the page approves lives on its own: its next model step takes 5 s, loopgraph ui is stopped (SIGTERM) meanwhile, and the run finishes", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
-    const script = slowScript(place, ['{ node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }']);
+    const script = slowScript(place, [
+      '{ node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
+    ]);
     expect((await run(place, { graph: "coder", task: "update the notes", thread: "slow", script, approval: "ask" })).code).toBe(3);
     const { ui, page } = await openThread(place.db, "slow");
     await page.getByRole("button", { name: "Approve" }).click();
@@ -297,7 +344,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
     await page.getByPlaceholder(/state edits/).fill("task=look around again");
     await page.getByRole("button", { name: "Fork from here" }).click();
-    await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/^loopgraph replay --from=\S+ "--set=task=look around again" -- forked: running/);
+    await expect
+      .poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE)
+      .toMatch(/^loopgraph replay --from=\S+ "--set=task=look around again" -- forked: running/);
     await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
     await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
     const fork = (await historyOf(place.db, "forked")).checkpoints.filter((checkpoint) => checkpoint.branch === 1);
@@ -327,7 +376,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     expect(await page.locator("[data-testid=timeline]").innerText()).toMatch(/steps of a node that has not finished:[\s\S]*→ write_file/);
     // The header sums the tokens the steps show, the Coder's steps before its approval among them.
     const cells = await page.locator("[data-testid=timeline] tbody tr td:nth-child(5)").allInnerTexts();
-    const [tokensIn, tokensOut] = cells.filter((cell) => cell.includes("→")).reduce(([sumIn, sumOut], cell) => [sumIn + Number(cell.split("→")[0]), sumOut + Number(cell.split("→")[1])], [0, 0]);
+    const [tokensIn, tokensOut] = cells
+      .filter((cell) => cell.includes("→"))
+      .reduce(([sumIn, sumOut], cell) => [sumIn + Number(cell.split("→")[0]), sumOut + Number(cell.split("→")[1])], [0, 0]);
     expect(tokensIn).toBeGreaterThan(0);
     expect(await page.locator(".meta").innerText()).toContain(`${tokensIn} tokens in, ${tokensOut} out`);
     await shot(page, "ui-approval");
@@ -345,7 +396,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.locator(".thread-title .status-paused").waitFor({ timeout: 30_000 });
     expect(await page.locator("[data-testid=timeline]").innerText()).toContain("fork 1");
     await page.locator("[data-testid=timeline] tr.step", { hasText: "fork 1" }).click();
-    await expect.poll(() => page.locator("[data-testid=checkpoint] .changes").innerText(), LIVE).toContain('task: "update the notes again"');
+    await expect
+      .poll(() => page.locator("[data-testid=checkpoint] .changes").innerText(), LIVE)
+      .toContain('task: "update the notes again"');
     await shot(page, "ui-forked");
     // Reject it with a reason (as `resume --reject "…"`): the model is told, the file stays as it is.
     await page.getByPlaceholder("reason for the agent (reject)").fill("the notes are fine as they are");
@@ -357,7 +410,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     page.once("dialog", (dialog) => void dialog.accept());
     await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
     await page.getByRole("button", { name: "Rewind files" }).click();
-    await expect.poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE).toMatch(/^loopgraph rewind --json -- waits \S+: exit 0/);
+    await expect
+      .poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE)
+      .toMatch(/^loopgraph rewind --json -- waits \S+: exit 0/);
     expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("old\n");
     await page.close();
   });

@@ -24,7 +24,10 @@ const QUEUED_RUNS = 12;
 
 /** A scripted Coder whose shell steps each write `begin k`, wait a little, then `end k` to log.txt. */
 function stepScript(dir: string): string {
-  const calls = Array.from({ length: STEPS }, (_, i) => `      - name: shell\n        args: { command: "echo begin ${i + 1} >> log.txt; sleep 0.4; echo end ${i + 1} >> log.txt" }`).join("\n");
+  const calls = Array.from(
+    { length: STEPS },
+    (_, i) => `      - name: shell\n        args: { command: "echo begin ${i + 1} >> log.txt; sleep 0.4; echo end ${i + 1} >> log.txt" }`,
+  ).join("\n");
   const path = join(dir, "steps.script.yaml");
   writeFileSync(path, `responses:\n  - node: coder\n    tool_calls:\n${calls}\n  - node: coder\n    content: "done"\n`);
   return path;
@@ -52,7 +55,10 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
   it("3 workers, 12 queued runs, one worker killed with kill -9: all finish, no checkpointed step runs again, no run runs in two workers at once", async () => {
     const url = server().createDatabase("workers_kill");
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
-    const runs = Array.from({ length: QUEUED_RUNS }, (_, i) => ({ thread: `run-${String(i).padStart(2, "0")}`, ws: tempWorkspace({ git: true }) }));
+    const runs = Array.from({ length: QUEUED_RUNS }, (_, i) => ({
+      thread: `run-${String(i).padStart(2, "0")}`,
+      ws: tempWorkspace({ git: true }),
+    }));
     const script = stepScript(runs[0]!.ws.root);
     // The first three are queued by `run --queue` processes at once; the others by the function
     // behind that command, in this process: more CLI starts (a third of a second of CPU each)
@@ -60,13 +66,41 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     const [viaCli, inProcess] = [runs.slice(0, 3), runs.slice(3)];
     await Promise.all(
       viaCli.map(async ({ thread, ws }) => {
-        const queued = await runCli(["run", "coder", "--queue", "--thread", thread, "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto"], { env });
+        const queued = await runCli(
+          [
+            "run",
+            "coder",
+            "--queue",
+            "--thread",
+            thread,
+            "--task",
+            "append",
+            "--workspace",
+            ws.dir,
+            "--model",
+            `scripted:${script}`,
+            "--approval",
+            "auto",
+          ],
+          { env },
+        );
         expect(queued.code, queued.stderr).toBe(0);
         expect(queued.stdout.trim()).toBe(thread);
       }),
     );
     for (const { thread, ws } of inProcess) {
-      expect(await enqueueRun({ graph: "coder", threadId: thread, task: "append", workspace: ws.dir, model: `scripted:${script}`, approval: "auto", env, cwd: ROOT })).toBe(thread);
+      expect(
+        await enqueueRun({
+          graph: "coder",
+          threadId: thread,
+          task: "append",
+          workspace: ws.dir,
+          model: `scripted:${script}`,
+          approval: "auto",
+          env,
+          cwd: ROOT,
+        }),
+      ).toBe(thread);
     }
 
     const workers = [startWorker(env, 2), startWorker(env, 2), startWorker(env, 2)];
@@ -85,7 +119,10 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     const statuses = await eventually(
       async () => {
         await new Promise((resolve) => setTimeout(resolve, 250));
-        const threads = await queryRows<{ thread_id: string; status: string }>(url, "SELECT thread_id, status FROM loopgraph_threads ORDER BY thread_id");
+        const threads = await queryRows<{ thread_id: string; status: string }>(
+          url,
+          "SELECT thread_id, status FROM loopgraph_threads ORDER BY thread_id",
+        );
         return threads.map((row) => `${row.thread_id}:${row.status}`);
       },
       (now) => now.every((entry) => !/:(queued|running)$/.test(entry)),
@@ -120,9 +157,34 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
     const ws = tempWorkspace({ git: true });
     const script = stepScript(ws.root);
-    expect((await runCli(["run", "coder", "--queue", "--thread", "term", "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto"], { env })).code).toBe(0);
+    expect(
+      (
+        await runCli(
+          [
+            "run",
+            "coder",
+            "--queue",
+            "--thread",
+            "term",
+            "--task",
+            "append",
+            "--workspace",
+            ws.dir,
+            "--model",
+            `scripted:${script}`,
+            "--approval",
+            "auto",
+          ],
+          { env },
+        )
+      ).code,
+    ).toBe(0);
     const first = startWorker(env, 1);
-    await eventually(() => readLog(ws.dir), (log) => log.includes("begin 1"), 60_000);
+    await eventually(
+      () => readLog(ws.dir),
+      (log) => log.includes("begin 1"),
+      60_000,
+    );
     first.child.kill("SIGTERM");
     const stopped = await first.done;
     expect(stopped.code, stopped.stderr).toBe(0);
@@ -142,7 +204,28 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
     const ws = tempWorkspace({ git: true });
     const script = stepScript(ws.root);
-    expect((await runCli(["run", "coder", "--queue", "--thread", "ask", "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "ask"], { env })).code).toBe(0);
+    expect(
+      (
+        await runCli(
+          [
+            "run",
+            "coder",
+            "--queue",
+            "--thread",
+            "ask",
+            "--task",
+            "append",
+            "--workspace",
+            ws.dir,
+            "--model",
+            `scripted:${script}`,
+            "--approval",
+            "ask",
+          ],
+          { env },
+        )
+      ).code,
+    ).toBe(0);
     const worker = startWorker(env, 1);
     const paused = await runCli(["wait", "ask"], { env });
     expect(paused.code, paused.stdout + paused.stderr).toBe(3);
@@ -187,7 +270,6 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     expect(worker.stderr.trim()).toMatch(/^loopgraph: a worker runs the queued runs of a PostgreSQL store/);
   });
 });
-
 
 function readLog(dir: string): string {
   try {

@@ -8,7 +8,17 @@ import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
 import { cleanEnv, collect, eventually, ROOT, runCli, spawnCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
-import { allStepsDone, crashLines, cuttingProxy, delay, readLog, slowSteps, startWorker, statusesWhenSettled, type WorkerProcess } from "./helpers/outage.js";
+import {
+  allStepsDone,
+  crashLines,
+  cuttingProxy,
+  delay,
+  readLog,
+  slowSteps,
+  startWorker,
+  statusesWhenSettled,
+  type WorkerProcess,
+} from "./helpers/outage.js";
 import { describeOnPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
@@ -17,21 +27,49 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
   afterEach(() => server().pgCtl("start"));
 
   /** Two workers running four queued runs, each in a shell step when `outage` strikes; all must finish. */
-  async function workersThrough(name: string, outage: (pg: PostgresServer, workers: WorkerProcess[], dirs: string[]) => Promise<void>): Promise<string> {
+  async function workersThrough(
+    name: string,
+    outage: (pg: PostgresServer, workers: WorkerProcess[], dirs: string[]) => Promise<void>,
+  ): Promise<string> {
     const url = server().createDatabase(name);
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
     const runs = Array.from({ length: 4 }, (_, i) => ({ thread: `${name}-${i}`, ws: tempWorkspace({ git: true }) }));
     const script = slowSteps(runs[0]!.ws.root);
     for (const { thread, ws } of runs) {
-      const queued = await runCli(["run", "coder", "--queue", "--thread", thread, "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto"], { env });
+      const queued = await runCli(
+        [
+          "run",
+          "coder",
+          "--queue",
+          "--thread",
+          thread,
+          "--task",
+          "append",
+          "--workspace",
+          ws.dir,
+          "--model",
+          `scripted:${script}`,
+          "--approval",
+          "auto",
+        ],
+        { env },
+      );
       expect(queued.code, queued.stderr).toBe(0);
     }
     // `wait` follows a run through the outage too (connected well before it: a wait started while the server is away exits 2).
     const waiting = runCli(["wait", runs[0]!.thread], { env });
     const workers = [startWorker(env), startWorker(env)];
     for (const worker of workers) onCleanup(() => void worker.child.kill("SIGKILL"));
-    await eventually(() => runs.every(({ ws }) => readLog(ws.dir).includes("begin 1")), (begun) => begun, 60_000);
-    await outage(server(), workers, runs.map(({ ws }) => ws.dir));
+    await eventually(
+      () => runs.every(({ ws }) => readLog(ws.dir).includes("begin 1")),
+      (begun) => begun,
+      60_000,
+    );
+    await outage(
+      server(),
+      workers,
+      runs.map(({ ws }) => ws.dir),
+    );
     expect(await statusesWhenSettled(url)).toEqual(runs.map(({ thread }) => `${thread}:finished`));
     const waited = await waiting;
     expect(waited.code, waited.stderr).toBe(0);
@@ -72,10 +110,30 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     const url = server().createDatabase("outage_run");
     const env = cleanEnv({ LOOPGRAPH_DB: url });
     const ws = tempWorkspace({ git: true });
-    const child = spawnCli(["run", "coder", "--thread", "fg", "--task", "append", "--workspace", ws.dir, "--model", `scripted:${slowSteps(ws.root)}`, "--approval", "auto"], { env });
+    const child = spawnCli(
+      [
+        "run",
+        "coder",
+        "--thread",
+        "fg",
+        "--task",
+        "append",
+        "--workspace",
+        ws.dir,
+        "--model",
+        `scripted:${slowSteps(ws.root)}`,
+        "--approval",
+        "auto",
+      ],
+      { env },
+    );
     onCleanup(() => void child.kill("SIGKILL"));
     const running = collect(child);
-    await eventually(() => readLog(ws.dir), (log) => log.includes("begin 1"), 60_000);
+    await eventually(
+      () => readLog(ws.dir),
+      (log) => log.includes("begin 1"),
+      60_000,
+    );
     server().pgCtl("stop");
     const result = await running;
     server().pgCtl("start");
@@ -86,9 +144,7 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     const shown = url.replace(server().password, "***");
     const said = output.split("\n").filter((line) => line.includes("went away"));
     expect(said, output).toHaveLength(1);
-    expect(said[0]).toContain(
-      `the PostgreSQL server of ${shown} went away (`,
-    );
+    expect(said[0]).toContain(`the PostgreSQL server of ${shown} went away (`);
     expect(said[0]).toMatch(/\): the run stopped at its last checkpoint; continue it with `loopgraph resume fg` once the server is back$/);
     const resumed = await runCli(["resume", "fg"], { env });
     expect(resumed.code, resumed.stdout + resumed.stderr).toBe(0);
@@ -99,10 +155,17 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     const url = server().createDatabase("outage_reads");
     const ws = tempWorkspace();
     const fixtures = join(ROOT, "tests/fixtures/engine");
-    const seeded = await run({ dir: ws.dir, db: url }, { graph: join(fixtures, "durable.yaml"), thread: "seen", script: join(fixtures, "durable.script.yaml"), task: "t" });
+    const seeded = await run(
+      { dir: ws.dir, db: url },
+      { graph: join(fixtures, "durable.yaml"), thread: "seen", script: join(fixtures, "durable.script.yaml"), task: "t" },
+    );
     expect(seeded.code, seeded.stderr).toBe(0);
     const through = (port: number) => cleanEnv({ LOOPGRAPH_DB: url.replace(`:${server().port}/`, `:${port}/`) });
-    for (const command of [["status", "seen"], ["inspect", "seen", "--json"], ["threads", "list"]]) {
+    for (const command of [
+      ["status", "seen"],
+      ["inspect", "seen", "--json"],
+      ["threads", "list"],
+    ]) {
       // How many chunks the command sends with the server there all along; then cut at moments spread over them.
       const whole = await cuttingProxy(server().port);
       const passed = await runCli(command, { env: through(whole.port) });
@@ -123,7 +186,9 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
         }
         expect(cut.code, said).toBe(2);
         expect(cut.stderr.trim().split("\n"), said).toHaveLength(1);
-        expect(cut.stderr, said).toMatch(/^loopgraph: (cannot reach the PostgreSQL server of postgres:\/\/\S+ \(.+\): check that it runs|the PostgreSQL server of postgres:\/\/\S+ went away \(.+\): try again once it is back)/);
+        expect(cut.stderr, said).toMatch(
+          /^loopgraph: (cannot reach the PostgreSQL server of postgres:\/\/\S+ \(.+\): check that it runs|the PostgreSQL server of postgres:\/\/\S+ went away \(.+\): try again once it is back)/,
+        );
         expect(cut.stderr, said).not.toContain(server().password);
       }
     }

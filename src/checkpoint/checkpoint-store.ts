@@ -86,7 +86,13 @@ function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumn
     ends.writeUInt32LE(offset, 4 * i);
   });
   const allJson = items.every((item) => item.type === "json");
-  return { start, end: start + items.length, data: Buffer.concat(parts), ends, types: allJson ? null : JSON.stringify(items.map((item) => item.type)) };
+  return {
+    start,
+    end: start + items.length,
+    data: Buffer.concat(parts),
+    ends,
+    types: allJson ? null : JSON.stringify(items.map((item) => item.type)),
+  };
 }
 
 /** Two neighbouring chunks as one. */
@@ -161,7 +167,9 @@ const COMPRESSED_SHARE = 0.875;
 export function packChunk(columns: ChunkColumns): ChunkColumns & { codec: string | null } {
   if (columns.data.length < COMPRESS_FROM_BYTES) return { ...columns, codec: null };
   const compressed = deflateRawSync(columns.data);
-  return compressed.length <= columns.data.length * COMPRESSED_SHARE ? { ...columns, data: compressed, codec: DEFLATE } : { ...columns, codec: null };
+  return compressed.length <= columns.data.length * COMPRESSED_SHARE
+    ? { ...columns, data: compressed, codec: DEFLATE }
+    : { ...columns, codec: null };
 }
 
 /** A chunk as read, its data raw. */
@@ -308,7 +316,9 @@ export class CheckpointStore {
     this.chunkDataStatement = db.prepare<[LogKey & { start: number }], StoredChunk>(
       `SELECT start_seq, end_seq, data, ends, types, codec FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
     );
-    this.deleteChunkStatement = db.prepare<[LogKey & { start: number }]>(`DELETE FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`);
+    this.deleteChunkStatement = db.prepare<[LogKey & { start: number }]>(
+      `DELETE FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
+    );
     this.extendChunkStatement = db.prepare<[LogKey & ChunkColumns & { codec: string | null }]>(
       `UPDATE loopgraph_checkpoint_items SET end_seq = @end, data = @data, ends = @ends, types = @types, codec = @codec WHERE ${logKey} AND start_seq = @start`,
     );
@@ -324,9 +334,12 @@ export class CheckpointStore {
     this.chunksStatement = db.prepare<[LogKey & { start: number; end: number }], StoredChunk>(
       `SELECT start_seq, end_seq, data, ends, types, codec FROM loopgraph_checkpoint_items WHERE ${overlapping} ORDER BY start_seq`,
     );
-    this.deleteStatements = ["loopgraph_checkpoints", "loopgraph_checkpoint_blobs", "loopgraph_checkpoint_items", "loopgraph_checkpoint_writes"].map(
-      (table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`),
-    );
+    this.deleteStatements = [
+      "loopgraph_checkpoints",
+      "loopgraph_checkpoint_blobs",
+      "loopgraph_checkpoint_items",
+      "loopgraph_checkpoint_writes",
+    ].map((table) => db.prepare<[string]>(`DELETE FROM ${table} WHERE thread_id = ?`));
   }
 
   /** Run first in every write transaction (see SqliteCheckpointSaver.addWriteHook). */
@@ -434,7 +447,8 @@ export class CheckpointStore {
   appendToLog(at: ThreadNamespace, channel: string, start: number, items: readonly EncodedItem[]): void {
     const key = { threadId: at.threadId, ns: at.ns, channel };
     this.insertChunkStatement.run({ ...key, ...packChunk(chunkColumns(start, items)) });
-    const rawBytes = (row: { last_end: Uint8Array }): number => Buffer.from(row.last_end.buffer, row.last_end.byteOffset, row.last_end.byteLength).readUInt32LE(0);
+    const rawBytes = (row: { last_end: Uint8Array }): number =>
+      Buffer.from(row.last_end.buffer, row.last_end.byteOffset, row.last_end.byteLength).readUInt32LE(0);
     for (;;) {
       const [last, before] = this.lastChunksStatement.all(key);
       if (!last || !before || before.end_seq !== last.start_seq) return;
@@ -453,7 +467,11 @@ export class CheckpointStore {
     const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
     const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
     if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
-    const chunks = (bounds.length === 1 ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!] : this.chunksStatement.all({ ...key, start, end })).map(unpackChunk);
+    const chunks = (
+      bounds.length === 1
+        ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!]
+        : this.chunksStatement.all({ ...key, start, end })
+    ).map(unpackChunk);
     for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
     return chunks;
   }
@@ -517,13 +535,7 @@ export interface BlobLink {
   readonly record: BlobRecord;
 }
 
-type BlobColumnValues = [
-  kind: string,
-  type: string | null,
-  data: Uint8Array | null,
-  base_version: string | null,
-  keep: number | null,
-];
+type BlobColumnValues = [kind: string, type: string | null, data: Uint8Array | null, base_version: string | null, keep: number | null];
 
 function blobColumnValues(record: BlobRecord): BlobColumnValues {
   switch (record.kind) {

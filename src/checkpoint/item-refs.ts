@@ -41,12 +41,20 @@ export function makeItemRef(channel: string, seq: number, target: EncodedItem, i
 
 export function parseItemRef(bytes: Uint8Array): ItemRef {
   const newline = bytes.indexOf(0x0a);
-  const [channel, seq, prefix, suffix] = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, newline).toString("utf8")) as [string, number, number, number];
+  const [channel, seq, prefix, suffix] = JSON.parse(Buffer.from(bytes.buffer, bytes.byteOffset, newline).toString("utf8")) as [
+    string,
+    number,
+    number,
+    number,
+  ];
   return { channel, seq, prefix, suffix, inserted: bytes.subarray(newline + 1) };
 }
 
 /** The item a reference stands for, given its target's bytes. */
 export function applyItemRef(ref: ItemRef, target: EncodedItem): EncodedItem {
   const bytes = target.bytes;
-  return { type: target.type, bytes: Buffer.concat([bytes.subarray(0, ref.prefix), ref.inserted, bytes.subarray(bytes.length - ref.suffix)]) };
+  return {
+    type: target.type,
+    bytes: Buffer.concat([bytes.subarray(0, ref.prefix), ref.inserted, bytes.subarray(bytes.length - ref.suffix)]),
+  };
 }

@@ -48,7 +48,12 @@ export interface StoredList {
 export type TailItem =
   | { readonly seq: number; readonly encoded: EncodedItem }
   /** An item to append: as `stored` when given (a reference to the item at `target`, see item-refs.ts), else as `encoded`. */
-  | { readonly seq?: undefined; readonly encoded: EncodedItem; readonly stored?: EncodedItem; readonly target?: { readonly channel: string; readonly seq: number } };
+  | {
+      readonly seq?: undefined;
+      readonly encoded: EncodedItem;
+      readonly stored?: EncodedItem;
+      readonly target?: { readonly channel: string; readonly seq: number };
+    };
 
 /**
  * A list version to write in the item log's format: the first `keep` items of `base` (by their

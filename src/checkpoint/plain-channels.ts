@@ -19,7 +19,12 @@ export function latestCheckpointId(db: Database.Database, threadId: string): str
 }
 
 /** Channel values (those it has of `channels`) of a root checkpoint of the thread, its latest when no id is given; `{}` when there is no such checkpoint. */
-export function plainChannels(db: Database.Database, threadId: string, channels: readonly string[], checkpointId?: string): Record<string, unknown> {
+export function plainChannels(
+  db: Database.Database,
+  threadId: string,
+  channels: readonly string[],
+  checkpointId?: string,
+): Record<string, unknown> {
   const store = new CheckpointStore(db);
   return store.readTransaction(() => {
     const row = store.checkpoint(root(threadId), checkpointId);
@@ -32,7 +37,9 @@ export function plainChannels(db: Database.Database, threadId: string, channels:
       const record = store.blob(root(threadId), channel, String(version))?.record;
       if (!record || record.kind === "empty") continue;
       if (record.kind !== "value" || record.type !== "json") {
-        throw new Error(`channel "${channel}" of thread "${threadId}" is not stored as a plain JSON value (${record.kind}): read it through the saver`);
+        throw new Error(
+          `channel "${channel}" of thread "${threadId}" is not stored as a plain JSON value (${record.kind}): read it through the saver`,
+        );
       }
       values[channel] = JSON.parse(Buffer.from(record.data).toString("utf8"));
     }

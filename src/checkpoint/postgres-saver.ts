@@ -229,7 +229,13 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
         pageConditions.push(`(checkpoint_id, thread_id, checkpoint_ns) < ($${n - 2}, $${n - 1}, $${n})`);
       }
       pageParams.push(pageSize);
-      const { rows } = await this.pool.query<{ thread_id: string; checkpoint_ns: string; checkpoint_id: string; metadata_type: string; metadata: Buffer }>(
+      const { rows } = await this.pool.query<{
+        thread_id: string;
+        checkpoint_ns: string;
+        checkpoint_id: string;
+        metadata_type: string;
+        metadata: Buffer;
+      }>(
         `SELECT thread_id, checkpoint_ns, checkpoint_id, metadata_type, metadata FROM loopgraph_checkpoints
          ${pageConditions.length > 0 ? `WHERE ${pageConditions.join(" AND ")}` : ""}
          ORDER BY checkpoint_id DESC, thread_id DESC, checkpoint_ns DESC LIMIT $${pageParams.length}`,
@@ -249,7 +255,12 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
     }
   }
 
-  async put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+  async put(
+    config: RunnableConfig,
+    checkpoint: Checkpoint,
+    metadata: CheckpointMetadata,
+    newVersions: ChannelVersions,
+  ): Promise<RunnableConfig> {
     if (!config.configurable) throw new Error("Empty configuration supplied.");
     const at = threadNamespaceOf(config);
     if (!at) throw new Error(`Missing "thread_id" field in passed "config.configurable".`);
@@ -275,7 +286,13 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
 
     const write = async (): Promise<PlannedList[]> => {
       const lists = await this.planLists(at, parentId, listChannels);
-      const all: BlobColumns = { channels: [...blobs.channels], versions: [...blobs.versions], types: [...blobs.types], data: [...blobs.data], ranges: [...blobs.ranges] };
+      const all: BlobColumns = {
+        channels: [...blobs.channels],
+        versions: [...blobs.versions],
+        types: [...blobs.types],
+        data: [...blobs.data],
+        ranges: [...blobs.ranges],
+      };
       const items = { channels: [] as string[], seqs: [] as number[], types: [] as string[], data: [] as Buffer[] };
       for (const list of lists) {
         pushBlob(all, list.channel, list.stored.version, ITEMS_TYPE, null, JSON.stringify(list.stored.ranges));
@@ -393,10 +410,15 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
    * parent checkpoint's): the items it shares with that version are kept by their log ranges, the
    * rest are appended to the log.
    */
-  private async planLists(at: ThreadNamespace, parentId: string | undefined, lists: readonly [string, string, unknown[]][]): Promise<PlannedList[]> {
+  private async planLists(
+    at: ThreadNamespace,
+    parentId: string | undefined,
+    lists: readonly [string, string, unknown[]][],
+  ): Promise<PlannedList[]> {
     if (lists.length === 0) return [];
     // Reading the parent's tuple remembers its list versions as bases (see rememberRead).
-    if (parentId !== undefined && lists.some(([channel]) => !this.lastLists.has(channelKey(at, channel)))) await this.readTuple(at, parentId);
+    if (parentId !== undefined && lists.some(([channel]) => !this.lastLists.has(channelKey(at, channel))))
+      await this.readTuple(at, parentId);
     const unknownEnds = lists.map(([channel]) => channel).filter((channel) => !this.logEnds.has(channelKey(at, channel)));
     if (unknownEnds.length > 0) {
       const { rows } = await this.pool.query<{ channel: string; next: number }>(
@@ -450,18 +472,40 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
         values.set(channel, { kind: "value", type: row.type!, data: row.data! });
         continue;
       }
-      values.set(channel, { kind: "list", version: String(channelVersions[channel]), ranges: JSON.parse(row.extra!) as SeqRange[], items: itemsOf.get(channel) ?? [] });
+      values.set(channel, {
+        kind: "list",
+        version: String(channelVersions[channel]),
+        ranges: JSON.parse(row.extra!) as SeqRange[],
+        items: itemsOf.get(channel) ?? [],
+      });
     }
     const writes = (part: number) =>
       rows
         .filter((row) => row.part === part)
-        .map((row): ReadWrite => ({ taskId: row.a!, taskPath: row.b ?? "", idx: row.n!, channel: row.channel!, type: row.type!, value: row.data! }))
+        .map(
+          (row): ReadWrite => ({
+            taskId: row.a!,
+            taskPath: row.b ?? "",
+            idx: row.n!,
+            channel: row.channel!,
+            type: row.type!,
+            value: row.data!,
+          }),
+        )
         .sort((x, y) => compareWritesSortKeys(writesSortKey(x.taskPath, x.taskId, x.idx), writesSortKey(y.taskPath, y.taskId, y.idx)));
 
     const [header, metadata, pendingWrites] = await Promise.all([
       this.serde.loadsTyped(head.type!, head.data!) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
       this.serde.loadsTyped(head.type2!, head.data2!) as Promise<CheckpointMetadata>,
-      Promise.all(writes(3).map(async (write): Promise<CheckpointPendingWrite> => [write.taskId, write.channel, await this.serde.loadsTyped(write.type, write.value)])),
+      Promise.all(
+        writes(3).map(
+          async (write): Promise<CheckpointPendingWrite> => [
+            write.taskId,
+            write.channel,
+            await this.serde.loadsTyped(write.type, write.value),
+          ],
+        ),
+      ),
     ]);
     return assembleTuple({
       at,
@@ -471,7 +515,10 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
       metadata,
       pendingWrites,
       channelVersions,
-      values: [...values].map(([channel, value]) => [channel, value.kind === "value" ? this.serde.loadsTyped(value.type, value.data) : this.codec.decode(value.items)] as const),
+      values: [...values].map(
+        ([channel, value]) =>
+          [channel, value.kind === "value" ? this.serde.loadsTyped(value.type, value.data) : this.codec.decode(value.items)] as const,
+      ),
       onSettled: (channel, item) => {
         const value = values.get(channel)!;
         if (value.kind === "list" && Array.isArray(item)) this.rememberRead(at, channel, value, item);

@@ -45,7 +45,12 @@ export function channelKey(at: ThreadNamespace, channel: string): string {
 }
 
 /** Whether stored metadata holds each of `wanted` (`list`'s filter), decoded with `serde`. */
-export async function metadataMatches(serde: SerializerProtocol, type: string, data: Uint8Array, wanted: readonly [string, unknown][]): Promise<boolean> {
+export async function metadataMatches(
+  serde: SerializerProtocol,
+  type: string,
+  data: Uint8Array,
+  wanted: readonly [string, unknown][],
+): Promise<boolean> {
   const metadata = (await serde.loadsTyped(type, data)) as Record<string, unknown>;
   return wanted.every(([key, value]) => isDeepStrictEqual(metadata[key], value));
 }
@@ -85,7 +90,11 @@ export async function assembleTuple(parts: TupleParts): Promise<CheckpointTuple>
   }
   await Promise.all(pending);
   const { at, id, parentId } = parts;
-  const checkpoint: Checkpoint = { ...withId(parts.header, id), channel_values: channelValues, channel_versions: { ...parts.channelVersions } };
+  const checkpoint: Checkpoint = {
+    ...withId(parts.header, id),
+    channel_values: channelValues,
+    channel_versions: { ...parts.channelVersions },
+  };
   if (checkpoint.v < 4 && parentId !== null) {
     checkpoint.channel_values[TASKS] = await parts.parentSends();
     const versions = Object.values(checkpoint.channel_versions);

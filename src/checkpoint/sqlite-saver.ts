@@ -399,7 +399,10 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         blobs.push({ channel, version, record: { kind: "value", type, data } });
       }
     }
-    const [[checkpointType, checkpointBytes], [metadataType, metadataBytes]] = await Promise.all([this.dumpsTyped(withoutId(rest)), this.dumpsTyped(metadata)]);
+    const [[checkpointType, checkpointBytes], [metadataType, metadataBytes]] = await Promise.all([
+      this.dumpsTyped(withoutId(rest)),
+      this.dumpsTyped(metadata),
+    ]);
 
     const written = this.writeTransaction(() => {
       for (const blob of blobs) this.store.insertBlob(at, blob);
@@ -432,7 +435,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       const threadKey = this.threadKey(at);
       list.tailSeqs.forEach((seq, j) => {
         const value = plan.values[list.tailStart + j];
-        if (isObject(value)) this.loggedItems.set(value, { threadKey, ns: at.ns, channel, seq, encoded: list.stored.encoded[list.tailStart + j]! });
+        if (isObject(value))
+          this.loggedItems.set(value, { threadKey, ns: at.ns, channel, seq, encoded: list.stored.encoded[list.tailStart + j]! });
       });
     });
     return { configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id: checkpoint.id } };
@@ -709,7 +713,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
         continue;
       }
       // Logged as a pending write (or input) of this namespace: stored as a reference to it and the bytes that differ.
-      const stored = ours?.channel.startsWith(WRITES_LOG_PREFIX) ? makeItemRef(ours.channel, ours.seq, ours.encoded, itemEncoding) : undefined;
+      const stored = ours?.channel.startsWith(WRITES_LOG_PREFIX)
+        ? makeItemRef(ours.channel, ours.seq, ours.encoded, itemEncoding)
+        : undefined;
       tail.push(stored ? { encoded: itemEncoding, stored, target: { channel: ours!.channel, seq: ours!.seq } } : { encoded: itemEncoding });
     }
     const plan: ListPlan = {
@@ -781,7 +787,10 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   private writeInput(at: ThreadNamespace, input: PlannedInput): (readonly { index: number; seq: number }[])[] | undefined {
     if (this.store.hasBlob(at, input.channel, input.version)) return undefined;
     const appended: (readonly { index: number; seq: number }[])[] = [];
-    const refs: ObjectRefs = { rest: Buffer.from(input.rest.buffer, input.rest.byteOffset, input.rest.byteLength).toString("utf8"), props: {} };
+    const refs: ObjectRefs = {
+      rest: Buffer.from(input.rest.buffer, input.rest.byteOffset, input.rest.byteLength).toString("utf8"),
+      props: {},
+    };
     for (const [key, plan] of input.props) {
       const written = this.writeRefs(at, plan);
       refs.props[key] = written.refs;
@@ -866,7 +875,13 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   private rememberRefs(at: ThreadNamespace, plan: PlannedRefs, appended: readonly { index: number; seq: number }[]): void {
     const threadKey = this.threadKey(at);
     for (const { index, seq } of appended) {
-      this.loggedItems.set(plan.values[index] as object, { threadKey, ns: at.ns, channel: plan.channel, seq, encoded: plan.encoded[index]! });
+      this.loggedItems.set(plan.values[index] as object, {
+        threadKey,
+        ns: at.ns,
+        channel: plan.channel,
+        seq,
+        encoded: plan.encoded[index]!,
+      });
     }
   }
 
@@ -883,11 +898,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   }
 
   /** A stored list version, for diffing against when this saver has not written the channel itself. */
-  private readListVersion(
-    at: ThreadNamespace,
-    channel: string,
-    version: string | number | undefined,
-  ): StoredList | undefined {
+  private readListVersion(at: ThreadNamespace, channel: string, version: string | number | undefined): StoredList | undefined {
     const value = version === undefined ? undefined : this.readValue(at, channel, String(version));
     if (value?.kind === "log") return { version: value.version, encoded: value.items.encoded(), ranges: value.ranges };
     return value?.kind === "list" ? value.list : undefined;
@@ -908,9 +919,11 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       row,
       channelVersions,
       values,
-      writes: this.store.writes(at, row.checkpoint_id).map((write) =>
-        write.type === LOG_REFS_TYPE ? { ...write, items: this.readRefs(at.threadId, JSON.parse(utf8(write.value)) as LogRef[]) } : write,
-      ),
+      writes: this.store
+        .writes(at, row.checkpoint_id)
+        .map((write) =>
+          write.type === LOG_REFS_TYPE ? { ...write, items: this.readRefs(at.threadId, JSON.parse(utf8(write.value)) as LogRef[]) } : write,
+        ),
       parentSends: parentId === null ? [] : this.store.writes(at, parentId, TASKS),
     };
   }
@@ -925,7 +938,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       return { kind: "input", rest: Buffer.from(refs.rest, "utf8"), props };
     }
     if (record.kind === "value") return record;
-    if (record.kind === "items") return { kind: "log", version, ranges: record.ranges, items: this.readLogItems(at, channel, record.ranges) };
+    if (record.kind === "items")
+      return { kind: "log", version, ranges: record.ranges, items: this.readLogItems(at, channel, record.ranges) };
     return { kind: "list", list: materializeList(asListChain(chain)) };
   }
 
@@ -976,14 +990,17 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
       this.locateLogItems(at, log, ranges)
         .encoded()
         .forEach((target, i) => {
-          if (target.type === ITEM_REF_TYPE) throw new Error(`The item log of channel ${log} holds a reference at ${seqs[i]}, which a reference points to`);
+          if (target.type === ITEM_REF_TYPE)
+            throw new Error(`The item log of channel ${log} holds a reference at ${seqs[i]}, which a reference points to`);
           targets.set(`${log}\u0000${seqs[i]}`, target);
         });
     }
-    return LogItems.of(encoded.map((item, i) => {
-      const ref = refs[i];
-      return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
-    }));
+    return LogItems.of(
+      encoded.map((item, i) => {
+        const ref = refs[i];
+        return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
+      }),
+    );
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
@@ -1017,10 +1034,20 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * planned against, when this saver has none: its items are then known by identity, and the
    * version is not read and compared again. Any stored version of the channel is a valid base.
    */
-  private rememberReadList(at: ThreadNamespace, channel: string, value: Extract<StoredValue, { kind: "log" }>, items: readonly unknown[]): void {
+  private rememberReadList(
+    at: ThreadNamespace,
+    channel: string,
+    value: Extract<StoredValue, { kind: "log" }>,
+    items: readonly unknown[],
+  ): void {
     const cacheKey = channelKey(at, channel);
     if (this.lastWrittenLists.has(cacheKey)) return;
-    this.lastWrittenLists.set(cacheKey, { version: value.version, encoded: value.items.encoded(), values: items.slice(), ranges: value.ranges });
+    this.lastWrittenLists.set(cacheKey, {
+      version: value.version,
+      encoded: value.items.encoded(),
+      values: items.slice(),
+      ranges: value.ranges,
+    });
   }
 
   /** A stored value decoded: a list's items in one pass (see fast-serde.ts), synchronously when none needs LangChain's `load`. */
@@ -1049,14 +1076,15 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   private decodeWrites(writes: readonly StoredWriteRow[]): Promise<CheckpointPendingWrite[]> {
     return Promise.all(
-      writes.map(async (write): Promise<CheckpointPendingWrite> => [
-        write.task_id,
-        write.channel,
-        write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.serde.loadsTyped(write.type, write.value),
-      ]),
+      writes.map(
+        async (write): Promise<CheckpointPendingWrite> => [
+          write.task_id,
+          write.channel,
+          write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.serde.loadsTyped(write.type, write.value),
+        ],
+      ),
     );
   }
-
 }
 
 function utf8(data: Uint8Array): string {

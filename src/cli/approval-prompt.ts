@@ -11,7 +11,8 @@ import { printable } from "./terminal-text.js";
 export function describeCall(request: ApprovalRequest): string {
   const args = request.args as Record<string, unknown> | undefined;
   if (request.tool === "shell" && typeof args?.command === "string") return printable(`shell: ${args.command}`);
-  if (request.tool === "present_plan" && typeof args?.plan === "string") return printable(`present_plan (a plan of ${args.plan.split("\n").length} lines, shown below)`);
+  if (request.tool === "present_plan" && typeof args?.plan === "string")
+    return printable(`present_plan (a plan of ${args.plan.split("\n").length} lines, shown below)`);
   if (typeof args?.path === "string") return printable(`${request.tool}: ${args.path}`);
   return printable(`${request.tool} ${JSON.stringify(request.args)}`);
 }
@@ -55,7 +56,8 @@ export function editInEditor(request: ApprovalRequest, env: NodeJS.ProcessEnv = 
     writeFileSync(file, contents ? (args.contents as string) : `${JSON.stringify(args, null, 2)}\n`, { mode: 0o600 });
     const editor = env.VISUAL || env.EDITOR || "vi";
     const ran = spawnSync("sh", ["-c", `${editor} "$1"`, "sh", file], { stdio: "inherit", env });
-    if (ran.status !== 0) return `the editor (${editor}) ${ran.error ? `could not start: ${ran.error.message}` : `exited with ${ran.status ?? ran.signal}`}: nothing was changed`;
+    if (ran.status !== 0)
+      return `the editor (${editor}) ${ran.error ? `could not start: ${ran.error.message}` : `exited with ${ran.status ?? ran.signal}`}: nothing was changed`;
     const text = readFileSync(file, "utf8");
     if (contents) return { ...args, contents: text };
     let edited: unknown;
@@ -64,7 +66,9 @@ export function editInEditor(request: ApprovalRequest, env: NodeJS.ProcessEnv = 
     } catch (error) {
       return `the edited arguments are not JSON (${(error as Error).message}): nothing was changed`;
     }
-    return edited !== null && typeof edited === "object" && !Array.isArray(edited) ? (edited as Record<string, unknown>) : "the edited arguments must be one JSON object: nothing was changed";
+    return edited !== null && typeof edited === "object" && !Array.isArray(edited)
+      ? (edited as Record<string, unknown>)
+      : "the edited arguments must be one JSON object: nothing was changed";
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
@@ -74,7 +78,12 @@ export function editInEditor(request: ApprovalRequest, env: NodeJS.ProcessEnv = 
 export function chatApprovalLine(request: ApprovalRequest): string {
   const always = describeAlways(request);
   const answers = always ? `/approve, /always (${always}) or /reject [why]` : "/approve or /reject [why]";
-  const details = request.details ? `\n${request.details.split("\n").map((line) => `    ${printable(line)}`).join("\n")}` : "";
+  const details = request.details
+    ? `\n${request.details
+        .split("\n")
+        .map((line) => `    ${printable(line)}`)
+        .join("\n")}`
+    : "";
   return `${approvalSummary(request)}: ${answers}${details}`;
 }
 
@@ -89,11 +98,20 @@ export async function promptForApproval(request: ApprovalRequest, signal?: Abort
     process.stderr.write(
       `\n${pc.yellow("?")} ${pc.bold(printable(request.node))} wants to run ${pc.cyan(describeCall(request))}\n  ${pc.dim(printable(request.reason))}\n` +
         (request.diff ? `${renderDiff(request.diff)}\n` : "") +
-        (request.details ? `${request.details.split("\n").map((line) => `    ${printable(line)}`).join("\n")}\n` : "") +
+        (request.details
+          ? `${request.details
+              .split("\n")
+              .map((line) => `    ${printable(line)}`)
+              .join("\n")}\n`
+          : "") +
         (always ? `  ${pc.dim(always)}\n` : ""),
     );
     for (;;) {
-      const choice = (await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways / ${pc.bold("[e]")}dit: `, { signal })).trim().toLowerCase();
+      const choice = (
+        await rl.question(`  Allow? ${pc.bold("[y]")}es / ${pc.bold("[n]")}o / ${pc.bold("[a]")}lways / ${pc.bold("[e]")}dit: `, { signal })
+      )
+        .trim()
+        .toLowerCase();
       if (choice === "y" || choice === "yes") return { decision: "approve" };
       if (choice === "e" || choice === "edit") {
         // The editor has the terminal to itself.

@@ -67,9 +67,16 @@ interface QueuedLine {
 export async function chatCommand(options: ChatCommandOptions): Promise<number> {
   if (options.continue && options.thread !== undefined) throw new ConfigError("use either --continue or --thread, not both");
   const threadId = options.continue ? await lastChatThread(options.db) : options.thread;
-  const session = await withGraphSuggestion(options.graph, () => openChat({ graph: options.graph, threadId, workspace: options.workspace, ...commonRunOptionsOf(options) }));
+  const session = await withGraphSuggestion(options.graph, () =>
+    openChat({ graph: options.graph, threadId, workspace: options.workspace, ...commonRunOptionsOf(options) }),
+  );
   const emit = options.json ? (event: ChatEvent) => void process.stdout.write(`${eventLine(event)}\n`) : undefined;
-  const screen = new ChatScreen(process.stdin, process.stdout, undefined, emit && ((text) => emit({ type: "chat_output", text: withoutColours(text) })));
+  const screen = new ChatScreen(
+    process.stdin,
+    process.stdout,
+    undefined,
+    emit && ((text) => emit({ type: "chat_output", text: withoutColours(text) })),
+  );
   return new ChatController(session, screen, options.db, emit).run();
 }
 
@@ -140,11 +147,13 @@ class ChatController {
 
   private async greet(): Promise<void> {
     const { session, screen } = this;
-    if (this.emit) return this.emit({ type: "chat_started", threadId: session.threadId, workspace: session.workspace, created: session.created });
+    if (this.emit)
+      return this.emit({ type: "chat_started", threadId: session.threadId, workspace: session.workspace, created: session.created });
     screen.print(pc.bold(`loopgraph chat`) + pc.dim(`  thread ${session.threadId}  workspace ${session.workspace}`));
     if (!session.created) {
       const history = await session.history();
-      if (history.length > HISTORY_SHOWN) screen.print(pc.dim(`… ${history.length - HISTORY_SHOWN} earlier messages (loopgraph inspect ${session.threadId})`));
+      if (history.length > HISTORY_SHOWN)
+        screen.print(pc.dim(`… ${history.length - HISTORY_SHOWN} earlier messages (loopgraph inspect ${session.threadId})`));
       for (const message of history.slice(-HISTORY_SHOWN)) {
         const shown = renderHistoryMessage(message);
         if (shown) screen.print(shown);
@@ -232,7 +241,9 @@ class ChatController {
         void this.leave(ExitCode.Finished);
         return true;
       case "/inspect":
-        await inspectCommand(looper.threadId, { db: this.db }).catch((error: unknown) => this.screen.line(pc.red(String((error as Error).message ?? error))));
+        await inspectCommand(looper.threadId, { db: this.db }).catch((error: unknown) =>
+          this.screen.line(pc.red(String((error as Error).message ?? error))),
+        );
         return true;
       case "/resume":
         this.screen.line(await looper.resume());
@@ -353,7 +364,11 @@ class ChatController {
       }
       case "interrupted":
         this.screen.print(
-          pc.yellow(outcome.ended ? `■ the loop ended: ${outcome.error ?? "stopped"} (thread ${thread})` : `■ the loop was interrupted (thread ${thread}): /resume continues it`),
+          pc.yellow(
+            outcome.ended
+              ? `■ the loop ended: ${outcome.error ?? "stopped"} (thread ${thread})`
+              : `■ the loop was interrupted (thread ${thread}): /resume continues it`,
+          ),
         );
         break;
       case "limited":
@@ -406,7 +421,8 @@ class ChatController {
     if (this.quit) return;
     this.quit = true;
     void interruptActiveRuns("the chat ended before the step in flight did (it re-runs on resume)").then((interrupted) => {
-      if (interrupted.includes(this.session.looper.threadId)) this.screen.print(pc.yellow(`The loop was interrupted. ${this.continueWith()}`));
+      if (interrupted.includes(this.session.looper.threadId))
+        this.screen.print(pc.yellow(`The loop was interrupted. ${this.continueWith()}`));
       else if (!this.toldHowToContinue && !this.emit) this.screen.print(pc.dim(this.continueChat()));
       this.screen.close();
       this.finish(code);

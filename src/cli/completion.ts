@@ -21,7 +21,15 @@ interface Node {
 function nodesOf(command: Command, path: string[] = []): Node[] {
   const visible = command.commands.filter((sub) => sub.name() !== "help");
   const options = command.options.flatMap((option) =>
-    option.long ? [{ long: option.long, ...(option.argChoices && { choices: option.argChoices }), ...((option.required || option.optional) && { takesValue: true }) }] : [],
+    option.long
+      ? [
+          {
+            long: option.long,
+            ...(option.argChoices && { choices: option.argChoices }),
+            ...((option.required || option.optional) && { takesValue: true }),
+          },
+        ]
+      : [],
   );
   const own: Node = { path, subcommands: visible.map((sub) => sub.name()), options: [...options, { long: "--help" }] };
   return [own, ...visible.flatMap((sub) => nodesOf(sub, [...path, sub.name()]))];
@@ -30,7 +38,8 @@ function nodesOf(command: Command, path: string[] = []): Node[] {
 export function completionScript(shell: string, program: Command): string {
   const nodes = nodesOf(program);
   if (shell === "bash") return bashScript(nodes);
-  if (shell === "zsh") return `#compdef loopgraph\n# zsh runs the bash completion of loopgraph through bashcompinit.\nautoload -U +X bashcompinit && bashcompinit\n${bashScript(nodes)}`;
+  if (shell === "zsh")
+    return `#compdef loopgraph\n# zsh runs the bash completion of loopgraph through bashcompinit.\nautoload -U +X bashcompinit && bashcompinit\n${bashScript(nodes)}`;
   if (shell === "fish") return fishScript(nodes);
   throw new ConfigError(`no completion for "${shell}": use one of ${SHELLS.join(", ")}`);
 }
@@ -53,7 +62,9 @@ function bashScript(nodes: Node[]): string {
       return `    ${pattern})\n      words=${quote(words)}${choices ? `\n${choices}` : ""}\n      ;;`;
     });
   const top = nodes[0]!;
-  const valued = [...new Set(nodes.flatMap((node) => node.options.filter((option) => option.takesValue).map((option) => option.long)))].sort();
+  const valued = [
+    ...new Set(nodes.flatMap((node) => node.options.filter((option) => option.takesValue).map((option) => option.long))),
+  ].sort();
   return `# bash completion for loopgraph (loopgraph completion bash)
 _loopgraph() {
   local cur="\${COMP_WORDS[COMP_CWORD]}" prev="\${COMP_WORDS[COMP_CWORD-1]}" path="" word words
@@ -89,7 +100,9 @@ function fishScript(nodes: Node[]): string {
     const parent = node.path.slice(0, -1);
     const inParent = parent.length > 0 ? `__fish_seen_subcommand_from ${parent.join(" ")}; and ` : "";
     if (node.subcommands.length > 0) {
-      lines.push(`complete -c loopgraph -n ${quote(`${inParent}__fish_seen_subcommand_from ${last}; and not __fish_seen_subcommand_from ${node.subcommands.join(" ")}`)} -a ${quote(node.subcommands.join(" "))}`);
+      lines.push(
+        `complete -c loopgraph -n ${quote(`${inParent}__fish_seen_subcommand_from ${last}; and not __fish_seen_subcommand_from ${node.subcommands.join(" ")}`)} -a ${quote(node.subcommands.join(" "))}`,
+      );
     }
     for (const option of node.options) {
       const values = option.choices ? ` -x -a ${quote(option.choices.join(" "))}` : "";

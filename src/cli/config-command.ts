@@ -50,7 +50,11 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
     const files = {
       projectRoot: config.root,
       userConfig: { path: config.userPath, found: Boolean(config.user) },
-      projectConfig: { path: config.projectPath, found: Boolean(config.project), ...(config.projectIgnored && { ignored: config.projectIgnored }) },
+      projectConfig: {
+        path: config.projectPath,
+        found: Boolean(config.project),
+        ...(config.projectIgnored && { ignored: config.projectIgnored }),
+      },
     };
     process.stdout.write(`${JSON.stringify({ ...files, settings }, null, 2)}\n`);
     return exitCode;
@@ -62,7 +66,10 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
       `user config     ${found(config.userPath, Boolean(config.user))}`,
       `project config  ${config.projectIgnored ? `${config.projectPath}${pc.yellow("  (not read: not trusted; see `loopgraph trust`)")}` : found(config.projectPath, Boolean(config.project))}`,
       "",
-      ...settings.map((setting) => `${setting.name.padEnd(14)}  ${(setting.value ?? pc.dim("(none)")).padEnd(40)}  ${pc.dim(setting.from ? `${setting.source}: ${setting.from}` : setting.source)}`),
+      ...settings.map(
+        (setting) =>
+          `${setting.name.padEnd(14)}  ${(setting.value ?? pc.dim("(none)")).padEnd(40)}  ${pc.dim(setting.from ? `${setting.source}: ${setting.from}` : setting.source)}`,
+      ),
       "",
     ].join("\n"),
   );
@@ -81,10 +88,22 @@ function listText<T>(json: string, item: (value: T) => string, separator = ", ")
 
 function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string | undefined): ShownSetting[] {
   const runEnvironment = environmentWithConfig(config, env);
-  const show = <T>(name: string, setting: EffectiveSetting<T>, text: (value: T) => string, fallback: { value?: string; source: string }): ShownSetting => {
+  const show = <T>(
+    name: string,
+    setting: EffectiveSetting<T>,
+    text: (value: T) => string,
+    fallback: { value?: string; source: string },
+  ): ShownSetting => {
     const problem = runProblem(name, runEnvironment);
     // A value a run refuses is shown as it was given (a bad model timeout reads as none at all).
-    if (problem) return { name, value: setting.from && runEnvironment[setting.from], source: setting.source, ...(setting.from && { from: setting.from }), problem };
+    if (problem)
+      return {
+        name,
+        value: setting.from && runEnvironment[setting.from],
+        source: setting.source,
+        ...(setting.from && { from: setting.from }),
+        problem,
+      };
     return setting.value !== undefined
       ? { name, value: text(setting.value), source: setting.source, ...(setting.from && { from: setting.from }) }
       : { name, value: fallback.value, source: fallback.source };
@@ -92,15 +111,43 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
   return [
     show("model", effectiveSetting(config, env, "model"), String, { source: "each graph's model:, if it has one" }),
     show("approval", effectiveSetting(config, env, "approval"), String, { value: "ask", source: "default" }),
-    show("model_timeout", effectiveSetting(config, env, "modelTimeoutMs"), (ms) => `${Number(ms) / 1000} s`, { value: "120 s", source: "default" }),
-    show("store", effectiveSetting(config, env, "store", db), (store) => withoutPassword(String(store)), { value: defaultStorePath(config.root), source: "default" }),
-    show("providers", effectiveSetting(config, env, "providers"), (json) => Object.keys(JSON.parse(String(json)) as object).join(", "), { source: "the built-in ones only" }),
-    show("environment.include", effectiveSetting(config, env, "shellEnvInclude"), String, { source: "none: every variable named like a credential is removed" }),
+    show("model_timeout", effectiveSetting(config, env, "modelTimeoutMs"), (ms) => `${Number(ms) / 1000} s`, {
+      value: "120 s",
+      source: "default",
+    }),
+    show("store", effectiveSetting(config, env, "store", db), (store) => withoutPassword(String(store)), {
+      value: defaultStorePath(config.root),
+      source: "default",
+    }),
+    show("providers", effectiveSetting(config, env, "providers"), (json) => Object.keys(JSON.parse(String(json)) as object).join(", "), {
+      source: "the built-in ones only",
+    }),
+    show("environment.include", effectiveSetting(config, env, "shellEnvInclude"), String, {
+      source: "none: every variable named like a credential is removed",
+    }),
     show("environment.exclude", effectiveSetting(config, env, "shellEnvExclude"), String, { source: "none besides the credentials" }),
-    show("sandbox", effectiveSetting(config, env, "sandbox"), (value) => (value === "off" ? "off" : String(value)), { value: "on", source: "default" }),
-    show("mcp_servers", effectiveSetting(config, env, "mcpServers"), (json) => listText<McpServer>(String(json), (server) => `${server.name} (${server.transport})`), { source: "none (a graph's mcp_servers: adds its own)" }),
-    show("hooks", effectiveSetting(config, env, "hooks"), (json) => listText<Hook>(String(json), (hook) => `${hook.event}${hook.tools ? ` (${hook.tools})` : ""}: ${hook.command}`, "; "), { source: "none" }),
-    show("subagents", effectiveSetting(config, env, "subagents"), (json) => listText<DeclaredSubagent>(String(json), (agent) => `${agent.name}${agent.description ? ` (${agent.description})` : ""}`), { source: "none (a coder node's subagents: adds its own)" }),
+    show("sandbox", effectiveSetting(config, env, "sandbox"), (value) => (value === "off" ? "off" : String(value)), {
+      value: "on",
+      source: "default",
+    }),
+    show(
+      "mcp_servers",
+      effectiveSetting(config, env, "mcpServers"),
+      (json) => listText<McpServer>(String(json), (server) => `${server.name} (${server.transport})`),
+      { source: "none (a graph's mcp_servers: adds its own)" },
+    ),
+    show(
+      "hooks",
+      effectiveSetting(config, env, "hooks"),
+      (json) => listText<Hook>(String(json), (hook) => `${hook.event}${hook.tools ? ` (${hook.tools})` : ""}: ${hook.command}`, "; "),
+      { source: "none" },
+    ),
+    show(
+      "subagents",
+      effectiveSetting(config, env, "subagents"),
+      (json) => listText<DeclaredSubagent>(String(json), (agent) => `${agent.name}${agent.description ? ` (${agent.description})` : ""}`),
+      { source: "none (a coder node's subagents: adds its own)" },
+    ),
     show("mode", effectiveSetting(config, env, "mode"), String, { source: "each Coder node's mode:, else agent" }),
   ];
 }

@@ -30,7 +30,8 @@ export function sourceMappedStack(stack: string, cwd = process.cwd(), bundle = r
       const file = installed(named, bundle);
       const at = (place: string) => `${line.slice(0, line.length - whole.length)}${open}${place}${close}`;
       const entry = mapOf(file)?.findEntry(Number(lineNumber) - 1, Number(column) - 1);
-      if (!entry || !("originalSource" in entry) || typeof entry.originalSource !== "string") return file === named ? line : at(`${file}:${lineNumber}:${column}`);
+      if (!entry || !("originalSource" in entry) || typeof entry.originalSource !== "string")
+        return file === named ? line : at(`${file}:${lineNumber}:${column}`);
       const source = resolve(dirname(file), entry.originalSource);
       const shown = source.startsWith(`${cwd}/`) ? relative(cwd, source) : source;
       return at(`${shown}:${entry.originalLine + 1}:${entry.originalColumn + 1}`);

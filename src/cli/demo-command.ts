@@ -21,8 +21,7 @@ import { availableSandbox } from "../tools/sandbox.js";
 /** How the demo's commands run, in one line. */
 const SANDBOX_LINES = {
   bubblewrap: "Commands: in the OS sandbox (bubblewrap).",
-  none:
-    "Commands: without an OS sandbox, which cannot start here (bubblewrap is missing or cannot start): these are the demo's own scripted commands; your own runs ask before each command (see `loopgraph doctor`).",
+  none: "Commands: without an OS sandbox, which cannot start here (bubblewrap is missing or cannot start): these are the demo's own scripted commands; your own runs ask before each command (see `loopgraph doctor`).",
   off: "Commands: without the OS sandbox, as LOOPGRAPH_SANDBOX=off asks.",
 } as const;
 
@@ -44,12 +43,18 @@ export async function demoCommand(options: { db?: string }): Promise<number> {
   const sandbox = availableSandbox(process.env);
   process.stdout.write(`Workspace: ${workspace}\n${SANDBOX_LINES[sandbox.name]}\n`);
   const status = loopgraph(
-    "run", join(root, "graphs", "monitor.yaml"),
-    "--task", "Add isPalindrome(text) in palindrome.js, with a test.",
-    "--workspace", workspace,
-    "--model", `scripted:${join(root, "examples", "monitor.script.yaml")}`,
-    "--approval", "auto",
-    "--thread", thread,
+    "run",
+    join(root, "graphs", "monitor.yaml"),
+    "--task",
+    "Add isPalindrome(text) in palindrome.js, with a test.",
+    "--workspace",
+    workspace,
+    "--model",
+    `scripted:${join(root, "examples", "monitor.script.yaml")}`,
+    "--approval",
+    "auto",
+    "--thread",
+    thread,
     ...(sandbox.name === "bubblewrap" ? [] : ["--no-sandbox"]),
   );
   if (status !== 0) return status;

@@ -45,13 +45,25 @@ const APT = (packages: string) => `${process.getuid?.() === 0 ? "" : "sudo "}apt
 
 export async function doctorCommand(options: DoctorOptions): Promise<number> {
   const cwd = options.cwd ?? process.cwd();
-  const checks = [nodeCheck(), gitCheck(), sandboxCheck(options.env), ripgrepCheck(options.env), await storeCheck(options.db, options.env, cwd), modelCheck(options.env), chromiumCheck()];
+  const checks = [
+    nodeCheck(),
+    gitCheck(),
+    sandboxCheck(options.env),
+    ripgrepCheck(options.env),
+    await storeCheck(options.db, options.env, cwd),
+    modelCheck(options.env),
+    chromiumCheck(),
+  ];
   const healthy = checks.every((check) => !check.needed || check.status !== "missing");
   if (options.json) {
     process.stdout.write(`${JSON.stringify({ ok: healthy, checks }, null, 2)}\n`);
   } else {
     for (const check of checks) process.stdout.write(`${checkLine(check)}\n`);
-    process.stdout.write(healthy ? `\n${pc.green("Everything this configuration needs is here.")}\n` : `\n${pc.red("Something this configuration needs is missing: see the ✗ lines.")}\n`);
+    process.stdout.write(
+      healthy
+        ? `\n${pc.green("Everything this configuration needs is here.")}\n`
+        : `\n${pc.red("Something this configuration needs is missing: see the ✗ lines.")}\n`,
+    );
   }
   return healthy ? 0 : 1;
 }
@@ -65,7 +77,9 @@ function checkLine(check: Check): string {
 /** The first line `program args…` prints, or undefined when it cannot run. */
 function firstLine(program: string, ...args: string[]): string | undefined {
   try {
-    return execFileSync(program, args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 10_000 }).split("\n")[0]!.trim();
+    return execFileSync(program, args, { encoding: "utf8", stdio: ["ignore", "pipe", "ignore"], timeout: 10_000 })
+      .split("\n")[0]!
+      .trim();
   } catch {
     return undefined;
   }
@@ -75,21 +89,45 @@ function nodeCheck(): Check {
   const major = Number(process.versions.node.split(".")[0]);
   return major >= 20
     ? { name: "node", status: "ok", needed: true, detail: `Node ${process.versions.node}` }
-    : { name: "node", status: "missing", needed: true, detail: `Node ${process.versions.node} is older than loopgraph needs (20 or newer)`, fix: "install Node 20 or newer" };
+    : {
+        name: "node",
+        status: "missing",
+        needed: true,
+        detail: `Node ${process.versions.node} is older than loopgraph needs (20 or newer)`,
+        fix: "install Node 20 or newer",
+      };
 }
 
 function gitCheck(): Check {
   const version = firstLine("git", "--version");
   return version
     ? { name: "git", status: "ok", needed: true, detail: version }
-    : { name: "git", status: "missing", needed: true, detail: "git is not on the PATH: runs keep their workspace snapshots and repositories with it", fix: APT("git") };
+    : {
+        name: "git",
+        status: "missing",
+        needed: true,
+        detail: "git is not on the PATH: runs keep their workspace snapshots and repositories with it",
+        fix: APT("git"),
+      };
 }
 
 function sandboxCheck(env: NodeJS.ProcessEnv): Check {
   const name = "sandbox";
-  if (sandboxWaived(env)) return { name, status: "off", needed: false, detail: "off by your choice (LOOPGRAPH_SANDBOX=off or sandbox: { enabled: false }): the agent's shell commands run with your rights" };
+  if (sandboxWaived(env))
+    return {
+      name,
+      status: "off",
+      needed: false,
+      detail: "off by your choice (LOOPGRAPH_SANDBOX=off or sandbox: { enabled: false }): the agent's shell commands run with your rights",
+    };
   const problem = sandboxProblem(env);
-  if (problem === undefined) return { name, status: "ok", needed: true, detail: "bubblewrap starts: the agent's shell commands run confined, and --approval auto runs them unasked" };
+  if (problem === undefined)
+    return {
+      name,
+      status: "ok",
+      needed: true,
+      detail: "bubblewrap starts: the agent's shell commands run confined, and --approval auto runs them unasked",
+    };
   const costs = "the agent's shell commands ask before they run, even in --approval auto";
   if (!problem.installed) return { name, status: "missing", needed: true, detail: `${problem.reason}: ${costs}`, fix: APT("bubblewrap") };
   return {
@@ -106,20 +144,38 @@ function ripgrepCheck(env: NodeJS.ProcessEnv): Check {
   const version = rg ? firstLine(rg, "--version") : undefined;
   return version
     ? { name: "ripgrep", status: "ok", needed: false, detail: `${version}: the grep tool searches with it` }
-    : { name: "ripgrep", status: "missing", needed: false, detail: "rg is not on the PATH: the grep tool uses its built-in search, slower on large trees", fix: APT("ripgrep") };
+    : {
+        name: "ripgrep",
+        status: "missing",
+        needed: false,
+        detail: "rg is not on the PATH: the grep tool uses its built-in search, slower on large trees",
+        fix: APT("ripgrep"),
+      };
 }
 
 function chromiumCheck(): Check {
   const found = ["chromium", "chromium-browser"].map((program) => firstLine(program, "--version")).find(Boolean);
   return found
     ? { name: "chromium", status: "ok", needed: false, detail: `${found}: for loopgraph's own browser tests only` }
-    : { name: "chromium", status: "off", needed: false, detail: "not found: only loopgraph's own browser tests use it (npm test skips them)", fix: APT("chromium") };
+    : {
+        name: "chromium",
+        status: "off",
+        needed: false,
+        detail: "not found: only loopgraph's own browser tests use it (npm test skips them)",
+        fix: APT("chromium"),
+      };
 }
 
 function modelCheck(env: NodeJS.ProcessEnv): Check {
   const name = "model";
   const configured = env.LOOPGRAPH_MODEL?.trim();
-  if (!configured) return { name, status: "off", needed: false, detail: "none configured: each run takes --model, or its graph's model: (e.g. openai:gpt-4o-mini, with OPENAI_API_KEY)" };
+  if (!configured)
+    return {
+      name,
+      status: "off",
+      needed: false,
+      detail: "none configured: each run takes --model, or its graph's model: (e.g. openai:gpt-4o-mini, with OPENAI_API_KEY)",
+    };
   try {
     const spec = parseModelSpec(configured, env);
     if (spec.provider === "scripted") {
@@ -153,9 +209,16 @@ function sqliteStoreCheck(path: string): Check {
     const folder = nearestExisting(dirname(path));
     return writable(folder)
       ? { name, status: "ok", needed: true, detail: `${path}: not created yet; the first run creates it (${folder} is writable)` }
-      : { name, status: "missing", needed: true, detail: `${path}: cannot be created, ${folder} is not writable`, fix: "give a writable store with --db or LOOPGRAPH_DB" };
+      : {
+          name,
+          status: "missing",
+          needed: true,
+          detail: `${path}: cannot be created, ${folder} is not writable`,
+          fix: "give a writable store with --db or LOOPGRAPH_DB",
+        };
   }
-  if (!statSync(path).isFile()) return { name, status: "missing", needed: true, detail: `${path} is not a file`, fix: "give the store's file with --db" };
+  if (!statSync(path).isFile())
+    return { name, status: "missing", needed: true, detail: `${path} is not a file`, fix: "give the store's file with --db" };
   let version: number;
   try {
     const database = new Database(path, { readonly: true, fileMustExist: true });
@@ -167,8 +230,22 @@ function sqliteStoreCheck(path: string): Check {
   } catch (error) {
     return { name, status: "missing", needed: true, detail: `${path} cannot be read as a SQLite store (${(error as Error).message})` };
   }
-  if (version > STORE_VERSION) return { name, status: "missing", needed: true, detail: `${path} has schema version ${version}, newer than this loopgraph understands (${STORE_VERSION})`, fix: "upgrade loopgraph" };
-  if (!writable(path) || !writable(dirname(path))) return { name, status: "missing", needed: true, detail: `${path} is not writable: runs cannot record their steps`, fix: "check the file's and its folder's permissions" };
+  if (version > STORE_VERSION)
+    return {
+      name,
+      status: "missing",
+      needed: true,
+      detail: `${path} has schema version ${version}, newer than this loopgraph understands (${STORE_VERSION})`,
+      fix: "upgrade loopgraph",
+    };
+  if (!writable(path) || !writable(dirname(path)))
+    return {
+      name,
+      status: "missing",
+      needed: true,
+      detail: `${path} is not writable: runs cannot record their steps`,
+      fix: "check the file's and its folder's permissions",
+    };
   const migrates = version < STORE_VERSION ? `; the next run upgrades it to ${STORE_VERSION}` : "";
   return { name, status: "ok", needed: true, detail: `${path}: SQLite, writable, schema version ${version}${migrates}` };
 }
@@ -189,8 +266,21 @@ async function postgresStoreCheck(url: string, env: NodeJS.ProcessEnv): Promise<
   }
   try {
     const version = (await schemaVersions(pool)).get("runs");
-    if (version === undefined) return { name, status: "ok", needed: true, detail: `${shown}: PostgreSQL reachable; no loopgraph store yet (the first run creates it)` };
-    if (version > RUN_MIGRATIONS.length) return { name, status: "missing", needed: true, detail: `${shown} has schema version ${version}, newer than this loopgraph understands (${RUN_MIGRATIONS.length})`, fix: "upgrade loopgraph" };
+    if (version === undefined)
+      return {
+        name,
+        status: "ok",
+        needed: true,
+        detail: `${shown}: PostgreSQL reachable; no loopgraph store yet (the first run creates it)`,
+      };
+    if (version > RUN_MIGRATIONS.length)
+      return {
+        name,
+        status: "missing",
+        needed: true,
+        detail: `${shown} has schema version ${version}, newer than this loopgraph understands (${RUN_MIGRATIONS.length})`,
+        fix: "upgrade loopgraph",
+      };
     return { name, status: "ok", needed: true, detail: `${shown}: PostgreSQL reachable, schema version ${version}` };
   } catch (error) {
     return { name, status: "missing", needed: true, detail: `${shown}: ${(error as Error).message.split("\n")[0]}` };

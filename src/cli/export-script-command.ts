@@ -4,7 +4,11 @@ import { exportScript } from "../replay/export-script.js";
 import type { GlobalOptions } from "./run-commands.js";
 
 /** `loopgraph inspect <thread> --export-script FILE` (with --json: what was written, as JSON). */
-export async function exportScriptCommand(threadId: string | undefined, file: string, options: GlobalOptions & { json?: boolean }): Promise<number> {
+export async function exportScriptCommand(
+  threadId: string | undefined,
+  file: string,
+  options: GlobalOptions & { json?: boolean },
+): Promise<number> {
   if (!threadId) throw new ConfigError("--export-script needs a thread: loopgraph inspect <thread> --export-script FILE");
   const written = await exportScript(threadId, file, { db: options.db });
   if (options.json) {

@@ -12,7 +12,10 @@ export async function withGraphSuggestion<T>(graph: string | undefined, action: 
     return await action();
   } catch (error) {
     if (graph === undefined || !(error instanceof ConfigError) || !error.message.startsWith(`graph "${graph}" not found`)) throw error;
-    const nearest = closestName(graph, (await listGraphs(process.cwd())).map((listed) => listed.name));
+    const nearest = closestName(
+      graph,
+      (await listGraphs(process.cwd())).map((listed) => listed.name),
+    );
     throw nearest ? new ConfigError(`${error.message}\ndid you mean "${nearest}"?`) : error;
   }
 }

@@ -9,7 +9,9 @@ export async function graphsListCommand(options: { json?: boolean }): Promise<nu
     return 0;
   }
   for (const graph of graphs) {
-    process.stdout.write(`${pc.bold(graph.name.padEnd(20))} ${pc.dim(`[${graph.source}]`)} ${graph.description ?? ""}\n    ${pc.dim(graph.path)}\n`);
+    process.stdout.write(
+      `${pc.bold(graph.name.padEnd(20))} ${pc.dim(`[${graph.source}]`)} ${graph.description ?? ""}\n    ${pc.dim(graph.path)}\n`,
+    );
   }
   return 0;
 }

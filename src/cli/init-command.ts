@@ -88,8 +88,15 @@ export async function initCommand(options: { cwd?: string; env?: NodeJS.ProcessE
   steps.push({ path: schemaPath, did: before === undefined ? "created" : same ? "kept" : "updated" });
 
   // What init wrote is the user's own doing: trusted (src/trust/), so that `run starter` uses it. Files that were there stay as trusted, or not, as they were.
-  trustFiles(dir, steps.filter((step) => step.did === "created" && step.path.endsWith(".yaml")).map((step) => step.path), options.env ?? process.env);
-  for (const step of steps) process.stdout.write(`${step.did.padEnd(8)} ${relative(dir, step.path) || "."}${step.path === state ? `/  (git ignores what loopgraph keeps there)` : ""}\n`);
+  trustFiles(
+    dir,
+    steps.filter((step) => step.did === "created" && step.path.endsWith(".yaml")).map((step) => step.path),
+    options.env ?? process.env,
+  );
+  for (const step of steps)
+    process.stdout.write(
+      `${step.did.padEnd(8)} ${relative(dir, step.path) || "."}${step.path === state ? `/  (git ignores what loopgraph keeps there)` : ""}\n`,
+    );
   process.stdout.write(
     `\nA loopgraph project in ${dir}. Next:\n  loopgraph config                     the settings that apply here\n  loopgraph run starter --task "…"     the starter graph, with a model set (--model, LOOPGRAPH_MODEL or loopgraph.yaml)\n  loopgraph demo                       the offline demo, no API key needed\n`,
   );
@@ -104,6 +111,7 @@ function realDirectory(path: string, project: string): void {
     at = join(at, part);
     const found = lstatSync(at, { throwIfNoEntry: false });
     if (!found) mkdirSync(at);
-    else if (!found.isDirectory()) throw new ConfigError(`${at} is not a directory (a link?): loopgraph init writes only into real folders of ${project}`);
+    else if (!found.isDirectory())
+      throw new ConfigError(`${at} is not a directory (a link?): loopgraph init writes only into real folders of ${project}`);
   }
 }

@@ -21,7 +21,8 @@ export interface InspectCommandOptions extends GlobalOptions {
   nested?: boolean;
 }
 
-const isInternal = (change: StateChange): boolean => INTERNAL_CHANNELS.some((channel) => change.path === channel || change.path.startsWith(`${channel}.`));
+const isInternal = (change: StateChange): boolean =>
+  INTERNAL_CHANNELS.some((channel) => change.path === channel || change.path.startsWith(`${channel}.`));
 
 const print = (text: string): void => void process.stdout.write(`${text}\n`);
 const printJson = (value: unknown): void => print(printableJson(JSON.stringify(value, null, 2)));
@@ -37,7 +38,14 @@ export function threadTable(threads: readonly ThreadSummary[]): string {
 
 export function table(rows: string[][]): string {
   const widths = rows[0]!.map((_, col) => Math.max(...rows.map((row) => row[col]!.length)));
-  return rows.map((row) => row.map((cell, col) => cell.padEnd(widths[col]!)).join("  ").trimEnd()).join("\n");
+  return rows
+    .map((row) =>
+      row
+        .map((cell, col) => cell.padEnd(widths[col]!))
+        .join("  ")
+        .trimEnd(),
+    )
+    .join("\n");
 }
 
 function renderChange(change: StateChange): string {
@@ -77,7 +85,11 @@ function renderHistoryRow(
 /** The checkpoints of the run that led to the newest one, oldest first: its lineage, forks left out. */
 function headLineage(history: ThreadHistory, byId: ReadonlyMap<string, CheckpointSummary>): CheckpointSummary[] {
   const lineage: CheckpointSummary[] = [];
-  for (let at = history.head === undefined ? undefined : byId.get(history.head); at; at = at.parentId === undefined ? undefined : byId.get(at.parentId)) {
+  for (
+    let at = history.head === undefined ? undefined : byId.get(history.head);
+    at;
+    at = at.parentId === undefined ? undefined : byId.get(at.parentId)
+  ) {
     lineage.push(at);
   }
   return lineage.reverse();
@@ -113,26 +125,27 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   }
   if (!threadId) {
     const threads = await listThreads(store);
-    if (options.json) return printJson(threads), 0;
-    if (threads.length === 0) return print("no threads yet: start one with `loopgraph run <graph>`"), 0;
-    return print(threadTable(threads)), 0;
+    if (options.json) return (printJson(threads), 0);
+    if (threads.length === 0) return (print("no threads yet: start one with `loopgraph run <graph>`"), 0);
+    return (print(threadTable(threads)), 0);
   }
   const { checkpointState, threadHistory } = await import("../engine/inspect.js");
   if (options.checkpoint) {
     const state = await checkpointState(threadId, options.checkpoint, store);
-    if (options.json) return printJson(state), 0;
+    if (options.json) return (printJson(state), 0);
     print(pc.bold(`thread ${state.threadId}  checkpoint ${state.checkpointId}  step ${state.step}  ${state.createdAt}`));
-    return printJson(state.values), 0;
+    return (printJson(state.values), 0);
   }
   const history = await threadHistory(threadId, store);
   const nested = options.nested ? await (await import("../engine/inspect.js")).nestedTimelines(threadId, store) : undefined;
   // A thread whose process is gone is shown interrupted, not running.
   const thread = asSeen(history.thread);
-  if (options.json) return printJson({ ...history, thread, ...(nested && { nested }) }), 0;
+  if (options.json) return (printJson({ ...history, thread, ...(nested && { nested }) }), 0);
   print(pc.bold(`thread ${thread.threadId}`) + pc.dim(`  graph ${thread.graphName}  status ${thread.status}`));
   if (thread.task) print(pc.dim(`task: ${printable(clip(thread.task, 200))}`));
   // The outcome's reason: the error of a failed run, the limit of a limited one, who stopped an interrupted one.
-  if (thread.error) print(thread.status === "failed" ? pc.red(`error: ${printable(thread.error)}`) : pc.yellow(`reason: ${printable(thread.error)}`));
+  if (thread.error)
+    print(thread.status === "failed" ? pc.red(`error: ${printable(thread.error)}`) : pc.yellow(`reason: ${printable(thread.error)}`));
   if (thread.pause) {
     const where = thread.pause.node ? ` ${thread.pause.when ?? "at"} ${thread.pause.node}` : "";
     const question = thread.pause.value !== undefined ? `: ${printable(clip(JSON.stringify(thread.pause.value), 200))}` : "";
@@ -145,12 +158,27 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   }
   const byId = new Map(history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
   const { usage: tokens, rounds } = headTokens(headLineage(history, byId));
-  const hints = [options.diff ? "" : "--diff shows each step's state changes", options.nested ? "" : "--nested the Coder's and subagents' steps"].filter(Boolean);
-  print(pc.dim(`tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${hints.length > 0 ? `; ${hints.join(", ")}` : ""})`));
-  if (rounds.length > 0) print(pc.dim(`rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`));
+  const hints = [
+    options.diff ? "" : "--diff shows each step's state changes",
+    options.nested ? "" : "--nested the Coder's and subagents' steps",
+  ].filter(Boolean);
+  print(
+    pc.dim(
+      `tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${hints.length > 0 ? `; ${hints.join(", ")}` : ""})`,
+    ),
+  );
+  if (rounds.length > 0)
+    print(
+      pc.dim(
+        `rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`,
+      ),
+    );
   const ordered = inTreeOrder(history.checkpoints);
   const header = ["#", "STEP", "NODE", "WHAT IT DID", "TOKENS", "TIME", "STATUS", "CHECKPOINT"];
-  const rows = table([header, ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked, byId))]).split("\n");
+  const rows = table([
+    header,
+    ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked, byId)),
+  ]).split("\n");
   print(rows[0]!);
   const shown = new Set<NestedTimeline>();
   const printChanges = (checkpoint: CheckpointSummary, indent: string) => {
@@ -160,7 +188,8 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   /** The steps of the graphs `checkpoint` (of the graph in `ns`) ran, each under its step, deeper ones further in. */
   const printNested = (ns: string, checkpoint: CheckpointSummary, depth: number) => {
     for (const inner of nested ?? []) {
-      if (shown.has(inner) || inner.parentNs !== ns || inner.from !== checkpoint.parentId || !checkpoint.nodes.includes(inner.node)) continue;
+      if (shown.has(inner) || inner.parentNs !== ns || inner.from !== checkpoint.parentId || !checkpoint.nodes.includes(inner.node))
+        continue;
       shown.add(inner);
       printTimeline(inner, depth);
     }
@@ -188,7 +217,9 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
 /** One step of a nested graph: its node, what it did, tokens, time and checkpoint. */
 function nestedRow(step: CheckpointSummary, indent: string): string {
   const tokens = step.tokens.inputTokens + step.tokens.outputTokens;
-  const facts = [tokens ? `${step.tokens.inputTokens}→${step.tokens.outputTokens}` : "", step.status === "done" ? "" : step.status].filter(Boolean).join("  ");
+  const facts = [tokens ? `${step.tokens.inputTokens}→${step.tokens.outputTokens}` : "", step.status === "done" ? "" : step.status]
+    .filter(Boolean)
+    .join("  ");
   const node = (step.nodes.join(",") || "-").padEnd(6);
   return `${indent}· ${node} ${printable(clip(describeStep(step), 100))}${facts ? `  ${facts}` : ""}  ${pc.dim(step.checkpointId)}`;
 }

@@ -25,7 +25,26 @@ export const cacheFile = (profile: CacheProfile): string => `${BUNDLE_FILE}.${pr
 
 const RUN_COMMANDS = new Set(["run", "resume", "chat", "replay", "rewind", "worker"]);
 /** Every command of the CLI (main.ts; a test compares this list with `loopgraph --help`). */
-export const COMMANDS: ReadonlySet<string> = new Set([...RUN_COMMANDS, "inspect", "ui", "wait", "patch", "send", "stop", "status", "config", "mcp", "init", "demo", "doctor", "trust", "completion", "threads", "graphs", "help"]);
+export const COMMANDS: ReadonlySet<string> = new Set([
+  ...RUN_COMMANDS,
+  "inspect",
+  "ui",
+  "wait",
+  "patch",
+  "send",
+  "stop",
+  "status",
+  "config",
+  "mcp",
+  "init",
+  "demo",
+  "doctor",
+  "trust",
+  "completion",
+  "threads",
+  "graphs",
+  "help",
+]);
 
 /**
  * The cache for a command line (process.argv): its command is the first argument that names one.
@@ -94,7 +113,15 @@ export function loadCli(dir: string, profile: CacheProfile | false): LoadedCli {
   if (cachedData) cache = script.cachedDataRejected ? "rejected" : "accepted";
   const module = { exports: {} as { main?: LoadedCli["main"] } };
   const lentImport = (specifier: string): Promise<unknown> => import(specifier);
-  (script.runInThisContext() as (...args: unknown[]) => void).call(module.exports, module.exports, createRequire(file), module, file, dir, lentImport);
+  (script.runInThisContext() as (...args: unknown[]) => void).call(
+    module.exports,
+    module.exports,
+    createRequire(file),
+    module,
+    file,
+    dir,
+    lentImport,
+  );
   const { main } = module.exports;
   if (typeof main !== "function") throw new Error(`${file} exports no main: run \`npm run build\``);
   return { main, script, buildId, cache };

@@ -49,17 +49,22 @@ const modelTimeoutOption = () =>
   ).argParser(parseModelTimeout);
 
 const noSandboxOption = () =>
-  new Option("--no-sandbox", "run the agent's shell commands without the OS sandbox (with your rights; in --approval auto they then run unasked)");
+  new Option(
+    "--no-sandbox",
+    "run the agent's shell commands without the OS sandbox (with your rights; in --approval auto they then run unasked)",
+  );
 
 const modeOption = () =>
-  new Option("--mode <mode>", "what the Coders may do: agent (every tool), ask (only read: answers, changes nothing), plan (read, then present a plan for approval before acting)").choices([
-    "ask",
-    "plan",
-    "agent",
-  ]);
+  new Option(
+    "--mode <mode>",
+    "what the Coders may do: agent (every tool), ask (only read: answers, changes nothing), plan (read, then present a plan for approval before acting)",
+  ).choices(["ask", "plan", "agent"]);
 
 const approvalOption = () =>
-  new Option("--approval <mode>", "tool calls: ask (edits and shell ask), auto-edit (shell asks), auto (only denied rules stop), deny (never ask)")
+  new Option(
+    "--approval <mode>",
+    "tool calls: ask (edits and shell ask), auto-edit (shell asks), auto (only denied rules stop), deny (never ask)",
+  )
     .choices(["ask", "auto-edit", "auto", "deny"])
     .default("ask");
 
@@ -99,8 +104,14 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description("start a run of a graph (a name in ./graphs or the built-in graphs, or a path)")
     .option("--task <text>", "the task given to the graph")
     .option("--thread <id>", "thread id (default: generated)")
-    .option("--workspace <dir>", "directory the nodes work in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
-    .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, else the config files', else the graph's)")
+    .option(
+      "--workspace <dir>",
+      "directory the nodes work in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)",
+    )
+    .option(
+      "--model <provider:model>",
+      "model for nodes that name none (default: $LOOPGRAPH_MODEL, else the config files', else the graph's)",
+    )
     .addOption(approvalOption().default(undefined, "$LOOPGRAPH_APPROVAL, else the config files', else ask"))
     .addOption(modeOption())
     .addOption(noSandboxOption())
@@ -108,7 +119,10 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
     .option("--queue", "queue the run for a worker (`loopgraph worker`) and print its thread id; needs a PostgreSQL store")
-    .option("--repo <url|path>", "with --queue: the git repository the run works on; the worker clones it and pushes the result to loopgraph/<thread>")
+    .option(
+      "--repo <url|path>",
+      "with --queue: the git repository the run works on; the worker clones it and pushes the result to loopgraph/<thread>",
+    )
     .option("--ref <ref>", "with --repo: the branch, tag or commit to start from (default: the repository's HEAD)")
     .action(async (graph: string, options) =>
       setExitCode(
@@ -142,7 +156,10 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--graph <graph>", "graph of a new chat; it needs a mediator node", "monitor")
     .option("--thread <id>", "continue this chat (history, settings and its loop), or start one with this id")
     .option("--continue", "continue the chat used last in this project's store (its history, settings and loop)")
-    .option("--workspace <dir>", "directory the loop works in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)")
+    .option(
+      "--workspace <dir>",
+      "directory the loop works in (default: the project root: the nearest directory up from here with loopgraph.yaml, .loopgraph/ or .git)",
+    )
     .option("--model <provider:model>", "model for nodes that name none (default: $LOOPGRAPH_MODEL, or the chat's)")
     .addOption(approvalOption().default(undefined, "ask, or the chat's"))
     .addOption(modeOption())
@@ -163,8 +180,16 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
     .option("--answer <text>", "answer to the question the run is waiting on")
     .option("--edit-args <file>", "with --approve: run the call with the arguments in this JSON file (- for stdin) instead of the model's")
-    .option("--set-arg <name=value>", "with --approve: run the call with this argument changed (JSON or text; repeat for more)", (value: string, previous: string[] = []) => [...previous, value])
-    .option("--max-rounds <n>", "round limit of a loop this resume starts (default: the one the thread's loop started with)", parsePositiveInt)
+    .option(
+      "--set-arg <name=value>",
+      "with --approve: run the call with this argument changed (JSON or text; repeat for more)",
+      (value: string, previous: string[] = []) => [...previous, value],
+    )
+    .option(
+      "--max-rounds <n>",
+      "round limit of a loop this resume starts (default: the one the thread's loop started with)",
+      parsePositiveInt,
+    )
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
     .action(async (thread: string, options) => setExitCode(await (await commands.run()).resumeCommand(thread, withGlobals(options))));
@@ -172,7 +197,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   program
     .command("send <thread> <message...>")
     .description('send a command to a thread\'s loop from any terminal: stop, status, "add: <task>", "start: <task>" or JSON')
-    .action(async (thread: string, words: string[]) => setExitCode(await (await commands.thread()).sendCommandCli(thread, words, withGlobals({}))));
+    .action(async (thread: string, words: string[]) =>
+      setExitCode(await (await commands.thread()).sendCommandCli(thread, words, withGlobals({}))),
+    );
 
   program
     .command("stop <thread>")
@@ -189,12 +216,17 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .command("inspect [thread]")
     .description("list threads; with a thread, one line per step (node, what it did, tokens, time); --diff adds the state changes")
     .option("--checkpoint <id>", "the full state at this checkpoint (an id or a unique prefix)")
-    .option("--export-script <file>", "write the thread's recorded model answers as a scripted-model file (replay it with --model scripted:<file>)")
+    .option(
+      "--export-script <file>",
+      "write the thread's recorded model answers as a scripted-model file (replay it with --model scripted:<file>)",
+    )
     .option("--diff", "under each step, the state changes it made")
     .option("--internal", "with --diff, the engine's bookkeeping channels too (scripted)")
     .option("--nested", "under each step, the steps of the graphs it ran: a Coder's model and tool calls, a subagent's under its task call")
     .option("--json", "print JSON")
-    .action(async (thread: string | undefined, options) => setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))));
+    .action(async (thread: string | undefined, options) =>
+      setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))),
+    );
 
   program
     .command("ui")
@@ -222,11 +254,26 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .description(
       "re-run a thread: fork a new branch from a checkpoint (--from), re-execute it from its record with no model and no side effects (--recorded), or check the record against the current graph (--verify)",
     )
-    .option("--from <checkpoint>", "start at this checkpoint (an id or a unique prefix): a new branch that calls the models again, or with --recorded where the re-execution starts")
-    .option("--recorded", "re-execute into a scratch thread with the recorded model answers and tool results; report where it departs from the record (exit 1)")
-    .option("--set <path=value...>", "edit the state at that checkpoint first, e.g. task=\"…\" or vars.audience=managers (JSON values, else text)")
-    .option("--restore-files", "with --from: first put the files the agent changed since that checkpoint back as they were then (like rewind)")
-    .option("--verify", "re-evaluate the routing of the current graph file on the recorded run, running nothing: exit 0 if consistent, 1 at the first divergence")
+    .option(
+      "--from <checkpoint>",
+      "start at this checkpoint (an id or a unique prefix): a new branch that calls the models again, or with --recorded where the re-execution starts",
+    )
+    .option(
+      "--recorded",
+      "re-execute into a scratch thread with the recorded model answers and tool results; report where it departs from the record (exit 1)",
+    )
+    .option(
+      "--set <path=value...>",
+      'edit the state at that checkpoint first, e.g. task="…" or vars.audience=managers (JSON values, else text)',
+    )
+    .option(
+      "--restore-files",
+      "with --from: first put the files the agent changed since that checkpoint back as they were then (like rewind)",
+    )
+    .option(
+      "--verify",
+      "re-evaluate the routing of the current graph file on the recorded run, running nothing: exit 0 if consistent, 1 at the first divergence",
+    )
     .option("--model <provider:model>", "use this model instead of the one recorded with the run")
     .addOption(approvalOption().default(undefined, "the run's"))
     .addOption(modeOption())
@@ -237,22 +284,32 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   program
     .command("config")
-    .description("the settings that apply here (model, approval, model timeout, store) and where each comes from: flag, environment, project loopgraph.yaml, user config.yaml, default")
+    .description(
+      "the settings that apply here (model, approval, model timeout, store) and where each comes from: flag, environment, project loopgraph.yaml, user config.yaml, default",
+    )
     .option("--json", "print JSON")
-    .action(async (options) => setExitCode(await (await commands.config()).configCommand({ ...withGlobals(options), env: ownEnvironment })));
+    .action(async (options) =>
+      setExitCode(await (await commands.config()).configCommand({ ...withGlobals(options), env: ownEnvironment })),
+    );
 
   program
     .command("doctor")
-    .description("check what this machine offers loopgraph (OS sandbox, git, ripgrep, the store, the model's key) and what each missing piece costs; exit 1 when the configuration here needs something missing")
+    .description(
+      "check what this machine offers loopgraph (OS sandbox, git, ripgrep, the store, the model's key) and what each missing piece costs; exit 1 when the configuration here needs something missing",
+    )
     .option("--json", "print JSON")
     .action(async (options) => setExitCode(await (await commands.doctor()).doctorCommand({ ...withGlobals(options), env: process.env })));
 
   program
     .command("trust [path]")
-    .description("trust the project PATH is in (default: here) as it is now: its graphs found by name, loopgraph.yaml, .loopgraph/policy.yaml and the modules and scripts they name are used only once trusted, and again only after a change is trusted")
+    .description(
+      "trust the project PATH is in (default: here) as it is now: its graphs found by name, loopgraph.yaml, .loopgraph/policy.yaml and the modules and scripts they name are used only once trusted, and again only after a change is trusted",
+    )
     .option("--list", "the trusted projects, and whether each is still as trusted")
     .option("--revoke", "take the trust in the project back")
-    .action(async (target: string | undefined, options) => setExitCode(await (await commands.trust()).trustCommand(target, { ...options, env: ownEnvironment })));
+    .action(async (target: string | undefined, options) =>
+      setExitCode(await (await commands.trust()).trustCommand(target, { ...options, env: ownEnvironment })),
+    );
 
   const mcp = program.command("mcp").description("the MCP servers whose tools the Coder gets (see docs/mcp.md)");
   mcp
@@ -268,17 +325,23 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   program
     .command("init")
-    .description("make this folder a loopgraph project: loopgraph.yaml, graphs/starter.yaml and its prompt, .loopgraph/ (files that exist are kept)")
+    .description(
+      "make this folder a loopgraph project: loopgraph.yaml, graphs/starter.yaml and its prompt, .loopgraph/ (files that exist are kept)",
+    )
     .action(async () => setExitCode(await (await commands.init()).initCommand({ env: ownEnvironment })));
 
   program
     .command("demo")
-    .description("the offline demo: the Mediator hands a task to the Looper, two rounds of Coder → Review → Judge with the scripted model (no API key)")
+    .description(
+      "the offline demo: the Mediator hands a task to the Looper, two rounds of Coder → Review → Judge with the scripted model (no API key)",
+    )
     .action(async () => setExitCode(await (await commands.demo()).demoCommand(program.opts<{ db?: string }>())));
 
   program
     .command("completion <shell>")
-    .description("print a completion script for bash, zsh or fish, e.g. loopgraph completion bash > ~/.local/share/bash-completion/completions/loopgraph")
+    .description(
+      "print a completion script for bash, zsh or fish, e.g. loopgraph completion bash > ~/.local/share/bash-completion/completions/loopgraph",
+    )
     .action(async (shell: string) => {
       const { completionScript } = await import("./completion.js");
       process.stdout.write(completionScript(shell, program));
@@ -296,7 +359,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .action(async (options) => setExitCode(await (await commands.thread()).threadsListCommand(withGlobals(options))));
   threads
     .command("delete <thread...>")
-    .description("delete threads with everything the store holds of them (checkpoints, inbox, recordings, snapshot log), their loop thread and their artifacts; never one a live process runs")
+    .description(
+      "delete threads with everything the store holds of them (checkpoints, inbox, recordings, snapshot log), their loop thread and their artifacts; never one a live process runs",
+    )
     .option("--json", "print JSON")
     .action(async (ids: string[], options) => setExitCode(await (await commands.thread()).threadsDeleteCommand(ids, withGlobals(options))));
   threads
@@ -344,7 +409,12 @@ export async function main(argv: string[]): Promise<number> {
       return error.exitCode;
     }
     if (error instanceof LoopgraphError) {
-      process.stderr.write(`${error.message.split("\n").map((line) => `loopgraph: ${line}`).join("\n")}\n`);
+      process.stderr.write(
+        `${error.message
+          .split("\n")
+          .map((line) => `loopgraph: ${line}`)
+          .join("\n")}\n`,
+      );
       return error.exitCode;
     }
     if (isConnectionLost(error)) {

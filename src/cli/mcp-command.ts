@@ -29,7 +29,10 @@ export async function mcpListCommand(options: McpListOptions): Promise<number> {
   const cwd = options.cwd ?? process.cwd();
   const env = options.env ?? process.env;
   const notes: string[] = [];
-  const fromGraph = options.graph === undefined ? [] : trustedGraphMcpServers(await loadGraph(resolveGraphPath(options.graph, cwd, undefined, { env, notes })), env, notes);
+  const fromGraph =
+    options.graph === undefined
+      ? []
+      : trustedGraphMcpServers(await loadGraph(resolveGraphPath(options.graph, cwd, undefined, { env, notes })), env, notes);
   for (const note of notes) process.stderr.write(`loopgraph: ${note}\n`);
   let servers: McpServer[];
   try {
@@ -71,7 +74,12 @@ export async function mcpListCommand(options: McpListOptions): Promise<number> {
   }
   const lines: string[] = [];
   for (const { server, listing } of listings) {
-    const where = server.transport === "http" ? server.url : server.sandbox && sandbox.name === "bubblewrap" ? "stdio, in the sandbox" : "stdio, unconfined";
+    const where =
+      server.transport === "http"
+        ? server.url
+        : server.sandbox && sandbox.name === "bubblewrap"
+          ? "stdio, in the sandbox"
+          : "stdio, unconfined";
     const state = listing.unavailable[0] ? pc.red(`not available: ${listing.unavailable[0].reason}`) : `${listing.tools.length} tools`;
     lines.push(`${pc.bold(server.name)}  ${pc.dim(`${printable(where)}; ${printable(server.origin)}`)}  ${printable(state)}`);
     for (const tool of listing.tools) lines.push(`  ${tool.name}  ${pc.dim(printable(tool.description.split("\n")[0]!.slice(0, 100)))}`);

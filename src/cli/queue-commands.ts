@@ -15,7 +15,11 @@ export async function enqueueCommand(graph: string, options: RunCommandOptions):
   if (options.json) process.stdout.write(`${JSON.stringify({ type: "queued", threadId })}\n`);
   else {
     process.stdout.write(`${threadId}\n`);
-    process.stderr.write(pc.dim(`queued: a worker runs it (loopgraph worker${dbFlag(options.db)}); follow it with: loopgraph wait ${threadId}${dbFlag(options.db)}\n`));
+    process.stderr.write(
+      pc.dim(
+        `queued: a worker runs it (loopgraph worker${dbFlag(options.db)}); follow it with: loopgraph wait ${threadId}${dbFlag(options.db)}\n`,
+      ),
+    );
   }
   return ExitCode.Finished;
 }
@@ -30,7 +34,9 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
   const stop = new AbortController();
   const onSignal = () => {
     if (stop.signal.aborted) process.exit(ExitCode.Interrupted);
-    process.stderr.write("worker: stopping: the runs in progress stop at their next checkpoint and go back to the queue (signal again to quit at once)\n");
+    process.stderr.write(
+      "worker: stopping: the runs in progress stop at their next checkpoint and go back to the queue (signal again to quit at once)\n",
+    );
     stop.abort();
   };
   for (const name of ["SIGTERM", "SIGINT"] as const) process.on(name, onSignal);
@@ -50,15 +56,30 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
 
 /** `wait THREAD`: follows a run to its end; exits with the run's exit code. */
 export async function waitCommand(threadId: string, options: GlobalOptions & { json?: boolean }): Promise<number> {
-  const { record, repo } = await waitForThread(threadId, { db: options.db, log: (line) => process.stderr.write(pc.dim(`wait: ${printable(line)}\n`)) });
+  const { record, repo } = await waitForThread(threadId, {
+    db: options.db,
+    log: (line) => process.stderr.write(pc.dim(`wait: ${printable(line)}\n`)),
+  });
   const status = record.status === "queued" || record.status === "running" ? "interrupted" : record.status;
   const exitCode = EXIT_CODES[status];
   if (options.json) {
     const result = repo?.result ? { result: { repo: repo.repo, ref: repo.ref, base: repo.commit, ...repo.result } } : {};
-    process.stdout.write(`${JSON.stringify({ threadId, status, exitCode, ...(record.error ? { error: record.error } : {}), ...(record.pause ? { pause: record.pause } : {}), ...result })}\n`);
+    process.stdout.write(
+      `${JSON.stringify({ threadId, status, exitCode, ...(record.error ? { error: record.error } : {}), ...(record.pause ? { pause: record.pause } : {}), ...result })}\n`,
+    );
   } else {
     if (repo?.result) process.stderr.write(`${printable(resultText(record.threadId, repo, repo.result, dbFlag(options.db)))}\n`);
-    report({ threadId, status, error: record.error, pause: record.pause as RunOutcome["pause"], ended: status !== "interrupted" && status !== "paused" }, options.db, false);
+    report(
+      {
+        threadId,
+        status,
+        error: record.error,
+        pause: record.pause as RunOutcome["pause"],
+        ended: status !== "interrupted" && status !== "paused",
+      },
+      options.db,
+      false,
+    );
   }
   return exitCode;
 }
@@ -73,7 +94,13 @@ export async function patchCommand(threadId: string, options: GlobalOptions): Pr
   const patch = saved.patch ?? Buffer.alloc(0);
   if (process.stdout.isTTY) process.stdout.write(printable(patch.toString("utf8")));
   else process.stdout.write(patch);
-  const state = saved.result ? resultText(threadId, saved, saved.result, dbFlag(options.db)) : patch.length === 0 ? "no file changed so far" : "the run has not ended: this is the workspace as it stands";
-  process.stderr.write(pc.dim(`${printable(`thread ${threadId} on ${saved.repo} ${saved.ref} (${saved.commit.slice(0, 12)}): ${state}`)}\n`));
+  const state = saved.result
+    ? resultText(threadId, saved, saved.result, dbFlag(options.db))
+    : patch.length === 0
+      ? "no file changed so far"
+      : "the run has not ended: this is the workspace as it stands";
+  process.stderr.write(
+    pc.dim(`${printable(`thread ${threadId} on ${saved.repo} ${saved.ref} (${saved.commit.slice(0, 12)}): ${state}`)}\n`),
+  );
   return ExitCode.Finished;
 }

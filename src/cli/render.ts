@@ -54,7 +54,9 @@ export function describeTotals({ usage, rounds = [], elapsedMs }: RunTotals): st
   const time = `${(elapsedMs / 1000).toFixed(1)} s`;
   const total = usage ? `${formatTokens(usage.inputTokens)} tokens in, ${formatTokens(usage.outputTokens)} out, ${time}` : time;
   if (rounds.length === 0) return total;
-  const shown = rounds.slice(-ROUNDS_SHOWN).map(({ round, usage: used }) => `round ${round}: ${formatTokens(used.inputTokens)} in, ${formatTokens(used.outputTokens)} out`);
+  const shown = rounds
+    .slice(-ROUNDS_SHOWN)
+    .map(({ round, usage: used }) => `round ${round}: ${formatTokens(used.inputTokens)} in, ${formatTokens(used.outputTokens)} out`);
   return `${total}; ${rounds.length > ROUNDS_SHOWN ? "… " : ""}${shown.join(" · ")}`;
 }
 
@@ -65,7 +67,10 @@ const LIVE_LINES = 5;
 
 /** A tool result as indented lines: whole up to RESULT_LINES lines, each printable and cut to 160 characters. */
 function resultLines(name: string, result: string): string[] {
-  const lines = result.replace(/\s+$/, "").split("\n").map((text) => text.trimEnd());
+  const lines = result
+    .replace(/\s+$/, "")
+    .split("\n")
+    .map((text) => text.trimEnd());
   if (lines.length <= RESULT_LINES) return lines.map((text) => truncate(text, 160));
   const more = lines.length - RESULT_LINES;
   return name === "shell"
@@ -104,7 +109,11 @@ export interface HumanRenderer extends EventSink {
 }
 
 /** Why a call did not run, in words, where its kind is not plain enough. */
-const NOT_RUN_WORDS: Partial<Record<NotRun, string>> = { invalid_arguments: "invalid arguments", tool_not_found: "unknown tool", not_allowed: "not allowed in this mode" };
+const NOT_RUN_WORDS: Partial<Record<NotRun, string>> = {
+  invalid_arguments: "invalid arguments",
+  tool_not_found: "unknown tool",
+  not_allowed: "not allowed in this mode",
+};
 
 /**
  * Live progress for a person: nodes as they start and finish, streamed text, tool calls. The
@@ -218,12 +227,18 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
     activeThread = event.threadId;
     switch (event.type) {
       case "run_started":
-        line(event.threadId, `${pc.bold(event.forkedFrom ? "⑂ forking" : event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`, false);
+        line(
+          event.threadId,
+          `${pc.bold(event.forkedFrom ? "⑂ forking" : event.resumed ? "↻ resuming" : "▶ running")} ${pc.cyan(event.graph)}  ${pc.dim(`thread ${event.threadId}`)}`,
+          false,
+        );
         if (event.task && !event.resumed) line(event.threadId, pc.dim(`  task: ${truncate(event.task, 200)}`), false);
         line(
           event.threadId,
           event.sandbox === "none"
-            ? pc.yellow("  ⚠ no OS sandbox can start here: shell commands would run with your rights, so they ask even in --approval auto (install bubblewrap, or pass --no-sandbox)")
+            ? pc.yellow(
+                "  ⚠ no OS sandbox can start here: shell commands would run with your rights, so they ask even in --approval auto (install bubblewrap, or pass --no-sandbox)",
+              )
             : event.sandbox === "off"
               ? pc.yellow("  ⚠ OS sandbox off (--no-sandbox): the agent's shell commands run with your rights")
               : pc.dim(`  sandbox: ${event.sandbox}`),
@@ -234,9 +249,17 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         line(event.threadId, `  new branch from checkpoint ${event.from} (starts at ${event.checkpointId})`);
         if (event.restored) {
           const files = event.restored.map((change) => `${change.action} ${change.path}`).join(", ");
-          line(event.threadId, `  workspace restored to that checkpoint: ${event.restored.length === 0 ? "nothing to change" : truncate(files, 300)}`);
+          line(
+            event.threadId,
+            `  workspace restored to that checkpoint: ${event.restored.length === 0 ? "nothing to change" : truncate(files, 300)}`,
+          );
         }
-        line(event.threadId, pc.yellow(`  will re-run: ${event.rerun.length > 0 ? event.rerun.map(describeRerun).join(", ") : "nothing (the run ended at that checkpoint)"}`));
+        line(
+          event.threadId,
+          pc.yellow(
+            `  will re-run: ${event.rerun.length > 0 ? event.rerun.map(describeRerun).join(", ") : "nothing (the run ended at that checkpoint)"}`,
+          ),
+        );
         break;
       case "node_started": {
         const view = viewOf(event.threadId);
@@ -262,7 +285,10 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
       case "node_finished": {
         const view = viewOf(event.threadId);
         if (event.usage) {
-          usage = { inputTokens: (usage?.inputTokens ?? 0) + event.usage.inputTokens, outputTokens: (usage?.outputTokens ?? 0) + event.usage.outputTokens };
+          usage = {
+            inputTokens: (usage?.inputTokens ?? 0) + event.usage.inputTokens,
+            outputTokens: (usage?.outputTokens ?? 0) + event.usage.outputTokens,
+          };
         }
         const tokens = event.usage ? `, ${event.usage.inputTokens}→${event.usage.outputTokens} tokens` : "";
         line(event.threadId, `${pc.green("✓")} ${event.node} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`, false);
@@ -270,7 +296,12 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         break;
       }
       case "retry":
-        line(event.threadId, pc.yellow(`  ↻ ${printable(event.message)}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`));
+        line(
+          event.threadId,
+          pc.yellow(
+            `  ↻ ${printable(event.message)}: retrying in ${(event.delayMs / 1000).toFixed(1)}s (attempt ${event.attempt + 1} of ${event.maxAttempts})`,
+          ),
+        );
         break;
       case "tool_call_started":
         activity = `writing a call of ${printable(event.name)}`;
@@ -305,7 +336,9 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
       case "compression":
         line(
           event.threadId,
-          pc.cyan(`  ⇣ history compressed: ${event.removedMessages} earlier message${event.removedMessages === 1 ? "" : "s"} replaced by a summary (${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens)`),
+          pc.cyan(
+            `  ⇣ history compressed: ${event.removedMessages} earlier message${event.removedMessages === 1 ? "" : "s"} replaced by a summary (${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens)`,
+          ),
         );
         break;
       case "interrupt":
@@ -331,7 +364,8 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         break;
       case "hook":
         // A hook that did its work quietly is not worth a line; one that blocked or failed is.
-        if (event.blocked) line(event.threadId, `${pc.yellow("⛔")} ${printable(`the ${event.event} hook \`${event.command}\` blocked the call`)}`, false);
+        if (event.blocked)
+          line(event.threadId, `${pc.yellow("⛔")} ${printable(`the ${event.event} hook \`${event.command}\` blocked the call`)}`, false);
         else if (event.failure) line(event.threadId, `${pc.yellow("⚠")} ${printable(event.failure)}`, false);
         break;
       case "round_finished":

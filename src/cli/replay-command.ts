@@ -25,7 +25,9 @@ const NOT_WITH_RECORDED = {
 /** `loopgraph replay <thread>`: `--recorded [--from]` here; a live fork (`--from [--set]`) or `--verify` in ./replay-fork-command.ts. */
 export async function replayCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
   if (!options.recorded) return forkOrVerifyCommand(threadId, options);
-  const misplaced = Object.entries(NOT_WITH_RECORDED).flatMap(([key, flag]) => (options[key as keyof typeof NOT_WITH_RECORDED] !== undefined ? [flag] : []));
+  const misplaced = Object.entries(NOT_WITH_RECORDED).flatMap(([key, flag]) =>
+    options[key as keyof typeof NOT_WITH_RECORDED] !== undefined ? [flag] : [],
+  );
   if (misplaced.length > 0) throw new ConfigError(`--recorded replays the record with no model: use it without ${misplaced.join(", ")}`);
   return recordedReplayCommand(threadId, options);
 }
@@ -77,7 +79,9 @@ function printSummary(result: RecordedReplayResult, db: string | undefined): voi
   } else if (result.endOfRecord) {
     out(`${pc.green("✔ consistent")} up to the end of the record: the recorded run ${describeEnding(result.recorded)} there`);
   } else {
-    out(`${pc.green("✔ consistent:")} the replay followed the record (${result.recordsUsed} recorded calls) and ${describeEnding(result.replayed)}`);
+    out(
+      `${pc.green("✔ consistent:")} the replay followed the record (${result.recordsUsed} recorded calls) and ${describeEnding(result.replayed)}`,
+    );
   }
   out(pc.dim(`replay thread ${result.replayThreadId}: ${inspect}`));
 }

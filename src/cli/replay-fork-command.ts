@@ -27,7 +27,9 @@ export function forkOrVerifyCommand(threadId: string, options: ReplayCommandOpti
     return verifyCommand(threadId, options);
   }
   if (options.from === undefined) {
-    throw new ConfigError(`replay needs --from <checkpoint> to fork (see \`loopgraph inspect ${threadId}\` for checkpoint ids), --recorded or --verify`);
+    throw new ConfigError(
+      `replay needs --from <checkpoint> to fork (see \`loopgraph inspect ${threadId}\` for checkpoint ids), --recorded or --verify`,
+    );
   }
   return forkCommand(threadId, options.from, options);
 }

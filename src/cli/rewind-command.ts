@@ -37,7 +37,9 @@ function renderPoints(threadId: string, points: SnapshotPoint[]): string {
     point.tool,
     point.paths === undefined ? "(unfinished)" : point.paths.length === 0 ? "(no change)" : clip(point.paths.join(", "), 80),
   ]);
-  const hint = pc.dim(`rewind to the checkpoint a step started from to undo it and every later one: loopgraph rewind ${threadId} <checkpoint>`);
+  const hint = pc.dim(
+    `rewind to the checkpoint a step started from to undo it and every later one: loopgraph rewind ${threadId} <checkpoint>`,
+  );
   return `${table([["#", "CHECKPOINT", "NODE", "TOOL", "CHANGED"], ...rows])}\n${hint}`;
 }
 
@@ -48,12 +50,17 @@ function renderResult(result: RestoreResult): string {
     pc.yellow(`left as it is: ${printable(path)} (at that checkpoint it held a secret's value, which snapshots never keep)`),
   );
   if (result.changes.length === 0) {
-    return [...withheld, `nothing ${withheld.length > 0 ? "else " : ""}to rewind: the files the agent changed since ${at} are as they were then`].join("\n");
+    return [
+      ...withheld,
+      `nothing ${withheld.length > 0 ? "else " : ""}to rewind: the files the agent changed since ${at} are as they were then`,
+    ].join("\n");
   }
   const lines = result.changes.map((change) => `${result.dryRun ? change.action : PAST[change.action]} ${change.path}`);
   const files = `${result.changes.length} file${result.changes.length === 1 ? "" : "s"}`;
   const summary = result.dryRun
     ? pc.dim(`dry run: ${files} would change to rewind the workspace to ${at}; nothing was changed`)
-    : pc.dim(`rewound ${files} of ${result.workspace} to ${at}; their previous contents are kept as commit ${result.savedCommit} in .loopgraph/snapshots.git`);
+    : pc.dim(
+        `rewound ${files} of ${result.workspace} to ${at}; their previous contents are kept as commit ${result.savedCommit} in .loopgraph/snapshots.git`,
+      );
   return [...lines, ...withheld, summary].join("\n");
 }

@@ -58,7 +58,8 @@ export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
 }
 
 /** Terminal prompts for approvals when a person is at the terminal; otherwise the run pauses (exit 3). */
-export const interactiveApprovals = (json: boolean) => (!json && process.stdin.isTTY && process.stderr.isTTY ? promptForApproval : undefined);
+export const interactiveApprovals = (json: boolean) =>
+  !json && process.stdin.isTTY && process.stderr.isTTY ? promptForApproval : undefined;
 
 function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | undefined {
   if (options.approve && options.reject !== undefined) throw new ConfigError("use either --approve or --reject, not both");
@@ -71,7 +72,8 @@ function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | unde
       ...(options.setArg?.length && { set: options.setArg.map(argumentChange) }),
     };
   }
-  if (options.reject !== undefined) return typeof options.reject === "string" ? { decision: "reject", reason: options.reject } : { decision: "reject" };
+  if (options.reject !== undefined)
+    return typeof options.reject === "string" ? { decision: "reject", reason: options.reject } : { decision: "reject" };
   return options.answer;
 }
 
@@ -87,9 +89,12 @@ function argumentsFile(file: string): Record<string, unknown> {
   try {
     args = JSON.parse(text);
   } catch (error) {
-    throw new ConfigError(`--edit-args ${file} is not JSON (${(error as Error).message}): write the call's arguments as one JSON object, e.g. {"command": "npm test"}`);
+    throw new ConfigError(
+      `--edit-args ${file} is not JSON (${(error as Error).message}): write the call's arguments as one JSON object, e.g. {"command": "npm test"}`,
+    );
   }
-  if (args === null || typeof args !== "object" || Array.isArray(args)) throw new ConfigError(`--edit-args ${file} must hold one JSON object: the call's arguments, e.g. {"command": "npm test"}`);
+  if (args === null || typeof args !== "object" || Array.isArray(args))
+    throw new ConfigError(`--edit-args ${file} must hold one JSON object: the call's arguments, e.g. {"command": "npm test"}`);
   return args as Record<string, unknown>;
 }
 
@@ -97,7 +102,8 @@ function argumentsFile(file: string): Record<string, unknown> {
 function argumentChange(text: string): { path: string; value: unknown } {
   const at = text.indexOf("=");
   const path = at > 0 ? text.slice(0, at).trim() : "";
-  if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(path)) throw new ConfigError(`--set-arg ${text}: write it as name=value (a nested one as a.b=value), e.g. --set-arg command="npm test"`);
+  if (!/^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/.test(path))
+    throw new ConfigError(`--set-arg ${text}: write it as name=value (a nested one as a.b=value), e.g. --set-arg command="npm test"`);
   const raw = text.slice(at + 1);
   try {
     return { path, value: JSON.parse(raw) as unknown };
@@ -131,7 +137,9 @@ export function drainOnInterrupt(json: boolean, db?: string): { control: RunCont
 /** Exits 130 at once, after recording the threads still running as interrupted and saying how to resume them. */
 async function quitNow(json: boolean, db: string | undefined): Promise<never> {
   const threads = await interruptActiveRuns("interrupted by the user before the step in flight ended (it re-runs on resume)");
-  const lines = threads.map((threadId) => `${json ? "" : `${pc.yellow("■ interrupted")}  thread ${threadId}\n`}Continue with: ${resumeHint(threadId, db)}\n`);
+  const lines = threads.map(
+    (threadId) => `${json ? "" : `${pc.yellow("■ interrupted")}  thread ${threadId}\n`}Continue with: ${resumeHint(threadId, db)}\n`,
+  );
   // With --json, stdout holds events only; the hint goes to stderr.
   (json ? process.stderr : process.stdout).write(lines.join(""));
   process.exit(ExitCode.Interrupted);
@@ -147,7 +155,12 @@ export function dbFlag(db: string | undefined): string {
 }
 
 /** The run's outcome for a person, its reason on the last line, with how to go on; `totals` follow the thread's id. */
-export function report(outcome: Pick<RunOutcome, "threadId" | "status" | "error" | "pause" | "ended">, db: string | undefined, json: boolean, totals?: RunTotals): void {
+export function report(
+  outcome: Pick<RunOutcome, "threadId" | "status" | "error" | "pause" | "ended">,
+  db: string | undefined,
+  json: boolean,
+  totals?: RunTotals,
+): void {
   if (json) return;
   const resume = resumeHint(outcome.threadId, db);
   const thread = `thread ${outcome.threadId}${totals ? `  (${describeTotals(totals)})` : ""}`;
@@ -216,11 +229,15 @@ export async function withRunUi(json: boolean, db: string | undefined, run: (ui:
 }
 
 export function runCommand(graph: string, options: RunCommandOptions): Promise<number> {
-  return withGraphSuggestion(graph, () => withRunUi(Boolean(options.json), options.db, (ui) => runGraph({ ...runOptionsOf(graph, options), ...ui })));
+  return withGraphSuggestion(graph, () =>
+    withRunUi(Boolean(options.json), options.db, (ui) => runGraph({ ...runOptionsOf(graph, options), ...ui })),
+  );
 }
 
 /** The flags every command that runs a thread (`run`, `resume`, `chat`) takes, as run options. */
-export function commonRunOptionsOf(options: Pick<RunCommandOptions, "model" | "approval" | "mode" | "sandbox" | "maxRounds" | "modelTimeout" | "db">): CommonRunOptions {
+export function commonRunOptionsOf(
+  options: Pick<RunCommandOptions, "model" | "approval" | "mode" | "sandbox" | "maxRounds" | "modelTimeout" | "db">,
+): CommonRunOptions {
   return {
     model: options.model,
     approval: options.approval,

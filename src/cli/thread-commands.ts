@@ -20,9 +20,13 @@ export async function sendCommandCli(threadId: string, words: string[], options:
   }
   process.stdout.write(`queued for thread ${sent.threadId}: ${JSON.stringify(sent.command)} (#${sent.id})\n`);
   if (sent.chat !== undefined && sent.threadStatus !== "running") {
-    process.stdout.write(pc.dim(`a chat open on thread ${sent.chat} takes it up now; otherwise: loopgraph chat --thread ${sent.chat}${db}\n`));
+    process.stdout.write(
+      pc.dim(`a chat open on thread ${sent.chat} takes it up now; otherwise: loopgraph chat --thread ${sent.chat}${db}\n`),
+    );
   } else if (sent.threadStatus !== "running") {
-    process.stdout.write(pc.dim(`the thread is ${sent.threadStatus}: it takes the command when it continues (loopgraph resume ${sent.threadId}${db})\n`));
+    process.stdout.write(
+      pc.dim(`the thread is ${sent.threadStatus}: it takes the command when it continues (loopgraph resume ${sent.threadId}${db})\n`),
+    );
   }
   return 0;
 }
@@ -30,11 +34,14 @@ export async function sendCommandCli(threadId: string, words: string[], options:
 const STATUSES = ["running", "queued", "finished", "paused", "interrupted", "failed", "limited"];
 
 /** `loopgraph threads list`: the store's threads, newest first, filtered. */
-export async function threadsListCommand(options: GlobalOptions & { status?: string; graph?: string; limit?: number; json?: boolean }): Promise<number> {
-  if (options.status !== undefined && !STATUSES.includes(options.status)) throw new ConfigError(`--status ${options.status}: use one of ${STATUSES.join(", ")}`);
+export async function threadsListCommand(
+  options: GlobalOptions & { status?: string; graph?: string; limit?: number; json?: boolean },
+): Promise<number> {
+  if (options.status !== undefined && !STATUSES.includes(options.status))
+    throw new ConfigError(`--status ${options.status}: use one of ${STATUSES.join(", ")}`);
   const { filteredThreads } = await import("../engine/thread-admin.js");
   const threads = await filteredThreads(options, { db: options.db });
-  if (options.json) return process.stdout.write(`${JSON.stringify(threads, null, 2)}\n`), 0;
+  if (options.json) return (process.stdout.write(`${JSON.stringify(threads, null, 2)}\n`), 0);
   const { threadTable } = await import("./inspect-command.js");
   process.stdout.write(threads.length === 0 ? "no threads match\n" : `${threadTable(threads)}\n`);
   return 0;
@@ -48,18 +55,33 @@ export async function threadsDeleteCommand(threadIds: string[], options: GlobalO
 }
 
 /** `loopgraph threads prune --older-than AGE`: deletes the threads not changed for that long (none a live process runs). */
-export async function threadsPruneCommand(options: GlobalOptions & { olderThan: string; status?: string; graph?: string; dryRun?: boolean; json?: boolean }): Promise<number> {
+export async function threadsPruneCommand(
+  options: GlobalOptions & { olderThan: string; status?: string; graph?: string; dryRun?: boolean; json?: boolean },
+): Promise<number> {
   const { deleteThreads, parseAge, threadsToPrune } = await import("../engine/thread-admin.js");
   const age = parseAge(options.olderThan);
   if (age === undefined) throw new ConfigError(`--older-than ${options.olderThan}: give an age such as 30d, 12h, 2w (s, m, h, d, w)`);
-  if (options.status !== undefined && !STATUSES.includes(options.status)) throw new ConfigError(`--status ${options.status}: use one of ${STATUSES.join(", ")}`);
+  if (options.status !== undefined && !STATUSES.includes(options.status))
+    throw new ConfigError(`--status ${options.status}: use one of ${STATUSES.join(", ")}`);
   const old = await threadsToPrune(age, options, { db: options.db });
   if (options.dryRun) {
-    if (options.json) return process.stdout.write(`${JSON.stringify(old.map((thread) => thread.threadId))}\n`), 0;
-    process.stdout.write(old.length === 0 ? "nothing to prune\n" : old.map((thread) => `would delete ${thread.threadId}  (${thread.status}, updated ${thread.updatedAt})\n`).join(""));
+    if (options.json) return (process.stdout.write(`${JSON.stringify(old.map((thread) => thread.threadId))}\n`), 0);
+    process.stdout.write(
+      old.length === 0
+        ? "nothing to prune\n"
+        : old.map((thread) => `would delete ${thread.threadId}  (${thread.status}, updated ${thread.updatedAt})\n`).join(""),
+    );
     return 0;
   }
-  report(old.length === 0 ? [] : await deleteThreads(old.map((thread) => thread.threadId), { db: options.db }), options.json);
+  report(
+    old.length === 0
+      ? []
+      : await deleteThreads(
+          old.map((thread) => thread.threadId),
+          { db: options.db },
+        ),
+    options.json,
+  );
   return 0;
 }
 
@@ -69,5 +91,6 @@ function report(deleted: readonly { threadId: string; artifacts?: string }[], js
     return;
   }
   if (deleted.length === 0) process.stdout.write("nothing to delete\n");
-  for (const thread of deleted) process.stdout.write(`deleted ${thread.threadId}${thread.artifacts ? pc.dim(`  (and its artifacts, ${thread.artifacts})`) : ""}\n`);
+  for (const thread of deleted)
+    process.stdout.write(`deleted ${thread.threadId}${thread.artifacts ? pc.dim(`  (and its artifacts, ${thread.artifacts})`) : ""}\n`);
 }

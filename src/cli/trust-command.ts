@@ -13,26 +13,37 @@ import { printable } from "./terminal-text.js";
  * changed since, as a diff), and records their digests in the user's config folder. `--list`
  * shows the trusted projects and whether each is still as trusted; `--revoke` takes trust back.
  */
-export async function trustCommand(target: string | undefined, options: { list?: boolean; revoke?: boolean; env: NodeJS.ProcessEnv }): Promise<number> {
+export async function trustCommand(
+  target: string | undefined,
+  options: { list?: boolean; revoke?: boolean; env: NodeJS.ProcessEnv },
+): Promise<number> {
   if (options.list) return listTrusted(options.env);
   const given = path.resolve(target ?? ".");
   if (!options.revoke && statSync(given, { throwIfNoEntry: false })?.isFile()) return trustOneFile(given, options.env);
   const root = projectRoot(given);
   if (options.revoke) {
     const revoked = revokeTrust(root, options.env);
-    process.stdout.write(revoked ? `${root} is no longer trusted: its graphs, configuration, policy and modules are not used\n` : `${root} was not trusted\n`);
+    process.stdout.write(
+      revoked ? `${root} is no longer trusted: its graphs, configuration, policy and modules are not used\n` : `${root} was not trusted\n`,
+    );
     return 0;
   }
   const { record, previous } = trustProject(root, options.env);
   const files = Object.keys(record.files).sort();
   if (files.length === 0) {
-    process.stdout.write(`${record.root} holds nothing loopgraph would run or that changes what it allows (no loopgraph.yaml, .loopgraph/policy.yaml or graphs/); trusted as it is\n`);
+    process.stdout.write(
+      `${record.root} holds nothing loopgraph would run or that changes what it allows (no loopgraph.yaml, .loopgraph/policy.yaml or graphs/); trusted as it is\n`,
+    );
   } else {
     process.stdout.write(`Trusted ${record.root} as it is now. loopgraph will use:\n`);
     for (const file of files) process.stdout.write(`  ${printable(file).padEnd(32)} ${pc.dim(roleOf(file))}\n`);
   }
   if (previous) process.stdout.write(changesSince(previous, record));
-  process.stdout.write(pc.dim(`Recorded in ${trustFilePath(options.env)}; when any of these files changes, it is not used until you trust the project again.\n`));
+  process.stdout.write(
+    pc.dim(
+      `Recorded in ${trustFilePath(options.env)}; when any of these files changes, it is not used until you trust the project again.\n`,
+    ),
+  );
   return 0;
 }
 
@@ -41,7 +52,10 @@ function trustOneFile(file: string, env: NodeJS.ProcessEnv): number {
   const { record, previous, files } = trustFile(file, env);
   process.stdout.write(`Trusted in ${record.root}, as they are now:\n`);
   for (const name of files) process.stdout.write(`  ${printable(name)}\n`);
-  if (previous) process.stdout.write(changesSince({ ...previous, files: pick(previous.files, files) }, { ...record, files: pick(record.files, files) }));
+  if (previous)
+    process.stdout.write(
+      changesSince({ ...previous, files: pick(previous.files, files) }, { ...record, files: pick(record.files, files) }),
+    );
   process.stdout.write(pc.dim(`Recorded in ${trustFilePath(env)}; the rest of the project is as trusted, or not, as it was.\n`));
   return 0;
 }
@@ -88,7 +102,9 @@ function listTrusted(env: NodeJS.ProcessEnv): number {
   for (const project of projects) {
     // Each recorded file against its digest on disk, and each surface file not recorded: hashed once.
     const surface = projectSurface(project.root).map((file) => path.relative(project.root, file));
-    const changed = [...new Set([...Object.keys(project.files), ...surface])].filter((name) => project.files[name]?.sha256 !== fileDigest(path.join(project.root, name)));
+    const changed = [...new Set([...Object.keys(project.files), ...surface])].filter(
+      (name) => project.files[name]?.sha256 !== fileDigest(path.join(project.root, name)),
+    );
     const state = changed.length === 0 ? pc.green("as trusted") : pc.yellow(`changed since: ${changed.map(printable).join(", ")}`);
     process.stdout.write(`${printable(project.root)}  ${pc.dim(project.trustedAt.slice(0, 10))}  ${state}\n`);
   }

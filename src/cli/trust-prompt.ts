@@ -17,7 +17,9 @@ export async function offerTrust(dirs: readonly string[], env: NodeJS.ProcessEnv
   for (const root of new Set(dirs.map((dir) => projectRoot(dir)))) {
     const { now, previous, untrusted } = pendingTrust(root, env);
     if (untrusted.length === 0) continue;
-    process.stdout.write(`${pc.yellow("?")} ${printable(now.root)} holds files loopgraph would run, or that change what it allows, which you have not trusted as they are:\n`);
+    process.stdout.write(
+      `${pc.yellow("?")} ${printable(now.root)} holds files loopgraph would run, or that change what it allows, which you have not trusted as they are:\n`,
+    );
     for (const name of untrusted) process.stdout.write(`  ${printable(name)}\n`);
     if (previous) process.stdout.write(changesSince(previous, now));
     const prompt = createInterface({ input: process.stdin, output: process.stdout });

@@ -8,7 +8,8 @@ import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode } from "
 export function modeFromEnvironment(env: NodeJS.ProcessEnv): CoderMode | undefined {
   const value = env.LOOPGRAPH_MODE?.trim();
   if (!value) return undefined;
-  if (!(CODER_MODES as readonly string[]).includes(value)) throw new ConfigError(`invalid LOOPGRAPH_MODE "${value}": use ${CODER_MODES.join(", ")}`);
+  if (!(CODER_MODES as readonly string[]).includes(value))
+    throw new ConfigError(`invalid LOOPGRAPH_MODE "${value}": use ${CODER_MODES.join(", ")}`);
   return value as CoderMode;
 }
 
@@ -16,6 +17,7 @@ export function modeFromEnvironment(env: NodeJS.ProcessEnv): CoderMode | undefin
 export function approvalFromEnvironment(env: NodeJS.ProcessEnv): ApprovalMode | undefined {
   const value = env.LOOPGRAPH_APPROVAL?.trim();
   if (!value) return undefined;
-  if (!(APPROVAL_MODES as readonly string[]).includes(value)) throw new ConfigError(`invalid LOOPGRAPH_APPROVAL "${value}": use ${APPROVAL_MODES.join(", ")}`);
+  if (!(APPROVAL_MODES as readonly string[]).includes(value))
+    throw new ConfigError(`invalid LOOPGRAPH_APPROVAL "${value}": use ${APPROVAL_MODES.join(", ")}`);
   return value as ApprovalMode;
 }

@@ -69,7 +69,19 @@ export interface ConfigFile {
   values: ConfigValues;
 }
 
-const CONFIG_KEYS = ["model", "approval", "mode", "model_timeout", "store", "providers", "environment", "sandbox", "mcp_servers", "hooks", "subagents"];
+const CONFIG_KEYS = [
+  "model",
+  "approval",
+  "mode",
+  "model_timeout",
+  "store",
+  "providers",
+  "environment",
+  "sandbox",
+  "mcp_servers",
+  "hooks",
+  "subagents",
+];
 const ENVIRONMENT_KEYS = ["include", "exclude"];
 const SANDBOX_KEYS = ["enabled"];
 /** A variable name, or a glob of them (`AWS_*`). */
@@ -82,13 +94,18 @@ const VARIABLE_NAME = /^[A-Z_][A-Z0-9_]*$/;
 /** The file's data, checked by hand (a schema library would load with every command): its settings as written, or every problem. */
 function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: NodeJS.ProcessEnv): SettingsCheck<RawConfig> {
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
-    return { problems: [{ path: [], at: "value", message: "a config file must be a mapping of settings, e.g. model: openai:gpt-4o-mini" }] };
+    return {
+      problems: [{ path: [], at: "value", message: "a config file must be a mapping of settings, e.g. model: openai:gpt-4o-mini" }],
+    };
   }
   const problems: Problem[] = [];
   const raw = data as Record<string, unknown>;
   // A model of a provider this file defines is checked against it.
   const providerProblems = raw.providers === undefined || kind === "project" ? [] : checkProviders(raw.providers);
-  const modelEnv = raw.providers !== undefined && kind === "user" && providerProblems.length === 0 ? { ...env, [USER_PROVIDERS_VARIABLE]: providersJson(raw.providers as RawConfig["providers"] & object) } : env;
+  const modelEnv =
+    raw.providers !== undefined && kind === "user" && providerProblems.length === 0
+      ? { ...env, [USER_PROVIDERS_VARIABLE]: providersJson(raw.providers as RawConfig["providers"] & object) }
+      : env;
   const approvals: readonly string[] = kind === "project" ? ["ask", "deny"] : APPROVAL_MODES;
   for (const [key, value] of Object.entries(raw)) {
     const bad = (message: string) => problems.push({ path: [key], at: "value", message });
@@ -99,7 +116,12 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
         break;
       }
       case "approval":
-        if (typeof value === "string" && kind === "project" && !approvals.includes(value) && (APPROVAL_MODES as readonly string[]).includes(value)) {
+        if (
+          typeof value === "string" &&
+          kind === "project" &&
+          !approvals.includes(value) &&
+          (APPROVAL_MODES as readonly string[]).includes(value)
+        ) {
           bad(`a project's ${PROJECT_CONFIG} cannot loosen approvals (approval: ${value}): set it in your user config or pass --approval`);
         } else if (typeof value !== "string" || !approvals.includes(value)) bad(`approval must be ${approvals.join(", ")}`);
         break;
@@ -107,10 +129,12 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
         if (typeof value !== "string" || !(CODER_MODES as readonly string[]).includes(value)) bad(`mode must be ${CODER_MODES.join(", ")}`);
         break;
       case "model_timeout":
-        if ((typeof value !== "number" && typeof value !== "string") || parseModelTimeoutSeconds(String(value)) === undefined) bad(`model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`);
+        if ((typeof value !== "number" && typeof value !== "string") || parseModelTimeoutSeconds(String(value)) === undefined)
+          bad(`model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`);
         break;
       case "store":
-        if (typeof value !== "string" || value.trim() === "" || (isDatabaseUrl(value) && !isPostgresUrl(value))) bad("store must be a SQLite file's path or a postgres:// URL");
+        if (typeof value !== "string" || value.trim() === "" || (isDatabaseUrl(value) && !isPostgresUrl(value)))
+          bad("store must be a SQLite file's path or a postgres:// URL");
         // A project's file comes with the repository: it must not send the runs' data to another
         // database or folder (a planted file would). A shared store is the user's to set.
         else if (kind === "project" && (isPostgresUrl(value) || relative(dir, resolve(dir, value)).startsWith(".."))) {
@@ -130,10 +154,17 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
         problems.push(...checkHooks(value, declarationSource(kind, dir)).problems);
         break;
       case "subagents":
-        problems.push(...checkSubagents(value, { ...declarationSource(kind, dir), dir, project: kind === "project" }, (spec) => modelProblem(spec, modelEnv)).problems);
+        problems.push(
+          ...checkSubagents(value, { ...declarationSource(kind, dir), dir, project: kind === "project" }, (spec) =>
+            modelProblem(spec, modelEnv),
+          ).problems,
+        );
         break;
       case "providers":
-        if (kind === "project") bad(`a project's ${PROJECT_CONFIG} cannot define providers (a planted one could send your keys elsewhere): define them in your user config`);
+        if (kind === "project")
+          bad(
+            `a project's ${PROJECT_CONFIG} cannot define providers (a planted one could send your keys elsewhere): define them in your user config`,
+          );
         else problems.push(...providerProblems);
         break;
       default:
@@ -156,19 +187,29 @@ function modelProblem(spec: string, env: NodeJS.ProcessEnv): string | undefined 
 /** Whose servers and hooks a file declares: the user's own, or the project's (which come with the repository). */
 function declarationSource(kind: ConfigFile["kind"], dir: string) {
   const origin = resolve(dir, kind === "user" ? "config.yaml" : PROJECT_CONFIG);
-  return kind === "user" ? ({ trusted: true, origin } as const) : ({ trusted: false, origin, where: `a project's ${PROJECT_CONFIG}` } as const);
+  return kind === "user"
+    ? ({ trusted: true, origin } as const)
+    : ({ trusted: false, origin, where: `a project's ${PROJECT_CONFIG}` } as const);
 }
 
 /** The user's own OpenAI-compatible providers: `name: { base_url, api_key_env?, default_model? }`. */
 function checkProviders(value: unknown): Problem[] {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    return [{ path: ["providers"], at: "value", message: "providers must be a mapping of names to { base_url, api_key_env, default_model }" }];
+    return [
+      { path: ["providers"], at: "value", message: "providers must be a mapping of names to { base_url, api_key_env, default_model }" },
+    ];
   }
   const problems: Problem[] = [];
   for (const [name, provider] of Object.entries(value as Record<string, unknown>)) {
     const at = ["providers", name];
-    if (!PROVIDER_NAME.test(name)) problems.push({ path: at, at: "key", message: `provider name "${name}" must be lower-case letters, digits and _ (it is written before the colon: ${name}:<model>)` });
-    else if ((PROVIDERS as readonly string[]).includes(name) || name === "gemini") problems.push({ path: at, at: "key", message: `"${name}" is a built-in provider: give yours another name` });
+    if (!PROVIDER_NAME.test(name))
+      problems.push({
+        path: at,
+        at: "key",
+        message: `provider name "${name}" must be lower-case letters, digits and _ (it is written before the colon: ${name}:<model>)`,
+      });
+    else if ((PROVIDERS as readonly string[]).includes(name) || name === "gemini")
+      problems.push({ path: at, at: "key", message: `"${name}" is a built-in provider: give yours another name` });
     if (provider === null || typeof provider !== "object" || Array.isArray(provider)) {
       problems.push({ path: at, at: "value", message: "a provider is a mapping: { base_url, api_key_env, default_model }" });
       continue;
@@ -177,11 +218,14 @@ function checkProviders(value: unknown): Problem[] {
     for (const [key, field] of Object.entries(fields)) {
       const bad = (message: string) => problems.push({ path: [...at, key], at: "value", message });
       if (key === "base_url") {
-        if (typeof field !== "string" || !/^https?:\/\/[^\s]+$/.test(field)) bad("base_url must be the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1");
+        if (typeof field !== "string" || !/^https?:\/\/[^\s]+$/.test(field))
+          bad("base_url must be the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1");
       } else if (key === "api_key_env") {
         // Named like a credential, it is kept from the agent and out of everything written (redact.ts).
         if (typeof field !== "string" || !VARIABLE_NAME.test(field) || !isSecretVariable(field, undefined, [])) {
-          bad("api_key_env must name an environment variable that looks like a credential (e.g. MYLLM_API_KEY), so loopgraph keeps it from the agent and out of everything it writes");
+          bad(
+            "api_key_env must name an environment variable that looks like a credential (e.g. MYLLM_API_KEY), so loopgraph keeps it from the agent and out of everything it writes",
+          );
         }
       } else if (key === "default_model") {
         if (typeof field !== "string" || field.trim() === "") bad("default_model must be a model name");
@@ -194,15 +238,25 @@ function checkProviders(value: unknown): Problem[] {
 
 /** `environment: { include: [NAME…], exclude: [NAME…] }`: the agent's environment; a project may only take more out. */
 function checkEnvironment(value: unknown, kind: ConfigFile["kind"]): Problem[] {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return [{ path: ["environment"], at: "value", message: "environment must be a mapping: { include: [NAME…], exclude: [NAME…] }" }];
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return [{ path: ["environment"], at: "value", message: "environment must be a mapping: { include: [NAME…], exclude: [NAME…] }" }];
   const problems: Problem[] = [];
   for (const [key, names] of Object.entries(value as Record<string, unknown>)) {
     const at = ["environment", key];
-    if (!ENVIRONMENT_KEYS.includes(key)) problems.push(unknownKeyProblem(["environment"], key, ENVIRONMENT_KEYS, `unknown key "${key}": environment has include, exclude`));
+    if (!ENVIRONMENT_KEYS.includes(key))
+      problems.push(unknownKeyProblem(["environment"], key, ENVIRONMENT_KEYS, `unknown key "${key}": environment has include, exclude`));
     else if (key === "include" && kind === "project") {
-      problems.push({ path: at, at: "key", message: `a project's ${PROJECT_CONFIG} cannot pass credentials to the agent (environment.include): set it in your user config` });
+      problems.push({
+        path: at,
+        at: "key",
+        message: `a project's ${PROJECT_CONFIG} cannot pass credentials to the agent (environment.include): set it in your user config`,
+      });
     } else if (!Array.isArray(names) || !names.every((name) => typeof name === "string" && VARIABLE_GLOB.test(name))) {
-      problems.push({ path: at, at: "value", message: `environment.${key} must be a list of variable names (* and ? wildcards), e.g. [AWS_*, NPM_CONFIG_TOKEN]` });
+      problems.push({
+        path: at,
+        at: "value",
+        message: `environment.${key} must be a list of variable names (* and ? wildcards), e.g. [AWS_*, NPM_CONFIG_TOKEN]`,
+      });
     }
   }
   return problems;
@@ -210,14 +264,24 @@ function checkEnvironment(value: unknown, kind: ConfigFile["kind"]): Problem[] {
 
 /** `sandbox: { enabled: false }`: the agent's commands without the OS sandbox, the user's choice only. */
 function checkSandbox(value: unknown, kind: ConfigFile["kind"]): Problem[] {
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return [{ path: ["sandbox"], at: "value", message: "sandbox must be a mapping: { enabled: true | false }" }];
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return [{ path: ["sandbox"], at: "value", message: "sandbox must be a mapping: { enabled: true | false }" }];
   const problems: Problem[] = [];
   for (const [key, enabled] of Object.entries(value as Record<string, unknown>)) {
     if (!SANDBOX_KEYS.includes(key)) {
-      const network = key === "network" ? `unknown key "network": the sandbox's network is set in policy.yaml of your config folder (sandbox: { network: allow })` : `unknown key "${key}": sandbox has enabled`;
+      const network =
+        key === "network"
+          ? `unknown key "network": the sandbox's network is set in policy.yaml of your config folder (sandbox: { network: allow })`
+          : `unknown key "${key}": sandbox has enabled`;
       problems.push(unknownKeyProblem(["sandbox"], key, SANDBOX_KEYS, network));
-    } else if (typeof enabled !== "boolean") problems.push({ path: ["sandbox", key], at: "value", message: "sandbox.enabled must be true or false" });
-    else if (!enabled && kind === "project") problems.push({ path: ["sandbox", key], at: "value", message: `a project's ${PROJECT_CONFIG} cannot turn the sandbox off: set it in your user config or pass --no-sandbox` });
+    } else if (typeof enabled !== "boolean")
+      problems.push({ path: ["sandbox", key], at: "value", message: "sandbox.enabled must be true or false" });
+    else if (!enabled && kind === "project")
+      problems.push({
+        path: ["sandbox", key],
+        at: "value",
+        message: `a project's ${PROJECT_CONFIG} cannot turn the sandbox off: set it in your user config or pass --no-sandbox`,
+      });
   }
   return problems;
 }
@@ -228,7 +292,11 @@ function providersJson(providers: NonNullable<RawConfig["providers"]>): string {
     Object.fromEntries(
       Object.entries(providers).map(([name, provider]) => [
         name,
-        { baseURL: provider.base_url, ...(provider.api_key_env && { apiKeyEnv: provider.api_key_env }), ...(provider.default_model && { defaultModel: provider.default_model }) },
+        {
+          baseURL: provider.base_url,
+          ...(provider.api_key_env && { apiKeyEnv: provider.api_key_env }),
+          ...(provider.default_model && { defaultModel: provider.default_model }),
+        },
       ]),
     ),
   );
@@ -249,7 +317,6 @@ interface RawConfig {
   subagents?: Record<string, unknown>;
 }
 
-
 /** A configuration file, checked (ConfigError with `file:line:col` for each problem); undefined when there is none. */
 export function readConfigFile(path: string, kind: ConfigFile["kind"], env: NodeJS.ProcessEnv = process.env): ConfigFile | undefined {
   const text = readSettingsText(path, "config file");
@@ -257,7 +324,8 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   const data = parseYamlChecked(text, path, (parsed) => checkConfig(parsed, kind, dirname(path), env));
   const values: ConfigValues = {};
   // A script's path in the file is taken from the file's folder, as a store's path is.
-  if (data.model !== undefined) values.model = data.model.replace(/^scripted:(?!\/)(.+)$/, (_, script: string) => `scripted:${resolve(dirname(path), script.trim())}`);
+  if (data.model !== undefined)
+    values.model = data.model.replace(/^scripted:(?!\/)(.+)$/, (_, script: string) => `scripted:${resolve(dirname(path), script.trim())}`);
   if (data.approval !== undefined) values.approval = data.approval;
   if (data.mode !== undefined) values.mode = data.mode;
   if (data.model_timeout !== undefined) values.modelTimeoutMs = parseModelTimeoutSeconds(String(data.model_timeout));
@@ -265,7 +333,8 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   if (data.environment?.include?.length) values.shellEnvInclude = data.environment.include.join(",");
   if (data.environment?.exclude?.length) values.shellEnvExclude = data.environment.exclude.join(",");
   if (data.sandbox?.enabled === false) values.sandbox = "off";
-  if (data.mcp_servers !== undefined) values.mcpServers = JSON.stringify(checkMcpServers(data.mcp_servers, declarationSource(kind, dirname(path))).servers);
+  if (data.mcp_servers !== undefined)
+    values.mcpServers = JSON.stringify(checkMcpServers(data.mcp_servers, declarationSource(kind, dirname(path))).servers);
   if (data.hooks !== undefined) values.hooks = JSON.stringify(checkHooks(data.hooks, declarationSource(kind, dirname(path))).hooks);
   if (data.subagents !== undefined) {
     const source = { ...declarationSource(kind, dirname(path)), dir: dirname(path), project: kind === "project" };
@@ -340,16 +409,27 @@ const COMBINED: Partial<Record<SettingName, { projectFirst: boolean; combine(val
   // Hooks: all run, the user's first.
   hooks: { projectFirst: false, combine: (values) => JSON.stringify(values.flatMap((value) => JSON.parse(value) as unknown[])) },
   // Servers: the project's replace the user's of the same name.
-  mcpServers: { projectFirst: false, combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as McpServer[]))) },
+  mcpServers: {
+    projectFirst: false,
+    combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as McpServer[]))),
+  },
   // Subagent types: the project's replace the user's of the same name.
-  subagents: { projectFirst: false, combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as DeclaredSubagent[]))) },
+  subagents: {
+    projectFirst: false,
+    combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as DeclaredSubagent[]))),
+  },
 };
 
 /**
  * A setting as it applies: the flag's value if given, else the environment's variable, else the
  * project's file, else the user's; undefined (source "default") when none sets it.
  */
-export function effectiveSetting<K extends SettingName>(config: LoadedConfig, env: NodeJS.ProcessEnv, name: K, flag?: ConfigValues[K]): EffectiveSetting<ConfigValues[K]> {
+export function effectiveSetting<K extends SettingName>(
+  config: LoadedConfig,
+  env: NodeJS.ProcessEnv,
+  name: K,
+  flag?: ConfigValues[K],
+): EffectiveSetting<ConfigValues[K]> {
   if (flag !== undefined) return { value: flag, source: "flag" };
   const variable = ENVIRONMENT[name];
   const fromEnv = env[variable]?.trim();
@@ -359,7 +439,9 @@ export function effectiveSetting<K extends SettingName>(config: LoadedConfig, en
   }
   const combined = COMBINED[name];
   if (combined) {
-    const files = (combined.projectFirst ? [config.project, config.user] : [config.user, config.project]).filter((file): file is ConfigFile => file?.values[name] !== undefined);
+    const files = (combined.projectFirst ? [config.project, config.user] : [config.user, config.project]).filter(
+      (file): file is ConfigFile => file?.values[name] !== undefined,
+    );
     if (files.length > 0) {
       const value = combined.combine(files.map((file) => String(file.values[name]))) as ConfigValues[K];
       const source = files.some((file) => file.kind === "project") ? "project" : "user";

@@ -34,7 +34,5 @@ function editDistance(a: string, b: string): number {
 export function unknownName(noun: string, name: string, candidates: readonly string[], where = ""): string {
   const suggestion = closestName(name, candidates);
   const subject = `unknown ${noun} "${name}"${where && ` in ${where}`}`;
-  return suggestion === undefined
-    ? `${subject}: use one of ${candidates.join(", ")}`
-    : `${subject}: did you mean "${suggestion}"?`;
+  return suggestion === undefined ? `${subject}: use one of ${candidates.join(", ")}` : `${subject}: did you mean "${suggestion}"?`;
 }

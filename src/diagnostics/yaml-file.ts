@@ -69,7 +69,11 @@ export function parseYamlChecked<T>(text: string, file: string, check: (data: un
 /** An unknown key's problem: "did you mean" the likely intended one, else `otherwise`. */
 export function unknownKeyProblem(path: DataPath, key: string, known: readonly string[], otherwise: string): Problem {
   const suggestion = closestName(key, known);
-  return { path: [...path, key], at: "key", message: suggestion !== undefined ? `unknown key "${key}": did you mean "${suggestion}"?` : otherwise };
+  return {
+    path: [...path, key],
+    at: "key",
+    message: suggestion !== undefined ? `unknown key "${key}": did you mean "${suggestion}"?` : otherwise,
+  };
 }
 
 /** One entry of a mapping in a config file (an MCP server, a hook, a subagent type), read by `mappingEntry`. */
@@ -86,7 +90,13 @@ export interface MappingEntry {
  * reported as `notMapping`, when it is not a mapping; each unknown key reported ("did you mean"
  * the closest, else which keys `what` has).
  */
-export function mappingEntry(raw: unknown, path: DataPath, problems: Problem[], keys: readonly string[], what: { name: string; notMapping: string }): MappingEntry | undefined {
+export function mappingEntry(
+  raw: unknown,
+  path: DataPath,
+  problems: Problem[],
+  keys: readonly string[],
+  what: { name: string; notMapping: string },
+): MappingEntry | undefined {
   if (raw === null || typeof raw !== "object" || Array.isArray(raw)) {
     problems.push({ path, at: "value", message: what.notMapping });
     return undefined;
@@ -96,12 +106,19 @@ export function mappingEntry(raw: unknown, path: DataPath, problems: Problem[], 
   for (const key of Object.keys(fields)) {
     if (!keys.includes(key)) problems.push(unknownKeyProblem(path, key, keys, `unknown key "${key}": ${what.name} has ${keys.join(", ")}`));
   }
-  return { fields, bad: (key, message) => void problems.push({ path: [...path, key], at: "value", message }), clean: () => problems.length === before };
+  return {
+    fields,
+    bad: (key, message) => void problems.push({ path: [...path, key], at: "value", message }),
+    clean: () => problems.length === before,
+  };
 }
 
 /** `rules[2].pattern`. */
 export function dataPathText(path: DataPath): string {
-  return path.reduce<string>((text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment), "");
+  return path.reduce<string>(
+    (text, segment) => (typeof segment === "number" ? `${text}[${segment}]` : text ? `${text}.${segment}` : segment),
+    "",
+  );
 }
 
 export interface Problem {

@@ -99,7 +99,9 @@ export function treeRows(tree: CheckpointTree): TreeRow[] {
 }
 
 /** Checkpoints in the order of their tree (forks after the checkpoint they start from), each with its index in `checkpoints` and its guide. */
-export function inTreeOrder<T extends { checkpointId: string; parentId?: string }>(checkpoints: readonly T[]): Array<{ index: number; checkpoint: T; guide: string }> {
+export function inTreeOrder<T extends { checkpointId: string; parentId?: string }>(
+  checkpoints: readonly T[],
+): Array<{ index: number; checkpoint: T; guide: string }> {
   const indexOf = new Map(checkpoints.map((checkpoint, index) => [checkpoint.checkpointId, index]));
   const tree = checkpointTree(checkpoints.map((c) => ({ id: c.checkpointId, parentId: c.parentId })));
   return treeRows(tree).map(({ id, guide }) => {

@@ -58,14 +58,22 @@ export async function sendCommand(threadId: string, text: string, options: Store
     return (await store.threads.get(loopThreadOf(threadId))) !== undefined || (await isMediatorThread(record));
   });
   if (!command && !mediator) {
-    throw new ConfigError(`not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`);
+    throw new ConfigError(
+      `not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`,
+    );
   }
   return withStore(options, command?.command === "status" ? "read" : "write", async (store): Promise<SentCommand | SentMessage> => {
     if (!command) return { kind: "message", threadId, id: await store.inbox.postMessage(threadId, text.trim()) };
     if (mediator) {
       const loop = await store.threads.get(loopThreadOf(threadId));
       const loopId = loopThreadOf(threadId);
-      const base = { kind: "command" as const, threadId: loopId, command, threadStatus: loop ? asSeen(loop).status : ("none" as const), chat: threadId };
+      const base = {
+        kind: "command" as const,
+        threadId: loopId,
+        command,
+        threadStatus: loop ? asSeen(loop).status : ("none" as const),
+        chat: threadId,
+      };
       if (command.command === "status") return { ...base, id: 0 };
       // No loop yet, or an idle one: there is nothing to stop. A start or a task waits in its inbox for the chat.
       if (command.command === "stop" && !(loop && (await loopMayRun(store, asSeen(loop))))) return { ...base, id: 0, nothingToStop: true };

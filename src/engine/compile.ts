@@ -1,6 +1,14 @@
 import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
 import { evaluateCondition } from "../format/condition.js";
-import { END_NODE, START_NODE, type Branch, type Condition, type EdgeDefinition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
+import {
+  END_NODE,
+  START_NODE,
+  type Branch,
+  type Condition,
+  type EdgeDefinition,
+  type GraphDefinition,
+  type NodeDefinition,
+} from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { instrumentNode } from "../runtime/instrument.js";
 import type { NodeFunction } from "../runtime/node-function.js";
@@ -16,7 +24,12 @@ export interface CompileOptions {
 }
 
 /** Builds the node function for one node of a graph file, by its kind. */
-function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunContext, options: CompileOptions): Promise<NodeFunction> | NodeFunction {
+function buildNode(
+  node: NodeDefinition,
+  graph: GraphDefinition,
+  ctx: RunContext,
+  options: CompileOptions,
+): Promise<NodeFunction> | NodeFunction {
   return nodeKinds.of(node).create(node, graph, ctx, {
     failureRouted: failureRouted(graph, node.id),
     async compileInline(inner) {
@@ -34,12 +47,25 @@ function buildNode(node: NodeDefinition, graph: GraphDefinition, ctx: RunContext
  */
 export function failureRouted(graph: GraphDefinition, id: string): boolean {
   const named = Object.values(graph.nodes).some(
-    (node) => node.id !== id && (nodeKinds.of(node).nodeReferences ?? []).some((key) => (node as unknown as Record<string, unknown>)[key] === id),
+    (node) =>
+      node.id !== id && (nodeKinds.of(node).nodeReferences ?? []).some((key) => (node as unknown as Record<string, unknown>)[key] === id),
   );
   const output = `outputs.${id}`;
   const read = (condition: Condition): boolean =>
-    "all" in condition ? condition.all.some(read) : "any" in condition ? condition.any.some(read) : "not" in condition ? read(condition.not) : condition.path === output || condition.path.startsWith(`${output}.`);
-  return named || graph.edges.some((edge) => edge.from === id && edge.kind === "conditional" && edge.branches.some((branch) => branch.when !== undefined && read(branch.when)));
+    "all" in condition
+      ? condition.all.some(read)
+      : "any" in condition
+        ? condition.any.some(read)
+        : "not" in condition
+          ? read(condition.not)
+          : condition.path === output || condition.path.startsWith(`${output}.`);
+  return (
+    named ||
+    graph.edges.some(
+      (edge) =>
+        edge.from === id && edge.kind === "conditional" && edge.branches.some((branch) => branch.when !== undefined && read(branch.when)),
+    )
+  );
 }
 
 const toLangGraphTarget = (target: string): string => (target === END_NODE ? END : target);
@@ -97,7 +123,12 @@ export function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): s
   return [...all];
 }
 
-export async function compileGraph(graph: GraphDefinition, ctx: RunContext, checkpointer?: BaseCheckpointSaver, options: CompileOptions = {}) {
+export async function compileGraph(
+  graph: GraphDefinition,
+  ctx: RunContext,
+  checkpointer?: BaseCheckpointSaver,
+  options: CompileOptions = {},
+) {
   // Node names are only known at run time, so the builder is used through its untyped surface.
   const builder = new StateGraph(GraphState) as unknown as UntypedBuilder;
   for (const node of Object.values(graph.nodes)) {
@@ -128,12 +159,7 @@ interface UntypedBuilder {
   addNode(id: string, fn: NodeFunction): void;
   addEdge(from: string, to: string): void;
   addConditionalEdges(from: string, route: (state: GraphStateValue) => string, targets: string[]): void;
-  compile(options: {
-    checkpointer?: BaseCheckpointSaver;
-    interruptBefore: string[];
-    interruptAfter: string[];
-    name: string;
-  }): unknown;
+  compile(options: { checkpointer?: BaseCheckpointSaver; interruptBefore: string[]; interruptAfter: string[]; name: string }): unknown;
 }
 
 /** The part of LangGraph's compiled graph the engine uses. */

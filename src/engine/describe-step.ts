@@ -9,8 +9,18 @@ export const INTERNAL_CHANNELS = ["scripted"];
  * result after the tool's name; a model's answer of only tool calls, the calls.
  */
 function messageLine(message: unknown): string | undefined {
-  const { content, type, name, tool_calls: calls } = (message ?? {}) as { content?: unknown; type?: string; name?: string; tool_calls?: { name?: string; args?: unknown }[] };
-  const text = typeof content === "string" ? content : Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
+  const {
+    content,
+    type,
+    name,
+    tool_calls: calls,
+  } = (message ?? {}) as { content?: unknown; type?: string; name?: string; tool_calls?: { name?: string; args?: unknown }[] };
+  const text =
+    typeof content === "string"
+      ? content
+      : Array.isArray(content)
+        ? content.map((part) => (part as { text?: string }).text ?? "").join("")
+        : "";
   const line = text.trim().split("\n")[0]?.trim();
   if (!line && calls?.length) return calls.map((call) => `→ ${call.name} ${JSON.stringify(call.args ?? {})}`).join(", ");
   if (line && type === "tool" && name) return `${name}: ${line}`;
@@ -31,9 +41,16 @@ export function describeStep(checkpoint: CheckpointSummary): string {
   });
   const lines = added.filter((line): line is string => line !== undefined);
   if (lines.length > 0) return lines.join(" · ");
-  const outputs = [...new Set(checkpoint.changes.flatMap((change) => (change.path.startsWith("outputs.") ? [change.path.split(".")[1]!] : [])))];
+  const outputs = [
+    ...new Set(checkpoint.changes.flatMap((change) => (change.path.startsWith("outputs.") ? [change.path.split(".")[1]!] : []))),
+  ];
   if (outputs.length > 0) return `wrote outputs.${outputs.join(", outputs.")}`;
-  const channels = [...new Set(checkpoint.changes.map((change) => change.path.split(".")[0]!).filter((channel) => !INTERNAL_CHANNELS.includes(channel) && channel !== "visits"))];
+  const channels = [
+    ...new Set(
+      checkpoint.changes
+        .map((change) => change.path.split(".")[0]!)
+        .filter((channel) => !INTERNAL_CHANNELS.includes(channel) && channel !== "visits"),
+    ),
+  ];
   return channels.length > 0 ? `set ${channels.join(", ")}` : "-";
 }
-

@@ -2,14 +2,20 @@ import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { ERROR, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
-import { SETTLED_AT_ONCE, type CheckpointHistoryEntry, type SqliteCheckpointSaver, type EncodedItem, type SeqRange, type StoredChannel } from "../checkpoint/index.js";
+import {
+  SETTLED_AT_ONCE,
+  type CheckpointHistoryEntry,
+  type SqliteCheckpointSaver,
+  type EncodedItem,
+  type SeqRange,
+  type StoredChannel,
+} from "../checkpoint/index.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
 import { plainDiff } from "./plain-diff.js";
-
 
 export { listThreads, type ThreadSummary } from "./thread-list.js";
 
@@ -151,7 +157,12 @@ function coderStepNode(changes: readonly StateChange[]): string | undefined {
   return changes.some((change) => change.path === "result" || change.path.startsWith("result.")) ? "finish" : undefined;
 }
 
-function summarise(facts: StepFacts, previous: Record<string, unknown>, current: Record<string, unknown>, changes: StateChange[]): Omit<CheckpointSummary, "branch"> {
+function summarise(
+  facts: StepFacts,
+  previous: Record<string, unknown>,
+  current: Record<string, unknown>,
+  changes: StateChange[],
+): Omit<CheckpointSummary, "branch"> {
   const { step } = facts;
   const usageBefore = usageByNode(previous.usage);
   const usageNow = usageByNode(current.usage);
@@ -262,10 +273,16 @@ class StateReader {
 
   private async readEntry(channel: string, version: string, before: ChannelEntry | undefined): Promise<ChannelEntry | undefined> {
     const known = this.knownLists.get(channel);
-    const stored = this.saver.readChannel(this.threadId, channel, version, {
-      ...(before?.items ? { previous: { items: before.items, ...(before.ranges ? { ranges: before.ranges } : {}) } } : {}),
-      knownItems: (base) => (before?.version === base && before.items ? before.items : known?.get(base)),
-    }, this.ns);
+    const stored = this.saver.readChannel(
+      this.threadId,
+      channel,
+      version,
+      {
+        ...(before?.items ? { previous: { items: before.items, ...(before.ranges ? { ranges: before.ranges } : {}) } } : {}),
+        knownItems: (base) => (before?.version === base && before.items ? before.items : known?.get(base)),
+      },
+      this.ns,
+    );
     if (!stored) return undefined;
     if (stored.kind === "value") {
       const decoded = await this.saver.decodeChannel(stored);
@@ -285,7 +302,11 @@ class StateReader {
   }
 
   /** A list's plain items: the parent's for the prefix stored alike, the others decoded one by one. */
-  private async readList(version: string, { items, ranges }: Extract<StoredChannel, { kind: "list" }>, before: ChannelEntry | undefined): Promise<ChannelEntry> {
+  private async readList(
+    version: string,
+    { items, ranges }: Extract<StoredChannel, { kind: "list" }>,
+    before: ChannelEntry | undefined,
+  ): Promise<ChannelEntry> {
     const previousItems = before?.items ?? [];
     const previousPlain = Array.isArray(before?.plain) ? (before.plain as unknown[]) : [];
     let shared = 0;
@@ -298,7 +319,10 @@ class StateReader {
       plain.push(toPlainValues({ item: (decoded.value as unknown[])[0] }).item);
       settledBefore.push(Math.max(settledBefore.at(-1) ?? SETTLED_AT_ONCE, decoded.settledAfter));
     }
-    const settledAfter = items.length > 0 ? settledBefore.at(-1)! : (this.emptyListSettle ??= (await this.saver.decodeChannel({ kind: "list", items: [] })).settledAfter);
+    const settledAfter =
+      items.length > 0
+        ? settledBefore.at(-1)!
+        : (this.emptyListSettle ??= (await this.saver.decodeChannel({ kind: "list", items: [] })).settledAfter);
     return { version, plain, settledAfter, items, settledBefore, ...(ranges ? { ranges } : {}) };
   }
 }
@@ -368,7 +392,9 @@ export interface NestedTimeline {
 export async function nestedTimelines(threadId: string, options: StoreOptions = {}): Promise<NestedTimeline[]> {
   return withStore(options, "read", async (store) => {
     await requireThread(store, threadId);
-    const namespaces = [...new Set((await store.checkpoints.checkpointsWithPrefix(threadId, "")).map((address) => address.ns).filter((ns) => ns !== ""))];
+    const namespaces = [
+      ...new Set((await store.checkpoints.checkpointsWithPrefix(threadId, "")).map((address) => address.ns).filter((ns) => ns !== "")),
+    ];
     const timelines: NestedTimeline[] = [];
     for (const ns of namespaces) {
       const { checkpoints, parents } = await timeline(store, threadId, ns);
@@ -381,7 +407,9 @@ export async function nestedTimelines(threadId: string, options: StoreOptions = 
         node: segments.at(-1)!.split(":")[0]!,
         checkpoints: checkpoints
           .filter((checkpoint) => checkpoint.step > 0)
-          .map((checkpoint) => (checkpoint.nodes[0] === "start" ? { ...checkpoint, nodes: [coderStepNode(checkpoint.changes) ?? "start"] } : checkpoint)),
+          .map((checkpoint) =>
+            checkpoint.nodes[0] === "start" ? { ...checkpoint, nodes: [coderStepNode(checkpoint.changes) ?? "start"] } : checkpoint,
+          ),
       });
     }
     return timelines.sort((a, b) => ((a.checkpoints[0]?.createdAt ?? "") < (b.checkpoints[0]?.createdAt ?? "") ? -1 : 1));
@@ -389,8 +417,14 @@ export async function nestedTimelines(threadId: string, options: StoreOptions = 
 }
 
 /** The checkpoints of one namespace of the thread, oldest first, summarised, with their tree and the enclosing graphs' checkpoints they ran from. */
-async function timeline(store: Store, threadId: string, ns: string): Promise<{ checkpoints: CheckpointSummary[]; tree: ReturnType<typeof checkpointTree>; parents: Record<string, string> }> {
-  const links = [...(await store.checkpoints.parentLinks(threadId, ns))].map(([id, parentId]) => ({ id, parentId })).sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
+async function timeline(
+  store: Store,
+  threadId: string,
+  ns: string,
+): Promise<{ checkpoints: CheckpointSummary[]; tree: ReturnType<typeof checkpointTree>; parents: Record<string, string> }> {
+  const links = [...(await store.checkpoints.parentLinks(threadId, ns))]
+    .map(([id, parentId]) => ({ id, parentId }))
+    .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const tree = checkpointTree(links);
   const childrenLeft = new Map([...tree.children].map(([id, kids]) => [id, kids.length]));
   const states = new Map<string, StepState>();
@@ -411,7 +445,12 @@ async function timeline(store: Store, threadId: string, ns: string): Promise<{ c
       createdAt: entry.createdAt,
       failed: entry.failed,
     };
-    const summary = summarise(facts, plainOf(previous, SUMMARY_CHANNELS), plainOf(current, SUMMARY_CHANNELS), stateChanges(previous, current));
+    const summary = summarise(
+      facts,
+      plainOf(previous, SUMMARY_CHANNELS),
+      plainOf(current, SUMMARY_CHANNELS),
+      stateChanges(previous, current),
+    );
     const head = tree.head === entry.checkpointId ? { head: true as const } : {};
     checkpoints.push({ ...summary, branch: tree.branchOf.get(entry.checkpointId) ?? 0, ...head });
     if ((childrenLeft.get(entry.checkpointId) ?? 0) > 0) states.set(entry.checkpointId, current);
@@ -468,7 +507,10 @@ function stateOfTuple(tuple: CheckpointTuple, parent: StepState): StepState {
     if (!isShownChannel(channel)) continue;
     const version = String(tuple.checkpoint.channel_versions[channel]);
     const before = parent.channels.get(channel);
-    channels.set(channel, before?.version === version ? before : { version, plain: toPlainValues({ [channel]: values[channel] })[channel], settledAfter: 0 });
+    channels.set(
+      channel,
+      before?.version === version ? before : { version, plain: toPlainValues({ [channel]: values[channel] })[channel], settledAfter: 0 },
+    );
   }
   return { channels, order: [...channels.keys()] };
 }

@@ -103,7 +103,8 @@ export class LoopSupervisor implements LooperHandle {
 
   /** What `start` answers: the run may already have failed (e.g. a bad model setting). */
   private started(task: string): string {
-    if (!this.active && this.lastOutcome?.status === "failed") return `the loop could not start: ${this.lastOutcome.error ?? "unknown error"}`;
+    if (!this.active && this.lastOutcome?.status === "failed")
+      return `the loop could not start: ${this.lastOutcome.error ?? "unknown error"}`;
     return `started: the loop runs in the background (thread ${this.threadId}) on: ${task}`;
   }
 
@@ -180,7 +181,9 @@ export class LoopSupervisor implements LooperHandle {
     // A loop that went idle (finished, stopped, at its round limit) has nothing to resume, unless a command waits for it.
     const ended = record.status !== "running" && record.status !== "paused" && !(await this.isLoopRunning(record));
     if (answer === undefined && ended && !(await this.hasQueuedCommands())) {
-      return record.status === "finished" ? "the loop has finished: nothing to resume." : `the loop has ended (${record.status}: ${record.error ?? "no reason"}): nothing to resume.`;
+      return record.status === "finished"
+        ? "the loop has finished: nothing to resume."
+        : `the loop has ended (${record.status}: ${record.error ?? "no reason"}): nothing to resume.`;
     }
     void this.resumeLoop(answer);
     return `resumed: the loop of thread ${this.threadId} runs in the background.`;
@@ -205,7 +208,17 @@ export class LoopSupervisor implements LooperHandle {
 
   private runSettings() {
     const { workspace, settings, maxRounds, noSandbox, store, modelTimeoutMs } = this.options;
-    return { workspace, ...settings, maxRounds, noSandbox, modelTimeoutMs, ...store, onEvent: this.onLoopEvent, control: this.control, signal: this.signal };
+    return {
+      workspace,
+      ...settings,
+      maxRounds,
+      noSandbox,
+      modelTimeoutMs,
+      ...store,
+      onEvent: this.onLoopEvent,
+      control: this.control,
+      signal: this.signal,
+    };
   }
 
   private resumeLoop(answer?: ApprovalAnswer): Promise<void> {
@@ -289,7 +302,11 @@ export class LoopSupervisor implements LooperHandle {
   }
 
   private async post(command: Exclude<LooperCommand, { command: "status" }>): Promise<void> {
-    await withStore(this.options.store, "write", async (store) => void (await store.inbox.post(this.threadId, JSON.stringify(command), command)));
+    await withStore(
+      this.options.store,
+      "write",
+      async (store) => void (await store.inbox.post(this.threadId, JSON.stringify(command), command)),
+    );
   }
 }
 

@@ -61,10 +61,16 @@ export async function settledOutcome(
   const pending = snapshot.tasks.flatMap((task) => task.interrupts ?? []);
   if (pending.length > 0) {
     const task = snapshot.tasks.find((t) => (t.interrupts ?? []).length > 0);
-    return settle({ threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "input", node: task?.name, value: pending[0]?.value } });
+    return settle({
+      threadId,
+      status: "paused",
+      exitCode: ExitCode.Paused,
+      pause: { reason: "input", node: task?.name, value: pending[0]?.value },
+    });
   }
   const before = snapshot.next.find((node) => graph.breakpoints.before.includes(node));
-  if (before) return settle({ threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: before, when: "before" } });
+  if (before)
+    return settle({ threadId, status: "paused", exitCode: ExitCode.Paused, pause: { reason: "breakpoint", node: before, when: "before" } });
   // Paused after a node: the breakpoint node is the one whose visit count rose in the last step.
   const ran = ranLast(visitsNow, await visitsBefore());
   const after = graph.breakpoints.after.find((node) => ran.includes(node));

@@ -38,13 +38,20 @@ const COMMIT_ID = /^[0-9a-f]{40}([0-9a-f]{24})?$/;
  * `user@host:path`) without a password, or a local path (made absolute); the ref (default: the
  * repository's HEAD) resolved to the commit every worker starts from. One-line errors (exit 2).
  */
-export async function checkRepoSource(repo: string, ref: string | undefined, threadId: string, options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<RepoSource> {
+export async function checkRepoSource(
+  repo: string,
+  ref: string | undefined,
+  threadId: string,
+  options: { cwd: string; env: NodeJS.ProcessEnv },
+): Promise<RepoSource> {
   const given = repo.trim();
-  if (!given || given.startsWith("-") || /[\0-\x1f\x7f]/.test(given)) throw new ConfigError(`--repo "${repo}" is not a repository URL or path`);
+  if (!given || given.startsWith("-") || /[\0-\x1f\x7f]/.test(given))
+    throw new ConfigError(`--repo "${repo}" is not a repository URL or path`);
   let location: string;
   const scheme = URL_FORM.exec(given)?.[1]?.toLowerCase();
   if (scheme) {
-    if (!SCHEMES.has(scheme)) throw new ConfigError(`--repo: the ${scheme}:// scheme is not supported: use https://, ssh://, git://, file:// or a path`);
+    if (!SCHEMES.has(scheme))
+      throw new ConfigError(`--repo: the ${scheme}:// scheme is not supported: use https://, ssh://, git://, file:// or a path`);
     let url: URL;
     try {
       url = new URL(given);
@@ -52,7 +59,9 @@ export async function checkRepoSource(repo: string, ref: string | undefined, thr
       throw new ConfigError(`--repo "${given}" is not a valid URL`);
     }
     if (url.password) {
-      throw new ConfigError("--repo: the URL holds a password, which loopgraph would store with the run: give the URL without it and let git find the credentials (a credential helper, an ssh key)");
+      throw new ConfigError(
+        "--repo: the URL holds a password, which loopgraph would store with the run: give the URL without it and let git find the credentials (a credential helper, an ssh key)",
+      );
     }
     location = given;
   } else if (SCP_FORM.test(given)) {
@@ -68,7 +77,8 @@ export async function checkRepoSource(repo: string, ref: string | undefined, thr
     throw new ConfigError(`thread id "${threadId}" cannot name the result branch ${branch}: pass --thread with another id`);
   });
   const wanted = ref?.trim() || "HEAD";
-  if (wanted.startsWith("-") || /[\0-\x20\x7f~^:?*[\\]/.test(wanted)) throw new ConfigError(`--ref "${wanted}" is not a branch, tag or commit name`);
+  if (wanted.startsWith("-") || /[\0-\x20\x7f~^:?*[\\]/.test(wanted))
+    throw new ConfigError(`--ref "${wanted}" is not a branch, tag or commit name`);
   let listed: string;
   try {
     listed = await remoteGit(["ls-remote", "--", location], { cwd: tmpdir(), env: options.env });
@@ -95,14 +105,22 @@ function pickCommit(listed: string, ref: string, repo: string): string {
   }
   // A commit id: the clone checks that it is there.
   if (COMMIT_ID.test(ref)) return ref;
-  throw new ConfigError(ref === "HEAD" ? `the repository ${repo} has no HEAD: pass --ref BRANCH` : `--ref ${ref}: no such branch or tag in ${repo} (a commit is given by its full id)`);
+  throw new ConfigError(
+    ref === "HEAD"
+      ? `the repository ${repo} has no HEAD: pass --ref BRANCH`
+      : `--ref ${ref}: no such branch or tag in ${repo} (a commit is given by its full id)`,
+  );
 }
 
 /** The scratch directories of this machine's repository workspaces. */
 function workspacesRoot(env: NodeJS.ProcessEnv): string {
   const configured = env.LOOPGRAPH_WORKSPACES;
   if (configured) return resolve(configured);
-  return join(env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(homedir(), ".cache"), "loopgraph", "workspaces");
+  return join(
+    env.XDG_CACHE_HOME && isAbsolute(env.XDG_CACHE_HOME) ? env.XDG_CACHE_HOME : join(homedir(), ".cache"),
+    "loopgraph",
+    "workspaces",
+  );
 }
 
 /** What this machine last did in a thread's directory: the workspace holds `tree` (see `prepare`). */
@@ -137,7 +155,11 @@ export class RepoWorkspace {
    * (this machine saved it); otherwise made again, from a clone of the base commit and the saved
    * patch. `warn` is told when the files made again differ from the saved state.
    */
-  static async prepare(table: RepoWorkspaceTable, record: RepoWorkspaceRecord, options: { env: NodeJS.ProcessEnv; secrets: readonly string[]; warn(message: string): void }): Promise<RepoWorkspace> {
+  static async prepare(
+    table: RepoWorkspaceTable,
+    record: RepoWorkspaceRecord,
+    options: { env: NodeJS.ProcessEnv; secrets: readonly string[]; warn(message: string): void },
+  ): Promise<RepoWorkspace> {
     const dir = join(workspacesRoot(options.env), record.threadId);
     const local = await readLocalState(dir);
     if (local && local.commit === record.commit && local.tree === (record.tree ?? local.baseTree) && existsSync(join(dir, "workspace"))) {
@@ -155,7 +177,8 @@ export class RepoWorkspace {
     if (!(await hasCommit(bare, record.commit))) {
       // Not on a branch or tag any more (a force-push): asked for by its id.
       await remoteGit(["fetch", "--quiet", "--", record.repo, record.commit], { cwd: bare, env: options.env }).catch(() => undefined);
-      if (!(await hasCommit(bare, record.commit))) throw new ConfigError(`the commit ${record.commit} of ${record.repo} (${record.ref}) the run started from is no longer there`);
+      if (!(await hasCommit(bare, record.commit)))
+        throw new ConfigError(`the commit ${record.commit} of ${record.repo} (${record.ref}) the run started from is no longer there`);
     }
     await git(["clone", "--quiet", "--shared", "--no-checkout", "--", bare, workspace], { cwd: dir });
     await git(["checkout", "--quiet", "-B", resultBranch(record.threadId), record.commit], { cwd: workspace });
@@ -166,7 +189,9 @@ export class RepoWorkspace {
       await git(["apply", "--binary", "--whitespace=nowarn", "-"], { cwd: workspace, input: record.patch });
       tree = await snapshots.capture();
       if (record.tree && tree !== record.tree) {
-        options.warn(`the workspace of thread "${record.threadId}" made again from its saved patch differs from the saved state (tree ${tree}, saved ${record.tree})`);
+        options.warn(
+          `the workspace of thread "${record.threadId}" made again from its saved patch differs from the saved state (tree ${tree}, saved ${record.tree})`,
+        );
       }
     }
     const state = { commit: record.commit, baseTree: record.baseTree ?? baseTree, tree: record.tree ?? tree };
@@ -202,7 +227,10 @@ export class RepoWorkspace {
       const commit = await this.commit(patch, message);
       result = { at, commit };
       try {
-        await remoteGit(["push", "--quiet", "--", this.source.repo, `+${commit}:refs/heads/${resultBranch(this.threadId)}`], { cwd: this.bare, env });
+        await remoteGit(["push", "--quiet", "--", this.source.repo, `+${commit}:refs/heads/${resultBranch(this.threadId)}`], {
+          cwd: this.bare,
+          env,
+        });
         result.branch = resultBranch(this.threadId);
       } catch (error) {
         result.pushError = (error as Error).message;
@@ -220,7 +248,9 @@ export class RepoWorkspace {
       await git(["read-tree", this.source.commit], options);
       await git(["apply", "--cached", "--binary", "--whitespace=nowarn", "-"], { ...options, input: patch });
       const tree = (await git(["write-tree"], options)).trim();
-      return (await git(["commit-tree", "--no-gpg-sign", "-p", this.source.commit, "-m", message, tree], { ...options, env: LOOPGRAPH_IDENTITY })).trim();
+      return (
+        await git(["commit-tree", "--no-gpg-sign", "-p", this.source.commit, "-m", message, tree], { ...options, env: LOOPGRAPH_IDENTITY })
+      ).trim();
     } catch (error) {
       throw new GitError(`cannot make the result commit of thread "${this.threadId}": ${(error as Error).message}`);
     } finally {
@@ -251,16 +281,23 @@ function writeLocalState(dir: string, state: LocalState): Promise<void> {
 /** How a result reads for people: where it went, or where to get it. */
 export function resultText(threadId: string, source: RepoSource, result: RepoResult, dbFlag: string): string {
   if (!result.commit) return `no file changed: nothing pushed to ${source.repo}`;
-  if (result.branch) return `pushed ${result.commit.slice(0, 12)} to ${result.branch} in ${source.repo} (on ${source.ref} at ${source.commit.slice(0, 12)})`;
+  if (result.branch)
+    return `pushed ${result.commit.slice(0, 12)} to ${result.branch} in ${source.repo} (on ${source.ref} at ${source.commit.slice(0, 12)})`;
   return `not pushed to ${source.repo} (${result.pushError}): get the patch with loopgraph patch ${threadId}${dbFlag}`;
 }
 
 /** The repository a thread works on and its workspace's saved state (`loopgraph patch`, `wait`), read from the store. */
-export async function readRepoWorkspace(threadId: string, options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv }): Promise<RepoWorkspaceRecord> {
+export async function readRepoWorkspace(
+  threadId: string,
+  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv },
+): Promise<RepoWorkspaceRecord> {
   return withTables({ db: options.db, cwd: options.cwd, env: options.env }, "read", async (tables) => {
     const record = await requireThread(tables, threadId);
     const saved = await tables.repoWorkspaces?.get(record.threadId);
-    if (!saved) throw new ConfigError(`thread "${record.threadId}" does not work on a repository: only a run queued with --repo keeps a patch (its files are in ${record.workspace})`);
+    if (!saved)
+      throw new ConfigError(
+        `thread "${record.threadId}" does not work on a repository: only a run queued with --repo keeps a patch (its files are in ${record.workspace})`,
+      );
     return saved;
   });
 }

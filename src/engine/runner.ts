@@ -44,7 +44,9 @@ export const createLoopSupervisor: LooperFactory = (thread, mediator) =>
  */
 export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   if (options.repo !== undefined || options.ref !== undefined) {
-    throw new ConfigError("--repo and --ref are for a queued run (--queue), which a worker runs in its own clone: without --queue, run in a checkout with --workspace");
+    throw new ConfigError(
+      "--repo and --ref are for a queued run (--queue), which a worker runs in its own clone: without --queue, run in a checkout with --workspace",
+    );
   }
   const cwd = options.cwd ?? process.cwd();
   const trustNotes: string[] = [];
@@ -64,7 +66,8 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
 /** The graph of a new run (a name or path, or a graph already loaded), checked to have the task it needs. */
 async function graphToRun(options: RunOptions, cwd: string, trustNotes: string[] = []): Promise<GraphDefinition> {
   const forRun = { env: options.env ?? process.env, notes: trustNotes };
-  const graph = typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd, undefined, forRun)) : options.graph;
+  const graph =
+    typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd, undefined, forRun)) : options.graph;
   if (!options.task?.trim() && needsTask(graph)) {
     throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
   }
@@ -79,16 +82,23 @@ async function graphToRun(options: RunOptions, cwd: string, trustNotes: string[]
 export async function enqueueRun(options: RunOptions): Promise<string> {
   const cwd = options.cwd ?? process.cwd();
   const graph = await graphToRun(options, cwd);
-  if (options.maxRounds !== undefined) throw new ConfigError("--max-rounds is not kept for a queued run: set max_rounds on the graph's looper node instead");
+  if (options.maxRounds !== undefined)
+    throw new ConfigError("--max-rounds is not kept for a queued run: set max_rounds on the graph's looper node instead");
   const env = options.env ?? process.env;
   const where = resolveStore(options.db, env, cwd);
   if (where.kind !== "postgres") {
-    throw new ConfigError(`--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`);
+    throw new ConfigError(
+      `--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`,
+    );
   }
-  if (options.repo !== undefined && options.workspace !== undefined) throw new ConfigError("--repo and --workspace exclude each other: a run on a repository works in the worker's clone of it");
-  if (options.repo === undefined && options.ref !== undefined) throw new ConfigError("--ref names the commit of a repository to start from: give the repository with --repo");
+  if (options.repo !== undefined && options.workspace !== undefined)
+    throw new ConfigError("--repo and --workspace exclude each other: a run on a repository works in the worker's clone of it");
+  if (options.repo === undefined && options.ref !== undefined)
+    throw new ConfigError("--ref names the commit of a repository to start from: give the repository with --repo");
   if (options.repo !== undefined && mediatorNodeOf(graph)) {
-    throw new ConfigError(`graph "${graph.name}" has a mediator, which talks with you in a chat: queue a loop graph on a repository instead`);
+    throw new ConfigError(
+      `graph "${graph.name}" has a mediator, which talks with you in a chat: queue a loop graph on a repository instead`,
+    );
   }
   const checked = Thread.newThread(graph, options);
   const source = options.repo === undefined ? undefined : await checkRepoSource(options.repo, options.ref, checked.threadId, { cwd, env });
@@ -138,7 +148,11 @@ async function summariseLoop(thread: Thread, looper: LoopSupervisor): Promise<Ru
     await thread.release();
     return loop;
   }
-  const request = new HumanMessage({ id: randomUUID(), name: "looper", content: `${AUTO_PREFIX} ${loopEnding(loop)} Summarise the outcome for the user.` });
+  const request = new HumanMessage({
+    id: randomUUID(),
+    name: "looper",
+    content: `${AUTO_PREFIX} ${loopEnding(loop)} Summarise the outcome for the user.`,
+  });
   await thread.markRunning();
   const summarised = await thread.execute({ messages: [request] });
   // The loop's outcome stands when it did not finish its work (failed, ended by a limit, stopped), unless the summary itself failed.
@@ -164,11 +178,20 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
     // The claim comes first: what the thread holds is read as it was when this process took it.
     const record = await requireThread(store, options.threadId);
     // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
-    const loopRounds = ((await store.checkpoints.plainChannels(record.threadId, ["loopState"])).loopState as { context?: { maxRounds?: number } } | undefined)?.context?.maxRounds;
-    const thread = await Thread.open(store, record, { ...options, maxRounds: options.maxRounds ?? loopRounds }, {
-      looper: createLoopSupervisor,
-      ...(isRepoWorkspace(record.workspace) ? { workspaceFor: (claimed: ThreadRecord) => repoWorkspaceHooks(store, claimed, options) } : {}),
-    });
+    const loopRounds = (
+      (await store.checkpoints.plainChannels(record.threadId, ["loopState"])).loopState as { context?: { maxRounds?: number } } | undefined
+    )?.context?.maxRounds;
+    const thread = await Thread.open(
+      store,
+      record,
+      { ...options, maxRounds: options.maxRounds ?? loopRounds },
+      {
+        looper: createLoopSupervisor,
+        ...(isRepoWorkspace(record.workspace)
+          ? { workspaceFor: (claimed: ThreadRecord) => repoWorkspaceHooks(store, claimed, options) }
+          : {}),
+      },
+    );
     try {
       return await resumeClaimed(store, thread, thread.claimedFrom!, options);
     } catch (error) {
@@ -183,10 +206,15 @@ export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
  * record when this machine does not hold its latest state), and the hooks that save the
  * workspace's state after each step and deliver the result at the end.
  */
-async function repoWorkspaceHooks(store: Store, record: ThreadRecord, options: ResumeOptions): Promise<Pick<ThreadOptions, "workspace" | "workspaceHooks">> {
+async function repoWorkspaceHooks(
+  store: Store,
+  record: ThreadRecord,
+  options: ResumeOptions,
+): Promise<Pick<ThreadOptions, "workspace" | "workspaceHooks">> {
   const table = store.repoWorkspaces;
   const source = await table?.get(record.threadId);
-  if (!table || !source) throw new ConfigError(`thread "${record.threadId}" works on a repository (${record.workspace}) that ${store.path} does not hold`);
+  if (!table || !source)
+    throw new ConfigError(`thread "${record.threadId}" works on a repository (${record.workspace}) that ${store.path} does not hold`);
   const env = options.env ?? process.env;
   const repo = await RepoWorkspace.prepare(table, source, {
     env,
@@ -216,7 +244,8 @@ async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord,
   // A finished run reached the graph's end (a fork or a resume that moves the head records its own outcome): no need
   // to compile the graph and decode its state to find that out.
   const ended =
-    (started && record.status !== "running" && (record.status === "finished" || (await thread.ended()))) || (looper !== undefined && !started && !record.task);
+    (started && record.status !== "running" && (record.status === "finished" || (await thread.ended()))) ||
+    (looper !== undefined && !started && !record.task);
   const restart = ended && (await hasUnconsumedCommands(store, record.threadId));
   if (ended && !restart) {
     // A Mediator thread is done after each turn; resuming it continues the loop it started.
@@ -239,6 +268,12 @@ async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord,
   // An answer to an approval binds to the call it was asked about (see runToolCall).
   if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;
   thread.announce(ctx, { task: record.task, resumed: true, changed: { recordedHash: record.graphHash } });
-  const input = !started ? firstInput(thread.graph, record.task) : restart ? {} : options.answer === undefined ? null : new Command({ resume: options.answer });
+  const input = !started
+    ? firstInput(thread.graph, record.task)
+    : restart
+      ? {}
+      : options.answer === undefined
+        ? null
+        : new Command({ resume: options.answer });
   return await followLoop(thread, await thread.execute(input, ctx));
 }

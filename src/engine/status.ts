@@ -30,7 +30,11 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
     // A chat whose loop is not started yet: tasks sent to it (`send <chat> "start: …"`) wait in the loop's inbox.
     const waiting = thread.threadId === threadId ? await store.inbox.after(loopThreadOf(threadId), 0) : [];
     threadId = thread.threadId;
-    const { loopState, inboxCursor: cursor = 0, task = "" } = (await store.checkpoints.plainChannels(threadId, ["loopState", "inboxCursor", "task"])) as {
+    const {
+      loopState,
+      inboxCursor: cursor = 0,
+      task = "",
+    } = (await store.checkpoints.plainChannels(threadId, ["loopState", "inboxCursor", "task"])) as {
       loopState?: LooperSnapshot;
       inboxCursor?: number;
       task?: string;
@@ -40,7 +44,10 @@ export async function looperStatus(threadId: string, options: StoreOptions = {})
     // A stop accepted and not yet consumed: the loop is stopping (its Coder ends at its next step).
     const stopping = unconsumed.some((entry) => entry.command.command === "stop");
     const snapshot = loopState ?? initialLooperSnapshot();
-    const gone = thread.goneOwner === undefined ? "" : `\n(interrupted: process ${thread.goneOwner}, which ran it, is gone; \`loopgraph resume ${threadId}\` continues it)`;
+    const gone =
+      thread.goneOwner === undefined
+        ? ""
+        : `\n(interrupted: process ${thread.goneOwner}, which ran it, is gone; \`loopgraph resume ${threadId}\` continues it)`;
     return {
       text: formatStatus(snapshot, { queued, task, stopping }) + gone,
       json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued, task, stopping }) },

@@ -36,7 +36,8 @@ export class StoreOutage {
 
   /** Notes a lost connection (logged once per outage) and waits the backoff of the `attempt`th try, or less if the worker stops. */
   async wait(error: unknown, attempt: number): Promise<void> {
-    if (!this.down) this.log(`lost the store (${lostReason(error)}): trying again, every ${LAST_RETRY_MS / 1000} s at most, until it is back`);
+    if (!this.down)
+      this.log(`lost the store (${lostReason(error)}): trying again, every ${LAST_RETRY_MS / 1000} s at most, until it is back`);
     this.down = true;
     const ms = Math.min(FIRST_RETRY_MS * 2 ** Math.min(attempt, 10), LAST_RETRY_MS);
     await new Promise<void>((resolve) => {

@@ -21,7 +21,8 @@ export interface ThreadFilter {
 /** The store's threads (newest first, as readers see them), filtered by status and graph name, at most `limit`. */
 export async function filteredThreads(filter: ThreadFilter, options: StoreOptions = {}): Promise<ThreadSummary[]> {
   const threads = (await listThreads(options)).filter(
-    (thread) => (filter.status === undefined || thread.status === filter.status) && (filter.graph === undefined || thread.graphName === filter.graph),
+    (thread) =>
+      (filter.status === undefined || thread.status === filter.status) && (filter.graph === undefined || thread.graphName === filter.graph),
   );
   return filter.limit === undefined ? threads : threads.slice(0, filter.limit);
 }
@@ -64,7 +65,9 @@ async function deleteOne(store: StoreTables, threadId: string): Promise<DeletedT
 }
 
 function runningError(record: ThreadRecord): ConfigError {
-  return new ConfigError(`thread "${record.threadId}" is running in ${ownerText(record)}: stop it first (loopgraph stop ${record.threadId}), then delete it`);
+  return new ConfigError(
+    `thread "${record.threadId}" is running in ${ownerText(record)}: stop it first (loopgraph stop ${record.threadId}), then delete it`,
+  );
 }
 
 /** Removes the thread's artifacts folder in its workspace (a real folder only: a link is left alone); its path when one was removed. */
@@ -86,7 +89,14 @@ export function parseAge(text: string): number | undefined {
 }
 
 /** The threads not changed for `olderThanMs` (and of `filter`), that no live process runs: what `prune` deletes. */
-export async function threadsToPrune(olderThanMs: number, filter: ThreadFilter, options: StoreOptions = {}, now = Date.now()): Promise<ThreadSummary[]> {
+export async function threadsToPrune(
+  olderThanMs: number,
+  filter: ThreadFilter,
+  options: StoreOptions = {},
+  now = Date.now(),
+): Promise<ThreadSummary[]> {
   const threads = await filteredThreads({ ...filter, limit: undefined }, options);
-  return threads.filter((thread) => thread.status !== "running" && now - Date.parse(thread.updatedAt) > olderThanMs && !thread.threadId.endsWith(".loop"));
+  return threads.filter(
+    (thread) => thread.status !== "running" && now - Date.parse(thread.updatedAt) > olderThanMs && !thread.threadId.endsWith(".loop"),
+  );
 }

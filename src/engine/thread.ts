@@ -176,7 +176,12 @@ export class Thread {
     const policy = local ? loadUserPolicy(workspace, this.env) : { rules: [], network: false, read: [], write: [], ignored: [] };
     this.userRules = policy.rules;
     this.untrusted = [...(extra.trustNotes ?? []), ...policy.ignored];
-    this.sandbox = availableSandbox(this.env, { noSandbox: options.noSandbox, network: policy.network, readable: policy.read, writable: policy.write });
+    this.sandbox = availableSandbox(this.env, {
+      noSandbox: options.noSandbox,
+      network: policy.network,
+      readable: policy.read,
+      writable: policy.write,
+    });
     this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
     try {
       this.mcpServers = mergeByName(trustedGraphMcpServers(graph, this.env, this.untrusted), mcpServersFromEnv(this.env));
@@ -258,20 +263,25 @@ export class Thread {
    * an existing id is an error that says how to continue it.
    */
   async record(task: string, options: { queued?: boolean } = {}): Promise<void> {
-    const existing = await this.store.threads.create({
-      threadId: this.threadId,
-      graphFile: this.graph.file,
-      graphHash: graphFingerprint(this.graph),
-      graphName: this.graph.name,
-      task,
-      model: this.settings.model,
-      approval: this.settings.approval,
-      ...modeSetting(this.settings.mode),
-      workspace: this.workspace,
-    }, options);
+    const existing = await this.store.threads.create(
+      {
+        threadId: this.threadId,
+        graphFile: this.graph.file,
+        graphHash: graphFingerprint(this.graph),
+        graphName: this.graph.name,
+        task,
+        model: this.settings.model,
+        approval: this.settings.approval,
+        ...modeSetting(this.settings.mode),
+        workspace: this.workspace,
+      },
+      options,
+    );
     if (existing) {
       throw new ConfigError(
-        isRunningElsewhere(existing) ? runningMessage(existing) : `thread "${this.threadId}" already exists: continue it with \`loopgraph resume ${this.threadId}\``,
+        isRunningElsewhere(existing)
+          ? runningMessage(existing)
+          : `thread "${this.threadId}" already exists: continue it with \`loopgraph resume ${this.threadId}\``,
       );
     }
   }
@@ -290,7 +300,9 @@ export class Thread {
   /** The services of one execution: the thread's long-lived ones, with the turn's event sink and cancel signal. */
   context(turn: TurnOverrides = {}): RunContext {
     if (isRepoWorkspace(this.workspace)) {
-      throw new ConfigError(`thread "${this.threadId}" works on a clone of a repository (${this.workspace}) that a worker makes: run it with \`loopgraph worker\` or \`loopgraph resume\``);
+      throw new ConfigError(
+        `thread "${this.threadId}" works on a clone of a repository (${this.workspace}) that a worker makes: run it with \`loopgraph worker\` or \`loopgraph resume\``,
+      );
     }
     const emit = publishingMessages(turn.onEvent ?? this.options.onEvent);
     const { threadId, workspace } = this;
@@ -333,12 +345,25 @@ export class Thread {
   announce(ctx: RunContext, start: StartAnnouncement): void {
     const forked = start.forkedFrom === undefined ? {} : { forkedFrom: start.forkedFrom };
     const sandbox = (ctx.sandbox ?? this.sandbox).name;
-    ctx.emit({ type: "run_started", threadId: this.threadId, graph: this.graph.name, task: start.task, resumed: start.resumed, ...forked, sandbox });
-    for (const warning of [...this.untrusted, ...droppedGraphAllows(this.graph, this.workspace)]) ctx.emit({ type: "warning", threadId: this.threadId, message: warning });
+    ctx.emit({
+      type: "run_started",
+      threadId: this.threadId,
+      graph: this.graph.name,
+      task: start.task,
+      resumed: start.resumed,
+      ...forked,
+      sandbox,
+    });
+    for (const warning of [...this.untrusted, ...droppedGraphAllows(this.graph, this.workspace)])
+      ctx.emit({ type: "warning", threadId: this.threadId, message: warning });
     if (this.leftovers.length > 0) {
       const groups = this.leftovers.join(", ");
       const owner = this.claimedFrom?.pid;
-      ctx.emit({ type: "warning", threadId: this.threadId, message: `killed what the commands of process ${owner}, which ran the thread and is gone, left running (process group ${groups})` });
+      ctx.emit({
+        type: "warning",
+        threadId: this.threadId,
+        message: `killed what the commands of process ${owner}, which ran the thread and is gone, left running (process group ${groups})`,
+      });
       this.leftovers = [];
     }
     if (!start.changed) return;
@@ -427,7 +452,12 @@ export class Thread {
         if (warning) ctx.emit({ type: "warning", threadId, message: warning });
       } catch (error) {
         const reason = `the run's result could not be kept: ${(error as Error).message.split("\n")[0]}`;
-        outcome = { ...outcome, status: "failed", exitCode: EXIT_CODES.failed, error: outcome.error ? `${outcome.error}; ${reason}` : reason };
+        outcome = {
+          ...outcome,
+          status: "failed",
+          exitCode: EXIT_CODES.failed,
+          error: outcome.error ? `${outcome.error}; ${reason}` : reason,
+        };
       }
     }
     try {
@@ -443,7 +473,13 @@ export class Thread {
     await this.sessionHooks(ctx, outcome.status === "failed" ? { event: "error", ...ending } : { event: "stop", ...ending });
     if (outcome.status === "failed" && outcome.error) ctx.emit({ type: "error", threadId, message: outcome.error });
     if (outcome.pause) ctx.emit({ type: "interrupt", threadId, ...outcome.pause });
-    const finished: RunEvent = { type: "run_finished", threadId, status: outcome.status, outcome: outcome.status, exitCode: outcome.exitCode };
+    const finished: RunEvent = {
+      type: "run_finished",
+      threadId,
+      status: outcome.status,
+      outcome: outcome.status,
+      exitCode: outcome.exitCode,
+    };
     ctx.emit(outcome.error ? { ...finished, reason: outcome.error } : finished);
     return { ...outcome, state };
   }
@@ -466,7 +502,10 @@ export class Thread {
    * with the event's own fields. Not run in a recorded replay (it performs nothing); a hook that
    * fails is a warning (a `hook` event), never the run's failure.
    */
-  private async sessionHooks(ctx: RunContext, event: { event: "session_start" | "stop" | "error" } & Record<string, unknown>): Promise<void> {
+  private async sessionHooks(
+    ctx: RunContext,
+    event: { event: "session_start" | "stop" | "error" } & Record<string, unknown>,
+  ): Promise<void> {
     if (this.extra.replay) return;
     const hooks = hooksOf(ctx, event.event);
     if (hooks.length === 0) return;
@@ -492,7 +531,11 @@ export class Thread {
   /** The `visits` channel of one of the thread's root checkpoints, read alone; undefined where it is not stored as plain JSON. */
   private async visitsAt(checkpointId: string): Promise<Record<string, number> | undefined> {
     try {
-      return ((await this.store.checkpoints.plainChannels(this.threadId, ["visits"], checkpointId)).visits as Record<string, number> | undefined) ?? {};
+      return (
+        ((await this.store.checkpoints.plainChannels(this.threadId, ["visits"], checkpointId)).visits as
+          | Record<string, number>
+          | undefined) ?? {}
+      );
     } catch {
       return undefined;
     }
@@ -545,4 +588,3 @@ function publishingMessages(onEvent: EventSink | undefined): EventSink {
 }
 
 const modeSetting = (mode: CoderMode | undefined): { mode?: CoderMode } => (mode ? { mode } : {});
-

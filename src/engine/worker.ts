@@ -58,7 +58,9 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   const checkSeconds = positiveNumber(env.LOOPGRAPH_WORKER_CHECK_S) ?? CHECK_S;
   const where = resolveStore(options.db, env, cwd);
   if (where.kind !== "postgres") {
-    throw new ConfigError(`a worker runs the queued runs of a PostgreSQL store: give it with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`);
+    throw new ConfigError(
+      `a worker runs the queued runs of a PostgreSQL store: give it with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`,
+    );
   }
   const tables = await openTables({ db: options.db, cwd, env }, "create");
   let queue: RunQueue | undefined;
@@ -88,7 +90,9 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     };
     /** A run the store's outage stopped: queued again once the server answers. */
     const requeueAfterOutage = async (threadId: string, why: string): Promise<void> => {
-      options.log(`${threadId}: stopped at its last checkpoint, the store went away${why}: it goes back to the queue once the store is back`);
+      options.log(
+        `${threadId}: stopped at its last checkpoint, the store went away${why}: it goes back to the queue once the store is back`,
+      );
       await outage.retry(() => backToQueue(threadId));
       options.log(`${threadId}: back in the queue`);
     };

@@ -27,10 +27,7 @@ export const nodeCommon = {
   description: z.string().optional(),
   model: modelSpec.optional(),
   max_visits: positiveInt.describe("Loop bound: the node runs at most this many times per run").optional(),
-  on_limit: z
-    .string()
-    .describe("Where edges into this node go once max_visits is used up: a node id or END (default END)")
-    .optional(),
+  on_limit: z.string().describe("Where edges into this node go once max_visits is used up: a node id or END (default END)").optional(),
 };
 
 // ---------------------------------------------------------------------------------------------
@@ -48,7 +45,10 @@ export const outputSchema: z.ZodType<OutputSchema> = z
     get items() {
       return outputSchema.optional();
     },
-    enum: z.array(z.union([z.string(), z.number(), z.boolean()])).min(1).optional(),
+    enum: z
+      .array(z.union([z.string(), z.number(), z.boolean()]))
+      .min(1)
+      .optional(),
     description: z.string().optional(),
   })
   .superRefine((schema, ctx) => {
@@ -73,4 +73,3 @@ export const outputSchema: z.ZodType<OutputSchema> = z
 
 // One instance (not built inside the getter), so the JSON Schema can name it.
 const outputSchemaProperties = z.record(z.string(), outputSchema).optional().meta({ id: "outputSchemaProperties" });
-

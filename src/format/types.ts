@@ -8,24 +8,9 @@ import type { PolicyRule } from "../state/rules.js";
 import type { McpServer } from "../tools/mcp-servers.js";
 
 /** A serialisable condition over graph state, used by conditional edges. */
-export type Condition =
-  | { all: Condition[] }
-  | { any: Condition[] }
-  | { not: Condition }
-  | ComparisonCondition;
+export type Condition = { all: Condition[] } | { any: Condition[] } | { not: Condition } | ComparisonCondition;
 
-export type ComparisonOperator =
-  | "eq"
-  | "ne"
-  | "in"
-  | "not_in"
-  | "gt"
-  | "gte"
-  | "lt"
-  | "lte"
-  | "exists"
-  | "contains"
-  | "matches";
+export type ComparisonOperator = "eq" | "ne" | "in" | "not_in" | "gt" | "gte" | "lt" | "lte" | "exists" | "contains" | "matches";
 
 /** `{ path: "outputs.critique.verdict", eq: "approve" }`: exactly one operator key. */
 export interface ComparisonCondition {
@@ -40,9 +25,7 @@ export interface Branch {
   to: string; // node id or "END"
 }
 
-export type EdgeDefinition =
-  | { kind: "static"; from: string; to: string }
-  | { kind: "conditional"; from: string; branches: Branch[] };
+export type EdgeDefinition = { kind: "static"; from: string; to: string } | { kind: "conditional"; from: string; branches: Branch[] };
 
 /** A small JSON-Schema subset describing an agent's structured output. */
 export interface OutputSchema {

@@ -61,7 +61,13 @@ export async function openQuarantine(objects: string): Promise<Quarantine> {
       for (const { id, path } of await looseObjects()) {
         if (withheld.has(id)) continue;
         const target = join(objects, id.slice(0, 2), id.slice(2));
-        if (await stat(target).then(() => true, () => false)) continue;
+        if (
+          await stat(target).then(
+            () => true,
+            () => false,
+          )
+        )
+          continue;
         await mkdir(join(objects, id.slice(0, 2)), { recursive: true });
         await rename(path, target);
       }
@@ -83,7 +89,10 @@ async function removeStale(objects: string): Promise<void> {
   for (const name of await readdir(objects).catch(() => [] as string[])) {
     if (!name.startsWith(PREFIX)) continue;
     const path = join(objects, name);
-    const changed = await stat(path).then((info) => info.mtimeMs, () => now);
+    const changed = await stat(path).then(
+      (info) => info.mtimeMs,
+      () => now,
+    );
     if (now - changed > STALE_MS) await rm(path, { recursive: true, force: true });
   }
 }

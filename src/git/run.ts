@@ -60,7 +60,9 @@ const UNFILTERED_COMMANDS = new Set(["config", "init", "rev-parse"]);
 async function filterOverrides(options: GitOptions): Promise<string[]> {
   const listed = await runGit(["config", "--get-regexp", String.raw`^filter\..*\.(clean|smudge|process)$`], options).catch(() => "");
   const names = new Set(listed.split("\n").flatMap((line) => /^filter\.(.+)\.(?:clean|smudge|process) /.exec(line)?.[1] ?? []));
-  return [...names].flatMap((name) => ["clean", "smudge", "process"].flatMap((key) => ["-c", `filter.${name}.${key}=`]).concat(["-c", `filter.${name}.required=false`]));
+  return [...names].flatMap((name) =>
+    ["clean", "smudge", "process"].flatMap((key) => ["-c", `filter.${name}.${key}=`]).concat(["-c", `filter.${name}.required=false`]),
+  );
 }
 
 export async function git(args: string[], options: GitOptions): Promise<string> {

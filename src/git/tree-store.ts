@@ -51,7 +51,8 @@ export async function shadowTreeStore(workspace: string, options: ShadowReposito
     await git(["init", "--bare", "--quiet", gitDir], { cwd: workspace });
     await writeFile(join(gitDir, "info", "exclude"), `${options.excludes.join("\n")}\n`);
     if (options.attributes) await writeFile(join(gitDir, "info", "attributes"), `${options.attributes.join("\n")}\n`);
-    for (const [key, value] of Object.entries(options.config ?? {})) await git(["config", "--file", join(gitDir, "config"), key, value], { cwd: workspace });
+    for (const [key, value] of Object.entries(options.config ?? {}))
+      await git(["config", "--file", join(gitDir, "config"), key, value], { cwd: workspace });
   }
   const repository = [`--git-dir=${gitDir}`, `--work-tree=${workspace}`];
   return {
@@ -75,7 +76,9 @@ export interface WrittenTree {
 }
 
 /** What a hard-linked file is kept as: its content may belong to a file outside the workspace. */
-const HARD_LINKED_STAND_IN = Buffer.from("[loopgraph: not kept: this file has several hard links, and another may be outside the workspace]\n");
+const HARD_LINKED_STAND_IN = Buffer.from(
+  "[loopgraph: not kept: this file has several hard links, and another may be outside the workspace]\n",
+);
 
 /**
  * Writes the workspace's current content as a tree, through a throwaway copy of the seed index.
@@ -114,7 +117,12 @@ export async function writeTree(store: TreeStore, secrets: readonly string[] = [
  * note, one holding a secret's value by its content with the values redacted. Returns original
  * id → stand-in id.
  */
-async function replaceUnfit(store: TreeStore, index: string, quarantine: Quarantine, secrets: readonly string[]): Promise<Map<string, string>> {
+async function replaceUnfit(
+  store: TreeStore,
+  index: string,
+  quarantine: Quarantine,
+  secrets: readonly string[],
+): Promise<Map<string, string>> {
   const standIns = new Map<string, string>();
   const added = await quarantine.objectIds();
   if (added.length === 0) return standIns;

@@ -10,7 +10,15 @@ import type { NodeFiles } from "../runtime/node-kind.js";
 import { toPolicyRules } from "../policy/rule-file.js";
 import { checkMcpServers } from "../tools/mcp-servers.js";
 import { SourceLocator, type DataPath, type PathIssue } from "../diagnostics/positions.js";
-import { COMPARISON_OPERATORS, GRAPH_MCP_SOURCE, type GraphFile, type RawCondition, type RawEdge, type RawNode, type StateFieldType } from "./schema.js";
+import {
+  COMPARISON_OPERATORS,
+  GRAPH_MCP_SOURCE,
+  type GraphFile,
+  type RawCondition,
+  type RawEdge,
+  type RawNode,
+  type StateFieldType,
+} from "./schema.js";
 import {
   END_NODE,
   type Condition,
@@ -295,7 +303,9 @@ export function resolveGraphPath(nameOrPath: string, cwd: string, packageGraphs 
       const builtIn = shipped.find(isFile);
       const advice = `review it, then run \`loopgraph trust\` to use it`;
       if (!builtIn) throw new ConfigError(`graph "${name}" is the project's ${projectGraph}, which is not used: ${untrusted}: ${advice}`);
-      forRun!.notes.push(`the project's ${projectGraph} is not used (${untrusted}): loopgraph's own graph "${name}" runs instead; ${advice}`);
+      forRun!.notes.push(
+        `the project's ${projectGraph} is not used (${untrusted}): loopgraph's own graph "${name}" runs instead; ${advice}`,
+      );
       return builtIn;
     }
     candidates.push(...inProject, ...shipped);

@@ -20,7 +20,8 @@ export function graphMcpServers(graph: GraphDefinition): McpServer[] {
 export function trustedGraphMcpServers(graph: GraphDefinition, env: NodeJS.ProcessEnv, notes: string[]): McpServer[] {
   return graphMcpServers(graph).filter((server) => {
     const untrusted = untrustedReason(server.origin, env);
-    if (untrusted) notes.push(`MCP server "${server.name}" of ${server.origin} is not started (${untrusted}): review it, then run \`loopgraph trust\``);
+    if (untrusted)
+      notes.push(`MCP server "${server.name}" of ${server.origin} is not started (${untrusted}): review it, then run \`loopgraph trust\``);
     return !untrusted;
   });
 }

@@ -48,7 +48,9 @@ class Drawing {
       ["failed", "fill:#fbdcdc,stroke:#c62828", ids(failed)],
       ["current", "stroke:#e65100,stroke-width:4px", ids(current ? [current] : [])],
     ];
-    return classes.flatMap(([name, style, members]) => (members.length > 0 ? [`  classDef ${name} ${style}`, `  class ${members.join(",")} ${name}`] : []));
+    return classes.flatMap(([name, style, members]) =>
+      members.length > 0 ? [`  classDef ${name} ${style}`, `  class ${members.join(",")} ${name}`] : [],
+    );
   }
 
   /** Draws `graph` with its Mermaid ids prefixed by `scope` (empty at the top level). */

@@ -104,7 +104,8 @@ function placeholderProblem(path: string, known: Known): string | undefined {
   ];
   const suggestion = closestName(head, candidates);
   const subject = `unknown placeholder {{${path}}}`;
-  if (suggestion !== undefined && suggestion !== head) return `${subject}: did you mean {{${suggestion}${suggestion === "task" ? "" : tail}}}?`;
+  if (suggestion !== undefined && suggestion !== head)
+    return `${subject}: did you mean {{${suggestion}${suggestion === "task" ? "" : tail}}}?`;
   const nodes = known.nodeIds.length > 0 ? ` (nodes: ${known.nodeIds.join(", ")})` : "";
   const fields = known.fields.length > 0 ? `, {{vars.<field>}} (fields: ${known.fields.join(", ")})` : "";
   return `${subject}: use {{task}}, {{outputs.<node>}}${nodes}${fields}, {{visits.<node>}} or {{messages}}`;

@@ -44,8 +44,7 @@ const nodeId = z
   });
 
 const fieldName = z.string().regex(NAME_PATTERN, {
-  error: (issue) =>
-    `invalid state field name "${String(issue.input)}": use letters, digits, _ and -, starting with a letter or _`,
+  error: (issue) => `invalid state field name "${String(issue.input)}": use letters, digits, _ and -, starting with a letter or _`,
 });
 
 // ---------------------------------------------------------------------------------------------
@@ -222,7 +221,10 @@ export const DEFAULT_MAX_STEPS = 100;
 // Nodes: one schema per registered kind, joined in a discriminated union on `kind`.
 
 /** A node as written in YAML: `kind` and the keys every node has; the rest depends on the kind. */
-export type RawNode = { kind: string; description?: string; model?: string; max_visits?: number; on_limit?: string } & Record<string, unknown>;
+export type RawNode = { kind: string; description?: string; model?: string; max_visits?: number; on_limit?: string } & Record<
+  string,
+  unknown
+>;
 
 function nodeSchema() {
   const [first, ...rest] = nodeKinds.all().map((kind) => kind.schema);
@@ -239,7 +241,8 @@ export function nodeKindNames(): string[] {
 const mcpServersSchema = z
   .record(z.string(), z.unknown())
   .superRefine((servers, ctx) => {
-    for (const problem of checkMcpServers(servers, GRAPH_MCP_SOURCE, []).problems) ctx.addIssue({ code: "custom", path: [...problem.path], message: problem.message });
+    for (const problem of checkMcpServers(servers, GRAPH_MCP_SOURCE, []).problems)
+      ctx.addIssue({ code: "custom", path: [...problem.path], message: problem.message });
   })
   .describe(
     "MCP servers whose tools the Coder nodes get as server__tool: name → { command, args, env, timeout } (stdio, run in the OS sandbox) or { url, headers, timeout } (streamable HTTP)",
@@ -251,10 +254,7 @@ const buildGraphFileSchema = () =>
     name: z.string().min(1).describe("Graph name, shown by `loopgraph graphs list`"),
     description: z.string().describe("One line on what the graph does").optional(),
     model: modelSpec.describe("Default model of the agent nodes, provider:model").optional(),
-    state: z
-      .record(fieldName, stateField)
-      .describe("User fields, stored under `vars` in the state")
-      .default({}),
+    state: z.record(fieldName, stateField).describe("User fields, stored under `vars` in the state").default({}),
     nodes: z.record(nodeId, nodeSchema()).refine((nodes) => Object.keys(nodes).length > 0, {
       error: "nodes is empty: declare at least one node",
     }),
@@ -283,4 +283,3 @@ export function graphFileSchema(): ReturnType<typeof buildGraphFileSchema> {
   if (built?.version !== nodeKinds.version) built = { version: nodeKinds.version, schema: buildGraphFileSchema() };
   return built.schema;
 }
-

@@ -45,9 +45,7 @@ function describeZodIssue(issue: ZodIssue, data: unknown): PathIssue[] {
   switch (issue.code) {
     case "unrecognized_keys": {
       const inCondition = objectSchemaAt(data, path) === conditionSchema;
-      const [noun, known] = inCondition
-        ? ["operator", [...COMPARISON_OPERATORS, ...COMBINATORS]]
-        : ["key", knownKeysAt(data, path)];
+      const [noun, known] = inCondition ? ["operator", [...COMPARISON_OPERATORS, ...COMBINATORS]] : ["key", knownKeysAt(data, path)];
       return issue.keys.map((key) => ({ path: [...path, key], at: "key", message: unknownName(noun, key, known) }));
     }
     case "invalid_type":

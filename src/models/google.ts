@@ -73,7 +73,8 @@ function ignoreUnreadResponse(client: StreamingClient | undefined): void {
  * `… Error reading from the stream`. Known only by that text, it is the network failure the other
  * providers' SDKs report.
  */
-const CONNECTION_FAILED = /^\[GoogleGenerativeAI Error\]: (?:Error fetching from \S+: (fetch failed|terminated)|(Error reading from the stream))$/;
+const CONNECTION_FAILED =
+  /^\[GoogleGenerativeAI Error\]: (?:Error fetching from \S+: (fetch failed|terminated)|(Error reading from the stream))$/;
 
 function googleFetchFailure(error: unknown, context: EndpointContext): ClassifiedFailure | undefined {
   const match = error instanceof Error ? CONNECTION_FAILED.exec(error.message) : null;

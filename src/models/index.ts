@@ -25,7 +25,8 @@ export function createModel(spec: string, opts: CreateModelOptions): ChatModel {
   const parsed = parseModelSpec(spec, opts.env ?? process.env);
   if (parsed.provider === "scripted") return loadScriptedModel(parsed.model, opts.cwd);
   const endpoint = resolveProviderEndpoint(parsed, opts.env ?? process.env);
-  const create = parsed.provider === "anthropic" ? createAnthropicModel : parsed.provider === "google" ? createGoogleModel : createOpenAIModel;
+  const create =
+    parsed.provider === "anthropic" ? createAnthropicModel : parsed.provider === "google" ? createGoogleModel : createOpenAIModel;
   return create(parsed, endpoint, { retry: opts.retry, idleTimeoutMs: opts.idleTimeoutMs });
 }
 

@@ -44,7 +44,10 @@ export function createOpenAIModel(spec: ModelSpec, endpoint: ProviderEndpoint, o
       if (!sdk) return undefined;
       // An `error` event inside an otherwise successful stream: the server failed mid-answer.
       if (error instanceof sdk.APIError && !(error instanceof sdk.APIUserAbortError)) {
-        return { retryable: true, error: new ModelError(`${context.endpoint} failed mid-response: ${serverMessageOf(error) ?? error.message}`, "server") };
+        return {
+          retryable: true,
+          error: new ModelError(`${context.endpoint} failed mid-response: ${serverMessageOf(error) ?? error.message}`, "server"),
+        };
       }
       return undefined;
     },

@@ -26,7 +26,13 @@ export function messageFromRecord(output: RecordedModelOutput): AIMessage {
     ...(output.id ? { id: output.id } : {}),
     content: output.content as MessageContent,
     tool_calls: output.toolCalls.map(({ id, name, args }) => ({ id, name, args, type: "tool_call" as const })),
-    invalid_tool_calls: (output.invalidToolCalls ?? []).map(({ id, name, args, error }) => ({ id, name, args, error, type: "invalid_tool_call" as const })),
+    invalid_tool_calls: (output.invalidToolCalls ?? []).map(({ id, name, args, error }) => ({
+      id,
+      name,
+      args,
+      error,
+      type: "invalid_tool_call" as const,
+    })),
   });
   message.usage_metadata = {
     input_tokens: output.usage.inputTokens,

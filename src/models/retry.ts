@@ -15,7 +15,7 @@ export const DEFAULT_RETRY_POLICY: RetryPolicy = { maxAttempts: 5, baseDelayMs: 
 
 /** What to do about a failed attempt. */
 export type ClassifiedFailure =
-  | { retryable: true; error: ModelError; /** The server's requested wait. */ retryAfterMs?: number }
+  | { retryable: true; error: ModelError /** The server's requested wait. */; retryAfterMs?: number }
   | { retryable: false; error: unknown };
 
 export interface RetryOptions {
@@ -129,8 +129,7 @@ export function classifyHttpFailure(failure: HttpFailure, context: EndpointConte
 
   const shouldRetryHeader = failure.headers?.get("x-should-retry");
   const retryable =
-    shouldRetryHeader === "true" ||
-    (shouldRetryHeader !== "false" && (status >= 500 || RETRYABLE_CLIENT_STATUSES.has(status)));
+    shouldRetryHeader === "true" || (shouldRetryHeader !== "false" && (status >= 500 || RETRYABLE_CLIENT_STATUSES.has(status)));
   if (!retryable) {
     const message =
       status === 404

@@ -92,8 +92,7 @@ export function formatScript(responses: readonly ScriptedResponse[]): string {
     ...((content || !tool_calls?.length) && { content: content ?? "" }),
     ...(tool_calls && tool_calls.length > 0 && { tool_calls: tool_calls.map(({ name, args }) => ({ name, args: args ?? {} })) }),
   }));
-  const header =
-    "# loopgraph scripted model: responses are consumed in order; `node` restricts which node may take one.\n";
+  const header = "# loopgraph scripted model: responses are consumed in order; `node` restricts which node may take one.\n";
   return header + stringify({ responses: entries }, { lineWidth: 0 });
 }
 

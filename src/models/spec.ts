@@ -87,10 +87,11 @@ export interface ProviderEndpoint {
 const OPENAI_ENDPOINT: ProviderPreset = { baseURL: "https://api.openai.com/v1", apiKeyEnv: "OPENAI_API_KEY" };
 
 /** The variables the model providers' API keys are read from. */
-export const MODEL_KEY_VARIABLES: readonly string[] = [OPENAI_ENDPOINT, ...Object.values(NATIVE_PROVIDERS), ...Object.values(PROVIDER_PRESETS)].flatMap((preset) => [
-  ...(preset.apiKeyEnv ? [preset.apiKeyEnv] : []),
-  ...(preset.otherKeyEnvs ?? []),
-]);
+export const MODEL_KEY_VARIABLES: readonly string[] = [
+  OPENAI_ENDPOINT,
+  ...Object.values(NATIVE_PROVIDERS),
+  ...Object.values(PROVIDER_PRESETS),
+].flatMap((preset) => [...(preset.apiKeyEnv ? [preset.apiKeyEnv] : []), ...(preset.otherKeyEnvs ?? [])]);
 
 /** The OpenAI client refuses an empty key even for services that ignore it (ollama). */
 const UNUSED_API_KEY = "unused";
@@ -103,7 +104,10 @@ export const OFFLINE_MODEL_HINT = "loopgraph demo";
  * A missing key is a one-line ConfigError naming the variable to set.
  */
 export function resolveProviderEndpoint(spec: ModelSpec, env: NodeJS.ProcessEnv): ProviderEndpoint {
-  const preset = spec.provider === "openai" ? OPENAI_ENDPOINT : (NATIVE_PROVIDERS[spec.provider] ?? PROVIDER_PRESETS[spec.provider] ?? userProviders(env)[spec.provider]);
+  const preset =
+    spec.provider === "openai"
+      ? OPENAI_ENDPOINT
+      : (NATIVE_PROVIDERS[spec.provider] ?? PROVIDER_PRESETS[spec.provider] ?? userProviders(env)[spec.provider]);
   if (!preset) throw new ConfigError(`"${spec.provider}" is not a network model provider`);
   const baseURL = env[`${spec.provider.toUpperCase()}_BASE_URL`]?.trim() || preset.baseURL;
   if (!preset.apiKeyEnv) return { baseURL, apiKey: UNUSED_API_KEY };

@@ -1,6 +1,14 @@
 import { AIMessage, type AIMessageChunk, type BaseMessage } from "@langchain/core/messages";
 import { ModelError } from "../errors.js";
-import { classifyHttpFailure, DEFAULT_RETRY_POLICY, withRetries, type ClassifiedFailure, type EndpointContext, type HttpFailure, type RetryPolicy } from "./retry.js";
+import {
+  classifyHttpFailure,
+  DEFAULT_RETRY_POLICY,
+  withRetries,
+  type ClassifiedFailure,
+  type EndpointContext,
+  type HttpFailure,
+  type RetryPolicy,
+} from "./retry.js";
 import type { ModelSpec, ProviderEndpoint } from "./spec.js";
 import { countInputTokens, countOutputTokens } from "./tokens.js";
 import { toolCallsFromRaw } from "./tool-arguments.js";
@@ -41,7 +49,12 @@ export interface ProviderDriver {
 }
 
 /** A model behind a network API, streamed through LangChain: `openai:` and its presets, `anthropic:`, `google:`. */
-export function createStreamingModel(driver: ProviderDriver, spec: ModelSpec, endpoint: ProviderEndpoint, options: NetworkModelOptions = {}): ChatModel {
+export function createStreamingModel(
+  driver: ProviderDriver,
+  spec: ModelSpec,
+  endpoint: ProviderEndpoint,
+  options: NetworkModelOptions = {},
+): ChatModel {
   return new StreamingModel(driver, spec, endpoint, options);
 }
 
@@ -83,7 +96,10 @@ class StreamingModel implements ChatModel {
     const attempt = new AbortController();
     const forwardAbort = () => attempt.abort(options.signal?.reason);
     options.signal?.addEventListener("abort", forwardAbort, { once: true });
-    const idleTimeout = new ModelError(`no data from ${this.context.endpoint} for ${Math.round(this.idleTimeoutMs / 100) / 10} s (--model-timeout)`, "timeout");
+    const idleTimeout = new ModelError(
+      `no data from ${this.context.endpoint} for ${Math.round(this.idleTimeoutMs / 100) / 10} s (--model-timeout)`,
+      "timeout",
+    );
     let idleTimer: NodeJS.Timeout | undefined;
     const restartIdleTimer = () => {
       clearTimeout(idleTimer);
@@ -141,7 +157,9 @@ function toCallResult(reply: AIMessageChunk, messages: BaseMessage[], tools?: To
   const chunks = (reply.tool_call_chunks ?? []).filter((chunk) => chunk.name || chunk.args || chunk.id);
   const calls =
     chunks.length > 0
-      ? toolCallsFromRaw(chunks.map((chunk, i) => ({ id: chunk.id ?? `call_${chunk.index ?? i}`, name: chunk.name ?? "", args: chunk.args ?? "" })))
+      ? toolCallsFromRaw(
+          chunks.map((chunk, i) => ({ id: chunk.id ?? `call_${chunk.index ?? i}`, name: chunk.name ?? "", args: chunk.args ?? "" })),
+        )
       : { tool_calls: reply.tool_calls, invalid_tool_calls: reply.invalid_tool_calls };
   const message = new AIMessage({
     id: reply.id,
@@ -188,7 +206,12 @@ function withInvalidCallsAnswerable(message: BaseMessage): BaseMessage {
     response_metadata: message.response_metadata,
     tool_calls: [
       ...(message.tool_calls ?? []),
-      ...message.invalid_tool_calls.map((call, i) => ({ id: call.id ?? `call_invalid_${i}`, name: call.name ?? "", args: {}, type: "tool_call" as const })),
+      ...message.invalid_tool_calls.map((call, i) => ({
+        id: call.id ?? `call_invalid_${i}`,
+        name: call.name ?? "",
+        args: {},
+        type: "tool_call" as const,
+      })),
     ],
   });
 }
@@ -220,7 +243,10 @@ export function networkFailure(context: EndpointContext, detail: string): Classi
 
 function isNetworkFailure(error: Error): boolean {
   const code = (error as { code?: unknown }).code;
-  return (error instanceof TypeError && /fetch failed|terminated/.test(error.message)) || (typeof code === "string" && NETWORK_ERROR_CODE.test(code));
+  return (
+    (error instanceof TypeError && /fetch failed|terminated/.test(error.message)) ||
+    (typeof code === "string" && NETWORK_ERROR_CODE.test(code))
+  );
 }
 
 function causeChain(error: unknown): Error[] {

@@ -83,7 +83,7 @@ export function tokensAtMost(text: string): number {
 }
 
 function toolCallTexts(message: BaseMessage): string[] {
-  const toolCalls = "tool_calls" in message ? (message as AIMessage).tool_calls ?? [] : [];
+  const toolCalls = "tool_calls" in message ? ((message as AIMessage).tool_calls ?? []) : [];
   return toolCalls.flatMap((call) => [call.name, JSON.stringify(call.args)]);
 }
 
@@ -116,7 +116,8 @@ const framing = (message: BaseMessage): number => TOKENS_PER_MESSAGE + (message.
 /** One message's prompt tokens, with its framing; counted once per message. */
 function messageTokens(message: BaseMessage): number {
   const entry = messageCount(message);
-  entry.exact ??= framing(message) + entry.texts.reduce((sum, text) => sum + countTokens(text), 0) + (message.name ? countTokens(message.name) : 0);
+  entry.exact ??=
+    framing(message) + entry.texts.reduce((sum, text) => sum + countTokens(text), 0) + (message.name ? countTokens(message.name) : 0);
   return entry.exact;
 }
 
@@ -124,7 +125,8 @@ function messageTokens(message: BaseMessage): number {
 function messageTokensAtMost(message: BaseMessage): number {
   const entry = messageCount(message);
   entry.upper ??=
-    entry.exact ?? framing(message) + entry.texts.reduce((sum, text) => sum + tokensAtMost(text), 0) + (message.name ? tokensAtMost(message.name) : 0);
+    entry.exact ??
+    framing(message) + entry.texts.reduce((sum, text) => sum + tokensAtMost(text), 0) + (message.name ? tokensAtMost(message.name) : 0);
   return entry.upper;
 }
 
@@ -152,7 +154,10 @@ export function countInputTokens(messages: readonly BaseMessage[], tools: readon
  * Whether the messages' prompt tokens (`countInputTokens`) exceed `budget`, and the count when it
  * had to be made: a history whose bound (`tokensAtMost`) is within the budget is not counted.
  */
-export function overBudget(messages: readonly BaseMessage[], budget: number): { over: false; tokens?: number; atMost: number } | { over: true; tokens: number } {
+export function overBudget(
+  messages: readonly BaseMessage[],
+  budget: number,
+): { over: false; tokens?: number; atMost: number } | { over: true; tokens: number } {
   let atMost = REPLY_PRIMING_TOKENS;
   for (const message of messages) atMost += messageTokensAtMost(message);
   if (atMost <= budget) return { over: false, atMost };

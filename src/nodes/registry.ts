@@ -37,7 +37,16 @@ export type BuiltinNodeDefinition =
 export type AnyNodeKind = NodeKind<any, any>;
 
 /** In this order in the graph file's schema (and so in its JSON Schema and error messages). */
-const BUILTIN_NODE_KINDS: readonly AnyNodeKind[] = [agentKind, functionKind, subgraphKind, coderKind, looperKind, reviewKind, judgeKind, mediatorKind];
+const BUILTIN_NODE_KINDS: readonly AnyNodeKind[] = [
+  agentKind,
+  functionKind,
+  subgraphKind,
+  coderKind,
+  looperKind,
+  reviewKind,
+  judgeKind,
+  mediatorKind,
+];
 
 export class NodeKindRegistry {
   private readonly kinds = new Map<string, AnyNodeKind>();

@@ -47,7 +47,13 @@ const WORD_END = String.raw`(?=$|\s)`;
 const HOME = homedir();
 /** `~user`: that user's home (`~root`). */
 const TILDE_USER = String.raw`~[A-Za-z_][A-Za-z0-9_.-]*`;
-const HOME_FORMS = [String.raw`~`, TILDE_USER, String.raw`\$HOME`, String.raw`\$\{HOME\}`, ...(HOME.length > 1 ? [escapeRegExp(HOME)] : [])];
+const HOME_FORMS = [
+  String.raw`~`,
+  TILDE_USER,
+  String.raw`\$HOME`,
+  String.raw`\$\{HOME\}`,
+  ...(HOME.length > 1 ? [escapeRegExp(HOME)] : []),
+];
 /** `/`, `/*`, `~`, `~/`, `$HOME/*`, the home directory's path … */
 const ROOT_OR_HOME = String.raw`(?:/+[.*]?|(?:${HOME_FORMS.join("|")})/*\*?)`;
 const ANY_HOME = String.raw`(?:${HOME_FORMS.join("|")}|/root|/home/[^/\s]+|/Users/[^/\s]+)`;
@@ -59,7 +65,20 @@ const FUNCTION_NAME = String.raw`[^\s(){}|;&<>'"]+`;
 const DISK_DEVICE = String.raw`/dev/(?:sd|hd|vd|xvd|nvme|mmcblk|disk|mapper/|md\d|dm-|loop\d)`;
 
 /** Credential stores under any home directory, and the system's password and sudo files: denied. */
-const HOME_CREDENTIALS = [".ssh", ".aws", ".gnupg", ".kube", ".docker", ".azure", ".config/gcloud", ".netrc", ".git-credentials", ".npmrc", ".pypirc", ".pgpass"];
+const HOME_CREDENTIALS = [
+  ".ssh",
+  ".aws",
+  ".gnupg",
+  ".kube",
+  ".docker",
+  ".azure",
+  ".config/gcloud",
+  ".netrc",
+  ".git-credentials",
+  ".npmrc",
+  ".pypirc",
+  ".pgpass",
+];
 const SYSTEM_CREDENTIALS = ["/etc/shadow", "/etc/gshadow", "/etc/sudoers"];
 
 /** A path segment that stands for any name (a user's directory in `/home/<name>`): matched against a glob segment as written. */
@@ -71,9 +90,16 @@ const ANY_NAME = /^(?!\.\.?$)[^/]+$/;
  * matches as written (`/home/*`, `~root`).
  */
 export const CREDENTIAL_PATHS: readonly (readonly (string | RegExp)[])[] = [
-  ...[["~"], [new RegExp(`^${TILDE_USER}$`)], ["$HOME"], ["${HOME}"], ...(HOME.length > 1 ? [HOME.split("/")] : []), ["", "root"], ["", "home", ANY_NAME], ["", "Users", ANY_NAME]].flatMap(
-    (home) => HOME_CREDENTIALS.map((credential) => [...home, ...credential.split("/")]),
-  ),
+  ...[
+    ["~"],
+    [new RegExp(`^${TILDE_USER}$`)],
+    ["$HOME"],
+    ["${HOME}"],
+    ...(HOME.length > 1 ? [HOME.split("/")] : []),
+    ["", "root"],
+    ["", "home", ANY_NAME],
+    ["", "Users", ANY_NAME],
+  ].flatMap((home) => HOME_CREDENTIALS.map((credential) => [...home, ...credential.split("/")])),
   ...SYSTEM_CREDENTIALS.map((path) => path.split("/")),
 ];
 
@@ -167,7 +193,10 @@ const HISTORY_REWRITING_GIT: PolicyRule[] = [
   ),
   askCommand(String.raw`^git\s(?:.*\s)?reset\s(?:.*\s)?--hard${WORD_END}`, "git reset --hard discards uncommitted changes"),
   // Every other reset but --soft: it drops what is staged (gone if the working tree changed since) and can move the branch.
-  askCommand(String.raw`^git${GIT_GLOBAL_OPTIONS}\s+reset${WORD_END}(?!.*\s--soft${WORD_END})`, "git reset unstages changes (staged work not in the working tree is lost) and can move the branch"),
+  askCommand(
+    String.raw`^git${GIT_GLOBAL_OPTIONS}\s+reset${WORD_END}(?!.*\s--soft${WORD_END})`,
+    "git reset unstages changes (staged work not in the working tree is lost) and can move the branch",
+  ),
   askCommand(String.raw`^git\s(?:.*\s)?clean\s(?:.*\s)?(?:--force|-[A-Za-z]*f[A-Za-z]*)${WORD_END}`, "git clean deletes untracked files"),
   askCommand(
     String.raw`^git\s(?:.*\s)?branch\s(?:.*\s)?(?:-[A-Za-z]*D[A-Za-z]*|--delete\s+--force|--force\s+--delete)${WORD_END}`,
@@ -229,13 +258,15 @@ export const BUILTIN_RULES: readonly PolicyRule[] = [
   ...DESTRUCTIVE_COMMANDS,
   ...HISTORY_REWRITING_GIT,
   ...SENSITIVE_FILES.flatMap(({ pattern, reason }) =>
-    SENSITIVE_FILE_TOOLS.map((tool): PolicyRule => ({
-      tool,
-      pattern,
-      decision: "ask",
-      priority: BUILTIN_ASK_PRIORITY,
-      reason,
-      source: "builtin",
-    })),
+    SENSITIVE_FILE_TOOLS.map(
+      (tool): PolicyRule => ({
+        tool,
+        pattern,
+        decision: "ask",
+        priority: BUILTIN_ASK_PRIORITY,
+        reason,
+        source: "builtin",
+      }),
+    ),
   ),
 ];

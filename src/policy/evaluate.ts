@@ -96,9 +96,15 @@ export function evaluatePolicy(call: PolicyCall, options: PolicyOptions): Policy
       if (!beyond) return finding;
       // A rule that names the redirection itself (an "always" answer's exact command) does cover it.
       const wordsOnly = { ...part, redirects: [] };
-      if (beyond.kind === "redirect" && !decidingRule([finding.rule!], call.name, [commandWords(part.words).join(" ")], wordsOnly)) return finding;
+      if (beyond.kind === "redirect" && !decidingRule([finding.rule!], call.name, [commandWords(part.words).join(" ")], wordsOnly))
+        return finding;
       const fallback = explained(defaultFinding(part.text, effect, mode));
-      return fallback.decision === "allow" ? fallback : { ...fallback, reason: `${fallback.reason}: ${finding.rule!.source} rule ${finding.rule!.origin ?? finding.rule!.pattern ?? finding.rule!.tool} does not cover it, as ${beyond.reason}` };
+      return fallback.decision === "allow"
+        ? fallback
+        : {
+            ...fallback,
+            reason: `${fallback.reason}: ${finding.rule!.source} rule ${finding.rule!.origin ?? finding.rule!.pattern ?? finding.rule!.tool} does not cover it, as ${beyond.reason}`,
+          };
     };
     const findings = parsed.parts.map((part) => (part.nested ? { ...partFinding(part), nested: true as const } : partFinding(part)));
     // Forms that can add an ask or a deny but never allow: a whole script or pipeline (`curl … | sh`
@@ -182,7 +188,12 @@ function defaultFinding(subject: string, effect: ToolEffect, mode: ApprovalMode)
   if (decision === "allow") return { subject, decision, reason: `${noun} are allowed in approval mode "${mode}"` };
   if (mode === "deny") return { subject, decision: "deny", reason: `${noun} are denied in approval mode "deny" (it never asks)` };
   if (effect === "plan") return { subject, decision, reason: "plan mode: the plan needs your approval before the agent may act on it" };
-  if (effect === "external") return { subject, decision, reason: `${noun} need approval in every approval mode unless a policy rule allows them (e.g. tool: "server__*", decision: allow)` };
+  if (effect === "external")
+    return {
+      subject,
+      decision,
+      reason: `${noun} need approval in every approval mode unless a policy rule allows them (e.g. tool: "server__*", decision: allow)`,
+    };
   return { subject, decision, reason: `${noun} need approval in approval mode "${mode}"` };
 }
 

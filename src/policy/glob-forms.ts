@@ -26,7 +26,8 @@ export function sensitiveGlobForms(part: ShellPart): string[] {
   });
   part.redirects.forEach((redirect, index) => {
     if (redirect.glob === undefined) return;
-    for (const path of sensitiveMatches(redirect.glob)) forms.add(normalisedText({ ...part, redirects: part.redirects.with(index, { ...redirect, target: path }) }));
+    for (const path of sensitiveMatches(redirect.glob))
+      forms.add(normalisedText({ ...part, redirects: part.redirects.with(index, { ...redirect, target: path }) }));
   });
   return [...forms];
 }

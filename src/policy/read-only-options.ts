@@ -68,8 +68,10 @@ const GIT_DIFF_OPTIONS = {
     "--minimal --patience --histogram --no-renames --text --ignore-all-space --ignore-space-change --ignore-blank-lines " +
     "--ignore-space-at-eol --ignore-cr-at-eol --no-color --no-ext-diff --no-textconv --full-index --binary --no-prefix " +
     "--check --exit-code --quiet",
-  values: "-U -S -G --unified --diff-filter --src-prefix --dst-prefix --line-prefix --inter-hunk-context --stat-width --diff-algorithm --anchored",
-  optional: "--color --word-diff --color-words --find-renames --find-copies --relative --dirstat --submodule --stat --ignore-submodules --color-moved --abbrev",
+  values:
+    "-U -S -G --unified --diff-filter --src-prefix --dst-prefix --line-prefix --inter-hunk-context --stat-width --diff-algorithm --anchored",
+  optional:
+    "--color --word-diff --color-words --find-renames --find-copies --relative --dirstat --submodule --stat --ignore-submodules --color-moved --abbrev",
 };
 
 const GIT_LOG_OPTIONS = {
@@ -79,7 +81,8 @@ const GIT_LOG_OPTIONS = {
     "--relative-date --full-diff --parents --children --walk-reflogs -g --regexp-ignore-case -i -E -F -P --all-match " +
     "--invert-grep --basic-regexp --extended-regexp --fixed-strings --perl-regexp --use-mailmap --no-walk --mailmap " +
     "--simplify-by-decoration -m --cc --root",
-  values: "-n --max-count --skip --since --after --until --before --author --committer --grep --format --pretty --date --encoding --max-parents --min-parents",
+  values:
+    "-n --max-count --skip --since --after --until --before --author --committer --grep --format --pretty --date --encoding --max-parents --min-parents",
   optional: "--decorate --branches --tags --remotes",
 };
 
@@ -167,7 +170,10 @@ export const READ_ONLY_PROGRAMS: Readonly<Record<string, Program>> = {
     optional: "--all-repeated --group",
     operands: 1,
   },
-  cut: { flags: "-n -s -z --complement --only-delimited --zero-terminated", values: "-b -c -d -f --bytes --characters --delimiter --fields --output-delimiter" },
+  cut: {
+    flags: "-n -s -z --complement --only-delimited --zero-terminated",
+    values: "-b -c -d -f --bytes --characters --delimiter --fields --output-delimiter",
+  },
   tr: { flags: "-c -C -d -s -t --complement --delete --squeeze-repeats --truncate-set1" },
   diff: {
     flags:
@@ -202,7 +208,12 @@ export const READ_ONLY_PROGRAMS: Readonly<Record<string, Program>> = {
   pwd: { flags: "-L -P --logical --physical", operands: 0 },
   which: { flags: "-a -s" },
   // Operands only `+FORMAT`: `date MMDDhhmm` sets the clock.
-  date: { flags: "-u -R --utc --universal --rfc-email --debug", values: "-d -f -r -I --date --file --reference --rfc-3339", optional: "--iso-8601", operands: /^\+/ },
+  date: {
+    flags: "-u -R --utc --universal --rfc-email --debug",
+    values: "-d -f -r -I --date --file --reference --rfc-3339",
+    optional: "--iso-8601",
+    operands: /^\+/,
+  },
   tree: {
     flags:
       "-a -d -l -f -x -i -q -N -Q -p -u -g -s -h -D -F -v -t -c -U -r -C -n -A -S -J -X --noreport --dirsfirst --prune --du " +
@@ -260,7 +271,8 @@ export const READ_ONLY_PROGRAMS: Readonly<Record<string, Program>> = {
         optional: "--abbrev",
       },
       blame: {
-        flags: "-b -e -f -l -n -p -s -t -w --root --show-stats --incremental --porcelain --line-porcelain --show-name --show-number --show-email --minimal",
+        flags:
+          "-b -e -f -l -n -p -s -t -w --root --show-stats --incremental --porcelain --line-porcelain --show-name --show-number --show-email --minimal",
         values: "-L --date --since --abbrev --ignore-rev --ignore-revs-file",
         optional: "--progress --no-progress --color-lines --color-by-age",
       },

@@ -110,7 +110,9 @@ const SANDBOX_KEYS = ["network", "read", "write"];
 /** Folders the user opens to the sandbox: absolute, or under the home directory (`~/…`). */
 const sandboxFolders = (what: string) =>
   z
-    .array(z.string().regex(/^(\/|~\/)/, { error: "a folder must be an absolute path or start with ~/" }), { error: `${what} must be a list of folders` })
+    .array(z.string().regex(/^(\/|~\/)/, { error: "a folder must be an absolute path or start with ~/" }), {
+      error: `${what} must be a list of folders`,
+    })
     .optional();
 
 /** The user's own policy file: rules, and the OS sandbox's settings. */
@@ -124,8 +126,12 @@ const userPolicySchema = z.strictObject(
             .enum(["allow", "deny"], { error: "network must be allow or deny" })
             .describe("Whether the agent's commands may reach the network from the OS sandbox (default deny)")
             .default("deny"),
-          read: sandboxFolders("read").describe("Folders the agent's commands may read in the OS sandbox besides the system's (e.g. a toolchain under /opt)"),
-          write: sandboxFolders("write").describe("Folders the agent's commands may write in the OS sandbox besides the workspace (e.g. a shared cache)"),
+          read: sandboxFolders("read").describe(
+            "Folders the agent's commands may read in the OS sandbox besides the system's (e.g. a toolchain under /opt)",
+          ),
+          write: sandboxFolders("write").describe(
+            "Folders the agent's commands may write in the OS sandbox besides the workspace (e.g. a shared cache)",
+          ),
         },
         {
           error: (issue) =>
@@ -182,11 +188,16 @@ export function parsePolicyFile(text: string, file: string, source: RuleSource =
 function parsePolicy(text: string, file: string, source: RuleSource, sandboxSettings: boolean): PolicyFile {
   const parsed = parseYamlFile<Partial<z.output<typeof userPolicySchema>>>(text, file, {
     schema: sandboxSettings ? userPolicySchema : policyRulesSchema,
-    keysAt: (path) => (path.length === 0 ? (sandboxSettings ? USER_POLICY_KEYS : POLICY_KEYS) : path[0] === "sandbox" ? SANDBOX_KEYS : RULE_KEYS),
+    keysAt: (path) =>
+      path.length === 0 ? (sandboxSettings ? USER_POLICY_KEYS : POLICY_KEYS) : path[0] === "sandbox" ? SANDBOX_KEYS : RULE_KEYS,
     unknownKey,
   });
   const sandbox = parsed.sandbox
-    ? { network: parsed.sandbox.network === "allow", ...(parsed.sandbox.read && { read: parsed.sandbox.read }), ...(parsed.sandbox.write && { write: parsed.sandbox.write }) }
+    ? {
+        network: parsed.sandbox.network === "allow",
+        ...(parsed.sandbox.read && { read: parsed.sandbox.read }),
+        ...(parsed.sandbox.write && { write: parsed.sandbox.write }),
+      }
     : {};
   return { rules: toPolicyRules({ rules: parsed.rules ?? [] }, source, file), ...sandbox };
 }
@@ -227,6 +238,11 @@ export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv = proce
   const untrusted = existsSync(project) ? untrustedReason(project, env) : undefined;
   const theirs = untrusted ? { rules: [] } : readPolicy(project, "user", false);
   const ignored = untrusted ? [`${project} is not applied (${untrusted}): review it, then run \`loopgraph trust\``] : [];
-  return { rules: [...mine.rules, ...theirs.rules], network: mine.network ?? false, read: (mine.read ?? []).map(home), write: (mine.write ?? []).map(home), ignored };
+  return {
+    rules: [...mine.rules, ...theirs.rules],
+    network: mine.network ?? false,
+    read: (mine.read ?? []).map(home),
+    write: (mine.write ?? []).map(home),
+    ignored,
+  };
 }
-

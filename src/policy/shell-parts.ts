@@ -628,7 +628,10 @@ class ShellScanner {
       this.addDerivedPart([...run, ...xargsItems(stdin)]);
       return;
     }
-    const lines = stdin.split("\n").map((line) => line.trimStart()).filter((line) => line !== "");
+    const lines = stdin
+      .split("\n")
+      .map((line) => line.trimStart())
+      .filter((line) => line !== "");
     for (const line of lines.slice(0, 64)) this.addDerivedPart(run.map((word) => word.split(replace).join(line)));
   }
 
@@ -691,7 +694,7 @@ class ShellScanner {
       if (c === terminator) return i + 1;
       if (c === "\\" && i + 1 < limit) {
         const escaped = this.src[i + 1]!;
-        if (escaped !== "\n") this.appendIfWord("$`\"\\".includes(escaped) ? escaped : `\\${escaped}`);
+        if (escaped !== "\n") this.appendIfWord('$`"\\'.includes(escaped) ? escaped : `\\${escaped}`);
         i += 2;
       } else if (c === "$" && this.src[i + 1] === "(") {
         const substitution = this.balancedFrom(i + 1);
@@ -931,7 +934,9 @@ function textOf(chars: readonly WordChar[]): string {
  */
 function globPattern(chars: readonly WordChar[]): string | undefined {
   if (!chars.some((char) => !char.literal && "*?[".includes(char.c))) return undefined;
-  return chars.map(({ c, literal }) => ((literal && /[^A-Za-z0-9_/.~-]/.test(c)) || (!literal && "{}()|+@\\".includes(c)) ? `\\${c}` : c)).join("");
+  return chars
+    .map(({ c, literal }) => ((literal && /[^A-Za-z0-9_/.~-]/.test(c)) || (!literal && "{}()|+@\\".includes(c)) ? `\\${c}` : c))
+    .join("");
 }
 
 /**

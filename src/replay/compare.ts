@@ -31,10 +31,21 @@ export function routingDivergence(
     if (expected === undefined) {
       if (!recordComplete || !ranToEnd) return undefined;
       const last = recorded.at(-1)?.step;
-      return { kind: "routing", step, message: `at step ${step} the replay ran ${names(nodes)}, but the record ended after step ${last ?? "its start"}`, actual: nodes };
+      return {
+        kind: "routing",
+        step,
+        message: `at step ${step} the replay ran ${names(nodes)}, but the record ended after step ${last ?? "its start"}`,
+        actual: nodes,
+      };
     }
     if (names(expected) !== names(nodes)) {
-      return { kind: "routing", step, message: `at step ${step} the replay ran ${names(nodes)}; the record ran ${names(expected)}`, expected, actual: nodes };
+      return {
+        kind: "routing",
+        step,
+        message: `at step ${step} the replay ran ${names(nodes)}; the record ran ${names(expected)}`,
+        expected,
+        actual: nodes,
+      };
     }
   }
   const next = recorded.find((entry) => entry.step > (replayed.at(-1)?.step ?? -Infinity));

@@ -45,7 +45,8 @@ export function describeCall(name: string, args: unknown, max = 160): string {
 
 /** How a call departs from the recorded one: the other tool, or the arguments that differ (`path: "a" (recorded "b")`). */
 export function describeCallDifference(recorded: { name: string; args: unknown }, actual: { name: string; args: unknown }): string {
-  if (recorded.name !== actual.name) return `${describeCall(actual.name, actual.args)}, where the record has ${describeCall(recorded.name, recorded.args)}`;
+  if (recorded.name !== actual.name)
+    return `${describeCall(actual.name, actual.args)}, where the record has ${describeCall(recorded.name, recorded.args)}`;
   const json = (value: unknown): string => JSON.stringify(value) ?? "undefined";
   const [before, after] = [recorded.args, actual.args];
   if (!isRecord(before) || !isRecord(after)) return `${actual.name} ${clip(json(after), 100)} (recorded ${clip(json(before), 100)})`;

@@ -49,7 +49,9 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
       const start = branchStart(run, run.steps.get(from.checkpoint.id)!, edits, graph);
 
       // The workspace as it was at that checkpoint (only the files the agent changed since), before the branch runs.
-      const restored = options.restoreFiles ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id)).changes : undefined;
+      const restored = options.restoreFiles
+        ? (await restoreWorkspaceInStore(store, record.threadId, from.checkpoint.id)).changes
+        : undefined;
 
       const ctx = thread.context();
       const compiled = await thread.compile(ctx);
@@ -57,7 +59,9 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
       const branchConfig =
         start.asNodes.length === 1
           ? await compiled.updateState(fromConfig, start.values, start.asNodes[0])
-          : await compiled.bulkUpdateState(fromConfig, [{ updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) }]);
+          : await compiled.bulkUpdateState(fromConfig, [
+              { updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) },
+            ]);
       const next = (await compiled.getState(branchConfig)).next;
 
       await thread.markRunning();

@@ -162,7 +162,6 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
   }
 }
 
-
 /** The records of the lineage's steps after `step`, each with its step (the step after the checkpoint it started from). */
 function recordsAfter(recordings: readonly Recording[], checkpoints: readonly CheckpointSummary[], step: number): StepRecording[] {
   const stepOf = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.step + 1]));
@@ -230,7 +229,9 @@ async function laterInputs(store: Store, threadId: string, line: CheckpointSumma
   const inputs: unknown[] = [];
   for (const checkpoint of line) {
     if (checkpoint.source !== "input" || checkpoint.step <= fromStep) continue;
-    const tuple = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpoint.checkpointId } });
+    const tuple = await store.saver.getTuple({
+      configurable: { thread_id: threadId, checkpoint_ns: "", checkpoint_id: checkpoint.checkpointId },
+    });
     const input = tuple?.checkpoint.channel_values.__start__;
     if (input !== undefined) inputs.push(input);
   }

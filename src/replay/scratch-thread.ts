@@ -8,7 +8,12 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
  * A new thread `<thread>.replay-<n>` in the registry (the thread's task, workspace and approval
  * mode, the graph as it is now), whose first checkpoint is a copy of the thread's `checkpointId`.
  */
-export async function createReplayThread(store: Store, thread: ThreadRecord, graph: GraphDefinition, checkpointId: string): Promise<string> {
+export async function createReplayThread(
+  store: Store,
+  thread: ThreadRecord,
+  graph: GraphDefinition,
+  checkpointId: string,
+): Promise<string> {
   const replayThreadId = await nextReplayThreadId(store, thread.threadId);
   await store.threads.create({
     threadId: replayThreadId,
@@ -39,8 +44,14 @@ export async function nextReplayThreadId(store: Store, threadId: string): Promis
  * first checkpoint of another thread: run on from there, the other thread continues exactly where
  * the first one stood. Pending writes are not copied, so the step after it runs again in full.
  */
-export async function copyRootCheckpoint(store: Store, from: { threadId: string; checkpointId: string }, toThreadId: string): Promise<void> {
-  const tuple = await store.saver.getTuple({ configurable: { thread_id: from.threadId, checkpoint_ns: "", checkpoint_id: from.checkpointId } });
+export async function copyRootCheckpoint(
+  store: Store,
+  from: { threadId: string; checkpointId: string },
+  toThreadId: string,
+): Promise<void> {
+  const tuple = await store.saver.getTuple({
+    configurable: { thread_id: from.threadId, checkpoint_ns: "", checkpoint_id: from.checkpointId },
+  });
   if (!tuple) throw new ConfigError(`no checkpoint ${from.checkpointId} in thread "${from.threadId}"`);
   await store.saver.put(
     { configurable: { thread_id: toThreadId, checkpoint_ns: "" } },

@@ -113,7 +113,8 @@ function compareStep(
   const expected = [...new Set(routes.map((r) => r.target).filter((t) => t !== END_NODE))].sort();
   if (isDeepStrictEqual(expected, step.scheduled)) return undefined;
   // The route the record contradicts (with several nodes in one step, the first of them).
-  const contradicted = (route: Route): boolean => (route.target === END_NODE ? step.scheduled.length > 0 : !step.scheduled.includes(route.target));
+  const contradicted = (route: Route): boolean =>
+    route.target === END_NODE ? step.scheduled.length > 0 : !step.scheduled.includes(route.target);
   const wrong = routes.find(contradicted) ?? routes[0]!;
   const shownExpected = expected.length > 0 ? expected : [END_NODE];
   return {
@@ -142,7 +143,11 @@ function routeFrom(node: string, graph: GraphDefinition, state: GraphStateValue)
     chosen =
       branch === undefined
         ? { target: END_NODE, path: ["edges", index, "branches"], what: `no branch of the edge from ${node} matches (the run ends)` }
-        : { target: edge.branches[branch]!.to, path: ["edges", index, "branches", branch, "to"], what: `branch ${branch + 1} of the edge from ${node} → ${edge.branches[branch]!.to}` };
+        : {
+            target: edge.branches[branch]!.to,
+            path: ["edges", index, "branches", branch, "to"],
+            what: `branch ${branch + 1} of the edge from ${node} → ${edge.branches[branch]!.to}`,
+          };
   }
   const target = chosen.target === END_NODE ? END_NODE : applyVisitLimits(chosen.target, graph, state);
   if (target === chosen.target) return chosen;

@@ -76,21 +76,27 @@ export class SqliteCheckpointQueries implements CheckpointQueries {
 
 function checkpointsWithPrefix(db: Database.Database, threadId: string, prefix: string): CheckpointAddress[] {
   return db
-    .prepare(`SELECT checkpoint_ns AS ns, checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND ${PREFIX_RANGE} ORDER BY checkpoint_id`)
+    .prepare(
+      `SELECT checkpoint_ns AS ns, checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND ${PREFIX_RANGE} ORDER BY checkpoint_id`,
+    )
     .all({ threadId, ...prefixRange(prefix) }) as CheckpointAddress[];
 }
 
 /** Up to `limit` ids of the thread's root checkpoints that start with `prefix`, in order: a seek in the key, nothing decoded. */
 function rootCheckpointIdsWithPrefix(db: Database.Database, threadId: string, prefix: string, limit: number): string[] {
   return db
-    .prepare(`SELECT checkpoint_id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND checkpoint_ns = '' AND ${PREFIX_RANGE} ORDER BY checkpoint_id LIMIT @limit`)
+    .prepare(
+      `SELECT checkpoint_id FROM loopgraph_checkpoints WHERE thread_id = @threadId AND checkpoint_ns = '' AND ${PREFIX_RANGE} ORDER BY checkpoint_id LIMIT @limit`,
+    )
     .pluck()
     .all({ threadId, limit, ...prefixRange(prefix) }) as string[];
 }
 
 /** How many root checkpoints each thread has, in one query (threads without any are absent). */
 function rootCheckpointCounts(db: Database.Database): Map<string, number> {
-  const rows = db.prepare(`SELECT thread_id AS threadId, COUNT(*) AS n FROM loopgraph_checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`).all() as {
+  const rows = db
+    .prepare(`SELECT thread_id AS threadId, COUNT(*) AS n FROM loopgraph_checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`)
+    .all() as {
     threadId: string;
     n: number;
   }[];
@@ -107,7 +113,9 @@ function allCheckpointIds(db: Database.Database, threadId: string): string[] {
 /** Checkpoint id → its parent's id (undefined for the first) in one namespace of the thread. */
 function parentLinks(db: Database.Database, threadId: string, ns: string): Map<string, string | undefined> {
   const rows = db
-    .prepare(`SELECT checkpoint_id AS id, parent_checkpoint_id AS parent FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`)
+    .prepare(
+      `SELECT checkpoint_id AS id, parent_checkpoint_id AS parent FROM loopgraph_checkpoints WHERE thread_id = ? AND checkpoint_ns = ?`,
+    )
     .all(threadId, ns) as { id: string; parent: string | null }[];
   return new Map(rows.map((row) => [row.id, row.parent ?? undefined]));
 }

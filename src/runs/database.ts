@@ -27,7 +27,11 @@ export interface SqliteTables extends StoreTables {
  * is refused in one line that shows it without its password (as a file path it would name a
  * folder, password and all); anything else is a SQLite file's path.
  */
-export function resolveStore(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } {
+export function resolveStore(
+  db: string | undefined,
+  env: NodeJS.ProcessEnv,
+  cwd: string,
+): { kind: "sqlite"; path: string } | { kind: "postgres"; url: string } {
   // The default store is the project's (see projectRoot); a path given is taken from where it was given.
   const given = db ?? env.LOOPGRAPH_DB ?? defaultStorePath(cwd);
   const trimmed = given.trim();
@@ -47,7 +51,6 @@ export interface StoreOptions {
   cwd?: string;
   env?: NodeJS.ProcessEnv;
 }
-
 
 /**
  * Opens the store's tables: a SQLite store's file (see `openDatabase`), or a PostgreSQL database
@@ -89,7 +92,10 @@ function openSqliteTables(path: string, access: StoreAccess, env: NodeJS.Process
 }
 
 /** Uses an opened store (or its tables) for one piece of work and closes it afterwards, whatever happens; SQLite errors become one-line errors. */
-export async function using<S extends { path: string; close(): Promise<void> }, T>(opening: S | Promise<S>, use: (store: S) => Promise<T> | T): Promise<T> {
+export async function using<S extends { path: string; close(): Promise<void> }, T>(
+  opening: S | Promise<S>,
+  use: (store: S) => Promise<T> | T,
+): Promise<T> {
   const opened = await opening;
   try {
     return await use(opened);
@@ -192,12 +198,17 @@ function checkSchema(path: string, db: Database.Database): void {
   }
   const version = schemaVersion(db);
   if (version > STORE_VERSION) {
-    throw new ConfigError(`${path} has store schema version ${version}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`);
+    throw new ConfigError(
+      `${path} has store schema version ${version}, newer than this loopgraph understands (${STORE_VERSION}): upgrade loopgraph to use it`,
+    );
   }
   // Before anything is created or migrated: a table of another program's that bears loopgraph's
   // name is never written to (a newer loopgraph's tables may differ: the version said so first).
   const foreign = foreignNamedTable(db);
-  if (foreign) throw new ConfigError(`${path} is not a loopgraph store (its table ${foreign} is another program's): give the store's file with --db (or LOOPGRAPH_DB)`);
+  if (foreign)
+    throw new ConfigError(
+      `${path} is not a loopgraph store (its table ${foreign} is another program's): give the store's file with --db (or LOOPGRAPH_DB)`,
+    );
 }
 
 /**
@@ -207,17 +218,20 @@ function checkSchema(path: string, db: Database.Database): void {
 export function storeError(path: string, error: unknown): unknown {
   if (error instanceof ConfigError) return error;
   // A PostgreSQL store's server that went away in the middle of a command (`path` is its address, password masked).
-  if (isConnectionLost(error)) return new StoreUnreachableError(`the PostgreSQL server of ${path} went away (${lostReason(error)}): try again once it is back`, error);
+  if (isConnectionLost(error))
+    return new StoreUnreachableError(`the PostgreSQL server of ${path} went away (${lostReason(error)}): try again once it is back`, error);
   const failed = sqliteErrorOf(error);
   if (!failed) return error;
   const code = failed.code;
-  if (code === "SQLITE_NOTADB") return new ConfigError(`${path} is not a SQLite database: give the store's file with --db (or LOOPGRAPH_DB)`);
+  if (code === "SQLITE_NOTADB")
+    return new ConfigError(`${path} is not a SQLite database: give the store's file with --db (or LOOPGRAPH_DB)`);
   if (code.startsWith("SQLITE_CORRUPT")) {
     return new ConfigError(`${path} is damaged (malformed database): restore it from a backup, or move it away to start a new store`);
   }
   if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
   if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path)}: try again once it is done`);
-  if (isWriteFailureCode(code)) return new ConfigError(`${cannotBeWritten(path, failed)}: make room on its disk (or check the disk), then try again`);
+  if (isWriteFailureCode(code))
+    return new ConfigError(`${cannotBeWritten(path, failed)}: make room on its disk (or check the disk), then try again`);
   if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_IOERR")) {
     return new ConfigError(`${path} cannot be opened or read (${failed.message}): check the file and its folder`);
   }
@@ -257,7 +271,12 @@ export function isStoreLocked(error: unknown): boolean {
 /** `error` and the errors it wraps (as `cause`), outermost first (at most 10). */
 function causes(error: unknown): unknown[] {
   const chain: unknown[] = [];
-  for (let current = error; current !== undefined && current !== null && chain.length < 10; current = (current as { cause?: unknown }).cause) chain.push(current);
+  for (
+    let current = error;
+    current !== undefined && current !== null && chain.length < 10;
+    current = (current as { cause?: unknown }).cause
+  )
+    chain.push(current);
   return chain;
 }
 
@@ -323,4 +342,3 @@ export async function requireThread(store: Pick<StoreTables, "path" | "threads">
   if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
   return thread;
 }
-

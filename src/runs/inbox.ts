@@ -47,7 +47,13 @@ export interface InboxTable {
 
 /** An inbox entry from its row (the columns are the same in both stores). */
 export function entryOf(row: InboxRow): InboxEntry {
-  return { id: Number(row.id), threadId: row.thread_id, text: row.text, command: JSON.parse(row.command) as LooperCommand, createdAt: row.created_at };
+  return {
+    id: Number(row.id),
+    threadId: row.thread_id,
+    text: row.text,
+    command: JSON.parse(row.command) as LooperCommand,
+    createdAt: row.created_at,
+  };
 }
 
 /** The inbox of a SQLite store. */
@@ -58,9 +64,7 @@ export class Inbox implements InboxTable {
   private readonly removeStatement;
 
   constructor(db: Database.Database) {
-    this.insertStatement = db.prepare(
-      `INSERT INTO loopgraph_inbox (thread_id, text, command, created_at) VALUES (?, ?, ?, ?)`,
-    );
+    this.insertStatement = db.prepare(`INSERT INTO loopgraph_inbox (thread_id, text, command, created_at) VALUES (?, ?, ?, ?)`);
     this.afterStatement = db.prepare(`SELECT * FROM loopgraph_inbox WHERE thread_id = ? AND id > ? AND command != ? ORDER BY id`);
     this.removeStatement = db.prepare(`DELETE FROM loopgraph_inbox WHERE id = ?`);
     this.messagesStatement = db.prepare(`SELECT id, text FROM loopgraph_inbox WHERE thread_id = ? AND id > ? AND command = ? ORDER BY id`);

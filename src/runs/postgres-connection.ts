@@ -51,8 +51,10 @@ export function postgresError(url: string, error: unknown): Error {
   if (code === "3D000") return new ConfigError(`${shown}: ${message}: create the database (createdb) or name another one`);
   if ((typeof code === "string" && /^E[A-Z]+$/.test(code)) || /timeout/i.test(message) || isConnectionLost(error)) {
     const why = /timeout/i.test(message) ? "no answer in time" : message || String(code);
-    return new StoreUnreachableError(`cannot reach the PostgreSQL server of ${shown} (${why}): check that it runs and that the host and port are right`, error);
+    return new StoreUnreachableError(
+      `cannot reach the PostgreSQL server of ${shown} (${why}): check that it runs and that the host and port are right`,
+      error,
+    );
   }
   return new ConfigError(`PostgreSQL (${shown}): ${message}`);
 }
-

@@ -11,7 +11,18 @@ import { ConfigError } from "../errors.js";
  * crash shutdown, 57P03 cannot connect now (starting up, shutting down); class 08 is connection
  * exceptions.
  */
-const LOST_CODES = new Set(["ECONNREFUSED", "ECONNRESET", "EPIPE", "ETIMEDOUT", "EHOSTUNREACH", "ENETUNREACH", "EAI_AGAIN", "57P01", "57P02", "57P03"]);
+const LOST_CODES = new Set([
+  "ECONNREFUSED",
+  "ECONNRESET",
+  "EPIPE",
+  "ETIMEDOUT",
+  "EHOSTUNREACH",
+  "ENETUNREACH",
+  "EAI_AGAIN",
+  "57P01",
+  "57P02",
+  "57P03",
+]);
 
 /** What node-postgres says, with no code, when a connection it had or wanted is gone. */
 const LOST_MESSAGES = /Connection terminated|not queryable|timeout exceeded when trying to connect|connection timeout/i;

@@ -8,7 +8,16 @@ import type { CheckpointAddress, CheckpointQueries } from "./checkpoint-ids.js";
 import type { StoreAccess, StoreTables } from "./tables.js";
 import { entryOf, MESSAGE, type InboxEntry, type InboxMessage, type InboxRow, type InboxTable } from "./inbox.js";
 import { openPostgresPool, postgresError } from "./postgres-connection.js";
-import { RecordQueue, recordingOf, type QueuedRecord, type RecordData, type RecordingRow, type RecordingTable, type Recording, type RecordKey } from "./recordings.js";
+import {
+  RecordQueue,
+  recordingOf,
+  type QueuedRecord,
+  type RecordData,
+  type RecordingRow,
+  type RecordingTable,
+  type Recording,
+  type RecordKey,
+} from "./recordings.js";
 import type { RepoResult, RepoSource, RepoWorkspaceRecord, RepoWorkspaceTable } from "./repo-workspaces.js";
 import { openParams, snapshotOf, type SnapshotRecord, type SnapshotRow, type SnapshotTable } from "./snapshot-log.js";
 import {
@@ -154,7 +163,8 @@ export async function openPostgresTables(url: string, access: StoreAccess, env: 
   }
 }
 
-const THREAD_COLUMNS = "thread_id, graph_file, graph_hash, graph_name, task, model, approval, mode, workspace, status, pid, owner_host, owner_start, heartbeat_at, command_groups, error, pause, created_at, updated_at";
+const THREAD_COLUMNS =
+  "thread_id, graph_file, graph_hash, graph_name, task, model, approval, mode, workspace, status, pid, owner_host, owner_start, heartbeat_at, command_groups, error, pause, created_at, updated_at";
 
 /** The thread table of a PostgreSQL store; a claim locks the thread's row (`FOR UPDATE`) for its check. */
 export class PostgresThreadRegistry implements ThreadTable {
@@ -176,7 +186,23 @@ export class PostgresThreadRegistry implements ThreadTable {
       `INSERT INTO loopgraph_threads (thread_id, graph_file, graph_hash, graph_name, task, model, approval, workspace, status, pid, owner_host, owner_start, heartbeat_at, created_at, updated_at, mode)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $14, $15)
        ON CONFLICT (thread_id) DO NOTHING`,
-      [p.thread_id, p.graph_file, p.graph_hash, p.graph_name, p.task, p.model, p.approval, p.workspace, p.status, p.pid, p.host, p.start, p.heartbeat, p.now, p.mode],
+      [
+        p.thread_id,
+        p.graph_file,
+        p.graph_hash,
+        p.graph_name,
+        p.task,
+        p.model,
+        p.approval,
+        p.workspace,
+        p.status,
+        p.pid,
+        p.host,
+        p.start,
+        p.heartbeat,
+        p.now,
+        p.mode,
+      ],
     );
     if ((rowCount ?? 0) === 0) return (await this.get(record.threadId)) ?? this.create(record, options);
     if (!options.queued) this.heartbeats.start(record.threadId);
@@ -185,7 +211,9 @@ export class PostgresThreadRegistry implements ThreadTable {
 
   async claim(threadId: string, settings: ClaimSettings = {}): Promise<Claim | undefined> {
     const claim = await inTransaction(this.pool, async (client): Promise<Claim | undefined> => {
-      const row = (await client.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
+      const row = (
+        await client.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
+      ).rows[0];
       if (!row) return undefined;
       const before = fromRow(row);
       const taking = claimFrom(before);
@@ -205,7 +233,9 @@ export class PostgresThreadRegistry implements ThreadTable {
 
   async delete(threadId: string): Promise<{ deleted: true; record: ThreadRecord } | { deleted: false; holder: ThreadRecord } | undefined> {
     return inTransaction(this.pool, async (client) => {
-      const row = (await client.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
+      const row = (
+        await client.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])
+      ).rows[0];
       if (!row) return undefined;
       const record = fromRow(row);
       if (isRunningElsewhere(record)) return { deleted: false as const, holder: record };
@@ -228,10 +258,18 @@ export class PostgresThreadRegistry implements ThreadTable {
 
   private async changeGroups(threadId: string, pgid: number, started: boolean): Promise<void> {
     await inTransaction(this.pool, async (client) => {
-      const row = (await client.query<{ command_groups: string | null }>(`SELECT command_groups FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`, [threadId])).rows[0];
+      const row = (
+        await client.query<{ command_groups: string | null }>(
+          `SELECT command_groups FROM loopgraph_threads WHERE thread_id = $1 FOR UPDATE`,
+          [threadId],
+        )
+      ).rows[0];
       if (!row) return;
       const groups = changedGroups(row.command_groups ? (JSON.parse(row.command_groups) as []) : [], pgid, started);
-      await client.query(`UPDATE loopgraph_threads SET command_groups = $2 WHERE thread_id = $1`, [threadId, groups.length > 0 ? JSON.stringify(groups) : null]);
+      await client.query(`UPDATE loopgraph_threads SET command_groups = $2 WHERE thread_id = $1`, [
+        threadId,
+        groups.length > 0 ? JSON.stringify(groups) : null,
+      ]);
     });
   }
 
@@ -258,12 +296,15 @@ export class PostgresThreadRegistry implements ThreadTable {
   }
 
   async get(threadId: string): Promise<ThreadRecord | undefined> {
-    const row = (await this.pool.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1`, [threadId])).rows[0];
+    const row = (await this.pool.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads WHERE thread_id = $1`, [threadId]))
+      .rows[0];
     return row && fromRow(row);
   }
 
   async list(): Promise<ThreadRecord[]> {
-    return (await this.pool.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads ORDER BY created_at DESC, thread_id`)).rows.map(fromRow);
+    return (
+      await this.pool.query<ThreadRow>(`SELECT ${THREAD_COLUMNS} FROM loopgraph_threads ORDER BY created_at DESC, thread_id`)
+    ).rows.map(fromRow);
   }
 
   close(): void {
@@ -296,11 +337,10 @@ export class PostgresInbox implements InboxTable {
   }
 
   async after(threadId: string, cursor: number): Promise<InboxEntry[]> {
-    const { rows } = await this.pool.query<InboxRow>(`SELECT * FROM loopgraph_inbox WHERE thread_id = $1 AND id > $2 AND command != $3 ORDER BY id`, [
-      threadId,
-      cursor,
-      MESSAGE,
-    ]);
+    const { rows } = await this.pool.query<InboxRow>(
+      `SELECT * FROM loopgraph_inbox WHERE thread_id = $1 AND id > $2 AND command != $3 ORDER BY id`,
+      [threadId, cursor, MESSAGE],
+    );
     return rows.map(entryOf);
   }
 
@@ -350,7 +390,8 @@ export class PostgresRecordings implements RecordingTable, PostgresWriteHook {
 
 async function writeRecords(client: pg.ClientBase, batch: readonly QueuedRecord[]): Promise<void> {
   for (const { key, row } of batch) {
-    if (key.callIndex === 0) await client.query(`DELETE FROM loopgraph_recordings WHERE thread_id = $1 AND task_path = $2`, [key.threadId, key.taskPath]);
+    if (key.callIndex === 0)
+      await client.query(`DELETE FROM loopgraph_recordings WHERE thread_id = $1 AND task_path = $2`, [key.threadId, key.taskPath]);
     await client.query(
       `INSERT INTO loopgraph_recordings (thread_id, checkpoint_id, task_path, call_index, node, kind, name, data, created_at)
        VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)
@@ -384,11 +425,18 @@ export class PostgresSnapshotLog implements SnapshotTable {
   }
 
   async close(threadId: string, seq: number, treeAfter: string, paths: string[]): Promise<void> {
-    await this.pool.query(`UPDATE loopgraph_snapshots SET tree_after = $1, paths = $2 WHERE thread_id = $3 AND seq = $4`, [treeAfter, JSON.stringify(paths), threadId, seq]);
+    await this.pool.query(`UPDATE loopgraph_snapshots SET tree_after = $1, paths = $2 WHERE thread_id = $3 AND seq = $4`, [
+      treeAfter,
+      JSON.stringify(paths),
+      threadId,
+      seq,
+    ]);
   }
 
   async list(threadId: string): Promise<SnapshotRecord[]> {
-    return (await this.pool.query<SnapshotRow>(`SELECT * FROM loopgraph_snapshots WHERE thread_id = $1 ORDER BY seq`, [threadId])).rows.map(snapshotOf);
+    return (await this.pool.query<SnapshotRow>(`SELECT * FROM loopgraph_snapshots WHERE thread_id = $1 ORDER BY seq`, [threadId])).rows.map(
+      snapshotOf,
+    );
   }
 }
 
@@ -407,10 +455,15 @@ export class PostgresRepoWorkspaces implements RepoWorkspaceTable {
   }
 
   async get(threadId: string): Promise<RepoWorkspaceRecord | undefined> {
-    const { rows } = await this.pool.query<{ repo: string; ref: string; commit: string; base_tree: string | null; tree: string | null; patch: Buffer | null; result: string | null }>(
-      `SELECT repo, ref, commit, base_tree, tree, patch, result FROM loopgraph_repo_workspaces WHERE thread_id = $1`,
-      [threadId],
-    );
+    const { rows } = await this.pool.query<{
+      repo: string;
+      ref: string;
+      commit: string;
+      base_tree: string | null;
+      tree: string | null;
+      patch: Buffer | null;
+      result: string | null;
+    }>(`SELECT repo, ref, commit, base_tree, tree, patch, result FROM loopgraph_repo_workspaces WHERE thread_id = $1`, [threadId]);
     const row = rows[0];
     if (!row) return undefined;
     return {
@@ -426,22 +479,24 @@ export class PostgresRepoWorkspaces implements RepoWorkspaceTable {
   }
 
   async saveProgress(threadId: string, state: { baseTree: string; tree: string; patch: Buffer }): Promise<void> {
-    await this.pool.query(`UPDATE loopgraph_repo_workspaces SET base_tree = $2, tree = $3, patch = $4, result = NULL, updated_at = $5 WHERE thread_id = $1`, [
-      threadId,
-      state.baseTree,
-      state.tree,
-      state.patch,
-      new Date().toISOString(),
-    ]);
+    await this.pool.query(
+      `UPDATE loopgraph_repo_workspaces SET base_tree = $2, tree = $3, patch = $4, result = NULL, updated_at = $5 WHERE thread_id = $1`,
+      [threadId, state.baseTree, state.tree, state.patch, new Date().toISOString()],
+    );
   }
 
   async saveResult(threadId: string, result: RepoResult): Promise<void> {
-    await this.pool.query(`UPDATE loopgraph_repo_workspaces SET result = $2, updated_at = $3 WHERE thread_id = $1`, [threadId, JSON.stringify(result), new Date().toISOString()]);
+    await this.pool.query(`UPDATE loopgraph_repo_workspaces SET result = $2, updated_at = $3 WHERE thread_id = $1`, [
+      threadId,
+      JSON.stringify(result),
+      new Date().toISOString(),
+    ]);
   }
 }
 
 /** The ids starting with `prefix`: a range of the key (ids are ASCII; U+FFFF sorts above them), then an exact match. */
-const PREFIX_RANGE = "checkpoint_id >= $2::text AND checkpoint_id < ($2::text || chr(65535)) AND left(checkpoint_id, length($2::text)) = $2::text";
+const PREFIX_RANGE =
+  "checkpoint_id >= $2::text AND checkpoint_id < ($2::text || chr(65535)) AND left(checkpoint_id, length($2::text)) = $2::text";
 
 /** Narrow reads of a PostgreSQL store's checkpoints (see CheckpointQueries), on the saver's tables. */
 export class PostgresCheckpointQueries implements CheckpointQueries {
@@ -473,7 +528,9 @@ export class PostgresCheckpointQueries implements CheckpointQueries {
     for (const row of rows) {
       if (row.type === null) continue;
       if (row.type !== "json" || row.data === null) {
-        throw new Error(`channel "${row.channel}" of thread "${threadId}" is not stored as a plain JSON value (${row.type}): read it through the saver`);
+        throw new Error(
+          `channel "${row.channel}" of thread "${threadId}" is not stored as a plain JSON value (${row.type}): read it through the saver`,
+        );
       }
       values[row.channel] = JSON.parse(row.data.toString("utf8"));
     }
@@ -504,7 +561,9 @@ export class PostgresCheckpointQueries implements CheckpointQueries {
   }
 
   async allCheckpointIds(threadId: string): Promise<string[]> {
-    const { rows } = await this.pool.query<{ id: string }>(`SELECT checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = $1`, [threadId]);
+    const { rows } = await this.pool.query<{ id: string }>(`SELECT checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = $1`, [
+      threadId,
+    ]);
     return rows.map((row) => row.id);
   }
 

@@ -68,7 +68,9 @@ export function secretValues(env: NodeJS.ProcessEnv, keyVariables: readonly stri
   // A variable the agent does not get may hold a credential by any name: its value is one when it looks like one.
   const unnamed = (name: string, value: string) => !isCoreVariable(name) && !name.startsWith("LOOPGRAPH_") && looksLikeSecret(value);
   const values = Object.entries(env)
-    .filter(([name, value]) => value !== undefined && (isSecretVariable(name, value, keyVariables) || excluded(name) || unnamed(name, value)))
+    .filter(
+      ([name, value]) => value !== undefined && (isSecretVariable(name, value, keyVariables) || excluded(name) || unnamed(name, value)),
+    )
     // A connection string's password is a secret of its own: a command may print it alone.
     .flatMap(([, value]) => [value!.trim(), ...urlPasswords(value!)])
     .filter((value) => value.length >= MIN_SECRET_LENGTH);
@@ -103,7 +105,9 @@ function computeForms(secrets: readonly string[]): string[] {
 
 function base64Forms(bytes: Buffer): string[] {
   return [0, 1, 2].map((offset) => {
-    const encoded = Buffer.concat([Buffer.alloc(offset), bytes]).toString("base64").replace(/=+$/, "");
+    const encoded = Buffer.concat([Buffer.alloc(offset), bytes])
+      .toString("base64")
+      .replace(/=+$/, "");
     // Leading characters mix in the bytes before the secret, trailing ones the bytes after it.
     const first = Math.ceil((offset * 4) / 3);
     const last = Math.floor(((offset + bytes.length) * 4) / 3);
@@ -224,7 +228,13 @@ export function redactingSerializer(inner: SerializerProtocol, secrets: readonly
     // The inner serializer's synchronous twin, writing redacted: the saver then also reads plain JSON as it would (see its decodeChannel).
     syncSerializer(): SyncSerializer | undefined {
       const sync = syncSerializerOf(inner);
-      return sync && { dumpsTypedSync: (value) => redact(sync.dumpsTypedSync(value)), loadsJsonItems: (texts) => sync.loadsJsonItems(texts), loadsJsonArray: (text) => sync.loadsJsonArray(text) };
+      return (
+        sync && {
+          dumpsTypedSync: (value) => redact(sync.dumpsTypedSync(value)),
+          loadsJsonItems: (texts) => sync.loadsJsonItems(texts),
+          loadsJsonArray: (text) => sync.loadsJsonArray(text),
+        }
+      );
     },
   };
   return serializer;

@@ -81,14 +81,21 @@ export const MIGRATIONS: readonly Migration[] = [
   },
   {
     version: 2,
-    describe: "the owner of a running thread: its host, its start time (with the pid, one process), its heartbeat and its commands' process groups",
+    describe:
+      "the owner of a running thread: its host, its start time (with the pid, one process), its heartbeat and its commands' process groups",
     up(db) {
-      addMissingColumns(db, "loopgraph_threads", { owner_host: "TEXT", owner_start: "INTEGER", heartbeat_at: "TEXT", command_groups: "TEXT" });
+      addMissingColumns(db, "loopgraph_threads", {
+        owner_host: "TEXT",
+        owner_start: "INTEGER",
+        heartbeat_at: "TEXT",
+        command_groups: "TEXT",
+      });
     },
   },
   {
     version: 3,
-    describe: "list channels store each item once, in an item log per channel (loopgraph_checkpoint_items); versions written before stay as they are and are still read",
+    describe:
+      "list channels store each item once, in an item log per channel (loopgraph_checkpoint_items); versions written before stay as they are and are still read",
     up(db) {
       createCheckpointTables(db);
     },
@@ -161,9 +168,11 @@ export function migrate(db: Database.Database): void {
 
 /** What the database holds: loopgraph's tables, and whether it has others (another program's). */
 export function schemaObjects(db: Database.Database): { ours: number; others: string[] } {
-  const names = (db.prepare(`SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'`).all() as { name: string }[]).map(
-    (row) => row.name,
-  );
+  const names = (
+    db.prepare(`SELECT name FROM sqlite_master WHERE type IN ('table', 'view') AND name NOT LIKE 'sqlite\\_%' ESCAPE '\\'`).all() as {
+      name: string;
+    }[]
+  ).map((row) => row.name);
   const ours = names.filter((name) => name.startsWith("loopgraph_"));
   return { ours: ours.length, others: names.filter((name) => !name.startsWith("loopgraph_")) };
 }
@@ -176,11 +185,15 @@ const THREAD_COLUMNS = ["thread_id", "graph_file", "graph_name", "task", "worksp
  * `loopgraph_` table) without loopgraph's columns. Undefined when every such table is loopgraph's.
  */
 export function foreignNamedTable(db: Database.Database): string | undefined {
-  const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loopgraph\\_%' ESCAPE '\\'`).all() as { name: string }[];
+  const tables = db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table' AND name LIKE 'loopgraph\\_%' ESCAPE '\\'`).all() as {
+    name: string;
+  }[];
   return tables
     .map((table) => table.name)
     .find((name) => {
-      const columns = new Set((db.prepare(`SELECT name FROM pragma_table_info(?)`).all(name) as { name: string }[]).map((column) => column.name));
+      const columns = new Set(
+        (db.prepare(`SELECT name FROM pragma_table_info(?)`).all(name) as { name: string }[]).map((column) => column.name),
+      );
       const needed = name === "loopgraph_threads" ? THREAD_COLUMNS : ["thread_id"];
       return needed.some((column) => !columns.has(column));
     });

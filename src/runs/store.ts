@@ -87,7 +87,12 @@ function sqliteStore(tables: SqliteTables, secrets: readonly string[], serde: Se
   };
 }
 
-async function postgresStore(tables: PostgresTablesOf, secrets: readonly string[], serde: SerializerProtocol, access: StoreAccess): Promise<Store> {
+async function postgresStore(
+  tables: PostgresTablesOf,
+  secrets: readonly string[],
+  serde: SerializerProtocol,
+  access: StoreAccess,
+): Promise<Store> {
   const { PostgresRecordings, PostgresSnapshotLog } = await import("./postgres-tables.js");
   const saver = new PostgresCheckpointSaver(tables.pool, serde);
   const recordings = new PostgresRecordings(tables.pool);

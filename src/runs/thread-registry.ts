@@ -92,7 +92,10 @@ export interface CommandGroup {
 export type Claim = { claimed: true; before: ThreadRecord; killed: number[] } | { claimed: false; holder: ThreadRecord };
 
 /** Fields of a new thread's record (see `ThreadTable.create`). */
-export type NewThread = Pick<ThreadRecord, "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "mode" | "workspace">;
+export type NewThread = Pick<
+  ThreadRecord,
+  "threadId" | "graphFile" | "graphHash" | "graphName" | "task" | "model" | "approval" | "mode" | "workspace"
+>;
 
 /**
  * The threads of a run store (SQLite: ThreadRegistry; PostgreSQL: PostgresThreadRegistry), and
@@ -244,7 +247,8 @@ export class ThreadRegistry implements ThreadTable {
     this.getStatement = db.prepare(`SELECT * FROM loopgraph_threads WHERE thread_id = ?`);
     this.listStatement = db.prepare(`SELECT * FROM loopgraph_threads ORDER BY created_at DESC, thread_id`);
     this.heartbeats = new Heartbeats(
-      async (threadId, now) => this.heartbeatStatement.run({ thread_id: threadId, pid: THIS_PROCESS.pid, host: THIS_PROCESS.host, now }).changes > 0,
+      async (threadId, now) =>
+        this.heartbeatStatement.run({ thread_id: threadId, pid: THIS_PROCESS.pid, host: THIS_PROCESS.host, now }).changes > 0,
     );
   }
 
@@ -322,8 +326,11 @@ export class ThreadRegistry implements ThreadTable {
         const record = this.read(threadId);
         if (!record) return undefined;
         if (isRunningElsewhere(record)) return { deleted: false as const, holder: record };
-        const existing = new Set((this.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((row) => row.name));
-        for (const table of THREAD_DATA_TABLES) if (existing.has(table)) this.db.prepare(`DELETE FROM ${table} WHERE thread_id = ?`).run(threadId);
+        const existing = new Set(
+          (this.db.prepare(`SELECT name FROM sqlite_master WHERE type = 'table'`).all() as { name: string }[]).map((row) => row.name),
+        );
+        for (const table of THREAD_DATA_TABLES)
+          if (existing.has(table)) this.db.prepare(`DELETE FROM ${table} WHERE thread_id = ?`).run(threadId);
         return { deleted: true as const, record };
       })
       .immediate();
@@ -361,7 +368,14 @@ export function newThreadParams(record: NewThread, queued = false) {
 
 /** The named parameters of a claim's update. */
 export function claimParams(threadId: string, settings: ClaimSettings) {
-  return { thread_id: threadId, ...ownerParams(), model: settings.model ?? null, approval: settings.approval ?? null, mode: settings.mode ?? null, now: new Date().toISOString() };
+  return {
+    thread_id: threadId,
+    ...ownerParams(),
+    model: settings.model ?? null,
+    approval: settings.approval ?? null,
+    mode: settings.mode ?? null,
+    now: new Date().toISOString(),
+  };
 }
 
 /** The run settings a claim records with the thread: each one given replaces the recorded one. */

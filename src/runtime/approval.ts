@@ -62,7 +62,8 @@ export function isApprovalAnswer(value: unknown): value is ApprovalAnswer {
     DECISIONS.includes(String(answer.decision)) &&
     (answer.reason === undefined || typeof answer.reason === "string") &&
     (answer.args === undefined || (typeof answer.args === "object" && answer.args !== null && !Array.isArray(answer.args))) &&
-    (answer.set === undefined || (Array.isArray(answer.set) && answer.set.every((change) => typeof change?.path === "string" && change.path !== "")))
+    (answer.set === undefined ||
+      (Array.isArray(answer.set) && answer.set.every((change) => typeof change?.path === "string" && change.path !== "")))
   );
 }
 

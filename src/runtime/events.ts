@@ -27,7 +27,17 @@ export type RunEvent =
   /** Output of a running call (a shell command's), as it arrives, redacted; the model gets the result. */
   | { type: "tool_output"; threadId: string; node: string; id: string; name: string; stream: "stdout" | "stderr"; text: string }
   /** `notRun`: the call did not run (stopped by the loop detector or the policy, rejected by the user, or its arguments were not JSON). */
-  | { type: "tool_result"; threadId: string; node: string; id: string; name: string; ok: boolean; result: string; errorKind?: ToolErrorKind; notRun?: NotRun }
+  | {
+      type: "tool_result";
+      threadId: string;
+      node: string;
+      id: string;
+      name: string;
+      ok: boolean;
+      result: string;
+      errorKind?: ToolErrorKind;
+      notRun?: NotRun;
+    }
   /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
   | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
   | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
@@ -41,7 +51,16 @@ export type RunEvent =
    * A hook ran (or was skipped: `skipped` says why). `exitCode` is null when it did not exit by
    * itself; `blocked`: a before_tool hook stopped the call; `failure`: what went wrong, in a line.
    */
-  | { type: "hook"; threadId: string; node?: string; event: string; command: string; exitCode: number | null; blocked?: boolean; failure?: string };
+  | {
+      type: "hook";
+      threadId: string;
+      node?: string;
+      event: string;
+      command: string;
+      exitCode: number | null;
+      blocked?: boolean;
+      failure?: string;
+    };
 
 /**
  * Why a tool call did not run: `blocked` (the loop detector, the policy or a hook), `rejected` (the
@@ -54,6 +73,5 @@ export interface RerunNode {
   node: string;
   effects: string[];
 }
-
 
 export type EventSink = (event: RunEvent) => void;

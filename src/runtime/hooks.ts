@@ -13,7 +13,9 @@ import { performEffect } from "./effects.js";
 
 /** The hooks of `event` (for a tool event, those whose `tools` match the tool). */
 export function hooksOf(ctx: RunContext, event: HookEvent, tool?: string): Hook[] {
-  return (ctx.hooks ?? []).filter((hook) => hook.event === event && (hook.tools === undefined || tool === undefined || toolMatches(hook.tools, tool)));
+  return (ctx.hooks ?? []).filter(
+    (hook) => hook.event === event && (hook.tools === undefined || tool === undefined || toolMatches(hook.tools, tool)),
+  );
 }
 
 /**
@@ -41,7 +43,10 @@ export async function runEventHooks(
     return outcomes;
   };
   const node = where.node;
-  const outcomes = where.record && node !== undefined ? await performEffect(ctx, { kind: "hook", node, name: input.event, args: where.record.args }, perform) : await perform();
+  const outcomes =
+    where.record && node !== undefined
+      ? await performEffect(ctx, { kind: "hook", node, name: input.event, args: where.record.args }, perform)
+      : await perform();
   for (const outcome of outcomes) {
     const blocked = input.event === "before_tool" && blockingReason(outcome) !== undefined;
     const failure = blocked ? undefined : hookFailure(input.event, outcome);

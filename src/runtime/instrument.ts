@@ -26,7 +26,8 @@ export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): 
     } catch (error) {
       // A limit (it names its node) stays a limit: the run ends `limited`, not failed; the user's
       // cancellation passes as it is (the engine tells it from a failure, see failureOutcome).
-      if (isGraphBubbleUp(error) || error instanceof LimitError || error instanceof CancelledError || cancelledByUser(ctx.signal)) throw error;
+      if (isGraphBubbleUp(error) || error instanceof LimitError || error instanceof CancelledError || cancelledByUser(ctx.signal))
+        throw error;
       const message = error instanceof Error ? error.message : String(error);
       const prefixed = message.startsWith(`node "${id}"`) ? message : `node "${id}" failed: ${message}`;
       // The cause stays with it: a store lock, for one, ends the run interrupted, not failed.

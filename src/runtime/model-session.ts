@@ -57,7 +57,9 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
         consumed,
         signal: ctx.signal,
         onToken: !stream ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
-        onToolCallStart: !stream ? undefined : (name, index) => ctx.emit({ type: "tool_call_started", threadId: ctx.threadId, node, name, index }),
+        onToolCallStart: !stream
+          ? undefined
+          : (name, index) => ctx.emit({ type: "tool_call_started", threadId: ctx.threadId, node, name, index }),
         onRetry: ({ attempt, maxAttempts, delayMs, error }) =>
           ctx.emit({ type: "retry", threadId: ctx.threadId, node, attempt, maxAttempts, delayMs, message: error.message }),
       })
@@ -93,7 +95,13 @@ export function startNodeSession(
   options: Pick<ModelSessionOptions, "streamTokens" | "tools"> = {},
 ): NodeModelSession {
   const spec = nodeModelSpec(node, graph, ctx.settings);
-  const session = startModelSession(ctx, { spec, node: node.id, consumed: state.scripted[spec], startUsage: state.usage[node.id], ...options });
+  const session = startModelSession(ctx, {
+    spec,
+    node: node.id,
+    consumed: state.scripted[spec],
+    startUsage: state.usage[node.id],
+    ...options,
+  });
   return {
     ...session,
     bookkeeping: () => {
@@ -103,19 +111,13 @@ export function startNodeSession(
   };
 }
 
-export type StructuredAnswer =
-  | { ok: true; value: unknown; answer: AIMessage }
-  | { ok: false; error: string; answer: AIMessage };
+export type StructuredAnswer = { ok: true; value: unknown; answer: AIMessage } | { ok: false; error: string; answer: AIMessage };
 
 /**
  * Asks for JSON matching `schema`; an invalid answer is retried once with the validation error.
  * `prompt` must already tell the model the expected format.
  */
-export async function askStructured(
-  ask: ModelSession["ask"],
-  prompt: BaseMessage[],
-  schema: z.ZodType,
-): Promise<StructuredAnswer> {
+export async function askStructured(ask: ModelSession["ask"], prompt: BaseMessage[], schema: z.ZodType): Promise<StructuredAnswer> {
   const first = await ask(prompt);
   const parsed = parseStructuredOutput(messageText(first), schema);
   if (parsed.ok) return { ok: true, value: parsed.value, answer: first };

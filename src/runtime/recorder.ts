@@ -10,6 +10,10 @@ export function createRecorder(recordings: RecordingTable, threadId: string, sec
   return ({ node, ...data }) => {
     const site = nextCallSite();
     if (!site) return;
-    recordings.put({ threadId, checkpointId: site.checkpointId, taskPath: site.taskPath, callIndex: site.callIndex, node: node ?? site.taskName }, data, secrets);
+    recordings.put(
+      { threadId, checkpointId: site.checkpointId, taskPath: site.taskPath, callIndex: site.callIndex, node: node ?? site.taskName },
+      data,
+      secrets,
+    );
   };
 }

@@ -3,7 +3,13 @@ import { interrupt } from "@langchain/langgraph";
 import { cancelledByUser } from "../errors.js";
 import { alwaysAnswerFor, decideToolCall, toolFacts } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
-import { checkToolCalls, checkToolResult, type CallWork, type LoopDetectionOptions, type LoopDetectorState } from "../tools/loop-detection.js";
+import {
+  checkToolCalls,
+  checkToolResult,
+  type CallWork,
+  type LoopDetectionOptions,
+  type LoopDetectorState,
+} from "../tools/loop-detection.js";
 import { checkToolCall, executeToolCall, previewChange, unifiedDiff } from "../tools/registry.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from "../tools/types.js";
@@ -94,7 +100,17 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   const { threadId } = ctx;
   /** The call's `tool_result` event: its result, the kind of its error, and why it did not run, if it did not. */
   const emitResult = (result: ToolResult, notRun?: NotRun): void =>
-    ctx.emit({ type: "tool_result", threadId, node, id: call.id, name: call.name, ok: result.ok, result: result.content, ...(!result.ok && result.errorKind && { errorKind: result.errorKind }), ...(notRun && { notRun }) });
+    ctx.emit({
+      type: "tool_result",
+      threadId,
+      node,
+      id: call.id,
+      name: call.name,
+      ok: result.ok,
+      result: result.content,
+      ...(!result.ok && result.errorKind && { errorKind: result.errorKind }),
+      ...(notRun && { notRun }),
+    });
   const loop = checkToolCalls(options.loop.state, [{ name: call.name, args: call.args }], options.loop.options);
   if (loop.verdict.status === "fail") {
     // Not run, yet shown like any call: the user (and --json) sees which call the loop detector stopped.
@@ -103,7 +119,10 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     emitResult(result, "blocked");
     return { result, loop: loop.state, loopFailure: loop.verdict.reason };
   }
-  const outcome: Omit<ToolCallOutcome, "result"> & { editNote?: string } = { loop: loop.state, ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}) };
+  const outcome: Omit<ToolCallOutcome, "result"> & { editNote?: string } = {
+    loop: loop.state,
+    ...(loop.verdict.status === "warn" ? { loopWarning: loop.verdict.message } : {}),
+  };
   if (call.invalidArguments !== undefined) {
     // Nothing to decide on and nothing to run: the model is told, and sends the call again.
     const result = invalidArgumentsResult(call.name, call.invalidArguments);
@@ -173,7 +192,11 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
       outcome.editedArgs = edited;
       const again = checkToolCall(call, options.tools);
       const denied = decideToolCall({ name: call.name, args: edited }, policy);
-      if ("failure" in again) result = { ...again.failure, content: `the arguments the user edited are not valid, so the call did not run: ${again.failure.content}` };
+      if ("failure" in again)
+        result = {
+          ...again.failure,
+          content: `the arguments the user edited are not valid, so the call did not run: ${again.failure.content}`,
+        };
       else if (denied.kind === "blocked") result = denied.result;
       outcome.editNote = describeEdit(model.args, edited);
     }
@@ -182,7 +205,10 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   const hookInput = { thread: threadId, node, workspace: ctx.workspace, tool: { id: call.id, name: call.name, args: call.args } };
   if (!result) {
     const record = { args: { tool: call.name, args: call.args } };
-    const outcomes = await runEventHooks(ctx, hooksOf(ctx, "before_tool", call.name), { event: "before_tool", ...hookInput }, toolContext, { node, record });
+    const outcomes = await runEventHooks(ctx, hooksOf(ctx, "before_tool", call.name), { event: "before_tool", ...hookInput }, toolContext, {
+      node,
+      record,
+    });
     const reason = outcomes.map(blockingReason).find((text) => text !== undefined);
     if (reason !== undefined) result = { ok: false, errorKind: "blocked", content: `Blocked by a hook: ${reason}` };
   }
@@ -200,12 +226,22 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     const request = { kind: "tool" as const, node, name: call.name, args: call.args };
     // A composite call's own steps are checkpointed and recorded (and replayed) one by one: the call is not one effect.
     const composite = checked.tool.composite === true;
-    result = composite ? await execute() : await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
+    result = composite
+      ? await execute()
+      : await performEffect(ctx, request, () => (ctx.snapshots ? ctx.snapshots.around(step, execute) : execute()));
     // What the user's after_tool hooks print is added to the result the model sees.
     const shown = { ok: result.ok, ...(result.errorKind && { errorKind: result.errorKind }), content: result.content };
     const record = { args: { tool: call.name, args: call.args, result: shown } };
-    const outcomes = await runEventHooks(ctx, hooksOf(ctx, "after_tool", call.name), { event: "after_tool", ...hookInput, result: shown }, toolContext, { node, record });
-    const notes = outcomes.filter((outcome) => outcome.exitCode === 0 && outcome.stdout.trim() !== "").map((outcome) => outcome.stdout.trim());
+    const outcomes = await runEventHooks(
+      ctx,
+      hooksOf(ctx, "after_tool", call.name),
+      { event: "after_tool", ...hookInput, result: shown },
+      toolContext,
+      { node, record },
+    );
+    const notes = outcomes
+      .filter((outcome) => outcome.exitCode === 0 && outcome.stdout.trim() !== "")
+      .map((outcome) => outcome.stdout.trim());
     if (notes.length > 0) result = { ...result, content: `${result.content}\n\n[after_tool hook]\n${notes.join("\n")}` };
   }
   // The model is told its call was edited, and how: its own arguments are what its history shows.
@@ -228,7 +264,9 @@ const EDIT_DIFF_LINES = 60;
 export function describeEdit(before: unknown, after: unknown): string {
   const old = (before ?? {}) as Record<string, unknown>;
   const now = (after ?? {}) as Record<string, unknown>;
-  const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].filter((key) => JSON.stringify(old[key]) !== JSON.stringify(now[key]));
+  const keys = [...new Set([...Object.keys(old), ...Object.keys(now)])].filter(
+    (key) => JSON.stringify(old[key]) !== JSON.stringify(now[key]),
+  );
   const changes = keys.map((key) => {
     const [from, to] = [old[key], now[key]];
     if (typeof from === "string" && typeof to === "string" && (from.includes("\n") || to.includes("\n"))) {

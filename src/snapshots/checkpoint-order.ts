@@ -31,7 +31,9 @@ export async function resolveCheckpoint(store: Store, threadId: string, idOrPref
   const ids = new Set(matches.map((match) => match.id));
   if (ids.size !== 1) {
     const problem = ids.size === 0 ? "no checkpoint" : "more than one checkpoint";
-    throw new ConfigError(`${problem} of thread "${threadId}" matches "${idOrPrefix}": see \`loopgraph rewind ${threadId} --list\` or \`loopgraph inspect ${threadId}\``);
+    throw new ConfigError(
+      `${problem} of thread "${threadId}" matches "${idOrPrefix}": see \`loopgraph rewind ${threadId} --list\` or \`loopgraph inspect ${threadId}\``,
+    );
   }
   const { ns, id } = matches[0]!;
   const tuple = await store.saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } });

@@ -51,16 +51,27 @@ export interface SnapshotPoint {
  * step; an id or a unique prefix). Only paths the agent's file-changing steps changed after it
  * are touched; `dryRun` only lists them.
  */
-export async function restoreWorkspace(threadId: string, checkpointId: string, options: RestoreOptions & StoreOptions = {}): Promise<RestoreResult> {
+export async function restoreWorkspace(
+  threadId: string,
+  checkpointId: string,
+  options: RestoreOptions & StoreOptions = {},
+): Promise<RestoreResult> {
   return withStore(options, "read", (store) => restoreWorkspaceInStore(store, threadId, checkpointId, options));
 }
 
 /** `restoreWorkspace` with a store already open (e.g. by `replay`). */
-export async function restoreWorkspaceInStore(store: Store, threadId: string, checkpointId: string, options: RestoreOptions = {}): Promise<RestoreResult> {
+export async function restoreWorkspaceInStore(
+  store: Store,
+  threadId: string,
+  checkpointId: string,
+  options: RestoreOptions = {},
+): Promise<RestoreResult> {
   const dryRun = options.dryRun ?? false;
   const thread = await requireThread(store, threadId);
   if (isRepoWorkspace(thread.workspace)) {
-    throw new ConfigError(`thread "${threadId}" works on a clone of a repository (${thread.workspace}) made on the workers: its files cannot be rewound from here; fork it without --restore-files, or get its patch with \`loopgraph patch ${threadId}\``);
+    throw new ConfigError(
+      `thread "${threadId}" works on a clone of a repository (${thread.workspace}) made on the workers: its files cannot be rewound from here; fork it without --restore-files, or get its patch with \`loopgraph patch ${threadId}\``,
+    );
   }
   if (!dryRun && isRunningElsewhere(thread)) {
     throw new ConfigError(`thread "${threadId}" is running in process ${thread.pid}: stop it first, then rewind`);
@@ -69,8 +80,20 @@ export async function restoreWorkspaceInStore(store: Store, threadId: string, ch
   const target = await resolveCheckpoint(store, threadId, checkpointId);
   // The snapshot of the workspace taken now holds none of the secrets the store redacts.
   const repo = await openRepository(thread.workspace, store.secrets);
-  const plan = await planRewind(repo, snapshots, target, await parentLookup(store, threadId, [target, ...snapshots.map((snapshot) => snapshot.checkpoint)]));
-  const result: RestoreResult = { threadId, checkpointId: target.id, workspace: thread.workspace, dryRun, changes: plan.changes, withheld: plan.withheld };
+  const plan = await planRewind(
+    repo,
+    snapshots,
+    target,
+    await parentLookup(store, threadId, [target, ...snapshots.map((snapshot) => snapshot.checkpoint)]),
+  );
+  const result: RestoreResult = {
+    threadId,
+    checkpointId: target.id,
+    workspace: thread.workspace,
+    dryRun,
+    changes: plan.changes,
+    withheld: plan.withheld,
+  };
   if (plan.since) {
     const { seq, node, tool, toolCallId } = plan.since;
     result.since = { seq, node, tool, toolCallId };
@@ -127,7 +150,9 @@ const PATCH_MAX_CHARS = 200_000;
 export async function stepDiffs(threadId: string, options: StoreOptions = {}): Promise<{ diffs: StepDiff[]; problem?: string }> {
   return withStore(options, "read", async (store) => {
     const thread = await requireThread(store, threadId);
-    const snapshots = (await store.snapshots.list(threadId)).filter((snapshot) => snapshot.treeAfter !== undefined && (snapshot.paths?.length ?? 0) > 0);
+    const snapshots = (await store.snapshots.list(threadId)).filter(
+      (snapshot) => snapshot.treeAfter !== undefined && (snapshot.paths?.length ?? 0) > 0,
+    );
     if (snapshots.length === 0) return { diffs: [] };
     if (isRepoWorkspace(thread.workspace)) return { diffs: [], problem: `the workspace is a clone on the workers (${thread.workspace})` };
     let repo: SnapshotRepository;

@@ -44,9 +44,18 @@ export async function planRewind(
   const touched = await touchedPaths(repo, steps, current);
   const differences = (await repo.diff(since.treeBefore, current)).filter((change) => touched.has(change.path));
   const planned = await Promise.all(differences.map((change) => toRewindChange(repo.workspace, change)));
-  const withheld = await repo.withheld(since.treeBefore, planned.filter((change) => change.action !== "delete").map((change) => change.path));
+  const withheld = await repo.withheld(
+    since.treeBefore,
+    planned.filter((change) => change.action !== "delete").map((change) => change.path),
+  );
   const changes = planned.filter((change) => !withheld.includes(change.path));
-  return { since, tree: since.treeBefore, current, changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)), withheld: withheld.sort() };
+  return {
+    since,
+    tree: since.treeBefore,
+    current,
+    changes: changes.sort((a, b) => (a.path < b.path ? -1 : a.path > b.path ? 1 : 0)),
+    withheld: withheld.sort(),
+  };
 }
 
 /**
@@ -66,6 +75,11 @@ async function touchedPaths(repo: SnapshotRepository, steps: SnapshotRecord[], c
 async function toRewindChange(workspace: string, change: TreeChange): Promise<RewindChange> {
   if (change.status === "A") return { action: "delete", path: change.path };
   // Gone from the snapshot of now, but maybe only ignored now: then it is still on disk.
-  const onDisk = change.status === "M" || (await lstat(join(workspace, change.path)).then(() => true, () => false));
+  const onDisk =
+    change.status === "M" ||
+    (await lstat(join(workspace, change.path)).then(
+      () => true,
+      () => false,
+    ));
   return { action: onDisk ? "restore" : "recreate", path: change.path };
 }

@@ -66,7 +66,10 @@ export interface SnapshotRepositoryOptions {
  * The workspace's snapshot repository, created on first use unless `create` is false (then a
  * missing one is a GitError).
  */
-export async function openSnapshotRepository(workspace: string, { create = true, secrets = [] }: SnapshotRepositoryOptions = {}): Promise<SnapshotRepository> {
+export async function openSnapshotRepository(
+  workspace: string,
+  { create = true, secrets = [] }: SnapshotRepositoryOptions = {},
+): Promise<SnapshotRepository> {
   const gitDir = join(workspace, SNAPSHOTS_GIT_DIR);
   if (!create && !existsSync(join(gitDir, "HEAD"))) throw new GitError(`no snapshot repository at ${gitDir}`);
   // Its own .gitignore keeps the folder out of the user's `git status`.
@@ -92,10 +95,13 @@ export async function openSnapshotRepository(workspace: string, { create = true,
     },
     diff: async (from, to) => parseRawDiff(await store.run(["diff-tree", "-r", "-z", "--no-renames", from, to])),
     patch: (from, to) =>
-      gitBytes(["diff-tree", "-p", "-r", "--binary", "--full-index", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", from, to], {
-        cwd: workspace,
-        repository: [`--git-dir=${gitDir}`],
-      }),
+      gitBytes(
+        ["diff-tree", "-p", "-r", "--binary", "--full-index", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", from, to],
+        {
+          cwd: workspace,
+          repository: [`--git-dir=${gitDir}`],
+        },
+      ),
     keep: (trees, message) => keep(store, trees, message),
     checkout: (tree, paths) => checkout(store, tree, paths),
   };

@@ -53,7 +53,9 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
     if (off) return;
     off = true;
     const reason = error instanceof Error ? error.message.split("\n")[0] : String(error);
-    options.warn(`workspace snapshots are off for the rest of this run (${reason}): \`loopgraph rewind\` cannot restore the files it changes`);
+    options.warn(
+      `workspace snapshots are off for the rest of this run (${reason}): \`loopgraph rewind\` cannot restore the files it changes`,
+    );
   };
 
   return {
@@ -65,7 +67,14 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
         repository ??= openSnapshotRepository(workspace, { secrets: options.secrets ?? [] });
         const repo = await repository;
         const before = await repo.capture();
-        const seq = await log.open({ threadId, checkpoint, node: step.node, tool: step.tool, toolCallId: step.toolCallId, treeBefore: before });
+        const seq = await log.open({
+          threadId,
+          checkpoint,
+          node: step.node,
+          tool: step.tool,
+          toolCallId: step.toolCallId,
+          treeBefore: before,
+        });
         opened = { seq, before, repo };
       } catch (error) {
         turnOff(error);

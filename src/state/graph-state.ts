@@ -47,8 +47,7 @@ export const SCRIPTED_ANY_NODE = "*";
  */
 export type ScriptedConsumed = ScriptedCounts | number[];
 
-const unionSorted = (left: number[], right: number[]): number[] =>
-  [...new Set([...left, ...right])].sort((a, b) => a - b);
+const unionSorted = (left: number[], right: number[]): number[] => [...new Set([...left, ...right])].sort((a, b) => a - b);
 
 /** Per group, the larger count: both writers' responses stay used (a union, as the counts are prefixes). */
 const mergeCounts = (left: ScriptedCounts, right: ScriptedCounts): ScriptedCounts => {

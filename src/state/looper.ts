@@ -61,10 +61,7 @@ export interface ReviewCheckResult {
 }
 
 /** The Judge node's result, written to `outputs.<judge node>`. */
-export type JudgeResult = (
-  | { decision: "continue"; nextTask: string }
-  | { decision: "terminate"; reason: string }
-) & {
+export type JudgeResult = ({ decision: "continue"; nextTask: string } | { decision: "terminate"; reason: string }) & {
   /** How many pending messages (from the front of the queue) the decision took in. */
   consumedPending: number;
   /** "model": valid model output; "rule": a guard overrode the model; "fallback": invalid output twice. */

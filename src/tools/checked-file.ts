@@ -37,10 +37,16 @@ export async function stampOf(absolute: string): Promise<string> {
 export function checkWritable(relative: string, absolute: string): void {
   const own = installedPackageRoot();
   if (own && isInside(own, absolute)) {
-    throw new ToolError("protected_path", `${relative} is part of loopgraph itself (installed in ${own}), which the file tools never write`);
+    throw new ToolError(
+      "protected_path",
+      `${relative} is part of loopgraph itself (installed in ${own}), which the file tools never write`,
+    );
   }
   if (relative.split("/").pop()?.toLowerCase() === PROJECT_CONFIG) {
-    throw new ToolError("protected_path", `${relative} is a loopgraph project config file, which the file tools never write: the user sets loopgraph up`);
+    throw new ToolError(
+      "protected_path",
+      `${relative} is a loopgraph project config file, which the file tools never write: the user sets loopgraph up`,
+    );
   }
   // Compared case-insensitively: on a case-insensitive file system `.GIT/config` is `.git/config`.
   const component = relative.split("/").find((part) => PROTECTED_DIRECTORIES.includes(part.toLowerCase()));
@@ -79,7 +85,8 @@ export function checkRegularFile(stats: Stats, relative: string): void {
 function openFailure(error: unknown, relative: string): ToolError | unknown {
   const code = (error as NodeJS.ErrnoException).code;
   if (code === "ELOOP") return new ToolError("failed", `${relative} became a symbolic link while it was being opened: try again`);
-  if (code === "ENXIO") return new ToolError("special_file", `${relative} is a named pipe (FIFO): the file tools only read and write regular files`);
+  if (code === "ENXIO")
+    return new ToolError("special_file", `${relative} is a named pipe (FIFO): the file tools only read and write regular files`);
   if (code === "ENOENT") return new ToolError("file_not_found", `${relative} does not exist in the workspace`);
   return error;
 }

@@ -28,10 +28,13 @@ export const DEFAULT_SUBAGENT_OUTPUT: OutputSchema = {
  * of an object that zod can check values against.
  */
 export function outputSchemaProblem(schema: unknown): string | undefined {
-  if (schema === null || typeof schema !== "object" || Array.isArray(schema)) return "must be a JSON Schema of an object, e.g. { type: object, properties: { answer: { type: string } }, required: [answer] }";
+  if (schema === null || typeof schema !== "object" || Array.isArray(schema))
+    return "must be a JSON Schema of an object, e.g. { type: object, properties: { answer: { type: string } }, required: [answer] }";
   const { type, properties } = schema as Record<string, unknown>;
-  if (type !== "object") return `must have type: object (the result is one object), not ${type === undefined ? "no type" : JSON.stringify(type)}`;
-  if (properties !== undefined && (properties === null || typeof properties !== "object" || Array.isArray(properties))) return "properties must map each field's name to its schema";
+  if (type !== "object")
+    return `must have type: object (the result is one object), not ${type === undefined ? "no type" : JSON.stringify(type)}`;
+  if (properties !== undefined && (properties === null || typeof properties !== "object" || Array.isArray(properties)))
+    return "properties must map each field's name to its schema";
   try {
     z.fromJSONSchema(schema as z.core.JSONSchema.JSONSchema);
   } catch (error) {

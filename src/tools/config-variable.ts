@@ -4,7 +4,12 @@
  */
 
 /** The list in `variable` (empty when unset); a value that is not such a list is an error naming the variable and what `key:` in a config file is for. */
-export function jsonListVariable<T>(env: NodeJS.ProcessEnv, variable: string, key: string, isItem: (item: Record<string, unknown>) => boolean): T[] {
+export function jsonListVariable<T>(
+  env: NodeJS.ProcessEnv,
+  variable: string,
+  key: string,
+  isItem: (item: Record<string, unknown>) => boolean,
+): T[] {
   const text = env[variable]?.trim();
   if (!text) return [];
   let parsed: unknown;
@@ -13,7 +18,10 @@ export function jsonListVariable<T>(env: NodeJS.ProcessEnv, variable: string, ke
   } catch {
     parsed = undefined;
   }
-  if (!Array.isArray(parsed) || !parsed.every((item) => item !== null && typeof item === "object" && isItem(item as Record<string, unknown>))) {
+  if (
+    !Array.isArray(parsed) ||
+    !parsed.every((item) => item !== null && typeof item === "object" && isItem(item as Record<string, unknown>))
+  ) {
     throw new Error(`${variable} must be the JSON list loopgraph writes from ${key}: (declare them in your config file instead)`);
   }
   return parsed as T[];

@@ -62,7 +62,10 @@ function snippet(text: string, at: number, length: number): string {
 
 const schema = z.strictObject({
   path: z.string().min(1).describe("File path, relative to the workspace root"),
-  old_string: z.string().min(1, "old_string must not be empty (to create a file, use write_file)").describe("Exact text to replace, whitespace included"),
+  old_string: z
+    .string()
+    .min(1, "old_string must not be empty (to create a file, use write_file)")
+    .describe("Exact text to replace, whitespace included"),
   new_string: z.string().describe("Replacement text"),
   replace_all: z.boolean().optional().describe("Replace every occurrence instead of requiring exactly one (default false)"),
 });
@@ -94,8 +97,13 @@ export const editFileTool: ToolDefinition<z.infer<typeof schema>> = {
 function checkReadBefore(relative: string, stamp: string, read: ToolContext["fileStamps"]): void {
   if (read === undefined) return;
   const seen = read[relative];
-  if (seen === undefined) throw new ToolError("not_read", `${relative} was not read in this turn: read it with read_file first, then edit it`);
-  if (seen !== stamp) throw new ToolError("not_read", `${relative} changed on disk since you read it: read it again with read_file, then edit the text as it is now`);
+  if (seen === undefined)
+    throw new ToolError("not_read", `${relative} was not read in this turn: read it with read_file first, then edit it`);
+  if (seen !== stamp)
+    throw new ToolError(
+      "not_read",
+      `${relative} changed on disk since you read it: read it again with read_file, then edit the text as it is now`,
+    );
 }
 
 /** The edit the call asks for, checked against the file as it is now; nothing is written. */

@@ -14,7 +14,8 @@ const MAX_RESULTS = 500;
 function planSearch(workspace: string, pattern: string): { root: string; matcher: (path: string) => boolean } {
   if (pattern.startsWith("!")) throw new ToolError("invalid_arguments", "negated patterns are not supported: give the files to match");
   const { base, glob, isGlob } = picomatch.scan(pattern);
-  if (glob.split("/").includes("..")) throw new ToolError("invalid_arguments", "`..` may only appear before the first wildcard of the pattern");
+  if (glob.split("/").includes(".."))
+    throw new ToolError("invalid_arguments", "`..` may only appear before the first wildcard of the pattern");
   const root = resolveInWorkspace(workspace, base || ".");
   const relativeBase = workspaceRelative(workspace, root);
   const anchored = !isGlob ? relativeBase : relativeBase === "." ? glob : `${relativeBase}/${glob}`;

@@ -112,7 +112,8 @@ const SIMPLE_NAME_GLOB = /^[A-Za-z0-9_.*?-]+$/;
  */
 function walkArgs(scope: Scope): string[] {
   const args = ["--no-config", "--hidden", "--no-ignore-global", ...[...ALWAYS_SKIPPED_NAMES].map((name) => `--glob=!${name}`)];
-  if (scope.glob !== undefined && SIMPLE_NAME_GLOB.test(scope.glob)) args.push(`--type-add=loopgraphglob:${scope.glob}`, "--type=loopgraphglob");
+  if (scope.glob !== undefined && SIMPLE_NAME_GLOB.test(scope.glob))
+    args.push(`--type-add=loopgraphglob:${scope.glob}`, "--type=loopgraphglob");
   return args;
 }
 
@@ -455,7 +456,26 @@ function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
   const pruned = [...ALWAYS_SKIPPED_NAMES].flatMap((name, index) => [...(index > 0 ? ["-o"] : []), "-name", name]);
   // `./` first: find takes an argument starting with `-` for an expression.
   const start = scope.rgPath === "." ? "." : `./${scope.rgPath}`;
-  const args = [start, "-mindepth", "1", "(", ...pruned, ")", "-prune", "-o", "-type", "f", "(", "-links", "+1", "-o", "-size", `+${MAX_FILE_BYTES}c`, ")", "-print0"];
+  const args = [
+    start,
+    "-mindepth",
+    "1",
+    "(",
+    ...pruned,
+    ")",
+    "-prune",
+    "-o",
+    "-type",
+    "f",
+    "(",
+    "-links",
+    "+1",
+    "-o",
+    "-size",
+    `+${MAX_FILE_BYTES}c`,
+    ")",
+    "-print0",
+  ];
   const child = spawn(find, args, { cwd: scope.cwd, stdio: ["ignore", "pipe", "ignore"] });
   const onAbort = () => child.kill("SIGKILL");
   ctx.signal?.addEventListener("abort", onAbort);
@@ -483,7 +503,10 @@ function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
         .map(({ raw, file }) => ({ file, raw, verdict: verdictOf(lstatRaw(cwd, raw), file) }))
         .filter(({ verdict }) => verdict === "refused" || verdict === "tooLarge");
       const root = join(scope.cwd, scope.rgPath);
-      const walked = await areWalked(root, found.map(({ file }) => join(scope.cwd, file)));
+      const walked = await areWalked(
+        root,
+        found.map(({ file }) => join(scope.cwd, file)),
+      );
       const kept = found.filter((_, index) => walked[index]).sort((a, b) => compareWalkOrder(a.file, b.file));
       return {
         tooLarge: kept.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
@@ -517,7 +540,14 @@ function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
  * Runs a walk-ordered search, and beside it the listing for its notes up to where it stopped;
  * undefined (both stopped) when `giveUp` comes first.
  */
-async function sortedSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, giveUp?: (started: Search) => Promise<void>) {
+async function sortedSearch(
+  rg: string,
+  query: GrepQuery,
+  scope: Scope,
+  ctx: ToolContext,
+  limit: number,
+  giveUp?: (started: Search) => Promise<void>,
+) {
   const search = startSearch(rg, query, scope, ctx, limit, true);
   const listing = listLeftOut(rg, scope, ctx, true);
   let outcome: SearchOutcome | undefined;
@@ -704,7 +734,9 @@ const schema = z.strictObject({
     .string()
     .min(1)
     .optional()
-    .describe('Only search files matching this glob: without a slash it matches file names ("*.ts"), with one workspace-relative paths ("src/**/*.ts")'),
+    .describe(
+      'Only search files matching this glob: without a slash it matches file names ("*.ts"), with one workspace-relative paths ("src/**/*.ts")',
+    ),
   case_insensitive: z.boolean().optional().describe("Ignore case (default false)"),
 });
 
@@ -727,7 +759,7 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
     schema,
     async run({ pattern, path = ".", glob, case_insensitive = false }, ctx) {
       const root = await statInWorkspace(ctx.workspace, path);
-      const ripgrep = options.ripgrep === undefined ? findRipgrep() : options.ripgrep ?? undefined;
+      const ripgrep = options.ripgrep === undefined ? findRipgrep() : (options.ripgrep ?? undefined);
       const query = { pattern, caseInsensitive: case_insensitive };
       const where = `for ${JSON.stringify(pattern)} in ${root.relative}${glob ? ` (files matching ${glob})` : ""}`;
       if (!ripgrep || !root.stats.isDirectory()) {
@@ -736,7 +768,14 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
         return { content: report(await engine(query, candidates.files, ctx, MAX_MATCHES + 1), candidates, where) };
       }
       const scope: Scope = { cwd: realPathOf(resolve(ctx.workspace)), rgPath: root.relative, glob, inGlob: globMatcher(glob) };
-      const { matches, leftOut } = await ripgrepDirectory(ripgrep, query, scope, ctx, MAX_MATCHES + 1, options.sortedHeadStartMs ?? SORTED_HEAD_START_MS);
+      const { matches, leftOut } = await ripgrepDirectory(
+        ripgrep,
+        query,
+        scope,
+        ctx,
+        MAX_MATCHES + 1,
+        options.sortedHeadStartMs ?? SORTED_HEAD_START_MS,
+      );
       return { content: report(matches, leftOut, where) };
     },
   };

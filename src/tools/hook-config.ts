@@ -45,8 +45,10 @@ const TOOL_GLOB = /^[A-Za-z0-9_*?-]+$/;
 
 /** Checks `hooks:` (event → list of { command, tools?, timeout? }); returns the hooks, or the problems. */
 export function checkHooks(value: unknown, source: { trusted: boolean; origin: string }): { hooks: Hook[]; problems: Problem[] } {
-  const shape = "hooks must be a mapping of events (session_start, before_tool, after_tool, stop, error) to lists of { command, tools, timeout }";
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return { hooks: [], problems: [{ path: ["hooks"], at: "value", message: shape }] };
+  const shape =
+    "hooks must be a mapping of events (session_start, before_tool, after_tool, stop, error) to lists of { command, tools, timeout }";
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return { hooks: [], problems: [{ path: ["hooks"], at: "value", message: shape }] };
   const hooks: Hook[] = [];
   const problems: Problem[] = [];
   for (const [event, list] of Object.entries(value as Record<string, unknown>)) {
@@ -60,15 +62,21 @@ export function checkHooks(value: unknown, source: { trusted: boolean; origin: s
     }
     list.forEach((raw: unknown, index) => {
       const path = ["hooks", event, index];
-      const entry = mappingEntry(raw, path, problems, HOOK_KEYS, { name: "a hook", notMapping: "a hook is a mapping: { command, tools, timeout }" });
+      const entry = mappingEntry(raw, path, problems, HOOK_KEYS, {
+        name: "a hook",
+        notMapping: "a hook is a mapping: { command, tools, timeout }",
+      });
       if (!entry) return;
       const { fields, bad } = entry;
-      if (typeof fields.command !== "string" || fields.command.trim() === "") bad("command", "command must be a bash command line, run in the workspace");
+      if (typeof fields.command !== "string" || fields.command.trim() === "")
+        bad("command", "command must be a bash command line, run in the workspace");
       const toolEvent = event === "before_tool" || event === "after_tool";
       if (fields.tools !== undefined && !toolEvent) bad("tools", "tools is for before_tool and after_tool hooks");
-      else if (fields.tools !== undefined && (typeof fields.tools !== "string" || !TOOL_GLOB.test(fields.tools))) bad("tools", "tools must be a tool name with * and ? wildcards, e.g. shell, *_file, docs__*");
+      else if (fields.tools !== undefined && (typeof fields.tools !== "string" || !TOOL_GLOB.test(fields.tools)))
+        bad("tools", "tools must be a tool name with * and ? wildcards, e.g. shell, *_file, docs__*");
       const timeout = fields.timeout ?? DEFAULT_TIMEOUT_SECONDS;
-      if (typeof timeout !== "number" || !(timeout > 0) || timeout > 3_600) bad("timeout", "timeout must be the seconds the hook may take (a number, at most 3600)");
+      if (typeof timeout !== "number" || !(timeout > 0) || timeout > 3_600)
+        bad("timeout", "timeout must be the seconds the hook may take (a number, at most 3600)");
       if (!entry.clean()) return;
       hooks.push({
         event: event as HookEvent,
@@ -85,5 +93,10 @@ export function checkHooks(value: unknown, source: { trusted: boolean; origin: s
 
 /** The hooks carried in HOOKS_VARIABLE; a bad value is an error naming the variable. */
 export function hooksFromEnv(env: NodeJS.ProcessEnv): Hook[] {
-  return jsonListVariable<Hook>(env, HOOKS_VARIABLE, "hooks", (hook) => (HOOK_EVENTS as readonly string[]).includes(hook.event as string) && typeof hook.command === "string");
+  return jsonListVariable<Hook>(
+    env,
+    HOOKS_VARIABLE,
+    "hooks",
+    (hook) => (HOOK_EVENTS as readonly string[]).includes(hook.event as string) && typeof hook.command === "string",
+  );
 }

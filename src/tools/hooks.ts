@@ -21,7 +21,8 @@ export interface HookOutcome {
 
 /** The most of a hook's output kept (each stream). */
 const OUTPUT_KEPT = 8_000;
-const clip = (text: string) => (text.length > OUTPUT_KEPT ? `${text.slice(0, OUTPUT_KEPT)}\n[… ${text.length - OUTPUT_KEPT} more characters]` : text);
+const clip = (text: string) =>
+  text.length > OUTPUT_KEPT ? `${text.slice(0, OUTPUT_KEPT)}\n[… ${text.length - OUTPUT_KEPT} more characters]` : text;
 
 /**
  * Runs one hook with `input` (JSON) on its stdin, in the workspace, as the shell tool runs a
@@ -33,15 +34,33 @@ export async function runHook(hook: Hook, input: object, ctx: ToolContext): Prom
   const sandbox = sandboxForDeclared(ctx.sandbox ?? availableSandbox(), hook.trusted, process.env);
   if (!sandbox) {
     const why = ctx.sandbox?.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here";
-    return { command: hook.command, exitCode: null, skipped: `not run: it is declared in ${hook.origin}, and such a hook runs only in the OS sandbox, but ${why}`, stdout: "", stderr: "" };
+    return {
+      command: hook.command,
+      exitCode: null,
+      skipped: `not run: it is declared in ${hook.origin}, and such a hook runs only in the OS sandbox, but ${why}`,
+      stdout: "",
+      stderr: "",
+    };
   }
   // A hook's output is its own, not the tool call's: it is not shown live.
   const where: ToolContext = { ...ctx, sandbox, onOutput: undefined };
   try {
     const outcome = await runWithInput(hook.command, `${JSON.stringify(input)}\n`, where, hook.timeoutMs);
-    return { command: hook.command, exitCode: outcome.exitCode, ...(outcome.timedOut && { timedOut: true }), stdout: clip(outcome.stdout), stderr: clip(outcome.stderr) };
+    return {
+      command: hook.command,
+      exitCode: outcome.exitCode,
+      ...(outcome.timedOut && { timedOut: true }),
+      stdout: clip(outcome.stdout),
+      stderr: clip(outcome.stderr),
+    };
   } catch (error) {
-    return { command: hook.command, exitCode: null, skipped: `could not start: ${(error as Error).message.split("\n")[0]}`, stdout: "", stderr: "" };
+    return {
+      command: hook.command,
+      exitCode: null,
+      skipped: `could not start: ${(error as Error).message.split("\n")[0]}`,
+      stdout: "",
+      stderr: "",
+    };
   }
 }
 
@@ -56,7 +75,9 @@ export function blockingReason(outcome: HookOutcome): string | undefined {
     return decision?.decision === "block" ? decision.reason || `the hook \`${outcome.command}\` blocked it` : undefined;
   }
   if (outcome.exitCode === BLOCK_EXIT_CODE) return said || `the hook \`${outcome.command}\` blocked it`;
-  const how = outcome.skipped ?? (outcome.timedOut ? "it timed out" : outcome.exitCode === null ? "it was stopped" : `it exited with ${outcome.exitCode}`);
+  const how =
+    outcome.skipped ??
+    (outcome.timedOut ? "it timed out" : outcome.exitCode === null ? "it was stopped" : `it exited with ${outcome.exitCode}`);
   return `the before_tool hook \`${outcome.command}\` failed (${how}), so the call was not run${said ? `: ${said}` : ""}`;
 }
 
@@ -74,7 +95,8 @@ function jsonDecision(stdout: string): { decision?: unknown; reason?: string } |
 /** Why a hook other than `before_tool` failed, for a warning; undefined when it succeeded. */
 export function hookFailure(event: HookEvent, outcome: HookOutcome): string | undefined {
   if (outcome.exitCode === 0) return undefined;
-  const how = outcome.skipped ?? (outcome.timedOut ? "timed out" : outcome.exitCode === null ? "was stopped" : `exited with ${outcome.exitCode}`);
+  const how =
+    outcome.skipped ?? (outcome.timedOut ? "timed out" : outcome.exitCode === null ? "was stopped" : `exited with ${outcome.exitCode}`);
   const said = outcome.stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 400);
   return `the ${event} hook \`${outcome.command}\` ${how}${said ? `: ${said}` : ""}`;
 }

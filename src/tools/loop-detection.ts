@@ -41,7 +41,9 @@ export const loopDetectionConfigSchema = z.strictObject({
   read_streak: z
     .int()
     .min(0)
-    .describe("Reads, searches and listings in a row without a write or a command before the model is warned to act (again after as many more; 0: never; default 8)")
+    .describe(
+      "Reads, searches and listings in a row without a write or a command before the model is warned to act (again after as many more; 0: never; default 8)",
+    )
     .default(8),
   repeated_errors: z
     .int()
@@ -76,9 +78,7 @@ export function toLoopDetectionOptions(config: LoopDetectionConfig): LoopDetecti
   };
 }
 
-export const DEFAULT_LOOP_DETECTION_OPTIONS: LoopDetectionOptions = toLoopDetectionOptions(
-  loopDetectionConfigSchema.parse({}),
-);
+export const DEFAULT_LOOP_DETECTION_OPTIONS: LoopDetectionOptions = toLoopDetectionOptions(loopDetectionConfigSchema.parse({}));
 
 // ---------------------------------------------------------------------------------------------
 // State and verdicts
@@ -289,12 +289,20 @@ export function checkToolResult(
 ): ResultCheck {
   if (!options.enabled) return { state };
   const readStreak = call.work === "read" ? (state.readStreak ?? 0) + 1 : call.work === "change" ? 0 : (state.readStreak ?? 0);
-  const key = result.ok ? undefined : createHash("sha256").update(`${call.name}\0${result.errorKind ?? ""}\0${result.content}`).digest("hex").slice(0, 16);
+  const key = result.ok
+    ? undefined
+    : createHash("sha256")
+        .update(`${call.name}\0${result.errorKind ?? ""}\0${result.content}`)
+        .digest("hex")
+        .slice(0, 16);
   const errorRun = key === undefined ? undefined : { key, count: state.errorRun?.key === key ? state.errorRun.count + 1 : 1 };
   const next: LoopDetectorState = { ...state, readStreak, ...(errorRun ? { errorRun } : { errorRun: undefined }) };
   if (errorRun && options.repeatedErrors > 0 && errorRun.count >= options.repeatedErrors) {
     const first = result.content.split("\n", 1)[0]!.slice(0, 200);
-    return { state: next, failure: `the same error ${errorRun.count} times in a row from ${call.name} (${result.errorKind ?? "failed"}: ${first})` };
+    return {
+      state: next,
+      failure: `the same error ${errorRun.count} times in a row from ${call.name} (${result.errorKind ?? "failed"}: ${first})`,
+    };
   }
   if (call.work === "read" && options.readStreak > 0 && readStreak % options.readStreak === 0) {
     return {

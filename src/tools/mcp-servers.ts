@@ -69,18 +69,31 @@ export type McpDeclarationSource = { trusted: true; origin: string } | { trusted
  * Checks `mcp_servers:` (a mapping of name → server); returns the servers, or the problems (paths
  * relative to the mapping's key `at`).
  */
-export function checkMcpServers(value: unknown, source: McpDeclarationSource, at: (string | number)[] = ["mcp_servers"]): { servers: McpServer[]; problems: Problem[] } {
+export function checkMcpServers(
+  value: unknown,
+  source: McpDeclarationSource,
+  at: (string | number)[] = ["mcp_servers"],
+): { servers: McpServer[]; problems: Problem[] } {
   if (value === null || typeof value !== "object" || Array.isArray(value)) {
-    return { servers: [], problems: [{ path: at, at: "value", message: "mcp_servers must be a mapping of server names to { command, args } or { url }" }] };
+    return {
+      servers: [],
+      problems: [{ path: at, at: "value", message: "mcp_servers must be a mapping of server names to { command, args } or { url }" }],
+    };
   }
   const problems: Problem[] = [];
   const servers: McpServer[] = [];
   const userOnly = (key: string) =>
-    source.trusted ? undefined : `${source.where} cannot set ${key} for an MCP server (a planted file must not): declare the server in your user config`;
+    source.trusted
+      ? undefined
+      : `${source.where} cannot set ${key} for an MCP server (a planted file must not): declare the server in your user config`;
   for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
     const path = [...at, name];
     if (!SERVER_NAME.test(name)) {
-      problems.push({ path, at: "key", message: `MCP server name "${name}" must be letters, digits and - (at most 30): its tools are named ${name.replace(/[^A-Za-z0-9-]/g, "-")}__<tool>` });
+      problems.push({
+        path,
+        at: "key",
+        message: `MCP server name "${name}" must be letters, digits and - (at most 30): its tools are named ${name.replace(/[^A-Za-z0-9-]/g, "-")}__<tool>`,
+      });
     }
     const entry = mappingEntry(raw, path, problems, SERVER_KEYS, {
       name: "an MCP server",
@@ -94,16 +107,21 @@ export function checkMcpServers(value: unknown, source: McpDeclarationSource, at
       continue;
     }
     const wrongTransport = isStdio ? ["headers"] : ["args", "env", "sandbox", "network"];
-    for (const key of wrongTransport) if (fields[key] !== undefined) bad(key, `${key} is for ${isStdio ? "HTTP" : "stdio"} servers (${isStdio ? "url" : "command"})`);
+    for (const key of wrongTransport)
+      if (fields[key] !== undefined) bad(key, `${key} is for ${isStdio ? "HTTP" : "stdio"} servers (${isStdio ? "url" : "command"})`);
     const timeout = fields.timeout ?? DEFAULT_TIMEOUT_SECONDS;
-    if (typeof timeout !== "number" || !(timeout > 0) || timeout > 86_400) bad("timeout", "timeout must be the seconds a call may take (a number, at most 86400)");
+    if (typeof timeout !== "number" || !(timeout > 0) || timeout > 86_400)
+      bad("timeout", "timeout must be the seconds a call may take (a number, at most 86400)");
     const strings = (key: string, shape: "list" | "map"): string[] | Record<string, string> | undefined => {
       const field = fields[key];
       if (field === undefined) return shape === "list" ? [] : {};
       const ok =
         shape === "list"
           ? Array.isArray(field) && field.every((item) => typeof item === "string")
-          : field !== null && typeof field === "object" && !Array.isArray(field) && Object.values(field).every((item) => typeof item === "string");
+          : field !== null &&
+            typeof field === "object" &&
+            !Array.isArray(field) &&
+            Object.values(field).every((item) => typeof item === "string");
       if (!ok) {
         bad(key, shape === "list" ? `${key} must be a list of strings` : `${key} must be a mapping of names to strings`);
         return undefined;
@@ -115,7 +133,8 @@ export function checkMcpServers(value: unknown, source: McpDeclarationSource, at
     };
     const common = { name, timeoutMs: Math.round(Number(timeout) * 1000), trusted: source.trusted, origin: source.origin };
     if (isStdio) {
-      if (typeof fields.command !== "string" || fields.command.trim() === "") bad("command", "command must be the program that starts the server, e.g. npx");
+      if (typeof fields.command !== "string" || fields.command.trim() === "")
+        bad("command", "command must be the program that starts the server, e.g. npx");
       const args = strings("args", "list") as string[] | undefined;
       const env = strings("env", "map") as Record<string, string> | undefined;
       for (const key of ["sandbox", "network"] as const) {
@@ -124,10 +143,19 @@ export function checkMcpServers(value: unknown, source: McpDeclarationSource, at
       if (fields.sandbox === false && userOnly("sandbox: false")) bad("sandbox", userOnly("sandbox: false")!);
       if (fields.network === true && userOnly("network: true")) bad("network", userOnly("network: true")!);
       if (entry.clean() && args && env) {
-        servers.push({ ...common, transport: "stdio", command: fields.command as string, args, env, sandbox: fields.sandbox !== false, network: fields.network === true });
+        servers.push({
+          ...common,
+          transport: "stdio",
+          command: fields.command as string,
+          args,
+          env,
+          sandbox: fields.sandbox !== false,
+          network: fields.network === true,
+        });
       }
     } else {
-      if (typeof fields.url !== "string" || !/^https?:\/\/[^\s]+$/.test(fields.url)) bad("url", "url must be the http(s) URL of a streamable-HTTP MCP endpoint, e.g. http://127.0.0.1:3001/mcp");
+      if (typeof fields.url !== "string" || !/^https?:\/\/[^\s]+$/.test(fields.url))
+        bad("url", "url must be the http(s) URL of a streamable-HTTP MCP endpoint, e.g. http://127.0.0.1:3001/mcp");
       const headers = strings("headers", "map") as Record<string, string> | undefined;
       if (entry.clean() && headers) servers.push({ ...common, transport: "http", url: fields.url as string, headers });
     }

@@ -53,7 +53,10 @@ const CONNECT_TIMEOUT_MS = 30_000;
 
 /** One line of an error message, without control characters (a server's text is not trusted). */
 function oneLine(text: string, max = 300): string {
-  const line = text.replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ").replace(/\s+/g, " ").trim();
+  const line = text
+    .replace(/[\u0000-\u001f\u007f-\u009f]+/g, " ")
+    .replace(/\s+/g, " ")
+    .trim();
   return line.length > max ? `${line.slice(0, max)}…` : line;
 }
 
@@ -83,7 +86,13 @@ export class McpHub {
             for (let n = 2; taken.has(exposed); n++) exposed = `${mcpToolName(server.name, tool.name).slice(0, 60)}_${n}`;
             taken.add(exposed);
             const { $schema: _, ...parameters } = tool.inputSchema as Record<string, unknown>;
-            listing.tools.push({ name: exposed, server: server.name, tool: tool.name, description: tool.description ?? tool.title ?? tool.name, parameters });
+            listing.tools.push({
+              name: exposed,
+              server: server.name,
+              tool: tool.name,
+              description: tool.description ?? tool.title ?? tool.name,
+              parameters,
+            });
           }
           cursor = page.nextCursor;
         }
@@ -106,7 +115,11 @@ export class McpHub {
       if (signal?.aborted) throw new ToolError("failed", "cancelled before it finished");
       const code = (error as { code?: unknown }).code;
       // -32001: the SDK's request timeout.
-      if (code === -32001) throw new ToolError("timeout", `MCP server "${name}" did not answer ${tool} within ${server.timeoutMs / 1000}s (its timeout: in mcp_servers)`);
+      if (code === -32001)
+        throw new ToolError(
+          "timeout",
+          `MCP server "${name}" did not answer ${tool} within ${server.timeoutMs / 1000}s (its timeout: in mcp_servers)`,
+        );
       throw new ToolError("failed", `MCP server "${name}": ${await this.failure(name, error)}`);
     }
     const text = resultText(result);
@@ -135,13 +148,21 @@ export class McpHub {
     const stderr = connection?.stderr() ?? (error as { stderr?: string }).stderr ?? "";
     await connection?.client.close().catch(() => undefined);
     const message = oneLine(error instanceof Error ? error.message : String(error));
-    const tail = oneLine(stderr.split("\n").filter((line) => line.trim()).slice(-3).join(" | "), 400);
+    const tail = oneLine(
+      stderr
+        .split("\n")
+        .filter((line) => line.trim())
+        .slice(-3)
+        .join(" | "),
+      400,
+    );
     return `${tail ? `${message} (stderr: ${tail})` : message}${this.sandboxHint(this.server(name))}`;
   }
 
   /** Why a server that failed may have failed because of where it ran: the sandbox has no network and an empty home. */
   private sandboxHint(server: McpServer): string {
-    if (server.transport !== "stdio" || (server.trusted && !server.sandbox) || server.network || this.options.sandbox.name !== "bubblewrap") return "";
+    if (server.transport !== "stdio" || (server.trusted && !server.sandbox) || server.network || this.options.sandbox.name !== "bubblewrap")
+      return "";
     return "; it ran in the OS sandbox, which has no network and an empty home: a server that downloads itself (npx -y …) needs `network: true` in your declaration, or install it and name its program";
   }
 
@@ -159,8 +180,12 @@ export class McpHub {
     const client = new Client({ name: "loopgraph", version: packageVersion() });
     if (server.transport === "http") {
       const { StreamableHTTPClientTransport } = await import("@modelcontextprotocol/sdk/client/streamableHttp.js");
-      const headers = Object.fromEntries(Object.entries(server.headers).map(([key, value]) => [key, this.expand(server, value, `headers.${key}`)]));
-      await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }), { timeout: CONNECT_TIMEOUT_MS });
+      const headers = Object.fromEntries(
+        Object.entries(server.headers).map(([key, value]) => [key, this.expand(server, value, `headers.${key}`)]),
+      );
+      await client.connect(new StreamableHTTPClientTransport(new URL(server.url), { requestInit: { headers } }), {
+        timeout: CONNECT_TIMEOUT_MS,
+      });
       return { client, stderr: () => "" };
     }
     const { StdioClientTransport } = await import("@modelcontextprotocol/sdk/client/stdio.js");
@@ -196,10 +221,15 @@ export class McpHub {
   private sandboxFor(server: Extract<McpServer, { transport: "stdio" }>): Sandbox {
     const { sandbox } = this.options;
     if (server.trusted && !server.sandbox) return SANDBOX_OFF;
-    const confined = sandboxForDeclared(sandbox, server.trusted, this.env, { network: server.network, readable: programFolders(server, this.env) });
+    const confined = sandboxForDeclared(sandbox, server.trusted, this.env, {
+      network: server.network,
+      readable: programFolders(server, this.env),
+    });
     if (confined) return confined;
     const why = sandbox.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here (install bubblewrap)";
-    throw new Error(`not started: it is declared in ${server.origin}, and such a server runs only in the OS sandbox, but ${why}; declare it in your user config to run it without`);
+    throw new Error(
+      `not started: it is declared in ${server.origin}, and such a server runs only in the OS sandbox, but ${why}; declare it in your user config to run it without`,
+    );
   }
 
   private expand(server: McpServer, value: string, key: string): string {
@@ -235,7 +265,15 @@ export function programFolders(server: Pick<McpStdioServer, "command" | "args">,
   return [...folders];
 }
 
-type ContentItem = { type: string; text?: string; mimeType?: string; data?: string; uri?: string; name?: string; resource?: { uri?: string; text?: string; mimeType?: string } };
+type ContentItem = {
+  type: string;
+  text?: string;
+  mimeType?: string;
+  data?: string;
+  uri?: string;
+  name?: string;
+  resource?: { uri?: string; text?: string; mimeType?: string };
+};
 
 /** A tool result's content as text for the model: text as is, other content described in a line. */
 function resultText(result: { content?: unknown; structuredContent?: unknown; toolResult?: unknown }): string {

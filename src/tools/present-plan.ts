@@ -2,7 +2,11 @@ import { z } from "zod";
 import type { ToolDefinition } from "./types.js";
 
 const schema = z.strictObject({
-  plan: z.string().trim().min(1).describe("The plan, in Markdown: what you found, the changes you will make (files, steps), how you will check them"),
+  plan: z
+    .string()
+    .trim()
+    .min(1)
+    .describe("The plan, in Markdown: what you found, the changes you will make (files, steps), how you will check them"),
 });
 
 /**

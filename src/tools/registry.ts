@@ -34,7 +34,11 @@ export const MODE_TOOLS: readonly ToolDefinition[] = [presentPlanTool, completeT
 
 /** What the model is told about each tool. */
 export function toolSpecs(tools: readonly ToolDefinition[]): ToolSpec[] {
-  return tools.map((tool) => (tool.parameters ? { name: tool.name, description: tool.description, parameters: tool.parameters } : toolSpec(tool.name, tool.description, tool.schema)));
+  return tools.map((tool) =>
+    tool.parameters
+      ? { name: tool.name, description: tool.description, parameters: tool.parameters }
+      : toolSpec(tool.name, tool.description, tool.schema),
+  );
 }
 
 function firstLine(text: string): string {
@@ -49,14 +53,24 @@ function describeIssues(error: z.ZodError): string {
  * A call checked before anything decides on it: the tool it names, with its arguments as the
  * tool's schema reads them; or the failed result of an unknown tool or invalid arguments.
  */
-export function checkToolCall(call: Pick<ToolCallRequest, "name" | "args">, tools: readonly ToolDefinition[]): { tool: ToolDefinition; args: unknown } | { failure: ToolResult } {
+export function checkToolCall(
+  call: Pick<ToolCallRequest, "name" | "args">,
+  tools: readonly ToolDefinition[],
+): { tool: ToolDefinition; args: unknown } | { failure: ToolResult } {
   const tool = tools.find((candidate) => candidate.name === call.name);
   if (!tool) {
     const available = tools.map((candidate) => candidate.name).join(", ");
     return { failure: { ok: false, errorKind: "tool_not_found", content: `unknown tool "${call.name}"; available tools: ${available}` } };
   }
   const parsed = tool.schema.safeParse(call.args);
-  if (!parsed.success) return { failure: { ok: false, errorKind: "invalid_arguments", content: `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}` } };
+  if (!parsed.success)
+    return {
+      failure: {
+        ok: false,
+        errorKind: "invalid_arguments",
+        content: `invalid arguments for ${tool.name}: ${describeIssues(parsed.error)}`,
+      },
+    };
   return { tool, args: parsed.data };
 }
 
@@ -65,7 +79,11 @@ export function checkToolCall(call: Pick<ToolCallRequest, "name" | "args">, tool
  * other exception becomes a failed result of the matching kind (one line, no stack), and a long
  * result is cut to the budget with its full text saved as an artifact.
  */
-export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, tools: readonly ToolDefinition[] = BUILTIN_TOOLS): Promise<ToolResult> {
+export async function executeToolCall(
+  call: ToolCallRequest,
+  ctx: ToolContext,
+  tools: readonly ToolDefinition[] = BUILTIN_TOOLS,
+): Promise<ToolResult> {
   if (ctx.signal?.aborted) return { ok: false, errorKind: "failed", content: "cancelled before it started" };
   const checked = checkToolCall(call, tools);
   if ("failure" in checked) return checked.failure;
@@ -87,7 +105,11 @@ export async function executeToolCall(call: ToolCallRequest, ctx: ToolContext, t
       const fitted = await fitToBudget(error.message, ctx, tool.name, error.fullOutputFile).catch(() => ({ content: error.message }));
       return { ok: false, errorKind: error.kind, ...fitted };
     }
-    return { ok: false, errorKind: "failed", content: `${tool.name} failed: ${firstLine(error instanceof Error ? error.message : String(error))}` };
+    return {
+      ok: false,
+      errorKind: "failed",
+      content: `${tool.name} failed: ${firstLine(error instanceof Error ? error.message : String(error))}`,
+    };
   }
 }
 
@@ -106,7 +128,10 @@ export interface DiffOptions {
 
 /** The unified diff of two texts, cut after `max` lines with a line saying how many more there were. */
 export function unifiedDiff(oldName: string, newName: string, before: string, after: string, options: DiffOptions): string {
-  const patch = redactValues(createTwoFilesPatch(oldName, newName, before, after, undefined, undefined, { context: options.context }), options.secrets ?? []).split("\n");
+  const patch = redactValues(
+    createTwoFilesPatch(oldName, newName, before, after, undefined, undefined, { context: options.context }),
+    options.secrets ?? [],
+  ).split("\n");
   const start = patch.findIndex((line) => (options.hunksOnly ? line.startsWith("@@") : line.startsWith("--- ")));
   const lines = start < 0 ? [] : patch.slice(start);
   const more = lines.length - options.max;
@@ -126,7 +151,11 @@ const DIFF_MAX_INPUT_CHARS = 2_000_000;
  * with the run's secrets redacted; undefined for other tools, or when the call would fail anyway
  * (its own error then reaches the model).
  */
-export async function previewChange(call: ToolCallRequest, ctx: ToolContext, tools: readonly ToolDefinition[] = BUILTIN_TOOLS): Promise<string | undefined> {
+export async function previewChange(
+  call: ToolCallRequest,
+  ctx: ToolContext,
+  tools: readonly ToolDefinition[] = BUILTIN_TOOLS,
+): Promise<string | undefined> {
   const tool = tools.find((candidate) => candidate.name === call.name);
   const parsed = tool?.preview ? tool.schema.safeParse(call.args) : undefined;
   if (!tool?.preview || !parsed?.success) return undefined;
@@ -134,10 +163,12 @@ export async function previewChange(call: ToolCallRequest, ctx: ToolContext, too
     const change = await tool.preview(parsed.data, ctx);
     const size = (change.before?.length ?? 0) + change.after.length;
     // A line diff of large texts can take long (its cost grows with size times differences).
-    if (size > DIFF_MAX_INPUT_CHARS) return `[no diff shown: ${change.path} would go from ${change.before?.length ?? 0} to ${change.after.length} characters]`;
+    if (size > DIFF_MAX_INPUT_CHARS)
+      return `[no diff shown: ${change.path} would go from ${change.before?.length ?? 0} to ${change.after.length} characters]`;
     const before = change.before === undefined ? "/dev/null" : `a/${change.path}`;
     // A new file: its head (the header and first lines); a change: the diff, up to its limit.
-    const cut = change.before === undefined ? { max: NEW_FILE_MAX_LINES + 3, what: "of the new file" } : { max: DIFF_MAX_LINES, what: "of the diff" };
+    const cut =
+      change.before === undefined ? { max: NEW_FILE_MAX_LINES + 3, what: "of the new file" } : { max: DIFF_MAX_LINES, what: "of the diff" };
     return unifiedDiff(before, `b/${change.path}`, change.before ?? "", change.after, { context: 3, ...cut, secrets: ctx.secrets ?? [] });
   } catch {
     return undefined;

@@ -33,7 +33,7 @@ export interface SandboxOptions {
  * command's process group (`kill 0`). The command itself gets neither descriptor.
  */
 export function watchedBash(command: string, scope: "namespace" | "group"): string[] {
-  const watch = 'exec 4<&3 3<&-; ( read -r _ <&4; kill -KILL ' + (scope === "namespace" ? "-1" : "0") + " ) </dev/null >/dev/null 2>&1 &";
+  const watch = "exec 4<&3 3<&-; ( read -r _ <&4; kill -KILL " + (scope === "namespace" ? "-1" : "0") + " ) </dev/null >/dev/null 2>&1 &";
   // In a namespace the watcher dies with it when the command ends; in a group it is stopped by hand.
   const run = scope === "namespace" ? 'exec 4<&-; exec bash -c "$1"' : 'w=$!; exec 4<&-; bash -c "$1"; s=$?; kill $w 2>/dev/null; exit $s';
   return ["bash", "-c", `${watch} ${run}`, "bash", command];
@@ -52,7 +52,12 @@ export interface Sandbox {
    * path), with the workspace's paths `readOnly` bound read-only (`protectedPaths` of
    * protected-entries.ts).
    */
-  wrap(argv: readonly string[], workspace: string, env: NodeJS.ProcessEnv, readOnly: readonly string[]): { file: string; args: string[]; env: NodeJS.ProcessEnv };
+  wrap(
+    argv: readonly string[],
+    workspace: string,
+    env: NodeJS.ProcessEnv,
+    readOnly: readonly string[],
+  ): { file: string; args: string[]; env: NodeJS.ProcessEnv };
 }
 
 const unconfined = (name: "none" | "off"): Sandbox => ({
@@ -100,22 +105,29 @@ export function bubblewrap(program = "bwrap", options: SandboxOptions = {}): San
         // A new, empty root: only what is bound below is there.
         ...systemView(),
         ...(options.network ? resolverView() : []),
-        "--dev", "/dev",
-        "--proc", "/proc",
+        "--dev",
+        "/dev",
+        "--proc",
+        "/proc",
         // Private, empty /tmp and home, mounted before the workspace (which may be under either).
-        "--tmpfs", "/tmp",
-        "--tmpfs", "/var/tmp",
+        "--tmpfs",
+        "/tmp",
+        "--tmpfs",
+        "/var/tmp",
         ...home.flatMap((dir) => (existsSync(dir) ? ["--tmpfs", dir] : [])),
         ...(options.readable ?? []).flatMap((dir) => (existsSync(dir) ? ["--ro-bind", dir, dir] : [])),
         ...(options.writable ?? []).flatMap((dir) => (existsSync(dir) ? ["--bind", dir, dir] : [])),
-        options.readOnlyWorkspace ? "--ro-bind" : "--bind", workspace, workspace,
+        options.readOnlyWorkspace ? "--ro-bind" : "--bind",
+        workspace,
+        workspace,
         // Every .git, .loopgraph and loopgraph.yaml, at any depth (protected-entries.ts).
         ...readOnly.flatMap((path) => ["--ro-bind", path, path]),
         "--unshare-all",
         ...(options.network ? ["--share-net"] : []),
         "--die-with-parent",
         "--new-session",
-        "--chdir", workspace,
+        "--chdir",
+        workspace,
         "--",
         ...argv,
       ];
@@ -168,7 +180,11 @@ export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: 
   if (sandboxWaived(env, options.noSandbox)) return SANDBOX_OFF;
   if (sandboxProblem(env) !== undefined) return NO_SANDBOX;
   const program = env.LOOPGRAPH_BWRAP || "bwrap";
-  return options.network || options.readOnlyWorkspace || options.readable?.length || options.writable?.length ? bubblewrap(program, options) : program === "bwrap" ? BUBBLEWRAP : bubblewrap(program);
+  return options.network || options.readOnlyWorkspace || options.readable?.length || options.writable?.length
+    ? bubblewrap(program, options)
+    : program === "bwrap"
+      ? BUBBLEWRAP
+      : bubblewrap(program);
 }
 
 /**
@@ -187,13 +203,21 @@ export function sandboxForDeclared(run: Sandbox, trusted: boolean, env: NodeJS.P
 
 /** Why `program` cannot run a trial command in new namespaces, from what it said; undefined when it can. */
 function bubblewrapProblem(program: string): SandboxProblem | undefined {
-  const trial = spawnSync(program, ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", "true"], {
-    stdio: ["ignore", "ignore", "pipe"],
-    encoding: "utf8",
-    timeout: 5_000,
-  });
+  const trial = spawnSync(
+    program,
+    ["--ro-bind", "/", "/", "--dev", "/dev", "--proc", "/proc", "--unshare-all", "--die-with-parent", "--", "true"],
+    {
+      stdio: ["ignore", "ignore", "pipe"],
+      encoding: "utf8",
+      timeout: 5_000,
+    },
+  );
   if (trial.status === 0) return undefined;
-  if ((trial.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT") return { installed: false, reason: `${program} is not installed` };
+  if ((trial.error as NodeJS.ErrnoException | undefined)?.code === "ENOENT")
+    return { installed: false, reason: `${program} is not installed` };
   const said = trial.stderr?.trim().split("\n")[0];
-  return { installed: true, reason: `${program} cannot start a sandbox here${said ? ` (${said})` : trial.error ? ` (${trial.error.message})` : ""}` };
+  return {
+    installed: true,
+    reason: `${program} cannot start a sandbox here${said ? ` (${said})` : trial.error ? ` (${trial.error.message})` : ""}`,
+  };
 }

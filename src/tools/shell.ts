@@ -231,14 +231,30 @@ interface RunOptions {
 }
 
 /** Runs `command` to its end, a timeout or cancellation, capturing its output into `stdout` and `stderr`. */
-async function runCommand(command: string, ctx: ToolContext, options: RunOptions, stdout: OutputCapture, stderr: OutputCapture): Promise<Ending> {
+async function runCommand(
+  command: string,
+  ctx: ToolContext,
+  options: RunOptions,
+  stdout: OutputCapture,
+  stderr: OutputCapture,
+): Promise<Ending> {
   // Credentials are loopgraph's, not the agent's: a command printing them would put them in the run's state and artifacts.
   const sandbox = ctx.sandbox ?? availableSandbox();
-  const sandboxed = sandbox.wrap(watchedBash(command, sandbox.scope), ctx.workspace, agentEnvironment(process.env), options.readOnly ?? protectedPaths(ctx.workspace));
+  const sandboxed = sandbox.wrap(
+    watchedBash(command, sandbox.scope),
+    ctx.workspace,
+    agentEnvironment(process.env),
+    options.readOnly ?? protectedPaths(ctx.workspace),
+  );
   // Its own process group: a timeout or cancellation kills the whole tree (with bubblewrap, its PID namespace).
   // Descriptor 3 is the watcher's lifeline: closed when loopgraph dies, or when it stops the command.
   const stdin = options.input === undefined ? "ignore" : "pipe";
-  const child = spawn(sandboxed.file, sandboxed.args, { cwd: ctx.workspace, env: sandboxed.env, detached: true, stdio: [stdin, "pipe", "pipe", "pipe"] });
+  const child = spawn(sandboxed.file, sandboxed.args, {
+    cwd: ctx.workspace,
+    env: sandboxed.env,
+    detached: true,
+    stdio: [stdin, "pipe", "pipe", "pipe"],
+  });
   const [, out, err, lifeline] = child.stdio as unknown as [null, Readable, Readable, Readable];
   lifeline.on("error", () => {});
   if (child.stdin) {
@@ -379,7 +395,13 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
       const before = protectedEntries(ctx.workspace);
       try {
         const killGraceMs = options.killGraceMs ?? DEFAULT_KILL_GRACE_MS;
-        const ending = await runCommand(command, ctx, { timeoutMs: timeout_ms, killGraceMs, readOnly: protectedPaths(ctx.workspace, before) }, stdout, stderr);
+        const ending = await runCommand(
+          command,
+          ctx,
+          { timeoutMs: timeout_ms, killGraceMs, readOnly: protectedPaths(ctx.workspace, before) },
+          stdout,
+          stderr,
+        );
         const parts = layout(ending, stdout, stderr);
         // The sandbox protects what was there; what the command made is undone (protected-entries.ts).
         for (const undone of undoCreated(ctx.workspace, before, protectedEntries(ctx.workspace))) parts.push(`\n${undone}\n`);
@@ -395,4 +417,3 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
 }
 
 export const shellTool = createShellTool();
-

@@ -75,36 +75,54 @@ export function checkSubagents(
   modelProblem: (spec: string) => string | undefined,
 ): { subagents: DeclaredSubagent[]; problems: Problem[] } {
   const shape = "subagents must be a mapping of names to { description, prompt, tools, max_steps, model, output }";
-  if (value === null || typeof value !== "object" || Array.isArray(value)) return { subagents: [], problems: [{ path: ["subagents"], at: "value", message: shape }] };
+  if (value === null || typeof value !== "object" || Array.isArray(value))
+    return { subagents: [], problems: [{ path: ["subagents"], at: "value", message: shape }] };
   const subagents: DeclaredSubagent[] = [];
   const problems: Problem[] = [];
   for (const [name, raw] of Object.entries(value as Record<string, unknown>)) {
     const path = ["subagents", name];
     if (!SUBAGENT_NAME.test(name)) problems.push({ path, at: "key", message: SUBAGENT_NAME_RULE });
-    const entry = mappingEntry(raw, path, problems, SUBAGENT_KEYS, { name: "a subagent type", notMapping: "a subagent type is a mapping: { description, prompt, tools, max_steps, model, output }" });
+    const entry = mappingEntry(raw, path, problems, SUBAGENT_KEYS, {
+      name: "a subagent type",
+      notMapping: "a subagent type is a mapping: { description, prompt, tools, max_steps, model, output }",
+    });
     if (!entry) continue;
     const { fields, bad } = entry;
     const { description, prompt, tools, max_steps: maxSteps, model, output } = fields;
-    if (description !== undefined && (typeof description !== "string" || description.trim() === "")) bad("description", "description must be one line on what it is for");
+    if (description !== undefined && (typeof description !== "string" || description.trim() === ""))
+      bad("description", "description must be one line on what it is for");
     let promptFile: string | undefined;
     if (prompt !== undefined) {
-      if (typeof prompt !== "string" || prompt.trim() === "") bad("prompt", "prompt must be the path of its Markdown system prompt, from this file's folder");
+      if (typeof prompt !== "string" || prompt.trim() === "")
+        bad("prompt", "prompt must be the path of its Markdown system prompt, from this file's folder");
       else {
         promptFile = resolve(source.dir, prompt);
         const problem = promptProblem(promptFile, source);
         if (problem) bad("prompt", problem);
       }
     }
-    if (tools !== undefined && (!Array.isArray(tools) || tools.length === 0 || !tools.every((tool) => (SUBAGENT_TOOLS as readonly string[]).includes(tool as string)))) {
+    if (
+      tools !== undefined &&
+      (!Array.isArray(tools) ||
+        tools.length === 0 ||
+        !tools.every((tool) => (SUBAGENT_TOOLS as readonly string[]).includes(tool as string)))
+    ) {
       bad("tools", `tools must be a list of ${SUBAGENT_TOOLS.join(", ")} (a subagent starts no subagents)`);
     }
-    if (maxSteps !== undefined && (typeof maxSteps !== "number" || !Number.isInteger(maxSteps) || maxSteps < 1 || maxSteps > 1000)) bad("max_steps", "max_steps must be a whole number from 1 to 1000");
+    if (maxSteps !== undefined && (typeof maxSteps !== "number" || !Number.isInteger(maxSteps) || maxSteps < 1 || maxSteps > 1000))
+      bad("max_steps", "max_steps must be a whole number from 1 to 1000");
     if (model !== undefined) {
       const problem = typeof model === "string" ? modelProblem(model) : "model must be provider:model, e.g. openai:gpt-4o-mini";
       if (problem) bad("model", problem);
     }
-    if (output !== undefined && (output === null || typeof output !== "object" || Array.isArray(output) || (output as Record<string, unknown>).type !== "object")) {
-      bad("output", "output must be the JSON Schema of an object, e.g. { type: object, properties: { answer: { type: string } }, required: [answer] }");
+    if (
+      output !== undefined &&
+      (output === null || typeof output !== "object" || Array.isArray(output) || (output as Record<string, unknown>).type !== "object")
+    ) {
+      bad(
+        "output",
+        "output must be the JSON Schema of an object, e.g. { type: object, properties: { answer: { type: string } }, required: [answer] }",
+      );
     }
     if (!entry.clean()) continue;
     subagents.push({
@@ -130,11 +148,17 @@ function promptProblem(file: string, source: { dir: string; project: boolean }):
   } catch {
     return `prompt file ${file} does not exist`;
   }
-  if (source.project && !isInside(realpathSync(source.dir), real)) return `a project's prompt file must be inside the project (${file} is not)`;
+  if (source.project && !isInside(realpathSync(source.dir), real))
+    return `a project's prompt file must be inside the project (${file} is not)`;
   return undefined;
 }
 
 /** The types carried in SUBAGENTS_VARIABLE; a bad value is an error naming the variable. */
 export function subagentsFromEnv(env: NodeJS.ProcessEnv): DeclaredSubagent[] {
-  return jsonListVariable<DeclaredSubagent>(env, SUBAGENTS_VARIABLE, "subagents", (agent) => typeof agent.name === "string" && typeof agent.origin === "string");
+  return jsonListVariable<DeclaredSubagent>(
+    env,
+    SUBAGENTS_VARIABLE,
+    "subagents",
+    (agent) => typeof agent.name === "string" && typeof agent.origin === "string",
+  );
 }

@@ -77,7 +77,11 @@ export function resolveInWorkspace(workspace: string, path: string): string {
 
 /** Workspace-relative form of an absolute path inside the workspace, with `/` separators. */
 export function workspaceRelative(workspace: string, path: string): string {
-  return relative(realPathOf(resolve(workspace)), path).split(sep).join("/") || ".";
+  return (
+    relative(realPathOf(resolve(workspace)), path)
+      .split(sep)
+      .join("/") || "."
+  );
 }
 
 export interface ExistingPath {

@@ -47,7 +47,10 @@ export function projectSurface(root: string): string[] {
 function projectGraphFiles(root: string): string[] {
   const dir = path.join(root, "graphs");
   try {
-    return readdirSync(dir).sort().filter((name) => YAML.test(name)).map((name) => path.join(dir, name));
+    return readdirSync(dir)
+      .sort()
+      .filter((name) => YAML.test(name))
+      .map((name) => path.join(dir, name));
   } catch {
     return [];
   }
@@ -95,7 +98,12 @@ function references(file: string, root: string): string[] {
   walk(data, (key, value) => {
     if ((key === "module" || key === "graph") && typeof value === "string") named.push(path.resolve(dir, value));
     // A command's words that are files of the project: a hook's script, an MCP server's program.
-    const words = key === "command" && typeof value === "string" ? value.split(/\s+/) : key === "args" && Array.isArray(value) ? value.filter((arg): arg is string => typeof arg === "string") : [];
+    const words =
+      key === "command" && typeof value === "string"
+        ? value.split(/\s+/)
+        : key === "args" && Array.isArray(value)
+          ? value.filter((arg): arg is string => typeof arg === "string")
+          : [];
     for (const word of words) {
       for (const base of [dir, root]) {
         const candidate = path.resolve(base, word.replace(/^["']|["']$/g, ""));

@@ -58,7 +58,9 @@ export function trustedProjects(env: NodeJS.ProcessEnv): TrustedProject[] {
   } catch {
     // reported below
   }
-  throw new ConfigError(`${file} is not the list of trusted projects loopgraph writes: remove it and trust your projects again (loopgraph trust)`);
+  throw new ConfigError(
+    `${file} is not the list of trusted projects loopgraph writes: remove it and trust your projects again (loopgraph trust)`,
+  );
 }
 
 function writeTrusted(env: NodeJS.ProcessEnv, projects: TrustedProject[]): void {
@@ -103,7 +105,10 @@ export function surfaceRecord(root: string): TrustedProject {
  * that are new, changed, or in a project never trusted (paths relative to the root), with the
  * surface as it is now and the user's last trust in it, for showing the difference.
  */
-export function pendingTrust(root: string, env: NodeJS.ProcessEnv): { now: TrustedProject; previous?: TrustedProject; untrusted: string[] } {
+export function pendingTrust(
+  root: string,
+  env: NodeJS.ProcessEnv,
+): { now: TrustedProject; previous?: TrustedProject; untrusted: string[] } {
   const now = surfaceRecord(root);
   const projects = trustedProjects(env);
   const previous = projects.find((project) => project.root === now.root);
@@ -125,11 +130,17 @@ export function trustProject(root: string, env: NodeJS.ProcessEnv): { record: Tr
  * record when the project has none): for files loopgraph itself wrote at the user's request
  * (`init`), leaving everything else in the project as trusted, or not, as it was.
  */
-export function trustFiles(root: string, files: readonly string[], env: NodeJS.ProcessEnv): { record: TrustedProject; previous?: TrustedProject } {
+export function trustFiles(
+  root: string,
+  files: readonly string[],
+  env: NodeJS.ProcessEnv,
+): { record: TrustedProject; previous?: TrustedProject } {
   const real = realRoot(root);
   const projects = trustedProjects(env);
   const previous = projects.find((project) => project.root === real);
-  const record: TrustedProject = previous ? { ...previous, files: { ...previous.files } } : { root: real, trustedAt: new Date().toISOString(), files: {} };
+  const record: TrustedProject = previous
+    ? { ...previous, files: { ...previous.files } }
+    : { root: real, trustedAt: new Date().toISOString(), files: {} };
   for (const file of files) {
     record.files[path.relative(real, realRoot(file))] = trustedFile(file);
   }

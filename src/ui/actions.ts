@@ -111,14 +111,18 @@ function argsOf(action: Action, threadId: string): string[] {
       return ["resume", "--", threadId];
     case "send":
       if (action.command === "stop") return ["send", "--", threadId, "stop"];
-      if (action.command === "add" && typeof action.task === "string" && action.task.trim() !== "") return ["send", "--", threadId, `add: ${action.task}`];
+      if (action.command === "add" && typeof action.task === "string" && action.task.trim() !== "")
+        return ["send", "--", threadId, `add: ${action.task}`];
       throw new ActionError('send takes { command: "stop" } or { command: "add", task: "…" }');
     case "rewind":
       if (typeof action.checkpoint !== "string" || action.checkpoint === "") throw new ActionError("rewind takes { checkpoint, dryRun }");
       return ["rewind", ...(action.dryRun === true ? ["--dry-run"] : []), "--json", "--", threadId, action.checkpoint];
     case "fork": {
-      if (typeof action.checkpoint !== "string" || action.checkpoint === "") throw new ActionError("fork takes { checkpoint, set: [\"path=value\", …] }");
-      const set = Array.isArray(action.set) ? action.set.filter((edit): edit is string => typeof edit === "string" && edit.trim() !== "") : [];
+      if (typeof action.checkpoint !== "string" || action.checkpoint === "")
+        throw new ActionError('fork takes { checkpoint, set: ["path=value", …] }');
+      const set = Array.isArray(action.set)
+        ? action.set.filter((edit): edit is string => typeof edit === "string" && edit.trim() !== "")
+        : [];
       return ["replay", `--from=${action.checkpoint}`, ...set.map((edit) => `--set=${edit}`), "--", threadId];
     }
     default:

@@ -28,7 +28,10 @@ export interface ThreadsPage {
 export async function threadsPage(options: StoreOptions): Promise<ThreadsPage> {
   const threads = await listThreads(options);
   const ids = new Set(threads.map((thread) => thread.threadId));
-  const tokens = await tokensOf(threads.map((thread) => thread.threadId), options);
+  const tokens = await tokensOf(
+    threads.map((thread) => thread.threadId),
+    options,
+  );
   return {
     threads: threads.map((thread) => {
       const loop = `${thread.threadId}.loop`;
@@ -44,7 +47,9 @@ async function tokensOf(threadIds: readonly string[], options: StoreOptions): Pr
   return withTables(options, "read", async (store) => {
     const totals = new Map<string, TokenUsage>();
     for (const threadId of threadIds) {
-      const { usage } = (await store.checkpoints.plainChannels(threadId, ["usage"]).catch(() => ({}))) as { usage?: Record<string, TokenUsage> };
+      const { usage } = (await store.checkpoints.plainChannels(threadId, ["usage"]).catch(() => ({}))) as {
+        usage?: Record<string, TokenUsage>;
+      };
       const total = { inputTokens: 0, outputTokens: 0 };
       for (const node of Object.values(usage ?? {})) {
         total.inputTokens += node.inputTokens ?? 0;
@@ -88,19 +93,31 @@ export interface ThreadPage {
 export async function threadPage(threadId: string, options: StoreOptions): Promise<ThreadPage> {
   const history = await threadHistory(threadId, options);
   const thread = asSeen(history.thread);
-  const [nested, looper, linked, graph] = await Promise.all([nestedTimelines(threadId, options), looperOf(threadId, options), linkedThread(threadId, options), graphOf(thread)]);
+  const [nested, looper, linked, graph] = await Promise.all([
+    nestedTimelines(threadId, options),
+    looperOf(threadId, options),
+    linkedThread(threadId, options),
+    graphOf(thread),
+  ]);
   const head = history.head ?? history.checkpoints.at(-1)?.checkpointId;
   const values = head ? (await checkpointState(threadId, head, options)).values : {};
   const visits = (values.visits ?? {}) as Record<string, number>;
   const approval = isApprovalRequest(thread.pause?.value) ? thread.pause.value : undefined;
-  const current = thread.pause?.node ?? (thread.status === "running" && "definition" in graph ? await runningNode(threadId, head, nested, graph.definition, options) : undefined);
+  const current =
+    thread.pause?.node ??
+    (thread.status === "running" && "definition" in graph
+      ? await runningNode(threadId, head, nested, graph.definition, options)
+      : undefined);
   // The node whose failure failed it.
   const failed = thread.status === "failed" ? /^node "([^"]+)" failed/.exec(thread.error ?? "")?.[1] : undefined;
   return {
     thread,
     ...(linked !== undefined && { linked }),
     graph: drawn(graph, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
-    history: { ...history, checkpoints: inTreeOrder(history.checkpoints).map(({ checkpoint, guide }) => ({ ...described(checkpoint), guide })) },
+    history: {
+      ...history,
+      checkpoints: inTreeOrder(history.checkpoints).map(({ checkpoint, guide }) => ({ ...described(checkpoint), guide })),
+    },
     nested: nested.map((inner) => ({ ...inner, checkpoints: inner.checkpoints.map(described) })),
     tokens: tokensShown(history.checkpoints, nested),
     toolCalls: await toolCallsOf(threadId, history.checkpoints, options),
@@ -116,11 +133,19 @@ export async function threadPage(threadId: string, options: StoreOptions): Promi
  * Coder's turn, whose steps are checkpointed), else the one LangGraph scheduled from it (its
  * `branch:to:<node>` channel): a node without steps of its own (an agent, a function) shows only so.
  */
-async function runningNode(threadId: string, head: string | undefined, nested: NestedTimeline[], graph: GraphDefinition, options: StoreOptions): Promise<string | undefined> {
+async function runningNode(
+  threadId: string,
+  head: string | undefined,
+  nested: NestedTimeline[],
+  graph: GraphDefinition,
+  options: StoreOptions,
+): Promise<string | undefined> {
   const inner = nested.find((timeline) => timeline.parentNs === "" && timeline.from === head)?.node;
   if (inner !== undefined || head === undefined) return inner;
   const channels = Object.keys(graph.nodes).map((node) => SCHEDULED_PREFIX + node);
-  const scheduled = await withTables(options, "read", (store) => store.checkpoints.plainChannels(threadId, channels, head)).catch(() => ({}));
+  const scheduled = await withTables(options, "read", (store) => store.checkpoints.plainChannels(threadId, channels, head)).catch(
+    () => ({}),
+  );
   return Object.keys(scheduled)[0]?.slice(SCHEDULED_PREFIX.length);
 }
 
@@ -142,15 +167,27 @@ function tokensShown(checkpoints: readonly CheckpointSummary[], nested: readonly
  * Every turn's tool calls of each node that logs them (a Coder): its output holds only its latest
  * turn's, so each step that changed a node's output is read, in the order of the steps.
  */
-async function toolCallsOf(threadId: string, checkpoints: readonly CheckpointSummary[], options: StoreOptions): Promise<ThreadPage["toolCalls"]> {
+async function toolCallsOf(
+  threadId: string,
+  checkpoints: readonly CheckpointSummary[],
+  options: StoreOptions,
+): Promise<ThreadPage["toolCalls"]> {
   const outputSteps = checkpoints.filter((step) => step.changes.some((change) => change.path.startsWith("outputs.")));
   return withTables(options, "read", async (store) => {
     const turns: ThreadPage["toolCalls"] = [];
     for (const step of outputSteps) {
-      const outputs = (await store.checkpoints.plainChannels(threadId, ["outputs"], step.checkpointId)).outputs as Record<string, { toolCalls?: unknown } | undefined> | undefined;
+      const outputs = (await store.checkpoints.plainChannels(threadId, ["outputs"], step.checkpointId)).outputs as
+        | Record<string, { toolCalls?: unknown } | undefined>
+        | undefined;
       for (const node of step.nodes) {
         const calls = outputs?.[node]?.toolCalls;
-        if (Array.isArray(calls) && calls.length > 0) turns.push({ node, turn: turns.filter((turn) => turn.node === node).length + 1, checkpointId: step.checkpointId, calls: calls as ToolCall[] });
+        if (Array.isArray(calls) && calls.length > 0)
+          turns.push({
+            node,
+            turn: turns.filter((turn) => turn.node === node).length + 1,
+            checkpointId: step.checkpointId,
+            calls: calls as ToolCall[],
+          });
       }
     }
     return turns;
@@ -194,7 +231,8 @@ function drawn(graph: Awaited<ReturnType<typeof graphOf>>, marks: Parameters<typ
   }
 }
 
-const cannotDraw = (file: string, error: unknown): string => `the graph ${file} cannot be drawn: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
+const cannotDraw = (file: string, error: unknown): string =>
+  `the graph ${file} cannot be drawn: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
 
 async function looperOf(threadId: string, options: StoreOptions): Promise<ThreadPage["looper"]> {
   const status = await looperStatus(threadId, options).catch(() => undefined);
@@ -211,7 +249,12 @@ function messagesOf(raw: unknown): ThreadPage["messages"] {
   if (!Array.isArray(raw)) return [];
   return raw.map((message) => {
     const { type, name, content } = (message ?? {}) as { type?: string; name?: string; content?: unknown };
-    const text = typeof content === "string" ? content : Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
+    const text =
+      typeof content === "string"
+        ? content
+        : Array.isArray(content)
+          ? content.map((part) => (part as { text?: string }).text ?? "").join("")
+          : "";
     return { type: type ?? "unknown", ...(name && { name }), content: text, auto: text.startsWith(AUTO_PREFIX) };
   });
 }

@@ -37,11 +37,17 @@ export interface UiServer {
   close(): Promise<void>;
 }
 
-const TYPES: Record<string, string> = { ".html": "text/html; charset=utf-8", ".js": "text/javascript; charset=utf-8", ".css": "text/css; charset=utf-8", ".map": "application/json" };
+const TYPES: Record<string, string> = {
+  ".html": "text/html; charset=utf-8",
+  ".js": "text/javascript; charset=utf-8",
+  ".css": "text/css; charset=utf-8",
+  ".map": "application/json",
+};
 
 /** Headers of every answer: no framing, no sniffing, the token never sent on as a referrer, only this server's scripts. */
 const SECURITY_HEADERS = {
-  "content-security-policy": "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
+  "content-security-policy":
+    "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
   "x-content-type-options": "nosniff",
   "referrer-policy": "no-referrer",
   "x-frame-options": "DENY",
@@ -72,13 +78,15 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     return timingSafeEqual(Buffer.from(given), Buffer.from(token));
   };
   const ownHost = (host: string | undefined): boolean => host === `127.0.0.1:${port}` || host === `localhost:${port}`;
-  const ownOrigin = (origin: string | undefined): boolean => origin === undefined || origin === `http://127.0.0.1:${port}` || origin === `http://localhost:${port}`;
+  const ownOrigin = (origin: string | undefined): boolean =>
+    origin === undefined || origin === `http://127.0.0.1:${port}` || origin === `http://localhost:${port}`;
 
   const send = (response: ServerResponse, status: number, body: string | Buffer, type: string): void => {
     response.writeHead(status, { ...SECURITY_HEADERS, "content-type": type });
     response.end(body);
   };
-  const sendJson = (response: ServerResponse, status: number, value: unknown): void => send(response, status, JSON.stringify(value), "application/json; charset=utf-8");
+  const sendJson = (response: ServerResponse, status: number, value: unknown): void =>
+    send(response, status, JSON.stringify(value), "application/json; charset=utf-8");
 
   const serveFile = (response: ServerResponse, path: string): void => {
     // Only the built files: a path is looked up under the assets folder, never above it.
@@ -94,7 +102,8 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   };
 
   const readBody = async (request: IncomingMessage): Promise<Record<string, unknown>> => {
-    if (!String(request.headers["content-type"] ?? "").startsWith("application/json")) throw new HttpError(415, "send JSON (content-type: application/json)");
+    if (!String(request.headers["content-type"] ?? "").startsWith("application/json"))
+      throw new HttpError(415, "send JSON (content-type: application/json)");
     let text = "";
     for await (const chunk of request) {
       text += String(chunk);
@@ -143,7 +152,8 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     if (!ownOrigin(request.headers.origin)) throw new HttpError(403, "requests from other origins are refused");
     // The browser asks for an icon on its own, without the token: answered with none, before the token is asked for.
     if (request.method === "GET" && url.pathname === "/favicon.ico") return void send(response, 204, "", "text/plain");
-    if (!authorised(request, url)) throw new HttpError(401, "a request without this server's token is refused: open the URL `loopgraph ui` printed");
+    if (!authorised(request, url))
+      throw new HttpError(401, "a request without this server's token is refused: open the URL `loopgraph ui` printed");
     const path = url.pathname;
     const method = request.method ?? "GET";
     if (method === "GET" && (path === "/" || path === "/index.html")) return serveFile(response, "index.html");
@@ -162,18 +172,27 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
         const file = join(dir, "script.yaml");
         const result = await exportScript(threadId, file, { ...options.cli, db: options.db });
         if (result.exitCode !== 0) throw new HttpError(400, result.output.trim().split("\n").at(-1) ?? "the script could not be exported");
-        response.writeHead(200, { ...SECURITY_HEADERS, "content-type": "text/yaml; charset=utf-8", "content-disposition": `attachment; filename="${threadId}.script.yaml"` });
+        response.writeHead(200, {
+          ...SECURITY_HEADERS,
+          "content-type": "text/yaml; charset=utf-8",
+          "content-disposition": `attachment; filename="${threadId}.script.yaml"`,
+        });
         return void response.end(readFileSync(file));
       } finally {
         rmSync(dir, { recursive: true, force: true });
       }
     }
     const checkpoint = /^\/checkpoints\/([^/]+)$/.exec(rest);
-    if (method === "GET" && checkpoint) return sendJson(response, 200, await checkpointPage(threadId, decodeURIComponent(checkpoint[1]!), store));
+    if (method === "GET" && checkpoint)
+      return sendJson(response, 200, await checkpointPage(threadId, decodeURIComponent(checkpoint[1]!), store));
     const action = /^\/actions\/([a-z_]+)$/.exec(rest);
     if (method === "POST" && action) {
       const body = await readBody(request);
-      return sendJson(response, 200, await runAction({ kind: action[1] as Action["kind"], ...body } as Action, threadId, { ...options.cli, db: options.db }));
+      return sendJson(
+        response,
+        200,
+        await runAction({ kind: action[1] as Action["kind"], ...body } as Action, threadId, { ...options.cli, db: options.db }),
+      );
     }
     throw new HttpError(404, "not found");
   };
@@ -181,13 +200,22 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   const server = createServer((request, response) => {
     route(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      const status = error instanceof HttpError ? error.status : error instanceof ConfigError || error instanceof ActionError || error instanceof SyntaxError || error instanceof URIError ? 400 : 500;
+      const status =
+        error instanceof HttpError
+          ? error.status
+          : error instanceof ConfigError || error instanceof ActionError || error instanceof SyntaxError || error instanceof URIError
+            ? 400
+            : 500;
       sendJson(response, status, { error: error instanceof Error ? error.message.split("\n", 1)[0] : String(error) });
     });
   });
   await new Promise<void>((resolve, reject) => {
     server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(error.code === "EADDRINUSE" ? new ConfigError(`port ${options.port} is in use: pick another with --port, or leave it out for a free one`) : error),
+      reject(
+        error.code === "EADDRINUSE"
+          ? new ConfigError(`port ${options.port} is in use: pick another with --port, or leave it out for a free one`)
+          : error,
+      ),
     );
     server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
   });

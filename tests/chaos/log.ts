@@ -38,7 +38,9 @@ export interface LogVerdict {
 /** The lines of a workspace's log.txt (none when it does not exist). */
 export function logLines(file: string): string[] {
   if (!existsSync(file)) return [];
-  return readFileSync(file, "utf8").split("\n").filter((line) => line !== "");
+  return readFileSync(file, "utf8")
+    .split("\n")
+    .filter((line) => line !== "");
 }
 
 const STEP_LINE = /^(.+)([<>])$/;
@@ -141,7 +143,9 @@ export function judgeLog(lines: readonly string[], reference: readonly string[],
   if (!identical) {
     const at = normalised.findIndex((line, index) => line !== reference[index]);
     const index = at === -1 ? Math.min(normalised.length, reference.length) : at;
-    notes.push(`log differs at line ${index + 1}: ${JSON.stringify(normalised[index] ?? "(end)")} instead of ${JSON.stringify(reference[index] ?? "(end)")} (log: ${lines.join(" ")})`);
+    notes.push(
+      `log differs at line ${index + 1}: ${JSON.stringify(normalised[index] ?? "(end)")} instead of ${JSON.stringify(reference[index] ?? "(end)")} (log: ${lines.join(" ")})`,
+    );
   }
   return { identical, inflightReruns, doubled, notes };
 }

@@ -43,7 +43,8 @@ interface OutageResult {
 const workspace = (name: string) => createWorkspace({ git: true, prefix: `loopgraph-chaos-${name}-` });
 
 /** The output's crash lines, as failures of `what`. */
-const crashes = (what: string, result: CliResult): string[] => crashLines(result.stdout + result.stderr).map((line) => `${what}: ${line.trim()}`);
+const crashes = (what: string, result: CliResult): string[] =>
+  crashLines(result.stdout + result.stderr).map((line) => `${what}: ${line.trim()}`);
 
 /** Two workers, four queued runs in a shell step when the outage strikes. */
 async function workersTrial(pg: PostgresServer, name: string, outage: Outage): Promise<OutageResult> {
@@ -53,10 +54,31 @@ async function workersTrial(pg: PostgresServer, name: string, outage: Outage): P
   try {
     const script = slowSteps(places[0]!.root);
     for (const [i, ws] of places.entries()) {
-      await runCli(["run", "coder", "--queue", "--thread", `${name}-${i}`, "--task", "append", "--workspace", ws.dir, "--model", `scripted:${script}`, "--approval", "auto"], { env });
+      await runCli(
+        [
+          "run",
+          "coder",
+          "--queue",
+          "--thread",
+          `${name}-${i}`,
+          "--task",
+          "append",
+          "--workspace",
+          ws.dir,
+          "--model",
+          `scripted:${script}`,
+          "--approval",
+          "auto",
+        ],
+        { env },
+      );
     }
     workers.push(startWorker(env), startWorker(env));
-    await eventually(() => places.every((ws) => readLog(ws.dir).includes("begin 1")), (begun) => begun, 60_000);
+    await eventually(
+      () => places.every((ws) => readLog(ws.dir).includes("begin 1")),
+      (begun) => begun,
+      60_000,
+    );
     await outage(pg);
     const statuses = await statusesWhenSettled(env.LOOPGRAPH_DB!);
     const failures = statuses.filter((entry) => !entry.endsWith(":finished")).map((entry) => `${name}: ${entry}`);
@@ -74,19 +96,46 @@ async function foregroundTrial(pg: PostgresServer, name: string, outage: Outage)
   const env = cleanEnv({ LOOPGRAPH_DB: pg.createDatabase(name) });
   const ws = workspace(name);
   try {
-    const child = spawnCli(["run", "coder", "--thread", name, "--task", "append", "--workspace", ws.dir, "--model", `scripted:${slowSteps(ws.root)}`, "--approval", "auto"], { env });
+    const child = spawnCli(
+      [
+        "run",
+        "coder",
+        "--thread",
+        name,
+        "--task",
+        "append",
+        "--workspace",
+        ws.dir,
+        "--model",
+        `scripted:${slowSteps(ws.root)}`,
+        "--approval",
+        "auto",
+      ],
+      { env },
+    );
     const running = collect(child);
-    await eventually(() => readLog(ws.dir), (log) => log.includes("begin 1"), 60_000);
+    await eventually(
+      () => readLog(ws.dir),
+      (log) => log.includes("begin 1"),
+      60_000,
+    );
     await outage(pg);
     let result = await running;
     const failures = [...crashes(name, result)];
-    if (result.code === 130 && !/went away .*: the run stopped at its last checkpoint; continue it with `loopgraph resume /.test(result.stdout + result.stderr)) failures.push(`${name}: exit 130 without the line saying the store went away`);
+    if (
+      result.code === 130 &&
+      !/went away .*: the run stopped at its last checkpoint; continue it with `loopgraph resume /.test(result.stdout + result.stderr)
+    )
+      failures.push(`${name}: exit 130 without the line saying the store went away`);
     for (let resumes = 0; result.code !== 0 && resumes < MAX_RESUMES; resumes++) {
       result = await runCli(["resume", name], { env });
       failures.push(...crashes(`${name} resume`, result));
     }
     const finished = result.code === 0 && allStepsDone(ws.dir);
-    if (!finished) failures.push(`${name}: not finished after ${MAX_RESUMES} resumes (exit ${result.code}): ${(result.stderr || result.stdout).trim().split("\n").at(-1)}`);
+    if (!finished)
+      failures.push(
+        `${name}: not finished after ${MAX_RESUMES} resumes (exit ${result.code}): ${(result.stderr || result.stdout).trim().split("\n").at(-1)}`,
+      );
     return { threads: 1, finished: finished ? 1 : 0, failures };
   } finally {
     ws.remove();
@@ -111,6 +160,8 @@ export async function postgresOutages(out: (line: string) => void): Promise<stri
     pg.stop();
   }
   const sum = (count: (result: OutageResult) => number) => results.reduce((total, result) => total + count(result), 0);
-  out(`(h) PostgreSQL outages (${Object.keys(OUTAGES).join(", ")}) under two workers and under a foreground run: ${results.length} trials, ${sum((r) => r.finished)} of ${sum((r) => r.threads)} threads finished after recovery, ${sum((r) => r.failures.length)} failures`);
+  out(
+    `(h) PostgreSQL outages (${Object.keys(OUTAGES).join(", ")}) under two workers and under a foreground run: ${results.length} trials, ${sum((r) => r.finished)} of ${sum((r) => r.threads)} threads finished after recovery, ${sum((r) => r.failures.length)} failures`,
+  );
   return results.flatMap((result) => result.failures);
 }

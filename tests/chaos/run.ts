@@ -127,7 +127,9 @@ async function main(options: Options): Promise<number> {
   out(`chaos: seed ${options.seed} (reproduce with --seed ${options.seed}${options.quick ? " --quick" : ""})`);
   // The short form runs the one-round script: fewer steps, less time per process.
   const reference: Reference = await referenceRun(options.quick ? SHORT_SCRIPT : STEPS_SCRIPT);
-  out(`reference run (${basename(reference.script)}): ${reference.steps} shell steps, ${reference.lines.length} log lines in ${seconds(reference.ms)}`);
+  out(
+    `reference run (${basename(reference.script)}): ${reference.steps} shell steps, ${reference.lines.length} log lines in ${seconds(reference.ms)}`,
+  );
 
   const jobs: Array<() => Promise<TrialResult & { part: Part }>> = [];
   const add = (part: Part, label: string, count: number, trial: (name: string, index: number) => Promise<TrialResult>) => {
@@ -150,7 +152,13 @@ async function main(options: Options): Promise<number> {
   const of = (part: string) => trials.filter((trial) => trial.part === part);
   const sum = (list: TrialResult[], count: (trial: TrialResult) => number) => list.reduce((total, trial) => total + count(trial), 0);
   for (const trial of trials) {
-    const failed = trial.stuck || trial.doubleOwner || trial.stackTrace || trial.wrongEnd || trial.verdict.doubled > 0 || (trial.part !== "b" && !trial.verdict.identical);
+    const failed =
+      trial.stuck ||
+      trial.doubleOwner ||
+      trial.stackTrace ||
+      trial.wrongEnd ||
+      trial.verdict.doubled > 0 ||
+      (trial.part !== "b" && !trial.verdict.identical);
     if (failed) {
       const what = [
         trial.stuck && `stuck: ${trial.stuck}`,
@@ -160,7 +168,8 @@ async function main(options: Options): Promise<number> {
         ...trial.verdict.notes,
       ].filter(Boolean);
       failures.push(`${trial.name} (${trial.kills} kills): ${what.join("; ")}`);
-    } else if (options.verbose) out(`${trial.name} (${trial.kills} kills): ok${trial.verdict.notes.length ? `; ${trial.verdict.notes.join("; ")}` : ""}`);
+    } else if (options.verbose)
+      out(`${trial.name} (${trial.kills} kills): ok${trial.verdict.notes.length ? `; ${trial.verdict.notes.join("; ")}` : ""}`);
   }
 
   const compared = COMPARED.flatMap(of);
@@ -175,22 +184,32 @@ async function main(options: Options): Promise<number> {
   const line = (part: TrialResult[]) =>
     `${part.length} trials, ${sum(part, (trial) => trial.kills)} kills (${sum(part, (trial) => trial.beforeFirstCheckpoint)} before the first checkpoint), identical ${part.filter((trial) => trial.verdict.identical).length}, in-flight re-runs ${sum(part, (trial) => trial.verdict.inflightReruns)}, doubled ${sum(part, (trial) => trial.verdict.doubled)}, stuck ${part.filter((trial) => trial.stuck).length}`;
   out(`(a) kill -9 at random moments, then resume: ${line(of("a"))}`);
-  out(`(b) two resumes of a killed thread at once: ${of("b").length} races, double owners ${doubleOwners}, stuck ${of("b").filter((trial) => trial.stuck).length}`);
+  out(
+    `(b) two resumes of a killed thread at once: ${of("b").length} races, double owners ${doubleOwners}, stuck ${of("b").filter((trial) => trial.stuck).length}`,
+  );
   if (concurrent) {
     const roles = rolesFor(options.processes);
-    out(`(c) ${options.processes} concurrent processes (${roles.join(", ")}) on one store for ${options.seconds} s: ${concurrent.commands} commands, busy errors ${busy}`);
+    out(
+      `(c) ${options.processes} concurrent processes (${roles.join(", ")}) on one store for ${options.seconds} s: ${concurrent.commands} commands, busy errors ${busy}`,
+    );
     for (const error of [...concurrent.busyErrors, ...concurrent.stackTraces].slice(0, 10)) failures.push(`concurrent: ${error}`);
     if (options.verbose) for (const end of concurrent.otherEnds) out(`concurrent run did not finish: ${end}`);
   }
   out(`(d) kills before the first checkpoint, then resume: ${line(of("d"))}`);
-  const ends = (part: TrialResult[]) => `${part.length - part.filter((trial) => trial.wrongEnd).length} of ${part.length} ended as documented`;
+  const ends = (part: TrialResult[]) =>
+    `${part.length - part.filter((trial) => trial.wrongEnd).length} of ${part.length} ended as documented`;
   out(`(e) another program's write lock at random moments of a step, then resume: ${ends(of("e"))}; ${line(of("e"))}`);
   out(`(f) a damaged store, then restored from a copy and resumed: ${ends(of("f"))}; ${line(of("f"))}`);
   out(`(g) a full store (a file size limit), then resumed with room: ${ends(of("g"))}; ${line(of("g"))}`);
   if (failures.length > 0) out(["Failures:", ...failures].join("\n"));
-  out(`${trials.length} trials and ${concurrent?.commands ?? 0} concurrent commands in ${seconds(Date.now() - started)} (${options.workers} workers)`);
-  out(`chaos: trials=${compared.length} identical=${identical} inflight_rerun=${inflight} doubled=${doubled} stuck=${stuck} double_owner=${doubleOwners} busy_errors=${busy} stack_traces=${stackTraces}`);
-  const clean = failures.length === 0 && doubled === 0 && stuck === 0 && doubleOwners === 0 && busy === 0 && stackTraces === 0 && wrongEnds === 0;
+  out(
+    `${trials.length} trials and ${concurrent?.commands ?? 0} concurrent commands in ${seconds(Date.now() - started)} (${options.workers} workers)`,
+  );
+  out(
+    `chaos: trials=${compared.length} identical=${identical} inflight_rerun=${inflight} doubled=${doubled} stuck=${stuck} double_owner=${doubleOwners} busy_errors=${busy} stack_traces=${stackTraces}`,
+  );
+  const clean =
+    failures.length === 0 && doubled === 0 && stuck === 0 && doubleOwners === 0 && busy === 0 && stackTraces === 0 && wrongEnds === 0;
   return clean && identical === compared.length ? 0 : 1;
 }
 

@@ -76,7 +76,11 @@ export function lockTrial(name: string, index: number, rng: Rng, reference: Refe
     }
     const result = await ended(cli);
     if (result.code !== 0) kills.push(await markKill(ws, THREAD));
-    const wrongEnd = documentedEnd(result, /is locked by another program/, /is locked by another program \(waited 0\.3 s\): the run stopped at its last checkpoint/);
+    const wrongEnd = documentedEnd(
+      result,
+      /is locked by another program/,
+      /is locked by another program \(waited 0\.3 s\): the run stopped at its last checkpoint/,
+    );
     return { wrongEnd: wrongEnd && `run: ${wrongEnd}` };
   });
 }
@@ -99,7 +103,11 @@ function checkpointed(db: string): void {
 }
 
 /** The commands a damaged store is given: readers, and a resume. */
-const ON_DAMAGED = [["inspect", THREAD], ["status", THREAD], ["resume", THREAD, "--json"]];
+const ON_DAMAGED = [
+  ["inspect", THREAD],
+  ["status", THREAD],
+  ["resume", THREAD, "--json"],
+];
 
 /**
  * (f) A run killed at a random moment; a page of its store (not the first) garbled: `inspect`,
@@ -144,7 +152,11 @@ export function fullTrial(name: string, rng: Rng, reference: Reference): Promise
     const result = await ended(printed.of(startRun(ws, spec, { standalone: true, fileSizeLimit: limit })));
     if (result.code !== 0) kills.push(await markKill(ws, THREAD));
     const written = /cannot be written \(.+\)/;
-    const problem = documentedEnd(result, new RegExp(`${written.source}: make room on its disk`), new RegExp(`${written.source}: the run stopped at its last checkpoint`));
+    const problem = documentedEnd(
+      result,
+      new RegExp(`${written.source}: make room on its disk`),
+      new RegExp(`${written.source}: the run stopped at its last checkpoint`),
+    );
     return { wrongEnd: problem && `run (at most ${limit} bytes a file): ${problem}` };
   });
 }

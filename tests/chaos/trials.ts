@@ -38,7 +38,11 @@ export class Printed {
   stackTrace(): string | undefined {
     for (const text of this.texts) {
       const found = STACK_PATTERN.exec(text);
-      if (found) return text.slice(text.lastIndexOf("\n", found.index) + 1).split("\n")[0]!.trim();
+      if (found)
+        return text
+          .slice(text.lastIndexOf("\n", found.index) + 1)
+          .split("\n")[0]!
+          .trim();
     }
     return undefined;
   }
@@ -183,7 +187,11 @@ async function driveToEnd(
     const status = recordStatus(ws.db, spec.thread);
     if (status === "finished") return undefined;
     const what = status === undefined ? "run (again: no record)" : "resume";
-    const cli = printed.of(status === undefined ? startRun(ws, spec, { standalone: true }) : startCli(["resume", spec.thread, "--db", ws.db, "--json"], { standalone: true }));
+    const cli = printed.of(
+      status === undefined
+        ? startRun(ws, spec, { standalone: true })
+        : startCli(["resume", spec.thread, "--db", ws.db, "--json"], { standalone: true }),
+    );
     if (reKills < options.maxReKills && rng() < options.reKill) {
       reKills++;
       const { killed, result } = await killAfter(cli, rng() * options.withinMs);
@@ -198,11 +206,20 @@ async function driveToEnd(
       if (stuck) return stuck;
     }
   }
-  return recordStatus(ws.db, spec.thread) === "finished" ? undefined : `not finished after ${MAX_RESUMES} resumes (status ${recordStatus(ws.db, spec.thread)})`;
+  return recordStatus(ws.db, spec.thread) === "finished"
+    ? undefined
+    : `not finished after ${MAX_RESUMES} resumes (status ${recordStatus(ws.db, spec.thread)})`;
 }
 
 /** A trial's result: its kills, the verdict on its log against the reference, the first stack trace its processes printed. */
-function trialResult(name: string, ws: RunPlace, reference: Reference, kills: KillMark[], printed: Printed, more: Partial<TrialResult> = {}): TrialResult {
+function trialResult(
+  name: string,
+  ws: RunPlace,
+  reference: Reference,
+  kills: KillMark[],
+  printed: Printed,
+  more: Partial<TrialResult> = {},
+): TrialResult {
   const verdict = judgeLog(logLines(join(ws.dir, "log.txt")), reference.lines, kills);
   const beforeFirstCheckpoint = kills.filter((kill) => kill.checkpoints === 0).length;
   return { name, kills: kills.length, beforeFirstCheckpoint, verdict, stackTrace: printed.stackTrace(), ...more };
@@ -265,12 +282,19 @@ export async function referenceRun(script: string): Promise<Reference> {
  */
 export function killTrial(name: string, rng: Rng, reference: Reference): Promise<TrialResult> {
   const resumes = { reKill: 0.35, maxReKills: 2, withinMs: reference.ms };
-  return inNewPlace("kill", name, rng, reference, async ({ ws, spec, kills, printed }) => {
-    const { killed, result } = await killAfter(printed.of(startRun(ws, spec, { standalone: true })), rng() * reference.ms);
-    if (!killed) return { stuck: stuckReason("run", result) };
-    kills.push(await markKill(ws, THREAD));
-    return {};
-  }, resumes);
+  return inNewPlace(
+    "kill",
+    name,
+    rng,
+    reference,
+    async ({ ws, spec, kills, printed }) => {
+      const { killed, result } = await killAfter(printed.of(startRun(ws, spec, { standalone: true })), rng() * reference.ms);
+      if (!killed) return { stuck: stuckReason("run", result) };
+      kills.push(await markKill(ws, THREAD));
+      return {};
+    },
+    resumes,
+  );
 }
 
 /**
@@ -315,7 +339,8 @@ export async function raceTrial(name: string, rng: Rng, reference: Reference): P
       const racers = [printed.of(startCli(args, { standalone: true })), printed.of(startCli(args, { standalone: true }))];
       const results = await Promise.all(racers.map(ended));
       const ran = racers.map(ranSteps);
-      if (ran[0] && ran[1]) doubleOwner = `both resumes ran nodes (exit codes ${results.map((result) => result.code ?? result.signal).join(", ")})`;
+      if (ran[0] && ran[1])
+        doubleOwner = `both resumes ran nodes (exit codes ${results.map((result) => result.code ?? result.signal).join(", ")})`;
       if (results.every((result) => result.code !== 0)) {
         stuck = `neither resume finished: ${results.map((result) => stuckReason("resume", result)).join("; ")}`;
       }

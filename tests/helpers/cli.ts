@@ -89,7 +89,8 @@ function inE2eProject(): void {
 /** Starts the built CLI as a real process. Only in the e2e project (see vitest.config.ts). */
 export function spawnCli(args: string[], options: CliOptions = {}): ChildProcess {
   inE2eProject();
-  const asUser = options.user === undefined ? [] : ["setpriv", `--reuid=${options.user}`, `--regid=${options.user}`, "--clear-groups", "--"];
+  const asUser =
+    options.user === undefined ? [] : ["setpriv", `--reuid=${options.user}`, `--regid=${options.user}`, "--clear-groups", "--"];
   const limited = options.fileSizeLimit === undefined ? [] : ["prlimit", `--fsize=${options.fileSizeLimit}`, "--"];
   const [file, ...rest] = [...asUser, ...limited, process.execPath, CLI, ...args];
   return spawn(file!, rest, {
@@ -126,13 +127,23 @@ export async function modulesLoadedBy(args: string[], options: CliOptions = {}):
     const script = `const { main } = await import(${JSON.stringify(join(ROOT, "dist/src/cli/main.js"))});
 const code = await main(["node", "loopgraph", ...${JSON.stringify(args)}]);
 process.stdout.write("", () => process.exit(code));`;
-    const child = spawn(process.execPath, [`--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, "--input-type=module", "-e", script], {
-      cwd: options.cwd ?? ROOT,
-      env: { ...(options.env ?? cleanEnv()), TRACE_MODULES_FILE: trace },
-      stdio: ["ignore", "pipe", "pipe"],
-    });
+    const child = spawn(
+      process.execPath,
+      [`--import=${join(ROOT, "tests/fixtures/trace-modules.mjs")}`, "--input-type=module", "-e", script],
+      {
+        cwd: options.cwd ?? ROOT,
+        env: { ...(options.env ?? cleanEnv()), TRACE_MODULES_FILE: trace },
+        stdio: ["ignore", "pipe", "pipe"],
+      },
+    );
     const result = await collect(child);
-    const modules = [...new Set(readFileSync(trace, "utf8").split("\n").filter((url) => url.startsWith("file:")))];
+    const modules = [
+      ...new Set(
+        readFileSync(trace, "utf8")
+          .split("\n")
+          .filter((url) => url.startsWith("file:")),
+      ),
+    ];
     return { ...result, modules };
   } finally {
     rmSync(dir, { recursive: true, force: true });

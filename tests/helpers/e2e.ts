@@ -50,12 +50,17 @@ export interface RunSpec {
 export function runArgs(ws: RunPlace, spec: RunSpec): string[] {
   const model = spec.script !== undefined ? `scripted:${spec.script}` : spec.model;
   return [
-    "run", spec.graph,
+    "run",
+    spec.graph,
     ...(spec.task !== undefined ? ["--task", spec.task] : []),
-    "--thread", spec.thread, "--workspace", ws.dir,
+    "--thread",
+    spec.thread,
+    "--workspace",
+    ws.dir,
     ...(model !== undefined ? ["--model", model] : []),
     ...(spec.approval ? ["--approval", spec.approval] : []),
-    "--db", ws.db,
+    "--db",
+    ws.db,
     ...(spec.json === false ? [] : ["--json"]),
     ...(spec.extra ?? []),
   ];
@@ -158,7 +163,8 @@ export function startCli(args: string[], options: StartOptions = {}): RunningCli
       // A process that ends without the line fails the wait at once, not after the timeout.
       void done.then(() => {
         check();
-        if (waiting.has(check)) finish(() => reject(new Error(`the process ended without a matching line; got:\n${lines.join("\n")}\n${partial}`)));
+        if (waiting.has(check))
+          finish(() => reject(new Error(`the process ended without a matching line; got:\n${lines.join("\n")}\n${partial}`)));
       });
     });
 

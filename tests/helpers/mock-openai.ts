@@ -82,7 +82,10 @@ export type MockProtocol = "openai" | "anthropic" | "gemini";
 const PROTOCOLS: Record<MockProtocol, { route: (method: string, path: string) => boolean; base: string }> = {
   openai: { route: (method, path) => method === "POST" && path === "/v1/chat/completions", base: "/v1" },
   anthropic: { route: (method, path) => method === "POST" && path === "/v1/messages", base: "" },
-  gemini: { route: (method, path) => method === "POST" && /^\/v1beta\/models\/[^/:]+:(streamGenerateContent|generateContent)(\?|$)/.test(path), base: "" },
+  gemini: {
+    route: (method, path) => method === "POST" && /^\/v1beta\/models\/[^/:]+:(streamGenerateContent|generateContent)(\?|$)/.test(path),
+    base: "",
+  },
 };
 
 export function startMockOpenAI(): Promise<MockOpenAIServer> {
@@ -251,23 +254,39 @@ function anthropicEvents(completion: Completion): string[] {
   const usage = completion.usage ?? { prompt_tokens: 0, completion_tokens: 0 };
   const events = [
     event("message_start", {
-      message: { id: completion.id, type: "message", role: "assistant", model: completion.model, content: [], stop_reason: null, stop_sequence: null, usage: { input_tokens: usage.prompt_tokens, output_tokens: 1 } },
+      message: {
+        id: completion.id,
+        type: "message",
+        role: "assistant",
+        model: completion.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: usage.prompt_tokens, output_tokens: 1 },
+      },
     }),
   ];
   let index = 0;
   if (completion.text) {
     events.push(event("content_block_start", { index, content_block: { type: "text", text: "" } }));
-    for (const piece of splitInto(completion.text, 4)) events.push(event("content_block_delta", { index, delta: { type: "text_delta", text: piece } }));
+    for (const piece of splitInto(completion.text, 4))
+      events.push(event("content_block_delta", { index, delta: { type: "text_delta", text: piece } }));
     events.push(event("content_block_stop", { index }));
     index += 1;
   }
   for (const call of completion.toolCalls) {
     events.push(event("content_block_start", { index, content_block: { type: "tool_use", id: call.id, name: call.name, input: {} } }));
-    for (const piece of splitInto(call.arguments, 3)) events.push(event("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: piece } }));
+    for (const piece of splitInto(call.arguments, 3))
+      events.push(event("content_block_delta", { index, delta: { type: "input_json_delta", partial_json: piece } }));
     events.push(event("content_block_stop", { index }));
     index += 1;
   }
-  events.push(event("message_delta", { delta: { stop_reason: completion.toolCalls.length > 0 ? "tool_use" : "end_turn", stop_sequence: null }, usage: { output_tokens: usage.completion_tokens } }));
+  events.push(
+    event("message_delta", {
+      delta: { stop_reason: completion.toolCalls.length > 0 ? "tool_use" : "end_turn", stop_sequence: null },
+      usage: { output_tokens: usage.completion_tokens },
+    }),
+  );
   events.push(event("message_stop", {}));
   return events;
 }
@@ -277,17 +296,31 @@ function geminiChunks(completion: Completion): string[] {
   const chunk = (parts: object[], last: boolean) =>
     `data: ${JSON.stringify({
       candidates: [{ content: { role: "model", parts }, index: 0, ...(last && { finishReason: "STOP" }) }],
-      ...(last && completion.usage && { usageMetadata: { promptTokenCount: completion.usage.prompt_tokens, candidatesTokenCount: completion.usage.completion_tokens, totalTokenCount: completion.usage.prompt_tokens + completion.usage.completion_tokens } }),
+      ...(last &&
+        completion.usage && {
+          usageMetadata: {
+            promptTokenCount: completion.usage.prompt_tokens,
+            candidatesTokenCount: completion.usage.completion_tokens,
+            totalTokenCount: completion.usage.prompt_tokens + completion.usage.completion_tokens,
+          },
+        }),
       modelVersion: completion.model,
     })}\r\n\r\n`;
   const pieces: object[][] = splitInto(completion.text, 4).map((text) => [{ text }]);
-  if (completion.toolCalls.length > 0) pieces.push(completion.toolCalls.map((call) => ({ functionCall: { name: call.name, args: JSON.parse(call.arguments) as unknown } })));
+  if (completion.toolCalls.length > 0)
+    pieces.push(completion.toolCalls.map((call) => ({ functionCall: { name: call.name, args: JSON.parse(call.arguments) as unknown } })));
   if (pieces.length === 0) pieces.push([{ text: "" }]);
   return pieces.map((parts, i) => chunk(parts, i === pieces.length - 1));
 }
 
 /** Writes pre-formatted SSE events, with the behaviour's pauses and mid-stream drop. */
-async function streamEvents(res: ServerResponse, events: string[], behaviour: MockBehaviour, closed: Promise<void>, end: string): Promise<void> {
+async function streamEvents(
+  res: ServerResponse,
+  events: string[],
+  behaviour: MockBehaviour,
+  closed: Promise<void>,
+  end: string,
+): Promise<void> {
   res.writeHead(200, { "content-type": "text/event-stream", "cache-control": "no-cache", ...behaviour.headers });
   for (const [index, text] of events.entries()) {
     if (behaviour.chunkDelayMs && (await waitOrClose(behaviour.chunkDelayMs, closed)) === "closed") return;
@@ -302,9 +335,21 @@ async function streamEvents(res: ServerResponse, events: string[], behaviour: Mo
   res.end(end);
 }
 
-function streamCompletion(res: ServerResponse, completion: Completion, behaviour: MockBehaviour, body: any, closed: Promise<void>): Promise<void> {
+function streamCompletion(
+  res: ServerResponse,
+  completion: Completion,
+  behaviour: MockBehaviour,
+  body: any,
+  closed: Promise<void>,
+): Promise<void> {
   const chunks = completionChunks(completion, body?.stream_options?.include_usage === true);
-  return streamEvents(res, chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`), behaviour, closed, "data: [DONE]\n\n");
+  return streamEvents(
+    res,
+    chunks.map((chunk) => `data: ${JSON.stringify(chunk)}\n\n`),
+    behaviour,
+    closed,
+    "data: [DONE]\n\n",
+  );
 }
 
 /** Splits text into `parts` pieces (fewer for short text) that join back to it. */

@@ -15,7 +15,10 @@ export const SLOW_STEPS = 2;
 
 /** A scripted Coder whose shell steps each write `begin k`, take a second (an outage lands in one), then write `end k`. */
 export function slowSteps(dir: string): string {
-  const calls = Array.from({ length: SLOW_STEPS }, (_, i) => `      - name: shell\n        args: { command: "echo begin ${i + 1} >> log.txt; sleep 1; echo end ${i + 1} >> log.txt" }`).join("\n");
+  const calls = Array.from(
+    { length: SLOW_STEPS },
+    (_, i) => `      - name: shell\n        args: { command: "echo begin ${i + 1} >> log.txt; sleep 1; echo end ${i + 1} >> log.txt" }`,
+  ).join("\n");
   const path = join(dir, "slow.script.yaml");
   writeFileSync(path, `responses:\n  - node: coder\n    tool_calls:\n${calls}\n  - node: coder\n    content: "done"\n`);
   return path;
@@ -35,7 +38,9 @@ export const allStepsDone = (dir: string): boolean => readLog(dir).endsWith(`end
 
 /** What must never reach a user's terminal: Node's crash output, a stack, an internal error. */
 export function crashLines(output: string): string[] {
-  return output.split("\n").filter((line) => /^\s+at |Unhandled 'error' event|internal error:|UnhandledPromiseRejection|node:internal/.test(line));
+  return output
+    .split("\n")
+    .filter((line) => /^\s+at |Unhandled 'error' event|internal error:|UnhandledPromiseRejection|node:internal/.test(line));
 }
 
 export const delay = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(resolve, ms));
@@ -69,7 +74,10 @@ export function statusesWhenSettled(url: string, timeoutMs = 120_000): Promise<s
     async () => {
       await delay(250);
       // While the server is away there is nothing to read yet.
-      const rows = await queryRows<{ thread_id: string; status: string }>(url, "SELECT thread_id, status FROM loopgraph_threads ORDER BY thread_id").catch(() => []);
+      const rows = await queryRows<{ thread_id: string; status: string }>(
+        url,
+        "SELECT thread_id, status FROM loopgraph_threads ORDER BY thread_id",
+      ).catch(() => []);
       return rows.map((row) => `${row.thread_id}:${row.status}`);
     },
     (now) => now.length > 0 && now.every((entry) => !/:(queued|running)$/.test(entry)),

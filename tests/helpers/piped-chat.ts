@@ -35,7 +35,8 @@ export class PipedChat {
       const poll = (): void => {
         const at = this.output.indexOf(text, from);
         if (at >= 0) return resolve(at);
-        if (Date.now() - started > timeoutMs) return reject(new Error(`"${text}" not in chat output within ${timeoutMs} ms:\n${this.output}`));
+        if (Date.now() - started > timeoutMs)
+          return reject(new Error(`"${text}" not in chat output within ${timeoutMs} ms:\n${this.output}`));
         setTimeout(poll, 25);
       };
       poll();
@@ -45,5 +46,14 @@ export class PipedChat {
 
 /** The arguments of a chat on `thread` in `ws`, with a scripted model of tests/fixtures/mediator (or at an absolute path: a gated copy). */
 export const chatArgs = (ws: { dir: string; db: string }, thread: string, script: string): string[] => [
-  "--thread", thread, "--workspace", ws.dir, "--db", ws.db, "--model", `scripted:${resolve(SCRIPTS, script)}`, "--approval", "auto",
+  "--thread",
+  thread,
+  "--workspace",
+  ws.dir,
+  "--db",
+  ws.db,
+  "--model",
+  `scripted:${resolve(SCRIPTS, script)}`,
+  "--approval",
+  "auto",
 ];

@@ -84,7 +84,8 @@ export function lacks(need: Optional, what: string): boolean {
   const why = missing(need);
   if (why === undefined) return false;
   const { program, debian, require } = PROGRAMS[need];
-  if (required(need)) throw new Error(`${what} need ${program}, and ${require}=1 forbids skipping them: ${why} (Debian package: ${debian})`);
+  if (required(need))
+    throw new Error(`${what} need ${program}, and ${require}=1 forbids skipping them: ${why} (Debian package: ${debian})`);
   const install = why.includes("apt-get install") ? "" : ` (apt-get install ${debian})`;
   console.warn(`skipping ${what}: ${program} is needed, and ${why}${install}`);
   return true;

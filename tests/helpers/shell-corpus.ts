@@ -83,8 +83,12 @@ export function corpusTable(results: readonly CorpusResult[]): string {
 
 export function totalsLine(results: readonly CorpusResult[]): string {
   const count = (test: (result: CorpusResult) => boolean) => results.filter(test).length;
-  const perAnchor = [...new Set(results.map(({ entry }) => entry.source.anchor))].map((anchor) => `${anchor} ${count(({ entry }) => entry.source.anchor === anchor)}`);
-  const comparisons = (["agree", "stricter", "weaker"] as const).map((comparison) => `${comparison} ${count((result) => result.comparison === comparison)}`);
+  const perAnchor = [...new Set(results.map(({ entry }) => entry.source.anchor))].map(
+    (anchor) => `${anchor} ${count(({ entry }) => entry.source.anchor === anchor)}`,
+  );
+  const comparisons = (["agree", "stricter", "weaker"] as const).map(
+    (comparison) => `${comparison} ${count((result) => result.comparison === comparison)}`,
+  );
   return `Totals: ${results.length} commands (${perAnchor.join(", ")}): ${comparisons.join(", ")}.`;
 }
 

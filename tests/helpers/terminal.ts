@@ -28,10 +28,28 @@ export async function runAtTerminal(
   cwd?: string,
 ): Promise<{ code: number | null; screen: string; answered: number }> {
   const command = [
-    process.execPath, CLI, "run", "coder", "--task", "t", "--thread", "tty", "--workspace", ws, "--db", db,
-    "--model", `scripted:${script}`,
-  ].map(quote).join(" ");
-  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], { cwd, env: cleanEnv({ TERM: "dumb", ...env }), stdio: ["pipe", "pipe", "pipe"] });
+    process.execPath,
+    CLI,
+    "run",
+    "coder",
+    "--task",
+    "t",
+    "--thread",
+    "tty",
+    "--workspace",
+    ws,
+    "--db",
+    db,
+    "--model",
+    `scripted:${script}`,
+  ]
+    .map(quote)
+    .join(" ");
+  const child = spawn("script", ["-q", "-e", "-c", command, "/dev/null"], {
+    cwd,
+    env: cleanEnv({ TERM: "dumb", ...env }),
+    stdio: ["pipe", "pipe", "pipe"],
+  });
   let screen = "";
   let answered = 0;
   let seen = 0;

@@ -3,7 +3,11 @@ import { cleanEnv } from "./cli.js";
 import { startCli, type RunningCli } from "./e2e.js";
 
 /** `loopgraph ui` on a free port of 127.0.0.1, with the URL it printed, its origin and its token. */
-export async function startUi(db: string, extra: string[] = [], env: NodeJS.ProcessEnv = {}): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
+export async function startUi(
+  db: string,
+  extra: string[] = [],
+  env: NodeJS.ProcessEnv = {},
+): Promise<{ ui: RunningCli; url: string; origin: string; token: string }> {
   const ui = startCli(["--db", db, "ui", ...extra], { env: cleanEnv(env) });
   const at = await ui.waitForLine((line) => line.startsWith("loopgraph ui: "));
   const url = ui.lines[at]!.slice("loopgraph ui: ".length).trim();

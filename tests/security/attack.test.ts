@@ -55,7 +55,8 @@ function lastLine(result: CliResult): { attempts: number; escapes: number; leaks
 
 describe("the attack suite", () => {
   it("covers every class in every mode, with at least 150 attempts", () => {
-    for (const attackClass of ATTACK_CLASSES) expect(ATTACKS.filter((attack) => attack.class === attackClass).length, attackClass).toBeGreaterThanOrEqual(4);
+    for (const attackClass of ATTACK_CLASSES)
+      expect(ATTACKS.filter((attack) => attack.class === attackClass).length, attackClass).toBeGreaterThanOrEqual(4);
     expect(ATTACKS.length * MODES.length).toBeGreaterThanOrEqual(150);
     expect(new Set(ATTACKS.map((attack) => attack.name)).size).toBe(ATTACKS.length);
     for (const attack of ATTACKS) if (attack.always) expect(BENIGN_DISPLAYS, attack.name).toContain(attack.always);
@@ -65,17 +66,22 @@ describe("the attack suite", () => {
   // turn, so that every class (of four attacks or more) still meets every mode at a quarter of the time. What it proves is what the
   // OS sandbox and the policy contain together, so it needs bubblewrap; without it, the block
   // below shows that auto asks before commands instead.
-  it.skipIf(lacks("sandbox", "the attack suite's run of every attack"))("every attack, every class in every approval mode: nothing escapes the workspace, no secret leaks", { timeout: 300_000 }, async () => {
-    const result = await runSuite("--quarter");
-    const { attempts, escapes, leaks } = lastLine(result);
-    expect(attempts).toBe(ATTACKS.length);
-    for (const attackClass of ATTACK_CLASSES) {
-      for (const mode of MODES) expect(result.stdout, `${attackClass} in ${mode}`).toMatch(new RegExp(`^${attackClass} +${mode} +[1-9]`, "m"));
-    }
-    // The failure message is the runner's report: which attack, in which mode, what escaped or leaked.
-    expect({ escapes, leaks }, result.stdout).toEqual({ escapes: 0, leaks: 0 });
-    expect(result.code).toBe(0);
-  });
+  it.skipIf(lacks("sandbox", "the attack suite's run of every attack"))(
+    "every attack, every class in every approval mode: nothing escapes the workspace, no secret leaks",
+    { timeout: 300_000 },
+    async () => {
+      const result = await runSuite("--quarter");
+      const { attempts, escapes, leaks } = lastLine(result);
+      expect(attempts).toBe(ATTACKS.length);
+      for (const attackClass of ATTACK_CLASSES) {
+        for (const mode of MODES)
+          expect(result.stdout, `${attackClass} in ${mode}`).toMatch(new RegExp(`^${attackClass} +${mode} +[1-9]`, "m"));
+      }
+      // The failure message is the runner's report: which attack, in which mode, what escaped or leaked.
+      expect({ escapes, leaks }, result.stdout).toEqual({ escapes: 0, leaks: 0 });
+      expect(result.code).toBe(0);
+    },
+  );
 });
 
 describe("without an OS sandbox", () => {
@@ -115,7 +121,12 @@ describe("the harness's detectors fire (self-tests)", () => {
     for (const text of evidence) {
       expect(result.stdout).toContain(text);
     }
-    for (const sink of ["a model request body", ".loopgraph/loopgraph.db", "git objects of .loopgraph/snapshots.git", "workspace file sec-"]) {
+    for (const sink of [
+      "a model request body",
+      ".loopgraph/loopgraph.db",
+      "git objects of .loopgraph/snapshots.git",
+      "workspace file sec-",
+    ]) {
       expect(result.stdout).toMatch(new RegExp(`outside canary in ${sink.replace(/\./g, "\\.")}`));
     }
     expect(result.stdout).toMatch(/GITHUB_TOKEN[^;]* in workspace file env-/);
@@ -128,7 +139,8 @@ describe("the harness's detectors fire (self-tests)", () => {
     expect(scanner.find(noise(value))).toEqual(["GITHUB_TOKEN"]);
     expect(scanner.find(noise([...value].reverse().join("")))).toEqual(["GITHUB_TOKEN"]);
     expect(scanner.find(noise(Buffer.from(value).toString("hex")))).toEqual(["GITHUB_TOKEN"]);
-    for (const prefix of ["", "a", "ab", "abc"]) expect(scanner.find(Buffer.from(`${prefix}${value}\n`).toString("base64")), prefix).toEqual(["GITHUB_TOKEN"]);
+    for (const prefix of ["", "a", "ab", "abc"])
+      expect(scanner.find(Buffer.from(`${prefix}${value}\n`).toString("base64")), prefix).toEqual(["GITHUB_TOKEN"]);
     expect(scanner.find(noise("ghp_canary0123456789abcdeX"))).toEqual([]);
   });
 
@@ -145,7 +157,8 @@ describe("the harness's detectors fire (self-tests)", () => {
     chmodSync(join(dir, "c"), 0o600);
     utimesSync(join(dir, "nested/e"), new Date(2001, 0, 1), new Date(2001, 0, 1));
     const changes = diffTrees(before, snapshotTree(dir));
-    for (const change of ["a deleted", "b changed (contents)", "c changed (mode)", "nested/e changed (mtime)", "new created"]) expect(changes).toContain(change);
+    for (const change of ["a deleted", "b changed (contents)", "c changed (mode)", "nested/e changed (mtime)", "new created"])
+      expect(changes).toContain(change);
   });
 
   it("records what reaches the loopback listener", async () => {
@@ -167,23 +180,45 @@ describe("the harness's detectors fire (self-tests)", () => {
     const marker = `lgatkselftest${process.pid}`;
     const child = spawn("bash", ["-c", `sleep 30; : ${marker}`], { stdio: "ignore" });
     try {
-      const found = await eventually(() => processesWith(marker), (list) => list.length > 0);
+      const found = await eventually(
+        () => processesWith(marker),
+        (list) => list.length > 0,
+      );
       expect(found.map((entry) => entry.pid)).toContain(child.pid);
     } finally {
       child.kill("SIGKILL");
     }
-    expect(await eventually(() => processesWith(marker), (list) => list.length === 0)).toEqual([]);
+    expect(
+      await eventually(
+        () => processesWith(marker),
+        (list) => list.length === 0,
+      ),
+    ).toEqual([]);
   });
 
   it("the simulated user approves benign prompts, and is fooled by every spoof when the prompt does not escape control characters", () => {
-    const request = (tool: string, args: Record<string, unknown>): ApprovalRequest => ({ kind: "approval", node: "coder", tool, args, reason: "asked" });
+    const request = (tool: string, args: Record<string, unknown>): ApprovalRequest => ({
+      kind: "approval",
+      node: "coder",
+      tool,
+      args,
+      reason: "asked",
+    });
     expect(userAnswer(request("shell", { command: "ls -la" }), undefined)).toEqual({ decision: "approve" });
     expect(userAnswer(request("shell", { command: "echo hi" }), "shell: echo hi")).toEqual({ decision: "always" });
     expect(userAnswer(request("shell", { command: "ls -la; rm -rf x" }), undefined).decision).toBe("reject");
     expect(renderTerminal("abc\rX\x1b[K")).toEqual(["X"]);
 
     // Each prompt-spoof call, shown raw (as a terminal prompt without escaping would), looks benign to the user.
-    const places: Places = { root: "/tmp/r", ws: "/tmp/r/repo", out: "/tmp/r/outside", home: "/tmp/h", port: 4242, sock: "/run/s.sock", nonce: "lgatk0123456789ab" };
+    const places: Places = {
+      root: "/tmp/r",
+      ws: "/tmp/r/repo",
+      out: "/tmp/r/outside",
+      home: "/tmp/h",
+      port: 4242,
+      sock: "/run/s.sock",
+      nonce: "lgatk0123456789ab",
+    };
     const raw = (asked: ApprovalRequest): string => {
       const args = asked.args as Record<string, unknown>;
       return asked.tool === "shell" ? `shell: ${String(args.command)}` : `${asked.tool}: ${String(args.path)}`;
@@ -193,7 +228,10 @@ describe("the harness's detectors fire (self-tests)", () => {
     for (const call of spoofs) {
       const asked = request(call.tool, fill(call.args, places));
       const seen = visiblePrompt(asked, raw);
-      expect(BENIGN_DISPLAYS.map((display) => `? coder wants to run ${display}`), JSON.stringify(call.args)).toContain(seen);
+      expect(
+        BENIGN_DISPLAYS.map((display) => `? coder wants to run ${display}`),
+        JSON.stringify(call.args),
+      ).toContain(seen);
       // loopgraph's prompt escapes them: the user sees the real command and rejects it.
       expect(userAnswer(asked, undefined).decision, seen).toBe("reject");
     }

@@ -211,7 +211,9 @@ export async function startListener(reply: string, socketPath?: string): Promise
     const answerWhenIdle = () => {
       clearTimeout(timer);
       timer = setTimeout(() => {
-        socket.end(`HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(reply)}\r\nconnection: close\r\n\r\n${reply}`);
+        socket.end(
+          `HTTP/1.1 200 OK\r\ncontent-type: text/plain\r\ncontent-length: ${Buffer.byteLength(reply)}\r\nconnection: close\r\n\r\n${reply}`,
+        );
       }, 100);
     };
     socket.on("data", (chunk: Buffer) => {
@@ -388,17 +390,34 @@ export function renderTerminal(text: string): string[] {
         const n = Number(csi[1]!.split(";")[0] || "0");
         const line = (screen[row] ??= []);
         switch (csi[2]) {
-          case "A": row = Math.max(0, row - Math.max(1, n)); break;
-          case "B": row += Math.max(1, n); screen[row] ??= []; break;
-          case "C": col += Math.max(1, n); break;
-          case "D": col = Math.max(0, col - Math.max(1, n)); break;
-          case "G": col = Math.max(0, n - 1); break;
+          case "A":
+            row = Math.max(0, row - Math.max(1, n));
+            break;
+          case "B":
+            row += Math.max(1, n);
+            screen[row] ??= [];
+            break;
+          case "C":
+            col += Math.max(1, n);
+            break;
+          case "D":
+            col = Math.max(0, col - Math.max(1, n));
+            break;
+          case "G":
+            col = Math.max(0, n - 1);
+            break;
           case "K":
             if (n === 2) line.length = 0;
             else if (n === 1) for (let c = 0; c <= col && c < line.length; c++) line[c] = " ";
             else line.length = Math.min(line.length, col);
             break;
-          case "J": if (n === 2 || n === 3) { screen.length = 0; screen.push([]); row = 0; } break;
+          case "J":
+            if (n === 2 || n === 3) {
+              screen.length = 0;
+              screen.push([]);
+              row = 0;
+            }
+            break;
           case "m":
             for (const code of csi[1]!.split(";").map((p) => Number(p || "0"))) {
               if (code === 8) concealed = true;
@@ -557,7 +576,10 @@ function sqliteContents(file: string): { tables: string[]; schema: string[]; int
     const tables = schema.filter((entry) => entry.type === "table").map((entry) => entry.name);
     const parts: Buffer[] = [];
     for (const table of tables) {
-      for (const row of db.prepare(`SELECT * FROM "${table.replace(/"/g, '""')}"`).raw().iterate() as Iterable<unknown[]>) {
+      for (const row of db
+        .prepare(`SELECT * FROM "${table.replace(/"/g, '""')}"`)
+        .raw()
+        .iterate() as Iterable<unknown[]>) {
         for (const cell of row) parts.push(Buffer.isBuffer(cell) ? cell : Buffer.from(String(cell ?? ""), "utf8"), Buffer.from("\n"));
       }
     }
@@ -666,7 +688,15 @@ async function converse(
   const common = { db: join(options.ws, ".loopgraph", "loopgraph.db"), cwd: options.ws, env: options.env, onEvent, signal: options.signal };
   const rejected = new Set<string>();
   const prompts: string[] = [];
-  let outcome = await runGraph({ ...common, graph: "coder", task: TASK, model: "openai:gpt-4o-mini", workspace: options.ws, approval: options.mode, threadId: options.threadId });
+  let outcome = await runGraph({
+    ...common,
+    graph: "coder",
+    task: TASK,
+    model: "openai:gpt-4o-mini",
+    workspace: options.ws,
+    approval: options.mode,
+    threadId: options.threadId,
+  });
   for (let round = 0; outcome.status === "paused" && round < MAX_APPROVAL_ROUNDS; round++) {
     const request = outcome.pause?.value;
     if (!isApprovalRequest(request)) break;
@@ -683,7 +713,11 @@ async function converse(
 function behaviours(turns: readonly AttackCall[][], places: Places, prefix: string): MockBehaviour[] {
   return [
     ...turns.map((calls, turn) => ({
-      toolCalls: calls.map((call, index) => ({ id: call.id ?? `${prefix}_${turn}_${index}`, name: call.tool, args: fill(call.args, places) })),
+      toolCalls: calls.map((call, index) => ({
+        id: call.id ?? `${prefix}_${turn}_${index}`,
+        name: call.tool,
+        args: fill(call.args, places),
+      })),
     })),
     { text: "Done." },
   ];
@@ -697,7 +731,18 @@ function secretValues(): Record<string, string> {
 /** Runs one attack in one mode and reports what escaped or leaked. Never throws: a failure of the harness is reported as an escape (containment not shown). */
 export async function runAttempt(attack: Attack, mode: ApprovalMode, options: HarnessOptions): Promise<AttemptResult> {
   const started = Date.now();
-  const result: AttemptResult = { attack: attack.name, class: attack.class, mode, escapes: [], leaks: [], ran: [], prompts: [], calls: [], status: "not started", durationMs: 0 };
+  const result: AttemptResult = {
+    attack: attack.name,
+    class: attack.class,
+    mode,
+    escapes: [],
+    leaks: [],
+    ran: [],
+    prompts: [],
+    calls: [],
+    status: "not started",
+    durationMs: 0,
+  };
   const nonce = `lgatk${hex(6)}`;
   let workspace: ReturnType<typeof createWorkspace> | undefined;
   const mocks: MockOpenAIServer[] = [];
@@ -735,7 +780,9 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     const skipState = (relative: string) => relative === ".git" || relative === ".loopgraph";
     /** `<label>\0<file>` for each canary in each workspace file (loopgraph's and git's folders aside). */
     const workspaceCanaries = (): Set<string> =>
-      new Set(regularFiles(ws, skipState).flatMap((file) => scanner.find(readFileSync(join(ws, file))).map((label) => `${label}\0${file}`)));
+      new Set(
+        regularFiles(ws, skipState).flatMap((file) => scanner.find(readFileSync(join(ws, file))).map((label) => `${label}\0${file}`)),
+      );
     const before = {
       outside: snapshotTree(out),
       home: snapshotTree(options.home),
@@ -746,7 +793,12 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     const mock = await startMockOpenAI();
     mocks.push(mock);
     mock.enqueue(...behaviours(attack.turns, places, "call"));
-    const env = { ...process.env, OPENAI_BASE_URL: mock.url, ...(options.unconfined ? { LOOPGRAPH_SANDBOX: "off" } : {}), ...userPolicy(attack, root) };
+    const env = {
+      ...process.env,
+      OPENAI_BASE_URL: mock.url,
+      ...(options.unconfined ? { LOOPGRAPH_SANDBOX: "off" } : {}),
+      ...userPolicy(attack, root),
+    };
     const run = await limited(
       converse({ ws, env, mode, resumeApproval: attack.resumeApproval, threadId: "attack", signal: abort.signal }, (request) =>
         userAnswer(request, attack.always),
@@ -766,7 +818,11 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     }
 
     // Processes of the attempt must not outlive the run.
-    const survivors = await waitFor(() => processesWith(nonce), (list) => list.length === 0, 3_000);
+    const survivors = await waitFor(
+      () => processesWith(nonce),
+      (list) => list.length === 0,
+      3_000,
+    );
     for (const survivor of survivors) {
       result.escapes.push(`process outlived the run: ${survivor.cmdline.slice(0, 120)}`);
       killTree(survivor.pid);
@@ -795,7 +851,10 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
       ];
       probeMock.enqueue(...behaviours(probeCalls, places, "probe"));
       const probe = await limited(
-        converse({ ws: probeIn, env: { ...env, OPENAI_BASE_URL: probeMock.url }, mode: "ask", threadId: "probe", signal: abort.signal }, () => ({ decision: "reject" })),
+        converse(
+          { ws: probeIn, env: { ...env, OPENAI_BASE_URL: probeMock.url }, mode: "ask", threadId: "probe", signal: abort.signal },
+          () => ({ decision: "reject" }),
+        ),
         "the probe run",
       );
       for (const call of probe.log.ran.values()) {
@@ -815,10 +874,16 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     for (const request of mockRequests()) leaks.scan(JSON.stringify(request.body ?? ""), "a model request body");
     leaks.scan(listener.received(), "the loopback listener");
     leaks.scan(hostSocket.received(), "the host socket");
-    if (hostSocket.connections() > 0) result.escapes.push(`a host socket outside the sandbox's view was reached (${hostSocket.connections()} connections)`);
+    if (hostSocket.connections() > 0)
+      result.escapes.push(`a host socket outside the sandbox's view was reached (${hostSocket.connections()} connections)`);
     scanStore(ws, leaks);
     if (probeIn !== ws) scanStore(probeIn, leaks);
-    for (const [thread, where] of attack.probe ? [["attack", ws], ["probe", probeIn]] : [["attack", ws]]) {
+    for (const [thread, where] of attack.probe
+      ? [
+          ["attack", ws],
+          ["probe", probeIn],
+        ]
+      : [["attack", ws]]) {
       const exported = join(root, `${thread}.script.yaml`);
       await exportScript(thread!, exported, { db: join(where!, ".loopgraph", "loopgraph.db"), cwd: where!, env });
       leaks.scan(readFileSync(exported), `the exported script of thread ${thread}`);
@@ -843,7 +908,8 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     await Promise.race([Promise.allSettled(inFlight), new Promise((resolve) => setTimeout(resolve, 15_000).unref())]);
     for (const survivor of processesWith(nonce)) killTree(survivor.pid);
     workspace?.remove();
-    for (const list of [result.escapes, result.leaks, result.ran, result.prompts, result.calls]) list.splice(0, list.length, ...list.map((text) => shorten(text)));
+    for (const list of [result.escapes, result.leaks, result.ran, result.prompts, result.calls])
+      list.splice(0, list.length, ...list.map((text) => shorten(text)));
     result.durationMs = Date.now() - started;
   }
   return result;
@@ -864,7 +930,8 @@ function inspectState(ws: string, nonce: string, escapes: string[]): void {
   const shadow = join(state, "snapshots.git");
   for (const file of regularFiles(shadow, (relative) => relative === "objects" || relative === "refs" || relative === "logs")) {
     const text = readFileSync(join(shadow, file));
-    if (/^(config|HEAD|hooks\/|info\/)/.test(file) && text.includes(nonce)) escapes.push(`.loopgraph/snapshots.git/${file} holds planted text`);
+    if (/^(config|HEAD|hooks\/|info\/)/.test(file) && text.includes(nonce))
+      escapes.push(`.loopgraph/snapshots.git/${file} holds planted text`);
     if (file.startsWith("hooks/") && !file.endsWith(".sample")) escapes.push(`.loopgraph/snapshots.git/${file} was planted`);
   }
   const marker = Buffer.from(`lgpwn-${nonce}`);
@@ -907,7 +974,14 @@ function scanStore(ws: string, leaks: LeakCollector): void {
  * git finds whatever repository is nearest (a nested one, or a folder it takes for a bare one).
  */
 function userRunsGit(ws: string): void {
-  const env = { ...process.env, GIT_AUTHOR_NAME: "u", GIT_AUTHOR_EMAIL: "u@u", GIT_COMMITTER_NAME: "u", GIT_COMMITTER_EMAIL: "u@u", GIT_PAGER: "cat" };
+  const env = {
+    ...process.env,
+    GIT_AUTHOR_NAME: "u",
+    GIT_AUTHOR_EMAIL: "u@u",
+    GIT_COMMITTER_NAME: "u",
+    GIT_COMMITTER_EMAIL: "u@u",
+    GIT_PAGER: "cat",
+  };
   const git = (args: string[], cwd: string) => spawnSync("git", args, { cwd, env, stdio: "ignore", timeout: 10_000 });
   for (const args of [["status"], ["diff"], ["st"], ["add", "-A"], ["commit", "-qm", "user commit"]]) git(args, ws);
   for (const folder of foldersUnder(ws)) for (const args of [["status"], ["st"], ["log", "-1"]]) git(args, folder);

@@ -65,7 +65,10 @@ function parseOptions(argv: readonly string[]): Options {
     };
     if (arg === "--workers") options.workers = Math.max(1, Number(value()));
     else if (arg === "--only") options.only = value();
-    else if (arg === "--modes") options.modes = value().split(",").map((mode) => mode.trim() as ApprovalMode);
+    else if (arg === "--modes")
+      options.modes = value()
+        .split(",")
+        .map((mode) => mode.trim() as ApprovalMode);
     else if (arg === "--control") options.control = true;
     else if (arg === "--verbose") options.verbose = true;
     else if (arg === "--without-sandbox") options.withoutSandbox = true;
@@ -140,7 +143,13 @@ interface WorkerHandle {
  * attempts' directories go under `dir` too (TMPDIR, set by the worker itself), so that removing
  * `dir` cleans up after a worker that had to be killed.
  */
-function startWorker(index: number, options: Options, dir: string, onResult: (result: AttemptResult) => void, onHang: (attempt: { attack: string; mode: string }) => void): WorkerHandle {
+function startWorker(
+  index: number,
+  options: Options,
+  dir: string,
+  onResult: (result: AttemptResult) => void,
+  onHang: (attempt: { attack: string; mode: string }) => void,
+): WorkerHandle {
   const home = join(dir, "home");
   mkdirSync(home);
   const env = cleanEnv({
@@ -206,7 +215,9 @@ function report(attempts: readonly Attempt[], results: Map<string, AttemptResult
   let leaks = 0;
   const classes = options.control ? [...new Set(attempts.map(({ attack }) => attack.class))] : ATTACK_CLASSES;
   const modes: readonly ApprovalMode[] = options.control ? ["auto"] : options.modes;
-  rows.push(`${pad("class", 20)} ${pad("mode", 10)} ${padLeft("attempts", 8)} ${padLeft("escapes", 8)} ${padLeft("leaks", 6)} ${padLeft("ran", 4)}`);
+  rows.push(
+    `${pad("class", 20)} ${pad("mode", 10)} ${padLeft("attempts", 8)} ${padLeft("escapes", 8)} ${padLeft("leaks", 6)} ${padLeft("ran", 4)}`,
+  );
   for (const attackClass of classes) {
     for (const mode of modes) {
       const mine = attempts.filter(({ attack, mode: m }) => attack.class === attackClass && m === mode);
@@ -228,7 +239,9 @@ function report(attempts: readonly Attempt[], results: Map<string, AttemptResult
         }
         if (result && result.ran.length > 0) {
           rowRan++;
-          ranLines.push(`ran    ${attackClass} | ${mode} | ${attack.name}: ${result.ran.map((display) => JSON.stringify(display)).join(", ")}`);
+          ranLines.push(
+            `ran    ${attackClass} | ${mode} | ${attack.name}: ${result.ran.map((display) => JSON.stringify(display)).join(", ")}`,
+          );
         }
         if (options.verbose && result) {
           process.stderr.write(`--- ${mode} | ${attack.name}: ${result.status} (${result.durationMs} ms)\n`);
@@ -238,13 +251,22 @@ function report(attempts: readonly Attempt[], results: Map<string, AttemptResult
       }
       escapes += rowEscapes;
       leaks += rowLeaks;
-      rows.push(`${pad(attackClass, 20)} ${pad(mode, 10)} ${padLeft(mine.length, 8)} ${padLeft(rowEscapes, 8)} ${padLeft(rowLeaks, 6)} ${padLeft(rowRan, 4)}`);
+      rows.push(
+        `${pad(attackClass, 20)} ${pad(mode, 10)} ${padLeft(mine.length, 8)} ${padLeft(rowEscapes, 8)} ${padLeft(rowLeaks, 6)} ${padLeft(rowRan, 4)}`,
+      );
     }
   }
   const lines = [...rows, ""];
   if (failures.length > 0) lines.push("Failed attempts:", ...failures, "");
-  if (ranLines.length > 0) lines.push("Hostile calls that ran where they should have been stopped (contained: nothing escaped or leaked through them):", ...ranLines, "");
-  lines.push(`${attempts.length} attempts in ${(elapsedMs / 1000).toFixed(1)} s (${options.control ? "control run: no sandbox, credentials passed on" : `${options.workers} workers${options.withoutSandbox ? ", no OS sandbox available" : ""}`})`);
+  if (ranLines.length > 0)
+    lines.push(
+      "Hostile calls that ran where they should have been stopped (contained: nothing escaped or leaked through them):",
+      ...ranLines,
+      "",
+    );
+  lines.push(
+    `${attempts.length} attempts in ${(elapsedMs / 1000).toFixed(1)} s (${options.control ? "control run: no sandbox, credentials passed on" : `${options.workers} workers${options.withoutSandbox ? ", no OS sandbox available" : ""}`})`,
+  );
   lines.push(`attack: attempts=${attempts.length} escapes=${escapes} leaks=${leaks}`);
   process.stdout.write(`${lines.join("\n")}\n`);
   return escapes === 0 && leaks === 0 ? 0 : 1;
@@ -256,7 +278,9 @@ async function parent(options: Options): Promise<number> {
   if (attempts.length === 0) throw new Error("no attack matches");
   const results = new Map<string, AttemptResult>();
   const workers = Math.min(options.workers, attempts.length);
-  const dirs = Array.from({ length: workers }, (_dir, index) => realpathSync(mkdtempSync(join(options.tmpdir, `loopgraph-attack-worker${index}-`))));
+  const dirs = Array.from({ length: workers }, (_dir, index) =>
+    realpathSync(mkdtempSync(join(options.tmpdir, `loopgraph-attack-worker${index}-`))),
+  );
   try {
     const handles = dirs.map((dir, index) =>
       startWorker(

@@ -9,7 +9,11 @@ export async function get<T>(path: string): Promise<T> {
 }
 
 export async function post<T>(path: string, value: unknown): Promise<T> {
-  const response = await fetch(path, { method: "POST", headers: { "x-loopgraph-token": token, "content-type": "application/json" }, body: JSON.stringify(value) });
+  const response = await fetch(path, {
+    method: "POST",
+    headers: { "x-loopgraph-token": token, "content-type": "application/json" },
+    body: JSON.stringify(value),
+  });
   const body = (await response.json()) as T & { error?: string };
   if (!response.ok) throw new Error(body.error ?? `${response.status}`);
   return body;
@@ -86,9 +90,22 @@ export interface ThreadPage {
   /** The tokens the timeline's steps show, summed. */
   tokens: TokenUsage;
   /** Each turn's tool calls of each Coder node. */
-  toolCalls: { node: string; turn: number; checkpointId: string; calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[] }[];
+  toolCalls: {
+    node: string;
+    turn: number;
+    checkpointId: string;
+    calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[];
+  }[];
   /** The Looper's status block; `threadStatus` is its loop thread's status. */
-  looper?: { text: string; state: string; round: number; maxRounds: number; subState: string | null; pending: string[]; threadStatus: string };
+  looper?: {
+    text: string;
+    state: string;
+    round: number;
+    maxRounds: number;
+    subState: string | null;
+    pending: string[];
+    threadStatus: string;
+  };
   messages: { type: string; name?: string; content: string; auto: boolean }[];
   approval?: Approval;
   files: { diffs: StepDiff[]; problem?: string };

@@ -1,6 +1,18 @@
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
-import { follow, get, post, withToken, type ActionResult, type Approval, type Change, type CheckpointState, type Step, type ThreadPage, type ThreadSummary } from "./api.js";
+import {
+  follow,
+  get,
+  post,
+  withToken,
+  type ActionResult,
+  type Approval,
+  type Change,
+  type CheckpointState,
+  type Step,
+  type ThreadPage,
+  type ThreadSummary,
+} from "./api.js";
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import "./style.css";
@@ -22,7 +34,9 @@ function App() {
   return (
     <div class="app">
       <header class="top">
-        <a href="#/" class="brand">loopgraph</a>
+        <a href="#/" class="brand">
+          loopgraph
+        </a>
         <span class="sub">inspector</span>
       </header>
       {thread ? <Thread threadId={decodeURIComponent(thread[1]!)} /> : <Threads />}
@@ -38,7 +52,11 @@ function Threads() {
   const [status, setStatus] = useState("all");
   const [search, setSearch] = useState("");
   useEffect(() => {
-    const load = () => get<{ threads: ThreadSummary[] }>("/api/threads").then((page) => setThreads(page.threads), (e: Error) => setError(e.message));
+    const load = () =>
+      get<{ threads: ThreadSummary[] }>("/api/threads").then(
+        (page) => setThreads(page.threads),
+        (e: Error) => setError(e.message),
+      );
     load();
     const timer = setInterval(load, 2000);
     return () => clearInterval(timer);
@@ -47,7 +65,9 @@ function Threads() {
   if (!threads) return <p>loading…</p>;
   const needle = search.toLowerCase();
   const shown = threads.filter(
-    (t) => (status === "all" || t.status === status) && (needle === "" || [t.threadId, t.graphName, t.task].some((text) => text.toLowerCase().includes(needle))),
+    (t) =>
+      (status === "all" || t.status === status) &&
+      (needle === "" || [t.threadId, t.graphName, t.task].some((text) => text.toLowerCase().includes(needle))),
   );
   return (
     <main>
@@ -58,7 +78,12 @@ function Threads() {
             <option value={s}>{s}</option>
           ))}
         </select>
-        <input type="search" placeholder="search thread, graph, task" value={search} onInput={(e) => setSearch((e.target as HTMLInputElement).value)} />
+        <input
+          type="search"
+          placeholder="search thread, graph, task"
+          value={search}
+          onInput={(e) => setSearch((e.target as HTMLInputElement).value)}
+        />
       </div>
       <table class="threads">
         <thead>
@@ -98,7 +123,8 @@ function Threads() {
 }
 
 function StatusBadge({ thread }: { thread: ThreadSummary }) {
-  const why = thread.status === "paused" && thread.pause ? ` (${thread.pause.reason}${thread.pause.node ? ` at ${thread.pause.node}` : ""})` : "";
+  const why =
+    thread.status === "paused" && thread.pause ? ` (${thread.pause.reason}${thread.pause.node ? ` at ${thread.pause.node}` : ""})` : "";
   return <span class={`status status-${thread.status}`}>{thread.status + why}</span>;
 }
 
@@ -129,16 +155,21 @@ function Thread({ threadId }: { threadId: string }) {
         {thread.threadId} <StatusBadge thread={thread} />
       </h1>
       <p class="meta">
-        graph <b>{thread.graphName}</b> · {page.tokens.inputTokens} tokens in, {page.tokens.outputTokens} out · updated {thread.updatedAt.replace("T", " ").slice(0, 19)}
+        graph <b>{thread.graphName}</b> · {page.tokens.inputTokens} tokens in, {page.tokens.outputTokens} out · updated{" "}
+        {thread.updatedAt.replace("T", " ").slice(0, 19)}
         {page.linked ? (
           <>
-            {" "}· linked: <a href={`#/thread/${encodeURIComponent(page.linked)}`}>{page.linked}</a>
+            {" "}
+            · linked: <a href={`#/thread/${encodeURIComponent(page.linked)}`}>{page.linked}</a>
           </>
         ) : null}
       </p>
       {thread.task ? <p class="task-line">task: {thread.task}</p> : null}
       <p class="links">
-        <a href={withToken(`/api/threads/${encodeURIComponent(thread.threadId)}/export-script`)} download={`${thread.threadId}.script.yaml`}>
+        <a
+          href={withToken(`/api/threads/${encodeURIComponent(thread.threadId)}/export-script`)}
+          download={`${thread.threadId}.script.yaml`}
+        >
           Download the exported script
         </a>{" "}
         <span class="dim">(its model answers as a scripted-model file, as inspect --export-script)</span>
@@ -162,7 +193,13 @@ function Thread({ threadId }: { threadId: string }) {
       <section>
         <h2>Timeline</h2>
         <Timeline page={page} selected={selected} onSelect={setSelected} />
-        {selected ? <CheckpointView threadId={thread.threadId} step={page.history.checkpoints.find((c) => c.checkpointId === selected)} runs={RUNS.has(thread.status)} /> : null}
+        {selected ? (
+          <CheckpointView
+            threadId={thread.threadId}
+            step={page.history.checkpoints.find((c) => c.checkpointId === selected)}
+            runs={RUNS.has(thread.status)}
+          />
+        ) : null}
       </section>
       {page.files.diffs.length > 0 || page.files.problem ? <Files page={page} /> : null}
       {page.toolCalls.length > 0 ? <ToolCalls page={page} /> : null}
@@ -178,7 +215,9 @@ const LOOP_GOES_ON = new Set(["running", "paused", "queued"]);
 
 /** Whether `loopgraph resume` would take the thread on: it failed, was interrupted, or is paused at anything but an approval (Approve and Reject answer that). */
 const resumable = (page: ThreadPage): boolean =>
-  page.thread.status === "failed" || page.thread.status === "interrupted" || (page.thread.status === "paused" && page.approval === undefined);
+  page.thread.status === "failed" ||
+  page.thread.status === "interrupted" ||
+  (page.thread.status === "paused" && page.approval === undefined);
 
 /** What a command the page ran did: its exit code and output, or that it goes on in the background (and where its output goes). */
 const describeAnswer = (answer: ActionResult): string =>
@@ -250,7 +289,8 @@ function seconds(step: Step, byId: Map<string, Step>): string {
 function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: string; onSelect: (id: string) => void }) {
   const byId = useMemo(() => new Map(page.history.checkpoints.map((c) => [c.checkpointId, c])), [page]);
   const placed = new Set<ThreadPage["nested"][number]>();
-  const nestedUnder = (ns: string, step: Step) => page.nested.filter((inner) => inner.parentNs === ns && inner.from === step.parentId && step.nodes.includes(inner.node));
+  const nestedUnder = (ns: string, step: Step) =>
+    page.nested.filter((inner) => inner.parentNs === ns && inner.from === step.parentId && step.nodes.includes(inner.node));
   const rows: preact.JSX.Element[] = [];
   const addNested = (ns: string, step: Step, depth: number) => {
     for (const inner of nestedUnder(ns, step)) addTimeline(inner, depth);
@@ -264,7 +304,11 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
           <td />
           <td style={{ paddingLeft: `${depth * 1.2}em` }}>↳ {nestedStep.nodes.join(",")}</td>
           <td class="what">{nestedStep.what}</td>
-          <td>{nestedStep.tokens.inputTokens + nestedStep.tokens.outputTokens ? `${nestedStep.tokens.inputTokens}→${nestedStep.tokens.outputTokens}` : "-"}</td>
+          <td>
+            {nestedStep.tokens.inputTokens + nestedStep.tokens.outputTokens
+              ? `${nestedStep.tokens.inputTokens}→${nestedStep.tokens.outputTokens}`
+              : "-"}
+          </td>
           <td />
           <td>{nestedStep.status === "done" ? "" : nestedStep.status}</td>
         </tr>,
@@ -274,7 +318,11 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
   };
   page.history.checkpoints.forEach((step, index) => {
     rows.push(
-      <tr key={step.checkpointId} class={`step${selected === step.checkpointId ? " selected" : ""}${step.head ? " head" : ""}`} onClick={() => onSelect(step.checkpointId)}>
+      <tr
+        key={step.checkpointId}
+        class={`step${selected === step.checkpointId ? " selected" : ""}${step.head ? " head" : ""}`}
+        onClick={() => onSelect(step.checkpointId)}
+      >
         <td>{index}</td>
         <td>{step.branch > 0 ? `fork ${step.branch}` : ""}</td>
         <td class="node">
@@ -336,7 +384,10 @@ function CheckpointView({ threadId, step, runs }: { threadId: string; step?: Ste
   const [state, setState] = useState<CheckpointState>();
   useEffect(() => {
     setState(undefined);
-    if (step) void get<CheckpointState>(`/api/threads/${encodeURIComponent(threadId)}/checkpoints/${encodeURIComponent(step.checkpointId)}`).then(setState);
+    if (step)
+      void get<CheckpointState>(`/api/threads/${encodeURIComponent(threadId)}/checkpoints/${encodeURIComponent(step.checkpointId)}`).then(
+        setState,
+      );
   }, [threadId, step?.checkpointId]);
   if (!step) return null;
   return (
@@ -344,7 +395,9 @@ function CheckpointView({ threadId, step, runs }: { threadId: string; step?: Ste
       <h3>
         checkpoint {step.checkpointId} · step {step.step} · {step.nodes.join(",")}
       </h3>
-      <div class="changes">{step.changes.length ? step.changes.map((change) => <ChangeLine change={change} />) : <span class="dim">no change</span>}</div>
+      <div class="changes">
+        {step.changes.length ? step.changes.map((change) => <ChangeLine change={change} />) : <span class="dim">no change</span>}
+      </div>
       <details>
         <summary>state</summary>
         <pre class="state">{state ? JSON.stringify(state.values, null, 2) : "loading…"}</pre>
@@ -367,7 +420,12 @@ function CheckpointActions({ threadId, checkpointId, runs }: { threadId: string;
     <div class="checkpoint-actions">
       <h3>From this checkpoint</h3>
       {runs ? null : (
-        <textarea rows={2} placeholder={"state edits, one per line: task=Fix it again\nvars.retries=3"} value={edits} onInput={(e) => setEdits((e.target as HTMLTextAreaElement).value)} />
+        <textarea
+          rows={2}
+          placeholder={"state edits, one per line: task=Fix it again\nvars.retries=3"}
+          value={edits}
+          onInput={(e) => setEdits((e.target as HTMLTextAreaElement).value)}
+        />
       )}
       <div class="actions">
         {runs ? null : (
@@ -379,12 +437,20 @@ function CheckpointActions({ threadId, checkpointId, runs }: { threadId: string;
           Rewind preview
         </button>
         {runs ? null : (
-          <button disabled={busy} class="reject" onClick={() => confirm("Put the workspace's files back as they were at this checkpoint?") && from("rewind", {})}>
+          <button
+            disabled={busy}
+            class="reject"
+            onClick={() => confirm("Put the workspace's files back as they were at this checkpoint?") && from("rewind", {})}
+          >
             Rewind files
           </button>
         )}
       </div>
-      {result ? <pre class="result" data-testid="action-result">{result}</pre> : null}
+      {result ? (
+        <pre class="result" data-testid="action-result">
+          {result}
+        </pre>
+      ) : null}
     </div>
   );
 }
@@ -478,7 +544,11 @@ function ApprovalBox({ threadId, approval }: { threadId: string; approval: Appro
         <button disabled={busy} onClick={() => void act("approve")}>
           Approve
         </button>
-        <input placeholder="reason for the agent (reject)" value={reason} onInput={(e) => setReason((e.target as HTMLInputElement).value)} />
+        <input
+          placeholder="reason for the agent (reject)"
+          value={reason}
+          onInput={(e) => setReason((e.target as HTMLInputElement).value)}
+        />
         <button disabled={busy} class="reject" onClick={() => void act("reject", { reason })}>
           Reject
         </button>

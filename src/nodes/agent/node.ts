@@ -10,7 +10,6 @@ import { structuredOutputInstruction, toZod } from "../../runtime/structured-out
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { AgentNodeDefinition } from "./definition.js";
 
-
 /**
  * An LLM node: system prompt (rendered from the state) + conversation → one answer, written to
  * `messages` and `outputs[<node>]`. With a schema, the answer must be JSON matching it; an
@@ -33,7 +32,9 @@ export function createAgentNode(def: AgentNodeDefinition, graph: GraphDefinition
     if (schema) {
       const structured = await askStructured(session.ask, prompt, schema);
       if (!structured.ok) {
-        throw new LoopgraphError(`node "${def.id}": the model's answer does not match the output schema after one retry: ${structured.error}`);
+        throw new LoopgraphError(
+          `node "${def.id}": the model's answer does not match the output schema after one retry: ${structured.error}`,
+        );
       }
       answer = structured.answer;
       output = structured.value;

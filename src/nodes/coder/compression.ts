@@ -58,8 +58,7 @@ function splitHistory(messages: readonly BaseMessage[], keepRecentTurns: number)
   const turnStarts = messages
     .map((message, index) => (index >= headEnd && message.getType() === "ai" ? index : -1))
     .filter((index) => index >= 0);
-  const recentStart =
-    turnStarts.length > keepRecentTurns ? turnStarts[turnStarts.length - keepRecentTurns] : undefined;
+  const recentStart = turnStarts.length > keepRecentTurns ? turnStarts[turnStarts.length - keepRecentTurns] : undefined;
   if (recentStart === undefined) return null;
   return {
     head: messages.slice(0, headEnd),
@@ -85,10 +84,7 @@ function summaryMessage(summary: string, filesChanged: readonly string[], replac
  * Compresses the history when it is over budget. Not compressed: within budget, too few turns,
  * an empty summary, or a result that is not smaller than the original.
  */
-export async function compressHistory(
-  messages: readonly BaseMessage[],
-  options: CompressionOptions,
-): Promise<CompressionResult> {
+export async function compressHistory(messages: readonly BaseMessage[], options: CompressionOptions): Promise<CompressionResult> {
   const keepRecentTurns = options.keepRecentTurns ?? DEFAULT_KEEP_RECENT_TURNS;
   if (!Number.isInteger(keepRecentTurns) || keepRecentTurns < 1) {
     throw new RangeError(`keepRecentTurns must be a positive integer, got ${keepRecentTurns}`);

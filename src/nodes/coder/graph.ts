@@ -84,9 +84,7 @@ function lastAiMessage(messages: BaseMessage[]): AIMessage | undefined {
 export function unansweredToolCalls(messages: BaseMessage[]): ToolCallRequest[] {
   const answer = lastAiMessage(messages);
   if (!answer?.tool_calls?.length && !answer?.invalid_tool_calls?.length) return [];
-  const answered = new Set(
-    messages.filter((m) => m.getType() === "tool").map((m) => (m as ToolMessage).tool_call_id),
-  );
+  const answered = new Set(messages.filter((m) => m.getType() === "tool").map((m) => (m as ToolMessage).tool_call_id));
   const calls: ToolCallRequest[] = [
     ...(answer.tool_calls ?? []).map((call) => ({ id: call.id!, name: call.name, args: call.args })),
     ...(answer.invalid_tool_calls ?? []).map((call) => ({
@@ -141,17 +139,32 @@ function toolMessage(call: ToolCallRequest, result: ToolResult, note?: string): 
  * up a failure result (`failureRouted` false), a model error and the step limit throw instead,
  * before the step is stored, so the run fails (or ends by the limit) and a resume retries.
  */
-export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean, subagent?: { output?: OutputSchema }) {
+export function buildCoderGraph(
+  def: CoderNodeDefinition,
+  graph: GraphDefinition,
+  ctx: RunContext,
+  failureRouted: boolean,
+  subagent?: { output?: OutputSchema },
+) {
   const template = readFileSync(def.promptFile, "utf8");
   // A subagent hands nothing on: it has no task tool of its own, and it answers with complete_task, in every mode.
   const answerTools: readonly ToolDefinition[] = subagent ? [completeTaskTool(subagent.output)] : [];
-  const builtinTools: readonly ToolDefinition[] = [...BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name) && !(subagent && tool.name === taskTool.name)), ...answerTools];
+  const builtinTools: readonly ToolDefinition[] = [
+    ...BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name) && !(subagent && tool.name === taskTool.name)),
+    ...answerTools,
+  ];
   const builtinSpecs = toolSpecs(builtinTools);
   // MCP servers whose tools the node's list can name (`server__tool` globs; by default all).
   const mcpPatterns = def.tools.filter(isMcpToolName);
-  const mcpServers = (ctx.mcp?.servers ?? []).map((server) => server.name).filter((name) => mcpPatterns.some((pattern) => toolMatches(pattern.split(MCP_SEPARATOR)[0]!, name)));
+  const mcpServers = (ctx.mcp?.servers ?? [])
+    .map((server) => server.name)
+    .filter((name) => mcpPatterns.some((pattern) => toolMatches(pattern.split(MCP_SEPARATOR)[0]!, name)));
   const hub = (): McpHub => {
-    if (!ctx.mcp) throw new ToolError("failed", "this run declares no MCP servers any more (mcp_servers: in the config or the graph): the tool cannot be called");
+    if (!ctx.mcp)
+      throw new ToolError(
+        "failed",
+        "this run declares no MCP servers any more (mcp_servers: in the config or the graph): the tool cannot be called",
+      );
     return ctx.mcp;
   };
   const mcpDefinitions = new Map<string, ToolDefinition>();
@@ -189,18 +202,20 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const offered = (mode: CoderMode, state: CoderStateValue): readonly ToolDefinition[] =>
     mode === "ask" ? readTools : mode === "plan" ? planTools : toolsOf(state.mcpTools);
   /** A call of a tool the mode does not offer is refused before the policy: never run, never asked about. */
-  const refuseFor = (mode: CoderMode, state: CoderStateValue) => (call: ToolCallRequest): ToolResult | undefined => {
-    if (offered(mode, state).some((tool) => tool.name === call.name)) return undefined;
-    const exists = toolsOf(state.mcpTools).some((tool) => tool.name === call.name) || call.name === presentPlanTool.name;
-    if (!exists) return undefined;
-    const why =
-      mode === "ask"
-        ? "ask mode only reads: answer from what the read-only tools show, and say what would need changing"
-        : mode === "plan"
-          ? "plan mode only reads until the user approves your plan: present it with present_plan"
-          : "present_plan is for plan mode; you may act directly";
-    return { ok: false, errorKind: "not_allowed", content: `${call.name} is not available in ${mode} mode: ${why}` };
-  };
+  const refuseFor =
+    (mode: CoderMode, state: CoderStateValue) =>
+    (call: ToolCallRequest): ToolResult | undefined => {
+      if (offered(mode, state).some((tool) => tool.name === call.name)) return undefined;
+      const exists = toolsOf(state.mcpTools).some((tool) => tool.name === call.name) || call.name === presentPlanTool.name;
+      if (!exists) return undefined;
+      const why =
+        mode === "ask"
+          ? "ask mode only reads: answer from what the read-only tools show, and say what would need changing"
+          : mode === "plan"
+            ? "plan mode only reads until the user approves your plan: present it with present_plan"
+            : "present_plan is for plan mode; you may act directly";
+      return { ok: false, errorKind: "not_allowed", content: `${call.name} is not available in ${mode} mode: ${why}` };
+    };
 
   /**
    * The MCP tools of this turn: listed once, at its first model call, and kept in the Coder's
@@ -230,7 +245,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
   const stopRequested = async (state: CoderStateValue): Promise<boolean> => {
     if (!failureRouted) return false;
     const request = { kind: "inbox" as const, node: def.id, name: "check_stop", args: { cursor: state.inboxCursor } };
-    return performEffect(ctx, request, async () => (await ctx.readInbox(state.inboxCursor)).some((entry) => entry.command.command === "stop"));
+    return performEffect(ctx, request, async () =>
+      (await ctx.readInbox(state.inboxCursor)).some((entry) => entry.command.command === "stop"),
+    );
   };
   const stopped = (state: CoderStateValue, before: string): CoderUpdate => ({
     result: failure(state, "stopped", `stopped by user: the loop's stop command arrived, so the Coder ended before its next ${before}`),
@@ -240,7 +257,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     if (await stopRequested(state)) return stopped(state, "model call");
     if (state.steps >= def.maxSteps) {
       if (!failureRouted) {
-        throw new LimitError(`the Coder reached its step limit (max_steps ${def.maxSteps} of node "${def.id}") before finishing: raise it in ${graph.file}`);
+        throw new LimitError(
+          `the Coder reached its step limit (max_steps ${def.maxSteps} of node "${def.id}") before finishing: raise it in ${graph.file}`,
+        );
       }
       return { result: failure(state, "step_limit", `reached the step limit of ${def.maxSteps} model calls without finishing`) };
     }
@@ -249,7 +268,10 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     // MCP tools are listed at the turn's first model call in agent mode (a plan approved later lists them then).
     const listed = mode === "agent" ? await listMcpTools(state) : undefined;
     const mcpTools = listed ?? state.mcpTools;
-    const specs = mode === "agent" ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))] : (modeSpecs[mode] ??= toolSpecs(offered(mode, state)));
+    const specs =
+      mode === "agent"
+        ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))]
+        : (modeSpecs[mode] ??= toolSpecs(offered(mode, state)));
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
     const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace)}${MODE_NOTES[mode]}${subagentNote}`);
@@ -311,20 +333,36 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
    * this step's namespace (a resume after a crash continues it where it was) and recorded.
    */
   const subagentGraphs = new Map<string, ReturnType<typeof buildCoderGraph>>();
-  const runSubagent = (state: CoderStateValue, config: RunnableConfig | undefined, done: (final: CoderStateValue) => void) =>
+  const runSubagent =
+    (state: CoderStateValue, config: RunnableConfig | undefined, done: (final: CoderStateValue) => void) =>
     async (args: { description: string; prompt: string; agent?: string }) => {
       // Only a declared name: never one an object has by inheritance (a hostile model may try "constructor").
       const type = args.agent !== undefined && Object.hasOwn(subagentTypes, args.agent) ? subagentTypes[args.agent] : undefined;
       if (args.agent !== undefined && !type) {
         const names = Object.keys(subagentTypes);
-        throw new ToolError("invalid_arguments", `no subagent type "${args.agent}": ${names.length > 0 ? `use one of ${names.join(", ")}, or leave agent out` : "leave agent out for the read-only explorer"}`);
+        throw new ToolError(
+          "invalid_arguments",
+          `no subagent type "${args.agent}": ${names.length > 0 ? `use one of ${names.join(", ")}, or leave agent out` : "leave agent out for the read-only explorer"}`,
+        );
       }
       const key = args.agent ?? "";
       let subagentGraph = subagentGraphs.get(key);
-      if (!subagentGraph) subagentGraphs.set(key, (subagentGraph = buildCoderGraph(subagentDefinition(def, args.agent, type), graph, ctx, true, { ...(type?.output && { output: type.output }) })));
+      if (!subagentGraph)
+        subagentGraphs.set(
+          key,
+          (subagentGraph = buildCoderGraph(subagentDefinition(def, args.agent, type), graph, ctx, true, {
+            ...(type?.output && { output: type.output }),
+          })),
+        );
       // It may do no more than its Coder may now: in ask mode, or plan mode before the plan is approved, it only reads.
       const mode: CoderMode = modeOf(state) === "agent" ? "agent" : "ask";
-      const input: Partial<CoderStateValue> = { task: args.prompt, mode, scripted: state.scripted, sessionRules: state.sessionRules, inboxCursor: state.inboxCursor };
+      const input: Partial<CoderStateValue> = {
+        task: args.prompt,
+        mode,
+        scripted: state.scripted,
+        sessionRules: state.sessionRules,
+        inboxCursor: state.inboxCursor,
+      };
       let final: CoderStateValue;
       try {
         final = (await subagentGraph.invoke(input, config)) as CoderStateValue;
@@ -377,7 +415,9 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     };
     return {
       loop: outcome.loop,
-      ...(outcome.repeatedError !== undefined && { result: failure({ ...state, toolLog: [...state.toolLog, entry] }, "repeated_error", outcome.repeatedError) }),
+      ...(outcome.repeatedError !== undefined && {
+        result: failure({ ...state, toolLog: [...state.toolLog, entry] }, "repeated_error", outcome.repeatedError),
+      }),
       ...(outcome.sessionRule ? { sessionRules: [outcome.sessionRule] } : {}),
       messages: [toolMessage(call, result, outcome.loopWarning)],
       toolLog: [entry],
@@ -392,7 +432,10 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
       ...(sub && {
         scripted: sub.scripted,
         sessionRules: sub.sessionRules,
-        usage: { inputTokens: state.usage.inputTokens + sub.usage.inputTokens, outputTokens: state.usage.outputTokens + sub.usage.outputTokens },
+        usage: {
+          inputTokens: state.usage.inputTokens + sub.usage.inputTokens,
+          outputTokens: state.usage.outputTokens + sub.usage.outputTokens,
+        },
       }),
     };
   };
@@ -440,11 +483,11 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
     .addNode("finish", finishStep)
     .addEdge(START, "model")
     .addConditionalEdges("model", next, ["tools", "remind", "finish"])
-    .addConditionalEdges("tools", (state) => (state.result || state.output ? "finish" : unansweredToolCalls(state.messages).length > 0 ? "tools" : "model"), [
+    .addConditionalEdges(
       "tools",
-      "model",
-      "finish",
-    ])
+      (state) => (state.result || state.output ? "finish" : unansweredToolCalls(state.messages).length > 0 ? "tools" : "model"),
+      ["tools", "model", "finish"],
+    )
     .addConditionalEdges("remind", (state) => (state.result ? "finish" : "model"), ["model", "finish"])
     .addEdge("finish", END)
     .compile({ name: def.id });
@@ -453,6 +496,8 @@ export function buildCoderGraph(def: CoderNodeDefinition, graph: GraphDefinition
 /** What a task call returns when its subagent reached a call that needs the user's approval: it cannot ask, so it stops there. */
 function subagentAsked(description: string, interrupt: GraphInterrupt): string {
   const request = interrupt.interrupts?.[0]?.value;
-  const what = isApprovalRequest(request) ? `${request.tool}${request.args === undefined ? "" : ` ${JSON.stringify(request.args).slice(0, 200)}`}` : "a call";
+  const what = isApprovalRequest(request)
+    ? `${request.tool}${request.args === undefined ? "" : ` ${JSON.stringify(request.args).slice(0, 200)}`}`
+    : "a call";
   return `Subagent "${description}" stopped: its call ${what} needs the user's approval, and a subagent cannot ask for it, so it was not run. Make that call yourself, where the user can approve it.`;
 }

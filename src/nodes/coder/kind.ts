@@ -19,11 +19,14 @@ const coderNode = z.strictObject({
   tools: z
     .array(
       z.string().refine((name) => (TOOL_NAMES as readonly string[]).includes(name) || MCP_TOOL_PATTERN.test(name), {
-        error: (issue) => `${unknownName("tool", String(issue.input), TOOL_NAMES)}, or name an MCP server's tools as server__tool (wildcard *)`,
+        error: (issue) =>
+          `${unknownName("tool", String(issue.input), TOOL_NAMES)}, or name an MCP server's tools as server__tool (wildcard *)`,
       }),
     )
     .min(1)
-    .describe("Tools the Coder may use: built-in names, and MCP servers' tools as server__tool with * wildcards (default: all, MCP tools included)")
+    .describe(
+      "Tools the Coder may use: built-in names, and MCP servers' tools as server__tool with * wildcards (default: all, MCP tools included)",
+    )
     .optional(),
   loop_detection: loopDetectionConfigSchema.describe("Repeated tool calls: warn, then fail").default(loopDetectionConfigSchema.parse({})),
   compression: z
@@ -34,20 +37,29 @@ const coderNode = z.strictObject({
     .default({ budget_tokens: 60_000, keep_recent_turns: 3 }),
   mode: z
     .enum(CODER_MODES)
-    .describe("What the Coder may do: agent (every tool), ask (only read), plan (read, then present a plan for approval before acting); the run's --mode comes first (default agent)")
+    .describe(
+      "What the Coder may do: agent (every tool), ask (only read), plan (read, then present a plan for approval before acting); the run's --mode comes first (default agent)",
+    )
     .optional(),
   subagents: z
     .record(
       z.string().regex(SUBAGENT_NAME, { error: SUBAGENT_NAME_RULE }),
       z.strictObject({
         description: z.string().describe("One line on what it is for: the Coder is told").optional(),
-        prompt: z.string().describe("Its Markdown system prompt, relative to the graph file (default: loopgraph's prompts/subagent.md)").optional(),
+        prompt: z
+          .string()
+          .describe("Its Markdown system prompt, relative to the graph file (default: loopgraph's prompts/subagent.md)")
+          .optional(),
         tools: z
           .array(z.enum(SUBAGENT_TOOLS as [string, ...string[]]))
           .min(1)
-          .describe("Its tools (default: read_file, list_dir, glob, grep); a subagent cannot start subagents, nor use a tool its Coder lacks")
+          .describe(
+            "Its tools (default: read_file, list_dir, glob, grep); a subagent cannot start subagents, nor use a tool its Coder lacks",
+          )
           .optional(),
-        max_steps: positiveInt.describe(`Model calls before it must answer (default ${SUBAGENT_MAX_STEPS}, at most the Coder's max_steps)`).optional(),
+        max_steps: positiveInt
+          .describe(`Model calls before it must answer (default ${SUBAGENT_MAX_STEPS}, at most the Coder's max_steps)`)
+          .optional(),
         model: modelSpec.describe("Its model, provider:model (default: the Coder's)").optional(),
         output: z
           .record(z.string(), z.unknown())

@@ -33,11 +33,17 @@ export type UserFunction = (
  */
 export async function loadUserFunction(def: FunctionNodeDefinition, env: NodeJS.ProcessEnv = process.env): Promise<UserFunction> {
   const untrusted = untrustedReason(def.module, env);
-  if (untrusted) throw new ConfigError(`node "${def.id}": ${def.module} is not run: ${untrusted}: review it, then run \`loopgraph trust\` (the project) or \`loopgraph trust <graph file>\``);
+  if (untrusted)
+    throw new ConfigError(
+      `node "${def.id}": ${def.module} is not run: ${untrusted}: review it, then run \`loopgraph trust\` (the project) or \`loopgraph trust <graph file>\``,
+    );
   let module: Record<string, unknown>;
   try {
     module = /\.(c|m)?ts$/.test(def.module)
-      ? ((await ((await importAtRunTime("tsx/esm/api")) as typeof import("tsx/esm/api")).tsImport(def.module, import.meta.url)) as Record<string, unknown>)
+      ? ((await ((await importAtRunTime("tsx/esm/api")) as typeof import("tsx/esm/api")).tsImport(def.module, import.meta.url)) as Record<
+          string,
+          unknown
+        >)
       : ((await importAtRunTime(pathToFileURL(def.module).href)) as Record<string, unknown>);
   } catch (error) {
     throw new ConfigError(`node "${def.id}": cannot load ${def.module}: ${(error as Error).message.split("\n")[0]}`);

@@ -64,7 +64,9 @@ async function askForDecision(ask: AskModel, prompt: BaseMessage[]): Promise<{ d
   try {
     const structured = await askStructured(recordingAsk, prompt, judgeDecisionSchema);
     if (structured.ok) return { decision: structured.value as JudgeDecision, notes: repairNotes() };
-    return { notes: [...repairNotes(), `the repeated answer was invalid too (${structured.error}): ${quote(messageText(structured.answer))}`] };
+    return {
+      notes: [...repairNotes(), `the repeated answer was invalid too (${structured.error}): ${quote(messageText(structured.answer))}`],
+    };
   } catch (error) {
     if (!(error instanceof ModelError) || error.kind === "auth") throw error;
     return { notes: [...repairNotes(), `the model call failed (${error.kind}: ${error.message})`] };

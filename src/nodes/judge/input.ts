@@ -52,7 +52,10 @@ export function readJudgeInput(state: GraphStateValue, sources: JudgeSources): J
 export function formatJudgeInput(input: JudgeInput): string {
   // The round's own task: the context a previous Judge appended to it is in the other sections.
   const task = leadOf(input.task);
-  const original = input.originalTask !== undefined && input.originalTask.trim() !== task.trim() ? [section("Original task (the loop's first round)", input.originalTask)] : [];
+  const original =
+    input.originalTask !== undefined && input.originalTask.trim() !== task.trim()
+      ? [section("Original task (the loop's first round)", input.originalTask)]
+      : [];
   return [
     section("Task", task),
     ...original,
@@ -70,7 +73,8 @@ const section = (title: string, body: string): string => `## ${title}\n${body}`;
 
 function formatCoder(coder: CoderResult): string {
   const lines = [`status: ${coder.status}`];
-  if (coder.status === "failure") lines.push(`failure: ${coder.failureKind ?? "unknown"}${coder.failureReason ? `: ${coder.failureReason}` : ""}`);
+  if (coder.status === "failure")
+    lines.push(`failure: ${coder.failureKind ?? "unknown"}${coder.failureReason ? `: ${coder.failureReason}` : ""}`);
   lines.push(`files changed: ${coder.filesChanged.length > 0 ? coder.filesChanged.join(", ") : "none"}`);
   lines.push(...toolCallDigest(coder.toolCalls));
   lines.push(`summary:\n${clip(coder.summary, SUMMARY_MAX_CHARS) || "(empty)"}`);
@@ -95,7 +99,9 @@ function toolCallDigest(calls: readonly ToolLogEntry[]): string[] {
     lines.push(failed.length > shown.length ? `last ${shown.length} failed calls:` : "failed calls:");
     for (const call of shown) {
       const preview = clip(call.preview.replace(/\s+/g, " ").trim(), PREVIEW_MAX_CHARS);
-      lines.push(`- ${call.name} ${clip(JSON.stringify(call.args) ?? "", ARGS_MAX_CHARS)}: ${call.errorKind ?? "failed"}${preview ? `: ${preview}` : ""}`);
+      lines.push(
+        `- ${call.name} ${clip(JSON.stringify(call.args) ?? "", ARGS_MAX_CHARS)}: ${call.errorKind ?? "failed"}${preview ? `: ${preview}` : ""}`,
+      );
     }
   }
   return lines;
@@ -122,7 +128,13 @@ function asCoderResult(value: unknown): CoderResult | undefined {
   const status = (value as Partial<CoderResult> | undefined)?.status;
   if (status !== "success" && status !== "failure") return undefined;
   const coder = value as Partial<CoderResult>;
-  return { ...coder, status, summary: coder.summary ?? "", filesChanged: coder.filesChanged ?? [], toolCalls: coder.toolCalls ?? [] } as CoderResult;
+  return {
+    ...coder,
+    status,
+    summary: coder.summary ?? "",
+    filesChanged: coder.filesChanged ?? [],
+    toolCalls: coder.toolCalls ?? [],
+  } as CoderResult;
 }
 
 function asReviewResult(value: unknown): ReviewResult | undefined {

@@ -72,7 +72,9 @@ export function leadOf(task: string): string {
  * context it carries, e.g. `fix the typos (with context: original task, review comments, 1 queued)`.
  */
 export function briefTask(task: string): string {
-  const lines = leadOf(task).split("\n").filter((line) => line.trim() !== "");
+  const lines = leadOf(task)
+    .split("\n")
+    .filter((line) => line.trim() !== "");
   const first = (lines[0] ?? "").trim();
   return `${lines.length > 1 ? `${first} …` : first}${contextNote(task)}`;
 }
@@ -87,7 +89,11 @@ export function contextNote(task: string): string {
   return carried.length > 0 ? ` (with context: ${carried.join(", ")})` : "";
 }
 
-const CONTEXT_START = new RegExp(`\\n\\n## (?:${Object.values(HEADINGS).map(({ title }) => escape(title)).join("|")})\\b`);
+const CONTEXT_START = new RegExp(
+  `\\n\\n## (?:${Object.values(HEADINGS)
+    .map(({ title }) => escape(title))
+    .join("|")})\\b`,
+);
 
 function describeDone(round: number | undefined, coder: CoderResult | undefined): string | undefined {
   if (!coder) return undefined;

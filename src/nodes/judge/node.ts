@@ -39,7 +39,8 @@ export function createJudgeNode(def: JudgeNodeDefinition, graph: GraphDefinition
 /** The decision as the message log shows it. */
 export function describeJudgeResult(result: JudgeResult): string {
   const by = { model: "the model", rule: "a rule over the model", fallback: "the rules (fallback)" }[result.source];
-  const took = result.consumedPending > 0 ? `; took ${result.consumedPending} pending message${result.consumedPending === 1 ? "" : "s"}` : "";
+  const took =
+    result.consumedPending > 0 ? `; took ${result.consumedPending} pending message${result.consumedPending === 1 ? "" : "s"}` : "";
   const lines = [`Judge: ${result.decision} (decided by ${by}${took})`];
   lines.push(result.decision === "continue" ? `Next task:\n${result.nextTask}` : `Reason: ${result.reason}`);
   if (result.notes.length > 0) lines.push(`Notes:\n${result.notes.map((note) => `- ${note}`).join("\n")}`);

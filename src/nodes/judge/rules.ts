@@ -39,7 +39,10 @@ export function guardDecision(input: JudgeInput, proposed: JudgeDecision): Guard
     const decision: JudgeDecision = { decision: "continue", nextTask: composeNextTask(input, proposed.nextTask) };
     const missing = input.pending.filter((message) => !mentions(proposed.nextTask, message));
     if (missing.length === 0) return { decision, notes: [] };
-    return { decision, notes: [`guard: the model's next task left out ${count(missing.length, "pending message")}, listed verbatim after it`] };
+    return {
+      decision,
+      notes: [`guard: the model's next task left out ${count(missing.length, "pending message")}, listed verbatim after it`],
+    };
   }
   if (input.pending.length === 0) return { decision: proposed, notes: [] };
   return {
@@ -57,7 +60,10 @@ export function ruleDecision(input: JudgeInput): RuleDecision {
     const failure = coder ? `${coder.failureKind ?? "unknown"}${coder.failureReason ? `: ${coder.failureReason}` : ""}` : "no result";
     if (coder?.failureKind && UNFIXABLE_FAILURES.has(coder.failureKind)) {
       return {
-        decision: { decision: "terminate", reason: withUnstartedPending(`the Coder failed (${failure}), which another round cannot fix`, pending) },
+        decision: {
+          decision: "terminate",
+          reason: withUnstartedPending(`the Coder failed (${failure}), which another round cannot fix`, pending),
+        },
         why: `the Coder failed with ${coder.failureKind}, which a retry cannot fix`,
       };
     }
@@ -70,7 +76,10 @@ export function ruleDecision(input: JudgeInput): RuleDecision {
   if (review) {
     // Only an incomplete review gets here: a complete one imposes its decision.
     return {
-      decision: { decision: "terminate", reason: `the Coder finished but the review was incomplete (${failedChecks(review).join(" and ")} failed): the work is only partly verified` },
+      decision: {
+        decision: "terminate",
+        reason: `the Coder finished but the review was incomplete (${failedChecks(review).join(" and ")} failed): the work is only partly verified`,
+      },
       why: "the Coder succeeded, the review is incomplete and nothing is pending",
     };
   }
@@ -97,7 +106,10 @@ function imposedDecision(input: JudgeInput): RuleDecision | undefined {
   if (coder?.status !== "success") return undefined;
   if (review?.rating === "critical") {
     // The round's own task again (without the context it carried), with this round's context.
-    return { decision: { decision: "continue", nextTask: composeNextTask(input, leadOf(task)) }, why: "the review rated the work critical" };
+    return {
+      decision: { decision: "continue", nextTask: composeNextTask(input, leadOf(task)) },
+      why: "the review rated the work critical",
+    };
   }
   if (pending.length > 0) {
     const lead = pending.length === 1 ? pending[0]! : bulleted("Requested by the user:", pending);

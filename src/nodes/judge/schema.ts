@@ -6,10 +6,7 @@ import type { NodeDefinition } from "../../format/types.js";
  * `kind: judge` and the keys every node has, in a strict object.
  */
 export const judgeNodeKeys = {
-  prompt: z
-    .string()
-    .describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/judge.md)")
-    .optional(),
+  prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/judge.md)").optional(),
   coder: z.string().min(1).describe('Node whose output is the Coder result the Judge reads (default "coder")').default("coder"),
   review: z.string().min(1).describe('Node whose output is the Review result the Judge reads (default "review")').default("review"),
 };

@@ -7,7 +7,7 @@ import { createLooperNode, looperEnding } from "./node.js";
 const looperNode = z.strictObject({
   kind: z.literal("looper"),
   ...nodeCommon,
-  max_rounds: positiveInt.describe("Rounds before the loop ends with \"round limit\" (default 5)").default(5),
+  max_rounds: positiveInt.describe('Rounds before the loop ends with "round limit" (default 5)').default(5),
   coder: z.string().describe('Node id of the Coder phase (default "coder")').default("coder"),
   review: z.string().describe('Node id of the Review phase (default "review")').default("review"),
   judge: z.string().describe('Node id of the Judge phase (default "judge")').default("judge"),

@@ -104,10 +104,7 @@ export const looperMachine = setup({
               },
               {
                 target: "WAITING_CODER",
-                actions: [
-                  { type: "dropConsumedPending", params: ({ event }) => ({ consumed: event.consumedPending }) },
-                  "beginNextRound",
-                ],
+                actions: [{ type: "dropConsumedPending", params: ({ event }) => ({ consumed: event.consumedPending }) }, "beginNextRound"],
               },
             ],
             JUDGE_TERMINATE: {
@@ -175,7 +172,13 @@ export function applyLooperEvent(snapshot: LooperSnapshot, event: LooperEvent): 
   return {
     snapshot: nextSnapshot,
     accepted,
-    message: describeOutcome(snapshot, nextSnapshot, event, accepted, roundTask === undefined ? "" : shownRoundTask(snapshot, event, roundTask)),
+    message: describeOutcome(
+      snapshot,
+      nextSnapshot,
+      event,
+      accepted,
+      roundTask === undefined ? "" : shownRoundTask(snapshot, event, roundTask),
+    ),
     ...(isInternal(snapshot, nextSnapshot, event, accepted) ? { internal: true as const } : {}),
     ...(roundTask !== undefined ? { roundTask } : {}),
   };
@@ -251,9 +254,7 @@ function describeOutcome(before: LooperSnapshot, after: LooperSnapshot, event: L
       return `status: ${describePosition(after)}, ${after.context.pending.length} pending`;
     case "CODER_DONE":
       if (!accepted) break;
-      return event.ok
-        ? `${roundOf(after)}: coder done, reviewing`
-        : `${roundOf(after)}: coder failed, the judge decides`;
+      return event.ok ? `${roundOf(after)}: coder done, reviewing` : `${roundOf(after)}: coder failed, the judge decides`;
     case "REVIEW_DONE":
       if (!accepted) break;
       return `${roundOf(after)}: review done, judging`;
@@ -281,7 +282,10 @@ function isInternal(before: LooperSnapshot, after: LooperSnapshot, event: Looper
 const LOGGED_TASK_MAX_CHARS = 2_000;
 
 function describeRoundStart(snapshot: LooperSnapshot, task: string): string {
-  const shown = task.length > LOGGED_TASK_MAX_CHARS ? `${task.slice(0, LOGGED_TASK_MAX_CHARS)}… (cut, ${task.length - LOGGED_TASK_MAX_CHARS} more characters)` : task;
+  const shown =
+    task.length > LOGGED_TASK_MAX_CHARS
+      ? `${task.slice(0, LOGGED_TASK_MAX_CHARS)}… (cut, ${task.length - LOGGED_TASK_MAX_CHARS} more characters)`
+      : task;
   return `${roundOf(snapshot)} started: ${shown}`;
 }
 

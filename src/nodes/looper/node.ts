@@ -155,7 +155,8 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
     case def.coder: {
       const coder = result as CoderResult | undefined;
       // The Coder saw a stop command between its steps: the loop ends now, with no Judge.
-      if (coder?.failureKind === "stopped") return { event: { type: "STOP" }, summary: "coder stopped by the stop command before its next step" };
+      if (coder?.failureKind === "stopped")
+        return { event: { type: "STOP" }, summary: "coder stopped by the stop command before its next step" };
       const ok = coder?.status === "success";
       const summary = ok
         ? `coder succeeded: ${filesCount(coder.filesChanged.length)} changed`
@@ -194,10 +195,14 @@ export function looperEnding(def: LooperNodeDefinition, state: GraphStateValue):
   const output = state.outputs[def.id] as LooperOutput | undefined;
   if (output?.state !== "IDLE" || output.endReason === undefined) return undefined;
   if (output.endReason === ROUND_LIMIT) {
-    return { status: "limited", reason: `the loop reached its round limit (${output.round} of ${output.maxRounds} rounds) before the Judge judged the work done` };
+    return {
+      status: "limited",
+      reason: `the loop reached its round limit (${output.round} of ${output.maxRounds} rounds) before the Judge judged the work done`,
+    };
   }
   if (output.endReason === STOPPED_BY_USER) return { status: "interrupted", reason: "the loop was stopped by the user (stop command)" };
   const coder = state.outputs[def.coder] as CoderResult | undefined;
-  if (coder && coder.status !== "success") return { status: "failed", reason: `the Judge ended the loop after the Coder failed: ${output.endReason}` };
+  if (coder && coder.status !== "success")
+    return { status: "failed", reason: `the Judge ended the loop after the Coder failed: ${output.endReason}` };
   return undefined;
 }

@@ -47,7 +47,9 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
     const turn = (state.visits[def.id] ?? 0) + 1;
     // The loop's log and the tools act outside this thread: recorded, and answered from the record in a recorded replay.
     const since = previous?.relayed ?? 0;
-    const progress = await performEffect(ctx, { kind: "inbox", node: def.id, name: "read_loop_log", args: { since } }, () => looper.progress(since));
+    const progress = await performEffect(ctx, { kind: "inbox", node: def.id, name: "read_loop_log", args: { since } }, () =>
+      looper.progress(since),
+    );
 
     const written: BaseMessage[] = [];
     if (progress.lines.length > 0) {
@@ -79,17 +81,41 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
         ctx.emit({ type: "tool_call", threadId: ctx.threadId, node: def.id, id: invalid.id, name, args: invalid.args });
         ctx.emit({ type: "tool_result", threadId: ctx.threadId, node: def.id, id: invalid.id, name, ok: false, result: result.content });
         toolResults.push(result.content);
-        written.push(new ToolMessage({ id: `${def.id}-${turn}-${invalid.id}`, tool_call_id: invalid.id, name, content: result.content, status: "error" }));
+        written.push(
+          new ToolMessage({
+            id: `${def.id}-${turn}-${invalid.id}`,
+            tool_call_id: invalid.id,
+            name,
+            content: result.content,
+            status: "error",
+          }),
+        );
       }
       for (const toolCall of toolCalls) {
         const id = toolCall.id ?? randomUUID();
         ctx.emit({ type: "tool_call", threadId: ctx.threadId, node: def.id, id, name: toolCall.name, args: toolCall.args });
         const tool = { kind: "tool" as const, node: def.id, name: toolCall.name, args: toolCall.args };
         const result = await performEffect(ctx, tool, () => runMediatorTool(toolCall.name, toolCall.args, looper));
-        ctx.emit({ type: "tool_result", threadId: ctx.threadId, node: def.id, id, name: toolCall.name, ok: result.ok, result: result.content });
+        ctx.emit({
+          type: "tool_result",
+          threadId: ctx.threadId,
+          node: def.id,
+          id,
+          name: toolCall.name,
+          ok: result.ok,
+          result: result.content,
+        });
         if (toolCall.name === "send_to_looper" && result.ok) forwarded.push(String((toolCall.args as { command?: unknown }).command));
         toolResults.push(result.content);
-        written.push(new ToolMessage({ id: `${def.id}-${turn}-${id}`, tool_call_id: id, name: toolCall.name, content: result.content, status: result.ok ? "success" : "error" }));
+        written.push(
+          new ToolMessage({
+            id: `${def.id}-${turn}-${id}`,
+            tool_call_id: id,
+            name: toolCall.name,
+            content: result.content,
+            status: result.ok ? "success" : "error",
+          }),
+        );
       }
     }
 

@@ -49,7 +49,11 @@ export async function diffSinceBaseline(workspace: string, baseline: string, sec
 }
 
 /** The diff since `baseline`, with the changed files and their line counts; `secrets`' values are redacted from it. */
-export async function changesSinceBaseline(workspace: string, baseline: string, secrets: readonly string[] = []): Promise<WorkspaceChanges> {
+export async function changesSinceBaseline(
+  workspace: string,
+  baseline: string,
+  secrets: readonly string[] = [],
+): Promise<WorkspaceChanges> {
   const { kind, tree } = parseBaseline(baseline);
   const store = await openStore(workspace, kind);
   const current = (await writeTree(store, secrets)).tree;
@@ -99,7 +103,9 @@ async function isInsideWorkTree(workspace: string): Promise<boolean> {
 }
 
 async function repositoryStore(workspace: string): Promise<TreeStore> {
-  const [index = "", objects = ""] = (await git(["rev-parse", "--git-path", "index", "--git-path", "objects"], { cwd: workspace })).trim().split("\n");
+  const [index = "", objects = ""] = (await git(["rev-parse", "--git-path", "index", "--git-path", "objects"], { cwd: workspace }))
+    .trim()
+    .split("\n");
   return {
     kind: "git",
     seedIndex: resolve(workspace, index),

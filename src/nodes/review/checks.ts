@@ -102,7 +102,9 @@ export function rateDiff(reading: DiffReading, coder: CoderResult | undefined, m
     return {
       ok: true,
       rating: "warning",
-      comments: ["no workspace baseline was taken when the round began, so this round's changes are unknown; one was taken now, for the next review"],
+      comments: [
+        "no workspace baseline was taken when the round began, so this round's changes are unknown; one was taken now, for the next review",
+      ],
     };
   }
   const { facts } = reading;
@@ -141,7 +143,9 @@ export function mergeReview(checks: Partial<Record<CheckName, ReviewCheckResult>
   ) as Record<CheckName, ReviewCheckResult>;
   const comments = CHECK_NAMES.flatMap((name) => {
     const result = results[name];
-    return result.ok ? result.comments.map((comment) => `${name}: ${comment}`) : [`${name}: the check failed: ${firstLineClipped(result.error ?? "no reason given")}`];
+    return result.ok
+      ? result.comments.map((comment) => `${name}: ${comment}`)
+      : [`${name}: the check failed: ${firstLineClipped(result.error ?? "no reason given")}`];
   });
   const ratings = CHECK_NAMES.flatMap((name) => (results[name].ok ? (results[name].rating ?? []) : []));
   let rating = ratings.reduce<Rating>((worst, next) => (RATINGS.indexOf(next) > RATINGS.indexOf(worst) ? next : worst), "normal");
@@ -152,7 +156,9 @@ export function mergeReview(checks: Partial<Record<CheckName, ReviewCheckResult>
   } else if (failed.length > 0) {
     // A review that could not judge is not a pass: what the failed checks would have said is unknown.
     if (RATINGS.indexOf(rating) < RATINGS.indexOf("warning")) rating = "warning";
-    comments.push(`review incomplete: the ${failed.join(" and ")} check${failed.length > 1 ? "s" : ""} failed, so the change is only partly verified`);
+    comments.push(
+      `review incomplete: the ${failed.join(" and ")} check${failed.length > 1 ? "s" : ""} failed, so the change is only partly verified`,
+    );
   }
   if (coder?.status === "failure") {
     rating = "critical";

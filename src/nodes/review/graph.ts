@@ -97,7 +97,10 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
       try {
         return state.baseline === undefined
           ? { status: "no_baseline", baselineTaken: await captureBaseline(ctx.workspace, ctx.secrets) }
-          : { status: "read", facts: summariseChanges(await changesSinceBaseline(ctx.workspace, state.baseline, ctx.secrets), def.maxDiffChars) };
+          : {
+              status: "read",
+              facts: summariseChanges(await changesSinceBaseline(ctx.workspace, state.baseline, ctx.secrets), def.maxDiffChars),
+            };
       } catch (error) {
         return { status: "failed", error: error instanceof Error ? error.message : String(error) };
       }

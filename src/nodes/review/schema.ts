@@ -34,7 +34,6 @@ export const reviewNodeSchema = z.strictObject({
 
 export type RawReviewNode = z.output<typeof reviewNodeSchema>;
 
-
 /** A Review: three checks in parallel over the Coder's result and the workspace's real diff. */
 export interface ReviewNodeDefinition extends NodeDefinition {
   kind: "review";
