@@ -1,6 +1,6 @@
-// `npm test`'s first half: the build (tsc, then the bundles) and the type checks of the tests and
-// of the web inspector's pages, side by side (each tsc runs on one core), each one's output
-// printed whole when it ends. Exits 1 if any of them failed.
+// `npm test`'s first half: the build (tsc, then the bundles), the type checks of the tests and of
+// the web inspector's pages, and the format check and linter, side by side (each tsc runs on one
+// core), each one's output printed whole when it ends. Exits 1 if any of them failed.
 import { spawn } from "node:child_process";
 import { fileURLToPath } from "node:url";
 
@@ -10,6 +10,8 @@ const steps = [
   [tsc("tsconfig.json"), { label: "node scripts/bundle.mjs", args: [`${root}scripts/bundle.mjs`] }],
   [tsc("tsconfig.tests.json")],
   [tsc("ui/tsconfig.json")],
+  // The format check and the linter (biome.json): about 2 s.
+  [{ label: "biome check", args: [`${root}node_modules/@biomejs/biome/bin/biome`, "check", "--colors=off", "."] }],
 ];
 
 function run({ args }) {

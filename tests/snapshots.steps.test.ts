@@ -96,7 +96,7 @@ describe("snapshots around tool steps", () => {
     const log = memoryLog();
     const repo = await openSnapshotRepository(dir);
     // Step 1 started, changed a.txt and c.txt, and its process was killed: no "after" snapshot.
-    log.open({
+    await log.open({
       threadId: "t",
       checkpoint: stepCheckpoint(coderConfig("c1"))!,
       node: "coder",
@@ -107,7 +107,7 @@ describe("snapshots around tool steps", () => {
     writeFileSync(join(dir, "a.txt"), "changed\n");
     writeFileSync(join(dir, "c.txt"), "new\n");
     // The resumed run's step 2 (from the same checkpoint) writes b.txt.
-    const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => {} });
+    const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => undefined });
     await hook.around({ node: "coder", tool: "write_file", toolCallId: "2", config: coderConfig("c1") }, async () =>
       writeFileSync(join(dir, "b.txt"), "b\n"),
     );
@@ -129,7 +129,7 @@ describe("snapshots around tool steps", () => {
     mkdirSync(join(dir, "gone"));
     writeFileSync(join(dir, "gone/x.txt"), "x\n");
     const log = memoryLog();
-    const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => {} });
+    const hook = createToolStepSnapshots({ threadId: "t", workspace: dir, log, warn: () => undefined });
     await hook.around({ node: "coder", tool: "edit_file", toolCallId: "1", config: coderConfig("c1") }, async () =>
       writeFileSync(join(dir, "agent.txt"), "v2\n"),
     );

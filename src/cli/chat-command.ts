@@ -302,6 +302,9 @@ class ChatController {
         case "error":
           if (!turn.signal.aborted) this.screen.line(pc.red(`✖ ${printable(event.message)}`));
           break;
+        default:
+          // The other events (steps, approvals, the run's end) print nothing in a chat's answer.
+          break;
       }
     };
     try {

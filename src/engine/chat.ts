@@ -91,8 +91,8 @@ export class ChatSession {
   }
 
   /** Closes the session's store (its loop's runs have stores of their own). */
-  close(): void {
-    this.thread.store.close();
+  close(): Promise<void> {
+    return this.thread.store.close();
   }
 }
 

@@ -85,7 +85,7 @@ export class LoopSupervisor implements LooperHandle {
 
   /** Starts a loop on `task`; returns at once with what happened, for the Mediator to tell. */
   async start(task: string): Promise<string> {
-    if (this.active) return `already running: a loop runs in this thread; its task is unchanged.\n${await this.status()}`;
+    if (this.running) return `already running: a loop runs in this thread; its task is unchanged.\n${await this.status()}`;
     const record = await this.record();
     if (!record) {
       await this.launch(() => this.options.run({ ...this.runSettings(), graph: this.options.graphFile, task, threadId: this.threadId }));
@@ -103,26 +103,26 @@ export class LoopSupervisor implements LooperHandle {
 
   /** What `start` answers: the run may already have failed (e.g. a bad model setting). */
   private started(task: string): string {
-    if (!this.active && this.lastOutcome?.status === "failed")
+    if (!this.running && this.lastOutcome?.status === "failed")
       return `the loop could not start: ${this.lastOutcome.error ?? "unknown error"}`;
     return `started: the loop runs in the background (thread ${this.threadId}) on: ${task}`;
   }
 
   /** Adds a task for after the current round; with no loop running, starts one. */
   async addPending(task: string): Promise<string> {
-    const record = this.active ? undefined : await this.record();
-    if (!this.active && !(await this.isLoopRunning(record))) return this.start(task);
+    const record = this.running ? undefined : await this.record();
+    if (!this.running && !(await this.isLoopRunning(record))) return this.start(task);
     await this.post({ command: "add_pending", task });
-    if (!this.active && record && !isRunningElsewhere(record)) void this.resumeLoop();
+    if (!this.running && record && !isRunningElsewhere(record)) void this.resumeLoop();
     return `queued: "${task}" is taken up at the loop's next Judge.`;
   }
 
   /** Asks the loop to stop after the step in progress. */
   async stop(): Promise<string> {
-    const record = this.active ? undefined : await this.record();
-    if (!this.active && !(await this.isLoopRunning(record))) return NOTHING_TO_STOP;
+    const record = this.running ? undefined : await this.record();
+    if (!this.running && !(await this.isLoopRunning(record))) return NOTHING_TO_STOP;
     await this.post({ command: "stop" });
-    return this.active || isRunningElsewhere(record!)
+    return this.running || isRunningElsewhere(record!)
       ? "stopping: the loop ends after the step in progress."
       : `stop queued: the loop of thread ${this.threadId} is not running now; it stops as soon as it is resumed.`;
   }
@@ -152,11 +152,11 @@ export class LoopSupervisor implements LooperHandle {
    * Returns a line for the user, or undefined when there is nothing to take up.
    */
   async takeUpQueued(): Promise<string | undefined> {
-    if (this.active) return undefined;
+    if (this.running) return undefined;
     const record = await this.record();
     if (record) {
       // A lone `stop` for a loop that does not run is no reason to run it.
-      if (isRunningElsewhere(record) || record.status === "paused" || !(await this.hasQueuedTask()) || this.active) return undefined;
+      if (isRunningElsewhere(record) || record.status === "paused" || !(await this.hasQueuedTask()) || this.running) return undefined;
       void this.resumeLoop();
       return `taking up the commands sent to the loop: it runs in the background (thread ${this.threadId}).`;
     }
@@ -167,13 +167,13 @@ export class LoopSupervisor implements LooperHandle {
       for (const entry of entries.slice(0, at < 0 ? entries.length : at + 1)) await store.inbox.remove(entry.id);
       return at < 0 ? undefined : entries[at]!.command;
     });
-    if (!first || !("task" in first) || this.active) return undefined;
+    if (!first || !("task" in first) || this.running) return undefined;
     return this.start(first.task);
   }
 
   /** Continues the loop's thread in the background (after a crash, Ctrl-C or a pause), optionally answering its approval. */
   async resume(answer?: ApprovalAnswer): Promise<string> {
-    if (this.active) return "the loop is already running.";
+    if (this.running) return "the loop is already running.";
     const record = await this.record();
     if (!record) return "no loop has been started in this thread yet.";
     if (isRunningElsewhere(record)) return `the loop runs in process ${record.pid}.`;
@@ -191,7 +191,7 @@ export class LoopSupervisor implements LooperHandle {
 
   /** Resolves when the loop's run in this process (and any restart it needed) ends; at once when none runs. */
   async wait(): Promise<RunOutcome | undefined> {
-    while (this.active) await this.active;
+    while (this.active !== undefined) await this.active;
     return this.lastOutcome;
   }
 
@@ -200,7 +200,7 @@ export class LoopSupervisor implements LooperHandle {
    * result (it re-runs on resume), the thread is recorded as interrupted with its last checkpoint.
    */
   async drain(): Promise<RunOutcome | undefined> {
-    if (!this.active) return this.lastOutcome;
+    if (!this.running) return this.lastOutcome;
     this.control.requestDrain("the chat ended");
     this.cancel.abort(new CancelledError("the chat ended"));
     return this.wait();

@@ -106,8 +106,9 @@ function runGit(
           : String(stderr).trim().split("\n")[0] || error.message;
       reject(new GitError(`git ${args.join(" ")}: ${reason}`));
     });
-    // A missing git fails the spawn; its stdin then errors too, which the callback above reports.
-    child.stdin?.on("error", () => {});
+    child.stdin?.on("error", () => {
+      // A missing git fails the spawn; its stdin then errors too, which the callback above reports.
+    });
     child.stdin?.end(input ?? "");
   });
 }

@@ -256,10 +256,13 @@ async function runCommand(
     stdio: [stdin, "pipe", "pipe", "pipe"],
   });
   const [, out, err, lifeline] = child.stdio as unknown as [null, Readable, Readable, Readable];
-  lifeline.on("error", () => {});
+  lifeline.on("error", () => {
+    // The lifeline only tells the command's watcher that loopgraph is gone: its end is the message.
+  });
   if (child.stdin) {
-    // A command that does not read its input closes the pipe early: that is no failure.
-    child.stdin.on("error", () => {});
+    child.stdin.on("error", () => {
+      // A command that does not read its input closes the pipe early: that is no failure.
+    });
     child.stdin.end(options.input);
   }
   pump(out, stdout);

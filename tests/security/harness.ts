@@ -220,7 +220,9 @@ export async function startListener(reply: string, socketPath?: string): Promise
       chunks.push(chunk);
       answerWhenIdle();
     });
-    socket.on("error", () => {});
+    socket.on("error", () => {
+      // A client that hangs up mid-answer: what it sent is recorded already.
+    });
     socket.on("close", () => {
       clearTimeout(timer);
       sockets.delete(socket);

@@ -57,7 +57,7 @@ function Threads() {
         (page) => setThreads(page.threads),
         (e: Error) => setError(e.message),
       );
-    load();
+    void load();
     const timer = setInterval(load, 2000);
     return () => clearInterval(timer);
   }, []);
