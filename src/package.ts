@@ -4,6 +4,14 @@ import { fileURLToPath } from "node:url";
 
 /** The installed loopgraph package's root (where its graphs/, prompts/ and examples/ are), if found. */
 export function packageRoot(): string | undefined {
+  // Where the code lies does not change while it runs: found once (every write and command asks).
+  if (foundRoot === undefined) foundRoot = { root: findPackageRoot() };
+  return foundRoot.root;
+}
+
+let foundRoot: { root: string | undefined } | undefined;
+
+function findPackageRoot(): string | undefined {
   let dir = path.dirname(fileURLToPath(import.meta.url));
   for (;;) {
     if (isLoopgraphPackage(dir)) return dir;
@@ -19,9 +27,15 @@ export function packageRoot(): string | undefined {
  * lies inside a workspace (a project's own `node_modules/loopgraph`).
  */
 export function installedPackageRoot(): string | undefined {
-  const root = packageRoot();
-  return root && !existsSync(path.join(root, ".git")) ? root : undefined;
+  // Decided once, at the first ask: a `.git` made there later changes nothing.
+  if (installedRoot === undefined) {
+    const root = packageRoot();
+    installedRoot = { root: root && !existsSync(path.join(root, ".git")) ? root : undefined };
+  }
+  return installedRoot.root;
 }
+
+let installedRoot: { root: string | undefined } | undefined;
 
 /** The package's own `graphs/` directory (shipped graphs), if the package root is found. */
 export function packageGraphsDir(): string | undefined {

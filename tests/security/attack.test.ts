@@ -86,10 +86,11 @@ describe("the attack suite", () => {
 
 describe("without an OS sandbox", () => {
   it("approval mode auto asks before shell commands instead of letting them escape", { timeout: 120_000 }, async () => {
-    const result = await runSuite("--without-sandbox", "--only", "shell-write-outside", "--workers", "2");
+    // The other modes ask before every command with or without a sandbox (`npm run attack -- --without-sandbox` runs them too).
+    const result = await runSuite("--without-sandbox", "--only", "shell-write-outside", "--modes", "auto", "--workers", "2");
     expect(result.stdout).toContain("no OS sandbox available");
     const { attempts, escapes, leaks } = lastLine(result);
-    expect(attempts).toBeGreaterThanOrEqual(20);
+    expect(attempts).toBeGreaterThanOrEqual(10);
     expect({ escapes, leaks }, result.stdout).toEqual({ escapes: 0, leaks: 0 });
   });
 });
