@@ -3,59 +3,20 @@ import { defineConfig } from "vitest/config";
 import { BaseSequencer, type TestSpecification } from "vitest/node";
 
 /**
- * End-to-end test files: they start the CLI or other processes (tmux, `script`, the demo), send
- * signals or kill process groups. Most of their time is spent waiting on those processes.
- * Every other test file is a unit test. `spawnCli` (tests/helpers/cli.ts) refuses to run outside
- * the e2e project, so a file that starts the CLI must be listed here.
+ * Test files by kind, named so:
+ * - `*.e2e.test.ts`: end-to-end files. They start the CLI or other processes (tmux, `script`, the
+ *   demo), send signals or kill process groups; most of their time is spent waiting on those
+ *   processes. `spawnCli` (tests/helpers/cli.ts) refuses to run outside the e2e project, so a file
+ *   that starts the CLI must be named so.
+ * - `*.isolated.test.ts`: files that replace modules (`vi.mock`) or globals: each runs in a fresh
+ *   module graph. Every other file, unit or e2e, shares its worker's modules (no isolation): each
+ *   would otherwise load the engine and LangChain again (about 1.5 s of CPU per file; most e2e
+ *   files read the store through the library, tests/helpers/e2e.ts). So a file not named so must
+ *   restore any global it changes (process.env, spies) before it ends.
+ * - every other `*.test.ts`: a unit test.
  */
-const E2E = [
-  "tests/chaos.quick.test.ts",
-  "tests/chat.tty.test.ts",
-  "tests/cli.*.test.ts",
-  "tests/coder.e2e.test.ts",
-  "tests/subagents.e2e.test.ts",
-  "tests/coder.capabilities.e2e.test.ts",
-  "tests/demo.test.ts",
-  "tests/looper.context.e2e.test.ts",
-  "tests/looper.e2e.test.ts",
-  "tests/looper.pending.e2e.test.ts",
-  "tests/looper.stop.test.ts",
-  "tests/mediator.e2e.test.ts",
-  "tests/monitor.scenarios.e2e.test.ts",
-  "tests/mediator.route.e2e.test.ts",
-  "tests/recording.security.test.ts",
-  "tests/progress.e2e.test.ts",
-  "tests/project-root.e2e.test.ts",
-  "tests/config.e2e.test.ts",
-  "tests/mcp.e2e.test.ts",
-  "tests/trust.findings.e2e.test.ts",
-  "tests/hooks.e2e.test.ts",
-  "tests/chat.json.test.ts",
-  "tests/replay.e2e.test.ts",
-  "tests/status.narrow.test.ts",
-  "tests/store.postgres.test.ts",
-  "tests/run.outcomes.test.ts",
-  "tests/replay.fork.test.ts",
-  "tests/replay.restore-files.test.ts",
-  "tests/replay.verify.test.ts",
-  "tests/security/attack.test.ts",
-  "tests/snapshots.rewind.e2e.test.ts",
-  "tests/thread.ownership.test.ts",
-  "tests/tools.shell.test.ts",
-  "tests/workers.e2e.test.ts",
-  "tests/workers.outage.e2e.test.ts",
-  "tests/repo-workspaces.e2e.test.ts",
-  "tests/ui.browser.test.ts",
-];
-
-/**
- * Test files that replace modules (`vi.mock`) or globals: each runs in a fresh module graph.
- * Every other file, unit or e2e, shares its worker's modules (no isolation): each would otherwise
- * load the engine and LangChain again (about 1.5 s of CPU per file; most e2e files read the store
- * through the library, tests/helpers/e2e.ts). So a file outside this list must restore any global
- * it changes (process.env, spies) before it ends.
- */
-const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai.test.ts", "tests/tools.grep.test.ts"];
+const E2E = ["tests/**/*.e2e.test.ts"];
+const ISOLATED_UNITS = ["tests/**/*.isolated.test.ts"];
 
 /**
  * The longest files, in the order to start them when the cache holds no timings of an earlier run
@@ -63,13 +24,13 @@ const ISOLATED_UNITS = ["tests/tools.write-verify.test.ts", "tests/models.openai
  * and some of these are small.
  */
 const LONGEST = [
-  "tests/security/attack.test.ts",
-  "tests/ui.browser.test.ts",
+  "tests/security/attack.e2e.test.ts",
+  "tests/ui.browser.e2e.test.ts",
   "tests/workers.e2e.test.ts",
   "tests/coder.e2e.test.ts",
   "tests/replay.e2e.test.ts",
-  "tests/cli.store.test.ts",
-  "tests/replay.fork.test.ts",
+  "tests/cli.store.e2e.test.ts",
+  "tests/replay.fork.e2e.test.ts",
   "tests/workers.outage.e2e.test.ts",
   "tests/repo-workspaces.e2e.test.ts",
   "tests/mediator.e2e.test.ts",

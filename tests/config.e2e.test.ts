@@ -120,7 +120,7 @@ describe("configuration files", () => {
     writeFileSync(join(project, "loopgraph.yaml"), "approval: auto\nmodle: openai:gpt-4o\n");
     // init and completion use no setting, and work beside the broken file.
     expect((await runCli(["init"], { cwd: project, env })).code).toBe(0);
-    // Untrusted, the file is not read at all (see tests/cli.trust.test.ts); trusted, its problems stop every command.
+    // Untrusted, the file is not read at all (see tests/cli.trust.e2e.test.ts); trusted, its problems stop every command.
     trustIn(project, env);
     for (const args of [["inspect"], ["run", "coder", "--task", "x"], ["config"]]) {
       const failed = await runCli(args, { cwd: project, env });

@@ -47,7 +47,7 @@ describe("bad graph corpus", () => {
       expect(issue.message).toContain(expected[index]?.fragment);
     });
     expect(message.split("\n")).toEqual(issues.map((issue) => `${issue.file}:${issue.line}:${issue.col}: ${issue.message}`));
-    // What `loopgraph graphs validate <file>` prints first (tests/cli.graphs.test.ts runs the CLI on the corpus).
+    // What `loopgraph graphs validate <file>` prints first (tests/cli.graphs.e2e.test.ts runs the CLI on the corpus).
     expect(message.split("\n")[0]).toMatch(new RegExp(`^${file.replace(/[.*+?^${}()|[\]\\]/g, "\\$&")}:${expected[0]!.position}: \\S`));
     expect(hasStackTrace(message)).toBe(false);
   });

@@ -2,7 +2,7 @@
  * anthropic: and google: models against local servers speaking each provider's own wire
  * protocol (Anthropic's Messages API, Google's streamGenerateContent), through their LangChain
  * packages: streamed text, a streamed tool call, 429 and 500 retried, 401 at once naming the
- * key variable, usage from the server. The same rules as openai: (models.openai.test.ts).
+ * key variable, usage from the server. The same rules as openai: (models.openai.isolated.test.ts).
  */
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";

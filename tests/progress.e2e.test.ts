@@ -1,7 +1,7 @@
 /**
  * The run's live output for a person, through the CLI (piped, so no spinner): a shell command's
  * output as its last lines, a call the policy blocked named with its tool, a compression on its
- * own line, an approval wait in words. (Labelling of two threads' lines: tests/demo.test.ts.)
+ * own line, an approval wait in words. (Labelling of two threads' lines: tests/demo.e2e.test.ts.)
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";

@@ -3,7 +3,7 @@
  * OS sandbox as found (bubblewrap): a hostile model's calls (the scripted model), then what the
  * user does next (another run, git, `mcp list`). Skipped where bubblewrap cannot start, except
  * under LOOPGRAPH_REQUIRE_SANDBOX=1 (CI). Finding 9 (a subagent's approval, the inspector's
- * /assets/) is in tests/subagents.e2e.test.ts and tests/cli.ui-server.test.ts; the external
+ * /assets/) is in tests/subagents.e2e.test.ts and tests/cli.ui-server.e2e.test.ts; the external
  * corpus (finding 8) in tests/policy.corpus.test.ts, its forms here.
  */
 import { execFileSync, spawnSync } from "node:child_process";

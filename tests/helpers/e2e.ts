@@ -11,7 +11,7 @@
  *   const state = await finalState(ws.db, "crash");
  *
  * The processes run the built CLI (tests/helpers/cli.ts); the store is read in-process through the
- * library API, which is what `loopgraph inspect --json` prints (tests/cli.run.test.ts covers that
+ * library API, which is what `loopgraph inspect --json` prints (tests/cli.run.e2e.test.ts covers that
  * command itself).
  */
 import type { ChildProcess } from "node:child_process";

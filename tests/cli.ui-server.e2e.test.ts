@@ -1,5 +1,5 @@
 /**
- * `loopgraph ui`'s server without a browser (tests/ui.browser.test.ts drives the pages in Chromium):
+ * `loopgraph ui`'s server without a browser (tests/ui.browser.e2e.test.ts drives the pages in Chromium):
  * what it answers to requests that are not for a page or an API.
  */
 import { describe, expect, it } from "vitest";
