@@ -12,7 +12,7 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
-import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 
 const TURNS = 400;
 const WARM_UP_TURNS = 25;

@@ -15,7 +15,7 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import type { BaseCheckpointSaver } from "@langchain/langgraph-checkpoint";
 import { PostgresSaver } from "@langchain/langgraph-checkpoint-postgres";
 import pg from "pg";
-import { PostgresCheckpointSaver } from "../src/checkpoint/index.js";
+import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { FULL, report } from "./lib.js";
 import { postgresUnavailable, startPostgres } from "./postgres-server.js";
 

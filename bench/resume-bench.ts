@@ -68,7 +68,7 @@ async function measure(thread: LoopThread, dir: string): Promise<{ total: number
 
 /** Milliseconds of a fresh process's first `getTuple` of the thread's latest checkpoint (median of TRIALS). */
 function stateDecodeMs(thread: LoopThread): number {
-  const saverModule = join(ROOT, "dist/src/checkpoint/index.js");
+  const saverModule = join(ROOT, "dist/src/store/sqlite/saver.js");
   const script = `const { SqliteCheckpointSaver } = await import(${JSON.stringify(saverModule)});
 const saver = new SqliteCheckpointSaver(${JSON.stringify(thread.db)});
 const started = performance.now();

@@ -24,7 +24,7 @@ import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langcha
 import { uuid6, type BaseCheckpointSaver, type Checkpoint, type CheckpointTuple, type PendingWrite } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
-import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 import { loopThread } from "./fixtures.js";
 import { FULL, median, report } from "./lib.js";
 

@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { deltaChannelHistoryTests, validate, type CheckpointSaverTestInitializer } from "@langchain/langgraph-checkpoint-validation";
-import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 
 let directory: string;
 let databases = 0;

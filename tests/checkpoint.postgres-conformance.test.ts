@@ -7,7 +7,7 @@
 import { deltaChannelHistoryTests, validate, type CheckpointSaverTestInitializer } from "@langchain/langgraph-checkpoint-validation";
 import pg from "pg";
 import { describe, it } from "vitest";
-import { PostgresCheckpointSaver } from "../src/checkpoint/index.js";
+import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 

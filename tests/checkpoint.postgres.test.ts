@@ -9,7 +9,8 @@ import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph
 import { uuid6 } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { CHECKPOINT_MIGRATIONS, migrate, PostgresCheckpointSaver, SchemaTooNewError } from "../src/checkpoint/index.js";
+import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
+import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 

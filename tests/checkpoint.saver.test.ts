@@ -7,11 +7,11 @@ import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langc
 import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
-import { SqliteCheckpointSaver, type KnownList } from "../src/checkpoint/index.js";
-import { packChunk, unpackChunk } from "../src/checkpoint/checkpoint-store.js";
+import { SqliteCheckpointSaver, type KnownList } from "../src/store/sqlite/saver.js";
+import { packChunk, unpackChunk } from "../src/store/sqlite/checkpoint-store.js";
 import { dropRanges, sharedSeqPrefix } from "../src/checkpoint/list-history.js";
-import { STORE_VERSION } from "../src/runs/schema.js";
-import { openStore } from "../src/runs/store.js";
+import { STORE_VERSION } from "../src/store/sqlite/schema.js";
+import { openStore } from "../src/store/store.js";
 
 let directory: string;
 let files = 0;

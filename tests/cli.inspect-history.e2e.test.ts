@@ -13,7 +13,7 @@ import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it, vi } from "vitest";
-import { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 import { loopThread } from "../bench/fixtures.js";
 import {
   findCheckpoint,
@@ -27,7 +27,7 @@ import {
 } from "../src/engine/inspect.js";
 import { checkpointTree } from "../src/engine/checkpoint-tree.js";
 import { asSeen } from "../src/runs/thread-registry.js";
-import { requireThread, withStore, type Store } from "../src/runs/store.js";
+import { requireThread, withStore, type Store } from "../src/store/store.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
 import { copyTrusted, modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";

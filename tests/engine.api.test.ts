@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { runGraph, resumeRun, threadHistory, listThreads, checkpointState } from "../src/index.js";
 import { loadGraph } from "../src/graph/load.js";
 import { Thread } from "../src/engine/thread.js";
-import { openStore } from "../src/runs/store.js";
+import { openStore } from "../src/store/store.js";
 import type { RunEvent } from "../src/index.js";
 import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";

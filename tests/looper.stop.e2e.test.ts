@@ -4,7 +4,7 @@ import { describe, expect, it } from "vitest";
 import { parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, startRun } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
-import { withStore } from "../src/runs/store.js";
+import { withStore } from "../src/store/store.js";
 
 const SCRIPT = join(ROOT, "tests/fixtures/looper/slow-shell.script.yaml");
 

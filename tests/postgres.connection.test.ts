@@ -1,12 +1,12 @@
 /**
- * Connecting to a PostgreSQL store (src/runs/postgres-connection.ts) on a throwaway server: a
+ * Connecting to a PostgreSQL store (src/store/postgres/connection.ts) on a throwaway server: a
  * wrong password, a missing database and a server that is not there are each one line, exit 2,
  * naming the server without the password, which no message contains.
  */
 import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
-import { openPostgresPool } from "../src/runs/postgres-connection.js";
+import { openPostgresPool } from "../src/store/postgres/connection.js";
 import { isPostgresUrl } from "../src/runs/url-password.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";

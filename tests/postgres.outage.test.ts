@@ -5,11 +5,11 @@
  * from a bad query wherever they surface.
  */
 import { expect, it } from "vitest";
-import { inTransaction } from "../src/checkpoint/postgres-schema.js";
+import { inTransaction } from "../src/store/postgres/schema.js";
 import { storeStopOutcome } from "../src/engine/outcome.js";
 import { LoopgraphError } from "../src/errors.js";
-import { openPostgresPool, postgresError } from "../src/runs/postgres-connection.js";
-import { isConnectionLost, StoreUnreachableError } from "../src/runs/postgres-outage.js";
+import { openPostgresPool, postgresError } from "../src/store/postgres/connection.js";
+import { isConnectionLost, StoreUnreachableError } from "../src/store/postgres/outage.js";
 import { describeOnPostgres } from "./helpers/postgres.js";
 
 const delay = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));

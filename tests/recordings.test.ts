@@ -3,10 +3,11 @@ import Database from "better-sqlite3";
 import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { createRecorder } from "../src/runtime/recorder.js";
-import type { RecordData, RecordKey, Recordings } from "../src/runs/recordings.js";
+import type { RecordData, RecordKey } from "../src/runs/recordings.js";
+import type { Recordings } from "../src/store/sqlite/recordings.js";
 import { redactSecrets, secretValues } from "../src/runs/redact.js";
 import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
-import { openStore, type Store } from "../src/runs/store.js";
+import { openStore, type Store } from "../src/store/store.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 async function store(): Promise<Store> {

@@ -8,7 +8,7 @@ import { linkSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, w
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
-import { openStore } from "../src/runs/store.js";
+import { openStore } from "../src/store/store.js";
 import { REDACTED, redactJson, redactValues, StreamRedactor } from "../src/runs/redact.js";
 import { openSnapshotRepository } from "../src/snapshots/shadow-repo.js";
 import { planRewind } from "../src/snapshots/rewind-plan.js";

@@ -2,8 +2,9 @@ import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { migrate } from "../src/runs/schema.js";
-import { SnapshotLog, type StepCheckpoint } from "../src/runs/snapshot-log.js";
+import { migrate } from "../src/store/sqlite/schema.js";
+import type { StepCheckpoint } from "../src/runs/snapshot-log.js";
+import { SnapshotLog } from "../src/store/sqlite/snapshot-log.js";
 import { isAtOrAfter, type ParentLookup } from "../src/snapshots/checkpoint-order.js";
 import { uniquePrefixes } from "../src/snapshots/restore.js";
 import { planRewind } from "../src/snapshots/rewind-plan.js";

@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { latestValues, openStore } from "../src/runs/store.js";
+import { latestValues, openStore } from "../src/store/store.js";
 import { modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";

@@ -3,10 +3,10 @@ import { dirname, join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
-import { MIGRATIONS, STORE_VERSION } from "../src/runs/schema.js";
-import { openStore, storeError, type StoreAccess } from "../src/runs/store.js";
+import { MIGRATIONS, STORE_VERSION } from "../src/store/sqlite/schema.js";
+import { openStore, storeError, type StoreAccess } from "../src/store/store.js";
 import { tempWorkspace } from "./helpers/workspace.js";
-import type { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import type { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 
 /** The error `openStore` throws, which must be a one-line ConfigError (exit 2). */
 async function openError(db: string, access: StoreAccess): Promise<ConfigError> {

@@ -1,11 +1,11 @@
 import { spawnSync } from "node:child_process";
 import Database from "better-sqlite3";
 import { describe, expect, it, vi } from "vitest";
-import { MIGRATIONS, STORE_VERSION } from "../src/runs/schema.js";
-import { openStore, type Store } from "../src/runs/store.js";
+import { MIGRATIONS, STORE_VERSION } from "../src/store/sqlite/schema.js";
+import { openStore, type Store } from "../src/store/store.js";
 import { asSeen, HEARTBEAT_EXPIRY_MS, HEARTBEAT_MS, processStart, THIS_PROCESS } from "../src/runs/thread-registry.js";
 import { tempWorkspace } from "./helpers/workspace.js";
-import type { SqliteCheckpointSaver } from "../src/checkpoint/index.js";
+import type { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 
 const NEW_THREAD = { graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" } as const;
 

@@ -4,7 +4,7 @@ import Database from "better-sqlite3";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { stringify } from "yaml";
-import { openStore } from "../src/runs/store.js";
+import { openStore } from "../src/store/store.js";
 import { processStart } from "../src/runs/thread-registry.js";
 import { eventually, hasStackTrace, parseEvents, ROOT, runCli, type CliResult } from "./helpers/cli.js";
 import { historyOf, run, startCli, startResume, startRun, threadsOf, type RunningCli, type RunPlace, type RunSpec } from "./helpers/e2e.js";

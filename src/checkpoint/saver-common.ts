@@ -10,9 +10,14 @@ import {
   type CheckpointTuple,
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
-import type { ThreadNamespace } from "./checkpoint-store.js";
 
 /** What both savers share: how a checkpoint's header, its thread and its channels are keyed. */
+
+/** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
+export interface ThreadNamespace {
+  readonly threadId: string;
+  readonly ns: string;
+}
 
 /** LangGraph's START node's channel, which holds the graph's input. */
 export const START = "__start__";

@@ -1,13 +1,9 @@
 import { execFileSync } from "node:child_process";
-import { existsSync, statSync } from "node:fs";
-import { dirname } from "node:path";
-import Database from "better-sqlite3";
+import { existsSync } from "node:fs";
 import pc from "picocolors";
 import { ConfigError } from "../errors.js";
 import { parseModelSpec, resolveProviderEndpoint } from "../models/spec.js";
-import { resolveStore, writable } from "../runs/database.js";
-import { schemaVersion, STORE_VERSION } from "../runs/schema.js";
-import { withoutPassword } from "../runs/url-password.js";
+import { resolveStore } from "../store/tables.js";
 import { findRipgrep } from "../tools/grep.js";
 import { sandboxProblem, sandboxWaived } from "../tools/sandbox.js";
 import { printable } from "./terminal-text.js";
@@ -195,100 +191,12 @@ function modelCheck(env: NodeJS.ProcessEnv): Check {
 async function storeCheck(db: string | undefined, env: NodeJS.ProcessEnv, cwd: string): Promise<Check> {
   const name = "store";
   try {
-    const where = resolveStore(db, env, cwd);
-    return where.kind === "postgres" ? await postgresStoreCheck(where.url, env) : sqliteStoreCheck(where.path);
+    const { backend, location } = resolveStore(db, env, cwd);
+    const { status, detail, fix } = await backend.check(location, env);
+    // In the order of every check's fields (as --json shows them).
+    return { name, status, needed: true, detail, ...(fix !== undefined && { fix }) };
   } catch (error) {
     if (!(error instanceof ConfigError)) throw error;
     return { name, status: "missing", needed: true, detail: error.message };
   }
-}
-
-function sqliteStoreCheck(path: string): Check {
-  const name = "store";
-  if (!existsSync(path)) {
-    const folder = nearestExisting(dirname(path));
-    return writable(folder)
-      ? { name, status: "ok", needed: true, detail: `${path}: not created yet; the first run creates it (${folder} is writable)` }
-      : {
-          name,
-          status: "missing",
-          needed: true,
-          detail: `${path}: cannot be created, ${folder} is not writable`,
-          fix: "give a writable store with --db or LOOPGRAPH_DB",
-        };
-  }
-  if (!statSync(path).isFile())
-    return { name, status: "missing", needed: true, detail: `${path} is not a file`, fix: "give the store's file with --db" };
-  let version: number;
-  try {
-    const database = new Database(path, { readonly: true, fileMustExist: true });
-    try {
-      version = schemaVersion(database);
-    } finally {
-      database.close();
-    }
-  } catch (error) {
-    return { name, status: "missing", needed: true, detail: `${path} cannot be read as a SQLite store (${(error as Error).message})` };
-  }
-  if (version > STORE_VERSION)
-    return {
-      name,
-      status: "missing",
-      needed: true,
-      detail: `${path} has schema version ${version}, newer than this loopgraph understands (${STORE_VERSION})`,
-      fix: "upgrade loopgraph",
-    };
-  if (!writable(path) || !writable(dirname(path)))
-    return {
-      name,
-      status: "missing",
-      needed: true,
-      detail: `${path} is not writable: runs cannot record their steps`,
-      fix: "check the file's and its folder's permissions",
-    };
-  const migrates = version < STORE_VERSION ? `; the next run upgrades it to ${STORE_VERSION}` : "";
-  return { name, status: "ok", needed: true, detail: `${path}: SQLite, writable, schema version ${version}${migrates}` };
-}
-
-async function postgresStoreCheck(url: string, env: NodeJS.ProcessEnv): Promise<Check> {
-  const name = "store";
-  const shown = withoutPassword(url);
-  const [{ openPostgresPool }, { schemaVersions }, { RUN_MIGRATIONS }] = await Promise.all([
-    import("../runs/postgres-connection.js"),
-    import("../checkpoint/postgres-schema.js"),
-    import("../runs/postgres-tables.js"),
-  ]);
-  let pool: Awaited<ReturnType<typeof openPostgresPool>>;
-  try {
-    pool = await openPostgresPool(url, env, 1);
-  } catch (error) {
-    return { name, status: "missing", needed: true, detail: (error as Error).message };
-  }
-  try {
-    const version = (await schemaVersions(pool)).get("runs");
-    if (version === undefined)
-      return {
-        name,
-        status: "ok",
-        needed: true,
-        detail: `${shown}: PostgreSQL reachable; no loopgraph store yet (the first run creates it)`,
-      };
-    if (version > RUN_MIGRATIONS.length)
-      return {
-        name,
-        status: "missing",
-        needed: true,
-        detail: `${shown} has schema version ${version}, newer than this loopgraph understands (${RUN_MIGRATIONS.length})`,
-        fix: "upgrade loopgraph",
-      };
-    return { name, status: "ok", needed: true, detail: `${shown}: PostgreSQL reachable, schema version ${version}` };
-  } catch (error) {
-    return { name, status: "missing", needed: true, detail: `${shown}: ${(error as Error).message.split("\n")[0]}` };
-  } finally {
-    await pool.end().catch(() => undefined);
-  }
-}
-
-function nearestExisting(folder: string): string {
-  for (let dir = folder; ; dir = dirname(dir)) if (existsSync(dir) || dir === dirname(dir)) return dir;
 }

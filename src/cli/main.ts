@@ -5,7 +5,7 @@ import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { packageVersion } from "../package.js";
 import { configFiles } from "../project.js";
-import { isConnectionLost, lostReason } from "../runs/postgres-outage.js";
+import { isConnectionLost, lostReason } from "../store/postgres/outage.js";
 import { printUsageErrorsBriefly } from "./usage-errors.js";
 
 // Command modules load LangGraph and the model SDKs: import them only when a command runs, so

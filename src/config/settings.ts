@@ -31,12 +31,12 @@ import { parseModelSpec, PROVIDERS, USER_PROVIDERS_VARIABLE } from "../models/sp
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { configFiles, PROJECT_CONFIG } from "../project.js";
 import { isSecretVariable } from "../runs/redact.js";
-import { isDatabaseUrl, isPostgresUrl } from "../runs/url-password.js";
 import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode } from "../state/thread.js";
 import { checkMcpServers, MCP_SERVERS_VARIABLE, type McpServer } from "../tools/mcp-servers.js";
 import { checkHooks, HOOKS_VARIABLE } from "../tools/hook-config.js";
 import { checkSubagents, SUBAGENTS_VARIABLE, type DeclaredSubagent } from "../tools/subagent-config.js";
 import { mergeByName } from "../tools/config-variable.js";
+import { storeBackends } from "../store/registry.js";
 
 /** What a configuration file may set. */
 export interface ConfigValues {
@@ -132,15 +132,16 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
         if ((typeof value !== "number" && typeof value !== "string") || parseModelTimeoutSeconds(String(value)) === undefined)
           bad(`model_timeout must be ${MODEL_TIMEOUT_EXPECTED}`);
         break;
-      case "store":
-        if (typeof value !== "string" || value.trim() === "" || (isDatabaseUrl(value) && !isPostgresUrl(value)))
-          bad("store must be a SQLite file's path or a postgres:// URL");
+      case "store": {
+        const backend = typeof value === "string" ? storeBackends.forLocation(value.trim()) : undefined;
+        if (typeof value !== "string" || value.trim() === "" || !backend) bad("store must be a SQLite file's path or a postgres:// URL");
         // A project's file comes with the repository: it must not send the runs' data to another
         // database or folder (a planted file would). A shared store is the user's to set.
-        else if (kind === "project" && (isPostgresUrl(value) || relative(dir, resolve(dir, value)).startsWith(".."))) {
+        else if (kind === "project" && (!backend.inFolder || relative(dir, resolve(dir, value)).startsWith(".."))) {
           bad(`a project's ${PROJECT_CONFIG} keeps the store inside the project: set a shared store in your user config or LOOPGRAPH_DB`);
         }
         break;
+      }
       case "environment":
         problems.push(...checkEnvironment(value, kind));
         break;
@@ -340,7 +341,8 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
     const source = { ...declarationSource(kind, dirname(path)), dir: dirname(path), project: kind === "project" };
     values.subagents = JSON.stringify(checkSubagents(data.subagents, source, () => undefined).subagents);
   }
-  if (data.store !== undefined) values.store = isPostgresUrl(data.store) ? data.store : resolve(dirname(path), data.store);
+  if (data.store !== undefined)
+    values.store = storeBackends.forLocation(data.store.trim())?.inFolder === false ? data.store : resolve(dirname(path), data.store);
 
   return { kind, path, values };
 }

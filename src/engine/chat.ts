@@ -3,7 +3,7 @@ import { HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { ConfigError } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
-import { latestValues, openStore } from "../runs/store.js";
+import { latestValues, openStore } from "../store/store.js";
 import { ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import type { EventSink } from "../runtime/events.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";

@@ -2,7 +2,7 @@ import { ConfigError } from "../errors.js";
 import { loadGraph } from "../graph/load.js";
 import { isRunning, parseLooperCommand } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
-import { requireThread, withStore, type Store, type StoreOptions, type StoreTables } from "../runs/store.js";
+import { requireThread, withStore, type Store, type StoreOptions, type StoreTables } from "../store/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";

@@ -2,17 +2,12 @@ import { isBaseMessage, type BaseMessage } from "@langchain/core/messages";
 import { ERROR, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
-import {
-  SETTLED_AT_ONCE,
-  type CheckpointHistoryEntry,
-  type SqliteCheckpointSaver,
-  type EncodedItem,
-  type SeqRange,
-  type StoredChannel,
-} from "../checkpoint/index.js";
+import type { EncodedItem } from "../checkpoint/item-framing.js";
+import type { SeqRange } from "../checkpoint/list-history.js";
+import { SETTLED_AT_ONCE, SqliteCheckpointSaver, type CheckpointHistoryEntry, type StoredChannel } from "../store/sqlite/saver.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
-import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import { requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
 import { plainDiff } from "./plain-diff.js";
@@ -476,7 +471,7 @@ interface HistoryStep {
  */
 async function* historySteps(store: Store, threadId: string, ns: string, links: readonly { id: string }[]): AsyncGenerator<HistoryStep> {
   const { saver } = store;
-  if ("readChannel" in saver) {
+  if (saver instanceof SqliteCheckpointSaver) {
     const reader = new StateReader(saver, threadId, ns);
     for await (const entry of saver.history(threadId, ns, isShownChannel)) yield { entry, read: (parent) => reader.read(entry, parent) };
     return;

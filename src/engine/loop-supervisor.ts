@@ -5,7 +5,7 @@ import { formatStatus, initialLooperSnapshot } from "../nodes/looper/index.js";
 import type { LooperCommand } from "../state/looper.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
-import { latestValues, withStore, withTables, type StoreOptions } from "../runs/store.js";
+import { latestValues, withStore, withTables, type StoreOptions } from "../store/store.js";
 import { hasQueuedTask, hasUnconsumedCommands, looperStatus, loopThreadOf, NOTHING_TO_STOP, startsLoop } from "./commands.js";
 import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
 import type { EventSink } from "../runtime/events.js";

@@ -3,8 +3,8 @@ import { CancelledError, cancelledByUser, ExitCode, LimitError, LoopgraphError }
 import { END_NODE, type GraphDefinition } from "../format/types.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { isConnectionLost, storeWentAway } from "../runs/postgres-outage.js";
-import { storeStop } from "../runs/store.js";
+import { isConnectionLost, storeWentAway } from "../store/postgres/outage.js";
+import { storeStop } from "../store/store.js";
 import type { RunEnding } from "../runtime/node-kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import type { GraphStateValue } from "../state/graph-state.js";

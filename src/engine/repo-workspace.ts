@@ -18,7 +18,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { remoteGit } from "../git/remote.js";
 import { git, GitError, LOOPGRAPH_IDENTITY } from "../git/run.js";
-import { requireThread, withTables } from "../runs/database.js";
+import { requireThread, withTables } from "../store/tables.js";
 import type { RepoResult, RepoSource, RepoWorkspaceRecord, RepoWorkspaceTable } from "../runs/repo-workspaces.js";
 import { openSnapshotRepository, type SnapshotRepository } from "../snapshots/shadow-repo.js";
 

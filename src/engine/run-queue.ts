@@ -5,8 +5,8 @@
  * the one-owner claim of the thread table is the lock; jobs only bring threads to workers.
  */
 import type PgBoss from "pg-boss";
-import { underMigrationLock } from "../checkpoint/postgres-schema.js";
-import { connectTimeoutMs, openPostgresPool, postgresError } from "../runs/postgres-connection.js";
+import { underMigrationLock } from "../store/postgres/schema.js";
+import { connectTimeoutMs, openPostgresPool, postgresError } from "../store/postgres/connection.js";
 
 /** The queue's name. */
 const QUEUE = "loopgraph-runs";

@@ -6,7 +6,8 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
-import { openStore, requireThread, resolveStore, withStore, type Store } from "../runs/store.js";
+import { openStore, requireThread, resolveStore, withStore, type Store } from "../store/store.js";
+import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, repoWorkspaceLabel } from "../runs/repo-workspaces.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
@@ -86,9 +87,9 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
     throw new ConfigError("--max-rounds is not kept for a queued run: set max_rounds on the graph's looper node instead");
   const env = options.env ?? process.env;
   const where = resolveStore(options.db, env, cwd);
-  if (where.kind !== "postgres") {
+  if (where.backend !== postgresBackend) {
     throw new ConfigError(
-      `--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`,
+      `--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.location}`,
     );
   }
   if (options.repo !== undefined && options.workspace !== undefined)
@@ -107,7 +108,7 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   const { RunQueue } = await import("./run-queue.js");
   const store = await openStore({ db: options.db, cwd, env }, "create");
   try {
-    const queue = await RunQueue.open(where.url, env);
+    const queue = await RunQueue.open(where.location, env);
     try {
       await Thread.prepare(store, graph, spec, options).record(options.task ?? "", { queued: true });
       if (source) await store.repoWorkspaces!.create(spec.threadId, source);

@@ -3,7 +3,7 @@
  * whether it runs or not. Kept narrow on purpose: plain SQL on the store's tables and the few
  * channels it shows, no LangChain module loaded (the command answers in a few node start-ups).
  */
-import { requireThread, withTables, type StoreOptions, type StoreTables } from "../runs/database.js";
+import { requireThread, withTables, type StoreOptions, type StoreTables } from "../store/tables.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 import { initialLooperSnapshot } from "../nodes/looper/machine.js";
 import { formatStatus, statusJson } from "../nodes/looper/status.js";

@@ -3,7 +3,7 @@
  * network gone): what failed on a lost connection is tried again with backoff until the server
  * answers, with one log line when the store is lost and one when it is back, never one per try.
  */
-import { isConnectionLost, lostReason } from "../runs/postgres-outage.js";
+import { isConnectionLost, lostReason } from "../store/postgres/outage.js";
 
 /** The first wait before trying a lost store again; each further one doubles, up to the last. */
 const FIRST_RETRY_MS = 500;

@@ -7,7 +7,7 @@ import { lstatSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { STATE_DIR } from "../project.js";
-import { withTables, type StoreOptions } from "../runs/database.js";
+import { withTables, type StoreOptions } from "../store/tables.js";
 import type { StoreTables } from "../runs/tables.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { listThreads, type ThreadSummary } from "./thread-list.js";

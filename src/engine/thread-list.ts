@@ -3,7 +3,7 @@
  * narrow, like `status`: the store's tables and one SQL count, no LangChain module loaded and no
  * checkpoint decoded, so the list answers in a few node start-ups whatever the threads' length.
  */
-import { withTables, type StoreOptions } from "../runs/database.js";
+import { withTables, type StoreOptions } from "../store/tables.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
 
 export interface ThreadSummary extends ThreadRecord {

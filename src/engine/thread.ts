@@ -17,7 +17,7 @@ import { applicableGraphRules, loadUserPolicy } from "../policy/index.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
-import { storeError, type Store } from "../runs/store.js";
+import { storeError, type Store } from "../store/store.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import { createModelCache, nodeModelSpec, noModelMessage, type EffectRequest, type RunContext } from "../runtime/context.js";

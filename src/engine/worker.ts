@@ -17,10 +17,11 @@
  */
 import { RunControl } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
-import { openTables, requireThread, resolveStore } from "../runs/database.js";
+import { openTables, requireThread, resolveStore } from "../store/tables.js";
+import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, type RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
 import { withoutPassword } from "../runs/url-password.js";
-import { isConnectionLost, lostReason } from "../runs/postgres-outage.js";
+import { isConnectionLost, lostReason } from "../store/postgres/outage.js";
 import { isRunningElsewhere, ownedHere, type ThreadRecord } from "../runs/thread-registry.js";
 import { resultText } from "./repo-workspace.js";
 import { RunQueue, type TendJob } from "./run-queue.js";
@@ -57,9 +58,9 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   const cwd = options.cwd ?? process.cwd();
   const checkSeconds = positiveNumber(env.LOOPGRAPH_WORKER_CHECK_S) ?? CHECK_S;
   const where = resolveStore(options.db, env, cwd);
-  if (where.kind !== "postgres") {
+  if (where.backend !== postgresBackend) {
     throw new ConfigError(
-      `a worker runs the queued runs of a PostgreSQL store: give it with --db postgres://… (or LOOPGRAPH_DB), not ${where.path}`,
+      `a worker runs the queued runs of a PostgreSQL store: give it with --db postgres://… (or LOOPGRAPH_DB), not ${where.location}`,
     );
   }
   const tables = await openTables({ db: options.db, cwd, env }, "create");
@@ -70,8 +71,8 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
   options.stop.addEventListener("abort", onStop);
   const outage = new StoreOutage(options.log, options.stop);
   try {
-    queue = await RunQueue.open(where.url, env, { supervise: true });
-    options.log(`taking the queued runs of ${withoutPassword(where.url)}, ${options.concurrency} at once`);
+    queue = await RunQueue.open(where.location, env, { supervise: true });
+    options.log(`taking the queued runs of ${withoutPassword(where.location)}, ${options.concurrency} at once`);
     const start = (threadId: string) => {
       const control = new RunControl();
       const done = runThread(threadId, control)

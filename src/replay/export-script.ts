@@ -3,7 +3,7 @@ import { resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { messageFromRecord } from "../models/recorded.js";
 import { formatScript, responseFromMessage, type ScriptedResponse } from "../models/scripted.js";
-import { requireThread, withStore, type StoreOptions } from "../runs/store.js";
+import { requireThread, withStore, type StoreOptions } from "../store/store.js";
 
 export interface ScriptExport {
   /** The file written (absolute). */

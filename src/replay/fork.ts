@@ -5,7 +5,7 @@ import { findCheckpoint } from "../engine/inspect.js";
 import { createLoopSupervisor } from "../engine/runner.js";
 import { Thread } from "../engine/thread.js";
 import { START_NODE, type GraphDefinition } from "../format/types.js";
-import { openStore, requireThread } from "../runs/store.js";
+import { openStore, requireThread } from "../store/store.js";
 import { isInputStep, readRunRecord, routingSources, type RecordedStep, type RunRecord } from "./record.js";
 import { rerunPlan } from "./rerun-plan.js";
 import { applyEdits, checkDeclaredVars, parseStateEdit, withTaskMessage, type StateEdit } from "./state-edits.js";

@@ -1,6 +1,6 @@
 import { checkpointTree, lineage, type TreeItem } from "../engine/checkpoint-tree.js";
 import { nodesRun, parentIdOf, rootCheckpoints } from "../engine/inspect.js";
-import type { Store } from "../runs/store.js";
+import type { Store } from "../store/store.js";
 import { START_NODE } from "../format/types.js";
 
 /** LangGraph marks the node(s) scheduled to run next with a `branch:to:<node>` channel in the checkpoint. */

@@ -11,7 +11,7 @@ import { ConfigError, ExitCode } from "../errors.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { loadGraph } from "../graph/load.js";
 import type { LooperSnapshot } from "../state/looper.js";
-import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import { latestValues, requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
 import type { Recording } from "../runs/recordings.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { outcomeDivergence, routingDivergence, stepNodes, unusedRecordsDivergence, type Ending } from "./compare.js";

@@ -1,7 +1,7 @@
 import { ConfigError } from "../errors.js";
 import { graphFingerprint } from "../graph/fingerprint.js";
 import type { GraphDefinition } from "../format/types.js";
-import type { Store } from "../runs/store.js";
+import type { Store } from "../store/store.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 
 /**

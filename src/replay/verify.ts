@@ -5,7 +5,7 @@ import { graphChangedWarning } from "../graph/fingerprint.js";
 import { graphSourceLocator, loadGraph } from "../graph/load.js";
 import type { DataPath } from "../diagnostics/positions.js";
 import { END_NODE, START_NODE, type GraphDefinition } from "../format/types.js";
-import { requireThread, withStore, type StoreOptions } from "../runs/store.js";
+import { requireThread, withStore, type StoreOptions } from "../store/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import { headLineage, readRunRecord, routingSources, type RecordedStep } from "./record.js";
 

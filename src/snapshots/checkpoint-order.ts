@@ -1,6 +1,6 @@
 import { ConfigError } from "../errors.js";
 import type { StepCheckpoint } from "../runs/snapshot-log.js";
-import type { Store } from "../runs/store.js";
+import type { Store } from "../store/store.js";
 
 /**
  * Where checkpoints stand relative to each other in a thread: a root checkpoint or a

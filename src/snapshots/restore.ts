@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { ConfigError } from "../errors.js";
 import type { SnapshotRecord } from "../runs/snapshot-log.js";
-import { requireThread, withStore, type Store, type StoreOptions } from "../runs/store.js";
+import { requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
 import { isRunningElsewhere } from "../runs/thread-registry.js";
 import { applyRewind } from "./apply-rewind.js";
 import { parentLookup, resolveCheckpoint } from "./checkpoint-order.js";

@@ -1,7 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import type { SnapshotTable } from "../runs/snapshot-log.js";
-import { isConnectionLost } from "../runs/postgres-outage.js";
-import { stopsRun } from "../runs/store.js";
+import { isConnectionLost } from "../store/postgres/outage.js";
+import { stopsRun } from "../store/store.js";
 import { isMcpToolName } from "../tools/mcp-servers.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
 import { openSnapshotRepository, type SnapshotRepository } from "./shadow-repo.js";

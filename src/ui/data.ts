@@ -9,7 +9,7 @@ import { looperStatus, type LooperStatus } from "../engine/status.js";
 import { loadGraph } from "../graph/load.js";
 import { drawMermaid } from "../graph/mermaid.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
-import { withTables, type StoreOptions } from "../runs/database.js";
+import { withTables, type StoreOptions } from "../store/tables.js";
 import { isApprovalRequest, type ApprovalRequest } from "../runtime/approval.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import type { TokenUsage } from "../state/graph-state.js";

@@ -16,7 +16,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { extname, join, normalize } from "node:path";
 import { ConfigError } from "../errors.js";
-import type { StoreOptions } from "../runs/database.js";
+import type { StoreOptions } from "../store/tables.js";
 import { ActionError, exportScript, runAction, type Action } from "./actions.js";
 import { checkpointPage, threadPage, threadsPage, threadVersion } from "./data.js";
 

@@ -18,7 +18,7 @@ import type { ChildProcess } from "node:child_process";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
 import { checkpointState, listThreads, threadHistory, type ThreadHistory, type ThreadSummary } from "../../src/index.js";
-import { withStore } from "../../src/runs/store.js";
+import { withStore } from "../../src/store/store.js";
 import type { ThreadRecord } from "../../src/runs/thread-registry.js";
 import { collect, runCli, spawnCli, type CliOptions, type CliResult } from "./cli.js";
 import { onCleanup } from "./workspace.js";

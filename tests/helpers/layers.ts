@@ -12,6 +12,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["errors.ts", "package.ts", "project.ts", "diagnostics"],
   ["state", "checkpoint"],
   ["runs", "git"],
+  ["store"],
   ["models", "tools", "policy", "snapshots", "config", "trust"],
   ["format"],
   ["runtime"],

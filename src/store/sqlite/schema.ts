@@ -1,5 +1,5 @@
 import type Database from "better-sqlite3";
-import { createCheckpointTables, rebuildWithRowid } from "../checkpoint/schema.js";
+import { createCheckpointTables, rebuildWithRowid } from "./checkpoint-schema.js";
 
 /**
  * The run store's schema, as migrations. The store's version is SQLite's `user_version`: 0 for a

@@ -17,7 +17,7 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
-import { nextChannelVersion } from "./channel-versions.js";
+import { nextChannelVersion } from "../../checkpoint/channel-versions.js";
 import {
   CheckpointStore,
   type BlobLink,
@@ -26,11 +26,10 @@ import {
   type HistoryRow,
   type ListCursor,
   type StoredWrite,
-  type ThreadNamespace,
   type WriteRow,
 } from "./checkpoint-store.js";
-import { decodeItems, syncSerializerOf, type SyncSerializer } from "./fast-serde.js";
-import { sameEncoding, type EncodedItem } from "./item-framing.js";
+import { decodeItems, syncSerializerOf, type SyncSerializer } from "../../checkpoint/fast-serde.js";
+import { sameEncoding, type EncodedItem } from "../../checkpoint/item-framing.js";
 import { applyItemRef, ITEM_REF_TYPE, makeItemRef, parseItemRef } from "./item-refs.js";
 import { LogItems } from "./log-items.js";
 import {
@@ -46,11 +45,19 @@ import {
   type SeqRange,
   type StoredList,
   type TailItem,
-} from "./list-history.js";
-import { isObject, ItemCodec } from "./item-codec.js";
-import { LruMap } from "./lru-map.js";
-import { assembleTuple, channelKey, metadataMatches, START, threadNamespaceOf, withoutId } from "./saver-common.js";
-import { prepareDatabase } from "./schema.js";
+} from "../../checkpoint/list-history.js";
+import { isObject, ItemCodec } from "../../checkpoint/item-codec.js";
+import { LruMap } from "../../checkpoint/lru-map.js";
+import {
+  assembleTuple,
+  channelKey,
+  metadataMatches,
+  START,
+  threadNamespaceOf,
+  withoutId,
+  type ThreadNamespace,
+} from "../../checkpoint/saver-common.js";
+import { prepareDatabase } from "./checkpoint-schema.js";
 
 /** A channel value as stored, before the serde decodes it. */
 type StoredValue =

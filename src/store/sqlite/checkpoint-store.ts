@@ -1,14 +1,9 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
-import { frameItems, unframeItems, type EncodedItem } from "./item-framing.js";
-import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "./list-history.js";
-import { LruMap } from "./lru-map.js";
-
-/** A thread's checkpoint namespace: the unit checkpoints, blobs and writes belong to. */
-export interface ThreadNamespace {
-  readonly threadId: string;
-  readonly ns: string;
-}
+import { frameItems, unframeItems, type EncodedItem } from "../../checkpoint/item-framing.js";
+import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "../../checkpoint/list-history.js";
+import { LruMap } from "../../checkpoint/lru-map.js";
+import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
 
 export interface CheckpointRow {
   thread_id: string;

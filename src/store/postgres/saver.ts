@@ -16,15 +16,21 @@ import {
   type SerializerProtocol,
 } from "@langchain/langgraph-checkpoint";
 import type pg from "pg";
-import { nextChannelVersion } from "./channel-versions.js";
-import type { ThreadNamespace } from "./checkpoint-store.js";
-import { syncSerializerOf } from "./fast-serde.js";
-import { ItemCodec } from "./item-codec.js";
-import type { EncodedItem } from "./item-framing.js";
-import { pushSeq, sharedPrefix, truncateRanges, type SeqRange, type StoredList } from "./list-history.js";
-import { LruMap } from "./lru-map.js";
-import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./postgres-schema.js";
-import { assembleTuple, channelKey, metadataMatches, threadNamespaceOf, withoutId } from "./saver-common.js";
+import { nextChannelVersion } from "../../checkpoint/channel-versions.js";
+import { syncSerializerOf } from "../../checkpoint/fast-serde.js";
+import { ItemCodec } from "../../checkpoint/item-codec.js";
+import type { EncodedItem } from "../../checkpoint/item-framing.js";
+import { pushSeq, sharedPrefix, truncateRanges, type SeqRange, type StoredList } from "../../checkpoint/list-history.js";
+import { LruMap } from "../../checkpoint/lru-map.js";
+import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
+import {
+  assembleTuple,
+  channelKey,
+  metadataMatches,
+  threadNamespaceOf,
+  withoutId,
+  type ThreadNamespace,
+} from "../../checkpoint/saver-common.js";
 
 /** The type of a list version's blob row: its items are in the item log, at `ranges`. */
 const ITEMS_TYPE = "lg:items";

@@ -4,7 +4,7 @@
  * that a run stops at its last checkpoint instead of failing, and a worker waits for the server
  * instead of dying. No `pg` import: the engine's error paths read this.
  */
-import { ConfigError } from "../errors.js";
+import { ConfigError } from "../../errors.js";
 
 /**
  * Node's socket errors, and PostgreSQL's: 57P01 admin shutdown (`pg_ctl stop -m fast`), 57P02

@@ -1,8 +1,8 @@
 import pg from "pg";
-import { ConfigError } from "../errors.js";
-import { SchemaTooNewError } from "../checkpoint/postgres-schema.js";
-import { isConnectionLost, StoreUnreachableError } from "./postgres-outage.js";
-import { urlPasswords, withoutPassword } from "./url-password.js";
+import { ConfigError } from "../../errors.js";
+import { SchemaTooNewError } from "./schema.js";
+import { isConnectionLost, StoreUnreachableError } from "./outage.js";
+import { urlPasswords, withoutPassword } from "../../runs/url-password.js";
 
 /** How long connecting to the server may take before it counts as unreachable, by default. */
 const CONNECT_TIMEOUT_MS = 10_000;

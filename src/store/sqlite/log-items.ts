@@ -1,6 +1,6 @@
 import type { LogChunk } from "./checkpoint-store.js";
-import type { EncodedItem } from "./item-framing.js";
-import type { SeqRange } from "./list-history.js";
+import type { EncodedItem } from "../../checkpoint/item-framing.js";
+import type { SeqRange } from "../../checkpoint/list-history.js";
 
 /** Each chunk's item ends and types, parsed once (chunks are cached by the store and never change). */
 const parsedColumns = new WeakMap<LogChunk, Pick<Segment, "ends" | "types">>();

@@ -1,0 +1,84 @@
+import type pg from "pg";
+import type { CheckpointAddress, CheckpointQueries } from "../../runs/checkpoint-ids.js";
+
+/** The ids starting with `prefix`: a range of the key (ids are ASCII; U+FFFF sorts above them), then an exact match. */
+const PREFIX_RANGE =
+  "checkpoint_id >= $2::text AND checkpoint_id < ($2::text || chr(65535)) AND left(checkpoint_id, length($2::text)) = $2::text";
+
+/** Narrow reads of a PostgreSQL store's checkpoints (see CheckpointQueries), on the saver's tables. */
+export class PostgresCheckpointQueries implements CheckpointQueries {
+  constructor(private readonly pool: pg.Pool) {}
+
+  async latestCheckpointId(threadId: string): Promise<string | undefined> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `SELECT checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' ORDER BY checkpoint_id DESC LIMIT 1`,
+      [threadId],
+    );
+    return rows[0]?.id;
+  }
+
+  async plainChannels(threadId: string, channels: readonly string[], checkpointId?: string): Promise<Record<string, unknown>> {
+    // One statement: the checkpoint's versions of the channels, and their rows.
+    const { rows } = await this.pool.query<{ channel: string; type: string | null; data: Buffer | null; ranges: string | null }>(
+      `WITH cp AS (
+         SELECT channel_versions FROM loopgraph_checkpoints
+         WHERE thread_id = $1 AND checkpoint_ns = '' AND ($2::text IS NULL OR checkpoint_id = $2)
+         ORDER BY checkpoint_id DESC LIMIT 1
+       )
+       SELECT cv.channel, b.type, b.data, b.ranges
+       FROM cp CROSS JOIN LATERAL json_each_text(cp.channel_versions::json) AS cv(channel, version)
+       LEFT JOIN loopgraph_checkpoint_blobs b ON b.thread_id = $1 AND b.checkpoint_ns = '' AND b.channel = cv.channel AND b.version = cv.version
+       WHERE cv.channel = ANY($3::text[])`,
+      [threadId, checkpointId ?? null, [...channels]],
+    );
+    const values: Record<string, unknown> = {};
+    for (const row of rows) {
+      if (row.type === null) continue;
+      if (row.type !== "json" || row.data === null) {
+        throw new Error(
+          `channel "${row.channel}" of thread "${threadId}" is not stored as a plain JSON value (${row.type}): read it through the saver`,
+        );
+      }
+      values[row.channel] = JSON.parse(row.data.toString("utf8"));
+    }
+    return values;
+  }
+
+  async checkpointsWithPrefix(threadId: string, prefix: string): Promise<CheckpointAddress[]> {
+    const { rows } = await this.pool.query<CheckpointAddress>(
+      `SELECT checkpoint_ns AS ns, checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = $1 AND ${PREFIX_RANGE} ORDER BY checkpoint_id`,
+      [threadId, prefix],
+    );
+    return rows;
+  }
+
+  async rootCheckpointIdsWithPrefix(threadId: string, prefix: string, limit: number): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(
+      `SELECT checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = '' AND ${PREFIX_RANGE} ORDER BY checkpoint_id LIMIT $3`,
+      [threadId, prefix, limit],
+    );
+    return rows.map((row) => row.id);
+  }
+
+  async rootCheckpointCounts(): Promise<Map<string, number>> {
+    const { rows } = await this.pool.query<{ thread_id: string; n: string }>(
+      `SELECT thread_id, COUNT(*) AS n FROM loopgraph_checkpoints WHERE checkpoint_ns = '' GROUP BY thread_id`,
+    );
+    return new Map(rows.map((row) => [row.thread_id, Number(row.n)]));
+  }
+
+  async allCheckpointIds(threadId: string): Promise<string[]> {
+    const { rows } = await this.pool.query<{ id: string }>(`SELECT checkpoint_id AS id FROM loopgraph_checkpoints WHERE thread_id = $1`, [
+      threadId,
+    ]);
+    return rows.map((row) => row.id);
+  }
+
+  async parentLinks(threadId: string, ns: string): Promise<Map<string, string | undefined>> {
+    const { rows } = await this.pool.query<{ id: string; parent: string | null }>(
+      `SELECT checkpoint_id AS id, parent_checkpoint_id AS parent FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2`,
+      [threadId, ns],
+    );
+    return new Map(rows.map((row) => [row.id, row.parent ?? undefined]));
+  }
+}
