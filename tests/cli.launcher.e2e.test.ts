@@ -184,7 +184,7 @@ describe("a debug stack (LOOPGRAPH_DEBUG)", () => {
       encoding: "utf8",
     });
     expect(result.stderr).toMatch(/^loopgraph: internal error: /);
-    expect(result.stderr).toContain(`${join(dir, "..", "..", "src/store/sqlite/database.ts")}:`);
+    expect(result.stderr).toContain(`${join(dir, "..", "..", "src/store/sqlite/backend.ts")}:`);
     expect(result.stderr).not.toContain(ROOT);
   });
 
