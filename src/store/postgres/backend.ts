@@ -21,6 +21,7 @@ export const postgresBackend: StoreBackend<PostgresTables> = {
 };
 
 async function openSaving(tables: PostgresTables, serde: SerializerProtocol, access: StoreAccess): Promise<StoreSaving> {
+  // These load LangChain: only a command that reads or writes checkpoints loads them.
   const [{ PostgresCheckpointSaver }, { PostgresRecordings }, { PostgresSnapshotLog }] = await Promise.all([
     import("./saver.js"),
     import("./recordings.js"),

@@ -7,9 +7,7 @@ import { isDatabaseUrl } from "../../runs/url-password.js";
 import type { StoreBackend, StoreCheck, StoreSaving } from "../backend.js";
 import { openSqliteTables, writable, type SqliteTables } from "./database.js";
 import { sqliteStoreError, stopsRun } from "./errors.js";
-import { Recordings } from "./recordings.js";
 import { schemaVersion, STORE_VERSION } from "./schema.js";
-import { SnapshotLog } from "./snapshot-log.js";
 
 /** A store in one SQLite file: any location that is not a URL is its path. */
 export const sqliteBackend: StoreBackend<SqliteTables> = {
@@ -24,8 +22,12 @@ export const sqliteBackend: StoreBackend<SqliteTables> = {
 };
 
 async function openSaving(tables: SqliteTables, serde: SerializerProtocol, access: StoreAccess): Promise<StoreSaving> {
-  // The saver loads LangChain: only a command that reads or writes checkpoints loads it.
-  const { SqliteCheckpointSaver } = await import("./saver.js");
+  // These load LangChain: only a command that reads or writes checkpoints loads them.
+  const [{ SqliteCheckpointSaver }, { Recordings }, { SnapshotLog }] = await Promise.all([
+    import("./saver.js"),
+    import("./recordings.js"),
+    import("./snapshot-log.js"),
+  ]);
   const saver = new SqliteCheckpointSaver(tables.db, serde, { prepare: false });
   // Records made during a step are written with the step's next checkpoint write (see Recordings).
   const recordings = new Recordings(tables.db);
