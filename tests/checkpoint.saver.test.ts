@@ -7,7 +7,8 @@ import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langc
 import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { JsonPlusSerializer, uuid6 } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
-import { SqliteCheckpointSaver, type KnownList } from "../src/store/sqlite/saver.js";
+import type { KnownList } from "../src/checkpoint/history-reader.js";
+import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 import { packChunk, unpackChunk } from "../src/store/sqlite/checkpoint-store.js";
 import { dropRanges, sharedSeqPrefix } from "../src/checkpoint/list-history.js";
 import { STORE_VERSION } from "../src/store/sqlite/schema.js";

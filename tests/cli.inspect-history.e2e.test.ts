@@ -5,7 +5,7 @@
  * whole (`saver.list()`) and consecutive states diffed whole. The threads are real runs: a
  * coder-review loop long enough for list rollups, forked with `replay --from`; the example graph
  * forked with its task message replaced, and failing when the model runs out (an
- * error checkpoint); a run paused at a breakpoint.
+ * error checkpoint); a run paused at a breakpoint. On PostgreSQL, the example graph's threads.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -13,6 +13,7 @@ import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { describe, expect, it, vi } from "vitest";
+import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 import { loopThread } from "../bench/fixtures.js";
 import {
@@ -31,6 +32,7 @@ import { requireThread, withStore, type Store } from "../src/store/store.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
 import { copyTrusted, modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
+import { describeOnPostgres } from "./helpers/postgres.js";
 import { exampleCopy, runExample } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
@@ -269,5 +271,34 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     expect(shown.stdout).toMatch(new RegExp(`^paused\\s+breakpoint\\s+paused\\s+${pausedCount}\\s`, "m"));
     expect(loaded.some((name) => name.includes("/engine/thread-list.js"))).toBe(true);
     expect(loaded.filter((name) => /@langchain|langsmith|\/zod\/|microdiff|\/engine\/inspect\.js/.test(name))).toEqual([]);
+  });
+});
+
+describeOnPostgres("inspect reads a thread on PostgreSQL linearly too", "inspect's history on PostgreSQL", (server) => {
+  it("the example graph forked with its task message replaced, and a failed run: the history a whole decode shows, no checkpoint decoded whole", async () => {
+    const ws = { ...exampleCopy(), db: server().createDatabase("inspect_history") };
+    expect((await runExample(ws, "forked")).code).toBe(0);
+    const critique = (await threadHistory("forked", { db: ws.db })).checkpoints.find((c) => c.nodes.includes("critique"))!;
+    const forked = await runCli(["replay", "forked", "--from", critique.checkpointId, "--set", "task=Explain forks", "--db", ws.db], {
+      cwd: ws.dir,
+    });
+    expect(forked.code, forked.stderr).toBe(0);
+
+    const lists = vi.spyOn(PostgresCheckpointSaver.prototype, "list");
+    const tuples = vi.spyOn(PostgresCheckpointSaver.prototype, "getTuple");
+    await threadHistory("forked", { db: ws.db });
+    expect(lists).not.toHaveBeenCalled();
+    expect(tuples).not.toHaveBeenCalled();
+    lists.mockRestore();
+    tuples.mockRestore();
+    expect((await expectSameHistory(ws.db, "forked")).branches.length).toBe(2);
+
+    const short = join(ws.dir, "short.script.yaml");
+    writeFileSync(
+      short,
+      `responses:\n  - { node: draft, content: "a draft" }\n  - { node: critique, content: '{"verdict": "revise", "notes": "more"}' }\n`,
+    );
+    expect((await runExample(ws, "failed", short)).code).toBe(1);
+    expect((await expectSameHistory(ws.db, "failed")).checkpoints.some((c) => c.status === "error")).toBe(true);
   });
 });

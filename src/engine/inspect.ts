@@ -4,7 +4,13 @@ import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
 import type { EncodedItem } from "../checkpoint/item-framing.js";
 import type { SeqRange } from "../checkpoint/list-history.js";
-import { SETTLED_AT_ONCE, SqliteCheckpointSaver, type CheckpointHistoryEntry, type StoredChannel } from "../store/sqlite/saver.js";
+import {
+  canReadHistory,
+  SETTLED_AT_ONCE,
+  type CheckpointHistoryEntry,
+  type HistoryReader,
+  type StoredChannel,
+} from "../checkpoint/history-reader.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
@@ -243,7 +249,7 @@ class StateReader {
   private emptyListSettle?: number;
 
   constructor(
-    private readonly saver: SqliteCheckpointSaver,
+    private readonly saver: HistoryReader,
     private readonly threadId: string,
     private readonly ns: string,
   ) {}
@@ -268,7 +274,7 @@ class StateReader {
 
   private async readEntry(channel: string, version: string, before: ChannelEntry | undefined): Promise<ChannelEntry | undefined> {
     const known = this.knownLists.get(channel);
-    const stored = this.saver.readChannel(
+    const stored = await this.saver.readChannel(
       this.threadId,
       channel,
       version,
@@ -465,13 +471,13 @@ interface HistoryStep {
 }
 
 /**
- * The thread's root checkpoints, oldest first, each with how to read its state. On a SQLite
- * store, the saver's history walk and StateReader: only what changed is read and decoded. On
- * another store, each checkpoint's tuple is read whole (`links`: the checkpoints, oldest first).
+ * The thread's root checkpoints, oldest first, each with how to read its state. With a saver that
+ * reads history (both backends'), its history walk and StateReader: only what changed is read and
+ * decoded. With another saver, each checkpoint's tuple is read whole (`links`: the checkpoints, oldest first).
  */
 async function* historySteps(store: Store, threadId: string, ns: string, links: readonly { id: string }[]): AsyncGenerator<HistoryStep> {
   const { saver } = store;
-  if (saver instanceof SqliteCheckpointSaver) {
+  if (canReadHistory(saver)) {
     const reader = new StateReader(saver, threadId, ns);
     for await (const entry of saver.history(threadId, ns, isShownChannel)) yield { entry, read: (parent) => reader.read(entry, parent) };
     return;

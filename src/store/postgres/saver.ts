@@ -20,8 +20,26 @@ import { nextChannelVersion } from "../../checkpoint/channel-versions.js";
 import { syncSerializerOf } from "../../checkpoint/fast-serde.js";
 import { ItemCodec } from "../../checkpoint/item-codec.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
-import { pushSeq, sharedPrefix, truncateRanges, type SeqRange, type StoredList } from "../../checkpoint/list-history.js";
+import {
+  settleCount,
+  walkHistory,
+  type CheckpointHistoryEntry,
+  type DecodedChannel,
+  type HistoryReader,
+  type KnownVersions,
+  type StoredChannel,
+} from "../../checkpoint/history-reader.js";
+import {
+  dropRanges,
+  pushSeq,
+  sharedPrefix,
+  sharedSeqPrefix,
+  truncateRanges,
+  type SeqRange,
+  type StoredList,
+} from "../../checkpoint/list-history.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
+import { blobKey, blobRows, historyPage, logItems, type BlobRow } from "./history.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import {
   assembleTuple,
@@ -154,13 +172,15 @@ function asBuffer(bytes: Uint8Array): Buffer {
  * time (its owner); a stale view of an item log (another process wrote the thread) fails the
  * write on the log's key and is planned again from the database.
  */
-export class PostgresCheckpointSaver extends BaseCheckpointSaver {
+export class PostgresCheckpointSaver extends BaseCheckpointSaver implements HistoryReader {
   private readonly codec: ItemCodec;
   /** The list version last written or read per thread namespace and channel: the base of the next write. */
   private readonly lastLists = new LruMap<string, StoredList & { readonly ranges: readonly SeqRange[] }>(REMEMBERED_LISTS);
   /** The next free position of item logs this saver knows. */
   private readonly logEnds = new LruMap<string, number>(REMEMBERED_LISTS);
   private readonly writeHooks: PostgresWriteHook[] = [];
+  /** The rows of the channel versions the current page of `history` brings: what `readChannel` is asked for next. */
+  private prefetched?: { at: ThreadNamespace; rows: ReadonlyMap<string, BlobRow> };
 
   constructor(
     readonly pool: pg.Pool,
@@ -392,6 +412,58 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver {
         serialized.map(([, bytes]) => asBuffer(bytes)),
       ],
     );
+  }
+
+  /**
+   * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
+   * but no channel value (see walkHistory).
+   */
+  async *history(threadId: string, ns = "", channels: (channel: string) => boolean = () => true): AsyncGenerator<CheckpointHistoryEntry> {
+    const at = { threadId, ns };
+    try {
+      yield* walkHistory(
+        {
+          readPage: (after) => historyPage(this.pool, at, after),
+          loads: (type, data) => this.serde.loadsTyped(type, data),
+          prefetch: async (versions) => {
+            this.prefetched = { at, rows: await blobRows(this.pool, at, versions) };
+          },
+        },
+        channels,
+      );
+    } finally {
+      this.prefetched = undefined;
+    }
+  }
+
+  /**
+   * One channel version as stored, undefined when it holds no value (cleared, or never stored).
+   * A list version is read past the log positions it shares with `known.previous` (the parent's
+   * version, typically), whose items it then reuses: a thread's history reads each item once.
+   */
+  async readChannel(
+    threadId: string,
+    channel: string,
+    version: string,
+    known: KnownVersions = {},
+    ns = "",
+  ): Promise<StoredChannel | undefined> {
+    const at = { threadId, ns };
+    const prefetched = this.prefetched?.at.threadId === threadId && this.prefetched.at.ns === ns ? this.prefetched.rows : undefined;
+    const row =
+      prefetched?.get(blobKey(channel, version)) ?? (await blobRows(this.pool, at, [[channel, version]])).get(blobKey(channel, version));
+    if (!row) return undefined;
+    if (row.type !== ITEMS_TYPE) return { kind: "value", type: row.type, data: row.data! };
+    const ranges = JSON.parse(row.ranges!) as SeqRange[];
+    const { previous } = known;
+    const shared = previous?.ranges ? sharedSeqPrefix(previous.ranges, ranges) : 0;
+    const added = await logItems(this.pool, at, channel, dropRanges(ranges, shared));
+    return { kind: "list", items: shared > 0 ? previous!.items.slice(0, shared).concat(added) : added, ranges };
+  }
+
+  /** Decodes a channel value as `getTuple` does (see `readTuple`), counting the turns until it settled (see HistoryReader). */
+  decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
+    return settleCount(() => (stored.kind === "value" ? this.serde.loadsTyped(stored.type, stored.data) : this.codec.decode(stored.items)));
   }
 
   async deleteThread(threadId: string): Promise<void> {

@@ -23,7 +23,6 @@ import {
   type BlobLink,
   type BlobWrite,
   type CheckpointRow,
-  type HistoryRow,
   type ListCursor,
   type StoredWrite,
   type WriteRow,
@@ -58,6 +57,16 @@ import {
   type ThreadNamespace,
 } from "../../checkpoint/saver-common.js";
 import { prepareDatabase } from "./checkpoint-schema.js";
+import {
+  HISTORY_PAGE_SIZE,
+  settleCount,
+  walkHistory,
+  type CheckpointHistoryEntry,
+  type DecodedChannel,
+  type HistoryReader,
+  type KnownVersions,
+  type StoredChannel,
+} from "../../checkpoint/history-reader.js";
 
 /** A channel value as stored, before the serde decodes it. */
 type StoredValue =
@@ -149,39 +158,6 @@ interface PlannedRefs {
   readonly known: readonly (LoggedItem | undefined)[];
 }
 
-/** A checkpoint as a history walk reads it: what it records, not its channel values. */
-export interface CheckpointHistoryEntry {
-  readonly checkpointId: string;
-  readonly parentId?: string;
-  /** The checkpoint's `ts`. */
-  readonly createdAt: string;
-  readonly metadata: CheckpointMetadata;
-  /** The channels' versions, in the checkpoint's own order. */
-  readonly channelVersions: ChannelVersions;
-  /** Whether a task that ran from this checkpoint recorded an error. */
-  readonly failed: boolean;
-}
-
-/** A channel version as stored, not yet decoded: a single value, or a list's items. */
-export type StoredChannel =
-  | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
-  /** `ranges`: where the items lie in the channel's item log, for versions stored there. */
-  | { readonly kind: "list"; readonly items: readonly EncodedItem[]; readonly ranges?: readonly SeqRange[] };
-
-/** A list version a reader holds already, passed to `readChannel` to read only what a later one adds. */
-export interface KnownList {
-  readonly items: readonly EncodedItem[];
-  readonly ranges?: readonly SeqRange[];
-}
-
-/** A decoded channel value, and when its decoding settled (see `decodeChannel`). */
-export interface DecodedChannel {
-  readonly value: unknown;
-  readonly settledAfter: number;
-  /** Set when the value is plain JSON (parsed, no LangChain object in it): nothing in it needs converting. */
-  readonly plainJson?: true;
-}
-
 /**
  * Plain JSON values up to this size are decoded both ways, to check the fast path
  * (`decodePlainJson`): the first PLAIN_JSON_CHECKS of them, then one in PLAIN_JSON_CHECK_EVERY.
@@ -212,11 +188,7 @@ export function reviveTurns(value: unknown): number {
   return Math.max(turns(value), 1);
 }
 
-/** The settle count of a value decoded without a promise: before any decoded with one. */
-export const SETTLED_AT_ONCE = -1;
-
 const LIST_PAGE_SIZE = 100;
-const HISTORY_PAGE_SIZE = 256;
 /** Threads × namespaces × list channels whose last written version is kept for diffing. */
 const REMEMBERED_LISTS = 64;
 
@@ -227,7 +199,7 @@ const REMEMBERED_LISTS = 64;
  * `messages`) are stored as deltas of the previous version, so a thread's storage grows linearly
  * with its history rather than quadratically. See list-history.ts for the delta scheme.
  */
-export class SqliteCheckpointSaver extends BaseCheckpointSaver {
+export class SqliteCheckpointSaver extends BaseCheckpointSaver implements HistoryReader {
   /** The open database; other tables of the application may share it. */
   readonly db: Database.Database;
   private readonly ownsDatabase: boolean;
@@ -235,7 +207,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
   private readonly lastWrittenLists = new LruMap<string, StoredList>(REMEMBERED_LISTS);
   /** List items to and from their stored form, encodings remembered (see item-codec.ts). */
   private readonly codec: ItemCodec;
-  /** The channel rows `history` read ahead for its current page (see `prefetchChannels`). */
+  /** The channel rows `history` read ahead for its current page (see `history`). */
   private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
   /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
   private readonly plainJson: { off: boolean; offset?: number; small: number };
@@ -517,49 +489,24 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
 
   /**
    * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
-   * but no channel value: read page by page, so a long thread is never held whole.
+   * but no channel value (see walkHistory).
    */
   async *history(threadId: string, ns = "", channels: (channel: string) => boolean = () => true): AsyncGenerator<CheckpointHistoryEntry> {
     const at = { threadId, ns };
-    const versionsOf = new LruMap<string, ChannelVersions>(HISTORY_PAGE_SIZE * 2);
-    let after = "";
     try {
-      for (;;) {
-        const page = this.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE));
-        const entries = await Promise.all(page.map((row) => this.decodeHistoryRow(row)));
-        this.prefetchChannels(at, entries, versionsOf, channels);
-        for (const entry of entries) yield entry;
-        if (page.length < HISTORY_PAGE_SIZE) return;
-        after = page[page.length - 1]!.checkpoint_id;
-      }
+      yield* walkHistory(
+        {
+          readPage: (after) => this.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE)),
+          loads: (type, data) => this.loadsQuickly(type, data),
+          prefetch: (versions) => {
+            this.prefetched = { at, links: this.store.blobs(at, versions) };
+          },
+        },
+        channels,
+      );
     } finally {
       this.prefetched = undefined;
     }
-  }
-
-  /**
-   * Reads, in one query, the rows of the channel versions a page of `history` brings that its
-   * checkpoints' parents did not hold: what `readChannel` will be asked for next.
-   */
-  private prefetchChannels(
-    at: ThreadNamespace,
-    entries: readonly CheckpointHistoryEntry[],
-    versionsOf: LruMap<string, ChannelVersions>,
-    channels: (channel: string) => boolean,
-  ): void {
-    const pairs: [string, string][] = [];
-    const seen = new Set<string>();
-    for (const entry of entries) {
-      const parent = entry.parentId === undefined ? undefined : versionsOf.get(entry.parentId);
-      for (const [channel, version] of Object.entries(entry.channelVersions)) {
-        const key = `${channel}\u0000${String(version)}`;
-        if (parent?.[channel] === version || !channels(channel) || seen.has(key)) continue;
-        seen.add(key);
-        pairs.push([channel, String(version)]);
-      }
-      versionsOf.set(entry.checkpointId, entry.channelVersions);
-    }
-    this.prefetched = { at, links: this.store.blobs(at, pairs) };
   }
 
   /**
@@ -569,13 +516,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
    * once. A list version of a version-2 store is rebuilt from its row and its base's items:
    * `knownItems` may give those of a version the caller already holds, else the base chain is read.
    */
-  readChannel(
-    threadId: string,
-    channel: string,
-    version: string,
-    known: { previous?: KnownList; knownItems?: (version: string) => readonly EncodedItem[] | undefined } = {},
-    ns = "",
-  ): StoredChannel | undefined {
+  readChannel(threadId: string, channel: string, version: string, known: KnownVersions = {}, ns = ""): StoredChannel | undefined {
     const { previous, knownItems = () => undefined } = known;
     const at = { threadId, ns };
     // Blobs are never changed once written: each read is one statement, no transaction needed.
@@ -655,32 +596,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     return this.serde.loadsTyped(type, data);
   }
 
-  private async decodeChannelAsTuplesDo(stored: StoredChannel): Promise<DecodedChannel> {
+  private decodeChannelAsTuplesDo(stored: StoredChannel): Promise<DecodedChannel> {
     const value: StoredValue = stored.kind === "value" ? stored : { kind: "list", list: { version: "", encoded: stored.items } };
-    let turns = 0;
-    let settled = false;
-    const counter = (async () => {
-      while (!settled) {
-        await undefined;
-        turns += 1;
-      }
-    })();
-    let decoded: unknown;
-    let settledAfter = 0;
-    try {
-      const decoding = this.decodeValue(value);
-      // Decoded without a promise (a list whose items need no LangChain `load`): `decodeTuple` sets
-      // such channels first, in the order of `channel_versions`, before any other settles.
-      if (!(decoding instanceof Promise)) return { value: decoding, settledAfter: SETTLED_AT_ONCE };
-      await (async () => {
-        decoded = await decoding;
-        settledAfter = turns;
-      })();
-    } finally {
-      settled = true;
-      await counter;
-    }
-    return { value: decoded, settledAfter };
+    return settleCount(() => this.decodeValue(value));
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -948,21 +866,6 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver {
     if (record.kind === "items")
       return { kind: "log", version, ranges: record.ranges, items: this.readLogItems(at, channel, record.ranges) };
     return { kind: "list", list: materializeList(asListChain(chain)) };
-  }
-
-  private async decodeHistoryRow(row: HistoryRow): Promise<CheckpointHistoryEntry> {
-    const [header, metadata] = await Promise.all([
-      this.loadsQuickly(row.checkpoint_type, row.checkpoint) as Promise<Pick<Checkpoint, "ts">>,
-      this.loadsQuickly(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
-    ]);
-    return {
-      checkpointId: row.checkpoint_id,
-      ...(row.parent_checkpoint_id !== null ? { parentId: row.parent_checkpoint_id } : {}),
-      createdAt: header.ts,
-      metadata,
-      channelVersions: JSON.parse(row.channel_versions) as ChannelVersions,
-      failed: row.failed !== 0,
-    };
   }
 
   /** The items at `ranges` of the channel's item log, read in one query, references resolved (see item-refs.ts). */

@@ -1,0 +1,65 @@
+/**
+ * The reads of a history walk on PostgreSQL (see HistoryReader): a page of a thread's checkpoints
+ * without their values, the rows of the channel versions a page brings, in one statement, and the
+ * items of a list version's ranges.
+ */
+import { ERROR } from "@langchain/langgraph-checkpoint";
+import type pg from "pg";
+import { HISTORY_PAGE_SIZE, type HistoryRow } from "../../checkpoint/history-reader.js";
+import type { EncodedItem } from "../../checkpoint/item-framing.js";
+import type { SeqRange } from "../../checkpoint/list-history.js";
+import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
+
+/** A channel version's row: a value (`data`), or a list version (`ranges` of the item log). */
+export interface BlobRow {
+  channel: string;
+  version: string;
+  type: string;
+  data: Buffer | null;
+  ranges: string | null;
+}
+
+/** The thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
+export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string): Promise<HistoryRow[]> {
+  const { rows } = await pool.query<HistoryRow & { failed: boolean }>(
+    `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions, c.metadata_type, c.metadata,
+            EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes w
+                    WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
+                      AND w.checkpoint_id = c.checkpoint_id AND w.channel = $4) AS failed
+     FROM loopgraph_checkpoints c
+     WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3 ORDER BY c.checkpoint_id LIMIT $5`,
+    [at.threadId, at.ns, after, ERROR, HISTORY_PAGE_SIZE],
+  );
+  return rows;
+}
+
+/** The key of a channel version in the map `blobRows` gives. */
+export const blobKey = (channel: string, version: string): string => `${channel}\u0000${version}`;
+
+/** The rows of the channel versions `pairs` names that hold a value (see `blobKey`). */
+export async function blobRows(pool: pg.Pool, at: ThreadNamespace, pairs: readonly [string, string][]): Promise<Map<string, BlobRow>> {
+  if (pairs.length === 0) return new Map();
+  const { rows } = await pool.query<BlobRow>(
+    `SELECT b.channel, b.version, b.type, b.data, b.ranges
+     FROM unnest($3::text[], $4::text[]) AS p(channel, version)
+     JOIN loopgraph_checkpoint_blobs b
+       ON b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = p.channel AND b.version = p.version`,
+    [at.threadId, at.ns, pairs.map(([channel]) => channel), pairs.map(([, version]) => version)],
+  );
+  return new Map(rows.map((row) => [blobKey(row.channel, row.version), row]));
+}
+
+/** The items at `ranges` of the channel's item log, in order. */
+export async function logItems(pool: pg.Pool, at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): Promise<EncodedItem[]> {
+  if (ranges.length === 0) return [];
+  const { rows } = await pool.query<{ type: string; data: Buffer }>(
+    `SELECT i.type, i.data
+     FROM json_array_elements($4::json) WITH ORDINALITY AS r(span, ord)
+     JOIN loopgraph_checkpoint_items i
+       ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = $3
+      AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
+     ORDER BY r.ord, i.seq`,
+    [at.threadId, at.ns, channel, JSON.stringify(ranges)],
+  );
+  return rows.map((row) => ({ type: row.type, bytes: row.data }));
+}
