@@ -1,13 +1,12 @@
-import { readFileSync } from "node:fs";
 import Database from "better-sqlite3";
 import { Annotation, Command, END, START, StateGraph, interrupt } from "@langchain/langgraph";
 import { describe, expect, it } from "vitest";
 import { createRecorder } from "../src/runtime/recorder.js";
-import type { RecordData, RecordKey } from "../src/runs/recordings.js";
 import type { Recordings } from "../src/store/sqlite/recordings.js";
 import { redactSecrets, secretValues } from "../src/runs/redact.js";
 import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
 import { openStore, type Store } from "../src/store/store.js";
+import { listedContents, recordKey, toolRecord } from "./helpers/records.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 async function store(): Promise<Store> {
@@ -16,52 +15,13 @@ async function store(): Promise<Store> {
   return opened;
 }
 
-const key = (taskPath: string, callIndex: number, threadId = "t1"): RecordKey => ({
-  threadId,
-  checkpointId: "cp-1",
-  taskPath,
-  callIndex,
-  node: "coder",
-});
-const tool = (content: string): RecordData => ({ kind: "tool", name: "shell", args: { command: "ls" }, result: { ok: true, content } });
-const contents = async (s: Store, threadId = "t1") =>
-  (await s.recordings.list(threadId)).map((r) => (r.kind === "tool" ? (r.result as { content: string }).content : r.kind));
-
-describe("the recordings table", () => {
-  it("reads a thread's records back in the order they were made, with where they were made", async () => {
-    const s = await store();
-    s.recordings.put(key("coder:a|model:b", 0), {
-      kind: "model",
-      output: {
-        content: "hi",
-        toolCalls: [{ id: "c1", name: "shell", args: { command: "ls" } }],
-        usage: { inputTokens: 3, outputTokens: 1 },
-      },
-    });
-    s.recordings.put(key("coder:a|tools:c", 0), tool("file.txt"));
-    s.recordings.put(key("judge:d", 0), { kind: "model", error: { kind: "exhausted", message: "scripted model exhausted" } });
-    const records = await s.recordings.list("t1");
-    expect(records.map((r) => [r.kind, r.taskPath, r.callIndex])).toEqual([
-      ["model", "coder:a|model:b", 0],
-      ["tool", "coder:a|tools:c", 0],
-      ["model", "judge:d", 0],
-    ]);
-    expect(records[0]).toMatchObject({
-      threadId: "t1",
-      checkpointId: "cp-1",
-      node: "coder",
-      output: { content: "hi", toolCalls: [{ name: "shell" }] },
-    });
-    expect(records[2]).toMatchObject({ error: { kind: "exhausted" } });
-    expect(await s.recordings.list("other")).toEqual([]);
-  });
-
+describe("the recordings table of a SQLite store (what every store's does: tests/store.contract.test.ts)", () => {
   it("closing a store still locked by another program drops the queued records of the unsaved step instead of failing", async () => {
     const { db } = tempWorkspace();
     const s = await openStore({ db, env: { LOOPGRAPH_BUSY_TIMEOUT_MS: "50" } }, "create");
-    s.recordings.put(key("coder:a|tools:x", 0), tool("saved"));
+    s.recordings.put(recordKey("coder:a|tools:x", 0), toolRecord("saved"));
     (s.recordings as Recordings).flush();
-    s.recordings.put(key("coder:a|tools:y", 0), tool("step whose writes met the lock"));
+    s.recordings.put(recordKey("coder:a|tools:y", 0), toolRecord("step whose writes met the lock"));
     const holder = new Database(db);
     try {
       holder.exec("BEGIN EXCLUSIVE");
@@ -73,65 +33,7 @@ describe("the recordings table", () => {
     }
     const reopened = await openStore({ db }, "read");
     onCleanup(() => reopened.close());
-    expect(await contents(reopened)).toEqual(["saved"]);
-  });
-
-  it("keeps only the latest execution of a task: its first call deletes what an earlier execution of the same task path recorded", async () => {
-    const s = await store();
-    s.recordings.put(key("coder:a|tools:x", 0), tool("first run, call 0"));
-    s.recordings.put(key("coder:a|tools:x", 1), tool("first run, call 1"));
-    s.recordings.put(key("coder:a|tools:x", 2), tool("first run, call 2"));
-    s.recordings.put(key("coder:a|tools:y", 0), tool("another task"));
-    s.recordings.put(key("coder:a|tools:x", 0, "t2"), tool("another thread"));
-    s.recordings.put(key("coder:a|tools:x", 0), tool("second run, call 0"));
-    s.recordings.put(key("coder:a|tools:x", 1), tool("second run, call 1"));
-    expect(await contents(s)).toEqual(["another task", "second run, call 0", "second run, call 1"]);
-    expect(await contents(s, "t2")).toEqual(["another thread"]);
-  });
-
-  it("never stores a credential: secret values (also JSON-escaped) and Authorization header values are redacted", async () => {
-    const s = await store();
-    const secret = "sk-test-SECRET-4f9a2c";
-    s.recordings.put(key("coder:a", 0), tool(`key=${secret}\nAuthorization: Bearer abcdefgh12345678\n"${secret}"`), [secret]);
-    const [record] = await s.recordings.list("t1");
-    expect((record as { result: { content: string } }).result.content).toBe(
-      'key=[redacted]\nAuthorization: Bearer [redacted]\n"[redacted]"',
-    );
-    await s.close();
-    const bytes = readFileSync(s.path);
-    expect(bytes.includes(secret)).toBe(false);
-    expect(bytes.includes("abcdefgh12345678")).toBe(false);
-  });
-});
-
-describe("writing records", () => {
-  it("queues them and writes them in the transaction of the run's next checkpoint write, or when the store closes", async () => {
-    const ws = tempWorkspace();
-    const s = await openStore({ db: ws.db }, "create");
-    const other = new Database(ws.db, { readonly: true });
-    onCleanup(() => void other.close());
-    const stored = () => (other.prepare("SELECT count(*) AS n FROM loopgraph_recordings").get() as { n: number }).n;
-    s.recordings.put(key("coder:a|tools:x", 0), tool("one"));
-    s.recordings.put(key("coder:a|tools:x", 1), tool("two"));
-    expect(stored()).toBe(0);
-    // A task's pending writes (saved when it ends): its records commit with them.
-    const config = { configurable: { thread_id: "t1", checkpoint_ns: "", checkpoint_id: "cp-1" } };
-    await s.saver.putWrites(config, [["notes", "done"]], "task-1");
-    expect(stored()).toBe(2);
-    expect((other.prepare("SELECT count(*) AS n FROM loopgraph_checkpoint_writes").get() as { n: number }).n).toBe(1);
-    s.recordings.put(key("judge:b", 0), tool("three"));
-    expect(stored()).toBe(2);
-    await s.close();
-    expect(stored()).toBe(3);
-  });
-
-  it("shows the records queued in this process to a list, in the order they were made", async () => {
-    const s = await store();
-    s.recordings.put(key("coder:a|tools:x", 0), tool("first run"));
-    expect(await contents(s)).toEqual(["first run"]);
-    s.recordings.put(key("coder:a|tools:x", 0), tool("second run"));
-    s.recordings.put(key("coder:a|tools:x", 1), tool("second run, call 1"));
-    expect(await contents(s)).toEqual(["second run", "second run, call 1"]);
+    expect(await listedContents(reopened)).toEqual(["saved"]);
   });
 });
 

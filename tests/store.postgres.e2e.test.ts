@@ -1,11 +1,9 @@
 /**
- * The run store on PostgreSQL (`--db postgres://…`), on a throwaway server: the thread table and
- * its one-owner claim, the inbox, recordings written with their step's checkpoint write, the
- * snapshot log, and whole runs through the CLI read back from another directory (standing in
- * for another machine), with the same history a SQLite store shows. No password is ever printed
- * or stored.
+ * The run store on PostgreSQL (`--db postgres://…`), on a throwaway server: a failed checkpoint
+ * write keeps its step's records queued, and whole runs through the CLI read back from another
+ * directory (standing in for another machine), with the same history a SQLite store shows. No
+ * password is ever printed or stored. What every store's tables do is in tests/store.contract.test.ts.
  */
-import { spawn } from "node:child_process";
 import { existsSync, mkdtempSync, readFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
@@ -13,7 +11,6 @@ import { expect, it } from "vitest";
 import type { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { dbFlag } from "../src/cli/run-commands.js";
 import { openStore, type Store } from "../src/store/store.js";
-import { asSeen, processStart, THIS_PROCESS } from "../src/runs/thread-registry.js";
 import { cleanEnv, hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
 import { historyOf, run, startCli } from "./helpers/e2e.js";
 import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
@@ -25,150 +22,33 @@ async function storeOn(url: string): Promise<Store> {
   return store;
 }
 
-const NEW_THREAD = { graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" } as const;
 const FIXTURES = join(ROOT, "tests/fixtures/engine");
 
 describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (server) => {
   let databases = 0;
   const newDatabase = (): string => server().createDatabase(`store_${(databases += 1)}`);
 
-  it("threads have one owner: created running here, refused to a claim while a live process holds them, taken over once it is gone", async () => {
+  it("a checkpoint write that fails takes its step's records down with it: they stay queued for the next one", async () => {
     const url = newDatabase();
     const store = await storeOn(url);
-    expect(await store.threads.create({ threadId: "t", ...NEW_THREAD })).toBeUndefined();
-    expect(await store.threads.create({ threadId: "t", ...NEW_THREAD })).toMatchObject({ threadId: "t", status: "running" });
-    expect(await store.threads.get("t")).toMatchObject({
-      status: "running",
-      pid: process.pid,
-      host: THIS_PROCESS.host,
-      ownerStart: processStart(process.pid),
-    });
-    await store.threads.markEnded("t", "paused", undefined, { reason: "breakpoint", node: "a" });
-    expect(await store.threads.get("t")).toMatchObject({ status: "paused", pause: { reason: "breakpoint", node: "a" } });
-
-    // Another live process of this host holds it: refused. Once that process is gone: taken over.
-    const holder = spawn("sleep", ["300"], { stdio: "ignore" });
-    onCleanup(() => void holder.kill("SIGKILL"));
-    const holderPid = holder.pid!;
-    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 't'`, [
-      holderPid,
-      processStart(holderPid),
-    ]);
-    const refused = await store.threads.claim("t");
-    expect(refused).toMatchObject({ claimed: false, holder: { pid: holderPid } });
-    const exited = new Promise((resolve) => holder.once("exit", resolve));
-    holder.kill("SIGKILL");
-    await exited;
-    expect(asSeen((await store.threads.get("t"))!)).toMatchObject({ status: "interrupted", goneOwner: holderPid });
-    const taken = await store.threads.claim("t", { approval: "auto" });
-    expect(taken).toMatchObject({ claimed: true, before: { status: "running", pid: holderPid } });
-    expect(await store.threads.get("t")).toMatchObject({ status: "running", pid: process.pid, approval: "auto" });
-
-    // Command groups are recorded while they run; release gives the thread back as it was.
-    await store.threads.commandStarted("t", 4242);
-    expect((await store.threads.get("t"))?.commandGroups?.map((group) => group.pgid)).toEqual([4242]);
-    await store.threads.commandEnded("t", 4242);
-    expect((await store.threads.get("t"))?.commandGroups).toBeUndefined();
-    if (taken?.claimed) await store.threads.release("t", taken.before);
-    expect(await store.threads.get("t")).toMatchObject({ status: "interrupted" });
-    expect(await store.threads.claim("nope")).toBeUndefined();
-    expect((await store.threads.list()).map((thread) => thread.threadId)).toEqual(["t"]);
-  });
-
-  it("claims made at once from several connections: exactly one wins", async () => {
-    const url = newDatabase();
-    const store = await storeOn(url);
-    await store.threads.create({ threadId: "race", ...NEW_THREAD });
-    await store.threads.markEnded("race", "interrupted");
-    // Ten claims at once (ten pool connections): the row lock makes them take turns, so exactly one
-    // finds the thread as it was (interrupted) and the others find it already running here.
-    const claims = await Promise.all(Array.from({ length: 10 }, () => store.threads.claim("race")));
-    expect(claims.every((claim) => claim?.claimed)).toBe(true);
-    expect(claims.filter((claim) => claim?.claimed && claim.before.status === "interrupted")).toHaveLength(1);
-  });
-
-  it("the inbox keeps commands in order, messages for a chat apart, and forgets a removed command", async () => {
-    const store = await storeOn(newDatabase());
-    const first = await store.inbox.post("t", "stop", { command: "stop" });
-    const message = await store.inbox.postMessage("t", "hello");
-    const second = await store.inbox.post("t", "add: more", { command: "add_pending", task: "more" });
-    expect(second).toBeGreaterThan(message);
-    expect(message).toBeGreaterThan(first);
-    expect((await store.inbox.after("t", 0)).map((entry) => [entry.id, entry.command.command])).toEqual([
-      [first, "stop"],
-      [second, "add_pending"],
-    ]);
-    expect(await store.inbox.messagesAfter("t", 0)).toEqual([{ id: message, text: "hello" }]);
-    expect(await store.inbox.after("t", first)).toHaveLength(1);
-    await store.inbox.remove(first);
-    expect((await store.inbox.after("t", 0)).map((entry) => entry.id)).toEqual([second]);
-    expect(await store.inbox.after("other", 0)).toEqual([]);
-  });
-
-  it("records are written in the transaction of the step's next checkpoint write, not before", async () => {
-    const url = newDatabase();
-    const store = await storeOn(url);
+    const saver = store.saver as PostgresCheckpointSaver;
+    const config = { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c1" } };
     store.recordings.put(
       { threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 0, node: "a" },
       { kind: "tool", name: "shell", args: {}, result: "one" },
     );
-    expect(await queryRows(url, "SELECT id FROM loopgraph_recordings")).toEqual([]);
-    const config = { configurable: { thread_id: "t", checkpoint_ns: "", checkpoint_id: "c1" } };
-    await (store.saver as PostgresCheckpointSaver).putWrites(config, [["x", 1]], "task-1");
-    expect(await queryRows(url, "SELECT task_path, data FROM loopgraph_recordings")).toEqual([
-      { task_path: "a:1", data: expect.stringContaining('"one"') },
-    ]);
-    // A write that fails takes its records down with it; they stay queued for the next one.
+    await saver.putWrites(config, [["x", 1]], "task-1");
     store.recordings.put(
       { threadId: "t", checkpointId: "c1", taskPath: "a:1", callIndex: 1, node: "a" },
       { kind: "tool", name: "shell", args: {}, result: "two" },
     );
     // (PostgreSQL refuses a NUL character in text: the write statement fails.)
-    await expect((store.saver as PostgresCheckpointSaver).putWrites(config, [["y", 2]], "task\u0000two")).rejects.toThrow();
+    await expect(saver.putWrites(config, [["y", 2]], "task\u0000two")).rejects.toThrow();
     expect(await queryRows(url, "SELECT count(*)::int AS n FROM loopgraph_recordings")).toEqual([{ n: 1 }]);
     expect((await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined))).toEqual([
       "one",
       "two",
     ]);
-  });
-
-  it("a thread is deleted with all its rows in one transaction, unless a live process runs it", async () => {
-    const url = newDatabase();
-    const store = await storeOn(url);
-    for (const id of ["gone", "kept"]) {
-      await store.threads.create({ threadId: id, ...NEW_THREAD });
-      await store.threads.markEnded(id, "finished");
-      await store.inbox.post(id, "stop", { command: "stop" });
-    }
-    const holder = spawn("sleep", ["300"], { stdio: "ignore" });
-    onCleanup(() => void holder.kill("SIGKILL"));
-    await queryRows(url, `UPDATE loopgraph_threads SET status = 'running', pid = $1, owner_start = $2 WHERE thread_id = 'kept'`, [
-      holder.pid,
-      processStart(holder.pid!),
-    ]);
-    expect(await store.threads.delete("kept")).toMatchObject({ deleted: false, holder: { pid: holder.pid } });
-    expect(await store.threads.delete("gone")).toMatchObject({ deleted: true, record: { threadId: "gone" } });
-    expect(await store.threads.delete("gone")).toBeUndefined();
-    expect(await queryRows(url, "SELECT thread_id FROM loopgraph_inbox ORDER BY thread_id")).toEqual([{ thread_id: "kept" }]);
-    expect((await store.threads.list()).map((thread) => thread.threadId)).toEqual(["kept"]);
-  });
-
-  it("the snapshot log numbers steps in order, also when two open at once", async () => {
-    const store = await storeOn(newDatabase());
-    const step = (toolCallId: string) => ({
-      threadId: "t",
-      checkpoint: { ns: "coder:a", id: "c1", map: { "": "r1", "coder:a": "c1" } },
-      node: "coder",
-      tool: "shell",
-      toolCallId,
-      treeBefore: "tree0",
-    });
-    const seqs = await Promise.all([store.snapshots.open(step("1")), store.snapshots.open(step("2")), store.snapshots.open(step("3"))]);
-    expect([...seqs].sort()).toEqual([1, 2, 3]);
-    await store.snapshots.close("t", 2, "tree2", ["a.txt"]);
-    const listed = await store.snapshots.list("t");
-    expect(listed.map((snapshot) => snapshot.seq)).toEqual([1, 2, 3]);
-    expect(listed[1]).toMatchObject({ treeAfter: "tree2", paths: ["a.txt"], checkpoint: { map: { "coder:a": "c1" } } });
   });
 
   it("a run on PostgreSQL reads back from another directory with the history a SQLite store shows; no password printed or stored", async () => {

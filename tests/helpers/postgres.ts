@@ -13,18 +13,23 @@ export { startPostgres, type PostgresServer };
  */
 export function describeOnPostgres(title: string, what: string, body: (server: () => PostgresServer) => void): void {
   describe.skipIf(lacks("postgres", what))(title, () => {
-    let running: PostgresServer | undefined;
-    beforeAll(async () => {
-      running = await startPostgres();
-    });
-    afterAll(() => {
-      running?.stop();
-    });
-    body(() => {
-      if (!running) throw new Error("describeOnPostgres: the server is read before its beforeAll ran");
-      return running;
-    });
+    body(usePostgres());
   });
+}
+
+/** A throwaway server for the tests of the describe block this is called in: started before them, stopped after. */
+export function usePostgres(): () => PostgresServer {
+  let running: PostgresServer | undefined;
+  beforeAll(async () => {
+    running = await startPostgres();
+  });
+  afterAll(() => {
+    running?.stop();
+  });
+  return () => {
+    if (!running) throw new Error("usePostgres: the server is read before its beforeAll ran");
+    return running;
+  };
 }
 
 /** The rows a query returns, on a connection of its own. */
