@@ -7,7 +7,6 @@ import { createServer } from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
 import { openPostgresPool } from "../src/store/postgres/connection.js";
-import { isPostgresUrl } from "../src/runs/url-password.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
@@ -29,13 +28,6 @@ async function failure(url: string): Promise<ConfigError> {
   expect(error).toBeInstanceOf(ConfigError);
   return error as ConfigError;
 }
-
-it("tells PostgreSQL URLs from file paths", () => {
-  expect(isPostgresUrl("postgres://u@h/db")).toBe(true);
-  expect(isPostgresUrl(" postgresql://h/db")).toBe(true);
-  expect(isPostgresUrl("./postgres/runs.db")).toBe(false);
-  expect(isPostgresUrl("mysql://h/db")).toBe(false);
-});
 
 describe.skipIf(lacks("postgres", "the PostgreSQL connection tests"))("connecting to a PostgreSQL store", () => {
   let server: PostgresServer;

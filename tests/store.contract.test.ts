@@ -69,6 +69,15 @@ function deadPid(): number {
   return spawnSync("true").pid!;
 }
 
+it("the registry gives a location to the one backend that accepts it: a postgres:// URL to PostgreSQL, a path to SQLite, another URL to none", () => {
+  const backendOf = (location: string) => storeBackends.forLocation(location)?.name;
+  expect(backendOf("postgres://u@h/db")).toBe("postgres");
+  expect(backendOf("postgresql://h/db")).toBe("postgres");
+  expect(backendOf("./postgres/runs.db")).toBe("sqlite");
+  expect(backendOf("/tmp/store.db")).toBe("sqlite");
+  expect(backendOf("mysql://h/db")).toBeUndefined();
+});
+
 const BACKENDS = storeBackends.all().map((backend) => ({ name: backend.name, harness: HARNESSES[backend.name] }));
 
 describe.each(BACKENDS)("the $name store", ({ name, harness: given }) => {

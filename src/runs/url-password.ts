@@ -51,8 +51,3 @@ export function withoutPassword(url: string): string {
 export function isDatabaseUrl(text: string): boolean {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(text.trim());
 }
-
-/** Whether `text` is a PostgreSQL connection URL (`postgres://…` or `postgresql://…`). */
-export function isPostgresUrl(text: string): boolean {
-  return /^postgres(ql)?:\/\//i.test(text.trim());
-}

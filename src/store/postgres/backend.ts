@@ -1,6 +1,6 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import type { StoreAccess } from "../../runs/tables.js";
-import { isPostgresUrl, withoutPassword } from "../../runs/url-password.js";
+import { withoutPassword } from "../../runs/url-password.js";
 import type { StoreBackend, StoreCheck, StoreSaving } from "../backend.js";
 import { isConnectionLost, lostReason, StoreUnreachableError } from "./outage.js";
 import type { PostgresTables } from "./tables.js";
@@ -11,7 +11,7 @@ import type { PostgresTables } from "./tables.js";
  */
 export const postgresBackend: StoreBackend<PostgresTables> = {
   name: "postgres",
-  accepts: isPostgresUrl,
+  accepts: (location) => /^postgres(ql)?:\/\//i.test(location),
   inFolder: false,
   shown: withoutPassword,
   openTables: async (location, access, env) => (await import("./tables.js")).openPostgresTables(location, access, env),
