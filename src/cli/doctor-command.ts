@@ -285,6 +285,7 @@ async function postgresStoreCheck(url: string, env: NodeJS.ProcessEnv): Promise<
   } catch (error) {
     return { name, status: "missing", needed: true, detail: `${shown}: ${(error as Error).message.split("\n")[0]}` };
   } finally {
+    // The check's answer is made; a pool that fails to close changes nothing in it.
     await pool.end().catch(() => undefined);
   }
 }

@@ -70,6 +70,7 @@ export class RunQueue {
       await boss.start();
       if (!(await boss.getQueue(QUEUE))) await createQueueOnce(boss, url, env);
     } catch (error) {
+      // The start's own error is the one to report; a failing stop of a half-started queue adds nothing.
       await boss.stop({ graceful: false, wait: false }).catch(() => undefined);
       throw postgresError(url, error);
     }
