@@ -1,6 +1,5 @@
 import { createHash, randomBytes } from "node:crypto";
-import { copyFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, mkdirSync, readFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
@@ -13,22 +12,15 @@ import { packChunk, unpackChunk } from "../src/store/sqlite/checkpoint-store.js"
 import { dropRanges, sharedSeqPrefix } from "../src/checkpoint/list-history.js";
 import { STORE_VERSION } from "../src/store/sqlite/schema.js";
 import { openStore } from "../src/store/store.js";
+import { sharedTempDir } from "./helpers/workspace.js";
 
-let directory: string;
+const directory = sharedTempDir("loopgraph-saver-");
 let files = 0;
-
-beforeAll(() => {
-  directory = mkdtempSync(join(tmpdir(), "loopgraph-saver-"));
-});
-
-afterAll(() => {
-  rmSync(directory, { recursive: true, force: true });
-});
 
 /** A fresh database path; its parent directory does not exist yet, so the saver must create it. */
 function newDatabasePath(): string {
   files += 1;
-  return join(directory, `case-${files}`, "checkpoints.db");
+  return join(directory.path, `case-${files}`, "checkpoints.db");
 }
 
 /** Every turn: the user's message in, one reply out. Three checkpoints per turn. */
@@ -622,7 +614,7 @@ describe("SqliteCheckpointSaver commits a step's pending writes with its checkpo
     const saver = new SqliteCheckpointSaver(path);
     expect(saver.db.pragma("synchronous", { simple: true })).toBe(1);
     saver.close();
-    const store = await openStore({ db: join(directory, `store-${files}.db`) }, "create");
+    const store = await openStore({ db: join(directory.path, `store-${files}.db`) }, "create");
     expect((store.saver as SqliteCheckpointSaver).db.pragma("synchronous", { simple: true })).toBe(1);
     await store.close();
   });

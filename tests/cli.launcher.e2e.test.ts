@@ -4,10 +4,9 @@
  * and V8 takes it; the bundle's text read as the encoding its header names.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import { copyFileSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { copyFileSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { sourceMappedStack } from "../src/cli/debug-stack.js";
 import {
   BUNDLE_FILE,
@@ -21,16 +20,10 @@ import {
   type CacheProfile,
 } from "../src/cli/launcher.js";
 import { CLI, ROOT, cleanEnv, runCli } from "./helpers/cli.js";
+import { tempDir } from "./helpers/workspace.js";
 
 const BUILT = join(ROOT, "dist/cli");
 const LAUNCHER = join(ROOT, "dist/src/cli/launcher.js");
-const temps: string[] = [];
-const tempDir = (): string => {
-  const dir = mkdtempSync(join(tmpdir(), "loopgraph-launcher-"));
-  temps.push(dir);
-  return dir;
-};
-afterAll(() => temps.forEach((dir) => rmSync(dir, { recursive: true, force: true })));
 
 /** What became of the code cache when a fresh `node` (as the CLI is started: no options, the tests' environment) loads the bundle in `dir`. */
 function cacheUse(dir: string, profile: CacheProfile): string {
@@ -40,7 +33,7 @@ function cacheUse(dir: string, profile: CacheProfile): string {
 
 /** A copy of the built CLI (command, bundle, caches) in a directory of its own. */
 function copyOfBuild(): string {
-  const dir = tempDir();
+  const dir = tempDir("loopgraph-launcher-");
   for (const file of ["loopgraph.js", BUNDLE_FILE, ...CACHE_PROFILES.map(cacheFile)]) copyFileSync(join(BUILT, file), join(dir, file));
   return dir;
 }
@@ -106,7 +99,7 @@ describe("the build's code caches", () => {
   });
 
   it("without its bundle the command says so in one line and exits 1", () => {
-    const dir = tempDir();
+    const dir = tempDir("loopgraph-launcher-");
     copyFileSync(CLI, join(dir, "loopgraph.js"));
     const result = spawnSync(process.execPath, [join(dir, "loopgraph.js"), "--version"], { env: cleanEnv(), encoding: "utf8" });
     expect(result.status).toBe(1);
@@ -123,7 +116,7 @@ describe("the build's code caches", () => {
 
 describe("a bundle's text", () => {
   const bundle = (header: string, body: string): string => {
-    const dir = tempDir();
+    const dir = tempDir("loopgraph-launcher-");
     writeFileSync(join(dir, BUNDLE_FILE), `${header}\n${body}`);
     return dir;
   };

@@ -1,17 +1,19 @@
-/** The README's examples, run as written: the live-fork examples of "Replay: forks and verification". */
+/** The documentation's examples, run as written: the live-fork examples of docs/replay.md ("Forks and verification"). */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT, runCli } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
-/** The checkpoint the README's fork examples name (an id, and a prefix of it). */
+/** The checkpoint the fork examples name (an id, and a prefix of it). */
 const EXAMPLE_CHECKPOINT = "1f1e6116-31ea";
 
-/** The `npx loopgraph …` lines of the first sh block after `heading` in the README. */
-function readmeCommands(heading: string): string[] {
-  const readme = readFileSync(join(ROOT, "README.md"), "utf8");
-  const block = /```sh\n([\s\S]*?)```/.exec(readme.slice(readme.indexOf(heading)))![1]!;
+/** The `npx loopgraph …` lines of the first sh block after `heading` in the page `page` (a path from the repository's root). */
+function pageCommands(page: string, heading: string): string[] {
+  const text = readFileSync(join(ROOT, page), "utf8");
+  const at = text.indexOf(heading);
+  expect(at, `${page} has no "${heading}"`).toBeGreaterThanOrEqual(0);
+  const block = /```sh\n([\s\S]*?)```/.exec(text.slice(at))![1]!;
   return block.split("\n").filter((line) => line.startsWith("npx loopgraph "));
 }
 
@@ -23,11 +25,11 @@ function shellWords(line: string): string[] {
     .slice(2);
 }
 
-describe("the README", () => {
+describe("the documentation's examples", () => {
   it("runs its live-fork examples: the run, then each replay from the checkpoint after the first critique", async () => {
     const ws = tempWorkspace();
     const db = ["--db", ws.db];
-    const [run, ...forks] = readmeCommands("**Live fork.**");
+    const [run, ...forks] = pageCommands("docs/replay.md", "**Live fork.**");
     expect(forks.length).toBeGreaterThanOrEqual(3);
     const ran = await runCli([...shellWords(run!), ...db]);
     expect(ran.code, ran.stderr).toBe(0);

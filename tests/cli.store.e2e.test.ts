@@ -1,4 +1,6 @@
+import { spawnSync } from "node:child_process";
 import { chmodSync, existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { createRequire } from "node:module";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
@@ -102,6 +104,31 @@ describe("the CLI and a store that is not one", () => {
     }
     expectStoreError(await runCli(["send", "t1", "stop", "--db", db], reader), db, /is read-only: make it \(and its folder\) writable/);
     expect(readdirSync(folder)).toEqual(["store.db"]);
+  });
+
+  it("a store left with a journal by a process killed mid-write (as a new store switches to WAL): readers roll it back where they may write, else say what to do", async () => {
+    const { root } = tempWorkspace();
+    const folder = join(root, "stores");
+    mkdirSync(folder);
+    const db = join(folder, "store.db");
+    // A writer killed inside a transaction that spilled pages into the file: its journal is hot.
+    const killedMidWrite = `const Database = require(${JSON.stringify(createRequire(import.meta.url).resolve("better-sqlite3"))});
+      const db = new Database(${JSON.stringify(db)}); db.pragma("cache_size = 1"); db.exec("BEGIN; CREATE TABLE filler (x)");
+      const insert = db.prepare("INSERT INTO filler VALUES (randomblob(4000))"); for (let i = 0; i < 300; i++) insert.run();
+      process.kill(process.pid, "SIGKILL");`;
+    expect(spawnSync(process.execPath, ["-e", killedMidWrite]).signal).toBe("SIGKILL");
+    expect(existsSync(`${db}-journal`)).toBe(true);
+    // In a read-only folder nothing may undo it: one line that says what to do.
+    chmodSync(folder, 0o555);
+    onCleanup(() => chmodSync(folder, 0o755));
+    const reader = process.getuid?.() === 0 ? { user: 65534 } : {};
+    chmodSync(root, 0o755);
+    expectStoreError(await runCli(["threads", "list", "--db", db], reader), db, /holds a write that a killed process left unfinished/);
+    // Where it may write, the reader rolls it back (as any writer would) and reads the store as it was: empty.
+    chmodSync(folder, 0o755);
+    const listed = await runCli(["threads", "list", "--db", db]);
+    expect(listed.code, listed.stderr).toBe(0);
+    expect(existsSync(`${db}-journal`)).toBe(false);
   });
 
   it("a typo in --db creates nothing: no store at PATH", async () => {

@@ -1,5 +1,4 @@
-import { mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { describe, expect, it } from "vitest";
@@ -7,7 +6,7 @@ import { ConfigError, GraphValidationError } from "../src/errors.js";
 import { loadGraph } from "../src/graph/index.js";
 import type { GraphDefinition } from "../src/format/types.js";
 import type { BuiltinNodeDefinition } from "../src/nodes/registry.js";
-import { tempWorkspace } from "./helpers/workspace.js";
+import { tempDir, tempWorkspace } from "./helpers/workspace.js";
 
 const goodDir = fileURLToPath(new URL("./fixtures/good-graphs/", import.meta.url));
 const supportDir = fileURLToPath(new URL("./fixtures/bad-graphs/support/", import.meta.url));
@@ -164,7 +163,7 @@ describe("loadGraph errors", () => {
   });
 
   it("names files in messages the way the caller named them", async () => {
-    const dir = mkdtempSync(path.join(tmpdir(), "loopgraph-load-"));
+    const dir = tempDir("loopgraph-load-");
     const file = path.join(dir, "incomplete.yaml");
     writeFileSync(file, "version: 1\nname: incomplete\n");
     const absolute = (await loadError(file)) as GraphValidationError;

@@ -1,14 +1,15 @@
-import { mkdirSync, mkdtempSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { fileURLToPath } from "node:url";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
 import { listGraphs, packageGraphsDir, resolveGraphPath } from "../src/graph/index.js";
+import { sharedTempDir } from "./helpers/workspace.js";
 
 const repoRoot = fileURLToPath(new URL("..", import.meta.url));
 
 /** A project with its own graphs/ and a stand-in for the package's shipped graphs/. */
+const root = sharedTempDir("loopgraph-paths-");
 let project: string;
 let shipped: string;
 
@@ -18,9 +19,8 @@ function write(file: string, text: string): void {
 }
 
 beforeAll(() => {
-  const root = mkdtempSync(path.join(tmpdir(), "loopgraph-paths-"));
-  project = path.join(root, "project");
-  shipped = path.join(root, "package", "graphs");
+  project = path.join(root.path, "project");
+  shipped = path.join(root.path, "package", "graphs");
   write(path.join(project, "graphs", "review.yaml"), "version: 1\nname: review\ndescription: Project review loop.\n");
   write(path.join(project, "graphs", "alt.yml"), "version: 1\nname: alt\n");
   write(path.join(project, "graphs", "broken.yaml"), "description: [unclosed\n");

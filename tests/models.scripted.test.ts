@@ -1,5 +1,4 @@
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { afterAll, describe, expect, it } from "vitest";
@@ -13,9 +12,11 @@ import {
   type ScriptedResponse,
 } from "../src/models/index.js";
 import { messageFromRecord, recordedOutput } from "../src/models/recorded.js";
+import { createTempDir } from "./helpers/workspace.js";
 
-const dir = mkdtempSync(join(tmpdir(), "loopgraph-scripted-"));
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
+// Made now, not in a beforeAll: describe bodies write their scripts here while the tests are collected.
+const { path: dir, remove } = createTempDir("loopgraph-scripted-");
+afterAll(remove);
 
 function scriptedModel(name: string, yaml: string) {
   writeFileSync(join(dir, name), yaml);

@@ -1,17 +1,18 @@
-import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BUILTIN_DENY_PRIORITY, WORKSPACE_CONFINEMENT } from "../src/policy/builtin-rules.js";
 import { evaluatePolicy } from "../src/policy/evaluate.js";
 import type { PolicyRule } from "../src/state/rules.js";
 import type { ApprovalMode } from "../src/state/thread.js";
+import { sharedTempDir } from "./helpers/workspace.js";
 
+const folder = sharedTempDir("loopgraph-policy-");
 let base: string;
 let workspace: string;
 
 beforeAll(() => {
-  base = mkdtempSync(join(tmpdir(), "loopgraph-policy-"));
+  base = folder.path;
   workspace = join(base, "ws");
   mkdirSync(join(workspace, "src"), { recursive: true });
   mkdirSync(join(base, "outside"));
@@ -22,8 +23,6 @@ beforeAll(() => {
   symlinkSync(join(workspace, ".env"), join(workspace, "innocent-name"));
   symlinkSync("loop", join(workspace, "loop"));
 });
-
-afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 const evaluate = (name: string, args: unknown, mode: ApprovalMode = "ask", rules: PolicyRule[] = []) =>
   evaluatePolicy({ name, args }, { rules, mode, workspace });

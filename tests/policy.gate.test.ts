@@ -1,18 +1,18 @@
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { alwaysAnswerFor, decideToolCall } from "../src/policy/gate.js";
 import type { PolicyCall } from "../src/policy/evaluate.js";
 import type { PolicyRule } from "../src/state/rules.js";
 import type { ApprovalMode } from "../src/state/thread.js";
+import { sharedTempDir } from "./helpers/workspace.js";
 
+const folder = sharedTempDir("loopgraph-gate-");
 let workspace: string;
 beforeAll(() => {
-  workspace = mkdtempSync(join(tmpdir(), "loopgraph-gate-"));
+  workspace = folder.path;
   mkdirSync(join(workspace, "src"));
 });
-afterAll(() => rmSync(workspace, { recursive: true, force: true }));
 
 const decide = (call: PolicyCall, rules: PolicyRule[] = [], mode: ApprovalMode = "ask") => decideToolCall(call, { rules, mode, workspace });
 const shell = (command: string): PolicyCall => ({ name: "shell", args: { command } });

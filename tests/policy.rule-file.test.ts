@@ -1,7 +1,6 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { z } from "zod";
 import { ConfigError } from "../src/errors.js";
 import {
@@ -14,14 +13,15 @@ import {
   userPolicyFiles,
 } from "../src/policy/rule-file.js";
 import { trustIn } from "./helpers/cli.js";
+import { sharedTempDir } from "./helpers/workspace.js";
 
 const fixtures = join(import.meta.dirname, "fixtures", "policy");
 
+const folder = sharedTempDir("loopgraph-policy-files-");
 let dir: string;
 beforeAll(() => {
-  dir = mkdtempSync(join(tmpdir(), "loopgraph-policy-files-"));
+  dir = folder.path;
 });
-afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 const errorOf = (text: string, file = "policy.yaml"): string => {
   try {

@@ -6,16 +6,14 @@
 import { execFileSync } from "node:child_process";
 import { linkSync, mkdirSync, readdirSync, readFileSync, statSync, utimesSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import { openStore } from "../src/store/store.js";
 import { REDACTED, redactJson, redactValues, StreamRedactor } from "../src/runs/redact.js";
 import { openSnapshotRepository } from "../src/snapshots/shadow-repo.js";
 import { planRewind } from "../src/snapshots/rewind-plan.js";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 import { tempWorkspace } from "./helpers/workspace.js";
-
-afterAll(removeWorkspaces);
 
 const SECRET = "ghp_atrest_canary_0123456789abcdef";
 const QUOTED = 'pw"with\\quotes-0123';

@@ -9,26 +9,15 @@
  * stopped afterwards.
  */
 import { createHash } from "node:crypto";
-import {
-  lstatSync,
-  mkdirSync,
-  mkdtempSync,
-  readdirSync,
-  readFileSync,
-  readlinkSync,
-  realpathSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
-import { tmpdir } from "node:os";
+import { lstatSync, mkdirSync, readdirSync, readFileSync, readlinkSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { decideToolCall } from "../src/policy/gate.js";
 import { executeToolCall } from "../src/tools/registry.js";
 import type { ToolContext, ToolResult } from "../src/tools/types.js";
 import type { PolicyRule } from "../src/state/rules.js";
 import type { ApprovalMode } from "../src/state/thread.js";
+import { sharedTempDir } from "./helpers/workspace.js";
 
 interface Attempt {
   name: string;
@@ -41,6 +30,7 @@ interface Attempt {
   toolRefusesAlone?: boolean;
 }
 
+const folder = sharedTempDir("loopgraph-corpus-");
 let base: string;
 let workspace: string;
 let sentinel: string;
@@ -49,7 +39,7 @@ let ctx: ToolContext;
 const SAFE_TO_RUN = new Set(["cat /etc/passwd > passwd-copy.txt"]);
 
 beforeAll(() => {
-  base = realpathSync(mkdtempSync(join(tmpdir(), "loopgraph-corpus-")));
+  base = folder.path;
   workspace = join(base, "workspace");
   sentinel = join(base, "sentinel");
   mkdirSync(join(workspace, "src"), { recursive: true });
@@ -64,8 +54,6 @@ beforeAll(() => {
   symlinkSync(sentinel, join(workspace, "dir-out"));
   ctx = { workspace, artifactsDir: join(workspace, ".loopgraph", "artifacts", "corpus") };
 });
-
-afterAll(() => rmSync(base, { recursive: true, force: true }));
 
 /** Every entry under `dir`: type, mode, content hash or link target, and mtime. */
 function snapshot(dir: string): Record<string, string> {

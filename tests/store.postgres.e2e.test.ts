@@ -4,8 +4,7 @@
  * directory (standing in for another machine), with the same history a SQLite store shows. No
  * password is ever printed or stored. What every store's tables do is in tests/store.contract.test.ts.
  */
-import { existsSync, mkdtempSync, readFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { expect, it } from "vitest";
 import type { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
@@ -14,7 +13,7 @@ import { openStore, type Store } from "../src/store/store.js";
 import { cleanEnv, hasStackTrace, ROOT, runCli } from "./helpers/cli.js";
 import { historyOf, run, startCli } from "./helpers/e2e.js";
 import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
-import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
+import { onCleanup, tempDir, tempWorkspace } from "./helpers/workspace.js";
 
 async function storeOn(url: string): Promise<Store> {
   const store = await openStore({ db: url, env: {} }, "create");
@@ -62,7 +61,7 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     expect(onSqlite.code, onSqlite.stderr).toBe(0);
 
     // Another directory, the database named only in the environment: the same threads.
-    const elsewhere = mkdtempSync(join(tmpdir(), "loopgraph-other-"));
+    const elsewhere = tempDir("loopgraph-other-");
     const env = cleanEnv({ LOOPGRAPH_DB: url });
     const listed = await runCli(["inspect", "--json"], { cwd: elsewhere, env });
     expect(listed.code, listed.stderr).toBe(0);

@@ -6,11 +6,9 @@
 import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { coderSystemPrompt, readRulesFiles, RULES_FILE_MAX_BYTES } from "../src/nodes/coder/system-prompt.js";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
-
-afterAll(removeWorkspaces);
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 
 const mkfifo = (path: string): void => void execFileSync("mkfifo", [path]);
 

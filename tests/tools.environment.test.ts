@@ -1,12 +1,10 @@
 /** What the agent's commands see of loopgraph's environment: the core variables and those the user names, never a credential. */
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { MODEL_KEY_VARIABLES } from "../src/models/spec.js";
 import { isSecretVariable, secretValues } from "../src/runs/redact.js";
 import { agentEnvironment, environmentPolicyOf } from "../src/tools/environment.js";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 import { onCleanup } from "./helpers/workspace.js";
-
-afterAll(removeWorkspaces);
 
 const SECRETS = {
   OPENAI_API_KEY: "sk-openai-0123456789",

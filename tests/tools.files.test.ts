@@ -1,10 +1,8 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { executeToolCall } from "../src/tools/registry.js";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
-
-afterAll(removeWorkspaces);
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 
 describe("read_file", () => {
   it("numbers lines like cat -n and reads a window with offset and limit", async () => {

@@ -1,12 +1,10 @@
 import { existsSync, linkSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
-import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
+import { describe, expect, it, vi } from "vitest";
 import { createGrepTool, findRipgrep } from "../src/tools/grep.js";
-import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
+import { makeWorkspace, sharedToolWorkspace, type TestWorkspace } from "./helpers/tool-workspace.js";
 import { lacks } from "./helpers/requirements.js";
-
-afterAll(removeWorkspaces);
 
 /** Every process the tools start, to see how each ended. */
 const { spawned } = vi.hoisted(() => ({ spawned: [] as ChildProcess[] }));
@@ -37,7 +35,7 @@ const allCores = ripgrep ? [createGrepTool({ ripgrep, sortedHeadStartMs: 0 })] :
 /** A git repository with ignored files, nested folders, a dotfile, binary files, CRLF and non-ASCII text. */
 function fixtureTree(): TestWorkspace {
   const lateNul = Buffer.concat([Buffer.from("needle at the start\n"), Buffer.alloc(70_000, 0x61), Buffer.from([0]), Buffer.from("\n")]);
-  return makeWorkspace(
+  return sharedToolWorkspace(
     {
       ".gitignore": "*.log\nbuild/\n",
       ".hidden/config": "needle in a dotfile\n",
@@ -88,10 +86,7 @@ const QUERIES: Record<string, Record<string, unknown>> = {
 };
 
 describe("grep: ripgrep and the in-process engine give identical results", () => {
-  let ws: TestWorkspace;
-  beforeAll(() => {
-    ws = fixtureTree();
-  });
+  const ws = fixtureTree();
 
   for (const [label, args] of Object.entries(QUERIES)) {
     it.skipIf(!ripgrep)(ripgrep ? label : `${label} (skipped: ${SKIP_REASON})`, async () => {
@@ -122,10 +117,7 @@ describe("grep: ripgrep and the in-process engine give identical results", () =>
 });
 
 describe("grep (in-process engine)", () => {
-  let ws: TestWorkspace;
-  beforeAll(() => {
-    ws = fixtureTree();
-  });
+  const ws = fixtureTree();
 
   it("lists path:line:text in walk order, dotfiles included, ignored, skipped and binary files left out", async () => {
     const result = await ws.call("grep", { pattern: "needle" }, inProcess);

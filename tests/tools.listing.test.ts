@@ -1,45 +1,35 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
-
-afterAll(removeWorkspaces);
+import { describe, expect, it } from "vitest";
+import { makeWorkspace, sharedToolWorkspace, type TestWorkspace } from "./helpers/tool-workspace.js";
 
 /** A git repository with nested .gitignore files, a negation, a re-included directory and the usual noise. */
-function project(): TestWorkspace {
-  const ws = makeWorkspace(
-    {
-      ".gitignore": "*.log\nbuild/\n/secret.env\ncache/\n!keep.log\n",
-      ".github/workflows/ci.yml": "on: push\n",
-      "README.md": "# demo\n",
-      "secret.env": "KEY=1\n",
-      "debug.log": "noise\n",
-      "keep.log": "kept\n",
-      "build/out.js": "built\n",
-      "src/index.ts": "export {};\n",
-      "src/app.log": "noise\n",
-      "src/.gitignore": "generated/\n!important.log\n",
-      "src/important.log": "kept too\n",
-      "src/generated/types.ts": "export type T = 1;\n",
-      "src/cache/.gitignore": "", // inside an ignored directory: never read
-      "lib/secret.env": "anchored rule does not apply here\n",
-      "packages/a/.gitignore": "!cache/\n",
-      "packages/a/cache/data.json": "{}\n",
-      "node_modules/dep/index.js": "module.exports = 1;\n",
-      ".loopgraph/artifacts/t/x.txt": "artifact\n",
-      "a.txt": "sorting\n",
-      "a/b.txt": "sorting\n",
-    },
-    { git: true },
-  );
-  return ws;
-}
+const PROJECT: Record<string, string> = {
+  ".gitignore": "*.log\nbuild/\n/secret.env\ncache/\n!keep.log\n",
+  ".github/workflows/ci.yml": "on: push\n",
+  "README.md": "# demo\n",
+  "secret.env": "KEY=1\n",
+  "debug.log": "noise\n",
+  "keep.log": "kept\n",
+  "build/out.js": "built\n",
+  "src/index.ts": "export {};\n",
+  "src/app.log": "noise\n",
+  "src/.gitignore": "generated/\n!important.log\n",
+  "src/important.log": "kept too\n",
+  "src/generated/types.ts": "export type T = 1;\n",
+  "src/cache/.gitignore": "", // inside an ignored directory: never read
+  "lib/secret.env": "anchored rule does not apply here\n",
+  "packages/a/.gitignore": "!cache/\n",
+  "packages/a/cache/data.json": "{}\n",
+  "node_modules/dep/index.js": "module.exports = 1;\n",
+  ".loopgraph/artifacts/t/x.txt": "artifact\n",
+  "a.txt": "sorting\n",
+  "a/b.txt": "sorting\n",
+};
+const project = (): TestWorkspace => makeWorkspace(PROJECT, { git: true });
 
 /** Shared by the tests that only read it. */
-let shared: TestWorkspace;
-beforeAll(() => {
-  shared = project();
-});
+const shared = sharedToolWorkspace(PROJECT, { git: true });
 
 describe("list_dir", () => {
   it("lists type, size and name, sorted, without .git, node_modules, .loopgraph or ignored entries", async () => {

@@ -1,10 +1,8 @@
 import { existsSync, readFileSync, symlinkSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { resolveInWorkspace } from "../src/tools/workspace-paths.js";
-import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
-
-afterAll(removeWorkspaces);
+import { makeWorkspace, type TestWorkspace } from "./helpers/tool-workspace.js";
 
 function workspaceWithEscapes(): TestWorkspace {
   const ws = makeWorkspace({ "inside.txt": "inside\n" });

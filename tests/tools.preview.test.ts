@@ -1,12 +1,10 @@
 /** The diff the user is shown before approving a file edit (previewChange), computed without changing anything. */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { renderDiff } from "../src/cli/approval-prompt.js";
 import { previewChange } from "../src/tools/registry.js";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
-
-afterAll(removeWorkspaces);
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 
 const call = (name: string, args: unknown) => ({ id: "c1", name, args });
 

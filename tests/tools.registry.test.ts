@@ -1,13 +1,11 @@
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { z } from "zod";
 import { BUILTIN_TOOLS, executeToolCall, toolSpecs } from "../src/tools/registry.js";
 import { fitToBudget } from "../src/tools/truncate.js";
 import { TOOL_NAMES, ToolError, type ToolDefinition } from "../src/tools/types.js";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
-
-afterAll(removeWorkspaces);
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 
 function fakeTool(run: () => Promise<string>): ToolDefinition {
   return {

@@ -6,17 +6,15 @@
  */
 import { execFileSync, spawnSync } from "node:child_process";
 import { createServer } from "node:net";
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { availableSandbox, BUBBLEWRAP, bubblewrap } from "../src/tools/sandbox.js";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 import { ROOT } from "./helpers/cli.js";
 import { lacks } from "./helpers/requirements.js";
-import { onCleanup } from "./helpers/workspace.js";
-
-afterAll(removeWorkspaces);
+import { onCleanup, tempDir } from "./helpers/workspace.js";
 
 const noBubblewrap = lacks("sandbox", "the shell tool's bubblewrap tests");
 const sandboxed = (files: Record<string, string> = {}) => makeWorkspace(files, { git: true, sandbox: BUBBLEWRAP });
@@ -78,8 +76,7 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
 
   it("sees only the system's folders besides the workspace: no other project, no /run or /var/run, no /etc secrets, no host socket", async () => {
     // A project beside this one (the checkout the tests run from), with a socket a host process listens on.
-    const other = mkdtempSync(join(ROOT, ".tmp-sandbox-other-"));
-    onCleanup(() => rmSync(other, { recursive: true, force: true }));
+    const other = tempDir(".tmp-sandbox-other-", ROOT);
     writeFileSync(join(other, "secret.txt"), "other project's secret\n");
     const socket = join(other, "host.sock");
     const listener = createServer((connection) => {
@@ -108,8 +105,7 @@ describe.skipIf(noBubblewrap)("the shell tool in bubblewrap", () => {
   });
 
   it("opens the folders the user's policy names: read ones read-only, write ones writable", async () => {
-    const opened = mkdtempSync(join(ROOT, ".tmp-sandbox-open-"));
-    onCleanup(() => rmSync(opened, { recursive: true, force: true }));
+    const opened = tempDir(".tmp-sandbox-open-", ROOT);
     mkdirSync(join(opened, "toolchain"));
     mkdirSync(join(opened, "cache"));
     writeFileSync(join(opened, "toolchain", "version.txt"), "toolchain 1.2\n");

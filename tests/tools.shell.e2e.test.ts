@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { executeToolCall } from "../src/tools/registry.js";
 import { createShellTool } from "../src/tools/shell.js";
-import { makeWorkspace, removeWorkspaces, type TestWorkspace } from "./fixtures/tools/workspace.js";
+import { makeWorkspace, type TestWorkspace } from "./helpers/tool-workspace.js";
 import { eventually } from "./helpers/cli.js";
 
 const started: number[] = [];
@@ -15,7 +15,6 @@ afterAll(() => {
       // already gone
     }
   }
-  removeWorkspaces();
 });
 
 /** State and process group of a process from /proc, or undefined when it is gone. */

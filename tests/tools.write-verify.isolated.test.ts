@@ -1,13 +1,11 @@
 import { readFile } from "node:fs/promises";
-import { afterAll, describe, expect, it, vi } from "vitest";
-import { makeWorkspace, removeWorkspaces } from "./fixtures/tools/workspace.js";
+import { describe, expect, it, vi } from "vitest";
+import { makeWorkspace } from "./helpers/tool-workspace.js";
 
 vi.mock("node:fs/promises", async (importOriginal) => {
   const actual = await importOriginal<typeof import("node:fs/promises")>();
   return { ...actual, readFile: vi.fn(actual.readFile) };
 });
-
-afterAll(removeWorkspaces);
 
 describe("write_file read-back", () => {
   it("is an error when the file reads back different from what was written", async () => {

@@ -7,24 +7,13 @@
  * corpus (finding 8) in tests/policy.corpus.test.ts, its forms here.
  */
 import { execFileSync, spawnSync } from "node:child_process";
-import {
-  accessSync,
-  constants,
-  cpSync,
-  existsSync,
-  mkdirSync,
-  mkdtempSync,
-  readFileSync,
-  rmSync,
-  symlinkSync,
-  writeFileSync,
-} from "node:fs";
+import { accessSync, constants, cpSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, parseEvents, ROOT, runCli, SANDBOX_AS_FOUND, trustIn, type CliResult } from "./helpers/cli.js";
 import { lacks } from "./helpers/requirements.js";
-import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
+import { onCleanup, tempDir, tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const noSandbox = lacks("sandbox", "the trust and sandbox findings through the CLI");
 
@@ -81,9 +70,7 @@ function hostFolder(): string {
   for (const parent of ["/run", "/srv", "/opt", "/var/lib", ROOT]) {
     try {
       accessSync(parent, constants.W_OK);
-      const made = mkdtempSync(join(parent, "loopgraph-finding-"));
-      onCleanup(() => rmSync(made, { recursive: true, force: true }));
-      return made;
+      return tempDir("loopgraph-finding-", parent);
     } catch {
       // Not writable here: the next one.
     }

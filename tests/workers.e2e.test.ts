@@ -189,6 +189,8 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     const stopped = await first.done;
     expect(stopped.code, stopped.stderr).toBe(0);
     expect(stopped.stderr).toMatch(/term: back in the queue/);
+    // The signal's line is a line of its own: what follows starts on the next one.
+    expect(stopped.stderr).toMatch(/^worker: stopping: [^\n]*\(signal again to quit at once\)\n\S/m);
     const second = startWorker(env, 1);
     const waited = await runCli(["wait", "term", "--json"], { env });
     expect(waited.code, waited.stderr).toBe(0);

@@ -176,6 +176,7 @@ export class RepoWorkspace {
     }
     if (!(await hasCommit(bare, record.commit))) {
       // Not on a branch or tag any more (a force-push): asked for by its id.
+      // A server that refuses to give a commit by its id: the check below says the commit is missing.
       await remoteGit(["fetch", "--quiet", "--", record.repo, record.commit], { cwd: bare, env: options.env }).catch(() => undefined);
       if (!(await hasCommit(bare, record.commit)))
         throw new ConfigError(`the commit ${record.commit} of ${record.repo} (${record.ref}) the run started from is no longer there`);

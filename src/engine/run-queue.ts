@@ -1,6 +1,6 @@
 /**
- * The queue of runs on PostgreSQL, on pg-boss (a well-kept job queue in the same database, see the
- * README): one job per thread at a time asks a worker to tend the thread (start it, take it over
+ * The queue of runs on PostgreSQL, on pg-boss (a well-kept job queue in the same database, see
+ * docs/dependencies.md): one job per thread at a time asks a worker to tend the thread (start it, take it over
  * from a dead owner, or look again later). The thread's record, not the job, says who runs it:
  * the one-owner claim of the thread table is the lock; jobs only bring threads to workers.
  */
@@ -70,6 +70,7 @@ export class RunQueue {
       await boss.start();
       if (!(await boss.getQueue(QUEUE))) await createQueueOnce(boss, url, env);
     } catch (error) {
+      // The start's own error is the one to report; a failing stop of a half-started queue adds nothing.
       await boss.stop({ graceful: false, wait: false }).catch(() => undefined);
       throw postgresError(url, error);
     }

@@ -32,6 +32,7 @@ export async function applyRewind(repo: SnapshotRepository, tree: string, change
  */
 async function checkNothingInTheWay(root: string, writes: string[], deletes: Set<string>): Promise<void> {
   for (const path of writes) {
+    // Nothing there (or nothing readable) is nothing in the way.
     const info = await lstat(resolve(root, path)).catch(() => undefined);
     if (!info?.isDirectory()) continue;
     const kept = (await filesUnder(root, path)).some((file) => !deletes.has(file));
@@ -53,6 +54,7 @@ async function filesUnder(root: string, folder: string): Promise<string[]> {
 /** Removes `folder` and its parents, up to the workspace, while they are empty. */
 async function removeEmptyFolders(root: string, folder: string): Promise<void> {
   for (let current = folder; current !== root && isInside(root, current); current = dirname(current)) {
+    // A folder gone or unreadable is left as it is: removing empty folders is tidying, not the rewind.
     const entries = await readdir(current).catch(() => undefined);
     if (entries === undefined || entries.length > 0) return;
     await rmdir(current).catch(() => undefined);

@@ -39,6 +39,7 @@ export const globTool: ToolDefinition<z.infer<typeof schema>> = {
   async run({ pattern }, ctx) {
     const { root, matcher } = planSearch(ctx.workspace, pattern);
     const noMatch = { content: `No files match ${pattern}` };
+    // A pattern whose fixed folder does not exist matches nothing.
     if (!(await lstat(root).catch(() => undefined))) return noMatch;
     const found: string[] = [];
     for await (const file of walkFiles(ctx.workspace, root, ctx.signal)) {

@@ -211,6 +211,7 @@ function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext
       resolve({ code, stderr });
     });
   });
+  // Marked handled: a caller that stops reading early never awaits `closed`; one that does gets its error.
   closed.catch(() => undefined);
   return {
     child,
@@ -416,6 +417,7 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
         upTo = until;
         const last = listed.at(-1);
         if (last === undefined || compareWalkOrder(last.file, until) <= 0) {
+          // Only waiting here: ripgrep's failure reaches the caller through `run.closed` itself.
           const passedOrDone = Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
           run.child.stdout!.resume();
           await passedOrDone;
@@ -485,6 +487,7 @@ function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
     child.on("error", (error) => reject(new ToolError("failed", `could not run find (${find}): ${error.message}`)));
     child.on("close", () => resolve());
   }).finally(() => ctx.signal?.removeEventListener("abort", onAbort));
+  // Marked handled: `leftOut` awaits it when asked; an abandoned listing is not.
   closed.catch(() => undefined);
   return {
     async leftOut() {
@@ -665,6 +668,7 @@ const inProcessEngine: GrepEngine = async (query, files, ctx, limit) => {
   const matches: GrepMatch[] = [];
   for (const file of files) {
     throwIfCancelled(ctx.signal);
+    // A file gone or unreadable since it was listed is skipped, as ripgrep skips it.
     const bytes = await readFile(join(ctx.workspace, file)).catch(() => undefined);
     if (!bytes || bytes.includes(0)) continue;
     const lines = bytes.toString("utf8").split("\n");

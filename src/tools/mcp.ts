@@ -131,6 +131,7 @@ export class McpHub {
   async close(): Promise<void> {
     const open = [...this.connections.values()];
     this.connections.clear();
+    // A connection that never opened has nothing to close; one that fails to close is gone anyway.
     await Promise.all(open.map(async (pending) => (await pending.catch(() => undefined))?.client.close().catch(() => undefined)));
   }
 
@@ -144,6 +145,7 @@ export class McpHub {
   private async failure(name: string, error: unknown): Promise<string> {
     const pending = this.connections.get(name);
     this.connections.delete(name);
+    // The failure being told is `error`: a connection that never opened, or fails to close, adds nothing to it.
     const connection = await pending?.catch(() => undefined);
     const stderr = connection?.stderr() ?? (error as { stderr?: string }).stderr ?? "";
     await connection?.client.close().catch(() => undefined);
@@ -207,6 +209,7 @@ export class McpHub {
     try {
       await client.connect(transport, { timeout: CONNECT_TIMEOUT_MS });
     } catch (error) {
+      // The connect's error is the one to report.
       await client.close().catch(() => undefined);
       throw Object.assign(error instanceof Error ? error : new Error(String(error)), { stderr });
     }

@@ -132,6 +132,7 @@ class OutputCapture {
     this.keep(this.redactor.end());
     if (this.spool) {
       this.spool.stream.end();
+      // A spool that failed to write reported it already (its bytes are not kept); finishing goes on.
       await finished(this.spool.stream).catch(() => undefined);
     }
     if (this.spoolError) throw new ToolError("failed", `could not save the command's output: ${this.spoolError.message}`);

@@ -21,6 +21,7 @@ export const writeFileTool: ToolDefinition<z.infer<typeof schema>> = {
   async preview({ path, contents }, ctx) {
     const absolute = resolveInWorkspace(ctx.workspace, path);
     const relativePath = workspaceRelative(ctx.workspace, absolute);
+    // No file there yet: the preview shows a new file.
     const existing = await stat(absolute).catch(() => undefined);
     if (existing?.isDirectory()) throw new ToolError("invalid_arguments", `${relativePath} is a directory; give a file path`);
     const before = existing ? (await readChecked(absolute, relativePath)).toString("utf8") : undefined;

@@ -6,7 +6,7 @@
  * for, and their output is the answer.
  */
 import { spawn } from "node:child_process";
-import { appendFileSync, closeSync, mkdtempSync, openSync, readFileSync, rmSync } from "node:fs";
+import { appendFileSync, closeSync, lstatSync, mkdtempSync, openSync, readdirSync, readFileSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
@@ -62,7 +62,8 @@ const NOT_STARTED = 127;
  * is reported with its exit code and output; one that goes on is followed on the page.
  */
 async function startDetached(args: string[], cli: CliPlace): Promise<{ exitCode?: number; output: string; log?: string }> {
-  const log = join(mkdtempSync(join(tmpdir(), "loopgraph-ui-run-")), "output.log");
+  removeStaleActionLogs(tmpdir());
+  const log = join(mkdtempSync(join(tmpdir(), ACTION_LOG_PREFIX)), "output.log");
   const fd = openSync(log, "a", 0o600);
   const child = spawn(cli.node, cliArgs(args, cli), { stdio: ["ignore", fd, fd], detached: true });
   closeSync(fd);
@@ -82,6 +83,35 @@ async function startDetached(args: string[], cli: CliPlace): Promise<{ exitCode?
   }
   rmSync(dirname(log), { recursive: true, force: true });
   return { exitCode: early, output };
+}
+
+const ACTION_LOG_PREFIX = "loopgraph-ui-run-";
+
+/** A background command's log is kept this long after its last write (the run is in the store for good). */
+export const ACTION_LOG_KEPT_MS = 24 * 60 * 60 * 1000;
+
+/**
+ * Removes the folders of background commands' logs in `dir` not written for ACTION_LOG_KEPT_MS:
+ * only folders of this user (the temporary folder is shared), never what a link points to.
+ */
+export function removeStaleActionLogs(dir: string, now = Date.now()): void {
+  let names: string[];
+  try {
+    names = readdirSync(dir).filter((name) => name.startsWith(ACTION_LOG_PREFIX));
+  } catch {
+    return; // No temporary folder to tidy: nothing to do.
+  }
+  for (const name of names) {
+    const folder = join(dir, name);
+    try {
+      const info = lstatSync(folder);
+      if (!info.isDirectory() || info.uid !== process.getuid?.()) continue;
+      const written = lstatSync(join(folder, "output.log"), { throwIfNoEntry: false })?.mtimeMs ?? info.mtimeMs;
+      if (now - written > ACTION_LOG_KEPT_MS) rmSync(folder, { recursive: true, force: true });
+    } catch {
+      // Gone meanwhile, or removed by another server at the same moment: either way, not ours to tidy now.
+    }
+  }
 }
 
 /** How the server runs the CLI: node, the CLI's script, and the store it was given. */

@@ -235,6 +235,7 @@ const cannotDraw = (file: string, error: unknown): string =>
   `the graph ${file} cannot be drawn: ${error instanceof Error ? error.message.split("\n")[0] : String(error)}`;
 
 async function looperOf(threadId: string, options: StoreOptions): Promise<ThreadPage["looper"]> {
+  // A thread whose loop state cannot be read (not a loop, or written by another graph) shows no Looper panel.
   const status = await looperStatus(threadId, options).catch(() => undefined);
   if (!status || (status.json.round === 0 && status.json.state === "IDLE" && status.json.pending.length === 0)) return undefined;
   return { ...status.json, text: status.text };

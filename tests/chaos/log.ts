@@ -50,7 +50,7 @@ const STEP_LINE = /^(.+)([<>])$/;
  * tables (a step's writes count from the moment they are stored, before the checkpoint that
  * follows them: resume applies them without running the step again).
  */
-export function storedSteps(db: string, thread: string): Set<string> {
+export function storedSteps(db: string, thread: string, afterRollback = false): Set<string> {
   const found = new Set<string>();
   if (!existsSync(db)) return found;
   let store: Database.Database | undefined;
@@ -65,6 +65,18 @@ export function storedSteps(db: string, thread: string): Set<string> {
       for (const match of text.matchAll(/STORED-([A-Z0-9]+-[A-Z])/g)) found.add(match[1]!);
     }
   } catch (error) {
+    // Killed as the new store switched to WAL: its journal is rolled back by a writable connection, as loopgraph's readers do.
+    if ((error as { code?: string }).code === "SQLITE_READONLY_ROLLBACK" && !afterRollback) {
+      store?.close();
+      store = undefined;
+      const writer = new Database(db, { fileMustExist: true, timeout: 10_000 });
+      try {
+        writer.prepare("SELECT count(*) FROM sqlite_master").get();
+      } finally {
+        writer.close();
+      }
+      return storedSteps(db, thread, true);
+    }
     // Killed before the store had its tables: nothing is stored.
     if (!/no such table/.test(String(error))) throw error;
   } finally {

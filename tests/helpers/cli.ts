@@ -1,9 +1,9 @@
 import { execFileSync, spawn, type ChildProcess } from "node:child_process";
-import { cpSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { cpSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { projectRoot } from "../../src/project.js";
 import { trustFile, trustProject } from "../../src/trust/trust.js";
+import { createTempDir } from "./workspace.js";
 
 export const ROOT = resolve(import.meta.dirname, "../..");
 export const CLI = join(ROOT, "dist/cli/loopgraph.js");
@@ -53,9 +53,10 @@ let configHome: string | undefined;
  */
 export function testConfigHome(): string {
   if (!configHome) {
-    const made = mkdtempSync(join(tmpdir(), "loopgraph-config-"));
-    process.once("exit", () => rmSync(made, { recursive: true, force: true }));
-    configHome = made;
+    // For the whole process (the chaos and attack runners too, outside vitest): removed on exit.
+    const made = createTempDir("loopgraph-config-");
+    process.once("exit", made.remove);
+    configHome = made.path;
   }
   return configHome;
 }
@@ -121,7 +122,7 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
  */
 export async function modulesLoadedBy(args: string[], options: CliOptions = {}): Promise<CliResult & { modules: string[] }> {
   inE2eProject();
-  const dir = mkdtempSync(join(tmpdir(), "loopgraph-modules-"));
+  const { path: dir, remove } = createTempDir("loopgraph-modules-");
   try {
     const trace = join(dir, "modules.txt");
     const script = `const { main } = await import(${JSON.stringify(join(ROOT, "dist/src/cli/main.js"))});
@@ -146,7 +147,7 @@ process.stdout.write("", () => process.exit(code));`;
     ];
     return { ...result, modules };
   } finally {
-    rmSync(dir, { recursive: true, force: true });
+    remove();
   }
 }
 

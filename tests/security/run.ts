@@ -18,11 +18,12 @@
  * attempt. A worker silent for too long is killed and its attempts count as escapes (a hang).
  */
 import { spawn } from "node:child_process";
-import { mkdirSync, mkdtempSync, realpathSync, rmSync } from "node:fs";
+import { mkdirSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import { cleanEnv, SANDBOX_AS_FOUND } from "../helpers/cli.js";
+import { createTempDir } from "../helpers/workspace.js";
 import { ATTACKS, CONTROL_ATTACKS } from "./attacks.js";
 import type { AttemptResult } from "./harness.js";
 import { ATTACK_CLASSES, MODES, newCanaryEnvironment, type Attack } from "./vocabulary.js";
@@ -278,11 +279,9 @@ async function parent(options: Options): Promise<number> {
   if (attempts.length === 0) throw new Error("no attack matches");
   const results = new Map<string, AttemptResult>();
   const workers = Math.min(options.workers, attempts.length);
-  const dirs = Array.from({ length: workers }, (_dir, index) =>
-    realpathSync(mkdtempSync(join(options.tmpdir, `loopgraph-attack-worker${index}-`))),
-  );
+  const dirs = Array.from({ length: workers }, (_dir, index) => createTempDir(`loopgraph-attack-worker${index}-`, options.tmpdir));
   try {
-    const handles = dirs.map((dir, index) =>
+    const handles = dirs.map(({ path: dir }, index) =>
       startWorker(
         index,
         { ...options, workers },
@@ -305,7 +304,7 @@ async function parent(options: Options): Promise<number> {
     );
     await Promise.all(handles.map((handle) => handle.done));
   } finally {
-    for (const dir of dirs) rmSync(dir, { recursive: true, force: true });
+    for (const dir of dirs) dir.remove();
   }
   return report(attempts, results, Date.now() - started, options);
 }

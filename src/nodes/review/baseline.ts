@@ -88,6 +88,7 @@ function parseNumstat(output: string): FileChange[] {
  * workspace became a repository since); otherwise its repository, else the shadow one.
  */
 async function openStore(workspace: string, kind?: TreeStoreKind): Promise<TreeStore> {
+  // A missing workspace is reported below, with the same words whatever stat said.
   const info = await stat(workspace).catch(() => undefined);
   if (!info?.isDirectory()) throw new GitError(`workspace not found: ${workspace}`);
   const inRepository = kind === undefined ? await isInsideWorkTree(workspace) : kind === "git";

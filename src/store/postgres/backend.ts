@@ -80,6 +80,7 @@ async function storeCheck(url: string, env: NodeJS.ProcessEnv): Promise<StoreChe
   } catch (error) {
     return { status: "missing", detail: `${shown}: ${(error as Error).message.split("\n")[0]}` };
   } finally {
+    // The check's answer is made; a pool that fails to close changes nothing in it.
     await pool.end().catch(() => undefined);
   }
 }

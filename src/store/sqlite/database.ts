@@ -97,7 +97,7 @@ export function openDatabase(path: string, access: StoreAccess, env: NodeJS.Proc
  * beside it, which SQLite cannot create in a folder this process may not write: the store is then
  * read from a copy in memory, unless a WAL file beside it holds commits the copy would miss.
  */
-function openReader(path: string): Database.Database {
+function openReader(path: string, afterRollback = false): Database.Database {
   const db = new Database(path, { readonly: true, fileMustExist: true });
   try {
     // The first read opens the WAL index.
@@ -105,9 +105,27 @@ function openReader(path: string): Database.Database {
     return db;
   } catch (error) {
     db.close();
-    if ((error as { code?: unknown }).code !== "SQLITE_READONLY_DIRECTORY" || existsSync(`${path}-wal`)) throw error;
+    const code = (error as { code?: unknown }).code;
+    if (code === "SQLITE_READONLY_ROLLBACK" && !afterRollback && writable(path)) return openReader(rolledBack(path), true);
+    if (code !== "SQLITE_READONLY_DIRECTORY" || existsSync(`${path}-wal`)) throw error;
     return inMemory(readFileSync(path));
   }
+}
+
+/**
+ * A store whose writer was killed in the middle of a write outside the WAL (the switch to WAL as
+ * the store is made) keeps a journal that must be rolled back before anything reads it, which a
+ * read-only connection cannot do: SQLite does it on the first read of a writable one, as a writer
+ * opening the store would (the store is left as it was before that write).
+ */
+function rolledBack(path: string): string {
+  const db = new Database(path, { fileMustExist: true });
+  try {
+    db.prepare("SELECT count(*) FROM sqlite_master").get();
+  } finally {
+    db.close();
+  }
+  return path;
 }
 
 /** A database in memory made of a store's image. */

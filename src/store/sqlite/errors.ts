@@ -16,6 +16,11 @@ export function sqliteStoreError(path: string, error: unknown): ConfigError | un
   if (code.startsWith("SQLITE_CORRUPT")) {
     return new ConfigError(`${path} is damaged (malformed database): restore it from a backup, or move it away to start a new store`);
   }
+  if (code === "SQLITE_READONLY_ROLLBACK") {
+    return new ConfigError(
+      `${path} holds a write that a killed process left unfinished, which only a writer may undo: make it writable (or run \`loopgraph resume\` on it where it is), then read it again`,
+    );
+  }
   if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
   if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path)}: try again once it is done`);
   if (isWriteFailureCode(code))
