@@ -116,15 +116,21 @@ export async function settleCount(decode: () => unknown): Promise<DecodedChannel
 /** Checkpoints read per statement of a history walk. */
 export const HISTORY_PAGE_SIZE = 256;
 
-/** A checkpoint's row as a history walk reads it, undecoded (the savers' tables share these columns). */
-export interface HistoryRow {
+/** A checkpoint's row as both savers' tables hold it, without its thread and namespace, undecoded. */
+export interface CheckpointColumns {
   checkpoint_id: string;
   parent_checkpoint_id: string | null;
   checkpoint_type: string;
+  /** The checkpoint without channel_values and channel_versions. */
   checkpoint: Uint8Array;
+  /** JSON: versions are plain strings or numbers, and reads need them before any async decoding. */
   channel_versions: string;
   metadata_type: string;
   metadata: Uint8Array;
+}
+
+/** A checkpoint's row as a history walk reads it. */
+export interface HistoryRow extends CheckpointColumns {
   /** Whether a task that ran from it recorded an error (an `__error__` pending write): SQLite says 0 or 1. */
   failed: boolean | number;
 }

@@ -3,20 +3,12 @@ import type Database from "better-sqlite3";
 import { frameItems, unframeItems, type EncodedItem } from "../../checkpoint/item-framing.js";
 import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "../../checkpoint/list-history.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
+import type { CheckpointColumns } from "../../checkpoint/history-reader.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
 
-export interface CheckpointRow {
+export interface CheckpointRow extends CheckpointColumns {
   thread_id: string;
   checkpoint_ns: string;
-  checkpoint_id: string;
-  parent_checkpoint_id: string | null;
-  checkpoint_type: string;
-  /** The checkpoint without channel_values and channel_versions. */
-  checkpoint: Uint8Array;
-  /** JSON: versions are plain strings or numbers, and reads need them before any async decoding. */
-  channel_versions: string;
-  metadata_type: string;
-  metadata: Uint8Array;
 }
 
 export type BlobRecord =
@@ -514,7 +506,7 @@ export class CheckpointStore {
 const ERROR_CHANNEL = "__error__";
 
 /** A checkpoint's row as a history walk reads it: no channel values, whether a task failed from it. */
-export interface HistoryRow extends Omit<CheckpointRow, "thread_id" | "checkpoint_ns"> {
+export interface HistoryRow extends CheckpointColumns {
   /** 1 when a task that ran from this checkpoint recorded an error (an `__error__` pending write). */
   failed: number;
 }
