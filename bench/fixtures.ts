@@ -6,6 +6,7 @@
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
+import pg from "pg";
 import { runGraph } from "../src/index.js";
 import type { EventSink } from "../src/index.js";
 
@@ -54,13 +55,13 @@ export async function loopThread(
   dir: string,
   rounds: number,
   threadId = `loop-${rounds}`,
-  options: { onEvent?: EventSink } = {},
+  options: { onEvent?: EventSink; db?: string } = {},
 ): Promise<LoopThread> {
   const workspace = join(dir, "ws");
   mkdirSync(workspace, { recursive: true });
   const script = join(dir, `loop-${rounds}.script.yaml`);
   writeFileSync(script, loopScript(rounds));
-  const db = join(dir, "bench.db");
+  const db = options.db ?? join(dir, "bench.db");
   const outcome = await runGraph({
     graph: "coder-review",
     task: "write round 1",
@@ -76,6 +77,7 @@ export async function loopThread(
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),
   });
   if (outcome.status !== "finished") throw new Error(`the ${rounds}-round setup run ended ${outcome.status}: ${outcome.error ?? ""}`);
+  if (options.db !== undefined) return { db, threadId, workspace, checkpoints: await rootCheckpointsIn(options.db, threadId) };
   const sqlite = new Database(db, { readonly: true });
   try {
     const row = sqlite
@@ -84,6 +86,21 @@ export async function loopThread(
     return { db, threadId, workspace, checkpoints: row.n };
   } finally {
     sqlite.close();
+  }
+}
+
+/** The root checkpoints of a thread in the store `db` names (a PostgreSQL URL). */
+async function rootCheckpointsIn(db: string, threadId: string): Promise<number> {
+  const client = new pg.Client({ connectionString: db });
+  await client.connect();
+  try {
+    const { rows } = await client.query<{ n: string }>(
+      "SELECT COUNT(*) AS n FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = ''",
+      [threadId],
+    );
+    return Number(rows[0]!.n);
+  } finally {
+    await client.end();
   }
 }
 

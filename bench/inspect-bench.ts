@@ -4,14 +4,15 @@
  * thread of about 500 checkpoints (33 rounds, subgraph checkpoints counted as the issue counts
  * them) and, with --full, on the 329-round thread (about 5,000). Targets: the ~500 thread ≤ 5×
  * node; the long one ≤ 2000 ms and ≤ 300 MB peak RSS (two rows); the list ≤ 3× node with the
- * longest thread in the store.
+ * longest thread in the store. With PostgreSQL, the ~500 thread's inspect there ≤ 1.5× SQLite's.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { CLI, FULL, measureNode, median, nodeStartMs, pairedNodeMs, report } from "./lib.js";
 import { loopThread, type LoopThread } from "./fixtures.js";
+import { CLI, FULL, measureNode, median, medianNodeMs, nodeStartMs, pairedFigures, pairedNodeMs, report } from "./lib.js";
+import { postgresUnavailable, startPostgres } from "./postgres-server.js";
 
 /** Checkpoints of the thread in every namespace (root and subgraphs), as the issue counts them. */
 function allCheckpoints(thread: LoopThread): number {
@@ -20,6 +21,34 @@ function allCheckpoints(thread: LoopThread): number {
     return (db.prepare("SELECT COUNT(*) AS n FROM loopgraph_checkpoints WHERE thread_id = ?").get(thread.threadId) as { n: number }).n;
   } finally {
     db.close();
+  }
+}
+
+/**
+ * `inspect_thread_postgres`: the same thread (same script, same rounds) on PostgreSQL, against
+ * SQLite's in the same run: both read their history linearly. Target ≤ 1.5× SQLite. Left out,
+ * saying why, without PostgreSQL.
+ */
+async function postgresAgainstSqlite(onSqlite: LoopThread, sqliteArgs: string[]): Promise<void> {
+  const unavailable = postgresUnavailable();
+  if (unavailable) {
+    console.log(`inspect-bench: inspect_thread_postgres left out: ${unavailable}`);
+    return;
+  }
+  const server = await startPostgres();
+  try {
+    const onPostgres = await loopThread(join(dir, "postgres"), 33, onSqlite.threadId, { db: server.createDatabase("inspect_bench") });
+    const postgresArgs = [CLI, "inspect", onPostgres.threadId, "--db", onPostgres.db];
+    const pairs = Array.from({ length: 7 }, () => ({ anchor: medianNodeMs(sqliteArgs, 1), ours: medianNodeMs(postgresArgs, 1) }));
+    report({
+      name: "inspect_thread_postgres",
+      ...pairedFigures(pairs),
+      unit: "ms",
+      maxRatio: 1.5,
+      note: `${onPostgres.checkpoints} root checkpoints on PostgreSQL; ratio: median of 7 pairs; anchor: the same thread's inspect on SQLite`,
+    });
+  } finally {
+    server.stop();
   }
 }
 
@@ -37,6 +66,7 @@ try {
     maxRatio: 5,
     note: shortNote,
   });
+  await postgresAgainstSqlite(short, shortArgs);
   let longest = short;
   if (FULL) {
     const thread = await loopThread(join(dir, "long"), 329);
