@@ -11,7 +11,7 @@ import { spawnSync } from "node:child_process";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
-import { canReadHistory, type KnownList } from "../src/checkpoint/history-reader.js";
+import { canReadHistory, HISTORY_PAGE_SIZE, type KnownList } from "../src/checkpoint/history-reader.js";
 import type { RepoResult } from "../src/runs/repo-workspaces.js";
 import { asSeen, HEARTBEAT_EXPIRY_MS, processStart, THIS_PROCESS } from "../src/runs/thread-registry.js";
 import { storeBackends } from "../src/store/registry.js";
@@ -416,6 +416,37 @@ describe.each(BACKENDS)("the $name store", ({ name, harness: given }) => {
       }
       expect(checkpoints).toBe(4);
       expect(lists.get("items")?.items).toHaveLength(4);
+    });
+
+    it("its saver reads a history of more than one page: a growing list's every version is what getTuple gives", async () => {
+      const { store } = await open();
+      const { saver } = store;
+      if (!canReadHistory(saver)) throw new Error(`the ${name} saver does not read history`);
+      const State = Annotation.Root({ items: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) });
+      const graph = new StateGraph(State)
+        .addNode("a", (state) => ({ items: [`item ${state.items.length}`] }))
+        .addEdge(START, "a")
+        .addEdge("a", END)
+        .compile({ checkpointer: saver });
+      const config = { configurable: { thread_id: "long" } };
+      // Each turn adds its input and the node's item: about three checkpoints a turn, past one page.
+      for (let turn = 0; turn < Math.ceil(HISTORY_PAGE_SIZE / 2); turn++) await graph.invoke({ items: [`input ${turn}`] }, config);
+      let previous: KnownList | undefined;
+      let checkpoints = 0;
+      for await (const entry of saver.history("long")) {
+        checkpoints += 1;
+        const version = entry.channelVersions.items;
+        if (version === undefined) continue;
+        const stored = await saver.readChannel("long", "items", String(version), previous ? { previous } : {});
+        if (stored?.kind !== "list") throw new Error(`checkpoint ${entry.checkpointId}: items is not a list version`);
+        previous = stored;
+        const tuple = (await saver.getTuple({
+          configurable: { thread_id: "long", checkpoint_ns: "", checkpoint_id: entry.checkpointId },
+        }))!;
+        expect((await saver.decodeChannel(stored)).value, entry.checkpointId).toEqual(tuple.checkpoint.channel_values.items);
+      }
+      expect(checkpoints).toBeGreaterThan(HISTORY_PAGE_SIZE);
+      expect(previous?.items).toHaveLength(2 * Math.ceil(HISTORY_PAGE_SIZE / 2));
     });
   });
 });

@@ -1,13 +1,13 @@
 /**
  * The reads of a history walk on PostgreSQL (see HistoryReader): a page of a thread's checkpoints
- * without their values, the rows of the channel versions a page brings, in one statement, and the
- * items of a list version's ranges.
+ * without their values, the rows of the channel versions a page brings, in one statement, the
+ * items those list versions add, in one more, and the items of a list version's ranges.
  */
 import { ERROR } from "@langchain/langgraph-checkpoint";
 import type pg from "pg";
 import { HISTORY_PAGE_SIZE, type HistoryRow } from "../../checkpoint/history-reader.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
-import type { SeqRange } from "../../checkpoint/list-history.js";
+import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
 
 /** A channel version's row: a value (`data`), or a list version (`ranges` of the item log). */
@@ -62,4 +62,71 @@ export async function logItems(pool: pg.Pool, at: ThreadNamespace, channel: stri
     [at.threadId, at.ns, channel, JSON.stringify(ranges)],
   );
   return rows.map((row) => ({ type: row.type, bytes: row.data }));
+}
+
+/** Items of item logs already read in a history walk, per channel, by position. */
+export type KnownItems = Map<string, Map<number, EncodedItem>>;
+
+/**
+ * Reads, in one statement, the items of the list versions in `rows` that `known` does not hold
+ * yet, and adds them to it: a page's list versions then cost no statement each.
+ */
+export async function prefetchItems(
+  pool: pg.Pool,
+  at: ThreadNamespace,
+  rows: Iterable<BlobRow>,
+  listType: string,
+  known: KnownItems,
+): Promise<void> {
+  const needed = new Map<string, Set<number>>();
+  for (const row of rows) {
+    if (row.type !== listType || row.ranges === null) continue;
+    const have = known.get(row.channel);
+    let seqs = needed.get(row.channel);
+    for (const [start, end] of JSON.parse(row.ranges) as SeqRange[]) {
+      for (let seq = start; seq < end; seq++) {
+        if (have?.has(seq)) continue;
+        if (!seqs) needed.set(row.channel, (seqs = new Set()));
+        seqs.add(seq);
+      }
+    }
+  }
+  const missing = [...needed].flatMap(([channel, seqs]) =>
+    intervalsOf([...seqs].sort((a, b) => a - b)).map(([lo, hi]) => ({ channel, lo, hi })),
+  );
+  if (missing.length === 0) return;
+  const { rows: items } = await pool.query<{ channel: string; seq: number; type: string; data: Buffer }>(
+    `SELECT i.channel, i.seq, i.type, i.data
+     FROM json_to_recordset($3::json) AS r(channel text, lo integer, hi integer)
+     JOIN loopgraph_checkpoint_items i
+       ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = r.channel AND i.seq >= r.lo AND i.seq < r.hi`,
+    [at.threadId, at.ns, JSON.stringify(missing)],
+  );
+  for (const item of items) {
+    let byChannel = known.get(item.channel);
+    if (!byChannel) known.set(item.channel, (byChannel = new Map()));
+    byChannel.set(item.seq, { type: item.type, bytes: item.data });
+  }
+}
+
+/** The items at `ranges` of the channel, when `known` holds every one of them. */
+export function knownItems(known: KnownItems | undefined, channel: string, ranges: readonly SeqRange[]): EncodedItem[] | undefined {
+  const have = known?.get(channel);
+  if (!have) return undefined;
+  const items: EncodedItem[] = [];
+  for (const [start, end] of ranges) {
+    for (let seq = start; seq < end; seq++) {
+      const item = have.get(seq);
+      if (!item) return undefined;
+      items.push(item);
+    }
+  }
+  return items;
+}
+
+/** Sorted positions as [start, end) intervals. */
+function intervalsOf(sorted: readonly number[]): SeqRange[] {
+  const intervals: SeqRange[] = [];
+  for (const seq of sorted) pushSeq(intervals, seq);
+  return intervals;
 }

@@ -39,7 +39,7 @@ import {
   type StoredList,
 } from "../../checkpoint/list-history.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
-import { blobKey, blobRows, historyPage, logItems, type BlobRow } from "./history.js";
+import { blobKey, blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems, type BlobRow } from "./history.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import {
   assembleTuple,
@@ -180,7 +180,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   private readonly logEnds = new LruMap<string, number>(REMEMBERED_LISTS);
   private readonly writeHooks: PostgresWriteHook[] = [];
   /** The rows of the channel versions the current page of `history` brings: what `readChannel` is asked for next. */
-  private prefetched?: { at: ThreadNamespace; rows: ReadonlyMap<string, BlobRow> };
+  private prefetched?: { at: ThreadNamespace; rows: ReadonlyMap<string, BlobRow>; items: KnownItems };
 
   constructor(
     readonly pool: pg.Pool,
@@ -426,7 +426,12 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           readPage: (after) => historyPage(this.pool, at, after),
           loads: (type, data) => this.serde.loadsTyped(type, data),
           prefetch: async (versions) => {
-            this.prefetched = { at, rows: await blobRows(this.pool, at, versions) };
+            const rows = await blobRows(this.pool, at, versions);
+            // The items the page's list versions add are read with it: the walk keeps them until it ends.
+            const earlier = this.prefetched;
+            const items = earlier?.at.threadId === at.threadId && earlier.at.ns === at.ns ? earlier.items : new Map();
+            await prefetchItems(this.pool, at, rows.values(), ITEMS_TYPE, items);
+            this.prefetched = { at, rows, items };
           },
         },
         channels,
@@ -449,15 +454,17 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     ns = "",
   ): Promise<StoredChannel | undefined> {
     const at = { threadId, ns };
-    const prefetched = this.prefetched?.at.threadId === threadId && this.prefetched.at.ns === ns ? this.prefetched.rows : undefined;
+    const prefetched = this.prefetched?.at.threadId === threadId && this.prefetched.at.ns === ns ? this.prefetched : undefined;
     const row =
-      prefetched?.get(blobKey(channel, version)) ?? (await blobRows(this.pool, at, [[channel, version]])).get(blobKey(channel, version));
+      prefetched?.rows.get(blobKey(channel, version)) ??
+      (await blobRows(this.pool, at, [[channel, version]])).get(blobKey(channel, version));
     if (!row) return undefined;
     if (row.type !== ITEMS_TYPE) return { kind: "value", type: row.type, data: row.data! };
     const ranges = JSON.parse(row.ranges!) as SeqRange[];
     const { previous } = known;
     const shared = previous?.ranges ? sharedSeqPrefix(previous.ranges, ranges) : 0;
-    const added = await logItems(this.pool, at, channel, dropRanges(ranges, shared));
+    const rest = dropRanges(ranges, shared);
+    const added = knownItems(prefetched?.items, channel, rest) ?? (await logItems(this.pool, at, channel, rest));
     return { kind: "list", items: shared > 0 ? previous!.items.slice(0, shared).concat(added) : added, ranges };
   }
 
