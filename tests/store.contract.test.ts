@@ -139,6 +139,22 @@ describe.each(BACKENDS)("the $name store", ({ name, harness: given }) => {
         expect(asSeen((await store.threads.get("t"))!).status).toBe("finished");
       });
 
+      it("requeueOwned puts back in the queue a thread this process holds, in one statement; one another process took meanwhile is left alone", async () => {
+        const { store, location } = await storeWith();
+        await store.threads.claim("t");
+        expect(await store.threads.requeueOwned("t")).toBe(true);
+        expect(await store.threads.get("t")).toMatchObject({ status: "queued", pause: undefined, error: undefined });
+        expect(await store.threads.requeueOwned("t")).toBe(false);
+        // Taken by a worker of another host between this worker's outage and its requeue: still theirs.
+        await store.threads.claim("t");
+        await ownedBy(location, { pid: process.pid, host: "elsewhere.example", start: 1 });
+        expect(await store.threads.requeueOwned("t")).toBe(false);
+        expect(await store.threads.get("t")).toMatchObject({ status: "running", host: "elsewhere.example" });
+        // And by a later process of this host that was given this pid.
+        await ownedBy(location, { pid: process.pid, host: THIS_PROCESS.host, start: (processStart(process.pid) ?? 0) + 1 });
+        expect(await store.threads.requeueOwned("t")).toBe(processStart(process.pid) === undefined);
+      });
+
       it("creating a thread whose id is taken writes nothing and returns the record that holds it", async () => {
         const { store } = await storeWith("finished");
         expect(await store.threads.create({ threadId: "t", ...NEW_THREAD, task: "another" })).toMatchObject({

@@ -22,7 +22,7 @@ import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, type RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
 import { withoutPassword } from "../runs/url-password.js";
 import { isConnectionLost, lostReason } from "../store/postgres/outage.js";
-import { isRunningElsewhere, ownedHere, type ThreadRecord } from "../runs/thread-registry.js";
+import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { resultText } from "./repo-workspace.js";
 import { RunQueue, type TendJob } from "./run-queue.js";
 import { resumeRun } from "./runner.js";
@@ -85,8 +85,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
     };
     /** The thread, stopped at a checkpoint, queued again for any worker (left alone if another process took it meanwhile). */
     const backToQueue = async (threadId: string): Promise<void> => {
-      const record = await tables.threads.get(threadId);
-      if (record && record.status !== "queued" && ownedHere(record)) await tables.threads.markEnded(threadId, "queued");
+      await tables.threads.requeueOwned(threadId);
       await queue!.request(threadId);
     };
     /** A run the store's outage stopped: queued again once the server answers. */

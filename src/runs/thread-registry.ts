@@ -140,6 +140,11 @@ export interface ThreadTable {
    * (its pid stays, as who ran it last). `queued`: back in the queue, for any worker.
    */
   markEnded(threadId: string, status: RunStatus | "queued", error?: string, pause?: ThreadRecord["pause"]): Promise<void>;
+  /**
+   * Puts a thread whose record names this process (see `ownedHere`) back in the queue, in one
+   * statement with that check: a thread another process took meanwhile is left alone. Whether it was put back.
+   */
+  requeueOwned(threadId: string): Promise<boolean>;
   get(threadId: string): Promise<ThreadRecord | undefined>;
   /** Every thread, newest first. */
   list(): Promise<ThreadRecord[]>;
@@ -262,6 +267,11 @@ export function releaseParams(threadId: string, before: ThreadRecord) {
 /** The named parameters of how a run ended. */
 export function endParams(threadId: string, status: RunStatus | "queued", error?: string, pause?: ThreadRecord["pause"]) {
   return { thread_id: threadId, status, error: error ?? null, pause: pause ? JSON.stringify(pause) : null, now: new Date().toISOString() };
+}
+
+/** The named parameters of `requeueOwned`: the thread and this process, as `ownedHere` compares them. */
+export function requeueParams(threadId: string) {
+  return { thread_id: threadId, ...ownerParams(), now: new Date().toISOString() };
 }
 
 function ownerParams() {

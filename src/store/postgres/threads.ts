@@ -10,6 +10,7 @@ import {
   isRunningElsewhere,
   newThreadParams,
   releaseParams,
+  requeueParams,
   THIS_PROCESS,
   THREAD_DATA_TABLES,
   type Claim,
@@ -151,6 +152,18 @@ export class PostgresThreadRegistry implements ThreadTable {
       p.pause,
       p.now,
     ]);
+  }
+
+  async requeueOwned(threadId: string): Promise<boolean> {
+    this.heartbeats.stop(threadId);
+    const p = requeueParams(threadId);
+    const { rowCount } = await this.pool.query(
+      `UPDATE loopgraph_threads SET status = 'queued', error = NULL, pause = NULL, updated_at = $5
+       WHERE thread_id = $1 AND status <> 'queued' AND pid = $2 AND (owner_host IS NULL OR owner_host = $3)
+         AND (owner_start IS NULL OR $4::bigint IS NULL OR owner_start = $4)`,
+      [threadId, p.pid, p.host, p.start, p.now],
+    );
+    return (rowCount ?? 0) > 0;
   }
 
   async get(threadId: string): Promise<ThreadRecord | undefined> {

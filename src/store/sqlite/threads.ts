@@ -10,6 +10,7 @@ import {
   isRunningElsewhere,
   newThreadParams,
   releaseParams,
+  requeueParams,
   THIS_PROCESS,
   THREAD_DATA_TABLES,
   type Claim,
@@ -27,6 +28,7 @@ export class ThreadRegistry implements ThreadTable {
   private readonly updateStatement;
   private readonly claimStatement;
   private readonly releaseStatement;
+  private readonly requeueStatement;
   private readonly heartbeatStatement;
   private readonly groupsStatement;
   private readonly getStatement;
@@ -51,6 +53,11 @@ export class ThreadRegistry implements ThreadTable {
     this.releaseStatement = db.prepare(
       `UPDATE loopgraph_threads SET status = @status, error = @error, pause = @pause, updated_at = @now
        WHERE thread_id = @thread_id AND status = 'running' AND pid = @pid AND owner_host = @host`,
+    );
+    this.requeueStatement = db.prepare(
+      `UPDATE loopgraph_threads SET status = 'queued', error = NULL, pause = NULL, updated_at = @now
+       WHERE thread_id = @thread_id AND status <> 'queued' AND pid = @pid AND (owner_host IS NULL OR owner_host = @host)
+         AND (owner_start IS NULL OR @start IS NULL OR owner_start = @start)`,
     );
     this.heartbeatStatement = db.prepare(
       `UPDATE loopgraph_threads SET heartbeat_at = @now WHERE thread_id = @thread_id AND status = 'running' AND pid = @pid AND owner_host = @host`,
@@ -122,6 +129,11 @@ export class ThreadRegistry implements ThreadTable {
   async markEnded(threadId: string, status: RunStatus | "queued", error?: string, pause?: ThreadRecord["pause"]): Promise<void> {
     this.heartbeats.stop(threadId);
     this.updateStatement.run(endParams(threadId, status, error, pause));
+  }
+
+  async requeueOwned(threadId: string): Promise<boolean> {
+    this.heartbeats.stop(threadId);
+    return this.requeueStatement.run(requeueParams(threadId)).changes > 0;
   }
 
   async get(threadId: string): Promise<ThreadRecord | undefined> {
