@@ -21,7 +21,10 @@ import { availableSandbox } from "../tools/sandbox.js";
 /** How the demo's commands run, in one line. */
 const SANDBOX_LINES = {
   bubblewrap: "Commands: in the OS sandbox (bubblewrap).",
-  none: "Commands: without an OS sandbox, which cannot start here (bubblewrap is missing or cannot start): these are the demo's own scripted commands; your own runs ask before each command (see `loopgraph doctor`).",
+  none:
+    "Commands: without an OS sandbox, which cannot start here (bubblewrap is missing or cannot start): " +
+    "these are the demo's own scripted commands; your own runs ask before each command " +
+    "(see `loopgraph doctor`).",
   off: "Commands: without the OS sandbox, as LOOPGRAPH_SANDBOX=off asks.",
 } as const;
 

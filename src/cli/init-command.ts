@@ -98,7 +98,14 @@ export async function initCommand(options: { cwd?: string; env?: NodeJS.ProcessE
       `${step.did.padEnd(8)} ${relative(dir, step.path) || "."}${step.path === state ? `/  (git ignores what loopgraph keeps there)` : ""}\n`,
     );
   process.stdout.write(
-    `\nA loopgraph project in ${dir}. Next:\n  loopgraph config                     the settings that apply here\n  loopgraph run starter --task "…"     the starter graph, with a model set (--model, LOOPGRAPH_MODEL or loopgraph.yaml)\n  loopgraph demo                       the offline demo, no API key needed\n`,
+    [
+      "",
+      `A loopgraph project in ${dir}. Next:`,
+      "  loopgraph config                     the settings that apply here",
+      '  loopgraph run starter --task "…"     the starter graph, with a model set (--model, LOOPGRAPH_MODEL or loopgraph.yaml)',
+      "  loopgraph demo                       the offline demo, no API key needed",
+      "",
+    ].join("\n"),
   );
   return 0;
 }

@@ -252,7 +252,8 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   program
     .command("replay <thread>")
     .description(
-      "re-run a thread: fork a new branch from a checkpoint (--from), re-execute it from its record with no model and no side effects (--recorded), or check the record against the current graph (--verify)",
+      "re-run a thread: fork a new branch from a checkpoint (--from), re-execute it from its record with " +
+        "no model and no side effects (--recorded), or check the record against the current graph (--verify)",
     )
     .option(
       "--from <checkpoint>",
@@ -303,7 +304,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   program
     .command("trust [path]")
     .description(
-      "trust the project PATH is in (default: here) as it is now: its graphs found by name, loopgraph.yaml, .loopgraph/policy.yaml and the modules and scripts they name are used only once trusted, and again only after a change is trusted",
+      "trust the project PATH is in (default: here) as it is now: its graphs found by name, " +
+        "loopgraph.yaml, .loopgraph/policy.yaml and the modules and scripts they name are used only once " +
+        "trusted, and again only after a change is trusted",
     )
     .option("--list", "the trusted projects, and whether each is still as trusted")
     .option("--revoke", "take the trust in the project back")

@@ -337,7 +337,8 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         line(
           event.threadId,
           pc.cyan(
-            `  ⇣ history compressed: ${event.removedMessages} earlier message${event.removedMessages === 1 ? "" : "s"} replaced by a summary (${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens)`,
+            `  ⇣ history compressed: ${event.removedMessages} earlier message${event.removedMessages === 1 ? "" : "s"} ` +
+              `replaced by a summary (${formatTokens(event.tokensBefore)} → ${formatTokens(event.tokensAfter)} tokens)`,
           ),
         );
         break;

@@ -70,7 +70,8 @@ export async function restoreWorkspaceInStore(
   const thread = await requireThread(store, threadId);
   if (isRepoWorkspace(thread.workspace)) {
     throw new ConfigError(
-      `thread "${threadId}" works on a clone of a repository (${thread.workspace}) made on the workers: its files cannot be rewound from here; fork it without --restore-files, or get its patch with \`loopgraph patch ${threadId}\``,
+      `thread "${threadId}" works on a clone of a repository (${thread.workspace}) made on the workers: ` +
+        `its files cannot be rewound from here; fork it without --restore-files, or get its patch with \`loopgraph patch ${threadId}\``,
     );
   }
   if (!dryRun && isRunningElsewhere(thread)) {

@@ -165,7 +165,10 @@ export class McpHub {
   private sandboxHint(server: McpServer): string {
     if (server.transport !== "stdio" || (server.trusted && !server.sandbox) || server.network || this.options.sandbox.name !== "bubblewrap")
       return "";
-    return "; it ran in the OS sandbox, which has no network and an empty home: a server that downloads itself (npx -y …) needs `network: true` in your declaration, or install it and name its program";
+    return (
+      "; it ran in the OS sandbox, which has no network and an empty home: a server that downloads itself " +
+      "(npx -y …) needs `network: true` in your declaration, or install it and name its program"
+    );
   }
 
   private connection(server: McpServer): Promise<Connection> {

@@ -113,7 +113,10 @@ export function undoCreated(workspace: string, before: readonly ProtectedEntry[]
     const name = relative(workspace, entry.path);
     if (entry.kind === "bare-repository") {
       rmSync(join(entry.path, BARE_REPOSITORY_MARK), { recursive: true, force: true });
-      return `[${name}/${BARE_REPOSITORY_MARK} was removed: ${name} was made a bare git repository, and a command may not make one in the workspace (its configuration and hooks would run in the user's own git commands)]`;
+      return (
+        `[${name}/${BARE_REPOSITORY_MARK} was removed: ${name} was made a bare git repository, and a command may not make one ` +
+        "in the workspace (its configuration and hooks would run in the user's own git commands)]"
+      );
     }
     rmSync(entry.path, { recursive: true, force: true });
     if (entry.kind === "git") {

@@ -190,7 +190,8 @@ export function buildCoderGraph(
   const subagentNote =
     declared.length === 0 || !builtinTools.some((tool) => tool.name === taskTool.name)
       ? ""
-      : `\n\n# Subagents\nBesides the default read-only explorer, your task calls may name these (agent: <name>):\n${declared.map(([name, agent]) => `- ${name}${agent.description ? `: ${agent.description}` : ""}`).join("\n")}`;
+      : "\n\n# Subagents\nBesides the default read-only explorer, your task calls may name these (agent: <name>):\n" +
+        declared.map(([name, agent]) => `- ${name}${agent.description ? `: ${agent.description}` : ""}`).join("\n");
   /** The turn's mode: fixed in its state at its first model call; before that, the run's, else the node's, else agent. */
   const modeOf = (state: CoderStateValue): CoderMode => state.mode ?? ctx.settings.mode ?? def.mode ?? "agent";
   /** What the model is offered in ask mode (it only reads) and plan mode (it reads, keeps a todo list and presents its plan), with their specs. */

@@ -119,7 +119,11 @@ export function coderSystemPrompt(template: string, workspace: string, env: Node
     ...root.map(({ file, text }) => `## Project rules from ${file}\n\n${text}`),
     ...nested.map(({ file, text }) => {
       const folder = file.slice(0, -NESTED_RULES_FILE.length);
-      return `## Rules for the files under ${folder} (from ${file})\n\nThey apply to files under ${folder}; where they disagree with rules above, these win, and the AGENTS.md nearest to the file you change wins.\n\n${text}`;
+      return (
+        `## Rules for the files under ${folder} (from ${file})\n\n` +
+        `They apply to files under ${folder}; where they disagree with rules above, these win, ` +
+        `and the AGENTS.md nearest to the file you change wins.\n\n${text}`
+      );
     }),
   ];
   const parts = [template.trim(), `Workspace: ${workspace} (all paths are relative to it).`];

@@ -112,7 +112,9 @@ export const MIGRATIONS: readonly Migration[] = [
   {
     version: 5,
     describe:
-      "recordings are unique by thread, root checkpoint, task path and call index (rows of a step sit together, as steps come in order), with plain rowids (no AUTOINCREMENT counter) and no second thread index: a record costs two index pages a step instead of four to six",
+      "recordings are unique by thread, root checkpoint, task path and call index (rows of a step sit " +
+      "together, as steps come in order), with plain rowids (no AUTOINCREMENT counter) and no second " +
+      "thread index: a record costs two index pages a step instead of four to six",
     up(db) {
       db.exec(`CREATE TABLE loopgraph_recordings_v5 (
         id INTEGER PRIMARY KEY,
