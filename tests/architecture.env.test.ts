@@ -27,7 +27,6 @@ const NOT_YET_MOVED = [
   "src/models/spec.ts",
   "src/nodes/coder/system-prompt.ts",
   "src/nodes/function/node.ts",
-  "src/policy/rule-file.ts",
   "src/store/postgres/connection.ts",
   "src/store/sqlite/checkpoint-schema.ts",
   "src/store/sqlite/errors.ts",

@@ -216,12 +216,12 @@ function readPolicy(file: string, source: RuleSource, sandboxSettings: boolean):
  * The user's policy files, in load order: `$XDG_CONFIG_HOME/loopgraph/policy.yaml` (default
  * `~/.config/…`), for every project, then `.loopgraph/policy.yaml` in the workspace.
  */
-export function userPolicyFiles(workspace: string, env: NodeJS.ProcessEnv = process.env): string[] {
+export function userPolicyFiles(workspace: string, env: NodeJS.ProcessEnv): string[] {
   return [join(userConfigDir(env), "policy.yaml"), join(resolve(workspace), STATE_DIR, "policy.yaml")];
 }
 
 /** The rules of both user policy files (source `user`). Throws ConfigError for a bad file. */
-export function loadUserRules(workspace: string, env: NodeJS.ProcessEnv = process.env): PolicyRule[] {
+export function loadUserRules(workspace: string, env: NodeJS.ProcessEnv): PolicyRule[] {
   return loadUserPolicy(workspace, env).rules;
 }
 
@@ -231,7 +231,7 @@ export function loadUserRules(workspace: string, env: NodeJS.ProcessEnv = proces
  * the repository: it applies only when the user trusts it as it is (src/trust/); otherwise
  * `ignored` says why it was not read. Throws ConfigError for a bad file.
  */
-export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv = process.env): Required<PolicyFile> & { ignored: string[] } {
+export function loadUserPolicy(workspace: string, env: NodeJS.ProcessEnv): Required<PolicyFile> & { ignored: string[] } {
   const home = (folder: string) => (folder.startsWith("~/") ? join(env.HOME || homedir(), folder.slice(2)) : folder);
   const [own, project] = userPolicyFiles(workspace, env) as [string, string];
   const mine = readPolicy(own, "user", true);
