@@ -4,10 +4,11 @@
  * (src/tools/environment.ts). The files below that still read `process.env` themselves wait for
  * the Settings object: each one that stops must leave the list, and no other file may start.
  */
-import { readdirSync, readFileSync } from "node:fs";
+import { readFileSync } from "node:fs";
 import { join, relative } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ROOT } from "./helpers/cli.js";
+import { sourceFiles } from "./helpers/layers.js";
 
 const SRC = join(ROOT, "src");
 
@@ -37,14 +38,6 @@ const NOT_YET_MOVED = [
   "src/tools/sandbox.ts",
   "src/tools/shell.ts",
 ];
-
-function sourceFiles(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((entry) => {
-    const path = join(dir, entry.name);
-    if (entry.isDirectory()) return sourceFiles(path);
-    return entry.name.endsWith(".ts") ? [path] : [];
-  });
-}
 
 /** Whether the code of `text` (comments left out) reads `process.env`. */
 function readsEnvironment(text: string): boolean {

@@ -40,7 +40,8 @@ export interface LayerReport {
   unplaced: string[];
 }
 
-function sourceFiles(root: string): string[] {
+/** The TypeScript files under `root` (declaration files left out), sorted. */
+export function sourceFiles(root: string): string[] {
   const files: string[] = [];
   const walk = (dir: string): void => {
     for (const entry of readdirSync(dir, { withFileTypes: true })) {
