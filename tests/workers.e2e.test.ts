@@ -13,7 +13,7 @@ import PgBoss from "pg-boss";
 import { expect, it } from "vitest";
 import { enqueueRun } from "../src/engine/runner.js";
 import { RunQueue } from "../src/engine/run-queue.js";
-import { cleanEnv, collect, eventually, ROOT, runCli, spawnCli } from "./helpers/cli.js";
+import { cleanEnv, collect, eventually, queueCoderRun, ROOT, runCli, spawnCli } from "./helpers/cli.js";
 import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
@@ -66,24 +66,7 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     const [viaCli, inProcess] = [runs.slice(0, 3), runs.slice(3)];
     await Promise.all(
       viaCli.map(async ({ thread, ws }) => {
-        const queued = await runCli(
-          [
-            "run",
-            "coder",
-            "--queue",
-            "--thread",
-            thread,
-            "--task",
-            "append",
-            "--workspace",
-            ws.dir,
-            "--model",
-            `scripted:${script}`,
-            "--approval",
-            "auto",
-          ],
-          { env },
-        );
+        const queued = await queueCoderRun(thread, ws.dir, script, env);
         expect(queued.code, queued.stderr).toBe(0);
         expect(queued.stdout.trim()).toBe(thread);
       }),
@@ -157,28 +140,7 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
     const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
     const ws = tempWorkspace({ git: true });
     const script = stepScript(ws.root);
-    expect(
-      (
-        await runCli(
-          [
-            "run",
-            "coder",
-            "--queue",
-            "--thread",
-            "term",
-            "--task",
-            "append",
-            "--workspace",
-            ws.dir,
-            "--model",
-            `scripted:${script}`,
-            "--approval",
-            "auto",
-          ],
-          { env },
-        )
-      ).code,
-    ).toBe(0);
+    expect((await queueCoderRun("term", ws.dir, script, env)).code).toBe(0);
     const first = startWorker(env, 1);
     await eventually(
       () => readLog(ws.dir),

@@ -6,7 +6,7 @@
  */
 import { join } from "node:path";
 import { afterEach, expect, it } from "vitest";
-import { cleanEnv, collect, eventually, ROOT, runCli, spawnCli } from "./helpers/cli.js";
+import { cleanEnv, collect, eventually, queueCoderRun, ROOT, runCli, spawnCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
 import {
   allStepsDone,
@@ -36,24 +36,7 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     const runs = Array.from({ length: 4 }, (_, i) => ({ thread: `${name}-${i}`, ws: tempWorkspace({ git: true }) }));
     const script = slowSteps(runs[0]!.ws.root);
     for (const { thread, ws } of runs) {
-      const queued = await runCli(
-        [
-          "run",
-          "coder",
-          "--queue",
-          "--thread",
-          thread,
-          "--task",
-          "append",
-          "--workspace",
-          ws.dir,
-          "--model",
-          `scripted:${script}`,
-          "--approval",
-          "auto",
-        ],
-        { env },
-      );
+      const queued = await queueCoderRun(thread, ws.dir, script, env);
       expect(queued.code, queued.stderr).toBe(0);
     }
     // `wait` follows a run through the outage too (connected well before it: a wait started while the server is away exits 2).

@@ -7,7 +7,7 @@
  * the six trials take about two minutes.
  */
 import { POSTGRES_REQUIRED, postgresUnavailable, startPostgres, type PostgresServer } from "../../bench/postgres-server.js";
-import { cleanEnv, collect, eventually, runCli, spawnCli, type CliResult } from "../helpers/cli.js";
+import { cleanEnv, type CliResult, collect, eventually, queueCoderRun, runCli, spawnCli } from "../helpers/cli.js";
 import { allStepsDone, crashLines, delay, readLog, slowSteps, startWorker, statusesWhenSettled } from "../helpers/outage.js";
 import { createWorkspace } from "../helpers/workspace.js";
 
@@ -54,24 +54,7 @@ async function workersTrial(pg: PostgresServer, name: string, outage: Outage): P
   try {
     const script = slowSteps(places[0]!.root);
     for (const [i, ws] of places.entries()) {
-      await runCli(
-        [
-          "run",
-          "coder",
-          "--queue",
-          "--thread",
-          `${name}-${i}`,
-          "--task",
-          "append",
-          "--workspace",
-          ws.dir,
-          "--model",
-          `scripted:${script}`,
-          "--approval",
-          "auto",
-        ],
-        { env },
-      );
+      await queueCoderRun(`${name}-${i}`, ws.dir, script, env);
     }
     workers.push(startWorker(env), startWorker(env));
     await eventually(

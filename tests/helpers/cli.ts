@@ -115,6 +115,12 @@ export function runCli(args: string[], options: CliOptions = {}): Promise<CliRes
   return collect(spawnCli(args, options));
 }
 
+/** `loopgraph run coder --queue` of `thread` in the workspace `dir`, answered by `script`, auto-approved, on the store `env` names. */
+export function queueCoderRun(thread: string, dir: string, script: string, env: NodeJS.ProcessEnv): Promise<CliResult> {
+  const args = ["run", "coder", "--queue", "--thread", thread, "--task", "append", "--workspace", dir];
+  return runCli([...args, "--model", `scripted:${script}`, "--approval", "auto"], { env });
+}
+
 /**
  * `loopgraph <args>` run from tsc's unbundled output (dist/src: each module a file of its own), with
  * the ES modules it loaded (file URLs, from tests/fixtures/trace-modules.mjs): what a command loads.
