@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { openChat, type ChatSession } from "../src/index.js";
 import { median } from "./lib.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const TURNS = 7;
 
@@ -53,7 +54,7 @@ try {
   execFileSync("git", ["init", "-q", workspace]);
   const file = join(dir, "bench.script.yaml");
   script(file);
-  const options = { workspace, db: join(dir, "bench.db"), model: `scripted:${file}`, approval: "auto" as const, env: {} };
+  const options = { workspace, db: join(dir, "bench.db"), model: `scripted:${file}`, approval: "auto" as const, settings: settingsOf({}) };
   const idleChat = await openChat({ ...options, threadId: "idle" });
   const idle = await medianTurnMs(idleChat);
   const busyChat = await openChat({ ...options, threadId: "busy" });

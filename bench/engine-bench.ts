@@ -31,6 +31,7 @@ import { firstInput } from "../src/engine/runner.js";
 import { GraphState, loadGraph, runGraph, type RunEvent } from "../src/index.js";
 import { FULL, median, report } from "./lib.js";
 import { trustFile } from "../src/trust/trust.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-engine-bench-"));
 /** The runs' environment: a config folder of the bench's own, where it trusts the graphs it writes (a function node's module runs only when trusted). */
@@ -124,7 +125,7 @@ async function runOurs(graph: string, steps: number, label: string, model?: stri
     db: join(dir, `${label}-${Math.random()}.db`),
     workspace: dir,
     approval: "auto",
-    env: runEnv,
+    settings: settingsOf(runEnv),
     ...(model ? { model } : {}),
   });
   if (outcome.status !== "finished") throw new Error(`the ${label} run ended ${outcome.status}: ${outcome.error ?? ""}`);
@@ -255,7 +256,7 @@ async function coderTurn(label: string): Promise<Turn> {
     approval: "auto",
     noSandbox: true,
     model: `scripted:${join(coderDir, "coder.script.yaml")}`,
-    env: { PATH: process.env.PATH ?? "" },
+    settings: settingsOf({ PATH: process.env.PATH ?? "" }),
     onEvent: (event: RunEvent) => {
       if (event.type === "tool_result") marks.push(performance.now());
       if (event.type === "tool_call") calls.push(performance.now());

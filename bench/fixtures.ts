@@ -9,6 +9,7 @@ import Database from "better-sqlite3";
 import pg from "pg";
 import { runGraph } from "../src/index.js";
 import type { EventSink } from "../src/index.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 /**
  * The scripted model's file for `rounds` rounds, in JSON (which the script format reads as YAML
@@ -71,7 +72,7 @@ export async function loopThread(
     approval: "auto",
     model: `scripted:${script}`,
     maxRounds: rounds,
-    env: {},
+    settings: settingsOf({}),
     // The script's commands are known; without the sandbox the fixture is the same on every machine.
     noSandbox: true,
     ...(options.onEvent ? { onEvent: options.onEvent } : {}),

@@ -90,13 +90,13 @@ async function sideBySide(runs: number, ours: () => Promise<void>, anchor: () =>
 
 const cpuNote = (row: SideBySide) => `cpu per run: ours ${row.cpu.ours.toFixed(0)} ms, anchor ${row.cpu.anchor.toFixed(0)} ms`;
 
-const rg = findRipgrep();
+const rg = findRipgrep(process.env);
 if (!rg) throw new Error("grep-bench needs ripgrep (rg) on the PATH: apt-get install ripgrep");
 const dir = mkdtempSync(join(tmpdir(), "loopgraph-grep-bench-"));
 try {
   const tree = join(dir, "tree");
   const matches = makeTree(tree);
-  const ctx: ToolContext = { workspace: tree, artifactsDir: join(dir, "artifacts"), sandbox: NO_SANDBOX };
+  const ctx: ToolContext = { workspace: tree, env: process.env, artifactsDir: join(dir, "artifacts"), sandbox: NO_SANDBOX };
   let calls = 0;
   const grep = async (pattern: string, expected: RegExp) => {
     const result = await executeToolCall({ id: `bench-${++calls}`, name: "grep", args: { pattern } }, ctx, [grepTool]);

@@ -18,7 +18,7 @@ async function medianMs(workspace: string, sandbox: Sandbox): Promise<number> {
     const started = performance.now();
     const result = await executeToolCall(
       { id: `b${i}`, name: "shell", args: { command: "true" } },
-      { workspace, artifactsDir: join(workspace, ".artifacts"), sandbox },
+      { workspace, env: process.env, artifactsDir: join(workspace, ".artifacts"), sandbox },
     );
     if (!result.ok) throw new Error(`shell failed in ${sandbox.name}: ${result.content}`);
     times.push(performance.now() - started);
@@ -26,7 +26,7 @@ async function medianMs(workspace: string, sandbox: Sandbox): Promise<number> {
   return median(times);
 }
 
-const sandbox = availableSandbox();
+const sandbox = availableSandbox(process.env);
 if (sandbox.name === "none") {
   console.log("sandbox-bench: skipped (no OS sandbox on this machine: install bubblewrap)");
 } else {

@@ -2,6 +2,8 @@
 export { loadGraph, resolveGraphPath, drawMermaid, listGraphs } from "./graph/index.js";
 export type { GraphDefinition, NodeDefinition, EdgeDefinition, Condition } from "./format/types.js";
 export { runGraph, resumeRun } from "./engine/runner.js";
+export { settingsOf, type Settings } from "./config/environment-settings.js";
+export { loadConfig, resolveSettings } from "./config/settings.js";
 export type { RunEvent, EventSink } from "./runtime/events.js";
 export { openChat, ChatSession, type ChatOptions, type TurnOptions } from "./engine/chat.js";
 export { LoopSupervisor } from "./engine/loop-supervisor.js";

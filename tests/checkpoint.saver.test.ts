@@ -263,13 +263,13 @@ describe("SqliteCheckpointSaver on a store written before the item log", () => {
     mkdirSync(dirname(path), { recursive: true });
     copyFileSync(fixture, path);
     const before = readFileSync(path);
-    const reader = await openStore({ db: path }, "read");
+    const reader = await openStore({ db: path, env: {} }, "read");
     const read = await reader.saver.getTuple({ configurable: { thread_id: "old" } });
     await reader.close();
     expect(serialized(read?.checkpoint.channel_values.messages as BaseMessage[])).toEqual(expected.final);
     expect(readFileSync(path).equals(before)).toBe(true);
 
-    const writer = await openStore({ db: path }, "write");
+    const writer = await openStore({ db: path, env: {} }, "write");
     expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     const written = await writer.saver.getTuple({ configurable: { thread_id: "old" } });
     await writer.close();
@@ -345,14 +345,14 @@ describe("SqliteCheckpointSaver on a store of version 3 (its tables WITHOUT ROWI
 
     // Read as it is (the reader migrates a copy in memory): the file is left alone.
     const image = readFileSync(path);
-    const reader = await openStore({ db: path }, "read");
+    const reader = await openStore({ db: path, env: {} }, "read");
     expect(
       serialized((await reader.saver.getTuple({ configurable: { thread_id: "v3" } }))?.checkpoint.channel_values.messages as BaseMessage[]),
     ).toEqual(expected.final);
     await reader.close();
     expect(readFileSync(path).equals(image)).toBe(true);
 
-    const writer = await openStore({ db: path }, "write");
+    const writer = await openStore({ db: path, env: {} }, "write");
     expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     await writer.close();
     expect(tablesWithoutRowid(path)).toEqual([]);
@@ -614,7 +614,7 @@ describe("SqliteCheckpointSaver commits a step's pending writes with its checkpo
     const saver = new SqliteCheckpointSaver(path);
     expect(saver.db.pragma("synchronous", { simple: true })).toBe(1);
     saver.close();
-    const store = await openStore({ db: join(directory.path, `store-${files}.db`) }, "create");
+    const store = await openStore({ db: join(directory.path, `store-${files}.db`), env: {} }, "create");
     expect((store.saver as SqliteCheckpointSaver).db.pragma("synchronous", { simple: true })).toBe(1);
     await store.close();
   });

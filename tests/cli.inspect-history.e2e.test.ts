@@ -84,7 +84,7 @@ function oldSummarise(
 }
 
 async function oldThreadHistory(db: string, threadId: string): Promise<ThreadHistory> {
-  return withStore({ db }, "read", async (store) => {
+  return withStore({ db, env: {} }, "read", async (store) => {
     const thread = await requireThread(store, threadId);
     const tuples = await oldRootCheckpoints(store, threadId);
     const tree = checkpointTree(tuples.map((tuple) => ({ id: tuple.checkpoint.id, parentId: parentIdOf(tuple) })));
@@ -102,7 +102,7 @@ async function oldThreadHistory(db: string, threadId: string): Promise<ThreadHis
 }
 
 async function oldCounts(db: string): Promise<Array<[string, number]>> {
-  return withStore({ db }, "read", async (store) => {
+  return withStore({ db, env: {} }, "read", async (store) => {
     const counts: Array<[string, number]> = [];
     for (const thread of await store.threads.list())
       counts.push([thread.threadId, (await oldRootCheckpoints(store, thread.threadId)).length]);
@@ -116,7 +116,9 @@ async function oldCounts(db: string): Promise<Array<[string, number]>> {
  * prefixes asked (the thread does not change meanwhile).
  */
 async function oldFinder(db: string, threadId: string): Promise<(prefix: string) => string | number> {
-  const ids = await withStore({ db }, "read", async (store) => (await oldRootCheckpoints(store, threadId)).map((t) => t.checkpoint.id));
+  const ids = await withStore({ db, env: {} }, "read", async (store) =>
+    (await oldRootCheckpoints(store, threadId)).map((t) => t.checkpoint.id),
+  );
   return (prefix) => {
     const matches = ids.filter((id) => id.startsWith(prefix));
     return matches.length === 1 ? matches[0]! : matches.length;
@@ -124,7 +126,7 @@ async function oldFinder(db: string, threadId: string): Promise<(prefix: string)
 }
 
 async function newFind(db: string, threadId: string, prefix: string): Promise<string | number> {
-  return withStore({ db }, "read", async (store) => {
+  return withStore({ db, env: {} }, "read", async (store) => {
     try {
       return (await findCheckpoint(store, threadId, prefix)).checkpoint.id;
     } catch (error) {
@@ -137,7 +139,7 @@ async function newFind(db: string, threadId: string, prefix: string): Promise<st
 
 /** The new history equals the old one, key order included (it is what `inspect --json` prints, and `--diff` prints its changes in order). */
 async function expectSameHistory(db: string, threadId: string): Promise<ThreadHistory> {
-  const now = await threadHistory(threadId, { db });
+  const now = await threadHistory(threadId, { db, env: {} });
   const before = await oldThreadHistory(db, threadId);
   expect(now.checkpoints.length).toBeGreaterThan(0);
   expect(JSON.stringify(now)).toBe(JSON.stringify(before));
@@ -159,7 +161,7 @@ async function expectSameLookups(db: string, threadId: string, history: ThreadHi
     expect(now, `prefix "${prefix}"`).toBe(typeof before === "number" ? Math.min(before, 2) : before);
   }
   // rewind's lookup, any namespace (subgraph checkpoints too): the range finds what a scan of every id finds.
-  await withStore({ db }, "read", async (store) => {
+  await withStore({ db, env: {} }, "read", async (store) => {
     const everyId = (await store.checkpoints.allCheckpointIds(threadId)).sort();
     for (const prefix of [...prefixes, everyId.at(-1)!.slice(0, 14)]) {
       expect((await store.checkpoints.checkpointsWithPrefix(threadId, prefix)).map((match) => match.id)).toEqual(
@@ -173,7 +175,7 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
   it("a coder-review loop with list rollups, forked with replay --from: the same history, counts and prefix lookups", async () => {
     const { dir } = tempWorkspace();
     const loop = await loopThread(dir, 7, "loop");
-    const before = await threadHistory("loop", { db: loop.db });
+    const before = await threadHistory("loop", { db: loop.db, env: {} });
     // From the next-to-last round's Judge: the fork runs the last round again, on a new task.
     const start = before.checkpoints.filter((c) => c.nodes.includes("judge")).at(-2)!;
     const forked = await runCli([
@@ -191,9 +193,9 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     // No checkpoint is decoded whole any more, and far fewer values are decoded at all.
     const lists = vi.spyOn(SqliteCheckpointSaver.prototype, "list");
     const decodes = vi.spyOn(JsonPlusSerializer.prototype, "loadsTyped");
-    await threadHistory("loop", { db: loop.db });
-    await listThreads({ db: loop.db });
-    await withStore({ db: loop.db }, "read", (store) => findCheckpoint(store, "loop", start.checkpointId.slice(0, 20)));
+    await threadHistory("loop", { db: loop.db, env: {} });
+    await listThreads({ db: loop.db, env: {} });
+    await withStore({ db: loop.db, env: {} }, "read", (store) => findCheckpoint(store, "loop", start.checkpointId.slice(0, 20)));
     expect(lists).not.toHaveBeenCalled();
     const linear = decodes.mock.calls.length;
     await oldThreadHistory(loop.db, "loop");
@@ -218,7 +220,7 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
   it("the example graph forked with its task message replaced, a failed run (an error checkpoint) and a paused one", async () => {
     const ws = exampleCopy();
     expect((await runExample(ws, "forked")).code).toBe(0);
-    const critique = (await threadHistory("forked", { db: ws.db })).checkpoints.find((c) => c.nodes.includes("critique"))!;
+    const critique = (await threadHistory("forked", { db: ws.db, env: {} })).checkpoints.find((c) => c.nodes.includes("critique"))!;
     const forked = await runCli(["replay", "forked", "--from", critique.checkpointId, "--set", "task=Explain forks", "--db", ws.db], {
       cwd: ws.dir,
     });
@@ -258,10 +260,10 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     expect((await expectSameHistory(ws.db, "paused")).thread.status).toBe("paused");
 
     // The thread list counts each thread's root checkpoints in SQL: the same numbers as decoding them all.
-    const listed = await listThreads({ db: ws.db });
+    const listed = await listThreads({ db: ws.db, env: {} });
     expect(listed.map((t) => [t.threadId, t.checkpoints])).toEqual(await oldCounts(ws.db));
     expect(listed.map((t) => t.status)).toEqual(
-      (await withStore({ db: ws.db }, "read", async (store) => store.threads.list())).map((t) => asSeen(t).status),
+      (await withStore({ db: ws.db, env: {} }, "read", async (store) => store.threads.list())).map((t) => asSeen(t).status),
     );
 
     // `inspect` (the list) loads no LangChain module: it answers in a few node start-ups.
@@ -278,7 +280,7 @@ describeOnPostgres("inspect reads a thread on PostgreSQL linearly too", "inspect
   it("the example graph forked with its task message replaced, and a failed run: the history a whole decode shows, no checkpoint decoded whole", async () => {
     const ws = { ...exampleCopy(), db: server().createDatabase("inspect_history") };
     expect((await runExample(ws, "forked")).code).toBe(0);
-    const critique = (await threadHistory("forked", { db: ws.db })).checkpoints.find((c) => c.nodes.includes("critique"))!;
+    const critique = (await threadHistory("forked", { db: ws.db, env: {} })).checkpoints.find((c) => c.nodes.includes("critique"))!;
     const forked = await runCli(["replay", "forked", "--from", critique.checkpointId, "--set", "task=Explain forks", "--db", ws.db], {
       cwd: ws.dir,
     });
@@ -286,7 +288,7 @@ describeOnPostgres("inspect reads a thread on PostgreSQL linearly too", "inspect
 
     const lists = vi.spyOn(PostgresCheckpointSaver.prototype, "list");
     const tuples = vi.spyOn(PostgresCheckpointSaver.prototype, "getTuple");
-    await threadHistory("forked", { db: ws.db });
+    await threadHistory("forked", { db: ws.db, env: {} });
     expect(lists).not.toHaveBeenCalled();
     expect(tuples).not.toHaveBeenCalled();
     lists.mockRestore();

@@ -8,6 +8,7 @@ import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js
 import type { ApprovalRequest } from "../src/runtime/approval.js";
 import type { RunEvent } from "../src/runtime/events.js";
 import { onCleanup, tempWorkspace, type Workspace } from "./helpers/workspace.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/coder");
 /** A git repository (nothing committed) with an untracked README.md. */
@@ -44,7 +45,7 @@ describe("coder node (in-process API)", () => {
       db: ws.db,
       model: "openai:gpt-test",
       approval: "auto",
-      env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+      settings: settingsOf(cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url })),
       onEvent: (event) => events.push(event),
     });
     // The compression is an event of its own, and the summary (for the model) does not stream to the user.
@@ -76,7 +77,7 @@ describe("coder node (in-process API)", () => {
       task: "log twice",
       workspace: ws.dir,
       db: ws.db,
-      env: {},
+      settings: settingsOf({}),
       model: `scripted:${join(FIXTURES, "always.script.yaml")}`,
       askApproval: async (request) => {
         asked.push(request);
@@ -102,7 +103,7 @@ describe("coder node (in-process API)", () => {
       task: "t",
       workspace: ws.dir,
       db: ws.db,
-      env: {},
+      settings: settingsOf({}),
       approval: "auto",
       model: `scripted:${join(FIXTURES, "step-limit.script.yaml")}`,
       onEvent: (event) => events.push(event),
@@ -129,7 +130,7 @@ describe("coder node (in-process API)", () => {
       task: "list the files",
       workspace: ws.dir,
       db: ws.db,
-      env: {},
+      settings: settingsOf({}),
       approval: "auto",
       model: `scripted:${join(ROOT, "tests/fixtures/looper/failures.script.yaml")}`,
     });
@@ -157,7 +158,7 @@ describe("coder node (in-process API)", () => {
       db: ws.db,
       approval: "auto",
       model: "openai:gpt-test",
-      env: cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url }),
+      settings: settingsOf(cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url })),
       onEvent: (event) => events.push(event),
     });
     expect(outcome.status, outcome.error).toBe("finished");
@@ -186,7 +187,7 @@ describe("coder node (in-process API)", () => {
       task: "t",
       workspace: ws.dir,
       db: ws.db,
-      env: {},
+      settings: settingsOf({}),
       approval: "auto",
       model: `scripted:${join(ROOT, "tests/fixtures/engine/durable.script.yaml")}`,
     });

@@ -3,7 +3,7 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
 import { MODEL_TIMEOUT_EXPECTED } from "../src/models/timeout.js";
-import { effectiveSetting, environmentWithConfig, loadConfig, readConfigFile } from "../src/config/settings.js";
+import { effectiveSetting, loadConfig, readConfigFile, resolveSettings } from "../src/config/settings.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 import { trustIn } from "./helpers/cli.js";
 
@@ -124,7 +124,7 @@ describe("subagent types in a configuration file", () => {
     const config = loadConfig(join(root, "p"), { XDG_CONFIG_HOME: root, HOME: root });
     expect(config.user).toBeUndefined();
     const both = { ...config, user: readConfigFile(user, "user")! };
-    const merged = JSON.parse(String(effectiveSetting(both, {}, "subagents").value)) as Array<Record<string, unknown>>;
+    const merged = effectiveSetting(both, {}, "subagents").value ?? [];
     expect(merged.map((agent) => [agent.name, agent.description ?? null, agent.promptFile ?? null])).toEqual([
       ["reviewer", "reads diffs", join(root, "u/reviewer.md")],
       ["shared", "the project's", null],
@@ -164,13 +164,16 @@ describe("the settings that apply", () => {
     expect(effectiveSetting(config, { ...env, LOOPGRAPH_DB: "x.db" }, "store")).toMatchObject({ value: "x.db", source: "environment" });
     expect(effectiveSetting(loadConfig(root, {}), {}, "approval")).toEqual({ value: undefined, source: "default" });
 
-    const filled = environmentWithConfig(config, env);
-    expect(filled).toMatchObject({
+    const settings = resolveSettings(config, env);
+    expect(settings.env).toMatchObject({
       LOOPGRAPH_MODEL: "openai:gpt-4o",
       LOOPGRAPH_APPROVAL: "auto",
       LOOPGRAPH_MODEL_TIMEOUT: "9",
       LOOPGRAPH_DB: "/srv/runs.db",
     });
+    // The environment it was given is left as it was: settings travel in the object, not in process.env.
+    expect(env).toEqual({ XDG_CONFIG_HOME: join(root, "home"), LOOPGRAPH_MODEL_TIMEOUT: "9" });
+    expect(settings).toMatchObject({ providers: {}, mcpServers: [], hooks: [], subagents: [] });
   });
 });
 
@@ -182,7 +185,7 @@ describe("the user's own providers", () => {
       "config.yaml",
       "model: local\nproviders:\n  local: { base_url: 'http://127.0.0.1:8000/v1', api_key_env: LOCAL_API_KEY, default_model: m1 }\n",
     );
-    expect(JSON.parse(readConfigFile(path, "user", {})!.values.providers!)).toEqual({
+    expect(readConfigFile(path, "user")!.values.providers).toEqual({
       local: { baseURL: "http://127.0.0.1:8000/v1", apiKeyEnv: "LOCAL_API_KEY", defaultModel: "m1" },
     });
     const bad = file(
@@ -190,7 +193,7 @@ describe("the user's own providers", () => {
       "bad.yaml",
       "providers:\n  openai: { base_url: 'http://x/v1' }\n  mine: { base_url: ftp://x, api_key_env: HOME, extra: 1 }\n",
     );
-    expect(errorOf(() => readConfigFile(bad, "user", {})).split("\n")).toEqual([
+    expect(errorOf(() => readConfigFile(bad, "user")).split("\n")).toEqual([
       `${bad}:2:3: providers: "openai" is a built-in provider: give yours another name`,
       `${bad}:3:21: providers.mine.base_url: base_url must be the http(s) URL of an OpenAI-compatible API, e.g. http://127.0.0.1:8000/v1`,
       `${bad}:3:43: providers.mine.api_key_env: api_key_env must name an environment variable that looks like a credential (e.g. MYLLM_API_KEY), so loopgraph keeps it from the agent and out of everything it writes`,

@@ -3,6 +3,7 @@ import { describe, expect, it } from "vitest";
 import { eventBus, messageTopic, runGraph, type ThreadMessage } from "../src/index.js";
 import { ROOT } from "./helpers/cli.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 describe("event bus", () => {
   it("publishes a thread's messages on message:<thread>, in the order of its message log, and nothing on other threads' topics", async () => {
@@ -19,7 +20,7 @@ describe("event bus", () => {
       workspace: repo.dir,
       db: repo.db,
       approval: "auto",
-      env: {},
+      settings: settingsOf({}),
       noSandbox: true,
       model: `scripted:${join(ROOT, "examples/coder-review.script.yaml")}`,
     });

@@ -46,6 +46,7 @@ function harness(model?: ChatModel, signal = new AbortController().signal): Harn
   const ctx: RunContext = {
     threadId: "judge-test",
     workspace: ROOT,
+    env: {},
     settings: { approval: "deny" },
     userRules: [],
     readInbox: async () => [],

@@ -5,6 +5,7 @@ import { stepLimit } from "../src/engine/outcome.js";
 import { ConfigError } from "../src/errors.js";
 import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const SCRIPT = join(ROOT, "tests/fixtures/looper/always-continue.script.yaml");
 
@@ -27,7 +28,7 @@ describe("the step limit follows the round limit", () => {
       model: `scripted:${SCRIPT}`,
       approval: "auto",
       maxRounds: 2,
-      env: {},
+      settings: settingsOf({}),
     });
     expect(outcome.status, outcome.error).toBe("limited");
     expect(outcome.exitCode).toBe(4);
@@ -39,7 +40,13 @@ describe("the step limit follows the round limit", () => {
 describe("a graph that works on a task needs one", () => {
   it("coder-review without a task stops before the run (exit 2) with one line saying to pass --task", async () => {
     const ws = tempWorkspace({ git: true });
-    const error = await runGraph({ graph: "coder-review", workspace: ws.dir, db: ws.db, model: `scripted:${SCRIPT}`, env: {} }).then(
+    const error = await runGraph({
+      graph: "coder-review",
+      workspace: ws.dir,
+      db: ws.db,
+      model: `scripted:${SCRIPT}`,
+      settings: settingsOf({}),
+    }).then(
       () => undefined,
       (thrown: unknown) => thrown,
     );

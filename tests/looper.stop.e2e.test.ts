@@ -67,7 +67,7 @@ describe("stop takes effect at the Coder's next step (issue 13)", () => {
       expect(idle.code, idle.stderr).toBe(0);
       expect(idle.stdout.trim()).toBe("no loop is running: nothing to stop.");
     }
-    const waiting = await withStore({ db: ws.db }, "read", async (store) => store.inbox.after("halt", state.inboxCursor));
+    const waiting = await withStore({ db: ws.db, env: {} }, "read", async (store) => store.inbox.after("halt", state.inboxCursor));
     expect(waiting).toEqual([]);
     const idleStatus = JSON.parse((await runCli(["status", "halt", "--json", ...db])).stdout);
     expect(idleStatus).toMatchObject({ state: "IDLE", shouldStop: false, endReason: "stopped by user" });

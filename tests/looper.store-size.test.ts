@@ -4,6 +4,7 @@ import { describe, expect, it } from "vitest";
 import { looperStatus, runGraph } from "../src/index.js";
 import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const SCRIPT = join(ROOT, "tests/fixtures/looper/always-continue.script.yaml");
 
@@ -36,7 +37,7 @@ describe("the Looper's snapshot keeps no task", () => {
       model: `scripted:${SCRIPT}`,
       approval: "auto",
       maxRounds: 2,
-      env: {},
+      settings: settingsOf({}),
     });
     expect(outcome.status, outcome.error).toBe("limited");
     expect(outcome.state.visits.looper).toBe(7);
@@ -50,7 +51,7 @@ describe("the Looper's snapshot keeps no task", () => {
     // The round's task is the state's `task` channel: the Judge's next task (with its context), which status shows.
     expect(outcome.state.task).toMatch(/^keep going\n\n## Original task\nwrite the report: lorem/);
     expect(outcome.state.loopTask).toBe(task);
-    const status = await looperStatus("big", { db: ws.db });
+    const status = await looperStatus("big", { db: ws.db, env: {} });
     expect(status.json).toMatchObject({ state: "IDLE", task: outcome.state.task, round: 2, endReason: "round limit" });
     expect(status.text).toContain("last task: keep going (with context: original task, what was done, review comments)\n");
   });

@@ -6,6 +6,7 @@ import { runMediatorTool } from "../src/nodes/mediator/tools.js";
 import type { LooperCommands } from "../src/runtime/context.js";
 import { cleanEnv } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 function scriptFile(dir: string, lines: string[]): string {
   const file = join(dir, "..", "script.yaml");
@@ -27,7 +28,15 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
   it("runs one loop per thread: a second start is 'already running'; stop and add_pending follow the lifecycle", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const model = `scripted:${scriptFile(ws.dir, SLOW_LOOP)}`;
-    const chat = await openChat({ threadId: "sup", workspace: ws.dir, db: ws.db, model, approval: "auto", env: cleanEnv(), cwd: ws.dir });
+    const chat = await openChat({
+      threadId: "sup",
+      workspace: ws.dir,
+      db: ws.db,
+      model,
+      approval: "auto",
+      settings: settingsOf(cleanEnv()),
+      cwd: ws.dir,
+    });
     const { looper } = chat;
     expect(looper.threadId).toBe("sup.loop");
 
@@ -60,7 +69,15 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
   it("a loop that cannot start is reported to the Mediator, not thrown", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const model = `scripted:${scriptFile(ws.dir, SLOW_LOOP)}`;
-    const chat = await openChat({ threadId: "bad", workspace: ws.dir, db: ws.db, model, approval: "auto", env: cleanEnv(), cwd: ws.dir });
+    const chat = await openChat({
+      threadId: "bad",
+      workspace: ws.dir,
+      db: ws.db,
+      model,
+      approval: "auto",
+      settings: settingsOf(cleanEnv()),
+      cwd: ws.dir,
+    });
     rmSync(ws.dir, { recursive: true });
     const answer = await chat.looper.start("a task");
     expect(answer).toMatch(/^the loop could not start: workspace .* is not a directory/);

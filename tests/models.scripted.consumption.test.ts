@@ -9,6 +9,7 @@ import { historyOf, stateAt } from "./helpers/e2e.js";
 import { exampleCopy } from "./helpers/replay.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 import { testConfigHome } from "./helpers/cli.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const messages = [new HumanMessage("go")];
 
@@ -37,7 +38,7 @@ describe("scripted consumption as counts per response group", () => {
       join(dir, "s.yaml"),
       "responses:\n  - { node: a, content: a0 }\n  - { content: any1 }\n  - { node: b, content: b2 }\n  - { node: a, content: a3 }\n",
     );
-    const model = createModel("scripted:s.yaml", { cwd: dir });
+    const model = createModel("scripted:s.yaml", { cwd: dir, env: {} });
 
     const first = await model.call(messages, { node: "a" });
     expect(first).toMatchObject({ scriptedIndex: 0, scriptedConsumed: { a: 1 } });
@@ -72,7 +73,7 @@ describe("scripted consumption as counts per response group", () => {
     const ws = exampleCopy();
     writeFileSync(ws.script, EXAMPLE_SCRIPT);
     const spec = `scripted:${ws.script}`;
-    const base = { db: ws.db, cwd: ws.dir, env: { XDG_CONFIG_HOME: testConfigHome() }, model: spec };
+    const base = { db: ws.db, cwd: ws.dir, settings: settingsOf({ XDG_CONFIG_HOME: testConfigHome() }), model: spec };
     const first = await runGraph({ ...base, graph: ws.graph, task: "Explain loopgraph", threadId: "t", workspace: ws.dir });
     expect(first.status, first.error).toBe("finished");
     expect(first.state.scripted).toEqual({ [spec]: { draft: 1, critique: 2, revise: 1 } });

@@ -20,7 +20,7 @@ afterAll(remove);
 
 function scriptedModel(name: string, yaml: string) {
   writeFileSync(join(dir, name), yaml);
-  return createModel(`scripted:${name}`, { cwd: dir });
+  return createModel(`scripted:${name}`, { cwd: dir, env: {} });
 }
 
 const REVIEW_SCRIPT = `
@@ -178,7 +178,7 @@ describe("scripted model: invalid files", () => {
   });
 
   it("reports a missing file with the path it looked for", () => {
-    expect(() => createModel("scripted:nope.yaml", { cwd: dir })).toThrow(
+    expect(() => createModel("scripted:nope.yaml", { cwd: dir, env: {} })).toThrow(
       `cannot read scripted model file nope.yaml: no such file (looked for ${join(dir, "nope.yaml")})`,
     );
   });

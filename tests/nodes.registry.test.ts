@@ -12,6 +12,7 @@ import { sideEffects } from "../src/replay/rerun-plan.js";
 import { ROOT, cleanEnv } from "./helpers/cli.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 import { shoutKind } from "./fixtures/nodes/shout/kind.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const FIXTURES = join(ROOT, "tests/fixtures/nodes");
 
@@ -37,7 +38,7 @@ describe("the node kind registry", () => {
     expect(sideEffects(graph.nodes.loud!)).toEqual(["shouts"]);
 
     const ws = tempWorkspace();
-    const outcome = await runGraph({ graph, workspace: ws.dir, db: ws.db, cwd: ws.dir, env: cleanEnv() });
+    const outcome = await runGraph({ graph, workspace: ws.dir, db: ws.db, cwd: ws.dir, settings: settingsOf(cleanEnv()) });
     expect(outcome.status).toBe("finished");
     expect(outcome.state.outputs.loud).toBe("HELLO THERE!!!");
     expect(outcome.state.visits.loud).toBe(1);

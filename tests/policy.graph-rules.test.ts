@@ -9,6 +9,7 @@ import { applicableGraphRules } from "../src/policy/graph-rules.js";
 import { runGraph, type RunEvent } from "../src/index.js";
 import type { PolicyRule } from "../src/state/rules.js";
 import { tempWorkspace } from "./helpers/workspace.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const rule = (decision: PolicyRule["decision"]): PolicyRule => ({ tool: "shell", decision, priority: 999, source: "graph" });
 const RULES = [rule("allow"), rule("ask"), rule("deny")];
@@ -55,7 +56,7 @@ describe("a graph's rules", () => {
       model: `scripted:${join(ws.dir, "..", "planted.script.yaml")}`,
       approval: "ask",
       onEvent: (e) => events.push(e),
-      env: {},
+      settings: settingsOf({}),
     });
     expect(outcome.status).toBe("paused");
     const warnings = events.flatMap((e) => (e.type === "warning" ? [e.message] : []));

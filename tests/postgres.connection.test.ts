@@ -37,7 +37,7 @@ describe.skipIf(lacks("postgres", "the PostgreSQL connection tests"))("connectin
   afterAll(() => server?.stop());
 
   it("connects with the right password, and says in one line, without the password, what is wrong otherwise", async () => {
-    const pool = await openPostgresPool(server.url);
+    const pool = await openPostgresPool(server.url, {});
     expect((await pool.query("SELECT current_user AS user")).rows).toEqual([{ user: "loopgraph" }]);
     await pool.end();
 

@@ -10,7 +10,7 @@ import { listedContents, recordKey, toolRecord } from "./helpers/records.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
 
 async function store(): Promise<Store> {
-  const opened = await openStore({ db: tempWorkspace().db }, "create");
+  const opened = await openStore({ db: tempWorkspace().db, env: {} }, "create");
   onCleanup(() => opened.close());
   return opened;
 }
@@ -31,7 +31,7 @@ describe("the recordings table of a SQLite store (what every store's does: tests
       if (holder.inTransaction) holder.exec("ROLLBACK");
       holder.close();
     }
-    const reopened = await openStore({ db }, "read");
+    const reopened = await openStore({ db, env: {} }, "read");
     onCleanup(() => reopened.close());
     expect(await listedContents(reopened)).toEqual(["saved"]);
   });

@@ -91,6 +91,7 @@ function context(
   return {
     threadId: "review-thread",
     workspace,
+    env: {},
     settings: { model: `scripted:${join(FIXTURES, script)}`, approval: "auto" },
     userRules: [],
     readInbox: async () => [],

@@ -52,7 +52,7 @@ beforeAll(() => {
   writeFileSync(join(workspace, ".env"), "API_KEY=secret\n");
   symlinkSync(join(sentinel, "link-target.txt"), join(workspace, "link-out"));
   symlinkSync(sentinel, join(workspace, "dir-out"));
-  ctx = { workspace, artifactsDir: join(workspace, ".loopgraph", "artifacts", "corpus") };
+  ctx = { workspace, env: {}, artifactsDir: join(workspace, ".loopgraph", "artifacts", "corpus") };
 });
 
 /** Every entry under `dir`: type, mode, content hash or link target, and mtime. */

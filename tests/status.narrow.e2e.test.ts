@@ -25,7 +25,7 @@ describe("status through the narrow read path", () => {
     expect(result.code, result.stderr).toBe(4);
     await runCli(["send", "narrow", "add: a queued task", "--db", ws.db]);
 
-    const store = await openStore({ db: ws.db }, "read");
+    const store = await openStore({ db: ws.db, env: {} }, "read");
     try {
       const viaSaver = await latestValues(store, "narrow");
       const plain = await store.checkpoints.plainChannels("narrow", ["loopState", "inboxCursor", "task"]);

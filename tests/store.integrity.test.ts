@@ -12,7 +12,7 @@ import type { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 async function openError(db: string, access: StoreAccess): Promise<ConfigError> {
   let thrown: unknown;
   try {
-    await (await openStore({ db }, access)).close();
+    await (await openStore({ db, env: {} }, access)).close();
   } catch (error) {
     thrown = error;
   }
@@ -25,7 +25,7 @@ async function openError(db: string, access: StoreAccess): Promise<ConfigError> 
 
 /** A store with one thread, closed. */
 async function storeWithThread(db: string): Promise<void> {
-  const store = await openStore({ db }, "create");
+  const store = await openStore({ db, env: {} }, "create");
   await store.threads.create({ threadId: "t1", graphFile: "g.yaml", graphName: "g", task: "task", approval: "ask", workspace: "/w" });
   await store.close();
 }
@@ -90,14 +90,14 @@ describe("the store's file", () => {
     const typo = join(root, "typo", "x.db");
     for (const access of ["read", "write"] as const) expect((await openError(typo, access)).message).toMatch(/^no store at /);
     expect(existsSync(dirname(typo))).toBe(false);
-    await (await openStore({ db: typo }, "create")).close();
+    await (await openStore({ db: typo, env: {} }, "create")).close();
     expect(existsSync(typo)).toBe(true);
   });
 
   it("an empty file becomes a store for a writer", async () => {
     const { db } = tempWorkspace();
     writeFileSync(db, "");
-    const store = await openStore({ db }, "write");
+    const store = await openStore({ db, env: {} }, "write");
     expect(await store.threads.list()).toEqual([]);
     expect((store.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     await store.close();
@@ -107,7 +107,7 @@ describe("the store's file", () => {
     const { db } = tempWorkspace();
     await storeWithThread(db);
     const before = readFileSync(db);
-    const store = await openStore({ db }, "read");
+    const store = await openStore({ db, env: {} }, "read");
     expect((await store.threads.get("t1"))?.task).toBe("task");
     await expect(store.inbox.post("t1", "stop", { command: "stop" })).rejects.toThrow(/readonly/);
     await store.close();
@@ -121,7 +121,7 @@ describe("the store's file", () => {
       await storeWithThread(db);
       chmodSync(db, 0o444);
       expect((await openError(db, "write")).message).toMatch(/is read-only/);
-      expect(await (await openStore({ db }, "read")).threads.get("t1")).toBeDefined();
+      expect(await (await openStore({ db, env: {} }, "read")).threads.get("t1")).toBeDefined();
     },
   );
 
@@ -185,7 +185,7 @@ describe("the store's schema version", () => {
     }
     old.close();
 
-    const store = await openStore({ db }, "write");
+    const store = await openStore({ db, env: {} }, "write");
     const results = async () => (await store.recordings.list("t")).map((record) => (record.kind === "tool" ? record.result : undefined));
     expect(await results()).toEqual(["one", "two", "three"]);
     // A task run again (its first call) replaces what its earlier run recorded; others stay.
@@ -230,17 +230,17 @@ describe("the store's schema version", () => {
     await old.close();
     const before = readFileSync(db);
 
-    const reader = await openStore({ db }, "read");
+    const reader = await openStore({ db, env: {} }, "read");
     expect(await reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
     expect(await reader.inbox.after("old", 0)).toEqual([]);
     await reader.close();
     expect(readFileSync(db).equals(before)).toBe(true);
 
-    const writer = await openStore({ db }, "write");
+    const writer = await openStore({ db, env: {} }, "write");
     await writer.inbox.post("old", "stop", { command: "stop" });
     expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     await writer.close();
-    expect((await (await openStore({ db }, "read")).threads.get("old"))?.approval).toBe("ask");
+    expect((await (await openStore({ db, env: {} }, "read")).threads.get("old"))?.approval).toBe("ask");
   });
 
   it("an older store in WAL mode (as every store a run wrote is) is read through its migrated copy, unchanged", async () => {
@@ -254,7 +254,7 @@ describe("the store's schema version", () => {
     const before = readFileSync(db);
     expect(before[18]).toBe(2);
 
-    const reader = await openStore({ db }, "read");
+    const reader = await openStore({ db, env: {} }, "read");
     expect(await reader.threads.get("old")).toMatchObject({ task: "an old task", approval: "ask" });
     await reader.close();
     expect(readFileSync(db).equals(before)).toBe(true);

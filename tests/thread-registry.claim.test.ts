@@ -12,7 +12,7 @@ const NEW_THREAD = { graphFile: "g.yaml", graphName: "g", task: "task", approval
 /** A store (a real SQLite file) with thread `t`, ended with `status`. */
 async function storeWith(status: "paused" | "finished" = "paused"): Promise<{ store: Store; db: string }> {
   const { db } = tempWorkspace();
-  const store = await openStore({ db }, "create");
+  const store = await openStore({ db, env: {} }, "create");
   expect(await store.threads.create({ threadId: "t", ...NEW_THREAD })).toBeUndefined();
   await store.threads.markEnded("t", status, undefined, status === "paused" ? { reason: "breakpoint", node: "a" } : undefined);
   return { store, db };
@@ -58,11 +58,11 @@ describe("the store's schema version 2 (thread owners)", () => {
       VALUES ('t', 'g.yaml', 'g', 'old task', 'ask', '/w', 'running', ${deadPid()}, '2024-01-01', '2024-01-01')`);
     old.close();
 
-    const reader = await openStore({ db }, "read");
+    const reader = await openStore({ db, env: {} }, "read");
     expect(asSeen((await reader.threads.get("t"))!)).toMatchObject({ task: "old task", status: "interrupted" });
     await reader.close();
 
-    const writer = await openStore({ db }, "write");
+    const writer = await openStore({ db, env: {} }, "write");
     expect((writer.saver as SqliteCheckpointSaver).db.pragma("user_version", { simple: true })).toBe(STORE_VERSION);
     expect(STORE_VERSION).toBeGreaterThanOrEqual(2);
     const columns = (

@@ -223,7 +223,7 @@ describe("one owner per thread", () => {
 
   it("a takeover kills a recorded process group only while its id names the same group (its leader's start time)", async () => {
     const { db } = tempWorkspace();
-    const store = await openStore({ db }, "create");
+    const store = await openStore({ db, env: {} }, "create");
     await store.threads.create({ threadId: "t", graphFile: "g.yaml", graphName: "g", task: "", approval: "ask", workspace: "/w" });
     const group = spawn("sleep", ["300"], { detached: true, stdio: "ignore" });
     onCleanup(() => void group.kill("SIGKILL"));

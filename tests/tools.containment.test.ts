@@ -195,7 +195,7 @@ describe("project rules files", () => {
     const ws = makeWorkspace();
     symlinkSync(join(ws.outside, "secret.txt"), join(ws.root, "AGENTS.md"));
     symlinkSync("/proc/self/environ", join(ws.root, "CLAUDE.md"));
-    const prompt = coderSystemPrompt("You are the Coder.", ws.root);
+    const prompt = coderSystemPrompt("You are the Coder.", ws.root, {});
     expect(prompt).not.toContain("top secret");
     expect(prompt).not.toContain("PATH=");
     expect(readRulesFiles(ws.root)).toEqual([]);

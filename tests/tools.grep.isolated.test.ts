@@ -24,7 +24,9 @@ vi.mock("node:child_process", async (importOriginal) => {
  */
 const HUGE = "needle\n".repeat(1_000) + "filler\n".repeat(1_600_000);
 
-const ripgrep = lacks("ripgrep", "the grep tool's ripgrep tests (the in-process engine is still tested)") ? undefined : findRipgrep();
+const ripgrep = lacks("ripgrep", "the grep tool's ripgrep tests (the in-process engine is still tested)")
+  ? undefined
+  : findRipgrep(process.env);
 const SKIP_REASON = "needs ripgrep";
 
 const inProcess = [createGrepTool({ ripgrep: null })];

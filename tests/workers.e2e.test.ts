@@ -16,6 +16,7 @@ import { RunQueue } from "../src/engine/run-queue.js";
 import { cleanEnv, collect, eventually, queueCoderRun, ROOT, runCli, spawnCli } from "./helpers/cli.js";
 import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
 import { onCleanup, tempWorkspace } from "./helpers/workspace.js";
+import { settingsOf } from "../src/config/environment-settings.js";
 
 const STEPS = 3;
 
@@ -80,7 +81,7 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
           workspace: ws.dir,
           model: `scripted:${script}`,
           approval: "auto",
-          env,
+          settings: settingsOf(env),
           cwd: ROOT,
         }),
       ).toBe(thread);

@@ -1,3 +1,4 @@
+import { storeOf, type GlobalOptions } from "./global-options.js";
 import type { BaseMessage } from "@langchain/core/messages";
 import pc from "picocolors";
 import { CancelledError, ConfigError, ExitCode } from "../errors.js";
@@ -14,7 +15,7 @@ import { printable } from "./terminal-text.js";
 import { ChatScreen } from "./chat-screen.js";
 import { withGraphSuggestion } from "./graph-suggestion.js";
 import { inspectCommand } from "./inspect-command.js";
-import { commonRunOptionsOf, dbFlag, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
+import { commonRunOptionsOf, dbFlag, type SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode, CoderMode } from "../state/thread.js";
 import { isApprovalRequest } from "../runtime/approval.js";
 import type { RunOutcome } from "../engine/run-types.js";
@@ -66,7 +67,7 @@ interface QueuedLine {
 /** `loopgraph chat`: an interactive session with a Mediator thread; its Looper runs in the background. */
 export async function chatCommand(options: ChatCommandOptions): Promise<number> {
   if (options.continue && options.thread !== undefined) throw new ConfigError("use either --continue or --thread, not both");
-  const threadId = options.continue ? await lastChatThread(options.db) : options.thread;
+  const threadId = options.continue ? await lastChatThread(options) : options.thread;
   const session = await withGraphSuggestion(options.graph, () =>
     openChat({ graph: options.graph, threadId, workspace: options.workspace, ...commonRunOptionsOf(options) }),
   );
@@ -77,14 +78,14 @@ export async function chatCommand(options: ChatCommandOptions): Promise<number> 
     undefined,
     emit && ((text) => emit({ type: "chat_output", text: withoutColours(text) })),
   );
-  return new ChatController(session, screen, options.db, emit).run();
+  return new ChatController(session, screen, options, emit).run();
 }
 
 /** `--continue`: the store's thread with a Mediator (a chat's, or a `run` of such a graph) that changed last. */
-async function lastChatThread(db: string | undefined): Promise<string> {
-  const threads = (await listThreads({ db })).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+async function lastChatThread(options: GlobalOptions): Promise<string> {
+  const threads = (await listThreads(storeOf(options))).sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
   for (const thread of threads) if (await isMediatorThread(thread)) return thread.threadId;
-  throw new ConfigError(`no chat to continue in this store: start one with loopgraph chat${dbFlag(db)}`);
+  throw new ConfigError(`no chat to continue in this store: start one with loopgraph chat${dbFlag(options.db)}`);
 }
 
 class ChatController {
@@ -106,7 +107,8 @@ class ChatController {
   constructor(
     private readonly session: ChatSession,
     private readonly screen: ChatScreen,
-    private readonly db: string | undefined,
+    /** The command's own: the store the chat is in. */
+    private readonly globals: GlobalOptions,
     /** `--json`: events go out as lines of JSON instead of the screen's text. */
     private readonly emit?: (event: ChatEvent) => void,
   ) {}
@@ -241,7 +243,7 @@ class ChatController {
         void this.leave(ExitCode.Finished);
         return true;
       case "/inspect":
-        await inspectCommand(looper.threadId, { db: this.db }).catch((error: unknown) =>
+        await inspectCommand(looper.threadId, this.globals).catch((error: unknown) =>
           this.screen.line(pc.red(String((error as Error).message ?? error))),
         );
         return true;
@@ -434,7 +436,7 @@ class ChatController {
 
   /** How to come back to this chat: the last one used, or this one by its id. */
   private continueChat(): string {
-    const db = dbFlag(this.db);
+    const db = dbFlag(this.globals.db);
     return `Continue with: loopgraph chat --continue${db}  (or loopgraph chat --thread ${this.session.threadId}${db})`;
   }
 

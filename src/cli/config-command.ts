@@ -1,14 +1,12 @@
 import pc from "picocolors";
 import { approvalFromEnvironment, modeFromEnvironment } from "../config/environment-settings.js";
-import { effectiveSetting, environmentWithConfig, loadConfig, type EffectiveSetting, type LoadedConfig } from "../config/settings.js";
+import { effectiveSetting, loadConfig, resolveSettings, type EffectiveSetting, type LoadedConfig } from "../config/settings.js";
+import type { Settings } from "../config/environment-settings.js";
 import { ConfigError, ExitCode } from "../errors.js";
 import { parseModelSpec } from "../models/spec.js";
 import { modelTimeoutFromEnv } from "../models/timeout.js";
 import { defaultStorePath } from "../project.js";
 import { withoutPassword } from "../runs/url-password.js";
-import type { McpServer } from "../tools/mcp-servers.js";
-import type { Hook } from "../tools/hook-config.js";
-import type { DeclaredSubagent } from "../tools/subagent-config.js";
 
 interface ShownSetting {
   name: string;
@@ -20,17 +18,17 @@ interface ShownSetting {
 }
 
 /** The checks a run makes of the settings that reach it through the environment (the variable's, or a config file's). */
-const RUN_CHECKS: Record<string, (env: NodeJS.ProcessEnv) => unknown> = {
-  model: (env) => env.LOOPGRAPH_MODEL?.trim() && parseModelSpec(env.LOOPGRAPH_MODEL, env),
-  approval: approvalFromEnvironment,
-  mode: modeFromEnvironment,
-  model_timeout: modelTimeoutFromEnv,
+const RUN_CHECKS: Record<string, (settings: Settings) => unknown> = {
+  model: ({ env, providers }) => env.LOOPGRAPH_MODEL?.trim() && parseModelSpec(env.LOOPGRAPH_MODEL, providers),
+  approval: ({ env }) => approvalFromEnvironment(env),
+  mode: ({ env }) => modeFromEnvironment(env),
+  model_timeout: ({ env }) => modelTimeoutFromEnv(env),
 };
 
-/** What a run would say of the setting `name` in `env`, if it would refuse it. */
-function runProblem(name: string, env: NodeJS.ProcessEnv): string | undefined {
+/** What a run with `settings` would say of the setting `name`, if it would refuse it. */
+function runProblem(name: string, settings: Settings): string | undefined {
   try {
-    RUN_CHECKS[name]?.(env);
+    RUN_CHECKS[name]?.(settings);
     return undefined;
   } catch (error) {
     if (error instanceof ConfigError) return error.message;
@@ -77,35 +75,26 @@ export async function configCommand(options: { json?: boolean; db?: string; cwd?
   return exitCode;
 }
 
-/** A JSON list a config setting carries (servers, hooks, subagent types), one item after the other as `item` writes it. */
-function listText<T>(json: string, item: (value: T) => string, separator = ", "): string {
-  try {
-    return (JSON.parse(json) as T[]).map(item).join(separator);
-  } catch {
-    return `not the JSON list loopgraph writes: ${json.slice(0, 60)}`;
-  }
-}
-
 function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string | undefined): ShownSetting[] {
-  const runEnvironment = environmentWithConfig(config, env);
+  const run = resolveSettings(config, env);
   const show = <T>(
     name: string,
     setting: EffectiveSetting<T>,
-    text: (value: T) => string,
+    text: (value: NonNullable<T>) => string,
     fallback: { value?: string; source: string },
   ): ShownSetting => {
-    const problem = runProblem(name, runEnvironment);
+    const problem = runProblem(name, run);
     // A value a run refuses is shown as it was given (a bad model timeout reads as none at all).
     if (problem)
       return {
         name,
-        value: setting.from && runEnvironment[setting.from],
+        value: setting.from && run.env[setting.from],
         source: setting.source,
         ...(setting.from && { from: setting.from }),
         problem,
       };
     return setting.value !== undefined
-      ? { name, value: text(setting.value), source: setting.source, ...(setting.from && { from: setting.from }) }
+      ? { name, value: text(setting.value as NonNullable<T>), source: setting.source, ...(setting.from && { from: setting.from }) }
       : { name, value: fallback.value, source: fallback.source };
   };
   return [
@@ -119,7 +108,7 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
       value: defaultStorePath(config.root),
       source: "default",
     }),
-    show("providers", effectiveSetting(config, env, "providers"), (json) => Object.keys(JSON.parse(String(json)) as object).join(", "), {
+    show("providers", effectiveSetting(config, env, "providers"), (providers) => Object.keys(providers).join(", "), {
       source: "the built-in ones only",
     }),
     show("environment.include", effectiveSetting(config, env, "shellEnvInclude"), String, {
@@ -133,19 +122,19 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
     show(
       "mcp_servers",
       effectiveSetting(config, env, "mcpServers"),
-      (json) => listText<McpServer>(String(json), (server) => `${server.name} (${server.transport})`),
+      (servers) => servers.map((server) => `${server.name} (${server.transport})`).join(", "),
       { source: "none (a graph's mcp_servers: adds its own)" },
     ),
     show(
       "hooks",
       effectiveSetting(config, env, "hooks"),
-      (json) => listText<Hook>(String(json), (hook) => `${hook.event}${hook.tools ? ` (${hook.tools})` : ""}: ${hook.command}`, "; "),
+      (hooks) => hooks.map((hook) => `${hook.event}${hook.tools ? ` (${hook.tools})` : ""}: ${hook.command}`).join("; "),
       { source: "none" },
     ),
     show(
       "subagents",
       effectiveSetting(config, env, "subagents"),
-      (json) => listText<DeclaredSubagent>(String(json), (agent) => `${agent.name}${agent.description ? ` (${agent.description})` : ""}`),
+      (agents) => agents.map((agent) => `${agent.name}${agent.description ? ` (${agent.description})` : ""}`).join(", "),
       { source: "none (a coder node's subagents: adds its own)" },
     ),
     show("mode", effectiveSetting(config, env, "mode"), String, { source: "each Coder node's mode:, else agent" }),

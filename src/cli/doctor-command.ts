@@ -1,3 +1,5 @@
+import type { Settings } from "../config/environment-settings.js";
+import type { GlobalOptions } from "./global-options.js";
 import { execFileSync } from "node:child_process";
 import { existsSync } from "node:fs";
 import pc from "picocolors";
@@ -29,12 +31,9 @@ export interface Check {
   fix?: string;
 }
 
-export interface DoctorOptions {
+export interface DoctorOptions extends GlobalOptions {
   json?: boolean;
-  db?: string;
   cwd?: string;
-  /** The environment with the config files' settings filled in (what a run here would see). */
-  env: NodeJS.ProcessEnv;
 }
 
 const APT = (packages: string) => `${process.getuid?.() === 0 ? "" : "sudo "}apt-get install ${packages}`;
@@ -44,10 +43,10 @@ export async function doctorCommand(options: DoctorOptions): Promise<number> {
   const checks = [
     nodeCheck(),
     gitCheck(),
-    sandboxCheck(options.env),
-    ripgrepCheck(options.env),
-    await storeCheck(options.db, options.env, cwd),
-    modelCheck(options.env),
+    sandboxCheck(options.settings.env),
+    ripgrepCheck(options.settings.env),
+    await storeCheck(options.db, options.settings.env, cwd),
+    modelCheck(options.settings),
     chromiumCheck(),
   ];
   const healthy = checks.every((check) => !check.needed || check.status !== "missing");
@@ -162,7 +161,7 @@ function chromiumCheck(): Check {
       };
 }
 
-function modelCheck(env: NodeJS.ProcessEnv): Check {
+function modelCheck({ env, providers }: Settings): Check {
   const name = "model";
   const configured = env.LOOPGRAPH_MODEL?.trim();
   if (!configured)
@@ -173,13 +172,13 @@ function modelCheck(env: NodeJS.ProcessEnv): Check {
       detail: "none configured: each run takes --model, or its graph's model: (e.g. openai:gpt-4o-mini, with OPENAI_API_KEY)",
     };
   try {
-    const spec = parseModelSpec(configured, env);
+    const spec = parseModelSpec(configured, providers);
     if (spec.provider === "scripted") {
       return existsSync(spec.model)
         ? { name, status: "ok", needed: true, detail: `${configured}: a scripted model, offline` }
         : { name, status: "missing", needed: true, detail: `${configured}: the script file ${spec.model} is not found` };
     }
-    const endpoint = resolveProviderEndpoint(spec, env);
+    const endpoint = resolveProviderEndpoint(spec, env, providers);
     const key = endpoint.apiKeyEnv ? `${endpoint.apiKeyEnv} is set` : "needs no key";
     return { name, status: "ok", needed: true, detail: `${configured}: ${key} (${endpoint.baseURL})` };
   } catch (error) {

@@ -1,7 +1,7 @@
+import { storeOf, type GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
 import { ConfigError } from "../errors.js";
 import { exportScript } from "../replay/export-script.js";
-import type { GlobalOptions } from "./run-commands.js";
 
 /** `loopgraph inspect <thread> --export-script FILE` (with --json: what was written, as JSON). */
 export async function exportScriptCommand(
@@ -10,7 +10,7 @@ export async function exportScriptCommand(
   options: GlobalOptions & { json?: boolean },
 ): Promise<number> {
   if (!threadId) throw new ConfigError("--export-script needs a thread: loopgraph inspect <thread> --export-script FILE");
-  const written = await exportScript(threadId, file, { db: options.db });
+  const written = await exportScript(threadId, file, storeOf(options));
   if (options.json) {
     process.stdout.write(`${JSON.stringify(written)}\n`);
     return 0;

@@ -1,3 +1,4 @@
+import { storeOf, type GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
 import { inTreeOrder } from "../engine/checkpoint-tree.js";
 import type { CheckpointSummary, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
@@ -7,7 +8,6 @@ import { asSeen } from "../runs/thread-registry.js";
 import { printable, printableJson } from "./terminal-text.js";
 import type { RoundTokens } from "./render.js";
 import type { TokenUsage } from "../state/graph-state.js";
-import type { GlobalOptions } from "./run-commands.js";
 
 export interface InspectCommandOptions extends GlobalOptions {
   checkpoint?: string;
@@ -118,7 +118,7 @@ function headTokens(lineage: readonly CheckpointSummary[]): { usage: TokenUsage;
  * a thread's history, a checkpoint's state and `--export-script` load theirs when asked for.
  */
 export async function inspectCommand(threadId: string | undefined, options: InspectCommandOptions): Promise<number> {
-  const store = { db: options.db };
+  const store = storeOf(options);
   if (options.exportScript !== undefined) {
     const { exportScriptCommand } = await import("./export-script-command.js");
     return exportScriptCommand(threadId, options.exportScript, options);

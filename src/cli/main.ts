@@ -1,6 +1,7 @@
 import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
+import { settingsOf, type Settings } from "../config/environment-settings.js";
 import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { packageVersion } from "../package.js";
@@ -75,12 +76,17 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--db <file>", "checkpoint database (default: $LOOPGRAPH_DB, else the project root's .loopgraph/loopgraph.db)")
     .exitOverride();
 
-  const withGlobals = <T extends object>(options: T): T & { db?: string } => ({ ...program.opts<{ db?: string }>(), ...options });
-
   // The configuration files (user, project) fill in the settings the environment does not set,
   // for every command that uses them: not `config` (it shows where each setting comes from), nor
-  // `init`, `completion` and `trust` (they use none, and must work beside a broken file).
+  // `init`, `completion` and `trust` (they use none, and must work beside a broken file). Resolved
+  // once, before the command's action, and handed to it: nothing is written into process.env.
   const ownEnvironment = { ...process.env };
+  let settings: Settings = settingsOf(ownEnvironment);
+  const withGlobals = <T extends object>(options: T): T & { db?: string; settings: Settings } => ({
+    ...program.opts<{ db?: string }>(),
+    settings,
+    ...options,
+  });
   program.hook("preAction", async (_program, action) => {
     // At a terminal, a run or chat first offers to trust what the project holds that is not trusted as it is (not for --json or --queue).
     const { json, queue, workspace } = action.opts<{ json?: boolean; queue?: boolean; workspace?: string }>();
@@ -92,11 +98,10 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     // Without a config file (the usual case) the settings module and its parser are not loaded: a narrow command stays narrow.
     const files = configFiles(process.cwd(), ownEnvironment);
     if (!existsSync(files.user) && !existsSync(files.project)) return;
-    const { loadConfig, environmentWithConfig } = await import("../config/settings.js");
+    const { loadConfig, resolveSettings } = await import("../config/settings.js");
     const config = loadConfig(process.cwd(), ownEnvironment);
     if (config.projectIgnored) process.stderr.write(`loopgraph: ${config.projectIgnored}\n`);
-    const filled = environmentWithConfig(config, ownEnvironment);
-    for (const [name, value] of Object.entries(filled)) if (process.env[name] === undefined) process.env[name] = value;
+    settings = resolveSettings(config, ownEnvironment);
   });
 
   program
@@ -299,7 +304,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
       "check what this machine offers loopgraph (OS sandbox, git, ripgrep, the store, the model's key) and what each missing piece costs; exit 1 when the configuration here needs something missing",
     )
     .option("--json", "print JSON")
-    .action(async (options) => setExitCode(await (await commands.doctor()).doctorCommand({ ...withGlobals(options), env: process.env })));
+    .action(async (options) => setExitCode(await (await commands.doctor()).doctorCommand(withGlobals(options))));
 
   program
     .command("trust [path]")
@@ -323,7 +328,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--no-sandbox", "run stdio servers without the OS sandbox (the config's own servers only)")
     .option("--json", "print JSON")
     .action(async (options: { graph?: string; workspace?: string; sandbox?: boolean; json?: boolean }) =>
-      setExitCode(await (await commands.mcp()).mcpListCommand({ ...options, noSandbox: options.sandbox === false })),
+      setExitCode(await (await commands.mcp()).mcpListCommand(withGlobals({ ...options, noSandbox: options.sandbox === false }))),
     );
 
   program

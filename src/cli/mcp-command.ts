@@ -1,3 +1,4 @@
+import type { GlobalOptions } from "./global-options.js";
 import { realpathSync } from "node:fs";
 import { resolve } from "node:path";
 import pc from "picocolors";
@@ -6,18 +7,17 @@ import { loadGraph, resolveGraphPath } from "../graph/index.js";
 import { trustedGraphMcpServers } from "../graph/mcp-servers.js";
 import { projectRoot } from "../project.js";
 import { McpHub, type McpListing } from "../tools/mcp.js";
-import { mcpServersFromEnv, type McpServer } from "../tools/mcp-servers.js";
+import type { McpServer } from "../tools/mcp-servers.js";
 import { availableSandbox } from "../tools/sandbox.js";
 import { printable } from "./terminal-text.js";
-import { mergeByName } from "../tools/config-variable.js";
+import { mergeByName } from "../tools/merge-by-name.js";
 
-export interface McpListOptions {
+export interface McpListOptions extends GlobalOptions {
   graph?: string;
   workspace?: string;
   json?: boolean;
   noSandbox?: boolean;
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
 }
 
 /**
@@ -27,19 +27,14 @@ export interface McpListOptions {
  */
 export async function mcpListCommand(options: McpListOptions): Promise<number> {
   const cwd = options.cwd ?? process.cwd();
-  const env = options.env ?? process.env;
+  const { env } = options.settings;
   const notes: string[] = [];
   const fromGraph =
     options.graph === undefined
       ? []
       : trustedGraphMcpServers(await loadGraph(resolveGraphPath(options.graph, cwd, undefined, { env, notes })), env, notes);
   for (const note of notes) process.stderr.write(`loopgraph: ${note}\n`);
-  let servers: McpServer[];
-  try {
-    servers = mergeByName(fromGraph, mcpServersFromEnv(env));
-  } catch (error) {
-    throw new ConfigError((error as Error).message);
-  }
+  const servers = mergeByName(fromGraph, options.settings.mcpServers);
   let workspace: string;
   try {
     workspace = realpathSync(resolve(cwd, options.workspace ?? projectRoot(cwd)));

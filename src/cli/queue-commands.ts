@@ -1,3 +1,4 @@
+import { storeOf, type GlobalOptions } from "./global-options.js";
 /** `run --queue`, `worker` and `wait`: runs on a PostgreSQL store, executed by workers on any machine. */
 import pc from "picocolors";
 import { ExitCode } from "../errors.js";
@@ -6,7 +7,7 @@ import { enqueueRun } from "../engine/runner.js";
 import { readRepoWorkspace, resultText } from "../engine/repo-workspace.js";
 import { runWorker, waitForThread } from "../engine/worker.js";
 import type { RunOutcome } from "../engine/run-types.js";
-import { dbFlag, report, runOptionsOf, type GlobalOptions, type RunCommandOptions } from "./run-commands.js";
+import { dbFlag, report, runOptionsOf, type RunCommandOptions } from "./run-commands.js";
 import { printable } from "./terminal-text.js";
 
 /** `run GRAPH --queue`: records the run, queued for a worker, and prints its thread id. */
@@ -43,6 +44,7 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
   try {
     await runWorker({
       db: options.db,
+      settings: options.settings,
       concurrency: options.concurrency,
       noSandbox: options.sandbox === false,
       stop: stop.signal,
@@ -57,7 +59,7 @@ export async function workerCommand(options: WorkerCommandOptions): Promise<numb
 /** `wait THREAD`: follows a run to its end; exits with the run's exit code. */
 export async function waitCommand(threadId: string, options: GlobalOptions & { json?: boolean }): Promise<number> {
   const { record, repo } = await waitForThread(threadId, {
-    db: options.db,
+    ...storeOf(options),
     log: (line) => process.stderr.write(pc.dim(`wait: ${printable(line)}\n`)),
   });
   const status = record.status === "queued" || record.status === "running" ? "interrupted" : record.status;
@@ -90,7 +92,7 @@ export async function waitCommand(threadId: string, options: GlobalOptions & { j
  * terminal, its control characters are shown as text.
  */
 export async function patchCommand(threadId: string, options: GlobalOptions): Promise<number> {
-  const saved = await readRepoWorkspace(threadId, { db: options.db });
+  const saved = await readRepoWorkspace(threadId, storeOf(options));
   const patch = saved.patch ?? Buffer.alloc(0);
   if (process.stdout.isTTY) process.stdout.write(printable(patch.toString("utf8")));
   else process.stdout.write(patch);

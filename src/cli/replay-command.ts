@@ -47,6 +47,7 @@ export async function recordedReplayCommand(threadId: string, options: ReplayCom
       threadId,
       from: options.from,
       db: options.db,
+      settings: options.settings,
       onEvent: sink,
       control,
       onStart: (start) => (json ? out(eventLine({ type: "replay_started", ...start })) : out(describeStart(start))),

@@ -1,8 +1,10 @@
+import { storeOf } from "./global-options.js";
+import type { GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
 import { ConfigError, ExitCode } from "../errors.js";
 import { forkRun } from "../replay/fork.js";
 import { verifyRun, type VerifyResult } from "../replay/verify.js";
-import { withRunUi, type GlobalOptions, type SandboxFlag } from "./run-commands.js";
+import { withRunUi, type SandboxFlag } from "./run-commands.js";
 import type { ApprovalMode, CoderMode } from "../state/thread.js";
 
 export interface ReplayCommandOptions extends GlobalOptions, SandboxFlag {
@@ -47,13 +49,14 @@ function forkCommand(threadId: string, from: string, options: ReplayCommandOptio
       noSandbox: options.sandbox === false,
       modelTimeoutMs: options.modelTimeout,
       db: options.db,
+      settings: options.settings,
       ...ui,
     }),
   );
 }
 
 async function verifyCommand(threadId: string, options: ReplayCommandOptions): Promise<number> {
-  const result = await verifyRun({ threadId, db: options.db });
+  const result = await verifyRun({ threadId, ...storeOf(options) });
   const exitCode = result.consistent ? ExitCode.Finished : ExitCode.Failed;
   if (options.json) {
     process.stdout.write(`${JSON.stringify(result)}\n`);

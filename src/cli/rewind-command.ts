@@ -1,10 +1,10 @@
+import { storeOf, type GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
 import { ConfigError } from "../errors.js";
 import { listSnapshotPoints, restoreWorkspace, type RestoreResult, type SnapshotPoint } from "../snapshots/index.js";
 import type { RewindAction } from "../snapshots/index.js";
 import { clip, table } from "./inspect-command.js";
 import { printable } from "./terminal-text.js";
-import type { GlobalOptions } from "./run-commands.js";
 
 export interface RewindCommandOptions extends GlobalOptions {
   dryRun?: boolean;
@@ -17,7 +17,7 @@ const PAST: Record<RewindAction, string> = { restore: "restored", delete: "delet
 
 /** `loopgraph rewind <thread> <checkpoint> [--dry-run] [--json]` and `loopgraph rewind <thread> --list`. */
 export async function rewindCommand(threadId: string, checkpoint: string | undefined, options: RewindCommandOptions): Promise<number> {
-  const store = { db: options.db };
+  const store = storeOf(options);
   if (options.list) {
     const points = await listSnapshotPoints(threadId, store);
     print(options.json ? JSON.stringify(points, null, 2) : renderPoints(threadId, points));

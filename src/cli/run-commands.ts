@@ -13,10 +13,7 @@ import type { ApprovalAnswer } from "../runtime/approval.js";
 import { type CommonRunOptions, type RunOptions, type RunOutcome } from "../engine/run-types.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
 import { withoutPassword } from "../runs/url-password.js";
-
-export interface GlobalOptions {
-  db?: string;
-}
+import type { GlobalOptions } from "./global-options.js";
 
 /** `--no-sandbox` (commander sets `sandbox: false`). */
 export interface SandboxFlag {
@@ -236,7 +233,7 @@ export function runCommand(graph: string, options: RunCommandOptions): Promise<n
 
 /** The flags every command that runs a thread (`run`, `resume`, `chat`) takes, as run options. */
 export function commonRunOptionsOf(
-  options: Pick<RunCommandOptions, "model" | "approval" | "mode" | "sandbox" | "maxRounds" | "modelTimeout" | "db">,
+  options: Pick<RunCommandOptions, "model" | "approval" | "mode" | "sandbox" | "maxRounds" | "modelTimeout" | "db" | "settings">,
 ): CommonRunOptions {
   return {
     model: options.model,
@@ -246,6 +243,7 @@ export function commonRunOptionsOf(
     maxRounds: options.maxRounds,
     modelTimeoutMs: options.modelTimeout,
     db: options.db,
+    settings: options.settings,
   };
 }
 

@@ -1,12 +1,13 @@
+import { storeOf, type GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
 import { ConfigError } from "../errors.js";
 import { NOTHING_TO_STOP, sendCommand } from "../engine/commands.js";
 import { statusCommand } from "./status-command.js";
-import { dbFlag, type GlobalOptions } from "./run-commands.js";
+import { dbFlag } from "./run-commands.js";
 
 export async function sendCommandCli(threadId: string, words: string[], options: GlobalOptions): Promise<number> {
   const text = words.join(" ");
-  const sent = await sendCommand(threadId, text, { db: options.db });
+  const sent = await sendCommand(threadId, text, storeOf(options));
   const db = dbFlag(options.db);
   if (sent.kind === "message") {
     process.stdout.write(`sent to the Mediator of thread ${sent.threadId} (#${sent.id})\n`);
@@ -40,7 +41,7 @@ export async function threadsListCommand(
   if (options.status !== undefined && !STATUSES.includes(options.status))
     throw new ConfigError(`--status ${options.status}: use one of ${STATUSES.join(", ")}`);
   const { filteredThreads } = await import("../engine/thread-admin.js");
-  const threads = await filteredThreads(options, { db: options.db });
+  const threads = await filteredThreads(options, storeOf(options));
   if (options.json) return (process.stdout.write(`${JSON.stringify(threads, null, 2)}\n`), 0);
   const { threadTable } = await import("./inspect-command.js");
   process.stdout.write(threads.length === 0 ? "no threads match\n" : `${threadTable(threads)}\n`);
@@ -50,7 +51,7 @@ export async function threadsListCommand(
 /** `loopgraph threads delete <thread...>`: each with its loop thread and its artifacts; never one a live process runs. */
 export async function threadsDeleteCommand(threadIds: string[], options: GlobalOptions & { json?: boolean }): Promise<number> {
   const { deleteThreads } = await import("../engine/thread-admin.js");
-  report(await deleteThreads(threadIds, { db: options.db }), options.json);
+  report(await deleteThreads(threadIds, storeOf(options)), options.json);
   return 0;
 }
 
@@ -63,7 +64,7 @@ export async function threadsPruneCommand(
   if (age === undefined) throw new ConfigError(`--older-than ${options.olderThan}: give an age such as 30d, 12h, 2w (s, m, h, d, w)`);
   if (options.status !== undefined && !STATUSES.includes(options.status))
     throw new ConfigError(`--status ${options.status}: use one of ${STATUSES.join(", ")}`);
-  const old = await threadsToPrune(age, options, { db: options.db });
+  const old = await threadsToPrune(age, options, storeOf(options));
   if (options.dryRun) {
     if (options.json) return (process.stdout.write(`${JSON.stringify(old.map((thread) => thread.threadId))}\n`), 0);
     process.stdout.write(
@@ -78,7 +79,7 @@ export async function threadsPruneCommand(
       ? []
       : await deleteThreads(
           old.map((thread) => thread.threadId),
-          { db: options.db },
+          storeOf(options),
         ),
     options.json,
   );

@@ -2,9 +2,9 @@ import { spawn } from "node:child_process";
 import { join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { packageRoot } from "../package.js";
+import { storeOf, type GlobalOptions } from "./global-options.js";
 
-export interface UiCommandOptions {
-  db?: string;
+export interface UiCommandOptions extends GlobalOptions {
   port?: number;
   open?: boolean;
 }
@@ -19,7 +19,7 @@ export async function uiCommand(options: UiCommandOptions): Promise<number> {
   if (!root) throw new ConfigError("loopgraph's package files are not found beside its program: reinstall loopgraph");
   const { startUiServer } = await import("../ui/server.js");
   const server = await startUiServer({
-    ...(options.db !== undefined && { db: options.db }),
+    ...storeOf(options),
     ...(options.port !== undefined && { port: options.port }),
     assetsDir: join(root, "dist", "ui"),
     cli: { node: process.execPath, script: process.argv[1]! },

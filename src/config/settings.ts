@@ -27,15 +27,16 @@ import { existsSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
 import { untrustedReason } from "../trust/trust.js";
 import { parseYamlChecked, readSettingsText, unknownKeyProblem, type Problem, type SettingsCheck } from "../diagnostics/yaml-file.js";
-import { parseModelSpec, PROVIDERS, USER_PROVIDERS_VARIABLE } from "../models/spec.js";
+import { parseModelSpec, PROVIDERS, type UserProvider, type UserProviders } from "../models/spec.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { configFiles, PROJECT_CONFIG } from "../project.js";
 import { isSecretVariable } from "../runs/redact.js";
 import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode } from "../state/thread.js";
-import { checkMcpServers, MCP_SERVERS_VARIABLE, type McpServer } from "../tools/mcp-servers.js";
-import { checkHooks, HOOKS_VARIABLE } from "../tools/hook-config.js";
-import { checkSubagents, SUBAGENTS_VARIABLE, type DeclaredSubagent } from "../tools/subagent-config.js";
-import { mergeByName } from "../tools/config-variable.js";
+import { checkMcpServers, type McpServer } from "../tools/mcp-servers.js";
+import { checkHooks, type Hook } from "../tools/hook-config.js";
+import { checkSubagents, type DeclaredSubagent } from "../tools/subagent-config.js";
+import type { Settings } from "./environment-settings.js";
+import { mergeByName } from "../tools/merge-by-name.js";
 import { storeBackends } from "../store/registry.js";
 
 /** What a configuration file may set. */
@@ -47,20 +48,20 @@ export interface ConfigValues {
   modelTimeoutMs?: number;
   /** A SQLite file's absolute path, or a postgres:// URL. */
   store?: string;
-  /** The user's own OpenAI-compatible providers (their config file only), as the models read them (JSON of name → UserProvider). */
-  providers?: string;
+  /** The user's own OpenAI-compatible providers (their config file only). */
+  providers?: UserProviders;
   /** Variables kept in the agent's environment although named like credentials (the user's file only), comma-separated. */
   shellEnvInclude?: string;
   /** Variables removed from the agent's environment besides the credentials, comma-separated (both files add theirs). */
   shellEnvExclude?: string;
   /** `off`: the agent's commands run without the OS sandbox (the user's file only). */
   sandbox?: string;
-  /** MCP servers (JSON list of McpServer); both files' add up, the project's replacing the user's of the same name. */
-  mcpServers?: string;
-  /** Hooks (JSON list of Hook); both files' run, the user's first. */
-  hooks?: string;
-  /** Subagent types (JSON list of DeclaredSubagent); both files' add up, the project's replacing the user's of the same name. */
-  subagents?: string;
+  /** MCP servers; both files' add up, the project's replacing the user's of the same name. */
+  mcpServers?: McpServer[];
+  /** Hooks; both files' run, the user's first. */
+  hooks?: Hook[];
+  /** Subagent types; both files' add up, the project's replacing the user's of the same name. */
+  subagents?: DeclaredSubagent[];
 }
 
 export interface ConfigFile {
@@ -92,7 +93,7 @@ const PROVIDER_NAME = /^[a-z][a-z0-9_]{0,31}$/;
 const VARIABLE_NAME = /^[A-Z_][A-Z0-9_]*$/;
 
 /** The file's data, checked by hand (a schema library would load with every command): its settings as written, or every problem. */
-function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: NodeJS.ProcessEnv): SettingsCheck<RawConfig> {
+function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, userProviders: UserProviders): SettingsCheck<RawConfig> {
   if (data === null || typeof data !== "object" || Array.isArray(data)) {
     return {
       problems: [{ path: [], at: "value", message: "a config file must be a mapping of settings, e.g. model: openai:gpt-4o-mini" }],
@@ -102,16 +103,17 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
   const raw = data as Record<string, unknown>;
   // A model of a provider this file defines is checked against it.
   const providerProblems = raw.providers === undefined || kind === "project" ? [] : checkProviders(raw.providers);
-  const modelEnv =
+  const providers =
     raw.providers !== undefined && kind === "user" && providerProblems.length === 0
-      ? { ...env, [USER_PROVIDERS_VARIABLE]: providersJson(raw.providers as RawConfig["providers"] & object) }
-      : env;
+      ? providersOf(raw.providers as RawConfig["providers"] & object)
+      : userProviders;
   const approvals: readonly string[] = kind === "project" ? ["ask", "deny"] : APPROVAL_MODES;
   for (const [key, value] of Object.entries(raw)) {
     const bad = (message: string) => problems.push({ path: [key], at: "value", message });
     switch (key) {
       case "model": {
-        const problem = typeof value === "string" ? modelProblem(value, modelEnv) : "model must be provider:model, e.g. openai:gpt-4o-mini";
+        const problem =
+          typeof value === "string" ? modelProblem(value, providers) : "model must be provider:model, e.g. openai:gpt-4o-mini";
         if (problem) bad(problem);
         break;
       }
@@ -157,7 +159,7 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
       case "subagents":
         problems.push(
           ...checkSubagents(value, { ...declarationSource(kind, dir), dir, project: kind === "project" }, (spec) =>
-            modelProblem(spec, modelEnv),
+            modelProblem(spec, providers),
           ).problems,
         );
         break;
@@ -176,9 +178,9 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, env: 
 }
 
 /** What is wrong with a model spec, or undefined. */
-function modelProblem(spec: string, env: NodeJS.ProcessEnv): string | undefined {
+function modelProblem(spec: string, providers: UserProviders): string | undefined {
   try {
-    parseModelSpec(spec, env);
+    parseModelSpec(spec, providers);
     return undefined;
   } catch (error) {
     return (error as Error).message;
@@ -287,19 +289,17 @@ function checkSandbox(value: unknown, kind: ConfigFile["kind"]): Problem[] {
   return problems;
 }
 
-/** The providers as the models read them (see userProviders). */
-function providersJson(providers: NonNullable<RawConfig["providers"]>): string {
-  return JSON.stringify(
-    Object.fromEntries(
-      Object.entries(providers).map(([name, provider]) => [
-        name,
-        {
-          baseURL: provider.base_url,
-          ...(provider.api_key_env && { apiKeyEnv: provider.api_key_env }),
-          ...(provider.default_model && { defaultModel: provider.default_model }),
-        },
-      ]),
-    ),
+/** The providers as the models read them. */
+function providersOf(providers: NonNullable<RawConfig["providers"]>): UserProviders {
+  return Object.fromEntries(
+    Object.entries(providers).map(([name, provider]): [string, UserProvider] => [
+      name,
+      {
+        baseURL: provider.base_url,
+        ...(provider.api_key_env && { apiKeyEnv: provider.api_key_env }),
+        ...(provider.default_model && { defaultModel: provider.default_model }),
+      },
+    ]),
   );
 }
 
@@ -319,10 +319,10 @@ interface RawConfig {
 }
 
 /** A configuration file, checked (ConfigError with `file:line:col` for each problem); undefined when there is none. */
-export function readConfigFile(path: string, kind: ConfigFile["kind"], env: NodeJS.ProcessEnv = process.env): ConfigFile | undefined {
+export function readConfigFile(path: string, kind: ConfigFile["kind"], userProviders: UserProviders = {}): ConfigFile | undefined {
   const text = readSettingsText(path, "config file");
   if (text === undefined) return undefined;
-  const data = parseYamlChecked(text, path, (parsed) => checkConfig(parsed, kind, dirname(path), env));
+  const data = parseYamlChecked(text, path, (parsed) => checkConfig(parsed, kind, dirname(path), userProviders));
   const values: ConfigValues = {};
   // A script's path in the file is taken from the file's folder, as a store's path is.
   if (data.model !== undefined)
@@ -330,16 +330,15 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], env: Node
   if (data.approval !== undefined) values.approval = data.approval;
   if (data.mode !== undefined) values.mode = data.mode;
   if (data.model_timeout !== undefined) values.modelTimeoutMs = parseModelTimeoutSeconds(String(data.model_timeout));
-  if (data.providers !== undefined) values.providers = providersJson(data.providers);
+  if (data.providers !== undefined) values.providers = providersOf(data.providers);
   if (data.environment?.include?.length) values.shellEnvInclude = data.environment.include.join(",");
   if (data.environment?.exclude?.length) values.shellEnvExclude = data.environment.exclude.join(",");
   if (data.sandbox?.enabled === false) values.sandbox = "off";
-  if (data.mcp_servers !== undefined)
-    values.mcpServers = JSON.stringify(checkMcpServers(data.mcp_servers, declarationSource(kind, dirname(path))).servers);
-  if (data.hooks !== undefined) values.hooks = JSON.stringify(checkHooks(data.hooks, declarationSource(kind, dirname(path))).hooks);
+  if (data.mcp_servers !== undefined) values.mcpServers = checkMcpServers(data.mcp_servers, declarationSource(kind, dirname(path))).servers;
+  if (data.hooks !== undefined) values.hooks = checkHooks(data.hooks, declarationSource(kind, dirname(path))).hooks;
   if (data.subagents !== undefined) {
     const source = { ...declarationSource(kind, dirname(path)), dir: dirname(path), project: kind === "project" };
-    values.subagents = JSON.stringify(checkSubagents(data.subagents, source, () => undefined).subagents);
+    values.subagents = checkSubagents(data.subagents, source, () => undefined).subagents;
   }
   if (data.store !== undefined)
     values.store = storeBackends.forLocation(data.store.trim())?.inFolder === false ? data.store : resolve(dirname(path), data.store);
@@ -364,15 +363,14 @@ export interface LoadedConfig {
  */
 export function loadConfig(cwd: string, env: NodeJS.ProcessEnv): LoadedConfig {
   const { root, user: userPath, project: projectPath } = configFiles(cwd, env);
-  const user = readConfigFile(userPath, "user", env);
+  const user = readConfigFile(userPath, "user");
   const untrusted = existsSync(projectPath) ? untrustedReason(projectPath, env) : undefined;
   if (untrusted) {
     const projectIgnored = `${projectPath} is not read (${untrusted}): its settings, hooks, MCP servers and subagents are ignored; review it, then run \`loopgraph trust\``;
     return { root, userPath, projectPath, ...(user && { user }), projectIgnored };
   }
   // The project's model may name one of the user's own providers.
-  const providers = env[USER_PROVIDERS_VARIABLE] ?? user?.values.providers;
-  const project = readConfigFile(projectPath, "project", providers === undefined ? env : { ...env, [USER_PROVIDERS_VARIABLE]: providers });
+  const project = readConfigFile(projectPath, "project", user?.values.providers);
   return { root, userPath, projectPath, ...(user && { user }), ...(project && { project }) };
 }
 
@@ -388,38 +386,33 @@ export interface EffectiveSetting<T> {
   from?: string;
 }
 
-/** The variable of each setting: the environment sets it above the files, and carries the files' value to where it is read. */
-const ENVIRONMENT: Record<SettingName, string> = {
+/** The settings the environment sets too, each by its variable, above the files. */
+type PlainSettingName = Exclude<SettingName, ListSettingName | "providers">;
+/** The settings that are lists of declarations: only the files give them. */
+type ListSettingName = "mcpServers" | "hooks" | "subagents";
+
+/** The variable of each plain setting: the environment sets it above the files, and a run reads the files' value from it (see `resolveSettings`). */
+const ENVIRONMENT: Record<PlainSettingName, string> = {
   model: "LOOPGRAPH_MODEL",
   approval: "LOOPGRAPH_APPROVAL",
   mode: "LOOPGRAPH_MODE",
   modelTimeoutMs: "LOOPGRAPH_MODEL_TIMEOUT",
   store: "LOOPGRAPH_DB",
-  providers: USER_PROVIDERS_VARIABLE,
   shellEnvInclude: "LOOPGRAPH_SHELL_ENV_INCLUDE",
   shellEnvExclude: "LOOPGRAPH_SHELL_ENV_EXCLUDE",
   sandbox: "LOOPGRAPH_SANDBOX",
-  mcpServers: MCP_SERVERS_VARIABLE,
-  hooks: HOOKS_VARIABLE,
-  subagents: SUBAGENTS_VARIABLE,
 };
 
 /** Settings whose values add up over both files (in this order) instead of the project's replacing the user's. */
-const COMBINED: Partial<Record<SettingName, { projectFirst: boolean; combine(values: string[]): string }>> = {
+const COMBINED: { [K in SettingName]?: { projectFirst: boolean; combine(values: NonNullable<ConfigValues[K]>[]): ConfigValues[K] } } = {
   // What the agent's environment loses: a project can only take more out.
   shellEnvExclude: { projectFirst: true, combine: (values) => values.join(",") },
   // Hooks: all run, the user's first.
-  hooks: { projectFirst: false, combine: (values) => JSON.stringify(values.flatMap((value) => JSON.parse(value) as unknown[])) },
+  hooks: { projectFirst: false, combine: (values) => values.flat() },
   // Servers: the project's replace the user's of the same name.
-  mcpServers: {
-    projectFirst: false,
-    combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as McpServer[]))),
-  },
+  mcpServers: { projectFirst: false, combine: (values) => mergeByName(...values) },
   // Subagent types: the project's replace the user's of the same name.
-  subagents: {
-    projectFirst: false,
-    combine: (values) => JSON.stringify(mergeByName(...values.map((value) => JSON.parse(value) as DeclaredSubagent[]))),
-  },
+  subagents: { projectFirst: false, combine: (values) => mergeByName(...values) },
 };
 
 /**
@@ -433,9 +426,9 @@ export function effectiveSetting<K extends SettingName>(
   flag?: ConfigValues[K],
 ): EffectiveSetting<ConfigValues[K]> {
   if (flag !== undefined) return { value: flag, source: "flag" };
-  const variable = ENVIRONMENT[name];
-  const fromEnv = env[variable]?.trim();
-  if (fromEnv) {
+  const variable = (ENVIRONMENT as Partial<Record<SettingName, string>>)[name];
+  const fromEnv = variable === undefined ? undefined : env[variable]?.trim();
+  if (variable !== undefined && fromEnv) {
     const value = name === "modelTimeoutMs" ? parseModelTimeoutSeconds(fromEnv) : fromEnv;
     return { value: value as ConfigValues[K], source: "environment", from: variable };
   }
@@ -445,7 +438,7 @@ export function effectiveSetting<K extends SettingName>(
       (file): file is ConfigFile => file?.values[name] !== undefined,
     );
     if (files.length > 0) {
-      const value = combined.combine(files.map((file) => String(file.values[name]))) as ConfigValues[K];
+      const value = combined.combine(files.map((file) => file.values[name] as NonNullable<ConfigValues[K]>));
       const source = files.some((file) => file.kind === "project") ? "project" : "user";
       return { value, source, from: files.map((file) => file.path).join(" + ") };
     }
@@ -458,17 +451,24 @@ export function effectiveSetting<K extends SettingName>(
 }
 
 /**
- * The environment a command runs with: `env` with the configuration files' settings filled in as
- * the variables loopgraph reads (ENVIRONMENT) where `env` does not set them, so flags > environment > project > user > graph
- * holds wherever those are read (a flag is read before the variable; a graph's model after it).
- * Throws ConfigError for a bad file.
+ * The settings a command runs with, resolved once: flags > environment > project > user > graph
+ * holds wherever they are read (a flag is read before the variable; a graph's model after it).
+ * The plain settings reach the run as the variables that set them: `env` with the files' values
+ * filled in where `env` does not set them (the result only: never process.env). The lists come
+ * typed. Throws ConfigError for a bad file.
  */
-export function environmentWithConfig(config: LoadedConfig, env: NodeJS.ProcessEnv): NodeJS.ProcessEnv {
+export function resolveSettings(config: LoadedConfig, env: NodeJS.ProcessEnv): Settings {
   const filled: NodeJS.ProcessEnv = { ...env };
-  for (const name of Object.keys(ENVIRONMENT) as SettingName[]) {
+  for (const name of Object.keys(ENVIRONMENT) as PlainSettingName[]) {
     const setting = effectiveSetting(config, env, name);
     if (setting.source !== "project" && setting.source !== "user") continue;
     filled[ENVIRONMENT[name]] = name === "modelTimeoutMs" ? String(Number(setting.value) / 1000) : String(setting.value);
   }
-  return filled;
+  return {
+    env: filled,
+    providers: config.user?.values.providers ?? {},
+    mcpServers: effectiveSetting(config, env, "mcpServers").value ?? [],
+    hooks: effectiveSetting(config, env, "hooks").value ?? [],
+    subagents: effectiveSetting(config, env, "subagents").value ?? [],
+  };
 }

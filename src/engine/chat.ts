@@ -104,11 +104,11 @@ function inUseByChat(record: ThreadRecord): string {
 /** Starts a chat thread, or reopens one (`--thread ID`) with the settings it was started with. */
 export async function openChat(options: ChatOptions): Promise<ChatSession> {
   const cwd = options.cwd ?? process.cwd();
-  const store = await openStore({ db: options.db, cwd, env: options.env }, "create");
+  const store = await openStore({ db: options.db, cwd, env: options.settings.env }, "create");
   try {
     const record = options.threadId === undefined ? undefined : await store.threads.get(options.threadId);
     const trustNotes: string[] = [];
-    const forRun = { env: options.env ?? process.env, notes: trustNotes };
+    const forRun = { env: options.settings.env, notes: trustNotes };
     const graph = await loadGraph(record ? record.graphFile : resolveGraphPath(options.graph ?? "monitor", cwd, undefined, forRun));
     if (!mediatorNodeOf(graph)) {
       throw new ConfigError(

@@ -51,7 +51,7 @@ export async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
  * to its loop `<thread>.loop`, queued even before that loop exists (the chat starts it), and
  * free text goes to the Mediator, which answers it in the chat.
  */
-export async function sendCommand(threadId: string, text: string, options: StoreOptions = {}): Promise<SentCommand | SentMessage> {
+export async function sendCommand(threadId: string, text: string, options: StoreOptions): Promise<SentCommand | SentMessage> {
   const command = parseLooperCommand(text);
   const mediator = await withStore(options, "read", async (store) => {
     const record = await requireThread(store, threadId);

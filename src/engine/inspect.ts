@@ -364,7 +364,7 @@ function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry
  * and only the channels whose version differs from the parent's are decoded and diffed. The state
  * is kept only for checkpoints whose children are still to come (one per branch being read).
  */
-export async function threadHistory(threadId: string, options: StoreOptions = {}): Promise<ThreadHistory> {
+export async function threadHistory(threadId: string, options: StoreOptions): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
     const thread = await requireThread(store, threadId);
     const { checkpoints, tree } = await timeline(store, threadId, "");
@@ -390,7 +390,7 @@ export interface NestedTimeline {
 }
 
 /** Every graph nested in the thread's steps (see NestedTimeline), in the order they started. */
-export async function nestedTimelines(threadId: string, options: StoreOptions = {}): Promise<NestedTimeline[]> {
+export async function nestedTimelines(threadId: string, options: StoreOptions): Promise<NestedTimeline[]> {
   return withStore(options, "read", async (store) => {
     await requireThread(store, threadId);
     const namespaces = [
@@ -537,7 +537,7 @@ export async function findCheckpoint(store: Store, threadId: string, idOrPrefix:
 }
 
 /** The full state at one checkpoint (an id, or a unique prefix of one). */
-export async function checkpointState(threadId: string, checkpointId: string, options: StoreOptions = {}): Promise<CheckpointState> {
+export async function checkpointState(threadId: string, checkpointId: string, options: StoreOptions): Promise<CheckpointState> {
   return withStore(options, "read", async (store) => {
     await requireThread(store, threadId);
     const tuple = await findCheckpoint(store, threadId, checkpointId);

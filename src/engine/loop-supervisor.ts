@@ -6,6 +6,7 @@ import type { LooperCommand } from "../state/looper.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { latestValues, withStore, withTables, type StoreOptions } from "../store/store.js";
+import type { Settings } from "../config/environment-settings.js";
 import { hasQueuedTask, hasUnconsumedCommands, looperStatus, loopThreadOf, NOTHING_TO_STOP, startsLoop } from "./commands.js";
 import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
 import type { EventSink } from "../runtime/events.js";
@@ -26,6 +27,8 @@ export interface LoopSupervisorOptions {
   noSandbox?: boolean;
   /** The store of the Mediator's thread; the loop's thread lives in the same one. */
   store: StoreOptions;
+  /** The settings of the command that runs the Mediator (src/config): the loop runs with them too. */
+  commandSettings: Settings;
   /** Events of the loop's runs (the `run` command prints them; `chat` follows the message bus instead). */
   onEvent?: EventSink;
   /** Drains the loop's runs (Ctrl-C of `run`); by default the supervisor's own, see {@link LoopSupervisor.drain}. */
@@ -207,14 +210,16 @@ export class LoopSupervisor implements LooperHandle {
   }
 
   private runSettings() {
-    const { workspace, settings, maxRounds, noSandbox, store, modelTimeoutMs } = this.options;
+    const { workspace, settings, maxRounds, noSandbox, store, commandSettings, modelTimeoutMs } = this.options;
     return {
       workspace,
       ...settings,
       maxRounds,
       noSandbox,
       modelTimeoutMs,
-      ...store,
+      db: store.db,
+      cwd: store.cwd,
+      settings: commandSettings,
       onEvent: this.onLoopEvent,
       control: this.control,
       signal: this.signal,
@@ -222,7 +227,7 @@ export class LoopSupervisor implements LooperHandle {
   }
 
   private resumeLoop(answer?: ApprovalAnswer): Promise<void> {
-    const { settings, maxRounds, noSandbox, store, modelTimeoutMs } = this.options;
+    const { settings, maxRounds, noSandbox, store, commandSettings, modelTimeoutMs } = this.options;
     return this.launch(() =>
       this.options.resume({
         threadId: this.threadId,
@@ -231,7 +236,9 @@ export class LoopSupervisor implements LooperHandle {
         maxRounds,
         noSandbox,
         modelTimeoutMs,
-        ...store,
+        db: store.db,
+        cwd: store.cwd,
+        settings: commandSettings,
         onEvent: this.onLoopEvent,
         control: this.control,
         signal: this.signal,
@@ -258,7 +265,7 @@ export class LoopSupervisor implements LooperHandle {
     const run = AsyncLocalStorageProviderSingleton.getInstance()
       .run(undefined, start)
       .catch((error: unknown): RunOutcome => {
-        if (process.env.LOOPGRAPH_DEBUG) console.error(error);
+        if (this.options.commandSettings.env.LOOPGRAPH_DEBUG) console.error(error);
         const message = error instanceof Error ? error.message : String(error);
         return { threadId: this.threadId, status: "failed", exitCode: 1, error: message.split("\n")[0], state: {} as RunOutcome["state"] };
       })

@@ -18,7 +18,7 @@ import { isAbsolute, join, resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { remoteGit } from "../git/remote.js";
 import { git, GitError, LOOPGRAPH_IDENTITY } from "../git/run.js";
-import { requireThread, withTables } from "../store/tables.js";
+import { requireThread, withTables, type StoreOptions } from "../store/tables.js";
 import type { RepoResult, RepoSource, RepoWorkspaceRecord, RepoWorkspaceTable } from "../runs/repo-workspaces.js";
 import { openSnapshotRepository, type SnapshotRepository } from "../snapshots/shadow-repo.js";
 
@@ -288,11 +288,8 @@ export function resultText(threadId: string, source: RepoSource, result: RepoRes
 }
 
 /** The repository a thread works on and its workspace's saved state (`loopgraph patch`, `wait`), read from the store. */
-export async function readRepoWorkspace(
-  threadId: string,
-  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv },
-): Promise<RepoWorkspaceRecord> {
-  return withTables({ db: options.db, cwd: options.cwd, env: options.env }, "read", async (tables) => {
+export async function readRepoWorkspace(threadId: string, options: StoreOptions): Promise<RepoWorkspaceRecord> {
+  return withTables(options, "read", async (tables) => {
     const record = await requireThread(tables, threadId);
     const saved = await tables.repoWorkspaces?.get(record.threadId);
     if (!saved)

@@ -4,13 +4,15 @@ import type { EventSink } from "../runtime/events.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { ApprovalMode, CoderMode, RunStatus } from "../state/thread.js";
 import type { GraphDefinition } from "../format/types.js";
+import type { Settings } from "../config/environment-settings.js";
 
 /** What every way of running a thread (run, resume, chat, fork, replay) takes. */
 export interface CommonRunOptions {
   /** Database file (`--db`); default LOOPGRAPH_DB or `.loopgraph/loopgraph.db`. */
   db?: string;
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
+  /** What the command was given: the environment with the configuration files' settings (src/config). */
+  settings: Settings;
   /** Run-level model (`--model`); default LOOPGRAPH_MODEL, or for a resume the one recorded. */
   model?: string;
   onEvent?: EventSink;

@@ -29,7 +29,8 @@ export const createLoopSupervisor: LooperFactory = (thread, mediator) =>
     settings: thread.settings,
     maxRounds: thread.options.maxRounds,
     noSandbox: thread.options.noSandbox,
-    store: { db: thread.store.path, cwd: thread.options.cwd, env: thread.options.env },
+    store: { db: thread.store.path, cwd: thread.options.cwd, env: thread.options.settings.env },
+    commandSettings: thread.options.settings,
     onEvent: thread.options.onEvent,
     control: thread.options.control,
     signal: thread.options.signal,
@@ -54,7 +55,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
   const graph = await graphToRun(options, cwd, trustNotes);
   const spec = Thread.newThread(graph, options);
   // A failure of the store (damaged, full, …) is its one line, as every command says it (see storeError).
-  return withStore({ db: options.db, cwd, env: options.env }, "create", async (store) => {
+  return withStore({ db: options.db, cwd, env: options.settings.env }, "create", async (store) => {
     const thread = Thread.prepare(store, graph, spec, options, { looper: createLoopSupervisor, trustNotes });
     const task = options.task ?? "";
     await thread.record(task);
@@ -66,7 +67,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
 
 /** The graph of a new run (a name or path, or a graph already loaded), checked to have the task it needs. */
 async function graphToRun(options: RunOptions, cwd: string, trustNotes: string[] = []): Promise<GraphDefinition> {
-  const forRun = { env: options.env ?? process.env, notes: trustNotes };
+  const forRun = { env: options.settings.env, notes: trustNotes };
   const graph =
     typeof options.graph === "string" ? await loadGraph(resolveGraphPath(options.graph, cwd, undefined, forRun)) : options.graph;
   if (!options.task?.trim() && needsTask(graph)) {
@@ -85,7 +86,7 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   const graph = await graphToRun(options, cwd);
   if (options.maxRounds !== undefined)
     throw new ConfigError("--max-rounds is not kept for a queued run: set max_rounds on the graph's looper node instead");
-  const env = options.env ?? process.env;
+  const env = options.settings.env;
   const where = resolveStore(options.db, env, cwd);
   if (where.backend !== postgresBackend) {
     throw new ConfigError(
@@ -175,7 +176,7 @@ function endedThread(record: ThreadRecord): string {
 /** Continues a paused, interrupted, failed or crashed thread from its last checkpoint. */
 export async function resumeRun(options: ResumeOptions): Promise<RunOutcome> {
   const cwd = options.cwd ?? process.cwd();
-  return withStore({ db: options.db, cwd, env: options.env }, "write", async (store) => {
+  return withStore({ db: options.db, cwd, env: options.settings.env }, "write", async (store) => {
     // The claim comes first: what the thread holds is read as it was when this process took it.
     const record = await requireThread(store, options.threadId);
     // A loop keeps the round limit it started with (`run --max-rounds`), and so does its step limit; `--max-rounds` here overrides it.
@@ -216,7 +217,7 @@ async function repoWorkspaceHooks(
   const source = await table?.get(record.threadId);
   if (!table || !source)
     throw new ConfigError(`thread "${record.threadId}" works on a repository (${record.workspace}) that ${store.path} does not hold`);
-  const env = options.env ?? process.env;
+  const env = options.settings.env;
   const repo = await RepoWorkspace.prepare(table, source, {
     env,
     secrets: store.secrets,

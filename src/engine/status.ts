@@ -24,7 +24,7 @@ export async function commandTarget(store: Pick<StoreTables, "path" | "threads">
 }
 
 /** The Looper status block of a thread, read from its store: no model call, whether it runs or not. */
-export async function looperStatus(threadId: string, options: StoreOptions = {}): Promise<LooperStatus> {
+export async function looperStatus(threadId: string, options: StoreOptions): Promise<LooperStatus> {
   return withTables(options, "read", async (store) => {
     const thread = await commandTarget(store, threadId);
     // A chat whose loop is not started yet: tasks sent to it (`send <chat> "start: …"`) wait in the loop's inbox.

@@ -19,7 +19,7 @@ export interface ThreadFilter {
 }
 
 /** The store's threads (newest first, as readers see them), filtered by status and graph name, at most `limit`. */
-export async function filteredThreads(filter: ThreadFilter, options: StoreOptions = {}): Promise<ThreadSummary[]> {
+export async function filteredThreads(filter: ThreadFilter, options: StoreOptions): Promise<ThreadSummary[]> {
   const threads = (await listThreads(options)).filter(
     (thread) =>
       (filter.status === undefined || thread.status === filter.status) && (filter.graph === undefined || thread.graphName === filter.graph),
@@ -37,7 +37,7 @@ export interface DeletedThread {
  * Deletes threads, each with its linked loop thread (`<thread>.loop`, a chat's) if any. An unknown
  * thread or one a live process runs is a ConfigError (exit 2) before anything is deleted.
  */
-export async function deleteThreads(threadIds: readonly string[], options: StoreOptions = {}): Promise<DeletedThread[]> {
+export async function deleteThreads(threadIds: readonly string[], options: StoreOptions): Promise<DeletedThread[]> {
   return withTables(options, "write", async (store) => {
     for (const threadId of threadIds) {
       const record = await store.threads.get(threadId);
@@ -92,7 +92,7 @@ export function parseAge(text: string): number | undefined {
 export async function threadsToPrune(
   olderThanMs: number,
   filter: ThreadFilter,
-  options: StoreOptions = {},
+  options: StoreOptions,
   now = Date.now(),
 ): Promise<ThreadSummary[]> {
   const threads = await filteredThreads({ ...filter, limit: undefined }, options);

@@ -12,7 +12,7 @@ export interface ThreadSummary extends ThreadRecord {
 }
 
 /** Every thread of the store, as readers show it (a run whose process is gone is interrupted), with its checkpoint count. */
-export async function listThreads(options: StoreOptions = {}): Promise<ThreadSummary[]> {
+export async function listThreads(options: StoreOptions): Promise<ThreadSummary[]> {
   return withTables(options, "read", async (store) => {
     const counts = await store.checkpoints.rootCheckpointCounts();
     return (await store.threads.list()).map((thread) => ({ ...asSeen(thread), checkpoints: counts.get(thread.threadId) ?? 0 }));

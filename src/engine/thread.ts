@@ -29,12 +29,12 @@ import type { SnapshotRepository } from "../snapshots/shadow-repo.js";
 import { createToolStepSnapshots } from "../snapshots/tool-step-hook.js";
 import { availableSandbox, type Sandbox } from "../tools/sandbox.js";
 import { McpHub } from "../tools/mcp.js";
-import { hooksFromEnv, type Hook } from "../tools/hook-config.js";
-import { subagentsFromEnv, type DeclaredSubagent } from "../tools/subagent-config.js";
+import type { Hook } from "../tools/hook-config.js";
+import type { DeclaredSubagent } from "../tools/subagent-config.js";
 import { outputSchemaProblem } from "../tools/complete-task.js";
 import type { ToolContext } from "../tools/types.js";
 import { hooksOf, runEventHooks } from "../runtime/hooks.js";
-import { mcpServersFromEnv, type McpServer } from "../tools/mcp-servers.js";
+import type { McpServer } from "../tools/mcp-servers.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { PolicyRule } from "../state/rules.js";
 import type { CoderMode, ThreadSettings } from "../state/thread.js";
@@ -43,7 +43,7 @@ import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import { EXIT_CODES, failureOutcome, settledOutcome, stepLimit, storeStopOutcome } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
-import { mergeByName } from "../tools/config-variable.js";
+import { mergeByName } from "../tools/merge-by-name.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
 
@@ -169,7 +169,7 @@ export class Thread {
     readonly claimedFrom?: ThreadRecord,
   ) {
     this.cwd = options.cwd ?? process.cwd();
-    this.env = options.env ?? process.env;
+    this.env = options.settings.env;
     // A thread on a repository, recorded for a worker (`run --queue --repo`), has no directory here: it is only recorded.
     const local = !isRepoWorkspace(workspace);
     if (local) ensureStateDir(join(workspace, STATE_DIR));
@@ -182,11 +182,11 @@ export class Thread {
       readable: policy.read,
       writable: policy.write,
     });
-    this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs });
+    this.models = createModelCache(this.cwd, this.env, { idleTimeoutMs: options.modelTimeoutMs, providers: options.settings.providers });
     try {
-      this.mcpServers = mergeByName(trustedGraphMcpServers(graph, this.env, this.untrusted), mcpServersFromEnv(this.env));
-      this.hooks = hooksFromEnv(this.env);
-      this.subagents = subagentsFromEnv(this.env);
+      this.mcpServers = mergeByName(trustedGraphMcpServers(graph, this.env, this.untrusted), options.settings.mcpServers);
+      this.hooks = [...options.settings.hooks];
+      this.subagents = [...options.settings.subagents];
       for (const agent of this.subagents) {
         const problem = agent.output === undefined ? undefined : outputSchemaProblem(agent.output);
         if (problem) throw new Error(`subagent type "${agent.name}" in ${agent.origin}: the output schema ${problem}`);
@@ -217,9 +217,9 @@ export class Thread {
       threadId: options.threadId ?? newThreadId(graph.name),
       workspace,
       settings: {
-        model: absoluteModelSpec(options.model ?? (options.env ?? process.env).LOOPGRAPH_MODEL, cwd),
-        approval: options.approval ?? approvalFromEnvironment(options.env ?? process.env) ?? "ask",
-        ...modeSetting(options.mode ?? modeFromEnvironment(options.env ?? process.env)),
+        model: absoluteModelSpec(options.model ?? options.settings.env.LOOPGRAPH_MODEL, cwd),
+        approval: options.approval ?? approvalFromEnvironment(options.settings.env) ?? "ask",
+        ...modeSetting(options.mode ?? modeFromEnvironment(options.settings.env)),
       },
     };
   }
@@ -514,6 +514,7 @@ export class Thread {
     const signal = event.event === "session_start" ? ctx.signal : new AbortController().signal;
     const tools = (): ToolContext => ({
       workspace,
+      env: this.env,
       artifactsDir: join(workspace, STATE_DIR, "artifacts", threadId),
       sandbox: ctx.sandbox ?? this.sandbox,
       signal,

@@ -17,7 +17,8 @@
  */
 import { RunControl } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
-import { openTables, requireThread, resolveStore } from "../store/tables.js";
+import { openTables, requireThread, resolveStore, type StoreOptions } from "../store/tables.js";
+import type { Settings } from "../config/environment-settings.js";
 import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, type RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
 import { withoutPassword } from "../runs/url-password.js";
@@ -35,7 +36,8 @@ export interface WorkerOptions {
   /** Threads run at once by this worker. */
   concurrency: number;
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
+  /** The worker command's settings (src/config): every run it takes runs with them. */
+  settings: Settings;
   noSandbox?: boolean;
   /** One line per thread taken and ended, for the worker's log. */
   log: (line: string) => void;
@@ -54,7 +56,7 @@ interface ActiveRun {
 }
 
 export async function runWorker(options: WorkerOptions): Promise<void> {
-  const env = options.env ?? process.env;
+  const { env } = options.settings;
   const cwd = options.cwd ?? process.cwd();
   const checkSeconds = positiveNumber(env.LOOPGRAPH_WORKER_CHECK_S) ?? CHECK_S;
   const where = resolveStore(options.db, env, cwd);
@@ -100,7 +102,7 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       options.log(`${threadId}: running`);
       let outcome: RunOutcome;
       try {
-        outcome = await resumeRun({ threadId, db: options.db, cwd, env, control, noSandbox: options.noSandbox });
+        outcome = await resumeRun({ threadId, db: options.db, cwd, settings: options.settings, control, noSandbox: options.noSandbox });
       } catch (error) {
         if (!isConnectionLost(error)) throw error;
         return requeueAfterOutage(threadId, ` (${lostReason(error)})`);
@@ -186,9 +188,9 @@ const WAIT_POLL_MS = 500;
  */
 export async function waitForThread(
   threadId: string,
-  options: { db?: string; cwd?: string; env?: NodeJS.ProcessEnv; log?: (line: string) => void },
+  options: StoreOptions & { log?: (line: string) => void },
 ): Promise<{ record: ThreadRecord; repo?: RepoWorkspaceRecord }> {
-  const tables = await openTables({ db: options.db, cwd: options.cwd, env: options.env }, "read");
+  const tables = await openTables(options, "read");
   const outage = new StoreOutage(options.log ?? (() => undefined), new AbortController().signal);
   try {
     for (;;) {

@@ -14,8 +14,8 @@ const OVERRIDES = ["protocol.ext.allow=never", "core.hooksPath=/dev/null", "core
 /** A clone of a big repository is slow; a hung server is not waited for beyond this (LOOPGRAPH_GIT_TIMEOUT_S). */
 const TIMEOUT_S = 600;
 
-export async function remoteGit(args: string[], options: { cwd: string; env?: NodeJS.ProcessEnv }): Promise<string> {
-  const base = options.env ?? process.env;
+export async function remoteGit(args: string[], options: { cwd: string; env: NodeJS.ProcessEnv }): Promise<string> {
+  const base = options.env;
   const timeoutS = Number(base.LOOPGRAPH_GIT_TIMEOUT_S) > 0 ? Number(base.LOOPGRAPH_GIT_TIMEOUT_S) : TIMEOUT_S;
   // The caller's repository variables would point git elsewhere than the directory it is given.
   const env: NodeJS.ProcessEnv = Object.fromEntries(

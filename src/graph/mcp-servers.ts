@@ -1,7 +1,7 @@
 import type { GraphDefinition } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import type { McpServer } from "../tools/mcp-servers.js";
-import { mergeByName } from "../tools/config-variable.js";
+import { mergeByName } from "../tools/merge-by-name.js";
 import { untrustedReason } from "../trust/trust.js";
 
 /** The MCP servers a graph and the graphs inside it declare (an outer graph's replacing an inner one's of the same name). */

@@ -42,26 +42,12 @@ export interface UserProvider extends ProviderPreset {
   defaultModel?: string;
 }
 
-/** The variable that carries the user's providers (JSON, name → UserProvider) from their config file to every layer. */
-export const USER_PROVIDERS_VARIABLE = "LOOPGRAPH_PROVIDERS";
-
-/** The providers the user defined; a value that is not their JSON is a ConfigError. */
-export function userProviders(env: NodeJS.ProcessEnv = process.env): Record<string, UserProvider> {
-  const text = env[USER_PROVIDERS_VARIABLE]?.trim();
-  if (!text) return {};
-  try {
-    const parsed = JSON.parse(text) as unknown;
-    if (parsed && typeof parsed === "object" && !Array.isArray(parsed)) return parsed as Record<string, UserProvider>;
-  } catch {
-    // reported below
-  }
-  throw new ConfigError(`${USER_PROVIDERS_VARIABLE} is not the JSON of providers: define providers in your config file instead`);
-}
+/** The providers the user defined in their config file, by name. */
+export type UserProviders = Readonly<Record<string, UserProvider>>;
 
 /** Parses `provider:model` (or a user provider's name alone, for its default model); throws a one-line ConfigError naming the valid providers. */
-export function parseModelSpec(spec: string, env: NodeJS.ProcessEnv = process.env): ModelSpec {
+export function parseModelSpec(spec: string, users: UserProviders = {}): ModelSpec {
   const colon = spec.indexOf(":");
-  const users = userProviders(env);
   const named = colon > 0 ? spec.slice(0, colon) : colon < 0 && users[spec.trim()] ? spec.trim() : "";
   const provider = PROVIDER_ALIASES[named] ?? named;
   const model = (colon > 0 ? spec.slice(colon + 1).trim() : "") || (users[provider]?.defaultModel ?? "");
@@ -103,11 +89,11 @@ export const OFFLINE_MODEL_HINT = "loopgraph demo";
  * Base URL and key of a network provider, from `env` only: `<NAME>_BASE_URL` overrides the base URL.
  * A missing key is a one-line ConfigError naming the variable to set.
  */
-export function resolveProviderEndpoint(spec: ModelSpec, env: NodeJS.ProcessEnv): ProviderEndpoint {
+export function resolveProviderEndpoint(spec: ModelSpec, env: NodeJS.ProcessEnv, users: UserProviders = {}): ProviderEndpoint {
   const preset =
     spec.provider === "openai"
       ? OPENAI_ENDPOINT
-      : (NATIVE_PROVIDERS[spec.provider] ?? PROVIDER_PRESETS[spec.provider] ?? userProviders(env)[spec.provider]);
+      : (NATIVE_PROVIDERS[spec.provider] ?? PROVIDER_PRESETS[spec.provider] ?? users[spec.provider]);
   if (!preset) throw new ConfigError(`"${spec.provider}" is not a network model provider`);
   const baseURL = env[`${spec.provider.toUpperCase()}_BASE_URL`]?.trim() || preset.baseURL;
   if (!preset.apiKeyEnv) return { baseURL, apiKey: UNUSED_API_KEY };

@@ -19,7 +19,7 @@ export interface ScriptExport {
  * run with `--model scripted:FILE` gives every node the answers it had, whatever the order of
  * parallel calls.
  */
-export async function exportScript(threadId: string, file: string, options: StoreOptions = {}): Promise<ScriptExport> {
+export async function exportScript(threadId: string, file: string, options: StoreOptions): Promise<ScriptExport> {
   return withStore(options, "read", async (store) => {
     await requireThread(store, threadId);
     const responses: ScriptedResponse[] = [];

@@ -37,7 +37,7 @@ interface BranchStart {
  */
 export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
   const edits = (options.set ?? []).map(parseStateEdit);
-  const store = await openStore({ db: options.db, cwd: options.cwd, env: options.env }, "write");
+  const store = await openStore({ db: options.db, cwd: options.cwd, env: options.settings.env }, "write");
   try {
     const record = await requireThread(store, options.threadId);
     const from = await findCheckpoint(store, record.threadId, options.from);

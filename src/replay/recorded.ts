@@ -1,4 +1,5 @@
 import { EXIT_CODES } from "../engine/outcome.js";
+import type { Settings } from "../config/environment-settings.js";
 import type { RunControl } from "@langchain/langgraph";
 import { checkpointState, threadHistory, type CheckpointSummary } from "../engine/inspect.js";
 import type { EventSink } from "../runtime/events.js";
@@ -21,8 +22,10 @@ import { lineage } from "./lineage.js";
 import { createReplayThread } from "./scratch-thread.js";
 import { type CommonRunOptions } from "../engine/run-types.js";
 
-export interface RecordedReplayOptions extends StoreOptions {
+export interface RecordedReplayOptions extends Omit<StoreOptions, "env"> {
   threadId: string;
+  /** The command's settings (src/config). */
+  settings: Settings;
   /** A root checkpoint of the thread (an id or a unique prefix); default: the thread's first. */
   from?: string;
   onEvent?: EventSink;
@@ -69,7 +72,7 @@ const RECORDED_EXIT_CODES: Record<ThreadRecord["status"], number> = { ...EXIT_CO
  * where the replay departs from the record.
  */
 export async function replayRecorded(options: RecordedReplayOptions): Promise<RecordedReplayResult> {
-  const storeOptions: StoreOptions = { db: options.db, cwd: options.cwd, env: options.env };
+  const storeOptions: StoreOptions = { db: options.db, cwd: options.cwd, env: options.settings.env };
   const history = await threadHistory(options.threadId, storeOptions);
   const original = history.thread;
   const from = options.from ? (await checkpointState(original.threadId, options.from, storeOptions)).checkpointId : undefined;
@@ -101,7 +104,9 @@ export async function replayRecorded(options: RecordedReplayOptions): Promise<Re
       const abort = new AbortController();
       const source = new RecordSource(records, { complete, abort, stepOf: rootStepOf(store, replayThreadId) });
       const runOptions: CommonRunOptions = {
-        ...storeOptions,
+        db: options.db,
+        cwd: options.cwd,
+        settings: options.settings,
         // A replay stopped at a divergence fails its node: the summary says why, not an error line.
         onEvent: (event) => (event.type === "error" && abort.signal.aborted ? undefined : options.onEvent?.(event)),
         control: options.control,

@@ -1,7 +1,7 @@
 import { existsSync } from "node:fs";
 import { join, relative } from "node:path";
 import { ConfigError } from "../errors.js";
-import { createModel, modelTimeoutFromEnv } from "../models/index.js";
+import { createModel, modelTimeoutFromEnv, type UserProviders } from "../models/index.js";
 import { OFFLINE_MODEL_HINT } from "../models/spec.js";
 import type { EffectKind, Recorder } from "../runs/recordings.js";
 import type { ChatModel } from "../models/types.js";
@@ -61,7 +61,7 @@ export interface RunContext {
   /** Directory the nodes work in (`--workspace`). */
   workspace: string;
   /** The run's environment (loopgraph's own, not the agent's): its user config folder holds the projects the user trusts. */
-  env?: NodeJS.ProcessEnv;
+  env: NodeJS.ProcessEnv;
   /** The thread's run-level model and approval mode (`--model`, `--approval`, or those recorded with the thread). */
   settings: ThreadSettings;
   /** The user's policy rules (`.loopgraph/policy.yaml`). */
@@ -124,6 +124,8 @@ export function noModelMessage(graphName: string, cwd: string): string {
 export interface ModelCacheOptions {
   /** Network models: an attempt that receives no data for this long is abandoned and retried (default LOOPGRAPH_MODEL_TIMEOUT, else 120 s). */
   idleTimeoutMs?: number;
+  /** The user's own providers (their config file). */
+  providers?: UserProviders;
 }
 
 /**
@@ -133,10 +135,11 @@ export interface ModelCacheOptions {
 export function createModelCache(cwd: string, env: NodeJS.ProcessEnv, options: ModelCacheOptions = {}): (spec: string) => ChatModel {
   const models = new Map<string, ChatModel>();
   const idleTimeoutMs = options.idleTimeoutMs ?? modelTimeoutFromEnv(env);
+  const { providers } = options;
   return (spec) => {
     let model = models.get(spec);
     if (!model) {
-      model = createModel(spec, { cwd, env, idleTimeoutMs });
+      model = createModel(spec, { cwd, env, providers, idleTimeoutMs });
       models.set(spec, model);
     }
     return model;

@@ -142,10 +142,11 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   }
 
   const policyCall = { name: call.name, args: call.args };
-  const sandbox = ctx.sandbox ?? availableSandbox();
+  const sandbox = ctx.sandbox ?? availableSandbox(ctx.env);
   const policy = { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name };
   const toolContext = (): ToolContext => ({
     workspace: ctx.workspace,
+    env: ctx.env,
     artifactsDir: options.artifactsDir,
     signal: ctx.signal,
     resultBudgetChars: options.resultBudgetChars,

@@ -54,7 +54,7 @@ export interface SnapshotPoint {
 export async function restoreWorkspace(
   threadId: string,
   checkpointId: string,
-  options: RestoreOptions & StoreOptions = {},
+  options: RestoreOptions & StoreOptions,
 ): Promise<RestoreResult> {
   return withStore(options, "read", (store) => restoreWorkspaceInStore(store, threadId, checkpointId, options));
 }
@@ -106,7 +106,7 @@ export async function restoreWorkspaceInStore(
 }
 
 /** The steps a thread's workspace can be rewound to, in the order they ran. */
-export async function listSnapshotPoints(threadId: string, options: StoreOptions = {}): Promise<SnapshotPoint[]> {
+export async function listSnapshotPoints(threadId: string, options: StoreOptions): Promise<SnapshotPoint[]> {
   return withStore(options, "read", async (store) => {
     await requireThread(store, threadId);
     const snapshots = await requireSnapshots(store, threadId);
@@ -148,7 +148,7 @@ const PATCH_MAX_CHARS = 200_000;
  * snapshots), in the order they ran; none for a thread without snapshots or whose workspace is
  * gone (`problem` says why).
  */
-export async function stepDiffs(threadId: string, options: StoreOptions = {}): Promise<{ diffs: StepDiff[]; problem?: string }> {
+export async function stepDiffs(threadId: string, options: StoreOptions): Promise<{ diffs: StepDiff[]; problem?: string }> {
   return withStore(options, "read", async (store) => {
     const thread = await requireThread(store, threadId);
     const snapshots = (await store.snapshots.list(threadId)).filter(

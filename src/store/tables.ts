@@ -44,13 +44,13 @@ export function resolveStore(db: string | undefined, env: NodeJS.ProcessEnv, cwd
 export interface StoreOptions {
   db?: string;
   cwd?: string;
-  env?: NodeJS.ProcessEnv;
+  /** The command's environment (its settings' `env`). */
+  env: NodeJS.ProcessEnv;
 }
 
 /** The store's location resolved, and the environment it is opened with. */
 export function locateStore(options: StoreOptions): StoreLocation & { env: NodeJS.ProcessEnv } {
-  const env = options.env ?? process.env;
-  return { ...resolveStore(options.db, env, options.cwd ?? process.cwd()), env };
+  return { ...resolveStore(options.db, options.env, options.cwd ?? process.cwd()), env: options.env };
 }
 
 /** Opens the store's tables, with the backend its location names. */

@@ -69,13 +69,13 @@ function isExecutableFile(path: string): boolean {
 }
 
 /** The ripgrep binary to use: `LOOPGRAPH_RG` when set (`off` or empty: none), else `rg` on the PATH. */
-export function findRipgrep(env: NodeJS.ProcessEnv = process.env): string | undefined {
+export function findRipgrep(env: NodeJS.ProcessEnv): string | undefined {
   const override = env[RIPGREP_ENV];
   if (override !== undefined) return override === "" || override === "off" ? undefined : override;
   return programOnPath("rg", env);
 }
 
-function programOnPath(name: string, env: NodeJS.ProcessEnv = process.env): string | undefined {
+function programOnPath(name: string, env: NodeJS.ProcessEnv): string | undefined {
   return (env.PATH ?? "")
     .split(delimiter)
     .filter(Boolean)
@@ -117,12 +117,8 @@ function walkArgs(scope: Scope): string[] {
   return args;
 }
 
-/** ripgrep's environment: ours without a config file pointer (`--no-config` ignores it too). */
-function ripgrepEnv(): NodeJS.ProcessEnv {
-  const env = { ...process.env };
-  delete env.RIPGREP_CONFIG_PATH;
-  return env;
-}
+/** ripgrep's environment: none of ours (it is started by its path, and `--no-config` reads no config file). */
+const RIPGREP_ENVIRONMENT: NodeJS.ProcessEnv = {};
 
 /** A path as ripgrep prints it (relative to the workspace, `./` first when the root is searched), as a workspace-relative path. */
 function fromRipgrep(path: string): string {
@@ -194,7 +190,7 @@ interface RipgrepRun {
 }
 
 function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext): RipgrepRun {
-  const child = spawn(rg, [...args, "--", scope.rgPath], { cwd: scope.cwd, env: ripgrepEnv(), stdio: ["ignore", "pipe", "pipe"] });
+  const child = spawn(rg, [...args, "--", scope.rgPath], { cwd: scope.cwd, env: RIPGREP_ENVIRONMENT, stdio: ["ignore", "pipe", "pipe"] });
   const onAbort = () => child.kill();
   ctx.signal?.addEventListener("abort", onAbort);
   let stderr = "";
@@ -453,7 +449,7 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
  * rules as ripgrep's walk). Without `find` on the PATH, the `rg --files` listing.
  */
 function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
-  const find = programOnPath("find");
+  const find = programOnPath("find", ctx.env);
   if (!find) return listLeftOut(rg, scope, ctx, false);
   const pruned = [...ALWAYS_SKIPPED_NAMES].flatMap((name, index) => [...(index > 0 ? ["-o"] : []), "-name", name]);
   // `./` first: find takes an argument starting with `-` for an expression.
@@ -763,7 +759,7 @@ export function createGrepTool(options: GrepToolOptions = {}): ToolDefinition<z.
     schema,
     async run({ pattern, path = ".", glob, case_insensitive = false }, ctx) {
       const root = await statInWorkspace(ctx.workspace, path);
-      const ripgrep = options.ripgrep === undefined ? findRipgrep() : (options.ripgrep ?? undefined);
+      const ripgrep = options.ripgrep === undefined ? findRipgrep(ctx.env) : (options.ripgrep ?? undefined);
       const query = { pattern, caseInsensitive: case_insensitive };
       const where = `for ${JSON.stringify(pattern)} in ${root.relative}${glob ? ` (files matching ${glob})` : ""}`;
       if (!ripgrep || !root.stats.isDirectory()) {

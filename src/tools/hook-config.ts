@@ -18,7 +18,6 @@
  */
 import type { Problem } from "../diagnostics/yaml-file.js";
 import { mappingEntry, unknownKeyProblem } from "../diagnostics/yaml-file.js";
-import { jsonListVariable } from "./config-variable.js";
 
 export const HOOK_EVENTS = ["session_start", "before_tool", "after_tool", "stop", "error"] as const;
 export type HookEvent = (typeof HOOK_EVENTS)[number];
@@ -35,9 +34,6 @@ export interface Hook {
   /** The file it was declared in. */
   origin: string;
 }
-
-/** The variable that carries the config files' hooks (JSON list of Hook) to where runs read them. */
-export const HOOKS_VARIABLE = "LOOPGRAPH_HOOKS";
 
 const HOOK_KEYS = ["command", "tools", "timeout"];
 const DEFAULT_TIMEOUT_SECONDS = 60;
@@ -89,14 +85,4 @@ export function checkHooks(value: unknown, source: { trusted: boolean; origin: s
     });
   }
   return { hooks, problems };
-}
-
-/** The hooks carried in HOOKS_VARIABLE; a bad value is an error naming the variable. */
-export function hooksFromEnv(env: NodeJS.ProcessEnv): Hook[] {
-  return jsonListVariable<Hook>(
-    env,
-    HOOKS_VARIABLE,
-    "hooks",
-    (hook) => (HOOK_EVENTS as readonly string[]).includes(hook.event as string) && typeof hook.command === "string",
-  );
 }

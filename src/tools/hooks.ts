@@ -31,7 +31,7 @@ const clip = (text: string) =>
  */
 export async function runHook(hook: Hook, input: object, ctx: ToolContext): Promise<HookOutcome> {
   // Where the shell tool would run it (its default: the best this machine has), a project's only in bubblewrap with the workspace read-only.
-  const sandbox = sandboxForDeclared(ctx.sandbox ?? availableSandbox(), hook.trusted, process.env);
+  const sandbox = sandboxForDeclared(ctx.sandbox ?? availableSandbox(ctx.env), hook.trusted, ctx.env);
   if (!sandbox) {
     const why = ctx.sandbox?.name === "off" ? "the sandbox is off for this run" : "no OS sandbox can start here";
     return {

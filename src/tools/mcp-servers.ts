@@ -21,7 +21,6 @@
  */
 import type { Problem } from "../diagnostics/yaml-file.js";
 import { mappingEntry } from "../diagnostics/yaml-file.js";
-import { jsonListVariable } from "./config-variable.js";
 
 interface McpServerCommon {
   name: string;
@@ -51,9 +50,6 @@ export interface McpHttpServer extends McpServerCommon {
 }
 
 export type McpServer = McpStdioServer | McpHttpServer;
-
-/** The variable that carries the config files' servers (JSON list of McpServer) to where runs read them. */
-export const MCP_SERVERS_VARIABLE = "LOOPGRAPH_MCP_SERVERS";
 
 const DEFAULT_TIMEOUT_SECONDS = 60;
 const SERVER_KEYS = ["command", "args", "env", "sandbox", "network", "timeout", "url", "headers"];
@@ -161,11 +157,6 @@ export function checkMcpServers(
     }
   }
   return { servers, problems };
-}
-
-/** The servers carried in `MCP_SERVERS_VARIABLE` (set by the config files, or by the user); a bad value is an error naming the variable. */
-export function mcpServersFromEnv(env: NodeJS.ProcessEnv): McpServer[] {
-  return jsonListVariable<McpServer>(env, MCP_SERVERS_VARIABLE, "mcp_servers", (server) => typeof server.name === "string");
 }
 
 /** `${VAR}` references replaced by loopgraph's variables (an unset one is an error naming it). */

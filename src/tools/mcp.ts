@@ -38,8 +38,8 @@ export interface McpHubOptions {
   workspace: string;
   /** The run's sandbox: a stdio server runs in it unless the user's own declaration says otherwise. */
   sandbox: Sandbox;
-  /** loopgraph's environment (default `process.env`). */
-  env?: NodeJS.ProcessEnv;
+  /** loopgraph's environment (the run's settings'). */
+  env: NodeJS.ProcessEnv;
 }
 
 interface Connection {
@@ -68,7 +68,7 @@ export class McpHub {
     readonly servers: readonly McpServer[],
     private readonly options: McpHubOptions,
   ) {
-    this.env = options.env ?? process.env;
+    this.env = options.env;
   }
 
   /** The tools of the named servers; a server that cannot start or answer is listed as unavailable. */

@@ -166,7 +166,7 @@ const problems = new Map<string, SandboxProblem | undefined>();
  * the program), or undefined when it can: not installed, or not allowed to create namespaces (a
  * kernel or AppArmor setting can forbid unprivileged user namespaces).
  */
-export function sandboxProblem(env: NodeJS.ProcessEnv = process.env): SandboxProblem | undefined {
+export function sandboxProblem(env: NodeJS.ProcessEnv): SandboxProblem | undefined {
   const program = env.LOOPGRAPH_BWRAP || "bwrap";
   if (!problems.has(program)) problems.set(program, bubblewrapProblem(program));
   return problems.get(program);
@@ -176,7 +176,7 @@ export function sandboxProblem(env: NodeJS.ProcessEnv = process.env): SandboxPro
  * The sandbox for this run: bubblewrap where it can start, `off` when the user waived it, else
  * `none`.
  */
-export function availableSandbox(env: NodeJS.ProcessEnv = process.env, options: SandboxOptions & { noSandbox?: boolean } = {}): Sandbox {
+export function availableSandbox(env: NodeJS.ProcessEnv, options: SandboxOptions & { noSandbox?: boolean } = {}): Sandbox {
   if (sandboxWaived(env, options.noSandbox)) return SANDBOX_OFF;
   if (sandboxProblem(env) !== undefined) return NO_SANDBOX;
   const program = env.LOOPGRAPH_BWRAP || "bwrap";

@@ -240,11 +240,11 @@ async function runCommand(
   stderr: OutputCapture,
 ): Promise<Ending> {
   // Credentials are loopgraph's, not the agent's: a command printing them would put them in the run's state and artifacts.
-  const sandbox = ctx.sandbox ?? availableSandbox();
+  const sandbox = ctx.sandbox ?? availableSandbox(ctx.env);
   const sandboxed = sandbox.wrap(
     watchedBash(command, sandbox.scope),
     ctx.workspace,
-    agentEnvironment(process.env),
+    agentEnvironment(ctx.env),
     options.readOnly ?? protectedPaths(ctx.workspace),
   );
   // Its own process group: a timeout or cancellation kills the whole tree (with bubblewrap, its PID namespace).

@@ -21,7 +21,6 @@ import { realpathSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import type { Problem } from "../diagnostics/yaml-file.js";
 import { mappingEntry } from "../diagnostics/yaml-file.js";
-import { jsonListVariable } from "./config-variable.js";
 import { TOOL_NAMES } from "./types.js";
 import { isInside } from "./workspace-paths.js";
 
@@ -52,15 +51,12 @@ export interface SubagentType {
   output?: Record<string, unknown>;
 }
 
-/** A subagent type as a config file declares it, carried to runs in SUBAGENTS_VARIABLE. */
+/** A subagent type as a config file declares it. */
 export interface DeclaredSubagent extends SubagentType {
   name: string;
   /** The file it was declared in. */
   origin: string;
 }
-
-/** The variable that carries the config files' subagent types (JSON list of DeclaredSubagent) to runs. */
-export const SUBAGENTS_VARIABLE = "LOOPGRAPH_SUBAGENTS";
 
 const SUBAGENT_KEYS = ["description", "prompt", "tools", "max_steps", "model", "output"];
 
@@ -151,14 +147,4 @@ function promptProblem(file: string, source: { dir: string; project: boolean }):
   if (source.project && !isInside(realpathSync(source.dir), real))
     return `a project's prompt file must be inside the project (${file} is not)`;
   return undefined;
-}
-
-/** The types carried in SUBAGENTS_VARIABLE; a bad value is an error naming the variable. */
-export function subagentsFromEnv(env: NodeJS.ProcessEnv): DeclaredSubagent[] {
-  return jsonListVariable<DeclaredSubagent>(
-    env,
-    SUBAGENTS_VARIABLE,
-    "subagents",
-    (agent) => typeof agent.name === "string" && typeof agent.origin === "string",
-  );
 }

@@ -54,6 +54,8 @@ export interface TodoItem {
 export interface ToolContext {
   /** Absolute, symlink-resolved workspace root. Every path a tool touches must stay inside it. */
   workspace: string;
+  /** loopgraph's environment (the run's settings'), never the agent's: the agent's commands get what its policy keeps of it (environment.ts). */
+  env: NodeJS.ProcessEnv;
   /** Where oversized results are saved: `.loopgraph/artifacts/<thread>/` (absolute). */
   artifactsDir: string;
   signal?: AbortSignal;

@@ -67,7 +67,7 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   const index = join(options.assetsDir, "index.html");
   if (!existsSync(index)) throw new ConfigError(`the web inspector's pages are not built (${index} is missing): run npm run build`);
   const token = randomBytes(24).toString("hex");
-  const store: StoreOptions = { ...(options.db !== undefined && { db: options.db }) };
+  const store: StoreOptions = { ...(options.db !== undefined && { db: options.db }), env: options.env };
   const pollMs = options.pollMs ?? 500;
   let port = 0;
   const live = new Set<ServerResponse>();

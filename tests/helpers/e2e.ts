@@ -212,12 +212,12 @@ export function gatedScript(ws: { root: string }, fixture: string): { script: st
 
 /** What `loopgraph inspect <thread> --json` prints, read in-process. */
 export async function historyOf(db: string, thread: string): Promise<ThreadHistory> {
-  return asJson(await threadHistory(thread, { db }));
+  return asJson(await threadHistory(thread, { db, env: {} }));
 }
 
 /** What `loopgraph inspect <thread> --checkpoint <id> --json` prints as `values`, read in-process. */
 export async function stateAt<T = Record<string, unknown>>(db: string, thread: string, checkpointId: string): Promise<T> {
-  return asJson((await checkpointState(thread, checkpointId, { db })).values) as T;
+  return asJson((await checkpointState(thread, checkpointId, { db, env: {} })).values) as T;
 }
 
 /** The full state at a thread's last checkpoint (the newest checkpoint `inspect` lists). */
@@ -233,12 +233,12 @@ export async function finalState<T = Record<string, unknown>>(db: string, thread
  * exited without recording its end.
  */
 export async function recordedStatus(db: string, thread: string): Promise<ThreadRecord["status"] | undefined> {
-  return withStore({ db }, "read", async (store) => (await store.threads.get(thread))?.status);
+  return withStore({ db, env: {} }, "read", async (store) => (await store.threads.get(thread))?.status);
 }
 
 /** What `loopgraph inspect --json` prints: every thread of the store. */
 export async function threadsOf(db: string): Promise<ThreadSummary[]> {
-  return asJson(await listThreads({ db }));
+  return asJson(await listThreads({ db, env: {} }));
 }
 
 /** The value as the CLI's JSON output carries it. */

@@ -45,6 +45,7 @@ function createToolWorkspace(
   // The tools as loopgraph runs them without an OS sandbox (tests/tools.sandbox.test.ts runs the shell inside one).
   const ctx: ToolContext = {
     workspace: root,
+    env: process.env,
     artifactsDir: join(root, ".loopgraph", "artifacts", "thread-1"),
     sandbox: options.sandbox ?? NO_SANDBOX,
     ...(options.secrets ? { secrets: options.secrets } : {}),

@@ -55,6 +55,7 @@ import { isApprovalRequest, type ApprovalAnswer, type ApprovalRequest } from "..
 import { startMockOpenAI, type MockBehaviour, type MockOpenAIServer } from "../helpers/mock-openai.js";
 import { createWorkspace } from "../helpers/workspace.js";
 import { CANARY_VARIABLES, type Attack, type AttackCall, type AttackClass, type SetupStep } from "./vocabulary.js";
+import { settingsOf } from "../../src/config/environment-settings.js";
 
 export { ATTACK_CLASSES, CANARY_VARIABLES, MODES, newCanaryEnvironment } from "./vocabulary.js";
 export type { Attack, AttackCall, AttackClass, SetupStep } from "./vocabulary.js";
@@ -687,7 +688,13 @@ async function converse(
 ): Promise<Conversation> {
   const log: CallLog = { ran: new Map(), results: [] };
   const onEvent = callLogger(log);
-  const common = { db: join(options.ws, ".loopgraph", "loopgraph.db"), cwd: options.ws, env: options.env, onEvent, signal: options.signal };
+  const common = {
+    db: join(options.ws, ".loopgraph", "loopgraph.db"),
+    cwd: options.ws,
+    settings: settingsOf(options.env),
+    onEvent,
+    signal: options.signal,
+  };
   const rejected = new Set<string>();
   const prompts: string[] = [];
   let outcome = await runGraph({

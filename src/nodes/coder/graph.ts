@@ -275,7 +275,7 @@ export function buildCoderGraph(
         : (modeSpecs[mode] ??= toolSpecs(offered(mode, state)));
     // One session for the summary (if any) and the answer: both count as consumption and usage.
     const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
-    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace)}${MODE_NOTES[mode]}${subagentNote}`);
+    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace, ctx.env)}${MODE_NOTES[mode]}${subagentNote}`);
     const bookkeeping = (): CoderUpdate => {
       const consumed = session.consumed();
       return {

@@ -110,7 +110,7 @@ function findNested(workspace: string): string[] {
  * (for every project), the project's at the root, then those of the project's folders (each for
  * the files below its folder; the one nearest to a file wins), and which files were loaded.
  */
-export function coderSystemPrompt(template: string, workspace: string, env: NodeJS.ProcessEnv = process.env): string {
+export function coderSystemPrompt(template: string, workspace: string, env: NodeJS.ProcessEnv): string {
   const user = readUserRules(env);
   const root = readRulesFiles(workspace);
   const nested = readNestedRules(workspace);

@@ -31,7 +31,7 @@ export type UserFunction = (
  * package or a project the user trusts as it is (src/trust/), so that a module the agent wrote or
  * changed never runs with the user's rights.
  */
-export async function loadUserFunction(def: FunctionNodeDefinition, env: NodeJS.ProcessEnv = process.env): Promise<UserFunction> {
+export async function loadUserFunction(def: FunctionNodeDefinition, env: NodeJS.ProcessEnv): Promise<UserFunction> {
   const untrusted = untrustedReason(def.module, env);
   if (untrusted)
     throw new ConfigError(

@@ -18,7 +18,7 @@ export function connectTimeoutMs(env: NodeJS.ProcessEnv): number {
  * that cannot be reached or refuses the login, or a database that does not exist, is one line
  * (exit 2) that shows the URL without its password. The password is in no message either way.
  */
-export async function openPostgresPool(url: string, env: NodeJS.ProcessEnv = process.env, max = 10): Promise<pg.Pool> {
+export async function openPostgresPool(url: string, env: NodeJS.ProcessEnv, max = 10): Promise<pg.Pool> {
   const pool = new pg.Pool({
     connectionString: url,
     max,

@@ -72,7 +72,7 @@ export const BUSY_TIMEOUT_MS = 5000;
  * The busy timeout in use: BUSY_TIMEOUT_MS, or LOOPGRAPH_BUSY_TIMEOUT_MS (milliseconds, a whole
  * number) when set, so that a test of a lock held beyond the timeout need not wait 5 s.
  */
-export function busyTimeoutMs(env: NodeJS.ProcessEnv = process.env): number {
+export function busyTimeoutMs(env: NodeJS.ProcessEnv): number {
   const value = env.LOOPGRAPH_BUSY_TIMEOUT_MS;
   return value !== undefined && /^\d+$/.test(value.trim()) ? Number(value) : BUSY_TIMEOUT_MS;
 }
@@ -99,8 +99,8 @@ export function rebuildWithRowid(db: Database.Database): void {
 }
 
 /** WAL lets an `inspect` read while a run writes; the busy timeout lets two writers take turns. */
-export function prepareDatabase(db: Database.Database): void {
-  db.pragma(`busy_timeout = ${busyTimeoutMs()}`);
+export function prepareDatabase(db: Database.Database, env: NodeJS.ProcessEnv = {}): void {
+  db.pragma(`busy_timeout = ${busyTimeoutMs(env)}`);
   db.pragma("journal_mode = WAL");
   // Durable across a crash of the process; a power cut may roll back the last commits (see docs/architecture.md).
   db.pragma("synchronous = NORMAL");

@@ -38,7 +38,7 @@ export function openSqliteTables(path: string, access: StoreAccess, env: NodeJS.
     };
   } catch (error) {
     db.close();
-    throw oneLineError(path, error);
+    throw oneLineError(path, error, env);
   }
 }
 
@@ -88,7 +88,7 @@ export function openDatabase(path: string, access: StoreAccess, env: NodeJS.Proc
     return db;
   } catch (error) {
     db?.close();
-    throw oneLineError(path, error);
+    throw oneLineError(path, error, env);
   }
 }
 
@@ -177,6 +177,6 @@ function statOrUndefined(path: string): Stats | undefined {
 }
 
 /** A failure of the store at `path` in one line (exit 2) when SQLite's, else as it is. */
-function oneLineError(path: string, error: unknown): unknown {
-  return error instanceof ConfigError ? error : (sqliteStoreError(path, error) ?? error);
+function oneLineError(path: string, error: unknown, env: NodeJS.ProcessEnv): unknown {
+  return error instanceof ConfigError ? error : (sqliteStoreError(path, error, env) ?? error);
 }

@@ -7,7 +7,7 @@ import { ConfigError } from "../../errors.js";
 import { busyTimeoutMs } from "./checkpoint-schema.js";
 
 /** The one-line error for a SQLite failure of the store at `path` (the error, or one it wraps); undefined for another error. */
-export function sqliteStoreError(path: string, error: unknown): ConfigError | undefined {
+export function sqliteStoreError(path: string, error: unknown, env?: NodeJS.ProcessEnv): ConfigError | undefined {
   const failed = sqliteErrorOf(error);
   if (!failed) return undefined;
   const code = failed.code;
@@ -22,7 +22,7 @@ export function sqliteStoreError(path: string, error: unknown): ConfigError | un
     );
   }
   if (code.startsWith("SQLITE_READONLY")) return readOnly(path);
-  if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path)}: try again once it is done`);
+  if (isLockCode(code)) return new StoreLockedError(path, `${lockedBeyondTimeout(path, env)}: try again once it is done`);
   if (isWriteFailureCode(code))
     return new ConfigError(`${cannotBeWritten(path, failed)}: make room on its disk (or check the disk), then try again`);
   if (code.startsWith("SQLITE_CANTOPEN") || code.startsWith("SQLITE_IOERR")) {
@@ -47,9 +47,12 @@ export class StoreLockedError extends ConfigError {
 
 const isLockCode = (code: string): boolean => code.startsWith("SQLITE_BUSY") || code.startsWith("SQLITE_LOCKED");
 
-/** `PATH is locked by another program (waited N s)`: the start of every message about a lock. */
-export function lockedBeyondTimeout(path: string, env: NodeJS.ProcessEnv = process.env): string {
-  return `${path} is locked by another program (waited ${busyTimeoutMs(env) / 1000} s)`;
+/**
+ * `PATH is locked by another program (waited N s)`: the start of every message about a lock; the
+ * wait is that of the environment the store was opened with, where the caller knows it.
+ */
+export function lockedBeyondTimeout(path: string, env?: NodeJS.ProcessEnv): string {
+  return `${path} is locked by another program (${env ? `waited ${busyTimeoutMs(env) / 1000} s` : "beyond its busy timeout"})`;
 }
 
 /**
@@ -96,7 +99,7 @@ function sqliteErrorOf(error: unknown): (Error & { code: string }) | undefined {
  * refused the write (full). `what` says what failed, naming the store; `when`, when to resume.
  * Undefined for any other error.
  */
-export function storeStop(path: string, error: unknown, env: NodeJS.ProcessEnv = process.env): { what: string; when: string } | undefined {
+export function storeStop(path: string, error: unknown, env: NodeJS.ProcessEnv): { what: string; when: string } | undefined {
   if (isStoreLocked(error)) return { what: lockedBeyondTimeout(path, env), when: "once the other program is done" };
   const failed = sqliteErrorOf(error);
   if (failed && isWriteFailureCode(failed.code)) return { what: cannotBeWritten(path, failed), when: "once its disk has room" };
@@ -104,7 +107,7 @@ export function storeStop(path: string, error: unknown, env: NodeJS.ProcessEnv =
 }
 
 /** Whether `error` stops a run at its last checkpoint (see `storeStop`). */
-export const stopsRun = (error: unknown): boolean => storeStop("", error) !== undefined;
+export const stopsRun = (error: unknown): boolean => storeStop("", error, {}) !== undefined;
 
 export function readOnly(path: string): ConfigError {
   return new ConfigError(`${path} is read-only: make it (and its folder) writable, or give another store with --db`);
