@@ -1,11 +1,13 @@
 /**
- * The saver's synchronous serializer writes the bytes LangGraph's JsonPlusSerializer writes, for
- * plain JSON (by JSON.stringify alone) and for everything its replacer rewrites (by its own walk).
+ * The saver's synchronous serializer writes the bytes LangGraph's JsonPlusSerializer writes for
+ * plain JSON (by JSON.stringify alone), and leaves everything its replacer rewrites to its own
+ * `dumpsTyped`, which the item codec then calls: a list mixing both is written as the serde writes it.
  */
 import { JsonPlusSerializer } from "@langchain/langgraph-checkpoint";
 import { AIMessage, HumanMessage } from "@langchain/core/messages";
 import { describe, expect, it } from "vitest";
 import { isPlainJson, syncSerializerOf } from "../src/checkpoint/fast-serde.js";
+import { ItemCodec } from "../src/checkpoint/item-codec.js";
 
 const circular: Record<string, unknown> = { name: "loop" };
 circular.self = circular;
@@ -54,11 +56,26 @@ describe("the synchronous serializer", () => {
 
   it.each(PLAIN)("takes %s as plain JSON and writes JsonPlusSerializer's bytes", async (_, value) => {
     expect(isPlainJson(value, 0)).toBe(true);
-    expect(text(sync.dumpsTypedSync(value))).toBe(text(await serde.dumpsTyped(value)));
+    expect(text(sync.dumpsTypedSync(value)!)).toBe(text(await serde.dumpsTyped(value)));
   });
 
-  it.each(NOT_PLAIN)("leaves %s to JsonPlusSerializer's walk, with its bytes", async (_, value) => {
+  it.each(NOT_PLAIN)("leaves %s to JsonPlusSerializer's own dumpsTyped", (_, value) => {
     expect(isPlainJson(value, 0)).toBe(false);
-    expect(text(sync.dumpsTypedSync(value))).toBe(text(await serde.dumpsTyped(value)));
+    expect(sync.dumpsTypedSync(value)).toBeUndefined();
+  });
+
+  it("writes bytes as they are, typed bytes", () => {
+    const bytes = new Uint8Array([1, 2, 3]);
+    expect(sync.dumpsTypedSync(bytes)).toEqual(["bytes", bytes]);
+  });
+
+  it("lets the item codec write a list of plain and other items as JsonPlusSerializer writes each", async () => {
+    const codec = new ItemCodec(serde, sync);
+    const values = [...PLAIN, ...NOT_PLAIN].map(([, value]) => value);
+    const encode = await codec.encoder(values);
+    for (const value of values) {
+      const encoded = encode(value);
+      expect(text([encoded.type, encoded.bytes])).toBe(text(await serde.dumpsTyped(value)));
+    }
   });
 });

@@ -8,10 +8,13 @@
  * on both savers (tests/checkpoint.conformance.test.ts, tests/checkpoint.postgres-conformance.test.ts).
  */
 import { spawnSync } from "node:child_process";
-import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
+import { AIMessage, HumanMessage } from "@langchain/core/messages";
+import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import { describe, expect, it } from "vitest";
 import { canReadHistory, HISTORY_PAGE_SIZE, type KnownList } from "../src/checkpoint/history-reader.js";
+import { checkpointState, threadHistory } from "../src/engine/inspect.js";
 import type { RepoResult } from "../src/runs/repo-workspaces.js";
 import { asSeen, HEARTBEAT_EXPIRY_MS, processStart, THIS_PROCESS } from "../src/runs/thread-registry.js";
 import { storeBackends } from "../src/store/registry.js";
@@ -463,6 +466,58 @@ describe.each(BACKENDS)("the $name store", ({ name, harness: given }) => {
       }
       expect(checkpoints).toBeGreaterThan(HISTORY_PAGE_SIZE);
       expect(previous?.items).toHaveLength(2 * Math.ceil(HISTORY_PAGE_SIZE / 2));
+    });
+
+    it("its saver keys channel_values in channel_versions order, whatever each takes to decode, and inspect shows that order", async () => {
+      const { store, location } = await open();
+      expect(await store.threads.create({ threadId: "o", ...NEW_THREAD })).toBeUndefined();
+      const State = Annotation.Root({
+        ...MessagesAnnotation.spec,
+        big: Annotation<Record<string, unknown>>(),
+        note: Annotation<string>(),
+      });
+      // A large plain JSON object, LangChain messages and a short string: decodings that take
+      // very different times, the string's the shortest though it comes last.
+      const big = Object.fromEntries(
+        Array.from({ length: 200 }, (_, i) => [`key${i}`, { index: i, tags: [`t${i}`, { nested: { deep: [i, i + 1] } }] }]),
+      );
+      const graph = new StateGraph(State)
+        .addNode("a", () => ({
+          big,
+          messages: [new AIMessage({ content: "on it", tool_calls: [{ name: "shell", args: { command: "ls" }, id: "c1" }] })],
+          note: "done",
+        }))
+        .addEdge(START, "a")
+        .addEdge("a", END)
+        .compile({ checkpointer: store.saver });
+      const config = { configurable: { thread_id: "o" } };
+      await graph.invoke({ messages: [new HumanMessage("hi")] }, config);
+
+      const inVersionOrder = (tuple: CheckpointTuple): string[] =>
+        Object.keys(tuple.checkpoint.channel_versions).filter((channel) => channel in tuple.checkpoint.channel_values);
+      const latest = (await store.saver.getTuple(config))!;
+      expect(Object.keys(latest.checkpoint.channel_values)).toEqual(inVersionOrder(latest));
+      expect(Object.keys(latest.checkpoint.channel_values)).toEqual(expect.arrayContaining(["messages", "big", "note"]));
+      const listed: CheckpointTuple[] = [];
+      for await (const tuple of store.saver.list(config)) {
+        expect(Object.keys(tuple.checkpoint.channel_values), tuple.checkpoint.id).toEqual(inVersionOrder(tuple));
+        listed.push(tuple);
+      }
+
+      // inspect: a checkpoint's state, and each step's added channels, in the same order.
+      const shown = (channels: string[]) => channels.filter((channel) => !channel.startsWith("__") && !channel.startsWith("branch:"));
+      const state = await checkpointState("o", latest.checkpoint.id, { db: location, env: {} });
+      expect(Object.keys(state.values)).toEqual(shown(inVersionOrder(latest)));
+      const history = await threadHistory("o", { db: location, env: {} });
+      expect(history.checkpoints).toHaveLength(listed.length);
+      let compared = 0;
+      for (const checkpoint of history.checkpoints) {
+        const tuple = listed.find((candidate) => candidate.checkpoint.id === checkpoint.checkpointId)!;
+        const added = checkpoint.changes.filter((change) => change.kind === "added" && !change.path.includes(".")).map((c) => c.path);
+        expect(added, checkpoint.checkpointId).toEqual(shown(inVersionOrder(tuple)).filter((channel) => added.includes(channel)));
+        compared += added.length > 1 ? 1 : 0;
+      }
+      expect(compared).toBeGreaterThan(0);
     });
   });
 });

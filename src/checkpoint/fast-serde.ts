@@ -4,14 +4,19 @@ import type { EncodedItem } from "./item-framing.js";
 
 /**
  * A serializer that can also work without a promise per value. The saver uses it for list items:
- * a list of N items is serialized item by item without N async calls, and decoded with one
- * `JSON.parse` of the whole list instead of one per item.
+ * a list of N plain JSON items is serialized item by item without N async calls (other items,
+ * messages say, take the serde's own `dumpsTyped`), and decoded with one `JSON.parse` of the
+ * whole list instead of one per item.
  *
  * `loadsJsonItems` returns, for each JSON text, the revived value, or a promise where reviving
  * needs LangChain's async `load` (serialized LangChain objects, such as messages).
  */
 export interface SyncSerializer {
-  dumpsTypedSync(value: unknown): [string, Uint8Array];
+  /**
+   * The serde's `dumpsTyped` without a promise, for the values it can write so (bytes, plain JSON);
+   * undefined for any other, which the caller gives the serde's own `dumpsTyped`.
+   */
+  dumpsTypedSync(value: unknown): [string, Uint8Array] | undefined;
   loadsJsonItems(texts: readonly Uint8Array[]): unknown[];
   /** The items of a JSON array's text, revived as `loadsJsonItems` does. */
   loadsJsonArray(text: string): unknown[];
@@ -30,11 +35,7 @@ export function syncSerializerOf(serde: SerializerProtocol): SyncSerializer | un
   if ("syncSerializer" in serde && typeof (serde as Partial<WithSyncSerializer>).syncSerializer === "function") {
     return (serde as unknown as WithSyncSerializer).syncSerializer();
   }
-  if (Object.getPrototypeOf(serde) === JsonPlusSerializer.prototype) {
-    const dumps = (serde as unknown as { _dumps?: (value: unknown) => Uint8Array })._dumps;
-    if (typeof dumps === "function") return jsonPlusSync((value) => dumps.call(serde, value));
-  }
-  return undefined;
+  return Object.getPrototypeOf(serde) === JsonPlusSerializer.prototype ? JSON_PLUS_SYNC : undefined;
 }
 
 const COMMA = 0x2c;
@@ -64,36 +65,35 @@ export function isPlainJson(value: unknown, depth: number): boolean {
   return true;
 }
 
-function jsonPlusSync(dumps: (value: unknown) => Uint8Array): SyncSerializer {
-  return {
-    dumpsTypedSync(value) {
-      if (value instanceof Uint8Array) return ["bytes", value];
-      // Plain JSON needs no replacer walk: JSON.stringify writes the same text.
-      if (isPlainJson(value, 0)) return ["json", Buffer.from(JSON.stringify(value), "utf8")];
-      return ["json", dumps(value)];
-    },
-    loadsJsonArray(text) {
-      const parsed = JSON.parse(text) as unknown[];
-      return parsed.map(revive);
-    },
-    loadsJsonItems(texts) {
-      if (texts.length === 0) return [];
-      let size = 1 + texts.length;
-      for (const text of texts) size += text.length;
-      const joined = Buffer.allocUnsafe(size);
-      let offset = 0;
-      joined[offset++] = 0x5b; // [
-      texts.forEach((text, i) => {
-        if (i > 0) joined[offset++] = COMMA;
-        joined.set(text, offset);
-        offset += text.length;
-      });
-      joined[offset++] = 0x5d; // ]
-      const parsed = JSON.parse(joined.toString("utf8", 0, offset)) as unknown[];
-      return parsed.map(revive);
-    },
-  };
-}
+/** JsonPlusSerializer's synchronous twin: it holds no state, so one serves every instance. */
+const JSON_PLUS_SYNC: SyncSerializer = {
+  dumpsTypedSync(value) {
+    if (value instanceof Uint8Array) return ["bytes", value];
+    // Plain JSON needs no replacer walk: JSON.stringify writes the same text.
+    if (isPlainJson(value, 0)) return ["json", Buffer.from(JSON.stringify(value), "utf8")];
+    return undefined;
+  },
+  loadsJsonArray(text) {
+    const parsed = JSON.parse(text) as unknown[];
+    return parsed.map(revive);
+  },
+  loadsJsonItems(texts) {
+    if (texts.length === 0) return [];
+    let size = 1 + texts.length;
+    for (const text of texts) size += text.length;
+    const joined = Buffer.allocUnsafe(size);
+    let offset = 0;
+    joined[offset++] = 0x5b; // [
+    texts.forEach((text, i) => {
+      if (i > 0) joined[offset++] = COMMA;
+      joined.set(text, offset);
+      offset += text.length;
+    });
+    joined[offset++] = 0x5d; // ]
+    const parsed = JSON.parse(joined.toString("utf8", 0, offset)) as unknown[];
+    return parsed.map(revive);
+  },
+};
 
 /**
  * JsonPlusSerializer's reviver, synchronous wherever it can be: values are rebuilt bottom-up the

@@ -1,7 +1,9 @@
 /**
  * Reading a thread's history one checkpoint after the other, as `inspect` does: each checkpoint's
  * metadata and channel versions (`history`), then only the channel versions that changed
- * (`readChannel`), decoded one by one in the order a full read would set them (`decodeChannel`).
+ * (`readChannel`), decoded one by one (`decodeChannel`). A tuple's `channel_values` and `inspect`'s
+ * states both hold their channels in `channel_versions` order, so a reader of some channels only
+ * orders them as a full read does without decoding the others.
  * A capability of the savers that offer it (both of loopgraph's); `canReadHistory` tells.
  */
 import type { BaseCheckpointSaver, ChannelVersions, Checkpoint, CheckpointMetadata } from "@langchain/langgraph-checkpoint";
@@ -42,16 +44,12 @@ export interface KnownVersions {
   knownItems?: (version: string) => readonly EncodedItem[] | undefined;
 }
 
-/** A decoded channel value, and when its decoding settled (see `decodeChannel`). */
+/** A decoded channel value (see `decodeChannel`). */
 export interface DecodedChannel {
   readonly value: unknown;
-  readonly settledAfter: number;
   /** Set when the value is plain JSON (parsed, no LangChain object in it): nothing in it needs converting. */
   readonly plainJson?: true;
 }
-
-/** The settle count of a value decoded without a promise: before any decoded with one. */
-export const SETTLED_AT_ONCE = -1;
 
 export interface HistoryReader {
   /** The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions but no channel value. */
@@ -68,11 +66,7 @@ export interface HistoryReader {
     known?: KnownVersions,
     ns?: string,
   ): StoredChannel | undefined | Promise<StoredChannel | undefined>;
-  /**
-   * Decodes a channel value exactly as `getTuple` does, and counts the microtask turns until its
-   * decoding settled: `getTuple` sets each channel's key when its decoding settles, so a reader
-   * decoding only some channels can order them as a full read would.
-   */
+  /** Decodes a channel value exactly as `getTuple` does. */
   decodeChannel(stored: StoredChannel): Promise<DecodedChannel>;
 }
 
@@ -80,37 +74,6 @@ export interface HistoryReader {
 export function canReadHistory(saver: BaseCheckpointSaver): saver is BaseCheckpointSaver & HistoryReader {
   const reader = saver as Partial<HistoryReader>;
   return typeof reader.history === "function" && typeof reader.readChannel === "function" && typeof reader.decodeChannel === "function";
-}
-
-/**
- * The value `decode` gives (at once, or as a promise) with the microtask turns it took to settle,
- * as `decodeChannel` reports them: SETTLED_AT_ONCE for a value decoded without a promise, which
- * `getTuple` sets first, in the order of `channel_versions`, before any other settles. `decode`
- * is called once the count has started, as `getTuple` starts its decodings.
- */
-export async function settleCount(decode: () => unknown): Promise<DecodedChannel> {
-  let turns = 0;
-  let settled = false;
-  const counter = (async () => {
-    while (!settled) {
-      await undefined;
-      turns += 1;
-    }
-  })();
-  let decoded: unknown;
-  let settledAfter = 0;
-  try {
-    const decoding = decode();
-    if (!(decoding instanceof Promise)) return { value: decoding, settledAfter: SETTLED_AT_ONCE };
-    await (async () => {
-      decoded = await decoding;
-      settledAfter = turns;
-    })();
-  } finally {
-    settled = true;
-    await counter;
-  }
-  return { value: decoded, settledAfter };
 }
 
 /** Checkpoints read per statement of a history walk. */

@@ -17,9 +17,27 @@ export class ItemCodec {
     readonly sync: SyncSerializer | undefined,
   ) {}
 
-  /** Each item's encoding: at once with a synchronous twin, else every item of `values` encoded up front first. */
-  encoder(values: readonly unknown[]): ((item: unknown) => EncodedItem) | Promise<(item: unknown) => EncodedItem> {
-    return this.sync ? (item) => this.encodeSync(item) : this.encodeAll(values);
+  /**
+   * Each item's encoding: every item of `values` is encoded up front, by the synchronous twin
+   * where it can (plain JSON), else by the serde's own `dumpsTyped`. Remembered encodings are
+   * reused.
+   */
+  async encoder(values: readonly unknown[]): Promise<(item: unknown) => EncodedItem> {
+    const encodings = new Map<unknown, EncodedItem>();
+    const slow = new Set<unknown>();
+    for (const item of values) {
+      if (this.rememberedOf(item) || encodings.has(item) || slow.has(item)) continue;
+      const dumped = this.sync?.dumpsTypedSync(item);
+      if (dumped) this.keep(encodings, item, { type: dumped[0], bytes: dumped[1] });
+      else slow.add(item);
+    }
+    await Promise.all(
+      [...slow].map(async (item) => {
+        const [type, bytes] = await this.serde.dumpsTyped(item);
+        this.keep(encodings, item, { type, bytes });
+      }),
+    );
+    return (item) => this.rememberedOf(item) ?? encodings.get(item)!;
   }
 
   remember(item: unknown, encoded: EncodedItem): void {
@@ -36,31 +54,14 @@ export class ItemCodec {
     return items instanceof Promise ? items.then(remember) : remember(items);
   }
 
-  private encodeSync(item: unknown): EncodedItem {
-    const remembered = isObject(item) ? this.encodings.get(item) : undefined;
-    if (remembered) return remembered;
-    const [type, bytes] = this.sync!.dumpsTypedSync(item);
-    const encoded = { type, bytes };
-    this.remember(item, encoded);
-    return encoded;
+  private rememberedOf(item: unknown): EncodedItem | undefined {
+    return isObject(item) ? this.encodings.get(item) : undefined;
   }
 
-  private async encodeAll(values: readonly unknown[]): Promise<(item: unknown) => EncodedItem> {
-    const encodings = new Map<unknown, EncodedItem>();
-    await Promise.all(
-      values.map(async (item) => {
-        const remembered = isObject(item) ? this.encodings.get(item) : undefined;
-        if (remembered) {
-          encodings.set(item, remembered);
-          return;
-        }
-        const [type, bytes] = await this.serde.dumpsTyped(item);
-        const encoded = { type, bytes };
-        this.remember(item, encoded);
-        encodings.set(item, encoded);
-      }),
-    );
-    return (item) => encodings.get(item)!;
+  /** An encoding made for this call, remembered for later ones when the item is an object. */
+  private keep(encodings: Map<unknown, EncodedItem>, item: unknown, encoded: EncodedItem): void {
+    encodings.set(item, encoded);
+    this.remember(item, encoded);
   }
 }
 

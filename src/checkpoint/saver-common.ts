@@ -79,21 +79,23 @@ export interface TupleParts {
 }
 
 /**
- * The tuple of a checkpoint. Channels are set as their decoding settles, those without a promise
- * first, in `channel_versions` order: as LangGraph's savers set them.
+ * The tuple of a checkpoint. Its `channel_values` hold the channels in `channel_versions` order,
+ * as LangGraph reads channels (a declared list, not when each decoding ends): the same checkpoint
+ * always gives the same key order, and `inspect`, which decodes only some channels, gives it too.
  */
 export async function assembleTuple(parts: TupleParts): Promise<CheckpointTuple> {
-  const channelValues: Record<string, unknown> = {};
+  const decoded = new Map<string, unknown>();
   const pending: Promise<void>[] = [];
-  for (const [channel, decoded] of parts.values) {
-    const settle = (value: unknown): void => {
-      channelValues[channel] = value;
-      parts.onSettled?.(channel, value);
+  for (const [channel, value] of parts.values) {
+    const settle = (settled: unknown): void => {
+      decoded.set(channel, settled);
+      parts.onSettled?.(channel, settled);
     };
-    if (decoded instanceof Promise) pending.push(decoded.then(settle));
-    else settle(decoded);
+    if (value instanceof Promise) pending.push(value.then(settle));
+    else settle(value);
   }
   await Promise.all(pending);
+  const channelValues = inVersionOrder(decoded, parts.channelVersions);
   const { at, id, parentId } = parts;
   const checkpoint: Checkpoint = {
     ...withId(parts.header, id),
@@ -113,4 +115,12 @@ export async function assembleTuple(parts: TupleParts): Promise<CheckpointTuple>
     parentConfig: parentId === null ? undefined : configOf(parentId),
     pendingWrites: parts.pendingWrites,
   };
+}
+
+/** The decoded channels as `channel_values`, keyed in `channel_versions` order (any channel it does not name after those). */
+function inVersionOrder(decoded: ReadonlyMap<string, unknown>, channelVersions: ChannelVersions): Record<string, unknown> {
+  const channelValues: Record<string, unknown> = {};
+  for (const channel of Object.keys(channelVersions)) if (decoded.has(channel)) channelValues[channel] = decoded.get(channel);
+  for (const [channel, value] of decoded) if (!Object.prototype.hasOwnProperty.call(channelValues, channel)) channelValues[channel] = value;
+  return channelValues;
 }

@@ -4,13 +4,7 @@ import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
 import type { EncodedItem } from "../checkpoint/item-framing.js";
 import type { SeqRange } from "../checkpoint/list-history.js";
-import {
-  canReadHistory,
-  SETTLED_AT_ONCE,
-  type CheckpointHistoryEntry,
-  type HistoryReader,
-  type StoredChannel,
-} from "../checkpoint/history-reader.js";
+import { canReadHistory, type CheckpointHistoryEntry, type HistoryReader, type StoredChannel } from "../checkpoint/history-reader.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
@@ -210,22 +204,18 @@ interface ChannelEntry {
   version: string;
   /** The value as `toPlainValues` makes it. */
   plain: unknown;
-  /** When a full decode of the checkpoint would have set this channel (`decodeChannel`): orders the keys. */
-  settledAfter: number;
-  /** List channels: the stored items, and the largest settle count of the first i + 1 items. */
+  /** List channels: the stored items. */
   items?: readonly EncodedItem[];
-  settledBefore?: readonly number[];
   /** Where the items lie in the channel's item log (stores of version 3). */
   ranges?: readonly SeqRange[];
 }
 
-/** The shown channels of a checkpoint, in the order a full decode gives its values. */
+/** The shown channels of a checkpoint, in the order of its `channel_values` (its `channel_versions` order). */
 interface StepState {
   channels: Map<string, ChannelEntry>;
-  order: string[];
 }
 
-const NO_STATE: StepState = { channels: new Map(), order: [] };
+const NO_STATE: StepState = { channels: new Map() };
 
 /** Some channels of a state as a plain object: what the summary reads for tokens, nodes and round. */
 function plainOf(state: StepState, wanted: readonly string[]): Record<string, unknown> {
@@ -246,7 +236,6 @@ const KNOWN_LIST_VERSIONS = 64;
  */
 class StateReader {
   private readonly knownLists = new Map<string, Map<string, readonly EncodedItem[]>>();
-  private emptyListSettle?: number;
 
   constructor(
     private readonly saver: HistoryReader,
@@ -256,20 +245,14 @@ class StateReader {
 
   async read(entry: CheckpointHistoryEntry, parent: StepState): Promise<StepState> {
     const channels = new Map<string, ChannelEntry>();
-    const position = new Map<string, number>();
-    let index = 0;
     for (const [channel, rawVersion] of Object.entries(entry.channelVersions)) {
-      position.set(channel, index++);
       if (!isShownChannel(channel)) continue;
       const version = String(rawVersion);
       const before = parent.channels.get(channel);
       const read = before?.version === version ? before : await this.readEntry(channel, version, before);
       if (read) channels.set(channel, read);
     }
-    const order = [...channels.keys()].sort(
-      (a, b) => channels.get(a)!.settledAfter - channels.get(b)!.settledAfter || position.get(a)! - position.get(b)!,
-    );
-    return { channels, order };
+    return { channels };
   }
 
   private async readEntry(channel: string, version: string, before: ChannelEntry | undefined): Promise<ChannelEntry | undefined> {
@@ -289,7 +272,7 @@ class StateReader {
       const decoded = await this.saver.decodeChannel(stored);
       // Plain JSON holds no message to convert: `toPlainValues` would copy it as it is.
       const plain = decoded.plainJson ? decoded.value : toPlainValues({ [channel]: decoded.value })[channel];
-      return { version, plain, settledAfter: decoded.settledAfter };
+      return { version, plain };
     }
     this.rememberList(channel, version, stored.items);
     return this.readList(version, stored, before);
@@ -302,7 +285,7 @@ class StateReader {
     if (known.size > KNOWN_LIST_VERSIONS) known.delete(known.keys().next().value!);
   }
 
-  /** A list's plain items: the parent's for the prefix stored alike, the others decoded one by one. */
+  /** A list's plain items: the parent's for the prefix stored alike, the others decoded. */
   private async readList(
     version: string,
     { items, ranges }: Extract<StoredChannel, { kind: "list" }>,
@@ -314,25 +297,18 @@ class StateReader {
     const comparable = Math.min(items.length, previousItems.length, previousPlain.length);
     while (shared < comparable && sameEncoding(items[shared]!, previousItems[shared]!)) shared += 1;
     const plain = previousPlain.slice(0, shared);
-    const settledBefore = (before?.settledBefore ?? []).slice(0, shared);
-    for (let i = shared; i < items.length; i++) {
-      const decoded = await this.saver.decodeChannel({ kind: "list", items: [items[i]!] });
-      plain.push(toPlainValues({ item: (decoded.value as unknown[])[0] }).item);
-      settledBefore.push(Math.max(settledBefore.at(-1) ?? SETTLED_AT_ONCE, decoded.settledAfter));
+    if (shared < items.length) {
+      const added = await this.saver.decodeChannel({ kind: "list", items: items.slice(shared) });
+      for (const item of added.value as unknown[]) plain.push(toPlainValues({ item }).item);
     }
-    const settledAfter =
-      items.length > 0
-        ? settledBefore.at(-1)!
-        : (this.emptyListSettle ??= (await this.saver.decodeChannel({ kind: "list", items: [] })).settledAfter);
-    return { version, plain, settledAfter, items, settledBefore, ...(ranges ? { ranges } : {}) };
+    return { version, plain, items, ...(ranges ? { ranges } : {}) };
   }
 }
 
 /** The changes from one state to the next, as microdiff gives them for the two states' plain values whole. */
 function stateChanges(previous: StepState, current: StepState): StateChange[] {
   const changes: StateChange[] = [];
-  for (const channel of previous.order) {
-    const before = previous.channels.get(channel)!;
+  for (const [channel, before] of previous.channels) {
     const after = current.channels.get(channel);
     if (!after) {
       changes.push({ path: channel, kind: "removed", before: before.plain });
@@ -340,8 +316,8 @@ function stateChanges(previous: StepState, current: StepState): StateChange[] {
       changes.push(...entryChanges(channel, before, after));
     }
   }
-  for (const channel of current.order) {
-    if (!previous.channels.has(channel)) changes.push({ path: channel, kind: "added", value: current.channels.get(channel)!.plain });
+  for (const [channel, after] of current.channels) {
+    if (!previous.channels.has(channel)) changes.push({ path: channel, kind: "added", value: after.plain });
   }
   return changes;
 }
@@ -498,22 +474,23 @@ async function* historySteps(store: Store, threadId: string, ns: string, links: 
 }
 
 /**
- * A checkpoint's state from its tuple: its channels in the order of `channel_values`; a channel
- * whose version is the parent's is the parent's entry (unchanged, as StateReader gives it).
+ * A checkpoint's state from its tuple: its channels in `channel_versions` order, as StateReader
+ * gives them, whatever order the saver gave `channel_values`; a channel whose version is the
+ * parent's is the parent's entry (unchanged, as StateReader gives it).
  */
 function stateOfTuple(tuple: CheckpointTuple, parent: StepState): StepState {
   const values = tuple.checkpoint.channel_values as Record<string, unknown>;
   const channels = new Map<string, ChannelEntry>();
-  for (const channel of Object.keys(values)) {
-    if (!isShownChannel(channel)) continue;
-    const version = String(tuple.checkpoint.channel_versions[channel]);
+  for (const [channel, rawVersion] of Object.entries(tuple.checkpoint.channel_versions)) {
+    if (!isShownChannel(channel) || !Object.prototype.hasOwnProperty.call(values, channel)) continue;
+    const version = String(rawVersion);
     const before = parent.channels.get(channel);
     channels.set(
       channel,
-      before?.version === version ? before : { version, plain: toPlainValues({ [channel]: values[channel] })[channel], settledAfter: 0 },
+      before?.version === version ? before : { version, plain: toPlainValues({ [channel]: values[channel] })[channel] },
     );
   }
-  return { channels, order: [...channels.keys()] };
+  return { channels };
 }
 
 /** The channels a summary reads besides the diff: tokens, nodes that ran, the loop's round. */

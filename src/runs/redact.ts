@@ -230,7 +230,10 @@ export function redactingSerializer(inner: SerializerProtocol, secrets: readonly
       const sync = syncSerializerOf(inner);
       return (
         sync && {
-          dumpsTypedSync: (value) => redact(sync.dumpsTypedSync(value)),
+          dumpsTypedSync: (value) => {
+            const dumped = sync.dumpsTypedSync(value);
+            return dumped && redact(dumped);
+          },
           loadsJsonItems: (texts) => sync.loadsJsonItems(texts),
           loadsJsonArray: (text) => sync.loadsJsonArray(text),
         }

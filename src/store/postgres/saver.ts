@@ -21,7 +21,6 @@ import { syncSerializerOf } from "../../checkpoint/fast-serde.js";
 import { ItemCodec } from "../../checkpoint/item-codec.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import {
-  settleCount,
   walkHistory,
   type CheckpointHistoryEntry,
   type DecodedChannel,
@@ -468,9 +467,9 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     return { kind: "list", items: shared > 0 ? previous!.items.slice(0, shared).concat(added) : added, ranges };
   }
 
-  /** Decodes a channel value as `getTuple` does (see `readTuple`), counting the turns until it settled (see HistoryReader). */
-  decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
-    return settleCount(() => (stored.kind === "value" ? this.serde.loadsTyped(stored.type, stored.data) : this.codec.decode(stored.items)));
+  /** Decodes a channel value as `getTuple` does (see `readTuple`). */
+  async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
+    return { value: await (stored.kind === "value" ? this.serde.loadsTyped(stored.type, stored.data) : this.codec.decode(stored.items)) };
   }
 
   async deleteThread(threadId: string): Promise<void> {

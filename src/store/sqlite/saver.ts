@@ -59,7 +59,6 @@ import {
 import { prepareDatabase } from "./checkpoint-schema.js";
 import {
   HISTORY_PAGE_SIZE,
-  settleCount,
   walkHistory,
   type CheckpointHistoryEntry,
   type DecodedChannel,
@@ -167,27 +166,6 @@ const PLAIN_JSON_CHECKS = 128;
 const PLAIN_JSON_CHECK_EVERY = 32;
 const textDecoder = new TextDecoder();
 
-/**
- * The microtask turns JsonPlusSerializer's reviver takes on a plain JSON value, as `decodeChannel`
- * counts them up to the constant its callers add: an object awaits its values one after the
- * other, an array all at once (`Promise.all` and an `await`); a value already settled still
- * costs its callers one turn.
- */
-export function reviveTurns(value: unknown): number {
-  const turns = (node: unknown): number => {
-    if (!node || typeof node !== "object") return 0;
-    if (Array.isArray(node)) {
-      let slowest = -1;
-      for (const item of node) slowest = Math.max(slowest, turns(item));
-      return slowest < 0 ? 1 : slowest + 2;
-    }
-    let total = 0;
-    for (const key in node) if (Object.prototype.hasOwnProperty.call(node, key)) total += turns((node as Record<string, unknown>)[key]) + 1;
-    return total;
-  };
-  return Math.max(turns(value), 1);
-}
-
 const LIST_PAGE_SIZE = 100;
 /** Threads × namespaces × list channels whose last written version is kept for diffing. */
 const REMEMBERED_LISTS = 64;
@@ -209,8 +187,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
   private readonly codec: ItemCodec;
   /** The channel rows `history` read ahead for its current page (see `history`). */
   private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
-  /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; its calibrated settle offset. */
-  private readonly plainJson: { off: boolean; offset?: number; small: number };
+  /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; how many small values it decoded. */
+  private readonly plainJson: { off: boolean; small: number };
   /** Items this saver appended to an item log, so a later version holding them again refers to them. */
   private readonly loggedItems = new WeakMap<object, LoggedItem>();
   /** Counts deleteThread calls: log positions remembered before a deletion are not used after it. */
@@ -368,7 +346,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
       // absent either way, as from an "empty" row of earlier stores.
       if (!Object.prototype.hasOwnProperty.call(values, channel)) continue;
       const value: unknown = values[channel];
-      const input = channel === START ? this.planInput(at, value) : undefined;
+      const input = channel === START ? await this.planInput(at, value) : undefined;
       if (input) {
         inputs.push({ channel, version, ...input });
       } else if (Array.isArray(value)) {
@@ -429,7 +407,9 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     if (!checkpointId) throw new Error("Missing checkpoint_id field in config.configurable.");
     // Arrays of objects written to ordinary channels (new messages, say) go to the channel's item
     // log, where the checkpoint that takes them in refers to them again instead of a second copy.
-    const planned = writes.map(([channel, value]) => (channel.startsWith("__") ? undefined : this.planRefs(at, channel, value)));
+    const planned = await Promise.all(
+      writes.map(([channel, value]) => (channel.startsWith("__") ? undefined : this.planRefs(at, channel, value))),
+    );
     const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.dumpsTyped(value))));
     // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
     const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
@@ -544,26 +524,18 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     return { kind: "list", items: value.list.encoded };
   }
 
-  /**
-   * Decodes a channel value exactly as `getTuple` and `list` do, and counts the microtask turns
-   * until its decoding settled. Those decode a checkpoint's channels concurrently and set each
-   * channel's key in `channel_values` when its decoding settles, which takes a number of turns
-   * fixed by the value's shape: the keys come in the order of that number, ties in the order of
-   * `channel_versions`. A reader decoding only some channels can so order them as a full read
-   * would (a list's number is the largest of its items' numbers, each decoded as a one-item list); a
-   * value decoded without a promise, which `decodeTuple` sets first, counts SETTLED_AT_ONCE).
-   */
+  /** Decodes a channel value exactly as `getTuple` and `list` do. */
   async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
-    return (stored.kind === "value" && (await this.decodePlainJson(stored))) || this.decodeChannelAsTuplesDo(stored);
+    return (stored.kind === "value" && (await this.decodePlainJson(stored))) || { value: await this.decodeStored(stored) };
   }
 
   /**
    * A JSON value with no LangChain object (no "lc" key) decoded by `JSON.parse`, which gives what
-   * JsonPlusSerializer's reviver gives, in one native call instead of one promise per node; its
-   * settle count computed from its shape (`reviveTurns`). Only for this saver's serde when it is
-   * LangGraph's own (or a wrapper offering its synchronous twin, see fast-serde.ts); small values (the first ones, then one
-   * in PLAIN_JSON_CHECK_EVERY) are decoded both ways and compared, and any difference turns this
-   * path off for good. Undefined where it does not apply.
+   * JsonPlusSerializer's reviver gives, in one native call instead of one promise per node. Only
+   * for this saver's serde when it is LangGraph's own (or a wrapper offering its synchronous twin,
+   * see fast-serde.ts); small values (the first ones, then one in PLAIN_JSON_CHECK_EVERY) are
+   * decoded both ways and compared, and any difference turns this path off for good. Undefined
+   * where it does not apply.
    */
   private async decodePlainJson(stored: Extract<StoredChannel, { kind: "value" }>): Promise<DecodedChannel | undefined> {
     if (stored.type !== "json" || this.plainJson.off) return undefined;
@@ -571,20 +543,17 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     // `"__proto__"` as a key would set the prototype in the reviver, not a property.
     if (text.includes('"lc"') || text.includes('"__proto__"')) return undefined;
     const value: unknown = JSON.parse(text);
-    const turns = reviveTurns(value);
-    const { offset } = this.plainJson;
     const small = stored.data.length <= PLAIN_JSON_CHECKED_BELOW ? ++this.plainJson.small : 0;
     const checked = small > 0 && (small <= PLAIN_JSON_CHECKS || small % PLAIN_JSON_CHECK_EVERY === 0);
-    if (offset !== undefined && !checked) return { value, settledAfter: turns + offset, plainJson: true };
-    const decoded = await this.decodeChannelAsTuplesDo(stored);
-    if (offset === undefined) this.plainJson.offset = decoded.settledAfter - turns;
-    if (decoded.settledAfter - turns !== this.plainJson.offset || !isDeepStrictEqual(decoded.value, value)) this.plainJson.off = true;
-    return decoded;
+    if (!checked) return { value, plainJson: true };
+    const decoded = await this.decodeStored(stored);
+    if (!isDeepStrictEqual(decoded, value)) this.plainJson.off = true;
+    return { value: decoded };
   }
 
-  /** The serde's `dumpsTyped`, without a promise when it has a synchronous twin (see fast-serde.ts). */
+  /** The serde's `dumpsTyped`, without a promise where its synchronous twin writes the value (see fast-serde.ts). */
   private dumpsTyped(value: unknown): [string, Uint8Array] | Promise<[string, Uint8Array]> {
-    return this.sync ? this.sync.dumpsTypedSync(value) : this.serde.dumpsTyped(value);
+    return this.sync?.dumpsTypedSync(value) ?? this.serde.dumpsTyped(value);
   }
 
   /** The serde's `loadsTyped`, by `JSON.parse` where that gives the same value (see `decodePlainJson`). */
@@ -596,9 +565,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     return this.serde.loadsTyped(type, data);
   }
 
-  private decodeChannelAsTuplesDo(stored: StoredChannel): Promise<DecodedChannel> {
-    const value: StoredValue = stored.kind === "value" ? stored : { kind: "list", list: { version: "", encoded: stored.items } };
-    return settleCount(() => this.decodeValue(value));
+  private decodeStored(stored: StoredChannel): unknown {
+    return this.decodeValue(stored.kind === "value" ? stored : { kind: "list", list: { version: "", encoded: stored.items } });
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -694,17 +662,17 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
   }
 
   /** A graph input (an object) with arrays of objects, planned for OBJECT_REFS_TYPE; undefined for any other value. */
-  private planInput(at: ThreadNamespace, value: unknown): Omit<PlannedInput, "channel" | "version"> | undefined {
+  private async planInput(at: ThreadNamespace, value: unknown): Promise<Omit<PlannedInput, "channel" | "version"> | undefined> {
     if (!this.sync || !isObject(value) || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
     const rest: Record<string, unknown> = {};
     const props: [string, PlannedRefs][] = [];
     for (const [key, item] of Object.entries(value)) {
-      const refs = key.startsWith("__") ? undefined : this.planRefs(at, key, item);
+      const refs = key.startsWith("__") ? undefined : await this.planRefs(at, key, item);
       if (refs) props.push([key, refs]);
       else rest[key] = item;
     }
     if (props.length === 0) return undefined;
-    const [type, bytes] = this.sync.dumpsTypedSync(rest);
+    const [type, bytes] = await this.dumpsTyped(rest);
     return type === "json" ? { rest: bytes, props } : undefined;
   }
 
@@ -737,16 +705,20 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
    * or the serde has no synchronous twin. Encodings are made afresh (not remembered): a reducer
    * may still change these objects (messages get their ids) before they are checkpointed.
    */
-  private planRefs(at: ThreadNamespace, channel: string, value: unknown): PlannedRefs | undefined {
+  private async planRefs(at: ThreadNamespace, channel: string, value: unknown): Promise<PlannedRefs | undefined> {
     if (!this.sync || !Array.isArray(value) || value.length === 0 || !value.every(isObject)) return undefined;
     // A log of their own: appended to the list channel's log, they would interleave with the
     // list's items and split its versions' ranges (a list version refers to its own log only).
     const logChannel = `${WRITES_LOG_PREFIX}${channel}`;
     const threadKey = this.threadKey(at);
-    const encoded = value.map((item) => {
-      const [type, bytes] = this.sync!.dumpsTypedSync(item);
-      return { type, bytes };
-    });
+    // Each item is written now (the serde's own `dumpsTyped` too writes before its first await):
+    // a later change to it is not what this write holds.
+    const encoded = await Promise.all(
+      value.map(async (item): Promise<EncodedItem> => {
+        const [type, bytes] = await this.dumpsTyped(item);
+        return { type, bytes };
+      }),
+    );
     const known = value.map((item, i) => {
       const logged = this.loggedItems.get(item as object);
       return logged && logged.threadKey === threadKey && sameEncoding(logged.encoded, encoded[i]!) ? logged : undefined;
