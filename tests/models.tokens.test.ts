@@ -48,6 +48,18 @@ describe("countInputTokens: counts kept per message, the encoder loaded on first
     expect(fresh.overBudget(history, exact - 1)).toEqual({ over: true, tokens: exact });
   });
 
+  it("the estimates (the scripted model's usage) load no encoder: a quarter of the characters, with the messages' framing", async () => {
+    vi.resetModules();
+    const fresh = await import("../src/models/tokens.js");
+    const history = [new HumanMessage("the task"), ...turn(1)];
+    const input = fresh.estimateInputTokens(history);
+    expect(fresh.tokenizerStats).toEqual({ loaded: false, encodedTexts: 0 });
+    expect(fresh.estimateTokens("abcdefghi")).toBe(3);
+    // Each message: 3 tokens of framing, its type's and its text's estimates; 3 to prime the reply.
+    expect(fresh.estimateInputTokens([new HumanMessage("abcdefgh")])).toBe(3 + 3 + 2 + 2);
+    expect(input).toBeGreaterThan(fresh.estimateInputTokens([new HumanMessage("the task")]));
+  });
+
   it("the bound is never below the exact count (so a history under it is under the budget)", () => {
     const texts = [
       "hello world",

@@ -5,7 +5,7 @@ import { isMap, isNode, isScalar, LineCounter, parseDocument, stringify, type Do
 import { z } from "zod";
 import { ConfigError, ModelError } from "../errors.js";
 import { sleep } from "./retry.js";
-import { countInputTokens, countOutputTokens } from "./tokens.js";
+import { estimateInputTokens, estimateOutputTokens } from "./tokens.js";
 import { SCRIPTED_ANY_NODE, type ScriptedConsumed, type ScriptedCounts } from "../state/graph-state.js";
 import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult } from "./types.js";
@@ -120,8 +120,6 @@ const WAIT_POLL_MS = 50;
 class ScriptedModel implements ChatModel {
   /** Each group's response indices in file order: a response's `node`, or `SCRIPTED_ANY_NODE`. */
   private readonly groups = new Map<string, number[]>();
-  /** Output tokens of each response used so far: the same answer is counted once. */
-  private readonly outputTokens = new Map<number, number>();
 
   constructor(
     readonly spec: string,
@@ -189,12 +187,7 @@ class ScriptedModel implements ChatModel {
       args: typeof args === "string" ? args : JSON.stringify(args),
     }));
     const message = new AIMessage({ id: `scripted-${index}`, content: response.content, ...toolCallsFromRaw(calls) });
-    let outputTokens = this.outputTokens.get(index);
-    if (outputTokens === undefined) {
-      outputTokens = countOutputTokens(message);
-      this.outputTokens.set(index, outputTokens);
-    }
-    const usage = { inputTokens: countInputTokens(messages, options.tools), outputTokens };
+    const usage = { inputTokens: estimateInputTokens(messages, options.tools), outputTokens: estimateOutputTokens(message) };
     message.usage_metadata = {
       input_tokens: usage.inputTokens,
       output_tokens: usage.outputTokens,

@@ -169,3 +169,27 @@ export function overBudget(
 export function countOutputTokens(message: AIMessage): number {
   return countTokens(message.text) + toolCallTexts(message).reduce((sum, text) => sum + countTokens(text), 0);
 }
+
+/**
+ * Token counts by estimate, without the encoder: a quarter of the characters, as for long runs.
+ * The scripted model's usage: it stands in for a model that reports none, and loading the encoder
+ * (a quarter of a second) for each process that runs a script would cost more than the run.
+ */
+export function estimateTokens(text: string): number {
+  return Math.ceil(text.length / CHARS_PER_TOKEN_ESTIMATE);
+}
+
+/** `countInputTokens` by estimate (`estimateTokens`). */
+export function estimateInputTokens(messages: readonly BaseMessage[], tools: readonly ToolSpec[] = []): number {
+  let total = REPLY_PRIMING_TOKENS + (tools.length > 0 ? estimateTokens(JSON.stringify(tools)) : 0);
+  for (const message of messages) {
+    const { texts } = messageCount(message);
+    total += framing(message) + texts.reduce((sum, text) => sum + estimateTokens(text), 0) + estimateTokens(message.name ?? "");
+  }
+  return total;
+}
+
+/** `countOutputTokens` by estimate (`estimateTokens`). */
+export function estimateOutputTokens(message: AIMessage): number {
+  return [message.text, ...toolCallTexts(message)].reduce((sum, text) => sum + estimateTokens(text), 0);
+}
