@@ -24,19 +24,15 @@ const SLOW_LOOP = [
   '  - { node: judge, content: \'{"decision": "terminate", "reason": "nothing to do"}\' }',
 ];
 
+/** A chat thread in `ws` on the monitor graph, approvals automatic, run with the test's clean environment. */
+const chatIn = (ws: { dir: string; db: string }, threadId: string, model: string) =>
+  openChat({ threadId, workspace: ws.dir, db: ws.db, model, approval: "auto", settings: settingsOf(cleanEnv()), cwd: ws.dir });
+
 describe("the Mediator's Looper (LoopSupervisor, through the library API)", () => {
   it("runs one loop per thread: a second start is 'already running'; stop and add_pending follow the lifecycle", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const model = `scripted:${scriptFile(ws.dir, SLOW_LOOP)}`;
-    const chat = await openChat({
-      threadId: "sup",
-      workspace: ws.dir,
-      db: ws.db,
-      model,
-      approval: "auto",
-      settings: settingsOf(cleanEnv()),
-      cwd: ws.dir,
-    });
+    const chat = await chatIn(ws, "sup", model);
     const { looper } = chat;
     expect(looper.threadId).toBe("sup.loop");
 
@@ -69,15 +65,7 @@ describe("the Mediator's Looper (LoopSupervisor, through the library API)", () =
   it("a loop that cannot start is reported to the Mediator, not thrown", async () => {
     const ws = tempWorkspace({ git: true, files: { "notes.txt": "start\n" } });
     const model = `scripted:${scriptFile(ws.dir, SLOW_LOOP)}`;
-    const chat = await openChat({
-      threadId: "bad",
-      workspace: ws.dir,
-      db: ws.db,
-      model,
-      approval: "auto",
-      settings: settingsOf(cleanEnv()),
-      cwd: ws.dir,
-    });
+    const chat = await chatIn(ws, "bad", model);
     rmSync(ws.dir, { recursive: true });
     const answer = await chat.looper.start("a task");
     expect(answer).toMatch(/^the loop could not start: workspace .* is not a directory/);
