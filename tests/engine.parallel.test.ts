@@ -115,6 +115,12 @@ describe("parallel graphs run", () => {
     expect(verified).toMatchObject({ consistent: true, checked: 4 });
   });
 
+  it("combines a subgraph node's writes by its parent's reducers, and its state handed back appends nothing twice", async () => {
+    const { outcome } = await runFixture("with-subgraph.yaml");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.state.vars.log).toEqual(["a", "b", "inner", "c"]);
+  });
+
   it("fails a function node that returns a field outside its writes:", async () => {
     const { outcome } = await runFixture("writes-violation.yaml");
     expect(outcome.status).toBe("failed");

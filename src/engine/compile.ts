@@ -34,8 +34,10 @@ function buildNode(
   return nodeKinds.of(node).create(node, graph, ctx, {
     failureRouted: failureRouted(graph, node.id),
     async compileInline(inner) {
-      // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
-      const subgraph = await compileGraph(inner, ctx, undefined, options);
+      // Compiled without a checkpointer: it inherits the parent's, under its own namespace. It
+      // shares the parent's state, so its nodes' writes combine by the parent's fields' reducers too.
+      const shared = { ...inner, state: { ...graph.state, ...inner.state } };
+      const subgraph = await compileGraph(shared, ctx, undefined, options);
       return async (state, config) => (await subgraph.invoke(state, config)) as GraphStateValue;
     },
   });

@@ -80,6 +80,11 @@ function checkEdges(graph: GraphFile): PathIssue[] {
   // A node routes once: by its static edges (whose targets all run) or by one conditional edge.
   const routedBy = new Map<string, RawEdge>();
   const staticTargets = new Map<string, Set<string>>();
+  const staticTargetsOf = (from: string): Set<string> => {
+    const named = staticTargets.get(from) ?? new Set<string>();
+    staticTargets.set(from, named);
+    return named;
+  };
   graph.edges.forEach((edge, index) => {
     const edgePath = ["edges", index];
     if (Array.isArray(edge.from)) issues.push(...checkJoin(graph, edge, index));
@@ -90,9 +95,9 @@ function checkEdges(graph: GraphFile): PathIssue[] {
         issues.push({ path: [...edgePath, "from"], message: ambiguityMessage(edge.from, earlier, edge) });
       } else routedBy.set(edge.from, edge);
     }
-    const known = Array.isArray(edge.from) ? new Set<string>() : (staticTargets.get(edge.from) ?? new Set<string>());
-    if (!Array.isArray(edge.from) && edge.to !== undefined) staticTargets.set(edge.from, known);
-    issues.push(...checkTargets(edge.to, [...edgePath, "to"], nodeIds, known));
+    // A node's static edges all run: together they name each target once.
+    const named = Array.isArray(edge.from) || edge.to === undefined ? new Set<string>() : staticTargetsOf(edge.from);
+    issues.push(...checkTargets(edge.to, [...edgePath, "to"], nodeIds, named));
     edge.branches?.forEach((branch, k) => {
       const branchPath = [...edgePath, "branches", k];
       const isLast = k === (edge.branches?.length ?? 0) - 1;
@@ -142,12 +147,12 @@ function checkJoin(graph: GraphFile, edge: RawEdge, index: number): PathIssue[] 
   return issues;
 }
 
-/** The targets of one edge or branch; `known`: the targets the source's earlier static edges already run. */
-function checkTargets(to: string | string[] | undefined, path: DataPath, nodeIds: string[], known: Set<string>): PathIssue[] {
+/** The targets of one edge or branch; `named`: the targets the source's earlier static edges already name (added to). */
+function checkTargets(to: string | string[] | undefined, path: DataPath, nodeIds: string[], named: Set<string>): PathIssue[] {
   return namesAt(to, path).flatMap(({ name, path: at }) => {
     if (name === START_NODE) return [{ path: at, message: "edge into START: START is where a run begins and has no incoming edges" }];
-    if (known.has(name)) return [{ path: at, message: `"${name}" is already a target of this node: name it once` }];
-    known.add(name);
+    if (named.has(name)) return [{ path: at, message: `"${name}" is already a target of this node: name it once` }];
+    named.add(name);
     if (name === END_NODE || nodeIds.includes(name)) return [];
     return [{ path: at, message: unknownName("node", name, [...nodeIds, END_NODE]) }];
   });
