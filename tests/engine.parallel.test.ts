@@ -93,6 +93,14 @@ describe("parallel graphs run", () => {
     expect(outcome.state.vars.log).toEqual(["solo"]);
   });
 
+  it("runs a join on each pass of a loop: its sources count again after it ran", async () => {
+    const { outcome, steps } = await runFixture("join-loop.yaml");
+    // The loop ends as plan's max_visits sends merge's edge to END.
+    expect(outcome.status, outcome.error).toBe("limited");
+    expect(steps.slice(2)).toEqual([["plan"], ["lint", "test"], ["merge"], ["plan"], ["lint", "test"], ["merge"]]);
+    expect(outcome.state.visits).toEqual({ plan: 2, lint: 2, test: 2, merge: 2 });
+  });
+
   it("applies each fan-out target's visit limit on its own", async () => {
     const { outcome, steps } = await runFixture("fan-out-limits.yaml");
     expect(outcome.status, outcome.error).toBe("finished");

@@ -137,7 +137,12 @@ function checkJoin(graph: GraphFile, edge: RawEdge, index: number): PathIssue[] 
     return checkSource(name, path, nodeIds);
   });
   for (const { name, path } of namesAt(edge.to, ["edges", index, "to"])) {
-    if (graph.nodes[name]?.max_visits !== undefined) {
+    if (name === END_NODE) {
+      issues.push({
+        path,
+        message: "a join into END: LangGraph joins into nodes only; a run ends once no branch has a next node, so drop END",
+      });
+    } else if (graph.nodes[name]?.max_visits !== undefined) {
       issues.push({
         path,
         message: `the join's target "${name}" has max_visits, which a join cannot apply: bound the loop on another node of it`,
