@@ -129,6 +129,17 @@ describe("parallel graphs run", () => {
     expect(outcome.state.vars.log).toEqual(["a", "b", "inner", "c"]);
   });
 
+  it("runs examples/parallel-checks.yaml: both checks in one step, then the report of both", async () => {
+    const ws = tempWorkspace();
+    const graph = join(ROOT, "examples/parallel-checks.yaml");
+    const task = "count these words\nand these lines";
+    const outcome = await runGraph({ graph, task, threadId: "checks", workspace: ws.dir, db: ws.db, settings: settingsOf({}) });
+    expect(outcome.status, outcome.error).toBe("finished");
+    const history = await threadHistory("checks", { db: ws.db, env: {} });
+    expect(history.checkpoints.map((checkpoint) => checkpoint.nodes).slice(2)).toEqual([["lines", "words"], ["report"]]);
+    expect(outcome.state.outputs.report).toBe("the task has 2 lines and 6 words");
+  });
+
   it("fails a function node that returns a field outside its writes:", async () => {
     const { outcome } = await runFixture("writes-violation.yaml");
     expect(outcome.status).toBe("failed");
