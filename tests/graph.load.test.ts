@@ -29,7 +29,7 @@ describe("loadGraph on good graphs", () => {
       nodes: {
         summarise: { id: "summarise", kind: "agent", promptFile: good("prompts/summarise.md"), history: true },
       },
-      edges: [{ kind: "static", from: "START", to: "summarise" }],
+      edges: [{ kind: "static", from: "START", to: ["summarise"] }],
       breakpoints: { before: [], after: [] },
       limits: { maxSteps: 100 },
       policy: [],
@@ -75,24 +75,24 @@ describe("loadGraph on good graphs", () => {
         summary: { id: "summary", kind: "subgraph", graph: summary },
       },
       edges: [
-        { kind: "static", from: "START", to: "draft" },
-        { kind: "static", from: "draft", to: "critique" },
+        { kind: "static", from: "START", to: ["draft"] },
+        { kind: "static", from: "draft", to: ["critique"] },
         {
           kind: "conditional",
           from: "critique",
           branches: [
-            { when: { path: "outputs.critique.verdict", op: "eq", value: "approve" }, to: "count" },
+            { when: { path: "outputs.critique.verdict", op: "eq", value: "approve" }, to: ["count"] },
             {
               when: {
                 all: [{ path: "visits.critique", op: "gte", value: 2 }, { not: { path: "vars.audience", op: "in", value: ["experts"] } }],
               },
-              to: "count",
+              to: ["count"],
             },
-            { to: "revise" },
+            { to: ["revise"] },
           ],
         },
-        { kind: "static", from: "revise", to: "critique" },
-        { kind: "static", from: "count", to: "summary" },
+        { kind: "static", from: "revise", to: ["critique"] },
+        { kind: "static", from: "count", to: ["summary"] },
       ],
       breakpoints: { before: ["revise"], after: [] },
       limits: { maxSteps: 50 },

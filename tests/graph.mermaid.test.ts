@@ -17,14 +17,14 @@ const review: GraphDefinition<BuiltinNodeDefinition> = {
     "word-count": { id: "word-count", kind: "function", module: "/f.ts", exportName: "default" },
   },
   edges: [
-    { kind: "static", from: "START", to: "draft" },
-    { kind: "static", from: "draft", to: "critique" },
+    { kind: "static", from: "START", to: ["draft"] },
+    { kind: "static", from: "draft", to: ["critique"] },
     {
       kind: "conditional",
       from: "critique",
-      branches: [{ when: { path: "outputs.critique.verdict", op: "eq", value: "approve" }, to: "word-count" }, { to: "revise" }],
+      branches: [{ when: { path: "outputs.critique.verdict", op: "eq", value: "approve" }, to: ["word-count"] }, { to: ["revise"] }],
     },
-    { kind: "static", from: "revise", to: "critique" },
+    { kind: "static", from: "revise", to: ["critique"] },
   ],
   breakpoints: { before: ["revise"], after: [] },
 };
@@ -85,7 +85,7 @@ describe("drawMermaid", () => {
       ...base,
       name: "keywords",
       nodes: { end: { id: "end", kind: "agent", promptFile: "/e.md", history: true } },
-      edges: [{ kind: "static", from: "START", to: "end" }],
+      edges: [{ kind: "static", from: "START", to: ["end"] }],
       breakpoints: { before: [], after: [] },
     };
     expect(drawMermaid(graph)).toContain('  end_["end"]');
@@ -97,11 +97,11 @@ describe("drawMermaid", () => {
     const graph: GraphDefinition<BuiltinNodeDefinition> = {
       ...review,
       edges: [
-        { kind: "static", from: "START", to: "draft" },
+        { kind: "static", from: "START", to: ["draft"] },
         {
           kind: "conditional",
           from: "draft",
-          branches: [{ when: { path: "outputs.draft.title", op: "eq", value: 'a "b"' }, to: "END" }, { to: "critique" }],
+          branches: [{ when: { path: "outputs.draft.title", op: "eq", value: 'a "b"' }, to: ["END"] }, { to: ["critique"] }],
         },
       ],
     };

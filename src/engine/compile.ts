@@ -8,6 +8,7 @@ import {
   type EdgeDefinition,
   type GraphDefinition,
   type NodeDefinition,
+  edgeTargets,
 } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { instrumentNode } from "../runtime/instrument.js";
@@ -33,8 +34,10 @@ function buildNode(
   return nodeKinds.of(node).create(node, graph, ctx, {
     failureRouted: failureRouted(graph, node.id),
     async compileInline(inner) {
-      // Compiled without a checkpointer: it inherits the parent's, under its own namespace.
-      const subgraph = await compileGraph(inner, ctx, undefined, options);
+      // Compiled without a checkpointer: it inherits the parent's, under its own namespace. It
+      // shares the parent's state, so its nodes' writes combine by the parent's fields' reducers too.
+      const shared = { ...inner, state: { ...graph.state, ...inner.state } };
+      const subgraph = await compileGraph(shared, ctx, undefined, options);
       return async (state, config) => (await subgraph.invoke(state, config)) as GraphStateValue;
     },
   });
@@ -102,16 +105,25 @@ export function chooseBranch(branches: readonly Branch[], state: GraphStateValue
   return index < 0 ? undefined : index;
 }
 
-/** Where an edge leads for this state, before visit limits. */
-export function chooseTarget(edge: EdgeDefinition, state: GraphStateValue): string {
-  if (edge.kind === "static") return edge.to;
+/** Where an edge leads for this state, before visit limits: the first matching branch's targets (END when none matches). */
+export function chooseTargets(edge: EdgeDefinition, state: GraphStateValue): string[] {
+  if (edge.kind !== "conditional") return edge.to;
   const index = chooseBranch(edge.branches, state);
-  return index === undefined ? END_NODE : edge.branches[index]!.to;
+  return index === undefined ? [END_NODE] : edge.branches[index]!.to;
+}
+
+/**
+ * Where an edge goes for this state, as the compiled graph routes: each chosen target after
+ * visit limits, once; END only when no node runs (beside nodes that run, it ends nothing).
+ */
+export function routeTargets(edge: EdgeDefinition, graph: GraphDefinition, state: GraphStateValue): string[] {
+  const targets = new Set(chooseTargets(edge, state).map((target) => applyVisitLimits(target, graph, state)));
+  const nodes = [...targets].filter((target) => target !== END_NODE);
+  return nodes.length > 0 ? nodes : [END_NODE];
 }
 
 /** Every node an edge can lead to, counting visit-limit fallbacks (LangGraph needs them for routing). */
 export function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): string[] {
-  const direct = edge.kind === "static" ? [edge.to] : edge.branches.map((b) => b.to);
   const all = new Set<string>();
   const visit = (target: string): void => {
     if (all.has(target)) return;
@@ -119,8 +131,31 @@ export function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): s
     const node = graph.nodes[target];
     if (node?.maxVisits) visit(node.onLimit ?? END_NODE);
   };
-  direct.forEach(visit);
+  edgeTargets(edge).forEach(visit);
   return [...all];
+}
+
+/**
+ * The edges as LangGraph gets them: a node's static edges as one (their targets run together),
+ * so that a node routes once. (A node has static edges or one conditional edge: ../graph/semantics.ts.)
+ */
+function combineStaticEdges(edges: readonly EdgeDefinition[]): EdgeDefinition[] {
+  const combined: EdgeDefinition[] = [];
+  const staticFrom = new Map<string, { kind: "static"; from: string; to: string[] }>();
+  for (const edge of edges) {
+    if (edge.kind !== "static") {
+      combined.push(edge);
+      continue;
+    }
+    const earlier = staticFrom.get(edge.from);
+    if (earlier) earlier.to = [...new Set([...earlier.to, ...edge.to])];
+    else {
+      const copy = { ...edge, to: [...edge.to] };
+      staticFrom.set(edge.from, copy);
+      combined.push(copy);
+    }
+  }
+  return combined;
 }
 
 export async function compileGraph(
@@ -134,16 +169,21 @@ export async function compileGraph(
   for (const node of Object.values(graph.nodes)) {
     builder.addNode(node.id, instrumentNode(node.id, await buildNode(node, graph, ctx, options), ctx));
   }
-  for (const edge of graph.edges) {
+  for (const edge of combineStaticEdges(graph.edges)) {
+    if (edge.kind === "join") {
+      // LangGraph's multi-source edge: the target runs once every source has finished.
+      for (const to of edge.to) builder.addEdge(edge.from, toLangGraphTarget(to));
+      continue;
+    }
     const from = edge.from === START_NODE ? START : edge.from;
     const targets = possibleTargets(edge, graph);
-    if (edge.kind === "static" && targets.length === 1) {
-      builder.addEdge(from, toLangGraphTarget(edge.to));
+    if (edge.kind === "static" && targets.length === edge.to.length) {
+      for (const to of edge.to) builder.addEdge(from, toLangGraphTarget(to));
       continue;
     }
     builder.addConditionalEdges(
       from,
-      (state: GraphStateValue) => toLangGraphTarget(applyVisitLimits(chooseTarget(edge, state), graph, state)),
+      (state: GraphStateValue) => routeTargets(edge, graph, state).map(toLangGraphTarget),
       targets.map(toLangGraphTarget),
     );
   }
@@ -157,8 +197,8 @@ export async function compileGraph(
 
 interface UntypedBuilder {
   addNode(id: string, fn: NodeFunction): void;
-  addEdge(from: string, to: string): void;
-  addConditionalEdges(from: string, route: (state: GraphStateValue) => string, targets: string[]): void;
+  addEdge(from: string | string[], to: string): void;
+  addConditionalEdges(from: string, route: (state: GraphStateValue) => string[], targets: string[]): void;
   compile(options: { checkpointer?: BaseCheckpointSaver; interruptBefore: string[]; interruptAfter: string[]; name: string }): unknown;
 }
 

@@ -27,6 +27,15 @@ function messageLine(message: unknown): string | undefined {
   return line || undefined;
 }
 
+/** The nodes whose outputs a change wrote: `outputs.<node>…`, or each node of the channel's first value (every node of a step that ran first). */
+function outputsWritten(change: CheckpointSummary["changes"][number]): string[] {
+  if (change.path.startsWith("outputs.")) return [change.path.split(".")[1]!];
+  if (change.path === "outputs" && change.kind === "added" && typeof change.value === "object" && change.value !== null) {
+    return Object.keys(change.value);
+  }
+  return [];
+}
+
 /**
  * What a step did, in a few words: the first line of each message it added (the Coder's
  * summary, an [AUTO] log line, the review's rating), else the outputs it wrote.
@@ -41,9 +50,7 @@ export function describeStep(checkpoint: CheckpointSummary): string {
   });
   const lines = added.filter((line): line is string => line !== undefined);
   if (lines.length > 0) return lines.join(" · ");
-  const outputs = [
-    ...new Set(checkpoint.changes.flatMap((change) => (change.path.startsWith("outputs.") ? [change.path.split(".")[1]!] : []))),
-  ];
+  const outputs = [...new Set(checkpoint.changes.flatMap(outputsWritten))];
   if (outputs.length > 0) return `wrote outputs.${outputs.join(", outputs.")}`;
   const channels = [
     ...new Set(

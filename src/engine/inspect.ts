@@ -94,7 +94,7 @@ export function toPlainValues(values: Record<string, unknown>): Record<string, u
   };
   return Object.fromEntries(
     Object.entries(values)
-      .filter(([channel]) => !channel.startsWith("__") && !channel.startsWith("branch:"))
+      .filter(([channel]) => isShownChannel(channel))
       .map(([channel, value]) => [channel, plain(value)]),
   );
 }
@@ -196,8 +196,13 @@ function asChanges(changes: Difference[], prefix: string, offset = 0): StateChan
   });
 }
 
-/** Whether `toPlainValues` keeps a channel. */
-const isShownChannel = (channel: string): boolean => !channel.startsWith("__") && !channel.startsWith("branch:");
+/**
+ * Whether `toPlainValues` keeps a channel: not one of LangGraph's own (`__start__`, `__pregel_…`,
+ * the scheduled `branch:to:<node>`, a join's `join:<sources>:<target>`).
+ */
+function isShownChannel(channel: string): boolean {
+  return !/^(__|branch:|join:)/.test(channel);
+}
 
 /** A channel's value at one checkpoint, decoded once and shared by the checkpoints that keep its version. */
 interface ChannelEntry {

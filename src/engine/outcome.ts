@@ -9,7 +9,7 @@ import type { RunEnding } from "../runtime/node-kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { RunStatus } from "../state/thread.js";
-import { chooseTarget, followVisitLimits, type RunnableGraph } from "./compile.js";
+import { chooseTargets, followVisitLimits, type RunnableGraph } from "./compile.js";
 import type { RunOutcome } from "./run-types.js";
 
 /** The exit code of each way a run ends (docs/exit-codes.md). */
@@ -94,10 +94,12 @@ export function runEnding(graph: GraphDefinition, state: GraphStateValue, ran: r
     if (ending) return ending;
   }
   for (const id of ran) {
-    for (const edge of graph.edges.filter((e) => e.from === id)) {
-      const target = chooseTarget(edge, state);
-      if (target === END_NODE) continue;
-      const { exhausted } = followVisitLimits(target, graph, state);
+    // A join's target has no visit limit (../graph/semantics.ts), so only a node's own edges can end the run so.
+    for (const edge of graph.edges.filter((e) => e.kind !== "join" && e.from === id)) {
+      const exhausted = chooseTargets(edge, state)
+        .filter((target) => target !== END_NODE)
+        .map((target) => followVisitLimits(target, graph, state).exhausted)
+        .find((node) => node !== undefined);
       if (exhausted === undefined) continue;
       const limit = graph.nodes[exhausted]!.maxVisits;
       return {

@@ -22,10 +22,28 @@ export interface ComparisonCondition {
 /** One branch of a conditional edge; the first branch whose `when` holds is taken. */
 export interface Branch {
   when?: Condition;
-  to: string; // node id or "END"
+  /** Node ids (or "END"): several run together, in the same superstep. */
+  to: string[];
 }
 
-export type EdgeDefinition = { kind: "static"; from: string; to: string } | { kind: "conditional"; from: string; branches: Branch[] };
+/**
+ * An edge of a loaded graph. Targets are lists: several targets run together, in the same
+ * superstep (a fan-out). A join runs its targets once, after all its sources have finished.
+ */
+export type EdgeDefinition =
+  | { kind: "static"; from: string; to: string[] }
+  | { kind: "conditional"; from: string; branches: Branch[] }
+  | { kind: "join"; from: string[]; to: string[] };
+
+/** The nodes whose completion an edge follows: its source, or a join's sources. */
+export function edgeSources(edge: EdgeDefinition): string[] {
+  return edge.kind === "join" ? edge.from : [edge.from];
+}
+
+/** Every target an edge names, in every branch (before visit limits). */
+export function edgeTargets(edge: EdgeDefinition): string[] {
+  return edge.kind === "conditional" ? [...new Set(edge.branches.flatMap((branch) => branch.to))] : edge.to;
+}
 
 /** A small JSON-Schema subset describing an agent's structured output. */
 export interface OutputSchema {
@@ -56,10 +74,18 @@ export interface NodeDefinition {
 /** The keys every node has, as a node kind's resolver receives them. */
 export type NodeCommon = Omit<NodeDefinition, "kind">;
 
+/**
+ * How concurrent writes of one `vars` field combine: arrays concatenated (`append`), objects
+ * shallow-merged (`merge`), or the last write wins (`replace`). A field without one may not be
+ * written by two nodes of one superstep (checked when the graph loads).
+ */
+export type VarReducer = "append" | "merge" | "replace";
+
 export interface StateFieldDefinition {
   type: "string" | "number" | "boolean" | "object" | "array";
   default?: unknown;
   description?: string;
+  reducer?: VarReducer;
 }
 
 export interface GraphLimits {

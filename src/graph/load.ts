@@ -13,6 +13,7 @@ import { SourceLocator, type DataPath, type PathIssue } from "../diagnostics/pos
 import {
   COMPARISON_OPERATORS,
   GRAPH_MCP_SOURCE,
+  namesOf,
   type GraphFile,
   type RawCondition,
   type RawEdge,
@@ -254,8 +255,13 @@ function buildDefinition(file: string, graph: GraphFile, nodes: Record<string, N
 }
 
 function toEdgeDefinition(edge: RawEdge): EdgeDefinition {
-  if (edge.to !== undefined) return { kind: "static", from: edge.from, to: edge.to };
-  const branches = (edge.branches ?? []).map(({ when, to }) => (when ? { when: toCondition(when), to } : { to }));
+  const to = namesOf(edge.to);
+  if (Array.isArray(edge.from)) return { kind: "join", from: edge.from, to };
+  if (edge.to !== undefined) return { kind: "static", from: edge.from, to };
+  const branches = (edge.branches ?? []).map((branch) => {
+    const targets = namesOf(branch.to);
+    return branch.when ? { when: toCondition(branch.when), to: targets } : { to: targets };
+  });
   return { kind: "conditional", from: edge.from, branches };
 }
 

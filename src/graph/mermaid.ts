@@ -1,4 +1,4 @@
-import { END_NODE, START_NODE, type Condition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
+import { END_NODE, START_NODE, edgeSources, type Condition, type GraphDefinition, type NodeDefinition } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 
 /**
@@ -80,17 +80,19 @@ class Drawing {
     }
     this.lines.push(`${indent}${idOf(END_NODE)}([END])`);
 
+    // `a & b`: Mermaid's several nodes at one end of an edge (a fan-out's targets, a join's sources).
+    const idsOf = (names: string[]): string => names.map(idOf).join(" & ");
     for (const edge of graph.edges) {
-      if (edge.kind === "static") {
-        this.lines.push(`${indent}${idOf(edge.from)} --> ${idOf(edge.to)}`);
+      if (edge.kind !== "conditional") {
+        this.lines.push(`${indent}${idsOf(edgeSources(edge))} --> ${idsOf(edge.to)}`);
         continue;
       }
       for (const branch of edge.branches) {
         const label = escapeLabel(branch.when ? truncate(describeCondition(branch.when)) : "else");
-        this.lines.push(`${indent}${idOf(edge.from)} -->|"${label}"| ${idOf(branch.to)}`);
+        this.lines.push(`${indent}${idOf(edge.from)} -->|"${label}"| ${idsOf(branch.to)}`);
       }
     }
-    const hasOutgoing = new Set(graph.edges.map((edge) => edge.from));
+    const hasOutgoing = new Set(graph.edges.flatMap(edgeSources));
     for (const node of Object.values(graph.nodes)) {
       if (node.maxVisits !== undefined) {
         const label = escapeLabel(`after ${node.maxVisits} visits`);

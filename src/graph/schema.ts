@@ -6,7 +6,7 @@
  */
 import { z } from "zod";
 import { modelSpec, positiveInt } from "../format/node-schema.js";
-import type { ComparisonOperator } from "../format/types.js";
+import type { ComparisonOperator, VarReducer } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { policyRulesSchema } from "../policy/rule-file.js";
 import { checkMcpServers, type McpDeclarationSource } from "../tools/mcp-servers.js";
@@ -161,13 +161,30 @@ const JSON_TYPE_NAMES: Record<ReturnType<typeof jsonTypeOf>, string> = {
   other: "not a JSON value",
 };
 
+export const VAR_REDUCERS = ["append", "merge", "replace"] as const satisfies readonly VarReducer[];
+
+/** The field type a reducer combines (replace takes any). */
+const REDUCER_TYPES: Record<VarReducer, StateFieldType | undefined> = { append: "array", merge: "object", replace: undefined };
+
 const stateField = z
   .strictObject({
     type: z.enum(STATE_FIELD_TYPES),
     default: z.unknown().optional(),
     description: z.string().optional(),
+    reducer: z
+      .enum(VAR_REDUCERS)
+      .describe("How writes of nodes that run together combine: append (arrays), merge (objects, shallow) or replace (last write wins)")
+      .optional(),
   })
   .superRefine((field, ctx) => {
+    const needs = field.reducer ? REDUCER_TYPES[field.reducer] : undefined;
+    if (needs && needs !== field.type) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["reducer"],
+        message: `reducer ${field.reducer} needs a field of type ${needs}, but the field's type is ${field.type}`,
+      });
+    }
     if (field.default === undefined) return;
     const actual = jsonTypeOf(field.default);
     if (actual !== field.type) {
@@ -182,15 +199,22 @@ const stateField = z
 // ---------------------------------------------------------------------------------------------
 // Edges
 
+/** One target, or several that run together (in the same superstep). */
+const targets = z.union([z.string(), z.array(z.string())]).superRefine((to, ctx) => {
+  if (Array.isArray(to) && to.length === 0) ctx.addIssue({ code: "custom", message: "an empty list of targets: name at least one node" });
+});
+
 const branchSchema = z.strictObject({
   when: conditionSchema.optional(),
-  to: z.string().describe("Node id or END"),
+  to: targets.describe("Node id or END, or a list of them to run together"),
 });
 
 const edgeSchema = z
   .strictObject({
-    from: z.string().describe("Node id or START"),
-    to: z.string().describe("Node id or END (a static edge)").optional(),
+    from: z
+      .union([z.string(), z.array(z.string())])
+      .describe("Node id or START; a list of node ids makes a join: its targets run once all of them have finished"),
+    to: targets.describe("Node id or END, or a list of them to run together (a static edge)").optional(),
     branches: z
       .array(branchSchema)
       .min(1)
@@ -208,9 +232,24 @@ const edgeSchema = z
     } else if (edge.to === undefined && edge.branches === undefined) {
       ctx.addIssue({ code: "custom", message: 'edge has no target: add "to: <node>" or "branches: [...]"' });
     }
+    if (Array.isArray(edge.from) && edge.from.length < 2) {
+      ctx.addIssue({ code: "custom", path: ["from"], message: "a join needs at least two sources: write a single source as from: <node>" });
+    } else if (Array.isArray(edge.from) && edge.branches !== undefined && edge.to === undefined) {
+      ctx.addIssue({
+        code: "custom",
+        path: ["branches"],
+        params: { at: "key" },
+        message: 'a join (from: a list) takes "to", not "branches": join into one node, and branch from there',
+      });
+    }
   });
 
 export type RawEdge = z.output<typeof edgeSchema>;
+
+/** A source or target as written (one name or a list), as a list. */
+export function namesOf(written: string | string[] | undefined): string[] {
+  return written === undefined ? [] : Array.isArray(written) ? written : [written];
+}
 
 // ---------------------------------------------------------------------------------------------
 // The whole file

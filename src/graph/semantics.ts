@@ -8,6 +8,8 @@ import { closestName, unknownName } from "../diagnostics/suggest.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
 import { END_NODE, START_NODE } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
+import { flowOf, reachableFrom, targetsOf, type Flow } from "./flow.js";
+import { checkParallel } from "./parallel.js";
 
 /** Checks what the schema cannot: references between parts of the graph, reachability, loop limits. */
 export function checkSemantics(graph: GraphFile): PathIssue[] {
@@ -30,6 +32,7 @@ function checkNodeReferences(graph: GraphFile): PathIssue[] {
       }
     }
   }
+  for (const id of nodeIds) issues.push(...checkWritesFields(graph, id));
   for (const [id, node] of Object.entries(graph.nodes)) {
     if (node.on_limit === undefined) continue;
     const path = ["nodes", id, "on_limit"];
@@ -49,26 +52,56 @@ function checkNodeReferences(graph: GraphFile): PathIssue[] {
   return issues;
 }
 
+/** Each name of an edge's `from` or `to` (one name, or a list), with where it is written. */
+function namesAt(written: string | string[] | undefined, path: DataPath): { name: string; path: DataPath }[] {
+  if (Array.isArray(written)) return written.map((name, k) => ({ name, path: [...path, k] }));
+  return written === undefined ? [] : [{ name: written, path }];
+}
+
+/** The fields a node declares it writes (`writes:`) must be declared under `state:`. */
+function checkWritesFields(graph: GraphFile, id: string): PathIssue[] {
+  const node = graph.nodes[id];
+  const declared = node && nodeKinds.get(node.kind)?.varsWritten?.(node as never);
+  if (declared === undefined || declared === "any") return [];
+  const fields = Object.keys(graph.state);
+  return declared.flatMap((name, k) => {
+    if (fields.includes(name)) return [];
+    const message =
+      fields.length === 0
+        ? `unknown state field "${name}" in writes: declare it under state:`
+        : unknownName("state field", name, fields, "writes");
+    return [{ path: ["nodes", id, "writes", k], message }];
+  });
+}
+
 function checkEdges(graph: GraphFile): PathIssue[] {
   const issues: PathIssue[] = [];
   const nodeIds = Object.keys(graph.nodes);
-  const outgoing = new Map<string, RawEdge>();
+  // A node routes once: by its static edges (whose targets all run) or by one conditional edge.
+  const routedBy = new Map<string, RawEdge>();
+  const staticTargets = new Map<string, Set<string>>();
+  const staticTargetsOf = (from: string): Set<string> => {
+    const named = staticTargets.get(from) ?? new Set<string>();
+    staticTargets.set(from, named);
+    return named;
+  };
   graph.edges.forEach((edge, index) => {
     const edgePath = ["edges", index];
-    if (edge.from === END_NODE) {
-      issues.push({ path: [...edgePath, "from"], message: "edge out of END: a run stops at END, so nothing can follow it" });
-    } else if (edge.from !== START_NODE && !nodeIds.includes(edge.from)) {
-      issues.push({ path: [...edgePath, "from"], message: unknownName("node", edge.from, [START_NODE, ...nodeIds]) });
+    if (Array.isArray(edge.from)) issues.push(...checkJoin(graph, edge, index));
+    else {
+      issues.push(...checkSource(edge.from, [...edgePath, "from"], nodeIds));
+      const earlier = routedBy.get(edge.from);
+      if (earlier && (earlier.to === undefined || edge.to === undefined)) {
+        issues.push({ path: [...edgePath, "from"], message: ambiguityMessage(edge.from, earlier, edge) });
+      } else routedBy.set(edge.from, edge);
     }
-    const earlier = outgoing.get(edge.from);
-    if (earlier) issues.push({ path: [...edgePath, "from"], message: ambiguityMessage(edge.from, earlier, edge) });
-    else outgoing.set(edge.from, edge);
-
-    if (edge.to !== undefined) issues.push(...checkTarget(edge.to, [...edgePath, "to"], nodeIds));
+    // A node's static edges all run: together they name each target once.
+    const named = Array.isArray(edge.from) || edge.to === undefined ? new Set<string>() : staticTargetsOf(edge.from);
+    issues.push(...checkTargets(edge.to, [...edgePath, "to"], nodeIds, named));
     edge.branches?.forEach((branch, k) => {
       const branchPath = [...edgePath, "branches", k];
       const isLast = k === (edge.branches?.length ?? 0) - 1;
-      issues.push(...checkTarget(branch.to, [...branchPath, "to"], nodeIds));
+      issues.push(...checkTargets(branch.to, [...branchPath, "to"], nodeIds, new Set()));
       if (branch.when) issues.push(...checkCondition(branch.when, [...branchPath, "when"], graph));
       if (isLast && branch.when) {
         issues.push({
@@ -87,19 +120,53 @@ function checkEdges(graph: GraphFile): PathIssue[] {
   return issues;
 }
 
-function checkTarget(to: string, path: DataPath, nodeIds: string[]): PathIssue[] {
-  if (to === START_NODE) return [{ path, message: "edge into START: START is where a run begins and has no incoming edges" }];
-  if (to === END_NODE || nodeIds.includes(to)) return [];
-  return [{ path, message: unknownName("node", to, [...nodeIds, END_NODE]) }];
+function checkSource(from: string, path: DataPath, nodeIds: string[]): PathIssue[] {
+  if (from === END_NODE) return [{ path, message: "edge out of END: a run stops at END, so nothing can follow it" }];
+  if (from === START_NODE || nodeIds.includes(from)) return [];
+  return [{ path, message: unknownName("node", from, [START_NODE, ...nodeIds]) }];
+}
+
+/** A join's own rules: node sources, each once; targets that have no visit limit (LangGraph's multi-source edge cannot reroute). */
+function checkJoin(graph: GraphFile, edge: RawEdge, index: number): PathIssue[] {
+  const nodeIds = Object.keys(graph.nodes);
+  const seen = new Set<string>();
+  const issues = namesAt(edge.from, ["edges", index, "from"]).flatMap(({ name, path }) => {
+    if (name === START_NODE) return [{ path, message: "START cannot be a join source: a run starts there before anything else" }];
+    if (seen.has(name)) return [{ path, message: `join source "${name}" is listed twice` }];
+    seen.add(name);
+    return checkSource(name, path, nodeIds);
+  });
+  for (const { name, path } of namesAt(edge.to, ["edges", index, "to"])) {
+    if (name === END_NODE) {
+      issues.push({
+        path,
+        message: "a join into END: LangGraph joins into nodes only; a run ends once no branch has a next node, so drop END",
+      });
+    } else if (graph.nodes[name]?.max_visits !== undefined) {
+      issues.push({
+        path,
+        message: `the join's target "${name}" has max_visits, which a join cannot apply: bound the loop on another node of it`,
+      });
+    }
+  }
+  return issues;
+}
+
+/** The targets of one edge or branch; `named`: the targets the source's earlier static edges already name (added to). */
+function checkTargets(to: string | string[] | undefined, path: DataPath, nodeIds: string[], named: Set<string>): PathIssue[] {
+  return namesAt(to, path).flatMap(({ name, path: at }) => {
+    if (name === START_NODE) return [{ path: at, message: "edge into START: START is where a run begins and has no incoming edges" }];
+    if (named.has(name)) return [{ path: at, message: `"${name}" is already a target of this node: name it once` }];
+    named.add(name);
+    if (name === END_NODE || nodeIds.includes(name)) return [];
+    return [{ path: at, message: unknownName("node", name, [...nodeIds, END_NODE]) }];
+  });
 }
 
 function ambiguityMessage(from: string, earlier: RawEdge, later: RawEdge): string {
   const staticEdges = [earlier, later].filter((edge) => edge.to !== undefined).length;
-  if (staticEdges === 2) {
-    return `ambiguous: "${from}" has two static edges: keep one, or use one edge with branches to choose the target`;
-  }
   if (staticEdges === 1) {
-    return `ambiguous: "${from}" has both a static and a conditional edge: merge them into one edge with branches`;
+    return `ambiguous: "${from}" has both a static and a conditional edge: merge them into one edge with branches (a branch may name several targets)`;
   }
   return `ambiguous: "${from}" has two conditional edges: merge their branches into one edge`;
 }
@@ -146,49 +213,13 @@ function statePathProblem(statePath: string, graph: GraphFile): string | undefin
   }
 }
 
-/**
- * For each node (and START), the nodes it can lead to. A target reached only as the on_limit
- * fallback of an exhausted node maps to that node; a direct target maps to undefined.
- * END and unknown names are left out.
- */
-type Flow = Map<string, Map<string, string | undefined>>;
-
-function flowOf(graph: GraphFile): Flow {
-  const known = new Set([START_NODE, ...Object.keys(graph.nodes)]);
-  const flow: Flow = new Map([...known].map((id) => [id, new Map()]));
-  const addTarget = (from: string, to: string, via?: string, seen = new Set<string>()): void => {
-    if (!known.has(to) || to === START_NODE || seen.has(to)) return;
-    seen.add(to);
-    const targets = flow.get(from);
-    if (targets && (!targets.has(to) || via === undefined)) targets.set(to, via);
-    const node = graph.nodes[to];
-    if (node?.max_visits !== undefined) addTarget(from, node.on_limit ?? END_NODE, to, seen);
-  };
-  for (const edge of graph.edges) {
-    if (known.has(edge.from)) targetsOf(edge).forEach((to) => addTarget(edge.from, to));
-  }
-  return flow;
-}
-
-function targetsOf(edge: RawEdge): string[] {
-  return edge.to !== undefined ? [edge.to] : (edge.branches ?? []).map((branch) => branch.to);
-}
-
 function checkFlow(graph: GraphFile): PathIssue[] {
   const nodeIds = Object.keys(graph.nodes);
   if (!graph.edges.some((edge) => edge.from === START_NODE)) {
     return [{ path: ["edges"], at: "key", message: `no edge from START: add - { from: START, to: ${nodeIds[0] ?? "<node>"} }` }];
   }
   const flow = flowOf(graph);
-  const reachable = new Set<string>([START_NODE]);
-  const queue = [START_NODE];
-  for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
-    for (const next of flow.get(id)?.keys() ?? []) {
-      if (reachable.has(next)) continue;
-      reachable.add(next);
-      queue.push(next);
-    }
-  }
+  const reachable = reachableFrom([START_NODE], flow);
   // A node unreachable only because an edge misspells its name is covered by that edge's error.
   const misspelled = new Set(
     graph.edges
@@ -203,7 +234,7 @@ function checkFlow(graph: GraphFile): PathIssue[] {
       at: "key",
       message: `node "${id}" is unreachable from START: add an edge into it or remove it`,
     }));
-  return [...unreachable, ...checkLoopLimits(graph, flow)];
+  return [...unreachable, ...checkLoopLimits(graph, flow), ...checkParallel(graph, flow, reachable)];
 }
 
 /**

@@ -1,6 +1,6 @@
 import type { RerunNode } from "../runtime/events.js";
 import { possibleTargets } from "../engine/compile.js";
-import { END_NODE, type GraphDefinition, type NodeDefinition } from "../format/types.js";
+import { END_NODE, edgeSources, type GraphDefinition, type NodeDefinition } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 
 /**
@@ -22,7 +22,7 @@ export function rerunPlan(graph: GraphDefinition, next: readonly string[]): Reru
     const node = queue.shift()!;
     if (reached.includes(node)) continue;
     reached.push(node);
-    for (const edge of graph.edges.filter((e) => e.from === node)) {
+    for (const edge of graph.edges.filter((e) => edgeSources(e).includes(node))) {
       queue.push(...possibleTargets(edge, graph).filter((target) => target !== END_NODE));
     }
   }

@@ -4,7 +4,7 @@ import { applyVisitLimits, chooseBranch } from "../engine/compile.js";
 import { graphChangedWarning } from "../graph/fingerprint.js";
 import { graphSourceLocator, loadGraph } from "../graph/load.js";
 import type { DataPath } from "../diagnostics/positions.js";
-import { END_NODE, START_NODE, type GraphDefinition } from "../format/types.js";
+import { END_NODE, START_NODE, type EdgeDefinition, type GraphDefinition } from "../format/types.js";
 import { requireThread, withStore, type StoreOptions } from "../store/store.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import { headLineage, readRunRecord, routingSources, type RecordedStep } from "./record.js";
@@ -109,12 +109,13 @@ function compareStep(
       message: `step ${step.step} (checkpoint ${step.id}): node "${gone}" ran here but is no longer in the graph`,
     };
   }
-  const routes = sources.map((node) => routeFrom(node, graph, step.values as GraphStateValue));
-  const expected = [...new Set(routes.map((r) => r.target).filter((t) => t !== END_NODE))].sort();
-  if (isDeepStrictEqual(expected, step.scheduled)) return undefined;
+  const joined = joinTargetsAfter(sources, graph);
+  const scheduled = step.scheduled.filter((node) => !joined.has(node));
+  const routes = sources.flatMap((node) => routesFrom(node, graph, step.values as GraphStateValue));
+  const expected = [...new Set(routes.map((r) => r.target).filter((t) => t !== END_NODE && !joined.has(t)))].sort();
+  if (isDeepStrictEqual(expected, [...scheduled].sort())) return undefined;
   // The route the record contradicts (with several nodes in one step, the first of them).
-  const contradicted = (route: Route): boolean =>
-    route.target === END_NODE ? step.scheduled.length > 0 : !step.scheduled.includes(route.target);
+  const contradicted = (route: Route): boolean => (route.target === END_NODE ? scheduled.length > 0 : !scheduled.includes(route.target));
   const wrong = routes.find(contradicted) ?? routes[0]!;
   const shownExpected = expected.length > 0 ? expected : [END_NODE];
   return {
@@ -129,29 +130,43 @@ function compareStep(
   };
 }
 
-/** Where the current graph goes from `node` on `state`: its edge (or branch), then visit limits, as the compiled graph routes. */
-function routeFrom(node: string, graph: GraphDefinition, state: GraphStateValue): Route {
-  const index = graph.edges.findIndex((edge) => edge.from === node);
-  const edge = graph.edges[index];
-  let chosen: Route;
-  if (!edge) {
-    chosen = { target: END_NODE, path: ["nodes", node], what: `node ${node} has no outgoing edge (the run ends after it)` };
-  } else if (edge.kind === "static") {
-    chosen = { target: edge.to, path: ["edges", index, "to"], what: `edge ${node} → ${edge.to}` };
-  } else {
-    const branch = chooseBranch(edge.branches, state);
-    chosen =
-      branch === undefined
-        ? { target: END_NODE, path: ["edges", index, "branches"], what: `no branch of the edge from ${node} matches (the run ends)` }
-        : {
-            target: edge.branches[branch]!.to,
-            path: ["edges", index, "branches", branch, "to"],
-            what: `branch ${branch + 1} of the edge from ${node} → ${edge.branches[branch]!.to}`,
-          };
+/**
+ * Where the current graph goes from `node` on `state`: each target of its edges (or of the branch
+ * taken), then visit limits, as the compiled graph routes. Joins are left out (see `joinTargetsAfter`).
+ */
+function routesFrom(node: string, graph: GraphDefinition, state: GraphStateValue): Route[] {
+  const edges = graph.edges.flatMap((edge, index) => (edge.kind !== "join" && edge.from === node ? [{ edge, index }] : []));
+  if (edges.length === 0)
+    return [{ target: END_NODE, path: ["nodes", node], what: `node ${node} has no outgoing edge (the run ends after it)` }];
+  return edges.flatMap(({ edge, index }) => chosenRoutes(node, edge, index, state)).map((route) => withVisitLimits(route, graph, state));
+}
+
+function chosenRoutes(node: string, edge: EdgeDefinition, index: number, state: GraphStateValue): Route[] {
+  if (edge.kind !== "conditional") {
+    return edge.to.map((target) => ({ target, path: ["edges", index, "to"], what: `edge ${node} → ${edge.to.join(", ")}` }));
   }
+  const branch = chooseBranch(edge.branches, state);
+  if (branch === undefined) {
+    return [{ target: END_NODE, path: ["edges", index, "branches"], what: `no branch of the edge from ${node} matches (the run ends)` }];
+  }
+  const to = edge.branches[branch]!.to;
+  const what = `branch ${branch + 1} of the edge from ${node} → ${to.join(", ")}`;
+  return to.map((target) => ({ target, path: ["edges", index, "branches", branch, "to"], what }));
+}
+
+function withVisitLimits(chosen: Route, graph: GraphDefinition, state: GraphStateValue): Route {
   const target = chosen.target === END_NODE ? END_NODE : applyVisitLimits(chosen.target, graph, state);
   if (target === chosen.target) return chosen;
   return { target, path: ["nodes", chosen.target, "max_visits"], what: `max_visits of ${chosen.target} is used up: on_limit → ${target}` };
+}
+
+/**
+ * The targets of the joins that `sources` feed: whether one runs after this step depends on
+ * whether its other sources have finished since it last ran, which the recorded state does not
+ * tell, so the comparison leaves them out on both sides.
+ */
+function joinTargetsAfter(sources: readonly string[], graph: GraphDefinition): Set<string> {
+  return new Set(graph.edges.flatMap((edge) => (edge.kind === "join" && edge.from.some((from) => sources.includes(from)) ? edge.to : [])));
 }
 
 function shownPath(file: string, cwd: string): string {

@@ -53,6 +53,17 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
   readonly boundsLoops?: boolean;
   /** YAML keys whose values are ids of other nodes of the graph (checked to exist); the definition has the same fields. */
   readonly nodeReferences?: readonly string[];
+  /**
+   * The `vars` fields (of the graph's `state:`) the node may write, from its YAML: "any" when it
+   * does not say; nodes of a kind without it write none. Two nodes that may run in the same
+   * superstep must not both write a field without a reducer (checked when the graph loads).
+   */
+  varsWritten?(raw: Raw): readonly string[] | "any";
+  /**
+   * The node hands back the whole state it ran on (a subgraph), which would undo the writes of a
+   * node run beside it: it may not run in the same superstep as another node.
+   */
+  readonly runsAlone?: boolean;
   /** Drawn as a subroutine (`[[…]]`) rather than a box. */
   readonly drawnAsSubroutine?: boolean;
   /** The graph that runs inside the node, in the same thread: drawn, fingerprinted and checked with it. */

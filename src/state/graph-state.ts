@@ -30,6 +30,49 @@ const mergeRecords = <T>(left: Record<string, T>, right: Record<string, T>): Rec
 });
 
 /**
+ * A node's write of one `vars` field whose `state:` declares `reducer: append` or `merge`: the
+ * items to append, or the keys to set, rather than the field's new value.
+ *
+ * Why the write says how it combines, rather than a `vars` reducer built per graph: the channel
+ * keeps one static reducer (one annotation for every graph and subgraph, checkpoints unchanged),
+ * and a plain value must go on replacing, as every other write is an idempotent merge: a subgraph
+ * hands back its whole state, and `replay --from` writes a whole recorded state, whose values
+ * already hold every append. Only a node's own write is a delta, and it says so; `replace` (and a
+ * field without a reducer) is a plain value, the last write of a superstep winning (LangGraph
+ * applies a superstep's writes in the order of its tasks: by node id).
+ */
+export interface CombinedWrite {
+  [COMBINE]: "append" | "merge";
+  value: unknown;
+}
+
+/** The key that marks a CombinedWrite (stored with a superstep's pending writes, so a plain string). */
+const COMBINE = "__loopgraph_combine__";
+
+export function combinedWrite(reducer: CombinedWrite[typeof COMBINE], value: unknown): CombinedWrite {
+  return { [COMBINE]: reducer, value };
+}
+
+function isCombinedWrite(value: unknown): value is CombinedWrite {
+  return typeof value === "object" && value !== null && COMBINE in value;
+}
+
+const asRecord = (value: unknown): Record<string, unknown> =>
+  typeof value === "object" && value !== null && !Array.isArray(value) ? (value as Record<string, unknown>) : {};
+
+/** Keyed overwrite, except for combined writes: appended to the field's list, or merged into its object. */
+export const mergeVars = (left: Record<string, unknown>, right: Record<string, unknown>): Record<string, unknown> => {
+  const merged = { ...left };
+  for (const [field, value] of Object.entries(right)) {
+    if (!isCombinedWrite(value)) merged[field] = value;
+    else if (value[COMBINE] === "append")
+      merged[field] = [...(Array.isArray(left[field]) ? left[field] : []), ...(value.value as unknown[])];
+    else merged[field] = { ...asRecord(left[field]), ...asRecord(value.value) };
+  }
+  return merged;
+};
+
+/**
  * The scripted responses one script has given, per group: a response's `node`, or
  * `SCRIPTED_ANY_NODE` for the responses without one. A call always takes the first unused
  * response of its node's group or of the shared group, so each group is used from its start
@@ -86,8 +129,8 @@ export const GraphState = Annotation.Root({
   messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
   /** Each node's latest output: text, or the parsed structured output. */
   outputs: Annotation<Record<string, unknown>>({ reducer: mergeRecords, default: () => ({}) }),
-  /** User-declared fields (the graph file's `state:`). */
-  vars: Annotation<Record<string, unknown>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** User-declared fields (the graph file's `state:`); writes of fields with a reducer combine (see CombinedWrite). */
+  vars: Annotation<Record<string, unknown>>({ reducer: mergeVars, default: () => ({}) }),
   /** How many times each node has run in this thread. */
   visits: Annotation<Record<string, number>>({ reducer: mergeRecords, default: () => ({}) }),
   /** Cumulative token usage per node. */

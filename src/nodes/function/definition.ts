@@ -6,4 +6,6 @@ export interface FunctionNodeDefinition extends NodeDefinition {
   module: string;
   /** Name of the exported function (default "default"). */
   exportName: string;
+  /** The state fields its result may set under `vars` (`writes:`); undefined: any. */
+  writes?: string[];
 }

@@ -13,6 +13,10 @@ const functionNode = z.strictObject({
     .regex(/\.(ts|js|mjs)$/, { error: "function module must be a .ts, .js or .mjs file" })
     .describe("Module relative to the graph file"),
   export: z.string().describe('Exported function name (default "default")').default("default"),
+  writes: z
+    .array(z.string())
+    .describe("The state fields the function may return under vars (default: any); returning another fails the node")
+    .optional(),
 });
 
 /** An exported TypeScript or JavaScript function `(state, {node, threadId, workspace}) => {output?, vars?}`. */
@@ -21,11 +25,13 @@ export const functionKind = defineNodeKind({
   schema: functionNode,
   usesModel: false,
   drawnAsSubroutine: true,
+  varsWritten: (raw) => raw.writes ?? "any",
   resolve(raw, common, files): FunctionNodeDefinition | undefined {
     const module = files.file(raw.module, "module", "function module");
-    return module === undefined ? undefined : { ...common, kind: "function", module, exportName: raw.export };
+    if (module === undefined) return undefined;
+    return { ...common, kind: "function", module, exportName: raw.export, ...(raw.writes && { writes: raw.writes }) };
   },
   files: (def) => [def.module],
   sideEffects: (def) => [`runs ${basename(def.module)}:${def.exportName}`],
-  create: async (def, _graph, ctx) => createFunctionNode(def, await loadUserFunction(def, ctx.env), ctx),
+  create: async (def, graph, ctx) => createFunctionNode(def, await loadUserFunction(def, ctx.env), ctx, graph),
 });

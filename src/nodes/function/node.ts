@@ -4,7 +4,8 @@ import { importAtRunTime } from "../../package.js";
 import { untrustedReason } from "../../trust/trust.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
-import type { GraphStateValue } from "../../state/graph-state.js";
+import { combinedWrite, type GraphStateValue } from "../../state/graph-state.js";
+import type { GraphDefinition, VarReducer } from "../../format/types.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { FunctionNodeDefinition } from "./definition.js";
 
@@ -59,7 +60,7 @@ export async function loadUserFunction(def: FunctionNodeDefinition, env: NodeJS.
  * A function may touch the workspace, so its call is an effect: its result (or error) is recorded,
  * and a recorded replay takes it from the record instead of calling the function.
  */
-export function createFunctionNode(def: FunctionNodeDefinition, fn: UserFunction, ctx: RunContext): NodeFunction {
+export function createFunctionNode(def: FunctionNodeDefinition, fn: UserFunction, ctx: RunContext, graph: GraphDefinition): NodeFunction {
   return async (state) => {
     const request = { kind: "function" as const, node: def.id, name: def.exportName, args: {} };
     const called = await performEffect(ctx, request, async (): Promise<{ result?: FunctionNodeResult; error?: string }> => {
@@ -77,7 +78,36 @@ export function createFunctionNode(def: FunctionNodeDefinition, fn: UserFunction
     }
     return {
       ...(result.output !== undefined ? { outputs: { [def.id]: result.output } } : {}),
-      ...(result.vars ? { vars: result.vars } : {}),
+      ...(result.vars ? { vars: varsUpdate(def, graph, result.vars) } : {}),
     };
   };
+}
+
+/**
+ * The returned `vars` as the state's update: only the fields of the node's `writes:` (when it has
+ * one), and the fields with a reducer as the items to append or the keys to merge.
+ */
+function varsUpdate(def: FunctionNodeDefinition, graph: GraphDefinition, vars: Record<string, unknown>): Record<string, unknown> {
+  const outside = def.writes ? Object.keys(vars).filter((field) => !def.writes?.includes(field)) : [];
+  if (outside.length > 0) {
+    const fields = outside.map((field) => `vars.${field}`).join(", ");
+    throw new Error(
+      `the function returned ${fields}, which the node's writes: [${def.writes?.join(", ")}] leaves out: add the field to writes in ${graph.file}, or do not return it`,
+    );
+  }
+  return Object.fromEntries(Object.entries(vars).map(([field, value]) => [field, combined(field, value, graph.state[field]?.reducer)]));
+}
+
+function combined(field: string, value: unknown, reducer: VarReducer | undefined): unknown {
+  if (reducer === "append") {
+    if (!Array.isArray(value)) throw new Error(`vars.${field} has reducer append: return a list of the items to append`);
+    return combinedWrite("append", value);
+  }
+  if (reducer === "merge") {
+    if (typeof value !== "object" || value === null || Array.isArray(value)) {
+      throw new Error(`vars.${field} has reducer merge: return an object of the keys to set`);
+    }
+    return combinedWrite("merge", value);
+  }
+  return value;
 }

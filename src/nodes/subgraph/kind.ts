@@ -20,6 +20,8 @@ export const subgraphKind = defineNodeKind({
   kind: "subgraph",
   schema: subgraphNode,
   usesModel: false,
+  varsWritten: () => "any",
+  runsAlone: true,
   async resolve(raw, common, files): Promise<SubgraphNodeDefinition | undefined> {
     const graph = await files.graph(raw.graph, "graph", "subgraph file");
     return graph && { ...common, kind: "subgraph", graph };

@@ -1,0 +1,48 @@
+/** Where a graph file's edges can lead: the node-to-node moves its checks reason about. */
+import { END_NODE, START_NODE } from "../format/types.js";
+import { namesOf, type GraphFile, type RawEdge } from "./schema.js";
+
+/**
+ * For each node (and START), the nodes it can lead to. A target reached only as the on_limit
+ * fallback of an exhausted node maps to that node; a direct target maps to undefined.
+ * END and unknown names are left out.
+ */
+export type Flow = Map<string, Map<string, string | undefined>>;
+
+/** The graph's flow; without `joins`, only the moves a node makes by itself (a join also waits for other nodes). */
+export function flowOf(graph: GraphFile, { joins = true } = {}): Flow {
+  const known = new Set([START_NODE, ...Object.keys(graph.nodes)]);
+  const flow: Flow = new Map([...known].map((id) => [id, new Map()]));
+  const addTarget = (from: string, to: string, via?: string, seen = new Set<string>()): void => {
+    if (!known.has(to) || to === START_NODE || seen.has(to)) return;
+    seen.add(to);
+    const targets = flow.get(from);
+    if (targets && (!targets.has(to) || via === undefined)) targets.set(to, via);
+    const node = graph.nodes[to];
+    if (node?.max_visits !== undefined) addTarget(from, node.on_limit ?? END_NODE, to, seen);
+  };
+  for (const edge of graph.edges) {
+    if (Array.isArray(edge.from) && !joins) continue;
+    for (const from of namesOf(edge.from)) if (known.has(from)) targetsOf(edge).forEach((to) => addTarget(from, to));
+  }
+  return flow;
+}
+
+/** Every target an edge names, in all its branches. */
+export function targetsOf(edge: RawEdge): string[] {
+  return edge.to !== undefined ? namesOf(edge.to) : (edge.branches ?? []).flatMap((branch) => namesOf(branch.to));
+}
+
+/** The nodes the flow leads to from `starts`, the starts included. */
+export function reachableFrom(starts: Iterable<string>, flow: Flow): Set<string> {
+  const reachable = new Set(starts);
+  const queue = [...reachable];
+  for (let id = queue.shift(); id !== undefined; id = queue.shift()) {
+    for (const next of flow.get(id)?.keys() ?? []) {
+      if (reachable.has(next)) continue;
+      reachable.add(next);
+      queue.push(next);
+    }
+  }
+  return reachable;
+}
