@@ -101,8 +101,11 @@ describe("creating branch worktrees", () => {
 
   it("two worktrees of one workspace are independent, and a name is taken once", async () => {
     const ws = gitWorkspace();
-    const first = await createBranchWorktree({ workspace: ws.dir, ...branch("t3", "coder", 0) });
-    const second = await createBranchWorktree({ workspace: ws.dir, ...branch("t3", "coder", 1) });
+    // Made at the same time, as parallel coders start.
+    const [first, second] = await Promise.all([
+      createBranchWorktree({ workspace: ws.dir, ...branch("t3", "coder", 0) }),
+      createBranchWorktree({ workspace: ws.dir, ...branch("t3", "coder", 1) }),
+    ]);
     writeFileSync(join(first.dir, "a.txt"), "first\n");
     await commitBranch(first, "first's change");
     expect(readFileSync(join(second.dir, "a.txt"), "utf8")).toBe("one\ntwo\nthree\n");
