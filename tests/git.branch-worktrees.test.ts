@@ -252,6 +252,9 @@ describe("what the agent plants in its worktree", () => {
     symlinkSync(outside, join(worktree.dir, "b.txt"));
     symlinkSync("../../../../../outside.txt", join(worktree.dir, "escape"));
     symlinkSync("a.txt", join(worktree.dir, "inside"));
+    symlinkSync("inside", join(worktree.dir, "via"));
+    mkdirSync(join(worktree.dir, "dir"));
+    symlinkSync("../b.txt", join(worktree.dir, "dir/up"));
     writeFileSync(join(worktree.dir, "a.txt"), "changed\n");
     await commitBranch(worktree, "work");
     expect(git(ws.dir, "ls-tree", "loopgraph/t10/coder-0", "b.txt")).toMatch(/^120000 /);
@@ -259,13 +262,15 @@ describe("what the agent plants in its worktree", () => {
     const result = applied(await applyBranch({ workspace: ws.dir, branch: worktree }));
 
     expect(result.applied.sort()).toEqual(["a.txt", "inside"]);
-    expect(result.withheld.map((change) => change.path).sort()).toEqual(["b.txt", "escape"]);
+    // b.txt is a link in the merged tree: dir/up leads through it.
+    expect(result.withheld.map((change) => change.path).sort()).toEqual(["b.txt", "dir/up", "escape", "via"]);
     expect(result.withheld[0]!.reason).toMatch(/symbolic link/);
     expect(readFileSync(outside, "utf8")).toBe("outside\n");
     expect(readFileSync(join(ws.dir, "b.txt"), "utf8")).toBe("bee\n");
     expect(lstatSync(join(ws.dir, "b.txt")).isSymbolicLink()).toBe(false);
     expect(existsSync(join(ws.dir, "escape"))).toBe(false);
     expect(readlinkSync(join(ws.dir, "inside"))).toBe("a.txt");
+    expect(existsSync(join(ws.dir, "via")) || existsSync(join(ws.dir, "dir"))).toBe(false);
   });
 
   it("judges a link's target by its text, strictly", () => {

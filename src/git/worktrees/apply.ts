@@ -5,8 +5,8 @@
  *
  * What is written never leads outside the workspace: git writes a symbolic link as a link and
  * replaces a link on the way to a file rather than follow it; a link the branch would add that
- * leads out of the workspace (or into a `.git` or `.loopgraph`) is not written at all, and the
- * result says so. A file loopgraph keeps only redacted (it holds a secret's value) is never
+ * leads out of the workspace (or into a `.git` or `.loopgraph`, or through another link) is not
+ * written at all, and the result says so. A file loopgraph keeps only redacted (it holds a secret's value) is never
  * overwritten by a merge: that is a conflict.
  */
 import { lstat, mkdtemp, rm, rmdir, unlink } from "node:fs/promises";
@@ -141,7 +141,7 @@ async function writeMerged(repo: BranchRepository, from: string, to: string): Pr
   const withheld: WithheldChange[] = [];
   const toWrite: TreeChange[] = [];
   for (const change of changes) {
-    const reason = await refusal(repo, change);
+    const reason = await refusal(repo, to, change);
     if (reason) withheld.push({ path: change.path, reason });
     else toWrite.push(change);
   }
@@ -155,13 +155,28 @@ async function writeMerged(repo: BranchRepository, from: string, to: string): Pr
 }
 
 /** Why a change must not be written, if it must not. */
-async function refusal(repo: BranchRepository, change: TreeChange): Promise<string | undefined> {
+async function refusal(repo: BranchRepository, tree: string, change: TreeChange): Promise<string | undefined> {
   if (change.oldMode === GITLINK_MODE || change.newMode === GITLINK_MODE) return "a nested repository (submodule): not applied";
   if (change.newMode !== SYMLINK_MODE) return undefined;
   const target = await repo.run(["cat-file", "blob", change.newId]);
-  return linkLeadsAway(change.path, target)
-    ? `a symbolic link to ${JSON.stringify(target)}, which leads out of the workspace or into a .git or ${STATE_DIR}: not written`
-    : undefined;
+  if (linkLeadsAway(change.path, target))
+    return `a symbolic link to ${JSON.stringify(target)}, which leads out of the workspace or into a .git or ${STATE_DIR}: not written`;
+  if (await passesThroughLink(repo, tree, change.path, target))
+    return `a symbolic link to ${JSON.stringify(target)}, which passes through another link (that may lead anywhere): not written`;
+  return undefined;
+}
+
+/** Whether a (lexically inside) target, or a folder on its way, is itself a link in `tree`: where it leads is not the text's. */
+async function passesThroughLink(repo: BranchRepository, tree: string, path: string, target: string): Promise<boolean> {
+  const parts = target.split("/").filter((part) => part !== "" && part !== ".");
+  const ups = parts.filter((part) => part === "..").length;
+  const folder = path.split("/").slice(0, -1);
+  const start = folder.slice(0, folder.length - ups);
+  const names = parts.slice(ups);
+  const prefixes = names.map((_, i) => [...start, ...names.slice(0, i + 1)].join("/"));
+  if (prefixes.length === 0) return false;
+  const listed = await repo.run(["ls-tree", "-z", tree, "--", ...prefixes], { env: { GIT_LITERAL_PATHSPECS: "1" } });
+  return listed.split("\0").some((entry) => entry.startsWith(`${SYMLINK_MODE} `));
 }
 
 /**
