@@ -209,10 +209,14 @@ export async function removeBranchWorktrees(workspace: string, threadId: string)
   });
   const folder = await realFolder(real, threadFolderParts(threadId));
   if (!folder) return [];
-  const entries = await readdir(folder, { withFileTypes: true });
-  const removed = entries.filter((entry) => entry.isDirectory()).map((entry) => join(folder, entry.name));
-  await forceRemove(folder);
-  return removed;
+  try {
+    const entries = await readdir(folder, { withFileTypes: true });
+    const removed = entries.filter((entry) => entry.isDirectory()).map((entry) => join(folder, entry.name));
+    await forceRemove(folder);
+    return removed;
+  } catch (error) {
+    throw new GitError(`cannot remove the branch worktrees in ${folder}: ${(error as Error).message}`);
+  }
 }
 
 /** Deletes the thread's branches and their base refs (`threads prune`). Returns the branches deleted. */
