@@ -50,24 +50,52 @@ export interface GitOptions {
   input?: string | Buffer;
 }
 
+/** Output and exit code of a command whose other exit codes than 0 are answers (`merge-tree`'s 1: conflicts), not failures. */
+export interface GitOutcome {
+  output: string;
+  exitCode: number;
+}
+
 /** Commands that read no workspace file: no content filter can run. Any other may (even `write-tree` refreshes the index). */
 const UNFILTERED_COMMANDS = new Set(["config", "init", "rev-parse"]);
 
 /**
- * Settings that switch off every content filter a repository's config defines: an empty command
- * is no filter. `.gitattributes` in the workspace may assign any of them to any file.
+ * Settings that switch off every content filter and merge driver a repository's config defines:
+ * an empty command is no filter; a merge driver becomes `false`, which reports a conflict (an
+ * empty one would "succeed" and silently keep one side). `.gitattributes` in the workspace may
+ * assign any of them to any file, and `merge.default` names a driver for every file.
  */
 async function filterOverrides(options: GitOptions): Promise<string[]> {
-  const listed = await runGit(["config", "--get-regexp", String.raw`^filter\..*\.(clean|smudge|process)$`], options).catch(() => "");
-  const names = new Set(listed.split("\n").flatMap((line) => /^filter\.(.+)\.(?:clean|smudge|process) /.exec(line)?.[1] ?? []));
-  return [...names].flatMap((name) =>
-    ["clean", "smudge", "process"].flatMap((key) => ["-c", `filter.${name}.${key}=`]).concat(["-c", `filter.${name}.required=false`]),
-  );
+  const listed = await runGit(
+    ["config", "--get-regexp", String.raw`^(filter\..*\.(clean|smudge|process)|merge\..*\.driver)$`],
+    options,
+  ).catch(() => "");
+  const lines = listed.split("\n");
+  const filters = new Set(lines.flatMap((line) => /^filter\.(.+)\.(?:clean|smudge|process) /.exec(line)?.[1] ?? []));
+  const mergeDrivers = new Set(lines.flatMap((line) => /^merge\.(.+)\.driver /.exec(line)?.[1] ?? []));
+  return [
+    ...[...filters].flatMap((name) =>
+      ["clean", "smudge", "process"].flatMap((key) => ["-c", `filter.${name}.${key}=`]).concat(["-c", `filter.${name}.required=false`]),
+    ),
+    ...[...mergeDrivers].flatMap((name) => ["-c", `merge.${name}.driver=false`]),
+  ];
 }
 
 export async function git(args: string[], options: GitOptions): Promise<string> {
   const filters = UNFILTERED_COMMANDS.has(args[0] ?? "") ? [] : await filterOverrides(options);
   return runGit(args, options, filters);
+}
+
+/** `git` for a command whose exit codes `accepted` (besides 0) are answers: its output and exit code. */
+export async function gitOutcome(args: string[], options: GitOptions, accepted: readonly number[]): Promise<GitOutcome> {
+  const filters = UNFILTERED_COMMANDS.has(args[0] ?? "") ? [] : await filterOverrides(options);
+  let exitCode = 0;
+  const output = await runGit(args, options, filters, "utf8", (code) => {
+    if (!accepted.includes(code)) return false;
+    exitCode = code;
+    return true;
+  });
+  return { output, exitCode };
 }
 
 /** `git` whose output is bytes, as git wrote them (a patch of files that are not UTF-8). */
@@ -77,13 +105,21 @@ export async function gitBytes(args: string[], options: GitOptions): Promise<Buf
 }
 
 /** `settings`: more `-c` options, before the command (not shown in its error message). */
-function runGit(args: string[], options: GitOptions, settings?: string[]): Promise<string>;
+/** `accepts`: whether a non-zero exit code is an answer (the output is then returned), not a failure. */
+function runGit(
+  args: string[],
+  options: GitOptions,
+  settings?: string[],
+  encoding?: "utf8",
+  accepts?: (code: number) => boolean,
+): Promise<string>;
 function runGit(args: string[], options: GitOptions, settings: string[], encoding: "buffer"): Promise<Buffer>;
 function runGit(
   args: string[],
   { cwd, indexFile, repository = [], env: extra = {}, input }: GitOptions,
   settings: string[] = [],
   encoding: "utf8" | "buffer" = "utf8",
+  accepts: (code: number) => boolean = () => false,
 ): Promise<string | Buffer> {
   const env: NodeJS.ProcessEnv = {
     ...Object.fromEntries(INHERITED_ENV.flatMap((name) => (process.env[name] === undefined ? [] : [[name, process.env[name]]]))),
@@ -98,7 +134,8 @@ function runGit(
   return new Promise((resolveOutput, reject) => {
     const child = execFile("git", command, { cwd, env, encoding, maxBuffer: MAX_GIT_OUTPUT_BYTES }, (error, stdout, stderr) => {
       if (!error) return resolveOutput(stdout);
-      const code = (error as NodeJS.ErrnoException).code;
+      const code = (error as NodeJS.ErrnoException | { code?: number }).code;
+      if (typeof code === "number" && accepts(code)) return resolveOutput(stdout);
       if (code === "ENOENT") return reject(new GitError("git is not installed (or not on PATH)"));
       const reason =
         code === "ERR_CHILD_PROCESS_STDIO_MAXBUFFER"

@@ -25,6 +25,8 @@ export interface TreeStore {
   objects: string;
   /** The work tree: the workspace (absolute). */
   workTree: string;
+  /** The seed index is loopgraph's own, kept up to date by `writeTree` (default: only a shadow repository's is). */
+  ownSeed?: boolean;
   run(args: string[], indexFile?: string, options?: Pick<GitOptions, "env" | "input">): Promise<string>;
 }
 
@@ -104,7 +106,7 @@ export async function writeTree(store: TreeStore, secrets: readonly string[] = [
     const tree = (await store.run(["write-tree"], index, { env })).trim();
     await quarantine.release();
     // The seed keeps the stand-ins too: the originals are in no object store.
-    if (store.kind === "shadow") await replaceFile(index, store.seedIndex);
+    if (store.ownSeed ?? store.kind === "shadow") await replaceFile(index, store.seedIndex);
     return { tree, redacted: [...standIns.values()] };
   } finally {
     await quarantine.discard();
@@ -157,7 +159,7 @@ async function replaceUnfit(
   return standIns;
 }
 
-/** Only a shadow repository's own index is kept up to date, atomically (snapshots may run in parallel). */
+/** Only loopgraph's own seed index (a shadow repository's) is kept up to date, atomically (snapshots may run in parallel). */
 async function replaceFile(source: string, target: string): Promise<void> {
   const temporary = `${target}.${randomUUID()}.tmp`;
   await copyIndex(source, temporary);

@@ -1,0 +1,15 @@
+/** Branch worktrees: see branches.ts (making, committing, diffing, removing) and apply.ts (merging into the workspace). */
+export { applyBranch, linkLeadsAway, mergeBranches, type ApplyResult, type BranchConflict, type WithheldChange } from "./apply.js";
+export {
+  branchDiff,
+  commitBranch,
+  createBranchWorktree,
+  pruneBranches,
+  removeBranchWorktrees,
+  type BranchChanges,
+  type BranchFileChange,
+  type BranchWorktree,
+  type CreateBranchWorktreeOptions,
+  type WorkspaceBranch,
+} from "./branches.js";
+export { branchOf, type BranchName } from "./names.js";
