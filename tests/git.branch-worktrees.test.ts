@@ -27,6 +27,7 @@ import {
   createBranchWorktree,
   linkLeadsAway,
   mergeBranches,
+  openBranchWorktree,
   pruneBranches,
   removeBranchWorktrees,
   type ApplyResult,
@@ -112,6 +113,28 @@ describe("creating branch worktrees", () => {
     expect((await branchDiff(second)).files).toEqual([]);
     expect((await branchDiff(first)).files).toEqual([{ path: "a.txt", status: "M" }]);
     await expect(createBranchWorktree({ workspace: ws.dir, ...branch("t3", "coder", 0) })).rejects.toThrow(/already exists/);
+  });
+
+  it("opening one continues the folder a visit left (a resume), makes the folder again from the branch's tip when only the branch is left, and makes both when neither is", async () => {
+    const ws = gitWorkspace();
+    const made = await openBranchWorktree({ workspace: ws.dir, ...branch("t20", "coder", 0) });
+    writeFileSync(join(made.dir, "new.txt"), "work in progress\n");
+    const again = await openBranchWorktree({ workspace: ws.dir, ...branch("t20", "coder", 0) });
+    expect(again).toEqual(made);
+    expect(readFileSync(join(again.dir, "new.txt"), "utf8")).toBe("work in progress\n");
+
+    await commitBranch(again, "visit 1");
+    await removeBranchWorktrees(ws.dir, "t20");
+    const later = await openBranchWorktree({ workspace: ws.dir, ...branch("t20", "coder", 0) });
+    expect(later.baseCommit).toBe(made.baseCommit);
+    expect(contents(later.dir)).toEqual({ "a.txt": "one\ntwo\nthree\n", "b.txt": "bee\n", "new.txt": "work in progress\n" });
+    expect((await branchDiff(later)).files).toEqual([{ path: "new.txt", status: "A" }]);
+
+    // A folder left without its branch (a crash while it was being made) is made anew.
+    mkdirSync(join(ws.dir, ".loopgraph/worktrees/t20/other-0"));
+    writeFileSync(join(ws.dir, ".loopgraph/worktrees/t20/other-0/half.txt"), "x");
+    const fresh = await openBranchWorktree({ workspace: ws.dir, ...branch("t20", "other", 0) });
+    expect(contents(fresh.dir)).toEqual({ "a.txt": "one\ntwo\nthree\n", "b.txt": "bee\n" });
   });
 
   it("refuses thread and node ids that are no single safe name", async () => {
@@ -354,6 +377,12 @@ describe("ending a run", () => {
       "refs/heads/loopgraph/t13/coder-0",
       "refs/loopgraph/worktree-bases/t13/coder-0",
     ]);
+  });
+
+  it("pruning a workspace without git that never had a branch makes no shadow repository", async () => {
+    const ws = tempWorkspace({ files: { "a.txt": "a\n" } });
+    expect(await pruneBranches(ws.dir, "t21")).toEqual([]);
+    expect(existsSync(join(ws.dir, ".loopgraph/branches.git"))).toBe(false);
   });
 
   it("does not follow a .loopgraph that is a link", async () => {

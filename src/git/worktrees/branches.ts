@@ -33,6 +33,7 @@ import {
   captureTree,
   commitOf,
   commitTree,
+  existingBranchRepository,
   openBranchRepository,
   stateFolder,
   treeStoreOf,
@@ -100,6 +101,33 @@ export async function createBranchWorktree(options: CreateBranchWorktreeOptions)
   }
   const { threadId, node, index: position } = options;
   return { workspace: repo.workspace, threadId, node, index: position, dir, branch, baseCommit, store: repo.kind };
+}
+
+/**
+ * The branch worktree of a coder's visit, as it is left: the folder and branch made before (a
+ * resume after a crash continues in the same folder, with what the agent wrote there), the folder
+ * made again from the branch's tip when only the branch is left (the run that made it ended), or
+ * both made new (`createBranchWorktree`).
+ */
+export async function openBranchWorktree(options: CreateBranchWorktreeOptions): Promise<BranchWorktree> {
+  checkBranchName(options);
+  const repo = await openBranchRepository(options.workspace);
+  const [tip, base] = await Promise.all([commitOf(repo, branchRef(options)), commitOf(repo, baseRef(options))]);
+  const { dir, index } = worktreePlaces(repo.workspace, options);
+  const folder = await realFolder(repo.workspace, [...threadFolderParts(options.threadId), `${options.node}-${options.index}`]);
+  if (!tip || !base) {
+    // A folder without its branch is what a crash in `createBranchWorktree` leaves: nothing of the agent's is in it yet.
+    if (folder) await forceRemove(folder);
+    await rm(index, { force: true });
+    return createBranchWorktree(options);
+  }
+  if (!folder) {
+    await stateFolder(repo.workspace, [WORKTREES_DIR, options.threadId]);
+    await mkdir(dir);
+    await materialize(repo, dir, index, tip);
+  }
+  const { threadId, node, index: position } = options;
+  return { workspace: repo.workspace, threadId, node, index: position, dir, branch: branchOf(options), baseCommit: base, store: repo.kind };
 }
 
 async function checkedTree(repo: BranchRepository, tree: string): Promise<string> {
@@ -222,7 +250,8 @@ export async function removeBranchWorktrees(workspace: string, threadId: string)
 /** Deletes the thread's branches and their base refs (`threads prune`). Returns the branches deleted. */
 export async function pruneBranches(workspace: string, threadId: string): Promise<string[]> {
   checkId("thread", threadId);
-  const repo = await openBranchRepository(workspace);
+  const repo = await existingBranchRepository(workspace);
+  if (!repo) return [];
   const listed = await repo.run(["for-each-ref", "--format=%(refname)", ...threadBranchPrefixes(threadId)]);
   const refs = listed.split("\n").filter(Boolean);
   await deleteRefs(repo, refs);

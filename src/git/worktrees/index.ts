@@ -4,6 +4,7 @@ export {
   branchDiff,
   commitBranch,
   createBranchWorktree,
+  openBranchWorktree,
   pruneBranches,
   removeBranchWorktrees,
   type BranchChanges,

@@ -46,6 +46,16 @@ export async function openBranchRepository(workspace: string): Promise<BranchRep
   return (await ownRepository(real)) ?? (await shadowRepository(real));
 }
 
+/** The workspace's branch repository when it has one: a thread that never made a branch leaves no shadow repository behind (`threads prune`). */
+export async function existingBranchRepository(workspace: string): Promise<BranchRepository | undefined> {
+  const real = await realpath(workspace).catch(() => undefined);
+  if (!real || !(await stat(real)).isDirectory()) return undefined;
+  const own = await ownRepository(real);
+  if (own) return own;
+  const shadow = await realFolder(real, [STATE_DIR, SHADOW_GIT_DIR]).catch(() => undefined);
+  return shadow ? shadowRepository(real) : undefined;
+}
+
 /** The workspace's own repository, when the workspace is the top of its work tree (not a folder inside one, not a bare repository). */
 async function ownRepository(workspace: string): Promise<BranchRepository | undefined> {
   const found = await git(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "objects", "--git-path", "index"], {
