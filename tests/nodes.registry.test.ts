@@ -23,7 +23,7 @@ function registerShout(): void {
 
 describe("the node kind registry", () => {
   it("knows the built-in kinds, each from its own folder, and refuses a kind registered twice", () => {
-    expect(nodeKinds.names()).toEqual(["agent", "function", "subgraph", "coder", "looper", "review", "judge", "mediator"]);
+    expect(nodeKinds.names()).toEqual(["agent", "function", "subgraph", "coder", "looper", "review", "judge", "mediator", "merge"]);
     expect(() => nodeKinds.register(nodeKinds.get("agent")!)).toThrow(/registered already/);
   });
 
@@ -68,7 +68,7 @@ describe("the node kind registry", () => {
     nodeKinds.unregister("shout");
     const unknown = await loadGraph(join(FIXTURES, "shout.yaml")).catch((error: unknown) => error);
     expect((unknown as GraphValidationError).issues[0]?.message).toMatch(
-      /^unknown node kind "shout": use one of agent, function, subgraph, coder, looper, review, judge, mediator$/,
+      /^unknown node kind "shout": use one of agent, function, subgraph, coder, looper, review, judge, mediator, merge$/,
     );
   });
 });

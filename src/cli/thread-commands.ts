@@ -4,6 +4,7 @@ import { ConfigError } from "../errors.js";
 import { NOTHING_TO_STOP, sendCommand } from "../engine/commands.js";
 import { statusCommand } from "./status-command.js";
 import { dbFlag } from "./run-commands.js";
+import type { DeletedThread } from "../engine/thread-admin.js";
 
 export async function sendCommandCli(threadId: string, words: string[], options: GlobalOptions): Promise<number> {
   const text = words.join(" ");
@@ -86,12 +87,18 @@ export async function threadsPruneCommand(
   return 0;
 }
 
-function report(deleted: readonly { threadId: string; artifacts?: string }[], json: boolean | undefined): void {
+function report(deleted: readonly DeletedThread[], json: boolean | undefined): void {
   if (json) {
     process.stdout.write(`${JSON.stringify(deleted)}\n`);
     return;
   }
   if (deleted.length === 0) process.stdout.write("nothing to delete\n");
-  for (const thread of deleted)
-    process.stdout.write(`deleted ${thread.threadId}${thread.artifacts ? pc.dim(`  (and its artifacts, ${thread.artifacts})`) : ""}\n`);
+  for (const thread of deleted) {
+    const also = [
+      thread.artifacts && `its artifacts, ${thread.artifacts}`,
+      thread.branches && `its branches, ${thread.branches.join(", ")}`,
+    ];
+    const shown = also.filter(Boolean).join("; ");
+    process.stdout.write(`deleted ${thread.threadId}${shown ? pc.dim(`  (and ${shown})`) : ""}\n`);
+  }
 }

@@ -1,7 +1,7 @@
 /**
  * `loopgraph threads list | delete | prune`: the store's threads filtered, and deleted with
  * everything the store holds of them (checkpoints, inbox, recordings, snapshot log) and their
- * tool-output artifacts in the workspace. A thread a live process runs is never deleted.
+ * tool-output artifacts and its coders' branches in the workspace. A thread a live process runs is never deleted.
  */
 import { lstatSync, rmSync } from "node:fs";
 import { join } from "node:path";
@@ -11,6 +11,7 @@ import { withTables, type StoreOptions } from "../store/tables.js";
 import type { StoreTables } from "../runs/tables.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { listThreads, type ThreadSummary } from "./thread-list.js";
+import { pruneBranches, removeBranchWorktrees } from "../git/worktrees/index.js";
 
 export interface ThreadFilter {
   status?: string;
@@ -31,6 +32,8 @@ export interface DeletedThread {
   threadId: string;
   /** The tool-output artifacts folder removed with it, if there was one. */
   artifacts?: string;
+  /** Its coders' branches deleted with it (`workspace: worktree`), if it had any. */
+  branches?: string[];
 }
 
 /**
@@ -61,7 +64,22 @@ async function deleteOne(store: StoreTables, threadId: string): Promise<DeletedT
   if (!result) return undefined;
   if (!result.deleted) throw runningError(result.holder);
   const artifacts = artifactsOf(result.record);
-  return { threadId, ...(artifacts && { artifacts }) };
+  const branches = await branchesOf(result.record);
+  return { threadId, ...(artifacts && { artifacts }), ...(branches.length > 0 && { branches }) };
+}
+
+/**
+ * Deletes the thread's coders' branches (`loopgraph/<thread>/…`) and the worktree folders a paused
+ * run left; the branches' names. A workspace gone, or whose branches cannot be read, keeps them.
+ */
+async function branchesOf(record: ThreadRecord): Promise<string[]> {
+  if (!record.workspace.startsWith("/") || !lstatSync(record.workspace, { throwIfNoEntry: false })?.isDirectory()) return [];
+  try {
+    await removeBranchWorktrees(record.workspace, record.threadId);
+    return await pruneBranches(record.workspace, record.threadId);
+  } catch {
+    return [];
+  }
 }
 
 function runningError(record: ThreadRecord): ConfigError {

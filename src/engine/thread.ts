@@ -1,5 +1,5 @@
 import { randomBytes } from "node:crypto";
-import { statSync } from "node:fs";
+import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
 import { Command } from "@langchain/langgraph";
 import { cancelledByUser, ConfigError, ExitCode } from "../errors.js";
@@ -43,6 +43,7 @@ import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import { EXIT_CODES, failureOutcome, settledOutcome, stepLimit, storeStopOutcome } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
+import { removeBranchWorktrees, WORKTREES_DIR } from "../git/worktrees/index.js";
 import { mergeByName } from "../tools/merge-by-name.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -460,6 +461,7 @@ export class Thread {
         };
       }
     }
+    await this.removeWorktrees(ctx, outcome.status);
     try {
       await this.store.threads.markEnded(threadId, outcome.status, outcome.error, outcome.pause);
     } catch (error) {
@@ -482,6 +484,22 @@ export class Thread {
     };
     ctx.emit(outcome.error ? { ...finished, reason: outcome.error } : finished);
     return { ...outcome, state };
+  }
+
+  /**
+   * At the run's end (not a pause or an interruption, which a resume continues), the folders of
+   * its coders' branch worktrees go; their branches stay until `threads prune`. A folder that
+   * cannot go is a warning, never the run's failure.
+   */
+  private async removeWorktrees(ctx: RunContext, status: RunOutcome["status"]): Promise<void> {
+    if (this.extra.replay || status === "paused" || status === "interrupted") return;
+    // Most runs made none: nothing to check then.
+    if (!existsSync(join(this.workspace, STATE_DIR, WORKTREES_DIR, this.threadId))) return;
+    try {
+      await removeBranchWorktrees(this.workspace, this.threadId);
+    } catch (error) {
+      ctx.emit({ type: "warning", threadId: this.threadId, message: (error as Error).message });
+    }
   }
 
   /**

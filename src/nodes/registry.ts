@@ -11,6 +11,7 @@ import type { FunctionNodeDefinition } from "./function/definition.js";
 import type { JudgeNodeDefinition } from "./judge/schema.js";
 import type { LooperNodeDefinition } from "./looper/definition.js";
 import type { MediatorNodeDefinition } from "./mediator/definition.js";
+import type { MergeNodeDefinition } from "./merge/definition.js";
 import type { ReviewNodeDefinition } from "./review/schema.js";
 import type { SubgraphNodeDefinition } from "./subgraph/kind.js";
 import { agentKind } from "./agent/kind.js";
@@ -19,6 +20,7 @@ import { functionKind } from "./function/kind.js";
 import { judgeKind } from "./judge/kind.js";
 import { looperKind } from "./looper/kind.js";
 import { mediatorKind } from "./mediator/kind.js";
+import { mergeKind } from "./merge/kind.js";
 import { reviewKind } from "./review/kind.js";
 import { subgraphKind } from "./subgraph/kind.js";
 
@@ -31,7 +33,8 @@ export type BuiltinNodeDefinition =
   | LooperNodeDefinition
   | ReviewNodeDefinition
   | JudgeNodeDefinition
-  | MediatorNodeDefinition;
+  | MediatorNodeDefinition
+  | MergeNodeDefinition;
 
 // The registry holds kinds of every definition type; each is used only with its own definitions.
 export type AnyNodeKind = NodeKind<any, any>;
@@ -46,6 +49,7 @@ const BUILTIN_NODE_KINDS: readonly AnyNodeKind[] = [
   reviewKind,
   judgeKind,
   mediatorKind,
+  mergeKind,
 ];
 
 export class NodeKindRegistry {

@@ -58,8 +58,12 @@ export interface LooperHandle extends LooperCommands {
  */
 export interface RunContext {
   threadId: string;
-  /** Directory the nodes work in (`--workspace`). */
+  /** Directory the nodes work in (`--workspace`); a coder with `workspace: worktree` gets its branch worktree's folder. */
   workspace: string;
+  /** Set when `workspace` is a coder's branch worktree: the run's own workspace (the graph's policy rules are judged by it). */
+  runWorkspace?: string;
+  /** Set in the environment of the agent's commands besides what they keep of `env` (a worktree's `GIT_CEILING_DIRECTORIES`). */
+  commandVariables?: Readonly<Record<string, string>>;
   /** The run's environment (loopgraph's own, not the agent's): its user config folder holds the projects the user trusts. */
   env: NodeJS.ProcessEnv;
   /** The thread's run-level model and approval mode (`--model`, `--approval`, or those recorded with the thread). */

@@ -152,6 +152,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     resultBudgetChars: options.resultBudgetChars,
     sandbox,
     secrets: ctx.secrets,
+    ...(ctx.commandVariables ? { commandVariables: ctx.commandVariables } : {}),
     ...(ctx.commandGroups ? { commandGroups: ctx.commandGroups } : {}),
     ...(options.fileStamps ? { fileStamps: options.fileStamps } : {}),
     onOutput: (stream, text) => ctx.emit({ type: "tool_output", threadId, node, id: call.id, name: call.name, stream, text }),

@@ -244,7 +244,7 @@ async function runCommand(
   const sandboxed = sandbox.wrap(
     watchedBash(command, sandbox.scope),
     ctx.workspace,
-    agentEnvironment(ctx.env),
+    { ...agentEnvironment(ctx.env), ...ctx.commandVariables },
     options.readOnly ?? protectedPaths(ctx.workspace),
   );
   // Its own process group: a timeout or cancellation kills the whole tree (with bubblewrap, its PID namespace).

@@ -65,6 +65,8 @@ export interface ToolContext {
   sandbox?: Sandbox;
   /** Values redacted from what the tool saves (artifacts) and returns: the run's secrets. */
   secrets?: readonly string[];
+  /** Set in the environment of the agent's commands besides what they keep of `env` (see RunContext.commandVariables). */
+  commandVariables?: Readonly<Record<string, string>>;
   /** Where the shell tool records the process group of each command while it runs (see `CommandGroups`). */
   commandGroups?: CommandGroups;
   /**

@@ -13,4 +13,4 @@ export {
   type CreateBranchWorktreeOptions,
   type WorkspaceBranch,
 } from "./branches.js";
-export { branchOf, type BranchName } from "./names.js";
+export { branchOf, WORKTREES_DIR, type BranchName } from "./names.js";

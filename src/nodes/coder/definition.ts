@@ -18,6 +18,8 @@ export interface CoderNodeDefinition extends NodeDefinition {
   resultBudgetChars: number;
   /** What the Coder may do (`mode:`); the run's `--mode` comes first; default `agent`. */
   mode?: CoderMode;
+  /** `worktree`: the Coder works in its own branch worktree of the workspace (`workspace:`); unset: in the workspace itself. */
+  workspace?: "worktree";
   /** The subagent types its `task` calls may name (`subagents:`), besides the default read-only one (and the config files' types). */
   subagents: Record<string, SubagentType>;
 }

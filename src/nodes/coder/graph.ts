@@ -232,9 +232,10 @@ export function buildCoderGraph(
     }
     return listing.tools.filter((tool) => mcpPatterns.some((pattern) => toolMatches(pattern, tool.name)));
   };
+  // In a branch worktree too: its read_file reads them there (the worktree's .loopgraph/ is bound read-only, as the workspace's).
   const artifactsDir = join(ctx.workspace, STATE_DIR, "artifacts", ctx.threadId);
-  // A graph file the agent can change (inside the workspace) may not widen what the agent may do.
-  const graphRules = applicableGraphRules(graph.file, graph.policy, ctx.workspace).rules;
+  // A graph file an agent can change (inside the run's workspace, which a branch worktree's agent does not see) may not widen what the agent may do.
+  const graphRules = applicableGraphRules(graph.file, graph.policy, ctx.runWorkspace ?? ctx.workspace).rules;
   const emit = ctx.emit;
   const threadId = ctx.threadId;
 

@@ -73,6 +73,12 @@ const coderNode = z.strictObject({
     )
     .describe("Subagent types the Coder's task calls may name (agent: <name>), besides the default read-only one")
     .default({}),
+  workspace: z
+    .enum(["shared", "worktree"])
+    .describe(
+      "Where the Coder works: shared (the run's workspace) or worktree (its own git worktree on the branch loopgraph/<thread>/<node>-0, which a merge node applies; default shared)",
+    )
+    .default("shared"),
   result_budget_chars: positiveInt
     .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
     .default(30_000),
@@ -119,6 +125,8 @@ export const coderKind = defineNodeKind({
           compression: { budgetTokens: raw.compression.budget_tokens, keepRecentTurns: raw.compression.keep_recent_turns },
           resultBudgetChars: raw.result_budget_chars,
           ...(raw.mode && { mode: raw.mode }),
+          // Only when set: a graph without it keeps the fingerprint it had.
+          ...(raw.workspace === "worktree" && { workspace: "worktree" as const }),
           subagents,
         };
   },

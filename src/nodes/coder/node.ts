@@ -6,16 +6,25 @@ import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { CoderNodeDefinition } from "./definition.js";
+import { commitCoderWorktree, openCoderWorktree, worktreeContext } from "./worktree.js";
 
 /**
  * The `coder` node kind: runs the Coder subgraph on the thread's task. The subgraph inherits the
  * run's checkpointer under its own namespace, so a resumed run continues the Coder at its last
  * finished step. The structured result lands in `outputs.<node>`. A failure that no other node
  * takes up (`failureRouted`: a looper, review or judge naming the node, or an edge reading its
- * output) fails the run instead.
+ * output) fails the run instead. With `workspace: worktree` each visit works in the node's branch
+ * worktree (worktree.ts) and commits it at its end; the output names the branch and its files.
  */
 export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition, ctx: RunContext, failureRouted: boolean): NodeFunction {
-  const coder = buildCoderGraph(def, graph, ctx, failureRouted);
+  const shared = def.workspace === "worktree" ? undefined : buildCoderGraph(def, graph, ctx, failureRouted);
+  // One Coder graph per worktree folder: its context names the folder.
+  const inWorktree = new Map<string, ReturnType<typeof buildCoderGraph>>();
+  const coderIn = (dir: string) => {
+    let coder = inWorktree.get(dir);
+    if (!coder) inWorktree.set(dir, (coder = buildCoderGraph(def, graph, worktreeContext(ctx, dir), failureRouted)));
+    return coder;
+  };
   return async (state, config) => {
     const visit = (state.visits[def.id] ?? 0) + 1;
     const input: Partial<CoderStateValue> = {
@@ -24,8 +33,12 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
       sessionRules: state.sessionRules,
       inboxCursor: state.inboxCursor,
     };
+    const worktree = shared ? undefined : await openCoderWorktree(ctx, def.id);
+    const coder = shared ?? coderIn(worktree!.dir);
     const final = (await coder.invoke(input, config)) as CoderStateValue;
-    const result = final.result!;
+    // The visit's work is kept on its branch, a failed visit's too (a merge node decides what reaches the workspace).
+    const branch = worktree ? await commitCoderWorktree(ctx, def.id, visit) : undefined;
+    const result = { ...final.result!, ...branch };
     // No node of the graph takes up the failure: it fails the run (model errors and the step limit already threw, see buildCoderGraph).
     if (!failureRouted && result.status !== "success") {
       throw new LoopgraphError(`the Coder failed (${result.failureKind ?? "unknown"}): ${result.failureReason ?? "no reason given"}`);

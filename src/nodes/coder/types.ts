@@ -1,3 +1,4 @@
+import type { BranchFileChange } from "../../git/worktrees/index.js";
 import type { TodoItem, ToolErrorKind } from "../../tools/types.js";
 
 /** Why a Coder turn failed: the typed errors that end the turn rather than go back to the model. */
@@ -45,4 +46,8 @@ export interface CoderResult {
   todos: TodoItem[];
   /** A subagent's result, as its output schema shapes it (complete_task). */
   output?: Record<string, unknown>;
+  /** A Coder in its own branch worktree (`workspace: worktree`): its branch, `loopgraph/<thread>/<node>-<index>`. */
+  branch?: string;
+  /** A Coder in its own branch worktree: what its branch changed since it began (committed at the end of each visit). */
+  files?: BranchFileChange[];
 }

@@ -1,0 +1,8 @@
+import type { NodeDefinition } from "../../format/types.js";
+
+/** Applies the branches of coders that work in their own worktrees to the run's workspace. */
+export interface MergeNodeDefinition extends NodeDefinition {
+  kind: "merge";
+  /** Ids of `coder` nodes with `workspace: worktree`, merged in this order. */
+  branches: string[];
+}

@@ -1,0 +1,24 @@
+import { z } from "zod";
+import { nodeCommon } from "../../format/node-schema.js";
+import { defineNodeKind } from "../../runtime/node-kind.js";
+import type { MergeNodeDefinition } from "./definition.js";
+import { createMergeNode } from "./node.js";
+
+const mergeNode = z.strictObject({
+  kind: z.literal("merge"),
+  ...nodeCommon,
+  branches: z
+    .array(z.string())
+    .min(1)
+    .describe("Coder nodes with workspace: worktree whose branches are merged into the workspace, in this order"),
+});
+
+/** Merges worktree coders' branches into the workspace; the result (applied, or the conflict) is its output. */
+export const mergeKind = defineNodeKind({
+  kind: "merge",
+  schema: mergeNode,
+  usesModel: false,
+  resolve: (raw, common): MergeNodeDefinition => ({ ...common, kind: "merge", branches: raw.branches }),
+  sideEffects: () => ["writes files"],
+  create: (def, graph, ctx) => createMergeNode(def, graph, ctx),
+});

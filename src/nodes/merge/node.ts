@@ -1,0 +1,44 @@
+import { ConfigError, LoopgraphError } from "../../errors.js";
+import type { GraphDefinition } from "../../format/types.js";
+import { mergeBranches, type ApplyResult } from "../../git/worktrees/index.js";
+import type { RunContext } from "../../runtime/context.js";
+import { performEffect } from "../../runtime/effects.js";
+import type { NodeFunction } from "../../runtime/node-function.js";
+import type { CoderNodeDefinition } from "../coder/definition.js";
+import { SINGLE_RUN_INDEX } from "../coder/worktree.js";
+import type { MergeNodeDefinition } from "./definition.js";
+
+/** Each name must be a coder of the same graph that works in its own worktree: else there is no branch to merge. */
+export function checkMergedCoders(def: MergeNodeDefinition, graph: GraphDefinition): void {
+  for (const id of def.branches) {
+    const node = graph.nodes[id] as Partial<CoderNodeDefinition> | undefined;
+    if (node?.kind === "coder" && node.workspace === "worktree") continue;
+    throw new ConfigError(
+      `node "${def.id}" merges the branch of "${id}", which is not a coder with workspace: worktree in ${graph.file}: name such coders in branches`,
+    );
+  }
+}
+
+/**
+ * The `merge` node: the named coders' branches (their latest commits) merged into the run's
+ * workspace in order, all or nothing (src/git/worktrees/apply.ts). A conflict is no failure: the
+ * output says so (`status: conflict`) and an edge can route on it. An effect, so a recorded
+ * replay takes the result from the record and leaves the workspace alone.
+ */
+export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
+  checkMergedCoders(def, graph);
+  return async () => {
+    const request = { kind: "git" as const, node: def.id, name: "merge_branches", args: { branches: def.branches } };
+    const merged = await performEffect(ctx, request, async (): Promise<{ result?: ApplyResult; error?: string }> => {
+      try {
+        const branches = def.branches.map((node) => ({ threadId: ctx.threadId, node, index: SINGLE_RUN_INDEX }));
+        return { result: await mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] }) };
+      } catch (error) {
+        return { error: (error as Error).message };
+      }
+    });
+    if (merged.error !== undefined)
+      throw new LoopgraphError(`node "${def.id}" could not merge ${def.branches.join(", ")}: ${merged.error}`);
+    return { outputs: { [def.id]: merged.result } };
+  };
+}

@@ -1,0 +1,189 @@
+/**
+ * Coders in their own branch worktrees (`workspace: worktree`) and the `merge` node, through the
+ * CLI with scripted models: coders that run at the same time never see each other's files nor
+ * change the workspace; merge applies their branches, or says the conflict; the worktree folders
+ * go when the run ends, the branches when the thread is pruned; a resume after kill -9 continues
+ * in the same folder.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { join } from "node:path";
+import { stringify } from "yaml";
+import { describe, expect, it } from "vitest";
+import { cleanEnv, git, parseEvents, ROOT, runCli, SANDBOX_AS_FOUND } from "./helpers/cli.js";
+import { finalState, run, startResume, startRun, type RunSpec } from "./helpers/e2e.js";
+import { lacks } from "./helpers/requirements.js";
+import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
+
+const FIXTURES = join(ROOT, "tests/fixtures/worktree");
+const TWO_CODERS = join(FIXTURES, "two-coders.yaml");
+const ONE_CODER = join(FIXTURES, "one-coder.yaml");
+
+interface ToolCall {
+  name: string;
+  args: unknown;
+}
+
+const repo = (): Workspace => tempWorkspace({ git: true, files: { "README.md": "# demo\n", "secret.txt": "the user's own\n" } });
+
+/** A scripted model's file beside the workspace: each node's calls, one a step, then its closing answer. */
+function script(ws: Workspace, name: string, calls: Record<string, ToolCall[]>): string {
+  const responses = Object.entries(calls).flatMap(([node, steps]) => [
+    ...steps.map((step) => ({ node, tool_calls: [step] })),
+    { node, content: `${node} done` },
+  ]);
+  const file = join(ws.root, `${name}.script.yaml`);
+  writeFileSync(file, stringify({ responses }));
+  return file;
+}
+
+const write = (path: string, contents: string) => ({ name: "write_file", args: { path, contents } });
+const shell = (command: string) => ({ name: "shell", args: { command } });
+
+const spec = (graph: string, thread: string, scriptFile: string, extra: string[] = []): RunSpec => ({
+  graph,
+  thread,
+  task: "do the task",
+  script: scriptFile,
+  approval: "auto",
+  extra,
+});
+
+interface CoderOutput {
+  status: string;
+  branch: string;
+  files: { path: string; status: string }[];
+  toolCalls: { name: string; ok: boolean; preview: string }[];
+}
+type MergeOutput =
+  | { status: "applied"; applied: string[]; withheld: unknown[] }
+  | { status: "conflict"; conflict: { branch: string; paths: string[]; details: string[] } };
+
+async function outputs(ws: Workspace, thread: string): Promise<Record<string, CoderOutput> & { merge: MergeOutput }> {
+  return (await finalState<{ outputs: Record<string, CoderOutput> & { merge: MergeOutput } }>(ws.db, thread)).outputs;
+}
+
+const branches = (ws: Workspace): string[] =>
+  git(ws.dir, "branch", "--list", "loopgraph/*", "--format=%(refname:short)").split("\n").filter(Boolean);
+const worktreeOf = (ws: Workspace, thread: string, node: string): string => join(ws.dir, ".loopgraph/worktrees", thread, `${node}-0`);
+
+describe("coders in their own worktrees, then merged", () => {
+  it("two coders at once: neither sees the other's files, the workspace is untouched until merge applies both; the folders go at the end, the branches with threads prune", async () => {
+    const ws = repo();
+    const scriptFile = script(ws, "two", {
+      coder_a: [
+        write("a.txt", "from a\n"),
+        // Waits (a while at most) for coder_b's file in its own folder, then looks at its own and at the workspace.
+        shell(
+          'for i in $(seq 200); do [ -e ../coder_b-0/b.txt ] && echo "b wrote" && break; sleep 0.05; done; echo "mine: $(ls | tr "\\n" " ")"; echo "main: $(ls ../../../.. | tr "\\n" " ")"',
+        ),
+      ],
+      coder_b: [write("b.txt", "from b\n"), shell("cat b.txt")],
+    });
+    const result = await run(ws, spec(TWO_CODERS, "two", scriptFile));
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+
+    const out = await outputs(ws, "two");
+    const seen = out.coder_a!.toolCalls.find((call) => call.name === "shell")!.preview;
+    expect(seen).toContain("b wrote");
+    expect(seen).toContain("mine: README.md a.txt secret.txt");
+    expect(seen).toContain("main: README.md secret.txt");
+    expect(out.coder_b!.toolCalls.find((call) => call.name === "shell")!.preview).toContain("from b");
+    expect(out.coder_a).toMatchObject({ status: "success", branch: "loopgraph/two/coder_a-0", files: [{ path: "a.txt", status: "A" }] });
+    expect(out.coder_b).toMatchObject({ branch: "loopgraph/two/coder_b-0", files: [{ path: "b.txt", status: "A" }] });
+    expect(out.merge).toEqual({ status: "applied", applied: ["a.txt", "b.txt"], withheld: [] });
+
+    expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("from a\n");
+    expect(readFileSync(join(ws.dir, "b.txt"), "utf8")).toBe("from b\n");
+    expect(existsSync(join(ws.dir, ".loopgraph/worktrees/two"))).toBe(false);
+    expect(branches(ws)).toEqual(["loopgraph/two/coder_a-0", "loopgraph/two/coder_b-0"]);
+    expect(git(ws.dir, "status", "--porcelain")).toBe("?? a.txt\n?? b.txt\n");
+
+    await new Promise((done) => setTimeout(done, 1100));
+    const pruned = await runCli(["threads", "prune", "--older-than", "1s", "--db", ws.db, "--json"]);
+    expect(pruned.code, pruned.stderr).toBe(0);
+    expect(JSON.parse(pruned.stdout)).toEqual([
+      expect.objectContaining({ threadId: "two", branches: ["loopgraph/two/coder_a-0", "loopgraph/two/coder_b-0"] }),
+    ]);
+    expect(branches(ws)).toEqual([]);
+  });
+
+  it("a conflicting pair: merge's output names the branch and the path, the workspace is unchanged, the run finishes", async () => {
+    const ws = repo();
+    const scriptFile = script(ws, "clash", {
+      coder_a: [write("same.txt", "a's version\n")],
+      coder_b: [write("same.txt", "b's version\n")],
+    });
+    const result = await run(ws, spec(TWO_CODERS, "clash", scriptFile));
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+
+    const { merge } = await outputs(ws, "clash");
+    expect(merge).toMatchObject({ status: "conflict", conflict: { branch: "loopgraph/clash/coder_b-0", paths: ["same.txt"] } });
+    expect(existsSync(join(ws.dir, "same.txt"))).toBe(false);
+    expect(git(ws.dir, "status", "--porcelain")).toBe("");
+  });
+});
+
+describe("what a coder in a worktree can reach", () => {
+  const probe = (ws: Workspace) =>
+    script(ws, "probe", {
+      coder_a: [shell("git status 2>&1; echo exit=$?"), shell("cat ../../../../secret.txt 2>&1; echo exit=$?")],
+    });
+  const previews = async (ws: Workspace, thread: string) =>
+    (await outputs(ws, thread)).coder_a!.toolCalls.filter((call) => call.name === "shell").map((call) => call.preview);
+
+  it("without a sandbox: git finds no repository (GIT_CEILING_DIRECTORIES), though the files above are not hidden", async () => {
+    const ws = repo();
+    const result = await run(ws, spec(ONE_CODER, "bare", probe(ws), ["--no-sandbox"]));
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    const [status, cat] = await previews(ws, "bare");
+    expect(status).toContain("not a git repository");
+    expect(status).toContain("exit=128");
+    // No confinement without the sandbox: only git's own search is stopped.
+    expect(cat).toContain("the user's own");
+  });
+
+  it.skipIf(lacks("sandbox", "a worktree coder in bubblewrap"))(
+    "in the sandbox: the worktree is all it sees, neither the repository nor the files above",
+    async () => {
+      const ws = repo();
+      const result = await run(ws, spec(ONE_CODER, "boxed", probe(ws)), { env: cleanEnv(SANDBOX_AS_FOUND) });
+      expect(result.code, result.stderr + result.stdout).toBe(0);
+      expect(parseEvents(result.stdout).find((event) => event.type === "run_started")).toMatchObject({ sandbox: "bubblewrap" });
+      const [status, cat] = await previews(ws, "boxed");
+      expect(status).toContain("not a git repository");
+      expect(cat).toContain("No such file or directory");
+      expect(cat).not.toContain("the user's own");
+    },
+  );
+});
+
+describe("a crash in a worktree coder's turn", () => {
+  it("kill -9, then resume: the coder continues in the same worktree, and no shell step runs twice", async () => {
+    const ws = repo();
+    const scriptFile = script(ws, "crash", {
+      coder_a: [
+        write("a.txt", "from a\n"),
+        shell("echo one >> log.txt"),
+        shell("while [ ! -e go ]; do sleep 0.1; done; rm go; echo two >> log.txt"),
+      ],
+    });
+    const running = startRun(ws, spec(ONE_CODER, "crash", scriptFile));
+    await running.waitForEvent("tool_call", (line) => line.includes("echo two"));
+    await running.kill("SIGKILL");
+    const folder = worktreeOf(ws, "crash", "coder_a");
+    expect(readFileSync(join(folder, "a.txt"), "utf8")).toBe("from a\n");
+    expect(readFileSync(join(folder, "log.txt"), "utf8")).toBe("one\n");
+    expect(existsSync(join(ws.dir, "a.txt"))).toBe(false);
+
+    const resuming = startResume(ws, "crash", "--json");
+    await resuming.waitForEvent("tool_call", (line) => line.includes("echo two"));
+    writeFileSync(join(folder, "go"), "");
+    const resumed = await resuming.done;
+    expect(resumed.code, resumed.stderr).toBe(0);
+    expect(parseEvents(resumed.stdout).filter((event) => event.type === "tool_call")).toHaveLength(1);
+    expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\n");
+    expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("from a\n");
+    expect((await outputs(ws, "crash")).merge).toEqual({ status: "applied", applied: ["a.txt", "log.txt"], withheld: [] });
+    expect(existsSync(folder)).toBe(false);
+  });
+});
