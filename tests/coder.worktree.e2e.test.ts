@@ -5,7 +5,7 @@
  * go when the run ends, the branches when the thread is pruned; a resume after kill -9 continues
  * in the same folder.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
@@ -91,6 +91,7 @@ describe("coders in their own worktrees, then merged", () => {
     expect(out.coder_a).toMatchObject({ status: "success", branch: "loopgraph/two/coder_a-0", files: [{ path: "a.txt", status: "A" }] });
     expect(out.coder_b).toMatchObject({ branch: "loopgraph/two/coder_b-0", files: [{ path: "b.txt", status: "A" }] });
     expect(out.merge).toEqual({ status: "applied", applied: ["a.txt", "b.txt"], withheld: [] });
+    expect(out.on_conflict).toBeUndefined();
 
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("from a\n");
     expect(readFileSync(join(ws.dir, "b.txt"), "utf8")).toBe("from b\n");
@@ -98,12 +99,19 @@ describe("coders in their own worktrees, then merged", () => {
     expect(branches(ws)).toEqual(["loopgraph/two/coder_a-0", "loopgraph/two/coder_b-0"]);
     expect(git(ws.dir, "status", "--porcelain")).toBe("?? a.txt\n?? b.txt\n");
 
+    // A recorded replay takes the worktrees and the merge from the record: nothing in the workspace or its repository changes.
+    const before = git(ws.dir, "for-each-ref");
+    const replayed = await runCli(["replay", "two", "--recorded", "--db", ws.db, "--json"]);
+    expect(replayed.code, replayed.stderr + replayed.stdout).toBe(0);
+    expect(git(ws.dir, "for-each-ref")).toBe(before);
+    expect(git(ws.dir, "status", "--porcelain")).toBe("?? a.txt\n?? b.txt\n");
+    expect(existsSync(join(ws.dir, ".loopgraph/worktrees"))).toEqual(true);
+    expect(readdirSync(join(ws.dir, ".loopgraph/worktrees"))).toEqual([]);
+
     await new Promise((done) => setTimeout(done, 1100));
     const pruned = await runCli(["threads", "prune", "--older-than", "1s", "--db", ws.db, "--json"]);
     expect(pruned.code, pruned.stderr).toBe(0);
-    expect(JSON.parse(pruned.stdout)).toEqual([
-      expect.objectContaining({ threadId: "two", branches: ["loopgraph/two/coder_a-0", "loopgraph/two/coder_b-0"] }),
-    ]);
+    expect(JSON.parse(pruned.stdout)).toContainEqual({ threadId: "two", branches: ["loopgraph/two/coder_a-0", "loopgraph/two/coder_b-0"] });
     expect(branches(ws)).toEqual([]);
   });
 
@@ -117,9 +125,32 @@ describe("coders in their own worktrees, then merged", () => {
     expect(result.code, result.stderr + result.stdout).toBe(0);
 
     const { merge } = await outputs(ws, "clash");
+    // The graph routes on the merge's status.
+    expect((await finalState<{ vars: { log: string[] } }>(ws.db, "clash")).vars.log).toEqual(["on_conflict"]);
     expect(merge).toMatchObject({ status: "conflict", conflict: { branch: "loopgraph/clash/coder_b-0", paths: ["same.txt"] } });
     expect(existsSync(join(ws.dir, "same.txt"))).toBe(false);
     expect(git(ws.dir, "status", "--porcelain")).toBe("");
+  });
+
+  it("a merge naming a coder that works in the shared workspace is refused before anything runs (exit 2)", async () => {
+    const ws = repo();
+    const graph = join(ws.root, "shared-merge.yaml");
+    writeFileSync(
+      graph,
+      stringify({
+        version: 1,
+        name: "shared-merge",
+        nodes: { coder_a: { kind: "coder" }, merge: { kind: "merge", branches: ["coder_a"] } },
+        edges: [
+          { from: "START", to: "coder_a" },
+          { from: "coder_a", to: "merge" },
+          { from: "merge", to: "END" },
+        ],
+      }),
+    );
+    const result = await run(ws, spec(graph, "refused", script(ws, "refused", { coder_a: [] })));
+    expect(result.code).toBe(2);
+    expect(result.stderr).toContain('node "merge" merges the branch of "coder_a", which is not a coder with workspace: worktree');
   });
 });
 
