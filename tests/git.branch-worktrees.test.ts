@@ -24,6 +24,7 @@ import {
   applyBranch,
   branchDiff,
   commitBranch,
+  commitBranchWorktrees,
   createBranchWorktree,
   linkLeadsAway,
   mergeBranches,
@@ -377,6 +378,17 @@ describe("ending a run", () => {
       "refs/heads/loopgraph/t13/coder-0",
       "refs/loopgraph/worktree-bases/t13/coder-0",
     ]);
+  });
+
+  it("commits each of the thread's worktrees before they go, so a resume continues from what they held", async () => {
+    const ws = gitWorkspace();
+    const changed = await createBranchWorktree({ workspace: ws.dir, ...branch("t22", "coder", 0) });
+    const untouched = await createBranchWorktree({ workspace: ws.dir, ...branch("t22", "other", 1) });
+    writeFileSync(join(changed.dir, "late.txt"), "written after the visit's own commit\n");
+    expect(await commitBranchWorktrees(ws.dir, "t22", "the run ended")).toEqual(["loopgraph/t22/coder-0"]);
+    expect((await branchDiff(changed)).files).toEqual([{ path: "late.txt", status: "A" }]);
+    expect((await branchDiff(untouched)).files).toEqual([]);
+    expect(await commitBranchWorktrees(ws.dir, "t23", "none")).toEqual([]);
   });
 
   it("pruning a workspace without git that never had a branch makes no shadow repository", async () => {

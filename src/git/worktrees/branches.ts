@@ -229,6 +229,38 @@ export async function branchDiff(branch: WorkspaceBranch): Promise<BranchChanges
   return { patch, files };
 }
 
+/**
+ * Commits each of the thread's worktree folders on its branch (before they are removed: a visit
+ * that did not reach its own commit, in a run that failed, is then continued from its branch by a
+ * resume). Returns the branches whose tip moved.
+ */
+export async function commitBranchWorktrees(
+  workspace: string,
+  threadId: string,
+  message: string,
+  secrets: readonly string[] = [],
+): Promise<string[]> {
+  checkId("thread", threadId);
+  const real = await realpath(workspace).catch(() => {
+    throw new GitError(`workspace not found: ${workspace}`);
+  });
+  const folder = await realFolder(real, threadFolderParts(threadId));
+  if (!folder) return [];
+  const moved: string[] = [];
+  for (const entry of await readdir(folder, { withFileTypes: true })) {
+    const name = /^(.+)-(\d+)$/.exec(entry.name);
+    if (!entry.isDirectory() || !name) continue;
+    const branch = { workspace: real, threadId, node: name[1]!, index: Number(name[2]) };
+    const repo = await repositoryOf(branch);
+    const tip = await commitOf(repo, branchRef(branch));
+    const base = await commitOf(repo, baseRef(branch));
+    if (!tip || !base) continue; // a folder whose making was cut short: nothing of an agent's in it
+    const worktree = { ...branch, dir: join(folder, entry.name), branch: branchOf(branch), baseCommit: base, store: repo.kind };
+    if ((await commitBranch(worktree, message, secrets)) !== tip) moved.push(worktree.branch);
+  }
+  return moved;
+}
+
 /** Removes the thread's worktree folders (and their indexes); its branches stay. Returns the folders removed. */
 export async function removeBranchWorktrees(workspace: string, threadId: string): Promise<string[]> {
   checkId("thread", threadId);

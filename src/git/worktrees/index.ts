@@ -3,6 +3,7 @@ export { applyBranch, linkLeadsAway, mergeBranches, type ApplyResult, type Branc
 export {
   branchDiff,
   commitBranch,
+  commitBranchWorktrees,
   createBranchWorktree,
   openBranchWorktree,
   pruneBranches,
