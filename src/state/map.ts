@@ -1,0 +1,75 @@
+/**
+ * The state side of a map (docs/graph-format.md, "Map"): which instance a node's input belongs
+ * to, and how the instances' outputs gather into one list in item order.
+ */
+
+/** One instance of a mapped node: its item's position in the list, and how many items there are. */
+export interface MapInstance {
+  node: string;
+  index: number;
+  count: number;
+}
+
+/**
+ * The key of an instance's input that says which instance it is. Not a state channel: it is in
+ * the input LangGraph's `Send` gives the instance, never in the parent's state.
+ */
+export const MAP_INSTANCE_KEY = "mapInstance";
+
+/** The instance a node's input belongs to, if the node runs as an instance of a map. */
+export function mapInstanceOf(input: object): MapInstance | undefined {
+  const instance = (input as Record<string, unknown>)[MAP_INSTANCE_KEY];
+  return typeof instance === "object" && instance !== null ? (instance as MapInstance) : undefined;
+}
+
+/** The marker of an instance's output write (stored with a superstep's pending writes, so a plain string). */
+const GATHER = "__loopgraph_gather__";
+
+/**
+ * An instance's write of its node's output: its value and its place in the list. The instances
+ * of one map all run in one superstep, whose writes LangGraph applies to a channel together, in
+ * task order: the reducer puts each at its index (item order, whatever order they finished in).
+ */
+export interface GatheredOutput {
+  [GATHER]: { index: number; count: number };
+  value: unknown;
+}
+
+export function gatheredOutput(instance: MapInstance, value: unknown): GatheredOutput {
+  return { [GATHER]: { index: instance.index, count: instance.count }, value };
+}
+
+/**
+ * A list being gathered, between the writes of one superstep: the slots filled so far. Once all
+ * are, the output is the plain list (so a stored state, and a replayed one, holds only lists).
+ */
+interface Gathering {
+  [GATHER]: "gathering";
+  items: unknown[];
+  filled: boolean[];
+}
+
+const isGatheredOutput = (value: unknown): value is GatheredOutput =>
+  typeof value === "object" && value !== null && typeof (value as Record<string, unknown>)[GATHER] === "object";
+
+const isGathering = (value: unknown): value is Gathering =>
+  typeof value === "object" && value !== null && (value as Record<string, unknown>)[GATHER] === "gathering";
+
+/** `earlier` with one more instance's output placed: a new gathering when `earlier` is the output of another step. */
+function gather(earlier: unknown, write: GatheredOutput): unknown {
+  const { index, count } = write[GATHER];
+  const gathering: Gathering =
+    isGathering(earlier) && earlier.items.length === count
+      ? { ...earlier, items: [...earlier.items], filled: [...earlier.filled] }
+      : { [GATHER]: "gathering", items: new Array<unknown>(count).fill(null), filled: new Array<boolean>(count).fill(false) };
+  gathering.items[index] = write.value;
+  gathering.filled[index] = true;
+  return gathering.filled.every(Boolean) ? gathering.items : gathering;
+}
+
+/** Each node's latest output, by keyed overwrite; a map instance's output is placed in its map's list. */
+export const mergeOutputs = (left: Record<string, unknown>, right: Record<string, unknown>): Record<string, unknown> => {
+  const merged = { ...left };
+  for (const [node, value] of Object.entries(right)) merged[node] = isGatheredOutput(value) ? gather(left[node], value) : value;
+  return merged;
+};

@@ -1,0 +1,95 @@
+/**
+ * Maps run: the mapped node once per item, the instances in one superstep (one checkpoint),
+ * their outputs gathered in item order, the next node once; an empty list and a missing one.
+ */
+import { join } from "node:path";
+import { describe, expect, it } from "vitest";
+import { runGraph, threadHistory } from "../src/index.js";
+import { settingsOf } from "../src/config/environment-settings.js";
+import { concurrencyLimiter } from "../src/engine/map.js";
+import { gatheredOutput, mergeOutputs } from "../src/state/map.js";
+import { ROOT } from "./helpers/cli.js";
+import { tempWorkspace } from "./helpers/workspace.js";
+
+const fixture = (name: string) => join(ROOT, "tests/fixtures/parallel", name);
+
+async function runFixture(name: string, task: string) {
+  const ws = tempWorkspace();
+  const thread = name.replace(/\.yaml$/, "");
+  const outcome = await runGraph({ graph: fixture(name), task, threadId: thread, workspace: ws.dir, db: ws.db, settings: settingsOf({}) });
+  const history = await threadHistory(thread, { db: ws.db, env: {} });
+  return { outcome, history, steps: history.checkpoints.map((checkpoint) => checkpoint.nodes) };
+}
+
+describe("the outputs channel's reducer", () => {
+  const write = (index: number, value: string) => ({ work: gatheredOutput({ node: "work", index, count: 3 }, value) });
+
+  it("places each instance's output at its item's index, whatever order the writes come in", () => {
+    const merged = [write(2, "c"), write(0, "a"), write(1, "b")].reduce(mergeOutputs, { work: ["old"], plan: "p" });
+    expect(merged).toEqual({ work: ["a", "b", "c"], plan: "p" });
+  });
+
+  it("starts a new list on a new pass, and a whole state written again stays as it is", () => {
+    const first = [write(0, "a"), write(1, "b"), write(2, "c")].reduce(mergeOutputs, {});
+    const second = [write(1, "B"), write(0, "A"), write(2, "C")].reduce(mergeOutputs, first);
+    expect(second).toEqual({ work: ["A", "B", "C"] });
+    expect(mergeOutputs(second, second)).toEqual(second);
+  });
+});
+
+describe("concurrencyLimiter", () => {
+  it("runs at most the limit at once, the others in the order they came", async () => {
+    const limited = concurrencyLimiter(2);
+    let running = 0;
+    let peak = 0;
+    const started: number[] = [];
+    const task = (n: number) => async () => {
+      started.push(n);
+      peak = Math.max(peak, ++running);
+      await new Promise((resolve) => setTimeout(resolve, 5));
+      running--;
+      return n;
+    };
+    expect(await Promise.all([1, 2, 3, 4, 5].map((n) => limited(task(n))))).toEqual([1, 2, 3, 4, 5]);
+    expect(peak).toBe(2);
+    expect(started).toEqual([1, 2, 3, 4, 5]);
+  });
+});
+
+describe("a map of function nodes", () => {
+  it("runs the instances in one step, gathers their outputs in item order, then the next node once", async () => {
+    const { outcome, history, steps } = await runFixture("map-functions.yaml", "a b c");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(steps).toEqual([["input"], ["start"], ["plan"], ["work"], ["report"]]);
+    expect(history.checkpoints[3]!.instances).toEqual({ work: 3 });
+    // The last item finished first: the list is in item order all the same.
+    const gathered = ["did a (1/3)", "did b (2/3)", "did c (3/3)"];
+    expect(outcome.state.outputs.work).toEqual(gathered);
+    expect(outcome.state.outputs.report).toEqual({ gathered, peak: 3 });
+    expect(outcome.state.visits).toEqual({ plan: 1, work: 3, report: 1 });
+    expect([...(outcome.state.vars.log as string[])].sort()).toEqual(["a", "b", "c"]);
+  });
+
+  it("runs no instance for an empty list: the output is the empty list and the map's node's edges go on", async () => {
+    const { outcome, steps } = await runFixture("map-functions.yaml", "");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.state.outputs.work).toEqual([]);
+    expect(outcome.state.outputs.report).toEqual({ gathered: [], peak: 0 });
+    expect(outcome.state.visits).toEqual({ plan: 1, report: 1 });
+    expect(steps.at(-1)).toEqual(["report"]);
+  });
+
+  it("fails the run with one line when the list is missing", async () => {
+    const { outcome } = await runFixture("map-functions.yaml", "missing");
+    expect(outcome.status).toBe("failed");
+    expect(outcome.error).toBe('the map from "plan" to "work" runs over outputs.plan.subtasks, which is missing');
+  });
+
+  it("runs no more instances at once than the map's max_concurrency", async () => {
+    const { outcome } = await runFixture("map-bounded.yaml", "a b c d e");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.state.outputs.report).toMatchObject({ peak: 2 });
+    expect(outcome.state.outputs.work).toHaveLength(5);
+    expect((outcome.state.outputs.work as string[])[4]).toBe("did e (5/5)");
+  });
+});
