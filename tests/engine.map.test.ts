@@ -13,16 +13,27 @@ import { tempWorkspace } from "./helpers/workspace.js";
 
 const fixture = (name: string) => join(ROOT, "tests/fixtures/parallel", name);
 
-async function runFixture(name: string, task: string) {
-  const ws = tempWorkspace();
+async function runFixture(name: string, task: string, script?: string) {
+  const ws = tempWorkspace({ git: "init" });
   const thread = name.replace(/\.yaml$/, "");
-  const outcome = await runGraph({ graph: fixture(name), task, threadId: thread, workspace: ws.dir, db: ws.db, settings: settingsOf({}) });
+  const model = script === undefined ? {} : { model: `scripted:${fixture(script)}` };
+  const outcome = await runGraph({
+    graph: fixture(name),
+    task,
+    threadId: thread,
+    workspace: ws.dir,
+    db: ws.db,
+    settings: settingsOf({}),
+    // The Coders' writes need no approval here.
+    approval: "auto",
+    ...model,
+  });
   const history = await threadHistory(thread, { db: ws.db, env: {} });
   return { outcome, history, steps: history.checkpoints.map((checkpoint) => checkpoint.nodes) };
 }
 
 describe("the outputs channel's reducer", () => {
-  const write = (index: number, value: string) => ({ work: gatheredOutput({ node: "work", index, count: 3 }, value) });
+  const write = (index: number, value: string) => ({ work: gatheredOutput({ node: "work", index, count: 3, as: "subtask" }, value) });
 
   it("places each instance's output at its item's index, whatever order the writes come in", () => {
     const merged = [write(2, "c"), write(0, "a"), write(1, "b")].reduce(mergeOutputs, { work: ["old"], plan: "p" });
@@ -91,5 +102,41 @@ describe("a map of function nodes", () => {
     expect(outcome.state.outputs.report).toMatchObject({ peak: 2 });
     expect(outcome.state.outputs.work).toHaveLength(5);
     expect((outcome.state.outputs.work as string[])[4]).toBe("did e (5/5)");
+  });
+});
+
+describe("a map of agent nodes with the scripted model", () => {
+  it("gives the instances distinct responses of the node's: instance i the i-th, in item order", async () => {
+    const { outcome, steps } = await runFixture("map-agents.yaml", "red green blue", "map-agents.script.yaml");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(steps.slice(2)).toEqual([["plan"], ["write"]]);
+    expect(outcome.state.outputs.write).toEqual(["line 0", "line 1", "line 2"]);
+    // Each instance's answer is a message of its own; they were added in the order they finished.
+    const answers = outcome.state.messages.filter((message) => message.name === "write").map((message) => message.content);
+    expect(answers.sort()).toEqual(["line 0", "line 1", "line 2"]);
+    expect(Object.values(outcome.state.scripted)).toEqual([{ write: 3 }]);
+  });
+
+  it("gives an instance its own responses (node: write[1]) before the node's", async () => {
+    const { outcome } = await runFixture("map-agents.yaml", "red green blue", "map-agents-own.script.yaml");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.state.outputs.write).toEqual(["shared 0", "own of 1", "shared 2"]);
+    expect(Object.values(outcome.state.scripted)).toEqual([{ write: 3, "write[1]": 1 }]);
+  });
+});
+
+describe("a map of Coders", () => {
+  it("runs a Coder per item, each on its part, scripted per instance (several calls each)", async () => {
+    const { outcome, steps } = await runFixture("map-coders.yaml", "zero one", "map-coders.script.yaml");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(steps.at(-1)).toEqual(["fix"]);
+    const results = outcome.state.outputs.fix as { status: string; summary: string }[];
+    expect(results.map((result) => [result.status, result.summary])).toEqual([
+      ["success", "wrote zero.txt"],
+      ["success", "wrote one.txt"],
+    ]);
+    expect(Object.values(outcome.state.scripted)).toEqual([{ "fix[0]": 2, "fix[1]": 2 }]);
+    // Each instance's result is a message of its own (their ids differ).
+    expect(outcome.state.messages.filter((message) => message.name === "fix")).toHaveLength(2);
   });
 });

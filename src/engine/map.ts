@@ -33,8 +33,9 @@ function instanceInput(state: GraphStateValue, edge: MapEdge, item: unknown, ins
 export function mapSends(edge: MapEdge, state: GraphStateValue): Send[] {
   const node = edge.to[0];
   const items = mapItems(edge, state);
-  if (items.length === 0) return [new Send(node, instanceInput(state, edge, undefined, { node, index: 0, count: 0 }))];
-  return items.map((item, index) => new Send(node, instanceInput(state, edge, item, { node, index, count: items.length })));
+  const { as } = edge;
+  if (items.length === 0) return [new Send(node, instanceInput(state, edge, undefined, { node, index: 0, count: 0, as }))];
+  return items.map((item, index) => new Send(node, instanceInput(state, edge, item, { node, index, count: items.length, as })));
 }
 
 /** How many instances of a map may run at once: its own bound, capped by the graph's (undefined: all). */

@@ -3,7 +3,7 @@ import { CancelledError, cancelledByUser, LimitError, LoopgraphError } from "../
 import type { RunContext } from "./context.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import type { NodeFunction } from "./node-function.js";
-import { mapInstanceOf } from "../state/map.js";
+import { mapInstanceOf, visitNumber } from "../state/map.js";
 
 /**
  * Wraps a node kind's function: counts the visit (the loop bound and `inspect` read it),
@@ -15,7 +15,7 @@ export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): 
     // writes the count after all of them (the same value, so the writes agree).
     const instance = mapInstanceOf(state);
     const before = state.visits[id] ?? 0;
-    const visit = before + (instance ? instance.index + 1 : 1);
+    const visit = visitNumber(state, id);
     const visitsAfter = before + (instance ? instance.count : 1);
     ctx.emit({ type: "node_started", threadId: ctx.threadId, node: id, visit });
     const startedAt = performance.now();

@@ -8,6 +8,8 @@ export interface MapInstance {
   node: string;
   index: number;
   count: number;
+  /** The item's name: the instance reads it at `vars.<as>`. */
+  as: string;
 }
 
 /**
@@ -73,3 +75,17 @@ export const mergeOutputs = (left: Record<string, unknown>, right: Record<string
   for (const [node, value] of Object.entries(right)) merged[node] = isGatheredOutput(value) ? gather(left[node], value) : value;
   return merged;
 };
+
+/**
+ * Which visit of node `id` this run of it is: the next, or for instance i of a map, the (i + 1)-th
+ * of its step (the instances count one visit each), so ids built from it stay distinct.
+ */
+export function visitNumber(state: { visits: Record<string, number> }, id: string): number {
+  return (state.visits[id] ?? 0) + 1 + (mapInstanceOf(state)?.index ?? 0);
+}
+
+/** The item of the instance a node's input belongs to (at `vars.<as>`), as text: a string as it is, any other value as JSON. */
+export function mapItemText(input: { vars: Record<string, unknown> }, instance: MapInstance): string {
+  const item = input.vars[instance.as];
+  return typeof item === "string" ? item : JSON.stringify(item ?? null);
+}
