@@ -7,7 +7,8 @@ import { describe, expect, it } from "vitest";
 import { runGraph, threadHistory } from "../src/index.js";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { concurrencyLimiter } from "../src/engine/map.js";
-import { gatheredOutput, mergeOutputs } from "../src/state/map.js";
+import { addedUsage, gatheredOutput, mergeOutputs, mergeUsage } from "../src/state/map.js";
+import type { TokenUsage } from "../src/state/graph-state.js";
 import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
@@ -45,6 +46,16 @@ describe("the outputs channel's reducer", () => {
     const second = [write(1, "B"), write(0, "A"), write(2, "C")].reduce(mergeOutputs, first);
     expect(second).toEqual({ work: ["A", "B", "C"] });
     expect(mergeOutputs(second, second)).toEqual(second);
+  });
+});
+
+describe("the usage channel's reducer", () => {
+  it("adds each instance's tokens to the node's total, and a total written again replaces", () => {
+    const start = { work: { inputTokens: 10, outputTokens: 1 } };
+    const instance = (tokens: number) => ({ work: addedUsage(start.work, { inputTokens: 10 + tokens, outputTokens: 1 + tokens }) });
+    const merged = [instance(2), instance(3)].reduce<Record<string, TokenUsage>>(mergeUsage, start);
+    expect(merged).toEqual({ work: { inputTokens: 15, outputTokens: 6 } });
+    expect(mergeUsage(merged, merged)).toEqual(merged);
   });
 });
 
@@ -115,6 +126,9 @@ describe("a map of agent nodes with the scripted model", () => {
     const answers = outcome.state.messages.filter((message) => message.name === "write").map((message) => message.content);
     expect(answers.sort()).toEqual(["line 0", "line 1", "line 2"]);
     expect(Object.values(outcome.state.scripted)).toEqual([{ write: 3 }]);
+    // The node's tokens are the three instances' together (each answer is as long as the others).
+    const single = await runFixture("map-agents.yaml", "red", "map-agents.script.yaml");
+    expect(outcome.state.usage.write!.outputTokens).toBe(3 * single.outcome.state.usage.write!.outputTokens);
   });
 
   it("gives an instance its own responses (node: write[1]) before the node's", async () => {

@@ -7,8 +7,8 @@ import { LoopgraphError } from "../errors.js";
 import { getPath } from "../format/condition.js";
 import type { GraphDefinition, MapEdge } from "../format/types.js";
 import type { NodeFunction } from "../runtime/node-function.js";
-import type { GraphStateValue } from "../state/graph-state.js";
-import { gatheredOutput, MAP_INSTANCE_KEY, mapInstanceOf, type MapInstance } from "../state/map.js";
+import type { GraphStateValue, TokenUsage } from "../state/graph-state.js";
+import { addedUsage, gatheredOutput, MAP_INSTANCE_KEY, mapInstanceOf, type MapInstance } from "../state/map.js";
 
 /** The list a map runs over, in this state; a missing path, or a value that is no list, is a run error. */
 export function mapItems(edge: MapEdge, state: GraphStateValue): unknown[] {
@@ -74,6 +74,11 @@ export function mappedNode(id: string, run: NodeFunction, limit: number | undefi
     if (instance === undefined) throw new LoopgraphError(`node "${id}" is mapped, but ran without an item`);
     if (instance.count === 0) return { outputs: { [id]: [] } };
     const update = await limited(() => run(state, config));
-    return { ...update, outputs: { ...update.outputs, [id]: gatheredOutput(instance, update.outputs?.[id] ?? null) } };
+    const usage = update.usage?.[id];
+    return {
+      ...update,
+      outputs: { ...update.outputs, [id]: gatheredOutput(instance, update.outputs?.[id] ?? null) },
+      ...(usage && { usage: { ...update.usage, [id]: addedUsage(state.usage[id], usage) as unknown as TokenUsage } }),
+    };
   };
 }

@@ -2,7 +2,7 @@ import { Annotation, messagesStateReducer } from "@langchain/langgraph";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { LooperSnapshot } from "./looper.js";
 import type { PolicyRule } from "./rules.js";
-import { mergeOutputs } from "./map.js";
+import { mergeOutputs, mergeUsage } from "./map.js";
 
 /** Tokens in and out, of a model call or summed per node. */
 export interface TokenUsage {
@@ -134,8 +134,8 @@ export const GraphState = Annotation.Root({
   vars: Annotation<Record<string, unknown>>({ reducer: mergeVars, default: () => ({}) }),
   /** How many times each node has run in this thread. */
   visits: Annotation<Record<string, number>>({ reducer: mergeRecords, default: () => ({}) }),
-  /** Cumulative token usage per node. */
-  usage: Annotation<Record<string, TokenUsage>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** Cumulative token usage per node (a map's instances add theirs). */
+  usage: Annotation<Record<string, TokenUsage>>({ reducer: mergeUsage, default: () => ({}) }),
   /** Scripted responses consumed, per model spec: part of the state so a resumed run never replays one. */
   scripted: Annotation<Record<string, ScriptedConsumed>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Policy rules the user added by answering "always" to an approval: they hold for the whole thread. */

@@ -76,6 +76,51 @@ export const mergeOutputs = (left: Record<string, unknown>, right: Record<string
   return merged;
 };
 
+/** The marker of an instance's token usage write: the tokens its calls added, not the node's new total. */
+const ADDED = "__loopgraph_added_usage__";
+
+interface Tokens {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** An instance's usage write: the tokens of its own calls, which the reducer adds to the node's total. */
+export interface AddedUsage extends Tokens {
+  [ADDED]: true;
+}
+
+/**
+ * An instance writes its node's usage as the tokens it added, since its instances all started
+ * from one total: as totals, the last would win and the others' tokens be lost.
+ */
+export function addedUsage(before: Tokens | undefined, after: Tokens): AddedUsage {
+  return {
+    [ADDED]: true,
+    inputTokens: after.inputTokens - (before?.inputTokens ?? 0),
+    outputTokens: after.outputTokens - (before?.outputTokens ?? 0),
+  };
+}
+
+const isAddedUsage = (value: unknown): value is AddedUsage =>
+  typeof value === "object" && value !== null && (value as Record<string, unknown>)[ADDED] === true;
+
+/** Each node's token total, by keyed overwrite; an instance's added tokens are added to it. */
+export const mergeUsage = <T extends Tokens>(left: Record<string, T>, right: Record<string, T | AddedUsage>): Record<string, T> => {
+  const merged = { ...left };
+  for (const [node, value] of Object.entries(right)) {
+    if (!isAddedUsage(value)) merged[node] = value;
+    else {
+      const total = left[node];
+      merged[node] = {
+        ...total,
+        inputTokens: (total?.inputTokens ?? 0) + value.inputTokens,
+        outputTokens: (total?.outputTokens ?? 0) + value.outputTokens,
+      } as T;
+    }
+  }
+  return merged;
+};
+
 /**
  * Which visit of node `id` this run of it is: the next, or for instance i of a map, the (i + 1)-th
  * of its step (the instances count one visit each), so ids built from it stay distinct.
