@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { runGraph, threadHistory } from "../src/index.js";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { concurrencyLimiter } from "../src/engine/map.js";
+import { verifyRun } from "../src/replay/verify.js";
 import { addedUsage, gatheredOutput, mergeOutputs, mergeUsage } from "../src/state/map.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
 import { ROOT } from "./helpers/cli.js";
@@ -90,6 +91,21 @@ describe("a map of function nodes", () => {
     expect(outcome.state.outputs.report).toEqual({ gathered, peak: 3 });
     expect(outcome.state.visits).toEqual({ plan: 1, work: 3, report: 1 });
     expect([...(outcome.state.vars.log as string[])].sort()).toEqual(["a", "b", "c"]);
+  });
+
+  it("a recorded map run verifies against its graph", async () => {
+    const ws = tempWorkspace();
+    await runGraph({
+      graph: fixture("map-functions.yaml"),
+      task: "a b",
+      threadId: "v",
+      workspace: ws.dir,
+      db: ws.db,
+      settings: settingsOf({}),
+    });
+    const verified = await verifyRun({ threadId: "v", db: ws.db, env: {} });
+    expect(verified.divergence).toBeUndefined();
+    expect(verified.consistent).toBe(true);
   });
 
   it("runs no instance for an empty list: the output is the empty list and the map's node's edges go on", async () => {
