@@ -4,7 +4,7 @@
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { runGraph, threadHistory } from "../src/index.js";
+import { resumeRun, runGraph, threadHistory } from "../src/index.js";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { concurrencyLimiter } from "../src/engine/map.js";
 import { verifyRun } from "../src/replay/verify.js";
@@ -108,11 +108,29 @@ describe("a map of function nodes", () => {
     expect(verified.consistent).toBe(true);
   });
 
+  it("pauses at a breakpoint before the mapped node, and resume runs every instance", async () => {
+    const ws = tempWorkspace();
+    const common = { workspace: ws.dir, db: ws.db, settings: settingsOf({}) };
+    const paused = await runGraph({ ...common, graph: fixture("map-breakpoint.yaml"), task: "a b", threadId: "bp" });
+    expect(paused.status, paused.error).toBe("paused");
+    const resumed = await resumeRun({ ...common, threadId: "bp" });
+    expect(resumed.status, resumed.error).toBe("finished");
+    expect(resumed.state.outputs.work).toEqual(["did a (1/2)", "did b (2/2)"]);
+    expect(resumed.state.visits.work).toBe(2);
+  });
+
+  it("maps straight from START, over a field's default", async () => {
+    const { outcome, steps } = await runFixture("map-from-start.yaml", "t");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(steps.slice(2)).toEqual([["work"]]);
+    expect(outcome.state.outputs.work).toEqual(["did x (1/2)", "did y (2/2)"]);
+  });
+
   it("runs no instance for an empty list: the output is the empty list and the map's node's edges go on", async () => {
     const { outcome, steps } = await runFixture("map-functions.yaml", "");
     expect(outcome.status, outcome.error).toBe("finished");
     expect(outcome.state.outputs.work).toEqual([]);
-    expect(outcome.state.outputs.report).toEqual({ gathered: [], peak: 0 });
+    expect(outcome.state.outputs.report).toMatchObject({ gathered: [] });
     expect(outcome.state.visits).toEqual({ plan: 1, report: 1 });
     expect(steps.at(-1)).toEqual(["report"]);
   });
