@@ -41,7 +41,30 @@ describe("parallel graphs load", () => {
   });
 });
 
+describe("maps load", () => {
+  it("resolves a map edge with its item name and bounds, and the graph's limit", async () => {
+    const graph = await loadGraph(fixture("map-bounded.yaml"));
+    expect(graph.edges[1]).toEqual({
+      kind: "map",
+      from: "plan",
+      to: ["work"],
+      over: "outputs.plan.subtasks",
+      as: "subtask",
+      maxConcurrency: 2,
+    });
+    expect(graph.limits).toEqual({ maxSteps: 100, maxConcurrency: 3 });
+    const unbounded = await loadGraph(fixture("map-functions.yaml"));
+    expect(unbounded.edges[1]).not.toHaveProperty("maxConcurrency");
+    expect(unbounded.limits).toEqual({ maxSteps: 100 });
+  });
+});
+
 describe("drawMermaid of parallel graphs", () => {
+  it("draws a map as a thick arrow that names the item and the list", async () => {
+    const lines = drawMermaid(await loadGraph(fixture("map-functions.yaml"))).split("\n");
+    expect(lines).toContain('  plan ==>|"each subtask of outputs.plan.subtasks"| work');
+  });
+
   it("draws a fan-out's targets and a join's sources with &", async () => {
     const lines = drawMermaid(await loadGraph(fixture("fan-out-join.yaml"))).split("\n");
     expect(lines).toContain("  __start__ --> a & b");

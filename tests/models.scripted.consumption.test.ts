@@ -22,6 +22,28 @@ const EXAMPLE_SCRIPT = `responses:
 `;
 
 describe("scripted consumption as counts per response group", () => {
+  it("splits a node's responses among a map's instances: instance i of n takes i, i + n … from where the map began", async () => {
+    const { dir } = tempWorkspace({ prefix: "loopgraph-instances-" });
+    const script = ["w0", "w1", "w2", "w3", "w4", "w5"].map((content) => `  - { node: w, content: ${content} }`);
+    writeFileSync(join(dir, "s.yaml"), `responses:\n${script.join("\n")}\n  - { node: "w[1]", content: own1 }\n  - { content: any }\n`);
+    const model = createModel("scripted:s.yaml", { cwd: dir, env: {} });
+    const atStart = { w: 1 };
+    const call = (index: number, consumed = atStart) =>
+      model.call(messages, { node: "w", consumed, instance: { index, count: 2, consumedAtStart: atStart } });
+
+    // Instance 0 of two, from w's second response on: positions 1, then 3 (a second call), whichever instance calls first.
+    const first = await call(0);
+    expect(first).toMatchObject({ scriptedIndex: 1, scriptedConsumed: { w: 2 } });
+    expect(await call(0, first.scriptedConsumed as typeof atStart)).toMatchObject({ scriptedIndex: 3, scriptedConsumed: { w: 4 } });
+    // Instance 1 has a response of its own: it takes that, not w's position 2.
+    expect(await call(1)).toMatchObject({ scriptedIndex: 6, scriptedConsumed: { w: 1, "w[1]": 1 } });
+    await expect(call(1, { w: 1, "w[1]": 1 } as typeof atStart)).rejects.toMatchObject({
+      message: expect.stringContaining('no response left for node "w[1]"'),
+    });
+    // Outside a map the node's first unused response, as ever.
+    expect(await model.call(messages, { node: "w", consumed: { w: 4 } })).toMatchObject({ scriptedIndex: 4 });
+  });
+
   it("merges counts by the larger count per group, lists by union, and counts written over a stored list replace it", () => {
     expect(mergeConsumed({ s: { a: 2, "*": 1 } }, { s: { a: 1, b: 3 } })).toEqual({ s: { a: 2, b: 3, "*": 1 } });
     expect(mergeConsumed({ s: { a: 2 } }, { t: { a: 1 } })).toEqual({ s: { a: 2 }, t: { a: 1 } });

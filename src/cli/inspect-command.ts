@@ -62,6 +62,11 @@ function stepSeconds(checkpoint: CheckpointSummary, byId: ReadonlyMap<string, Ch
   return Number.isFinite(seconds) ? `${seconds.toFixed(1)}s` : "-";
 }
 
+/** A step's nodes, a map's with how many instances ran (`work×3`). */
+function nodesShown(checkpoint: CheckpointSummary): string {
+  return checkpoint.nodes.map((node) => (checkpoint.instances?.[node] ? `${node}×${checkpoint.instances[node]}` : node)).join(",");
+}
+
 function renderHistoryRow(
   index: number,
   checkpoint: CheckpointSummary,
@@ -73,7 +78,7 @@ function renderHistoryRow(
   return [
     String(index),
     String(checkpoint.step),
-    guide + (checkpoint.nodes.join(",") || "-"),
+    guide + (nodesShown(checkpoint) || "-"),
     printable(clip(describeStep(checkpoint), 90)),
     tokens ? `${checkpoint.tokens.inputTokens}→${checkpoint.tokens.outputTokens}` : "-",
     stepSeconds(checkpoint, byId),

@@ -1,4 +1,4 @@
-import { END, START, StateGraph, type BaseCheckpointSaver } from "@langchain/langgraph";
+import { END, START, StateGraph, type BaseCheckpointSaver, type Send } from "@langchain/langgraph";
 import { evaluateCondition } from "../format/condition.js";
 import {
   END_NODE,
@@ -14,6 +14,7 @@ import { nodeKinds } from "../nodes/registry.js";
 import { instrumentNode } from "../runtime/instrument.js";
 import type { NodeFunction } from "../runtime/node-function.js";
 import { GraphState, type GraphStateValue } from "../state/graph-state.js";
+import { mapConcurrency, mappedNode, mapSends } from "./map.js";
 import type { RunContext } from "../runtime/context.js";
 
 export type CompiledGraph = Awaited<ReturnType<typeof compileGraph>>;
@@ -167,9 +168,16 @@ export async function compileGraph(
   // Node names are only known at run time, so the builder is used through its untyped surface.
   const builder = new StateGraph(GraphState) as unknown as UntypedBuilder;
   for (const node of Object.values(graph.nodes)) {
-    builder.addNode(node.id, instrumentNode(node.id, await buildNode(node, graph, ctx, options), ctx));
+    const run = instrumentNode(node.id, await buildNode(node, graph, ctx, options), ctx);
+    const map = graph.edges.find((edge) => edge.kind === "map" && edge.to[0] === node.id);
+    builder.addNode(node.id, map?.kind === "map" ? mappedNode(node.id, run, mapConcurrency(map, graph)) : run);
   }
   for (const edge of combineStaticEdges(graph.edges)) {
+    if (edge.kind === "map") {
+      // The Sends carry each instance's input; the path map names the one node they may go to.
+      builder.addConditionalEdges(edge.from === START_NODE ? START : edge.from, (state) => mapSends(edge, state), edge.to);
+      continue;
+    }
     if (edge.kind === "join") {
       // LangGraph's multi-source edge: the target runs once every source has finished.
       for (const to of edge.to) builder.addEdge(edge.from, toLangGraphTarget(to));
@@ -198,7 +206,7 @@ export async function compileGraph(
 interface UntypedBuilder {
   addNode(id: string, fn: NodeFunction): void;
   addEdge(from: string | string[], to: string): void;
-  addConditionalEdges(from: string, route: (state: GraphStateValue) => string[], targets: string[]): void;
+  addConditionalEdges(from: string, route: (state: GraphStateValue) => string[] | Send[], targets: string[]): void;
   compile(options: { checkpointer?: BaseCheckpointSaver; interruptBefore: string[]; interruptAfter: string[]; name: string }): unknown;
 }
 

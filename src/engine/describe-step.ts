@@ -42,6 +42,12 @@ function outputsWritten(change: CheckpointSummary["changes"][number]): string[] 
  */
 export function describeStep(checkpoint: CheckpointSummary): string {
   if (checkpoint.nodes[0] === "input") return "the run's input";
+  const instances = Object.entries(checkpoint.instances ?? {}).map(([node, count]) => `${node}[0]…${node}[${count - 1}]`);
+  const did = describeChanges(checkpoint);
+  return instances.length > 0 ? `ran ${instances.join(", ")} together: ${did}` : did;
+}
+
+function describeChanges(checkpoint: CheckpointSummary): string {
   const added = checkpoint.changes.flatMap((change) => {
     if (change.kind !== "added") return [];
     if (/^messages\.\d+$/.test(change.path)) return [messageLine(change.value)];

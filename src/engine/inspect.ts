@@ -35,6 +35,8 @@ export interface CheckpointSummary {
    * enters the state, "update" where a fork edited the state).
    */
   nodes: string[];
+  /** The nodes that ran more than once in this step (a map's instances, all together): how many times. */
+  instances?: Record<string, number>;
   createdAt: string;
   tokens: TokenUsage;
   /** The Looper's round in the state this checkpoint holds (threads with a loop). */
@@ -125,6 +127,16 @@ export function nodesRun(before: Record<string, unknown>, after: Record<string, 
   return Object.keys(visitsNow).filter((node) => (visitsNow[node] ?? 0) > (visitsBefore[node] ?? 0));
 }
 
+/** The nodes whose visit count rose by more than one in a step (a map's instances each count one): by how much. */
+export function instancesRun(before: Record<string, unknown>, after: Record<string, unknown>): Record<string, number> | undefined {
+  const visitsBefore = (before.visits ?? {}) as Record<string, number>;
+  const visitsNow = (after.visits ?? {}) as Record<string, number>;
+  const counts = Object.entries(visitsNow)
+    .map(([node, visits]) => [node, visits - (visitsBefore[node] ?? 0)] as const)
+    .filter(([, count]) => count > 1);
+  return counts.length > 0 ? Object.fromEntries(counts) : undefined;
+}
+
 /** What a checkpoint's summary takes from its row, besides its state. */
 interface StepFacts {
   checkpointId: string;
@@ -168,12 +180,14 @@ function summarise(
   }
   const round = (current.loopState as { context?: { round?: unknown } } | undefined)?.context?.round;
   const ran = nodesRun(previous, current);
+  const instances = instancesRun(previous, current);
   return {
     checkpointId: facts.checkpointId,
     parentId: facts.parentId,
     step,
     source: facts.source,
     nodes: step < 0 ? ["input"] : ran.length > 0 ? ran : facts.source === "update" || facts.source === "fork" ? [facts.source] : ["start"],
+    ...(instances && { instances }),
     createdAt: facts.createdAt,
     tokens,
     ...(typeof round === "number" && round > 0 ? { round } : {}),

@@ -27,13 +27,29 @@ export interface Branch {
 }
 
 /**
+ * A map: its one target runs once per item of the list at `over` (a state path), the instances
+ * together, each with its item at `vars.<as>` (docs/graph-format.md, "Map").
+ */
+export interface MapEdge {
+  kind: "map";
+  from: string;
+  /** The mapped node, alone (a list so that the edge's targets read as every other edge's). */
+  to: [string];
+  over: string;
+  as: string;
+  /** At most this many instances at once (else: all, capped by the graph's `limits.maxConcurrency`). */
+  maxConcurrency?: number;
+}
+
+/**
  * An edge of a loaded graph. Targets are lists: several targets run together, in the same
  * superstep (a fan-out). A join runs its targets once, after all its sources have finished.
  */
 export type EdgeDefinition =
   | { kind: "static"; from: string; to: string[] }
   | { kind: "conditional"; from: string; branches: Branch[] }
-  | { kind: "join"; from: string[]; to: string[] };
+  | { kind: "join"; from: string[]; to: string[] }
+  | MapEdge;
 
 /** The nodes whose completion an edge follows: its source, or a join's sources. */
 export function edgeSources(edge: EdgeDefinition): string[] {
@@ -91,6 +107,8 @@ export interface StateFieldDefinition {
 export interface GraphLimits {
   /** Max supersteps of one run (LangGraph recursion limit). Default 100. */
   maxSteps: number;
+  /** At most this many instances of one map at once (each map's own bound may be lower). */
+  maxConcurrency?: number;
 }
 
 /** A loaded graph; `Node` narrows its nodes where the kinds are known (e.g. BuiltinNodeDefinition). */

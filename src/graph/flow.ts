@@ -28,8 +28,9 @@ export function flowOf(graph: GraphFile, { joins = true } = {}): Flow {
   return flow;
 }
 
-/** Every target an edge names, in all its branches. */
+/** Every target an edge names, in all its branches (a map: its mapped node). */
 export function targetsOf(edge: RawEdge): string[] {
+  if (edge.map !== undefined) return [edge.map.to];
   return edge.to !== undefined ? namesOf(edge.to) : (edge.branches ?? []).flatMap((branch) => namesOf(branch.to));
 }
 

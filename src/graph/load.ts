@@ -69,7 +69,8 @@ async function loadGraphFile(file: FileRef, includedBy: string[], outer: Placeho
   if (!shape.ok) return fail(shape.issues);
   const names: PlaceholderNames = {
     nodeIds: [...outer.nodeIds, ...Object.keys(shape.graph.nodes)],
-    fields: [...outer.fields, ...Object.keys(shape.graph.state)],
+    // A map's item is read at vars.<as> by its instances' prompts.
+    fields: [...outer.fields, ...Object.keys(shape.graph.state), ...shape.graph.edges.flatMap((edge) => (edge.map ? [edge.map.as] : []))],
   };
   const resolver = new NodeResolver(file, [...includedBy, file.absolute], names);
   const nodes = await resolver.resolveAll(shape.graph.nodes);
@@ -248,13 +249,27 @@ function buildDefinition(file: string, graph: GraphFile, nodes: Record<string, N
     nodes,
     edges: graph.edges.map(toEdgeDefinition),
     breakpoints: graph.breakpoints,
-    limits: { maxSteps: graph.limits.max_steps },
+    limits: {
+      maxSteps: graph.limits.max_steps,
+      ...(graph.limits.max_concurrency !== undefined && { maxConcurrency: graph.limits.max_concurrency }),
+    },
     policy: graph.policy ? toPolicyRules(graph.policy, "graph", file) : [],
     ...(graph.mcp_servers && { mcpServers: checkMcpServers(graph.mcp_servers, { ...GRAPH_MCP_SOURCE, origin: file }, []).servers }),
   };
 }
 
 function toEdgeDefinition(edge: RawEdge): EdgeDefinition {
+  if (edge.map !== undefined && !Array.isArray(edge.from)) {
+    const { over, to: target, as, max_concurrency } = edge.map;
+    return {
+      kind: "map",
+      from: edge.from,
+      to: [target],
+      over,
+      as,
+      ...(max_concurrency !== undefined && { maxConcurrency: max_concurrency }),
+    };
+  }
   const to = namesOf(edge.to);
   if (Array.isArray(edge.from)) return { kind: "join", from: edge.from, to };
   if (edge.to !== undefined) return { kind: "static", from: edge.from, to };

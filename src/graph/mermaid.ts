@@ -83,6 +83,12 @@ class Drawing {
     // `a & b`: Mermaid's several nodes at one end of an edge (a fan-out's targets, a join's sources).
     const idsOf = (names: string[]): string => names.map(idOf).join(" & ");
     for (const edge of graph.edges) {
+      if (edge.kind === "map") {
+        // A thick arrow: the target runs once per item.
+        const label = escapeLabel(truncate(`each ${edge.as} of ${edge.over}`));
+        this.lines.push(`${indent}${idOf(edge.from)} ==>|"${label}"| ${idsOf(edge.to)}`);
+        continue;
+      }
       if (edge.kind !== "conditional") {
         this.lines.push(`${indent}${idsOf(edgeSources(edge))} --> ${idsOf(edge.to)}`);
         continue;

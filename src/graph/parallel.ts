@@ -18,7 +18,12 @@ interface ConcurrentPair {
 
 export function checkParallel(graph: GraphFile, flow: Flow, reachable: Set<string>): PathIssue[] {
   const pairs = concurrentPairs(graph);
-  return [...checkRunsAlone(graph, pairs), ...checkConcurrentWrites(graph, pairs), ...checkJoins(graph, flow, reachable, pairs)];
+  return [
+    ...checkRunsAlone(graph, pairs),
+    ...checkConcurrentWrites(graph, pairs),
+    ...checkMappedWrites(graph),
+    ...checkJoins(graph, flow, reachable, pairs),
+  ];
 }
 
 /**
@@ -108,6 +113,24 @@ function checkConcurrentWrites(graph: GraphFile, pairs: ConcurrentPair[]): PathI
         path: ["nodes", b],
         at: "key" as const,
         message: `"${a}" and "${b}" may run in the same superstep (${fanOutName(from)}) and may both write ${fields}, which has no reducer: give the field a reducer (append, merge or replace) under state:, or list what each node writes under writes:`,
+      },
+    ];
+  });
+}
+
+/** A map's instances run together: the mapped node writes only fields whose writes combine. */
+function checkMappedWrites(graph: GraphFile): PathIssue[] {
+  return graph.edges.flatMap((edge) => {
+    const to = edge.map?.to;
+    if (to === undefined || graph.nodes[to] === undefined) return [];
+    const unreduced = varsWritten(graph, to).filter((field) => graph.state[field]?.reducer === undefined);
+    if (unreduced.length === 0) return [];
+    const fields = unreduced.map((field) => `vars.${field}`).join(", ");
+    return [
+      {
+        path: ["nodes", to],
+        at: "key" as const,
+        message: `"${to}" is mapped (its instances run in the same superstep) and may write ${fields}, which has no reducer: give the field a reducer (append, merge or replace) under state:, or list what the node writes under writes:`,
       },
     ];
   });

@@ -209,6 +209,17 @@ const branchSchema = z.strictObject({
   to: targets.describe("Node id or END, or a list of them to run together"),
 });
 
+const mapSchema = z
+  .strictObject({
+    over: z.string().describe("State path of the list to map over: outputs.<node>…, vars.<field>…"),
+    to: z.string().describe("The node that runs once per item"),
+    as: z.string().describe("The name of the item: each instance reads it at vars.<as>"),
+    max_concurrency: positiveInt
+      .describe("At most this many instances at once (default: all, capped by limits.max_concurrency)")
+      .optional(),
+  })
+  .describe("A map: runs `to` once per item of the list at `over`, the instances together; their outputs gather into a list");
+
 const edgeSchema = z
   .strictObject({
     from: z
@@ -220,26 +231,30 @@ const edgeSchema = z
       .min(1)
       .describe("A conditional edge: the first branch whose `when` holds; the last branch has no `when`")
       .optional(),
+    map: mapSchema.optional(),
   })
   .superRefine((edge, ctx) => {
-    if (edge.to !== undefined && edge.branches !== undefined) {
+    const forms = (["to", "branches", "map"] as const).filter((key) => edge[key] !== undefined);
+    if (forms.length > 1) {
       ctx.addIssue({
         code: "custom",
-        path: ["branches"],
+        path: [forms[1]!],
         params: { at: "key" },
-        message: 'an edge has either "to" or "branches", not both',
+        message: forms.includes("map")
+          ? `an edge has one of "to", "branches" or "map", not ${forms.map((form) => `"${form}"`).join(" and ")}`
+          : 'an edge has either "to" or "branches", not both',
       });
-    } else if (edge.to === undefined && edge.branches === undefined) {
-      ctx.addIssue({ code: "custom", message: 'edge has no target: add "to: <node>" or "branches: [...]"' });
+    } else if (forms.length === 0) {
+      ctx.addIssue({ code: "custom", message: 'edge has no target: add "to: <node>", "branches: [...]" or "map: {...}"' });
     }
     if (Array.isArray(edge.from) && edge.from.length < 2) {
       ctx.addIssue({ code: "custom", path: ["from"], message: "a join needs at least two sources: write a single source as from: <node>" });
-    } else if (Array.isArray(edge.from) && edge.branches !== undefined && edge.to === undefined) {
+    } else if (Array.isArray(edge.from) && forms.length === 1 && edge.to === undefined) {
       ctx.addIssue({
         code: "custom",
-        path: ["branches"],
+        path: [forms[0]!],
         params: { at: "key" },
-        message: 'a join (from: a list) takes "to", not "branches": join into one node, and branch from there',
+        message: `a join (from: a list) takes "to", not "${forms[0]}": join into one node, and ${forms[0] === "map" ? "map" : "branch"} from there`,
       });
     }
   });
@@ -309,6 +324,7 @@ const buildGraphFileSchema = () =>
     limits: z
       .strictObject({
         max_steps: positiveInt.describe(`Supersteps per run (default ${DEFAULT_MAX_STEPS})`).default(DEFAULT_MAX_STEPS),
+        max_concurrency: positiveInt.describe("At most this many instances of one map at once (default: no bound)").optional(),
       })
       .default({ max_steps: DEFAULT_MAX_STEPS }),
   });

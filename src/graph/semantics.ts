@@ -13,7 +13,7 @@ import { checkParallel } from "./parallel.js";
 
 /** Checks what the schema cannot: references between parts of the graph, reachability, loop limits. */
 export function checkSemantics(graph: GraphFile): PathIssue[] {
-  return [...checkNodeReferences(graph), ...checkEdges(graph), ...checkFlow(graph)];
+  return [...checkNodeReferences(graph), ...checkEdges(graph), ...checkMaps(graph), ...checkFlow(graph)];
 }
 
 function checkNodeReferences(graph: GraphFile): PathIssue[] {
@@ -164,11 +164,98 @@ function checkTargets(to: string | string[] | undefined, path: DataPath, nodeIds
 }
 
 function ambiguityMessage(from: string, earlier: RawEdge, later: RawEdge): string {
+  if (earlier.map !== undefined || later.map !== undefined) {
+    return `ambiguous: "${from}" has a map and another edge: a map is the only edge out of its node (the mapped node's own edges go on from there)`;
+  }
   const staticEdges = [earlier, later].filter((edge) => edge.to !== undefined).length;
   if (staticEdges === 1) {
     return `ambiguous: "${from}" has both a static and a conditional edge: merge them into one edge with branches (a branch may name several targets)`;
   }
   return `ambiguous: "${from}" has two conditional edges: merge their branches into one edge`;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Maps
+
+const ITEM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
+
+/**
+ * A map's own rules: an item name that is an identifier and no declared field, a list path of the
+ * condition syntax, and a target that only its map runs, alone and without a visit limit (its
+ * instances are counted together, see docs/graph-format.md "Map").
+ */
+function checkMaps(graph: GraphFile): PathIssue[] {
+  return graph.edges.flatMap((edge, index) => {
+    if (edge.map === undefined) return [];
+    const at = (key: string): DataPath => ["edges", index, "map", key];
+    const { over, to, as } = edge.map;
+    const overProblem = statePathProblem(over, graph);
+    return [
+      ...(overProblem ? [{ path: at("over"), message: overProblem }] : []),
+      ...checkItemName(as, at("as"), graph),
+      ...checkMapTarget(graph, to, at("to"), index),
+    ];
+  });
+}
+
+function checkItemName(as: string, path: DataPath, graph: GraphFile): PathIssue[] {
+  if (!ITEM_NAME.test(as)) return [{ path, message: `invalid item name "${as}": use letters, digits and _, starting with a letter or _` }];
+  if (as in graph.state) {
+    return [{ path, message: `item name "${as}" is a state field: each instance reads its item at vars.${as}, so name it otherwise` }];
+  }
+  return [];
+}
+
+function checkMapTarget(graph: GraphFile, to: string, path: DataPath, mapIndex: number): PathIssue[] {
+  const nodeIds = Object.keys(graph.nodes);
+  if (to === START_NODE || to === END_NODE) return [{ path, message: `a map runs a node once per item: ${to} cannot be mapped` }];
+  const node = graph.nodes[to];
+  if (!node) return [{ path, message: unknownName("node", to, nodeIds) }];
+  if (node.max_visits !== undefined) {
+    return [{ path, message: `the mapped node "${to}" has max_visits, which a map cannot apply: bound the loop on another node of it` }];
+  }
+  if (nodeKinds.get(node.kind)?.runsAlone === true) {
+    return [
+      {
+        path,
+        message: `node "${to}" (${node.kind}) cannot be mapped: it hands back the whole state it ran on, which would undo its other instances' writes`,
+      },
+    ];
+  }
+  return [...otherEntries(graph, to, mapIndex), ...checkMappedNodeEdges(graph, to)];
+}
+
+/** Every other way into a mapped node: it runs only by its map, with an item. */
+function otherEntries(graph: GraphFile, to: string, mapIndex: number): PathIssue[] {
+  const message = `"${to}" is mapped (edges[${mapIndex}]): it runs only by its map, once per item, so no other edge may lead to it`;
+  const fromEdges = graph.edges.flatMap((edge, index) => {
+    if (index === mapIndex) return [];
+    const written = [
+      ...namesAt(edge.to, ["edges", index, "to"]),
+      ...(edge.branches ?? []).flatMap((branch, k) => namesAt(branch.to, ["edges", index, "branches", k, "to"])),
+      ...(edge.map ? [{ name: edge.map.to, path: ["edges", index, "map", "to"] }] : []),
+    ];
+    return written.filter(({ name }) => name === to).map(({ path }) => ({ path, message }));
+  });
+  const fromLimits = Object.entries(graph.nodes)
+    .filter(([, node]) => node.max_visits !== undefined && node.on_limit === to)
+    .map(([id]) => ({ path: ["nodes", id, "on_limit"], message }));
+  return [...fromEdges, ...fromLimits];
+}
+
+/** A mapped node's instances each route: only edges that lead on once, whichever instance routes, can follow it. */
+function checkMappedNodeEdges(graph: GraphFile, to: string): PathIssue[] {
+  return graph.edges.flatMap((edge, index) => {
+    if (edge.from !== to || edge.to !== undefined) return [];
+    const key = edge.branches !== undefined ? "branches" : "map";
+    return [
+      {
+        path: ["edges", index, key],
+        at: "key" as const,
+        message: `"${to}" is mapped: each instance would take this ${key === "map" ? "map" : "conditional edge"} on its own; lead on with a static edge (it runs once, after every instance), and ${key === "map" ? "map" : "branch"} from there`,
+      },
+    ];
+  });
 }
 
 const PATH_ROOTS = ["task", "outputs", "vars", "visits", "messages"];

@@ -8,7 +8,7 @@ import { sleep } from "./retry.js";
 import { estimateInputTokens, estimateOutputTokens } from "./tokens.js";
 import { SCRIPTED_ANY_NODE, type ScriptedConsumed, type ScriptedCounts } from "../state/graph-state.js";
 import { toolCallsFromRaw } from "./tool-arguments.js";
-import type { ChatModel, ModelCallOptions, ModelCallResult } from "./types.js";
+import type { ChatModel, ModelCallOptions, ModelCallResult, ScriptedInstance } from "./types.js";
 
 const ScriptedToolCallSchema = z.strictObject({
   name: z.string().min(1),
@@ -110,6 +110,12 @@ export function responseFromMessage(node: string, message: AIMessage): ScriptedR
   };
 }
 
+/** Which response a call takes: the group, and the place in it. */
+interface ScriptedChoice {
+  group: string;
+  position: number;
+}
+
 /** How often a `wait_for` response looks for its file. */
 const WAIT_POLL_MS = 50;
 
@@ -153,24 +159,46 @@ class ScriptedModel implements ChatModel {
     return counts;
   }
 
+  /** The first unused response of the caller's group or of the shared one, whichever comes first in the file. */
+  private nodeChoice(node: string, counts: ScriptedCounts): ScriptedChoice | undefined {
+    const own = this.groups.get(node)?.[counts[node] ?? 0];
+    const shared = this.groups.get(SCRIPTED_ANY_NODE)?.[counts[SCRIPTED_ANY_NODE] ?? 0];
+    if (own === undefined && shared === undefined) return undefined;
+    const group = shared === undefined || (own !== undefined && own < shared) ? node : SCRIPTED_ANY_NODE;
+    return { group, position: counts[group] ?? 0 };
+  }
+
+  /**
+   * An instance of a map: its own responses (`node: "coder[2]"`) in order, if the script has any;
+   * else the node's group (or the shared one) split among the instances, instance i of n taking
+   * the positions i, i + n, i + 2n … counted from where the group stood when the map began. So
+   * instances running together never take the same response, whichever calls first.
+   */
+  private instanceChoice(node: string, instance: ScriptedInstance, counts: ScriptedCounts): ScriptedChoice {
+    const own = `${node}[${instance.index}]`;
+    if (this.groups.has(own)) return { group: own, position: counts[own] ?? 0 };
+    const group = this.groups.has(node) ? node : SCRIPTED_ANY_NODE;
+    const start = this.countsOf(instance.consumedAtStart)[group] ?? 0;
+    let position = start + instance.index;
+    while (position < (counts[group] ?? 0)) position += instance.count;
+    return { group, position };
+  }
+
   async call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult> {
     options.signal?.throwIfAborted();
     const counts = this.countsOf(options.consumed);
-    // The first unused response of the caller's group or of the shared one, whichever comes first in the file.
-    const own = this.groups.get(options.node)?.[counts[options.node] ?? 0];
-    const shared = this.groups.get(SCRIPTED_ANY_NODE)?.[counts[SCRIPTED_ANY_NODE] ?? 0];
-    const index = own === undefined ? shared : shared === undefined ? own : Math.min(own, shared);
+    const choice = options.instance ? this.instanceChoice(options.node, options.instance, counts) : this.nodeChoice(options.node, counts);
+    const index = choice === undefined ? undefined : this.groups.get(choice.group)?.[choice.position];
     const response = index === undefined ? undefined : this.responses[index];
-    if (index === undefined || !response) {
+    if (choice === undefined || index === undefined || !response) {
       let used = 0;
       for (const [group, indices] of this.groups) used += Math.min(counts[group] ?? 0, indices.length);
+      const caller = options.instance ? `${options.node}[${options.instance.index}]` : options.node;
       throw new ModelError(
-        `scripted model exhausted: no response left for node "${options.node}" in ${this.file} ` +
-          `(${used} of ${this.responses.length} used)`,
+        `scripted model exhausted: no response left for node "${caller}" in ${this.file} (${used} of ${this.responses.length} used)`,
         "exhausted",
       );
     }
-    const group = response.node ?? SCRIPTED_ANY_NODE;
 
     if (response.wait_for !== undefined) {
       const gate = resolve(this.folder, response.wait_for);
@@ -193,7 +221,9 @@ class ScriptedModel implements ChatModel {
       output_tokens: usage.outputTokens,
       total_tokens: usage.inputTokens + usage.outputTokens,
     };
-    return { message, usage, scriptedIndex: index, scriptedConsumed: { ...counts, [group]: (counts[group] ?? 0) + 1 } };
+    // The group's count covers every response up to this one (an instance may leave others' gaps behind it).
+    const count = Math.max(counts[choice.group] ?? 0, choice.position + 1);
+    return { message, usage, scriptedIndex: index, scriptedConsumed: { ...counts, [choice.group]: count } };
   }
 }
 

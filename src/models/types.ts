@@ -9,6 +9,14 @@ export interface ToolSpec {
   parameters: Record<string, unknown>;
 }
 
+/** A map instance as the scripted model tells instances apart: which, of how many, and the consumption when the map began. */
+export interface ScriptedInstance {
+  index: number;
+  count: number;
+  /** The scripted consumption of the state the map's instances started from (the same for all of them). */
+  consumedAtStart?: Readonly<ScriptedConsumed>;
+}
+
 export interface ModelCallOptions {
   /** Graph node making the call: scripted responses may be restricted to a node. */
   node: string;
@@ -18,6 +26,11 @@ export interface ModelCallOptions {
    * counts per group, or a thread's stored list of indices. Ignored by network providers.
    */
   consumed?: Readonly<ScriptedConsumed>;
+  /**
+   * The caller is an instance of a map: the scripted model gives concurrent instances distinct
+   * responses (docs/scripted-model.md). Ignored by network providers.
+   */
+  instance?: ScriptedInstance;
   /** Streamed text as it arrives. */
   onToken?: (text: string) => void;
   /** A tool call's name, as soon as the answer names it (its arguments still to come); `index`: its place among the answer's calls. */

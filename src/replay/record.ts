@@ -6,6 +6,21 @@ import { START_NODE } from "../format/types.js";
 /** LangGraph marks the node(s) scheduled to run next with a `branch:to:<node>` channel in the checkpoint. */
 export const SCHEDULED_PREFIX = "branch:to:";
 
+/** LangGraph keeps the `Send`s to run next (a map's instances) in this channel. */
+const SENDS_CHANNEL = "__pregel_tasks";
+
+/** The nodes a checkpoint schedules next: its `branch:to:<node>` channels, and the nodes of its `Send`s, each once. */
+function scheduledIn(values: Record<string, unknown>): string[] {
+  const branches = Object.keys(values)
+    .filter((channel) => channel.startsWith(SCHEDULED_PREFIX))
+    .map((channel) => channel.slice(SCHEDULED_PREFIX.length));
+  const sends = values[SENDS_CHANNEL];
+  const sent = Array.isArray(sends)
+    ? sends.map((send) => (send as { node?: unknown }).node).filter((node) => typeof node === "string")
+    : [];
+  return [...new Set([...branches, ...sent])].sort();
+}
+
 /** One root checkpoint of a run, as replay reads it. */
 export interface RecordedStep extends TreeItem {
   step: number;
@@ -40,10 +55,7 @@ export async function readRunRecord(store: Store, threadId: string): Promise<Run
       source: tuple.metadata?.source ?? "loop",
       values,
       ran: nodesRun(parent?.values ?? {}, values),
-      scheduled: Object.keys(values)
-        .filter((channel) => channel.startsWith(SCHEDULED_PREFIX))
-        .map((channel) => channel.slice(SCHEDULED_PREFIX.length))
-        .sort(),
+      scheduled: scheduledIn(values),
     });
   }
   const items = [...steps.values()];

@@ -143,7 +143,8 @@ function routesFrom(node: string, graph: GraphDefinition, state: GraphStateValue
 
 function chosenRoutes(node: string, edge: EdgeDefinition, index: number, state: GraphStateValue): Route[] {
   if (edge.kind !== "conditional") {
-    return edge.to.map((target) => ({ target, path: ["edges", index, "to"], what: `edge ${node} → ${edge.to.join(", ")}` }));
+    const path = edge.kind === "map" ? ["edges", index, "map", "to"] : ["edges", index, "to"];
+    return edge.to.map((target) => ({ target, path, what: `edge ${node} → ${edge.to.join(", ")}` }));
   }
   const branch = chooseBranch(edge.branches, state);
   if (branch === undefined) {

@@ -3,6 +3,7 @@ import { CancelledError, cancelledByUser, LimitError, LoopgraphError } from "../
 import type { RunContext } from "./context.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import type { NodeFunction } from "./node-function.js";
+import { mapInstanceOf, visitNumber } from "../state/map.js";
 
 /**
  * Wraps a node kind's function: counts the visit (the loop bound and `inspect` read it),
@@ -10,7 +11,12 @@ import type { NodeFunction } from "./node-function.js";
  */
 export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): NodeFunction {
   return async (state, config) => {
-    const visit = (state.visits[id] ?? 0) + 1;
+    // A map's instances count one visit each: instance i is visit i + 1 of its step, and each
+    // writes the count after all of them (the same value, so the writes agree).
+    const instance = mapInstanceOf(state);
+    const before = state.visits[id] ?? 0;
+    const visit = visitNumber(state, id);
+    const visitsAfter = before + (instance ? instance.count : 1);
     ctx.emit({ type: "node_started", threadId: ctx.threadId, node: id, visit });
     const startedAt = performance.now();
     try {
@@ -22,7 +28,7 @@ export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): 
         usage: usageDelta(state.usage[id], update.usage?.[id]),
         durationMs: Math.round(performance.now() - startedAt),
       });
-      return { ...update, visits: { ...update.visits, [id]: visit } };
+      return { ...update, visits: { ...update.visits, [id]: visitsAfter } };
     } catch (error) {
       // A limit (it names its node) stays a limit: the run ends `limited`, not failed; the user's
       // cancellation passes as it is (the engine tells it from a failure, see failureOutcome).

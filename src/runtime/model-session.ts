@@ -6,7 +6,8 @@ import type { GraphStateValue } from "../state/graph-state.js";
 import type { NodeUpdate } from "./node-function.js";
 import { ModelError } from "../errors.js";
 import { recordedOutput } from "../models/recorded.js";
-import type { ToolSpec } from "../models/types.js";
+import type { ScriptedInstance, ToolSpec } from "../models/types.js";
+import { mapInstanceOf } from "../state/map.js";
 import type { ScriptedConsumed, ScriptedCounts, TokenUsage } from "../state/graph-state.js";
 import { parseStructuredOutput } from "./structured-output.js";
 
@@ -40,6 +41,8 @@ export interface ModelSessionOptions {
   streamTokens?: boolean;
   /** Tools the model may call. */
   tools?: ToolSpec[];
+  /** The caller is an instance of a map (the scripted model gives instances distinct responses). */
+  instance?: ScriptedInstance;
 }
 
 export function startModelSession(ctx: RunContext, options: ModelSessionOptions): ModelSession {
@@ -55,6 +58,7 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
         node,
         tools: options.tools,
         consumed,
+        instance: options.instance,
         signal: ctx.signal,
         onToken: !stream ? undefined : (delta) => ctx.emit({ type: "message", threadId: ctx.threadId, node, delta }),
         onToolCallStart: !stream
@@ -95,10 +99,12 @@ export function startNodeSession(
   options: Pick<ModelSessionOptions, "streamTokens" | "tools"> = {},
 ): NodeModelSession {
   const spec = nodeModelSpec(node, graph, ctx.settings);
+  const instance = mapInstanceOf(state);
   const session = startModelSession(ctx, {
     spec,
     node: node.id,
     consumed: state.scripted[spec],
+    ...(instance && { instance: { index: instance.index, count: instance.count, consumedAtStart: state.scripted[spec] } }),
     startUsage: state.usage[node.id],
     ...options,
   });

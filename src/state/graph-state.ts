@@ -2,6 +2,7 @@ import { Annotation, messagesStateReducer } from "@langchain/langgraph";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { LooperSnapshot } from "./looper.js";
 import type { PolicyRule } from "./rules.js";
+import { mergeOutputs, mergeUsage } from "./map.js";
 
 /** Tokens in and out, of a model call or summed per node. */
 export interface TokenUsage {
@@ -127,14 +128,14 @@ export const mergeRules = (left: PolicyRule[], right: PolicyRule[]): PolicyRule[
 export const GraphState = Annotation.Root({
   task: Annotation<string>({ reducer: (_, next) => next, default: () => "" }),
   messages: Annotation<BaseMessage[]>({ reducer: messagesStateReducer, default: () => [] }),
-  /** Each node's latest output: text, or the parsed structured output. */
-  outputs: Annotation<Record<string, unknown>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** Each node's latest output: text, or the parsed structured output (a mapped node's: the list of its instances'). */
+  outputs: Annotation<Record<string, unknown>>({ reducer: mergeOutputs, default: () => ({}) }),
   /** User-declared fields (the graph file's `state:`); writes of fields with a reducer combine (see CombinedWrite). */
   vars: Annotation<Record<string, unknown>>({ reducer: mergeVars, default: () => ({}) }),
   /** How many times each node has run in this thread. */
   visits: Annotation<Record<string, number>>({ reducer: mergeRecords, default: () => ({}) }),
-  /** Cumulative token usage per node. */
-  usage: Annotation<Record<string, TokenUsage>>({ reducer: mergeRecords, default: () => ({}) }),
+  /** Cumulative token usage per node (a map's instances add theirs). */
+  usage: Annotation<Record<string, TokenUsage>>({ reducer: mergeUsage, default: () => ({}) }),
   /** Scripted responses consumed, per model spec: part of the state so a resumed run never replays one. */
   scripted: Annotation<Record<string, ScriptedConsumed>>({ reducer: mergeConsumed, default: () => ({}) }),
   /** Policy rules the user added by answering "always" to an approval: they hold for the whole thread. */

@@ -9,7 +9,8 @@ import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { messageText, startModelSession } from "../../runtime/model-session.js";
 import { STATE_DIR } from "../../project.js";
 import { BUILTIN_TOOLS, toolSpecs } from "../../tools/index.js";
-import type { ToolSpec } from "../../models/types.js";
+import type { ScriptedInstance, ToolSpec } from "../../models/types.js";
+import type { ScriptedConsumed } from "../../state/graph-state.js";
 import { ToolError, type ToolCallRequest, type ToolDefinition, type ToolResult } from "../../tools/types.js";
 import { presentPlanTool } from "../../tools/present-plan.js";
 import { taskTool } from "../../tools/task.js";
@@ -255,7 +256,7 @@ export function buildCoderGraph(
     result: failure(state, "stopped", `stopped by user: the loop's stop command arrived, so the Coder ended before its next ${before}`),
   });
 
-  const modelStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
+  const modelStep = async (state: CoderStateValue, config?: RunnableConfig): Promise<CoderUpdate> => {
     if (await stopRequested(state)) return stopped(state, "model call");
     if (state.steps >= def.maxSteps) {
       if (!failureRouted) {
@@ -275,7 +276,15 @@ export function buildCoderGraph(
         ? [...builtinSpecs, ...toolSpecs(toolsOf(mcpTools).slice(builtinTools.length))]
         : (modeSpecs[mode] ??= toolSpecs(offered(mode, state)));
     // One session for the summary (if any) and the answer: both count as consumption and usage.
-    const session = startModelSession(ctx, { spec, node: def.id, consumed: state.scripted[spec], startUsage: state.usage, tools: specs });
+    const instance = instanceOfConfig(config, spec);
+    const session = startModelSession(ctx, {
+      spec,
+      node: def.id,
+      consumed: state.scripted[spec],
+      startUsage: state.usage,
+      tools: specs,
+      ...(instance && { instance }),
+    });
     const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace, ctx.env)}${MODE_NOTES[mode]}${subagentNote}`);
     const bookkeeping = (): CoderUpdate => {
       const consumed = session.consumed();
@@ -502,4 +511,25 @@ function subagentAsked(description: string, interrupt: GraphInterrupt): string {
     ? `${request.tool}${request.args === undefined ? "" : ` ${JSON.stringify(request.args).slice(0, 200)}`}`
     : "a call";
   return `Subagent "${description}" stopped: its call ${what} needs the user's approval, and a subagent cannot ask for it, so it was not run. Make that call yourself, where the user can approve it.`;
+}
+
+/**
+ * The key of the Coder subgraph's config under which a mapped Coder's instance travels to its
+ * model calls (its own state has no place for it): which instance, and the parent's scripted
+ * consumption when the map began.
+ */
+export const CODER_INSTANCE_KEY = "loopgraph_map_instance";
+
+/** What a mapped Coder's node puts in its subgraph's config. */
+export interface CoderInstance {
+  index: number;
+  count: number;
+  scriptedAtStart: Record<string, ScriptedConsumed>;
+}
+
+function instanceOfConfig(config: RunnableConfig | undefined, spec: string): ScriptedInstance | undefined {
+  const instance = config?.configurable?.[CODER_INSTANCE_KEY] as CoderInstance | undefined;
+  if (instance === undefined) return undefined;
+  const atStart = instance.scriptedAtStart[spec];
+  return { index: instance.index, count: instance.count, ...(atStart !== undefined && { consumedAtStart: atStart }) };
 }

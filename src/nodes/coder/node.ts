@@ -1,12 +1,15 @@
 import { AIMessage } from "@langchain/core/messages";
-import { buildCoderGraph } from "./graph.js";
+import { buildCoderGraph, CODER_INSTANCE_KEY, type CoderInstance } from "./graph.js";
 import { LoopgraphError } from "../../errors.js";
 import type { CoderStateValue } from "./state.js";
 import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { CoderNodeDefinition } from "./definition.js";
-import { commitCoderWorktree, openCoderWorktree, worktreeContext } from "./worktree.js";
+import { commitCoderWorktree, openCoderWorktree, SINGLE_RUN_INDEX, worktreeContext } from "./worktree.js";
+import { mapInstanceOf, mapItemText, visitNumber } from "../../state/map.js";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import type { GraphStateValue } from "../../state/graph-state.js";
 
 /**
  * The `coder` node kind: runs the Coder subgraph on the thread's task. The subgraph inherits the
@@ -26,18 +29,20 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
     return coder;
   };
   return async (state, config) => {
-    const visit = (state.visits[def.id] ?? 0) + 1;
+    const visit = visitNumber(state, def.id);
     const input: Partial<CoderStateValue> = {
-      task: state.task,
+      task: coderTask(state),
       scripted: state.scripted,
       sessionRules: state.sessionRules,
       inboxCursor: state.inboxCursor,
     };
-    const worktree = shared ? undefined : await openCoderWorktree(ctx, def.id);
+    // A map's instances each work in their own worktree: the branch is numbered by the instance.
+    const index = mapInstanceOf(state)?.index ?? SINGLE_RUN_INDEX;
+    const worktree = shared ? undefined : await openCoderWorktree(ctx, def.id, index);
     const coder = shared ?? coderIn(worktree!.dir);
-    const final = (await coder.invoke(input, config)) as CoderStateValue;
+    const final = (await coder.invoke(input, withInstance(config, state))) as CoderStateValue;
     // The visit's work is kept on its branch, a failed visit's too (a merge node decides what reaches the workspace).
-    const branch = worktree ? await commitCoderWorktree(ctx, def.id, visit) : undefined;
+    const branch = worktree ? await commitCoderWorktree(ctx, def.id, visit, index) : undefined;
     const result = { ...final.result!, ...branch };
     // No node of the graph takes up the failure: it fails the run (model errors and the step limit already threw, see buildCoderGraph).
     if (!failureRouted && result.status !== "success") {
@@ -57,4 +62,20 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
       sessionRules: final.sessionRules,
     };
   };
+}
+
+/** A mapped Coder's config: its instance, for the scripted model (see CODER_INSTANCE_KEY). */
+function withInstance(config: LangGraphRunnableConfig, state: GraphStateValue): LangGraphRunnableConfig {
+  const instance = mapInstanceOf(state);
+  if (instance === undefined) return config;
+  const value: CoderInstance = { index: instance.index, count: instance.count, scriptedAtStart: state.scripted };
+  return { ...config, configurable: { ...config.configurable, [CODER_INSTANCE_KEY]: value } };
+}
+
+/** The Coder's task: the run's, and for an instance of a map, its part (the item). */
+function coderTask(state: GraphStateValue): string {
+  const instance = mapInstanceOf(state);
+  if (instance === undefined) return state.task;
+  const part = `Your part (${instance.as} ${instance.index + 1} of ${instance.count}): ${mapItemText(state, instance)}`;
+  return state.task ? `${state.task}\n\n${part}` : part;
 }

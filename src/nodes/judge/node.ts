@@ -9,6 +9,7 @@ import { renderPrompt } from "../../runtime/prompt.js";
 import { startNodeSession } from "../../runtime/model-session.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { JudgeNodeDefinition } from "./schema.js";
+import { visitNumber } from "../../state/map.js";
 
 /**
  * Reads the round's task, Coder and Review results and drains every pending message, asks the
@@ -27,7 +28,7 @@ export function createJudgeNode(def: JudgeNodeDefinition, graph: GraphDefinition
 
     const text = describeJudgeResult(result);
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
-    const visit = (state.visits[def.id] ?? 0) + 1;
+    const visit = visitNumber(state, def.id);
     return {
       messages: [new AIMessage({ id: `${def.id}-decision-${visit}`, name: def.id, content: text })],
       outputs: { [def.id]: result },

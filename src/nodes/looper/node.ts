@@ -10,6 +10,7 @@ import { totalUsage, type GraphStateValue, type TokenUsage } from "../../state/g
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
 import type { RunEnding } from "../../runtime/node-kind.js";
 import type { LooperNodeDefinition } from "./definition.js";
+import { visitNumber } from "../../state/map.js";
 
 /** What the looper node writes to `outputs.<looper>`: the edges route on `next`. */
 export interface LooperOutput {
@@ -114,7 +115,7 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     update.outputs = { [def.id]: output };
     const entries = log.map(autoEntry);
     update.messages = entries.map(
-      (content, index) => new AIMessage({ id: `${def.id}-${(state.visits[def.id] ?? 0) + 1}-${index}`, name: def.id, content }),
+      (content, index) => new AIMessage({ id: `${def.id}-${visitNumber(state, def.id)}-${index}`, name: def.id, content }),
     );
     for (const content of entries) ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content });
     if (finished) ctx.emit({ type: "round_finished", threadId: ctx.threadId, node: def.id, ...finished });

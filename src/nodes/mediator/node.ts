@@ -12,6 +12,7 @@ import { renderPrompt } from "../../runtime/prompt.js";
 import { messageText, startNodeSession } from "../../runtime/model-session.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { MediatorNodeDefinition } from "./definition.js";
+import { visitNumber } from "../../state/map.js";
 
 /** What the mediator node writes to `outputs.<node>`. */
 export interface MediatorOutput {
@@ -44,7 +45,7 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
     if (!looper) throw new LoopgraphError(`node "${def.id}": a mediator needs a Looper: run it through loopgraph run or chat`);
     const session = startNodeSession(ctx, def, graph, state, { tools: MEDIATOR_TOOLS });
     const previous = state.outputs[def.id] as MediatorOutput | undefined;
-    const turn = (state.visits[def.id] ?? 0) + 1;
+    const turn = visitNumber(state, def.id);
     // The loop's log and the tools act outside this thread: recorded, and answered from the record in a recorded replay.
     const since = previous?.relayed ?? 0;
     const progress = await performEffect(ctx, { kind: "inbox", node: def.id, name: "read_loop_log", args: { since } }, () =>

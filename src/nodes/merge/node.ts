@@ -4,6 +4,7 @@ import { mergeBranches, type ApplyResult } from "../../git/worktrees/index.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
+import type { GraphStateValue } from "../../state/graph-state.js";
 import type { CoderNodeDefinition } from "../coder/definition.js";
 import { SINGLE_RUN_INDEX } from "../coder/worktree.js";
 import type { MergeNodeDefinition } from "./definition.js";
@@ -20,6 +21,18 @@ export function checkMergedCoders(def: MergeNodeDefinition, graph: GraphDefiniti
 }
 
 /**
+ * The branches of the named coders, in order: a mapped coder's (its output is the list of its
+ * instances' results) one per instance, by index; any other coder's one.
+ */
+function branchesOf(def: MergeNodeDefinition, state: GraphStateValue, threadId: string) {
+  return def.branches.flatMap((node) => {
+    const output = state.outputs[node];
+    const instances = Array.isArray(output) ? output.length : 1;
+    return Array.from({ length: instances }, (_, i) => ({ threadId, node, index: Array.isArray(output) ? i : SINGLE_RUN_INDEX }));
+  });
+}
+
+/**
  * The `merge` node: the named coders' branches (their latest commits) merged into the run's
  * workspace in order, all or nothing (src/git/worktrees/apply.ts). A conflict is no failure: the
  * output says so (`status: conflict`) and an edge can route on it. An effect, so a recorded
@@ -27,11 +40,16 @@ export function checkMergedCoders(def: MergeNodeDefinition, graph: GraphDefiniti
  */
 export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   checkMergedCoders(def, graph);
-  return async () => {
-    const request = { kind: "git" as const, node: def.id, name: "merge_branches", args: { branches: def.branches } };
+  return async (state) => {
+    const branches = branchesOf(def, state, ctx.threadId);
+    const request = {
+      kind: "git" as const,
+      node: def.id,
+      name: "merge_branches",
+      args: { branches: def.branches, count: branches.length },
+    };
     const merged = await performEffect(ctx, request, async (): Promise<{ result?: ApplyResult; error?: string }> => {
       try {
-        const branches = def.branches.map((node) => ({ threadId: ctx.threadId, node, index: SINGLE_RUN_INDEX }));
         return { result: await mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] }) };
       } catch (error) {
         return { error: (error as Error).message };

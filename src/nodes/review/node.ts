@@ -7,6 +7,7 @@ import { buildReviewGraph, type ReviewStateValue } from "./graph.js";
 import type { ReviewNodeDefinition } from "./schema.js";
 import type { TokenUsage } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
+import { visitNumber } from "../../state/map.js";
 
 export type { ReviewNodeDefinition } from "./schema.js";
 
@@ -22,7 +23,7 @@ export type { ReviewNodeDefinition } from "./schema.js";
 export function createReviewNode(def: ReviewNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   const review = buildReviewGraph(def, graph, ctx);
   return async (state, config) => {
-    const visit = (state.visits[def.id] ?? 0) + 1;
+    const visit = visitNumber(state, def.id);
     const input: Partial<ReviewStateValue> = {
       task: state.task,
       coder: asCoderResult(state.outputs[def.coder]),
