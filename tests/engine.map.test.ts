@@ -5,35 +5,19 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { resumeRun, runGraph, threadHistory } from "../src/index.js";
+import { resumeRun, runGraph } from "../src/index.js";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { concurrencyLimiter } from "../src/engine/map.js";
-import { verifyRun } from "../src/replay/verify.js";
 import { addedUsage, gatheredOutput, mergeOutputs, mergeUsage } from "../src/state/map.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
 import { ROOT } from "./helpers/cli.js";
+import { runAndVerify, runGraphFile } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const fixture = (name: string) => join(ROOT, "tests/fixtures/parallel", name);
 
-async function runFixture(name: string, task: string, script?: string) {
-  const ws = tempWorkspace({ git: "init" });
-  const thread = name.replace(/\.yaml$/, "");
-  const model = script === undefined ? {} : { model: `scripted:${fixture(script)}` };
-  const outcome = await runGraph({
-    graph: fixture(name),
-    task,
-    threadId: thread,
-    workspace: ws.dir,
-    db: ws.db,
-    settings: settingsOf({}),
-    // The Coders' writes need no approval here.
-    approval: "auto",
-    ...model,
-  });
-  const history = await threadHistory(thread, { db: ws.db, env: {} });
-  return { outcome, history, steps: history.checkpoints.map((checkpoint) => checkpoint.nodes), workspace: ws.dir };
-}
+const runFixture = (name: string, task: string, script?: string) =>
+  runGraphFile(fixture(name), task, script === undefined ? undefined : fixture(script));
 
 describe("the outputs channel's reducer", () => {
   const write = (index: number, value: string) => ({ work: gatheredOutput({ node: "work", index, count: 3, as: "subtask" }, value) });
@@ -95,16 +79,7 @@ describe("a map of function nodes", () => {
   });
 
   it("a recorded map run verifies against its graph", async () => {
-    const ws = tempWorkspace();
-    await runGraph({
-      graph: fixture("map-functions.yaml"),
-      task: "a b",
-      threadId: "v",
-      workspace: ws.dir,
-      db: ws.db,
-      settings: settingsOf({}),
-    });
-    const verified = await verifyRun({ threadId: "v", db: ws.db, env: {} });
+    const verified = await runAndVerify(fixture("map-functions.yaml"), "a b");
     expect(verified.divergence).toBeUndefined();
     expect(verified.consistent).toBe(true);
   });

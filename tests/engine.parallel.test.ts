@@ -10,28 +10,15 @@ import type { EdgeDefinition } from "../src/format/types.js";
 import { loadGraph } from "../src/graph/index.js";
 import { rerunPlan } from "../src/replay/rerun-plan.js";
 import { combinedWrite, mergeVars, type GraphStateValue } from "../src/state/graph-state.js";
-import { verifyRun } from "../src/replay/verify.js";
 import { describeStep } from "../src/engine/describe-step.js";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { ROOT } from "./helpers/cli.js";
+import { runAndVerify, runGraphFile } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const fixture = (name: string) => join(ROOT, "tests/fixtures/parallel", name);
 
-async function runFixture(name: string, task = "t") {
-  const ws = tempWorkspace();
-  const thread = name.replace(/\.yaml$/, "");
-  const outcome = await runGraph({
-    graph: fixture(name),
-    task,
-    threadId: thread,
-    workspace: ws.dir,
-    db: ws.db,
-    settings: settingsOf({}),
-  });
-  const history = await threadHistory(thread, { db: ws.db, env: {} });
-  return { outcome, history, steps: history.checkpoints.map((checkpoint) => checkpoint.nodes) };
-}
+const runFixture = (name: string, task = "t") => runGraphFile(fixture(name), task);
 
 describe("the vars channel's reducer", () => {
   it("appends and merges a node's combined writes, and replaces with a plain value", () => {
@@ -109,16 +96,7 @@ describe("parallel graphs run", () => {
   });
 
   it("a recorded parallel run verifies against its graph: each step's nodes route together, a join waits", async () => {
-    const ws = tempWorkspace();
-    await runGraph({
-      graph: fixture("uneven-join.yaml"),
-      task: "t",
-      threadId: "v",
-      workspace: ws.dir,
-      db: ws.db,
-      settings: settingsOf({}),
-    });
-    const verified = await verifyRun({ threadId: "v", db: ws.db, env: {} });
+    const verified = await runAndVerify(fixture("uneven-join.yaml"), "t");
     expect(verified.divergence).toBeUndefined();
     expect(verified).toMatchObject({ consistent: true, checked: 4 });
   });

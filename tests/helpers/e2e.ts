@@ -17,11 +17,20 @@
 import type { ChildProcess } from "node:child_process";
 import { copyFileSync, writeFileSync } from "node:fs";
 import { basename, join } from "node:path";
-import { checkpointState, listThreads, threadHistory, type ThreadHistory, type ThreadSummary } from "../../src/index.js";
+import {
+  checkpointState,
+  listThreads,
+  runGraph,
+  threadHistory,
+  verifyRun,
+  type ThreadHistory,
+  type ThreadSummary,
+} from "../../src/index.js";
+import { settingsOf } from "../../src/config/environment-settings.js";
 import { withStore } from "../../src/store/store.js";
 import type { ThreadRecord } from "../../src/runs/thread-registry.js";
 import { collect, runCli, spawnCli, type CliOptions, type CliResult } from "./cli.js";
-import { onCleanup } from "./workspace.js";
+import { onCleanup, tempWorkspace } from "./workspace.js";
 
 /** Where a run keeps its files and its store. */
 export interface RunPlace {
@@ -243,3 +252,30 @@ export async function threadsOf(db: string): Promise<ThreadSummary[]> {
 
 /** The value as the CLI's JSON output carries it. */
 const asJson = <T>(value: T): T => JSON.parse(JSON.stringify(value)) as T;
+
+/**
+ * A run of the graph file `graph` in-process in a fresh git workspace (its thread named after the
+ * file), approvals automatic, answered by `script` if given: the outcome and the thread's steps.
+ */
+export async function runGraphFile(graph: string, task: string, script?: string) {
+  const ws = tempWorkspace({ git: "init" });
+  const thread = basename(graph).replace(/\.yaml$/, "");
+  const outcome = await runGraph({
+    graph,
+    task,
+    threadId: thread,
+    workspace: ws.dir,
+    db: ws.db,
+    settings: settingsOf({}),
+    approval: "auto",
+    ...(script === undefined ? {} : { model: `scripted:${script}` }),
+  });
+  const history = await threadHistory(thread, { db: ws.db, env: {} });
+  return { outcome, history, steps: history.checkpoints.map((checkpoint) => checkpoint.nodes), workspace: ws.dir, db: ws.db };
+}
+
+/** A run of the graph file `graph` (see `runGraphFile`), then what `replay --verify` says of it. */
+export async function runAndVerify(graph: string, task: string): Promise<Awaited<ReturnType<typeof verifyRun>>> {
+  const { db, history } = await runGraphFile(graph, task);
+  return verifyRun({ threadId: history.thread.threadId, db, env: {} });
+}
