@@ -59,6 +59,17 @@ describe("maps load", () => {
   });
 });
 
+describe("coders at work at the same time", () => {
+  it("each get a worktree of their own, in a fan-out or a map, unless the graph says workspace: shared; a coder alone shares", async () => {
+    const side = await loadGraph(fixture("coders-side-by-side.yaml"));
+    expect(side.nodes.a).toMatchObject({ workspace: "worktree" });
+    expect(side.nodes.b).not.toHaveProperty("workspace");
+    expect(side.nodes.c).not.toHaveProperty("workspace");
+    const mapped = await loadGraph(fixture("map-coders.yaml"));
+    expect(mapped.nodes.fix).toMatchObject({ workspace: "worktree" });
+  });
+});
+
 describe("drawMermaid of parallel graphs", () => {
   it("draws a map as a thick arrow that names the item and the list", async () => {
     const lines = drawMermaid(await loadGraph(fixture("map-functions.yaml"))).split("\n");

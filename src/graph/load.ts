@@ -29,6 +29,7 @@ import {
   type StateFieldDefinition,
 } from "../format/types.js";
 import { checkPlaceholders, type PlaceholderNames } from "./placeholders.js";
+import { runningBesideTheirKind } from "./parallel.js";
 import { checkSemantics } from "./semantics.js";
 import { checkShape } from "./shape.js";
 import { untrustedReason } from "../trust/trust.js";
@@ -78,7 +79,18 @@ async function loadGraphFile(file: FileRef, includedBy: string[], outer: Placeho
   if (issues.length > 0 || resolver.nestedIssues.length > 0) return fail(issues, resolver.nestedIssues);
   const placeholders = checkPlaceholders(nodes, names, (absolute) => shownPath(file, absolute));
   if (placeholders.length > 0) return fail([], placeholders);
-  return buildDefinition(file.absolute, shape.graph, nodes);
+  return buildDefinition(file.absolute, shape.graph, withConcurrencyDefaults(shape.graph, nodes));
+}
+
+/** Each node that may run beside another of its kind, as its kind defines it then (`runningBesideItsKind`). */
+function withConcurrencyDefaults(graph: GraphFile, nodes: Record<string, NodeDefinition>): Record<string, NodeDefinition> {
+  const beside = runningBesideTheirKind(graph);
+  return Object.fromEntries(
+    Object.entries(nodes).map(([id, node]) => {
+      const adjust = nodeKinds.of(node).runningBesideItsKind;
+      return [id, beside.has(id) && adjust ? adjust(node as never, graph.nodes[id] as never) : node];
+    }),
+  );
 }
 
 /**

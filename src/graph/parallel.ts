@@ -16,6 +16,14 @@ interface ConcurrentPair {
   from: string;
 }
 
+/** The nodes that may run at the same time as another node of their kind: a map's target (its instances), or a fan-out's. */
+export function runningBesideTheirKind(graph: GraphFile): Set<string> {
+  const kindOf = (id: string) => graph.nodes[id]?.kind;
+  const mapped = graph.edges.flatMap((edge) => (edge.map ? [edge.map.to] : []));
+  const pairs = concurrentPairs(graph).flatMap(({ a, b }) => (kindOf(a) !== undefined && kindOf(a) === kindOf(b) ? [a, b] : []));
+  return new Set([...mapped, ...pairs]);
+}
+
 export function checkParallel(graph: GraphFile, flow: Flow, reachable: Set<string>): PathIssue[] {
   const pairs = concurrentPairs(graph);
   return [

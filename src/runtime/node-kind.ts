@@ -64,6 +64,12 @@ export interface NodeKind<Def extends NodeDefinition = NodeDefinition, Raw = nev
    * node run beside it: it may not run in the same superstep as another node.
    */
   readonly runsAlone?: boolean;
+  /**
+   * The definition of a node that runs at the same time as another node of its kind (the
+   * instances of a map, or branches of a fan-out), from the one it resolved to and its YAML: a
+   * Coder that does not say otherwise gets a working tree of its own.
+   */
+  runningBesideItsKind?(def: Def, raw: Raw): Def;
   /** Drawn as a subroutine (`[[…]]`) rather than a box. */
   readonly drawnAsSubroutine?: boolean;
   /** The graph that runs inside the node, in the same thread: drawn, fingerprinted and checked with it. */

@@ -76,9 +76,9 @@ const coderNode = z.strictObject({
   workspace: z
     .enum(["shared", "worktree"])
     .describe(
-      "Where the Coder works: shared (the run's workspace) or worktree (its own git worktree on the branch loopgraph/<thread>/<node>-0, which a merge node applies; default shared)",
+      "Where the Coder works: shared (the run's workspace) or worktree (its own git worktree on the branch loopgraph/<thread>/<node>-<i>, which a merge node applies); default worktree when it runs in a map or beside another coder, else shared",
     )
-    .default("shared"),
+    .optional(),
   result_budget_chars: positiveInt
     .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
     .default(30_000),
@@ -130,6 +130,8 @@ export const coderKind = defineNodeKind({
           subagents,
         };
   },
+  // Coders at work at the same time never share a working tree, unless the graph says `workspace: shared`.
+  runningBesideItsKind: (def, raw) => (raw.workspace === undefined ? { ...def, workspace: "worktree" as const } : def),
   files: (def) => [def.promptFile, ...Object.values(def.subagents).flatMap((agent) => (agent.promptFile ? [agent.promptFile] : []))],
   sideEffects(def) {
     const effects = BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name)).map((tool) => TOOL_EFFECTS[tool.effect]);
