@@ -13,3 +13,25 @@ export async function performEffect<T>(ctx: RunContext, request: EffectRequest, 
   ctx.record?.({ kind: request.kind, node: request.node, name: request.name, args: request.args, result });
   return result;
 }
+
+/**
+ * `performEffect` of a step that may fail: its failure is recorded as `{ error }` with the error's
+ * message (so a recorded replay fails the same way), its value as `{ result }`, and the failure
+ * thrown as `fail(message)`.
+ */
+export async function performFallibleEffect<T>(
+  ctx: RunContext,
+  request: EffectRequest,
+  perform: () => Promise<T>,
+  fail: (message: string) => Error,
+): Promise<T> {
+  const outcome = await performEffect(ctx, request, async (): Promise<{ result?: T; error?: string }> => {
+    try {
+      return { result: await perform() };
+    } catch (error) {
+      return { error: error instanceof Error ? error.message : String(error) };
+    }
+  });
+  if (outcome.error !== undefined) throw fail(outcome.error);
+  return outcome.result as T;
+}

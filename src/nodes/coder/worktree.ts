@@ -9,7 +9,7 @@ import { dirname } from "node:path";
 import { LoopgraphError } from "../../errors.js";
 import { branchDiff, commitBranch, openBranchWorktree, type BranchFileChange } from "../../git/worktrees/index.js";
 import type { RunContext } from "../../runtime/context.js";
-import { performEffect } from "../../runtime/effects.js";
+import { performFallibleEffect } from "../../runtime/effects.js";
 
 /** Which of a node's parallel runs (a map's instance, later): one run per node for now. */
 export const SINGLE_RUN_INDEX = 0;
@@ -26,20 +26,9 @@ export interface CoderBranch {
   files: BranchFileChange[];
 }
 
-/** The effect's result: failures travel in it (a replay gives them back as they were), and are thrown here. */
-type Outcome<T> = { value: T; error?: undefined } | { error: string; value?: undefined };
-
-async function gitEffect<T>(ctx: RunContext, node: string, name: string, index: number, perform: () => Promise<T>): Promise<T> {
+function gitEffect<T>(ctx: RunContext, node: string, name: string, index: number, perform: () => Promise<T>): Promise<T> {
   const request = { kind: "git" as const, node, name, args: { index } };
-  const outcome = await performEffect(ctx, request, async (): Promise<Outcome<T>> => {
-    try {
-      return { value: await perform() };
-    } catch (error) {
-      return { error: (error as Error).message };
-    }
-  });
-  if (outcome.error !== undefined) throw new LoopgraphError(`node "${node}": its branch worktree: ${outcome.error}`);
-  return outcome.value as T;
+  return performFallibleEffect(ctx, request, perform, (message) => new LoopgraphError(`node "${node}": its branch worktree: ${message}`));
 }
 
 function branchOptions(ctx: RunContext, node: string, index: number) {

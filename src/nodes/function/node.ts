@@ -3,7 +3,7 @@ import { ConfigError } from "../../errors.js";
 import { importAtRunTime } from "../../package.js";
 import { untrustedReason } from "../../trust/trust.js";
 import type { RunContext } from "../../runtime/context.js";
-import { performEffect } from "../../runtime/effects.js";
+import { performFallibleEffect } from "../../runtime/effects.js";
 import { combinedWrite, type GraphStateValue } from "../../state/graph-state.js";
 import type { GraphDefinition, VarReducer } from "../../format/types.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
@@ -63,15 +63,13 @@ export async function loadUserFunction(def: FunctionNodeDefinition, env: NodeJS.
 export function createFunctionNode(def: FunctionNodeDefinition, fn: UserFunction, ctx: RunContext, graph: GraphDefinition): NodeFunction {
   return async (state) => {
     const request = { kind: "function" as const, node: def.id, name: def.exportName, args: {} };
-    const called = await performEffect(ctx, request, async (): Promise<{ result?: FunctionNodeResult; error?: string }> => {
-      try {
-        return { result: (await fn(state, { node: def.id, threadId: ctx.threadId, workspace: ctx.workspace })) ?? undefined };
-      } catch (error) {
-        return { error: error instanceof Error ? error.message : String(error) };
-      }
-    });
-    if (called.error !== undefined) throw new Error(called.error);
-    const result = called.result;
+    const result = await performFallibleEffect(
+      ctx,
+      request,
+      async (): Promise<FunctionNodeResult | undefined> =>
+        (await fn(state, { node: def.id, threadId: ctx.threadId, workspace: ctx.workspace })) ?? undefined,
+      (message) => new Error(message),
+    );
     if (result === undefined) return {};
     if (typeof result !== "object" || result === null || Object.keys(result).some((k) => k !== "output" && k !== "vars")) {
       throw new Error(`the function must return { output?, vars? } or nothing`);

@@ -2,7 +2,7 @@ import { ConfigError, LoopgraphError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { mergeBranches, type ApplyResult } from "../../git/worktrees/index.js";
 import type { RunContext } from "../../runtime/context.js";
-import { performEffect } from "../../runtime/effects.js";
+import { performFallibleEffect } from "../../runtime/effects.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
 import type { CoderNodeDefinition } from "../coder/definition.js";
@@ -48,15 +48,12 @@ export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition
       name: "merge_branches",
       args: { branches: def.branches, count: branches.length },
     };
-    const merged = await performEffect(ctx, request, async (): Promise<{ result?: ApplyResult; error?: string }> => {
-      try {
-        return { result: await mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] }) };
-      } catch (error) {
-        return { error: (error as Error).message };
-      }
-    });
-    if (merged.error !== undefined)
-      throw new LoopgraphError(`node "${def.id}" could not merge ${def.branches.join(", ")}: ${merged.error}`);
-    return { outputs: { [def.id]: merged.result } };
+    const merged = await performFallibleEffect(
+      ctx,
+      request,
+      (): Promise<ApplyResult> => mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] }),
+      (message) => new LoopgraphError(`node "${def.id}" could not merge ${def.branches.join(", ")}: ${message}`),
+    );
+    return { outputs: { [def.id]: merged } };
   };
 }
