@@ -43,7 +43,7 @@ import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
 import { EXIT_CODES, failureOutcome, settledOutcome, stepLimit, storeStopOutcome } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
-import { commitBranchWorktrees, removeBranchWorktrees, WORKTREES_DIR } from "../git/worktrees/index.js";
+import { commitBranchWorktrees, removeBranchWorktrees, threadFolderParts } from "../git/worktrees/index.js";
 import { mergeByName } from "../tools/merge-by-name.js";
 
 const THREAD_ID = /^[A-Za-z0-9][A-Za-z0-9._-]{0,127}$/;
@@ -494,7 +494,7 @@ export class Thread {
   private async removeWorktrees(ctx: RunContext, status: RunOutcome["status"]): Promise<void> {
     if (this.extra.replay || status === "paused" || status === "interrupted") return;
     // Most runs made none: nothing to check then.
-    if (!existsSync(join(this.workspace, STATE_DIR, WORKTREES_DIR, this.threadId))) return;
+    if (!existsSync(join(this.workspace, ...threadFolderParts(this.threadId)))) return;
     try {
       // What a visit cut short by the failure changed is kept on its branch, which a resume continues from.
       await commitBranchWorktrees(this.workspace, this.threadId, `loopgraph: the run ended (${status})`, this.store.secrets);

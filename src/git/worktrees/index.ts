@@ -14,4 +14,4 @@ export {
   type CreateBranchWorktreeOptions,
   type WorkspaceBranch,
 } from "./branches.js";
-export { branchOf, WORKTREES_DIR, type BranchName } from "./names.js";
+export { branchOf, threadFolderParts, type BranchName } from "./names.js";
