@@ -3,22 +3,9 @@ import type { BaseMessage } from "@langchain/core/messages";
 import type { LooperSnapshot } from "./looper.js";
 import type { PolicyRule } from "./rules.js";
 import { mergeOutputs, mergeUsage } from "./map.js";
+import type { TokenUsage } from "./usage.js";
 
-/** Tokens in and out, of a model call or summed per node. */
-export interface TokenUsage {
-  inputTokens: number;
-  outputTokens: number;
-}
-
-/** The tokens of every node of a state's `usage` channel, summed. */
-export function totalUsage(usage: Readonly<Record<string, TokenUsage>>): TokenUsage {
-  const total: TokenUsage = { inputTokens: 0, outputTokens: 0 };
-  for (const node of Object.values(usage)) {
-    total.inputTokens += node.inputTokens;
-    total.outputTokens += node.outputTokens;
-  }
-  return total;
-}
+export { totalUsage, type TokenUsage } from "./usage.js";
 
 /**
  * Every reducer here is an idempotent merge (keyed overwrite, union, or merge-by-id), so a

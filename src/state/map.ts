@@ -1,3 +1,5 @@
+import type { TokenUsage } from "./usage.js";
+
 /**
  * The state side of a map (docs/graph-format.md, "Map"): which instance a node's input belongs
  * to, and how the instances' outputs gather into one list in item order.
@@ -79,13 +81,8 @@ export const mergeOutputs = (left: Record<string, unknown>, right: Record<string
 /** The marker of an instance's token usage write: the tokens its calls added, not the node's new total. */
 const ADDED = "__loopgraph_added_usage__";
 
-interface Tokens {
-  inputTokens: number;
-  outputTokens: number;
-}
-
 /** An instance's usage write: the tokens of its own calls, which the reducer adds to the node's total. */
-export interface AddedUsage extends Tokens {
+export interface AddedUsage extends TokenUsage {
   [ADDED]: true;
 }
 
@@ -93,7 +90,7 @@ export interface AddedUsage extends Tokens {
  * An instance writes its node's usage as the tokens it added, since its instances all started
  * from one total: as totals, the last would win and the others' tokens be lost.
  */
-export function addedUsage(before: Tokens | undefined, after: Tokens): AddedUsage {
+export function addedUsage(before: TokenUsage | undefined, after: TokenUsage): AddedUsage {
   return {
     [ADDED]: true,
     inputTokens: after.inputTokens - (before?.inputTokens ?? 0),
@@ -105,7 +102,7 @@ const isAddedUsage = (value: unknown): value is AddedUsage =>
   typeof value === "object" && value !== null && (value as Record<string, unknown>)[ADDED] === true;
 
 /** Each node's token total, by keyed overwrite; an instance's added tokens are added to it. */
-export const mergeUsage = <T extends Tokens>(left: Record<string, T>, right: Record<string, T | AddedUsage>): Record<string, T> => {
+export const mergeUsage = <T extends TokenUsage>(left: Record<string, T>, right: Record<string, T | AddedUsage>): Record<string, T> => {
   const merged = { ...left };
   for (const [node, value] of Object.entries(right)) {
     if (!isAddedUsage(value)) merged[node] = value;
