@@ -11,6 +11,9 @@ import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
 import { cleanEnv, git, parseEvents, ROOT, runCli, SANDBOX_AS_FOUND } from "./helpers/cli.js";
 import { finalState, run, startResume, startRun, type RunSpec } from "./helpers/e2e.js";
+import type { GraphDefinition } from "../src/format/types.js";
+import type { MergeNodeDefinition } from "../src/nodes/merge/definition.js";
+import { checkMergedCoders } from "../src/nodes/merge/node.js";
 import { lacks } from "./helpers/requirements.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
@@ -151,6 +154,18 @@ describe("coders in their own worktrees, then merged", () => {
     const result = await run(ws, spec(graph, "refused", script(ws, "refused", { coder_a: [] })));
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('node "merge" merges the branch of "coder_a", which is not a coder with workspace: worktree');
+  });
+});
+
+describe("a merge that picks one instance", () => {
+  it("names exactly one coder: picking among several coders' branches is refused", () => {
+    const coder = { id: "c", kind: "coder", workspace: "worktree" };
+    const graph = { file: "g.yaml", nodes: { a: { ...coder, id: "a" }, b: { ...coder, id: "b" } } } as unknown as GraphDefinition;
+    const merge = { id: "apply", kind: "merge", branches: ["a", "b"], pick: "outputs.judge.index" } as MergeNodeDefinition;
+    expect(() => checkMergedCoders(merge, graph)).toThrow(
+      'node "apply" picks one instance (pick: outputs.judge.index) of one mapped coder: name only that coder in branches',
+    );
+    expect(() => checkMergedCoders({ ...merge, branches: ["a"] }, graph)).not.toThrow();
   });
 });
 

@@ -102,6 +102,22 @@ describe("a map of function nodes", () => {
     expect(outcome.state.outputs.work).toEqual(["did x (1/2)", "did y (2/2)"]);
   });
 
+  it("maps over a count: one instance per number 1 … n, the count from the field's default or from --attempts", async () => {
+    const { outcome } = await runFixture("map-count.yaml", "t");
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(outcome.state.outputs.work).toEqual(["did 1 (1/2)", "did 2 (2/2)"]);
+    const ws = tempWorkspace();
+    const three = await runGraph({
+      graph: fixture("map-count.yaml"),
+      task: "t",
+      attempts: 3,
+      workspace: ws.dir,
+      db: ws.db,
+      settings: settingsOf({}),
+    });
+    expect(three.state.outputs.work).toEqual(["did 1 (1/3)", "did 2 (2/3)", "did 3 (3/3)"]);
+  });
+
   it("runs no instance for an empty list: the output is the empty list and the map's node's edges go on", async () => {
     const { outcome, steps } = await runFixture("map-functions.yaml", "");
     expect(outcome.status, outcome.error).toBe("finished");

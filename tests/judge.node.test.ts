@@ -21,7 +21,15 @@ const scripted = (file: string): string => `scripted:${join(FIXTURES, file)}`;
 const GRAPH = {} as GraphDefinition;
 
 function judgeDefinition(model: string): JudgeNodeDefinition {
-  return { kind: "judge", id: "judge", model, coder: "coder", review: "review", promptFile: join(ROOT, "prompts/judge.md") };
+  return {
+    kind: "judge",
+    id: "judge",
+    model,
+    coder: "coder",
+    review: "review",
+    promptFile: join(ROOT, "prompts/judge.md"),
+    comparePromptFile: join(ROOT, "prompts/judge-compare.md"),
+  };
 }
 
 interface Harness {

@@ -331,7 +331,10 @@ describe("review subgraph", () => {
     const review = buildReviewGraph(DEFINITION, GRAPH, ctx);
 
     const stepOf: Record<string, number> = {};
-    const stream = await review.stream({ task: TASK, coder: CODER_RESULT, baseline }, { streamMode: "debug" });
+    const stream = await review.stream(
+      { task: TASK, subjects: [{ caller: "review", coder: CODER_RESULT }], baseline },
+      { streamMode: "debug" },
+    );
     for await (const event of stream) {
       const { type, step, payload } = event as { type: string; step: number; payload: { name?: string } };
       if (type === "task" && payload.name) stepOf[payload.name] = step;

@@ -2,6 +2,7 @@ import { storeOf, type GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
 import { inTreeOrder } from "../engine/checkpoint-tree.js";
 import type { CheckpointSummary, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
+import type { Lane } from "../engine/lanes.js";
 import { describeStep, INTERNAL_CHANNELS } from "../engine/describe-step.js";
 import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
 import { asSeen } from "../runs/thread-registry.js";
@@ -209,6 +210,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   };
   ordered.forEach(({ checkpoint }, row) => {
     print(rows[row + 1]!);
+    checkpoint.lanes?.forEach((lane, i) => print(laneRow(lane, i === checkpoint.lanes!.length - 1)));
     printChanges(checkpoint, "");
     printNested("", checkpoint, 1);
   });
@@ -217,6 +219,14 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   if (unplaced.length > 0) print(pc.dim("steps of a node that has not finished (no checkpoint of its graph yet):"));
   for (const inner of unplaced) printTimeline(inner, 1);
   return 0;
+}
+
+/** One lane of a parallel step, under its row: the task's node (a map's instance as `node[i]`), tokens and time. */
+function laneRow(lane: Lane, last: boolean): string {
+  const name = lane.index === undefined ? lane.node : `${lane.node}[${lane.index}]`;
+  const tokens = lane.tokens.inputTokens + lane.tokens.outputTokens ? `${lane.tokens.inputTokens}→${lane.tokens.outputTokens}` : "-";
+  const time = lane.seconds === undefined ? "-" : `${lane.seconds.toFixed(1)}s`;
+  return pc.dim(`   ${last ? "└" : "├"} ${printable(name).padEnd(14)} ${tokens.padStart(11)}  ${time.padStart(6)}`);
 }
 
 /** One step of a nested graph: its node, what it did, tokens, time and checkpoint. */

@@ -121,6 +121,11 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(modeOption())
     .addOption(noSandboxOption())
     .option("--max-rounds <n>", "round limit of the Looper (default: the graph's, 5)", parsePositiveInt)
+    .option(
+      "--attempts <n>",
+      "for a graph with an attempts field (best-of-n): how many attempts at the task (default: the graph's)",
+      parsePositiveInt,
+    )
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
     .option("--queue", "queue the run for a worker (`loopgraph worker`) and print its thread id; needs a PostgreSQL store")

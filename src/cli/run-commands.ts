@@ -28,6 +28,8 @@ export interface RunCommandOptions extends GlobalOptions, SandboxFlag {
   approval?: ApprovalMode;
   mode?: CoderMode;
   maxRounds?: number;
+  /** `--attempts`: the graph's `attempts` field for this run. */
+  attempts?: number;
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;
   json?: boolean;
@@ -255,6 +257,7 @@ export function runOptionsOf(graph: string, options: RunCommandOptions): RunOpti
     threadId: options.thread,
     workspace: options.workspace,
     ...commonRunOptionsOf(options),
+    ...(options.attempts !== undefined ? { attempts: options.attempts } : {}),
     ...(options.repo !== undefined ? { repo: options.repo } : {}),
     ...(options.ref !== undefined ? { ref: options.ref } : {}),
   };

@@ -10,6 +10,7 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
+import { laneOfSteps, type Lane } from "./lanes.js";
 import { plainDiff } from "./plain-diff.js";
 
 export { listThreads, type ThreadSummary } from "./thread-list.js";
@@ -37,6 +38,8 @@ export interface CheckpointSummary {
   nodes: string[];
   /** The nodes that ran more than once in this step (a map's instances, all together): how many times. */
   instances?: Record<string, number>;
+  /** A step where several tasks ran together: each one's node (and map index), tokens and time. */
+  lanes?: Lane[];
   createdAt: string;
   tokens: TokenUsage;
   /** The Looper's round in the state this checkpoint holds (threads with a loop). */
@@ -363,7 +366,29 @@ export async function threadHistory(threadId: string, options: StoreOptions): Pr
   return withStore(options, "read", async (store) => {
     const thread = await requireThread(store, threadId);
     const { checkpoints, tree } = await timeline(store, threadId, "");
-    return { thread, checkpoints, branches: [...tree.branches], ...(tree.head ? { head: tree.head } : {}) };
+    return {
+      thread,
+      checkpoints: await withLanes(store, threadId, checkpoints),
+      branches: [...tree.branches],
+      ...(tree.head ? { head: tree.head } : {}),
+    };
+  });
+}
+
+/** The checkpoints, each step where several tasks ran (a map, a fan-out) with its lanes. */
+async function withLanes(store: Store, threadId: string, checkpoints: CheckpointSummary[]): Promise<CheckpointSummary[]> {
+  const created = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.createdAt]));
+  const parallel = checkpoints.filter(
+    (checkpoint) => checkpoint.parentId !== undefined && (checkpoint.nodes.length > 1 || checkpoint.instances !== undefined),
+  );
+  const steps = parallel.map((checkpoint) => ({
+    parentId: checkpoint.parentId!,
+    startedAt: created.get(checkpoint.parentId!) ?? checkpoint.createdAt,
+  }));
+  const lanes = await laneOfSteps(store, threadId, steps);
+  return checkpoints.map((checkpoint) => {
+    const found = checkpoint.parentId === undefined ? undefined : lanes.get(checkpoint.parentId);
+    return found && found.length > 1 && parallel.includes(checkpoint) ? { ...checkpoint, lanes: found } : checkpoint;
   });
 }
 

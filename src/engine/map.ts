@@ -10,12 +10,23 @@ import type { NodeFunction } from "../runtime/node-function.js";
 import type { GraphStateValue, TokenUsage } from "../state/graph-state.js";
 import { addedUsage, gatheredOutput, MAP_INSTANCE_KEY, mapInstanceOf, type MapInstance } from "../state/map.js";
 
-/** The list a map runs over, in this state; a missing path, or a value that is no list, is a run error. */
+/**
+ * The list a map runs over, in this state: the list at `over`, or for a whole number n there (a
+ * count of attempts, say) the numbers 1 … n. A missing path, or any other value, is a run error.
+ */
 export function mapItems(edge: MapEdge, state: GraphStateValue): unknown[] {
   const items = getPath(state, edge.over);
   if (Array.isArray(items)) return items;
-  const found = items === undefined ? "is missing" : `is ${items === null ? "null" : typeof items}, not a list`;
+  if (Number.isSafeInteger(items) && (items as number) >= 0) return Array.from({ length: items as number }, (_, i) => i + 1);
+  const found = items === undefined ? "is missing" : `is ${shownValue(items)}, not a list or a count`;
   throw new LoopgraphError(`the map from "${edge.from}" to "${edge.to[0]}" runs over ${edge.over}, which ${found}`);
+}
+
+/** A value as an error names it: a short scalar as it is, anything else by its type. */
+function shownValue(value: unknown): string {
+  if (value === null || typeof value === "object") return value === null ? "null" : "an object";
+  const text = JSON.stringify(value) ?? typeof value;
+  return text.length <= 40 ? text : `a ${typeof value}`;
 }
 
 /**

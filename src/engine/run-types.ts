@@ -55,6 +55,8 @@ export interface RunOptions extends CommonRunOptions {
   repo?: string;
   /** `--ref`: the branch, tag or commit of `repo` to start from (default its HEAD). */
   ref?: string;
+  /** `--attempts`: the value of the graph's `attempts` field (a number) for this run, instead of its default. */
+  attempts?: number;
 }
 
 export interface ResumeOptions extends CommonRunOptions {

@@ -61,7 +61,7 @@ export async function runGraph(options: RunOptions): Promise<RunOutcome> {
     await thread.record(task);
     const ctx = thread.context();
     thread.announce(ctx, { task, resumed: false });
-    return await followLoop(thread, await thread.execute(firstInput(graph, task), ctx));
+    return await followLoop(thread, await thread.execute(firstInput(graph, task, options.attempts), ctx));
   });
 }
 
@@ -73,8 +73,16 @@ async function graphToRun(options: RunOptions, cwd: string, trustNotes: string[]
   if (!options.task?.trim() && needsTask(graph)) {
     throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
   }
+  if (options.attempts !== undefined && graph.state[ATTEMPTS_FIELD]?.type !== "number") {
+    throw new ConfigError(
+      `graph "${graph.name}" takes no --attempts: it declares no number field "${ATTEMPTS_FIELD}" under state: (see graphs/best-of-n.yaml)`,
+    );
+  }
   return graph;
 }
+
+/** The state field `--attempts` sets (a map over it runs one instance per attempt). */
+export const ATTEMPTS_FIELD = "attempts";
 
 /**
  * `run --queue`: records a new thread, queued for a worker (`loopgraph worker`), and asks the
@@ -86,6 +94,8 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   const graph = await graphToRun(options, cwd);
   if (options.maxRounds !== undefined)
     throw new ConfigError("--max-rounds is not kept for a queued run: set max_rounds on the graph's looper node instead");
+  if (options.attempts !== undefined)
+    throw new ConfigError(`--attempts is not kept for a queued run: set the default of the graph's ${ATTEMPTS_FIELD} field instead`);
   const env = options.settings.env;
   const where = resolveStore(options.db, env, cwd);
   if (where.backend !== postgresBackend) {
@@ -123,12 +133,17 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   }
 }
 
-/** What a thread's first execution starts from: its task, as the first message too, and the declared fields' defaults. */
-export function firstInput(graph: GraphDefinition, task: string) {
+/**
+ * What a thread's first execution starts from: its task, as the first message too, and the
+ * declared fields' defaults (`attempts` from --attempts when given).
+ */
+export function firstInput(graph: GraphDefinition, task: string, attempts?: number) {
+  const vars = initialVars(graph);
+  if (attempts !== undefined) vars[ATTEMPTS_FIELD] = attempts;
   return {
     task,
     messages: task ? [new HumanMessage({ content: task, id: TASK_MESSAGE_ID })] : [],
-    vars: initialVars(graph),
+    vars,
   };
 }
 

@@ -49,7 +49,16 @@ export type LooperEvent =
 export interface ReviewResult {
   rating: "normal" | "warning" | "critical";
   comments: string[];
-  checks: Record<"specs_breakdown" | "task_log" | "git_diff", ReviewCheckResult>;
+  /** The three checks every review runs, and the node's `check` command when it has one. */
+  checks: Record<"specs_breakdown" | "task_log" | "git_diff", ReviewCheckResult> & { command?: CommandCheckResult };
+}
+
+/** The review's check command: run in the reviewed folder; it passed when it exited 0. */
+export interface CommandCheckResult extends ReviewCheckResult {
+  command: string;
+  passed: boolean;
+  /** Null when it did not exit by itself (a timeout) or did not run (`error` says why). */
+  exitCode: number | null;
 }
 
 export interface ReviewCheckResult {
@@ -61,7 +70,12 @@ export interface ReviewCheckResult {
 }
 
 /** The Judge node's result, written to `outputs.<judge node>`. */
-export type JudgeResult = ({ decision: "continue"; nextTask: string } | { decision: "terminate"; reason: string }) & {
+export type JudgeResult = (
+  | { decision: "continue"; nextTask: string }
+  | { decision: "terminate"; reason: string }
+  /** Over the attempts of a mapped coder: the one to apply (`attempt` from 1, `index` its instance's from 0). */
+  | { decision: "pick"; attempt: number; index: number; branch?: string; reason: string }
+) & {
   /** How many pending messages (from the front of the queue) the decision took in. */
   consumedPending: number;
   /** "model": valid model output; "rule": a guard overrode the model; "fallback": invalid output twice. */

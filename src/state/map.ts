@@ -43,6 +43,11 @@ export function gatheredOutput(instance: MapInstance, value: unknown): GatheredO
   return { [GATHER]: { index: instance.index, count: instance.count }, value };
 }
 
+/** Which instance wrote a gathered output: its index in the map's list. */
+export function gatheredIndex(write: GatheredOutput): number {
+  return write[GATHER].index;
+}
+
 /**
  * A list being gathered, between the writes of one superstep: the slots filled so far. Once all
  * are, the output is the plain list (so a stored state, and a replayed one, holds only lists).
@@ -53,7 +58,7 @@ interface Gathering {
   filled: boolean[];
 }
 
-const isGatheredOutput = (value: unknown): value is GatheredOutput =>
+export const isGatheredOutput = (value: unknown): value is GatheredOutput =>
   typeof value === "object" && value !== null && typeof (value as Record<string, unknown>)[GATHER] === "object";
 
 const isGathering = (value: unknown): value is Gathering =>
@@ -98,7 +103,7 @@ export function addedUsage(before: TokenUsage | undefined, after: TokenUsage): A
   };
 }
 
-const isAddedUsage = (value: unknown): value is AddedUsage =>
+export const isAddedUsage = (value: unknown): value is AddedUsage =>
   typeof value === "object" && value !== null && (value as Record<string, unknown>)[ADDED] === true;
 
 /** Each node's token total, by keyed overwrite; an instance's added tokens are added to it. */

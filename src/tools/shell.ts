@@ -330,12 +330,17 @@ export interface CommandOutcome {
 
 /**
  * Runs a bash command as the shell tool runs the agent's (the sandbox, the agent's environment,
- * the process group killed on timeout or cancellation), with `input` on its stdin: for the user's
- * hooks.
+ * the process group killed on timeout or cancellation), with `input` on its stdin (none when
+ * undefined): for the user's hooks, and a Review's check command.
  */
-export async function runWithInput(command: string, input: string, ctx: ToolContext, timeoutMs: number): Promise<CommandOutcome> {
-  const stdout = new OutputCapture(ctx.artifactsDir, "hook-stdout", ctx.secrets);
-  const stderr = new OutputCapture(ctx.artifactsDir, "hook-stderr", ctx.secrets);
+export async function runWithInput(
+  command: string,
+  input: string | undefined,
+  ctx: ToolContext,
+  timeoutMs: number,
+): Promise<CommandOutcome> {
+  const stdout = new OutputCapture(ctx.artifactsDir, "command-stdout", ctx.secrets);
+  const stderr = new OutputCapture(ctx.artifactsDir, "command-stderr", ctx.secrets);
   try {
     const ending = await runCommand(command, ctx, { timeoutMs, killGraceMs: DEFAULT_KILL_GRACE_MS, input }, stdout, stderr);
     return {

@@ -15,6 +15,7 @@
  */
 import { lstat, mkdir, readdir, realpath, rm, chmod } from "node:fs/promises";
 import { join } from "node:path";
+import { parseNumstat, type FileChange } from "../numstat.js";
 import { GitError } from "../run.js";
 import {
   baseRef,
@@ -227,6 +228,21 @@ export async function branchDiff(branch: WorkspaceBranch): Promise<BranchChanges
     files.push({ path: fields[i + 1]!, status: status === "A" || status === "D" ? status : "M" });
   }
   return { patch, files };
+}
+
+/**
+ * The branch's change for a reader (the Review): the patch without binary content, and each
+ * file's line counts. The same range as `branchDiff`, which `mergeBranches` applies.
+ */
+export async function branchChangesToRead(branch: WorkspaceBranch): Promise<{ patch: string; files: FileChange[] }> {
+  const repo = await repositoryOf(branch);
+  const { base, tip } = await branchBounds(repo, branch);
+  const options = ["-r", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv"];
+  const [patch, numstat] = await Promise.all([
+    repo.run(["diff-tree", "-p", "--src-prefix=a/", "--dst-prefix=b/", ...options, base, tip]),
+    repo.run(["diff-tree", "-z", "--numstat", ...options, base, tip]),
+  ]);
+  return { patch, files: parseNumstat(numstat) };
 }
 
 /**

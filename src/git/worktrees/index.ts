@@ -1,6 +1,7 @@
 /** Branch worktrees: see branches.ts (making, committing, diffing, removing) and apply.ts (merging into the workspace). */
 export { applyBranch, linkLeadsAway, mergeBranches, type ApplyResult, type BranchConflict, type WithheldChange } from "./apply.js";
 export {
+  branchChangesToRead,
   branchDiff,
   commitBranch,
   commitBranchWorktrees,

@@ -32,7 +32,7 @@ const RAW_ANSWER_SHOWN = 200;
 export async function decide(input: JudgeInput, systemPrompt: string, ask: AskModel): Promise<JudgeResult> {
   const consumedPending = input.pending.length;
   const prompt = [new SystemMessage(`${systemPrompt.trimEnd()}\n\n${DECISION_FORMAT}`), new HumanMessage(formatJudgeInput(input))];
-  const answer = await askForDecision(ask, prompt);
+  const answer = await askForDecision(ask, prompt, judgeDecisionSchema);
   if (answer.decision) {
     const guarded = guardDecision(input, answer.decision);
     return {
@@ -47,10 +47,15 @@ export async function decide(input: JudgeInput, systemPrompt: string, ask: AskMo
 }
 
 /**
- * The model's decision, with one repair retry that quotes the validation error; none when the
- * model failed or answered invalidly twice (the notes say what happened). Auth errors stop the run.
+ * The model's decision, checked by `schema`, with one repair retry that quotes the validation
+ * error; none when the model failed or answered invalidly twice (the notes say what happened).
+ * Auth errors stop the run.
  */
-async function askForDecision(ask: AskModel, prompt: BaseMessage[]): Promise<{ decision?: JudgeDecision; notes: string[] }> {
+export async function askForDecision<T>(
+  ask: AskModel,
+  prompt: BaseMessage[],
+  schema: z.ZodType<T>,
+): Promise<{ decision?: T; notes: string[] }> {
   let calls = 0;
   let firstAnswer: AIMessage | undefined;
   const recordingAsk: AskModel = async (messages) => {
@@ -60,10 +65,10 @@ async function askForDecision(ask: AskModel, prompt: BaseMessage[]): Promise<{ d
     return answer;
   };
   // A second call is only made after an invalid first answer.
-  const repairNotes = (): string[] => (calls > 1 && firstAnswer ? [invalidFirstAnswerNote(firstAnswer)] : []);
+  const repairNotes = (): string[] => (calls > 1 && firstAnswer ? [invalidFirstAnswerNote(firstAnswer, schema)] : []);
   try {
-    const structured = await askStructured(recordingAsk, prompt, judgeDecisionSchema);
-    if (structured.ok) return { decision: structured.value as JudgeDecision, notes: repairNotes() };
+    const structured = await askStructured(recordingAsk, prompt, schema);
+    if (structured.ok) return { decision: structured.value as T, notes: repairNotes() };
     return {
       notes: [...repairNotes(), `the repeated answer was invalid too (${structured.error}): ${quote(messageText(structured.answer))}`],
     };
@@ -73,8 +78,8 @@ async function askForDecision(ask: AskModel, prompt: BaseMessage[]): Promise<{ d
   }
 }
 
-function invalidFirstAnswerNote(answer: AIMessage): string {
-  const parsed = parseStructuredOutput(messageText(answer), judgeDecisionSchema);
+function invalidFirstAnswerNote(answer: AIMessage, schema: z.ZodType<unknown>): string {
+  const parsed = parseStructuredOutput(messageText(answer), schema);
   const error = parsed.ok ? "" : ` (${parsed.error})`;
   return `the model's answer was invalid${error}: ${quote(messageText(answer))}; asked once more with the validation error`;
 }

@@ -71,7 +71,7 @@ export function formatJudgeInput(input: JudgeInput): string {
 
 const section = (title: string, body: string): string => `## ${title}\n${body}`;
 
-function formatCoder(coder: CoderResult): string {
+export function formatCoder(coder: CoderResult): string {
   const lines = [`status: ${coder.status}`];
   if (coder.status === "failure")
     lines.push(`failure: ${coder.failureKind ?? "unknown"}${coder.failureReason ? `: ${coder.failureReason}` : ""}`);
@@ -107,7 +107,7 @@ function toolCallDigest(calls: readonly ToolLogEntry[]): string[] {
   return lines;
 }
 
-function formatReview(review: ReviewResult): string {
+export function formatReview(review: ReviewResult): string {
   const lines = [`rating: ${review.rating}`];
   lines.push(review.comments.length > 0 ? `comments:\n${review.comments.map((c) => `- ${c}`).join("\n")}` : "comments: none");
   const failedChecks = Object.entries(review.checks).filter(([, check]) => !check.ok);
@@ -124,7 +124,7 @@ function clip(text: string, max: number): string {
 
 // Outputs are untyped in the state: anything without the expected shape counts as no result.
 
-function asCoderResult(value: unknown): CoderResult | undefined {
+export function asCoderResult(value: unknown): CoderResult | undefined {
   const status = (value as Partial<CoderResult> | undefined)?.status;
   if (status !== "success" && status !== "failure") return undefined;
   const coder = value as Partial<CoderResult>;
@@ -137,7 +137,7 @@ function asCoderResult(value: unknown): CoderResult | undefined {
   } as CoderResult;
 }
 
-function asReviewResult(value: unknown): ReviewResult | undefined {
+export function asReviewResult(value: unknown): ReviewResult | undefined {
   const review = value as Partial<ReviewResult> | undefined;
   if (review?.rating !== "normal" && review?.rating !== "warning" && review?.rating !== "critical") return undefined;
   return { ...review, rating: review.rating, comments: review.comments ?? [], checks: review.checks ?? ({} as ReviewResult["checks"]) };

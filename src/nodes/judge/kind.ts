@@ -16,9 +16,11 @@ export const judgeKind = defineNodeKind({
   readsTask: true,
   resolve(raw, common, files): JudgeNodeDefinition | undefined {
     const promptFile = files.prompt(raw.prompt, "prompt", "judge.md");
-    return promptFile === undefined ? undefined : { ...common, kind: "judge", promptFile, coder: raw.coder, review: raw.review };
+    const comparePromptFile = files.prompt(raw.compare_prompt, "compare_prompt", "judge-compare.md");
+    if (promptFile === undefined || comparePromptFile === undefined) return undefined;
+    return { ...common, kind: "judge", promptFile, comparePromptFile, coder: raw.coder, review: raw.review };
   },
-  templates: (def) => [def.promptFile],
-  files: (def) => [def.promptFile],
+  templates: (def) => [def.promptFile, def.comparePromptFile],
+  files: (def) => [def.promptFile, def.comparePromptFile],
   create: (def, graph, ctx) => createJudgeNode(def, graph, ctx),
 });

@@ -2,6 +2,7 @@ import { readFileSync } from "node:fs";
 import { AIMessage } from "@langchain/core/messages";
 import type { RunContext } from "../../runtime/context.js";
 import type { GraphDefinition } from "../../format/types.js";
+import { decideAttempts, readAttempts } from "./compare.js";
 import { decide } from "./decide.js";
 import { readJudgeInput } from "./input.js";
 import type { JudgeResult } from "../../state/looper.js";
@@ -18,13 +19,21 @@ import { visitNumber } from "../../state/map.js";
  */
 export function createJudgeNode(def: JudgeNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   const template = readFileSync(def.promptFile, "utf8");
+  const compareTemplate = readFileSync(def.comparePromptFile, "utf8");
 
   return async (state) => {
     // No token streaming: the model's raw JSON is not the decision once the guards have run.
     const session = startNodeSession(ctx, def, graph, state, { streamTokens: false });
 
-    const input = readJudgeInput(state, { judge: def.id, coder: def.coder, review: def.review });
-    const result = await decide(input, renderPrompt(template, state), session.ask);
+    // A mapped coder's output is the list of its attempts: the Judge compares them and picks one.
+    const coders = state.outputs[def.coder];
+    const result = Array.isArray(coders)
+      ? await decideAttempts(state.task, readAttempts(coders, state.outputs[def.review]), renderPrompt(compareTemplate, state), session.ask)
+      : await decide(
+          readJudgeInput(state, { judge: def.id, coder: def.coder, review: def.review }),
+          renderPrompt(template, state),
+          session.ask,
+        );
 
     const text = describeJudgeResult(result);
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
@@ -43,6 +52,7 @@ export function describeJudgeResult(result: JudgeResult): string {
   const took =
     result.consumedPending > 0 ? `; took ${result.consumedPending} pending message${result.consumedPending === 1 ? "" : "s"}` : "";
   const lines = [`Judge: ${result.decision} (decided by ${by}${took})`];
+  if (result.decision === "pick") lines.push(`Picked: attempt ${result.attempt}${result.branch ? ` (${result.branch})` : ""}`);
   lines.push(result.decision === "continue" ? `Next task:\n${result.nextTask}` : `Reason: ${result.reason}`);
   if (result.notes.length > 0) lines.push(`Notes:\n${result.notes.map((note) => `- ${note}`).join("\n")}`);
   return lines.join("\n");

@@ -7,6 +7,12 @@ import type { NodeDefinition } from "../../format/types.js";
  */
 export const judgeNodeKeys = {
   prompt: z.string().describe("Markdown system prompt, relative to the graph file (default: loopgraph's prompts/judge.md)").optional(),
+  compare_prompt: z
+    .string()
+    .describe(
+      "Markdown system prompt when its coder is mapped and it picks one attempt, relative to the graph file (default: loopgraph's prompts/judge-compare.md)",
+    )
+    .optional(),
   coder: z.string().min(1).describe('Node whose output is the Coder result the Judge reads (default "coder")').default("coder"),
   review: z.string().min(1).describe('Node whose output is the Review result the Judge reads (default "review")').default("review"),
 };
@@ -20,4 +26,6 @@ export interface JudgeNodeDefinition extends NodeDefinition {
   review: string;
   /** Absolute path of the Markdown system prompt (default: the package's prompts/judge.md). */
   promptFile: string;
+  /** Absolute path of the system prompt for comparing attempts (default: the package's prompts/judge-compare.md). */
+  comparePromptFile: string;
 }

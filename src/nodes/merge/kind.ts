@@ -11,6 +11,10 @@ const mergeNode = z.strictObject({
     .array(z.string())
     .min(1)
     .describe("Coder nodes with workspace: worktree whose branches are merged into the workspace, in this order"),
+  pick: z
+    .string()
+    .describe("State path of the index (from 0) of the one instance of the mapped coder to apply, e.g. outputs.judge.index")
+    .optional(),
 });
 
 /** Merges worktree coders' branches into the workspace; the result (applied, or the conflict) is its output. */
@@ -18,7 +22,12 @@ export const mergeKind = defineNodeKind({
   kind: "merge",
   schema: mergeNode,
   usesModel: false,
-  resolve: (raw, common): MergeNodeDefinition => ({ ...common, kind: "merge", branches: raw.branches }),
+  resolve: (raw, common): MergeNodeDefinition => ({
+    ...common,
+    kind: "merge",
+    branches: raw.branches,
+    ...(raw.pick && { pick: raw.pick }),
+  }),
   sideEffects: () => ["writes files"],
   create: (def, graph, ctx) => createMergeNode(def, graph, ctx),
 });

@@ -1,4 +1,5 @@
 import { ConfigError, LoopgraphError } from "../../errors.js";
+import { getPath } from "../../format/condition.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { mergeBranches, type ApplyResult } from "../../git/worktrees/index.js";
 import type { RunContext } from "../../runtime/context.js";
@@ -18,6 +19,29 @@ export function checkMergedCoders(def: MergeNodeDefinition, graph: GraphDefiniti
       `node "${def.id}" merges the branch of "${id}", which is not a coder with workspace: worktree in ${graph.file}: name such coders in branches`,
     );
   }
+  if (def.pick !== undefined && def.branches.length !== 1)
+    throw new ConfigError(`node "${def.id}" picks one instance (pick: ${def.pick}) of one mapped coder: name only that coder in branches`);
+}
+
+/** The one branch `pick` names: the instance at the index found at its path, else why there is none. */
+function pickedBranch(def: MergeNodeDefinition & { pick: string }, state: GraphStateValue, threadId: string) {
+  const node = def.branches[0]!;
+  const output = state.outputs[node];
+  const index = getPath(state, def.pick);
+  const count = Array.isArray(output) ? output.length : 1;
+  if (Number.isSafeInteger(index) && (index as number) >= 0 && (index as number) < count) {
+    return { threadId, node, index: Array.isArray(output) ? (index as number) : SINGLE_RUN_INDEX };
+  }
+  const found = index === undefined ? "is missing" : `is ${JSON.stringify(index)}, not an instance of ${node} (0 to ${count - 1})`;
+  throw new LoopgraphError(`node "${def.id}" has no attempt to apply: ${def.pick} ${found}${decisionNote(state, def.pick)}`);
+}
+
+/** What the node holding the pick decided instead, when it says (a Judge that asked for another round). */
+function decisionNote(state: GraphStateValue, path: string): string {
+  const holder = getPath(state, path.split(".").slice(0, -1).join(".")) as { decision?: unknown; nextTask?: unknown } | undefined;
+  if (typeof holder?.decision !== "string" || holder.decision === "pick") return "";
+  const task = typeof holder.nextTask === "string" ? `: ${holder.nextTask.split("\n")[0]!.slice(0, 200)}` : "";
+  return ` (the decision there: ${holder.decision}${task})`;
 }
 
 /**
@@ -41,12 +65,13 @@ function branchesOf(def: MergeNodeDefinition, state: GraphStateValue, threadId: 
 export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   checkMergedCoders(def, graph);
   return async (state) => {
-    const branches = branchesOf(def, state, ctx.threadId);
+    const branches =
+      def.pick === undefined ? branchesOf(def, state, ctx.threadId) : [pickedBranch({ ...def, pick: def.pick }, state, ctx.threadId)];
     const request = {
       kind: "git" as const,
       node: def.id,
       name: "merge_branches",
-      args: { branches: def.branches, count: branches.length },
+      args: { branches: def.branches, count: branches.length, ...(def.pick !== undefined && { index: branches[0]!.index }) },
     };
     const merged = await performFallibleEffect(
       ctx,

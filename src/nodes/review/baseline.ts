@@ -12,21 +12,16 @@
 import { stat } from "node:fs/promises";
 import { join, resolve } from "node:path";
 import { git, GitError } from "../../git/run.js";
+import { parseNumstat, type FileChange } from "../../git/numstat.js";
 import { shadowTreeStore, writeTree, type TreeStore, type TreeStoreKind } from "../../git/tree-store.js";
 import { STATE_DIR } from "../../project.js";
 
 export { GitError };
+export type { FileChange };
 
 const SHADOW_GIT_DIR = join(STATE_DIR, "shadow.git");
 /** Left out of shadow snapshots: our own state, and dependencies, which a workspace without git rarely ignores. */
 const SHADOW_EXCLUDES = [`/${STATE_DIR}/`, "node_modules/"];
-
-/** One file of a diff, from `git diff --numstat`; binary files have no line counts. */
-export interface FileChange {
-  path: string;
-  added?: number;
-  removed?: number;
-}
 
 export interface WorkspaceChanges {
   /** `git diff` output: the patch, paths relative to the workspace. */
@@ -70,17 +65,6 @@ function parseBaseline(baseline: string): { kind: TreeStoreKind; tree: string } 
   const match = /^(git|shadow):([0-9a-f]{40,64})$/.exec(baseline);
   if (!match) throw new GitError(`invalid workspace baseline "${baseline}" (expected git:<tree> or shadow:<tree>)`);
   return { kind: match[1] as TreeStoreKind, tree: match[2]! };
-}
-
-/** `added\tremoved\tpath\0` records; `-` counts mean binary. */
-function parseNumstat(output: string): FileChange[] {
-  return output
-    .split("\0")
-    .filter((record) => record.length > 0)
-    .map((record) => {
-      const [added = "-", removed = "-", ...path] = record.split("\t");
-      return added === "-" ? { path: path.join("\t") } : { path: path.join("\t"), added: Number(added), removed: Number(removed) };
-    });
 }
 
 /**

@@ -4,7 +4,7 @@
  */
 import type { CoderResult, ToolLogEntry } from "../coder/types.js";
 import type { OutputSchema } from "../../format/types.js";
-import type { ReviewCheckResult, ReviewResult } from "../../state/looper.js";
+import type { CommandCheckResult, ReviewCheckResult, ReviewResult } from "../../state/looper.js";
 import type { FileChange, WorkspaceChanges } from "./baseline.js";
 
 export const CHECK_NAMES = ["specs_breakdown", "task_log", "git_diff"] as const;
@@ -137,19 +137,24 @@ export function rateDiff(reading: DiffReading, coder: CoderResult | undefined, m
  * unfinished) or when no check ran (nothing was verified). Comments are prefixed by their check;
  * a failed check contributes its error.
  */
-export function mergeReview(checks: Partial<Record<CheckName, ReviewCheckResult>>, coder: CoderResult | undefined): ReviewResult {
+export function mergeReview(
+  checks: Partial<Record<CheckName, ReviewCheckResult>> & { command?: CommandCheckResult },
+  coder: CoderResult | undefined,
+): ReviewResult {
   const results = Object.fromEntries(
     CHECK_NAMES.map((name) => [name, checks[name] ?? { ok: false, comments: [], error: "the check did not run" }]),
-  ) as Record<CheckName, ReviewCheckResult>;
-  const comments = CHECK_NAMES.flatMap((name) => {
-    const result = results[name];
+  ) as ReviewResult["checks"];
+  if (checks.command) results.command = checks.command;
+  const names = [...CHECK_NAMES, ...(checks.command ? (["command"] as const) : [])];
+  const comments = names.flatMap((name) => {
+    const result = results[name]!;
     return result.ok
       ? result.comments.map((comment) => `${name}: ${comment}`)
       : [`${name}: the check failed: ${firstLineClipped(result.error ?? "no reason given")}`];
   });
-  const ratings = CHECK_NAMES.flatMap((name) => (results[name].ok ? (results[name].rating ?? []) : []));
+  const ratings = names.flatMap((name) => (results[name]!.ok ? (results[name]!.rating ?? []) : []));
   let rating = ratings.reduce<Rating>((worst, next) => (RATINGS.indexOf(next) > RATINGS.indexOf(worst) ? next : worst), "normal");
-  const failed = CHECK_NAMES.filter((name) => !results[name].ok);
+  const failed = names.filter((name) => !results[name]!.ok);
   if (ratings.length === 0) {
     rating = "critical";
     comments.push("review: every check failed, so nothing was verified");
@@ -160,6 +165,8 @@ export function mergeReview(checks: Partial<Record<CheckName, ReviewCheckResult>
       `review incomplete: the ${failed.join(" and ")} check${failed.length > 1 ? "s" : ""} failed, so the change is only partly verified`,
     );
   }
+  // A check command that did not pass (or did not run) is not a passing change, whatever the models say.
+  if (checks.command && !checks.command.passed) rating = "critical";
   if (coder?.status === "failure") {
     rating = "critical";
     comments.unshift(`coder: the Coder failed (${coder.failureKind ?? "unknown"}): ${coder.failureReason ?? "no reason given"}`);

@@ -6,11 +6,13 @@ import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import { ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
-import type { ReviewCheckResult, ReviewResult } from "../../state/looper.js";
+import type { CommandCheckResult, ReviewCheckResult, ReviewResult } from "../../state/looper.js";
 import { askStructured, startModelSession } from "../../runtime/model-session.js";
 import { structuredOutputInstruction, toZod } from "../../runtime/structured-output.js";
 import { mergeConsumed, type ScriptedConsumed, type TokenUsage } from "../../state/graph-state.js";
+import { branchChangesToRead } from "../../git/worktrees/index.js";
 import { captureBaseline, changesSinceBaseline } from "./baseline.js";
+import { runCheckCommand, type CheckPlace } from "./command-check.js";
 import {
   CHECK_NAMES,
   CHECK_VERDICT_SCHEMA,
@@ -29,33 +31,54 @@ import type { ReviewNodeDefinition } from "./schema.js";
 const lastValue = <T>(_: T, next: T): T => next;
 const mergeRecords = <T extends object>(left: T, right: T): T => ({ ...left, ...right });
 
-/** The Review's own state. The checks run in one superstep, so what they write is merged, never overwritten. */
+/** One change the Review looks at: a Coder's result, and where its work is. */
+export interface ReviewSubject extends CheckPlace {
+  /** Undefined when the Coder left no result. */
+  coder?: CoderResult;
+}
+
+/** A check node's results, one per subject (in the subjects' order). */
+type CheckResults = Partial<Record<CheckName, ReviewCheckResult[]>> & { command?: CommandCheckResult[] };
+
+/**
+ * The Review's own state. It reviews a list of subjects (one Coder's result, or each instance of
+ * a mapped Coder): every check node checks all of them, and the checks run in one superstep, so
+ * what they write is merged, never overwritten.
+ */
 const ReviewState = Annotation.Root({
   task: Annotation<string>({ reducer: lastValue, default: () => "" }),
-  coder: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
-  /** The round's workspace baseline (`roundBaseline` of the graph state). */
+  subjects: Annotation<ReviewSubject[]>({ reducer: lastValue, default: () => [] }),
+  /** The round's workspace baseline (`roundBaseline` of the graph state), for a subject in the run's workspace. */
   baseline: Annotation<string | undefined>({ reducer: lastValue, default: () => undefined }),
   scripted: Annotation<Record<string, ScriptedConsumed>>({ reducer: mergeConsumed, default: () => ({}) }),
-  diff: Annotation<DiffReading | undefined>({ reducer: lastValue, default: () => undefined }),
-  checks: Annotation<Partial<Record<CheckName, ReviewCheckResult>>>({ reducer: mergeRecords, default: () => ({}) }),
-  /** Tokens each model check spent in this review. */
+  /** Each subject's diff. */
+  diffs: Annotation<DiffReading[]>({ reducer: lastValue, default: () => [] }),
+  checks: Annotation<CheckResults>({ reducer: mergeRecords, default: () => ({}) }),
+  /** Tokens each model check spent in this review, over all subjects. */
   usage: Annotation<Partial<Record<ModelCheckName, TokenUsage>>>({ reducer: mergeRecords, default: () => ({}) }),
-  result: Annotation<ReviewResult | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** Each subject's review. */
+  results: Annotation<ReviewResult[]>({ reducer: lastValue, default: () => [] }),
 });
 
 export type ReviewStateValue = typeof ReviewState.State;
 type ReviewUpdate = Partial<ReviewStateValue>;
 
 /** The name a model check calls the model under: scripted responses for it name this `node`. */
-function checkCallerName(reviewId: string, check: ModelCheckName): string {
-  return `${reviewId}.${check}`;
+function checkCallerName(caller: string, check: ModelCheckName): string {
+  return `${caller}.${check}`;
 }
 
+const sumUsage = (usages: readonly TokenUsage[]): TokenUsage => ({
+  inputTokens: usages.reduce((sum, usage) => sum + usage.inputTokens, 0),
+  outputTokens: usages.reduce((sum, usage) => sum + usage.outputTokens, 0),
+});
+
 /**
- * The Review as a LangGraph subgraph: `read_diff` takes the workspace's diff since the round
- * began, then `specs_breakdown`, `task_log` and `git_diff` run in parallel (one superstep) and
- * `merge` joins them. A check that fails records `{ok: false, error}` and the others still count;
- * only a cancelled run or a model auth error stops the Review.
+ * The Review as a LangGraph subgraph: `read_diff` takes each subject's diff (the run's workspace
+ * since the round began, or a worktree coder's branch), then `specs_breakdown`, `task_log`,
+ * `git_diff` (and `command`, with a check command) run in parallel (one superstep), each over
+ * every subject, and `merge` joins them. A check that fails records `{ok: false, error}` and the
+ * others still count; only a cancelled run or a model auth error stops the Review.
  */
 export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefinition, ctx: RunContext) {
   const verdictInstruction = structuredOutputInstruction(CHECK_VERDICT_SCHEMA);
@@ -64,12 +87,12 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
     task_log: `${readFileSync(def.taskLogPrompt, "utf8").trim()}\n\n${verdictInstruction}`,
   };
   const verdictSchema = toZod(CHECK_VERDICT_SCHEMA);
+  const spec = nodeModelSpec(def, graph, ctx.settings);
 
-  const askModel = async (check: ModelCheckName, state: ReviewStateValue, input: string): Promise<ReviewUpdate> => {
-    const spec = nodeModelSpec(def, graph, ctx.settings);
+  const askModel = async (check: ModelCheckName, state: ReviewStateValue, subject: ReviewSubject, input: string) => {
     const session = startModelSession(ctx, {
       spec,
-      node: checkCallerName(def.id, check),
+      node: checkCallerName(subject.caller, check),
       consumed: state.scripted[spec],
       streamTokens: false,
     });
@@ -86,15 +109,39 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
       if (ctx.signal.aborted || (error instanceof ModelError && error.kind === "auth")) throw error;
       result = { ok: false, comments: [], error: error instanceof Error ? error.message : String(error) };
     }
-    const update: ReviewUpdate = { checks: { [check]: result }, usage: { [check]: session.usage } };
-    const consumed = session.consumed();
-    if (consumed) update.scripted = { [spec]: consumed };
-    return update;
+    return { result, usage: session.usage, consumed: session.consumed() };
   };
 
-  const readDiff = async (state: ReviewStateValue): Promise<ReviewUpdate> => {
+  /** A model check over every subject at once; `input` is undefined for a subject it cannot check (its result is then `skip`'s). */
+  const modelCheck =
+    (check: ModelCheckName, input: (state: ReviewStateValue, index: number) => string | ReviewCheckResult) =>
+    async (state: ReviewStateValue): Promise<ReviewUpdate> => {
+      const asked = await Promise.all(
+        state.subjects.map(async (subject, index) => {
+          const given = input(state, index);
+          return typeof given === "string"
+            ? askModel(check, state, subject, given)
+            : { result: given, usage: undefined, consumed: undefined };
+        }),
+      );
+      const update: ReviewUpdate = {
+        checks: { [check]: asked.map((one) => one.result) },
+        usage: { [check]: sumUsage(asked.flatMap((one) => one.usage ?? [])) },
+      };
+      const consumed = asked.map((one) => one.consumed).filter((one) => one !== undefined);
+      if (consumed.length > 0) {
+        update.scripted = consumed.reduce<Record<string, ScriptedConsumed>>((all, one) => mergeConsumed(all, { [spec]: one }), {});
+      }
+      return update;
+    };
+
+  const readOneDiff = async (state: ReviewStateValue, subject: ReviewSubject): Promise<DiffReading> => {
     const read = async (): Promise<DiffReading> => {
       try {
+        if (subject.branch) {
+          const branch = { workspace: ctx.workspace, threadId: ctx.threadId, ...subject.branch };
+          return { status: "read", facts: summariseChanges(await branchChangesToRead(branch), def.maxDiffChars) };
+        }
         return state.baseline === undefined
           ? { status: "no_baseline", baselineTaken: await captureBaseline(ctx.workspace, ctx.secrets) }
           : {
@@ -106,36 +153,46 @@ export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefiniti
       }
     };
     // The diff is an outside input: recorded with the run, read from the record in a recorded replay.
-    const request = { kind: "git" as const, node: def.id, name: "git_diff", args: { baseline: state.baseline ?? null } };
-    return { diff: await performEffect(ctx, request, read) };
+    const args = subject.branch ? { branch: subject.branch } : { baseline: state.baseline ?? null };
+    return performEffect(ctx, { kind: "git", node: subject.caller, name: "git_diff", args }, read);
   };
 
-  const specsBreakdown = (state: ReviewStateValue) => askModel("specs_breakdown", state, specsInput(state.task, state.coder, state.diff!));
-
-  const taskLog = async (state: ReviewStateValue): Promise<ReviewUpdate> => {
-    if (!state.coder) {
-      return { checks: { task_log: { ok: false, comments: [], error: `no Coder result at outputs.${def.coder}` } } };
-    }
-    return askModel("task_log", state, taskLogInput(state.task, state.coder));
-  };
-
-  const gitDiff = async (state: ReviewStateValue): Promise<ReviewUpdate> => ({
-    checks: { git_diff: rateDiff(state.diff!, state.coder, def.maxDiffChars) },
+  const readDiff = async (state: ReviewStateValue): Promise<ReviewUpdate> => ({
+    diffs: await Promise.all(state.subjects.map((subject) => readOneDiff(state, subject))),
   });
 
-  const merge = async (state: ReviewStateValue): Promise<ReviewUpdate> => ({ result: mergeReview(state.checks, state.coder) });
+  const specsBreakdown = modelCheck("specs_breakdown", (state, i) => specsInput(state.task, state.subjects[i]!.coder, state.diffs[i]!));
 
-  return new StateGraph(ReviewState)
+  const taskLog = modelCheck("task_log", (state, i) => {
+    const coder = state.subjects[i]!.coder;
+    return coder ? taskLogInput(state.task, coder) : { ok: false, comments: [], error: `no Coder result at outputs.${def.coder}` };
+  });
+
+  const gitDiff = async (state: ReviewStateValue): Promise<ReviewUpdate> => ({
+    checks: { git_diff: state.subjects.map((subject, i) => rateDiff(state.diffs[i]!, subject.coder, def.maxDiffChars)) },
+  });
+
+  const command = async (state: ReviewStateValue): Promise<ReviewUpdate> => ({
+    checks: { command: await Promise.all(state.subjects.map((subject) => runCheckCommand(ctx, def.check!, subject))) },
+  });
+
+  const merge = async (state: ReviewStateValue): Promise<ReviewUpdate> => ({
+    results: state.subjects.map((subject, i) => {
+      const checks = Object.fromEntries(Object.entries(state.checks).map(([name, results]) => [name, results[i]]));
+      return mergeReview(checks, subject.coder);
+    }),
+  });
+
+  // Typed as one name: the builder's node names are those added below, and `command` only with a check.
+  const checks = [...CHECK_NAMES, ...(def.check ? ["command"] : [])] as "git_diff"[];
+  const builder = new StateGraph(ReviewState)
     .addNode("read_diff", readDiff)
     .addNode("specs_breakdown", specsBreakdown)
     .addNode("task_log", taskLog)
     .addNode("git_diff", gitDiff)
-    .addNode("merge", merge)
-    .addEdge(START, "read_diff")
-    .addEdge("read_diff", "specs_breakdown")
-    .addEdge("read_diff", "task_log")
-    .addEdge("read_diff", "git_diff")
-    .addEdge([...CHECK_NAMES], "merge")
-    .addEdge("merge", END)
-    .compile({ name: def.id });
+    .addNode("merge", merge);
+  if (def.check) builder.addNode("command" as "git_diff", command);
+  builder.addEdge(START, "read_diff");
+  for (const check of checks) builder.addEdge("read_diff", check);
+  return builder.addEdge(checks, "merge").addEdge("merge", END).compile({ name: def.id });
 }

@@ -3,7 +3,9 @@ import type { CoderResult } from "../coder/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import type { GraphDefinition } from "../../format/types.js";
 import type { ReviewResult } from "../../state/looper.js";
-import { buildReviewGraph, type ReviewStateValue } from "./graph.js";
+import { buildReviewGraph, type ReviewStateValue, type ReviewSubject } from "./graph.js";
+import type { CoderNodeDefinition } from "../coder/definition.js";
+import { SINGLE_RUN_INDEX } from "../coder/worktree.js";
 import type { ReviewNodeDefinition } from "./schema.js";
 import type { TokenUsage } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
@@ -12,27 +14,35 @@ import { visitNumber } from "../../state/map.js";
 export type { ReviewNodeDefinition } from "./schema.js";
 
 /**
- * The `review` node kind: runs the Review subgraph over `outputs.<coder>` and the workspace's diff
- * since `roundBaseline`; the ReviewResult lands in `outputs.<node>`. Without a round baseline it
- * takes one and stores it as `roundBaseline`, so the next review shows the changes made after this one.
+ * The `review` node kind: runs the Review subgraph over `outputs.<coder>` and its real diff: the
+ * workspace's since `roundBaseline`, or a worktree coder's branch. A mapped coder's instances are
+ * reviewed each (together, in one run of the subgraph), and the output is the list of their
+ * reviews in item order; otherwise it is the one ReviewResult. Without a round baseline it takes
+ * one and stores it as `roundBaseline`, so the next review shows the changes made after this one.
  *
- * The model checks call the model as `<node>.specs_breakdown` and `<node>.task_log`. They run
- * concurrently, so a script names the check of each review response: both checks start from the
- * same consumed list, and a response without `node` could be taken by both.
+ * The model checks call the model as `<node>.specs_breakdown` and `<node>.task_log` (instance i of
+ * a mapped coder: `<node>[i].specs_breakdown` …). They run concurrently, so a script names the
+ * check of each review response: both checks start from the same consumed list, and a response
+ * without `node` could be taken by both.
  */
 export function createReviewNode(def: ReviewNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   const review = buildReviewGraph(def, graph, ctx);
+  const coderDef = graph.nodes[def.coder] as Partial<CoderNodeDefinition> | undefined;
+  const inWorktree = coderDef?.workspace === "worktree";
   return async (state, config) => {
     const visit = visitNumber(state, def.id);
-    const input: Partial<ReviewStateValue> = {
-      task: state.task,
-      coder: asCoderResult(state.outputs[def.coder]),
-      baseline: state.roundBaseline,
-      scripted: state.scripted,
-    };
+    const output = state.outputs[def.coder];
+    const mapped = Array.isArray(output);
+    const subjects: ReviewSubject[] = mapped
+      ? output.map((instance, index) => ({
+          caller: `${def.id}[${index}]`,
+          coder: asCoderResult(instance),
+          ...(inWorktree && { branch: { node: def.coder, index } }),
+        }))
+      : [{ caller: def.id, coder: asCoderResult(output), ...(inWorktree && { branch: { node: def.coder, index: SINGLE_RUN_INDEX } }) }];
+    const input: Partial<ReviewStateValue> = { task: state.task, subjects, baseline: state.roundBaseline, scripted: state.scripted };
     const final = (await review.invoke(input, config).catch(rethrowFirst)) as ReviewStateValue;
-    const result = final.result!;
-    const text = formatReview(result);
+    const text = mapped ? formatReviews(def.coder, final.results) : formatReview(final.results[0]!);
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
 
     const usage: TokenUsage = { inputTokens: 0, outputTokens: 0, ...state.usage[def.id] };
@@ -41,12 +51,13 @@ export function createReviewNode(def: ReviewNodeDefinition, graph: GraphDefiniti
       usage.outputTokens += spent.outputTokens;
     }
     const update: NodeUpdate = {
-      outputs: { [def.id]: result },
+      outputs: { [def.id]: mapped ? final.results : final.results[0] },
       messages: [new AIMessage({ id: `${def.id}-result-${visit}`, name: def.id, content: text })],
       usage: { [def.id]: usage },
       scripted: final.scripted,
     };
-    if (final.diff?.status === "no_baseline") update.roundBaseline = final.diff.baselineTaken;
+    const diff = final.diffs[0];
+    if (!mapped && diff?.status === "no_baseline") update.roundBaseline = diff.baselineTaken;
     return update;
   };
 }
@@ -61,6 +72,14 @@ function asCoderResult(output: unknown): CoderResult | undefined {
   return candidate && (candidate.status === "success" || candidate.status === "failure") && Array.isArray(candidate.toolCalls)
     ? (output as CoderResult)
     : undefined;
+}
+
+/** The reviews of a mapped coder's instances as one message: their ratings in a line, then each review. */
+function formatReviews(coder: string, results: readonly ReviewResult[]): string {
+  if (results.length === 0) return `Review: ${coder} made no attempt to review`;
+  const ratings = results.map((result, index) => `${coder}[${index}] ${result.rating}`).join(" · ");
+  const each = results.map((result, index) => `${coder}[${index}]: ${formatReview(result)}`);
+  return [`Review of ${results.length} attempts: ${ratings}`, ...each].join("\n\n");
 }
 
 /** The review as one message: the rating, then a comment per line. */

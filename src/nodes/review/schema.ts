@@ -2,6 +2,8 @@ import { z } from "zod";
 import type { NodeCommon, NodeDefinition } from "../../format/types.js";
 
 export const DEFAULT_MAX_DIFF_CHARS = 40_000;
+const DEFAULT_CHECK_TIMEOUT_SECONDS = 600;
+const MAX_CHECK_TIMEOUT_SECONDS = 3_600;
 
 /** The package prompts (`prompts/<name>`) used when a graph names none. */
 export const DEFAULT_REVIEW_PROMPTS = {
@@ -25,6 +27,22 @@ export const reviewNodeSchema = z.strictObject({
     .string()
     .describe("Prompt of the task_log check, relative to the graph file (default: loopgraph's prompts/review-task-log.md)")
     .optional(),
+  check: z
+    .strictObject({
+      command: z
+        .string()
+        .trim()
+        .min(1)
+        .describe("Bash command line, run in the reviewed folder (e.g. npm test); it passes when it exits 0"),
+      timeout_seconds: z
+        .int()
+        .positive()
+        .max(MAX_CHECK_TIMEOUT_SECONDS)
+        .describe(`Kill it after this many seconds (default ${DEFAULT_CHECK_TIMEOUT_SECONDS}): a timeout fails the check`)
+        .default(DEFAULT_CHECK_TIMEOUT_SECONDS),
+    })
+    .describe("A command the review runs where the Coder worked (its worktree, for a worktree coder), as the Coder's shell runs commands")
+    .optional(),
   max_diff_chars: z
     .int()
     .positive()
@@ -45,6 +63,8 @@ export interface ReviewNodeDefinition extends NodeDefinition {
   taskLogPrompt: string;
   /** The diff shown to the model is cut to head and tail beyond this many characters. */
   maxDiffChars: number;
+  /** The check command run in the reviewed folder. */
+  check?: { command: string; timeoutMs: number };
 }
 
 /**
@@ -62,5 +82,13 @@ export function resolveReviewNode(
   const specsPrompt = resolvePrompt("specs_prompt", raw.specs_prompt, DEFAULT_REVIEW_PROMPTS.specs_prompt);
   const taskLogPrompt = resolvePrompt("task_log_prompt", raw.task_log_prompt, DEFAULT_REVIEW_PROMPTS.task_log_prompt);
   if (specsPrompt === undefined || taskLogPrompt === undefined) return undefined;
-  return { ...common, kind: "review", coder: raw.coder, specsPrompt, taskLogPrompt, maxDiffChars: raw.max_diff_chars };
+  return {
+    ...common,
+    kind: "review",
+    coder: raw.coder,
+    specsPrompt,
+    taskLogPrompt,
+    maxDiffChars: raw.max_diff_chars,
+    ...(raw.check && { check: { command: raw.check.command, timeoutMs: raw.check.timeout_seconds * 1000 } }),
+  };
 }
