@@ -190,6 +190,20 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
+  it("shows a map's instances as lanes under their step: best-of-n's three attempts, each with its tokens and time", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const script = join(ROOT, "examples/best-of-n.script.yaml");
+    const ran = await run(place, { graph: "best-of-n", thread: "bon", task: "isPalindrome", script, approval: "auto" });
+    expect(ran.code, ran.stderr).toBe(0);
+    const { page } = await openThread(place.db, "bon");
+    const lanes = page.locator("[data-testid=timeline] tr.lane");
+    await expect.poll(() => lanes.count(), LIVE).toBe(3);
+    const texts = await lanes.allInnerTexts();
+    texts.forEach((text, i) => expect(text).toMatch(new RegExp(`∥ coder\\[${i}\\]\\s+[1-9]\\d*→[1-9]\\d*\\s+\\d+\\.\\ds`)));
+    await shot(page, "ui-lanes");
+    await page.close();
+  });
+
   it("no secret of the run reaches a page: what the store redacted stays redacted, in the state, the diffs and the exported script", async () => {
     const secret = "s3cret-ui-value-42";
     const place = tempWorkspace({ git: "init", files: { "leak.txt": `key=${secret}\n` } });

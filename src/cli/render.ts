@@ -266,7 +266,10 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         view.node = event.node;
         view.visit = event.visit;
         view.streamedThisNode = false;
-        line(event.threadId, `${pc.blue("●")} ${pc.bold(event.node)}${event.visit > 1 ? pc.dim(` (visit ${event.visit})`) : ""}`, false);
+        // A map's instances run together: each by its index, not as a visit after the others.
+        const shown = event.instance === undefined ? event.node : `${event.node}[${event.instance}]`;
+        const visit = event.visit > 1 && event.instance === undefined ? pc.dim(` (visit ${event.visit})`) : "";
+        line(event.threadId, `${pc.blue("●")} ${pc.bold(shown)}${visit}`, false);
         break;
       }
       case "message": {
@@ -291,7 +294,8 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
           };
         }
         const tokens = event.usage ? `, ${event.usage.inputTokens}→${event.usage.outputTokens} tokens` : "";
-        line(event.threadId, `${pc.green("✓")} ${event.node} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`, false);
+        const shown = event.instance === undefined ? event.node : `${event.node}[${event.instance}]`;
+        line(event.threadId, `${pc.green("✓")} ${shown} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`, false);
         view.node = undefined;
         break;
       }

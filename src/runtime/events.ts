@@ -17,8 +17,9 @@ export type RunEvent =
     }
   /** A live fork (`replay --from`): the new branch's first checkpoint and the nodes that may run again, with their side effects. */
   | { type: "fork"; threadId: string; from: string; checkpointId: string; rerun: RerunNode[]; restored?: RewindChange[] }
-  | { type: "node_started"; threadId: string; node: string; visit: number }
-  | { type: "node_finished"; threadId: string; node: string; usage?: TokenUsage; durationMs: number }
+  /** `instance`: the index (from 0) of a map's instance, which runs beside the others of its step. */
+  | { type: "node_started"; threadId: string; node: string; visit: number; instance?: number }
+  | { type: "node_finished"; threadId: string; node: string; usage?: TokenUsage; durationMs: number; instance?: number }
   | { type: "message"; threadId: string; node: string; delta?: string; content?: string }
   | { type: "retry"; threadId: string; node: string; attempt: number; maxAttempts: number; delayMs: number; message: string }
   | { type: "tool_call"; threadId: string; node: string; id: string; name: string; args: unknown }

@@ -17,7 +17,8 @@ export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): 
     const before = state.visits[id] ?? 0;
     const visit = visitNumber(state, id);
     const visitsAfter = before + (instance ? instance.count : 1);
-    ctx.emit({ type: "node_started", threadId: ctx.threadId, node: id, visit });
+    const which = instance ? { instance: instance.index } : {};
+    ctx.emit({ type: "node_started", threadId: ctx.threadId, node: id, visit, ...which });
     const startedAt = performance.now();
     try {
       const update = await run(state, config);
@@ -27,6 +28,7 @@ export function instrumentNode(id: string, run: NodeFunction, ctx: RunContext): 
         node: id,
         usage: usageDelta(state.usage[id], update.usage?.[id]),
         durationMs: Math.round(performance.now() - startedAt),
+        ...which,
       });
       return { ...update, visits: { ...update.visits, [id]: visitsAfter } };
     } catch (error) {

@@ -69,6 +69,8 @@ export interface Step {
   what: string;
   /** Root steps: the guide that draws the branch tree of forks before the node. */
   guide?: string;
+  /** A step where several tasks ran together (a map's instances, a fan-out's nodes): one lane each. */
+  lanes?: { node: string; index?: number; tokens: TokenUsage; seconds?: number }[];
 }
 
 export interface Approval {

@@ -335,6 +335,20 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
         <td>{step.status === "done" ? "" : step.status}</td>
       </tr>,
     );
+    for (const lane of step.lanes ?? []) {
+      const name = lane.index === undefined ? lane.node : `${lane.node}[${lane.index}]`;
+      rows.push(
+        <tr class="lane" key={`${step.checkpointId}-${name}`}>
+          <td />
+          <td />
+          <td style={{ paddingLeft: "1.2em" }}>∥ {name}</td>
+          <td />
+          <td>{lane.tokens.inputTokens + lane.tokens.outputTokens ? `${lane.tokens.inputTokens}→${lane.tokens.outputTokens}` : "-"}</td>
+          <td>{lane.seconds === undefined ? "-" : `${lane.seconds.toFixed(1)}s`}</td>
+          <td />
+        </tr>,
+      );
+    }
     addNested("", step, 1);
   });
   // The steps of a node still running (or paused inside, at an approval): no step of the root graph to go under yet.
