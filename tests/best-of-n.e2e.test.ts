@@ -63,6 +63,14 @@ describe("best-of-n", () => {
       expect(lane.tokens.inputTokens).toBeGreaterThan(0);
       expect(lane.seconds).toBeGreaterThan(0);
     }
+    // A recorded replay matches each attempt's calls to its own records, whatever order the attempts ran in, and changes nothing.
+    const refs = git(ws.dir, "for-each-ref");
+    const replayed = await runCli(["replay", "bon", "--recorded", "--db", ws.db]);
+    expect(replayed.code, replayed.stderr + replayed.stdout).toBe(0);
+    expect(replayed.stdout).toContain("consistent: the replay followed the record");
+    expect(git(ws.dir, "for-each-ref")).toBe(refs);
+    expect(readFileSync(join(ws.dir, "palindrome.js"), "utf8")).toContain('replace(/[^a-z0-9]/g, "")');
+
     const lanesIn = (text: string) => text.split("\n").filter((line) => /^\s+[├└] coder\[\d\]/.test(line));
     const shown = await runCli(["inspect", "bon", "--db", ws.db]);
     expect(lanesIn(shown.stdout)).toHaveLength(3);

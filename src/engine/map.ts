@@ -6,6 +6,7 @@ import { Send } from "@langchain/langgraph";
 import { LoopgraphError } from "../errors.js";
 import { getPath } from "../format/condition.js";
 import type { GraphDefinition, MapEdge } from "../format/types.js";
+import { asInstance } from "../runtime/call-site.js";
 import type { NodeFunction } from "../runtime/node-function.js";
 import type { GraphStateValue, TokenUsage } from "../state/graph-state.js";
 import { addedUsage, gatheredOutput, MAP_INSTANCE_KEY, mapInstanceOf, type MapInstance } from "../state/map.js";
@@ -84,7 +85,7 @@ export function mappedNode(id: string, run: NodeFunction, limit: number | undefi
     const instance = mapInstanceOf(state);
     if (instance === undefined) throw new LoopgraphError(`node "${id}" is mapped, but ran without an item`);
     if (instance.count === 0) return { outputs: { [id]: [] } };
-    const update = await limited(() => run(state, config));
+    const update = await limited(() => asInstance(config, id, instance.index, () => run(state, config)));
     const usage = update.usage?.[id];
     return {
       ...update,

@@ -1,5 +1,5 @@
 import { isDeepStrictEqual } from "node:util";
-import { currentTask } from "../runtime/call-site.js";
+import { callerName, currentTask } from "../runtime/call-site.js";
 import { ModelError } from "../errors.js";
 import { messageFromRecord } from "../models/recorded.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult } from "../models/types.js";
@@ -98,7 +98,7 @@ export class RecordSource {
    * recorded run did when it has no answer).
    */
   approval(request: ApprovalRequest): ApprovalAnswer | undefined {
-    const record = this.queues.get(queueKey("approval", request.node))?.shift();
+    const record = this.queues.get(queueKey("approval", callerName(request.node)))?.shift();
     if (!record || record.kind !== "approval") return undefined;
     this.used += 1;
     if (record.name !== request.tool || !isDeepStrictEqual(asJson(request.args), record.args)) {
@@ -116,8 +116,10 @@ export class RecordSource {
   }
 
   /** The next record of `node` in `category`, checked to come at the current step. */
-  private async take(category: Category, node: string, what: string): Promise<{ record: StepRecording; step?: number }> {
+  private async take(category: Category, called: string, what: string): Promise<{ record: StepRecording; step?: number }> {
     if (this.stopped) throw new ReplayStop("the replay was stopped");
+    // A map's instance takes its own records (they were made under its name, see callerName).
+    const node = callerName(called);
     const task = currentTask();
     const step = task ? await this.options.stepOf(task.checkpointId) : undefined;
     const at = step === undefined ? "" : ` at step ${step}`;

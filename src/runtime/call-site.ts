@@ -42,3 +42,39 @@ function taskOf(configurable: Record<string, unknown> | undefined): TaskSite | u
   const innermost = taskPath.split("|").at(-1)!;
   return { taskPath, checkpointId, taskName: innermost.slice(0, innermost.lastIndexOf(":")) || innermost };
 }
+
+/** The map instances running in this process, by their task's root segment (`node:<task id>`). */
+const runningInstances = new Map<string, { node: string; index: number }>();
+
+/**
+ * Runs `run` as instance `index` of the mapped `node`, in the task of `config`: the calls made in
+ * it (and in the graphs it runs) are named `node[index]` for the record (see `callerName`).
+ */
+export async function asInstance<T>(
+  config: { configurable?: Record<string, unknown> },
+  node: string,
+  index: number,
+  run: () => Promise<T>,
+): Promise<T> {
+  const root = String(config.configurable?.checkpoint_ns ?? "").split("|")[0];
+  if (!root) return run();
+  runningInstances.set(root, { node, index });
+  try {
+    return await run();
+  } finally {
+    runningInstances.delete(root);
+  }
+}
+
+/**
+ * The name a call of `node` is recorded and replayed under: in a map's instance, `node[i]` (and
+ * `node[i].check` for a caller named `node.check`), so that the instances' records, which come
+ * in whatever order they ran, are matched instance by instance; elsewhere `node` itself.
+ */
+export function callerName(node: string): string {
+  const root = currentTask()?.taskPath.split("|")[0];
+  const instance = root === undefined ? undefined : runningInstances.get(root);
+  if (!instance) return node;
+  if (node === instance.node) return `${node}[${instance.index}]`;
+  return node.startsWith(`${instance.node}.`) ? `${instance.node}[${instance.index}]${node.slice(instance.node.length)}` : node;
+}

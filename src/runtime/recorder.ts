@@ -1,5 +1,5 @@
 import type { Recorder, RecordingTable } from "../runs/recordings.js";
-import { nextCallSite } from "./call-site.js";
+import { callerName, nextCallSite } from "./call-site.js";
 
 /**
  * The recorder of a run (RunContext.record): stores each record under the task it is made in
@@ -11,7 +11,13 @@ export function createRecorder(recordings: RecordingTable, threadId: string, sec
     const site = nextCallSite();
     if (!site) return;
     recordings.put(
-      { threadId, checkpointId: site.checkpointId, taskPath: site.taskPath, callIndex: site.callIndex, node: node ?? site.taskName },
+      {
+        threadId,
+        checkpointId: site.checkpointId,
+        taskPath: site.taskPath,
+        callIndex: site.callIndex,
+        node: callerName(node ?? site.taskName),
+      },
       data,
       secrets,
     );
