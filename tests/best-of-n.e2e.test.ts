@@ -50,7 +50,12 @@ describe("best-of-n", () => {
     expect(out.review.map((review) => review.checks.command.passed)).toEqual([false, true, false]);
     expect(out.review.map((review) => review.rating)).toEqual(["critical", "normal", "critical"]);
     expect(out.judge).toMatchObject({ decision: "pick", attempt: 2, index: 1, branch: "loopgraph/bon/coder-1" });
-    expect(out.apply).toEqual({ status: "applied", applied: ["package.json", "palindrome.js", "palindrome.test.js"], withheld: [] });
+    expect(out.apply).toEqual({
+      status: "applied",
+      applied: ["package.json", "palindrome.js", "palindrome.test.js"],
+      withheld: [],
+      baseline: expect.stringMatching(/^git:[0-9a-f]{40}$/),
+    });
 
     expect(readFileSync(join(ws.dir, "palindrome.js"), "utf8")).toContain('replace(/[^a-z0-9]/g, "")');
     expect(branches(ws)).toEqual(["loopgraph/bon/coder-0", "loopgraph/bon/coder-1", "loopgraph/bon/coder-2"]);

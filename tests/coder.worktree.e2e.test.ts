@@ -93,7 +93,12 @@ describe("coders in their own worktrees, then merged", () => {
     expect(out.coder_b!.toolCalls.find((call) => call.name === "shell")!.preview).toContain("from b");
     expect(out.coder_a).toMatchObject({ status: "success", branch: "loopgraph/two/coder_a-0", files: [{ path: "a.txt", status: "A" }] });
     expect(out.coder_b).toMatchObject({ branch: "loopgraph/two/coder_b-0", files: [{ path: "b.txt", status: "A" }] });
-    expect(out.merge).toEqual({ status: "applied", applied: ["a.txt", "b.txt"], withheld: [] });
+    expect(out.merge).toEqual({
+      status: "applied",
+      applied: ["a.txt", "b.txt"],
+      withheld: [],
+      baseline: expect.stringMatching(/^git:[0-9a-f]{40}$/),
+    });
     expect(out.on_conflict).toBeUndefined();
 
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("from a\n");
@@ -229,7 +234,12 @@ describe("a crash in a worktree coder's turn", () => {
     expect(parseEvents(resumed.stdout).filter((event) => event.type === "tool_call")).toHaveLength(1);
     expect(readFileSync(join(ws.dir, "log.txt"), "utf8")).toBe("one\ntwo\n");
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("from a\n");
-    expect((await outputs(ws, "crash")).merge).toEqual({ status: "applied", applied: ["a.txt", "log.txt"], withheld: [] });
+    expect((await outputs(ws, "crash")).merge).toEqual({
+      status: "applied",
+      applied: ["a.txt", "log.txt"],
+      withheld: [],
+      baseline: expect.stringMatching(/^git:[0-9a-f]{40}$/),
+    });
     expect(existsSync(folder)).toBe(false);
   });
 });

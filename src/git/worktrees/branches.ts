@@ -295,6 +295,25 @@ export async function removeBranchWorktrees(workspace: string, threadId: string)
   }
 }
 
+/**
+ * Removes one branch's worktree folder, once what it holds is on the branch (a merge applied it):
+ * a later visit of its coder makes it again from the branch's tip. Returns whether there was one.
+ */
+export async function removeBranchWorktree(branch: WorkspaceBranch): Promise<boolean> {
+  checkBranchName(branch);
+  const real = await realpath(branch.workspace).catch(() => {
+    throw new GitError(`workspace not found: ${branch.workspace}`);
+  });
+  const folder = await realFolder(real, [...threadFolderParts(branch.threadId), `${branch.node}-${branch.index}`]);
+  if (!folder) return false;
+  try {
+    await forceRemove(folder);
+    return true;
+  } catch (error) {
+    throw new GitError(`cannot remove the branch worktree ${folder}: ${(error as Error).message}`);
+  }
+}
+
 /** Deletes the thread's branches and their base refs (`threads prune`). Returns the branches deleted. */
 export async function pruneBranches(workspace: string, threadId: string): Promise<string[]> {
   checkId("thread", threadId);

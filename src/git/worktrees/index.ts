@@ -8,6 +8,7 @@ export {
   createBranchWorktree,
   openBranchWorktree,
   pruneBranches,
+  removeBranchWorktree,
   removeBranchWorktrees,
   type BranchChanges,
   type BranchFileChange,

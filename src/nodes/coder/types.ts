@@ -51,3 +51,26 @@ export interface CoderResult {
   /** A Coder in its own branch worktree: what its branch changed since it began (committed at the end of each visit). */
   files?: BranchFileChange[];
 }
+
+/**
+ * The results of a mapped Coder's instances (each did a part of the task) as one Coder result, for
+ * a Review or Judge that weighs their merged work as one: a success only when every part
+ * succeeded; the parts' summaries, files, calls and plans together, each summary under its part.
+ */
+export function combinedCoderResult(parts: readonly (CoderResult | undefined)[]): CoderResult {
+  const done = parts.filter((part): part is CoderResult => part !== undefined);
+  const failed = parts.flatMap((part, i) => (part?.status === "success" ? [] : [{ part: i + 1, result: part }]));
+  const first = failed[0];
+  return {
+    status: failed.length === 0 ? "success" : "failure",
+    summary: parts.map((part, i) => `Part ${i + 1}: ${part ? part.summary || "(no answer)" : "no result"}`).join("\n\n"),
+    filesChanged: [...new Set(done.flatMap((part) => part.filesChanged))],
+    ...(first && {
+      failureKind: first.result?.failureKind,
+      failureReason: `part ${first.part} of ${parts.length} ${first.result ? `failed: ${first.result.failureReason ?? first.result.failureKind ?? "no reason given"}` : "left no result"}`,
+    }),
+    steps: done.reduce((sum, part) => sum + part.steps, 0),
+    toolCalls: done.flatMap((part) => part.toolCalls),
+    todos: done.flatMap((part) => part.todos),
+  };
+}

@@ -1,4 +1,4 @@
-import type { CoderResult, ToolLogEntry } from "../coder/types.js";
+import { combinedCoderResult, type CoderResult, type ToolLogEntry } from "../coder/types.js";
 import type { ReviewResult } from "../../state/looper.js";
 import type { GraphStateValue } from "../../state/graph-state.js";
 import { leadOf } from "./next-task.js";
@@ -42,7 +42,7 @@ export function readJudgeInput(state: GraphStateValue, sources: JudgeSources): J
     // Outside a Looper the Judge's own visit count is the round.
     round: looper?.round ?? (state.visits[sources.judge] ?? 0) + 1,
     ...(looper && { maxRounds: looper.maxRounds }),
-    coder: asCoderResult(state.outputs[sources.coder]),
+    coder: coderOf(state.outputs[sources.coder]),
     review: asReviewResult(state.outputs[sources.review]),
     pending: [...(looper?.pending ?? [])],
   };
@@ -123,6 +123,11 @@ function clip(text: string, max: number): string {
 }
 
 // Outputs are untyped in the state: anything without the expected shape counts as no result.
+
+/** The Coder's result; a mapped Coder's parts (merged, and reviewed as one) as one result. */
+function coderOf(output: unknown): CoderResult | undefined {
+  return Array.isArray(output) ? combinedCoderResult(output.map(asCoderResult)) : asCoderResult(output);
+}
 
 export function asCoderResult(value: unknown): CoderResult | undefined {
   const status = (value as Partial<CoderResult> | undefined)?.status;

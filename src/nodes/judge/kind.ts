@@ -1,6 +1,7 @@
 import { z } from "zod";
 import { nodeCommon } from "../../format/node-schema.js";
 import type { JudgeNodeDefinition } from "./schema.js";
+import type { JudgeResult } from "../../state/looper.js";
 import { defineNodeKind } from "../../runtime/node-kind.js";
 import { createJudgeNode } from "./node.js";
 import { judgeNodeKeys } from "./schema.js";
@@ -23,4 +24,11 @@ export const judgeKind = defineNodeKind({
   templates: (def) => [def.promptFile, def.comparePromptFile],
   files: (def) => [def.promptFile, def.comparePromptFile],
   create: (def, graph, ctx) => createJudgeNode(def, graph, ctx),
+  // Outside a Looper nothing starts another round: a graph that ends on the Judge's `continue` did not finish its work.
+  ending: (def, state) => {
+    const judged = state.outputs[def.id] as JudgeResult | undefined;
+    if (judged?.decision !== "continue") return undefined;
+    const next = judged.nextTask.split("\n")[0]!.slice(0, 200);
+    return { status: "failed", reason: `the Judge did not judge the work done and the graph ended there, without another round: ${next}` };
+  },
 });

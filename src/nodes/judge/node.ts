@@ -25,15 +25,21 @@ export function createJudgeNode(def: JudgeNodeDefinition, graph: GraphDefinition
     // No token streaming: the model's raw JSON is not the decision once the guards have run.
     const session = startNodeSession(ctx, def, graph, state, { streamTokens: false });
 
-    // A mapped coder's output is the list of its attempts: the Judge compares them and picks one.
+    // A mapped coder's instances reviewed each are attempts at one task: the Judge compares them and picks one.
     const coders = state.outputs[def.coder];
-    const result = Array.isArray(coders)
-      ? await decideAttempts(state.task, readAttempts(coders, state.outputs[def.review]), renderPrompt(compareTemplate, state), session.ask)
-      : await decide(
-          readJudgeInput(state, { judge: def.id, coder: def.coder, review: def.review }),
-          renderPrompt(template, state),
-          session.ask,
-        );
+    const result =
+      Array.isArray(coders) && Array.isArray(state.outputs[def.review])
+        ? await decideAttempts(
+            state.task,
+            readAttempts(coders, state.outputs[def.review]),
+            renderPrompt(compareTemplate, state),
+            session.ask,
+          )
+        : await decide(
+            readJudgeInput(state, { judge: def.id, coder: def.coder, review: def.review }),
+            renderPrompt(template, state),
+            session.ask,
+          );
 
     const text = describeJudgeResult(result);
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });

@@ -2,7 +2,7 @@ import { z } from "zod";
 import { nodeCommon } from "../../format/node-schema.js";
 import { defineNodeKind } from "../../runtime/node-kind.js";
 import type { MergeNodeDefinition } from "./definition.js";
-import { createMergeNode } from "./node.js";
+import { createMergeNode, type MergeOutput } from "./node.js";
 
 const mergeNode = z.strictObject({
   kind: z.literal("merge"),
@@ -30,4 +30,14 @@ export const mergeKind = defineNodeKind({
   }),
   sideEffects: () => ["writes files"],
   create: (def, graph, ctx) => createMergeNode(def, graph, ctx),
+  // A conflict is for an edge to route on: a graph that ends on it did not do its work.
+  ending: (def, state) => {
+    const merged = state.outputs[def.id] as MergeOutput | undefined;
+    if (merged?.status !== "conflict") return undefined;
+    const { branch, paths } = merged.conflict;
+    return {
+      status: "failed",
+      reason: `node "${def.id}" could not merge ${branch} (a conflict in ${paths.join(", ")}), and the graph ended there: the workspace is unchanged, the branches are kept`,
+    };
+  },
 });

@@ -1,7 +1,8 @@
 import { ConfigError, LoopgraphError } from "../../errors.js";
 import { getPath } from "../../format/condition.js";
 import type { GraphDefinition } from "../../format/types.js";
-import { mergeBranches, type ApplyResult } from "../../git/worktrees/index.js";
+import { mergeBranches, removeBranchWorktree, type ApplyResult } from "../../git/worktrees/index.js";
+import { captureBaseline } from "../review/baseline.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performFallibleEffect } from "../../runtime/effects.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
@@ -9,6 +10,9 @@ import type { GraphStateValue } from "../../state/graph-state.js";
 import type { CoderNodeDefinition } from "../coder/definition.js";
 import { SINGLE_RUN_INDEX } from "../coder/worktree.js";
 import type { MergeNodeDefinition } from "./definition.js";
+
+/** The merge's output: what it applied (or the conflict), and the workspace's snapshot before it (a `review` with `merge:` diffs against it). */
+export type MergeOutput = ApplyResult & { baseline: string };
 
 /** Each name must be a coder of the same graph that works in its own worktree: else there is no branch to merge. */
 export function checkMergedCoders(def: MergeNodeDefinition, graph: GraphDefinition): void {
@@ -76,7 +80,14 @@ export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition
     const merged = await performFallibleEffect(
       ctx,
       request,
-      (): Promise<ApplyResult> => mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] }),
+      async (): Promise<MergeOutput> => {
+        // The workspace as it was before: a review of the merged work diffs against it.
+        const baseline = await captureBaseline(ctx.workspace, ctx.secrets);
+        const merged = await mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] });
+        // Their work is in the workspace now: their folders go (a check run there must not find them), a later visit makes its own again.
+        if (merged.status === "applied") for (const branch of branches) await removeBranchWorktree({ workspace: ctx.workspace, ...branch });
+        return { ...merged, baseline };
+      },
       (message) => new LoopgraphError(`node "${def.id}" could not merge ${def.branches.join(", ")}: ${message}`),
     );
     return { outputs: { [def.id]: merged } };

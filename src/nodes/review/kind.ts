@@ -10,7 +10,7 @@ const reviewNode = z.strictObject({ kind: z.literal("review"), ...nodeCommon, ..
 export const reviewKind = defineNodeKind({
   kind: "review",
   schema: reviewNode,
-  nodeReferences: ["coder"],
+  nodeReferences: ["coder", "merge"],
   usesModel: true,
   readsTask: true,
   resolve: (raw, common, files) => resolveReviewNode(raw, common, (key, relative, defaultName) => files.prompt(relative, key, defaultName)),

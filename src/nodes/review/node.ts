@@ -1,5 +1,6 @@
 import { AIMessage } from "@langchain/core/messages";
-import type { CoderResult } from "../coder/types.js";
+import { combinedCoderResult, type CoderResult } from "../coder/types.js";
+import type { GraphStateValue } from "../../state/graph-state.js";
 import type { RunContext } from "../../runtime/context.js";
 import type { GraphDefinition } from "../../format/types.js";
 import type { ReviewResult } from "../../state/looper.js";
@@ -28,19 +29,20 @@ export type { ReviewNodeDefinition } from "./schema.js";
 export function createReviewNode(def: ReviewNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   const review = buildReviewGraph(def, graph, ctx);
   const coderDef = graph.nodes[def.coder] as Partial<CoderNodeDefinition> | undefined;
-  const inWorktree = coderDef?.workspace === "worktree";
+  const branchOf = (index: number) => (coderDef?.workspace === "worktree" ? { branch: { node: def.coder, index } } : {});
   return async (state, config) => {
     const visit = visitNumber(state, def.id);
     const output = state.outputs[def.coder];
-    const mapped = Array.isArray(output);
-    const subjects: ReviewSubject[] = mapped
-      ? output.map((instance, index) => ({
-          caller: `${def.id}[${index}]`,
-          coder: asCoderResult(instance),
-          ...(inWorktree && { branch: { node: def.coder, index } }),
-        }))
-      : [{ caller: def.id, coder: asCoderResult(output), ...(inWorktree && { branch: { node: def.coder, index: SINGLE_RUN_INDEX } }) }];
-    const input: Partial<ReviewStateValue> = { task: state.task, subjects, baseline: state.roundBaseline, scripted: state.scripted };
+    // Reviewed after a merge: the parts' merged work in the workspace, as one piece of work.
+    const merged = def.merge === undefined ? undefined : mergedWork(state, def.merge, output);
+    const mapped = Array.isArray(output) && !merged;
+    let subjects: ReviewSubject[];
+    if (merged) subjects = [{ caller: def.id, coder: merged.coder }];
+    else if (mapped) {
+      subjects = output.map((instance, index) => ({ caller: `${def.id}[${index}]`, coder: asCoderResult(instance), ...branchOf(index) }));
+    } else subjects = [{ caller: def.id, coder: asCoderResult(output), ...branchOf(SINGLE_RUN_INDEX) }];
+    const baseline = merged ? merged.baseline : state.roundBaseline;
+    const input: Partial<ReviewStateValue> = { task: state.task, subjects, baseline, scripted: state.scripted };
     const final = (await review.invoke(input, config).catch(rethrowFirst)) as ReviewStateValue;
     const text = mapped ? formatReviews(def.coder, final.results) : formatReview(final.results[0]!);
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
@@ -57,9 +59,19 @@ export function createReviewNode(def: ReviewNodeDefinition, graph: GraphDefiniti
       scripted: final.scripted,
     };
     const diff = final.diffs[0];
-    if (!mapped && diff?.status === "no_baseline") update.roundBaseline = diff.baselineTaken;
+    if (!mapped && !merged && diff?.status === "no_baseline") update.roundBaseline = diff.baselineTaken;
     return update;
   };
+}
+
+/**
+ * The work a merge node applied: the coder's parts as one result (a mapped coder's instances, or
+ * its one result), and the workspace as it was before the merge; no baseline when it did not run.
+ */
+function mergedWork(state: GraphStateValue, merge: string, output: unknown): { coder: CoderResult; baseline?: string } {
+  const parts = Array.isArray(output) ? output.map(asCoderResult) : [asCoderResult(output)];
+  const baseline = (state.outputs[merge] as { baseline?: unknown } | undefined)?.baseline;
+  return { coder: combinedCoderResult(parts), ...(typeof baseline === "string" && { baseline }) };
 }
 
 /** Both model checks stopping (an auth error, a cancelled run) fail one superstep twice: one error says it. */

@@ -27,6 +27,13 @@ export const reviewNodeSchema = z.strictObject({
     .string()
     .describe("Prompt of the task_log check, relative to the graph file (default: loopgraph's prompts/review-task-log.md)")
     .optional(),
+  merge: z
+    .string()
+    .min(1)
+    .describe(
+      "Id of the merge node that applied the (mapped) coder's branches: the review reads the change it made to the workspace, the parts as one piece of work",
+    )
+    .optional(),
   check: z
     .strictObject({
       command: z
@@ -65,6 +72,8 @@ export interface ReviewNodeDefinition extends NodeDefinition {
   maxDiffChars: number;
   /** The check command run in the reviewed folder. */
   check?: { command: string; timeoutMs: number };
+  /** A merge node: the work reviewed is what it applied to the workspace, the coder's parts as one. */
+  merge?: string;
 }
 
 /**
@@ -90,5 +99,6 @@ export function resolveReviewNode(
     taskLogPrompt,
     maxDiffChars: raw.max_diff_chars,
     ...(raw.check && { check: { command: raw.check.command, timeoutMs: raw.check.timeout_seconds * 1000 } }),
+    ...(raw.merge !== undefined && { merge: raw.merge }),
   };
 }
