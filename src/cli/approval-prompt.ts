@@ -38,7 +38,8 @@ export function describeAlways(request: ApprovalRequest): string | undefined {
 
 /** A pending approval in words, printable: who wants to run what, and why (`coder wants to run shell: rm -rf build (reason)`). */
 export function approvalSummary(request: ApprovalRequest): string {
-  return `${printable(request.node)} wants to run ${describeCall(request)} (${printable(request.reason)})`;
+  const who = request.instance === undefined ? request.node : `${request.node}[${request.instance}]`;
+  return `${printable(who)} wants to run ${describeCall(request)} (${printable(request.reason)})`;
 }
 
 /**

@@ -186,8 +186,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .addOption(approvalOption().default(undefined, "the run's"))
     .addOption(modeOption())
     .addOption(noSandboxOption())
-    .option("--approve", "approve the tool call the run is waiting on")
+    .option("--approve [call-id]", "approve the tool call the run is waiting on (with several waiting: all of them, or the one named)")
     .option("--reject [reason]", "reject the tool call the run is waiting on; the reason is told to the agent")
+    .option("--call <call-id>", "with several calls waiting: the one --approve, --reject or --answer is for (default: all of them)")
     .option("--answer <text>", "answer to the question the run is waiting on")
     .option("--edit-args <file>", "with --approve: run the call with the arguments in this JSON file (- for stdin) instead of the model's")
     .option(

@@ -347,6 +347,11 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         );
         break;
       case "interrupt":
+        if (event.pending) {
+          line(event.threadId, `${pc.yellow("⏸")} ${event.pending.length} calls wait for approval, each answered on its own:`, false);
+          for (const question of event.pending) line(event.threadId, `    ${pendingLine(question)}`, false);
+          break;
+        }
         line(
           event.threadId,
           event.reason === "breakpoint"
@@ -402,4 +407,11 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
       timer = undefined;
     },
   });
+}
+
+/** One of several pending questions: the id to answer it by, and what it asks. */
+function pendingLine(question: { id: string; node: string; value: unknown }): string {
+  if (!isApprovalRequest(question.value))
+    return `${question.id}  ${printable(question.node)}: ${truncate(JSON.stringify(question.value), 200)}`;
+  return `${printable(question.value.callId ?? question.id)}  ${approvalSummary(question.value)}`;
 }

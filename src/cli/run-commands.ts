@@ -41,7 +41,10 @@ export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
   model?: string;
   approval?: ApprovalMode;
   mode?: CoderMode;
-  approve?: boolean;
+  /** `--approve` alone is `true`; `--approve CALL_ID` names the call (as `--call`). */
+  approve?: string | boolean;
+  /** `--call CALL_ID`: the pending call an answer is for. */
+  call?: string;
   /** `--reject` alone is `true`; `--reject "why"` carries the reason. */
   reject?: string | boolean;
   answer?: string;
@@ -74,6 +77,15 @@ function answerOf(options: ResumeCommandOptions): ApprovalAnswer | string | unde
   if (options.reject !== undefined)
     return typeof options.reject === "string" ? { decision: "reject", reason: options.reject } : { decision: "reject" };
   return options.answer;
+}
+
+/** The pending call an answer is for: `--approve CALL_ID` or `--call CALL_ID` (not two different ones). */
+function callOf(options: ResumeCommandOptions): { call?: string } {
+  const named = typeof options.approve === "string" ? options.approve : undefined;
+  if (named !== undefined && options.call !== undefined && named !== options.call)
+    throw new ConfigError(`--approve ${named} and --call ${options.call} name different calls: name one`);
+  const call = named ?? options.call;
+  return call === undefined ? {} : { call };
 }
 
 /** `--edit-args FILE`: the call's arguments as one JSON object. */
@@ -170,9 +182,11 @@ export function report(
       break;
     case "paused":
       process.stdout.write(
-        outcome.pause?.reason === "input"
-          ? `${pc.yellow("⏸ waiting for approval")}  ${thread}\nApprove with: ${resume} --approve\nReject with:  ${resume} --reject "why"\n`
-          : `${pc.yellow("⏸ paused")}  ${thread}\nContinue with: ${resume}\n`,
+        outcome.pause?.pending
+          ? `${pc.yellow("⏸ waiting for approval")}  ${thread}\nApprove all with: ${resume} --approve   (one: --approve CALL_ID)\nReject all with:  ${resume} --reject "why"   (one: add --call CALL_ID)\n`
+          : outcome.pause?.reason === "input"
+            ? `${pc.yellow("⏸ waiting for approval")}  ${thread}\nApprove with: ${resume} --approve\nReject with:  ${resume} --reject "why"\n`
+            : `${pc.yellow("⏸ paused")}  ${thread}\nContinue with: ${resume}\n`,
       );
       break;
     case "interrupted":
@@ -269,6 +283,7 @@ export function resumeCommand(threadId: string, options: ResumeCommandOptions): 
       threadId,
       ...commonRunOptionsOf(options),
       answer: answerOf(options),
+      ...callOf(options),
       ...ui,
     }),
   );

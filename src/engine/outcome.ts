@@ -58,14 +58,23 @@ export async function settledOutcome(
     if (!ending) return settle({ threadId, status: "finished", exitCode: ExitCode.Finished, ended: true });
     return settle({ threadId, status: ending.status, exitCode: EXIT_CODES[ending.status], error: ending.reason, ended: true });
   }
-  const pending = snapshot.tasks.flatMap((task) => task.interrupts ?? []);
+  // Branches of one step may each ask (a map's instances, a fan-out): every question is listed, answered by its id.
+  // A task that finished since it asked (answered by its own id) keeps its old question in the store: it asks nothing now.
+  const pending = snapshot.tasks.flatMap((task) =>
+    (task.result !== undefined ? [] : (task.interrupts ?? [])).map((asked) => ({
+      id: asked.id ?? "",
+      node: task.name,
+      value: asked.value as unknown,
+    })),
+  );
   if (pending.length > 0) {
-    const task = snapshot.tasks.find((t) => (t.interrupts ?? []).length > 0);
+    const [first] = pending;
+    const several = pending.length > 1 ? { pending } : {};
     return settle({
       threadId,
       status: "paused",
       exitCode: ExitCode.Paused,
-      pause: { reason: "input", node: task?.name, value: pending[0]?.value },
+      pause: { reason: "input", node: first!.node, value: first!.value, ...several },
     });
   }
   const before = snapshot.next.find((node) => graph.breakpoints.before.includes(node));

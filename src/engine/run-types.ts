@@ -63,13 +63,25 @@ export interface ResumeOptions extends CommonRunOptions {
   threadId: string;
   /** Answer to a pending `interrupt()` (approvals, questions). */
   answer?: unknown;
+  /** With several questions pending: the one the answer is for (a tool call's id, or the question's id); all of them when unset. */
+  call?: string;
 }
 
 export interface PauseInfo {
   reason: "breakpoint" | "input";
   node?: string;
   when?: "before" | "after";
+  /** The question (an approval request); with several pending, the first of them. */
   value?: unknown;
+  /** Several questions pending at once (branches of one step that each ask): every one, with its id to answer it by. */
+  pending?: PendingQuestion[];
+}
+
+/** One of several questions a paused step waits on: LangGraph's interrupt id, the asking node, the question. */
+export interface PendingQuestion {
+  id: string;
+  node: string;
+  value: unknown;
 }
 
 export interface RunOutcome {

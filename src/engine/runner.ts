@@ -1,6 +1,5 @@
 import { randomUUID } from "node:crypto";
 import { HumanMessage } from "@langchain/core/messages";
-import { Command } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
@@ -10,10 +9,11 @@ import { openStore, requireThread, resolveStore, withStore, type Store } from ".
 import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, repoWorkspaceLabel } from "../runs/repo-workspaces.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
-import { isApprovalRequest, type ApprovalAnswer } from "../runtime/approval.js";
+import type { ApprovalAnswer } from "../runtime/approval.js";
+import { answerPaused } from "./answers.js";
 import { hasUnconsumedCommands } from "./commands.js";
 import { loopEnding, LoopSupervisor } from "./loop-supervisor.js";
-import { TASK_MESSAGE_ID, type ResumeOptions, type RunOptions, type RunOutcome } from "./run-types.js";
+import { TASK_MESSAGE_ID, type PauseInfo, type ResumeOptions, type RunOptions, type RunOutcome } from "./run-types.js";
 import { checkRepoSource, RepoWorkspace, resultText } from "./repo-workspace.js";
 import { initialVars, mediatorNodeOf, Thread, type LooperFactory, type ThreadOptions } from "./thread.js";
 
@@ -283,14 +283,10 @@ async function resumeClaimed(store: Store, thread: Thread, record: ThreadRecord,
   await thread.markRunning();
   const ctx = thread.context();
   // An answer to an approval binds to the call it was asked about (see runToolCall).
-  if (options.answer !== undefined && isApprovalRequest(record.pause?.value)) ctx.answering = record.pause.value;
+  const answering =
+    options.answer === undefined ? undefined : answerPaused(record.pause as PauseInfo | undefined, options.answer, options.call);
+  if (answering) ctx.answering = answering.requests;
   thread.announce(ctx, { task: record.task, resumed: true, changed: { recordedHash: record.graphHash } });
-  const input = !started
-    ? firstInput(thread.graph, record.task)
-    : restart
-      ? {}
-      : options.answer === undefined
-        ? null
-        : new Command({ resume: options.answer });
+  const input = !started ? firstInput(thread.graph, record.task) : restart ? {} : (answering?.command ?? null);
   return await followLoop(thread, await thread.execute(input, ctx));
 }

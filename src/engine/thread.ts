@@ -1,7 +1,6 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, statSync } from "node:fs";
 import { join, resolve } from "node:path";
-import { Command } from "@langchain/langgraph";
 import { cancelledByUser, ConfigError, ExitCode } from "../errors.js";
 import { approvalFromEnvironment, modeFromEnvironment } from "../config/environment-settings.js";
 import type { GraphDefinition } from "../format/types.js";
@@ -41,6 +40,7 @@ import type { CoderMode, ThreadSettings } from "../state/thread.js";
 import { compileGraph, type CompileOptions, type RunnableGraph } from "./compile.js";
 import { trackActiveRun } from "./active-runs.js";
 import type { LoopSupervisor } from "./loop-supervisor.js";
+import { answerPaused } from "./answers.js";
 import { EXIT_CODES, failureOutcome, settledOutcome, stepLimit, storeStopOutcome } from "./outcome.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { commitBranchWorktrees, removeBranchWorktrees, threadFolderParts } from "../git/worktrees/index.js";
@@ -440,9 +440,11 @@ export class Thread {
       if (!options.askApproval || !isApprovalRequest(request)) break;
       const answer = await options.askApproval(request, ctx.signal);
       if (!answer) break;
-      // The answer is for this request's call, whatever the policy says when the step runs again.
-      ctx.answering = request;
-      next = new Command({ resume: answer });
+      // The answer is for this request's call (the first of several pending: the others ask again), whatever the policy says when the step runs again.
+      const first = outcome.pause?.pending?.[0];
+      const answering = answerPaused(outcome.pause, answer, first?.id);
+      ctx.answering = answering.requests;
+      next = answering.command;
     }
     // A store gone away has no state to read: the outcome says the run stopped, and where.
     state ??= outcome.storeLost ? ({} as GraphStateValue) : ((await compiled.getState(config)).values as GraphStateValue);

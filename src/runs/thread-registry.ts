@@ -34,7 +34,7 @@ export interface ThreadRecord {
   goneOwner?: number;
   error?: string;
   /** Why a paused run waits: the breakpoint or the pending question. */
-  pause?: { reason: string; node?: string; when?: string; value?: unknown };
+  pause?: { reason: string; node?: string; when?: string; value?: unknown; pending?: { id: string; node: string; value: unknown }[] };
   createdAt: string;
   updatedAt: string;
 }

@@ -12,6 +12,8 @@ export interface ApprovalRequest {
   args: unknown;
   /** The model's id of the tool call asked about: the answer applies to this call and no other. */
   callId?: string;
+  /** The node runs as an instance of a map: its index (the user sees `node[i]`). */
+  instance?: number;
   /** Why the policy asks. */
   reason: string;
   /** For a file edit: the unified diff of what it would change (secrets redacted). */

@@ -66,14 +66,19 @@ export async function asInstance<T>(
   }
 }
 
+/** The map instance the caller runs in, if any. */
+export function currentInstance(): { node: string; index: number } | undefined {
+  const root = currentTask()?.taskPath.split("|")[0];
+  return root === undefined ? undefined : runningInstances.get(root);
+}
+
 /**
  * The name a call of `node` is recorded and replayed under: in a map's instance, `node[i]` (and
  * `node[i].check` for a caller named `node.check`), so that the instances' records, which come
  * in whatever order they ran, are matched instance by instance; elsewhere `node` itself.
  */
 export function callerName(node: string): string {
-  const root = currentTask()?.taskPath.split("|")[0];
-  const instance = root === undefined ? undefined : runningInstances.get(root);
+  const instance = currentInstance();
   if (!instance) return node;
   if (node === instance.node) return `${node}[${instance.index}]`;
   return node.startsWith(`${instance.node}.`) ? `${instance.node}[${instance.index}]${node.slice(instance.node.length)}` : node;

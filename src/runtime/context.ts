@@ -85,11 +85,11 @@ export interface RunContext {
   /** The Looper of a graph with a mediator node: its loop runs as the linked thread `<thread>.loop`. */
   looper?: LooperHandle;
   /**
-   * The approval this execution carries an answer for (a resume with --approve/--reject, or a
-   * terminal's answer): the call it asked about takes the answer, whatever the policy says now.
-   * Set by the engine before it resumes.
+   * The approvals this execution carries answers for (a resume with --approve/--reject, or a
+   * terminal's answer): the calls they asked about take the answers, whatever the policy says
+   * now. Set by the engine before it resumes.
    */
-  answering?: ApprovalRequest;
+  answering?: ApprovalRequest[];
   /** Where the agent's commands run (default: the best this machine has). */
   sandbox?: Sandbox;
   /**

@@ -41,7 +41,16 @@ export type RunEvent =
     }
   /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
   | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
-  | { type: "interrupt"; threadId: string; reason: "breakpoint" | "input"; node?: string; when?: "before" | "after"; value?: unknown }
+  | {
+      type: "interrupt";
+      threadId: string;
+      reason: "breakpoint" | "input";
+      node?: string;
+      when?: "before" | "after";
+      value?: unknown;
+      /** Several questions pending at once (branches of one step): each with the id to answer it by. */
+      pending?: { id: string; node: string; value: unknown }[];
+    }
   /** A Looper's round ended (the Judge decided, or the loop was stopped): the tokens its nodes used in it. */
   | { type: "round_finished"; threadId: string; node: string; round: number; usage: TokenUsage }
   /** `outcome` repeats `status`; `reason` says why a run did not finish (failed, limited, interrupted by a stop). */

@@ -16,6 +16,7 @@ import type { ToolCallRequest, ToolContext, ToolDefinition, ToolResult } from ".
 import { asksAbout, editedArgs, isApprovalAnswer, type ApprovalAnswer, type ApprovalRequest } from "./approval.js";
 import type { RunContext } from "./context.js";
 import type { NotRun } from "./events.js";
+import { currentInstance } from "./call-site.js";
 import { performEffect } from "./effects.js";
 import { hooksOf, runEventHooks } from "./hooks.js";
 import { blockingReason } from "../tools/hooks.js";
@@ -161,7 +162,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   const gate = decideToolCall(policyCall, policy);
   let result: ToolResult | undefined = gate.kind === "blocked" ? gate.result : undefined;
   // A call the user answered takes the answer, even if the policy would now let it run: a rejection stays a rejection.
-  const answered = ctx.answering !== undefined && asksAbout(ctx.answering, node, call);
+  const answered = ctx.answering?.some((request) => asksAbout(request, node, call)) === true;
   if (gate.kind === "ask" || answered) {
     const reason = gate.kind === "run" ? "the user was asked about this call" : gate.verdict.reason;
     // The user sees what an edit would change, not only where, and what "always" would allow.
@@ -175,6 +176,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
       tool: call.name,
       args: call.args,
       callId: call.id,
+      ...instanceOf(node),
       reason,
       ...(always && { always: always.description }),
       ...(diff ? { diff } : {}),
@@ -292,4 +294,10 @@ export function invalidArgumentsResult(tool: string, reason: string): ToolResult
 function rejection(answer: ApprovalAnswer): ToolResult {
   const why = answer.reason ? `: ${answer.reason}` : "";
   return { ok: false, errorKind: "rejected", content: `the user rejected this call${why}. Do not retry it as is.` };
+}
+
+/** The map instance a call of `node` is made in, as an approval request names it. */
+function instanceOf(node: string): { instance?: number } {
+  const instance = currentInstance();
+  return instance?.node === node ? { instance: instance.index } : {};
 }
