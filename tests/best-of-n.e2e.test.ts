@@ -76,6 +76,13 @@ describe("best-of-n", () => {
     expect(git(ws.dir, "for-each-ref")).toBe(refs);
     expect(readFileSync(join(ws.dir, "palindrome.js"), "utf8")).toContain('replace(/[^a-z0-9]/g, "")');
 
+    // The merge is snapshotted as a tool step is: rewinding to the Judge's checkpoint, before it, takes its files back out.
+    const judged = history.checkpoints.find((checkpoint) => checkpoint.nodes.includes("judge"))!.checkpointId;
+    const rewound = await runCli(["rewind", "bon", judged, "--db", ws.db]);
+    expect(rewound.code, rewound.stderr).toBe(0);
+    expect(existsSync(join(ws.dir, "palindrome.js"))).toBe(false);
+    expect(git(ws.dir, "status", "--porcelain")).toBe("");
+
     const lanesIn = (text: string) => text.split("\n").filter((line) => /^\s+[├└] coder\[\d\]/.test(line));
     const shown = await runCli(["inspect", "bon", "--db", ws.db]);
     expect(lanesIn(shown.stdout)).toHaveLength(3);

@@ -14,6 +14,8 @@ export interface ToolStep {
   toolCallId: string;
   /** The config LangGraph passed to the node: it tells which checkpoint the step started from. */
   config?: RunnableConfig;
+  /** A step that is no tool call but writes the workspace (a merge node's): snapshotted whatever `tool` is. */
+  writesFiles?: true;
 }
 
 /** Workspace snapshots around tool steps, for `loopgraph rewind` (see RunContext.snapshots). */
@@ -61,7 +63,7 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
   return {
     async around(step, run) {
       const checkpoint = stepCheckpoint(step.config);
-      if (off || !checkpoint || !changesFiles(step.tool)) return run();
+      if (off || !checkpoint || !(step.writesFiles || changesFiles(step.tool))) return run();
       let opened: { seq: number; before: string; repo: SnapshotRepository } | undefined;
       try {
         repository ??= openSnapshotRepository(workspace, { secrets: options.secrets ?? [] });

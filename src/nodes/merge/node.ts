@@ -10,6 +10,7 @@ import type { GraphStateValue } from "../../state/graph-state.js";
 import type { CoderNodeDefinition } from "../coder/definition.js";
 import { SINGLE_RUN_INDEX } from "../coder/worktree.js";
 import type { MergeNodeDefinition } from "./definition.js";
+import { visitNumber } from "../../state/map.js";
 
 /** The merge's output: what it applied (or the conflict), and the workspace's snapshot before it (a `review` with `merge:` diffs against it). */
 export type MergeOutput = ApplyResult & { baseline: string };
@@ -68,7 +69,7 @@ function branchesOf(def: MergeNodeDefinition, state: GraphStateValue, threadId: 
  */
 export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   checkMergedCoders(def, graph);
-  return async (state) => {
+  return async (state, config) => {
     const branches =
       def.pick === undefined ? branchesOf(def, state, ctx.threadId) : [pickedBranch({ ...def, pick: def.pick }, state, ctx.threadId)];
     const request = {
@@ -83,7 +84,16 @@ export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition
       async (): Promise<MergeOutput> => {
         // The workspace as it was before: a review of the merged work diffs against it.
         const baseline = await captureBaseline(ctx.workspace, ctx.secrets);
-        const merged = await mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] });
+        const write = () => mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] });
+        // Snapshotted as a tool step is: `rewind` to a checkpoint before the merge puts back what it wrote.
+        const step = {
+          node: def.id,
+          tool: "merge_branches",
+          toolCallId: `${def.id}-${visitNumber(state, def.id)}`,
+          config,
+          writesFiles: true as const,
+        };
+        const merged = await (ctx.snapshots ? ctx.snapshots.around(step, write) : write());
         // Their work is in the workspace now: their folders go (a check run there must not find them), a later visit makes its own again.
         if (merged.status === "applied") for (const branch of branches) await removeBranchWorktree({ workspace: ctx.workspace, ...branch });
         return { ...merged, baseline };
