@@ -3,39 +3,17 @@
  * pauses with every pending call listed; `resume --approve CALL_ID` answers one (its branch goes on,
  * the other still waits), `--reject --call CALL_ID` the other, `--approve` alone all of them.
  */
-import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { git, parseEvents, runCli } from "./helpers/cli.js";
+import { git, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, historyOf, resume, run } from "./helpers/e2e.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 /** A map of two worktree Coders (no review), each asking to run one command in approval mode ask. */
-function twoAsking(ws: Workspace): { graph: string; script: string } {
-  const graph = join(ws.root, "two-asks.yaml");
-  writeFileSync(
-    graph,
-    stringify({
-      version: 1,
-      name: "two-asks",
-      state: { attempts: { type: "number", default: 2 } },
-      nodes: { coder: { kind: "coder", workspace: "worktree" } },
-      edges: [
-        { from: "START", map: { over: "vars.attempts", to: "coder", as: "attempt" } },
-        { from: "coder", to: "END" },
-      ],
-    }),
-  );
-  const script = join(ws.root, "two-asks.script.yaml");
-  const instance = (i: number) => [
-    { node: `coder[${i}]`, tool_calls: [{ name: "shell", args: { command: `echo ${i} > ran-${i}.txt` } }] },
-    { node: `coder[${i}]`, content: `coder ${i} done` },
-  ];
-  // The scripted model names a call by its response's place: coder[0]'s is call_0_0, coder[1]'s call_2_0.
-  writeFileSync(script, stringify({ responses: [...instance(0), ...instance(1)] }));
-  return { graph, script };
-}
+const TWO_ASKING = {
+  graph: join(ROOT, "tests/fixtures/parallel/two-asks.yaml"),
+  script: join(ROOT, "tests/fixtures/parallel/two-asks.script.yaml"),
+};
 
 interface CoderOutput {
   toolCalls: { name: string; ok: boolean; errorKind?: string }[];
@@ -49,7 +27,7 @@ const shellCalls = async (ws: Workspace, thread: string) =>
 describe("approvals in several branches at once", () => {
   it("lists every pending call; answers them one by one by id: the answered branch goes on, the other still waits", async () => {
     const ws = tempWorkspace({ git: true });
-    const { graph, script } = twoAsking(ws);
+    const { graph, script } = TWO_ASKING;
     const paused = await run(ws, { graph, thread: "two", task: "t", script, approval: "ask", json: false });
     expect(paused.code, paused.stderr + paused.stdout).toBe(3);
     expect(paused.stdout).toContain("2 calls wait for approval, each answered on its own:");
@@ -82,7 +60,7 @@ describe("approvals in several branches at once", () => {
 
   it("`--approve` alone answers every pending call together", async () => {
     const ws = tempWorkspace({ git: true });
-    const { graph, script } = twoAsking(ws);
+    const { graph, script } = TWO_ASKING;
     expect((await run(ws, { graph, thread: "all", task: "t", script, approval: "ask" })).code).toBe(3);
     const resumed = await resume(ws, "all", "--approve");
     expect(resumed.code, resumed.stderr).toBe(0);

@@ -369,6 +369,33 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
+  it("several calls waiting at once: a box for each, answered on its own; the run goes on once the last is answered", async () => {
+    const place = tempWorkspace({ git: "init" });
+    const fixture = (name: string) => join(ROOT, "tests/fixtures/parallel", name);
+    const paused = await run(place, {
+      graph: fixture("two-asks.yaml"),
+      thread: "two",
+      task: "t",
+      script: fixture("two-asks.script.yaml"),
+      approval: "ask",
+    });
+    expect(paused.code, paused.stderr).toBe(3);
+    const { page } = await openThread(place.db, "two");
+    const boxes = page.locator("[data-testid=approval]");
+    await expect.poll(() => boxes.count(), LIVE).toBe(2);
+    expect(await boxes.nth(0).innerText()).toContain("coder[0] wants to call shell (call_0_0)");
+    expect(await boxes.nth(1).innerText()).toContain("coder[1] wants to call shell (call_2_0)");
+    await boxes.nth(1).getByRole("button", { name: "Approve" }).click();
+    // The answered branch runs on; the run pauses again with the other call alone.
+    await expect.poll(() => page.locator("[data-testid=approval]").innerText(), LIVE).toMatch(/coder\[0\] wants to call shell\n/);
+    await page.getByPlaceholder("reason for the agent (reject)").fill("not now");
+    await page.getByRole("button", { name: "Reject" }).click();
+    await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    const coders = (await finalState<{ outputs: { coder: { toolCalls: { ok: boolean }[] }[] } }>(place.db, "two")).outputs.coder;
+    expect(coders.map((coder) => coder.toolCalls.map((call) => call.ok))).toEqual([[false], [true]]);
+    await page.close();
+  });
+
   it("approves a paused run from the page (the call runs, the page follows the run live to its end), forks it with an edited task, rejects the new ask with a reason", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
     const script = scriptFile(place, "approve.script.yaml", [

@@ -11,8 +11,9 @@ import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 
 export type Action =
-  | { kind: "approve" }
-  | { kind: "reject"; reason?: string }
+  /** `call`: with several calls waiting, the one answered (else all of them). */
+  | { kind: "approve"; call?: string }
+  | { kind: "reject"; reason?: string; call?: string }
   | { kind: "resume" }
   | { kind: "send"; command: "stop" | "add"; task?: string }
   | { kind: "rewind"; checkpoint: string; dryRun?: boolean }
@@ -121,6 +122,13 @@ export interface CliPlace {
   db?: string;
 }
 
+/** The pending call an answer names, as one argument (a value from the page is never read as an option). */
+function callArgs(call: unknown): string[] {
+  if (call === undefined) return [];
+  if (typeof call !== "string" || call === "") throw new ActionError("call names a pending call by its id: a non-empty string");
+  return [`--call=${call}`];
+}
+
 /** The command as a user would type it. */
 const typed = (args: string[]): string => `loopgraph ${args.map((arg) => (/[\s"']/.test(arg) ? JSON.stringify(arg) : arg)).join(" ")}`;
 
@@ -134,9 +142,9 @@ function argsOf(action: Action, threadId: string): string[] {
   switch (action.kind) {
     // Options first, then `--`: a value from the page is never read as an option.
     case "approve":
-      return ["resume", "--approve", "--", threadId];
+      return ["resume", "--approve", ...callArgs(action.call), "--", threadId];
     case "reject":
-      return ["resume", `--reject=${typeof action.reason === "string" ? action.reason : ""}`, "--", threadId];
+      return ["resume", `--reject=${typeof action.reason === "string" ? action.reason : ""}`, ...callArgs(action.call), "--", threadId];
     case "resume":
       return ["resume", "--", threadId];
     case "send":

@@ -86,6 +86,8 @@ export interface ThreadPage {
   messages: { type: string; name?: string; content: string; auto: boolean }[];
   /** The tool call the run waits for an answer on. */
   approval?: ApprovalRequest;
+  /** Several calls waiting at once (branches of one step): each with the id an answer names it by. */
+  approvals?: { call: string; request: ApprovalRequest }[];
   /** The file changes of each file-changing tool step, from the workspace snapshots. */
   files: { diffs: StepDiff[]; problem?: string };
 }
@@ -125,6 +127,7 @@ export async function threadPage(threadId: string, options: StoreOptions): Promi
     messages: messagesOf(values.messages),
     files: await stepDiffs(threadId, options).catch((error: Error) => ({ diffs: [], problem: error.message })),
     ...(approval && { approval }),
+    ...(pendingApprovals(thread.pause?.pending) ?? {}),
   };
 }
 
@@ -258,4 +261,13 @@ function messagesOf(raw: unknown): ThreadPage["messages"] {
           : "";
     return { type: type ?? "unknown", ...(name && { name }), content: text, auto: text.startsWith(AUTO_PREFIX) };
   });
+}
+
+/** The approvals of several branches waiting at once, each by the id `resume --call` takes. */
+function pendingApprovals(pending: { id: string; value: unknown }[] | undefined): { approvals: ThreadPage["approvals"] } | undefined {
+  if (!pending) return undefined;
+  const approvals = pending.flatMap((question) =>
+    isApprovalRequest(question.value) ? [{ call: question.value.callId ?? question.id, request: question.value }] : [],
+  );
+  return { approvals };
 }

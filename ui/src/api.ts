@@ -75,6 +75,8 @@ export interface Step {
 
 export interface Approval {
   node: string;
+  /** The map instance asking: its index. */
+  instance?: number;
   tool: string;
   args: unknown;
   reason: string;
@@ -110,6 +112,8 @@ export interface ThreadPage {
   };
   messages: { type: string; name?: string; content: string; auto: boolean }[];
   approval?: Approval;
+  /** Several calls waiting at once (branches of one step): each answered on its own, by `call`. */
+  approvals?: { call: string; request: Approval }[];
   files: { diffs: StepDiff[]; problem?: string };
 }
 

@@ -176,7 +176,11 @@ function Thread({ threadId }: { threadId: string }) {
       </p>
       {thread.error ? <p class={thread.status === "failed" ? "error" : "warn"}>{thread.error}</p> : null}
       {resumable(page) ? <ResumeBox threadId={thread.threadId} /> : null}
-      {page.approval ? <ApprovalBox threadId={thread.threadId} approval={page.approval} /> : null}
+      {page.approvals ? (
+        page.approvals.map(({ call, request }) => <ApprovalBox key={call} threadId={thread.threadId} approval={request} call={call} />)
+      ) : page.approval ? (
+        <ApprovalBox threadId={thread.threadId} approval={page.approval} />
+      ) : null}
       <div class="columns">
         <section class="graph-panel">
           <h2>Graph</h2>
@@ -541,21 +545,27 @@ function Diff({ text }: { text: string }) {
   return <div class="diff" data-testid="diff" dangerouslySetInnerHTML={{ __html: html }} />;
 }
 
-/** The tool call the run waits on: what it would do, and approve or reject (with a reason), as `resume --approve` / `--reject`. */
-function ApprovalBox({ threadId, approval }: { threadId: string; approval: Approval }) {
+/**
+ * A tool call the run waits on: what it would do, and approve or reject (with a reason), as
+ * `resume --approve` / `--reject`; with several waiting, each box answers its own (`--call`).
+ */
+function ApprovalBox({ threadId, approval, call }: { threadId: string; approval: Approval; call?: string }) {
   const [reason, setReason] = useState("");
   const { busy, result, act } = useAction(threadId);
+  const who = approval.instance === undefined ? approval.node : `${approval.node}[${approval.instance}]`;
+  const which = call === undefined ? {} : { call };
   return (
     <section class="approval" data-testid="approval">
       <h2>
-        Waiting for approval: {approval.node} wants to call {approval.tool}
+        Waiting for approval: {who} wants to call {approval.tool}
+        {call === undefined ? null : <span class="call"> ({call})</span>}
       </h2>
       <p>{approval.reason}</p>
       <pre class="args">{JSON.stringify(approval.args, null, 2)}</pre>
       {approval.details ? <pre class="details">{approval.details}</pre> : null}
       {approval.diff ? <Diff text={approval.diff} /> : null}
       <div class="actions">
-        <button disabled={busy} onClick={() => void act("approve")}>
+        <button disabled={busy} onClick={() => void act("approve", which)}>
           Approve
         </button>
         <input
@@ -563,7 +573,7 @@ function ApprovalBox({ threadId, approval }: { threadId: string; approval: Appro
           value={reason}
           onInput={(e) => setReason((e.target as HTMLInputElement).value)}
         />
-        <button disabled={busy} class="reject" onClick={() => void act("reject", { reason })}>
+        <button disabled={busy} class="reject" onClick={() => void act("reject", { reason, ...which })}>
           Reject
         </button>
       </div>
