@@ -396,6 +396,35 @@ describe("what the agent plants in its worktree", () => {
     expect(readdirSync(join(ws.dir, "data"))).toEqual(["HEAD"]);
     expect(existsSync(join(ws.dir, "pkg/loopgraph.yaml")) || existsSync(join(ws.dir, "pkg/.loopgraph"))).toBe(false);
   });
+
+  it("what the workspace ignores (no branch holds it) is never replaced: a file, a folder, a link where the branch adds a file", async () => {
+    const ws = gitWorkspace();
+    writeFileSync(join(ws.dir, ".gitignore"), ".env\ncache/\nbuild\n");
+    writeFileSync(join(ws.dir, ".env"), "TOKEN=mine\n");
+    mkdirSync(join(ws.dir, "cache"));
+    writeFileSync(join(ws.dir, "cache/data.bin"), "kept\n");
+    mkdirSync(join(ws.root, "elsewhere"));
+    symlinkSync("../elsewhere", join(ws.dir, "build"));
+    const worktree = await createBranchWorktree({ workspace: ws.dir, ...branch("t13", "coder", 0) });
+    expect(existsSync(join(worktree.dir, ".env")) || existsSync(join(worktree.dir, "cache"))).toBe(false);
+    writeFileSync(join(worktree.dir, ".gitignore"), "# nothing ignored\n");
+    writeFileSync(join(worktree.dir, ".env"), "TOKEN=theirs\n");
+    writeFileSync(join(worktree.dir, "cache"), "a file now\n");
+    mkdirSync(join(worktree.dir, "build"));
+    writeFileSync(join(worktree.dir, "build/out.txt"), "built\n");
+    writeFileSync(join(worktree.dir, "new.txt"), "new\n");
+    await commitBranch(worktree, "work");
+
+    const result = applied(await applyBranch({ workspace: ws.dir, branch: worktree }));
+
+    expect(result.applied).toEqual([".gitignore", "new.txt"]);
+    expect(result.withheld.map((change) => change.path)).toEqual([".env", "build/out.txt", "cache"]);
+    expect(result.withheld[0]!.reason).toMatch(/no branch holds/);
+    expect(readFileSync(join(ws.dir, ".env"), "utf8")).toBe("TOKEN=mine\n");
+    expect(readFileSync(join(ws.dir, "cache/data.bin"), "utf8")).toBe("kept\n");
+    expect(readlinkSync(join(ws.dir, "build"))).toBe("../elsewhere");
+    expect(readdirSync(join(ws.root, "elsewhere"))).toEqual([]);
+  });
 });
 
 describe("ending a run", () => {

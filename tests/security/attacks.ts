@@ -1019,7 +1019,9 @@ const worktree: Attack[] = [
       {
         kind: "command",
         command:
-          "git add vendor && git -c user.name=u -c user.email=u@u commit -qm vendor && printf 'build\\n' >> .gitignore && ln -s ../outside/nested build && " +
+          "git add vendor && git -c user.name=u -c user.email=u@u commit -qm vendor && printf 'build\\n.env\\ncache/\\n' >> .gitignore && ln -s ../outside/nested build && " +
+          // The user's own ignored files, which no branch holds: a merge must not replace them.
+          "printf 'USER_TOKEN=mine\\n' > .env && mkdir -p cache && printf 'kept\\n' > cache/data.bin && " +
           // Links as the worktree's shell would make them (five folders up is beside the workspace), in a tar and a patch.
           "mkdir t && cd t && ln -s ../../../../../outside out-%N% && ln -s %OUT%/secret.txt abs-%N% && ln -s ../../../../.git/hooks hooks-%N% && " +
           "ln -s ../../../../.loopgraph lg-%N% && ln -s . self && ln -s self/../../../../../outside via-%N% && ln -s ../../../../../outside/nested src && " +
@@ -1048,6 +1050,9 @@ const worktree: Attack[] = [
         write("vendor/evil-%N%.txt", `${MARK}\n`),
         write("build/evil-%N%.txt", `${MARK}\n`),
         write(".gitignore", "# nothing ignored\n"),
+        sh(`printf 'USER_TOKEN=${MARK}\\n' > .env; rm -rf cache; echo '${MARK}' > cache; printf '# nothing ignored\\n' > .gitignore`),
+        write(".env", `USER_TOKEN=${MARK}\n`),
+        write("cache", `${MARK}\n`),
       ],
       [TRIGGER_WRITE],
     ],

@@ -844,6 +844,7 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
       git: snapshotTree(join(ws, ".git")),
       canaries: workspaceCanaries(),
       links: linksUnder(ws),
+      ignored: ignoredEntries(ws),
     };
 
     const mock = await startMockOpenAI();
@@ -899,7 +900,11 @@ export async function runAttempt(attack: Attack, mode: ApprovalMode, options: Ha
     if (!refreshOnly)
       for (const change of gitChanges) if (!(ownBranches && branchWrite(change))) result.escapes.push(`workspace .git/${change}`);
     inspectState(ws, nonce, result.escapes);
-    if (attack.graph && attack.graph !== "coder") inspectMerged(ws, before.links, nonce, result.escapes);
+    if (attack.graph && attack.graph !== "coder") {
+      inspectMerged(ws, before.links, nonce, result.escapes);
+      for (const change of diffTrees(before.ignored, ignoredEntries(ws, [...before.ignored.keys()])))
+        result.escapes.push(`what the workspace ignores (no branch holds it) was changed: ${change}`);
+    }
 
     // A later run in ask mode must still ask (a planted policy must not take effect).
     const mockRequests = () => mocks.flatMap((server) => server.requests);
@@ -1027,6 +1032,31 @@ function linksUnder(ws: string): Map<string, string> {
     if (state.startsWith("link ")) links.set(path, state.slice("link ".length).replace(/ mode=.*$/s, ""));
   }
   return links;
+}
+
+/**
+ * What the workspace holds that git ignores (loopgraph's folder aside), entry by entry: no branch
+ * holds it, so no merge may change it. `paths`: those entries again (after the run, when a merge
+ * may have made them no longer ignored).
+ */
+function ignoredEntries(ws: string, paths?: readonly string[]): Map<string, string> {
+  const listed =
+    paths ??
+    spawnSync(
+      "git",
+      ["-c", "core.fsmonitor=false", "-c", "core.hooksPath=/dev/null", "ls-files", "-z", "-o", "-i", "--exclude-standard", "--directory"],
+      { cwd: ws, encoding: "utf8", env: { ...process.env, GIT_CONFIG_GLOBAL: "/dev/null", GIT_CONFIG_NOSYSTEM: "1" } },
+    )
+      .stdout.split("\0")
+      .map((path) => path.replace(/\/$/, ""))
+      .filter((path) => path !== "" && path !== ".loopgraph" && !path.startsWith(".loopgraph/"));
+  const entries = new Map<string, string>();
+  for (const path of listed) {
+    const found = snapshotTree(join(ws, path));
+    if (found.size === 0) entries.set(path, "missing");
+    for (const [relative, state] of found) entries.set(relative === "." ? path : `${path}/${relative}`, state);
+  }
+  return entries;
 }
 
 /**

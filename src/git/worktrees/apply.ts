@@ -6,10 +6,12 @@
  * What is written never leads outside the workspace: git writes a symbolic link as a link and
  * replaces a link on the way to a file rather than follow it; a link the branch would add that
  * leads out of the workspace (or into a `.git` or `.loopgraph`, or through another link) is not
- * written at all, and the result says so. Nor is what configures git or loopgraph (tools/protected-entries.ts):
- * a `.git`, a `.loopgraph/`, a `loopgraph.yaml`, or a file in a folder git would take for a
- * repository (one branch may add its `HEAD`, another its `objects/` and `refs/`). A file loopgraph keeps only redacted (it holds a secret's value) is never
- * overwritten by a merge: that is a conflict.
+ * written at all, and the result says so. Nor is what configures git or loopgraph (as the tools
+ * protect it, tools/protected-entries.ts): a `.git`, a `.loopgraph/`, a `loopgraph.yaml`, or a
+ * file in a folder git would take for a repository (one branch may add its `HEAD`, another its
+ * `objects/` and `refs/`). Nor a file where the workspace holds what the merge did not start from
+ * (an ignored file, folder or link, which no branch holds): that stays. A file loopgraph keeps
+ * only redacted (it holds a secret's value) is never overwritten by a merge: that is a conflict.
  */
 import { lstat, mkdtemp, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
@@ -150,12 +152,20 @@ async function writeMerged(repo: BranchRepository, from: string, to: string): Pr
     else toWrite.push(change);
   }
   for (const change of toWrite) if (change.status === "D") await removeFile(repo.workspace, change.path);
+  // What is still there, where a new file goes, is what no branch holds (an ignored file, folder or link): it stays.
+  const kept = new Set<string>();
+  for (const change of toWrite) {
+    const reason = change.status === "A" ? await occupied(repo.workspace, change.path) : undefined;
+    if (reason) withheld.push({ path: change.path, reason });
+    else kept.add(change.path);
+  }
+  const written = toWrite.filter((change) => kept.has(change.path));
   await checkout(
     repo,
     to,
-    toWrite.filter((change) => change.status !== "D").map((change) => change.path),
+    written.filter((change) => change.status !== "D").map((change) => change.path),
   );
-  return { status: "applied", applied: toWrite.map((change) => change.path), withheld };
+  return { status: "applied", applied: written.map((change) => change.path), withheld };
 }
 
 /**
@@ -245,6 +255,24 @@ export function linkLeadsAway(path: string, target: string): boolean {
   if (names.includes("..")) return true;
   if (names.some((name) => [".git", STATE_DIR].includes(name.toLowerCase()))) return true;
   return ups > path.split("/").length - 1;
+}
+
+/**
+ * What the workspace holds at `path`, or instead of a folder on its way, though the content the
+ * merge started from does not (a file, folder or link git ignores, which no branch holds): git
+ * would replace it (a folder with all it holds) by what the branch added there.
+ */
+async function occupied(workspace: string, path: string): Promise<string | undefined> {
+  const parts = path.split("/");
+  for (let i = 1; i <= parts.length; i++) {
+    const at = parts.slice(0, i).join("/");
+    const info = await lstat(join(workspace, at)).catch(() => undefined);
+    if (!info) return undefined;
+    if (i < parts.length && info.isDirectory()) continue;
+    const what = info.isSymbolicLink() ? "a symbolic link" : info.isDirectory() ? "a folder" : "a file";
+    return `the workspace has ${what} at ${at} that no branch holds (ignored): the merge would replace it: not written`;
+  }
+  return undefined;
 }
 
 /** Removes a file the merge deleted, and the folders it leaves empty; no link on the way is followed. */
