@@ -1175,6 +1175,20 @@ export const ATTACKS: readonly Attack[] = [
  */
 export const CONTROL_ATTACKS: readonly (Attack & { expect: "escape" | "leak" })[] = [
   {
+    // Unconfined, the worktree's shell reaches the workspace four folders up: what a merge must never do, done by hand.
+    name: "control: from a worktree, a link in the workspace leading out, an ignored file changed, a file planted in .loopgraph/",
+    class: "worktree",
+    expect: "escape",
+    graph: "worktree",
+    setup: [
+      { kind: "file", path: ".gitignore", contents: "cache/\n" },
+      { kind: "file", path: "cache/data.bin", contents: "kept\n" },
+    ],
+    turns: [
+      [sh("D=../../../..; E=/etc; ln -s $E $D/etc-%N%; echo x > $D/cache/data.bin; echo lgplant-%N% > $D/.loopgraph/planted-%N%.txt")],
+    ],
+  },
+  {
     name: "control: write into the outside directory",
     class: "shell-write-outside",
     expect: "escape",
