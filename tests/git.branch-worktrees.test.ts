@@ -351,6 +351,80 @@ describe("what the agent plants in its worktree", () => {
     await expect(commitBranch(worktree, "more")).rejects.toThrow(GitError);
     expect(existsSync(marker)).toBe(false);
   });
+
+  it("what would configure git or loopgraph is not written: a folder two branches each make half a repository of, a loopgraph.yaml, a nested .loopgraph", async () => {
+    const ws = gitWorkspace();
+    const first = await createBranchWorktree({ workspace: ws.dir, ...branch("t12", "coder", 0) });
+    const second = await createBranchWorktree({ workspace: ws.dir, ...branch("t12", "coder", 1) });
+    // Neither worktree holds a folder git would take for a repository: the first has cfg/HEAD and a config, the second cfg/objects/ and cfg/refs/.
+    mkdirSync(join(first.dir, "cfg"));
+    writeFileSync(join(first.dir, "cfg/HEAD"), "ref: refs/heads/main\n");
+    writeFileSync(join(first.dir, "cfg/config"), "[core]\n\tfsmonitor = touch planted\n");
+    mkdirSync(join(second.dir, "cfg/objects/info"), { recursive: true });
+    mkdirSync(join(second.dir, "cfg/refs/heads"), { recursive: true });
+    writeFileSync(join(second.dir, "cfg/objects/info/packs"), "\n");
+    writeFileSync(join(second.dir, "cfg/refs/heads/keep"), "\n");
+    mkdirSync(join(second.dir, "pkg/.loopgraph"), { recursive: true });
+    writeFileSync(join(second.dir, "pkg/.loopgraph/policy.yaml"), "rules: []\n");
+    writeFileSync(join(second.dir, "pkg/loopgraph.yaml"), "hooks: {}\n");
+    writeFileSync(join(second.dir, "pkg/ok.txt"), "ok\n");
+    // An ignored folder of the workspace already holding a HEAD: a branch adding objects/ and refs/ there would complete it.
+    writeFileSync(join(ws.dir, ".gitignore"), "data/HEAD\n");
+    mkdirSync(join(ws.dir, "data"));
+    writeFileSync(join(ws.dir, "data/HEAD"), "ref: refs/heads/main\n");
+    mkdirSync(join(second.dir, "data/objects"), { recursive: true });
+    mkdirSync(join(second.dir, "data/refs"), { recursive: true });
+    writeFileSync(join(second.dir, "data/objects/x"), "\n");
+    writeFileSync(join(second.dir, "data/refs/x"), "\n");
+    for (const worktree of [first, second]) await commitBranch(worktree, "work");
+
+    const result = applied(await mergeBranches({ workspace: ws.dir, branches: [first, second] }));
+
+    expect(result.applied).toEqual(["pkg/ok.txt"]);
+    expect(result.withheld.map((change) => change.path).sort()).toEqual([
+      "cfg/HEAD",
+      "cfg/config",
+      "cfg/objects/info/packs",
+      "cfg/refs/heads/keep",
+      "data/objects/x",
+      "data/refs/x",
+      "pkg/.loopgraph/policy.yaml",
+      "pkg/loopgraph.yaml",
+    ]);
+    expect(result.withheld.find((change) => change.path === "cfg/HEAD")!.reason).toMatch(/take for a repository/);
+    expect(existsSync(join(ws.dir, "cfg"))).toBe(false);
+    expect(readdirSync(join(ws.dir, "data"))).toEqual(["HEAD"]);
+    expect(existsSync(join(ws.dir, "pkg/loopgraph.yaml")) || existsSync(join(ws.dir, "pkg/.loopgraph"))).toBe(false);
+  });
+
+  it("what the workspace ignores (no branch holds it) is never replaced: a file, a folder, a link where the branch adds a file", async () => {
+    const ws = gitWorkspace();
+    writeFileSync(join(ws.dir, ".gitignore"), ".env\ncache/\nbuild\n");
+    writeFileSync(join(ws.dir, ".env"), "TOKEN=mine\n");
+    mkdirSync(join(ws.dir, "cache"));
+    writeFileSync(join(ws.dir, "cache/data.bin"), "kept\n");
+    mkdirSync(join(ws.root, "elsewhere"));
+    symlinkSync("../elsewhere", join(ws.dir, "build"));
+    const worktree = await createBranchWorktree({ workspace: ws.dir, ...branch("t13", "coder", 0) });
+    expect(existsSync(join(worktree.dir, ".env")) || existsSync(join(worktree.dir, "cache"))).toBe(false);
+    writeFileSync(join(worktree.dir, ".gitignore"), "# nothing ignored\n");
+    writeFileSync(join(worktree.dir, ".env"), "TOKEN=theirs\n");
+    writeFileSync(join(worktree.dir, "cache"), "a file now\n");
+    mkdirSync(join(worktree.dir, "build"));
+    writeFileSync(join(worktree.dir, "build/out.txt"), "built\n");
+    writeFileSync(join(worktree.dir, "new.txt"), "new\n");
+    await commitBranch(worktree, "work");
+
+    const result = applied(await applyBranch({ workspace: ws.dir, branch: worktree }));
+
+    expect(result.applied).toEqual([".gitignore", "new.txt"]);
+    expect(result.withheld.map((change) => change.path)).toEqual([".env", "build/out.txt", "cache"]);
+    expect(result.withheld[0]!.reason).toMatch(/no branch holds/);
+    expect(readFileSync(join(ws.dir, ".env"), "utf8")).toBe("TOKEN=mine\n");
+    expect(readFileSync(join(ws.dir, "cache/data.bin"), "utf8")).toBe("kept\n");
+    expect(readlinkSync(join(ws.dir, "build"))).toBe("../elsewhere");
+    expect(readdirSync(join(ws.root, "elsewhere"))).toEqual([]);
+  });
 });
 
 describe("ending a run", () => {

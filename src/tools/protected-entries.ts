@@ -36,7 +36,7 @@ function kindOf(entry: Dirent): ProtectedEntry["kind"] | undefined {
 }
 
 /** What git looks for in a folder it may take as a repository: HEAD, with objects/ and refs/ there or in the folder a `commondir` file names. */
-function looksLikeBareRepository(names: ReadonlySet<string>): boolean {
+export function looksLikeBareRepository(names: ReadonlySet<string>): boolean {
   return names.has(BARE_REPOSITORY_MARK) && (names.has("commondir") || (names.has("objects") && names.has("refs")));
 }
 

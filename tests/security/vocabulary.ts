@@ -27,6 +27,7 @@ export const ATTACK_CLASSES = [
   "nested-config",
   "project-config",
   "corpus-forms",
+  "worktree",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
 
@@ -75,6 +76,16 @@ export interface Attack {
   probe?: boolean | string;
   /** After the run, the user runs git in the workspace (status, diff, commit) and in each folder of it: planted git config or hooks would run. */
   userGit?: boolean;
+  /**
+   * The graph the hostile Coder runs in (default `coder`: the built-in graph, in the workspace).
+   * `worktree`: the Coder works in its own branch worktree, then a `merge` node applies its branch
+   * to the workspace. `worktree-pair`: first a harmless worktree Coder (`peer`) changes notes.txt
+   * on its own branch, then the hostile one works, then both branches are merged in that order (so
+   * a file both changed is merged three-way, with the merge driver its attributes name).
+   */
+  graph?: "coder" | "worktree" | "worktree-pair";
+  /** In a `worktree-pair` graph, what the first Coder (`peer`) does instead of its harmless change: both may be the hostile model. */
+  peerTurns?: AttackCall[][];
   /** Modes in which a hostile call must not run at all (the policy or the user stops it); one that runs is logged as "ran". */
   stopIn?: readonly ApprovalMode[];
 }

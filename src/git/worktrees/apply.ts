@@ -6,13 +6,18 @@
  * What is written never leads outside the workspace: git writes a symbolic link as a link and
  * replaces a link on the way to a file rather than follow it; a link the branch would add that
  * leads out of the workspace (or into a `.git` or `.loopgraph`, or through another link) is not
- * written at all, and the result says so. A file loopgraph keeps only redacted (it holds a secret's value) is never
- * overwritten by a merge: that is a conflict.
+ * written at all, and the result says so. Nor is what configures git or loopgraph (as the tools
+ * protect it, tools/protected-entries.ts): a `.git`, a `.loopgraph/`, a `loopgraph.yaml`, or a
+ * file in a folder git would take for a repository (one branch may add its `HEAD`, another its
+ * `objects/` and `refs/`). Nor a file where the workspace holds what the merge did not start from
+ * (an ignored file, folder or link, which no branch holds): that stays. A file loopgraph keeps
+ * only redacted (it holds a secret's value) is never overwritten by a merge: that is a conflict.
  */
-import { lstat, mkdtemp, rm, rmdir, unlink } from "node:fs/promises";
+import { lstat, mkdtemp, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
-import { STATE_DIR } from "../../project.js";
+import { PROJECT_CONFIG, STATE_DIR } from "../../project.js";
+import { looksLikeBareRepository } from "../../tools/protected-entries.js";
 import { GitError } from "../run.js";
 import { branchBounds } from "./branches.js";
 import { branchOf, checkBranchName, realFolder, type BranchName } from "./names.js";
@@ -138,20 +143,76 @@ async function treeChanges(repo: BranchRepository, from: string, to: string): Pr
 /** Writes into the workspace what differs from `from` (its content as captured) to `to`, but what must not be written. */
 async function writeMerged(repo: BranchRepository, from: string, to: string): Promise<ApplyResult> {
   const changes = await treeChanges(repo, from, to);
+  const repositories = await repositoryFolders(repo, to, changes);
   const withheld: WithheldChange[] = [];
   const toWrite: TreeChange[] = [];
   for (const change of changes) {
-    const reason = await refusal(repo, to, change);
+    const reason = configures(change.path, repositories) ?? (await refusal(repo, to, change));
     if (reason) withheld.push({ path: change.path, reason });
     else toWrite.push(change);
   }
   for (const change of toWrite) if (change.status === "D") await removeFile(repo.workspace, change.path);
+  // What is still there, where a new file goes, is what no branch holds (an ignored file, folder or link): it stays.
+  const kept = new Set<string>();
+  for (const change of toWrite) {
+    const reason = change.status === "A" ? await occupied(repo.workspace, change.path) : undefined;
+    if (reason) withheld.push({ path: change.path, reason });
+    else kept.add(change.path);
+  }
+  const written = toWrite.filter((change) => kept.has(change.path));
   await checkout(
     repo,
     to,
-    toWrite.filter((change) => change.status !== "D").map((change) => change.path),
+    written.filter((change) => change.status !== "D").map((change) => change.path),
   );
-  return { status: "applied", applied: toWrite.map((change) => change.path), withheld };
+  return { status: "applied", applied: written.map((change) => change.path), withheld };
+}
+
+/**
+ * Why a change to `path` must not be written, if it configures git or loopgraph: a `.git` or
+ * `.loopgraph` on its way, a `loopgraph.yaml`, or a place in one of `repositories`.
+ */
+function configures(path: string, repositories: ReadonlySet<string>): string | undefined {
+  const parts = path.split("/");
+  const stateName = parts.find((part) => [".git", STATE_DIR].includes(part.toLowerCase()));
+  if (stateName) return `in a ${stateName}, which configures git or loopgraph: not written`;
+  if (parts.at(-1) === PROJECT_CONFIG) return `a ${PROJECT_CONFIG}, which configures a later loopgraph run there: not written`;
+  const depth = parts.slice(0, -1).findIndex((_, i) => repositories.has(parts.slice(0, i + 1).join("/")));
+  if (depth === -1) return undefined;
+  const at = parts.slice(0, depth + 1).join("/");
+  return `in ${at}/, which git would take for a repository (HEAD with objects/ and refs/): its config would run in the user's git there: not written`;
+}
+
+/**
+ * The folders (not the workspace itself) on the way to a changed path that git would take for a
+ * repository after the merge: what the merged tree holds there, with what the workspace holds
+ * there besides (files the tree leaves out, such as ignored ones).
+ */
+async function repositoryFolders(repo: BranchRepository, tree: string, changes: readonly TreeChange[]): Promise<Set<string>> {
+  const folders = new Set(
+    changes.flatMap(({ path }) =>
+      path
+        .split("/")
+        .slice(0, -1)
+        .map((_, i, parts) => parts.slice(0, i + 1).join("/")),
+    ),
+  );
+  const found = new Set<string>();
+  if (folders.size === 0) return found;
+  const names = new Map<string, Set<string>>();
+  const listed = await repo.run(["ls-tree", "-r", "-t", "-z", "--name-only", tree]);
+  for (const path of listed.split("\0").filter(Boolean)) {
+    const at = path.lastIndexOf("/");
+    const folder = at === -1 ? "" : path.slice(0, at);
+    if (folders.has(folder)) names.set(folder, (names.get(folder) ?? new Set()).add(path.slice(at + 1)));
+  }
+  for (const folder of folders) {
+    const own = names.get(folder) ?? new Set<string>();
+    const real = await realFolder(repo.workspace, folder.split("/")).catch(() => undefined);
+    if (real) for (const name of await readdir(real).catch(() => [])) own.add(name);
+    if (looksLikeBareRepository(own)) found.add(folder);
+  }
+  return found;
 }
 
 /** Why a change must not be written, if it must not. */
@@ -194,6 +255,24 @@ export function linkLeadsAway(path: string, target: string): boolean {
   if (names.includes("..")) return true;
   if (names.some((name) => [".git", STATE_DIR].includes(name.toLowerCase()))) return true;
   return ups > path.split("/").length - 1;
+}
+
+/**
+ * What the workspace holds at `path`, or instead of a folder on its way, though the content the
+ * merge started from does not (a file, folder or link git ignores, which no branch holds): git
+ * would replace it (a folder with all it holds) by what the branch added there.
+ */
+async function occupied(workspace: string, path: string): Promise<string | undefined> {
+  const parts = path.split("/");
+  for (let i = 1; i <= parts.length; i++) {
+    const at = parts.slice(0, i).join("/");
+    const info = await lstat(join(workspace, at)).catch(() => undefined);
+    if (!info) return undefined;
+    if (i < parts.length && info.isDirectory()) continue;
+    const what = info.isSymbolicLink() ? "a symbolic link" : info.isDirectory() ? "a folder" : "a file";
+    return `the workspace has ${what} at ${at} that no branch holds (ignored): the merge would replace it: not written`;
+  }
+  return undefined;
 }
 
 /** Removes a file the merge deleted, and the folders it leaves empty; no link on the way is followed. */
