@@ -12,6 +12,7 @@ import { lstatSync, readdirSync, realpathSync, rmSync, type Dirent } from "node:
 import { join, relative } from "node:path";
 import { installedPackageRoot } from "../package.js";
 import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
+import { BARE_REPOSITORY_MARK, looksLikeBareRepository } from "../git/repository-shape.js";
 import { isInside } from "./workspace-paths.js";
 
 /** One entry found: its absolute path, what it is, and its inode (by which it is known again: one moved elsewhere is the same, one made again at the same path is new). */
@@ -23,9 +24,6 @@ export interface ProtectedEntry {
   link: boolean;
 }
 
-/** The file whose removal makes a folder no bare repository to git: it looks for HEAD first. */
-const BARE_REPOSITORY_MARK = "HEAD";
-
 function kindOf(entry: Dirent): ProtectedEntry["kind"] | undefined {
   if (entry.name === ".git") return "git";
   // A link to a folder counts as the folder (loopgraph follows it); a plain file so named configures nothing.
@@ -33,11 +31,6 @@ function kindOf(entry: Dirent): ProtectedEntry["kind"] | undefined {
   // A folder named loopgraph.yaml configures nothing.
   if (entry.name === PROJECT_CONFIG && !entry.isDirectory()) return "config";
   return undefined;
-}
-
-/** What git looks for in a folder it may take as a repository: HEAD, with objects/ and refs/ there or in the folder a `commondir` file names. */
-export function looksLikeBareRepository(names: ReadonlySet<string>): boolean {
-  return names.has(BARE_REPOSITORY_MARK) && (names.has("commondir") || (names.has("objects") && names.has("refs")));
 }
 
 function inode(path: string): number {

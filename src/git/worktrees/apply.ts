@@ -17,7 +17,7 @@ import { lstat, mkdtemp, readdir, rm, rmdir, unlink } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { dirname, join } from "node:path";
 import { PROJECT_CONFIG, STATE_DIR } from "../../project.js";
-import { looksLikeBareRepository } from "../../tools/protected-entries.js";
+import { looksLikeBareRepository } from "../repository-shape.js";
 import { GitError } from "../run.js";
 import { branchBounds } from "./branches.js";
 import { branchOf, checkBranchName, realFolder, type BranchName } from "./names.js";
