@@ -118,6 +118,17 @@ describe("a map of function nodes", () => {
     expect(three.state.outputs.work).toEqual(["did 1 (1/3)", "did 2 (2/3)", "did 3 (3/3)"]);
   });
 
+  it("maps from a conditional edge's branch (LangGraph's Sends from a conditional edge), and takes another branch without the list", async () => {
+    const mapped = await runFixture("branch-map.yaml", "a b");
+    expect(mapped.outcome.status, mapped.outcome.error).toBe("finished");
+    expect(mapped.steps.slice(2)).toEqual([["plan"], ["work"], ["report"]]);
+    expect(mapped.outcome.state.outputs.work).toEqual(["did a (1/2)", "did b (2/2)"]);
+    const skipped = await runFixture("branch-map.yaml", "missing");
+    expect(skipped.outcome.status, skipped.outcome.error).toBe("finished");
+    expect(skipped.steps.slice(2)).toEqual([["plan"], ["report"]]);
+    expect(skipped.outcome.state.visits.work).toBeUndefined();
+  });
+
   it("runs no instance for an empty list: the output is the empty list and the map's node's edges go on", async () => {
     const { outcome, steps } = await runFixture("map-functions.yaml", "");
     expect(outcome.status, outcome.error).toBe("finished");

@@ -9,6 +9,7 @@ import {
   type GraphDefinition,
   type NodeDefinition,
   edgeTargets,
+  mapsOf,
 } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { instrumentNode } from "../runtime/instrument.js";
@@ -123,6 +124,14 @@ export function routeTargets(edge: EdgeDefinition, graph: GraphDefinition, state
   return nodes.length > 0 ? nodes : [END_NODE];
 }
 
+/** The instances a conditional edge sends when the branch it takes maps (LangGraph's Sends from a conditional edge); else undefined. */
+function chosenMap(edge: EdgeDefinition, state: GraphStateValue): Send[] | undefined {
+  if (edge.kind !== "conditional") return undefined;
+  const branch = edge.branches[chooseBranch(edge.branches, state) ?? -1];
+  if (!branch?.map) return undefined;
+  return mapSends({ kind: "map", from: edge.from, to: [branch.to[0]!], ...branch.map }, state);
+}
+
 /** Every node an edge can lead to, counting visit-limit fallbacks (LangGraph needs them for routing). */
 export function possibleTargets(edge: EdgeDefinition, graph: GraphDefinition): string[] {
   const all = new Set<string>();
@@ -167,10 +176,11 @@ export async function compileGraph(
 ) {
   // Node names are only known at run time, so the builder is used through its untyped surface.
   const builder = new StateGraph(GraphState) as unknown as UntypedBuilder;
+  const maps = mapsOf(graph.edges);
   for (const node of Object.values(graph.nodes)) {
     const run = instrumentNode(node.id, await buildNode(node, graph, ctx, options), ctx);
-    const map = graph.edges.find((edge) => edge.kind === "map" && edge.to[0] === node.id);
-    builder.addNode(node.id, map?.kind === "map" ? mappedNode(node.id, run, mapConcurrency(map, graph)) : run);
+    const map = maps.find((edge) => edge.to[0] === node.id);
+    builder.addNode(node.id, map ? mappedNode(node.id, run, mapConcurrency(map, graph)) : run);
   }
   for (const edge of combineStaticEdges(graph.edges)) {
     if (edge.kind === "map") {
@@ -191,7 +201,7 @@ export async function compileGraph(
     }
     builder.addConditionalEdges(
       from,
-      (state: GraphStateValue) => routeTargets(edge, graph, state).map(toLangGraphTarget),
+      (state: GraphStateValue) => chosenMap(edge, state) ?? routeTargets(edge, graph, state).map(toLangGraphTarget),
       targets.map(toLangGraphTarget),
     );
   }

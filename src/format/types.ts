@@ -22,8 +22,10 @@ export interface ComparisonCondition {
 /** One branch of a conditional edge; the first branch whose `when` holds is taken. */
 export interface Branch {
   when?: Condition;
-  /** Node ids (or "END"): several run together, in the same superstep. */
+  /** Node ids (or "END"): several run together, in the same superstep; a map's branch: its mapped node. */
   to: string[];
+  /** The branch maps its one target over a list (see MapEdge): it runs once per item. */
+  map?: Omit<MapEdge, "kind" | "from" | "to">;
 }
 
 /**
@@ -50,6 +52,15 @@ export type EdgeDefinition =
   | { kind: "conditional"; from: string; branches: Branch[] }
   | { kind: "join"; from: string[]; to: string[] }
   | MapEdge;
+
+/** Every map of a graph: its map edges, and the branches of conditional edges that map (as map edges from the edge's source). */
+export function mapsOf(edges: readonly EdgeDefinition[]): MapEdge[] {
+  return edges.flatMap((edge): MapEdge[] => {
+    if (edge.kind === "map") return [edge];
+    if (edge.kind !== "conditional") return [];
+    return edge.branches.flatMap((branch) => (branch.map ? [{ kind: "map", from: edge.from, to: [branch.to[0]!], ...branch.map }] : []));
+  });
+}
 
 /** The nodes whose completion an edge follows: its source, or a join's sources. */
 export function edgeSources(edge: EdgeDefinition): string[] {

@@ -1,5 +1,6 @@
 /** Where a graph file's edges can lead: the node-to-node moves its checks reason about. */
 import { END_NODE, START_NODE } from "../format/types.js";
+import type { DataPath } from "../diagnostics/positions.js";
 import { namesOf, type GraphFile, type RawEdge } from "./schema.js";
 
 /**
@@ -31,7 +32,29 @@ export function flowOf(graph: GraphFile, { joins = true } = {}): Flow {
 /** Every target an edge names, in all its branches (a map: its mapped node). */
 export function targetsOf(edge: RawEdge): string[] {
   if (edge.map !== undefined) return [edge.map.to];
-  return edge.to !== undefined ? namesOf(edge.to) : (edge.branches ?? []).flatMap((branch) => namesOf(branch.to));
+  return edge.to !== undefined
+    ? namesOf(edge.to)
+    : (edge.branches ?? []).flatMap((branch) => (branch.map ? [branch.map.to] : namesOf(branch.to)));
+}
+
+/** A map of a graph file: a map edge's, or a conditional edge's branch's; with its place in the file. */
+export interface RawMapAt {
+  from: string;
+  map: NonNullable<RawEdge["map"]>;
+  /** Where its `map` key is: `edges[i].map` or `edges[i].branches[k].map`. */
+  path: DataPath;
+}
+
+/** Every map of a graph file (a join has none). */
+export function mapsIn(graph: GraphFile): RawMapAt[] {
+  return graph.edges.flatMap((edge, index): RawMapAt[] => {
+    if (Array.isArray(edge.from)) return [];
+    const from = edge.from;
+    if (edge.map) return [{ from, map: edge.map, path: ["edges", index, "map"] }];
+    return (edge.branches ?? []).flatMap((branch, k) =>
+      branch.map ? [{ from, map: branch.map, path: ["edges", index, "branches", k, "map"] }] : [],
+    );
+  });
 }
 
 /** The nodes the flow leads to from `starts`, the starts included. */

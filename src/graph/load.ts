@@ -22,6 +22,7 @@ import {
 } from "./schema.js";
 import {
   END_NODE,
+  type Branch,
   type Condition,
   type EdgeDefinition,
   type GraphDefinition,
@@ -285,9 +286,11 @@ function toEdgeDefinition(edge: RawEdge): EdgeDefinition {
   const to = namesOf(edge.to);
   if (Array.isArray(edge.from)) return { kind: "join", from: edge.from, to };
   if (edge.to !== undefined) return { kind: "static", from: edge.from, to };
-  const branches = (edge.branches ?? []).map((branch) => {
-    const targets = namesOf(branch.to);
-    return branch.when ? { when: toCondition(branch.when), to: targets } : { to: targets };
+  const branches = (edge.branches ?? []).map((branch): Branch => {
+    const when = branch.when ? { when: toCondition(branch.when) } : {};
+    if (branch.map === undefined) return { ...when, to: namesOf(branch.to) };
+    const { over, to: target, as, max_concurrency } = branch.map;
+    return { ...when, to: [target], map: { over, as, ...(max_concurrency !== undefined && { maxConcurrency: max_concurrency }) } };
   });
   return { kind: "conditional", from: edge.from, branches };
 }

@@ -94,8 +94,9 @@ class Drawing {
         continue;
       }
       for (const branch of edge.branches) {
-        const label = escapeLabel(branch.when ? truncate(describeCondition(branch.when)) : "else");
-        this.lines.push(`${indent}${idOf(edge.from)} -->|"${label}"| ${idsOf(branch.to)}`);
+        const when = branch.when ? describeCondition(branch.when) : "else";
+        const label = escapeLabel(truncate(branch.map ? `${when}: each ${branch.map.as} of ${branch.map.over}` : when));
+        this.lines.push(`${indent}${idOf(edge.from)} ${branch.map ? "==>" : "-->"}|"${label}"| ${idsOf(branch.to)}`);
       }
     }
     const hasOutgoing = new Set(graph.edges.flatMap(edgeSources));

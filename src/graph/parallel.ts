@@ -6,7 +6,7 @@
 import type { DataPath, PathIssue } from "../diagnostics/positions.js";
 import { START_NODE } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { reachableFrom, flowOf, type Flow } from "./flow.js";
+import { reachableFrom, flowOf, mapsIn, type Flow } from "./flow.js";
 import { namesOf, type GraphFile } from "./schema.js";
 
 /** Two nodes that may run in the same superstep, as branches of the fan-out from `from`. */
@@ -19,7 +19,7 @@ interface ConcurrentPair {
 /** The nodes that may run at the same time as another node of their kind: a map's target (its instances), or a fan-out's. */
 export function runningBesideTheirKind(graph: GraphFile): Set<string> {
   const kindOf = (id: string) => graph.nodes[id]?.kind;
-  const mapped = graph.edges.flatMap((edge) => (edge.map ? [edge.map.to] : []));
+  const mapped = mapsIn(graph).map(({ map }) => map.to);
   const pairs = concurrentPairs(graph).flatMap(({ a, b }) => (kindOf(a) !== undefined && kindOf(a) === kindOf(b) ? [a, b] : []));
   return new Set([...mapped, ...pairs]);
 }
@@ -128,9 +128,9 @@ function checkConcurrentWrites(graph: GraphFile, pairs: ConcurrentPair[]): PathI
 
 /** A map's instances run together: the mapped node writes only fields whose writes combine. */
 function checkMappedWrites(graph: GraphFile): PathIssue[] {
-  return graph.edges.flatMap((edge) => {
-    const to = edge.map?.to;
-    if (to === undefined || graph.nodes[to] === undefined) return [];
+  return mapsIn(graph).flatMap(({ map }) => {
+    const to = map.to;
+    if (graph.nodes[to] === undefined) return [];
     const unreduced = varsWritten(graph, to).filter((field) => graph.state[field]?.reducer === undefined);
     if (unreduced.length === 0) return [];
     const fields = unreduced.map((field) => `vars.${field}`).join(", ");

@@ -204,11 +204,6 @@ const targets = z.union([z.string(), z.array(z.string())]).superRefine((to, ctx)
   if (Array.isArray(to) && to.length === 0) ctx.addIssue({ code: "custom", message: "an empty list of targets: name at least one node" });
 });
 
-const branchSchema = z.strictObject({
-  when: conditionSchema.optional(),
-  to: targets.describe("Node id or END, or a list of them to run together"),
-});
-
 const mapSchema = z
   .strictObject({
     over: z.string().describe("State path of the list to map over: outputs.<node>…, vars.<field>…"),
@@ -219,6 +214,19 @@ const mapSchema = z
       .optional(),
   })
   .describe("A map: runs `to` once per item of the list at `over`, the instances together; their outputs gather into a list");
+
+const branchSchema = z
+  .strictObject({
+    when: conditionSchema.optional(),
+    to: targets.describe("Node id or END, or a list of them to run together").optional(),
+    map: mapSchema.optional(),
+  })
+  .superRefine((branch, ctx) => {
+    if (branch.to !== undefined && branch.map !== undefined)
+      ctx.addIssue({ code: "custom", path: ["map"], params: { at: "key" }, message: 'a branch has either "to" or "map", not both' });
+    else if (branch.to === undefined && branch.map === undefined)
+      ctx.addIssue({ code: "custom", message: 'branch has no target: add "to: <node>" or "map: {...}"' });
+  });
 
 const edgeSchema = z
   .strictObject({

@@ -8,7 +8,7 @@ import { closestName, unknownName } from "../diagnostics/suggest.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
 import { END_NODE, START_NODE } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
-import { flowOf, reachableFrom, targetsOf, type Flow } from "./flow.js";
+import { flowOf, mapsIn, reachableFrom, targetsOf, type Flow } from "./flow.js";
 import { checkParallel } from "./parallel.js";
 
 /** Checks what the schema cannot: references between parts of the graph, reachability, loop limits. */
@@ -185,15 +185,14 @@ const ITEM_NAME = /^[A-Za-z_][A-Za-z0-9_]*$/;
  * instances are counted together, see docs/graph-format.md "Map").
  */
 function checkMaps(graph: GraphFile): PathIssue[] {
-  return graph.edges.flatMap((edge, index) => {
-    if (edge.map === undefined) return [];
-    const at = (key: string): DataPath => ["edges", index, "map", key];
-    const { over, to, as } = edge.map;
+  return mapsIn(graph).flatMap(({ map, path }) => {
+    const at = (key: string): DataPath => [...path, key];
+    const { over, to, as } = map;
     const overProblem = statePathProblem(over, graph);
     return [
       ...(overProblem ? [{ path: at("over"), message: overProblem }] : []),
       ...checkItemName(as, at("as"), graph),
-      ...checkMapTarget(graph, to, at("to"), index),
+      ...checkMapTarget(graph, to, at("to")),
     ];
   });
 }
@@ -206,7 +205,7 @@ function checkItemName(as: string, path: DataPath, graph: GraphFile): PathIssue[
   return [];
 }
 
-function checkMapTarget(graph: GraphFile, to: string, path: DataPath, mapIndex: number): PathIssue[] {
+function checkMapTarget(graph: GraphFile, to: string, path: DataPath): PathIssue[] {
   const nodeIds = Object.keys(graph.nodes);
   if (to === START_NODE || to === END_NODE) return [{ path, message: `a map runs a node once per item: ${to} cannot be mapped` }];
   const node = graph.nodes[to];
@@ -222,20 +221,26 @@ function checkMapTarget(graph: GraphFile, to: string, path: DataPath, mapIndex: 
       },
     ];
   }
-  return [...otherEntries(graph, to, mapIndex), ...checkMappedNodeEdges(graph, to)];
+  return [...otherEntries(graph, to, path), ...checkMappedNodeEdges(graph, to)];
 }
 
-/** Every other way into a mapped node: it runs only by its map, with an item. */
-function otherEntries(graph: GraphFile, to: string, mapIndex: number): PathIssue[] {
-  const message = `"${to}" is mapped (edges[${mapIndex}]): it runs only by its map, once per item, so no other edge may lead to it`;
+/** Every other way into a mapped node: it runs only by its map (`own`: where the map names it), with an item. */
+function otherEntries(graph: GraphFile, to: string, own: DataPath): PathIssue[] {
+  const where = own
+    .slice(0, -2)
+    .reduce<string>((text, part) => (typeof part === "number" ? `${text}[${part}]` : text ? `${text}.${part}` : part), "");
+  const message = `"${to}" is mapped (${where}): it runs only by its map, once per item, so no other edge may lead to it`;
+  const sameKey = (path: DataPath) => path.length === own.length && path.every((part, i) => part === own[i]);
   const fromEdges = graph.edges.flatMap((edge, index) => {
-    if (index === mapIndex) return [];
     const written = [
       ...namesAt(edge.to, ["edges", index, "to"]),
-      ...(edge.branches ?? []).flatMap((branch, k) => namesAt(branch.to, ["edges", index, "branches", k, "to"])),
+      ...(edge.branches ?? []).flatMap((branch, k) => [
+        ...namesAt(branch.to, ["edges", index, "branches", k, "to"]),
+        ...(branch.map ? [{ name: branch.map.to, path: ["edges", index, "branches", k, "map", "to"] }] : []),
+      ]),
       ...(edge.map ? [{ name: edge.map.to, path: ["edges", index, "map", "to"] }] : []),
     ];
-    return written.filter(({ name }) => name === to).map(({ path }) => ({ path, message }));
+    return written.filter(({ name, path }) => name === to && !sameKey(path)).map(({ path }) => ({ path, message }));
   });
   const fromLimits = Object.entries(graph.nodes)
     .filter(([, node]) => node.max_visits !== undefined && node.on_limit === to)

@@ -152,7 +152,8 @@ function chosenRoutes(node: string, edge: EdgeDefinition, index: number, state: 
   }
   const to = edge.branches[branch]!.to;
   const what = `branch ${branch + 1} of the edge from ${node} → ${to.join(", ")}`;
-  return to.map((target) => ({ target, path: ["edges", index, "branches", branch, "to"], what }));
+  const key = edge.branches[branch]!.map ? ["map", "to"] : ["to"];
+  return to.map((target) => ({ target, path: ["edges", index, "branches", branch, ...key], what }));
 }
 
 function withVisitLimits(chosen: Route, graph: GraphDefinition, state: GraphStateValue): Route {
