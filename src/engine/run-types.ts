@@ -34,6 +34,11 @@ export interface CommonRunOptions {
   noSandbox?: boolean;
   /** `--max-rounds`: the round limit of a loop started by this run (overrides the looper node's). */
   maxRounds?: number;
+  /**
+   * `--attempts`: the value of the graph's `attempts` field (a number) for this run, or the
+   * attempts of each round of a loop it starts (a looper with `attempts`).
+   */
+  attempts?: number;
   /** Ctrl-C: `control.requestDrain()` stops the run at the next step boundary, checkpointed. */
   control?: RunControl;
   /**
@@ -55,8 +60,6 @@ export interface RunOptions extends CommonRunOptions {
   repo?: string;
   /** `--ref`: the branch, tag or commit of `repo` to start from (default its HEAD). */
   ref?: string;
-  /** `--attempts`: the value of the graph's `attempts` field (a number) for this run, instead of its default. */
-  attempts?: number;
 }
 
 export interface ResumeOptions extends CommonRunOptions {

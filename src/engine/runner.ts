@@ -5,6 +5,8 @@ import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
+import { looperKind } from "../nodes/looper/kind.js";
+import { nodesOfKind } from "../runtime/node-kind.js";
 import { openStore, requireThread, resolveStore, withStore, type Store } from "../store/store.js";
 import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, repoWorkspaceLabel } from "../runs/repo-workspaces.js";
@@ -73,9 +75,10 @@ async function graphToRun(options: RunOptions, cwd: string, trustNotes: string[]
   if (!options.task?.trim() && needsTask(graph)) {
     throw new ConfigError(`graph "${graph.name}" works on a task and none was given: pass --task "<what to do>"`);
   }
-  if (options.attempts !== undefined && graph.state[ATTEMPTS_FIELD]?.type !== "number") {
+  const loopAttempts = nodesOfKind(graph, looperKind).some((looper) => looper.attempts !== undefined);
+  if (options.attempts !== undefined && graph.state[ATTEMPTS_FIELD]?.type !== "number" && !loopAttempts) {
     throw new ConfigError(
-      `graph "${graph.name}" takes no --attempts: it declares no number field "${ATTEMPTS_FIELD}" under state: (see graphs/best-of-n.yaml)`,
+      `graph "${graph.name}" takes no --attempts: it declares no number field "${ATTEMPTS_FIELD}" under state:, nor a looper with attempts (see graphs/best-of-n.yaml)`,
     );
   }
   return graph;
@@ -139,7 +142,7 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
  */
 export function firstInput(graph: GraphDefinition, task: string, attempts?: number) {
   const vars = initialVars(graph);
-  if (attempts !== undefined) vars[ATTEMPTS_FIELD] = attempts;
+  if (attempts !== undefined && graph.state[ATTEMPTS_FIELD] !== undefined) vars[ATTEMPTS_FIELD] = attempts;
   return {
     task,
     messages: task ? [new HumanMessage({ content: task, id: TASK_MESSAGE_ID })] : [],

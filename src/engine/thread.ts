@@ -313,6 +313,7 @@ export class Thread {
       env: this.env,
       settings: this.settings,
       maxRounds: this.options.maxRounds,
+      ...(this.options.attempts !== undefined && { attempts: this.options.attempts }),
       readInbox: (cursor) => this.store.inbox.after(threadId, cursor),
       emit,
       snapshots: createToolStepSnapshots({

@@ -72,6 +72,8 @@ export interface RunContext {
   userRules: PolicyRule[];
   /** `--max-rounds`: overrides the looper node's round limit when a loop starts. */
   maxRounds?: number;
+  /** `--attempts`: the attempts of each round of a loop this run starts (a looper with `attempts`). */
+  attempts?: number;
   /** Commands sent to this thread after the given inbox id (from `loopgraph send/stop`). */
   readInbox(cursor: number): Promise<InboxEntry[]>;
   /** Stores model outputs and effect results with the run (src/runs/recordings.ts); unset, nothing is recorded. */

@@ -25,6 +25,20 @@ export interface LooperContext {
 export interface LooperSnapshot {
   value: LooperStateValue;
   context: LooperContext;
+  /** Best-of-N rounds: each attempt of the current (or last) round, as far as it got. */
+  attempts?: AttemptState[];
+}
+
+/** One attempt of a best-of-N round, for `status`. */
+export interface AttemptState {
+  /** From 1. */
+  attempt: number;
+  coder: "working" | "succeeded" | "failed";
+  review?: ReviewResult["rating"];
+  /** The review's check command, when it has one. */
+  check?: "passed" | "failed";
+  /** The Judge picked it (and the Looper applied it). */
+  picked?: true;
 }
 
 /** Commands from the user (any terminal) or the Mediator. */

@@ -296,6 +296,24 @@ export async function removeBranchWorktrees(workspace: string, threadId: string)
 }
 
 /**
+ * Begins the branch again from the workspace as it is now (a new round of attempts after one was
+ * applied): a commit of the workspace's content on the branch's tip becomes both its tip and its
+ * base, so its change starts empty and its history keeps what came before; its folder is removed
+ * (the next visit makes it again from there). Returns false when there is no such branch.
+ */
+export async function restartBranch(branch: WorkspaceBranch, secrets: readonly string[] = []): Promise<boolean> {
+  const repo = await repositoryOf(branch);
+  const tip = await commitOf(repo, branchRef(branch));
+  if (!tip) return false;
+  const tree = await captureTree(repo, workspaceTreeStore(repo), secrets);
+  const commit = await commitTree(repo, tree, [tip], `loopgraph: the workspace when ${branchOf(branch)} began again`);
+  await repo.run(["update-ref", branchRef(branch), commit, tip]);
+  await repo.run(["update-ref", baseRef(branch), commit]);
+  await removeBranchWorktree(branch);
+  return true;
+}
+
+/**
  * Removes one branch's worktree folder, once what it holds is on the branch (a merge applied it):
  * a later visit of its coder makes it again from the branch's tip. Returns whether there was one.
  */

@@ -9,6 +9,7 @@ export {
   openBranchWorktree,
   pruneBranches,
   removeBranchWorktree,
+  restartBranch,
   removeBranchWorktrees,
   type BranchChanges,
   type BranchFileChange,

@@ -9,4 +9,10 @@ export interface LooperNodeDefinition extends NodeDefinition {
   coder: string;
   review: string;
   judge: string;
+  /**
+   * Best-of-N rounds: how many Coders attempt each round's task, each in its own worktree (the
+   * graph maps the coder over `outputs.<looper>.attempts`); the Judge picks one, which the looper
+   * applies to the workspace. Unset: one Coder, in the workspace.
+   */
+  attempts?: number;
 }

@@ -11,6 +11,9 @@ const looperNode = z.strictObject({
   coder: z.string().describe('Node id of the Coder phase (default "coder")').default("coder"),
   review: z.string().describe('Node id of the Review phase (default "review")').default("review"),
   judge: z.string().describe('Node id of the Judge phase (default "judge")').default("judge"),
+  attempts: positiveInt
+    .describe("Best-of-N rounds: how many Coders attempt each round's task (a map over outputs.<looper>.attempts runs them; --attempts overrides)")
+    .optional(),
 });
 
 /** The Looper: routes a round's phases, applies commands, bounds the loop with its round limit. */
@@ -29,6 +32,7 @@ export const looperKind = defineNodeKind({
     coder: raw.coder,
     review: raw.review,
     judge: raw.judge,
+    ...(raw.attempts !== undefined && { attempts: raw.attempts }),
   }),
   ending: looperEnding,
   create: (def, _graph, ctx) => createLooperNode(def, ctx),

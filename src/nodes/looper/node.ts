@@ -10,6 +10,7 @@ import { totalUsage, type GraphStateValue, type TokenUsage } from "../../state/g
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
 import type { RunEnding } from "../../runtime/node-kind.js";
 import type { LooperNodeDefinition } from "./definition.js";
+import { applyPick, attemptStates, attemptsOutcome, restartAttempts, reviewsOutcome } from "./attempts.js";
 import { visitNumber } from "../../state/map.js";
 
 /** What the looper node writes to `outputs.<looper>`: the edges route on `next`. */
@@ -25,6 +26,10 @@ export interface LooperOutput {
   endReason?: string;
   /** The thread's token total (all nodes) when the current (or last) round began: the round's own tokens are counted from it. */
   roundStartUsage?: TokenUsage;
+  /** Best-of-N rounds: how many Coders attempt each round's task (the graph maps the coder over it). */
+  attempts?: number;
+  /** The last round's picked attempt could not be applied: why (the run fails). */
+  applyConflict?: string;
 }
 
 export const AUTO_PREFIX = "[AUTO]";
@@ -55,6 +60,9 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
   const maxRounds = ctx.maxRounds ?? def.maxRounds;
 
   return async (state) => {
+    const previous = state.outputs[def.id] as LooperOutput | undefined;
+    // Kept from the loop's first step: a resume without --attempts goes on with the count it began with.
+    const attempts = def.attempts === undefined ? undefined : (previous?.attempts ?? ctx.attempts ?? def.attempts);
     let snapshot: LooperSnapshot = state.loopState ?? initialLooperSnapshot(maxRounds);
     const log: string[] = [];
     // The task of a round begun in this step (the last one, should several begin).
@@ -70,7 +78,14 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const cursor = state.inboxCursor;
     const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
     const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
-    const outcome = phaseOutcome(state, def);
+    let outcome = phaseOutcome(state, def);
+    let applyConflict: string | undefined;
+    const judged = outcome ? (state.outputs[def.judge] as JudgeResult | undefined) : undefined;
+    if (outcome && judged?.decision === "pick" && previous?.dispatched?.node === def.judge) {
+      const picked = await applyPick(ctx, def, judged, snapshot.context.pending);
+      applyConflict = picked.conflict;
+      outcome = picked;
+    }
     // The phase's result is logged first (it came before the commands, which may end the loop).
     if (outcome) log.push(outcome.summary);
     const coderStopped = outcome?.event.type === "STOP";
@@ -81,7 +96,6 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     }
 
     const subState = subStateOf(snapshot);
-    const previous = state.outputs[def.id] as LooperOutput | undefined;
     const usedSoFar = totalUsage(state.usage);
     // A round that was running is over: the loop ended, or the next round began.
     const before = state.loopState;
@@ -91,7 +105,10 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       usage: { inputTokens: usedSoFar.inputTokens - start.inputTokens, outputTokens: usedSoFar.outputTokens - start.outputTokens },
     };
     const roundStartUsage = roundTask !== undefined ? usedSoFar : previous?.roundStartUsage;
-    const update: NodeUpdate = { loopState: snapshot };
+    const outputs = { coders: state.outputs[def.coder], reviews: state.outputs[def.review], judged: state.outputs[def.judge] };
+    const update: NodeUpdate = {
+      loopState: attempts === undefined ? snapshot : { ...snapshot, attempts: attemptStates(attempts, subState, outputs) },
+    };
     if (commands.length > 0) update.inboxCursor = commands.at(-1)!.id;
     if (subState === "WAITING_CODER" && roundTask !== undefined) {
       // The one copy of the round's task: the state's `task` channel (the machine keeps none).
@@ -99,6 +116,8 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       // A loop began: its first round's task is the original one every next task carries.
       if (snapshot.context.round === 1 && roundTask !== state.loopTask) update.loopTask = roundTask;
       update.roundBaseline = await baselineOrNote(ctx, def.id, log);
+      // Every attempt of the new round begins from the workspace as it is now (a picked attempt applied).
+      if (attempts !== undefined) await restartAttempts(ctx, def, attempts);
     }
 
     const next = subState ? phaseNode[subState] : "END";
@@ -111,6 +130,8 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       ...(subState ? { dispatched: { node: next, visits: state.visits[next] ?? 0 } } : {}),
       ...(snapshot.context.endReason ? { endReason: snapshot.context.endReason } : {}),
       ...(roundStartUsage ? { roundStartUsage } : {}),
+      ...(attempts !== undefined && { attempts }),
+      ...(applyConflict !== undefined && { applyConflict }),
     };
     update.outputs = { [def.id]: output };
     const entries = log.map(autoEntry);
@@ -154,6 +175,7 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
   const result = state.outputs[dispatched.node];
   switch (dispatched.node) {
     case def.coder: {
+      if (Array.isArray(result)) return attemptsOutcome(result);
       const coder = result as CoderResult | undefined;
       // The Coder saw a stop command between its steps: the loop ends now, with no Judge.
       if (coder?.failureKind === "stopped")
@@ -165,6 +187,7 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
       return { event: { type: "CODER_DONE", ok }, summary };
     }
     case def.review: {
+      if (Array.isArray(result)) return reviewsOutcome(result);
       const review = result as ReviewResult | undefined;
       const comments = review?.comments.length ? `: ${clip(review.comments.join("; "))}` : "";
       return { event: { type: "REVIEW_DONE" }, summary: `review rating: ${review?.rating ?? "none"}${comments}` };
@@ -202,6 +225,9 @@ export function looperEnding(def: LooperNodeDefinition, state: GraphStateValue):
     };
   }
   if (output.endReason === STOPPED_BY_USER) return { status: "interrupted", reason: "the loop was stopped by the user (stop command)" };
+  if (output.applyConflict !== undefined) return { status: "failed", reason: output.applyConflict };
+  // Attempts: the Judge ends the loop only by a pick, which it can make only of one that succeeded.
+  if (Array.isArray(state.outputs[def.coder])) return undefined;
   const coder = state.outputs[def.coder] as CoderResult | undefined;
   if (coder && coder.status !== "success")
     return { status: "failed", reason: `the Judge ended the loop after the Coder failed: ${output.endReason}` };

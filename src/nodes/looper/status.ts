@@ -1,5 +1,5 @@
 import { isRunning, subStateOf } from "./machine.js";
-import type { LooperSnapshot, LooperSubState } from "../../state/looper.js";
+import type { AttemptState, LooperSnapshot, LooperSubState } from "../../state/looper.js";
 import { contextNote, leadOf } from "../judge/next-task.js";
 
 export interface StatusOptions {
@@ -27,6 +27,8 @@ export interface LooperStatusJson {
   /** A stop was accepted (queued or applied) and the loop, still running, has not ended yet. */
   shouldStop: boolean;
   endReason?: string;
+  /** Best-of-N rounds: each attempt of the current (or last) round. */
+  attempts?: AttemptState[];
 }
 
 /**
@@ -68,6 +70,7 @@ export function formatStatus(snapshot: LooperSnapshot, options: StatusOptions = 
     }
   }
   lines.push(`pending: ${describePending(allPending(snapshot, options))}`);
+  for (const attempt of snapshot.attempts ?? []) lines.push(describeAttempt(attempt));
   return lines.join("\n");
 }
 
@@ -82,7 +85,19 @@ export function statusJson(snapshot: LooperSnapshot, options: StatusOptions = {}
     pending: allPending(snapshot, options),
     shouldStop: isStopping(snapshot, options),
     ...(context.endReason === undefined ? {} : { endReason: context.endReason }),
+    ...(snapshot.attempts && { attempts: snapshot.attempts }),
   };
+}
+
+/** `attempt 2: succeeded · review normal · check passed · picked`. */
+function describeAttempt(attempt: AttemptState): string {
+  const parts = [
+    attempt.coder,
+    ...(attempt.review ? [`review ${attempt.review}`] : []),
+    ...(attempt.check ? [`check ${attempt.check}`] : []),
+    ...(attempt.picked ? ["picked"] : []),
+  ];
+  return `attempt ${attempt.attempt}: ${parts.join(" · ")}`;
 }
 
 function isStopping(snapshot: LooperSnapshot, options: StatusOptions): boolean {
