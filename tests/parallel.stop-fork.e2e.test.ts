@@ -222,6 +222,32 @@ describe("a fork from inside a parallel step", () => {
     expect(await stateAt(ws.db, "f", original.at(-1)!.checkpointId)).toEqual(originalFinal);
   });
 
+  it("a map over an empty list: replay --verify follows its step, and a fork from that step goes on after the map (plan does not run again)", async () => {
+    const ws = tempWorkspace();
+    // A blank task plans no subtasks: the map's one instance runs nothing and counts no visit.
+    const recorded = await run(ws, { graph: fixture("map-fan-out.yaml"), thread: "empty", task: " " });
+    expect(recorded.code, recorded.stderr).toBe(0);
+    const verified = await runCli(["replay", "empty", "--verify", "--db", ws.db]);
+    expect(verified.code, verified.stderr + verified.stdout).toBe(0);
+    expect(verified.stdout).toContain("consistent");
+
+    const mapStep = (await historyOf(ws.db, "empty")).checkpoints[3]!;
+    expect((await stateAt<{ outputs: Record<string, unknown> }>(ws.db, "empty", mapStep.checkpointId)).outputs.work).toEqual([]);
+    const forked = await runCli(["replay", "empty", "--from", mapStep.checkpointId, "--json", "--db", ws.db]);
+    expect(forked.code, forked.stderr + forked.stdout).toBe(0);
+    const events = parseEvents(forked.stdout);
+    expect(events.find((event) => event.type === "fork")?.rerun).toEqual([
+      { node: "left", effects: ["runs parallel.ts:note"] },
+      { node: "right", effects: ["runs parallel.ts:note"] },
+      { node: "report", effects: ["runs map.ts:report"] },
+    ]);
+    expect(events.filter((event) => event.type === "node_started").map((event) => event.node)).toEqual(["left", "right", "report"]);
+    const history = await historyOf(ws.db, "empty");
+    const state = await stateAt<{ outputs: Record<string, unknown>; visits: Record<string, number> }>(ws.db, "empty", history.head!);
+    expect(state.visits).toEqual({ plan: 1, left: 1, right: 1, report: 1 });
+    expect(state.outputs.report).toMatchObject({ gathered: [] });
+  });
+
   it("a map of agents: replay --recorded follows each instance's record (write[i]), replay --verify is consistent", async () => {
     const ws = tempWorkspace();
     const recorded = await run(ws, {
