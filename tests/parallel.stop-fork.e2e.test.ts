@@ -10,6 +10,8 @@ import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { parse, stringify } from "yaml";
 import { describe, expect, it } from "vitest";
+import { inExecutionOrder } from "../src/replay/record-source.js";
+import type { Recording } from "../src/runs/recordings.js";
 import { withStore } from "../src/store/store.js";
 import { eventually, parseEvents, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, gatedScript, historyOf, recordedStatus, run, startResume, startRun, stateAt } from "./helpers/e2e.js";
@@ -114,6 +116,10 @@ describe("a signal during a superstep stops all its branches", () => {
       expect(readFileSync(join(ws.dir, `early-${i}.txt`), "utf8")).toBe(`${i}\n`);
       expect(readFileSync(join(ws.dir, `gated-${i}.txt`), "utf8")).toBe(`${i}\n`);
     }
+    // A recorded replay follows the record: each instance's worktree, opened again on resume, then its steps kept from before the signal.
+    const replayed = await runCli(["replay", "stop", "--recorded", "--db", ws.db]);
+    expect(replayed.code, replayed.stderr + replayed.stdout).toBe(0);
+    expect(replayed.stdout).toContain("consistent: the replay followed the record");
   });
 
   it("SIGTERM during a fan-out of an agent and a function, both waiting: exit 130 at once, neither stored; resume runs both once, then the join", async () => {
@@ -276,5 +282,28 @@ describe("a fork from inside a parallel step", () => {
     const verified = await runCli(["replay", "agents", "--verify", "--db", ws.db]);
     expect(verified.code, verified.stderr + verified.stdout).toBe(0);
     expect(verified.stdout).toContain("consistent");
+  });
+});
+
+describe("the order a recorded replay takes a root task's records in", () => {
+  /** A record of the root task `fix:t` (`own`) or of its subgraph's task `inner`, written `id`-th. */
+  const record = (id: number, inner?: string): Recording =>
+    ({ id, checkpointId: "c", taskPath: inner ? `fix:t|${inner}` : "fix:t", callIndex: 0, node: "fix[0]" }) as Recording;
+  const order = (records: Recording[]) => inExecutionOrder(records).map((r) => `${r.id}${r.taskPath.includes("|") ? "" : "*"}`);
+
+  it("a root task run again (its own records written anew, last) takes up its kept inner records where its subgraph went on", () => {
+    // Before the signal: open the worktree (deleted since), a model call, a shell step; after: open again, the shell step again, commit.
+    expect(order([record(2, "model:a"), record(3, "tools:b"), record(5), record(6, "tools:c"), record(7)])).toEqual([
+      "5*",
+      "2",
+      "3",
+      "6",
+      "7*",
+    ]);
+  });
+
+  it("a root task that ran once keeps the order of writing, its own records before or after its subgraph's", () => {
+    expect(order([record(1), record(2, "model:a"), record(3, "tools:b"), record(4)])).toEqual(["1*", "2", "3", "4*"]);
+    expect(order([record(1, "model:a"), record(2, "tools:b"), record(3)])).toEqual(["1", "2", "3*"]);
   });
 });
