@@ -14,7 +14,7 @@ import { inExecutionOrder } from "../src/replay/record-source.js";
 import type { Recording } from "../src/runs/recordings.js";
 import { withStore } from "../src/store/store.js";
 import { eventually, parseEvents, ROOT, runCli } from "./helpers/cli.js";
-import { finalState, gatedScript, historyOf, recordedStatus, run, startResume, startRun, stateAt } from "./helpers/e2e.js";
+import { finalState, gatedScript, historyOf, recordedStatus, resume, run, startRun, stateAt } from "./helpers/e2e.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
 const fixture = (name: string) => join(ROOT, "tests/fixtures/parallel", name);
@@ -67,8 +67,9 @@ function groupOrNone(pid: number): number | undefined {
 }
 
 describe("a signal during a superstep stops all its branches", () => {
-  it("Ctrl-C during a map of three worktree Coders: exit 130 at once, every shell group dead, nothing stored; resume runs each waiting step once", async () => {
+  it("Ctrl-C during a map of two worktree Coders: exit 130 at once, every shell group dead, nothing stored; resume runs each waiting step once", async () => {
     const ws = tempWorkspace({ git: true, files: { "README.md": "# demo\n" } });
+    const instances = [0, 1];
     const script = join(ws.root, "stop.script.yaml");
     const waiting = (i: number) => `echo $$ > pid-${i}; while [ ! -e go-${i} ]; do sleep 0.05; done; echo ${i} > gated-${i}.txt`;
     const instance = (i: number) => [
@@ -76,13 +77,13 @@ describe("a signal during a superstep stops all its branches", () => {
       { node: `fix[${i}]`, tool_calls: [{ name: "shell", args: { command: waiting(i) } }] },
       { node: `fix[${i}]`, content: `part ${i} done` },
     ];
-    writeFileSync(script, stringify({ responses: [0, 1, 2].flatMap(instance) }));
+    writeFileSync(script, stringify({ responses: instances.flatMap(instance) }));
     const worktree = (i: number) => join(ws.dir, ".loopgraph/worktrees/stop", `fix-${i}`);
 
-    const running = startRun(ws, { graph: fixture("map-worktree-coders.yaml"), thread: "stop", task: "x y z", script, approval: "auto" });
+    const running = startRun(ws, { graph: fixture("map-worktree-coders.yaml"), thread: "stop", task: "x y", script, approval: "auto" });
     const pids = await eventually(
       () =>
-        [0, 1, 2].map((i) => Number(existsSync(join(worktree(i), `pid-${i}`)) ? readFileSync(join(worktree(i), `pid-${i}`), "utf8") : 0)),
+        instances.map((i) => Number(existsSync(join(worktree(i), `pid-${i}`)) ? readFileSync(join(worktree(i), `pid-${i}`), "utf8") : 0)),
       (found) => found.every((pid) => pid > 0),
     );
     expect(pids.every((pid) => pid > 0 && alive(pid))).toBe(true);
@@ -98,21 +99,21 @@ describe("a signal during a superstep stops all its branches", () => {
     expect(pids.filter(alive)).toEqual([]);
     expect(groups.filter(groupAlive)).toEqual([]);
     // No instance's write was stored as finished: the map's step holds only each instance's abort, no output.
-    expect(await pendingWrites(ws.db, "stop")).toEqual([ABORTED, ABORTED, ABORTED]);
+    expect(await pendingWrites(ws.db, "stop")).toEqual(instances.map(() => ABORTED));
     expect((await finalState<{ outputs: Record<string, unknown> }>(ws.db, "stop")).outputs.fix).toBeUndefined();
     expect(await recordedStatus(ws.db, "stop")).toBe("interrupted");
-    for (const i of [0, 1, 2]) expect(existsSync(join(worktree(i), `gated-${i}.txt`))).toBe(false);
+    for (const i of instances) expect(existsSync(join(worktree(i), `gated-${i}.txt`))).toBe(false);
 
-    for (const i of [0, 1, 2]) writeFileSync(join(worktree(i), `go-${i}`), "");
-    const resumed = await startResume(ws, "stop", "--json").done;
+    for (const i of instances) writeFileSync(join(worktree(i), `go-${i}`), "");
+    const resumed = await resume(ws, "stop", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     // Each instance ran its waiting command once more, and nothing else: the first commands did not run again.
     const calls = parseEvents(resumed.stdout).filter((event) => event.type === "tool_call");
-    expect(calls.map((event) => (event.args as { command?: string }).command).sort()).toEqual([0, 1, 2].map(waiting));
+    expect(calls.map((event) => (event.args as { command?: string }).command).sort()).toEqual(instances.map(waiting));
 
     const state = await finalState<{ outputs: { fix: { status: string; branch: string }[] } }>(ws.db, "stop");
-    expect(state.outputs.fix.map((out) => [out.status, out.branch])).toEqual([0, 1, 2].map((i) => ["success", `loopgraph/stop/fix-${i}`]));
-    for (const i of [0, 1, 2]) {
+    expect(state.outputs.fix.map((out) => [out.status, out.branch])).toEqual(instances.map((i) => ["success", `loopgraph/stop/fix-${i}`]));
+    for (const i of instances) {
       expect(readFileSync(join(ws.dir, `early-${i}.txt`), "utf8")).toBe(`${i}\n`);
       expect(readFileSync(join(ws.dir, `gated-${i}.txt`), "utf8")).toBe(`${i}\n`);
     }
@@ -142,7 +143,7 @@ describe("a signal during a superstep stops all its branches", () => {
 
     open("gate-a");
     writeFileSync(join(ws.dir, "open-b"), "");
-    const resumed = await startResume(ws, "term", "--json").done;
+    const resumed = await resume(ws, "term", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(readFileSync(join(ws.dir, "ran.log"), "utf8")).toBe("start b\nstart b\ndone b\n");
     const state = await finalState<{ outputs: Record<string, unknown>; visits: Record<string, number>; vars: { log: string[] } }>(
