@@ -27,6 +27,52 @@ export interface RecordSourceOptions {
   abort: AbortController;
 }
 
+/** A record's root task: the first segment of its task path (`coder:<task id>` of `coder:<task id>|tools:<task id>`). */
+const rootTaskOf = (record: Recording): string => record.taskPath.split("|")[0]!;
+
+/**
+ * The records in the order the calls of the run's lineage came, from their order of writing (`id`).
+ * The two differ where a root task ran again (a resume after Ctrl-C, a crash, an approval): its new
+ * execution replaced its own records (written anew, after the others), while the records of its
+ * subgraph's inner tasks that had finished stay from the earlier execution, as those tasks are not
+ * run again. A Coder in a worktree opens it in its root task, then runs its subgraph: resumed, it
+ * opens it again (a new record, written last) before the subgraph goes on. The kept inner records
+ * go back to where the new execution took the subgraph up: before its first new inner record.
+ * (A root task that ran again with nothing left for its subgraph keeps the order of writing.)
+ */
+export function inExecutionOrder<T extends Recording>(records: readonly T[]): T[] {
+  const sorted = [...records].sort((a, b) => a.id - b.id);
+  const groups = new Map<string, T[]>();
+  for (const record of sorted) {
+    const key = `${record.checkpointId}\u0000${rootTaskOf(record)}`;
+    const group = groups.get(key);
+    if (group) group.push(record);
+    else groups.set(key, [record]);
+  }
+  const ordered: T[] = [];
+  const placed = new Set<string>();
+  for (const record of sorted) {
+    const key = `${record.checkpointId}\u0000${rootTaskOf(record)}`;
+    if (placed.has(key)) continue;
+    placed.add(key);
+    ordered.push(...reexecuted(groups.get(key)!));
+  }
+  return ordered;
+}
+
+/** One root task's records (id order) with the inner records of an earlier execution moved to where the latest took them up. */
+function reexecuted<T extends Recording>(group: T[]): T[] {
+  const own = (record: T): boolean => !record.taskPath.includes("|");
+  const firstOwn = group.find(own);
+  if (!firstOwn) return group;
+  const kept = group.filter((record) => !own(record) && record.id < firstOwn.id);
+  if (kept.length === 0) return group;
+  const latest = group.filter((record) => record.id >= firstOwn.id);
+  const resumedAt = latest.findIndex((record) => !own(record));
+  if (resumedAt < 0) return group;
+  return [...latest.slice(0, resumedAt), ...kept, ...latest.slice(resumedAt)];
+}
+
 /**
  * A run's record, answering a recorded replay: model calls, effects (tools, git and inbox reads,
  * function nodes) and approvals are matched per node, in the order they were recorded, and must come at the same
@@ -44,7 +90,7 @@ export class RecordSource {
     private readonly records: readonly StepRecording[],
     private readonly options: RecordSourceOptions,
   ) {
-    for (const record of records) {
+    for (const record of inExecutionOrder(records)) {
       const key = queueKey(categoryOf(record), record.node);
       const queue = this.queues.get(key);
       if (queue) queue.push(record);

@@ -2,6 +2,7 @@ import { checkpointTree, lineage, type TreeItem } from "../engine/checkpoint-tre
 import { nodesRun, parentIdOf, rootCheckpoints } from "../engine/inspect.js";
 import type { Store } from "../store/store.js";
 import { START_NODE } from "../format/types.js";
+import { mapInstanceOf } from "../state/map.js";
 
 /** LangGraph marks the node(s) scheduled to run next with a `branch:to:<node>` channel in the checkpoint. */
 export const SCHEDULED_PREFIX = "branch:to:";
@@ -21,6 +22,32 @@ function scheduledIn(values: Record<string, unknown>): string[] {
   return [...new Set([...branches, ...sent])].sort();
 }
 
+/**
+ * The mapped nodes a checkpoint sends over an empty list: their one instance runs nothing and
+ * counts no visit, so only the `Send` tells that the node's step was theirs.
+ */
+function emptyMapsSent(values: Record<string, unknown>): string[] {
+  const sends = values[SENDS_CHANNEL];
+  if (!Array.isArray(sends)) return [];
+  return sends
+    .filter((send: { node?: unknown; args?: unknown }) => {
+      const args = send.args;
+      return typeof send.node === "string" && typeof args === "object" && args !== null && mapInstanceOf(args)?.count === 0;
+    })
+    .map((send: { node: string }) => send.node);
+}
+
+/**
+ * The nodes that ran in the step that made a checkpoint from its parent: those whose visit count
+ * rose, and the maps the parent sent over an empty list (which count none).
+ */
+function stepNodes(parent: RecordedStep | undefined, values: Record<string, unknown>, source: string): string[] {
+  const ran = nodesRun(parent?.values ?? {}, values);
+  // Only a step the graph ran (not a fork's edit or copy) ran what its parent had scheduled.
+  if (parent === undefined || source !== "loop") return ran;
+  return [...new Set([...ran, ...emptyMapsSent(parent.values)])];
+}
+
 /** One root checkpoint of a run, as replay reads it. */
 export interface RecordedStep extends TreeItem {
   step: number;
@@ -28,7 +55,7 @@ export interface RecordedStep extends TreeItem {
   source: string;
   /** The channel values as the nodes saw them (messages are message objects). */
   values: Record<string, unknown>;
-  /** The nodes that ran in this step (their visit count rose). */
+  /** The nodes that ran in this step (their visit count rose, or a map of theirs ran over an empty list). */
   ran: string[];
   /** The nodes the run scheduled next, as recorded; empty where the run ended. */
   scheduled: string[];
@@ -48,13 +75,14 @@ export async function readRunRecord(store: Store, threadId: string): Promise<Run
     const values = tuple.checkpoint.channel_values as Record<string, unknown>;
     const parentId = parentIdOf(tuple);
     const parent = parentId === undefined ? undefined : steps.get(parentId);
+    const source = tuple.metadata?.source ?? "loop";
     steps.set(tuple.checkpoint.id, {
       id: tuple.checkpoint.id,
       ...(parentId !== undefined ? { parentId } : {}),
       step: tuple.metadata?.step ?? 0,
-      source: tuple.metadata?.source ?? "loop",
+      source,
       values,
-      ran: nodesRun(parent?.values ?? {}, values),
+      ran: stepNodes(parent, values, source),
       scheduled: scheduledIn(values),
     });
   }
