@@ -194,3 +194,32 @@ describe("a crash during the attempts", () => {
     expect(git(ws.dir, "show", "loopgraph/crash/coder-2:log.txt")).toBe("2\n");
   });
 });
+
+describe("best-of-N rounds in the Looper (graphs/coder-review-best-of-n.yaml)", () => {
+  it("round 1's attempts all fail their check, so the Judge continues; round 2's attempts begin again from the workspace, the second passes, is picked and applied; status shows each attempt", async () => {
+    const ws = repo();
+    const script = join(ROOT, "examples/coder-review-best-of-n.script.yaml");
+    const result = await run(ws, { ...spec("loop", script, ["--attempts", "2"]), graph: "coder-review-best-of-n" });
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    const auto = parseEvents(result.stdout)
+      .filter((event) => event.type === "message" && typeof event.content === "string" && event.content.startsWith("[AUTO]"))
+      .map((event) => event.content as string);
+    expect(auto).toContain("[AUTO] review of 2 attempts: 1 critical, check failed; 2 critical, check failed");
+    expect(auto.some((line) => line.startsWith("[AUTO] round 2/3 started: isPalindrome must ignore case"))).toBe(true);
+    expect(auto).toContain(
+      "[AUTO] judge: picked attempt 2 (model): its tests pass and it ignores case, spaces and punctuation; applied 3 files to the workspace",
+    );
+    expect(readFileSync(join(ws.dir, "palindrome.js"), "utf8")).toContain('replace(/[^a-z0-9]/g, "")');
+    // Each attempt's branch began again from the workspace for round 2.
+    expect(git(ws.dir, "log", "--format=%s", "loopgraph/loop/coder-0")).toContain("the workspace when loopgraph/loop/coder-0 began again");
+
+    const status = await runCli(["status", "loop", "--json", "--db", ws.db]);
+    expect(JSON.parse(status.stdout).attempts).toEqual([
+      { attempt: 1, coder: "succeeded", review: "critical", check: "failed" },
+      { attempt: 2, coder: "succeeded", review: "normal", check: "passed", picked: true },
+    ]);
+    expect((await runCli(["status", "loop", "--db", ws.db])).stdout).toContain(
+      "attempt 2: succeeded · review normal · check passed · picked",
+    );
+  });
+});

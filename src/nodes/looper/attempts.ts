@@ -25,7 +25,9 @@ export function attemptsOutcome(results: readonly unknown[]): PhaseOutcome {
   const coders = results as (CoderResult | null | undefined)[];
   if (coders.some((coder) => coder?.failureKind === "stopped"))
     return { event: { type: "STOP" }, summary: "coder stopped by the stop command before its next step" };
-  const states = coders.map((coder, i) => `${i + 1} ${coder?.status === "success" ? "succeeded" : `failed (${coder?.failureKind ?? "no result"})`}`);
+  const states = coders.map(
+    (coder, i) => `${i + 1} ${coder?.status === "success" ? "succeeded" : `failed (${coder?.failureKind ?? "no result"})`}`,
+  );
   const ok = coders.some((coder) => coder?.status === "success");
   return { event: { type: "CODER_DONE", ok }, summary: `coder: ${coders.length} attempts: ${states.join(", ")}` };
 }
@@ -66,11 +68,17 @@ export async function applyPick(
   }
   const applied = `applied ${merged.applied.length} file${merged.applied.length === 1 ? "" : "s"} to the workspace`;
   if (pending.length === 0) {
-    return { event: { type: "JUDGE_TERMINATE", reason: `attempt ${picked.attempt}: ${picked.reason}`, consumedPending: 0 }, summary: `${what}; ${applied}` };
+    return {
+      event: { type: "JUDGE_TERMINATE", reason: `attempt ${picked.attempt}: ${picked.reason}`, consumedPending: 0 },
+      summary: `${what}; ${applied}`,
+    };
   }
   // The messages queued while the attempts ran are the next round's task.
   const nextTask = pending.length === 1 ? pending[0]! : ["Requested by the user:", ...pending.map((message) => `- ${message}`)].join("\n");
-  return { event: { type: "JUDGE_CONTINUE", nextTask, consumedPending: pending.length }, summary: `${what}; ${applied}; pending messages start the next round` };
+  return {
+    event: { type: "JUDGE_CONTINUE", nextTask, consumedPending: pending.length },
+    summary: `${what}; ${applied}; pending messages start the next round`,
+  };
 }
 
 /**
@@ -83,7 +91,10 @@ export function attemptStates(
   outputs: { coders: unknown; reviews: unknown; judged: unknown },
 ): AttemptState[] {
   const coders = phase === "WAITING_CODER" || !Array.isArray(outputs.coders) ? [] : (outputs.coders as (CoderResult | null)[]);
-  const reviews = phase === "WAITING_CODER" || phase === "WAITING_REVIEW" || !Array.isArray(outputs.reviews) ? [] : (outputs.reviews as (ReviewResult | null)[]);
+  const reviews =
+    phase === "WAITING_CODER" || phase === "WAITING_REVIEW" || !Array.isArray(outputs.reviews)
+      ? []
+      : (outputs.reviews as (ReviewResult | null)[]);
   const judged = phase === undefined ? (outputs.judged as JudgeResult | undefined) : undefined;
   return Array.from({ length: count }, (_, index): AttemptState => {
     const coder = coders[index];

@@ -12,7 +12,9 @@ const looperNode = z.strictObject({
   review: z.string().describe('Node id of the Review phase (default "review")').default("review"),
   judge: z.string().describe('Node id of the Judge phase (default "judge")').default("judge"),
   attempts: positiveInt
-    .describe("Best-of-N rounds: how many Coders attempt each round's task (a map over outputs.<looper>.attempts runs them; --attempts overrides)")
+    .describe(
+      "Best-of-N rounds: how many Coders attempt each round's task (a map over outputs.<looper>.attempts runs them; --attempts overrides)",
+    )
     .optional(),
 });
 
