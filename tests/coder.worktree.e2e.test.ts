@@ -5,7 +5,7 @@
  * go when the run ends, the branches when the thread is pruned; a resume after kill -9 continues
  * in the same folder.
  */
-import { existsSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
@@ -159,6 +159,29 @@ describe("coders in their own worktrees, then merged", () => {
     const result = await run(ws, spec(graph, "refused", script(ws, "refused", { coder_a: [] })));
     expect(result.code).toBe(2);
     expect(result.stderr).toContain('node "merge" merges the branch of "coder_a", which is not a coder with workspace: worktree');
+  });
+});
+
+describe("a worktree coder's MCP servers", () => {
+  it("start in its worktree: what a stdio server writes lands on the coder's branch, not in the run's workspace", async () => {
+    const ws = repo();
+    const home = join(ws.root, "config");
+    mkdirSync(join(home, "loopgraph"), { recursive: true });
+    const server = join(ROOT, "tests/fixtures/mcp/minimal-server.mjs");
+    writeFileSync(
+      join(home, "loopgraph", "config.yaml"),
+      `mcp_servers:\n  minimal:\n    command: ${JSON.stringify(process.execPath)}\n    args: [${JSON.stringify(server)}]\n`,
+    );
+    // An allow rule for its tools: MCP calls otherwise ask in every mode.
+    writeFileSync(join(home, "loopgraph", "policy.yaml"), "rules:\n  - { tool: minimal__write, decision: allow }\n");
+    const scriptFile = script(ws, "mcp", { coder_a: [{ name: "minimal__write", args: {} }] });
+    const env = cleanEnv({ XDG_CONFIG_HOME: home });
+    const result = await run(ws, { ...spec(ONE_CODER, "mcp", scriptFile), extra: ["--no-sandbox"] }, { env });
+    expect(result.code, result.stderr + result.stdout).toBe(0);
+    const out = await outputs(ws, "mcp");
+    expect(out.coder_a!.toolCalls.map((call) => `${call.name}:${call.ok}`)).toEqual(["minimal__write:true"]);
+    expect(out.coder_a!.files).toEqual([{ path: "planted-wrote", status: "A" }]);
+    expect(git(ws.dir, "show", "loopgraph/mcp/coder_a-0:planted-wrote")).toBe("x");
   });
 });
 

@@ -63,6 +63,8 @@ function oneLine(text: string, max = 300): string {
 export class McpHub {
   private readonly connections = new Map<string, Promise<Connection>>();
   private readonly env: NodeJS.ProcessEnv;
+  /** The hubs of other folders (`in`), closed with this one. */
+  private readonly elsewhere = new Map<string, McpHub>();
 
   constructor(
     readonly servers: readonly McpServer[],
@@ -127,10 +129,24 @@ export class McpHub {
     return { content: text };
   }
 
-  /** Closes every connection (a stdio server's process with it). */
+  /**
+   * The same servers working in another folder (a worktree Coder's, whose stdio servers must
+   * change its files, not the run's workspace): started there when first used, closed with this hub.
+   */
+  in(workspace: string): McpHub {
+    if (workspace === this.options.workspace) return this;
+    let hub = this.elsewhere.get(workspace);
+    if (!hub) this.elsewhere.set(workspace, (hub = new McpHub(this.servers, { ...this.options, workspace })));
+    return hub;
+  }
+
+  /** Closes every connection (a stdio server's process with it), the other folders' hubs' too. */
   async close(): Promise<void> {
     const open = [...this.connections.values()];
     this.connections.clear();
+    const others = [...this.elsewhere.values()];
+    this.elsewhere.clear();
+    await Promise.all(others.map((hub) => hub.close()));
     // A connection that never opened has nothing to close; one that fails to close is gone anyway.
     await Promise.all(open.map(async (pending) => (await pending.catch(() => undefined))?.client.close().catch(() => undefined)));
   }

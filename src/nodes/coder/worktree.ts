@@ -56,8 +56,9 @@ export function commitCoderWorktree(ctx: RunContext, node: string, visit: number
 /**
  * The run's context as the Coder in `worktree` sees it: the folder is its workspace (its tools, its
  * shell's cwd, the sandbox's one writable folder); git run there without the sandbox cannot climb
- * to the user's repository (`GIT_CEILING_DIRECTORIES` is the thread's folder of worktrees); no
- * workspace snapshots (rewinding a worktree is not supported yet). Everything else is read from
+ * to the user's repository (`GIT_CEILING_DIRECTORIES` is the thread's folder of worktrees); its
+ * MCP servers' stdio processes run there too (a hub of their own, closed with the run's); no
+ * workspace snapshots (its steps change only its branch). Everything else is read from
  * `ctx` when used: the engine sets some of it later (the approval a resume answers).
  */
 export function worktreeContext(ctx: RunContext, dir: string): RunContext {
@@ -66,6 +67,7 @@ export function worktreeContext(ctx: RunContext, dir: string): RunContext {
     runWorkspace: ctx.runWorkspace ?? ctx.workspace,
     commandVariables: { ...ctx.commandVariables, GIT_CEILING_DIRECTORIES: dirname(dir) },
     snapshots: undefined,
+    ...(ctx.mcp && { mcp: ctx.mcp.in(dir) }),
   };
   const own = (key: string | symbol) => Object.hasOwn(overrides, key);
   const value = (key: string | symbol) => overrides[key as keyof RunContext];
