@@ -190,20 +190,6 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
-  it("shows a map's instances as lanes under their step: best-of-n's three attempts, each with its tokens and time", async () => {
-    const place = tempWorkspace({ git: "init" });
-    const script = join(ROOT, "examples/best-of-n.script.yaml");
-    const ran = await run(place, { graph: "best-of-n", thread: "bon", task: "isPalindrome", script, approval: "auto" });
-    expect(ran.code, ran.stderr).toBe(0);
-    const { page } = await openThread(place.db, "bon");
-    const lanes = page.locator("[data-testid=timeline] tr.lane");
-    await expect.poll(() => lanes.count(), LIVE).toBe(3);
-    const texts = await lanes.allInnerTexts();
-    texts.forEach((text, i) => expect(text).toMatch(new RegExp(`∥ coder\\[${i}\\]\\s+[1-9]\\d*→[1-9]\\d*\\s+\\d+\\.\\ds`)));
-    await shot(page, "ui-lanes");
-    await page.close();
-  });
-
   it("no secret of the run reaches a page: what the store redacted stays redacted, in the state, the diffs and the exported script", async () => {
     const secret = "s3cret-ui-value-42";
     const place = tempWorkspace({ git: "init", files: { "leak.txt": `key=${secret}\n` } });
@@ -369,7 +355,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
-  it("several calls waiting at once: a box for each, answered on its own; the run goes on once the last is answered", async () => {
+  it("several calls waiting at once: a box for each, answered on its own; the run goes on once the last is answered, its map step shown as lanes", async () => {
     const place = tempWorkspace({ git: "init" });
     const fixture = (name: string) => join(ROOT, "tests/fixtures/parallel", name);
     const paused = await run(place, {
@@ -393,6 +379,12 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
     const coders = (await finalState<{ outputs: { coder: { toolCalls: { ok: boolean }[] }[] } }>(place.db, "two")).outputs.coder;
     expect(coders.map((coder) => coder.toolCalls.map((call) => call.ok))).toEqual([[false], [true]]);
+    // The map's step, with a lane under it for each instance: its tokens and its time.
+    const lanes = page.locator("[data-testid=timeline] tr.lane");
+    await expect.poll(() => lanes.count(), LIVE).toBe(2);
+    const texts = await lanes.allInnerTexts();
+    texts.forEach((text, i) => expect(text).toMatch(new RegExp(`∥ coder\\[${i}\\]\\s+[1-9]\\d*→[1-9]\\d*\\s+\\d+\\.\\ds`)));
+    await shot(page, "ui-lanes");
     await page.close();
   });
 
