@@ -14,6 +14,8 @@ import { finalState, run, startResume, startRun, type RunSpec } from "./helpers/
 import type { GraphDefinition } from "../src/format/types.js";
 import type { MergeNodeDefinition } from "../src/nodes/merge/definition.js";
 import { checkMergedCoders } from "../src/nodes/merge/node.js";
+import { checkAttemptsMapped } from "../src/nodes/looper/attempts.js";
+import type { LooperNodeDefinition } from "../src/nodes/looper/definition.js";
 import { lacks } from "./helpers/requirements.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
@@ -182,6 +184,36 @@ describe("a worktree coder's MCP servers", () => {
     expect(out.coder_a!.toolCalls.map((call) => `${call.name}:${call.ok}`)).toEqual(["minimal__write:true"]);
     expect(out.coder_a!.files).toEqual([{ path: "planted-wrote", status: "A" }]);
     expect(git(ws.dir, "show", "loopgraph/mcp/coder_a-0:planted-wrote")).toBe("x");
+  });
+});
+
+describe("a looper with attempts", () => {
+  it("needs its coder mapped over them, in worktrees: a graph that would run one Coder in the workspace is refused", () => {
+    const looper = {
+      id: "looper",
+      kind: "looper",
+      maxRounds: 3,
+      coder: "coder",
+      review: "review",
+      judge: "judge",
+      attempts: 2,
+    } as LooperNodeDefinition;
+    const plain = { file: "g.yaml", nodes: { coder: { id: "coder", kind: "coder" } }, edges: [] } as unknown as GraphDefinition;
+    expect(() => checkAttemptsMapped(looper, plain)).toThrow(
+      'node "looper" has attempts, but its coder "coder" is not mapped over outputs.looper.attempts in g.yaml: route to it with',
+    );
+    const branches = [
+      {
+        when: { path: "outputs.looper.next", op: "eq", value: "coder" },
+        to: ["coder"],
+        map: { over: "outputs.looper.attempts", as: "attempt" },
+      },
+    ];
+    const mapped = { ...plain, edges: [{ kind: "conditional", from: "looper", branches }] } as unknown as GraphDefinition;
+    expect(() => checkAttemptsMapped(looper, mapped)).toThrow('its coder "coder" is not in worktrees (workspace: worktree)');
+    const worktree = { ...mapped, nodes: { coder: { id: "coder", kind: "coder", workspace: "worktree" } } } as unknown as GraphDefinition;
+    expect(() => checkAttemptsMapped(looper, worktree)).not.toThrow();
+    expect(() => checkAttemptsMapped({ ...looper, attempts: undefined }, plain)).not.toThrow();
   });
 });
 

@@ -4,7 +4,9 @@
  * and picks one (or asks for another round); the looper applies the pick to the workspace, and
  * when a new round begins every attempt's branch begins again from the workspace as it is then.
  */
-import { LoopgraphError } from "../../errors.js";
+import { ConfigError, LoopgraphError } from "../../errors.js";
+import { mapsOf, type GraphDefinition } from "../../format/types.js";
+import type { CoderNodeDefinition } from "../coder/definition.js";
 import { mergeBranches, restartBranch, type ApplyResult } from "../../git/worktrees/index.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect, performFallibleEffect } from "../../runtime/effects.js";
@@ -13,6 +15,22 @@ import type { CoderResult } from "../coder/types.js";
 import type { LooperNodeDefinition } from "./definition.js";
 
 type Picked = Extract<JudgeResult, { decision: "pick" }>;
+
+/**
+ * A looper with attempts needs its coder mapped over them, in worktrees: else the attempts would
+ * be silently one Coder in the workspace. Refused when the run starts (exit 2).
+ */
+export function checkAttemptsMapped(def: LooperNodeDefinition, graph: GraphDefinition): void {
+  if (def.attempts === undefined) return;
+  const over = `outputs.${def.id}.attempts`;
+  const mapped = mapsOf(graph.edges).some((map) => map.to[0] === def.coder && map.over === over);
+  const coder = graph.nodes[def.coder] as Partial<CoderNodeDefinition> | undefined;
+  if (mapped && coder?.workspace === "worktree") return;
+  throw new ConfigError(
+    `node "${def.id}" has attempts, but its coder "${def.coder}" is not ${mapped ? "in worktrees (workspace: worktree)" : `mapped over ${over}`} in ${graph.file}: ` +
+      `route to it with { when: { path: outputs.${def.id}.next, eq: ${def.coder} }, map: { over: ${over}, to: ${def.coder}, as: attempt } } (see graphs/coder-review-best-of-n.yaml)`,
+  );
+}
 
 /** What a phase's outcome feeds the machine, with its line for the log. */
 export interface PhaseOutcome {

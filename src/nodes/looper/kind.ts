@@ -2,6 +2,7 @@ import { z } from "zod";
 import { nodeCommon, positiveInt } from "../../format/node-schema.js";
 import type { LooperNodeDefinition } from "./definition.js";
 import { defineNodeKind } from "../../runtime/node-kind.js";
+import { checkAttemptsMapped } from "./attempts.js";
 import { createLooperNode, looperEnding } from "./node.js";
 
 const looperNode = z.strictObject({
@@ -37,5 +38,8 @@ export const looperKind = defineNodeKind({
     ...(raw.attempts !== undefined && { attempts: raw.attempts }),
   }),
   ending: looperEnding,
-  create: (def, _graph, ctx) => createLooperNode(def, ctx),
+  create: (def, graph, ctx) => {
+    checkAttemptsMapped(def, graph);
+    return createLooperNode(def, ctx);
+  },
 });
