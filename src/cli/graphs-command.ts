@@ -8,9 +8,11 @@ export async function graphsListCommand(options: { json?: boolean }): Promise<nu
     process.stdout.write(`${JSON.stringify(graphs, null, 2)}\n`);
     return 0;
   }
+  // The names in one column, as wide as the longest (a project's graph may be named at length).
+  const width = Math.max(20, ...graphs.map((graph) => graph.name.length));
   for (const graph of graphs) {
     process.stdout.write(
-      `${pc.bold(graph.name.padEnd(20))} ${pc.dim(`[${graph.source}]`)} ${graph.description ?? ""}\n    ${pc.dim(graph.path)}\n`,
+      `${pc.bold(graph.name.padEnd(width))} ${pc.dim(`[${graph.source}]`)} ${graph.description ?? ""}\n    ${pc.dim(graph.path)}\n`,
     );
   }
   return 0;
