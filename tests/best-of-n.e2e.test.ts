@@ -221,5 +221,10 @@ describe("best-of-N rounds in the Looper (graphs/coder-review-best-of-n.yaml)", 
     expect((await runCli(["status", "loop", "--db", ws.db])).stdout).toContain(
       "attempt 2: succeeded · review normal · check passed · picked",
     );
+    // The Looper's apply is snapshotted as a merge is: rewinding to the last Judge's checkpoint takes its files back out.
+    const judged = (await historyOf(ws.db, "loop")).checkpoints.filter((checkpoint) => checkpoint.nodes.includes("judge")).at(-1)!;
+    const rewound = await runCli(["rewind", "loop", judged.checkpointId, "--db", ws.db]);
+    expect(rewound.code, rewound.stderr).toBe(0);
+    expect(existsSync(join(ws.dir, "palindrome.js"))).toBe(false);
   });
 });

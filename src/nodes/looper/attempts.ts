@@ -7,7 +7,9 @@
 import { ConfigError, LoopgraphError } from "../../errors.js";
 import { mapsOf, type GraphDefinition } from "../../format/types.js";
 import type { CoderNodeDefinition } from "../coder/definition.js";
-import { mergeBranches, restartBranch, type ApplyResult } from "../../git/worktrees/index.js";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
+import { restartBranch } from "../../git/worktrees/index.js";
+import { mergeIntoWorkspace } from "../merge/node.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect, performFallibleEffect } from "../../runtime/effects.js";
 import type { AttemptState, JudgeResult, LooperEvent, LooperSubState, ReviewResult } from "../../state/looper.js";
@@ -70,13 +72,14 @@ export async function applyPick(
   def: LooperNodeDefinition,
   picked: Picked,
   pending: readonly string[],
+  at: { step: string; config: LangGraphRunnableConfig },
 ): Promise<PhaseOutcome & { conflict?: string }> {
   const branch = { threadId: ctx.threadId, node: def.coder, index: picked.index };
   const request = { kind: "git" as const, node: def.id, name: "apply_pick", args: { coder: def.coder, index: picked.index } };
   const merged = await performFallibleEffect(
     ctx,
     request,
-    (): Promise<ApplyResult> => mergeBranches({ workspace: ctx.workspace, branches: [branch], secrets: ctx.secrets ?? [] }),
+    () => mergeIntoWorkspace(ctx, [branch], { node: def.id, ...at }),
     (message) => new LoopgraphError(`node "${def.id}" could not apply attempt ${picked.attempt}: ${message}`),
   );
   const what = `judge: picked attempt ${picked.attempt} (${picked.source}): ${picked.reason}`;

@@ -59,7 +59,7 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
   };
   const maxRounds = ctx.maxRounds ?? def.maxRounds;
 
-  return async (state) => {
+  return async (state, config) => {
     const previous = state.outputs[def.id] as LooperOutput | undefined;
     // Kept from the loop's first step: a resume without --attempts goes on with the count it began with.
     const attempts = def.attempts === undefined ? undefined : (previous?.attempts ?? ctx.attempts ?? def.attempts);
@@ -82,7 +82,10 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     let applyConflict: string | undefined;
     const judged = outcome ? (state.outputs[def.judge] as JudgeResult | undefined) : undefined;
     if (outcome && judged?.decision === "pick" && previous?.dispatched?.node === def.judge) {
-      const picked = await applyPick(ctx, def, judged, snapshot.context.pending);
+      const picked = await applyPick(ctx, def, judged, snapshot.context.pending, {
+        step: `${def.id}-${visitNumber(state, def.id)}`,
+        config,
+      });
       applyConflict = picked.conflict;
       outcome = picked;
     }

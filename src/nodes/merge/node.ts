@@ -1,7 +1,8 @@
 import { ConfigError, LoopgraphError } from "../../errors.js";
 import { getPath } from "../../format/condition.js";
 import type { GraphDefinition } from "../../format/types.js";
-import { mergeBranches, removeBranchWorktree, type ApplyResult } from "../../git/worktrees/index.js";
+import { mergeBranches, removeBranchWorktree, type ApplyResult, type BranchName } from "../../git/worktrees/index.js";
+import type { LangGraphRunnableConfig } from "@langchain/langgraph";
 import { captureBaseline } from "../review/baseline.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performFallibleEffect } from "../../runtime/effects.js";
@@ -29,16 +30,16 @@ export function checkMergedCoders(def: MergeNodeDefinition, graph: GraphDefiniti
 }
 
 /** The one branch `pick` names: the instance at the index found at its path, else why there is none. */
-function pickedBranch(def: MergeNodeDefinition & { pick: string }, state: GraphStateValue, threadId: string) {
+function pickedBranch(def: MergeNodeDefinition, pick: string, state: GraphStateValue, threadId: string) {
   const node = def.branches[0]!;
   const output = state.outputs[node];
-  const index = getPath(state, def.pick);
+  const index = getPath(state, pick);
   const count = Array.isArray(output) ? output.length : 1;
   if (Number.isSafeInteger(index) && (index as number) >= 0 && (index as number) < count) {
     return { threadId, node, index: Array.isArray(output) ? (index as number) : SINGLE_RUN_INDEX };
   }
   const found = index === undefined ? "is missing" : `is ${JSON.stringify(index)}, not an instance of ${node} (0 to ${count - 1})`;
-  throw new LoopgraphError(`node "${def.id}" has no attempt to apply: ${def.pick} ${found}${decisionNote(state, def.pick)}`);
+  throw new LoopgraphError(`node "${def.id}" has no attempt to apply: ${pick} ${found}${decisionNote(state, pick)}`);
 }
 
 /** What the node holding the pick decided instead, when it says (a Judge that asked for another round). */
@@ -70,8 +71,7 @@ function branchesOf(def: MergeNodeDefinition, state: GraphStateValue, threadId: 
 export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
   checkMergedCoders(def, graph);
   return async (state, config) => {
-    const branches =
-      def.pick === undefined ? branchesOf(def, state, ctx.threadId) : [pickedBranch({ ...def, pick: def.pick }, state, ctx.threadId)];
+    const branches = def.pick === undefined ? branchesOf(def, state, ctx.threadId) : [pickedBranch(def, def.pick, state, ctx.threadId)];
     const request = {
       kind: "git" as const,
       node: def.id,
@@ -81,25 +81,30 @@ export function createMergeNode(def: MergeNodeDefinition, graph: GraphDefinition
     const merged = await performFallibleEffect(
       ctx,
       request,
-      async (): Promise<MergeOutput> => {
-        // The workspace as it was before: a review of the merged work diffs against it.
-        const baseline = await captureBaseline(ctx.workspace, ctx.secrets);
-        const write = () => mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] });
-        // Snapshotted as a tool step is: `rewind` to a checkpoint before the merge puts back what it wrote.
-        const step = {
-          node: def.id,
-          tool: "merge_branches",
-          toolCallId: `${def.id}-${visitNumber(state, def.id)}`,
-          config,
-          writesFiles: true as const,
-        };
-        const merged = await (ctx.snapshots ? ctx.snapshots.around(step, write) : write());
-        // Their work is in the workspace now: their folders go (a check run there must not find them), a later visit makes its own again.
-        if (merged.status === "applied") for (const branch of branches) await removeBranchWorktree({ workspace: ctx.workspace, ...branch });
-        return { ...merged, baseline };
-      },
+      () => mergeIntoWorkspace(ctx, branches, { node: def.id, step: `${def.id}-${visitNumber(state, def.id)}`, config }),
       (message) => new LoopgraphError(`node "${def.id}" could not merge ${def.branches.join(", ")}: ${message}`),
     );
     return { outputs: { [def.id]: merged } };
   };
+}
+
+/**
+ * Merges `branches` into the run's workspace (all or nothing): the workspace's snapshot before it
+ * is kept as `baseline` (a review of the merged work diffs against it), the write is snapshotted
+ * as a file-changing tool step (so `rewind` to before it puts back what it wrote), and the merged
+ * branches' worktree folders go (their work is in the workspace; a command run there must not
+ * find them; a later visit makes its folder again). The `merge` node's work, and the Looper's
+ * when it applies a picked attempt.
+ */
+export async function mergeIntoWorkspace(
+  ctx: RunContext,
+  branches: readonly BranchName[],
+  at: { node: string; step: string; config: LangGraphRunnableConfig },
+): Promise<MergeOutput> {
+  const baseline = await captureBaseline(ctx.workspace, ctx.secrets);
+  const write = () => mergeBranches({ workspace: ctx.workspace, branches, secrets: ctx.secrets ?? [] });
+  const step = { node: at.node, tool: "merge_branches", toolCallId: at.step, config: at.config, writesFiles: true as const };
+  const merged = await (ctx.snapshots ? ctx.snapshots.around(step, write) : write());
+  if (merged.status === "applied") for (const branch of branches) await removeBranchWorktree({ workspace: ctx.workspace, ...branch });
+  return { ...merged, baseline };
 }
