@@ -1,6 +1,7 @@
 /**
  * `loopgraph run coder` with anthropic: and google: models against local servers speaking each
- * provider's wire protocol: a Coder turn with a streamed tool call that runs, retried failures,
+ * provider's wire protocol: a Coder turn with two streamed tool calls that run (their results sent
+ * back in the provider's own shape), retried failures,
  * and a 401 that stops the run at once naming the variable to set (real CLI processes).
  */
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from "node:fs";
@@ -24,7 +25,11 @@ describe.each(PROVIDERS)("loopgraph run coder --model $provider:…", ({ provide
       { status: 429, headers: { "retry-after": "0.05" } },
       {
         text: "Writing the file.",
-        toolCalls: [{ id: "toolu_1", name: "write_file", args: { path: "hello.txt", contents: `hello from ${provider}\n` } }],
+        // Two calls in one turn: their results go back as the provider's API takes a turn's results (its mock refuses any other shape).
+        toolCalls: [
+          { id: "toolu_1", name: "write_file", args: { path: "hello.txt", contents: `hello from ${provider}\n` } },
+          { id: "toolu_2", name: "read_file", args: { path: "README.md" } },
+        ],
       },
       { status: 500 },
       { text: "Done: hello.txt is written." },
@@ -56,7 +61,8 @@ describe.each(PROVIDERS)("loopgraph run coder --model $provider:…", ({ provide
     expect(events.at(-1)).toMatchObject({ type: "run_finished", outcome: "finished", exitCode: 0 });
     expect(server.requests).toHaveLength(4);
     // The tool result went back to the model in the provider's own form.
-    expect(JSON.stringify(server.requests[3]!.body)).toMatch(protocol === "anthropic" ? /"tool_result"/ : /"functionResponse"/);
+    const answered = JSON.stringify(server.requests[3]!.body);
+    expect(answered.match(protocol === "anthropic" ? /"tool_result"/g : /"functionResponse"/g)).toHaveLength(2);
     for (const file of readdirSync(join(ws.db, ".."))) {
       if (existsSync(join(ws.db, "..", file)) && !file.startsWith("repo"))
         expect(readFileSync(join(ws.db, "..", file)).includes(secret), file).toBe(false);

@@ -4,7 +4,7 @@
  * packages: streamed text, a streamed tool call, 429 and 500 retried, 401 at once naming the
  * key variable, usage from the server. The same rules as openai: (models.openai.isolated.test.ts).
  */
-import { HumanMessage, SystemMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, SystemMessage, ToolMessage } from "@langchain/core/messages";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { ConfigError, ModelError } from "../src/errors.js";
 import { createModel, type RetryNotice, type ToolSpec } from "../src/models/index.js";
@@ -16,6 +16,24 @@ const shellTool: ToolSpec = {
   description: "Run a command",
   parameters: { type: "object", properties: { command: { type: "string" } }, required: ["command"] },
 };
+
+/** A model turn of three parallel read calls, and their three results. */
+const readTool: ToolSpec = {
+  name: "read_file",
+  description: "Read a file",
+  parameters: { type: "object", properties: { path: { type: "string" } }, required: ["path"] },
+};
+const parallelCalls = ["a", "b", "c"].map((path, i) => ({
+  id: `call_${i}`,
+  name: "read_file",
+  args: { path },
+  type: "tool_call" as const,
+}));
+const parallelTurn = [
+  new HumanMessage("Read a, b and c."),
+  new AIMessage({ content: "", tool_calls: parallelCalls }),
+  ...parallelCalls.map((call) => new ToolMessage({ content: `file ${call.args.path}`, tool_call_id: call.id, name: call.name })),
+];
 
 const PROVIDERS = [
   { provider: "anthropic", protocol: "anthropic", model: "claude-sonnet-4-5", keyEnv: "ANTHROPIC_API_KEY", baseEnv: "ANTHROPIC_BASE_URL" },
@@ -60,6 +78,24 @@ describe.each(PROVIDERS)("$provider: models", ({ provider, protocol, model, keyE
       expect(request!.path).toBe(`/v1beta/models/${model}:streamGenerateContent?alt=sse`);
       expect(request!.headers["x-goog-api-key"]).toBe("key-test");
       expect(JSON.stringify(request!.body.contents)).toContain("Say hello.");
+    }
+  });
+
+  it("sends a turn's parallel tool results as the provider's API takes them (its mock refuses any other shape, as the API does)", async () => {
+    srv.enqueue({ text: "Read all three." });
+    const result = await create().call(parallelTurn, { node: "coder", tools: [readTool] });
+    expect(result.message.content).toBe("Read all three.");
+    const body = srv.requests[0]!.body;
+    if (protocol === "anthropic") {
+      const results = body.messages.at(-1).content.filter((block: { type: string }) => block.type === "tool_result");
+      expect(results.map((block: { tool_use_id: string }) => block.tool_use_id)).toEqual(["call_0", "call_1", "call_2"]);
+    } else {
+      const last = body.contents.at(-1);
+      expect(last.parts.map((part: { functionResponse: { response: unknown } }) => part.functionResponse.response)).toEqual([
+        { result: "file a" },
+        { result: "file b" },
+        { result: "file c" },
+      ]);
     }
   });
 
@@ -150,6 +186,30 @@ describe("provider names", () => {
       }).call(messages, { node: "a" });
       expect(result.message.content).toBe("hi");
       expect(srv.requests[0]!.headers["x-goog-api-key"]).toBe("gk");
+    } finally {
+      await srv.close();
+    }
+  });
+});
+
+describe("openai: parallel tool results", () => {
+  it("sends a turn's parallel tool results as one tool message each, right after the call turn (its mock refuses any other shape, as the API does)", async () => {
+    const srv = await startMockModelServer("openai");
+    try {
+      srv.enqueue({ text: "Read all three." });
+      const model = createModel("openai:gpt-4o-mini", {
+        cwd: process.cwd(),
+        env: { OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: srv.url },
+        retry: { baseDelayMs: 10 },
+      });
+      const result = await model.call(parallelTurn, { node: "coder", tools: [readTool] });
+      expect(result.message.content).toBe("Read all three.");
+      const messages = srv.requests[0]!.body.messages as { role: string; tool_call_id?: string }[];
+      expect(messages.slice(-3).map((message) => [message.role, message.tool_call_id])).toEqual([
+        ["tool", "call_0"],
+        ["tool", "call_1"],
+        ["tool", "call_2"],
+      ]);
     } finally {
       await srv.close();
     }

@@ -20,7 +20,7 @@ export function createGoogleModel(spec: ModelSpec, endpoint: ProviderEndpoint, o
           maxRetries: 0,
           streamUsage: true,
         });
-        ignoreUnreadResponse((chat as unknown as { client?: StreamingClient }).client);
+        adaptClient((chat as unknown as { client?: StreamingClient }).client);
         return chat as unknown as StreamingChat;
       },
       httpFailure: googleHttpFailure,
@@ -51,20 +51,47 @@ interface StreamingClient {
 }
 
 /**
- * The SDK's `generateContentStream` gives the stream and a `response` promise read from a copy of
- * it. LangChain reads only the stream: when the connection breaks mid-answer, that promise rejects
- * with no one to catch it, an unhandled rejection that ends the process. The stream carries the
- * same error to withRetries; the promise's is dropped here.
+ * Two repairs of the SDK's streaming call (`client` is LangChain's private field: should a release
+ * rename it, the providers' tests of a broken stream and of parallel tool results say so):
+ * - LangChain sends each tool result as a content of its own, where Google's API takes a turn's
+ *   results as one content with a functionResponse part each (and refuses the split form, 400
+ *   "the number of function response parts is equal to the number of function call parts"): the
+ *   request's consecutive function-response contents are joined.
+ * - The SDK gives the stream and a `response` promise read from a copy of it. LangChain reads only
+ *   the stream: when the connection breaks mid-answer, that promise rejects with no one to catch
+ *   it, an unhandled rejection that ends the process. The stream carries the same error to
+ *   withRetries; the promise's is dropped.
  */
-function ignoreUnreadResponse(client: StreamingClient | undefined): void {
-  // `client` is LangChain's private field: should a release rename it, the providers' tests of a broken stream say so.
+function adaptClient(client: StreamingClient | undefined): void {
   if (typeof client?.generateContentStream !== "function") return;
   const generate = client.generateContentStream.bind(client);
-  client.generateContentStream = async (...args) => {
-    const result = await generate(...args);
+  client.generateContentStream = async (request, ...rest) => {
+    const result = await generate(withJoinedResponses(request), ...rest);
     result.response.catch(() => undefined);
     return result;
   };
+}
+
+interface Content {
+  role?: string;
+  parts?: Record<string, unknown>[];
+}
+
+const onlyResponses = (content: Content | undefined): boolean =>
+  (content?.parts?.length ?? 0) > 0 && content!.parts!.every((part) => part.functionResponse !== undefined);
+
+/** The request with each run of contents made only of function responses joined into one content. */
+function withJoinedResponses(request: unknown): unknown {
+  const contents = (request as { contents?: Content[] } | undefined)?.contents;
+  if (!Array.isArray(contents)) return request;
+  const joined: Content[] = [];
+  for (const content of contents) {
+    const last = joined.at(-1);
+    if (last && onlyResponses(last) && onlyResponses(content) && last.role === content.role) {
+      joined[joined.length - 1] = { ...last, parts: [...last.parts!, ...content.parts!] };
+    } else joined.push(content);
+  }
+  return { ...(request as object), contents: joined };
 }
 
 /**

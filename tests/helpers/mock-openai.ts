@@ -78,15 +78,69 @@ export interface MockOpenAIServer {
 
 export type MockProtocol = "openai" | "anthropic" | "gemini";
 
-/** Whether a request is the protocol's model call; the base URL clients are given. */
-const PROTOCOLS: Record<MockProtocol, { route: (method: string, path: string) => boolean; base: string }> = {
-  openai: { route: (method, path) => method === "POST" && path === "/v1/chat/completions", base: "/v1" },
-  anthropic: { route: (method, path) => method === "POST" && path === "/v1/messages", base: "" },
+/**
+ * Whether a request is the protocol's model call; the base URL clients are given; and what its
+ * API refuses (400) in the shape of a turn of parallel tool calls and their results, as the real
+ * one does: a client that sends them otherwise fails there as it would in production.
+ */
+const PROTOCOLS: Record<
+  MockProtocol,
+  { route: (method: string, path: string) => boolean; base: string; refuses: (body: any) => string | undefined }
+> = {
+  openai: { route: (method, path) => method === "POST" && path === "/v1/chat/completions", base: "/v1", refuses: openaiToolTurns },
+  anthropic: { route: (method, path) => method === "POST" && path === "/v1/messages", base: "", refuses: anthropicToolTurns },
   gemini: {
     route: (method, path) => method === "POST" && /^\/v1beta\/models\/[^/:]+:(streamGenerateContent|generateContent)(\?|$)/.test(path),
     base: "",
+    refuses: geminiToolTurns,
   },
 };
+
+/** OpenAI: an assistant message's tool calls are each answered by a `tool` message with its id, right after it. */
+function openaiToolTurns(body: any): string | undefined {
+  const messages: any[] = body?.messages ?? [];
+  for (const [i, message] of messages.entries()) {
+    const ids: string[] = (message?.tool_calls ?? []).map((call: any) => call.id);
+    if (message?.role !== "assistant" || ids.length === 0) continue;
+    const answered = messages.slice(i + 1, i + 1 + ids.length).map((next) => (next?.role === "tool" ? next.tool_call_id : undefined));
+    if (ids.some((id) => !answered.includes(id)))
+      return "An assistant message with 'tool_calls' must be followed by tool messages responding to each 'tool_call_id'.";
+  }
+  return undefined;
+}
+
+/** Anthropic: the results of an assistant turn's tool_use blocks all come in the next (user) message. */
+function anthropicToolTurns(body: any): string | undefined {
+  const messages: any[] = body?.messages ?? [];
+  const blocks = (message: any): any[] => (Array.isArray(message?.content) ? message.content : []);
+  for (const [i, message] of messages.entries()) {
+    const ids = blocks(message)
+      .filter((block) => block?.type === "tool_use")
+      .map((block) => block.id);
+    if (message?.role !== "assistant" || ids.length === 0) continue;
+    const next = messages[i + 1];
+    const answered = blocks(next)
+      .filter((block) => block?.type === "tool_result")
+      .map((block) => block.tool_use_id);
+    const missing = ids.find((id: string) => !answered.includes(id));
+    if (next?.role !== "user" || missing !== undefined)
+      return `messages.${i + 1}: \`tool_use\` ids were found without \`tool_result\` blocks immediately after: ${missing ?? ids[0]}. Each \`tool_use\` block must have a corresponding \`tool_result\` block in the next message.`;
+  }
+  return undefined;
+}
+
+/** Gemini: a model turn's function calls are answered by one content with as many functionResponse parts. */
+function geminiToolTurns(body: any): string | undefined {
+  const contents: any[] = body?.contents ?? [];
+  const count = (content: any, kind: string) => (content?.parts ?? []).filter((part: any) => part?.[kind] !== undefined).length;
+  for (const [i, content] of contents.entries()) {
+    const calls = count(content, "functionCall");
+    if (calls === 0) continue;
+    if (count(contents[i + 1], "functionResponse") !== calls)
+      return "Please ensure that the number of function response parts is equal to the number of function call parts of the function call turn.";
+  }
+  return undefined;
+}
 
 export function startMockOpenAI(): Promise<MockOpenAIServer> {
   return startMockModelServer("openai");
@@ -110,6 +164,11 @@ export async function startMockModelServer(protocol: MockProtocol): Promise<Mock
 
     if (!PROTOCOLS[protocol].route(request.method, request.path)) {
       return sendJson(res, 404, { error: { message: `mock-${protocol}: no route for ${req.method} ${request.path}` } });
+    }
+    const refused = PROTOCOLS[protocol].refuses(request.body);
+    if (refused !== undefined) {
+      const error = { message: refused, type: "invalid_request_error", code: "INVALID_ARGUMENT" };
+      return sendJson(res, 400, errorBody(protocol, 400, error));
     }
     const behaviour = queue.shift();
     if (!behaviour) {
