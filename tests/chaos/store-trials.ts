@@ -85,13 +85,21 @@ export function lockTrial(name: string, index: number, rng: Rng, reference: Refe
   });
 }
 
-/** Garbles one page of the SQLite file `db` but its first (the header and the schema stay valid, so it opens). */
-function garblePage(db: string, rng: Rng): void {
+/**
+ * Garbles one page of the SQLite file `db` but its first (the header and the schema stay valid, so
+ * it opens). False when it has no page beyond the first (a run killed before its store was
+ * written has an empty file, or a header alone): there is nothing to damage.
+ */
+function garblePage(db: string, rng: Rng): boolean {
   const bytes = readFileSync(db);
+  // The header is 100 bytes; the page size is at offset 16.
+  if (bytes.length < 100) return false;
   const pageSize = bytes.readUInt16BE(16) === 1 ? 65_536 : bytes.readUInt16BE(16);
+  if (pageSize < 512 || bytes.length < 2 * pageSize) return false;
   const page = 1 + Math.floor(rng() * (bytes.length / pageSize - 1));
   for (let i = page * pageSize; i < (page + 1) * pageSize; i++) bytes[i] = (i * 7) & 255;
   writeFileSync(db, bytes);
+  return true;
 }
 
 /** Writes what the WAL file of `db` holds into it (as the last writer's close does), so that the file alone is the store. */
@@ -124,7 +132,7 @@ export function damagedTrial(name: string, rng: Rng, reference: Reference): Prom
     if (!existsSync(ws.db)) return {};
     checkpointed(ws.db);
     copyFileSync(ws.db, `${ws.db}.backup`);
-    garblePage(ws.db, rng);
+    if (!garblePage(ws.db, rng)) return {};
     let wrongEnd: string | undefined;
     for (const args of ON_DAMAGED) {
       const result = await ended(printed.of(startCli([...args, "--db", ws.db], { standalone: true })));
