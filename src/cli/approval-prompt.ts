@@ -6,6 +6,7 @@ import { createInterface } from "node:readline/promises";
 import pc from "picocolors";
 import type { ApprovalAnswer, ApprovalRequest } from "../runtime/approval.js";
 import { printable } from "./terminal-text.js";
+import { instanceName } from "../state/map.js";
 
 /** The call asked about, whole and printable: the shell command, a file tool's path, or the arguments. */
 export function describeCall(request: ApprovalRequest): string {
@@ -38,8 +39,7 @@ export function describeAlways(request: ApprovalRequest): string | undefined {
 
 /** A pending approval in words, printable: who wants to run what, and why (`coder wants to run shell: rm -rf build (reason)`). */
 export function approvalSummary(request: ApprovalRequest): string {
-  const who = request.instance === undefined ? request.node : `${request.node}[${request.instance}]`;
-  return `${printable(who)} wants to run ${describeCall(request)} (${printable(request.reason)})`;
+  return `${printable(instanceName(request.node, request.instance))} wants to run ${describeCall(request)} (${printable(request.reason)})`;
 }
 
 /**

@@ -9,6 +9,7 @@ import { asSeen } from "../runs/thread-registry.js";
 import { printable, printableJson } from "./terminal-text.js";
 import type { RoundTokens } from "./render.js";
 import type { TokenUsage } from "../state/graph-state.js";
+import { instanceName } from "../state/map.js";
 
 export interface InspectCommandOptions extends GlobalOptions {
   checkpoint?: string;
@@ -223,7 +224,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
 
 /** One lane of a parallel step, under its row: the task's node (a map's instance as `node[i]`), tokens and time. */
 function laneRow(lane: Lane, last: boolean): string {
-  const name = lane.index === undefined ? lane.node : `${lane.node}[${lane.index}]`;
+  const name = instanceName(lane.node, lane.index);
   const tokens = lane.tokens.inputTokens + lane.tokens.outputTokens ? `${lane.tokens.inputTokens}→${lane.tokens.outputTokens}` : "-";
   const time = lane.seconds === undefined ? "-" : `${lane.seconds.toFixed(1)}s`;
   return pc.dim(`   ${last ? "└" : "├"} ${printable(name).padEnd(14)} ${tokens.padStart(11)}  ${time.padStart(6)}`);

@@ -4,6 +4,7 @@ import { isApprovalRequest } from "../runtime/approval.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { approvalSummary } from "./approval-prompt.js";
 import { printable, printableJson } from "./terminal-text.js";
+import { instanceName } from "../state/map.js";
 
 /** The version of the `--json` event format (docs/events.md): raised when a field changes meaning or goes away. */
 export const EVENTS_VERSION = 1;
@@ -267,7 +268,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
         view.visit = event.visit;
         view.streamedThisNode = false;
         // A map's instances run together: each by its index, not as a visit after the others.
-        const shown = event.instance === undefined ? event.node : `${event.node}[${event.instance}]`;
+        const shown = instanceName(event.node, event.instance);
         const visit = event.visit > 1 && event.instance === undefined ? pc.dim(` (visit ${event.visit})`) : "";
         line(event.threadId, `${pc.blue("●")} ${pc.bold(shown)}${visit}`, false);
         break;
@@ -294,7 +295,7 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
           };
         }
         const tokens = event.usage ? `, ${event.usage.inputTokens}→${event.usage.outputTokens} tokens` : "";
-        const shown = event.instance === undefined ? event.node : `${event.node}[${event.instance}]`;
+        const shown = instanceName(event.node, event.instance);
         line(event.threadId, `${pc.green("✓")} ${shown} ${pc.dim(`(${(event.durationMs / 1000).toFixed(1)}s${tokens})`)}`, false);
         view.node = undefined;
         break;

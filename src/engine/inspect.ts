@@ -10,7 +10,7 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { checkpointTree, type BranchInfo } from "./checkpoint-tree.js";
-import { laneOfSteps, type Lane } from "./lanes.js";
+import { lanesOfSteps, type Lane } from "./lanes.js";
 import { plainDiff } from "./plain-diff.js";
 
 export { listThreads, type ThreadSummary } from "./thread-list.js";
@@ -385,7 +385,7 @@ async function withLanes(store: Store, threadId: string, checkpoints: Checkpoint
     parentId: checkpoint.parentId!,
     startedAt: created.get(checkpoint.parentId!) ?? checkpoint.createdAt,
   }));
-  const lanes = await laneOfSteps(store, threadId, steps);
+  const lanes = await lanesOfSteps(store, threadId, steps);
   return checkpoints.map((checkpoint) => {
     const found = checkpoint.parentId === undefined ? undefined : lanes.get(checkpoint.parentId);
     return found && found.length > 1 && parallel.includes(checkpoint) ? { ...checkpoint, lanes: found } : checkpoint;

@@ -27,7 +27,7 @@ export interface ParallelStep {
 }
 
 /** The lanes of each step, by the checkpoint it ran from; the records of the thread are read once. */
-export async function laneOfSteps(store: Store, threadId: string, steps: readonly ParallelStep[]): Promise<Map<string, Lane[]>> {
+export async function lanesOfSteps(store: Store, threadId: string, steps: readonly ParallelStep[]): Promise<Map<string, Lane[]>> {
   const lanes = new Map<string, Lane[]>();
   if (steps.length === 0) return lanes;
   const lastCalls = await lastCallTimes(store, threadId, new Set(steps.map((step) => step.parentId)));

@@ -9,6 +9,7 @@ import { estimateInputTokens, estimateOutputTokens } from "./tokens.js";
 import { SCRIPTED_ANY_NODE, type ScriptedConsumed, type ScriptedCounts } from "../state/graph-state.js";
 import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult, ScriptedInstance } from "./types.js";
+import { instanceName } from "../state/map.js";
 
 const ScriptedToolCallSchema = z.strictObject({
   name: z.string().min(1),
@@ -175,7 +176,7 @@ class ScriptedModel implements ChatModel {
    * instances running together never take the same response, whichever calls first.
    */
   private instanceChoice(node: string, instance: ScriptedInstance, counts: ScriptedCounts): ScriptedChoice {
-    const own = `${node}[${instance.index}]`;
+    const own = instanceName(node, instance.index);
     if (this.groups.has(own)) return { group: own, position: counts[own] ?? 0 };
     const group = this.groups.has(node) ? node : SCRIPTED_ANY_NODE;
     const start = this.countsOf(instance.consumedAtStart)[group] ?? 0;
@@ -193,7 +194,7 @@ class ScriptedModel implements ChatModel {
     if (choice === undefined || index === undefined || !response) {
       let used = 0;
       for (const [group, indices] of this.groups) used += Math.min(counts[group] ?? 0, indices.length);
-      const caller = options.instance ? `${options.node}[${options.instance.index}]` : options.node;
+      const caller = instanceName(options.node, options.instance?.index);
       throw new ModelError(
         `scripted model exhausted: no response left for node "${caller}" in ${this.file} (${used} of ${this.responses.length} used)`,
         "exhausted",

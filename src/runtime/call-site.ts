@@ -1,4 +1,5 @@
 import { getConfig } from "@langchain/langgraph";
+import { instanceName } from "../state/map.js";
 
 /** The LangGraph task a call is made in. */
 export interface TaskSite {
@@ -80,6 +81,7 @@ export function currentInstance(): { node: string; index: number } | undefined {
 export function callerName(node: string): string {
   const instance = currentInstance();
   if (!instance) return node;
-  if (node === instance.node) return `${node}[${instance.index}]`;
-  return node.startsWith(`${instance.node}.`) ? `${instance.node}[${instance.index}]${node.slice(instance.node.length)}` : node;
+  const named = instanceName(instance.node, instance.index);
+  if (node === instance.node) return named;
+  return node.startsWith(`${instance.node}.`) ? `${named}${node.slice(instance.node.length)}` : node;
 }

@@ -5,6 +5,14 @@ import type { TokenUsage } from "./usage.js";
  * to, and how the instances' outputs gather into one list in item order.
  */
 
+/**
+ * How an instance of a mapped node is named wherever it shows (a scripted response's `node`, its
+ * records, events, approvals, lanes): `coder[1]`; a node that runs as no instance by its own name.
+ */
+export function instanceName(node: string, index?: number): string {
+  return index === undefined ? node : `${node}[${index}]`;
+}
+
 /** One instance of a mapped node: its item's position in the list, and how many items there are. */
 export interface MapInstance {
   node: string;

@@ -212,14 +212,19 @@ export interface BranchChanges {
   files: BranchFileChange[];
 }
 
-/** What the branch changed: from its base to its tip (commit the worktree first for its latest content). */
-export async function branchDiff(branch: WorkspaceBranch): Promise<BranchChanges> {
+/** `git diff-tree` of the branch's change (its base to its tip) with `args`; no user setting (renames, colour, drivers) changes the output. */
+async function branchDiffTree(branch: WorkspaceBranch): Promise<(args: readonly string[]) => Promise<string>> {
   const repo = await repositoryOf(branch);
   const { base, tip } = await branchBounds(repo, branch);
-  const options = ["-r", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv"];
+  return (args) => repo.run(["diff-tree", ...args, "-r", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv", base, tip]);
+}
+
+/** What the branch changed: from its base to its tip (commit the worktree first for its latest content). */
+export async function branchDiff(branch: WorkspaceBranch): Promise<BranchChanges> {
+  const diffTree = await branchDiffTree(branch);
   const [patch, raw] = await Promise.all([
-    repo.run(["diff-tree", "-p", "--binary", "--full-index", "--src-prefix=a/", "--dst-prefix=b/", ...options, base, tip]),
-    repo.run(["diff-tree", "-z", "--name-status", ...options, base, tip]),
+    diffTree(["-p", "--binary", "--full-index", "--src-prefix=a/", "--dst-prefix=b/"]),
+    diffTree(["-z", "--name-status"]),
   ]);
   const fields = raw.split("\0");
   const files: BranchFileChange[] = [];
@@ -235,13 +240,8 @@ export async function branchDiff(branch: WorkspaceBranch): Promise<BranchChanges
  * file's line counts. The same range as `branchDiff`, which `mergeBranches` applies.
  */
 export async function branchChangesToRead(branch: WorkspaceBranch): Promise<{ patch: string; files: FileChange[] }> {
-  const repo = await repositoryOf(branch);
-  const { base, tip } = await branchBounds(repo, branch);
-  const options = ["-r", "--no-renames", "--no-color", "--no-ext-diff", "--no-textconv"];
-  const [patch, numstat] = await Promise.all([
-    repo.run(["diff-tree", "-p", "--src-prefix=a/", "--dst-prefix=b/", ...options, base, tip]),
-    repo.run(["diff-tree", "-z", "--numstat", ...options, base, tip]),
-  ]);
+  const diffTree = await branchDiffTree(branch);
+  const [patch, numstat] = await Promise.all([diffTree(["-p", "--src-prefix=a/", "--dst-prefix=b/"]), diffTree(["-z", "--numstat"])]);
   return { patch, files: parseNumstat(numstat) };
 }
 

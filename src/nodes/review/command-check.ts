@@ -10,7 +10,7 @@ import { openBranchWorktree } from "../../git/worktrees/index.js";
 import { STATE_DIR } from "../../project.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
-import { availableSandbox, sandboxForDeclared } from "../../tools/sandbox.js";
+import { availableSandbox } from "../../tools/sandbox.js";
 import { runWithInput } from "../../tools/shell.js";
 import type { ToolContext } from "../../tools/types.js";
 import type { CommandCheckResult } from "../../state/looper.js";
@@ -59,8 +59,8 @@ async function runIn(ctx: RunContext, check: { command: string; timeoutMs: numbe
   const folder = place.branch
     ? (await openBranchWorktree({ workspace, threadId: ctx.threadId, ...place.branch, secrets: ctx.secrets ?? [] })).dir
     : ctx.workspace;
-  // The graph author's own command: it runs as the run's commands do (in the OS sandbox where one can start).
-  const sandbox = sandboxForDeclared(ctx.sandbox ?? availableSandbox(ctx.env), true, ctx.env)!;
+  // The graph author's own command (a trusted declaration): it runs as the run's commands do (in the OS sandbox where one can start).
+  const sandbox = ctx.sandbox ?? availableSandbox(ctx.env);
   const where: ToolContext = {
     workspace: folder,
     env: ctx.env,

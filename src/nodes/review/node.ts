@@ -10,7 +10,7 @@ import { SINGLE_RUN_INDEX } from "../coder/worktree.js";
 import type { ReviewNodeDefinition } from "./schema.js";
 import type { TokenUsage } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
-import { visitNumber } from "../../state/map.js";
+import { instanceName, visitNumber } from "../../state/map.js";
 
 export type { ReviewNodeDefinition } from "./schema.js";
 
@@ -39,7 +39,11 @@ export function createReviewNode(def: ReviewNodeDefinition, graph: GraphDefiniti
     let subjects: ReviewSubject[];
     if (merged) subjects = [{ caller: def.id, coder: merged.coder }];
     else if (mapped) {
-      subjects = output.map((instance, index) => ({ caller: `${def.id}[${index}]`, coder: asCoderResult(instance), ...branchOf(index) }));
+      subjects = output.map((instance, index) => ({
+        caller: instanceName(def.id, index),
+        coder: asCoderResult(instance),
+        ...branchOf(index),
+      }));
     } else subjects = [{ caller: def.id, coder: asCoderResult(output), ...branchOf(SINGLE_RUN_INDEX) }];
     const baseline = merged ? merged.baseline : state.roundBaseline;
     const input: Partial<ReviewStateValue> = { task: state.task, subjects, baseline, scripted: state.scripted };
@@ -89,8 +93,8 @@ function asCoderResult(output: unknown): CoderResult | undefined {
 /** The reviews of a mapped coder's instances as one message: their ratings in a line, then each review. */
 function formatReviews(coder: string, results: readonly ReviewResult[]): string {
   if (results.length === 0) return `Review: ${coder} made no attempt to review`;
-  const ratings = results.map((result, index) => `${coder}[${index}] ${result.rating}`).join(" · ");
-  const each = results.map((result, index) => `${coder}[${index}]: ${formatReview(result)}`);
+  const ratings = results.map((result, index) => `${instanceName(coder, index)} ${result.rating}`).join(" · ");
+  const each = results.map((result, index) => `${instanceName(coder, index)}: ${formatReview(result)}`);
   return [`Review of ${results.length} attempts: ${ratings}`, ...each].join("\n\n");
 }
 
