@@ -50,6 +50,17 @@ describe("parsing a policy file", () => {
     expect(rules[2]).not.toHaveProperty("reason");
   });
 
+  it("read_only marks an allow rule's tools as reads (their calls of one turn may run at once); on another decision it is an error", () => {
+    expect(parsePolicyFile("rules:\n  - { tool: 'docs__*', decision: allow, read_only: true }\n", "p.yaml")[0]).toMatchObject({
+      tool: "docs__*",
+      readOnly: true,
+    });
+    expect(parsePolicyFile("rules:\n  - { tool: 'docs__*', decision: allow }\n", "p.yaml")[0]).not.toHaveProperty("readOnly");
+    expect(errorOf("rules:\n  - { tool: 'docs__*', decision: ask, read_only: true }\n")).toMatch(
+      /^policy\.yaml:2:50: rules\[0\]\.read_only: read_only belongs on an allow rule/,
+    );
+  });
+
   it("reads an empty file, or one without rules, as no rules", () => {
     expect(parsePolicyFile("", "p.yaml")).toEqual([]);
     expect(parsePolicyFile("# nothing yet\n", "p.yaml")).toEqual([]);

@@ -2,7 +2,7 @@
 import type { CheckpointSummary } from "./inspect.js";
 
 /** Channels of the engine's own bookkeeping: left out of `inspect --diff` unless `--internal`, and of a step's description. */
-export const INTERNAL_CHANNELS = ["scripted"];
+export const INTERNAL_CHANNELS = ["scripted", "readResults"];
 
 /**
  * The first line of a message's text (plain JSON of a message, as `inspect` stores it): a tool's

@@ -156,12 +156,19 @@ function usageByNode(usage: unknown): Record<string, TokenUsage> {
   return (usage ?? {}) as Record<string, TokenUsage>;
 }
 
-/** A Coder's step, which counts no visits: `model` when it added the model's answer, `tools` a tool's result, `finish` its result. */
+/**
+ * A Coder's step, which counts no visits: `model` when it added the model's answer, `tools` a
+ * tool's result, `reads` the results of a batch of reads run at once, `join` the judging after
+ * such a batch, `finish` its result.
+ */
 function coderStepNode(changes: readonly StateChange[]): string | undefined {
   const added = changes.flatMap((change) =>
     change.kind === "added" && /^messages(\.\d+)?$/.test(change.path) ? (Array.isArray(change.value) ? change.value : [change.value]) : [],
   ) as PlainMessage[];
   if (added.some((message) => message?.type === "ai")) return "model";
+  // A batch of reads run at once adds each result; the join after it judges them.
+  if (changes.some((change) => change.path === "readResults" || change.path.startsWith("readResults.")))
+    return added.some((message) => message?.type === "tool") ? "reads" : "join";
   if (added.some((message) => message?.type === "tool")) return "tools";
   if (added.some((message) => message?.type === "human")) return "remind";
   return changes.some((change) => change.path === "result" || change.path.startsWith("result.")) ? "finish" : undefined;

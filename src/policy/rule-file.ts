@@ -30,7 +30,7 @@ import { untrustedReason } from "../trust/trust.js";
 export const MAX_RULE_PRIORITY = 999;
 
 const DECISIONS = ["allow", "deny", "ask"] as const;
-const RULE_KEYS = ["tool", "pattern", "decision", "priority", "reason"];
+const RULE_KEYS = ["tool", "pattern", "decision", "priority", "reason", "read_only"];
 
 const POLICY_KEYS = ["rules"];
 /** The user's own policy file (in the config home) may also set the sandbox's network. */
@@ -80,14 +80,24 @@ export const policyRuleSchema = z
         .describe(`Higher wins (0–${MAX_RULE_PRIORITY}, default 0); built-in asks have 100, built-in denies 1000`)
         .default(0),
       reason: z.string({ error: "reason must be a string" }).min(1).describe("Shown to the model and the user").optional(),
+      read_only: z
+        .literal(true, { error: "read_only must be true (or left out)" })
+        .describe(
+          "On an allow rule for MCP tools (server__tool): the tools only read, so calls of one model turn may run at once, as the built-in reads do",
+        )
+        .optional(),
     },
     {
       error: (issue) =>
         issue.code === "unrecognized_keys"
           ? issue.keys.map((key) => unknownKey(key, RULE_KEYS)).join("; ")
-          : "a rule must be a mapping: { tool, pattern?, decision, priority?, reason? }",
+          : "a rule must be a mapping: { tool, pattern?, decision, priority?, reason?, read_only? }",
     },
   )
+  .refine((rule) => rule.read_only === undefined || rule.decision === "allow", {
+    error: "read_only belongs on an allow rule: it says the tools it allows only read",
+    path: ["read_only"],
+  })
   .meta({ id: "policyRule", description: "A policy rule: allow, deny or ask for matching tool calls" });
 
 /** A `policy:` section of a graph file, and the whole of a user policy file. */
@@ -168,6 +178,7 @@ export function toPolicyRules(section: PolicyRulesSection, source: RuleSource, o
     decision: rule.decision,
     priority: rule.priority,
     ...(rule.reason !== undefined && { reason: rule.reason }),
+    ...(rule.read_only && { readOnly: true as const }),
     source,
     origin: `${origin} rules[${index}]`,
   }));

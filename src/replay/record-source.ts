@@ -124,9 +124,12 @@ export class RecordSource {
 
   /** The recorded result of an effect (RunContext.replayEffect). */
   async effect(request: EffectRequest): Promise<unknown> {
-    const { record, step } = await this.take("effect", request.node, `ran ${request.name}`);
+    const args = asJson(request.args);
+    const same = (record: Recording): boolean =>
+      record.kind === request.kind && "name" in record && record.name === request.name && isDeepStrictEqual(args, record.args);
+    const { record, step } = await this.take("effect", request.node, `ran ${request.name}`, same);
     if (record.kind === "model" || record.kind === "approval") throw new Error(`record ${record.id} is not an effect`);
-    if (record.kind !== request.kind || record.name !== request.name || !isDeepStrictEqual(asJson(request.args), record.args)) {
+    if (!same(record)) {
       this.stop({
         kind: "tool_args",
         step,
@@ -161,15 +164,27 @@ export class RecordSource {
     return record.answer as ApprovalAnswer;
   }
 
-  /** The next record of `node` in `category`, checked to come at the current step. */
-  private async take(category: Category, called: string, what: string): Promise<{ record: StepRecording; step?: number }> {
+  /**
+   * The next record of `node` in `category`, checked to come at the current step. With `same`:
+   * the first record of the next record's step that is the same call, if the next is not: calls
+   * of one step that ran at once (a batch of reads) were recorded in the order they ended.
+   */
+  private async take(
+    category: Category,
+    called: string,
+    what: string,
+    same?: (record: Recording) => boolean,
+  ): Promise<{ record: StepRecording; step?: number }> {
     if (this.stopped) throw new ReplayStop("the replay was stopped");
     // A map's instance takes its own records (they were made under its name, see callerName).
     const node = callerName(called);
     const task = currentTask();
     const step = task ? await this.options.stepOf(task.checkpointId) : undefined;
     const at = step === undefined ? "" : ` at step ${step}`;
-    const record = this.queues.get(queueKey(category, node))?.shift();
+    const queue = this.queues.get(queueKey(category, node));
+    const head = queue?.[0];
+    const ended = head && same && !same(head) ? queue!.findIndex((record) => record.step === head.step && same(record)) : -1;
+    const record = ended > 0 ? queue!.splice(ended, 1)[0] : queue?.shift();
     if (!record) {
       if (!this.options.complete && this.remaining().length === 0) {
         this.endOfRecord = { step, node };

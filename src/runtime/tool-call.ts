@@ -1,7 +1,7 @@
 import type { RunnableConfig } from "@langchain/core/runnables";
 import { interrupt } from "@langchain/langgraph";
 import { cancelledByUser } from "../errors.js";
-import { alwaysAnswerFor, decideToolCall, toolFacts } from "../policy/index.js";
+import { alwaysAnswerFor, decideToolCall, toolFacts, type PolicyOptions } from "../policy/index.js";
 import type { PolicyRule } from "../state/rules.js";
 import {
   checkToolCalls,
@@ -91,6 +91,44 @@ export async function runToolCall(call: ToolCallRequest, options: ToolCallOption
 }
 
 /**
+ * One read of a batch that runs at once (see `runsBesideOtherReads`): the call through every
+ * check, as `runToolCall`, but not judged: the loop detector judges the batch after all of it
+ * ran (`judgeReads`), in the model's order, as if the calls had run one after the other.
+ */
+export async function runConcurrentRead(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolResult> {
+  return (await decideAndRun(call, options)).result;
+}
+
+export interface JudgedReads {
+  /** The loop detector after the batch. */
+  loop: LoopDetectorState;
+  /** What to say to the model after each call's result (by call id): a streak of reads reached its limit. */
+  warnings: Map<string, string>;
+  /** The same error came back too many times in a row: the turn must end with this reason. */
+  repeatedError?: string;
+}
+
+/** A batch of reads that ran at once, judged in the model's order: each call then its result, as `runToolCall` judges one. */
+export function judgeReads(
+  loop: LoopDetectorState,
+  ran: readonly { call: ToolCallRequest; result: Pick<ToolResult, "ok" | "errorKind" | "content"> }[],
+  options: LoopDetectionOptions,
+): JudgedReads {
+  const warnings = new Map<string, string>();
+  for (const { call, result } of ran) {
+    const called = checkToolCalls(loop, [{ name: call.name, args: call.args }], options);
+    const check = checkToolResult(called.state, { name: call.name, work: callWork(call.name, result) }, result, options);
+    loop = check.state;
+    const said = [called.verdict.status === "warn" ? called.verdict.message : undefined, check.warning].filter(
+      (text) => text !== undefined,
+    );
+    if (said.length > 0) warnings.set(call.id, said.join("\n\n"));
+    if (check.failure !== undefined) return { loop, warnings, repeatedError: check.failure };
+  }
+  return { loop, warnings };
+}
+
+/**
  * One tool call, through every check in order: loop detection → the policy gate → the user's
  * approval (a LangGraph interrupt: the run pauses until answered) → a workspace snapshot around
  * it → execution → the record. Never throws for the call's own failures: each becomes a result.
@@ -143,8 +181,8 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   }
 
   const policyCall = { name: call.name, args: call.args };
-  const sandbox = ctx.sandbox ?? availableSandbox(ctx.env);
-  const policy = { rules: options.rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandbox.name };
+  const sandbox = sandboxOf(ctx);
+  const policy = policyOptions(options);
   const toolContext = (): ToolContext => ({
     workspace: ctx.workspace,
     env: ctx.env,
@@ -253,6 +291,34 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
   emitResult(result, notRun);
   const { editNote: _, ...decided } = outcome;
   return { ...decided, result };
+}
+
+const sandboxOf = (ctx: RunContext) => ctx.sandbox ?? availableSandbox(ctx.env);
+
+/** What the policy decides a node's calls with: its rules, the run's approval mode, workspace and sandbox. */
+function policyOptions({ ctx, rules }: Pick<ToolCallOptions, "ctx" | "rules">): PolicyOptions {
+  return { rules, mode: ctx.settings.approval, workspace: ctx.workspace, sandbox: sandboxOf(ctx).name };
+}
+
+/**
+ * Whether a call may run at the same time as the other reads of its model turn: a read-only tool
+ * (a built-in read, or an MCP tool whose allow rule says `read_only`) that is not composite (a
+ * subagent) and not refused by the node's mode, with valid arguments, that the policy runs
+ * without asking and whose answer no one is giving. Anything else (a write, a command, a call
+ * that asks or is blocked) runs alone, in its order.
+ */
+export function runsBesideOtherReads(
+  call: ToolCallRequest,
+  options: Pick<ToolCallOptions, "ctx" | "node" | "tools" | "rules" | "refuse">,
+): boolean {
+  if (call.invalidArguments !== undefined || options.refuse?.(call)) return false;
+  const checked = checkToolCall(call, options.tools);
+  if ("failure" in checked || checked.tool.composite === true) return false;
+  const { effect } = checked.tool;
+  if (effect !== "read" && effect !== "external") return false;
+  if (options.ctx.answering?.some((request) => asksAbout(request, options.node, call)) === true) return false;
+  const gate = decideToolCall({ name: call.name, args: call.args }, policyOptions(options));
+  return gate.kind === "run" && (effect === "read" || gate.verdict.rule?.readOnly === true);
 }
 
 /** Why a call answered without running did not run, as its `tool_result` event says: its error's kind, or `blocked` (the loop detector, the policy, a hook). */

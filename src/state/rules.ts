@@ -43,6 +43,8 @@ export interface PolicyRule {
   asksInAuto?: boolean;
   /** Said to the model and the user when the rule decides. */
   reason?: string;
+  /** An allow rule's tools only read (MCP tools marked so): calls of one model turn may run at once. */
+  readOnly?: true;
   source: RuleSource;
   /** Where the rule was written, for messages: e.g. `.loopgraph/policy.yaml rules[2]`. */
   origin?: string;

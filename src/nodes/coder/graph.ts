@@ -2,7 +2,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
-import { END, GraphInterrupt, isGraphInterrupt, START, StateGraph } from "@langchain/langgraph";
+import { END, GraphInterrupt, isGraphInterrupt, Send, START, StateGraph } from "@langchain/langgraph";
 import { cancelledByUser, LimitError, ModelError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import { nodeModelSpec, type RunContext } from "../../runtime/context.js";
@@ -20,20 +20,23 @@ import type { CoderMode } from "../../state/thread.js";
 import { mcpToolDefinition, type McpHub, type McpToolInfo } from "../../tools/mcp.js";
 import { isMcpToolName, MCP_SEPARATOR } from "../../tools/mcp-servers.js";
 import { compressHistory, compressionUpdate } from "./compression.js";
-import { EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
+import { checkToolCalls, EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
 import { CoderState, type CoderStateValue } from "./state.js";
 import { coderSystemPrompt } from "./system-prompt.js";
 import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { SUBAGENT_MAX_STEPS, SUBAGENT_READ_TOOLS, type SubagentType } from "../../tools/subagent-config.js";
-import { runToolCall } from "../../runtime/tool-call.js";
+import { judgeReads, runConcurrentRead, runsBesideOtherReads, runToolCall } from "../../runtime/tool-call.js";
 import { isApprovalRequest } from "../../runtime/approval.js";
 import { performEffect } from "../../runtime/effects.js";
 import { applicableGraphRules, toolMatches } from "../../policy/index.js";
 
-type CoderUpdate = Partial<CoderStateValue>;
+type CoderUpdate = typeof CoderState.Update;
 
 const PREVIEW_CHARS = 400;
+
+/** Reads of one model turn run at once at most this many at a time (the rest in the next batch). */
+export const MAX_CONCURRENT_READS = 4;
 
 /** The id of the message telling a subagent to hand in its result with complete_task. */
 const COMPLETE_TASK_REMINDER = "complete-task-reminder";
@@ -96,6 +99,18 @@ export function unansweredToolCalls(messages: BaseMessage[]): ToolCallRequest[] 
     })),
   ];
   return calls.filter((call) => call.id !== undefined && !answered.has(call.id));
+}
+
+function toolLogEntry(call: ToolCallRequest, result: ToolResult, editedArgs?: unknown): ToolLogEntry {
+  return {
+    id: call.id,
+    name: call.name,
+    args: editedArgs ?? call.args,
+    ok: result.ok,
+    ...(result.errorKind ? { errorKind: result.errorKind } : {}),
+    preview: result.content.slice(0, PREVIEW_CHARS),
+    ...(result.artifact ? { artifact: result.artifact } : {}),
+  };
 }
 
 function failure(state: CoderStateValue, kind: CoderFailureKind, reason: string): CoderResult {
@@ -392,38 +407,129 @@ export function buildCoderGraph(
       return { content };
     };
 
+  /** How a call is decided in this state: the mode's tools and refusals, the graph's, the user's and the session's rules. */
+  const decidedBy = (state: Pick<CoderStateValue, "mode" | "mcpTools" | "sessionRules">) => {
+    const mode = modeOf(state as CoderStateValue);
+    const tools = offered(mode, state as CoderStateValue);
+    return {
+      ctx,
+      node: def.id,
+      tools,
+      refuse: refuseFor(mode, state as CoderStateValue),
+      rules: [...graphRules, ...ctx.userRules, ...state.sessionRules],
+    };
+  };
+  const toolOptions = (
+    state: Pick<CoderStateValue, "mode" | "mcpTools" | "sessionRules" | "loop" | "fileStamps">,
+    config?: RunnableConfig,
+  ) => ({
+    ...decidedBy(state),
+    loop: { state: state.loop ?? EMPTY_LOOP_DETECTOR_STATE, options: def.loopDetection },
+    artifactsDir,
+    resultBudgetChars: def.resultBudgetChars,
+    config,
+    fileStamps: state.fileStamps,
+  });
+
+  /**
+   * The reads at the head of the latest answer's unanswered calls that run at once, each as a task
+   * of its own (two to MAX_CONCURRENT_READS of them; none when the next call runs alone): calls
+   * `runsBesideOtherReads` allows, none of which the loop detector would warn about before it ran
+   * (such a call runs alone, where its warning belongs).
+   */
+  const concurrentReads = (state: CoderStateValue): ToolCallRequest[] => {
+    const options = decidedBy(state);
+    const batch: ToolCallRequest[] = [];
+    let loop = state.loop ?? EMPTY_LOOP_DETECTOR_STATE;
+    for (const call of unansweredToolCalls(state.messages)) {
+      if (batch.length === MAX_CONCURRENT_READS || !runsBesideOtherReads(call, options)) break;
+      const check = checkToolCalls(loop, [{ name: call.name, args: call.args }], def.loopDetection);
+      if (check.verdict.status !== "ok") break;
+      loop = check.state;
+      batch.push(call);
+    }
+    return batch.length >= 2 ? batch : [];
+  };
+  /** Where the unanswered calls lead: a batch of reads, each sent to `read` with what deciding it needs; else `tools`, the next call alone. */
+  const toCalls = (state: CoderStateValue): "tools" | Send[] => {
+    const batch = concurrentReads(state);
+    if (batch.length === 0) return "tools";
+    const { mode, mcpTools, sessionRules, loop, fileStamps } = state;
+    return batch.map((readCall) => new Send("read", { mode, mcpTools, sessionRules, loop, fileStamps, readCall }));
+  };
+
+  /**
+   * One read of a batch, beside the others: its own task, so its result is its own checkpointed
+   * write (after a crash, only the reads that had not finished run again). Its input is what its
+   * Send carried, not the whole state. The loop detector judges the batch afterwards (`joinReads`).
+   */
+  const readStep = async (task: CoderStateValue, config?: RunnableConfig): Promise<CoderUpdate> => {
+    const call = task.readCall!;
+    const result = await runConcurrentRead(call, toolOptions(task, config));
+    const judged = {
+      ok: result.ok,
+      ...(result.errorKind && { errorKind: result.errorKind }),
+      ...(!result.ok && { content: result.content }),
+    };
+    return {
+      messages: [toolMessage(call, result)],
+      toolLog: [toolLogEntry(call, result)],
+      ...(result.fileStamps ? { fileStamps: result.fileStamps } : {}),
+      readResults: { [call.id]: judged },
+    };
+  };
+
+  /**
+   * After a batch of reads: the loop detector judges them in the model's order, as if they had
+   * run one after the other; a warning is added to the result it follows (the message replaced by
+   * its id), and the same error too many times in a row ends the turn.
+   */
+  const joinReads = async (state: CoderStateValue): Promise<CoderUpdate> => {
+    const answer = lastAiMessage(state.messages);
+    const ran = (answer?.tool_calls ?? [])
+      .filter((call) => call.id !== undefined && Object.hasOwn(state.readResults, call.id))
+      .map((call) => ({
+        call: { id: call.id!, name: call.name, args: call.args },
+        result: { content: "", ...state.readResults[call.id!]! },
+      }));
+    const judged = judgeReads(state.loop ?? EMPTY_LOOP_DETECTOR_STATE, ran, def.loopDetection);
+    const noted = state.messages.flatMap((message) => {
+      const id = message.getType() === "tool" ? (message as ToolMessage).tool_call_id : undefined;
+      const warning = id === undefined ? undefined : judged.warnings.get(id);
+      if (warning === undefined) return [];
+      const shown = message as ToolMessage;
+      return [
+        new ToolMessage({
+          id: shown.id,
+          tool_call_id: shown.tool_call_id,
+          name: shown.name,
+          status: shown.status,
+          content: `${messageText(shown)}\n\n${warning}`,
+        }),
+      ];
+    });
+    return {
+      readResults: null,
+      loop: judged.loop,
+      ...(noted.length > 0 && { messages: noted }),
+      ...(judged.repeatedError !== undefined && { result: failure(state, "repeated_error", judged.repeatedError) }),
+    };
+  };
+
   const toolStep = async (state: CoderStateValue, config?: RunnableConfig): Promise<CoderUpdate> => {
     const [call] = unansweredToolCalls(state.messages);
     if (!call) return {};
     if (await stopRequested(state)) return stopped(state, "tool call");
     let sub: CoderStateValue | undefined;
-    const mode = modeOf(state);
     const outcome = await runToolCall(call, {
-      ctx,
-      node: def.id,
-      tools: offered(mode, state),
-      refuse: refuseFor(mode, state),
-      rules: [...graphRules, ...ctx.userRules, ...state.sessionRules],
-      loop: { state: state.loop ?? EMPTY_LOOP_DETECTOR_STATE, options: def.loopDetection },
-      artifactsDir,
-      resultBudgetChars: def.resultBudgetChars,
-      config,
-      fileStamps: state.fileStamps,
+      ...toolOptions(state, config),
       subagent: runSubagent(state, config, (final) => (sub = final)),
     });
     const { result } = outcome;
     if (outcome.loopFailure !== undefined) {
       return { messages: [toolMessage(call, result)], loop: outcome.loop, result: failure(state, "loop_detected", outcome.loopFailure) };
     }
-    const entry: ToolLogEntry = {
-      id: call.id,
-      name: call.name,
-      args: outcome.editedArgs ?? call.args,
-      ok: result.ok,
-      ...(result.errorKind ? { errorKind: result.errorKind } : {}),
-      preview: result.content.slice(0, PREVIEW_CHARS),
-      ...(result.artifact ? { artifact: result.artifact } : {}),
-    };
+    const entry = toolLogEntry(call, result, outcome.editedArgs);
     return {
       loop: outcome.loop,
       ...(outcome.repeatedError !== undefined && {
@@ -481,24 +587,27 @@ export function buildCoderGraph(
   };
 
   /** Where a model call leads: its tool calls; the end; or, for a subagent that has not handed in its result, a reminder. */
-  const next = (state: CoderStateValue): string => {
+  const next = (state: CoderStateValue): string | Send[] => {
     if (state.result) return "finish";
-    if (unansweredToolCalls(state.messages).length > 0) return "tools";
+    if (unansweredToolCalls(state.messages).length > 0) return toCalls(state);
     return subagent && !state.output ? "remind" : "finish";
   };
+  /** Where a tool step (one call, or a batch of reads) leads: the end, the next calls, or the model. */
+  const afterCalls = (state: CoderStateValue): string | Send[] =>
+    state.result || state.output ? "finish" : unansweredToolCalls(state.messages).length > 0 ? toCalls(state) : "model";
 
   return new StateGraph(CoderState)
     .addNode("model", modelStep)
     .addNode("tools", toolStep)
+    .addNode("read", readStep)
+    .addNode("joinReads", joinReads)
     .addNode("remind", remindStep)
     .addNode("finish", finishStep)
     .addEdge(START, "model")
-    .addConditionalEdges("model", next, ["tools", "remind", "finish"])
-    .addConditionalEdges(
-      "tools",
-      (state) => (state.result || state.output ? "finish" : unansweredToolCalls(state.messages).length > 0 ? "tools" : "model"),
-      ["tools", "model", "finish"],
-    )
+    .addConditionalEdges("model", next, ["tools", "read", "remind", "finish"])
+    .addConditionalEdges("tools", afterCalls, ["tools", "read", "model", "finish"])
+    .addEdge("read", "joinReads")
+    .addConditionalEdges("joinReads", afterCalls, ["tools", "read", "model", "finish"])
     .addConditionalEdges("remind", (state) => (state.result ? "finish" : "model"), ["model", "finish"])
     .addEdge("finish", END)
     .compile({ name: def.id });

@@ -2,12 +2,19 @@ import { Annotation, messagesStateReducer } from "@langchain/langgraph";
 import type { BaseMessage } from "@langchain/core/messages";
 import type { TokenUsage } from "../../state/graph-state.js";
 import { mergeConsumed, mergeRules, type ScriptedConsumed } from "../../state/graph-state.js";
-import type { TodoItem } from "../../tools/types.js";
+import type { TodoItem, ToolCallRequest, ToolErrorKind } from "../../tools/types.js";
 import type { LoopDetectorState } from "../../tools/loop-detection.js";
 import type { CoderResult, ToolLogEntry } from "./types.js";
 import type { PolicyRule } from "../../state/rules.js";
 import type { McpToolInfo } from "../../tools/mcp.js";
 import type { CoderMode } from "../../state/thread.js";
+
+/** A read of a batch as the loop detector judges it: whether it succeeded, and an error's kind and text. */
+export interface ReadOutcome {
+  ok: boolean;
+  errorKind?: ToolErrorKind;
+  content?: string;
+}
 
 const lastValue = <T>(_: T, next: T): T => next;
 const unionStrings = (left: string[], right: string[]): string[] => [...new Set([...left, ...right])];
@@ -46,6 +53,13 @@ export const CoderState = Annotation.Root({
   mode: Annotation<CoderMode | undefined>({ reducer: lastValue, default: () => undefined }),
   /** A subagent's result, handed in with complete_task (it ends the subagent). */
   output: Annotation<Record<string, unknown> | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** In a `read` task of a batch: the call it runs (its Send's input; never written to the state). */
+  readCall: Annotation<ToolCallRequest | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** What the loop detector needs of each read of a batch that ran (by call id); the join after the batch judges them and empties it. */
+  readResults: Annotation<Record<string, ReadOutcome>, Record<string, ReadOutcome> | null>({
+    reducer: (left, right) => (right === null ? {} : { ...left, ...right }),
+    default: () => ({}),
+  }),
   result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
 });
 
