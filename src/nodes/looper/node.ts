@@ -79,9 +79,14 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
     const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
     let outcome = phaseOutcome(state, def);
+    // The phase's result is logged first (it came before the commands, which may end the loop).
+    const outcomeAt = log.length;
+    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     let applyConflict: string | undefined;
-    const judged = outcome ? (state.outputs[def.judge] as JudgeResult | undefined) : undefined;
-    if (outcome && judged?.decision === "pick" && previous?.dispatched?.node === def.judge) {
+    const judgeDecided = outcome !== undefined && previous?.dispatched?.node === def.judge;
+    const judged = judgeDecided ? (state.outputs[def.judge] as JudgeResult | undefined) : undefined;
+    if (judged?.decision === "pick") {
+      // The tasks queued up to now (those sent while the Judge compared the attempts too) decide whether the loop goes on.
       const picked = await applyPick(ctx, def, judged, snapshot.context.pending, {
         step: `${def.id}-${visitNumber(state, def.id)}`,
         config,
@@ -89,13 +94,18 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       applyConflict = picked.conflict;
       outcome = picked;
     }
-    // The phase's result is logged first (it came before the commands, which may end the loop).
-    if (outcome) log.push(outcome.summary);
-    const coderStopped = outcome?.event.type === "STOP";
-    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     if (outcome) {
-      // The stop command (applied above) has already ended the loop; without it, the stopped Coder's STOP does.
-      if (!coderStopped || isRunning(snapshot)) apply(outcome.event);
+      log.splice(outcomeAt, 0, outcome.summary);
+      const unseen = judgeDecided && applyConflict === undefined ? unseenByJudge(snapshot, outcome.event) : [];
+      if (unseen.length > 0) {
+        // Tasks sent while the Judge decided to end the loop: it decides again, with them (the loop stays at JUDGE).
+        log.push(
+          `${unseen.length} task${unseen.length === 1 ? "" : "s"} queued while the judge decided (${unseen.map((task) => JSON.stringify(clip(task))).join(", ")}): the judge decides again with ${unseen.length === 1 ? "it" : "them"}`,
+        );
+      } else if (outcome.event.type !== "STOP" || isRunning(snapshot)) {
+        // The stop command (applied above) has already ended the loop; without it, the stopped Coder's STOP does.
+        apply(outcome.event);
+      }
     }
 
     const subState = subStateOf(snapshot);
@@ -163,6 +173,16 @@ async function baselineOrNote(ctx: RunContext, node: string, log: string[]): Pro
   });
   if (taken.error !== undefined) log.push(`no workspace snapshot for this round (${taken.error}): the review cannot diff it`);
   return taken.baseline;
+}
+
+/**
+ * The queued tasks a Judge's decision to end the loop did not see (sent while it decided, or
+ * while a killed process ran it): the Judge reads the queue when it starts, and takes in the
+ * first `consumedPending` of it. None when the decision goes on, or the loop no longer waits at JUDGE.
+ */
+function unseenByJudge(snapshot: LooperSnapshot, event: LooperEvent): string[] {
+  if (event.type !== "JUDGE_TERMINATE" || subStateOf(snapshot) !== "JUDGE") return [];
+  return snapshot.context.pending.slice(event.consumedPending);
 }
 
 const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
