@@ -67,26 +67,28 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     expect(await add("task-B")).toMatchObject({ round: 1, subState: "WAITING_REVIEW", pending: ["task-A", "task-B"] });
     open(2);
     const judge1 = await running.waitForNode("judge");
-    // The Judge has read A and B; C arrives while it runs: it is not lost when the Judge's decision lands.
+    // The Judge has read A and B; C arrives while it runs: its decision to go on takes C into the next round too.
     expect(await add("task-C")).toMatchObject({ round: 1, subState: "JUDGE", pending: ["task-A", "task-B", "task-C"] });
     open(3);
     await running.waitForNode("judge", "node_started", { after: judge1 });
-    // Round 2's Judge has C; D arrives during the last Judge of the loop.
-    expect(await add("task-D")).toMatchObject({ round: 2, subState: "JUDGE", pending: ["task-C", "task-D"] });
+    // C, queued while round 1's Judge decided to go on, went into round 2 with A and B; D arrives during the last Judge of the loop.
+    expect(await add("task-D")).toMatchObject({ round: 2, subState: "JUDGE", pending: ["task-D"] });
     open(4);
 
     const ended = await running.done;
     expect(ended.code, ended.stderr).toBe(4);
     const state = await finalState<State>(ws.db, "q");
-    // A and B (added while WAITING_CODER and WAITING_REVIEW) went into round 2's task.
-    expect(state.task).toContain("## Queued by the user\n- task-A\n- task-B");
+    // A and B (added while WAITING_CODER and WAITING_REVIEW) went into round 2's task, and C (added while its Judge decided) after them.
+    expect(state.task).toContain("## Queued by the user\n- task-A\n- task-B\n- task-C");
+    expect(autoLines(state)).toContain('[AUTO] 1 task queued while the judge decided ("task-C"): taken into the next round');
     const judged = state.messages.filter((m) => m.name === "judge").map((m) => m.content);
     expect(judged[0]).toContain("took 2 pending messages");
-    // C (added during round 1's Judge) and D (during the last Judge) are kept at the round limit, and listed.
+    // D (added while the last Judge decided to end the loop) makes it decide again; the loop then ends at its round limit, D kept and listed.
+    expect(autoLines(state)).toContain('[AUTO] 1 task queued while the judge decided ("task-D"): the judge decides again with it');
     expect(autoLines(state).at(-1)).toBe(
-      '[AUTO] loop ended: round limit (after round 2/2); 2 queued tasks not done, kept for the next start: "task-C", "task-D"',
+      '[AUTO] loop ended: round limit (after round 2/2); 1 queued task not done, kept for the next start: "task-D"',
     );
-    expect(await status()).toMatchObject({ state: "IDLE", subState: null, pending: ["task-C", "task-D"], endReason: "round limit" });
+    expect(await status()).toMatchObject({ state: "IDLE", subState: null, pending: ["task-D"], endReason: "round limit" });
 
     // The next start takes them up: its round-1 task lists them after its own (the resume keeps the round limit the thread's loop started with, 2).
     const started = await runCli(["send", "q", "start: task-S", "--db", ws.db]);
@@ -99,8 +101,8 @@ describe("no queued task is lost (issue 13, deliverable 2), end to end", () => {
     const resumedEnd = await resumed.done;
     expect(resumedEnd.code, resumedEnd.stderr + resumedEnd.stdout.slice(-2000)).toBe(0);
     const next = await finalState<State>(ws.db, "q");
-    expect(next.loopTask).toBe("task-S\n\nAlso queued before this start:\n- task-C\n- task-D");
-    expect(autoLines(next)).toContain('[AUTO] round 1/2 started: task-S (and 2 tasks queued before: "task-C", "task-D")');
+    expect(next.loopTask).toBe("task-S\n\nAlso queued before this start:\n- task-D");
+    expect(autoLines(next)).toContain('[AUTO] round 1/2 started: task-S (and 1 task queued before: "task-D")');
     expect(autoLines(next)).toContain('[AUTO] 1 task queued while the judge decided ("task-E"): the judge decides again with it');
     expect(autoLines(next)).toContainEqual(expect.stringMatching(/^\[AUTO\] round 2\/2 started: Do task-E\./));
     expect(next.task).toMatch(/^Do task-E\.\n/);

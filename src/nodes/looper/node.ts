@@ -5,7 +5,7 @@ import { performEffect } from "../../runtime/effects.js";
 import { applyLooperEvent, commandToEvent, initialLooperSnapshot, isRunning, ROUND_LIMIT, STOPPED_BY_USER, subStateOf } from "./index.js";
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
-import { briefTask } from "../judge/next-task.js";
+import { briefTask, withMoreQueued } from "../judge/next-task.js";
 import { totalUsage, type GraphStateValue, type TokenUsage } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
 import type { RunEnding } from "../../runtime/node-kind.js";
@@ -96,16 +96,12 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     }
     if (outcome) {
       log.splice(outcomeAt, 0, outcome.summary);
-      const unseen = judgeDecided && applyConflict === undefined ? unseenByJudge(snapshot, outcome.event) : [];
-      if (unseen.length > 0) {
-        // Tasks sent while the Judge decided to end the loop: it decides again, with them (the loop stays at JUDGE).
-        log.push(
-          `${unseen.length} task${unseen.length === 1 ? "" : "s"} queued while the judge decided (${unseen.map((task) => JSON.stringify(clip(task))).join(", ")}): the judge decides again with ${unseen.length === 1 ? "it" : "them"}`,
-        );
-      } else if (outcome.event.type !== "STOP" || isRunning(snapshot)) {
-        // The stop command (applied above) has already ended the loop; without it, the stopped Coder's STOP does.
-        apply(outcome.event);
-      }
+      const decided =
+        judgeDecided && applyConflict === undefined ? withTasksQueuedMeanwhile(snapshot, outcome.event) : { event: outcome.event };
+      if (decided.note) log.push(decided.note);
+      // Decided again: the loop stays at JUDGE, whose node runs once more. A stop command (applied
+      // above) has already ended the loop; without it, the stopped Coder's STOP does.
+      if (!decided.decideAgain && (decided.event.type !== "STOP" || isRunning(snapshot))) apply(decided.event);
     }
 
     const subState = subStateOf(snapshot);
@@ -175,14 +171,35 @@ async function baselineOrNote(ctx: RunContext, node: string, log: string[]): Pro
   return taken.baseline;
 }
 
+interface JudgedWithQueue {
+  event: LooperEvent;
+  /** A line for the log on the tasks queued meanwhile. */
+  note?: string;
+  /** The Judge runs again (the loop stays at JUDGE); the event is not applied. */
+  decideAgain?: true;
+}
+
 /**
- * The queued tasks a Judge's decision to end the loop did not see (sent while it decided, or
- * while a killed process ran it): the Judge reads the queue when it starts, and takes in the
- * first `consumedPending` of it. None when the decision goes on, or the loop no longer waits at JUDGE.
+ * A Judge's decision with the tasks queued while it decided (sent during its model call, or while
+ * a killed process ran it), which it did not see: it read the queue when it started and took in
+ * the first `consumedPending` of it. A decision to end the loop is made again, with them; one to
+ * go on takes them into the next round, listed after its task (as the rules list what the model
+ * left out). At the round limit no round follows: they stay queued, listed in the "loop ended" line.
  */
-function unseenByJudge(snapshot: LooperSnapshot, event: LooperEvent): string[] {
-  if (event.type !== "JUDGE_TERMINATE" || subStateOf(snapshot) !== "JUDGE") return [];
-  return snapshot.context.pending.slice(event.consumedPending);
+function withTasksQueuedMeanwhile(snapshot: LooperSnapshot, event: LooperEvent): JudgedWithQueue {
+  const goesOn = event.type === "JUDGE_CONTINUE" && snapshot.context.round < snapshot.context.maxRounds;
+  // A stop (applied with the commands) ended the loop: nothing is left to decide.
+  if ((event.type !== "JUDGE_TERMINATE" && !goesOn) || subStateOf(snapshot) !== "JUDGE") return { event };
+  const unseen = snapshot.context.pending.slice(event.consumedPending);
+  if (unseen.length === 0) return { event };
+  const queued = `${unseen.length} task${unseen.length === 1 ? "" : "s"} queued while the judge decided (${unseen.map((task) => JSON.stringify(clip(task))).join(", ")})`;
+  if (event.type === "JUDGE_TERMINATE")
+    return { event, note: `${queued}: the judge decides again with ${unseen.length === 1 ? "it" : "them"}`, decideAgain: true };
+  if (event.type !== "JUDGE_CONTINUE") return { event };
+  return {
+    event: { ...event, nextTask: withMoreQueued(event.nextTask, unseen), consumedPending: snapshot.context.pending.length },
+    note: `${queued}: taken into the next round`,
+  };
 }
 
 const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);
