@@ -89,6 +89,7 @@ describe("parseNaturalCommand: plain English for a Looper thread", () => {
     ["please stop", { command: "stop" }],
     ["Could you stop the loop now?", { command: "stop" }],
     ["that's enough", { command: "stop" }],
+    ["pause the loop", { command: "stop" }],
     ["what's the status?", { command: "status" }],
     ["How is it going?", { command: "status" }],
     ["show me the progress please", { command: "status" }],
