@@ -2,7 +2,7 @@ import { describe, expect, it } from "vitest";
 import type { CoderFailureKind } from "../src/nodes/coder/types.js";
 import { readJudgeInput, type JudgeInput } from "../src/nodes/judge/input.js";
 import { guardDecision, ruleDecision, type JudgeDecision } from "../src/nodes/judge/rules.js";
-import { briefTask, leadOf, ORIGINAL_TASK_MAX_CHARS } from "../src/nodes/judge/next-task.js";
+import { briefTask, leadOf, ORIGINAL_TASK_MAX_CHARS, withMoreQueued } from "../src/nodes/judge/next-task.js";
 import { coderFailure, coderSuccess, judgeState, review, TASK, type JudgeStateParts } from "./fixtures/judge/factories.js";
 
 const input = (parts: JudgeStateParts): JudgeInput =>
@@ -307,6 +307,17 @@ describe("judge rules", () => {
       const nextTask = nextTaskOf(guarded.decision);
       expect(nextTask.endsWith("## Queued by the user\n- add login:\n  - a form\n  - a route\n- add sign-up")).toBe(true);
       expect(briefTask(nextTask)).toBe("Polish the CSS. (with context: original task, what was done, 2 queued)");
+    });
+
+    it("withMoreQueued: tasks queued while the Judge decided go under the task's queued heading, or a new one", () => {
+      const listed = withMoreQueued(
+        nextTaskOf(guardDecision(input({ coder: coderSuccess(), pending: ["add login"] }), CONTINUE).decision),
+        ["add sign-up"],
+      );
+      expect(listed.endsWith("## Queued by the user\n- add login\n- add sign-up")).toBe(true);
+      expect(briefTask(listed)).toContain("2 queued");
+      expect(withMoreQueued("fix the typos", ["add sign-up"])).toBe("fix the typos\n\n## Queued by the user\n- add sign-up");
+      expect(withMoreQueued("fix the typos", [])).toBe("fix the typos");
     });
   });
 });

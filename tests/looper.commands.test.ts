@@ -1,5 +1,5 @@
 import { describe, expect, it } from "vitest";
-import { commandToEvent, looperCommandSchema, parseLooperCommand } from "../src/nodes/looper/commands.js";
+import { commandToEvent, looperCommandSchema, parseLooperCommand, parseNaturalCommand } from "../src/nodes/looper/commands.js";
 import { applyLooperEvent, initialLooperSnapshot } from "../src/nodes/looper/machine.js";
 import type { LooperCommand } from "../src/state/looper.js";
 
@@ -81,6 +81,30 @@ describe("parseLooperCommand: plain words", () => {
   it("returns a fresh object each time", () => {
     const first = parseLooperCommand("stop");
     expect(first).not.toBe(parseLooperCommand("stop"));
+  });
+});
+
+describe("parseNaturalCommand: plain English for a Looper thread", () => {
+  it.each<[string, LooperCommand]>([
+    ["please stop", { command: "stop" }],
+    ["Could you stop the loop now?", { command: "stop" }],
+    ["that's enough", { command: "stop" }],
+    ["pause the loop", { command: "stop" }],
+    ["what's the status?", { command: "status" }],
+    ["How is it going?", { command: "status" }],
+    ["show me the progress please", { command: "status" }],
+    ["also write the README", { command: "add_pending", task: "write the README" }],
+    ["Please also Rename Foo to Bar.", { command: "add_pending", task: "Rename Foo to Bar" }],
+    ["one more thing: update the changelog", { command: "add_pending", task: "update the changelog" }],
+    ["add a test for the parser", { command: "add_pending", task: "add a test for the parser" }],
+    ["start on the parser", { command: "start", task: "the parser" }],
+    ["add: exact form", { command: "add_pending", task: "exact form" }],
+  ])("reads %s", (text, command) => {
+    expect(parseNaturalCommand(text)).toEqual(command);
+  });
+
+  it.each(["tell me a joke", "stop using var in a.ts", "start the loop", "hello", ""])("maps no rule to %j", (text) => {
+    expect(parseNaturalCommand(text)).toBeUndefined();
   });
 });
 

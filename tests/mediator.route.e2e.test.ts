@@ -81,6 +81,12 @@ describe("chat routing: what reaches the Mediator, what the loop; the Mediator s
     const first = new PipedChat(chatArgs(ws, "later", "chat-send.script.yaml"), ws.dir);
     first.end();
     expect((await first.done).code).toBe(0);
+    // No loop has run in it: its status says so, not the chat's own "finished".
+    expect(JSON.parse((await runCli(["status", "later", "--json", "--db", ws.db])).stdout)).toMatchObject({
+      threadId: "later",
+      threadStatus: "none",
+      state: "IDLE",
+    });
 
     const hello = await runCli(["send", "later", "hello", "--db", ws.db]);
     expect(hello.code, hello.stderr).toBe(0);
@@ -93,15 +99,17 @@ describe("chat routing: what reaches the Mediator, what the loop; the Mediator s
     const stop = await runCli(["stop", "later", "--db", ws.db]);
     expect(stop.stdout.trim()).toBe("no loop is running: nothing to stop.");
 
+    // Its input ends at once (`: | loopgraph chat --thread later`): it answers, runs the loop, sums it up, and exits.
     const reopened = new PipedChat(chatArgs(ws, "later", "chat-send.script.yaml"), ws.dir);
-    await reopened.until("you› hello (sent from another terminal)");
-    await reopened.until("◆ Hello from the Mediator.");
-    const ended = await reopened.until("[AUTO] loop ended: a.txt is written");
-    await reopened.until("◆ Summary: a.txt is written", ended);
-    expect(reopened.output).toContain("[AUTO] round 1/5 started: write a.txt");
     reopened.end();
     const result = await reopened.done;
     expect(result.code, result.stderr + reopened.output).toBe(0);
+    // In the order sent: "hello" is answered before the loop starts on the task sent after it.
+    const answered = await reopened.until("◆ Hello from the Mediator.");
+    expect(reopened.output.indexOf("you› hello (sent from another terminal)")).toBeLessThan(answered);
+    const started = await reopened.until("[AUTO] round 1/5 started: write a.txt", answered);
+    const ended = await reopened.until("[AUTO] loop ended: a.txt is written", started);
+    await reopened.until("◆ Summary: a.txt is written", ended);
 
     // Taken up once: a later chat answers nothing again and starts no loop.
     const again = new PipedChat(chatArgs(ws, "later", "chat-send.script.yaml"), ws.dir);
@@ -111,6 +119,9 @@ describe("chat routing: what reaches the Mediator, what the loop; the Mediator s
     expect((await again.done).code).toBe(0);
     expect(again.output).not.toContain("(sent from another terminal)");
     expect(again.output).not.toContain("taking up");
+    // Its history shows the Looper's lines, not what the Looper asked of the Mediator.
+    expect(again.output).toContain("[AUTO] loop ended: a.txt is written");
+    expect(again.output).not.toContain("Sum up for the user");
   });
 
   it("`loopgraph resume <chat>` starts the loop on a task sent to the chat before it had one, then the Mediator sums up", async () => {

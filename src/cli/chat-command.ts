@@ -8,6 +8,7 @@ import { interruptActiveRuns } from "../engine/active-runs.js";
 import { openChat, type ChatSession, type TurnOptions } from "../engine/chat.js";
 import type { RunEvent } from "../runtime/events.js";
 import { dispatchLooperCommand, parseLooperCommand } from "../nodes/looper/index.js";
+import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { messageText } from "../runtime/model-session.js";
 import { chatApprovalLine, renderDiff } from "./approval-prompt.js";
 import { eventLine } from "./render.js";
@@ -93,7 +94,8 @@ class ChatController {
   private readonly queue: QueuedLine[] = [];
   /** The last message sent from another process that is queued here. */
   private lastInboxId = 0;
-  private polling = false;
+  /** The poll of the inbox in progress. */
+  private polling?: Promise<void>;
   private poller?: NodeJS.Timeout;
   private busy = false;
   private turn?: AbortController;
@@ -101,6 +103,8 @@ class ChatController {
   private armed = false;
   private leaving = false;
   private inputEnded = false;
+  /** Greeted, and what was sent while no chat was open taken up: typed lines are handled from now on. */
+  private ready = false;
   private finish!: (code: number) => void;
   private readonly done = new Promise<number>((resolve) => (this.finish = resolve));
 
@@ -120,10 +124,8 @@ class ChatController {
       else if (message.auto) screen.print(pc.dim(printable(message.content)));
     });
     const unsettled = session.looper.onSettled((outcome) => this.loopSettled(outcome));
-    await this.greet();
-    // What other processes sent while no chat was open is taken up first, then as it comes.
-    await this.pollInbox();
-    this.poller = setInterval(() => void this.pollInbox(), INBOX_POLL_MS);
+    // Listening from the start: piped input may be read, and end, while the chat greets and takes up
+    // what was sent to it; its lines and its end wait for `ready`.
     screen.rl.on("line", (line) => {
       this.emit?.({ type: "user_message", threadId: session.threadId, text: line });
       this.armed = false;
@@ -139,7 +141,13 @@ class ChatController {
     if (!screen.interactive) process.on("SIGINT", () => this.interrupt());
     // `kill`: leave as with /quit, the loop stopped; a second one quits at once.
     process.on("SIGTERM", () => void this.leave(ExitCode.Interrupted));
+    await this.greet();
+    // What other processes sent while no chat was open is taken up first, then as it comes.
+    await this.pollInbox();
+    this.poller = setInterval(() => void this.pollInbox(), INBOX_POLL_MS);
+    this.ready = true;
     screen.prompt();
+    void this.drainQueue();
     const code = await this.done;
     clearInterval(this.poller);
     unsubscribe();
@@ -169,30 +177,36 @@ class ChatController {
    * Takes up what other processes sent this chat: free text for the Mediator is answered like a
    * typed line; commands for the loop start or continue it (see LoopSupervisor.takeUpQueued).
    */
-  private async pollInbox(): Promise<void> {
-    if (this.polling || this.busy || this.leaving) return;
-    this.polling = true;
+  private pollInbox(): Promise<void> {
+    if (this.busy || this.leaving) return Promise.resolve();
+    // One poll at a time: a caller during one waits for it.
+    this.polling ??= this.readInbox().finally(() => (this.polling = undefined));
+    return this.polling;
+  }
+
+  private async readInbox(): Promise<void> {
     try {
       for (const message of await this.session.unanswered()) {
         if (message.id <= this.lastInboxId) continue;
         this.lastInboxId = message.id;
         this.queue.push({ text: message.text, shown: false, inboxId: message.id });
       }
-      if (!this.session.looper.running && !this.busy && !this.leaving) {
+      // In the order sent: a task sent after a message waits until the Mediator has answered it.
+      const firstMessage = Math.min(...this.queue.flatMap((line) => (line.inboxId === undefined ? [] : [line.inboxId])));
+      const taskId = await this.session.looper.queuedTaskId();
+      if (taskId !== undefined && taskId < firstMessage && !this.session.looper.running && !this.busy && !this.leaving) {
         const line = await this.session.looper.takeUpQueued();
         if (line) this.screen.print(pc.dim(line));
       }
     } catch (error) {
       // A store busy for a moment: the next poll tries again.
       if (process.env.LOOPGRAPH_DEBUG) console.error(error);
-    } finally {
-      this.polling = false;
     }
     if (this.queue.length > 0) void this.drainQueue();
   }
 
   private async drainQueue(): Promise<void> {
-    if (this.busy) return;
+    if (this.busy || !this.ready) return;
     this.busy = true;
     try {
       while (this.queue.length > 0 && !this.leaving) await this.handle(this.queue.shift()!);
@@ -387,6 +401,9 @@ class ChatController {
 
   /** Piped input ended: the running loop goes on to its end (its `[AUTO]` lines still print), then the chat ends. */
   private async leaveAfterLoop(): Promise<void> {
+    // A task sent after a message waited for its answer: it is taken up now, before the chat can end.
+    await this.pollInbox();
+    if (this.busy || this.queue.length > 0) return void this.drainQueue();
     const outcome = await this.session.looper.wait();
     // The loop's end queued the Mediator's summary: the chat ends once it is given (drainQueue comes back here).
     if (this.busy || this.queue.length > 0) return void this.drainQueue();
@@ -450,12 +467,25 @@ function renderHistoryMessage(message: BaseMessage): string | undefined {
   const text = printable(messageText(message).trim());
   switch (message.getType()) {
     case "human":
-      return message.name === "looper" ? pc.dim(text) : `${pc.bold("you›")} ${text}`;
+      if (message.name !== "looper") return `${pc.bold("you›")} ${text}`;
+      // The Looper's own lines only: a request it made of the Mediator (sum up the ended loop) is not the user's to read.
+      return autoEntries(text) || undefined;
     case "ai":
       return text ? `${pc.cyan("◆")} ${text}` : undefined;
     default:
       return undefined;
   }
+}
+
+/** The `[AUTO]` entries of a text, each with its further lines (indented under the prefix), dimmed; nothing else. */
+function autoEntries(text: string): string {
+  const continuation = " ".repeat(AUTO_PREFIX.length + 1);
+  let inEntry = false;
+  const kept = text.split("\n").filter((line) => {
+    inEntry = line.startsWith(AUTO_PREFIX) || (inEntry && line.startsWith(continuation));
+    return inEntry;
+  });
+  return kept.length > 0 ? pc.dim(kept.join("\n")) : "";
 }
 
 /** Text without the terminal's colour codes (picocolors'), for --json. */

@@ -15,6 +15,7 @@ export async function sendCommandCli(threadId: string, words: string[], options:
     process.stdout.write(pc.dim(`a chat open on it answers now; otherwise: loopgraph chat --thread ${sent.threadId}${db}\n`));
     return 0;
   }
+  if (sent.understood) process.stdout.write(pc.dim(`understood ${JSON.stringify(text.trim())} as: ${JSON.stringify(sent.command)}\n`));
   if (sent.command.command === "status") return statusCommand(threadId, options);
   if (sent.nothingToStop) {
     process.stdout.write(`${NOTHING_TO_STOP}\n`);

@@ -6,11 +6,10 @@ import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { latestValues, openStore } from "../store/store.js";
 import { ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import type { EventSink } from "../runtime/events.js";
-import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import type { InboxMessage } from "../runs/inbox.js";
 import { messageText } from "../runtime/model-session.js";
 import { unansweredMessages } from "./commands.js";
-import { loopEnding, type LoopSupervisor } from "./loop-supervisor.js";
+import { loopEndRequest, type LoopSupervisor } from "./loop-supervisor.js";
 import { createLoopSupervisor } from "./runner.js";
 import type { CommonRunOptions, RunOutcome } from "./run-types.js";
 import { initialVars, mediatorNodeOf, Thread } from "./thread.js";
@@ -65,7 +64,10 @@ export class ChatSession {
    */
   async summarise(loop: RunOutcome, turn: TurnOptions = {}): Promise<RunOutcome> {
     const status = await this.looper.status();
-    const content = `${AUTO_PREFIX} ${loopEnding(loop)} Its status now:\n${status}\nSum up for the user in two or three short sentences: what was done, how it ended, what is still queued.`;
+    const content = loopEndRequest(
+      loop,
+      `Its status now:\n${status}\nSum up for the user in two or three short sentences: what was done, how it ended, what is still queued.`,
+    );
     return this.turn(new HumanMessage({ id: randomUUID(), name: "looper", content }), turn);
   }
 

@@ -1,9 +1,10 @@
 import { ConfigError } from "../errors.js";
 import { loadGraph } from "../graph/load.js";
-import { isRunning, parseLooperCommand } from "../nodes/looper/index.js";
+import { isRunning, NATURAL_FORMS, parseLooperCommand, parseNaturalCommand } from "../nodes/looper/index.js";
 import type { LooperCommand, LooperSnapshot } from "../state/looper.js";
 import { requireThread, withStore, type Store, type StoreOptions, type StoreTables } from "../store/store.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
+import type { InboxEntry } from "../runs/inbox.js";
 import { mediatorKind } from "../nodes/mediator/kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import { commandTarget, loopThreadOf } from "./status.js";
@@ -23,6 +24,8 @@ export interface SentCommand {
   chat?: string;
   /** A stop for a loop that is not running: nothing was queued (`id` is 0). */
   nothingToStop?: boolean;
+  /** The text was plain English that the Looper's rules read as this command ("please stop" → stop). */
+  understood?: true;
 }
 
 /** What a stop for a loop that is not running answers (the CLI and the chat's LoopSupervisor). */
@@ -52,16 +55,17 @@ export async function isMediatorThread(record: ThreadRecord): Promise<boolean> {
  * free text goes to the Mediator, which answers it in the chat.
  */
 export async function sendCommand(threadId: string, text: string, options: StoreOptions): Promise<SentCommand | SentMessage> {
-  const command = parseLooperCommand(text);
+  const exact = parseLooperCommand(text);
   const mediator = await withStore(options, "read", async (store) => {
     const record = await requireThread(store, threadId);
     return (await store.threads.get(loopThreadOf(threadId))) !== undefined || (await isMediatorThread(record));
   });
+  // A Mediator understands free text itself; a Looper thread reads plain English by its rules.
+  const command = exact ?? (mediator ? undefined : parseNaturalCommand(text));
   if (!command && !mediator) {
-    throw new ConfigError(
-      `not a Looper command: "${text}": use stop, status, "add: <task>", "start: <task>" or JSON like {"command": "stop"}`,
-    );
+    throw new ConfigError(`not understood as a Looper command: "${text}". Thread ${threadId} runs a Looper, which takes: ${NATURAL_FORMS}`);
   }
+  const understood = !exact && command ? { understood: true as const } : {};
   return withStore(options, command?.command === "status" ? "read" : "write", async (store): Promise<SentCommand | SentMessage> => {
     if (!command) return { kind: "message", threadId, id: await store.inbox.postMessage(threadId, text.trim()) };
     if (mediator) {
@@ -80,7 +84,7 @@ export async function sendCommand(threadId: string, text: string, options: Store
       return { ...base, id: await store.inbox.post(loopId, text, command) };
     }
     const thread = await commandTarget(store, threadId);
-    const base = { kind: "command" as const, threadId: thread.threadId, command, threadStatus: thread.status };
+    const base = { kind: "command" as const, threadId: thread.threadId, command, threadStatus: thread.status, ...understood };
     if (command.command === "status") return { ...base, id: 0 };
     if (command.command === "stop" && !(await loopMayRun(store, thread))) return { ...base, id: 0, nothingToStop: true };
     return { ...base, id: await store.inbox.post(thread.threadId, text, command) };
@@ -106,7 +110,12 @@ export const startsLoop = (command: LooperCommand): boolean => command.command =
 
 /** Whether a command that starts a loop waits in the thread's inbox, after `cursor` (default: its latest checkpoint's). */
 export async function hasQueuedTask(store: StoreTables, threadId: string, cursor?: number): Promise<boolean> {
-  return (await store.inbox.after(threadId, cursor ?? (await inboxCursorOf(store, threadId)))).some((entry) => startsLoop(entry.command));
+  return (await firstQueuedTask(store, threadId, cursor)) !== undefined;
+}
+
+/** The first command that starts a loop waiting in the thread's inbox, after `cursor` (default: its latest checkpoint's). */
+export async function firstQueuedTask(store: StoreTables, threadId: string, cursor?: number): Promise<InboxEntry | undefined> {
+  return (await store.inbox.after(threadId, cursor ?? (await inboxCursorOf(store, threadId)))).find((entry) => startsLoop(entry.command));
 }
 
 /** Free text sent to a Mediator thread and not answered yet (after the cursor of its latest checkpoint). */

@@ -7,7 +7,16 @@ import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
 import { latestValues, withStore, withTables, type StoreOptions } from "../store/store.js";
 import type { Settings } from "../config/environment-settings.js";
-import { hasQueuedTask, hasUnconsumedCommands, looperStatus, loopThreadOf, NOTHING_TO_STOP, startsLoop } from "./commands.js";
+import {
+  firstQueuedTask,
+  hasQueuedTask,
+  hasUnconsumedCommands,
+  looperStatus,
+  type LooperStatus,
+  loopThreadOf,
+  NOTHING_TO_STOP,
+  startsLoop,
+} from "./commands.js";
 import { eventBus, messageTopic, type ThreadMessage } from "../runtime/event-bus.js";
 import type { EventSink } from "../runtime/events.js";
 import type { ResumeOptions, RunOptions, RunOutcome } from "./run-types.js";
@@ -134,8 +143,8 @@ export class LoopSupervisor implements LooperHandle {
   async status(): Promise<string> {
     const record = await this.record();
     if (!record) return formatStatus(initialLooperSnapshot());
-    const { text } = await looperStatus(this.threadId, this.options.store);
-    return `${text}\n${describeRun(record, this.active !== undefined)}`;
+    const { text, json } = await looperStatus(this.threadId, this.options.store);
+    return `${text}\n${describeRun(record, this.active !== undefined, json)}`;
   }
 
   /** The loop's `[AUTO]` progress lines after the first `since`, from its message log. */
@@ -172,6 +181,11 @@ export class LoopSupervisor implements LooperHandle {
     });
     if (!first || !("task" in first) || this.running) return undefined;
     return this.start(first.task);
+  }
+
+  /** The inbox id of the first task (`start` or `add`) sent to the loop and not taken up yet: messages and commands share one sequence of ids. */
+  async queuedTaskId(): Promise<number | undefined> {
+    return withTables(this.options.store, "read", async (store) => (await firstQueuedTask(store, this.threadId))?.id);
   }
 
   /** Continues the loop's thread in the background (after a crash, Ctrl-C or a pause), optionally answering its approval. */
@@ -317,6 +331,14 @@ export class LoopSupervisor implements LooperHandle {
   }
 }
 
+/**
+ * The Looper's request for the Mediator's summary of an ended loop: its `[AUTO]` line, then on
+ * lines of their own what the Mediator is to do (`chat --thread` shows only the `[AUTO]` line).
+ */
+export function loopEndRequest(loop: RunOutcome, instruction: string): string {
+  return `${AUTO_PREFIX} ${loopEnding(loop)}\n${instruction}`;
+}
+
 /** How a loop's run ended, in words for the Mediator (its summary after the loop). */
 export function loopEnding(loop: RunOutcome): string {
   const reason = (loop.state?.loopState as { context?: { endReason?: string } } | undefined)?.context?.endReason ?? "finished";
@@ -327,7 +349,7 @@ export function loopEnding(loop: RunOutcome): string {
       : `the loop ended without finishing the work: ${loop.error ?? reason}.`;
 }
 
-function describeRun(record: ThreadRecord, activeHere: boolean): string {
+function describeRun(record: ThreadRecord, activeHere: boolean, loop: LooperStatus["json"]): string {
   if (activeHere) return `run: running in the background (thread ${record.threadId})`;
   if (isRunningElsewhere(record)) return `run: running in process ${record.pid} (thread ${record.threadId})`;
   switch (record.status) {
@@ -342,6 +364,9 @@ function describeRun(record: ThreadRecord, activeHere: boolean): string {
     case "limited":
       return `run: ended by a limit (thread ${record.threadId}): ${record.error ?? "a limit"}`;
     default:
+      // Stopped by the user: the loop ended, there is nothing to resume.
+      if (loop.state === "IDLE" && loop.endReason !== undefined)
+        return `run: ended, ${loop.endReason} (thread ${record.threadId}): nothing to resume; start: <task> begins a new loop`;
       return `run: interrupted (thread ${record.threadId}): /resume in chat, or loopgraph resume ${record.threadId}`;
   }
 }

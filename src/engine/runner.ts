@@ -4,7 +4,6 @@ import { ConfigError } from "../errors.js";
 import type { GraphDefinition } from "../format/types.js";
 import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
-import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
 import { openStore, requireThread, resolveStore, withStore, type Store } from "../store/store.js";
@@ -14,7 +13,7 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
 import { answerPaused } from "./answers.js";
 import { hasUnconsumedCommands } from "./commands.js";
-import { loopEnding, LoopSupervisor } from "./loop-supervisor.js";
+import { loopEndRequest, LoopSupervisor } from "./loop-supervisor.js";
 import { TASK_MESSAGE_ID, type PauseInfo, type ResumeOptions, type RunOptions, type RunOutcome } from "./run-types.js";
 import { checkRepoSource, RepoWorkspace, resultText } from "./repo-workspace.js";
 import { initialVars, mediatorNodeOf, Thread, type LooperFactory, type ThreadOptions } from "./thread.js";
@@ -171,7 +170,7 @@ async function summariseLoop(thread: Thread, looper: LoopSupervisor): Promise<Ru
   const request = new HumanMessage({
     id: randomUUID(),
     name: "looper",
-    content: `${AUTO_PREFIX} ${loopEnding(loop)} Summarise the outcome for the user.`,
+    content: loopEndRequest(loop, "Summarise the outcome for the user."),
   });
   await thread.markRunning();
   const summarised = await thread.execute({ messages: [request] });

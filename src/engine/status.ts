@@ -11,7 +11,8 @@ import type { LooperSnapshot } from "../state/looper.js";
 
 export interface LooperStatus {
   text: string;
-  json: ReturnType<typeof statusJson> & { threadId: string; threadStatus: ThreadRecord["status"] };
+  /** `threadStatus` is the loop's run status: "none" for a chat whose loop has not run yet. */
+  json: ReturnType<typeof statusJson> & { threadId: string; threadStatus: ThreadRecord["status"] | "none" };
 }
 
 /** The thread a Mediator thread's loop runs in. */
@@ -48,9 +49,24 @@ export async function looperStatus(threadId: string, options: StoreOptions): Pro
       thread.goneOwner === undefined
         ? ""
         : `\n(interrupted: process ${thread.goneOwner}, which ran it, is gone; \`loopgraph resume ${threadId}\` continues it)`;
+    const threadStatus = !loopState && (await hasNoLoop(store, thread)) ? "none" : thread.status;
     return {
       text: formatStatus(snapshot, { queued, task, stopping }) + gone,
-      json: { threadId, threadStatus: thread.status, ...statusJson(snapshot, { queued, task, stopping }) },
+      json: { threadId, threadStatus, ...statusJson(snapshot, { queued, task, stopping }) },
     };
   });
+}
+
+/**
+ * A chat's thread (or one where nothing ran) that has no loop yet: its own status (its last
+ * turn finished) says nothing of a loop. A thread of another graph keeps its status.
+ */
+async function hasNoLoop(store: Pick<StoreTables, "checkpoints">, thread: ThreadRecord): Promise<boolean> {
+  if (thread.status === "running" || thread.status === "queued") return false;
+  const { outputs } = (await store.checkpoints.plainChannels(thread.threadId, ["outputs"])) as { outputs?: Record<string, unknown> };
+  // Nothing ran at all, or a Mediator answered (its output names the loop's thread).
+  return (
+    outputs === undefined ||
+    Object.values(outputs).some((output) => typeof output === "object" && output !== null && "loopThread" in output)
+  );
 }

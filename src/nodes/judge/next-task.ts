@@ -53,6 +53,13 @@ export function withTaskContext(lead: string, context: NextTaskContext): string 
   return parts.join("\n\n");
 }
 
+/** A next task with more queued messages listed under its "Queued by the user" heading (the last part of a task's context). */
+export function withMoreQueued(task: string, queued: readonly string[]): string {
+  if (queued.length === 0) return task;
+  const listed = sectionBody(task, HEADINGS.queued.title) !== undefined;
+  return listed ? `${task.trimEnd()}\n${bullets(queued)}` : `${task.trimEnd()}\n\n${section(HEADINGS.queued.title, bullets(queued))}`;
+}
+
 /**
  * The review's comments the Coder can act on: all but the git_diff check's notes on the diff's
  * size (a diff stat tells the Coder nothing to do).

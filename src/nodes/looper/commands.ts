@@ -73,6 +73,63 @@ function parsePlainCommand(text: string): LooperCommand | undefined {
   return task ? { command, task } : undefined;
 }
 
+/** Polite words around a request ("please stop", "could you tell me the status?"): they change nothing. */
+const POLITE_START = /^(?:(?:ok(?:ay)?|hey|hi|so|now|please|pls|kindly|(?:can|could|would|will) you|i want you to|i'd like you to)[\s,]+)+/;
+const POLITE_END = /(?:[\s,]+(?:please|pls|thanks|thank you|now|right now|asap))+$/;
+
+const NATURAL_STOP =
+  /^(?:stop|halt|abort|cancel|quit|end|pause)(?: (?:it|this|that|the (?:loop|run|looper|work)|looping|running|working|everything|all|here))*$|^(?:that'?s )?enough$/;
+const NATURAL_STATUS =
+  /^(?:(?:show |give |tell )?(?:me )?(?:the |your )?(?:status|progress)|what(?:'s| is) (?:the |your )?(?:status|progress|state)|how(?:'s| is) (?:it|the loop|the work|everything) going|how are (?:you|things) (?:doing|going)|where are (?:you|we)|are you (?:done|finished)(?: yet)?|what are you (?:doing|working on)|what(?:'s| is) (?:happening|going on))$/;
+/** "also write docs", "and then add a test", "one more thing: rename x" → the task after the lead-in. */
+const NATURAL_ADD = /^(?:and )?(?:also|additionally|then|next|afterwards|after that|one more thing|another task|queue)\b[\s,:]*(.+)$/s;
+/** "add a README": the whole request is the task. */
+const NATURAL_ADD_WHOLE = /^add\b\s*(.+)$/s;
+const NATURAL_START = /^(?:start|begin)(?: (?:working )?on| with| a loop (?:on|for))?\b[\s,:]*(.+)$/s;
+
+/**
+ * Reads a Looper command from plain English, for a Looper thread (`loopgraph send T.loop "please
+ * stop"`), where no Mediator is there to understand it: the forms of {@link parseLooperCommand},
+ * then rules: "please stop", "stop the loop" → stop; "what's the status?", "how is it going?" →
+ * status; "also write docs", "then add a test", "add a README" → add_pending; "start on the
+ * parser", "begin with X" → start. Undefined when no rule maps it (see {@link NATURAL_FORMS}).
+ */
+export function parseNaturalCommand(text: string): LooperCommand | undefined {
+  const exact = parseLooperCommand(text);
+  if (exact) return exact;
+  const words = text
+    .trim()
+    .replace(/\s+/g, " ")
+    .replace(/[.!?\s]+$/, "")
+    .toLowerCase()
+    .replace(POLITE_START, "")
+    .replace(POLITE_END, "");
+  if (NATURAL_STOP.test(words)) return { command: "stop" };
+  if (NATURAL_STATUS.test(words)) return { command: "status" };
+  // The task keeps the user's own case: the same characters cut from the original text.
+  const original = text.trim().replace(/\s+/g, " ");
+  const cut = (rest: string | undefined): string | undefined => {
+    const task = rest?.trim();
+    if (!task) return undefined;
+    const at = original.toLowerCase().lastIndexOf(task);
+    return at < 0 ? task : original.slice(at, at + task.length);
+  };
+  const added = cut(NATURAL_ADD.exec(words)?.[1]) ?? (NATURAL_ADD_WHOLE.test(words) ? cut(words) : undefined);
+  if (added) return { command: "add_pending", task: added };
+  const started = cut(NATURAL_START.exec(words)?.[1]);
+  if (started && !/^(?:it|the loop|again|over)$/i.test(started)) return { command: "start", task: started };
+  return undefined;
+}
+
+/** What a Looper thread understands, for the answer to a request no rule maps. */
+export const NATURAL_FORMS = [
+  'stop ("stop", "please stop", "stop the loop")',
+  'status ("status", "what\'s the status?", "how is it going?")',
+  'add a task ("add: <task>", "also <task>", "then <task>", "add <task>")',
+  'start a loop ("start: <task>", "start on <task>")',
+  'or JSON like {"command": "stop"}',
+].join("; ");
+
 /** The machine event for a command; `maxRounds` applies when the command starts a loop. */
 export function commandToEvent(command: LooperCommand, maxRounds: number): LooperEvent {
   switch (command.command) {

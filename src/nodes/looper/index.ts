@@ -1,4 +1,11 @@
-export { commandToEvent, dispatchLooperCommand, looperCommandSchema, parseLooperCommand } from "./commands.js";
+export {
+  commandToEvent,
+  dispatchLooperCommand,
+  looperCommandSchema,
+  NATURAL_FORMS,
+  parseLooperCommand,
+  parseNaturalCommand,
+} from "./commands.js";
 export {
   DEFAULT_MAX_ROUNDS,
   ROUND_LIMIT,

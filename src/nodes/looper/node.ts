@@ -5,7 +5,7 @@ import { performEffect } from "../../runtime/effects.js";
 import { applyLooperEvent, commandToEvent, initialLooperSnapshot, isRunning, ROUND_LIMIT, STOPPED_BY_USER, subStateOf } from "./index.js";
 import type { JudgeResult, LooperEvent, LooperSnapshot, LooperSubState, ReviewResult } from "../../state/looper.js";
 import { captureBaseline, GitError } from "../review/baseline.js";
-import { briefTask } from "../judge/next-task.js";
+import { briefTask, withMoreQueued } from "../judge/next-task.js";
 import { totalUsage, type GraphStateValue, type TokenUsage } from "../../state/graph-state.js";
 import type { NodeFunction, NodeUpdate } from "../../runtime/node-function.js";
 import type { RunEnding } from "../../runtime/node-kind.js";
@@ -79,9 +79,14 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
     const readInbox = { kind: "inbox" as const, node: def.id, name: "read_inbox", args: { cursor } };
     const commands = await performEffect(ctx, readInbox, async () => ctx.readInbox(cursor));
     let outcome = phaseOutcome(state, def);
+    // The phase's result is logged first (it came before the commands, which may end the loop).
+    const outcomeAt = log.length;
+    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     let applyConflict: string | undefined;
-    const judged = outcome ? (state.outputs[def.judge] as JudgeResult | undefined) : undefined;
-    if (outcome && judged?.decision === "pick" && previous?.dispatched?.node === def.judge) {
+    const judgeDecided = outcome !== undefined && previous?.dispatched?.node === def.judge;
+    const judged = judgeDecided ? (state.outputs[def.judge] as JudgeResult | undefined) : undefined;
+    if (judged?.decision === "pick") {
+      // The tasks queued up to now (those sent while the Judge compared the attempts too) decide whether the loop goes on.
       const picked = await applyPick(ctx, def, judged, snapshot.context.pending, {
         step: `${def.id}-${visitNumber(state, def.id)}`,
         config,
@@ -89,13 +94,14 @@ export function createLooperNode(def: LooperNodeDefinition, ctx: RunContext): No
       applyConflict = picked.conflict;
       outcome = picked;
     }
-    // The phase's result is logged first (it came before the commands, which may end the loop).
-    if (outcome) log.push(outcome.summary);
-    const coderStopped = outcome?.event.type === "STOP";
-    for (const entry of commands) apply(commandToEvent(entry.command, maxRounds));
     if (outcome) {
-      // The stop command (applied above) has already ended the loop; without it, the stopped Coder's STOP does.
-      if (!coderStopped || isRunning(snapshot)) apply(outcome.event);
+      log.splice(outcomeAt, 0, outcome.summary);
+      const decided =
+        judgeDecided && applyConflict === undefined ? withTasksQueuedMeanwhile(snapshot, outcome.event) : { event: outcome.event };
+      if (decided.note) log.push(decided.note);
+      // Decided again: the loop stays at JUDGE, whose node runs once more. A stop command (applied
+      // above) has already ended the loop; without it, the stopped Coder's STOP does.
+      if (!decided.decideAgain && (decided.event.type !== "STOP" || isRunning(snapshot))) apply(decided.event);
     }
 
     const subState = subStateOf(snapshot);
@@ -163,6 +169,37 @@ async function baselineOrNote(ctx: RunContext, node: string, log: string[]): Pro
   });
   if (taken.error !== undefined) log.push(`no workspace snapshot for this round (${taken.error}): the review cannot diff it`);
   return taken.baseline;
+}
+
+interface JudgedWithQueue {
+  event: LooperEvent;
+  /** A line for the log on the tasks queued meanwhile. */
+  note?: string;
+  /** The Judge runs again (the loop stays at JUDGE); the event is not applied. */
+  decideAgain?: true;
+}
+
+/**
+ * A Judge's decision with the tasks queued while it decided (sent during its model call, or while
+ * a killed process ran it), which it did not see: it read the queue when it started and took in
+ * the first `consumedPending` of it. A decision to end the loop is made again, with them; one to
+ * go on takes them into the next round, listed after its task (as the rules list what the model
+ * left out). At the round limit no round follows: they stay queued, listed in the "loop ended" line.
+ */
+function withTasksQueuedMeanwhile(snapshot: LooperSnapshot, event: LooperEvent): JudgedWithQueue {
+  const goesOn = event.type === "JUDGE_CONTINUE" && snapshot.context.round < snapshot.context.maxRounds;
+  // A stop (applied with the commands) ended the loop: nothing is left to decide.
+  if ((event.type !== "JUDGE_TERMINATE" && !goesOn) || subStateOf(snapshot) !== "JUDGE") return { event };
+  const unseen = snapshot.context.pending.slice(event.consumedPending);
+  if (unseen.length === 0) return { event };
+  const queued = `${unseen.length} task${unseen.length === 1 ? "" : "s"} queued while the judge decided (${unseen.map((task) => JSON.stringify(clip(task))).join(", ")})`;
+  if (event.type === "JUDGE_TERMINATE")
+    return { event, note: `${queued}: the judge decides again with ${unseen.length === 1 ? "it" : "them"}`, decideAgain: true };
+  if (event.type !== "JUDGE_CONTINUE") return { event };
+  return {
+    event: { ...event, nextTask: withMoreQueued(event.nextTask, unseen), consumedPending: snapshot.context.pending.length },
+    note: `${queued}: taken into the next round`,
+  };
 }
 
 const clip = (text: string, max = 200): string => (text.length > max ? `${text.slice(0, max - 1)}…` : text);

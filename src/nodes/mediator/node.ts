@@ -1,7 +1,7 @@
 import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
-import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
+import { AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import { LoopgraphError } from "../../errors.js";
 import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
@@ -52,16 +52,28 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
       looper.progress(since),
     );
 
+    // This turn's input (the user's line, or the Looper's request for a summary) came after the
+    // progress lines relayed now, which were printed before it: they go before it, in the log and the request.
+    const inputAt = turnInputStart(state.messages);
+    const earlier = state.messages.slice(0, inputAt);
+    const inputs = state.messages.slice(inputAt);
+    const moved: BaseMessage[] = [];
     const written: BaseMessage[] = [];
     if (progress.lines.length > 0) {
       written.push(new HumanMessage({ id: `${def.id}-${turn}-looper`, name: "looper", content: relayText(progress.lines) }));
+      inputs.forEach((input, i) => {
+        moved.push(new RemoveMessage({ id: input.id! }));
+        written.push(new HumanMessage({ id: `${def.id}-${turn}-input-${i}`, name: input.name, content: input.content }));
+      });
+    } else {
+      earlier.push(...inputs);
     }
     const system = new SystemMessage(`${renderPrompt(template, state)}\n\n${workspaceNote(ctx.workspace)}`);
     const forwarded: string[] = [];
     const toolResults: string[] = [];
     let answer: AIMessage | undefined;
     for (let call = 0; call < MAX_MODEL_CALLS; call++) {
-      const reply = await session.ask([system, ...state.messages, ...written]);
+      const reply = await session.ask([system, ...earlier, ...written]);
       // On the last call, tool calls are not run: the answer stands without them.
       const last = call === MAX_MODEL_CALLS - 1;
       const toolCalls = last ? [] : (reply.tool_calls ?? []);
@@ -124,8 +136,15 @@ export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefi
     if (answer && text !== messageText(answer)) written[written.length - 1] = new AIMessage({ content: text, id: answer.id, name: def.id });
     ctx.emit({ type: "message", threadId: ctx.threadId, node: def.id, content: text });
     const output: MediatorOutput = { answer: text, loopThread: looper.threadId, relayed: progress.total, forwarded };
-    return { messages: written, outputs: { [def.id]: output }, ...session.bookkeeping() };
+    return { messages: [...moved, ...written], outputs: { [def.id]: output }, ...session.bookkeeping() };
   };
+}
+
+/** Where this turn's input begins: the messages after the last answer (or tool result) of the log. */
+function turnInputStart(messages: readonly BaseMessage[]): number {
+  let at = messages.length;
+  while (at > 0 && messages[at - 1]!.getType() === "human") at--;
+  return at;
 }
 
 /** The Mediator always answers: when the model said nothing, the tools' results are the answer. */
