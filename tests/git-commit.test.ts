@@ -87,6 +87,13 @@ describe("git_commit: loopgraph commits for the agent", () => {
     expect((await commit(ws)).status).toBe("refused");
     expect(git(ws.dir, "rev-parse", "main").trim()).toBe(start);
 
+    // A thread whose worktree Coders have branches loopgraph/<thread>/…: git cannot make loopgraph/<thread> beside them.
+    git(ws.dir, "checkout", "-q", "main");
+    git(ws.dir, "branch", "loopgraph/t3/coder-0");
+    const clash = await commit(ws, { threadId: "t3" });
+    expect(clash.status === "refused" && clash.reason).toMatch(/^git would not move loopgraph\/t3: .*loopgraph\/t3/);
+    expect(branchOf(ws.dir)).toBe("main");
+
     // A thread that started on a feature branch never commits on another one.
     const feature = repo("feature");
     await commit(feature, { threadId: "t2", message: "nothing yet" });
