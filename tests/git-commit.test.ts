@@ -8,6 +8,8 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { commitWorkspace, rewindCommits, type CommitRequest } from "../src/git/commit.js";
 import { evaluatePolicy } from "../src/policy/evaluate.js";
+import type { SnapshotTable } from "../src/runs/snapshot-log.js";
+import { createToolStepSnapshots } from "../src/snapshots/tool-step-hook.js";
 import { executeToolCall } from "../src/tools/registry.js";
 import type { ToolContext } from "../src/tools/types.js";
 import { git } from "./helpers/cli.js";
@@ -94,9 +96,10 @@ describe("git_commit: loopgraph commits for the agent", () => {
     expect(clash.status === "refused" && clash.reason).toMatch(/^git would not move loopgraph\/t3: .*loopgraph\/t3/);
     expect(branchOf(ws.dir)).toBe("main");
 
-    // A thread that started on a feature branch never commits on another one.
+    // A thread that started on a feature branch never commits on another one: its branch is noted at its first file-changing step.
     const feature = repo("feature");
-    await commit(feature, { threadId: "t2", message: "nothing yet" });
+    const snapshots = createToolStepSnapshots({ threadId: "t2", workspace: feature.dir, log: {} as SnapshotTable, warn: () => undefined });
+    await snapshots.around({ node: "coder", tool: "write_file", toolCallId: "w" }, async () => undefined);
     git(feature.dir, "checkout", "-q", "-b", "moved");
     writeFileSync(join(feature.dir, "tracked.txt"), "x\n");
     const moved = await commit(feature, { threadId: "t2" });
@@ -211,6 +214,19 @@ describe("git_commit: loopgraph commits for the agent", () => {
     git(ws.dir, "commit", "-q", "--allow-empty", "-m", "the user's own");
     const [kept] = await rewindCommits(ws.dir, "t1", "", false);
     expect(kept).toMatchObject({ branch: "feature", action: "kept", reason: expect.stringMatching(/has moved since/) });
+
+    // A log not written by loopgraph (an option for a branch, a name for a commit) gives git no argument.
+    const tip = head(ws.dir);
+    for (const forged of [
+      { commits: [{ key: "k", at: "2000-01-01", branch: "--no-deref", after: tip }] },
+      { commits: [{ key: "k", at: "2000-01-01", branch: "refs/heads/feature", before: "HEAD~5", after: tip }] },
+      { runBranch: "-D", commits: [] },
+    ]) {
+      writeFileSync(join(ws.dir, ".loopgraph/commits/t9.json"), JSON.stringify(forged));
+      await expect(rewindCommits(ws.dir, "t9", "", false)).rejects.toThrow(/is not a commit log loopgraph wrote/);
+      await expect(commit(ws, { threadId: "t9" })).rejects.toThrow(/is not a commit log loopgraph wrote/);
+    }
+    expect(head(ws.dir)).toBe(tip);
 
     // On main: the branch the thread made is deleted and HEAD goes back to main.
     const trunk = repo("main");

@@ -266,11 +266,13 @@ async function committed(outcome: RunOutcome, options: GlobalOptions & { commit?
   }));
   if (result.status === "refused") {
     const error = `the run finished, but --commit made no commit: ${result.reason}`;
+    // With --json the report prints nothing: the reason goes to stderr.
+    if (options.json) process.stderr.write(`${printable(error)}\n`);
     return { ...outcome, status: "failed", exitCode: ExitCode.Failed, error, ended: true };
   }
   const line =
     result.status === "nothing"
-      ? "--commit: nothing to commit (the run changed no files, or none differ from the branch's last commit)"
+      ? "--commit: nothing to commit (no step of the run changed a file that differs from the branch's last commit, or its workspace snapshots were off: see its warnings)"
       : `--commit: committed ${result.commit.slice(0, 12)} on ${result.branch}${result.createdFrom ? ` (a new branch beside ${result.createdFrom}; the workspace is now on it)` : ""}: ${result.files.length} file${result.files.length === 1 ? "" : "s"}${result.indexProblem ? `; ${result.indexProblem}` : ""}`;
   // With --json, stdout holds events only.
   (options.json ? process.stderr : process.stdout).write(`${printable(line)}\n`);

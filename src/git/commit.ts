@@ -376,14 +376,31 @@ async function readLog(workspace: string, threadId: string): Promise<CommitLog> 
   if (!folder) return { commits: [] };
   const text = await readFile(join(folder, `${threadId}.json`), "utf8").catch(() => undefined);
   if (text === undefined) return { commits: [] };
+  let log: Partial<CommitLog>;
   try {
-    const log = JSON.parse(text) as CommitLog;
-    const runBranch = typeof log.runBranch === "string" || log.runBranch === null ? { runBranch: log.runBranch } : {};
-    return { ...runBranch, commits: Array.isArray(log.commits) ? log.commits : [] };
+    log = JSON.parse(text) as Partial<CommitLog>;
   } catch {
-    throw new GitError(`${join(folder, `${threadId}.json`)} is not loopgraph's commit log (not JSON): move it away`);
+    log = { commits: [{} as CommitEntry] };
   }
+  // Branches and commits from it become git's arguments: each must be what loopgraph writes (a branch's full name, a commit id).
+  const commits = Array.isArray(log.commits) ? log.commits : [];
+  const fits =
+    (log.runBranch === undefined || log.runBranch === null || isBranch(log.runBranch)) &&
+    commits.every(
+      (entry) =>
+        isBranch(entry?.branch) &&
+        isCommitId(entry.after) &&
+        (entry.before === undefined || isCommitId(entry.before)) &&
+        typeof entry.at === "string" &&
+        (entry.created === undefined || entry.created.from === null || isBranch(entry.created.from)),
+    );
+  if (!fits) throw new GitError(`${join(folder, `${threadId}.json`)} is not a commit log loopgraph wrote: move it away`);
+  return { ...(log.runBranch !== undefined && { runBranch: log.runBranch }), commits };
 }
+
+const isBranch = (value: unknown): value is string =>
+  typeof value === "string" && value.startsWith(HEADS) && value.length > HEADS.length && !/[\s\0-\x1f]/.test(value);
+const isCommitId = (value: unknown): value is string => typeof value === "string" && /^(?:[0-9a-f]{40}|[0-9a-f]{64})$/.test(value);
 
 async function writeLog(workspace: string, threadId: string, log: CommitLog): Promise<void> {
   const folder = await stateFolder(workspace, [COMMITS_DIR]);

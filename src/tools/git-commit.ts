@@ -38,7 +38,7 @@ export const gitCommitTool: ToolDefinition<z.infer<typeof schema>> = {
   name: "git_commit",
   description:
     "Commit your changes to git, as one commit on the branch this thread works on (loopgraph makes it; you cannot run git commit yourself). " +
-    "Without paths, every change in the workspace is committed. Never pushes.",
+    "Use it when the task or the user asks for commits. Without paths, every change in the workspace is committed. Never pushes.",
   effect: "commit",
   schema,
   async run({ message, paths }, ctx) {
