@@ -41,7 +41,8 @@ describe("git_commit: loopgraph commits for the agent", () => {
     writeFileSync(join(ws.dir, "tracked.txt"), "two\n");
     writeFileSync(join(ws.dir, "new.txt"), "new\n");
     writeFileSync(join(ws.dir, "other.txt"), "staged by the user\n");
-    git(ws.dir, "add", "other.txt");
+    writeFileSync(join(ws.dir, "staged-new.txt"), "a new file the user staged\n");
+    git(ws.dir, "add", "other.txt", "staged-new.txt");
 
     const made = await commit(ws, { paths: ["tracked.txt", "new.txt"], message: "Change tracked.txt\n\nAnd add new.txt.\n\n" });
     expect(made).toMatchObject({ status: "committed", branch: "feature", files: ["new.txt", "tracked.txt"], redacted: 0 });
@@ -52,14 +53,17 @@ describe("git_commit: loopgraph commits for the agent", () => {
     );
     expect(git(ws.dir, "show", "HEAD:other.txt")).toBe("mine\n");
     // The committed files are clean; the user's staged change is still staged.
-    expect(status(ws.dir)).toBe("M  other.txt");
+    expect(status(ws.dir)).toBe("M  other.txt\nA  staged-new.txt");
 
     // Nothing left to commit for those paths.
     expect(await commit(ws, { paths: ["tracked.txt"] })).toEqual({ status: "nothing", branch: "feature" });
     // Without paths: every change (the user's staged file too), new folders included.
     mkdirSync(join(ws.dir, "dir"));
     writeFileSync(join(ws.dir, "dir/x.txt"), "x\n");
-    expect(await commit(ws, { message: "All of it" })).toMatchObject({ status: "committed", files: ["dir/x.txt", "other.txt"] });
+    expect(await commit(ws, { message: "All of it" })).toMatchObject({
+      status: "committed",
+      files: ["dir/x.txt", "other.txt", "staged-new.txt"],
+    });
     expect(status(ws.dir)).toBe("");
   });
 

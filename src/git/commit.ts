@@ -19,7 +19,7 @@ import { homedir, tmpdir } from "node:os";
 import { join } from "node:path";
 import { STATE_DIR } from "../project.js";
 import { git, GitError, LOOPGRAPH_IDENTITY } from "./run.js";
-import { writeTree, type TreeStore } from "./tree-store.js";
+import { copyIndex, writeTree, type TreeStore } from "./tree-store.js";
 import { checkId, realFolder } from "./worktrees/names.js";
 import { ownRepository, stateFolder, type BranchRepository } from "./worktrees/repository.js";
 
@@ -270,7 +270,19 @@ async function treeWithChanges(
   const scratch = await mkdtemp(join(tmpdir(), "loopgraph-commit-"));
   try {
     const seedIndex = join(scratch, "seed");
-    await repo.run(before ? ["read-tree", before] : ["read-tree", "--empty"], { indexFile: seedIndex });
+    // From a copy of the user's index, `read-tree -m` keeps the file stamps of the entries it does not change: unchanged files are not hashed again.
+    const seeded =
+      before !== undefined &&
+      (await copyIndex(repo.workspaceSeed, seedIndex)
+        .then(() => repo.run(["read-tree", "-m", before], { indexFile: seedIndex }))
+        .then(
+          () => true,
+          () => false,
+        ));
+    if (!seeded) {
+      await rm(seedIndex, { force: true });
+      await repo.run(before ? ["read-tree", before] : ["read-tree", "--empty"], { indexFile: seedIndex });
+    }
     let paths = named;
     if (paths && skipMissing) {
       const tracked = new Set((await repo.run(["ls-files", "-z"], { indexFile: seedIndex })).split("\0"));
