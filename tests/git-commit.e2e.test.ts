@@ -76,7 +76,7 @@ describe("git_commit and run --commit (CLI, real git)", () => {
     expect(paused.code, paused.stderr).toBe(3);
     expect(parseEvents(paused.stdout).find((event) => event.type === "interrupt")).toMatchObject({
       reason: "input",
-      value: { kind: "approval", tool: "git_commit" },
+      value: { kind: "approval", tool: "git_commit", details: "Add a.txt\n\n(paths: a.txt)" },
     });
     expect(log(ws.dir)).toEqual(["init|t"]);
 

@@ -41,6 +41,9 @@ export const gitCommitTool: ToolDefinition<z.infer<typeof schema>> = {
     "Use it when the task or the user asks for commits. Without paths, every change in the workspace is committed. Never pushes.",
   effect: "commit",
   schema,
+  // The user asked reads the whole message, and what it takes.
+  approvalDetails: ({ message, paths }) =>
+    `${message.trimEnd()}\n\n(${paths ? `paths: ${paths.join(", ")}` : "every change in the workspace"})`,
   async run({ message, paths }, ctx) {
     const checked = paths?.map((path) => committablePath(ctx.workspace, path));
     const outcome = await commitWorkspace({
