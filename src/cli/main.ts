@@ -258,7 +258,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   program
     .command("rewind <thread> [checkpoint]")
-    .description("put back the files the agent changed after a checkpoint (root or Coder tool step), as they were then")
+    .description(
+      "put back the files the agent changed after a checkpoint (root or Coder tool step), as they were then, and undo the commits loopgraph made for it since",
+    )
     .option("--dry-run", "list what would change (restore, delete, recreate), change nothing")
     .option("--list", "list the snapshot points: the checkpoint each file-changing tool step started from")
     .option("--json", "print JSON")
