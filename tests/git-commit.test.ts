@@ -7,6 +7,7 @@ import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, symlink
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { commitWorkspace, rewindCommits, type CommitRequest } from "../src/git/commit.js";
+import { pruneBranches } from "../src/git/worktrees/index.js";
 import { evaluatePolicy } from "../src/policy/evaluate.js";
 import type { SnapshotTable } from "../src/runs/snapshot-log.js";
 import { createToolStepSnapshots } from "../src/snapshots/tool-step-hook.js";
@@ -92,6 +93,9 @@ describe("git_commit: loopgraph commits for the agent", () => {
     git(ws.dir, "checkout", "-q", "--detach");
     expect((await commit(ws)).status).toBe("refused");
     expect(git(ws.dir, "rev-parse", "main").trim()).toBe(start);
+    // Deleting the thread's branch worktrees (threads delete, prune) keeps the branch of its commits.
+    expect(await pruneBranches(ws.dir, "t1")).toEqual([]);
+    expect(git(ws.dir, "branch", "--list", "loopgraph/t1").trim()).toBe("loopgraph/t1");
 
     // A thread whose worktree Coders have branches loopgraph/<thread>/…: git cannot make loopgraph/<thread> beside them.
     git(ws.dir, "checkout", "-q", "main");
