@@ -137,11 +137,15 @@ export async function commitWorkspace(request: CommitRequest): Promise<CommitOut
     })
   ).trim();
   const reflog = `loopgraph: ${request.key === RUN_COMMIT_KEY ? "run --commit" : "git_commit"} (thread ${threadId})`;
+  let moved = false;
   try {
     // Compare-and-swap: a branch moved meanwhile (or one made meanwhile) is not overwritten.
     await repo.run(["update-ref", "-m", reflog, target, commit, created ? "" : (before ?? "")]);
+    moved = true;
     if (created) await repo.run(["symbolic-ref", "-m", reflog, "HEAD", target]);
   } catch (error) {
+    // A branch made for HEAD that could not be put on it is taken back: no commit is left half made.
+    if (moved) await repo.run(["update-ref", "-d", target, commit]).catch(() => undefined);
     return { status: "refused", reason: `git would not move ${short(target)}: ${(error as Error).message}` };
   }
   log.commits.push({
