@@ -188,6 +188,15 @@ describe("git_commit: loopgraph commits for the agent", () => {
     expect(done.content).toMatch(/^Committed [0-9a-f]{12} on feature: 1 file \(tracked\.txt\)/);
     expect(git(ws.dir, "log", "-1", "--format=%B").trim()).toBe("-m --amend\n--no-verify");
 
+    // A folder inside the repository (a branch worktree's is one) and a folder without git commit nothing.
+    const inner = join(ws.dir, ".loopgraph", "worktrees", "t1", "coder-0");
+    mkdirSync(inner, { recursive: true });
+    writeFileSync(join(inner, "x.txt"), "x\n");
+    for (const workspace of [inner, tempWorkspace().dir]) {
+      const refused = await commitWorkspace({ workspace, threadId: "t1", message: "m", key: "k", env: ME });
+      expect(refused.status === "refused" && refused.reason, workspace).toMatch(/not the top folder of a git repository/);
+    }
+
     const decide = (mode: "ask" | "auto-edit" | "auto" | "deny") =>
       evaluatePolicy({ name: "git_commit", args: { message: "m" } }, { rules: [], mode, workspace: ws.dir, sandbox: "none" }).decision;
     expect([decide("ask"), decide("auto-edit"), decide("auto"), decide("deny")]).toEqual(["ask", "ask", "allow", "deny"]);

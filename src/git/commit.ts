@@ -105,7 +105,7 @@ export async function commitWorkspace(request: CommitRequest): Promise<CommitOut
     return {
       status: "refused",
       reason:
-        "the workspace is not the top folder of a git repository's work tree (a Coder in a branch worktree commits nothing: its work reaches the workspace through a merge)",
+        "the workspace is not the top folder of a git repository's work tree (it has no repository, is a folder inside one, or is a Coder's branch worktree, whose work reaches the workspace through a merge)",
     };
   const log = await readLog(workspace, threadId);
   const head = await headRef(repo);
