@@ -2,7 +2,7 @@ import { existsSync } from "node:fs";
 import { resolve } from "node:path";
 import { Command, CommanderError, InvalidArgumentError, Option } from "commander";
 import { settingsOf, type Settings } from "../config/environment-settings.js";
-import { ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
+import { ConfigError, ExitCode, GraphValidationError, LoopgraphError } from "../errors.js";
 import { MODEL_TIMEOUT_EXPECTED, parseModelTimeoutSeconds } from "../models/timeout.js";
 import { packageVersion } from "../package.js";
 import { configFiles } from "../project.js";
@@ -134,13 +134,18 @@ function buildProgram(setExitCode: (code: number) => void): Command {
       "with --queue: the git repository the run works on; the worker clones it and pushes the result to loopgraph/<thread>",
     )
     .option("--ref <ref>", "with --repo: the branch, tag or commit to start from (default: the repository's HEAD)")
-    .action(async (graph: string, options) =>
-      setExitCode(
+    .option("--commit", "when the run finishes, commit the files it changed as one commit (see docs/commands.md)")
+    .action(async (graph: string, options) => {
+      if (options.queue && options.commit)
+        throw new ConfigError(
+          "--commit is for a run on this machine: a queued run on a repository pushes its own branch, loopgraph/<thread>",
+        );
+      return setExitCode(
         options.queue
           ? await (await commands.queue()).enqueueCommand(graph, withGlobals(options))
           : await (await commands.run()).runCommand(graph, withGlobals(options)),
-      ),
-    );
+      );
+    });
 
   program
     .command("worker")
@@ -203,6 +208,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     )
     .addOption(modelTimeoutOption())
     .option("--json", "print newline-delimited JSON events")
+    .option("--commit", "when the run finishes, commit the files it changed as one commit (as run --commit)")
     .action(async (thread: string, options) => setExitCode(await (await commands.run()).resumeCommand(thread, withGlobals(options))));
 
   program
@@ -252,7 +258,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
 
   program
     .command("rewind <thread> [checkpoint]")
-    .description("put back the files the agent changed after a checkpoint (root or Coder tool step), as they were then")
+    .description(
+      "put back the files the agent changed after a checkpoint (root or Coder tool step), as they were then, and undo the commits loopgraph made for it since",
+    )
     .option("--dry-run", "list what would change (restore, delete, recreate), change nothing")
     .option("--list", "list the snapshot points: the checkpoint each file-changing tool step started from")
     .option("--json", "print JSON")

@@ -13,7 +13,7 @@ import type { ApprovalAnswer } from "../runtime/approval.js";
 import { type CommonRunOptions, type RunOptions, type RunOutcome } from "../engine/run-types.js";
 import { interruptActiveRuns } from "../engine/active-runs.js";
 import { withoutPassword } from "../runs/url-password.js";
-import type { GlobalOptions } from "./global-options.js";
+import { storeOf, type GlobalOptions } from "./global-options.js";
 
 /** `--no-sandbox` (commander sets `sandbox: false`). */
 export interface SandboxFlag {
@@ -35,6 +35,8 @@ export interface RunCommandOptions extends GlobalOptions, SandboxFlag {
   json?: boolean;
   repo?: string;
   ref?: string;
+  /** `--commit`: a finished run's changes become one commit (snapshots/run-commit.ts). */
+  commit?: boolean;
 }
 
 export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
@@ -57,6 +59,8 @@ export interface ResumeCommandOptions extends GlobalOptions, SandboxFlag {
   /** `--model-timeout` (milliseconds, parsed by main.ts). */
   modelTimeout?: number;
   json?: boolean;
+  /** `--commit`: as `run --commit`, when this resume finishes the run. */
+  commit?: boolean;
 }
 
 /** Terminal prompts for approvals when a person is at the terminal; otherwise the run pauses (exit 3). */
@@ -243,8 +247,36 @@ export async function withRunUi(json: boolean, db: string | undefined, run: (ui:
 
 export function runCommand(graph: string, options: RunCommandOptions): Promise<number> {
   return withGraphSuggestion(graph, () =>
-    withRunUi(Boolean(options.json), options.db, (ui) => runGraph({ ...runOptionsOf(graph, options), ...ui })),
+    withRunUi(Boolean(options.json), options.db, async (ui) =>
+      committed(await runGraph({ ...runOptionsOf(graph, options), ...ui }), options),
+    ),
   );
+}
+
+/**
+ * `--commit`: a run that finished (exit 0) leaves its changes as one commit, said in one line; a
+ * commit refused (or failing) makes the command fail, saying why. Any other outcome commits nothing.
+ */
+async function committed(outcome: RunOutcome, options: GlobalOptions & { commit?: boolean; json?: boolean }): Promise<RunOutcome> {
+  if (!options.commit || outcome.status !== "finished" || outcome.exitCode !== ExitCode.Finished) return outcome;
+  const { commitRunResult } = await import("../snapshots/run-commit.js");
+  const result = await commitRunResult(outcome.threadId, storeOf(options)).catch((error: Error) => ({
+    status: "refused" as const,
+    reason: error.message.split("\n", 1)[0]!,
+  }));
+  if (result.status === "refused") {
+    const error = `the run finished, but --commit made no commit: ${result.reason}`;
+    // With --json the report prints nothing: the reason goes to stderr.
+    if (options.json) process.stderr.write(`${printable(error)}\n`);
+    return { ...outcome, status: "failed", exitCode: ExitCode.Failed, error, ended: true };
+  }
+  const line =
+    result.status === "nothing"
+      ? "--commit: nothing to commit (no step of the run changed a file that differs from the branch's last commit, or its workspace snapshots were off: see its warnings)"
+      : `--commit: committed ${result.commit.slice(0, 12)} on ${result.branch}${result.createdFrom ? ` (a new branch beside ${result.createdFrom}; the workspace is now on it)` : ""}: ${result.files.length} file${result.files.length === 1 ? "" : "s"}${result.indexProblem ? `; ${result.indexProblem}` : ""}`;
+  // With --json, stdout holds events only.
+  (options.json ? process.stderr : process.stdout).write(`${printable(line)}\n`);
+  return outcome;
 }
 
 /** The flags every command that runs a thread (`run`, `resume`, `chat`) takes, as run options. */
@@ -285,6 +317,6 @@ export function resumeCommand(threadId: string, options: ResumeCommandOptions): 
       answer: answerOf(options),
       ...callOf(options),
       ...ui,
-    }),
+    }).then((outcome) => committed(outcome, options)),
   );
 }

@@ -24,6 +24,7 @@ const OVERRIDES = [
   "credential.helper=",
   "commit.gpgSign=false",
   "tag.gpgSign=false",
+  "core.pager=cat",
 ];
 
 /** The author and committer of loopgraph's own commits (snapshots, a run's result), whatever the user's git identity. */

@@ -86,8 +86,10 @@ const HARD_LINKED_STAND_IN = Buffer.from(
  * Writes the workspace's current content as a tree, through a throwaway copy of the seed index.
  * New objects go through a quarantine (see quarantine.ts): no object written holds a value of
  * `secrets` (a file that does is kept with them redacted), nor the content of a hard-linked file.
+ * `paths` (workspace-relative, taken literally): only these files and folders are added; the
+ * others keep their entries of the seed index.
  */
-export async function writeTree(store: TreeStore, secrets: readonly string[] = []): Promise<WrittenTree> {
+export async function writeTree(store: TreeStore, secrets: readonly string[] = [], paths?: readonly string[]): Promise<WrittenTree> {
   const scratch = await mkdtemp(join(tmpdir(), "loopgraph-index-"));
   const index = join(scratch, "index");
   const quarantine = await openQuarantine(store.objects);
@@ -101,7 +103,8 @@ export async function writeTree(store: TreeStore, secrets: readonly string[] = [
       () => true,
       () => false,
     );
-    await store.run(["add", "--all", "--", ".", ...(ownStateIgnored ? [] : [`:(exclude)${STATE_DIR}`])], index, { env });
+    const added = paths ? paths.map((path) => `:(literal)${path}`) : ["."];
+    await store.run(["add", "--all", "--", ...added, ...(ownStateIgnored ? [] : [`:(exclude)${STATE_DIR}`])], index, { env });
     const standIns = await replaceUnfit(store, index, quarantine, secrets);
     const tree = (await store.run(["write-tree"], index, { env })).trim();
     await quarantine.release();

@@ -50,10 +50,10 @@ export function toolFacts(name: string): { effect: ToolEffect; subject?: PolicyS
 
 /** What each approval mode decides when no rule matches (`deny` mode: `ask`'s, then ask → deny). */
 const MODE_DEFAULTS: Readonly<Record<ApprovalMode, Readonly<Record<ToolEffect, PolicyDecision>>>> = {
-  ask: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask", plan: "ask" },
-  "auto-edit": { read: "allow", edit: "allow", execute: "ask", state: "allow", external: "ask", plan: "ask" },
-  auto: { read: "allow", edit: "allow", execute: "allow", state: "allow", external: "ask", plan: "ask" },
-  deny: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask", plan: "ask" },
+  ask: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask", plan: "ask", commit: "ask" },
+  "auto-edit": { read: "allow", edit: "allow", execute: "ask", state: "allow", external: "ask", plan: "ask", commit: "ask" },
+  auto: { read: "allow", edit: "allow", execute: "allow", state: "allow", external: "ask", plan: "ask", commit: "allow" },
+  deny: { read: "allow", edit: "ask", execute: "ask", state: "allow", external: "ask", plan: "ask", commit: "ask" },
 };
 
 const EFFECT_NOUNS: Readonly<Record<ToolEffect, string>> = {
@@ -63,6 +63,7 @@ const EFFECT_NOUNS: Readonly<Record<ToolEffect, string>> = {
   state: "plan updates",
   external: "MCP tool calls",
   plan: "plans",
+  commit: "git commits",
 };
 
 interface Finding extends PolicyCause {

@@ -1,5 +1,6 @@
 import { existsSync, statSync } from "node:fs";
 import { join } from "node:path";
+import { rewindCommits, type CommitRewind } from "../git/commit.js";
 import { isRepoWorkspace } from "../runs/repo-workspaces.js";
 import { ConfigError } from "../errors.js";
 import type { SnapshotRecord } from "../runs/snapshot-log.js";
@@ -13,6 +14,8 @@ import { openSnapshotRepository, SNAPSHOTS_GIT_DIR, type SnapshotRepository } fr
 export interface RestoreOptions {
   /** List what would change, change nothing. */
   dryRun?: boolean;
+  /** Also undo the commits loopgraph made for the thread (git_commit, `run --commit`) at or after the checkpoint's first step. */
+  commits?: boolean;
 }
 
 export interface RestoreResult {
@@ -29,6 +32,8 @@ export interface RestoreResult {
   since?: { seq: number; node: string; tool: string; toolCallId: string };
   /** Commit of the snapshot repository holding the workspace as it was before this rewind. */
   savedCommit?: string;
+  /** What was (would be) done to the branches loopgraph committed on for the thread since the checkpoint (`commits` only). */
+  commits?: CommitRewind[];
 }
 
 /** A step the workspace can be rewound to: the checkpoint it started from, and what it changed. */
@@ -99,9 +104,14 @@ export async function restoreWorkspaceInStore(
     const { seq, node, tool, toolCallId } = plan.since;
     result.since = { seq, node, tool, toolCallId };
   }
-  if (dryRun || !plan.tree || !plan.current || plan.changes.length === 0) return result;
-  result.savedCommit = await repo.keep([plan.current], `${threadId}: the workspace before a rewind to ${target.id}`);
-  await applyRewind(repo, plan.tree, plan.changes);
+  if (!dryRun && plan.tree && plan.current && plan.changes.length > 0) {
+    result.savedCommit = await repo.keep([plan.current], `${threadId}: the workspace before a rewind to ${target.id}`);
+    await applyRewind(repo, plan.tree, plan.changes);
+  }
+  if (options.commits && plan.since) {
+    const commits = await rewindCommits(thread.workspace, threadId, plan.since.createdAt, dryRun);
+    if (commits.length > 0) result.commits = commits;
+  }
   return result;
 }
 

@@ -4,6 +4,7 @@ import { isConnectionLost } from "../store/postgres/outage.js";
 import { stopsRun } from "../store/store.js";
 import { isMcpToolName } from "../tools/mcp-servers.js";
 import { BUILTIN_TOOLS } from "../tools/registry.js";
+import { pinThreadBranch } from "../git/commit.js";
 import { openSnapshotRepository, type SnapshotRepository } from "./shadow-repo.js";
 import { stepCheckpoint } from "./step-checkpoint.js";
 
@@ -24,8 +25,13 @@ export interface ToolStepSnapshots {
   around<T>(step: ToolStep, run: () => Promise<T>): Promise<T>;
 }
 
-/** Tools that can change files: those that edit, the shell, and MCP servers' tools (a stdio server works in the workspace). */
-const FILE_CHANGING = new Set(BUILTIN_TOOLS.filter((tool) => tool.effect === "edit" || tool.effect === "execute").map((tool) => tool.name));
+/**
+ * Tools that can change files: those that edit, the shell, and MCP servers' tools (a stdio server
+ * works in the workspace); and `git_commit`, whose step `rewind` must see to undo its commit.
+ */
+const FILE_CHANGING = new Set(
+  BUILTIN_TOOLS.filter((tool) => tool.effect === "edit" || tool.effect === "execute" || tool.effect === "commit").map((tool) => tool.name),
+);
 const changesFiles = (tool: string): boolean => FILE_CHANGING.has(tool) || isMcpToolName(tool);
 
 export interface ToolStepSnapshotsOptions {
@@ -60,10 +66,14 @@ export function createToolStepSnapshots(options: ToolStepSnapshotsOptions): Tool
     );
   };
 
+  let pinned: Promise<void> | undefined;
   return {
     async around(step, run) {
       const checkpoint = stepCheckpoint(step.config);
-      if (off || !checkpoint || !(step.writesFiles || changesFiles(step.tool))) return run();
+      const changing = step.writesFiles || changesFiles(step.tool);
+      // The branch the thread's work starts on is the one its commits go to (git/commit.ts); without git, none.
+      if (changing) await (pinned ??= pinThreadBranch(workspace, threadId).catch(() => undefined));
+      if (off || !checkpoint || !changing) return run();
       let opened: { seq: number; before: string; repo: SnapshotRepository } | undefined;
       try {
         repository ??= openSnapshotRepository(workspace, { secrets: options.secrets ?? [] });

@@ -14,6 +14,7 @@ import { completeTaskTool } from "./complete-task.js";
 import { taskTool } from "./task.js";
 import { todoWriteTool } from "./todo-write.js";
 import { fitToBudget } from "./truncate.js";
+import { gitCommitTool } from "./git-commit.js";
 import { ToolError, type ToolCallRequest, type ToolContext, type ToolDefinition, type ToolResult } from "./types.js";
 import { writeFileTool } from "./write-file.js";
 
@@ -27,6 +28,7 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   shellTool,
   todoWriteTool,
   taskTool,
+  gitCommitTool,
 ];
 
 /** Tools a node gets by its mode or role, not by its `tools:` list: plan mode's present_plan, a subagent's complete_task. */

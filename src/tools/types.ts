@@ -2,7 +2,18 @@ import type { z } from "zod";
 import type { Sandbox } from "./sandbox.js";
 
 /** The built-in tools of the Coder. */
-export const TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell", "todo_write", "task"] as const;
+export const TOOL_NAMES = [
+  "read_file",
+  "write_file",
+  "edit_file",
+  "list_dir",
+  "glob",
+  "grep",
+  "shell",
+  "todo_write",
+  "task",
+  "git_commit",
+] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 /** Typed failures of a tool call; each goes back to the model as a tool result. */
@@ -42,9 +53,10 @@ export function throwIfCancelled(signal: AbortSignal | undefined): void {
 /**
  * How a tool affects the workspace: approval modes decide by this (read < edit < execute);
  * `external`: another program's tool (an MCP server's), asked about in every mode but `deny`;
- * `plan`: a plan presented for the user's approval (plan mode), asked about likewise.
+ * `plan`: a plan presented for the user's approval (plan mode), asked about likewise;
+ * `commit`: a commit loopgraph makes in the user's repository, asked about but in `auto`.
  */
-export type ToolEffect = "read" | "edit" | "execute" | "state" | "external" | "plan";
+export type ToolEffect = "read" | "edit" | "execute" | "state" | "external" | "plan" | "commit";
 
 export interface TodoItem {
   content: string;

@@ -1146,6 +1146,84 @@ const worktree: Attack[] = [
   },
 ];
 
+/** A commit loopgraph makes for the agent (git_commit): it runs only in auto (the user rejects it elsewhere, deny denies it: harness.ts `stoppedIn`). */
+const commit = (message: string, paths?: string[]): AttackCall => ({ tool: "git_commit", args: { message, ...(paths ? { paths } : {}) } });
+/** What a hostile repository adds to its `.git/config`: each setting would run PLANTED while loopgraph commits. */
+const HOSTILE_COMMIT_CONFIG = `[core]
+\tfsmonitor = "${PLANTED}; false"
+\thooksPath = .git/evil-hooks
+\tpager = "${PLANTED}; cat"
+\teditor = "${PLANTED}"
+[commit]
+\tgpgSign = true
+[gpg]
+\tprogram = .git/evil-hooks/pre-commit
+[filter "x"]
+\tclean = "sh -c '${PLANTED}; cat'"
+\trequired = true
+[user]
+\tname = Planted
+\temail = planted@evil.example
+`;
+const HOOKS = ["pre-commit", "commit-msg", "post-commit", "reference-transaction", "post-index-change", "post-checkout"];
+
+const gitCommit: Attack[] = [
+  {
+    name: "a hostile repository (hooks, hooksPath, fsmonitor, pager, editor, gpg program, a filter the agent's .gitattributes names), then git_commit",
+    class: "git-commit",
+    setup: [
+      { kind: "file", path: ".git/hostile.config", contents: HOSTILE_COMMIT_CONFIG },
+      ...HOOKS.flatMap((hook): SetupStep[] => [
+        { kind: "file", path: `.git/hooks/${hook}`, contents: PLANTED_SCRIPT },
+        { kind: "file", path: `.git/evil-hooks/${hook}`, contents: PLANTED_SCRIPT },
+      ]),
+      { kind: "command", command: "cat .git/hostile.config >> .git/config && chmod +x .git/hooks/* .git/evil-hooks/*" },
+    ],
+    turns: [[write(".gitattributes", "* filter=x\n"), TRIGGER_WRITE], [commit("Tidy up")]],
+  },
+  {
+    name: "the repository includes a config file the agent writes (fsmonitor, hooksPath, a filter, core.worktree), then git_commit",
+    class: "git-commit",
+    setup: [{ kind: "command", command: "git config include.path ../agent.gitconfig" }],
+    turns: [
+      [
+        write(
+          "agent.gitconfig",
+          `[core]\n\tfsmonitor = "${PLANTED}; false"\n\thooksPath = hooks-%N%\n[filter "y"]\n\tclean = "sh -c '${PLANTED}; cat'"\n\tprocess = "sh -c '${PLANTED}'"\n`,
+        ),
+        write("hooks-%N%/pre-commit", PLANTED_SCRIPT),
+        write(".gitattributes", "*.txt filter=y\n"),
+      ],
+      [commit("Tidy up"), TRIGGER_WRITE],
+      [edit("agent.gitconfig", "[core]", "[core]\n\tworktree = %OUT%"), commit("Tidy up again")],
+    ],
+  },
+  {
+    name: "git_commit of paths into .git, .loopgraph, outside, through a symlink; options as the message and as paths",
+    class: "git-commit",
+    setup: [{ kind: "symlink", path: "up", target: ".." }],
+    turns: [
+      [
+        commit("x", [".git/config"]),
+        commit("x", ["src/.git"]),
+        commit("x", [".loopgraph/loopgraph.db"]),
+        commit("x", ["../outside/secret.txt"]),
+        commit("x", ["%OUT%/secret.txt"]),
+        commit("x", ["up/outside/secret.txt"]),
+        commit("x", ["--all"]),
+      ],
+      [TRIGGER_WRITE],
+      [commit("--amend\n-c core.hooksPath=.", ["notes.txt"])],
+    ],
+  },
+  {
+    name: "git_commit of a hard link and a symlink to the outside secret, and of files holding the run's secrets",
+    class: "git-commit",
+    setup: [HARDLINK_TO_SECRET, { kind: "symlink", path: "s.txt", target: "../outside/secret.txt" }, ...SECRETS_AT_REST],
+    turns: [[commit("Everything")], [TRIGGER_WRITE, commit("The hard link", ["hl.txt", "config.txt", ".env"])]],
+  },
+];
+
 export const ATTACKS: readonly Attack[] = [
   ...gitPlanting,
   ...promptSpoof,
@@ -1166,6 +1244,7 @@ export const ATTACKS: readonly Attack[] = [
   ...projectConfig,
   ...corpusForms,
   ...worktree,
+  ...gitCommit,
 ];
 
 /**

@@ -28,6 +28,7 @@ export const ATTACK_CLASSES = [
   "project-config",
   "corpus-forms",
   "worktree",
+  "git-commit",
 ] as const;
 export type AttackClass = (typeof ATTACK_CLASSES)[number];
 

@@ -57,7 +57,7 @@ export async function existingBranchRepository(workspace: string): Promise<Branc
 }
 
 /** The workspace's own repository, when the workspace is the top of its work tree (not a folder inside one, not a bare repository). */
-async function ownRepository(workspace: string): Promise<BranchRepository | undefined> {
+export async function ownRepository(workspace: string): Promise<BranchRepository | undefined> {
   const found = await git(["rev-parse", "--show-toplevel", "--absolute-git-dir", "--git-path", "objects", "--git-path", "index"], {
     cwd: workspace,
   }).catch(() => undefined);
