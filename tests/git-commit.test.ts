@@ -32,7 +32,7 @@ const branchOf = (dir: string) => git(dir, "symbolic-ref", "--short", "-q", "HEA
 const status = (dir: string) => git(dir, "status", "--porcelain").trim();
 
 function toolContext(ws: Workspace, thread = "t1"): ToolContext {
-  return { workspace: ws.dir, env: ME, artifactsDir: join(ws.dir, ".loopgraph", "artifacts", thread) };
+  return { workspace: ws.dir, env: ME, artifactsDir: join(ws.dir, ".loopgraph", "artifacts", thread), threadId: thread };
 }
 
 describe("git_commit: loopgraph commits for the agent", () => {

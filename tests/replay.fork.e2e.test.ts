@@ -141,7 +141,7 @@ describe("replay --from (live fork)", () => {
       repo.db,
     ]);
     expect(forked.code, forked.stderr).toBe(0);
-    expect(forked.stdout).toContain("will re-run: looper, coder (writes files, runs shell), review, judge");
+    expect(forked.stdout).toContain("will re-run: looper, coder (writes files, runs shell, commits to git), review, judge");
     expect(forked.stdout.indexOf("will re-run")).toBeLessThan(forked.stdout.indexOf("● looper"));
     expect(forked.stdout).toContain("round 1/5 started: write add() and sub() in app.js");
   });

@@ -96,7 +96,7 @@ describe("re-run plan", () => {
   it("lists every node reachable from the next ones, with side effects (Coder tools, function nodes)", async () => {
     const coderReview = await loadGraph(join(ROOT, "graphs/coder-review.yaml"));
     expect(rerunPlan(coderReview, ["coder"])).toEqual([
-      { node: "coder", effects: ["writes files", "runs shell"] },
+      { node: "coder", effects: ["writes files", "runs shell", "commits to git"] },
       { node: "looper", effects: [] },
       { node: "review", effects: [] },
       { node: "judge", effects: [] },

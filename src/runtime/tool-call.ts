@@ -187,6 +187,7 @@ async function decideAndRun(call: ToolCallRequest, options: ToolCallOptions): Pr
     workspace: ctx.workspace,
     env: ctx.env,
     artifactsDir: options.artifactsDir,
+    threadId,
     signal: ctx.signal,
     resultBudgetChars: options.resultBudgetChars,
     sandbox,

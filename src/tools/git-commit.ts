@@ -1,4 +1,4 @@
-import { basename, resolve } from "node:path";
+import { resolve } from "node:path";
 import { z } from "zod";
 import { commitWorkspace } from "../git/commit.js";
 import { STATE_DIR } from "../project.js";
@@ -31,8 +31,11 @@ function committablePath(workspace: string, path: string): string {
   return written;
 }
 
-/** The thread a call is made in: its artifacts are kept in `.loopgraph/artifacts/<thread>/` (ToolContext.artifactsDir). */
-const threadOf = (ctx: ToolContext): string => basename(ctx.artifactsDir);
+/** The thread a call is made in: a commit needs one (its branch and its log are the thread's). */
+function threadOf(ctx: ToolContext): string {
+  if (ctx.threadId === undefined) throw new ToolError("failed", "git_commit runs only in a thread of a run");
+  return ctx.threadId;
+}
 
 export const gitCommitTool: ToolDefinition<z.infer<typeof schema>> = {
   name: "git_commit",

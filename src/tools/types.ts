@@ -70,6 +70,8 @@ export interface ToolContext {
   env: NodeJS.ProcessEnv;
   /** Where oversized results are saved: `.loopgraph/artifacts/<thread>/` (absolute). */
   artifactsDir: string;
+  /** The thread the call is made in (a commit's branch and log are the thread's). */
+  threadId?: string;
   signal?: AbortSignal;
   /** Results longer than this (characters) are cut to head and tail; default 30 000. */
   resultBudgetChars?: number;

@@ -85,7 +85,7 @@ const coderNode = z.strictObject({
 });
 
 /** What the Coder's tools do, as `replay --from` announces it. */
-const TOOL_EFFECTS: Partial<Record<ToolEffect, string>> = { edit: "writes files", execute: "runs shell" };
+const TOOL_EFFECTS: Partial<Record<ToolEffect, string>> = { edit: "writes files", execute: "runs shell", commit: "commits to git" };
 
 /** A node's tool list entry naming MCP servers' tools: `server__tool`, `*` anywhere. */
 const MCP_TOOL_PATTERN = /^[A-Za-z0-9*-]+__[A-Za-z0-9_*-]+$/;
