@@ -41,6 +41,15 @@ export type RunEvent =
     }
   /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
   | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
+  /** A Coder turn's task was classified before its first model call (`complexity: auto`): the strategy its prompt was given. */
+  | {
+      type: "complexity";
+      threadId: string;
+      node: string;
+      level: "simple" | "moderate" | "complex";
+      confidence: number;
+      indicators: string[];
+    }
   | {
       type: "interrupt";
       threadId: string;

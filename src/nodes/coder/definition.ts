@@ -20,6 +20,8 @@ export interface CoderNodeDefinition extends NodeDefinition {
   mode?: CoderMode;
   /** `worktree`: the Coder works in its own branch worktree of the workspace (`workspace:`); unset: in the workspace itself. */
   workspace?: "worktree";
+  /** `off`: no task-complexity analysis, no strategy in the prompt (`complexity:`; default auto). */
+  complexity?: "off";
   /** The subagent types its `task` calls may name (`subagents:`), besides the default read-only one (and the config files' types). */
   subagents: Record<string, SubagentType>;
 }

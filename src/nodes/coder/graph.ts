@@ -23,6 +23,7 @@ import { compressHistory, compressionUpdate } from "./compression.js";
 import { EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
 import { CoderState, type CoderStateValue } from "./state.js";
 import { coderSystemPrompt } from "./system-prompt.js";
+import { analyzeComplexity, strategySection } from "./complexity.js";
 import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { SUBAGENT_MAX_STEPS, SUBAGENT_READ_TOOLS, type SubagentType } from "../../tools/subagent-config.js";
@@ -109,7 +110,13 @@ function failure(state: CoderStateValue, kind: CoderFailureKind, reason: string)
     steps: state.steps,
     toolCalls: state.toolLog,
     todos: state.todos,
+    ...resultPlanning(state),
   };
+}
+
+/** What a result tells of the turn's planning: the task's complexity. */
+function resultPlanning(state: CoderStateValue): Pick<CoderResult, "complexity"> {
+  return state.complexity ? { complexity: { level: state.complexity.level, confidence: state.complexity.confidence } } : {};
 }
 
 const MODEL_FAILURES: Partial<Record<ModelError["kind"], CoderFailureKind>> = {
@@ -239,6 +246,8 @@ export function buildCoderGraph(
   const graphRules = applicableGraphRules(graph.file, graph.policy, ctx.runWorkspace ?? ctx.workspace).rules;
   const emit = ctx.emit;
   const threadId = ctx.threadId;
+  // A subagent's task is its Coder's question: it gets no strategy of its own.
+  const complexityOn = def.complexity !== "off" && !subagent;
 
   /**
    * Between steps of a Coder whose failure a loop takes up: whether a stop command waits in the
@@ -285,7 +294,12 @@ export function buildCoderGraph(
       tools: specs,
       ...(instance && { instance }),
     });
-    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace, ctx.env)}${MODE_NOTES[mode]}${subagentNote}`);
+    // The task's complexity, classified at the turn's first model call in agent mode; its strategy stays in the prompt.
+    const classified =
+      state.complexity ?? (state.steps === 0 && mode === "agent" && complexityOn ? analyzeComplexity(state.task) : undefined);
+    if (classified && !state.complexity) emit({ type: "complexity", threadId, node: def.id, ...classified });
+    const strategy = classified ? `\n\n${strategySection(classified)}` : "";
+    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace, ctx.env)}${MODE_NOTES[mode]}${strategy}${subagentNote}`);
     const bookkeeping = (): CoderUpdate => {
       const consumed = session.consumed();
       return {
@@ -293,6 +307,7 @@ export function buildCoderGraph(
         ...(consumed ? { scripted: { [spec]: consumed } } : {}),
         ...(listed ? { mcpTools: listed } : {}),
         ...(state.mode === undefined ? { mode } : {}),
+        ...(classified && !state.complexity ? { complexity: classified } : {}),
       };
     };
 
@@ -463,6 +478,7 @@ export function buildCoderGraph(
         steps: state.steps,
         toolCalls: state.toolLog,
         todos: state.todos,
+        ...resultPlanning(state),
         ...(state.output && { output: state.output }),
       },
     };

@@ -10,6 +10,7 @@ import { TOOL_NAMES, type ToolEffect } from "../../tools/types.js";
 import { createCoderNode } from "./node.js";
 import { CODER_MODES } from "../../state/thread.js";
 import { outputSchemaProblem } from "../../tools/complete-task.js";
+import { COMPLEXITY_MODES } from "./complexity.js";
 
 const coderNode = z.strictObject({
   kind: z.literal("coder"),
@@ -79,6 +80,12 @@ const coderNode = z.strictObject({
       "Where the Coder works: shared (the run's workspace) or worktree (its own git worktree on the branch loopgraph/<thread>/<node>-<i>, which a merge node applies); default worktree when it runs in a map or beside another coder, else shared",
     )
     .optional(),
+  complexity: z
+    .enum(COMPLEXITY_MODES)
+    .describe(
+      "auto: before its first model call, each turn's task is classified simple, moderate or complex by rules, and the matching strategy goes into the prompt (agent mode); off: no analysis (default auto)",
+    )
+    .default("auto"),
   result_budget_chars: positiveInt
     .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
     .default(30_000),
@@ -127,6 +134,7 @@ export const coderKind = defineNodeKind({
           ...(raw.mode && { mode: raw.mode }),
           // Only when set: a graph without it keeps the fingerprint it had.
           ...(raw.workspace === "worktree" && { workspace: "worktree" as const }),
+          ...(raw.complexity === "off" && { complexity: "off" as const }),
           subagents,
         };
   },

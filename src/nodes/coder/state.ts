@@ -8,6 +8,7 @@ import type { CoderResult, ToolLogEntry } from "./types.js";
 import type { PolicyRule } from "../../state/rules.js";
 import type { McpToolInfo } from "../../tools/mcp.js";
 import type { CoderMode } from "../../state/thread.js";
+import type { ComplexityAnalysis } from "./complexity.js";
 
 const lastValue = <T>(_: T, next: T): T => next;
 const unionStrings = (left: string[], right: string[]): string[] => [...new Set([...left, ...right])];
@@ -44,6 +45,8 @@ export const CoderState = Annotation.Root({
   mcpTools: Annotation<McpToolInfo[] | undefined>({ reducer: lastValue, default: () => undefined }),
   /** The turn's mode, fixed at its first model call; plan becomes agent when the user approves the plan. */
   mode: Annotation<CoderMode | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** The turn's task as classified at its first model call (`complexity: auto`, agent mode); unset: not classified. */
+  complexity: Annotation<ComplexityAnalysis | undefined>({ reducer: lastValue, default: () => undefined }),
   /** A subagent's result, handed in with complete_task (it ends the subagent). */
   output: Annotation<Record<string, unknown> | undefined>({ reducer: lastValue, default: () => undefined }),
   result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
