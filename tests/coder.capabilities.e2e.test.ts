@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, parseEvents, trustIn } from "./helpers/cli.js";
+import { cleanEnv, parseEvents, runCli, trustIn } from "./helpers/cli.js";
 import { finalState, run, startRun, type RunSpec } from "./helpers/e2e.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
 import { hasScript, runAtTerminal } from "./helpers/terminal.js";
@@ -112,6 +112,61 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
       exitCode: 1,
       reason: expect.stringMatching(reason),
     });
+  });
+
+  it("a Coder that keeps answering with its plan unfinished is sent back twice, then ends honestly (exit 4, plan unfinished); its complexity and findings are in --json, inspect and a recorded replay", async () => {
+    const ws = workspace();
+    const script = scriptFile(ws, "unfinished.script.yaml", [
+      {
+        node: "coder",
+        tool_calls: [
+          { name: "save_finding", args: { finding: "README.md is the only file" } },
+          {
+            name: "todo_write",
+            args: {
+              items: [
+                { content: "split the README", status: "pending" },
+                { content: "link the parts", status: "pending" },
+              ],
+            },
+          },
+        ],
+      },
+      { node: "coder", content: "done" },
+      { node: "coder", content: "done, really" },
+      { node: "coder", content: "done, I said" },
+    ]);
+    const result = await run(ws, {
+      graph: "coder",
+      task: "Refactor the README into sections",
+      thread: "unfinished",
+      script,
+      approval: "auto",
+    });
+    expect(result.code, result.stderr).toBe(4);
+    const events = parseEvents(result.stdout);
+    expect(ofType(events, "complexity")).toEqual([
+      expect.objectContaining({ node: "coder", level: "complex", indicators: ['"refactor" (complex)', "short task (5 words)"] }),
+    ]);
+    expect(events.at(-1)).toMatchObject({
+      type: "run_finished",
+      status: "limited",
+      exitCode: 4,
+      reason:
+        "the Coder failed (plan_unfinished): plan unfinished: 2 of 2 items not done after 2 plan checks (split the README; link the parts)",
+    });
+    // The Coder's own steps (inspect --nested) hold the analysis, the finding and the two checks.
+    const inspected = JSON.parse((await runCli(["inspect", "unfinished", "--nested", "--json", "--db", ws.db])).stdout) as {
+      nested: { node: string; checkpoints: { changes: { path: string; value?: unknown }[] }[] }[];
+    };
+    const changes = inspected.nested.find((timeline) => timeline.node === "coder")!.checkpoints.flatMap((checkpoint) => checkpoint.changes);
+    expect(changes).toContainEqual(expect.objectContaining({ path: "complexity", value: expect.objectContaining({ level: "complex" }) }));
+    expect(changes).toContainEqual(expect.objectContaining({ path: "findings", value: ["README.md is the only file"] }));
+    expect(changes.filter((change) => change.path === "planChecks").map((change) => change.value)).toEqual([1, 2]);
+    // A recorded replay goes the same way, to the same end.
+    const replayed = await runCli(["replay", "unfinished", "--recorded", "--json", "--db", ws.db]);
+    expect(replayed.code, replayed.stderr).toBe(4);
+    expect(JSON.parse(replayed.stdout.trim().split("\n").at(-1)!)).toMatchObject({ divergences: [] });
   });
 
   it("in a loop, a Coder that fails with repeated_error hands the failure to the Judge, whose model reads it", async () => {
@@ -282,7 +337,7 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     const offered = ({ server }: { server: MockOpenAIServer }) => bodyOf(server, 0).tools!.map((tool) => tool.function.name);
     expect(offered(fromNode)).toEqual(["read_file", "list_dir", "glob", "grep", "task"]);
     expect(offered(fromFlag)).toContain("shell");
-    expect(offered(fromConfig)).toEqual(["read_file", "list_dir", "glob", "grep", "todo_write", "task", "present_plan"]);
+    expect(offered(fromConfig)).toEqual(["read_file", "list_dir", "glob", "grep", "todo_write", "save_finding", "task", "present_plan"]);
     expect(JSON.stringify(bodyOf(fromConfig.server, 0).messages[0]!.content)).toMatch(/# Mode: plan/);
   });
 });

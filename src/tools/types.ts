@@ -2,7 +2,18 @@ import type { z } from "zod";
 import type { Sandbox } from "./sandbox.js";
 
 /** The built-in tools of the Coder. */
-export const TOOL_NAMES = ["read_file", "write_file", "edit_file", "list_dir", "glob", "grep", "shell", "todo_write", "task"] as const;
+export const TOOL_NAMES = [
+  "read_file",
+  "write_file",
+  "edit_file",
+  "list_dir",
+  "glob",
+  "grep",
+  "shell",
+  "todo_write",
+  "save_finding",
+  "task",
+] as const;
 export type ToolName = (typeof TOOL_NAMES)[number];
 
 /** Typed failures of a tool call; each goes back to the model as a tool result. */
@@ -99,6 +110,8 @@ export interface ToolOutput {
   filesChanged?: string[];
   /** todo_write: the new plan. */
   todos?: TodoItem[];
+  /** save_finding: the finding to add to the thread's findings. */
+  finding?: string;
   /** present_plan: the user approved the plan (the Coder leaves plan mode). */
   planApproved?: boolean;
   /** complete_task: the subagent's result, checked against its output schema (it ends the subagent). */
@@ -161,6 +174,7 @@ export interface ToolResult {
   artifact?: string;
   filesChanged?: string[];
   todos?: TodoItem[];
+  finding?: string;
   fileStamps?: Record<string, string>;
   planApproved?: boolean;
   submitted?: Record<string, unknown>;

@@ -47,6 +47,10 @@ export const CoderState = Annotation.Root({
   mode: Annotation<CoderMode | undefined>({ reducer: lastValue, default: () => undefined }),
   /** The turn's task as classified at its first model call (`complexity: auto`, agent mode); unset: not classified. */
   complexity: Annotation<ComplexityAnalysis | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** The thread's findings (save_finding), bounded by planning.findings; a turn starts with the node's earlier ones. */
+  findings: Annotation<string[]>({ reducer: lastValue, default: () => [] }),
+  /** Stop checks made in this turn: answers sent back because plan items were not done (at most planning.stop_check). */
+  planChecks: Annotation<number>({ reducer: lastValue, default: () => 0 }),
   /** A subagent's result, handed in with complete_task (it ends the subagent). */
   output: Annotation<Record<string, unknown> | undefined>({ reducer: lastValue, default: () => undefined }),
   result: Annotation<CoderResult | undefined>({ reducer: lastValue, default: () => undefined }),
