@@ -173,6 +173,51 @@ const PROVIDERS: readonly { protocol: MockProtocol; model: string; env: (url: st
 /** A request's whole body as text: where each provider puts the system prompt and the messages differs. */
 const wire = (server: MockOpenAIServer, index: number): string => JSON.stringify(server.requests[index]!.body);
 
+describe("an unfinished plan brought back", () => {
+  it("the next round's Coder starts with the open items of the plan its previous turn left, named in its first request (stop_check 0 from the config)", async () => {
+    const ws = tempWorkspace({ files: { "README.md": "# demo\n" } });
+    const server = await startMockModelServer("openai");
+    onCleanup(() => server.close());
+    const review = { text: '{"rating": "critical", "comments": ["a.txt is not checked"]}' };
+    server.enqueue(
+      {
+        toolCalls: [
+          {
+            name: "todo_write",
+            args: {
+              items: [
+                { content: "write a.txt", status: "completed" },
+                { content: "check a.txt", status: "pending" },
+              ],
+            },
+          },
+        ],
+      },
+      { text: "wrote a.txt" },
+      review,
+      review,
+      { text: '{"decision": "continue", "nextTask": "Check a.txt"}' },
+      { text: "checked" },
+    );
+    const outcome = await runGraph({
+      graph: "coder-review",
+      task: "Write a.txt",
+      workspace: ws.dir,
+      db: ws.db,
+      model: "openai:gpt-test",
+      approval: "auto",
+      maxRounds: 2,
+      settings: { ...settingsOf(cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url })), planning: { stopCheck: 0 } },
+    });
+    // Round 1's Coder stopped with an item open (no stop check), round 2's first request names it.
+    expect(server.requests.length, outcome.error).toBeGreaterThanOrEqual(6);
+    expect(JSON.stringify(server.requests[1]!.body)).not.toContain("You are stopping");
+    expect(JSON.stringify(server.requests[5]!.body)).toContain(
+      "Your plan from an earlier turn of this thread is not finished (1 of 2 items open):\\n- [x] write a.txt\\n- [ ] check a.txt",
+    );
+  });
+});
+
 describe.each(PROVIDERS)("$protocol: the Coder's planning on the wire", ({ protocol, model, env }) => {
   async function coderRun(task: string, ...answers: Parameters<MockOpenAIServer["enqueue"]>) {
     const ws = tempWorkspace({ files: { "README.md": "# demo\n", "notes.txt": "alpha\n" } });
