@@ -24,6 +24,8 @@ import {
 import { checkPlanning, DEFAULT_PLANNING, effectivePlanning } from "../src/tools/planning-config.js";
 import type { ToolLogEntry } from "../src/nodes/coder/types.js";
 import type { TodoItem } from "../src/tools/types.js";
+import { describeStep } from "../src/engine/describe-step.js";
+import type { CheckpointSummary } from "../src/engine/inspect.js";
 import { AIMessage, HumanMessage, ToolMessage } from "@langchain/core/messages";
 
 const todo = (content: string, status: TodoItem["status"]): TodoItem => ({ content, status });
@@ -172,6 +174,38 @@ const PROVIDERS: readonly { protocol: MockProtocol; model: string; env: (url: st
 
 /** A request's whole body as text: where each provider puts the system prompt and the messages differs. */
 const wire = (server: MockOpenAIServer, index: number): string => JSON.stringify(server.requests[index]!.body);
+
+describe("inspect's line of a step", () => {
+  const step = (changes: CheckpointSummary["changes"]): CheckpointSummary => ({
+    checkpointId: "c",
+    branch: 0,
+    step: 1,
+    source: "loop",
+    nodes: ["coder"],
+    createdAt: "",
+    tokens: { inputTokens: 0, outputTokens: 0 },
+    status: "done",
+    changes,
+  });
+  it("names the task's complexity and the findings kept, from a Coder's result or its own classifying step", () => {
+    const result = { status: "success", complexity: { level: "complex", confidence: 0.75 }, findings: ["a", "b"] };
+    const answer = { type: "ai", content: "wrote a.txt" };
+    expect(
+      describeStep(
+        step([
+          { path: "outputs", kind: "added", value: { coder: result } },
+          { path: "messages.1", kind: "added", value: answer },
+        ]),
+      ),
+    ).toBe("wrote a.txt · complex task, 75% sure · 2 findings kept");
+    expect(describeStep(step([{ path: "outputs.coder", kind: "changed", value: { ...result, findings: [] } }]))).toBe(
+      "wrote outputs.coder · complex task, 75% sure",
+    );
+    expect(describeStep(step([{ path: "complexity", kind: "added", value: { level: "simple", confidence: 0.85, indicators: [] } }]))).toBe(
+      "set complexity · simple task, 85% sure",
+    );
+  });
+});
 
 describe("an unfinished plan brought back", () => {
   it("the next round's Coder starts with the open items of the plan its previous turn left, named in its first request (stop_check 0 from the config)", async () => {
