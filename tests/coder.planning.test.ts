@@ -21,7 +21,7 @@ import {
   withRequestNote,
   type NoteInput,
 } from "../src/nodes/coder/planning.js";
-import { checkPlanning, DEFAULT_PLANNING, effectivePlanning } from "../src/tools/planning-config.js";
+import { checkPlanning, DEFAULT_PLANNING, effectivePlanning, type PlanningConfig } from "../src/tools/planning-config.js";
 import type { ToolLogEntry } from "../src/nodes/coder/types.js";
 import type { TodoItem } from "../src/tools/types.js";
 import { describeStep } from "../src/engine/describe-step.js";
@@ -253,7 +253,7 @@ describe("an unfinished plan brought back", () => {
 });
 
 describe.each(PROVIDERS)("$protocol: the Coder's planning on the wire", ({ protocol, model, env }) => {
-  async function coderRun(task: string, ...answers: Parameters<MockOpenAIServer["enqueue"]>) {
+  async function coderRun(task: string, answers: Parameters<MockOpenAIServer["enqueue"]>, planning?: PlanningConfig) {
     const ws = tempWorkspace({ files: { "README.md": "# demo\n", "notes.txt": "alpha\n" } });
     const server = await startMockModelServer(protocol);
     onCleanup(() => server.close());
@@ -266,7 +266,7 @@ describe.each(PROVIDERS)("$protocol: the Coder's planning on the wire", ({ proto
       db: ws.db,
       model,
       approval: "auto",
-      settings: settingsOf(cleanEnv(env(server.url))),
+      settings: { ...settingsOf(cleanEnv(env(server.url))), ...(planning && { planning }) },
       onEvent: (event) => events.push(event),
     });
     const coder = outcome.state?.outputs.coder as CoderResult | undefined;
@@ -274,7 +274,7 @@ describe.each(PROVIDERS)("$protocol: the Coder's planning on the wire", ({ proto
   }
 
   it("the complexity strategy is in the first request; the analysis is an event and in the result", async () => {
-    const { server, events, outcome, coder } = await coderRun("create a snake game in snake.py", { text: "done" });
+    const { server, events, outcome, coder } = await coderRun("create a snake game in snake.py", [{ text: "done" }]);
     expect(outcome.status, outcome.error).toBe("finished");
     expect(wire(server, 0)).toMatch(/# Task strategy: simple \(confidence \d+%\)\\nThis task looks simple\. Do not plan/);
     expect(events.find((event) => event.type === "complexity")).toMatchObject({
@@ -285,13 +285,16 @@ describe.each(PROVIDERS)("$protocol: the Coder's planning on the wire", ({ proto
     expect(coder?.complexity).toEqual({ level: "simple", confidence: expect.any(Number) });
   });
 
-  it("after two reads the next request carries the 2-action rule, for that request only; a saved finding is listed in the prompt", async () => {
+  it("after two reads the next request carries the 2-action rule, for that request only; a saved finding is listed in the prompt; a reminder every `reminders` calls", async () => {
     const { server, outcome, coder } = await coderRun(
       "Look into notes.txt and README.md",
-      { toolCalls: [{ name: "read_file", args: { path: "notes.txt" } }] },
-      { toolCalls: [{ name: "read_file", args: { path: "README.md" } }] },
-      { toolCalls: [{ name: "save_finding", args: { finding: "notes.txt holds alpha" } }] },
-      { text: "done" },
+      [
+        { toolCalls: [{ name: "read_file", args: { path: "notes.txt" } }] },
+        { toolCalls: [{ name: "read_file", args: { path: "README.md" } }] },
+        { toolCalls: [{ name: "save_finding", args: { finding: "notes.txt holds alpha" } }] },
+        { text: "done" },
+      ],
+      { reminders: 3 },
     );
     expect(outcome.status, outcome.error).toBe("finished");
     expect(server.requests).toHaveLength(4);
@@ -301,6 +304,9 @@ describe.each(PROVIDERS)("$protocol: the Coder's planning on the wire", ({ proto
     expect(wire(server, 3)).not.toContain("2-action rule");
     expect(wire(server, 3)).toMatch(/# Findings\\n.*Saved so far .*\\n- notes\.txt holds alpha/);
     expect(coder?.findings).toEqual(["notes.txt holds alpha"]);
+    // The config's reminders: 3 (the default is 5): the third call's result carries the task.
+    expect(wire(server, 2)).not.toContain("Reminder after");
+    expect(wire(server, 3)).toContain("Reminder after 3 tool calls. Your task: Look into notes.txt and README.md");
   });
 
   it("an answer with plan items not done is sent back, naming them; the Coder goes on and finishes", async () => {
@@ -310,13 +316,12 @@ describe.each(PROVIDERS)("$protocol: the Coder's planning on the wire", ({ proto
         { content: "check a.txt", status },
       ],
     });
-    const { server, outcome, coder } = await coderRun(
-      "Write a.txt and check it",
+    const { server, outcome, coder } = await coderRun("Write a.txt and check it", [
       { toolCalls: [{ name: "todo_write", args: plan("pending") }] },
       { text: "done" },
       { toolCalls: [{ name: "todo_write", args: plan("completed") }] },
       { text: "checked, done" },
-    );
+    ]);
     expect(outcome.status, outcome.error).toBe("finished");
     expect(server.requests).toHaveLength(4);
     expect(wire(server, 2)).toContain("You are stopping, but 1 of the 2 items of your plan are not done:\\n- [ ] check a.txt");

@@ -346,10 +346,9 @@ export function buildCoderGraph(
     };
 
     const written: BaseMessage[] = [];
-    let messages =
-      state.messages.length > 0
-        ? state.messages
-        : [new HumanMessage({ content: resumedPlanTask(state.task, state.todos), id: "coder-task" })];
+    // The turn's first message: its task, with the open items of an earlier turn's plan (ask mode keeps no plan).
+    const opening = mode === "ask" ? state.task : resumedPlanTask(state.task, state.todos);
+    let messages = state.messages.length > 0 ? state.messages : [new HumanMessage({ content: opening, id: "coder-task" })];
     if (state.messages.length === 0) written.push(...messages);
     const compressed = await compressHistory(messages, {
       budgetTokens: def.compression.budgetTokens,
