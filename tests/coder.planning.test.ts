@@ -4,6 +4,8 @@
  * 127.0.0.1, which records what each request carried: the complexity strategy in the first
  * request, the 2-action rule after two reads, the stop check's continuation.
  */
+import { writeFileSync } from "node:fs";
+import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { runGraph } from "../src/index.js";
 import { settingsOf } from "../src/config/environment-settings.js";
@@ -204,6 +206,43 @@ describe("inspect's line of a step", () => {
     expect(describeStep(step([{ path: "complexity", kind: "added", value: { level: "simple", confidence: 0.85, indicators: [] } }]))).toBe(
       "set complexity · simple task, 85% sure",
     );
+  });
+});
+
+describe("a coder node's own settings", () => {
+  it("complexity: off and planning: keys in the graph win over the config files': no strategy, no save_finding, no stop check", async () => {
+    const ws = tempWorkspace({ files: { "README.md": "# demo\n" } });
+    const graph = join(ws.root, "quiet.yaml");
+    writeFileSync(
+      graph,
+      "version: 1\nname: quiet\nnodes:\n  coder:\n    kind: coder\n    complexity: off\n    planning: { stop_check: 0, findings: 0 }\n" +
+        "edges:\n  - { from: START, to: coder }\n  - { from: coder, to: END }\n",
+    );
+    const server = await startMockModelServer("openai");
+    onCleanup(() => server.close());
+    server.enqueue(
+      { toolCalls: [{ name: "todo_write", args: { items: [{ content: "write a.txt", status: "pending" }] } }] },
+      { text: "done" },
+    );
+    const outcome = await runGraph({
+      graph,
+      task: "create a file a.txt",
+      workspace: ws.dir,
+      db: ws.db,
+      model: "openai:gpt-test",
+      approval: "auto",
+      settings: {
+        ...settingsOf(cleanEnv({ OPENAI_API_KEY: "sk-test", OPENAI_BASE_URL: server.url })),
+        planning: { stopCheck: 3, findings: 10 },
+      },
+    });
+    expect(outcome.status, outcome.error).toBe("finished");
+    expect(server.requests).toHaveLength(2);
+    const first = server.requests[0]!.body as { tools: { function: { name: string } }[] };
+    expect(first.tools.map((tool) => tool.function.name)).not.toContain("save_finding");
+    expect(JSON.stringify(first)).not.toContain("# Task strategy");
+    expect(JSON.stringify(first)).not.toContain("# Findings");
+    expect(outcome.state.outputs.coder).toMatchObject({ status: "success", todos: [{ content: "write a.txt", status: "pending" }] });
   });
 });
 
