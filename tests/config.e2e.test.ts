@@ -108,7 +108,7 @@ describe("configuration files", () => {
       // The project's keys over the user's, the defaults for the rest.
       {
         name: "planning",
-        value: "reminders 3, two_action_rule true, stop_check 1, findings 30",
+        value: "reminders 3, two_action_rule true, stop_check 1, findings 20",
         source: "project",
         from: `${join(root, "config", "loopgraph", "config.yaml")} + ${join(project, "loopgraph.yaml")}`,
       },

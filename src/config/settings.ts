@@ -22,7 +22,7 @@
  *     mcp_servers: { docs: { url: "http://127.0.0.1:3001/mcp" } }   # see src/tools/mcp-servers.ts
  *     hooks: { before_tool: [ { tools: shell, command: ./check.sh } ] }   # see src/tools/hooks.ts
  *     subagents: { reviewer: { prompt: reviewer.md, tools: [read_file, grep] } }   # see src/tools/subagent-config.ts
- *     planning: { reminders: 5, two_action_rule: true, stop_check: 2, findings: 30 }   # see src/tools/planning-config.ts
+ *     planning: { reminders: 5, two_action_rule: true, stop_check: 2, findings: 20 }   # see src/tools/planning-config.ts
  */
 import { existsSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";

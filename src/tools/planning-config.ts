@@ -6,7 +6,7 @@
  *       reminders: 5          # a progress reminder (task, plan, errors so far) every 5 tool calls; 0: never
  *       two_action_rule: true # after every two reads, searches or listings: save what you found
  *       stop_check: 2         # a stop with plan items not done is sent back at most twice, then fails
- *       findings: 30          # findings kept in the thread (save_finding); 0: no findings tool
+ *       findings: 20          # findings kept in the thread (save_finding); 0: no findings tool
  *
  * Checked by hand here for the config files (no schema library loads with every command); the
  * graph's schema (src/nodes/coder/kind.ts) states the same bounds.
@@ -28,7 +28,7 @@ export interface PlanningSettings {
 /** What a config file or a node sets: any of the settings. */
 export type PlanningConfig = Partial<PlanningSettings>;
 
-export const DEFAULT_PLANNING: PlanningSettings = { reminders: 5, twoActionRule: true, stopCheck: 2, findings: 30 };
+export const DEFAULT_PLANNING: PlanningSettings = { reminders: 5, twoActionRule: true, stopCheck: 2, findings: 20 };
 
 /** The largest value of each count (a bound that is no bound would let a stop check loop for long). */
 export const PLANNING_MAXIMA = { reminders: 100, stop_check: 10, findings: 200 } as const;

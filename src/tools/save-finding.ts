@@ -2,7 +2,7 @@ import { z } from "zod";
 import type { ToolDefinition } from "./types.js";
 
 /** The longest finding kept: a note, not a copy of a file. */
-export const FINDING_MAX_CHARS = 1_000;
+export const FINDING_MAX_CHARS = 600;
 
 const schema = z.strictObject({
   finding: z
