@@ -148,6 +148,10 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     expect(ofType(events, "complexity")).toEqual([
       expect.objectContaining({ node: "coder", level: "complex", indicators: ['"refactor" (complex)', "short task (5 words)"] }),
     ]);
+    expect(ofType(events, "plan_check").map((event) => [event.check, event.of, event.open])).toEqual([
+      [1, 2, ["split the README", "link the parts"]],
+      [2, 2, ["split the README", "link the parts"]],
+    ]);
     expect(events.at(-1)).toMatchObject({
       type: "run_finished",
       status: "limited",

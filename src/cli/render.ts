@@ -347,6 +347,14 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
           ),
         );
         break;
+      case "plan_check":
+        line(
+          event.threadId,
+          pc.cyan(
+            `  ↺ plan not done (${event.open.length} item${event.open.length === 1 ? "" : "s"} open): sent back to it, check ${event.check} of ${event.of}`,
+          ),
+        );
+        break;
       case "complexity":
         line(
           event.threadId,

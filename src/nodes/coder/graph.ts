@@ -31,6 +31,7 @@ import {
   requestNote,
   resumedPlanTask,
   stopCheck,
+  unfinished,
   withRequestNote,
   type StopCheck,
 } from "./planning.js";
@@ -545,6 +546,8 @@ export function buildCoderGraph(
       if (check && "failure" in check) return { result: failure(state, "plan_unfinished", check.failure) };
       // The route comes here only with a check to make (see `next`).
       const { message } = check as { message: string };
+      const open = unfinished(state.todos).map((todo) => todo.content);
+      emit({ type: "plan_check", threadId, node: def.id, check: state.planChecks + 1, of: planning.stopCheck, open });
       return {
         messages: [new HumanMessage({ content: message, id: `${PLAN_CHECK_ID}-${state.planChecks + 1}` })],
         planChecks: state.planChecks + 1,
