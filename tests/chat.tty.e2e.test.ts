@@ -104,7 +104,7 @@ describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)",
     const screen = await chat.until(showing("[AUTO] coder succeeded"), "the [AUTO] line");
     const settled = await chat.until((s) => lastLine(s) === "you› how is it go", "the typed line, intact, after the [AUTO] line");
     const autoRow = settled.findIndex((line) => line.includes("[AUTO] coder succeeded"));
-    expect(settled[autoRow]!.trim()).toBe("[AUTO] coder succeeded: 1 file changed");
+    expect(settled[autoRow]!.trim()).toBe("[AUTO] coder succeeded (simple task, 85% sure): 1 file changed");
     expect(settled.slice(0, autoRow).join("\n")).not.toContain("how is it go");
     expect(screen.join("\n")).not.toMatch(/how is it go\S*\[AUTO\]/);
 
@@ -238,7 +238,7 @@ describe.skipIf(noTmux)("`loopgraph chat` in a terminal (tmux pseudo-terminal)",
         ).toHaveLength(1);
       for (const entry of auto) once(entry.split("\n")[0]!);
       once("■ the loop has ended");
-      once("[AUTO] coder succeeded: 1 file changed");
+      once("[AUTO] coder succeeded (simple task, 85% sure): 1 file changed");
       // The two-line task: its second line indented under the [AUTO] prefix.
       expect(lines[lines.findIndex((line) => line.includes("[AUTO] round 1/5 started")) + 1]).toBe("       Then stop.");
       // One prompt with the typed line, at the bottom: no copies of it left on the rows above.

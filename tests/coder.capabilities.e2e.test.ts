@@ -7,7 +7,7 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { describe, expect, it } from "vitest";
-import { cleanEnv, parseEvents, trustIn } from "./helpers/cli.js";
+import { cleanEnv, parseEvents, runCli, trustIn } from "./helpers/cli.js";
 import { finalState, run, startRun, type RunSpec } from "./helpers/e2e.js";
 import { startMockOpenAI, type MockOpenAIServer } from "./helpers/mock-openai.js";
 import { hasScript, runAtTerminal } from "./helpers/terminal.js";
@@ -90,17 +90,19 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     expect(existsSync(join(ws.dir, "made"))).toBe(false);
   });
 
-  it("a streak of eight reads warns the model in the eighth result; the same error three times in a row fails a Coder alone with repeated_error (exit 1)", async () => {
+  it("a streak of five reads before anything was written warns the model in the fifth result; the same error three times in a row fails a Coder alone with repeated_error (exit 1)", async () => {
     const ws = workspace();
     const { server, env } = await mockServer();
-    for (let i = 0; i < 8; i++) server.enqueue({ toolCalls: [{ name: "glob", args: { pattern: `src${i}/**/*.ts` } }] });
+    for (let i = 0; i < 5; i++) server.enqueue({ toolCalls: [{ name: "glob", args: { pattern: `src${i}/**/*.ts` } }] });
     for (let i = 0; i < 3; i++) server.enqueue({ toolCalls: [{ name: "read_file", args: { path: "missing.txt", limit: i + 1 } }] });
     const result = await run(ws, openaiRun("streak", { approval: "auto" }), { env });
-    expect(server.requests).toHaveLength(11);
-    // The warning reached the model with the eighth result, not before.
-    expect(lastToolResult(server, 7)).toMatch(/^No files match/);
-    expect(lastToolResult(server, 7)).not.toMatch(/in a row without a change/);
-    expect(lastToolResult(server, 8)).toMatch(/that makes 8 reads, searches and listings in a row without a change or a command/);
+    expect(server.requests).toHaveLength(8);
+    // The warning reached the model with the fifth result, not before.
+    expect(lastToolResult(server, 4)).toMatch(/^No files match/);
+    expect(lastToolResult(server, 4)).not.toMatch(/in a row/);
+    expect(lastToolResult(server, 5)).toMatch(
+      /that makes 5 reads, searches and listings in a row, and nothing written yet\. Stop reading and create now/,
+    );
     // Alone, the Coder's failure fails the run and says why.
     expect(result.code, result.stderr).toBe(1);
     const reason = /the Coder failed \(repeated_error\): the same error 3 times in a row from read_file \(file_not_found: /;
@@ -110,6 +112,65 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
       exitCode: 1,
       reason: expect.stringMatching(reason),
     });
+  });
+
+  it("a Coder that keeps answering with its plan unfinished is sent back twice, then ends honestly (exit 4, plan unfinished); its complexity and findings are in --json, inspect and a recorded replay", async () => {
+    const ws = workspace();
+    const script = scriptFile(ws, "unfinished.script.yaml", [
+      {
+        node: "coder",
+        tool_calls: [
+          { name: "save_finding", args: { finding: "README.md is the only file" } },
+          {
+            name: "todo_write",
+            args: {
+              items: [
+                { content: "split the README", status: "pending" },
+                { content: "link the parts", status: "pending" },
+              ],
+            },
+          },
+        ],
+      },
+      { node: "coder", content: "done" },
+      { node: "coder", content: "done, really" },
+      { node: "coder", content: "done, I said" },
+    ]);
+    const result = await run(ws, {
+      graph: "coder",
+      task: "Refactor the README into sections",
+      thread: "unfinished",
+      script,
+      approval: "auto",
+    });
+    expect(result.code, result.stderr).toBe(4);
+    const events = parseEvents(result.stdout);
+    expect(ofType(events, "complexity")).toEqual([
+      expect.objectContaining({ node: "coder", level: "complex", indicators: ['"refactor" (complex)', "short task (5 words)"] }),
+    ]);
+    expect(ofType(events, "plan_check").map((event) => [event.check, event.of, event.open])).toEqual([
+      [1, 2, ["split the README", "link the parts"]],
+      [2, 2, ["split the README", "link the parts"]],
+    ]);
+    expect(events.at(-1)).toMatchObject({
+      type: "run_finished",
+      status: "limited",
+      exitCode: 4,
+      reason:
+        "the Coder failed (plan_unfinished): plan unfinished: 2 of 2 items not done after 2 plan checks (split the README; link the parts)",
+    });
+    // The Coder's own steps (inspect --nested) hold the analysis, the finding and the two checks.
+    const inspected = JSON.parse((await runCli(["inspect", "unfinished", "--nested", "--json", "--db", ws.db])).stdout) as {
+      nested: { node: string; checkpoints: { changes: { path: string; value?: unknown }[] }[] }[];
+    };
+    const changes = inspected.nested.find((timeline) => timeline.node === "coder")!.checkpoints.flatMap((checkpoint) => checkpoint.changes);
+    expect(changes).toContainEqual(expect.objectContaining({ path: "complexity", value: expect.objectContaining({ level: "complex" }) }));
+    expect(changes).toContainEqual(expect.objectContaining({ path: "findings", value: ["README.md is the only file"] }));
+    expect(changes.filter((change) => change.path === "planChecks").map((change) => change.value)).toEqual([1, 2]);
+    // A recorded replay goes the same way, to the same end.
+    const replayed = await runCli(["replay", "unfinished", "--recorded", "--json", "--db", ws.db]);
+    expect(replayed.code, replayed.stderr).toBe(4);
+    expect(JSON.parse(replayed.stdout.trim().split("\n").at(-1)!)).toMatchObject({ divergences: [] });
   });
 
   it("in a loop, a Coder that fails with repeated_error hands the failure to the Judge, whose model reads it", async () => {
@@ -280,7 +341,7 @@ describe("the Coder's capabilities through the CLI (loopgraph run --json)", () =
     const offered = ({ server }: { server: MockOpenAIServer }) => bodyOf(server, 0).tools!.map((tool) => tool.function.name);
     expect(offered(fromNode)).toEqual(["read_file", "list_dir", "glob", "grep", "task"]);
     expect(offered(fromFlag)).toContain("shell");
-    expect(offered(fromConfig)).toEqual(["read_file", "list_dir", "glob", "grep", "todo_write", "task", "present_plan"]);
+    expect(offered(fromConfig)).toEqual(["read_file", "list_dir", "glob", "grep", "todo_write", "save_finding", "task", "present_plan"]);
     expect(JSON.stringify(bodyOf(fromConfig.server, 0).messages[0]!.content)).toMatch(/# Mode: plan/);
   });
 });

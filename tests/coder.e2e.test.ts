@@ -52,13 +52,17 @@ describe("the coder graph (scripted model, real workspace)", () => {
       "grep",
       "glob",
       "list_dir",
+      "todo_write",
     ]);
     expect(events.filter((e) => e.type === "tool_result").every((e) => e.ok === true)).toBe(true);
     const output = await coderOutput(ws.db, "happy");
     expect(output.status).toBe("success");
     expect(output.summary).toContain("verified");
     expect(output.filesChanged).toContain("src/hello.js");
-    expect(output.todos.map((t) => t.content)).toEqual(["create hello.js", "run it"]);
+    expect(output.todos).toEqual([
+      { content: "create hello.js", status: "completed" },
+      { content: "run it", status: "completed" },
+    ]);
   });
 
   it("pauses for approval without a terminal (exit 3); --approve runs the call, --reject reaches the model", async () => {

@@ -167,7 +167,8 @@ describe("loop_detection config", () => {
       max_window: 5,
       window_repeat_threshold: 3,
       persist_after_warning: 1,
-      read_streak: 8,
+      read_streak: 5,
+      read_streak_after_write: 10,
       repeated_errors: 3,
     });
     expect(DEFAULT_LOOP_DETECTION_OPTIONS).toEqual({
@@ -176,7 +177,8 @@ describe("loop_detection config", () => {
       maxWindow: 5,
       windowRepeatThreshold: 3,
       persistAfterWarning: 1,
-      readStreak: 8,
+      readStreak: 5,
+      readStreakAfterWrite: 10,
       repeatedErrors: 3,
     });
   });
@@ -187,6 +189,7 @@ describe("loop_detection config", () => {
       max_window: 1,
       persist_after_warning: 2,
       read_streak: 0,
+      read_streak_after_write: 3,
       repeated_errors: 4,
     });
     expect(toLoopDetectionOptions(config)).toEqual({
@@ -196,6 +199,7 @@ describe("loop_detection config", () => {
       windowRepeatThreshold: 3,
       persistAfterWarning: 2,
       readStreak: 0,
+      readStreakAfterWrite: 3,
       repeatedErrors: 4,
     });
   });
@@ -232,12 +236,45 @@ describe("anti-patterns judged on results", () => {
       if (check.warning) warnings.push(i);
     }
     expect(warnings).toEqual([9, 17]);
-    expect(checkToolResult(state, { name: "glob", work: "read" }, ok).warning).toBeUndefined();
+    expect(
+      checkToolResult(state, { name: "glob", work: "read" }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 8 }).warning,
+    ).toBeUndefined();
     const changed = checkToolResult(state, { name: "shell", work: "change" }, ok).state;
     expect(changed.readStreak).toBe(0);
     expect(
       checkToolResult(state, { name: "glob", work: "read" }, ok, { ...DEFAULT_LOOP_DETECTION_OPTIONS, readStreak: 0 }).warning,
     ).toBeUndefined();
+  });
+
+  it("warns after 5 reads in a row before anything was written (create now), after 10 once something was (the task may be done)", () => {
+    const streak = (state: typeof EMPTY_LOOP_DETECTOR_STATE, count: number) => {
+      const warnings: [number, string][] = [];
+      for (let i = 1; i <= count; i++) {
+        const check = checkToolResult(state, { name: "read_file", work: "read" }, ok);
+        state = check.state;
+        if (check.warning) warnings.push([i, check.warning]);
+      }
+      return { state, warnings };
+    };
+    const before = streak(EMPTY_LOOP_DETECTOR_STATE, 10);
+    expect(before.warnings.map(([i]) => i)).toEqual([5, 10]);
+    expect(before.warnings[0]![1]).toMatch(
+      /^Note: that makes 5 reads, searches and listings in a row, and nothing written yet\. Stop reading and create now/,
+    );
+    // A command resets the streak but writes nothing: the limit stays 5.
+    const ran = checkToolResult(before.state, { name: "shell", work: "change" }, ok).state;
+    expect(streak(ran, 5).warnings.map(([i]) => i)).toEqual([5]);
+    // A write that changed a file: from now on the limit is 10.
+    const written = checkToolResult(before.state, { name: "write_file", work: "change" }, { ...ok, filesChanged: ["a.txt"] }).state;
+    expect(written).toMatchObject({ readStreak: 0, wrote: true });
+    const after = streak(written, 20);
+    expect(after.warnings.map(([i]) => i)).toEqual([10, 20]);
+    expect(after.warnings[0]![1]).toMatch(
+      /^Note: that makes 10 reads, searches and listings in a row since your last change\. The task may be done: stop over-verifying/,
+    );
+    // A write that failed changed nothing.
+    const failed = checkToolResult(before.state, { name: "edit_file", work: "change" }, error("no match")).state;
+    expect(failed.wrote).toBeUndefined();
   });
 
   it("a call that did not run (refused by the mode, blocked, rejected, invalid) neither continues nor ends the streak; one that ran counts by its effect", () => {

@@ -64,10 +64,13 @@ describe("configuration files", () => {
     mkdirSync(join(project, "src", "deep"), { recursive: true });
     expect((await runCli(["init"], { cwd: project, env })).code).toBe(0);
     writeFileSync(join(project, "starter.script.yaml"), SCRIPT);
-    writeFileSync(join(project, "loopgraph.yaml"), "model: scripted:starter.script.yaml\nmodel_timeout: 45\n");
+    writeFileSync(join(project, "loopgraph.yaml"), "model: scripted:starter.script.yaml\nmodel_timeout: 45\nplanning: { reminders: 3 }\n");
     trustIn(project, env);
     mkdirSync(join(root, "config", "loopgraph"), { recursive: true });
-    writeFileSync(join(root, "config", "loopgraph", "config.yaml"), "approval: auto\nmodel: openai:gpt-4o\n");
+    writeFileSync(
+      join(root, "config", "loopgraph", "config.yaml"),
+      "approval: auto\nmodel: openai:gpt-4o\nplanning: { reminders: 7, stop_check: 1 }\n",
+    );
     const sub = { cwd: join(project, "src", "deep"), env };
 
     const ran = await runCli(["run", "starter", "--task", "check the project", "--thread", "c1", "--json"], sub);
@@ -102,6 +105,13 @@ describe("configuration files", () => {
       { name: "hooks", source: "none" },
       { name: "subagents", source: "none (a coder node's subagents: adds its own)" },
       { name: "mode", source: "each Coder node's mode:, else agent" },
+      // The project's keys over the user's, the defaults for the rest.
+      {
+        name: "planning",
+        value: "reminders 3, two_action_rule true, stop_check 1, findings 20",
+        source: "project",
+        from: `${join(root, "config", "loopgraph", "config.yaml")} + ${join(project, "loopgraph.yaml")}`,
+      },
     ]);
     const overridden = JSON.parse(
       (await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout,

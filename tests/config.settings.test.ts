@@ -64,6 +64,17 @@ describe("a configuration file", () => {
     );
   });
 
+  it("planning: its keys as set, a bad one said at its place", () => {
+    const { root } = tempWorkspace();
+    const good = file(root, "good.yaml", "planning: { reminders: 3, two_action_rule: false }\n");
+    expect(readConfigFile(good, "project")?.values.planning).toEqual({ reminders: 3, twoActionRule: false });
+    const bad = file(root, "bad.yaml", "planning:\n  stop_check: 50\n  reminder: 2\n");
+    expect(errorOf(() => readConfigFile(bad, "user")).split("\n")).toEqual([
+      `${bad}:2:15: planning.stop_check: planning.stop_check must be a whole number from 0 to 10`,
+      `${bad}:3:3: planning: unknown key "reminder": did you mean "reminders"?`,
+    ]);
+  });
+
   it("from a project (it comes with the repository) cannot loosen approvals or send the store outside the project; the user's may", () => {
     const { root } = tempWorkspace();
     const auto = file(root, "p/loopgraph.yaml", "approval: auto\n");

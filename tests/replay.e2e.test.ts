@@ -127,6 +127,7 @@ describe("a recorded two-round coder-review run", () => {
       "todo_write",
       "write_file",
       "shell",
+      "todo_write",
       "write_file",
       "shell",
     ]);

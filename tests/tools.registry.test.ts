@@ -127,6 +127,17 @@ describe("executeToolCall", () => {
     expect(await ws.call("todo_write", { items: [{ content: "x", status: "done" }] })).toMatchObject({ errorKind: "invalid_arguments" });
     expect((await ws.call("write_file", { path: "a.txt", contents: "" })).filesChanged).toEqual(["a.txt"]);
   });
+
+  it("returns a finding (save_finding), trimmed, at most 600 characters", async () => {
+    const ws = makeWorkspace();
+    expect(await ws.call("save_finding", { finding: "  the parser is in src/parse.ts  " })).toEqual({
+      ok: true,
+      content: "Finding saved.",
+      finding: "the parser is in src/parse.ts",
+    });
+    expect(await ws.call("save_finding", { finding: "x".repeat(601) })).toMatchObject({ errorKind: "invalid_arguments" });
+    expect(await ws.call("save_finding", { finding: " " })).toMatchObject({ errorKind: "invalid_arguments" });
+  });
 });
 
 describe("fitToBudget", () => {

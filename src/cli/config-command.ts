@@ -7,6 +7,7 @@ import { parseModelSpec } from "../models/spec.js";
 import { modelTimeoutFromEnv } from "../models/timeout.js";
 import { defaultStorePath } from "../project.js";
 import { withoutPassword } from "../runs/url-password.js";
+import { DEFAULT_PLANNING, describePlanning, effectivePlanning } from "../tools/planning-config.js";
 
 interface ShownSetting {
   name: string;
@@ -138,5 +139,9 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
       { source: "none (a coder node's subagents: adds its own)" },
     ),
     show("mode", effectiveSetting(config, env, "mode"), String, { source: "each Coder node's mode:, else agent" }),
+    show("planning", effectiveSetting(config, env, "planning"), (planning) => describePlanning(effectivePlanning(planning, undefined)), {
+      value: describePlanning(DEFAULT_PLANNING),
+      source: "default (a coder node's planning: keys win)",
+    }),
   ];
 }

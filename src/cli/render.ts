@@ -347,6 +347,22 @@ export function humanRenderer(out: NodeJS.WritableStream = process.stdout, optio
           ),
         );
         break;
+      case "plan_check":
+        line(
+          event.threadId,
+          pc.cyan(
+            `  ↺ plan not done (${event.open.length} item${event.open.length === 1 ? "" : "s"} open): sent back to it, check ${event.check} of ${event.of}`,
+          ),
+        );
+        break;
+      case "complexity":
+        line(
+          event.threadId,
+          pc.cyan(
+            `  ◇ task looks ${event.level} (${Math.round(event.confidence * 100)}% sure)${event.indicators.length > 0 ? `: ${event.indicators.join(", ")}` : ""}`,
+          ),
+        );
+        break;
       case "interrupt":
         if (event.pending) {
           line(event.threadId, `${pc.yellow("⏸")} ${event.pending.length} calls wait for approval, each answered on its own:`, false);

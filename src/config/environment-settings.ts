@@ -4,6 +4,7 @@ import { APPROVAL_MODES, CODER_MODES, type ApprovalMode, type CoderMode } from "
 import type { Hook } from "../tools/hook-config.js";
 import type { McpServer } from "../tools/mcp-servers.js";
 import type { DeclaredSubagent } from "../tools/subagent-config.js";
+import type { PlanningConfig } from "../tools/planning-config.js";
 
 // The thread settings the environment gives (set by the user, or by a config file through the CLI).
 // Light on purpose: `loopgraph config` checks them with these, as a run reads them.
@@ -46,6 +47,8 @@ export interface Settings {
   readonly hooks: readonly Hook[];
   /** The config files' subagent types. */
   readonly subagents: readonly DeclaredSubagent[];
+  /** The config files' planning settings for the Coders (a coder node's own keys win). */
+  readonly planning?: PlanningConfig;
 }
 
 /** The settings of `env` alone, where no configuration file is (or for a library caller). */

@@ -22,6 +22,7 @@
  *     mcp_servers: { docs: { url: "http://127.0.0.1:3001/mcp" } }   # see src/tools/mcp-servers.ts
  *     hooks: { before_tool: [ { tools: shell, command: ./check.sh } ] }   # see src/tools/hooks.ts
  *     subagents: { reviewer: { prompt: reviewer.md, tools: [read_file, grep] } }   # see src/tools/subagent-config.ts
+ *     planning: { reminders: 5, two_action_rule: true, stop_check: 2, findings: 20 }   # see src/tools/planning-config.ts
  */
 import { existsSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
@@ -38,6 +39,7 @@ import { checkSubagents, type DeclaredSubagent } from "../tools/subagent-config.
 import type { Settings } from "./environment-settings.js";
 import { mergeByName } from "../tools/merge-by-name.js";
 import { storeBackends } from "../store/registry.js";
+import { checkPlanning, type PlanningConfig } from "../tools/planning-config.js";
 
 /** What a configuration file may set. */
 export interface ConfigValues {
@@ -62,6 +64,8 @@ export interface ConfigValues {
   hooks?: Hook[];
   /** Subagent types; both files' add up, the project's replacing the user's of the same name. */
   subagents?: DeclaredSubagent[];
+  /** The Coders' planning settings; the project's keys over the user's, a coder node's over both. */
+  planning?: PlanningConfig;
 }
 
 export interface ConfigFile {
@@ -82,6 +86,7 @@ const CONFIG_KEYS = [
   "mcp_servers",
   "hooks",
   "subagents",
+  "planning",
 ];
 const ENVIRONMENT_KEYS = ["include", "exclude"];
 const SANDBOX_KEYS = ["enabled"];
@@ -162,6 +167,9 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, userP
             modelProblem(spec, providers),
           ).problems,
         );
+        break;
+      case "planning":
+        problems.push(...checkPlanning(value).problems);
         break;
       case "providers":
         if (kind === "project")
@@ -316,6 +324,7 @@ interface RawConfig {
   mcp_servers?: Record<string, unknown>;
   hooks?: Record<string, unknown>;
   subagents?: Record<string, unknown>;
+  planning?: Record<string, unknown>;
 }
 
 /** A configuration file, checked (ConfigError with `file:line:col` for each problem); undefined when there is none. */
@@ -340,6 +349,7 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], userProvi
     const source = { ...declarationSource(kind, dirname(path)), dir: dirname(path), project: kind === "project" };
     values.subagents = checkSubagents(data.subagents, source, () => undefined).subagents;
   }
+  if (data.planning !== undefined) values.planning = checkPlanning(data.planning).planning;
   if (data.store !== undefined)
     values.store = storeBackends.forLocation(data.store.trim())?.inFolder === false ? data.store : resolve(dirname(path), data.store);
 
@@ -388,8 +398,8 @@ export interface EffectiveSetting<T> {
 
 /** The settings the environment sets too, each by its variable, above the files. */
 type PlainSettingName = Exclude<SettingName, ListSettingName | "providers">;
-/** The settings that are lists of declarations: only the files give them. */
-type ListSettingName = "mcpServers" | "hooks" | "subagents";
+/** The settings that are lists of declarations (or, planning, a block of them): only the files give them. */
+type ListSettingName = "mcpServers" | "hooks" | "subagents" | "planning";
 
 /** The variable of each plain setting: the environment sets it above the files, and a run reads the files' value from it (see `resolveSettings`). */
 const ENVIRONMENT: Record<PlainSettingName, string> = {
@@ -413,6 +423,8 @@ const COMBINED: { [K in SettingName]?: { projectFirst: boolean; combine(values: 
   mcpServers: { projectFirst: false, combine: (values) => mergeByName(...values) },
   // Subagent types: the project's replace the user's of the same name.
   subagents: { projectFirst: false, combine: (values) => mergeByName(...values) },
+  // Planning: the project's keys over the user's.
+  planning: { projectFirst: false, combine: (values) => Object.assign({}, ...values) },
 };
 
 /**
@@ -470,5 +482,11 @@ export function resolveSettings(config: LoadedConfig, env: NodeJS.ProcessEnv): S
     mcpServers: effectiveSetting(config, env, "mcpServers").value ?? [],
     hooks: effectiveSetting(config, env, "hooks").value ?? [],
     subagents: effectiveSetting(config, env, "subagents").value ?? [],
+    ...withPlanning(effectiveSetting(config, env, "planning").value),
   };
+}
+
+/** The files' planning settings, when they set any. */
+function withPlanning(planning: PlanningConfig | undefined): { planning?: PlanningConfig } {
+  return planning && Object.keys(planning).length > 0 ? { planning } : {};
 }

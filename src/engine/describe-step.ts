@@ -1,5 +1,6 @@
 /** What a step of a thread did, in a few words, as `inspect` and the web inspector show it. */
 import type { CheckpointSummary } from "./inspect.js";
+import { describeComplexity, type ComplexityAnalysis } from "../nodes/coder/complexity.js";
 
 /** Channels of the engine's own bookkeeping: left out of `inspect --diff` unless `--internal`, and of a step's description. */
 export const INTERNAL_CHANNELS = ["scripted", "readResults"];
@@ -43,8 +44,31 @@ function outputsWritten(change: CheckpointSummary["changes"][number]): string[] 
 export function describeStep(checkpoint: CheckpointSummary): string {
   if (checkpoint.nodes[0] === "input") return "the run's input";
   const instances = Object.entries(checkpoint.instances ?? {}).map(([node, count]) => `${node}[0]…${node}[${count - 1}]`);
-  const did = describeChanges(checkpoint);
+  const did = [describeChanges(checkpoint), ...planningNotes(checkpoint)].join(" · ");
   return instances.length > 0 ? `ran ${instances.join(", ")} together: ${did}` : did;
+}
+
+/** What a step tells of a Coder's planning: its task's complexity when it was classified, the findings its result holds. */
+function planningNotes(checkpoint: CheckpointSummary): string[] {
+  type Planned = { complexity?: Partial<ComplexityAnalysis>; findings?: unknown } | null | undefined;
+  const noted = (planned: Planned): string[] => {
+    const { complexity, findings } = planned ?? {};
+    const notes =
+      typeof complexity?.level === "string" && typeof complexity.confidence === "number"
+        ? [describeComplexity({ level: complexity.level, confidence: complexity.confidence })]
+        : [];
+    if (Array.isArray(findings) && findings.length > 0) notes.push(`${findings.length} finding${findings.length === 1 ? "" : "s"} kept`);
+    return notes;
+  };
+  return checkpoint.changes.flatMap((change) => {
+    if (change.kind === "removed") return [];
+    // A Coder's own step that classified its task; a node's result, or the first results of a step (`outputs` added whole).
+    if (change.path === "complexity") return noted({ complexity: change.value as Partial<ComplexityAnalysis> });
+    if (/^outputs\.[^.]+$/.test(change.path)) return noted(change.value as Planned);
+    if (change.path === "outputs" && typeof change.value === "object" && change.value !== null)
+      return Object.values(change.value).flatMap((value) => noted(value as Planned));
+    return [];
+  });
 }
 
 function describeChanges(checkpoint: CheckpointSummary): string {

@@ -340,6 +340,7 @@ export class Thread {
       ...(this.mcpServers.length > 0 ? { mcp: new McpHub(this.mcpServers, { workspace, sandbox: this.sandbox, env: this.env }) } : {}),
       ...(this.hooks.length > 0 ? { hooks: this.hooks } : {}),
       ...(this.subagents.length > 0 ? { subagents: this.subagents } : {}),
+      ...(this.options.settings.planning ? { planning: this.options.settings.planning } : {}),
     };
   }
 

@@ -17,6 +17,7 @@ import type { McpHub } from "../tools/mcp.js";
 import type { Hook } from "../tools/hook-config.js";
 import { packageRoot } from "../package.js";
 import type { DeclaredSubagent } from "../tools/subagent-config.js";
+import type { PlanningConfig } from "../tools/planning-config.js";
 
 /** An effect on the world outside the graph state: a Coder tool call, a git read of the workspace, an inbox read, a `function` node. */
 export interface EffectRequest {
@@ -109,6 +110,8 @@ export interface RunContext {
   hooks?: readonly Hook[];
   /** The subagent types of the config files, for every Coder (a coder node's own `subagents:` win over these). */
   subagents?: readonly DeclaredSubagent[];
+  /** The config files' planning settings, for every Coder (a coder node's own `planning:` keys win over these). */
+  planning?: PlanningConfig;
 }
 
 const noModel = (offlineHint: string): string =>

@@ -41,6 +41,17 @@ export type RunEvent =
     }
   /** A Coder's history was compressed before a model call: `removedMessages` older messages replaced by one summary. */
   | { type: "compression"; threadId: string; node: string; removedMessages: number; tokensBefore: number; tokensAfter: number }
+  /** A Coder answered with items of its plan not done: it was sent back to them (check `check` of at most `of`, planning.stop_check). */
+  | { type: "plan_check"; threadId: string; node: string; check: number; of: number; open: string[] }
+  /** A Coder turn's task was classified before its first model call (`complexity: auto`): the strategy its prompt was given. */
+  | {
+      type: "complexity";
+      threadId: string;
+      node: string;
+      level: "simple" | "moderate" | "complex";
+      confidence: number;
+      indicators: string[];
+    }
   | {
       type: "interrupt";
       threadId: string;

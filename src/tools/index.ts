@@ -10,4 +10,5 @@ export { globTool } from "./glob.js";
 export { compileRegex, createGrepTool, findRipgrep, grepTool, type GrepToolOptions } from "./grep.js";
 export { createShellTool, shellTool, type ShellToolOptions } from "./shell.js";
 export { todoWriteTool } from "./todo-write.js";
+export { saveFindingTool } from "./save-finding.js";
 export { BUILTIN_TOOLS, executeToolCall, toolSpecs } from "./registry.js";

@@ -1,8 +1,9 @@
 /**
  * Loop detection for the Coder: the same tool call repeated, or a window of calls that
  * repeats the previous window, gets a warning injected; if the loop persists the Coder fails.
- * Two more anti-patterns, judged on results (`checkToolResult`): a long streak of reads,
- * searches and listings without a write or a command gets a warning, and the same error
+ * Two more anti-patterns, judged on results (`checkToolResult`): a streak of reads, searches
+ * and listings without a write or a command gets a warning (after 5 before anything was
+ * written: create now; after 10 once something was: the task may be done), and the same error
  * several times in a row ends the turn (`repeated_error`).
  *
  * Pure functions over serialisable data: the detector's memory is a `LoopDetectorState` that the
@@ -42,9 +43,16 @@ export const loopDetectionConfigSchema = z.strictObject({
     .int()
     .min(0)
     .describe(
-      "Reads, searches and listings in a row without a write or a command before the model is warned to act (again after as many more; 0: never; default 8)",
+      "Reads, searches and listings in a row, before anything was written, after which the model is told to stop reading and create (again after as many more; 0: never; default 5)",
     )
-    .default(8),
+    .default(5),
+  read_streak_after_write: z
+    .int()
+    .min(0)
+    .describe(
+      "Reads, searches and listings in a row, once something was written, after which the model is told the task may be done and to stop over-verifying (again after as many more; 0: never; default 10)",
+    )
+    .default(10),
   repeated_errors: z
     .int()
     .min(0)
@@ -60,8 +68,10 @@ export interface LoopDetectionOptions {
   maxWindow: number;
   windowRepeatThreshold: number;
   persistAfterWarning: number;
-  /** Read-only calls in a row before a warning (0: off). */
+  /** Read-only calls in a row before a warning, while nothing was written (0: off). */
   readStreak: number;
+  /** Read-only calls in a row before a warning, once something was written (0: off). */
+  readStreakAfterWrite: number;
   /** The same error this many times in a row ends the turn (0: off). */
   repeatedErrors: number;
 }
@@ -74,6 +84,7 @@ export function toLoopDetectionOptions(config: LoopDetectionConfig): LoopDetecti
     windowRepeatThreshold: config.window_repeat_threshold,
     persistAfterWarning: config.persist_after_warning,
     readStreak: config.read_streak,
+    readStreakAfterWrite: config.read_streak_after_write,
     repeatedErrors: config.repeated_errors,
   };
 }
@@ -114,6 +125,8 @@ export interface LoopDetectorState {
   warning: LoopWarning | null;
   /** Reads, searches and listings since the last write or command. */
   readStreak?: number;
+  /** A call of the turn changed a file: the streak's limit is then `readStreakAfterWrite`. */
+  wrote?: boolean;
   /** The latest error (tool, kind and text, digested) and how many calls in a row ended with it. */
   errorRun?: { key: string; count: number };
 }
@@ -276,19 +289,30 @@ export interface ResultCheck {
   failure?: string;
 }
 
+/** What the model is told at a streak's limit: before anything was written, and after. */
+function readStreakWarning(count: number, wrote: boolean): string {
+  return wrote
+    ? `Note: that makes ${count} reads, searches and listings in a row since your last change. The task may be done: stop over-verifying. ` +
+        "If it is done, answer with what you changed and how you checked it; if not, make the next change."
+    : `Note: that makes ${count} reads, searches and listings in a row, and nothing written yet. Stop reading and create now: ` +
+        "make the change with what you know (write_file or edit_file), or say what is still unclear and why.";
+}
+
 /**
  * Judges a call's result: a streak of reads without a write or command reaching the limit (and
- * every limit more) warns; the same error (same tool, kind and text) `repeatedErrors` times in a
- * row fails, and any other result starts counting afresh.
+ * every limit more) warns, the limit being `readStreak` until a call changed a file and
+ * `readStreakAfterWrite` after; the same error (same tool, kind and text) `repeatedErrors` times
+ * in a row fails, and any other result starts counting afresh.
  */
 export function checkToolResult(
   state: LoopDetectorState,
   call: { name: string; work: CallWork },
-  result: { ok: boolean; errorKind?: string; content: string },
+  result: { ok: boolean; errorKind?: string; content: string; filesChanged?: readonly string[] },
   options: LoopDetectionOptions = DEFAULT_LOOP_DETECTION_OPTIONS,
 ): ResultCheck {
   if (!options.enabled) return { state };
   const readStreak = call.work === "read" ? (state.readStreak ?? 0) + 1 : call.work === "change" ? 0 : (state.readStreak ?? 0);
+  const wrote = state.wrote === true || (call.work === "change" && (result.filesChanged?.length ?? 0) > 0);
   const key = result.ok
     ? undefined
     : createHash("sha256")
@@ -296,7 +320,12 @@ export function checkToolResult(
         .digest("hex")
         .slice(0, 16);
   const errorRun = key === undefined ? undefined : { key, count: state.errorRun?.key === key ? state.errorRun.count + 1 : 1 };
-  const next: LoopDetectorState = { ...state, readStreak, ...(errorRun ? { errorRun } : { errorRun: undefined }) };
+  const next: LoopDetectorState = {
+    ...state,
+    readStreak,
+    ...(wrote && { wrote }),
+    ...(errorRun ? { errorRun } : { errorRun: undefined }),
+  };
   if (errorRun && options.repeatedErrors > 0 && errorRun.count >= options.repeatedErrors) {
     const first = result.content.split("\n", 1)[0]!.slice(0, 200);
     return {
@@ -304,13 +333,7 @@ export function checkToolResult(
       failure: `the same error ${errorRun.count} times in a row from ${call.name} (${result.errorKind ?? "failed"}: ${first})`,
     };
   }
-  if (call.work === "read" && options.readStreak > 0 && readStreak % options.readStreak === 0) {
-    return {
-      state: next,
-      warning:
-        `Note: that makes ${readStreak} reads, searches and listings in a row without a change or a command. ` +
-        "You likely know enough to act: make the change, run a command to check something, or say what is still unclear and why.",
-    };
-  }
+  const limit = wrote ? options.readStreakAfterWrite : options.readStreak;
+  if (call.work === "read" && limit > 0 && readStreak % limit === 0) return { state: next, warning: readStreakWarning(readStreak, wrote) };
   return { state: next };
 }

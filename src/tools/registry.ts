@@ -13,6 +13,7 @@ import { presentPlanTool } from "./present-plan.js";
 import { completeTaskTool } from "./complete-task.js";
 import { taskTool } from "./task.js";
 import { todoWriteTool } from "./todo-write.js";
+import { saveFindingTool } from "./save-finding.js";
 import { fitToBudget } from "./truncate.js";
 import { gitCommitTool } from "./git-commit.js";
 import { ToolError, type ToolCallRequest, type ToolContext, type ToolDefinition, type ToolResult } from "./types.js";
@@ -27,6 +28,7 @@ export const BUILTIN_TOOLS: readonly ToolDefinition[] = [
   grepTool,
   shellTool,
   todoWriteTool,
+  saveFindingTool,
   taskTool,
   gitCommitTool,
 ];
@@ -98,6 +100,7 @@ export async function executeToolCall(
       ...fitted,
       ...(output.filesChanged ? { filesChanged: output.filesChanged } : {}),
       ...(output.todos ? { todos: output.todos } : {}),
+      ...(output.finding ? { finding: output.finding } : {}),
       ...(output.fileStamps ? { fileStamps: output.fileStamps } : {}),
       ...(output.planApproved ? { planApproved: true } : {}),
       ...(output.submitted ? { submitted: output.submitted } : {}),

@@ -27,8 +27,8 @@ import { isInside } from "./workspace-paths.js";
 /** A subagent type's name: what a task call's `agent` names, and the end of its node's id. */
 export const SUBAGENT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 export const SUBAGENT_NAME_RULE = "a subagent's name is lower-case letters, digits, _ and - (at most 32)";
-/** The tools a subagent may be given: any built-in one but task (a subagent starts no subagents). */
-export const SUBAGENT_TOOLS = TOOL_NAMES.filter((name) => name !== "task");
+/** The tools a subagent may be given: any built-in one but task (a subagent starts no subagents) and save_finding (the thread's findings are its Coder's). */
+export const SUBAGENT_TOOLS = TOOL_NAMES.filter((name) => name !== "task" && name !== "save_finding");
 /** Model calls a subagent makes before it must answer, unless its type says otherwise. */
 export const SUBAGENT_MAX_STEPS = 15;
 

@@ -11,6 +11,7 @@ export const TOOL_NAMES = [
   "grep",
   "shell",
   "todo_write",
+  "save_finding",
   "task",
   "git_commit",
 ] as const;
@@ -113,6 +114,8 @@ export interface ToolOutput {
   filesChanged?: string[];
   /** todo_write: the new plan. */
   todos?: TodoItem[];
+  /** save_finding: the finding to add to the thread's findings. */
+  finding?: string;
   /** present_plan: the user approved the plan (the Coder leaves plan mode). */
   planApproved?: boolean;
   /** complete_task: the subagent's result, checked against its output schema (it ends the subagent). */
@@ -175,6 +178,7 @@ export interface ToolResult {
   artifact?: string;
   filesChanged?: string[];
   todos?: TodoItem[];
+  finding?: string;
   fileStamps?: Record<string, string>;
   planApproved?: boolean;
   submitted?: Record<string, unknown>;

@@ -54,7 +54,7 @@ describe("the Monitor's usage scenarios, through loopgraph chat", () => {
 
   it("3. the Looper runs a round of Coder → Review → Judge", async () => {
     open(1);
-    mark = await chat.until("[AUTO] coder succeeded: ", mark);
+    mark = await chat.until("[AUTO] coder succeeded (", mark);
     mark = await chat.until("[AUTO] review rating: normal", mark);
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("A\n");
     // The Judge is deciding (its model call held at gate-3).

@@ -2,6 +2,7 @@ import type { NodeDefinition } from "../../format/types.js";
 import type { CoderMode } from "../../state/thread.js";
 import type { LoopDetectionOptions } from "../../tools/loop-detection.js";
 import type { SubagentType } from "../../tools/subagent-config.js";
+import type { PlanningConfig } from "../../tools/planning-config.js";
 
 /** A tool-using coding agent: a model ⇄ tools loop checkpointed at every step. */
 export interface CoderNodeDefinition extends NodeDefinition {
@@ -20,6 +21,10 @@ export interface CoderNodeDefinition extends NodeDefinition {
   mode?: CoderMode;
   /** `worktree`: the Coder works in its own branch worktree of the workspace (`workspace:`); unset: in the workspace itself. */
   workspace?: "worktree";
+  /** The node's `planning:` settings (each over the config files'). */
+  planning?: PlanningConfig;
+  /** `off`: no task-complexity analysis, no strategy in the prompt (`complexity:`; default auto). */
+  complexity?: "off";
   /** The subagent types its `task` calls may name (`subagents:`), besides the default read-only one (and the config files' types). */
   subagents: Record<string, SubagentType>;
 }

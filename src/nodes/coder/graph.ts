@@ -23,6 +23,20 @@ import { compressHistory, compressionUpdate } from "./compression.js";
 import { checkToolCalls, EMPTY_LOOP_DETECTOR_STATE } from "../../tools/loop-detection.js";
 import { CoderState, type CoderStateValue } from "./state.js";
 import { coderSystemPrompt } from "./system-prompt.js";
+import { analyzeComplexity, strategySection } from "./complexity.js";
+import {
+  addFinding,
+  findingsSection,
+  PLAN_CHECK_ID,
+  requestNote,
+  resumedPlanTask,
+  stopCheck,
+  unfinished,
+  withRequestNote,
+  type StopCheck,
+} from "./planning.js";
+import { effectivePlanning, type PlanningSettings } from "../../tools/planning-config.js";
+import { saveFindingTool } from "../../tools/save-finding.js";
 import type { CoderFailureKind, CoderResult, ToolLogEntry } from "./types.js";
 import type { CoderNodeDefinition } from "./definition.js";
 import { SUBAGENT_MAX_STEPS, SUBAGENT_READ_TOOLS, type SubagentType } from "../../tools/subagent-config.js";
@@ -37,6 +51,9 @@ const PREVIEW_CHARS = 400;
 
 /** Reads of one model turn run at once at most this many at a time (the rest in the next batch). */
 export const MAX_CONCURRENT_READS = 4;
+
+/** A subagent's planning: none. */
+const NO_PLANNING: PlanningSettings = { reminders: 0, twoActionRule: false, stopCheck: 0, findings: 0 };
 
 /** The id of the message telling a subagent to hand in its result with complete_task. */
 const COMPLETE_TASK_REMINDER = "complete-task-reminder";
@@ -124,6 +141,15 @@ function failure(state: CoderStateValue, kind: CoderFailureKind, reason: string)
     steps: state.steps,
     toolCalls: state.toolLog,
     todos: state.todos,
+    ...resultPlanning(state),
+  };
+}
+
+/** What a result tells of the turn's planning: the task's complexity, the thread's findings. */
+function resultPlanning(state: CoderStateValue): Pick<CoderResult, "complexity" | "findings"> {
+  return {
+    ...(state.complexity && { complexity: { level: state.complexity.level, confidence: state.complexity.confidence } }),
+    ...(state.findings.length > 0 && { findings: state.findings }),
   };
 }
 
@@ -163,10 +189,17 @@ export function buildCoderGraph(
   subagent?: { output?: OutputSchema },
 ) {
   const template = readFileSync(def.promptFile, "utf8");
+  // A subagent answers its Coder's question: no reminders, stop checks or findings of its own.
+  const planning = subagent ? NO_PLANNING : effectivePlanning(ctx.planning, def.planning);
   // A subagent hands nothing on: it has no task tool of its own, and it answers with complete_task, in every mode.
   const answerTools: readonly ToolDefinition[] = subagent ? [completeTaskTool(subagent.output)] : [];
   const builtinTools: readonly ToolDefinition[] = [
-    ...BUILTIN_TOOLS.filter((tool) => def.tools.includes(tool.name) && !(subagent && tool.name === taskTool.name)),
+    ...BUILTIN_TOOLS.filter(
+      (tool) =>
+        def.tools.includes(tool.name) &&
+        !(subagent && tool.name === taskTool.name) &&
+        !(planning.findings === 0 && tool.name === saveFindingTool.name),
+    ),
     ...answerTools,
   ];
   const builtinSpecs = toolSpecs(builtinTools);
@@ -218,6 +251,11 @@ export function buildCoderGraph(
   /** What the model is offered in a mode: agent has every tool, the MCP servers' listed ones too. */
   const offered = (mode: CoderMode, state: CoderStateValue): readonly ToolDefinition[] =>
     mode === "ask" ? readTools : mode === "plan" ? planTools : toolsOf(state.mcpTools);
+  /** Whether the model is offered a tool now. */
+  const offers = (mode: CoderMode, state: CoderStateValue, name: string): boolean =>
+    offered(mode, state).some((tool) => tool.name === name);
+  /** Whether a tool only reads (a read, a search, a listing): what the 2-action rule counts. */
+  const isRead = (name: string): boolean => builtinTools.some((tool) => tool.name === name && tool.effect === "read");
   /** A call of a tool the mode does not offer is refused before the policy: never run, never asked about. */
   const refuseFor =
     (mode: CoderMode, state: CoderStateValue) =>
@@ -254,6 +292,8 @@ export function buildCoderGraph(
   const graphRules = applicableGraphRules(graph.file, graph.policy, ctx.runWorkspace ?? ctx.workspace).rules;
   const emit = ctx.emit;
   const threadId = ctx.threadId;
+  // A subagent's task is its Coder's question: it gets no strategy of its own.
+  const complexityOn = def.complexity !== "off" && !subagent;
 
   /**
    * Between steps of a Coder whose failure a loop takes up: whether a stop command waits in the
@@ -300,7 +340,16 @@ export function buildCoderGraph(
       tools: specs,
       ...(instance && { instance }),
     });
-    const system = new SystemMessage(`${coderSystemPrompt(template, ctx.workspace, ctx.env)}${MODE_NOTES[mode]}${subagentNote}`);
+    // The task's complexity, classified at the turn's first model call in agent mode; its strategy stays in the prompt.
+    const classified =
+      state.complexity ?? (state.steps === 0 && mode === "agent" && complexityOn ? analyzeComplexity(state.task) : undefined);
+    if (classified && !state.complexity) emit({ type: "complexity", threadId, node: def.id, ...classified });
+    const strategy = classified ? `\n\n${strategySection(classified)}` : "";
+    const findingsOffered = offers(mode, state, saveFindingTool.name);
+    const findings = findingsSection(state.findings, findingsOffered);
+    const system = new SystemMessage(
+      `${coderSystemPrompt(template, ctx.workspace, ctx.env)}${MODE_NOTES[mode]}${strategy}${findings}${subagentNote}`,
+    );
     const bookkeeping = (): CoderUpdate => {
       const consumed = session.consumed();
       return {
@@ -308,11 +357,14 @@ export function buildCoderGraph(
         ...(consumed ? { scripted: { [spec]: consumed } } : {}),
         ...(listed ? { mcpTools: listed } : {}),
         ...(state.mode === undefined ? { mode } : {}),
+        ...(classified && !state.complexity ? { complexity: classified } : {}),
       };
     };
 
     const written: BaseMessage[] = [];
-    let messages = state.messages.length > 0 ? state.messages : [new HumanMessage({ content: state.task, id: "coder-task" })];
+    // The turn's first message: its task, with the open items of an earlier turn's plan (ask mode keeps no plan).
+    const opening = mode === "ask" ? state.task : resumedPlanTask(state.task, state.todos);
+    let messages = state.messages.length > 0 ? state.messages : [new HumanMessage({ content: opening, id: "coder-task" })];
     if (state.messages.length === 0) written.push(...messages);
     const compressed = await compressHistory(messages, {
       budgetTokens: def.compression.budgetTokens,
@@ -334,7 +386,15 @@ export function buildCoderGraph(
     }
 
     try {
-      const reply = await session.ask([system, ...messages]);
+      const note = requestNote({
+        task: state.task,
+        todos: state.todos,
+        toolLog: state.toolLog,
+        settings: planning,
+        isRead,
+        findingsOffered,
+      });
+      const reply = await session.ask([system, ...withRequestNote(messages, note)]);
       const answer = new AIMessage({
         content: messageText(reply),
         id: reply.id ?? `coder-${def.id}-${state.steps}`,
@@ -540,6 +600,7 @@ export function buildCoderGraph(
       toolLog: [entry],
       ...(result.filesChanged ? { filesChanged: result.filesChanged } : {}),
       ...(result.todos ? { todos: result.todos } : {}),
+      ...(result.finding ? { findings: addFinding(state.findings, result.finding, planning.findings) } : {}),
       ...(result.fileStamps ? { fileStamps: result.fileStamps } : {}),
       // The plan approved: the rest of the turn acts on it, with every tool.
       ...(result.planApproved ? { mode: "agent" as const } : {}),
@@ -569,16 +630,35 @@ export function buildCoderGraph(
         steps: state.steps,
         toolCalls: state.toolLog,
         todos: state.todos,
+        ...resultPlanning(state),
         ...(state.output && { output: state.output }),
       },
     };
   };
 
+  /** The stop check of a Coder's answer in agent mode: its plan's items not done send it back, a bounded number of times. */
+  const checkedStop = (state: CoderStateValue): StopCheck =>
+    modeOf(state) === "agent" ? stopCheck(state.todos, state.planChecks, planning) : undefined;
+
   /**
    * A subagent that answers without complete_task is told once that its answer must go there;
-   * answering so again ends it with a `no_result` failure.
+   * answering so again ends it with a `no_result` failure. A Coder that answers with its plan
+   * unfinished is told which items are open and goes on, at most `stop_check` times; then it
+   * fails with `plan_unfinished`.
    */
   const remindStep = async (state: CoderStateValue): Promise<CoderUpdate> => {
+    if (!subagent) {
+      const check = checkedStop(state);
+      if (check && "failure" in check) return { result: failure(state, "plan_unfinished", check.failure) };
+      // The route comes here only with a check to make (see `next`).
+      const { message } = check as { message: string };
+      const open = unfinished(state.todos).map((todo) => todo.content);
+      emit({ type: "plan_check", threadId, node: def.id, check: state.planChecks + 1, of: planning.stopCheck, open });
+      return {
+        messages: [new HumanMessage({ content: message, id: `${PLAN_CHECK_ID}-${state.planChecks + 1}` })],
+        planChecks: state.planChecks + 1,
+      };
+    }
     if (state.messages.some((message) => message.id === COMPLETE_TASK_REMINDER)) {
       return { result: failure(state, "no_result", `answered twice without calling ${COMPLETE_TASK}, so there is no result`) };
     }
@@ -586,11 +666,12 @@ export function buildCoderGraph(
     return { messages: [new HumanMessage({ content: reminder, id: COMPLETE_TASK_REMINDER })] };
   };
 
-  /** Where a model call leads: its tool calls; the end; or, for a subagent that has not handed in its result, a reminder. */
+  /** Where a model call leads: its tool calls; the end; or a reminder: for a subagent that has not handed in its result, for a Coder whose plan is not done. */
   const next = (state: CoderStateValue): string | Send[] => {
     if (state.result) return "finish";
     if (unansweredToolCalls(state.messages).length > 0) return toCalls(state);
-    return subagent && !state.output ? "remind" : "finish";
+    if (subagent) return state.output ? "finish" : "remind";
+    return checkedStop(state) ? "remind" : "finish";
   };
   /** Where a tool step (one call, or a batch of reads) leads: the end, the next calls, or the model. */
   const afterCalls = (state: CoderStateValue): string | Send[] =>

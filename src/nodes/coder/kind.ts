@@ -10,6 +10,18 @@ import { TOOL_NAMES, type ToolEffect } from "../../tools/types.js";
 import { createCoderNode } from "./node.js";
 import { CODER_MODES } from "../../state/thread.js";
 import { outputSchemaProblem } from "../../tools/complete-task.js";
+import { COMPLEXITY_MODES } from "./complexity.js";
+import { DEFAULT_PLANNING, PLANNING_MAXIMA, type PlanningConfig } from "../../tools/planning-config.js";
+
+/** A node's `planning:` as the Coder reads it: the keys it sets. */
+function planningConfigOf(raw: { reminders?: number; two_action_rule?: boolean; stop_check?: number; findings?: number }): PlanningConfig {
+  return {
+    ...(raw.reminders !== undefined && { reminders: raw.reminders }),
+    ...(raw.two_action_rule !== undefined && { twoActionRule: raw.two_action_rule }),
+    ...(raw.stop_check !== undefined && { stopCheck: raw.stop_check }),
+    ...(raw.findings !== undefined && { findings: raw.findings }),
+  };
+}
 
 const coderNode = z.strictObject({
   kind: z.literal("coder"),
@@ -79,6 +91,47 @@ const coderNode = z.strictObject({
       "Where the Coder works: shared (the run's workspace) or worktree (its own git worktree on the branch loopgraph/<thread>/<node>-<i>, which a merge node applies); default worktree when it runs in a map or beside another coder, else shared",
     )
     .optional(),
+  complexity: z
+    .enum(COMPLEXITY_MODES)
+    .describe(
+      "auto: before its first model call, each turn's task is classified simple, moderate or complex by rules, and the matching strategy goes into the prompt (agent mode); off: no analysis (default auto)",
+    )
+    .default("auto"),
+  planning: z
+    .strictObject({
+      reminders: z
+        .int()
+        .min(0)
+        .max(PLANNING_MAXIMA.reminders)
+        .describe(
+          `A reminder of the task, the plan's progress and the errors so far, with the result of every this many tool calls (0: never; default ${DEFAULT_PLANNING.reminders})`,
+        )
+        .optional(),
+      two_action_rule: z
+        .boolean()
+        .describe(
+          "After every two reads, searches or listings since the last finding, the model is told to save what it found (default true)",
+        )
+        .optional(),
+      stop_check: z
+        .int()
+        .min(0)
+        .max(PLANNING_MAXIMA.stop_check)
+        .describe(
+          `An answer with plan items not done is sent back this many times at most, then the turn fails with plan_unfinished (0: no check; default ${DEFAULT_PLANNING.stopCheck})`,
+        )
+        .optional(),
+      findings: z
+        .int()
+        .min(0)
+        .max(PLANNING_MAXIMA.findings)
+        .describe(
+          `Findings the thread keeps (save_finding), the oldest dropped beyond (0: no save_finding tool; default ${DEFAULT_PLANNING.findings})`,
+        )
+        .optional(),
+    })
+    .describe("The built-in planning behaviour; each key over the config files' planning: (docs/coder.md)")
+    .optional(),
   result_budget_chars: positiveInt
     .describe("Tool results longer than this are cut to head and tail; the full text is saved as an artifact (default 30000)")
     .default(30_000),
@@ -127,6 +180,8 @@ export const coderKind = defineNodeKind({
           ...(raw.mode && { mode: raw.mode }),
           // Only when set: a graph without it keeps the fingerprint it had.
           ...(raw.workspace === "worktree" && { workspace: "worktree" as const }),
+          ...(raw.complexity === "off" && { complexity: "off" as const }),
+          ...(raw.planning && { planning: planningConfigOf(raw.planning) }),
           subagents,
         };
   },

@@ -1,7 +1,9 @@
 import { AIMessage } from "@langchain/core/messages";
 import { buildCoderGraph, CODER_INSTANCE_KEY, type CoderInstance } from "./graph.js";
-import { LoopgraphError } from "../../errors.js";
+import { LimitError, LoopgraphError } from "../../errors.js";
 import type { CoderStateValue } from "./state.js";
+import type { CoderResult } from "./types.js";
+import { unfinished } from "./planning.js";
 import type { GraphDefinition } from "../../format/types.js";
 import type { RunContext } from "../../runtime/context.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
@@ -32,6 +34,7 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
     const visit = visitNumber(state, def.id);
     const input: Partial<CoderStateValue> = {
       task: coderTask(state),
+      ...carriedPlanning(state, def.id),
       scripted: state.scripted,
       sessionRules: state.sessionRules,
       inboxCursor: state.inboxCursor,
@@ -46,7 +49,9 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
     const result = { ...final.result!, ...branch };
     // No node of the graph takes up the failure: it fails the run (model errors and the step limit already threw, see buildCoderGraph).
     if (!failureRouted && result.status !== "success") {
-      throw new LoopgraphError(`the Coder failed (${result.failureKind ?? "unknown"}): ${result.failureReason ?? "no reason given"}`);
+      const message = `the Coder failed (${result.failureKind ?? "unknown"}): ${result.failureReason ?? "no reason given"}`;
+      // Its plan unfinished after the stop checks: a limit ended the work (exit 4), as the step limit does.
+      throw result.failureKind === "plan_unfinished" ? new LimitError(message) : new LoopgraphError(message);
     }
     const previous = state.usage[def.id] ?? { inputTokens: 0, outputTokens: 0 };
     return {
@@ -61,6 +66,20 @@ export function createCoderNode(def: CoderNodeDefinition, graph: GraphDefinition
       scripted: final.scripted,
       sessionRules: final.sessionRules,
     };
+  };
+}
+
+/**
+ * What a turn starts with from the node's earlier turn in the thread: its plan when items are not
+ * done (the task message then names them), and the thread's findings. A map's instances each
+ * start afresh: the output of the node is their parts'.
+ */
+function carriedPlanning(state: GraphStateValue, node: string): Pick<Partial<CoderStateValue>, "todos" | "findings"> {
+  const previous = state.outputs[node] as CoderResult | CoderResult[] | undefined;
+  if (mapInstanceOf(state) !== undefined || previous === undefined || Array.isArray(previous)) return {};
+  return {
+    ...(unfinished(previous.todos ?? []).length > 0 && { todos: previous.todos }),
+    ...(previous.findings?.length && { findings: previous.findings }),
   };
 }
 

@@ -8,6 +8,7 @@ import type { CoderResult, ToolLogEntry } from "./types.js";
 import type { PolicyRule } from "../../state/rules.js";
 import type { McpToolInfo } from "../../tools/mcp.js";
 import type { CoderMode } from "../../state/thread.js";
+import type { ComplexityAnalysis } from "./complexity.js";
 
 /** A read of a batch as the loop detector judges it: whether it succeeded, and an error's kind and text. */
 export interface ReadOutcome {
@@ -51,6 +52,12 @@ export const CoderState = Annotation.Root({
   mcpTools: Annotation<McpToolInfo[] | undefined>({ reducer: lastValue, default: () => undefined }),
   /** The turn's mode, fixed at its first model call; plan becomes agent when the user approves the plan. */
   mode: Annotation<CoderMode | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** The turn's task as classified at its first model call (`complexity: auto`, agent mode); unset: not classified. */
+  complexity: Annotation<ComplexityAnalysis | undefined>({ reducer: lastValue, default: () => undefined }),
+  /** The thread's findings (save_finding), bounded by planning.findings; a turn starts with the node's earlier ones. */
+  findings: Annotation<string[]>({ reducer: lastValue, default: () => [] }),
+  /** Stop checks made in this turn: answers sent back because plan items were not done (at most planning.stop_check). */
+  planChecks: Annotation<number>({ reducer: lastValue, default: () => 0 }),
   /** A subagent's result, handed in with complete_task (it ends the subagent). */
   output: Annotation<Record<string, unknown> | undefined>({ reducer: lastValue, default: () => undefined }),
   /** In a `read` task of a batch: the call it runs (its Send's input; never written to the state). */

@@ -1,5 +1,6 @@
 import type { BranchFileChange } from "../../git/worktrees/index.js";
 import type { TodoItem, ToolErrorKind } from "../../tools/types.js";
+import type { ComplexityLevel } from "./complexity.js";
 
 /** Why a Coder turn failed: the typed errors that end the turn rather than go back to the model. */
 export type CoderFailureKind =
@@ -17,7 +18,9 @@ export type CoderFailureKind =
   | "model_server"
   | "model_network"
   | "model_bad_request"
-  | "model_exhausted";
+  | "model_exhausted"
+  /** The Coder answered with items of its plan (todo_write) not done, after as many reminders as planning.stop_check allows. */
+  | "plan_unfinished";
 
 /** One tool call of the turn, as the Review and `inspect` see it. */
 export interface ToolLogEntry {
@@ -46,6 +49,10 @@ export interface CoderResult {
   todos: TodoItem[];
   /** A subagent's result, as its output schema shapes it (complete_task). */
   output?: Record<string, unknown>;
+  /** How the turn's task was classified (`complexity: auto`, agent mode), and how sure. */
+  complexity?: { level: ComplexityLevel; confidence: number };
+  /** The thread's findings so far (save_finding), the next turn of the node starts with them. */
+  findings?: string[];
   /** A Coder in its own branch worktree (`workspace: worktree`): its branch, `loopgraph/<thread>/<node>-<index>`. */
   branch?: string;
   /** A Coder in its own branch worktree: what its branch changed since it began (committed at the end of each visit). */

@@ -1,5 +1,6 @@
 import { AIMessage } from "@langchain/core/messages";
 import type { CoderResult } from "../coder/types.js";
+import { describeComplexity } from "../coder/complexity.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import { applyLooperEvent, commandToEvent, initialLooperSnapshot, isRunning, ROUND_LIMIT, STOPPED_BY_USER, subStateOf } from "./index.js";
@@ -221,9 +222,10 @@ function phaseOutcome(state: GraphStateValue, def: LooperNodeDefinition): { even
       if (coder?.failureKind === "stopped")
         return { event: { type: "STOP" }, summary: "coder stopped by the stop command before its next step" };
       const ok = coder?.status === "success";
+      const task = coder?.complexity ? ` (${describeComplexity(coder.complexity)})` : "";
       const summary = ok
-        ? `coder succeeded: ${filesCount(coder.filesChanged.length)} changed`
-        : `coder failed${coder?.failureKind ? ` (${coder.failureKind})` : ""}: ${clip(coder?.failureReason ?? "no result")}`;
+        ? `coder succeeded${task}: ${filesCount(coder.filesChanged.length)} changed`
+        : `coder failed${coder?.failureKind ? ` (${coder.failureKind})` : ""}${task}: ${clip(coder?.failureReason ?? "no result")}`;
       return { event: { type: "CODER_DONE", ok }, summary };
     }
     case def.review: {
