@@ -56,6 +56,8 @@ export default defineConfig({
     // The checkpoint conformance suite registers its tests through vitest globals.
     globals: true,
     testTimeout: 60_000,
+    // Each file's CPU, with LOOPGRAPH_TEST_CPU_LOG=FILE (docs/testing.md); nothing without it.
+    setupFiles: ["tests/helpers/cpu-report.ts"],
     hookTimeout: 30_000,
     pool: "forks",
     // The projects share one pool (projects with different worker counts would run one after the

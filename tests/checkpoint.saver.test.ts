@@ -125,12 +125,13 @@ describe("SqliteCheckpointSaver with a messages graph", () => {
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
     const graph = buildChat(saver);
-    const shortRun = await chat(graph, "100 turns", 100);
-    const longRun = await chat(graph, "200 turns", 200);
+    // One thread, measured after 100 turns and again after 100 more.
+    const shortRun = await chat(graph, "turns", 100);
+    const short = messageStorage(path, "turns");
+    const longRun = await chat(graph, "turns", 100, 100);
     saver.close();
 
-    const short = messageStorage(path, "100 turns");
-    const long = messageStorage(path, "200 turns");
+    const long = messageStorage(path, "turns");
     // Every version is a row of log ranges (one range: the history only grows), 2 per turn.
     expect(long.rows).toEqual({ items: 400 });
     expect(long.bytes).toBeLessThan(400 * 16);

@@ -4,7 +4,7 @@
  * Screenshots go to test-results/ for review. Without Chromium the tests are skipped, unless
  * LOOPGRAPH_REQUIRE_CHROMIUM is set (CI), where they fail.
  */
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { dirname, join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
@@ -312,15 +312,18 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
-  /** A scripted Coder whose model step after `first` takes 5 s and then calls a tool: the run writes its progress while it goes on, as the CLI does. */
+  /**
+   * A scripted Coder whose model step after `first` waits until the file `gate` beside the script
+   * exists, then calls a tool: the run writes its progress while it goes on, as the CLI does.
+   */
   const slowScript = (place: { root: string }, first: string[]): string =>
     scriptFile(place, "slow.script.yaml", [
       ...first,
-      "{ node: coder, delay_ms: 5000, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
+      "{ node: coder, wait_for: gate, tool_calls: [ { name: list_dir, args: { path: . } } ] }",
       '{ node: coder, content: "Done, slowly." }',
     ]);
 
-  it("a run the page approves lives on its own: its next model step takes 5 s, loopgraph ui is stopped (SIGTERM) meanwhile, and the run finishes", async () => {
+  it("a run the page approves lives on its own: its next model step waits, loopgraph ui is stopped (SIGTERM) meanwhile, and the run finishes", async () => {
     const place = tempWorkspace({ git: "init", files: { "notes.txt": "old\n" } });
     const script = slowScript(place, [
       '{ node: coder, tool_calls: [ { name: write_file, args: { path: notes.txt, contents: "new\\n" } } ] }',
@@ -331,15 +334,22 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
     await page.close();
     expect((await ui.kill("SIGTERM")).code).toBe(0);
+    // The run's model step answers only now, with loopgraph ui gone.
+    expect(await recordedStatus(place.db, "slow")).toBe("running");
+    writeFileSync(join(place.root, "gate"), "");
     await expect.poll(() => recordedStatus(place.db, "slow"), LIVE).toBe("finished");
     expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
     expect(JSON.stringify((await finalState(place.db, "slow")).messages)).toContain("Done, slowly.");
   });
 
-  it("a fork started from the page lives on its own: its model step takes 5 s, the page follows it to its end", async () => {
+  it("a fork started from the page lives on its own: its model step waits, the page follows it to its end", async () => {
     const place = tempWorkspace({ git: "init" });
     const script = slowScript(place, []);
+    const gate = join(place.root, "gate");
+    writeFileSync(gate, "");
     expect((await run(place, { graph: "coder", task: "look around", thread: "forked", script, approval: "auto" })).code).toBe(0);
+    // The fork takes the gated answer again: it waits until the page has shown it running.
+    rmSync(gate);
     const { page } = await openThread(place.db, "forked");
     await page.locator("[data-testid=timeline] tr.step", { hasText: "start" }).first().click();
     await page.getByPlaceholder(/state edits/).fill("task=look around again");
@@ -348,6 +358,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
       .poll(() => page.locator("[data-testid=action-result]").innerText(), LIVE)
       .toMatch(/^loopgraph replay --from=\S+ "--set=task=look around again" -- forked: running/);
     await page.locator(".thread-title .status-running").waitFor({ timeout: 30_000 });
+    writeFileSync(gate, "");
     await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
     const fork = (await historyOf(place.db, "forked")).checkpoints.filter((checkpoint) => checkpoint.branch === 1);
     expect(fork.map((checkpoint) => checkpoint.nodes.join(","))).toContain("coder");

@@ -35,7 +35,8 @@ const LAST_LINE = /^attack: attempts=(\d+) escapes=(\d+) leaks=(\d+)$/;
 
 /**
  * Runs the suite's runner (a real process, with its own worker processes) to its end. Each worker
- * loads loopgraph through tsx (about 2.5 s of CPU): the short runs below use two workers, not three.
+ * loads loopgraph through tsx (about 2.5 s of CPU), and npm test keeps both cores busy without
+ * more of them: the run of every attack uses two workers, not three, and the short runs one.
  */
 function runSuite(...args: string[]): Promise<CliResult> {
   const child: ChildProcess = spawn(process.execPath, ["--import", "tsx", join(ROOT, "tests/security/run.ts"), ...args], {
@@ -70,7 +71,7 @@ describe("the attack suite", () => {
     "every attack, every class in every approval mode: nothing escapes the workspace, no secret leaks",
     { timeout: 300_000 },
     async () => {
-      const result = await runSuite("--quarter");
+      const result = await runSuite("--quarter", "--workers", "2");
       const { attempts, escapes, leaks } = lastLine(result);
       expect(attempts).toBe(ATTACKS.length);
       for (const attackClass of ATTACK_CLASSES) {
@@ -87,7 +88,7 @@ describe("the attack suite", () => {
 describe("without an OS sandbox", () => {
   it("approval mode auto asks before shell commands instead of letting them escape", { timeout: 120_000 }, async () => {
     // The other modes ask before every command with or without a sandbox (`npm run attack -- --without-sandbox` runs them too).
-    const result = await runSuite("--without-sandbox", "--only", "shell-write-outside", "--modes", "auto", "--workers", "2");
+    const result = await runSuite("--without-sandbox", "--only", "shell-write-outside", "--modes", "auto", "--workers", "1");
     expect(result.stdout).toContain("no OS sandbox available");
     const { attempts, escapes, leaks } = lastLine(result);
     expect(attempts).toBe(ATTACKS.filter((attack) => attack.class === "shell-write-outside").length);
@@ -97,7 +98,7 @@ describe("without an OS sandbox", () => {
 
 describe("the harness's detectors fire (self-tests)", () => {
   it("a control run without the sandbox, with credentials passed on: every control attack is caught", { timeout: 120_000 }, async () => {
-    const result = await runSuite("--control", "--workers", "2");
+    const result = await runSuite("--control", "--workers", "1");
     const summary = lastLine(result);
     expect(summary.attempts).toBe(CONTROL_ATTACKS.length);
     expect(result.code, result.stdout).toBe(1);
