@@ -1,5 +1,5 @@
 /**
- * The Cursor-parity acceptance criteria AC-01 … AC-13: what a user of an editor's agent expects of
+ * The Cursor-parity acceptance criteria AC-01 … AC-13, and the capability matrix's git tools (C12): what a user of an editor's agent expects of
  * loopgraph's Coder, each a test named after its criterion, through the CLI (`loopgraph run coder
  * … --json`, a real process) on real files in a real git repository. The scripted model
  * (tests/fixtures/parity/) answers, or the mock OpenAI server on 127.0.0.1 where the test reads
@@ -11,10 +11,10 @@ import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { stringify } from "yaml";
 import { beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, parseEvents, ROOT, type CliResult } from "../helpers/cli.js";
+import { cleanEnv, git, parseEvents, ROOT, type CliResult } from "../helpers/cli.js";
 import { finalState, gatedScript, recordedStatus, resume, resumeWith, run, startRun, type RunSpec } from "../helpers/e2e.js";
 import { startMockOpenAI, type MockOpenAIServer } from "../helpers/mock-openai.js";
-import { onCleanup, sharedWorkspace } from "../helpers/workspace.js";
+import { onCleanup, sharedWorkspace, tempWorkspace } from "../helpers/workspace.js";
 
 const SCRIPTS = join(ROOT, "tests/fixtures/parity");
 /** A run's first test may wait for several CLI processes on a loaded machine. */
@@ -158,15 +158,19 @@ describe("a thread of approvals (--approval ask) on the mock OpenAI server, whic
   }, RUNS_TIMEOUT);
 
   it("AC-13 several tool calls in one model answer: all three run, and all three results reach the model in its next request", () => {
-    const results = ofType(parseEvents(first.stdout), "tool_result").slice(0, 3);
-    expect(results.map((event) => [event.name, event.ok])).toEqual([
+    // The three reads ran at once, so their results came in the order they ended; the model gets them in the order of its calls.
+    const results = new Map(
+      ofType(parseEvents(first.stdout), "tool_result")
+        .slice(0, 3)
+        .map((event) => [event.id, event]),
+    );
+    const sent = toolMessages(1);
+    expect(sent.map((message) => [results.get(message.tool_call_id)?.name, results.get(message.tool_call_id)?.ok])).toEqual([
       ["read_file", true],
       ["list_dir", true],
       ["grep", true],
     ]);
-    const sent = toolMessages(1);
-    expect(sent.map((message) => message.tool_call_id)).toEqual(results.map((event) => event.id));
-    expect(sent.map((message) => message.content)).toEqual(results.map((event) => event.result));
+    for (const message of sent) expect(message.content).toContain(results.get(message.tool_call_id)!.result);
     expect(sent[0]!.content).toContain("# shop");
   });
 
@@ -189,10 +193,9 @@ describe("a thread of approvals (--approval ask) on the mock OpenAI server, whic
     const refusal = ofType(parseEvents(rejected.stdout), "tool_result")[0];
     expect(refusal).toMatchObject({ name: "shell", ok: false, notRun: "rejected" });
     expect(read("important.txt")).toBe("keep me\n");
-    expect(toolMessages(3).at(-1)).toMatchObject({
-      tool_call_id: refusal!.id,
-      content: "Error (rejected): the user rejected this call: keep important.txt. Do not retry it as is.",
-    });
+    const told = toolMessages(3).at(-1)!;
+    expect(told.tool_call_id).toBe(refusal!.id);
+    expect(told.content).toMatch(/^Error \(rejected\): the user rejected this call: keep important\.txt\. Do not retry it as is\./);
     expect(parseEvents(rejected.stdout).at(-1)).toMatchObject({ type: "run_finished", status: "finished" });
   });
 });
@@ -280,5 +283,42 @@ describe("limits, modes and a run in progress", () => {
     const resumed = await resume(ws, "cancel", "--json");
     expect(resumed.code, resumed.stderr).toBe(0);
     expect(read("cancel-first.txt") + read("cancel-second.txt")).toBe("first\nsecond\n");
+  });
+});
+
+describe("the capability matrix's git tools (C12)", () => {
+  it("C12 the agent commits its work when asked: git_commit makes one commit of it on the thread's branch, as the user, and never moves the branch it started from", async () => {
+    const repo = tempWorkspace({ git: true, files: { "README.md": "# shop\n" } });
+    const base = git(repo.dir, "symbolic-ref", "--short", "HEAD").trim();
+    const baseTip = git(repo.dir, "rev-parse", "HEAD").trim();
+    git(repo.dir, "checkout", "-q", "-b", "feature");
+    const script = join(repo.root, "commit.script.yaml");
+    writeFileSync(
+      script,
+      stringify({
+        responses: [
+          {
+            node: "coder",
+            tool_calls: [
+              { name: "write_file", args: { path: "NOTES.md", contents: "notes\n" } },
+              { name: "git_commit", args: { message: "Add the notes" } },
+            ],
+          },
+          { node: "coder", content: "Wrote NOTES.md and committed it." },
+        ],
+      }),
+    );
+    const env = cleanEnv({ GIT_AUTHOR_NAME: "Ada User", GIT_AUTHOR_EMAIL: "ada@example.com" });
+    const committed = await run(
+      repo,
+      { graph: "coder", task: "write notes and commit them", thread: "c12", script, approval: "auto" },
+      { env },
+    );
+    expect(committed.code, committed.stderr).toBe(0);
+    expect(git(repo.dir, "log", "-1", "--format=%s|%an", "feature").trim()).toBe("Add the notes|Ada User");
+    expect(git(repo.dir, "show", "--name-only", "--format=", "feature").trim()).toBe("NOTES.md");
+    expect(git(repo.dir, "symbolic-ref", "--short", "HEAD").trim()).toBe("feature");
+    expect(git(repo.dir, "rev-parse", base).trim()).toBe(baseTip);
+    expect(git(repo.dir, "status", "--porcelain").trim()).toBe("");
   });
 });
