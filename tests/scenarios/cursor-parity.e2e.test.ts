@@ -287,7 +287,7 @@ describe("limits, modes and a run in progress", () => {
 });
 
 describe("the capability matrix's git tools (C12)", () => {
-  it("C12 the agent commits its work when asked: git_commit makes one commit of it on the thread's branch, as the user, and never moves the branch it started from", async () => {
+  it("C12 the agent commits its work when asked: git_commit makes one commit of it on the thread's branch, as the user, and leaves the base branch where it was", async () => {
     const repo = tempWorkspace({ git: true, files: { "README.md": "# shop\n" } });
     const base = git(repo.dir, "symbolic-ref", "--short", "HEAD").trim();
     const baseTip = git(repo.dir, "rev-parse", "HEAD").trim();
