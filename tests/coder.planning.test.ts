@@ -204,7 +204,7 @@ describe("inspect's line of a step", () => {
       "wrote outputs.coder · complex task, 75% sure",
     );
     expect(describeStep(step([{ path: "complexity", kind: "added", value: { level: "simple", confidence: 0.85, indicators: [] } }]))).toBe(
-      "set complexity · simple task, 85% sure",
+      "simple task, 85% sure · set complexity",
     );
   });
 });

@@ -113,7 +113,7 @@ describe("subagents through the CLI", () => {
       .filter((line) => /^ +· /.test(line))
       .map((line) => line.replace(/ +[0-9a-f-]{36}$/, "").replace(/ +\d+→\d+$/, ""));
     expect(nestedLines).toEqual([
-      `    · model  do the task · → task {"description":"find the port","prompt":"Where is the port configured?"}`,
+      `    · model  simple task, 60% sure · do the task · → task {"description":"find the port","prompt":"Where is the …`,
       `    · tools  task: Subagent "find the port": done in 6 steps.`,
       `        · model  Where is the port configured? · → grep {"pattern":"port"}`,
       `        · tools  grep: 1 matching line in 1 file`,

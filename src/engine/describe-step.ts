@@ -44,7 +44,10 @@ function outputsWritten(change: CheckpointSummary["changes"][number]): string[] 
 export function describeStep(checkpoint: CheckpointSummary): string {
   if (checkpoint.nodes[0] === "input") return "the run's input";
   const instances = Object.entries(checkpoint.instances ?? {}).map(([node, count]) => `${node}[0]…${node}[${count - 1}]`);
-  const did = [describeChanges(checkpoint), ...planningNotes(checkpoint)].join(" · ");
+  // A Coder's own step that classified its task says so first: its model's answer may be long, and the line is cut.
+  const classified = checkpoint.changes.find((change) => change.path === "complexity" && change.kind !== "removed");
+  const notes = planningNotes(checkpoint);
+  const did = (classified ? [...notes, describeChanges(checkpoint)] : [describeChanges(checkpoint), ...notes]).join(" · ");
   return instances.length > 0 ? `ran ${instances.join(", ")} together: ${did}` : did;
 }
 

@@ -35,7 +35,7 @@ export async function commitRunResult(threadId: string, options: StoreOptions): 
       message: runCommitMessage(thread.task, threadId),
       paths,
       key: RUN_COMMIT_KEY,
-      env: options.env ?? process.env,
+      env: options.env,
       skipMissing: true,
       secrets: store.secrets,
     });

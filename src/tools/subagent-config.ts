@@ -27,8 +27,12 @@ import { isInside } from "./workspace-paths.js";
 /** A subagent type's name: what a task call's `agent` names, and the end of its node's id. */
 export const SUBAGENT_NAME = /^[a-z][a-z0-9_-]{0,31}$/;
 export const SUBAGENT_NAME_RULE = "a subagent's name is lower-case letters, digits, _ and - (at most 32)";
-/** The tools a subagent may be given: any built-in one but task (a subagent starts no subagents) and save_finding (the thread's findings are its Coder's). */
-export const SUBAGENT_TOOLS = TOOL_NAMES.filter((name) => name !== "task" && name !== "save_finding");
+/**
+ * The tools a subagent may be given: any built-in one but task (a subagent starts no subagents),
+ * save_finding (the thread's findings are its Coder's) and git_commit (a commit is the Coder's,
+ * where the user can be asked; a subagent cannot ask).
+ */
+export const SUBAGENT_TOOLS = TOOL_NAMES.filter((name) => name !== "task" && name !== "save_finding" && name !== "git_commit");
 /** Model calls a subagent makes before it must answer, unless its type says otherwise. */
 export const SUBAGENT_MAX_STEPS = 15;
 
