@@ -57,8 +57,25 @@ export interface GitOutcome {
   exitCode: number;
 }
 
-/** Commands that read no workspace file: no content filter can run. Any other may (even `write-tree` refreshes the index). */
-const UNFILTERED_COMMANDS = new Set(["config", "init", "rev-parse"]);
+/**
+ * Commands that read no workspace file's content: no content filter or merge driver can run, so
+ * the repository's config is not read for them first. They read config, refs, the object store,
+ * `.gitignore` files (`check-ignore`) or compare trees (`diff-tree`, never the work tree). Any
+ * other may (even `write-tree` refreshes the index).
+ */
+const UNFILTERED_COMMANDS = new Set([
+  "config",
+  "init",
+  "rev-parse",
+  "symbolic-ref",
+  "update-ref",
+  "for-each-ref",
+  "commit-tree",
+  "cat-file",
+  "ls-tree",
+  "diff-tree",
+  "check-ignore",
+]);
 
 /**
  * Settings that switch off every content filter and merge driver a repository's config defines:
