@@ -21,7 +21,7 @@ import { STATE_DIR } from "../project.js";
 import { git, GitError, LOOPGRAPH_IDENTITY } from "./run.js";
 import { copyIndex, writeTree, type TreeStore } from "./tree-store.js";
 import { checkId, realFolder } from "./worktrees/names.js";
-import { ownRepository, stateFolder, type BranchRepository } from "./worktrees/repository.js";
+import { commitOf, ownRepository, stateFolder, type BranchRepository } from "./worktrees/repository.js";
 
 /** The folder of `.loopgraph/` that holds each thread's commit log. */
 const COMMITS_DIR = "commits";
@@ -341,11 +341,6 @@ async function changedPaths(repo: BranchRepository, before: string | undefined, 
 async function headRef(repo: BranchRepository): Promise<string | null> {
   const ref = (await repo.run(["symbolic-ref", "-q", "HEAD"]).catch(() => "")).trim();
   return ref.startsWith(HEADS) ? ref : null;
-}
-
-async function commitOf(repo: BranchRepository, ref: string): Promise<string | undefined> {
-  const found = await repo.run(["rev-parse", "--verify", "--quiet", "--end-of-options", `${ref}^{commit}`]).catch(() => "");
-  return found.trim() || undefined;
 }
 
 /** main, master, the remote's default branch, or no branch (detached): loopgraph commits beside it. */

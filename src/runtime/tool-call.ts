@@ -79,14 +79,32 @@ export function callWork(name: string, result: Pick<ToolResult, "errorKind">): C
 export async function runToolCall(call: ToolCallRequest, options: ToolCallOptions): Promise<ToolCallOutcome> {
   const outcome = await decideAndRun(call, options);
   if (outcome.loopFailure !== undefined) return outcome;
-  const { result } = outcome;
-  const check = checkToolResult(outcome.loop, { name: call.name, work: callWork(call.name, result) }, result, options.loop.options);
-  const warnings = [outcome.loopWarning, check.warning].filter((text) => text !== undefined);
+  const judged = judgeResult(call, outcome.result, outcome.loop, outcome.loopWarning, options.loop.options);
   return {
     ...outcome,
+    loop: judged.loop,
+    ...(judged.warning !== undefined && { loopWarning: judged.warning }),
+    ...(judged.failure !== undefined && { repeatedError: judged.failure }),
+  };
+}
+
+/**
+ * A call's result judged, after the loop detector saw the call (`loop`, and its warning if it
+ * gave one): a streak of reads adds a warning, the same error too many times ends the turn.
+ */
+function judgeResult(
+  call: ToolCallRequest,
+  result: Pick<ToolResult, "ok" | "errorKind" | "content">,
+  loop: LoopDetectorState,
+  loopWarning: string | undefined,
+  options: LoopDetectionOptions,
+): { loop: LoopDetectorState; warning?: string; failure?: string } {
+  const check = checkToolResult(loop, { name: call.name, work: callWork(call.name, result) }, result, options);
+  const said = [loopWarning, check.warning].filter((text) => text !== undefined);
+  return {
     loop: check.state,
-    ...(warnings.length > 0 && { loopWarning: warnings.join("\n\n") }),
-    ...(check.failure !== undefined && { repeatedError: check.failure }),
+    ...(said.length > 0 && { warning: said.join("\n\n") }),
+    ...(check.failure !== undefined && { failure: check.failure }),
   };
 }
 
@@ -117,13 +135,10 @@ export function judgeReads(
   const warnings = new Map<string, string>();
   for (const { call, result } of ran) {
     const called = checkToolCalls(loop, [{ name: call.name, args: call.args }], options);
-    const check = checkToolResult(called.state, { name: call.name, work: callWork(call.name, result) }, result, options);
-    loop = check.state;
-    const said = [called.verdict.status === "warn" ? called.verdict.message : undefined, check.warning].filter(
-      (text) => text !== undefined,
-    );
-    if (said.length > 0) warnings.set(call.id, said.join("\n\n"));
-    if (check.failure !== undefined) return { loop, warnings, repeatedError: check.failure };
+    const judged = judgeResult(call, result, called.state, called.verdict.status === "warn" ? called.verdict.message : undefined, options);
+    loop = judged.loop;
+    if (judged.warning !== undefined) warnings.set(call.id, judged.warning);
+    if (judged.failure !== undefined) return { loop, warnings, repeatedError: judged.failure };
   }
   return { loop, warnings };
 }

@@ -32,6 +32,7 @@ import {
   resumedPlanTask,
   stopCheck,
   unfinished,
+  withNoteAfter,
   withRequestNote,
   type StopCheck,
 } from "./planning.js";
@@ -242,14 +243,14 @@ export function buildCoderGraph(
       : "\n\n# Subagents\nBesides the default read-only explorer, your task calls may name these (agent: <name>):\n" +
         declared.map(([name, agent]) => `- ${name}${agent.description ? `: ${agent.description}` : ""}`).join("\n");
   /** The turn's mode: fixed in its state at its first model call; before that, the run's, else the node's, else agent. */
-  const modeOf = (state: CoderStateValue): CoderMode => state.mode ?? ctx.settings.mode ?? def.mode ?? "agent";
+  const modeOf = (state: Pick<CoderStateValue, "mode">): CoderMode => state.mode ?? ctx.settings.mode ?? def.mode ?? "agent";
   /** What the model is offered in ask mode (it only reads) and plan mode (it reads, keeps a todo list and presents its plan), with their specs. */
   const readTools = [...builtinTools.filter((tool) => tool.effect === "read"), ...answerTools];
   const planTools = [...builtinTools.filter((tool) => tool.effect === "read" || tool.effect === "state"), presentPlanTool];
   // Their specs, made the first time a turn runs in that mode.
   const modeSpecs: Partial<Record<"ask" | "plan", ToolSpec[]>> = {};
   /** What the model is offered in a mode: agent has every tool, the MCP servers' listed ones too. */
-  const offered = (mode: CoderMode, state: CoderStateValue): readonly ToolDefinition[] =>
+  const offered = (mode: CoderMode, state: Pick<CoderStateValue, "mcpTools">): readonly ToolDefinition[] =>
     mode === "ask" ? readTools : mode === "plan" ? planTools : toolsOf(state.mcpTools);
   /** Whether the model is offered a tool now. */
   const offers = (mode: CoderMode, state: CoderStateValue, name: string): boolean =>
@@ -258,7 +259,7 @@ export function buildCoderGraph(
   const isRead = (name: string): boolean => builtinTools.some((tool) => tool.name === name && tool.effect === "read");
   /** A call of a tool the mode does not offer is refused before the policy: never run, never asked about. */
   const refuseFor =
-    (mode: CoderMode, state: CoderStateValue) =>
+    (mode: CoderMode, state: Pick<CoderStateValue, "mcpTools">) =>
     (call: ToolCallRequest): ToolResult | undefined => {
       if (offered(mode, state).some((tool) => tool.name === call.name)) return undefined;
       const exists = toolsOf(state.mcpTools).some((tool) => tool.name === call.name) || call.name === presentPlanTool.name;
@@ -469,13 +470,12 @@ export function buildCoderGraph(
 
   /** How a call is decided in this state: the mode's tools and refusals, the graph's, the user's and the session's rules. */
   const decidedBy = (state: Pick<CoderStateValue, "mode" | "mcpTools" | "sessionRules">) => {
-    const mode = modeOf(state as CoderStateValue);
-    const tools = offered(mode, state as CoderStateValue);
+    const mode = modeOf(state);
     return {
       ctx,
       node: def.id,
-      tools,
-      refuse: refuseFor(mode, state as CoderStateValue),
+      tools: offered(mode, state),
+      refuse: refuseFor(mode, state),
       rules: [...graphRules, ...ctx.userRules, ...state.sessionRules],
     };
   };
@@ -553,20 +553,10 @@ export function buildCoderGraph(
         result: { content: "", ...state.readResults[call.id!]! },
       }));
     const judged = judgeReads(state.loop ?? EMPTY_LOOP_DETECTOR_STATE, ran, def.loopDetection);
+    // Each warned result replaced (by its id) with the warning after it.
     const noted = state.messages.flatMap((message) => {
-      const id = message.getType() === "tool" ? (message as ToolMessage).tool_call_id : undefined;
-      const warning = id === undefined ? undefined : judged.warnings.get(id);
-      if (warning === undefined) return [];
-      const shown = message as ToolMessage;
-      return [
-        new ToolMessage({
-          id: shown.id,
-          tool_call_id: shown.tool_call_id,
-          name: shown.name,
-          status: shown.status,
-          content: `${messageText(shown)}\n\n${warning}`,
-        }),
-      ];
+      const warning = message.getType() === "tool" ? judged.warnings.get((message as ToolMessage).tool_call_id) : undefined;
+      return warning === undefined ? [] : [withNoteAfter(message as ToolMessage, warning)];
     });
     return {
       readResults: null,

@@ -18,6 +18,7 @@ import type { PlanningSettings } from "../../tools/planning-config.js";
 import { saveFindingTool } from "../../tools/save-finding.js";
 import type { TodoItem } from "../../tools/types.js";
 import type { ToolLogEntry } from "./types.js";
+import { messageText } from "../../runtime/model-session.js";
 
 /** The id of the n-th stop-check message (`plan-check-1`, …), kept in the history. */
 export const PLAN_CHECK_ID = "plan-check";
@@ -133,14 +134,18 @@ function twoActionRule({ toolLog, settings, isRead, findingsOffered }: NoteInput
 export function withRequestNote(messages: BaseMessage[], note: string | undefined): BaseMessage[] {
   const last = messages.at(-1);
   if (note === undefined || !(last instanceof ToolMessage) || typeof last.content !== "string") return messages;
-  const noted = new ToolMessage({
-    ...(last.id !== undefined && { id: last.id }),
-    tool_call_id: last.tool_call_id,
-    ...(last.name !== undefined && { name: last.name }),
-    ...(last.status !== undefined && { status: last.status }),
-    content: `${last.content}\n\n${note}`,
+  return [...messages.slice(0, -1), withNoteAfter(last, note)];
+}
+
+/** A tool result (same id, call, tool and status) with `note` after its text. */
+export function withNoteAfter(result: ToolMessage, note: string): ToolMessage {
+  return new ToolMessage({
+    ...(result.id !== undefined && { id: result.id }),
+    tool_call_id: result.tool_call_id,
+    ...(result.name !== undefined && { name: result.name }),
+    ...(result.status !== undefined && { status: result.status }),
+    content: `${messageText(result)}\n\n${note}`,
   });
-  return [...messages.slice(0, -1), noted];
 }
 
 /** What a stop with plan items not done leads to: back to work with this message, the turn's failure, or (undefined) the end. */
