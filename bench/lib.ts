@@ -29,6 +29,8 @@ export interface Row {
   maxRatio?: number;
   /** Absolute bounds on ours, in its unit (e.g. inspect ≤ 2000 ms). */
   maxOurs?: number;
+  /** The lowest and highest of the paired rounds' ratios, where the ratio is their median: printed as `spread=lo–hi`. */
+  spread?: readonly [number, number];
   /** Free text added to the line (sizes, notes). */
   note?: string;
 }
@@ -45,7 +47,7 @@ export function report(row: Row): boolean {
   ].filter(Boolean);
   const ok = (row.maxRatio === undefined || ratio <= row.maxRatio) && (row.maxOurs === undefined || row.ours <= row.maxOurs);
   console.log(
-    `bench: ${row.name} ours=${figure(row.ours, row.unit)} anchor=${figure(row.anchor, row.unit)} ratio=${ratio.toFixed(ratio < 0.1 ? 4 : 2)} target=${targets.join(",") || "-"} ok=${ok ? "yes" : "no"}${row.note ? ` (${row.note})` : ""}`,
+    `bench: ${row.name} ours=${figure(row.ours, row.unit)} anchor=${figure(row.anchor, row.unit)} ratio=${ratio.toFixed(ratio < 0.1 ? 4 : 2)}${row.spread ? ` spread=${row.spread[0].toFixed(2)}–${row.spread[1].toFixed(2)}` : ""} target=${targets.join(",") || "-"} ok=${ok ? "yes" : "no"}${row.note ? ` (${row.note})` : ""}`,
   );
   return ok;
 }
@@ -81,22 +83,64 @@ export function medianNodeMs(args: string[], runs = 5): number {
  * drifts between runs (other tenants), and a pair shares its moment. The medians of each side, and
  * the median of the pairs' ratios (the row's ratio).
  */
-export function pairedNodeMs(args: string[], runs = 7): { ours: number; anchor: number; ratio: number } {
+export function pairedNodeMs(args: string[], runs = 7): PairedFigures {
   const pairs: { ours: number; anchor: number }[] = [];
   for (let i = 0; i < runs; i++) {
-    const anchor = nodeStartMs(1);
-    pairs.push({ ours: medianNodeMs(args, 1), anchor });
+    if (i % 2 === 0) {
+      const anchor = nodeStartMs(1);
+      pairs.push({ ours: medianNodeMs(args, 1), anchor });
+    } else {
+      const ours = medianNodeMs(args, 1);
+      pairs.push({ ours, anchor: nodeStartMs(1) });
+    }
   }
   return pairedFigures(pairs);
 }
 
-/** The medians of paired timings, and the median of their ratios. */
-export function pairedFigures(pairs: readonly { ours: number; anchor: number }[]): { ours: number; anchor: number; ratio: number } {
+/** Paired figures: the medians of each side, the median of the pairs' ratios (a row's ratio) and their spread. */
+export interface PairedFigures {
+  ours: number;
+  anchor: number;
+  ratio: number;
+  spread: readonly [number, number];
+}
+
+/** The medians of paired timings, the median of their ratios and the lowest and highest ratio. */
+export function pairedFigures(pairs: readonly { ours: number; anchor: number }[]): PairedFigures {
+  const ratios = pairs.map((pair) => pair.ours / pair.anchor);
   return {
     ours: median(pairs.map((pair) => pair.ours)),
     anchor: median(pairs.map((pair) => pair.anchor)),
-    ratio: median(pairs.map((pair) => pair.ours / pair.anchor)),
+    ratio: median(ratios),
+    spread: [Math.min(...ratios), Math.max(...ratios)],
   };
+}
+
+/**
+ * Times `ours` and `anchor` in `rounds` interleaved pairs, the side that goes first alternating
+ * (a busy machine's slow moments fall on both sides alike): the figures of pairedFigures, in ms.
+ */
+export async function interleavedMs(
+  rounds: number,
+  ours: () => unknown | Promise<unknown>,
+  anchor: () => unknown | Promise<unknown>,
+): Promise<PairedFigures> {
+  const timed = async (fn: () => unknown | Promise<unknown>): Promise<number> => {
+    const started = performance.now();
+    await fn();
+    return performance.now() - started;
+  };
+  const pairs: { ours: number; anchor: number }[] = [];
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      const oursMs = await timed(ours);
+      pairs.push({ ours: oursMs, anchor: await timed(anchor) });
+    } else {
+      const anchorMs = await timed(anchor);
+      pairs.push({ ours: await timed(ours), anchor: anchorMs });
+    }
+  }
+  return pairedFigures(pairs);
 }
 
 /** Median wall time of a bare `node -e ""`: the anchor of every CLI row. */
