@@ -149,9 +149,9 @@ export function nodeStartMs(runs = 7): number {
 }
 
 /** Peak RSS of `node <args>` in MB (from /usr/bin/time), with its wall time in ms. */
-export function measureNode(args: string[]): { ms: number; rssMb: number } {
+export function measureNode(args: string[], options: SpawnSyncOptions = {}): { ms: number; rssMb: number } {
   const started = performance.now();
-  const result = spawnSync("/usr/bin/time", ["-f", "%M", process.execPath, ...args], { encoding: "utf8", maxBuffer: 1 << 30 });
+  const result = spawnSync("/usr/bin/time", ["-f", "%M", process.execPath, ...args], { maxBuffer: 1 << 30, ...options, encoding: "utf8" });
   const ms = performance.now() - started;
   if (result.status !== 0) throw new Error(`node ${args.join(" ")} failed (${result.status}): ${result.stderr.slice(-2000)}`);
   const kb = Number(result.stderr.trim().split("\n").at(-1));

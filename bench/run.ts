@@ -16,6 +16,7 @@ const BENCHES = [
   "chat-bench",
   "sandbox-bench",
   "engine-bench",
+  "memory-bench",
   "parallel-bench",
   "grep-bench",
   "store-bench",
