@@ -11,7 +11,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { openChat, type ChatSession } from "../src/index.js";
-import { median } from "./lib.js";
+import { median, report } from "./lib.js";
 import { settingsOf } from "../src/config/environment-settings.js";
 
 const TURNS = 7;
@@ -62,9 +62,14 @@ try {
   if (!busyChat.looper.running) throw new Error("the loop did not start");
   const busy = await medianTurnMs(busyChat);
   if (!busyChat.looper.running) throw new Error("the loop ended before the turns were measured");
-  console.log(`chat turn, no loop        ${idle.toFixed(0)} ms (median of ${TURNS})`);
-  console.log(`chat turn, loop running   ${busy.toFixed(0)} ms (median of ${TURNS}), target < 1000 ms`);
-  console.log(`chat-bench: busy_turn_ms=${busy.toFixed(0)} idle_turn_ms=${idle.toFixed(0)} ratio=${(busy / idle).toFixed(2)}`);
+  report({
+    name: "chat_turn_loop_running",
+    ours: busy,
+    anchor: idle,
+    unit: "ms",
+    maxOurs: 1000,
+    note: `a chat turn while the chat's loop runs, median of ${TURNS}; anchor: a turn of a chat without a loop`,
+  });
 } finally {
   rmSync(dir, { recursive: true, force: true });
 }

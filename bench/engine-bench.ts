@@ -29,7 +29,7 @@ import { FakeListChatModel } from "@langchain/core/utils/testing";
 import { END, MemorySaver, START, StateGraph } from "@langchain/langgraph";
 import { firstInput } from "../src/engine/runner.js";
 import { GraphState, loadGraph, runGraph, type RunEvent } from "../src/index.js";
-import { FULL, median, report } from "./lib.js";
+import { FULL, median, pairedFigures, report, type PairedFigures } from "./lib.js";
 import { trustFile } from "../src/trust/trust.js";
 import { settingsOf } from "../src/config/environment-settings.js";
 
@@ -39,7 +39,7 @@ const runEnv: NodeJS.ProcessEnv = { XDG_CONFIG_HOME: join(dir, "config") };
 /** Coder turns measured. */
 const RUNS = FULL ? 7 : 3;
 /** Paired rounds of the per-step rows: the machine's speed drifts by more than the difference measured. */
-const ROUNDS = FULL ? 15 : 3;
+const ROUNDS = FULL ? 15 : 5;
 const SHORT = 10;
 const LONG = FULL ? 400 : 200;
 
@@ -50,7 +50,7 @@ type Runner = (steps: number, label: string) => Promise<void>;
  * long run of each side back to back, so a busy spell of the machine weighs on both sides of that
  * round's ratio; the figures are medians over the rounds (the ratio the median of the rounds' ratios).
  */
-async function perStep(ours: Runner, anchor: Runner): Promise<{ ours: number; anchor: number; ratio: number }> {
+async function perStep(ours: Runner, anchor: Runner): Promise<PairedFigures> {
   await ours(SHORT, "warm-ours");
   await anchor(SHORT, "warm-anchor");
   const rounds: { ours: number; anchor: number }[] = [];
@@ -71,11 +71,7 @@ async function perStep(ours: Runner, anchor: Runner): Promise<{ ours: number; an
     }
     rounds.push(round);
   }
-  return {
-    ours: median(rounds.map((round) => round.ours)),
-    anchor: median(rounds.map((round) => round.anchor)),
-    ratio: median(rounds.map((round) => round.ours / round.anchor)),
-  };
+  return pairedFigures(rounds);
 }
 
 /** A graph file of two nodes `a` and `b` looping `a → b → a …` for `steps` supersteps in all (until `a`'s visits reach half of them). */

@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { performance } from "node:perf_hooks";
 import { executeToolCall } from "../src/tools/registry.js";
 import { availableSandbox, NO_SANDBOX, type Sandbox } from "../src/tools/sandbox.js";
-import { median } from "./lib.js";
+import { median, report } from "./lib.js";
 
 const CALLS = 31;
 
@@ -35,11 +35,14 @@ if (sandbox.name === "none") {
     await medianMs(workspace, NO_SANDBOX);
     const plain = await medianMs(workspace, NO_SANDBOX);
     const boxed = await medianMs(workspace, sandbox);
-    console.log(`shell tool, no sandbox    ${plain.toFixed(1)} ms (median of ${CALLS})`);
-    console.log(`shell tool, ${sandbox.name.padEnd(13)} ${boxed.toFixed(1)} ms, target ≤ 30 ms added`);
-    console.log(
-      `sandbox-bench: plain_ms=${plain.toFixed(1)} sandboxed_ms=${boxed.toFixed(1)} added_ms=${(boxed - plain).toFixed(1)} ratio=${(boxed / plain).toFixed(2)}`,
-    );
+    report({
+      name: "shell_call_sandbox_added",
+      ours: boxed - plain,
+      anchor: plain,
+      unit: "ms",
+      maxOurs: 30,
+      note: `ms a shell call in ${sandbox.name} adds to one without it (${boxed.toFixed(1)} against ${plain.toFixed(1)} ms, medians of ${CALLS}); anchor: the call without a sandbox`,
+    });
   } finally {
     rmSync(workspace, { recursive: true, force: true });
   }
