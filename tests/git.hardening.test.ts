@@ -3,6 +3,7 @@
  * workspace snapshots) run nothing the agent planted in a repository's config or attributes:
  * no fsmonitor, hook, external diff, textconv or content filter.
  */
+import { execFileSync } from "node:child_process";
 import { appendFileSync, chmodSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
@@ -85,4 +86,36 @@ describe("loopgraph's git calls and a planted repository config", () => {
     expect(readFileSync(join(ws.dir, "a.txt"), "utf8")).toBe("one\n");
     expect(existsSync(canary) ? readFileSync(canary, "utf8") : "").toBe("");
   });
+
+  it("a snapshot lists the repository's filters once, by its first git command, and still overrides them all", async () => {
+    const ws = tempWorkspace({ git: true, files: { "a.txt": "one\n" } });
+    const { program, canary } = plantProgram(ws);
+    const repo = await openSnapshotRepository(ws.dir);
+    plantConfig(join(ws.dir, SNAPSHOTS_GIT_DIR, "config"), program, join(ws.dir, SNAPSHOTS_GIT_DIR, "evil-hooks"));
+    writeFileSync(join(ws.dir, ".gitattributes"), "* filter=evil\n");
+    // git, as loopgraph finds it on PATH, logging each command it runs.
+    const bin = join(ws.root, "bin");
+    const calls = join(ws.root, "git-calls.txt");
+    mkdirSync(bin);
+    writeFileSync(join(bin, "git"), `#!/bin/sh\necho "$*" >> '${calls}'\nexec ${gitPath()} "$@"\n`);
+    chmodSync(join(bin, "git"), 0o755);
+    const path = process.env.PATH;
+    process.env.PATH = `${bin}:${path}`;
+    try {
+      writeFileSync(join(ws.dir, "a.txt"), "two\n");
+      await repo.capture();
+    } finally {
+      process.env.PATH = path;
+    }
+    const commands = readFileSync(calls, "utf8").trim().split("\n");
+    expect(commands.length).toBeGreaterThan(2);
+    expect(commands.filter((command) => command.includes("--get-regexp"))).toHaveLength(1);
+    expect(commands.find((command) => / add /.test(command))).toContain("filter.evil.clean=");
+    expect(existsSync(canary) ? readFileSync(canary, "utf8") : "").toBe("");
+  });
 });
+
+/** The git program on PATH. */
+function gitPath(): string {
+  return execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();
+}

@@ -7,6 +7,7 @@
  * credential reaches it), reads no user or system config, and runs no hooks and no fsmonitor
  * whatever a repository's config says (command-line settings override it).
  */
+import { AsyncLocalStorage } from "node:async_hooks";
 import { execFile } from "node:child_process";
 import { LoopgraphError } from "../errors.js";
 
@@ -83,7 +84,29 @@ const UNFILTERED_COMMANDS = new Set([
  * empty one would "succeed" and silently keep one side). `.gitattributes` in the workspace may
  * assign any of them to any file, and `merge.default` names a driver for every file.
  */
-async function filterOverrides(options: GitOptions): Promise<string[]> {
+function filterOverrides(options: GitOptions): Promise<string[]> {
+  const readOnce = filterListsRead.getStore();
+  if (!readOnce) return readFilterOverrides(options);
+  const repository = [options.cwd, ...(options.repository ?? [])].join("\0");
+  let overrides = readOnce.get(repository);
+  if (!overrides) readOnce.set(repository, (overrides = readFilterOverrides(options)));
+  return overrides;
+}
+
+/** The filter lists read within a `withFilterListsReadOnce`, by repository (cwd and `--git-dir`). */
+const filterListsRead = new AsyncLocalStorage<Map<string, Promise<string[]>>>();
+
+/**
+ * Runs `work`, whose git commands follow one another within one operation of loopgraph's (a
+ * snapshot of the workspace), with each repository's filters and merge drivers listed once, by
+ * its first command, rather than before each: a config changed between two of its commands was
+ * as able to change between a listing and its command.
+ */
+export function withFilterListsReadOnce<T>(work: () => Promise<T>): Promise<T> {
+  return filterListsRead.run(new Map(), work);
+}
+
+async function readFilterOverrides(options: GitOptions): Promise<string[]> {
   const listed = await runGit(
     ["config", "--get-regexp", String.raw`^(filter\..*\.(clean|smudge|process)|merge\..*\.driver)$`],
     options,

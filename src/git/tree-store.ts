@@ -12,7 +12,7 @@ import { join } from "node:path";
 import { STATE_DIR } from "../project.js";
 import { StreamRedactor } from "../runs/redact.js";
 import { openQuarantine, type Quarantine } from "./quarantine.js";
-import { git, type GitOptions } from "./run.js";
+import { git, withFilterListsReadOnce, type GitOptions } from "./run.js";
 
 export type TreeStoreKind = "git" | "shadow";
 
@@ -89,7 +89,12 @@ const HARD_LINKED_STAND_IN = Buffer.from(
  * `paths` (workspace-relative, taken literally): only these files and folders are added; the
  * others keep their entries of the seed index.
  */
-export async function writeTree(store: TreeStore, secrets: readonly string[] = [], paths?: readonly string[]): Promise<WrittenTree> {
+export function writeTree(store: TreeStore, secrets: readonly string[] = [], paths?: readonly string[]): Promise<WrittenTree> {
+  // One operation of a few git commands in a row: the repository's filters are listed once.
+  return withFilterListsReadOnce(() => writeTreeOnce(store, secrets, paths));
+}
+
+async function writeTreeOnce(store: TreeStore, secrets: readonly string[], paths: readonly string[] | undefined): Promise<WrittenTree> {
   const scratch = await mkdtemp(join(tmpdir(), "loopgraph-index-"));
   const index = join(scratch, "index");
   const quarantine = await openQuarantine(store.objects);
