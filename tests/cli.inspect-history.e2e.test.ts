@@ -224,13 +224,15 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     const total = steps.length;
     const forkFirst = steps.findIndex((c) => c.branch === 1);
     const windows: HistoryWindow[] = [
-      { last: 5 },
-      { last: 1 },
-      { last: total + 10 },
+      { limit: 5 },
+      { limit: 1 },
+      { limit: total + 10 },
       { from: forkFirst },
       { from: forkFirst - 3, before: forkFirst + 2 },
-      { from: 0, before: 7 },
-      { from: steps[20]!.checkpointId.slice(0, 20) },
+      { limit: 4, before: forkFirst + 1 },
+      { from: 0, limit: 7 },
+      { from: steps[20]!.checkpointId.slice(0, 20), limit: 3 },
+      { from: steps[21]!.checkpointId },
     ];
     for (const window of windows) {
       const page = await threadHistory("loop", { db: loop.db, env: {} }, window);
@@ -241,7 +243,7 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     }
     // The newest page reads its own steps, not the thread's: a fraction of the values a steps walk decodes.
     const counted = vi.spyOn(JsonPlusSerializer.prototype, "loadsTyped");
-    await threadHistory("loop", { db: loop.db, env: {} }, { last: 3 });
+    await threadHistory("loop", { db: loop.db, env: {} }, { limit: 3 });
     const paged = counted.mock.calls.length;
     await threadHistory("loop", { db: loop.db, env: {} });
     const walked = counted.mock.calls.length - paged;

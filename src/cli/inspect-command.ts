@@ -35,7 +35,7 @@ export const DEFAULT_LAST = 50;
 function windowOf(options: InspectCommandOptions): HistoryWindow {
   if (options.all) return {};
   if (options.from !== undefined) return { from: /^\d+$/.test(options.from) ? Number(options.from) : options.from };
-  return { last: options.last ?? DEFAULT_LAST };
+  return { limit: options.last ?? DEFAULT_LAST };
 }
 
 /** The graphs nested in the steps shown: those that started after the oldest step's parent (and before the step after the newest shown). */

@@ -390,7 +390,7 @@ export async function threadHistory(threadId: string, options: StoreOptions, win
 }
 
 /** The tokens a root checkpoint's state counts (its `usage`, a plain channel: nothing else is read): the run's that led to it. */
-export async function tokensAt(store: Store, threadId: string, checkpointId?: string): Promise<TokenUsage> {
+export async function tokensAt(store: Pick<Store, "checkpoints">, threadId: string, checkpointId?: string): Promise<TokenUsage> {
   const { usage } = await store.checkpoints.plainChannels(threadId, ["usage"], checkpointId);
   const total = zeroUsage();
   for (const node of Object.values(usageByNode(usage))) {
@@ -483,14 +483,14 @@ export async function nestedTimelines(threadId: string, options: StoreOptions, s
 
 /**
  * Which of a thread's root checkpoints (oldest first, by id) a history shows: all of them by
- * default; `last` the newest so many (before `before` when given); `from` those from one on (an
- * index, as `inspect` numbers its rows, or a checkpoint id or a unique prefix of one).
+ * default; `from` those from one on (an index, as `inspect` numbers its rows, or a checkpoint id
+ * or a unique prefix of one); `before` those before an index; `limit` at most so many: the first
+ * ones from `from` when it is given, else the newest ones.
  */
 export interface HistoryWindow {
   from?: number | string;
-  last?: number;
-  /** The index the window ends before (absent: after the newest). */
   before?: number;
+  limit?: number;
 }
 
 /** The part of the thread's checkpoints a history holds: indexes [from, to) of `total`. */
@@ -511,10 +511,16 @@ function rangeOf(links: readonly { id: string }[], window: HistoryWindow, thread
       const problem = found.length === 0 ? "no checkpoint" : "more than one checkpoint";
       throw new ConfigError(`${problem} of thread "${threadId}" matches "${window.from}": see \`loopgraph inspect ${threadId}\``);
     }
-    return { from: Math.min(found[0]!, to), to, total };
+    return windowFrom(found[0]!, to, total, window.limit);
   }
-  const from = window.from !== undefined ? clamp(window.from) : window.last !== undefined ? clamp(to - window.last) : 0;
-  return { from: Math.min(from, to), to, total };
+  if (window.from === undefined) return { from: window.limit === undefined ? 0 : clamp(to - window.limit), to, total };
+  return windowFrom(clamp(window.from), to, total, window.limit);
+}
+
+/** From index `from` up to `to`, at most `limit` of them. */
+function windowFrom(from: number, to: number, total: number, limit?: number): HistoryRange {
+  const start = Math.min(from, to);
+  return { from: start, to: limit === undefined ? to : Math.min(to, start + limit), total };
 }
 
 /**
