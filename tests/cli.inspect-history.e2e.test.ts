@@ -272,9 +272,9 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     expect(rowsOf(await inspect("--last", "3"))).toEqual(steps.slice(total - 3));
     expect(rowsOf(await inspect("--from", String(forkFirst)))).toEqual(steps.slice(forkFirst));
     expect(rowsOf(await inspect("--from", steps[total - 2]!.checkpointId.slice(0, 24)))).toEqual(steps.slice(total - 2));
-    const json = JSON.parse(await inspect("--json", "--last", "4")) as ThreadHistory & { leftOut: number };
-    expect([json.checkpoints.length, json.leftOut, json.range]).toEqual([4, total - 4, { from: total - 4, to: total, total }]);
-    expect((JSON.parse(await inspect("--json")) as { leftOut: number }).leftOut).toBe(total - 50);
+    const json = JSON.parse(await inspect("--json")) as ThreadHistory & { leftOut: number };
+    expect([json.checkpoints.length, json.leftOut, json.range]).toEqual([50, total - 50, { from: total - 50, to: total, total }]);
+    expect(json.checkpoints.map((checkpoint) => checkpoint.checkpointId)).toEqual(steps.slice(total - 50).map((c) => c.checkpointId));
     const conflict = await runCli(["inspect", "loop", "--all", "--last", "3", "--db", loop.db]);
     expect([conflict.code, conflict.stderr]).toEqual([2, expect.stringMatching(/--last <n>.* cannot be used with option '--all'/)]);
     const withDiff = await inspect("--diff", "--all");
@@ -357,7 +357,12 @@ describeOnPostgres("inspect reads a thread on PostgreSQL linearly too", "inspect
     expect(tuples).not.toHaveBeenCalled();
     lists.mockRestore();
     tuples.mockRestore();
-    expect((await expectSameHistory(ws.db, "forked")).branches.length).toBe(2);
+    const history = await expectSameHistory(ws.db, "forked");
+    expect(history.branches.length).toBe(2);
+    // A window there too: the fork's steps, its first one's parent read whole.
+    const fork = history.checkpoints.findIndex((c) => c.branch === 1);
+    const window = await threadHistory("forked", { db: ws.db, env: {} }, { from: fork, limit: 2 });
+    expect(JSON.stringify(window.checkpoints)).toBe(JSON.stringify(history.checkpoints.slice(fork, fork + 2)));
 
     const short = join(ws.dir, "short.script.yaml");
     writeFileSync(
