@@ -265,6 +265,9 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     expect(rowsOf(shown)).toEqual(steps.slice(total - 50));
     expect(shown).toContain(`${total - 50} earlier steps not shown (#0–#${total - 51}): --all shows every step`);
     expect(shown).toMatch(new RegExp(`^${total - 1}\\s+\\d+\\s+`, "m"));
+    // The first step shown took as long as ever: its parent, not shown, was read for it.
+    const firstRow = shown.split("\n").find((line) => new RegExp(`^${total - 50}\\s+\\d+\\s`).test(line))!;
+    expect(firstRow).toMatch(/\s\d+\.\ds\s/);
     expect(shown).toContain(`tokens: ${history.tokens.inputTokens} in, ${history.tokens.outputTokens} out  (${total} checkpoints`);
     const all = await inspect("--all");
     expect(rowsOf(all)).toEqual(steps);

@@ -67,11 +67,13 @@ describe("the thread page's API pages a long thread", () => {
       expect(answer.status, `${path}: ${JSON.stringify(body)}`).toBe(status);
       return body;
     };
-    type Listed = { checkpointId: string; index: number; what: string; changes?: unknown };
+    type Listed = { checkpointId: string; index: number; what: string; seconds?: number; changes?: unknown };
     type Page = { checkpoints: Listed[]; range: { from: number; to: number; total: number } };
     const first = await ask<{ history: Page; tokens: unknown; messages?: unknown; toolCalls?: unknown; files?: unknown }>("");
     expect(first.history.range).toEqual({ from: 250, to: 450, total: 450 });
     expect(first.history.checkpoints.at(-1)).toMatchObject({ checkpointId: whole.head, index: 449, head: true });
+    // Each step's time, the first's too (its parent is on an older page): the thread's steps are a second apart.
+    expect(first.history.checkpoints.map((step) => step.seconds)).toEqual(first.history.checkpoints.map(() => 1));
     expect(first.tokens).toEqual(whole.tokens);
     // What grows with the thread besides its steps is not in it: a step's changes, the messages, tool calls and files.
     expect(first.history.checkpoints.some((step) => "changes" in step)).toBe(false);

@@ -80,11 +80,11 @@ function renderChange(change: StateChange): string {
   return `      ${sign} ${printable(change.path)}: ${printable(clip(JSON.stringify(shown) ?? "undefined", 120))}`;
 }
 
-/** Seconds from the parent checkpoint to this one: how long the step took. */
-function stepSeconds(checkpoint: CheckpointSummary, byId: ReadonlyMap<string, CheckpointSummary>): string {
-  const parent = checkpoint.parentId === undefined ? undefined : byId.get(checkpoint.parentId);
+/** Seconds from the parent checkpoint to this one (`created`: when each checkpoint was written): how long the step took. */
+function stepSeconds(checkpoint: CheckpointSummary, created: ReadonlyMap<string, string>): string {
+  const parent = checkpoint.parentId === undefined ? undefined : created.get(checkpoint.parentId);
   if (!parent) return "-";
-  const seconds = (Date.parse(checkpoint.createdAt) - Date.parse(parent.createdAt)) / 1000;
+  const seconds = (Date.parse(checkpoint.createdAt) - Date.parse(parent)) / 1000;
   return Number.isFinite(seconds) ? `${seconds.toFixed(1)}s` : "-";
 }
 
@@ -98,7 +98,7 @@ function renderHistoryRow(
   checkpoint: CheckpointSummary,
   guide: string,
   markHead: boolean,
-  byId: ReadonlyMap<string, CheckpointSummary>,
+  created: ReadonlyMap<string, string>,
 ): string[] {
   const tokens = checkpoint.tokens.inputTokens + checkpoint.tokens.outputTokens;
   return [
@@ -107,7 +107,7 @@ function renderHistoryRow(
     guide + (nodesShown(checkpoint) || "-"),
     printable(clip(describeStep(checkpoint), 90)),
     tokens ? `${checkpoint.tokens.inputTokens}→${checkpoint.tokens.outputTokens}` : "-",
-    stepSeconds(checkpoint, byId),
+    stepSeconds(checkpoint, created),
     checkpoint.status === "done" ? "" : checkpoint.status,
     checkpoint.checkpointId + (markHead && checkpoint.head ? "  ← head" : ""),
   ];
@@ -189,6 +189,10 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     print(pc.dim(`${history.branches.length} branches (forks of \`replay --from\`); resume continues the newest, branch ${newest}`));
   }
   const byId = new Map(history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+  const created = new Map([
+    ...Object.entries(history.parentTimes ?? {}),
+    ...history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.createdAt] as const),
+  ]);
   const { tokens } = history;
   // Each round's tokens sum the steps of its round: the whole history's, when it is shown.
   const rounds = leftOut === 0 ? roundTokens(headLineage(history, byId)) : [];
@@ -217,7 +221,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   const header = ["#", "STEP", "NODE", "WHAT IT DID", "TOKENS", "TIME", "STATUS", "CHECKPOINT"];
   const rows = table([
     header,
-    ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(from + index, checkpoint, guide, forked, byId)),
+    ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(from + index, checkpoint, guide, forked, created)),
   ]).split("\n");
   print(rows[0]!);
   const shown = new Set<NestedTimeline>();

@@ -58,6 +58,8 @@ export interface ThreadHistory {
   head?: string;
   /** Which of the thread's checkpoints (oldest first) `checkpoints` holds: indexes [from, to) of `total`. */
   range: HistoryRange;
+  /** A window's: when each parent of its checkpoints that it does not hold was written (by id), for their steps' times. */
+  parentTimes?: Record<string, string>;
   /** The tokens of the run that led to the newest checkpoint, all its steps (those not shown too). */
   tokens: TokenUsage;
 }
@@ -384,6 +386,7 @@ export async function threadHistory(threadId: string, options: StoreOptions, win
       branches: [...tree.branches],
       ...(tree.head ? { head: tree.head } : {}),
       range,
+      ...(parentTimes.size > 0 && { parentTimes: Object.fromEntries(parentTimes) }),
       tokens: tree.head === undefined ? zeroUsage() : await tokensAt(store, threadId, tree.head),
     };
   });

@@ -61,8 +61,12 @@ async function tokensOf(threadIds: readonly string[], options: StoreOptions): Pr
   });
 }
 
-/** A step as a page lists it: what it did in a few words (cut), its index in the thread (oldest first), and (root steps) the guide that draws the branch tree of forks before it; its changes are fetched when it is opened (`stepPage`). */
-type Listed = Omit<CheckpointSummary, "changes"> & { what: string; index?: number; guide?: string };
+/**
+ * A step as a page lists it: what it did in a few words (cut); root steps their index in the
+ * thread (oldest first), the guide that draws the branch tree of forks before them and how long
+ * they took. Its changes are fetched when it is opened (`stepPage`).
+ */
+type Listed = Omit<CheckpointSummary, "changes"> & { what: string; index?: number; guide?: string; seconds?: number };
 
 /** The longest `what` a listed step carries: a page's size stays bounded, whatever the model said. */
 const WHAT_MAX = 200;
@@ -144,7 +148,7 @@ export async function threadPage(threadId: string, options: StoreOptions, from?:
     thread,
     ...(linked !== undefined && { linked }),
     graph: drawn(graph, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
-    history: { ...history, checkpoints: inOrder(checkpoints, history.range.from) },
+    history: { ...history, checkpoints: inOrder({ ...history, checkpoints }) },
     inFlight: inFlight.map(listedTimeline),
     tokens: [history.tokens, ...unfinished.map((step) => step.tokens)].reduce(
       (sum, tokens) => ({ inputTokens: sum.inputTokens + tokens.inputTokens, outputTokens: sum.outputTokens + tokens.outputTokens }),
@@ -156,17 +160,30 @@ export async function threadPage(threadId: string, options: StoreOptions, from?:
   };
 }
 
-/** The steps in tree order, each listed with its index in the thread (`from`: the index of the first). */
-function inOrder(checkpoints: readonly CheckpointSummary[], from: number): Listed[] {
-  return inTreeOrder(checkpoints).map(({ index, checkpoint, guide }) => ({ ...listed(checkpoint), index: from + index, guide }));
+/**
+ * The steps of a window of the history in tree order, each listed with its index in the thread
+ * and how long it took (from its parent, in the window or not).
+ */
+function inOrder({ checkpoints, range, parentTimes = {} }: Pick<ThreadHistory, "checkpoints" | "range" | "parentTimes">): Listed[] {
+  const created = new Map([...Object.entries(parentTimes), ...checkpoints.map((step) => [step.checkpointId, step.createdAt] as const)]);
+  return inTreeOrder(checkpoints).map(({ index, checkpoint, guide }) => {
+    const parent = checkpoint.parentId === undefined ? undefined : created.get(checkpoint.parentId);
+    const seconds = parent === undefined ? undefined : (Date.parse(checkpoint.createdAt) - Date.parse(parent)) / 1000;
+    return {
+      ...listed(checkpoint),
+      index: range.from + index,
+      guide,
+      ...(seconds !== undefined && Number.isFinite(seconds) && { seconds }),
+    };
+  });
 }
 
 const listedTimeline = (inner: NestedTimeline): NestedListed => ({ ...inner, checkpoints: inner.checkpoints.map(listed) });
 
 /** Older steps: the `limit` (at most PAGE_STEPS) steps before the index `before`. */
 export async function stepsPage(threadId: string, options: StoreOptions, before: number, limit = PAGE_STEPS): Promise<StepsPage> {
-  const { checkpoints, range } = await threadHistory(threadId, options, { before, limit: Math.min(limit, PAGE_STEPS) });
-  return { checkpoints: inOrder(checkpoints, range.from), range };
+  const history = await threadHistory(threadId, options, { before, limit: Math.min(limit, PAGE_STEPS) });
+  return { checkpoints: inOrder(history), range: history.range };
 }
 
 /** One step opened: its changes from its parent, its lanes, and the steps of the graphs it ran (a Coder's turn, a subagent, a subgraph). */

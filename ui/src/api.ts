@@ -67,9 +67,10 @@ export interface Step {
   round?: number;
   status: string;
   what: string;
-  /** Root steps: the index in the thread (oldest first), and the guide that draws the branch tree of forks before the node. */
+  /** Root steps: the index in the thread (oldest first), the guide that draws the branch tree of forks before the node, how long it took. */
   index?: number;
   guide?: string;
+  seconds?: number;
   /** A step where several tasks ran together (a map's instances, a fan-out's nodes): one lane each. */
   lanes?: { node: string; index?: number; tokens: TokenUsage; seconds?: number }[];
 }

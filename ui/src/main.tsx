@@ -388,12 +388,6 @@ function Graph({ text }: { text: string }) {
   return problem ? <pre class="warn">{problem}</pre> : <div class="graph" ref={box} data-testid="graph" />;
 }
 
-function seconds(step: Step, byId: Map<string, Step>): string {
-  const parent = step.parentId ? byId.get(step.parentId) : undefined;
-  if (!parent) return "-";
-  return `${((Date.parse(step.createdAt) - Date.parse(parent.createdAt)) / 1000).toFixed(1)}s`;
-}
-
 /**
  * The steps shown, oldest first (forks marked by branch); under each step opened, the steps of the
  * graphs it ran; at the end, those of a node that has not finished.
@@ -411,7 +405,6 @@ function Timeline({
   selected?: string;
   onSelect: (id: string) => void;
 }) {
-  const byId = useMemo(() => new Map(steps.map((c) => [c.checkpointId, c])), [steps]);
   const rows: preact.JSX.Element[] = [];
   const nestedRows = (all: Nested[], ns: string, step: Step, depth: number) => {
     for (const inner of all.filter((inner) => inner.parentNs === ns && inner.from === step.parentId && step.nodes.includes(inner.node)))
@@ -452,7 +445,7 @@ function Timeline({
         </td>
         <td class="what">{step.what}</td>
         <td>{step.tokens.inputTokens + step.tokens.outputTokens ? `${step.tokens.inputTokens}→${step.tokens.outputTokens}` : "-"}</td>
-        <td>{seconds(step, byId)}</td>
+        <td>{step.seconds === undefined ? "-" : `${step.seconds.toFixed(1)}s`}</td>
         <td>{step.status === "done" ? "" : step.status}</td>
       </tr>,
     );
