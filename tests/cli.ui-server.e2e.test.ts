@@ -101,6 +101,8 @@ describe("the thread page's API pages a long thread", () => {
     expect(await ask("/steps", 400)).toEqual({ error: "say which steps: before=<index>" });
     expect(await ask("/steps?before=-1", 400)).toEqual({ error: "before must be a whole number" });
     expect(await ask("/steps/zzz", 400)).toEqual({ error: 'no checkpoint of thread "long" matches "zzz": see `loopgraph inspect long`' });
+    const unknown = await fetch(`${origin}/api/threads/nope/messages`, { headers: { "x-loopgraph-token": token } });
+    expect([unknown.status, await unknown.json()]).toEqual([400, { error: expect.stringMatching(/thread "nope"/) }]);
     for (const path of ["", "/steps?before=10", `/steps/${opened.checkpointId}`, "/messages", "/tool-calls", "/files"])
       expect((await fetch(`${origin}/api/threads/long${path}`)).status, path).toBe(401);
   });

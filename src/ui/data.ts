@@ -18,7 +18,7 @@ import { looperStatus, type LooperStatus } from "../engine/status.js";
 import { loadGraph } from "../graph/load.js";
 import { drawMermaid } from "../graph/mermaid.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
-import { withTables, type StoreOptions } from "../store/tables.js";
+import { requireThread, withTables, type StoreOptions } from "../store/tables.js";
 import { isApprovalRequest, type ApprovalRequest } from "../runtime/approval.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import type { TokenUsage } from "../state/graph-state.js";
@@ -71,10 +71,11 @@ type Listed = Omit<CheckpointSummary, "changes"> & { what: string; index?: numbe
 /** The longest `what` a listed step carries: a page's size stays bounded, whatever the model said. */
 const WHAT_MAX = 200;
 
-const listed = ({ changes: _changes, ...checkpoint }: CheckpointSummary): Listed => {
-  const what = describeStep({ ...checkpoint, changes: _changes });
-  return { ...checkpoint, what: what.length > WHAT_MAX ? `${what.slice(0, WHAT_MAX - 1)}…` : what };
-};
+function listed(checkpoint: CheckpointSummary): Listed {
+  const { changes: _, ...rest } = checkpoint;
+  const what = describeStep(checkpoint);
+  return { ...rest, what: what.length > WHAT_MAX ? `${what.slice(0, WHAT_MAX - 1)}…` : what };
+}
 
 /** The steps of a page: the newest PAGE_STEPS when the thread page is first shown, the PAGE_STEPS before them when the user asks for older ones. */
 export const PAGE_STEPS = 200;
@@ -203,7 +204,10 @@ export async function stepPage(threadId: string, checkpointId: string, options: 
 
 /** The thread's messages as its newest state holds them: the Looper's `[AUTO]` log among them. */
 export async function messagesPage(threadId: string, options: StoreOptions): Promise<{ messages: ReturnType<typeof messagesOf> }> {
-  const head = await withTables(options, "read", (store) => store.checkpoints.latestCheckpointId(threadId));
+  const head = await withTables(options, "read", async (store) => {
+    await requireThread(store, threadId);
+    return store.checkpoints.latestCheckpointId(threadId);
+  });
   const values = head ? (await checkpointState(threadId, head, options)).values : {};
   return { messages: messagesOf(values.messages) };
 }
