@@ -1,12 +1,16 @@
 /**
  * Stores the benchmarks measure: a coder-review loop thread of N rounds, run for real through the
  * library with the scripted model (each round: the Coder writes a file and runs a shell command,
- * the Review's two checks find a problem, the Judge continues; the last round passes and its Judge terminates).
+ * the Review's two checks find a problem, the Judge continues; the last round passes and its Judge
+ * terminates); and a long thread written straight through the store's real saver (writeLongThread).
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import pg from "pg";
+import { uuid6, type Checkpoint } from "@langchain/langgraph-checkpoint";
+import { withStore } from "../src/store/store.js";
+import { packageRoot } from "../src/package.js";
 import { runGraph } from "../src/index.js";
 import type { EventSink } from "../src/index.js";
 import { settingsOf } from "../src/config/environment-settings.js";
@@ -108,4 +112,59 @@ async function rootCheckpointsIn(db: string, threadId: string): Promise<number> 
 /** The two threads the CLI rows compare: a 2-round loop and a long one (60 rounds; 329, about 5,000 checkpoints, with --full). */
 export async function shortAndLongThreads(dir: string, full: boolean): Promise<[LoopThread, LoopThread]> {
   return [await loopThread(join(dir, "short"), 2), await loopThread(join(dir, "long"), full ? 329 : 60)];
+}
+
+const NODES = ["looper", "coder", "review", "judge"];
+
+/**
+ * Writes a long thread into the store `db` without a run, through its real saver: `checkpoints`
+ * small root checkpoints in a chain (the input first), as a loop of `looper → coder → review →
+ * judge` steps leaves them, each counting a visit (the Coder's its tokens too, every tenth a
+ * message), and a finished thread record, drawn on the package's coder-review graph. Thousands
+ * of checkpoints in a second or two, where real runs would take minutes.
+ */
+export async function writeLongThread(db: string, threadId: string, checkpoints: number): Promise<void> {
+  await withStore({ db, env: {} }, "create", async (store) => {
+    await store.threads.create({
+      threadId,
+      graphFile: join(packageRoot() ?? ".", "graphs/coder-review.yaml"),
+      graphName: "coder-review",
+      task: "a long loop",
+      approval: "auto",
+      workspace: packageRoot() ?? ".",
+    });
+    let config = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+    const visits: Record<string, number> = {};
+    const messages: { type: string; content: string }[] = [];
+    let usage = { coder: { inputTokens: 0, outputTokens: 0 } };
+    const versions: Record<string, string> = { task: "1" };
+    const start = Date.now() - checkpoints * 1000;
+    for (let index = 0; index < checkpoints; index++) {
+      const step = index - 1;
+      const node = NODES[index % NODES.length]!;
+      // A message every tenth step: a list that grows along the thread, cheap to write.
+      const changed = [
+        ...(index % 10 === 0 ? ["messages"] : []),
+        ...(step >= 0 ? ["visits"] : []),
+        ...(step >= 0 && node === "coder" ? ["usage"] : []),
+      ];
+      if (step >= 0) visits[node] = (visits[node] ?? 0) + 1;
+      if (changed.includes("usage"))
+        usage = { coder: { inputTokens: usage.coder.inputTokens + 100, outputTokens: usage.coder.outputTokens + 10 } };
+      if (changed.includes("messages")) messages.push({ type: "ai", content: `step ${index}: ${node} did its part` });
+      for (const channel of changed) versions[channel] = String(index + 1);
+      const checkpoint: Checkpoint = {
+        v: 4,
+        id: uuid6(index),
+        ts: new Date(start + index * 1000).toISOString(),
+        channel_values: { task: "a long loop", messages: [...messages], visits: { ...visits }, usage },
+        channel_versions: { ...versions },
+        versions_seen: {},
+      };
+      const metadata = { source: step < 0 ? ("input" as const) : ("loop" as const), step, parents: {} };
+      const written = Object.fromEntries(changed.map((channel) => [channel, versions[channel]!]));
+      config = (await store.saver.put(config, checkpoint, metadata, index === 0 ? { ...versions } : written)) as typeof config;
+    }
+    await store.threads.markEnded(threadId, "finished");
+  });
 }

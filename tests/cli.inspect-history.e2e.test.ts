@@ -24,6 +24,7 @@ import {
   threadHistory,
   toPlainValues,
   type CheckpointSummary,
+  type HistoryWindow,
   type ThreadHistory,
 } from "../src/engine/inspect.js";
 import { checkpointTree } from "../src/engine/checkpoint-tree.js";
@@ -97,7 +98,15 @@ async function oldThreadHistory(db: string, threadId: string): Promise<ThreadHis
       const head = tree.head === tuple.checkpoint.id ? { head: true as const } : {};
       return { ...summary, branch: tree.branchOf.get(tuple.checkpoint.id) ?? 0, ...head };
     });
-    return { thread, checkpoints, branches: [...tree.branches], ...(tree.head ? { head: tree.head } : {}) };
+    // The tokens of the head's lineage, summed step by step.
+    const byId = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
+    const tokens = { inputTokens: 0, outputTokens: 0 };
+    for (let at = tree.head === undefined ? undefined : byId.get(tree.head); at; at = at.parentId ? byId.get(at.parentId) : undefined) {
+      tokens.inputTokens += at.tokens.inputTokens;
+      tokens.outputTokens += at.tokens.outputTokens;
+    }
+    const range = { from: 0, to: checkpoints.length, total: checkpoints.length };
+    return { thread, checkpoints, branches: [...tree.branches], ...(tree.head ? { head: tree.head } : {}), range, tokens };
   });
 }
 
@@ -209,12 +218,70 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     expect(history.checkpoints.filter((c) => c.round !== undefined).length).toBeGreaterThan(30);
     await expectSameLookups(loop.db, "loop", history);
 
-    // The compact and --diff forms print from this history: one line per checkpoint.
-    const compact = await runCli(["inspect", "loop", "--db", loop.db]);
-    expect(compact.code, compact.stderr).toBe(0);
-    for (const checkpoint of history.checkpoints) expect(compact.stdout).toContain(checkpoint.checkpointId);
-    const withDiff = await runCli(["inspect", "loop", "--diff", "--db", loop.db]);
-    expect(withDiff.stdout.split("\n").length).toBeGreaterThan(compact.stdout.split("\n").length);
+    // A window shows each of its checkpoints as the whole history does (a page anywhere, a fork's
+    // first step whose parent is outside it, one reaching past the ends) and the head's tokens.
+    const steps = history.checkpoints;
+    const total = steps.length;
+    const forkFirst = steps.findIndex((c) => c.branch === 1);
+    const windows: HistoryWindow[] = [
+      { limit: 5 },
+      { limit: 1 },
+      { limit: total + 10 },
+      { from: forkFirst },
+      { from: forkFirst - 3, before: forkFirst + 2 },
+      { limit: 4, before: forkFirst + 1 },
+      { from: 0, limit: 7 },
+      { from: steps[20]!.checkpointId.slice(0, 20), limit: 3 },
+      { from: steps[21]!.checkpointId },
+    ];
+    for (const window of windows) {
+      const page = await threadHistory("loop", { db: loop.db, env: {} }, window);
+      expect(page.range.total).toBe(total);
+      expect(page.checkpoints.length, JSON.stringify(window)).toBe(page.range.to - page.range.from);
+      expect(JSON.stringify(page.checkpoints), JSON.stringify(window)).toBe(JSON.stringify(steps.slice(page.range.from, page.range.to)));
+      expect(page.tokens).toEqual(history.tokens);
+    }
+    // The newest page reads its own steps, not the thread's: a fraction of the values a steps walk decodes.
+    const counted = vi.spyOn(JsonPlusSerializer.prototype, "loadsTyped");
+    await threadHistory("loop", { db: loop.db, env: {} }, { limit: 3 });
+    const paged = counted.mock.calls.length;
+    await threadHistory("loop", { db: loop.db, env: {} });
+    const walked = counted.mock.calls.length - paged;
+    counted.mockRestore();
+    expect(paged).toBeLessThan(walked / 5);
+    await expect(threadHistory("loop", { db: loop.db, env: {} }, { from: "zzz" })).rejects.toThrow(
+      'no checkpoint of thread "loop" matches "zzz": see `loopgraph inspect loop`',
+    );
+
+    // The CLI: by default the newest 50 steps, with a line counting the others and how to see them;
+    // --all every step (one line each), --last and --from a part; --json the same, saying what it left out.
+    const rowsOf = (stdout: string) => steps.filter((checkpoint) => stdout.includes(checkpoint.checkpointId));
+    const inspect = async (...args: string[]) => {
+      const result = await runCli(["inspect", "loop", ...args, "--db", loop.db]);
+      expect(result.code, result.stderr).toBe(0);
+      return result.stdout;
+    };
+    const shown = await inspect();
+    expect(rowsOf(shown)).toEqual(steps.slice(total - 50));
+    expect(shown).toContain(`${total - 50} earlier steps not shown (#0–#${total - 51}): --all shows every step`);
+    expect(shown).toMatch(new RegExp(`^${total - 1}\\s+\\d+\\s+`, "m"));
+    // The first step shown took as long as ever: its parent, not shown, was read for it.
+    const firstRow = shown.split("\n").find((line) => new RegExp(`^${total - 50}\\s+\\d+\\s`).test(line))!;
+    expect(firstRow).toMatch(/\s\d+\.\ds\s/);
+    expect(shown).toContain(`tokens: ${history.tokens.inputTokens} in, ${history.tokens.outputTokens} out  (${total} checkpoints`);
+    const all = await inspect("--all");
+    expect(rowsOf(all)).toEqual(steps);
+    expect(all).not.toContain("earlier steps not shown");
+    expect(rowsOf(await inspect("--last", "3"))).toEqual(steps.slice(total - 3));
+    expect(rowsOf(await inspect("--from", String(forkFirst)))).toEqual(steps.slice(forkFirst));
+    expect(rowsOf(await inspect("--from", steps[total - 2]!.checkpointId.slice(0, 24)))).toEqual(steps.slice(total - 2));
+    const json = JSON.parse(await inspect("--json")) as ThreadHistory & { leftOut: number };
+    expect([json.checkpoints.length, json.leftOut, json.range]).toEqual([50, total - 50, { from: total - 50, to: total, total }]);
+    expect(json.checkpoints.map((checkpoint) => checkpoint.checkpointId)).toEqual(steps.slice(total - 50).map((c) => c.checkpointId));
+    const conflict = await runCli(["inspect", "loop", "--all", "--last", "3", "--db", loop.db]);
+    expect([conflict.code, conflict.stderr]).toEqual([2, expect.stringMatching(/--last <n>.* cannot be used with option '--all'/)]);
+    const withDiff = await inspect("--diff", "--all");
+    expect(withDiff.split("\n").length).toBeGreaterThan(all.split("\n").length);
   });
 
   it("the example graph forked with its task message replaced, a failed run (an error checkpoint) and a paused one", async () => {
@@ -293,7 +360,12 @@ describeOnPostgres("inspect reads a thread on PostgreSQL linearly too", "inspect
     expect(tuples).not.toHaveBeenCalled();
     lists.mockRestore();
     tuples.mockRestore();
-    expect((await expectSameHistory(ws.db, "forked")).branches.length).toBe(2);
+    const history = await expectSameHistory(ws.db, "forked");
+    expect(history.branches.length).toBe(2);
+    // A window there too: the fork's steps, its first one's parent read whole.
+    const fork = history.checkpoints.findIndex((c) => c.branch === 1);
+    const window = await threadHistory("forked", { db: ws.db, env: {} }, { from: fork, limit: 2 });
+    expect(JSON.stringify(window.checkpoints)).toBe(JSON.stringify(history.checkpoints.slice(fork, fork + 2)));
 
     const short = join(ws.dir, "short.script.yaml");
     writeFileSync(

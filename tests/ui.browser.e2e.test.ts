@@ -10,6 +10,8 @@ import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, historyOf, recordedStatus, run, startRun } from "./helpers/e2e.js";
+import { writeLongThread } from "../bench/fixtures.js";
+import { threadHistory } from "../src/engine/inspect.js";
 import { startUi } from "./helpers/ui.js";
 import { CHROMIUM, lacks } from "./helpers/requirements.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
@@ -18,6 +20,12 @@ const noChromium = lacks("chromium", "the web inspector's browser tests");
 const SHOTS = join(ROOT, "test-results");
 /** How long a page may take to show a change: a CLI command started by the server, then the next server-sent event (a busy machine is slow to start node). */
 const LIVE = { timeout: 30_000, interval: 100 };
+/**
+ * How soon a long thread's page shows its newest step, from the request: the target is a second;
+ * a test allows twice that, on a machine busy with other tests (most of it is the browser's, the
+ * bundled scripts parsed; the server's part is the bench row ui_thread_first_page_5000).
+ */
+const FIRST_PAINT_MS = 1000;
 
 async function shot(page: Page, name: string): Promise<void> {
   mkdirSync(SHOTS, { recursive: true });
@@ -144,25 +152,29 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     expect(graph).toMatch(/ran 2×/);
     const timeline = page.locator("[data-testid=timeline]");
     expect(await timeline.innerText()).toMatch(/coder/);
-    // The Coder's own steps under its node's step.
-    expect(await timeline.locator("tr.nested").count()).toBeGreaterThan(0);
-    expect(await timeline.innerText()).toContain("↳ tools");
-    // The Looper's status block and its [AUTO] log.
-    expect(await page.locator(".status-block").innerText()).toContain("[Looper status]");
-    expect(await page.locator(".message.auto").count()).toBeGreaterThan(0);
-    expect(await page.locator(".messages").innerText()).toContain("[AUTO] loop ended");
-    // A step's state changes.
+    // A step opened: its state changes, and the Coder's own steps under its node's step.
+    expect(await timeline.locator("tr.nested").count()).toBe(0);
     await timeline.locator("tr.step", { hasText: "coder" }).first().click();
     await page.locator("[data-testid=checkpoint] .change").first().waitFor();
     expect(await page.locator("[data-testid=checkpoint]").innerText()).toMatch(/outputs\.coder/);
-    // The tool calls of each of the Coder's turns (one a round), with their arguments and results.
+    await timeline.locator("tr.nested").first().waitFor();
+    expect(await timeline.innerText()).toContain("↳ tools");
+    // The Looper's status block; its [AUTO] log, the messages, when opened.
+    expect(await page.locator(".status-block").innerText()).toContain("[Looper status]");
+    await page.getByText("Messages and the [AUTO] log").click();
+    await page.locator(".message.auto").first().waitFor();
+    expect(await page.locator(".messages").innerText()).toContain("[AUTO] loop ended");
+    // The tool calls of each of the Coder's turns (one a round), with their arguments and results, when opened.
+    await page.getByText("Tool calls", { exact: true }).click();
     const turns = page.locator("[data-testid=tool-turn]");
+    await turns.first().waitFor();
     expect(await turns.locator("h3").allInnerTexts()).toEqual(["coder, turn 1", "coder, turn 2"]);
     expect(await turns.nth(0).innerText()).toMatch(/todo_write[\s\S]*write_file[\s\S]*palindrome\.js[\s\S]*shell/);
     expect(await turns.nth(1).innerText()).toMatch(/write_file[\s\S]*palindrome\.test\.js[\s\S]*shell/);
-    // Each file-changing step's diff, from the workspace snapshots.
+    // Each file-changing step's diff, from the workspace snapshots, when opened.
+    await page.getByText("Files changed, step by step").click();
     const files = page.locator("[data-testid=file-step]");
-    expect(await files.count()).toBeGreaterThan(0);
+    await files.first().waitFor();
     expect(await files.first().innerText()).toContain("palindrome.js");
     expect(await files.first().locator(".d2h-ins .d2h-code-line-ctn").first().innerText()).toMatch(/isPalindrome|\S/);
     expect(await files.first().locator(".d2h-file-name").first().innerText()).toContain("palindrome.js");
@@ -190,6 +202,39 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
+  it("opens a 5,000-checkpoint thread at its newest steps within the target (a first answer of at most 100 KB); older steps come a page at a time", async () => {
+    const place = tempWorkspace();
+    await writeLongThread(place.db, "long", 5000);
+    const newest = (await threadHistory("long", { db: place.db, env: {} }, { limit: 1 })).checkpoints[0]!;
+    const { origin, token, url } = await startUi(place.db, [], { TMPDIR: place.root });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    const first = await fetch(`${origin}/api/threads/long`, { headers: { "x-loopgraph-token": token } });
+    expect((await first.arrayBuffer()).byteLength).toBeLessThanOrEqual(100_000);
+    // When the newest step's row is in the page, by the page's clock (from the request of the page): the
+    // browser paints it next, before the graph is drawn (an effect, after the paint).
+    await page.addInitScript(`
+      const seen = new MutationObserver(() => {
+        if (!document.querySelector("[data-testid=timeline] tr.step.head")) return;
+        window.headAt = performance.now();
+        seen.disconnect();
+      });
+      seen.observe(document, { childList: true, subtree: true });
+    `);
+    await page.goto(`${url}#/thread/long`);
+    const head = page.locator("[data-testid=timeline] tr.step.head");
+    await head.waitFor();
+    const ms = (await page.evaluate("window.headAt")) as number;
+    expect(await head.innerText()).toMatch(new RegExp(`^4999\\t\\t${newest.nodes[0]}\\t`));
+    expect(ms).toBeLessThanOrEqual(2 * FIRST_PAINT_MS);
+    const rows = page.locator("[data-testid=timeline] tr.step");
+    expect(await rows.count()).toBe(200);
+    await page.getByTestId("older").click();
+    await expect.poll(() => rows.count(), LIVE).toBe(400);
+    expect(await rows.first().locator("td").first().innerText()).toBe("4600");
+    expect(await page.getByTestId("older").innerText()).toBe("4600 older steps: show 200 more");
+    await page.close();
+  });
+
   it("no secret of the run reaches a page: what the store redacted stays redacted, in the state, the diffs and the exported script", async () => {
     const secret = "s3cret-ui-value-42";
     const place = tempWorkspace({ git: "init", files: { "leak.txt": `key=${secret}\n` } });
@@ -205,16 +250,25 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     );
     expect(done.code, done.stderr).toBe(0);
     const { origin, token, page } = await openThread(place.db, "leaky");
+    for (const section of ["Files changed, step by step", "Tool calls", "Messages and the [AUTO] log"])
+      await page.getByText(section).click();
     await page.locator("[data-testid=file-step]").first().waitFor();
+    await page.locator(".messages .message").first().waitFor();
+    await page.getByText("no tool call").waitFor();
     await page.locator("[data-testid=timeline] tr.step", { hasText: "coder" }).first().click();
+    await page.locator("[data-testid=checkpoint] .change").first().waitFor();
     await page.locator("[data-testid=checkpoint] details").click();
     await expect.poll(() => page.locator("[data-testid=checkpoint] .state").innerText(), LIVE).toContain("[redacted]");
     expect(await page.content()).not.toContain(secret);
     const api = (path: string) =>
       fetch(`${origin}${path}`, { headers: { "x-loopgraph-token": token } }).then((response) => response.text());
     const thread = await api("/api/threads/leaky");
-    expect(thread).toContain("[redacted]");
-    for (const body of [thread, await api("/api/threads"), await api("/api/threads/leaky/export-script")])
+    const steps = (JSON.parse(thread) as { history: { checkpoints: { checkpointId: string }[] } }).history.checkpoints;
+    const opened = await Promise.all(steps.map((step) => api(`/api/threads/leaky/steps/${step.checkpointId}`)));
+    const onDemand = await Promise.all(["messages", "tool-calls", "files"].map((part) => api(`/api/threads/leaky/${part}`)));
+    expect(onDemand[0]).toContain("[redacted]");
+    expect(opened.join("\n")).toContain("[redacted]");
+    for (const body of [thread, ...opened, ...onDemand, await api("/api/threads"), await api("/api/threads/leaky/export-script")])
       expect(body).not.toContain(secret);
     await page.close();
   });
@@ -448,6 +502,8 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.getByPlaceholder("reason for the agent (reject)").fill("the notes are fine as they are");
     await page.getByRole("button", { name: "Reject" }).click();
     await page.locator(".thread-title .status-finished").waitFor({ timeout: 30_000 });
+    // The fork's Coder step opened: its own steps, the rejected call's result among them.
+    await page.locator("[data-testid=timeline] tr.step", { hasText: "fork 1" }).filter({ hasText: "coder" }).click();
     await expect.poll(() => page.locator("[data-testid=timeline]").innerText(), LIVE).toContain("the notes are fine as they are");
     expect(readFileSync(join(place.dir, "notes.txt"), "utf8")).toBe("new\n");
     // Rewind the files to the start (as `loopgraph rewind`, once confirmed): the notes are as they were.

@@ -51,9 +51,28 @@ export interface DecodedChannel {
   readonly plainJson?: true;
 }
 
+/** A history walk's default filter of the channels it reads ahead: all of them. */
+export const everyChannel = (_channel: string): boolean => true;
+
+/** The part of a thread's history a walk reads: the whole of it by default. */
+export interface HistorySpan {
+  /** Start after this checkpoint id ("" or absent: at the oldest). */
+  readonly after?: string;
+  /** At most this many checkpoints (absent: to the newest). */
+  readonly limit?: number;
+}
+
 export interface HistoryReader {
-  /** The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions but no channel value. */
-  history(threadId: string, ns?: string, channels?: (channel: string) => boolean): AsyncGenerator<CheckpointHistoryEntry>;
+  /**
+   * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions but
+   * no channel value; `span` reads a part of them only (a page of `inspect`).
+   */
+  history(
+    threadId: string,
+    ns?: string,
+    channels?: (channel: string) => boolean,
+    span?: HistorySpan,
+  ): AsyncGenerator<CheckpointHistoryEntry>;
   /**
    * One channel version as stored, undefined when it holds no value (cleared, or never stored).
    * A list version is read past the items it shares with `known.previous`, whose items it reuses:
@@ -100,24 +119,31 @@ export interface HistoryRow extends CheckpointColumns {
 
 /** How a saver reads a history walk (see `walkHistory`). */
 export interface HistoryPages {
-  /** The rows of the checkpoints after the id `after` ("" for the first), oldest first, HISTORY_PAGE_SIZE at most. */
-  readPage(after: string): readonly HistoryRow[] | Promise<readonly HistoryRow[]>;
+  /** The rows of the checkpoints after the id `after` ("" for the first), oldest first, `limit` (≤ HISTORY_PAGE_SIZE) at most. */
+  readPage(after: string, limit: number): readonly HistoryRow[] | Promise<readonly HistoryRow[]>;
   /** The saver's serde's `loadsTyped`. */
   loads(type: string, data: Uint8Array): Promise<unknown>;
   /** Reads ahead the channel versions a page brings that its checkpoints' parents did not hold: what `readChannel` is asked for next. */
   prefetch(versions: [channel: string, version: string][]): void | Promise<void>;
 }
 
-/** A saver's `history`: page by page, so a long thread is never held whole. */
-export async function* walkHistory(pages: HistoryPages, channels: (channel: string) => boolean): AsyncGenerator<CheckpointHistoryEntry> {
+/** A saver's `history`: page by page, so a long thread is never held whole; `span` the part read. */
+export async function* walkHistory(
+  pages: HistoryPages,
+  channels: (channel: string) => boolean,
+  span: HistorySpan = {},
+): AsyncGenerator<CheckpointHistoryEntry> {
   const versionsOf = new LruMap<string, ChannelVersions>(HISTORY_PAGE_SIZE * 2);
-  let after = "";
-  for (;;) {
-    const page = await pages.readPage(after);
+  let after = span.after ?? "";
+  let left = span.limit ?? Number.POSITIVE_INFINITY;
+  while (left > 0) {
+    const size = Math.min(left, HISTORY_PAGE_SIZE);
+    const page = await pages.readPage(after, size);
     const entries = await Promise.all(page.map((row) => historyEntryOf(row, pages.loads)));
     await pages.prefetch(versionsToRead(entries, versionsOf, channels));
     for (const entry of entries) yield entry;
-    if (page.length < HISTORY_PAGE_SIZE) return;
+    if (page.length < size) return;
+    left -= page.length;
     after = page[page.length - 1]!.checkpoint_id;
   }
 }

@@ -1,14 +1,13 @@
 import { storeOf, type GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
 import { inTreeOrder } from "../engine/checkpoint-tree.js";
-import type { CheckpointSummary, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
+import type { CheckpointSummary, HistoryWindow, NestedSpan, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
 import type { Lane } from "../engine/lanes.js";
 import { describeStep, INTERNAL_CHANNELS } from "../engine/describe-step.js";
 import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
 import { asSeen } from "../runs/thread-registry.js";
 import { printable, printableJson } from "./terminal-text.js";
 import type { RoundTokens } from "./render.js";
-import type { TokenUsage } from "../state/graph-state.js";
 import { instanceName } from "../state/map.js";
 
 export interface InspectCommandOptions extends GlobalOptions {
@@ -21,6 +20,31 @@ export interface InspectCommandOptions extends GlobalOptions {
   internal?: boolean;
   /** `--nested`: under each step, the steps of the graphs it ran (a Coder's turn, a subagent). */
   nested?: boolean;
+  /** `--last n`: the newest n steps (the default: DEFAULT_LAST). */
+  last?: number;
+  /** `--from step`: the steps from this one on, its # or its checkpoint id (a unique prefix). */
+  from?: string;
+  /** `--all`: every step. */
+  all?: boolean;
+}
+
+/** The steps `inspect <thread>` shows without --last, --from or --all: the newest, as `git log` shows its newest first. */
+export const DEFAULT_LAST = 50;
+
+/** The steps the options ask for (see HistoryWindow). */
+function windowOf(options: InspectCommandOptions): HistoryWindow {
+  if (options.all) return {};
+  if (options.from !== undefined) return { from: /^\d+$/.test(options.from) ? Number(options.from) : options.from };
+  return { limit: options.last ?? DEFAULT_LAST };
+}
+
+/** The graphs nested in the steps shown: those that started after the oldest step's parent (and before the step after the newest shown). */
+function nestedSpan(history: ThreadHistory): NestedSpan | undefined {
+  const { from, to, total } = history.range;
+  if (from === 0 && to === total) return undefined;
+  const starts = history.checkpoints.map((checkpoint) => checkpoint.parentId ?? "");
+  const after = starts.reduce((oldest, id) => (id < oldest ? id : oldest), starts[0] ?? "");
+  return { after, ...(to < total && { before: history.checkpoints.at(-1)?.checkpointId ?? "" }) };
 }
 
 const isInternal = (change: StateChange): boolean =>
@@ -56,11 +80,11 @@ function renderChange(change: StateChange): string {
   return `      ${sign} ${printable(change.path)}: ${printable(clip(JSON.stringify(shown) ?? "undefined", 120))}`;
 }
 
-/** Seconds from the parent checkpoint to this one: how long the step took. */
-function stepSeconds(checkpoint: CheckpointSummary, byId: ReadonlyMap<string, CheckpointSummary>): string {
-  const parent = checkpoint.parentId === undefined ? undefined : byId.get(checkpoint.parentId);
+/** Seconds from the parent checkpoint to this one (`created`: when each checkpoint was written): how long the step took. */
+function stepSeconds(checkpoint: CheckpointSummary, created: ReadonlyMap<string, string>): string {
+  const parent = checkpoint.parentId === undefined ? undefined : created.get(checkpoint.parentId);
   if (!parent) return "-";
-  const seconds = (Date.parse(checkpoint.createdAt) - Date.parse(parent.createdAt)) / 1000;
+  const seconds = (Date.parse(checkpoint.createdAt) - Date.parse(parent)) / 1000;
   return Number.isFinite(seconds) ? `${seconds.toFixed(1)}s` : "-";
 }
 
@@ -74,7 +98,7 @@ function renderHistoryRow(
   checkpoint: CheckpointSummary,
   guide: string,
   markHead: boolean,
-  byId: ReadonlyMap<string, CheckpointSummary>,
+  created: ReadonlyMap<string, string>,
 ): string[] {
   const tokens = checkpoint.tokens.inputTokens + checkpoint.tokens.outputTokens;
   return [
@@ -83,13 +107,13 @@ function renderHistoryRow(
     guide + (nodesShown(checkpoint) || "-"),
     printable(clip(describeStep(checkpoint), 90)),
     tokens ? `${checkpoint.tokens.inputTokens}→${checkpoint.tokens.outputTokens}` : "-",
-    stepSeconds(checkpoint, byId),
+    stepSeconds(checkpoint, created),
     checkpoint.status === "done" ? "" : checkpoint.status,
     checkpoint.checkpointId + (markHead && checkpoint.head ? "  ← head" : ""),
   ];
 }
 
-/** The checkpoints of the run that led to the newest one, oldest first: its lineage, forks left out. */
+/** The checkpoints of the run that led to the newest one, oldest first: its lineage, forks left out (of those shown). */
 function headLineage(history: ThreadHistory, byId: ReadonlyMap<string, CheckpointSummary>): CheckpointSummary[] {
   const lineage: CheckpointSummary[] = [];
   for (
@@ -103,21 +127,18 @@ function headLineage(history: ThreadHistory, byId: ReadonlyMap<string, Checkpoin
 }
 
 /**
- * The tokens of the run that led to the newest checkpoint, and each loop round's: consecutive
+ * The tokens of each loop round of the run that led to the newest checkpoint: consecutive
  * checkpoints of one round form it (a loop started again counts its rounds from 1 again).
  */
-function headTokens(lineage: readonly CheckpointSummary[]): { usage: TokenUsage; rounds: RoundTokens[] } {
-  const usage = { inputTokens: 0, outputTokens: 0 };
+function roundTokens(lineage: readonly CheckpointSummary[]): RoundTokens[] {
   const rounds: RoundTokens[] = [];
   for (const checkpoint of lineage) {
-    usage.inputTokens += checkpoint.tokens.inputTokens;
-    usage.outputTokens += checkpoint.tokens.outputTokens;
     if (checkpoint.round === undefined) continue;
     if (rounds.at(-1)?.round !== checkpoint.round) rounds.push({ round: checkpoint.round, usage: { inputTokens: 0, outputTokens: 0 } });
     rounds.at(-1)!.usage.inputTokens += checkpoint.tokens.inputTokens;
     rounds.at(-1)!.usage.outputTokens += checkpoint.tokens.outputTokens;
   }
-  return { usage, rounds };
+  return rounds;
 }
 
 /**
@@ -143,11 +164,15 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     print(pc.bold(`thread ${state.threadId}  checkpoint ${state.checkpointId}  step ${state.step}  ${state.createdAt}`));
     return (printJson(state.values), 0);
   }
-  const history = await threadHistory(threadId, store);
-  const nested = options.nested ? await (await import("../engine/inspect.js")).nestedTimelines(threadId, store) : undefined;
+  const history = await threadHistory(threadId, store, windowOf(options));
+  const nested = options.nested
+    ? await (await import("../engine/inspect.js")).nestedTimelines(threadId, store, nestedSpan(history))
+    : undefined;
   // A thread whose process is gone is shown interrupted, not running.
   const thread = asSeen(history.thread);
-  if (options.json) return (printJson({ ...history, thread, ...(nested && { nested }) }), 0);
+  const { from, to, total } = history.range;
+  const leftOut = total - (to - from);
+  if (options.json) return (printJson({ ...history, thread, leftOut, ...(nested && { nested }) }), 0);
   print(pc.bold(`thread ${thread.threadId}`) + pc.dim(`  graph ${thread.graphName}  status ${thread.status}`));
   if (thread.task) print(pc.dim(`task: ${printable(clip(thread.task, 200))}`));
   // The outcome's reason: the error of a failed run, the limit of a limited one, who stopped an interrupted one.
@@ -164,14 +189,20 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
     print(pc.dim(`${history.branches.length} branches (forks of \`replay --from\`); resume continues the newest, branch ${newest}`));
   }
   const byId = new Map(history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint]));
-  const { usage: tokens, rounds } = headTokens(headLineage(history, byId));
+  const created = new Map([
+    ...Object.entries(history.parentTimes ?? {}),
+    ...history.checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.createdAt] as const),
+  ]);
+  const { tokens } = history;
+  // Each round's tokens sum the steps of its round: the whole history's, when it is shown.
+  const rounds = leftOut === 0 ? roundTokens(headLineage(history, byId)) : [];
   const hints = [
     options.diff ? "" : "--diff shows each step's state changes",
     options.nested ? "" : "--nested the Coder's and subagents' steps",
   ].filter(Boolean);
   print(
     pc.dim(
-      `tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${history.checkpoints.length} checkpoints${hints.length > 0 ? `; ${hints.join(", ")}` : ""})`,
+      `tokens: ${tokens.inputTokens} in, ${tokens.outputTokens} out  (${total} checkpoints${hints.length > 0 ? `; ${hints.join(", ")}` : ""})`,
     ),
   );
   if (rounds.length > 0)
@@ -180,11 +211,17 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
         `rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`,
       ),
     );
+  if (from > 0)
+    print(
+      pc.dim(
+        `${from} earlier step${from === 1 ? "" : "s"} not shown (#0–#${from - 1}): --all shows every step, --from <#> the steps from one on, --last <n> the newest n`,
+      ),
+    );
   const ordered = inTreeOrder(history.checkpoints);
   const header = ["#", "STEP", "NODE", "WHAT IT DID", "TOKENS", "TIME", "STATUS", "CHECKPOINT"];
   const rows = table([
     header,
-    ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(index, checkpoint, guide, forked, byId)),
+    ...ordered.map(({ index, checkpoint, guide }) => renderHistoryRow(from + index, checkpoint, guide, forked, created)),
   ]).split("\n");
   print(rows[0]!);
   const shown = new Set<NestedTimeline>();

@@ -240,6 +240,14 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--diff", "under each step, the state changes it made")
     .option("--internal", "with --diff, the engine's bookkeeping channels too (scripted)")
     .option("--nested", "under each step, the steps of the graphs it ran: a Coder's model and tool calls, a subagent's under its task call")
+    .addOption(new Option("--last <n>", "the newest n steps (default: 50)").argParser(parsePositiveInt).conflicts(["all", "from"]))
+    .addOption(
+      new Option(
+        "--from <step>",
+        "the steps from this one on: its # as inspect numbers them, or its checkpoint id (a unique prefix)",
+      ).conflicts("all"),
+    )
+    .option("--all", "every step of the thread")
     .option("--json", "print JSON")
     .action(async (thread: string | undefined, options) =>
       setExitCode(await (await commands.inspect()).inspectCommand(thread, withGlobals(options))),

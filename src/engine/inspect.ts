@@ -56,6 +56,12 @@ export interface ThreadHistory {
   branches: BranchInfo[];
   /** The newest checkpoint (`resume` continues its branch). */
   head?: string;
+  /** Which of the thread's checkpoints (oldest first) `checkpoints` holds: indexes [from, to) of `total`. */
+  range: HistoryRange;
+  /** A window's: when each parent of its checkpoints that it does not hold was written (by id), for their steps' times. */
+  parentTimes?: Record<string, string>;
+  /** The tokens of the run that led to the newest checkpoint, all its steps (those not shown too). */
+  tokens: TokenUsage;
 }
 
 export interface CheckpointState {
@@ -365,26 +371,46 @@ function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry
 /**
  * A thread's checkpoint history: step, nodes, time, tokens, status and the state diff of each step (against its parent).
  *
- * Linear in the thread's length: checkpoints are read oldest first with their channel versions,
+ * Linear in the checkpoints it shows: they are read oldest first with their channel versions,
  * and only the channels whose version differs from the parent's are decoded and diffed. The state
- * is kept only for checkpoints whose children are still to come (one per branch being read).
+ * is kept only for checkpoints whose children are still to come (one per branch being read). A
+ * window (see HistoryWindow) reads its checkpoints only, from the full state of their parents.
  */
-export async function threadHistory(threadId: string, options: StoreOptions): Promise<ThreadHistory> {
+export async function threadHistory(threadId: string, options: StoreOptions, window: HistoryWindow = {}): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
     const thread = await requireThread(store, threadId);
-    const { checkpoints, tree } = await timeline(store, threadId, "");
+    const { checkpoints, tree, range, parentTimes } = await timeline(store, threadId, "", window);
     return {
       thread,
-      checkpoints: await withLanes(store, threadId, checkpoints),
+      checkpoints: await withLanes(store, threadId, checkpoints, parentTimes),
       branches: [...tree.branches],
       ...(tree.head ? { head: tree.head } : {}),
+      range,
+      ...(parentTimes.size > 0 && { parentTimes: Object.fromEntries(parentTimes) }),
+      tokens: tree.head === undefined ? zeroUsage() : await tokensAt(store, threadId, tree.head),
     };
   });
 }
 
+/** The tokens a root checkpoint's state counts (its `usage`, a plain channel: nothing else is read): the run's that led to it. */
+export async function tokensAt(store: Pick<Store, "checkpoints">, threadId: string, checkpointId?: string): Promise<TokenUsage> {
+  const { usage } = await store.checkpoints.plainChannels(threadId, ["usage"], checkpointId);
+  const total = zeroUsage();
+  for (const node of Object.values(usageByNode(usage))) {
+    total.inputTokens += node.inputTokens ?? 0;
+    total.outputTokens += node.outputTokens ?? 0;
+  }
+  return total;
+}
+
 /** The checkpoints, each step where several tasks ran (a map, a fan-out) with its lanes. */
-async function withLanes(store: Store, threadId: string, checkpoints: CheckpointSummary[]): Promise<CheckpointSummary[]> {
-  const created = new Map(checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.createdAt]));
+async function withLanes(
+  store: Store,
+  threadId: string,
+  checkpoints: CheckpointSummary[],
+  parentTimes: ReadonlyMap<string, string>,
+): Promise<CheckpointSummary[]> {
+  const created = new Map([...parentTimes, ...checkpoints.map((checkpoint) => [checkpoint.checkpointId, checkpoint.createdAt] as const)]);
   const parallel = checkpoints.filter(
     (checkpoint) => checkpoint.parentId !== undefined && (checkpoint.nodes.length > 1 || checkpoint.instances !== undefined),
   );
@@ -416,13 +442,27 @@ export interface NestedTimeline {
   checkpoints: CheckpointSummary[];
 }
 
-/** Every graph nested in the thread's steps (see NestedTimeline), in the order they started. */
-export async function nestedTimelines(threadId: string, options: StoreOptions): Promise<NestedTimeline[]> {
+/**
+ * The checkpoints (by id) the graphs a `nestedTimelines` read started between: those that started
+ * after `after` (and before `before`, when given). Ids are time-ordered: a graph nested in a step
+ * starts after the step's parent and before the step.
+ */
+export interface NestedSpan {
+  after: string;
+  before?: string;
+}
+
+/** Every graph nested in the thread's steps (see NestedTimeline), in the order they started; `span`: those that started in it only. */
+export async function nestedTimelines(threadId: string, options: StoreOptions, span?: NestedSpan): Promise<NestedTimeline[]> {
   return withStore(options, "read", async (store) => {
     await requireThread(store, threadId);
-    const namespaces = [
-      ...new Set((await store.checkpoints.checkpointsWithPrefix(threadId, "")).map((address) => address.ns).filter((ns) => ns !== "")),
-    ];
+    // Every checkpoint's address (no state), oldest first: each namespace's first one says when it started.
+    const started = new Map<string, string>();
+    for (const { ns, id } of await store.checkpoints.checkpointsWithPrefix(threadId, ""))
+      if (ns !== "" && !started.has(ns)) started.set(ns, id);
+    const namespaces = [...started]
+      .filter(([, first]) => span === undefined || (first > span.after && (span.before === undefined || first < span.before)))
+      .map(([ns]) => ns);
     const timelines: NestedTimeline[] = [];
     for (const ns of namespaces) {
       const { checkpoints, parents } = await timeline(store, threadId, ns);
@@ -444,21 +484,91 @@ export async function nestedTimelines(threadId: string, options: StoreOptions): 
   });
 }
 
-/** The checkpoints of one namespace of the thread, oldest first, summarised, with their tree and the enclosing graphs' checkpoints they ran from. */
+/**
+ * Which of a thread's root checkpoints (oldest first, by id) a history shows: all of them by
+ * default; `from` those from one on (an index, as `inspect` numbers its rows, or a checkpoint id
+ * or a unique prefix of one); `before` those before an index; `limit` at most so many: the first
+ * ones from `from` when it is given, else the newest ones.
+ */
+export interface HistoryWindow {
+  from?: number | string;
+  before?: number;
+  limit?: number;
+}
+
+/** The part of the thread's checkpoints a history holds: indexes [from, to) of `total`. */
+export interface HistoryRange {
+  from: number;
+  to: number;
+  total: number;
+}
+
+/** Indexes [from, to) of the `links` (oldest first) the window names; a checkpoint `from` names that is not there is a one-line error. */
+function rangeOf(links: readonly { id: string }[], window: HistoryWindow, threadId: string): HistoryRange {
+  const total = links.length;
+  const clamp = (index: number) => Math.max(0, Math.min(total, Math.floor(index)));
+  const to = clamp(window.before ?? total);
+  if (typeof window.from === "string") {
+    const found = links.flatMap((link, index) => (link.id.startsWith(window.from as string) ? [index] : []));
+    if (found.length !== 1) {
+      const problem = found.length === 0 ? "no checkpoint" : "more than one checkpoint";
+      throw new ConfigError(`${problem} of thread "${threadId}" matches "${window.from}": see \`loopgraph inspect ${threadId}\``);
+    }
+    return windowFrom(found[0]!, to, total, window.limit);
+  }
+  if (window.from === undefined) return { from: window.limit === undefined ? 0 : clamp(to - window.limit), to, total };
+  return windowFrom(clamp(window.from), to, total, window.limit);
+}
+
+/** From index `from` up to `to`, at most `limit` of them. */
+function windowFrom(from: number, to: number, total: number, limit?: number): HistoryRange {
+  const start = Math.min(from, to);
+  return { from: start, to: limit === undefined ? to : Math.min(to, start + limit), total };
+}
+
+/**
+ * The checkpoints of one namespace of the thread, oldest first, summarised, with their tree and
+ * the enclosing graphs' checkpoints they ran from. With a window, only its checkpoints are read:
+ * the parent links (no state) tell which; the full state of each parent outside the window is
+ * read once, then the walk goes on over the window alone.
+ */
 async function timeline(
   store: Store,
   threadId: string,
   ns: string,
-): Promise<{ checkpoints: CheckpointSummary[]; tree: ReturnType<typeof checkpointTree>; parents: Record<string, string> }> {
+  window: HistoryWindow = {},
+): Promise<{
+  checkpoints: CheckpointSummary[];
+  tree: ReturnType<typeof checkpointTree>;
+  parents: Record<string, string>;
+  range: HistoryRange;
+  /** When each parent outside the window was written. */
+  parentTimes: Map<string, string>;
+}> {
   const links = [...(await store.checkpoints.parentLinks(threadId, ns))]
     .map(([id, parentId]) => ({ id, parentId }))
     .sort((a, b) => (a.id < b.id ? -1 : a.id > b.id ? 1 : 0));
   const tree = checkpointTree(links);
-  const childrenLeft = new Map([...tree.children].map(([id, kids]) => [id, kids.length]));
+  const range = rangeOf(links, window, threadId);
+  const shown = links.slice(range.from, range.to);
+  const indexOf = new Map(links.map((link, index) => [link.id, index]));
+  const childrenLeft = new Map<string, number>();
+  for (const { parentId } of shown) if (parentId !== undefined) childrenLeft.set(parentId, (childrenLeft.get(parentId) ?? 0) + 1);
   const states = new Map<string, StepState>();
+  const parentTimes = new Map<string, string>();
+  const reader = stateReaderOf(store, threadId, ns);
+  // The parents the window's checkpoints grew from, outside it: each read whole, once.
+  for (const parentId of childrenLeft.keys()) {
+    const index = indexOf.get(parentId);
+    if (index === undefined || (index >= range.from && index < range.to)) continue;
+    for await (const { entry, read } of historySteps(store, reader, threadId, ns, links, index, index + 1)) {
+      states.set(parentId, await read(NO_STATE));
+      parentTimes.set(parentId, entry.createdAt);
+    }
+  }
   const checkpoints: CheckpointSummary[] = [];
   let parents: Record<string, string> | undefined;
-  for await (const { entry, read } of historySteps(store, threadId, ns, links)) {
+  for await (const { entry, read } of historySteps(store, reader, threadId, ns, links, range.from, range.to)) {
     // A checkpoint a running run wrote since the tree was read waits for the next inspect.
     if (!tree.branchOf.has(entry.checkpointId)) continue;
     parents ??= (entry.metadata?.parents ?? {}) as Record<string, string>;
@@ -488,7 +598,7 @@ async function timeline(
       if (left <= 0) states.delete(entry.parentId);
     }
   }
-  return { checkpoints, tree, parents: parents ?? {} };
+  return { checkpoints, tree, parents: parents ?? {}, range, parentTimes };
 }
 
 /** A checkpoint of a history walk, and how to read its state from its parent's. */
@@ -497,19 +607,34 @@ interface HistoryStep {
   read(parent: StepState): Promise<StepState>;
 }
 
+/** The reader of states a walk shares between its parts (the lists it read lately), with a saver that reads history. */
+function stateReaderOf(store: Store, threadId: string, ns: string): StateReader | undefined {
+  return canReadHistory(store.saver) ? new StateReader(store.saver, threadId, ns) : undefined;
+}
+
 /**
- * The thread's root checkpoints, oldest first, each with how to read its state. With a saver that
- * reads history (both backends'), its history walk and StateReader: only what changed is read and
- * decoded. With another saver, each checkpoint's tuple is read whole (`links`: the checkpoints, oldest first).
+ * The checkpoints `links[from..to)` of the thread (oldest first), each with how to read its
+ * state. With a saver that reads history (both backends'), its history walk over that span and
+ * StateReader: only what changed is read and decoded. With another saver, each checkpoint's tuple is read whole.
  */
-async function* historySteps(store: Store, threadId: string, ns: string, links: readonly { id: string }[]): AsyncGenerator<HistoryStep> {
+async function* historySteps(
+  store: Store,
+  reader: StateReader | undefined,
+  threadId: string,
+  ns: string,
+  links: readonly { id: string }[],
+  from: number,
+  to: number,
+): AsyncGenerator<HistoryStep> {
   const { saver } = store;
-  if (canReadHistory(saver)) {
-    const reader = new StateReader(saver, threadId, ns);
-    for await (const entry of saver.history(threadId, ns, isShownChannel)) yield { entry, read: (parent) => reader.read(entry, parent) };
+  if (reader && canReadHistory(saver)) {
+    const span = { after: from > 0 ? links[from - 1]!.id : "", limit: to - from };
+    if (span.limit <= 0) return;
+    for await (const entry of saver.history(threadId, ns, isShownChannel, span))
+      yield { entry, read: (parent) => reader.read(entry, parent) };
     return;
   }
-  for (const { id } of links) {
+  for (const { id } of links.slice(from, to)) {
     const tuple = await saver.getTuple({ configurable: { thread_id: threadId, checkpoint_ns: ns, checkpoint_id: id } });
     if (!tuple) continue;
     const entry: CheckpointHistoryEntry = {

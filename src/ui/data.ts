@@ -3,13 +3,22 @@
  * `status`): nothing here writes. Every value comes from the store, where secrets are already
  * redacted (runs/redact.ts), so a page shows no more than `inspect --json` prints.
  */
-import { checkpointState, nestedTimelines, threadHistory, type NestedTimeline, type ThreadHistory } from "../engine/inspect.js";
+import {
+  checkpointState,
+  nestedTimelines,
+  threadHistory,
+  tokensAt,
+  type HistoryRange,
+  type NestedTimeline,
+  type ThreadHistory,
+} from "../engine/inspect.js";
+import { ConfigError } from "../errors.js";
 import { listThreads, type ThreadSummary } from "../engine/thread-list.js";
 import { looperStatus, type LooperStatus } from "../engine/status.js";
 import { loadGraph } from "../graph/load.js";
 import { drawMermaid } from "../graph/mermaid.js";
 import { asSeen, type ThreadRecord } from "../runs/thread-registry.js";
-import { withTables, type StoreOptions } from "../store/tables.js";
+import { requireThread, withTables, type StoreOptions } from "../store/tables.js";
 import { isApprovalRequest, type ApprovalRequest } from "../runtime/approval.js";
 import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import type { TokenUsage } from "../state/graph-state.js";
@@ -42,94 +51,178 @@ export async function threadsPage(options: StoreOptions): Promise<ThreadsPage> {
   };
 }
 
-/** Each thread's tokens, summed over its nodes, from its latest checkpoint's `usage` (a plain channel: no state is decoded). */
+/** Each thread's tokens, from its latest checkpoint's `usage` (a plain channel: no state is decoded). */
 async function tokensOf(threadIds: readonly string[], options: StoreOptions): Promise<Map<string, TokenUsage>> {
   return withTables(options, "read", async (store) => {
     const totals = new Map<string, TokenUsage>();
-    for (const threadId of threadIds) {
-      const { usage } = (await store.checkpoints.plainChannels(threadId, ["usage"]).catch(() => ({}))) as {
-        usage?: Record<string, TokenUsage>;
-      };
-      const total = { inputTokens: 0, outputTokens: 0 };
-      for (const node of Object.values(usage ?? {})) {
-        total.inputTokens += node.inputTokens ?? 0;
-        total.outputTokens += node.outputTokens ?? 0;
-      }
-      totals.set(threadId, total);
-    }
+    for (const threadId of threadIds)
+      totals.set(threadId, await tokensAt(store, threadId).catch(() => ({ inputTokens: 0, outputTokens: 0 })));
     return totals;
   });
 }
 
-/** A checkpoint with what its step did, in a few words, and (root steps) the guide that draws the branch tree of forks before it. */
-type Described = CheckpointSummary & { what: string; guide?: string };
-const described = (checkpoint: CheckpointSummary): Described => ({ ...checkpoint, what: describeStep(checkpoint) });
+/**
+ * A step as a page lists it: what it did in a few words (cut); root steps their index in the
+ * thread (oldest first), the guide that draws the branch tree of forks before them and how long
+ * they took. Its changes are fetched when it is opened (`stepPage`).
+ */
+type Listed = Omit<CheckpointSummary, "changes"> & { what: string; index?: number; guide?: string; seconds?: number };
+
+/** The longest `what` a listed step carries: a page's size stays bounded, whatever the model said. */
+const WHAT_MAX = 200;
+
+function listed(checkpoint: CheckpointSummary): Listed {
+  const { changes: _, ...rest } = checkpoint;
+  const what = describeStep(checkpoint);
+  return { ...rest, what: what.length > WHAT_MAX ? `${what.slice(0, WHAT_MAX - 1)}…` : what };
+}
+
+/** The steps of a page: the newest PAGE_STEPS when the thread page is first shown, the PAGE_STEPS before them when the user asks for older ones. */
+export const PAGE_STEPS = 200;
 
 /** A tool call as a Coder's output logs it, with (a preview of) its result. */
 type ToolCall = { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string };
 
-/** A thread's page: the run drawn on its graph, its steps, the Looper's status and log, what it waits for. */
+/** Some of a thread's root steps, in tree order (forks after the checkpoint they grew from): which of its steps they are. */
+export interface StepsPage {
+  checkpoints: Listed[];
+  range: HistoryRange;
+}
+
+/** The graphs nested in steps, listed. */
+type NestedListed = Omit<NestedTimeline, "checkpoints"> & { checkpoints: Listed[] };
+
+/**
+ * A thread's page, as first shown: the run drawn on its graph, its newest steps, the Looper's
+ * status, what it waits for. What grows with the thread besides is fetched when asked for: older
+ * steps (`stepsPage`), a step's changes and nested steps (`stepPage`), its state, the messages,
+ * the tool calls and the file changes.
+ */
 export interface ThreadPage {
   thread: ThreadRecord;
   /** The chat of a loop, or the loop of a chat. */
   linked?: string;
   graph: { mermaid?: string; problem?: string };
-  history: Omit<ThreadHistory, "checkpoints"> & { checkpoints: Described[] };
-  nested: (Omit<NestedTimeline, "checkpoints"> & { checkpoints: Described[] })[];
-  /** The tokens the timeline's steps show, summed (see tokensShown). */
+  history: Omit<ThreadHistory, "checkpoints" | "thread"> & StepsPage;
+  /** The graphs of a node that has not finished (paused at an approval inside it, or still running): their steps so far. */
+  inFlight: NestedListed[];
+  /** The run's tokens (its newest checkpoint's `usage`), and those of a node that has not finished. */
   tokens: TokenUsage;
-  /** The tool calls of each turn of each Coder node (its 1st, 2nd … turn), oldest first. */
-  toolCalls: { node: string; turn: number; checkpointId: string; calls: ToolCall[] }[];
   /** The Looper's status block (a thread with a loop, or a chat whose loop exists). */
   looper?: LooperStatus["json"] & { text: string };
-  /** The thread's messages as the latest state holds them: the Looper's `[AUTO]` log among them. */
-  messages: { type: string; name?: string; content: string; auto: boolean }[];
   /** The tool call the run waits for an answer on. */
   approval?: ApprovalRequest;
   /** Several calls waiting at once (branches of one step): each with the id an answer names it by. */
   approvals?: { call: string; request: ApprovalRequest }[];
-  /** The file changes of each file-changing tool step, from the workspace snapshots. */
-  files: { diffs: StepDiff[]; problem?: string };
 }
 
-export async function threadPage(threadId: string, options: StoreOptions): Promise<ThreadPage> {
-  const history = await threadHistory(threadId, options);
-  const thread = asSeen(history.thread);
-  const [nested, looper, linked, graph] = await Promise.all([
-    nestedTimelines(threadId, options),
+/** The thread's page: with `from`, its steps from that index on (what a page that loaded older ones shows), else the newest PAGE_STEPS. */
+export async function threadPage(threadId: string, options: StoreOptions, from?: number): Promise<ThreadPage> {
+  const {
+    thread: record,
+    checkpoints,
+    ...history
+  } = await threadHistory(threadId, options, from === undefined ? { limit: PAGE_STEPS } : { from });
+  const thread = asSeen(record);
+  const head = history.head;
+  const [inFlight, looper, linked, graph] = await Promise.all([
+    head === undefined ? [] : nestedTimelines(threadId, options, { after: head }),
     looperOf(threadId, options),
     linkedThread(threadId, options),
     graphOf(thread),
   ]);
-  const head = history.head ?? history.checkpoints.at(-1)?.checkpointId;
-  const values = head ? (await checkpointState(threadId, head, options)).values : {};
-  const visits = (values.visits ?? {}) as Record<string, number>;
+  const { visits = {} } = head
+    ? ((await withTables(options, "read", (store) => store.checkpoints.plainChannels(threadId, ["visits"], head))) as {
+        visits?: Record<string, number>;
+      })
+    : {};
   const approval = isApprovalRequest(thread.pause?.value) ? thread.pause.value : undefined;
   const current =
     thread.pause?.node ??
     (thread.status === "running" && "definition" in graph
-      ? await runningNode(threadId, head, nested, graph.definition, options)
+      ? await runningNode(threadId, head, inFlight, graph.definition, options)
       : undefined);
   // The node whose failure failed it.
   const failed = thread.status === "failed" ? /^node "([^"]+)" failed/.exec(thread.error ?? "")?.[1] : undefined;
+  const unfinished = inFlight.filter((inner) => inner.parentNs === "").flatMap((inner) => inner.checkpoints);
   return {
     thread,
     ...(linked !== undefined && { linked }),
     graph: drawn(graph, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
-    history: {
-      ...history,
-      checkpoints: inTreeOrder(history.checkpoints).map(({ checkpoint, guide }) => ({ ...described(checkpoint), guide })),
-    },
-    nested: nested.map((inner) => ({ ...inner, checkpoints: inner.checkpoints.map(described) })),
-    tokens: tokensShown(history.checkpoints, nested),
-    toolCalls: await toolCallsOf(threadId, history.checkpoints, options),
+    history: { ...history, checkpoints: inOrder({ ...history, checkpoints }) },
+    inFlight: inFlight.map(listedTimeline),
+    tokens: [history.tokens, ...unfinished.map((step) => step.tokens)].reduce(
+      (sum, tokens) => ({ inputTokens: sum.inputTokens + tokens.inputTokens, outputTokens: sum.outputTokens + tokens.outputTokens }),
+      { inputTokens: 0, outputTokens: 0 },
+    ),
     ...(looper && { looper }),
-    messages: messagesOf(values.messages),
-    files: await stepDiffs(threadId, options).catch((error: Error) => ({ diffs: [], problem: error.message })),
     ...(approval && { approval }),
     ...(pendingApprovals(thread.pause?.pending) ?? {}),
   };
 }
+
+/**
+ * The steps of a window of the history in tree order, each listed with its index in the thread
+ * and how long it took (from its parent, in the window or not).
+ */
+function inOrder({ checkpoints, range, parentTimes = {} }: Pick<ThreadHistory, "checkpoints" | "range" | "parentTimes">): Listed[] {
+  const created = new Map([...Object.entries(parentTimes), ...checkpoints.map((step) => [step.checkpointId, step.createdAt] as const)]);
+  return inTreeOrder(checkpoints).map(({ index, checkpoint, guide }) => {
+    const parent = checkpoint.parentId === undefined ? undefined : created.get(checkpoint.parentId);
+    const seconds = parent === undefined ? undefined : (Date.parse(checkpoint.createdAt) - Date.parse(parent)) / 1000;
+    return {
+      ...listed(checkpoint),
+      index: range.from + index,
+      guide,
+      ...(seconds !== undefined && Number.isFinite(seconds) && { seconds }),
+    };
+  });
+}
+
+const listedTimeline = (inner: NestedTimeline): NestedListed => ({ ...inner, checkpoints: inner.checkpoints.map(listed) });
+
+/** Older steps: the `limit` (at most PAGE_STEPS) steps before the index `before`. */
+export async function stepsPage(threadId: string, options: StoreOptions, before: number, limit = PAGE_STEPS): Promise<StepsPage> {
+  const history = await threadHistory(threadId, options, { before, limit: Math.min(limit, PAGE_STEPS) });
+  return { checkpoints: inOrder(history), range: history.range };
+}
+
+/** One step opened: its changes from its parent, its lanes, and the steps of the graphs it ran (a Coder's turn, a subagent, a subgraph). */
+export async function stepPage(threadId: string, checkpointId: string, options: StoreOptions) {
+  const {
+    checkpoints: [step],
+  } = await threadHistory(threadId, options, { from: checkpointId, limit: 1 });
+  if (!step) throw new ConfigError(`no checkpoint of thread "${threadId}" matches "${checkpointId}"`);
+  const nested = await nestedTimelines(threadId, options, { after: step.parentId ?? "", before: step.checkpointId });
+  return {
+    checkpointId: step.checkpointId,
+    changes: step.changes,
+    ...(step.lanes && { lanes: step.lanes }),
+    nested: nested.map(listedTimeline),
+  };
+}
+
+/** The thread's messages as its newest state holds them: the Looper's `[AUTO]` log among them. */
+export async function messagesPage(threadId: string, options: StoreOptions): Promise<{ messages: ReturnType<typeof messagesOf> }> {
+  const head = await withTables(options, "read", async (store) => {
+    await requireThread(store, threadId);
+    return store.checkpoints.latestCheckpointId(threadId);
+  });
+  const values = head ? (await checkpointState(threadId, head, options)).values : {};
+  return { messages: messagesOf(values.messages) };
+}
+
+/** The file changes of each file-changing tool step, from the workspace snapshots. */
+export async function filesPage(threadId: string, options: StoreOptions): Promise<{ diffs: StepDiff[]; problem?: string }> {
+  return stepDiffs(threadId, options).catch((error: Error) => ({ diffs: [], problem: error.message }));
+}
+
+/** The tool calls of each turn of each Coder node (its 1st, 2nd … turn), oldest first. */
+export async function toolCallsPage(threadId: string, options: StoreOptions): Promise<{ toolCalls: ToolTurn[] }> {
+  return { toolCalls: await toolCallsOf(threadId, (await threadHistory(threadId, options)).checkpoints, options) };
+}
+
+type ToolTurn = { node: string; turn: number; checkpointId: string; calls: ToolCall[] };
 
 /**
  * The node a running thread is at: the one running a graph of its own from the latest checkpoint (a
@@ -153,31 +246,13 @@ async function runningNode(
 }
 
 /**
- * The tokens the timeline shows: its root steps', and those of the steps of a node that has not
- * finished (paused at an approval inside it, or still running), which no root step counts yet. A
- * finished node's root step counts its nested steps already: they are not added twice.
- */
-function tokensShown(checkpoints: readonly CheckpointSummary[], nested: readonly NestedTimeline[]): TokenUsage {
-  const placed = (inner: NestedTimeline) => checkpoints.some((step) => step.parentId === inner.from && step.nodes.includes(inner.node));
-  const unfinished = nested.filter((inner) => inner.parentNs === "" && !placed(inner)).flatMap((inner) => inner.checkpoints);
-  return [...checkpoints, ...unfinished].reduce(
-    (sum, step) => ({ inputTokens: sum.inputTokens + step.tokens.inputTokens, outputTokens: sum.outputTokens + step.tokens.outputTokens }),
-    { inputTokens: 0, outputTokens: 0 },
-  );
-}
-
-/**
  * Every turn's tool calls of each node that logs them (a Coder): its output holds only its latest
  * turn's, so each step that changed a node's output is read, in the order of the steps.
  */
-async function toolCallsOf(
-  threadId: string,
-  checkpoints: readonly CheckpointSummary[],
-  options: StoreOptions,
-): Promise<ThreadPage["toolCalls"]> {
+async function toolCallsOf(threadId: string, checkpoints: readonly CheckpointSummary[], options: StoreOptions): Promise<ToolTurn[]> {
   const outputSteps = checkpoints.filter((step) => step.changes.some((change) => change.path.startsWith("outputs.")));
   return withTables(options, "read", async (store) => {
-    const turns: ThreadPage["toolCalls"] = [];
+    const turns: ToolTurn[] = [];
     for (const step of outputSteps) {
       const outputs = (await store.checkpoints.plainChannels(threadId, ["outputs"], step.checkpointId)).outputs as
         | Record<string, { toolCalls?: unknown } | undefined>
@@ -197,7 +272,7 @@ async function toolCallsOf(
   });
 }
 
-/** The full state at one checkpoint and its changes from the one before, as `inspect --checkpoint` and `--diff` give them. */
+/** The full state at one checkpoint, as `inspect --checkpoint` gives it. */
 export async function checkpointPage(threadId: string, checkpointId: string, options: StoreOptions) {
   return checkpointState(threadId, checkpointId, options);
 }
@@ -249,7 +324,7 @@ async function linkedThread(threadId: string, options: StoreOptions): Promise<st
   return threads.find((thread) => thread.threadId === threadId)?.linked;
 }
 
-function messagesOf(raw: unknown): ThreadPage["messages"] {
+function messagesOf(raw: unknown): { type: string; name?: string; content: string; auto: boolean }[] {
   if (!Array.isArray(raw)) return [];
   return raw.map((message) => {
     const { type, name, content } = (message ?? {}) as { type?: string; name?: string; content?: unknown };

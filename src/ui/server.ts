@@ -18,7 +18,17 @@ import { extname, join, normalize } from "node:path";
 import { ConfigError } from "../errors.js";
 import type { StoreOptions } from "../store/tables.js";
 import { ActionError, exportScript, runAction, type Action } from "./actions.js";
-import { checkpointPage, threadPage, threadsPage, threadVersion } from "./data.js";
+import {
+  checkpointPage,
+  filesPage,
+  messagesPage,
+  stepPage,
+  stepsPage,
+  threadPage,
+  threadsPage,
+  threadVersion,
+  toolCallsPage,
+} from "./data.js";
 
 export interface UiServerOptions extends StoreOptions {
   /** 0 (the default): a free port. */
@@ -53,6 +63,14 @@ const SECURITY_HEADERS = {
   "x-frame-options": "DENY",
   "cache-control": "no-store",
 };
+
+/** A query parameter that is a whole number (0 or more), undefined when absent; another value is refused (400). */
+function indexParameter(url: URL, name: string): number | undefined {
+  const value = url.searchParams.get(name);
+  if (value === null) return undefined;
+  if (!/^\d{1,9}$/.test(value)) throw new HttpError(400, `${name} must be a whole number`);
+  return Number(value);
+}
 
 class HttpError extends Error {
   constructor(
@@ -163,8 +181,17 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     if (!thread) throw new HttpError(404, "not found");
     const threadId = decodeURIComponent(thread[1]!);
     const rest = thread[2] ?? "";
-    if (method === "GET" && rest === "") return sendJson(response, 200, await threadPage(threadId, store));
+    if (method === "GET" && rest === "") return sendJson(response, 200, await threadPage(threadId, store, indexParameter(url, "from")));
     if (method === "GET" && rest === "/events") return events(request, response, threadId);
+    if (method === "GET" && rest === "/steps") {
+      const before = indexParameter(url, "before");
+      if (before === undefined) throw new HttpError(400, "say which steps: before=<index>");
+      return sendJson(response, 200, await stepsPage(threadId, store, before, indexParameter(url, "limit")));
+    }
+    const step = /^\/steps\/([^/]+)$/.exec(rest);
+    if (method === "GET" && step) return sendJson(response, 200, await stepPage(threadId, decodeURIComponent(step[1]!), store));
+    const onDemand = { "/messages": messagesPage, "/tool-calls": toolCallsPage, "/files": filesPage }[rest];
+    if (method === "GET" && onDemand) return sendJson(response, 200, await onDemand(threadId, store));
     if (method === "GET" && rest === "/export-script") {
       // As `inspect --export-script`, into a file of its own, sent as a download.
       const dir = mkdtempSync(join(tmpdir(), "loopgraph-ui-"));

@@ -54,6 +54,7 @@ export interface Change {
   before?: unknown;
 }
 
+/** A step as a page lists it; its changes and nested steps come when it is opened (StepDetail). */
 export interface Step {
   checkpointId: string;
   parentId?: string;
@@ -65,12 +66,42 @@ export interface Step {
   tokens: TokenUsage;
   round?: number;
   status: string;
-  changes: Change[];
   what: string;
-  /** Root steps: the guide that draws the branch tree of forks before the node. */
+  /** Root steps: the index in the thread (oldest first), the guide that draws the branch tree of forks before the node, how long it took. */
+  index?: number;
   guide?: string;
+  seconds?: number;
   /** A step where several tasks ran together (a map's instances, a fan-out's nodes): one lane each. */
   lanes?: { node: string; index?: number; tokens: TokenUsage; seconds?: number }[];
+}
+
+/** A graph nested in a step: a Coder's turn, a subagent, a subgraph. */
+export interface Nested {
+  ns: string;
+  parentNs: string;
+  from?: string;
+  node: string;
+  checkpoints: Step[];
+}
+
+/** Which of the thread's steps a page holds: indexes [from, to) of `total`, oldest first. */
+export interface Range {
+  from: number;
+  to: number;
+  total: number;
+}
+
+/** Some of the thread's root steps, in tree order. */
+export interface StepsPage {
+  checkpoints: Step[];
+  range: Range;
+}
+
+/** A step opened: its changes from its parent, and the graphs nested in it. */
+export interface StepDetail {
+  checkpointId: string;
+  changes: Change[];
+  nested: Nested[];
 }
 
 export interface Approval {
@@ -89,17 +120,12 @@ export interface ThreadPage {
   thread: ThreadSummary;
   linked?: string;
   graph: { mermaid?: string; problem?: string };
-  history: { checkpoints: Step[]; branches: { branch: number; from?: string }[]; head?: string };
-  nested: { ns: string; parentNs: string; from?: string; node: string; checkpoints: Step[] }[];
-  /** The tokens the timeline's steps show, summed. */
+  /** The newest steps (or those from the index the page asked from). */
+  history: StepsPage & { branches: { branch: number; from?: string }[]; head?: string };
+  /** The graphs of a node that has not finished: their steps so far. */
+  inFlight: Nested[];
+  /** The run's tokens, and those of a node that has not finished. */
   tokens: TokenUsage;
-  /** Each turn's tool calls of each Coder node. */
-  toolCalls: {
-    node: string;
-    turn: number;
-    checkpointId: string;
-    calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[];
-  }[];
   /** The Looper's status block; `threadStatus` is its loop thread's status. */
   looper?: {
     text: string;
@@ -110,11 +136,24 @@ export interface ThreadPage {
     pending: string[];
     threadStatus: string;
   };
-  messages: { type: string; name?: string; content: string; auto: boolean }[];
   approval?: Approval;
   /** Several calls waiting at once (branches of one step): each answered on its own, by `call`. */
   approvals?: { call: string; request: Approval }[];
-  files: { diffs: StepDiff[]; problem?: string };
+}
+
+/** Each turn's tool calls of each Coder node (fetched when shown). */
+export interface ToolTurn {
+  node: string;
+  turn: number;
+  checkpointId: string;
+  calls: { id: string; name: string; args: unknown; ok: boolean; errorKind?: string; preview: string; artifact?: string }[];
+}
+
+export interface Message {
+  type: string;
+  name?: string;
+  content: string;
+  auto: boolean;
 }
 
 export interface StepDiff {

@@ -9,9 +9,15 @@ import {
   type Approval,
   type Change,
   type CheckpointState,
+  type Message,
+  type Nested,
   type Step,
+  type StepDetail,
+  type StepDiff,
+  type StepsPage,
   type ThreadPage,
   type ThreadSummary,
+  type ToolTurn,
 } from "./api.js";
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
@@ -128,27 +134,73 @@ function StatusBadge({ thread }: { thread: ThreadSummary }) {
   return <span class={`status status-${thread.status}`}>{thread.status + why}</span>;
 }
 
+/** Older steps loaded above the newest page: each block's steps (in tree order) and the index of its first. */
+type Block = { steps: Step[]; from: number };
+type Loaded = { page: ThreadPage; older: Block[] };
+
+/**
+ * The steps shown before a newer page arrives, kept: the older blocks, and the steps of the
+ * previous newest page that the new one no longer holds (a live run moved it on).
+ */
+function keptBefore(previous: Loaded | undefined, next: ThreadPage): Block[] {
+  if (!previous) return [];
+  const from = next.history.range.from;
+  const blocks = [...previous.older, { steps: previous.page.history.checkpoints, from: previous.page.history.range.from }];
+  return blocks
+    .map((block) => ({
+      from: block.from,
+      steps: block.steps.filter((step) => (step.index ?? 0) < from).map(({ head: _, ...step }) => step),
+    }))
+    .filter((block) => block.steps.length > 0);
+}
+
 function Thread({ threadId }: { threadId: string }) {
-  const [page, setPage] = useState<ThreadPage>();
+  const [loaded, setLoaded] = useState<Loaded>();
   const [error, setError] = useState<string>();
   const [selected, setSelected] = useState<string>();
+  const [details, setDetails] = useState<Record<string, StepDetail>>({});
+  /** Counts the live updates: what is shown on demand is fetched again on each. */
+  const [version, setVersion] = useState(0);
+  const base = `/api/threads/${encodeURIComponent(threadId)}`;
   useEffect(() => {
     let alive = true;
+    setLoaded(undefined);
+    setDetails({});
     const load = () =>
-      get<ThreadPage>(`/api/threads/${encodeURIComponent(threadId)}`).then(
-        (next) => alive && (setPage(next), setError(undefined)),
+      get<ThreadPage>(base).then(
+        (next) => alive && (setLoaded((previous) => ({ page: next, older: keptBefore(previous, next) })), setError(undefined)),
         (e: Error) => alive && setError(e.message),
       );
     void load();
-    const stop = follow(threadId, () => void load());
+    const stop = follow(threadId, () => {
+      void load();
+      setVersion((count) => count + 1);
+    });
     return () => {
       alive = false;
       stop();
     };
   }, [threadId]);
-  if (error && !page) return <p class="error">{error}</p>;
-  if (!page) return <p>loading…</p>;
+  if (error && !loaded) return <p class="error">{error}</p>;
+  if (!loaded) return <p>loading…</p>;
+  const { page, older } = loaded;
   const { thread } = page;
+  const first = older[0]?.from ?? page.history.range.from;
+  const loadOlder = () =>
+    void get<StepsPage>(`${base}/steps?before=${first}`).then(
+      (more) =>
+        setLoaded((current) => current && { ...current, older: [{ steps: more.checkpoints, from: more.range.from }, ...current.older] }),
+      (e: Error) => setError(e.message),
+    );
+  const open = (checkpointId: string) => {
+    setSelected(checkpointId);
+    if (!details[checkpointId])
+      void get<StepDetail>(`${base}/steps/${encodeURIComponent(checkpointId)}`).then(
+        (detail) => setDetails((known) => ({ ...known, [checkpointId]: detail })),
+        (e: Error) => setError(e.message),
+      );
+  };
+  const steps = [...older.flatMap((block) => block.steps), ...page.history.checkpoints];
   return (
     <main>
       <h1 class="thread-title">
@@ -196,19 +248,72 @@ function Thread({ threadId }: { threadId: string }) {
       </div>
       <section>
         <h2>Timeline</h2>
-        <Timeline page={page} selected={selected} onSelect={setSelected} />
+        {first > 0 ? (
+          <button class="older" data-testid="older" onClick={loadOlder}>
+            {first} older step{first === 1 ? "" : "s"}: show {Math.min(first, PAGE_STEPS)} more
+          </button>
+        ) : null}
+        <Timeline steps={steps} inFlight={page.inFlight} details={details} selected={selected} onSelect={open} />
         {selected ? (
           <CheckpointView
             threadId={thread.threadId}
-            step={page.history.checkpoints.find((c) => c.checkpointId === selected)}
+            step={steps.find((c) => c.checkpointId === selected)}
+            changes={details[selected]?.changes}
             runs={RUNS.has(thread.status)}
           />
         ) : null}
       </section>
-      {page.files.diffs.length > 0 || page.files.problem ? <Files page={page} /> : null}
-      {page.toolCalls.length > 0 ? <ToolCalls page={page} /> : null}
-      {page.messages.length > 0 ? <Messages page={page} /> : null}
+      <OnDemand<{ diffs: StepDiff[]; problem?: string }> title="Files changed, step by step" path={`${base}/files`} version={version}>
+        {(files) => <Files files={files} />}
+      </OnDemand>
+      <OnDemand<{ toolCalls: ToolTurn[] }> title="Tool calls" path={`${base}/tool-calls`} version={version}>
+        {({ toolCalls }) => <ToolCalls turns={toolCalls} />}
+      </OnDemand>
+      <OnDemand<{ messages: Message[] }> title="Messages and the [AUTO] log" path={`${base}/messages`} version={version}>
+        {({ messages }) => <Messages messages={messages} />}
+      </OnDemand>
     </main>
+  );
+}
+
+/** The steps an older page brings (the server's page size). */
+const PAGE_STEPS = 200;
+
+/** A section that grows with the thread: fetched when opened, again on each live update while open. */
+function OnDemand<T>({
+  title,
+  path,
+  version,
+  children,
+}: {
+  title: string;
+  path: string;
+  version: number;
+  children: (value: T) => preact.JSX.Element;
+}) {
+  const [open, setOpen] = useState(false);
+  const [value, setValue] = useState<T>();
+  const [problem, setProblem] = useState<string>();
+  useEffect(() => {
+    if (!open) return;
+    let alive = true;
+    void get<T>(path).then(
+      (next) => alive && (setValue(next), setProblem(undefined)),
+      (e: Error) => alive && setProblem(e.message),
+    );
+    return () => {
+      alive = false;
+    };
+  }, [open, path, version]);
+  return (
+    <section>
+      <details class="on-demand" onToggle={(e) => setOpen((e.currentTarget as HTMLDetailsElement).open)}>
+        <summary>
+          <h2>{title}</h2>
+        </summary>
+        {problem ? <p class="warn">{problem}</p> : value === undefined ? <p class="dim">loading…</p> : children(value)}
+      </details>
+    </section>
   );
 }
 
@@ -283,24 +388,29 @@ function Graph({ text }: { text: string }) {
   return problem ? <pre class="warn">{problem}</pre> : <div class="graph" ref={box} data-testid="graph" />;
 }
 
-function seconds(step: Step, byId: Map<string, Step>): string {
-  const parent = step.parentId ? byId.get(step.parentId) : undefined;
-  if (!parent) return "-";
-  return `${((Date.parse(step.createdAt) - Date.parse(parent.createdAt)) / 1000).toFixed(1)}s`;
-}
-
-/** The checkpoints, oldest first (forks marked by branch), each with the nested steps of the graphs it ran. */
-function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: string; onSelect: (id: string) => void }) {
-  const byId = useMemo(() => new Map(page.history.checkpoints.map((c) => [c.checkpointId, c])), [page]);
-  const placed = new Set<ThreadPage["nested"][number]>();
-  const nestedUnder = (ns: string, step: Step) =>
-    page.nested.filter((inner) => inner.parentNs === ns && inner.from === step.parentId && step.nodes.includes(inner.node));
+/**
+ * The steps shown, oldest first (forks marked by branch); under each step opened, the steps of the
+ * graphs it ran; at the end, those of a node that has not finished.
+ */
+function Timeline({
+  steps,
+  inFlight,
+  details,
+  selected,
+  onSelect,
+}: {
+  steps: Step[];
+  inFlight: Nested[];
+  details: Record<string, StepDetail>;
+  selected?: string;
+  onSelect: (id: string) => void;
+}) {
   const rows: preact.JSX.Element[] = [];
-  const addNested = (ns: string, step: Step, depth: number) => {
-    for (const inner of nestedUnder(ns, step)) addTimeline(inner, depth);
+  const nestedRows = (all: Nested[], ns: string, step: Step, depth: number) => {
+    for (const inner of all.filter((inner) => inner.parentNs === ns && inner.from === step.parentId && step.nodes.includes(inner.node)))
+      addTimeline(all, inner, depth);
   };
-  const addTimeline = (inner: ThreadPage["nested"][number], depth: number) => {
-    placed.add(inner);
+  const addTimeline = (all: Nested[], inner: Nested, depth: number) => {
     for (const nestedStep of inner.checkpoints) {
       rows.push(
         <tr class="nested" key={nestedStep.checkpointId}>
@@ -317,17 +427,17 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
           <td>{nestedStep.status === "done" ? "" : nestedStep.status}</td>
         </tr>,
       );
-      addNested(inner.ns, nestedStep, depth + 1);
+      nestedRows(all, inner.ns, nestedStep, depth + 1);
     }
   };
-  page.history.checkpoints.forEach((step, index) => {
+  for (const step of steps) {
     rows.push(
       <tr
         key={step.checkpointId}
         class={`step${selected === step.checkpointId ? " selected" : ""}${step.head ? " head" : ""}`}
         onClick={() => onSelect(step.checkpointId)}
       >
-        <td>{index}</td>
+        <td>{step.index}</td>
         <td>{step.branch > 0 ? `fork ${step.branch}` : ""}</td>
         <td class="node">
           <span class="guide">{step.guide}</span>
@@ -335,7 +445,7 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
         </td>
         <td class="what">{step.what}</td>
         <td>{step.tokens.inputTokens + step.tokens.outputTokens ? `${step.tokens.inputTokens}→${step.tokens.outputTokens}` : "-"}</td>
-        <td>{seconds(step, byId)}</td>
+        <td>{step.seconds === undefined ? "-" : `${step.seconds.toFixed(1)}s`}</td>
         <td>{step.status === "done" ? "" : step.status}</td>
       </tr>,
     );
@@ -353,17 +463,18 @@ function Timeline({ page, selected, onSelect }: { page: ThreadPage; selected?: s
         </tr>,
       );
     }
-    addNested("", step, 1);
-  });
+    const opened = details[step.checkpointId];
+    if (opened) nestedRows(opened.nested, "", step, 1);
+  }
   // The steps of a node still running (or paused inside, at an approval): no step of the root graph to go under yet.
-  const inFlight = page.nested.filter((inner) => inner.parentNs === "" && !placed.has(inner) && inner.checkpoints.length > 0);
-  if (inFlight.length > 0) {
+  const running = inFlight.filter((inner) => inner.parentNs === "" && inner.checkpoints.length > 0);
+  if (running.length > 0) {
     rows.push(
       <tr class="in-flight" key="in-flight">
         <td colSpan={7}>steps of a node that has not finished:</td>
       </tr>,
     );
-    for (const inner of inFlight) addTimeline(inner, 1);
+    for (const inner of running) addTimeline(inFlight, inner, 1);
   }
   return (
     <table class="timeline" data-testid="timeline">
@@ -397,8 +508,8 @@ function ChangeLine({ change }: { change: Change }) {
   );
 }
 
-/** One checkpoint: its changes from the one before, and its whole state. */
-function CheckpointView({ threadId, step, runs }: { threadId: string; step?: Step; runs: boolean }) {
+/** One checkpoint: its changes from the one before (fetched when it was opened), and its whole state (when asked for). */
+function CheckpointView({ threadId, step, changes, runs }: { threadId: string; step?: Step; changes?: Change[]; runs: boolean }) {
   const [state, setState] = useState<CheckpointState>();
   useEffect(() => {
     setState(undefined);
@@ -414,7 +525,13 @@ function CheckpointView({ threadId, step, runs }: { threadId: string; step?: Ste
         checkpoint {step.checkpointId} · step {step.step} · {step.nodes.join(",")}
       </h3>
       <div class="changes">
-        {step.changes.length ? step.changes.map((change) => <ChangeLine change={change} />) : <span class="dim">no change</span>}
+        {changes === undefined ? (
+          <span class="dim">loading…</span>
+        ) : changes.length ? (
+          changes.map((change) => <ChangeLine change={change} />)
+        ) : (
+          <span class="dim">no change</span>
+        )}
       </div>
       <details>
         <summary>state</summary>
@@ -474,12 +591,12 @@ function CheckpointActions({ threadId, checkpointId, runs }: { threadId: string;
 }
 
 /** The file changes of each file-changing tool step, from the workspace snapshots. */
-function Files({ page }: { page: ThreadPage }) {
+function Files({ files }: { files: { diffs: StepDiff[]; problem?: string } }) {
   return (
-    <section>
-      <h2>Files changed, step by step</h2>
-      {page.files.problem ? <p class="warn">{page.files.problem}</p> : null}
-      {page.files.diffs.map((diff) => (
+    <div>
+      {files.problem ? <p class="warn">{files.problem}</p> : null}
+      {files.diffs.length === 0 && !files.problem ? <p class="dim">no file changed</p> : null}
+      {files.diffs.map((diff) => (
         <div class="file-step" key={diff.seq} data-testid="file-step">
           <h3>
             {diff.seq}. {diff.node} · {diff.tool} · {diff.paths.join(", ")}
@@ -488,15 +605,15 @@ function Files({ page }: { page: ThreadPage }) {
           {diff.cut ? <p class="dim">cut: the patch is longer than shown</p> : null}
         </div>
       ))}
-    </section>
+    </div>
   );
 }
 
-function ToolCalls({ page }: { page: ThreadPage }) {
+function ToolCalls({ turns }: { turns: ToolTurn[] }) {
   return (
-    <section>
-      <h2>Tool calls</h2>
-      {page.toolCalls.map(({ node, turn, checkpointId, calls }) => (
+    <div>
+      {turns.length === 0 ? <p class="dim">no tool call</p> : null}
+      {turns.map(({ node, turn, checkpointId, calls }) => (
         <div key={`${checkpointId}:${node}`} data-testid="tool-turn">
           <h3>
             {node}, turn {turn}
@@ -520,22 +637,19 @@ function ToolCalls({ page }: { page: ThreadPage }) {
           </table>
         </div>
       ))}
-    </section>
+    </div>
   );
 }
 
-function Messages({ page }: { page: ThreadPage }) {
+function Messages({ messages }: { messages: Message[] }) {
   return (
-    <section>
-      <h2>Messages and the [AUTO] log</h2>
-      <ol class="messages">
-        {page.messages.map((message, index) => (
-          <li key={index} class={`message message-${message.type}${message.auto ? " auto" : ""}`}>
-            <span class="who">{message.name ?? message.type}</span> <span class="text">{message.content}</span>
-          </li>
-        ))}
-      </ol>
-    </section>
+    <ol class="messages">
+      {messages.map((message, index) => (
+        <li key={index} class={`message message-${message.type}${message.auto ? " auto" : ""}`}>
+          <span class="who">{message.name ?? message.type}</span> <span class="text">{message.content}</span>
+        </li>
+      ))}
+    </ol>
   );
 }
 

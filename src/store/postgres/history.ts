@@ -5,7 +5,7 @@
  */
 import { ERROR } from "@langchain/langgraph-checkpoint";
 import type pg from "pg";
-import { HISTORY_PAGE_SIZE, type HistoryRow } from "../../checkpoint/history-reader.js";
+import type { HistoryRow } from "../../checkpoint/history-reader.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
@@ -19,8 +19,8 @@ export interface BlobRow {
   ranges: string | null;
 }
 
-/** The thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
-export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string): Promise<HistoryRow[]> {
+/** Up to `limit` of the thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
+export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string, limit: number): Promise<HistoryRow[]> {
   const { rows } = await pool.query<HistoryRow & { failed: boolean }>(
     `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions, c.metadata_type, c.metadata,
             EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes w
@@ -28,7 +28,7 @@ export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: str
                       AND w.checkpoint_id = c.checkpoint_id AND w.channel = $4) AS failed
      FROM loopgraph_checkpoints c
      WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3 ORDER BY c.checkpoint_id LIMIT $5`,
-    [at.threadId, at.ns, after, ERROR, HISTORY_PAGE_SIZE],
+    [at.threadId, at.ns, after, ERROR, limit],
   );
   return rows;
 }

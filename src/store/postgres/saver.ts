@@ -21,10 +21,12 @@ import { syncSerializerOf } from "../../checkpoint/fast-serde.js";
 import { ItemCodec } from "../../checkpoint/item-codec.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import {
+  everyChannel,
   walkHistory,
   type CheckpointHistoryEntry,
   type DecodedChannel,
   type HistoryReader,
+  type HistorySpan,
   type KnownVersions,
   type StoredChannel,
 } from "../../checkpoint/history-reader.js";
@@ -417,12 +419,12 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
    * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
    * but no channel value (see walkHistory).
    */
-  async *history(threadId: string, ns = "", channels: (channel: string) => boolean = () => true): AsyncGenerator<CheckpointHistoryEntry> {
+  async *history(threadId: string, ns = "", channels = everyChannel, span: HistorySpan = {}): AsyncGenerator<CheckpointHistoryEntry> {
     const at = { threadId, ns };
     try {
       yield* walkHistory(
         {
-          readPage: (after) => historyPage(this.pool, at, after),
+          readPage: (after, limit) => historyPage(this.pool, at, after, limit),
           loads: (type, data) => this.serde.loadsTyped(type, data),
           prefetch: async (versions) => {
             const rows = await blobRows(this.pool, at, versions);
@@ -434,6 +436,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           },
         },
         channels,
+        span,
       );
     } finally {
       this.prefetched = undefined;

@@ -58,8 +58,9 @@ import {
 } from "../../checkpoint/saver-common.js";
 import { prepareDatabase } from "./checkpoint-schema.js";
 import {
-  HISTORY_PAGE_SIZE,
+  everyChannel,
   walkHistory,
+  type HistorySpan,
   type CheckpointHistoryEntry,
   type DecodedChannel,
   type HistoryReader,
@@ -471,18 +472,19 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
    * The thread's checkpoints (in `ns`), oldest first, with their metadata and channel versions
    * but no channel value (see walkHistory).
    */
-  async *history(threadId: string, ns = "", channels: (channel: string) => boolean = () => true): AsyncGenerator<CheckpointHistoryEntry> {
+  async *history(threadId: string, ns = "", channels = everyChannel, span: HistorySpan = {}): AsyncGenerator<CheckpointHistoryEntry> {
     const at = { threadId, ns };
     try {
       yield* walkHistory(
         {
-          readPage: (after) => this.readTransaction(() => this.store.historyPage(at, after, HISTORY_PAGE_SIZE)),
+          readPage: (after, limit) => this.readTransaction(() => this.store.historyPage(at, after, limit)),
           loads: (type, data) => this.loadsQuickly(type, data),
           prefetch: (versions) => {
             this.prefetched = { at, links: this.store.blobs(at, versions) };
           },
         },
         channels,
+        span,
       );
     } finally {
       this.prefetched = undefined;
