@@ -1,10 +1,12 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { frameItems, unframeItems, type EncodedItem } from "../../checkpoint/item-framing.js";
-import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "../../checkpoint/list-history.js";
+import { decodeRanges, encodeRanges, pushSeq, type ListRow, type SeqRange } from "../../checkpoint/list-history.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
 import type { CheckpointColumns } from "../../checkpoint/history-reader.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
+import { applyItemRef, ITEM_REF_TYPE, parseItemRef } from "./item-refs.js";
+import { LogItems, type LogChunk } from "./log-items.js";
 
 export interface CheckpointRow extends CheckpointColumns {
   thread_id: string;
@@ -57,6 +59,14 @@ export interface ChunkColumns {
 }
 
 const COMMA = Buffer.from(",");
+
+/** Chunks whose references were resolved (see CheckpointStore.logChunks): they held references as stored. */
+const resolvedChunks = new WeakSet<LogChunk>();
+
+/** Whether the chunk holds any reference to another log's item (see item-refs.ts). */
+function holdsRefs(chunk: LogChunk): boolean {
+  return chunk.types !== null && (JSON.parse(chunk.types) as string[]).includes(ITEM_REF_TYPE);
+}
 
 /** A new chunk of `items`, the first at `start`. */
 function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumns {
@@ -122,20 +132,6 @@ interface BlobColumns {
   keep: number | null;
 }
 
-/**
- * A chunk of a list channel's item log: items [start_seq, end_seq). `data` is their bytes joined
- * by commas (so that, when every item is JSON, `[` data `]` is the JSON array of the items), `ends`
- * each item's end offset in `data` (u32 LE), `types` their types as a JSON array, or null when
- * every item is JSON.
- */
-export interface LogChunk {
-  start_seq: number;
-  end_seq: number;
-  data: Uint8Array;
-  ends: Uint8Array;
-  types: string | null;
-}
-
 /** A chunk's row: its data compressed when `codec` says so (see `packChunk`). */
 export type StoredChunk = LogChunk & { codec: string | null };
 
@@ -188,6 +184,7 @@ export class CheckpointStore {
   private readonly replaceWriteStatement;
   private readonly writesStatement;
   private readonly channelWritesStatement;
+  private readonly pageWritesStatement;
   private readonly deleteStatements;
   private readonly historyPageStatement;
   private readonly blobsStatement;
@@ -271,6 +268,11 @@ export class CheckpointStore {
     this.channelWritesStatement = db.prepare<[string, string, string, string], WriteRow>(
       `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
        WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx`,
+    );
+    this.pageWritesStatement = db.prepare<[{ threadId: string; ns: string; ids: string }], WriteRow & { checkpoint_id: string }>(
+      `SELECT checkpoint_id, task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
+       WHERE thread_id = @threadId AND checkpoint_ns = @ns AND checkpoint_id IN (SELECT value FROM json_each(@ids))
+       ORDER BY checkpoint_id, task_path, task_id, idx`,
     );
     // Many versions' own rows in one statement: the pairs come as JSON, each found by the key.
     this.blobsStatement = db.prepare<[{ threadId: string; ns: string; pairs: string }], BlobColumns & { channel: string }>(
@@ -447,20 +449,69 @@ export class CheckpointStore {
     }
   }
 
-  /** The chunks of the channel's item log holding any item in [start, end), in order. */
+  /**
+   * The chunks of the channel's item log holding any item in [start, end), in order, each
+   * reference (see item-refs.ts) replaced by the item it stands for: a chunk is resolved once,
+   * and kept resolved in the cache, so a read of many versions resolves no item twice.
+   */
   logChunks(at: ThreadNamespace, channel: string, start: number, end: number): LogChunk[] {
+    return this.readChunks(at, channel, start, end, true);
+  }
+
+  /** The chunks holding [start, end), resolved (see logChunks), or as stored, when a chunk holding references is refused (a reference's target). */
+  private readChunks(at: ThreadNamespace, channel: string, start: number, end: number, resolve: boolean): LogChunk[] {
     const key = { threadId: at.threadId, ns: at.ns, channel };
     const bounds = this.chunkBoundsStatement.all({ ...key, start, end });
     const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
-    const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
-    if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
-    const chunks = (
-      bounds.length === 1
-        ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!]
-        : this.chunksStatement.all({ ...key, start, end })
-    ).map(unpackChunk);
-    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
-    return chunks;
+    let chunks = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
+    if (!chunks.every((chunk) => chunk !== undefined)) {
+      const read = (
+        bounds.length === 1
+          ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!]
+          : this.chunksStatement.all({ ...key, start, end })
+      ).map(unpackChunk);
+      chunks = read.map((chunk) => (resolve && holdsRefs(chunk) ? this.resolveChunk(at, channel, chunk) : chunk));
+      chunks.forEach((chunk) => this.chunkCache.set(`${prefix}${chunk!.start_seq}-${chunk!.end_seq}`, chunk!));
+    }
+    if (!resolve) {
+      const holding = chunks.find((chunk) => resolvedChunks.has(chunk!) || holdsRefs(chunk!));
+      if (holding)
+        throw new Error(
+          `The item log of channel ${channel} holds references at ${holding.start_seq}–${holding.end_seq}, which a reference points to`,
+        );
+    }
+    return chunks as LogChunk[];
+  }
+
+  /** The chunk with each reference replaced by the item it stands for, its targets read from their logs (one query a log). */
+  private resolveChunk(at: ThreadNamespace, channel: string, chunk: LogChunk): LogChunk {
+    const items = LogItems.locate(channel, [chunk], [[chunk.start_seq, chunk.end_seq]]).encoded();
+    const refs = items.map((item) => (item.type === ITEM_REF_TYPE ? parseItemRef(item.bytes) : undefined));
+    const seqsByLog = new Map<string, Set<number>>();
+    for (const ref of refs) {
+      if (!ref) continue;
+      let seqs = seqsByLog.get(ref.channel);
+      if (!seqs) seqsByLog.set(ref.channel, (seqs = new Set()));
+      seqs.add(ref.seq);
+    }
+    const targets = new Map<string, EncodedItem>();
+    for (const [log, seqSet] of seqsByLog) {
+      const seqs = [...seqSet].sort((a, b) => a - b);
+      const ranges: SeqRange[] = [];
+      for (const seq of seqs) pushSeq(ranges, seq);
+      const chunks = this.readChunks(at, log, seqs[0]!, seqs[seqs.length - 1]! + 1, false);
+      LogItems.locate(log, chunks, ranges)
+        .encoded()
+        .forEach((target, i) => targets.set(`${log}\u0000${seqs[i]}`, target));
+    }
+    const resolved = items.map((item, i) => {
+      const ref = refs[i];
+      return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
+    });
+    const { start, end, ...columns } = chunkColumns(chunk.start_seq, resolved);
+    const resolvedChunk: LogChunk = { start_seq: start, end_seq: end, ...columns };
+    resolvedChunks.add(resolvedChunk);
+    return resolvedChunk;
   }
 
   insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {
@@ -473,6 +524,26 @@ export class CheckpointStore {
     return channel === undefined
       ? this.writesStatement.all(at.threadId, at.ns, checkpointId)
       : this.channelWritesStatement.all(at.threadId, at.ns, checkpointId, channel);
+  }
+
+  /** The pending writes of several checkpoints of the namespace, by checkpoint, each's in `writesSortKey` order. */
+  writesOf(at: ThreadNamespace, checkpointIds: readonly string[]): Map<string, WriteRow[]> {
+    const byCheckpoint = new Map<string, WriteRow[]>();
+    if (checkpointIds.length === 1) {
+      byCheckpoint.set(checkpointIds[0]!, this.writes(at, checkpointIds[0]!));
+      return byCheckpoint;
+    }
+    if (checkpointIds.length === 0) return byCheckpoint;
+    for (const { checkpoint_id, ...write } of this.pageWritesStatement.all({
+      threadId: at.threadId,
+      ns: at.ns,
+      ids: JSON.stringify(checkpointIds),
+    })) {
+      const writes = byCheckpoint.get(checkpoint_id);
+      if (writes) writes.push(write);
+      else byCheckpoint.set(checkpoint_id, [write]);
+    }
+    return byCheckpoint;
   }
 
   /** One channel version's own row (not its base chain), if stored. */
