@@ -988,7 +988,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     if (value.kind === "input") return this.decodeInput(value);
     if (value.kind === "log" && this.sync && value.items.allJson) {
       const { items } = value;
-      const decoded = this.sync.loadsJsonArray(items.jsonArrayText());
+      const decoded = this.sync.loadsJsonArray(items.jsonArrayText(), (i) => utf8(items.at(i).bytes));
       const remember = (values: unknown[]): unknown[] => {
         values.forEach((item, i) => {
           if (isObject(item)) this.codec.remember(item, items.at(i));
