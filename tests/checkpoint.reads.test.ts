@@ -3,8 +3,9 @@ import type { RunnableConfig } from "@langchain/core/runnables";
 import type { BaseCheckpointSaver, CheckpointListOptions, CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { putThread } from "../bench/fixtures.js";
+import { SqliteCheckpointQueries } from "../src/store/sqlite/checkpoint-queries.js";
 import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 import { sharedTempDir } from "./helpers/workspace.js";
 
@@ -84,6 +85,41 @@ describe("SqliteCheckpointSaver reads, against the stock SqliteSaver holding the
       expect(ten).toBe(two);
       // Begin, the checkpoint's row, its channel versions, its pending writes, the item log chunks of its messages and of their writes, commit.
       expect(await count(() => counted.getTuple(thread("long")))).toBeLessThanOrEqual(8);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("checkpoint queries (status, a run's bookkeeping) prepare each statement once, not on every call", async () => {
+    const db = new Database(path(), { readonly: true });
+    const prepare = vi.spyOn(db, "prepare");
+    const queries = new SqliteCheckpointQueries(db);
+    const latest = (await stock.getTuple(thread("small")))!.config.configurable!.checkpoint_id as string;
+    const readAll = async () => [
+      await queries.latestCheckpointId("small"),
+      await queries.plainChannels("small", ["round", "task"]),
+      await queries.plainChannels("small", ["round"], latest),
+      await queries.checkpointsWithPrefix("small", latest.slice(0, 8)),
+      await queries.rootCheckpointIdsWithPrefix("small", latest.slice(0, 8), 3),
+      await queries.rootCheckpointCounts(),
+      await queries.allCheckpointIds("small"),
+      await queries.parentLinks("small", ""),
+    ];
+    try {
+      const first = await readAll();
+      expect(first[0]).toBe(latest);
+      expect(first[1]).toEqual({ round: 7, task: { thread: "small", step: 7, note: "step 7 of small" } });
+      expect(first[5]).toEqual(
+        new Map([
+          ["long", 40],
+          ["small", 8],
+          ["mid", 15],
+        ]),
+      );
+      expect(prepare).toHaveBeenCalled();
+      prepare.mockClear();
+      expect(await readAll()).toEqual(first);
+      expect(prepare).not.toHaveBeenCalled();
     } finally {
       db.close();
     }

@@ -820,11 +820,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     return value?.kind === "list" ? value.list : undefined;
   }
 
-  /**
-   * The stored tuples of checkpoints (their rows read in this transaction), in order: the channel
-   * versions and pending writes of a thread namespace's checkpoints in one statement each, every
-   * version read once however many of the checkpoints hold it, each item log once (see LogReader).
-   */
+  /** The stored tuples of checkpoints (their rows read in this transaction), in order: a thread namespace's at a time (see readNamespaceTuples). */
   private readStoredTuples(rows: readonly CheckpointRow[]): StoredTuple[] {
     const byNamespace = new Map<string, CheckpointRow[]>();
     for (const row of rows) {
@@ -836,59 +832,64 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     const tuples = new Map<CheckpointRow, StoredTuple>();
     for (const group of byNamespace.values()) {
       const at = { threadId: group[0]!.thread_id, ns: group[0]!.checkpoint_ns };
-      const versionsOf = group.map((row) => JSON.parse(row.channel_versions) as ChannelVersions);
-      const pairs = new Map<string, [string, string]>();
-      for (const versions of versionsOf) {
-        for (const [channel, version] of Object.entries(versions))
-          pairs.set(`${channel}\u0000${String(version)}`, [channel, String(version)]);
-      }
-      const links = this.store.blobs(at, [...pairs.values()]);
-      const writes = this.store.writesOf(
-        at,
-        group.map((row) => row.checkpoint_id),
-      );
-      // What the versions and writes refer to in item logs, declared first: each log is read once.
-      const logs = this.logReader(at.threadId);
-      const refsOf = (data: Uint8Array): LogRef[] => {
-        const refs = JSON.parse(utf8(data)) as LogRef[];
-        for (const [ns, channel, start, end] of refs) logs.want(ns, channel, [[start, end]]);
-        return refs;
-      };
-      const objectRefs = new Map<string, ObjectRefs>();
-      for (const [key, [channel]] of pairs) {
-        const record = links.get(key)?.record;
-        if (record?.kind === "items") logs.want(at.ns, channel, record.ranges);
-        if (record?.kind === "value" && record.type === OBJECT_REFS_TYPE) {
-          const refs = JSON.parse(utf8(record.data)) as ObjectRefs;
-          for (const logRefs of Object.values(refs.props)) for (const [ns, log, start, end] of logRefs) logs.want(ns, log, [[start, end]]);
-          objectRefs.set(key, refs);
-        }
-      }
-      const refsOfWrite = new Map<WriteRow, LogRef[]>();
-      for (const rows of writes.values())
-        for (const write of rows) if (write.type === LOG_REFS_TYPE) refsOfWrite.set(write, refsOf(write.value));
-      const values = new Map<string, StoredValue | undefined>();
-      for (const [key, [channel, version]] of pairs) {
-        values.set(key, this.storedValueOf(at, channel, version, links.get(key), logs, objectRefs.get(key)));
-      }
-      group.forEach((row, i) => {
-        const channelValues = new Map<string, StoredValue>();
-        for (const [channel, version] of Object.entries(versionsOf[i]!)) {
-          const value = values.get(`${channel}\u0000${String(version)}`);
-          if (value) channelValues.set(channel, value);
-        }
-        tuples.set(row, {
-          row,
-          channelVersions: versionsOf[i]!,
-          values: channelValues,
-          writes: (writes.get(row.checkpoint_id) ?? []).map((write) => {
-            const refs = refsOfWrite.get(write);
-            return refs ? { ...write, items: this.readRefs(logs, refs) } : write;
-          }),
-        });
-      });
+      this.readNamespaceTuples(at, group).forEach((tuple, i) => tuples.set(group[i]!, tuple));
     }
     return rows.map((row) => tuples.get(row)!);
+  }
+
+  /**
+   * The stored tuples of checkpoints of one thread namespace: their channel versions and their
+   * pending writes in one statement each, every version read once however many of the
+   * checkpoints hold it, and each item log they refer to once (its ranges declared first, see LogReader).
+   */
+  private readNamespaceTuples(at: ThreadNamespace, rows: readonly CheckpointRow[]): StoredTuple[] {
+    const versionsOf = rows.map((row) => JSON.parse(row.channel_versions) as ChannelVersions);
+    const pairs = new Map<string, [string, string]>();
+    for (const versions of versionsOf) {
+      for (const [channel, version] of Object.entries(versions))
+        pairs.set(`${channel}\u0000${String(version)}`, [channel, String(version)]);
+    }
+    const links = this.store.blobs(at, [...pairs.values()]);
+    const writes = this.store.writesOf(
+      at,
+      rows.map((row) => row.checkpoint_id),
+    );
+    const logs = this.logReader(at.threadId);
+    const wantRefs = (refs: readonly LogRef[]) => {
+      for (const [ns, channel, start, end] of refs) logs.want(ns, channel, [[start, end]]);
+    };
+    const objectRefs = new Map<string, ObjectRefs>();
+    for (const [key, [channel]] of pairs) {
+      const record = links.get(key)?.record;
+      if (record?.kind === "items") logs.want(at.ns, channel, record.ranges);
+      if (record?.kind === "value" && record.type === OBJECT_REFS_TYPE) {
+        const refs = JSON.parse(utf8(record.data)) as ObjectRefs;
+        Object.values(refs.props).forEach(wantRefs);
+        objectRefs.set(key, refs);
+      }
+    }
+    const writeRefs = new Map<WriteRow, LogRef[]>();
+    for (const write of [...writes.values()].flat()) {
+      if (write.type !== LOG_REFS_TYPE) continue;
+      const refs = JSON.parse(utf8(write.value)) as LogRef[];
+      wantRefs(refs);
+      writeRefs.set(write, refs);
+    }
+    const values = new Map<string, StoredValue | undefined>();
+    for (const [key, [channel, version]] of pairs)
+      values.set(key, this.storedValueOf(at, channel, version, links.get(key), logs, objectRefs.get(key)));
+    return rows.map((row, i) => {
+      const channelValues = new Map<string, StoredValue>();
+      for (const [channel, version] of Object.entries(versionsOf[i]!)) {
+        const value = values.get(`${channel}\u0000${String(version)}`);
+        if (value) channelValues.set(channel, value);
+      }
+      const ownWrites = (writes.get(row.checkpoint_id) ?? []).map((write) => {
+        const refs = writeRefs.get(write);
+        return refs ? { ...write, items: this.readRefs(logs, refs) } : write;
+      });
+      return { row, channelVersions: versionsOf[i]!, values: channelValues, writes: ownWrites };
+    });
   }
 
   private readValue(at: ThreadNamespace, channel: string, version: string): StoredValue | undefined {
@@ -944,7 +945,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
       channelVersions: stored.channelVersions,
       values: [...stored.values].map(
         ([channel, value]) =>
-          [channel, value.kind === "value" ? this.decodeChannel(value).then(({ value }) => value) : this.decodeValue(value)] as const,
+          [channel, value.kind === "value" ? this.decodeChannel(value).then((decoded) => decoded.value) : this.decodeValue(value)] as const,
       ),
       onSettled: (channel, item) => {
         const value = stored.values.get(channel)!;
