@@ -116,8 +116,8 @@ export class LogItems {
 interface LogSpan {
   readonly ns: string;
   readonly channel: string;
-  start: number;
-  end: number;
+  readonly start: number;
+  readonly end: number;
   chunks?: readonly LogChunk[];
 }
 
