@@ -5,6 +5,7 @@ import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it, vi } from "vitest";
 import { putThread } from "../bench/fixtures.js";
+import type { KnownList } from "../src/checkpoint/history-reader.js";
 import { SqliteCheckpointQueries } from "../src/store/sqlite/checkpoint-queries.js";
 import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 import { sharedTempDir } from "./helpers/workspace.js";
@@ -127,6 +128,38 @@ describe("SqliteCheckpointSaver reads, against the stock SqliteSaver holding the
 });
 
 describe("SqliteCheckpointSaver item references", () => {
+  it("resolves what a history read asks of a chunk, whole or in part, as a whole read of the version does", async () => {
+    const path = join(directory.path, "history.db");
+    const writer = new SqliteCheckpointSaver(path);
+    await putThread([writer], "h", 12, { messageEvery: 1, messageBytes: 300 });
+    writer.close();
+    const fresh = () => new SqliteCheckpointSaver(path);
+    const versions: string[] = [];
+    const whole = fresh();
+    for await (const entry of whole.history("h")) {
+      const version = String(entry.channelVersions.messages);
+      if (versions.at(-1) !== version) versions.push(version);
+    }
+    const read = (saver: SqliteCheckpointSaver, version: string, known?: KnownList) => {
+      const channel = saver.readChannel("h", "messages", version, known ? { previous: known } : {});
+      if (channel?.kind !== "list") throw new Error(`version ${version} is not a list`);
+      return channel;
+    };
+    const text = (items: readonly { bytes: Uint8Array }[]) => items.map((item) => Buffer.from(item.bytes).toString("utf8"));
+    const last = read(whole, versions.at(-1)!);
+    expect(last.items.length).toBe(11);
+    expect(text(last.items).every((item) => item.startsWith('{"lc":1'))).toBe(true);
+    // Each earlier version as the one held: the later one's new items are read by a reader that has read nothing else (most lie within a chunk).
+    for (const version of versions.slice(0, -1)) {
+      const held = read(whole, version);
+      const reader = fresh();
+      const later = read(reader, versions.at(-1)!, { items: held.items, ...(held.ranges ? { ranges: held.ranges } : {}) });
+      reader.close();
+      expect(text(later.items)).toEqual(text(last.items));
+    }
+    whole.close();
+  });
+
   it("refuses a reference whose target holds references (a damaged store), naming the log, instead of following it", async () => {
     const path = join(directory.path, "damaged.db");
     const writer = new SqliteCheckpointSaver(path);

@@ -60,12 +60,16 @@ export interface ChunkColumns {
 
 const COMMA = Buffer.from(",");
 
-/** Chunks whose references were resolved (see CheckpointStore.logChunks): they held references as stored. */
-const resolvedChunks = new WeakSet<LogChunk>();
+/** Whether each chunk read holds any reference to another log's item (see item-refs.ts), found once. */
+const refsHeld = new WeakMap<LogChunk, boolean>();
 
-/** Whether the chunk holds any reference to another log's item (see item-refs.ts). */
 function holdsRefs(chunk: LogChunk): boolean {
-  return chunk.types !== null && (JSON.parse(chunk.types) as string[]).includes(ITEM_REF_TYPE);
+  let holds = refsHeld.get(chunk);
+  if (holds === undefined) {
+    holds = chunk.types !== null && (JSON.parse(chunk.types) as string[]).includes(ITEM_REF_TYPE);
+    refsHeld.set(chunk, holds);
+  }
+  return holds;
 }
 
 /** A new chunk of `items`, the first at `start`. */
@@ -451,41 +455,64 @@ export class CheckpointStore {
 
   /**
    * The chunks of the channel's item log holding any item in [start, end), in order, each
-   * reference (see item-refs.ts) replaced by the item it stands for: a chunk is resolved once,
-   * and kept resolved in the cache, so a read of many versions resolves no item twice.
+   * reference (see item-refs.ts) replaced by the item it stands for. A chunk read whole is
+   * resolved whole and kept so (a `list` page or `getTuple` reads a list's every item, version
+   * after version): no item is resolved twice. Of a chunk read in part (a history walk reads
+   * each version's new items), only that part is resolved.
    */
   logChunks(at: ThreadNamespace, channel: string, start: number, end: number): LogChunk[] {
-    return this.readChunks(at, channel, start, end, true);
-  }
-
-  /** The chunks holding [start, end), resolved (see logChunks), or as stored, when a chunk holding references is refused (a reference's target). */
-  private readChunks(at: ThreadNamespace, channel: string, start: number, end: number, resolve: boolean): LogChunk[] {
     const key = { threadId: at.threadId, ns: at.ns, channel };
     const bounds = this.chunkBoundsStatement.all({ ...key, start, end });
     const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
-    let chunks = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
-    if (!chunks.every((chunk) => chunk !== undefined)) {
-      const read = (
-        bounds.length === 1
-          ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!]
-          : this.chunksStatement.all({ ...key, start, end })
-      ).map(unpackChunk);
-      chunks = read.map((chunk) => (resolve && holdsRefs(chunk) ? this.resolveChunk(at, channel, chunk) : chunk));
-      chunks.forEach((chunk) => this.chunkCache.set(`${prefix}${chunk!.start_seq}-${chunk!.end_seq}`, chunk!));
-    }
-    if (!resolve) {
-      const holding = chunks.find((chunk) => resolvedChunks.has(chunk!) || holdsRefs(chunk!));
-      if (holding)
-        throw new Error(
-          `The item log of channel ${channel} holds references at ${holding.start_seq}–${holding.end_seq}, which a reference points to`,
-        );
-    }
-    return chunks as LogChunk[];
+    const resolvedKey = (chunk: { start_seq: number; end_seq: number }) => `${prefix}${chunk.start_seq}-${chunk.end_seq}\u0000resolved`;
+    const resolved = bounds.map((bound) => this.chunkCache.get(resolvedKey(bound)));
+    if (resolved.every((chunk) => chunk !== undefined)) return resolved as LogChunk[];
+    const chunks = this.storedChunks(at, channel, start, end, bounds);
+    return chunks.map((chunk, i) => {
+      if (resolved[i]) return resolved[i];
+      if (!holdsRefs(chunk)) return chunk;
+      if (chunk.start_seq < start || chunk.end_seq > end) return this.resolveChunk(at, channel, chunk, start, end);
+      const whole = this.resolveChunk(at, channel, chunk, chunk.start_seq, chunk.end_seq);
+      this.chunkCache.set(resolvedKey(whole), whole);
+      return whole;
+    });
   }
 
-  /** The chunk with each reference replaced by the item it stands for, its targets read from their logs (one query a log). */
-  private resolveChunk(at: ThreadNamespace, channel: string, chunk: LogChunk): LogChunk {
-    const items = LogItems.locate(channel, [chunk], [[chunk.start_seq, chunk.end_seq]]).encoded();
+  /** The chunks holding [start, end) as stored (`bounds`: where they are, when read already), from the cache or else in one statement. */
+  private storedChunks(
+    at: ThreadNamespace,
+    channel: string,
+    start: number,
+    end: number,
+    bounds: readonly { start_seq: number; end_seq: number }[] = this.chunkBoundsStatement.all({
+      threadId: at.threadId,
+      ns: at.ns,
+      channel,
+      start,
+      end,
+    }),
+  ): LogChunk[] {
+    const key = { threadId: at.threadId, ns: at.ns, channel };
+    const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
+    const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
+    if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
+    const chunks = (
+      bounds.length === 1
+        ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!]
+        : this.chunksStatement.all({ ...key, start, end })
+    ).map(unpackChunk);
+    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
+    return chunks;
+  }
+
+  /**
+   * Items [from, to) of a chunk holding references, as a chunk of their own: each reference
+   * replaced by its target, read from the target's log (one query a log). A target is never a
+   * reference itself: a log holding one where a reference points is refused.
+   */
+  private resolveChunk(at: ThreadNamespace, channel: string, chunk: LogChunk, from: number, to: number): LogChunk {
+    const first = Math.max(from, chunk.start_seq);
+    const items = LogItems.locate(channel, [chunk], [[first, Math.min(to, chunk.end_seq)]]).encoded();
     const refs = items.map((item) => (item.type === ITEM_REF_TYPE ? parseItemRef(item.bytes) : undefined));
     const seqsByLog = new Map<string, Set<number>>();
     for (const ref of refs) {
@@ -499,8 +526,14 @@ export class CheckpointStore {
       const seqs = [...seqSet].sort((a, b) => a - b);
       const ranges: SeqRange[] = [];
       for (const seq of seqs) pushSeq(ranges, seq);
-      const chunks = this.readChunks(at, log, seqs[0]!, seqs[seqs.length - 1]! + 1, false);
-      LogItems.locate(log, chunks, ranges)
+      const logChunks = this.storedChunks(at, log, seqs[0]!, seqs.at(-1)! + 1);
+      const holding = logChunks.find(holdsRefs);
+      if (holding) {
+        throw new Error(
+          `The item log of channel ${log} holds references at ${holding.start_seq}–${holding.end_seq}, which a reference points to`,
+        );
+      }
+      LogItems.locate(log, logChunks, ranges)
         .encoded()
         .forEach((target, i) => targets.set(`${log}\u0000${seqs[i]}`, target));
     }
@@ -508,10 +541,8 @@ export class CheckpointStore {
       const ref = refs[i];
       return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
     });
-    const { start, end, ...columns } = chunkColumns(chunk.start_seq, resolved);
-    const resolvedChunk: LogChunk = { start_seq: start, end_seq: end, ...columns };
-    resolvedChunks.add(resolvedChunk);
-    return resolvedChunk;
+    const { start, end, ...columns } = chunkColumns(first, resolved);
+    return { start_seq: start, end_seq: end, ...columns };
   }
 
   insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {
