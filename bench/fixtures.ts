@@ -6,9 +6,12 @@
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
+import { AIMessage, type BaseMessage } from "@langchain/core/messages";
+import type { RunnableConfig } from "@langchain/core/runnables";
+import { messagesStateReducer } from "@langchain/langgraph";
+import { uuid6, type BaseCheckpointSaver, type Checkpoint, type PendingWrite } from "@langchain/langgraph-checkpoint";
 import Database from "better-sqlite3";
 import pg from "pg";
-import { uuid6, type Checkpoint } from "@langchain/langgraph-checkpoint";
 import { withStore } from "../src/store/store.js";
 import { packageRoot } from "../src/package.js";
 import { runGraph } from "../src/index.js";
@@ -167,4 +170,54 @@ export async function writeLongThread(db: string, threadId: string, checkpoints:
     }
     await store.threads.markEnded(threadId, "finished");
   });
+}
+
+/** A thread's checkpoint `i`: a message list (a message added every `messageEvery` checkpoints), a counter and a small object. */
+function threadCheckpoint(threadId: string, i: number, messages: readonly BaseMessage[]): Checkpoint {
+  return {
+    v: 4,
+    id: uuid6(i),
+    ts: new Date(Date.UTC(2026, 0, 1, 0, 0, i)).toISOString(),
+    channel_values: { messages: messages.slice(), round: i, task: { thread: threadId, step: i, note: `step ${i} of ${threadId}` } },
+    channel_versions: { messages: messages.length + 1, round: i + 1, task: i + 1 },
+    versions_seen: { agent: { round: i } },
+  };
+}
+
+/**
+ * Puts the same thread of `checkpoints` checkpoints into each saver through put and putWrites, as
+ * LangGraph does a loop's: each step's task writes its pending writes (a new message of
+ * `messageBytes` characters every `messageEvery` steps, and the counter) on the checkpoint it ran
+ * from, then the next checkpoint takes them in (the messages reducer gives the message its id).
+ */
+export async function putThread(
+  savers: readonly BaseCheckpointSaver[],
+  threadId: string,
+  checkpoints: number,
+  { messageEvery, messageBytes }: { messageEvery: number; messageBytes: number },
+): Promise<void> {
+  const configs = savers.map(() => ({ configurable: { thread_id: threadId, checkpoint_ns: "" } }) as RunnableConfig);
+  let messages: BaseMessage[] = [];
+  let versions: Record<string, number> = {};
+  for (let i = 0; i < checkpoints; i++) {
+    if (i > 0) {
+      const writes: PendingWrite[] = [["round", i]];
+      if (i % messageEvery === 0) {
+        const message = new AIMessage(
+          `step ${i}: ${"the quick brown fox jumps over the lazy dog. ".repeat(Math.ceil(messageBytes / 44))}`.slice(0, messageBytes),
+        );
+        writes.unshift(["messages", [message]]);
+        messages = messagesStateReducer(messages, [message]);
+      }
+      for (const [j, saver] of savers.entries()) await saver.putWrites(configs[j]!, writes, `task-${threadId}-${i}`);
+    }
+    const checkpoint = threadCheckpoint(threadId, i, messages);
+    const newVersions = Object.fromEntries(
+      Object.entries(checkpoint.channel_versions).filter(([channel, version]) => versions[channel] !== version),
+    );
+    versions = checkpoint.channel_versions as Record<string, number>;
+    for (const [j, saver] of savers.entries()) {
+      configs[j] = await saver.put(configs[j]!, checkpoint, { source: "loop", step: i, parents: {} }, newVersions);
+    }
+  }
 }

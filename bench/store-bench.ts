@@ -7,6 +7,9 @@
  *   thread's last root checkpoints copied through put/putWrites: stock's getTuple reads one row);
  * - get_tuple_5000_strings: getTuple of a list channel of 5,000 20-byte strings, built by the same
  *   sequence of puts in both;
+ * - list_limit10_small_thread / get_tuple_small_thread: `list({limit: 10})` and `getTuple` of a
+ *   10-checkpoint thread in a store that also holds a 1,000- and a 5,000-checkpoint thread, the
+ *   same checkpoints and pending writes put into both savers; timed interleaved;
  * - write_5000_string_appends: a graph of N steps each appending one 20-byte string (5,000 with --full);
  * - store_bytes_100_turns: the checkpoint-bench workload (a 1 KB message per turn), 100 turns;
  * - store_growth_per_round / rss_growth_1000_rounds / rss_peak_1000_rounds: a loop of 1000 rounds
@@ -19,14 +22,15 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
+import { isDeepStrictEqual } from "node:util";
 import { HumanMessage } from "@langchain/core/messages";
 import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { uuid6, type BaseCheckpointSaver, type Checkpoint, type CheckpointTuple, type PendingWrite } from "@langchain/langgraph-checkpoint";
 import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
-import { loopThread } from "./fixtures.js";
-import { FULL, median, report } from "./lib.js";
+import { loopThread, putThread } from "./fixtures.js";
+import { FULL, interleavedMs, median, report, type PairedFigures } from "./lib.js";
 
 interface OpenSaver {
   saver: BaseCheckpointSaver;
@@ -148,6 +152,76 @@ async function getTuple5000Strings(directory: string): Promise<void> {
     const stockMs = await medianAsync(31, () => savers.stock.saver.getTuple(config));
     const ourMs = await medianAsync(31, () => savers.ours.saver.getTuple(config));
     report({ name: "get_tuple_5000_strings", ours: ourMs, anchor: stockMs, unit: "ms", maxRatio: 1.0, note: `${puts} puts of ${perPut}` });
+  } finally {
+    savers.stock.close();
+    savers.ours.close();
+  }
+}
+
+/** `fn` called `times` times, one after the other: a sample long enough for the timer and a garbage collection's share. */
+function repeat(times: number, fn: () => Promise<unknown>): () => Promise<void> {
+  return async () => {
+    for (let i = 0; i < times; i++) await fn();
+  };
+}
+
+/** Figures of samples of `calls` calls each, per call. */
+function perCall(calls: number, figures: PairedFigures): PairedFigures {
+  return { ...figures, ours: figures.ours / calls, anchor: figures.anchor / calls };
+}
+
+/** `list({limit: 10})` and `getTuple` of a 10-checkpoint thread among a 1,000- and a 5,000-checkpoint thread. */
+async function smallThreadReads(directory: string): Promise<void> {
+  const savers = { stock: openStock(join(directory, "small-stock.db")), ours: openOurs(join(directory, "small-ours.db")) };
+  try {
+    const both = [savers.stock.saver, savers.ours.saver];
+    await putThread(both, "long-5000", 5000, { messageEvery: 50, messageBytes: 200 });
+    await putThread(both, "long-1000", 1000, { messageEvery: 10, messageBytes: 200 });
+    await putThread(both, "small", 10, { messageEvery: 1, messageBytes: 1024 });
+    const config = { configurable: { thread_id: "small", checkpoint_ns: "" } };
+    const listAll = async (saver: BaseCheckpointSaver): Promise<CheckpointTuple[]> => {
+      const tuples: CheckpointTuple[] = [];
+      for await (const tuple of saver.list(config, { limit: 10 })) tuples.push(tuple);
+      return tuples;
+    };
+    if (!isDeepStrictEqual(await listAll(savers.stock.saver), await listAll(savers.ours.saver))) {
+      throw new Error("the savers listed different tuples");
+    }
+    const rounds = 41;
+    // Warm-up, unmeasured: both savers' first reads (statements prepared, caches filled, code compiled).
+    for (let i = 0; i < 5; i++) {
+      for (const { saver } of Object.values(savers)) await Promise.all([listAll(saver), saver.getTuple(config)]);
+    }
+    const list = perCall(
+      2,
+      await interleavedMs(
+        rounds,
+        repeat(2, () => listAll(savers.ours.saver)),
+        repeat(2, () => listAll(savers.stock.saver)),
+      ),
+    );
+    report({
+      name: "list_limit10_small_thread",
+      ...list,
+      unit: "ms",
+      maxRatio: 1.5,
+      note: "10 of 10 checkpoints; the store also holds 1,000- and 5,000-checkpoint threads",
+    });
+    const get = perCall(
+      20,
+      await interleavedMs(
+        rounds,
+        repeat(20, () => savers.ours.saver.getTuple(config)),
+        repeat(20, () => savers.stock.saver.getTuple(config)),
+      ),
+    );
+    report({
+      name: "get_tuple_small_thread",
+      ...get,
+      unit: "ms",
+      maxRatio: 1.5,
+      note: "10 checkpoints; the store also holds 1,000- and 5,000-checkpoint threads",
+    });
   } finally {
     savers.stock.close();
     savers.ours.close();
@@ -318,6 +392,7 @@ async function main(): Promise<void> {
     await writeStringAppends(directory);
     await storeBytes100Turns(directory);
     await getTupleLongThread(directory);
+    await smallThreadReads(directory);
     await loopRows(directory);
   } finally {
     rmSync(directory, { recursive: true, force: true });

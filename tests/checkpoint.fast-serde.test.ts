@@ -78,4 +78,34 @@ describe("the synchronous serializer", () => {
       expect(text([encoded.type, encoded.bytes])).toBe(text(await serde.dumpsTyped(value)));
     }
   });
+
+  it("reads list items as JsonPlusSerializer reads each: messages loaded from their own text, or revived below first where that changes them", async () => {
+    const message = (fields: Record<string, unknown>) => new AIMessage({ id: "m1", content: "hello", ...fields });
+    const items = [
+      message({}),
+      // A second "lc" (a string here, a record below) or a "__proto__" key: revived as the serde does, below first.
+      message({ content: '"lc"' }),
+      message({ additional_kwargs: { seen: new Set(["a"]), gone: undefined } }),
+      new HumanMessage({ content: [{ type: "text", text: "hi" }], additional_kwargs: { nested: new AIMessage("inner") } }),
+      { plain: [1, { lc: 3 }] },
+      "text",
+    ];
+    const texts = await Promise.all(items.map(async (item) => (await serde.dumpsTyped(item))[1]));
+    // A key "__proto__" only JSON text holds: the serde's reviver makes it the object's prototype.
+    const withProto = JSON.parse(Buffer.from(texts[0]!).toString("utf8")) as { kwargs: Record<string, unknown> };
+    withProto.kwargs.additional_kwargs = JSON.parse('{"__proto__": {"x": 1}}');
+    const bytes = [...texts, Buffer.from(JSON.stringify(withProto), "utf8")];
+    const expected = await Promise.all(bytes.map((item) => serde.loadsTyped("json", item)));
+    const arrayText = `[${bytes.map((item) => Buffer.from(item).toString("utf8")).join(",")}]`;
+    for (const read of [
+      await Promise.all(sync.loadsJsonItems(bytes)),
+      await Promise.all(sync.loadsJsonArray(arrayText, (i) => Buffer.from(bytes[i]!).toString("utf8"))),
+      await Promise.all(sync.loadsJsonArray(arrayText)),
+    ]) {
+      expect(read).toStrictEqual(expected);
+      read.forEach((item, i) => expect(Object.getPrototypeOf(item)).toBe(Object.getPrototypeOf(expected[i])));
+      const kwargs = (item: unknown) => Object.getPrototypeOf((item as { additional_kwargs: object }).additional_kwargs) as unknown;
+      expect(kwargs(read.at(-1))).toBe(kwargs(expected.at(-1)));
+    }
+  });
 });

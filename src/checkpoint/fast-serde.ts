@@ -18,8 +18,11 @@ export interface SyncSerializer {
    */
   dumpsTypedSync(value: unknown): [string, Uint8Array] | undefined;
   loadsJsonItems(texts: readonly Uint8Array[]): unknown[];
-  /** The items of a JSON array's text, revived as `loadsJsonItems` does. */
-  loadsJsonArray(text: string): unknown[];
+  /**
+   * The items of a JSON array's text, revived as `loadsJsonItems` does; `itemText(i)`, when
+   * given, is item i's own text (a LangChain object may then be loaded from it, see reviveItem).
+   */
+  loadsJsonArray(text: string, itemText?: (index: number) => string): unknown[];
 }
 
 /** A serializer that offers `syncSerializer()` (a wrapper around one that has it, see redactingSerializer). */
@@ -73,9 +76,9 @@ const JSON_PLUS_SYNC: SyncSerializer = {
     if (isPlainJson(value, 0)) return ["json", Buffer.from(JSON.stringify(value), "utf8")];
     return undefined;
   },
-  loadsJsonArray(text) {
+  loadsJsonArray(text, itemText) {
     const parsed = JSON.parse(text) as unknown[];
-    return parsed.map(revive);
+    return itemText ? parsed.map((item, i) => reviveItem(item, () => itemText(i))) : parsed.map(revive);
   },
   loadsJsonItems(texts) {
     if (texts.length === 0) return [];
@@ -91,9 +94,28 @@ const JSON_PLUS_SYNC: SyncSerializer = {
     });
     joined[offset++] = 0x5d; // ]
     const parsed = JSON.parse(joined.toString("utf8", 0, offset)) as unknown[];
-    return parsed.map(revive);
+    return parsed.map((item, i) =>
+      reviveItem(item, () => Buffer.from(texts[i]!.buffer, texts[i]!.byteOffset, texts[i]!.byteLength).toString("utf8")),
+    );
   },
 };
+
+/**
+ * An item (a list's, parsed from `text`) revived as `revive` does. A LangChain object (a message)
+ * whose text has no "lc" key below its top and no "__proto__" key is loaded from that text: the
+ * walk below it would only copy it, and write the copy out again for `load` to parse.
+ */
+function reviveItem(item: unknown, text: () => string): unknown {
+  if (item !== null && typeof item === "object" && !Array.isArray(item)) {
+    const record = item as Record<string, unknown>;
+    if (record.lc === 1 && record.type === "constructor" && Array.isArray(record.id)) {
+      const own = text();
+      const first = own.indexOf('"lc"');
+      if (first >= 0 && own.indexOf('"lc"', first + 1) < 0 && !own.includes('"__proto__"')) return load(own);
+    }
+  }
+  return revive(item);
+}
 
 /**
  * JsonPlusSerializer's reviver, synchronous wherever it can be: values are rebuilt bottom-up the

@@ -235,7 +235,7 @@ export function redactingSerializer(inner: SerializerProtocol, secrets: readonly
             return dumped && redact(dumped);
           },
           loadsJsonItems: (texts) => sync.loadsJsonItems(texts),
-          loadsJsonArray: (text) => sync.loadsJsonArray(text),
+          loadsJsonArray: (text, itemText) => sync.loadsJsonArray(text, itemText),
         }
       );
     },

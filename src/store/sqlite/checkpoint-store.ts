@@ -1,10 +1,12 @@
 import { deflateRawSync, inflateRawSync } from "node:zlib";
 import type Database from "better-sqlite3";
 import { frameItems, unframeItems, type EncodedItem } from "../../checkpoint/item-framing.js";
-import { decodeRanges, encodeRanges, type ListRow, type SeqRange } from "../../checkpoint/list-history.js";
+import { decodeRanges, encodeRanges, pushSeq, type ListRow, type SeqRange } from "../../checkpoint/list-history.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
 import type { CheckpointColumns } from "../../checkpoint/history-reader.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
+import { applyItemRef, ITEM_REF_TYPE, parseItemRef } from "./item-refs.js";
+import { LogItems, type LogChunk } from "./log-items.js";
 
 export interface CheckpointRow extends CheckpointColumns {
   thread_id: string;
@@ -57,6 +59,18 @@ export interface ChunkColumns {
 }
 
 const COMMA = Buffer.from(",");
+
+/** Whether each chunk read holds any reference to another log's item (see item-refs.ts), found once. */
+const refsHeld = new WeakMap<LogChunk, boolean>();
+
+function holdsRefs(chunk: LogChunk): boolean {
+  let holds = refsHeld.get(chunk);
+  if (holds === undefined) {
+    holds = chunk.types !== null && (JSON.parse(chunk.types) as string[]).includes(ITEM_REF_TYPE);
+    refsHeld.set(chunk, holds);
+  }
+  return holds;
+}
 
 /** A new chunk of `items`, the first at `start`. */
 function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumns {
@@ -122,20 +136,6 @@ interface BlobColumns {
   keep: number | null;
 }
 
-/**
- * A chunk of a list channel's item log: items [start_seq, end_seq). `data` is their bytes joined
- * by commas (so that, when every item is JSON, `[` data `]` is the JSON array of the items), `ends`
- * each item's end offset in `data` (u32 LE), `types` their types as a JSON array, or null when
- * every item is JSON.
- */
-export interface LogChunk {
-  start_seq: number;
-  end_seq: number;
-  data: Uint8Array;
-  ends: Uint8Array;
-  types: string | null;
-}
-
 /** A chunk's row: its data compressed when `codec` says so (see `packChunk`). */
 export type StoredChunk = LogChunk & { codec: string | null };
 
@@ -188,6 +188,7 @@ export class CheckpointStore {
   private readonly replaceWriteStatement;
   private readonly writesStatement;
   private readonly channelWritesStatement;
+  private readonly pageWritesStatement;
   private readonly deleteStatements;
   private readonly historyPageStatement;
   private readonly blobsStatement;
@@ -271,6 +272,11 @@ export class CheckpointStore {
     this.channelWritesStatement = db.prepare<[string, string, string, string], WriteRow>(
       `SELECT task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
        WHERE thread_id = ? AND checkpoint_ns = ? AND checkpoint_id = ? AND channel = ? ORDER BY task_path, task_id, idx`,
+    );
+    this.pageWritesStatement = db.prepare<[{ threadId: string; ns: string; ids: string }], WriteRow & { checkpoint_id: string }>(
+      `SELECT checkpoint_id, task_id, task_path, idx, channel, type, value FROM loopgraph_checkpoint_writes
+       WHERE thread_id = @threadId AND checkpoint_ns = @ns AND checkpoint_id IN (SELECT value FROM json_each(@ids))
+       ORDER BY checkpoint_id, task_path, task_id, idx`,
     );
     // Many versions' own rows in one statement: the pairs come as JSON, each found by the key.
     this.blobsStatement = db.prepare<[{ threadId: string; ns: string; pairs: string }], BlobColumns & { channel: string }>(
@@ -447,10 +453,46 @@ export class CheckpointStore {
     }
   }
 
-  /** The chunks of the channel's item log holding any item in [start, end), in order. */
+  /**
+   * The chunks of the channel's item log holding any item in [start, end), in order, each
+   * reference (see item-refs.ts) replaced by the item it stands for. A chunk read whole is
+   * resolved whole and kept so (a `list` page or `getTuple` reads a list's every item, version
+   * after version): no item is resolved twice. Of a chunk read in part (a history walk reads
+   * each version's new items), only that part is resolved.
+   */
   logChunks(at: ThreadNamespace, channel: string, start: number, end: number): LogChunk[] {
     const key = { threadId: at.threadId, ns: at.ns, channel };
     const bounds = this.chunkBoundsStatement.all({ ...key, start, end });
+    const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
+    const resolvedKey = (chunk: { start_seq: number; end_seq: number }) => `${prefix}${chunk.start_seq}-${chunk.end_seq}\u0000resolved`;
+    const resolved = bounds.map((bound) => this.chunkCache.get(resolvedKey(bound)));
+    if (resolved.every((chunk) => chunk !== undefined)) return resolved as LogChunk[];
+    const chunks = this.storedChunks(at, channel, start, end, bounds);
+    return chunks.map((chunk, i) => {
+      if (resolved[i]) return resolved[i];
+      if (!holdsRefs(chunk)) return chunk;
+      if (chunk.start_seq < start || chunk.end_seq > end) return this.resolveChunk(at, channel, chunk, start, end);
+      const whole = this.resolveChunk(at, channel, chunk, chunk.start_seq, chunk.end_seq);
+      this.chunkCache.set(resolvedKey(whole), whole);
+      return whole;
+    });
+  }
+
+  /** The chunks holding [start, end) as stored (`bounds`: where they are, when read already), from the cache or else in one statement. */
+  private storedChunks(
+    at: ThreadNamespace,
+    channel: string,
+    start: number,
+    end: number,
+    bounds: readonly { start_seq: number; end_seq: number }[] = this.chunkBoundsStatement.all({
+      threadId: at.threadId,
+      ns: at.ns,
+      channel,
+      start,
+      end,
+    }),
+  ): LogChunk[] {
+    const key = { threadId: at.threadId, ns: at.ns, channel };
     const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
     const cached = bounds.map((bound) => this.chunkCache.get(`${prefix}${bound.start_seq}-${bound.end_seq}`));
     if (cached.every((chunk) => chunk !== undefined)) return cached as LogChunk[];
@@ -463,6 +505,46 @@ export class CheckpointStore {
     return chunks;
   }
 
+  /**
+   * Items [from, to) of a chunk holding references, as a chunk of their own: each reference
+   * replaced by its target, read from the target's log (one query a log). A target is never a
+   * reference itself: a log holding one where a reference points is refused.
+   */
+  private resolveChunk(at: ThreadNamespace, channel: string, chunk: LogChunk, from: number, to: number): LogChunk {
+    const first = Math.max(from, chunk.start_seq);
+    const items = LogItems.locate(channel, [chunk], [[first, Math.min(to, chunk.end_seq)]]).encoded();
+    const refs = items.map((item) => (item.type === ITEM_REF_TYPE ? parseItemRef(item.bytes) : undefined));
+    const seqsByLog = new Map<string, Set<number>>();
+    for (const ref of refs) {
+      if (!ref) continue;
+      let seqs = seqsByLog.get(ref.channel);
+      if (!seqs) seqsByLog.set(ref.channel, (seqs = new Set()));
+      seqs.add(ref.seq);
+    }
+    const targets = new Map<string, EncodedItem>();
+    for (const [log, seqSet] of seqsByLog) {
+      const seqs = [...seqSet].sort((a, b) => a - b);
+      const ranges: SeqRange[] = [];
+      for (const seq of seqs) pushSeq(ranges, seq);
+      const logChunks = this.storedChunks(at, log, seqs[0]!, seqs.at(-1)! + 1);
+      const holding = logChunks.find(holdsRefs);
+      if (holding) {
+        throw new Error(
+          `The item log of channel ${log} holds references at ${holding.start_seq}–${holding.end_seq}, which a reference points to`,
+        );
+      }
+      LogItems.locate(log, logChunks, ranges)
+        .encoded()
+        .forEach((target, i) => targets.set(`${log}\u0000${seqs[i]}`, target));
+    }
+    const resolved = items.map((item, i) => {
+      const ref = refs[i];
+      return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
+    });
+    const { start, end, ...columns } = chunkColumns(first, resolved);
+    return { start_seq: start, end_seq: end, ...columns };
+  }
+
   insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {
     const statement = replaceExisting ? this.replaceWriteStatement : this.keepWriteStatement;
     for (const row of rows) statement.run(row);
@@ -473,6 +555,26 @@ export class CheckpointStore {
     return channel === undefined
       ? this.writesStatement.all(at.threadId, at.ns, checkpointId)
       : this.channelWritesStatement.all(at.threadId, at.ns, checkpointId, channel);
+  }
+
+  /** The pending writes of several checkpoints of the namespace, by checkpoint, each's in `writesSortKey` order. */
+  writesOf(at: ThreadNamespace, checkpointIds: readonly string[]): Map<string, WriteRow[]> {
+    const byCheckpoint = new Map<string, WriteRow[]>();
+    if (checkpointIds.length === 1) {
+      byCheckpoint.set(checkpointIds[0]!, this.writes(at, checkpointIds[0]!));
+      return byCheckpoint;
+    }
+    if (checkpointIds.length === 0) return byCheckpoint;
+    for (const { checkpoint_id, ...write } of this.pageWritesStatement.all({
+      threadId: at.threadId,
+      ns: at.ns,
+      ids: JSON.stringify(checkpointIds),
+    })) {
+      const writes = byCheckpoint.get(checkpoint_id);
+      if (writes) writes.push(write);
+      else byCheckpoint.set(checkpoint_id, [write]);
+    }
+    return byCheckpoint;
   }
 
   /** One channel version's own row (not its base chain), if stored. */

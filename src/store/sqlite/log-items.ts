@@ -1,6 +1,19 @@
-import type { LogChunk } from "./checkpoint-store.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import type { SeqRange } from "../../checkpoint/list-history.js";
+
+/**
+ * A chunk of a list channel's item log: items [start_seq, end_seq). `data` is their bytes joined
+ * by commas (so that, when every item is JSON, `[` data `]` is the JSON array of the items), `ends`
+ * each item's end offset in `data` (u32 LE), `types` their types as a JSON array, or null when
+ * every item is JSON.
+ */
+export interface LogChunk {
+  start_seq: number;
+  end_seq: number;
+  data: Uint8Array;
+  ends: Uint8Array;
+  types: string | null;
+}
 
 /** Each chunk's item ends and types, parsed once (chunks are cached by the store and never change). */
 const parsedColumns = new WeakMap<LogChunk, Pick<Segment, "ends" | "types">>();
@@ -25,14 +38,7 @@ export class LogItems {
   private constructor(
     private readonly segments: readonly Segment[],
     readonly length: number,
-    /** Items given as they are (`of`), not located in chunks. */
-    private readonly given?: readonly EncodedItem[],
   ) {}
-
-  /** Items held already (references resolved, see the saver's `resolveRefs`). */
-  static of(items: readonly EncodedItem[]): LogItems {
-    return new LogItems([], items.length, items);
-  }
 
   /** Locates the items at `ranges` in `chunks` (the chunks holding them, in log order). */
   static locate(channel: string, chunks: readonly LogChunk[], ranges: readonly SeqRange[]): LogItems {
@@ -64,23 +70,11 @@ export class LogItems {
 
   /** Whether every item is JSON (then `jsonArrayText` holds them all). */
   get allJson(): boolean {
-    if (this.given) return this.given.every((item) => item.type === "json");
     return this.segments.every((segment) => segment.types === undefined);
-  }
-
-  /** Whether any item is of `type`. */
-  holds(type: string): boolean {
-    if (this.given) return this.given.some((item) => item.type === type);
-    for (const { types, from, to } of this.segments) {
-      if (types === undefined) continue;
-      for (let i = from; i < to; i++) if (types[i] === type) return true;
-    }
-    return false;
   }
 
   /** `[item0,item1,…]`: the JSON items' array text, from one slice per chunk segment. */
   jsonArrayText(): string {
-    if (this.given) return `[${this.given.map(({ bytes }) => utf8(bytes, 0, bytes.length)).join(",")}]`;
     let text = "[";
     this.segments.forEach((segment, i) => {
       const { chunk, ends, from, to } = segment;
@@ -97,7 +91,6 @@ export class LogItems {
 
   /** Every item as the serde wrote it (views into the chunks; made once, on first use). */
   encoded(): EncodedItem[] {
-    if (this.given) return this.given as EncodedItem[];
     if (!this.encodedItems) {
       const items: EncodedItem[] = [];
       for (const { chunk, ends, types, from, to } of this.segments) {
@@ -116,6 +109,51 @@ export class LogItems {
   /** Item `i` as the serde wrote it. */
   at(i: number): EncodedItem {
     return this.encoded()[i]!;
+  }
+}
+
+/** The part of an item log a read needs: [start, end), and its chunks once read. */
+interface LogSpan {
+  readonly ns: string;
+  readonly channel: string;
+  readonly start: number;
+  readonly end: number;
+  chunks?: readonly LogChunk[];
+}
+
+/**
+ * The item log reads of one read of the store (a page of `list`, say): the ranges it needs of
+ * each log are declared first (`want`), then each log's chunks are read once, for all of them
+ * (`items`), however many channel versions and pending writes refer to that log.
+ */
+export class LogReader {
+  private readonly spans = new Map<string, LogSpan>();
+
+  /** `readChunks`: the chunks of a log of the thread holding any item in [start, end), in order. */
+  constructor(private readonly readChunks: (ns: string, channel: string, start: number, end: number) => readonly LogChunk[]) {}
+
+  /** Declares that `ranges` of the log will be read. */
+  want(ns: string, channel: string, ranges: readonly SeqRange[]): void {
+    if (ranges.length === 0) return;
+    const key = `${ns}\u0000${channel}`;
+    const start = Math.min(...ranges.map(([first]) => first));
+    const end = Math.max(...ranges.map(([, last]) => last));
+    const span = this.spans.get(key);
+    if (!span) {
+      this.spans.set(key, { ns, channel, start, end });
+    } else if (start < span.start || end > span.end) {
+      // Beyond what was read: read again, the whole span.
+      this.spans.set(key, { ns, channel, start: Math.min(start, span.start), end: Math.max(end, span.end) });
+    }
+  }
+
+  /** The items at `ranges` of the log (declared or not). */
+  items(ns: string, channel: string, ranges: readonly SeqRange[]): LogItems {
+    if (ranges.length === 0) return LogItems.locate(channel, [], []);
+    this.want(ns, channel, ranges);
+    const span = this.spans.get(`${ns}\u0000${channel}`)!;
+    span.chunks ??= this.readChunks(ns, channel, span.start, span.end);
+    return LogItems.locate(channel, span.chunks, ranges);
   }
 }
 

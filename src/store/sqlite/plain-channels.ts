@@ -7,25 +7,23 @@
  * JSON value can be read so; any other (a list's history, a serializer's own type) throws: read it
  * through the saver.
  */
-import type Database from "better-sqlite3";
-import { CheckpointStore } from "./checkpoint-store.js";
+import type { CheckpointStore } from "./checkpoint-store.js";
 
 /** The thread's root namespace. */
 const root = (threadId: string) => ({ threadId, ns: "" });
 
 /** The id of the thread's latest root checkpoint; undefined before its first. */
-export function latestCheckpointId(db: Database.Database, threadId: string): string | undefined {
-  return new CheckpointStore(db).checkpoint(root(threadId))?.checkpoint_id;
+export function latestCheckpointId(store: CheckpointStore, threadId: string): string | undefined {
+  return store.checkpoint(root(threadId))?.checkpoint_id;
 }
 
 /** Channel values (those it has of `channels`) of a root checkpoint of the thread, its latest when no id is given; `{}` when there is no such checkpoint. */
 export function plainChannels(
-  db: Database.Database,
+  store: CheckpointStore,
   threadId: string,
   channels: readonly string[],
   checkpointId?: string,
 ): Record<string, unknown> {
-  const store = new CheckpointStore(db);
   return store.readTransaction(() => {
     const row = store.checkpoint(root(threadId), checkpointId);
     if (!row) return {};

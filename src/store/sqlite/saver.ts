@@ -29,8 +29,8 @@ import {
 } from "./checkpoint-store.js";
 import { decodeItems, syncSerializerOf, type SyncSerializer } from "../../checkpoint/fast-serde.js";
 import { sameEncoding, type EncodedItem } from "../../checkpoint/item-framing.js";
-import { applyItemRef, ITEM_REF_TYPE, makeItemRef, parseItemRef } from "./item-refs.js";
-import { LogItems } from "./log-items.js";
+import { makeItemRef } from "./item-refs.js";
+import { LogReader, type LogItems } from "./log-items.js";
 import {
   dropRanges,
   isListRow,
@@ -86,8 +86,6 @@ interface StoredTuple {
   readonly channelVersions: ChannelVersions;
   readonly values: ReadonlyMap<string, StoredValue>;
   readonly writes: readonly StoredWriteRow[];
-  /** Sends pending on the parent, for checkpoints older than format v4 that kept them there. */
-  readonly parentSends: readonly WriteRow[];
 }
 
 /** A graph input whose arrays are stored by reference (see OBJECT_REFS_TYPE). */
@@ -168,6 +166,8 @@ const PLAIN_JSON_CHECK_EVERY = 32;
 const textDecoder = new TextDecoder();
 
 const LIST_PAGE_SIZE = 100;
+/** Checkpoints in the first page of a `list` without limit (a caller often takes only the first few). */
+const FIRST_LIST_PAGE = 10;
 /** Threads × namespaces × list channels whose last written version is kept for diffing. */
 const REMEMBERED_LISTS = 64;
 
@@ -288,40 +288,54 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     const checkpointId = getCheckpointId(config) || undefined;
     const stored = this.readTransaction(() => {
       const row = this.store.checkpoint(at, checkpointId);
-      return row && this.readStoredTuple(row, new Map());
+      return row && this.readStoredTuples([row])[0];
     });
     return stored && this.decodeTuple(stored);
   }
 
+  /**
+   * Pages of checkpoints, newest first: with no filter, a page's rows and everything its tuples
+   * need are read in one transaction, a page being at most what is left of `limit` (FIRST_LIST_PAGE
+   * rows first without one, growing to LIST_PAGE_SIZE); values are decoded only for the tuples
+   * yielded. With a filter, only the checkpoints whose metadata matches are read further.
+   */
   async *list(config: RunnableConfig, options: CheckpointListOptions = {}): AsyncGenerator<CheckpointTuple> {
     const { limit, before, filter } = options;
     const wanted = Object.entries(filter ?? {}).filter(([, value]) => value !== undefined);
     let remaining = limit ?? Number.POSITIVE_INFINITY;
-    const pageSize = wanted.length === 0 && limit !== undefined ? limit : LIST_PAGE_SIZE;
     const query = {
       threadId: config.configurable?.thread_id as string | undefined,
       ns: config.configurable?.checkpoint_ns as string | undefined,
       checkpointId: getCheckpointId(config) || undefined,
       beforeId: before?.configurable?.checkpoint_id as string | undefined,
-      limit: pageSize,
     };
-    const valuesRead = new Map<string, StoredValue | undefined>();
+    let pageSize = wanted.length > 0 ? LIST_PAGE_SIZE : FIRST_LIST_PAGE;
     let cursor: ListCursor | undefined;
     while (remaining > 0) {
-      const page = this.readTransaction(() => this.store.listCheckpoints(query, cursor));
-      for (const listed of page) {
-        if (wanted.length > 0 && !(await metadataMatches(this.serde, listed.metadata_type, listed.metadata, wanted))) continue;
-        const stored = this.readTransaction(() => {
-          const row = this.store.checkpoint({ threadId: listed.thread_id, ns: listed.checkpoint_ns }, listed.checkpoint_id);
-          return row && this.readStoredTuple(row, valuesRead);
-        });
-        if (!stored) continue;
-        yield await this.decodeTuple(stored);
+      const size = wanted.length > 0 ? pageSize : Math.min(pageSize, remaining);
+      const { page, stored } = this.readTransaction(() => {
+        const rows = this.store.listCheckpoints({ ...query, limit: size }, cursor);
+        return { page: rows, stored: wanted.length === 0 ? this.readStoredTuples(rows) : undefined };
+      });
+      let tuples = stored;
+      if (!tuples) {
+        const matching: CheckpointRow[] = [];
+        for (const row of page) if (await metadataMatches(this.serde, row.metadata_type, row.metadata, wanted)) matching.push(row);
+        // Read again in one snapshot: a checkpoint deleted since (with its thread) is left out.
+        tuples = this.readTransaction(() =>
+          this.readStoredTuples(
+            matching.flatMap((row) => this.store.checkpoint({ threadId: row.thread_id, ns: row.checkpoint_ns }, row.checkpoint_id) ?? []),
+          ),
+        );
+      }
+      for (const tuple of tuples) {
+        yield await this.decodeTuple(tuple);
         remaining -= 1;
         if (remaining <= 0) return;
       }
-      if (page.length < pageSize) return;
+      if (page.length < size) return;
       cursor = page[page.length - 1];
+      pageSize = Math.min(pageSize * 4, LIST_PAGE_SIZE);
     }
   }
 
@@ -785,10 +799,15 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
   }
 
   /** The items `refs` point to, read from their logs. */
-  private readRefs(threadId: string, refs: readonly LogRef[]): EncodedItem[] {
+  private readRefs(logs: LogReader, refs: readonly LogRef[]): EncodedItem[] {
     const items: EncodedItem[] = [];
-    for (const [ns, channel, start, end] of refs) items.push(...this.readLogItems({ threadId, ns }, channel, [[start, end]]).encoded());
+    for (const [ns, channel, start, end] of refs) items.push(...logs.items(ns, channel, [[start, end]]).encoded());
     return items;
+  }
+
+  /** Item log reads of the thread (see LogReader). */
+  private logReader(threadId: string): LogReader {
+    return new LogReader((ns, channel, start, end) => this.store.logChunks({ threadId, ns }, channel, start, end));
   }
 
   private channelVersionsOf(at: ThreadNamespace, checkpointId: string | undefined): ChannelVersions {
@@ -803,95 +822,118 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     return value?.kind === "list" ? value.list : undefined;
   }
 
-  private readStoredTuple(row: CheckpointRow, valuesRead: Map<string, StoredValue | undefined>): StoredTuple {
-    const at = { threadId: row.thread_id, ns: row.checkpoint_ns };
-    const channelVersions = JSON.parse(row.channel_versions) as ChannelVersions;
-    const values = new Map<string, StoredValue>();
-    for (const [channel, version] of Object.entries(channelVersions)) {
-      const readKey = `${channelKey(at, channel)}\u0000${version}`;
-      const value = valuesRead.has(readKey) ? valuesRead.get(readKey) : this.readValue(at, channel, String(version));
-      valuesRead.set(readKey, value);
-      if (value) values.set(channel, value);
+  /** The stored tuples of checkpoints (their rows read in this transaction), in order: a thread namespace's at a time (see readNamespaceTuples). */
+  private readStoredTuples(rows: readonly CheckpointRow[]): StoredTuple[] {
+    const byNamespace = new Map<string, CheckpointRow[]>();
+    for (const row of rows) {
+      const key = `${row.thread_id}\u0000${row.checkpoint_ns}`;
+      const group = byNamespace.get(key);
+      if (group) group.push(row);
+      else byNamespace.set(key, [row]);
     }
-    const parentId = row.parent_checkpoint_id;
-    return {
-      row,
-      channelVersions,
-      values,
-      writes: this.store
-        .writes(at, row.checkpoint_id)
-        .map((write) =>
-          write.type === LOG_REFS_TYPE ? { ...write, items: this.readRefs(at.threadId, JSON.parse(utf8(write.value)) as LogRef[]) } : write,
-        ),
-      parentSends: parentId === null ? [] : this.store.writes(at, parentId, TASKS),
+    const tuples = new Map<CheckpointRow, StoredTuple>();
+    for (const group of byNamespace.values()) {
+      const at = { threadId: group[0]!.thread_id, ns: group[0]!.checkpoint_ns };
+      this.readNamespaceTuples(at, group).forEach((tuple, i) => tuples.set(group[i]!, tuple));
+    }
+    return rows.map((row) => tuples.get(row)!);
+  }
+
+  /**
+   * The stored tuples of checkpoints of one thread namespace: their channel versions and their
+   * pending writes in one statement each, every version read once however many of the
+   * checkpoints hold it, and each item log they refer to once (its ranges declared first, see LogReader).
+   */
+  private readNamespaceTuples(at: ThreadNamespace, rows: readonly CheckpointRow[]): StoredTuple[] {
+    const versionsOf = rows.map((row) => JSON.parse(row.channel_versions) as ChannelVersions);
+    const pairs = new Map<string, [string, string]>();
+    for (const versions of versionsOf) {
+      for (const [channel, version] of Object.entries(versions))
+        pairs.set(`${channel}\u0000${String(version)}`, [channel, String(version)]);
+    }
+    const links = this.store.blobs(at, [...pairs.values()]);
+    const writes = this.store.writesOf(
+      at,
+      rows.map((row) => row.checkpoint_id),
+    );
+    const logs = this.logReader(at.threadId);
+    const wantRefs = (refs: readonly LogRef[]) => {
+      for (const [ns, channel, start, end] of refs) logs.want(ns, channel, [[start, end]]);
     };
+    const objectRefs = new Map<string, ObjectRefs>();
+    for (const [key, [channel]] of pairs) {
+      const record = links.get(key)?.record;
+      if (record?.kind === "items") logs.want(at.ns, channel, record.ranges);
+      if (record?.kind === "value" && record.type === OBJECT_REFS_TYPE) {
+        const refs = JSON.parse(utf8(record.data)) as ObjectRefs;
+        Object.values(refs.props).forEach(wantRefs);
+        objectRefs.set(key, refs);
+      }
+    }
+    const writeRefs = new Map<WriteRow, LogRef[]>();
+    for (const write of [...writes.values()].flat()) {
+      if (write.type !== LOG_REFS_TYPE) continue;
+      const refs = JSON.parse(utf8(write.value)) as LogRef[];
+      wantRefs(refs);
+      writeRefs.set(write, refs);
+    }
+    const values = new Map<string, StoredValue | undefined>();
+    for (const [key, [channel, version]] of pairs)
+      values.set(key, this.storedValueOf(at, channel, version, links.get(key), logs, objectRefs.get(key)));
+    return rows.map((row, i) => {
+      const channelValues = new Map<string, StoredValue>();
+      for (const [channel, version] of Object.entries(versionsOf[i]!)) {
+        const value = values.get(`${channel}\u0000${String(version)}`);
+        if (value) channelValues.set(channel, value);
+      }
+      const ownWrites = (writes.get(row.checkpoint_id) ?? []).map((write) => {
+        const refs = writeRefs.get(write);
+        return refs ? { ...write, items: this.readRefs(logs, refs) } : write;
+      });
+      return { row, channelVersions: versionsOf[i]!, values: channelValues, writes: ownWrites };
+    });
   }
 
   private readValue(at: ThreadNamespace, channel: string, version: string): StoredValue | undefined {
-    const chain = this.store.blobChain(at, channel, version);
-    const record = chain[0]?.record;
+    return this.storedValueOf(at, channel, version, this.store.blob(at, channel, version), this.logReader(at.threadId));
+  }
+
+  /**
+   * A channel version as stored, given its own row (`link`, undefined when it has none), the
+   * item log reads it takes part in, and its parsed references when it is a graph input stored by them.
+   */
+  private storedValueOf(
+    at: ThreadNamespace,
+    channel: string,
+    version: string,
+    link: BlobLink | undefined,
+    logs: LogReader,
+    objectRefs?: ObjectRefs,
+  ): StoredValue | undefined {
+    const record = link?.record;
     if (!record || record.kind === "empty") return undefined;
     if (record.kind === "value" && record.type === OBJECT_REFS_TYPE) {
-      const refs = JSON.parse(utf8(record.data)) as ObjectRefs;
-      const props = Object.entries(refs.props).map(([key, logRefs]): [string, EncodedItem[]] => [key, this.readRefs(at.threadId, logRefs)]);
+      const refs = objectRefs ?? (JSON.parse(utf8(record.data)) as ObjectRefs);
+      const props = Object.entries(refs.props).map(([key, logRefs]): [string, EncodedItem[]] => [key, this.readRefs(logs, logRefs)]);
       return { kind: "input", rest: Buffer.from(refs.rest, "utf8"), props };
     }
     if (record.kind === "value") return record;
-    if (record.kind === "items")
-      return { kind: "log", version, ranges: record.ranges, items: this.readLogItems(at, channel, record.ranges) };
+    if (record.kind === "items") return { kind: "log", version, ranges: record.ranges, items: logs.items(at.ns, channel, record.ranges) };
+    // A list of a version-2 store: a snapshot, or a delta or rollup read down its base chain.
+    const chain = record.kind === "snapshot" ? [link] : this.store.blobChain(at, channel, version);
     return { kind: "list", list: materializeList(asListChain(chain)) };
   }
 
-  /** The items at `ranges` of the channel's item log, read in one query, references resolved (see item-refs.ts). */
+  /** The items at `ranges` of the channel's item log, read in one query, references resolved (see CheckpointStore.logChunks). */
   private readLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): LogItems {
-    const items = this.locateLogItems(at, channel, ranges);
-    return items.holds(ITEM_REF_TYPE) ? this.resolveRefs(at, items) : items;
-  }
-
-  private locateLogItems(at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): LogItems {
-    if (ranges.length === 0) return LogItems.locate(channel, [], []);
-    const start = Math.min(...ranges.map(([first]) => first));
-    const end = Math.max(...ranges.map(([, last]) => last));
-    return LogItems.locate(channel, this.store.logChunks(at, channel, start, end), ranges);
-  }
-
-  /** The items with each reference replaced by the item it stands for, its target read from its log (one query a log). */
-  private resolveRefs(at: ThreadNamespace, items: LogItems): LogItems {
-    const encoded = items.encoded();
-    const refs = encoded.map((item) => (item.type === ITEM_REF_TYPE ? parseItemRef(item.bytes) : undefined));
-    const seqsByLog = new Map<string, Set<number>>();
-    for (const ref of refs) {
-      if (!ref) continue;
-      let seqs = seqsByLog.get(ref.channel);
-      if (!seqs) seqsByLog.set(ref.channel, (seqs = new Set()));
-      seqs.add(ref.seq);
-    }
-    const targets = new Map<string, EncodedItem>();
-    for (const [log, seqSet] of seqsByLog) {
-      const seqs = [...seqSet].sort((a, b) => a - b);
-      const ranges: SeqRange[] = [];
-      for (const seq of seqs) pushSeq(ranges, seq);
-      this.locateLogItems(at, log, ranges)
-        .encoded()
-        .forEach((target, i) => {
-          if (target.type === ITEM_REF_TYPE)
-            throw new Error(`The item log of channel ${log} holds a reference at ${seqs[i]}, which a reference points to`);
-          targets.set(`${log}\u0000${seqs[i]}`, target);
-        });
-    }
-    return LogItems.of(
-      encoded.map((item, i) => {
-        const ref = refs[i];
-        return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
-      }),
-    );
+    return this.logReader(at.threadId).items(at.ns, channel, ranges);
   }
 
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
     const { row } = stored;
     const [header, metadata, pendingWrites] = await Promise.all([
-      this.serde.loadsTyped(row.checkpoint_type, row.checkpoint) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
-      this.serde.loadsTyped(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
+      this.loadsQuickly(row.checkpoint_type, row.checkpoint) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
+      this.loadsQuickly(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
       this.decodeWrites(stored.writes),
     ]);
     const at = { threadId: row.thread_id, ns: row.checkpoint_ns };
@@ -903,12 +945,21 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
       metadata,
       pendingWrites,
       channelVersions: stored.channelVersions,
-      values: [...stored.values].map(([channel, value]) => [channel, this.decodeValue(value)] as const),
+      values: [...stored.values].map(
+        ([channel, value]) =>
+          [channel, value.kind === "value" ? this.decodeChannel(value).then((decoded) => decoded.value) : this.decodeValue(value)] as const,
+      ),
       onSettled: (channel, item) => {
         const value = stored.values.get(channel)!;
         if (value.kind === "log" && Array.isArray(item)) this.rememberReadList(at, channel, value, item);
       },
-      parentSends: () => Promise.all(stored.parentSends.map((send) => this.serde.loadsTyped(send.type, send.value))),
+      // Read only for the checkpoints before format v4 that need them (the parent's sends never change once written).
+      parentSends: () =>
+        Promise.all(
+          this.readTransaction(() => (row.parent_checkpoint_id === null ? [] : this.store.writes(at, row.parent_checkpoint_id, TASKS))).map(
+            (send) => this.serde.loadsTyped(send.type, send.value),
+          ),
+        ),
       nextVersion: () => this.getNextVersion(undefined),
     });
   }
@@ -940,7 +991,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     if (value.kind === "input") return this.decodeInput(value);
     if (value.kind === "log" && this.sync && value.items.allJson) {
       const { items } = value;
-      const decoded = this.sync.loadsJsonArray(items.jsonArrayText());
+      const decoded = this.sync.loadsJsonArray(items.jsonArrayText(), (i) => utf8(items.at(i).bytes));
       const remember = (values: unknown[]): unknown[] => {
         values.forEach((item, i) => {
           if (isObject(item)) this.codec.remember(item, items.at(i));
@@ -964,7 +1015,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
         async (write): Promise<CheckpointPendingWrite> => [
           write.task_id,
           write.channel,
-          write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.serde.loadsTyped(write.type, write.value),
+          write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.loadsQuickly(write.type, write.value),
         ],
       ),
     );
