@@ -5,10 +5,11 @@
  * once from several pools, and a database of a newer loopgraph refused.
  */
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { uuid6 } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-queries.js";
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
@@ -41,6 +42,23 @@ function buildChat(saver: PostgresCheckpointSaver) {
     .addNode("reply", (state) => ({ messages: [new AIMessage(`reply to: ${String(state.messages.at(-1)?.content).slice(0, 30)}`)] }))
     .addEdge(START, "reply")
     .addEdge("reply", END)
+    .compile({ checkpointer: saver });
+}
+
+/** An input setting each of the 20 channels of `buildWide`'s state. */
+const allChannels = (): Record<string, number> => Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`c${i}`, 0]));
+
+/** A state of 20 channels, of which a turn's input sets one and its node two more. */
+function buildWide(saver: PostgresCheckpointSaver) {
+  const channels: Record<string, ReturnType<typeof Annotation<number>>> = {};
+  for (let i = 0; i < 20; i++) channels[`c${i}`] = Annotation<number>();
+  return new StateGraph(Annotation.Root(channels))
+    .addNode("step", (state: Record<string, number>) => ({
+      [`c${1 + ((state.c0! * 2) % 19)}`]: state.c0,
+      [`c${2 + ((state.c0! * 2) % 18)}`]: 1,
+    }))
+    .addEdge(START, "step")
+    .addEdge("step", END)
     .compile({ checkpointer: saver });
 }
 
@@ -153,8 +171,89 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const refused = await migrate(pool, "checkpoints", CHECKPOINT_MIGRATIONS).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(SchemaTooNewError);
     expect((refused as Error).message).toBe(
-      "the database has checkpoints schema version 99, newer than this loopgraph understands (1): upgrade loopgraph",
+      `the database has checkpoints schema version 99, newer than this loopgraph understands (${CHECKPOINT_MIGRATIONS.length}): upgrade loopgraph`,
     );
+  });
+
+  it("stores a checkpoint's versions as those that differ from a base checkpoint's, and reads them back whole, in order", async () => {
+    const saver = await saverOn(newDatabase());
+    const written = new Map<string, string>();
+    const put = saver.put.bind(saver);
+    saver.put = (config, checkpoint, metadata, newVersions) => {
+      written.set(checkpoint.id, JSON.stringify(checkpoint.channel_versions));
+      return put(config, checkpoint, metadata, newVersions);
+    };
+    const graph = buildWide(saver);
+    for (let turn = 0; turn < 8; turn++)
+      await graph.invoke(turn === 0 ? allChannels() : { c0: turn }, { configurable: { thread_id: "t6" } });
+    expect(written.size).toBe(24);
+    const tuples = [];
+    for await (const tuple of saver.list({ configurable: { thread_id: "t6" } })) tuples.push(tuple);
+    expect(tuples.map((tuple) => [tuple.checkpoint.id, JSON.stringify(tuple.checkpoint.channel_versions)])).toEqual([...written].reverse());
+    const walked = [];
+    for await (const entry of saver.history("t6")) walked.push([entry.checkpointId, JSON.stringify(entry.channelVersions)]);
+    expect(walked).toEqual([...written]);
+    const latest = tuples[0]!.checkpoint.channel_values;
+    expect(await new PostgresCheckpointQueries(saver.pool).plainChannels("t6", ["c0", "c1", "c19"])).toEqual({
+      c0: latest.c0,
+      c1: latest.c1,
+      c19: latest.c19,
+    });
+    // Most rows hold a few entries against a base; the column holds well under half what whole versions would.
+    const stored = (
+      await saver.pool.query<{ deltas: string; bytes: string }>(
+        "SELECT count(versions_base) AS deltas, sum(length(channel_versions)) AS bytes FROM loopgraph_checkpoints WHERE thread_id = 't6'",
+      )
+    ).rows[0]!;
+    expect(Number(stored.deltas)).toBeGreaterThan(12);
+    expect(Number(stored.bytes)).toBeLessThan(0.5 * [...written.values()].reduce((sum, text) => sum + text.length, 0));
+  });
+
+  it("stores versions whole when their base is gone (another process deleted the thread), and migrates a store of schema 1", async () => {
+    const url = newDatabase();
+    const a = await saverOn(url);
+    const b = await saverOn(url);
+    const config = { configurable: { thread_id: "t7", checkpoint_ns: "" } };
+    const put = (step: number, channel_versions: Record<string, number>, parent?: string) =>
+      a.put(
+        parent ? { configurable: { ...config.configurable, checkpoint_id: parent } } : config,
+        { v: 4, id: uuid6(step), ts: new Date().toISOString(), channel_values: {}, channel_versions, versions_seen: {} },
+        { source: "loop", step, parents: {} },
+        {},
+      );
+    const first = await put(0, { x: 1, y: 1, z: 1 });
+    await put(1, { x: 1, y: 1, z: 2 }, first.configurable!.checkpoint_id as string);
+    await b.deleteThread("t7");
+    // a still takes its first checkpoint for the base: the statement finds it gone and stores the versions whole.
+    const third = await put(2, { x: 1, y: 1, z: 3 });
+    await put(3, { x: 1, y: 1, z: 4 }, third.configurable!.checkpoint_id as string);
+    const versions = [];
+    for await (const tuple of b.list(config)) versions.push(tuple.checkpoint.channel_versions);
+    expect(versions).toEqual([
+      { x: 1, y: 1, z: 4 },
+      { x: 1, y: 1, z: 3 },
+    ]);
+    const graph = buildWide(a);
+    await graph.invoke(allChannels(), config);
+    await graph.invoke({ c0: 1 }, config);
+    const state = await graph.getState(config);
+    // A store of schema version 1 (no versions_base, every row whole) is migrated by setup, its checkpoints read as before.
+    const before = JSON.stringify(state.values);
+    await a.pool.query(`UPDATE loopgraph_checkpoints c SET channel_versions = (
+      SELECT json_object_agg(key, value)::text FROM (
+        SELECT key, value FROM json_each(c.channel_versions::json)
+        UNION ALL SELECT key, value FROM loopgraph_checkpoints b, json_each(b.channel_versions::json)
+          WHERE b.thread_id = c.thread_id AND b.checkpoint_id = c.versions_base AND NOT c.channel_versions::jsonb ? key) e)
+      WHERE versions_base IS NOT NULL`);
+    await a.pool.query("ALTER TABLE loopgraph_checkpoints DROP COLUMN versions_base");
+    await a.pool.query("UPDATE loopgraph_schema SET version = 1 WHERE part = 'checkpoints'");
+    const c = await saverOn(url);
+    expect((await c.pool.query("SELECT version FROM loopgraph_schema WHERE part = 'checkpoints'")).rows[0].version).toBe(
+      CHECKPOINT_MIGRATIONS.length,
+    );
+    expect(JSON.stringify((await buildWide(c).getState(config)).values)).toBe(before);
+    await buildWide(c).invoke({ c0: 4 }, config);
+    expect((await buildWide(c).getState(config)).values.c0).toBe(4);
   });
 
   it("orders checkpoints by the bytes of their ids, whatever the database's collation", async () => {

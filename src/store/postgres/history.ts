@@ -9,6 +9,7 @@ import { HISTORY_PAGE_SIZE, type HistoryRow } from "../../checkpoint/history-rea
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
+import { BASE_JOIN, readVersions } from "./versions.js";
 
 /** A channel version's row: a value (`data`), or a list version (`ranges` of the item log). */
 export interface BlobRow {
@@ -21,16 +22,19 @@ export interface BlobRow {
 
 /** The thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
 export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string): Promise<HistoryRow[]> {
-  const { rows } = await pool.query<HistoryRow & { failed: boolean }>(
+  const { rows } = await pool.query<HistoryRow & { failed: boolean; base_versions: string | null }>(
     `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions, c.metadata_type, c.metadata,
+            b.channel_versions AS base_versions,
             EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes w
                     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
                       AND w.checkpoint_id = c.checkpoint_id AND w.channel = $4) AS failed
-     FROM loopgraph_checkpoints c
+     FROM loopgraph_checkpoints c ${BASE_JOIN}
      WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3 ORDER BY c.checkpoint_id LIMIT $5`,
     [at.threadId, at.ns, after, ERROR, HISTORY_PAGE_SIZE],
   );
-  return rows;
+  return rows.map(({ base_versions, ...row }) =>
+    base_versions === null ? row : { ...row, channel_versions: JSON.stringify(readVersions(row.channel_versions, base_versions)) },
+  );
 }
 
 /** The key of a channel version in the map `blobRows` gives. */

@@ -40,6 +40,7 @@ import {
 import { LruMap } from "../../checkpoint/lru-map.js";
 import { blobKey, blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems, type BlobRow } from "./history.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
+import { BASE_JOIN, CHANNEL_VERSIONS_CTE, readVersions, storedVersions, type VersionsBase } from "./versions.js";
 import {
   assembleTuple,
   channelKey,
@@ -81,26 +82,27 @@ interface TupleRow {
 
 /**
  * A checkpoint with everything its tuple needs, in one statement (one snapshot, one round trip):
- * part 0 the checkpoint row, 1 the blobs of its channel versions (in `channel_versions` order),
+ * part 0 the checkpoint row (`channel`: its base's versions, see versions.ts), 1 the blobs of its channel versions,
  * 2 the items of its list versions, 3 its pending writes, 4 the sends pending on its parent
  * (checkpoints of format < 4 kept them there).
  */
 const TUPLE_SQL = `
 WITH cp AS (
-  SELECT * FROM loopgraph_checkpoints
-  WHERE thread_id = $1 AND checkpoint_ns = $2 AND ($3::text IS NULL OR checkpoint_id = $3)
-  ORDER BY checkpoint_id DESC LIMIT 1
-), v AS (
-  SELECT cv.ord, b.channel, b.type, b.data, b.ranges
-  FROM cp CROSS JOIN LATERAL json_each_text(cp.channel_versions::json) WITH ORDINALITY AS cv(channel, version, ord)
-  JOIN loopgraph_checkpoint_blobs b
-    ON b.thread_id = cp.thread_id AND b.checkpoint_ns = cp.checkpoint_ns AND b.channel = cv.channel AND b.version = cv.version
+  SELECT c.*, b.channel_versions AS base_versions FROM (
+    SELECT * FROM loopgraph_checkpoints
+    WHERE thread_id = $1 AND checkpoint_ns = $2 AND ($3::text IS NULL OR checkpoint_id = $3)
+    ORDER BY checkpoint_id DESC LIMIT 1
+  ) c ${BASE_JOIN}
+), ${CHANNEL_VERSIONS_CTE}, v AS (
+  SELECT b.channel, b.type, b.data, b.ranges
+  FROM cv JOIN loopgraph_checkpoint_blobs b
+    ON b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = cv.channel AND b.version = cv.version
 )
-SELECT 0 AS part, NULL::bigint AS ord, NULL::text AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
+SELECT 0 AS part, NULL::bigint AS ord, cp.base_versions AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
        cp.checkpoint_type AS type, cp.checkpoint AS data, cp.channel_versions AS extra, cp.metadata_type AS type2, cp.metadata AS data2, NULL::integer AS n
   FROM cp
 UNION ALL
-SELECT 1, v.ord, v.channel, NULL, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
+SELECT 1, NULL, v.channel, NULL, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
 UNION ALL
 SELECT 2, r.ord, v.channel, NULL, NULL, i.type, i.data, NULL, NULL, NULL, i.seq
   FROM v CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
@@ -177,6 +179,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   private readonly lastLists = new LruMap<string, StoredList & { readonly ranges: readonly SeqRange[] }>(REMEMBERED_LISTS);
   /** The next free position of item logs this saver knows. */
   private readonly logEnds = new LruMap<string, number>(REMEMBERED_LISTS);
+  /** The checkpoint each thread namespace's versions are stored against (see versions.ts). */
+  private readonly versionBases = new LruMap<string, VersionsBase>(REMEMBERED_LISTS);
   private readonly writeHooks: PostgresWriteHook[] = [];
   /** The rows of the channel versions the current page of `history` brings: what `readChannel` is asked for next. */
   private prefetched?: { at: ThreadNamespace; rows: ReadonlyMap<string, BlobRow>; items: KnownItems };
@@ -198,15 +202,13 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   }
 
   /** One write statement: on its own, or in a transaction with the write hooks that have work pending. */
-  private async execute(sql: string, params: unknown[]): Promise<void> {
+  private async execute<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> {
     const hooks = this.writeHooks.filter((hook) => hook.pending());
-    if (hooks.length === 0) {
-      await this.pool.query(sql, params);
-      return;
-    }
-    await inTransaction(this.pool, async (client) => {
-      await client.query(sql, params);
+    if (hooks.length === 0) return (await this.pool.query<R>(sql, params)).rows;
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<R>(sql, params);
       for (const hook of hooks) await hook.write(client);
+      return rows;
     });
   }
 
@@ -309,6 +311,10 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       pushBlob(blobs, channel, String(newVersion), type, asBuffer(data), null);
     }
 
+    // Stored against the namespace's base when few versions changed (the base checked in the statement: else whole).
+    const namespaceKey = channelKey(at, "");
+    const stored = storedVersions(versions, this.versionBases.get(namespaceKey));
+    let whole = true;
     const write = async (): Promise<PlannedList[]> => {
       const lists = await this.planLists(at, parentId, listChannels);
       const all: BlobColumns = {
@@ -328,7 +334,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           items.data.push(asBuffer(encoded.bytes));
         }
       }
-      await this.execute(
+      const [row] = await this.execute<{ whole: boolean }>(
         `WITH blobs AS (
            INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges)
            SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[])
@@ -337,11 +343,16 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
            INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, seq, type, data)
            SELECT $1, $2, * FROM unnest($8::text[], $9::integer[], $10::text[], $11::bytea[])
          )
-         INSERT INTO loopgraph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, metadata_type, metadata)
-         VALUES ($1, $2, $12, $13, $14, $15, $16, $17, $18)
+         INSERT INTO loopgraph_checkpoints
+           (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, versions_base, metadata_type, metadata)
+         SELECT $1, $2, $12, $13, $14, $15, CASE WHEN base.found THEN $19 ELSE $16 END, CASE WHEN base.found THEN $20 END, $17, $18
+         FROM (SELECT $20::text IS NOT NULL AND EXISTS (
+           SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $20 AND versions_base IS NULL
+         ) AS found) base
          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
            parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, checkpoint = EXCLUDED.checkpoint,
-           channel_versions = EXCLUDED.channel_versions, metadata_type = EXCLUDED.metadata_type, metadata = EXCLUDED.metadata`,
+           channel_versions = $16, versions_base = NULL, metadata_type = EXCLUDED.metadata_type, metadata = EXCLUDED.metadata
+         RETURNING versions_base IS NULL AS whole`,
         [
           at.threadId,
           at.ns,
@@ -361,8 +372,11 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           JSON.stringify(versions),
           metadataType,
           asBuffer(metadataBytes),
+          stored.text,
+          stored.base,
         ],
       );
+      whole = row?.whole ?? true;
       return lists;
     };
 
@@ -375,6 +389,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       this.forgetThread(at.threadId);
       lists = await write();
     }
+    if (whole) this.versionBases.set(namespaceKey, { checkpointId: checkpoint.id, versions: { ...versions } });
     for (const list of lists) {
       this.lastLists.set(channelKey(at, list.channel), list.stored);
       const end = list.appended.at(-1);
@@ -487,6 +502,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     const prefix = `${threadId}\u0000`;
     this.lastLists.deleteWhere((key) => key.startsWith(prefix));
     this.logEnds.deleteWhere((key) => key.startsWith(prefix));
+    this.versionBases.deleteWhere((key) => key.startsWith(prefix));
   }
 
   /**
@@ -540,10 +556,10 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     if (!head) return undefined;
     const id = head.a!;
     const parentId = head.b;
-    const channelVersions = JSON.parse(head.extra!) as ChannelVersions;
+    const channelVersions = readVersions(head.extra!, head.channel);
 
     const values = new Map<string, ReadValue>();
-    const blobRows = rows.filter((row) => row.part === 1).sort((x, y) => Number(x.ord) - Number(y.ord));
+    const blobRows = rows.filter((row) => row.part === 1);
     const itemsOf = new Map<string, EncodedItem[]>();
     for (const row of rows.filter((item) => item.part === 2).sort((x, y) => Number(x.ord) - Number(y.ord) || x.n! - y.n!)) {
       let items = itemsOf.get(row.channel!);
