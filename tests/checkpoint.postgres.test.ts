@@ -62,14 +62,13 @@ function buildWide(saver: PostgresCheckpointSaver) {
     .compile({ checkpointer: saver });
 }
 
+const turnText = (turn: number): string => `turn ${turn}: ${"lorem ipsum ".repeat(8)}`;
+
 async function chat(saver: PostgresCheckpointSaver, threadId: string, turns: number, first = 0): Promise<BaseMessage[]> {
   const graph = buildChat(saver);
   let messages: BaseMessage[] = [];
   for (let turn = first; turn < first + turns; turn++) {
-    ({ messages } = await graph.invoke(
-      { messages: [new HumanMessage(`turn ${turn}: ${"lorem ipsum ".repeat(8)}`)] },
-      { configurable: { thread_id: threadId } },
-    ));
+    ({ messages } = await graph.invoke({ messages: [new HumanMessage(turnText(turn))] }, { configurable: { thread_id: threadId } }));
   }
   return messages;
 }
@@ -254,6 +253,77 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(JSON.stringify((await buildWide(c).getState(config)).values)).toBe(before);
     await buildWide(c).invoke({ c0: 4 }, config);
     expect((await buildWide(c).getState(config)).values.c0).toBe(4);
+  });
+
+  it("stores a message once whole for the input, the task's write and the list, which refer to it; a fork reads its own branch", async () => {
+    const saver = await saverOn(newDatabase());
+    const config = { configurable: { thread_id: "t8" } };
+    const messages = await chat(saver, "t8", 6);
+    // 6 inputs and 6 replies, each whole once in a write log; the list holds references to them.
+    const kinds = await saver.pool.query<{ log: string; type: string; n: string }>(
+      "SELECT channel AS log, type, count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't8' GROUP BY 1, 2 ORDER BY 1, 2",
+    );
+    expect(kinds.rows.map((row) => [row.log, row.type, Number(row.n)])).toEqual([
+      ["__writes__:messages", "json", 12],
+      ["messages", "lg:ref", 12],
+    ]);
+    const tuples = [];
+    for await (const tuple of saver.list(config)) tuples.push(tuple);
+    const inputs = tuples.filter((tuple) => tuple.metadata?.source === "input").reverse();
+    expect(inputs).toHaveLength(6);
+    inputs.forEach((tuple, turn) => {
+      const input = tuple.checkpoint.channel_values.__start__ as { messages: BaseMessage[] };
+      expect(input.messages.map((message) => [message.constructor.name, message.content])).toEqual([["HumanMessage", turnText(turn)]]);
+      const written = tuple.pendingWrites!.find(([, channel]) => channel === "messages")![2] as BaseMessage[];
+      expect(written.map((message) => message.content)).toEqual([turnText(turn)]);
+    });
+    expect(JSON.stringify((await saver.getTuple(config))!.checkpoint.channel_values.messages)).toBe(JSON.stringify(messages));
+    // A fork from the third turn's input (whose own input it replaces): its branch holds the first two turns, then its own.
+    const graph = buildChat(saver);
+    const forked = await graph.invoke(
+      { messages: [new HumanMessage("a fork")] },
+      { configurable: { thread_id: "t8", checkpoint_id: inputs[2]!.config.configurable!.checkpoint_id } },
+    );
+    expect(forked.messages.map((message: BaseMessage) => message.content)).toEqual([
+      ...messages.slice(0, 4).map((message) => message.content),
+      "a fork",
+      "reply to: a fork",
+    ]);
+    const original = (await saver.getTuple({ configurable: { ...config.configurable, checkpoint_id: tuples[0]!.checkpoint.id } }))!;
+    expect(JSON.stringify(original.checkpoint.channel_values.messages)).toBe(JSON.stringify(messages));
+    // Deleting the thread removes all its rows, and no other thread's.
+    await chat(saver, "t9", 1);
+    await saver.deleteThread("t8");
+    const left = await saver.pool.query<{ thread_id: string }>(
+      `SELECT thread_id FROM loopgraph_checkpoints UNION SELECT thread_id FROM loopgraph_checkpoint_blobs
+       UNION SELECT thread_id FROM loopgraph_checkpoint_items UNION SELECT thread_id FROM loopgraph_checkpoint_writes`,
+    );
+    expect(left.rows.map((row) => row.thread_id)).toEqual(["t9"]);
+  });
+
+  it("stores a write whole when the logged items it would refer to are gone (another process deleted the thread)", async () => {
+    const url = newDatabase();
+    const a = await saverOn(url);
+    const b = await saverOn(url);
+    const config = { configurable: { thread_id: "t10", checkpoint_ns: "" } };
+    const message = new HumanMessage("hello");
+    const input = {
+      v: 4,
+      id: uuid6(0),
+      ts: new Date().toISOString(),
+      channel_values: { __start__: { messages: [message] } },
+      channel_versions: { __start__: 1 },
+      versions_seen: {},
+    };
+    const written = await a.put(config, input, { source: "input", step: -1, parents: {} }, { __start__: 1 });
+    expect(await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't10'")).toBe(1);
+    await b.deleteThread("t10");
+    await a.put(config, input, { source: "input", step: -1, parents: {} }, {});
+    await a.putWrites(written, [["messages", [message]]], "task");
+    const tuple = (await b.getTuple(written))!;
+    expect(tuple.pendingWrites!.map(([, channel, value]) => [channel, (value as BaseMessage[]).map((item) => item.content)])).toEqual([
+      ["messages", ["hello"]],
+    ]);
   });
 
   it("orders checkpoints by the bytes of their ids, whatever the database's collation", async () => {

@@ -10,6 +10,7 @@ import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
 import { BASE_JOIN, readVersions } from "./versions.js";
+import { REF_TARGET_JOIN, resolvedItem } from "./item-logs.js";
 
 /** A channel version's row: a value (`data`), or a list version (`ranges` of the item log). */
 export interface BlobRow {
@@ -53,19 +54,28 @@ export async function blobRows(pool: pg.Pool, at: ThreadNamespace, pairs: readon
   return new Map(rows.map((row) => [blobKey(row.channel, row.version), row]));
 }
 
+/** An item as read, with the item it refers to when it is a reference (see item-logs.ts). */
+interface ItemRow {
+  type: string;
+  data: Buffer;
+  target_type: string | null;
+  target_data: Buffer | null;
+}
+
 /** The items at `ranges` of the channel's item log, in order. */
 export async function logItems(pool: pg.Pool, at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): Promise<EncodedItem[]> {
   if (ranges.length === 0) return [];
-  const { rows } = await pool.query<{ type: string; data: Buffer }>(
-    `SELECT i.type, i.data
+  const { rows } = await pool.query<ItemRow>(
+    `SELECT i.type, i.data, t.type AS target_type, t.data AS target_data
      FROM json_array_elements($4::json) WITH ORDINALITY AS r(span, ord)
      JOIN loopgraph_checkpoint_items i
        ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = $3
       AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
+     ${REF_TARGET_JOIN}
      ORDER BY r.ord, i.seq`,
     [at.threadId, at.ns, channel, JSON.stringify(ranges)],
   );
-  return rows.map((row) => ({ type: row.type, bytes: row.data }));
+  return rows.map((row) => resolvedItem(row.type, row.data, row.target_type, row.target_data));
 }
 
 /** Items of item logs already read in a history walk, per channel, by position. */
@@ -99,17 +109,18 @@ export async function prefetchItems(
     intervalsOf([...seqs].sort((a, b) => a - b)).map(([lo, hi]) => ({ channel, lo, hi })),
   );
   if (missing.length === 0) return;
-  const { rows: items } = await pool.query<{ channel: string; seq: number; type: string; data: Buffer }>(
-    `SELECT i.channel, i.seq, i.type, i.data
+  const { rows: items } = await pool.query<ItemRow & { channel: string; seq: number }>(
+    `SELECT i.channel, i.seq, i.type, i.data, t.type AS target_type, t.data AS target_data
      FROM json_to_recordset($3::json) AS r(channel text, lo integer, hi integer)
      JOIN loopgraph_checkpoint_items i
-       ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = r.channel AND i.seq >= r.lo AND i.seq < r.hi`,
+       ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = r.channel AND i.seq >= r.lo AND i.seq < r.hi
+     ${REF_TARGET_JOIN}`,
     [at.threadId, at.ns, JSON.stringify(missing)],
   );
   for (const item of items) {
     let byChannel = known.get(item.channel);
     if (!byChannel) known.set(item.channel, (byChannel = new Map()));
-    byChannel.set(item.seq, { type: item.type, bytes: item.data });
+    byChannel.set(item.seq, resolvedItem(item.type, item.data, item.target_type, item.target_data));
   }
 }
 

@@ -29,7 +29,7 @@ import {
 } from "./checkpoint-store.js";
 import { decodeItems, syncSerializerOf, type SyncSerializer } from "../../checkpoint/fast-serde.js";
 import { sameEncoding, type EncodedItem } from "../../checkpoint/item-framing.js";
-import { applyItemRef, ITEM_REF_TYPE, makeItemRef, parseItemRef } from "./item-refs.js";
+import { applyItemRef, ITEM_REF_TYPE, makeItemRef, parseItemRef } from "../../checkpoint/item-refs.js";
 import { LogItems } from "./log-items.js";
 import {
   dropRanges,
