@@ -45,13 +45,17 @@ function buildChat(saver: PostgresCheckpointSaver) {
     .compile({ checkpointer: saver });
 }
 
-/** An input setting each of the 20 channels of `buildWide`'s state. */
-const allChannels = (): Record<string, number> => Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`c${i}`, 0]));
+/** A value long enough to be stored compressed (see packing.ts). */
+const LONG = "a long value ".repeat(30);
+
+/** An input setting each of the 20 channels of `buildWide`'s state, the last to LONG. */
+const allChannels = (): Record<string, number | string> =>
+  Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`c${i}`, i === 19 ? LONG : 0]));
 
 /** A state of 20 channels, of which a turn's input sets one and its node two more. */
 function buildWide(saver: PostgresCheckpointSaver) {
-  const channels: Record<string, ReturnType<typeof Annotation<number>>> = {};
-  for (let i = 0; i < 20; i++) channels[`c${i}`] = Annotation<number>();
+  const channels: Record<string, ReturnType<typeof Annotation<number | string>>> = {};
+  for (let i = 0; i < 20; i++) channels[`c${i}`] = Annotation<number | string>();
   return new StateGraph(Annotation.Root(channels))
     .addNode("step", (state: Record<string, number>) => ({
       [`c${1 + ((state.c0! * 2) % 19)}`]: state.c0,
@@ -193,6 +197,14 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     for await (const entry of saver.history("t6")) walked.push([entry.checkpointId, JSON.stringify(entry.channelVersions)]);
     expect(walked).toEqual([...written]);
     const latest = tuples[0]!.checkpoint.channel_values;
+    // The long value, stored compressed, reads back from its version, from the input and from the start task's write.
+    expect(latest.c19).toBe(LONG);
+    const input = tuples.at(-1)!;
+    expect((input.checkpoint.channel_values.__start__ as Record<string, unknown>).c19).toBe(LONG);
+    expect(input.pendingWrites!.find(([, channel]) => channel === "c19")?.[2]).toBe(LONG);
+    expect(
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'deflate:json'"),
+    ).toBe(2);
     expect(await new PostgresCheckpointQueries(saver.pool).plainChannels("t6", ["c0", "c1", "c19"])).toEqual({
       c0: latest.c0,
       c1: latest.c1,
@@ -259,12 +271,12 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const saver = await saverOn(newDatabase());
     const config = { configurable: { thread_id: "t8" } };
     const messages = await chat(saver, "t8", 6);
-    // 6 inputs and 6 replies, each whole once in a write log; the list holds references to them.
+    // 6 inputs and 6 replies, each whole once in a write log (compressed: packing.ts); the list holds references to them.
     const kinds = await saver.pool.query<{ log: string; type: string; n: string }>(
       "SELECT channel AS log, type, count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't8' GROUP BY 1, 2 ORDER BY 1, 2",
     );
     expect(kinds.rows.map((row) => [row.log, row.type, Number(row.n)])).toEqual([
-      ["__writes__:messages", "json", 12],
+      ["__writes__:messages", "deflate:json", 12],
       ["messages", "lg:ref", 12],
     ]);
     const tuples = [];

@@ -1,5 +1,6 @@
 import type pg from "pg";
 import type { CheckpointAddress, CheckpointQueries } from "../../runs/checkpoint-ids.js";
+import { unpacked } from "./packing.js";
 import { BASE_JOIN, CHANNEL_VERSIONS_CTE } from "./versions.js";
 
 /** The ids starting with `prefix`: a range of the key (ids are ASCII; U+FFFF sorts above them), then an exact match. */
@@ -37,12 +38,13 @@ export class PostgresCheckpointQueries implements CheckpointQueries {
     const values: Record<string, unknown> = {};
     for (const row of rows) {
       if (row.type === null) continue;
-      if (row.type !== "json" || row.data === null) {
+      const [type, data] = row.data === null ? [row.type, null] : unpacked(row.type, row.data);
+      if (type !== "json" || data === null) {
         throw new Error(
-          `channel "${row.channel}" of thread "${threadId}" is not stored as a plain JSON value (${row.type}): read it through the saver`,
+          `channel "${row.channel}" of thread "${threadId}" is not stored as a plain JSON value (${type}): read it through the saver`,
         );
       }
-      values[row.channel] = JSON.parse(row.data.toString("utf8"));
+      values[row.channel] = JSON.parse(data.toString("utf8"));
     }
     return values;
   }

@@ -14,6 +14,7 @@ import type pg from "pg";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { applyItemRef, ITEM_REF_TYPE, parseItemRef } from "../../checkpoint/item-refs.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
+import { asBuffer, packed, unpacked } from "./packing.js";
 
 /** The prefix of the item logs of pending writes and inputs (LangGraph reserves names starting with "__": no channel has one). */
 export const WRITES_LOG_PREFIX = "__writes__:";
@@ -51,13 +52,19 @@ LEFT JOIN loopgraph_checkpoint_items t
  AND t.channel = ref.h->>0 AND t.seq = (ref.h->>1)::integer`;
 
 /** An item as read with REF_TARGET_JOIN (`t.type`, `t.data` as the target's): a reference put back together. */
-export function resolvedItem(type: string, data: Uint8Array, targetType: string | null, targetData: Uint8Array | null): EncodedItem {
-  if (type !== ITEM_REF_TYPE) return { type, bytes: data };
+export function resolvedItem(type: string, data: Buffer, targetType: string | null, targetData: Buffer | null): EncodedItem {
+  if (type !== ITEM_REF_TYPE) return storedItem(type, data);
   const ref = parseItemRef(data);
   if (targetType === null || targetData === null) {
     throw new Error(`an item of the checkpoint store refers to item ${ref.seq} of log "${ref.channel}", which is gone`);
   }
-  return applyItemRef(ref, { type: targetType, bytes: targetData });
+  return applyItemRef(ref, storedItem(targetType, targetData));
+}
+
+/** An item as stored (see packing.ts), as it was written. */
+function storedItem(type: string, data: Buffer): EncodedItem {
+  const [itemType, bytes] = unpacked(type, data);
+  return { type: itemType, bytes };
 }
 
 /** The items of `spans`, in order, read in one statement. */
@@ -74,7 +81,7 @@ export async function spanItems(pool: pg.Pool, at: ThreadNamespace, spans: reado
   );
   const expected = spans.reduce((sum, [, start, end]) => sum + end - start, 0);
   if (rows.length !== expected) throw new Error(`a pending write or input of thread "${at.threadId}" refers to logged items that are gone`);
-  return rows.map((row) => ({ type: row.type, bytes: row.data }));
+  return rows.map((row) => storedItem(row.type, row.data));
 }
 
 /** The JSON array of JSON items: what the serde writes for the array they are the items of. */
@@ -108,11 +115,12 @@ export class ItemRows {
     item: EncodedItem,
     reference?: { stored: EncodedItem; target: { channel: string; seq: number } },
   ): void {
-    const stored = reference?.stored ?? item;
+    // A reference is not compressed: SQL reads its header.
+    const [type, data] = reference ? [reference.stored.type, asBuffer(reference.stored.bytes)] : packed(item.type, item.bytes);
     this.channels.push(channel);
     this.seqs.push(seq);
-    this.types.push(stored.type);
-    this.data.push(asBuffer(stored.bytes));
+    this.types.push(type);
+    this.data.push(data);
     this.refChannels.push(reference?.target.channel ?? null);
     this.refSeqs.push(reference?.target.seq ?? null);
     this.wholes.push(reference ? asBuffer(item.bytes) : null);
@@ -141,9 +149,4 @@ export function insertItemsSql(first: number): string {
     LEFT JOIN loopgraph_checkpoint_items t
       ON t.thread_id = $1 AND t.checkpoint_ns = $2 AND t.channel = n.ref_channel AND t.seq = n.ref_seq
   )`;
-}
-
-/** Bytes as a Buffer over the same memory (node-postgres sends Buffers as bytea). */
-export function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
 }

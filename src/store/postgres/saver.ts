@@ -41,9 +41,9 @@ import {
 import { LruMap } from "../../checkpoint/lru-map.js";
 import { blobKey, blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems, type BlobRow } from "./history.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
+import { asBuffer, packed, unpacked } from "./packing.js";
 import { BASE_JOIN, CHANNEL_VERSIONS_CTE, readVersions, storedVersions, type VersionsBase } from "./versions.js";
 import {
-  asBuffer,
   insertItemsSql,
   ItemRows,
   jsonArrayOf,
@@ -193,6 +193,17 @@ interface PlannedArray {
 interface InputPlan {
   readonly rest: Uint8Array;
   readonly props: readonly (readonly [string, PlannedArray])[];
+}
+
+/** A value as stored (see packing.ts), as it was written. */
+function storedValue(type: string, data: Buffer): { kind: "value"; type: string; data: Buffer } {
+  const [valueType, bytes] = unpacked(type, data);
+  return { kind: "value", type: valueType, data: bytes };
+}
+
+function storedWrite(type: string, data: Buffer): { type: string; value: Buffer } {
+  const [writeType, value] = unpacked(type, data);
+  return { type: writeType, value };
 }
 
 /** Value rows of a checkpoint write, column by column (for `unnest`). */
@@ -401,7 +412,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         continue;
       }
       const [type, data] = await this.serde.dumpsTyped(value);
-      pushBlob(blobs, channel, String(newVersion), type, asBuffer(data), null);
+      pushBlob(blobs, channel, String(newVersion), ...packed(type, data), null);
     }
 
     // Stored against the namespace's base when few versions changed (the base checked in the statement: else whole).
@@ -532,9 +543,9 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       writes.forEach((_, index) => {
         const plan = planned[index];
         if (!plan) {
-          const [type, bytes] = serialized[index]!;
+          const [type, bytes] = packed(...serialized[index]!);
           types.push(type);
-          values.push(asBuffer(bytes));
+          values.push(bytes);
           wholeTypes.push(null);
           wholeValues.push(null);
           return;
@@ -637,7 +648,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     if (!row) return undefined;
     if (row.type === OBJECT_REFS_TYPE)
       throw new Error(`channel "${channel}" holds a graph input stored by reference: read it with getTuple`);
-    if (row.type !== ITEMS_TYPE) return { kind: "value", type: row.type, data: row.data! };
+    if (row.type !== ITEMS_TYPE) return storedValue(row.type, row.data!);
     const ranges = JSON.parse(row.ranges!) as SeqRange[];
     const { previous } = known;
     const shared = previous?.ranges ? sharedSeqPrefix(previous.ranges, ranges) : 0;
@@ -857,7 +868,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         continue;
       }
       if (row.type !== ITEMS_TYPE) {
-        values.set(channel, { kind: "value", type: row.type!, data: row.data! });
+        values.set(channel, storedValue(row.type!, row.data!));
         continue;
       }
       values.set(channel, {
@@ -876,8 +887,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
             taskPath: row.b ?? "",
             idx: row.n!,
             channel: row.channel!,
-            type: row.type!,
-            value: row.data!,
+            ...storedWrite(row.type!, row.data!),
           }),
         )
         .sort((x, y) => compareWritesSortKeys(writesSortKey(x.taskPath, x.taskId, x.idx), writesSortKey(y.taskPath, y.taskId, y.idx)));
