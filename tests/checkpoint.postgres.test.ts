@@ -205,6 +205,13 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(
       await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'deflate:json'"),
     ).toBe(2);
+    // Each task's writes of a turn (the start task's two, the node's two) are one row, read back as the writes they hold.
+    expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE thread_id = 't6'")).toBe(16);
+    const stepped = tuples.find((tuple) => tuple.pendingWrites?.some(([, channel]) => channel === "c3"))!;
+    expect(stepped.pendingWrites!.map(([, channel, value]) => [channel, value])).toEqual([
+      ["c3", 1],
+      ["c4", 1],
+    ]);
     expect(await new PostgresCheckpointQueries(saver.pool).plainChannels("t6", ["c0", "c1", "c19"])).toEqual({
       c0: latest.c0,
       c1: latest.c1,

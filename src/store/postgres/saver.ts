@@ -42,6 +42,7 @@ import { LruMap } from "../../checkpoint/lru-map.js";
 import { blobKey, blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems, type BlobRow } from "./history.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import { asBuffer, packed, unpacked } from "./packing.js";
+import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
 import { BASE_JOIN, CHANNEL_VERSIONS_CTE, readVersions, storedVersions, type VersionsBase } from "./versions.js";
 import {
   insertItemsSql,
@@ -199,11 +200,6 @@ interface InputPlan {
 function storedValue(type: string, data: Buffer): { kind: "value"; type: string; data: Buffer } {
   const [valueType, bytes] = unpacked(type, data);
   return { kind: "value", type: valueType, data: bytes };
-}
-
-function storedWrite(type: string, data: Buffer): { type: string; value: Buffer } {
-  const [writeType, value] = unpacked(type, data);
-  return { type: writeType, value };
 }
 
 /** Value rows of a checkpoint write, column by column (for `unnest`). */
@@ -536,29 +532,27 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       const items = new ItemRows();
       const logged: [PlannedArray, AppendedSeqs][] = [];
       const known: LogSpan[] = [];
-      const types: string[] = [];
-      const values: Buffer[] = [];
-      const wholeTypes: (string | null)[] = [];
-      const wholeValues: (Buffer | null)[] = [];
-      writes.forEach((_, index) => {
-        const plan = planned[index];
-        if (!plan) {
-          const [type, bytes] = packed(...serialized[index]!);
-          types.push(type);
-          values.push(bytes);
-          wholeTypes.push(null);
-          wholeValues.push(null);
-          return;
-        }
-        const placed = this.placeArray(at, plan, items, true);
-        logged.push([plan, placed.appended]);
-        known.push(...placed.known);
-        types.push(LOG_REFS_TYPE);
-        values.push(Buffer.from(JSON.stringify(placed.spans), "utf8"));
-        // Stored whole instead when an item referred to is gone (another process deleted the thread).
-        wholeTypes.push("json");
-        wholeValues.push(jsonArrayOf(plan.encoded));
-      });
+      const rows = writeRows(
+        writes.map(([channel], index): PlannedWrite => {
+          const idx = WRITES_IDX_MAP[channel] ?? index;
+          const plan = planned[index];
+          if (!plan) {
+            const [type, value] = serialized[index]!;
+            return { idx, channel, type, value };
+          }
+          const placed = this.placeArray(at, plan, items, true);
+          logged.push([plan, placed.appended]);
+          known.push(...placed.known);
+          return {
+            idx,
+            channel,
+            type: LOG_REFS_TYPE,
+            value: Buffer.from(JSON.stringify(placed.spans), "utf8"),
+            // Stored whole instead when an item referred to is gone (another process deleted the thread).
+            whole: { type: "json", value: jsonArrayOf(plan.encoded) },
+          };
+        }),
+      );
       await this.execute(
         `WITH ${insertItemsSql(12)}, found AS (
            SELECT NOT EXISTS (
@@ -584,12 +578,12 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           checkpointId,
           taskId,
           taskPath,
-          writes.map(([channel], index) => WRITES_IDX_MAP[channel] ?? index),
-          writes.map(([channel]) => channel),
-          types,
-          values,
-          wholeTypes,
-          wholeValues,
+          rows.map((row) => row.idx),
+          rows.map((row) => row.channel),
+          rows.map((row) => row.type),
+          rows.map((row) => row.value),
+          rows.map((row) => row.wholeType),
+          rows.map((row) => row.wholeValue),
           ...items.params(),
           // Each item referred to, as a span of one.
           JSON.stringify(known),
@@ -881,15 +875,12 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     const writes = (part: number) =>
       rows
         .filter((row) => row.part === part)
-        .map(
-          (row): ReadWrite => ({
-            taskId: row.a!,
-            taskPath: row.b ?? "",
-            idx: row.n!,
-            channel: row.channel!,
-            ...storedWrite(row.type!, row.data!),
-          }),
-        )
+        .flatMap((row): ReadWrite[] => {
+          const [type, value] = unpacked(row.type!, row.data!);
+          const task = { taskId: row.a!, taskPath: row.b ?? "" };
+          if (type === WRITES_BATCH_TYPE) return unframeWrites(value).map((write) => ({ ...task, ...write }));
+          return [{ ...task, idx: row.n!, channel: row.channel!, type, value }];
+        })
         .sort((x, y) => compareWritesSortKeys(writesSortKey(x.taskPath, x.taskId, x.idx), writesSortKey(y.taskPath, y.taskId, y.idx)));
 
     const pending = writes(3).map((write) => ({
