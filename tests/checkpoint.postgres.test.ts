@@ -116,6 +116,28 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(latest.map((message) => JSON.stringify(message))).toEqual(messages.map((message) => JSON.stringify(message)));
   });
 
+  it("reads back the list versions it holds (the last written) without reading their items again; another saver reads them", async () => {
+    const url = newDatabase();
+    const saver = await saverOn(url);
+    const messages = await chat(saver, "t11", 3);
+    const other = await saverOn(url);
+    const itemRows = async (reader: PostgresCheckpointSaver) => {
+      const query = reader.pool.query.bind(reader.pool);
+      let items = 0;
+      reader.pool.query = (async (...args: Parameters<typeof query>) => {
+        const result = (await query(...args)) as unknown as pg.QueryResult<{ part?: number }>;
+        items += result.rows.filter((row) => row.part === 2).length;
+        return result;
+      }) as typeof query;
+      const tuple = await reader.getTuple({ configurable: { thread_id: "t11" } });
+      reader.pool.query = query;
+      expect(JSON.stringify(tuple!.checkpoint.channel_values.messages)).toBe(JSON.stringify(messages));
+      return items;
+    };
+    expect(await itemRows(saver)).toBe(0);
+    expect(await itemRows(other)).toBe(6);
+  });
+
   it("a thread continued by another saver (another worker, no memory of it) appends to the same logs, each item still once", async () => {
     const url = newDatabase();
     const first = await saverOn(url);

@@ -103,9 +103,11 @@ interface TupleRow {
 
 /**
  * A checkpoint with everything its tuple needs, in one statement (one snapshot, one round trip):
- * part 0 the checkpoint row (`channel`: its base's versions, see versions.ts), 1 the blobs of its channel versions,
- * 2 the items of its list versions (a reference with the item it refers to, see item-logs.ts), 3 its pending writes, 4 the sends pending on its parent
- * (checkpoints of format < 4 kept them there).
+ * part 0 the checkpoint row (`channel`: its base's versions, see versions.ts), 1 the blobs of its
+ * channel versions (`a`: the version), 2 the items of its list versions but those the saver holds
+ * ($4, $5: channels and versions; a reference comes with the item it refers to, see
+ * item-logs.ts), 3 its pending writes, 4 the sends pending on its parent (checkpoints of format
+ * < 4 kept them there).
  */
 const TUPLE_SQL = `
 WITH cp AS (
@@ -115,7 +117,7 @@ WITH cp AS (
     ORDER BY checkpoint_id DESC LIMIT 1
   ) c ${BASE_JOIN}
 ), ${CHANNEL_VERSIONS_CTE}, v AS (
-  SELECT b.channel, b.type, b.data, b.ranges
+  SELECT b.channel, b.version, b.type, b.data, b.ranges
   FROM cv JOIN loopgraph_checkpoint_blobs b
     ON b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = cv.channel AND b.version = cv.version
 )
@@ -123,7 +125,7 @@ SELECT 0 AS part, NULL::bigint AS ord, cp.base_versions AS channel, cp.checkpoin
        cp.checkpoint_type AS type, cp.checkpoint AS data, cp.channel_versions AS extra, cp.metadata_type AS type2, cp.metadata AS data2, NULL::integer AS n
   FROM cp
 UNION ALL
-SELECT 1, NULL, v.channel, NULL, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
+SELECT 1, NULL, v.channel, v.version, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
 UNION ALL
 SELECT 2, r.ord, v.channel, NULL, NULL, i.type, i.data, NULL, t.type, t.data, i.seq
   FROM v CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
@@ -132,6 +134,7 @@ SELECT 2, r.ord, v.channel, NULL, NULL, i.type, i.data, NULL, t.type, t.data, i.
    AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
   ${REF_TARGET_JOIN}
   WHERE v.ranges IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[]) AS k(channel, version) WHERE k.channel = v.channel AND k.version = v.version)
 UNION ALL
 SELECT 3, NULL, w.channel, w.task_id, w.task_path, w.type, w.value, NULL, NULL, NULL, w.idx
   FROM cp JOIN loopgraph_checkpoint_writes w
@@ -222,8 +225,11 @@ function pushBlob(columns: BlobColumns, channel: string, version: string, type: 
 /**
  * LangGraph checkpoint saver on PostgreSQL (node-postgres, a pool), in the store's delta format:
  * every channel value once per version; every item of a list channel (such as `messages`) once,
- * in the channel's item log, a list version being the ranges of its items there. A thread's
- * storage so grows with what it adds, not with its length times its steps.
+ * in the channel's item log, a list version being the ranges of its items there; a message
+ * given as input or written by a task once for the input, the write and the list (item-logs.ts).
+ * A thread's storage so grows with what it adds, not with its length times its steps. Rows are
+ * kept few and small: a checkpoint's channel versions against a base (versions.ts), a task's
+ * writes in one row (write-batch.ts), text compressed (packing.ts).
  *
  * Each write is one statement (atomic on its own, one round trip); reading a checkpoint with its
  * values, items and pending writes is one statement too. A thread is written by one process at a
@@ -484,8 +490,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       return { lists, logged };
     };
 
-    // The items of the writes before it are known once they are done.
-    await earlier();
+    // The items of the writes before it (a list may take them in) are known once they are done.
+    if (listChannels.length > 0) await earlier();
     const { lists, logged } = await this.retryOnStaleLog(at, listChannels.length > 0 || inputs.length > 0, write);
     for (const [plan, appended] of logged) this.rememberLogged(at, plan, appended);
     if (whole) this.versionBases.set(namespaceKey, { checkpointId: checkpoint.id, versions: { ...versions } });
@@ -520,8 +526,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       writes.map(([channel, value]) => (channel.startsWith("__") ? undefined : this.planArray(channel, value))),
     );
     const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.serde.dumpsTyped(value))));
-    // The items of the writes before it (the input's) are known once they are done.
-    await earlier();
+    // The items of the writes before it (the input's, which an array may hold again) are known once they are done.
+    if (planned.some(Boolean)) await earlier();
     // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
     const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
     const write = async (): Promise<{ logged: [PlannedArray, AppendedSeqs][] }> => {
@@ -831,7 +837,15 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   }
 
   private async readTuple(at: ThreadNamespace, checkpointId: string | undefined): Promise<CheckpointTuple | undefined> {
-    const { rows } = await this.pool.query<TupleRow>(TUPLE_SQL, [at.threadId, at.ns, checkpointId ?? null]);
+    // The list versions this saver holds (the last written or read) are not read again.
+    const known = this.knownLists(at);
+    const { rows } = await this.pool.query<TupleRow>(TUPLE_SQL, [
+      at.threadId,
+      at.ns,
+      checkpointId ?? null,
+      [...known.keys()],
+      [...known.values()].map((list) => list.version),
+    ]);
     const head = rows.find((row) => row.part === 0);
     if (!head) return undefined;
     const id = head.a!;
@@ -865,11 +879,12 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         values.set(channel, storedValue(row.type!, row.data!));
         continue;
       }
+      const held = known.get(channel);
       values.set(channel, {
         kind: "list",
         version: String(channelVersions[channel]),
         ranges: JSON.parse(row.extra!) as SeqRange[],
-        items: itemsOf.get(channel) ?? [],
+        items: held?.version === row.a ? held.encoded : (itemsOf.get(channel) ?? []),
       });
     }
     const writes = (part: number) =>
@@ -947,6 +962,16 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       for (const [key, items] of value.props) input[key] = await decodeItems(items, this.serde, this.codec.sync);
       return input;
     })();
+  }
+
+  /** The list versions this saver holds for the thread namespace, by channel. */
+  private knownLists(at: ThreadNamespace): Map<string, StoredList> {
+    const prefix = channelKey(at, "");
+    const known = new Map<string, StoredList>();
+    for (const key of [...this.lastLists.keys()]) {
+      if (key.startsWith(prefix)) known.set(key.slice(prefix.length), this.lastLists.get(key)!);
+    }
+    return known;
   }
 
   /**
