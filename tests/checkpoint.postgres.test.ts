@@ -5,10 +5,11 @@
  * once from several pools, and a database of a newer loopgraph refused.
  */
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
-import { END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
+import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { uuid6 } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-queries.js";
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
@@ -44,14 +45,34 @@ function buildChat(saver: PostgresCheckpointSaver) {
     .compile({ checkpointer: saver });
 }
 
+/** A value long enough to be stored compressed (see packing.ts). */
+const LONG = "a long value ".repeat(30);
+
+/** An input setting each of the 20 channels of `buildWide`'s state, the last to LONG. */
+const allChannels = (): Record<string, number | string> =>
+  Object.fromEntries(Array.from({ length: 20 }, (_, i) => [`c${i}`, i === 19 ? LONG : 0]));
+
+/** A state of 20 channels, of which a turn's input sets one and its node two more. */
+function buildWide(saver: PostgresCheckpointSaver) {
+  const channels: Record<string, ReturnType<typeof Annotation<number | string>>> = {};
+  for (let i = 0; i < 20; i++) channels[`c${i}`] = Annotation<number | string>();
+  return new StateGraph(Annotation.Root(channels))
+    .addNode("step", (state: Record<string, number>) => ({
+      [`c${1 + ((state.c0! * 2) % 19)}`]: state.c0,
+      [`c${2 + ((state.c0! * 2) % 18)}`]: 1,
+    }))
+    .addEdge(START, "step")
+    .addEdge("step", END)
+    .compile({ checkpointer: saver });
+}
+
+const turnText = (turn: number): string => `turn ${turn}: ${"lorem ipsum ".repeat(8)}`;
+
 async function chat(saver: PostgresCheckpointSaver, threadId: string, turns: number, first = 0): Promise<BaseMessage[]> {
   const graph = buildChat(saver);
   let messages: BaseMessage[] = [];
   for (let turn = first; turn < first + turns; turn++) {
-    ({ messages } = await graph.invoke(
-      { messages: [new HumanMessage(`turn ${turn}: ${"lorem ipsum ".repeat(8)}`)] },
-      { configurable: { thread_id: threadId } },
-    ));
+    ({ messages } = await graph.invoke({ messages: [new HumanMessage(turnText(turn))] }, { configurable: { thread_id: threadId } }));
   }
   return messages;
 }
@@ -93,6 +114,28 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(lengths).toEqual([...lengths].sort((a, b) => b - a));
     const latest = history[0]!.checkpoint.channel_values.messages as BaseMessage[];
     expect(latest.map((message) => JSON.stringify(message))).toEqual(messages.map((message) => JSON.stringify(message)));
+  });
+
+  it("reads back the list versions it holds (the last written) without reading their items again; another saver reads them", async () => {
+    const url = newDatabase();
+    const saver = await saverOn(url);
+    const messages = await chat(saver, "t11", 3);
+    const other = await saverOn(url);
+    const itemRows = async (reader: PostgresCheckpointSaver) => {
+      const query = reader.pool.query.bind(reader.pool);
+      let items = 0;
+      reader.pool.query = (async (...args: Parameters<typeof query>) => {
+        const result = (await query(...args)) as unknown as pg.QueryResult<{ part?: number }>;
+        items += result.rows.filter((row) => row.part === 2).length;
+        return result;
+      }) as typeof query;
+      const tuple = await reader.getTuple({ configurable: { thread_id: "t11" } });
+      reader.pool.query = query;
+      expect(JSON.stringify(tuple!.checkpoint.channel_values.messages)).toBe(JSON.stringify(messages));
+      return items;
+    };
+    expect(await itemRows(saver)).toBe(0);
+    expect(await itemRows(other)).toBe(6);
   });
 
   it("a thread continued by another saver (another worker, no memory of it) appends to the same logs, each item still once", async () => {
@@ -153,8 +196,175 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const refused = await migrate(pool, "checkpoints", CHECKPOINT_MIGRATIONS).catch((error: unknown) => error);
     expect(refused).toBeInstanceOf(SchemaTooNewError);
     expect((refused as Error).message).toBe(
-      "the database has checkpoints schema version 99, newer than this loopgraph understands (1): upgrade loopgraph",
+      `the database has checkpoints schema version 99, newer than this loopgraph understands (${CHECKPOINT_MIGRATIONS.length}): upgrade loopgraph`,
     );
+  });
+
+  it("stores a checkpoint's versions as those that differ from a base checkpoint's, and reads them back whole, in order", async () => {
+    const saver = await saverOn(newDatabase());
+    const written = new Map<string, string>();
+    const put = saver.put.bind(saver);
+    saver.put = (config, checkpoint, metadata, newVersions) => {
+      written.set(checkpoint.id, JSON.stringify(checkpoint.channel_versions));
+      return put(config, checkpoint, metadata, newVersions);
+    };
+    const graph = buildWide(saver);
+    for (let turn = 0; turn < 8; turn++)
+      await graph.invoke(turn === 0 ? allChannels() : { c0: turn }, { configurable: { thread_id: "t6" } });
+    expect(written.size).toBe(24);
+    const tuples = [];
+    for await (const tuple of saver.list({ configurable: { thread_id: "t6" } })) tuples.push(tuple);
+    expect(tuples.map((tuple) => [tuple.checkpoint.id, JSON.stringify(tuple.checkpoint.channel_versions)])).toEqual([...written].reverse());
+    const walked = [];
+    for await (const entry of saver.history("t6")) walked.push([entry.checkpointId, JSON.stringify(entry.channelVersions)]);
+    expect(walked).toEqual([...written]);
+    const latest = tuples[0]!.checkpoint.channel_values;
+    // The long value, stored compressed, reads back from its version, from the input and from the start task's write.
+    expect(latest.c19).toBe(LONG);
+    const input = tuples.at(-1)!;
+    expect((input.checkpoint.channel_values.__start__ as Record<string, unknown>).c19).toBe(LONG);
+    expect(input.pendingWrites!.find(([, channel]) => channel === "c19")?.[2]).toBe(LONG);
+    expect(
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'deflate:json'"),
+    ).toBe(2);
+    // Each task's writes of a turn (the start task's two, the node's two) are one row, read back as the writes they hold.
+    expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE thread_id = 't6'")).toBe(16);
+    const stepped = tuples.find((tuple) => tuple.pendingWrites?.some(([, channel]) => channel === "c3"))!;
+    expect(stepped.pendingWrites!.map(([, channel, value]) => [channel, value])).toEqual([
+      ["c3", 1],
+      ["c4", 1],
+    ]);
+    expect(await new PostgresCheckpointQueries(saver.pool).plainChannels("t6", ["c0", "c1", "c19"])).toEqual({
+      c0: latest.c0,
+      c1: latest.c1,
+      c19: latest.c19,
+    });
+    // Most rows hold a few entries against a base; the column holds well under half what whole versions would.
+    const stored = (
+      await saver.pool.query<{ deltas: string; bytes: string }>(
+        "SELECT count(versions_base) AS deltas, sum(length(channel_versions)) AS bytes FROM loopgraph_checkpoints WHERE thread_id = 't6'",
+      )
+    ).rows[0]!;
+    expect(Number(stored.deltas)).toBeGreaterThan(12);
+    expect(Number(stored.bytes)).toBeLessThan(0.5 * [...written.values()].reduce((sum, text) => sum + text.length, 0));
+  });
+
+  it("stores versions whole when their base is gone (another process deleted the thread), and migrates a store of schema 1", async () => {
+    const url = newDatabase();
+    const a = await saverOn(url);
+    const b = await saverOn(url);
+    const config = { configurable: { thread_id: "t7", checkpoint_ns: "" } };
+    const put = (step: number, channel_versions: Record<string, number>, parent?: string) =>
+      a.put(
+        parent ? { configurable: { ...config.configurable, checkpoint_id: parent } } : config,
+        { v: 4, id: uuid6(step), ts: new Date().toISOString(), channel_values: {}, channel_versions, versions_seen: {} },
+        { source: "loop", step, parents: {} },
+        {},
+      );
+    const first = await put(0, { x: 1, y: 1, z: 1 });
+    await put(1, { x: 1, y: 1, z: 2 }, first.configurable!.checkpoint_id as string);
+    await b.deleteThread("t7");
+    // a still takes its first checkpoint for the base: the statement finds it gone and stores the versions whole.
+    const third = await put(2, { x: 1, y: 1, z: 3 });
+    await put(3, { x: 1, y: 1, z: 4 }, third.configurable!.checkpoint_id as string);
+    const versions = [];
+    for await (const tuple of b.list(config)) versions.push(tuple.checkpoint.channel_versions);
+    expect(versions).toEqual([
+      { x: 1, y: 1, z: 4 },
+      { x: 1, y: 1, z: 3 },
+    ]);
+    const graph = buildWide(a);
+    await graph.invoke(allChannels(), config);
+    await graph.invoke({ c0: 1 }, config);
+    const state = await graph.getState(config);
+    // A store of schema version 1 (no versions_base, every row whole) is migrated by setup, its checkpoints read as before.
+    const before = JSON.stringify(state.values);
+    await a.pool.query(`UPDATE loopgraph_checkpoints c SET channel_versions = (
+      SELECT json_object_agg(key, value)::text FROM (
+        SELECT key, value FROM json_each(c.channel_versions::json)
+        UNION ALL SELECT key, value FROM loopgraph_checkpoints b, json_each(b.channel_versions::json)
+          WHERE b.thread_id = c.thread_id AND b.checkpoint_id = c.versions_base AND NOT c.channel_versions::jsonb ? key) e)
+      WHERE versions_base IS NOT NULL`);
+    await a.pool.query("ALTER TABLE loopgraph_checkpoints DROP COLUMN versions_base");
+    await a.pool.query("UPDATE loopgraph_schema SET version = 1 WHERE part = 'checkpoints'");
+    const c = await saverOn(url);
+    expect((await c.pool.query("SELECT version FROM loopgraph_schema WHERE part = 'checkpoints'")).rows[0].version).toBe(
+      CHECKPOINT_MIGRATIONS.length,
+    );
+    expect(JSON.stringify((await buildWide(c).getState(config)).values)).toBe(before);
+    await buildWide(c).invoke({ c0: 4 }, config);
+    expect((await buildWide(c).getState(config)).values.c0).toBe(4);
+  });
+
+  it("stores a message once whole for the input, the task's write and the list, which refer to it; a fork reads its own branch", async () => {
+    const saver = await saverOn(newDatabase());
+    const config = { configurable: { thread_id: "t8" } };
+    const messages = await chat(saver, "t8", 6);
+    // 6 inputs and 6 replies, each whole once in a write log (compressed: packing.ts); the list holds references to them.
+    const kinds = await saver.pool.query<{ log: string; type: string; n: string }>(
+      "SELECT channel AS log, type, count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't8' GROUP BY 1, 2 ORDER BY 1, 2",
+    );
+    expect(kinds.rows.map((row) => [row.log, row.type, Number(row.n)])).toEqual([
+      ["__writes__:messages", "deflate:json", 12],
+      ["messages", "lg:ref", 12],
+    ]);
+    const tuples = [];
+    for await (const tuple of saver.list(config)) tuples.push(tuple);
+    const inputs = tuples.filter((tuple) => tuple.metadata?.source === "input").reverse();
+    expect(inputs).toHaveLength(6);
+    inputs.forEach((tuple, turn) => {
+      const input = tuple.checkpoint.channel_values.__start__ as { messages: BaseMessage[] };
+      expect(input.messages.map((message) => [message.constructor.name, message.content])).toEqual([["HumanMessage", turnText(turn)]]);
+      const written = tuple.pendingWrites!.find(([, channel]) => channel === "messages")![2] as BaseMessage[];
+      expect(written.map((message) => message.content)).toEqual([turnText(turn)]);
+    });
+    expect(JSON.stringify((await saver.getTuple(config))!.checkpoint.channel_values.messages)).toBe(JSON.stringify(messages));
+    // A fork from the third turn's input (whose own input it replaces): its branch holds the first two turns, then its own.
+    const graph = buildChat(saver);
+    const forked = await graph.invoke(
+      { messages: [new HumanMessage("a fork")] },
+      { configurable: { thread_id: "t8", checkpoint_id: inputs[2]!.config.configurable!.checkpoint_id } },
+    );
+    expect(forked.messages.map((message: BaseMessage) => message.content)).toEqual([
+      ...messages.slice(0, 4).map((message) => message.content),
+      "a fork",
+      "reply to: a fork",
+    ]);
+    const original = (await saver.getTuple({ configurable: { ...config.configurable, checkpoint_id: tuples[0]!.checkpoint.id } }))!;
+    expect(JSON.stringify(original.checkpoint.channel_values.messages)).toBe(JSON.stringify(messages));
+    // Deleting the thread removes all its rows, and no other thread's.
+    await chat(saver, "t9", 1);
+    await saver.deleteThread("t8");
+    const left = await saver.pool.query<{ thread_id: string }>(
+      `SELECT thread_id FROM loopgraph_checkpoints UNION SELECT thread_id FROM loopgraph_checkpoint_blobs
+       UNION SELECT thread_id FROM loopgraph_checkpoint_items UNION SELECT thread_id FROM loopgraph_checkpoint_writes`,
+    );
+    expect(left.rows.map((row) => row.thread_id)).toEqual(["t9"]);
+  });
+
+  it("stores a write whole when the logged items it would refer to are gone (another process deleted the thread)", async () => {
+    const url = newDatabase();
+    const a = await saverOn(url);
+    const b = await saverOn(url);
+    const config = { configurable: { thread_id: "t10", checkpoint_ns: "" } };
+    const message = new HumanMessage("hello");
+    const input = {
+      v: 4,
+      id: uuid6(0),
+      ts: new Date().toISOString(),
+      channel_values: { __start__: { messages: [message] } },
+      channel_versions: { __start__: 1 },
+      versions_seen: {},
+    };
+    const written = await a.put(config, input, { source: "input", step: -1, parents: {} }, { __start__: 1 });
+    expect(await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't10'")).toBe(1);
+    await b.deleteThread("t10");
+    await a.put(config, input, { source: "input", step: -1, parents: {} }, {});
+    await a.putWrites(written, [["messages", [message]]], "task");
+    const tuple = (await b.getTuple(written))!;
+    expect(tuple.pendingWrites!.map(([, channel, value]) => [channel, (value as BaseMessage[]).map((item) => item.content)])).toEqual([
+      ["messages", ["hello"]],
+    ]);
   });
 
   it("orders checkpoints by the bytes of their ids, whatever the database's collation", async () => {

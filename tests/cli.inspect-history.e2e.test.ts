@@ -245,12 +245,15 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
       expect(page.tokens).toEqual(history.tokens);
     }
     // The newest page reads its own steps, not the thread's: a fraction of the values a steps walk decodes.
-    const counted = vi.spyOn(JsonPlusSerializer.prototype, "loadsTyped");
+    const counted = vi.spyOn(SqliteCheckpointSaver.prototype, "decodeChannel");
+    const valuesDecoded = vi.spyOn(SqliteCheckpointSaver.prototype as unknown as Record<"decodeValue", () => unknown>, "decodeValue");
+    const decoded = () => counted.mock.calls.length + valuesDecoded.mock.calls.length;
     await threadHistory("loop", { db: loop.db, env: {} }, { limit: 3 });
-    const paged = counted.mock.calls.length;
+    const paged = decoded();
     await threadHistory("loop", { db: loop.db, env: {} });
-    const walked = counted.mock.calls.length - paged;
+    const walked = decoded() - paged;
     counted.mockRestore();
+    valuesDecoded.mockRestore();
     expect(paged).toBeLessThan(walked / 5);
     await expect(threadHistory("loop", { db: loop.db, env: {} }, { from: "zzz" })).rejects.toThrow(
       'no checkpoint of thread "loop" matches "zzz": see `loopgraph inspect loop`',

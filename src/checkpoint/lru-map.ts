@@ -38,6 +38,11 @@ export class LruMap<K, V> {
     }
   }
 
+  /** The keys, least recently used first (reading them uses none). */
+  keys(): IterableIterator<K> {
+    return this.entries.keys();
+  }
+
   has(key: K): boolean {
     return this.entries.has(key);
   }

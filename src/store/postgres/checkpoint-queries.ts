@@ -1,5 +1,7 @@
 import type pg from "pg";
 import type { CheckpointAddress, CheckpointQueries } from "../../runs/checkpoint-ids.js";
+import { unpacked } from "./packing.js";
+import { BASE_JOIN, CHANNEL_VERSIONS_CTE } from "./versions.js";
 
 /** The ids starting with `prefix`: a range of the key (ids are ASCII; U+FFFF sorts above them), then an exact match. */
 const PREFIX_RANGE =
@@ -21,12 +23,14 @@ export class PostgresCheckpointQueries implements CheckpointQueries {
     // One statement: the checkpoint's versions of the channels, and their rows.
     const { rows } = await this.pool.query<{ channel: string; type: string | null; data: Buffer | null; ranges: string | null }>(
       `WITH cp AS (
-         SELECT channel_versions FROM loopgraph_checkpoints
-         WHERE thread_id = $1 AND checkpoint_ns = '' AND ($2::text IS NULL OR checkpoint_id = $2)
-         ORDER BY checkpoint_id DESC LIMIT 1
-       )
+         SELECT c.channel_versions, b.channel_versions AS base_versions FROM (
+           SELECT * FROM loopgraph_checkpoints
+           WHERE thread_id = $1 AND checkpoint_ns = '' AND ($2::text IS NULL OR checkpoint_id = $2)
+           ORDER BY checkpoint_id DESC LIMIT 1
+         ) c ${BASE_JOIN}
+       ), ${CHANNEL_VERSIONS_CTE}
        SELECT cv.channel, b.type, b.data, b.ranges
-       FROM cp CROSS JOIN LATERAL json_each_text(cp.channel_versions::json) AS cv(channel, version)
+       FROM cv
        LEFT JOIN loopgraph_checkpoint_blobs b ON b.thread_id = $1 AND b.checkpoint_ns = '' AND b.channel = cv.channel AND b.version = cv.version
        WHERE cv.channel = ANY($3::text[])`,
       [threadId, checkpointId ?? null, [...channels]],
@@ -34,12 +38,13 @@ export class PostgresCheckpointQueries implements CheckpointQueries {
     const values: Record<string, unknown> = {};
     for (const row of rows) {
       if (row.type === null) continue;
-      if (row.type !== "json" || row.data === null) {
+      const [type, data] = row.data === null ? [row.type, null] : unpacked(row.type, row.data);
+      if (type !== "json" || data === null) {
         throw new Error(
-          `channel "${row.channel}" of thread "${threadId}" is not stored as a plain JSON value (${row.type}): read it through the saver`,
+          `channel "${row.channel}" of thread "${threadId}" is not stored as a plain JSON value (${type}): read it through the saver`,
         );
       }
-      values[row.channel] = JSON.parse(row.data.toString("utf8"));
+      values[row.channel] = JSON.parse(data.toString("utf8"));
     }
     return values;
   }

@@ -9,6 +9,8 @@ import type { HistoryRow } from "../../checkpoint/history-reader.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
+import { BASE_JOIN, readVersions } from "./versions.js";
+import { REF_TARGET_JOIN, resolvedItem } from "./item-logs.js";
 
 /** A channel version's row: a value (`data`), or a list version (`ranges` of the item log). */
 export interface BlobRow {
@@ -21,16 +23,19 @@ export interface BlobRow {
 
 /** Up to `limit` of the thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
 export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string, limit: number): Promise<HistoryRow[]> {
-  const { rows } = await pool.query<HistoryRow & { failed: boolean }>(
+  const { rows } = await pool.query<HistoryRow & { failed: boolean; base_versions: string | null }>(
     `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions, c.metadata_type, c.metadata,
+            b.channel_versions AS base_versions,
             EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes w
                     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
                       AND w.checkpoint_id = c.checkpoint_id AND w.channel = $4) AS failed
-     FROM loopgraph_checkpoints c
+     FROM loopgraph_checkpoints c ${BASE_JOIN}
      WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3 ORDER BY c.checkpoint_id LIMIT $5`,
     [at.threadId, at.ns, after, ERROR, limit],
   );
-  return rows;
+  return rows.map(({ base_versions, ...row }) =>
+    base_versions === null ? row : { ...row, channel_versions: JSON.stringify(readVersions(row.channel_versions, base_versions)) },
+  );
 }
 
 /** The key of a channel version in the map `blobRows` gives. */
@@ -49,19 +54,28 @@ export async function blobRows(pool: pg.Pool, at: ThreadNamespace, pairs: readon
   return new Map(rows.map((row) => [blobKey(row.channel, row.version), row]));
 }
 
+/** An item as read, with the item it refers to when it is a reference (see item-logs.ts). */
+interface ItemRow {
+  type: string;
+  data: Buffer;
+  target_type: string | null;
+  target_data: Buffer | null;
+}
+
 /** The items at `ranges` of the channel's item log, in order. */
 export async function logItems(pool: pg.Pool, at: ThreadNamespace, channel: string, ranges: readonly SeqRange[]): Promise<EncodedItem[]> {
   if (ranges.length === 0) return [];
-  const { rows } = await pool.query<{ type: string; data: Buffer }>(
-    `SELECT i.type, i.data
+  const { rows } = await pool.query<ItemRow>(
+    `SELECT i.type, i.data, t.type AS target_type, t.data AS target_data
      FROM json_array_elements($4::json) WITH ORDINALITY AS r(span, ord)
      JOIN loopgraph_checkpoint_items i
        ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = $3
       AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
+     ${REF_TARGET_JOIN}
      ORDER BY r.ord, i.seq`,
     [at.threadId, at.ns, channel, JSON.stringify(ranges)],
   );
-  return rows.map((row) => ({ type: row.type, bytes: row.data }));
+  return rows.map((row) => resolvedItem(row.type, row.data, row.target_type, row.target_data));
 }
 
 /** Items of item logs already read in a history walk, per channel, by position. */
@@ -95,17 +109,18 @@ export async function prefetchItems(
     intervalsOf([...seqs].sort((a, b) => a - b)).map(([lo, hi]) => ({ channel, lo, hi })),
   );
   if (missing.length === 0) return;
-  const { rows: items } = await pool.query<{ channel: string; seq: number; type: string; data: Buffer }>(
-    `SELECT i.channel, i.seq, i.type, i.data
+  const { rows: items } = await pool.query<ItemRow & { channel: string; seq: number }>(
+    `SELECT i.channel, i.seq, i.type, i.data, t.type AS target_type, t.data AS target_data
      FROM json_to_recordset($3::json) AS r(channel text, lo integer, hi integer)
      JOIN loopgraph_checkpoint_items i
-       ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = r.channel AND i.seq >= r.lo AND i.seq < r.hi`,
+       ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = r.channel AND i.seq >= r.lo AND i.seq < r.hi
+     ${REF_TARGET_JOIN}`,
     [at.threadId, at.ns, JSON.stringify(missing)],
   );
   for (const item of items) {
     let byChannel = known.get(item.channel);
     if (!byChannel) known.set(item.channel, (byChannel = new Map()));
-    byChannel.set(item.seq, { type: item.type, bytes: item.data });
+    byChannel.set(item.seq, resolvedItem(item.type, item.data, item.target_type, item.target_data));
   }
 }
 

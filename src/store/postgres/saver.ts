@@ -19,6 +19,7 @@ import type pg from "pg";
 import { nextChannelVersion } from "../../checkpoint/channel-versions.js";
 import { syncSerializerOf } from "../../checkpoint/fast-serde.js";
 import { ItemCodec } from "../../checkpoint/item-codec.js";
+import { decodeItems } from "../../checkpoint/fast-serde.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import {
   everyChannel,
@@ -42,10 +43,31 @@ import {
 import { LruMap } from "../../checkpoint/lru-map.js";
 import { blobKey, blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems, type BlobRow } from "./history.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
+import { asBuffer, packed, unpacked } from "./packing.js";
+import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
+import { BASE_JOIN, CHANNEL_VERSIONS_CTE, readVersions, storedVersions, type VersionsBase } from "./versions.js";
+import {
+  insertItemsSql,
+  ItemRows,
+  jsonArrayOf,
+  LOG_REFS_TYPE,
+  OBJECT_REFS_TYPE,
+  pushSpan,
+  REF_TARGET_JOIN,
+  resolvedItem,
+  spanItems,
+  WRITES_LOG_PREFIX,
+  type LogSpan,
+  type ObjectRefs,
+} from "./item-logs.js";
+import { makeItemRef } from "../../checkpoint/item-refs.js";
+import { sameEncoding } from "../../checkpoint/item-framing.js";
+import { isObject } from "../../checkpoint/item-codec.js";
 import {
   assembleTuple,
   channelKey,
   metadataMatches,
+  START,
   threadNamespaceOf,
   withoutId,
   type ThreadNamespace,
@@ -83,33 +105,38 @@ interface TupleRow {
 
 /**
  * A checkpoint with everything its tuple needs, in one statement (one snapshot, one round trip):
- * part 0 the checkpoint row, 1 the blobs of its channel versions (in `channel_versions` order),
- * 2 the items of its list versions, 3 its pending writes, 4 the sends pending on its parent
- * (checkpoints of format < 4 kept them there).
+ * part 0 the checkpoint row (`channel`: its base's versions, see versions.ts), 1 the blobs of its
+ * channel versions (`a`: the version), 2 the items of its list versions but those the saver holds
+ * ($4, $5: channels and versions; a reference comes with the item it refers to, see
+ * item-logs.ts), 3 its pending writes, 4 the sends pending on its parent (checkpoints of format
+ * < 4 kept them there).
  */
 const TUPLE_SQL = `
 WITH cp AS (
-  SELECT * FROM loopgraph_checkpoints
-  WHERE thread_id = $1 AND checkpoint_ns = $2 AND ($3::text IS NULL OR checkpoint_id = $3)
-  ORDER BY checkpoint_id DESC LIMIT 1
-), v AS (
-  SELECT cv.ord, b.channel, b.type, b.data, b.ranges
-  FROM cp CROSS JOIN LATERAL json_each_text(cp.channel_versions::json) WITH ORDINALITY AS cv(channel, version, ord)
-  JOIN loopgraph_checkpoint_blobs b
-    ON b.thread_id = cp.thread_id AND b.checkpoint_ns = cp.checkpoint_ns AND b.channel = cv.channel AND b.version = cv.version
+  SELECT c.*, b.channel_versions AS base_versions FROM (
+    SELECT * FROM loopgraph_checkpoints
+    WHERE thread_id = $1 AND checkpoint_ns = $2 AND ($3::text IS NULL OR checkpoint_id = $3)
+    ORDER BY checkpoint_id DESC LIMIT 1
+  ) c ${BASE_JOIN}
+), ${CHANNEL_VERSIONS_CTE}, v AS (
+  SELECT b.channel, b.version, b.type, b.data, b.ranges
+  FROM cv JOIN loopgraph_checkpoint_blobs b
+    ON b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = cv.channel AND b.version = cv.version
 )
-SELECT 0 AS part, NULL::bigint AS ord, NULL::text AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
+SELECT 0 AS part, NULL::bigint AS ord, cp.base_versions AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
        cp.checkpoint_type AS type, cp.checkpoint AS data, cp.channel_versions AS extra, cp.metadata_type AS type2, cp.metadata AS data2, NULL::integer AS n
   FROM cp
 UNION ALL
-SELECT 1, v.ord, v.channel, NULL, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
+SELECT 1, NULL, v.channel, v.version, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
 UNION ALL
-SELECT 2, r.ord, v.channel, NULL, NULL, i.type, i.data, NULL, NULL, NULL, i.seq
+SELECT 2, r.ord, v.channel, NULL, NULL, i.type, i.data, NULL, t.type, t.data, i.seq
   FROM v CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
   JOIN loopgraph_checkpoint_items i
     ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = v.channel
    AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
+  ${REF_TARGET_JOIN}
   WHERE v.ranges IS NOT NULL
+    AND NOT EXISTS (SELECT 1 FROM unnest($4::text[], $5::text[]) AS k(channel, version) WHERE k.channel = v.channel AND k.version = v.version)
 UNION ALL
 SELECT 3, NULL, w.channel, w.task_id, w.task_path, w.type, w.value, NULL, NULL, NULL, w.idx
   FROM cp JOIN loopgraph_checkpoint_writes w
@@ -122,6 +149,8 @@ SELECT 4, NULL, w.channel, w.task_id, w.task_path, w.type, w.value, NULL, NULL, 
 /** A channel value as read: a single value, or a list version's items and where they are in the log. */
 type ReadValue =
   | { readonly kind: "value"; readonly type: string; readonly data: Uint8Array }
+  /** A graph input whose arrays are stored as spans of item logs, their items read. */
+  | { readonly kind: "input"; readonly rest: Uint8Array; readonly props: readonly (readonly [string, readonly EncodedItem[]])[] }
   | { readonly kind: "list"; readonly version: string; readonly ranges: readonly SeqRange[]; readonly items: readonly EncodedItem[] };
 
 interface ReadWrite {
@@ -137,7 +166,45 @@ interface ReadWrite {
 interface PlannedList {
   readonly channel: string;
   readonly stored: StoredList & { readonly ranges: readonly SeqRange[] };
-  readonly appended: readonly { readonly seq: number; readonly encoded: EncodedItem }[];
+  readonly appended: readonly AppendedItem[];
+}
+
+/** An item a list version appends: stored as `reference` (to a logged item, see item-logs.ts) when given. */
+interface AppendedItem {
+  readonly seq: number;
+  readonly encoded: EncodedItem;
+  readonly reference?: { readonly stored: EncodedItem; readonly target: { readonly channel: string; readonly seq: number } };
+}
+
+/** The items of a planned array that were appended: their index in the array, their position in its log. */
+type AppendedSeqs = readonly { readonly index: number; readonly seq: number }[];
+
+/** Where an item this saver wrote sits in an item log of its thread namespace. */
+interface LoggedItem {
+  /** The saver's generation, thread and namespace: positions are valid while the thread was not deleted since. */
+  readonly threadKey: string;
+  readonly channel: string;
+  readonly seq: number;
+  readonly encoded: EncodedItem;
+}
+
+/** An array to store as spans of the item log `log`, each item's encoding made when it was written. */
+interface PlannedArray {
+  readonly log: string;
+  readonly values: readonly unknown[];
+  readonly encoded: readonly EncodedItem[];
+}
+
+/** A graph input with arrays of objects, planned for OBJECT_REFS_TYPE: its other properties as JSON, and its arrays. */
+interface InputPlan {
+  readonly rest: Uint8Array;
+  readonly props: readonly (readonly [string, PlannedArray])[];
+}
+
+/** A value as stored (see packing.ts), as it was written. */
+function storedValue(type: string, data: Buffer): { kind: "value"; type: string; data: Buffer } {
+  const [valueType, bytes] = unpacked(type, data);
+  return { kind: "value", type: valueType, data: bytes };
 }
 
 /** Value rows of a checkpoint write, column by column (for `unnest`). */
@@ -157,16 +224,14 @@ function pushBlob(columns: BlobColumns, channel: string, version: string, type: 
   columns.ranges.push(ranges);
 }
 
-/** Bytes as a Buffer over the same memory (node-postgres sends Buffers as bytea). */
-function asBuffer(bytes: Uint8Array): Buffer {
-  return Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes.buffer, bytes.byteOffset, bytes.byteLength);
-}
-
 /**
  * LangGraph checkpoint saver on PostgreSQL (node-postgres, a pool), in the store's delta format:
  * every channel value once per version; every item of a list channel (such as `messages`) once,
- * in the channel's item log, a list version being the ranges of its items there. A thread's
- * storage so grows with what it adds, not with its length times its steps.
+ * in the channel's item log, a list version being the ranges of its items there; a message
+ * given as input or written by a task once for the input, the write and the list (item-logs.ts).
+ * A thread's storage so grows with what it adds, not with its length times its steps. Rows are
+ * kept few and small: a checkpoint's channel versions against a base (versions.ts), a task's
+ * writes in one row (write-batch.ts), text compressed (packing.ts).
  *
  * Each write is one statement (atomic on its own, one round trip); reading a checkpoint with its
  * values, items and pending writes is one statement too. A thread is written by one process at a
@@ -179,7 +244,20 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   private readonly lastLists = new LruMap<string, StoredList & { readonly ranges: readonly SeqRange[] }>(REMEMBERED_LISTS);
   /** The next free position of item logs this saver knows. */
   private readonly logEnds = new LruMap<string, number>(REMEMBERED_LISTS);
+  /** The checkpoint each thread namespace's versions are stored against (see versions.ts). */
+  private readonly versionBases = new LruMap<string, VersionsBase>(REMEMBERED_LISTS);
   private readonly writeHooks: PostgresWriteHook[] = [];
+  /** Items this saver appended to an item log, so a later write or list version holding them again refers to them. */
+  private readonly loggedItems = new WeakMap<object, LoggedItem>();
+  /**
+   * The writes in flight per thread namespace. LangGraph does not wait for one before the next:
+   * a step's tasks start while its checkpoint is written, and the next checkpoint is put while
+   * the last task's writes are. A write refers to the items of those before it (the start
+   * task's write to the input's, the list to the writes') once they are done (see `tracked`).
+   */
+  private readonly inFlight = new Map<string, Set<Promise<unknown>>>();
+  /** Counts deleteThread calls: log positions remembered before a deletion are not used after it. */
+  private generation = 0;
   /** The rows of the channel versions the current page of `history` brings: what `readChannel` is asked for next. */
   private prefetched?: { at: ThreadNamespace; rows: ReadonlyMap<string, BlobRow>; items: KnownItems };
 
@@ -200,15 +278,13 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   }
 
   /** One write statement: on its own, or in a transaction with the write hooks that have work pending. */
-  private async execute(sql: string, params: unknown[]): Promise<void> {
+  private async execute<R extends pg.QueryResultRow = pg.QueryResultRow>(sql: string, params: unknown[]): Promise<R[]> {
     const hooks = this.writeHooks.filter((hook) => hook.pending());
-    if (hooks.length === 0) {
-      await this.pool.query(sql, params);
-      return;
-    }
-    await inTransaction(this.pool, async (client) => {
-      await client.query(sql, params);
+    if (hooks.length === 0) return (await this.pool.query<R>(sql, params)).rows;
+    return inTransaction(this.pool, async (client) => {
+      const { rows } = await client.query<R>(sql, params);
       for (const hook of hooks) await hook.write(client);
+      return rows;
     });
   }
 
@@ -282,11 +358,37 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     }
   }
 
-  async put(
+  put(config: RunnableConfig, checkpoint: Checkpoint, metadata: CheckpointMetadata, newVersions: ChannelVersions): Promise<RunnableConfig> {
+    return this.tracked(config, (earlier) => this.writeCheckpoint(config, checkpoint, metadata, newVersions, earlier));
+  }
+
+  /**
+   * Runs `work` as a write of the config's thread namespace; `earlier` resolves once the writes
+   * of the namespace started before it have settled (they never wait for later ones).
+   */
+  private tracked<T>(config: RunnableConfig, work: (earlier: () => Promise<void>) => Promise<T>): Promise<T> {
+    const at = threadNamespaceOf(config);
+    if (!at) return work(async () => undefined);
+    const key = channelKey(at, "");
+    let running = this.inFlight.get(key);
+    if (!running) this.inFlight.set(key, (running = new Set()));
+    const before = [...running];
+    const settled = work(async () => {
+      await Promise.allSettled(before);
+    }).finally(() => {
+      running.delete(settled);
+      if (running.size === 0 && this.inFlight.get(key) === running) this.inFlight.delete(key);
+    });
+    running.add(settled);
+    return settled;
+  }
+
+  private async writeCheckpoint(
     config: RunnableConfig,
     checkpoint: Checkpoint,
     metadata: CheckpointMetadata,
     newVersions: ChannelVersions,
+    earlier: () => Promise<void>,
   ): Promise<RunnableConfig> {
     if (!config.configurable) throw new Error("Empty configuration supplied.");
     const at = threadNamespaceOf(config);
@@ -299,20 +401,34 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     ]);
     const blobs: BlobColumns = { channels: [], versions: [], types: [], data: [], ranges: [] };
     const listChannels: [string, string, unknown[]][] = [];
+    const inputs: (InputPlan & { channel: string; version: string })[] = [];
     for (const [channel, newVersion] of Object.entries(newVersions)) {
       // A version with no value (a channel cleared or consumed) is stored as no row: read, it is absent either way.
       if (!Object.prototype.hasOwnProperty.call(values, channel)) continue;
       const value: unknown = values[channel];
+      const input = channel === START ? await this.planInput(value) : undefined;
+      if (input) {
+        inputs.push({ channel, version: String(newVersion), ...input });
+        continue;
+      }
       if (Array.isArray(value)) {
         listChannels.push([channel, String(newVersion), value]);
         continue;
       }
       const [type, data] = await this.serde.dumpsTyped(value);
-      pushBlob(blobs, channel, String(newVersion), type, asBuffer(data), null);
+      pushBlob(blobs, channel, String(newVersion), ...packed(type, data), null);
     }
 
-    const write = async (): Promise<PlannedList[]> => {
+    // Stored against the namespace's base when few versions changed (the base checked in the statement: else whole).
+    const namespaceKey = channelKey(at, "");
+    const stored = storedVersions(versions, this.versionBases.get(namespaceKey));
+    let whole = true;
+    const write = async (): Promise<{ lists: PlannedList[]; logged: [PlannedArray, AppendedSeqs][] }> => {
       const lists = await this.planLists(at, parentId, listChannels);
+      await this.readLogEnds(
+        at,
+        inputs.flatMap((input) => input.props.map(([, plan]) => plan.log)),
+      );
       const all: BlobColumns = {
         channels: [...blobs.channels],
         versions: [...blobs.versions],
@@ -320,30 +436,38 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         data: [...blobs.data],
         ranges: [...blobs.ranges],
       };
-      const items = { channels: [] as string[], seqs: [] as number[], types: [] as string[], data: [] as Buffer[] };
+      const items = new ItemRows();
+      const logged: [PlannedArray, AppendedSeqs][] = [];
+      for (const input of inputs) {
+        const refs: ObjectRefs = { rest: Buffer.from(input.rest).toString("utf8"), props: {} };
+        for (const [key, plan] of input.props) {
+          // An input's items are appended: none is referred to, so none can be gone.
+          const placed = this.placeArray(at, plan, items, false);
+          refs.props[key] = placed.spans;
+          logged.push([plan, placed.appended]);
+        }
+        pushBlob(all, input.channel, input.version, OBJECT_REFS_TYPE, Buffer.from(JSON.stringify(refs), "utf8"), null);
+      }
       for (const list of lists) {
         pushBlob(all, list.channel, list.stored.version, ITEMS_TYPE, null, JSON.stringify(list.stored.ranges));
-        for (const { seq, encoded } of list.appended) {
-          items.channels.push(list.channel);
-          items.seqs.push(seq);
-          items.types.push(encoded.type);
-          items.data.push(asBuffer(encoded.bytes));
-        }
+        for (const { seq, encoded, reference } of list.appended) items.push(list.channel, seq, encoded, reference);
       }
-      await this.execute(
+      const [row] = await this.execute<{ whole: boolean }>(
         `WITH blobs AS (
            INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges)
            SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[])
            ON CONFLICT DO NOTHING
-         ), items AS (
-           INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, seq, type, data)
-           SELECT $1, $2, * FROM unnest($8::text[], $9::integer[], $10::text[], $11::bytea[])
-         )
-         INSERT INTO loopgraph_checkpoints (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, metadata_type, metadata)
-         VALUES ($1, $2, $12, $13, $14, $15, $16, $17, $18)
+         ), ${insertItemsSql(17)}
+         INSERT INTO loopgraph_checkpoints
+           (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, versions_base, metadata_type, metadata)
+         SELECT $1, $2, $8, $9, $10, $11, CASE WHEN base.found THEN $15 ELSE $12 END, CASE WHEN base.found THEN $16 END, $13, $14
+         FROM (SELECT $16::text IS NOT NULL AND EXISTS (
+           SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $16 AND versions_base IS NULL
+         ) AS found) base
          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
            parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, checkpoint = EXCLUDED.checkpoint,
-           channel_versions = EXCLUDED.channel_versions, metadata_type = EXCLUDED.metadata_type, metadata = EXCLUDED.metadata`,
+           channel_versions = $12, versions_base = NULL, metadata_type = EXCLUDED.metadata_type, metadata = EXCLUDED.metadata
+         RETURNING versions_base IS NULL AS whole`,
         [
           at.threadId,
           at.ns,
@@ -352,10 +476,6 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           all.types,
           all.data,
           all.ranges,
-          items.channels,
-          items.seqs,
-          items.types,
-          items.data,
           checkpoint.id,
           parentId ?? null,
           checkpointType,
@@ -363,20 +483,20 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           JSON.stringify(versions),
           metadataType,
           asBuffer(metadataBytes),
+          stored.text,
+          stored.base,
+          ...items.params(),
         ],
       );
-      return lists;
+      whole = row?.whole ?? true;
+      return { lists, logged };
     };
 
-    let lists: PlannedList[];
-    try {
-      lists = await write();
-    } catch (error) {
-      // Another process appended to an item log since this one read it: plan again from the database.
-      if ((error as { code?: string }).code !== UNIQUE_VIOLATION || listChannels.length === 0) throw error;
-      this.forgetThread(at.threadId);
-      lists = await write();
-    }
+    // The items of the writes before it (a list may take them in) are known once they are done.
+    if (listChannels.length > 0) await earlier();
+    const { lists, logged } = await this.retryOnStaleLog(at, listChannels.length > 0 || inputs.length > 0, write);
+    for (const [plan, appended] of logged) this.rememberLogged(at, plan, appended);
+    if (whole) this.versionBases.set(namespaceKey, { checkpointId: checkpoint.id, versions: { ...versions } });
     for (const list of lists) {
       this.lastLists.set(channelKey(at, list.channel), list.stored);
       const end = list.appended.at(-1);
@@ -385,34 +505,102 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     return { configurable: { thread_id: at.threadId, checkpoint_ns: at.ns, checkpoint_id: checkpoint.id } };
   }
 
-  async putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ""): Promise<void> {
+  putWrites(config: RunnableConfig, writes: PendingWrite[], taskId: string, taskPath = ""): Promise<void> {
+    return this.tracked(config, (earlier) => this.writePending(config, writes, taskId, taskPath, earlier));
+  }
+
+  private async writePending(
+    config: RunnableConfig,
+    writes: PendingWrite[],
+    taskId: string,
+    taskPath: string,
+    earlier: () => Promise<void>,
+  ): Promise<void> {
     if (!config.configurable) throw new Error("Empty configuration supplied.");
     const at = threadNamespaceOf(config);
     if (!at) throw new Error("Missing thread_id field in config.configurable.");
     const checkpointId = getCheckpointId(config);
     if (!checkpointId) throw new Error("Missing checkpoint_id field in config.configurable.");
     if (writes.length === 0) return;
-    const serialized = await Promise.all(writes.map(([, value]) => this.serde.dumpsTyped(value)));
+    // Arrays of objects written to ordinary channels (new messages, say) go to an item log, where
+    // the checkpoint that takes them in refers to them instead of storing a second copy.
+    const planned = await Promise.all(
+      writes.map(([channel, value]) => (channel.startsWith("__") ? undefined : this.planArray(channel, value))),
+    );
+    const serialized = await Promise.all(writes.map(([, value], index) => (planned[index] ? undefined : this.serde.dumpsTyped(value))));
+    // The items of the writes before it (the input's, which an array may hold again) are known once they are done.
+    if (planned.some(Boolean)) await earlier();
     // Special writes (errors, interrupts, ...) replace an earlier one of the same task; regular ones are written once.
     const replaceExisting = writes.every(([channel]) => channel in WRITES_IDX_MAP);
-    await this.execute(
-      `INSERT INTO loopgraph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
-       SELECT $1, $2, $3, $4, $5, * FROM unnest($6::integer[], $7::text[], $8::text[], $9::bytea[])
-       ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO ${
-         replaceExisting ? "UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, value = EXCLUDED.value" : "NOTHING"
-       }`,
-      [
-        at.threadId,
-        at.ns,
-        checkpointId,
-        taskId,
-        taskPath,
-        writes.map(([channel], index) => WRITES_IDX_MAP[channel] ?? index),
-        writes.map(([channel]) => channel),
-        serialized.map(([type]) => type),
-        serialized.map(([, bytes]) => asBuffer(bytes)),
-      ],
-    );
+    const write = async (): Promise<{ logged: [PlannedArray, AppendedSeqs][] }> => {
+      await this.readLogEnds(
+        at,
+        planned.flatMap((plan) => (plan ? [plan.log] : [])),
+      );
+      const items = new ItemRows();
+      const logged: [PlannedArray, AppendedSeqs][] = [];
+      const known: LogSpan[] = [];
+      const rows = writeRows(
+        writes.map(([channel], index): PlannedWrite => {
+          const idx = WRITES_IDX_MAP[channel] ?? index;
+          const plan = planned[index];
+          if (!plan) {
+            const [type, value] = serialized[index]!;
+            return { idx, channel, type, value };
+          }
+          const placed = this.placeArray(at, plan, items, true);
+          logged.push([plan, placed.appended]);
+          known.push(...placed.known);
+          return {
+            idx,
+            channel,
+            type: LOG_REFS_TYPE,
+            value: Buffer.from(JSON.stringify(placed.spans), "utf8"),
+            // Stored whole instead when an item referred to is gone (another process deleted the thread).
+            whole: { type: "json", value: jsonArrayOf(plan.encoded) },
+          };
+        }),
+      );
+      await this.execute(
+        `WITH ${insertItemsSql(12)}, found AS (
+           SELECT NOT EXISTS (
+             SELECT 1 FROM json_array_elements($19::json) AS k(span)
+             WHERE NOT EXISTS (
+               SELECT 1 FROM loopgraph_checkpoint_items t
+               WHERE t.thread_id = $1 AND t.checkpoint_ns = $2 AND t.channel = k.span->>0 AND t.seq = (k.span->>1)::integer
+             )
+           ) AS all_there
+         )
+         INSERT INTO loopgraph_checkpoint_writes (thread_id, checkpoint_ns, checkpoint_id, task_id, task_path, idx, channel, type, value)
+         SELECT $1, $2, $3, $4, $5, w.idx, w.channel,
+                CASE WHEN found.all_there OR w.whole_type IS NULL THEN w.type ELSE w.whole_type END,
+                CASE WHEN found.all_there OR w.whole_type IS NULL THEN w.value ELSE w.whole_value END
+         FROM unnest($6::integer[], $7::text[], $8::text[], $9::bytea[], $10::text[], $11::bytea[]) AS w(idx, channel, type, value, whole_type, whole_value),
+              found
+         ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id, task_id, idx) DO ${
+           replaceExisting ? "UPDATE SET channel = EXCLUDED.channel, type = EXCLUDED.type, value = EXCLUDED.value" : "NOTHING"
+         }`,
+        [
+          at.threadId,
+          at.ns,
+          checkpointId,
+          taskId,
+          taskPath,
+          rows.map((row) => row.idx),
+          rows.map((row) => row.channel),
+          rows.map((row) => row.type),
+          rows.map((row) => row.value),
+          rows.map((row) => row.wholeType),
+          rows.map((row) => row.wholeValue),
+          ...items.params(),
+          // Each item referred to, as a span of one.
+          JSON.stringify(known),
+        ],
+      );
+      return { logged };
+    };
+    const { logged } = await this.retryOnStaleLog(at, planned.some(Boolean), write);
+    for (const [plan, appended] of logged) this.rememberLogged(at, plan, appended);
   }
 
   /**
@@ -461,7 +649,9 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       prefetched?.rows.get(blobKey(channel, version)) ??
       (await blobRows(this.pool, at, [[channel, version]])).get(blobKey(channel, version));
     if (!row) return undefined;
-    if (row.type !== ITEMS_TYPE) return { kind: "value", type: row.type, data: row.data! };
+    if (row.type === OBJECT_REFS_TYPE)
+      throw new Error(`channel "${channel}" holds a graph input stored by reference: read it with getTuple`);
+    if (row.type !== ITEMS_TYPE) return storedValue(row.type, row.data!);
     const ranges = JSON.parse(row.ranges!) as SeqRange[];
     const { previous } = known;
     const shared = previous?.ranges ? sharedSeqPrefix(previous.ranges, ranges) : 0;
@@ -484,12 +674,121 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       [threadId],
     );
     this.forgetThread(threadId);
+    this.generation += 1;
   }
 
   private forgetThread(threadId: string): void {
     const prefix = `${threadId}\u0000`;
     this.lastLists.deleteWhere((key) => key.startsWith(prefix));
     this.logEnds.deleteWhere((key) => key.startsWith(prefix));
+    this.versionBases.deleteWhere((key) => key.startsWith(prefix));
+  }
+
+  /**
+   * Runs a write that appends to item logs; when another process appended to one of them since
+   * this saver read its end (the append collides on the log's key), forgets what it knew of the
+   * thread and runs it again, planned from the database.
+   */
+  private async retryOnStaleLog<T>(at: ThreadNamespace, appends: boolean, write: () => Promise<T>): Promise<T> {
+    try {
+      return await write();
+    } catch (error) {
+      this.forgetThread(at.threadId);
+      if ((error as { code?: string }).code !== UNIQUE_VIOLATION || !appends) throw error;
+      return write();
+    }
+  }
+
+  /** Reads the ends of the item logs this saver does not know yet. */
+  private async readLogEnds(at: ThreadNamespace, logs: readonly string[]): Promise<void> {
+    const unknown = [...new Set(logs)].filter((log) => !this.logEnds.has(channelKey(at, log)));
+    if (unknown.length === 0) return;
+    const { rows } = await this.pool.query<{ channel: string; next: number }>(
+      `SELECT channel, max(seq) + 1 AS next FROM loopgraph_checkpoint_items
+       WHERE thread_id = $1 AND checkpoint_ns = $2 AND channel = ANY($3::text[]) GROUP BY channel`,
+      [at.threadId, at.ns, unknown],
+    );
+    const ends = new Map(rows.map((row) => [row.channel, Number(row.next)]));
+    for (const log of unknown) this.logEnds.set(channelKey(at, log), ends.get(log) ?? 0);
+  }
+
+  private threadKey(at: ThreadNamespace): string {
+    return `${this.generation}\u0000${channelKey(at, "")}`;
+  }
+
+  /**
+   * Plans an array (of a pending write, or a property of the graph input) to be stored as spans
+   * of the item log `__writes__:<channel>` (see `placeArray`). Undefined when the array is not one of objects
+   * encoded as JSON, or the serde has no synchronous twin. Encodings are made afresh: a reducer
+   * may still change these objects (messages get their ids) before they are checkpointed.
+   */
+  private async planArray(channel: string, value: unknown): Promise<PlannedArray | undefined> {
+    if (!this.codec.sync || !Array.isArray(value) || value.length === 0 || !value.every(isObject)) return undefined;
+    // Each item is written now (the serde writes before its first await): a later change to it is not what this write holds.
+    const encoded = await Promise.all(
+      value.map(async (item): Promise<EncodedItem> => {
+        const [type, bytes] = await this.serde.dumpsTyped(item);
+        return { type, bytes };
+      }),
+    );
+    if (encoded.some((item) => item.type !== "json")) return undefined;
+    return { log: `${WRITES_LOG_PREFIX}${channel}`, values: value, encoded };
+  }
+
+  /** A graph input (a plain object) with arrays of objects, planned for OBJECT_REFS_TYPE; undefined for any other value. */
+  private async planInput(value: unknown): Promise<InputPlan | undefined> {
+    if (!this.codec.sync || !isObject(value) || Object.getPrototypeOf(value) !== Object.prototype) return undefined;
+    const rest: Record<string, unknown> = {};
+    const props: [string, PlannedArray][] = [];
+    for (const [key, item] of Object.entries(value)) {
+      const plan = key.startsWith("__") ? undefined : await this.planArray(key, item);
+      if (plan) props.push([key, plan]);
+      else rest[key] = item;
+    }
+    if (props.length === 0) return undefined;
+    const [type, bytes] = await this.serde.dumpsTyped(rest);
+    return type === "json" ? { rest: bytes, props } : undefined;
+  }
+
+  /**
+   * Places a planned array in its log: items this saver logged already (byte for byte), when
+   * `refer`, are referred to, the others appended to `items`. Its spans, what it appends and
+   * what it refers to.
+   */
+  private placeArray(
+    at: ThreadNamespace,
+    plan: PlannedArray,
+    items: ItemRows,
+    refer: boolean,
+  ): { spans: LogSpan[]; appended: AppendedSeqs; known: LogSpan[] } {
+    const key = channelKey(at, plan.log);
+    const threadKey = this.threadKey(at);
+    let next = this.logEnds.get(key) ?? 0;
+    const spans: LogSpan[] = [];
+    const appended: { index: number; seq: number }[] = [];
+    const known: LogSpan[] = [];
+    plan.encoded.forEach((encoded, index) => {
+      const logged = refer ? this.loggedItems.get(plan.values[index] as object) : undefined;
+      if (logged && logged.threadKey === threadKey && sameEncoding(logged.encoded, encoded)) {
+        pushSpan(spans, logged.channel, logged.seq);
+        known.push([logged.channel, logged.seq, logged.seq + 1]);
+        return;
+      }
+      items.push(plan.log, next, encoded);
+      appended.push({ index, seq: next });
+      pushSpan(spans, plan.log, next);
+      next += 1;
+    });
+    this.logEnds.set(key, next);
+    return { spans, appended, known };
+  }
+
+  /** Remembers where the items of a placed array went. */
+  private rememberLogged(at: ThreadNamespace, plan: PlannedArray, appended: AppendedSeqs): void {
+    const threadKey = this.threadKey(at);
+    for (const { index, seq } of appended) {
+      this.loggedItems.set(plan.values[index] as object, { threadKey, channel: plan.log, seq, encoded: plan.encoded[index]! });
+    }
   }
 
   /**
@@ -506,16 +805,11 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     // Reading the parent's tuple remembers its list versions as bases (see rememberRead).
     if (parentId !== undefined && lists.some(([channel]) => !this.lastLists.has(channelKey(at, channel))))
       await this.readTuple(at, parentId);
-    const unknownEnds = lists.map(([channel]) => channel).filter((channel) => !this.logEnds.has(channelKey(at, channel)));
-    if (unknownEnds.length > 0) {
-      const { rows } = await this.pool.query<{ channel: string; next: number }>(
-        `SELECT channel, max(seq) + 1 AS next FROM loopgraph_checkpoint_items
-         WHERE thread_id = $1 AND checkpoint_ns = $2 AND channel = ANY($3::text[]) GROUP BY channel`,
-        [at.threadId, at.ns, unknownEnds],
-      );
-      const ends = new Map(rows.map((row) => [row.channel, Number(row.next)]));
-      for (const channel of unknownEnds) this.logEnds.set(channelKey(at, channel), ends.get(channel) ?? 0);
-    }
+    await this.readLogEnds(
+      at,
+      lists.map(([channel]) => channel),
+    );
+    const threadKey = this.threadKey(at);
     const planned: PlannedList[] = [];
     for (const [channel, version, value] of lists) {
       const key = channelKey(at, channel);
@@ -524,11 +818,19 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       const { shared, encoded } = sharedPrefix(value, previous, encode);
       const ranges = previous ? truncateRanges(previous.ranges, shared) : [];
       let next = this.logEnds.get(key) ?? 0;
-      const appended: { seq: number; encoded: EncodedItem }[] = [];
+      const appended: AppendedItem[] = [];
       for (let i = shared; i < value.length; i++) {
-        const itemEncoding = encode(value[i]);
+        const item = value[i];
+        const itemEncoding = encode(item);
         encoded.push(itemEncoding);
-        appended.push({ seq: next, encoded: itemEncoding });
+        // Logged as a pending write or input: stored as a reference to it and the bytes that differ.
+        const logged = isObject(item) ? this.loggedItems.get(item) : undefined;
+        const stored = logged?.threadKey === threadKey ? makeItemRef(logged.channel, logged.seq, logged.encoded, itemEncoding) : undefined;
+        appended.push({
+          seq: next,
+          encoded: itemEncoding,
+          ...(stored ? { reference: { stored, target: { channel: logged!.channel, seq: logged!.seq } } } : {}),
+        });
         pushSeq(ranges, next);
         next += 1;
       }
@@ -538,58 +840,101 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   }
 
   private async readTuple(at: ThreadNamespace, checkpointId: string | undefined): Promise<CheckpointTuple | undefined> {
-    const { rows } = await this.pool.query<TupleRow>(TUPLE_SQL, [at.threadId, at.ns, checkpointId ?? null]);
+    // The list versions this saver holds (the last written or read) are not read again.
+    const known = this.knownLists(at);
+    const { rows } = await this.pool.query<TupleRow>(TUPLE_SQL, [
+      at.threadId,
+      at.ns,
+      checkpointId ?? null,
+      [...known.keys()],
+      [...known.values()].map((list) => list.version),
+    ]);
     const head = rows.find((row) => row.part === 0);
     if (!head) return undefined;
     const id = head.a!;
     const parentId = head.b;
-    const channelVersions = JSON.parse(head.extra!) as ChannelVersions;
+    const channelVersions = readVersions(head.extra!, head.channel);
 
     const values = new Map<string, ReadValue>();
-    const blobRows = rows.filter((row) => row.part === 1).sort((x, y) => Number(x.ord) - Number(y.ord));
+    const blobRows = rows.filter((row) => row.part === 1);
     const itemsOf = new Map<string, EncodedItem[]>();
     for (const row of rows.filter((item) => item.part === 2).sort((x, y) => Number(x.ord) - Number(y.ord) || x.n! - y.n!)) {
       let items = itemsOf.get(row.channel!);
       if (!items) itemsOf.set(row.channel!, (items = []));
-      items.push({ type: row.type!, bytes: row.data! });
+      items.push(resolvedItem(row.type!, row.data!, row.type2, row.data2));
     }
+    // Arrays of inputs and pending writes stored as spans of item logs: their items, read in one more statement.
+    const spanReads: { spans: LogSpan[]; items?: EncodedItem[] }[] = [];
+    const readSpans = (spans: LogSpan[]) => {
+      const read: { spans: LogSpan[]; items?: EncodedItem[] } = { spans };
+      spanReads.push(read);
+      return read;
+    };
+    const inputs = new Map<string, { rest: string; props: [string, { items?: EncodedItem[] }][] }>();
     for (const row of blobRows) {
       const channel = row.channel!;
-      if (row.type !== ITEMS_TYPE) {
-        values.set(channel, { kind: "value", type: row.type!, data: row.data! });
+      if (row.type === OBJECT_REFS_TYPE) {
+        const refs = JSON.parse(row.data!.toString("utf8")) as ObjectRefs;
+        inputs.set(channel, { rest: refs.rest, props: Object.entries(refs.props).map(([key, spans]) => [key, readSpans(spans)]) });
         continue;
       }
+      if (row.type !== ITEMS_TYPE) {
+        values.set(channel, storedValue(row.type!, row.data!));
+        continue;
+      }
+      const held = known.get(channel);
       values.set(channel, {
         kind: "list",
         version: String(channelVersions[channel]),
         ranges: JSON.parse(row.extra!) as SeqRange[],
-        items: itemsOf.get(channel) ?? [],
+        items: held?.version === row.a ? held.encoded : (itemsOf.get(channel) ?? []),
       });
     }
     const writes = (part: number) =>
       rows
         .filter((row) => row.part === part)
-        .map(
-          (row): ReadWrite => ({
-            taskId: row.a!,
-            taskPath: row.b ?? "",
-            idx: row.n!,
-            channel: row.channel!,
-            type: row.type!,
-            value: row.data!,
-          }),
-        )
+        .flatMap((row): ReadWrite[] => {
+          const [type, value] = unpacked(row.type!, row.data!);
+          const task = { taskId: row.a!, taskPath: row.b ?? "" };
+          if (type === WRITES_BATCH_TYPE) return unframeWrites(value).map((write) => ({ ...task, ...write }));
+          return [{ ...task, idx: row.n!, channel: row.channel!, type, value }];
+        })
         .sort((x, y) => compareWritesSortKeys(writesSortKey(x.taskPath, x.taskId, x.idx), writesSortKey(y.taskPath, y.taskId, y.idx)));
+
+    const pending = writes(3).map((write) => ({
+      write,
+      logged: write.type === LOG_REFS_TYPE ? readSpans(JSON.parse(Buffer.from(write.value).toString("utf8")) as LogSpan[]) : undefined,
+    }));
+    if (spanReads.length > 0) {
+      const all = await spanItems(
+        this.pool,
+        at,
+        spanReads.flatMap((read) => read.spans),
+      );
+      let offset = 0;
+      for (const read of spanReads) {
+        const length = read.spans.reduce((sum, [, start, end]) => sum + end - start, 0);
+        read.items = all.slice(offset, offset + length);
+        offset += length;
+      }
+    }
+    for (const [channel, input] of inputs) {
+      values.set(channel, {
+        kind: "input",
+        rest: Buffer.from(input.rest, "utf8"),
+        props: input.props.map(([key, read]) => [key, read.items!] as const),
+      });
+    }
 
     const [header, metadata, pendingWrites] = await Promise.all([
       this.serde.loadsTyped(head.type!, head.data!) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
       this.serde.loadsTyped(head.type2!, head.data2!) as Promise<CheckpointMetadata>,
       Promise.all(
-        writes(3).map(
-          async (write): Promise<CheckpointPendingWrite> => [
+        pending.map(
+          async ({ write, logged }): Promise<CheckpointPendingWrite> => [
             write.taskId,
             write.channel,
-            await this.serde.loadsTyped(write.type, write.value),
+            logged ? await decodeItems(logged.items!, this.serde, this.codec.sync) : await this.serde.loadsTyped(write.type, write.value),
           ],
         ),
       ),
@@ -602,10 +947,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       metadata,
       pendingWrites,
       channelVersions,
-      values: [...values].map(
-        ([channel, value]) =>
-          [channel, value.kind === "value" ? this.serde.loadsTyped(value.type, value.data) : this.codec.decode(value.items)] as const,
-      ),
+      values: [...values].map(([channel, value]) => [channel, this.decodeValue(value)] as const),
       onSettled: (channel, item) => {
         const value = values.get(channel)!;
         if (value.kind === "list" && Array.isArray(item)) this.rememberRead(at, channel, value, item);
@@ -613,6 +955,26 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       parentSends: () => Promise.all(writes(4).map((send) => this.serde.loadsTyped(send.type, send.value))),
       nextVersion: () => this.getNextVersion(undefined),
     });
+  }
+
+  private decodeValue(value: ReadValue): unknown {
+    if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
+    if (value.kind === "list") return this.codec.decode(value.items);
+    return (async () => {
+      const input = (await this.serde.loadsTyped("json", value.rest)) as Record<string, unknown>;
+      for (const [key, items] of value.props) input[key] = await decodeItems(items, this.serde, this.codec.sync);
+      return input;
+    })();
+  }
+
+  /** The list versions this saver holds for the thread namespace, by channel. */
+  private knownLists(at: ThreadNamespace): Map<string, StoredList> {
+    const prefix = channelKey(at, "");
+    const known = new Map<string, StoredList>();
+    for (const key of [...this.lastLists.keys()]) {
+      if (key.startsWith(prefix)) known.set(key.slice(prefix.length), this.lastLists.get(key)!);
+    }
+    return known;
   }
 
   /**

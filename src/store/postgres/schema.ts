@@ -147,4 +147,7 @@ export const CHECKPOINT_MIGRATIONS: readonly Migration[] = [
       PRIMARY KEY (thread_id, checkpoint_ns, checkpoint_id, task_id, idx)
     )`,
   ],
+  // A checkpoint's channel_versions may hold only the entries that differ from those of the
+  // checkpoint `versions_base` names, whose own are whole (see versions.ts). Rows before: whole.
+  [`ALTER TABLE loopgraph_checkpoints ADD COLUMN versions_base text COLLATE "C"`],
 ];

@@ -5,7 +5,7 @@ import { decodeRanges, encodeRanges, pushSeq, type ListRow, type SeqRange } from
 import { LruMap } from "../../checkpoint/lru-map.js";
 import type { CheckpointColumns } from "../../checkpoint/history-reader.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
-import { applyItemRef, ITEM_REF_TYPE, parseItemRef } from "./item-refs.js";
+import { applyItemRef, ITEM_REF_TYPE, parseItemRef } from "../../checkpoint/item-refs.js";
 import { LogItems, type LogChunk } from "./log-items.js";
 
 export interface CheckpointRow extends CheckpointColumns {

@@ -29,7 +29,7 @@ import {
 } from "./checkpoint-store.js";
 import { decodeItems, syncSerializerOf, type SyncSerializer } from "../../checkpoint/fast-serde.js";
 import { sameEncoding, type EncodedItem } from "../../checkpoint/item-framing.js";
-import { makeItemRef } from "./item-refs.js";
+import { makeItemRef } from "../../checkpoint/item-refs.js";
 import { LogReader, type LogItems } from "./log-items.js";
 import {
   dropRanges,

@@ -1,4 +1,4 @@
-import type { EncodedItem } from "../../checkpoint/item-framing.js";
+import type { EncodedItem } from "./item-framing.js";
 
 /**
  * A list item stored as a reference to an item of another log of its thread namespace (a
