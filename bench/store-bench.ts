@@ -158,7 +158,7 @@ async function getTuple5000Strings(directory: string): Promise<void> {
   }
 }
 
-/** `fn` called `times` times, one after the other: a sample long enough for the timer and a garbage collection's share. */
+/** `fn` called `times` times, one after the other, as one sample. */
 function repeat(times: number, fn: () => Promise<unknown>): () => Promise<void> {
   return async () => {
     for (let i = 0; i < times; i++) await fn();
@@ -192,12 +192,14 @@ async function smallThreadReads(directory: string): Promise<void> {
     for (let i = 0; i < 5; i++) {
       for (const { saver } of Object.values(savers)) await Promise.all([listAll(saver), saver.getTuple(config)]);
     }
+    // Each sample is several calls: long enough for the timer, and a garbage collection falls on a share of a sample, not all of one.
+    const [lists, gets] = [5, 40];
     const list = perCall(
-      2,
+      lists,
       await interleavedMs(
         rounds,
-        repeat(2, () => listAll(savers.ours.saver)),
-        repeat(2, () => listAll(savers.stock.saver)),
+        repeat(lists, () => listAll(savers.ours.saver)),
+        repeat(lists, () => listAll(savers.stock.saver)),
       ),
     );
     report({
@@ -208,11 +210,11 @@ async function smallThreadReads(directory: string): Promise<void> {
       note: "10 of 10 checkpoints; the store also holds 1,000- and 5,000-checkpoint threads",
     });
     const get = perCall(
-      20,
+      gets,
       await interleavedMs(
         rounds,
-        repeat(20, () => savers.ours.saver.getTuple(config)),
-        repeat(20, () => savers.stock.saver.getTuple(config)),
+        repeat(gets, () => savers.ours.saver.getTuple(config)),
+        repeat(gets, () => savers.stock.saver.getTuple(config)),
       ),
     );
     report({
