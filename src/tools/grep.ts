@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, lstatSync, readdirSync, statSync, type Stats } from "node:fs";
+import { accessSync, constants, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { delimiter, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { refusal } from "./checked-file.js";
-import { ALWAYS_SKIPPED_NAMES, areWalked, walkFiles } from "./ignore-rules.js";
+import { ALWAYS_SKIPPED_NAMES, areWalked, walkedChecker, walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 import { realPathOf, statInWorkspace } from "./workspace-paths.js";
 
@@ -236,6 +236,8 @@ interface SearchOutcome {
   files: FileMatches[];
   /** Set when the search stopped at `limit` matches: the file that reached it. */
   stoppedAt?: string;
+  /** What the lstat of each file with matches (in the glob) found, when it began. */
+  verdicts: Map<string, Verdict>;
 }
 
 interface Search {
@@ -247,6 +249,8 @@ interface Search {
   found(): number;
   /** Resolves once ripgrep has started. */
   spawned: Promise<void>;
+  /** ripgrep's process id, once started. */
+  readonly pid: number | undefined;
   /** Stops ripgrep; `outcome` then resolves with what was in. */
   stop(): void;
 }
@@ -274,7 +278,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   ];
   const run = startRipgrep(rg, args, scope, ctx);
   const cwd = Buffer.from(scope.cwd);
-  const outcome: SearchOutcome = { files: [] };
+  const outcome: SearchOutcome = { files: [], verdicts: new Map() };
   const pending = new Map<string, GrepMatch[] | null>();
   let total = 0;
   let found = 0;
@@ -297,7 +301,9 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
     const file = fromRipgrep(decodeRipgrepData(message.data.path));
     if (message.type === "begin") {
       matched?.();
-      const accepted = scope.inGlob(file) && verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) === "searched";
+      const verdict = scope.inGlob(file) ? verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) : undefined;
+      if (verdict) outcome.verdicts.set(file, verdict);
+      const accepted = verdict === "searched";
       pending.set(file, accepted ? [] : null);
       passingOver = !accepted;
     } else if (message.type === "match") {
@@ -342,7 +348,16 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   // abandons the search does not wait for `outcome`.
   finished.catch(() => undefined);
   result.catch(() => undefined);
-  return { outcome: result, firstMatch, found: () => found, spawned: run.spawned, stop };
+  return {
+    outcome: result,
+    firstMatch,
+    found: () => found,
+    spawned: run.spawned,
+    get pid() {
+      return run.child.pid;
+    },
+    stop,
+  };
 }
 
 /** The files of the scope grep does not search, and says so. */
@@ -439,8 +454,14 @@ const WALK_FILES_MAX = 5_000;
  * found left out are checked against the ignore rules too (`areWalked`, the same rules as
  * ripgrep's walk). Undefined when the walk would lstat more than WALK_FILES_MAX files.
  */
-async function walkLeftOut(scope: Scope, upTo: string | undefined, ctx: ToolContext): Promise<LeftOut | undefined> {
+async function walkLeftOut(
+  scope: Scope,
+  upTo: string | undefined,
+  ctx: ToolContext,
+  known: ReadonlyMap<string, Verdict>,
+): Promise<LeftOut | undefined> {
   const root = join(scope.cwd, scope.rgPath);
+  const areWalkedHere = walkedChecker(root);
   const found: { file: string; verdict: Verdict; absolute: string }[] = [];
   let files = 0;
   /** Walks `dir` (raw absolute path; `relative` its workspace-relative path); true once past `upTo` or over the limit. */
@@ -468,7 +489,7 @@ async function walkLeftOut(scope: Scope, upTo: string | undefined, ctx: ToolCont
       } else if (entry.isFile() && scope.inGlob(file)) {
         if (++files > WALK_FILES_MAX) return true;
         const absolute = path(entry.name);
-        const verdict = verdictOf(lstatSync(absolute, { throwIfNoEntry: false }), file);
+        const verdict = known.get(file) ?? verdictOf(lstatSync(absolute, { throwIfNoEntry: false }), file);
         if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict, absolute: absolute.toString("utf8") });
       }
     }
@@ -476,10 +497,7 @@ async function walkLeftOut(scope: Scope, upTo: string | undefined, ctx: ToolCont
   };
   await walk(Buffer.from(root), scope.rgPath === "." ? "" : `${scope.rgPath}/`);
   if (files > WALK_FILES_MAX) return undefined;
-  const walked = await areWalked(
-    root,
-    found.map((entry) => entry.absolute),
-  );
+  const walked = await areWalkedHere(found.map((entry) => entry.absolute));
   return leftOutOf(found.filter((_, index) => walked[index]));
 }
 
@@ -556,13 +574,16 @@ function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
 }
 
 /**
- * How long the walk-ordered search may take before the search on all cores replaces it. Most
- * searches end sooner: those of a small tree, and those that find the first `limit` matches
- * early in the walk; a search over a large tree that finds few matches is then twice as fast.
+ * How much CPU time the walk-ordered search may use before the search on all cores replaces it.
+ * Most searches end sooner: those of a small tree, and those that find the first `limit`
+ * matches early in the walk; a search over a large tree that finds few matches is then twice as
+ * fast. Counted in ripgrep's own CPU time where Linux tells it (/proc/PID/schedstat), so that a
+ * busy machine, which slows the process, does not end its head start early; elsewhere in wall
+ * time from its start.
  */
 const SORTED_HEAD_START_MS = 15;
 
-/** When the walk-ordered search has found no match this soon, the all-cores one replaces it. */
+/** When the walk-ordered search has found no match within this much CPU time, the all-cores one replaces it. */
 const ALL_CORES_AFTER_MS = 5;
 
 /**
@@ -572,11 +593,38 @@ const ALL_CORES_AFTER_MS = 5;
  */
 const COMMITTED_MATCHES = 50;
 
-/** Resolves after `ms`, unless cleared first. */
-function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
+/** How often a head start looks at the CPU time ripgrep has used. */
+const CPU_POLL_MS = 2;
+
+/** The CPU time (ms) process `pid` has used so far, from Linux's /proc; undefined where it cannot be read. */
+function cpuTimeMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * Resolves once process `pid` has used `ms` of CPU time since this call (or, where that cannot
+ * be read, after `ms` of wall time), unless cleared first.
+ */
+function headStart(pid: number | undefined, ms: number): { elapsed: Promise<void>; clear(): void } {
   let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  return { elapsed, clear: () => clearTimeout(timer) };
+  const start = cpuTimeMs(pid);
+  const elapsed = new Promise<void>((resolve) => {
+    if (start === undefined) {
+      timer = setTimeout(resolve, ms);
+      return;
+    }
+    timer = setInterval(() => {
+      const used = cpuTimeMs(pid);
+      // Gone: its search's outcome settles the race.
+      if (used !== undefined && used - start >= ms) resolve();
+    }, CPU_POLL_MS);
+  });
+  return { elapsed, clear: () => clearInterval(timer) };
 }
 
 /**
@@ -599,7 +647,7 @@ async function sortedSearch(
     return undefined;
   }
   const { stoppedAt } = outcome;
-  let leftOut = await walkLeftOut(scope, stoppedAt, ctx);
+  let leftOut = await walkLeftOut(scope, stoppedAt, ctx, outcome.verdicts);
   if (!leftOut) {
     const all = await findLeftOut(rg, scope, ctx).leftOut();
     const upTo = (files: string[]) => (stoppedAt === undefined ? files : files.filter((file) => compareWalkOrder(file, stoppedAt) <= 0));
@@ -611,10 +659,9 @@ async function sortedSearch(
 /**
  * grep through ripgrep, which walks the scope itself; results in walk order, ripgrep stopped
  * once `limit` matches are in. A walk-ordered search (one thread) streams the matches and stops
- * at the limit. Its head start is timed from when ripgrep has started, not from when it was asked
- * to (which can take long on a busy machine): when it has
- * found nothing within ALL_CORES_AFTER_MS, or fewer than COMMITTED_MATCHES when it has not ended
- * within `headStartMs` (a large tree with few matches), a search on all cores replaces it, its
+ * at the limit. Its head start is counted in the CPU time ripgrep uses (see SORTED_HEAD_START_MS):
+ * when it has found nothing within ALL_CORES_AFTER_MS, or fewer than COMMITTED_MATCHES when it
+ * has not ended within `headStartMs` (a large tree with few matches), a search on all cores replaces it, its
  * results put in walk order afterwards. If that one reaches the limit (then not necessarily the
  * first matches in walk order), the walk-ordered search runs again, to its limit. The notes on
  * files left out come from a listing beside the all-cores search, and after the walk-ordered one.
@@ -629,13 +676,13 @@ async function ripgrepDirectory(
 ): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
   if (headStartMs > 0) {
     const timers: { clear(): void }[] = [];
-    const after = (ms: number) => {
-      const timer = headStart(ms);
-      timers.push(timer);
-      return timer.elapsed;
-    };
     const quick = await sortedSearch(rg, query, scope, ctx, limit, async (sorted) => {
       await sorted.spawned;
+      const after = (ms: number) => {
+        const timer = headStart(sorted.pid, ms);
+        timers.push(timer);
+        return timer.elapsed;
+      };
       const deadline = after(headStartMs);
       const matching = await Promise.race([
         sorted.firstMatch.then(() => true),
@@ -782,7 +829,7 @@ const schema = z.strictObject({
 export interface GrepToolOptions {
   /** The ripgrep binary; null forces the in-process engine; undefined looks it up (see findRipgrep). */
   ripgrep?: string | null;
-  /** How long the walk-ordered search runs before the all-cores one replaces it (SORTED_HEAD_START_MS); 0 starts with the all-cores one (for tests). */
+  /** How much CPU time the walk-ordered search uses before the all-cores one replaces it (SORTED_HEAD_START_MS); 0 starts with the all-cores one (for tests). */
   sortedHeadStartMs?: number;
 }
 

@@ -171,25 +171,33 @@ export async function listVisibleEntries(dir: string): Promise<VisibleEntries> {
  * means without walking the whole tree.
  */
 export async function areWalked(root: string, paths: readonly string[], directories = false): Promise<boolean[]> {
+  return walkedChecker(root)(paths, directories);
+}
+
+/** `areWalked` for several batches of paths below `root`, the ignore files read once. */
+export function walkedChecker(root: string): (paths: readonly string[], directories?: boolean) => Promise<boolean[]> {
   const rules = new IgnoreRules();
-  const atRoot = new Set(await rules.excludingMatchers(root));
-  return Promise.all(
-    paths.map(async (path) => {
-      let disabled: ReadonlySet<Ignore> = atRoot;
-      const parts = relative(root, path).split(sep);
-      let current = root;
-      for (const [index, part] of parts.entries()) {
-        current = join(current, part);
-        const isDirectory = directories || index < parts.length - 1;
-        if (ALWAYS_SKIPPED_NAMES.has(part) || (await rules.isIgnored(current, isDirectory, disabled))) return false;
-        if (isDirectory) {
-          const excluding = await rules.excludingMatchers(current);
-          if (excluding.length > 0) disabled = new Set([...disabled, ...excluding]);
+  const atRoot = rules.excludingMatchers(root).then((excluding) => new Set(excluding));
+  return async (paths, directories = false) => {
+    const disabledAtRoot = await atRoot;
+    return Promise.all(
+      paths.map(async (path) => {
+        let disabled: ReadonlySet<Ignore> = disabledAtRoot;
+        const parts = relative(root, path).split(sep);
+        let current = root;
+        for (const [index, part] of parts.entries()) {
+          current = join(current, part);
+          const isDirectory = directories || index < parts.length - 1;
+          if (ALWAYS_SKIPPED_NAMES.has(part) || (await rules.isIgnored(current, isDirectory, disabled))) return false;
+          if (isDirectory) {
+            const excluding = await rules.excludingMatchers(current);
+            if (excluding.length > 0) disabled = new Set([...disabled, ...excluding]);
+          }
         }
-      }
-      return true;
-    }),
-  );
+        return true;
+      }),
+    );
+  };
 }
 
 export interface WalkedFile {
