@@ -5,19 +5,23 @@
  * - grep_no_match: a pattern found nowhere, against raw `rg PATTERN` in the tree. Target ≤ 1.5×.
  * - grep_first_500: a pattern on ~6 lines of every file, the tool's first 500 results, against
  *   `rg PATTERN | head -501` (ripgrep killed by the closed pipe). Target ≤ 3×.
+ * - grep_capped_500_of_15k: a second tree of 15,000 small files each holding one matching line:
+ *   the tool's first 500 results (from 500 files), against `rg PATTERN | head -501`. Target ≤ 1.5×.
+ * Each pair runs interleaved (interleavedMs); the notes give the CPU per call of each side (this
+ * process and its children), less sensitive than wall time to a busy machine.
  */
 import { spawnSync } from "node:child_process";
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { performance } from "node:perf_hooks";
-import { FULL, median, report } from "./lib.js";
+import { FULL, interleavedMs, type PairedFigures, report } from "./lib.js";
 import { findRipgrep, grepTool } from "../src/tools/grep.js";
 import { executeToolCall } from "../src/tools/registry.js";
 import { NO_SANDBOX } from "../src/tools/sandbox.js";
 import type { ToolContext } from "../src/tools/types.js";
 
 const FILES = FULL ? 96_500 : 10_000;
+const CAPPED_FILES = 15_000;
 const LINES_PER_FILE = 100;
 const FILES_PER_DIR = 100;
 const RUNS = FULL ? 5 : 7;
@@ -53,6 +57,21 @@ function makeTree(root: string): number {
   return matches;
 }
 
+/** A repository-like tree of CAPPED_FILES files of 20 lines, each with one line holding MATCHING. */
+function makeSparseTree(root: string): void {
+  mkdirSync(join(root, ".git"), { recursive: true });
+  for (let i = 0; i < CAPPED_FILES; i++) {
+    const dir = join(root, `pkg${Math.floor(i / (FILES_PER_DIR * 20))}`, `mod${Math.floor(i / FILES_PER_DIR) % 20}`);
+    if (i % FILES_PER_DIR === 0) mkdirSync(dir, { recursive: true });
+    const lines = Array.from({ length: 20 }, (_, line) =>
+      line === 7
+        ? `  const ${MATCHING} = lookup(table_${i}); // the ${MATCHING} line`
+        : `  let value_${line} = transform(argument_${i}, ${line});`,
+    );
+    writeFileSync(join(dir, `file${i % FILES_PER_DIR}.ts`), `${lines.join("\n")}\n`);
+  }
+}
+
 /** CPU time (user + system, ms) of this process and of its waited-for children, from /proc (Linux). */
 function cpuMs(): { self: number; children: number } {
   const fields = readFileSync("/proc/self/stat", "utf8").split(") ")[1]!.split(" ");
@@ -60,35 +79,25 @@ function cpuMs(): { self: number; children: number } {
   return { self: (Number(fields[11]) + Number(fields[12])) * tick, children: (Number(fields[13]) + Number(fields[14])) * tick };
 }
 
-interface SideBySide {
-  ours: number;
-  anchor: number;
-  /** Mean CPU per run (this process and its children), less sensitive than wall time to a busy machine. */
+interface SideBySide extends PairedFigures {
+  /** Mean CPU per call (this process and its waited-for children). */
   cpu: { ours: number; anchor: number };
 }
 
-/** Median of `runs` alternating timings of `ours` and `anchor` (so both see the same load), in ms. */
-async function sideBySide(runs: number, ours: () => Promise<void>, anchor: () => void): Promise<SideBySide> {
-  const times = { ours: [] as number[], anchor: [] as number[] };
+/** `interleavedMs` of `ours` and `anchor`, with each side's mean CPU per call. */
+async function sideBySide(rounds: number, ours: () => Promise<void>, anchor: () => void): Promise<SideBySide> {
   const cpu = { ours: 0, anchor: 0 };
-  for (let i = 0; i < runs; i++) {
-    let before = cpuMs();
-    let started = performance.now();
-    anchor();
-    times.anchor.push(performance.now() - started);
-    let after = cpuMs();
-    cpu.anchor += after.self + after.children - before.self - before.children;
-    before = after;
-    started = performance.now();
-    await ours();
-    times.ours.push(performance.now() - started);
-    after = cpuMs();
-    cpu.ours += after.self + after.children - before.self - before.children;
-  }
-  return { ours: median(times.ours), anchor: median(times.anchor), cpu: { ours: cpu.ours / runs, anchor: cpu.anchor / runs } };
+  const counted = (side: "ours" | "anchor", fn: () => unknown) => async () => {
+    const before = cpuMs();
+    await fn();
+    const after = cpuMs();
+    cpu[side] += after.self + after.children - before.self - before.children;
+  };
+  const figures = await interleavedMs(rounds, counted("ours", ours), counted("anchor", anchor));
+  return { ...figures, cpu: { ours: cpu.ours / rounds, anchor: cpu.anchor / rounds } };
 }
 
-const cpuNote = (row: SideBySide) => `cpu per run: ours ${row.cpu.ours.toFixed(0)} ms, anchor ${row.cpu.anchor.toFixed(0)} ms`;
+const cpuNote = (row: SideBySide) => `cpu per call: ours ${row.cpu.ours.toFixed(0)} ms, anchor ${row.cpu.anchor.toFixed(0)} ms`;
 
 const rg = findRipgrep(process.env);
 if (!rg) throw new Error("grep-bench needs ripgrep (rg) on the PATH: apt-get install ripgrep");
@@ -103,9 +112,9 @@ try {
     if (!result.ok || !expected.test(result.content))
       throw new Error(`grep ${pattern}: unexpected result: ${result.content.slice(0, 300)}`);
   };
-  const raw = (command: string) => {
+  const raw = (command: string, cwd = tree) => {
     // stdin closed: ripgrep given no path searches a piped stdin instead of the directory.
-    const result = spawnSync("sh", ["-c", command], { cwd: tree, encoding: "utf8", maxBuffer: 1 << 30, stdio: ["ignore", "pipe", "pipe"] });
+    const result = spawnSync("sh", ["-c", command], { cwd, encoding: "utf8", maxBuffer: 1 << 30, stdio: ["ignore", "pipe", "pipe"] });
     if (result.status !== 0 && result.status !== 1) throw new Error(`${command} failed (${result.status}): ${result.stderr}`);
   };
   // Warm the page cache (and the tool's module graph) before timing.
@@ -119,8 +128,7 @@ try {
   );
   report({
     name: "grep_no_match",
-    ours: noMatch.ours,
-    anchor: noMatch.anchor,
+    ...noMatch,
     unit: "ms",
     maxRatio: 1.5,
     note: `${FILES} files; anchor: rg PATTERN; ${cpuNote(noMatch)}`,
@@ -133,11 +141,29 @@ try {
   );
   report({
     name: "grep_first_500",
-    ours: first500.ours,
-    anchor: first500.anchor,
+    ...first500,
     unit: "ms",
     maxRatio: 3,
     note: `${FILES} files, ${matches} matching lines; anchor: rg PATTERN | head -501; ${cpuNote(first500)}`,
+  });
+
+  const capped = join(dir, "capped");
+  makeSparseTree(capped);
+  const cappedCtx: ToolContext = { ...ctx, workspace: capped };
+  const cappedGrep = async () => {
+    const result = await executeToolCall({ id: `bench-${++calls}`, name: "grep", args: { pattern: MATCHING } }, cappedCtx, [grepTool]);
+    if (!result.ok || !/^Showing the first 500 matching lines \(in 500 files\)/.test(result.content))
+      throw new Error(`grep ${MATCHING}: unexpected result: ${result.content.slice(0, 300)}`);
+  };
+  raw(`'${rg}' --no-config ${MATCHING} >/dev/null`, capped);
+  await cappedGrep();
+  const capped500 = await sideBySide(RUNS * 3, cappedGrep, () => raw(`'${rg}' --no-config ${MATCHING} | head -501 >/dev/null`, capped));
+  report({
+    name: "grep_capped_500_of_15k",
+    ...capped500,
+    unit: "ms",
+    maxRatio: 1.5,
+    note: `${CAPPED_FILES} files of one matching line each; anchor: rg PATTERN | head -501; ${cpuNote(capped500)}`,
   });
 } finally {
   rmSync(dir, { recursive: true, force: true });

@@ -15,6 +15,7 @@ const BENCHES = [
   "inspect-bench",
   "chat-bench",
   "sandbox-bench",
+  "tools-bench",
   "engine-bench",
   "memory-bench",
   "parallel-bench",

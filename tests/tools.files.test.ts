@@ -1,6 +1,8 @@
-import { readFileSync } from "node:fs";
+import { readFileSync, statSync, utimesSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { LINE_STEP, LineIndexes } from "../src/tools/line-index.js";
+import { createReadFileTool } from "../src/tools/read-file.js";
 import { executeToolCall } from "../src/tools/registry.js";
 import { makeWorkspace } from "./helpers/tool-workspace.js";
 
@@ -67,6 +69,32 @@ describe("read_file", () => {
     const ws = makeWorkspace({ "min.js": "y".repeat(5000) });
     const result = await ws.call("read_file", { path: "min.js" });
     expect(result.content).toBe(`     1\t${"y".repeat(2000)}... [line cut at 2000 characters]`);
+  });
+
+  it("reads a window far into a large file from the indexed line before it, never from a stale index", async () => {
+    // A clock a minute ahead: the file counts as settled, so its index is kept.
+    const indexes = new LineIndexes({ now: () => Date.now() + 60_000 });
+    const tools = [createReadFileTool({ lineIndexes: indexes })];
+    const text = (tag: string, lines: number, width: number) =>
+      Array.from({ length: lines }, (_, i) => `${tag} ${i + 1} `.padEnd(width, "x")).join("\n") + "\n";
+    const ws = makeWorkspace({ "big.log": text("old", 12_000, 99) }); // 1.2 MB: read in windows
+    const window = (lines: string) => `${lines}\n(lines 10000-10001; the file continues: read on with offset 10002)`;
+    const read = () => ws.call("read_file", { path: "big.log", offset: 10_000, limit: 2 }, tools);
+    expect((await read()).content).toBe(window(` 10000\t${"old 10000 ".padEnd(99, "x")}\n 10001\t${"old 10001 ".padEnd(99, "x")}`));
+    const stats = statSync(join(ws.root, "big.log"));
+    expect(indexes.nearest(stats, 10_000)).toEqual({ line: 9 * LINE_STEP + 1, byte: 9 * LINE_STEP * 100 });
+    expect((await read()).content).toBe(window(` 10000\t${"old 10000 ".padEnd(99, "x")}\n 10001\t${"old 10001 ".padEnd(99, "x")}`));
+
+    // The same size and modification time, other lines (a line still starts at each indexed offset): read anew.
+    ws.write("big.log", text("new", 24_000, 49));
+    utimesSync(join(ws.root, "big.log"), stats.atime, stats.mtime);
+    expect(statSync(join(ws.root, "big.log")).size).toBe(stats.size);
+    expect((await read()).content).toBe(window(` 10000\t${"new 10000 ".padEnd(49, "x")}\n 10001\t${"new 10001 ".padEnd(49, "x")}`));
+
+    // With the real clock, a file changed just now is not indexed (its stamps may not change with its next write).
+    const fresh = new LineIndexes();
+    await ws.call("read_file", { path: "big.log", offset: 10_000, limit: 2 }, [createReadFileTool({ lineIndexes: fresh })]);
+    expect(fresh.nearest(statSync(join(ws.root, "big.log")), 10_000)).toEqual({ line: 1, byte: 0 });
   });
 
   it("reads artifacts saved under .loopgraph/artifacts", async () => {

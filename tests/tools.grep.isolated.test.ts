@@ -1,4 +1,4 @@
-import { existsSync, linkSync, mkdirSync, writeFileSync } from "node:fs";
+import { existsSync, linkSync, mkdirSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import type { ChildProcess } from "node:child_process";
 import { describe, expect, it, vi } from "vitest";
@@ -302,6 +302,34 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
         if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
       }
       for (const search of searches) expect(search.signalCode).toBe("SIGKILL");
+    },
+    20_000,
+  );
+
+  it.skipIf(!ripgrep)(
+    "a capped walk-ordered search needs no listing process: the notes up to its stop are listed from here, with the walk's rules",
+    async () => {
+      const files: Record<string, string> = {
+        ".gitignore": "build/\n*.log\n",
+        "build/hl.txt": "hit\n",
+        "node_modules/hl.txt": "hit\n",
+        "sub/node_modules/hl.txt": "hit\n",
+      };
+      for (let f = 0; f < 6; f++) files[`d/f${f}.txt`] = "hit\n".repeat(200);
+      const ws = makeWorkspace(files, { git: true });
+      for (const link of ["a/-hl.txt", "build/hl.txt", "d/f1.hl", "d/f1.log", "d/f4.hl", "sub/node_modules/hl.txt"]) {
+        ws.write(link, "");
+        rmSync(join(ws.root, link));
+        linkSync(join(ws.outside, "secret.txt"), join(ws.root, link));
+      }
+      spawned.length = 0;
+      const lines = (await ws.call("grep", { pattern: "hit" }, withRipgrep)).content.split("\n");
+      expect(lines[0]).toBe("Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob");
+      expect(lines[500]).toBe("d/f2.txt:100:hit");
+      // Up to the stop (d/f2.txt): not the ignored, the pruned, nor those after it.
+      expect(lines.at(-1)).toBe("(not searched, hard-linked: another link may be a file outside the workspace: a/-hl.txt, d/f1.hl)");
+      // No listing process beside the walk-ordered search (`find` lists for an all-cores one, which a busy machine may start).
+      expect(spawned.filter((child) => child.spawnargs.includes("--files"))).toEqual([]);
     },
     20_000,
   );

@@ -167,7 +167,7 @@ describe("fitToBudget", () => {
     const full = join(context.artifactsDir, "full.txt");
     mkdirSync(context.artifactsDir, { recursive: true });
     writeFileSync(full, "a\nb\nc\n");
-    expect(await fitToBudget("a\n[...]\nc\n", context, "t", full)).toEqual({
+    expect(await fitToBudget("a\n[...]\nc\n", context, "t", { file: full })).toEqual({
       content: "a\n[...]\nc\n[full output (6 bytes) saved in .loopgraph/artifacts/thread-1/full.txt]",
       artifact: full,
     });

@@ -1,4 +1,4 @@
-import { existsSync, readdirSync, readFileSync } from "node:fs";
+import { existsSync, readdirSync, readFileSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
 import { executeToolCall } from "../src/tools/registry.js";
@@ -136,29 +136,53 @@ describe("shell", () => {
     expect(holding.content).toMatch(/^exit code: 0\nnote: background processes still hold stdout\/stderr/);
   });
 
-  it("saves a 5 MB output complete in the artifact and shows the model its head and tail", async () => {
+  it("streams a 5 MB output into its artifact as it comes, keeps only a bounded view, and shows the model its head and tail", async () => {
     const ws = makeWorkspace();
-    const result = await ws.call("shell", { command: "yes abcdefghi | head -n 500000; echo done >&2" });
+    const command = "yes abcdefghi | head -n 500000; echo done >&2; while [ ! -e go ]; do sleep 0.02; done";
+    const running = createShellTool().run({ command }, ws.ctx);
+    // The whole stdout is on disk, in the file the result will name, before the command ends.
+    const spool = await eventually(
+      () => (existsSync(ws.ctx.artifactsDir) ? readdirSync(ws.ctx.artifactsDir) : []).map((name) => join(ws.ctx.artifactsDir, name)),
+      (files) => files.length === 1 && statSync(files[0]!).size === 5_000_015,
+    );
+    const inode = statSync(spool[0]!).ino;
+    ws.write("go", "");
+    const output = await running;
+    // The view holds the head and tail the model's budget needs, not the stream.
+    expect(output.content.length).toBeLessThan(300_000);
+    expect(output.fullOutput).toMatchObject({ file: spool[0], viewOnlyLines: 1 });
+    expect(statSync(spool[0]!).ino).toBe(inode);
+
+    const result = await ws.call("shell", { command: "seq 1 600000; echo done >&2" });
     expect(result.ok).toBe(true);
     expect(result.content.length).toBeLessThan(31_000);
-    expect(result.content.startsWith("exit code: 0\n--- stdout ---\nabcdefghi\n")).toBe(true);
-    expect(result.content.endsWith("abcdefghi\n--- stderr ---\ndone\n")).toBe(true);
+    expect(result.content.startsWith("exit code: 0\n--- stdout ---\n1\n2\n")).toBe(true);
+    expect(result.content.endsWith("\n600000\n--- stderr ---\ndone\n")).toBe(true);
     const artifact = result.artifact!;
     expect(artifact.startsWith(ws.ctx.artifactsDir)).toBe(true);
-    const expected = Buffer.from(`exit code: 0\n--- stdout ---\n${"abcdefghi\n".repeat(500_000)}--- stderr ---\ndone\n`);
+    // The full output, less the status line the view begins with.
+    const numbers = Array.from({ length: 600_000 }, (_, i) => `${i + 1}\n`).join("");
+    const expected = Buffer.from(`--- stdout ---\n${numbers}--- stderr ---\ndone\n`);
     expect(readFileSync(artifact).equals(expected)).toBe(true);
-    expect(readdirSync(ws.ctx.artifactsDir)).toEqual([artifact.slice(ws.ctx.artifactsDir.length + 1)]);
+    expect(readdirSync(ws.ctx.artifactsDir).sort()).toEqual(
+      [spool[0]!, artifact].map((file) => file.slice(ws.ctx.artifactsDir.length + 1)).sort(),
+    );
 
     const relative = artifact.slice(ws.root.length + 1);
     const marker = result.content.split("\n").find((line) => line.startsWith("[... "))!;
     expect(marker).toMatch(
       new RegExp(
-        `^\\[\\.\\.\\. \\d+ bytes cut here \\(lines (\\d+)-(\\d+) of 500004\\); the full output is saved in ${relative.replace(/\./g, "\\.")}: read it with read_file, e\\.g\\. offset \\1 \\.\\.\\.\\]$`,
+        `^\\[\\.\\.\\. \\d+ bytes cut here \\(lines (\\d+)-(\\d+) of 600003\\); the full output is saved in ${relative.replace(/\./g, "\\.")}: read it with read_file, e\\.g\\. offset \\1 \\.\\.\\.\\]$`,
       ),
     );
-    const firstCut = Number(/lines (\d+)-/.exec(marker)![1]);
-    const read = await ws.call("read_file", { path: relative, offset: firstCut, limit: 1 });
-    expect(read.content.startsWith(`${String(firstCut).padStart(6)}\tabcdefghi\n`)).toBe(true);
+    const [firstCut, lastCut] = /lines (\d+)-(\d+)/.exec(marker)!.slice(1).map(Number);
+    // The lines around the cut are those the view shows last before it and first after it.
+    const shown = result.content.split("\n");
+    const markerAt = shown.indexOf(marker);
+    const read = await ws.call("read_file", { path: relative, offset: firstCut! - 1, limit: lastCut! - firstCut! + 3 });
+    const lines = read.content.split("\n").map((line) => line.slice(line.indexOf("\t") + 1));
+    expect(lines[0]).toBe(shown[markerAt - 1]);
+    expect(lines.at(-2)).toBe(shown[markerAt + 1]);
   });
 
   it("rejects timeouts out of range", async () => {

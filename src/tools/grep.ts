@@ -1,12 +1,12 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, lstatSync, statSync, type Stats } from "node:fs";
+import { accessSync, constants, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { delimiter, join, resolve } from "node:path";
 import { createInterface } from "node:readline";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { refusal } from "./checked-file.js";
-import { ALWAYS_SKIPPED_NAMES, areWalked, walkFiles } from "./ignore-rules.js";
+import { ALWAYS_SKIPPED_NAMES, areWalked, walkedChecker, walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 import { realPathOf, statInWorkspace } from "./workspace-paths.js";
 
@@ -179,6 +179,8 @@ function lstatRaw(cwd: Buffer, raw: Buffer): Stats | undefined {
 
 interface RipgrepRun {
   child: ChildProcess;
+  /** Resolves once the process has started (or failed to). */
+  spawned: Promise<void>;
   /** Resolves once the process is gone, with its exit code (null when killed) and stderr. */
   closed: Promise<{ code: number | null; stderr: string }>;
   /**
@@ -209,8 +211,13 @@ function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext
   });
   // Marked handled: a caller that stops reading early never awaits `closed`; one that does gets its error.
   closed.catch(() => undefined);
+  const spawned = new Promise<void>((resolve) => {
+    child.once("spawn", resolve);
+    child.once("error", () => resolve());
+  });
   return {
     child,
+    spawned,
     closed,
     stop: () => {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
@@ -229,6 +236,8 @@ interface SearchOutcome {
   files: FileMatches[];
   /** Set when the search stopped at `limit` matches: the file that reached it. */
   stoppedAt?: string;
+  /** What the lstat of each file with matches (in the glob) found, when it began. */
+  verdicts: Map<string, Verdict>;
 }
 
 interface Search {
@@ -236,6 +245,12 @@ interface Search {
   outcome: Promise<SearchOutcome>;
   /** Resolves when ripgrep reports its first file with a match. */
   firstMatch: Promise<void>;
+  /** Matching lines reported so far (in files not yet found binary). */
+  found(): number;
+  /** Resolves once ripgrep has started. */
+  spawned: Promise<void>;
+  /** ripgrep's process id, once started. */
+  readonly pid: number | undefined;
   /** Stops ripgrep; `outcome` then resolves with what was in. */
   stop(): void;
 }
@@ -263,9 +278,10 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   ];
   const run = startRipgrep(rg, args, scope, ctx);
   const cwd = Buffer.from(scope.cwd);
-  const outcome: SearchOutcome = { files: [] };
+  const outcome: SearchOutcome = { files: [], verdicts: new Map() };
   const pending = new Map<string, GrepMatch[] | null>();
   let total = 0;
+  let found = 0;
   let messages = 0;
   let reachedLimit: (() => void) | undefined;
   let matched: (() => void) | undefined;
@@ -285,12 +301,18 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
     const file = fromRipgrep(decodeRipgrepData(message.data.path));
     if (message.type === "begin") {
       matched?.();
-      const accepted = scope.inGlob(file) && verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) === "searched";
+      const verdict = scope.inGlob(file) ? verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) : undefined;
+      if (verdict) outcome.verdicts.set(file, verdict);
+      const accepted = verdict === "searched";
       pending.set(file, accepted ? [] : null);
       passingOver = !accepted;
     } else if (message.type === "match") {
       const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
-      pending.get(file)?.push(matchOf(file, message.data.line_number ?? 0, text));
+      const matches = pending.get(file);
+      if (matches) {
+        matches.push(matchOf(file, message.data.line_number ?? 0, text));
+        found++;
+      }
     } else if (message.type === "end") {
       const matches = pending.get(file);
       pending.delete(file);
@@ -326,7 +348,16 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   // abandons the search does not wait for `outcome`.
   finished.catch(() => undefined);
   result.catch(() => undefined);
-  return { outcome: result, firstMatch, stop };
+  return {
+    outcome: result,
+    firstMatch,
+    found: () => found,
+    spawned: run.spawned,
+    get pid() {
+      return run.child.pid;
+    },
+    stop,
+  };
 }
 
 /** The files of the scope grep does not search, and says so. */
@@ -337,36 +368,36 @@ interface LeftOut {
 }
 
 interface Listing {
-  /**
-   * The files left out: all of them, or with `upTo` those up to that file in walk order (the
-   * listing must then be sorted); stops the listing once it is past `upTo`.
-   */
-  leftOut(upTo?: string): Promise<LeftOut>;
+  /** The files left out, in walk order. */
+  leftOut(): Promise<LeftOut>;
   stop(): void;
 }
-
-/** How many files a sorted listing reads before it waits to know where its search stopped. */
-const SORTED_LISTING_AHEAD = 2_000;
 
 /** Files lstat-ed per turn of the event loop while a listing runs beside a search. */
 const STAT_SLICE = 256;
 
+/** In walk order, the files of `found` noted. */
+function leftOutOf(found: readonly { file: string; verdict: Verdict }[]): LeftOut {
+  const ordered = [...found].sort((a, b) => compareWalkOrder(a.file, b.file));
+  return {
+    tooLarge: ordered.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
+    refused: ordered.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
+  };
+}
+
 /**
  * Lists the scope with `rg --files` (the same walk as the search) and lstats each file, for the
  * notes on files not searched: these must not depend on what a file holds, so every file is
- * checked, not only those with matches. Unsorted, the files are checked while the search runs
- * (a slice per turn of the event loop, so the search's output is never held up for long);
- * sorted, only those up to the file the search stopped at, once that is known.
+ * checked, not only those with matches. The files are checked while the search runs (a slice per
+ * turn of the event loop, so the search's output is never held up for long).
  */
-function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean): Listing {
-  const run = startRipgrep(rg, ["--files", "--null", ...(sorted ? ["--sort=path"] : []), ...walkArgs(scope)], scope, ctx);
+function listLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
+  const run = startRipgrep(rg, ["--files", "--null", ...walkArgs(scope)], scope, ctx);
   const cwd = Buffer.from(scope.cwd);
   /** Listed paths, workspace-relative, raw and as text. */
   const listed: { raw: Buffer; file: string }[] = [];
   const found: { file: string; verdict: Verdict }[] = [];
   let checked = 0;
-  let upTo: string | undefined;
-  let passed: (() => void) | undefined;
   let background: NodeJS.Immediate | undefined;
   const checkUpTo = (end: number) => {
     for (; checked < end; checked++) {
@@ -389,18 +420,10 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
       const raw = data.subarray(start, end);
       start = end + 1;
       const relative = raw[0] === 0x2e && raw[1] === 0x2f ? raw.subarray(2) : raw;
-      const file = relative.toString("utf8");
-      if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) {
-        passed?.();
-        break;
-      }
-      listed.push({ raw: Buffer.from(relative), file });
+      listed.push({ raw: Buffer.from(relative), file: relative.toString("utf8") });
     }
     rest = Buffer.from(data.subarray(start));
-    if (!sorted && background === undefined && checked < listed.length) background = setImmediate(checkInBackground);
-    // Sorted, only the files up to where the search stops count: no need to read (and have
-    // ripgrep list) far ahead of it before that is known.
-    if (sorted && upTo === undefined && listed.length >= SORTED_LISTING_AHEAD) run.child.stdout!.pause();
+    if (background === undefined && checked < listed.length) background = setImmediate(checkInBackground);
   });
   const stop = () => {
     if (background !== undefined) clearImmediate(background);
@@ -408,38 +431,74 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
     run.stop();
   };
   return {
-    async leftOut(until) {
-      if (until !== undefined) {
-        upTo = until;
-        const last = listed.at(-1);
-        if (last === undefined || compareWalkOrder(last.file, until) <= 0) {
-          // Only waiting here: ripgrep's failure reaches the caller through `run.closed` itself.
-          const passedOrDone = Promise.race([run.closed.catch(() => undefined), new Promise<void>((resolve) => (passed = resolve))]);
-          run.child.stdout!.resume();
-          await passedOrDone;
-        }
-        stop();
-        throwIfCancelled(ctx.signal);
-        // Sorted: the files up to `until` come first.
-        let end = 0;
-        while (end < listed.length && compareWalkOrder(listed[end]!.file, until) <= 0) end++;
-        checkUpTo(end);
-      } else {
-        run.child.stdout!.resume();
-        const { code, stderr } = await run.closed;
-        stop();
-        throwIfCancelled(ctx.signal);
-        if (code === 2 && listed.length === 0) throw new ToolError("failed", `ripgrep could not list the files: ${stderr.trim()}`);
-        checkUpTo(listed.length);
-      }
-      const ordered = sorted ? found : [...found].sort((a, b) => compareWalkOrder(a.file, b.file));
-      return {
-        tooLarge: ordered.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
-        refused: ordered.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
-      };
+    async leftOut() {
+      const { code, stderr } = await run.closed;
+      stop();
+      throwIfCancelled(ctx.signal);
+      if (code === 2 && listed.length === 0) throw new ToolError("failed", `ripgrep could not list the files: ${stderr.trim()}`);
+      checkUpTo(listed.length);
+      return leftOutOf(found);
     },
     stop,
   };
+}
+
+/** Files a walk from here (walkLeftOut) lstats before `find` is left to list the rest. */
+const WALK_FILES_MAX = 5_000;
+
+/**
+ * The notes for the files of the scope up to `upTo` in walk order (all without it), without
+ * another process: the folders read from here in walk order (each one's entries sorted by name,
+ * depth first; the always-skipped folders pruned, and each folder gone into checked against the
+ * ignore rules first), each regular file lstat-ed, until the walk is past `upTo`; the few files
+ * found left out are checked against the ignore rules too (`areWalked`, the same rules as
+ * ripgrep's walk). Undefined when the walk would lstat more than WALK_FILES_MAX files.
+ */
+async function walkLeftOut(
+  scope: Scope,
+  upTo: string | undefined,
+  ctx: ToolContext,
+  known: ReadonlyMap<string, Verdict>,
+): Promise<LeftOut | undefined> {
+  const root = join(scope.cwd, scope.rgPath);
+  const areWalkedHere = walkedChecker(root);
+  const found: { file: string; verdict: Verdict; absolute: string }[] = [];
+  let files = 0;
+  /** Walks `dir` (raw absolute path; `relative` its workspace-relative path); true once past `upTo` or over the limit. */
+  const walk = async (dir: Buffer, relative: string): Promise<boolean> => {
+    throwIfCancelled(ctx.signal);
+    const entries = readdirSync(dir, { withFileTypes: true, encoding: "buffer" }).sort((a, b) => Buffer.compare(a.name, b.name));
+    const path = (name: Buffer) => Buffer.concat([dir, Buffer.from("/"), name]);
+    const folders = entries.filter((entry) => entry.isDirectory() && !ALWAYS_SKIPPED_NAMES.has(entry.name.toString("utf8")));
+    const walked = new Map(
+      folders.length === 0
+        ? []
+        : (
+            await areWalked(
+              root,
+              folders.map((entry) => path(entry.name).toString("utf8")),
+              true,
+            )
+          ).map((kept, index) => [folders[index]!, kept]),
+    );
+    for (const entry of entries) {
+      const file = `${relative}${entry.name.toString("utf8")}`;
+      if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) return true;
+      if (walked.get(entry)) {
+        if (await walk(path(entry.name), `${file}/`)) return true;
+      } else if (entry.isFile() && scope.inGlob(file)) {
+        if (++files > WALK_FILES_MAX) return true;
+        const absolute = path(entry.name);
+        const verdict = known.get(file) ?? verdictOf(lstatSync(absolute, { throwIfNoEntry: false }), file);
+        if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict, absolute: absolute.toString("utf8") });
+      }
+    }
+    return false;
+  };
+  await walk(Buffer.from(root), scope.rgPath === "." ? "" : `${scope.rgPath}/`);
+  if (files > WALK_FILES_MAX) return undefined;
+  const walked = await areWalkedHere(found.map((entry) => entry.absolute));
+  return leftOutOf(found.filter((_, index) => walked[index]));
 }
 
 /**
@@ -450,7 +509,7 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext, sorted: boolean
  */
 function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
   const find = programOnPath("find", ctx.env);
-  if (!find) return listLeftOut(rg, scope, ctx, false);
+  if (!find) return listLeftOut(rg, scope, ctx);
   const pruned = [...ALWAYS_SKIPPED_NAMES].flatMap((name, index) => [...(index > 0 ? ["-o"] : []), "-name", name]);
   // `./` first: find takes an argument starting with `-` for an expression.
   const start = scope.rgPath === "." ? "." : `./${scope.rgPath}`;
@@ -506,11 +565,7 @@ function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
         root,
         found.map(({ file }) => join(scope.cwd, file)),
       );
-      const kept = found.filter((_, index) => walked[index]).sort((a, b) => compareWalkOrder(a.file, b.file));
-      return {
-        tooLarge: kept.filter((entry) => entry.verdict === "tooLarge").map((entry) => entry.file),
-        refused: kept.filter((entry) => entry.verdict === "refused").map((entry) => entry.file),
-      };
+      return leftOutOf(found.filter((_, index) => walked[index]));
     },
     stop() {
       if (child.exitCode === null && child.signalCode === null) child.kill("SIGKILL");
@@ -519,25 +574,63 @@ function findLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
 }
 
 /**
- * How long the walk-ordered search may take before the search on all cores replaces it. Most
- * searches end sooner: those of a small tree, and those that find the first `limit` matches
- * early in the walk; a search over a large tree that finds few matches is then twice as fast.
+ * How much CPU time the walk-ordered search may use before the search on all cores replaces it.
+ * Most searches end sooner: those of a small tree, and those that find the first `limit`
+ * matches early in the walk; a search over a large tree that finds few matches is then twice as
+ * fast. Counted in ripgrep's own CPU time where Linux tells it (/proc/PID/schedstat), so that a
+ * busy machine, which slows the process, does not end its head start early; elsewhere in wall
+ * time from its start.
  */
 const SORTED_HEAD_START_MS = 15;
 
-/** When the walk-ordered search has found no match this soon, the all-cores one starts beside it. */
+/** When the walk-ordered search has found no match within this much CPU time, the all-cores one replaces it. */
 const ALL_CORES_AFTER_MS = 5;
 
-/** Resolves after `ms`, unless cleared first. */
-function headStart(ms: number): { elapsed: Promise<void>; clear(): void } {
-  let timer: NodeJS.Timeout | undefined;
-  const elapsed = new Promise<void>((resolve) => (timer = setTimeout(resolve, ms)));
-  return { elapsed, clear: () => clearTimeout(timer) };
+/**
+ * A walk-ordered search that has found this many matches by the end of its head start goes on
+ * to the limit: the all-cores search would likely reach the limit too, and then this one would
+ * have to run again.
+ */
+const COMMITTED_MATCHES = 50;
+
+/** How often a head start looks at the CPU time ripgrep has used. */
+const CPU_POLL_MS = 2;
+
+/** The CPU time (ms) process `pid` has used so far, from Linux's /proc; undefined where it cannot be read. */
+function cpuTimeMs(pid: number | undefined): number | undefined {
+  if (pid === undefined) return undefined;
+  try {
+    return Number(readFileSync(`/proc/${pid}/schedstat`, "utf8").split(" ")[0]) / 1e6;
+  } catch {
+    return undefined;
+  }
 }
 
 /**
- * Runs a walk-ordered search, and beside it the listing for its notes up to where it stopped;
- * undefined (both stopped) when `giveUp` comes first.
+ * Resolves once process `pid` has used `ms` of CPU time since this call (or, where that cannot
+ * be read, after `ms` of wall time), unless cleared first.
+ */
+function headStart(pid: number | undefined, ms: number): { elapsed: Promise<void>; clear(): void } {
+  let timer: NodeJS.Timeout | undefined;
+  const start = cpuTimeMs(pid);
+  const elapsed = new Promise<void>((resolve) => {
+    if (start === undefined) {
+      timer = setTimeout(resolve, ms);
+      return;
+    }
+    timer = setInterval(() => {
+      const used = cpuTimeMs(pid);
+      // Gone: its search's outcome settles the race.
+      if (used !== undefined && used - start >= ms) resolve();
+    }, CPU_POLL_MS);
+  });
+  return { elapsed, clear: () => clearInterval(timer) };
+}
+
+/**
+ * Runs a walk-ordered search, then lists the files left out up to where it stopped (from here:
+ * walkLeftOut, or `find` for a whole large scope); undefined (the search stopped) when `giveUp`
+ * comes first.
  */
 async function sortedSearch(
   rg: string,
@@ -548,31 +641,30 @@ async function sortedSearch(
   giveUp?: (started: Search) => Promise<void>,
 ) {
   const search = startSearch(rg, query, scope, ctx, limit, true);
-  const listing = listLeftOut(rg, scope, ctx, true);
-  let outcome: SearchOutcome | undefined;
-  try {
-    outcome = await (giveUp ? Promise.race([search.outcome, giveUp(search).then(() => undefined)]) : search.outcome);
-  } catch (error) {
-    listing.stop();
-    throw error;
-  }
+  const outcome = await (giveUp ? Promise.race([search.outcome, giveUp(search).then(() => undefined)]) : search.outcome);
   if (outcome === undefined) {
     search.stop();
-    listing.stop();
     return undefined;
   }
-  return { matches: outcome.files.flatMap((entry) => entry.matches), leftOut: await listing.leftOut(outcome.stoppedAt) };
+  const { stoppedAt } = outcome;
+  let leftOut = await walkLeftOut(scope, stoppedAt, ctx, outcome.verdicts);
+  if (!leftOut) {
+    const all = await findLeftOut(rg, scope, ctx).leftOut();
+    const upTo = (files: string[]) => (stoppedAt === undefined ? files : files.filter((file) => compareWalkOrder(file, stoppedAt) <= 0));
+    leftOut = { tooLarge: upTo(all.tooLarge), refused: upTo(all.refused) };
+  }
+  return { matches: outcome.files.flatMap((entry) => entry.matches), leftOut };
 }
 
 /**
  * grep through ripgrep, which walks the scope itself; results in walk order, ripgrep stopped
  * once `limit` matches are in. A walk-ordered search (one thread) streams the matches and stops
- * at the limit; a search on all cores starts beside it when the first has found nothing within
- * ALL_CORES_AFTER_MS, and when the walk-ordered one has not ended within `headStartMs` (a large
- * tree with few matches) only the all-cores one goes on (started then if not yet), its results
- * put in walk order afterwards. If that one reaches the limit (then not necessarily the
+ * at the limit. Its head start is counted in the CPU time ripgrep uses (see SORTED_HEAD_START_MS):
+ * when it has found nothing within ALL_CORES_AFTER_MS, or fewer than COMMITTED_MATCHES when it
+ * has not ended within `headStartMs` (a large tree with few matches), a search on all cores replaces it, its
+ * results put in walk order afterwards. If that one reaches the limit (then not necessarily the
  * first matches in walk order), the walk-ordered search runs again, to its limit. The notes on
- * files left out come from a listing beside each search.
+ * files left out come from a listing beside the all-cores search, and after the walk-ordered one.
  */
 async function ripgrepDirectory(
   rg: string,
@@ -582,33 +674,27 @@ async function ripgrepDirectory(
   limit: number,
   headStartMs: number,
 ): Promise<{ matches: GrepMatch[]; leftOut: LeftOut }> {
-  let search: Search | undefined;
   if (headStartMs > 0) {
     const timers: { clear(): void }[] = [];
-    const after = (ms: number) => {
-      const timer = headStart(ms);
-      timers.push(timer);
-      return timer.elapsed;
-    };
     const quick = await sortedSearch(rg, query, scope, ctx, limit, async (sorted) => {
-      // Timed from here: starting a process can take long on a busy machine.
-      const giveUp = after(headStartMs);
-      // No match soon: likely a large tree with few matches, so the all-cores search starts now.
-      const matching = await Promise.race([sorted.firstMatch.then(() => true), after(ALL_CORES_AFTER_MS).then(() => false)]);
-      if (!matching) search = startSearch(rg, query, scope, ctx, limit, false);
-      await giveUp;
-    })
-      .catch((error: unknown) => {
-        search?.stop();
-        throw error;
-      })
-      .finally(() => timers.forEach((timer) => timer.clear()));
-    if (quick) {
-      search?.stop();
-      return quick;
-    }
+      await sorted.spawned;
+      const after = (ms: number) => {
+        const timer = headStart(sorted.pid, ms);
+        timers.push(timer);
+        return timer.elapsed;
+      };
+      const deadline = after(headStartMs);
+      const matching = await Promise.race([
+        sorted.firstMatch.then(() => true),
+        after(Math.min(ALL_CORES_AFTER_MS, headStartMs)).then(() => false),
+      ]);
+      if (!matching) return;
+      await deadline;
+      if (sorted.found() >= COMMITTED_MATCHES) await new Promise<never>(() => undefined);
+    }).finally(() => timers.forEach((timer) => timer.clear()));
+    if (quick) return quick;
   }
-  search ??= startSearch(rg, query, scope, ctx, limit, false);
+  const search = startSearch(rg, query, scope, ctx, limit, false);
   const listing = findLeftOut(rg, scope, ctx);
   let outcome: SearchOutcome;
   try {
@@ -743,7 +829,7 @@ const schema = z.strictObject({
 export interface GrepToolOptions {
   /** The ripgrep binary; null forces the in-process engine; undefined looks it up (see findRipgrep). */
   ripgrep?: string | null;
-  /** How long the walk-ordered search runs before the all-cores one replaces it (SORTED_HEAD_START_MS); 0 starts with the all-cores one (for tests). */
+  /** How much CPU time the walk-ordered search uses before the all-cores one replaces it (SORTED_HEAD_START_MS); 0 starts with the all-cores one (for tests). */
   sortedHeadStartMs?: number;
 }
 

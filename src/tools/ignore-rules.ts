@@ -165,30 +165,39 @@ export async function listVisibleEntries(dir: string): Promise<VisibleEntries> {
 }
 
 /**
- * For each of `paths` (absolute, below the directory `root`): whether `walkFiles(…, root)` would
- * list it, i.e. no ignore rule and no always-skipped folder hides it or a folder above it. For
- * checking a few paths found by other means without walking the whole tree.
+ * For each of `paths` (absolute, below the directory `root`; files, or with `directories`
+ * folders): whether `walkFiles(…, root)` would list it (go into it), i.e. no ignore rule and no
+ * always-skipped folder hides it or a folder above it. For checking a few paths found by other
+ * means without walking the whole tree.
  */
-export async function areWalked(root: string, paths: readonly string[]): Promise<boolean[]> {
+export async function areWalked(root: string, paths: readonly string[], directories = false): Promise<boolean[]> {
+  return walkedChecker(root)(paths, directories);
+}
+
+/** `areWalked` for several batches of paths below `root`, the ignore files read once. */
+export function walkedChecker(root: string): (paths: readonly string[], directories?: boolean) => Promise<boolean[]> {
   const rules = new IgnoreRules();
-  const atRoot = new Set(await rules.excludingMatchers(root));
-  return Promise.all(
-    paths.map(async (path) => {
-      let disabled: ReadonlySet<Ignore> = atRoot;
-      const parts = relative(root, path).split(sep);
-      let current = root;
-      for (const [index, part] of parts.entries()) {
-        current = join(current, part);
-        const isDirectory = index < parts.length - 1;
-        if (ALWAYS_SKIPPED_NAMES.has(part) || (await rules.isIgnored(current, isDirectory, disabled))) return false;
-        if (isDirectory) {
-          const excluding = await rules.excludingMatchers(current);
-          if (excluding.length > 0) disabled = new Set([...disabled, ...excluding]);
+  const atRoot = rules.excludingMatchers(root).then((excluding) => new Set(excluding));
+  return async (paths, directories = false) => {
+    const disabledAtRoot = await atRoot;
+    return Promise.all(
+      paths.map(async (path) => {
+        let disabled: ReadonlySet<Ignore> = disabledAtRoot;
+        const parts = relative(root, path).split(sep);
+        let current = root;
+        for (const [index, part] of parts.entries()) {
+          current = join(current, part);
+          const isDirectory = directories || index < parts.length - 1;
+          if (ALWAYS_SKIPPED_NAMES.has(part) || (await rules.isIgnored(current, isDirectory, disabled))) return false;
+          if (isDirectory) {
+            const excluding = await rules.excludingMatchers(current);
+            if (excluding.length > 0) disabled = new Set([...disabled, ...excluding]);
+          }
         }
-      }
-      return true;
-    }),
-  );
+        return true;
+      }),
+    );
+  };
 }
 
 export interface WalkedFile {

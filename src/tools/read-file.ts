@@ -1,5 +1,6 @@
 import { z } from "zod";
 import { checkRegularFile, fileStamp, openForReading } from "./checked-file.js";
+import { LINE_STEP, LineIndexes } from "./line-index.js";
 import { ToolError, type ToolDefinition } from "./types.js";
 import { statInWorkspace, type ExistingPath } from "./workspace-paths.js";
 
@@ -9,6 +10,8 @@ const WHOLE_FILE_MAX_BYTES = 1024 * 1024;
 const MAX_LINE_CHARS = 2000;
 /** Bytes of one line kept for display; the rest of a longer line is skipped unread into memory. */
 const MAX_LINE_BYTES_KEPT = 4 * MAX_LINE_CHARS;
+/** Bytes read at a time while streaming a window. */
+const READ_CHUNK_BYTES = 1024 * 1024;
 /** As git does: a NUL byte among the first 8000 bytes marks a binary file. */
 const BINARY_SNIFF_BYTES = 8000;
 
@@ -52,16 +55,43 @@ interface LineWindow {
 
 /**
  * Lines `first` .. `first + count - 1` (1-based) of a file, streamed so that a window of a huge
- * file costs only the bytes up to it. Lines are split on LF only. With `readToEnd` the rest of
- * the file is scanned to count its lines.
+ * file costs only the bytes up to it, or, for a file `indexes` knows, from the indexed line
+ * nearest before it. Lines are split on LF only. With `readToEnd` the rest of the file is
+ * scanned to count its lines.
  */
-async function readLineWindow(file: ExistingPath, first: number, count: number, readToEnd: boolean): Promise<LineWindow> {
+async function readLineWindow(
+  file: ExistingPath,
+  first: number,
+  count: number,
+  readToEnd: boolean,
+  indexes: LineIndexes,
+): Promise<LineWindow> {
   const last = first + count - 1;
   const lines: string[] = [];
-  let lineNumber = 0;
   let pending: Buffer[] = [];
   let pendingBytes = 0;
-  let sniffed = false;
+
+  const { handle, stats } = await openForReading(file.absolute, file.relative);
+  let from = { line: 1, byte: 0 };
+  let record: ((line: number, byte: number) => void) | undefined;
+  try {
+    const start = Buffer.alloc(Math.min(BINARY_SNIFF_BYTES, stats.size));
+    await handle.read(start, 0, start.length, 0);
+    if (isBinary(start)) throw binaryFileError(file.relative);
+    if (!readToEnd) {
+      from = indexes.nearest(stats, first);
+      const before = Buffer.alloc(1);
+      if (from.byte > 0 && ((await handle.read(before, 0, 1, from.byte - 1)).bytesRead !== 1 || before[0] !== 0x0a)) {
+        indexes.forget(stats);
+        from = { line: 1, byte: 0 };
+      }
+      record = indexes.recorder(stats);
+    }
+  } catch (error) {
+    await handle.close();
+    throw error;
+  }
+  let lineNumber = from.line - 1;
   const keep = (part: Buffer) => {
     if (lineNumber + 1 < first || lineNumber + 1 > last || pendingBytes >= MAX_LINE_BYTES_KEPT) return;
     pending.push(part);
@@ -74,19 +104,23 @@ async function readLineWindow(file: ExistingPath, first: number, count: number, 
     pendingBytes = 0;
   };
 
-  const { handle } = await openForReading(file.absolute, file.relative);
-  const stream = handle.createReadStream();
+  const stream = handle.createReadStream({ start: from.byte, highWaterMark: READ_CHUNK_BYTES });
   try {
     let trailing = false;
-    let chunkOffset = 0;
+    let chunkOffset = from.byte;
     for await (const chunk of stream as AsyncIterable<Buffer>) {
-      if (!sniffed && isBinary(chunk)) throw binaryFileError(file.relative);
-      sniffed = true;
       let start = 0;
-      for (let newline = chunk.indexOf(0x0a); newline !== -1; newline = chunk.indexOf(0x0a, start)) {
+      // Lines before the window: only counted (and indexed).
+      for (let newline = chunk.indexOf(0x0a); lineNumber + 1 < first && newline !== -1; newline = chunk.indexOf(0x0a, start)) {
+        lineNumber++;
+        start = newline + 1;
+        if (record && lineNumber % LINE_STEP === 0) record(lineNumber + 1, chunkOffset + start);
+      }
+      for (let newline = chunk.indexOf(0x0a, start); newline !== -1; newline = chunk.indexOf(0x0a, start)) {
         keep(chunk.subarray(start, newline));
         endLine();
         start = newline + 1;
+        if (record && lineNumber % LINE_STEP === 0) record(lineNumber + 1, chunkOffset + start);
         if (lineNumber === last && !readToEnd) {
           return chunkOffset + start < file.stats.size ? { lines } : { lines, total: lineNumber };
         }
@@ -108,43 +142,53 @@ const schema = z.strictObject({
   limit: z.number().int().min(1).optional().describe(`Number of lines to read (default ${DEFAULT_LINE_LIMIT})`),
 });
 
-export const readFileTool: ToolDefinition<z.infer<typeof schema>> = {
-  name: "read_file",
-  description:
-    `Read a text file of the workspace. Returns its lines numbered like \`cat -n\` (line number, tab, line); ` +
-    `the numbers are not part of the file. Reads up to ${DEFAULT_LINE_LIMIT} lines from the start unless offset/limit ` +
-    `say otherwise; files over 1 MiB must be read in parts with offset and limit. Also reads saved tool outputs ` +
-    `(.loopgraph/artifacts/...) that other results point to.`,
-  effect: "read",
-  subject: { path: "path" },
-  schema,
-  async run({ path, offset, limit }, ctx) {
-    const file = await existingFile(ctx.workspace, path);
-    const wholeFile = file.stats.size <= WHOLE_FILE_MAX_BYTES;
-    if (!wholeFile && offset === undefined && limit === undefined) {
-      const mib = (file.stats.size / (1024 * 1024)).toFixed(1);
-      throw new ToolError(
-        "invalid_arguments",
-        `${file.relative} is ${mib} MiB; files over 1 MiB must be read in parts: pass offset and limit (e.g. offset 1, limit ${DEFAULT_LINE_LIMIT})`,
-      );
-    }
-    const first = offset ?? 1;
-    const window = await readLineWindow(file, first, limit ?? DEFAULT_LINE_LIMIT, wholeFile);
-    // Read (any part of it): edit_file may change it now, as long as it stays as it was.
-    const fileStamps = { [file.relative]: fileStamp(file.stats) };
-    if (window.total === 0) return { content: `(${file.relative} is empty)`, fileStamps };
-    if (window.lines.length === 0) {
-      throw new ToolError("invalid_arguments", `offset ${first} is past the end of ${file.relative} (${window.total} lines)`);
-    }
-    const lastShown = first + window.lines.length - 1;
-    const body = numberLines(window.lines, first);
-    if (window.total === undefined) {
-      return { content: `${body}\n(lines ${first}-${lastShown}; the file continues: read on with offset ${lastShown + 1})`, fileStamps };
-    }
-    if (first > 1 || lastShown < window.total) {
-      const more = lastShown < window.total ? `; read on with offset ${lastShown + 1}` : "";
-      return { content: `${body}\n(lines ${first}-${lastShown} of ${window.total}${more})`, fileStamps };
-    }
-    return { content: body, fileStamps };
-  },
-};
+export interface ReadFileToolOptions {
+  /** Where lines start in the large files read (default: the process's own, see line-index.ts). */
+  lineIndexes?: LineIndexes;
+}
+
+export function createReadFileTool(options: ReadFileToolOptions = {}): ToolDefinition<z.infer<typeof schema>> {
+  const indexes = options.lineIndexes ?? new LineIndexes();
+  return {
+    name: "read_file",
+    description:
+      `Read a text file of the workspace. Returns its lines numbered like \`cat -n\` (line number, tab, line); ` +
+      `the numbers are not part of the file. Reads up to ${DEFAULT_LINE_LIMIT} lines from the start unless offset/limit ` +
+      `say otherwise; files over 1 MiB must be read in parts with offset and limit. Also reads saved tool outputs ` +
+      `(.loopgraph/artifacts/...) that other results point to.`,
+    effect: "read",
+    subject: { path: "path" },
+    schema,
+    async run({ path, offset, limit }, ctx) {
+      const file = await existingFile(ctx.workspace, path);
+      const wholeFile = file.stats.size <= WHOLE_FILE_MAX_BYTES;
+      if (!wholeFile && offset === undefined && limit === undefined) {
+        const mib = (file.stats.size / (1024 * 1024)).toFixed(1);
+        throw new ToolError(
+          "invalid_arguments",
+          `${file.relative} is ${mib} MiB; files over 1 MiB must be read in parts: pass offset and limit (e.g. offset 1, limit ${DEFAULT_LINE_LIMIT})`,
+        );
+      }
+      const first = offset ?? 1;
+      const window = await readLineWindow(file, first, limit ?? DEFAULT_LINE_LIMIT, wholeFile, indexes);
+      // Read (any part of it): edit_file may change it now, as long as it stays as it was.
+      const fileStamps = { [file.relative]: fileStamp(file.stats) };
+      if (window.total === 0) return { content: `(${file.relative} is empty)`, fileStamps };
+      if (window.lines.length === 0) {
+        throw new ToolError("invalid_arguments", `offset ${first} is past the end of ${file.relative} (${window.total} lines)`);
+      }
+      const lastShown = first + window.lines.length - 1;
+      const body = numberLines(window.lines, first);
+      if (window.total === undefined) {
+        return { content: `${body}\n(lines ${first}-${lastShown}; the file continues: read on with offset ${lastShown + 1})`, fileStamps };
+      }
+      if (first > 1 || lastShown < window.total) {
+        const more = lastShown < window.total ? `; read on with offset ${lastShown + 1}` : "";
+        return { content: `${body}\n(lines ${first}-${lastShown} of ${window.total}${more})`, fileStamps };
+      }
+      return { content: body, fileStamps };
+    },
+  };
+}
+
+export const readFileTool = createReadFileTool();

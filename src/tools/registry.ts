@@ -94,7 +94,7 @@ export async function executeToolCall(
   const { tool } = checked;
   try {
     const output = await tool.run(checked.args, ctx);
-    const fitted = await fitToBudget(output.content, ctx, tool.name, output.fullOutputFile);
+    const fitted = await fitToBudget(output.content, ctx, tool.name, output.fullOutput);
     return {
       ok: true,
       ...fitted,
@@ -107,7 +107,7 @@ export async function executeToolCall(
     };
   } catch (error) {
     if (error instanceof ToolError) {
-      const fitted = await fitToBudget(error.message, ctx, tool.name, error.fullOutputFile).catch(() => ({ content: error.message }));
+      const fitted = await fitToBudget(error.message, ctx, tool.name, error.fullOutput).catch(() => ({ content: error.message }));
       return { ok: false, errorKind: error.kind, ...fitted };
     }
     return {

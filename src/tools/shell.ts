@@ -1,31 +1,26 @@
 import { spawn } from "node:child_process";
-import { createReadStream, createWriteStream, mkdirSync, type WriteStream } from "node:fs";
+import { closeSync, createReadStream, mkdirSync, openSync, writev } from "node:fs";
 import { open, rm, type FileHandle } from "node:fs/promises";
 import { join } from "node:path";
 import type { Readable } from "node:stream";
-import { finished } from "node:stream/promises";
 import { z } from "zod";
 import { STATE_DIR } from "../project.js";
 import { StreamRedactor } from "../runs/redact.js";
 import { ensureStateDir } from "../runs/state-dir.js";
 import { agentEnvironment } from "./environment.js";
 import { protectedEntries, protectedPaths, undoCreated } from "./protected-entries.js";
+import { countLines } from "./read-file.js";
 import { availableSandbox, watchedBash } from "./sandbox.js";
-import { artifactFileName, newArtifactPath } from "./truncate.js";
-import { ToolError, type ToolContext, type ToolDefinition } from "./types.js";
+import { addToSize, artifactFileName, DEFAULT_RESULT_BUDGET_CHARS, newArtifactPath } from "./truncate.js";
+import { ToolError, type FullOutput, type TextSize, type ToolContext, type ToolDefinition } from "./types.js";
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const MAX_TIMEOUT_MS = 600_000;
 const DEFAULT_KILL_GRACE_MS = 2_000;
 /** After the command exits, how long background processes it left may keep its stdout/stderr open. */
 const DRAIN_AFTER_EXIT_MS = 500;
-/** Per stream: up to this much output stays in memory; beyond it, all of it goes to a spool file. */
-const MEMORY_LIMIT_BYTES = 4 * 1024 * 1024;
 /** Output passed on live (tool_output events) per stream of a command: what a person can follow. */
 const LIVE_LIMIT_BYTES = 256 * 1024;
-/** Per stream, once spooled: what stays in memory for the model's view. */
-const VIEW_HEAD_BYTES = 1024 * 1024;
-const VIEW_TAIL_BYTES = 1024 * 1024;
 
 /** Process groups still running, killed if loopgraph itself exits (they are detached, so nothing else would). */
 const liveGroups = new Set<number>();
@@ -43,10 +38,95 @@ function signalGroup(pgid: number, signal: NodeJS.Signals): void {
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms).unref());
 
+/** How much of one stream a capture keeps in memory. */
+interface CaptureLimits {
+  /** Up to this much output stays in memory; beyond it, all of it goes to a spool file. */
+  memoryBytes: number;
+  /** Once spooled: what stays in memory for the view, of its head and of its tail. */
+  viewBytes: number;
+}
+
+/** What a hook or check command is shown of each stream (runWithInput): its result is not cut further. */
+const COMMAND_LIMITS: CaptureLimits = { memoryBytes: 4 * 1024 * 1024, viewBytes: 1024 * 1024 };
+
+/**
+ * The shell tool's: its result is cut to the model's budget of characters (truncate.ts), half
+ * of it from the head and half from the tail, so twice the budget in bytes (at least one
+ * character per 3 bytes) of each end is all the view needs.
+ */
+function shellLimits(budgetChars: number): CaptureLimits {
+  const viewBytes = Math.max(2 * budgetChars, 64 * 1024);
+  return { memoryBytes: 2 * viewBytes, viewBytes };
+}
+
+/** Bytes a spool holds in memory (waiting for the disk) before it asks the command's output to pause. */
+const SPOOL_BUFFER_BYTES = 1024 * 1024;
+/**
+ * A spool is written in batches of at least this much, with one `writev` each: a pipe gives
+ * chunks of a few KB, each write of which would cost its own round trip to the disk thread.
+ */
+const SPOOL_BATCH_BYTES = 256 * 1024;
+
+/** A file written as data arrives, in batches of SPOOL_BATCH_BYTES, without copying the chunks. */
+class Spool {
+  private readonly fd: number;
+  private batch: Buffer[] = [];
+  private batchBytes = 0;
+  private writing = false;
+  private ending?: () => void;
+  private waiting: (() => void)[] = [];
+  /** A failed write (disk full ...): the bytes after it are not kept. */
+  error?: Error;
+
+  constructor(readonly path: string) {
+    this.fd = openSync(path, "w");
+  }
+
+  /** Takes a chunk; false asks the producer to pause until `onDrain`. */
+  write(chunk: Buffer): boolean {
+    this.batch.push(chunk);
+    this.batchBytes += chunk.length;
+    if (!this.writing && this.batchBytes >= SPOOL_BATCH_BYTES) this.flush();
+    return this.batchBytes < SPOOL_BUFFER_BYTES;
+  }
+
+  onDrain(resume: () => void): void {
+    this.waiting.push(resume);
+  }
+
+  private flush(): void {
+    const buffers = this.batch;
+    const bytes = this.batchBytes;
+    this.batch = [];
+    this.batchBytes = 0;
+    this.writing = true;
+    writev(this.fd, buffers, (error, written) => {
+      this.writing = false;
+      if (!this.error && (error || written !== bytes)) this.error = error ?? new Error(`short write to ${this.path}`);
+      if (this.batchBytes > 0 && (this.ending || this.batchBytes >= SPOOL_BATCH_BYTES)) this.flush();
+      else if (this.ending) this.ending();
+      if (this.batchBytes < SPOOL_BUFFER_BYTES) for (const resume of this.waiting.splice(0)) resume();
+    });
+  }
+
+  /** Writes what is left and closes the file. */
+  async end(): Promise<void> {
+    await new Promise<void>((resolve) => {
+      this.ending = resolve;
+      if (!this.writing) {
+        if (this.batchBytes > 0) this.flush();
+        else resolve();
+      }
+    });
+    closeSync(this.fd);
+  }
+}
+
 /**
  * One output stream of the command, with the run's secrets redacted as it arrives: kept in
- * memory up to MEMORY_LIMIT_BYTES; beyond that the whole stream is written to a spool file and
- * only its head and tail stay in memory.
+ * memory up to its limit; beyond that the whole stream is written, as it arrives, to a spool
+ * file in the artifacts folder (its section of the result first: `--- stdout ---`), and only its
+ * head and tail stay in memory.
  */
 class OutputCapture {
   total = 0;
@@ -54,9 +134,7 @@ class OutputCapture {
   private memory: Buffer[] = [];
   private tail: Buffer[] = [];
   private tailBytes = 0;
-  private spool?: { path: string; stream: WriteStream };
-  /** A failed spool write (disk full ...), reported when the command is done. */
-  private spoolError?: Error;
+  private spool?: { file: Spool; size: TextSize; adopted: boolean };
 
   private readonly redactor: StreamRedactor;
 
@@ -65,7 +143,9 @@ class OutputCapture {
 
   constructor(
     private readonly spoolDir: string,
-    private readonly label: string,
+    /** The stream's name: `stdout` or `stderr`. */
+    private readonly name: string,
+    private readonly limits: CaptureLimits,
     secrets: readonly string[] = [],
     /** Told each redacted chunk as it arrives, up to LIVE_LIMIT_BYTES in all (the output shown live). */
     private readonly onChunk?: (text: string) => void,
@@ -95,69 +175,92 @@ class OutputCapture {
     }
     this.total += chunk.length;
     this.lastByte = chunk[chunk.length - 1] ?? this.lastByte;
-    if (!this.spool && this.total <= MEMORY_LIMIT_BYTES) {
+    if (!this.spool && this.total <= this.limits.memoryBytes) {
       this.memory.push(chunk);
       return true;
     }
     const spool = this.spool ?? this.startSpool();
     this.keepTail(chunk);
-    return spool.stream.write(chunk);
+    addToSize(spool.size, chunk);
+    return spool.file.write(chunk);
   }
 
   onDrain(resume: () => void): void {
-    this.spool?.stream.once("drain", resume);
+    this.spool?.file.onDrain(resume);
+  }
+
+  /** The stream's section header in the result. */
+  private get header(): string {
+    return `--- ${this.name} ---\n`;
   }
 
   private startSpool() {
     mkdirSync(this.spoolDir, { recursive: true });
-    const path = join(this.spoolDir, artifactFileName(this.label));
+    const path = join(this.spoolDir, artifactFileName(`shell-${this.name}`));
     const kept = Buffer.concat(this.memory);
-    this.spool = { path, stream: createWriteStream(path) };
-    this.spool.stream.on("error", (error) => (this.spoolError = error));
-    this.spool.stream.write(kept);
-    this.memory = [kept.subarray(0, VIEW_HEAD_BYTES)];
-    this.keepTail(kept.subarray(VIEW_HEAD_BYTES));
+    const size: TextSize = { bytes: 0, newlines: 0, endsWithNewline: false };
+    this.spool = { file: new Spool(path), size, adopted: false };
+    for (const part of [Buffer.from(this.header), kept]) {
+      addToSize(size, part);
+      this.spool.file.write(part);
+    }
+    this.memory = [kept.subarray(0, this.limits.viewBytes)];
+    this.keepTail(kept.subarray(this.limits.viewBytes));
     return this.spool;
   }
 
   private keepTail(chunk: Buffer): void {
     this.tail.push(chunk);
     this.tailBytes += chunk.length;
-    while (this.tail.length > 1 && this.tailBytes - this.tail[0]!.length >= VIEW_TAIL_BYTES) {
+    while (this.tail.length > 1 && this.tailBytes - this.tail[0]!.length >= this.limits.viewBytes) {
       this.tailBytes -= this.tail.shift()!.length;
     }
   }
 
   async finish(): Promise<void> {
     this.keep(this.redactor.end());
-    if (this.spool) {
-      this.spool.stream.end();
-      // A spool that failed to write reported it already (its bytes are not kept); finishing goes on.
-      await finished(this.spool.stream).catch(() => undefined);
-    }
-    if (this.spoolError) throw new ToolError("failed", `could not save the command's output: ${this.spoolError.message}`);
+    await this.spool?.file.end();
+    const failed = this.spool?.file.error;
+    if (failed) throw new ToolError("failed", `could not save the command's output: ${failed.message}`);
   }
 
   /** The text for the model: all of it, or head and tail around a note of what only the spool holds. */
   view(): string {
     const head = Buffer.concat(this.memory);
     if (!this.spool) return head.toString("utf8");
-    const tail = Buffer.concat(this.tail).subarray(-VIEW_TAIL_BYTES);
+    const tail = Buffer.concat(this.tail).subarray(-this.limits.viewBytes);
     const dropped = this.total - head.length - tail.length;
     return `${head.toString("utf8")}\n[... ${dropped} bytes of this stream not kept in memory ...]\n${tail.toString("utf8")}`;
   }
 
-  /** Appends the complete stream, byte for byte, to `out`. */
-  async appendTo(out: FileHandle): Promise<void> {
-    if (!this.spool) {
-      await out.write(Buffer.concat(this.memory));
-      return;
-    }
-    for await (const chunk of createReadStream(this.spool.path) as AsyncIterable<Buffer>) await out.write(chunk);
+  /** The stream's section of the result (nothing when it printed nothing), as the model sees it. */
+  viewSection(): string {
+    return this.total === 0 ? "" : `${this.header}${this.view()}${this.endsWithNewline ? "" : "\n"}`;
+  }
+
+  /**
+   * The finished spool, which already holds the stream's section (but for the newline a stream
+   * not ending with one is given), to be the result's file: it is then not removed. With its size.
+   */
+  adoptSpool(): { path: string; size: TextSize } | undefined {
+    if (!this.spool) return undefined;
+    this.spool.adopted = true;
+    return { path: this.spool.file.path, size: { ...this.spool.size } };
+  }
+
+  /** Appends the stream's complete section, byte for byte, to `out`, adding it to `size`. */
+  async appendSectionTo(out: FileHandle, size: TextSize): Promise<void> {
+    if (this.total === 0) return;
+    const write = (bytes: Buffer | string) => writeCounted(out, size, bytes);
+    if (!this.spool) await write(Buffer.concat([Buffer.from(this.header), ...this.memory]));
+    else
+      for await (const chunk of createReadStream(this.spool.file.path, { highWaterMark: SPOOL_BUFFER_BYTES }) as AsyncIterable<Buffer>)
+        await write(chunk);
+    if (!this.endsWithNewline) await write("\n");
   }
 
   async dispose(): Promise<void> {
-    if (this.spool) await rm(this.spool.path, { force: true });
+    if (this.spool && !this.spool.adopted) await rm(this.spool.file.path, { force: true });
   }
 }
 
@@ -192,34 +295,33 @@ function statusLine(ending: Ending): string {
   }
 }
 
-/** The result text, as parts: literal text and captured streams. */
-function layout(ending: Ending, stdout: OutputCapture, stderr: OutputCapture): (string | OutputCapture)[] {
-  const parts: (string | OutputCapture)[] = [`${statusLine(ending)}\n`];
-  for (const [label, capture] of [
-    ["stdout", stdout],
-    ["stderr", stderr],
-  ] as const) {
-    if (capture.total === 0) continue;
-    parts.push(`--- ${label} ---\n`, capture);
-    if (!capture.endsWithNewline) parts.push("\n");
-  }
-  if (stdout.total === 0 && stderr.total === 0) parts.push("(no output)\n");
-  return parts;
+/** Writes `bytes` to `out`, adding them to `size`. */
+async function writeCounted(out: FileHandle, size: TextSize, bytes: Buffer | string): Promise<void> {
+  const buffer = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
+  addToSize(size, buffer);
+  await out.write(buffer);
 }
 
-/** Writes the complete result (every byte of both streams) to a new artifact. */
-async function writeFullOutput(parts: (string | OutputCapture)[], artifactsDir: string): Promise<string> {
-  const path = await newArtifactPath(artifactsDir, "shell");
-  const out = await open(path, "w");
+/**
+ * Writes the complete output (every byte of both streams, then `after`) to an artifact, the
+ * status line left out (the view has it): stdout's spool, when it has one, with the rest
+ * appended; else a new file.
+ */
+async function writeFullOutput(stdout: OutputCapture, stderr: OutputCapture, after: string, artifactsDir: string): Promise<FullOutput> {
+  const adopted = stdout.adoptSpool();
+  const file = adopted?.path ?? (await newArtifactPath(artifactsDir, "shell"));
+  const size: TextSize = adopted?.size ?? { bytes: 0, newlines: 0, endsWithNewline: false };
+  const out = await open(file, adopted ? "a" : "w");
   try {
-    for (const part of parts) {
-      if (typeof part === "string") await out.write(part);
-      else await part.appendTo(out);
-    }
+    const write = (text: string) => writeCounted(out, size, text);
+    if (!adopted) await stdout.appendSectionTo(out, size);
+    else if (!stdout.endsWithNewline) await write("\n");
+    await stderr.appendSectionTo(out, size);
+    if (after) await write(after);
   } finally {
     await out.close();
   }
-  return path;
+  return { file, size };
 }
 
 interface RunOptions {
@@ -339,8 +441,8 @@ export async function runWithInput(
   ctx: ToolContext,
   timeoutMs: number,
 ): Promise<CommandOutcome> {
-  const stdout = new OutputCapture(ctx.artifactsDir, "command-stdout", ctx.secrets);
-  const stderr = new OutputCapture(ctx.artifactsDir, "command-stderr", ctx.secrets);
+  const stdout = new OutputCapture(ctx.artifactsDir, "stdout", COMMAND_LIMITS, ctx.secrets);
+  const stderr = new OutputCapture(ctx.artifactsDir, "stderr", COMMAND_LIMITS, ctx.secrets);
   try {
     const ending = await runCommand(command, ctx, { timeoutMs, killGraceMs: DEFAULT_KILL_GRACE_MS, input }, stdout, stderr);
     return {
@@ -397,8 +499,9 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
     schema,
     async run({ command, timeout_ms = DEFAULT_TIMEOUT_MS }, ctx) {
       const live = ctx.onOutput;
-      const stdout = new OutputCapture(ctx.artifactsDir, "shell-stdout", ctx.secrets, live && ((text) => live("stdout", text)));
-      const stderr = new OutputCapture(ctx.artifactsDir, "shell-stderr", ctx.secrets, live && ((text) => live("stderr", text)));
+      const limits = shellLimits(ctx.resultBudgetChars ?? DEFAULT_RESULT_BUDGET_CHARS);
+      const stdout = new OutputCapture(ctx.artifactsDir, "stdout", limits, ctx.secrets, live && ((text) => live("stdout", text)));
+      const stderr = new OutputCapture(ctx.artifactsDir, "stderr", limits, ctx.secrets, live && ((text) => live("stderr", text)));
       // The workspace's own .loopgraph/ exists before the command starts, so the sandbox binds it read-only.
       ensureStateDir(join(ctx.workspace, STATE_DIR));
       const before = protectedEntries(ctx.workspace);
@@ -411,13 +514,21 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
           stdout,
           stderr,
         );
-        const parts = layout(ending, stdout, stderr);
+        const status = `${statusLine(ending)}\n`;
+        const noOutput = stdout.total === 0 && stderr.total === 0 ? "(no output)\n" : "";
         // The sandbox protects what was there; what the command made is undone (protected-entries.ts).
-        for (const undone of undoCreated(ctx.workspace, before, protectedEntries(ctx.workspace))) parts.push(`\n${undone}\n`);
-        const view = parts.map((part) => (typeof part === "string" ? part : part.view())).join("");
-        const fullOutputFile = stdout.spooled || stderr.spooled ? await writeFullOutput(parts, ctx.artifactsDir) : undefined;
-        if (ending.kind === "exited") return { content: view, ...(fullOutputFile ? { fullOutputFile } : {}) };
-        throw new ToolError(ending.kind === "timeout" ? "timeout" : "failed", view, fullOutputFile);
+        const after =
+          noOutput +
+          undoCreated(ctx.workspace, before, protectedEntries(ctx.workspace))
+            .map((undone) => `\n${undone}\n`)
+            .join("");
+        const view = status + stdout.viewSection() + stderr.viewSection() + after;
+        const fullOutput =
+          stdout.spooled || stderr.spooled
+            ? { ...(await writeFullOutput(stdout, stderr, after, ctx.artifactsDir)), viewOnlyLines: countLines(status) }
+            : undefined;
+        if (ending.kind === "exited") return { content: view, ...(fullOutput ? { fullOutput } : {}) };
+        throw new ToolError(ending.kind === "timeout" ? "timeout" : "failed", view, fullOutput);
       } finally {
         await Promise.all([stdout.dispose(), stderr.dispose()]);
       }

@@ -3,7 +3,7 @@ import { createReadStream } from "node:fs";
 import { mkdir, writeFile } from "node:fs/promises";
 import { join } from "node:path";
 import { redactValues } from "../runs/redact.js";
-import type { ToolContext } from "./types.js";
+import type { FullOutput, TextSize, ToolContext } from "./types.js";
 import { isInside, workspaceRelative } from "./workspace-paths.js";
 
 export const DEFAULT_RESULT_BUDGET_CHARS = 30_000;
@@ -29,12 +29,6 @@ export async function newArtifactPath(artifactsDir: string, label: string): Prom
   return join(artifactsDir, artifactFileName(label));
 }
 
-interface TextSize {
-  bytes: number;
-  newlines: number;
-  endsWithNewline: boolean;
-}
-
 function countNewlines(text: string): number {
   let count = 0;
   for (let i = text.indexOf("\n"); i !== -1; i = text.indexOf("\n", i + 1)) count++;
@@ -50,13 +44,18 @@ function sizeOfText(text: string): TextSize {
   return { bytes: Buffer.byteLength(text), newlines: countNewlines(text), endsWithNewline: text.endsWith("\n") };
 }
 
+/** Adds `bytes` to `size` (a text growing as it is written). */
+export function addToSize(size: TextSize, bytes: Buffer | string): void {
+  const buffer = typeof bytes === "string" ? Buffer.from(bytes) : bytes;
+  if (buffer.length === 0) return;
+  size.bytes += buffer.length;
+  for (let i = buffer.indexOf(0x0a); i !== -1; i = buffer.indexOf(0x0a, i + 1)) size.newlines++;
+  size.endsWithNewline = buffer[buffer.length - 1] === 0x0a;
+}
+
 async function sizeOfFile(path: string): Promise<TextSize> {
   const size: TextSize = { bytes: 0, newlines: 0, endsWithNewline: false };
-  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) {
-    size.bytes += chunk.length;
-    for (let i = chunk.indexOf(0x0a); i !== -1; i = chunk.indexOf(0x0a, i + 1)) size.newlines++;
-    if (chunk.length > 0) size.endsWithNewline = chunk[chunk.length - 1] === 0x0a;
-  }
+  for await (const chunk of createReadStream(path) as AsyncIterable<Buffer>) addToSize(size, chunk);
   return size;
 }
 
@@ -77,8 +76,8 @@ function tailStart(text: string, max: number): number {
  * The marker between head and tail. Line numbers refer to the full text, so the model can read
  * exactly the cut part; a line cut in its middle counts as cut.
  */
-function cutMarker(head: string, tail: string, tailStartsLine: boolean, total: TextSize, where: string): string {
-  const firstCut = countNewlines(head) + 1;
+function cutMarker(head: string, tail: string, tailStartsLine: boolean, total: TextSize, where: string, viewOnlyLines: number): string {
+  const firstCut = countNewlines(head) + 1 - viewOnlyLines;
   const lastCut = total.newlines - countNewlines(tail) + (tailStartsLine ? 0 : 1);
   const cutBytes = total.bytes - Buffer.byteLength(head) - Buffer.byteLength(tail);
   return (
@@ -90,19 +89,19 @@ function cutMarker(head: string, tail: string, tailStartsLine: boolean, total: T
 /**
  * Keeps a tool result within the model's budget: a longer text keeps its head and tail with a
  * marker line between them saying what was cut and where the full text is saved (as a path
- * read_file accepts). `fullOutputFile`, when given, already holds the complete text, of which
- * `text` is only a view; it is then the artifact and nothing is written.
+ * read_file accepts). `fullOutput`, when given, already holds the complete text, of which `text`
+ * is only a view; it is then the artifact and nothing is written.
  */
-export async function fitToBudget(result: string, ctx: ToolContext, label: string, fullOutputFile?: string): Promise<FittedResult> {
+export async function fitToBudget(result: string, ctx: ToolContext, label: string, fullOutput?: FullOutput): Promise<FittedResult> {
   // Neither the model nor the artifact gets a secret's value (a workspace file may hold one).
   const text = redactValues(result, ctx.secrets ?? []);
   const budget = ctx.resultBudgetChars ?? DEFAULT_RESULT_BUDGET_CHARS;
-  if (fullOutputFile === undefined && text.length <= budget) return { content: text };
+  if (fullOutput === undefined && text.length <= budget) return { content: text };
 
-  const artifact = fullOutputFile ?? (await newArtifactPath(ctx.artifactsDir, label));
-  if (fullOutputFile === undefined) await writeFile(artifact, text);
+  const artifact = fullOutput?.file ?? (await newArtifactPath(ctx.artifactsDir, label));
+  if (fullOutput === undefined) await writeFile(artifact, text);
   const where = isInside(ctx.workspace, artifact) ? workspaceRelative(ctx.workspace, artifact) : artifact;
-  const total = fullOutputFile === undefined ? sizeOfText(text) : await sizeOfFile(fullOutputFile);
+  const total = fullOutput === undefined ? sizeOfText(text) : (fullOutput.size ?? (await sizeOfFile(fullOutput.file)));
 
   if (text.length <= budget) {
     return { content: `${text}${text.endsWith("\n") ? "" : "\n"}[full output (${total.bytes} bytes) saved in ${where}]`, artifact };
@@ -111,6 +110,6 @@ export async function fitToBudget(result: string, ctx: ToolContext, label: strin
   const head = headOf(text, half);
   const start = tailStart(text, half);
   const tail = text.slice(start);
-  const marker = cutMarker(head, tail, start === 0 || text[start - 1] === "\n", total, where);
+  const marker = cutMarker(head, tail, start === 0 || text[start - 1] === "\n", total, where, fullOutput?.viewOnlyLines ?? 0);
   return { content: `${head}${head.endsWith("\n") ? "" : "\n"}${marker}\n${tail}`, artifact };
 }

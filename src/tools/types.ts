@@ -38,8 +38,8 @@ export class ToolError extends Error {
   constructor(
     readonly kind: ToolErrorKind,
     message: string,
-    /** Absolute path of a file holding the complete text when `message` is only a view of it (see ToolOutput). */
-    readonly fullOutputFile?: string,
+    /** A file holding the complete text when `message` is only a view of it (see ToolOutput). */
+    readonly fullOutput?: FullOutput,
   ) {
     super(message);
     this.name = "ToolError";
@@ -123,11 +123,27 @@ export interface ToolOutput {
   /** Files the call read or wrote, workspace-relative, with their stamp after it (see ToolContext.fileStamps). */
   fileStamps?: Record<string, string>;
   /**
-   * Absolute path of a file already holding the complete text when `content` is only a view of it
-   * (shell output beyond its in-memory cap): truncation points the model there instead of saving
-   * `content` again.
+   * A file already holding the complete text when `content` is only a view of it (shell output
+   * beyond its in-memory cap): truncation points the model there instead of saving `content` again.
    */
-  fullOutputFile?: string;
+  fullOutput?: FullOutput;
+}
+
+/** The size of a text: bytes, newlines, and whether it ends with one. */
+export interface TextSize {
+  bytes: number;
+  newlines: number;
+  endsWithNewline: boolean;
+}
+
+/** A file already holding a tool's complete output, of which the result's text is only a view. */
+export interface FullOutput {
+  /** Absolute path. */
+  file: string;
+  /** Its size, when the tool counted it as it wrote it (otherwise the file is read to count it). */
+  size?: TextSize;
+  /** Lines at the start of the view that the file does not hold (the shell's status line). */
+  viewOnlyLines?: number;
 }
 
 /**
