@@ -4,7 +4,7 @@
  * the Review's two checks find a problem, the Judge continues; the last round passes and its Judge
  * terminates); and a long thread written straight through the store's real saver (writeLongThread).
  */
-import { mkdirSync, writeFileSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -17,6 +17,7 @@ import { packageRoot } from "../src/package.js";
 import { runGraph } from "../src/index.js";
 import type { EventSink } from "../src/index.js";
 import { settingsOf } from "../src/config/environment-settings.js";
+import { FIXTURES_ENV } from "./lib.js";
 
 /**
  * The scripted model's file for `rounds` rounds, in JSON (which the script format reads as YAML
@@ -58,12 +59,41 @@ export interface LoopThread {
   checkpoints: number;
 }
 
-/** Runs a coder-review loop of `rounds` rounds in `dir` (a fresh workspace and store); `onEvent` sees the run's events. */
+/**
+ * A coder-review loop of `rounds` rounds, run in `dir` (a fresh workspace and store), or a copy of
+ * the one built already in this bench run (FIXTURES_ENV); `onEvent` sees the run's events, `db`
+ * puts it in another store (both build it afresh).
+ */
 export async function loopThread(
   dir: string,
   rounds: number,
   threadId = `loop-${rounds}`,
   options: { onEvent?: EventSink; db?: string } = {},
+): Promise<LoopThread> {
+  const shared = process.env[FIXTURES_ENV];
+  if (!shared || options.onEvent || options.db !== undefined) return buildLoopThread(dir, rounds, threadId, options);
+  const built = join(shared, `${threadId}-${rounds}`);
+  const record = join(built, "thread.json");
+  if (!existsSync(record)) {
+    const thread = await buildLoopThread(built, rounds, threadId, {});
+    // The store is in WAL mode: the log folded into the file, the file alone is the whole store.
+    const sqlite = new Database(thread.db);
+    sqlite.pragma("wal_checkpoint(TRUNCATE)");
+    sqlite.close();
+    writeFileSync(record, JSON.stringify(thread));
+  }
+  const thread = JSON.parse(readFileSync(record, "utf8")) as LoopThread;
+  mkdirSync(dir, { recursive: true });
+  const db = join(dir, "bench.db");
+  copyFileSync(thread.db, db);
+  return { ...thread, db };
+}
+
+async function buildLoopThread(
+  dir: string,
+  rounds: number,
+  threadId: string,
+  options: { onEvent?: EventSink; db?: string },
 ): Promise<LoopThread> {
   const workspace = join(dir, "ws");
   mkdirSync(workspace, { recursive: true });

@@ -14,6 +14,13 @@ import { performance } from "node:perf_hooks";
 export const ROOT = fileURLToPath(new URL("../..", import.meta.url));
 export const CLI = join(ROOT, "dist/cli/loopgraph.js");
 
+/**
+ * The folder where `npm run bench` (bench/run.ts) keeps the loop threads its benchmarks build
+ * (bench/fixtures.ts): each is built once per bench run (a 329-round thread takes minutes), and
+ * each benchmark that asks for it gets a copy of its store in its own folder (the workspace stays the shared one).
+ */
+export const FIXTURES_ENV = "LOOPGRAPH_BENCH_FIXTURES";
+
 /** `npm run bench -- --full`: the large sizes (5,000 checkpoints, 1000 rounds). */
 export const FULL = process.argv.includes("--full") || process.env.LOOPGRAPH_BENCH_FULL === "1";
 

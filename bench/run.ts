@@ -5,8 +5,11 @@
  * with a count of the rows that met their target. It exits 1 when a benchmark could not run.
  */
 import { spawn } from "node:child_process";
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { FIXTURES_ENV } from "./lib.js";
 
 /** The benchmarks, in order: each a file of dist/bench/. */
 const BENCHES = [
@@ -27,6 +30,9 @@ const BENCHES = [
 ];
 
 const here = fileURLToPath(new URL(".", import.meta.url));
+// The loop threads several benchmarks measure, built once for all of them (see FIXTURES_ENV).
+const fixtures = mkdtempSync(join(tmpdir(), "loopgraph-bench-fixtures-"));
+process.env[FIXTURES_ENV] = fixtures;
 const extra = process.argv.slice(2);
 let rows = 0;
 let met = 0;
@@ -54,6 +60,7 @@ for (const bench of BENCHES) {
     console.error(`bench-run: ${bench} failed (exit ${code})`);
   }
 }
+rmSync(fixtures, { recursive: true, force: true });
 // On stderr: stdout ends with the checkpoint store's line.
 console.error(`bench-run: ${met} of ${rows} rows met their target${broken ? `; ${broken} benchmark(s) failed to run` : ""}`);
 process.exitCode = broken ? 1 : 0;
