@@ -272,7 +272,12 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     const all = await inspect("--all");
     expect(rowsOf(all)).toEqual(steps);
     expect(all).not.toContain("earlier steps not shown");
-    expect(rowsOf(await inspect("--last", "3"))).toEqual(steps.slice(total - 3));
+    // --nested with a window: the Coder's own steps under the Coder steps shown, and no others.
+    const lastEight = await inspect("--last", "8", "--nested");
+    expect(rowsOf(lastEight)).toEqual(steps.slice(total - 8));
+    const coders = steps.slice(total - 8).filter((c) => c.nodes.includes("coder")).length;
+    expect(coders).toBeGreaterThan(0);
+    expect(lastEight.match(/· finish/g)?.length).toBe(coders);
     expect(rowsOf(await inspect("--from", String(forkFirst)))).toEqual(steps.slice(forkFirst));
     expect(rowsOf(await inspect("--from", steps[total - 2]!.checkpointId.slice(0, 24)))).toEqual(steps.slice(total - 2));
     const json = JSON.parse(await inspect("--json")) as ThreadHistory & { leftOut: number };
