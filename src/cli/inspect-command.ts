@@ -221,6 +221,8 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
         `rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`,
       ),
     );
+  else if (leftOut > 0 && history.checkpoints.some((checkpoint) => checkpoint.round !== undefined))
+    print(pc.dim("rounds: --all lists each loop round's tokens"));
   if (from > 0)
     print(
       pc.dim(
