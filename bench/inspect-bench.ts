@@ -26,6 +26,7 @@ import {
   median,
   medianNodeMs,
   node,
+  nodeAsync,
   nodeStartMs,
   pairedFigures,
   pairedNodeMs,
@@ -94,7 +95,7 @@ async function firstPage(): Promise<void> {
     const figures = await interleavedMs(
       7,
       async () => void (bytes = (await ask(server, "/api/threads/long")).length),
-      () => node(["-e", ""]),
+      () => nodeAsync(["-e", ""]),
     );
     const note = "5,000 root checkpoints written through the saver; from a server in this process";
     report({ name: "ui_thread_first_page_5000", ...figures, unit: "ms", maxOurs: 1000, note: `${note}; anchor: node -e ""` });
@@ -124,7 +125,9 @@ async function allPages(thread: LoopThread): Promise<void> {
           JSON.parse((await ask(server, `${base}/steps?before=${from}`)).toString("utf8")) as { range: { from: number } }
         ).range);
     };
-    const figures = await interleavedMs(7, everyPage, () => node([CLI, "inspect", thread.threadId, "--all", "--json", "--db", thread.db]));
+    const whole = [CLI, "inspect", thread.threadId, "--all", "--json", "--db", thread.db];
+    // The anchor runs beside the server, which keeps answering (a blocking spawn would let its idle connections time out).
+    const figures = await interleavedMs(7, everyPage, () => nodeAsync(whole));
     report({
       name: `ui_thread_all_pages_${allCheckpoints(thread)}`,
       ...figures,

@@ -6,7 +6,7 @@
  * figure, `anchor` what it is compared with (measured side by side in the same process run),
  * `ratio` = ours / anchor (or the median of ratios paired round by round, where a row says so), `target` the ratio (or bound) the row must meet, and `ok=yes|no`.
  */
-import { spawnSync, type SpawnSyncOptions } from "node:child_process";
+import { execFile, spawnSync, type SpawnSyncOptions } from "node:child_process";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { performance } from "node:perf_hooks";
@@ -78,6 +78,15 @@ export function node(args: string[], options: SpawnSyncOptions = {}): string {
   const result = spawnSync(process.execPath, args, { encoding: "utf8", maxBuffer: 1 << 30, ...options });
   if (result.status !== 0) throw new Error(`node ${args.join(" ")} failed (${result.status}): ${String(result.stderr).slice(-2000)}`);
   return String(result.stdout);
+}
+
+/** Runs `node <args>` to its end without holding up this process (a server it runs goes on answering); rejects with its stderr when it fails. */
+export function nodeAsync(args: string[]): Promise<string> {
+  return new Promise((resolve, reject) =>
+    execFile(process.execPath, args, { encoding: "utf8", maxBuffer: 1 << 30 }, (error, stdout, stderr) =>
+      error ? reject(new Error(`node ${args.join(" ")} failed (${error.code}): ${stderr.slice(-2000)}`)) : resolve(stdout),
+    ),
+  );
 }
 
 /** Median wall time of `node <args>` over `runs` runs, in milliseconds. */

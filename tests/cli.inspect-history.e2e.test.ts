@@ -275,10 +275,18 @@ describe("inspect reads a thread linearly, and shows what it showed before", () 
     const firstRow = shown.split("\n").find((line) => new RegExp(`^${total - 50}\\s+\\d+\\s`).test(line))!;
     expect(firstRow).toMatch(/\s\d+\.\ds\s/);
     expect(shown).toContain(`tokens: ${history.tokens.inputTokens} in, ${history.tokens.outputTokens} out  (${total} checkpoints`);
+    // Each round's tokens sum its steps: listed with every step shown.
+    expect(shown).toContain("rounds: --all lists each loop round's tokens");
     const all = await inspect("--all");
     expect(rowsOf(all)).toEqual(steps);
     expect(all).not.toContain("earlier steps not shown");
-    expect(rowsOf(await inspect("--last", "3"))).toEqual(steps.slice(total - 3));
+    expect(all).toMatch(/^rounds: round 1: \d+ in, \d+ out · round 2: /m);
+    // --nested with a window: the Coder's own steps under the Coder steps shown, and no others.
+    const lastEight = await inspect("--last", "8", "--nested");
+    expect(rowsOf(lastEight)).toEqual(steps.slice(total - 8));
+    const coders = steps.slice(total - 8).filter((c) => c.nodes.includes("coder")).length;
+    expect(coders).toBeGreaterThan(0);
+    expect(lastEight.match(/· finish/g)?.length).toBe(coders);
     expect(rowsOf(await inspect("--from", String(forkFirst)))).toEqual(steps.slice(forkFirst));
     expect(rowsOf(await inspect("--from", steps[total - 2]!.checkpointId.slice(0, 24)))).toEqual(steps.slice(total - 2));
     const json = JSON.parse(await inspect("--json")) as ThreadHistory & { leftOut: number };

@@ -1,6 +1,6 @@
 import { storeOf, type GlobalOptions } from "./global-options.js";
 import pc from "picocolors";
-import { inTreeOrder } from "../engine/checkpoint-tree.js";
+import { inTreeOrder, nestedFrom } from "../engine/checkpoint-tree.js";
 import type { CheckpointSummary, HistoryWindow, NestedSpan, NestedTimeline, StateChange, ThreadHistory } from "../engine/inspect.js";
 import type { Lane } from "../engine/lanes.js";
 import { describeStep, INTERNAL_CHANNELS } from "../engine/describe-step.js";
@@ -36,6 +36,16 @@ function windowOf(options: InspectCommandOptions): HistoryWindow {
   if (options.all) return {};
   if (options.from !== undefined) return { from: /^\d+$/.test(options.from) ? Number(options.from) : options.from };
   return { limit: options.last ?? DEFAULT_LAST };
+}
+
+/**
+ * Of the graphs a window's span read, those nested in its steps (or in a node of the newest
+ * checkpoint that has not finished), with the graphs nested in them: a fork's first step grew
+ * from an older checkpoint, and the span from there holds the graphs of steps not shown too.
+ */
+function nestedUnder(history: ThreadHistory, nested: NestedTimeline[]): NestedTimeline[] {
+  if (nestedSpan(history) === undefined) return nested;
+  return nestedFrom(nested, new Set([...history.checkpoints.map((checkpoint) => checkpoint.parentId), history.head]));
 }
 
 /** The graphs nested in the steps shown: those that started after the oldest step's parent (and before the step after the newest shown). */
@@ -166,7 +176,7 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
   }
   const history = await threadHistory(threadId, store, windowOf(options));
   const nested = options.nested
-    ? await (await import("../engine/inspect.js")).nestedTimelines(threadId, store, nestedSpan(history))
+    ? nestedUnder(history, await (await import("../engine/inspect.js")).nestedTimelines(threadId, store, nestedSpan(history)))
     : undefined;
   // A thread whose process is gone is shown interrupted, not running.
   const thread = asSeen(history.thread);
@@ -211,6 +221,8 @@ export async function inspectCommand(threadId: string | undefined, options: Insp
         `rounds: ${rounds.map(({ round, usage }) => `round ${round}: ${usage.inputTokens} in, ${usage.outputTokens} out`).join(" · ")}`,
       ),
     );
+  else if (leftOut > 0 && history.checkpoints.some((checkpoint) => checkpoint.round !== undefined))
+    print(pc.dim("rounds: --all lists each loop round's tokens"));
   if (from > 0)
     print(
       pc.dim(

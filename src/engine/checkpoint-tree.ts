@@ -109,3 +109,19 @@ export function inTreeOrder<T extends { checkpointId: string; parentId?: string 
     return { index, checkpoint: checkpoints[index]!, guide };
   });
 }
+
+/** A graph nested in a step, as the tree places it: its namespace, the one it ran in, the checkpoint it ran from. */
+export interface NestedPlace {
+  ns: string;
+  parentNs: string;
+  from?: string;
+}
+
+/**
+ * The graphs nested in the root graph's steps that ran from one of the checkpoints `from`, with
+ * the graphs nested in them (their namespaces under theirs).
+ */
+export function nestedFrom<T extends NestedPlace>(nested: readonly T[], from: ReadonlySet<string | undefined>): T[] {
+  const kept = new Set(nested.filter((inner) => inner.parentNs === "" && from.has(inner.from)).map((inner) => inner.ns));
+  return nested.filter((inner) => kept.has(inner.ns.split("|")[0]!));
+}

@@ -24,7 +24,7 @@ import { AUTO_PREFIX } from "../nodes/looper/node.js";
 import type { TokenUsage } from "../state/graph-state.js";
 import { describeStep } from "../engine/describe-step.js";
 import type { CheckpointSummary } from "../engine/inspect.js";
-import { inTreeOrder } from "../engine/checkpoint-tree.js";
+import { inTreeOrder, nestedFrom } from "../engine/checkpoint-tree.js";
 import { stepDiffs, type StepDiff } from "../snapshots/index.js";
 import { SCHEDULED_PREFIX } from "../replay/record.js";
 import type { GraphDefinition } from "../format/types.js";
@@ -193,7 +193,11 @@ export async function stepPage(threadId: string, checkpointId: string, options: 
     checkpoints: [step],
   } = await threadHistory(threadId, options, { from: checkpointId, limit: 1 });
   if (!step) throw new ConfigError(`no checkpoint of thread "${threadId}" matches "${checkpointId}"`);
-  const nested = await nestedTimelines(threadId, options, { after: step.parentId ?? "", before: step.checkpointId });
+  // The graphs that started while it ran, of those it ran (a fork's first step grew from an older checkpoint).
+  const nested = nestedFrom(
+    await nestedTimelines(threadId, options, { after: step.parentId ?? "", before: step.checkpointId }),
+    new Set([step.parentId]),
+  );
   return {
     checkpointId: step.checkpointId,
     changes: step.changes,
