@@ -116,11 +116,14 @@ describeOnPostgres("a run store on PostgreSQL", "the PostgreSQL store tests", (s
     // The web inspector reads the same store: the thread's steps and each step's file diff, and no password.
     const ui = startCli(["--db", url, "ui"], { env: cleanEnv() });
     const line = ui.lines[await ui.waitForLine((text) => text.startsWith("loopgraph ui: "))]!;
-    const page = await (await fetch(line.slice("loopgraph ui: ".length).trim().replace("/?token=", "/api/threads/snap?token="))).text();
-    const shown = JSON.parse(page) as { history: { checkpoints: unknown[] }; files: { diffs: { tool: string; paths: string[] }[] } };
+    const api = (path: string) => line.slice("loopgraph ui: ".length).trim().replace("/?token=", `/api/threads/snap${path}?token=`);
+    const page = await (await fetch(api(""))).text();
+    const files = await (await fetch(api("/files"))).text();
+    const shown = JSON.parse(page) as { history: { checkpoints: unknown[] } };
     expect(shown.history.checkpoints.length).toBeGreaterThan(2);
-    expect(shown.files.diffs.map((diff) => [diff.tool, diff.paths])).toEqual(points.map((p) => [p.tool, p.paths]));
-    expect(page + ui.lines.join("\n")).not.toContain(server().password);
+    const { diffs } = JSON.parse(files) as { diffs: { tool: string; paths: string[] }[] };
+    expect(diffs.map((diff) => [diff.tool, diff.paths])).toEqual(points.map((p) => [p.tool, p.paths]));
+    expect(page + files + ui.lines.join("\n")).not.toContain(server().password);
     await ui.kill("SIGINT");
     const rewound = await runCli(["rewind", "snap", points[1]!.checkpointPrefix, "--db", url], { env: cleanEnv() });
     expect(rewound.code, rewound.stderr).toBe(0);
