@@ -462,7 +462,12 @@ async function walkLeftOut(
 ): Promise<LeftOut | undefined> {
   const root = join(scope.cwd, scope.rgPath);
   const areWalkedHere = walkedChecker(root);
-  const found: { file: string; verdict: Verdict; absolute: string }[] = [];
+  const found: { file: string; verdict: Verdict; absolute: string; reported: boolean }[] = [];
+  /** The folders (workspace-relative) of the files ripgrep reported, and their ancestors. */
+  const knownFolders = new Set<string>();
+  for (const file of known.keys()) {
+    for (let slash = file.indexOf("/"); slash !== -1; slash = file.indexOf("/", slash + 1)) knownFolders.add(file.slice(0, slash));
+  }
   let files = 0;
   /** Walks `dir` (raw absolute path; `relative` its workspace-relative path); true once past `upTo` or over the limit. */
   const walk = async (dir: Buffer, relative: string): Promise<boolean> => {
@@ -470,35 +475,37 @@ async function walkLeftOut(
     const entries = readdirSync(dir, { withFileTypes: true, encoding: "buffer" }).sort((a, b) => Buffer.compare(a.name, b.name));
     const path = (name: Buffer) => Buffer.concat([dir, Buffer.from("/"), name]);
     const folders = entries.filter((entry) => entry.isDirectory() && !ALWAYS_SKIPPED_NAMES.has(entry.name.toString("utf8")));
-    const walked = new Map(
-      folders.length === 0
+    // A folder holding a file ripgrep reported is one its walk went into: only the others are checked.
+    const unknown = folders.filter((entry) => !knownFolders.has(`${relative}${entry.name.toString("utf8")}`));
+    const verdicts =
+      unknown.length === 0
         ? []
-        : (
-            await areWalked(
-              root,
-              folders.map((entry) => path(entry.name).toString("utf8")),
-              true,
-            )
-          ).map((kept, index) => [folders[index]!, kept]),
-    );
+        : await areWalkedHere(
+            unknown.map((entry) => path(entry.name).toString("utf8")),
+            true,
+          );
+    const walked = new Set(folders.filter((entry) => !unknown.includes(entry) || verdicts[unknown.indexOf(entry)]));
     for (const entry of entries) {
       const file = `${relative}${entry.name.toString("utf8")}`;
       if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) return true;
-      if (walked.get(entry)) {
+      if (walked.has(entry)) {
         if (await walk(path(entry.name), `${file}/`)) return true;
       } else if (entry.isFile() && scope.inGlob(file)) {
         if (++files > WALK_FILES_MAX) return true;
         const absolute = path(entry.name);
         const verdict = known.get(file) ?? verdictOf(lstatSync(absolute, { throwIfNoEntry: false }), file);
-        if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict, absolute: absolute.toString("utf8") });
+        if (verdict === "refused" || verdict === "tooLarge")
+          found.push({ file, verdict, absolute: absolute.toString("utf8"), reported: known.has(file) });
       }
     }
     return false;
   };
   await walk(Buffer.from(root), scope.rgPath === "." ? "" : `${scope.rgPath}/`);
   if (files > WALK_FILES_MAX) return undefined;
-  const walked = await areWalkedHere(found.map((entry) => entry.absolute));
-  return leftOutOf(found.filter((_, index) => walked[index]));
+  // Files ripgrep reported are in its walk; the others are checked.
+  const unknown = found.filter((entry) => !entry.reported);
+  const walked = unknown.length === 0 ? [] : await areWalkedHere(unknown.map((entry) => entry.absolute));
+  return leftOutOf(found.filter((entry) => entry.reported || walked[unknown.indexOf(entry)]));
 }
 
 /**
