@@ -2,7 +2,7 @@ import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { delimiter, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { refusal } from "./checked-file.js";
@@ -177,6 +177,30 @@ function lstatRaw(cwd: Buffer, raw: Buffer): Stats | undefined {
   return lstatSync(Buffer.concat([cwd, Buffer.from("/"), raw]), { throwIfNoEntry: false });
 }
 
+/**
+ * Calls `onLine` with each line of `stream` (UTF-8, without its LF) as it comes; resolves when
+ * the stream is closed (ended or destroyed). A long line is joined once, when complete.
+ */
+function eachLine(stream: Readable, onLine: (line: string) => void): Promise<void> {
+  let rest = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    let start = 0;
+    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
+      onLine(rest + chunk.slice(start, end));
+      rest = "";
+      start = end + 1;
+    }
+    rest += chunk.slice(start);
+  });
+  return new Promise((resolve) =>
+    stream.on("close", () => {
+      if (rest) onLine(rest);
+      resolve();
+    }),
+  );
+}
+
 interface RipgrepRun {
   child: ChildProcess;
   /** Resolves once the process has started (or failed to). */
@@ -286,10 +310,9 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   let reachedLimit: (() => void) | undefined;
   let matched: (() => void) | undefined;
   const firstMatch = new Promise<void>((resolve) => (matched = resolve));
-  const lines = createInterface({ input: run.child.stdout!, crlfDelay: Infinity });
   /** Inside the output of a file left out: its lines are passed over unparsed up to its `end`. */
   let passingOver = false;
-  lines.on("line", (line) => {
+  const read = eachLine(run.child.stdout!, (line) => {
     messages++;
     if (outcome.stoppedAt !== undefined) return;
     if (passingOver) {
@@ -326,7 +349,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
       }
     }
   });
-  const finished = Promise.all([run.closed, new Promise((resolve) => lines.on("close", resolve))]).then(([{ code, stderr }]) => {
+  const finished = Promise.all([run.closed, read]).then(([{ code, stderr }]) => {
     // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
     if (outcome.stoppedAt === undefined && code === 2 && messages === 0) {
       throw new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`);
