@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
+import { accessSync, constants, type Dirent, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { delimiter, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
@@ -466,6 +466,15 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
   };
 }
 
+/** The entries of folder `dir` (raw path), sorted by name as ripgrep sorts them; none when it cannot be read. */
+function readFolder(dir: Buffer): Dirent<Buffer>[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true, encoding: "buffer" }).sort((a, b) => Buffer.compare(a.name, b.name));
+  } catch {
+    return [];
+  }
+}
+
 /** Files a walk from here (walkLeftOut) lstats before `find` is left to list the rest. */
 const WALK_FILES_MAX = 5_000;
 
@@ -495,7 +504,8 @@ async function walkLeftOut(
   /** Walks `dir` (raw absolute path; `relative` its workspace-relative path); true once past `upTo` or over the limit. */
   const walk = async (dir: Buffer, relative: string): Promise<boolean> => {
     throwIfCancelled(ctx.signal);
-    const entries = readdirSync(dir, { withFileTypes: true, encoding: "buffer" }).sort((a, b) => Buffer.compare(a.name, b.name));
+    // A folder that cannot be read (or is gone) is passed over, as ripgrep passes over it.
+    const entries = readFolder(dir);
     const path = (name: Buffer) => Buffer.concat([dir, Buffer.from("/"), name]);
     const folders = entries.filter((entry) => entry.isDirectory() && !ALWAYS_SKIPPED_NAMES.has(entry.name.toString("utf8")));
     // A folder holding a file ripgrep reported is one its walk went into: only the others are checked.
