@@ -1,8 +1,8 @@
 import { spawn, type ChildProcess } from "node:child_process";
-import { accessSync, constants, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
+import { accessSync, constants, type Dirent, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
 import { delimiter, join, resolve } from "node:path";
-import { createInterface } from "node:readline";
+import type { Readable } from "node:stream";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { refusal } from "./checked-file.js";
@@ -177,6 +177,30 @@ function lstatRaw(cwd: Buffer, raw: Buffer): Stats | undefined {
   return lstatSync(Buffer.concat([cwd, Buffer.from("/"), raw]), { throwIfNoEntry: false });
 }
 
+/**
+ * Calls `onLine` with each line of `stream` (UTF-8, without its LF) as it comes; resolves when
+ * the stream is closed (ended or destroyed). A long line is joined once, when complete.
+ */
+function eachLine(stream: Readable, onLine: (line: string) => void): Promise<void> {
+  let rest = "";
+  stream.setEncoding("utf8");
+  stream.on("data", (chunk: string) => {
+    let start = 0;
+    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
+      onLine(rest + chunk.slice(start, end));
+      rest = "";
+      start = end + 1;
+    }
+    rest += chunk.slice(start);
+  });
+  return new Promise((resolve) =>
+    stream.on("close", () => {
+      if (rest) onLine(rest);
+      resolve();
+    }),
+  );
+}
+
 interface RipgrepRun {
   child: ChildProcess;
   /** Resolves once the process has started (or failed to). */
@@ -286,10 +310,9 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   let reachedLimit: (() => void) | undefined;
   let matched: (() => void) | undefined;
   const firstMatch = new Promise<void>((resolve) => (matched = resolve));
-  const lines = createInterface({ input: run.child.stdout!, crlfDelay: Infinity });
   /** Inside the output of a file left out: its lines are passed over unparsed up to its `end`. */
   let passingOver = false;
-  lines.on("line", (line) => {
+  const read = eachLine(run.child.stdout!, (line) => {
     messages++;
     if (outcome.stoppedAt !== undefined) return;
     if (passingOver) {
@@ -326,7 +349,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
       }
     }
   });
-  const finished = Promise.all([run.closed, new Promise((resolve) => lines.on("close", resolve))]).then(([{ code, stderr }]) => {
+  const finished = Promise.all([run.closed, read]).then(([{ code, stderr }]) => {
     // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
     if (outcome.stoppedAt === undefined && code === 2 && messages === 0) {
       throw new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`);
@@ -443,6 +466,15 @@ function listLeftOut(rg: string, scope: Scope, ctx: ToolContext): Listing {
   };
 }
 
+/** The entries of folder `dir` (raw path), sorted by name as ripgrep sorts them; none when it cannot be read. */
+function readFolder(dir: Buffer): Dirent<Buffer>[] {
+  try {
+    return readdirSync(dir, { withFileTypes: true, encoding: "buffer" }).sort((a, b) => Buffer.compare(a.name, b.name));
+  } catch {
+    return [];
+  }
+}
+
 /** Files a walk from here (walkLeftOut) lstats before `find` is left to list the rest. */
 const WALK_FILES_MAX = 5_000;
 
@@ -462,43 +494,51 @@ async function walkLeftOut(
 ): Promise<LeftOut | undefined> {
   const root = join(scope.cwd, scope.rgPath);
   const areWalkedHere = walkedChecker(root);
-  const found: { file: string; verdict: Verdict; absolute: string }[] = [];
+  const found: { file: string; verdict: Verdict; absolute: string; reported: boolean }[] = [];
+  /** The folders (workspace-relative) of the files ripgrep reported, and their ancestors. */
+  const knownFolders = new Set<string>();
+  for (const file of known.keys()) {
+    for (let slash = file.indexOf("/"); slash !== -1; slash = file.indexOf("/", slash + 1)) knownFolders.add(file.slice(0, slash));
+  }
   let files = 0;
   /** Walks `dir` (raw absolute path; `relative` its workspace-relative path); true once past `upTo` or over the limit. */
   const walk = async (dir: Buffer, relative: string): Promise<boolean> => {
     throwIfCancelled(ctx.signal);
-    const entries = readdirSync(dir, { withFileTypes: true, encoding: "buffer" }).sort((a, b) => Buffer.compare(a.name, b.name));
+    // A folder that cannot be read (or is gone) is passed over, as ripgrep passes over it.
+    const entries = readFolder(dir);
     const path = (name: Buffer) => Buffer.concat([dir, Buffer.from("/"), name]);
     const folders = entries.filter((entry) => entry.isDirectory() && !ALWAYS_SKIPPED_NAMES.has(entry.name.toString("utf8")));
-    const walked = new Map(
-      folders.length === 0
+    // A folder holding a file ripgrep reported is one its walk went into: only the others are checked.
+    const unknown = folders.filter((entry) => !knownFolders.has(`${relative}${entry.name.toString("utf8")}`));
+    const verdicts =
+      unknown.length === 0
         ? []
-        : (
-            await areWalked(
-              root,
-              folders.map((entry) => path(entry.name).toString("utf8")),
-              true,
-            )
-          ).map((kept, index) => [folders[index]!, kept]),
-    );
+        : await areWalkedHere(
+            unknown.map((entry) => path(entry.name).toString("utf8")),
+            true,
+          );
+    const walked = new Set(folders.filter((entry) => !unknown.includes(entry) || verdicts[unknown.indexOf(entry)]));
     for (const entry of entries) {
       const file = `${relative}${entry.name.toString("utf8")}`;
       if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) return true;
-      if (walked.get(entry)) {
+      if (walked.has(entry)) {
         if (await walk(path(entry.name), `${file}/`)) return true;
       } else if (entry.isFile() && scope.inGlob(file)) {
         if (++files > WALK_FILES_MAX) return true;
         const absolute = path(entry.name);
         const verdict = known.get(file) ?? verdictOf(lstatSync(absolute, { throwIfNoEntry: false }), file);
-        if (verdict === "refused" || verdict === "tooLarge") found.push({ file, verdict, absolute: absolute.toString("utf8") });
+        if (verdict === "refused" || verdict === "tooLarge")
+          found.push({ file, verdict, absolute: absolute.toString("utf8"), reported: known.has(file) });
       }
     }
     return false;
   };
   await walk(Buffer.from(root), scope.rgPath === "." ? "" : `${scope.rgPath}/`);
   if (files > WALK_FILES_MAX) return undefined;
-  const walked = await areWalkedHere(found.map((entry) => entry.absolute));
-  return leftOutOf(found.filter((_, index) => walked[index]));
+  // Files ripgrep reported are in its walk; the others are checked.
+  const unknown = found.filter((entry) => !entry.reported);
+  const walked = unknown.length === 0 ? [] : await areWalkedHere(unknown.map((entry) => entry.absolute));
+  return leftOutOf(found.filter((entry) => entry.reported || walked[unknown.indexOf(entry)]));
 }
 
 /**

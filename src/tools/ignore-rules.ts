@@ -177,8 +177,9 @@ export async function areWalked(root: string, paths: readonly string[], director
 /** `areWalked` for several batches of paths below `root`, the ignore files read once. */
 export function walkedChecker(root: string): (paths: readonly string[], directories?: boolean) => Promise<boolean[]> {
   const rules = new IgnoreRules();
-  const atRoot = rules.excludingMatchers(root).then((excluding) => new Set(excluding));
+  let atRoot: Promise<ReadonlySet<Ignore>> | undefined;
   return async (paths, directories = false) => {
+    atRoot ??= rules.excludingMatchers(root).then((excluding) => new Set(excluding));
     const disabledAtRoot = await atRoot;
     return Promise.all(
       paths.map(async (path) => {
