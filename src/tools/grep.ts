@@ -269,8 +269,8 @@ interface Search {
   outcome: Promise<SearchOutcome>;
   /** Resolves when ripgrep reports its first file with a match. */
   firstMatch: Promise<void>;
-  /** Matching lines reported so far (in files not yet found binary). */
-  found(): number;
+  /** Resolves once `count` matching lines are reported (in files not yet found binary). */
+  found(count: number): Promise<void>;
   /** Resolves once ripgrep has started. */
   spawned: Promise<void>;
   /** ripgrep's process id, once started. */
@@ -306,6 +306,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   const pending = new Map<string, GrepMatch[] | null>();
   let total = 0;
   let found = 0;
+  const waiting: { count: number; resolve: () => void }[] = [];
   let messages = 0;
   let reachedLimit: (() => void) | undefined;
   let matched: (() => void) | undefined;
@@ -335,6 +336,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
       if (matches) {
         matches.push(matchOf(file, message.data.line_number ?? 0, text));
         found++;
+        for (const waiter of waiting) if (found === waiter.count) waiter.resolve();
       }
     } else if (message.type === "end") {
       const matches = pending.get(file);
@@ -374,7 +376,7 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   return {
     outcome: result,
     firstMatch,
-    found: () => found,
+    found: (count) => (count <= found ? Promise.resolve() : new Promise<void>((resolve) => waiting.push({ count, resolve }))),
     spawned: run.spawned,
     get pid() {
       return run.child.pid;
@@ -509,7 +511,11 @@ async function walkLeftOut(
     const path = (name: Buffer) => Buffer.concat([dir, Buffer.from("/"), name]);
     const folders = entries.filter((entry) => entry.isDirectory() && !ALWAYS_SKIPPED_NAMES.has(entry.name.toString("utf8")));
     // A folder holding a file ripgrep reported is one its walk went into: only the others are checked.
-    const unknown = folders.filter((entry) => !knownFolders.has(`${relative}${entry.name.toString("utf8")}`));
+    // Nor those past `upTo`, which the walk never goes into.
+    const unknown = folders.filter((entry) => {
+      const folder = `${relative}${entry.name.toString("utf8")}`;
+      return !knownFolders.has(folder) && (upTo === undefined || compareWalkOrder(folder, upTo) <= 0);
+    });
     const verdicts =
       unknown.length === 0
         ? []
@@ -729,8 +735,11 @@ async function ripgrepDirectory(
         after(Math.min(ALL_CORES_AFTER_MS, headStartMs)).then(() => false),
       ]);
       if (!matching) return;
-      await deadline;
-      if (sorted.found() >= COMMITTED_MATCHES) await new Promise<never>(() => undefined);
+      const committed = await Promise.race([deadline.then(() => false), sorted.found(COMMITTED_MATCHES).then(() => true)]);
+      if (!committed) return;
+      // Goes on to the limit: no more need to watch its CPU time.
+      for (const timer of timers) timer.clear();
+      await new Promise<never>(() => undefined);
     }).finally(() => timers.forEach((timer) => timer.clear()));
     if (quick) return quick;
   }
