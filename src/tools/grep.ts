@@ -509,12 +509,15 @@ async function walkLeftOut(
     // A folder that cannot be read (or is gone) is passed over, as ripgrep passes over it.
     const entries = readFolder(dir);
     const path = (name: Buffer) => Buffer.concat([dir, Buffer.from("/"), name]);
+    // An entry past `upTo` in walk order: in a folder holding it, one named after its part below the folder.
+    const limit = upTo?.startsWith(relative) ? upTo.slice(relative.length).split("/")[0]! : undefined;
+    const isPast = (name: string) => limit !== undefined && name > limit;
     const folders = entries.filter((entry) => entry.isDirectory() && !ALWAYS_SKIPPED_NAMES.has(entry.name.toString("utf8")));
-    // A folder holding a file ripgrep reported is one its walk went into: only the others are checked.
-    // Nor those past `upTo`, which the walk never goes into.
+    // A folder holding a file ripgrep reported is one its walk went into: only the others are checked,
+    // and not those past `upTo`, which the walk never goes into.
     const unknown = folders.filter((entry) => {
-      const folder = `${relative}${entry.name.toString("utf8")}`;
-      return !knownFolders.has(folder) && (upTo === undefined || compareWalkOrder(folder, upTo) <= 0);
+      const name = entry.name.toString("utf8");
+      return !knownFolders.has(`${relative}${name}`) && !isPast(name);
     });
     const verdicts =
       unknown.length === 0
@@ -525,8 +528,9 @@ async function walkLeftOut(
           );
     const walked = new Set(folders.filter((entry) => !unknown.includes(entry) || verdicts[unknown.indexOf(entry)]));
     for (const entry of entries) {
-      const file = `${relative}${entry.name.toString("utf8")}`;
-      if (upTo !== undefined && compareWalkOrder(file, upTo) > 0) return true;
+      const name = entry.name.toString("utf8");
+      if (isPast(name)) return true;
+      const file = `${relative}${name}`;
       if (walked.has(entry)) {
         if (await walk(path(entry.name), `${file}/`)) return true;
       } else if (entry.isFile() && scope.inGlob(file)) {
