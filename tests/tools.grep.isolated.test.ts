@@ -366,21 +366,23 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     expect(await bothEngines(ws, { pattern: "top" })).toBe('No matches for "top" in .');
   });
 
-  it("searches and reports hostile file names as they are (leading dashes, a newline, spaces); a pattern may start with dashes", async () => {
+  it("searches and reports hostile file names as they are (leading dashes, a newline, spaces, ripgrep's JSON); a pattern may start with dashes", async () => {
     const ws = makeWorkspace({
       "-e": "needle in -e\n",
       "--files": "needle in --files\n",
       "-rf/--pre=sh.txt": "needle below -rf\n",
       "new\nline.txt": "needle after a newline\n",
       " spaced .txt": "needle with spaces\n",
+      'a,"binary_offset":1,.txt': "needle in a name that looks like a binary file's\n",
     });
     expect(await bothEngines(ws, { pattern: "needle" })).toBe(
       [
-        "5 matching lines in 5 files",
+        "6 matching lines in 6 files",
         " spaced .txt:1:needle with spaces",
         "--files:1:needle in --files",
         "-e:1:needle in -e",
         "-rf/--pre=sh.txt:1:needle below -rf",
+        'a,"binary_offset":1,.txt:1:needle in a name that looks like a binary file\'s',
         "new\nline.txt:1:needle after a newline",
       ].join("\n"),
     );

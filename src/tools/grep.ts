@@ -143,8 +143,18 @@ interface RipgrepData {
 /** One line of `rg --json` output (the fields used here). */
 interface RipgrepMessage {
   type: string;
-  data: { path?: RipgrepData; lines?: RipgrepData; line_number?: number; binary_offset?: number | null };
+  data: { path?: RipgrepData; lines?: RipgrepData; line_number?: number };
 }
+
+/** How an `end` message starts: it is recognised without being parsed. */
+const END_MESSAGE = '{"type":"end"';
+
+/**
+ * In an `end` message, that the file turned out binary (a NUL after its first matches), seen
+ * without parsing the message (its statistics are most of it). Only the field itself can match:
+ * inside a JSON string a `"` is escaped, so no path holds `,"binary_offset":`.
+ */
+const FOUND_BINARY = /,"binary_offset":\d/;
 
 function parseRipgrepMessage(line: string): RipgrepMessage | undefined {
   try {
@@ -303,7 +313,6 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   const run = startRipgrep(rg, args, scope, ctx);
   const cwd = Buffer.from(scope.cwd);
   const outcome: SearchOutcome = { files: [], verdicts: new Map() };
-  const pending = new Map<string, GrepMatch[] | null>();
   let total = 0;
   let found = 0;
   const waiting: { count: number; resolve: () => void }[] = [];
@@ -311,44 +320,39 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   let reachedLimit: (() => void) | undefined;
   let matched: (() => void) | undefined;
   const firstMatch = new Promise<void>((resolve) => (matched = resolve));
-  /** Inside the output of a file left out: its lines are passed over unparsed up to its `end`. */
-  let passingOver = false;
+  /** The file whose messages come now (ripgrep prints each file's together); no matches kept for a file left out. */
+  let current: { file: string; matches: GrepMatch[] | null } | undefined;
   const read = eachLine(run.child.stdout!, (line) => {
     messages++;
     if (outcome.stoppedAt !== undefined) return;
-    if (passingOver) {
-      if (!line.startsWith('{"type":"end"')) return;
-      passingOver = false;
-    }
-    const message = parseRipgrepMessage(line);
-    if (!message?.data.path) return;
-    const file = fromRipgrep(decodeRipgrepData(message.data.path));
-    if (message.type === "begin") {
-      matched?.();
-      const verdict = scope.inGlob(file) ? verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) : undefined;
-      if (verdict) outcome.verdicts.set(file, verdict);
-      const accepted = verdict === "searched";
-      pending.set(file, accepted ? [] : null);
-      passingOver = !accepted;
-    } else if (message.type === "match") {
-      const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
-      const matches = pending.get(file);
-      if (matches) {
-        matches.push(matchOf(file, message.data.line_number ?? 0, text));
-        found++;
-        for (const waiter of waiting) if (found === waiter.count) waiter.resolve();
-      }
-    } else if (message.type === "end") {
-      const matches = pending.get(file);
-      pending.delete(file);
-      if (!matches || matches.length === 0 || message.data.binary_offset != null) return;
-      outcome.files.push({ file, matches });
-      total += matches.length;
+    if (line.startsWith(END_MESSAGE)) {
+      const ended = current;
+      current = undefined;
+      if (!ended?.matches || ended.matches.length === 0 || FOUND_BINARY.test(line)) return;
+      outcome.files.push({ file: ended.file, matches: ended.matches });
+      total += ended.matches.length;
       if (total >= limit) {
-        outcome.stoppedAt = file;
+        outcome.stoppedAt = ended.file;
         run.stop();
         reachedLimit?.();
       }
+      return;
+    }
+    // The lines of a file left out are passed over unparsed up to its `end`.
+    if (current && !current.matches) return;
+    const message = parseRipgrepMessage(line);
+    if (!message?.data.path) return;
+    if (message.type === "begin") {
+      matched?.();
+      const file = fromRipgrep(decodeRipgrepData(message.data.path));
+      const verdict = scope.inGlob(file) ? verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) : undefined;
+      if (verdict) outcome.verdicts.set(file, verdict);
+      current = { file, matches: verdict === "searched" ? [] : null };
+    } else if (message.type === "match" && current?.matches) {
+      const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
+      current.matches.push(matchOf(current.file, message.data.line_number ?? 0, text));
+      found++;
+      for (const waiter of waiting) if (found === waiter.count) waiter.resolve();
     }
   });
   const finished = Promise.all([run.closed, read]).then(([{ code, stderr }]) => {
