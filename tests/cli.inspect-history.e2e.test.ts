@@ -6,6 +6,9 @@
  * coder-review loop long enough for list rollups, forked with `replay --from`; the example graph
  * forked with its task message replaced, and failing when the model runs out (an
  * error checkpoint); a run paused at a breakpoint. On PostgreSQL, the example graph's threads.
+ * Threads written through the saver: one whose steps replace and remove messages in the middle of
+ * its list (pages starting there decode only what their diffs show), and long ones whose newest
+ * page decodes as much whatever their length.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
