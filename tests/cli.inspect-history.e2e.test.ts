@@ -6,15 +6,20 @@
  * coder-review loop long enough for list rollups, forked with `replay --from`; the example graph
  * forked with its task message replaced, and failing when the model runs out (an
  * error checkpoint); a run paused at a breakpoint. On PostgreSQL, the example graph's threads.
+ * Threads written through the saver: one whose steps replace and remove messages in the middle of
+ * its list (pages starting there decode only what their diffs show), and long ones whose newest
+ * page decodes as much whatever their length.
  */
 import { writeFileSync } from "node:fs";
 import { join } from "node:path";
-import type { CheckpointTuple } from "@langchain/langgraph-checkpoint";
+import { AIMessage, HumanMessage, RemoveMessage, type BaseMessage } from "@langchain/core/messages";
+import { messagesStateReducer } from "@langchain/langgraph";
+import { uuid6, type Checkpoint, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import diff from "microdiff";
 import { describe, expect, it, vi } from "vitest";
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
-import { loopThread } from "../bench/fixtures.js";
+import { loopThread, writeLongThread } from "../bench/fixtures.js";
 import {
   findCheckpoint,
   listThreads,
@@ -29,6 +34,7 @@ import {
 import { checkpointTree } from "../src/engine/checkpoint-tree.js";
 import { asSeen } from "../src/runs/thread-registry.js";
 import { requireThread, withStore, type Store } from "../src/store/store.js";
+import type { StoredChannel } from "../src/checkpoint/history-reader.js";
 import type { TokenUsage } from "../src/state/graph-state.js";
 import { copyTrusted, modulesLoadedBy, ROOT, runCli } from "./helpers/cli.js";
 import { run } from "./helpers/e2e.js";
@@ -179,7 +185,109 @@ async function expectSameLookups(db: string, threadId: string, history: ThreadHi
   });
 }
 
+/**
+ * A thread written through the store's saver whose steps edit the middle of its message list as
+ * LangGraph's messages reducer does: after ten messages, one replaced (by id), one removed
+ * (RemoveMessage), one added, then one replaced and another removed at once.
+ */
+async function writeEditedThread(db: string, threadId: string): Promise<void> {
+  const updates: BaseMessage[][] = [
+    [],
+    ...Array.from({ length: 10 }, (_, i) => [
+      i % 2 ? new AIMessage({ id: `m${i}`, content: `message ${i}` }) : new HumanMessage({ id: `m${i}`, content: `message ${i}` }),
+    ]),
+    [new AIMessage({ id: "m5", content: "message 5, edited" })],
+    [new RemoveMessage({ id: "m7" })],
+    [new AIMessage({ id: "m10", content: "message 10" })],
+    [new HumanMessage({ id: "m2", content: "message 2, edited" }), new RemoveMessage({ id: "m8" })],
+  ];
+  await withStore({ db, env: {} }, "create", async (store) => {
+    await store.threads.create({
+      threadId,
+      graphFile: join(ROOT, "graphs/coder-review.yaml"),
+      graphName: "coder-review",
+      task: "edit messages",
+      approval: "auto",
+      workspace: ROOT,
+    });
+    let config = { configurable: { thread_id: threadId, checkpoint_ns: "" } };
+    let messages: BaseMessage[] = [];
+    for (const [index, update] of updates.entries()) {
+      messages = messagesStateReducer(messages, update);
+      const versions = { task: "1", messages: String(index + 1) };
+      const checkpoint: Checkpoint = {
+        v: 4,
+        id: uuid6(index),
+        ts: new Date(Date.UTC(2026, 0, 1, 0, 0, index)).toISOString(),
+        channel_values: { task: "edit messages", messages: [...messages] },
+        channel_versions: versions,
+        versions_seen: {},
+      };
+      const metadata = { source: index === 0 ? ("input" as const) : ("loop" as const), step: index - 1, parents: {} };
+      config = (await store.saver.put(
+        config,
+        checkpoint,
+        metadata,
+        index === 0 ? versions : { messages: versions.messages },
+      )) as typeof config;
+    }
+    await store.threads.markEnded(threadId, "finished");
+  });
+}
+
+/** Counts the values (a list's items each) a history walk on the SQLite saver decodes while `read` runs. */
+async function valuesDecodedBy(read: () => Promise<unknown>): Promise<number> {
+  const channels = vi.spyOn(SqliteCheckpointSaver.prototype, "decodeChannel");
+  try {
+    await read();
+    const items = channels.mock.calls.map(([stored]: [StoredChannel]) => (stored.kind === "list" ? stored.items.length : 1));
+    return items.reduce((sum, count) => sum + count, 0);
+  } finally {
+    channels.mockRestore();
+  }
+}
+
 describe("inspect reads a thread linearly, and shows what it showed before", () => {
+  it("a page whose first step replaces or removes a message in the middle of its parent's list: the parent's messages decoded only where the diff shows them", async () => {
+    const { dir } = tempWorkspace();
+    const db = join(dir, "edited.db");
+    await writeEditedThread(db, "edited");
+    const steps = (await expectSameHistory(db, "edited")).checkpoints;
+    const replaced = steps.findIndex((step) => step.changes.some((change) => change.path === "messages.5.content"));
+    expect(steps[replaced]!.changes).toEqual([
+      { path: "messages.5.content", kind: "changed", value: "message 5, edited", before: "message 5" },
+    ]);
+    expect(steps[replaced + 1]!.changes).toContainEqual({
+      path: "messages.9",
+      kind: "removed",
+      before: expect.objectContaining({ id: "m9" }),
+    });
+    // Each page starting at an edit (its parent outside it) shows its steps as the whole history does.
+    for (const from of [replaced, replaced + 1, replaced + 2, replaced + 3]) {
+      for (const window of [{ from }, { from, limit: 1 }]) {
+        const page = await threadHistory("edited", { db, env: {} }, window);
+        expect(JSON.stringify(page.checkpoints), JSON.stringify(window)).toBe(
+          JSON.stringify(steps.slice(from, from + (window.limit ?? steps.length))),
+        );
+      }
+    }
+    // The replacing step's page decodes the message replaced and its replacement, none of the parent's others (and the task).
+    expect(await valuesDecodedBy(() => threadHistory("edited", { db, env: {} }, { from: replaced, limit: 1 }))).toBe(3);
+  });
+
+  it("the newest page of a long thread decodes as many values whatever the thread's length", async () => {
+    const { dir } = tempWorkspace();
+    const db = join(dir, "long.db");
+    // A message every tenth checkpoint: the newest page's first parent holds 60, then 200 of them.
+    await writeLongThread(db, "shorter", 600);
+    await writeLongThread(db, "longer", 2000);
+    const [shorter, longer] = [
+      await valuesDecodedBy(() => threadHistory("shorter", { db, env: {} }, { limit: 50 })),
+      await valuesDecodedBy(() => threadHistory("longer", { db, env: {} }, { limit: 50 })),
+    ];
+    expect(longer).toBe(shorter);
+  });
+
   it("a coder-review loop with list rollups, forked with replay --from: the same history, counts and prefix lookups", async () => {
     const { dir } = tempWorkspace();
     const loop = await loopThread(dir, 7, "loop");

@@ -237,7 +237,10 @@ function isShownChannel(channel: string): boolean {
 /** A channel's value at one checkpoint, decoded once and shared by the checkpoints that keep its version. */
 interface ChannelEntry {
   version: string;
-  /** The value as `toPlainValues` makes it. */
+  /**
+   * The value as `toPlainValues` makes it; a list's items may be PendingItems, decoded when a diff
+   * shows them (`plainValue`, `plainItems`).
+   */
   plain: unknown;
   /** List channels: the stored items. */
   items?: readonly EncodedItem[];
@@ -252,12 +255,56 @@ interface StepState {
 
 const NO_STATE: StepState = { channels: new Map() };
 
+/**
+ * A list item as stored, not decoded yet: decoded when a diff first shows it, once (the states
+ * holding it share it). The items a list shares with its parent's are never decoded: a page of a
+ * long thread decodes what its steps change, not the message list its first parent holds.
+ */
+class PendingItem {
+  /** Set once decoded. */
+  decoded?: { readonly plain: unknown };
+
+  constructor(
+    readonly encoded: EncodedItem,
+    readonly reader: StateReader,
+  ) {}
+}
+
+/** List items as plain values, the pending ones decoded (all in one call); `given(i)` is an item's value in their stead when it gives one. */
+async function plainItems(items: readonly unknown[], given?: (index: number) => { plain: unknown } | undefined): Promise<unknown[]> {
+  const values = [...items];
+  const pending: [index: number, item: PendingItem][] = [];
+  values.forEach((item, index) => {
+    const stead = given?.(index);
+    if (stead) values[index] = stead.plain;
+    else if (item instanceof PendingItem) {
+      if (item.decoded) values[index] = item.decoded.plain;
+      else pending.push([index, item]);
+    }
+  });
+  if (pending.length === 0) return values;
+  const decoded = await pending[0]![1].reader.decodeItems(pending.map(([, item]) => item.encoded));
+  pending.forEach(([index, item], i) => {
+    item.decoded = { plain: decoded[i] };
+    values[index] = decoded[i];
+  });
+  return values;
+}
+
+/** What a diff compares in place of an item both lists hold at the same index: alike on both sides, it shows no change. */
+const UNCHANGED = { plain: null };
+
+/** A channel's whole value, its pending list items decoded. */
+function plainValue(entry: ChannelEntry): unknown | Promise<unknown> {
+  return Array.isArray(entry.plain) && entry.items ? plainItems(entry.plain) : entry.plain;
+}
+
 /** Some channels of a state as a plain object: what the summary reads for tokens, nodes and round. */
-function plainOf(state: StepState, wanted: readonly string[]): Record<string, unknown> {
+async function plainOf(state: StepState, wanted: readonly string[]): Promise<Record<string, unknown>> {
   const values: Record<string, unknown> = {};
   for (const channel of wanted) {
     const entry = state.channels.get(channel);
-    if (entry) values[channel] = entry.plain;
+    if (entry) values[channel] = await plainValue(entry);
   }
   return values;
 }
@@ -320,52 +367,64 @@ class StateReader {
     if (known.size > KNOWN_LIST_VERSIONS) known.delete(known.keys().next().value!);
   }
 
-  /** A list's plain items: the parent's for the prefix stored alike, the others decoded. */
-  private async readList(
+  /** List items decoded, as `toPlainValues` makes them. */
+  async decodeItems(items: readonly EncodedItem[]): Promise<unknown[]> {
+    const decoded = await this.saver.decodeChannel({ kind: "list", items });
+    return (decoded.value as unknown[]).map((item) => toPlainValues({ item }).item);
+  }
+
+  /** A list's plain items: the parent's where stored alike, the others pending (decoded when a diff shows them). */
+  private readList(
     version: string,
     { items, ranges }: Extract<StoredChannel, { kind: "list" }>,
     before: ChannelEntry | undefined,
-  ): Promise<ChannelEntry> {
+  ): ChannelEntry {
     const previousItems = before?.items ?? [];
     const previousPlain = Array.isArray(before?.plain) ? (before.plain as unknown[]) : [];
     let shared = 0;
     const comparable = Math.min(items.length, previousItems.length, previousPlain.length);
     while (shared < comparable && sameEncoding(items[shared]!, previousItems[shared]!)) shared += 1;
     const plain = previousPlain.slice(0, shared);
-    if (shared < items.length) {
-      const added = await this.saver.decodeChannel({ kind: "list", items: items.slice(shared) });
-      for (const item of added.value as unknown[]) plain.push(toPlainValues({ item }).item);
+    // Past the shared prefix too, an item stored as the parent's at its index (one replaced or removed before it) is the parent's.
+    for (let index = shared; index < items.length; index++) {
+      const kept = index < comparable && sameEncoding(items[index]!, previousItems[index]!);
+      plain.push(kept ? previousPlain[index] : new PendingItem(items[index]!, this));
     }
     return { version, plain, items, ...(ranges ? { ranges } : {}) };
   }
 }
 
 /** The changes from one state to the next, as microdiff gives them for the two states' plain values whole. */
-function stateChanges(previous: StepState, current: StepState): StateChange[] {
+async function stateChanges(previous: StepState, current: StepState): Promise<StateChange[]> {
   const changes: StateChange[] = [];
   for (const [channel, before] of previous.channels) {
     const after = current.channels.get(channel);
     if (!after) {
-      changes.push({ path: channel, kind: "removed", before: before.plain });
+      changes.push({ path: channel, kind: "removed", before: await plainValue(before) });
     } else if (after !== before) {
-      changes.push(...entryChanges(channel, before, after));
+      changes.push(...(await entryChanges(channel, before, after)));
     }
   }
   for (const [channel, after] of current.channels) {
-    if (!previous.channels.has(channel)) changes.push({ path: channel, kind: "added", value: after.plain });
+    if (!previous.channels.has(channel)) changes.push({ path: channel, kind: "added", value: await plainValue(after) });
   }
   return changes;
 }
 
-function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry): StateChange[] {
+async function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry): Promise<StateChange[]> {
   if (Array.isArray(before.plain) && Array.isArray(after.plain)) {
     // The leading items both hold alike (the same objects) differ in nothing: diff from the first other one.
     let shared = 0;
     const comparable = Math.min(before.plain.length, after.plain.length);
     while (shared < comparable && before.plain[shared] === after.plain[shared]) shared += 1;
-    return asChanges(plainDiff(before.plain.slice(shared), after.plain.slice(shared)), channel, shared);
+    // Past it, an item both hold at the same index (stored alike) differs in nothing either: neither is decoded for it.
+    const [beforeTail, afterTail] = [before.plain.slice(shared), after.plain.slice(shared)];
+    const unchanged = (index: number) =>
+      index < beforeTail.length && index < afterTail.length && beforeTail[index] === afterTail[index] ? UNCHANGED : undefined;
+    const [beforeItems, afterItems] = [await plainItems(beforeTail, unchanged), await plainItems(afterTail, unchanged)];
+    return asChanges(plainDiff(beforeItems, afterItems), channel, shared);
   }
-  return asChanges(plainDiff({ [channel]: before.plain }, { [channel]: after.plain }), "");
+  return asChanges(plainDiff({ [channel]: await plainValue(before) }, { [channel]: await plainValue(after) }), "");
 }
 
 /**
@@ -374,7 +433,8 @@ function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry
  * Linear in the checkpoints it shows: they are read oldest first with their channel versions,
  * and only the channels whose version differs from the parent's are decoded and diffed. The state
  * is kept only for checkpoints whose children are still to come (one per branch being read). A
- * window (see HistoryWindow) reads its checkpoints only, from the full state of their parents.
+ * window (see HistoryWindow) reads its checkpoints only, from the state of their parents (their
+ * lists' items decoded only where a diff shows them).
  */
 export async function threadHistory(threadId: string, options: StoreOptions, window: HistoryWindow = {}): Promise<ThreadHistory> {
   return withStore(options, "read", async (store) => {
@@ -529,8 +589,8 @@ function windowFrom(from: number, to: number, total: number, limit?: number): Hi
 /**
  * The checkpoints of one namespace of the thread, oldest first, summarised, with their tree and
  * the enclosing graphs' checkpoints they ran from. With a window, only its checkpoints are read:
- * the parent links (no state) tell which; the full state of each parent outside the window is
- * read once, then the walk goes on over the window alone.
+ * the parent links (no state) tell which; the state of each parent outside the window is read
+ * once (its lists' items as stored, see PendingItem), then the walk goes on over the window alone.
  */
 async function timeline(
   store: Store,
@@ -557,7 +617,7 @@ async function timeline(
   const states = new Map<string, StepState>();
   const parentTimes = new Map<string, string>();
   const reader = stateReaderOf(store, threadId, ns);
-  // The parents the window's checkpoints grew from, outside it: each read whole, once.
+  // The parents the window's checkpoints grew from, outside it: each read once.
   for (const parentId of childrenLeft.keys()) {
     const index = indexOf.get(parentId);
     if (index === undefined || (index >= range.from && index < range.to)) continue;
@@ -585,9 +645,9 @@ async function timeline(
     };
     const summary = summarise(
       facts,
-      plainOf(previous, SUMMARY_CHANNELS),
-      plainOf(current, SUMMARY_CHANNELS),
-      stateChanges(previous, current),
+      await plainOf(previous, SUMMARY_CHANNELS),
+      await plainOf(current, SUMMARY_CHANNELS),
+      await stateChanges(previous, current),
     );
     const head = tree.head === entry.checkpointId ? { head: true as const } : {};
     checkpoints.push({ ...summary, branch: tree.branchOf.get(entry.checkpointId) ?? 0, ...head });
