@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-queries.js";
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
+import { resolvedRows, type BlobRow } from "../src/store/postgres/value-batch.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
@@ -82,6 +83,32 @@ async function count(pool: pg.Pool, sql: string, params: unknown[] = []): Promis
   return Number(rows[0]!.n);
 }
 
+/**
+ * Turns a store of the current schema into one of schema 2 as that loopgraph wrote it: a row per
+ * channel version (the rows holding several values split), keyed by channel first.
+ */
+async function downgradeToSchema2(pool: pg.Pool): Promise<void> {
+  const { rows } = await pool.query<BlobRow & { thread_id: string; checkpoint_ns: string }>("SELECT * FROM loopgraph_checkpoint_blobs");
+  await pool.query("DELETE FROM loopgraph_checkpoint_blobs");
+  await pool.query(`ALTER TABLE loopgraph_checkpoint_blobs DROP CONSTRAINT loopgraph_checkpoint_blobs_pkey,
+    ADD PRIMARY KEY (thread_id, checkpoint_ns, channel, version)`);
+  const namespaces = new Map<string, typeof rows>();
+  for (const row of rows) {
+    const key = JSON.stringify([row.thread_id, row.checkpoint_ns]);
+    namespaces.set(key, [...(namespaces.get(key) ?? []), row]);
+  }
+  for (const [key, group] of namespaces) {
+    const [threadId, ns] = JSON.parse(key) as [string, string];
+    for (const row of resolvedRows(group).values()) {
+      await pool.query(
+        "INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        [threadId, ns, row.channel, row.version, row.type, row.data, row.ranges],
+      );
+    }
+  }
+  await pool.query("UPDATE loopgraph_schema SET version = 2 WHERE part = 'checkpoints'");
+}
+
 describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL checkpoint saver", () => {
   beforeAll(async () => {
     server = await startPostgres();
@@ -105,6 +132,10 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't1' AND channel = 'messages'",
     );
     expect(versions).toBeGreaterThanOrEqual(40);
+    // The branch values a step sets beside a list version are held in its row: no row of their own.
+    expect(
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't1' AND channel LIKE 'branch:%'"),
+    ).toBe(0);
     // Every stored version of the list reads back as the messages it held then.
     const history = [];
     for await (const tuple of saver.list({ configurable: { thread_id: "t1" } })) history.push(tuple);
@@ -224,9 +255,13 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const input = tuples.at(-1)!;
     expect((input.checkpoint.channel_values.__start__ as Record<string, unknown>).c19).toBe(LONG);
     expect(input.pendingWrites!.find(([, channel]) => channel === "c19")?.[2]).toBe(LONG);
+    // The values a step sets share its version and one row (see value-batch.ts): a row per version, many holding several.
+    expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6'")).toBe(
+      await count(saver.pool, "SELECT count(DISTINCT version) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6'"),
+    );
     expect(
-      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'deflate:json'"),
-    ).toBe(2);
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'loopgraph:values'"),
+    ).toBeGreaterThanOrEqual(8);
     // Each task's writes of a turn (the start task's two, the node's two) are one row, read back as the writes they hold.
     expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE thread_id = 't6'")).toBe(16);
     const stepped = tuples.find((tuple) => tuple.pendingWrites?.some(([, channel]) => channel === "c3"))!;
@@ -249,7 +284,7 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(Number(stored.bytes)).toBeLessThan(0.5 * [...written.values()].reduce((sum, text) => sum + text.length, 0));
   });
 
-  it("stores versions whole when their base is gone (another process deleted the thread), and migrates a store of schema 1", async () => {
+  it("stores versions whole when their base is gone (another process deleted the thread), and migrates stores of schemas 2 and 1", async () => {
     const url = newDatabase();
     const a = await saverOn(url);
     const b = await saverOn(url);
@@ -277,8 +312,17 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     await graph.invoke(allChannels(), config);
     await graph.invoke({ c0: 1 }, config);
     const state = await graph.getState(config);
-    // A store of schema version 1 (no versions_base, every row whole) is migrated by setup, its checkpoints read as before.
+    // A store of schema version 2 (a row per channel version, keyed by channel first) is migrated by setup, read as before.
     const before = JSON.stringify(state.values);
+    await downgradeToSchema2(a.pool);
+    const c2 = await saverOn(url);
+    expect(JSON.stringify((await buildWide(c2).getState(config)).values)).toBe(before);
+    await buildWide(c2).invoke({ c0: 2 }, config);
+    const continued = await buildWide(c2).getState(config);
+    expect(continued.values.c0).toBe(2);
+    // A store of schema version 1 (no versions_base, every row whole) is migrated by setup, its checkpoints read as before.
+    const before1 = JSON.stringify(continued.values);
+    await downgradeToSchema2(a.pool);
     await a.pool.query(`UPDATE loopgraph_checkpoints c SET channel_versions = (
       SELECT json_object_agg(key, value)::text FROM (
         SELECT key, value FROM json_each(c.channel_versions::json)
@@ -291,7 +335,7 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect((await c.pool.query("SELECT version FROM loopgraph_schema WHERE part = 'checkpoints'")).rows[0].version).toBe(
       CHECKPOINT_MIGRATIONS.length,
     );
-    expect(JSON.stringify((await buildWide(c).getState(config)).values)).toBe(before);
+    expect(JSON.stringify((await buildWide(c).getState(config)).values)).toBe(before1);
     await buildWide(c).invoke({ c0: 4 }, config);
     expect((await buildWide(c).getState(config)).values.c0).toBe(4);
   });

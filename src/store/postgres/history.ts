@@ -11,15 +11,7 @@ import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
 import { BASE_JOIN, readVersions } from "./versions.js";
 import { REF_TARGET_JOIN, resolvedItem } from "./item-logs.js";
-
-/** A channel version's row: a value (`data`), or a list version (`ranges` of the item log). */
-export interface BlobRow {
-  channel: string;
-  version: string;
-  type: string;
-  data: Buffer | null;
-  ranges: string | null;
-}
+import { blobKey, resolvedRows, type BlobRow } from "./value-batch.js";
 
 /** Up to `limit` of the thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
 export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string, limit: number): Promise<HistoryRow[]> {
@@ -38,20 +30,24 @@ export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: str
   );
 }
 
-/** The key of a channel version in the map `blobRows` gives. */
-export const blobKey = (channel: string, version: string): string => `${channel}\u0000${version}`;
-
-/** The rows of the channel versions `pairs` names that hold a value (see `blobKey`). */
+/**
+ * The channel versions `pairs` names that hold a value, by `blobKey`: the rows at their versions,
+ * one statement, each channel's value found in them (see value-batch.ts).
+ */
 export async function blobRows(pool: pg.Pool, at: ThreadNamespace, pairs: readonly [string, string][]): Promise<Map<string, BlobRow>> {
   if (pairs.length === 0) return new Map();
   const { rows } = await pool.query<BlobRow>(
-    `SELECT b.channel, b.version, b.type, b.data, b.ranges
-     FROM unnest($3::text[], $4::text[]) AS p(channel, version)
-     JOIN loopgraph_checkpoint_blobs b
-       ON b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = p.channel AND b.version = p.version`,
-    [at.threadId, at.ns, pairs.map(([channel]) => channel), pairs.map(([, version]) => version)],
+    `SELECT channel, version, type, data, ranges FROM loopgraph_checkpoint_blobs
+     WHERE thread_id = $1 AND checkpoint_ns = $2 AND version = ANY($3::text[])`,
+    [at.threadId, at.ns, [...new Set(pairs.map(([, version]) => version))]],
   );
-  return new Map(rows.map((row) => [blobKey(row.channel, row.version), row]));
+  const resolved = resolvedRows(rows);
+  const wanted = new Map<string, BlobRow>();
+  for (const [channel, version] of pairs) {
+    const row = resolved.get(blobKey(channel, version));
+    if (row) wanted.set(blobKey(channel, version), row);
+  }
+  return wanted;
 }
 
 /** An item as read, with the item it refers to when it is a reference (see item-logs.ts). */
