@@ -13,6 +13,7 @@ import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-quer
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
 import { resolvedRows, type BlobRow } from "../src/store/postgres/value-batch.js";
+import { MAX_CHAIN, readVersions, storedVersions, versionsChain } from "../src/store/postgres/versions.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
@@ -108,6 +109,22 @@ async function downgradeToSchema2(pool: pg.Pool): Promise<void> {
   }
   await pool.query("UPDATE loopgraph_schema SET version = 2 WHERE part = 'checkpoints'");
 }
+
+describe("channel versions against the checkpoint before", () => {
+  it("are stored as the entries that changed while the chain is short enough, else whole", () => {
+    const versions = { a: 2, b: 1, c: 1 };
+    const base = (depth: number) => ({ checkpointId: "p", versions: { a: 1, b: 1, c: 1 }, depth });
+    expect(storedVersions(versions, base(MAX_CHAIN - 1))).toEqual({ text: JSON.stringify({ a: 2 }), base: "p" });
+    expect(storedVersions(versions, base(MAX_CHAIN))).toEqual({ text: JSON.stringify(versions), base: null });
+    expect(
+      readVersions(JSON.stringify([JSON.stringify({ a: 1, b: 1, c: 1 }), JSON.stringify({ c: 3 }), JSON.stringify({ a: 2 })])),
+    ).toEqual({
+      a: 2,
+      b: 1,
+      c: 3,
+    });
+  });
+});
 
 describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL checkpoint saver", () => {
   beforeAll(async () => {
@@ -281,6 +298,24 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       )
     ).rows[0]!;
     expect(Number(stored.deltas)).toBeGreaterThan(12);
+    // Versions are stored against the checkpoint written before (the parent), itself often a delta: chains, never longer than MAX_CHAIN.
+    const chains = (
+      await saver.pool.query<{ linked: string; longest: number }>(`WITH RECURSIVE chain AS (
+        SELECT checkpoint_id AS start, versions_base, 0 AS depth FROM loopgraph_checkpoints WHERE thread_id = 't6'
+        UNION ALL
+        SELECT chain.start, l.versions_base, chain.depth + 1 FROM chain
+          JOIN loopgraph_checkpoints l ON l.thread_id = 't6' AND l.checkpoint_id = chain.versions_base
+      ) SELECT count(*) FILTER (WHERE depth >= 2) AS linked, max(depth) AS longest FROM chain`)
+    ).rows[0]!;
+    expect(Number(chains.linked)).toBeGreaterThan(0);
+    expect(chains.longest).toBeLessThanOrEqual(MAX_CHAIN);
+    expect(
+      await count(
+        saver.pool,
+        `SELECT count(*) AS n FROM loopgraph_checkpoints WHERE thread_id = 't6' AND versions_base IS NOT NULL
+           AND versions_base IS DISTINCT FROM parent_checkpoint_id`,
+      ),
+    ).toBe(0);
     expect(Number(stored.bytes)).toBeLessThan(0.5 * [...written.values()].reduce((sum, text) => sum + text.length, 0));
   });
 
@@ -323,12 +358,16 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     // A store of schema version 1 (no versions_base, every row whole) is migrated by setup, its checkpoints read as before.
     const before1 = JSON.stringify(continued.values);
     await downgradeToSchema2(a.pool);
-    await a.pool.query(`UPDATE loopgraph_checkpoints c SET channel_versions = (
-      SELECT json_object_agg(key, value)::text FROM (
-        SELECT key, value FROM json_each(c.channel_versions::json)
-        UNION ALL SELECT key, value FROM loopgraph_checkpoints b, json_each(b.channel_versions::json)
-          WHERE b.thread_id = c.thread_id AND b.checkpoint_id = c.versions_base AND NOT c.channel_versions::jsonb ? key) e)
-      WHERE versions_base IS NOT NULL`);
+    const chains = await a.pool.query<{ thread_id: string; checkpoint_id: string; chain: string }>(
+      `SELECT thread_id, checkpoint_id, ${versionsChain("c", "c.thread_id", "c.checkpoint_ns")} AS chain FROM loopgraph_checkpoints c`,
+    );
+    for (const row of chains.rows) {
+      await a.pool.query("UPDATE loopgraph_checkpoints SET channel_versions = $3 WHERE thread_id = $1 AND checkpoint_id = $2", [
+        row.thread_id,
+        row.checkpoint_id,
+        JSON.stringify(readVersions(row.chain)),
+      ]);
+    }
     await a.pool.query("ALTER TABLE loopgraph_checkpoints DROP COLUMN versions_base");
     await a.pool.query("UPDATE loopgraph_schema SET version = 1 WHERE part = 'checkpoints'");
     const c = await saverOn(url);

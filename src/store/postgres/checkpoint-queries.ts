@@ -2,7 +2,7 @@ import type pg from "pg";
 import type { CheckpointAddress, CheckpointQueries } from "../../runs/checkpoint-ids.js";
 import { unpacked } from "./packing.js";
 import { blobKey, resolvedRows, type BlobRow } from "./value-batch.js";
-import { BASE_JOIN, CHANNEL_VERSIONS_CTE } from "./versions.js";
+import { CHANNEL_VERSIONS_CTE, versionsChain } from "./versions.js";
 
 /** The ids starting with `prefix`: a range of the key (ids are ASCII; U+FFFF sorts above them), then an exact match. */
 const PREFIX_RANGE =
@@ -24,11 +24,11 @@ export class PostgresCheckpointQueries implements CheckpointQueries {
     // One statement: the checkpoint's versions of the channels (part 0), and the rows at those versions (part 1).
     const { rows } = await this.pool.query<BlobRow & { part: number }>(
       `WITH cp AS (
-         SELECT c.channel_versions, b.channel_versions AS base_versions FROM (
+         SELECT ${versionsChain("c", "$1", "''")} AS version_chain FROM (
            SELECT * FROM loopgraph_checkpoints
            WHERE thread_id = $1 AND checkpoint_ns = '' AND ($2::text IS NULL OR checkpoint_id = $2)
            ORDER BY checkpoint_id DESC LIMIT 1
-         ) c ${BASE_JOIN}
+         ) c
        ), ${CHANNEL_VERSIONS_CTE}, wanted AS (SELECT channel, version FROM cv WHERE channel = ANY($3::text[]))
        SELECT 0 AS part, channel, version, NULL AS type, NULL::bytea AS data, NULL AS ranges FROM wanted
        UNION ALL

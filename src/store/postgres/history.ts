@@ -9,25 +9,23 @@ import type { HistoryRow } from "../../checkpoint/history-reader.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
-import { BASE_JOIN, readVersions } from "./versions.js";
+import { readVersions, versionsChain } from "./versions.js";
 import { REF_TARGET_JOIN, resolvedItem } from "./item-logs.js";
 import { blobKey, resolvedRows, type BlobRow } from "./value-batch.js";
 
 /** Up to `limit` of the thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
 export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string, limit: number): Promise<HistoryRow[]> {
-  const { rows } = await pool.query<HistoryRow & { failed: boolean; base_versions: string | null }>(
+  const { rows } = await pool.query<HistoryRow & { failed: boolean; version_chain: string }>(
     `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions, c.metadata_type, c.metadata,
-            b.channel_versions AS base_versions,
+            ${versionsChain("c", "$1", "$2")} AS version_chain,
             EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes w
                     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
                       AND w.checkpoint_id = c.checkpoint_id AND w.channel = $4) AS failed
-     FROM loopgraph_checkpoints c ${BASE_JOIN}
+     FROM loopgraph_checkpoints c
      WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3 ORDER BY c.checkpoint_id LIMIT $5`,
     [at.threadId, at.ns, after, ERROR, limit],
   );
-  return rows.map(({ base_versions, ...row }) =>
-    base_versions === null ? row : { ...row, channel_versions: JSON.stringify(readVersions(row.channel_versions, base_versions)) },
-  );
+  return rows.map(({ version_chain, ...row }) => ({ ...row, channel_versions: JSON.stringify(readVersions(version_chain)) }));
 }
 
 /**

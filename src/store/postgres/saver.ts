@@ -46,7 +46,7 @@ import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRo
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import { asBuffer, packed, unpacked } from "./packing.js";
 import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
-import { BASE_JOIN, CHANNEL_VERSIONS_CTE, readVersions, storedVersions, type VersionsBase } from "./versions.js";
+import { CHANNEL_VERSIONS_CTE, readVersions, storedVersions, versionsChain, type VersionsBase } from "./versions.js";
 import {
   insertItemsSql,
   ItemRows,
@@ -104,7 +104,7 @@ interface TupleRow {
 
 /**
  * A checkpoint with everything its tuple needs, in one statement (one snapshot, one round trip):
- * part 0 the checkpoint row (`channel`: its base's versions, see versions.ts), 1 the blob rows at
+ * part 0 the checkpoint row (`channel`: its versions chain, see versions.ts), 1 the blob rows at
  * its channel versions (`a`: the version; a row may hold other channels' values, see
  * value-batch.ts), 2 the items of its list versions but those the saver holds
  * ($4, $5: channels and versions; a reference comes with the item it refers to, see
@@ -113,16 +113,16 @@ interface TupleRow {
  */
 const TUPLE_SQL = `
 WITH cp AS (
-  SELECT c.*, b.channel_versions AS base_versions FROM (
+  SELECT c.*, ${versionsChain("c", "$1", "$2")} AS version_chain FROM (
     SELECT * FROM loopgraph_checkpoints
     WHERE thread_id = $1 AND checkpoint_ns = $2 AND ($3::text IS NULL OR checkpoint_id = $3)
     ORDER BY checkpoint_id DESC LIMIT 1
-  ) c ${BASE_JOIN}
+  ) c
 ), ${CHANNEL_VERSIONS_CTE}, v AS (
   SELECT b.channel, b.version, b.type, b.data, b.ranges FROM loopgraph_checkpoint_blobs b
   WHERE b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.version IN (SELECT version FROM cv)
 )
-SELECT 0 AS part, NULL::bigint AS ord, cp.base_versions AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
+SELECT 0 AS part, NULL::bigint AS ord, cp.version_chain AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
        cp.checkpoint_type AS type, cp.checkpoint AS data, cp.channel_versions AS extra, cp.metadata_type AS type2, cp.metadata AS data2, NULL::integer AS n
   FROM cp
 UNION ALL
@@ -440,7 +440,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
 
     // Stored against the namespace's base when few versions changed (the base checked in the statement: else whole).
     const namespaceKey = channelKey(at, "");
-    const stored = storedVersions(versions, this.versionBases.get(namespaceKey));
+    const base = this.versionBases.get(namespaceKey);
+    const stored = storedVersions(versions, base);
     let whole = true;
     const write = async (): Promise<{ lists: PlannedList[]; logged: [PlannedArray, AppendedSeqs][] }> => {
       const lists = await this.planLists(at, parentId, listChannels);
@@ -503,7 +504,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
            (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, versions_base, metadata_type, metadata)
          SELECT $1, $2, $8, $9, $10, $11, CASE WHEN base.found THEN $15 ELSE $12 END, CASE WHEN base.found THEN $16 END, $13, $14
          FROM (SELECT $16::text IS NOT NULL AND EXISTS (
-           SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $16 AND versions_base IS NULL
+           SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $16
          ) AS found) base
          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
            parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, checkpoint = EXCLUDED.checkpoint,
@@ -538,7 +539,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     if (listChannels.length > 0) await earlier();
     const { lists, logged } = await this.retryOnStaleLog(at, listChannels.length > 0 || inputs.length > 0, write);
     for (const [plan, appended] of logged) this.rememberLogged(at, plan, appended);
-    if (whole) this.versionBases.set(namespaceKey, { checkpointId: checkpoint.id, versions: { ...versions } });
+    const depth = whole || !base ? 0 : base.depth + 1;
+    this.versionBases.set(namespaceKey, { checkpointId: checkpoint.id, versions: { ...versions }, depth });
     for (const list of lists) {
       this.lastLists.set(channelKey(at, list.channel), list.stored);
       const end = list.appended.at(-1);
@@ -895,7 +897,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     if (!head) return undefined;
     const id = head.a!;
     const parentId = head.b;
-    const channelVersions = readVersions(head.extra!, head.channel);
+    const channelVersions = readVersions(head.channel!);
 
     const values = new Map<string, ReadValue>();
     const stored = resolvedRows(
