@@ -6,7 +6,7 @@
  */
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
-import { uuid6 } from "@langchain/langgraph-checkpoint";
+import { type CheckpointMetadata, uuid6 } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-queries.js";
@@ -448,6 +448,31 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(tuple.pendingWrites!.map(([, channel, value]) => [channel, (value as BaseMessage[]).map((item) => item.content)])).toEqual([
       ["messages", ["hello"]],
     ]);
+  });
+
+  it("stores a checkpoint's header and metadata compressed when that pays, and reads them back in every read", async () => {
+    const saver = await saverOn(newDatabase());
+    const config = { configurable: { thread_id: "t9", checkpoint_ns: "" } };
+    const note = "a note long enough to compress ".repeat(8);
+    const seen = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`node${i}`, { [`c${i}`]: i + 1 }]));
+    const id = uuid6(0);
+    await saver.put(
+      config,
+      { v: 4, id, ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: seen },
+      { source: "input", step: -1, parents: {}, note } as CheckpointMetadata,
+      {},
+    );
+    const { rows } = await saver.pool.query("SELECT checkpoint_type, metadata_type FROM loopgraph_checkpoints WHERE thread_id = 't9'");
+    expect(rows).toEqual([{ checkpoint_type: "deflate:json", metadata_type: "deflate:json" }]);
+    const tuple = await saver.getTuple(config);
+    expect(tuple?.checkpoint.versions_seen).toEqual(seen);
+    expect((tuple?.metadata as Record<string, unknown>).note).toBe(note);
+    const listed = [];
+    for await (const found of saver.list(config, { filter: { note } })) listed.push(found.checkpoint.id);
+    expect(listed).toEqual([id]);
+    const walked = [];
+    for await (const entry of saver.history("t9")) walked.push((entry.metadata as Record<string, unknown> | undefined)?.note);
+    expect(walked).toEqual([note]);
   });
 
   it("orders checkpoints by the bytes of their ids, whatever the database's collation", async () => {

@@ -11,6 +11,7 @@ import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
 import { readVersions, versionsChain } from "./versions.js";
 import { REF_TARGET_JOIN, resolvedItem } from "./item-logs.js";
+import { unpacked } from "./packing.js";
 import { blobKey, resolvedRows, type BlobRow } from "./value-batch.js";
 
 /** Up to `limit` of the thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
@@ -25,7 +26,18 @@ export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: str
      WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3 ORDER BY c.checkpoint_id LIMIT $5`,
     [at.threadId, at.ns, after, ERROR, limit],
   );
-  return rows.map(({ version_chain, ...row }) => ({ ...row, channel_versions: JSON.stringify(readVersions(version_chain)) }));
+  return rows.map(({ version_chain, ...row }) => {
+    const [checkpointType, checkpoint] = unpacked(row.checkpoint_type, Buffer.from(row.checkpoint));
+    const [metadataType, metadata] = unpacked(row.metadata_type, Buffer.from(row.metadata));
+    return {
+      ...row,
+      checkpoint_type: checkpointType,
+      checkpoint,
+      metadata_type: metadataType,
+      metadata,
+      channel_versions: JSON.stringify(readVersions(version_chain)),
+    };
+  });
 }
 
 /**

@@ -44,7 +44,7 @@ import { LruMap } from "../../checkpoint/lru-map.js";
 import { blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems } from "./history.js";
 import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRow, type ChannelValue } from "./value-batch.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
-import { asBuffer, packed, unpacked } from "./packing.js";
+import { packed, unpacked } from "./packing.js";
 import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
 import { CHANNEL_VERSIONS_CTE, readVersions, storedVersions, versionsChain, type VersionsBase } from "./versions.js";
 import {
@@ -364,7 +364,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         pageParams,
       );
       for (const row of rows) {
-        if (wanted.length > 0 && !(await metadataMatches(this.serde, row.metadata_type, row.metadata, wanted))) continue;
+        if (wanted.length > 0 && !(await metadataMatches(this.serde, ...unpacked(row.metadata_type, row.metadata), wanted))) continue;
         const tuple = await this.readTuple({ threadId: row.thread_id, ns: row.checkpoint_ns }, row.checkpoint_id);
         if (!tuple) continue;
         yield tuple;
@@ -520,11 +520,9 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           all.ranges,
           checkpoint.id,
           parentId ?? null,
-          checkpointType,
-          asBuffer(checkpointBytes),
+          ...packed(checkpointType, checkpointBytes),
           JSON.stringify(versions),
-          metadataType,
-          asBuffer(metadataBytes),
+          ...packed(metadataType, metadataBytes),
           stored.text,
           stored.base,
           ...items.params(),
@@ -976,8 +974,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     }
 
     const [header, metadata, pendingWrites] = await Promise.all([
-      this.serde.loadsTyped(head.type!, head.data!) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
-      this.serde.loadsTyped(head.type2!, head.data2!) as Promise<CheckpointMetadata>,
+      this.serde.loadsTyped(...unpacked(head.type!, head.data!)) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
+      this.serde.loadsTyped(...unpacked(head.type2!, head.data2!)) as Promise<CheckpointMetadata>,
       Promise.all(
         pending.map(
           async ({ write, logged }): Promise<CheckpointPendingWrite> => [
