@@ -6,12 +6,14 @@
  */
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
-import { uuid6 } from "@langchain/langgraph-checkpoint";
+import { type CheckpointMetadata, uuid6 } from "@langchain/langgraph-checkpoint";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-queries.js";
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
+import { resolvedRows, type BlobRow } from "../src/store/postgres/value-batch.js";
+import { MAX_CHAIN, readVersions, storedVersions, versionsChain } from "../src/store/postgres/versions.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
@@ -82,6 +84,48 @@ async function count(pool: pg.Pool, sql: string, params: unknown[] = []): Promis
   return Number(rows[0]!.n);
 }
 
+/**
+ * Turns a store of the current schema into one of schema 2 as that loopgraph wrote it: a row per
+ * channel version (the rows holding several values split), keyed by channel first.
+ */
+async function downgradeToSchema2(pool: pg.Pool): Promise<void> {
+  const { rows } = await pool.query<BlobRow & { thread_id: string; checkpoint_ns: string }>("SELECT * FROM loopgraph_checkpoint_blobs");
+  await pool.query("DELETE FROM loopgraph_checkpoint_blobs");
+  await pool.query(`ALTER TABLE loopgraph_checkpoint_blobs DROP CONSTRAINT loopgraph_checkpoint_blobs_pkey,
+    ADD PRIMARY KEY (thread_id, checkpoint_ns, channel, version)`);
+  const namespaces = new Map<string, typeof rows>();
+  for (const row of rows) {
+    const key = JSON.stringify([row.thread_id, row.checkpoint_ns]);
+    namespaces.set(key, [...(namespaces.get(key) ?? []), row]);
+  }
+  for (const [key, group] of namespaces) {
+    const [threadId, ns] = JSON.parse(key) as [string, string];
+    for (const row of resolvedRows(group).values()) {
+      await pool.query(
+        "INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges) VALUES ($1, $2, $3, $4, $5, $6, $7)",
+        [threadId, ns, row.channel, row.version, row.type, row.data, row.ranges],
+      );
+    }
+  }
+  await pool.query("UPDATE loopgraph_schema SET version = 2 WHERE part = 'checkpoints'");
+}
+
+describe("channel versions against the checkpoint before", () => {
+  it("are stored as the entries that changed while the chain is short enough, else whole", () => {
+    const versions = { a: 2, b: 1, c: 1 };
+    const base = (depth: number) => ({ checkpointId: "p", versions: { a: 1, b: 1, c: 1 }, depth });
+    expect(storedVersions(versions, base(MAX_CHAIN - 1))).toEqual({ text: JSON.stringify({ a: 2 }), base: "p" });
+    expect(storedVersions(versions, base(MAX_CHAIN))).toEqual({ text: JSON.stringify(versions), base: null });
+    expect(
+      readVersions(JSON.stringify([JSON.stringify({ a: 1, b: 1, c: 1 }), JSON.stringify({ c: 3 }), JSON.stringify({ a: 2 })])),
+    ).toEqual({
+      a: 2,
+      b: 1,
+      c: 3,
+    });
+  });
+});
+
 describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL checkpoint saver", () => {
   beforeAll(async () => {
     server = await startPostgres();
@@ -105,6 +149,10 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't1' AND channel = 'messages'",
     );
     expect(versions).toBeGreaterThanOrEqual(40);
+    // The branch values a step sets beside a list version are held in its row: no row of their own.
+    expect(
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't1' AND channel LIKE 'branch:%'"),
+    ).toBe(0);
     // Every stored version of the list reads back as the messages it held then.
     const history = [];
     for await (const tuple of saver.list({ configurable: { thread_id: "t1" } })) history.push(tuple);
@@ -224,9 +272,13 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const input = tuples.at(-1)!;
     expect((input.checkpoint.channel_values.__start__ as Record<string, unknown>).c19).toBe(LONG);
     expect(input.pendingWrites!.find(([, channel]) => channel === "c19")?.[2]).toBe(LONG);
+    // The values a step sets share its version and one row (see value-batch.ts): a row per version, many holding several.
+    expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6'")).toBe(
+      await count(saver.pool, "SELECT count(DISTINCT version) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6'"),
+    );
     expect(
-      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'deflate:json'"),
-    ).toBe(2);
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'loopgraph:values'"),
+    ).toBeGreaterThanOrEqual(8);
     // Each task's writes of a turn (the start task's two, the node's two) are one row, read back as the writes they hold.
     expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE thread_id = 't6'")).toBe(16);
     const stepped = tuples.find((tuple) => tuple.pendingWrites?.some(([, channel]) => channel === "c3"))!;
@@ -246,10 +298,28 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       )
     ).rows[0]!;
     expect(Number(stored.deltas)).toBeGreaterThan(12);
+    // Versions are stored against the checkpoint written before (the parent), itself often a delta: chains, never longer than MAX_CHAIN.
+    const chains = (
+      await saver.pool.query<{ linked: string; longest: number }>(`WITH RECURSIVE chain AS (
+        SELECT checkpoint_id AS start, versions_base, 0 AS depth FROM loopgraph_checkpoints WHERE thread_id = 't6'
+        UNION ALL
+        SELECT chain.start, l.versions_base, chain.depth + 1 FROM chain
+          JOIN loopgraph_checkpoints l ON l.thread_id = 't6' AND l.checkpoint_id = chain.versions_base
+      ) SELECT count(*) FILTER (WHERE depth >= 2) AS linked, max(depth) AS longest FROM chain`)
+    ).rows[0]!;
+    expect(Number(chains.linked)).toBeGreaterThan(0);
+    expect(chains.longest).toBeLessThanOrEqual(MAX_CHAIN);
+    expect(
+      await count(
+        saver.pool,
+        `SELECT count(*) AS n FROM loopgraph_checkpoints WHERE thread_id = 't6' AND versions_base IS NOT NULL
+           AND versions_base IS DISTINCT FROM parent_checkpoint_id`,
+      ),
+    ).toBe(0);
     expect(Number(stored.bytes)).toBeLessThan(0.5 * [...written.values()].reduce((sum, text) => sum + text.length, 0));
   });
 
-  it("stores versions whole when their base is gone (another process deleted the thread), and migrates a store of schema 1", async () => {
+  it("stores versions whole when their base is gone (another process deleted the thread), and migrates stores of schemas 2 and 1", async () => {
     const url = newDatabase();
     const a = await saverOn(url);
     const b = await saverOn(url);
@@ -277,21 +347,34 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     await graph.invoke(allChannels(), config);
     await graph.invoke({ c0: 1 }, config);
     const state = await graph.getState(config);
-    // A store of schema version 1 (no versions_base, every row whole) is migrated by setup, its checkpoints read as before.
+    // A store of schema version 2 (a row per channel version, keyed by channel first) is migrated by setup, read as before.
     const before = JSON.stringify(state.values);
-    await a.pool.query(`UPDATE loopgraph_checkpoints c SET channel_versions = (
-      SELECT json_object_agg(key, value)::text FROM (
-        SELECT key, value FROM json_each(c.channel_versions::json)
-        UNION ALL SELECT key, value FROM loopgraph_checkpoints b, json_each(b.channel_versions::json)
-          WHERE b.thread_id = c.thread_id AND b.checkpoint_id = c.versions_base AND NOT c.channel_versions::jsonb ? key) e)
-      WHERE versions_base IS NOT NULL`);
+    await downgradeToSchema2(a.pool);
+    const c2 = await saverOn(url);
+    expect(JSON.stringify((await buildWide(c2).getState(config)).values)).toBe(before);
+    await buildWide(c2).invoke({ c0: 2 }, config);
+    const continued = await buildWide(c2).getState(config);
+    expect(continued.values.c0).toBe(2);
+    // A store of schema version 1 (no versions_base, every row whole) is migrated by setup, its checkpoints read as before.
+    const before1 = JSON.stringify(continued.values);
+    await downgradeToSchema2(a.pool);
+    const chains = await a.pool.query<{ thread_id: string; checkpoint_id: string; chain: string }>(
+      `SELECT thread_id, checkpoint_id, ${versionsChain("c", "c.thread_id", "c.checkpoint_ns")} AS chain FROM loopgraph_checkpoints c`,
+    );
+    for (const row of chains.rows) {
+      await a.pool.query("UPDATE loopgraph_checkpoints SET channel_versions = $3 WHERE thread_id = $1 AND checkpoint_id = $2", [
+        row.thread_id,
+        row.checkpoint_id,
+        JSON.stringify(readVersions(row.chain)),
+      ]);
+    }
     await a.pool.query("ALTER TABLE loopgraph_checkpoints DROP COLUMN versions_base");
     await a.pool.query("UPDATE loopgraph_schema SET version = 1 WHERE part = 'checkpoints'");
     const c = await saverOn(url);
     expect((await c.pool.query("SELECT version FROM loopgraph_schema WHERE part = 'checkpoints'")).rows[0].version).toBe(
       CHECKPOINT_MIGRATIONS.length,
     );
-    expect(JSON.stringify((await buildWide(c).getState(config)).values)).toBe(before);
+    expect(JSON.stringify((await buildWide(c).getState(config)).values)).toBe(before1);
     await buildWide(c).invoke({ c0: 4 }, config);
     expect((await buildWide(c).getState(config)).values.c0).toBe(4);
   });
@@ -365,6 +448,31 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(tuple.pendingWrites!.map(([, channel, value]) => [channel, (value as BaseMessage[]).map((item) => item.content)])).toEqual([
       ["messages", ["hello"]],
     ]);
+  });
+
+  it("stores a checkpoint's header and metadata compressed when that pays, and reads them back in every read", async () => {
+    const saver = await saverOn(newDatabase());
+    const config = { configurable: { thread_id: "t9", checkpoint_ns: "" } };
+    const note = "a note long enough to compress ".repeat(8);
+    const seen = Object.fromEntries(Array.from({ length: 8 }, (_, i) => [`node${i}`, { [`c${i}`]: i + 1 }]));
+    const id = uuid6(0);
+    await saver.put(
+      config,
+      { v: 4, id, ts: new Date().toISOString(), channel_values: {}, channel_versions: {}, versions_seen: seen },
+      { source: "input", step: -1, parents: {}, note } as CheckpointMetadata,
+      {},
+    );
+    const { rows } = await saver.pool.query("SELECT checkpoint_type, metadata_type FROM loopgraph_checkpoints WHERE thread_id = 't9'");
+    expect(rows).toEqual([{ checkpoint_type: "deflate:json", metadata_type: "deflate:json" }]);
+    const tuple = await saver.getTuple(config);
+    expect(tuple?.checkpoint.versions_seen).toEqual(seen);
+    expect((tuple?.metadata as Record<string, unknown>).note).toBe(note);
+    const listed = [];
+    for await (const found of saver.list(config, { filter: { note } })) listed.push(found.checkpoint.id);
+    expect(listed).toEqual([id]);
+    const walked = [];
+    for await (const entry of saver.history("t9")) walked.push((entry.metadata as Record<string, unknown> | undefined)?.note);
+    expect(walked).toEqual([note]);
   });
 
   it("orders checkpoints by the bytes of their ids, whatever the database's collation", async () => {

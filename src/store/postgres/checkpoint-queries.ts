@@ -1,7 +1,8 @@
 import type pg from "pg";
 import type { CheckpointAddress, CheckpointQueries } from "../../runs/checkpoint-ids.js";
 import { unpacked } from "./packing.js";
-import { BASE_JOIN, CHANNEL_VERSIONS_CTE } from "./versions.js";
+import { blobKey, resolvedRows, type BlobRow } from "./value-batch.js";
+import { CHANNEL_VERSIONS_CTE, versionsChain } from "./versions.js";
 
 /** The ids starting with `prefix`: a range of the key (ids are ASCII; U+FFFF sorts above them), then an exact match. */
 const PREFIX_RANGE =
@@ -20,24 +21,26 @@ export class PostgresCheckpointQueries implements CheckpointQueries {
   }
 
   async plainChannels(threadId: string, channels: readonly string[], checkpointId?: string): Promise<Record<string, unknown>> {
-    // One statement: the checkpoint's versions of the channels, and their rows.
-    const { rows } = await this.pool.query<{ channel: string; type: string | null; data: Buffer | null; ranges: string | null }>(
+    // One statement: the checkpoint's versions of the channels (part 0), and the rows at those versions (part 1).
+    const { rows } = await this.pool.query<BlobRow & { part: number }>(
       `WITH cp AS (
-         SELECT c.channel_versions, b.channel_versions AS base_versions FROM (
+         SELECT ${versionsChain("c", "$1", "''")} AS version_chain FROM (
            SELECT * FROM loopgraph_checkpoints
            WHERE thread_id = $1 AND checkpoint_ns = '' AND ($2::text IS NULL OR checkpoint_id = $2)
            ORDER BY checkpoint_id DESC LIMIT 1
-         ) c ${BASE_JOIN}
-       ), ${CHANNEL_VERSIONS_CTE}
-       SELECT cv.channel, b.type, b.data, b.ranges
-       FROM cv
-       LEFT JOIN loopgraph_checkpoint_blobs b ON b.thread_id = $1 AND b.checkpoint_ns = '' AND b.channel = cv.channel AND b.version = cv.version
-       WHERE cv.channel = ANY($3::text[])`,
+         ) c
+       ), ${CHANNEL_VERSIONS_CTE}, wanted AS (SELECT channel, version FROM cv WHERE channel = ANY($3::text[]))
+       SELECT 0 AS part, channel, version, NULL AS type, NULL::bytea AS data, NULL AS ranges FROM wanted
+       UNION ALL
+       SELECT 1, b.channel, b.version, b.type, b.data, b.ranges FROM loopgraph_checkpoint_blobs b
+       WHERE b.thread_id = $1 AND b.checkpoint_ns = '' AND b.version IN (SELECT version FROM wanted)`,
       [threadId, checkpointId ?? null, [...channels]],
     );
+    const stored = resolvedRows(rows.filter((row) => row.part === 1));
     const values: Record<string, unknown> = {};
-    for (const row of rows) {
-      if (row.type === null) continue;
+    for (const { channel, version } of rows.filter((row) => row.part === 0)) {
+      const row = stored.get(blobKey(channel, version));
+      if (!row) continue;
       const [type, data] = row.data === null ? [row.type, null] : unpacked(row.type, row.data);
       if (type !== "json" || data === null) {
         throw new Error(

@@ -9,49 +9,55 @@ import type { HistoryRow } from "../../checkpoint/history-reader.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { pushSeq, type SeqRange } from "../../checkpoint/list-history.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
-import { BASE_JOIN, readVersions } from "./versions.js";
+import { readVersions, versionsChain } from "./versions.js";
 import { REF_TARGET_JOIN, resolvedItem } from "./item-logs.js";
-
-/** A channel version's row: a value (`data`), or a list version (`ranges` of the item log). */
-export interface BlobRow {
-  channel: string;
-  version: string;
-  type: string;
-  data: Buffer | null;
-  ranges: string | null;
-}
+import { unpacked } from "./packing.js";
+import { blobKey, resolvedRows, type BlobRow } from "./value-batch.js";
 
 /** Up to `limit` of the thread's checkpoints in its namespace after `after` (an id; "" for the first), oldest first. */
 export async function historyPage(pool: pg.Pool, at: ThreadNamespace, after: string, limit: number): Promise<HistoryRow[]> {
-  const { rows } = await pool.query<HistoryRow & { failed: boolean; base_versions: string | null }>(
+  const { rows } = await pool.query<HistoryRow & { failed: boolean; version_chain: string }>(
     `SELECT c.checkpoint_id, c.parent_checkpoint_id, c.checkpoint_type, c.checkpoint, c.channel_versions, c.metadata_type, c.metadata,
-            b.channel_versions AS base_versions,
+            ${versionsChain("c", "$1", "$2")} AS version_chain,
             EXISTS (SELECT 1 FROM loopgraph_checkpoint_writes w
                     WHERE w.thread_id = c.thread_id AND w.checkpoint_ns = c.checkpoint_ns
                       AND w.checkpoint_id = c.checkpoint_id AND w.channel = $4) AS failed
-     FROM loopgraph_checkpoints c ${BASE_JOIN}
+     FROM loopgraph_checkpoints c
      WHERE c.thread_id = $1 AND c.checkpoint_ns = $2 AND c.checkpoint_id > $3 ORDER BY c.checkpoint_id LIMIT $5`,
     [at.threadId, at.ns, after, ERROR, limit],
   );
-  return rows.map(({ base_versions, ...row }) =>
-    base_versions === null ? row : { ...row, channel_versions: JSON.stringify(readVersions(row.channel_versions, base_versions)) },
-  );
+  return rows.map(({ version_chain, ...row }) => {
+    const [checkpointType, checkpoint] = unpacked(row.checkpoint_type, Buffer.from(row.checkpoint));
+    const [metadataType, metadata] = unpacked(row.metadata_type, Buffer.from(row.metadata));
+    return {
+      ...row,
+      checkpoint_type: checkpointType,
+      checkpoint,
+      metadata_type: metadataType,
+      metadata,
+      channel_versions: JSON.stringify(readVersions(version_chain)),
+    };
+  });
 }
 
-/** The key of a channel version in the map `blobRows` gives. */
-export const blobKey = (channel: string, version: string): string => `${channel}\u0000${version}`;
-
-/** The rows of the channel versions `pairs` names that hold a value (see `blobKey`). */
+/**
+ * The channel versions `pairs` names that hold a value, by `blobKey`: the rows at their versions,
+ * one statement, each channel's value found in them (see value-batch.ts).
+ */
 export async function blobRows(pool: pg.Pool, at: ThreadNamespace, pairs: readonly [string, string][]): Promise<Map<string, BlobRow>> {
   if (pairs.length === 0) return new Map();
   const { rows } = await pool.query<BlobRow>(
-    `SELECT b.channel, b.version, b.type, b.data, b.ranges
-     FROM unnest($3::text[], $4::text[]) AS p(channel, version)
-     JOIN loopgraph_checkpoint_blobs b
-       ON b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = p.channel AND b.version = p.version`,
-    [at.threadId, at.ns, pairs.map(([channel]) => channel), pairs.map(([, version]) => version)],
+    `SELECT channel, version, type, data, ranges FROM loopgraph_checkpoint_blobs
+     WHERE thread_id = $1 AND checkpoint_ns = $2 AND version = ANY($3::text[])`,
+    [at.threadId, at.ns, [...new Set(pairs.map(([, version]) => version))]],
   );
-  return new Map(rows.map((row) => [blobKey(row.channel, row.version), row]));
+  const resolved = resolvedRows(rows);
+  const wanted = new Map<string, BlobRow>();
+  for (const [channel, version] of pairs) {
+    const row = resolved.get(blobKey(channel, version));
+    if (row) wanted.set(blobKey(channel, version), row);
+  }
+  return wanted;
 }
 
 /** An item as read, with the item it refers to when it is a reference (see item-logs.ts). */

@@ -1,6 +1,7 @@
 /**
- * Values, items and pending writes of the PostgreSQL saver are stored compressed (raw DEFLATE)
- * when that saves at least an eighth: their type then carries the prefix `deflate:`. PostgreSQL
+ * Values, items, pending writes, checkpoint headers and metadata of the PostgreSQL saver are
+ * stored compressed (raw DEFLATE) when that saves at least an eighth: their type then carries
+ * the prefix `deflate:`. PostgreSQL
  * compresses a row's values only past about 2 KB (TOAST); a thread's messages, tool outputs and
  * state values are mostly text under that, which compresses two to four times.
  * The saver's own kinds of rows (list versions, references) are never compressed: SQL reads them.

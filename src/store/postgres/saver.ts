@@ -41,11 +41,12 @@ import {
   type StoredList,
 } from "../../checkpoint/list-history.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
-import { blobKey, blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems, type BlobRow } from "./history.js";
+import { blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems } from "./history.js";
+import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRow, type ChannelValue } from "./value-batch.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
-import { asBuffer, packed, unpacked } from "./packing.js";
+import { packed, unpacked } from "./packing.js";
 import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
-import { BASE_JOIN, CHANNEL_VERSIONS_CTE, readVersions, storedVersions, type VersionsBase } from "./versions.js";
+import { CHANNEL_VERSIONS_CTE, readVersions, storedVersions, versionsChain, type VersionsBase } from "./versions.js";
 import {
   insertItemsSql,
   ItemRows,
@@ -73,8 +74,6 @@ import {
   type ThreadNamespace,
 } from "../../checkpoint/saver-common.js";
 
-/** The type of a list version's blob row: its items are in the item log, at `ranges`. */
-const ITEMS_TYPE = "lg:items";
 /** Threads × namespaces × list channels whose last written version is kept for diffing. */
 const REMEMBERED_LISTS = 256;
 const LIST_PAGE_SIZE = 100;
@@ -105,32 +104,33 @@ interface TupleRow {
 
 /**
  * A checkpoint with everything its tuple needs, in one statement (one snapshot, one round trip):
- * part 0 the checkpoint row (`channel`: its base's versions, see versions.ts), 1 the blobs of its
- * channel versions (`a`: the version), 2 the items of its list versions but those the saver holds
+ * part 0 the checkpoint row (`channel`: its versions chain, see versions.ts), 1 the blob rows at
+ * its channel versions (`a`: the version; a row may hold other channels' values, see
+ * value-batch.ts), 2 the items of its list versions but those the saver holds
  * ($4, $5: channels and versions; a reference comes with the item it refers to, see
  * item-logs.ts), 3 its pending writes, 4 the sends pending on its parent (checkpoints of format
  * < 4 kept them there).
  */
 const TUPLE_SQL = `
 WITH cp AS (
-  SELECT c.*, b.channel_versions AS base_versions FROM (
+  SELECT c.*, ${versionsChain("c", "$1", "$2")} AS version_chain FROM (
     SELECT * FROM loopgraph_checkpoints
     WHERE thread_id = $1 AND checkpoint_ns = $2 AND ($3::text IS NULL OR checkpoint_id = $3)
     ORDER BY checkpoint_id DESC LIMIT 1
-  ) c ${BASE_JOIN}
+  ) c
 ), ${CHANNEL_VERSIONS_CTE}, v AS (
-  SELECT b.channel, b.version, b.type, b.data, b.ranges
-  FROM cv JOIN loopgraph_checkpoint_blobs b
-    ON b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.channel = cv.channel AND b.version = cv.version
+  SELECT b.channel, b.version, b.type, b.data, b.ranges FROM loopgraph_checkpoint_blobs b
+  WHERE b.thread_id = $1 AND b.checkpoint_ns = $2 AND b.version IN (SELECT version FROM cv)
 )
-SELECT 0 AS part, NULL::bigint AS ord, cp.base_versions AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
+SELECT 0 AS part, NULL::bigint AS ord, cp.version_chain AS channel, cp.checkpoint_id AS a, cp.parent_checkpoint_id AS b,
        cp.checkpoint_type AS type, cp.checkpoint AS data, cp.channel_versions AS extra, cp.metadata_type AS type2, cp.metadata AS data2, NULL::integer AS n
   FROM cp
 UNION ALL
 SELECT 1, NULL, v.channel, v.version, NULL, v.type, v.data, v.ranges, NULL, NULL, NULL FROM v
 UNION ALL
 SELECT 2, r.ord, v.channel, NULL, NULL, i.type, i.data, NULL, t.type, t.data, i.seq
-  FROM v CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
+  FROM v JOIN cv ON cv.channel = v.channel AND cv.version = v.version
+  CROSS JOIN LATERAL json_array_elements(v.ranges::json) WITH ORDINALITY AS r(span, ord)
   JOIN loopgraph_checkpoint_items i
     ON i.thread_id = $1 AND i.checkpoint_ns = $2 AND i.channel = v.channel
    AND i.seq >= (r.span->>0)::integer AND i.seq < (r.span->>1)::integer
@@ -207,21 +207,40 @@ function storedValue(type: string, data: Buffer): { kind: "value"; type: string;
   return { kind: "value", type: valueType, data: bytes };
 }
 
-/** Value rows of a checkpoint write, column by column (for `unnest`). */
+/**
+ * Value rows of a checkpoint write, column by column (for `unnest`). A row with a `carrier` is
+ * written only when the row of that channel at its version holding its value (see value-batch.ts)
+ * is not: when that row was there already (the same version put again).
+ */
 interface BlobColumns {
   channels: string[];
   versions: string[];
   types: string[];
   data: (Buffer | null)[];
   ranges: (string | null)[];
+  carriers: (string | null)[];
 }
 
-function pushBlob(columns: BlobColumns, channel: string, version: string, type: string, data: Buffer | null, ranges: string | null): void {
+function pushBlob(
+  columns: BlobColumns,
+  channel: string,
+  version: string,
+  type: string,
+  data: Buffer | null,
+  ranges: string | null,
+  carrier: string | null = null,
+): void {
   columns.channels.push(channel);
   columns.versions.push(version);
   columns.types.push(type);
   columns.data.push(data);
   columns.ranges.push(ranges);
+  columns.carriers.push(carrier);
+}
+
+/** Rows for the values of a version held by the row of `carrier`, each on its own, in case that row is not written. */
+function pushSpilled(columns: BlobColumns, carrier: string, version: string, values: readonly ChannelValue[]): void {
+  for (const value of values) pushBlob(columns, value.channel, version, ...packed(value.type, value.data), null, carrier);
 }
 
 /**
@@ -345,7 +364,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         pageParams,
       );
       for (const row of rows) {
-        if (wanted.length > 0 && !(await metadataMatches(this.serde, row.metadata_type, row.metadata, wanted))) continue;
+        if (wanted.length > 0 && !(await metadataMatches(this.serde, ...unpacked(row.metadata_type, row.metadata), wanted))) continue;
         const tuple = await this.readTuple({ threadId: row.thread_id, ns: row.checkpoint_ns }, row.checkpoint_id);
         if (!tuple) continue;
         yield tuple;
@@ -399,7 +418,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       this.serde.dumpsTyped(withoutId(rest)),
       this.serde.dumpsTyped(metadata),
     ]);
-    const blobs: BlobColumns = { channels: [], versions: [], types: [], data: [], ranges: [] };
+    const plain: (ChannelValue & { readonly version: string })[] = [];
     const listChannels: [string, string, unknown[]][] = [];
     const inputs: (InputPlan & { channel: string; version: string })[] = [];
     for (const [channel, newVersion] of Object.entries(newVersions)) {
@@ -416,12 +435,13 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         continue;
       }
       const [type, data] = await this.serde.dumpsTyped(value);
-      pushBlob(blobs, channel, String(newVersion), ...packed(type, data), null);
+      plain.push({ channel, version: String(newVersion), type, data });
     }
 
     // Stored against the namespace's base when few versions changed (the base checked in the statement: else whole).
     const namespaceKey = channelKey(at, "");
-    const stored = storedVersions(versions, this.versionBases.get(namespaceKey));
+    const base = this.versionBases.get(namespaceKey);
+    const stored = storedVersions(versions, base);
     let whole = true;
     const write = async (): Promise<{ lists: PlannedList[]; logged: [PlannedArray, AppendedSeqs][] }> => {
       const lists = await this.planLists(at, parentId, listChannels);
@@ -429,13 +449,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         at,
         inputs.flatMap((input) => input.props.map(([, plan]) => plan.log)),
       );
-      const all: BlobColumns = {
-        channels: [...blobs.channels],
-        versions: [...blobs.versions],
-        types: [...blobs.types],
-        data: [...blobs.data],
-        ranges: [...blobs.ranges],
-      };
+      const all: BlobColumns = { channels: [], versions: [], types: [], data: [], ranges: [], carriers: [] };
       const items = new ItemRows();
       const logged: [PlannedArray, AppendedSeqs][] = [];
       for (const input of inputs) {
@@ -448,21 +462,49 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         }
         pushBlob(all, input.channel, input.version, OBJECT_REFS_TYPE, Buffer.from(JSON.stringify(refs), "utf8"), null);
       }
+      // The values of a version go in its first list row, else in one row when there are several (see value-batch.ts).
+      const byVersion = new Map<string, ChannelValue[]>();
+      for (const value of plain) byVersion.set(value.version, [...(byVersion.get(value.version) ?? []), value]);
       for (const list of lists) {
-        pushBlob(all, list.channel, list.stored.version, ITEMS_TYPE, null, JSON.stringify(list.stored.ranges));
+        const values = byVersion.get(list.stored.version);
+        byVersion.delete(list.stored.version);
+        pushBlob(
+          all,
+          list.channel,
+          list.stored.version,
+          ITEMS_TYPE,
+          values ? batchBytes(values) : null,
+          JSON.stringify(list.stored.ranges),
+        );
+        if (values) pushSpilled(all, list.channel, list.stored.version, values);
         for (const { seq, encoded, reference } of list.appended) items.push(list.channel, seq, encoded, reference);
+      }
+      for (const [version, values] of byVersion) {
+        if (values.length > 1) {
+          pushBlob(all, values[0]!.channel, version, VALUES_TYPE, batchBytes(values), null);
+          pushSpilled(all, values[0]!.channel, version, values);
+        } else pushBlob(all, values[0]!.channel, version, ...packed(values[0]!.type, values[0]!.data), null);
       }
       const [row] = await this.execute<{ whole: boolean }>(
         `WITH blobs AS (
            INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges)
-           SELECT $1, $2, * FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[])
+           SELECT $1, $2, channel, version, type, data, ranges FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $24::text[])
+             AS r(channel, version, type, data, ranges, carrier)
+           WHERE carrier IS NULL
+           ON CONFLICT DO NOTHING
+           RETURNING channel, version
+         ), spilled AS (
+           INSERT INTO loopgraph_checkpoint_blobs (thread_id, checkpoint_ns, channel, version, type, data, ranges)
+           SELECT $1, $2, channel, version, type, data, ranges FROM unnest($3::text[], $4::text[], $5::text[], $6::bytea[], $7::text[], $24::text[])
+             AS r(channel, version, type, data, ranges, carrier)
+           WHERE carrier IS NOT NULL AND NOT EXISTS (SELECT 1 FROM blobs WHERE blobs.channel = r.carrier AND blobs.version = r.version)
            ON CONFLICT DO NOTHING
          ), ${insertItemsSql(17)}
          INSERT INTO loopgraph_checkpoints
            (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, versions_base, metadata_type, metadata)
          SELECT $1, $2, $8, $9, $10, $11, CASE WHEN base.found THEN $15 ELSE $12 END, CASE WHEN base.found THEN $16 END, $13, $14
          FROM (SELECT $16::text IS NOT NULL AND EXISTS (
-           SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $16 AND versions_base IS NULL
+           SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $16
          ) AS found) base
          ON CONFLICT (thread_id, checkpoint_ns, checkpoint_id) DO UPDATE SET
            parent_checkpoint_id = EXCLUDED.parent_checkpoint_id, checkpoint_type = EXCLUDED.checkpoint_type, checkpoint = EXCLUDED.checkpoint,
@@ -478,14 +520,13 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           all.ranges,
           checkpoint.id,
           parentId ?? null,
-          checkpointType,
-          asBuffer(checkpointBytes),
+          ...packed(checkpointType, checkpointBytes),
           JSON.stringify(versions),
-          metadataType,
-          asBuffer(metadataBytes),
+          ...packed(metadataType, metadataBytes),
           stored.text,
           stored.base,
           ...items.params(),
+          all.carriers,
         ],
       );
       whole = row?.whole ?? true;
@@ -496,7 +537,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     if (listChannels.length > 0) await earlier();
     const { lists, logged } = await this.retryOnStaleLog(at, listChannels.length > 0 || inputs.length > 0, write);
     for (const [plan, appended] of logged) this.rememberLogged(at, plan, appended);
-    if (whole) this.versionBases.set(namespaceKey, { checkpointId: checkpoint.id, versions: { ...versions } });
+    const depth = whole || !base ? 0 : base.depth + 1;
+    this.versionBases.set(namespaceKey, { checkpointId: checkpoint.id, versions: { ...versions }, depth });
     for (const list of lists) {
       this.lastLists.set(channelKey(at, list.channel), list.stored);
       const end = list.appended.at(-1);
@@ -853,10 +895,14 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     if (!head) return undefined;
     const id = head.a!;
     const parentId = head.b;
-    const channelVersions = readVersions(head.extra!, head.channel);
+    const channelVersions = readVersions(head.channel!);
 
     const values = new Map<string, ReadValue>();
-    const blobRows = rows.filter((row) => row.part === 1);
+    const stored = resolvedRows(
+      rows
+        .filter((row) => row.part === 1)
+        .map((row): BlobRow => ({ channel: row.channel!, version: row.a!, type: row.type!, data: row.data, ranges: row.extra })),
+    );
     const itemsOf = new Map<string, EncodedItem[]>();
     for (const row of rows.filter((item) => item.part === 2).sort((x, y) => Number(x.ord) - Number(y.ord) || x.n! - y.n!)) {
       let items = itemsOf.get(row.channel!);
@@ -871,23 +917,24 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       return read;
     };
     const inputs = new Map<string, { rest: string; props: [string, { items?: EncodedItem[] }][] }>();
-    for (const row of blobRows) {
-      const channel = row.channel!;
+    for (const [channel, version] of Object.entries(channelVersions)) {
+      const row = stored.get(blobKey(channel, String(version)));
+      if (!row) continue;
       if (row.type === OBJECT_REFS_TYPE) {
         const refs = JSON.parse(row.data!.toString("utf8")) as ObjectRefs;
         inputs.set(channel, { rest: refs.rest, props: Object.entries(refs.props).map(([key, spans]) => [key, readSpans(spans)]) });
         continue;
       }
       if (row.type !== ITEMS_TYPE) {
-        values.set(channel, storedValue(row.type!, row.data!));
+        values.set(channel, storedValue(row.type, row.data!));
         continue;
       }
       const held = known.get(channel);
       values.set(channel, {
         kind: "list",
-        version: String(channelVersions[channel]),
-        ranges: JSON.parse(row.extra!) as SeqRange[],
-        items: held?.version === row.a ? held.encoded : (itemsOf.get(channel) ?? []),
+        version: row.version,
+        ranges: JSON.parse(row.ranges!) as SeqRange[],
+        items: held?.version === row.version ? held.encoded : (itemsOf.get(channel) ?? []),
       });
     }
     const writes = (part: number) =>
@@ -927,8 +974,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     }
 
     const [header, metadata, pendingWrites] = await Promise.all([
-      this.serde.loadsTyped(head.type!, head.data!) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
-      this.serde.loadsTyped(head.type2!, head.data2!) as Promise<CheckpointMetadata>,
+      this.serde.loadsTyped(...unpacked(head.type!, head.data!)) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
+      this.serde.loadsTyped(...unpacked(head.type2!, head.data2!)) as Promise<CheckpointMetadata>,
       Promise.all(
         pending.map(
           async ({ write, logged }): Promise<CheckpointPendingWrite> => [

@@ -150,4 +150,10 @@ export const CHECKPOINT_MIGRATIONS: readonly Migration[] = [
   // A checkpoint's channel_versions may hold only the entries that differ from those of the
   // checkpoint `versions_base` names, whose own are whole (see versions.ts). Rows before: whole.
   [`ALTER TABLE loopgraph_checkpoints ADD COLUMN versions_base text COLLATE "C"`],
+  // A step's rows keyed by their version first: a row may hold the values of several channels at
+  // its version (see value-batch.ts). Rows before: one channel each, read alike.
+  [
+    `ALTER TABLE loopgraph_checkpoint_blobs DROP CONSTRAINT loopgraph_checkpoint_blobs_pkey,
+       ADD PRIMARY KEY (thread_id, checkpoint_ns, version, channel)`,
+  ],
 ];

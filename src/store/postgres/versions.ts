@@ -1,16 +1,19 @@
 /**
- * A checkpoint's channel versions as the PostgreSQL saver stores them: whole (a "base"), or as
- * the entries that differ from a base checkpoint of the same thread namespace
- * (`versions_base` names it). A state of many channels changes a few of them a step: the
- * versions of fifty channels take about 1 KB a checkpoint whole, the few that changed since the
- * base a fraction of that. A base is always stored whole, so a read joins one row, never a chain.
+ * A checkpoint's channel versions as the PostgreSQL saver stores them: whole, or as the entries
+ * that differ from those of an earlier checkpoint of the same thread namespace (`versions_base`
+ * names it: the last one the saver wrote there, the parent typically), whose own may be stored
+ * so in turn, up to MAX_CHAIN links from one stored whole. A state of many channels changes a
+ * few of them a step: the versions of fifty channels take about 1 KB a checkpoint whole, those
+ * that changed since the parent a tenth of that. A read follows the chain in one statement
+ * (`versionsChain`), a few rows by their key.
  */
 import type { ChannelVersions } from "@langchain/langgraph-checkpoint";
 
-/** A checkpoint whose versions are stored whole: what later checkpoints' versions are stored against. */
+/** A checkpoint the next one's versions may be stored against: its versions whole, and its links to one stored whole. */
 export interface VersionsBase {
   readonly checkpointId: string;
   readonly versions: ChannelVersions;
+  readonly depth: number;
 }
 
 /** How a checkpoint's versions are stored: `text` against the checkpoint `base`, or whole (`base` null). */
@@ -19,17 +22,20 @@ export interface StoredVersions {
   readonly base: string | null;
 }
 
-/** A delta is stored while it names at most this share of the channels: else the versions are stored whole, as the next base. */
+/** A delta is stored while it names at most this share of the channels: else the versions are stored whole. */
 const MAX_DELTA_SHARE = 0.5;
+/** Links from a checkpoint to the one stored whole its versions are read from, at most. */
+export const MAX_CHAIN = 24;
 
 /**
- * How to store `versions` given the thread namespace's current base: the entries that differ from
- * it, when they are few and `{...base, ...delta}` gives the same channels in the same order
- * (LangGraph keeps a channel's place and appends new ones); else whole.
+ * How to store `versions` given the thread namespace's last checkpoint written: the entries that
+ * differ from it, when they are few, its chain is short enough, and `{...base, ...delta}` gives
+ * the same channels in the same order (LangGraph keeps a channel's place and appends new ones);
+ * else whole.
  */
 export function storedVersions(versions: ChannelVersions, base: VersionsBase | undefined): StoredVersions {
   const whole = { text: JSON.stringify(versions), base: null };
-  if (!base) return whole;
+  if (!base || base.depth >= MAX_CHAIN) return whole;
   const keys = Object.keys(versions);
   const baseKeys = Object.keys(base.versions);
   if (baseKeys.length > keys.length || baseKeys.some((key, i) => keys[i] !== key)) return whole;
@@ -44,25 +50,34 @@ export function storedVersions(versions: ChannelVersions, base: VersionsBase | u
   return { text: JSON.stringify(delta), base: base.checkpointId };
 }
 
-/** A checkpoint's versions from its stored column and, when it was stored against a base, the base's. */
-export function readVersions(text: string, baseText: string | null): ChannelVersions {
-  const own = JSON.parse(text) as ChannelVersions;
-  return baseText === null ? own : { ...(JSON.parse(baseText) as ChannelVersions), ...own };
+/** A checkpoint's versions from its chain as `versionsChain` gives it (a JSON array of the stored texts, the whole one first). */
+export function readVersions(chain: string): ChannelVersions {
+  const versions: ChannelVersions = {};
+  for (const text of JSON.parse(chain) as string[]) Object.assign(versions, JSON.parse(text) as ChannelVersions);
+  return versions;
 }
 
 /**
- * SQL: given a CTE `cp` of checkpoint rows with their base's versions as `base_versions`, the CTE
- * `cv(channel, version)` of each channel's version (the row's own entry, else its base's).
- * For one checkpoint.
+ * SQL: the versions chain of the checkpoint row `row` (a scalar subquery: a JSON array of the
+ * stored texts, the whole one first), its links looked up in the thread namespace given as SQL
+ * expressions.
+ */
+export function versionsChain(row: string, threadId: string, ns: string): string {
+  return `(WITH RECURSIVE chain AS (
+    SELECT ${row}.channel_versions, ${row}.versions_base, 0 AS depth
+    UNION ALL
+    SELECT l.channel_versions, l.versions_base, chain.depth + 1 FROM chain JOIN loopgraph_checkpoints l
+      ON l.thread_id = ${threadId} AND l.checkpoint_ns = ${ns} AND l.checkpoint_id = chain.versions_base
+  ) SELECT json_agg(channel_versions ORDER BY depth DESC)::text FROM chain)`;
+}
+
+/**
+ * SQL: given a CTE `cp` of one checkpoint row with its chain as `version_chain`, the CTE
+ * `cv(channel, version)` of each channel's version (the nearest link's entry).
  */
 export const CHANNEL_VERSIONS_CTE = `cv AS (
-  SELECT DISTINCT ON (channel) channel, version FROM (
-    SELECT e.key AS channel, e.value AS version, 0 AS rank FROM cp CROSS JOIN LATERAL json_each_text(cp.channel_versions::json) AS e
-    UNION ALL
-    SELECT e.key, e.value, 1 FROM cp CROSS JOIN LATERAL json_each_text(cp.base_versions::json) AS e
-  ) v ORDER BY channel, rank
+  SELECT DISTINCT ON (e.key) e.key AS channel, e.value AS version
+  FROM cp CROSS JOIN LATERAL json_array_elements_text(cp.version_chain::json) WITH ORDINALITY AS l(versions, link)
+  CROSS JOIN LATERAL json_each_text(l.versions::json) AS e
+  ORDER BY e.key, l.link DESC
 )`;
-
-/** SQL: the join that gives a checkpoint row `c` its base's versions (`b.channel_versions`, null when stored whole). */
-export const BASE_JOIN = `LEFT JOIN loopgraph_checkpoints b
-  ON b.thread_id = c.thread_id AND b.checkpoint_ns = c.checkpoint_ns AND b.checkpoint_id = c.versions_base`;
