@@ -149,7 +149,7 @@ try {
   const shortArgs = [CLI, "inspect", short.threadId, "--all", "--db", short.db];
   report({
     name: `inspect_thread_${allCheckpoints(short)}_checkpoints`,
-    ...pairedNodeMs(shortArgs, 7),
+    ...(await pairedNodeMs(shortArgs, 7)),
     unit: "ms",
     maxRatio: 5,
     note: shortNote,
@@ -179,12 +179,12 @@ try {
   }
   report({
     name: `inspect_last_page_${allCheckpoints(longest)}`,
-    ...pairedNodeMs([CLI, "inspect", longest.threadId, "--db", longest.db], 7),
+    ...(await pairedNodeMs([CLI, "inspect", longest.threadId, "--db", longest.db], 7)),
     unit: "ms",
     maxRatio: 5,
     note: `inspect <thread>: its newest 50 steps of ${longest.checkpoints} root checkpoints; ratio: median of 7 pairs; anchor: node -e ""`,
   });
-  const list = pairedNodeMs([CLI, "inspect", "--db", longest.db], 7);
+  const list = await pairedNodeMs([CLI, "inspect", "--db", longest.db], 7);
   report({
     name: "inspect_list",
     ...list,

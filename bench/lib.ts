@@ -99,18 +99,12 @@ export function medianNodeMs(args: string[], runs = 5): number {
  * drifts between runs (other tenants), and a pair shares its moment. The medians of each side, and
  * the median of the pairs' ratios (the row's ratio).
  */
-export function pairedNodeMs(args: string[], runs = 7): PairedFigures {
-  const pairs: { ours: number; anchor: number }[] = [];
-  for (let i = 0; i < runs; i++) {
-    if (i % 2 === 0) {
-      const anchor = nodeStartMs(1);
-      pairs.push({ ours: medianNodeMs(args, 1), anchor });
-    } else {
-      const ours = medianNodeMs(args, 1);
-      pairs.push({ ours, anchor: nodeStartMs(1) });
-    }
-  }
-  return pairedFigures(pairs);
+export function pairedNodeMs(args: string[], runs = 7): Promise<PairedFigures> {
+  return interleavedFigures(
+    runs,
+    () => medianNodeMs(args, 1),
+    () => nodeStartMs(1),
+  );
 }
 
 /** Paired figures: the medians of each side, the median of the pairs' ratios (a row's ratio) and their spread. */
@@ -133,10 +127,30 @@ export function pairedFigures(pairs: readonly { ours: number; anchor: number }[]
 }
 
 /**
- * Times `ours` and `anchor` in `rounds` interleaved pairs, the side that goes first alternating
- * (a busy machine's slow moments fall on both sides alike): the figures of pairedFigures, in ms.
+ * Measures `ours` and `anchor` (each call gives one figure: ms, MB…) in `rounds` pairs, the side
+ * that goes first alternating (a busy machine's slow moments fall on both sides alike): the
+ * figures of pairedFigures.
  */
-export async function interleavedMs(
+export async function interleavedFigures(
+  rounds: number,
+  ours: () => number | Promise<number>,
+  anchor: () => number | Promise<number>,
+): Promise<PairedFigures> {
+  const pairs: { ours: number; anchor: number }[] = [];
+  for (let round = 0; round < rounds; round++) {
+    if (round % 2 === 0) {
+      const oursFigure = await ours();
+      pairs.push({ ours: oursFigure, anchor: await anchor() });
+    } else {
+      const anchorFigure = await anchor();
+      pairs.push({ ours: await ours(), anchor: anchorFigure });
+    }
+  }
+  return pairedFigures(pairs);
+}
+
+/** interleavedFigures of the wall times of `ours` and `anchor`, in ms. */
+export function interleavedMs(
   rounds: number,
   ours: () => unknown | Promise<unknown>,
   anchor: () => unknown | Promise<unknown>,
@@ -146,17 +160,11 @@ export async function interleavedMs(
     await fn();
     return performance.now() - started;
   };
-  const pairs: { ours: number; anchor: number }[] = [];
-  for (let round = 0; round < rounds; round++) {
-    if (round % 2 === 0) {
-      const oursMs = await timed(ours);
-      pairs.push({ ours: oursMs, anchor: await timed(anchor) });
-    } else {
-      const anchorMs = await timed(anchor);
-      pairs.push({ ours: await timed(ours), anchor: anchorMs });
-    }
-  }
-  return pairedFigures(pairs);
+  return interleavedFigures(
+    rounds,
+    () => timed(ours),
+    () => timed(anchor),
+  );
 }
 
 /** Median wall time of a bare `node -e ""`: the anchor of every CLI row. */

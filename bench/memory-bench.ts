@@ -11,7 +11,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { fileURLToPath } from "node:url";
-import { CLI, measureNode, median, pairedFigures, report } from "./lib.js";
+import { CLI, interleavedFigures, measureNode, median, report } from "./lib.js";
 
 const STEPS = 10;
 const ROUNDS = 5;
@@ -118,19 +118,17 @@ async function compare(): Promise<void> {
         ],
         { cwd: dir, env: { ...process.env, XDG_CONFIG_HOME: join(dir, "config") } },
       ).rssMb;
-    const pairs: { ours: number; anchor: number }[] = [];
     const library: number[] = [];
-    for (let round = 0; round < ROUNDS; round++) {
-      if (round % 2 === 0) {
-        const ours = run(round);
-        pairs.push({ ours, anchor: side("anchor") });
-      } else {
-        const anchor = side("anchor");
-        pairs.push({ ours: run(round), anchor });
-      }
-      library.push(side("library"));
-    }
-    const figures = pairedFigures(pairs);
+    let round = 0;
+    const figures = await interleavedFigures(
+      ROUNDS,
+      () => {
+        // The library's run beside each of ours: for the row's note.
+        library.push(side("library"));
+        return run(round++);
+      },
+      () => side("anchor"),
+    );
     report({
       name: "run_peak_rss_agent_nodes",
       ...figures,

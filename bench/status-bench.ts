@@ -13,7 +13,7 @@ const dir = mkdtempSync(join(tmpdir(), "loopgraph-status-bench-"));
 try {
   const threads = await shortAndLongThreads(dir, FULL);
   for (const thread of threads) {
-    const figures = pairedNodeMs([CLI, "status", thread.threadId, "--db", thread.db], 7);
+    const figures = await pairedNodeMs([CLI, "status", thread.threadId, "--db", thread.db], 7);
     report({
       name: `status_${thread.checkpoints}_checkpoints`,
       ...figures,
