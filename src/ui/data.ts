@@ -43,12 +43,20 @@ export async function threadsPage(options: StoreOptions): Promise<ThreadsPage> {
   );
   return {
     threads: threads.map((thread) => {
-      const loop = `${thread.threadId}.loop`;
-      const chat = thread.threadId.endsWith(".loop") ? thread.threadId.slice(0, -".loop".length) : undefined;
-      const linked = ids.has(loop) ? loop : chat !== undefined && ids.has(chat) ? chat : undefined;
+      const linked = linkedIn(thread.threadId, (id) => ids.has(id));
       return { ...thread, tokens: tokens.get(thread.threadId)!, ...(linked !== undefined && { linked }) };
     }),
   };
+}
+
+/** The thread linked to `threadId`, of those that `exists`: its loop (`<id>.loop`), or the chat of a loop. */
+function linkedIn(threadId: string, exists: (threadId: string) => boolean): string | undefined {
+  return linkCandidates(threadId).find(exists);
+}
+
+/** The threads that may be linked to `threadId`, first found first: its loop, then (a loop's) its chat. */
+function linkCandidates(threadId: string): string[] {
+  return [`${threadId}.loop`, ...(threadId.endsWith(".loop") ? [threadId.slice(0, -".loop".length)] : [])];
 }
 
 /** Each thread's tokens, from its latest checkpoint's `usage` (a plain channel: no state is decoded). */
@@ -323,9 +331,13 @@ async function looperOf(threadId: string, options: StoreOptions): Promise<Thread
   return { ...status.json, text: status.text };
 }
 
+/** The thread linked to `threadId` (see linkedIn): only its two candidates are looked up, not every thread and its tokens. */
 async function linkedThread(threadId: string, options: StoreOptions): Promise<string | undefined> {
-  const { threads } = await threadsPage(options);
-  return threads.find((thread) => thread.threadId === threadId)?.linked;
+  return withTables(options, "read", async (store) => {
+    const found = new Set<string>();
+    for (const candidate of linkCandidates(threadId)) if (await store.threads.get(candidate)) found.add(candidate);
+    return linkedIn(threadId, (id) => found.has(id));
+  });
 }
 
 function messagesOf(raw: unknown): { type: string; name?: string; content: string; auto: boolean }[] {
