@@ -115,6 +115,20 @@ describe("loopgraph's git calls and a planted repository config", () => {
   });
 });
 
+describe("loopgraph's git calls and a planted special file", () => {
+  it("a snapshot stops within seconds when a named pipe sits where git reads .gitignore, and the error names it, instead of hanging", async () => {
+    const ws = tempWorkspace({ git: true, files: { "a.txt": "one\n" } });
+    const repo = await openSnapshotRepository(ws.dir);
+    mkdirSync(join(ws.dir, "sub"));
+    execFileSync("mkfifo", [join(ws.dir, "sub/.gitignore")]);
+    const started = Date.now();
+    await expect(repo.capture()).rejects.toThrow(
+      /^git add: sub\/\.gitignore is a named pipe \(FIFO\), which git reads and would wait on forever: remove it \(rm '.*sub\/\.gitignore'\) and try again$/,
+    );
+    expect(Date.now() - started).toBeLessThan(10_000);
+  }, 20_000);
+});
+
 /** The git program on PATH. */
 function gitPath(): string {
   return execFileSync("sh", ["-c", "command -v git"], { encoding: "utf8" }).trim();

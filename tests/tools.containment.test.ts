@@ -181,6 +181,47 @@ describe("special files", () => {
     }
   });
 
+  it("a named pipe or a link to a device a command leaves at a name git and ripgrep read is removed at once, at any depth, and the model told; grep, glob and list_dir then answer", async () => {
+    const ws = makeWorkspace({ "sub/a.txt": "needle\n", "d/b.txt": "x\n" }, { git: true });
+    const made = await ws.call("shell", {
+      command:
+        "mkfifo .gitignore sub/.ignore d/.gitattributes && ln -s /dev/zero sub/.rgignore && rm -f .git/info/exclude && mkfifo .git/info/exclude && echo made",
+    });
+    expect(made.ok).toBe(true);
+    for (const [path, what] of [
+      [".gitignore", "a named pipe (FIFO)"],
+      ["sub/.ignore", "a named pipe (FIFO)"],
+      ["d/.gitattributes", "a named pipe (FIFO)"],
+      ["sub/.rgignore", "a symbolic link to a device"],
+      [".git/info/exclude", "a named pipe (FIFO)"],
+    ] as const) {
+      expect(made.content).toContain(`[${path} was removed: it was ${what}, and git and ripgrep read every file of that name`);
+      expect(existsSync(join(ws.root, path)), path).toBe(false);
+    }
+    // A pipe at any other name stays: nothing reads it by name.
+    const other = await ws.call("shell", { command: "mkfifo sub/pipe && ls sub" });
+    expect(other.content).not.toContain("was removed");
+    expect(existsSync(join(ws.root, "sub/pipe"))).toBe(true);
+    expect((await ws.call("grep", { pattern: "needle" })).content).toContain("sub/a.txt:1:needle");
+    expect((await ws.call("glob", { pattern: "**/*.txt" })).content).toContain("sub/a.txt");
+    expect((await ws.call("list_dir", { path: "sub" })).content).toContain("a.txt");
+  }, 20_000);
+
+  it("a named pipe the repository holds at .gitignore: glob and list_dir answer without it, and grep through ripgrep stops within seconds naming it, instead of hanging", async () => {
+    const ws = makeWorkspace({ "sub/a.txt": "needle\n", "b.txt": "needle\n" }, { git: true });
+    mkfifo(join(ws.root, "sub/.gitignore"));
+    symlinkSync("/dev/zero", join(ws.root, ".ignore"));
+    expect((await ws.call("glob", { pattern: "**/*.txt" })).content).toContain("sub/a.txt");
+    expect((await ws.call("list_dir", { path: "sub" })).content).toContain("a.txt");
+    const started = Date.now();
+    const found = await ws.call("grep", { pattern: "needle" });
+    expect(Date.now() - started).toBeLessThan(10_000);
+    expect(found).toMatchObject({ ok: false, errorKind: "special_file" });
+    expect(found.content).toMatch(
+      /(sub\/\.gitignore is a named pipe \(FIFO\)|\.ignore is a symbolic link to a device), which ripgrep reads and would wait on forever: remove it/,
+    );
+  }, 20_000);
+
   it("ordinary files are still read, created, overwritten and edited", async () => {
     const ws = makeWorkspace({ "a.txt": "one\n" });
     expect(await ws.call("write_file", { path: "new/b.txt", contents: "two\n" })).toMatchObject({ ok: true });

@@ -10,6 +10,7 @@
 import { AsyncLocalStorage } from "node:async_hooks";
 import { execFile } from "node:child_process";
 import { LoopgraphError } from "../errors.js";
+import { hazardMessage, watchForReadHazards } from "./read-hazards.js";
 
 const MAX_GIT_OUTPUT_BYTES = 256 * 1024 * 1024;
 
@@ -172,8 +173,12 @@ function runGit(
   };
   if (indexFile) env.GIT_INDEX_FILE = indexFile;
   const command = ["-c", "core.quotepath=off", ...OVERRIDES.flatMap((setting) => ["-c", setting]), ...settings, ...repository, ...args];
+  const workTree = repository.find((arg) => arg.startsWith("--work-tree="))?.slice("--work-tree=".length) ?? cwd;
   return new Promise((resolveOutput, reject) => {
+    let stoppedFor: string | undefined;
     const child = execFile("git", command, { cwd, env, encoding, maxBuffer: MAX_GIT_OUTPUT_BYTES }, (error, stdout, stderr) => {
+      endWatch();
+      if (stoppedFor !== undefined) return reject(new GitError(`git ${args[0]}: ${stoppedFor}`));
       if (!error) return resolveOutput(stdout);
       const code = (error as NodeJS.ErrnoException | { code?: number }).code;
       if (typeof code === "number" && accepts(code)) return resolveOutput(stdout);
@@ -183,6 +188,10 @@ function runGit(
           ? `output larger than ${MAX_GIT_OUTPUT_BYTES} bytes`
           : String(stderr).trim().split("\n")[0] || error.message;
       reject(new GitError(`git ${args.join(" ")}: ${reason}`));
+    });
+    const endWatch = watchForReadHazards(workTree, (hazard) => {
+      stoppedFor = hazardMessage("git", workTree, hazard);
+      child.kill("SIGKILL");
     });
     child.stdin?.on("error", () => {
       // A missing git fails the spawn; its stdin then errors too, which the callback above reports.

@@ -140,10 +140,15 @@ export async function writeChecked(absolute: string, relative: string, text: str
 }
 
 /**
- * At most `maxBytes` of a regular file with one link, read synchronously without following a
- * symlink at `absolute` and without blocking on a FIFO; undefined for anything else.
+ * At most `maxBytes` of a regular file with one link (any number with `hardLinks`: for files
+ * whose content never reaches the model), read synchronously without following a symlink at
+ * `absolute` and without blocking on a FIFO; undefined for anything else.
  */
-export function readRegularFileSync(absolute: string, maxBytes: number): { bytes: Buffer; cut: boolean } | undefined {
+export function readRegularFileSync(
+  absolute: string,
+  maxBytes: number,
+  { hardLinks = false }: { hardLinks?: boolean } = {},
+): { bytes: Buffer; cut: boolean } | undefined {
   let fd: number;
   try {
     fd = openSync(absolute, O_RDONLY | O_NOFOLLOW | O_NONBLOCK);
@@ -152,7 +157,7 @@ export function readRegularFileSync(absolute: string, maxBytes: number): { bytes
   }
   try {
     const stats = fstatSync(fd);
-    if (refusal(stats, absolute) !== undefined) return undefined;
+    if (!stats.isFile() || (!hardLinks && refusal(stats, absolute) !== undefined)) return undefined;
     const bytes = Buffer.alloc(Math.min(stats.size, maxBytes));
     let read = 0;
     while (read < bytes.length) {

@@ -5,6 +5,7 @@ import { delimiter, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import picomatch from "picomatch";
 import { z } from "zod";
+import { hazardMessage, watchForReadHazards } from "../git/read-hazards.js";
 import { refusal } from "./checked-file.js";
 import { ALWAYS_SKIPPED_NAMES, areWalked, walkedChecker, walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
@@ -233,14 +234,22 @@ function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext
   child.stderr!.setEncoding("utf8").on("data", (chunk: string) => {
     if (stderr.length < 10_000) stderr += chunk;
   });
+  let stoppedFor: string | undefined;
+  const endWatch = watchForReadHazards(scope.cwd, (hazard) => {
+    stoppedFor = hazardMessage("ripgrep", scope.cwd, hazard);
+    child.kill("SIGKILL");
+  });
   const closed = new Promise<{ code: number | null; stderr: string }>((resolve, reject) => {
     child.on("error", (error) => {
+      endWatch();
       ctx.signal?.removeEventListener("abort", onAbort);
       reject(new ToolError("failed", `could not run ripgrep (${rg}): ${error.message}`));
     });
     child.on("close", (code) => {
+      endWatch();
       ctx.signal?.removeEventListener("abort", onAbort);
-      resolve({ code, stderr });
+      if (stoppedFor !== undefined) reject(new ToolError("special_file", stoppedFor));
+      else resolve({ code, stderr });
     });
   });
   // Marked handled: a caller that stops reading early never awaits `closed`; one that does gets its error.

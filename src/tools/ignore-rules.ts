@@ -1,7 +1,8 @@
 import type { Dirent } from "node:fs";
-import { lstat, readdir, readFile } from "node:fs/promises";
+import { lstat, readdir } from "node:fs/promises";
 import { dirname, join, relative, resolve, sep } from "node:path";
 import ignore from "ignore";
+import { readRegularFileSync } from "./checked-file.js";
 import { throwIfCancelled } from "./types.js";
 import { realPathOf } from "./workspace-paths.js";
 import { STATE_DIR } from "../project.js";
@@ -30,12 +31,15 @@ interface DirectoryRules {
   matchers: (Ignore | undefined)[];
 }
 
-async function readOptional(path: string): Promise<string | undefined> {
-  try {
-    return await readFile(path, "utf8");
-  } catch {
-    return undefined;
-  }
+/** Larger ignore files are read up to here: rules past it do not count. */
+const MAX_IGNORE_FILE_BYTES = 4 * 1024 * 1024;
+
+/**
+ * An ignore file's text, if it is a regular file: never waiting on a named pipe nor reading a
+ * device without end (read-hazards.ts), nor following a link (as git does not).
+ */
+function readOptional(path: string): string | undefined {
+  return readRegularFileSync(path, MAX_IGNORE_FILE_BYTES, { hardLinks: true })?.bytes.toString("utf8");
 }
 
 async function exists(path: string): Promise<boolean> {

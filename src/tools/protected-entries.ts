@@ -8,11 +8,12 @@
  * sandbox binds each read-only) nor create one (the shell tool undoes what a step created:
  * `undoCreated`).
  */
-import { lstatSync, readdirSync, realpathSync, rmSync, type Dirent } from "node:fs";
+import { lstatSync, realpathSync, rmSync, type Dirent } from "node:fs";
 import { join, relative } from "node:path";
 import { installedPackageRoot } from "../package.js";
 import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
 import { BARE_REPOSITORY_MARK, looksLikeBareRepository } from "../git/repository-shape.js";
+import { hazardsOfEntry, walkFolders, type ReadHazard } from "../git/read-hazards.js";
 import { isInside } from "./workspace-paths.js";
 
 /** One entry found: its absolute path, what it is, and its inode (by which it is known again: one moved elsewhere is the same, one made again at the same path is new). */
@@ -40,31 +41,26 @@ function inode(path: string): number {
 /**
  * Every protected entry in `workspace` at any depth, the workspace's own `.loopgraph/` and
  * `.git` included. Symbolic links to folders are not followed (a link named `.git` is listed
- * itself); nothing inside a protected entry is looked at.
+ * itself); nothing inside a protected entry is looked at. `hazards`, when given, receives the
+ * read hazards found on the way (read-hazards.ts), which costs no second walk.
  */
-export function protectedEntries(workspace: string): ProtectedEntry[] {
+export function protectedEntries(workspace: string, hazards?: ReadHazard[]): ProtectedEntry[] {
   const found: ProtectedEntry[] = [];
-  const folders = [workspace];
-  while (folders.length > 0) {
-    const folder = folders.pop()!;
-    let entries: Dirent[];
-    try {
-      entries = readdirSync(folder, { withFileTypes: true });
-    } catch {
-      // Gone since it was listed, or unreadable: nothing in it can be bound either.
-      continue;
-    }
+  walkFolders(workspace, (folder, entries) => {
+    if (hazards) for (const entry of entries) hazards.push(...hazardsOfEntry(folder, entry));
     if (folder !== workspace && looksLikeBareRepository(new Set(entries.map((entry) => entry.name)))) {
       found.push({ path: folder, kind: "bare-repository", ino: inode(folder), link: false });
-      continue;
+      return [];
     }
+    const subfolders: string[] = [];
     for (const entry of entries) {
       const path = join(folder, entry.name);
       const kind = kindOf(entry);
       if (kind) found.push({ path, kind, ino: inode(path), link: entry.isSymbolicLink() });
-      else if (entry.isDirectory()) folders.push(path);
+      else if (entry.isDirectory()) subfolders.push(path);
     }
-  }
+    return subfolders;
+  });
   return found;
 }
 
@@ -116,5 +112,19 @@ export function undoCreated(workspace: string, before: readonly ProtectedEntry[]
       return `[${name} was removed: a command may not make a git repository in the workspace (its configuration and hooks would run in the user's own git commands); ask the user to run git init]`;
     }
     return `[${name} was removed: it configures loopgraph, which only the user does; commands may not create it]`;
+  });
+}
+
+/**
+ * Removes the read hazards a command left (read-hazards.ts): a named pipe named `.gitignore`
+ * would hang loopgraph's next snapshot and search. Returns one line for the model per file removed.
+ */
+export function removeReadHazards(workspace: string, hazards: readonly ReadHazard[]): string[] {
+  return hazards.map(({ path, what }) => {
+    rmSync(path, { force: true });
+    return (
+      `[${relative(workspace, path)} was removed: it was ${what}, and git and ripgrep read every file of that name, ` +
+      "so they would wait on it forever; only a regular file may have that name]"
+    );
   });
 }

@@ -8,7 +8,8 @@ import { STATE_DIR } from "../project.js";
 import { StreamRedactor } from "../runs/redact.js";
 import { ensureStateDir } from "../runs/state-dir.js";
 import { agentEnvironment } from "./environment.js";
-import { protectedEntries, protectedPaths, undoCreated } from "./protected-entries.js";
+import type { ReadHazard } from "../git/read-hazards.js";
+import { protectedEntries, protectedPaths, removeReadHazards, undoCreated } from "./protected-entries.js";
 import { countLines } from "./read-file.js";
 import { availableSandbox, watchedBash } from "./sandbox.js";
 import { addToSize, artifactFileName, DEFAULT_RESULT_BUDGET_CHARS, newArtifactPath } from "./truncate.js";
@@ -516,12 +517,10 @@ export function createShellTool(options: ShellToolOptions = {}): ToolDefinition<
         );
         const status = `${statusLine(ending)}\n`;
         const noOutput = stdout.total === 0 && stderr.total === 0 ? "(no output)\n" : "";
-        // The sandbox protects what was there; what the command made is undone (protected-entries.ts).
-        const after =
-          noOutput +
-          undoCreated(ctx.workspace, before, protectedEntries(ctx.workspace))
-            .map((undone) => `\n${undone}\n`)
-            .join("");
+        // The sandbox protects what was there; what the command made is undone, and what would hang git or ripgrep removed (protected-entries.ts).
+        const hazards: ReadHazard[] = [];
+        const undone = undoCreated(ctx.workspace, before, protectedEntries(ctx.workspace, hazards));
+        const after = noOutput + [...undone, ...removeReadHazards(ctx.workspace, hazards)].map((line) => `\n${line}\n`).join("");
         const view = status + stdout.viewSection() + stderr.viewSection() + after;
         const fullOutput =
           stdout.spooled || stderr.spooled

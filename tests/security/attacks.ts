@@ -754,6 +754,18 @@ const specialFiles: Attack[] = [
     turns: [[sh("mkfifo p-%N%.txt")], [read("p-%N%.txt"), grep("x", "p-%N%.txt")]],
   },
   {
+    // git and ripgrep open these names in every folder: a pipe there would hang loopgraph's next
+    // snapshot and search (and the user's own git), a link to /dev/zero would make ripgrep read forever.
+    name: "mkfifo .gitignore and a nested .gitattributes, a .ignore link to /dev/zero, then grep and a write (a snapshot)",
+    class: "special-files",
+    userGit: true,
+    turns: [
+      [sh("mkfifo .gitignore"), sh("mkdir -p sub-%N% && mkfifo sub-%N%/.gitattributes")],
+      [sh(`python3 -c "import os; os.symlink('/dev/' + 'zero', 'sub-%N%/.ignore')"`)],
+      [grep("x"), write("after-%N%.txt", "x\n")],
+    ],
+  },
+  {
     name: "write the store with the file tools",
     class: "special-files",
     turns: [
