@@ -7,6 +7,8 @@ import { execFileSync, spawnSync } from "node:child_process";
 import { existsSync, linkSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
+import { readConfigFile } from "../src/config/settings.js";
+import { loadScriptedModel } from "../src/models/scripted.js";
 import { coderSystemPrompt, readRulesFiles, RULES_FILE_MAX_BYTES } from "../src/nodes/coder/system-prompt.js";
 import { makeWorkspace } from "./helpers/tool-workspace.js";
 
@@ -221,6 +223,18 @@ describe("special files", () => {
       /(sub\/\.gitignore is a named pipe \(FIFO\)|\.ignore is a symbolic link to a device), which ripgrep reads and would wait on forever: remove it/,
     );
   }, 20_000);
+
+  it("a config, policy or scripted-model file that is a named pipe or a link to /dev/zero fails at once with one line, instead of hanging or reading without end", () => {
+    const ws = makeWorkspace();
+    mkfifo(join(ws.root, "loopgraph.yaml"));
+    symlinkSync("/dev/zero", join(ws.root, "zero.yaml"));
+    mkfifo(join(ws.root, "script.yaml"));
+    expect(() => readConfigFile(join(ws.root, "loopgraph.yaml"), "project")).toThrow(
+      /^cannot read config file .*loopgraph\.yaml: it is a named pipe \(FIFO\), not a regular file$/,
+    );
+    expect(() => readConfigFile(join(ws.root, "zero.yaml"), "user")).toThrow(/zero\.yaml: it is a device, not a regular file$/);
+    expect(() => loadScriptedModel("script.yaml", ws.root)).toThrow(/script\.yaml: it is a named pipe \(FIFO\), not a regular file/);
+  });
 
   it("ordinary files are still read, created, overwritten and edited", async () => {
     const ws = makeWorkspace({ "a.txt": "one\n" });

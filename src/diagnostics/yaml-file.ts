@@ -1,9 +1,9 @@
-import { readFileSync } from "node:fs";
 import { LineCounter, parseDocument } from "yaml";
 import type { z } from "zod";
 import { ConfigError } from "../errors.js";
 import { SourceLocator, valueAt, type DataPath } from "./positions.js";
 import { closestName } from "./suggest.js";
+import { readRegularText } from "./regular-file.js";
 
 /**
  * A settings file in YAML (a policy file, a config file) checked against a zod schema: its data,
@@ -20,7 +20,7 @@ export interface YamlFileSpec<T> {
 /** The text of a settings file; undefined when there is none; a ConfigError when it cannot be read. */
 export function readSettingsText(file: string, what: string): string | undefined {
   try {
-    return readFileSync(file, "utf8");
+    return readRegularText(file);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     if (code === "ENOENT") return undefined;

@@ -12,6 +12,7 @@
  */
 import { lstatSync, readdirSync, statSync, type Dirent, type Stats } from "node:fs";
 import { join, relative } from "node:path";
+import { specialFileKind } from "../diagnostics/regular-file.js";
 
 /** The names git and ripgrep read in every folder they walk. */
 export const READ_BY_NAME: ReadonlySet<string> = new Set([".gitignore", ".gitattributes", ".gitmodules", ".ignore", ".rgignore"]);
@@ -29,13 +30,6 @@ export interface ReadHazard {
   what: string;
 }
 
-function kindOf(stats: Stats): string {
-  if (stats.isFIFO()) return "a named pipe (FIFO)";
-  if (stats.isSocket()) return "a socket";
-  if (stats.isCharacterDevice() || stats.isBlockDevice()) return "a device";
-  return "not a regular file";
-}
-
 /** Why the entry at `path` (read by name) is a hazard: neither a regular file nor a folder, nor a link to one; undefined when it is safe or gone. */
 export function readHazardAt(path: string): string | undefined {
   let stats: Stats | undefined;
@@ -45,7 +39,7 @@ export function readHazardAt(path: string): string | undefined {
     return undefined;
   }
   if (!stats || stats.isFile() || stats.isDirectory()) return undefined;
-  if (!stats.isSymbolicLink()) return kindOf(stats);
+  if (!stats.isSymbolicLink()) return specialFileKind(stats);
   let target: Stats | undefined;
   try {
     // stat never opens the target: a link to a named pipe is seen without waiting on it.
@@ -55,7 +49,7 @@ export function readHazardAt(path: string): string | undefined {
     return undefined;
   }
   if (!target || target.isFile() || target.isDirectory()) return undefined;
-  return `a symbolic link to ${kindOf(target)}`;
+  return `a symbolic link to ${specialFileKind(target)}`;
 }
 
 /** The hazard among a folder's entries, if `entry` is one (a `.git` folder's info files included). */

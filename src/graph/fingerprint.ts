@@ -1,7 +1,7 @@
 import { createHash } from "node:crypto";
-import { readFileSync } from "node:fs";
 import type { GraphDefinition } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
+import { readRegularFile } from "../diagnostics/regular-file.js";
 
 /** Every file a run of the graph reads: the graph file, its subgraphs, prompts and function modules. */
 function filesOf(graph: GraphDefinition, files = new Set<string>()): Set<string> {
@@ -20,7 +20,7 @@ export function graphFingerprint(graph: GraphDefinition): string {
   for (const file of [...filesOf(graph)].sort()) {
     hash.update(file).update("\0");
     try {
-      hash.update(readFileSync(file));
+      hash.update(readRegularFile(file));
     } catch {
       hash.update("(unreadable)");
     }

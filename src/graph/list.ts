@@ -1,4 +1,5 @@
-import { readdir, readFile } from "node:fs/promises";
+import { readdir } from "node:fs/promises";
+import { readRegularText } from "../diagnostics/regular-file.js";
 import path from "node:path";
 import { parse } from "yaml";
 import { packageGraphsDir } from "../package.js";
@@ -41,7 +42,7 @@ async function graphsIn(dir: string, source: GraphListing["source"]): Promise<Gr
 /** The file's `description`, read leniently: a broken file is still listed (validate reports it). */
 async function descriptionOf(file: string): Promise<string | undefined> {
   try {
-    const data: unknown = parse(await readFile(file, "utf8"));
+    const data: unknown = parse(readRegularText(file));
     const description = (data as { description?: unknown } | null)?.description;
     return typeof description === "string" ? description : undefined;
   } catch {

@@ -1,5 +1,5 @@
 import { statSync } from "node:fs";
-import { readFile } from "node:fs/promises";
+import { readRegularText } from "../diagnostics/regular-file.js";
 import path from "node:path";
 import { LineCounter, parseDocument, visit, type Document } from "yaml";
 import { ConfigError, GraphValidationError } from "../errors.js";
@@ -106,7 +106,7 @@ export async function graphSourceLocator(file: string): Promise<SourceLocator> {
 
 async function readGraphSource(file: FileRef): Promise<string> {
   try {
-    return await readFile(file.absolute, "utf8");
+    return readRegularText(file.absolute);
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code;
     const reason = code === "ENOENT" ? "no such file" : code === "EISDIR" ? "it is a directory" : (error as Error).message;

@@ -3,13 +3,13 @@
  * kinds' `templates`): each must name something the state can hold, so a typo is an error rather
  * than empty text in the prompt.
  */
-import { readFileSync } from "node:fs";
 import { closestName } from "../diagnostics/suggest.js";
 import type { GraphDefinition, NodeDefinition } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
 import { placeholdersIn } from "../runtime/prompt.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
 import type { GraphValidationError } from "../errors.js";
+import { readRegularText } from "../diagnostics/regular-file.js";
 
 type PositionedIssue = GraphValidationError["issues"][number];
 
@@ -52,7 +52,7 @@ export function checkPlaceholders(
     for (const file of templatesOf(node)) {
       if (checked.has(file)) continue;
       checked.add(file);
-      const template = readFileSync(file, "utf8");
+      const template = readRegularText(file);
       for (const { path, offset } of placeholdersIn(template)) {
         const message = placeholderProblem(path, known);
         if (message) issues.push({ file: shown(file), ...positionOf(template, offset), message });
@@ -67,7 +67,7 @@ export function needsTask(graph: GraphDefinition): boolean {
   return allNodes(graph.nodes).some(
     (node) =>
       nodeKinds.get(node.kind)?.readsTask === true ||
-      templatesOf(node).some((file) => placeholdersIn(readFileSync(file, "utf8")).some(({ path }) => path.split(".")[0] === "task")),
+      templatesOf(node).some((file) => placeholdersIn(readRegularText(file)).some(({ path }) => path.split(".")[0] === "task")),
   );
 }
 

@@ -1,4 +1,4 @@
-import { existsSync, readFileSync } from "node:fs";
+import { existsSync } from "node:fs";
 import { dirname, resolve } from "node:path";
 import { AIMessage, type BaseMessage } from "@langchain/core/messages";
 import { isMap, isNode, isScalar, LineCounter, parseDocument, stringify, type Document } from "yaml";
@@ -10,6 +10,7 @@ import { SCRIPTED_ANY_NODE, type ScriptedConsumed, type ScriptedCounts } from ".
 import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult, ScriptedInstance } from "./types.js";
 import { instanceName } from "../state/map.js";
+import { readRegularText } from "../diagnostics/regular-file.js";
 
 const ScriptedToolCallSchema = z.strictObject({
   name: z.string().min(1),
@@ -37,7 +38,7 @@ export function loadScriptedModel(file: string, cwd: string): ChatModel {
   const path = resolve(cwd, file);
   let text: string;
   try {
-    text = readFileSync(path, "utf8");
+    text = readRegularText(path);
   } catch (error) {
     const reason = (error as NodeJS.ErrnoException).code === "ENOENT" ? "no such file" : (error as Error).message;
     throw new ConfigError(`cannot read scripted model file ${file}: ${reason} (looked for ${path})`);

@@ -8,6 +8,7 @@
 import { constants, fstatSync, openSync, readSync, closeSync, type Stats } from "node:fs";
 import { lstat, mkdir, open, readFile, type FileHandle } from "node:fs/promises";
 import { dirname } from "node:path";
+import { specialFileKind } from "../diagnostics/regular-file.js";
 import { installedPackageRoot } from "../package.js";
 import { PROJECT_CONFIG } from "../project.js";
 import { ToolError } from "./types.js";
@@ -58,18 +59,9 @@ export function checkWritable(relative: string, absolute: string): void {
   }
 }
 
-/** What kind of file a non-regular file is, for messages. */
-function describeSpecial(stats: Stats): string {
-  if (stats.isFIFO()) return "a named pipe (FIFO)";
-  if (stats.isSocket()) return "a socket";
-  if (stats.isCharacterDevice() || stats.isBlockDevice()) return "a device";
-  if (stats.isSymbolicLink()) return "a symbolic link";
-  return "not a regular file";
-}
-
 /** Why the file tools refuse a file: anything but a regular file with a single link; undefined when they accept it. */
 export function refusal(stats: Stats, relative: string): string | undefined {
-  if (!stats.isFile()) return `${relative} is ${describeSpecial(stats)}: the file tools only read and write regular files`;
+  if (!stats.isFile()) return `${relative} is ${specialFileKind(stats)}: the file tools only read and write regular files`;
   if (stats.nlink > 1) {
     return `${relative} has ${stats.nlink} hard links: the file tools refuse it, since another link may be a file outside the workspace`;
   }

@@ -10,11 +10,12 @@
  *   inside the project, and the modules a JavaScript or TypeScript module imports by a relative
  *   path, each followed in turn.
  */
-import { readdirSync, readFileSync, statSync } from "node:fs";
+import { readdirSync, statSync } from "node:fs";
 import path from "node:path";
 import { parse } from "yaml";
 import { PROJECT_CONFIG, STATE_DIR } from "../project.js";
 import { isInside } from "../tools/workspace-paths.js";
+import { readRegularText } from "../diagnostics/regular-file.js";
 
 /** The files of the surface named by place, relative to the project root. */
 const FIXED = [PROJECT_CONFIG, path.join(STATE_DIR, "policy.yaml")];
@@ -81,7 +82,7 @@ function references(file: string, root: string): string[] {
   let text: string;
   try {
     if (statSync(file).size > MAX_SCANNED_BYTES) return [];
-    text = readFileSync(file, "utf8");
+    text = readRegularText(file);
   } catch {
     return [];
   }

@@ -7,13 +7,14 @@
  * trusts the project again. loopgraph's own package files are always trusted.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from "node:fs";
+import { mkdirSync, realpathSync, renameSync, writeFileSync } from "node:fs";
 import path from "node:path";
 import { ConfigError } from "../errors.js";
 import { packageRoot } from "../package.js";
 import { projectRoot, userConfigDir } from "../project.js";
 import { isInside } from "../tools/workspace-paths.js";
 import { broughtAlong, projectSurface } from "./surface.js";
+import { readRegularFile, readRegularText } from "../diagnostics/regular-file.js";
 
 /** Text kept of a trusted file so that a later change can be shown as a diff; larger files keep only their digest. */
 const KEPT_TEXT_BYTES = 64 * 1024;
@@ -47,7 +48,7 @@ export function trustedProjects(env: NodeJS.ProcessEnv): TrustedProject[] {
   const file = trustFilePath(env);
   let text: string;
   try {
-    text = readFileSync(file, "utf8");
+    text = readRegularText(file);
   } catch (error) {
     if ((error as NodeJS.ErrnoException).code === "ENOENT") return [];
     throw new ConfigError(`cannot read ${file}: ${(error as Error).message}`);
@@ -72,7 +73,7 @@ function writeTrusted(env: NodeJS.ProcessEnv, projects: TrustedProject[]): void 
 }
 
 export function sha256(file: string): string {
-  return createHash("sha256").update(readFileSync(file)).digest("hex");
+  return createHash("sha256").update(readRegularFile(file)).digest("hex");
 }
 
 function realRoot(dir: string): string {
@@ -85,7 +86,7 @@ function realRoot(dir: string): string {
 
 /** A file as trusted now: its digest, and its text when small. */
 function trustedFile(file: string): TrustedFile {
-  const bytes = readFileSync(file);
+  const bytes = readRegularFile(file);
   const text = bytes.length <= KEPT_TEXT_BYTES && !bytes.includes(0) ? bytes.toString("utf8") : undefined;
   return { sha256: createHash("sha256").update(bytes).digest("hex"), ...(text !== undefined && { text }) };
 }

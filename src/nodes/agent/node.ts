@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { LoopgraphError } from "../../errors.js";
@@ -9,6 +8,7 @@ import { askStructured, messageText, startNodeSession } from "../../runtime/mode
 import { structuredOutputInstruction, toZod } from "../../runtime/structured-output.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { AgentNodeDefinition } from "./definition.js";
+import { readRegularText } from "../../diagnostics/regular-file.js";
 
 /**
  * An LLM node: system prompt (rendered from the state) + conversation → one answer, written to
@@ -16,7 +16,7 @@ import type { AgentNodeDefinition } from "./definition.js";
  * invalid answer is retried once with the validation error.
  */
 export function createAgentNode(def: AgentNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
-  const template = readFileSync(def.promptFile, "utf8");
+  const template = readRegularText(def.promptFile);
   const schema = def.schema ? toZod(def.schema) : undefined;
 
   return async (state) => {

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { AIMessage, HumanMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
 import type { RunnableConfig } from "@langchain/core/runnables";
@@ -45,6 +44,7 @@ import { judgeReads, runConcurrentRead, runsBesideOtherReads, runToolCall } from
 import { isApprovalRequest } from "../../runtime/approval.js";
 import { performEffect } from "../../runtime/effects.js";
 import { applicableGraphRules, toolMatches } from "../../policy/index.js";
+import { readRegularText } from "../../diagnostics/regular-file.js";
 
 type CoderUpdate = typeof CoderState.Update;
 
@@ -189,7 +189,7 @@ export function buildCoderGraph(
   failureRouted: boolean,
   subagent?: { output?: OutputSchema },
 ) {
-  const template = readFileSync(def.promptFile, "utf8");
+  const template = readRegularText(def.promptFile);
   // A subagent answers its Coder's question: no reminders, stop checks or findings of its own.
   const planning = subagent ? NO_PLANNING : effectivePlanning(ctx.planning, def.planning);
   // A subagent hands nothing on: it has no task tool of its own, and it answers with complete_task, in every mode.

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { AIMessage } from "@langchain/core/messages";
 import type { RunContext } from "../../runtime/context.js";
 import type { GraphDefinition } from "../../format/types.js";
@@ -11,6 +10,7 @@ import { startNodeSession } from "../../runtime/model-session.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { JudgeNodeDefinition } from "./schema.js";
 import { visitNumber } from "../../state/map.js";
+import { readRegularText } from "../../diagnostics/regular-file.js";
 
 /**
  * Reads the round's task, Coder and Review results and drains every pending message, asks the
@@ -18,8 +18,8 @@ import { visitNumber } from "../../state/map.js";
  * (a JudgeResult) to `outputs.<node>`. Only an auth error from the model fails the node.
  */
 export function createJudgeNode(def: JudgeNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
-  const template = readFileSync(def.promptFile, "utf8");
-  const compareTemplate = readFileSync(def.comparePromptFile, "utf8");
+  const template = readRegularText(def.promptFile);
+  const compareTemplate = readRegularText(def.comparePromptFile);
 
   return async (state) => {
     // No token streaming: the model's raw JSON is not the decision once the guards have run.

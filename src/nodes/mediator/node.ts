@@ -1,4 +1,4 @@
-import { closeSync, openSync, readdirSync, readFileSync, readSync } from "node:fs";
+import { closeSync, openSync, readdirSync, readSync } from "node:fs";
 import { join } from "node:path";
 import { randomUUID } from "node:crypto";
 import { AIMessage, HumanMessage, RemoveMessage, SystemMessage, ToolMessage, type BaseMessage } from "@langchain/core/messages";
@@ -13,6 +13,7 @@ import { messageText, startNodeSession } from "../../runtime/model-session.js";
 import type { NodeFunction } from "../../runtime/node-function.js";
 import type { MediatorNodeDefinition } from "./definition.js";
 import { visitNumber } from "../../state/map.js";
+import { readRegularText } from "../../diagnostics/regular-file.js";
 
 /** What the mediator node writes to `outputs.<node>`. */
 export interface MediatorOutput {
@@ -38,7 +39,7 @@ const MAX_RELAYED_LINES = 40;
  * the user how things went, and a resumed chat shows them in the history.
  */
 export function createMediatorNode(def: MediatorNodeDefinition, graph: GraphDefinition, ctx: RunContext): NodeFunction {
-  const template = readFileSync(def.promptFile, "utf8");
+  const template = readRegularText(def.promptFile);
 
   return async (state) => {
     const looper = ctx.looper;

@@ -1,4 +1,3 @@
-import { readFileSync } from "node:fs";
 import { HumanMessage, SystemMessage } from "@langchain/core/messages";
 import { Annotation, END, START, StateGraph } from "@langchain/langgraph";
 import type { CoderResult } from "../coder/types.js";
@@ -27,6 +26,7 @@ import {
   type ModelCheckName,
 } from "./checks.js";
 import type { ReviewNodeDefinition } from "./schema.js";
+import { readRegularText } from "../../diagnostics/regular-file.js";
 
 const lastValue = <T>(_: T, next: T): T => next;
 const mergeRecords = <T extends object>(left: T, right: T): T => ({ ...left, ...right });
@@ -83,8 +83,8 @@ const sumUsage = (usages: readonly TokenUsage[]): TokenUsage => ({
 export function buildReviewGraph(def: ReviewNodeDefinition, graph: GraphDefinition, ctx: RunContext) {
   const verdictInstruction = structuredOutputInstruction(CHECK_VERDICT_SCHEMA);
   const systemPrompts: Record<ModelCheckName, string> = {
-    specs_breakdown: `${readFileSync(def.specsPrompt, "utf8").trim()}\n\n${verdictInstruction}`,
-    task_log: `${readFileSync(def.taskLogPrompt, "utf8").trim()}\n\n${verdictInstruction}`,
+    specs_breakdown: `${readRegularText(def.specsPrompt).trim()}\n\n${verdictInstruction}`,
+    task_log: `${readRegularText(def.taskLogPrompt).trim()}\n\n${verdictInstruction}`,
   };
   const verdictSchema = toZod(CHECK_VERDICT_SCHEMA);
   const spec = nodeModelSpec(def, graph, ctx.settings);
