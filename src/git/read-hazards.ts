@@ -6,11 +6,12 @@
  * forever; a link to `/dev/zero` makes ripgrep read without end. The agent can make one with a
  * shell command (`mkfifo .gitignore`), and a hostile repository can hold one.
  *
- * The shell tool removes those a command leaves (`readHazardsIn` after each command), and
- * loopgraph's git and ripgrep processes are watched (`watchForReadHazards`): one that runs long
- * while such a file exists is stopped, and the failure names the file.
+ * The shell tool removes those a command leaves (`hazardsOfEntry`, in its walk after each
+ * command), and loopgraph's git and ripgrep processes are watched (`watchForReadHazards`): one
+ * that runs long while such a file exists is stopped, and the failure names the file.
  */
 import { lstatSync, readdirSync, statSync, type Dirent, type Stats } from "node:fs";
+import { readdir } from "node:fs/promises";
 import { join, relative } from "node:path";
 import { specialFileKind } from "../diagnostics/regular-file.js";
 
@@ -20,7 +21,7 @@ export const READ_BY_NAME: ReadonlySet<string> = new Set([".gitignore", ".gitatt
 /** What git reads in a repository's own folder besides its objects and refs. */
 const GIT_INFO_FILES = [join("info", "exclude"), join("info", "attributes")];
 
-/** How long a watched process runs before the work tree is searched for read hazards, and again after each search. */
+/** How long a watched process runs before the work tree is first searched for read hazards. */
 export const HAZARD_CHECK_MS = 2_000;
 
 export interface ReadHazard {
@@ -85,19 +86,6 @@ export function walkFolders(root: string, visit: (folder: string, entries: Diren
   }
 }
 
-/**
- * Every read hazard below `root`, at any depth (links to folders are not followed, nor is
- * anything inside a `.git` looked at but its info files).
- */
-export function readHazardsIn(root: string): ReadHazard[] {
-  const found: ReadHazard[] = [];
-  walkFolders(root, (folder, entries) => {
-    for (const entry of entries) found.push(...hazardsOfEntry(folder, entry));
-    return entries.filter((entry) => entry.isDirectory() && entry.name !== ".git").map((entry) => join(folder, entry.name));
-  });
-  return found;
-}
-
 /** One line for a failure: what `program` would wait on, and what to do. */
 export function hazardMessage(program: string, root: string, hazard: ReadHazard): string {
   const name = relative(root, hazard.path) || hazard.path;
@@ -105,17 +93,51 @@ export function hazardMessage(program: string, root: string, hazard: ReadHazard)
 }
 
 /**
- * Watches a process that reads the work tree at `root`: while it runs, every HAZARD_CHECK_MS the
- * tree is searched for read hazards, and the first one found is passed to `onHazard` (which stops
+ * The first read hazard below `root`, walked without blocking the event loop (the process it
+ * watches keeps being read meanwhile); undefined when there is none or `stopped()` became true.
+ */
+async function firstReadHazard(root: string, stopped: () => boolean): Promise<ReadHazard | undefined> {
+  const folders = [root];
+  while (folders.length > 0 && !stopped()) {
+    const folder = folders.pop()!;
+    const entries = await readdir(folder, { withFileTypes: true }).catch(() => []);
+    for (const entry of entries) {
+      const [hazard] = hazardsOfEntry(folder, entry);
+      if (hazard) return hazard;
+      if (entry.isDirectory() && entry.name !== ".git") folders.push(join(folder, entry.name));
+    }
+  }
+  return undefined;
+}
+
+/**
+ * Watches a process that reads the work tree at `root`: once it has run HAZARD_CHECK_MS, the tree
+ * is searched for read hazards, and again after twice as long each time (so the searches cost a
+ * small share of a long process's time); the first one found is passed to `onHazard` (which stops
  * the process). A process that ends sooner costs nothing. Returns the function that ends the watch.
  */
 export function watchForReadHazards(root: string, onHazard: (hazard: ReadHazard) => void): () => void {
-  const timer = setInterval(() => {
-    const [hazard] = readHazardsIn(root);
-    if (!hazard) return;
-    clearInterval(timer);
-    onHazard(hazard);
-  }, HAZARD_CHECK_MS);
-  timer.unref();
-  return () => clearInterval(timer);
+  let ended = false;
+  let delay = HAZARD_CHECK_MS;
+  let timer: NodeJS.Timeout;
+  const schedule = () => {
+    timer = setTimeout(() => void check(), delay);
+    timer.unref();
+  };
+  const check = async () => {
+    const hazard = await firstReadHazard(root, () => ended);
+    if (ended) return;
+    if (hazard) {
+      ended = true;
+      onHazard(hazard);
+      return;
+    }
+    delay *= 2;
+    schedule();
+  };
+  schedule();
+  return () => {
+    ended = true;
+    clearTimeout(timer);
+  };
 }
