@@ -21,9 +21,9 @@ const SHOTS = join(ROOT, "test-results");
 /** How long a page may take to show a change: a CLI command started by the server, then the next server-sent event (a busy machine is slow to start node). */
 const LIVE = { timeout: 30_000, interval: 100 };
 /**
- * How soon a long thread's page shows its newest step, from the request: the target is a second;
- * a test allows twice that, on a machine busy with other tests (most of it is the browser's, the
- * bundled scripts parsed; the server's part is the bench row ui_thread_first_page_5000).
+ * How soon a long thread's page shows its newest step, from the request, on a machine busy with
+ * other tests: the page's own script is small (Mermaid comes in a script of its own, used only for
+ * the graph), so this is mostly the server's first answer (the bench row ui_thread_first_page_5000).
  */
 const FIRST_PAINT_MS = 1000;
 
@@ -225,7 +225,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await head.waitFor();
     const ms = (await page.evaluate("window.headAt")) as number;
     expect(await head.innerText()).toMatch(new RegExp(`^4999\\t\\t${newest.nodes[0]}\\t`));
-    expect(ms).toBeLessThanOrEqual(2 * FIRST_PAINT_MS);
+    expect(ms).toBeLessThanOrEqual(FIRST_PAINT_MS);
     const rows = page.locator("[data-testid=timeline] tr.step");
     expect(await rows.count()).toBe(200);
     await page.getByTestId("older").click();

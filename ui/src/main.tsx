@@ -366,13 +366,22 @@ function ResumeBox({ threadId }: { threadId: string }) {
 
 let graphCount = 0;
 
+/** Mermaid, from its own script (ui/src/mermaid.ts), fetched once, with the page's token as every request. */
+let mermaidLoaded: Promise<typeof import("mermaid").default> | undefined;
+function loadMermaid(): Promise<typeof import("mermaid").default> {
+  // A URL made at run time: the bundler leaves the import to the browser instead of inlining Mermaid here.
+  const url = withToken("/assets/mermaid.js");
+  mermaidLoaded ??= (import(url) as Promise<typeof import("./mermaid.js")>).then((module) => module.default);
+  return mermaidLoaded;
+}
+
 /** The run drawn on its graph (Mermaid, bundled): visited nodes filled, the current one outlined. */
 function Graph({ text }: { text: string }) {
   const box = useRef<HTMLDivElement>(null);
   const [problem, setProblem] = useState<string>();
   useEffect(() => {
     let alive = true;
-    void import("mermaid").then(async ({ default: mermaid }) => {
+    void loadMermaid().then(async (mermaid) => {
       mermaid.initialize({ startOnLoad: false, securityLevel: "strict", theme: "neutral" });
       try {
         const { svg } = await mermaid.render(`graph-${++graphCount}`, text);
