@@ -380,6 +380,35 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     20_000,
   );
 
+  it.skipIf(!ripgrep)(
+    "a file named in bytes that are not UTF-8 is searched, and noted when hard-linked, like any other",
+    async () => {
+      const ws = makeWorkspace({ "a.txt": "needle\n", "many/lines.txt": "needle\n".repeat(600) });
+      const latin1 = (name: string) => Buffer.concat([Buffer.from(`${ws.root}/`), Buffer.from(name, "latin1")]);
+      writeFileSync(latin1("caf\xe9.txt"), "needle in a Latin-1 name\n");
+      linkSync(join(ws.outside, "secret.txt"), latin1("hl-\xe9.txt"));
+      linkSync(join(ws.outside, "secret.txt"), latin1("many/b\xe9-hl.txt"));
+      const notes = (files: string) => `(not searched, hard-linked: another link may be a file outside the workspace: ${files})`;
+      for (const tools of [withRipgrep, allCores]) {
+        // The hard links are seen by lstat where ripgrep reports files, where they are listed from here, and where `find` lists them.
+        expect(
+          (await ws.call("grep", { pattern: "needle", path: "." }, tools)).content
+            .split("\n")
+            .filter((line) => !line.startsWith("many/lines.txt")),
+        ).toEqual([
+          "Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob",
+          "a.txt:1:needle",
+          "caf\ufffd.txt:1:needle in a Latin-1 name",
+          notes("hl-\ufffd.txt, many/b\ufffd-hl.txt"),
+        ]);
+        expect((await ws.call("grep", { pattern: "Latin" }, tools)).content).toBe(
+          ["1 matching line in 1 file", "caf\ufffd.txt:1:needle in a Latin-1 name", notes("hl-\ufffd.txt, many/b\ufffd-hl.txt")].join("\n"),
+        );
+      }
+    },
+    20_000,
+  );
+
   it("never follows a symlink: neither one out of the workspace nor one within it is searched", async () => {
     const ws = makeWorkspace({ "inside.txt": "no secret here\n" });
     ws.symlink("link-out", ws.outside);

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, type Dirent, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
+import { isUtf8 } from "node:buffer";
 import { delimiter, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import picomatch from "picomatch";
@@ -201,8 +202,10 @@ function verdictOf(stats: Stats | undefined, relative: string): Verdict {
   return stats.size > MAX_FILE_BYTES ? "tooLarge" : "searched";
 }
 
-function lstatRaw(cwd: Buffer, raw: Buffer): Stats | undefined {
-  return lstatSync(Buffer.concat([cwd, Buffer.from("/"), raw]), { throwIfNoEntry: false });
+/** The lstat of `raw`, a path below folder `dir`, both as bytes: named by a string when they are UTF-8 (twice as fast), else by the bytes. */
+function lstatRaw(dir: Buffer, raw: Buffer): Stats | undefined {
+  const path = isUtf8(dir) && isUtf8(raw) ? `${dir.toString("utf8")}/${raw.toString("utf8")}` : Buffer.concat([dir, Buffer.from("/"), raw]);
+  return lstatSync(path, { throwIfNoEntry: false });
 }
 
 interface RipgrepRun {
@@ -554,10 +557,9 @@ async function walkLeftOut(
         if (await walk(path(entry.name), `${file}/`)) return true;
       } else if (entry.isFile() && scope.inGlob(file)) {
         if (++files > WALK_FILES_MAX) return true;
-        const absolute = path(entry.name);
-        const verdict = known.get(file) ?? verdictOf(lstatSync(absolute, { throwIfNoEntry: false }), file);
+        const verdict = known.get(file) ?? verdictOf(lstatRaw(dir, entry.name), file);
         if (verdict === "refused" || verdict === "tooLarge")
-          found.push({ file, verdict, absolute: absolute.toString("utf8"), reported: known.has(file) });
+          found.push({ file, verdict, absolute: path(entry.name).toString("utf8"), reported: known.has(file) });
       }
     }
     return false;
