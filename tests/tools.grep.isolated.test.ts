@@ -451,6 +451,11 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       "1 matching line in 1 file\n-rf/--pre=sh.txt:1:needle below -rf",
     );
     expect(await bothEngines(ws, { pattern: "needle", path: "-e" })).toBe("1 matching line in 1 file\n-e:1:needle in -e");
+    // ripgrep's warning about a file found binary starts with its path, which never starts with a digit as printed.
+    ws.write("1/2:late.bin", Buffer.concat([Buffer.from("needle\n"), Buffer.alloc(70_000, 0x61), Buffer.from([0])]));
+    ws.write("1/ok.txt", "needle\n");
+    expect(await bothEngines(ws, { pattern: "needle", path: "1" })).toBe("1 matching line in 1 file\n1/ok.txt:1:needle");
+    expect(await bothEngines(ws, { pattern: "needle", path: "1/2:late.bin" })).toBe('No matches for "needle" in 1/2:late.bin');
     expect(await bothEngines(ws, { pattern: "--files" })).toBe("1 matching line in 1 file\n--files:1:needle in --files");
   });
 

@@ -140,11 +140,13 @@ function compareWalkOrder(a: string, b: string): number {
  * first matches and `onFileEnd` when the file's lines are over; resolves when the stream is
  * closed (ended or destroyed). The output cannot be misread, whatever the names and contents:
  * a file's heading is its path and a NUL (a path holds no NUL, and may hold LFs); then each
- * matching line is `N:text` (the line number first, never anything else; the text holds no LF,
- * nor a NUL, since a file is searched only up to its first NUL); a file found binary after its
- * first matches ends with ripgrep's warning (its path first: so it is the one line of a file
- * not starting with a digit); files are parted by an empty line (a CR before the LF with
- * `--crlf`), which nothing else is. A long line is joined once, when complete.
+ * matching line is `N:text` (the line number first; the text holds no LF); a file found binary
+ * after its first matches ends with ripgrep's warning, which starts with the file's path, and
+ * every path ripgrep prints starts with `./` (startRipgrep): so it is the one line of a file
+ * not starting with a digit; files are parted by an empty line (a lone CR before the LF in a
+ * walk-ordered search with `--crlf`), which nothing else is. A file named on the command line
+ * and binary before its first match gets only a warning, without a heading: nothing. A long
+ * line is joined once, when complete.
  */
 function eachRipgrepRecord(
   stream: Readable,
@@ -223,7 +225,9 @@ interface RipgrepRun {
 }
 
 function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext): RipgrepRun {
-  const child = spawn(rg, [...args, "--", scope.rgPath], { cwd: scope.cwd, env: RIPGREP_ENVIRONMENT, stdio: ["ignore", "pipe", "pipe"] });
+  // `./` first, so that every path ripgrep prints starts with it (see eachRipgrepRecord).
+  const path = scope.rgPath === "." ? "." : `./${scope.rgPath}`;
+  const child = spawn(rg, [...args, "--", path], { cwd: scope.cwd, env: RIPGREP_ENVIRONMENT, stdio: ["ignore", "pipe", "pipe"] });
   const onAbort = () => child.kill();
   ctx.signal?.addEventListener("abort", onAbort);
   let stderr = "";
