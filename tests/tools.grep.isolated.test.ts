@@ -231,7 +231,7 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       expect(lines.slice(1, 3)).toEqual(["d0/f00.txt:1:hit 0.0", "d0/f00.txt:2:hit 0.1"]);
       expect(lines[500]).toBe("d0/f08.txt:100:hit 8.99");
       expect(result).toEqual(await ws.call("grep", { pattern: "hit" }, inProcess));
-      const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
+      const searches = spawned.filter((child) => child.spawnargs.includes("--regexp"));
       expect(searches.length).toBeGreaterThanOrEqual(1);
       for (const child of spawned) {
         if (child.exitCode === null && child.signalCode === null) await new Promise((resolve) => child.once("exit", resolve));
@@ -289,7 +289,7 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       linkSync(join(ws.outside, "secret.txt"), join(ws.root, "d3", "f99.hl"));
       spawned.length = 0;
       const result = await ws.call("grep", { pattern: "hit" }, allCores);
-      const searches = spawned.filter((child) => child.spawnargs.includes("--json"));
+      const searches = spawned.filter((child) => child.spawnargs.includes("--regexp"));
       const viaProcess = (await ws.call("grep", { pattern: "hit" }, inProcess)).content.split("\n");
       const lines = result.content.split("\n");
       expect(lines.slice(0, -1)).toEqual(viaProcess.slice(0, -1));
@@ -356,6 +356,59 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     20_000,
   );
 
+  it.skipIf(!ripgrep)(
+    "the file that reaches the limit is not waited for when it is text, and left out when it is binary after its matches",
+    async () => {
+      // 2,000 long matching lines (400 KB: more than the pipe holds, so ripgrep is still printing
+      // them when the limit is reached), then nothing matches anywhere: stopped, not run to its end.
+      const long = `hit ${"x".repeat(200)}\n`;
+      const quiet = Object.fromEntries(Array.from({ length: 50 }, (_, f) => [`z/quiet${f}.txt`, "nothing here\n"]));
+      const ws = makeWorkspace({ "a.txt": long.repeat(2_000), ...quiet });
+      spawned.length = 0;
+      const lines = (await ws.call("grep", { pattern: "hit" }, withRipgrep)).content.split("\n");
+      expect(lines[0]).toBe("Showing the first 500 matching lines (in 1 files); there are more: narrow the pattern, path or glob");
+      const [search] = spawned.filter((child) => child.spawnargs.includes("--regexp"));
+      if (search!.exitCode === null && search!.signalCode === null) await new Promise((resolve) => search!.once("exit", resolve));
+      expect(search!.signalCode).toBe("SIGKILL");
+      // The same lines, then a NUL past ripgrep's first read: its matches are printed, then the file is found binary.
+      const binary = makeWorkspace({
+        "a.bin": Buffer.concat([Buffer.from(long.repeat(2_000)), Buffer.alloc(70_000, 0x61), Buffer.from([0, 0x0a])]),
+        "b.txt": "hit after the binary file\n",
+      });
+      expect(await bothEngines(binary, { pattern: "hit" })).toBe("1 matching line in 1 file\nb.txt:1:hit after the binary file");
+    },
+    20_000,
+  );
+
+  it.skipIf(!ripgrep)(
+    "a file named in bytes that are not UTF-8 is searched, and noted when hard-linked, like any other",
+    async () => {
+      const ws = makeWorkspace({ "a.txt": "needle\n", "many/lines.txt": "needle\n".repeat(600) });
+      const latin1 = (name: string) => Buffer.concat([Buffer.from(`${ws.root}/`), Buffer.from(name, "latin1")]);
+      writeFileSync(latin1("caf\xe9.txt"), "needle in a Latin-1 name\n");
+      linkSync(join(ws.outside, "secret.txt"), latin1("hl-\xe9.txt"));
+      linkSync(join(ws.outside, "secret.txt"), latin1("many/b\xe9-hl.txt"));
+      const notes = (files: string) => `(not searched, hard-linked: another link may be a file outside the workspace: ${files})`;
+      for (const tools of [withRipgrep, allCores]) {
+        // The hard links are seen by lstat where ripgrep reports files, where they are listed from here, and where `find` lists them.
+        expect(
+          (await ws.call("grep", { pattern: "needle", path: "." }, tools)).content
+            .split("\n")
+            .filter((line) => !line.startsWith("many/lines.txt")),
+        ).toEqual([
+          "Showing the first 500 matching lines (in 3 files); there are more: narrow the pattern, path or glob",
+          "a.txt:1:needle",
+          "caf\ufffd.txt:1:needle in a Latin-1 name",
+          notes("hl-\ufffd.txt, many/b\ufffd-hl.txt"),
+        ]);
+        expect((await ws.call("grep", { pattern: "Latin" }, tools)).content).toBe(
+          ["1 matching line in 1 file", "caf\ufffd.txt:1:needle in a Latin-1 name", notes("hl-\ufffd.txt, many/b\ufffd-hl.txt")].join("\n"),
+        );
+      }
+    },
+    20_000,
+  );
+
   it("never follows a symlink: neither one out of the workspace nor one within it is searched", async () => {
     const ws = makeWorkspace({ "inside.txt": "no secret here\n" });
     ws.symlink("link-out", ws.outside);
@@ -366,7 +419,7 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
     expect(await bothEngines(ws, { pattern: "top" })).toBe('No matches for "top" in .');
   });
 
-  it("searches and reports hostile file names as they are (leading dashes, a newline, spaces, ripgrep's JSON); a pattern may start with dashes", async () => {
+  it("searches and reports hostile file names as they are (leading dashes, a newline, spaces, names like ripgrep's output); a pattern may start with dashes", async () => {
     const ws = makeWorkspace({
       "-e": "needle in -e\n",
       "--files": "needle in --files\n",
@@ -374,15 +427,23 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       "new\nline.txt": "needle after a newline\n",
       " spaced .txt": "needle with spaces\n",
       'a,"binary_offset":1,.txt': "needle in a name that looks like a binary file's\n",
+      "12:34:needle.txt": "needle in a name that looks like a matching line\n",
     });
+    // A file found binary after its first matches, then a folder named like ripgrep's warning about it.
+    const warning = 'late.bin: WARNING: stopped searching binary file after match (found "\\0" byte around offset 9)\n.';
+    ws.write("late.bin", Buffer.concat([Buffer.from("needle\n"), Buffer.alloc(70_000, 0x61), Buffer.from([0])]));
+    ws.write(`${warning}/x.txt`, "needle\r\n\r\n1:needle\n");
     expect(await bothEngines(ws, { pattern: "needle" })).toBe(
       [
-        "6 matching lines in 6 files",
+        "9 matching lines in 8 files",
         " spaced .txt:1:needle with spaces",
         "--files:1:needle in --files",
         "-e:1:needle in -e",
         "-rf/--pre=sh.txt:1:needle below -rf",
+        "12:34:needle.txt:1:needle in a name that looks like a matching line",
         'a,"binary_offset":1,.txt:1:needle in a name that looks like a binary file\'s',
+        `${warning}/x.txt:1:needle`,
+        `${warning}/x.txt:3:1:needle`,
         "new\nline.txt:1:needle after a newline",
       ].join("\n"),
     );
@@ -390,6 +451,11 @@ describe("grep: ripgrep walks the workspace itself, with the walk's rules", () =
       "1 matching line in 1 file\n-rf/--pre=sh.txt:1:needle below -rf",
     );
     expect(await bothEngines(ws, { pattern: "needle", path: "-e" })).toBe("1 matching line in 1 file\n-e:1:needle in -e");
+    // ripgrep's warning about a file found binary starts with its path, which never starts with a digit as printed.
+    ws.write("1/2:late.bin", Buffer.concat([Buffer.from("needle\n"), Buffer.alloc(70_000, 0x61), Buffer.from([0])]));
+    ws.write("1/ok.txt", "needle\n");
+    expect(await bothEngines(ws, { pattern: "needle", path: "1" })).toBe("1 matching line in 1 file\n1/ok.txt:1:needle");
+    expect(await bothEngines(ws, { pattern: "needle", path: "1/2:late.bin" })).toBe('No matches for "needle" in 1/2:late.bin');
     expect(await bothEngines(ws, { pattern: "--files" })).toBe("1 matching line in 1 file\n--files:1:needle in --files");
   });
 

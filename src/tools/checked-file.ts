@@ -137,7 +137,7 @@ export async function writeChecked(absolute: string, relative: string, text: str
  * `absolute` and without blocking on a FIFO; undefined for anything else.
  */
 export function readRegularFileSync(
-  absolute: string,
+  absolute: string | Buffer,
   maxBytes: number,
   { hardLinks = false }: { hardLinks?: boolean } = {},
 ): { bytes: Buffer; cut: boolean } | undefined {
@@ -149,7 +149,7 @@ export function readRegularFileSync(
   }
   try {
     const stats = fstatSync(fd);
-    if (!stats.isFile() || (!hardLinks && refusal(stats, absolute) !== undefined)) return undefined;
+    if (!stats.isFile() || (!hardLinks && refusal(stats, absolute.toString()) !== undefined)) return undefined;
     const bytes = Buffer.alloc(Math.min(stats.size, maxBytes));
     let read = 0;
     while (read < bytes.length) {

@@ -1,12 +1,13 @@
 import { spawn, type ChildProcess } from "node:child_process";
 import { accessSync, constants, type Dirent, lstatSync, readdirSync, readFileSync, statSync, type Stats } from "node:fs";
 import { readFile, stat } from "node:fs/promises";
+import { isUtf8 } from "node:buffer";
 import { delimiter, join, resolve } from "node:path";
 import type { Readable } from "node:stream";
 import picomatch from "picomatch";
 import { z } from "zod";
 import { hazardMessage, watchForReadHazards } from "../git/read-hazards.js";
-import { refusal } from "./checked-file.js";
+import { readRegularFileSync, refusal } from "./checked-file.js";
 import { ALWAYS_SKIPPED_NAMES, areWalked, walkedChecker, walkFiles } from "./ignore-rules.js";
 import { throwIfCancelled, ToolError, type ToolContext, type ToolDefinition } from "./types.js";
 import { realPathOf, statInWorkspace } from "./workspace-paths.js";
@@ -17,8 +18,9 @@ import { realPathOf, statInWorkspace } from "./workspace-paths.js";
  * followed, special files skipped) and leave out, with a note, files over MAX_FILE_BYTES and
  * files with more than one hard link. The in-process engine gets them from `walkFiles`; ripgrep
  * walks the directory itself, told to apply the same rules (see `walkArgs`), in one process:
- * its matches are streamed from `rg --json` and it is killed once the result limit is reached
- * (see `ripgrepDirectory`). Both skip any file containing a NUL byte, split lines on LF with a CR
+ * its matches are streamed from its plain output (read so that no name or content can be
+ * misread: see `eachRipgrepRecord`) and it is killed once the result limit is reached (see
+ * `ripgrepDirectory`). Both skip any file containing a NUL byte, split lines on LF with a CR
  * before it taken as part of the line ending (so `$` matches there), and report lines in walk
  * order. Their outputs are therefore identical except where the regex dialects differ:
  * - translated for JavaScript: `(?P<name>` groups and a leading `(?i)`;
@@ -121,11 +123,6 @@ function walkArgs(scope: Scope): string[] {
 /** ripgrep's environment: none of ours (it is started by its path, and `--no-config` reads no config file). */
 const RIPGREP_ENVIRONMENT: NodeJS.ProcessEnv = {};
 
-/** A path as ripgrep prints it (relative to the workspace, `./` first when the root is searched), as a workspace-relative path. */
-function fromRipgrep(path: string): string {
-  return path.startsWith("./") ? path.slice(2) : path;
-}
-
 /** Walk order (each directory's entries sorted by name, depth first), as `walkFiles` and `rg --sort path` list files. */
 function compareWalkOrder(a: string, b: string): number {
   const left = a.split("/");
@@ -136,42 +133,65 @@ function compareWalkOrder(a: string, b: string): number {
   return left.length - right.length;
 }
 
-interface RipgrepData {
-  text?: string;
-  bytes?: string;
-}
-
-/** One line of `rg --json` output (the fields used here). */
-interface RipgrepMessage {
-  type: string;
-  data: { path?: RipgrepData; lines?: RipgrepData; line_number?: number };
-}
-
-/** How an `end` message starts: it is recognised without being parsed. */
-const END_MESSAGE = '{"type":"end"';
-
 /**
- * In an `end` message, that the file turned out binary (a NUL after its first matches), seen
- * without parsing the message (its statistics are most of it). Only the field itself can match:
- * inside a JSON string a `"` is escaped, so no path holds `,"binary_offset":`.
+ * Reads ripgrep's plain output as `startSearch` asks for it (`--heading --with-filename
+ * --line-number --null`), calling `onFile` with each file's raw path, `onMatch` with each of its
+ * matching lines (raw, without the LF), `onBinary` when the file turned out binary after its
+ * first matches and `onFileEnd` when the file's lines are over; resolves when the stream is
+ * closed (ended or destroyed). The output cannot be misread, whatever the names and contents:
+ * a file's heading is its path and a NUL (a path holds no NUL, and may hold LFs); then each
+ * matching line is `N:text` (the line number first; the text holds no LF); a file found binary
+ * after its first matches ends with ripgrep's warning, which starts with the file's path, and
+ * every path ripgrep prints starts with `./` (startRipgrep): so it is the one line of a file
+ * not starting with a digit; files are parted by an empty line (a lone CR before the LF in a
+ * walk-ordered search with `--crlf`), which nothing else is. A file named on the command line
+ * and binary before its first match gets only a warning, without a heading: nothing. A long
+ * line is joined once, when complete.
  */
-const FOUND_BINARY = /,"binary_offset":\d/;
-
-function parseRipgrepMessage(line: string): RipgrepMessage | undefined {
-  try {
-    return JSON.parse(line) as RipgrepMessage;
-  } catch {
-    return undefined;
-  }
+function eachRipgrepRecord(
+  stream: Readable,
+  on: { onFile(raw: Buffer): void; onMatch(line: Buffer): void; onBinary(): void; onFileEnd(): void },
+): Promise<void> {
+  let inFile = false;
+  let pending: Buffer[] = [];
+  const record = (piece: Buffer) => {
+    if (!inFile) {
+      inFile = true;
+      on.onFile(piece);
+    } else if (piece.length > 0 && piece[0]! >= 0x30 && piece[0]! <= 0x39) on.onMatch(piece);
+    else if (piece.length === 0 || (piece.length === 1 && piece[0] === 0x0d)) {
+      inFile = false;
+      on.onFileEnd();
+    } else on.onBinary();
+  };
+  stream.on("data", (chunk: Buffer) => {
+    let start = 0;
+    for (let end = chunk.indexOf(inFile ? 0x0a : 0, start); end !== -1; end = chunk.indexOf(inFile ? 0x0a : 0, start)) {
+      const piece = pending.length > 0 ? Buffer.concat([...pending, chunk.subarray(start, end)]) : chunk.subarray(start, end);
+      pending = [];
+      start = end + 1;
+      record(piece);
+    }
+    if (start < chunk.length) pending.push(chunk.subarray(start));
+  });
+  return new Promise((resolve) =>
+    stream.on("close", () => {
+      if (inFile) on.onFileEnd();
+      resolve();
+    }),
+  );
 }
 
-function decodeRipgrepData(data: RipgrepData): string {
-  return data.text ?? Buffer.from(data.bytes ?? "", "base64").toString("utf8");
+/** A matching line as ripgrep prints it (`N:text`, raw, without the LF): its line number and text. */
+function parseMatchLine(line: Buffer): { number: number; text: string } {
+  const colon = line.indexOf(0x3a);
+  return { number: Number(line.toString("latin1", 0, colon)), text: line.toString("utf8", colon + 1) };
 }
 
-/** The raw bytes of a path ripgrep printed (a non-UTF-8 name comes as base64). */
-function rawRipgrepPath(data: RipgrepData): Buffer {
-  return data.bytes !== undefined ? Buffer.from(data.bytes, "base64") : Buffer.from(data.text ?? "", "utf8");
+/** Whether the file at `raw` (absolute) holds a NUL byte, as ripgrep sees binary files; true when it cannot be read. */
+function holdsNul(raw: Buffer): boolean {
+  const read = readRegularFileSync(raw, MAX_FILE_BYTES);
+  return !read || read.bytes.includes(0);
 }
 
 /** Why a file is left out, from its lstat: refused (see `refusal`), too large, or not a regular file at all. */
@@ -184,32 +204,10 @@ function verdictOf(stats: Stats | undefined, relative: string): Verdict {
   return stats.size > MAX_FILE_BYTES ? "tooLarge" : "searched";
 }
 
-function lstatRaw(cwd: Buffer, raw: Buffer): Stats | undefined {
-  return lstatSync(Buffer.concat([cwd, Buffer.from("/"), raw]), { throwIfNoEntry: false });
-}
-
-/**
- * Calls `onLine` with each line of `stream` (UTF-8, without its LF) as it comes; resolves when
- * the stream is closed (ended or destroyed). A long line is joined once, when complete.
- */
-function eachLine(stream: Readable, onLine: (line: string) => void): Promise<void> {
-  let rest = "";
-  stream.setEncoding("utf8");
-  stream.on("data", (chunk: string) => {
-    let start = 0;
-    for (let end = chunk.indexOf("\n"); end !== -1; end = chunk.indexOf("\n", start)) {
-      onLine(rest + chunk.slice(start, end));
-      rest = "";
-      start = end + 1;
-    }
-    rest += chunk.slice(start);
-  });
-  return new Promise((resolve) =>
-    stream.on("close", () => {
-      if (rest) onLine(rest);
-      resolve();
-    }),
-  );
+/** The lstat of `raw`, a path below folder `dir`, both as bytes: named by a string when they are UTF-8 (twice as fast), else by the bytes. */
+function lstatRaw(dir: Buffer, raw: Buffer): Stats | undefined {
+  const path = isUtf8(dir) && isUtf8(raw) ? `${dir.toString("utf8")}/${raw.toString("utf8")}` : Buffer.concat([dir, Buffer.from("/"), raw]);
+  return lstatSync(path, { throwIfNoEntry: false });
 }
 
 interface RipgrepRun {
@@ -227,7 +225,9 @@ interface RipgrepRun {
 }
 
 function startRipgrep(rg: string, args: string[], scope: Scope, ctx: ToolContext): RipgrepRun {
-  const child = spawn(rg, [...args, "--", scope.rgPath], { cwd: scope.cwd, env: RIPGREP_ENVIRONMENT, stdio: ["ignore", "pipe", "pipe"] });
+  // `./` first, so that every path ripgrep prints starts with it (see eachRipgrepRecord).
+  const path = scope.rgPath === "." ? "." : `./${scope.rgPath}`;
+  const child = spawn(rg, [...args, "--", path], { cwd: scope.cwd, env: RIPGREP_ENVIRONMENT, stdio: ["ignore", "pipe", "pipe"] });
   const onAbort = () => child.kill();
   ctx.signal?.addEventListener("abort", onAbort);
   let stderr = "";
@@ -298,18 +298,24 @@ interface Search {
   stop(): void;
 }
 
+/** What a search prints: see eachRipgrepRecord. */
+const SEARCH_OUTPUT = ["--heading", "--with-filename", "--line-number", "--null", "--color=never"];
+
 /**
- * One ripgrep search over the scope, streamed from `rg --json`. A file's matches count once its
- * `end` message says it was not binary after all (a NUL after the first matches), and only if
- * the file is one the tools read (checked with lstat when it begins: a regular file with one
- * link, within MAX_FILE_BYTES). ripgrep is not given `--max-filesize`: it would stat every file
- * for it (a quarter slower), while files that large are rare and the output of one is passed
- * over unparsed here. Stops ripgrep once `limit` matches are in. `sorted` walks in
- * walk order (one thread); otherwise ripgrep uses all cores and finishes files in any order.
+ * One ripgrep search over the scope, its plain output streamed (see eachRipgrepRecord: far less
+ * for ripgrep to print and for this process to read than `--json`). A file's matches count only
+ * if the file is one the tools read (checked with lstat when its heading comes: a regular file
+ * with one link, within MAX_FILE_BYTES), and once the file is over without turning out binary (a
+ * NUL after its first matches). The file whose matches reach `limit` is not waited for: it is
+ * read here for a NUL instead (ripgrep's next heading may be far away). ripgrep is not given
+ * `--max-filesize`: it would stat every file for it (a quarter slower), while files that large
+ * are rare and the output of one is passed over undecoded here. Stops ripgrep once `limit`
+ * matches are in. `sorted` walks in walk order (one thread); otherwise ripgrep uses all cores
+ * and finishes files in any order.
  */
 function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContext, limit: number, sorted: boolean): Search {
   const args = [
-    "--json",
+    ...SEARCH_OUTPUT,
     "--no-mmap",
     "--encoding=none",
     "--crlf",
@@ -325,48 +331,55 @@ function startSearch(rg: string, query: GrepQuery, scope: Scope, ctx: ToolContex
   let total = 0;
   let found = 0;
   const waiting: { count: number; resolve: () => void }[] = [];
-  let messages = 0;
+  let printed = false;
   let reachedLimit: (() => void) | undefined;
   let matched: (() => void) | undefined;
   const firstMatch = new Promise<void>((resolve) => (matched = resolve));
-  /** The file whose messages come now (ripgrep prints each file's together); no matches kept for a file left out. */
-  let current: { file: string; matches: GrepMatch[] | null } | undefined;
-  const read = eachLine(run.child.stdout!, (line) => {
-    messages++;
-    if (outcome.stoppedAt !== undefined) return;
-    if (line.startsWith(END_MESSAGE)) {
-      const ended = current;
-      current = undefined;
-      if (!ended?.matches || ended.matches.length === 0 || FOUND_BINARY.test(line)) return;
-      outcome.files.push({ file: ended.file, matches: ended.matches });
-      total += ended.matches.length;
-      if (total >= limit) {
-        outcome.stoppedAt = ended.file;
-        run.stop();
-        reachedLimit?.();
-      }
-      return;
-    }
-    // The lines of a file left out are passed over unparsed up to its `end`.
-    if (current && !current.matches) return;
-    const message = parseRipgrepMessage(line);
-    if (!message?.data.path) return;
-    if (message.type === "begin") {
+  /** The file whose lines come now (ripgrep prints each file's together); no matches kept for a file left out. */
+  let current: { file: string; raw: Buffer; matches: GrepMatch[] | null } | undefined;
+  const complete = (file: string, matches: GrepMatch[]) => {
+    outcome.files.push({ file, matches });
+    total += matches.length;
+    if (total < limit) return;
+    outcome.stoppedAt = file;
+    run.stop();
+    reachedLimit?.();
+  };
+  const read = eachRipgrepRecord(run.child.stdout!, {
+    onFile(printedPath) {
+      printed = true;
+      if (outcome.stoppedAt !== undefined) return;
       matched?.();
-      const file = fromRipgrep(decodeRipgrepData(message.data.path));
-      const verdict = scope.inGlob(file) ? verdictOf(lstatRaw(cwd, rawRipgrepPath(message.data.path)), file) : undefined;
+      const raw = printedPath[0] === 0x2e && printedPath[1] === 0x2f ? printedPath.subarray(2) : printedPath;
+      const file = raw.toString("utf8");
+      const verdict = scope.inGlob(file) ? verdictOf(lstatRaw(cwd, raw), file) : undefined;
       if (verdict) outcome.verdicts.set(file, verdict);
-      current = { file, matches: verdict === "searched" ? [] : null };
-    } else if (message.type === "match" && current?.matches) {
-      const text = decodeRipgrepData(message.data.lines ?? {}).replace(/\n$/, "");
-      current.matches.push(matchOf(current.file, message.data.line_number ?? 0, text));
+      current = { file, raw, matches: verdict === "searched" ? [] : null };
+    },
+    onMatch(line) {
+      // The lines of a file left out are passed over undecoded.
+      if (outcome.stoppedAt !== undefined || !current?.matches) return;
+      const { number, text } = parseMatchLine(line);
+      current.matches.push(matchOf(current.file, number, text));
       found++;
       for (const waiter of waiting) if (found === waiter.count) waiter.resolve();
-    }
+      if (total + current.matches.length < limit) return;
+      const { file, raw, matches } = current;
+      current = undefined;
+      if (!holdsNul(Buffer.concat([cwd, Buffer.from("/"), raw]))) complete(file, matches);
+    },
+    onBinary() {
+      if (current) current.matches = null;
+    },
+    onFileEnd() {
+      const ended = current;
+      current = undefined;
+      if (outcome.stoppedAt === undefined && ended?.matches && ended.matches.length > 0) complete(ended.file, ended.matches);
+    },
   });
   const finished = Promise.all([run.closed, read]).then(([{ code, stderr }]) => {
     // A bad pattern stops ripgrep before it prints anything; unreadable files only add warnings.
-    if (outcome.stoppedAt === undefined && code === 2 && messages === 0) {
+    if (outcome.stoppedAt === undefined && code === 2 && !printed) {
       throw new ToolError("invalid_arguments", `invalid pattern: ${stderr.trim()}`);
     }
   });
@@ -548,10 +561,9 @@ async function walkLeftOut(
         if (await walk(path(entry.name), `${file}/`)) return true;
       } else if (entry.isFile() && scope.inGlob(file)) {
         if (++files > WALK_FILES_MAX) return true;
-        const absolute = path(entry.name);
-        const verdict = known.get(file) ?? verdictOf(lstatSync(absolute, { throwIfNoEntry: false }), file);
+        const verdict = known.get(file) ?? verdictOf(lstatRaw(dir, entry.name), file);
         if (verdict === "refused" || verdict === "tooLarge")
-          found.push({ file, verdict, absolute: absolute.toString("utf8"), reported: known.has(file) });
+          found.push({ file, verdict, absolute: path(entry.name).toString("utf8"), reported: known.has(file) });
       }
     }
     return false;
