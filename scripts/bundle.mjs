@@ -101,11 +101,12 @@ replaceFolder(cliDir, "dist/cli");
 // The web inspector (`loopgraph ui`): its pages, every script and style bundled here, so it works
 // offline (nothing from a CDN). One file each, so every request can carry the server's token:
 // the page itself (app.js), and Mermaid (mermaid.js, most of the bytes), which the page imports by
-// URL when it first draws a graph, so the steps show without waiting for it.
+// URL when it first draws a graph, so the steps show without waiting for it; boot.js, before them,
+// asks for a thread's first page of steps while they load.
 const uiDir = building("ui");
 await build({
   absWorkingDir: root,
-  entryPoints: { app: "ui/src/main.tsx", mermaid: "ui/src/mermaid.ts" },
+  entryPoints: { boot: "ui/src/boot.ts", app: "ui/src/main.tsx", mermaid: "ui/src/mermaid.ts" },
   outdir: `${uiDir}/assets`,
   bundle: true,
   format: "esm",

@@ -220,12 +220,17 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
       });
       seen.observe(document, { childList: true, subtree: true });
     `);
-    await page.goto(`${url}#/thread/long`);
     const head = page.locator("[data-testid=timeline] tr.step.head");
-    await head.waitFor();
-    const ms = (await page.evaluate("window.headAt")) as number;
-    expect(await head.innerText()).toMatch(new RegExp(`^4999\\t\\t${newest.nodes[0]}\\t`));
-    expect(ms).toBeLessThanOrEqual(FIRST_PAINT_MS);
+    // The median of three loads of the page: one load slowed by another test's burst says little.
+    const times: number[] = [];
+    for (let load = 0; load < 3; load++) {
+      await (load === 0 ? page.goto(`${url}#/thread/long`) : page.reload());
+      await head.waitFor();
+      times.push((await page.evaluate("window.headAt")) as number);
+      expect(await head.innerText()).toMatch(new RegExp(`^4999\\t\\t${newest.nodes[0]}\\t`));
+    }
+    expect(times.sort((a, b) => a - b)[1], `first paints ${times.join(", ")} ms`).toBeLessThanOrEqual(FIRST_PAINT_MS);
+    await expect.poll(() => page.locator("[data-testid=graph] svg").count(), LIVE).toBe(1);
     const rows = page.locator("[data-testid=timeline] tr.step");
     expect(await rows.count()).toBe(200);
     await page.getByTestId("older").click();

@@ -1,8 +1,36 @@
 /** The server's API: every request carries the token the page was opened with. */
 const token = document.querySelector<HTMLMetaElement>('meta[name="loopgraph-token"]')?.content ?? "";
 
+/** A request the boot script (boot.ts) made while the page's own script was still loading. */
+interface EarlyRequest {
+  path: string;
+  response: Promise<Response>;
+}
+
+declare global {
+  interface Window {
+    loopgraphEarly?: EarlyRequest;
+  }
+}
+
+/** Starts the request of `path` now; the page's first `get` of it takes its answer (once). */
+export function requestEarly(path: string): void {
+  window.loopgraphEarly = { path, response: fetch(path, { headers: { "x-loopgraph-token": token } }) };
+}
+
+/** The thread a page's hash names (`#/thread/<id>`), if any. */
+export function threadOfHash(hash: string): string | undefined {
+  const match = /^#\/thread\/(.+)$/.exec(hash);
+  return match ? decodeURIComponent(match[1]!) : undefined;
+}
+
+/** The API path of a thread's page. */
+export const threadApi = (threadId: string): string => `/api/threads/${encodeURIComponent(threadId)}`;
+
 export async function get<T>(path: string): Promise<T> {
-  const response = await fetch(path, { headers: { "x-loopgraph-token": token } });
+  const early = window.loopgraphEarly;
+  if (early?.path === path) window.loopgraphEarly = undefined;
+  const response = await (early?.path === path ? early.response : fetch(path, { headers: { "x-loopgraph-token": token } }));
   const body = (await response.json()) as T & { error?: string };
   if (!response.ok) throw new Error(body.error ?? `${response.status}`);
   return body;

@@ -4,6 +4,8 @@ import {
   follow,
   get,
   post,
+  threadApi,
+  threadOfHash,
   withToken,
   type ActionResult,
   type Approval,
@@ -36,7 +38,7 @@ function useRoute(): string {
 
 function App() {
   const hash = useRoute();
-  const thread = /^#\/thread\/(.+)$/.exec(hash);
+  const threadId = threadOfHash(hash);
   return (
     <div class="app">
       <header class="top">
@@ -45,7 +47,7 @@ function App() {
         </a>
         <span class="sub">inspector</span>
       </header>
-      {thread ? <Thread threadId={decodeURIComponent(thread[1]!)} /> : <Threads />}
+      {threadId !== undefined ? <Thread threadId={threadId} /> : <Threads />}
     </div>
   );
 }
@@ -161,7 +163,7 @@ function Thread({ threadId }: { threadId: string }) {
   const [details, setDetails] = useState<Record<string, StepDetail>>({});
   /** Counts the live updates: what is shown on demand is fetched again on each. */
   const [version, setVersion] = useState(0);
-  const base = `/api/threads/${encodeURIComponent(threadId)}`;
+  const base = threadApi(threadId);
   useEffect(() => {
     let alive = true;
     setLoaded(undefined);
