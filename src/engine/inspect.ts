@@ -3,7 +3,7 @@ import { ERROR, type CheckpointTuple } from "@langchain/langgraph-checkpoint";
 import type { Difference } from "microdiff";
 import { sameEncoding } from "../checkpoint/item-framing.js";
 import type { EncodedItem } from "../checkpoint/item-framing.js";
-import type { SeqRange } from "../checkpoint/list-history.js";
+import { sharedSeqPrefix, type SeqRange } from "../checkpoint/list-history.js";
 import { canReadHistory, type CheckpointHistoryEntry, type HistoryReader, type StoredChannel } from "../checkpoint/history-reader.js";
 import { ConfigError } from "../errors.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
@@ -231,7 +231,7 @@ function asChanges(changes: Difference[], prefix: string, offset = 0): StateChan
  * the scheduled `branch:to:<node>`, a join's `join:<sources>:<target>`).
  */
 function isShownChannel(channel: string): boolean {
-  return !/^(__|branch:|join:)/.test(channel);
+  return !(channel.startsWith("__") || channel.startsWith("branch:") || channel.startsWith("join:"));
 }
 
 /** A channel's value at one checkpoint, decoded once and shared by the checkpoints that keep its version. */
@@ -246,6 +246,9 @@ interface ChannelEntry {
   items?: readonly EncodedItem[];
   /** Where the items lie in the channel's item log (stores of version 3). */
   ranges?: readonly SeqRange[];
+  /** Lists: this entry's own number in the walk, and the leading items it holds as the entry it was read from (by number) does (the same objects). */
+  id?: number;
+  sharedWith?: { id: number; items: number };
 }
 
 /** The shown channels of a checkpoint, in the order of its `channel_values` (its `channel_versions` order). */
@@ -373,7 +376,11 @@ class StateReader {
     return (decoded.value as unknown[]).map((item) => toPlainValues({ item }).item);
   }
 
-  /** A list's plain items: the parent's where stored alike, the others pending (decoded when a diff shows them). */
+  /**
+   * A list's plain items: the parent's where stored alike, the others pending (decoded when a diff
+   * shows them). The items at the log positions the parent's lead with are stored alike without
+   * comparing them: a version reads its new items only.
+   */
   private readList(
     version: string,
     { items, ranges }: Extract<StoredChannel, { kind: "list" }>,
@@ -381,8 +388,8 @@ class StateReader {
   ): ChannelEntry {
     const previousItems = before?.items ?? [];
     const previousPlain = Array.isArray(before?.plain) ? (before.plain as unknown[]) : [];
-    let shared = 0;
     const comparable = Math.min(items.length, previousItems.length, previousPlain.length);
+    let shared = Math.min(comparable, before?.ranges && ranges ? sharedSeqPrefix(before.ranges, ranges) : 0);
     while (shared < comparable && sameEncoding(items[shared]!, previousItems[shared]!)) shared += 1;
     const plain = previousPlain.slice(0, shared);
     // Past the shared prefix too, an item stored as the parent's at its index (one replaced or removed before it) is the parent's.
@@ -390,9 +397,20 @@ class StateReader {
       const kept = index < comparable && sameEncoding(items[index]!, previousItems[index]!);
       plain.push(kept ? previousPlain[index] : new PendingItem(items[index]!, this));
     }
-    return { version, plain, items, ...(ranges ? { ranges } : {}) };
+    const id = (listEntries += 1);
+    return {
+      version,
+      plain,
+      items,
+      ...(ranges ? { ranges } : {}),
+      id,
+      ...(before?.id !== undefined && { sharedWith: { id: before.id, items: shared } }),
+    };
   }
 }
+
+/** List entries read so far (each one's number, see ChannelEntry.id). */
+let listEntries = 0;
 
 /** The changes from one state to the next, as microdiff gives them for the two states' plain values whole. */
 async function stateChanges(previous: StepState, current: StepState): Promise<StateChange[]> {
@@ -414,8 +432,8 @@ async function stateChanges(previous: StepState, current: StepState): Promise<St
 async function entryChanges(channel: string, before: ChannelEntry, after: ChannelEntry): Promise<StateChange[]> {
   if (Array.isArray(before.plain) && Array.isArray(after.plain)) {
     // The leading items both hold alike (the same objects) differ in nothing: diff from the first other one.
-    let shared = 0;
     const comparable = Math.min(before.plain.length, after.plain.length);
+    let shared = after.sharedWith && after.sharedWith.id === before.id ? Math.min(after.sharedWith.items, comparable) : 0;
     while (shared < comparable && before.plain[shared] === after.plain[shared]) shared += 1;
     // Past it, an item both hold at the same index (stored alike) differs in nothing either: neither is decoded for it.
     const [beforeTail, afterTail] = [before.plain.slice(shared), after.plain.slice(shared)];
@@ -479,9 +497,10 @@ async function withLanes(
     startedAt: created.get(checkpoint.parentId!) ?? checkpoint.createdAt,
   }));
   const lanes = await lanesOfSteps(store, threadId, steps);
+  const isParallel = new Set(parallel);
   return checkpoints.map((checkpoint) => {
     const found = checkpoint.parentId === undefined ? undefined : lanes.get(checkpoint.parentId);
-    return found && found.length > 1 && parallel.includes(checkpoint) ? { ...checkpoint, lanes: found } : checkpoint;
+    return found && found.length > 1 && isParallel.has(checkpoint) ? { ...checkpoint, lanes: found } : checkpoint;
   });
 }
 

@@ -169,6 +169,18 @@ export function unpackChunk({ codec, ...chunk }: StoredChunk): LogChunk {
 /** Bytes of item log chunks kept in memory for reads (see CheckpointStore.chunkCache). */
 const CHUNK_CACHE_BYTES = 16 * 1024 * 1024;
 
+/** A chunk holding references read in part is resolved in blocks of this many items (from its start), each kept (see logChunks). */
+const RESOLVE_BLOCK = 64;
+
+/** The cache key of items [from, to) of a log (`prefix`: its thread, namespace and channel) with their references resolved. */
+const resolvedKey = (prefix: string, from: number, to: number): string => `${prefix}${from}-${to}\u0000resolved`;
+
+/** Whether `chunks` (in log order) hold every item of [start, end) without a gap. */
+function coversSpan(chunks: readonly LogChunk[], start: number, end: number): boolean {
+  if (chunks.length === 0 || start < chunks[0]!.start_seq || end > chunks.at(-1)!.end_seq) return false;
+  return chunks.every((chunk, i) => i === 0 || chunk.start_seq === chunks[i - 1]!.end_seq);
+}
+
 /** Chunks of the item log are merged up to this size (a merge rewrites them; bigger would rewrite more per step). */
 const MAX_CHUNK_BYTES = 256 * 1024;
 
@@ -209,6 +221,11 @@ export class CheckpointStore {
     maxEntryWeight: CHUNK_CACHE_BYTES / 4,
   });
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
+  /** The chunks each item log's last read returned (see logChunks), by thread, namespace and channel. */
+  private readonly lastLogReads = new LruMap<string, LogChunk[]>(CHUNK_CACHE_BYTES / 4, {
+    weigh: (chunks) => chunks.reduce((bytes, chunk) => bytes + chunk.data.length + chunk.ends.length, 0),
+    maxEntryWeight: CHUNK_CACHE_BYTES / 4,
+  });
 
   constructor(private readonly db: Database.Database) {
     this.immediate = db.transaction((work: () => unknown) => {
@@ -457,25 +474,45 @@ export class CheckpointStore {
    * The chunks of the channel's item log holding any item in [start, end), in order, each
    * reference (see item-refs.ts) replaced by the item it stands for. A chunk read whole is
    * resolved whole and kept so (a `list` page or `getTuple` reads a list's every item, version
-   * after version): no item is resolved twice. Of a chunk read in part (a history walk reads
-   * each version's new items), only that part is resolved.
+   * after version). Of a chunk read in part (a history walk reads each version's new items), the
+   * blocks of RESOLVE_BLOCK items holding that part are resolved, each once, and kept: no item is
+   * resolved twice, and a read of a few items of a huge chunk resolves a block, not the chunk.
+   * A read within the span the log's last read returned takes those chunks again, without a
+   * statement: an item never changes once logged (a merge only joins chunks).
    */
   logChunks(at: ThreadNamespace, channel: string, start: number, end: number): LogChunk[] {
+    const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
+    const last = this.lastLogReads.get(prefix);
+    if (last && coversSpan(last, start, end)) return last.filter((chunk) => chunk.start_seq < end && chunk.end_seq > start);
     const key = { threadId: at.threadId, ns: at.ns, channel };
     const bounds = this.chunkBoundsStatement.all({ ...key, start, end });
-    const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
-    const resolvedKey = (chunk: { start_seq: number; end_seq: number }) => `${prefix}${chunk.start_seq}-${chunk.end_seq}\u0000resolved`;
-    const resolved = bounds.map((bound) => this.chunkCache.get(resolvedKey(bound)));
-    if (resolved.every((chunk) => chunk !== undefined)) return resolved as LogChunk[];
-    const chunks = this.storedChunks(at, channel, start, end, bounds);
-    return chunks.map((chunk, i) => {
-      if (resolved[i]) return resolved[i];
-      if (!holdsRefs(chunk)) return chunk;
-      if (chunk.start_seq < start || chunk.end_seq > end) return this.resolveChunk(at, channel, chunk, start, end);
-      const whole = this.resolveChunk(at, channel, chunk, chunk.start_seq, chunk.end_seq);
-      this.chunkCache.set(resolvedKey(whole), whole);
-      return whole;
-    });
+    const resolved = bounds.map((bound) => this.chunkCache.get(resolvedKey(prefix, bound.start_seq, bound.end_seq)));
+    const chunks = resolved.every((chunk) => chunk !== undefined)
+      ? (resolved as LogChunk[])
+      : this.storedChunks(at, channel, start, end, bounds).flatMap((chunk, i) => {
+          if (resolved[i]) return [resolved[i]];
+          if (!holdsRefs(chunk)) return [chunk];
+          if (chunk.start_seq >= start && chunk.end_seq <= end)
+            return [this.resolvedPart(at, channel, chunk, chunk.start_seq, chunk.end_seq)];
+          const blocks: LogChunk[] = [];
+          const first = chunk.start_seq + Math.floor((start - chunk.start_seq) / RESOLVE_BLOCK) * RESOLVE_BLOCK;
+          for (let from = Math.max(first, chunk.start_seq); from < Math.min(end, chunk.end_seq); from += RESOLVE_BLOCK)
+            blocks.push(this.resolvedPart(at, channel, chunk, from, Math.min(from + RESOLVE_BLOCK, chunk.end_seq)));
+          return blocks;
+        });
+    this.lastLogReads.set(prefix, chunks);
+    return chunks;
+  }
+
+  /** Items [from, to) of a chunk holding references, resolved (see resolveChunk), from the cache or else resolved and kept there. */
+  private resolvedPart(at: ThreadNamespace, channel: string, chunk: LogChunk, from: number, to: number): LogChunk {
+    const key = resolvedKey(`${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`, from, to);
+    let resolved = this.chunkCache.get(key);
+    if (!resolved) {
+      resolved = this.resolveChunk(at, channel, chunk, from, to);
+      this.chunkCache.set(key, resolved);
+    }
+    return resolved;
   }
 
   /** The chunks holding [start, end) as stored (`bounds`: where they are, when read already), from the cache or else in one statement. */
@@ -601,6 +638,7 @@ export class CheckpointStore {
   deleteThread(threadId: string): void {
     for (const statement of this.deleteStatements) statement.run(threadId);
     this.chunkCache.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
+    this.lastLogReads.deleteWhere((key) => key.startsWith(`${threadId}\u0000`));
   }
 }
 
