@@ -46,7 +46,7 @@ import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRo
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import { packed, unpacked } from "./packing.js";
 import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
-import { CHANNEL_VERSIONS_CTE, readVersions, storedVersions, versionsChain, type VersionsBase } from "./versions.js";
+import { CHANNEL_VERSIONS_CTE, readVersions, storedBase, storedVersions, versionsChain, type VersionsBase } from "./versions.js";
 import {
   insertItemsSql,
   ItemRows,
@@ -502,7 +502,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
          ), ${insertItemsSql(17)}
          INSERT INTO loopgraph_checkpoints
            (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, versions_base, metadata_type, metadata)
-         SELECT $1, $2, $8, $9, $10, $11, CASE WHEN base.found THEN $15 ELSE $12 END, CASE WHEN base.found THEN $16 END, $13, $14
+         SELECT $1, $2, $8, $9, $10, $11, CASE WHEN base.found THEN $15 ELSE $12 END, CASE WHEN base.found THEN ${storedBase("$16", "$9::text")} END, $13, $14
          FROM (SELECT $16::text IS NOT NULL AND EXISTS (
            SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $16
          ) AS found) base

@@ -9,9 +9,9 @@
  * own. A reader takes every row at the versions it wants and finds each channel's value in them
  * (`resolvedRows`).
  */
-import { deflateRawSync, inflateRawSync } from "node:zlib";
+import { inflateRawSync } from "node:zlib";
 import { frameItems, unframeItems } from "../../checkpoint/item-framing.js";
-import { asBuffer } from "./packing.js";
+import { asBuffer, compressed, decompressed } from "./packing.js";
 
 /** The type of a row holding the values of several channels at its version (data: see `batchBytes`). */
 export const VALUES_TYPE = "loopgraph:values";
@@ -35,27 +35,31 @@ export interface ChannelValue {
 }
 
 const RAW = 0;
+/** Raw DEFLATE (rows of schema 3). */
 const DEFLATED = 1;
+/** Raw DEFLATE primed with the dictionary of packing.ts. */
+const DICTIONARY_DEFLATED = 2;
 
 /** The key of a channel version in the map `resolvedRows` gives. */
 export const blobKey = (channel: string, version: string): string => `${channel}\u0000${version}`;
 
 /**
- * Several values as one row's data: a byte saying whether the rest is compressed (raw DEFLATE,
- * kept when smaller), then the framed channel names (JSON) and values.
+ * Several values as one row's data: a byte saying whether the rest is compressed (see
+ * packing.ts; kept when smaller), then the framed channel names (JSON) and values.
  */
 export function batchBytes(values: readonly ChannelValue[]): Buffer {
   const names = { type: "json", bytes: Buffer.from(JSON.stringify(values.map((value) => value.channel)), "utf8") };
   const framed = frameItems([names, ...values.map((value) => ({ type: value.type, bytes: value.data }))]);
-  const compressed = deflateRawSync(framed);
-  const [flag, body] = compressed.length < framed.length ? [DEFLATED, compressed] : [RAW, asBuffer(framed)];
+  const packedBytes = compressed(framed);
+  const [flag, body] = packedBytes.length < framed.length ? [DICTIONARY_DEFLATED, packedBytes] : [RAW, asBuffer(framed)];
   return Buffer.concat([Buffer.from([flag]), body]);
 }
 
 /** The values of a row's batch, as rows of their own at its version. */
 function unbatched(version: string, data: Buffer): BlobRow[] {
   const body = data.subarray(1);
-  const [names, ...values] = unframeItems(data[0] === DEFLATED ? inflateRawSync(body) : body);
+  const framed = data[0] === DICTIONARY_DEFLATED ? decompressed(body) : data[0] === DEFLATED ? inflateRawSync(body) : body;
+  const [names, ...values] = unframeItems(framed);
   const channels = JSON.parse(Buffer.from(names!.bytes).toString("utf8")) as string[];
   return channels.map((channel, i) => ({ channel, version, type: values[i]!.type, data: asBuffer(values[i]!.bytes), ranges: null }));
 }

@@ -22,6 +22,12 @@ export interface StoredVersions {
   readonly base: string | null;
 }
 
+/**
+ * The `versions_base` of a checkpoint stored against its parent (most are: the saver's last
+ * checkpoint of the thread namespace is the next one's parent), in a byte instead of the
+ * parent's id again (schema 4; no checkpoint id is empty).
+ */
+const PARENT_BASE = "";
 /** A delta is stored while it names at most this share of the channels: else the versions are stored whole. */
 const MAX_DELTA_SHARE = 0.5;
 /** Links from a checkpoint to the one stored whole its versions are read from, at most. */
@@ -64,11 +70,24 @@ export function readVersions(chain: string): ChannelVersions {
  */
 export function versionsChain(row: string, threadId: string, ns: string): string {
   return `(WITH RECURSIVE chain AS (
-    SELECT ${row}.channel_versions, ${row}.versions_base, 0 AS depth
+    SELECT ${row}.channel_versions, ${baseOf(row)} AS base, 0 AS depth
     UNION ALL
-    SELECT l.channel_versions, l.versions_base, chain.depth + 1 FROM chain JOIN loopgraph_checkpoints l
-      ON l.thread_id = ${threadId} AND l.checkpoint_ns = ${ns} AND l.checkpoint_id = chain.versions_base
+    SELECT l.channel_versions, ${baseOf("l")}, chain.depth + 1 FROM chain JOIN loopgraph_checkpoints l
+      ON l.thread_id = ${threadId} AND l.checkpoint_ns = ${ns} AND l.checkpoint_id = chain.base
   ) SELECT json_agg(channel_versions ORDER BY depth DESC)::text FROM chain)`;
+}
+
+/** SQL: the id of the checkpoint the versions of checkpoint row `row` are stored against (PARENT_BASE: its parent), or null. */
+function baseOf(row: string): string {
+  return `CASE WHEN ${row}.versions_base = '${PARENT_BASE}' THEN ${row}.parent_checkpoint_id ELSE ${row}.versions_base END`;
+}
+
+/**
+ * SQL: the `versions_base` to store for the base id `base` of a checkpoint whose parent is
+ * `parent` (SQL expressions of text): PARENT_BASE when they are the same checkpoint.
+ */
+export function storedBase(base: string, parent: string): string {
+  return `CASE WHEN ${base} = ${parent} THEN '${PARENT_BASE}' ELSE ${base} END`;
 }
 
 /**
