@@ -15,8 +15,9 @@ import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-quer
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
 import { DICTIONARY, packed, unpacked } from "../src/store/postgres/packing.js";
+import { parseObjectRefs } from "../src/store/postgres/item-logs.js";
 import { resolvedRows, type BlobRow } from "../src/store/postgres/value-batch.js";
-import { MAX_CHAIN, readVersions, storedVersions, versionsChain } from "../src/store/postgres/versions.js";
+import { MAX_CHAIN, readVersions, storedVersions, versionsChain, versionsText } from "../src/store/postgres/versions.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
@@ -145,10 +146,24 @@ async function downgradeToSchema3(pool: pg.Pool): Promise<void> {
       if ((row.type === "loopgraph:values" || row.type === "lg:items") && newData[0] === 2) {
         newData = Buffer.concat([Buffer.from([1]), deflateRawSync(inflateRawSync(newData.subarray(1), { dictionary: DICTIONARY }))]);
       }
+      // An input's references: their JSON as it is.
+      if (row.type === "loopgraph:object-refs") newData = Buffer.from(JSON.stringify(parseObjectRefs(newData)), "utf8");
       await pool.query(`UPDATE ${table} SET ${type} = $2, ${data} = $3 WHERE ${key} = $1`, [row.key, newType, newData]);
     }
   }
   await pool.query("UPDATE loopgraph_checkpoints SET versions_base = parent_checkpoint_id WHERE versions_base = ''");
+  // Versions as a JSON object each (not in runs of the same version).
+  const versions = await pool.query<{ thread_id: string; checkpoint_id: string; channel_versions: string }>(
+    "SELECT thread_id, checkpoint_id, channel_versions FROM loopgraph_checkpoints",
+  );
+  for (const row of versions.rows) {
+    const object = JSON.stringify(readVersions(JSON.stringify([row.channel_versions])));
+    await pool.query("UPDATE loopgraph_checkpoints SET channel_versions = $3 WHERE thread_id = $1 AND checkpoint_id = $2", [
+      row.thread_id,
+      row.checkpoint_id,
+      object,
+    ]);
+  }
   for (const table of [
     "loopgraph_checkpoints",
     "loopgraph_checkpoint_blobs",
@@ -162,7 +177,7 @@ async function downgradeToSchema3(pool: pg.Pool): Promise<void> {
 
 describe("data compressed against the dictionary", () => {
   it("is read back byte for byte, a message's envelope taking a few bytes; the dictionary never changes (stored data depends on it)", () => {
-    expect(createHash("sha256").update(DICTIONARY).digest("hex")).toBe("f9059b68306be979857f4fc6b1c5aa389e023b7ffe5aa097553d0904462213a2");
+    expect(createHash("sha256").update(DICTIONARY).digest("hex")).toBe("9465f3926fe5fe4e9d13dca321fbee495efb30018a94a2ea677f765005d322d5");
     const message = Buffer.from(
       '{"lc":1,"type":"constructor","id":["langchain_core","messages","HumanMessage"],"kwargs":{"content":"hi","id":"x","additional_kwargs":{},"response_metadata":{}}}',
     );
@@ -190,6 +205,16 @@ describe("channel versions against the checkpoint before", () => {
       b: 1,
       c: 3,
     });
+    // Channels sharing a version are stored in runs when that is shorter, read alike, in order, beside objects.
+    expect(versionsText({ x: 1.5, y: 1.5, z: 1.5, w: 2 })).toBe('[[1.5,"x","y","z"],[2,"w"]]');
+    expect(versionsText({ x: 1.5, y: 2 })).toBe('{"x":1.5,"y":2}');
+    const mixed = readVersions(JSON.stringify(['[[1.5,"x","y","z"],[2,"w"]]', '{"y":3}']));
+    expect(Object.entries(mixed)).toEqual([
+      ["x", 1.5],
+      ["y", 3],
+      ["z", 1.5],
+      ["w", 2],
+    ]);
   });
 });
 
@@ -465,6 +490,8 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     const kinds = await count(
       a.pool,
       `SELECT (SELECT count(*) FROM loopgraph_checkpoints WHERE checkpoint_type LIKE 'z:%' OR metadata_type LIKE 'z:%' OR versions_base = '')
+            + (SELECT count(*) FROM loopgraph_checkpoints WHERE channel_versions LIKE '[%')
+            + (SELECT count(*) FROM loopgraph_checkpoint_blobs WHERE type = 'loopgraph:object-refs' AND get_byte(data, 0) = 0)
             + (SELECT count(*) FROM loopgraph_checkpoint_items WHERE type LIKE 'z:%')
             + (SELECT count(*) FROM loopgraph_checkpoint_writes WHERE type LIKE 'z:%') AS n`,
     );
@@ -499,8 +526,26 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     ]);
     await buildWide(b).invoke({ c0: 9 }, wideConfig);
     expect((await buildWide(b).getState(wideConfig)).values.c0).toBe(9);
+    // The saver that wrote schema 3's rows stores its next versions against one of them (a chain of both kinds), read alike.
+    await buildWide(a).invoke({ c0: 10 }, wideConfig);
+    const mixed = await b.pool.query<{ chain: string }>(
+      `SELECT ${versionsChain("c", "c.thread_id", "c.checkpoint_ns")} AS chain FROM loopgraph_checkpoints c
+       WHERE thread_id = 't3-wide' ORDER BY checkpoint_id DESC LIMIT 1`,
+    );
+    const links = JSON.parse(mixed.rows[0]!.chain) as string[];
+    expect(links.some((link) => link.startsWith("{")) && links.some((link) => link.startsWith("[["))).toBe(true);
+    const last = await buildWide(b).getState(wideConfig);
+    expect(last.values.c0).toBe(10);
+    expect(Object.keys(last.values).sort()).toEqual(Object.keys(JSON.parse(wideBefore)).sort());
     expect(await count(b.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE type LIKE 'z:%'")).toBeGreaterThan(0);
     expect(await count(b.pool, "SELECT count(*) AS n FROM loopgraph_checkpoints WHERE versions_base = ''")).toBeGreaterThan(0);
+    expect(await count(b.pool, "SELECT count(*) AS n FROM loopgraph_checkpoints WHERE channel_versions LIKE '[[%'")).toBeGreaterThan(0);
+    expect(
+      await count(
+        b.pool,
+        "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE type = 'loopgraph:object-refs' AND get_byte(data, 0) = 0",
+      ),
+    ).toBeGreaterThan(0);
   });
 
   it("stores a message once whole for the input, the task's write and the list, which refer to it; a fork reads its own branch", async () => {

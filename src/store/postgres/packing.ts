@@ -53,6 +53,7 @@ export const DICTIONARY = Buffer.from(
     '{"source":"loop","step":',
     ',"parents":{}}',
     '"__pregel_tasks"',
+    '{"rest":"{}","props":{"messages":[["__writes__:messages",',
     '"__interrupt__"',
     '"versions_seen":{"__input__":{},"__start__":{"__start__":',
     '"branch:to:',

@@ -46,13 +46,23 @@ import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRo
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import { packed, unpacked } from "./packing.js";
 import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
-import { CHANNEL_VERSIONS_CTE, readVersions, storedBase, storedVersions, versionsChain, type VersionsBase } from "./versions.js";
+import {
+  CHANNEL_VERSIONS_CTE,
+  readVersions,
+  storedBase,
+  storedVersions,
+  versionsChain,
+  versionsText,
+  type VersionsBase,
+} from "./versions.js";
 import {
   insertItemsSql,
   ItemRows,
   jsonArrayOf,
   LOG_REFS_TYPE,
   OBJECT_REFS_TYPE,
+  objectRefsBytes,
+  parseObjectRefs,
   pushSpan,
   REF_TARGET_JOIN,
   resolvedItem,
@@ -460,7 +470,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           refs.props[key] = placed.spans;
           logged.push([plan, placed.appended]);
         }
-        pushBlob(all, input.channel, input.version, OBJECT_REFS_TYPE, Buffer.from(JSON.stringify(refs), "utf8"), null);
+        pushBlob(all, input.channel, input.version, OBJECT_REFS_TYPE, objectRefsBytes(refs), null);
       }
       // The values of a version go in its first list row, else in one row when there are several (see value-batch.ts).
       const byVersion = new Map<string, ChannelValue[]>();
@@ -521,7 +531,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           checkpoint.id,
           parentId ?? null,
           ...packed(checkpointType, checkpointBytes),
-          JSON.stringify(versions),
+          versionsText(versions),
           ...packed(metadataType, metadataBytes),
           stored.text,
           stored.base,
@@ -921,7 +931,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       const row = stored.get(blobKey(channel, String(version)));
       if (!row) continue;
       if (row.type === OBJECT_REFS_TYPE) {
-        const refs = JSON.parse(row.data!.toString("utf8")) as ObjectRefs;
+        const refs = parseObjectRefs(row.data!);
         inputs.set(channel, { rest: refs.rest, props: Object.entries(refs.props).map(([key, spans]) => [key, readSpans(spans)]) });
         continue;
       }
