@@ -143,9 +143,12 @@ async function downgradeToSchema3(pool: pg.Pool): Promise<void> {
     for (const row of rows) {
       let [newType, newData] = repackedAsSchema3(row.type, row.data!);
       // A batch of values (in a list version's row or a VALUES row): flag 2 (dictionary) becomes flag 1.
-      if ((row.type === "loopgraph:values" || row.type === "lg:items") && newData[0] === 2) {
+      if ((row.type === "lg:values" || row.type === "lg:items") && newData[0] === 2) {
         newData = Buffer.concat([Buffer.from([1]), deflateRawSync(inflateRawSync(newData.subarray(1), { dictionary: DICTIONARY }))]);
       }
+      // The batches' types as schema 3 named them.
+      if (newType === "lg:values") newType = "loopgraph:values";
+      if (newType.endsWith("lg:writes")) newType = newType.replace("lg:writes", "loopgraph:writes");
       // An input's references: their JSON as it is.
       if (row.type === "loopgraph:object-refs") newData = Buffer.from(JSON.stringify(parseObjectRefs(newData)), "utf8");
       await pool.query(`UPDATE ${table} SET ${type} = $2, ${data} = $3 WHERE ${key} = $1`, [row.key, newType, newData]);
@@ -369,7 +372,7 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       await count(saver.pool, "SELECT count(DISTINCT version) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6'"),
     );
     expect(
-      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'loopgraph:values'"),
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'lg:values'"),
     ).toBeGreaterThanOrEqual(8);
     // Each task's writes of a turn (the start task's two, the node's two) are one row, read back as the writes they hold.
     expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE thread_id = 't6'")).toBe(16);
@@ -492,11 +495,17 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       `SELECT (SELECT count(*) FROM loopgraph_checkpoints WHERE checkpoint_type LIKE 'z:%' OR metadata_type LIKE 'z:%' OR versions_base = '')
             + (SELECT count(*) FROM loopgraph_checkpoints WHERE channel_versions LIKE '[%')
             + (SELECT count(*) FROM loopgraph_checkpoint_blobs WHERE type = 'loopgraph:object-refs' AND get_byte(data, 0) = 0)
+            + (SELECT count(*) FROM loopgraph_checkpoint_blobs WHERE type = 'lg:values')
+            + (SELECT count(*) FROM loopgraph_checkpoint_writes WHERE type LIKE '%lg:writes')
             + (SELECT count(*) FROM loopgraph_checkpoint_items WHERE type LIKE 'z:%')
             + (SELECT count(*) FROM loopgraph_checkpoint_writes WHERE type LIKE 'z:%') AS n`,
     );
     expect(kinds).toBe(0);
     expect(await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE type LIKE 'deflate:%'")).toBeGreaterThan(0);
+    expect(await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE type = 'loopgraph:values'")).toBeGreaterThan(0);
+    expect(
+      await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE type LIKE '%loopgraph:writes'"),
+    ).toBeGreaterThan(0);
     expect(
       await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoints WHERE versions_base = parent_checkpoint_id"),
     ).toBeGreaterThan(0);

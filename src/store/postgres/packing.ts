@@ -23,7 +23,7 @@ const COMPRESSED_SHARE = 0.875;
 /**
  * Text that stored data is compressed against, the most common last (nearest, cheapest to
  * refer to). Stored data depends on it byte for byte: it never changes (a new one takes a new
- * type prefix); tests/checkpoint.postgres-packing.test.ts pins its digest.
+ * type prefix); tests/checkpoint.postgres.test.ts pins its digest.
  */
 export const DICTIONARY = Buffer.from(
   [

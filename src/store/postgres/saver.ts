@@ -45,7 +45,7 @@ import { blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchI
 import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRow, type ChannelValue } from "./value-batch.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import { packed, unpacked } from "./packing.js";
-import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
+import { isWritesBatch, unframeWrites, writeRows, type PlannedWrite } from "./write-batch.js";
 import {
   CHANNEL_VERSIONS_CTE,
   readVersions,
@@ -953,7 +953,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         .flatMap((row): ReadWrite[] => {
           const [type, value] = unpacked(row.type!, row.data!);
           const task = { taskId: row.a!, taskPath: row.b ?? "" };
-          if (type === WRITES_BATCH_TYPE) return unframeWrites(value).map((write) => ({ ...task, ...write }));
+          if (isWritesBatch(type)) return unframeWrites(value).map((write) => ({ ...task, ...write }));
           return [{ ...task, idx: row.n!, channel: row.channel!, type, value }];
         })
         .sort((x, y) => compareWritesSortKeys(writesSortKey(x.taskPath, x.taskId, x.idx), writesSortKey(y.taskPath, y.taskId, y.idx)));

@@ -14,7 +14,11 @@ import { frameItems, unframeItems } from "../../checkpoint/item-framing.js";
 import { asBuffer, compressed, decompressed } from "./packing.js";
 
 /** The type of a row holding the values of several channels at its version (data: see `batchBytes`). */
-export const VALUES_TYPE = "loopgraph:values";
+export const VALUES_TYPE = "lg:values";
+/** VALUES_TYPE as rows of schema 3 and before name it. */
+const LEGACY_VALUES_TYPE = "loopgraph:values";
+/** Whether a row's type is VALUES_TYPE (of any schema). */
+const isValues = (type: string): boolean => type === VALUES_TYPE || type === LEGACY_VALUES_TYPE;
 /** The type of a list version's row: its items are in the item log, at `ranges`. */
 export const ITEMS_TYPE = "lg:items";
 
@@ -69,8 +73,8 @@ export function resolvedRows(rows: Iterable<BlobRow>): Map<string, BlobRow> {
   const own = new Map<string, BlobRow>();
   const batched = new Map<string, BlobRow>();
   for (const row of rows) {
-    const batch = row.type === VALUES_TYPE ? row.data : row.type === ITEMS_TYPE ? row.data : null;
-    if (row.type !== VALUES_TYPE) own.set(blobKey(row.channel, row.version), batch ? { ...row, data: null } : row);
+    const batch = isValues(row.type) || row.type === ITEMS_TYPE ? row.data : null;
+    if (!isValues(row.type)) own.set(blobKey(row.channel, row.version), batch ? { ...row, data: null } : row);
     if (batch) for (const value of unbatched(row.version, batch)) batched.set(blobKey(value.channel, value.version), value);
   }
   // A row of the channel's own comes first: it was there when the batch was written (see saver.ts).
