@@ -7,13 +7,17 @@
 import { AIMessage, HumanMessage, type BaseMessage } from "@langchain/core/messages";
 import { Annotation, END, MessagesAnnotation, START, StateGraph } from "@langchain/langgraph";
 import { type CheckpointMetadata, uuid6 } from "@langchain/langgraph-checkpoint";
+import { createHash } from "node:crypto";
+import { deflateRawSync, inflateRawSync } from "node:zlib";
 import pg from "pg";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PostgresCheckpointQueries } from "../src/store/postgres/checkpoint-queries.js";
 import { PostgresCheckpointSaver } from "../src/store/postgres/saver.js";
 import { CHECKPOINT_MIGRATIONS, migrate, SchemaTooNewError } from "../src/store/postgres/schema.js";
+import { DICTIONARY, packed, unpacked } from "../src/store/postgres/packing.js";
+import { parseObjectRefs } from "../src/store/postgres/item-logs.js";
 import { resolvedRows, type BlobRow } from "../src/store/postgres/value-batch.js";
-import { MAX_CHAIN, readVersions, storedVersions, versionsChain } from "../src/store/postgres/versions.js";
+import { MAX_CHAIN, readVersions, storedVersions, versionsChain, versionsText } from "../src/store/postgres/versions.js";
 import { startPostgres, type PostgresServer } from "./helpers/postgres.js";
 import { lacks } from "./helpers/requirements.js";
 
@@ -79,6 +83,9 @@ async function chat(saver: PostgresCheckpointSaver, threadId: string, turns: num
   return messages;
 }
 
+/** SQL: the id of the checkpoint a row's versions are stored against ("" standing for its parent, see versions.ts). */
+const BASE_ID = "CASE WHEN versions_base = '' THEN parent_checkpoint_id ELSE versions_base END";
+
 async function count(pool: pg.Pool, sql: string, params: unknown[] = []): Promise<number> {
   const { rows } = await pool.query<{ n: string }>(sql, params);
   return Number(rows[0]!.n);
@@ -110,6 +117,84 @@ async function downgradeToSchema2(pool: pg.Pool): Promise<void> {
   await pool.query("UPDATE loopgraph_schema SET version = 2 WHERE part = 'checkpoints'");
 }
 
+/** Data of a type packed as schema 3 did: raw DEFLATE without a dictionary, `deflate:` (see packing.ts). */
+function repackedAsSchema3(type: string, data: Buffer): [string, Buffer] {
+  const [plainType, plain] = unpacked(type, data);
+  return type.startsWith("z:") ? [`deflate:${plainType}`, deflateRawSync(plain)] : [type, data];
+}
+
+/**
+ * Turns a store of the current schema into one of schema 3 as that loopgraph wrote it: data
+ * compressed without the dictionary (`deflate:`, batch flag 1), versions stored against the
+ * parent naming its id, indexes of default fill.
+ */
+async function downgradeToSchema3(pool: pg.Pool): Promise<void> {
+  const columns: [table: string, key: string, type: string, data: string][] = [
+    ["loopgraph_checkpoints", "checkpoint_id", "checkpoint_type", "checkpoint"],
+    ["loopgraph_checkpoints", "checkpoint_id", "metadata_type", "metadata"],
+    ["loopgraph_checkpoint_blobs", "version || channel", "type", "data"],
+    ["loopgraph_checkpoint_items", "channel || seq", "type", "data"],
+    ["loopgraph_checkpoint_writes", "checkpoint_id || task_id || idx", "type", "value"],
+  ];
+  for (const [table, key, type, data] of columns) {
+    const { rows } = await pool.query<{ key: string; type: string; data: Buffer | null }>(
+      `SELECT ${key} AS key, ${type} AS type, ${data} AS data FROM ${table} WHERE ${data} IS NOT NULL`,
+    );
+    for (const row of rows) {
+      let [newType, newData] = repackedAsSchema3(row.type, row.data!);
+      // A batch of values (in a list version's row or a VALUES row): flag 2 (dictionary) becomes flag 1.
+      if ((row.type === "lg:values" || row.type === "lg:items") && newData[0] === 2) {
+        newData = Buffer.concat([Buffer.from([1]), deflateRawSync(inflateRawSync(newData.subarray(1), { dictionary: DICTIONARY }))]);
+      }
+      // The batches' types as schema 3 named them.
+      if (newType === "lg:values") newType = "loopgraph:values";
+      if (newType.endsWith("lg:writes")) newType = newType.replace("lg:writes", "loopgraph:writes");
+      // An input's references: their JSON as it is.
+      if (row.type === "loopgraph:object-refs") newData = Buffer.from(JSON.stringify(parseObjectRefs(newData)), "utf8");
+      await pool.query(`UPDATE ${table} SET ${type} = $2, ${data} = $3 WHERE ${key} = $1`, [row.key, newType, newData]);
+    }
+  }
+  await pool.query("UPDATE loopgraph_checkpoints SET versions_base = parent_checkpoint_id WHERE versions_base = ''");
+  // Versions as a JSON object each (not in runs of the same version).
+  const versions = await pool.query<{ thread_id: string; checkpoint_id: string; channel_versions: string }>(
+    "SELECT thread_id, checkpoint_id, channel_versions FROM loopgraph_checkpoints",
+  );
+  for (const row of versions.rows) {
+    const object = JSON.stringify(readVersions(JSON.stringify([row.channel_versions])));
+    await pool.query("UPDATE loopgraph_checkpoints SET channel_versions = $3 WHERE thread_id = $1 AND checkpoint_id = $2", [
+      row.thread_id,
+      row.checkpoint_id,
+      object,
+    ]);
+  }
+  for (const table of [
+    "loopgraph_checkpoints",
+    "loopgraph_checkpoint_blobs",
+    "loopgraph_checkpoint_items",
+    "loopgraph_checkpoint_writes",
+  ]) {
+    await pool.query(`ALTER INDEX ${table}_pkey RESET (fillfactor)`);
+  }
+  await pool.query("UPDATE loopgraph_schema SET version = 3 WHERE part = 'checkpoints'");
+}
+
+describe("data compressed against the dictionary", () => {
+  it("is read back byte for byte, a message's envelope taking a few bytes; the dictionary never changes (stored data depends on it)", () => {
+    expect(createHash("sha256").update(DICTIONARY).digest("hex")).toBe("9465f3926fe5fe4e9d13dca321fbee495efb30018a94a2ea677f765005d322d5");
+    const message = Buffer.from(
+      '{"lc":1,"type":"constructor","id":["langchain_core","messages","HumanMessage"],"kwargs":{"content":"hi","id":"x","additional_kwargs":{},"response_metadata":{}}}',
+    );
+    const [type, data] = packed("json", message);
+    expect(type).toBe("z:json");
+    expect(data.length).toBeLessThan(24);
+    expect(deflateRawSync(message).length).toBeGreaterThan(100);
+    expect(unpacked(type, data)).toEqual(["json", message]);
+    // Schema 3's rows (raw DEFLATE without the dictionary) read alike; data too small to gain is kept as it is.
+    expect(unpacked("deflate:json", deflateRawSync(message))).toEqual(["json", message]);
+    expect(packed("json", Buffer.from("null"))).toEqual(["json", Buffer.from("null")]);
+  });
+});
+
 describe("channel versions against the checkpoint before", () => {
   it("are stored as the entries that changed while the chain is short enough, else whole", () => {
     const versions = { a: 2, b: 1, c: 1 };
@@ -123,6 +208,16 @@ describe("channel versions against the checkpoint before", () => {
       b: 1,
       c: 3,
     });
+    // Channels sharing a version are stored in runs when that is shorter, read alike, in order, beside objects.
+    expect(versionsText({ x: 1.5, y: 1.5, z: 1.5, w: 2 })).toBe('[[1.5,"x","y","z"],[2,"w"]]');
+    expect(versionsText({ x: 1.5, y: 2 })).toBe('{"x":1.5,"y":2}');
+    const mixed = readVersions(JSON.stringify(['[[1.5,"x","y","z"],[2,"w"]]', '{"y":3}']));
+    expect(Object.entries(mixed)).toEqual([
+      ["x", 1.5],
+      ["y", 3],
+      ["z", 1.5],
+      ["w", 2],
+    ]);
   });
 });
 
@@ -277,7 +372,7 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       await count(saver.pool, "SELECT count(DISTINCT version) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6'"),
     );
     expect(
-      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'loopgraph:values'"),
+      await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE thread_id = 't6' AND type = 'lg:values'"),
     ).toBeGreaterThanOrEqual(8);
     // Each task's writes of a turn (the start task's two, the node's two) are one row, read back as the writes they hold.
     expect(await count(saver.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE thread_id = 't6'")).toBe(16);
@@ -301,10 +396,10 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     // Versions are stored against the checkpoint written before (the parent), itself often a delta: chains, never longer than MAX_CHAIN.
     const chains = (
       await saver.pool.query<{ linked: string; longest: number }>(`WITH RECURSIVE chain AS (
-        SELECT checkpoint_id AS start, versions_base, 0 AS depth FROM loopgraph_checkpoints WHERE thread_id = 't6'
+        SELECT checkpoint_id AS start, ${BASE_ID} AS base, 0 AS depth FROM loopgraph_checkpoints WHERE thread_id = 't6'
         UNION ALL
-        SELECT chain.start, l.versions_base, chain.depth + 1 FROM chain
-          JOIN loopgraph_checkpoints l ON l.thread_id = 't6' AND l.checkpoint_id = chain.versions_base
+        SELECT chain.start, ${BASE_ID.replaceAll("versions_base", "l.versions_base").replace("parent_checkpoint_id", "l.parent_checkpoint_id")}, chain.depth + 1 FROM chain
+          JOIN loopgraph_checkpoints l ON l.thread_id = 't6' AND l.checkpoint_id = chain.base
       ) SELECT count(*) FILTER (WHERE depth >= 2) AS linked, max(depth) AS longest FROM chain`)
     ).rows[0]!;
     expect(Number(chains.linked)).toBeGreaterThan(0);
@@ -312,8 +407,8 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect(
       await count(
         saver.pool,
-        `SELECT count(*) AS n FROM loopgraph_checkpoints WHERE thread_id = 't6' AND versions_base IS NOT NULL
-           AND versions_base IS DISTINCT FROM parent_checkpoint_id`,
+        // The base is the parent: stored as "" instead of its id again.
+        `SELECT count(*) AS n FROM loopgraph_checkpoints WHERE thread_id = 't6' AND versions_base <> ''`,
       ),
     ).toBe(0);
     expect(Number(stored.bytes)).toBeLessThan(0.5 * [...written.values()].reduce((sum, text) => sum + text.length, 0));
@@ -379,6 +474,89 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
     expect((await buildWide(c).getState(config)).values.c0).toBe(4);
   });
 
+  it("migrates a store of schema 3 (compressed without the dictionary, bases naming the parent), read and continued as before", async () => {
+    const url = newDatabase();
+    const a = await saverOn(url);
+    const chatConfig = { configurable: { thread_id: "t3-chat" } };
+    const wideConfig = { configurable: { thread_id: "t3-wide" } };
+    await chat(a, "t3-chat", 3);
+    const wide = buildWide(a);
+    await wide.invoke(allChannels(), wideConfig);
+    for (let turn = 1; turn < 4; turn++) await wide.invoke({ c0: turn }, wideConfig);
+    const chatBefore = JSON.stringify((await buildChat(a).getState(chatConfig)).values);
+    const wideBefore = JSON.stringify((await buildWide(a).getState(wideConfig)).values);
+    const historyBefore: string[] = [];
+    for await (const tuple of a.list(wideConfig))
+      historyBefore.push(JSON.stringify([tuple.checkpoint, tuple.metadata, tuple.pendingWrites]));
+    await downgradeToSchema3(a.pool);
+    // The store holds schema 3's kinds of rows only.
+    const kinds = await count(
+      a.pool,
+      `SELECT (SELECT count(*) FROM loopgraph_checkpoints WHERE checkpoint_type LIKE 'z:%' OR metadata_type LIKE 'z:%' OR versions_base = '')
+            + (SELECT count(*) FROM loopgraph_checkpoints WHERE channel_versions LIKE '[%')
+            + (SELECT count(*) FROM loopgraph_checkpoint_blobs WHERE type = 'loopgraph:object-refs' AND get_byte(data, 0) = 0)
+            + (SELECT count(*) FROM loopgraph_checkpoint_blobs WHERE type = 'lg:values')
+            + (SELECT count(*) FROM loopgraph_checkpoint_writes WHERE type LIKE '%lg:writes')
+            + (SELECT count(*) FROM loopgraph_checkpoint_items WHERE type LIKE 'z:%')
+            + (SELECT count(*) FROM loopgraph_checkpoint_writes WHERE type LIKE 'z:%') AS n`,
+    );
+    expect(kinds).toBe(0);
+    expect(await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE type LIKE 'deflate:%'")).toBeGreaterThan(0);
+    expect(await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE type = 'loopgraph:values'")).toBeGreaterThan(0);
+    expect(
+      await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_writes WHERE type LIKE '%loopgraph:writes'"),
+    ).toBeGreaterThan(0);
+    expect(
+      await count(a.pool, "SELECT count(*) AS n FROM loopgraph_checkpoints WHERE versions_base = parent_checkpoint_id"),
+    ).toBeGreaterThan(0);
+    const b = await saverOn(url);
+    expect((await b.pool.query("SELECT version FROM loopgraph_schema WHERE part = 'checkpoints'")).rows[0].version).toBe(4);
+    const fill = await b.pool.query<{ relname: string; reloptions: string[] }>(
+      "SELECT relname, reloptions FROM pg_class WHERE relname LIKE 'loopgraph_checkpoint%_pkey' ORDER BY relname",
+    );
+    expect(fill.rows.map((row) => row.reloptions)).toEqual(Array(4).fill(["fillfactor=100"]));
+    expect(JSON.stringify((await buildChat(b).getState(chatConfig)).values)).toBe(chatBefore);
+    expect(JSON.stringify((await buildWide(b).getState(wideConfig)).values)).toBe(wideBefore);
+    const historyAfter: string[] = [];
+    for await (const tuple of b.list(wideConfig))
+      historyAfter.push(JSON.stringify([tuple.checkpoint, tuple.metadata, tuple.pendingWrites]));
+    expect(historyAfter).toEqual(historyBefore);
+    // Continued: new rows in the new format beside the old ones.
+    const messages = await chat(b, "t3-chat", 1, 3);
+    expect(messages.map((message) => message.content)).toEqual([
+      turnText(0),
+      "reply to: turn 0: lorem ipsum lorem ipsu",
+      turnText(1),
+      "reply to: turn 1: lorem ipsum lorem ipsu",
+      turnText(2),
+      "reply to: turn 2: lorem ipsum lorem ipsu",
+      turnText(3),
+      "reply to: turn 3: lorem ipsum lorem ipsu",
+    ]);
+    await buildWide(b).invoke({ c0: 9 }, wideConfig);
+    expect((await buildWide(b).getState(wideConfig)).values.c0).toBe(9);
+    // The saver that wrote schema 3's rows stores its next versions against one of them (a chain of both kinds), read alike.
+    await buildWide(a).invoke({ c0: 10 }, wideConfig);
+    const mixed = await b.pool.query<{ chain: string }>(
+      `SELECT ${versionsChain("c", "c.thread_id", "c.checkpoint_ns")} AS chain FROM loopgraph_checkpoints c
+       WHERE thread_id = 't3-wide' ORDER BY checkpoint_id DESC LIMIT 1`,
+    );
+    const links = JSON.parse(mixed.rows[0]!.chain) as string[];
+    expect(links.some((link) => link.startsWith("{")) && links.some((link) => link.startsWith("[["))).toBe(true);
+    const last = await buildWide(b).getState(wideConfig);
+    expect(last.values.c0).toBe(10);
+    expect(Object.keys(last.values).sort()).toEqual(Object.keys(JSON.parse(wideBefore)).sort());
+    expect(await count(b.pool, "SELECT count(*) AS n FROM loopgraph_checkpoint_items WHERE type LIKE 'z:%'")).toBeGreaterThan(0);
+    expect(await count(b.pool, "SELECT count(*) AS n FROM loopgraph_checkpoints WHERE versions_base = ''")).toBeGreaterThan(0);
+    expect(await count(b.pool, "SELECT count(*) AS n FROM loopgraph_checkpoints WHERE channel_versions LIKE '[[%'")).toBeGreaterThan(0);
+    expect(
+      await count(
+        b.pool,
+        "SELECT count(*) AS n FROM loopgraph_checkpoint_blobs WHERE type = 'loopgraph:object-refs' AND get_byte(data, 0) = 0",
+      ),
+    ).toBeGreaterThan(0);
+  });
+
   it("stores a message once whole for the input, the task's write and the list, which refer to it; a fork reads its own branch", async () => {
     const saver = await saverOn(newDatabase());
     const config = { configurable: { thread_id: "t8" } };
@@ -388,7 +566,7 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       "SELECT channel AS log, type, count(*) AS n FROM loopgraph_checkpoint_items WHERE thread_id = 't8' GROUP BY 1, 2 ORDER BY 1, 2",
     );
     expect(kinds.rows.map((row) => [row.log, row.type, Number(row.n)])).toEqual([
-      ["__writes__:messages", "deflate:json", 12],
+      ["__writes__:messages", "z:json", 12],
       ["messages", "lg:ref", 12],
     ]);
     const tuples = [];
@@ -463,7 +641,7 @@ describe.skipIf(lacks("postgres", "the PostgreSQL saver tests"))("the PostgreSQL
       {},
     );
     const { rows } = await saver.pool.query("SELECT checkpoint_type, metadata_type FROM loopgraph_checkpoints WHERE thread_id = 't9'");
-    expect(rows).toEqual([{ checkpoint_type: "deflate:json", metadata_type: "deflate:json" }]);
+    expect(rows).toEqual([{ checkpoint_type: "z:json", metadata_type: "z:json" }]);
     const tuple = await saver.getTuple(config);
     expect(tuple?.checkpoint.versions_seen).toEqual(seen);
     expect((tuple?.metadata as Record<string, unknown>).note).toBe(note);

@@ -14,7 +14,7 @@ import type pg from "pg";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import { applyItemRef, ITEM_REF_TYPE, parseItemRef } from "../../checkpoint/item-refs.js";
 import type { ThreadNamespace } from "../../checkpoint/saver-common.js";
-import { asBuffer, packed, unpacked } from "./packing.js";
+import { asBuffer, compressed, decompressed, packed, unpacked } from "./packing.js";
 
 /** The prefix of the item logs of pending writes and inputs (LangGraph reserves names starting with "__": no channel has one). */
 export const WRITES_LOG_PREFIX = "__writes__:";
@@ -30,6 +30,22 @@ export interface ObjectRefs {
   /** The input without the properties in `props`, as JSON. */
   rest: string;
   props: Record<string, LogSpan[]>;
+}
+
+/** The first byte of an ObjectRefs row's data compressed (schema 4; JSON, stored as it is before, never starts with it). */
+const COMPRESSED_REFS = 0;
+
+/** An input's ObjectRefs as its row's data: the JSON, compressed (packing.ts) behind COMPRESSED_REFS when that is smaller. */
+export function objectRefsBytes(refs: ObjectRefs): Buffer {
+  const json = Buffer.from(JSON.stringify(refs), "utf8");
+  const bytes = compressed(json);
+  return bytes.length + 1 < json.length ? Buffer.concat([Buffer.from([COMPRESSED_REFS]), bytes]) : json;
+}
+
+/** The ObjectRefs of an input's row data (see `objectRefsBytes`). */
+export function parseObjectRefs(data: Buffer): ObjectRefs {
+  const json = data[0] === COMPRESSED_REFS ? decompressed(data.subarray(1)) : data;
+  return JSON.parse(json.toString("utf8")) as ObjectRefs;
 }
 
 /** Appends `seq` of `channel` to `spans`, extending the last span when it follows on. */

@@ -45,14 +45,24 @@ import { blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchI
 import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRow, type ChannelValue } from "./value-batch.js";
 import { CHECKPOINT_MIGRATIONS, inTransaction, migrate } from "./schema.js";
 import { packed, unpacked } from "./packing.js";
-import { unframeWrites, WRITES_BATCH_TYPE, writeRows, type PlannedWrite } from "./write-batch.js";
-import { CHANNEL_VERSIONS_CTE, readVersions, storedVersions, versionsChain, type VersionsBase } from "./versions.js";
+import { isWritesBatch, unframeWrites, writeRows, type PlannedWrite } from "./write-batch.js";
+import {
+  CHANNEL_VERSIONS_CTE,
+  readVersions,
+  storedBase,
+  storedVersions,
+  versionsChain,
+  versionsText,
+  type VersionsBase,
+} from "./versions.js";
 import {
   insertItemsSql,
   ItemRows,
   jsonArrayOf,
   LOG_REFS_TYPE,
   OBJECT_REFS_TYPE,
+  objectRefsBytes,
+  parseObjectRefs,
   pushSpan,
   REF_TARGET_JOIN,
   resolvedItem,
@@ -460,7 +470,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           refs.props[key] = placed.spans;
           logged.push([plan, placed.appended]);
         }
-        pushBlob(all, input.channel, input.version, OBJECT_REFS_TYPE, Buffer.from(JSON.stringify(refs), "utf8"), null);
+        pushBlob(all, input.channel, input.version, OBJECT_REFS_TYPE, objectRefsBytes(refs), null);
       }
       // The values of a version go in its first list row, else in one row when there are several (see value-batch.ts).
       const byVersion = new Map<string, ChannelValue[]>();
@@ -502,7 +512,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
          ), ${insertItemsSql(17)}
          INSERT INTO loopgraph_checkpoints
            (thread_id, checkpoint_ns, checkpoint_id, parent_checkpoint_id, checkpoint_type, checkpoint, channel_versions, versions_base, metadata_type, metadata)
-         SELECT $1, $2, $8, $9, $10, $11, CASE WHEN base.found THEN $15 ELSE $12 END, CASE WHEN base.found THEN $16 END, $13, $14
+         SELECT $1, $2, $8, $9, $10, $11, CASE WHEN base.found THEN $15 ELSE $12 END, CASE WHEN base.found THEN ${storedBase("$16", "$9::text")} END, $13, $14
          FROM (SELECT $16::text IS NOT NULL AND EXISTS (
            SELECT 1 FROM loopgraph_checkpoints WHERE thread_id = $1 AND checkpoint_ns = $2 AND checkpoint_id = $16
          ) AS found) base
@@ -521,7 +531,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
           checkpoint.id,
           parentId ?? null,
           ...packed(checkpointType, checkpointBytes),
-          JSON.stringify(versions),
+          versionsText(versions),
           ...packed(metadataType, metadataBytes),
           stored.text,
           stored.base,
@@ -921,7 +931,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       const row = stored.get(blobKey(channel, String(version)));
       if (!row) continue;
       if (row.type === OBJECT_REFS_TYPE) {
-        const refs = JSON.parse(row.data!.toString("utf8")) as ObjectRefs;
+        const refs = parseObjectRefs(row.data!);
         inputs.set(channel, { rest: refs.rest, props: Object.entries(refs.props).map(([key, spans]) => [key, readSpans(spans)]) });
         continue;
       }
@@ -943,7 +953,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
         .flatMap((row): ReadWrite[] => {
           const [type, value] = unpacked(row.type!, row.data!);
           const task = { taskId: row.a!, taskPath: row.b ?? "" };
-          if (type === WRITES_BATCH_TYPE) return unframeWrites(value).map((write) => ({ ...task, ...write }));
+          if (isWritesBatch(type)) return unframeWrites(value).map((write) => ({ ...task, ...write }));
           return [{ ...task, idx: row.n!, channel: row.channel!, type, value }];
         })
         .sort((x, y) => compareWritesSortKeys(writesSortKey(x.taskPath, x.taskId, x.idx), writesSortKey(y.taskPath, y.taskId, y.idx)));

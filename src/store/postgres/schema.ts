@@ -156,4 +156,16 @@ export const CHECKPOINT_MIGRATIONS: readonly Migration[] = [
     `ALTER TABLE loopgraph_checkpoint_blobs DROP CONSTRAINT loopgraph_checkpoint_blobs_pkey,
        ADD PRIMARY KEY (thread_id, checkpoint_ns, version, channel)`,
   ],
+  // Rows a loopgraph of schema 3 cannot read, rows before read alike: data compressed against a
+  // dictionary (packing.ts: type prefix `z:`, batch flag 2, an input's references behind a 0
+  // byte), versions in runs of one version and a base that is the parent as '' (versions.ts).
+  // The keys' indexes fill their pages:
+  // a thread's rows are appended at the end of its keys (ids and versions grow), so pages left 10%
+  // free for inserts in between (the default) would stay so. Pages split from now on fill up.
+  [
+    "ALTER INDEX loopgraph_checkpoints_pkey SET (fillfactor = 100)",
+    "ALTER INDEX loopgraph_checkpoint_blobs_pkey SET (fillfactor = 100)",
+    "ALTER INDEX loopgraph_checkpoint_items_pkey SET (fillfactor = 100)",
+    "ALTER INDEX loopgraph_checkpoint_writes_pkey SET (fillfactor = 100)",
+  ],
 ];

@@ -22,6 +22,12 @@ export interface StoredVersions {
   readonly base: string | null;
 }
 
+/**
+ * The `versions_base` of a checkpoint stored against its parent (most are: the saver's last
+ * checkpoint of the thread namespace is the next one's parent), in a byte instead of the
+ * parent's id again (schema 4; no checkpoint id is empty).
+ */
+const PARENT_BASE = "";
 /** A delta is stored while it names at most this share of the channels: else the versions are stored whole. */
 const MAX_DELTA_SHARE = 0.5;
 /** Links from a checkpoint to the one stored whole its versions are read from, at most. */
@@ -34,7 +40,7 @@ export const MAX_CHAIN = 24;
  * else whole.
  */
 export function storedVersions(versions: ChannelVersions, base: VersionsBase | undefined): StoredVersions {
-  const whole = { text: JSON.stringify(versions), base: null };
+  const whole = { text: versionsText(versions), base: null };
   if (!base || base.depth >= MAX_CHAIN) return whole;
   const keys = Object.keys(versions);
   const baseKeys = Object.keys(base.versions);
@@ -47,13 +53,39 @@ export function storedVersions(versions: ChannelVersions, base: VersionsBase | u
     changed += 1;
   }
   if (changed > keys.length * MAX_DELTA_SHARE) return whole;
-  return { text: JSON.stringify(delta), base: base.checkpointId };
+  return { text: versionsText(delta), base: base.checkpointId };
+}
+
+/**
+ * Versions as stored: the JSON object, or (schema 4) when shorter the channels in runs of the
+ * same version, `[[version, channel, ...], ...]` in the object's order. LangGraph gives every
+ * channel a step updates the same version: a step's entries take its version once.
+ */
+export function versionsText(versions: ChannelVersions): string {
+  const runs: [number | string, ...string[]][] = [];
+  for (const [channel, version] of Object.entries(versions)) {
+    const run = runs[runs.length - 1];
+    if (run && run[0] === version) run.push(channel);
+    else runs.push([version, channel]);
+  }
+  const object = JSON.stringify(versions);
+  const grouped = JSON.stringify(runs);
+  return grouped.length < object.length ? grouped : object;
+}
+
+/** Versions as `versionsText` stored them. */
+function parsedVersions(text: string): ChannelVersions {
+  const parsed = JSON.parse(text) as ChannelVersions | [number | string, ...string[]][];
+  if (!Array.isArray(parsed)) return parsed;
+  const versions: ChannelVersions = {};
+  for (const [version, ...channels] of parsed) for (const channel of channels) versions[channel] = version;
+  return versions;
 }
 
 /** A checkpoint's versions from its chain as `versionsChain` gives it (a JSON array of the stored texts, the whole one first). */
 export function readVersions(chain: string): ChannelVersions {
   const versions: ChannelVersions = {};
-  for (const text of JSON.parse(chain) as string[]) Object.assign(versions, JSON.parse(text) as ChannelVersions);
+  for (const text of JSON.parse(chain) as string[]) Object.assign(versions, parsedVersions(text));
   return versions;
 }
 
@@ -64,11 +96,24 @@ export function readVersions(chain: string): ChannelVersions {
  */
 export function versionsChain(row: string, threadId: string, ns: string): string {
   return `(WITH RECURSIVE chain AS (
-    SELECT ${row}.channel_versions, ${row}.versions_base, 0 AS depth
+    SELECT ${row}.channel_versions, ${baseOf(row)} AS base, 0 AS depth
     UNION ALL
-    SELECT l.channel_versions, l.versions_base, chain.depth + 1 FROM chain JOIN loopgraph_checkpoints l
-      ON l.thread_id = ${threadId} AND l.checkpoint_ns = ${ns} AND l.checkpoint_id = chain.versions_base
+    SELECT l.channel_versions, ${baseOf("l")}, chain.depth + 1 FROM chain JOIN loopgraph_checkpoints l
+      ON l.thread_id = ${threadId} AND l.checkpoint_ns = ${ns} AND l.checkpoint_id = chain.base
   ) SELECT json_agg(channel_versions ORDER BY depth DESC)::text FROM chain)`;
+}
+
+/** SQL: the id of the checkpoint the versions of checkpoint row `row` are stored against (PARENT_BASE: its parent), or null. */
+function baseOf(row: string): string {
+  return `CASE WHEN ${row}.versions_base = '${PARENT_BASE}' THEN ${row}.parent_checkpoint_id ELSE ${row}.versions_base END`;
+}
+
+/**
+ * SQL: the `versions_base` to store for the base id `base` of a checkpoint whose parent is
+ * `parent` (SQL expressions of text): PARENT_BASE when they are the same checkpoint.
+ */
+export function storedBase(base: string, parent: string): string {
+  return `CASE WHEN ${base} = ${parent} THEN '${PARENT_BASE}' ELSE ${base} END`;
 }
 
 /**
@@ -76,8 +121,16 @@ export function versionsChain(row: string, threadId: string, ns: string): string
  * `cv(channel, version)` of each channel's version (the nearest link's entry).
  */
 export const CHANNEL_VERSIONS_CTE = `cv AS (
-  SELECT DISTINCT ON (e.key) e.key AS channel, e.value AS version
+  SELECT DISTINCT ON (e.channel) e.channel, e.version
   FROM cp CROSS JOIN LATERAL json_array_elements_text(cp.version_chain::json) WITH ORDINALITY AS l(versions, link)
-  CROSS JOIN LATERAL json_each_text(l.versions::json) AS e
-  ORDER BY e.key, l.link DESC
+  CROSS JOIN LATERAL (
+    SELECT o.key AS channel, o.value AS version
+      FROM json_each_text(CASE WHEN json_typeof(l.versions::json) = 'object' THEN l.versions::json END) AS o
+    UNION ALL
+    SELECT c.channel, r.run->>0
+      FROM json_array_elements(CASE WHEN json_typeof(l.versions::json) = 'array' THEN l.versions::json END) AS r(run)
+      CROSS JOIN LATERAL json_array_elements_text(r.run) WITH ORDINALITY AS c(channel, n)
+      WHERE c.n > 1
+  ) e
+  ORDER BY e.channel, l.link DESC
 )`;

@@ -10,9 +10,16 @@ import { TASKS, WRITES_IDX_MAP } from "@langchain/langgraph-checkpoint";
 import { frameItems, unframeItems } from "../../checkpoint/item-framing.js";
 import { packed } from "./packing.js";
 
-export const WRITES_BATCH_TYPE = "loopgraph:writes";
-/** The channel column of a batch's row (LangGraph reserves names starting with "__": no channel has one). */
-export const WRITES_BATCH_CHANNEL = "__writes_batch__";
+export const WRITES_BATCH_TYPE = "lg:writes";
+/** WRITES_BATCH_TYPE as rows of schema 3 and before name it. */
+const LEGACY_WRITES_BATCH_TYPE = "loopgraph:writes";
+/** Whether a write row's type (unpacked) is WRITES_BATCH_TYPE (of any schema). */
+export const isWritesBatch = (type: string): boolean => type === WRITES_BATCH_TYPE || type === LEGACY_WRITES_BATCH_TYPE;
+/**
+ * The channel column of a batch's row, never read (LangGraph reserves names starting with "__":
+ * no channel has one). Rows of schema 3 and before have `__writes_batch__`.
+ */
+export const WRITES_BATCH_CHANNEL = "__b";
 
 /** One pending write as stored, its value not compressed yet. */
 export interface WriteEntry {
