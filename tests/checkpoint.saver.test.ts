@@ -691,6 +691,33 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     expect(logs.messages!.types).toHaveLength(after.length);
   });
 
+  it("a step appending to a list of strings encodes its new item only, not the list again", async () => {
+    /** LangGraph's serializer counting the list items it writes (a subclass: the saver has no synchronous twin for it). */
+    class CountingSerde extends JsonPlusSerializer {
+      readonly strings = new Map<string, number>();
+      override async dumpsTyped(value: unknown): Promise<[string, Uint8Array]> {
+        if (typeof value === "string" && value.startsWith("item ")) this.strings.set(value, (this.strings.get(value) ?? 0) + 1);
+        return super.dumpsTyped(value);
+      }
+    }
+    const serde = new CountingSerde();
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path, serde);
+    const steps = 30;
+    const graph = new StateGraph(Annotation.Root({ items: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) }))
+      .addNode("append", (state) => ({ items: [`item ${state.items.length}`] }))
+      .addEdge(START, "append")
+      .addConditionalEdges("append", (state) => (state.items.length < steps ? "append" : END))
+      .compile({ checkpointer: saver });
+    const { items } = await graph.invoke({ items: [] }, { configurable: { thread_id: "appends" }, recursionLimit: steps + 5 });
+    saver.close();
+    expect(items).toHaveLength(steps);
+    expect([...serde.strings.values()]).toEqual(new Array(steps).fill(1));
+    const reopened = new SqliteCheckpointSaver(path);
+    expect((await reopened.getTuple({ configurable: { thread_id: "appends" } }))?.checkpoint.channel_values.items).toEqual(items);
+    reopened.close();
+  });
+
   it("compresses a chunk of text, keeps one that would not shrink as it is, and reads it back exactly", async () => {
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
