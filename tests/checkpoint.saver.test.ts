@@ -64,6 +64,23 @@ async function storedMessages(path: string, threadId: string, checkpointId?: str
   }
 }
 
+interface PutConfig {
+  configurable: { thread_id: string; checkpoint_ns: string; checkpoint_id?: string };
+}
+
+/** Puts checkpoint `uuid6(step)` after `parent`: version step + 1 of the list channel `items`, holding `items`. */
+async function putItems(saver: SqliteCheckpointSaver, parent: PutConfig, step: number, items: readonly unknown[]): Promise<PutConfig> {
+  const checkpoint = {
+    v: 4,
+    id: uuid6(step),
+    ts: new Date().toISOString(),
+    channel_values: { items: items.slice() },
+    channel_versions: { items: step + 1 },
+    versions_seen: {},
+  };
+  return (await saver.put(parent, checkpoint, { source: "loop", step, parents: {} }, { items: step + 1 })) as PutConfig;
+}
+
 interface MessageStorage {
   /** Version rows of the messages channel, by kind. */
   rows: Record<string, number>;
@@ -718,24 +735,52 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     reopened.close();
   });
 
+  it("an append writes one row of the item log, merged and compressed before it is written; every version reads back exactly", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    // Row writes of the item log, as SQLite makes them (temporary triggers of this connection).
+    saver.db.exec(`CREATE TEMP TABLE item_writes (op TEXT);
+      CREATE TEMP TRIGGER item_inserts AFTER INSERT ON main.loopgraph_checkpoint_items BEGIN INSERT INTO item_writes VALUES ('insert'); END;
+      CREATE TEMP TRIGGER item_updates AFTER UPDATE ON main.loopgraph_checkpoint_items BEGIN INSERT INTO item_writes VALUES ('update'); END;
+      CREATE TEMP TRIGGER item_deletes AFTER DELETE ON main.loopgraph_checkpoint_items BEGIN INSERT INTO item_writes VALUES ('delete'); END;`);
+    const writes = () =>
+      Object.fromEntries(
+        saver.db
+          .prepare<[], { op: string; n: number }>("SELECT op, count(*) AS n FROM item_writes GROUP BY op")
+          .all()
+          .map((row) => [row.op, row.n]),
+      ) as Record<string, number | undefined>;
+    const config = { configurable: { thread_id: "appends", checkpoint_ns: "" } };
+    let parent: PutConfig = config;
+    const items: string[] = [];
+    for (let i = 0; i < 64; i++) {
+      items.push(`item ${String(i).padStart(2, "0")}: ${"words that compress well ".repeat(8)}`);
+      parent = await putItems(saver, parent, i, items);
+      const { insert = 0, update = 0 } = writes();
+      expect(insert + update).toBe(i + 1);
+      // 37 items: chunks of 32, 4 and 1, the last ones not full.
+      if (i === 36) expect(itemLogs(path, "appends").items!.codecs).toHaveLength(3);
+    }
+    const reopened = new SqliteCheckpointSaver(path);
+    let version = items.length;
+    for await (const tuple of reopened.list(config)) {
+      expect(tuple.checkpoint.channel_values.items).toEqual(items.slice(0, version));
+      version -= 1;
+    }
+    expect(version).toBe(0);
+    reopened.close();
+    const counted = writes();
+    saver.close();
+    // A binary counter: 64 items of one size in one chunk, stored compressed.
+    expect(itemLogs(path, "appends").items!.codecs).toEqual(["deflate"]);
+    expect(counted).toEqual({ insert: 32, update: 32, delete: 31 });
+  });
+
   it("compresses a chunk of text, keeps one that would not shrink as it is, and reads it back exactly", async () => {
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
     const items = Array.from({ length: 40 }, (_, i) => `line ${i}: ${"the same words again and again ".repeat(20)}`);
-    const checkpoint = {
-      v: 4,
-      id: uuid6(0),
-      ts: new Date().toISOString(),
-      channel_values: { items },
-      channel_versions: { items: 1 },
-      versions_seen: {},
-    };
-    await saver.put(
-      { configurable: { thread_id: "text", checkpoint_ns: "" } },
-      checkpoint,
-      { source: "loop", step: 0, parents: {} },
-      { items: 1 },
-    );
+    await putItems(saver, { configurable: { thread_id: "text", checkpoint_ns: "" } }, 0, items);
     saver.close();
     expect(itemLogs(path, "text").items!.codecs).toEqual(["deflate"]);
     const db = new Database(path, { readonly: true });
@@ -827,19 +872,9 @@ describe("SqliteCheckpointSaver list items", () => {
     const saver = new SqliteCheckpointSaver(path);
     const config = { configurable: { thread_id: "items", checkpoint_ns: "" } };
     void _name;
-    let parent: typeof config & { configurable: { checkpoint_id?: string } } = config;
+    let parent: PutConfig = config;
     // Written in two versions (the second appends to the first) so that the list spans two log chunks.
-    for (const [i, upTo] of [7, items.length].entries()) {
-      const checkpoint = {
-        v: 4,
-        id: uuid6(i),
-        ts: new Date().toISOString(),
-        channel_values: { items: items.slice(0, upTo) },
-        channel_versions: { items: i + 1 },
-        versions_seen: {},
-      };
-      parent = (await saver.put(parent, checkpoint, { source: "loop", step: i, parents: {} }, { items: i + 1 })) as typeof parent;
-    }
+    for (const [i, upTo] of [7, items.length].entries()) parent = await putItems(saver, parent, i, items.slice(0, upTo));
     const reopened = new SqliteCheckpointSaver(path);
     const read = (await reopened.getTuple(config))?.checkpoint.channel_values.items as unknown[];
     saver.close();
