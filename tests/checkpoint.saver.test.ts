@@ -692,6 +692,23 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     expect(logs.messages!.rawBytes).toBeLessThan(logs["__writes__:messages"]!.rawBytes / 3);
   });
 
+  it("a list read whole is kept in memory resolved, without a second copy of the written messages its references point to", async () => {
+    const path = newDatabasePath();
+    const first = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(first), "held", 6);
+    first.close();
+    const saver = new SqliteCheckpointSaver(path);
+    const read = async () =>
+      (await saver.getTuple({ configurable: { thread_id: "held" } }))?.checkpoint.channel_values.messages as BaseMessage[];
+    expect(serialized(await read())).toEqual(serialized(returned));
+    const cached = [...(saver as unknown as { store: { chunkCache: { keys(): IterableIterator<string> } } }).store.chunkCache.keys()];
+    expect(cached.some((key) => key.includes("\u0000messages\u0000") && key.endsWith("\u0000resolved"))).toBe(true);
+    expect(cached.filter((key) => key.includes("__writes__:messages"))).toEqual([]);
+    expect(serialized(await read())).toEqual(serialized(returned));
+    saver.close();
+    expect(itemLogs(path, "held").messages!.types).toEqual(new Array(12).fill("lg:ref"));
+  });
+
   it("a saver that read a thread's list (a resumed run) plans its next version against it: no second read, only the new items logged", async () => {
     const path = newDatabasePath();
     const first = new SqliteCheckpointSaver(path);
@@ -790,6 +807,9 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     db.close();
     const reopened = new SqliteCheckpointSaver(path);
     expect((await reopened.getTuple({ configurable: { thread_id: "text" } }))?.checkpoint.channel_values.items).toEqual(items);
+    // Held uncompressed in memory, and weighed with the text its JSON items are read from (as big again).
+    const cache = (reopened as unknown as { store: { chunkCache: { weight: number } } }).store.chunkCache;
+    expect(cache.weight).toBe(2 * items.map((item) => JSON.stringify(item)).join(",").length + 4 * items.length);
     reopened.close();
 
     // Data that does not shrink by an eighth (random bytes), or is small, is stored as it is.

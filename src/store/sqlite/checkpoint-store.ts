@@ -217,7 +217,8 @@ export class CheckpointStore {
    * once written: a merge writes another range (and a deleted thread's are forgotten, see deleteThread).
    */
   private readonly chunkCache = new LruMap<string, LogChunk>(CHUNK_CACHE_BYTES, {
-    weigh: (chunk) => chunk.data.length + chunk.ends.length,
+    // A chunk of JSON items read whole keeps its text too (see LogItems.jsonArrayText), about as big as its data.
+    weigh: (chunk) => chunk.data.length * (chunk.types === null ? 2 : 1) + chunk.ends.length,
     maxEntryWeight: CHUNK_CACHE_BYTES / 4,
   });
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
@@ -500,7 +501,10 @@ export class CheckpointStore {
     });
   }
 
-  /** The chunks holding [start, end) as stored (`bounds`: where they are, when read already), from the cache or else in one statement. */
+  /**
+   * The chunks holding [start, end) as stored (`bounds`: where they are, when read already), from
+   * the cache or else in one statement; those read are kept in the cache when `keep` says so.
+   */
   private storedChunks(
     at: ThreadNamespace,
     channel: string,
@@ -513,6 +517,7 @@ export class CheckpointStore {
       start,
       end,
     }),
+    keep = true,
   ): LogChunk[] {
     const key = { threadId: at.threadId, ns: at.ns, channel };
     const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
@@ -523,14 +528,15 @@ export class CheckpointStore {
         ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!]
         : this.chunksStatement.all({ ...key, start, end })
     ).map(unpackChunk);
-    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
+    if (keep) for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
     return chunks;
   }
 
   /**
    * Items [from, to) of a chunk holding references, as a chunk of their own: each reference
    * replaced by its target, read from the target's log (one query a log). A target is never a
-   * reference itself: a log holding one where a reference points is refused.
+   * reference itself: a log holding one where a reference points is refused. The targets' chunks
+   * are not kept for a chunk resolved whole, which is kept instead (their items twice otherwise).
    */
   private resolveChunk(at: ThreadNamespace, channel: string, chunk: LogChunk, from: number, to: number): LogChunk {
     const first = Math.max(from, chunk.start_seq);
@@ -548,7 +554,8 @@ export class CheckpointStore {
       const seqs = [...seqSet].sort((a, b) => a - b);
       const ranges: SeqRange[] = [];
       for (const seq of seqs) pushSeq(ranges, seq);
-      const logChunks = this.storedChunks(at, log, seqs[0]!, seqs.at(-1)! + 1);
+      const whole = from <= chunk.start_seq && to >= chunk.end_seq;
+      const logChunks = this.storedChunks(at, log, seqs[0]!, seqs.at(-1)! + 1, undefined, !whole);
       const holding = logChunks.find(holdsRefs);
       if (holding) {
         throw new Error(
