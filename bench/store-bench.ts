@@ -10,7 +10,7 @@
  * - list_limit10_small_thread / get_tuple_small_thread: `list({limit: 10})` and `getTuple` of a
  *   10-checkpoint thread in a store that also holds a 1,000- and a 5,000-checkpoint thread, the
  *   same checkpoints and pending writes put into both savers; timed interleaved;
- * - write_5000_string_appends: a graph of N steps each appending one 20-byte string (5,000 with --full);
+ * - write_5000_string_appends: a graph of N steps each appending one 20-byte string (5,000 with --full), rounds interleaved;
  * - store_bytes_100_turns: the checkpoint-bench workload (a 1 KB message per turn), 100 turns;
  * - store_growth_per_round / rss_growth_1000_rounds / rss_peak_1000_rounds: a loop of 1000 rounds
  *   (--full; 60 by default) in a child process, sampled at round ends: bytes stored per round
@@ -30,7 +30,7 @@ import { SqliteSaver } from "@langchain/langgraph-checkpoint-sqlite";
 import Database from "better-sqlite3";
 import { SqliteCheckpointSaver } from "../src/store/sqlite/saver.js";
 import { loopThread, putThread } from "./fixtures.js";
-import { FULL, interleavedMs, median, report, type PairedFigures } from "./lib.js";
+import { FULL, interleavedFigures, interleavedMs, median, report, type PairedFigures } from "./lib.js";
 
 interface OpenSaver {
   saver: BaseCheckpointSaver;
@@ -251,12 +251,16 @@ async function appendSteps(open: OpenSaver, steps: number): Promise<number> {
 
 async function writeStringAppends(directory: string): Promise<void> {
   const steps = FULL ? 5000 : 1000;
-  // Warm-up on files of their own, then stock first, ours second (as checkpoint-bench).
+  // Warm-up on files of their own, then rounds interleaved, each on files of its own.
   await appendSteps(openStock(join(directory, "appends-warm-stock.db")), 100);
   await appendSteps(openOurs(join(directory, "appends-warm-ours.db")), 100);
-  const stockMs = await appendSteps(openStock(join(directory, "appends-stock.db")), steps);
-  const ourMs = await appendSteps(openOurs(join(directory, "appends-ours.db")), steps);
-  report({ name: "write_5000_string_appends", ours: ourMs, anchor: stockMs, unit: "ms", maxRatio: 1.0, note: `${steps} steps` });
+  const rounds = { ours: 0, stock: 0 };
+  const figures = await interleavedFigures(
+    FULL ? 3 : 5,
+    () => appendSteps(openOurs(join(directory, `appends-ours-${rounds.ours++}.db`)), steps),
+    () => appendSteps(openStock(join(directory, `appends-stock-${rounds.stock++}.db`)), steps),
+  );
+  report({ name: "write_5000_string_appends", ...figures, unit: "ms", maxRatio: 1.0, note: `${steps} steps` });
 }
 
 function messageText(turn: number): string {

@@ -72,7 +72,7 @@ describe("the synchronous serializer", () => {
   it("lets the item codec write a list of plain and other items as JsonPlusSerializer writes each", async () => {
     const codec = new ItemCodec(serde, sync);
     const values = [...PLAIN, ...NOT_PLAIN].map(([, value]) => value);
-    const encode = await codec.encoder(values);
+    const { encode } = await codec.diff(values, undefined);
     for (const value of values) {
       const encoded = encode(value);
       expect(text([encoded.type, encoded.bytes])).toBe(text(await serde.dumpsTyped(value)));

@@ -64,6 +64,23 @@ async function storedMessages(path: string, threadId: string, checkpointId?: str
   }
 }
 
+interface PutConfig {
+  configurable: { thread_id: string; checkpoint_ns: string; checkpoint_id?: string };
+}
+
+/** Puts checkpoint `uuid6(step)` after `parent`: version step + 1 of the list channel `items`, holding `items`. */
+async function putItems(saver: SqliteCheckpointSaver, parent: PutConfig, step: number, items: readonly unknown[]): Promise<PutConfig> {
+  const checkpoint = {
+    v: 4,
+    id: uuid6(step),
+    ts: new Date().toISOString(),
+    channel_values: { items: items.slice() },
+    channel_versions: { items: step + 1 },
+    versions_seen: {},
+  };
+  return (await saver.put(parent, checkpoint, { source: "loop", step, parents: {} }, { items: step + 1 })) as PutConfig;
+}
+
 interface MessageStorage {
   /** Version rows of the messages channel, by kind. */
   rows: Record<string, number>;
@@ -675,6 +692,23 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     expect(logs.messages!.rawBytes).toBeLessThan(logs["__writes__:messages"]!.rawBytes / 3);
   });
 
+  it("a list read whole is kept in memory resolved, without a second copy of the written messages its references point to", async () => {
+    const path = newDatabasePath();
+    const first = new SqliteCheckpointSaver(path);
+    const returned = await chat(buildChat(first), "held", 6);
+    first.close();
+    const saver = new SqliteCheckpointSaver(path);
+    const read = async () =>
+      (await saver.getTuple({ configurable: { thread_id: "held" } }))?.checkpoint.channel_values.messages as BaseMessage[];
+    expect(serialized(await read())).toEqual(serialized(returned));
+    const cached = [...(saver as unknown as { store: { chunkCache: { keys(): IterableIterator<string> } } }).store.chunkCache.keys()];
+    expect(cached.some((key) => key.includes("\u0000messages\u0000") && key.endsWith("\u0000resolved"))).toBe(true);
+    expect(cached.filter((key) => key.includes("__writes__:messages"))).toEqual([]);
+    expect(serialized(await read())).toEqual(serialized(returned));
+    saver.close();
+    expect(itemLogs(path, "held").messages!.types).toEqual(new Array(12).fill("lg:ref"));
+  });
+
   it("a saver that read a thread's list (a resumed run) plans its next version against it: no second read, only the new items logged", async () => {
     const path = newDatabasePath();
     const first = new SqliteCheckpointSaver(path);
@@ -691,24 +725,79 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     expect(logs.messages!.types).toHaveLength(after.length);
   });
 
+  it("a step appending to a list of strings encodes its new item only, not the list again", async () => {
+    /** LangGraph's serializer counting the list items it writes (a subclass: the saver has no synchronous twin for it). */
+    class CountingSerde extends JsonPlusSerializer {
+      readonly strings = new Map<string, number>();
+      override async dumpsTyped(value: unknown): Promise<[string, Uint8Array]> {
+        if (typeof value === "string" && value.startsWith("item ")) this.strings.set(value, (this.strings.get(value) ?? 0) + 1);
+        return super.dumpsTyped(value);
+      }
+    }
+    const serde = new CountingSerde();
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path, serde);
+    const steps = 30;
+    const graph = new StateGraph(Annotation.Root({ items: Annotation<string[]>({ reducer: (a, b) => a.concat(b), default: () => [] }) }))
+      .addNode("append", (state) => ({ items: [`item ${state.items.length}`] }))
+      .addEdge(START, "append")
+      .addConditionalEdges("append", (state) => (state.items.length < steps ? "append" : END))
+      .compile({ checkpointer: saver });
+    const { items } = await graph.invoke({ items: [] }, { configurable: { thread_id: "appends" }, recursionLimit: steps + 5 });
+    saver.close();
+    expect(items).toHaveLength(steps);
+    expect([...serde.strings.values()]).toEqual(new Array(steps).fill(1));
+    const reopened = new SqliteCheckpointSaver(path);
+    expect((await reopened.getTuple({ configurable: { thread_id: "appends" } }))?.checkpoint.channel_values.items).toEqual(items);
+    reopened.close();
+  });
+
+  it("an append writes one row of the item log, merged and compressed before it is written; every version reads back exactly", async () => {
+    const path = newDatabasePath();
+    const saver = new SqliteCheckpointSaver(path);
+    // Row writes of the item log, as SQLite makes them (temporary triggers of this connection).
+    saver.db.exec(`CREATE TEMP TABLE item_writes (op TEXT);
+      CREATE TEMP TRIGGER item_inserts AFTER INSERT ON main.loopgraph_checkpoint_items BEGIN INSERT INTO item_writes VALUES ('insert'); END;
+      CREATE TEMP TRIGGER item_updates AFTER UPDATE ON main.loopgraph_checkpoint_items BEGIN INSERT INTO item_writes VALUES ('update'); END;
+      CREATE TEMP TRIGGER item_deletes AFTER DELETE ON main.loopgraph_checkpoint_items BEGIN INSERT INTO item_writes VALUES ('delete'); END;`);
+    const writes = () =>
+      Object.fromEntries(
+        saver.db
+          .prepare<[], { op: string; n: number }>("SELECT op, count(*) AS n FROM item_writes GROUP BY op")
+          .all()
+          .map((row) => [row.op, row.n]),
+      ) as Record<string, number | undefined>;
+    const config = { configurable: { thread_id: "appends", checkpoint_ns: "" } };
+    let parent: PutConfig = config;
+    const items: string[] = [];
+    for (let i = 0; i < 64; i++) {
+      items.push(`item ${String(i).padStart(2, "0")}: ${"words that compress well ".repeat(8)}`);
+      parent = await putItems(saver, parent, i, items);
+      const { insert = 0, update = 0 } = writes();
+      expect(insert + update).toBe(i + 1);
+      // 37 items: chunks of 32, 4 and 1, the last ones not full.
+      if (i === 36) expect(itemLogs(path, "appends").items!.codecs).toHaveLength(3);
+    }
+    const reopened = new SqliteCheckpointSaver(path);
+    let version = items.length;
+    for await (const tuple of reopened.list(config)) {
+      expect(tuple.checkpoint.channel_values.items).toEqual(items.slice(0, version));
+      version -= 1;
+    }
+    expect(version).toBe(0);
+    reopened.close();
+    const counted = writes();
+    saver.close();
+    // A binary counter: 64 items of one size in one chunk, stored compressed.
+    expect(itemLogs(path, "appends").items!.codecs).toEqual(["deflate"]);
+    expect(counted).toEqual({ insert: 32, update: 32, delete: 31 });
+  });
+
   it("compresses a chunk of text, keeps one that would not shrink as it is, and reads it back exactly", async () => {
     const path = newDatabasePath();
     const saver = new SqliteCheckpointSaver(path);
     const items = Array.from({ length: 40 }, (_, i) => `line ${i}: ${"the same words again and again ".repeat(20)}`);
-    const checkpoint = {
-      v: 4,
-      id: uuid6(0),
-      ts: new Date().toISOString(),
-      channel_values: { items },
-      channel_versions: { items: 1 },
-      versions_seen: {},
-    };
-    await saver.put(
-      { configurable: { thread_id: "text", checkpoint_ns: "" } },
-      checkpoint,
-      { source: "loop", step: 0, parents: {} },
-      { items: 1 },
-    );
+    await putItems(saver, { configurable: { thread_id: "text", checkpoint_ns: "" } }, 0, items);
     saver.close();
     expect(itemLogs(path, "text").items!.codecs).toEqual(["deflate"]);
     const db = new Database(path, { readonly: true });
@@ -718,6 +807,9 @@ describe("SqliteCheckpointSaver stores each message once, compressed, and no mor
     db.close();
     const reopened = new SqliteCheckpointSaver(path);
     expect((await reopened.getTuple({ configurable: { thread_id: "text" } }))?.checkpoint.channel_values.items).toEqual(items);
+    // Held uncompressed in memory, and weighed with the text its JSON items are read from (as big again).
+    const cache = (reopened as unknown as { store: { chunkCache: { weight: number } } }).store.chunkCache;
+    expect(cache.weight).toBe(2 * items.map((item) => JSON.stringify(item)).join(",").length + 4 * items.length);
     reopened.close();
 
     // Data that does not shrink by an eighth (random bytes), or is small, is stored as it is.
@@ -800,19 +892,9 @@ describe("SqliteCheckpointSaver list items", () => {
     const saver = new SqliteCheckpointSaver(path);
     const config = { configurable: { thread_id: "items", checkpoint_ns: "" } };
     void _name;
-    let parent: typeof config & { configurable: { checkpoint_id?: string } } = config;
+    let parent: PutConfig = config;
     // Written in two versions (the second appends to the first) so that the list spans two log chunks.
-    for (const [i, upTo] of [7, items.length].entries()) {
-      const checkpoint = {
-        v: 4,
-        id: uuid6(i),
-        ts: new Date().toISOString(),
-        channel_values: { items: items.slice(0, upTo) },
-        channel_versions: { items: i + 1 },
-        versions_seen: {},
-      };
-      parent = (await saver.put(parent, checkpoint, { source: "loop", step: i, parents: {} }, { items: i + 1 })) as typeof parent;
-    }
+    for (const [i, upTo] of [7, items.length].entries()) parent = await putItems(saver, parent, i, items.slice(0, upTo));
     const reopened = new SqliteCheckpointSaver(path);
     const read = (await reopened.getTuple(config))?.checkpoint.channel_values.items as unknown[];
     saver.close();

@@ -1,6 +1,7 @@
 import type { SerializerProtocol } from "@langchain/langgraph-checkpoint";
 import { decodeItems, type SyncSerializer } from "./fast-serde.js";
 import type { EncodedItem } from "./item-framing.js";
+import { identicalPrefix, sharedPrefix, type StoredList } from "./list-history.js";
 
 /**
  * List items to and from their stored form, for the savers. The encoding of an object item is
@@ -18,14 +19,30 @@ export class ItemCodec {
   ) {}
 
   /**
-   * Each item's encoding: every item of `values` is encoded up front, by the synchronous twin
-   * where it can (plain JSON), else by the serde's own `dumpsTyped`. Remembered encodings are
-   * reused.
+   * A new version of a list against the version written before (`previous`): how many leading
+   * items they share (see `sharedPrefix`), the encodings of those, and an encoder of the items
+   * after the ones `previous` holds as they are (those are neither encoded nor looked up: a step
+   * appending to a long list encodes its new items only).
    */
-  async encoder(values: readonly unknown[]): Promise<(item: unknown) => EncodedItem> {
+  async diff(
+    values: readonly unknown[],
+    previous: StoredList | undefined,
+  ): Promise<{ shared: number; encoded: EncodedItem[]; encode: (item: unknown) => EncodedItem }> {
+    const identical = identicalPrefix(values, previous);
+    const encode = await this.encoder(values, identical);
+    return { ...sharedPrefix(values, previous, encode, identical), encode };
+  }
+
+  /**
+   * The encoding of each item of `values` from index `from` on: encoded up front, by the
+   * synchronous twin where it can (plain JSON), else by the serde's own `dumpsTyped`.
+   * Remembered encodings are reused.
+   */
+  private async encoder(values: readonly unknown[], from: number): Promise<(item: unknown) => EncodedItem> {
     const encodings = new Map<unknown, EncodedItem>();
     const slow = new Set<unknown>();
-    for (const item of values) {
+    for (let i = from; i < values.length; i += 1) {
+      const item = values[i];
       if (this.rememberedOf(item) || encodings.has(item) || slow.has(item)) continue;
       const dumped = this.sync?.dumpsTypedSync(item);
       if (dumped) this.keep(encodings, item, { type: dumped[0], bytes: dumped[1] });

@@ -134,19 +134,34 @@ export function decodeRanges(data: Uint8Array): SeqRange[] {
 }
 
 /**
- * Counts the leading items `values` shares with `previous`: by identity (strings and numbers by
- * value) where the previous values are known, by their encoding otherwise.
+ * How many leading items `values` holds of the values last written as `previous` (strings and
+ * numbers by value, objects by identity): those need no encoding to be compared.
+ */
+export function identicalPrefix(values: readonly unknown[], previous: StoredList | undefined): number {
+  const previousValues = previous?.values;
+  if (!previousValues) return 0;
+  const comparable = Math.min(values.length, previousValues.length, previous.encoded.length);
+  let identical = 0;
+  while (identical < comparable && previousValues[identical] === values[identical]) identical += 1;
+  return identical;
+}
+
+/**
+ * Counts the leading items `values` shares with `previous`: the first `identical` (see
+ * `identicalPrefix`) as they are, the next by identity where the previous values are known,
+ * by their encoding otherwise (`encode` is called only for items from `identical` on).
  */
 export function sharedPrefix(
   values: readonly unknown[],
   previous: StoredList | undefined,
   encode: (value: unknown) => EncodedItem,
+  identical = identicalPrefix(values, previous),
 ): { shared: number; encoded: EncodedItem[] } {
-  const encoded: EncodedItem[] = [];
-  if (!previous) return { shared: 0, encoded };
+  if (!previous) return { shared: 0, encoded: [] };
+  const encoded = previous.encoded.slice(0, identical);
   const comparable = Math.min(values.length, previous.encoded.length);
   const previousValues = previous.values;
-  let shared = 0;
+  let shared = identical;
   while (shared < comparable) {
     const value = values[shared];
     const before = previous.encoded[shared]!;

@@ -31,15 +31,7 @@ import {
   type KnownVersions,
   type StoredChannel,
 } from "../../checkpoint/history-reader.js";
-import {
-  dropRanges,
-  pushSeq,
-  sharedPrefix,
-  sharedSeqPrefix,
-  truncateRanges,
-  type SeqRange,
-  type StoredList,
-} from "../../checkpoint/list-history.js";
+import { dropRanges, pushSeq, sharedSeqPrefix, truncateRanges, type SeqRange, type StoredList } from "../../checkpoint/list-history.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
 import { blobRows, historyPage, type KnownItems, knownItems, logItems, prefetchItems } from "./history.js";
 import { batchBytes, blobKey, ITEMS_TYPE, resolvedRows, VALUES_TYPE, type BlobRow, type ChannelValue } from "./value-batch.js";
@@ -866,8 +858,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     for (const [channel, version, value] of lists) {
       const key = channelKey(at, channel);
       const previous = this.lastLists.get(key);
-      const encode = await this.codec.encoder(value);
-      const { shared, encoded } = sharedPrefix(value, previous, encode);
+      const { shared, encoded, encode } = await this.codec.diff(value, previous);
       const ranges = previous ? truncateRanges(previous.ranges, shared) : [];
       let next = this.logEnds.get(key) ?? 0;
       const appended: AppendedItem[] = [];

@@ -73,7 +73,7 @@ function holdsRefs(chunk: LogChunk): boolean {
 }
 
 /** A new chunk of `items`, the first at `start`. */
-function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumns {
+function newChunk(start: number, items: readonly EncodedItem[]): LogChunk {
   const parts: Uint8Array[] = [];
   const ends = Buffer.alloc(4 * items.length);
   let offset = 0;
@@ -88,8 +88,8 @@ function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumn
   });
   const allJson = items.every((item) => item.type === "json");
   return {
-    start,
-    end: start + items.length,
+    start_seq: start,
+    end_seq: start + items.length,
     data: Buffer.concat(parts),
     ends,
     types: allJson ? null : JSON.stringify(items.map((item) => item.type)),
@@ -97,7 +97,7 @@ function chunkColumns(start: number, items: readonly EncodedItem[]): ChunkColumn
 }
 
 /** Two neighbouring chunks as one. */
-function mergeChunks(first: LogChunk, second: LogChunk): ChunkColumns {
+function mergeChunks(first: LogChunk, second: LogChunk): LogChunk {
   const shift = first.data.length + 1;
   const secondEnds = Buffer.from(second.ends.buffer, second.ends.byteOffset, second.ends.byteLength);
   const ends = Buffer.alloc(first.ends.length + secondEnds.length);
@@ -106,12 +106,17 @@ function mergeChunks(first: LogChunk, second: LogChunk): ChunkColumns {
   const typesOf = (chunk: LogChunk): string[] =>
     chunk.types === null ? new Array<string>(chunk.end_seq - chunk.start_seq).fill("json") : (JSON.parse(chunk.types) as string[]);
   return {
-    start: first.start_seq,
-    end: second.end_seq,
+    start_seq: first.start_seq,
+    end_seq: second.end_seq,
     data: Buffer.concat([first.data, COMMA, second.data]),
     ends,
     types: first.types === null && second.types === null ? null : JSON.stringify([...typesOf(first), ...typesOf(second)]),
   };
+}
+
+/** A chunk's columns as written: its data compressed when that pays (see `packChunk`). */
+function packed(chunk: LogChunk): ChunkColumns & { codec: string | null } {
+  return packChunk({ start: chunk.start_seq, end: chunk.end_seq, data: chunk.data, ends: chunk.ends, types: chunk.types });
 }
 
 interface LogKey {
@@ -134,6 +139,13 @@ interface BlobColumns {
   data: Uint8Array | null;
   base_version: string | null;
   keep: number | null;
+}
+
+/** The bounds and stored size of a chunk, from its row's header. */
+interface ChunkBefore {
+  start_seq: number;
+  end_seq: number;
+  stored_bytes: number;
 }
 
 /** A chunk's row: its data compressed when `codec` says so (see `packChunk`). */
@@ -206,7 +218,7 @@ export class CheckpointStore {
   private readonly blobsStatement;
   private readonly logEndStatement;
   private readonly insertChunkStatement;
-  private readonly lastChunksStatement;
+  private readonly chunkBeforeStatement;
   private readonly chunkDataStatement;
   private readonly deleteChunkStatement;
   private readonly extendChunkStatement;
@@ -217,7 +229,8 @@ export class CheckpointStore {
    * once written: a merge writes another range (and a deleted thread's are forgotten, see deleteThread).
    */
   private readonly chunkCache = new LruMap<string, LogChunk>(CHUNK_CACHE_BYTES, {
-    weigh: (chunk) => chunk.data.length + chunk.ends.length,
+    // A chunk of JSON items read whole keeps its text too (see LogItems.jsonArrayText), about as big as its data.
+    weigh: (chunk) => chunk.data.length * (chunk.types === null ? 2 : 1) + chunk.ends.length,
     maxEntryWeight: CHUNK_CACHE_BYTES / 4,
   });
   private readonly listStatements = new Map<string, Database.Statement<unknown[], CheckpointRow>>();
@@ -319,9 +332,11 @@ export class CheckpointStore {
       `INSERT INTO loopgraph_checkpoint_items (thread_id, checkpoint_ns, channel, start_seq, end_seq, data, ends, types, codec)
        VALUES (@threadId, @ns, @channel, @start, @end, @data, @ends, @types, @codec)`,
     );
-    // A chunk's raw size is the end of its last item (its data may be stored compressed).
-    this.lastChunksStatement = db.prepare<[LogKey], { start_seq: number; end_seq: number; last_end: Uint8Array }>(
-      `SELECT start_seq, end_seq, substr(ends, -4) AS last_end FROM loopgraph_checkpoint_items WHERE ${logKey} ORDER BY start_seq DESC LIMIT 2`,
+    // The chunk ending where a chunk starts, if any: its bounds and stored size, read from the row's
+    // header (its data and item ends, which may run over many pages, are not read).
+    this.chunkBeforeStatement = db.prepare<[LogKey & { start: number }], ChunkBefore>(
+      `SELECT start_seq, end_seq, length(data) AS stored_bytes FROM loopgraph_checkpoint_items
+       WHERE ${logKey} AND start_seq < @start ORDER BY start_seq DESC LIMIT 1`,
     );
     this.chunkDataStatement = db.prepare<[LogKey & { start: number }], StoredChunk>(
       `SELECT start_seq, end_seq, data, ends, types, codec FROM loopgraph_checkpoint_items WHERE ${logKey} AND start_seq = @start`,
@@ -450,24 +465,32 @@ export class CheckpointStore {
   }
 
   /**
-   * Appends framed items [start, end) to the channel's item log, then merges the last chunks while
-   * the one before is no bigger than the last (a binary counter: a log of N items has about
-   * log2(N) chunks, and each item is rewritten about log2(N) times over its life), up to MAX_CHUNK_BYTES.
+   * Appends framed items [start, end) to the channel's item log as a new chunk, merged (before it
+   * is written) with the last chunks while the one before is no bigger than it (a binary counter:
+   * a log of N items has about log2(N) chunks, and each item is rewritten about log2(N) times
+   * over its life), up to MAX_CHUNK_BYTES. One row is written, compressed once: the new chunk,
+   * or the first chunk it took in (the others it took in are deleted); a chunk taken in is read
+   * whole only when the sizes in its row's header do not rule the merge out.
    */
   appendToLog(at: ThreadNamespace, channel: string, start: number, items: readonly EncodedItem[]): void {
     const key = { threadId: at.threadId, ns: at.ns, channel };
-    this.insertChunkStatement.run({ ...key, ...packChunk(chunkColumns(start, items)) });
-    const rawBytes = (row: { last_end: Uint8Array }): number =>
-      Buffer.from(row.last_end.buffer, row.last_end.byteOffset, row.last_end.byteLength).readUInt32LE(0);
+    let chunk = newChunk(start, items);
+    const takenIn: number[] = [];
     for (;;) {
-      const [last, before] = this.lastChunksStatement.all(key);
-      if (!last || !before || before.end_seq !== last.start_seq) return;
-      if (rawBytes(before) > rawBytes(last) || rawBytes(before) + rawBytes(last) > MAX_CHUNK_BYTES) return;
-      const chunk = (start: number): LogChunk => unpackChunk(this.chunkDataStatement.get({ ...key, start })!);
-      const merged = mergeChunks(chunk(before.start_seq), chunk(last.start_seq));
-      this.deleteChunkStatement.run({ ...key, start: last.start_seq });
-      this.extendChunkStatement.run({ ...key, ...packChunk(merged) });
+      const before = this.chunkBeforeStatement.get({ ...key, start: chunk.start_seq });
+      if (!before || before.end_seq !== chunk.start_seq) break;
+      // Stored data is never bigger than its raw data, and is the raw data when not compressed.
+      const size = chunk.data.length;
+      if (before.stored_bytes > size || before.stored_bytes + size > MAX_CHUNK_BYTES) break;
+      const stored = unpackChunk(this.chunkDataStatement.get({ ...key, start: before.start_seq })!);
+      if (stored.data.length > size || stored.data.length + size > MAX_CHUNK_BYTES) break;
+      chunk = mergeChunks(stored, chunk);
+      takenIn.push(before.start_seq);
     }
+    const first = takenIn.pop();
+    for (const taken of takenIn) this.deleteChunkStatement.run({ ...key, start: taken });
+    if (first === undefined) this.insertChunkStatement.run({ ...key, ...packed(chunk) });
+    else this.extendChunkStatement.run({ ...key, ...packed(chunk) });
   }
 
   /**
@@ -515,7 +538,10 @@ export class CheckpointStore {
     return resolved;
   }
 
-  /** The chunks holding [start, end) as stored (`bounds`: where they are, when read already), from the cache or else in one statement. */
+  /**
+   * The chunks holding [start, end) as stored (`bounds`: where they are, when read already), from
+   * the cache or else in one statement; those read are kept in the cache when `keep` says so.
+   */
   private storedChunks(
     at: ThreadNamespace,
     channel: string,
@@ -528,6 +554,7 @@ export class CheckpointStore {
       start,
       end,
     }),
+    keep = true,
   ): LogChunk[] {
     const key = { threadId: at.threadId, ns: at.ns, channel };
     const prefix = `${at.threadId}\u0000${at.ns}\u0000${channel}\u0000`;
@@ -538,14 +565,15 @@ export class CheckpointStore {
         ? [this.chunkDataStatement.get({ ...key, start: bounds[0]!.start_seq })!]
         : this.chunksStatement.all({ ...key, start, end })
     ).map(unpackChunk);
-    for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
+    if (keep) for (const chunk of chunks) this.chunkCache.set(`${prefix}${chunk.start_seq}-${chunk.end_seq}`, chunk);
     return chunks;
   }
 
   /**
    * Items [from, to) of a chunk holding references, as a chunk of their own: each reference
    * replaced by its target, read from the target's log (one query a log). A target is never a
-   * reference itself: a log holding one where a reference points is refused.
+   * reference itself: a log holding one where a reference points is refused. The targets' chunks
+   * are not kept for a chunk resolved whole, which is kept instead (their items twice otherwise).
    */
   private resolveChunk(at: ThreadNamespace, channel: string, chunk: LogChunk, from: number, to: number): LogChunk {
     const first = Math.max(from, chunk.start_seq);
@@ -563,7 +591,8 @@ export class CheckpointStore {
       const seqs = [...seqSet].sort((a, b) => a - b);
       const ranges: SeqRange[] = [];
       for (const seq of seqs) pushSeq(ranges, seq);
-      const logChunks = this.storedChunks(at, log, seqs[0]!, seqs.at(-1)! + 1);
+      const whole = from <= chunk.start_seq && to >= chunk.end_seq;
+      const logChunks = this.storedChunks(at, log, seqs[0]!, seqs.at(-1)! + 1, undefined, !whole);
       const holding = logChunks.find(holdsRefs);
       if (holding) {
         throw new Error(
@@ -578,8 +607,7 @@ export class CheckpointStore {
       const ref = refs[i];
       return ref ? applyItemRef(ref, targets.get(`${ref.channel}\u0000${ref.seq}`)!) : item;
     });
-    const { start, end, ...columns } = chunkColumns(first, resolved);
-    return { start_seq: start, end_seq: end, ...columns };
+    return newChunk(first, resolved);
   }
 
   insertWrites(rows: readonly StoredWrite[], replaceExisting: boolean): void {

@@ -37,7 +37,6 @@ import {
   materializeList,
   sharedSeqPrefix,
   pushSeq,
-  sharedPrefix,
   truncateRanges,
   type ChainLink,
   type ListPlan,
@@ -607,8 +606,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     const remembered = this.lastWrittenLists.get(cacheKey) ?? this.readListVersion(at, channel, parentVersions()[channel]);
     // A version of the earlier formats has no log ranges to refer to: the log starts afresh.
     const previous = remembered?.ranges ? remembered : undefined;
-    const encode = await this.codec.encoder(value);
-    const { shared, encoded } = sharedPrefix(value, previous, encode);
+    const { shared, encoded, encode } = await this.codec.diff(value, previous);
     const threadKey = this.threadKey(at);
     const tail: TailItem[] = [];
     for (let i = shared; i < value.length; i += 1) {
