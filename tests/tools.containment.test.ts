@@ -10,9 +10,11 @@ import { describe, expect, it } from "vitest";
 import { readConfigFile } from "../src/config/settings.js";
 import { loadScriptedModel } from "../src/models/scripted.js";
 import { coderSystemPrompt, readRulesFiles, RULES_FILE_MAX_BYTES } from "../src/nodes/coder/system-prompt.js";
+import { lacks } from "./helpers/requirements.js";
 import { makeWorkspace } from "./helpers/tool-workspace.js";
 
 const mkfifo = (path: string): void => void execFileSync("mkfifo", [path]);
+const noRipgrep = lacks("ripgrep", "grep through ripgrep on a named pipe at .gitignore (the in-process engine is still tested)");
 
 describe("protected paths", () => {
   it("write_file and edit_file never write .git/, .loopgraph/ or a loopgraph.yaml (project config), at any depth and in any case, and leave the file as it was", async () => {
@@ -209,12 +211,21 @@ describe("special files", () => {
     expect((await ws.call("list_dir", { path: "sub" })).content).toContain("a.txt");
   }, 20_000);
 
-  it("a named pipe the repository holds at .gitignore: glob and list_dir answer without it, and grep through ripgrep stops within seconds naming it, instead of hanging", async () => {
+  it("a named pipe the repository holds at .gitignore: glob, list_dir and the in-process grep answer without it, and grep through ripgrep stops within seconds naming it, instead of hanging", async () => {
     const ws = makeWorkspace({ "sub/a.txt": "needle\n", "b.txt": "needle\n" }, { git: true });
     mkfifo(join(ws.root, "sub/.gitignore"));
     symlinkSync("/dev/zero", join(ws.root, ".ignore"));
     expect((await ws.call("glob", { pattern: "**/*.txt" })).content).toContain("sub/a.txt");
     expect((await ws.call("list_dir", { path: "sub" })).content).toContain("a.txt");
+    const saved = process.env.LOOPGRAPH_RG;
+    process.env.LOOPGRAPH_RG = "off";
+    try {
+      expect((await ws.call("grep", { pattern: "needle" })).content).toContain("sub/a.txt:1:needle");
+    } finally {
+      if (saved === undefined) delete process.env.LOOPGRAPH_RG;
+      else process.env.LOOPGRAPH_RG = saved;
+    }
+    if (noRipgrep) return;
     const started = Date.now();
     const found = await ws.call("grep", { pattern: "needle" });
     expect(Date.now() - started).toBeLessThan(10_000);
