@@ -58,8 +58,9 @@ export function hazardsOfEntry(folder: string, entry: Dirent): ReadHazard[] {
   const path = join(folder, entry.name);
   if (entry.name === ".git" && entry.isDirectory()) {
     return GIT_INFO_FILES.flatMap((file) => {
-      const what = readHazardAt(join(path, file));
-      return what ? [{ path: join(path, file), what }] : [];
+      const infoFile = join(path, file);
+      const what = readHazardAt(infoFile);
+      return what ? [{ path: infoFile, what }] : [];
     });
   }
   if (!READ_BY_NAME.has(entry.name) || entry.isFile() || entry.isDirectory()) return [];

@@ -28,9 +28,9 @@ export function threadOfHash(hash: string): string | undefined {
 export const threadApi = (threadId: string): string => `/api/threads/${encodeURIComponent(threadId)}`;
 
 export async function get<T>(path: string): Promise<T> {
-  const early = window.loopgraphEarly;
-  if (early?.path === path) window.loopgraphEarly = undefined;
-  const response = await (early?.path === path ? early.response : fetch(path, { headers: { "x-loopgraph-token": token } }));
+  const early = window.loopgraphEarly?.path === path ? window.loopgraphEarly : undefined;
+  if (early) window.loopgraphEarly = undefined;
+  const response = await (early?.response ?? fetch(path, { headers: { "x-loopgraph-token": token } }));
   const body = (await response.json()) as T & { error?: string };
   if (!response.ok) throw new Error(body.error ?? `${response.status}`);
   return body;
