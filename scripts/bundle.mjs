@@ -42,6 +42,23 @@ function replaceFolder(from, to) {
   rmSync(old, { recursive: true, force: true });
 }
 
+/**
+ * pg picks its socket functions when loaded: it asks whether it runs in Cloudflare Workers by
+ * `typeof Response`, which makes Node 20 load its whole fetch implementation (undici, ~20 ms of a
+ * PostgreSQL command's start). The bundle runs on Node only: it takes Node's functions directly.
+ */
+const pgOnNode = {
+  name: "pg-on-node",
+  setup(plugin) {
+    plugin.onLoad({ filter: /[\\/]node_modules[\\/]pg[\\/]lib[\\/]stream\.js$/ }, ({ path }) => {
+      const source = readFileSync(path, "utf8");
+      const pick = "= getStreamFuncs()";
+      if (!source.includes(pick)) throw new Error(`${path} no longer picks its socket functions with \`${pick}\`: update bundle.mjs`);
+      return { contents: source.replace(pick, "= getNodejsStreamFuncs()"), loader: "js" };
+    });
+  },
+};
+
 const cliDir = building("cli");
 const buildId = randomBytes(16).toString("hex");
 /** What the CLI's two files share: built from dist/src into dist/cli (by way of cliDir), for Node 20. */
@@ -53,6 +70,7 @@ await build({
   format: "cjs",
   // pg loads the optional native binding (pg-native) only when asked to; loopgraph never asks.
   external: ["better-sqlite3", "tsx", "pg-native"],
+  plugins: [pgOnNode],
   // The first line names the build (the launcher checks the code cache against it); `import.meta.url`
   // of the bundled modules is the bundle's own URL, as it was each module's.
   banner: { js: `${bundleHeader(buildId, true)}\nconst __loopgraphImportMetaUrl = require("node:url").pathToFileURL(__filename).href;` },

@@ -20,6 +20,7 @@ import { nextChannelVersion } from "../../checkpoint/channel-versions.js";
 import { syncSerializerOf } from "../../checkpoint/fast-serde.js";
 import { ItemCodec } from "../../checkpoint/item-codec.js";
 import { decodeItems } from "../../checkpoint/fast-serde.js";
+import { PlainJsonReader } from "../../checkpoint/plain-json.js";
 import type { EncodedItem } from "../../checkpoint/item-framing.js";
 import {
   everyChannel,
@@ -281,6 +282,8 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   private generation = 0;
   /** The rows of the channel versions the current page of `history` brings: what `readChannel` is asked for next. */
   private prefetched?: { at: ThreadNamespace; rows: ReadonlyMap<string, BlobRow>; items: KnownItems };
+  /** Stored values decoded by `JSON.parse` where that gives what the serde gives (see plain-json.ts). */
+  private readonly plainJson: PlainJsonReader;
 
   constructor(
     readonly pool: pg.Pool,
@@ -288,6 +291,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   ) {
     super(serde);
     this.codec = new ItemCodec(this.serde, syncSerializerOf(this.serde));
+    this.plainJson = new PlainJsonReader(this.serde, this.codec.sync);
   }
 
   /**
@@ -657,7 +661,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
       yield* walkHistory(
         {
           readPage: (after, limit) => historyPage(this.pool, at, after, limit),
-          loads: (type, data) => this.serde.loadsTyped(type, data),
+          loads: (type, data) => this.plainJson.loads(type, data),
           prefetch: async (versions) => {
             const rows = await blobRows(this.pool, at, versions);
             // The items the page's list versions add are read with it: the walk keeps them until it ends.
@@ -706,7 +710,7 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
 
   /** Decodes a channel value as `getTuple` does (see `readTuple`). */
   async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
-    return { value: await (stored.kind === "value" ? this.serde.loadsTyped(stored.type, stored.data) : this.codec.decode(stored.items)) };
+    return stored.kind === "value" ? this.plainJson.decode(stored.type, stored.data) : { value: await this.codec.decode(stored.items) };
   }
 
   async deleteThread(threadId: string): Promise<void> {
@@ -975,14 +979,14 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
     }
 
     const [header, metadata, pendingWrites] = await Promise.all([
-      this.serde.loadsTyped(...unpacked(head.type!, head.data!)) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
-      this.serde.loadsTyped(...unpacked(head.type2!, head.data2!)) as Promise<CheckpointMetadata>,
+      this.plainJson.loads(...unpacked(head.type!, head.data!)) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
+      this.plainJson.loads(...unpacked(head.type2!, head.data2!)) as Promise<CheckpointMetadata>,
       Promise.all(
         pending.map(
           async ({ write, logged }): Promise<CheckpointPendingWrite> => [
             write.taskId,
             write.channel,
-            logged ? await decodeItems(logged.items!, this.serde, this.codec.sync) : await this.serde.loadsTyped(write.type, write.value),
+            logged ? await decodeItems(logged.items!, this.serde, this.codec.sync) : await this.plainJson.loads(write.type, write.value),
           ],
         ),
       ),
@@ -1006,10 +1010,10 @@ export class PostgresCheckpointSaver extends BaseCheckpointSaver implements Hist
   }
 
   private decodeValue(value: ReadValue): unknown {
-    if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
+    if (value.kind === "value") return this.plainJson.loads(value.type, value.data);
     if (value.kind === "list") return this.codec.decode(value.items);
     return (async () => {
-      const input = (await this.serde.loadsTyped("json", value.rest)) as Record<string, unknown>;
+      const input = (await this.plainJson.loads("json", value.rest)) as Record<string, unknown>;
       for (const [key, items] of value.props) input[key] = await decodeItems(items, this.serde, this.codec.sync);
       return input;
     })();

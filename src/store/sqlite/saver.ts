@@ -1,6 +1,5 @@
 import { mkdirSync } from "node:fs";
 import { dirname, resolve } from "node:path";
-import { isDeepStrictEqual } from "node:util";
 import type { RunnableConfig } from "@langchain/core/runnables";
 import {
   BaseCheckpointSaver,
@@ -46,6 +45,7 @@ import {
 } from "../../checkpoint/list-history.js";
 import { isObject, ItemCodec } from "../../checkpoint/item-codec.js";
 import { LruMap } from "../../checkpoint/lru-map.js";
+import { PlainJsonReader } from "../../checkpoint/plain-json.js";
 import {
   assembleTuple,
   channelKey,
@@ -155,15 +155,6 @@ interface PlannedRefs {
   readonly known: readonly (LoggedItem | undefined)[];
 }
 
-/**
- * Plain JSON values up to this size are decoded both ways, to check the fast path
- * (`decodePlainJson`): the first PLAIN_JSON_CHECKS of them, then one in PLAIN_JSON_CHECK_EVERY.
- */
-const PLAIN_JSON_CHECKED_BELOW = 512;
-const PLAIN_JSON_CHECKS = 128;
-const PLAIN_JSON_CHECK_EVERY = 32;
-const textDecoder = new TextDecoder();
-
 const LIST_PAGE_SIZE = 100;
 /** Checkpoints in the first page of a `list` without limit (a caller often takes only the first few). */
 const FIRST_LIST_PAGE = 10;
@@ -187,8 +178,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
   private readonly codec: ItemCodec;
   /** The channel rows `history` read ahead for its current page (see `history`). */
   private prefetched?: { at: ThreadNamespace; links: ReadonlyMap<string, BlobLink> };
-  /** The plain-JSON decoding path of `decodeChannel`: off unless the serde is LangGraph's; how many small values it decoded. */
-  private readonly plainJson: { off: boolean; small: number };
+  /** Stored values decoded by `JSON.parse` where that gives what the serde gives (see plain-json.ts). */
+  private readonly plainJson: PlainJsonReader;
   /** Items this saver appended to an item log, so a later version holding them again refers to them. */
   private readonly loggedItems = new WeakMap<object, LoggedItem>();
   /** Counts deleteThread calls: log positions remembered before a deletion are not used after it. */
@@ -218,8 +209,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
     this.store = new CheckpointStore(this.db);
     this.sync = syncSerializerOf(this.serde);
     this.codec = new ItemCodec(this.serde, this.sync);
-    // JSON.parse reads plain JSON as the serde would only when the serde is (or decodes as) LangGraph's own.
-    this.plainJson = { off: this.sync === undefined, small: 0 };
+    this.plainJson = new PlainJsonReader(this.serde, this.sync);
   }
 
   /**
@@ -491,7 +481,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
       yield* walkHistory(
         {
           readPage: (after, limit) => this.readTransaction(() => this.store.historyPage(at, after, limit)),
-          loads: (type, data) => this.loadsQuickly(type, data),
+          loads: (type, data) => this.plainJson.loads(type, data),
           prefetch: (versions) => {
             this.prefetched = { at, links: this.store.blobs(at, versions) };
           },
@@ -541,43 +531,12 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
 
   /** Decodes a channel value exactly as `getTuple` and `list` do. */
   async decodeChannel(stored: StoredChannel): Promise<DecodedChannel> {
-    return (stored.kind === "value" && (await this.decodePlainJson(stored))) || { value: await this.decodeStored(stored) };
-  }
-
-  /**
-   * A JSON value with no LangChain object (no "lc" key) decoded by `JSON.parse`, which gives what
-   * JsonPlusSerializer's reviver gives, in one native call instead of one promise per node. Only
-   * for this saver's serde when it is LangGraph's own (or a wrapper offering its synchronous twin,
-   * see fast-serde.ts); small values (the first ones, then one in PLAIN_JSON_CHECK_EVERY) are
-   * decoded both ways and compared, and any difference turns this path off for good. Undefined
-   * where it does not apply.
-   */
-  private async decodePlainJson(stored: Extract<StoredChannel, { kind: "value" }>): Promise<DecodedChannel | undefined> {
-    if (stored.type !== "json" || this.plainJson.off) return undefined;
-    const text = textDecoder.decode(stored.data);
-    // `"__proto__"` as a key would set the prototype in the reviver, not a property.
-    if (text.includes('"lc"') || text.includes('"__proto__"')) return undefined;
-    const value: unknown = JSON.parse(text);
-    const small = stored.data.length <= PLAIN_JSON_CHECKED_BELOW ? ++this.plainJson.small : 0;
-    const checked = small > 0 && (small <= PLAIN_JSON_CHECKS || small % PLAIN_JSON_CHECK_EVERY === 0);
-    if (!checked) return { value, plainJson: true };
-    const decoded = await this.decodeStored(stored);
-    if (!isDeepStrictEqual(decoded, value)) this.plainJson.off = true;
-    return { value: decoded };
+    return stored.kind === "value" ? this.plainJson.decode(stored.type, stored.data) : { value: await this.decodeStored(stored) };
   }
 
   /** The serde's `dumpsTyped`, without a promise where its synchronous twin writes the value (see fast-serde.ts). */
   private dumpsTyped(value: unknown): [string, Uint8Array] | Promise<[string, Uint8Array]> {
     return this.sync?.dumpsTypedSync(value) ?? this.serde.dumpsTyped(value);
-  }
-
-  /** The serde's `loadsTyped`, by `JSON.parse` where that gives the same value (see `decodePlainJson`). */
-  private async loadsQuickly(type: string, data: Uint8Array): Promise<unknown> {
-    if (type === "json" && !this.plainJson.off) {
-      const text = textDecoder.decode(data);
-      if (!text.includes('"lc"') && !text.includes('"__proto__"')) return JSON.parse(text) as unknown;
-    }
-    return this.serde.loadsTyped(type, data);
   }
 
   private decodeStored(stored: StoredChannel): unknown {
@@ -930,8 +889,8 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
   private async decodeTuple(stored: StoredTuple): Promise<CheckpointTuple> {
     const { row } = stored;
     const [header, metadata, pendingWrites] = await Promise.all([
-      this.loadsQuickly(row.checkpoint_type, row.checkpoint) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
-      this.loadsQuickly(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
+      this.plainJson.loads(row.checkpoint_type, row.checkpoint) as Promise<Omit<Checkpoint, "channel_values" | "channel_versions">>,
+      this.plainJson.loads(row.metadata_type, row.metadata) as Promise<CheckpointMetadata>,
       this.decodeWrites(stored.writes),
     ]);
     const at = { threadId: row.thread_id, ns: row.checkpoint_ns };
@@ -985,7 +944,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
 
   /** A stored value decoded: a list's items in one pass (see fast-serde.ts), synchronously when none needs LangChain's `load`. */
   private decodeValue(value: StoredValue): unknown {
-    if (value.kind === "value") return this.serde.loadsTyped(value.type, value.data);
+    if (value.kind === "value") return this.plainJson.loads(value.type, value.data);
     if (value.kind === "input") return this.decodeInput(value);
     if (value.kind === "log" && this.sync && value.items.allJson) {
       const { items } = value;
@@ -1002,7 +961,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
   }
 
   private async decodeInput({ rest, props }: { rest: Uint8Array; props: readonly [string, readonly EncodedItem[]][] }): Promise<unknown> {
-    const input = (await this.serde.loadsTyped("json", rest)) as Record<string, unknown>;
+    const input = (await this.plainJson.loads("json", rest)) as Record<string, unknown>;
     for (const [key, items] of props) input[key] = await decodeItems(items, this.serde, this.sync);
     return input;
   }
@@ -1013,7 +972,7 @@ export class SqliteCheckpointSaver extends BaseCheckpointSaver implements Histor
         async (write): Promise<CheckpointPendingWrite> => [
           write.task_id,
           write.channel,
-          write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.loadsQuickly(write.type, write.value),
+          write.items ? await decodeItems(write.items, this.serde, this.sync) : await this.plainJson.loads(write.type, write.value),
         ],
       ),
     );
