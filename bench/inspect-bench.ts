@@ -59,6 +59,9 @@ async function postgresAgainstSqlite(onSqlite: LoopThread, sqliteArgs: string[])
   const server = await startPostgres();
   try {
     const onPostgres = await loopThread(join(dir, "postgres"), 33, onSqlite.threadId, { db: server.createDatabase("inspect_bench") });
+    // A database as users have it, its statistics gathered: the planner picks other plans once it has them.
+    const analyzed = server.psql("ANALYZE", { database: "inspect_bench" });
+    if (analyzed.code !== 0) throw new Error(`ANALYZE failed: ${analyzed.stderr}`);
     const postgresArgs = [CLI, "inspect", onPostgres.threadId, "--all", "--db", onPostgres.db];
     const pairs = Array.from({ length: 7 }, () => ({ anchor: medianNodeMs(sqliteArgs, 1), ours: medianNodeMs(postgresArgs, 1) }));
     report({

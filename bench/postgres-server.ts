@@ -24,8 +24,8 @@ export interface PostgresServer {
   readonly socketDir: string;
   /** Creates an empty database (a name of letters, digits and `_`) and returns its URL. */
   createDatabase(name: string): string;
-  /** Runs `psql` against the server (over TCP, with the password) and returns its stdout. */
-  psql(sql: string, options?: { password?: string }): { code: number | null; stdout: string; stderr: string };
+  /** Runs `psql` against the server (over TCP, with the password; in the database `postgres` unless told) and returns its stdout. */
+  psql(sql: string, options?: { password?: string; database?: string }): { code: number | null; stdout: string; stderr: string };
   /**
    * An outage, as an operator makes one: `stop` is `pg_ctl stop -m fast` (every session ends with
    * 57P01), `start` brings the server back on the same port (nothing when it runs), `restart` is
@@ -137,15 +137,12 @@ export async function startPostgres(): Promise<PostgresServer> {
       return server.url.replace(/\/postgres$/, `/${name}`);
     },
     psql(sql, options = {}) {
-      const result = spawnSync(
-        join(bin, "psql"),
-        ["-X", "-A", "-t", "-h", "127.0.0.1", "-p", String(port), "-U", "loopgraph", "-d", "postgres", "-v", "ON_ERROR_STOP=1", "-c", sql],
-        {
-          encoding: "utf8",
-          env: { ...process.env, PGPASSWORD: options.password ?? password, PGCONNECT_TIMEOUT: "10" },
-          timeout: 30_000,
-        },
-      );
+      const target = ["-h", "127.0.0.1", "-p", String(port), "-U", "loopgraph", "-d", options.database ?? "postgres"];
+      const result = spawnSync(join(bin, "psql"), ["-X", "-A", "-t", ...target, "-v", "ON_ERROR_STOP=1", "-c", sql], {
+        encoding: "utf8",
+        env: { ...process.env, PGPASSWORD: options.password ?? password, PGCONNECT_TIMEOUT: "10" },
+        timeout: 30_000,
+      });
       return { code: result.status, stdout: result.stdout, stderr: result.stderr };
     },
     pgCtl(action) {

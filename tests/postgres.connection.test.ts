@@ -39,7 +39,12 @@ describe.skipIf(lacks("postgres", "the PostgreSQL connection tests"))("connectin
   it("connects with the right password, and says in one line, without the password, what is wrong otherwise", async () => {
     const pool = await openPostgresPool(server.url, {});
     expect((await pool.query("SELECT current_user AS user")).rows).toEqual([{ user: "loopgraph" }]);
+    // The server's JIT compiler is off for loopgraph's short queries; a URL's own options win.
+    expect((await pool.query("SHOW jit")).rows).toEqual([{ jit: "off" }]);
     await pool.end();
+    const own = await openPostgresPool(`${server.url}?options=${encodeURIComponent("-c jit=on")}`, {});
+    expect((await own.query("SHOW jit")).rows).toEqual([{ jit: "on" }]);
+    await own.end();
 
     const secret = "Wr0ng-s3cret@pass";
     const wrong = await failure(server.url.replace(server.password, encodeURIComponent(secret)));

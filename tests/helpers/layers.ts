@@ -20,6 +20,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["graph"],
   ["engine"],
   ["replay"],
+  ["eval"],
   ["ui"],
   ["cli"],
   ["index.ts"],
