@@ -272,6 +272,54 @@ describe.each(BACKENDS)("the $name store", ({ name, harness: given }) => {
       expect(await store.inbox.after("other", 0)).toEqual([]);
     });
 
+    it("evals keep their trials in the order planned, each with its thread from the start and its result once written", async () => {
+      const { store } = await open();
+      const variants = [{ label: "A", graph: "coder-review", graphFile: "/g/coder-review.yaml", model: "scripted:/s.yaml" }];
+      const record = {
+        id: "e-0000beef",
+        suiteFile: "/s/suite.yaml",
+        suiteName: "suite",
+        suiteHash: "h1",
+        variants,
+        repeat: 2,
+        concurrency: 1,
+        status: "running" as const,
+        createdAt: "2026-01-01T00:00:00.000Z",
+        updatedAt: "2026-01-01T00:00:00.000Z",
+      };
+      const planned = ["b-task", "a-task"].flatMap((task) =>
+        [1, 2].map((repetition) => ({ task, variant: "A", repetition, threadId: `e-0000beef.${task}.A.${repetition}` })),
+      );
+      await store.evals.create(record, planned);
+      expect(await store.evals.get(record.id)).toEqual(record);
+      expect(await store.evals.trials(record.id)).toEqual(planned);
+      const result = {
+        task: "a-task",
+        variant: "A",
+        repetition: 2,
+        threadId: "e-0000beef.a-task.A.2",
+        outcome: "check-failed" as const,
+        reason: "`node --test` exited with 1",
+        rounds: 2,
+        tokens: { inputTokens: 10, outputTokens: 3 },
+        wallMs: 1234,
+        finishedAt: "2026-01-01T00:01:00.000Z",
+      };
+      await store.evals.finishTrial(record.id, result);
+      expect((await store.evals.trials(record.id)).map((trial) => trial.result)).toEqual([undefined, undefined, undefined, result]);
+      await store.evals.setStatus(record.id, "stopped");
+      expect((await store.evals.list()).map((listed) => [listed.id, listed.status])).toEqual([[record.id, "stopped"]]);
+      expect(await store.evals.evalOfThread("e-0000beef.b-task.A.1")).toBe(record.id);
+      expect(await store.evals.evalOfThread("other")).toBeUndefined();
+      // A second eval's thread ids cannot be a first one's: each trial is a thread of its own.
+      await expect(store.evals.create({ ...record, id: "e-0000cafe" }, planned.slice(0, 1))).rejects.toThrow();
+      expect(await store.evals.get("e-0000cafe")).toBeUndefined();
+      await store.evals.delete(record.id);
+      expect(await store.evals.get(record.id)).toBeUndefined();
+      expect(await store.evals.trials(record.id)).toEqual([]);
+      expect(await store.evals.evalOfThread("e-0000beef.b-task.A.1")).toBeUndefined();
+    });
+
     describe("recordings", () => {
       it("reads a thread's records back in the order they were made, with where they were made", async () => {
         const { store } = await open();

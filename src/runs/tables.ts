@@ -1,4 +1,5 @@
 import type { CheckpointQueries } from "./checkpoint-ids.js";
+import type { EvalTable } from "./evals.js";
 import type { InboxTable } from "./inbox.js";
 import type { RepoWorkspaceTable } from "./repo-workspaces.js";
 import type { ThreadTable } from "./thread-registry.js";
@@ -14,6 +15,8 @@ export interface StoreTables {
   path: string;
   threads: ThreadTable;
   inbox: InboxTable;
+  /** `loopgraph eval`'s evals and their trials. */
+  evals: EvalTable;
   checkpoints: CheckpointQueries;
   /** The repositories queued runs work on (a PostgreSQL store only: the queue needs one). */
   repoWorkspaces?: RepoWorkspaceTable;

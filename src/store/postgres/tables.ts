@@ -4,6 +4,7 @@ import type { StoreAccess, StoreTables } from "../../runs/tables.js";
 import { withoutPassword } from "../../runs/url-password.js";
 import { PostgresCheckpointQueries } from "./checkpoint-queries.js";
 import { openPostgresPool, postgresError } from "./connection.js";
+import { PostgresEvals } from "./evals.js";
 import { PostgresInbox } from "./inbox.js";
 import { PostgresRepoWorkspaces } from "./repo-workspaces.js";
 import { CHECKPOINT_MIGRATIONS, migrate, schemaVersions, type Migration } from "./schema.js";
@@ -87,6 +88,31 @@ export const RUN_MIGRATIONS: readonly Migration[] = [
     )`,
   ],
   [`ALTER TABLE loopgraph_threads ADD COLUMN mode text`],
+  [
+    `CREATE TABLE loopgraph_evals (
+      eval_id text COLLATE "C" PRIMARY KEY,
+      suite_file text NOT NULL,
+      suite_name text NOT NULL,
+      suite_hash text NOT NULL,
+      variants text NOT NULL,
+      repeat integer NOT NULL,
+      concurrency integer NOT NULL,
+      status text NOT NULL,
+      created_at text NOT NULL,
+      updated_at text NOT NULL
+    )`,
+    `CREATE TABLE loopgraph_eval_trials (
+      eval_id text COLLATE "C" NOT NULL,
+      seq integer NOT NULL,
+      task text NOT NULL,
+      variant text NOT NULL,
+      repetition integer NOT NULL,
+      thread_id text COLLATE "C" NOT NULL UNIQUE,
+      result text,
+      PRIMARY KEY (eval_id, seq),
+      UNIQUE (eval_id, task, variant, repetition)
+    )`,
+  ],
 ];
 
 /** A PostgreSQL store's tables, and the pool they (and the store's saver) use. */
@@ -116,6 +142,7 @@ export async function openPostgresTables(url: string, access: StoreAccess, env: 
       pool,
       threads,
       inbox: new PostgresInbox(pool),
+      evals: new PostgresEvals(pool),
       repoWorkspaces: new PostgresRepoWorkspaces(pool),
       checkpoints: new PostgresCheckpointQueries(pool),
       close: async () => {

@@ -12,6 +12,7 @@ import type { StoreAccess, StoreTables } from "../../runs/tables.js";
 import { SqliteCheckpointQueries } from "./checkpoint-queries.js";
 import { busyTimeoutMs } from "./checkpoint-schema.js";
 import { readOnly, sqliteStoreError } from "./errors.js";
+import { SqliteEvals } from "./evals.js";
 import { Inbox } from "./inbox.js";
 import { foreignNamedTable, migrate, schemaObjects, schemaVersion, STORE_VERSION } from "./schema.js";
 import { ThreadRegistry } from "./threads.js";
@@ -30,6 +31,7 @@ export function openSqliteTables(path: string, access: StoreAccess, env: NodeJS.
       db,
       threads,
       inbox: new Inbox(db),
+      evals: new SqliteEvals(db),
       checkpoints: new SqliteCheckpointQueries(db),
       close: async () => {
         threads.close();

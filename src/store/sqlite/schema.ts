@@ -142,6 +142,35 @@ export const MIGRATIONS: readonly Migration[] = [
       addMissingColumns(db, "loopgraph_threads", { mode: "TEXT" });
     },
   },
+  {
+    version: 7,
+    describe: "evals (`loopgraph eval`) and their trials, each trial a thread of its own",
+    up(db) {
+      db.exec(`CREATE TABLE loopgraph_evals (
+        eval_id TEXT PRIMARY KEY,
+        suite_file TEXT NOT NULL,
+        suite_name TEXT NOT NULL,
+        suite_hash TEXT NOT NULL,
+        variants TEXT NOT NULL,
+        repeat INTEGER NOT NULL,
+        concurrency INTEGER NOT NULL,
+        status TEXT NOT NULL,
+        created_at TEXT NOT NULL,
+        updated_at TEXT NOT NULL
+      );
+      CREATE TABLE loopgraph_eval_trials (
+        eval_id TEXT NOT NULL,
+        seq INTEGER NOT NULL,
+        task TEXT NOT NULL,
+        variant TEXT NOT NULL,
+        repetition INTEGER NOT NULL,
+        thread_id TEXT NOT NULL UNIQUE,
+        result TEXT,
+        PRIMARY KEY (eval_id, seq),
+        UNIQUE (eval_id, task, variant, repetition)
+      );`);
+    },
+  },
 ];
 
 /** The schema version this loopgraph writes and understands. */
@@ -179,8 +208,12 @@ export function schemaObjects(db: Database.Database): { ours: number; others: st
   return { ours: ours.length, others: names.filter((name) => !name.startsWith("loopgraph_")) };
 }
 
-/** The columns every release's `loopgraph_threads` has (version 1's first ones); every other table of loopgraph's has `thread_id`. */
-const THREAD_COLUMNS = ["thread_id", "graph_file", "graph_name", "task", "workspace", "status", "created_at", "updated_at"];
+/** The columns that tell loopgraph's tables from another program's of the same name: `thread_id` for any not named here. */
+const KNOWN_COLUMNS: Readonly<Record<string, readonly string[]>> = {
+  // Those every release's `loopgraph_threads` has (version 1's first ones).
+  loopgraph_threads: ["thread_id", "graph_file", "graph_name", "task", "workspace", "status", "created_at", "updated_at"],
+  loopgraph_evals: ["eval_id", "suite_file", "suite_hash", "variants", "status"],
+};
 
 /**
  * A table named as loopgraph's that is not: another program's `loopgraph_threads` (or other
@@ -196,7 +229,7 @@ export function foreignNamedTable(db: Database.Database): string | undefined {
       const columns = new Set(
         (db.prepare(`SELECT name FROM pragma_table_info(?)`).all(name) as { name: string }[]).map((column) => column.name),
       );
-      const needed = name === "loopgraph_threads" ? THREAD_COLUMNS : ["thread_id"];
+      const needed = KNOWN_COLUMNS[name] ?? ["thread_id"];
       return needed.some((column) => !columns.has(column));
     });
 }
