@@ -9,6 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { settingsOf } from "../src/config/environment-settings.js";
+import { recheckEval } from "../src/eval/recorded.js";
 import { resumeEval, startEval, trialThreadId, type EvalRunOptions } from "../src/eval/run.js";
 import type { EvalSuite, EvalTask, TrialResult } from "../src/eval/types.js";
 import { withTables } from "../src/store/tables.js";
@@ -147,5 +148,47 @@ describe("the eval runner", () => {
     );
     await expect(resumeEval("e-00000000", suite, options())).rejects.toThrow(/^no eval "e-00000000" in /);
     expect(db).toContain(root);
+  });
+
+  it("re-checks a finished eval's trials against a changed graph without running anything, flagging exactly those whose path it changes", async () => {
+    const { root, suite, options } = fixture();
+    // A graph that routes by the task: one task's trials go to `fix`, the other's to `note`.
+    const graph = (otherwise: string) => `version: 1
+name: triage
+nodes:
+  fix: { kind: agent, prompt: prompt.md }
+  note: { kind: agent, prompt: prompt.md }
+edges:
+  - from: START
+    branches:
+      - { when: { path: task, eq: "Write the answer (writes-42)." }, to: fix }
+      - { when: { path: task, eq: "a task of no trial" }, to: note }
+      - to: ${otherwise}
+  - { from: fix, to: END }
+  - { from: note, to: END }
+`;
+    writeFileSync(join(root, "prompt.md"), "Do the task.\n");
+    writeFileSync(join(root, "triage.yaml"), graph("note"));
+    writeFileSync(join(root, "triage-changed.yaml"), graph("fix"));
+    const script = join(root, "done.script.yaml");
+    writeFileSync(script, 'responses:\n  - content: "done"\n');
+    const variants = [{ label: "A", graph: "triage.yaml", graphFile: join(root, "triage.yaml"), model: `scripted:${script}` }];
+    const tasks = suite.tasks.slice(0, 2).map((one) => ({ ...one, check: { command: "true" } }));
+    const run = await startEval({ suite: { ...suite, tasks }, variants, repeat: 2, concurrency: 2 }, options());
+    expect(outcomes(run.trials)).toEqual([
+      ["writes-42", "passed"],
+      ["writes-42", "passed"],
+      ["wants-43", "passed"],
+      ["wants-43", "passed"],
+    ]);
+    const store = options().store;
+    const unchanged = await recheckEval(run.record.id, join(root, "triage.yaml"), store);
+    expect([unchanged.checked.length, unchanged.differing.length]).toEqual([4, 0]);
+    const changed = await recheckEval(run.record.id, "triage-changed.yaml", store);
+    expect(changed.variant).toBe("A");
+    expect(changed.differing.map((one) => one.trial.threadId)).toEqual(run.trials.slice(2).map((trial) => trial.threadId));
+    expect(changed.differing[0]!.verify.divergence).toMatchObject({ kind: "routing", recorded: ["note"], expected: ["fix"] });
+    expect(changed.differing[0]!.verify.divergence!.location).toMatchObject({ line: 11 });
+    await expect(recheckEval(run.record.id, "triage-changed.yaml", store, "B")).rejects.toThrow(/has no variant B: its variants are A$/);
   });
 });

@@ -11,6 +11,8 @@ import { headLineage, readRunRecord, routingSources, type RecordedStep } from ".
 
 export interface VerifyOptions extends StoreOptions {
   threadId: string;
+  /** The graph file to check the run against (`eval --recorded --graph`); by default the run's own, as it is now. */
+  graphFile?: string;
 }
 
 /** Where in the graph file a routing decision comes from. */
@@ -66,12 +68,15 @@ interface Route {
 export async function verifyRun(options: VerifyOptions): Promise<VerifyResult> {
   return withStore(options, "read", async (store) => {
     const thread = await requireThread(store, options.threadId);
-    const graph = await loadGraph(thread.graphFile);
+    const graph = await loadGraph(options.graphFile ?? thread.graphFile);
     const locator = await graphSourceLocator(graph.file);
     const record = await readRunRecord(store, thread.threadId);
     const steps = headLineage(record);
     const shown = shownPath(graph.file, options.cwd ?? process.cwd());
-    const changed = graphChangedWarning(thread.graphHash, graph, "checking the recorded run against the current version");
+    const changed =
+      options.graphFile === undefined
+        ? graphChangedWarning(thread.graphHash, graph, "checking the recorded run against the current version")
+        : undefined;
     const result: VerifyResult = {
       threadId: thread.threadId,
       graphFile: shown,
