@@ -5,10 +5,11 @@
  * resumes without running a finished trial again.
  */
 import { execFileSync } from "node:child_process";
-import { mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { settingsOf } from "../src/config/environment-settings.js";
+import { deleteEval } from "../src/engine/thread-admin.js";
 import { recheckEval } from "../src/eval/recorded.js";
 import { resumeEval, startEval, trialThreadId, type EvalRunOptions } from "../src/eval/run.js";
 import type { EvalSuite, EvalTask, TrialResult } from "../src/eval/types.js";
@@ -65,7 +66,7 @@ function fixture() {
     store: { db, cwd: root, env: {} },
     settings: settingsOf({ PATH: process.env.PATH }),
     noSandbox: true,
-    workRoot: join(root, "evals"),
+    workRoot: join(root, ".loopgraph", "evals"),
     signal,
     ...(onTrial && { onTrial }),
   });
@@ -101,18 +102,35 @@ describe("the eval runner", () => {
       [3, 3],
     ]);
     // Each trial's workspace: the task's folder as one commit, and the run's work on top of it.
-    const workspace = join(root, "evals", run.record.id, passed!.threadId);
+    const workspace = join(root, ".loopgraph", "evals", run.record.id, passed!.threadId);
     expect(readFileSync(join(workspace, "answer.txt"), "utf8")).toBe("42\n");
     expect(execFileSync("git", ["log", "--format=%s"], { cwd: workspace, encoding: "utf8" })).toContain(
       "eval: the starting point of task writes-42",
     );
     expect(passed!.threadId).toBe(trialThreadId(run.record.id, { task: "writes-42", variant: "A", repetition: 1 }));
-    await withTables({ db, cwd: root, env: {} }, "read", async (tables) => {
+    const store = { db, cwd: root, env: {} };
+    await withTables(store, "read", async (tables) => {
       expect((await tables.threads.get(passed!.threadId))?.status).toBe("finished");
       expect(await tables.threads.get(skipped!.threadId)).toBeUndefined();
       expect((await tables.evals.get(run.record.id))?.status).toBe("finished");
       expect(await tables.evals.trials(run.record.id)).toEqual(run.trials);
     });
+
+    // `threads prune --eval`: the trials' threads and the workspaces made for them, then the eval; nothing else.
+    const ran = [passed!.threadId, failed!.threadId];
+    const workspaces = ran.map((threadId) => join(root, ".loopgraph", "evals", run.record.id, threadId));
+    const dry = await deleteEval(run.record.id, store, true);
+    expect([dry.threads.map((thread) => thread.threadId), dry.workspaces]).toEqual([ran, workspaces]);
+    expect(existsSync(workspaces[0]!)).toBe(true);
+    const deleted = await deleteEval(run.record.id, store);
+    expect(deleted.threads.map((thread) => thread.threadId)).toEqual(ran);
+    expect(existsSync(join(root, ".loopgraph", "evals", run.record.id))).toBe(false);
+    expect(existsSync(join(root, "task-folder", "README.md"))).toBe(true);
+    await withTables(store, "read", async (tables) => {
+      expect(await tables.threads.get(passed!.threadId)).toBeUndefined();
+      expect(await tables.evals.get(run.record.id)).toBeUndefined();
+    });
+    await expect(deleteEval(run.record.id, store)).rejects.toThrow(/^no eval "e-[0-9a-f]{8}" in /);
   });
 
   it("stops at Ctrl-C with the finished trials' results stored, and resumes without running them again", async () => {

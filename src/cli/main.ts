@@ -396,8 +396,9 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .action(async (ids: string[], options) => setExitCode(await (await commands.thread()).threadsDeleteCommand(ids, withGlobals(options))));
   threads
     .command("prune")
-    .description("delete the threads not changed for a while (none a live process runs)")
-    .requiredOption("--older-than <age>", "e.g. 30d, 12h, 2w")
+    .description("delete the threads not changed for a while, or an eval's (none a live process runs)")
+    .option("--older-than <age>", "e.g. 30d, 12h, 2w")
+    .option("--eval <id>", "instead: an eval's trials' threads, their workspaces and the eval itself (see loopgraph eval --list)")
     .option("--status <status>", "only threads of this status")
     .option("--graph <name>", "only threads of this graph")
     .option("--dry-run", "list what would be deleted, delete nothing")

@@ -59,10 +59,13 @@ export async function threadsDeleteCommand(threadIds: string[], options: GlobalO
 
 /** `loopgraph threads prune --older-than AGE`: deletes the threads not changed for that long (none a live process runs). */
 export async function threadsPruneCommand(
-  options: GlobalOptions & { olderThan: string; status?: string; graph?: string; dryRun?: boolean; json?: boolean },
+  options: GlobalOptions & { olderThan?: string; eval?: string; status?: string; graph?: string; dryRun?: boolean; json?: boolean },
 ): Promise<number> {
+  if ((options.eval === undefined) === (options.olderThan === undefined))
+    throw new ConfigError("threads prune takes --older-than AGE (threads not changed for that long) or --eval ID (an eval's threads)");
+  if (options.eval !== undefined) return pruneEval(options.eval, options);
   const { deleteThreads, parseAge, threadsToPrune } = await import("../engine/thread-admin.js");
-  const age = parseAge(options.olderThan);
+  const age = parseAge(options.olderThan!);
   if (age === undefined) throw new ConfigError(`--older-than ${options.olderThan}: give an age such as 30d, 12h, 2w (s, m, h, d, w)`);
   if (options.status !== undefined && !STATUSES.includes(options.status))
     throw new ConfigError(`--status ${options.status}: use one of ${STATUSES.join(", ")}`);
@@ -85,6 +88,18 @@ export async function threadsPruneCommand(
         ),
     options.json,
   );
+  return 0;
+}
+
+/** `threads prune --eval ID`: the eval's trials' threads and workspaces, then the eval. */
+async function pruneEval(evalId: string, options: GlobalOptions & { dryRun?: boolean; json?: boolean }): Promise<number> {
+  const { deleteEval } = await import("../engine/thread-admin.js");
+  const deleted = await deleteEval(evalId, storeOf(options), options.dryRun);
+  if (options.json) return (process.stdout.write(`${JSON.stringify(deleted)}\n`), 0);
+  const verb = options.dryRun ? "would delete" : "deleted";
+  for (const thread of deleted.threads) process.stdout.write(`${verb} ${thread.threadId}\n`);
+  for (const workspace of deleted.workspaces) process.stdout.write(pc.dim(`${verb} its workspace ${workspace}\n`));
+  process.stdout.write(`${verb} eval ${evalId} (${deleted.threads.length} thread${deleted.threads.length === 1 ? "" : "s"})\n`);
   return 0;
 }
 

@@ -3,8 +3,8 @@
  * everything the store holds of them (checkpoints, inbox, recordings, snapshot log) and their
  * tool-output artifacts and its coders' branches in the workspace. A thread a live process runs is never deleted.
  */
-import { lstatSync, rmSync } from "node:fs";
-import { join } from "node:path";
+import { lstatSync, readdirSync, rmdirSync, rmSync } from "node:fs";
+import { basename, dirname, join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { STATE_DIR } from "../project.js";
 import { withTables, type StoreOptions } from "../store/tables.js";
@@ -116,5 +116,55 @@ export async function threadsToPrune(
   const threads = await filteredThreads({ ...filter, limit: undefined }, options);
   return threads.filter(
     (thread) => thread.status !== "running" && now - Date.parse(thread.updatedAt) > olderThanMs && !thread.threadId.endsWith(".loop"),
+  );
+}
+
+export interface DeletedEval {
+  evalId: string;
+  threads: DeletedThread[];
+  /** The trials' workspaces removed with them. */
+  workspaces: string[];
+}
+
+/**
+ * `threads prune --eval ID`: deletes an eval's trials' threads (as `deleteThreads` does), their
+ * workspaces (only folders loopgraph made for them: `.loopgraph/evals/<eval>/<thread>`), and the
+ * eval. A trial a live process runs stops it all before anything is deleted.
+ */
+export async function deleteEval(evalId: string, options: StoreOptions, dryRun = false): Promise<DeletedEval> {
+  const { trials, records } = await withTables(options, "read", async (store) => {
+    const record = await store.evals.get(evalId);
+    if (!record) throw new ConfigError(`no eval "${evalId}" in ${store.path}: see loopgraph eval --list`);
+    const stored = await store.evals.trials(evalId);
+    const threads = await Promise.all(stored.map((trial) => store.threads.get(trial.threadId)));
+    return { trials: stored, records: threads.filter((thread): thread is ThreadRecord => thread !== undefined) };
+  });
+  const workspaces = trials
+    .map((trial) => records.find((thread) => thread.threadId === trial.threadId)?.workspace)
+    .filter((workspace): workspace is string => workspace !== undefined && isTrialWorkspace(workspace, evalId));
+  if (dryRun) return { evalId, threads: records.map((thread) => ({ threadId: thread.threadId })), workspaces };
+  const threads =
+    records.length > 0
+      ? await deleteThreads(
+          records.map((thread) => thread.threadId),
+          options,
+        )
+      : [];
+  for (const workspace of workspaces) rmSync(workspace, { recursive: true, force: true });
+  const folder = workspaces[0] && dirname(workspaces[0]);
+  if (folder && readdirSync(folder).length === 0) rmdirSync(folder);
+  await withTables(options, "write", (store) => store.evals.delete(evalId));
+  return { evalId, threads, workspaces };
+}
+
+/** Whether `workspace` is a folder the eval runner made for a trial of `evalId` (never a user's own folder). */
+function isTrialWorkspace(workspace: string, evalId: string): boolean {
+  const evalFolder = dirname(workspace);
+  return (
+    basename(evalFolder) === evalId &&
+    basename(dirname(evalFolder)) === "evals" &&
+    basename(dirname(dirname(evalFolder))) === STATE_DIR &&
+    basename(workspace).startsWith(`${evalId}-`) &&
+    lstatSync(workspace, { throwIfNoEntry: false })?.isDirectory() === true
   );
 }
