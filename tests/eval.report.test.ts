@@ -214,7 +214,7 @@ describe("the text format", () => {
     const comparison = lines.indexOf("B − A: +45 points [−3 to +74]");
     expect(lines.slice(comparison, comparison + 3)).toEqual(["B − A: +45 points [−3 to +74]", "  gained: fix-sub, slow", "  lost: none"]);
     expect(lines).toContain("C − A: −10 points [−52 to +44]");
-    const matrix = lines.indexOf("task     A   B   C ");
+    const matrix = lines.indexOf("task     A   B   C");
     expect(lines.slice(matrix + 1, matrix + 7)).toEqual([
       "fix-add  ✓✓  ✓✓  ✗✗",
       "fix-sub  ✗✓  ✓✓  ✓·",

@@ -168,7 +168,7 @@ function matrixLines(report: EvalReport, colors: Colors, unicode: boolean, width
         .join(""),
   );
   const legend = (Object.keys(MARKS) as Outcome[]).map((outcome) => `${mark(outcome)} ${outcome}`).join("  ");
-  return [colors.bold(header), ...rows, colors.dim(legend)];
+  return [colors.bold(header.trimEnd()), ...rows.map((row) => row.trimEnd()), colors.dim(legend)];
 }
 
 /** Each finished trial that did not pass, by variant, then task, then repetition. */

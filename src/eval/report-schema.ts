@@ -12,39 +12,41 @@ export const EVAL_REPORT_FORMAT = "loopgraph-eval-report/1";
 const OUTCOMES = ["passed", ...FAILURE_KINDS, "skipped"] as const;
 
 const count = z.number().int().min(0);
-/** A fraction from 0 to 1 with its 95% interval; rate null when no trial ran. */
-const passRate = z.strictObject({
-  rate: z.number().min(0).max(1).nullable(),
-  low: z.number().min(0).max(1),
-  high: z.number().min(0).max(1),
-});
-const sumAndMean = z.strictObject({ total: z.number().min(0), mean: z.number().min(0).nullable() });
+const passRate = z
+  .strictObject({
+    rate: z.number().min(0).max(1).nullable(),
+    low: z.number().min(0).max(1),
+    high: z.number().min(0).max(1),
+  })
+  .describe("passed / run as a fraction, with its Wilson score 95% interval; rate null (interval 0 to 1) when no trial ran");
+const sumAndMean = z
+  .strictObject({ total: z.number().min(0), mean: z.number().min(0).nullable() })
+  .describe("summed over the trials run, and their mean (null when none ran)");
 
-const cost = z.union([
-  z.strictObject({ total: z.number().min(0), mean: z.number().min(0).nullable() }),
-  /** No estimate: the reason (no price for the model in config, a scripted model, the graph's own models). */
-  z.strictObject({ total: z.null(), unknown: z.string() }),
-]);
+const cost = z
+  .union([
+    z.strictObject({ total: z.number().min(0), mean: z.number().min(0).nullable() }),
+    z.strictObject({ total: z.null(), unknown: z.string().describe("why there is no estimate") }),
+  ])
+  .describe("estimated cost in the config prices' currency units, or null with the reason it is unknown");
 
 const variantSummary = z.strictObject({
   label: z.string(),
   graph: z.string(),
   model: z.string().nullable(),
-  /** Trials finished and not skipped: the `n` of every figure below. */
-  run: count,
+  run: count.describe("trials finished and not skipped: the n of every figure of the variant"),
   passed: count,
   passRate,
   rounds: sumAndMean,
   inputTokens: sumAndMean,
   outputTokens: sumAndMean,
-  /** In the price table's currency units. */
   cost,
   wallMs: sumAndMean,
-  failures: z.strictObject(
-    Object.fromEntries(FAILURE_KINDS.map((kind) => [kind, count])) as Record<(typeof FAILURE_KINDS)[number], typeof count>,
-  ),
-  skipped: count,
-  pending: count,
+  failures: z
+    .strictObject(Object.fromEntries(FAILURE_KINDS.map((kind) => [kind, count])) as Record<(typeof FAILURE_KINDS)[number], typeof count>)
+    .describe("trials run, by the kind of failure"),
+  skipped: count.describe("trials not run: a program their task requires is missing"),
+  pending: count.describe("trials not finished yet, counted in no other figure"),
 });
 
 const finishedCell = z.strictObject({
@@ -58,7 +60,9 @@ const finishedCell = z.strictObject({
   outputTokens: count,
   wallMs: z.number().min(0),
 });
-const pendingCell = z.strictObject({ repetition: z.number().int().min(1), outcome: z.literal("pending") });
+const pendingCell = z
+  .strictObject({ repetition: z.number().int().min(1), outcome: z.literal("pending") })
+  .describe("a trial not finished yet");
 
 const taskRow = z.strictObject({
   id: z.string(),
@@ -66,25 +70,30 @@ const taskRow = z.strictObject({
   variants: z.array(
     z.strictObject({
       label: z.string(),
-      /** One per repetition, in order. */
-      trials: z.array(z.union([finishedCell, pendingCell])),
-      /** The majority rule: more than half of the finished, not skipped repetitions passed; null when none finished. */
-      passes: z.boolean().nullable(),
+      trials: z.array(z.union([finishedCell, pendingCell])).describe("one per repetition, in order"),
+      passes: z
+        .boolean()
+        .nullable()
+        .describe("the majority rule: more than half of the finished, not skipped repetitions passed (a tie does not); null when none"),
     }),
   ),
 });
 
 const comparison = z.strictObject({
-  /** The first variant (A). */
-  base: z.string(),
+  base: z.string().describe("the first variant's label"),
   variant: z.string(),
-  /** The variant's pass rate minus the base's, as a fraction, with Newcombe's 95% interval; null when either ran no trial. */
-  delta: z.number().min(-1).max(1).nullable(),
+  delta: z
+    .number()
+    .min(-1)
+    .max(1)
+    .nullable()
+    .describe(
+      "the variant's pass rate minus the base's, with Newcombe's hybrid score 95% interval (low, high); null when either ran no trial",
+    ),
   low: z.number().min(-1).max(1),
   high: z.number().min(-1).max(1),
-  /** Tasks passing (majority rule) for the variant and not for the base. */
-  gained: z.array(z.string()),
-  lost: z.array(z.string()),
+  gained: z.array(z.string()).describe("tasks passing (majority rule) for the variant and not for the base"),
+  lost: z.array(z.string()).describe("tasks passing for the base and not for the variant"),
 });
 
 export const evalReportSchema = z.strictObject({
@@ -98,9 +107,8 @@ export const evalReportSchema = z.strictObject({
     createdAt: z.string(),
     updatedAt: z.string(),
   }),
-  /** Trials the eval has (tasks × variants × repetitions), finished ones and those not finished yet. */
-  trials: count,
-  pending: count,
+  trials: count.describe("the eval's trials (tasks × variants × repetitions), finished or not"),
+  pending: count.describe("trials not finished yet"),
   variants: z.array(variantSummary),
   tasks: z.array(taskRow),
   comparisons: z.array(comparison),
