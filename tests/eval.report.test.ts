@@ -140,7 +140,7 @@ describe("the report's figures", () => {
           outputTokens: 100,
           wallMs: 1500,
         },
-        { repetition: 2, outcome: "pending" },
+        { repetition: 2, outcome: "pending", threadId: null },
       ],
       passes: false,
     });
@@ -169,6 +169,24 @@ describe("the report's figures", () => {
         },
       ]),
     ).toBe(true);
+  });
+
+  it("reads the store's trials as they are: a result where there is one, else pending with its thread", () => {
+    const finished = new Map(TRIALS.map((trial) => [`${trial.task} ${trial.variant} ${trial.repetition}`, trial]));
+    const stored = TASKS.flatMap((task) =>
+      RECORD.variants.flatMap(({ label }) =>
+        [1, 2].map((repetition) => {
+          const result = finished.get(`${task.id} ${label} ${repetition}`);
+          return { task: task.id, variant: label, repetition, threadId: `t-${label}-${task.id}-${repetition}`, ...(result && { result }) };
+        }),
+      ),
+    );
+    const report = buildReport(RECORD, stored, { tasks: TASKS, prices: PRICES });
+    expect(report.tasks[4]!.variants[0]!.trials[1]).toEqual({ repetition: 2, outcome: "pending", threadId: "t-A-slow-2" });
+    const withoutThreads = JSON.parse(
+      JSON.stringify(report).replace(/"outcome":"pending","threadId":"[^"]+"/g, '"outcome":"pending","threadId":null'),
+    );
+    expect(withoutThreads).toEqual(REPORT);
   });
 
   it("compares each later variant with the first: Newcombe's interval and the tasks gained and lost", () => {

@@ -61,7 +61,11 @@ const finishedCell = z.strictObject({
   wallMs: z.number().min(0),
 });
 const pendingCell = z
-  .strictObject({ repetition: z.number().int().min(1), outcome: z.literal("pending") })
+  .strictObject({
+    repetition: z.number().int().min(1),
+    outcome: z.literal("pending"),
+    threadId: z.string().nullable().describe("its thread, once the eval has planned it"),
+  })
   .describe("a trial not finished yet");
 
 const taskRow = z.strictObject({

@@ -1,9 +1,9 @@
 /**
- * The report of an eval (docs/eval-report.md): from its record and its finished trials, per
+ * The report of an eval (docs/eval-report.md): from its record and its trials, per
  * variant the pass rate with its Wilson interval, rounds, tokens, estimated cost, wall time and
  * failures by kind; per task a variant × repetition matrix; each later variant compared with the
  * first. Trials not finished yet are pending: shown in the matrix, counted nowhere else. The
- * renderers (report-formats.ts, and the CLI's text) only lay this out.
+ * formats (src/cli/eval-report.ts) only lay this out.
  */
 import { modelPrice, type PriceTable } from "../config/prices.js";
 import {
@@ -14,6 +14,7 @@ import {
   type TaskRow,
   type VariantSummary,
 } from "./report-schema.js";
+import type { StoredTrial } from "../runs/evals.js";
 import { difference, wilson } from "./stats.js";
 import { type EvalRecord, type EvalVariant, FAILURE_KINDS, type TrialResult } from "./types.js";
 
@@ -65,8 +66,8 @@ function summarize(variant: EvalVariant, trials: TrialResult[], pending: number,
   };
 }
 
-function cellOf(trial: TrialResult | undefined, repetition: number): ReportCell {
-  if (!trial) return { repetition, outcome: "pending" };
+function cellOf(trial: TrialResult | undefined, repetition: number, threadId: string | undefined): ReportCell {
+  if (!trial) return { repetition, outcome: "pending", threadId: threadId ?? null };
   return {
     repetition,
     outcome: trial.outcome,
@@ -106,26 +107,34 @@ function compare(base: VariantSummary, other: VariantSummary, tasks: TaskRow[]):
 const keyOf = (task: string, variant: string, repetition: number) => JSON.stringify([task, variant, repetition]);
 
 /**
- * The report of `record` from its finished trials. A trial of a variant the record does not have,
- * or of a repetition beyond its `repeat`, is left out; a task the suite no longer lists is shown
- * after the suite's tasks.
+ * The report of `record` from its trials: finished ones (TrialResult), or the store's (StoredTrial:
+ * pending until it has a result, with its thread's id either way). A trial of a variant the record
+ * does not have, or of a repetition beyond its `repeat`, is left out; a task the suite no longer
+ * lists is shown after the suite's tasks.
  */
-export function buildReport(record: EvalRecord, trials: readonly TrialResult[], options: ReportOptions): EvalReport {
+export function buildReport(record: EvalRecord, trials: readonly (TrialResult | StoredTrial)[], options: ReportOptions): EvalReport {
   const labels = new Set(record.variants.map((variant) => variant.label));
   const finished = new Map<string, TrialResult>();
+  const threads = new Map<string, string>();
   for (const trial of trials) {
-    if (labels.has(trial.variant) && trial.repetition >= 1 && trial.repetition <= record.repeat)
-      finished.set(keyOf(trial.task, trial.variant, trial.repetition), trial);
+    if (!labels.has(trial.variant) || trial.repetition < 1 || trial.repetition > record.repeat) continue;
+    const key = keyOf(trial.task, trial.variant, trial.repetition);
+    threads.set(key, trial.threadId);
+    const result = "outcome" in trial ? trial : trial.result;
+    if (result) finished.set(key, result);
   }
   const listed = new Set(options.tasks.map((task) => task.id));
-  const extra = [...new Set([...finished.values()].map((trial) => trial.task))].filter((id) => !listed.has(id)).sort();
+  const extra = [...new Set(trials.map((trial) => trial.task))].filter((id) => !listed.has(id)).sort();
   const taskList = [...options.tasks.map((task) => ({ id: task.id, tags: [...task.tags] })), ...extra.map((id) => ({ id, tags: [] }))];
   const repetitions = Array.from({ length: record.repeat }, (_, index) => index + 1);
 
   const tasks: TaskRow[] = taskList.map((task) => ({
     ...task,
     variants: record.variants.map((variant) => {
-      const cells = repetitions.map((repetition) => cellOf(finished.get(keyOf(task.id, variant.label, repetition)), repetition));
+      const cells = repetitions.map((repetition) => {
+        const key = keyOf(task.id, variant.label, repetition);
+        return cellOf(finished.get(key), repetition, threads.get(key));
+      });
       return { label: variant.label, trials: cells, passes: taskPasses(cells) };
     }),
   }));
