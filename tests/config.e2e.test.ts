@@ -69,7 +69,7 @@ describe("configuration files", () => {
     mkdirSync(join(root, "config", "loopgraph"), { recursive: true });
     writeFileSync(
       join(root, "config", "loopgraph", "config.yaml"),
-      "approval: auto\nmodel: openai:gpt-4o\nplanning: { reminders: 7, stop_check: 1 }\n",
+      "approval: auto\nmodel: openai:gpt-4o\nplanning: { reminders: 7, stop_check: 1 }\nprices: { openai:gpt-4o: { input: 2.5, output: 10 } }\n",
     );
     const sub = { cwd: join(project, "src", "deep"), env };
 
@@ -112,6 +112,7 @@ describe("configuration files", () => {
         source: "project",
         from: `${join(root, "config", "loopgraph", "config.yaml")} + ${join(project, "loopgraph.yaml")}`,
       },
+      { name: "prices", value: "openai:gpt-4o 2.5 in / 10 out", source: "user", from: join(root, "config", "loopgraph", "config.yaml") },
     ]);
     const overridden = JSON.parse(
       (await runCli(["--db", "x.db", "config", "--json"], { ...sub, env: { ...env, LOOPGRAPH_APPROVAL: "deny" } })).stdout,

@@ -4,6 +4,8 @@ import { describe, expect, it } from "vitest";
 import { ConfigError } from "../src/errors.js";
 import { MODEL_TIMEOUT_EXPECTED } from "../src/models/timeout.js";
 import { effectiveSetting, loadConfig, readConfigFile, resolveSettings } from "../src/config/settings.js";
+import { priceTable } from "../src/config/environment-settings.js";
+import { modelPrice } from "../src/config/prices.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 import { trustIn } from "./helpers/cli.js";
 
@@ -73,6 +75,46 @@ describe("a configuration file", () => {
       `${bad}:2:15: planning.stop_check: planning.stop_check must be a whole number from 0 to 10`,
       `${bad}:3:3: planning: unknown key "reminder": did you mean "reminders"?`,
     ]);
+  });
+
+  it("prices: per model spec (aliases read as their provider), a bad one said at its place", () => {
+    const { root } = tempWorkspace();
+    const prices = "prices:\n  openai:gpt-4o: { input: 2.5, output: 10 }\n  gemini:flash: { input: 0, output: 0.3 }\n";
+    const good = file(root, "good.yaml", prices);
+    expect(readConfigFile(good, "user")?.values.prices).toEqual({
+      "openai:gpt-4o": { input: 2.5, output: 10 },
+      "google:flash": { input: 0, output: 0.3 },
+    });
+    const bad = file(
+      root,
+      "bad.yaml",
+      "prices:\n  scripted:a.yaml: { input: 1, output: 1 }\n  gpt-4o: { input: 1, output: 1 }\n  openai:o3: { input: -1, ouput: 2 }\n",
+    );
+    expect(errorOf(() => readConfigFile(bad, "user")).split("\n")).toEqual([
+      `${bad}:2:3: prices: a scripted model calls no provider: it has no price`,
+      `${bad}:3:3: prices: "gpt-4o" is not a model: a price is given per model spec, e.g. openai:gpt-4o`,
+      `${bad}:4:14: prices.openai:o3: missing "output"`,
+      `${bad}:4:23: prices.openai:o3.input: input must be a number of at least 0 (currency units per million tokens)`,
+      `${bad}:4:27: prices.openai:o3: unknown key "ouput": did you mean "output"?`,
+    ]);
+  });
+
+  it("prices: the project's over the user's, model by model, looked up by any spelling of the model", () => {
+    const { root } = tempWorkspace();
+    const project = join(root, "proj");
+    file(project, "loopgraph.yaml", "prices: { openai:gpt-4o: { input: 2, output: 8 } }\n");
+    file(
+      root,
+      "home/loopgraph/config.yaml",
+      "prices:\n  openai:gpt-4o: { input: 5, output: 15 }\n  google:flash: { input: 0.1, output: 0.4 }\n",
+    );
+    const env = { XDG_CONFIG_HOME: join(root, "home") };
+    trustIn(project, env);
+    const prices = priceTable(resolveSettings(loadConfig(project, env), env));
+    expect(prices).toEqual({ "openai:gpt-4o": { input: 2, output: 8 }, "google:flash": { input: 0.1, output: 0.4 } });
+    expect(modelPrice(prices, "gemini:flash")).toEqual({ input: 0.1, output: 0.4 });
+    expect(modelPrice(prices, "openai:gpt-4o-mini")).toBeUndefined();
+    expect(priceTable(resolveSettings(loadConfig(root, {}), {}))).toEqual({});
   });
 
   it("from a project (it comes with the repository) cannot loosen approvals or send the store outside the project; the user's may", () => {

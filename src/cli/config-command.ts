@@ -143,5 +143,14 @@ function shownSettings(config: LoadedConfig, env: NodeJS.ProcessEnv, db: string 
       value: describePlanning(DEFAULT_PLANNING),
       source: "default (a coder node's planning: keys win)",
     }),
+    show(
+      "prices",
+      effectiveSetting(config, env, "prices"),
+      (prices) =>
+        Object.entries(prices)
+          .map(([model, price]) => `${model} ${price.input} in / ${price.output} out`)
+          .join(", "),
+      { source: "none: eval reports estimate no cost" },
+    ),
   ];
 }

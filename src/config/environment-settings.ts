@@ -5,6 +5,7 @@ import type { Hook } from "../tools/hook-config.js";
 import type { McpServer } from "../tools/mcp-servers.js";
 import type { DeclaredSubagent } from "../tools/subagent-config.js";
 import type { PlanningConfig } from "../tools/planning-config.js";
+import type { PriceTable } from "./prices.js";
 
 // The thread settings the environment gives (set by the user, or by a config file through the CLI).
 // Light on purpose: `loopgraph config` checks them with these, as a run reads them.
@@ -49,9 +50,16 @@ export interface Settings {
   readonly subagents: readonly DeclaredSubagent[];
   /** The config files' planning settings for the Coders (a coder node's own keys win). */
   readonly planning?: PlanningConfig;
+  /** The config files' model prices, for eval reports (src/config/prices.ts). */
+  readonly prices?: PriceTable;
 }
 
 /** The settings of `env` alone, where no configuration file is (or for a library caller). */
 export function settingsOf(env: NodeJS.ProcessEnv): Settings {
   return { env, providers: {}, mcpServers: [], hooks: [], subagents: [] };
+}
+
+/** The model prices the config files give (the project's over the user's, model by model), for eval reports. */
+export function priceTable(settings: Settings): PriceTable {
+  return settings.prices ?? {};
 }

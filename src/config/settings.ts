@@ -23,6 +23,7 @@
  *     hooks: { before_tool: [ { tools: shell, command: ./check.sh } ] }   # see src/tools/hooks.ts
  *     subagents: { reviewer: { prompt: reviewer.md, tools: [read_file, grep] } }   # see src/tools/subagent-config.ts
  *     planning: { reminders: 5, two_action_rule: true, stop_check: 2, findings: 20 }   # see src/tools/planning-config.ts
+ *     prices: { "openai:gpt-4o": { input: 2.5, output: 10 } }   # see prices.ts
  */
 import { existsSync } from "node:fs";
 import { dirname, relative, resolve } from "node:path";
@@ -40,6 +41,7 @@ import type { Settings } from "./environment-settings.js";
 import { mergeByName } from "../tools/merge-by-name.js";
 import { storeBackends } from "../store/registry.js";
 import { checkPlanning, type PlanningConfig } from "../tools/planning-config.js";
+import { checkPrices, type ModelPrice } from "./prices.js";
 
 /** What a configuration file may set. */
 export interface ConfigValues {
@@ -66,6 +68,8 @@ export interface ConfigValues {
   subagents?: DeclaredSubagent[];
   /** The Coders' planning settings; the project's keys over the user's, a coder node's over both. */
   planning?: PlanningConfig;
+  /** Model prices for eval reports; the project's over the user's, model by model. */
+  prices?: Record<string, ModelPrice>;
 }
 
 export interface ConfigFile {
@@ -87,6 +91,7 @@ const CONFIG_KEYS = [
   "hooks",
   "subagents",
   "planning",
+  "prices",
 ];
 const ENVIRONMENT_KEYS = ["include", "exclude"];
 const SANDBOX_KEYS = ["enabled"];
@@ -170,6 +175,9 @@ function checkConfig(data: unknown, kind: ConfigFile["kind"], dir: string, userP
         break;
       case "planning":
         problems.push(...checkPlanning(value).problems);
+        break;
+      case "prices":
+        problems.push(...checkPrices(value, providers).problems);
         break;
       case "providers":
         if (kind === "project")
@@ -325,6 +333,7 @@ interface RawConfig {
   hooks?: Record<string, unknown>;
   subagents?: Record<string, unknown>;
   planning?: Record<string, unknown>;
+  prices?: Record<string, unknown>;
 }
 
 /** A configuration file, checked (ConfigError with `file:line:col` for each problem); undefined when there is none. */
@@ -350,6 +359,7 @@ export function readConfigFile(path: string, kind: ConfigFile["kind"], userProvi
     values.subagents = checkSubagents(data.subagents, source, () => undefined).subagents;
   }
   if (data.planning !== undefined) values.planning = checkPlanning(data.planning).planning;
+  if (data.prices !== undefined) values.prices = checkPrices(data.prices, userProviders).prices;
   if (data.store !== undefined)
     values.store = storeBackends.forLocation(data.store.trim())?.inFolder === false ? data.store : resolve(dirname(path), data.store);
 
@@ -399,7 +409,7 @@ export interface EffectiveSetting<T> {
 /** The settings the environment sets too, each by its variable, above the files. */
 type PlainSettingName = Exclude<SettingName, ListSettingName | "providers">;
 /** The settings that are lists of declarations (or, planning, a block of them): only the files give them. */
-type ListSettingName = "mcpServers" | "hooks" | "subagents" | "planning";
+type ListSettingName = "mcpServers" | "hooks" | "subagents" | "planning" | "prices";
 
 /** The variable of each plain setting: the environment sets it above the files, and a run reads the files' value from it (see `resolveSettings`). */
 const ENVIRONMENT: Record<PlainSettingName, string> = {
@@ -425,6 +435,8 @@ const COMBINED: { [K in SettingName]?: { projectFirst: boolean; combine(values: 
   subagents: { projectFirst: false, combine: (values) => mergeByName(...values) },
   // Planning: the project's keys over the user's.
   planning: { projectFirst: false, combine: (values) => Object.assign({}, ...values) },
+  // Prices: the project's over the user's, model by model.
+  prices: { projectFirst: false, combine: (values) => Object.assign({}, ...values) },
 };
 
 /**
@@ -483,10 +495,16 @@ export function resolveSettings(config: LoadedConfig, env: NodeJS.ProcessEnv): S
     hooks: effectiveSetting(config, env, "hooks").value ?? [],
     subagents: effectiveSetting(config, env, "subagents").value ?? [],
     ...withPlanning(effectiveSetting(config, env, "planning").value),
+    ...withPrices(effectiveSetting(config, env, "prices").value),
   };
 }
 
 /** The files' planning settings, when they set any. */
 function withPlanning(planning: PlanningConfig | undefined): { planning?: PlanningConfig } {
   return planning && Object.keys(planning).length > 0 ? { planning } : {};
+}
+
+/** The files' prices, when they set any. */
+function withPrices(prices: Record<string, ModelPrice> | undefined): { prices?: Record<string, ModelPrice> } {
+  return prices && Object.keys(prices).length > 0 ? { prices } : {};
 }
