@@ -9,6 +9,14 @@ import type { EvalRecord, TrialOutcome, TrialResult } from "../src/eval/types.js
 /** Text a hostile model or repository could make a trial report: terminal escapes, markup, a bidi override, XML's forbidden characters. */
 const HOSTILE = 'exit 1: <b>"x" & y</b> ]]> \u001b[2J\u202e|`rm`| \u0000\ufffe';
 
+const TASKS = [
+  { id: "fix-add", tags: ["js"] },
+  { id: "fix-sub", tags: ["js"] },
+  { id: "fix-py", tags: ["python"] },
+  { id: "flaky", tags: ["js"] },
+  { id: "slow", tags: ["js", "slow"] },
+];
+
 const RECORD: EvalRecord = {
   id: "e-0a1b2c3d",
   suiteFile: "/suites/starter.yaml",
@@ -19,20 +27,13 @@ const RECORD: EvalRecord = {
     { label: "B", graph: "coder", graphFile: "/g/coder.yaml", model: "openai:gpt-4o" },
     { label: "C", graph: "evil\u001b]0;pwned\u0007<i>", graphFile: "/g/evil.yaml" },
   ],
+  tasks: TASKS,
   repeat: 2,
   concurrency: 2,
   status: "stopped",
   createdAt: "2026-01-01T00:00:00.000Z",
   updatedAt: "2026-01-01T00:10:00.000Z",
 };
-
-const TASKS = [
-  { id: "fix-add", tags: ["js"] },
-  { id: "fix-sub", tags: ["js"] },
-  { id: "fix-py", tags: ["python"] },
-  { id: "flaky", tags: ["js"] },
-  { id: "slow", tags: ["js", "slow"] },
-];
 
 function trial(task: string, variant: string, repetition: number, outcome: TrialOutcome, more: Partial<TrialResult> = {}): TrialResult {
   const ran = outcome !== "skipped";

@@ -281,6 +281,10 @@ describe.each(BACKENDS)("the $name store", ({ name, harness: given }) => {
         suiteName: "suite",
         suiteHash: "h1",
         variants,
+        tasks: [
+          { id: "b-task", tags: ["js"] },
+          { id: "a-task", tags: [] },
+        ],
         repeat: 2,
         concurrency: 1,
         status: "running" as const,

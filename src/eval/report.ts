@@ -21,8 +21,8 @@ import { type EvalRecord, type EvalVariant, FAILURE_KINDS, type TrialResult } fr
 export interface ReportOptions {
   /** Model prices (config `prices:`); without one for a variant's model its cost is unknown. */
   prices?: PriceTable;
-  /** The suite's tasks, in its order. */
-  tasks: readonly { id: string; tags: readonly string[] }[];
+  /** The suite's tasks, in its order (default: those the eval recorded). */
+  tasks?: readonly { id: string; tags: readonly string[] }[];
 }
 
 const mean = (total: number, n: number): number | null => (n === 0 ? null : total / n);
@@ -112,7 +112,8 @@ const keyOf = (task: string, variant: string, repetition: number) => JSON.string
  * does not have, or of a repetition beyond its `repeat`, is left out; a task the suite no longer
  * lists is shown after the suite's tasks.
  */
-export function buildReport(record: EvalRecord, trials: readonly (TrialResult | StoredTrial)[], options: ReportOptions): EvalReport {
+export function buildReport(record: EvalRecord, trials: readonly (TrialResult | StoredTrial)[], options: ReportOptions = {}): EvalReport {
+  const suiteTasks = options.tasks ?? record.tasks;
   const labels = new Set(record.variants.map((variant) => variant.label));
   const finished = new Map<string, TrialResult>();
   const threads = new Map<string, string>();
@@ -123,9 +124,9 @@ export function buildReport(record: EvalRecord, trials: readonly (TrialResult | 
     const result = "outcome" in trial ? trial : trial.result;
     if (result) finished.set(key, result);
   }
-  const listed = new Set(options.tasks.map((task) => task.id));
+  const listed = new Set(suiteTasks.map((task) => task.id));
   const extra = [...new Set(trials.map((trial) => trial.task))].filter((id) => !listed.has(id)).sort();
-  const taskList = [...options.tasks.map((task) => ({ id: task.id, tags: [...task.tags] })), ...extra.map((id) => ({ id, tags: [] }))];
+  const taskList = [...suiteTasks.map((task) => ({ id: task.id, tags: [...task.tags] })), ...extra.map((id) => ({ id, tags: [] }))];
   const repetitions = Array.from({ length: record.repeat }, (_, index) => index + 1);
 
   const tasks: TaskRow[] = taskList.map((task) => ({

@@ -56,6 +56,7 @@ export async function startEval(plan: NewEval, options: EvalRunOptions): Promise
     suiteName: plan.suite.name,
     suiteHash: plan.suite.hash,
     variants: plan.variants,
+    tasks: plan.suite.tasks.map((task) => ({ id: task.id, tags: task.tags })),
     repeat: plan.repeat,
     concurrency: plan.concurrency,
     status: "running",

@@ -101,6 +101,8 @@ export interface EvalRecord {
   suiteName: string;
   suiteHash: string;
   variants: EvalVariant[];
+  /** The suite's tasks the eval runs, in its order, with their tags (the report groups by them). */
+  tasks: { id: string; tags: string[] }[];
   repeat: number;
   concurrency: number;
   /** `running` while its process works on it; `stopped` after Ctrl-C or a crash seen by `--resume`; `finished` with every trial done. */
@@ -143,6 +145,7 @@ export interface EvalRow {
   suite_name: string;
   suite_hash: string;
   variants: string;
+  tasks: string;
   repeat: number;
   concurrency: number;
   status: string;
@@ -167,6 +170,7 @@ export function evalOfRow(row: EvalRow): EvalRecord {
     suiteName: row.suite_name,
     suiteHash: row.suite_hash,
     variants: JSON.parse(row.variants) as EvalVariant[],
+    tasks: JSON.parse(row.tasks) as EvalRecord["tasks"],
     repeat: Number(row.repeat),
     concurrency: Number(row.concurrency),
     status: row.status as EvalRecord["status"],
@@ -183,6 +187,7 @@ export function evalRowValues(record: EvalRecord): unknown[] {
     record.suiteName,
     record.suiteHash,
     JSON.stringify(record.variants),
+    JSON.stringify(record.tasks),
     record.repeat,
     record.concurrency,
     record.status,

@@ -20,8 +20,8 @@ export class PostgresEvals implements EvalTable {
   async create(record: EvalRecord, trials: readonly (TrialKey & { threadId: string })[]): Promise<void> {
     await inTransaction(this.pool, async (client) => {
       await client.query(
-        `INSERT INTO loopgraph_evals (eval_id, suite_file, suite_name, suite_hash, variants, repeat, concurrency, status, created_at, updated_at)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10)`,
+        `INSERT INTO loopgraph_evals (eval_id, suite_file, suite_name, suite_hash, variants, tasks, repeat, concurrency, status, created_at, updated_at)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11)`,
         evalRowValues(record),
       );
       // One statement for every trial: their columns as parallel arrays.

@@ -95,6 +95,7 @@ export const RUN_MIGRATIONS: readonly Migration[] = [
       suite_name text NOT NULL,
       suite_hash text NOT NULL,
       variants text NOT NULL,
+      tasks text NOT NULL,
       repeat integer NOT NULL,
       concurrency integer NOT NULL,
       status text NOT NULL,

@@ -18,8 +18,8 @@ export class SqliteEvals implements EvalTable {
 
   async create(record: EvalRecord, trials: readonly (TrialKey & { threadId: string })[]): Promise<void> {
     const insertEval = this.db.prepare(
-      `INSERT INTO loopgraph_evals (eval_id, suite_file, suite_name, suite_hash, variants, repeat, concurrency, status, created_at, updated_at)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
+      `INSERT INTO loopgraph_evals (eval_id, suite_file, suite_name, suite_hash, variants, tasks, repeat, concurrency, status, created_at, updated_at)
+       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
     );
     const insertTrial = this.db.prepare(
       `INSERT INTO loopgraph_eval_trials (eval_id, seq, task, variant, repetition, thread_id, result) VALUES (?, ?, ?, ?, ?, ?, NULL)`,

@@ -152,6 +152,7 @@ export const MIGRATIONS: readonly Migration[] = [
         suite_name TEXT NOT NULL,
         suite_hash TEXT NOT NULL,
         variants TEXT NOT NULL,
+        tasks TEXT NOT NULL,
         repeat INTEGER NOT NULL,
         concurrency INTEGER NOT NULL,
         status TEXT NOT NULL,
