@@ -161,6 +161,10 @@ tasks:
     repo: { git: "--upload-pack=touch x" }
     task: go
     check: {}
+  - id: ten
+    repo: { git: "https://example.com/x.git", reff: v1 }
+    task: go
+    timeout: 0s
 `,
       "tasks/one/a.js": "",
       "tasks/plain-file": "",
@@ -187,6 +191,8 @@ tasks:
       `${file}:32:11: tasks[6].repo: ${join(dir, "tasks/holds-git/.git")} is a git folder (a task folder is made a repository of its own): ${copied}`,
       `${file}:35:11: tasks[7].repo: the task folder ${join(dir, "tasks/pipe")} is a named pipe (FIFO), not a folder`,
       `${file}:39:18: tasks[8].repo.git: git must be a URL or a path (not starting with - or a space)`,
+      `${file}:43:47: tasks[9].repo: unknown key "reff": did you mean "ref"?`,
+      `${file}:45:14: tasks[9].timeout: timeout must be a number of seconds or a duration such as "90s", "3m", "1h"`,
     ]);
   });
 

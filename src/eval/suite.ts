@@ -67,9 +67,18 @@ const checkSchema = z
 
 const TIMEOUT_ERROR = 'timeout must be a number of seconds or a duration such as "90s", "3m", "1h"';
 const timeoutSchema = z
-  .union([z.number().positive({ error: TIMEOUT_ERROR }), z.string().regex(/^\d+(\.\d+)?(s|m|h)$/, { error: TIMEOUT_ERROR })], {
-    error: TIMEOUT_ERROR,
-  })
+  .union(
+    [
+      z.number().positive({ error: TIMEOUT_ERROR }),
+      z
+        .string()
+        .regex(/^\d+(\.\d+)?(s|m|h)$/, { error: TIMEOUT_ERROR })
+        .refine((text) => Number.parseFloat(text) > 0, { error: TIMEOUT_ERROR }),
+    ],
+    {
+      error: TIMEOUT_ERROR,
+    },
+  )
   .describe('How long a trial (its run and its check) may take: seconds, or "90s", "3m", "1h"');
 
 const namesSchema = (what: string, example: string) =>
@@ -237,9 +246,13 @@ function taskFolder(written: string, suiteDir: string, path: DataPath, problems:
   }
   hash.update(`\0folder\0${written}\0`);
   const before = problems.length;
-  walkTaskFolder(folder, folder, hash, (entry, what) =>
-    bad(`${entry} is ${what}: a task folder may hold only files and folders (it is copied into every trial)`),
-  );
+  try {
+    walkTaskFolder(folder, folder, hash, (entry, what) =>
+      bad(`${entry} is ${what}: a task folder may hold only files and folders (it is copied into every trial)`),
+    );
+  } catch (error) {
+    return bad(`cannot read the task folder ${folder}: ${(error as Error).message}`);
+  }
   return problems.length === before ? { kind: "folder", path: folder } : undefined;
 }
 
