@@ -178,12 +178,12 @@ tasks:
     const copied = "a task folder may hold only files and folders (it is copied into every trial)";
     expect(problemsOf(file)).toEqual([
       `${file}:4:12: defaults.timeout: timeout must be a number of seconds or a duration such as "90s", "3m", "1h"`,
-      `${file}:9:39: tasks[0].check.answer: invalid regular expression /fix(/: Invalid regular expression: /fix(/: Unterminated group`,
+      `${file}:9:39: tasks[0].check.answer: invalid regular expression /fix(/: Unterminated group`,
       `${file}:10:9: tasks[1].id: task id "one" is used twice: ids must be unique`,
       `${file}:11:11: tasks[1].repo: the task folder ${join(dir, "tasks/missing")} does not exist`,
       `${file}:13:5: tasks[1]: unknown key "tmeout": did you mean "timeout"?`,
       `${file}:14:23: tasks[1].check.files.../up.js: "../up.js" must be a path relative to the workspace, without ..`,
-      `${file}:14:48: tasks[1].check.files.ok.js: invalid regular expression /[/: Invalid regular expression: /[/: Unterminated character class`,
+      `${file}:14:48: tasks[1].check.files.ok.js: invalid regular expression /[/: Unterminated character class`,
       `${file}:16:11: tasks[2].repo: the task folder ${join(dir, "tasks/plain-file")} is not a regular file, not a folder`,
       `${file}:20:11: tasks[3].repo: the task folder ${join(dir, "tasks/link")} is a symbolic link, not a folder`,
       `${file}:24:11: tasks[4].repo: the task folder ../ is outside the suite file's folder ${dir}: move it there or write its absolute path`,

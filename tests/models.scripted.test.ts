@@ -150,7 +150,7 @@ describe("scripted model: invalid files", () => {
     [
       "task not a regular expression",
       'responses:\n  - node: coder\n    task: "fix("\n',
-      "bad.yaml:3:11: responses[0]: task: invalid regular expression /fix(/: Invalid regular expression: /fix(/: Unterminated group",
+      "bad.yaml:3:11: responses[0]: task: invalid regular expression /fix(/: Unterminated group",
     ],
     ["no responses key", "response: []\n", 'bad.yaml:1:1: unknown key "response" (allowed: responses) (and 1 more problem)'],
     ["empty file", "", 'bad.yaml: expected a mapping with a "responses" list'],

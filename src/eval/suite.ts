@@ -16,6 +16,7 @@ import { basename, dirname, extname, isAbsolute, join, relative, resolve, sep } 
 import { z } from "zod";
 import { ConfigError } from "../errors.js";
 import type { DataPath } from "../diagnostics/positions.js";
+import { mustCompile } from "../diagnostics/patterns.js";
 import { readRegularFile, specialFileKind } from "../diagnostics/regular-file.js";
 import { parseYamlChecked, schemaProblems, type Problem } from "../diagnostics/yaml-file.js";
 import type { EvalSuite, EvalTask, TaskCheck, TaskRepo } from "./types.js";
@@ -30,14 +31,7 @@ const TASK_KEYS = ["id", "repo", "task", ...DEFAULTS_KEYS];
 const CHECK_KEYS = ["command", "files", "answer"];
 const GIT_KEYS = ["git", "ref"];
 
-const regex = (what: string) =>
-  z.string({ error: `${what} must be a regular expression, written as a string` }).superRefine((pattern, ctx) => {
-    try {
-      new RegExp(pattern);
-    } catch (error) {
-      ctx.addIssue({ code: "custom", message: `invalid regular expression /${pattern}/: ${(error as Error).message}` });
-    }
-  });
+const regex = (what: string) => z.string({ error: `${what} must be a regular expression, written as a string` }).superRefine(mustCompile);
 
 /** A checked file's path: inside the finished workspace, relative and without `..`. */
 const badWorkspacePath = (path: string): boolean => path === "" || isAbsolute(path) || path.split(/[\\/]/).includes("..");

@@ -11,6 +11,7 @@ import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult, ScriptedInstance } from "./types.js";
 import { instanceName } from "../state/map.js";
 import { readRegularText } from "../diagnostics/regular-file.js";
+import { mustCompile } from "../diagnostics/patterns.js";
 
 const ScriptedToolCallSchema = z.strictObject({
   name: z.string().min(1),
@@ -21,17 +22,7 @@ const ScriptedToolCallSchema = z.strictObject({
 const ScriptedResponseSchema = z.strictObject({
   node: z.string().min(1).optional(),
   /** Only a call in a run whose task matches this regular expression may take the response. */
-  task: z
-    .string()
-    .min(1)
-    .superRefine((pattern, ctx) => {
-      try {
-        new RegExp(pattern);
-      } catch (error) {
-        ctx.addIssue({ code: "custom", message: `invalid regular expression /${pattern}/: ${(error as Error).message}` });
-      }
-    })
-    .optional(),
+  task: z.string().min(1).superRefine(mustCompile).optional(),
   delay_ms: z.number().int().nonnegative().optional(),
   /** Answer only once this file exists (relative to the script's folder): a test or a demo holds the run at a step. */
   wait_for: z.string().min(1).optional(),
