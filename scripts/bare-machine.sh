@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs a command as a new user's machine would see it: Node, npm and git, without the optional
-# programs (bubblewrap, ripgrep, tmux, Chromium, PostgreSQL). They are left out of a PATH made of
+# programs (bubblewrap, ripgrep, tmux, Chromium, PostgreSQL, Python 3). They are left out of a PATH made of
 # links to every other program, and the folders that hold Chromium's and PostgreSQL's own
 # binaries are hidden under empty tmpfs mounts, in a private mount namespace: nothing outside the
 # command changes. The LOOPGRAPH_REQUIRE_* variables are unset, so the tests that need those
@@ -9,7 +9,7 @@
 set -euo pipefail
 [ $# -gt 0 ] || { echo "usage: $0 COMMAND [ARG...]" >&2; exit 2; }
 command -v unshare >/dev/null || { echo "bare-machine: unshare (util-linux) is needed" >&2; exit 2; }
-hidden=" bwrap rg tmux chromium chromium-browser psql pg_ctl pg_ctlcluster initdb postgres "
+hidden=" bwrap rg tmux chromium chromium-browser psql pg_ctl pg_ctlcluster initdb postgres python3 "
 bin=$(mktemp -d)
 trap 'rm -rf "$bin"' EXIT
 IFS=: read -ra path_dirs <<<"$PATH"

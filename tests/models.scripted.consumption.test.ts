@@ -91,6 +91,52 @@ describe("scripted consumption as counts per response group", () => {
     });
   });
 
+  it("a response with `task` goes only to calls of a run whose task matches it; counts are positions among those", async () => {
+    const { dir } = tempWorkspace({ prefix: "loopgraph-task-" });
+    writeFileSync(
+      join(dir, "s.yaml"),
+      'responses:\n  - { node: a, task: "^Fix sum", content: sum0 }\n  - { node: a, task: count, content: count1 }\n  - { node: a, content: any2 }\n  - { node: a, task: "^Fix sum", content: sum3 }\n',
+    );
+    const model = createModel("scripted:s.yaml", { cwd: dir, env: {} });
+    const call = (task: string, consumed?: { a: number }) => model.call(messages, { node: "a", task, ...(consumed && { consumed }) });
+
+    expect(await call("Fix sum.js")).toMatchObject({ scriptedIndex: 0, scriptedConsumed: { a: 1 } });
+    expect(await call("Fix sum.js", { a: 2 })).toMatchObject({ scriptedIndex: 3, scriptedConsumed: { a: 3 } });
+    expect(await call("Fix the word count")).toMatchObject({ scriptedIndex: 1, scriptedConsumed: { a: 1 } });
+    expect(await call("Fix the word count", { a: 1 })).toMatchObject({ scriptedIndex: 2, scriptedConsumed: { a: 2 } });
+    // A call without a task is matched as the empty text: only the responses without `task` are its.
+    expect(await model.call(messages, { node: "a" })).toMatchObject({ scriptedIndex: 2 });
+    await expect(call("Fix the word count", { a: 2 })).rejects.toMatchObject({
+      kind: "exhausted",
+      message: `scripted model exhausted: no response left for node "a" in s.yaml for this run's task (2 of its 4 match it) (2 of 2 used)`,
+    });
+  });
+
+  it("two runs of one script with different tasks take their own responses, and a fork of a run keeps its task's", async () => {
+    const ws = exampleCopy();
+    writeFileSync(
+      ws.script,
+      `responses:
+  - { node: draft, task: "^Explain", content: "About loopgraph." }
+  - { node: draft, task: "^Describe", content: "About graphs." }
+  - { node: critique, content: '{"verdict": "approve", "notes": "Good."}' }
+`,
+    );
+    const spec = `scripted:${ws.script}`;
+    const base = { db: ws.db, cwd: ws.dir, settings: settingsOf({ XDG_CONFIG_HOME: testConfigHome() }), model: spec, workspace: ws.dir };
+    const explain = await runGraph({ ...base, graph: ws.graph, task: "Explain loopgraph", threadId: "explain" });
+    const describe = await runGraph({ ...base, graph: ws.graph, task: "Describe graphs", threadId: "describe" });
+    expect([explain.status, describe.status], explain.error ?? describe.error).toEqual(["finished", "finished"]);
+    expect([explain.state.outputs.draft, describe.state.outputs.draft]).toEqual(["About loopgraph.", "About graphs."]);
+    expect(describe.state.scripted).toEqual({ [spec]: { draft: 1, critique: 1 } });
+
+    // The fork opens the recorded thread: its draft, asked again from the script's start, is its own task's.
+    const start = (await historyOf(ws.db, "describe")).checkpoints.find((c) => c.nodes.includes("start"))!;
+    const forked = await forkRun({ ...base, threadId: "describe", from: start.checkpointId, set: ["scripted={}"] });
+    expect(forked.status, forked.error).toBe("finished");
+    expect(forked.state.outputs.draft).toBe("About graphs.");
+  });
+
   it("a thread whose state holds the consumption as a list of indices (as stored before the counts) continues with the next responses", async () => {
     const ws = exampleCopy();
     writeFileSync(ws.script, EXAMPLE_SCRIPT);

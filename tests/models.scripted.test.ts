@@ -136,7 +136,7 @@ describe("scripted model: invalid files", () => {
     [
       "unknown key",
       "responses:\n  - node: coder\n    contnet: hi\n",
-      'bad.yaml:3:5: responses[0]: unknown key "contnet" (allowed: node, delay_ms, wait_for, content, tool_calls)',
+      'bad.yaml:3:5: responses[0]: unknown key "contnet" (allowed: node, task, delay_ms, wait_for, content, tool_calls)',
     ],
     ["wrong type", "responses:\n  - content: 42\n", "bad.yaml:2:14: responses[0]: content must be a string (got number)"],
     [
@@ -147,6 +147,11 @@ describe("scripted model: invalid files", () => {
     ["fractional delay", "responses:\n  - delay_ms: 1.5\n", "bad.yaml:2:15: responses[0]: delay_ms must be a whole number (got number)"],
     ["negative delay", "responses:\n  - delay_ms: -1\n", "bad.yaml:2:15: responses[0]: delay_ms must be at least 0"],
     ["empty node", 'responses:\n  - node: ""\n', "bad.yaml:2:11: responses[0]: node must not be empty"],
+    [
+      "task not a regular expression",
+      'responses:\n  - node: coder\n    task: "fix("\n',
+      "bad.yaml:3:11: responses[0]: task: invalid regular expression /fix(/: Unterminated group",
+    ],
     ["no responses key", "response: []\n", 'bad.yaml:1:1: unknown key "response" (allowed: responses) (and 1 more problem)'],
     ["empty file", "", 'bad.yaml: expected a mapping with a "responses" list'],
     ["responses not a list", "responses: 3\n", "bad.yaml:1:12: responses must be a list (got number)"],
@@ -167,7 +172,7 @@ describe("scripted model: invalid files", () => {
     ];
     expect(parseScript(JSON.stringify({ responses }), "x.json")).toEqual(parseScript(formatScript(responses), "x.yaml"));
     expect(() => parseScript('{"responses": [{"node": "coder", "contnet": "hi"}]}', "bad.json")).toThrow(
-      'bad.json:1:34: responses[0]: unknown key "contnet" (allowed: node, delay_ms, wait_for, content, tool_calls)',
+      'bad.json:1:34: responses[0]: unknown key "contnet" (allowed: node, task, delay_ms, wait_for, content, tool_calls)',
     );
     expect(() => parseScript('{"responses": [{"content": "a"}', "bad.json")).toThrow(/^bad\.json:1:\d+: /);
   });
@@ -193,7 +198,7 @@ describe("formatScript", () => {
         { name: "run", args: { argv: ["npm", "test"], env: { CI: "true" }, dry: false, nothing: null } },
       ],
     },
-    { node: "judge", content: '{"decision": "terminate", "reason": "done"}' },
+    { node: "judge", task: "^Fix (sum|count)\\b", content: '{"decision": "terminate", "reason": "done"}' },
     { delay_ms: 2000, content: "  leading spaces, trailing spaces  " },
     { node: "coder", content: "", tool_calls: [{ name: "list_files", args: {} }] },
     { content: "123" },

@@ -32,7 +32,7 @@ export function readSettingsText(file: string, what: string): string | undefined
 export function parseYamlFile<T>(text: string, file: string, spec: YamlFileSpec<T>): T {
   return parseYamlChecked<T>(text, file, (data) => {
     const result = spec.schema.safeParse(data);
-    return result.success ? { value: result.data as T } : { problems: describeIssues(result.error.issues, data, spec) };
+    return result.success ? { value: result.data as T } : { problems: schemaProblems(result.error.issues, data, spec) };
   });
 }
 
@@ -129,10 +129,11 @@ export interface Problem {
 }
 
 /**
- * One problem per unknown key; a missing key is not reported when an unknown key next to it is
- * its typo (`decison` for `decision`).
+ * A schema's issues as problems, for a check of `parseYamlChecked` that adds its own (files the
+ * settings name, say): one problem per unknown key; a missing key is not reported when an unknown
+ * key next to it is its typo (`decison` for `decision`).
  */
-function describeIssues<T>(issues: readonly z.core.$ZodIssue[], data: unknown, spec: YamlFileSpec<T>): Problem[] {
+export function schemaProblems<T>(issues: readonly z.core.$ZodIssue[], data: unknown, spec: Omit<YamlFileSpec<T>, "schema">): Problem[] {
   const located = issues.map((issue) => ({
     issue,
     path: issue.path.map((segment) => (typeof segment === "number" ? segment : String(segment))),

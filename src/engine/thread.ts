@@ -157,6 +157,8 @@ export class Thread {
   private leftovers: number[] = [];
   /** What the project holds that this run does not use, because the user does not trust it: `announce` says so. */
   private readonly untrusted: string[];
+  /** The task the thread was started with (its record's; a new thread's once `record` wrote it). */
+  private task?: string;
 
   private constructor(
     readonly store: Store,
@@ -171,6 +173,7 @@ export class Thread {
   ) {
     this.cwd = options.cwd ?? process.cwd();
     this.env = options.settings.env;
+    this.task = claimedFrom?.task;
     // A thread on a repository, recorded for a worker (`run --queue --repo`), has no directory here: it is only recorded.
     const local = !isRepoWorkspace(workspace);
     if (local) ensureStateDir(join(workspace, STATE_DIR));
@@ -264,6 +267,7 @@ export class Thread {
    * an existing id is an error that says how to continue it.
    */
   async record(task: string, options: { queued?: boolean } = {}): Promise<void> {
+    this.task = task;
     const existing = await this.store.threads.create(
       {
         threadId: this.threadId,
@@ -309,6 +313,7 @@ export class Thread {
     const { threadId, workspace } = this;
     return {
       threadId,
+      ...(this.task !== undefined && { task: this.task }),
       workspace,
       env: this.env,
       settings: this.settings,

@@ -5,6 +5,7 @@
  * The nodes' schemas come from the registered node kinds (src/nodes/registry.ts).
  */
 import { z } from "zod";
+import { regexProblem } from "../diagnostics/patterns.js";
 import { modelSpec, positiveInt } from "../format/node-schema.js";
 import type { ComparisonOperator, VarReducer } from "../format/types.js";
 import { nodeKinds } from "../nodes/registry.js";
@@ -58,11 +59,8 @@ export type RawCondition = { path?: string } & { [Op in ComparisonOperator]?: un
 };
 
 const regexSource = z.string().superRefine((source, ctx) => {
-  try {
-    new RegExp(source);
-  } catch (error) {
-    ctx.addIssue({ code: "custom", message: `matches: ${(error as Error).message}` });
-  }
+  const problem = regexProblem(source);
+  if (problem !== undefined) ctx.addIssue({ code: "custom", message: `matches: ${problem}` });
 });
 
 const operatorShape = {

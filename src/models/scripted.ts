@@ -11,6 +11,7 @@ import { toolCallsFromRaw } from "./tool-arguments.js";
 import type { ChatModel, ModelCallOptions, ModelCallResult, ScriptedInstance } from "./types.js";
 import { instanceName } from "../state/map.js";
 import { readRegularText } from "../diagnostics/regular-file.js";
+import { mustCompile } from "../diagnostics/patterns.js";
 
 const ScriptedToolCallSchema = z.strictObject({
   name: z.string().min(1),
@@ -20,6 +21,8 @@ const ScriptedToolCallSchema = z.strictObject({
 
 const ScriptedResponseSchema = z.strictObject({
   node: z.string().min(1).optional(),
+  /** Only a call in a run whose task matches this regular expression may take the response. */
+  task: z.string().min(1).superRefine(mustCompile).optional(),
   delay_ms: z.number().int().nonnegative().optional(),
   /** Answer only once this file exists (relative to the script's folder): a test or a demo holds the run at a step. */
   wait_for: z.string().min(1).optional(),
@@ -87,8 +90,9 @@ function parseJson(text: string): unknown {
 
 /** Writes responses in the scripted file format; `parseScript` reads them back unchanged. */
 export function formatScript(responses: readonly ScriptedResponse[]): string {
-  const entries = responses.map(({ node, delay_ms, wait_for, content, tool_calls }) => ({
+  const entries = responses.map(({ node, task, delay_ms, wait_for, content, tool_calls }) => ({
     ...(node !== undefined && { node }),
+    ...(task !== undefined && { task }),
     ...(delay_ms !== undefined && { delay_ms }),
     ...(wait_for !== undefined && { wait_for }),
     ...((content || !tool_calls?.length) && { content: content ?? "" }),
@@ -112,6 +116,9 @@ export function responseFromMessage(node: string, message: AIMessage): ScriptedR
   };
 }
 
+/** Response indices by group (a response's `node`, or `SCRIPTED_ANY_NODE`), in file order. */
+type Groups = Map<string, number[]>;
+
 /** Which response a call takes: the group, and the place in it. */
 interface ScriptedChoice {
   group: string;
@@ -127,7 +134,11 @@ const WAIT_POLL_MS = 50;
  */
 class ScriptedModel implements ChatModel {
   /** Each group's response indices in file order: a response's `node`, or `SCRIPTED_ANY_NODE`. */
-  private readonly groups = new Map<string, number[]>();
+  private readonly groups: Groups;
+  /** The responses with a `task`, by index: their patterns. */
+  private readonly taskPatterns = new Map<number, RegExp>();
+  /** The groups of a run's task: the responses its task may take (all of them in a script without `task`). */
+  private readonly groupsByTask = new Map<string, Groups>();
 
   constructor(
     readonly spec: string,
@@ -137,23 +148,47 @@ class ScriptedModel implements ChatModel {
     private readonly folder: string,
   ) {
     responses.forEach((response, index) => {
-      const group = response.node ?? SCRIPTED_ANY_NODE;
-      const indices = this.groups.get(group) ?? [];
-      indices.push(index);
-      this.groups.set(group, indices);
+      if (response.task !== undefined) this.taskPatterns.set(index, new RegExp(response.task));
     });
+    this.groups = this.grouped(() => true);
+  }
+
+  private grouped(eligible: (index: number) => boolean): Groups {
+    const groups: Groups = new Map();
+    this.responses.forEach((response, index) => {
+      if (!eligible(index)) return;
+      const group = response.node ?? SCRIPTED_ANY_NODE;
+      const indices = groups.get(group) ?? [];
+      indices.push(index);
+      groups.set(group, indices);
+    });
+    return groups;
+  }
+
+  /**
+   * The groups as a run with `task` sees them: without the responses whose `task` does not match
+   * it. A run's task never changes, so its counts always refer to the same groups.
+   */
+  private groupsFor(task = ""): Groups {
+    if (this.taskPatterns.size === 0) return this.groups;
+    let groups = this.groupsByTask.get(task);
+    if (!groups) {
+      groups = this.grouped((index) => this.taskPatterns.get(index)?.test(task) ?? true);
+      this.groupsByTask.set(task, groups);
+    }
+    return groups;
   }
 
   /**
    * Counts per group; a stored list of indices (a thread of an earlier version) is read as the
    * number of each group's responses used from its start.
    */
-  private countsOf(consumed: Readonly<ScriptedConsumed> | undefined): ScriptedCounts {
+  private countsOf(groups: Groups, consumed: Readonly<ScriptedConsumed> | undefined): ScriptedCounts {
     if (consumed === undefined) return {};
     if (!Array.isArray(consumed)) return { ...(consumed as ScriptedCounts) };
     const used = new Set(consumed as readonly number[]);
     const counts: ScriptedCounts = {};
-    for (const [group, indices] of this.groups) {
+    for (const [group, indices] of groups) {
       let count = 0;
       while (count < indices.length && used.has(indices[count]!)) count++;
       if (count > 0) counts[group] = count;
@@ -162,9 +197,9 @@ class ScriptedModel implements ChatModel {
   }
 
   /** The first unused response of the caller's group or of the shared one, whichever comes first in the file. */
-  private nodeChoice(node: string, counts: ScriptedCounts): ScriptedChoice | undefined {
-    const own = this.groups.get(node)?.[counts[node] ?? 0];
-    const shared = this.groups.get(SCRIPTED_ANY_NODE)?.[counts[SCRIPTED_ANY_NODE] ?? 0];
+  private nodeChoice(groups: Groups, node: string, counts: ScriptedCounts): ScriptedChoice | undefined {
+    const own = groups.get(node)?.[counts[node] ?? 0];
+    const shared = groups.get(SCRIPTED_ANY_NODE)?.[counts[SCRIPTED_ANY_NODE] ?? 0];
     if (own === undefined && shared === undefined) return undefined;
     const group = shared === undefined || (own !== undefined && own < shared) ? node : SCRIPTED_ANY_NODE;
     return { group, position: counts[group] ?? 0 };
@@ -176,11 +211,11 @@ class ScriptedModel implements ChatModel {
    * the positions i, i + n, i + 2n … counted from where the group stood when the map began. So
    * instances running together never take the same response, whichever calls first.
    */
-  private instanceChoice(node: string, instance: ScriptedInstance, counts: ScriptedCounts): ScriptedChoice {
+  private instanceChoice(groups: Groups, node: string, instance: ScriptedInstance, counts: ScriptedCounts): ScriptedChoice {
     const own = instanceName(node, instance.index);
-    if (this.groups.has(own)) return { group: own, position: counts[own] ?? 0 };
-    const group = this.groups.has(node) ? node : SCRIPTED_ANY_NODE;
-    const start = this.countsOf(instance.consumedAtStart)[group] ?? 0;
+    if (groups.has(own)) return { group: own, position: counts[own] ?? 0 };
+    const group = groups.has(node) ? node : SCRIPTED_ANY_NODE;
+    const start = this.countsOf(groups, instance.consumedAtStart)[group] ?? 0;
     let position = start + instance.index;
     while (position < (counts[group] ?? 0)) position += instance.count;
     return { group, position };
@@ -188,16 +223,24 @@ class ScriptedModel implements ChatModel {
 
   async call(messages: BaseMessage[], options: ModelCallOptions): Promise<ModelCallResult> {
     options.signal?.throwIfAborted();
-    const counts = this.countsOf(options.consumed);
-    const choice = options.instance ? this.instanceChoice(options.node, options.instance, counts) : this.nodeChoice(options.node, counts);
-    const index = choice === undefined ? undefined : this.groups.get(choice.group)?.[choice.position];
+    const groups = this.groupsFor(options.task);
+    const counts = this.countsOf(groups, options.consumed);
+    const choice = options.instance
+      ? this.instanceChoice(groups, options.node, options.instance, counts)
+      : this.nodeChoice(groups, options.node, counts);
+    const index = choice === undefined ? undefined : groups.get(choice.group)?.[choice.position];
     const response = index === undefined ? undefined : this.responses[index];
     if (choice === undefined || index === undefined || !response) {
       let used = 0;
-      for (const [group, indices] of this.groups) used += Math.min(counts[group] ?? 0, indices.length);
+      let eligible = 0;
+      for (const [group, indices] of groups) {
+        used += Math.min(counts[group] ?? 0, indices.length);
+        eligible += indices.length;
+      }
       const caller = instanceName(options.node, options.instance?.index);
+      const forTask = eligible < this.responses.length ? ` for this run's task (${eligible} of its ${this.responses.length} match it)` : "";
       throw new ModelError(
-        `scripted model exhausted: no response left for node "${caller}" in ${this.file} (${used} of ${this.responses.length} used)`,
+        `scripted model exhausted: no response left for node "${caller}" in ${this.file}${forTask} (${used} of ${eligible} used)`,
         "exhausted",
       );
     }

@@ -20,6 +20,8 @@ export interface ScriptedInstance {
 export interface ModelCallOptions {
   /** Graph node making the call: scripted responses may be restricted to a node. */
   node: string;
+  /** The run's task (its thread's `--task`): scripted responses may be restricted to tasks. Ignored by network providers. */
+  task?: string;
   tools?: ToolSpec[];
   /**
    * The scripted responses already consumed in this run (the graph state's `scripted[spec]`):

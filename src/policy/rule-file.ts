@@ -23,6 +23,7 @@ import { join, resolve } from "node:path";
 import { z } from "zod";
 import { parseYamlFile, readSettingsText } from "../diagnostics/yaml-file.js";
 import { closestName } from "../diagnostics/suggest.js";
+import { mustCompile } from "../diagnostics/patterns.js";
 import { STATE_DIR, userConfigDir } from "../project.js";
 import type { PolicyRule, RuleSource } from "../state/rules.js";
 import { untrustedReason } from "../trust/trust.js";
@@ -56,13 +57,7 @@ export const policyRuleSchema = z
         .describe("Tool name, with * and ? wildcards: shell, write_file, *_file, *"),
       pattern: z
         .string({ error: "pattern must be a regular expression, written as a string" })
-        .superRefine((pattern, ctx) => {
-          try {
-            new RegExp(pattern);
-          } catch (error) {
-            ctx.addIssue({ code: "custom", message: `invalid regular expression /${pattern}/: ${(error as Error).message}` });
-          }
-        })
+        .superRefine(mustCompile)
         .describe(
           "Regular expression over the subject: each simple command of a shell command, a file tool's path " +
             "(workspace-relative and real absolute), or the JSON arguments of other tools. Absent: every call",

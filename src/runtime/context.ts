@@ -59,6 +59,8 @@ export interface LooperHandle extends LooperCommands {
  */
 export interface RunContext {
   threadId: string;
+  /** The task the thread was started with (`--task`, recorded with it; a chat's is empty): scripted responses may be restricted to it. */
+  task?: string;
   /** Directory the nodes work in (`--workspace`); a coder with `workspace: worktree` gets its branch worktree's folder. */
   workspace: string;
   /** Set when `workspace` is a coder's branch worktree: the run's own workspace (the graph's policy rules are judged by it). */

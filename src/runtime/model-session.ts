@@ -56,6 +56,7 @@ export function startModelSession(ctx: RunContext, options: ModelSessionOptions)
     const result = await model
       .call(messages, {
         node,
+        ...(ctx.task !== undefined && { task: ctx.task }),
         tools: options.tools,
         consumed,
         instance: options.instance,

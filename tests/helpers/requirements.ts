@@ -51,6 +51,12 @@ const PROGRAMS = {
     require: "LOOPGRAPH_REQUIRE_POSTGRES",
     missing: () => postgresUnavailable(),
   },
+  python3: {
+    program: "Python 3",
+    debian: "python3",
+    require: "LOOPGRAPH_REQUIRE_PYTHON3",
+    missing: () => (hasCommand("python3", "--version") ? undefined : "python3 is not on the PATH"),
+  },
   chromium: {
     program: "Chromium",
     debian: "chromium",
