@@ -115,10 +115,11 @@ export function renderText(report: EvalReport, options: TextOptions): string {
       variant.cost.total === null ? "cost unknown" : costText(variant),
       `time ${formatTime(variant.wallMs.total)}`,
     ].join("  ");
-    const room = width - labelWidth - figures.length - 4;
+    // The variant's name (its graph and model, often a long path) on a line of its own, its figures below.
     lines.push(
-      `${colors.bold(cut(variant.label, labelWidth).padEnd(labelWidth))}  ${cut(variantName(variant), Math.max(12, room))}  ${figures}`,
+      `${colors.bold(cut(variant.label, labelWidth).padEnd(labelWidth))}  ${cut(variantName(variant), Math.max(12, width - labelWidth - 2))}`,
     );
+    lines.push(`${" ".repeat(labelWidth + 2)}${figures}`);
     const extra = [`failures: ${failureCounts(variant)}`];
     if (variant.skipped > 0) extra.push(`skipped ${variant.skipped}`);
     if (variant.pending > 0) extra.push(`pending ${variant.pending}`);

@@ -28,7 +28,11 @@ const commands = {
   doctor: () => import("./doctor-command.js"),
   trust: () => import("./trust-command.js"),
   ui: () => import("./ui-command.js"),
+  eval: () => import("./eval-command.js"),
 };
+
+/** A repeatable option's values, in the order given. */
+const collect = (value: string, previous: string[] = []): string[] => [...previous, value];
 
 function parsePositiveInt(value: string): number {
   const parsed = Number(value);
@@ -404,6 +408,30 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--dry-run", "list what would be deleted, delete nothing")
     .option("--json", "print JSON")
     .action(async (options) => setExitCode(await (await commands.thread()).threadsPruneCommand(withGlobals(options))));
+
+  program
+    .command("eval [suite]")
+    .description("run a suite of tasks against graph and model variants, each trial a thread of its own, and report pass rates")
+    .option("--graph <graph>", "a graph to run the tasks with (repeatable: one variant each; default: coder-review)", collect)
+    .option("--model <provider:model>", "a model to run them with (repeatable: each graph with each model)", collect)
+    .option("--repeat <n>", "trials of each task per variant (default: 1)", parsePositiveInt)
+    .option("--concurrency <k>", "trials run at once (default: 1)", parsePositiveInt)
+    .option("--tag <tag>", "only the tasks with this tag (repeatable: any of them)", collect)
+    .option("--resume <id>", "continue a stopped eval: its trials without a result run, no finished one again")
+    .option("--report <id>", "print an eval's report again (with --json, --junit, --markdown)")
+    .option("--list", "the store's evals, newest first")
+    .option(
+      "--recorded <id>",
+      "re-check a finished eval's trials against the --graph given, without a model call; exit 1 if a path differs",
+    )
+    .option("--variant <label>", "with --recorded: the variant whose trials to check")
+    .option("--json", "print the report as JSON (progress lines go to stderr)")
+    .option("--junit <file>", "also write the report as JUnit XML")
+    .option("--markdown <file>", "also write the report as Markdown")
+    .addOption(noSandboxOption())
+    .action(async (suite: string | undefined, options) =>
+      setExitCode(await (await commands.eval()).evalCommand(suite, withGlobals(options))),
+    );
 
   const graphs = program.command("graphs").description("list, validate and draw graph files");
   graphs

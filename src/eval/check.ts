@@ -61,8 +61,20 @@ export async function checkTrial(check: TaskCheck, place: CheckPlace): Promise<C
   const output = tail(`${outcome.stdout}${outcome.stderr ? `\n${outcome.stderr}` : ""}`.trim());
   if (outcome.exitCode === 0) return { passed: true, ...(output && { output }) };
   const how = outcome.timedOut ? "timed out" : outcome.exitCode === null ? "was stopped" : `exited with ${outcome.exitCode}`;
-  const lastLine = output.split("\n").at(-1)?.trim();
-  return { passed: false, reason: `\`${check.command}\` ${how}${lastLine ? `: ${lastLine}` : ""}`, ...(output && { output }) };
+  const summary = summaryLine(output);
+  return { passed: false, reason: `\`${check.command}\` ${how}${summary ? `: ${summary}` : ""}`, ...(output && { output }) };
+}
+
+/**
+ * The line of a failed check's output that says most: the last one speaking of failures or
+ * errors (a test runner's count, `FAILED (failures=1)`, `# fail 1`), else the last line.
+ */
+function summaryLine(output: string): string | undefined {
+  const lines = output
+    .split("\n")
+    .map((line) => line.trim())
+    .filter(Boolean);
+  return lines.findLast((line) => /\b(fail(ed|ures?|ing)?|errors?)\b/i.test(line)) ?? lines.at(-1);
 }
 
 /** Why an expected file fails its check (missing, not a regular file inside the workspace, its text not matching), or undefined. */
