@@ -5,72 +5,27 @@
  * resumes without running a finished trial again.
  */
 import { execFileSync } from "node:child_process";
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { settingsOf } from "../src/config/environment-settings.js";
 import { deleteEval } from "../src/engine/thread-admin.js";
 import { recheckEval } from "../src/eval/recorded.js";
-import { resumeEval, startEval, trialThreadId, type EvalRunOptions } from "../src/eval/run.js";
-import type { EvalSuite, EvalTask, TrialResult } from "../src/eval/types.js";
+import { resumeEval, startEval, trialThreadId } from "../src/eval/run.js";
+import type { TrialResult } from "../src/eval/types.js";
 import { withTables } from "../src/store/tables.js";
-import { packageGraphsDir } from "../src/package.js";
-import { tempWorkspace } from "./helpers/workspace.js";
-
-/** One round: the Coder writes answer.txt, the Review passes it, the Judge ends the loop. */
-const SCRIPT = `responses:
-  - node: coder
-    tool_calls:
-      - name: write_file
-        args: { path: answer.txt, contents: "42\\n" }
-  - node: coder
-    content: "Wrote answer.txt: 42."
-  - node: review.specs_breakdown
-    content: '{"rating": "normal", "comments": []}'
-  - node: review.task_log
-    content: '{"rating": "normal", "comments": []}'
-  - node: judge
-    content: '{"decision": "terminate", "reason": "done"}'
-`;
-
-function task(id: string, folder: string, check: EvalTask["check"], requires: string[] = []): EvalTask {
-  return { id, repo: { kind: "folder", path: folder }, task: `Write the answer (${id}).`, check, timeoutMs: 60_000, tags: [], requires };
-}
+import { evalFixture, evalTask } from "./helpers/eval.js";
 
 function fixture() {
-  const { root, db } = tempWorkspace({ prefix: "loopgraph-eval-" });
-  const folder = join(root, "task-folder");
-  mkdirSync(folder);
-  writeFileSync(join(folder, "README.md"), "Write 42 to answer.txt.\n");
-  const script = join(root, "answer.script.yaml");
-  writeFileSync(script, SCRIPT);
-  const suite: EvalSuite = {
-    file: join(root, "suite.yaml"),
-    name: "answers",
-    hash: "suite-hash",
-    tasks: [
-      task("writes-42", folder, {
-        files: { "answer.txt": "^42\\n$" },
-        command: 'test "$(cat answer.txt)" = 42',
-      }),
-      task("wants-43", folder, {
-        command: 'test "$(cat answer.txt)" = 43 || { echo "answer.txt holds $(cat answer.txt), not 43"; exit 1; }',
-      }),
-      task("needs-a-program", folder, { command: "true" }, ["no-such-program-for-loopgraph"]),
-    ],
-  };
-  const variants = [
-    { label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${script}` },
-  ];
-  const options = (signal = new AbortController().signal, onTrial?: EvalRunOptions["onTrial"]): EvalRunOptions => ({
-    store: { db, cwd: root, env: {} },
-    settings: settingsOf({ PATH: process.env.PATH }),
-    noSandbox: true,
-    workRoot: join(root, ".loopgraph", "evals"),
-    signal,
-    ...(onTrial && { onTrial }),
-  });
-  return { root, db, suite, variants, options };
+  return evalFixture((folder) => [
+    evalTask("writes-42", folder, {
+      files: { "answer.txt": "^42\\n$" },
+      command: 'test "$(cat answer.txt)" = 42',
+    }),
+    evalTask("wants-43", folder, {
+      command: 'test "$(cat answer.txt)" = 43 || { echo "answer.txt holds $(cat answer.txt), not 43"; exit 1; }',
+    }),
+    evalTask("needs-a-program", folder, { command: "true" }, ["no-such-program-for-loopgraph"]),
+  ]);
 }
 
 const outcomes = (trials: { task: string; result?: TrialResult }[]) => trials.map((trial) => [trial.task, trial.result?.outcome]);

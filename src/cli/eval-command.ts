@@ -10,7 +10,7 @@ import { CancelledError, ConfigError, ExitCode } from "../errors.js";
 import { resolveGraphPath } from "../graph/load.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
-import { withTables } from "../store/tables.js";
+import { requireEval, withTables } from "../store/tables.js";
 import type { EvalRecord, EvalVariant, StoredTrial, TrialResult } from "../runs/evals.js";
 import { storeOf, type GlobalOptions } from "./global-options.js";
 import { dbFlag } from "./run-commands.js";
@@ -159,9 +159,7 @@ async function listEvals(options: EvalCommandOptions): Promise<number> {
 
 async function readEval(evalId: string, options: EvalCommandOptions): Promise<{ record: EvalRecord; trials: StoredTrial[] }> {
   return withTables(storeOf(options), "read", async (tables) => {
-    const record = await tables.evals.get(evalId);
-    if (!record) throw new ConfigError(`no eval "${evalId}" in ${tables.path}: see loopgraph eval --list`);
-    return { record, trials: await tables.evals.trials(evalId) };
+    return { record: await requireEval(tables, evalId), trials: await tables.evals.trials(evalId) };
   });
 }
 

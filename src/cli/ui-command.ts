@@ -1,5 +1,6 @@
 import { spawn } from "node:child_process";
 import { join } from "node:path";
+import { priceTable } from "../config/environment-settings.js";
 import { ConfigError } from "../errors.js";
 import { packageRoot } from "../package.js";
 import { storeOf, type GlobalOptions } from "./global-options.js";
@@ -23,6 +24,7 @@ export async function uiCommand(options: UiCommandOptions): Promise<number> {
     ...(options.port !== undefined && { port: options.port }),
     assetsDir: join(root, "dist", "ui"),
     cli: { node: process.execPath, script: process.argv[1]! },
+    prices: priceTable(options.settings),
   });
   process.stdout.write(`loopgraph ui: ${server.url}\n  (only this machine can reach it, and only with the token; Ctrl-C stops it)\n`);
   if (options.open) {

@@ -7,7 +7,7 @@ import { lstatSync, readdirSync, rmdirSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ConfigError } from "../errors.js";
 import { STATE_DIR } from "../project.js";
-import { withTables, type StoreOptions } from "../store/tables.js";
+import { requireEval, withTables, type StoreOptions } from "../store/tables.js";
 import type { StoreTables } from "../runs/tables.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
 import { listThreads, type ThreadSummary } from "./thread-list.js";
@@ -133,8 +133,7 @@ export interface DeletedEval {
  */
 export async function deleteEval(evalId: string, options: StoreOptions, dryRun = false): Promise<DeletedEval> {
   const { trials, records } = await withTables(options, "read", async (store) => {
-    const record = await store.evals.get(evalId);
-    if (!record) throw new ConfigError(`no eval "${evalId}" in ${store.path}: see loopgraph eval --list`);
+    await requireEval(store, evalId);
     const stored = await store.evals.trials(evalId);
     const threads = await Promise.all(stored.map((trial) => store.threads.get(trial.threadId)));
     return { trials: stored, records: threads.filter((thread): thread is ThreadRecord => thread !== undefined) };

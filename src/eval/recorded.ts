@@ -8,7 +8,7 @@ import { resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { verifyRun, type VerifyResult } from "../replay/verify.js";
 import type { StoredTrial } from "../runs/evals.js";
-import { withTables, type StoreOptions } from "../store/tables.js";
+import { requireEval, withTables, type StoreOptions } from "../store/tables.js";
 import type { EvalRecord } from "./types.js";
 
 export interface RecheckedTrial {
@@ -33,9 +33,7 @@ export interface Recheck {
  */
 export async function recheckEval(evalId: string, graphFile: string, store: StoreOptions, variantLabel?: string): Promise<Recheck> {
   const { record, trials } = await withTables(store, "read", async (tables) => {
-    const found = await tables.evals.get(evalId);
-    if (!found) throw new ConfigError(`no eval "${evalId}" in ${tables.path}: see loopgraph eval --list`);
-    return { record: found, trials: await tables.evals.trials(evalId) };
+    return { record: await requireEval(tables, evalId), trials: await tables.evals.trials(evalId) };
   });
   const file = resolve(store.cwd ?? process.cwd(), graphFile);
   const variant = variantToCheck(record, file, variantLabel);

@@ -10,7 +10,7 @@ import { randomBytes } from "node:crypto";
 import { cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { CancelledError, ConfigError } from "../errors.js";
-import { latestValues, withStore, withTables, type StoreOptions } from "../store/store.js";
+import { latestValues, requireEval, withStore, withTables, type StoreOptions } from "../store/store.js";
 import { runGraph, resumeRun } from "../engine/runner.js";
 import type { RunOutcome } from "../engine/run-types.js";
 import type { Settings } from "../config/environment-settings.js";
@@ -78,8 +78,7 @@ export async function startEval(plan: NewEval, options: EvalRunOptions): Promise
 /** Continues a stopped eval: its trials without a result run (or resume), the others are kept. */
 export async function resumeEval(evalId: string, suite: EvalSuite, options: EvalRunOptions): Promise<EvalRun> {
   const record = await withTables(options.store, "write", async (tables) => {
-    const found = await tables.evals.get(evalId);
-    if (!found) throw new ConfigError(`no eval "${evalId}" in ${tables.path}: see loopgraph eval --list`);
+    const found = await requireEval(tables, evalId);
     if (found.suiteHash !== suite.hash) {
       throw new ConfigError(
         `the suite ${found.suiteFile} (or a task folder it names) changed since eval ${evalId} started: its trials would not be comparable; start a new eval`,

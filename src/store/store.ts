@@ -5,6 +5,7 @@ import { locateStore, storeError, using, type StoreAccess, type StoreOptions, ty
 
 export { isStoreLocked, lockedBeyondTimeout, storeStop, stopsRun, StoreLockedError } from "./sqlite/errors.js";
 export {
+  requireEval,
   requireThread,
   resolveStore,
   storeError,

@@ -7,6 +7,7 @@ import { resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { defaultStorePath } from "../project.js";
 import type { StoreAccess, StoreTables } from "../runs/tables.js";
+import type { EvalRecord } from "../runs/evals.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { withoutPassword } from "../runs/url-password.js";
 import type { AnyStoreBackend } from "./backend.js";
@@ -100,4 +101,11 @@ export async function requireThread(store: Pick<StoreTables, "path" | "threads">
   const thread = await store.threads.get(threadId);
   if (!thread) throw new ConfigError(`no thread "${threadId}" in ${store.path}: list threads with \`loopgraph inspect\``);
   return thread;
+}
+
+/** The eval's record, or a one-line error (exit 2) saying how to list the evals. */
+export async function requireEval(store: Pick<StoreTables, "path" | "evals">, evalId: string): Promise<EvalRecord> {
+  const record = await store.evals.get(evalId);
+  if (!record) throw new ConfigError(`no eval "${evalId}" in ${store.path}: see loopgraph eval --list`);
+  return record;
 }

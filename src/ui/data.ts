@@ -28,6 +28,8 @@ import { inTreeOrder, nestedFrom } from "../engine/checkpoint-tree.js";
 import { stepDiffs, type StepDiff } from "../snapshots/index.js";
 import { SCHEDULED_PREFIX } from "../replay/record.js";
 import type { GraphDefinition } from "../format/types.js";
+import type { TrialKey } from "../runs/evals.js";
+import { trialOfThread } from "./evals.js";
 
 /** The threads page: every thread, with its tokens and the thread it is linked to (a chat and its loop). */
 export interface ThreadsPage {
@@ -110,6 +112,8 @@ export interface ThreadPage {
   thread: ThreadRecord;
   /** The chat of a loop, or the loop of a chat. */
   linked?: string;
+  /** The eval trial the thread ran: its eval, task, variant and repetition. */
+  eval?: TrialKey & { id: string };
   graph: { mermaid?: string; problem?: string };
   history: Omit<ThreadHistory, "checkpoints" | "thread"> & StepsPage;
   /** The graphs of a node that has not finished (paused at an approval inside it, or still running): their steps so far. */
@@ -133,10 +137,10 @@ export async function threadPage(threadId: string, options: StoreOptions, from?:
   } = await threadHistory(threadId, options, from === undefined ? { limit: PAGE_STEPS } : { from });
   const thread = asSeen(record);
   const head = history.head;
-  const [inFlight, looper, linked, graph] = await Promise.all([
+  const [inFlight, looper, links, graph] = await Promise.all([
     head === undefined ? [] : nestedTimelines(threadId, options, { after: head }),
     looperOf(threadId, options),
-    linkedThread(threadId, options),
+    linksOf(threadId, options),
     graphOf(thread),
   ]);
   const { visits = {} } = head
@@ -155,7 +159,7 @@ export async function threadPage(threadId: string, options: StoreOptions, from?:
   const unfinished = inFlight.filter((inner) => inner.parentNs === "").flatMap((inner) => inner.checkpoints);
   return {
     thread,
-    ...(linked !== undefined && { linked }),
+    ...links,
     graph: drawn(graph, { visits, ...(current !== undefined && { current }), ...(failed !== undefined && { failed: [failed] }) }),
     history: { ...history, checkpoints: inOrder({ ...history, checkpoints }) },
     inFlight: inFlight.map(listedTimeline),
@@ -331,12 +335,17 @@ async function looperOf(threadId: string, options: StoreOptions): Promise<Thread
   return { ...status.json, text: status.text };
 }
 
-/** The thread linked to `threadId` (see linkedIn): only its two candidates are looked up, not every thread and its tokens. */
-async function linkedThread(threadId: string, options: StoreOptions): Promise<string | undefined> {
+/**
+ * The thread linked to `threadId` (see linkedIn: only its two candidates are looked up, not every
+ * thread and its tokens), and the eval trial it ran, if it is one.
+ */
+async function linksOf(threadId: string, options: StoreOptions): Promise<Pick<ThreadPage, "linked" | "eval">> {
   return withTables(options, "read", async (store) => {
     const found = new Set<string>();
     for (const candidate of linkCandidates(threadId)) if (await store.threads.get(candidate)) found.add(candidate);
-    return linkedIn(threadId, (id) => found.has(id));
+    const linked = linkedIn(threadId, (id) => found.has(id));
+    const trial = await trialOfThread(store, threadId);
+    return { ...(linked !== undefined && { linked }), ...(trial && { eval: trial }) };
   });
 }
 

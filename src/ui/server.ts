@@ -15,6 +15,7 @@ import { tmpdir } from "node:os";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
 import { extname, join, normalize } from "node:path";
+import type { PriceTable } from "../config/prices.js";
 import { ConfigError } from "../errors.js";
 import type { StoreOptions } from "../store/tables.js";
 import { ActionError, exportScript, runAction, type Action } from "./actions.js";
@@ -29,6 +30,7 @@ import {
   threadVersion,
   toolCallsPage,
 } from "./data.js";
+import { evalPage, evalsPage } from "./evals.js";
 
 export interface UiServerOptions extends StoreOptions {
   /** 0 (the default): a free port. */
@@ -39,6 +41,8 @@ export interface UiServerOptions extends StoreOptions {
   cli: { node: string; script: string };
   /** How often a live page's thread is looked at for changes (milliseconds). */
   pollMs?: number;
+  /** The config's model prices: an eval's report estimates its cost with them. */
+  prices?: PriceTable;
 }
 
 export interface UiServer {
@@ -177,6 +181,10 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     if (method === "GET" && (path === "/" || path === "/index.html")) return serveFile(response, "index.html");
     if (method === "GET" && path.startsWith("/assets/")) return serveFile(response, path);
     if (method === "GET" && path === "/api/threads") return sendJson(response, 200, await threadsPage(store));
+    if (method === "GET" && path === "/api/evals") return sendJson(response, 200, await evalsPage(store));
+    const evalPath = /^\/api\/evals\/([^/]+)$/.exec(path);
+    if (method === "GET" && evalPath)
+      return sendJson(response, 200, await evalPage(decodeURIComponent(evalPath[1]!), store, options.prices));
     const thread = /^\/api\/threads\/([^/]+)(\/.*)?$/.exec(path);
     if (!thread) throw new HttpError(404, "not found");
     const threadId = decodeURIComponent(thread[1]!);
