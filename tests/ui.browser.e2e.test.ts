@@ -12,6 +12,8 @@ import { cleanEnv, ROOT, runCli } from "./helpers/cli.js";
 import { finalState, historyOf, recordedStatus, run, startRun } from "./helpers/e2e.js";
 import { writeLongThread } from "../bench/fixtures.js";
 import { threadHistory } from "../src/engine/inspect.js";
+import { startEval } from "../src/eval/run.js";
+import { evalFixture, HOSTILE_OUTPUT, passingAndHostile, writeStoppedEval } from "./helpers/eval.js";
 import { startUi } from "./helpers/ui.js";
 import { CHROMIUM, lacks } from "./helpers/requirements.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
@@ -199,6 +201,57 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.goto(`${url}#/thread/${demoThread}`);
     await expect.poll(() => page.locator("[data-testid=graph]").innerText(), LIVE).toContain("mediator");
     expect(await page.locator(".meta").innerText()).toContain(`linked: ${demoThread}.loop`);
+    await page.close();
+  });
+
+  it("shows the evals and an eval's report: pass rate with its interval, the task matrix whose marks open each trial's thread, which links back; a stopped eval says how to continue it", async () => {
+    const { db, root, suite, variants, options } = evalFixture(passingAndHostile);
+    const run = await startEval({ suite, variants, repeat: 1, concurrency: 2 }, options());
+    const failed = run.trials.find((trial) => trial.task === "wants-43")!;
+    const stopped = await writeStoppedEval({ db, cwd: root, env: {} }, run.record, variants[0]!.model!);
+    const { url } = await startUi(db, [], { TMPDIR: root });
+    const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
+    await page.goto(url);
+    await page.getByRole("link", { name: "Evals", exact: true }).click();
+    await expect.poll(() => page.locator("table.evals tbody tr").count(), LIVE).toBe(2);
+    expect(await page.locator("table.evals tbody tr").first().innerText()).toMatch(new RegExp(`^${stopped.id}\tanswers\tstopped\t`));
+    await page.getByRole("link", { name: run.record.id, exact: true }).click();
+
+    await page.locator("td.pass-rate").waitFor();
+    expect(await page.locator("td.pass-rate").innerText()).toBe("1/2 passed 50% [9%–91%]");
+    const matrix = page.getByTestId("matrix");
+    expect(await matrix.locator("tbody tr").allInnerTexts()).toEqual(["writes-42\t✓", "wants-43\t✗"]);
+    // What the check printed is text on the page, in the mark's title and the list of trials that did not pass: no element of it.
+    const mark = matrix.locator("a.mark-check-failed");
+    const reason = `\`echo '${HOSTILE_OUTPUT}'; exit 1\` exited with 1: ${HOSTILE_OUTPUT}`;
+    expect(await mark.getAttribute("title")).toBe(`wants-43 A#1: check-failed: ${reason}`);
+    expect(await page.locator(".failed-trials").innerText()).toBe(`wants-43 A#1: check-failed (${reason})`);
+    expect(await page.locator("main img, main b:has-text('bold')").count()).toBe(0);
+    await shot(page, "ui-eval");
+
+    // A mark opens its trial's thread, which names its eval and links back.
+    await mark.click();
+    await expect
+      .poll(
+        () =>
+          page
+            .getByTestId("trial")
+            .innerText()
+            .catch(() => ""),
+        LIVE,
+      )
+      .toBe(`trial wants-43 A#1 of eval ${run.record.id}`);
+    expect(new URL(page.url()).hash).toBe(`#/thread/${failed.threadId}`);
+    await page.getByTestId("trial").getByRole("link").click();
+    await page.locator("td.pass-rate").waitFor();
+    expect(new URL(page.url()).hash).toBe(`#/eval/${run.record.id}`);
+    expect(await page.evaluate("document.title")).not.toBe("1");
+
+    await page.goto(`${url}#/eval/${stopped.id}`);
+    expect(await page.getByTestId("stopped").innerText()).toBe(
+      `Stopped with 1 trial pending: loopgraph eval --resume ${stopped.id} continues it (finished trials are not run again).`,
+    );
+    expect(await page.getByTestId("matrix").locator("a.mark-pending").getAttribute("href")).toBe(`#/thread/${stopped.id}-A1-writes-42`);
     await page.close();
   });
 

@@ -10,36 +10,19 @@ import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { startEval } from "../src/eval/run.js";
 import type { EvalRecord } from "../src/runs/evals.js";
-import { withTables } from "../src/store/tables.js";
 import { startUiServer } from "../src/ui/server.js";
-import { evalFixture, evalTask } from "./helpers/eval.js";
+import { evalFixture, HOSTILE_OUTPUT, passingAndHostile, writeStoppedEval } from "./helpers/eval.js";
 import { tempDir } from "./helpers/workspace.js";
-
-/** What a hostile check prints: the page must show it as text. */
-const HOSTILE = '<img src=x onerror="document.title=1"><b>bold</b>';
 
 describe("the web inspector's eval API", () => {
   it("lists the evals newest first, answers an eval's report (priced with the server's prices) and a trial's eval on its thread page; an unknown eval is one line", async () => {
-    const { db, root, suite, variants, options } = evalFixture((folder) => [
-      evalTask("writes-42", folder, { command: 'test "$(cat answer.txt)" = 42' }),
-      evalTask("wants-43", folder, { command: `echo '${HOSTILE}'; exit 1` }),
-    ]);
+    const { db, root, suite, variants, options } = evalFixture(passingAndHostile);
     const run = await startEval({ suite, variants, repeat: 1, concurrency: 2 }, options());
     const [passed, failed] = run.trials.map((trial) => trial.result!);
     expect([passed!.outcome, failed!.outcome]).toEqual(["passed", "check-failed"]);
-    // A later eval, stopped with its one trial pending, of a priced model: written to the store as the runner writes it.
+    // A later eval of a priced model, stopped with its one trial pending.
     const store = { db, cwd: root, env: {} };
-    const stopped: EvalRecord = {
-      ...run.record,
-      id: "e-0000beef",
-      variants: [{ label: "A", graph: "coder-review", graphFile: variants[0]!.graphFile, model: "openai:gpt-4o" }],
-      tasks: [{ id: "writes-42", tags: [] }],
-      status: "stopped",
-      createdAt: new Date(Date.parse(run.record.createdAt) + 1000).toISOString(),
-    };
-    await withTables(store, "write", (tables) =>
-      tables.evals.create(stopped, [{ task: "writes-42", variant: "A", repetition: 1, threadId: "e-0000beef-A1-writes-42" }]),
-    );
+    const stopped = await writeStoppedEval(store, run.record, "openai:gpt-4o");
 
     const assets = tempDir("loopgraph-ui-assets-");
     writeFileSync(join(assets, "index.html"), "<!doctype html>");
@@ -90,7 +73,7 @@ describe("the web inspector's eval API", () => {
       ]);
       // The check's output comes back as the string it printed: data, for the page to show as text.
       const cell = report.tasks[1]!.variants[0]!.trials[0]!;
-      expect("reason" in cell && cell.reason).toBe(`\`echo '${HOSTILE}'; exit 1\` exited with 1: ${HOSTILE}`);
+      expect("reason" in cell && cell.reason).toBe(`\`echo '${HOSTILE_OUTPUT}'; exit 1\` exited with 1: ${HOSTILE_OUTPUT}`);
       // The stopped eval: its trial pending, with its thread; its cost from the server's prices (no token spent yet: 0).
       const pending = await ask<{ report: Report }>("/api/evals/e-0000beef");
       expect(pending.report).toMatchObject({ pending: 1, eval: { status: "stopped" } });

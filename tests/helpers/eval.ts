@@ -8,7 +8,8 @@ import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { settingsOf } from "../../src/config/environment-settings.js";
 import type { EvalRunOptions } from "../../src/eval/run.js";
-import type { EvalSuite, EvalTask, EvalVariant } from "../../src/eval/types.js";
+import type { EvalRecord, EvalSuite, EvalTask, EvalVariant } from "../../src/eval/types.js";
+import { withTables, type StoreOptions } from "../../src/store/tables.js";
 import { packageGraphsDir } from "../../src/package.js";
 import { tempWorkspace } from "./workspace.js";
 
@@ -41,6 +42,15 @@ export interface EvalFixture {
   options: (signal?: AbortSignal, onTrial?: EvalRunOptions["onTrial"]) => EvalRunOptions;
 }
 
+/** What a hostile check prints when it fails: a page must show it as text. */
+export const HOSTILE_OUTPUT = '<img src=x onerror="document.title=1"><b>bold</b>';
+
+/** Two tasks: writes-42 passes; wants-43's check fails, printing HOSTILE_OUTPUT. */
+export const passingAndHostile = (folder: string): EvalTask[] => [
+  evalTask("writes-42", folder, { command: 'test "$(cat answer.txt)" = 42' }),
+  evalTask("wants-43", folder, { command: `echo '${HOSTILE_OUTPUT}'; exit 1` }),
+];
+
 /**
  * A suite named "answers" of the tasks `tasksOf(folder)` gives, one variant (A: coder-review with
  * the scripted model), the store `db` (a temporary workspace's, or the one given) and the options
@@ -66,4 +76,23 @@ export function evalFixture(tasksOf: (folder: string) => EvalTask[], place?: { r
     ...(onTrial && { onTrial }),
   });
   return { root, db, suite, variants, options };
+}
+
+/**
+ * An eval stopped before its one trial (task writes-42, variant A with `model`) ran, written to the
+ * store as the runner writes a new eval, a second after `like` (the same suite) was made.
+ */
+export async function writeStoppedEval(store: StoreOptions, like: EvalRecord, model: string): Promise<EvalRecord> {
+  const stopped: EvalRecord = {
+    ...like,
+    id: "e-0000beef",
+    variants: [{ ...like.variants[0]!, model }],
+    tasks: [{ id: "writes-42", tags: [] }],
+    status: "stopped",
+    createdAt: new Date(Date.parse(like.createdAt) + 1000).toISOString(),
+  };
+  await withTables(store, "write", (tables) =>
+    tables.evals.create(stopped, [{ task: "writes-42", variant: "A", repetition: 1, threadId: "e-0000beef-A1-writes-42" }]),
+  );
+  return stopped;
 }

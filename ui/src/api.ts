@@ -1,4 +1,6 @@
 /** The server's API: every request carries the token the page was opened with. */
+import type { EvalReport } from "../../src/eval/report-schema.js";
+
 const token = document.querySelector<HTMLMetaElement>('meta[name="loopgraph-token"]')?.content ?? "";
 
 /** A request the boot script (boot.ts) made while the page's own script was still loading. */
@@ -23,6 +25,15 @@ export function threadOfHash(hash: string): string | undefined {
   const match = /^#\/thread\/(.+)$/.exec(hash);
   return match ? decodeURIComponent(match[1]!) : undefined;
 }
+
+/** The eval a page's hash names (`#/eval/<id>`), if any. */
+export function evalOfHash(hash: string): string | undefined {
+  const match = /^#\/eval\/(.+)$/.exec(hash);
+  return match ? decodeURIComponent(match[1]!) : undefined;
+}
+
+/** The API path of an eval's page. */
+export const evalApi = (evalId: string): string => `/api/evals/${encodeURIComponent(evalId)}`;
 
 /** The API path of a thread's page. */
 export const threadApi = (threadId: string): string => `/api/threads/${encodeURIComponent(threadId)}`;
@@ -147,6 +158,8 @@ export interface Approval {
 export interface ThreadPage {
   thread: ThreadSummary;
   linked?: string;
+  /** The eval trial the thread ran. */
+  eval?: { id: string; task: string; variant: string; repetition: number };
   graph: { mermaid?: string; problem?: string };
   /** The newest steps (or those from the index the page asked from). */
   history: StepsPage & { branches: { branch: number; from?: string }[]; head?: string };
@@ -211,4 +224,20 @@ export interface CheckpointState {
   step: number;
   createdAt: string;
   values: Record<string, unknown>;
+}
+
+/** An eval as the evals page lists it. */
+export interface EvalListed {
+  id: string;
+  suite: string;
+  status: string;
+  createdAt: string;
+  updatedAt: string;
+  variants: { label: string; graph: string; model: string | null; passed: number }[];
+  trials: { total: number; finished: number };
+}
+
+/** One eval: its report (the record is there too, as the store keeps it). */
+export interface EvalPage {
+  report: EvalReport;
 }

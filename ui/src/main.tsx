@@ -1,6 +1,7 @@
 import { render } from "preact";
 import { useEffect, useMemo, useRef, useState } from "preact/hooks";
 import {
+  evalOfHash,
   follow,
   get,
   post,
@@ -21,11 +22,12 @@ import {
   type ThreadSummary,
   type ToolTurn,
 } from "./api.js";
+import { Eval, evalHref, Evals, TableHead, threadHref } from "./evals.js";
 import { html as diffHtml } from "diff2html";
 import "diff2html/bundles/css/diff2html.min.css";
 import "./style.css";
 
-/** The page the hash names: `#/` the threads, `#/thread/<id>` one thread. */
+/** The page the hash names: `#/` the threads, `#/thread/<id>` one thread, `#/evals` the evals, `#/eval/<id>` one eval. */
 function useRoute(): string {
   const [hash, setHash] = useState(location.hash);
   useEffect(() => {
@@ -39,6 +41,7 @@ function useRoute(): string {
 function App() {
   const hash = useRoute();
   const threadId = threadOfHash(hash);
+  const evalId = evalOfHash(hash);
   return (
     <div class="app">
       <header class="top">
@@ -47,7 +50,15 @@ function App() {
         </a>
         <span class="sub">inspector</span>
       </header>
-      {threadId !== undefined ? <Thread threadId={threadId} /> : <Threads />}
+      {threadId !== undefined ? (
+        <Thread threadId={threadId} />
+      ) : evalId !== undefined ? (
+        <Eval evalId={evalId} />
+      ) : hash === "#/evals" ? (
+        <Evals />
+      ) : (
+        <Threads />
+      )}
     </div>
   );
 }
@@ -79,7 +90,12 @@ function Threads() {
   );
   return (
     <main>
-      <h1>Threads</h1>
+      <h1>
+        Threads{" "}
+        <a href="#/evals" class="h-link">
+          Evals
+        </a>
+      </h1>
       <div class="filters">
         <select value={status} onChange={(e) => setStatus((e.target as HTMLSelectElement).value)} aria-label="status">
           {STATUSES.map((s) => (
@@ -94,23 +110,12 @@ function Threads() {
         />
       </div>
       <table class="threads">
-        <thead>
-          <tr>
-            <th>thread</th>
-            <th>status</th>
-            <th>graph</th>
-            <th>task</th>
-            <th>checkpoints</th>
-            <th>tokens</th>
-            <th>updated</th>
-            <th>linked</th>
-          </tr>
-        </thead>
+        <TableHead columns={["thread", "status", "graph", "task", "checkpoints", "tokens", "updated", "linked"]} />
         <tbody>
           {shown.map((t) => (
             <tr key={t.threadId}>
               <td>
-                <a href={`#/thread/${encodeURIComponent(t.threadId)}`}>{t.threadId}</a>
+                <a href={threadHref(t.threadId)}>{t.threadId}</a>
               </td>
               <td>
                 <StatusBadge thread={t} />
@@ -120,7 +125,7 @@ function Threads() {
               <td>{t.checkpoints}</td>
               <td>{t.tokens ? `${t.tokens.inputTokens}→${t.tokens.outputTokens}` : "-"}</td>
               <td>{t.updatedAt.replace("T", " ").slice(0, 19)}</td>
-              <td>{t.linked ? <a href={`#/thread/${encodeURIComponent(t.linked)}`}>{t.linked}</a> : ""}</td>
+              <td>{t.linked ? <a href={threadHref(t.linked)}>{t.linked}</a> : ""}</td>
             </tr>
           ))}
         </tbody>
@@ -214,10 +219,15 @@ function Thread({ threadId }: { threadId: string }) {
         {page.linked ? (
           <>
             {" "}
-            · linked: <a href={`#/thread/${encodeURIComponent(page.linked)}`}>{page.linked}</a>
+            · linked: <a href={threadHref(page.linked)}>{page.linked}</a>
           </>
         ) : null}
       </p>
+      {page.eval ? (
+        <p class="trial" data-testid="trial">
+          trial {page.eval.task} {page.eval.variant}#{page.eval.repetition} of eval <a href={evalHref(page.eval.id)}>{page.eval.id}</a>
+        </p>
+      ) : null}
       {thread.task ? <p class="task-line">task: {thread.task}</p> : null}
       <p class="links">
         <a
