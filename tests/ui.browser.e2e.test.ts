@@ -204,10 +204,11 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
-  it("shows the evals and an eval's report: pass rate with its interval, the task matrix whose marks open each trial's thread, which links back; a stopped eval says how to continue it", async () => {
-    const { db, root, suite, variants, options } = evalFixture(passingAndHostile);
+  it("shows the evals and an eval's report: pass rates with their intervals, the comparison, the task matrix whose marks open each trial's thread, which links back; a stopped eval says how to continue it", async () => {
+    // Variant A writes 42 (writes-42 passes), B writes 43 (nothing passes).
+    const { db, root, suite, variants, options } = evalFixture(passingAndHostile, ["42", "43"]);
     const run = await startEval({ suite, variants, repeat: 1, concurrency: 2 }, options());
-    const failed = run.trials.find((trial) => trial.task === "wants-43")!;
+    const failed = run.trials.find((trial) => trial.task === "wants-43" && trial.variant === "A")!;
     const stopped = await writeStoppedEval({ db, cwd: root, env: {} }, run.record, variants[0]!.model!);
     const { url } = await startUi(db, [], { TMPDIR: root });
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
@@ -217,15 +218,20 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     expect(await page.locator("table.evals tbody tr").first().innerText()).toMatch(new RegExp(`^${stopped.id}\tanswers\tstopped\t`));
     await page.getByRole("link", { name: run.record.id, exact: true }).click();
 
-    await page.locator("td.pass-rate").waitFor();
-    expect(await page.locator("td.pass-rate").innerText()).toBe("1/2 passed 50% [9%–91%]");
+    await page.locator("td.pass-rate").first().waitFor();
+    expect(await page.locator("td.pass-rate").allInnerTexts()).toEqual(["1/2 passed 50% [9%–91%]", "0/2 passed 0% [0%–66%]"]);
+    expect(await page.locator(".comparison").innerText()).toBe("B − A: −50 points [−91 to +27]\n\ngained: none\n\nlost: writes-42");
     const matrix = page.getByTestId("matrix");
-    expect(await matrix.locator("tbody tr").allInnerTexts()).toEqual(["writes-42\t✓", "wants-43\t✗"]);
+    expect(await matrix.locator("tbody tr").allInnerTexts()).toEqual(["writes-42\t✓\t✗", "wants-43\t✗\t✗"]);
     // What the check printed is text on the page, in the mark's title and the list of trials that did not pass: no element of it.
-    const mark = matrix.locator("a.mark-check-failed");
+    const mark = matrix.locator("tbody tr", { hasText: "wants-43" }).locator("a.mark-check-failed").first();
     const reason = `\`echo '${HOSTILE_OUTPUT}'; exit 1\` exited with 1: ${HOSTILE_OUTPUT}`;
     expect(await mark.getAttribute("title")).toBe(`wants-43 A#1: check-failed: ${reason}`);
-    expect(await page.locator(".failed-trials").innerText()).toBe(`wants-43 A#1: check-failed (${reason})`);
+    expect(await page.locator(".failed-trials li").allInnerTexts()).toEqual([
+      `wants-43 A#1: check-failed (${reason})`,
+      'writes-42 B#1: check-failed (`test "$(cat answer.txt)" = 42` exited with 1)',
+      `wants-43 B#1: check-failed (${reason})`,
+    ]);
     expect(await page.locator("main img, main b:has-text('bold')").count()).toBe(0);
     await shot(page, "ui-eval");
 
@@ -243,7 +249,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
       .toBe(`trial wants-43 A#1 of eval ${run.record.id}`);
     expect(new URL(page.url()).hash).toBe(`#/thread/${failed.threadId}`);
     await page.getByTestId("trial").getByRole("link").click();
-    await page.locator("td.pass-rate").waitFor();
+    await page.locator("td.pass-rate").first().waitFor();
     expect(new URL(page.url()).hash).toBe(`#/eval/${run.record.id}`);
     expect(await page.evaluate("document.title")).not.toBe("1");
 

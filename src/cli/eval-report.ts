@@ -5,10 +5,11 @@
  * model names) is hostile: it goes through `printable` and each format's own escaping.
  */
 import pc from "picocolors";
-import type { EvalReport, ReportCell } from "../eval/report-schema.js";
+import type { EvalReport } from "../eval/report-schema.js";
 import {
   costText,
   differenceLine,
+  failedTrials,
   failureCounts,
   formatCost,
   formatTime,
@@ -121,17 +122,6 @@ function matrixLines(report: EvalReport, colors: Colors, unicode: boolean, width
   );
   const legend = (Object.keys(MARKS) as Outcome[]).map((outcome) => `${mark(outcome)} ${outcome}`).join("  ");
   return [colors.bold(header.trimEnd()), ...rows.map((row) => row.trimEnd()), colors.dim(legend)];
-}
-
-/** Each finished trial that did not pass, by variant, then task, then repetition. */
-function failedTrials(report: EvalReport) {
-  return report.variants.flatMap(({ label }) =>
-    report.tasks.flatMap((task) =>
-      (task.variants.find((variant) => variant.label === label)?.trials ?? [])
-        .filter((cell): cell is Exclude<ReportCell, { outcome: "pending" }> => cell.outcome !== "pending" && cell.outcome !== "passed")
-        .map((cell) => ({ label, task: task.id, cell })),
-    ),
-  );
 }
 
 /** The report as its JSON document (`"format": "loopgraph-eval-report/1"`, schema/eval-report.schema.json), safe to print. */

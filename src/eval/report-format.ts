@@ -4,7 +4,7 @@
  * the report, with no dependency: what a trial or the suite wrote is not escaped here, each
  * format escapes it its own way.
  */
-import type { Comparison, ReportCell, VariantSummary } from "./report-schema.js";
+import type { Comparison, EvalReport, ReportCell, VariantSummary } from "./report-schema.js";
 import { FAILURE_KINDS } from "./types.js";
 
 export type Outcome = ReportCell["outcome"];
@@ -67,3 +67,14 @@ export function differenceLine(comparison: Comparison, minus: string): string {
 }
 
 export const listOrNone = (ids: readonly string[]) => (ids.length > 0 ? ids.join(", ") : "none");
+
+/** Each finished trial that did not pass, by variant, then task, then repetition. */
+export function failedTrials(report: EvalReport) {
+  return report.variants.flatMap(({ label }) =>
+    report.tasks.flatMap((task) =>
+      (task.variants.find((variant) => variant.label === label)?.trials ?? [])
+        .filter((cell): cell is Exclude<ReportCell, { outcome: "pending" }> => cell.outcome !== "pending" && cell.outcome !== "passed")
+        .map((cell) => ({ label, task: task.id, cell })),
+    ),
+  );
+}

@@ -13,14 +13,14 @@ import { withTables, type StoreOptions } from "../../src/store/tables.js";
 import { packageGraphsDir } from "../../src/package.js";
 import { tempWorkspace } from "./workspace.js";
 
-/** One round: the Coder writes answer.txt, the Review passes it, the Judge ends the loop. */
-const SCRIPT = `responses:
+/** One round: the Coder writes `answer` to answer.txt, the Review passes it, the Judge ends the loop. */
+const scriptOf = (answer: string) => `responses:
   - node: coder
     tool_calls:
       - name: write_file
-        args: { path: answer.txt, contents: "42\\n" }
+        args: { path: answer.txt, contents: "${answer}\\n" }
   - node: coder
-    content: "Wrote answer.txt: 42."
+    content: "Wrote answer.txt: ${answer}."
   - node: review.specs_breakdown
     content: '{"rating": "normal", "comments": []}'
   - node: review.task_log
@@ -52,21 +52,22 @@ export const passingAndHostile = (folder: string): EvalTask[] => [
 ];
 
 /**
- * A suite named "answers" of the tasks `tasksOf(folder)` gives, one variant (A: coder-review with
- * the scripted model), the store `db` (a temporary workspace's, or the one given) and the options
- * an eval runs with there.
+ * A suite named "answers" of the tasks `tasksOf(folder)` gives, a variant per answer (A, B, …: the
+ * coder-review graph with a scripted model writing that answer; default one, 42), a temporary
+ * workspace's store and the options an eval runs with there.
  */
-export function evalFixture(tasksOf: (folder: string) => EvalTask[], place?: { root: string; db: string }): EvalFixture {
-  const { root, db } = place ?? tempWorkspace({ prefix: "loopgraph-eval-" });
+export function evalFixture(tasksOf: (folder: string) => EvalTask[], answers: readonly string[] = ["42"]): EvalFixture {
+  const { root, db } = tempWorkspace({ prefix: "loopgraph-eval-" });
   const folder = join(root, "task-folder");
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, "README.md"), "Write 42 to answer.txt.\n");
-  const script = join(root, "answer.script.yaml");
-  writeFileSync(script, SCRIPT);
   const suite: EvalSuite = { file: join(root, "suite.yaml"), name: "answers", hash: "suite-hash", tasks: tasksOf(folder) };
-  const variants: EvalVariant[] = [
-    { label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${script}` },
-  ];
+  const variants: EvalVariant[] = answers.map((answer, index) => {
+    const script = join(root, `answer-${answer}.script.yaml`);
+    writeFileSync(script, scriptOf(answer));
+    const label = String.fromCharCode(65 + index);
+    return { label, graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${script}` };
+  });
   const options = (signal = new AbortController().signal, onTrial?: EvalRunOptions["onTrial"]): EvalRunOptions => ({
     store: { db, cwd: root, env: {} },
     settings: settingsOf({ PATH: process.env.PATH }),

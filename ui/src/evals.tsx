@@ -5,7 +5,16 @@
  * the suite or a trial wrote (task ids, reasons, graph and model names) is rendered as text only.
  */
 import { useEffect, useState } from "preact/hooks";
-import { costText, differenceLine, failureCounts, formatTime, listOrNone, MARKS, passLine } from "../../src/eval/report-format.js";
+import {
+  costText,
+  differenceLine,
+  failedTrials,
+  failureCounts,
+  formatTime,
+  listOrNone,
+  MARKS,
+  passLine,
+} from "../../src/eval/report-format.js";
 import type { ReportCell } from "../../src/eval/report-schema.js";
 import { evalApi, get, type EvalListed, type EvalPage } from "./api.js";
 
@@ -115,13 +124,7 @@ export function Eval({ evalId }: { evalId: string }) {
   if (!value) return <p>loading…</p>;
   const { report } = value;
   const info = report.eval;
-  const failed = report.tasks.flatMap((task) =>
-    task.variants.flatMap((variant) =>
-      variant.trials.flatMap((cell) =>
-        cell.outcome === "pending" || cell.outcome === "passed" ? [] : [{ task: task.id, label: variant.label, cell }],
-      ),
-    ),
-  );
+  const failed = failedTrials(report);
   return (
     <main>
       <h1 class="thread-title">
