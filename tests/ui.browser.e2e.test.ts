@@ -209,8 +209,12 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     const { db, root, suite, variants, options } = evalFixture(passingAndHostile, ["42", "43"]);
     const run = await startEval({ suite, variants, repeat: 1, concurrency: 2 }, options());
     const failed = run.trials.find((trial) => trial.task === "wants-43" && trial.variant === "A")!;
-    const stopped = await writeStoppedEval({ db, cwd: root, env: {} }, run.record, variants[0]!.model!);
-    const { url } = await startUi(db, [], { TMPDIR: root });
+    const stopped = await writeStoppedEval({ db, cwd: root, env: {} }, run.record, "openai:gpt-4o");
+    // The user's config prices that model: the stopped eval's cost is estimated with it.
+    const config = join(root, "config");
+    mkdirSync(join(config, "loopgraph"), { recursive: true });
+    writeFileSync(join(config, "loopgraph", "config.yaml"), "prices:\n  openai:gpt-4o: { input: 2.5, output: 10 }\n");
+    const { url } = await startUi(db, [], { TMPDIR: root, XDG_CONFIG_HOME: config });
     const page = await browser.newPage({ viewport: { width: 1400, height: 1000 } });
     await page.goto(url);
     await page.getByRole("link", { name: "Evals", exact: true }).click();
@@ -258,6 +262,9 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
       `Stopped with 1 trial pending: loopgraph eval --resume ${stopped.id} continues it (finished trials are not run again).`,
     );
     expect(await page.getByTestId("matrix").locator("a.mark-pending").getAttribute("href")).toBe(`#/thread/${stopped.id}-A1-writes-42`);
+    expect(await page.locator("table.variants tbody tr").innerText()).toBe(
+      "A\tcoder-review\topenai:gpt-4o\t0/0 passed (no trial ran)\t-\t0 → 0\tcost 0.0000\t0.0 s\tnone\t0\t1",
+    );
     await page.close();
   });
 
