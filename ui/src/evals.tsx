@@ -108,11 +108,11 @@ function Mark({ cell, task, label }: { cell: ReportCell; task: string; label: st
   const title = `${task} ${label}#${cell.repetition}: ${cell.outcome}${"reason" in cell && cell.reason ? `: ${cell.reason}` : ""}`;
   const className = `mark mark-${cell.outcome}`;
   return cell.threadId === null ? (
-    <span class={className} title={title}>
+    <span class={className} title={title} aria-label={title}>
       {glyph}
     </span>
   ) : (
-    <a class={className} href={threadHref(cell.threadId)} title={title}>
+    <a class={className} href={threadHref(cell.threadId)} title={title} aria-label={title}>
       {glyph}
     </a>
   );
