@@ -1,8 +1,8 @@
 /**
  * How the eval report's figures read, whatever lays them out: the text, JUnit and Markdown formats
- * (src/cli/eval-report.ts) and the web inspector's eval page (ui/src/evals.tsx). Pure functions of
- * the report, with no dependency: what a trial or the suite wrote is not escaped here, each
- * format escapes it its own way.
+ * (src/cli/eval-report.ts) and the web inspector's eval page (ui/src/evals.tsx, which bundles this
+ * file: it imports nothing but the report's types and the failure kinds). Pure functions of the
+ * report: what a trial or the suite wrote is not escaped here, each format escapes it its own way.
  */
 import type { Comparison, EvalReport, ReportCell, VariantSummary } from "./report-schema.js";
 import { FAILURE_KINDS } from "./types.js";
@@ -54,7 +54,7 @@ export function failureCounts(variant: VariantSummary): string {
 }
 
 /** Signed whole points: `+20`, `−12` (ASCII `-12`). */
-export function points(fraction: number, minus: string): string {
+function points(fraction: number, minus: string): string {
   const value = Math.round(fraction * 100);
   return value > 0 ? `+${value}` : value < 0 ? `${minus}${-value}` : "0";
 }

@@ -6,7 +6,8 @@
  * header, so no other site's page can read an answer; actions are POSTs with the token in a header,
  * which a form of another site cannot send.
  *
- * It is thin: the pages read what `inspect` and `status` read (data.ts), and each action runs the
+ * It is thin: the pages read what `inspect` and `status` read (data.ts), the eval pages what
+ * `eval --list` and `eval --report` read (evals.ts), and each action runs the
  * CLI command that does it (actions.ts), so it does exactly what the CLI does and is recorded so.
  */
 import { randomBytes, timingSafeEqual } from "node:crypto";
