@@ -13,6 +13,7 @@ import { finalState, historyOf, recordedStatus, run, startRun } from "./helpers/
 import { writeLongThread } from "../bench/fixtures.js";
 import { threadHistory } from "../src/engine/inspect.js";
 import { startEval } from "../src/eval/run.js";
+import { withTables } from "../src/store/tables.js";
 import { evalFixture, HOSTILE_OUTPUT, passingAndHostile, writeStoppedEval } from "./helpers/eval.js";
 import { startUi } from "./helpers/ui.js";
 import { CHROMIUM, lacks } from "./helpers/requirements.js";
@@ -204,7 +205,7 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     await page.close();
   });
 
-  it("shows the evals and an eval's report: pass rates with their intervals, the comparison, the task matrix whose marks open each trial's thread, which links back; a stopped eval says how to continue it", async () => {
+  it("shows the evals and an eval's report: pass rates with their intervals, the comparison, the task matrix whose marks open each trial's thread, which links back; a stopped eval says how to continue it, a running one is followed to its end", async () => {
     // Variant A writes 42 (writes-42 passes), B writes 43 (nothing passes).
     const { db, root, suite, variants, options } = evalFixture(passingAndHostile, ["42", "43"]);
     const run = await startEval({ suite, variants, repeat: 1, concurrency: 2 }, options());
@@ -265,6 +266,28 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
     expect(await page.locator("table.variants tbody tr").innerText()).toBe(
       "A\tcoder-review\topenai:gpt-4o\t0/0 passed (no trial ran)\t-\t0 → 0\tcost 0.0000\t0.0 s\tnone\t0\t1",
     );
+    // Resumed (running): the page follows it to its end without a reload.
+    const store = { db, cwd: root, env: {} };
+    await withTables(store, "write", (tables) => tables.evals.setStatus(stopped.id, "running"));
+    await page.reload();
+    expect(await page.getByTestId("running").innerText()).toBe("Running: 1 trial pending; this page follows it.");
+    await withTables(store, "write", async (tables) => {
+      const trial = { task: "writes-42", variant: "A", repetition: 1, threadId: `${stopped.id}-A1-writes-42` };
+      const tokens = { inputTokens: 1_000_000, outputTokens: 0 };
+      await tables.evals.finishTrial(stopped.id, {
+        ...trial,
+        outcome: "passed",
+        rounds: 1,
+        tokens,
+        wallMs: 1000,
+        finishedAt: stopped.createdAt,
+      });
+      await tables.evals.setStatus(stopped.id, "finished");
+    });
+    await expect
+      .poll(() => page.locator("table.variants tbody tr").innerText(), LIVE)
+      .toBe("A\tcoder-review\topenai:gpt-4o\t1/1 passed 100% [21%–100%]\t1.0\t1000000 → 0\tcost 2.50\t1.0 s\tnone\t0\t0");
+    expect(await page.locator(".thread-title .status").innerText()).toBe("finished");
     await page.close();
   });
 

@@ -141,7 +141,9 @@ export function Eval({ evalId }: { evalId: string }) {
           continues it (finished trials are not run again).
         </p>
       ) : info.status === "running" ? (
-        <p class="dim">Running: {report.pending} trials pending; this page follows it.</p>
+        <p class="dim" data-testid="running">
+          Running: {report.pending} trial{report.pending === 1 ? "" : "s"} pending; this page follows it.
+        </p>
       ) : null}
       <h2>Variants</h2>
       <table class="variants">
