@@ -288,6 +288,8 @@ describe.skipIf(noChromium)("the web inspector in headless Chromium", () => {
       .poll(() => page.locator("table.variants tbody tr").innerText(), LIVE)
       .toBe("A\tcoder-review\topenai:gpt-4o\t1/1 passed 100% [21%–100%]\t1.0\t1000000 → 0\tcost 2.50\t1.0 s\tnone\t0\t0");
     expect(await page.locator(".thread-title .status").innerText()).toBe("finished");
+    await page.getByRole("link", { name: "all evals" }).click();
+    await expect.poll(() => page.locator("table.evals tbody tr").first().innerText(), LIVE).toMatch(/\tfinished\t[\s\S]*\t1\/1\t/);
     await page.close();
   });
 

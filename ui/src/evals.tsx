@@ -129,6 +129,9 @@ export function Eval({ evalId }: { evalId: string }) {
     <main>
       <h1 class="thread-title">
         eval {info.id} <span class={`status status-${info.status}`}>{info.status}</span>
+        <a href="#/evals" class="h-link">
+          all evals
+        </a>
       </h1>
       <p class="meta">
         suite <b>{info.suite}</b> ({info.suiteFile}) · {report.variants.length} variant{report.variants.length === 1 ? "" : "s"} ×{" "}
