@@ -155,6 +155,19 @@ describe("loopgraph eval", () => {
     const invalid = await runCli(["eval", bad, "--db", ws.db], { cwd: ws.dir });
     expect(invalid.code).toBe(2);
     expect(invalid.stderr).toMatch(/^loopgraph: .*bad\.yaml:6:5: .*unknown key "chek": did you mean "check"\?/m);
-    expect(hasStackTrace(invalid.stderr + unknown.stderr)).toBe(false);
+    const provider = await runCli(["eval", STARTER, "--model", "nope:x", "--db", ws.db], { cwd: ws.dir });
+    expect([provider.code, provider.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^loopgraph: unknown model provider "nope" in "nope:x": use one of /),
+    ]);
+    // A model that cannot start (no key here) stops the eval at its first trial, in one line, resumable once mended.
+    const keyless = await runCli(["eval", STARTER, "--tag", "wrong-operator", "--model", "openai:gpt-4o-mini", "--db", ws.db], {
+      cwd: ws.dir,
+    });
+    expect(keyless.code).toBe(2);
+    expect(keyless.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^loopgraph: .*OPENAI_API_KEY/)]);
+    const listed = JSON.parse((await runCli(["eval", "--list", "--json", "--db", ws.db], { cwd: ws.dir })).stdout);
+    expect(listed.map((record: { status: string }) => record.status)).toEqual(["stopped"]);
+    expect(hasStackTrace(invalid.stderr + unknown.stderr + keyless.stderr)).toBe(false);
   });
 });

@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import pc from "picocolors";
 import { CancelledError, ConfigError, ExitCode } from "../errors.js";
 import { resolveGraphPath } from "../graph/load.js";
+import { parseModelSpec } from "../models/spec.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
 import { withTables } from "../store/tables.js";
@@ -101,6 +102,8 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
 function variantsOf(options: EvalCommandOptions, cwd: string): EvalVariant[] {
   const graphs = options.graph?.length ? options.graph : [DEFAULT_GRAPH];
   const models: (string | undefined)[] = options.model?.length ? options.model : [undefined];
+  // A model spec that cannot work is one line now, not a failed run per trial.
+  for (const model of models) if (model !== undefined) parseModelSpec(model, options.settings.providers);
   const pairs = graphs.flatMap((graph) => models.map((model) => ({ graph, model })));
   if (pairs.length > 26) throw new ConfigError(`${pairs.length} variants (graphs × models): at most 26`);
   return pairs.map(({ graph, model }, i) => ({

@@ -112,7 +112,14 @@ async function runTrials(record: EvalRecord, suite: EvalSuite, options: EvalRunO
       options.onTrial?.(result, done, stored.length);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(record.concurrency, pending.length)) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(record.concurrency, pending.length)) }, worker));
+  } catch (error) {
+    // A trial that cannot start at all (a model without its key, a graph that no longer loads)
+    // stops the eval, resumable once that is mended.
+    await withTables(options.store, "write", (tables) => tables.evals.setStatus(record.id, "stopped"));
+    throw error;
+  }
   const status = done === stored.length ? "finished" : "stopped";
   await withTables(options.store, "write", (tables) => tables.evals.setStatus(record.id, status));
   const trials = stored.map((trial) => {
