@@ -22,6 +22,7 @@ export interface EvalCommandOptions extends GlobalOptions {
   repeat?: number;
   concurrency?: number;
   tag?: string[];
+  queue?: boolean;
   resume?: string;
   recorded?: string;
   variant?: string;
@@ -79,7 +80,15 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
       const tasks = tags.length === 0 ? suite.tasks : suite.tasks.filter((task) => task.tags.some((tag) => tags.includes(tag)));
       if (tasks.length === 0) throw new ConfigError(`no task of ${suiteFile} has the tag${tags.length > 1 ? "s" : ""} ${tags.join(", ")}`);
       const variants = variantsOf(options, cwd);
-      const plan = { suite: { ...suite, tasks }, variants, repeat: options.repeat ?? 1, concurrency: options.concurrency ?? 1 };
+      const plan = {
+        suite: { ...suite, tasks },
+        variants,
+        repeat: options.repeat ?? 1,
+        concurrency: options.concurrency ?? 1,
+        queue: options.queue === true,
+      };
+      // Refused before anything is said or recorded (run.ts loads the runner already).
+      if (plan.queue) (await import("../engine/runner.js")).requireQueueStore(runOptions.store);
       announce(plan.suite.name, tasks.length, variants, plan.repeat, options.json);
       run = await startEval(plan, runOptions);
     }

@@ -417,6 +417,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--repeat <n>", "trials of each task per variant (default: 1)", parsePositiveInt)
     .option("--concurrency <k>", "trials run at once (default: 1)", parsePositiveInt)
     .option("--tag <tag>", "only the tasks with this tag (repeatable: any of them)", collect)
+    .option("--queue", "queue the trials for the workers (`loopgraph worker`) and check them here; needs a PostgreSQL store")
     .option("--resume <id>", "continue a stopped eval: its trials without a result run, no finished one again")
     .option("--report <id>", "print an eval's report again (with --json, --junit, --markdown)")
     .option("--list", "the store's evals, newest first")
