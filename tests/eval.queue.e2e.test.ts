@@ -12,6 +12,7 @@ import { describe, expect, it } from "vitest";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { evalReportSchema } from "../src/eval/report-schema.js";
 import { startEval } from "../src/eval/run.js";
+import { runWorker } from "../src/engine/worker.js";
 import { packageGraphsDir } from "../src/package.js";
 import { cleanEnv, collect, eventually, git, ROOT, runCli, spawnCli } from "./helpers/cli.js";
 import { describeOnPostgres, queryRows } from "./helpers/postgres.js";
@@ -31,14 +32,16 @@ tasks:
     check: { command: 'test "$(cat answer.txt)" = 43 || { echo "answer.txt holds $(cat answer.txt), not 43"; exit 1; }' }
 `;
 
+/** One round: the Coder writes answer.txt (42), the Review passes it, the Judge ends the loop. */
+const SCRIPT = join(ROOT, "tests/fixtures/eval/answer-42.script.yaml");
+
 /** A suite of two tasks on one folder, and the scripted model that writes 42. */
 function fixture() {
   const ws = tempWorkspace({ git: "init" });
   mkdirSync(join(ws.root, "task"));
   writeFileSync(join(ws.root, "task", "README.md"), "Write the answer to answer.txt.\n");
   writeFileSync(join(ws.root, "suite.yaml"), SUITE);
-  // One round: the Coder writes answer.txt (42), the Review passes it, the Judge ends the loop.
-  return { ws, suite: join(ws.root, "suite.yaml"), model: `scripted:${join(ROOT, "tests/fixtures/eval/answer-42.script.yaml")}` };
+  return { ws, suite: join(ws.root, "suite.yaml"), model: `scripted:${SCRIPT}` };
 }
 
 describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
@@ -111,37 +114,72 @@ describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
     expect(JSON.parse(listed.stdout)).toMatchObject([{ id: evalId, status: "finished", queue: true }]);
     worker.kill("SIGTERM");
     expect((await workerDone).code).toBe(0);
+
+    // `threads prune --eval`: the threads, and the checks' workspaces and the tasks' repositories the eval made.
+    const pruned = await runCli(["threads", "prune", "--eval", evalId], { cwd: ws.dir, env });
+    expect(pruned.stdout).toMatch(new RegExp(`^deleted eval ${evalId} \\(2 threads\\)$`, "m"));
+    expect(existsSync(join(ws.dir, ".loopgraph", "evals", evalId))).toBe(false);
   }, 120_000);
 
-  it("ends a trial's run that no worker took before its timeout, so that none takes it, and records the timeout", async () => {
+  it("past a trial's timeout, ends its run if no worker took it (so none does) and stops it as `loopgraph stop` if one runs it", async () => {
     const url = server().createDatabase("eval_queue_timeout");
-    const { ws, suite, model } = fixture();
+    const { ws, suite } = fixture();
     const env = { PATH: process.env.PATH, LOOPGRAPH_DB: url };
-    const task = {
-      id: "late",
+    const settings = settingsOf(env);
+    // The Coder's first answer waits for a gate the test opens once the trials timed out.
+    const gate = join(ws.root, "gate");
+    const held = join(ws.root, "held.script.yaml");
+    writeFileSync(held, readFileSync(SCRIPT, "utf8").replace("- node: coder\n", `- node: coder\n    wait_for: ${JSON.stringify(gate)}\n`));
+    // One worker with room for one run: of the two trials queued at once, it takes one; the other stays queued.
+    const stopWorker = new AbortController();
+    const worker = runWorker({ db: url, concurrency: 1, settings, noSandbox: true, stop: stopWorker.signal, log: () => undefined });
+    const task = (id: string) => ({
+      id,
       repo: { kind: "folder" as const, path: join(ws.root, "task") },
       task: "Write 42.",
       check: { command: "true" },
-    };
+      timeoutMs: 3_000,
+      tags: [],
+      requires: [],
+    });
     const { record, trials } = await startEval(
       {
-        suite: { file: suite, name: "late", hash: "h", tasks: [{ ...task, timeoutMs: 1_000, tags: [], requires: [] }] },
-        variants: [{ label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model }],
+        suite: { file: suite, name: "late", hash: "h", tasks: [task("one"), task("two")] },
+        variants: [
+          { label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${held}` },
+        ],
         repeat: 1,
-        concurrency: 1,
+        concurrency: 2,
         queue: true,
       },
       {
         store: { db: url, cwd: ws.dir, env },
-        settings: settingsOf(env),
+        settings,
         workRoot: join(ws.dir, ".loopgraph", "evals"),
         signal: new AbortController().signal,
       },
     );
     expect(record).toMatchObject({ status: "finished", queue: true });
-    expect(trials[0]!.result).toMatchObject({ outcome: "timeout", reason: "longer than 1 s" });
-    const [thread] = await queryRows<{ status: string; error: string }>(url, "SELECT status, error FROM loopgraph_threads");
-    expect(thread).toEqual({ status: "interrupted", error: "stopped by its eval before a worker took it: longer than its timeout" });
+    expect(trials.map((trial) => trial.result)).toMatchObject([
+      { outcome: "timeout", reason: "longer than 3 s" },
+      { outcome: "timeout", reason: "longer than 3 s" },
+    ]);
+    const threads = () =>
+      queryRows<{ status: string; error: string | null }>(url, "SELECT status, error FROM loopgraph_threads ORDER BY status");
+    const notTaken = "stopped by its eval before a worker took it: longer than its timeout";
+    expect(await threads()).toEqual([
+      { status: "interrupted", error: notTaken },
+      { status: "running", error: null },
+    ]);
+    // The running one was sent `stop`: once its Coder answers, the loop stops there.
+    writeFileSync(gate, "");
+    const ended = await eventually(threads, (rows) => rows.every((row) => row.status !== "running"), 30_000);
+    expect(ended).toEqual([
+      { status: "interrupted", error: notTaken },
+      { status: "interrupted", error: "the loop was stopped by the user (stop command)" },
+    ]);
+    stopWorker.abort();
+    await worker;
   }, 60_000);
 });
 

@@ -56,7 +56,11 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
     if (stopping) process.exit(ExitCode.Interrupted);
     stopping = true;
     stop.abort(new CancelledError());
-    process.stderr.write(pc.yellow("\nStopping now: the trials in flight stop, their threads resumable (Ctrl-C again to quit at once)…\n"));
+    process.stderr.write(
+      pc.yellow(
+        "\nStopping now: the trials in flight stop, their threads resumable; queued ones go on on the workers (Ctrl-C again to quit at once)…\n",
+      ),
+    );
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);

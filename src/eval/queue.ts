@@ -27,7 +27,10 @@ export async function queuedTrial(plan: TrialPlan): Promise<TrialResult | undefi
   const { trial, task, options } = plan;
   const queuedAt = await queueOnce(plan);
   const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(), Math.max(0, queuedAt + task.timeoutMs - Date.now()));
+  const left = queuedAt + task.timeoutMs - Date.now();
+  // Past it already (an eval resumed late): so from the start.
+  if (left <= 0) timeout.abort();
+  const timer = setTimeout(() => timeout.abort(), Math.max(0, left));
   const job = startJob(plan, queuedAt, timeout.signal);
   try {
     const { record, repo } = await waitForThread(trial.threadId, { ...options.store, signal: job.signal });
