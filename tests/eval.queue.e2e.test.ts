@@ -142,22 +142,27 @@ describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
       tags: [],
       requires: [],
     });
+    const store = { db: url, cwd: ws.dir, env };
+    const workRoot = join(ws.dir, ".loopgraph", "evals");
+    const variants = [
+      { label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${held}` },
+    ];
+    // A task id that cannot be part of a result branch's name is refused before anything is recorded.
+    await expect(
+      startEval(
+        { suite: { file: suite, name: "bad", hash: "h", tasks: [task("one.lock")] }, variants, repeat: 1, concurrency: 1, queue: true },
+        { store, settings, workRoot, signal: new AbortController().signal },
+      ),
+    ).rejects.toThrow(/^task "one\.lock": a queued trial's result is pushed to the branch loopgraph\/<its thread>, which this id cannot/);
     const { record, trials } = await startEval(
       {
         suite: { file: suite, name: "late", hash: "h", tasks: [task("one"), task("two")] },
-        variants: [
-          { label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${held}` },
-        ],
+        variants,
         repeat: 1,
         concurrency: 2,
         queue: true,
       },
-      {
-        store: { db: url, cwd: ws.dir, env },
-        settings,
-        workRoot: join(ws.dir, ".loopgraph", "evals"),
-        signal: new AbortController().signal,
-      },
+      { store, settings, workRoot, signal: new AbortController().signal },
     );
     expect(record).toMatchObject({ status: "finished", queue: true });
     expect(trials.map((trial) => trial.result)).toMatchObject([

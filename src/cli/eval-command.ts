@@ -45,7 +45,7 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
     throw new ConfigError("loopgraph eval needs a suite file (loopgraph eval SUITE), or --resume ID, --recorded ID, --report ID or --list");
   }
   const { loadSuite } = await import("../eval/suite.js");
-  const { resumeEval, startEval } = await import("../eval/run.js");
+  const { checkQueueable, resumeEval, startEval } = await import("../eval/run.js");
   const cwd = process.cwd();
   const store = storeOf(options);
   const stateDir = join(projectRoot(cwd), STATE_DIR);
@@ -91,8 +91,8 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
         concurrency: options.concurrency ?? 1,
         queue: options.queue === true,
       };
-      // Refused before anything is said or recorded (run.ts loads the runner already).
-      if (plan.queue) (await import("../engine/runner.js")).requireQueueStore(runOptions.store);
+      // Refused before anything is said (startEval checks it too, before anything is recorded).
+      if (plan.queue) await checkQueueable(tasks, runOptions.store);
       announce(plan.suite.name, tasks.length, variants, plan.repeat, options.json);
       run = await startEval(plan, runOptions);
     }

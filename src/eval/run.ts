@@ -1,15 +1,17 @@
 /**
  * Runs an eval's trials: each task of a suite × each variant × each repetition is a thread of its
  * own, run in a fresh workspace (the task's folder copied, or its repository cloned), then
- * checked there. Trials run in this process, `concurrency` at a time; every trial and its thread
- * are stored before any runs, and each result as soon as it is known, so a stopped eval (Ctrl-C,
- * a crash, `kill -9`) continues with `resumeEval` without running a finished trial again: a trial
- * whose thread was cut off mid-run resumes it from its last checkpoint.
+ * checked there. Trials run in this process, `concurrency` at a time (or, for an eval started
+ * with `queue`, on the PostgreSQL store's workers, `concurrency` queued at a time: queue.ts); every
+ * trial and its thread are stored before any runs, and each result as soon as it is known, so a
+ * stopped eval (Ctrl-C, a crash, `kill -9`) continues with `resumeEval` without running a finished
+ * trial again: a trial whose thread was cut off mid-run resumes it from its last checkpoint.
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
 import { CancelledError, ConfigError } from "../errors.js";
-import { withTables } from "../store/store.js";
+import { withTables, type StoreOptions } from "../store/store.js";
+import { namesResultBranch } from "../engine/repo-workspace.js";
 import { requireQueueStore, runGraph, resumeRun } from "../engine/runner.js";
 import type { RunOutcome } from "../engine/run-types.js";
 import type { StoredTrial } from "../runs/evals.js";
@@ -25,7 +27,7 @@ import {
   type EvalRunOptions,
   type TrialJob,
 } from "./trial.js";
-import type { EvalRecord, EvalSuite, EvalVariant, TrialKey, TrialResult } from "./types.js";
+import type { EvalRecord, EvalSuite, EvalTask, EvalVariant, TrialKey, TrialResult } from "./types.js";
 
 export type { EvalRunOptions } from "./trial.js";
 
@@ -60,7 +62,7 @@ export async function startEval(plan: NewEval, options: EvalRunOptions): Promise
     createdAt: now,
     updatedAt: now,
   };
-  if (plan.queue) requireQueueStore(options.store);
+  if (plan.queue) await checkQueueable(plan.suite.tasks, options.store);
   const trials = plan.suite.tasks.flatMap((task) =>
     plan.variants.flatMap((variant) =>
       Array.from({ length: plan.repeat }, (_, i) => {
@@ -87,6 +89,21 @@ export async function resumeEval(evalId: string, suite: EvalSuite, options: Eval
     return found;
   });
   return runTrials(record, suite, options);
+}
+
+/**
+ * Refuses an eval that cannot be queued (`--queue`), before anything is recorded: a store other
+ * than PostgreSQL, a task whose id cannot be part of the branch a trial's result is pushed to.
+ */
+export async function checkQueueable(tasks: readonly EvalTask[], store: StoreOptions): Promise<void> {
+  requireQueueStore(store);
+  for (const task of tasks) {
+    if (!(await namesResultBranch(trialThreadId("e-00000000", { task: task.id, variant: "A", repetition: 1 })))) {
+      throw new ConfigError(
+        `task "${task.id}": a queued trial's result is pushed to the branch loopgraph/<its thread>, which this id cannot be part of (no "..", no "." or ".lock" at its end): rename the task`,
+      );
+    }
+  }
 }
 
 /** A trial's thread: the eval's id, the variant and repetition, the task. */
