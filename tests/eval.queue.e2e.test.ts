@@ -3,15 +3,16 @@
  * process. One eval of two folder tasks (one passes its check, one fails it), killed with SIGKILL
  * while its first trial waits in the queue, then resumed with a worker running: the queued trial
  * is waited for (not queued again), the other is queued, both run on the worker and are checked
- * here on the patch their run left. A trial past its timeout before any worker took it is ended
- * so that none does. On a SQLite store, `--queue` is refused in one line.
+ * here on the patch their run left. Past a trial's timeout, a run no worker took is ended so that
+ * none does, and a running one is sent `stop`; a run's patch that does not apply fails the trial
+ * as a failed run. On a SQLite store, `--queue` is refused in one line.
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { evalReportSchema } from "../src/eval/report-schema.js";
-import { startEval } from "../src/eval/run.js";
+import { resumeEval, startEval } from "../src/eval/run.js";
 import { runWorker } from "../src/engine/worker.js";
 import { packageGraphsDir } from "../src/package.js";
 import { cleanEnv, collect, eventually, git, ROOT, runCli, spawnCli } from "./helpers/cli.js";
@@ -121,7 +122,7 @@ describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
     expect(existsSync(join(ws.dir, ".loopgraph", "evals", evalId))).toBe(false);
   }, 120_000);
 
-  it("past a trial's timeout, ends its run if no worker took it (so none does) and stops it as `loopgraph stop` if one runs it", async () => {
+  it("past a trial's timeout, ends its run if no worker took it (so none does) and stops it as `loopgraph stop` if one runs it; a patch that does not apply is a failed run", async () => {
     const url = server().createDatabase("eval_queue_timeout");
     const { ws, suite } = fixture();
     const env = { PATH: process.env.PATH, LOOPGRAPH_DB: url };
@@ -185,6 +186,32 @@ describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
     ]);
     stopWorker.abort();
     await worker;
+
+    // A run whose patch does not apply to a fresh workspace (here: the store's record of the one never taken, made
+    // finished with a patch of a file the task does not have) is a failed run that says so, when the eval checks it.
+    const thread = (await queryRows<{ thread_id: string }>(url, "SELECT thread_id FROM loopgraph_threads WHERE error = $1", [notTaken]))[0]!
+      .thread_id;
+    const patch = "diff --git a/missing.txt b/missing.txt\n--- a/missing.txt\n+++ b/missing.txt\n@@ -1 +1 @@\n-old\n+new\n";
+    await queryRows(url, "UPDATE loopgraph_threads SET status = 'finished', error = NULL WHERE thread_id = $1", [thread]);
+    await queryRows(url, "UPDATE loopgraph_repo_workspaces SET patch = $2 WHERE thread_id = $1", [thread, Buffer.from(patch)]);
+    await queryRows(url, "UPDATE loopgraph_eval_trials SET result = NULL WHERE thread_id = $1", [thread]);
+    const longer = [task("one"), task("two")].map((one) => ({ ...one, timeoutMs: 60_000 }));
+    const rechecked = await resumeEval(
+      record.id,
+      { file: suite, name: "late", hash: "h", tasks: longer },
+      {
+        store,
+        settings,
+        workRoot,
+        signal: new AbortController().signal,
+      },
+    );
+    expect(rechecked.trials.find((trial) => trial.threadId === thread)!.result).toMatchObject({
+      outcome: "run-failed",
+      reason: expect.stringMatching(
+        /^the run's patch does not apply to a fresh workspace: git apply [^:]*: error: missing\.txt: No such file/,
+      ),
+    });
   }, 60_000);
 });
 
