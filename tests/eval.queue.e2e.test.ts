@@ -192,13 +192,15 @@ describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
     const thread = (await queryRows<{ thread_id: string }>(url, "SELECT thread_id FROM loopgraph_threads WHERE error = $1", [notTaken]))[0]!
       .thread_id;
     const patch = "diff --git a/missing.txt b/missing.txt\n--- a/missing.txt\n+++ b/missing.txt\n@@ -1 +1 @@\n-old\n+new\n";
-    await queryRows(url, "UPDATE loopgraph_threads SET status = 'finished', error = NULL WHERE thread_id = $1", [thread]);
+    // Ended at once after it was queued: a run within its time (3 s), though the eval looks at it later.
+    await queryRows(url, "UPDATE loopgraph_threads SET status = 'finished', error = NULL, updated_at = created_at WHERE thread_id = $1", [
+      thread,
+    ]);
     await queryRows(url, "UPDATE loopgraph_repo_workspaces SET patch = $2 WHERE thread_id = $1", [thread, Buffer.from(patch)]);
     await queryRows(url, "UPDATE loopgraph_eval_trials SET result = NULL WHERE thread_id = $1", [thread]);
-    const longer = [task("one"), task("two")].map((one) => ({ ...one, timeoutMs: 60_000 }));
     const rechecked = await resumeEval(
       record.id,
-      { file: suite, name: "late", hash: "h", tasks: longer },
+      { file: suite, name: "late", hash: "h", tasks: [task("one"), task("two")] },
       {
         store,
         settings,

@@ -26,25 +26,40 @@ const baseRepos = new Map<string, Promise<string>>();
 export async function queuedTrial(plan: TrialPlan): Promise<TrialResult | undefined> {
   const { trial, task, options } = plan;
   const queuedAt = await queueOnce(plan);
-  const timeout = new AbortController();
-  const left = queuedAt + task.timeoutMs - Date.now();
-  // Past it already (an eval resumed late): so from the start.
-  if (left <= 0) timeout.abort();
-  const timer = setTimeout(() => timeout.abort(), Math.max(0, left));
-  const job = startJob(plan, queuedAt, timeout.signal);
+  const waiting = deadline(queuedAt + task.timeoutMs);
+  let ended;
   try {
+    const job = startJob(plan, queuedAt, waiting.signal);
     const { record, repo } = await waitForThread(trial.threadId, { ...options.store, signal: job.signal });
     if (options.signal.aborted) return undefined;
     if (record.status === "queued" || record.status === "running") {
       await stopRun(trial.threadId, options);
       return timedOutResult(job);
     }
-    const outcome = await endedOutcome(options, { ...record, status: record.status });
-    const workspace = join(options.workRoot, plan.evalId, trial.threadId);
-    return await judgeRun(job, outcome, workspace, () => checkedOut(task, workspace, repo));
+    ended = { record: { ...record, status: record.status }, repo };
   } finally {
-    clearTimeout(timer);
+    waiting.clear();
   }
+  // The run took from its queueing to its end, whenever this process saw it end (an eval resumed late); the check has the rest.
+  const runMs = Math.max(0, Date.parse(ended.record.updatedAt) - queuedAt);
+  const checking = deadline(Date.now() + task.timeoutMs - runMs);
+  try {
+    const job = startJob(plan, Date.now() - runMs, checking.signal);
+    const outcome = await endedOutcome(options, ended.record);
+    const workspace = join(options.workRoot, plan.evalId, trial.threadId);
+    return await judgeRun(job, outcome, workspace, () => checkedOut(task, workspace, ended.repo));
+  } finally {
+    checking.clear();
+  }
+}
+
+/** A signal aborted at `at` (ms since the epoch): at once when that is past. */
+function deadline(at: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const left = at - Date.now();
+  if (left <= 0) controller.abort();
+  const timer = setTimeout(() => controller.abort(), Math.max(0, left));
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 /**
