@@ -13,6 +13,7 @@ import { describe, expect, it } from "vitest";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { evalReportSchema } from "../src/eval/report-schema.js";
 import { resumeEval, startEval } from "../src/eval/run.js";
+import { deleteEval } from "../src/engine/thread-admin.js";
 import { runWorker } from "../src/engine/worker.js";
 import { packageGraphsDir } from "../src/package.js";
 import { cleanEnv, collect, eventually, git, ROOT, runCli, spawnCli } from "./helpers/cli.js";
@@ -111,14 +112,12 @@ describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
     // The worker pushed each result to its branch in the eval's repository of the task.
     expect(git(base("writes-42"), "branch", "--list", "loopgraph/*").trim()).toBe(`loopgraph/${trials[0]!.thread_id}`);
 
-    const listed = await runCli(["eval", "--list", "--json"], { cwd: ws.dir, env });
-    expect(JSON.parse(listed.stdout)).toMatchObject([{ id: evalId, status: "finished", queue: true }]);
     worker.kill("SIGTERM");
     expect((await workerDone).code).toBe(0);
 
-    // `threads prune --eval`: the threads, and the checks' workspaces and the tasks' repositories the eval made.
-    const pruned = await runCli(["threads", "prune", "--eval", evalId], { cwd: ws.dir, env });
-    expect(pruned.stdout).toMatch(new RegExp(`^deleted eval ${evalId} \\(2 threads\\)$`, "m"));
+    // `threads prune --eval` (its function, run in the project): the threads, and the checks' workspaces and the tasks' repositories the eval made.
+    const pruned = await deleteEval(evalId, { db: url, cwd: ws.dir, env: {} });
+    expect(pruned.threads).toHaveLength(2);
     expect(existsSync(join(ws.dir, ".loopgraph", "evals", evalId))).toBe(false);
   }, 120_000);
 
