@@ -415,7 +415,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--graph <graph>", "a graph to run the tasks with (repeatable: one variant each; default: coder-review)", collect)
     .option("--model <provider:model>", "a model to run them with (repeatable: each graph with each model)", collect)
     .option("--repeat <n>", "trials of each task per variant (default: 1)", parsePositiveInt)
-    .option("--concurrency <k>", "trials run at once (default: 1)", parsePositiveInt)
+    .option("--concurrency <k>", "trials run at once, or with --queue queued at once (default: 1)", parsePositiveInt)
     .option("--tag <tag>", "only the tasks with this tag (repeatable: any of them)", collect)
     .option("--queue", "queue the trials for the workers (`loopgraph worker`) and check them here; needs a PostgreSQL store")
     .option("--resume <id>", "continue a stopped eval: its trials without a result run, no finished one again")
