@@ -15,23 +15,11 @@ import { resumeEval, startEval, trialThreadId, type EvalRunOptions } from "../sr
 import type { EvalSuite, EvalTask, TrialResult } from "../src/eval/types.js";
 import { withTables } from "../src/store/tables.js";
 import { packageGraphsDir } from "../src/package.js";
+import { ROOT } from "./helpers/cli.js";
 import { tempWorkspace } from "./helpers/workspace.js";
 
-/** One round: the Coder writes answer.txt, the Review passes it, the Judge ends the loop. */
-const SCRIPT = `responses:
-  - node: coder
-    tool_calls:
-      - name: write_file
-        args: { path: answer.txt, contents: "42\\n" }
-  - node: coder
-    content: "Wrote answer.txt: 42."
-  - node: review.specs_breakdown
-    content: '{"rating": "normal", "comments": []}'
-  - node: review.task_log
-    content: '{"rating": "normal", "comments": []}'
-  - node: judge
-    content: '{"decision": "terminate", "reason": "done"}'
-`;
+/** One round: the Coder writes answer.txt (42), the Review passes it, the Judge ends the loop. */
+const SCRIPT = join(ROOT, "tests/fixtures/eval/answer-42.script.yaml");
 
 function task(id: string, folder: string, check: EvalTask["check"], requires: string[] = []): EvalTask {
   return { id, repo: { kind: "folder", path: folder }, task: `Write the answer (${id}).`, check, timeoutMs: 60_000, tags: [], requires };
@@ -42,8 +30,6 @@ function fixture() {
   const folder = join(root, "task-folder");
   mkdirSync(folder);
   writeFileSync(join(folder, "README.md"), "Write 42 to answer.txt.\n");
-  const script = join(root, "answer.script.yaml");
-  writeFileSync(script, SCRIPT);
   const suite: EvalSuite = {
     file: join(root, "suite.yaml"),
     name: "answers",
@@ -60,7 +46,7 @@ function fixture() {
     ],
   };
   const variants = [
-    { label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${script}` },
+    { label: "A", graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${SCRIPT}` },
   ];
   const options = (signal = new AbortController().signal, onTrial?: EvalRunOptions["onTrial"]): EvalRunOptions => ({
     store: { db, cwd: root, env: {} },
