@@ -80,7 +80,7 @@ describe("loopgraph eval", () => {
     );
   });
 
-  it("killed with SIGKILL mid-trial, `eval --resume` finishes it without running a finished trial again", async () => {
+  it("stopped by Ctrl-C, then killed with SIGKILL mid-trial, `eval --resume` finishes it without running a finished trial again", async () => {
     const ws = tempWorkspace({ git: "init" });
     // solves-all, held at the summary of range-inclusive's Coder (after its fix is written) until the gate exists.
     const gate = join(ws.root, "gate");
@@ -91,9 +91,6 @@ describe("loopgraph eval", () => {
     const gated = join(ws.root, "gated.script.yaml");
     writeFileSync(gated, held);
     const args = ["eval", STARTER, "--tag", "wrong-operator", "--tag", "off-by-one", "--model", `scripted:${gated}`, "--db", ws.db];
-    const child = spawnCli(args, { cwd: ws.dir });
-    const done = collect(child);
-    await waitForLine(child, (line) => line.startsWith("[1/3] ✓ passed") && line.includes("sum-adds"));
     const store = { db: ws.db, env: {} };
     const trial = (task: string) =>
       withTables(store, "read", async (tables) => {
@@ -102,11 +99,27 @@ describe("loopgraph eval", () => {
         const found = trials.find((one) => one.task === task)!;
         return { record: record!, trial: found, thread: await tables.threads.get(found.threadId) };
       });
-    // range-inclusive's run is at its gate: its fix written, its thread running.
-    const cut = await eventually(
-      () => trial("range-inclusive"),
-      (found) => found.thread?.status === "running",
-    );
+    const running = () =>
+      eventually(
+        () => trial("range-inclusive"),
+        (found) => found.thread?.status === "running",
+      );
+    // Ctrl-C while range-inclusive waits at its gate: the trial in flight stops, exit 130, how to continue.
+    const first = spawnCli(args, { cwd: ws.dir });
+    const stopped = collect(first);
+    await waitForLine(first, (line) => line.startsWith("[1/3] ✓ passed") && line.includes("sum-adds"));
+    await running();
+    first.kill("SIGINT");
+    const interrupted = await stopped;
+    expect(interrupted.code, interrupted.stderr).toBe(130);
+    expect(interrupted.stderr).toMatch(/^■ stopped {2}eval (e-[0-9a-f]{8}): continue with: loopgraph eval --resume \1 --db /m);
+    expect(hasStackTrace(interrupted.stderr)).toBe(false);
+    expect((await trial("range-inclusive")).thread?.status).toBe("interrupted");
+    // Resumed, range-inclusive's run goes back to its gate; killed there.
+    const { record } = await trial("range-inclusive");
+    const child = spawnCli(["eval", "--resume", record.id, "--db", ws.db], { cwd: ws.dir });
+    const done = collect(child);
+    const cut = await running();
     const finished = await trial("sum-adds");
     child.kill("SIGKILL");
     expect((await done).signal).toBe("SIGKILL");
@@ -142,6 +155,19 @@ describe("loopgraph eval", () => {
     const invalid = await runCli(["eval", bad, "--db", ws.db], { cwd: ws.dir });
     expect(invalid.code).toBe(2);
     expect(invalid.stderr).toMatch(/^loopgraph: .*bad\.yaml:6:5: .*unknown key "chek": did you mean "check"\?/m);
-    expect(hasStackTrace(invalid.stderr + unknown.stderr)).toBe(false);
+    const provider = await runCli(["eval", STARTER, "--model", "nope:x", "--db", ws.db], { cwd: ws.dir });
+    expect([provider.code, provider.stderr]).toEqual([
+      2,
+      expect.stringMatching(/^loopgraph: unknown model provider "nope" in "nope:x": use one of /),
+    ]);
+    // A model that cannot start (no key here) stops the eval at its first trial, in one line, resumable once mended.
+    const keyless = await runCli(["eval", STARTER, "--tag", "wrong-operator", "--model", "openai:gpt-4o-mini", "--db", ws.db], {
+      cwd: ws.dir,
+    });
+    expect(keyless.code).toBe(2);
+    expect(keyless.stderr.trim().split("\n")).toEqual([expect.stringMatching(/^loopgraph: .*OPENAI_API_KEY/)]);
+    const listed = JSON.parse((await runCli(["eval", "--list", "--json", "--db", ws.db], { cwd: ws.dir })).stdout);
+    expect(listed.map((record: { status: string }) => record.status)).toEqual(["stopped"]);
+    expect(hasStackTrace(invalid.stderr + unknown.stderr + keyless.stderr)).toBe(false);
   });
 });

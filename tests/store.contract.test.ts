@@ -318,6 +318,10 @@ describe.each(BACKENDS)("the $name store", ({ name, harness: given }) => {
       // A second eval's thread ids cannot be a first one's: each trial is a thread of its own.
       await expect(store.evals.create({ ...record, id: "e-0000cafe" }, planned.slice(0, 1))).rejects.toThrow();
       expect(await store.evals.get("e-0000cafe")).toBeUndefined();
+      // An eval queued for the workers (`eval --queue`) is read back as such, with its tasks.
+      const queued = { ...record, id: "e-0000f00d", queue: true as const };
+      await store.evals.create(queued, [{ task: "a-task", variant: "A", repetition: 1, threadId: "e-0000f00d.a-task.A.1" }]);
+      expect(await store.evals.get(queued.id)).toEqual(queued);
       await store.evals.delete(record.id);
       expect(await store.evals.get(record.id)).toBeUndefined();
       expect(await store.evals.trials(record.id)).toEqual([]);

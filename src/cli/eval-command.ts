@@ -8,6 +8,7 @@ import { join, resolve } from "node:path";
 import pc from "picocolors";
 import { CancelledError, ConfigError, ExitCode } from "../errors.js";
 import { resolveGraphPath } from "../graph/load.js";
+import { parseModelSpec } from "../models/spec.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
 import { requireEval, withTables } from "../store/tables.js";
@@ -22,6 +23,7 @@ export interface EvalCommandOptions extends GlobalOptions {
   repeat?: number;
   concurrency?: number;
   tag?: string[];
+  queue?: boolean;
   resume?: string;
   recorded?: string;
   variant?: string;
@@ -44,7 +46,7 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
     throw new ConfigError("loopgraph eval needs a suite file (loopgraph eval SUITE), or --resume ID, --recorded ID, --report ID or --list");
   }
   const { loadSuite } = await import("../eval/suite.js");
-  const { resumeEval, startEval } = await import("../eval/run.js");
+  const { checkQueueable, resumeEval, startEval } = await import("../eval/run.js");
   const cwd = process.cwd();
   const store = storeOf(options);
   const stateDir = join(projectRoot(cwd), STATE_DIR);
@@ -55,7 +57,11 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
     if (stopping) process.exit(ExitCode.Interrupted);
     stopping = true;
     stop.abort(new CancelledError());
-    process.stderr.write(pc.yellow("\nStopping now: the trials in flight stop, their threads resumable (Ctrl-C again to quit at once)…\n"));
+    process.stderr.write(
+      pc.yellow(
+        "\nStopping now: the trials in flight stop, their threads resumable; queued ones go on on the workers (Ctrl-C again to quit at once)…\n",
+      ),
+    );
   };
   process.on("SIGINT", onSignal);
   process.on("SIGTERM", onSignal);
@@ -79,7 +85,15 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
       const tasks = tags.length === 0 ? suite.tasks : suite.tasks.filter((task) => task.tags.some((tag) => tags.includes(tag)));
       if (tasks.length === 0) throw new ConfigError(`no task of ${suiteFile} has the tag${tags.length > 1 ? "s" : ""} ${tags.join(", ")}`);
       const variants = variantsOf(options, cwd);
-      const plan = { suite: { ...suite, tasks }, variants, repeat: options.repeat ?? 1, concurrency: options.concurrency ?? 1 };
+      const plan = {
+        suite: { ...suite, tasks },
+        variants,
+        repeat: options.repeat ?? 1,
+        concurrency: options.concurrency ?? 1,
+        queue: options.queue === true,
+      };
+      // Refused before anything is said (startEval checks it too, before anything is recorded).
+      if (plan.queue) await checkQueueable(tasks, runOptions.store);
       announce(plan.suite.name, tasks.length, variants, plan.repeat, options.json);
       run = await startEval(plan, runOptions);
     }
@@ -101,6 +115,8 @@ export async function evalCommand(suiteFile: string | undefined, options: EvalCo
 function variantsOf(options: EvalCommandOptions, cwd: string): EvalVariant[] {
   const graphs = options.graph?.length ? options.graph : [DEFAULT_GRAPH];
   const models: (string | undefined)[] = options.model?.length ? options.model : [undefined];
+  // A model spec that cannot work is one line now, not a failed run per trial.
+  for (const model of models) if (model !== undefined) parseModelSpec(model, options.settings.providers);
   const pairs = graphs.flatMap((graph) => models.map((model) => ({ graph, model })));
   if (pairs.length > 26) throw new ConfigError(`${pairs.length} variants (graphs × models): at most 26`);
   return pairs.map(({ graph, model }, i) => ({

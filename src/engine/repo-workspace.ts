@@ -27,6 +27,14 @@ export function resultBranch(threadId: string): string {
   return `loopgraph/${threadId}`;
 }
 
+/** Whether the thread's result branch is a valid branch name (git's rules: no `..`, no trailing `.` or `.lock`, …). */
+export function namesResultBranch(threadId: string): Promise<boolean> {
+  return git(["check-ref-format", `refs/heads/${resultBranch(threadId)}`], { cwd: tmpdir() }).then(
+    () => true,
+    () => false,
+  );
+}
+
 const URL_FORM = /^([a-z][a-z0-9+.-]*):\/\//i;
 /** `user@host:path`, git's scp-like ssh form. */
 const SCP_FORM = /^[^/:@\s]+@[^/:\s]+:/;
@@ -72,10 +80,8 @@ export async function checkRepoSource(
     location = resolve(options.cwd, given);
     if (!existsSync(location)) throw new ConfigError(`--repo: no repository at ${location}`);
   }
-  const branch = resultBranch(threadId);
-  await git(["check-ref-format", `refs/heads/${branch}`], { cwd: tmpdir() }).catch(() => {
-    throw new ConfigError(`thread id "${threadId}" cannot name the result branch ${branch}: pass --thread with another id`);
-  });
+  if (!(await namesResultBranch(threadId)))
+    throw new ConfigError(`thread id "${threadId}" cannot name the result branch ${resultBranch(threadId)}: pass --thread with another id`);
   const wanted = ref?.trim() || "HEAD";
   if (wanted.startsWith("-") || /[\0-\x20\x7f~^:?*[\\]/.test(wanted))
     throw new ConfigError(`--ref "${wanted}" is not a branch, tag or commit name`);

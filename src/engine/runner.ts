@@ -6,7 +6,8 @@ import { loadGraph, resolveGraphPath } from "../graph/load.js";
 import { needsTask } from "../graph/placeholders.js";
 import { looperKind } from "../nodes/looper/kind.js";
 import { nodesOfKind } from "../runtime/node-kind.js";
-import { openStore, requireThread, resolveStore, withStore, type Store } from "../store/store.js";
+import { openStore, requireThread, resolveStore, withStore, type Store, type StoreOptions } from "../store/store.js";
+import type { StoreLocation } from "../store/tables.js";
 import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, repoWorkspaceLabel } from "../runs/repo-workspaces.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
@@ -99,12 +100,7 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   if (options.attempts !== undefined)
     throw new ConfigError(`--attempts is not kept for a queued run: set the default of the graph's ${ATTEMPTS_FIELD} field instead`);
   const env = options.settings.env;
-  const where = resolveStore(options.db, env, cwd);
-  if (where.backend !== postgresBackend) {
-    throw new ConfigError(
-      `--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.location}`,
-    );
-  }
+  const where = requireQueueStore({ db: options.db, cwd, env });
   if (options.repo !== undefined && options.workspace !== undefined)
     throw new ConfigError("--repo and --workspace exclude each other: a run on a repository works in the worker's clone of it");
   if (options.repo === undefined && options.ref !== undefined)
@@ -133,6 +129,17 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   } finally {
     await store.close();
   }
+}
+
+/** The store's location, when it is a PostgreSQL store (the one a queue needs, shared with the workers); else a one-line error. */
+export function requireQueueStore(store: StoreOptions): StoreLocation {
+  const where = resolveStore(store.db, store.env, store.cwd ?? process.cwd());
+  if (where.backend !== postgresBackend) {
+    throw new ConfigError(
+      `--queue needs a PostgreSQL store shared with the workers: give one with --db postgres://… (or LOOPGRAPH_DB), not ${where.location}`,
+    );
+  }
+  return where;
 }
 
 /**

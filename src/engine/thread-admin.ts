@@ -6,7 +6,7 @@
 import { lstatSync, readdirSync, rmdirSync, rmSync } from "node:fs";
 import { basename, dirname, join } from "node:path";
 import { ConfigError } from "../errors.js";
-import { STATE_DIR } from "../project.js";
+import { projectRoot, STATE_DIR } from "../project.js";
 import { requireEval, withTables, type StoreOptions } from "../store/tables.js";
 import type { StoreTables } from "../runs/tables.js";
 import { isRunningElsewhere, ownerText, type ThreadRecord } from "../runs/thread-registry.js";
@@ -132,15 +132,19 @@ export interface DeletedEval {
  * eval. A trial a live process runs stops it all before anything is deleted.
  */
 export async function deleteEval(evalId: string, options: StoreOptions, dryRun = false): Promise<DeletedEval> {
-  const { trials, records } = await withTables(options, "read", async (store) => {
-    await requireEval(store, evalId);
+  const { queued, trials, records } = await withTables(options, "read", async (store) => {
+    const record = await requireEval(store, evalId);
     const stored = await store.evals.trials(evalId);
     const threads = await Promise.all(stored.map((trial) => store.threads.get(trial.threadId)));
-    return { trials: stored, records: threads.filter((thread): thread is ThreadRecord => thread !== undefined) };
+    return { queued: record.queue, trials: stored, records: threads.filter((thread): thread is ThreadRecord => thread !== undefined) };
   });
-  const workspaces = trials
-    .map((trial) => records.find((thread) => thread.threadId === trial.threadId)?.workspace)
-    .filter((workspace): workspace is string => workspace !== undefined && isTrialWorkspace(workspace, evalId));
+  // A queued eval's runs worked in the workers' clones; the eval made its checks' workspaces and its folder tasks' repositories in the project.
+  const evalFolder = join(projectRoot(options.cwd ?? process.cwd()), STATE_DIR, "evals", evalId);
+  const workspaces = (
+    queued
+      ? [...trials.map((trial) => join(evalFolder, trial.threadId)), join(evalFolder, "repos")]
+      : trials.map((trial) => records.find((thread) => thread.threadId === trial.threadId)?.workspace)
+  ).filter((workspace): workspace is string => workspace !== undefined && isTrialWorkspace(workspace, evalId));
   if (dryRun) return { evalId, threads: records.map((thread) => ({ threadId: thread.threadId })), workspaces };
   const threads =
     records.length > 0
@@ -156,14 +160,14 @@ export async function deleteEval(evalId: string, options: StoreOptions, dryRun =
   return { evalId, threads, workspaces };
 }
 
-/** Whether `workspace` is a folder the eval runner made for a trial of `evalId` (never a user's own folder). */
+/** Whether `workspace` is a folder the eval runner made for a trial of `evalId`, or its folder tasks' repositories (never a user's own folder). */
 function isTrialWorkspace(workspace: string, evalId: string): boolean {
   const evalFolder = dirname(workspace);
   return (
     basename(evalFolder) === evalId &&
     basename(dirname(evalFolder)) === "evals" &&
     basename(dirname(dirname(evalFolder))) === STATE_DIR &&
-    basename(workspace).startsWith(`${evalId}-`) &&
+    (basename(workspace).startsWith(`${evalId}-`) || basename(workspace) === "repos") &&
     lstatSync(workspace, { throwIfNoEntry: false })?.isDirectory() === true
   );
 }

@@ -184,24 +184,38 @@ const WAIT_POLL_MS = 500;
  * `loopgraph wait THREAD`: follows a thread until its run ends (from any machine: it reads the
  * store), and returns its record then, with, for a run on a repository, where its result went.
  * A queued or running thread is waited for, also while its owner is gone (a worker takes it over
- * once its claim expires), and while the store's server is away (`log` says so, once).
+ * once its claim expires), and while the store's server is away (`log` says so, once). `signal`
+ * ends the wait early: the record is then returned as it stands (queued or running).
  */
 export async function waitForThread(
   threadId: string,
-  options: StoreOptions & { log?: (line: string) => void },
+  options: StoreOptions & { log?: (line: string) => void; signal?: AbortSignal },
 ): Promise<{ record: ThreadRecord; repo?: RepoWorkspaceRecord }> {
   const tables = await openTables(options, "read");
   const outage = new StoreOutage(options.log ?? (() => undefined), new AbortController().signal);
   try {
     for (;;) {
       const record = await outage.retry(() => requireThread(tables, threadId));
-      if (record.status !== "queued" && record.status !== "running") {
+      if ((record.status !== "queued" && record.status !== "running") || options.signal?.aborted) {
         const repo = isRepoWorkspace(record.workspace) ? await tables.repoWorkspaces?.get(record.threadId) : undefined;
         return repo ? { record, repo } : { record };
       }
-      await new Promise((resolve) => setTimeout(resolve, WAIT_POLL_MS));
+      await pause(WAIT_POLL_MS, options.signal);
     }
   } finally {
     await tables.close();
   }
+}
+
+/** Waits `ms`, or less when `signal` is aborted meanwhile. */
+function pause(ms: number, signal?: AbortSignal): Promise<void> {
+  return new Promise((resolve) => {
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener("abort", done);
+      resolve();
+    };
+    const timer = setTimeout(done, ms);
+    signal?.addEventListener("abort", done, { once: true });
+  });
 }

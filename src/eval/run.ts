@@ -1,45 +1,43 @@
 /**
  * Runs an eval's trials: each task of a suite × each variant × each repetition is a thread of its
  * own, run in a fresh workspace (the task's folder copied, or its repository cloned), then
- * checked there. Trials run in this process, `concurrency` at a time; every trial and its thread
- * are stored before any runs, and each result as soon as it is known, so a stopped eval (Ctrl-C,
- * a crash, `kill -9`) continues with `resumeEval` without running a finished trial again: a trial
- * whose thread was cut off mid-run resumes it from its last checkpoint.
+ * checked there. Trials run in this process, `concurrency` at a time (or, for an eval started
+ * with `queue`, on the PostgreSQL store's workers, `concurrency` queued at a time: queue.ts); every
+ * trial and its thread are stored before any runs, and each result as soon as it is known, so a
+ * stopped eval (Ctrl-C, a crash, `kill -9`) continues with `resumeEval` without running a finished
+ * trial again: a trial whose thread was cut off mid-run resumes it from its last checkpoint.
  */
 import { randomBytes } from "node:crypto";
-import { cpSync, existsSync, mkdirSync, rmSync } from "node:fs";
 import { join } from "node:path";
 import { CancelledError, ConfigError } from "../errors.js";
-import { latestValues, requireEval, withStore, withTables, type StoreOptions } from "../store/store.js";
-import { runGraph, resumeRun } from "../engine/runner.js";
+import { requireEval, withTables, type StoreOptions } from "../store/store.js";
+import { namesResultBranch } from "../engine/repo-workspace.js";
+import { requireQueueStore, runGraph, resumeRun } from "../engine/runner.js";
 import type { RunOutcome } from "../engine/run-types.js";
-import type { Settings } from "../config/environment-settings.js";
-import { git, LOOPGRAPH_IDENTITY } from "../git/run.js";
-import type { GraphStateValue } from "../state/graph-state.js";
-import { totalUsage, type TokenUsage } from "../state/usage.js";
 import type { StoredTrial } from "../runs/evals.js";
 import { asSeen } from "../runs/thread-registry.js";
-import { checkTrial } from "./check.js";
-import type { EvalRecord, EvalSuite, EvalTask, EvalVariant, TrialKey, TrialOutcome, TrialResult } from "./types.js";
+import { queuedTrial } from "./queue.js";
+import {
+  endedOutcome,
+  freshWorkspace,
+  judgeRun,
+  missingPrograms,
+  trialResult,
+  startJob,
+  type EvalRunOptions,
+  type TrialJob,
+} from "./trial.js";
+import type { EvalRecord, EvalSuite, EvalTask, EvalVariant, TrialKey, TrialResult } from "./types.js";
 
-export interface EvalRunOptions {
-  store: StoreOptions;
-  settings: Settings;
-  /** `--no-sandbox`: the runs' commands and the checks run without the OS sandbox, by the user's choice. */
-  noSandbox?: boolean;
-  /** Where the trials' workspaces are made: one folder per eval, one per trial in it. */
-  workRoot: string;
-  /** Ctrl-C: the trials in flight stop at once (their threads resumable), and no other starts. */
-  signal: AbortSignal;
-  /** Told each trial's result as it is stored, with how many of the eval's trials have one. */
-  onTrial?: (result: TrialResult, done: number, total: number) => void;
-}
+export type { EvalRunOptions } from "./trial.js";
 
 export interface NewEval {
   suite: EvalSuite;
   variants: EvalVariant[];
   repeat: number;
   concurrency: number;
+  /** `--queue`: the trials are queued for the PostgreSQL store's workers (queue.ts), not run here. */
+  queue?: boolean;
 }
 
 export interface EvalRun {
@@ -60,9 +58,11 @@ export async function startEval(plan: NewEval, options: EvalRunOptions): Promise
     repeat: plan.repeat,
     concurrency: plan.concurrency,
     status: "running",
+    ...(plan.queue && { queue: true as const }),
     createdAt: now,
     updatedAt: now,
   };
+  if (plan.queue) await checkQueueable(plan.suite.tasks, options.store);
   const trials = plan.suite.tasks.flatMap((task) =>
     plan.variants.flatMap((variant) =>
       Array.from({ length: plan.repeat }, (_, i) => {
@@ -90,6 +90,21 @@ export async function resumeEval(evalId: string, suite: EvalSuite, options: Eval
   return runTrials(record, suite, options);
 }
 
+/**
+ * Refuses an eval that cannot be queued (`--queue`), before anything is recorded: a store other
+ * than PostgreSQL, a task whose id cannot be part of the branch a trial's result is pushed to.
+ */
+export async function checkQueueable(tasks: readonly EvalTask[], store: StoreOptions): Promise<void> {
+  requireQueueStore(store);
+  for (const task of tasks) {
+    if (!(await namesResultBranch(trialThreadId("e-00000000", { task: task.id, variant: "A", repetition: 1 })))) {
+      throw new ConfigError(
+        `task "${task.id}": a queued trial's result is pushed to the branch loopgraph/<its thread>, which this id cannot be part of (no "..", no "." or ".lock" at its end): rename the task`,
+      );
+    }
+  }
+}
+
 /** A trial's thread: the eval's id, the variant and repetition, the task. */
 export function trialThreadId(evalId: string, key: TrialKey): string {
   return `${evalId}-${key.variant}${key.repetition}-${key.task}`;
@@ -111,7 +126,14 @@ async function runTrials(record: EvalRecord, suite: EvalSuite, options: EvalRunO
       options.onTrial?.(result, done, stored.length);
     }
   };
-  await Promise.all(Array.from({ length: Math.max(1, Math.min(record.concurrency, pending.length)) }, worker));
+  try {
+    await Promise.all(Array.from({ length: Math.max(1, Math.min(record.concurrency, pending.length)) }, worker));
+  } catch (error) {
+    // A trial that cannot start at all (a model without its key, a graph that no longer loads)
+    // stops the eval, resumable once that is mended.
+    await withTables(options.store, "write", (tables) => tables.evals.setStatus(record.id, "stopped"));
+    throw error;
+  }
   const status = done === stored.length ? "finished" : "stopped";
   await withTables(options.store, "write", (tables) => tables.evals.setStatus(record.id, status));
   const trials = stored.map((trial) => {
@@ -132,62 +154,29 @@ async function runTrial(
   const variant = record.variants.find((candidate) => candidate.label === trial.variant);
   if (!task || !variant)
     throw new ConfigError(`eval ${record.id}: trial ${trial.threadId} names a task or variant the suite no longer has`);
-  const started = Date.now();
-  const finish = (outcome: TrialOutcome, facts: Partial<TrialResult> = {}): TrialResult => ({
-    task: trial.task,
-    variant: trial.variant,
-    repetition: trial.repetition,
-    threadId: trial.threadId,
-    outcome,
-    rounds: 0,
-    tokens: { inputTokens: 0, outputTokens: 0 },
-    wallMs: Date.now() - started,
-    finishedAt: new Date().toISOString(),
-    ...facts,
-  });
-  const missing = task.requires.filter((program) => !onPath(program, options.settings.env));
-  if (missing.length > 0) return finish("skipped", { reason: `needs ${missing.join(", ")}, not found on PATH` });
+  const plan = { evalId: record.id, trial, task, variant, options };
+  const missing = missingPrograms(task, options.settings.env);
+  if (missing.length > 0) {
+    const job = startJob(plan, Date.now(), new AbortController().signal);
+    return trialResult(job, "skipped", { reason: `needs ${missing.join(", ")}, not found on PATH` });
+  }
+  if (record.queue) return queuedTrial(plan);
 
   const timeout = new AbortController();
   const timer = setTimeout(() => timeout.abort(new CancelledError(`the trial took longer than its timeout`)), task.timeoutMs);
-  const signal = AbortSignal.any([options.signal, timeout.signal]);
+  const job = startJob(plan, Date.now(), timeout.signal);
   try {
     const workspace = join(options.workRoot, record.id, trial.threadId);
-    const outcome = await runOrResume(trial, task, variant, workspace, signal, options);
+    const outcome = await runOrResume(job, workspace);
     if (options.signal.aborted) return undefined;
-    const facts = { rounds: roundsOf(outcome.state), tokens: tokensOf(outcome.state) };
-    if (timeout.signal.aborted) return finish("timeout", { ...facts, reason: `longer than ${Math.round(task.timeoutMs / 1000)} s` });
-    if (outcome.status !== "finished")
-      return finish(outcome.status === "limited" ? "limit" : "run-failed", { ...facts, reason: whyNot(outcome) });
-    const check = await checkTrial(task.check, {
-      workspace,
-      env: options.settings.env,
-      noSandbox: options.noSandbox,
-      answer: finalAnswer(outcome.state),
-      timeoutMs: Math.max(1, task.timeoutMs - (Date.now() - started)),
-      signal,
-    });
-    if (options.signal.aborted) return undefined;
-    if (timeout.signal.aborted) return finish("timeout", { ...facts, reason: `longer than ${Math.round(task.timeoutMs / 1000)} s` });
-    return finish(check.passed ? "passed" : "check-failed", {
-      ...facts,
-      ...(check.reason && { reason: check.reason }),
-      ...(check.output && { checkOutput: check.output }),
-    });
+    return await judgeRun(job, outcome, workspace);
   } finally {
     clearTimeout(timer);
   }
 }
 
 /** The trial's run: started in a fresh workspace, or (an eval resumed) its thread's outcome, resumed first when it was cut off. */
-async function runOrResume(
-  trial: StoredTrial,
-  task: EvalTask,
-  variant: EvalVariant,
-  workspace: string,
-  signal: AbortSignal,
-  options: EvalRunOptions,
-): Promise<RunOutcome> {
+async function runOrResume({ trial, task, variant, options, signal }: TrialJob, workspace: string): Promise<RunOutcome> {
   const common = {
     db: options.store.db,
     cwd: options.store.cwd,
@@ -203,59 +192,7 @@ async function runOrResume(
     return runGraph({ ...common, graph: variant.graphFile, task: task.task, threadId: trial.threadId, workspace });
   }
   const seen = asSeen(thread);
-  if (seen.status === "finished" || seen.status === "failed" || seen.status === "limited") {
-    const state = (await withStore(options.store, "read", (store) => latestValues(store, trial.threadId))) as GraphStateValue;
-    return { threadId: trial.threadId, status: seen.status, exitCode: 0, state, ...(seen.error && { error: seen.error }) };
-  }
+  if (seen.status === "finished" || seen.status === "failed" || seen.status === "limited")
+    return endedOutcome(options, { ...seen, status: seen.status });
   return resumeRun({ ...common, threadId: trial.threadId });
-}
-
-/** The task's starting point in `workspace`, made anew: its folder copied and committed, or its repository cloned at its ref. */
-async function freshWorkspace(task: EvalTask, workspace: string): Promise<void> {
-  rmSync(workspace, { recursive: true, force: true });
-  mkdirSync(workspace, { recursive: true });
-  if (task.repo.kind === "folder") {
-    // The suite's loader refused links in task folders; copied as they are, never followed.
-    cpSync(task.repo.path, workspace, { recursive: true, verbatimSymlinks: true, errorOnExist: true, force: false });
-    await git(["init", "-q", "-b", "main"], { cwd: workspace });
-    await git(["add", "-A"], { cwd: workspace });
-    await git(["commit", "-q", "--allow-empty", "-m", `eval: the starting point of task ${task.id}`], {
-      cwd: workspace,
-      env: LOOPGRAPH_IDENTITY,
-    });
-    return;
-  }
-  await git(["clone", "-q", "--no-hardlinks", "--", task.repo.url, workspace], { cwd: join(workspace, "..") });
-  if (task.repo.ref !== undefined) await git(["checkout", "-q", "--detach", task.repo.ref], { cwd: workspace });
-}
-
-function onPath(program: string, env: NodeJS.ProcessEnv): boolean {
-  return (env.PATH ?? "").split(":").some((dir) => dir !== "" && existsSync(join(dir, program)));
-}
-
-function roundsOf(state: GraphStateValue | undefined): number {
-  const round = (state?.loopState as { context?: { round?: unknown } } | undefined)?.context?.round;
-  return typeof round === "number" ? round : 0;
-}
-
-function tokensOf(state: GraphStateValue | undefined): TokenUsage {
-  const usage = state?.usage as Record<string, TokenUsage> | undefined;
-  return usage ? totalUsage(usage) : { inputTokens: 0, outputTokens: 0 };
-}
-
-/** The run's final answer: the text of the last message of its history. */
-function finalAnswer(state: GraphStateValue | undefined): string {
-  const messages = (state?.messages ?? []) as { content?: unknown }[];
-  const content = messages.at(-1)?.content;
-  if (typeof content === "string") return content;
-  return Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
-}
-
-function whyNot(outcome: RunOutcome): string {
-  if (outcome.status === "paused") {
-    return outcome.pause?.reason === "input"
-      ? "paused for an approval nobody gives in an eval (a command with no sandbox to run in? install bubblewrap, or pass --no-sandbox)"
-      : "paused at a breakpoint";
-  }
-  return outcome.error ?? outcome.status;
 }

@@ -107,6 +107,8 @@ export interface EvalRecord {
   concurrency: number;
   /** `running` while its process works on it; `stopped` after Ctrl-C or a crash seen by `--resume`; `finished` with every trial done. */
   status: "running" | "stopped" | "finished";
+  /** `eval --queue`: the trials run on the PostgreSQL store's workers, their checks in the eval's process. */
+  queue?: true;
   createdAt: string;
   updatedAt: string;
 }
@@ -145,6 +147,7 @@ export interface EvalRow {
   suite_name: string;
   suite_hash: string;
   variants: string;
+  /** The tasks as JSON: their list, or for a queued eval `{ "tasks": [...], "queue": true }`. */
   tasks: string;
   repeat: number;
   concurrency: number;
@@ -164,16 +167,18 @@ export interface TrialRow {
 }
 
 export function evalOfRow(row: EvalRow): EvalRecord {
+  const tasks = JSON.parse(row.tasks) as EvalRecord["tasks"] | { tasks: EvalRecord["tasks"]; queue: true };
   return {
     id: row.eval_id,
     suiteFile: row.suite_file,
     suiteName: row.suite_name,
     suiteHash: row.suite_hash,
     variants: JSON.parse(row.variants) as EvalVariant[],
-    tasks: JSON.parse(row.tasks) as EvalRecord["tasks"],
+    tasks: Array.isArray(tasks) ? tasks : tasks.tasks,
     repeat: Number(row.repeat),
     concurrency: Number(row.concurrency),
     status: row.status as EvalRecord["status"],
+    ...(!Array.isArray(tasks) && tasks.queue && { queue: true as const }),
     createdAt: row.created_at,
     updatedAt: row.updated_at,
   };
@@ -187,7 +192,7 @@ export function evalRowValues(record: EvalRecord): unknown[] {
     record.suiteName,
     record.suiteHash,
     JSON.stringify(record.variants),
-    JSON.stringify(record.tasks),
+    JSON.stringify(record.queue ? { tasks: record.tasks, queue: true } : record.tasks),
     record.repeat,
     record.concurrency,
     record.status,

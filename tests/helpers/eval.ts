@@ -1,8 +1,8 @@
 /**
  * An eval made in-process (src/eval/run.ts) on a real SQLite store, real git and the shipped
  * coder-review graph with a tiny scripted model: one round in which the Coder writes answer.txt
- * holding 42, the Review passes it and the Judge ends the loop. Each task is checked against that
- * answer in a fresh copy of one task folder.
+ * holding its variant's answer (42 by default), the Review passes it and the Judge ends the loop.
+ * Each task is checked against that answer in a fresh copy of one task folder.
  */
 import { mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
@@ -11,23 +11,11 @@ import type { EvalRunOptions } from "../../src/eval/run.js";
 import type { EvalRecord, EvalSuite, EvalTask, EvalVariant } from "../../src/eval/types.js";
 import { withTables, type StoreOptions } from "../../src/store/tables.js";
 import { packageGraphsDir } from "../../src/package.js";
+import { ROOT } from "./cli.js";
 import { tempWorkspace } from "./workspace.js";
 
-/** One round: the Coder writes `answer` to answer.txt, the Review passes it, the Judge ends the loop. */
-const scriptOf = (answer: string) => `responses:
-  - node: coder
-    tool_calls:
-      - name: write_file
-        args: { path: answer.txt, contents: "${answer}\\n" }
-  - node: coder
-    content: "Wrote answer.txt: ${answer}."
-  - node: review.specs_breakdown
-    content: '{"rating": "normal", "comments": []}'
-  - node: review.task_log
-    content: '{"rating": "normal", "comments": []}'
-  - node: judge
-    content: '{"decision": "terminate", "reason": "done"}'
-`;
+/** One round: the Coder writes `answer` to answer.txt, the Review passes it, the Judge ends the loop (a file per answer). */
+const scriptOf = (answer: string) => join(ROOT, `tests/fixtures/eval/answer-${answer}.script.yaml`);
 
 /** A task of the fixture's folder: `check` run on the trial's finished workspace. */
 export function evalTask(id: string, folder: string, check: EvalTask["check"], requires: string[] = []): EvalTask {
@@ -53,7 +41,7 @@ export const passingAndHostile = (folder: string): EvalTask[] => [
 
 /**
  * A suite named "answers" of the tasks `tasksOf(folder)` gives, a variant per answer (A, B, …: the
- * coder-review graph with a scripted model writing that answer; default one, 42), a temporary
+ * coder-review graph with the scripted model of tests/fixtures/eval/answer-<answer>.script.yaml; default one, 42), a temporary
  * workspace's store and the options an eval runs with there.
  */
 export function evalFixture(tasksOf: (folder: string) => EvalTask[], answers: readonly string[] = ["42"]): EvalFixture {
@@ -62,12 +50,12 @@ export function evalFixture(tasksOf: (folder: string) => EvalTask[], answers: re
   mkdirSync(folder, { recursive: true });
   writeFileSync(join(folder, "README.md"), "Write 42 to answer.txt.\n");
   const suite: EvalSuite = { file: join(root, "suite.yaml"), name: "answers", hash: "suite-hash", tasks: tasksOf(folder) };
-  const variants: EvalVariant[] = answers.map((answer, index) => {
-    const script = join(root, `answer-${answer}.script.yaml`);
-    writeFileSync(script, scriptOf(answer));
-    const label = String.fromCharCode(65 + index);
-    return { label, graph: "coder-review", graphFile: join(packageGraphsDir()!, "coder-review.yaml"), model: `scripted:${script}` };
-  });
+  const variants: EvalVariant[] = answers.map((answer, index) => ({
+    label: String.fromCharCode(65 + index),
+    graph: "coder-review",
+    graphFile: join(packageGraphsDir()!, "coder-review.yaml"),
+    model: `scripted:${scriptOf(answer)}`,
+  }));
   const options = (signal = new AbortController().signal, onTrial?: EvalRunOptions["onTrial"]): EvalRunOptions => ({
     store: { db, cwd: root, env: {} },
     settings: settingsOf({ PATH: process.env.PATH }),
