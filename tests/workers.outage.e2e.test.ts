@@ -58,7 +58,12 @@ describeOnPostgres("a PostgreSQL server that stops or restarts under the CLI", "
     expect(waited.code, waited.stderr).toBe(0);
     expect(crashLines(waited.stderr), waited.stderr).toEqual([]);
     for (const { ws } of runs) expect(allStepsDone(ws.dir), readLog(ws.dir)).toBe(true);
-    expect(workers.map((worker) => worker.alive())).toEqual([true, true]);
+    // A worker that ended: what it said, for the failure's message.
+    const ended = await Promise.all(workers.filter((worker) => !worker.alive()).map((worker) => worker.done));
+    expect(
+      workers.map((worker) => worker.alive()),
+      ended.map((end) => `exit ${end.code}: ${end.stdout}${end.stderr}`).join("\n"),
+    ).toEqual([true, true]);
     const ends = await Promise.all(workers.map((worker) => worker.stop()));
     for (const end of ends) {
       expect(end.code, end.stderr).toBe(0);
