@@ -557,6 +557,9 @@ function hostSocketDir(fallback: string): string {
   }
 }
 
+/** The loopgraph checkout the suite runs from: `%PACKAGE%` (a control attack loads its better-sqlite3, so it needs no python3). */
+const PACKAGE_ROOT = resolve(import.meta.dirname, "../..");
+
 /** `value` with every placeholder (see AttackCall) replaced, recursively in objects and arrays. */
 export function fill<T>(value: T, places: Places, secrets: Record<string, string> = {}): T {
   if (typeof value === "string") {
@@ -568,6 +571,7 @@ export function fill<T>(value: T, places: Places, secrets: Record<string, string
       .replaceAll("%PORT%", String(places.port))
       .replaceAll("%SOCK%", places.sock)
       .replaceAll("%N%", places.nonce)
+      .replaceAll("%PACKAGE%", PACKAGE_ROOT)
       .replace(/%SECRET:([A-Z_]+)%/g, (_match, name: string) => secrets[name] ?? "") as T;
   }
   if (Array.isArray(value)) return value.map((item) => fill(item, places, secrets)) as T;
