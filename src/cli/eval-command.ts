@@ -12,7 +12,7 @@ import { parseModelSpec } from "../models/spec.js";
 import { projectRoot, STATE_DIR } from "../project.js";
 import { ensureStateDir } from "../runs/state-dir.js";
 import { requireEval, withTables } from "../store/tables.js";
-import type { EvalRecord, EvalVariant, StoredTrial, TrialResult } from "../runs/evals.js";
+import { describeVariant, type EvalRecord, type EvalVariant, type StoredTrial, type TrialResult } from "../runs/evals.js";
 import { storeOf, type GlobalOptions } from "./global-options.js";
 import { dbFlag } from "./run-commands.js";
 import { printable } from "./terminal-text.js";
@@ -133,8 +133,7 @@ function announce(suite: string, tasks: number, variants: EvalVariant[], repeat:
   out.write(
     `eval of ${printable(suite)}: ${tasks} task${tasks === 1 ? "" : "s"} × ${variants.length} variant${variants.length === 1 ? "" : "s"} × ${repeat} = ${trials} trial${trials === 1 ? "" : "s"}\n`,
   );
-  for (const variant of variants)
-    out.write(pc.dim(`  ${variant.label}: ${printable(variant.graph)}${variant.model ? ` with ${printable(variant.model)}` : ""}\n`));
+  for (const variant of variants) out.write(pc.dim(`  ${printable(describeVariant(variant))}\n`));
 }
 
 const MARKS: Record<TrialResult["outcome"], string> = {
@@ -165,7 +164,7 @@ async function listEvals(options: EvalCommandOptions): Promise<number> {
   if (options.json) return (process.stdout.write(`${JSON.stringify(evals, null, 2)}\n`), 0);
   if (evals.length === 0) return (process.stdout.write("no evals yet: run one with `loopgraph eval SUITE`\n"), 0);
   for (const record of evals) {
-    const variants = record.variants.map((v) => `${v.label}: ${v.graph}${v.model ? ` with ${v.model}` : ""}`).join("; ");
+    const variants = record.variants.map(describeVariant).join("; ");
     process.stdout.write(
       `${record.id}  ${record.status.padEnd(8)}  ${record.createdAt}  ${printable(record.suiteName)}  ${printable(variants)}\n`,
     );
@@ -173,14 +172,11 @@ async function listEvals(options: EvalCommandOptions): Promise<number> {
   return 0;
 }
 
-async function readEval(evalId: string, options: EvalCommandOptions): Promise<{ record: EvalRecord; trials: StoredTrial[] }> {
-  return withTables(storeOf(options), "read", async (tables) => {
-    return { record: await requireEval(tables, evalId), trials: await tables.evals.trials(evalId) };
-  });
-}
-
 async function showReport(evalId: string, options: EvalCommandOptions): Promise<number> {
-  const { record, trials } = await readEval(evalId, options);
+  const { record, trials } = await withTables(storeOf(options), "read", async (tables) => ({
+    record: await requireEval(tables, evalId),
+    trials: await tables.evals.trials(evalId),
+  }));
   await writeReport(record, trials, options);
   return ExitCode.Finished;
 }

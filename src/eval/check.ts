@@ -9,7 +9,7 @@ import { join } from "node:path";
 import { STATE_DIR } from "../project.js";
 import { readChecked } from "../tools/checked-file.js";
 import { availableSandbox } from "../tools/sandbox.js";
-import { runWithInput } from "../tools/shell.js";
+import { endingText, outputTail, runWithInput } from "../tools/shell.js";
 import { ToolError } from "../tools/types.js";
 import { statInWorkspace } from "../tools/workspace-paths.js";
 import type { TaskCheck } from "./types.js";
@@ -58,11 +58,14 @@ export async function checkTrial(check: TaskCheck, place: CheckPlace): Promise<C
     },
     place.timeoutMs,
   );
-  const output = tail(`${outcome.stdout}${outcome.stderr ? `\n${outcome.stderr}` : ""}`.trim());
+  const output = outputTail(outcome, OUTPUT_TAIL_CHARS);
   if (outcome.exitCode === 0) return { passed: true, ...(output && { output }) };
-  const how = outcome.timedOut ? "timed out" : outcome.exitCode === null ? "was stopped" : `exited with ${outcome.exitCode}`;
   const summary = summaryLine(output);
-  return { passed: false, reason: `\`${check.command}\` ${how}${summary ? `: ${summary}` : ""}`, ...(output && { output }) };
+  return {
+    passed: false,
+    reason: `\`${check.command}\` ${endingText(outcome)}${summary ? `: ${summary}` : ""}`,
+    ...(output && { output }),
+  };
 }
 
 /**
@@ -88,8 +91,4 @@ async function fileProblem(workspace: string, path: string, pattern: string): Pr
     if (error instanceof ToolError) return error.message;
     throw error;
   }
-}
-
-function tail(text: string): string {
-  return text.length <= OUTPUT_TAIL_CHARS ? text : `[…]\n${text.slice(-OUTPUT_TAIL_CHARS)}`;
 }

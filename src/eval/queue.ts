@@ -16,7 +16,16 @@ import { waitForThread } from "../engine/worker.js";
 import { git } from "../git/run.js";
 import type { RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
 import { withTables } from "../store/store.js";
-import { endedOutcome, freshWorkspace, judgeRun, startJob, timedOutResult, type EvalRunOptions, type TrialPlan } from "./trial.js";
+import {
+  deadline,
+  endedOutcome,
+  freshWorkspace,
+  judgeRun,
+  startJob,
+  timedOutResult,
+  type EvalRunOptions,
+  type TrialPlan,
+} from "./trial.js";
 import type { EvalTask, TrialResult } from "./types.js";
 
 /** The folder tasks' repositories this process made or found, by path: each made once, whatever runs at once. */
@@ -51,15 +60,6 @@ export async function queuedTrial(plan: TrialPlan): Promise<TrialResult | undefi
   } finally {
     checking.clear();
   }
-}
-
-/** A signal aborted at `at` (ms since the epoch): at once when that is past. */
-function deadline(at: number): { signal: AbortSignal; clear(): void } {
-  const controller = new AbortController();
-  const left = at - Date.now();
-  if (left <= 0) controller.abort();
-  const timer = setTimeout(() => controller.abort(), Math.max(0, left));
-  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 /**

@@ -7,7 +7,7 @@
 import { resolve } from "node:path";
 import { ConfigError } from "../errors.js";
 import { verifyRun, type VerifyResult } from "../replay/verify.js";
-import type { StoredTrial } from "../runs/evals.js";
+import { describeVariant, type StoredTrial } from "../runs/evals.js";
 import { requireEval, withTables, type StoreOptions } from "../store/tables.js";
 import type { EvalRecord } from "./types.js";
 
@@ -55,6 +55,6 @@ function variantToCheck(record: EvalRecord, graphFile: string, label: string | u
   const same = record.variants.filter((variant) => variant.graphFile === graphFile);
   if (same.length === 1) return same[0]!.label;
   throw new ConfigError(
-    `eval ${record.id} has ${record.variants.length} variants (${record.variants.map((v) => `${v.label}: ${v.graph}${v.model ? ` with ${v.model}` : ""}`).join("; ")}): say whose trials to check with --variant`,
+    `eval ${record.id} has ${record.variants.length} variants (${record.variants.map(describeVariant).join("; ")}): say whose trials to check with --variant`,
   );
 }

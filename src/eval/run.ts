@@ -9,7 +9,7 @@
  */
 import { randomBytes } from "node:crypto";
 import { join } from "node:path";
-import { CancelledError, ConfigError } from "../errors.js";
+import { ConfigError } from "../errors.js";
 import { requireEval, withTables, type StoreOptions } from "../store/store.js";
 import { namesResultBranch } from "../engine/repo-workspace.js";
 import { requireQueueStore, runGraph, resumeRun } from "../engine/runner.js";
@@ -18,6 +18,7 @@ import type { StoredTrial } from "../runs/evals.js";
 import { asSeen } from "../runs/thread-registry.js";
 import { queuedTrial } from "./queue.js";
 import {
+  deadline,
   endedOutcome,
   freshWorkspace,
   judgeRun,
@@ -114,14 +115,13 @@ async function runTrials(record: EvalRecord, suite: EvalSuite, options: EvalRunO
   const stored = await withTables(options.store, "read", (tables) => tables.evals.trials(record.id));
   const pending = stored.filter((trial) => !trial.result);
   let done = stored.length - pending.length;
-  const results = new Map<string, TrialResult>();
   const next = () => pending.shift();
   const worker = async (): Promise<void> => {
     for (let trial = next(); trial && !options.signal.aborted; trial = next()) {
       const result = await runTrial(record, suite, trial, options);
       if (!result) continue;
       await withTables(options.store, "write", (tables) => tables.evals.finishTrial(record.id, result));
-      results.set(trial.threadId, result);
+      trial.result = result;
       done += 1;
       options.onTrial?.(result, done, stored.length);
     }
@@ -136,11 +136,7 @@ async function runTrials(record: EvalRecord, suite: EvalSuite, options: EvalRunO
   }
   const status = done === stored.length ? "finished" : "stopped";
   await withTables(options.store, "write", (tables) => tables.evals.setStatus(record.id, status));
-  const trials = stored.map((trial) => {
-    const result = results.get(trial.threadId) ?? trial.result;
-    return result ? { ...trial, result } : trial;
-  });
-  return { record: { ...record, status }, trials };
+  return { record: { ...record, status }, trials: stored };
 }
 
 /** One trial: its result, or undefined when the eval was stopped before it had one. */
@@ -162,8 +158,7 @@ async function runTrial(
   }
   if (record.queue) return queuedTrial(plan);
 
-  const timeout = new AbortController();
-  const timer = setTimeout(() => timeout.abort(new CancelledError(`the trial took longer than its timeout`)), task.timeoutMs);
+  const timeout = deadline(Date.now() + task.timeoutMs);
   const job = startJob(plan, Date.now(), timeout.signal);
   try {
     const workspace = join(options.workRoot, record.id, trial.threadId);
@@ -171,7 +166,7 @@ async function runTrial(
     if (options.signal.aborted) return undefined;
     return await judgeRun(job, outcome, workspace);
   } finally {
-    clearTimeout(timer);
+    timeout.clear();
   }
 }
 

@@ -9,6 +9,8 @@ import { join } from "node:path";
 import type { Settings } from "../config/environment-settings.js";
 import { latestValues, withStore, type StoreOptions } from "../store/store.js";
 import type { RunOutcome } from "../engine/run-types.js";
+import { CancelledError } from "../errors.js";
+import { messageText } from "../runtime/model-session.js";
 import { git, LOOPGRAPH_IDENTITY } from "../git/run.js";
 import type { GraphStateValue } from "../state/graph-state.js";
 import type { RunStatus } from "../state/thread.js";
@@ -48,6 +50,19 @@ export interface TrialJob extends TrialPlan {
   timedOut: AbortSignal;
   /** Ctrl-C or the timeout. */
   signal: AbortSignal;
+}
+
+/**
+ * A signal aborted at `at` (ms since the epoch), at once when that is past, as Ctrl-C aborts a
+ * run (a CancelledError: the run stops at its last checkpoint, resumable).
+ */
+export function deadline(at: number): { signal: AbortSignal; clear(): void } {
+  const controller = new AbortController();
+  const timeUp = () => controller.abort(new CancelledError("the trial took longer than its timeout"));
+  const left = at - Date.now();
+  if (left <= 0) timeUp();
+  const timer = setTimeout(timeUp, Math.max(0, left));
+  return { signal: controller.signal, clear: () => clearTimeout(timer) };
 }
 
 /** The trial under way since `started`: its timeout aborts `timedOut`. */
@@ -160,10 +175,8 @@ function tokensOf(state: GraphStateValue | undefined): TokenUsage {
 
 /** The run's final answer: the text of the last message of its history. */
 function finalAnswer(state: GraphStateValue | undefined): string {
-  const messages = (state?.messages ?? []) as { content?: unknown }[];
-  const content = messages.at(-1)?.content;
-  if (typeof content === "string") return content;
-  return Array.isArray(content) ? content.map((part) => (part as { text?: string }).text ?? "").join("") : "";
+  const last = state?.messages?.at(-1);
+  return last ? messageText(last) : "";
 }
 
 function whyNot(outcome: RunOutcome): string {

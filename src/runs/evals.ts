@@ -54,6 +54,11 @@ export interface EvalVariant {
   model?: string;
 }
 
+/** A variant in words: `A: coder-review with openai:gpt-4o` (its graph alone without a model). */
+export function describeVariant(variant: EvalVariant): string {
+  return `${variant.label}: ${variant.graph}${variant.model ? ` with ${variant.model}` : ""}`;
+}
+
 /** How a trial ended: passed, or why not. */
 export type TrialOutcome =
   | "passed"

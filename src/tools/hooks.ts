@@ -4,7 +4,7 @@
  */
 import type { Hook, HookEvent } from "./hook-config.js";
 import { availableSandbox, sandboxForDeclared } from "./sandbox.js";
-import { runWithInput } from "./shell.js";
+import { endingText, runWithInput } from "./shell.js";
 import type { ToolContext } from "./types.js";
 
 /** What one hook did: recorded with the run, so a recorded replay takes the same decision without running it. */
@@ -75,9 +75,7 @@ export function blockingReason(outcome: HookOutcome): string | undefined {
     return decision?.decision === "block" ? decision.reason || `the hook \`${outcome.command}\` blocked it` : undefined;
   }
   if (outcome.exitCode === BLOCK_EXIT_CODE) return said || `the hook \`${outcome.command}\` blocked it`;
-  const how =
-    outcome.skipped ??
-    (outcome.timedOut ? "it timed out" : outcome.exitCode === null ? "it was stopped" : `it exited with ${outcome.exitCode}`);
+  const how = outcome.skipped ?? `it ${endingText(outcome)}`;
   return `the before_tool hook \`${outcome.command}\` failed (${how}), so the call was not run${said ? `: ${said}` : ""}`;
 }
 
@@ -95,8 +93,7 @@ function jsonDecision(stdout: string): { decision?: unknown; reason?: string } |
 /** Why a hook other than `before_tool` failed, for a warning; undefined when it succeeded. */
 export function hookFailure(event: HookEvent, outcome: HookOutcome): string | undefined {
   if (outcome.exitCode === 0) return undefined;
-  const how =
-    outcome.skipped ?? (outcome.timedOut ? "timed out" : outcome.exitCode === null ? "was stopped" : `exited with ${outcome.exitCode}`);
+  const how = outcome.skipped ?? endingText(outcome);
   const said = outcome.stderr.trim().split("\n").slice(-3).join(" | ").slice(0, 400);
   return `the ${event} hook \`${outcome.command}\` ${how}${said ? `: ${said}` : ""}`;
 }

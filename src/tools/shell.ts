@@ -431,6 +431,18 @@ export interface CommandOutcome {
   stderr: string;
 }
 
+/** How a command ended, in words: `exited with 1`, `was stopped`, `timed out` (`after N s` given its timeout). */
+export function endingText(outcome: { exitCode: number | null; timedOut?: boolean }, timeoutMs?: number): string {
+  if (outcome.timedOut) return timeoutMs === undefined ? "timed out" : `timed out after ${Math.round(timeoutMs / 1000)} s`;
+  return outcome.exitCode === null ? "was stopped" : `exited with ${outcome.exitCode}`;
+}
+
+/** A command's stdout then stderr, trimmed, cut to their last `chars` characters (`[…]` where cut): where test runners print their summary. */
+export function outputTail(outcome: CommandOutcome, chars: number): string {
+  const text = `${outcome.stdout}${outcome.stderr ? `\n${outcome.stderr}` : ""}`.trim();
+  return text.length <= chars ? text : `[…]\n${text.slice(-chars)}`;
+}
+
 /**
  * Runs a bash command as the shell tool runs the agent's (the sandbox, the agent's environment,
  * the process group killed on timeout or cancellation), with `input` on its stdin (none when

@@ -11,7 +11,7 @@ import { STATE_DIR } from "../../project.js";
 import type { RunContext } from "../../runtime/context.js";
 import { performEffect } from "../../runtime/effects.js";
 import { availableSandbox } from "../../tools/sandbox.js";
-import { runWithInput } from "../../tools/shell.js";
+import { endingText, outputTail, runWithInput } from "../../tools/shell.js";
 import type { ToolContext } from "../../tools/types.js";
 import type { CommandCheckResult } from "../../state/looper.js";
 
@@ -73,13 +73,9 @@ async function runIn(ctx: RunContext, check: { command: string; timeoutMs: numbe
     ...(ctx.commandGroups && { commandGroups: ctx.commandGroups }),
   };
   const outcome = await runWithInput(check.command, undefined, where, check.timeoutMs);
-  const output = tail(`${outcome.stdout}${outcome.stderr ? `\n${outcome.stderr}` : ""}`.trim());
+  const output = outputTail(outcome, OUTPUT_TAIL_CHARS);
   const passed = outcome.exitCode === 0;
-  const how = outcome.timedOut
-    ? `timed out after ${Math.round(check.timeoutMs / 1000)} s`
-    : outcome.exitCode === null
-      ? "was stopped"
-      : `exited with ${outcome.exitCode}`;
+  const how = endingText(outcome, check.timeoutMs);
   const comment = passed ? `\`${check.command}\` passed` : `\`${check.command}\` failed (it ${how})${output ? `:\n${output}` : ""}`;
   return {
     ok: true,
@@ -94,8 +90,4 @@ async function runIn(ctx: RunContext, check: { command: string; timeoutMs: numbe
 /** A check that did not run: it did not pass, and the review is not complete. */
 function notRun(command: string, error: string): CommandCheckResult {
   return { ok: false, comments: [], error, command, passed: false, exitCode: null };
-}
-
-function tail(text: string): string {
-  return text.length <= OUTPUT_TAIL_CHARS ? text : `[…]\n${text.slice(-OUTPUT_TAIL_CHARS)}`;
 }
