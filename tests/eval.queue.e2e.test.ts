@@ -9,7 +9,7 @@
  */
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
-import { describe, expect, it } from "vitest";
+import { describe, expect, it, onTestFailed } from "vitest";
 import { settingsOf } from "../src/config/environment-settings.js";
 import { evalReportSchema } from "../src/eval/report-schema.js";
 import { resumeEval, startEval } from "../src/eval/run.js";
@@ -72,6 +72,7 @@ describeOnPostgres("loopgraph eval --queue", "eval --queue", (server) => {
     const worker = spawnCli(["worker", "--concurrency", "2"], { env });
     let log = "";
     worker.stderr?.on("data", (chunk: Buffer) => (log += chunk.toString()));
+    onTestFailed(() => console.error(`the worker's log:\n${log}`));
     const workerDone = collect(worker);
     onCleanup(() => void worker.kill("SIGKILL"));
 

@@ -300,6 +300,40 @@ describeOnPostgres("queued runs on a repository", "the repository workspace test
     expect(readdirSync(elsewhere.dir)).toEqual([]);
   }, 120_000);
 
+  it("the repository is recorded before its thread: a row left by a queueing killed in between is replaced; an existing thread's is kept", async () => {
+    const repo = origin();
+    const url = server().createDatabase("repo_half_queued");
+    const env = cleanEnv({ LOOPGRAPH_DB: url });
+    const model = `scripted:${script(repo.root, "coder.script.yaml", [])}`;
+    const queue = (thread: string, ref: string) =>
+      runCli(["run", "coder", "--queue", "--thread", thread, "--task", "t", "--model", model, "--repo", repo.bare, "--ref", ref], { env });
+    const rows = () =>
+      queryRows<{ thread_id: string; repo: string; ref: string; commit: string; patch: Buffer | null }>(
+        url,
+        "SELECT thread_id, repo, ref, commit, patch FROM loopgraph_repo_workspaces ORDER BY thread_id",
+      );
+    git(repo.bare, "branch", "other", "main");
+    const first = await queue("first", "main");
+    expect(first.code, first.stderr).toBe(0);
+    // What a `run --queue` killed after writing the repository and before the thread leaves: a row of its own.
+    await queryRows(
+      url,
+      "INSERT INTO loopgraph_repo_workspaces (thread_id, repo, ref, commit, patch, updated_at) VALUES ('half', '/gone', 'gone', 'dead', 'x', 'then')",
+    );
+    const again = await queue("half", "main");
+    expect(again.code, again.stderr).toBe(0);
+    const source = { repo: repo.bare, ref: "main", commit: repo.main, patch: null };
+    expect(await rows()).toEqual([
+      { thread_id: "first", ...source },
+      { thread_id: "half", ...source },
+    ]);
+    // Queued again under an existing thread's id: refused, and that thread's repository is left as it was.
+    const twice = await queue("first", "other");
+    expect(twice.code).toBe(2);
+    expect(twice.stderr).toMatch(/thread "first" already exists/);
+    expect((await rows())[0]).toEqual({ thread_id: "first", ...source });
+  }, 60_000);
+
   it("refuses in one line, before anything is recorded: a URL with a password, no repository, an unknown ref, --repo without --queue, with --workspace", async () => {
     const repo = origin();
     const url = server().createDatabase("repo_refusals");

@@ -119,8 +119,10 @@ export async function enqueueRun(options: RunOptions): Promise<string> {
   try {
     const queue = await RunQueue.open(where.location, env);
     try {
+      // The repository is recorded before the thread: a worker that finds the thread finds its repository too,
+      // also when this process was killed in between (the row left then is replaced when the id is queued again).
+      if (source && !(await store.threads.get(spec.threadId))) await store.repoWorkspaces!.create(spec.threadId, source);
       await Thread.prepare(store, graph, spec, options).record(options.task ?? "", { queued: true });
-      if (source) await store.repoWorkspaces!.create(spec.threadId, source);
       await queue.request(spec.threadId);
     } finally {
       await queue.close();

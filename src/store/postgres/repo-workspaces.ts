@@ -6,13 +6,12 @@ export class PostgresRepoWorkspaces implements RepoWorkspaceTable {
   constructor(private readonly pool: pg.Pool) {}
 
   async create(threadId: string, source: RepoSource): Promise<void> {
-    await this.pool.query(`INSERT INTO loopgraph_repo_workspaces (thread_id, repo, ref, commit, updated_at) VALUES ($1, $2, $3, $4, $5)`, [
-      threadId,
-      source.repo,
-      source.ref,
-      source.commit,
-      new Date().toISOString(),
-    ]);
+    // A row without its thread (an enqueue killed before it recorded the thread) is replaced whole.
+    await this.pool.query(
+      `INSERT INTO loopgraph_repo_workspaces (thread_id, repo, ref, commit, updated_at) VALUES ($1, $2, $3, $4, $5)
+       ON CONFLICT (thread_id) DO UPDATE SET repo = $2, ref = $3, commit = $4, base_tree = NULL, tree = NULL, patch = NULL, result = NULL, updated_at = $5`,
+      [threadId, source.repo, source.ref, source.commit, new Date().toISOString()],
+    );
   }
 
   async get(threadId: string): Promise<RepoWorkspaceRecord | undefined> {
