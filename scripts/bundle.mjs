@@ -11,6 +11,7 @@ import {
   closeSync,
   copyFileSync,
   existsSync,
+  mkdirSync,
   mkdtempSync,
   openSync,
   readdirSync,
@@ -138,3 +139,50 @@ await build({
 });
 copyFileSync(`${root}ui/index.html`, `${root}${uiDir}/index.html`);
 replaceFolder(uiDir, "dist/ui");
+
+/**
+ * @langchain/core and langsmith say nothing of side effects (no `sideEffects` in their
+ * package.json), so esbuild keeps every module they import: the SDK's use of a few message classes
+ * would bring in all of @langchain/core/messages' index (runnables, callbacks, tracers) and langsmith's
+ * client, 510 KB instead of 220. Their modules are declared free of side effects: what the page
+ * uses stays, the rest goes (the browser test, tests/serve.example.browser.e2e.test.ts, runs it).
+ */
+const withoutUnusedLangChain = {
+  name: "without-unused-langchain",
+  setup(plugin) {
+    const inPackages = /[\\/]node_modules[\\/](@langchain[\\/]core|langsmith)[\\/]/;
+    // Their modules are reached by name from the SDK, or by relative path from one another.
+    const mayReach = (path, importer) =>
+      /^(@langchain\/core|langsmith)(\/|$)/.test(path) || (path.startsWith(".") && inPackages.test(importer));
+    plugin.onResolve({ filter: /.*/ }, async ({ path, importer, kind, resolveDir, pluginData }) => {
+      if (pluginData === "resolving" || !mayReach(path, importer)) return undefined;
+      const found = await plugin.resolve(path, { importer, kind, resolveDir, pluginData: "resolving" });
+      if (found.errors.length > 0) return { errors: found.errors };
+      return inPackages.test(found.path) ? { ...found, sideEffects: false } : found;
+    });
+  },
+};
+
+// The example web chat of `loopgraph serve` (examples/serve-chat/, see its README): LangGraph's
+// React hook `useStream` on Preact (its `react` imports are given `preact/compat`), bundled into
+// dist/examples/serve-chat/ (index.html, app.js, app.css) for `loopgraph serve --static`.
+const chatDir = building("serve-chat");
+await build({
+  absWorkingDir: root,
+  entryPoints: { app: "examples/serve-chat/app.tsx" },
+  outdir: chatDir,
+  bundle: true,
+  format: "esm",
+  platform: "browser",
+  target: "es2022",
+  jsx: "automatic",
+  jsxImportSource: "preact",
+  alias: { react: "preact/compat", "react-dom": "preact/compat" },
+  plugins: [withoutUnusedLangChain],
+  minify: true,
+  legalComments: "linked",
+  logLevel: "warning",
+});
+copyFileSync(`${root}examples/serve-chat/index.html`, `${root}${chatDir}/index.html`);
+mkdirSync(`${root}dist/examples`, { recursive: true });
+replaceFolder(chatDir, "dist/examples/serve-chat");
