@@ -9,8 +9,23 @@ import { fileURLToPath } from "node:url";
 
 const root = fileURLToPath(new URL("..", import.meta.url));
 /** What the build makes last of each of its parts (scripts/bundle.mjs puts a folder in place only once whole). */
-const OUTPUTS = ["dist/src/index.js", "dist/cli/loopgraph.cjs", "dist/cli/loopgraph.js", "dist/ui/index.html"];
-const INPUTS = ["src", "ui", "scripts/bundle.mjs", "scripts/code-cache.mjs", "package.json", "package-lock.json", "tsconfig.json"];
+const OUTPUTS = [
+  "dist/src/index.js",
+  "dist/cli/loopgraph.cjs",
+  "dist/cli/loopgraph.js",
+  "dist/ui/index.html",
+  "dist/examples/serve-chat/index.html",
+];
+const INPUTS = [
+  "src",
+  "ui",
+  "examples/serve-chat",
+  "scripts/bundle.mjs",
+  "scripts/code-cache.mjs",
+  "package.json",
+  "package-lock.json",
+  "tsconfig.json",
+];
 
 /** The latest modification time of `path` and, for a folder, of everything under it (node_modules aside). */
 function newest(path) {
