@@ -23,7 +23,7 @@ export type CacheProfile = (typeof CACHE_PROFILES)[number];
 
 export const cacheFile = (profile: CacheProfile): string => `${BUNDLE_FILE}.${profile}.cache`;
 
-const RUN_COMMANDS = new Set(["run", "resume", "chat", "replay", "rewind", "worker", "eval"]);
+const RUN_COMMANDS = new Set(["run", "resume", "chat", "replay", "rewind", "worker", "eval", "serve"]);
 /** Every command of the CLI (main.ts; a test compares this list with `loopgraph --help`). */
 export const COMMANDS: ReadonlySet<string> = new Set([
   ...RUN_COMMANDS,

@@ -28,6 +28,7 @@ const commands = {
   doctor: () => import("./doctor-command.js"),
   trust: () => import("./trust-command.js"),
   ui: () => import("./ui-command.js"),
+  serve: () => import("./serve-command.js"),
   eval: () => import("./eval-command.js"),
 };
 
@@ -38,6 +39,12 @@ function parsePositiveInt(value: string): number {
   const parsed = Number(value);
   if (!Number.isInteger(parsed) || parsed < 1) throw new InvalidArgumentError("expected a whole number of at least 1");
   return parsed;
+}
+
+function parsePort(value: string): number {
+  const port = Number(value);
+  if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new InvalidArgumentError("expected a port number from 1 to 65535");
+  return port;
 }
 
 /** `--model-timeout <seconds>`, as milliseconds. */
@@ -260,13 +267,20 @@ function buildProgram(setExitCode: (code: number) => void): Command {
   program
     .command("ui")
     .description("the web inspector: threads, their graphs, steps, state and diffs, live, with approvals and Looper commands, on 127.0.0.1")
-    .option("--port <n>", "listen on this port (default: a free one)", (value: string) => {
-      const port = Number(value);
-      if (!Number.isInteger(port) || port < 1 || port > 65_535) throw new InvalidArgumentError("expected a port number from 1 to 65535");
-      return port;
-    })
+    .option("--port <n>", "listen on this port (default: a free one)", parsePort)
     .option("--open", "open the URL in the desktop's browser")
     .action(async (options) => setExitCode(await (await commands.ui()).uiCommand(withGlobals(options))));
+
+  program
+    .command("serve")
+    .description("the LangGraph server API (threads, runs, streams, interrupts) for LangGraph's SDK, useStream and Studio, on 127.0.0.1")
+    .option("--port <n>", "listen on this port (default: a free one)", parsePort)
+    .option("--host <address>", "listen on this address (default: 127.0.0.1)")
+    .option("--no-auth", "ask no token (on 127.0.0.1 only)")
+    .option("--cors <origin>", "let a browser page of this origin call the API (repeatable)", collect)
+    .option("--static <dir>", "serve a web app's files under /app/ (the token replaces __LOOPGRAPH_SERVE_TOKEN__ in its HTML)")
+    .option("--model <provider:model>", "model of new threads' nodes that name none (default: $LOOPGRAPH_MODEL)")
+    .action(async (options) => setExitCode(await (await commands.serve()).serveCommand(withGlobals(options))));
 
   program
     .command("rewind <thread> [checkpoint]")

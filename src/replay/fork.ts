@@ -1,11 +1,12 @@
 import { Overwrite, START } from "@langchain/langgraph";
-import { ConfigError } from "../errors.js";
+import { ConfigError, ExitCode } from "../errors.js";
 import { restoreWorkspaceInStore } from "../snapshots/index.js";
 import { findCheckpoint } from "../engine/inspect.js";
 import { createLoopSupervisor } from "../engine/runner.js";
 import { Thread } from "../engine/thread.js";
 import { START_NODE, type GraphDefinition } from "../format/types.js";
-import { openStore, requireThread } from "../store/store.js";
+import { openStore, requireThread, type Store } from "../store/store.js";
+import type { GraphStateValue } from "../state/graph-state.js";
 import { isInputStep, readRunRecord, routingSources, type RecordedStep, type RunRecord } from "./record.js";
 import { rerunPlan } from "./rerun-plan.js";
 import { applyEdits, checkDeclaredVars, parseStateEdit, withTaskMessage, type StateEdit } from "./state-edits.js";
@@ -20,6 +21,11 @@ export interface ForkOptions extends CommonRunOptions {
   set?: string[];
   /** `--restore-files`: put the files the agent changed since that checkpoint back as they were then (see `rewind`). */
   restoreFiles?: boolean;
+  /**
+   * Make the branch and run nothing (the LangGraph API's `updateState`): the thread then waits
+   * before the branch's next node, paused at a breakpoint, and `resume` runs the branch.
+   */
+  branchOnly?: boolean;
 }
 
 /** The state update that starts the branch, attributed to the node(s) whose routing then decides what runs. */
@@ -62,7 +68,9 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
           : await compiled.bulkUpdateState(fromConfig, [
               { updates: start.asNodes.map((asNode, i) => ({ values: i === 0 ? start.values : {}, asNode })) },
             ]);
-      const next = (await compiled.getState(branchConfig)).next;
+      const branch = await compiled.getState(branchConfig);
+      const next = branch.next;
+      if (options.branchOnly) return await waitBeforeBranch(store, record.threadId, next, branch.values as GraphStateValue);
 
       await thread.markRunning();
       thread.announce(ctx, {
@@ -89,6 +97,17 @@ export async function forkRun(options: ForkOptions): Promise<RunOutcome> {
   } finally {
     await store.close();
   }
+}
+
+/** A branch made and not run: the thread waits before its next node (or has nothing left to run). */
+async function waitBeforeBranch(store: Store, threadId: string, next: readonly string[], state: GraphStateValue): Promise<RunOutcome> {
+  if (next.length === 0) {
+    await store.threads.markEnded(threadId, "finished");
+    return { threadId, status: "finished", exitCode: ExitCode.Finished, state, ended: true };
+  }
+  const pause = { reason: "breakpoint" as const, node: next[0]!, when: "before" as const };
+  await store.threads.markEnded(threadId, "paused", undefined, pause);
+  return { threadId, status: "paused", exitCode: ExitCode.Paused, state, pause };
 }
 
 function branchStart(run: RunRecord, step: RecordedStep, edits: readonly StateEdit[], graph: GraphDefinition): BranchStart {

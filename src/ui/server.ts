@@ -20,6 +20,7 @@ import type { PriceTable } from "../config/prices.js";
 import { ConfigError } from "../errors.js";
 import type { StoreOptions } from "../store/tables.js";
 import { ActionError, exportScript, runAction, type Action } from "./actions.js";
+import { BASE_SECURITY_HEADERS, HttpError, readJsonObject } from "./http.js";
 import {
   checkpointPage,
   filesPage,
@@ -63,10 +64,7 @@ const TYPES: Record<string, string> = {
 const SECURITY_HEADERS = {
   "content-security-policy":
     "default-src 'self'; script-src 'self'; style-src 'self' 'unsafe-inline'; img-src 'self' data:; connect-src 'self'; frame-ancestors 'none'; base-uri 'none'; form-action 'none'",
-  "x-content-type-options": "nosniff",
-  "referrer-policy": "no-referrer",
-  "x-frame-options": "DENY",
-  "cache-control": "no-store",
+  ...BASE_SECURITY_HEADERS,
 };
 
 /** A query parameter that is a whole number (0 or more), undefined when absent; another value is refused (400). */
@@ -75,15 +73,6 @@ function indexParameter(url: URL, name: string): number | undefined {
   if (value === null) return undefined;
   if (!/^\d{1,9}$/.test(value)) throw new HttpError(400, `${name} must be a whole number`);
   return Number(value);
-}
-
-class HttpError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
 }
 
 export async function startUiServer(options: UiServerOptions): Promise<UiServer> {
@@ -122,19 +111,6 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
     // The page's own requests carry the token it was opened with.
     if (relative === "index.html") body = body.toString("utf8").replaceAll("__LOOPGRAPH_TOKEN__", token);
     send(response, 200, body, TYPES[extname(file)] ?? "application/octet-stream");
-  };
-
-  const readBody = async (request: IncomingMessage): Promise<Record<string, unknown>> => {
-    if (!String(request.headers["content-type"] ?? "").startsWith("application/json"))
-      throw new HttpError(415, "send JSON (content-type: application/json)");
-    let text = "";
-    for await (const chunk of request) {
-      text += String(chunk);
-      if (text.length > 1_000_000) throw new HttpError(413, "the request is too large");
-    }
-    const value: unknown = text ? JSON.parse(text) : {};
-    if (value === null || typeof value !== "object" || Array.isArray(value)) throw new HttpError(400, "send a JSON object");
-    return value as Record<string, unknown>;
   };
 
   /** Server-sent events: `update` whenever the thread (or its loop) changed, looked at every pollMs. */
@@ -223,7 +199,7 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
       return sendJson(response, 200, await checkpointPage(threadId, decodeURIComponent(checkpoint[1]!), store));
     const action = /^\/actions\/([a-z_]+)$/.exec(rest);
     if (method === "POST" && action) {
-      const body = await readBody(request);
+      const body = await readJsonObject(request);
       return sendJson(
         response,
         200,

@@ -22,6 +22,7 @@ export const LAYERS: readonly (readonly string[])[] = [
   ["replay"],
   ["eval"],
   ["ui"],
+  ["serve"],
   ["cli"],
   ["index.ts"],
 ];
