@@ -12,6 +12,7 @@
 import { randomUUID } from "node:crypto";
 import { RunControl } from "@langchain/langgraph";
 import type { Settings } from "../config/environment-settings.js";
+import { CancelledError } from "../errors.js";
 import { approvalFromEnvironment } from "../config/environment-settings.js";
 import type { CommonRunOptions, RunOutcome } from "../engine/run-types.js";
 import { resumeRun, runGraph } from "../engine/runner.js";
@@ -77,7 +78,8 @@ export class ServedRun {
   /** Stops the run at once, as Ctrl-C stops `loopgraph run`: checkpointed, `interrupted`, resumable. */
   cancel(): void {
     this.control.requestDrain("cancelled through the API");
-    this.abort.abort();
+    // A CancelledError, as Ctrl-C's: the step in flight ends without a result and the run is `interrupted`, not failed.
+    this.abort.abort(new CancelledError("cancelled through the API"));
   }
 
   options(): Pick<CommonRunOptions, "control" | "signal"> {

@@ -289,7 +289,7 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     if (method === "GET" && (path === "/app" || path.startsWith("/app/")))
       return serveStatic(request, response, path === "/app" ? "/app/" : url.pathname);
     const send = (value: unknown, status = 200, extra?: Record<string, string>) => sendJson(request, response, status, value, extra);
-    const body = method === "POST" || method === "PATCH" ? await readJsonObject(request) : {};
+    const body = (method === "POST" || method === "PATCH") && hasBody(request) ? await readJsonObject(request) : {};
     const query = Object.fromEntries(url.searchParams);
 
     const notServed = NOT_SERVED.find(([m, pattern]) => (m === "ANY" || m === method) && pattern.test(path));
@@ -475,6 +475,10 @@ const notFound = (error: unknown): never => {
 };
 
 const dbFlag = (options: ServeOptions): { db?: string } => (options.store.db !== undefined ? { db: options.store.db } : {});
+
+/** A POST without a body (the SDK's `runs.cancel`) is read as `{}`; one with a body must be JSON. */
+const hasBody = (request: IncomingMessage): boolean =>
+  request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0;
 
 /** Whether every key of `wanted` is in `metadata` with the same (JSON) value. */
 function matches(metadata: Record<string, unknown>, wanted: Record<string, unknown>): boolean {

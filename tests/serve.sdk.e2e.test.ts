@@ -1,0 +1,264 @@
+/**
+ * `loopgraph serve` driven by LangGraph's own JS client (`@langchain/langgraph-sdk`'s `Client`),
+ * against a real `serve` process on 127.0.0.1 with the scripted model: assistants, a thread
+ * created and streamed, an approval interrupt answered with `command: {resume}` (approved with
+ * edited arguments, and rejected with a reason), the history (the same checkpoints `inspect` and
+ * the web inspector show), a fork with `updateState`, a run cancelled; and the server's refusals:
+ * no token, another host, a looser approval mode, an endpoint it does not serve.
+ */
+import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { get as httpGet } from "node:http";
+import { join } from "node:path";
+import { Client } from "@langchain/langgraph-sdk";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runCli } from "./helpers/cli.js";
+import { startServe } from "./helpers/serve.js";
+import { startUi } from "./helpers/ui.js";
+import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
+
+interface Part {
+  event: string;
+  data: unknown;
+}
+
+const SCRIPT = `responses:
+  - node: coder
+    wait_for: gate
+    content: "I'll write the file."
+    tool_calls:
+      - name: write_file
+        args: { path: hello.txt, contents: "hello\\n" }
+  - node: coder
+    content: "Done with hello.txt."
+`;
+
+describe("loopgraph serve with LangGraph's JS client", () => {
+  const ws = sharedWorkspace({ git: "init" });
+  let client: Client;
+  let server: Awaited<ReturnType<typeof startServe>>;
+  const gate = () => join(ws.root, "gate");
+
+  beforeAll(async () => {
+    writeFileSync(join(ws.root, "coder.script.yaml"), SCRIPT);
+    server = await startServe(ws.dir, ["--model", `scripted:${join(ws.root, "coder.script.yaml")}`], { standalone: true });
+    client = new Client({ apiUrl: server.url, apiKey: server.token });
+  }, 60_000);
+  afterAll(async () => {
+    // Ctrl-C: the server stops its runs at a checkpoint and exits 0.
+    expect((await server?.serve.kill("SIGINT"))?.code).toBe(0);
+  });
+
+  const collectStream = async (stream: AsyncIterable<Part>): Promise<Part[]> => {
+    const parts: Part[] = [];
+    for await (const part of stream) parts.push(part);
+    return parts;
+  };
+
+  it("lists each graph as an assistant, with its drawing and its schemas", async () => {
+    const assistants = await client.assistants.search({ limit: 100 });
+    expect(assistants.map((assistant) => assistant.assistant_id)).toEqual(
+      expect.arrayContaining(["coder", "coder-review", "example-review"]),
+    );
+    const coder = await client.assistants.get("coder");
+    expect(coder).toMatchObject({ assistant_id: "coder", graph_id: "coder" });
+    const graph = await client.assistants.getGraph("coder");
+    expect(graph.nodes.map((node) => node.id)).toEqual(["__start__", "coder", "__end__"]);
+    expect(graph.edges).toEqual(
+      expect.arrayContaining([
+        expect.objectContaining({ source: "__start__", target: "coder" }),
+        expect.objectContaining({ source: "coder", target: "__end__" }),
+      ]),
+    );
+    const schemas = await client.assistants.getSchemas("coder");
+    expect(schemas.state_schema).toMatchObject({ properties: { task: { type: "string" } } });
+    await expect(client.assistants.get("no-such-graph")).rejects.toThrow(/404/);
+  });
+
+  it("a run cancelled while it works stops at a checkpoint, interrupted, and can be listed", async () => {
+    const thread = await client.threads.create();
+    const run = await client.runs.create(thread.thread_id, "coder", { input: { task: "write hello" } });
+    expect(run.status).toMatch(/pending|running/);
+    // The Coder's first answer waits for the gate: the run is under way, then cancelled.
+    await expect.poll(async () => (await client.runs.get(thread.thread_id, run.run_id)).status, { timeout: 20_000 }).toBe("running");
+    await client.runs.cancel(thread.thread_id, run.run_id, true);
+    expect((await client.runs.get(thread.thread_id, run.run_id)).status).toBe("interrupted");
+    const listed = await client.runs.list(thread.thread_id);
+    expect(listed.map((one) => [one.run_id, one.status])).toEqual([[run.run_id, "interrupted"]]);
+    const after = await client.threads.get(thread.thread_id);
+    expect(after.status).toBe("interrupted");
+    expect(after.metadata).toMatchObject({ loopgraph_status: "interrupted", graph_id: "coder" });
+    writeFileSync(gate(), "");
+  }, 60_000);
+
+  it("streams a run to its approval interrupt, and command.resume approves it with edited arguments", async () => {
+    writeFileSync(gate(), "");
+    const thread = await client.threads.create({ metadata: { purpose: "approve" } });
+    expect(thread.status).toBe("idle");
+    const parts = await collectStream(
+      client.runs.stream(thread.thread_id, "coder", {
+        input: { messages: [{ type: "human", content: "write hello" }] },
+        streamMode: ["values", "updates", "messages-tuple", "custom"],
+      }),
+    );
+    expect(parts[0]).toMatchObject({ event: "metadata", data: { run_id: expect.any(String) } });
+    const events = new Set(parts.map((part) => part.event));
+    expect([...events].sort()).toEqual(["custom", "messages", "metadata", "updates", "values"]);
+    const custom = parts.filter((part) => part.event === "custom").map((part) => (part.data as { type: string }).type);
+    expect(custom[0]).toBe("run_started");
+    expect(custom.at(-1)).toBe("run_finished");
+    const chunk = parts.find((part) => part.event === "messages")!.data as [{ type: string; content: string }, { langgraph_node: string }];
+    expect(chunk[0]).toMatchObject({ type: "AIMessageChunk", content: "I'll write the file." });
+    expect(chunk[1].langgraph_node).toBe("coder");
+    const last = parts.at(-1)!;
+    expect(last.event).toBe("values");
+    const values = last.data as {
+      task: string;
+      messages: { type: string }[];
+      __interrupt__: { id: string; value: Record<string, unknown> }[];
+    };
+    expect(values.task).toBe("write hello");
+    expect(values.__interrupt__).toEqual([
+      {
+        id: expect.any(String),
+        value: expect.objectContaining({ kind: "approval", tool: "write_file", args: { path: "hello.txt", contents: "hello\n" } }),
+      },
+    ]);
+    expect(parts.some((part) => part.event === "updates" && "__interrupt__" in (part.data as object))).toBe(true);
+
+    const paused = await client.threads.get(thread.thread_id);
+    expect(paused.status).toBe("interrupted");
+    expect(paused.metadata).toMatchObject({ purpose: "approve", loopgraph_status: "paused" });
+    const state = await client.threads.getState(thread.thread_id);
+    expect(state.next).toEqual(["coder"]);
+    expect(state.tasks[0]!.interrupts[0]!.value).toMatchObject({ tool: "write_file" });
+
+    const answered = await client.runs.wait(thread.thread_id, "coder", {
+      command: { resume: { decision: "approve", args: { path: "hello.txt", contents: "edited\n" } } },
+    });
+    expect(readFileSync(join(ws.dir, "hello.txt"), "utf8")).toBe("edited\n");
+    expect((answered as { messages: { type: string; content: string }[] }).messages.at(-1)).toMatchObject({
+      type: "ai",
+      content: "Done with hello.txt.",
+    });
+    expect((await client.threads.get(thread.thread_id)).status).toBe("idle");
+
+    // The history: the checkpoints `inspect` shows, newest first, and those the web inspector shows.
+    const history = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+    const inspected = await runCli(["inspect", thread.thread_id, "--json", "--all"], { cwd: ws.dir });
+    expect(inspected.code, inspected.stderr).toBe(0);
+    const checkpoints = (JSON.parse(inspected.stdout) as { checkpoints: { checkpointId: string }[] }).checkpoints.map(
+      (one) => one.checkpointId,
+    );
+    expect(history.map((entry) => entry.checkpoint.checkpoint_id)).toEqual([...checkpoints].reverse());
+    const { url, token } = await startUi(join(ws.dir, ".loopgraph", "loopgraph.db"));
+    const page = (await (await fetch(new URL(`/api/threads/${thread.thread_id}?token=${token}`, url))).json()) as {
+      history: { checkpoints: { checkpointId: string }[] };
+    };
+    expect(page.history.checkpoints.map((one) => one.checkpointId)).toEqual(checkpoints);
+    expect(history[0]!.values).toEqual(answered);
+  }, 90_000);
+
+  it("command.resume rejects with a reason: the call does not run and the model is told why", async () => {
+    const thread = await client.threads.create();
+    const first = await client.runs.wait(thread.thread_id, "coder", { input: { task: "write hello" } });
+    const interrupt = (first as { __interrupt__: { id: string }[] }).__interrupt__[0]!;
+    const parts = await collectStream(
+      client.runs.stream(thread.thread_id, "coder", {
+        command: { resume: { [interrupt.id]: { decision: "reject", reason: "not that file" } } },
+        streamMode: ["custom"],
+      }),
+    );
+    const result = parts
+      .map((part) => part.data as { type: string; ok?: boolean; result?: string })
+      .find((event) => event.type === "tool_result");
+    expect(result).toMatchObject({ ok: false, result: expect.stringContaining("not that file") });
+    expect((await client.threads.get(thread.thread_id)).status).toBe("idle");
+    // A second answer finds nothing waiting.
+    await expect(client.runs.wait(thread.thread_id, "coder", { command: { resume: "approve" } })).rejects.toThrow(/409.*not waiting/);
+  }, 60_000);
+
+  it("updateState forks the thread at a checkpoint with the values set, and a run with no input runs the branch", async () => {
+    const thread = await client.threads.create();
+    await client.runs.wait(thread.thread_id, "coder", { input: { task: "write hello" } });
+    const history = await client.threads.getHistory(thread.thread_id, { limit: 10 });
+    const start = history.find((entry) => (entry.metadata as { nodes: string[] }).nodes.includes("start"))!;
+    // The server answers as LangGraph's does, `{checkpoint: {thread_id, checkpoint_ns, checkpoint_id}}` (the SDK's type says otherwise).
+    const forked = (await client.threads.updateState(thread.thread_id, {
+      values: { task: "write hello twice" },
+      checkpointId: start.checkpoint.checkpoint_id!,
+    })) as unknown as { checkpoint: { checkpoint_id: string } };
+    const state = await client.threads.getState(thread.thread_id);
+    expect(state.checkpoint.checkpoint_id).toBe(forked.checkpoint.checkpoint_id);
+    expect(state.values).toMatchObject({ task: "write hello twice" });
+    expect(state.next).toEqual(["coder"]);
+    expect(state.parent_checkpoint?.checkpoint_id).toBe(start.checkpoint.checkpoint_id);
+    // The branch runs from there: the Coder asks its approval again, on the edited task.
+    const run = await client.runs.wait(thread.thread_id, "coder", {});
+    expect(run).toMatchObject({
+      task: "write hello twice",
+      __interrupt__: [expect.objectContaining({ value: expect.objectContaining({ tool: "write_file" }) })],
+    });
+    const all = await client.threads.getHistory(thread.thread_id, { limit: 100 });
+    expect(all.length).toBeGreaterThan(history.length);
+    await expect(client.threads.updateState(thread.thread_id, { values: { nonsense: 1 } })).rejects.toThrow(/422.*unknown state channel/);
+  }, 60_000);
+
+  it("refuses a request without the token, one naming another host, a looser approval mode, and what it does not serve (501, by name)", async () => {
+    expect((await fetch(new URL("/threads/search", server.url), { method: "POST" })).status).toBe(401);
+    const wrong = new Client({ apiUrl: server.url, apiKey: "0".repeat(server.token.length) });
+    await expect(wrong.threads.search()).rejects.toThrow(/401/);
+    expect(new URL(server.url).hostname).toBe("127.0.0.1");
+    // A page of another site that reaches 127.0.0.1 through a name of its own (DNS rebinding) names that host.
+    expect(await statusOf(server.url, "/info", { host: `attacker.example:${new URL(server.url).port}`, "x-api-key": server.token })).toBe(
+      403,
+    );
+    expect(await statusOf(server.url, "/info", { host: `localhost:${new URL(server.url).port}`, "x-api-key": server.token })).toBe(200);
+    const elsewhere = await fetch(new URL("/info", server.url), {
+      headers: { origin: "https://attacker.example", "x-api-key": server.token },
+    });
+    expect(elsewhere.status).toBe(403);
+    expect(elsewhere.headers.get("access-control-allow-origin")).toBeNull();
+
+    const thread = await client.threads.create();
+    await expect(
+      client.runs.create(thread.thread_id, "coder", { input: { task: "t" }, config: { configurable: { approval: "auto" } } }),
+    ).rejects.toThrow(/403.*looser/);
+    await expect(client.threads.copy(thread.thread_id)).rejects.toThrow(/501.*threads\.copy/);
+    await expect(
+      collectStream(client.runs.stream(thread.thread_id, "coder", { input: { task: "t" }, streamMode: ["debug"] })),
+    ).rejects.toThrow(/501.*stream mode \\"debug\\" is not supported/);
+    expect(existsSync(join(ws.dir, ".loopgraph", "loopgraph.db"))).toBe(true);
+  }, 60_000);
+});
+
+/** The status of a GET with these headers, sent with node:http (fetch does not let a caller set Host). */
+function statusOf(base: string, path: string, headers: Record<string, string>): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const request = httpGet(new URL(path, base), { headers }, (response) => {
+      response.resume();
+      resolve(response.statusCode ?? 0);
+    });
+    request.on("error", reject);
+  });
+}
+
+describe("loopgraph serve's options", () => {
+  it("--no-auth only on 127.0.0.1, and --cors lets the listed origin read answers", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    const refused = await runCli(["serve", "--no-auth", "--host", "0.0.0.0"], { cwd: ws.dir });
+    expect(refused.code).toBe(2);
+    expect(refused.stderr.trim().split("\n")).toHaveLength(1);
+    expect(refused.stderr).toMatch(/--no-auth is for 127\.0\.0\.1 only/);
+    const open = await startServe(ws.dir, ["--no-auth", "--cors", "http://localhost:5173"]);
+    const listed = await fetch(new URL("/assistants/search", open.url), {
+      method: "POST",
+      headers: { origin: "http://localhost:5173", "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(listed.status).toBe(200);
+    expect(listed.headers.get("access-control-allow-origin")).toBe("http://localhost:5173");
+    const preflight = await fetch(new URL("/threads", open.url), { method: "OPTIONS", headers: { origin: "http://localhost:5173" } });
+    expect(preflight.status).toBe(204);
+    expect(preflight.headers.get("access-control-allow-headers")).toContain("x-api-key");
+  }, 60_000);
+});
