@@ -9,9 +9,9 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { chromium, type Browser, type Page } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cleanEnv, ROOT } from "./helpers/cli.js";
-import { startCli } from "./helpers/e2e.js";
+import { ROOT } from "./helpers/cli.js";
 import { CHROMIUM, lacks } from "./helpers/requirements.js";
+import { startServe } from "./helpers/serve.js";
 import { tempWorkspace, type Workspace } from "./helpers/workspace.js";
 
 const noChromium = lacks("chromium", "the serve example's browser tests");
@@ -26,30 +26,27 @@ async function shot(page: Page, name: string): Promise<void> {
 }
 
 /**
- * A script for the Coder: first it writes `file` (a call that asks for approval in mode `ask`),
- * after a moment, so the page shows its Stop button; then it answers `answer`.
+ * A script for the Coder. A task starting "Write": first it writes `file` (a call that asks for
+ * approval in mode `ask`), after a moment, so the page shows its Stop button; then it answers
+ * `answer`. A task starting "Wait": an answer that takes a minute (a run to stop).
  */
 function coderScript(ws: Workspace, file: string, answer: string): string {
   const script = join(ws.root, "coder.script.yaml");
   const write = JSON.stringify({ name: "write_file", args: { path: file, contents: "hello\n" } });
   const responses = [
-    `{ node: coder, delay_ms: 1500, content: "I will write ${file}.", tool_calls: [${write}] }`,
-    `{ node: coder, content: ${JSON.stringify(answer)} }`,
+    `{ node: coder, task: "^Write", delay_ms: 1500, content: "I will write ${file}.", tool_calls: [${write}] }`,
+    `{ node: coder, task: "^Write", content: ${JSON.stringify(answer)} }`,
+    `{ node: coder, task: "^Wait", delay_ms: 60000, content: "too late" }`,
   ];
   writeFileSync(script, ["responses:", ...responses.map((response) => `  - ${response}`), ""].join("\n"));
   return script;
 }
 
-/** `loopgraph serve --static <the built example>` in the workspace, answered by `script`: the app's URL it printed, its origin and token. */
-async function startServe(ws: Workspace, script: string): Promise<{ app: string; origin: string; token: string }> {
-  const serve = startCli(["--db", ws.db, "serve", "--static", APP, "--model", `scripted:${script}`], {
-    cwd: ws.dir,
-    env: cleanEnv({ TMPDIR: ws.root }),
-  });
-  const at = await serve.waitForLine((line) => line.startsWith("  app: "));
-  const app = serve.lines[at]!.slice("  app: ".length).trim();
-  const url = new URL(app);
-  return { app, origin: url.origin, token: url.searchParams.get("token")! };
+/** `loopgraph serve --static <the built example>` in the workspace, answered by `script`: the app's URL, the server's and its token. */
+async function serveApp(ws: Workspace, script: string): Promise<{ app: string; url: string; token: string }> {
+  const args = ["--db", ws.db, "--static", APP, "--model", `scripted:${script}`];
+  const { app, url, token } = await startServe(ws.dir, args, { env: { TMPDIR: ws.root } });
+  return { app: app!, url, token };
 }
 
 describe.skipIf(noChromium)("the serve example chat in headless Chromium", () => {
@@ -74,8 +71,8 @@ describe.skipIf(noChromium)("the serve example chat in headless Chromium", () =>
     await browser?.close();
   });
 
-  /** Opens the app, sends `task`, and waits for the approval panel: the page and the panel. */
-  const sendTask = async (app: string, task: string) => {
+  /** Opens the app and sends `task`: the page, its script errors, and the answers its runs resumed with. */
+  const openAndSend = async (app: string, task: string) => {
     const page = await browser.newPage({ viewport: { width: 1000, height: 900 } });
     const errors: string[] = [];
     page.on("pageerror", (error) => errors.push(error.message));
@@ -86,14 +83,24 @@ describe.skipIf(noChromium)("the serve example chat in headless Chromium", () =>
       if (body?.command?.resume !== undefined) resumes.push(body.command.resume);
     });
     await page.goto(app);
+    await send(page, task);
+    return { page, errors, resumes };
+  };
+
+  /** Sends `task` from the page's form; while the Coder's first answer is on its way, the run can be stopped. */
+  const send = async (page: Page, task: string) => {
     await page.getByPlaceholder("a task for the agent", { exact: false }).fill(task);
     await page.getByRole("button", { name: "Send" }).click();
-    // While the Coder's first answer is on its way, the run can be stopped.
     await page.getByRole("button", { name: "Stop" }).waitFor(LIVE);
-    const panel = page.getByRole("region", { name: "approval" });
+  };
+
+  /** Opens the app, sends `task`, and waits for the approval panel. */
+  const sendTask = async (app: string, task: string) => {
+    const opened = await openAndSend(app, task);
+    const panel = opened.page.getByRole("region", { name: "approval" });
     await panel.waitFor(LIVE);
-    expect(errors).toEqual([]);
-    return { page, panel, errors, resumes };
+    expect(opened.errors).toEqual([]);
+    return { ...opened, panel };
   };
 
   /** The thread the page shows (kept in its URL's hash). */
@@ -101,14 +108,14 @@ describe.skipIf(noChromium)("the serve example chat in headless Chromium", () =>
 
   it("shows the approval a write asks for (tool, arguments, reason); approved, the file is written and the Coder's answer shows, as text", async () => {
     const ws = tempWorkspace({ git: true });
-    const { app, origin, token } = await startServe(ws, coderScript(ws, "hello.txt", "Wrote hello.txt, <b>not bold</b>."));
+    const { app, url, token } = await serveApp(ws, coderScript(ws, "hello.txt", "Wrote hello.txt, <b>not bold</b>."));
     const { page, panel, errors, resumes } = await sendTask(app, "Write hello.txt");
     expect(await panel.locator("h2").innerText()).toBe("Approve write_file?");
     expect(JSON.parse(await panel.locator(".args").innerText())).toEqual({ path: "hello.txt", contents: "hello\n" });
     // The reason is the server's own: the interrupt's value, as getState gives it.
     const thread = threadOf(page);
     expect(thread).toBeDefined();
-    const state = (await (await fetch(`${origin}/threads/${thread}/state`, { headers: { "x-api-key": token } })).json()) as {
+    const state = (await (await fetch(`${url}/threads/${thread}/state`, { headers: { "x-api-key": token } })).json()) as {
       tasks: { interrupts: { value: { reason: string; tool: string } }[] }[];
     };
     const request = state.tasks.flatMap((task) => task.interrupts)[0]!.value;
@@ -132,9 +139,9 @@ describe.skipIf(noChromium)("the serve example chat in headless Chromium", () =>
     await shot(page, "serve-chat-approved");
   });
 
-  it("rejected with a reason, the call does not run, and the model's next answer shows", async () => {
+  it("rejected with a reason, the call does not run, and the model's next answer shows; the next task is a new thread, whose run Stop stops", async () => {
     const ws = tempWorkspace({ git: true });
-    const { app } = await startServe(ws, coderScript(ws, "secret.txt", "Understood: I left secret.txt alone."));
+    const { app, url, token } = await serveApp(ws, coderScript(ws, "secret.txt", "Understood: I left secret.txt alone."));
     const { page, panel, errors, resumes } = await sendTask(app, "Write secret.txt");
     expect(await panel.locator("h2").innerText()).toBe("Approve write_file?");
     await panel.getByPlaceholder("why not", { exact: false }).fill("keep secrets out of the repository");
@@ -146,5 +153,19 @@ describe.skipIf(noChromium)("the serve example chat in headless Chromium", () =>
     expect(await panel.count()).toBe(0);
     expect(errors).toEqual([]);
     await shot(page, "serve-chat-rejected");
+
+    // The next task is a thread of its own; Stop stops its run, which waits, resumable, as Ctrl-C leaves one.
+    const first = threadOf(page);
+    await send(page, "Wait for a minute");
+    await expect.poll(() => threadOf(page) !== undefined && threadOf(page) !== first, LIVE).toBe(true);
+    const second = threadOf(page)!;
+    // Its messages only: the first thread's are gone.
+    await expect.poll(() => page.locator(".message").allInnerTexts(), LIVE).toEqual([expect.stringContaining("Wait for a minute")]);
+    await page.getByRole("button", { name: "Stop" }).click();
+    await page.getByRole("button", { name: "Send" }).waitFor(LIVE);
+    const status = async () =>
+      ((await (await fetch(`${url}/threads/${second}`, { headers: { "x-api-key": token } })).json()) as { status: string }).status;
+    await expect.poll(status, LIVE).toBe("interrupted");
+    expect(errors).toEqual([]);
   });
 });

@@ -51,7 +51,9 @@ function App() {
   useEffect(() => {
     if (task === undefined || threadId !== null) return;
     setTask(undefined);
-    void stream.submit({ messages: [{ type: "human", content: task }] });
+    const message: Message = { type: "human", content: task };
+    // Shown at once: the server's first state comes with the run's first step.
+    void stream.submit({ messages: [message] }, { optimisticValues: { messages: [message] } });
   }, [task, threadId]);
   const approval = stream.interrupts.map((pending) => pending.value).find(isApproval);
   const answer = (resume: ApprovalAnswer) => void stream.submit(null, { command: { resume } });
