@@ -6,7 +6,7 @@
  * the web inspector show), a fork with `updateState`, a run cancelled; and the server's refusals:
  * no token, another host, a looser approval mode, an endpoint it does not serve.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
@@ -260,5 +260,23 @@ describe("loopgraph serve's options", () => {
     const preflight = await fetch(new URL("/threads", open.url), { method: "OPTIONS", headers: { origin: "http://localhost:5173" } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-headers")).toContain("x-api-key");
+  }, 60_000);
+
+  it("--static serves the app's files under /app/ with the token put in its HTML, and nothing outside its folder", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    const app = join(ws.root, "app");
+    mkdirSync(app);
+    writeFileSync(join(app, "index.html"), '<meta name="loopgraph-serve-token" content="__LOOPGRAPH_SERVE_TOKEN__">');
+    writeFileSync(join(ws.root, "secret.txt"), "not for the app\n");
+    symlinkSync(join(ws.root, "secret.txt"), join(app, "linked.txt"));
+    const served = await startServe(ws.dir, ["--static", app]);
+    expect(served.app).toBe(`${served.url}/app/?token=${served.token}`);
+    const page = await fetch(served.app!);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe(`<meta name="loopgraph-serve-token" content="${served.token}">`);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect((await fetch(`${served.url}/app/`)).status).toBe(401);
+    for (const path of ["/app/linked.txt", "/app/../secret.txt", "/app/%2e%2e/secret.txt", "/app/..%2fsecret.txt"])
+      expect([401, 404], path).toContain(await statusOf(served.url, `${path}?token=${served.token}`, {}));
   }, 60_000);
 });

@@ -11,10 +11,10 @@
  * the user listed (`--cors`).
  */
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { extname, join, normalize } from "node:path";
+import { extname, join, normalize, sep } from "node:path";
 import { ConfigError } from "../errors.js";
 import { deleteThreads } from "../engine/thread-admin.js";
 import { forkRun } from "../replay/fork.js";
@@ -263,6 +263,9 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     if (relative.startsWith("..") || relative.includes("\0")) throw new HttpError(404, "not found");
     const file = join(options.staticDir, relative);
     if (statSync(file, { throwIfNoEntry: false })?.isFile() !== true) throw new HttpError(404, "not found");
+    // A link in the folder to a file outside it (planted where an agent writes) is not served.
+    const root = realpathSync(options.staticDir);
+    if (!realpathSync(file).startsWith(`${root}${sep}`)) throw new HttpError(404, "not found");
     let body: string | Buffer = readFileSync(file);
     const type = STATIC_TYPES[extname(file)] ?? "application/octet-stream";
     if (extname(file) === ".html") body = body.toString("utf8").replaceAll("__LOOPGRAPH_SERVE_TOKEN__", token ?? "");
