@@ -16,6 +16,7 @@ import { createServer, type IncomingMessage, type ServerResponse } from "node:ht
 import type { AddressInfo } from "node:net";
 import { extname, join, normalize, sep } from "node:path";
 import { ConfigError } from "../errors.js";
+import { requireQueueStore } from "../engine/runner.js";
 import { deleteThreads } from "../engine/thread-admin.js";
 import { forkRun } from "../replay/fork.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
@@ -86,11 +87,13 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
   await withStore(options.store, "create", async () => undefined);
   const token = options.noAuth ? undefined : randomBytes(24).toString("hex");
   const cors = new Set(options.corsOrigins ?? []);
+  if (options.queue) requireQueueStore({ ...options.store, cwd: options.cwd });
   const place: RunPlace = {
     store: options.store,
     cwd: options.cwd,
     settings: options.settings,
     ...(options.model !== undefined && { model: options.model }),
+    ...(options.queue && { queue: true }),
   };
   /** Threads created through the API that have not run yet, and the metadata clients gave threads: kept while the server lives. */
   const extras = new Map<string, ThreadExtras>();
