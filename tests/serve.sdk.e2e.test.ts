@@ -262,6 +262,33 @@ describe("loopgraph serve's options", () => {
     expect(preflight.headers.get("access-control-allow-headers")).toContain("x-api-key");
   }, 60_000);
 
+  it("runs a graph as `loopgraph run <name>` would here: an untrusted project's graph is not run through the API", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    mkdirSync(join(ws.dir, "graphs"));
+    const planted = (name: string) =>
+      `version: 1\nname: ${name}\nnodes:\n  planted:\n    kind: coder\nedges:\n  - { from: START, to: planted }\n  - { from: planted, to: END }\n`;
+    writeFileSync(join(ws.dir, "graphs", "coder.yaml"), planted("coder"));
+    writeFileSync(join(ws.dir, "graphs", "evil.yaml"), planted("evil"));
+    const script = join(ws.root, "done.script.yaml");
+    writeFileSync(script, 'responses:\n  - node: coder\n    content: "nothing to do"\n');
+    const served = await startServe(ws.dir, ["--model", `scripted:${script}`]);
+    const api = new Client({ apiUrl: served.url, apiKey: served.token });
+    // Listed as the project's, drawn and run as loopgraph's own `coder`, which stands in for it.
+    expect((await api.assistants.getGraph("coder")).nodes.map((node) => node.id)).toEqual(["__start__", "coder", "__end__"]);
+    const thread = await api.threads.create();
+    const parts: Part[] = [];
+    for await (const part of api.runs.stream(thread.thread_id, "coder", { input: { task: "t" }, streamMode: ["custom"] })) parts.push(part);
+    const warnings = parts.map((part) => part.data as { type: string; message?: string }).filter((event) => event.type === "warning");
+    expect(warnings.map((event) => event.message)).toEqual([
+      expect.stringMatching(/graphs\/coder\.yaml is not used .*loopgraph's own graph "coder" runs instead/),
+    ]);
+    expect((await api.threads.get(thread.thread_id)).status).toBe("idle");
+    // No stand-in: refused before anything runs.
+    const other = await api.threads.create();
+    await expect(api.runs.wait(other.thread_id, "evil", { input: { task: "t" } })).rejects.toThrow(/400.*is not used/);
+    expect((await api.threads.getHistory(other.thread_id)).length).toBe(0);
+  }, 60_000);
+
   it("--static serves the app's files under /app/ with the token put in its HTML, and nothing outside its folder", async () => {
     const ws = tempWorkspace({ git: "init" });
     const app = join(ws.root, "app");

@@ -25,6 +25,7 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
 import { withTables, type StoreOptions } from "../store/store.js";
 import { HttpError } from "../ui/http.js";
+import { runnableGraphFile } from "./assistants.js";
 import { CheckpointFollower, EventTranslator, interruptParts, STREAM_MODES, type StreamMode, type StreamPart } from "./stream.js";
 import { interruptsOf } from "./threads.js";
 
@@ -178,6 +179,8 @@ export async function planRun(request: RunRequest, listing: GraphListing, place:
       throw new HttpError(501, `${field} is not supported by loopgraph serve (see docs/serve.md)`);
   }
   const approval = approvalAsked(body, place.settings);
+  // Checked now, as `loopgraph run <name>` here would pick it (an untrusted project graph is not run): a refusal is the answer.
+  runnableGraphFile(listing, place.cwd, place.settings.env);
   const record = await withTables(place.store, "read", (tables) => tables.threads.get(threadId));
   if (record && record.graphName !== listing.name)
     throw new HttpError(409, `thread "${threadId}" runs graph "${record.graphName}", not assistant "${listing.name}"`);
@@ -197,10 +200,11 @@ export async function planRun(request: RunRequest, listing: GraphListing, place:
     if (from !== undefined) throw new HttpError(404, `no thread "${threadId}" to run from checkpoint ${from}`);
     const model = place.model !== undefined ? { model: place.model } : {};
     if (place.queue) {
-      const queued = { graph: listing.path, threadId, task: task ?? "", ...model, ...(approval && { approval }) };
+      const queued = { graph: listing.name, threadId, task: task ?? "", ...model, ...(approval && { approval }) };
       return (options, follow) => queuedRun(place, queued, options.signal, follow);
     }
-    return (options) => runGraph({ ...common(options), graph: listing.path, threadId, task: task ?? "", ...model });
+    // By name, as the CLI runs it: the trust rules pick the file, and the run says what it did not use.
+    return (options) => runGraph({ ...common(options), graph: listing.name, threadId, task: task ?? "", ...model });
   }
   if (task !== undefined)
     throw new HttpError(

@@ -22,7 +22,15 @@ import { forkRun } from "../replay/fork.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
 import { requireThread, withStore } from "../store/store.js";
 import { BASE_SECURITY_HEADERS, HttpError, readJsonObject } from "../ui/http.js";
-import { assistantGraph, assistantOf, assistantSchemas, findListing, searchAssistants, wholeNumber } from "./assistants.js";
+import {
+  assistantGraph,
+  assistantOf,
+  assistantSchemas,
+  findListing,
+  runnableGraphFile,
+  searchAssistants,
+  wholeNumber,
+} from "./assistants.js";
 import { executeRun, planRun, ServedRun, streamModes, type RunPlace } from "./runs.js";
 import { reservedThreadJson, threadJson, threadStates, threadStatus, type ThreadExtras } from "./threads.js";
 
@@ -309,8 +317,9 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     const assistant = /^\/assistants\/([^/]+)(\/graph|\/schemas|\/subgraphs.*)?$/.exec(path);
     if (method === "GET" && assistant) {
       const listing = await findListing(options.cwd, decodeURIComponent(assistant[1]!));
-      if (assistant[2] === "/graph") return send(await assistantGraph(listing));
-      if (assistant[2] === "/schemas") return send(await assistantSchemas(listing));
+      const file = () => runnableGraphFile(listing, options.cwd, options.settings.env);
+      if (assistant[2] === "/graph") return send(await assistantGraph(file()));
+      if (assistant[2] === "/schemas") return send(await assistantSchemas(listing, file()));
       if (assistant[2]?.startsWith("/subgraphs")) return send({});
       return send(assistantOf(listing));
     }
