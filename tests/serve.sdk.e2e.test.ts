@@ -203,6 +203,31 @@ describe("loopgraph serve with LangGraph's JS client", () => {
     await expect(client.threads.updateState(thread.thread_id, { values: { nonsense: 1 } })).rejects.toThrow(/422.*unknown state channel/);
   }, 60_000);
 
+  it("searches threads by metadata, status and id (those the CLI ran too), and deletes one as threads delete does", async () => {
+    const approved = await client.threads.search({ metadata: { purpose: "approve" } });
+    expect(approved).toHaveLength(1);
+    expect(approved[0]).toMatchObject({
+      status: "idle",
+      metadata: { purpose: "approve", graph_id: "coder", loopgraph_status: "finished" },
+    });
+    const fresh = await client.threads.create({ metadata: { purpose: "unrun" } });
+    expect((await client.threads.search({ metadata: { purpose: "unrun" } })).map((thread) => thread.thread_id)).toEqual([fresh.thread_id]);
+    const interrupted = await client.threads.search({ status: "interrupted", limit: 100 });
+    expect(interrupted.length).toBeGreaterThan(0);
+    expect(interrupted.every((thread) => thread.status === "interrupted")).toBe(true);
+    const ran = await runCli(["run", "coder", "--task", "from the CLI", "--thread", "cli-thread", "--json"], {
+      cwd: ws.dir,
+      env: { LOOPGRAPH_MODEL: `scripted:${join(ws.root, "coder.script.yaml")}` },
+    });
+    expect(ran.code).toBe(3);
+    const [cli] = await client.threads.search({ ids: ["cli-thread"] });
+    expect(cli).toMatchObject({ thread_id: "cli-thread", status: "interrupted", values: { task: "from the CLI" } });
+    expect(await client.threads.count({ metadata: { purpose: "approve" } })).toBe(1);
+    await client.threads.delete("cli-thread");
+    expect(await client.threads.search({ ids: ["cli-thread"] })).toEqual([]);
+    await expect(client.threads.get("cli-thread")).rejects.toThrow(/404/);
+  }, 60_000);
+
   it("refuses a request without the token, one naming another host, a looser approval mode, and what it does not serve (501, by name)", async () => {
     expect((await fetch(new URL("/threads/search", server.url), { method: "POST" })).status).toBe(401);
     const wrong = new Client({ apiUrl: server.url, apiKey: "0".repeat(server.token.length) });

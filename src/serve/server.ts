@@ -20,6 +20,7 @@ import { requireQueueStore } from "../engine/runner.js";
 import { deleteThreads } from "../engine/thread-admin.js";
 import { forkRun } from "../replay/fork.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore } from "../store/store.js";
 import { BASE_SECURITY_HEADERS, HttpError, readJsonObject } from "../ui/http.js";
 import {
@@ -32,7 +33,7 @@ import {
   wholeNumber,
 } from "./assistants.js";
 import { executeRun, planRun, ServedRun, streamModes, type RunPlace } from "./runs.js";
-import { reservedThreadJson, threadJson, threadStates, threadStatus, type ThreadExtras } from "./threads.js";
+import { reservedThreadJson, threadJson, threadMetadata, threadStates, threadStatus, type ThreadExtras } from "./threads.js";
 
 export interface ServeOptions extends RunPlace {
   port?: number;
@@ -53,6 +54,9 @@ export interface ServeServer {
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+
+/** How many ended runs the server remembers (`runs.list`, `join`): the oldest are forgotten first. */
+const KEPT_ENDED_RUNS = 200;
 
 /** The SDK's and Studio's requests that a browser sends cross-origin, with these headers. */
 const CORS_HEADERS = {
@@ -169,24 +173,23 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     const status = typeof body.status === "string" ? body.status : undefined;
     const offset = wholeNumber(body.offset, 0);
     const limit = wholeNumber(body.limit, 10);
-    const threads = await withStore(options.store, "read", async (store) => {
+    // Chosen by their records and metadata, then only the page's values read.
+    return withStore(options.store, "read", async (store) => {
       const records = (await store.threads.list())
         .filter((record) => !record.threadId.includes(".replay-"))
         .filter((record) => (ids ? ids.has(record.threadId) : true) && (status ? threadStatus(record) === status : true))
+        .filter((record) => matches(threadMetadata(record, threadExtras(record.threadId)), wanted))
         .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+      const stored = new Set(records.map((record) => record.threadId));
+      const reserved = [...extras]
+        .filter(([threadId, extra]) => !stored.has(threadId) && (ids ? ids.has(threadId) : true) && matches(extra.metadata, wanted))
+        .filter(() => status === undefined || status === "idle")
+        .map(([threadId, extra]) => reservedThreadJson(threadId, extra));
+      const page = [...reserved, ...records].slice(offset, offset + limit);
       const shown: Record<string, unknown>[] = [];
-      for (const record of records) {
-        const thread = await threadJson(record, store, threadExtras(record.threadId));
-        if (matches(thread.metadata as Record<string, unknown>, wanted)) shown.push(thread);
-      }
+      for (const one of page) shown.push(isRecord(one) ? await threadJson(one, store, threadExtras(one.threadId)) : one);
       return shown;
     });
-    const reserved = [...extras]
-      .filter(([threadId]) => !threads.some((thread) => thread.thread_id === threadId))
-      .map(([threadId, extra]) => reservedThreadJson(threadId, extra))
-      .filter((thread) => (ids ? ids.has(String(thread.thread_id)) : true) && (status ? status === "idle" : true))
-      .filter((thread) => matches(thread.metadata as Record<string, unknown>, wanted));
-    return [...reserved, ...threads].slice(offset, offset + limit);
   };
 
   /** `updateState`: a fork of the thread at the checkpoint (its newest by default) with the values set; nothing runs until a run continues it. */
@@ -232,9 +235,16 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     const metadata = (body.metadata && typeof body.metadata === "object" ? body.metadata : {}) as Record<string, unknown>;
     const run = new ServedRun(id, assistantId, withoutUndefined(metadata), modes);
     runs.set(run.runId, run);
+    forgetOldRuns();
     if (!extras.has(id)) extras.set(id, { metadata: { graph_id: assistantId }, createdAt: run.createdAt });
     void executeRun(run, start, place);
     return run;
+  };
+
+  /** Only the newest KEPT_ENDED_RUNS ended runs are kept (with what they streamed): a long-lived server's memory stays bounded. */
+  const forgetOldRuns = () => {
+    const ended = [...runs.values()].filter((run) => !run.active);
+    for (const old of ended.slice(0, Math.max(0, ended.length - KEPT_ENDED_RUNS))) runs.delete(old.runId);
   };
 
   const findRun = (threadId: string, runId: string): ServedRun => {
@@ -494,6 +504,8 @@ const dbFlag = (options: ServeOptions): { db?: string } => (options.store.db !==
 /** A POST without a body (the SDK's `runs.cancel`) is read as `{}`; one with a body must be JSON. */
 const hasBody = (request: IncomingMessage): boolean =>
   request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0;
+
+const isRecord = (thread: ThreadRecord | Record<string, unknown>): thread is ThreadRecord => typeof thread.threadId === "string";
 
 /** Whether every key of `wanted` is in `metadata` with the same (JSON) value. */
 function matches(metadata: Record<string, unknown>, wanted: Record<string, unknown>): boolean {

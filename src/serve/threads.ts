@@ -96,7 +96,7 @@ export function reservedThreadJson(threadId: string, extras: ThreadExtras): Reco
 }
 
 /** The client's metadata, and what loopgraph knows of the thread: its graph (the assistant) and its own status. */
-function threadMetadata(record: ThreadRecord, extras?: ThreadExtras): Record<string, unknown> {
+export function threadMetadata(record: ThreadRecord, extras?: ThreadExtras): Record<string, unknown> {
   return {
     ...extras?.metadata,
     graph_id: record.graphName,
