@@ -11,7 +11,7 @@ import { get as httpGet } from "node:http";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.js";
+import { ROOT, runCli } from "./helpers/cli.js";
 import { startServe } from "./helpers/serve.js";
 import { startUi } from "./helpers/ui.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
@@ -313,6 +313,35 @@ describe("loopgraph serve's options", () => {
     await expect(api.runs.wait(other.thread_id, "evil", { input: { task: "t" } })).rejects.toThrow(/400.*is not used/);
     expect((await api.threads.getHistory(other.thread_id)).length).toBe(0);
   }, 60_000);
+
+  it("a chat graph (monitor): the approval its loop waits on is the chat thread's interrupt, and command.resume on the chat answers it", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    const served = await startServe(ws.dir, ["--model", `scripted:${join(ROOT, "examples", "monitor.script.yaml")}`]);
+    const api = new Client({ apiUrl: served.url, apiKey: served.token });
+    const thread = await api.threads.create();
+    let result = (await api.runs.wait(thread.thread_id, "monitor", { input: { task: "Add isPalindrome with a test" } })) as Record<
+      string,
+      unknown
+    >;
+    let answered = 0;
+    while (Array.isArray(result.__interrupt__)) {
+      const [question] = result.__interrupt__ as { id: string; value: { kind: string; tool: string } }[];
+      expect(question!.value.kind).toBe("approval");
+      const waiting = await api.threads.get(thread.thread_id);
+      expect(waiting.status).toBe("interrupted");
+      expect(Object.values(waiting.interrupts).flat()).toEqual([question]);
+      const state = await api.threads.getState(thread.thread_id);
+      expect(state.tasks.flatMap((task) => task.interrupts)).toEqual([question]);
+      result = (await api.runs.wait(thread.thread_id, "monitor", { command: { resume: "approve" } })) as Record<string, unknown>;
+      answered++;
+    }
+    expect(answered).toBeGreaterThan(0);
+    expect(result.__error__).toBeUndefined();
+    expect(existsSync(join(ws.dir, "palindrome.js"))).toBe(true);
+    const done = await api.threads.get(thread.thread_id);
+    expect(done.status).toBe("idle");
+    expect((await api.threads.get(`${thread.thread_id}.loop`)).metadata).toMatchObject({ loopgraph_status: "finished" });
+  }, 90_000);
 
   it("--static serves the app's files under /app/ with the token put in its HTML, and nothing outside its folder", async () => {
     const ws = tempWorkspace({ git: "init" });

@@ -27,7 +27,7 @@ import { withTables, type StoreOptions } from "../store/store.js";
 import { HttpError } from "../ui/http.js";
 import { runnableGraphFile } from "./assistants.js";
 import { CheckpointFollower, EventTranslator, interruptParts, STREAM_MODES, type StreamMode, type StreamPart } from "./stream.js";
-import { interruptsOf } from "./threads.js";
+import { interruptsOf, waitingRecord } from "./threads.js";
 
 /** LangGraph's run statuses. */
 export type ServedRunStatus = "pending" | "running" | "success" | "error" | "interrupted";
@@ -191,7 +191,8 @@ export async function planRun(request: RunRequest, listing: GraphListing, place:
 
   if (command?.resume !== undefined) {
     if (!record) throw new HttpError(404, `no thread "${threadId}" to resume: it has not run yet`);
-    const { answer, call } = answerOf(command.resume, record);
+    const waiting = await withTables(place.store, "read", (tables) => waitingRecord(tables, record));
+    const { answer, call } = answerOf(command.resume, waiting);
     return (options) => resumeRun({ ...common(options), threadId, answer, ...(call !== undefined && { call }) });
   }
   if (command !== undefined && command !== null && Object.keys(command).length > 0)
@@ -381,7 +382,11 @@ export async function executeRun(run: ServedRun, start: RunStarter, place: RunPl
       follower.look(),
     );
     await follower.look();
-    const record = await withTables(place.store, "read", (tables) => tables.threads.get(run.threadId));
+    // A chat's run that ends paused waits on its loop's question: that is the interrupt.
+    const record = await withTables(place.store, "read", async (tables) => {
+      const own = await tables.threads.get(run.threadId);
+      return own && waitingRecord(tables, own);
+    });
     const pause = record ? interruptParts(record, follower.values, run.modes) : [];
     for (const part of pause) run.publish(part);
     run.result = pause.length > 0 && record ? { ...follower.values, __interrupt__: interruptsOf(record) } : follower.values;
