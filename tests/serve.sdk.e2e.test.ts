@@ -6,12 +6,12 @@
  * the web inspector show), a fork with `updateState`, a run cancelled; and the server's refusals:
  * no token, another host, a looser approval mode, an endpoint it does not serve.
  */
-import { existsSync, readFileSync, writeFileSync } from "node:fs";
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from "node:fs";
 import { get as httpGet } from "node:http";
 import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { runCli } from "./helpers/cli.js";
+import { ROOT, runCli } from "./helpers/cli.js";
 import { startServe } from "./helpers/serve.js";
 import { startUi } from "./helpers/ui.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
@@ -203,6 +203,31 @@ describe("loopgraph serve with LangGraph's JS client", () => {
     await expect(client.threads.updateState(thread.thread_id, { values: { nonsense: 1 } })).rejects.toThrow(/422.*unknown state channel/);
   }, 60_000);
 
+  it("searches threads by metadata, status and id (those the CLI ran too), and deletes one as threads delete does", async () => {
+    const approved = await client.threads.search({ metadata: { purpose: "approve" } });
+    expect(approved).toHaveLength(1);
+    expect(approved[0]).toMatchObject({
+      status: "idle",
+      metadata: { purpose: "approve", graph_id: "coder", loopgraph_status: "finished" },
+    });
+    const fresh = await client.threads.create({ metadata: { purpose: "unrun" } });
+    expect((await client.threads.search({ metadata: { purpose: "unrun" } })).map((thread) => thread.thread_id)).toEqual([fresh.thread_id]);
+    const interrupted = await client.threads.search({ status: "interrupted", limit: 100 });
+    expect(interrupted.length).toBeGreaterThan(0);
+    expect(interrupted.every((thread) => thread.status === "interrupted")).toBe(true);
+    const ran = await runCli(["run", "coder", "--task", "from the CLI", "--thread", "cli-thread", "--json"], {
+      cwd: ws.dir,
+      env: { LOOPGRAPH_MODEL: `scripted:${join(ws.root, "coder.script.yaml")}` },
+    });
+    expect(ran.code).toBe(3);
+    const [cli] = await client.threads.search({ ids: ["cli-thread"] });
+    expect(cli).toMatchObject({ thread_id: "cli-thread", status: "interrupted", values: { task: "from the CLI" } });
+    expect(await client.threads.count({ metadata: { purpose: "approve" } })).toBe(1);
+    await client.threads.delete("cli-thread");
+    expect(await client.threads.search({ ids: ["cli-thread"] })).toEqual([]);
+    await expect(client.threads.get("cli-thread")).rejects.toThrow(/404/);
+  }, 60_000);
+
   it("refuses a request without the token, one naming another host, a looser approval mode, and what it does not serve (501, by name)", async () => {
     expect((await fetch(new URL("/threads/search", server.url), { method: "POST" })).status).toBe(401);
     const wrong = new Client({ apiUrl: server.url, apiKey: "0".repeat(server.token.length) });
@@ -260,5 +285,79 @@ describe("loopgraph serve's options", () => {
     const preflight = await fetch(new URL("/threads", open.url), { method: "OPTIONS", headers: { origin: "http://localhost:5173" } });
     expect(preflight.status).toBe(204);
     expect(preflight.headers.get("access-control-allow-headers")).toContain("x-api-key");
+  }, 60_000);
+
+  it("runs a graph as `loopgraph run <name>` would here: an untrusted project's graph is not run through the API", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    mkdirSync(join(ws.dir, "graphs"));
+    const planted = (name: string) =>
+      `version: 1\nname: ${name}\nnodes:\n  planted:\n    kind: coder\nedges:\n  - { from: START, to: planted }\n  - { from: planted, to: END }\n`;
+    writeFileSync(join(ws.dir, "graphs", "coder.yaml"), planted("coder"));
+    writeFileSync(join(ws.dir, "graphs", "evil.yaml"), planted("evil"));
+    const script = join(ws.root, "done.script.yaml");
+    writeFileSync(script, 'responses:\n  - node: coder\n    content: "nothing to do"\n');
+    const served = await startServe(ws.dir, ["--model", `scripted:${script}`]);
+    const api = new Client({ apiUrl: served.url, apiKey: served.token });
+    // Listed as the project's, drawn and run as loopgraph's own `coder`, which stands in for it.
+    expect((await api.assistants.getGraph("coder")).nodes.map((node) => node.id)).toEqual(["__start__", "coder", "__end__"]);
+    const thread = await api.threads.create();
+    const parts: Part[] = [];
+    for await (const part of api.runs.stream(thread.thread_id, "coder", { input: { task: "t" }, streamMode: ["custom"] })) parts.push(part);
+    const warnings = parts.map((part) => part.data as { type: string; message?: string }).filter((event) => event.type === "warning");
+    expect(warnings.map((event) => event.message)).toEqual([
+      expect.stringMatching(/graphs\/coder\.yaml is not used .*loopgraph's own graph "coder" runs instead/),
+    ]);
+    expect((await api.threads.get(thread.thread_id)).status).toBe("idle");
+    // No stand-in: refused before anything runs.
+    const other = await api.threads.create();
+    await expect(api.runs.wait(other.thread_id, "evil", { input: { task: "t" } })).rejects.toThrow(/400.*is not used/);
+    expect((await api.threads.getHistory(other.thread_id)).length).toBe(0);
+  }, 60_000);
+
+  it("a chat graph (monitor): the approval its loop waits on is the chat thread's interrupt, and command.resume on the chat answers it", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    const served = await startServe(ws.dir, ["--model", `scripted:${join(ROOT, "examples", "monitor.script.yaml")}`]);
+    const api = new Client({ apiUrl: served.url, apiKey: served.token });
+    const thread = await api.threads.create();
+    let result = (await api.runs.wait(thread.thread_id, "monitor", { input: { task: "Add isPalindrome with a test" } })) as Record<
+      string,
+      unknown
+    >;
+    let answered = 0;
+    while (Array.isArray(result.__interrupt__)) {
+      const [question] = result.__interrupt__ as { id: string; value: { kind: string; tool: string } }[];
+      expect(question!.value.kind).toBe("approval");
+      const waiting = await api.threads.get(thread.thread_id);
+      expect(waiting.status).toBe("interrupted");
+      expect(Object.values(waiting.interrupts).flat()).toEqual([question]);
+      const state = await api.threads.getState(thread.thread_id);
+      expect(state.tasks.flatMap((task) => task.interrupts)).toEqual([question]);
+      result = (await api.runs.wait(thread.thread_id, "monitor", { command: { resume: "approve" } })) as Record<string, unknown>;
+      answered++;
+    }
+    expect(answered).toBeGreaterThan(0);
+    expect(result.__error__).toBeUndefined();
+    expect(existsSync(join(ws.dir, "palindrome.js"))).toBe(true);
+    const done = await api.threads.get(thread.thread_id);
+    expect(done.status).toBe("idle");
+    expect((await api.threads.get(`${thread.thread_id}.loop`)).metadata).toMatchObject({ loopgraph_status: "finished" });
+  }, 90_000);
+
+  it("--static serves the app's files under /app/ with the token put in its HTML, and nothing outside its folder", async () => {
+    const ws = tempWorkspace({ git: "init" });
+    const app = join(ws.root, "app");
+    mkdirSync(app);
+    writeFileSync(join(app, "index.html"), '<meta name="loopgraph-serve-token" content="__LOOPGRAPH_SERVE_TOKEN__">');
+    writeFileSync(join(ws.root, "secret.txt"), "not for the app\n");
+    symlinkSync(join(ws.root, "secret.txt"), join(app, "linked.txt"));
+    const served = await startServe(ws.dir, ["--static", app]);
+    expect(served.app).toBe(`${served.url}/app/?token=${served.token}`);
+    const page = await fetch(served.app!);
+    expect(page.status).toBe(200);
+    expect(await page.text()).toBe(`<meta name="loopgraph-serve-token" content="${served.token}">`);
+    expect(page.headers.get("content-security-policy")).toContain("default-src 'self'");
+    expect((await fetch(`${served.url}/app/`)).status).toBe(401);
+    for (const path of ["/app/linked.txt", "/app/../secret.txt", "/app/%2e%2e/secret.txt", "/app/..%2fsecret.txt"])
+      expect([401, 404], path).toContain(await statusOf(served.url, `${path}?token=${served.token}`, {}));
   }, 60_000);
 });

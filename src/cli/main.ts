@@ -280,6 +280,7 @@ function buildProgram(setExitCode: (code: number) => void): Command {
     .option("--cors <origin>", "let a browser page of this origin call the API (repeatable)", collect)
     .option("--static <dir>", "serve a web app's files under /app/ (the token replaces __LOOPGRAPH_SERVE_TOKEN__ in its HTML)")
     .option("--model <provider:model>", "model of new threads' nodes that name none (default: $LOOPGRAPH_MODEL)")
+    .option("--queue", "queue new threads' runs for the workers of the PostgreSQL store (loopgraph worker) instead of running them here")
     .action(async (options) => setExitCode(await (await commands.serve()).serveCommand(withGlobals(options))));
 
   program

@@ -9,6 +9,7 @@ export interface ServeCommandOptions extends GlobalOptions {
   cors?: string[];
   static?: string;
   model?: string;
+  queue?: boolean;
 }
 
 /**
@@ -31,6 +32,7 @@ export async function serveCommand(options: ServeCommandOptions): Promise<number
     ...(options.auth === false && { noAuth: true }),
     ...(options.cors !== undefined && { corsOrigins: options.cors }),
     ...(options.static !== undefined && { staticDir: options.static }),
+    ...(options.queue && { queue: true }),
   });
   const lines = [`loopgraph serve: ${server.url}`];
   lines.push(server.token ? `  token: ${server.token}  (send it as x-api-key: the SDK's apiKey)` : "  no token asked (--no-auth)");

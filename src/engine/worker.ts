@@ -17,7 +17,8 @@
  */
 import { RunControl } from "@langchain/langgraph";
 import { ConfigError } from "../errors.js";
-import { openTables, requireThread, resolveStore, type StoreOptions } from "../store/tables.js";
+import { openTables, requireThread, resolveStore, withTables, type StoreOptions } from "../store/tables.js";
+import { sendCommand } from "./commands.js";
 import type { Settings } from "../config/environment-settings.js";
 import { postgresBackend } from "../store/postgres/backend.js";
 import { isRepoWorkspace, type RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
@@ -175,6 +176,22 @@ function takeable(record: ThreadRecord): boolean {
 function positiveNumber(text: string | undefined): number | undefined {
   const value = Number(text);
   return text !== undefined && Number.isFinite(value) && value > 0 ? value : undefined;
+}
+
+/**
+ * Stops a queued run wherever it is: a thread no worker has taken is ended here, `interrupted`
+ * with `why`, so that none takes it; a running one is sent `stop`, as `loopgraph stop` sends it.
+ */
+export async function stopQueuedRun(threadId: string, store: StoreOptions, why: string): Promise<void> {
+  const ended = await withTables(store, "write", async (tables) => {
+    if ((await tables.threads.get(threadId))?.status !== "queued") return false;
+    const claim = await tables.threads.claim(threadId);
+    if (!claim?.claimed) return false;
+    if (claim.before.status === "queued") await tables.threads.markEnded(threadId, "interrupted", why);
+    else await tables.threads.release(threadId, claim.before);
+    return true;
+  });
+  if (!ended) await sendCommand(threadId, "stop", store);
 }
 
 /** How often `wait` reads the thread's record. */

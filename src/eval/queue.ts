@@ -9,23 +9,13 @@
 import { randomBytes } from "node:crypto";
 import { existsSync, renameSync } from "node:fs";
 import { join } from "node:path";
-import { sendCommand } from "../engine/commands.js";
 import { RunQueue } from "../engine/run-queue.js";
 import { enqueueRun, requireQueueStore } from "../engine/runner.js";
-import { waitForThread } from "../engine/worker.js";
+import { stopQueuedRun, waitForThread } from "../engine/worker.js";
 import { git } from "../git/run.js";
 import type { RepoWorkspaceRecord } from "../runs/repo-workspaces.js";
 import { withTables } from "../store/store.js";
-import {
-  deadline,
-  endedOutcome,
-  freshWorkspace,
-  judgeRun,
-  startJob,
-  timedOutResult,
-  type EvalRunOptions,
-  type TrialPlan,
-} from "./trial.js";
+import { deadline, endedOutcome, freshWorkspace, judgeRun, startJob, timedOutResult, type TrialPlan } from "./trial.js";
 import type { EvalTask, TrialResult } from "./types.js";
 
 /** The folder tasks' repositories this process made or found, by path: each made once, whatever runs at once. */
@@ -42,7 +32,7 @@ export async function queuedTrial(plan: TrialPlan): Promise<TrialResult | undefi
     const { record, repo } = await waitForThread(trial.threadId, { ...options.store, signal: job.signal });
     if (options.signal.aborted) return undefined;
     if (record.status === "queued" || record.status === "running") {
-      await stopRun(trial.threadId, options);
+      await stopQueuedRun(trial.threadId, options.store, "stopped by its eval before a worker took it: longer than its timeout");
       return timedOutResult(job);
     }
     ended = { record: { ...record, status: record.status }, repo };
@@ -112,23 +102,6 @@ function baseRepo(task: EvalTask, dir: string): Promise<string> {
     made.catch(() => baseRepos.delete(dir));
   }
   return made;
-}
-
-/**
- * Stops a trial's run past its timeout: a thread no worker has taken is ended here, so that none
- * takes it; a running one is sent `stop`, as `loopgraph stop` sends it.
- */
-async function stopRun(threadId: string, options: EvalRunOptions): Promise<void> {
-  const ended = await withTables(options.store, "write", async (tables) => {
-    if ((await tables.threads.get(threadId))?.status !== "queued") return false;
-    const claim = await tables.threads.claim(threadId);
-    if (!claim?.claimed) return false;
-    if (claim.before.status === "queued")
-      await tables.threads.markEnded(threadId, "interrupted", "stopped by its eval before a worker took it: longer than its timeout");
-    else await tables.threads.release(threadId, claim.before);
-    return true;
-  });
-  if (!ended) await sendCommand(threadId, "stop", options.store);
 }
 
 /**

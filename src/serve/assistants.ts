@@ -7,7 +7,7 @@
 import { statSync } from "node:fs";
 import type { GraphDefinition, StateFieldDefinition } from "../format/types.js";
 import { edgeSources, edgeTargets, END_NODE, START_NODE } from "../format/types.js";
-import { listGraphs, loadGraph, type GraphListing } from "../graph/index.js";
+import { listGraphs, loadGraph, resolveGraphPath, type GraphListing } from "../graph/index.js";
 import { APPROVAL_MODES } from "../state/thread.js";
 import { HttpError } from "../ui/http.js";
 
@@ -36,6 +36,15 @@ export async function findListing(cwd: string, assistantId: string): Promise<Gra
   return listing;
 }
 
+/**
+ * The file a run of the assistant runs, as `loopgraph run <name>` here picks it: the project's
+ * graph only when the user trusts it as it is, else loopgraph's own of that name (`notes` says
+ * so); a project graph that is not trusted and has no such stand-in is a one-line error.
+ */
+export function runnableGraphFile(listing: GraphListing, cwd: string, env: NodeJS.ProcessEnv, notes: string[] = []): string {
+  return resolveGraphPath(listing.name, cwd, undefined, { env, notes });
+}
+
 /** `POST /assistants/search`: by `graph_id` or `name` when given, `limit` from `offset`. */
 export async function searchAssistants(cwd: string, query: Record<string, unknown>): Promise<Assistant[]> {
   const wanted = typeof query.graph_id === "string" ? query.graph_id : typeof query.name === "string" ? query.name : undefined;
@@ -51,9 +60,9 @@ export function wholeNumber(value: unknown, fallback: number): number {
   return number;
 }
 
-/** The graph drawn as LangGraph's `GET /assistants/{id}/graph` gives it: nodes, and edges (conditional ones marked). */
-export async function assistantGraph(listing: GraphListing): Promise<Record<string, unknown>> {
-  const graph = await loadGraph(listing.path);
+/** The graph (the file a run would run) drawn as LangGraph's `GET /assistants/{id}/graph` gives it: nodes, and edges (conditional ones marked). */
+export async function assistantGraph(file: string): Promise<Record<string, unknown>> {
+  const graph = await loadGraph(file);
   const id = (node: string) => (node === START_NODE ? "__start__" : node === END_NODE ? "__end__" : node);
   const nodes = [
     { id: "__start__", type: "schema", data: "__start__" },
@@ -69,8 +78,8 @@ export async function assistantGraph(listing: GraphListing): Promise<Record<stri
 }
 
 /** `GET /assistants/{id}/schemas`: the state every graph has (its declared fields under `vars`), what a run takes, what it may be configured with. */
-export async function assistantSchemas(listing: GraphListing): Promise<Record<string, unknown>> {
-  const graph = await loadGraph(listing.path);
+export async function assistantSchemas(listing: GraphListing, file: string): Promise<Record<string, unknown>> {
+  const graph = await loadGraph(file);
   const input = {
     type: "object",
     title: "input",

@@ -15,7 +15,8 @@ import type { Settings } from "../config/environment-settings.js";
 import { CancelledError } from "../errors.js";
 import { approvalFromEnvironment } from "../config/environment-settings.js";
 import type { CommonRunOptions, RunOutcome } from "../engine/run-types.js";
-import { resumeRun, runGraph } from "../engine/runner.js";
+import { enqueueRun, resumeRun, runGraph } from "../engine/runner.js";
+import { stopQueuedRun } from "../engine/worker.js";
 import type { GraphListing } from "../graph/index.js";
 import { forkRun } from "../replay/fork.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
@@ -24,8 +25,9 @@ import type { ThreadRecord } from "../runs/thread-registry.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
 import { withTables, type StoreOptions } from "../store/store.js";
 import { HttpError } from "../ui/http.js";
+import { runnableGraphFile } from "./assistants.js";
 import { CheckpointFollower, EventTranslator, interruptParts, STREAM_MODES, type StreamMode, type StreamPart } from "./stream.js";
-import { interruptsOf } from "./threads.js";
+import { interruptsOf, waitingRecord } from "./threads.js";
 
 /** LangGraph's run statuses. */
 export type ServedRunStatus = "pending" | "running" | "success" | "error" | "interrupted";
@@ -37,7 +39,15 @@ export interface RunPlace {
   settings: Settings;
   /** `serve --model`: the model of new threads (else the user's configured one). */
   model?: string;
+  /** `serve --queue`: new threads' runs are queued for the PostgreSQL store's workers instead of run here. */
+  queue?: boolean;
 }
+
+/** How a planned run ends: its loopgraph status, and why it did not finish. */
+type Ended = Pick<RunOutcome, "status" | "error">;
+
+/** A planned run, started with the run options and a way to look for the checkpoints it wrote meanwhile. */
+export type RunStarter = (options: CommonRunOptions, follow: () => Promise<void>) => Promise<Ended>;
 
 /** What a client asked a run to do, checked (see `planRun`). */
 export interface RunRequest {
@@ -133,7 +143,7 @@ export class ServedRun {
 }
 
 /** How a loopgraph run's outcome reads as a LangGraph run's status: only a finished run is `success`. */
-function statusOf(outcome: RunOutcome): ServedRunStatus {
+function statusOf(outcome: Ended): ServedRunStatus {
   if (outcome.status === "finished") return "success";
   return outcome.status === "paused" || outcome.status === "interrupted" ? "interrupted" : "error";
 }
@@ -161,11 +171,7 @@ const STRICTNESS: readonly ApprovalMode[] = ["auto", "auto-edit", "ask", "deny"]
  * Checks a run request against the thread as it stands and returns how to start it; every
  * refusal is an HTTP error before anything runs.
  */
-export async function planRun(
-  request: RunRequest,
-  listing: GraphListing,
-  place: RunPlace,
-): Promise<(options: CommonRunOptions) => Promise<RunOutcome>> {
+export async function planRun(request: RunRequest, listing: GraphListing, place: RunPlace): Promise<RunStarter> {
   const { body, threadId } = request;
   for (const field of UNSUPPORTED_RUN_FIELDS) {
     const value = body[field];
@@ -173,6 +179,8 @@ export async function planRun(
       throw new HttpError(501, `${field} is not supported by loopgraph serve (see docs/serve.md)`);
   }
   const approval = approvalAsked(body, place.settings);
+  // Checked now, as `loopgraph run <name>` here would pick it (an untrusted project graph is not run): a refusal is the answer.
+  runnableGraphFile(listing, place.cwd, place.settings.env);
   const record = await withTables(place.store, "read", (tables) => tables.threads.get(threadId));
   if (record && record.graphName !== listing.name)
     throw new HttpError(409, `thread "${threadId}" runs graph "${record.graphName}", not assistant "${listing.name}"`);
@@ -183,21 +191,21 @@ export async function planRun(
 
   if (command?.resume !== undefined) {
     if (!record) throw new HttpError(404, `no thread "${threadId}" to resume: it has not run yet`);
-    const { answer, call } = answerOf(command.resume, record);
+    const waiting = await withTables(place.store, "read", (tables) => waitingRecord(tables, record));
+    const { answer, call } = answerOf(command.resume, waiting);
     return (options) => resumeRun({ ...common(options), threadId, answer, ...(call !== undefined && { call }) });
   }
   if (command !== undefined && command !== null && Object.keys(command).length > 0)
     throw new HttpError(501, "a command other than {resume} (goto, update) is not supported by loopgraph serve: fork with updateState");
   if (!record) {
     if (from !== undefined) throw new HttpError(404, `no thread "${threadId}" to run from checkpoint ${from}`);
-    return (options) =>
-      runGraph({
-        ...common(options),
-        graph: listing.path,
-        threadId,
-        task: task ?? "",
-        ...(place.model !== undefined && { model: place.model }),
-      });
+    const model = place.model !== undefined ? { model: place.model } : {};
+    if (place.queue) {
+      const queued = { graph: listing.name, threadId, task: task ?? "", ...model, ...(approval && { approval }) };
+      return (options, follow) => queuedRun(place, queued, options.signal, follow);
+    }
+    // By name, as the CLI runs it: the trust rules pick the file, and the run says what it did not use.
+    return (options) => runGraph({ ...common(options), graph: listing.name, threadId, task: task ?? "", ...model });
   }
   if (task !== undefined)
     throw new HttpError(
@@ -322,15 +330,40 @@ function isArgumentChanges(value: unknown): value is { path: string; value: unkn
   );
 }
 
+/** How often a queued run's thread is looked at while a worker runs it. */
+const QUEUED_LOOK_MS = 500;
+
+/**
+ * A new thread's run queued for the workers (`run --queue`), followed here through the store
+ * until it ends: its checkpoints stream as a worker writes them. Cancelled (`signal`), it is
+ * stopped wherever it is (see stopQueuedRun) and waited for.
+ */
+async function queuedRun(
+  place: RunPlace,
+  spec: { graph: string; threadId: string; task: string; model?: string; approval?: ApprovalMode },
+  signal: AbortSignal | undefined,
+  follow: () => Promise<void>,
+): Promise<Ended> {
+  await enqueueRun({ ...spec, settings: place.settings, cwd: place.cwd, ...dbOf(place.store) });
+  let stopping = false;
+  for (;;) {
+    await follow();
+    const record = await withTables(place.store, "read", (tables) => tables.threads.get(spec.threadId));
+    if (record && record.status !== "queued" && record.status !== "running")
+      return { status: record.status, ...(record.error !== undefined && { error: record.error }) };
+    if (signal?.aborted && !stopping) {
+      stopping = true;
+      await stopQueuedRun(spec.threadId, place.store, "cancelled through the API before a worker took it");
+    }
+    await new Promise((resolve) => setTimeout(resolve, QUEUED_LOOK_MS));
+  }
+}
+
 /**
  * Runs it: streams its events and the checkpoints it writes, and records how it ended. A failure
  * of the run is its `error` part and status, never an exception out of here.
  */
-export async function executeRun(
-  run: ServedRun,
-  start: (options: CommonRunOptions) => Promise<RunOutcome>,
-  place: RunPlace,
-): Promise<void> {
+export async function executeRun(run: ServedRun, start: RunStarter, place: RunPlace): Promise<void> {
   const publish = (part: StreamPart) => {
     if (part.event !== "values" && part.event !== "updates") return run.publish(part);
     if (run.modes.has(part.event)) run.publish(part);
@@ -345,9 +378,15 @@ export async function executeRun(
   try {
     await follower.start();
     run.status = "running";
-    const outcome = await start({ settings: place.settings, cwd: place.cwd, ...dbOf(place.store), onEvent, ...run.options() });
+    const outcome = await start({ settings: place.settings, cwd: place.cwd, ...dbOf(place.store), onEvent, ...run.options() }, () =>
+      follower.look(),
+    );
     await follower.look();
-    const record = await withTables(place.store, "read", (tables) => tables.threads.get(run.threadId));
+    // A chat's run that ends paused waits on its loop's question: that is the interrupt.
+    const record = await withTables(place.store, "read", async (tables) => {
+      const own = await tables.threads.get(run.threadId);
+      return own && waitingRecord(tables, own);
+    });
     const pause = record ? interruptParts(record, follower.values, run.modes) : [];
     for (const part of pause) run.publish(part);
     run.result = pause.length > 0 && record ? { ...follower.values, __interrupt__: interruptsOf(record) } : follower.values;

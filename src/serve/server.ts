@@ -11,19 +11,29 @@
  * the user listed (`--cors`).
  */
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
-import { readFileSync, statSync } from "node:fs";
+import { readFileSync, realpathSync, statSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
 import type { AddressInfo } from "node:net";
-import { extname, join, normalize } from "node:path";
+import { extname, join, normalize, sep } from "node:path";
 import { ConfigError } from "../errors.js";
+import { requireQueueStore } from "../engine/runner.js";
 import { deleteThreads } from "../engine/thread-admin.js";
 import { forkRun } from "../replay/fork.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
+import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore } from "../store/store.js";
 import { BASE_SECURITY_HEADERS, HttpError, readJsonObject } from "../ui/http.js";
-import { assistantGraph, assistantOf, assistantSchemas, findListing, searchAssistants, wholeNumber } from "./assistants.js";
+import {
+  assistantGraph,
+  assistantOf,
+  assistantSchemas,
+  findListing,
+  runnableGraphFile,
+  searchAssistants,
+  wholeNumber,
+} from "./assistants.js";
 import { executeRun, planRun, ServedRun, streamModes, type RunPlace } from "./runs.js";
-import { reservedThreadJson, threadJson, threadStates, threadStatus, type ThreadExtras } from "./threads.js";
+import { reservedThreadJson, threadJson, threadMetadata, threadStates, threadStatus, type ThreadExtras } from "./threads.js";
 
 export interface ServeOptions extends RunPlace {
   port?: number;
@@ -44,6 +54,9 @@ export interface ServeServer {
 }
 
 const LOOPBACK = new Set(["127.0.0.1", "localhost", "::1"]);
+
+/** How many ended runs the server remembers (`runs.list`, `join`): the oldest are forgotten first. */
+const KEPT_ENDED_RUNS = 200;
 
 /** The SDK's and Studio's requests that a browser sends cross-origin, with these headers. */
 const CORS_HEADERS = {
@@ -86,11 +99,13 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
   await withStore(options.store, "create", async () => undefined);
   const token = options.noAuth ? undefined : randomBytes(24).toString("hex");
   const cors = new Set(options.corsOrigins ?? []);
+  if (options.queue) requireQueueStore({ ...options.store, cwd: options.cwd });
   const place: RunPlace = {
     store: options.store,
     cwd: options.cwd,
     settings: options.settings,
     ...(options.model !== undefined && { model: options.model }),
+    ...(options.queue && { queue: true }),
   };
   /** Threads created through the API that have not run yet, and the metadata clients gave threads: kept while the server lives. */
   const extras = new Map<string, ThreadExtras>();
@@ -158,24 +173,23 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     const status = typeof body.status === "string" ? body.status : undefined;
     const offset = wholeNumber(body.offset, 0);
     const limit = wholeNumber(body.limit, 10);
-    const threads = await withStore(options.store, "read", async (store) => {
+    // Chosen by their records and metadata, then only the page's values read.
+    return withStore(options.store, "read", async (store) => {
       const records = (await store.threads.list())
         .filter((record) => !record.threadId.includes(".replay-"))
         .filter((record) => (ids ? ids.has(record.threadId) : true) && (status ? threadStatus(record) === status : true))
+        .filter((record) => matches(threadMetadata(record, threadExtras(record.threadId)), wanted))
         .sort((a, b) => b.updatedAt.localeCompare(a.updatedAt));
+      const stored = new Set(records.map((record) => record.threadId));
+      const reserved = [...extras]
+        .filter(([threadId, extra]) => !stored.has(threadId) && (ids ? ids.has(threadId) : true) && matches(extra.metadata, wanted))
+        .filter(() => status === undefined || status === "idle")
+        .map(([threadId, extra]) => reservedThreadJson(threadId, extra));
+      const page = [...reserved, ...records].slice(offset, offset + limit);
       const shown: Record<string, unknown>[] = [];
-      for (const record of records) {
-        const thread = await threadJson(record, store, threadExtras(record.threadId));
-        if (matches(thread.metadata as Record<string, unknown>, wanted)) shown.push(thread);
-      }
+      for (const one of page) shown.push(isRecord(one) ? await threadJson(one, store, threadExtras(one.threadId)) : one);
       return shown;
     });
-    const reserved = [...extras]
-      .filter(([threadId]) => !threads.some((thread) => thread.thread_id === threadId))
-      .map(([threadId, extra]) => reservedThreadJson(threadId, extra))
-      .filter((thread) => (ids ? ids.has(String(thread.thread_id)) : true) && (status ? status === "idle" : true))
-      .filter((thread) => matches(thread.metadata as Record<string, unknown>, wanted));
-    return [...reserved, ...threads].slice(offset, offset + limit);
   };
 
   /** `updateState`: a fork of the thread at the checkpoint (its newest by default) with the values set; nothing runs until a run continues it. */
@@ -221,9 +235,16 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     const metadata = (body.metadata && typeof body.metadata === "object" ? body.metadata : {}) as Record<string, unknown>;
     const run = new ServedRun(id, assistantId, withoutUndefined(metadata), modes);
     runs.set(run.runId, run);
+    forgetOldRuns();
     if (!extras.has(id)) extras.set(id, { metadata: { graph_id: assistantId }, createdAt: run.createdAt });
     void executeRun(run, start, place);
     return run;
+  };
+
+  /** Only the newest KEPT_ENDED_RUNS ended runs are kept (with what they streamed): a long-lived server's memory stays bounded. */
+  const forgetOldRuns = () => {
+    const ended = [...runs.values()].filter((run) => !run.active);
+    for (const old of ended.slice(0, Math.max(0, ended.length - KEPT_ENDED_RUNS))) runs.delete(old.runId);
   };
 
   const findRun = (threadId: string, runId: string): ServedRun => {
@@ -263,6 +284,9 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     if (relative.startsWith("..") || relative.includes("\0")) throw new HttpError(404, "not found");
     const file = join(options.staticDir, relative);
     if (statSync(file, { throwIfNoEntry: false })?.isFile() !== true) throw new HttpError(404, "not found");
+    // A link in the folder to a file outside it (planted where an agent writes) is not served.
+    const root = realpathSync(options.staticDir);
+    if (!realpathSync(file).startsWith(`${root}${sep}`)) throw new HttpError(404, "not found");
     let body: string | Buffer = readFileSync(file);
     const type = STATIC_TYPES[extname(file)] ?? "application/octet-stream";
     if (extname(file) === ".html") body = body.toString("utf8").replaceAll("__LOOPGRAPH_SERVE_TOKEN__", token ?? "");
@@ -303,8 +327,9 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     const assistant = /^\/assistants\/([^/]+)(\/graph|\/schemas|\/subgraphs.*)?$/.exec(path);
     if (method === "GET" && assistant) {
       const listing = await findListing(options.cwd, decodeURIComponent(assistant[1]!));
-      if (assistant[2] === "/graph") return send(await assistantGraph(listing));
-      if (assistant[2] === "/schemas") return send(await assistantSchemas(listing));
+      const file = () => runnableGraphFile(listing, options.cwd, options.settings.env);
+      if (assistant[2] === "/graph") return send(await assistantGraph(file()));
+      if (assistant[2] === "/schemas") return send(await assistantSchemas(listing, file()));
       if (assistant[2]?.startsWith("/subgraphs")) return send({});
       return send(assistantOf(listing));
     }
@@ -479,6 +504,8 @@ const dbFlag = (options: ServeOptions): { db?: string } => (options.store.db !==
 /** A POST without a body (the SDK's `runs.cancel`) is read as `{}`; one with a body must be JSON. */
 const hasBody = (request: IncomingMessage): boolean =>
   request.headers["transfer-encoding"] !== undefined || Number(request.headers["content-length"] ?? 0) > 0;
+
+const isRecord = (thread: ThreadRecord | Record<string, unknown>): thread is ThreadRecord => typeof thread.threadId === "string";
 
 /** Whether every key of `wanted` is in `metadata` with the same (JSON) value. */
 function matches(metadata: Record<string, unknown>, wanted: Record<string, unknown>): boolean {

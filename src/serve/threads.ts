@@ -7,6 +7,7 @@ import { threadHistory, toPlainValues, type CheckpointSummary } from "../engine/
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore, type Store, type StoreOptions } from "../store/store.js";
 import { HttpError } from "../ui/http.js";
+import { loopThreadOf } from "../engine/status.js";
 
 /** LangGraph's thread statuses. */
 export type LangGraphThreadStatus = "idle" | "busy" | "interrupted" | "error";
@@ -52,6 +53,17 @@ export function interruptsOf(record: ThreadRecord): LangGraphInterrupt[] {
   return [{ id: questionId(pause.value), value: pause.value }];
 }
 
+/**
+ * The record whose questions the thread waits on: its own, or, for a chat's thread (a graph with
+ * a mediator), its loop's (`<thread>.loop`), whose approval the chat's run is paused on; an
+ * answer to the chat's thread goes to it (`resume` of a chat continues its loop).
+ */
+export async function waitingRecord(store: Pick<Store, "threads">, record: ThreadRecord): Promise<ThreadRecord> {
+  if (interruptsOf(record).length > 0) return record;
+  const loop = await store.threads.get(loopThreadOf(record.threadId));
+  return loop && interruptsOf(loop).length > 0 ? loop : record;
+}
+
 /** A lone question's id: the tool call it asks about (what `resume --call` takes), else `input`. */
 function questionId(value: unknown): string {
   const callId = (value as { callId?: unknown } | undefined)?.callId;
@@ -68,15 +80,16 @@ export async function plainValuesAt(store: Store, threadId: string, checkpointId
 export async function threadJson(record: ThreadRecord, store: Store, extras?: ThreadExtras): Promise<Record<string, unknown>> {
   const head = await store.checkpoints.latestCheckpointId(record.threadId);
   const values = head ? await plainValuesAt(store, record.threadId, head) : {};
-  const interrupts = interruptsOf(record);
+  const waiting = await waitingRecord(store, record);
+  const interrupts = interruptsOf(waiting);
   return {
     thread_id: record.threadId,
     created_at: record.createdAt,
     updated_at: record.updatedAt,
     metadata: threadMetadata(record, extras),
-    status: threadStatus(record),
+    status: waiting === record ? threadStatus(record) : "interrupted",
     values,
-    interrupts: interrupts.length > 0 ? { [record.pause?.node ?? "input"]: interrupts } : {},
+    interrupts: interrupts.length > 0 ? { [waiting.pause?.node ?? "input"]: interrupts } : {},
     config: {},
   };
 }
@@ -96,7 +109,7 @@ export function reservedThreadJson(threadId: string, extras: ThreadExtras): Reco
 }
 
 /** The client's metadata, and what loopgraph knows of the thread: its graph (the assistant) and its own status. */
-function threadMetadata(record: ThreadRecord, extras?: ThreadExtras): Record<string, unknown> {
+export function threadMetadata(record: ThreadRecord, extras?: ThreadExtras): Record<string, unknown> {
   return {
     ...extras?.metadata,
     graph_id: record.graphName,
@@ -154,17 +167,21 @@ async function stateOf(
 ): Promise<Record<string, unknown>> {
   const values = await plainValuesAt(store, record.threadId, checkpoint.checkpointId);
   const children = all.filter((other) => other.parentId === checkpoint.checkpointId);
-  const waiting = checkpoint.head && record.status === "paused" && record.pause?.node !== undefined;
-  const next = waiting ? [record.pause!.node!] : [...new Set(children.flatMap((child) => child.nodes))].filter((node) => node !== "update");
-  const interrupts = checkpoint.head ? interruptsOf(record) : [];
+  const paused = checkpoint.head && record.status === "paused" && record.pause?.node !== undefined;
+  const next = paused ? [record.pause!.node!] : [...new Set(children.flatMap((child) => child.nodes))].filter((node) => node !== "update");
+  // A chat's newest state shows the question its loop waits on, as a task of the loop's node.
+  const waiting = checkpoint.head ? await waitingRecord(store, record) : record;
+  const interrupts = checkpoint.head ? interruptsOf(waiting) : [];
+  const asking = waiting.pause?.node;
+  const taskNodes = asking !== undefined && interrupts.length > 0 && !next.includes(asking) ? [...next, asking] : next;
   return {
     values,
     next,
-    tasks: next.map((node) => ({
+    tasks: taskNodes.map((node) => ({
       id: `${checkpoint.checkpointId}:${node}`,
       name: node,
       error: null,
-      interrupts: node === record.pause?.node ? interrupts : [],
+      interrupts: node === asking ? interrupts : [],
       checkpoint: null,
       state: null,
       result: null,
