@@ -373,7 +373,8 @@ export async function executeRun(run: ServedRun, start: RunStarter, place: RunPl
   const translator = new EventTranslator(run.runId, run.modes, publish);
   const onEvent = (event: RunEvent) => {
     translator.translate(event);
-    if (event.type === "node_finished" && event.threadId === run.threadId) void follower.look();
+    // A step's start finds the state it starts from (the first: the run's input), its end what it wrote.
+    if ((event.type === "node_started" || event.type === "node_finished") && event.threadId === run.threadId) void follower.look();
   };
   try {
     await follower.start();
