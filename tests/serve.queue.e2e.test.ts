@@ -77,6 +77,14 @@ describeOnPostgres("loopgraph serve --queue", "serve --queue", (server) => {
     const inspected = await runCli(["inspect", thread.thread_id, "--json"], { cwd: ws.dir, env: cleanEnv(env) });
     expect(JSON.parse(inspected.stdout).thread.status).toBe("finished");
 
+    // The server stopped (Ctrl-C) while a worker runs a thread it queued: the run goes on there.
+    const goesOn = await client.threads.create();
+    await client.runs.create(goesOn.thread_id, "coder", { input: { task: "write queued.txt again" } });
+    expect((await served.serve.kill("SIGINT")).code).toBe(0);
+    const statusOf = async () =>
+      (await queryRows<{ status: string }>(url, "SELECT status FROM loopgraph_threads WHERE thread_id = $1", [goesOn.thread_id]))[0]?.status;
+    await expect.poll(statusOf, { timeout: 30_000 }).toBe("paused");
+
     worker.kill("SIGTERM");
     expect((await workerDone).code).toBe(0);
   }, 120_000);

@@ -46,8 +46,17 @@ export interface RunPlace {
 /** How a planned run ends: its loopgraph status, and why it did not finish. */
 type Ended = Pick<RunOutcome, "status" | "error">;
 
-/** A planned run, started with the run options and a way to look for the checkpoints it wrote meanwhile. */
-export type RunStarter = (options: CommonRunOptions, follow: () => Promise<void>) => Promise<Ended>;
+/**
+ * A planned run, started with the run options and a way to look for the checkpoints it wrote
+ * meanwhile; `leaving` is aborted when the server stops following a run a worker runs.
+ */
+export type RunStarter = (options: CommonRunOptions, follow: () => Promise<void>, leaving: AbortSignal) => Promise<Ended>;
+
+/** A checked run request: how to start it, and whether a worker runs it (the server only follows it). */
+export interface PlannedRun {
+  start: RunStarter;
+  queued: boolean;
+}
 
 /** What a client asked a run to do, checked (see `planRun`). */
 export interface RunRequest {
@@ -71,6 +80,9 @@ export class ServedRun {
   private readonly abort = new AbortController();
   readonly done: Promise<void>;
   private markDone: () => void = () => undefined;
+  private readonly stopFollowing = new AbortController();
+  /** A worker runs it (`serve --queue`): the server only follows it, and a server that stops leaves it running. */
+  queued = false;
 
   constructor(
     readonly threadId: string,
@@ -90,6 +102,15 @@ export class ServedRun {
     this.control.requestDrain("cancelled through the API");
     // A CancelledError, as Ctrl-C's: the step in flight ends without a result and the run is `interrupted`, not failed.
     this.abort.abort(new CancelledError("cancelled through the API"));
+  }
+
+  /** The server stops following a run a worker runs: it goes on there. */
+  leave(): void {
+    this.stopFollowing.abort();
+  }
+
+  get leaving(): AbortSignal {
+    return this.stopFollowing.signal;
   }
 
   options(): Pick<CommonRunOptions, "control" | "signal"> {
@@ -171,7 +192,7 @@ const STRICTNESS: readonly ApprovalMode[] = ["auto", "auto-edit", "ask", "deny"]
  * Checks a run request against the thread as it stands and returns how to start it; every
  * refusal is an HTTP error before anything runs.
  */
-export async function planRun(request: RunRequest, listing: GraphListing, place: RunPlace): Promise<RunStarter> {
+export async function planRun(request: RunRequest, listing: GraphListing, place: RunPlace): Promise<PlannedRun> {
   const { body, threadId } = request;
   for (const field of UNSUPPORTED_RUN_FIELDS) {
     const value = body[field];
@@ -193,7 +214,7 @@ export async function planRun(request: RunRequest, listing: GraphListing, place:
     if (!record) throw new HttpError(404, `no thread "${threadId}" to resume: it has not run yet`);
     const waiting = await withTables(place.store, "read", (tables) => waitingRecord(tables, record));
     const { answer, call } = answerOf(command.resume, waiting);
-    return (options) => resumeRun({ ...common(options), threadId, answer, ...(call !== undefined && { call }) });
+    return here((options) => resumeRun({ ...common(options), threadId, answer, ...(call !== undefined && { call }) }));
   }
   if (command !== undefined && command !== null && Object.keys(command).length > 0)
     throw new HttpError(501, "a command other than {resume} (goto, update) is not supported by loopgraph serve: fork with updateState");
@@ -202,19 +223,22 @@ export async function planRun(request: RunRequest, listing: GraphListing, place:
     const model = place.model !== undefined ? { model: place.model } : {};
     if (place.queue) {
       const queued = { graph: listing.name, threadId, task: task ?? "", ...model, ...(approval && { approval }) };
-      return (options, follow) => queuedRun(place, queued, options.signal, follow);
+      return { start: (options, follow, leaving) => queuedRun(place, queued, { cancel: options.signal, leaving }, follow), queued: true };
     }
     // By name, as the CLI runs it: the trust rules pick the file, and the run says what it did not use.
-    return (options) => runGraph({ ...common(options), graph: listing.name, threadId, task: task ?? "", ...model });
+    return here((options) => runGraph({ ...common(options), graph: listing.name, threadId, task: task ?? "", ...model }));
   }
   if (task !== undefined)
     throw new HttpError(
       409,
       `thread "${threadId}" already has its task: start a new thread for a new task, or run with no input to continue it`,
     );
-  if (from !== undefined) return (options) => forkRun({ ...common(options), threadId, from });
-  return (options) => resumeRun({ ...common(options), threadId });
+  if (from !== undefined) return here((options) => forkRun({ ...common(options), threadId, from }));
+  return here((options) => resumeRun({ ...common(options), threadId }));
 }
+
+/** A run this server runs itself. */
+const here = (start: RunStarter): PlannedRun => ({ start, queued: false });
 
 const isEmptyObject = (value: unknown): boolean =>
   value !== null && typeof value === "object" && !Array.isArray(value) && Object.keys(value).length === 0;
@@ -341,7 +365,7 @@ const QUEUED_LOOK_MS = 500;
 async function queuedRun(
   place: RunPlace,
   spec: { graph: string; threadId: string; task: string; model?: string; approval?: ApprovalMode },
-  signal: AbortSignal | undefined,
+  signals: { cancel: AbortSignal | undefined; leaving: AbortSignal },
   follow: () => Promise<void>,
 ): Promise<Ended> {
   await enqueueRun({ ...spec, settings: place.settings, cwd: place.cwd, ...dbOf(place.store) });
@@ -351,7 +375,8 @@ async function queuedRun(
     const record = await withTables(place.store, "read", (tables) => tables.threads.get(spec.threadId));
     if (record && record.status !== "queued" && record.status !== "running")
       return { status: record.status, ...(record.error !== undefined && { error: record.error }) };
-    if (signal?.aborted && !stopping) {
+    if (signals.leaving.aborted) return { status: "interrupted", error: "the server stopped following it: it goes on on its worker" };
+    if (signals.cancel?.aborted && !stopping) {
       stopping = true;
       await stopQueuedRun(spec.threadId, place.store, "cancelled through the API before a worker took it");
     }
@@ -363,7 +388,7 @@ async function queuedRun(
  * Runs it: streams its events and the checkpoints it writes, and records how it ended. A failure
  * of the run is its `error` part and status, never an exception out of here.
  */
-export async function executeRun(run: ServedRun, start: RunStarter, place: RunPlace): Promise<void> {
+export async function executeRun(run: ServedRun, { start }: PlannedRun, place: RunPlace): Promise<void> {
   const publish = (part: StreamPart) => {
     if (part.event !== "values" && part.event !== "updates") return run.publish(part);
     if (run.modes.has(part.event)) run.publish(part);
@@ -379,8 +404,10 @@ export async function executeRun(run: ServedRun, start: RunStarter, place: RunPl
   try {
     await follower.start();
     run.status = "running";
-    const outcome = await start({ settings: place.settings, cwd: place.cwd, ...dbOf(place.store), onEvent, ...run.options() }, () =>
-      follower.look(),
+    const outcome = await start(
+      { settings: place.settings, cwd: place.cwd, ...dbOf(place.store), onEvent, ...run.options() },
+      () => follower.look(),
+      run.leaving,
     );
     await follower.look();
     // A chat's run that ends paused waits on its loop's question: that is the interrupt.

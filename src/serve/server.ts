@@ -233,13 +233,14 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
       throw new HttpError(404, `no thread "${id}": create it first (POST /threads)`);
     if (activeRun(id)) throw new HttpError(409, `thread "${id}" is already running a run: wait for it, or cancel it`);
     const modes = streamModes(body);
-    const start = await planRun({ threadId: id, assistantId, body }, listing, place);
+    const plan = await planRun({ threadId: id, assistantId, body }, listing, place);
     const metadata = (body.metadata && typeof body.metadata === "object" ? body.metadata : {}) as Record<string, unknown>;
     const run = new ServedRun(id, assistantId, withoutUndefined(metadata), modes);
     runs.set(run.runId, run);
     forgetOldRuns();
     if (!extras.has(id)) extras.set(id, { metadata: { graph_id: assistantId }, createdAt: run.createdAt });
-    void executeRun(run, start, place);
+    run.queued = plan.queued;
+    void executeRun(run, plan, place);
     return run;
   };
 
@@ -483,9 +484,9 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     url: `http://${shownHost}:${port}`,
     ...(token !== undefined && { token }),
     close: async () => {
-      // Each run stops as Ctrl-C stops a run: at a checkpoint, resumable.
+      // Each run it runs stops as Ctrl-C stops a run: at a checkpoint, resumable. A worker's run goes on there.
       const running = [...runs.values()].filter((run) => run.active);
-      for (const run of running) run.cancel();
+      for (const run of running) run.queued ? run.leave() : run.cancel();
       await Promise.all(running.map((run) => run.done));
       await new Promise<void>((resolve) => {
         for (const response of live) response.end();
