@@ -82,7 +82,8 @@ describeOnPostgres("loopgraph serve --queue", "serve --queue", (server) => {
     await client.runs.create(goesOn.thread_id, "coder", { input: { task: "write queued.txt again" } });
     expect((await served.serve.kill("SIGINT")).code).toBe(0);
     const statusOf = async () =>
-      (await queryRows<{ status: string }>(url, "SELECT status FROM loopgraph_threads WHERE thread_id = $1", [goesOn.thread_id]))[0]?.status;
+      (await queryRows<{ status: string }>(url, "SELECT status FROM loopgraph_threads WHERE thread_id = $1", [goesOn.thread_id]))[0]
+        ?.status;
     await expect.poll(statusOf, { timeout: 30_000 }).toBe("paused");
 
     worker.kill("SIGTERM");

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { Client } from "@langchain/langgraph-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ROOT, runCli } from "./helpers/cli.js";
+import { startCli } from "./helpers/e2e.js";
 import { startServe } from "./helpers/serve.js";
 import { startUi } from "./helpers/ui.js";
 import { sharedWorkspace, tempWorkspace } from "./helpers/workspace.js";
@@ -201,6 +202,21 @@ describe("loopgraph serve with LangGraph's JS client", () => {
     const all = await client.threads.getHistory(thread.thread_id, { limit: 100 });
     expect(all.length).toBeGreaterThan(history.length);
     await expect(client.threads.updateState(thread.thread_id, { values: { nonsense: 1 } })).rejects.toThrow(/422.*unknown state channel/);
+    await expect(client.threads.updateState(thread.thread_id, { values: { messages: [] } })).rejects.toThrow(
+      /422.*messages cannot be replaced/,
+    );
+  }, 60_000);
+
+  it("a thread another process runs is not run a second time through the API (one owner per thread)", async () => {
+    const held = join(ws.root, "held.script.yaml");
+    writeFileSync(held, SCRIPT.replace("wait_for: gate", "wait_for: held-gate"));
+    const cli = startCli(["run", "coder", "--task", "held", "--thread", "held-by-cli", "--model", `scripted:${held}`, "--json"], {
+      cwd: ws.dir,
+    });
+    await cli.waitForEvent("node_started");
+    await expect(client.runs.wait("held-by-cli", "coder", {})).rejects.toThrow(/409.*is running in process/);
+    writeFileSync(join(ws.root, "held-gate"), "");
+    expect((await cli.done).code).toBe(3);
   }, 60_000);
 
   it("searches threads by metadata, status and id (those the CLI ran too), and deletes one as threads delete does", async () => {

@@ -21,7 +21,8 @@ import type { GraphListing } from "../graph/index.js";
 import { forkRun } from "../replay/fork.js";
 import type { ApprovalAnswer } from "../runtime/approval.js";
 import type { RunEvent } from "../runtime/events.js";
-import type { ThreadRecord } from "../runs/thread-registry.js";
+import { isRunningElsewhere, type ThreadRecord } from "../runs/thread-registry.js";
+import { runningMessage } from "../engine/thread.js";
 import { APPROVAL_MODES, type ApprovalMode } from "../state/thread.js";
 import { withTables, type StoreOptions } from "../store/store.js";
 import { HttpError } from "../ui/http.js";
@@ -203,6 +204,9 @@ export async function planRun(request: RunRequest, listing: GraphListing, place:
   // Checked now, as `loopgraph run <name>` here would pick it (an untrusted project graph is not run): a refusal is the answer.
   runnableGraphFile(listing, place.cwd, place.settings.env);
   const record = await withTables(place.store, "read", (tables) => tables.threads.get(threadId));
+  if (record?.status === "queued") throw new HttpError(409, `thread "${threadId}" waits in the queue for a worker: wait for its run`);
+  // One owner per thread: a run elsewhere (a terminal, a worker) is not joined by a second one.
+  if (record && isRunningElsewhere(record)) throw new HttpError(409, `${runningMessage(record)}, or wait for it`);
   if (record && record.graphName !== listing.name)
     throw new HttpError(409, `thread "${threadId}" runs graph "${record.graphName}", not assistant "${listing.name}"`);
   const command = body.command as { resume?: unknown } | undefined | null;

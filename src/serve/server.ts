@@ -201,6 +201,12 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
     if (values === null || typeof values !== "object" || Array.isArray(values))
       throw new HttpError(422, "values must be an object of channels");
     const set = Object.entries(values).map(([channel, value]) => {
+      // A channel is replaced whole by a fork's edit: messages sent as JSON would not be messages any more.
+      if (channel === "messages")
+        throw new HttpError(
+          422,
+          "messages cannot be replaced through updateState: fork with `loopgraph replay --from <checkpoint> --set messages.N.content=…`",
+        );
       if (!STATE_CHANNELS.includes(channel))
         throw new HttpError(422, `unknown state channel "${channel}" (the state has ${STATE_CHANNELS.join(", ")})`);
       return `${channel}=${JSON.stringify(value)}`;
