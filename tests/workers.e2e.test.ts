@@ -7,7 +7,7 @@
  * queue at a checkpoint and another worker finishes it.
  */
 import type { ChildProcess } from "node:child_process";
-import { readFileSync, writeFileSync } from "node:fs";
+import { readFileSync, rmSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import PgBoss from "pg-boss";
 import { expect, it } from "vitest";
@@ -224,6 +224,32 @@ describeOnPostgres("workers on a PostgreSQL store", "the worker tests", (server)
       expect(await queryRows(url, "SELECT name FROM loopgraph_queue.queue")).toEqual([{ name: "loopgraph-runs" }]);
     }
   });
+
+  it("a queued run that cannot run (its graph file gone): the worker fails it once, with why, and no worker takes it again", async () => {
+    const url = server().createDatabase("unrunnable");
+    const ws = tempWorkspace({ git: "init" });
+    const env = cleanEnv({ LOOPGRAPH_DB: url, LOOPGRAPH_WORKER_CHECK_S: "1" });
+    const graph = join(ws.root, "flow.yaml");
+    writeFileSync(graph, readFileSync(join(ROOT, "graphs", "coder.yaml"), "utf8"));
+    const script = stepScript(ws.root);
+    const queued = await runCli(["run", graph, "--queue", "--task", "t", "--thread", "unrunnable", "--model", `scripted:${script}`], {
+      env,
+      cwd: ws.dir,
+    });
+    expect(queued.code, queued.stderr).toBe(0);
+    rmSync(graph);
+    const worker = startWorker(env, 1);
+    const waited = await runCli(["wait", "unrunnable", "--json"], { env, cwd: ws.dir });
+    expect(waited.code, worker.stderr()).toBe(1);
+    const record = JSON.parse(waited.stdout) as { status: string; error: string };
+    expect(record.status).toBe("failed");
+    expect(record.error).toMatch(/^not run by a worker: .*flow\.yaml/);
+    // Looked at again after its check interval: it is not taken again.
+    await new Promise((resolve) => setTimeout(resolve, 2_500));
+    expect(startedBy(worker)).toEqual(["unrunnable"]);
+    worker.child.kill("SIGTERM");
+    expect((await worker.done).code).toBe(0);
+  }, 60_000);
 
   it("run --queue on a SQLite store, and a worker without PostgreSQL: one line, exit 2", async () => {
     const ws = tempWorkspace();

@@ -99,14 +99,35 @@ export async function runWorker(options: WorkerOptions): Promise<void> {
       await outage.retry(() => backToQueue(threadId));
       options.log(`${threadId}: back in the queue`);
     };
+    /**
+     * A queued thread this worker cannot run (its graph file gone, its repository not in the
+     * store) was given back queued: it ends `failed` with why, else every worker would take it
+     * again at each look. One that another process holds (a refused claim) is not this worker's to end.
+     */
+    const failUnrunnable = async (threadId: string, error: ConfigError): Promise<boolean> => {
+      const reason = `not run by a worker: ${error.message.split("\n")[0]}`;
+      const failed = await outage.retry(async () => {
+        const claim = await tables.threads.claim(threadId);
+        if (!claim?.claimed) return false;
+        if (claim.before.status !== "queued") {
+          await tables.threads.release(threadId, claim.before);
+          return false;
+        }
+        await tables.threads.markEnded(threadId, "failed", reason);
+        return true;
+      });
+      if (failed) options.log(`${threadId}: failed: ${reason}`);
+      return failed;
+    };
     const runThread = async (threadId: string, control: RunControl): Promise<void> => {
       options.log(`${threadId}: running`);
       let outcome: RunOutcome;
       try {
         outcome = await resumeRun({ threadId, db: options.db, cwd, settings: options.settings, control, noSandbox: options.noSandbox });
       } catch (error) {
-        if (!isConnectionLost(error)) throw error;
-        return requeueAfterOutage(threadId, ` (${lostReason(error)})`);
+        if (isConnectionLost(error)) return requeueAfterOutage(threadId, ` (${lostReason(error)})`);
+        if (error instanceof ConfigError && (await failUnrunnable(threadId, error))) return;
+        throw error;
       }
       if (outcome.storeLost) return requeueAfterOutage(threadId, "");
       if (options.stop.aborted && outcome.status === "interrupted" && !outcome.ended) {
