@@ -2,7 +2,7 @@
  * Hooks: their declarations' checks, one hook run with its event on stdin (as the shell tool runs a
  * command), and how a before_tool hook's outcome decides the call.
  */
-import { existsSync } from "node:fs";
+import { existsSync, mkdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
 import { checkHooks, type Hook } from "../src/tools/hook-config.js";
@@ -87,6 +87,22 @@ describe("a hook's outcome", () => {
     expect(ran.stdout).toBe(`{"event":"before_tool","tool":{"name":"shell"}}\n${ws.dir}\n`);
     const slow = await runHook(hook("sleep 5", { timeoutMs: 200 }), { event: "stop" }, ctx);
     expect(slow).toMatchObject({ exitCode: null, timedOut: true });
+  });
+
+  it("runs without the user's ~/.bashrc, which a bash reading its input from a socket would otherwise run (as if sshd started it)", async () => {
+    const ws = tempWorkspace();
+    const home = join(ws.root, "home");
+    mkdirSync(home);
+    writeFileSync(join(home, ".bashrc"), `touch ${join(ws.root, "bashrc-ran")}\n`);
+    const ctx = {
+      workspace: ws.dir,
+      env: { ...process.env, HOME: home },
+      artifactsDir: `${ws.dir}/.loopgraph/artifacts/t`,
+      sandbox: NO_SANDBOX,
+    };
+    const ran = await runHook(hook("cat"), { event: "stop" }, ctx);
+    expect(ran).toMatchObject({ exitCode: 0, stdout: '{"event":"stop"}\n' });
+    expect(existsSync(join(ws.root, "bashrc-ran"))).toBe(false);
   });
 
   it("a project's hook runs only in the OS sandbox, with the workspace read-only: elsewhere it is skipped, and a before_tool one then blocks", async () => {

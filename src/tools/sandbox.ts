@@ -31,12 +31,20 @@ export interface SandboxOptions {
  * pipe whose other end only loopgraph holds; a watcher reads it, and at end-of-file kills
  * everything in the sandbox's PID namespace (`kill -1` there), or, without a sandbox, the
  * command's process group (`kill 0`). The command itself gets neither descriptor.
+ *
+ * `--norc`: a bash whose standard input is a socket (Node's pipes are) and that is no one's
+ * subshell takes itself for a shell started by sshd and runs the user's `~/.bashrc` (Debian's
+ * build does), which is not the command's to run, and which can hang it (a `pyenv init` waiting
+ * on a stale lock). A hook, given its event on standard input, would otherwise start so.
  */
 export function watchedBash(command: string, scope: "namespace" | "group"): string[] {
   const watch = "exec 4<&3 3<&-; ( read -r _ <&4; kill -KILL " + (scope === "namespace" ? "-1" : "0") + " ) </dev/null >/dev/null 2>&1 &";
   // In a namespace the watcher dies with it when the command ends; in a group it is stopped by hand.
-  const run = scope === "namespace" ? 'exec 4<&-; exec bash -c "$1"' : 'w=$!; exec 4<&-; bash -c "$1"; s=$?; kill $w 2>/dev/null; exit $s';
-  return ["bash", "-c", `${watch} ${run}`, "bash", command];
+  const run =
+    scope === "namespace"
+      ? 'exec 4<&-; exec bash --norc -c "$1"'
+      : 'w=$!; exec 4<&-; bash --norc -c "$1"; s=$?; kill $w 2>/dev/null; exit $s';
+  return ["bash", "--norc", "-c", `${watch} ${run}`, "bash", command];
 }
 
 export interface Sandbox {
