@@ -13,7 +13,6 @@
 import { randomBytes, randomUUID, timingSafeEqual } from "node:crypto";
 import { readFileSync, realpathSync, statSync } from "node:fs";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { extname, join, normalize, sep } from "node:path";
 import { ConfigError } from "../errors.js";
 import { requireQueueStore } from "../engine/runner.js";
@@ -22,7 +21,7 @@ import { forkRun } from "../replay/fork.js";
 import { STATE_CHANNELS } from "../state/graph-state.js";
 import type { ThreadRecord } from "../runs/thread-registry.js";
 import { requireThread, withStore } from "../store/store.js";
-import { BASE_SECURITY_HEADERS, HttpError, readJsonObject } from "../ui/http.js";
+import { BASE_SECURITY_HEADERS, errorStatus, HttpError, listenOn, readJsonObject } from "../ui/http.js";
 import {
   assistantGraph,
   assistantOf,
@@ -450,9 +449,9 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
 
   /** The thread's state (at its newest checkpoint, or at `checkpointId`); a thread that has not run has empty values. */
   const stateOf = async (threadId: string, checkpointId?: string) => {
-    const states = await historyOf(threadId, 1, undefined).then(async (newest) =>
-      checkpointId ? threadStates(threadId, options.store, { limit: 1, at: checkpointId }) : newest,
-    );
+    const states = checkpointId
+      ? await threadStates(threadId, options.store, { limit: 1, at: checkpointId })
+      : await historyOf(threadId, 1);
     const state = states[0];
     if (state) return state;
     await getThread(threadId);
@@ -462,29 +461,12 @@ export async function startServeServer(options: ServeOptions): Promise<ServeServ
   const server = createServer((request, response) => {
     route(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      const status =
-        error instanceof HttpError
-          ? error.status
-          : error instanceof ConfigError || error instanceof SyntaxError || error instanceof URIError
-            ? 400
-            : 500;
+      const status = errorStatus(error);
       const message = error instanceof Error ? error.message.split("\n", 1)[0] : String(error);
       sendJson(request, response, status, { error: status === 501 ? "NotImplemented" : "Error", message, detail: message });
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(
-        error.code === "EADDRINUSE"
-          ? new ConfigError(`port ${options.port} is in use: pick another with --port, or leave it out for a free one`)
-          : error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND"
-            ? new ConfigError(`cannot listen on ${host}: give an address of this machine with --host`)
-            : error,
-      ),
-    );
-    server.listen(options.port ?? 0, host, () => resolve());
-  });
-  port = (server.address() as AddressInfo).port;
+  port = await listenOn(server, options.port, host);
   const shownHost = host.includes(":") ? `[${host}]` : host;
   return {
     url: `http://${shownHost}:${port}`,

@@ -1,5 +1,7 @@
 /** What the two local HTTP servers (`loopgraph ui`, `loopgraph serve`) share: their errors, security headers and JSON bodies. */
-import type { IncomingMessage } from "node:http";
+import type { IncomingMessage, Server } from "node:http";
+import type { AddressInfo } from "node:net";
+import { ConfigError } from "../errors.js";
 
 /** A request refused with its HTTP status and a one-line reason. */
 export class HttpError extends Error {
@@ -35,3 +37,27 @@ export const BASE_SECURITY_HEADERS = {
   "x-frame-options": "DENY",
   "cache-control": "no-store",
 };
+
+/** The status of a request that failed with `error`: its own for an HttpError, 400 for a bad request (`clientErrors`, a ConfigError, bad JSON or URL), else 500. */
+export function errorStatus(error: unknown, clientErrors: readonly (abstract new (...args: never[]) => Error)[] = []): number {
+  if (error instanceof HttpError) return error.status;
+  const bad = [ConfigError, SyntaxError, URIError, ...clientErrors];
+  return bad.some((kind) => error instanceof kind) ? 400 : 500;
+}
+
+/** Listens on `host`:`port` (0: a free one) and returns the port; a port in use or an address not of this machine is a one-line error. */
+export async function listenOn(server: Server, port: number | undefined, host: string): Promise<number> {
+  await new Promise<void>((resolve, reject) => {
+    server.once("error", (error: NodeJS.ErrnoException) =>
+      reject(
+        error.code === "EADDRINUSE"
+          ? new ConfigError(`port ${port} is in use: pick another with --port, or leave it out for a free one`)
+          : error.code === "EADDRNOTAVAIL" || error.code === "ENOTFOUND"
+            ? new ConfigError(`cannot listen on ${host}: give an address of this machine with --host`)
+            : error,
+      ),
+    );
+    server.listen(port ?? 0, host, () => resolve());
+  });
+  return (server.address() as AddressInfo).port;
+}

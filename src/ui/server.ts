@@ -14,13 +14,12 @@ import { randomBytes, timingSafeEqual } from "node:crypto";
 import { existsSync, mkdtempSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { createServer, type IncomingMessage, type ServerResponse } from "node:http";
-import type { AddressInfo } from "node:net";
 import { extname, join, normalize } from "node:path";
 import type { PriceTable } from "../config/prices.js";
 import { ConfigError } from "../errors.js";
 import type { StoreOptions } from "../store/tables.js";
 import { ActionError, exportScript, runAction, type Action } from "./actions.js";
-import { BASE_SECURITY_HEADERS, HttpError, readJsonObject } from "./http.js";
+import { BASE_SECURITY_HEADERS, errorStatus, HttpError, listenOn, readJsonObject } from "./http.js";
 import {
   checkpointPage,
   filesPage,
@@ -212,26 +211,11 @@ export async function startUiServer(options: UiServerOptions): Promise<UiServer>
   const server = createServer((request, response) => {
     route(request, response).catch((error: unknown) => {
       if (response.headersSent) return void response.end();
-      const status =
-        error instanceof HttpError
-          ? error.status
-          : error instanceof ConfigError || error instanceof ActionError || error instanceof SyntaxError || error instanceof URIError
-            ? 400
-            : 500;
+      const status = errorStatus(error, [ActionError]);
       sendJson(response, status, { error: error instanceof Error ? error.message.split("\n", 1)[0] : String(error) });
     });
   });
-  await new Promise<void>((resolve, reject) => {
-    server.once("error", (error: NodeJS.ErrnoException) =>
-      reject(
-        error.code === "EADDRINUSE"
-          ? new ConfigError(`port ${options.port} is in use: pick another with --port, or leave it out for a free one`)
-          : error,
-      ),
-    );
-    server.listen(options.port ?? 0, "127.0.0.1", () => resolve());
-  });
-  port = (server.address() as AddressInfo).port;
+  port = await listenOn(server, options.port, "127.0.0.1");
   return {
     url: `http://127.0.0.1:${port}/?token=${token}`,
     token,
